@@ -1,0 +1,1 @@
+//! ipuc IPU backend: target description, assembler, cost model, planners, codelets.

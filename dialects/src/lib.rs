@@ -1,0 +1,1 @@
+//! ipuc dialects: func, nn, tile, bsp, ipu.

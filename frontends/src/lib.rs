@@ -1,0 +1,1 @@
+//! ipuc importers (ONNX).

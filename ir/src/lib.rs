@@ -1,0 +1,1 @@
+//! ipuc IR core: context, operations, types, attributes, textual format, verifier, passes.

@@ -1,0 +1,1 @@
+//! ipuc target-independent transformations.

@@ -1,0 +1,1 @@
+//! ipuc runtime: Device trait, IPU simulator, host reference executor.

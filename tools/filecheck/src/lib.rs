@@ -1,0 +1,1 @@
+//! LLVM FileCheck-compatible pattern checker.

@@ -1,0 +1,1 @@
+//! ipuc command-line tools: ipu-opt, ipu-run, ipu-bench, ipu-lit, filecheck.
