@@ -1,1 +1,47 @@
-//! ipuc IR core: context, operations, types, attributes, textual format, verifier, passes.
+//! The ipuc IR core.
+//!
+//! Arena-owned operations, blocks, regions and values with use-lists
+//! ([`Context`]); builtin types and attributes in MLIR spelling; the
+//! textual format (a pest grammar plus printer); the verifier; symbol
+//! tables; analyses; pattern rewriting; and the pass manager.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use ipuc_ir::{Context, DialectRegistry, parse_source, print_op, PrintOptions, verify};
+//!
+//! let mut ctx = Context::new(Arc::new(DialectRegistry::new()));
+//! ctx.allow_unregistered = true;
+//! let src = "%0 = \"test.constant\"() {value = 42 : i32} : () -> i32\n";
+//! let parsed = parse_source(&mut ctx, "example.mlir", src).unwrap();
+//! verify(&ctx, parsed.module).unwrap();
+//! let text = print_op(&ctx, parsed.module, &PrintOptions::default());
+//! assert!(text.contains("\"test.constant\"() {value = 42 : i32} : () -> i32"));
+//! ```
+
+pub mod affine;
+pub mod analysis;
+pub mod asm;
+pub mod attributes;
+pub mod builtin;
+pub mod context;
+pub mod diagnostics;
+pub mod dialect;
+pub mod entity;
+pub mod float_format;
+pub mod location;
+pub mod parser;
+pub mod printer;
+pub mod rewrite;
+pub mod symbol_table;
+pub mod types;
+pub mod verifier;
+
+pub use attributes::{AttrKind, Attribute, Dictionary};
+pub use context::{BlockId, Context, OpId, OperationState, RegionId, Value, ValueDef, WalkOrder};
+pub use diagnostics::{Diagnostic, Severity, SourceMgr};
+pub use dialect::{Dialect, DialectRegistry, OpDefinition, OperationName, Traits};
+pub use location::Location;
+pub use parser::{parse_source, ParseOptions, ParsedSource};
+pub use printer::{print_op, PrintOptions};
+pub use types::{FloatKind, Type, TypeKind};
+pub use verifier::verify;

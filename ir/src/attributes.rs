@@ -1,0 +1,492 @@
+//! Builtin attributes, spelled as MLIR spells them.
+//!
+//! An [`Attribute`] is immutable and reference counted. Large constants live
+//! either in [`DenseElements`] (shared bytes) or in a named resource blob
+//! ([`Resource`]) that `dense_resource<name>` refers to; neither is ever
+//! copied when IR is cloned or transformed.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rustc_hash::FxHashMap;
+
+use crate::affine::{AffineMap, IntegerSet};
+use crate::location::Location;
+use crate::types::{Type, TypeKind};
+
+/// The payload of an attribute.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AttrKind {
+    /// `unit`.
+    Unit,
+    /// `true` / `false`.
+    Bool(bool),
+    /// `42 : i32`. The value is stored sign-extended (or zero-extended for
+    /// unsigned types) in an `i128`.
+    Integer { value: i128, ty: Type },
+    /// `1.5 : f32`. The value is stored as the bits of an `f64`, which holds
+    /// every supported format exactly.
+    Float { bits: u64, ty: Type },
+    /// `"text"`, optionally typed (`"text" : i32`).
+    String { value: Arc<str>, ty: Option<Type> },
+    /// A type used as an attribute.
+    Type(Type),
+    /// `[a, b]`.
+    Array(Vec<Attribute>),
+    /// `array<i64: 1, 2>`.
+    DenseArray {
+        element: Type,
+        values: DenseArrayValues,
+    },
+    /// `{a = 1, b}`.
+    Dictionary(Dictionary),
+    /// `@root::@nested`.
+    SymbolRef {
+        root: Arc<str>,
+        nested: Vec<Arc<str>>,
+    },
+    /// `dense<...> : tensor<...>`.
+    DenseElements(DenseElements),
+    /// `dense_resource<name> : tensor<...>`.
+    DenseResource { resource: Resource, ty: Type },
+    /// `affine_map<...>`.
+    AffineMap(AffineMap),
+    /// `affine_set<...>`.
+    IntegerSet(IntegerSet),
+    /// A location used as an attribute (`loc(...)`).
+    Location(Location),
+    /// A dialect attribute `#dialect.mnemonic<body>` or `#dialect<body>` kept as text.
+    Dialect {
+        dialect: Arc<str>,
+        mnemonic: Option<Arc<str>>,
+        body: Arc<str>,
+    },
+}
+
+/// Values of a dense array attribute.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DenseArrayValues {
+    /// Integer (and `i1`) elements.
+    Int(Vec<i64>),
+    /// Float elements as `f64` bits.
+    Float(Vec<u64>),
+}
+
+/// An immutable, shared attribute.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Attribute(Arc<AttrKind>);
+
+impl Attribute {
+    /// Wraps an attribute payload.
+    pub fn new(kind: AttrKind) -> Attribute {
+        Attribute(Arc::new(kind))
+    }
+    /// The payload.
+    #[inline]
+    pub fn kind(&self) -> &AttrKind {
+        &self.0
+    }
+    /// `unit`.
+    pub fn unit() -> Attribute {
+        Attribute::new(AttrKind::Unit)
+    }
+    /// A bool.
+    pub fn bool(b: bool) -> Attribute {
+        Attribute::new(AttrKind::Bool(b))
+    }
+    /// A typed integer (value truncated to the type's width).
+    pub fn integer(value: i128, ty: Type) -> Attribute {
+        let value = normalize_int(value, &ty);
+        Attribute::new(AttrKind::Integer { value, ty })
+    }
+    /// `value : i64`.
+    pub fn i64(value: i64) -> Attribute {
+        Attribute::integer(value as i128, Type::i64())
+    }
+    /// A typed float (the value is rounded to the type's format by the caller).
+    pub fn float(value: f64, ty: Type) -> Attribute {
+        Attribute::new(AttrKind::Float {
+            bits: value.to_bits(),
+            ty,
+        })
+    }
+    /// An untyped string.
+    pub fn string(s: &str) -> Attribute {
+        Attribute::new(AttrKind::String {
+            value: s.into(),
+            ty: None,
+        })
+    }
+    /// A type attribute.
+    pub fn type_attr(ty: Type) -> Attribute {
+        Attribute::new(AttrKind::Type(ty))
+    }
+    /// An array.
+    pub fn array(items: Vec<Attribute>) -> Attribute {
+        Attribute::new(AttrKind::Array(items))
+    }
+    /// `array<i64: ...>`.
+    pub fn dense_i64_array(values: &[i64]) -> Attribute {
+        Attribute::new(AttrKind::DenseArray {
+            element: Type::i64(),
+            values: DenseArrayValues::Int(values.to_vec()),
+        })
+    }
+    /// A flat symbol reference `@name`.
+    pub fn symbol_ref(name: &str) -> Attribute {
+        Attribute::new(AttrKind::SymbolRef {
+            root: name.into(),
+            nested: Vec::new(),
+        })
+    }
+    /// A dictionary.
+    pub fn dictionary(d: Dictionary) -> Attribute {
+        Attribute::new(AttrKind::Dictionary(d))
+    }
+
+    /// The integer value, if this is an integer or bool attribute.
+    pub fn as_int(&self) -> Option<i128> {
+        match self.kind() {
+            AttrKind::Integer { value, .. } => Some(*value),
+            AttrKind::Bool(b) => Some(*b as i128),
+            _ => None,
+        }
+    }
+    /// The float value, if this is a float attribute.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self.kind() {
+            AttrKind::Float { bits, .. } => Some(f64::from_bits(*bits)),
+            _ => None,
+        }
+    }
+    /// The string value, if this is a string attribute.
+    pub fn as_str(&self) -> Option<&str> {
+        match self.kind() {
+            AttrKind::String { value, .. } => Some(value),
+            _ => None,
+        }
+    }
+    /// The type, if this is a type attribute.
+    pub fn as_type(&self) -> Option<&Type> {
+        match self.kind() {
+            AttrKind::Type(t) => Some(t),
+            _ => None,
+        }
+    }
+    /// The items, if this is an array attribute.
+    pub fn as_array(&self) -> Option<&[Attribute]> {
+        match self.kind() {
+            AttrKind::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+    /// The dictionary, if this is a dictionary attribute.
+    pub fn as_dictionary(&self) -> Option<&Dictionary> {
+        match self.kind() {
+            AttrKind::Dictionary(d) => Some(d),
+            _ => None,
+        }
+    }
+    /// Integer values of a dense array or of an array of integer attributes.
+    pub fn as_i64_list(&self) -> Option<Vec<i64>> {
+        match self.kind() {
+            AttrKind::DenseArray {
+                values: DenseArrayValues::Int(v),
+                ..
+            } => Some(v.clone()),
+            AttrKind::Array(items) => items.iter().map(|a| a.as_int().map(|v| v as i64)).collect(),
+            _ => None,
+        }
+    }
+    /// The root name of a symbol reference.
+    pub fn as_symbol_root(&self) -> Option<&str> {
+        match self.kind() {
+            AttrKind::SymbolRef { root, .. } => Some(root),
+            _ => None,
+        }
+    }
+    /// The type of a typed attribute (integer, float, elements, typed string).
+    pub fn ty(&self) -> Option<&Type> {
+        match self.kind() {
+            AttrKind::Integer { ty, .. } | AttrKind::Float { ty, .. } => Some(ty),
+            AttrKind::String { ty, .. } => ty.as_ref(),
+            AttrKind::DenseElements(d) => Some(&d.ty),
+            AttrKind::DenseResource { ty, .. } => Some(ty),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Debug for Attribute {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for Attribute {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = String::new();
+        crate::printer::write_attribute(&mut s, self, &crate::printer::PrintOptions::default());
+        f.write_str(&s)
+    }
+}
+
+/// Truncates `value` to the width of `ty`, sign- or zero-extending back.
+pub fn normalize_int(value: i128, ty: &Type) -> i128 {
+    match ty.kind() {
+        TypeKind::Integer { width, signedness } if *width < 128 => {
+            let w = *width;
+            let mask = (1i128 << w) - 1;
+            let v = value & mask;
+            let unsigned = matches!(signedness, crate::types::Signedness::Unsigned) || w == 1;
+            if !unsigned && w > 0 && (v >> (w - 1)) & 1 == 1 {
+                v - (1i128 << w)
+            } else {
+                v
+            }
+        }
+        TypeKind::Index => value as i64 as i128,
+        _ => value,
+    }
+}
+
+/// A sorted attribute dictionary (names are unique).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Dictionary(Vec<(Arc<str>, Attribute)>);
+
+impl Dictionary {
+    /// An empty dictionary.
+    pub fn new() -> Dictionary {
+        Dictionary(Vec::new())
+    }
+    /// Builds from entries; later duplicates win.
+    pub fn from_entries(entries: impl IntoIterator<Item = (Arc<str>, Attribute)>) -> Dictionary {
+        let mut d = Dictionary::new();
+        for (k, v) in entries {
+            d.set(&k, v);
+        }
+        d
+    }
+    /// Looks up an entry.
+    pub fn get(&self, name: &str) -> Option<&Attribute> {
+        self.0
+            .binary_search_by(|(k, _)| (**k).cmp(name))
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+    /// Inserts or replaces an entry; returns the previous value.
+    pub fn set(&mut self, name: &str, value: Attribute) -> Option<Attribute> {
+        match self.0.binary_search_by(|(k, _)| (**k).cmp(name)) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, value)),
+            Err(i) => {
+                self.0.insert(i, (name.into(), value));
+                None
+            }
+        }
+    }
+    /// Removes an entry.
+    pub fn remove(&mut self, name: &str) -> Option<Attribute> {
+        match self.0.binary_search_by(|(k, _)| (**k).cmp(name)) {
+            Ok(i) => Some(self.0.remove(i).1),
+            Err(_) => None,
+        }
+    }
+    /// Entries in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Attribute)> {
+        self.0.iter().map(|(k, v)| (&**k, v))
+    }
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// Whether empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Dense elements: a shaped type plus little-endian element bytes.
+///
+/// Integers take `ceil(width / 8)` bytes (`i1` one byte, 0 or 1), `index`
+/// eight, floats their storage width. A splat stores a single element.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DenseElements {
+    /// The shaped (tensor or vector) type.
+    pub ty: Type,
+    /// Element bytes.
+    pub data: Arc<[u8]>,
+    /// Whether `data` holds one element standing for all.
+    pub splat: bool,
+}
+
+impl DenseElements {
+    /// Bytes per element of an element type, or `None` if it cannot be stored densely.
+    pub fn element_size(element: &Type) -> Option<usize> {
+        element
+            .int_or_float_bit_width()
+            .map(|w| w.div_ceil(8) as usize)
+    }
+    /// Builds dense elements, checking the byte count.
+    pub fn new(ty: Type, data: Arc<[u8]>, splat: bool) -> Result<DenseElements, String> {
+        let elem = ty
+            .element_type()
+            .ok_or_else(|| format!("dense elements need a shaped type, got {ty}"))?;
+        let size = Self::element_size(elem)
+            .ok_or_else(|| format!("unsupported dense element type {elem}"))?;
+        let n = ty
+            .num_elements()
+            .ok_or_else(|| format!("dense elements need a static shape, got {ty}"))?
+            as usize;
+        let expected = if splat { size } else { size * n };
+        if data.len() != expected {
+            return Err(format!(
+                "dense elements of {ty} need {expected} bytes, got {}",
+                data.len()
+            ));
+        }
+        Ok(DenseElements { ty, data, splat })
+    }
+    /// The element type.
+    pub fn element_type(&self) -> &Type {
+        self.ty
+            .element_type()
+            .expect("dense elements have a shaped type")
+    }
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.ty.num_elements().unwrap_or(0) as usize
+    }
+    /// Whether the shape has zero elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The raw bytes of element `i`.
+    pub fn element_bytes(&self, i: usize) -> &[u8] {
+        let size = Self::element_size(self.element_type()).unwrap_or(1);
+        let i = if self.splat { 0 } else { i };
+        &self.data[i * size..(i + 1) * size]
+    }
+    /// Element `i` as an integer (sign-extended per the element type).
+    pub fn int_at(&self, i: usize) -> i128 {
+        let bytes = self.element_bytes(i);
+        let mut buf = [0u8; 16];
+        buf[..bytes.len()].copy_from_slice(bytes);
+        normalize_int(i128::from_le_bytes(buf), self.element_type())
+    }
+    /// Element `i` as an `f64` (for float element types).
+    pub fn float_at(&self, i: usize) -> f64 {
+        crate::printer::decode_float(
+            self.element_type()
+                .float_kind()
+                .expect("float element type"),
+            self.element_bytes(i),
+        )
+    }
+}
+
+/// A named blob of bytes referenced by `dense_resource<name>`.
+///
+/// The blob may be attached after the reference is parsed (the file's
+/// `dialect_resources` section comes last). Cloning shares the entry.
+#[derive(Clone)]
+pub struct Resource(Arc<ResourceEntry>);
+
+/// The shared state of a [`Resource`].
+pub struct ResourceEntry {
+    name: Arc<str>,
+    blob: OnceLock<ResourceBlob>,
+}
+
+/// Resource bytes with their required alignment.
+#[derive(Clone, Debug)]
+pub struct ResourceBlob {
+    /// Alignment in bytes the data needs (upstream's leading 4-byte word).
+    pub alignment: u32,
+    /// The bytes, shared.
+    pub data: Arc<[u8]>,
+}
+
+impl Resource {
+    /// The resource name (the key in `dialect_resources`).
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+    /// The blob, once attached.
+    pub fn blob(&self) -> Option<&ResourceBlob> {
+        self.0.blob.get()
+    }
+    /// Attaches the blob; fails if one is already attached.
+    pub fn set_blob(&self, blob: ResourceBlob) -> Result<(), String> {
+        self.0
+            .blob
+            .set(blob)
+            .map_err(|_| format!("resource '{}' is defined twice", self.0.name))
+    }
+}
+
+impl PartialEq for Resource {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.name == other.0.name
+    }
+}
+impl Eq for Resource {}
+impl std::hash::Hash for Resource {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.name.hash(state)
+    }
+}
+impl fmt::Debug for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Resource({})", self.0.name)
+    }
+}
+
+/// The `builtin` dialect's resource table: name -> resource, shared by every
+/// context that works on the same module (including contexts split off for
+/// parallel passes).
+#[derive(Default)]
+pub struct ResourceTable {
+    entries: Mutex<FxHashMap<Arc<str>, Resource>>,
+}
+
+impl ResourceTable {
+    /// The resource named `name`, created (without blob) if new.
+    pub fn get_or_create(&self, name: &str) -> Resource {
+        let mut map = self.entries.lock().expect("resource table poisoned");
+        map.entry(name.into())
+            .or_insert_with(|| {
+                Resource(Arc::new(ResourceEntry {
+                    name: name.into(),
+                    blob: OnceLock::new(),
+                }))
+            })
+            .clone()
+    }
+    /// Creates a new resource with `blob` under a unique name derived from `hint`
+    /// (`hint`, `hint_1`, `hint_2`, ...).
+    pub fn insert_unique(&self, hint: &str, blob: ResourceBlob) -> Resource {
+        let mut map = self.entries.lock().expect("resource table poisoned");
+        let mut name = hint.to_string();
+        let mut n = 0;
+        while map.contains_key(name.as_str()) {
+            n += 1;
+            name = format!("{hint}_{n}");
+        }
+        let entry = ResourceEntry {
+            name: name.as_str().into(),
+            blob: OnceLock::new(),
+        };
+        let _ = entry.blob.set(blob);
+        let r = Resource(Arc::new(entry));
+        map.insert(name.into(), r.clone());
+        r
+    }
+    /// Looks up an existing resource.
+    pub fn get(&self, name: &str) -> Option<Resource> {
+        self.entries
+            .lock()
+            .expect("resource table poisoned")
+            .get(name)
+            .cloned()
+    }
+}

@@ -1,0 +1,173 @@
+//! Diagnostics: errors, warnings, notes and remarks with locations, rendered
+//! as `file:line:col: error: message` plus the source line and a caret.
+
+use std::fmt::Write;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use crate::location::{LocKind, Location};
+
+/// Diagnostic severity.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// A note attached to another diagnostic (or standalone).
+    Note,
+    /// A remark (informational).
+    Remark,
+    /// A warning.
+    Warning,
+    /// An error.
+    Error,
+}
+
+impl Severity {
+    /// The word printed before the message.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Note => "note",
+            Severity::Remark => "remark",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// A diagnostic with location and attached notes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Severity.
+    pub severity: Severity,
+    /// Where it applies.
+    pub loc: Location,
+    /// The message.
+    pub message: String,
+    /// Attached notes.
+    pub notes: Vec<Diagnostic>,
+}
+
+impl Diagnostic {
+    /// An error at `loc`.
+    pub fn error(loc: Location, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Error,
+            loc,
+            message: message.into(),
+            notes: Vec::new(),
+        }
+    }
+    /// A warning at `loc`.
+    pub fn warning(loc: Location, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Warning,
+            loc,
+            message: message.into(),
+            notes: Vec::new(),
+        }
+    }
+    /// A remark at `loc`.
+    pub fn remark(loc: Location, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Remark,
+            loc,
+            message: message.into(),
+            notes: Vec::new(),
+        }
+    }
+    /// Attaches a note.
+    pub fn with_note(mut self, loc: Location, message: impl Into<String>) -> Diagnostic {
+        self.notes.push(Diagnostic {
+            severity: Severity::Note,
+            loc,
+            message: message.into(),
+            notes: Vec::new(),
+        });
+        self
+    }
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&SourceMgr::default().render(self))
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+/// Source buffers by file name, for rendering the offending line.
+#[derive(Default, Clone)]
+pub struct SourceMgr {
+    files: FxHashMap<Arc<str>, Arc<str>>,
+}
+
+impl SourceMgr {
+    /// A source manager with no files.
+    pub fn new() -> SourceMgr {
+        SourceMgr::default()
+    }
+    /// Registers a buffer.
+    pub fn add(&mut self, name: &str, text: Arc<str>) {
+        self.files.insert(name.into(), text);
+    }
+    /// The text of a registered buffer.
+    pub fn get(&self, name: &str) -> Option<&Arc<str>> {
+        self.files.get(name)
+    }
+
+    /// Renders a diagnostic and its notes.
+    pub fn render(&self, d: &Diagnostic) -> String {
+        let mut out = String::new();
+        self.render_one(&mut out, d);
+        for n in &d.notes {
+            self.render_one(&mut out, n);
+        }
+        out
+    }
+
+    fn render_one(&self, out: &mut String, d: &Diagnostic) {
+        let prefix = location_prefix(&d.loc);
+        let _ = writeln!(out, "{prefix}: {}: {}", d.severity.as_str(), d.message);
+        if let Some((file, line, col)) = d.loc.file_line_col_of() {
+            if let Some(text) = self.files.get(file) {
+                if let Some(src) = text.lines().nth(line.saturating_sub(1) as usize) {
+                    let _ = writeln!(out, "{src}");
+                    let caret_col = (col.max(1) - 1) as usize;
+                    let pad: String = src
+                        .chars()
+                        .take(caret_col)
+                        .map(|c| if c == '\t' { '\t' } else { ' ' })
+                        .collect();
+                    let _ = writeln!(out, "{pad}^");
+                }
+            }
+        }
+    }
+}
+
+/// The `file:line:col` (or name) prefix of a rendered diagnostic.
+pub fn location_prefix(loc: &Location) -> String {
+    if let Some((file, line, col)) = loc.file_line_col_of() {
+        let name = loc
+            .name_of()
+            .map(|n| format!(" ('{n}')"))
+            .unwrap_or_default();
+        return format!("{file}:{line}:{col}{name}");
+    }
+    match loc.kind() {
+        LocKind::Unknown => "<unknown>".to_string(),
+        _ => match loc.name_of() {
+            Some(n) => format!("'{n}'"),
+            None => "<unknown>".to_string(),
+        },
+    }
+}
+
+/// Converts a byte offset in `text` to 1-based line and column (columns count chars).
+pub fn line_col(text: &str, offset: usize) -> (u32, u32) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.bytes().filter(|&b| b == b'\n').count() as u32 + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let col = text[line_start..offset].chars().count() as u32 + 1;
+    (line, col)
+}

@@ -1,0 +1,131 @@
+//! Typed, index-addressed arenas for IR entities.
+//!
+//! Every IR entity (operation, block, region, value) lives in an [`Arena`]
+//! owned by the [`crate::Context`] and is named by a small `Copy` key. Erased
+//! slots are recycled through a free list, so long pass pipelines do not grow
+//! the arenas without bound. Keys are plain indices: using a key after its
+//! entity was erased is a logic error that the accessors report by panicking
+//! with the entity name (the verifier never produces such keys).
+
+use std::marker::PhantomData;
+
+/// A key that names an entity stored in an [`Arena`].
+pub trait EntityKey: Copy + Eq + std::hash::Hash + std::fmt::Debug {
+    /// Builds a key from a slot index.
+    fn new(index: usize) -> Self;
+    /// The slot index of this key.
+    fn index(self) -> usize;
+}
+
+/// Declares a `u32` entity key type with a display prefix.
+#[macro_export]
+macro_rules! entity_key {
+    ($(#[$meta:meta])* $name:ident, $prefix:literal) => {
+        $(#[$meta])*
+        #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(u32);
+        impl $crate::entity::EntityKey for $name {
+            #[inline]
+            fn new(index: usize) -> Self {
+                $name(u32::try_from(index).expect("IR arena overflow: more than 2^32 entities"))
+            }
+            #[inline]
+            fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, concat!($prefix, "{}"), self.0)
+            }
+        }
+    };
+}
+
+/// A slot arena with free-list reuse.
+#[derive(Clone)]
+pub struct Arena<K: EntityKey, V> {
+    slots: Vec<Option<V>>,
+    free: Vec<K>,
+    live: usize,
+    _key: PhantomData<K>,
+}
+
+impl<K: EntityKey, V> Default for Arena<K, V> {
+    fn default() -> Self {
+        Self {
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            _key: PhantomData,
+        }
+    }
+}
+
+impl<K: EntityKey, V> Arena<K, V> {
+    /// Stores `value` and returns its key.
+    pub fn alloc(&mut self, value: V) -> K {
+        self.live += 1;
+        if let Some(key) = self.free.pop() {
+            self.slots[key.index()] = Some(value);
+            key
+        } else {
+            self.slots.push(Some(value));
+            K::new(self.slots.len() - 1)
+        }
+    }
+
+    /// Removes the entity named by `key` and returns it.
+    pub fn free(&mut self, key: K) -> V {
+        let value = self.slots[key.index()]
+            .take()
+            .unwrap_or_else(|| panic!("{key:?} was already erased"));
+        self.free.push(key);
+        self.live -= 1;
+        value
+    }
+
+    /// Whether `key` names a live entity.
+    pub fn contains(&self, key: K) -> bool {
+        self.slots.get(key.index()).is_some_and(Option::is_some)
+    }
+
+    /// The number of live entities.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Whether no entity is live.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// Iterates over live entities in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (K, &V)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.as_ref().map(|v| (K::new(i), v)))
+    }
+}
+
+impl<K: EntityKey, V> std::ops::Index<K> for Arena<K, V> {
+    type Output = V;
+    #[inline]
+    fn index(&self, key: K) -> &V {
+        match self.slots.get(key.index()) {
+            Some(Some(v)) => v,
+            _ => panic!("use of erased or foreign IR entity {key:?}"),
+        }
+    }
+}
+
+impl<K: EntityKey, V> std::ops::IndexMut<K> for Arena<K, V> {
+    #[inline]
+    fn index_mut(&mut self, key: K) -> &mut V {
+        match self.slots.get_mut(key.index()) {
+            Some(Some(v)) => v,
+            _ => panic!("use of erased or foreign IR entity {key:?}"),
+        }
+    }
+}

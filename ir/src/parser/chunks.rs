@@ -1,0 +1,157 @@
+//! Splits source text into top-level items without tokenizing it, so that
+//! the pest parser only ever holds the tokens of one operation at a time.
+//!
+//! pest keeps a token queue for its whole input; parsing a module with a
+//! million operations in one call would hold every token at once. Instead
+//! the module body is cut at newlines that sit outside any bracket and are
+//! followed by the start of a new operation, and each piece is parsed on
+//! its own.
+
+/// A top-level item of a source file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ItemKind {
+    /// `#name = ...` or `!name = ...`.
+    Alias,
+    /// `{-# ... #-}`.
+    Metadata,
+    /// An operation.
+    Operation,
+}
+
+/// Byte range of an item.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Item {
+    pub kind: ItemKind,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Skips whitespace and `//` comments from `i`.
+pub(crate) fn skip_trivia(text: &[u8], mut i: usize) -> usize {
+    loop {
+        while i < text.len() && matches!(text[i], b' ' | b'\t' | b'\r' | b'\n') {
+            i += 1;
+        }
+        if i + 1 < text.len() && text[i] == b'/' && text[i + 1] == b'/' {
+            while i < text.len() && text[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        return i;
+    }
+}
+
+/// Scans from `start` to the end of one operation (or alias): the first
+/// newline outside brackets that is followed by something that cannot
+/// continue the operation. Returns the end offset (exclusive) and whether
+/// an unbalanced closing bracket stopped the scan (the end of an enclosing
+/// region).
+pub(crate) fn scan_item_end(text: &[u8], start: usize) -> (usize, bool) {
+    let mut depth: i64 = 0;
+    let mut i = start;
+    while i < text.len() {
+        match text[i] {
+            b'"' => {
+                i += 1;
+                while i < text.len() && text[i] != b'"' && text[i] != b'\n' {
+                    if text[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'/' if i + 1 < text.len() && text[i + 1] == b'/' => {
+                while i < text.len() && text[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                depth -= 1;
+                if depth < 0 {
+                    return (i, true);
+                }
+            }
+            b'\n' if depth == 0 => {
+                let next = skip_trivia(text, i);
+                if next >= text.len() || starts_new_item(text, next) {
+                    return (i, false);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    (text.len(), false)
+}
+
+/// Whether the text at `i` begins a new operation, alias or closing brace
+/// rather than continuing the previous line.
+fn starts_new_item(text: &[u8], i: usize) -> bool {
+    let c = text[i];
+    if c == b'}' || c == b'%' || c == b'"' || c == b'#' || c == b'!' || c == b'^' {
+        return true;
+    }
+    if c == b'{' {
+        return text[i..].starts_with(b"{-#");
+    }
+    if c.is_ascii_alphabetic() || c == b'_' {
+        let word_end = text[i..]
+            .iter()
+            .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'$')))
+            .map_or(text.len(), |p| i + p);
+        let word = &text[i..word_end];
+        return !matches!(word, b"attributes" | b"loc" | b"to" | b"at");
+    }
+    false
+}
+
+/// Splits a whole file into top-level items.
+pub(crate) fn split_top_level(text: &str) -> Result<Vec<Item>, usize> {
+    let bytes = text.as_bytes();
+    let mut items = Vec::new();
+    let mut i = skip_trivia(bytes, 0);
+    while i < bytes.len() {
+        if bytes[i..].starts_with(b"{-#") {
+            let end = text[i..].find("#-}").map(|p| i + p + 3).ok_or(i)?;
+            items.push(Item {
+                kind: ItemKind::Metadata,
+                start: i,
+                end,
+            });
+            i = skip_trivia(bytes, end);
+            continue;
+        }
+        let kind = if (bytes[i] == b'#' || bytes[i] == b'!') && is_alias_def(bytes, i) {
+            ItemKind::Alias
+        } else {
+            ItemKind::Operation
+        };
+        let (end, unbalanced) = scan_item_end(bytes, i);
+        if unbalanced {
+            return Err(end);
+        }
+        items.push(Item {
+            kind,
+            start: i,
+            end,
+        });
+        i = skip_trivia(bytes, end);
+    }
+    Ok(items)
+}
+
+fn is_alias_def(text: &[u8], i: usize) -> bool {
+    let mut j = i + 1;
+    while j < text.len()
+        && (text[j].is_ascii_alphanumeric() || matches!(text[j], b'_' | b'.' | b'$'))
+    {
+        j += 1;
+    }
+    while j < text.len() && matches!(text[j], b' ' | b'\t') {
+        j += 1;
+    }
+    j < text.len() && text[j] == b'='
+}

@@ -1,0 +1,1106 @@
+//! The textual IR parser.
+//!
+//! The grammar lives in `grammar.pest`. Top-level items and the bodies of
+//! `module` operations are split by [`chunks`] and parsed one operation at a
+//! time, so memory stays proportional to the IR built, not to pest's token
+//! queue. The parser reports the first error precisely (file:line:col) and
+//! never panics.
+
+mod attrs;
+mod chunks;
+pub(crate) mod custom;
+mod syntax;
+
+use std::sync::Arc;
+
+use pest::iterators::Pair;
+use pest::Parser as _;
+use rustc_hash::FxHashMap;
+
+use crate::attributes::{Attribute, Dictionary, ResourceBlob};
+use crate::context::{BlockId, Context, OpId, OperationState, RegionId, Value};
+use crate::diagnostics::Diagnostic;
+use crate::dialect::{OperationName, Traits};
+use crate::location::Location;
+use crate::types::Type;
+use chunks::ItemKind;
+pub use custom::CustomParser;
+use syntax::{MlirGrammar, Rule};
+
+/// Parser options.
+#[derive(Clone, Debug, Default)]
+pub struct ParseOptions {
+    /// Accept operations of unregistered dialects (kept opaque).
+    pub allow_unregistered: bool,
+}
+
+/// The result of parsing a source buffer.
+pub struct ParsedSource {
+    /// The top-level operation (a `builtin.module`, implicit if the file
+    /// holds bare operations).
+    pub module: OpId,
+    /// `external_resources` entries from the file metadata (e.g. `mlir_reproducer`).
+    pub external_resources: Vec<(String, String, Attribute)>,
+}
+
+/// Line start offsets, for converting byte offsets to line:col quickly.
+struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    fn new(text: &str) -> LineIndex {
+        let mut starts = vec![0];
+        starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|(_, b)| *b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
+        LineIndex { starts }
+    }
+    fn line_col(&self, text: &str, offset: usize) -> (u32, u32) {
+        let line = self.starts.partition_point(|&s| s <= offset).max(1) - 1;
+        let start = self.starts[line];
+        let end = offset.min(text.len());
+        let col = if text.is_char_boundary(start) && text.is_char_boundary(end) && start <= end {
+            text[start..end].chars().count()
+        } else {
+            end.saturating_sub(start)
+        };
+        (line as u32 + 1, col as u32 + 1)
+    }
+}
+
+/// One scope of SSA names; `isolated` scopes stop name lookup.
+struct Scope {
+    values: FxHashMap<Arc<str>, Vec<Value>>,
+    /// Forward references: name -> (placeholder op, use offset).
+    forward: FxHashMap<Arc<str>, (OpId, usize)>,
+    blocks: FxHashMap<Arc<str>, (BlockId, bool, usize)>,
+    isolated: bool,
+}
+
+/// Parser state shared by generic and custom parsing.
+pub struct Parser<'c> {
+    pub(crate) ctx: &'c mut Context,
+    file: Arc<str>,
+    text: Arc<str>,
+    lines: LineIndex,
+    /// Offset of the chunk currently parsed, added to pest positions.
+    base: usize,
+    attr_aliases: FxHashMap<String, Attribute>,
+    type_aliases: FxHashMap<String, Type>,
+    loc_aliases: FxHashMap<String, Location>,
+    scopes: Vec<Scope>,
+    default_dialects: Vec<&'static str>,
+    forward_ref_name: OperationName,
+    /// Locations referring to aliases defined later in the file: fixed up at the end.
+    pending_loc_aliases: Vec<(OpId, String)>,
+}
+
+/// Parses `text` (named `file` in locations and diagnostics) into `ctx`.
+pub fn parse_source(ctx: &mut Context, file: &str, text: &str) -> Result<ParsedSource, Diagnostic> {
+    let mut p = Parser::new(ctx, file, text);
+    p.parse_file()
+}
+
+impl<'c> Parser<'c> {
+    fn new(ctx: &'c mut Context, file: &str, text: &str) -> Parser<'c> {
+        let forward_ref_name = ctx.op_name("builtin.<<forward-reference>>");
+        Parser {
+            ctx,
+            file: file.into(),
+            text: text.into(),
+            lines: LineIndex::new(text),
+            base: 0,
+            attr_aliases: FxHashMap::default(),
+            type_aliases: FxHashMap::default(),
+            loc_aliases: FxHashMap::default(),
+            scopes: Vec::new(),
+            default_dialects: Vec::new(),
+            forward_ref_name,
+            pending_loc_aliases: Vec::new(),
+        }
+    }
+
+    /// The location of an absolute byte offset.
+    pub(crate) fn loc_at(&self, offset: usize) -> Location {
+        let (line, col) = self.lines.line_col(&self.text, offset);
+        Location::file_line_col(&self.file, line, col)
+    }
+
+    /// The location of a pair's start.
+    pub(crate) fn loc_of(&self, pair: &Pair<'_, Rule>) -> Location {
+        self.loc_at(self.base + pair.as_span().start())
+    }
+
+    /// An error at a pair.
+    pub(crate) fn err(&self, pair: &Pair<'_, Rule>, msg: impl Into<String>) -> Diagnostic {
+        Diagnostic::error(self.loc_of(pair), msg)
+    }
+
+    fn pest_error(&self, e: pest::error::Error<Rule>, what: &str) -> Diagnostic {
+        let offset = match e.location {
+            pest::error::InputLocation::Pos(p) => p,
+            pest::error::InputLocation::Span((s, _)) => s,
+        };
+        let expected = match &e.variant {
+            pest::error::ErrorVariant::ParsingError { positives, .. } => {
+                describe_expected(positives)
+            }
+            pest::error::ErrorVariant::CustomError { message } => message.clone(),
+        };
+        let abs = self.base + offset;
+        let found = self.text[abs.min(self.text.len())..].chars().next();
+        let found = match found {
+            Some(c) if !c.is_whitespace() => {
+                let tok: String = self.text[abs..]
+                    .chars()
+                    .take_while(|c| !c.is_whitespace())
+                    .take(20)
+                    .collect();
+                format!("'{tok}'")
+            }
+            Some(_) | None => "end of line".to_string(),
+        };
+        let found = if abs >= self.text.len() {
+            "end of file".to_string()
+        } else {
+            found
+        };
+        Diagnostic::error(
+            self.loc_at(abs),
+            format!("{what}: expected {expected}, found {found}"),
+        )
+    }
+
+    fn parse_rule<'i>(
+        &self,
+        rule: Rule,
+        input: &'i str,
+        what: &str,
+    ) -> Result<Pair<'i, Rule>, Diagnostic> {
+        match MlirGrammar::parse(rule, input) {
+            Ok(mut pairs) => Ok(pairs.next().expect("pest returns the top rule")),
+            Err(e) => Err(self.pest_error(e, what)),
+        }
+    }
+
+    fn parse_file(&mut self) -> Result<ParsedSource, Diagnostic> {
+        let text = self.text.clone();
+        let items = chunks::split_top_level(&text).map_err(|off| {
+            Diagnostic::error(self.loc_at(off), "unbalanced closing bracket at top level")
+        })?;
+        // Aliases first (location aliases are printed after the IR).
+        for item in items.iter().filter(|i| i.kind == ItemKind::Alias) {
+            self.base = item.start;
+            let pair = self.parse_rule(
+                Rule::single_alias,
+                &text[item.start..item.end],
+                "invalid alias definition",
+            )?;
+            self.define_alias(pair.into_inner().next().expect("alias_def"))?;
+        }
+        let mut external = Vec::new();
+        for item in items.iter().filter(|i| i.kind == ItemKind::Metadata) {
+            self.base = item.start;
+            self.parse_metadata(&text[item.start..item.end], &mut external)?;
+        }
+        // Operations: a single `module` is the top level; bare ops get an implicit module.
+        let ops: Vec<_> = items
+            .iter()
+            .filter(|i| i.kind == ItemKind::Operation)
+            .collect();
+        self.scopes.push(Scope::new(true));
+        let module = if ops.len() == 1 && is_module_start(&text[ops[0].start..ops[0].end]) {
+            self.parse_top_module(ops[0].start, ops[0].end)?
+        } else {
+            let region = self.ctx.create_region();
+            let block = self.ctx.create_block(&[]);
+            self.ctx.append_block(region, block);
+            for item in &ops {
+                let op = if is_module_start(&text[item.start..item.end]) {
+                    self.parse_top_module(item.start, item.end)?
+                } else {
+                    self.parse_chunk_op(item.start, item.end)?
+                };
+                self.ctx.append_op(block, op);
+            }
+            let name = self.ctx.op_name("builtin.module");
+            self.ctx
+                .create_op(OperationState::new(name, self.loc_at(0)).region(region))
+        };
+        self.finish_scope()?;
+        self.resolve_pending_loc_aliases()?;
+        Ok(ParsedSource {
+            module,
+            external_resources: external,
+        })
+    }
+
+    /// Parses `module @name attributes {...} { body } loc(...)`, splitting the body.
+    fn parse_top_module(&mut self, start: usize, end: usize) -> Result<OpId, Diagnostic> {
+        let text = self.text.clone();
+        let src = &text[start..end];
+        if !src.trim_start().starts_with("module") {
+            return self.parse_chunk_op(start, end);
+        }
+        // Header: up to and including the `{` that opens the body.
+        let Some(brace) = header_brace(src) else {
+            return self.parse_chunk_op(start, end);
+        };
+        self.base = start;
+        let header =
+            self.parse_rule(Rule::module_header, &src[..=brace], "invalid module header")?;
+        let loc = self.loc_at(start);
+        let mut sym_name = None;
+        let mut attrs = Dictionary::new();
+        for p in header.into_inner() {
+            match p.as_rule() {
+                Rule::symbol_name => sym_name = Some(self.symbol_name_text(&p)?),
+                Rule::dict_attr => attrs = self.convert_dict(p)?,
+                _ => {}
+            }
+        }
+        let region = self.ctx.create_region();
+        let block = self.ctx.create_block(&[]);
+        self.ctx.append_block(region, block);
+        self.scopes.push(Scope::new(true));
+        self.default_dialects.push("builtin");
+        let bytes = text.as_bytes();
+        let mut i = chunks::skip_trivia(bytes, start + brace + 1);
+        loop {
+            if i >= end {
+                return Err(Diagnostic::error(
+                    self.loc_at(end),
+                    "expected '}' to close the module body",
+                ));
+            }
+            if bytes[i] == b'}' {
+                break;
+            }
+            let (op_end, _) = chunks::scan_item_end(&bytes[..end], i);
+            let op = self.parse_chunk_op(i, op_end)?;
+            self.ctx.append_op(block, op);
+            i = chunks::skip_trivia(bytes, op_end);
+        }
+        self.default_dialects.pop();
+        self.finish_scope()?;
+        // Trailer: `}` and an optional location.
+        self.base = i;
+        let trailer = self.parse_rule(
+            Rule::module_trailer,
+            &text[i..end],
+            "invalid module trailer",
+        )?;
+        let mut state = OperationState::new(self.ctx.op_name("builtin.module"), loc).region(region);
+        if let Some(n) = sym_name {
+            state = state.attr("sym_name", Attribute::string(&n));
+        }
+        for (k, v) in attrs.iter() {
+            state = state.attr(k, v.clone());
+        }
+        let op = self.ctx.create_op(state);
+        if let Some(l) = trailer
+            .into_inner()
+            .find(|p| p.as_rule() == Rule::trailing_location)
+        {
+            let l = self.convert_trailing_location(l, op)?;
+            self.ctx.set_loc(op, l);
+        }
+        Ok(op)
+    }
+
+    /// Parses one operation from `text[start..end]`.
+    fn parse_chunk_op(&mut self, start: usize, end: usize) -> Result<OpId, Diagnostic> {
+        let text = self.text.clone();
+        self.base = start;
+        let pair = self.parse_rule(
+            Rule::single_operation,
+            &text[start..end],
+            "invalid operation",
+        )?;
+        let op_pair = pair.into_inner().next().expect("operation");
+        self.build_operation(op_pair)
+    }
+
+    fn define_alias(&mut self, pair: Pair<'_, Rule>) -> Result<(), Diagnostic> {
+        let mut inner = pair.into_inner();
+        let name_pair = inner.next().expect("alias name");
+        let value = inner
+            .next()
+            .expect("alias value")
+            .into_inner()
+            .next()
+            .expect("alias value");
+        let name = name_pair.as_str()[1..].to_string();
+        match name_pair.as_rule() {
+            Rule::type_alias_name => {
+                let attr = self.convert_attribute(value.clone())?;
+                let Some(t) = attr.as_type().cloned() else {
+                    return Err(self.err(&value, "type alias must name a type"));
+                };
+                if self.type_aliases.insert(name.clone(), t).is_some() {
+                    return Err(
+                        self.err(&name_pair, format!("redefinition of type alias '!{name}'"))
+                    );
+                }
+            }
+            _ => {
+                if value.as_rule() == Rule::location {
+                    let l = self.convert_location(value.into_inner().next().expect("loc body"))?;
+                    self.loc_aliases.insert(name, l);
+                } else {
+                    let a = self.convert_attribute(value)?;
+                    if let crate::attributes::AttrKind::Location(l) = a.kind() {
+                        self.loc_aliases.insert(name.clone(), l.clone());
+                    }
+                    if self.attr_aliases.insert(name.clone(), a).is_some() {
+                        return Err(self.err(
+                            &name_pair,
+                            format!("redefinition of attribute alias '#{name}'"),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn parse_metadata(
+        &mut self,
+        src: &str,
+        external: &mut Vec<(String, String, Attribute)>,
+    ) -> Result<(), Diagnostic> {
+        let pair = self.parse_rule(Rule::resource_section, src, "invalid file metadata")?;
+        for group in pair
+            .into_inner()
+            .filter(|p| p.as_rule() == Rule::resource_group)
+        {
+            let mut g = group.into_inner();
+            let group_name = g.next().expect("group name");
+            let is_dialect = group_name.as_str() == "dialect_resources";
+            if !is_dialect && group_name.as_str() != "external_resources" {
+                return Err(self.err(
+                    &group_name,
+                    format!("unknown file metadata section '{}'", group_name.as_str()),
+                ));
+            }
+            for dialect in g {
+                let mut d = dialect.into_inner();
+                let dname = d.next().expect("dialect name");
+                for entry in d {
+                    let mut e = entry.into_inner();
+                    let key_pair = e.next().expect("key");
+                    let key = self.keyword_or_string(&key_pair)?;
+                    let value = e.next().expect("value");
+                    if is_dialect {
+                        if dname.as_str() != "builtin" {
+                            if self.ctx.allow_unregistered
+                                || self.ctx.registry().has_dialect(dname.as_str())
+                            {
+                                continue;
+                            }
+                            return Err(self.err(
+                                &dname,
+                                format!(
+                                    "unknown dialect '{}' in dialect_resources",
+                                    dname.as_str()
+                                ),
+                            ));
+                        }
+                        if value.as_rule() != Rule::string_lit {
+                            return Err(
+                                self.err(&value, "expected a hex string for a resource blob")
+                            );
+                        }
+                        let hex =
+                            attrs::unescape(value.as_str()).map_err(|m| self.err(&value, m))?;
+                        let bytes =
+                            attrs::decode_hex_blob(&hex).map_err(|m| self.err(&value, m))?;
+                        if bytes.len() < 4 {
+                            return Err(self.err(
+                                &value,
+                                "resource blob is missing its 4-byte alignment prefix",
+                            ));
+                        }
+                        let alignment = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes"));
+                        if alignment == 0 || !alignment.is_power_of_two() {
+                            return Err(self.err(
+                                &value,
+                                format!("resource alignment {alignment} is not a power of two"),
+                            ));
+                        }
+                        let resource = self.ctx.resources().get_or_create(&key);
+                        resource
+                            .set_blob(ResourceBlob {
+                                alignment,
+                                data: Arc::from(&bytes[4..]),
+                            })
+                            .map_err(|m| self.err(&key_pair, m))?;
+                    } else {
+                        let attr = match value.as_rule() {
+                            Rule::string_lit => Attribute::string(
+                                &attrs::unescape(value.as_str())
+                                    .map_err(|m| self.err(&value, m))?,
+                            ),
+                            Rule::bool_attr => Attribute::bool(value.as_str() == "true"),
+                            Rule::number => Attribute::i64(self.convert_number_int(&value)? as i64),
+                            _ => self.convert_attribute_inner(value)?,
+                        };
+                        external.push((dname.as_str().to_string(), key, attr));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ scopes
+
+    pub(crate) fn push_scope(&mut self, isolated: bool) {
+        self.scopes.push(Scope::new(isolated));
+    }
+
+    /// Pops a scope, reporting unresolved forward references.
+    pub(crate) fn finish_scope(&mut self) -> Result<(), Diagnostic> {
+        let scope = self.scopes.pop().expect("scope stack underflow");
+        if let Some((name, (_, off))) = scope.forward.iter().min_by_key(|(_, (_, off))| *off) {
+            return Err(Diagnostic::error(
+                self.loc_at(*off),
+                format!("use of undeclared SSA value name '{name}'"),
+            ));
+        }
+        if let Some((name, (_, _, off))) = scope
+            .blocks
+            .iter()
+            .filter(|(_, (_, defined, _))| !defined)
+            .min_by_key(|(_, (_, _, off))| *off)
+        {
+            return Err(Diagnostic::error(
+                self.loc_at(*off),
+                format!("reference to an undefined block '{name}'"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Looks up a value use, creating a forward reference of type `ty` if unknown.
+    pub(crate) fn resolve_value(
+        &mut self,
+        name: &str,
+        index: usize,
+        ty: &Type,
+        offset: usize,
+    ) -> Result<Value, Diagnostic> {
+        for scope in self.scopes.iter().rev() {
+            if let Some(vals) = scope.values.get(name) {
+                let Some(&v) = vals.get(index) else {
+                    return Err(Diagnostic::error(
+                        self.loc_at(offset),
+                        format!(
+                            "'{name}#{index}' is out of range: '{name}' has {} results",
+                            vals.len()
+                        ),
+                    ));
+                };
+                let vt = self.ctx.value_type(v);
+                if vt != ty {
+                    return Err(Diagnostic::error(
+                        self.loc_at(offset),
+                        format!("use of value '{name}' expects different type than prior uses: '{ty}' vs '{vt}'"),
+                    ));
+                }
+                return Ok(v);
+            }
+            if let Some((op, _)) = scope.forward.get(name) {
+                let v = self.ctx.result(*op, 0);
+                if index != 0 {
+                    return Err(Diagnostic::error(
+                        self.loc_at(offset),
+                        "result-number forward references are not supported",
+                    ));
+                }
+                let vt = self.ctx.value_type(v);
+                if vt != ty {
+                    return Err(Diagnostic::error(
+                        self.loc_at(offset),
+                        format!("use of value '{name}' expects different type than prior uses: '{ty}' vs '{vt}'"),
+                    ));
+                }
+                return Ok(v);
+            }
+            if scope.isolated {
+                break;
+            }
+        }
+        // Forward reference in the innermost scope.
+        let state = OperationState::new(self.forward_ref_name.clone(), Location::unknown())
+            .results(std::slice::from_ref(ty));
+        let op = self.ctx.create_op(state);
+        let scope = self.scopes.last_mut().expect("a scope is open");
+        scope.forward.insert(name.into(), (op, offset));
+        Ok(self.ctx.result(op, 0))
+    }
+
+    /// Defines SSA names for `values` (a result group or one block argument).
+    pub(crate) fn define_values(
+        &mut self,
+        name: &str,
+        values: Vec<Value>,
+        offset: usize,
+    ) -> Result<(), Diagnostic> {
+        let scope = self.scopes.last_mut().expect("a scope is open");
+        if scope.values.contains_key(name) {
+            return Err(Diagnostic::error(
+                self.loc_at(offset),
+                format!("redefinition of SSA value '{name}'"),
+            ));
+        }
+        if let Some((placeholder, _)) = scope.forward.remove(name) {
+            let pv = self.ctx.result(placeholder, 0);
+            let new = values[0];
+            if self.ctx.value_type(pv) != self.ctx.value_type(new) {
+                let (a, b) = (
+                    self.ctx.value_type(pv).clone(),
+                    self.ctx.value_type(new).clone(),
+                );
+                return Err(Diagnostic::error(
+                    self.loc_at(offset),
+                    format!("definition of SSA value '{name}' has type '{b}' but it was used with type '{a}'"),
+                ));
+            }
+            self.ctx.replace_all_uses(pv, new);
+            self.ctx.erase_op(placeholder);
+        }
+        let scope = self.scopes.last_mut().expect("a scope is open");
+        scope.values.insert(name.into(), values);
+        Ok(())
+    }
+
+    /// The block named `name` in the current region, created on first reference.
+    pub(crate) fn block_ref(&mut self, name: &str, offset: usize) -> BlockId {
+        if let Some((b, _, _)) = self.scopes.last().expect("scope").blocks.get(name) {
+            return *b;
+        }
+        let b = self.ctx.create_block(&[]);
+        self.scopes
+            .last_mut()
+            .expect("scope")
+            .blocks
+            .insert(name.into(), (b, false, offset));
+        b
+    }
+
+    // ------------------------------------------------------------ operations
+
+    /// Builds an operation from an `operation` pair (detached).
+    pub(crate) fn build_operation(&mut self, pair: Pair<'_, Rule>) -> Result<OpId, Diagnostic> {
+        let op_loc = self.loc_of(&pair);
+        let mut results: Vec<(String, usize, usize)> = Vec::new();
+        let mut op = None;
+        let mut trailing = None;
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::op_result_list => {
+                    for r in p.into_inner() {
+                        let off = self.base + r.as_span().start();
+                        let mut it = r.into_inner();
+                        let name = it.next().expect("value_id").as_str().to_string();
+                        let count = match it.next() {
+                            Some(n) => n.as_str().parse::<usize>().map_err(|_| {
+                                Diagnostic::error(self.loc_at(off), "invalid result count")
+                            })?,
+                            None => 1,
+                        };
+                        if count == 0 {
+                            return Err(Diagnostic::error(
+                                self.loc_at(off),
+                                "expected a non-zero result count",
+                            ));
+                        }
+                        results.push((name, count, off));
+                    }
+                }
+                Rule::generic_operation => op = Some(self.build_generic(p, op_loc.clone())?),
+                Rule::custom_operation => {
+                    let expected: usize = results.iter().map(|r| r.1).sum();
+                    op = Some(self.build_custom(p, op_loc.clone(), expected)?)
+                }
+                Rule::trailing_location => trailing = Some(p),
+                _ => unreachable!("unexpected rule in operation"),
+            }
+        }
+        let op = op.expect("an operation body");
+        if let Some(t) = trailing {
+            let l = self.convert_trailing_location(t, op)?;
+            self.ctx.set_loc(op, l);
+        }
+        let total: usize = results.iter().map(|r| r.1).sum();
+        let nres = self.ctx.results(op).len();
+        if total != nres {
+            let (_, _, off) = results
+                .first()
+                .cloned()
+                .unwrap_or((String::new(), 0, self.base));
+            return Err(Diagnostic::error(
+                self.loc_at(off),
+                format!("operation defines {nres} results but was provided {total} to bind"),
+            ));
+        }
+        let mut next = 0;
+        for (name, count, off) in results {
+            let vals = self.ctx.results(op)[next..next + count].to_vec();
+            next += count;
+            self.define_values(&name, vals, off)?;
+        }
+        Ok(op)
+    }
+
+    fn build_generic(&mut self, pair: Pair<'_, Rule>, loc: Location) -> Result<OpId, Diagnostic> {
+        let mut inner = pair.into_inner();
+        let name_pair = inner.next().expect("op name");
+        let name_text = attrs::unescape(name_pair.as_str()).map_err(|m| self.err(&name_pair, m))?;
+        let name = self.op_name_checked(&name_text, &name_pair)?;
+        let mut operand_uses = Vec::new();
+        let mut successors = Vec::new();
+        let mut properties = None;
+        let mut region_pairs = Vec::new();
+        let mut attributes = Dictionary::new();
+        let mut fn_type = None;
+        for p in inner {
+            match p.as_rule() {
+                Rule::value_use_list => {
+                    for u in p.into_inner() {
+                        operand_uses.push(self.value_use_parts(&u)?);
+                    }
+                }
+                Rule::successor_list => {
+                    for s in p.into_inner() {
+                        let off = self.base + s.as_span().start();
+                        successors.push(self.block_ref(s.as_str(), off));
+                    }
+                }
+                Rule::properties => {
+                    let d = p.into_inner().next().expect("dict");
+                    properties = Some(self.convert_dict(d)?);
+                }
+                Rule::region_list => region_pairs.extend(p.into_inner()),
+                Rule::dict_attr => attributes = self.convert_dict(p)?,
+                Rule::function_type => fn_type = Some((self.convert_function_type(p.clone())?, p)),
+                _ => unreachable!("unexpected rule in generic operation"),
+            }
+        }
+        let (fn_type, fn_pair) = fn_type.expect("generic op has a function type");
+        let (inputs, result_types) = fn_type.function_signature().expect("function type");
+        if inputs.len() != operand_uses.len() {
+            return Err(self.err(
+                &fn_pair,
+                format!(
+                    "expected {} operand types but had {}",
+                    operand_uses.len(),
+                    inputs.len()
+                ),
+            ));
+        }
+        let inputs = inputs.to_vec();
+        let result_types = result_types.to_vec();
+        let mut operands = Vec::with_capacity(operand_uses.len());
+        for ((n, idx, off), ty) in operand_uses.iter().zip(&inputs) {
+            operands.push(self.resolve_value(n, *idx, ty, *off)?);
+        }
+        // Registered ops keep inherent attributes in properties, as upstream does.
+        if name.is_registered() && properties.is_none() {
+            let inherent: Vec<(String, Attribute)> = attributes
+                .iter()
+                .filter(|(k, _)| name.is_inherent_attr(k))
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect();
+            if !inherent.is_empty() {
+                let mut props = Dictionary::new();
+                for (k, v) in inherent {
+                    attributes.remove(&k);
+                    props.set(&k, v);
+                }
+                properties = Some(props);
+            }
+        }
+        let isolated = name.has_trait(Traits::ISOLATED_FROM_ABOVE);
+        let mut regions = Vec::new();
+        let default_dialect = name.def().and_then(|d| d.default_dialect);
+        if let Some(d) = default_dialect {
+            self.default_dialects.push(d);
+        }
+        for r in region_pairs {
+            regions.push(self.build_region(r, isolated, &[])?);
+        }
+        if default_dialect.is_some() {
+            self.default_dialects.pop();
+        }
+        let state = OperationState {
+            name,
+            operands,
+            result_types,
+            properties,
+            attributes,
+            regions,
+            successors,
+            loc,
+        };
+        Ok(self.ctx.create_op(state))
+    }
+
+    fn build_custom(
+        &mut self,
+        pair: Pair<'_, Rule>,
+        loc: Location,
+        num_results: usize,
+    ) -> Result<OpId, Diagnostic> {
+        let mut inner = pair.into_inner();
+        let name_pair = inner.next().expect("custom op name");
+        let written = name_pair.as_str();
+        let name = self.resolve_custom_name(written).ok_or_else(|| {
+            self.err(&name_pair, format!("custom op '{written}' is unknown (did you mean the generic form \"{written}\"(...)?)"))
+        })?;
+        let def = name.def().expect("resolved custom names are registered");
+        let Some(parse) = def.parse else {
+            return Err(self.err(
+                &name_pair,
+                format!(
+                    "operation '{}' has no custom assembly format; use the generic form",
+                    name.as_str()
+                ),
+            ));
+        };
+        let default_dialect = def.default_dialect;
+        let elems: Vec<Pair<'_, Rule>> = inner
+            .map(|e| e.into_inner().next().expect("custom element"))
+            .collect();
+        let end_offset = self.base + name_pair.as_span().end();
+        let mut state = OperationState::new(name.clone(), loc);
+        if let Some(d) = default_dialect {
+            self.default_dialects.push(d);
+        }
+        let result = {
+            let mut cp = CustomParser::new(self, elems, end_offset, num_results);
+            parse(&mut cp, &mut state).and_then(|_| cp.expect_end())
+        };
+        if default_dialect.is_some() {
+            self.default_dialects.pop();
+        }
+        result?;
+        Ok(self.ctx.create_op(state))
+    }
+
+    /// Resolves a custom-form op name: as written, then under the enclosing
+    /// default dialect, then under `builtin`.
+    fn resolve_custom_name(&self, written: &str) -> Option<OperationName> {
+        let reg = self.ctx.registry();
+        if reg.op_def(written).is_some() {
+            return Some(reg.op_name(written));
+        }
+        for d in self
+            .default_dialects
+            .iter()
+            .rev()
+            .take(1)
+            .chain(std::iter::once(&"builtin"))
+        {
+            let full = format!("{d}.{written}");
+            if reg.op_def(&full).is_some() {
+                return Some(reg.op_name(&full));
+            }
+        }
+        None
+    }
+
+    fn op_name_checked(
+        &self,
+        name: &str,
+        pair: &Pair<'_, Rule>,
+    ) -> Result<OperationName, Diagnostic> {
+        let n = self.ctx.op_name(name);
+        if n.is_registered() {
+            return Ok(n);
+        }
+        if !name.contains('.') {
+            return Err(self.err(
+                pair,
+                format!("operation name '{name}' must be of the form 'dialect.op'"),
+            ));
+        }
+        let dialect = n.dialect();
+        if self.ctx.registry().has_dialect(dialect) {
+            return Err(self.err(pair, format!("unregistered operation '{name}' found in dialect ('{dialect}') that does not allow unknown operations")));
+        }
+        if !self.ctx.allow_unregistered {
+            return Err(self.err(
+                pair,
+                format!("operation '{name}' of unregistered dialect '{dialect}' (use --allow-unregistered-dialect to accept it)"),
+            ));
+        }
+        Ok(n)
+    }
+
+    pub(crate) fn value_use_parts(
+        &self,
+        u: &Pair<'_, Rule>,
+    ) -> Result<(String, usize, usize), Diagnostic> {
+        let off = self.base + u.as_span().start();
+        let mut it = u.clone().into_inner();
+        let name = it.next().expect("value_id").as_str().to_string();
+        let idx = match it.next() {
+            Some(n) => n
+                .as_str()
+                .parse::<usize>()
+                .map_err(|_| self.err(u, "invalid result number"))?,
+            None => 0,
+        };
+        Ok((name, idx, off))
+    }
+
+    /// Builds a region from a `region` pair. `entry_args` are (name, type,
+    /// location, offset) of entry-block arguments defined by a custom form.
+    pub(crate) fn build_region(
+        &mut self,
+        pair: Pair<'_, Rule>,
+        isolated: bool,
+        entry_args: &[(String, Type, Option<Location>, usize)],
+    ) -> Result<RegionId, Diagnostic> {
+        let region = self.ctx.create_region();
+        self.push_scope(isolated);
+        let mut current: Option<BlockId> = None;
+        if !entry_args.is_empty() {
+            let b = self.ctx.create_block(&[]);
+            self.ctx.append_block(region, b);
+            for (name, ty, loc, off) in entry_args {
+                let v = self.ctx.add_block_argument(b, ty.clone(), loc.clone());
+                self.define_values(name, vec![v], *off)?;
+            }
+            current = Some(b);
+        }
+        let mut saw_label = false;
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::operation => {
+                    let b = match current {
+                        Some(b) => b,
+                        None => {
+                            let b = self.ctx.create_block(&[]);
+                            self.ctx.append_block(region, b);
+                            current = Some(b);
+                            b
+                        }
+                    };
+                    let op = self.build_operation(p)?;
+                    self.ctx.append_op(b, op);
+                }
+                Rule::block => {
+                    let mut it = p.into_inner();
+                    let label = it.next().expect("block label");
+                    let mut lit = label.into_inner();
+                    let name_pair = lit.next().expect("caret id");
+                    let off = self.base + name_pair.as_span().start();
+                    if !entry_args.is_empty()
+                        && !saw_label
+                        && current.is_some()
+                        && self.ctx.block_is_empty(current.expect("block"))
+                    {
+                        return Err(self.err(
+                            &name_pair,
+                            "invalid block name in region with named arguments",
+                        ));
+                    }
+                    saw_label = true;
+                    let b = self.block_ref(name_pair.as_str(), off);
+                    {
+                        let scope = self.scopes.last_mut().expect("scope");
+                        let entry = scope
+                            .blocks
+                            .get_mut(name_pair.as_str())
+                            .expect("just referenced");
+                        if entry.1 {
+                            return Err(self.err(
+                                &name_pair,
+                                format!("redefinition of block '{}'", name_pair.as_str()),
+                            ));
+                        }
+                        entry.1 = true;
+                    }
+                    if self.ctx.block_parent(b).is_some() {
+                        return Err(self.err(&name_pair, "block defined in another region"));
+                    }
+                    self.ctx.append_block(region, b);
+                    if let Some(args) = lit.next() {
+                        for a in args.into_inner() {
+                            let aoff = self.base + a.as_span().start();
+                            let mut ai = a.into_inner();
+                            let vname = ai.next().expect("value id").as_str().to_string();
+                            let ty = self.convert_type(ai.next().expect("type"))?;
+                            let loc = match ai.next() {
+                                Some(l) => Some(
+                                    self.convert_location(
+                                        l.into_inner()
+                                            .next()
+                                            .expect("loc")
+                                            .into_inner()
+                                            .next()
+                                            .expect("body"),
+                                    )?,
+                                ),
+                                None => None,
+                            };
+                            let v = self.ctx.add_block_argument(b, ty, loc);
+                            self.define_values(&vname, vec![v], aoff)?;
+                        }
+                    }
+                    current = Some(b);
+                    for op_pair in it {
+                        let op = self.build_operation(op_pair)?;
+                        self.ctx.append_op(b, op);
+                    }
+                }
+                _ => unreachable!("unexpected rule in region"),
+            }
+        }
+        self.finish_scope()?;
+        Ok(region)
+    }
+
+    fn convert_trailing_location(
+        &mut self,
+        pair: Pair<'_, Rule>,
+        op: OpId,
+    ) -> Result<Location, Diagnostic> {
+        let body = pair
+            .into_inner()
+            .next()
+            .expect("location")
+            .into_inner()
+            .next()
+            .expect("loc body");
+        let inner = body.clone().into_inner().next().expect("loc body kind");
+        if inner.as_rule() == Rule::loc_alias {
+            let name = inner.as_str()[1..].to_string();
+            if let Some(l) = self.loc_aliases.get(&name) {
+                return Ok(l.clone());
+            }
+            self.pending_loc_aliases.push((op, name));
+            return Ok(self.ctx.loc(op).clone());
+        }
+        self.convert_location(body)
+    }
+
+    fn resolve_pending_loc_aliases(&mut self) -> Result<(), Diagnostic> {
+        for (op, name) in std::mem::take(&mut self.pending_loc_aliases) {
+            match self.loc_aliases.get(&name) {
+                Some(l) => self.ctx.set_loc(op, l.clone()),
+                None => {
+                    let at = self.ctx.loc(op).clone();
+                    return Err(Diagnostic::error(
+                        at,
+                        format!("undefined location alias '#{name}'"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Scope {
+    fn new(isolated: bool) -> Scope {
+        Scope {
+            values: FxHashMap::default(),
+            forward: FxHashMap::default(),
+            blocks: FxHashMap::default(),
+            isolated,
+        }
+    }
+}
+
+fn is_module_start(src: &str) -> bool {
+    let s = src.trim_start();
+    s.starts_with("module")
+        && s[6..].starts_with(|c: char| c.is_whitespace() || c == '{' || c == '@')
+}
+
+/// Offset of the `{` opening a custom-form module's body (outside strings and nested braces).
+fn header_brace(src: &str) -> Option<usize> {
+    let b = src.as_bytes();
+    let mut i = 0;
+    let mut depth = 0i32;
+    let mut saw_attributes = false;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'{' => {
+                if depth == 0 {
+                    let before = src[..i].trim_end();
+                    if before.ends_with("attributes") && !saw_attributes {
+                        saw_attributes = true;
+                        depth += 1;
+                    } else {
+                        return Some(i);
+                    }
+                } else {
+                    depth += 1;
+                }
+            }
+            b'}' => depth -= 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+fn describe_expected(rules: &[Rule]) -> String {
+    let mut names: Vec<&str> = rules.iter().map(|r| rule_description(*r)).collect();
+    names.sort_unstable();
+    names.dedup();
+    match names.len() {
+        0 => "something else".to_string(),
+        1 => names[0].to_string(),
+        _ => {
+            let last = names.pop().expect("non-empty");
+            format!("{} or {}", names.join(", "), last)
+        }
+    }
+}
+
+fn rule_description(r: Rule) -> &'static str {
+    match r {
+        Rule::operation
+        | Rule::generic_operation
+        | Rule::custom_operation
+        | Rule::custom_op_name => "an operation",
+        Rule::any_type | Rule::non_function_type | Rule::function_type => "a type",
+        Rule::attribute | Rule::custom_attr => "an attribute",
+        Rule::value_use | Rule::value_id | Rule::value_use_list => "an SSA value",
+        Rule::op_result_list | Rule::op_result => "an SSA result",
+        Rule::dict_attr | Rule::named_attr => "an attribute dictionary",
+        Rule::region | Rule::region_list => "a region",
+        Rule::block | Rule::block_label => "a block",
+        Rule::caret_id => "a block label",
+        Rule::string_lit => "a string",
+        Rule::bare_id | Rule::keyword => "an identifier",
+        Rule::number | Rule::dec_int => "a number",
+        Rule::trailing_location | Rule::location => "a location",
+        Rule::EOI => "end of input",
+        Rule::properties => "properties",
+        Rule::successor_list => "successors",
+        Rule::dims => "a dimension list",
+        Rule::alias_def => "an alias definition",
+        _ => "valid syntax",
+    }
+}

@@ -1,0 +1,1072 @@
+//! The textual IR printer (MLIR syntax).
+//!
+//! Prints operations in their custom form when the op defines one (unless
+//! [`PrintOptions::generic`]), otherwise in the generic form that always
+//! round-trips. SSA values are numbered as MLIR numbers them: results `%N`,
+//! entry-block arguments `%argN`, restarting in every isolated-from-above op.
+
+use std::fmt::Write;
+
+use rustc_hash::FxHashSet;
+
+use crate::attributes::{
+    AttrKind, Attribute, DenseArrayValues, DenseElements, Dictionary, Resource,
+};
+use crate::context::{BlockId, Context, OpId, RegionId, Value};
+use crate::dialect::Traits;
+use crate::float_format;
+use crate::location::{LocKind, Location};
+use crate::types::{FloatKind, Signedness, Type, TypeKind, DYNAMIC};
+
+/// Printer options (the `--mlir-print-*` flags).
+#[derive(Clone, Debug)]
+pub struct PrintOptions {
+    /// Print every op in the generic form.
+    pub generic: bool,
+    /// Print trailing locations.
+    pub debug_info: bool,
+    /// Elide dense elements with more elements than this.
+    pub elide_elements_if_larger: Option<u64>,
+    /// Elide resource blobs larger than this many bytes.
+    pub elide_resources_if_larger: Option<u64>,
+    /// Print dense elements with more elements than this as a hex string (`None`: never).
+    pub hex_if_larger: Option<u64>,
+}
+
+impl Default for PrintOptions {
+    fn default() -> Self {
+        PrintOptions {
+            generic: false,
+            debug_info: false,
+            elide_elements_if_larger: None,
+            elide_resources_if_larger: None,
+            hex_if_larger: Some(100),
+        }
+    }
+}
+
+/// Decodes a float stored in `bytes`.
+pub fn decode_float(kind: FloatKind, bytes: &[u8]) -> f64 {
+    float_format::decode(kind, bytes)
+}
+
+/// Writes a type.
+pub fn write_type(out: &mut String, ty: &Type, opts: Option<&PrintOptions>) {
+    let default_opts;
+    let opts = match opts {
+        Some(o) => o,
+        None => {
+            default_opts = PrintOptions::default();
+            &default_opts
+        }
+    };
+    match ty.kind() {
+        TypeKind::Integer { width, signedness } => {
+            let p = match signedness {
+                Signedness::Signless => "i",
+                Signedness::Signed => "si",
+                Signedness::Unsigned => "ui",
+            };
+            let _ = write!(out, "{p}{width}");
+        }
+        TypeKind::Index => out.push_str("index"),
+        TypeKind::Float(k) => out.push_str(k.keyword()),
+        TypeKind::None => out.push_str("none"),
+        TypeKind::Function { inputs, results } => {
+            out.push('(');
+            write_type_list(out, inputs, opts);
+            out.push_str(") -> ");
+            write_result_types(out, results, opts);
+        }
+        TypeKind::RankedTensor {
+            shape,
+            element,
+            encoding,
+        } => {
+            out.push_str("tensor<");
+            write_shape(out, shape, None);
+            write_type(out, element, Some(opts));
+            if let Some(e) = encoding {
+                out.push_str(", ");
+                write_attribute(out, e, opts);
+            }
+            out.push('>');
+        }
+        TypeKind::UnrankedTensor { element } => {
+            out.push_str("tensor<*x");
+            write_type(out, element, Some(opts));
+            out.push('>');
+        }
+        TypeKind::Vector {
+            shape,
+            scalable,
+            element,
+        } => {
+            out.push_str("vector<");
+            write_shape(out, shape, Some(scalable));
+            write_type(out, element, Some(opts));
+            out.push('>');
+        }
+        TypeKind::MemRef {
+            shape,
+            element,
+            layout,
+            memory_space,
+        } => {
+            out.push_str("memref<");
+            write_shape(out, shape, None);
+            write_type(out, element, Some(opts));
+            if let Some(l) = layout {
+                out.push_str(", ");
+                write_attribute(out, l, opts);
+            }
+            if let Some(m) = memory_space {
+                out.push_str(", ");
+                write_attribute(out, m, opts);
+            }
+            out.push('>');
+        }
+        TypeKind::UnrankedMemRef {
+            element,
+            memory_space,
+        } => {
+            out.push_str("memref<*x");
+            write_type(out, element, Some(opts));
+            if let Some(m) = memory_space {
+                out.push_str(", ");
+                write_attribute(out, m, opts);
+            }
+            out.push('>');
+        }
+        TypeKind::Complex(e) => {
+            out.push_str("complex<");
+            write_type(out, e, Some(opts));
+            out.push('>');
+        }
+        TypeKind::Tuple(ts) => {
+            out.push_str("tuple<");
+            write_type_list(out, ts, opts);
+            out.push('>');
+        }
+        TypeKind::Dialect {
+            dialect,
+            mnemonic,
+            body,
+        } => {
+            out.push('!');
+            out.push_str(dialect);
+            if let Some(m) = mnemonic {
+                out.push('.');
+                out.push_str(m);
+            }
+            if !body.is_empty() {
+                out.push('<');
+                out.push_str(body);
+                out.push('>');
+            }
+        }
+    }
+}
+
+fn write_shape(out: &mut String, shape: &[i64], scalable: Option<&Vec<bool>>) {
+    for (i, &d) in shape.iter().enumerate() {
+        let sc = scalable.is_some_and(|s| s.get(i).copied().unwrap_or(false));
+        if sc {
+            out.push('[');
+        }
+        if d == DYNAMIC {
+            out.push('?');
+        } else {
+            let _ = write!(out, "{d}");
+        }
+        if sc {
+            out.push(']');
+        }
+        out.push('x');
+    }
+}
+
+fn write_type_list(out: &mut String, tys: &[Type], opts: &PrintOptions) {
+    for (i, t) in tys.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_type(out, t, Some(opts));
+    }
+}
+
+/// Writes function results: a single non-function type bare, otherwise parenthesized.
+fn write_result_types(out: &mut String, results: &[Type], opts: &PrintOptions) {
+    if results.len() == 1 && !matches!(results[0].kind(), TypeKind::Function { .. }) {
+        write_type(out, &results[0], Some(opts));
+    } else {
+        out.push('(');
+        write_type_list(out, results, opts);
+        out.push(')');
+    }
+}
+
+/// Writes a string literal with MLIR escapes.
+pub fn write_escaped_string(out: &mut String, s: &str) {
+    out.push('"');
+    for &b in s.as_bytes() {
+        if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "\\{b:02X}");
+        }
+    }
+    out.push('"');
+}
+
+/// Writes an identifier as a bare id if it is one, otherwise as a string.
+pub fn write_keyword_or_string(out: &mut String, s: &str) {
+    if is_bare_identifier(s) {
+        out.push_str(s);
+    } else {
+        write_escaped_string(out, s);
+    }
+}
+
+/// Whether `s` is a valid bare identifier (`[a-zA-Z_][a-zA-Z0-9_$.]*`).
+pub fn is_bare_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() || c == '_' => {}
+        _ => return false,
+    }
+    chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == '.')
+}
+
+/// Writes a symbol name `@name` (quoted if needed).
+pub fn write_symbol_name(out: &mut String, s: &str) {
+    out.push('@');
+    write_keyword_or_string(out, s);
+}
+
+/// Formats a float value of `kind` the way MLIR does: `%e` with six digits
+/// when that round-trips, otherwise the shortest round-tripping decimal,
+/// and the bit pattern in hex for NaN and infinities.
+pub fn write_float(out: &mut String, v: f64, kind: FloatKind) {
+    if v.is_finite() {
+        let e = format_exp6(v);
+        if float_format::encode_bits(kind, e.parse::<f64>().unwrap_or(f64::NAN))
+            == float_format::encode_bits(kind, v)
+            && kind_parse_exact(kind, &e, v)
+        {
+            out.push_str(&e);
+            return;
+        }
+        let s = match kind {
+            FloatKind::F32 => format!("{:e}", v as f32),
+            _ => format!("{v:e}"),
+        };
+        // `{:e}` gives `1.2345e6` or `1e6`; MLIR needs a '.' in float literals.
+        let (mant, exp) = s.split_once('e').expect("LowerExp has an exponent");
+        let mant = if mant.contains('.') {
+            mant.to_string()
+        } else {
+            format!("{mant}.0")
+        };
+        if exp == "0" {
+            out.push_str(&mant);
+        } else {
+            let _ = write!(out, "{mant}e{exp}");
+        }
+        return;
+    }
+    let bits = float_format::encode_bits(kind, v);
+    let digits = (kind.bit_width() / 4) as usize;
+    let _ = write!(out, "0x{bits:0digits$X}");
+}
+
+/// For f32, parse the text directly as f32 to avoid double rounding.
+fn kind_parse_exact(kind: FloatKind, text: &str, v: f64) -> bool {
+    match kind {
+        FloatKind::F32 => text.parse::<f32>().map(|x| x as f64 == v).unwrap_or(false),
+        _ => true,
+    }
+}
+
+/// APFloat's `toString(6 digits)` in scientific form: six significant
+/// digits, padded to `d.dddddde±XX` (`1.000000e+00`).
+fn format_exp6(v: f64) -> String {
+    let s = format!("{v:.5e}");
+    let (mant, exp) = s.split_once('e').expect("LowerExp has an exponent");
+    let exp: i32 = exp.parse().expect("exponent is an integer");
+    let sign = if exp < 0 { '-' } else { '+' };
+    format!("{mant}0e{sign}{:02}", exp.abs())
+}
+
+/// Writes an attribute.
+pub fn write_attribute(out: &mut String, attr: &Attribute, opts: &PrintOptions) {
+    match attr.kind() {
+        AttrKind::Unit => out.push_str("unit"),
+        AttrKind::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        AttrKind::Integer { value, ty } => {
+            if ty.is_integer_of_width(1)
+                && matches!(
+                    ty.kind(),
+                    TypeKind::Integer {
+                        signedness: Signedness::Signless,
+                        ..
+                    }
+                )
+            {
+                out.push_str(if *value != 0 { "true" } else { "false" });
+                return;
+            }
+            let _ = write!(out, "{value} : ");
+            write_type(out, ty, Some(opts));
+        }
+        AttrKind::Float { bits, ty } => {
+            write_float(
+                out,
+                f64::from_bits(*bits),
+                ty.float_kind().unwrap_or(FloatKind::F64),
+            );
+            out.push_str(" : ");
+            write_type(out, ty, Some(opts));
+        }
+        AttrKind::String { value, ty } => {
+            write_escaped_string(out, value);
+            if let Some(t) = ty {
+                out.push_str(" : ");
+                write_type(out, t, Some(opts));
+            }
+        }
+        AttrKind::Type(t) => write_type(out, t, Some(opts)),
+        AttrKind::Array(items) => {
+            out.push('[');
+            for (i, a) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_attribute(out, a, opts);
+            }
+            out.push(']');
+        }
+        AttrKind::DenseArray { element, values } => {
+            out.push_str("array<");
+            write_type(out, element, Some(opts));
+            let kind = element.float_kind();
+            let mut first = true;
+            let mut sep = |out: &mut String| {
+                out.push_str(if first { ": " } else { ", " });
+                first = false;
+            };
+            match values {
+                DenseArrayValues::Int(v) => {
+                    for x in v {
+                        sep(out);
+                        if element.is_integer_of_width(1) {
+                            out.push_str(if *x != 0 { "true" } else { "false" });
+                        } else {
+                            let _ = write!(out, "{x}");
+                        }
+                    }
+                }
+                DenseArrayValues::Float(v) => {
+                    for x in v {
+                        sep(out);
+                        write_float(out, f64::from_bits(*x), kind.unwrap_or(FloatKind::F64));
+                    }
+                }
+            }
+            out.push('>');
+        }
+        AttrKind::Dictionary(d) => write_dictionary(out, d, &[], opts),
+        AttrKind::SymbolRef { root, nested } => {
+            write_symbol_name(out, root);
+            for n in nested {
+                out.push_str("::");
+                write_symbol_name(out, n);
+            }
+        }
+        AttrKind::DenseElements(d) => write_dense(out, d, opts),
+        AttrKind::DenseResource { resource, ty } => {
+            out.push_str("dense_resource<");
+            write_keyword_or_string(out, resource.name());
+            out.push_str("> : ");
+            write_type(out, ty, Some(opts));
+        }
+        AttrKind::AffineMap(m) => {
+            out.push_str("affine_map<");
+            m.write_body(out);
+            out.push('>');
+        }
+        AttrKind::IntegerSet(s) => {
+            out.push_str("affine_set<");
+            s.write_body(out);
+            out.push('>');
+        }
+        AttrKind::Location(l) => write_location(out, l),
+        AttrKind::Dialect {
+            dialect,
+            mnemonic,
+            body,
+        } => {
+            out.push('#');
+            out.push_str(dialect);
+            if let Some(m) = mnemonic {
+                out.push('.');
+                out.push_str(m);
+            }
+            if !body.is_empty() {
+                out.push('<');
+                out.push_str(body);
+                out.push('>');
+            }
+        }
+    }
+}
+
+/// Writes `{a = 1, b}` skipping names in `elide`; writes nothing if empty.
+pub fn write_dictionary(out: &mut String, d: &Dictionary, elide: &[&str], opts: &PrintOptions) {
+    let mut first = true;
+    for (k, v) in d.iter() {
+        if elide.contains(&k) {
+            continue;
+        }
+        out.push_str(if first { "{" } else { ", " });
+        first = false;
+        write_keyword_or_string(out, k);
+        if !matches!(v.kind(), AttrKind::Unit) {
+            out.push_str(" = ");
+            write_attribute(out, v, opts);
+        }
+    }
+    if first {
+        out.push_str("{}");
+    } else {
+        out.push('}');
+    }
+}
+
+fn write_dense(out: &mut String, d: &DenseElements, opts: &PrintOptions) {
+    let n = d.len() as u64;
+    if opts.elide_elements_if_larger.is_some_and(|limit| n > limit) && !d.splat {
+        out.push_str("dense_resource<__elided__> : ");
+        write_type(out, &d.ty, Some(opts));
+        return;
+    }
+    out.push_str("dense<");
+    let elem = d.element_type();
+    if !d.splat && opts.hex_if_larger.is_some_and(|limit| n > limit) {
+        out.push_str("\"0x");
+        for b in d.data.iter() {
+            let _ = write!(out, "{b:02X}");
+        }
+        out.push('"');
+    } else if d.splat {
+        write_dense_element(out, d, 0, elem);
+    } else {
+        let shape = d.ty.shape().unwrap_or(&[]).to_vec();
+        let mut index = 0usize;
+        write_dense_nested(out, d, elem, &shape, &mut index);
+    }
+    out.push_str("> : ");
+    write_type(out, &d.ty, Some(opts));
+}
+
+fn write_dense_nested(
+    out: &mut String,
+    d: &DenseElements,
+    elem: &Type,
+    shape: &[i64],
+    index: &mut usize,
+) {
+    if shape.is_empty() {
+        write_dense_element(out, d, *index, elem);
+        *index += 1;
+        return;
+    }
+    out.push('[');
+    for i in 0..shape[0] {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_dense_nested(out, d, elem, &shape[1..], index);
+    }
+    out.push(']');
+}
+
+fn write_dense_element(out: &mut String, d: &DenseElements, i: usize, elem: &Type) {
+    if let Some(k) = elem.float_kind() {
+        write_float(out, d.float_at(i), k);
+    } else if elem.is_integer_of_width(1) {
+        out.push_str(if d.int_at(i) != 0 { "true" } else { "false" });
+    } else {
+        let _ = write!(out, "{}", d.int_at(i));
+    }
+}
+
+/// Writes `loc(...)`.
+pub fn write_location(out: &mut String, loc: &Location) {
+    out.push_str("loc(");
+    write_location_body(out, loc);
+    out.push(')');
+}
+
+fn write_location_body(out: &mut String, loc: &Location) {
+    match loc.kind() {
+        LocKind::Unknown => out.push_str("unknown"),
+        LocKind::FileLineCol { file, line, col } => {
+            write_escaped_string(out, file);
+            let _ = write!(out, ":{line}:{col}");
+        }
+        LocKind::Name { name, child } => {
+            write_escaped_string(out, name);
+            if let Some(c) = child {
+                out.push('(');
+                write_location_body(out, c);
+                out.push(')');
+            }
+        }
+        LocKind::CallSite { callee, caller } => {
+            out.push_str("callsite(");
+            write_location_body(out, callee);
+            out.push_str(" at ");
+            write_location_body(out, caller);
+            out.push(')');
+        }
+        LocKind::Fused {
+            locations,
+            metadata,
+        } => {
+            out.push_str("fused");
+            if let Some(m) = metadata {
+                out.push('<');
+                write_attribute(out, m, &PrintOptions::default());
+                out.push('>');
+            }
+            out.push('[');
+            for (i, l) in locations.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_location_body(out, l);
+            }
+            out.push(']');
+        }
+    }
+}
+
+#[derive(Copy, Clone, Default)]
+struct ValueName {
+    /// Number `N` of `%N` / `%argN`; `u32::MAX` if unnamed.
+    number: u32,
+    is_arg: bool,
+    /// Result index within a multi-result group, or `u32::MAX`.
+    group_index: u32,
+}
+
+/// Prints operations; holds SSA naming state and collects referenced resources.
+pub struct AsmPrinter<'c> {
+    pub(crate) ctx: &'c Context,
+    pub(crate) opts: PrintOptions,
+    pub(crate) out: String,
+    names: Vec<ValueName>,
+    block_names: Vec<u32>,
+    indent: usize,
+    resources: Vec<Resource>,
+    seen_resources: FxHashSet<String>,
+    default_dialects: Vec<&'static str>,
+}
+
+impl<'c> AsmPrinter<'c> {
+    /// A printer over `ctx`.
+    pub fn new(ctx: &'c Context, opts: PrintOptions) -> AsmPrinter<'c> {
+        AsmPrinter {
+            ctx,
+            opts,
+            out: String::new(),
+            names: Vec::new(),
+            block_names: Vec::new(),
+            indent: 0,
+            resources: Vec::new(),
+            seen_resources: FxHashSet::default(),
+            default_dialects: Vec::new(),
+        }
+    }
+
+    /// Prints `op` as a top-level operation followed by the resource section.
+    pub fn print_top_level(mut self, op: OpId) -> String {
+        self.number_op_tree(op);
+        self.print_operation(op);
+        self.out.push('\n');
+        self.print_resources();
+        self.out
+    }
+
+    fn name_slot(&mut self, v: Value) -> &mut ValueName {
+        let i = crate::entity::EntityKey::index(v);
+        if i >= self.names.len() {
+            self.names.resize(
+                i + 1,
+                ValueName {
+                    number: u32::MAX,
+                    is_arg: false,
+                    group_index: u32::MAX,
+                },
+            );
+        }
+        &mut self.names[i]
+    }
+
+    fn set_block_name(&mut self, b: BlockId, n: u32) {
+        let i = crate::entity::EntityKey::index(b);
+        if i >= self.block_names.len() {
+            self.block_names.resize(i + 1, u32::MAX);
+        }
+        self.block_names[i] = n;
+    }
+
+    /// Numbers values and blocks in `root`'s regions as MLIR does.
+    fn number_op_tree(&mut self, root: OpId) {
+        // (region, next value id, next arg id)
+        let mut stack: Vec<(RegionId, u32, u32)> = Vec::new();
+        let ctx = self.ctx;
+        self.number_results(root, &mut 0);
+        for &r in ctx.regions(root).iter().rev() {
+            stack.push((r, 0, 0));
+        }
+        while let Some((r, mut next_value, mut next_arg)) = stack.pop() {
+            let blocks = ctx.region_blocks(r);
+            for (bi, &b) in blocks.iter().enumerate() {
+                self.set_block_name(b, bi as u32);
+                for &a in ctx.block_args(b) {
+                    let slot = self.name_slot(a);
+                    if bi == 0 {
+                        *slot = ValueName {
+                            number: next_arg,
+                            is_arg: true,
+                            group_index: u32::MAX,
+                        };
+                        next_arg += 1;
+                    } else {
+                        *slot = ValueName {
+                            number: next_value,
+                            is_arg: false,
+                            group_index: u32::MAX,
+                        };
+                        next_value += 1;
+                    }
+                }
+                for op in ctx.block_ops(b) {
+                    self.number_results(op, &mut next_value);
+                }
+            }
+            let mut nested = Vec::new();
+            for &b in blocks {
+                for op in ctx.block_ops(b) {
+                    let isolated = ctx.name(op).has_trait(Traits::ISOLATED_FROM_ABOVE);
+                    for &nr in ctx.regions(op) {
+                        nested.push((
+                            nr,
+                            if isolated { 0 } else { next_value },
+                            if isolated { 0 } else { next_arg },
+                        ));
+                    }
+                }
+            }
+            stack.extend(nested.into_iter().rev());
+        }
+    }
+
+    fn number_results(&mut self, op: OpId, next_value: &mut u32) {
+        let results = self.ctx.results(op);
+        let n = results.len();
+        let number = *next_value;
+        for (i, &r) in results.iter().enumerate() {
+            *self.name_slot(r) = ValueName {
+                number,
+                is_arg: false,
+                group_index: if n > 1 { i as u32 } else { u32::MAX },
+            };
+        }
+        if n > 0 {
+            *next_value += 1;
+        }
+    }
+
+    /// Writes the name of a value (`%3`, `%3#1`, `%arg0`).
+    pub fn write_value(&mut self, v: Value) {
+        let i = crate::entity::EntityKey::index(v);
+        let name = self.names.get(i).copied().unwrap_or(ValueName {
+            number: u32::MAX,
+            is_arg: false,
+            group_index: u32::MAX,
+        });
+        if name.number == u32::MAX {
+            self.out.push_str("<<UNKNOWN SSA VALUE>>");
+            return;
+        }
+        let _ = write!(
+            self.out,
+            "%{}{}",
+            if name.is_arg { "arg" } else { "" },
+            name.number
+        );
+        if name.group_index != u32::MAX {
+            let _ = write!(self.out, "#{}", name.group_index);
+        }
+    }
+
+    /// Writes a block label (`^bb0`).
+    pub fn write_block_name(&mut self, b: BlockId) {
+        let i = crate::entity::EntityKey::index(b);
+        match self.block_names.get(i) {
+            Some(&n) if n != u32::MAX => {
+                let _ = write!(self.out, "^bb{n}");
+            }
+            _ => self.out.push_str("^INVALIDBLOCK"),
+        }
+    }
+
+    /// Writes a type.
+    pub fn write_type(&mut self, t: &Type) {
+        write_type(&mut self.out, t, Some(&self.opts));
+    }
+
+    /// Writes an attribute, noting resources it refers to.
+    pub fn write_attribute(&mut self, a: &Attribute) {
+        self.note_resources(a);
+        write_attribute(&mut self.out, a, &self.opts);
+    }
+
+    fn note_resources(&mut self, a: &Attribute) {
+        match a.kind() {
+            AttrKind::DenseResource { resource, .. }
+                if self.seen_resources.insert(resource.name().to_string()) =>
+            {
+                self.resources.push(resource.clone());
+            }
+            AttrKind::Array(items) => {
+                for i in items {
+                    self.note_resources(i);
+                }
+            }
+            AttrKind::Dictionary(d) => {
+                for (_, v) in d.iter() {
+                    self.note_resources(v);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Writes an attribute dictionary, skipping `elide`; nothing if empty.
+    pub fn write_optional_attr_dict(&mut self, d: &Dictionary, elide: &[&str]) {
+        if d.iter().all(|(k, _)| elide.contains(&k)) {
+            return;
+        }
+        for (_, v) in d.iter() {
+            self.note_resources(v);
+        }
+        self.out.push(' ');
+        write_dictionary(&mut self.out, d, elide, &self.opts);
+    }
+
+    fn newline(&mut self) {
+        self.out.push('\n');
+        for _ in 0..self.indent {
+            self.out.push_str("  ");
+        }
+    }
+
+    /// Prints an operation (custom form if available and allowed).
+    pub fn print_operation(&mut self, op: OpId) {
+        let ctx = self.ctx;
+        let results = ctx.results(op);
+        if !results.is_empty() {
+            let n = self
+                .names
+                .get(crate::entity::EntityKey::index(results[0]))
+                .map_or(u32::MAX, |n| n.number);
+            let _ = write!(self.out, "%{n}");
+            if results.len() > 1 {
+                let _ = write!(self.out, ":{}", results.len());
+            }
+            self.out.push_str(" = ");
+        }
+        let def = ctx.name(op).def();
+        let custom = if self.opts.generic {
+            None
+        } else {
+            def.and_then(|d| d.print)
+        };
+        let default_dialect = def.and_then(|d| d.default_dialect);
+        if let Some(d) = default_dialect {
+            self.default_dialects.push(d);
+        }
+        match custom {
+            Some(print) => {
+                let name = ctx.name(op);
+                let dialect = name.dialect();
+                let enclosing = self
+                    .default_dialects
+                    .len()
+                    .checked_sub(1 + default_dialect.is_some() as usize)
+                    .map(|i| self.default_dialects[i]);
+                if dialect == "builtin" || Some(dialect) == enclosing {
+                    self.out.push_str(&name.as_str()[dialect.len() + 1..]);
+                } else {
+                    self.out.push_str(name.as_str());
+                }
+                let mut p = OpPrinter { printer: self };
+                let _ = print(&mut p, op);
+            }
+            None => self.print_generic_body(op),
+        }
+        if default_dialect.is_some() {
+            self.default_dialects.pop();
+        }
+        if self.opts.debug_info {
+            self.out.push(' ');
+            write_location(&mut self.out, ctx.loc(op));
+        }
+    }
+
+    fn print_generic_body(&mut self, op: OpId) {
+        let ctx = self.ctx;
+        write_escaped_string(&mut self.out, ctx.name_str(op));
+        self.out.push('(');
+        for (i, &v) in ctx.operands(op).iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.write_value(v);
+        }
+        self.out.push(')');
+        let succs = ctx.successors(op);
+        if !succs.is_empty() {
+            self.out.push('[');
+            for (i, &b) in succs.iter().enumerate() {
+                if i > 0 {
+                    self.out.push_str(", ");
+                }
+                self.write_block_name(b);
+            }
+            self.out.push(']');
+        }
+        if let Some(p) = ctx.properties(op) {
+            self.out.push_str(" <");
+            for (_, v) in p.iter() {
+                self.note_resources(v);
+            }
+            write_dictionary(&mut self.out, p, &[], &self.opts);
+            self.out.push('>');
+        }
+        let regions = ctx.regions(op);
+        if !regions.is_empty() {
+            self.out.push_str(" (");
+            for (i, &r) in regions.iter().enumerate() {
+                if i > 0 {
+                    self.out.push_str(", ");
+                }
+                self.print_region(r, true);
+            }
+            self.out.push(')');
+        }
+        let attrs = ctx.attributes(op);
+        self.write_optional_attr_dict(attrs, &[]);
+        self.out.push_str(" : (");
+        let operand_types: Vec<&Type> = ctx
+            .operands(op)
+            .iter()
+            .map(|&v| ctx.value_type(v))
+            .collect();
+        for (i, t) in operand_types.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            write_type(&mut self.out, t, Some(&self.opts));
+        }
+        self.out.push_str(") -> ");
+        let result_types: Vec<Type> = ctx
+            .results(op)
+            .iter()
+            .map(|&v| ctx.value_type(v).clone())
+            .collect();
+        write_result_types(&mut self.out, &result_types, &self.opts);
+    }
+
+    /// Prints a region `{ ... }`; `print_entry_args`: print the entry block
+    /// header when it has arguments.
+    pub fn print_region(&mut self, r: RegionId, print_entry_args: bool) {
+        let ctx = self.ctx;
+        self.out.push('{');
+        let blocks = ctx.region_blocks(r);
+        for (i, &b) in blocks.iter().enumerate() {
+            let has_args = !ctx.block_args(b).is_empty();
+            let print_header = i > 0 || (print_entry_args && has_args);
+            if print_header {
+                self.newline();
+                self.write_block_name(b);
+                if has_args {
+                    self.out.push('(');
+                    for (j, &a) in ctx.block_args(b).iter().enumerate() {
+                        if j > 0 {
+                            self.out.push_str(", ");
+                        }
+                        self.write_value(a);
+                        self.out.push_str(": ");
+                        write_type(&mut self.out, ctx.value_type(a), Some(&self.opts));
+                        if self.opts.debug_info {
+                            if let Some(l) = ctx.value_loc(a) {
+                                self.out.push(' ');
+                                write_location(&mut self.out, l);
+                            }
+                        }
+                    }
+                    self.out.push(')');
+                }
+                self.out.push(':');
+            }
+            self.indent += 1;
+            for op in ctx.block_ops(b) {
+                self.newline();
+                self.print_operation(op);
+            }
+            self.indent -= 1;
+        }
+        self.newline();
+        self.out.push('}');
+    }
+
+    fn print_resources(&mut self) {
+        let blobs: Vec<&Resource> = self
+            .resources
+            .iter()
+            .filter(|r| r.blob().is_some())
+            .collect();
+        if blobs.is_empty() {
+            return;
+        }
+        self.out
+            .push_str("\n{-#\n  dialect_resources: {\n    builtin: {\n");
+        for (i, r) in blobs.iter().enumerate() {
+            let blob = r.blob().expect("filtered");
+            self.out.push_str("      ");
+            write_keyword_or_string(&mut self.out, r.name());
+            self.out.push_str(": \"");
+            if self
+                .opts
+                .elide_resources_if_larger
+                .is_some_and(|n| blob.data.len() as u64 > n)
+            {
+                self.out.push_str("__elided__");
+            } else {
+                self.out.push_str("0x");
+                for b in blob.alignment.to_le_bytes().iter().chain(blob.data.iter()) {
+                    let _ = write!(self.out, "{b:02X}");
+                }
+            }
+            self.out.push('"');
+            if i + 1 < blobs.len() {
+                self.out.push(',');
+            }
+            self.out.push('\n');
+        }
+        self.out.push_str("    }\n  }\n#-}\n");
+    }
+}
+
+/// The interface custom printers use.
+pub struct OpPrinter<'a, 'c> {
+    printer: &'a mut AsmPrinter<'c>,
+}
+
+impl<'a, 'c> OpPrinter<'a, 'c> {
+    /// The context.
+    pub fn ctx(&self) -> &Context {
+        self.printer.ctx
+    }
+    /// Appends raw text.
+    pub fn write_str(&mut self, s: &str) {
+        self.printer.out.push_str(s);
+    }
+    /// Writes a value name.
+    pub fn value(&mut self, v: Value) {
+        self.printer.write_value(v);
+    }
+    /// Writes values separated by `, `.
+    pub fn values(&mut self, vs: &[Value]) {
+        for (i, &v) in vs.iter().enumerate() {
+            if i > 0 {
+                self.write_str(", ");
+            }
+            self.value(v);
+        }
+    }
+    /// Writes a type.
+    pub fn ty(&mut self, t: &Type) {
+        self.printer.write_type(t);
+    }
+    /// Writes types separated by `, `.
+    pub fn types(&mut self, ts: &[Type]) {
+        for (i, t) in ts.iter().enumerate() {
+            if i > 0 {
+                self.write_str(", ");
+            }
+            self.ty(t);
+        }
+    }
+    /// Writes function result types: `T` or `(T, U)`.
+    pub fn result_types(&mut self, ts: &[Type]) {
+        write_result_types(&mut self.printer.out, ts, &self.printer.opts);
+    }
+    /// Writes an attribute.
+    pub fn attr(&mut self, a: &Attribute) {
+        self.printer.write_attribute(a);
+    }
+    /// Writes ` {dict}` without the elided names; nothing if empty.
+    pub fn attr_dict(&mut self, d: &Dictionary, elide: &[&str]) {
+        self.printer.write_optional_attr_dict(d, elide);
+    }
+    /// Writes ` attributes {dict}` without the elided names; nothing if empty.
+    pub fn attr_dict_with_keyword(&mut self, d: &Dictionary, elide: &[&str]) {
+        if d.iter().any(|(k, _)| !elide.contains(&k)) {
+            self.write_str(" attributes");
+            self.printer.write_optional_attr_dict(d, elide);
+        }
+    }
+    /// Writes `@name`.
+    pub fn symbol_name(&mut self, s: &str) {
+        write_symbol_name(&mut self.printer.out, s);
+    }
+    /// Writes a block label.
+    pub fn block(&mut self, b: BlockId) {
+        self.printer.write_block_name(b);
+    }
+    /// Writes a region.
+    pub fn region(&mut self, r: RegionId, print_entry_args: bool) {
+        self.printer.print_region(r, print_entry_args);
+    }
+    /// Writes a block argument with its type (and location with debug info).
+    pub fn block_arg_with_type(&mut self, a: Value) {
+        self.value(a);
+        self.write_str(": ");
+        let t = self.ctx().value_type(a).clone();
+        self.ty(&t);
+    }
+    /// Writes the location of a block argument if debug info is on.
+    pub fn arg_location(&mut self, a: Value) {
+        if self.printer.opts.debug_info {
+            if let Some(l) = self.printer.ctx.value_loc(a) {
+                self.printer.out.push(' ');
+                write_location(&mut self.printer.out, l);
+            }
+        }
+    }
+    /// Writes the generic form of the op (fallback from a custom printer).
+    pub fn generic(&mut self, op: OpId) {
+        self.printer.print_generic_body(op);
+    }
+}
+
+/// Prints `op` with `opts` (including the resource section).
+pub fn print_op(ctx: &Context, op: OpId, opts: &PrintOptions) -> String {
+    AsmPrinter::new(ctx, opts.clone()).print_top_level(op)
+}
