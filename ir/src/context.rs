@@ -362,6 +362,10 @@ impl Context {
     pub fn successors(&self, op: OpId) -> &[BlockId] {
         &self.ops[op].successors
     }
+    /// Replaces the successor list.
+    pub fn set_successors(&mut self, op: OpId, succ: &[BlockId]) {
+        self.ops[op].successors = SmallVec::from_slice(succ);
+    }
     /// Location.
     #[inline]
     pub fn loc(&self, op: OpId) -> &Location {

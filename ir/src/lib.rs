@@ -30,9 +30,11 @@ pub mod entity;
 pub mod float_format;
 pub mod location;
 pub mod parser;
+pub mod pass;
 pub mod printer;
 pub mod rewrite;
 pub mod symbol_table;
+mod transfer;
 pub mod types;
 pub mod verifier;
 

@@ -1,0 +1,176 @@
+//! `cse`: common subexpression elimination of pure, region-free operations.
+//!
+//! Equivalent ops (same name, operands, result types, properties and
+//! attributes) are replaced by the first one that dominates them. Scopes
+//! follow the region tree: a nested region sees the ops of the blocks that
+//! enclose it (unless its op is isolated from above); in multi-block regions
+//! a block sees its dominators' ops.
+
+use rustc_hash::FxHashMap;
+
+use ipuc_ir::analysis::{AnalysisManager, DominanceInfo, PreservedAnalyses};
+use ipuc_ir::pass::{Pass, PassInfo, Statistic};
+use ipuc_ir::{BlockId, Context, Diagnostic, Dictionary, OpId, Traits, Type, Value};
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct OpKey {
+    name: String,
+    operands: Vec<Value>,
+    results: Vec<Type>,
+    properties: Option<Dictionary>,
+    attributes: Dictionary,
+}
+
+/// The CSE pass.
+#[derive(Default)]
+pub struct Cse {
+    eliminated: u64,
+}
+
+/// Registration info.
+pub fn info() -> PassInfo {
+    PassInfo {
+        name: "cse",
+        description: "Eliminate common sub-expressions",
+        options: vec![],
+        create: |_| Ok(Box::new(Cse::default())),
+    }
+}
+
+fn key(ctx: &Context, op: OpId) -> Option<OpKey> {
+    let name = ctx.name(op);
+    if !name.has_trait(Traits::PURE)
+        || !ctx.regions(op).is_empty()
+        || name.has_trait(Traits::TERMINATOR)
+        || ctx.results(op).is_empty()
+    {
+        return None;
+    }
+    let mut operands = ctx.operands(op).to_vec();
+    if name.has_trait(Traits::COMMUTATIVE) {
+        operands.sort_unstable();
+    }
+    Some(OpKey {
+        name: name.as_str().to_string(),
+        operands,
+        results: ctx
+            .results(op)
+            .iter()
+            .map(|&r| ctx.value_type(r).clone())
+            .collect(),
+        properties: ctx.properties(op).cloned(),
+        attributes: ctx.attributes(op).clone(),
+    })
+}
+
+impl Cse {
+    fn region(
+        &mut self,
+        ctx: &mut Context,
+        region: ipuc_ir::RegionId,
+        scope: &mut Vec<FxHashMap<OpKey, OpId>>,
+    ) {
+        let blocks = ctx.region_blocks(region).to_vec();
+        if blocks.len() <= 1 {
+            for b in blocks {
+                self.block(ctx, b, scope);
+            }
+            return;
+        }
+        // Multi-block: walk the dominator tree so a block sees its dominators' ops.
+        let dom = DominanceInfo::compute_region(ctx, region);
+        let mut children: FxHashMap<BlockId, Vec<BlockId>> = FxHashMap::default();
+        for &b in &blocks[1..] {
+            if let Some(d) = dom.immediate_dominator(b) {
+                children.entry(d).or_default().push(b);
+            }
+        }
+        self.dom_walk(ctx, blocks[0], &children, scope);
+    }
+
+    fn dom_walk(
+        &mut self,
+        ctx: &mut Context,
+        b: BlockId,
+        children: &FxHashMap<BlockId, Vec<BlockId>>,
+        scope: &mut Vec<FxHashMap<OpKey, OpId>>,
+    ) {
+        scope.push(FxHashMap::default());
+        self.block_ops(ctx, b, scope);
+        for &c in children.get(&b).map(Vec::as_slice).unwrap_or(&[]) {
+            self.dom_walk(ctx, c, children, scope);
+        }
+        scope.pop();
+    }
+
+    fn block(&mut self, ctx: &mut Context, b: BlockId, scope: &mut Vec<FxHashMap<OpKey, OpId>>) {
+        scope.push(FxHashMap::default());
+        self.block_ops(ctx, b, scope);
+        scope.pop();
+    }
+
+    fn block_ops(
+        &mut self,
+        ctx: &mut Context,
+        b: BlockId,
+        scope: &mut Vec<FxHashMap<OpKey, OpId>>,
+    ) {
+        for op in ctx.block_ops_vec(b) {
+            if let Some(k) = key(ctx, op) {
+                if let Some(&existing) = scope.iter().rev().find_map(|s| s.get(&k)) {
+                    let vals = ctx.results(existing).to_vec();
+                    ctx.replace_op_uses(op, &vals);
+                    ctx.erase_op(op);
+                    self.eliminated += 1;
+                    continue;
+                }
+                scope.last_mut().expect("scope").insert(k, op);
+            }
+            let isolated = ctx.name(op).has_trait(Traits::ISOLATED_FROM_ABOVE);
+            for r in ctx.regions(op).to_vec() {
+                if isolated {
+                    self.region(ctx, r, &mut Vec::new());
+                } else {
+                    self.region(ctx, r, scope);
+                }
+            }
+        }
+    }
+}
+
+impl Pass for Cse {
+    fn name(&self) -> &str {
+        "cse"
+    }
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        _am: &mut AnalysisManager,
+    ) -> Result<PreservedAnalyses, Diagnostic> {
+        let before = self.eliminated;
+        for r in ctx.regions(op).to_vec() {
+            self.region(ctx, r, &mut Vec::new());
+        }
+        let mut p = if self.eliminated == before {
+            PreservedAnalyses::all()
+        } else {
+            PreservedAnalyses::none()
+        };
+        p.preserve::<DominanceInfo>();
+        Ok(p)
+    }
+    fn clone_pass(&self) -> Box<dyn Pass> {
+        Box::new(Cse::default())
+    }
+    fn statistics(&self) -> Vec<Statistic> {
+        vec![Statistic {
+            name: "num-cse'd",
+            description: "Number of operations CSE'd",
+            value: self.eliminated,
+        }]
+    }
+    fn merge_statistics(&mut self, other: &dyn Pass) {
+        self.eliminated += other.statistics().iter().map(|s| s.value).sum::<u64>();
+    }
+}

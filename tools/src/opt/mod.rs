@@ -1,0 +1,303 @@
+//! `ipu-opt`: the opt-style driver, with mlir-opt's flag spellings.
+
+mod cli;
+mod verify_diagnostics;
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use ipuc_ir::pass::{
+    parse_pipeline, parse_reproducer_config, write_reproducer, PassManager, PassManagerOptions,
+    PassTiming, PipelineError, ReproducerConfig, TimingDisplay,
+};
+use ipuc_ir::{parse_source, print_op, verify, Context, Diagnostic, SourceMgr};
+
+pub use cli::OptArgs;
+
+/// Runs `ipu-opt` with `args` (without the program name); returns the exit code.
+pub fn main_with_args(args: Vec<String>) -> i32 {
+    let registry = crate::registry::passes();
+    let parsed = match cli::parse(args, &registry) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    if parsed.list_passes {
+        print!("{}", registry.help());
+        return 0;
+    }
+    match run(&parsed, &registry) {
+        Ok(()) => 0,
+        Err(msg) => {
+            if !msg.is_empty() {
+                eprint!("{msg}");
+                if !msg.ends_with('\n') {
+                    eprintln!();
+                }
+            }
+            1
+        }
+    }
+}
+
+fn read_input(path: &str) -> Result<String, String> {
+    if path == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| format!("error: cannot read standard input: {e}"))?;
+        Ok(s)
+    } else {
+        std::fs::read_to_string(path)
+            .map_err(|e| format!("error: cannot open input file '{path}': {e}"))
+    }
+}
+
+fn run(a: &OptArgs, registry: &ipuc_ir::pass::PassRegistry) -> Result<(), String> {
+    let text = read_input(&a.input)?;
+    let name = if a.input == "-" {
+        "<stdin>".to_string()
+    } else {
+        a.input.clone()
+    };
+    let chunks: Vec<String> = if a.split_input_file {
+        split_input(&text)
+    } else {
+        vec![text.clone()]
+    };
+    let mut outputs = Vec::new();
+    let mut failed = false;
+    let mut errors = String::new();
+    for chunk in &chunks {
+        let mut sources = SourceMgr::new();
+        sources.add(&name, Arc::from(text.as_str()));
+        let result = process_chunk(a, registry, &name, chunk);
+        if a.verify_diagnostics {
+            let diags = match &result {
+                Ok(_) => Vec::new(),
+                Err(d) => d.clone(),
+            };
+            if let Err(msg) = verify_diagnostics::check(&name, chunk, &diags, &sources) {
+                errors.push_str(&msg);
+                failed = true;
+            }
+            continue;
+        }
+        match result {
+            Ok(out) => outputs.push(out),
+            Err(diags) => {
+                for d in diags {
+                    errors.push_str(&sources.render(&d));
+                }
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        return Err(errors);
+    }
+    if a.verify_diagnostics {
+        return Ok(());
+    }
+    let joined = outputs.join("// -----\n");
+    match &a.output {
+        Some(path) if path != "-" => {
+            std::fs::write(path, joined).map_err(|e| format!("error: cannot write '{path}': {e}"))
+        }
+        _ => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(joined.as_bytes())
+                .map_err(|e| format!("error: cannot write output: {e}"))
+        }
+    }
+}
+
+/// Splits on `// -----` lines, keeping line numbers: each chunk is the whole
+/// file with the other chunks blanked out to empty lines.
+fn split_input(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut ranges = Vec::new();
+    let mut start = 0;
+    for (i, l) in lines.iter().enumerate() {
+        if l.trim_end() == "// -----" {
+            ranges.push((start, i));
+            start = i + 1;
+        }
+    }
+    ranges.push((start, lines.len()));
+    ranges
+        .into_iter()
+        .map(|(s, e)| {
+            let mut out = String::with_capacity(text.len());
+            for (i, l) in lines.iter().enumerate() {
+                if i >= s && i < e {
+                    out.push_str(l);
+                } else {
+                    out.push('\n');
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+fn process_chunk(
+    a: &OptArgs,
+    registry: &ipuc_ir::pass::PassRegistry,
+    name: &str,
+    text: &str,
+) -> Result<String, Vec<Diagnostic>> {
+    let mut ctx = Context::new(crate::registry::dialects());
+    ctx.allow_unregistered = a.allow_unregistered_dialect;
+    let parsed = parse_source(&mut ctx, name, text).map_err(|d| vec![d])?;
+    let module = parsed.module;
+    if a.verify_each || a.verify_diagnostics {
+        verify(&ctx, module).map_err(|d| vec![d])?;
+    }
+    // The pipeline: a reproducer's configuration, --pass-pipeline, or per-pass flags.
+    let mut pipeline_text = a.pass_pipeline.clone();
+    let mut options = PassManagerOptions {
+        verify_each: a.verify_each,
+        threading: !a.disable_threading,
+    };
+    if a.run_reproducer {
+        let config = parse_reproducer_config(&parsed.external_resources).ok_or_else(|| {
+            vec![Diagnostic::error(
+                ctx.loc(module).clone(),
+                "--run-reproducer: the input has no mlir_reproducer configuration",
+            )]
+        })?;
+        pipeline_text = Some(config.pipeline.clone());
+        options.threading = !config.disable_threading;
+        options.verify_each = config.verify_each;
+    }
+    let mut pm = PassManager::new(options.clone());
+    let invalid = |msg: String| vec![Diagnostic::error(ipuc_ir::Location::unknown(), msg)];
+    if let Some(p) = &pipeline_text {
+        let elems = parse_pipeline(p).map_err(|(off, msg)| {
+            invalid(format!(
+                "invalid pass pipeline at offset {off}: {msg}\n  {p}\n  {}^",
+                " ".repeat(off)
+            ))
+        })?;
+        pm.add_pipeline(registry, &elems)
+            .map_err(|e| invalid(pipeline_error_text(&e)))?;
+    }
+    for (pass_name, opts) in &a.pass_flags {
+        let elems = parse_pipeline(&format!(
+            "{pass_name}{}",
+            if opts.is_empty() {
+                String::new()
+            } else {
+                format!("{{{opts}}}")
+            }
+        ))
+        .map_err(|(_, msg)| invalid(format!("invalid options for --{pass_name}: {msg}")))?;
+        pm.add_pipeline(registry, &elems)
+            .map_err(|e| invalid(pipeline_error_text(&e)))?;
+    }
+    if a.dump_pass_pipeline {
+        eprintln!(
+            "Pass Manager with {} passes:\n{}",
+            count_passes(&pm),
+            pm.pipeline_text()
+        );
+    }
+    let print_options = a.print_options();
+    let wants_ir_printing = a.print_ir_before_all
+        || a.print_ir_after_all
+        || !a.print_ir_before.is_empty()
+        || !a.print_ir_after.is_empty()
+        || a.print_ir_after_change
+        || a.print_ir_after_failure
+        || a.print_ir_tree_dir.is_some();
+    if wants_ir_printing {
+        let mut p = ipuc_ir::pass::IrPrinting::new(print_options.clone());
+        p.before = filter(a.print_ir_before_all, &a.print_ir_before);
+        p.after = filter(
+            a.print_ir_after_all || a.print_ir_after_change || a.print_ir_tree_dir.is_some(),
+            &a.print_ir_after,
+        );
+        p.after_change = a.print_ir_after_change;
+        p.after_failure = a.print_ir_after_failure;
+        p.tree_dir = a.print_ir_tree_dir.clone().map(Into::into);
+        pm.add_instrumentation(Box::new(p));
+    }
+    if a.timing {
+        pm.add_instrumentation(Box::new(PassTiming::new(if a.timing_display == "tree" {
+            TimingDisplay::Tree
+        } else {
+            TimingDisplay::List
+        })));
+    }
+    let input_for_reproducer = a.crash_reproducer.as_ref().map(|_| {
+        print_op(
+            &ctx,
+            module,
+            &ipuc_ir::PrintOptions {
+                generic: true,
+                debug_info: true,
+                ..Default::default()
+            },
+        )
+    });
+    if let Err(e) = pm.run(&mut ctx, module) {
+        let mut diags = Vec::new();
+        if let (Some(path), Some(ir)) = (&a.crash_reproducer, &input_for_reproducer) {
+            let config = ReproducerConfig {
+                pipeline: pm.pipeline_text(),
+                disable_threading: !options.threading,
+                verify_each: options.verify_each,
+            };
+            match write_reproducer(Path::new(path), ir, &config) {
+                Ok(()) => eprintln!("note: reproducer written to {path} (run it with: ipu-opt {path} --run-reproducer)"),
+                Err(err) => eprintln!("error: cannot write reproducer {path}: {err}"),
+            }
+        }
+        match e {
+            PipelineError::PassFailed { diagnostic, .. } => diags.push(diagnostic),
+            PipelineError::VerifyFailed { pass, diagnostic } => diags.push(diagnostic.with_note(
+                ipuc_ir::Location::unknown(),
+                format!("verification failed after running pass '{pass}'"),
+            )),
+            other => diags.push(Diagnostic::error(
+                ipuc_ir::Location::unknown(),
+                pipeline_error_text(&other),
+            )),
+        }
+        return Err(diags);
+    }
+    if a.pass_statistics {
+        eprint!("{}", pm.statistics_report());
+    }
+    Ok(print_op(&ctx, module, &print_options))
+}
+
+fn count_passes(pm: &PassManager) -> usize {
+    pm.pipeline_text().matches([',', '(']).count()
+}
+
+fn filter(all: bool, names: &[String]) -> ipuc_ir::pass::PassFilter {
+    use ipuc_ir::pass::PassFilter;
+    if all {
+        PassFilter::All
+    } else if names.is_empty() {
+        PassFilter::Never
+    } else {
+        PassFilter::Names(names.to_vec())
+    }
+}
+
+fn pipeline_error_text(e: &PipelineError) -> String {
+    match e {
+        PipelineError::Invalid(m) => m.clone(),
+        PipelineError::PassFailed { pass, diagnostic } => {
+            format!("pass '{pass}' failed: {}", diagnostic.message)
+        }
+        PipelineError::VerifyFailed { pass, diagnostic } => format!(
+            "verification failed after pass '{pass}': {}",
+            diagnostic.message
+        ),
+        PipelineError::Panicked { pass, message } => format!("pass '{pass}' crashed: {message}"),
+    }
+}

@@ -1,0 +1,18 @@
+//! The dialects and passes every ipuc tool knows.
+
+use std::sync::Arc;
+
+use ipuc_ir::pass::PassRegistry;
+use ipuc_ir::DialectRegistry;
+
+/// Every dialect ipuc defines.
+pub fn dialects() -> Arc<DialectRegistry> {
+    ipuc_dialects::registry()
+}
+
+/// Every pass ipuc defines.
+pub fn passes() -> PassRegistry {
+    let mut r = PassRegistry::new();
+    ipuc_passes::register_passes(&mut r);
+    r
+}
