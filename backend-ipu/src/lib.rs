@@ -1,1 +1,3 @@
 //! ipuc IPU backend: target description, assembler, cost model, planners, codelets.
+
+pub mod target;
