@@ -14,39 +14,65 @@ fn f16_bytes(v: &[f16]) -> Vec<u8> {
 }
 
 fn read_f16(s: &ipuc_runtime::sim::Simulator, tile: u32, addr: u32, n: u32) -> Vec<f16> {
-    s.read_memory(tile, addr, n * 2).unwrap().chunks(2).map(|b| f16::from_bits(u16::from_le_bytes([b[0], b[1]]))).collect()
+    s.read_memory(tile, addr, n * 2)
+        .unwrap()
+        .chunks(2)
+        .map(|b| f16::from_bits(u16::from_le_bytes([b[0], b[1]])))
+        .collect()
 }
 
 #[test]
 fn amp_f16_block_matches_float64_and_its_cycle_formula() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     for rows in [6u32, 13, 48] {
-        let block = AmpBlockF16 { rows, input: 0x90000, partials: 0x60000, output: 0x70000, weights: 0xe0000 };
+        let block = AmpBlockF16 {
+            rows,
+            input: 0x90000,
+            partials: 0x60000,
+            output: 0x70000,
+            weights: 0xe0000,
+        };
         let exe = program(&[(9, &block.assembly().unwrap())], vec![]);
         let mut s = sim(&exe, Default::default());
-        let rand_f16 = |rng: &mut rand::rngs::StdRng, n: usize| -> Vec<f16> { (0..n).map(|_| f16::from_f64(rng.gen_range(-1.0..1.0))).collect() };
+        let rand_f16 = |rng: &mut rand::rngs::StdRng, n: usize| -> Vec<f16> {
+            (0..n)
+                .map(|_| f16::from_f64(rng.gen_range(-1.0..1.0)))
+                .collect()
+        };
         let input = rand_f16(&mut rng, rows as usize * 16);
         let weights = rand_f16(&mut rng, 256);
         let partials = rand_f16(&mut rng, rows as usize * 16);
         s.write_memory(9, block.input, &f16_bytes(&input)).unwrap();
-        s.write_memory(9, block.weights, &f16_bytes(&weights)).unwrap();
-        s.write_memory(9, block.partials, &f16_bytes(&partials)).unwrap();
+        s.write_memory(9, block.weights, &f16_bytes(&weights))
+            .unwrap();
+        s.write_memory(9, block.partials, &f16_bytes(&partials))
+            .unwrap();
         s.run().unwrap_or_else(|e| panic!("{e}"));
         let got = read_f16(&s, 9, block.output, rows * 16);
         let want = reference(&input, &weights, &partials);
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             let err = (g.to_f64() - w).abs();
             // f32 accumulation, one f16 rounding of a result below 8 in magnitude.
-            assert!(err <= 4e-3 * w.abs().max(1.0), "rows {rows} element {i}: got {g} want {w}");
+            assert!(
+                err <= 4e-3 * w.abs().max(1.0),
+                "rows {rows} element {i}: got {g} want {w}"
+            );
         }
         let cycles = s.profile().unwrap().total_cycles;
         let est = block.estimate_cycles();
         let rel = (cycles as f64 - est as f64).abs() / est as f64;
-        assert!(rel <= 0.05, "rows {rows}: simulated {cycles} cycles, formula {est}");
+        assert!(
+            rel <= 0.05,
+            "rows {rows}: simulated {cycles} cycles, formula {est}"
+        );
         // Per row a worker issues 4 bundles, as poplibs' 37 + 4 (n - 3) model says.
         let n = u64::from(*block.worker_rows().iter().max().unwrap());
         let worker_issues = s.profile().unwrap().tiles[0].worker_issues;
-        let rows_total: u64 = block.worker_rows().iter().map(|&r| 4 * u64::from(r) + 13).sum();
+        let rows_total: u64 = block
+            .worker_rows()
+            .iter()
+            .map(|&r| 4 * u64::from(r) + 13)
+            .sum();
         assert_eq!(worker_issues, rows_total);
         eprintln!("AMP rows {rows}: simulated {cycles} cycles, formula {est}, per worker {} instructions vs poplibs {}", 4 * n + 13, block.poplibs_worker_estimate());
     }
@@ -70,17 +96,31 @@ fn f32_vector_ops_match_float64() {
         let y: [f32; 2] = [rng.gen_range(-100.0..100.0), rng.gen_range(-1e3..1e3)];
         let tas: f32 = rng.gen_range(-4.0..4.0);
         let mut s = sim(&exe, Default::default());
-        let data: Vec<u8> = x.iter().chain(&y).flat_map(|v| v.to_le_bytes()).chain(tas.to_le_bytes()).collect();
+        let data: Vec<u8> = x
+            .iter()
+            .chain(&y)
+            .flat_map(|v| v.to_le_bytes())
+            .chain(tas.to_le_bytes())
+            .collect();
         s.write_memory(0, 0x70000, &data).unwrap();
         s.run().unwrap();
-        let out: Vec<f32> = s.read_memory(0, 0x70020, 32).unwrap().chunks(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        let out: Vec<f32> = s
+            .read_memory(0, 0x70020, 32)
+            .unwrap()
+            .chunks(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
         for l in 0..2 {
             let (a, b, t) = (f64::from(x[l]), f64::from(y[l]), f64::from(tas));
             assert_eq!(out[l], (a + b) as f32);
             assert_eq!(out[2 + l], (a * b) as f32);
             assert_eq!(out[4 + l], (a - b) as f32);
             let axpy = t * a + b;
-            assert!((f64::from(out[6 + l]) - axpy).abs() <= axpy.abs() * 1.2e-7 + 1e-30, "{} vs {axpy}", out[6 + l]);
+            assert!(
+                (f64::from(out[6 + l]) - axpy).abs() <= axpy.abs() * 1.2e-7 + 1e-30,
+                "{} vs {axpy}",
+                out[6 + l]
+            );
         }
     }
 }
@@ -127,14 +167,26 @@ fn conversions_f32_f16_f8_are_exactly_rounded() {
         let exe = program(&[(0, &text)], vec![]);
         let mut s = sim(&exe, Default::default());
         let mut rng = rand::rngs::StdRng::seed_from_u64((scale + 20) as u64);
-        let mut halves: Vec<f16> = (0..256).map(|_| f16::from_f64(rng.gen_range(-300.0..300.0) * 10f64.powi(rng.gen_range(-4..1)))).collect();
+        let mut halves: Vec<f16> = (0..256)
+            .map(|_| f16::from_f64(rng.gen_range(-300.0..300.0) * 10f64.powi(rng.gen_range(-4..1))))
+            .collect();
         halves[0] = f16::INFINITY;
         halves[1] = f16::NAN;
         halves[2] = f16::from_f64(1.0625 * 2f64.powi(scale)); // a tie: rounds to even (1.0)
         halves[3] = f16::from_f64(-1e4); // saturates to -240
-        let floats: Vec<f32> = (0..128).map(|_| rng.gen_range(-7e4f32..7e4) * 10f32.powi(rng.gen_range(-9..1))).collect();
+        let floats: Vec<f32> = (0..128)
+            .map(|_| rng.gen_range(-7e4f32..7e4) * 10f32.powi(rng.gen_range(-9..1)))
+            .collect();
         s.write_memory(0, 0x70000, &f16_bytes(&halves)).unwrap();
-        s.write_memory(0, 0x73000, &floats.iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+        s.write_memory(
+            0,
+            0x73000,
+            &floats
+                .iter()
+                .flat_map(|f| f.to_le_bytes())
+                .collect::<Vec<u8>>(),
+        )
+        .unwrap();
         s.run().unwrap_or_else(|e| panic!("{e}"));
         let f8 = s.read_memory(0, 0x71000, 256).unwrap();
         let back = read_f16(&s, 0, 0x72000, 256);
@@ -142,17 +194,30 @@ fn conversions_f32_f16_f8_are_exactly_rounded() {
             let want = f8_reference(halves[i].to_f64() * 2f64.powi(-scale));
             assert_eq!(f8[i], want, "scale {scale} element {i} ({})", halves[i]);
             let v = f8_to_f64(want) * 2f64.powi(scale);
-            assert!(back[i] == f16::from_f64(v) || (v.is_nan() && back[i].is_nan()), "f8->f16 {i}");
+            assert!(
+                back[i] == f16::from_f64(v) || (v.is_nan() && back[i].is_nan()),
+                "f8->f16 {i}"
+            );
         }
         assert_eq!(f8[2], 0x40);
         assert_eq!(f8[3], 0xff);
         assert_eq!((f8[0], f8[1]), (0x80, 0x80));
         let h = read_f16(&s, 0, 0x74000, 128);
-        let f: Vec<f32> = s.read_memory(0, 0x75000, 512).unwrap().chunks(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        let f: Vec<f32> = s
+            .read_memory(0, 0x75000, 512)
+            .unwrap()
+            .chunks(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
         for i in 0..128 {
             // f64 -> f16 rounding of the exact f32 value is the reference.
             let want = f16::from_f64(f64::from(floats[i]));
-            assert_eq!(h[i].to_bits(), want.to_bits(), "f32->f16 {i}: {}", floats[i]);
+            assert_eq!(
+                h[i].to_bits(),
+                want.to_bits(),
+                "f32->f16 {i}: {}",
+                floats[i]
+            );
             assert_eq!(f[i], want.to_f32(), "f16->f32 {i}");
         }
     }

@@ -8,7 +8,9 @@ use ipuc_runtime::device::Device;
 #[test]
 fn integer_loop_sums_and_costs_one_cycle_per_supervisor_instruction() {
     let s = run_ok(
-        &[(0, r#"
+        &[(
+            0,
+            r#"
 main:
     setzi $m0, 10          // counter
     setzi $m1, 0           // sum
@@ -23,7 +25,8 @@ loop:
     cmpslt $m4, $m3, 0
     st32 $m4, $m2, $mzero, 2
     exitz $mzero
-"#)],
+"#,
+        )],
         vec![],
     );
     assert_eq!(word(&s, 0, 0x70000), 55);
@@ -39,7 +42,9 @@ loop:
 #[test]
 fn rpt_loop_runs_its_body_count_times_and_zero_skips_it() {
     let exe = program(
-        &[(0, r#"
+        &[(
+            0,
+            r#"
 main:
     setzi $m0, worker
     setzi $m1, 0x70000
@@ -62,7 +67,8 @@ worker:
     { add $m2, $m2, 100 ; fnop }
     st32 $m2, $mvertex_base, $mzero, 17
     exitz $mzero
-"#)],
+"#,
+        )],
         vec![],
     );
     let mut s = sim(&exe, Default::default());
@@ -70,7 +76,11 @@ worker:
     s.write_memory(0, 0x70000, &data).unwrap();
     s.run().unwrap();
     assert_eq!(word(&s, 0, 0x70040), 28);
-    assert_eq!(word(&s, 0, 0x70044), 28, "rpt with count 0 must skip its body");
+    assert_eq!(
+        word(&s, 0, 0x70044),
+        28,
+        "rpt with count 0 must skip its body"
+    );
     // Worker issues: 4 + rpt + 7*2 + st + nop + rpt + st + exit = 24, each 6 cycles apart.
     let p = s.profile().unwrap();
     assert_eq!(p.tiles[0].worker_issues, 24);
@@ -79,7 +89,9 @@ worker:
 #[test]
 fn runall_starts_six_workers_with_strided_vertex_bases() {
     let s = run_ok(
-        &[(0, r#"
+        &[(
+            0,
+            r#"
 main:
     setzi $m0, worker
     setzi $m1, 0x70000
@@ -94,7 +106,8 @@ worker:
     st32 $m3, $mvertex_base, $mzero, 0
     st32 $mvertex_base, $mvertex_base, $mzero, 1
     exitz $mzero
-"#)],
+"#,
+        )],
         vec![],
     );
     for w in 0..6u32 {
@@ -106,7 +119,11 @@ worker:
     let p = s.profile().unwrap();
     assert_eq!(p.tiles[0].worker_issues, 24);
     // Workers issue one instruction per 6 cycles each: 4 instructions take 4 rounds.
-    assert!(p.total_cycles >= 4 * 6 && p.total_cycles < 4 * 6 + 12, "{}", p.total_cycles);
+    assert!(
+        p.total_cycles >= 4 * 6 && p.total_cycles < 4 * 6 + 12,
+        "{}",
+        p.total_cycles
+    );
 }
 
 const SENDER: &str = r#"
@@ -136,13 +153,20 @@ main:
 "#;
     let exe = program(&[(17, SENDER), (40, receiver)], vec![]);
     let mut s = sim(&exe, Default::default());
-    let data: Vec<u8> = [11u32, 22, 33, 44].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let data: Vec<u8> = [11u32, 22, 33, 44]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
     s.write_memory(17, 0x70000, &data).unwrap();
     s.run().unwrap_or_else(|e| panic!("{e}"));
     for (i, v) in [11u32, 22, 33, 44].iter().enumerate() {
         assert_eq!(word(&s, 40, 0x71000 + 4 * i as u32), *v);
     }
-    assert_eq!(word(&s, 40, 0x71020), 44, "received data is visible after the sync");
+    assert_eq!(
+        word(&s, 40, 0x71020),
+        44,
+        "received data is visible after the sync"
+    );
     let p = s.profile().unwrap();
     // Two syncs: each tile has three supersteps; the first sync releases at 600 + arrival.
     let t17 = &p.tiles[0];

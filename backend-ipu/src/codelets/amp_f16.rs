@@ -45,14 +45,27 @@ impl AmpBlockF16 {
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), String> {
         if self.rows < WORKERS {
-            return Err(format!("AMP block needs at least {WORKERS} rows, got {}", self.rows));
+            return Err(format!(
+                "AMP block needs at least {WORKERS} rows, got {}",
+                self.rows
+            ));
         }
         if self.rows > 4096 {
-            return Err(format!("AMP block rows {} exceed the 12-bit rpt count", self.rows));
+            return Err(format!(
+                "AMP block rows {} exceed the 12-bit rpt count",
+                self.rows
+            ));
         }
-        for (what, a, align) in [("input", self.input, 8), ("partials", self.partials, 8), ("output", self.output, 8), ("weights", self.weights, 16)] {
+        for (what, a, align) in [
+            ("input", self.input, 8),
+            ("partials", self.partials, 8),
+            ("output", self.output, 8),
+            ("weights", self.weights, 16),
+        ] {
             if a % align != 0 {
-                return Err(format!("{what} address 0x{a:x} is not {align}-byte aligned"));
+                return Err(format!(
+                    "{what} address 0x{a:x} is not {align}-byte aligned"
+                ));
             }
         }
         Ok(())
@@ -63,7 +76,10 @@ impl AmpBlockF16 {
         self.validate()?;
         let mut s = String::new();
         s.push_str("    .section .text.amp_f16_supervisor, \"ax\"\n    .supervisor\n    .globl main\n    .type main, @function\nmain:\n");
-        s.push_str(&format!("    setzi $m0, 0x{:x}\n    put $CCCSLOAD, $m0\n", self.weights));
+        s.push_str(&format!(
+            "    setzi $m0, 0x{:x}\n    put $CCCSLOAD, $m0\n",
+            self.weights
+        ));
         for i in 0..32 {
             s.push_str(&format!("    ld128putcs {}\n", 2 * i));
         }
@@ -84,7 +100,13 @@ impl AmpBlockF16 {
         let mut row = 0;
         for n in self.worker_rows() {
             let off = row * 32;
-            s.push_str(&format!("    .word 0x{:x}, 0x{:x}, 0x{:x}, {}\n", self.input + off, self.partials + off, self.output + off, n));
+            s.push_str(&format!(
+                "    .word 0x{:x}, 0x{:x}, 0x{:x}, {}\n",
+                self.input + off,
+                self.partials + off,
+                self.output + off,
+                n
+            ));
             row += n;
         }
         Ok(s)

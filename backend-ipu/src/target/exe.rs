@@ -248,3 +248,80 @@ impl Executable {
         Ok(exe)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::{assemble, AsmOptions};
+
+    fn sample() -> Executable {
+        let image = assemble(
+            "main:\n setzi $m0, 1\n exitz $mzero\n",
+            &AsmOptions::default(),
+        )
+        .unwrap();
+        let t = TensorBinding {
+            name: "x".into(),
+            tile: 3,
+            address: 0x70000,
+            size: 8,
+            dtype: DType::F16,
+            shape: vec![2, 2],
+            element_offset: 0,
+        };
+        let s = HostStream {
+            name: "in".into(),
+            tensor: "x".into(),
+            direction: StreamDirection::HostToDevice,
+        };
+        Executable::new(
+            "c600",
+            vec![TileProgram { tile: 3, image }],
+            vec![t],
+            vec![s],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn bytes_are_deterministic_and_round_trip() {
+        let a = sample().to_bytes();
+        assert_eq!(a, sample().to_bytes());
+        assert_eq!(Executable::from_bytes(&a).unwrap(), sample());
+        assert_eq!(sample().content_hash().len(), 64);
+    }
+
+    #[test]
+    fn version_mismatch_corruption_and_bad_magic_are_errors() {
+        let mut b = sample().to_bytes();
+        b[8] = 9;
+        let e = Executable::from_bytes(&b).unwrap_err().to_string();
+        assert!(
+            e.contains("format version 9 is not supported (this build reads version 1)"),
+            "{e}"
+        );
+        let mut c = sample().to_bytes();
+        let last = c.len() - 1;
+        c[last] ^= 1;
+        assert!(matches!(
+            Executable::from_bytes(&c),
+            Err(ExeError::HashMismatch)
+        ));
+        assert!(matches!(
+            Executable::from_bytes(b"nope"),
+            Err(ExeError::BadMagic)
+        ));
+    }
+
+    #[test]
+    fn inconsistent_bindings_are_rejected() {
+        let mut exe = sample();
+        exe.tensors[0].size = 10;
+        exe.tensors[0].shape = vec![2];
+        assert!(exe
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("runs past"));
+    }
+}

@@ -197,7 +197,7 @@ pub fn print_image(image: &TileImage) -> String {
                     }
                 }
                 off += 4;
-            } else if off % 4 == 0 && off + 4 <= len {
+            } else if off.is_multiple_of(4) && off + 4 <= len {
                 let w = u32::from_le_bytes(
                     sec.bytes[off as usize..off as usize + 4]
                         .try_into()

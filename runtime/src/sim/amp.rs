@@ -20,7 +20,9 @@ fn halves(v: u64) -> [f32; 4] {
 }
 
 fn pack_halves(v: &[f32]) -> u64 {
-    v.iter().enumerate().fold(0u64, |acc, (i, x)| acc | (u64::from(f16::from_f32(*x).to_bits()) << (16 * i)))
+    v.iter().enumerate().fold(0u64, |acc, (i, x)| {
+        acc | (u64::from(f16::from_f32(*x).to_bits()) << (16 * i))
+    })
 }
 
 fn floats(v: u64) -> [f32; 2] {

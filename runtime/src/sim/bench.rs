@@ -22,7 +22,9 @@ pub struct SpeedReport {
 
 /// Runs six workers of integer and vector-float loop code on one tile for
 /// about `iterations * 6 * 8` instructions and reports the host speed.
+/// `iterations` must be below 2^20 (a `setzi` immediate).
 pub fn measure_interpreter_speed(iterations: u32) -> SpeedReport {
+    let iterations = iterations.min((1 << 20) - 1);
     let text = format!(
         r#"
     .supervisor
@@ -50,8 +52,10 @@ loop:
     exitz $mzero
 "#
     );
-    let image = assemble(&text, &AsmOptions::default()).unwrap_or_else(|e| panic!("benchmark program: {e}"));
-    let exe = Executable::new("c600", vec![TileProgram { tile: 0, image }], vec![], vec![]).unwrap_or_else(|e| panic!("{e}"));
+    let image = assemble(&text, &AsmOptions::default())
+        .unwrap_or_else(|e| panic!("benchmark program: {e}"));
+    let exe = Executable::new("c600", vec![TileProgram { tile: 0, image }], vec![], vec![])
+        .unwrap_or_else(|e| panic!("{e}"));
     let mut sim = Simulator::new(MachineModel::c600(), SimConfig::default());
     sim.load(&exe).unwrap_or_else(|e| panic!("{e}"));
     let start = Instant::now();
@@ -59,5 +63,10 @@ loop:
     let seconds = start.elapsed().as_secs_f64();
     let instructions = sim.instructions();
     let cycles = sim.profile().map(|p| p.total_cycles).unwrap_or(0);
-    SpeedReport { instructions, cycles, seconds, instructions_per_second: instructions as f64 / seconds }
+    SpeedReport {
+        instructions,
+        cycles,
+        seconds,
+        instructions_per_second: instructions as f64 / seconds,
+    }
 }

@@ -42,7 +42,7 @@ pub enum FaultKind {
     LostExchangeData {
         /// Cycle it was sent.
         sent_at: u64,
-        /// Cycle it would have arrived at the nearest receiver.
+        /// Words lost (this one and the sender's later words this superstep).
         words: u32,
     },
     /// A receiver got fewer words than `$INCOMING_DCOUNT` said.
@@ -106,7 +106,11 @@ pub struct Fault {
 
 impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "tile {} {} pc 0x{:x} `{}` cycle {}: {}", self.tile, self.context, self.pc, self.instruction, self.cycle, self.kind)
+        write!(
+            f,
+            "tile {} {} pc 0x{:x} `{}` cycle {}: {}",
+            self.tile, self.context, self.pc, self.instruction, self.cycle, self.kind
+        )
     }
 }
 

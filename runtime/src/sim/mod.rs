@@ -39,7 +39,12 @@ pub struct SimConfig {
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { max_cycles: 1 << 40, max_instructions: 1 << 40, trace_tile: None, trace_limit: 100_000 }
+        SimConfig {
+            max_cycles: 1 << 40,
+            max_instructions: 1 << 40,
+            trace_tile: None,
+            trace_limit: 100_000,
+        }
     }
 }
 
@@ -55,7 +60,13 @@ pub struct Simulator {
 impl Simulator {
     /// A simulator of `machine`.
     pub fn new(machine: MachineModel, config: SimConfig) -> Self {
-        Simulator { machine, config, tiles: Vec::new(), exe: None, profile: None }
+        Simulator {
+            machine,
+            config,
+            tiles: Vec::new(),
+            exe: None,
+            profile: None,
+        }
     }
 
     /// The machine.
@@ -69,14 +80,22 @@ impl Simulator {
 
     /// Writes raw bytes at a tile address.
     pub fn write_memory(&mut self, tile: u32, addr: u32, bytes: &[u8]) -> Result<(), DeviceError> {
-        let i = self.tile_index(tile).ok_or_else(|| DeviceError::Load(format!("tile {tile} has no program")))?;
-        self.tiles[i].write_bytes(addr, bytes).map_err(DeviceError::Load)
+        let i = self
+            .tile_index(tile)
+            .ok_or_else(|| DeviceError::Load(format!("tile {tile} has no program")))?;
+        self.tiles[i]
+            .write_bytes(addr, bytes)
+            .map_err(DeviceError::Load)
     }
 
     /// Reads raw bytes at a tile address.
     pub fn read_memory(&self, tile: u32, addr: u32, len: u32) -> Result<Vec<u8>, DeviceError> {
-        let i = self.tile_index(tile).ok_or_else(|| DeviceError::Load(format!("tile {tile} has no program")))?;
-        self.tiles[i].read_bytes(addr, len).map_err(DeviceError::Load)
+        let i = self
+            .tile_index(tile)
+            .ok_or_else(|| DeviceError::Load(format!("tile {tile} has no program")))?;
+        self.tiles[i]
+            .read_bytes(addr, len)
+            .map_err(DeviceError::Load)
     }
 
     /// Total instructions executed in the last run.
@@ -114,7 +133,13 @@ impl Simulator {
             if let Some(done) = self.tiles.iter().find(|t| t.done) {
                 let (i, _) = arrivals[0];
                 let t = &self.tiles[i];
-                return Err(t.fault(0, FaultKind::Deadlock(format!("tile {} waits at an internal sync that tile {} (finished) will never join", t.id, done.id))));
+                return Err(t.fault(
+                    0,
+                    FaultKind::Deadlock(format!(
+                        "tile {} waits at an internal sync that tile {} (finished) will never join",
+                        t.id, done.id
+                    )),
+                ));
             }
             let release = arrivals.iter().map(|a| a.1).max().unwrap_or(0) + latency;
             for (i, arrival) in arrivals {
@@ -134,7 +159,13 @@ impl Simulator {
         let mut listeners: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
         for (r, t) in self.tiles.iter().enumerate() {
             let mut muxes = vec![t.xch.mux_at_start];
-            muxes.extend(t.xch.events.iter().filter(|e| e.1 == csr::INCOMING_MUX).map(|e| e.2));
+            muxes.extend(
+                t.xch
+                    .events
+                    .iter()
+                    .filter(|e| e.1 == csr::INCOMING_MUX)
+                    .map(|e| e.2),
+            );
             muxes.sort_unstable();
             muxes.dedup();
             for m in muxes.into_iter().filter(|&m| m != MUX_NONE) {
@@ -156,7 +187,13 @@ impl Simulator {
                 }
                 if !taken {
                     let words = t.xch.sent.iter().filter(|w| w.cycle >= sw.cycle).count() as u32;
-                    let mut f = t.fault(0, FaultKind::LostExchangeData { sent_at: sw.cycle, words });
+                    let mut f = t.fault(
+                        0,
+                        FaultKind::LostExchangeData {
+                            sent_at: sw.cycle,
+                            words,
+                        },
+                    );
                     f.pc = sw.pc;
                     f.instruction = t.instr_text_at(sw.pc);
                     f.cycle = sw.cycle;
@@ -167,8 +204,18 @@ impl Simulator {
         for (r, mut words) in deliveries.into_iter().enumerate() {
             words.sort_by_key(|w| w.0);
             let t = &mut self.tiles[r];
-            let events_of = |n: u8| -> Vec<(u64, u32)> { t.xch.events.iter().filter(|e| e.1 == n).map(|e| (e.0, e.2)).collect() };
-            let (bases, deltas) = (events_of(csr::INCOMING_BASE), events_of(csr::INCOMING_DELTA));
+            let events_of = |n: u8| -> Vec<(u64, u32)> {
+                t.xch
+                    .events
+                    .iter()
+                    .filter(|e| e.1 == n)
+                    .map(|e| (e.0, e.2))
+                    .collect()
+            };
+            let (bases, deltas) = (
+                events_of(csr::INCOMING_BASE),
+                events_of(csr::INCOMING_DELTA),
+            );
             let (mut ptr, mut delta) = (t.xch.base_at_start, t.xch.delta_at_start);
             let (mut bi, mut di) = (0, 0);
             let mut received = 0u32;
@@ -183,9 +230,16 @@ impl Simulator {
                 }
                 let addr = ptr;
                 let result = if addr % 4 != 0 {
-                    Err(FaultKind::MisalignedAccess { address: addr, size: 4 })
+                    Err(FaultKind::MisalignedAccess {
+                        address: addr,
+                        size: 4,
+                    })
                 } else {
-                    t.write_bytes(addr, &word.to_le_bytes()).map_err(|_| FaultKind::OutOfRange { address: addr, size: 4 })
+                    t.write_bytes(addr, &word.to_le_bytes())
+                        .map_err(|_| FaultKind::OutOfRange {
+                            address: addr,
+                            size: 4,
+                        })
                 };
                 if let Err(e) = result {
                     let mut f = t.fault(0, e);
@@ -200,7 +254,13 @@ impl Simulator {
             }
             t.xch.incoming_base = ptr;
             if t.xch.incoming_dcount > received {
-                let mut f = t.fault(0, FaultKind::MissingExchangeData { expected: t.xch.incoming_dcount, received });
+                let mut f = t.fault(
+                    0,
+                    FaultKind::MissingExchangeData {
+                        expected: t.xch.incoming_dcount,
+                        received,
+                    },
+                );
                 f.cycle = t.cycle;
                 return Err(f);
             }
@@ -220,16 +280,32 @@ impl Simulator {
         let mut host_cycles = 0;
         if let Some(exe) = &self.exe {
             for s in &exe.streams {
-                let bytes: u64 = exe.tensors.iter().filter(|b| b.name == s.tensor).map(|b| u64::from(b.size)).sum();
+                let bytes: u64 = exe
+                    .tensors
+                    .iter()
+                    .filter(|b| b.name == s.tensor)
+                    .map(|b| u64::from(b.size))
+                    .sum();
                 host_cycles += self.machine.host_transfer_cycles(bytes);
             }
         }
-        let trace = self.tiles.iter().find_map(|t| t.trace.clone()).unwrap_or_default();
+        let trace = self
+            .tiles
+            .iter()
+            .find_map(|t| t.trace.clone())
+            .unwrap_or_default();
         Profile {
             tiles: self
                 .tiles
                 .iter()
-                .map(|t| TileProfile { tile: t.id, supersteps: t.supersteps.clone(), instructions: t.instructions, supervisor_issues: t.supervisor_issues, worker_issues: t.worker_issues, end_cycle: t.cycle })
+                .map(|t| TileProfile {
+                    tile: t.id,
+                    supersteps: t.supersteps.clone(),
+                    instructions: t.instructions,
+                    supervisor_issues: t.supervisor_issues,
+                    worker_issues: t.worker_issues,
+                    end_cycle: t.cycle,
+                })
                 .collect(),
             total_cycles: self.tiles.iter().map(|t| t.cycle).max().unwrap_or(0),
             host_cycles,
@@ -246,33 +322,60 @@ fn start_superstep(t: &mut Tile) {
 fn end_superstep(t: &mut Tile, arrival: u64, wait: u64) {
     let active = arrival.saturating_sub(t.step_start);
     let exchange = t.step_exchange.min(active);
-    t.supersteps.push(SuperstepCycles { compute: active - exchange, exchange, sync_wait: wait });
+    t.supersteps.push(SuperstepCycles {
+        compute: active - exchange,
+        exchange,
+        sync_wait: wait,
+    });
 }
 
 /// The receiver's incoming mux at `cycle` (register writes take effect when they complete).
 fn mux_at(t: &Tile, cycle: u64) -> u32 {
-    t.xch.events.iter().filter(|e| e.1 == csr::INCOMING_MUX && e.0 <= cycle).last().map(|e| e.2).unwrap_or(t.xch.mux_at_start)
+    t.xch
+        .events
+        .iter()
+        .rfind(|e| e.1 == csr::INCOMING_MUX && e.0 <= cycle)
+        .map(|e| e.2)
+        .unwrap_or(t.xch.mux_at_start)
 }
 
 impl Device for Simulator {
     fn load(&mut self, exe: &Executable) -> Result<(), DeviceError> {
-        exe.validate().map_err(|e| DeviceError::Load(e.to_string()))?;
+        exe.validate()
+            .map_err(|e| DeviceError::Load(e.to_string()))?;
         if exe.machine != self.machine.name {
-            return Err(DeviceError::Load(format!("executable is for machine `{}`, simulator models `{}`", exe.machine, self.machine.name)));
+            return Err(DeviceError::Load(format!(
+                "executable is for machine `{}`, simulator models `{}`",
+                exe.machine, self.machine.name
+            )));
         }
         let mut tiles = Vec::with_capacity(exe.tiles.len());
         for tp in &exe.tiles {
             if tp.tile >= self.machine.tiles {
-                return Err(DeviceError::Load(format!("tile {} does not exist (the chip has {})", tp.tile, self.machine.tiles)));
+                return Err(DeviceError::Load(format!(
+                    "tile {} does not exist (the chip has {})",
+                    tp.tile, self.machine.tiles
+                )));
             }
-            tiles.push(Tile::new(tp.tile, tp.image.clone(), &self.machine).map_err(|e| DeviceError::Load(format!("tile {}: {e}", tp.tile)))?);
+            tiles.push(
+                Tile::new(tp.tile, tp.image.clone(), &self.machine)
+                    .map_err(|e| DeviceError::Load(format!("tile {}: {e}", tp.tile)))?,
+            );
         }
         self.tiles = tiles;
         for b in &exe.tensors {
-            let i = self.tile_index(b.tile).ok_or_else(|| DeviceError::Load(format!("tensor `{}` is bound to tile {}, which has no program", b.name, b.tile)))?;
+            let i = self.tile_index(b.tile).ok_or_else(|| {
+                DeviceError::Load(format!(
+                    "tensor `{}` is bound to tile {}, which has no program",
+                    b.name, b.tile
+                ))
+            })?;
             let t = &self.tiles[i];
             if b.address < t.base || u64::from(b.address) + u64::from(b.size) > u64::from(t.end) {
-                return Err(DeviceError::Load(format!("tensor `{}` on tile {} at 0x{:x} (+{}) is outside tile memory", b.name, b.tile, b.address, b.size)));
+                return Err(DeviceError::Load(format!(
+                    "tensor `{}` on tile {} at 0x{:x} (+{}) is outside tile memory",
+                    b.name, b.tile, b.address, b.size
+                )));
             }
         }
         self.exe = Some(exe.clone());
@@ -282,16 +385,29 @@ impl Device for Simulator {
 
     fn write_tensor(&mut self, name: &str, bytes: &[u8]) -> Result<(), DeviceError> {
         let exe = self.exe.as_ref().ok_or(DeviceError::NotLoaded)?;
-        let pieces: Vec<_> = exe.tensors.iter().filter(|b| b.name == name).cloned().collect();
-        let first = pieces.first().ok_or_else(|| DeviceError::UnknownTensor(name.into()))?;
+        let pieces: Vec<_> = exe
+            .tensors
+            .iter()
+            .filter(|b| b.name == name)
+            .cloned()
+            .collect();
+        let first = pieces
+            .first()
+            .ok_or_else(|| DeviceError::UnknownTensor(name.into()))?;
         let expected = first.shape.iter().product::<u64>() * u64::from(first.dtype.size());
         if bytes.len() as u64 != expected {
-            return Err(DeviceError::SizeMismatch { name: name.into(), expected, got: bytes.len() as u64 });
+            return Err(DeviceError::SizeMismatch {
+                name: name.into(),
+                expected,
+                got: bytes.len() as u64,
+            });
         }
         for b in pieces {
             let off = (b.element_offset * u64::from(b.dtype.size())) as usize;
             let i = self.tile_index(b.tile).ok_or(DeviceError::NotLoaded)?;
-            self.tiles[i].write_bytes(b.address, &bytes[off..off + b.size as usize]).map_err(DeviceError::Load)?;
+            self.tiles[i]
+                .write_bytes(b.address, &bytes[off..off + b.size as usize])
+                .map_err(DeviceError::Load)?;
         }
         Ok(())
     }
@@ -307,14 +423,23 @@ impl Device for Simulator {
 
     fn read_tensor(&mut self, name: &str) -> Result<Vec<u8>, DeviceError> {
         let exe = self.exe.as_ref().ok_or(DeviceError::NotLoaded)?;
-        let pieces: Vec<_> = exe.tensors.iter().filter(|b| b.name == name).cloned().collect();
-        let first = pieces.first().ok_or_else(|| DeviceError::UnknownTensor(name.into()))?;
+        let pieces: Vec<_> = exe
+            .tensors
+            .iter()
+            .filter(|b| b.name == name)
+            .cloned()
+            .collect();
+        let first = pieces
+            .first()
+            .ok_or_else(|| DeviceError::UnknownTensor(name.into()))?;
         let total = first.shape.iter().product::<u64>() * u64::from(first.dtype.size());
         let mut out = vec![0u8; total as usize];
         for b in pieces {
             let off = (b.element_offset * u64::from(b.dtype.size())) as usize;
             let i = self.tile_index(b.tile).ok_or(DeviceError::NotLoaded)?;
-            let data = self.tiles[i].read_bytes(b.address, b.size).map_err(DeviceError::Load)?;
+            let data = self.tiles[i]
+                .read_bytes(b.address, b.size)
+                .map_err(DeviceError::Load)?;
             out[off..off + data.len()].copy_from_slice(&data);
         }
         Ok(out)

@@ -186,7 +186,10 @@ fn set_a64(c: &mut Context, r: i32, v: u64) {
 }
 
 fn f16x2(v: u32) -> [f32; 2] {
-    [f16::from_bits(v as u16).to_f32(), f16::from_bits((v >> 16) as u16).to_f32()]
+    [
+        f16::from_bits(v as u16).to_f32(),
+        f16::from_bits((v >> 16) as u16).to_f32(),
+    ]
 }
 
 fn pack_f16x2(a: f32, b: f32) -> u32 {
@@ -205,7 +208,10 @@ fn f16v4_op(x: u64, y: u64, f: impl Fn(f32, f32) -> f32) -> u64 {
 
 fn f32v2_op(x: u64, y: u64, f: impl Fn(f32, f32) -> f32) -> u64 {
     let lo = f(f32::from_bits(x as u32), f32::from_bits(y as u32));
-    let hi = f(f32::from_bits((x >> 32) as u32), f32::from_bits((y >> 32) as u32));
+    let hi = f(
+        f32::from_bits((x >> 32) as u32),
+        f32::from_bits((y >> 32) as u32),
+    );
     u64::from(lo.to_bits()) | (u64::from(hi.to_bits()) << 32)
 }
 
@@ -240,7 +246,12 @@ impl Tile {
         let mut code_hi = 0;
         for s in &image.sections {
             if s.address < base || s.end() > end {
-                return Err(format!("section `{}` at 0x{:x}..0x{:x} is outside tile memory", s.name, s.address, s.end()));
+                return Err(format!(
+                    "section `{}` at 0x{:x}..0x{:x} is outside tile memory",
+                    s.name,
+                    s.address,
+                    s.end()
+                ));
             }
             if s.is_code && s.end() > machine.interleaved_base {
                 return Err(format!("code section `{}` is outside region 0", s.name));
@@ -257,7 +268,12 @@ impl Tile {
             code_hi = base;
         }
         let mut code = Vec::with_capacity(((code_hi - code_lo) / 4) as usize);
-        let nop = Decoded { instr: Instr::new(Opcode::Nop, &[]), bundle: false, valid: false, worker_code: false };
+        let nop = Decoded {
+            instr: Instr::new(Opcode::Nop, &[]),
+            bundle: false,
+            valid: false,
+            worker_code: false,
+        };
         let mut addr = code_lo;
         while addr < code_hi {
             let sec = image.section_at(addr);
@@ -266,7 +282,12 @@ impl Tile {
                     let o = (addr - base) as usize;
                     let w = u32::from_le_bytes([mem[o], mem[o + 1], mem[o + 2], mem[o + 3]]);
                     match decode(w) {
-                        Ok((instr, bundle)) => Decoded { instr, bundle, valid: true, worker_code: s.mode_at(addr - s.address) == ContextKind::Worker },
+                        Ok((instr, bundle)) => Decoded {
+                            instr,
+                            bundle,
+                            valid: true,
+                            worker_code: s.mode_at(addr - s.address) == ContextKind::Worker,
+                        },
                         Err(_) => nop,
                     }
                 }
@@ -287,7 +308,11 @@ impl Tile {
             cccs: [0; 64],
             cccs_load: 0,
             cycle: 0,
-            xch: ExchangeState { incoming_mux: MUX_NONE, mux_at_start: MUX_NONE, ..Default::default() },
+            xch: ExchangeState {
+                incoming_mux: MUX_NONE,
+                mux_at_start: MUX_NONE,
+                ..Default::default()
+            },
             image,
             instructions: 0,
             supervisor_issues: 0,
@@ -309,7 +334,11 @@ impl Tile {
         self.cccs = [0; 64];
         self.cccs_load = 0;
         self.cycle = 0;
-        self.xch = ExchangeState { incoming_mux: MUX_NONE, mux_at_start: MUX_NONE, ..Default::default() };
+        self.xch = ExchangeState {
+            incoming_mux: MUX_NONE,
+            mux_at_start: MUX_NONE,
+            ..Default::default()
+        };
         self.instructions = 0;
         self.supervisor_issues = 0;
         self.worker_issues = 0;
@@ -329,10 +358,14 @@ impl Tile {
     }
 
     fn worker_stack(&self, w: usize) -> Option<(u32, u32)> {
-        self.image.stacks.iter().find(|s| s.context == ContextKind::Worker).map(|s| {
-            let top = s.top - (w as u32 - 1) * s.size;
-            (top, top - s.size)
-        })
+        self.image
+            .stacks
+            .iter()
+            .find(|s| s.context == ContextKind::Worker)
+            .map(|s| {
+                let top = s.top - (w as u32 - 1) * s.size;
+                (top, top - s.size)
+            })
     }
 
     /// Text of the instruction at `pc` (for faults and traces).
@@ -343,7 +376,9 @@ impl Tile {
                 let main = instr_text(&d.instr, &labels);
                 if d.bundle {
                     match self.decoded(pc + 4) {
-                        Some(a) if a.valid => format!("{{ {main} ; {} }}", instr_text(&a.instr, &labels)),
+                        Some(a) if a.valid => {
+                            format!("{{ {main} ; {} }}", instr_text(&a.instr, &labels))
+                        }
                         _ => main,
                     }
                 } else {
@@ -357,18 +392,23 @@ impl Tile {
     #[inline(always)]
     fn decoded(&self, pc: u32) -> Option<&Decoded> {
         let off = pc.wrapping_sub(self.code_base);
-        if off % 4 != 0 {
+        if !off.is_multiple_of(4) {
             return None;
         }
         self.code.get((off / 4) as usize)
     }
 
     /// Builds a fault at the current state of context `c`.
+    #[cold]
     pub fn fault(&self, c: usize, kind: FaultKind) -> Fault {
         Fault {
             kind,
             tile: self.id,
-            context: if c == 0 { "supervisor".into() } else { format!("worker {}", c - 1) },
+            context: if c == 0 {
+                "supervisor".into()
+            } else {
+                format!("worker {}", c - 1)
+            },
             pc: self.ctx[c].pc,
             instruction: self.instr_text_at(self.ctx[c].pc),
             cycle: self.cycle,
@@ -380,10 +420,19 @@ impl Tile {
     #[inline(always)]
     fn index(&self, addr: u32, size: u32) -> R<usize> {
         if addr & (size - 1) != 0 {
-            return Err(FaultKind::MisalignedAccess { address: addr, size });
+            return Err(FaultKind::MisalignedAccess {
+                address: addr,
+                size,
+            });
         }
-        if addr < self.base || addr.wrapping_add(size) > self.end || addr.checked_add(size).is_none() {
-            return Err(FaultKind::OutOfRange { address: addr, size });
+        if addr < self.base
+            || addr.wrapping_add(size) > self.end
+            || addr.checked_add(size).is_none()
+        {
+            return Err(FaultKind::OutOfRange {
+                address: addr,
+                size,
+            });
         }
         Ok((addr - self.base) as usize)
     }
@@ -392,7 +441,10 @@ impl Tile {
     fn check_stack(&self, c: usize, base_reg: i32, addr: u32) -> R<()> {
         let lo = self.ctx[c].stack_lo;
         if base_reg == SP as i32 && lo != 0 && addr < lo {
-            return Err(FaultKind::StackOverflow { address: addr, limit: lo });
+            return Err(FaultKind::StackOverflow {
+                address: addr,
+                limit: lo,
+            });
         }
         Ok(())
     }
@@ -400,7 +452,12 @@ impl Tile {
     #[inline(always)]
     fn ld32(&self, addr: u32) -> R<u32> {
         let i = self.index(addr, 4)?;
-        Ok(u32::from_le_bytes([self.mem[i], self.mem[i + 1], self.mem[i + 2], self.mem[i + 3]]))
+        Ok(u32::from_le_bytes([
+            self.mem[i],
+            self.mem[i + 1],
+            self.mem[i + 2],
+            self.mem[i + 3],
+        ]))
     }
 
     #[inline(always)]
@@ -445,7 +502,10 @@ impl Tile {
 
     fn conflict(&self, a: u32, b: u32) -> R<()> {
         if self.machine.bank_of(a) == self.machine.bank_of(b) {
-            return Err(FaultKind::BankConflict { first: a, second: b });
+            return Err(FaultKind::BankConflict {
+                first: a,
+                second: b,
+            });
         }
         Ok(())
     }
@@ -454,7 +514,10 @@ impl Tile {
     pub fn write_bytes(&mut self, addr: u32, bytes: &[u8]) -> Result<(), String> {
         let end = u64::from(addr) + bytes.len() as u64;
         if addr < self.base || end > u64::from(self.end) {
-            return Err(format!("0x{addr:x}..0x{end:x} is outside tile {} memory", self.id));
+            return Err(format!(
+                "0x{addr:x}..0x{end:x} is outside tile {} memory",
+                self.id
+            ));
         }
         let o = (addr - self.base) as usize;
         self.mem[o..o + bytes.len()].copy_from_slice(bytes);
@@ -465,7 +528,10 @@ impl Tile {
     pub fn read_bytes(&self, addr: u32, len: u32) -> Result<Vec<u8>, String> {
         let end = u64::from(addr) + u64::from(len);
         if addr < self.base || end > u64::from(self.end) {
-            return Err(format!("0x{addr:x}..0x{end:x} is outside tile {} memory", self.id));
+            return Err(format!(
+                "0x{addr:x}..0x{end:x} is outside tile {} memory",
+                self.id
+            ));
         }
         let o = (addr - self.base) as usize;
         Ok(self.mem[o..o + len as usize].to_vec())
@@ -479,13 +545,14 @@ impl Tile {
 
     /// Runs until the supervisor reaches the chip barrier or everything exits.
     pub fn run(&mut self, cycle_budget: u64, instr_budget: &mut u64) -> Result<TileStop, Fault> {
-        let period = u64::from(self.machine.slot_period);
+        let period = self.machine.slot_period as usize;
+        // Slot of the current cycle, kept incrementally (no division per cycle).
+        let mut slot = (self.cycle % period as u64) as usize;
         loop {
             if self.cycle >= cycle_budget {
                 let c = self.busiest_context();
                 return Err(self.fault(c, FaultKind::CycleBudgetExhausted(cycle_budget)));
             }
-            let slot = (self.cycle % period) as usize;
             let w = slot + 1;
             let issued = if self.ctx[w].state == CtxState::Running {
                 self.issue(w, instr_budget)?;
@@ -517,15 +584,23 @@ impl Tile {
                 _ => {}
             }
             self.cycle += 1;
-            if !issued && self.workers_idle() && self.ctx[0].state == CtxState::Running && self.ctx[0].ready_at > self.cycle {
+            slot = if slot + 1 == period { 0 } else { slot + 1 };
+            if !issued
+                && self.workers_idle()
+                && self.ctx[0].state == CtxState::Running
+                && self.ctx[0].ready_at > self.cycle
+            {
                 // Nothing can issue until the supervisor's stall ends.
                 self.cycle = self.ctx[0].ready_at;
+                slot = (self.cycle % period as u64) as usize;
             }
         }
     }
 
     fn busiest_context(&self) -> usize {
-        (1..CONTEXTS).find(|&c| self.ctx[c].state == CtxState::Running).unwrap_or(0)
+        (1..CONTEXTS)
+            .find(|&c| self.ctx[c].state == CtxState::Running)
+            .unwrap_or(0)
     }
 
     /// Issues one instruction or bundle of context `c`.
@@ -533,7 +608,10 @@ impl Tile {
     fn issue(&mut self, c: usize, instr_budget: &mut u64) -> Result<(), Fault> {
         let pc = self.ctx[c].pc;
         let Some(d) = self.decoded(pc).copied() else {
-            return Err(self.fault(c, FaultKind::IllegalInstruction(format!("pc 0x{pc:x} is not in code"))));
+            return Err(self.fault(
+                c,
+                FaultKind::IllegalInstruction(format!("pc 0x{pc:x} is not in code")),
+            ));
         };
         if !d.valid {
             return Err(self.fault(c, FaultKind::IllegalInstruction("undecodable word".into())));
@@ -547,20 +625,33 @@ impl Tile {
                     let labels = Default::default();
                     instr_text(&d.instr, &labels)
                 };
-                t.push(TraceEntry { cycle: self.cycle, context: c as u8, pc, text });
+                t.push(TraceEntry {
+                    cycle: self.cycle,
+                    context: c as u8,
+                    pc,
+                    text,
+                });
             }
         }
         let result = if d.bundle {
             let aux = match self.decoded(pc + 4) {
                 Some(a) if a.valid => a.instr,
-                _ => return Err(self.fault(c, FaultKind::IllegalInstruction("bundle without an auxiliary half".into()))),
+                _ => {
+                    return Err(self.fault(
+                        c,
+                        FaultKind::IllegalInstruction("bundle without an auxiliary half".into()),
+                    ))
+                }
             };
             *instr_budget = instr_budget.saturating_sub(2);
             self.instructions += 2;
             self.exec_bundle(c, &d.instr, &aux, pc)
         } else {
             if self.ctx[c].in_rpt {
-                return Err(self.fault(c, FaultKind::IllegalInstruction("solo instruction in a rpt body".into())));
+                return Err(self.fault(
+                    c,
+                    FaultKind::IllegalInstruction("solo instruction in a rpt body".into()),
+                ));
             }
             *instr_budget = instr_budget.saturating_sub(1);
             self.instructions += 1;
@@ -582,8 +673,12 @@ impl Tile {
     }
 
     fn exec_bundle(&mut self, c: usize, main: &Instr, aux: &Instr, pc: u32) -> R<()> {
-        if self.ctx[c].in_rpt && !(main.opcode.desc().allowed_in_rpt() && aux.opcode.desc().allowed_in_rpt()) {
-            return Err(FaultKind::IllegalInstruction("control or system instruction in a rpt body".into()));
+        if self.ctx[c].in_rpt
+            && !(main.opcode.desc().allowed_in_rpt() && aux.opcode.desc().allowed_in_rpt())
+        {
+            return Err(FaultKind::IllegalInstruction(
+                "control or system instruction in a rpt body".into(),
+            ));
         }
         // Both halves read the registers as they were before the bundle.
         let pre = self.ctx[c].a;
@@ -625,13 +720,22 @@ impl Tile {
     }
 
     /// Executes one instruction; returns a new pc for taken branches.
-    #[inline(always)]
     fn exec_op(&mut self, c: usize, i: &Instr, pc: u32) -> R<Option<u32>> {
         let o = i.ops;
         let desc = i.opcode.desc();
         match (desc.context, c) {
-            (ContextClass::Worker, 0) => return Err(FaultKind::IllegalInstruction(format!("`{}` is a worker instruction", desc.mnemonic))),
-            (ContextClass::Supervisor, 1..) => return Err(FaultKind::IllegalInstruction(format!("`{}` is a supervisor instruction", desc.mnemonic))),
+            (ContextClass::Worker, 0) => {
+                return Err(FaultKind::IllegalInstruction(format!(
+                    "`{}` is a worker instruction",
+                    desc.mnemonic
+                )))
+            }
+            (ContextClass::Supervisor, 1..) => {
+                return Err(FaultKind::IllegalInstruction(format!(
+                    "`{}` is a supervisor instruction",
+                    desc.mnemonic
+                )))
+            }
             _ => {}
         }
         let mr = self.ctx[c].m;
@@ -759,7 +863,7 @@ impl Tile {
             Ld64Putcs | Ld128Putcs => {
                 let idx = o[0] as usize;
                 let wide = i.opcode == Ld128Putcs;
-                if idx >= 64 || (wide && (idx % 2 != 0 || idx + 1 >= 64)) {
+                if idx >= 64 || (wide && (!idx.is_multiple_of(2) || idx + 1 >= 64)) {
                     return Err(FaultKind::IllegalOperand(format!("weight entry {idx} is not a valid $CWEI index")));
                 }
                 let addr = self.cccs_load;
@@ -993,9 +1097,9 @@ impl Tile {
                 let (x, y) = (get_a64(ctx, o[0]), get_a64(ctx, o[1]));
                 let xs = [f32::from_bits(x as u32), f32::from_bits((x >> 32) as u32)];
                 let ys = [f32::from_bits(y as u32), f32::from_bits((y >> 32) as u32)];
-                for a in 0..2 {
-                    for b in 0..2 {
-                        ctx.aacc[2 * a + b] += xs[a] * ys[b];
+                for (a, xa) in xs.iter().enumerate() {
+                    for (b, yb) in ys.iter().enumerate() {
+                        ctx.aacc[2 * a + b] += xa * yb;
                     }
                 }
             }
@@ -1095,13 +1199,23 @@ impl Tile {
     }
 
     fn start_worker(&mut self, w: usize, entry: u32, vbase: u32) -> R<()> {
-        if entry % 4 != 0 || vbase % 4 != 0 {
-            return Err(FaultKind::IllegalOperand(format!("worker entry 0x{entry:x} or vertex base 0x{vbase:x} is not 4-byte aligned")));
+        if !entry.is_multiple_of(4) || !vbase.is_multiple_of(4) {
+            return Err(FaultKind::IllegalOperand(format!(
+                "worker entry 0x{entry:x} or vertex base 0x{vbase:x} is not 4-byte aligned"
+            )));
         }
         match self.decoded(entry) {
             Some(d) if d.valid && d.worker_code => {}
-            Some(d) if d.valid => return Err(FaultKind::IllegalOperand(format!("worker entry 0x{entry:x} is supervisor code"))),
-            _ => return Err(FaultKind::IllegalOperand(format!("worker entry 0x{entry:x} is not executable code"))),
+            Some(d) if d.valid => {
+                return Err(FaultKind::IllegalOperand(format!(
+                    "worker entry 0x{entry:x} is supervisor code"
+                )))
+            }
+            _ => {
+                return Err(FaultKind::IllegalOperand(format!(
+                    "worker entry 0x{entry:x} is not executable code"
+                )))
+            }
         }
         let stack = self.worker_stack(w);
         let ctx = &mut self.ctx[w];
@@ -1120,7 +1234,9 @@ impl Tile {
     fn put_csr(&mut self, c: usize, n: u8, v: u32) -> R<()> {
         if csr::is_exchange_csr(n) {
             if c != 0 {
-                return Err(FaultKind::IllegalOperand("exchange registers are written by the supervisor".into()));
+                return Err(FaultKind::IllegalOperand(
+                    "exchange registers are written by the supervisor".into(),
+                ));
             }
             let cost = u64::from(self.machine.exchange_csr_put_cycles);
             let effective = self.cycle + cost;
@@ -1132,7 +1248,11 @@ impl Tile {
                 csr::INCOMING_DCOUNT => self.xch.incoming_dcount = v,
                 csr::OUTGOING_BASE => self.xch.outgoing_base = v,
                 csr::EXCHANGE_CTL => self.xch.ctl = v,
-                _ => return Err(FaultKind::IllegalOperand(format!("control register 0x{n:x} is not writable"))),
+                _ => {
+                    return Err(FaultKind::IllegalOperand(format!(
+                        "control register 0x{n:x} is not writable"
+                    )))
+                }
             }
             self.ctx[c].ready_at = effective;
             self.step_exchange += cost;
@@ -1140,7 +1260,11 @@ impl Tile {
         }
         match n {
             csr::CCCSLOAD => self.cccs_load = v,
-            _ => return Err(FaultKind::IllegalOperand(format!("control register 0x{n:x} is not writable"))),
+            _ => {
+                return Err(FaultKind::IllegalOperand(format!(
+                    "control register 0x{n:x} is not writable"
+                )))
+            }
         }
         Ok(())
     }
@@ -1157,7 +1281,11 @@ impl Tile {
             csr::INCOMING_DCOUNT => self.xch.incoming_dcount,
             csr::OUTGOING_BASE => self.xch.outgoing_base,
             csr::EXCHANGE_CTL => self.xch.ctl,
-            _ => return Err(FaultKind::IllegalOperand(format!("control register 0x{n:x} is not readable"))),
+            _ => {
+                return Err(FaultKind::IllegalOperand(format!(
+                    "control register 0x{n:x} is not readable"
+                )))
+            }
         })
     }
 }

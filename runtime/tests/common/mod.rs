@@ -2,16 +2,19 @@
 #![allow(dead_code)]
 
 use ipuc_backend_ipu::target::exe::DType;
+use ipuc_backend_ipu::target::MachineModel;
 use ipuc_backend_ipu::target::{assemble, AsmOptions, Executable, TensorBinding, TileProgram};
 use ipuc_runtime::device::{Device, DeviceError};
 use ipuc_runtime::sim::{Fault, SimConfig, Simulator};
-use ipuc_backend_ipu::target::MachineModel;
 
 pub fn program(tiles: &[(u32, &str)], tensors: Vec<TensorBinding>) -> Executable {
     let tiles = tiles
         .iter()
         .map(|(t, text)| {
-            let opts = AsmOptions { file: format!("tile{t}.S"), ..AsmOptions::default() };
+            let opts = AsmOptions {
+                file: format!("tile{t}.S"),
+                ..AsmOptions::default()
+            };
             let image = assemble(text, &opts).unwrap_or_else(|e| panic!("{e}"));
             TileProgram { tile: *t, image }
         })
@@ -20,7 +23,15 @@ pub fn program(tiles: &[(u32, &str)], tensors: Vec<TensorBinding>) -> Executable
 }
 
 pub fn binding(name: &str, tile: u32, address: u32, dtype: DType, count: u64) -> TensorBinding {
-    TensorBinding { name: name.into(), tile, address, size: (count * u64::from(dtype.size())) as u32, dtype, shape: vec![count], element_offset: 0 }
+    TensorBinding {
+        name: name.into(),
+        tile,
+        address,
+        size: (count * u64::from(dtype.size())) as u32,
+        dtype,
+        shape: vec![count],
+        element_offset: 0,
+    }
 }
 
 pub fn sim(exe: &Executable, config: SimConfig) -> Simulator {

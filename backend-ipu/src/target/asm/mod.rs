@@ -449,10 +449,7 @@ impl Parser<'_, '_, '_> {
 
     fn expr(&mut self, min_prec: u8) -> Option<Expr> {
         let mut lhs = self.unary()?;
-        loop {
-            let Some(Tok::Punct(p)) = self.peek_tok().cloned() else {
-                break;
-            };
+        while let Some(Tok::Punct(p)) = self.peek_tok().cloned() {
             let Some(prec) = Self::binop_prec(p) else {
                 break;
             };
@@ -761,7 +758,9 @@ pub fn assemble(text: &str, opts: &AsmOptions) -> Result<TileImage, AsmErrors> {
     let mut labels: BTreeMap<String, (usize, u32, Pos)> = BTreeMap::new();
     let mut globals: BTreeMap<String, Pos> = BTreeMap::new();
     let mut functions: BTreeMap<String, Pos> = BTreeMap::new();
-    let mut sizes: Vec<(String, Expr, Pos, Option<(usize, u32)>)> = Vec::new();
+    // (symbol, size expression, where, section and offset of the directive)
+    type SizeDirective = (String, Expr, Pos, Option<(usize, u32)>);
+    let mut sizes: Vec<SizeDirective> = Vec::new();
     let mut stacks: Vec<(ContextKind, Expr, Expr, Pos)> = Vec::new();
     let mut current: Option<usize> = None;
     let mut mode = ContextKind::Supervisor;
@@ -892,7 +891,7 @@ pub fn assemble(text: &str, opts: &AsmOptions) -> Result<TileImage, AsmErrors> {
                             } else {
                                 ItemKind::Zeros
                             };
-                            if s.is_code && pad % 4 != 0 {
+                            if s.is_code && !pad.is_multiple_of(4) {
                                 diag.error(pos, "code is not 4-byte aligned here");
                                 continue;
                             }
@@ -934,7 +933,7 @@ pub fn assemble(text: &str, opts: &AsmOptions) -> Result<TileImage, AsmErrors> {
                             }
                             continue;
                         }
-                        if s.size % 4 != 0 {
+                        if !s.size.is_multiple_of(4) {
                             diag.error(pos, format!("`{name}` data must be 4-byte aligned"));
                             continue;
                         }
@@ -983,7 +982,7 @@ pub fn assemble(text: &str, opts: &AsmOptions) -> Result<TileImage, AsmErrors> {
                     diag.error(pi.pos, format!("instruction in data section `{}`", s.name));
                     continue;
                 }
-                if s.size % 4 != 0 {
+                if !s.size.is_multiple_of(4) {
                     diag.error(pi.pos, "instruction is not 4-byte aligned");
                     continue;
                 }
@@ -1005,7 +1004,7 @@ pub fn assemble(text: &str, opts: &AsmOptions) -> Result<TileImage, AsmErrors> {
                     diag.error(pos, format!("bundle in data section `{}`", s.name));
                     continue;
                 }
-                if s.size % 8 != 0 {
+                if !s.size.is_multiple_of(8) {
                     diag.error(
                         pos,
                         "bundle is not 8-byte aligned: insert a `nop` or `.align 8` before it",
