@@ -1,1 +1,4 @@
 //! ipuc IPU backend: target description, assembler, cost model, planners, codelets.
+
+pub mod codelets;
+pub mod target;

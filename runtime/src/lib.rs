@@ -1,1 +1,4 @@
 //! ipuc runtime: Device trait, IPU simulator, host reference executor.
+
+pub mod device;
+pub mod sim;

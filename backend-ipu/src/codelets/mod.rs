@@ -1,0 +1,4 @@
+//! Codelet library: parameterised assembly templates with Rust references
+//! and cycle estimates.
+
+pub mod amp_f16;

@@ -1,0 +1,327 @@
+//! The executable format: every tile's image, the symbol tables, tensor
+//! bindings and host streams, serialized deterministically.
+//!
+//! Byte layout: the magic `IPUCEXE\0`, the format version (u32 little
+//! endian), the SHA-256 of the payload (32 bytes), then the payload: the
+//! bincode serialization of [`Executable`]. Reading checks the magic, then
+//! the version (a mismatch is a clear error, before anything else is
+//! decoded), then the hash. The same executable always gives the same bytes
+//! (no maps with random order; tiles and bindings are kept sorted).
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::image::TileImage;
+
+/// Version of the format this build reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// File magic.
+pub const MAGIC: &[u8; 8] = b"IPUCEXE\0";
+
+/// Element type of a tensor binding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DType {
+    /// IEEE binary32.
+    F32,
+    /// IEEE binary16.
+    F16,
+    /// `f8E4M3FNUZ` with a power-of-two scale.
+    F8E4M3FNUZ {
+        /// Scale exponent in -31..=31.
+        scale: i8,
+    },
+    /// 32-bit signed integer.
+    I32,
+    /// 32-bit unsigned integer.
+    U32,
+    /// Bytes.
+    U8,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub fn size(self) -> u32 {
+        match self {
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F16 => 2,
+            DType::F8E4M3FNUZ { .. } | DType::U8 => 1,
+        }
+    }
+}
+
+/// Where (part of) a named tensor lives: a contiguous run of its row-major
+/// elements `[element_offset, element_offset + size/dtype.size())` at
+/// `address` on `tile`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TensorBinding {
+    /// Tensor name.
+    pub name: String,
+    /// Tile.
+    pub tile: u32,
+    /// Tile address.
+    pub address: u32,
+    /// Bytes of this piece.
+    pub size: u32,
+    /// Element type.
+    pub dtype: DType,
+    /// Shape of the whole tensor.
+    pub shape: Vec<u64>,
+    /// First element (row-major over `shape`) of this piece.
+    pub element_offset: u64,
+}
+
+/// Direction of a host stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StreamDirection {
+    /// Host to tiles, before the program runs.
+    HostToDevice,
+    /// Tiles to host, after the program ends.
+    DeviceToHost,
+}
+
+/// A host transfer of one named tensor over the PCIe link.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostStream {
+    /// Stream name.
+    pub name: String,
+    /// The tensor (binding name) it moves.
+    pub tensor: String,
+    /// Direction.
+    pub direction: StreamDirection,
+}
+
+/// One tile's program.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TileProgram {
+    /// Tile number.
+    pub tile: u32,
+    /// Its image (sections, symbols, stacks, entry).
+    pub image: TileImage,
+}
+
+/// A whole-chip program.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Executable {
+    /// Machine it was built for (`c600`, `bow`).
+    pub machine: String,
+    /// Tile programs, sorted by tile.
+    pub tiles: Vec<TileProgram>,
+    /// Tensor bindings, sorted by (name, element offset).
+    pub tensors: Vec<TensorBinding>,
+    /// Host streams, in transfer order.
+    pub streams: Vec<HostStream>,
+}
+
+/// Why bytes are not a readable executable.
+#[derive(Debug, thiserror::Error)]
+pub enum ExeError {
+    /// Not an executable at all.
+    #[error("not an ipuc executable (bad magic)")]
+    BadMagic,
+    /// Written by another format version.
+    #[error("executable format version {found} is not supported (this build reads version {expected}); rebuild the executable")]
+    VersionMismatch {
+        /// Version in the file.
+        found: u32,
+        /// Version this build reads.
+        expected: u32,
+    },
+    /// Payload does not match its hash.
+    #[error("executable is corrupt: content hash mismatch")]
+    HashMismatch,
+    /// Payload does not decode.
+    #[error("executable payload does not decode: {0}")]
+    Decode(String),
+    /// Inconsistent content.
+    #[error("invalid executable: {0}")]
+    Invalid(String),
+}
+
+impl Executable {
+    /// A new executable with tiles and bindings put in canonical order.
+    pub fn new(
+        machine: &str,
+        mut tiles: Vec<TileProgram>,
+        mut tensors: Vec<TensorBinding>,
+        streams: Vec<HostStream>,
+    ) -> Result<Self, ExeError> {
+        tiles.sort_by_key(|t| t.tile);
+        tensors.sort_by(|a, b| {
+            (&a.name, a.element_offset, a.tile).cmp(&(&b.name, b.element_offset, b.tile))
+        });
+        let exe = Executable {
+            machine: machine.into(),
+            tiles,
+            tensors,
+            streams,
+        };
+        exe.validate()?;
+        Ok(exe)
+    }
+
+    /// Checks that tiles are unique and bindings and streams are consistent.
+    pub fn validate(&self) -> Result<(), ExeError> {
+        for w in self.tiles.windows(2) {
+            if w[0].tile >= w[1].tile {
+                return Err(ExeError::Invalid(format!(
+                    "tile {} appears twice or out of order",
+                    w[1].tile
+                )));
+            }
+        }
+        for b in &self.tensors {
+            if b.size % b.dtype.size() != 0 {
+                return Err(ExeError::Invalid(format!(
+                    "binding of `{}` on tile {}: size {} is not a multiple of the element size",
+                    b.name, b.tile, b.size
+                )));
+            }
+            let total: u64 = b.shape.iter().product();
+            if b.element_offset + u64::from(b.size / b.dtype.size()) > total {
+                return Err(ExeError::Invalid(format!(
+                    "binding of `{}` on tile {} runs past the tensor's {} elements",
+                    b.name, b.tile, total
+                )));
+            }
+            if let DType::F8E4M3FNUZ { scale } = b.dtype {
+                if !super::float8::SCALE_RANGE.contains(&i32::from(scale)) {
+                    return Err(ExeError::Invalid(format!(
+                        "FP8 scale {scale} of `{}` is outside -31..=31",
+                        b.name
+                    )));
+                }
+            }
+        }
+        for s in &self.streams {
+            if !self.tensors.iter().any(|b| b.name == s.tensor) {
+                return Err(ExeError::Invalid(format!(
+                    "stream `{}` moves unknown tensor `{}`",
+                    s.name, s.tensor
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Canonical bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let payload = bincode::serialize(self).unwrap_or_default();
+        let mut out = Vec::with_capacity(payload.len() + 44);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&Sha256::digest(&payload));
+        out.extend_from_slice(&payload);
+        out
+    }
+
+    /// The content hash (SHA-256 of the payload), hex.
+    pub fn content_hash(&self) -> String {
+        let payload = bincode::serialize(self).unwrap_or_default();
+        Sha256::digest(&payload)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// Reads bytes written by [`Executable::to_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ExeError> {
+        if bytes.len() < 12 || &bytes[..8] != MAGIC {
+            return Err(ExeError::BadMagic);
+        }
+        let found = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+        if found != FORMAT_VERSION {
+            return Err(ExeError::VersionMismatch {
+                found,
+                expected: FORMAT_VERSION,
+            });
+        }
+        if bytes.len() < 44 {
+            return Err(ExeError::Decode("truncated header".into()));
+        }
+        let payload = &bytes[44..];
+        if Sha256::digest(payload).as_slice() != &bytes[12..44] {
+            return Err(ExeError::HashMismatch);
+        }
+        let exe: Executable =
+            bincode::deserialize(payload).map_err(|e| ExeError::Decode(e.to_string()))?;
+        exe.validate()?;
+        Ok(exe)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::{assemble, AsmOptions};
+
+    fn sample() -> Executable {
+        let image = assemble(
+            "main:\n setzi $m0, 1\n exitz $mzero\n",
+            &AsmOptions::default(),
+        )
+        .unwrap();
+        let t = TensorBinding {
+            name: "x".into(),
+            tile: 3,
+            address: 0x70000,
+            size: 8,
+            dtype: DType::F16,
+            shape: vec![2, 2],
+            element_offset: 0,
+        };
+        let s = HostStream {
+            name: "in".into(),
+            tensor: "x".into(),
+            direction: StreamDirection::HostToDevice,
+        };
+        Executable::new(
+            "c600",
+            vec![TileProgram { tile: 3, image }],
+            vec![t],
+            vec![s],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn bytes_are_deterministic_and_round_trip() {
+        let a = sample().to_bytes();
+        assert_eq!(a, sample().to_bytes());
+        assert_eq!(Executable::from_bytes(&a).unwrap(), sample());
+        assert_eq!(sample().content_hash().len(), 64);
+    }
+
+    #[test]
+    fn version_mismatch_corruption_and_bad_magic_are_errors() {
+        let mut b = sample().to_bytes();
+        b[8] = 9;
+        let e = Executable::from_bytes(&b).unwrap_err().to_string();
+        assert!(
+            e.contains("format version 9 is not supported (this build reads version 1)"),
+            "{e}"
+        );
+        let mut c = sample().to_bytes();
+        let last = c.len() - 1;
+        c[last] ^= 1;
+        assert!(matches!(
+            Executable::from_bytes(&c),
+            Err(ExeError::HashMismatch)
+        ));
+        assert!(matches!(
+            Executable::from_bytes(b"nope"),
+            Err(ExeError::BadMagic)
+        ));
+    }
+
+    #[test]
+    fn inconsistent_bindings_are_rejected() {
+        let mut exe = sample();
+        exe.tensors[0].size = 10;
+        exe.tensors[0].shape = vec![2];
+        assert!(exe
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("runs past"));
+    }
+}

@@ -1,0 +1,127 @@
+//! The IPU's FP8 format "F143" = `f8E4M3FNUZ`: 1 sign, 4 exponent bits
+//! (bias 8), 3 mantissa bits; largest value 240; no infinities; the only
+//! NaN is 0x80 (there is no negative zero). Tensors carry a power-of-two
+//! scale s in -31..=31: the value of byte q is `decode(q) * 2^s`.
+
+/// The largest finite value.
+pub const F8_MAX: f64 = 240.0;
+/// The NaN encoding.
+pub const F8_NAN: u8 = 0x80;
+/// Allowed range of the per-tensor scale.
+pub const SCALE_RANGE: std::ops::RangeInclusive<i32> = -31..=31;
+
+/// Decodes one byte (NaN for 0x80).
+pub fn f8_to_f64(q: u8) -> f64 {
+    if q == F8_NAN {
+        return f64::NAN;
+    }
+    let sign = if q & 0x80 != 0 { -1.0 } else { 1.0 };
+    let e = i32::from((q >> 3) & 0xf);
+    let m = f64::from(q & 7);
+    let mag = if e == 0 {
+        m * 2f64.powi(-10)
+    } else {
+        (1.0 + m / 8.0) * 2f64.powi(e - 8)
+    };
+    sign * mag
+}
+
+/// Encodes a value: round to nearest, ties to even; finite values beyond
+/// the range saturate to +-240; NaN and infinities become 0x80.
+pub fn f64_to_f8(v: f64) -> u8 {
+    if !v.is_finite() {
+        return F8_NAN;
+    }
+    let sign: u8 = if v.is_sign_negative() { 0x80 } else { 0 };
+    let a = v.abs();
+    let mag: u8 = if a >= F8_MAX {
+        0x7f
+    } else if a < 2f64.powi(-7) {
+        // Subnormal range: multiples of 2^-10 (exact scaling by a power of two).
+        (a * 1024.0).round_ties_even() as u8
+    } else {
+        let e = a.log2().floor() as i32;
+        // log2 may be off by one near powers of two; fix e so that 1 <= a/2^e < 2.
+        let e = if a / 2f64.powi(e) >= 2.0 {
+            e + 1
+        } else if a / 2f64.powi(e) < 1.0 {
+            e - 1
+        } else {
+            e
+        };
+        let frac = ((a / 2f64.powi(e) - 1.0) * 8.0).round_ties_even() as i32;
+        let (e, frac) = if frac == 8 { (e + 1, 0) } else { (e, frac) };
+        if e + 8 > 15 {
+            0x7f
+        } else {
+            (((e + 8) as u8) << 3) | frac as u8
+        }
+    };
+    if mag == 0 {
+        0
+    } else {
+        sign | mag
+    }
+}
+
+/// Encodes with a tensor scale: `f64_to_f8(v * 2^-scale)`.
+pub fn encode_scaled(v: f64, scale: i32) -> u8 {
+    f64_to_f8(v * 2f64.powi(-scale))
+}
+
+/// Decodes with a tensor scale: `f8_to_f64(q) * 2^scale`.
+pub fn decode_scaled(q: u8, scale: i32) -> f64 {
+    f8_to_f64(q) * 2f64.powi(scale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_values() {
+        assert_eq!(f8_to_f64(0x7f), 240.0);
+        assert_eq!(f8_to_f64(0x01), 2f64.powi(-10));
+        assert_eq!(f8_to_f64(0x40), 1.0);
+        assert!(f8_to_f64(0x80).is_nan());
+        assert_eq!(f64_to_f8(1.0), 0x40);
+        assert_eq!(f64_to_f8(-1.0), 0xc0);
+        assert_eq!(f64_to_f8(1000.0), 0x7f);
+        assert_eq!(f64_to_f8(-1000.0), 0xff);
+        assert_eq!(f64_to_f8(f64::INFINITY), 0x80);
+        assert_eq!(f64_to_f8(-0.0), 0);
+        assert_eq!(f64_to_f8(-1e-9), 0);
+        // 1 + 1/16 is a tie between 1 and 1.125: even mantissa (1.0) wins.
+        assert_eq!(f64_to_f8(1.0625), 0x40);
+        // 1 + 3/16 ties between 1.125 and 1.25: even is 1.25.
+        assert_eq!(f64_to_f8(1.1875), 0x42);
+    }
+
+    #[test]
+    fn every_code_round_trips_and_rounding_is_nearest() {
+        let codes: Vec<(u8, f64)> = (0u8..=255)
+            .filter(|&q| q != F8_NAN)
+            .map(|q| (q, f8_to_f64(q)))
+            .collect();
+        for &(q, v) in &codes {
+            let back = f64_to_f8(v);
+            assert!(back == q || (v == 0.0 && back == 0), "{q:#x}");
+        }
+        // Brute force nearest for a sweep of values.
+        let mut x = -250.0;
+        while x < 250.0 {
+            let q = f64_to_f8(x);
+            let got = f8_to_f64(q);
+            let clamped = x.clamp(-F8_MAX, F8_MAX);
+            let best = codes
+                .iter()
+                .map(|c| (c.1 - clamped).abs())
+                .fold(f64::INFINITY, f64::min);
+            assert!(
+                ((got - clamped).abs() - best).abs() < 1e-12,
+                "x={x} got={got}"
+            );
+            x += 0.0137;
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! The target description of the IPU21 (Mk2 + FP8) tile: the machine model,
+//! the instruction set table, our binary encoding, the assembler and
+//! assembly printer, the tile image, and the executable format.
+//!
+//! This module is the bottom of the backend: the simulator in `ipuc-runtime`
+//! and the `ipu` IR dialect are built on it, never the reverse.
+
+pub mod asm;
+pub mod csr;
+pub mod encoding;
+pub mod exe;
+pub mod float8;
+pub mod image;
+pub mod isa;
+pub mod machine;
+pub mod printer;
+pub mod registers;
+
+pub use asm::{assemble, AsmError, AsmErrors, AsmOptions};
+pub use encoding::{decode, encode, Instr};
+pub use exe::{ExeError, Executable, HostStream, StreamDirection, TensorBinding, TileProgram};
+pub use image::{ContextKind, Section, StackRegion, Symbol, TileImage};
+pub use isa::{Category, ContextClass, InstrDesc, Opcode, OperandKind, SlotClass, ISA};
+pub use machine::MachineModel;
+pub use printer::print_image;

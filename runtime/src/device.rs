@@ -1,0 +1,46 @@
+//! The `Device` trait: what the runtime needs from an IPU, simulated or real.
+
+use ipuc_backend_ipu::target::Executable;
+
+use crate::sim::{Fault, Profile};
+
+/// Why a device operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    /// The executable cannot be loaded.
+    #[error("cannot load executable: {0}")]
+    Load(String),
+    /// No executable is loaded.
+    #[error("no executable is loaded")]
+    NotLoaded,
+    /// No binding with this name.
+    #[error("unknown tensor `{0}`")]
+    UnknownTensor(String),
+    /// Host data of the wrong size.
+    #[error("tensor `{name}` is {expected} bytes, got {got}")]
+    SizeMismatch {
+        /// Tensor.
+        name: String,
+        /// Bytes the bindings cover.
+        expected: u64,
+        /// Bytes given.
+        got: u64,
+    },
+    /// The program faulted.
+    #[error("{0}")]
+    Fault(Box<Fault>),
+}
+
+/// A device that runs ipuc executables.
+pub trait Device {
+    /// Loads an executable (tile images into memory).
+    fn load(&mut self, exe: &Executable) -> Result<(), DeviceError>;
+    /// Writes a whole tensor (row-major bytes) to every tile piece bound to `name`.
+    fn write_tensor(&mut self, name: &str, bytes: &[u8]) -> Result<(), DeviceError>;
+    /// Runs the loaded program to completion.
+    fn run(&mut self) -> Result<(), DeviceError>;
+    /// Reads a whole tensor back from its tile pieces.
+    fn read_tensor(&mut self, name: &str) -> Result<Vec<u8>, DeviceError>;
+    /// The profile of the last run.
+    fn profile(&self) -> Option<&Profile>;
+}

@@ -1,0 +1,55 @@
+//! Instrumentation: per-tile, per-superstep cycles and instruction counts.
+
+/// One tile's share of one superstep.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SuperstepCycles {
+    /// Cycles issuing anything but exchange work.
+    pub compute: u64,
+    /// Cycles of exchange instructions (`send` port time, exchange register writes).
+    pub exchange: u64,
+    /// Cycles waiting at the sync for the other tiles and the sync latency.
+    pub sync_wait: u64,
+}
+
+/// One tile's profile.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TileProfile {
+    /// Tile number.
+    pub tile: u32,
+    /// Supersteps in order (the last one ends at the tile's exit).
+    pub supersteps: Vec<SuperstepCycles>,
+    /// Instructions executed (a bundle counts as 2).
+    pub instructions: u64,
+    /// Issue units executed by the supervisor.
+    pub supervisor_issues: u64,
+    /// Issue units executed by workers.
+    pub worker_issues: u64,
+    /// Cycle the tile finished.
+    pub end_cycle: u64,
+}
+
+/// One traced issue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceEntry {
+    /// Tile cycle.
+    pub cycle: u64,
+    /// 0 = supervisor, 1..=6 workers.
+    pub context: u8,
+    /// Program counter.
+    pub pc: u32,
+    /// Instruction text.
+    pub text: String,
+}
+
+/// A whole run's profile.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Profile {
+    /// Per loaded tile, by tile number.
+    pub tiles: Vec<TileProfile>,
+    /// Device cycles of the run (the latest tile end).
+    pub total_cycles: u64,
+    /// Host link cycles for the streams (before and after the run).
+    pub host_cycles: u64,
+    /// Instruction trace of the configured tile.
+    pub trace: Vec<TraceEntry>,
+}

@@ -1,0 +1,213 @@
+//! Every fault kind, provoked by a program, with its report checked.
+
+mod common;
+
+use common::*;
+use ipuc_runtime::sim::{FaultKind, SimConfig};
+
+fn sup(body: &str) -> String {
+    format!("main:\n{body}\n    exitz $mzero\n")
+}
+
+#[test]
+fn misaligned_access() {
+    let f = run_fault(
+        &[(
+            3,
+            &sup("    setzi $m0, 0x70002\n    ld32 $m1, $m0, $mzero, 0"),
+        )],
+        SimConfig::default(),
+    );
+    assert_eq!(
+        f.kind,
+        FaultKind::MisalignedAccess {
+            address: 0x70002,
+            size: 4
+        }
+    );
+    assert_eq!(
+        (f.tile, f.context.as_str(), f.pc, f.cycle),
+        (3, "supervisor", 0x4c004, 1)
+    );
+    assert_eq!(f.instruction, "ld32 $m1, $m0, $mzero, 0");
+    assert!(f.to_string().contains("tile 3 supervisor pc 0x4c004 `ld32 $m1, $m0, $mzero, 0` cycle 1: misaligned 4-byte access at 0x70002"));
+}
+
+#[test]
+fn out_of_range_address() {
+    let f = run_fault(
+        &[(
+            0,
+            &sup("    setzi $m0, 0x1000\n    st32 $m0, $m0, $mzero, 0"),
+        )],
+        SimConfig::default(),
+    );
+    assert_eq!(
+        f.kind,
+        FaultKind::OutOfRange {
+            address: 0x1000,
+            size: 4
+        }
+    );
+    assert!(f.instruction.starts_with("st32"));
+}
+
+const WORKER_WRAP: &str = "main:\n    setzi $m0, worker\n    run $m0, $mzero, 0\n    sync TEXCH_SYNCZONE_LOCAL\n    exitz $mzero\n    .worker\nworker:\n";
+
+#[test]
+fn ld128_outside_interleaved_memory() {
+    let text = format!(
+        "{WORKER_WRAP}    setzi $m1, 0x70000\n    ld128 $a0:3, $m1, $mzero, 0\n    exitz $mzero\n"
+    );
+    let f = run_fault(&[(0, &text)], SimConfig::default());
+    assert_eq!(f.kind, FaultKind::NotInterleaved { address: 0x70000 });
+    assert_eq!(f.context, "worker 0");
+}
+
+#[test]
+fn bank_conflict_in_one_instruction() {
+    // Both packed addresses in the same 16 KiB element of region 0.
+    let text = format!("{WORKER_WRAP}    setzi $m1, 0x70000\n    setzi $m2, 0x70100\n    tapack $m4:5, $m1, $m2, $mzero\n    ld2x64pace $a0:3, $m4:5+=, $mzero, 0\n    exitz $mzero\n");
+    let f = run_fault(&[(0, &text)], SimConfig::default());
+    assert_eq!(
+        f.kind,
+        FaultKind::BankConflict {
+            first: 0x70000,
+            second: 0x70100
+        }
+    );
+    // Same rule in interleaved memory: same 64-bit parity of one element pair conflicts, the other parity does not.
+    let ok = format!("{WORKER_WRAP}    setzi $m1, 0x80000\n    setzi $m2, 0x80108\n    tapack $m4:5, $m1, $m2, $mzero\n    ld2x64pace $a0:3, $m4:5+=, $mzero, 0\n    exitz $mzero\n");
+    run_ok(&[(0, &ok)], vec![]);
+    let bad = ok.replace("0x80108", "0x80110");
+    assert!(matches!(
+        run_fault(&[(0, &bad)], SimConfig::default()).kind,
+        FaultKind::BankConflict { .. }
+    ));
+}
+
+#[test]
+fn illegal_instruction_when_branching_out_of_code() {
+    let f = run_fault(
+        &[(0, &sup("    setzi $m0, 0x90000\n    br $m0"))],
+        SimConfig::default(),
+    );
+    assert!(
+        matches!(&f.kind, FaultKind::IllegalInstruction(s) if s.contains("not in code")),
+        "{f}"
+    );
+    assert_eq!(f.pc, 0x90000);
+}
+
+#[test]
+fn illegal_operand_for_an_unmodelled_sync_zone() {
+    let f = run_fault(&[(0, &sup("    sync 9"))], SimConfig::default());
+    assert!(
+        matches!(&f.kind, FaultKind::IllegalOperand(s) if s.contains("sync zone 9")),
+        "{f}"
+    );
+    assert_eq!(f.instruction, "sync 9");
+}
+
+#[test]
+fn worker_started_while_busy() {
+    // Worker n spins 10n times, so worker 0 frees its slot first while the others still run.
+    let text = "main:\n    setzi $m0, worker\n    runall $m0, $mzero, 0\n    runall $m0, $mzero, 0\n    exitz $mzero\n    .worker\nworker:\n    mul $m1, $m12, 10\nspin:\n    brnzdec $m1, spin\n    exitz $mzero\n";
+    let f = run_fault(&[(0, text)], SimConfig::default());
+    assert!(
+        matches!(&f.kind, FaultKind::WorkerBusy(s) if s.contains("runall")),
+        "{f}"
+    );
+    assert_eq!(f.pc, 0x4c008);
+}
+
+#[test]
+fn lost_exchange_data_when_no_mux_selects_the_sender() {
+    let sender = "main:\n    setzi $m0, 0x70000\n    send $m0, 2\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
+    let receiver = "main:\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
+    let f = run_fault(&[(0, sender), (1, receiver)], SimConfig::default());
+    assert_eq!(
+        f.kind,
+        FaultKind::LostExchangeData {
+            sent_at: 2,
+            words: 2
+        }
+    );
+    assert_eq!((f.tile, f.pc), (0, 0x4c004));
+    assert_eq!(f.instruction, "send $m0, 2");
+}
+
+#[test]
+fn missing_exchange_data_when_fewer_words_arrive() {
+    let sender = "main:\n    setzi $m0, 0x70000\n    send $m0, 2\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
+    // The mux is set before the sender's words arrive (cycle 1 + 13 < 2 + 52).
+    let receiver = "main:\n    setzi $m1, 5\n    put $INCOMING_DCOUNT, $m1\n    put $INCOMING_MUX, $mzero\n    setzi $m0, 0x70000\n    put $INCOMING_BASE, $m0\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
+    let f = run_fault(&[(0, sender), (1, receiver)], SimConfig::default());
+    assert_eq!(
+        f.kind,
+        FaultKind::MissingExchangeData {
+            expected: 5,
+            received: 2
+        }
+    );
+    assert_eq!(f.tile, 1);
+}
+
+#[test]
+fn deadlock_when_a_participant_never_syncs() {
+    let f = run_fault(
+        &[
+            (
+                0,
+                "main:\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n",
+            ),
+            (5, "main:\n    exitz $mzero\n"),
+        ],
+        SimConfig::default(),
+    );
+    assert!(
+        matches!(&f.kind, FaultKind::Deadlock(s) if s.contains("tile 5")),
+        "{f}"
+    );
+    assert_eq!(f.tile, 0);
+}
+
+#[test]
+fn stack_overflow_below_the_stack_region() {
+    let text = "    .stack supervisor, 0x7c000, 64\nmain:\n    st32 $m0, $sp, $mzero, -0\n    sub $sp, $sp, 64\n    st32 $m0, $sp, $mzero, 0\n    sub $sp, $sp, 8\n    st32 $m0, $sp, $mzero, 0\n    exitz $mzero\n";
+    let f = run_fault(&[(0, text)], SimConfig::default());
+    assert_eq!(
+        f.kind,
+        FaultKind::StackOverflow {
+            address: 0x7c000 - 72,
+            limit: 0x7c000 - 64
+        }
+    );
+    assert_eq!(f.pc, 0x4c010);
+}
+
+#[test]
+fn cycle_budget_exhaustion() {
+    let f = run_fault(
+        &[(0, "main:\n    bri main\n")],
+        SimConfig {
+            max_cycles: 1000,
+            ..SimConfig::default()
+        },
+    );
+    assert_eq!(f.kind, FaultKind::CycleBudgetExhausted(1000));
+    assert_eq!(f.cycle, 1000);
+    assert_eq!(f.instruction, "bri 0x4c000");
+}
+
+#[test]
+fn instruction_budget_exhaustion() {
+    let f = run_fault(
+        &[(0, "main:\n    bri main\n")],
+        SimConfig {
+            max_instructions: 500,
+            ..SimConfig::default()
+        },
+    );
+    assert_eq!(f.kind, FaultKind::InstructionBudgetExhausted(500));
+}

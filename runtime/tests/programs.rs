@@ -1,0 +1,178 @@
+//! Programs in assembly text run on the simulator.
+
+mod common;
+
+use common::*;
+use ipuc_runtime::device::Device;
+
+#[test]
+fn integer_loop_sums_and_costs_one_cycle_per_supervisor_instruction() {
+    let s = run_ok(
+        &[(
+            0,
+            r#"
+main:
+    setzi $m0, 10          // counter
+    setzi $m1, 0           // sum
+loop:
+    add $m1, $m1, $m0
+    sub $m0, $m0, 1
+    brnz $m0, loop
+    setzi $m2, 0x70000
+    st32 $m1, $m2, $mzero, 0
+    mul $m3, $m1, -2
+    st32 $m3, $m2, $mzero, 1
+    cmpslt $m4, $m3, 0
+    st32 $m4, $m2, $mzero, 2
+    exitz $mzero
+"#,
+        )],
+        vec![],
+    );
+    assert_eq!(word(&s, 0, 0x70000), 55);
+    assert_eq!(word(&s, 0, 0x70004) as i32, -110);
+    assert_eq!(word(&s, 0, 0x70008), 1);
+    let p = s.profile().unwrap();
+    // 2 + 3*10 + 7 supervisor instructions, one per cycle (no workers hold slots).
+    assert_eq!(p.tiles[0].instructions, 39);
+    assert_eq!(p.tiles[0].supervisor_issues, 39);
+    assert_eq!(p.total_cycles, 39);
+}
+
+#[test]
+fn rpt_loop_runs_its_body_count_times_and_zero_skips_it() {
+    let exe = program(
+        &[(
+            0,
+            r#"
+main:
+    setzi $m0, worker
+    setzi $m1, 0x70000
+    run $m0, $m1, 0
+    sync TEXCH_SYNCZONE_LOCAL
+    exitz $mzero
+    .worker
+    .align 8
+worker:
+    setzi $m2, 0
+    setzi $m3, 0
+    setzi $m5, 7
+    nop
+    { rpt $m5, 1 ; fnop }
+    { ld32step $m4, $mvertex_base, $m3+=, 1 ; fnop }
+    { add $m2, $m2, $m4 ; fnop }
+    st32 $m2, $mvertex_base, $mzero, 16
+    nop
+    { rpt 0, 0 ; fnop }
+    { add $m2, $m2, 100 ; fnop }
+    st32 $m2, $mvertex_base, $mzero, 17
+    exitz $mzero
+"#,
+        )],
+        vec![],
+    );
+    let mut s = sim(&exe, Default::default());
+    let data: Vec<u8> = (1u32..=7).flat_map(|v| v.to_le_bytes()).collect();
+    s.write_memory(0, 0x70000, &data).unwrap();
+    s.run().unwrap();
+    assert_eq!(word(&s, 0, 0x70040), 28);
+    assert_eq!(
+        word(&s, 0, 0x70044),
+        28,
+        "rpt with count 0 must skip its body"
+    );
+    // Worker issues: 4 + rpt + 7*2 + st + nop + rpt + st + exit = 24, each 6 cycles apart.
+    let p = s.profile().unwrap();
+    assert_eq!(p.tiles[0].worker_issues, 24);
+}
+
+#[test]
+fn runall_starts_six_workers_with_strided_vertex_bases() {
+    let s = run_ok(
+        &[(
+            0,
+            r#"
+main:
+    setzi $m0, worker
+    setzi $m1, 0x70000
+    runall $m0, $m1, 2      // vertex base stride 2 words
+    sync TEXCH_SYNCZONE_LOCAL
+    setzi $m2, 1
+    st32 $m2, $m1, $mzero, 20
+    exitz $mzero
+    .worker
+worker:
+    add $m3, $m12, 100
+    st32 $m3, $mvertex_base, $mzero, 0
+    st32 $mvertex_base, $mvertex_base, $mzero, 1
+    exitz $mzero
+"#,
+        )],
+        vec![],
+    );
+    for w in 0..6u32 {
+        let base = 0x70000 + w * 8;
+        assert_eq!(word(&s, 0, base), 100 + w);
+        assert_eq!(word(&s, 0, base + 4), base);
+    }
+    assert_eq!(word(&s, 0, 0x70050), 1);
+    let p = s.profile().unwrap();
+    assert_eq!(p.tiles[0].worker_issues, 24);
+    // Workers issue one instruction per 6 cycles each: 4 instructions take 4 rounds.
+    assert!(
+        p.total_cycles >= 4 * 6 && p.total_cycles < 4 * 6 + 12,
+        "{}",
+        p.total_cycles
+    );
+}
+
+const SENDER: &str = r#"
+main:
+    sync TEXCH_SYNCZONE_INTERNAL
+    setzi $m0, 0x70000
+    send $m0, 4
+    sync TEXCH_SYNCZONE_INTERNAL
+    exitz $mzero
+"#;
+
+#[test]
+fn two_tiles_exchange_data_between_syncs() {
+    let receiver = r#"
+main:
+    sync TEXCH_SYNCZONE_INTERNAL
+    setzi $m0, 0x71000
+    put $INCOMING_BASE, $m0
+    setzi $m1, 4
+    put $INCOMING_DCOUNT, $m1
+    setzi $m2, 17            // the sender's tile number
+    put $INCOMING_MUX, $m2
+    sync TEXCH_SYNCZONE_INTERNAL
+    ld32 $m3, $m0, $mzero, 3
+    st32 $m3, $m0, $mzero, 8
+    exitz $mzero
+"#;
+    let exe = program(&[(17, SENDER), (40, receiver)], vec![]);
+    let mut s = sim(&exe, Default::default());
+    let data: Vec<u8> = [11u32, 22, 33, 44]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    s.write_memory(17, 0x70000, &data).unwrap();
+    s.run().unwrap_or_else(|e| panic!("{e}"));
+    for (i, v) in [11u32, 22, 33, 44].iter().enumerate() {
+        assert_eq!(word(&s, 40, 0x71000 + 4 * i as u32), *v);
+    }
+    assert_eq!(
+        word(&s, 40, 0x71020),
+        44,
+        "received data is visible after the sync"
+    );
+    let p = s.profile().unwrap();
+    // Two syncs: each tile has three supersteps; the first sync releases at 600 + arrival.
+    let t17 = &p.tiles[0];
+    assert_eq!(t17.supersteps.len(), 3);
+    assert!(t17.supersteps[1].exchange >= 4);
+    let t40 = &p.tiles[1];
+    assert!(t40.supersteps[1].exchange >= 3 * 13, "{:?}", t40.supersteps);
+    assert!(t17.supersteps[0].sync_wait >= 600);
+}
