@@ -1,1 +1,2 @@
 //! ipuc IR core: context, operations, types, attributes, textual format, verifier, passes.
+pub mod numeric;
