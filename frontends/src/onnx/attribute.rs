@@ -50,7 +50,11 @@ impl Attribute {
 
     /// Decodes an attribute of node `node`. Old models leave `type` unset; then the
     /// type is inferred from the one field that is set.
-    pub(crate) fn from_proto(proto: &AttributeProto, node: &str, ctx: &mut LoadContext) -> Result<Attribute> {
+    pub(crate) fn from_proto(
+        proto: &AttributeProto,
+        node: &str,
+        ctx: &mut LoadContext,
+    ) -> Result<Attribute> {
         let name = proto.name.as_deref().unwrap_or("");
         let err = |detail: String| OnnxError::Attribute {
             node: node.to_string(),
@@ -59,12 +63,18 @@ impl Attribute {
         };
         let declared = proto.r#type.unwrap_or(0);
         let ty = match AttributeType::try_from(declared) {
-            Ok(AttributeType::Undefined) => infer_type(proto)
-                .ok_or_else(|| err("has no type and no value".to_string()))?,
+            Ok(AttributeType::Undefined) => {
+                infer_type(proto).ok_or_else(|| err("has no type and no value".to_string()))?
+            }
             Ok(ty) => ty,
             Err(_) => return Err(err(format!("unknown attribute type {declared}"))),
         };
-        let missing = |field: &str| err(format!("declared {} but `{field}` is not set", ty.as_str_name()));
+        let missing = |field: &str| {
+            err(format!(
+                "declared {} but `{field}` is not set",
+                ty.as_str_name()
+            ))
+        };
         let string = |b: &bytes::Bytes| String::from_utf8_lossy(b).into_owned();
         let tensor = |t: &super::proto::TensorProto, ctx: &mut LoadContext| {
             ctx.tensor(t).map_err(|e| err(format!("tensor value: {e}")))
@@ -72,22 +82,41 @@ impl Attribute {
         Ok(match ty {
             AttributeType::Float => Attribute::Float(proto.f.ok_or_else(|| missing("f"))?),
             AttributeType::Int => Attribute::Int(proto.i.ok_or_else(|| missing("i"))?),
-            AttributeType::String => Attribute::String(string(proto.s.as_ref().ok_or_else(|| missing("s"))?)),
-            AttributeType::Tensor => Attribute::Tensor(tensor(proto.t.as_ref().ok_or_else(|| missing("t"))?, ctx)?),
+            AttributeType::String => {
+                Attribute::String(string(proto.s.as_ref().ok_or_else(|| missing("s"))?))
+            }
+            AttributeType::Tensor => {
+                Attribute::Tensor(tensor(proto.t.as_ref().ok_or_else(|| missing("t"))?, ctx)?)
+            }
             AttributeType::Graph => {
                 let g = proto.g.as_ref().ok_or_else(|| missing("g"))?;
                 Attribute::Graph(Box::new(Graph::from_proto(g, ctx)?))
             }
             AttributeType::Floats => Attribute::Floats(proto.floats.clone()),
             AttributeType::Ints => Attribute::Ints(proto.ints.clone()),
-            AttributeType::Strings => Attribute::Strings(proto.strings.iter().map(string).collect()),
+            AttributeType::Strings => {
+                Attribute::Strings(proto.strings.iter().map(string).collect())
+            }
             AttributeType::Tensors => Attribute::Tensors(
-                proto.tensors.iter().map(|t| tensor(t, ctx)).collect::<Result<_>>()?,
+                proto
+                    .tensors
+                    .iter()
+                    .map(|t| tensor(t, ctx))
+                    .collect::<Result<_>>()?,
             ),
             AttributeType::Graphs => Attribute::Graphs(
-                proto.graphs.iter().map(|g| Graph::from_proto(g, ctx)).collect::<Result<_>>()?,
+                proto
+                    .graphs
+                    .iter()
+                    .map(|g| Graph::from_proto(g, ctx))
+                    .collect::<Result<_>>()?,
             ),
-            other => return Err(err(format!("{} attributes are not supported", other.as_str_name()))),
+            other => {
+                return Err(err(format!(
+                    "{} attributes are not supported",
+                    other.as_str_name()
+                )))
+            }
         })
     }
 }

@@ -24,13 +24,20 @@ impl ExternalData {
     /// Parses the `external_data` key/value entries of a tensor.
     pub(crate) fn from_proto(proto: &TensorProto) -> Result<ExternalData> {
         let name = proto.name.clone().unwrap_or_default();
-        let invalid = |detail: String| OnnxError::InvalidExternalData { initializer: name.clone(), detail };
+        let invalid = |detail: String| OnnxError::InvalidExternalData {
+            initializer: name.clone(),
+            detail,
+        };
         let mut location = None;
         let mut offset = 0;
         let mut length = None;
         for entry in &proto.external_data {
             let value = entry.value.as_deref().unwrap_or("");
-            let number = |what: &str| value.parse::<u64>().map_err(|_| invalid(format!("{what} `{value}` is not a non-negative integer")));
+            let number = |what: &str| {
+                value
+                    .parse::<u64>()
+                    .map_err(|_| invalid(format!("{what} `{value}` is not a non-negative integer")))
+            };
             match entry.key.as_deref().unwrap_or("") {
                 "location" => location = Some(value.to_string()),
                 "offset" => offset = number("offset")?,
@@ -44,11 +51,19 @@ impl ExternalData {
         let path = Path::new(&location);
         if location.is_empty()
             || path.is_absolute()
-            || path.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+            || path
+                .components()
+                .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
         {
-            return Err(invalid(format!("location `{location}` must be a relative path inside the model directory")));
+            return Err(invalid(format!(
+                "location `{location}` must be a relative path inside the model directory"
+            )));
         }
-        Ok(ExternalData { location, offset, length })
+        Ok(ExternalData {
+            location,
+            offset,
+            length,
+        })
     }
 
     /// The file this reference points to, resolved against the model directory.

@@ -8,7 +8,9 @@ use super::attribute::Attribute;
 use super::data_type::{data_type_name, element_kind_of};
 use super::error::{OnnxError, Result};
 use super::external_data::ExternalData;
-use super::proto::{tensor_shape_proto::dimension, type_proto, GraphProto, NodeProto, ValueInfoProto};
+use super::proto::{
+    tensor_shape_proto::dimension, type_proto, GraphProto, NodeProto, ValueInfoProto,
+};
 use super::tensor::Tensor;
 use super::weights::{infer_roles, WeightRole};
 use super::LoadContext;
@@ -115,7 +117,10 @@ pub struct Graph {
 impl Node {
     /// The attribute named `name`, if present.
     pub fn attribute(&self, name: &str) -> Option<&Attribute> {
-        self.attributes.iter().find(|(n, _)| n == name).map(|(_, a)| a)
+        self.attributes
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, a)| a)
     }
 
     fn wrong_type(&self, name: &str, expected: &str, got: &Attribute) -> OnnxError {
@@ -182,7 +187,10 @@ impl Node {
 
     /// Input `index` if present and not omitted (`""`).
     pub fn input(&self, index: usize) -> Option<&str> {
-        self.inputs.get(index).map(String::as_str).filter(|s| !s.is_empty())
+        self.inputs
+            .get(index)
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
     }
 
     /// Subgraphs held in attributes (e.g. `If` branches, `Loop` bodies).
@@ -213,16 +221,23 @@ impl Graph {
     /// Graph inputs that are not initializers (the values a caller must feed).
     pub fn runtime_inputs(&self) -> impl Iterator<Item = &ValueInfo> {
         let constants: HashSet<&str> = self.initializers.iter().map(|i| i.name.as_str()).collect();
-        self.inputs.iter().filter(move |v| !constants.contains(v.name.as_str()))
+        self.inputs
+            .iter()
+            .filter(move |v| !constants.contains(v.name.as_str()))
     }
 
     pub(crate) fn from_proto(proto: &GraphProto, ctx: &mut LoadContext) -> Result<Graph> {
-        let values = |list: &[ValueInfoProto]| list.iter().map(value_info).collect::<Result<Vec<_>>>();
+        let values =
+            |list: &[ValueInfoProto]| list.iter().map(value_info).collect::<Result<Vec<_>>>();
         let inputs = values(&proto.input)?;
         let outputs = values(&proto.output)?;
         let value_info = values(&proto.value_info)?;
 
-        let taken: HashSet<&str> = proto.node.iter().filter_map(|n| n.name.as_deref()).collect();
+        let taken: HashSet<&str> = proto
+            .node
+            .iter()
+            .filter_map(|n| n.name.as_deref())
+            .collect();
         let mut synthesized = HashSet::new();
         let mut nodes = Vec::with_capacity(proto.node.len());
         for (index, node) in proto.node.iter().enumerate() {
@@ -241,12 +256,21 @@ impl Graph {
                 let name = t.name.clone().unwrap_or_default();
                 let role = roles.get(name.as_str()).copied().unwrap_or_default();
                 let (tensor, source) = ctx.initializer(t, role)?;
-                Ok(Initializer { name, tensor, source, role })
+                Ok(Initializer {
+                    name,
+                    tensor,
+                    source,
+                    role,
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         if !proto.sparse_initializer.is_empty() {
             return Err(OnnxError::Value {
-                value: proto.sparse_initializer[0].values.as_ref().and_then(|v| v.name.clone()).unwrap_or_default(),
+                value: proto.sparse_initializer[0]
+                    .values
+                    .as_ref()
+                    .and_then(|v| v.name.clone())
+                    .unwrap_or_default(),
                 detail: "sparse initializers are not supported".to_string(),
             });
         }
@@ -261,8 +285,17 @@ impl Graph {
     }
 }
 
-fn unique_name(node: &NodeProto, index: usize, taken: &HashSet<&str>, synthesized: &mut HashSet<String>) -> String {
-    let op = node.op_type.as_deref().filter(|s| !s.is_empty()).unwrap_or("node");
+fn unique_name(
+    node: &NodeProto,
+    index: usize,
+    taken: &HashSet<&str>,
+    synthesized: &mut HashSet<String>,
+) -> String {
+    let op = node
+        .op_type
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .unwrap_or("node");
     let base = format!("{op}_{index}");
     let mut name = base.clone();
     let mut k = 1;
@@ -277,13 +310,21 @@ fn unique_name(node: &NodeProto, index: usize, taken: &HashSet<&str>, synthesize
 fn decode_node(proto: &NodeProto, name: String, ctx: &mut LoadContext) -> Result<Node> {
     let op_type = proto.op_type.clone().unwrap_or_default();
     if op_type.is_empty() {
-        return Err(OnnxError::Node { node: name, op_type, detail: "has no op_type".to_string() });
+        return Err(OnnxError::Node {
+            node: name,
+            op_type,
+            detail: "has no op_type".to_string(),
+        });
     }
     let mut attributes = Vec::with_capacity(proto.attribute.len());
     for a in &proto.attribute {
         let attr_name = a.name.clone().unwrap_or_default();
         if attributes.iter().any(|(n, _)| *n == attr_name) {
-            return Err(OnnxError::Attribute { node: name, attribute: attr_name, detail: "appears twice".to_string() });
+            return Err(OnnxError::Attribute {
+                node: name,
+                attribute: attr_name,
+                detail: "appears twice".to_string(),
+            });
         }
         let value = Attribute::from_proto(a, &name, ctx)?;
         attributes.push((attr_name, value));
@@ -305,30 +346,42 @@ fn value_info(proto: &ValueInfoProto) -> Result<ValueInfo> {
         Some(type_proto::Value::TensorType(t)) => {
             let data_type = t.elem_type.unwrap_or(0);
             match element_kind_of(data_type) {
-                None => ValueType::Unsupported(format!("tensor({})", data_type_name(data_type).to_lowercase())),
+                None => ValueType::Unsupported(format!(
+                    "tensor({})",
+                    data_type_name(data_type).to_lowercase()
+                )),
                 Some(kind) => {
                     let shape = t.shape.as_ref().map(|s| {
                         s.dim
                             .iter()
                             .map(|d| match &d.value {
-                                Some(dimension::Value::DimValue(v)) if *v >= 0 => Ok(Dim::Fixed(*v as usize)),
+                                Some(dimension::Value::DimValue(v)) if *v >= 0 => {
+                                    Ok(Dim::Fixed(*v as usize))
+                                }
                                 Some(dimension::Value::DimValue(v)) => Err(OnnxError::Value {
                                     value: name.clone(),
                                     detail: format!("negative dimension {v}"),
                                 }),
-                                Some(dimension::Value::DimParam(p)) if !p.is_empty() => Ok(Dim::Symbolic(p.clone())),
+                                Some(dimension::Value::DimParam(p)) if !p.is_empty() => {
+                                    Ok(Dim::Symbolic(p.clone()))
+                                }
                                 _ => Ok(Dim::Unknown),
                             })
                             .collect::<Result<Vec<_>>>()
                     });
-                    ValueType::Tensor { kind, shape: shape.transpose()? }
+                    ValueType::Tensor {
+                        kind,
+                        shape: shape.transpose()?,
+                    }
                 }
             }
         }
         Some(type_proto::Value::SequenceType(_)) => ValueType::Unsupported("sequence".into()),
         Some(type_proto::Value::MapType(_)) => ValueType::Unsupported("map".into()),
         Some(type_proto::Value::OptionalType(_)) => ValueType::Unsupported("optional".into()),
-        Some(type_proto::Value::SparseTensorType(_)) => ValueType::Unsupported("sparse_tensor".into()),
+        Some(type_proto::Value::SparseTensorType(_)) => {
+            ValueType::Unsupported("sparse_tensor".into())
+        }
         Some(type_proto::Value::OpaqueType(_)) => ValueType::Unsupported("opaque".into()),
     };
     Ok(ValueInfo { name, ty })

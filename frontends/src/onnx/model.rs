@@ -53,7 +53,11 @@ impl LoadContext {
 
     /// Decodes an initializer, resolving external data (and synthesising it when the
     /// file is missing and the policy allows).
-    pub(crate) fn initializer(&mut self, proto: &TensorProto, role: WeightRole) -> Result<(Tensor, WeightSource)> {
+    pub(crate) fn initializer(
+        &mut self,
+        proto: &TensorProto,
+        role: WeightRole,
+    ) -> Result<(Tensor, WeightSource)> {
         if !is_external(proto) {
             return Ok((Tensor::from_proto(proto)?, WeightSource::Inline));
         }
@@ -66,24 +70,40 @@ impl LoadContext {
             if length != expected as u64 {
                 return Err(OnnxError::InvalidExternalData {
                     initializer: name,
-                    detail: format!("length {length} but dims {dims:?} of {kind} need {expected} bytes"),
+                    detail: format!(
+                        "length {length} but dims {dims:?} of {kind} need {expected} bytes"
+                    ),
                 });
             }
         }
-        let dir = self.model_dir.as_deref().ok_or_else(|| OnnxError::NoModelDirectory {
-            initializer: name.clone(),
-            location: reference.location.clone(),
-        })?;
+        let dir = self
+            .model_dir
+            .as_deref()
+            .ok_or_else(|| OnnxError::NoModelDirectory {
+                initializer: name.clone(),
+                location: reference.location.clone(),
+            })?;
         let path = reference.path(dir);
         let Some(file) = self.files.get(&path)? else {
             if self.policy == WeightsPolicy::Require {
-                return Err(OnnxError::MissingExternalData { initializer: name, file: path });
+                return Err(OnnxError::MissingExternalData {
+                    initializer: name,
+                    file: path,
+                });
             }
             let data = synthesize(&name, kind, count, role, self.policy);
-            return Ok((Tensor { kind, dims, data }, WeightSource::Synthesized(reference)));
+            return Ok((
+                Tensor { kind, dims, data },
+                WeightSource::Synthesized(reference),
+            ));
         };
-        let start = usize::try_from(reference.offset).ok().filter(|&s| s <= file.len());
-        let Some(range) = start.and_then(|s| Some(s..s.checked_add(expected)?)).filter(|r| r.end <= file.len()) else {
+        let start = usize::try_from(reference.offset)
+            .ok()
+            .filter(|&s| s <= file.len());
+        let Some(range) = start
+            .and_then(|s| Some(s..s.checked_add(expected)?))
+            .filter(|r| r.end <= file.len())
+        else {
             return Err(OnnxError::InvalidExternalData {
                 initializer: name,
                 detail: format!(
@@ -97,7 +117,10 @@ impl LoadContext {
         };
         // A slice of the file buffer: no copy of the weight bytes.
         let data: Bytes = file.slice(range);
-        Ok((Tensor { kind, dims, data }, WeightSource::External(reference)))
+        Ok((
+            Tensor { kind, dims, data },
+            WeightSource::External(reference),
+        ))
     }
 }
 
@@ -106,16 +129,35 @@ impl Model {
     /// directory.
     pub fn load(path: &Path, options: &LoadOptions) -> Result<Model> {
         let bytes = std::fs::read(path).map_err(|e| OnnxError::io(path, e))?;
-        let dir = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p });
-        Model::decode(Bytes::from(bytes), &path.display().to_string(), dir, options)
+        let dir = path.parent().map(|p| {
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            }
+        });
+        Model::decode(
+            Bytes::from(bytes),
+            &path.display().to_string(),
+            dir,
+            options,
+        )
     }
 
     /// Decodes and checks a model from bytes. `what` names the source in errors;
     /// `model_dir` resolves external data (`None`: external data is an error).
     ///
     /// Initializer `raw_data` is not copied: tensors share `bytes`.
-    pub fn decode(bytes: Bytes, what: &str, model_dir: Option<&Path>, options: &LoadOptions) -> Result<Model> {
-        let proto = ModelProto::decode(bytes).map_err(|source| OnnxError::Decode { what: what.to_string(), source })?;
+    pub fn decode(
+        bytes: Bytes,
+        what: &str,
+        model_dir: Option<&Path>,
+        options: &LoadOptions,
+    ) -> Result<Model> {
+        let proto = ModelProto::decode(bytes).map_err(|source| OnnxError::Decode {
+            what: what.to_string(),
+            source,
+        })?;
         let mut ctx = LoadContext {
             model_dir: model_dir.map(Path::to_path_buf),
             files: ExternalFiles::default(),
@@ -129,16 +171,23 @@ impl Model {
             .iter()
             .map(|o| {
                 let domain = o.domain.clone().unwrap_or_default();
-                let domain = if domain == "ai.onnx" { String::new() } else { domain };
+                let domain = if domain == "ai.onnx" {
+                    String::new()
+                } else {
+                    domain
+                };
                 (domain, o.version.unwrap_or(0))
             })
             .collect();
-        let producer = [proto.producer_name.as_deref(), proto.producer_version.as_deref()]
-            .into_iter()
-            .flatten()
-            .filter(|s| !s.is_empty())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let producer = [
+            proto.producer_name.as_deref(),
+            proto.producer_version.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
         Ok(Model {
             ir_version: proto.ir_version.unwrap_or(0),
             producer,
@@ -156,7 +205,11 @@ impl Model {
 
     /// Total bytes of initializer data held.
     pub fn weight_bytes(&self) -> usize {
-        self.graph.initializers.iter().map(|i| i.tensor.data.len()).sum()
+        self.graph
+            .initializers
+            .iter()
+            .map(|i| i.tensor.data.len())
+            .sum()
     }
 
     /// Writes the externally stored weights this model was loaded with (read or
@@ -168,7 +221,10 @@ impl Model {
         let mut by_file: BTreeMap<&str, Vec<(&ExternalData, &Tensor, &str)>> = BTreeMap::new();
         for init in &self.graph.initializers {
             if let WeightSource::External(r) | WeightSource::Synthesized(r) = &init.source {
-                by_file.entry(r.location.as_str()).or_default().push((r, &init.tensor, &init.name));
+                by_file
+                    .entry(r.location.as_str())
+                    .or_default()
+                    .push((r, &init.tensor, &init.name));
             }
         }
         let mut written = Vec::new();
@@ -184,7 +240,10 @@ impl Model {
                 if reference.offset < end {
                     return Err(OnnxError::InvalidExternalData {
                         initializer: name.to_string(),
-                        detail: format!("offset {} overlaps the previous tensor in `{location}`", reference.offset),
+                        detail: format!(
+                            "offset {} overlaps the previous tensor in `{location}`",
+                            reference.offset
+                        ),
                     });
                 }
                 file.seek(SeekFrom::Start(reference.offset))
@@ -192,7 +251,9 @@ impl Model {
                     .map_err(|e| OnnxError::io(&path, e))?;
                 end = reference.offset + tensor.data.len() as u64;
             }
-            file.set_len(end).and_then(|_| file.sync_all()).map_err(|e| OnnxError::io(&path, e))?;
+            file.set_len(end)
+                .and_then(|_| file.sync_all())
+                .map_err(|e| OnnxError::io(&path, e))?;
             tracing::info!(file = %path.display(), bytes = end, "wrote external weights");
             written.push(path);
         }

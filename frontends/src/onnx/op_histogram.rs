@@ -24,7 +24,11 @@ impl Graph {
         let mut counts: BTreeMap<(String, String), OpCount> = BTreeMap::new();
         self.count_ops(&mut counts);
         let mut list: Vec<OpCount> = counts.into_values().collect();
-        list.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| (&a.domain, &a.op_type).cmp(&(&b.domain, &b.op_type))));
+        list.sort_by(|a, b| {
+            b.count
+                .cmp(&a.count)
+                .then_with(|| (&a.domain, &a.op_type).cmp(&(&b.domain, &b.op_type)))
+        });
         list
     }
 

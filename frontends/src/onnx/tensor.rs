@@ -31,7 +31,10 @@ impl Tensor {
         if data.len() != expected {
             return Err(OnnxError::tensor_data(
                 "",
-                format!("{} bytes of data for dims {dims:?} of {kind} (expected {expected})", data.len()),
+                format!(
+                    "{} bytes of data for dims {dims:?} of {kind} (expected {expected})",
+                    data.len()
+                ),
             ));
         }
         Ok(Tensor { kind, dims, data })
@@ -40,16 +43,32 @@ impl Tensor {
     /// An f32 tensor from values (little-endian encoding). Panics if the count
     /// does not match the dims (a programming error, not input).
     pub fn from_f32(dims: Vec<usize>, values: &[f32]) -> Tensor {
-        assert_eq!(values.len(), dims.iter().product::<usize>(), "values do not fill dims");
+        assert_eq!(
+            values.len(),
+            dims.iter().product::<usize>(),
+            "values do not fill dims"
+        );
         let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        Tensor { kind: ElementKind::F32, dims, data: data.into() }
+        Tensor {
+            kind: ElementKind::F32,
+            dims,
+            data: data.into(),
+        }
     }
 
     /// An i64 tensor from values. Panics if the count does not match the dims.
     pub fn from_i64(dims: Vec<usize>, values: &[i64]) -> Tensor {
-        assert_eq!(values.len(), dims.iter().product::<usize>(), "values do not fill dims");
+        assert_eq!(
+            values.len(),
+            dims.iter().product::<usize>(),
+            "values do not fill dims"
+        );
         let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        Tensor { kind: ElementKind::I64, dims, data: data.into() }
+        Tensor {
+            kind: ElementKind::I64,
+            dims,
+            data: data.into(),
+        }
     }
 
     /// Number of elements (1 for a scalar).
@@ -81,7 +100,10 @@ impl Tensor {
             return Err(OnnxError::tensor_data(name, "data is stored externally"));
         }
         if proto.segment.is_some() {
-            return Err(OnnxError::tensor_data(name, "segmented tensors are not supported"));
+            return Err(OnnxError::tensor_data(
+                name,
+                "segmented tensors are not supported",
+            ));
         }
         let count: usize = dims.iter().product();
         let expected = count * kind.byte_size();
@@ -96,10 +118,18 @@ impl Tensor {
                 ));
             }
             // Zero-copy: `raw` is a slice of the buffer the model was decoded from.
-            return Ok(Tensor { kind, dims, data: raw.clone() });
+            return Ok(Tensor {
+                kind,
+                dims,
+                data: raw.clone(),
+            });
         }
         let data = typed_field_bytes(proto, kind, count, name)?;
-        Ok(Tensor { kind, dims, data: data.into() })
+        Ok(Tensor {
+            kind,
+            dims,
+            data: data.into(),
+        })
     }
 
     /// Encodes as a `TensorProto` with `raw_data` (sharing the bytes).
@@ -134,7 +164,10 @@ pub(crate) fn kind_and_dims(proto: &TensorProto) -> Result<(ElementKind, Vec<usi
         data_type,
         type_name: data_type_name(data_type),
     })?;
-    let invalid = || OnnxError::InvalidDims { tensor: name.to_string(), dims: proto.dims.clone() };
+    let invalid = || OnnxError::InvalidDims {
+        tensor: name.to_string(),
+        dims: proto.dims.clone(),
+    };
     let dims = proto
         .dims
         .iter()
@@ -148,7 +181,12 @@ pub(crate) fn kind_and_dims(proto: &TensorProto) -> Result<(ElementKind, Vec<usi
 }
 
 /// Re-encodes the typed repeated fields into little-endian element bytes.
-fn typed_field_bytes(proto: &TensorProto, kind: ElementKind, count: usize, name: &str) -> Result<Vec<u8>> {
+fn typed_field_bytes(
+    proto: &TensorProto,
+    kind: ElementKind,
+    count: usize,
+    name: &str,
+) -> Result<Vec<u8>> {
     let check = |field: &str, len: usize| -> Result<()> {
         if len == count {
             Ok(())
@@ -163,15 +201,24 @@ fn typed_field_bytes(proto: &TensorProto, kind: ElementKind, count: usize, name:
     match kind {
         ElementKind::F32 => {
             check("float_data", proto.float_data.len())?;
-            proto.float_data.iter().for_each(|v| out.extend(v.to_le_bytes()));
+            proto
+                .float_data
+                .iter()
+                .for_each(|v| out.extend(v.to_le_bytes()));
         }
         ElementKind::F64 => {
             check("double_data", proto.double_data.len())?;
-            proto.double_data.iter().for_each(|v| out.extend(v.to_le_bytes()));
+            proto
+                .double_data
+                .iter()
+                .for_each(|v| out.extend(v.to_le_bytes()));
         }
         ElementKind::I64 => {
             check("int64_data", proto.int64_data.len())?;
-            proto.int64_data.iter().for_each(|v| out.extend(v.to_le_bytes()));
+            proto
+                .int64_data
+                .iter()
+                .for_each(|v| out.extend(v.to_le_bytes()));
         }
         ElementKind::U32 | ElementKind::U64 => {
             check("uint64_data", proto.uint64_data.len())?;
@@ -219,7 +266,10 @@ mod tests {
             uint64_data: vec![1, 2, u32::MAX as u64],
             ..Default::default()
         };
-        assert_eq!(Tensor::from_proto(&proto).unwrap().to_i64_vec(), vec![1, 2, u32::MAX as i64]);
+        assert_eq!(
+            Tensor::from_proto(&proto).unwrap().to_i64_vec(),
+            vec![1, 2, u32::MAX as i64]
+        );
     }
 
     #[test]
@@ -233,14 +283,47 @@ mod tests {
         };
         let err = Tensor::from_proto(&proto).unwrap_err().to_string();
         assert!(err.contains("`w`") && err.contains("12 bytes"), "{err}");
-        let proto = TensorProto { name: Some("v".into()), dims: vec![3], data_type: Some(1), float_data: vec![1.0], ..Default::default() };
-        assert!(Tensor::from_proto(&proto).unwrap_err().to_string().contains("float_data has 1"));
-        let proto = TensorProto { name: Some("n".into()), dims: vec![-1], data_type: Some(1), ..Default::default() };
-        assert!(matches!(Tensor::from_proto(&proto), Err(OnnxError::InvalidDims { .. })));
-        let proto = TensorProto { name: Some("s".into()), dims: vec![1], data_type: Some(8), ..Default::default() };
-        assert!(Tensor::from_proto(&proto).unwrap_err().to_string().contains("STRING"));
-        let proto = TensorProto { name: Some("o".into()), dims: vec![1 << 40, 1 << 40], data_type: Some(1), ..Default::default() };
-        assert!(matches!(Tensor::from_proto(&proto), Err(OnnxError::InvalidDims { .. })));
+        let proto = TensorProto {
+            name: Some("v".into()),
+            dims: vec![3],
+            data_type: Some(1),
+            float_data: vec![1.0],
+            ..Default::default()
+        };
+        assert!(Tensor::from_proto(&proto)
+            .unwrap_err()
+            .to_string()
+            .contains("float_data has 1"));
+        let proto = TensorProto {
+            name: Some("n".into()),
+            dims: vec![-1],
+            data_type: Some(1),
+            ..Default::default()
+        };
+        assert!(matches!(
+            Tensor::from_proto(&proto),
+            Err(OnnxError::InvalidDims { .. })
+        ));
+        let proto = TensorProto {
+            name: Some("s".into()),
+            dims: vec![1],
+            data_type: Some(8),
+            ..Default::default()
+        };
+        assert!(Tensor::from_proto(&proto)
+            .unwrap_err()
+            .to_string()
+            .contains("STRING"));
+        let proto = TensorProto {
+            name: Some("o".into()),
+            dims: vec![1 << 40, 1 << 40],
+            data_type: Some(1),
+            ..Default::default()
+        };
+        assert!(matches!(
+            Tensor::from_proto(&proto),
+            Err(OnnxError::InvalidDims { .. })
+        ));
     }
 
     #[test]

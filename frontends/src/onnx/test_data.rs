@@ -23,9 +23,16 @@ pub struct NamedTensor {
 pub fn read_tensor_pb(path: &Path) -> Result<NamedTensor> {
     let bytes = std::fs::read(path).map_err(|e| OnnxError::io(path, e))?;
     let what = path.display().to_string();
-    let proto = TensorProto::decode(Bytes::from(bytes)).map_err(|source| OnnxError::Decode { what: what.clone(), source })?;
-    let tensor = Tensor::from_proto(&proto).map_err(|e| OnnxError::tensor_data(&what, e.to_string()))?;
-    Ok(NamedTensor { name: proto.name.unwrap_or_default(), tensor })
+    let proto = TensorProto::decode(Bytes::from(bytes)).map_err(|source| OnnxError::Decode {
+        what: what.clone(),
+        source,
+    })?;
+    let tensor =
+        Tensor::from_proto(&proto).map_err(|e| OnnxError::tensor_data(&what, e.to_string()))?;
+    Ok(NamedTensor {
+        name: proto.name.unwrap_or_default(),
+        tensor,
+    })
 }
 
 /// Writes a tensor as a serialized `TensorProto` (`raw_data` encoding).
@@ -47,7 +54,13 @@ pub fn read_test_data_set(dir: &Path) -> Result<(Vec<NamedTensor>, Vec<NamedTens
         }
     };
     if !dir.is_dir() {
-        return Err(OnnxError::io(dir, std::io::Error::new(std::io::ErrorKind::NotFound, "test data set directory not found")));
+        return Err(OnnxError::io(
+            dir,
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "test data set directory not found",
+            ),
+        ));
     }
     Ok((read_all("input")?, read_all("output")?))
 }

@@ -76,27 +76,48 @@ pub(crate) fn infer_roles(nodes: &[Node]) -> HashMap<&str, WeightRole> {
         .iter()
         .flat_map(|n| n.outputs.iter().map(move |o| (o.as_str(), n)))
         .collect();
-    let produced_by = |value: &str, ops: &[&str]| producer.get(value).is_some_and(|n| ops.contains(&n.op_type.as_str()));
+    let produced_by = |value: &str, ops: &[&str]| {
+        producer
+            .get(value)
+            .is_some_and(|n| ops.contains(&n.op_type.as_str()))
+    };
     let mut roles: HashMap<&str, WeightRole> = HashMap::new();
     for node in nodes {
         for (index, input) in node.inputs.iter().enumerate() {
             if input.is_empty() || roles.contains_key(input.as_str()) {
                 continue;
             }
-            let other = node.inputs.get(1 - index.min(1)).map(String::as_str).unwrap_or("");
+            let other = node
+                .inputs
+                .get(1 - index.min(1))
+                .map(String::as_str)
+                .unwrap_or("");
             let role = match (node.op_type.as_str(), index) {
-                ("LayerNormalization" | "BatchNormalization" | "InstanceNormalization" | "GroupNormalization", 1) => {
-                    WeightRole::NormScale
-                }
-                ("LayerNormalization" | "BatchNormalization" | "InstanceNormalization" | "GroupNormalization", 2) => {
-                    WeightRole::NormBias
-                }
+                (
+                    "LayerNormalization"
+                    | "BatchNormalization"
+                    | "InstanceNormalization"
+                    | "GroupNormalization",
+                    1,
+                ) => WeightRole::NormScale,
+                (
+                    "LayerNormalization"
+                    | "BatchNormalization"
+                    | "InstanceNormalization"
+                    | "GroupNormalization",
+                    2,
+                ) => WeightRole::NormBias,
                 ("Conv" | "ConvTranspose" | "Gemm", 2) => WeightRole::Bias,
-                ("Add", 0 | 1) if produced_by(other, &["MatMul", "Gemm", "Conv"]) => WeightRole::Bias,
+                ("Add", 0 | 1) if produced_by(other, &["MatMul", "Gemm", "Conv"]) => {
+                    WeightRole::Bias
+                }
                 ("Mul", 0 | 1) if produced_by(other, &["Div"]) => WeightRole::NormScale,
                 ("Add", 0 | 1)
                     if producer.get(other).is_some_and(|n| {
-                        n.op_type == "Mul" && n.inputs.iter().any(|i| roles.get(i.as_str()) == Some(&WeightRole::NormScale))
+                        n.op_type == "Mul"
+                            && n.inputs
+                                .iter()
+                                .any(|i| roles.get(i.as_str()) == Some(&WeightRole::NormScale))
                     }) =>
                 {
                     WeightRole::NormBias
@@ -111,7 +132,13 @@ pub(crate) fn infer_roles(nodes: &[Node]) -> HashMap<&str, WeightRole> {
 
 /// Synthesises `count` elements of `kind` for initializer `name` under `policy`
 /// (which must not be `Require`).
-pub(crate) fn synthesize(name: &str, kind: ElementKind, count: usize, role: WeightRole, policy: WeightsPolicy) -> Bytes {
+pub(crate) fn synthesize(
+    name: &str,
+    kind: ElementKind,
+    count: usize,
+    role: WeightRole,
+    policy: WeightsPolicy,
+) -> Bytes {
     let mut data = vec![0u8; count * kind.byte_size()];
     let WeightsPolicy::Random { seed } = policy else {
         return data.into();
@@ -142,5 +169,7 @@ pub(crate) fn synthesize(name: &str, kind: ElementKind, count: usize, role: Weig
 
 /// 64-bit FNV-1a: a stable hash (std's hashers may change between releases).
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
