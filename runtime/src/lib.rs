@@ -1,1 +1,2 @@
 //! ipuc runtime: Device trait, IPU simulator, host reference executor.
+pub mod reference;
