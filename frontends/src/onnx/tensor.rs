@@ -197,7 +197,9 @@ fn typed_field_bytes(
             ))
         }
     };
-    let mut out = Vec::with_capacity(count * kind.byte_size());
+    // Capacity grows with the data actually present, never with the claimed dims:
+    // a corrupt file can claim terabytes.
+    let mut out = Vec::new();
     match kind {
         ElementKind::F32 => {
             check("float_data", proto.float_data.len())?;
@@ -324,6 +326,18 @@ mod tests {
             Tensor::from_proto(&proto),
             Err(OnnxError::InvalidDims { .. })
         ));
+    }
+
+    #[test]
+    fn huge_claimed_dims_without_data_do_not_allocate() {
+        let proto = TensorProto {
+            name: Some("big".into()),
+            dims: vec![1 << 40],
+            data_type: Some(1),
+            ..Default::default()
+        };
+        let err = Tensor::from_proto(&proto).unwrap_err().to_string();
+        assert!(err.contains("float_data has 0 element(s)"), "{err}");
     }
 
     #[test]

@@ -114,7 +114,9 @@ impl Float8Format {
         let sign = if negative { 0x80 } else { 0 };
         match self.specials() {
             Specials::FiniteNanAllOnes => 0x7F | sign,
-            Specials::Ieee => 0x7F | sign,
+            // The quiet-NaN pattern (mantissa MSB set), as an f32 quiet NaN truncates
+            // to; this is what ONNX's reference (ml_dtypes) and onnxruntime produce.
+            Specials::Ieee => 0x7E | sign,
             Specials::NegativeZeroIsNan => 0x80,
         }
     }

@@ -31,7 +31,12 @@ impl AutoPad {
             "VALID" => AutoPad::Valid,
             "SAME_UPPER" => AutoPad::SameUpper,
             "SAME_LOWER" => AutoPad::SameLower,
-            other => return Err(attribute_error("conv", format!("unknown auto_pad `{other}`"))),
+            other => {
+                return Err(attribute_error(
+                    "conv",
+                    format!("unknown auto_pad `{other}`"),
+                ))
+            }
         })
     }
 }
@@ -51,14 +56,26 @@ pub struct Conv2dParams {
 
 impl Default for Conv2dParams {
     fn default() -> Self {
-        Conv2dParams { strides: [1, 1], pads: [0; 4], dilations: [1, 1], groups: 1 }
+        Conv2dParams {
+            strides: [1, 1],
+            pads: [0; 4],
+            dilations: [1, 1],
+            groups: 1,
+        }
     }
 }
 
 /// Pads that `auto_pad` implies for an input of spatial size `input` and a kernel of
 /// size `kernel` (ONNX formula: total = max(0, (ceil(in/s) - 1)·s + (k-1)·d + 1 - in)).
 /// `NotSet` returns `explicit`.
-pub fn resolve_pads(mode: AutoPad, input: [usize; 2], kernel: [usize; 2], strides: [usize; 2], dilations: [usize; 2], explicit: [usize; 4]) -> [usize; 4] {
+pub fn resolve_pads(
+    mode: AutoPad,
+    input: [usize; 2],
+    kernel: [usize; 2],
+    strides: [usize; 2],
+    dilations: [usize; 2],
+    explicit: [usize; 4],
+) -> [usize; 4] {
     match mode {
         AutoPad::NotSet => explicit,
         AutoPad::Valid => [0; 4],
@@ -66,9 +83,15 @@ pub fn resolve_pads(mode: AutoPad, input: [usize; 2], kernel: [usize; 2], stride
             let mut pads = [0; 4];
             for i in 0..2 {
                 let out = input[i].div_ceil(strides[i]);
-                let needed = ((out.saturating_sub(1)) * strides[i] + (kernel[i] - 1) * dilations[i] + 1).saturating_sub(input[i]);
+                let needed =
+                    ((out.saturating_sub(1)) * strides[i] + (kernel[i] - 1) * dilations[i] + 1)
+                        .saturating_sub(input[i]);
                 let small = needed / 2;
-                let (begin, end) = if mode == AutoPad::SameUpper { (small, needed - small) } else { (needed - small, small) };
+                let (begin, end) = if mode == AutoPad::SameUpper {
+                    (small, needed - small)
+                } else {
+                    (needed - small, small)
+                };
                 pads[i] = begin;
                 pads[i + 2] = end;
             }
@@ -79,21 +102,44 @@ pub fn resolve_pads(mode: AutoPad, input: [usize; 2], kernel: [usize; 2], stride
 
 /// ONNX `Conv` on `x [N, C, H, W]` with `w [M, C/groups, kH, kW]` and optional
 /// bias `b [M]`.
-pub fn conv2d(x: &HostTensor, w: &HostTensor, b: Option<&HostTensor>, params: &Conv2dParams) -> KernelResult<HostTensor> {
+pub fn conv2d(
+    x: &HostTensor,
+    w: &HostTensor,
+    b: Option<&HostTensor>,
+    params: &Conv2dParams,
+) -> KernelResult<HostTensor> {
     if x.rank() != 4 || w.rank() != 4 {
-        return Err(shape_error("conv", format!("only 2-D convolution (rank-4 X and W) is supported, got {:?} and {:?}", x.shape, w.shape)));
+        return Err(shape_error(
+            "conv",
+            format!(
+                "only 2-D convolution (rank-4 X and W) is supported, got {:?} and {:?}",
+                x.shape, w.shape
+            ),
+        ));
     }
     if x.kind != w.kind || !x.kind.is_float() {
-        return Err(KernelError::ElementType { op: "conv", kind: format!("{} with {}", x.kind, w.kind) });
+        return Err(KernelError::ElementType {
+            op: "conv",
+            kind: format!("{} with {}", x.kind, w.kind),
+        });
     }
     let [n, c, h, wd] = [x.shape[0], x.shape[1], x.shape[2], x.shape[3]];
     let [m, cg, kh, kw] = [w.shape[0], w.shape[1], w.shape[2], w.shape[3]];
     let g = params.groups;
     if g == 0 || c != cg * g || m % g != 0 {
-        return Err(shape_error("conv", format!("X {:?}, W {:?} and group={g} do not agree", x.shape, w.shape)));
+        return Err(shape_error(
+            "conv",
+            format!(
+                "X {:?}, W {:?} and group={g} do not agree",
+                x.shape, w.shape
+            ),
+        ));
     }
     if params.strides.contains(&0) || params.dilations.contains(&0) {
-        return Err(attribute_error("conv", "strides and dilations must be positive"));
+        return Err(attribute_error(
+            "conv",
+            "strides and dilations must be positive",
+        ));
     }
     let [pt, pl, pb, pr] = params.pads;
     let [sh, sw] = params.strides;
@@ -101,7 +147,13 @@ pub fn conv2d(x: &HostTensor, w: &HostTensor, b: Option<&HostTensor>, params: &C
     let span = |k: usize, d: usize| (k - 1) * d + 1;
     let (ph, pw) = (h + pt + pb, wd + pl + pr);
     if kh == 0 || kw == 0 || ph < span(kh, dh) || pw < span(kw, dw) {
-        return Err(shape_error("conv", format!("kernel {:?} is larger than the padded input {ph}x{pw}", &w.shape[2..])));
+        return Err(shape_error(
+            "conv",
+            format!(
+                "kernel {:?} is larger than the padded input {ph}x{pw}",
+                &w.shape[2..]
+            ),
+        ));
     }
     let (oh, ow) = ((ph - span(kh, dh)) / sh + 1, (pw - span(kw, dw)) / sw + 1);
     let mg = m / g;
@@ -134,7 +186,12 @@ pub fn conv2d(x: &HostTensor, w: &HostTensor, b: Option<&HostTensor>, params: &C
         col
     };
     let bias: Option<Vec<f64>> = match b {
-        Some(b) if b.shape != [m] => return Err(shape_error("conv", format!("bias must have shape [{m}], got {:?}", b.shape))),
+        Some(b) if b.shape != [m] => {
+            return Err(shape_error(
+                "conv",
+                format!("bias must have shape [{m}], got {:?}", b.shape),
+            ))
+        }
         Some(b) => Some(b.to_f64_vec()),
         None => None,
     };
@@ -144,25 +201,34 @@ pub fn conv2d(x: &HostTensor, w: &HostTensor, b: Option<&HostTensor>, params: &C
     // One output block [mg, oh*ow] per (image, group), computed in parallel.
     let mut out = vec![0f64; n * m * spatial];
     let f32_weights = matches!(ws, Values::F32(_));
-    out.par_chunks_mut((mg * spatial).max(1)).enumerate().for_each(|(t, block)| {
-        let (img, grp) = (t / g, t % g);
-        let col = im2col(&xs, img, grp);
-        match &ws {
-            Values::F32(wv) => {
-                let col32: Vec<f32> = col.iter().map(|&v| v as f32).collect();
-                let mut res = vec![0f32; mg * spatial];
-                product_f32(p, &wv[grp * mg * kdim..][..mg * kdim], &col32, &mut res);
-                block.iter_mut().zip(res).for_each(|(o, r)| *o = f64::from(r));
+    out.par_chunks_mut((mg * spatial).max(1))
+        .enumerate()
+        .for_each(|(t, block)| {
+            let (img, grp) = (t / g, t % g);
+            let col = im2col(&xs, img, grp);
+            match &ws {
+                Values::F32(wv) => {
+                    let col32: Vec<f32> = col.iter().map(|&v| v as f32).collect();
+                    let mut res = vec![0f32; mg * spatial];
+                    product_f32(p, &wv[grp * mg * kdim..][..mg * kdim], &col32, &mut res);
+                    block
+                        .iter_mut()
+                        .zip(res)
+                        .for_each(|(o, r)| *o = f64::from(r));
+                }
+                Values::F64(wv) => product_f64(p, &wv[grp * mg * kdim..][..mg * kdim], &col, block),
+                Values::Int(_) => unreachable!("float kinds only"),
             }
-            Values::F64(wv) => product_f64(p, &wv[grp * mg * kdim..][..mg * kdim], &col, block),
-            Values::Int(_) => unreachable!("float kinds only"),
-        }
-        if let Some(bias) = &bias {
-            for (oc, row) in block.chunks_mut(spatial.max(1)).enumerate() {
-                row.iter_mut().for_each(|v| *v += bias[grp * mg + oc]);
+            if let Some(bias) = &bias {
+                for (oc, row) in block.chunks_mut(spatial.max(1)).enumerate() {
+                    row.iter_mut().for_each(|v| *v += bias[grp * mg + oc]);
+                }
             }
-        }
-    });
-    let values = if f32_weights { Values::F32(out.into_iter().map(|v| v as f32).collect()) } else { Values::F64(out) };
+        });
+    let values = if f32_weights {
+        Values::F32(out.into_iter().map(|v| v as f32).collect())
+    } else {
+        Values::F64(out)
+    };
     Ok(HostTensor::from_values(x.kind, vec![n, m, oh, ow], values))
 }

@@ -67,26 +67,46 @@ impl BinaryOp {
 pub fn binary(op: BinaryOp, a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
     let name = op.name();
     if op != BinaryOp::Pow && a.kind != b.kind {
-        return Err(KernelError::ElementType { op: name, kind: format!("{} with {}", a.kind, b.kind) });
+        return Err(KernelError::ElementType {
+            op: name,
+            kind: format!("{} with {}", a.kind, b.kind),
+        });
     }
     let shape = broadcast_shapes(name, &[&a.shape, &b.shape])?;
     let ia = broadcast_indices(&a.shape, &shape);
     let ib = broadcast_indices(&b.shape, &shape);
-    let out_kind = if op.is_comparison() { ElementKind::Bool } else { a.kind };
+    let out_kind = if op.is_comparison() {
+        ElementKind::Bool
+    } else {
+        a.kind
+    };
     let values = match (a.values(), b.values()) {
         (Values::F32(x), Values::F32(y)) => float_binary(op, &x, &y, &ia, &ib, Values::F32)?,
         (Values::F64(x), Values::F64(y)) => float_binary(op, &x, &y, &ia, &ib, Values::F64)?,
         (Values::Int(x), Values::Int(y)) => Values::Int(
-            ia.iter().zip(&ib).map(|(&i, &j)| int_binary(op, x[i], y[j])).collect::<KernelResult<_>>()?,
+            ia.iter()
+                .zip(&ib)
+                .map(|(&i, &j)| int_binary(op, x[i], y[j]))
+                .collect::<KernelResult<_>>()?,
         ),
         // Mixed kinds: only Pow gets here.
         (Values::Int(x), exponent) => {
             let y = as_f64(exponent);
-            Values::Int(ia.iter().zip(&ib).map(|(&i, &j)| (x[i] as f64).powf(y[j]) as i128).collect())
+            Values::Int(
+                ia.iter()
+                    .zip(&ib)
+                    .map(|(&i, &j)| (x[i] as f64).powf(y[j]) as i128)
+                    .collect(),
+            )
         }
         (Values::F32(x), exponent) => {
             let y = as_f64(exponent);
-            Values::F32(ia.iter().zip(&ib).map(|(&i, &j)| x[i].powf(y[j] as f32)).collect())
+            Values::F32(
+                ia.iter()
+                    .zip(&ib)
+                    .map(|(&i, &j)| x[i].powf(y[j] as f32))
+                    .collect(),
+            )
         }
         (Values::F64(x), exponent) => {
             let y = as_f64(exponent);
@@ -160,18 +180,28 @@ where
         }
     };
     let out: Vec<T> = if ia.len() >= PARALLEL_THRESHOLD {
-        ia.par_iter().zip(ib.par_iter()).map(|(&i, &j)| f(x[i], y[j])).collect()
+        ia.par_iter()
+            .zip(ib.par_iter())
+            .map(|(&i, &j)| f(x[i], y[j]))
+            .collect()
     } else {
         ia.iter().zip(ib).map(|(&i, &j)| f(x[i], y[j])).collect()
     };
     if op.is_comparison() {
-        return Ok(Values::Int(out.into_iter().map(|v| i128::from(v != T::zero())).collect()));
+        return Ok(Values::Int(
+            out.into_iter()
+                .map(|v| i128::from(v != T::zero()))
+                .collect(),
+        ));
     }
     Ok(wrap(out))
 }
 
 fn int_binary(op: BinaryOp, a: i128, b: i128) -> KernelResult<i128> {
-    let by_zero = || KernelError::Arithmetic { op: op.name(), detail: "integer division by zero".to_string() };
+    let by_zero = || KernelError::Arithmetic {
+        op: op.name(),
+        detail: "integer division by zero".to_string(),
+    };
     Ok(match op {
         BinaryOp::Add => a.wrapping_add(b),
         BinaryOp::Sub => a.wrapping_sub(b),
@@ -316,10 +346,12 @@ pub fn min(operands: &[&HostTensor]) -> KernelResult<HostTensor> {
 }
 
 fn fold(op: BinaryOp, operands: &[&HostTensor]) -> KernelResult<HostTensor> {
-    let (first, rest) = operands
-        .split_first()
-        .ok_or_else(|| KernelError::Shape { op: op.name(), detail: "needs at least one operand".into() })?;
-    rest.iter().try_fold((*first).clone(), |acc, x| binary(op, &acc, x))
+    let (first, rest) = operands.split_first().ok_or_else(|| KernelError::Shape {
+        op: op.name(),
+        detail: "needs at least one operand".into(),
+    })?;
+    rest.iter()
+        .try_fold((*first).clone(), |acc, x| binary(op, &acc, x))
 }
 
 /// A unary element-wise operation.
@@ -393,14 +425,23 @@ pub fn unary(op: UnaryOp, x: &HostTensor) -> KernelResult<HostTensor> {
                     _ => f(f64::from(*a)) as f32,
                 }
             };
-            Values::F32(if v.len() >= PARALLEL_THRESHOLD { v.par_iter().map(g).collect() } else { v.iter().map(g).collect() })
+            Values::F32(if v.len() >= PARALLEL_THRESHOLD {
+                v.par_iter().map(g).collect()
+            } else {
+                v.iter().map(g).collect()
+            })
         }
         Values::F64(v) => Values::F64(v.into_iter().map(f).collect()),
         Values::Int(v) => Values::Int(match op {
             UnaryOp::Neg => v.into_iter().map(|a| a.wrapping_neg()).collect(),
             UnaryOp::Abs => v.into_iter().map(|a| a.abs()).collect(),
             UnaryOp::Relu => v.into_iter().map(|a| a.max(0)).collect(),
-            _ => return Err(KernelError::ElementType { op: "unary", kind: x.kind.to_string() }),
+            _ => {
+                return Err(KernelError::ElementType {
+                    op: "unary",
+                    kind: x.kind.to_string(),
+                })
+            }
         }),
     };
     Ok(HostTensor::from_values(x.kind, x.shape.clone(), values))
@@ -409,7 +450,10 @@ pub fn unary(op: UnaryOp, x: &HostTensor) -> KernelResult<HostTensor> {
 /// ONNX `Where`: `condition ? x : y` with three-way broadcasting.
 pub fn where_(condition: &HostTensor, x: &HostTensor, y: &HostTensor) -> KernelResult<HostTensor> {
     if x.kind != y.kind {
-        return Err(KernelError::ElementType { op: "where", kind: format!("{} with {}", x.kind, y.kind) });
+        return Err(KernelError::ElementType {
+            op: "where",
+            kind: format!("{} with {}", x.kind, y.kind),
+        });
     }
     let shape = broadcast_shapes("where", &[&condition.shape, &x.shape, &y.shape])?;
     let (ic, ix, iy) = (
@@ -420,7 +464,11 @@ pub fn where_(condition: &HostTensor, x: &HostTensor, y: &HostTensor) -> KernelR
     let size = x.kind.byte_size();
     let mut data = Vec::with_capacity(ic.len() * size);
     for ((&c, &i), &j) in ic.iter().zip(&ix).zip(&iy) {
-        let pick = if storage::load_f64(condition.kind, &condition.data, c) != 0.0 { (&x.data, i) } else { (&y.data, j) };
+        let pick = if storage::load_f64(condition.kind, &condition.data, c) != 0.0 {
+            (&x.data, i)
+        } else {
+            (&y.data, j)
+        };
         data.extend_from_slice(&pick.0[pick.1 * size..pick.1 * size + size]);
     }
     Ok(HostTensor::new(x.kind, shape, data.into()))
@@ -435,9 +483,9 @@ pub fn cast(x: &HostTensor, to: ElementKind, saturate: bool) -> HostTensor {
     let mut data = vec![0u8; n * size];
     let (kind, src) = (x.kind, &x.data[..]);
     if kind.is_float() {
-        data.par_chunks_mut(size)
-            .enumerate()
-            .for_each(|(i, c)| storage::store_f64(to, c, 0, storage::load_f64(kind, src, i), saturate));
+        data.par_chunks_mut(size).enumerate().for_each(|(i, c)| {
+            storage::store_f64(to, c, 0, storage::load_f64(kind, src, i), saturate)
+        });
     } else {
         data.par_chunks_mut(size)
             .enumerate()

@@ -41,9 +41,15 @@ pub enum KernelError {
 pub type KernelResult<T> = Result<T, KernelError>;
 
 pub(crate) fn shape_error(op: &'static str, detail: impl Into<String>) -> KernelError {
-    KernelError::Shape { op, detail: detail.into() }
+    KernelError::Shape {
+        op,
+        detail: detail.into(),
+    }
 }
 
 pub(crate) fn attribute_error(op: &'static str, detail: impl Into<String>) -> KernelError {
-    KernelError::Attribute { op, detail: detail.into() }
+    KernelError::Attribute {
+        op,
+        detail: detail.into(),
+    }
 }

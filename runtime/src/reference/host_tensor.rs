@@ -79,7 +79,11 @@ impl HostTensor {
 
     /// An i64 tensor.
     pub fn from_i64(shape: Vec<usize>, values: &[i64]) -> HostTensor {
-        HostTensor::from_values(ElementKind::I64, shape, Values::Int(values.iter().map(|&v| i128::from(v)).collect()))
+        HostTensor::from_values(
+            ElementKind::I64,
+            shape,
+            Values::Int(values.iter().map(|&v| i128::from(v)).collect()),
+        )
     }
 
     /// The compute domain for elements of `kind`, with empty storage.
@@ -96,21 +100,36 @@ impl HostTensor {
         let n = self.element_count();
         let (kind, data) = (self.kind, &self.data[..]);
         match kind {
-            ElementKind::F32 => Values::F32(data.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes"))).collect()),
-            ElementKind::F64 => Values::F64((0..n).map(|i| storage::load_f64(kind, data, i)).collect()),
-            k if k.is_float() => Values::F32((0..n).into_par_iter().map(|i| storage::load_f32(kind, data, i)).collect()),
+            ElementKind::F32 => Values::F32(
+                data.chunks_exact(4)
+                    .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
+                    .collect(),
+            ),
+            ElementKind::F64 => {
+                Values::F64((0..n).map(|i| storage::load_f64(kind, data, i)).collect())
+            }
+            k if k.is_float() => Values::F32(
+                (0..n)
+                    .into_par_iter()
+                    .map(|i| storage::load_f32(kind, data, i))
+                    .collect(),
+            ),
             _ => Values::Int((0..n).map(|i| storage::load_i128(kind, data, i)).collect()),
         }
     }
 
     /// Every element as f64 (for comparisons and tests).
     pub fn to_f64_vec(&self) -> Vec<f64> {
-        (0..self.element_count()).map(|i| storage::load_f64(self.kind, &self.data, i)).collect()
+        (0..self.element_count())
+            .map(|i| storage::load_f64(self.kind, &self.data, i))
+            .collect()
     }
 
     /// Every element as i64 (floats truncated); for shape-like operands.
     pub fn to_i64_vec(&self) -> Vec<i64> {
-        (0..self.element_count()).map(|i| storage::load_i128(self.kind, &self.data, i) as i64).collect()
+        (0..self.element_count())
+            .map(|i| storage::load_i128(self.kind, &self.data, i) as i64)
+            .collect()
     }
 
     /// Stores computed values as elements of `kind` (rounding once to the storage
@@ -120,27 +139,60 @@ impl HostTensor {
     }
 
     /// As [`HostTensor::from_values`], choosing the 8-bit float overflow rule.
-    pub fn from_values_saturating(kind: ElementKind, shape: Vec<usize>, values: Values, saturate: bool) -> HostTensor {
+    pub fn from_values_saturating(
+        kind: ElementKind,
+        shape: Vec<usize>,
+        values: Values,
+        saturate: bool,
+    ) -> HostTensor {
         let n: usize = shape.iter().product();
-        assert_eq!(values.len(), n, "value count does not match shape {shape:?}");
+        assert_eq!(
+            values.len(),
+            n,
+            "value count does not match shape {shape:?}"
+        );
         let size = kind.byte_size();
         let mut data = vec![0u8; n * size];
         match (&values, kind) {
             (Values::F32(v), ElementKind::F32) => {
-                data.chunks_exact_mut(4).zip(v).for_each(|(c, x)| c.copy_from_slice(&x.to_le_bytes()));
+                data.chunks_exact_mut(4)
+                    .zip(v)
+                    .for_each(|(c, x)| c.copy_from_slice(&x.to_le_bytes()));
             }
-            (Values::F32(v), _) => data.par_chunks_mut(size).zip(v.par_iter()).for_each(|(c, &x)| {
-                storage::store_f64(kind, c, 0, f64::from(x), saturate);
-            }),
-            (Values::F64(v), _) => data.chunks_mut(size).zip(v).for_each(|(c, &x)| storage::store_f64(kind, c, 0, x, saturate)),
-            (Values::Int(v), _) => data.chunks_mut(size).zip(v).for_each(|(c, &x)| storage::store_i128(kind, c, 0, x)),
+            (Values::F32(v), _) => {
+                data.par_chunks_mut(size)
+                    .zip(v.par_iter())
+                    .for_each(|(c, &x)| {
+                        storage::store_f64(kind, c, 0, f64::from(x), saturate);
+                    })
+            }
+            (Values::F64(v), _) => data
+                .chunks_mut(size)
+                .zip(v)
+                .for_each(|(c, &x)| storage::store_f64(kind, c, 0, x, saturate)),
+            (Values::Int(v), _) => data
+                .chunks_mut(size)
+                .zip(v)
+                .for_each(|(c, &x)| storage::store_i128(kind, c, 0, x)),
         }
-        HostTensor { kind, shape, data: data.into() }
+        HostTensor {
+            kind,
+            shape,
+            data: data.into(),
+        }
     }
 
     /// The same data with another shape of equal element count (no copy).
     pub fn with_shape(&self, shape: Vec<usize>) -> HostTensor {
-        assert_eq!(shape.iter().product::<usize>(), self.element_count(), "reshape changes element count");
-        HostTensor { kind: self.kind, shape, data: self.data.clone() }
+        assert_eq!(
+            shape.iter().product::<usize>(),
+            self.element_count(),
+            "reshape changes element count"
+        );
+        HostTensor {
+            kind: self.kind,
+            shape,
+            data: self.data.clone(),
+        }
     }
 }

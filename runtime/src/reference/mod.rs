@@ -22,13 +22,14 @@ pub mod shape;
 
 pub use conv::{conv2d, resolve_pads, AutoPad, Conv2dParams};
 pub use elementwise::{
-    add, binary, cast, div, equal, greater, less, max, min, modulo, mul, pow, sub, unary, where_, BinaryOp, UnaryOp,
+    add, binary, cast, div, equal, greater, less, max, min, modulo, mul, pow, sub, unary, where_,
+    BinaryOp, UnaryOp,
 };
 pub use error::{KernelError, KernelResult};
 pub use host_tensor::{HostTensor, Values};
 pub use layout::{
-    concat, constant_of_shape, expand, flatten, gather, pad, range, reshape, shape_of, slice, split, squeeze, tile,
-    transpose, unsqueeze, PadMode,
+    concat, constant_of_shape, expand, flatten, gather, pad, range, reshape, shape_of, slice,
+    split, squeeze, tile, transpose, unsqueeze, PadMode,
 };
 pub use matmul::{gemm, matmul, GemmParams};
 pub use normalization::{layer_normalization, softmax, LayerNormOutputs};

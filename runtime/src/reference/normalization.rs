@@ -12,7 +12,10 @@ use super::shape::{normalize_axis, strides};
 /// ONNX `Softmax` (opset 13+): along one `axis`, max-subtracted for stability.
 pub fn softmax(x: &HostTensor, axis: i64) -> KernelResult<HostTensor> {
     if !x.kind.is_float() {
-        return Err(KernelError::ElementType { op: "softmax", kind: x.kind.to_string() });
+        return Err(KernelError::ElementType {
+            op: "softmax",
+            kind: x.kind.to_string(),
+        });
     }
     let axis = normalize_axis("softmax", axis, x.rank())?;
     let dim = x.shape[axis];
@@ -21,18 +24,24 @@ pub fn softmax(x: &HostTensor, axis: i64) -> KernelResult<HostTensor> {
     let mut out = vec![0f64; v.len()];
     if dim > 0 && inner > 0 {
         // Each chunk is one outer index: `dim × inner` elements, reduced along `dim`.
-        out.par_chunks_mut(dim * inner).zip(v.par_chunks(dim * inner)).for_each(|(o, xs)| {
-            for i in 0..inner {
-                let at = |k: usize| xs[k * inner + i];
-                let max = (0..dim).map(at).fold(f64::NEG_INFINITY, f64::max);
-                let sum: f64 = (0..dim).map(|k| (at(k) - max).exp()).sum();
-                for k in 0..dim {
-                    o[k * inner + i] = (at(k) - max).exp() / sum;
+        out.par_chunks_mut(dim * inner)
+            .zip(v.par_chunks(dim * inner))
+            .for_each(|(o, xs)| {
+                for i in 0..inner {
+                    let at = |k: usize| xs[k * inner + i];
+                    let max = (0..dim).map(at).fold(f64::NEG_INFINITY, f64::max);
+                    let sum: f64 = (0..dim).map(|k| (at(k) - max).exp()).sum();
+                    for k in 0..dim {
+                        o[k * inner + i] = (at(k) - max).exp() / sum;
+                    }
                 }
-            }
-        });
+            });
     }
-    Ok(HostTensor::from_values(x.kind, x.shape.clone(), to_domain(x, out)))
+    Ok(HostTensor::from_values(
+        x.kind,
+        x.shape.clone(),
+        to_domain(x, out),
+    ))
 }
 
 fn to_domain(x: &HostTensor, v: Vec<f64>) -> Values {
@@ -57,9 +66,18 @@ pub struct LayerNormOutputs {
 /// ONNX `LayerNormalization`: normalises over axes `axis..rank`, then
 /// `y = normalised · scale + bias` with `scale`/`bias` broadcast to the normalised
 /// block.
-pub fn layer_normalization(x: &HostTensor, scale: &HostTensor, bias: Option<&HostTensor>, axis: i64, epsilon: f32) -> KernelResult<LayerNormOutputs> {
+pub fn layer_normalization(
+    x: &HostTensor,
+    scale: &HostTensor,
+    bias: Option<&HostTensor>,
+    axis: i64,
+    epsilon: f32,
+) -> KernelResult<LayerNormOutputs> {
     if !x.kind.is_float() {
-        return Err(KernelError::ElementType { op: "layer_normalization", kind: x.kind.to_string() });
+        return Err(KernelError::ElementType {
+            op: "layer_normalization",
+            kind: x.kind.to_string(),
+        });
     }
     let axis = normalize_axis("layer_normalization", axis, x.rank())?;
     let row: usize = x.shape[axis..].iter().product();
@@ -67,11 +85,26 @@ pub fn layer_normalization(x: &HostTensor, scale: &HostTensor, bias: Option<&Hos
     // Unidirectional broadcast of scale/bias to the normalised block.
     let block = &x.shape[axis..];
     let spread = |t: &HostTensor, what: &str| -> KernelResult<Vec<f64>> {
-        if t.rank() > block.len() || t.shape.iter().rev().zip(block.iter().rev()).any(|(&a, &b)| a != 1 && a != b) {
-            return Err(shape_error("layer_normalization", format!("{what} of shape {:?} does not broadcast to {block:?}", t.shape)));
+        if t.rank() > block.len()
+            || t.shape
+                .iter()
+                .rev()
+                .zip(block.iter().rev())
+                .any(|(&a, &b)| a != 1 && a != b)
+        {
+            return Err(shape_error(
+                "layer_normalization",
+                format!(
+                    "{what} of shape {:?} does not broadcast to {block:?}",
+                    t.shape
+                ),
+            ));
         }
         let v = t.to_f64_vec();
-        Ok(super::shape::broadcast_indices(&t.shape, block).into_iter().map(|i| v[i]).collect())
+        Ok(super::shape::broadcast_indices(&t.shape, block)
+            .into_iter()
+            .map(|i| v[i])
+            .collect())
     };
     let gamma = spread(scale, "scale")?;
     let beta = bias.map(|b| spread(b, "bias")).transpose()?;
@@ -80,18 +113,29 @@ pub fn layer_normalization(x: &HostTensor, scale: &HostTensor, bias: Option<&Hos
     let mut y = vec![0f64; v.len()];
     let mut stats = vec![(0f64, 0f64); rows];
     if row > 0 {
-        y.par_chunks_mut(row).zip(v.par_chunks(row)).zip(stats.par_iter_mut()).for_each(|((o, xs), s)| {
-            let mean = xs.iter().sum::<f64>() / row as f64;
-            let var = xs.iter().map(|a| (a - mean) * (a - mean)).sum::<f64>() / row as f64;
-            let inv = 1.0 / (var + eps).sqrt();
-            for j in 0..row {
-                o[j] = (xs[j] - mean) * inv * gamma[j] + beta.as_ref().map_or(0.0, |b| b[j]);
-            }
-            *s = (mean, inv);
-        });
+        y.par_chunks_mut(row)
+            .zip(v.par_chunks(row))
+            .zip(stats.par_iter_mut())
+            .for_each(|((o, xs), s)| {
+                let mean = xs.iter().sum::<f64>() / row as f64;
+                let var = xs.iter().map(|a| (a - mean) * (a - mean)).sum::<f64>() / row as f64;
+                let inv = 1.0 / (var + eps).sqrt();
+                for j in 0..row {
+                    o[j] = (xs[j] - mean) * inv * gamma[j] + beta.as_ref().map_or(0.0, |b| b[j]);
+                }
+                *s = (mean, inv);
+            });
     }
-    let stat_shape: Vec<usize> = (0..x.rank()).map(|d| if d < axis { x.shape[d] } else { 1 }).collect();
-    let stat = |f: fn(&(f64, f64)) -> f64| HostTensor::from_values(x.kind, stat_shape.clone(), to_domain(x, stats.iter().map(f).collect()));
+    let stat_shape: Vec<usize> = (0..x.rank())
+        .map(|d| if d < axis { x.shape[d] } else { 1 })
+        .collect();
+    let stat = |f: fn(&(f64, f64)) -> f64| {
+        HostTensor::from_values(
+            x.kind,
+            stat_shape.clone(),
+            to_domain(x, stats.iter().map(f).collect()),
+        )
+    };
     Ok(LayerNormOutputs {
         y: HostTensor::from_values(x.kind, x.shape.clone(), to_domain(x, y)),
         mean: stat(|s| s.0),

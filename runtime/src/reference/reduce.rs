@@ -21,27 +21,67 @@ pub enum Reduction {
 
 /// Reduces `x` over `axes` (`None` or empty: all axes, unless
 /// `noop_with_empty_axes`, which returns `x` unchanged).
-pub fn reduce(x: &HostTensor, reduction: Reduction, axes: Option<&[i64]>, keepdims: bool, noop_with_empty_axes: bool) -> KernelResult<HostTensor> {
+pub fn reduce(
+    x: &HostTensor,
+    reduction: Reduction,
+    axes: Option<&[i64]>,
+    keepdims: bool,
+    noop_with_empty_axes: bool,
+) -> KernelResult<HostTensor> {
     let axes = match axes {
         Some(a) if !a.is_empty() => normalize_axes("reduce", a, x.rank())?,
         _ if noop_with_empty_axes => return Ok(x.clone()),
         _ => (0..x.rank()).collect(),
     };
-    let kept_shape: Vec<usize> = (0..x.rank()).map(|d| if axes.contains(&d) { 1 } else { x.shape[d] }).collect();
+    let kept_shape: Vec<usize> = (0..x.rank())
+        .map(|d| if axes.contains(&d) { 1 } else { x.shape[d] })
+        .collect();
     let out_count: usize = kept_shape.iter().product();
     let group: usize = axes.iter().map(|&a| x.shape[a]).product();
     // Output index of every input element.
     let in_strides = strides(&x.shape);
     let out_strides = strides(&kept_shape);
     let target = |i: usize| -> usize {
-        (0..x.rank()).map(|d| if axes.contains(&d) { 0 } else { i / in_strides[d] % x.shape[d] * out_strides[d] }).sum()
+        (0..x.rank())
+            .map(|d| {
+                if axes.contains(&d) {
+                    0
+                } else {
+                    i / in_strides[d] % x.shape[d] * out_strides[d]
+                }
+            })
+            .sum()
     };
     let values = match x.values() {
-        Values::F32(v) => Values::F32(reduce_float(&v.iter().map(|&a| f64::from(a)).collect::<Vec<_>>(), reduction, out_count, group, target).into_iter().map(|a| a as f32).collect()),
+        Values::F32(v) => Values::F32(
+            reduce_float(
+                &v.iter().map(|&a| f64::from(a)).collect::<Vec<_>>(),
+                reduction,
+                out_count,
+                group,
+                target,
+            )
+            .into_iter()
+            .map(|a| a as f32)
+            .collect(),
+        ),
         Values::F64(v) => Values::F64(reduce_float(&v, reduction, out_count, group, target)),
         Values::Int(v) => {
-            let (lowest, _) = x.kind.integer_range().ok_or_else(|| KernelError::ElementType { op: "reduce", kind: x.kind.to_string() })?;
-            let mut acc = vec![if reduction == Reduction::Max { lowest } else { 0 }; out_count];
+            let (lowest, _) = x
+                .kind
+                .integer_range()
+                .ok_or_else(|| KernelError::ElementType {
+                    op: "reduce",
+                    kind: x.kind.to_string(),
+                })?;
+            let mut acc = vec![
+                if reduction == Reduction::Max {
+                    lowest
+                } else {
+                    0
+                };
+                out_count
+            ];
             for (i, &a) in v.iter().enumerate() {
                 let o = &mut acc[target(i)];
                 *o = match reduction {
@@ -51,17 +91,35 @@ pub fn reduce(x: &HostTensor, reduction: Reduction, axes: Option<&[i64]>, keepdi
             }
             if reduction == Reduction::Mean {
                 // Integer mean truncates toward zero, as numpy's mean cast back does.
-                acc.iter_mut().for_each(|a| *a = if group == 0 { 0 } else { *a / group as i128 });
+                acc.iter_mut()
+                    .for_each(|a| *a = if group == 0 { 0 } else { *a / group as i128 });
             }
             Values::Int(acc)
         }
     };
-    let shape = if keepdims { kept_shape } else { (0..x.rank()).filter(|d| !axes.contains(d)).map(|d| x.shape[d]).collect() };
+    let shape = if keepdims {
+        kept_shape
+    } else {
+        (0..x.rank())
+            .filter(|d| !axes.contains(d))
+            .map(|d| x.shape[d])
+            .collect()
+    };
     Ok(HostTensor::from_values(x.kind, shape, values))
 }
 
-fn reduce_float(v: &[f64], reduction: Reduction, out_count: usize, group: usize, target: impl Fn(usize) -> usize) -> Vec<f64> {
-    let init = if reduction == Reduction::Max { f64::NEG_INFINITY } else { 0.0 };
+fn reduce_float(
+    v: &[f64],
+    reduction: Reduction,
+    out_count: usize,
+    group: usize,
+    target: impl Fn(usize) -> usize,
+) -> Vec<f64> {
+    let init = if reduction == Reduction::Max {
+        f64::NEG_INFINITY
+    } else {
+        0.0
+    };
     let mut acc = vec![init; out_count];
     for (i, &a) in v.iter().enumerate() {
         let o = &mut acc[target(i)];
@@ -78,16 +136,31 @@ fn reduce_float(v: &[f64], reduction: Reduction, out_count: usize, group: usize,
 }
 
 /// `ReduceSum`.
-pub fn reduce_sum(x: &HostTensor, axes: Option<&[i64]>, keepdims: bool, noop_with_empty_axes: bool) -> KernelResult<HostTensor> {
+pub fn reduce_sum(
+    x: &HostTensor,
+    axes: Option<&[i64]>,
+    keepdims: bool,
+    noop_with_empty_axes: bool,
+) -> KernelResult<HostTensor> {
     reduce(x, Reduction::Sum, axes, keepdims, noop_with_empty_axes)
 }
 
 /// `ReduceMean`.
-pub fn reduce_mean(x: &HostTensor, axes: Option<&[i64]>, keepdims: bool, noop_with_empty_axes: bool) -> KernelResult<HostTensor> {
+pub fn reduce_mean(
+    x: &HostTensor,
+    axes: Option<&[i64]>,
+    keepdims: bool,
+    noop_with_empty_axes: bool,
+) -> KernelResult<HostTensor> {
     reduce(x, Reduction::Mean, axes, keepdims, noop_with_empty_axes)
 }
 
 /// `ReduceMax`.
-pub fn reduce_max(x: &HostTensor, axes: Option<&[i64]>, keepdims: bool, noop_with_empty_axes: bool) -> KernelResult<HostTensor> {
+pub fn reduce_max(
+    x: &HostTensor,
+    axes: Option<&[i64]>,
+    keepdims: bool,
+    noop_with_empty_axes: bool,
+) -> KernelResult<HostTensor> {
     reduce(x, Reduction::Max, axes, keepdims, noop_with_empty_axes)
 }

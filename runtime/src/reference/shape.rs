@@ -22,7 +22,10 @@ pub fn broadcast_shapes(op: &'static str, shapes: &[&[usize]]) -> KernelResult<V
             if *o == 1 {
                 *o = d;
             } else if d != 1 && d != *o {
-                return Err(shape_error(op, format!("shapes {shapes:?} cannot be broadcast together")));
+                return Err(shape_error(
+                    op,
+                    format!("shapes {shapes:?} cannot be broadcast together"),
+                ));
             }
         }
     }
@@ -40,7 +43,13 @@ pub fn broadcast_indices(shape: &[usize], out_shape: &[usize]) -> Vec<usize> {
     let in_strides = strides(shape);
     // Stride 0 along broadcast (size-1 or missing) dimensions.
     let bstrides: Vec<usize> = (0..out_shape.len())
-        .map(|d| if d < offset || shape[d - offset] == 1 { 0 } else { in_strides[d - offset] })
+        .map(|d| {
+            if d < offset || shape[d - offset] == 1 {
+                0
+            } else {
+                in_strides[d - offset]
+            }
+        })
         .collect();
     let mut indices = Vec::with_capacity(n);
     let mut counter = vec![0usize; out_shape.len()];
@@ -64,7 +73,10 @@ pub fn broadcast_indices(shape: &[usize], out_shape: &[usize]) -> Vec<usize> {
 pub fn normalize_axis(op: &'static str, axis: i64, rank: usize) -> KernelResult<usize> {
     let r = rank as i64;
     if axis < -r || axis >= r {
-        return Err(attribute_error(op, format!("axis {axis} is out of range for rank {rank}")));
+        return Err(attribute_error(
+            op,
+            format!("axis {axis} is out of range for rank {rank}"),
+        ));
     }
     Ok(if axis < 0 { axis + r } else { axis } as usize)
 }
@@ -75,7 +87,10 @@ pub fn normalize_axes(op: &'static str, axes: &[i64], rank: usize) -> KernelResu
     for &a in axes {
         let a = normalize_axis(op, a, rank)?;
         if out.contains(&a) {
-            return Err(attribute_error(op, format!("axis {a} appears twice in {axes:?}")));
+            return Err(attribute_error(
+                op,
+                format!("axis {a} appears twice in {axes:?}"),
+            ));
         }
         out.push(a);
     }
