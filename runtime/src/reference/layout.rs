@@ -83,7 +83,7 @@ pub fn reshape(x: &HostTensor, shape: &[i64], allowzero: bool) -> KernelResult<H
     }
     let known: usize = out.iter().product();
     if let Some(i) = infer {
-        if known == 0 || x.element_count() % known != 0 {
+        if x.element_count().checked_rem(known) != Some(0) {
             return Err(shape_error(
                 "reshape",
                 format!("cannot infer -1 reshaping {:?} to {shape:?}", x.shape),
@@ -578,7 +578,9 @@ pub fn range(
         if d == 0 {
             return Err(attribute_error("range", "delta is zero"));
         }
-        let n = ((l - s) + d - d.signum()).div_euclid(d).max(0) as usize;
+        // ceil((limit - start) / delta), at least 0.
+        let (q, r) = ((l - s) / d, (l - s) % d);
+        let n = (q + i128::from(r != 0 && (r > 0) == (d > 0))).max(0) as usize;
         let mut data = vec![0u8; n * kind.byte_size()];
         for i in 0..n {
             storage::store_i128(kind, &mut data, i, s + i as i128 * d);
