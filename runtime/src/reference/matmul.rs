@@ -36,10 +36,17 @@ impl Product {
     }
 }
 
-/// Rows per parallel task: enough work per task to amortise scheduling.
+/// Rows per parallel task: a few tasks per thread for balance, but never thin
+/// slivers (a GEMM kernel needs tall blocks to reach its speed) and no parallelism
+/// at all for small products.
 fn row_block(p: &Product) -> usize {
-    let per_row = (p.k * p.n).max(1);
-    ((1 << 18) / per_row).clamp(1, p.m.max(1))
+    let work = p.m * p.k * p.n;
+    if work < 1 << 20 {
+        return p.m.max(1);
+    }
+    p.m.div_ceil(2 * rayon::current_num_threads())
+        .max(64)
+        .min(p.m.max(1))
 }
 
 pub(super) fn product_f32(p: Product, a: &[f32], b: &[f32], c: &mut [f32]) {
