@@ -56,6 +56,36 @@ fn tiny_model_matches_its_published_description() {
     assert_eq!(count("Tile"), Some(1));
     assert_eq!(histogram.iter().map(|c| c.count).sum::<usize>(), 340);
 
+    // One error lists every unsupported op type with its count and first node.
+    let err = model
+        .graph
+        .check_supported(|_, op| !matches!(op, "Tile" | "Mod" | "Unsqueeze"))
+        .unwrap_err()
+        .to_string();
+    let first_unsqueeze = &model
+        .graph
+        .nodes
+        .iter()
+        .find(|n| n.op_type == "Unsqueeze")
+        .unwrap()
+        .name;
+    assert!(
+        err.starts_with(
+            "3 unsupported operator type(s) (38 node(s)):\n  Unsqueeze x36 (first: node `"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("`{first_unsqueeze}`"))
+            && err.contains("\n  Mod x1")
+            && err.contains("\n  Tile x1"),
+        "{err}"
+    );
+    model
+        .graph
+        .check_supported(|domain, _| domain.is_empty())
+        .unwrap();
+
     // File order is already topological; the helper keeps it.
     let order = model.graph.topological_order().unwrap();
     assert_eq!(order, (0..340).collect::<Vec<_>>());

@@ -115,6 +115,10 @@ pub enum OnnxError {
         /// How many other nodes could not be ordered.
         others: usize,
     },
+    /// The graph uses operators the consumer does not support: every such op type,
+    /// with its count and first node, in one error.
+    #[error("{}", unsupported_ops_message(.0))]
+    UnsupportedOps(Vec<super::OpCount>),
     /// A graph input/output or value_info is malformed.
     #[error("value `{value}`: {detail}")]
     Value {
@@ -123,6 +127,26 @@ pub enum OnnxError {
         /// What is wrong.
         detail: String,
     },
+}
+
+fn unsupported_ops_message(ops: &[super::OpCount]) -> String {
+    let total: usize = ops.iter().map(|o| o.count).sum();
+    let mut message = format!(
+        "{} unsupported operator type(s) ({total} node(s)):",
+        ops.len()
+    );
+    for op in ops {
+        let domain = if op.domain.is_empty() {
+            String::new()
+        } else {
+            format!("{}.", op.domain)
+        };
+        message.push_str(&format!(
+            "\n  {domain}{} x{} (first: node `{}`)",
+            op.op_type, op.count, op.first_node
+        ));
+    }
+    message
 }
 
 /// Result alias of the ONNX frontend.

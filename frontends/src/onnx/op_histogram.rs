@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use super::error::{OnnxError, Result};
 use super::graph::Graph;
 
 /// How often one op type occurs.
@@ -30,6 +31,21 @@ impl Graph {
                 .then_with(|| (&a.domain, &a.op_type).cmp(&(&b.domain, &b.op_type)))
         });
         list
+    }
+
+    /// Checks every node (subgraphs included) against `is_supported(domain, op_type)`
+    /// and reports all unsupported op types at once, most frequent first.
+    pub fn check_supported(&self, is_supported: impl Fn(&str, &str) -> bool) -> Result<()> {
+        let unsupported: Vec<OpCount> = self
+            .op_histogram()
+            .into_iter()
+            .filter(|o| !is_supported(&o.domain, &o.op_type))
+            .collect();
+        if unsupported.is_empty() {
+            Ok(())
+        } else {
+            Err(OnnxError::UnsupportedOps(unsupported))
+        }
     }
 
     fn count_ops(&self, counts: &mut BTreeMap<(String, String), OpCount>) {
