@@ -23,16 +23,15 @@ pub struct NamedTensor {
 pub fn read_tensor_pb(path: &Path) -> Result<NamedTensor> {
     let bytes = std::fs::read(path).map_err(|e| OnnxError::io(path, e))?;
     let what = path.display().to_string();
-    let proto = TensorProto::decode(Bytes::from(bytes)).map_err(|source| OnnxError::Decode {
-        what: what.clone(),
-        source,
-    })?;
-    let tensor =
-        Tensor::from_proto(&proto).map_err(|e| OnnxError::tensor_data(&what, e.to_string()))?;
-    Ok(NamedTensor {
-        name: proto.name.unwrap_or_default(),
-        tensor,
-    })
+    let mut proto =
+        TensorProto::decode(Bytes::from(bytes)).map_err(|source| OnnxError::Decode {
+            what: what.clone(),
+            source,
+        })?;
+    // Errors about the data name the file, which is what a user can act on.
+    let name = proto.name.replace(what).unwrap_or_default();
+    let tensor = Tensor::from_proto(&proto)?;
+    Ok(NamedTensor { name, tensor })
 }
 
 /// Writes a tensor as a serialized `TensorProto` (`raw_data` encoding).
