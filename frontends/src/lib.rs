@@ -1,1 +1,2 @@
 //! ipuc importers (ONNX).
+pub mod onnx;

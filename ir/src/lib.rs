@@ -29,6 +29,7 @@ pub mod dialect;
 pub mod entity;
 pub mod float_format;
 pub mod location;
+pub mod numeric;
 pub mod parser;
 pub mod pass;
 pub mod printer;

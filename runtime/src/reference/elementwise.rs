@@ -1,0 +1,495 @@
+//! Element-wise kernels with numpy broadcasting: arithmetic, comparisons,
+//! activations, `Where` and `Cast`.
+
+use ipuc_ir::numeric::{storage, ElementKind};
+use rayon::prelude::*;
+
+use super::error::{KernelError, KernelResult};
+use super::host_tensor::{HostTensor, Values, PARALLEL_THRESHOLD};
+use super::shape::{broadcast_indices, broadcast_shapes};
+
+/// A binary element-wise operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryOp {
+    /// `a + b` (integers wrap).
+    Add,
+    /// `a - b` (integers wrap).
+    Sub,
+    /// `a * b` (integers wrap).
+    Mul,
+    /// `a / b`; integers truncate toward zero, division by zero is an error.
+    Div,
+    /// ONNX `Mod`: with `fmod` the remainder has the sign of the dividend (C `fmod`),
+    /// without it the sign of the divisor (Python/numpy `%`).
+    Mod {
+        /// The ONNX `fmod` attribute.
+        fmod: bool,
+    },
+    /// ONNX `Pow`: the result has the base's element type; the exponent may be of
+    /// any numeric type.
+    Pow,
+    /// Larger of the two (NaN propagates).
+    Max,
+    /// Smaller of the two (NaN propagates).
+    Min,
+    /// `a == b`, a bool tensor.
+    Equal,
+    /// `a < b`, a bool tensor.
+    Less,
+    /// `a > b`, a bool tensor.
+    Greater,
+}
+
+impl BinaryOp {
+    fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Mod { .. } => "mod",
+            BinaryOp::Pow => "pow",
+            BinaryOp::Max => "max",
+            BinaryOp::Min => "min",
+            BinaryOp::Equal => "equal",
+            BinaryOp::Less => "less",
+            BinaryOp::Greater => "greater",
+        }
+    }
+
+    fn is_comparison(self) -> bool {
+        matches!(self, BinaryOp::Equal | BinaryOp::Less | BinaryOp::Greater)
+    }
+}
+
+/// Applies a binary operation with numpy broadcasting. Both operands must have the
+/// same element kind, except for `Pow`.
+pub fn binary(op: BinaryOp, a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
+    let name = op.name();
+    if op != BinaryOp::Pow && a.kind != b.kind {
+        return Err(KernelError::ElementType {
+            op: name,
+            kind: format!("{} with {}", a.kind, b.kind),
+        });
+    }
+    let shape = broadcast_shapes(name, &[&a.shape, &b.shape])?;
+    let ia = broadcast_indices(&a.shape, &shape);
+    let ib = broadcast_indices(&b.shape, &shape);
+    let out_kind = if op.is_comparison() {
+        ElementKind::Bool
+    } else {
+        a.kind
+    };
+    let values = match (a.values(), b.values()) {
+        (Values::F32(x), Values::F32(y)) => float_binary(op, &x, &y, &ia, &ib, Values::F32)?,
+        (Values::F64(x), Values::F64(y)) => float_binary(op, &x, &y, &ia, &ib, Values::F64)?,
+        (Values::Int(x), Values::Int(y)) => Values::Int(
+            ia.iter()
+                .zip(&ib)
+                .map(|(&i, &j)| int_binary(op, x[i], y[j]))
+                .collect::<KernelResult<_>>()?,
+        ),
+        // Mixed kinds: only Pow gets here.
+        (Values::Int(x), exponent) => {
+            let y = as_f64(exponent);
+            Values::Int(
+                ia.iter()
+                    .zip(&ib)
+                    .map(|(&i, &j)| (x[i] as f64).powf(y[j]) as i128)
+                    .collect(),
+            )
+        }
+        (Values::F32(x), exponent) => {
+            let y = as_f64(exponent);
+            Values::F32(
+                ia.iter()
+                    .zip(&ib)
+                    .map(|(&i, &j)| x[i].powf(y[j] as f32))
+                    .collect(),
+            )
+        }
+        (Values::F64(x), exponent) => {
+            let y = as_f64(exponent);
+            Values::F64(ia.iter().zip(&ib).map(|(&i, &j)| x[i].powf(y[j])).collect())
+        }
+    };
+    Ok(HostTensor::from_values(out_kind, shape, values))
+}
+
+fn as_f64(values: Values) -> Vec<f64> {
+    match values {
+        Values::F32(v) => v.into_iter().map(f64::from).collect(),
+        Values::F64(v) => v,
+        Values::Int(v) => v.into_iter().map(|x| x as f64).collect(),
+    }
+}
+
+/// Float arithmetic, generic over the f32 and f64 compute domains.
+fn float_binary<T>(
+    op: BinaryOp,
+    x: &[T],
+    y: &[T],
+    ia: &[usize],
+    ib: &[usize],
+    wrap: fn(Vec<T>) -> Values,
+) -> KernelResult<Values>
+where
+    T: Float,
+{
+    let f = |a: T, b: T| -> T {
+        match op {
+            BinaryOp::Add => a + b,
+            BinaryOp::Sub => a - b,
+            BinaryOp::Mul => a * b,
+            BinaryOp::Div => a / b,
+            BinaryOp::Mod { fmod: true } => a % b,
+            BinaryOp::Mod { fmod: false } => {
+                // numpy's mod: the remainder takes the divisor's sign.
+                let r = a % b;
+                if r != T::zero() && (r < T::zero()) != (b < T::zero()) {
+                    r + b
+                } else if r == T::zero() {
+                    // Zero remainder carries the divisor's sign, as numpy does.
+                    T::zero().copysign(b)
+                } else {
+                    r
+                }
+            }
+            BinaryOp::Pow => a.powf(b),
+            BinaryOp::Max => {
+                if a.is_nan() || b.is_nan() {
+                    T::nan()
+                } else if a >= b {
+                    a
+                } else {
+                    b
+                }
+            }
+            BinaryOp::Min => {
+                if a.is_nan() || b.is_nan() {
+                    T::nan()
+                } else if a <= b {
+                    a
+                } else {
+                    b
+                }
+            }
+            BinaryOp::Equal => T::from_bool(a == b),
+            BinaryOp::Less => T::from_bool(a < b),
+            BinaryOp::Greater => T::from_bool(a > b),
+        }
+    };
+    let out: Vec<T> = if ia.len() >= PARALLEL_THRESHOLD {
+        ia.par_iter()
+            .zip(ib.par_iter())
+            .map(|(&i, &j)| f(x[i], y[j]))
+            .collect()
+    } else {
+        ia.iter().zip(ib).map(|(&i, &j)| f(x[i], y[j])).collect()
+    };
+    if op.is_comparison() {
+        return Ok(Values::Int(
+            out.into_iter()
+                .map(|v| i128::from(v != T::zero()))
+                .collect(),
+        ));
+    }
+    Ok(wrap(out))
+}
+
+fn int_binary(op: BinaryOp, a: i128, b: i128) -> KernelResult<i128> {
+    let by_zero = || KernelError::Arithmetic {
+        op: op.name(),
+        detail: "integer division by zero".to_string(),
+    };
+    Ok(match op {
+        BinaryOp::Add => a.wrapping_add(b),
+        BinaryOp::Sub => a.wrapping_sub(b),
+        BinaryOp::Mul => a.wrapping_mul(b),
+        BinaryOp::Div => a.checked_div(b).ok_or_else(by_zero)?,
+        BinaryOp::Mod { fmod: true } => a.checked_rem(b).ok_or_else(by_zero)?,
+        BinaryOp::Mod { fmod: false } => {
+            let r = a.checked_rem(b).ok_or_else(by_zero)?;
+            if r != 0 && (r < 0) != (b < 0) {
+                r + b
+            } else {
+                r
+            }
+        }
+        BinaryOp::Pow => int_pow(a, b),
+        BinaryOp::Max => a.max(b),
+        BinaryOp::Min => a.min(b),
+        BinaryOp::Equal => i128::from(a == b),
+        BinaryOp::Less => i128::from(a < b),
+        BinaryOp::Greater => i128::from(a > b),
+    })
+}
+
+/// Integer power with wrapping; negative exponents give the truncated reciprocal.
+fn int_pow(base: i128, exponent: i128) -> i128 {
+    if exponent < 0 {
+        return match base {
+            1 => 1,
+            -1 if exponent % 2 == 0 => 1,
+            -1 => -1,
+            _ => 0,
+        };
+    }
+    let (mut result, mut b, mut e) = (1i128, base, exponent);
+    while e > 0 {
+        if e & 1 == 1 {
+            result = result.wrapping_mul(b);
+        }
+        b = b.wrapping_mul(b);
+        e >>= 1;
+    }
+    result
+}
+
+/// The minimal float interface the generic kernels need (f32 and f64).
+pub(crate) trait Float:
+    Copy
+    + PartialOrd
+    + Send
+    + Sync
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::Rem<Output = Self>
+    + std::ops::Neg<Output = Self>
+{
+    fn zero() -> Self;
+    fn nan() -> Self;
+    fn from_bool(b: bool) -> Self;
+    fn is_nan(self) -> bool;
+    fn powf(self, e: Self) -> Self;
+    fn copysign(self, sign: Self) -> Self;
+}
+
+macro_rules! impl_float {
+    ($t:ty) => {
+        impl Float for $t {
+            fn zero() -> Self {
+                0.0
+            }
+            fn nan() -> Self {
+                <$t>::NAN
+            }
+            fn from_bool(b: bool) -> Self {
+                if b {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            fn powf(self, e: Self) -> Self {
+                <$t>::powf(self, e)
+            }
+            fn copysign(self, sign: Self) -> Self {
+                <$t>::copysign(self, sign)
+            }
+        }
+    };
+}
+impl_float!(f32);
+impl_float!(f64);
+
+/// `a + b`.
+pub fn add(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
+    binary(BinaryOp::Add, a, b)
+}
+/// `a - b`.
+pub fn sub(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
+    binary(BinaryOp::Sub, a, b)
+}
+/// `a * b`.
+pub fn mul(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
+    binary(BinaryOp::Mul, a, b)
+}
+/// `a / b`.
+pub fn div(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
+    binary(BinaryOp::Div, a, b)
+}
+/// ONNX `Mod`.
+pub fn modulo(a: &HostTensor, b: &HostTensor, fmod: bool) -> KernelResult<HostTensor> {
+    binary(BinaryOp::Mod { fmod }, a, b)
+}
+/// ONNX `Pow`.
+pub fn pow(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
+    binary(BinaryOp::Pow, a, b)
+}
+/// `a == b`.
+pub fn equal(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
+    binary(BinaryOp::Equal, a, b)
+}
+/// `a < b`.
+pub fn less(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
+    binary(BinaryOp::Less, a, b)
+}
+/// `a > b`.
+pub fn greater(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
+    binary(BinaryOp::Greater, a, b)
+}
+
+/// ONNX variadic `Max` (at least one operand).
+pub fn max(operands: &[&HostTensor]) -> KernelResult<HostTensor> {
+    fold(BinaryOp::Max, operands)
+}
+
+/// ONNX variadic `Min` (at least one operand).
+pub fn min(operands: &[&HostTensor]) -> KernelResult<HostTensor> {
+    fold(BinaryOp::Min, operands)
+}
+
+fn fold(op: BinaryOp, operands: &[&HostTensor]) -> KernelResult<HostTensor> {
+    let (first, rest) = operands.split_first().ok_or_else(|| KernelError::Shape {
+        op: op.name(),
+        detail: "needs at least one operand".into(),
+    })?;
+    rest.iter()
+        .try_fold((*first).clone(), |acc, x| binary(op, &acc, x))
+}
+
+/// A unary element-wise operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnaryOp {
+    /// `-x`
+    Neg,
+    /// `|x|`
+    Abs,
+    /// `max(x, 0)`
+    Relu,
+    /// `sqrt(x)` (floats)
+    Sqrt,
+    /// `1 / x` (floats)
+    Reciprocal,
+    /// `e^x` (floats)
+    Exp,
+    /// `ln x` (floats)
+    Log,
+    /// `tanh x` (floats)
+    Tanh,
+    /// The error function (floats)
+    Erf,
+    /// `1 / (1 + e^-x)` (floats)
+    Sigmoid,
+    /// GELU, exact: `x/2 · (1 + erf(x/√2))` (floats)
+    Gelu,
+    /// GELU, tanh approximation (floats)
+    GeluTanh,
+}
+
+/// Applies a unary operation. Integer kinds support `Neg`, `Abs` and `Relu`.
+///
+/// Transcendental functions of f32-compute kinds are evaluated in f64 and rounded
+/// once, which keeps them within 1 ulp of the exact result.
+pub fn unary(op: UnaryOp, x: &HostTensor) -> KernelResult<HostTensor> {
+    let f = move |v: f64| -> f64 {
+        match op {
+            UnaryOp::Neg => -v,
+            UnaryOp::Abs => v.abs(),
+            UnaryOp::Relu => {
+                if v > 0.0 {
+                    v
+                } else {
+                    0.0
+                }
+            }
+            UnaryOp::Sqrt => v.sqrt(),
+            UnaryOp::Reciprocal => 1.0 / v,
+            UnaryOp::Exp => v.exp(),
+            UnaryOp::Log => v.ln(),
+            UnaryOp::Tanh => v.tanh(),
+            UnaryOp::Erf => libm::erf(v),
+            UnaryOp::Sigmoid => 1.0 / (1.0 + (-v).exp()),
+            UnaryOp::Gelu => 0.5 * v * (1.0 + libm::erf(v / std::f64::consts::SQRT_2)),
+            UnaryOp::GeluTanh => {
+                let c = (2.0 / std::f64::consts::PI).sqrt();
+                0.5 * v * (1.0 + (c * (v + 0.044715 * v * v * v)).tanh())
+            }
+        }
+    };
+    let values = match x.values() {
+        Values::F32(v) => {
+            let g = |a: &f32| -> f32 {
+                match op {
+                    // Exactly rounded in f32 already; skip the f64 detour.
+                    UnaryOp::Neg => -a,
+                    UnaryOp::Abs => a.abs(),
+                    UnaryOp::Sqrt => a.sqrt(),
+                    UnaryOp::Reciprocal => 1.0 / a,
+                    _ => f(f64::from(*a)) as f32,
+                }
+            };
+            Values::F32(if v.len() >= PARALLEL_THRESHOLD {
+                v.par_iter().map(g).collect()
+            } else {
+                v.iter().map(g).collect()
+            })
+        }
+        Values::F64(v) => Values::F64(v.into_iter().map(f).collect()),
+        Values::Int(v) => Values::Int(match op {
+            UnaryOp::Neg => v.into_iter().map(|a| a.wrapping_neg()).collect(),
+            UnaryOp::Abs => v.into_iter().map(|a| a.abs()).collect(),
+            UnaryOp::Relu => v.into_iter().map(|a| a.max(0)).collect(),
+            _ => {
+                return Err(KernelError::ElementType {
+                    op: "unary",
+                    kind: x.kind.to_string(),
+                })
+            }
+        }),
+    };
+    Ok(HostTensor::from_values(x.kind, x.shape.clone(), values))
+}
+
+/// ONNX `Where`: `condition ? x : y` with three-way broadcasting.
+pub fn where_(condition: &HostTensor, x: &HostTensor, y: &HostTensor) -> KernelResult<HostTensor> {
+    if x.kind != y.kind {
+        return Err(KernelError::ElementType {
+            op: "where",
+            kind: format!("{} with {}", x.kind, y.kind),
+        });
+    }
+    let shape = broadcast_shapes("where", &[&condition.shape, &x.shape, &y.shape])?;
+    let (ic, ix, iy) = (
+        broadcast_indices(&condition.shape, &shape),
+        broadcast_indices(&x.shape, &shape),
+        broadcast_indices(&y.shape, &shape),
+    );
+    let size = x.kind.byte_size();
+    let mut data = Vec::with_capacity(ic.len() * size);
+    for ((&c, &i), &j) in ic.iter().zip(&ix).zip(&iy) {
+        let pick = if storage::load_f64(condition.kind, &condition.data, c) != 0.0 {
+            (&x.data, i)
+        } else {
+            (&y.data, j)
+        };
+        data.extend_from_slice(&pick.0[pick.1 * size..pick.1 * size + size]);
+    }
+    Ok(HostTensor::new(x.kind, shape, data.into()))
+}
+
+/// ONNX `Cast` to `to`. Floats convert from their exact value with one rounding;
+/// `saturate` is the ONNX attribute for 8-bit float targets. Conversion rules are
+/// those of [`ipuc_ir::numeric::storage`].
+pub fn cast(x: &HostTensor, to: ElementKind, saturate: bool) -> HostTensor {
+    let n = x.element_count();
+    let size = to.byte_size();
+    let mut data = vec![0u8; n * size];
+    let (kind, src) = (x.kind, &x.data[..]);
+    if kind.is_float() {
+        data.par_chunks_mut(size).enumerate().for_each(|(i, c)| {
+            storage::store_f64(to, c, 0, storage::load_f64(kind, src, i), saturate)
+        });
+    } else {
+        data.par_chunks_mut(size)
+            .enumerate()
+            .for_each(|(i, c)| storage::store_i128(to, c, 0, storage::load_i128(kind, src, i)));
+    }
+    HostTensor::new(to, x.shape.clone(), data.into())
+}

@@ -1,0 +1,318 @@
+//! Matrix products: ONNX `MatMul` (batched, broadcast batch dimensions) and `Gemm`.
+//!
+//! f32 and f64 products run on `matrixmultiply`'s blocked kernels (arbitrary
+//! strides, so transposes cost nothing), parallel over batches and row blocks with
+//! rayon. Integer products are exact (i128 accumulation, wrapping on store).
+
+use ipuc_ir::numeric::ElementKind;
+use rayon::prelude::*;
+
+use super::elementwise::{add, mul};
+use super::error::{shape_error, KernelError, KernelResult};
+use super::host_tensor::{HostTensor, Values};
+use super::shape::{broadcast_indices, broadcast_shapes};
+
+/// One 2-D product `C[m×n] = A[m×k] · B[k×n]` with element strides
+/// (row stride, column stride) for A and B; C is dense row-major.
+#[derive(Clone, Copy)]
+pub(super) struct Product {
+    pub(super) m: usize,
+    pub(super) k: usize,
+    pub(super) n: usize,
+    pub(super) a_strides: (isize, isize),
+    pub(super) b_strides: (isize, isize),
+}
+
+impl Product {
+    /// A product of dense row-major operands.
+    pub(super) fn dense(m: usize, k: usize, n: usize) -> Product {
+        Product {
+            m,
+            k,
+            n,
+            a_strides: (k as isize, 1),
+            b_strides: (n as isize, 1),
+        }
+    }
+}
+
+/// Rows per parallel task: a few tasks per thread for balance, but never thin
+/// slivers (a GEMM kernel needs tall blocks to reach its speed) and no parallelism
+/// at all for small products.
+fn row_block(p: &Product) -> usize {
+    let work = p.m * p.k * p.n;
+    if work < 1 << 20 {
+        return p.m.max(1);
+    }
+    p.m.div_ceil(2 * rayon::current_num_threads())
+        .max(64)
+        .min(p.m.max(1))
+}
+
+pub(super) fn product_f32(p: Product, a: &[f32], b: &[f32], c: &mut [f32]) {
+    let block = row_block(&p);
+    c.par_chunks_mut(block * p.n.max(1))
+        .enumerate()
+        .for_each(|(i, c_block)| {
+            let rows = c_block.len() / p.n.max(1);
+            let row0 = i * block;
+            if rows == 0 || p.n == 0 {
+                return;
+            }
+            // SAFETY: the pointers and strides describe in-bounds views: A rows
+            // row0..row0+rows of an m×k matrix, all of the k×n B, and a dense
+            // rows×n block of C that this task owns exclusively.
+            unsafe {
+                matrixmultiply::sgemm(
+                    rows,
+                    p.k,
+                    p.n,
+                    1.0,
+                    a.as_ptr().offset(row0 as isize * p.a_strides.0),
+                    p.a_strides.0,
+                    p.a_strides.1,
+                    b.as_ptr(),
+                    p.b_strides.0,
+                    p.b_strides.1,
+                    0.0,
+                    c_block.as_mut_ptr(),
+                    p.n as isize,
+                    1,
+                );
+            }
+        });
+}
+
+pub(super) fn product_f64(p: Product, a: &[f64], b: &[f64], c: &mut [f64]) {
+    if p.m == 0 || p.n == 0 {
+        return;
+    }
+    // SAFETY: as in `product_f32`, for the whole m×n result.
+    unsafe {
+        matrixmultiply::dgemm(
+            p.m,
+            p.k,
+            p.n,
+            1.0,
+            a.as_ptr(),
+            p.a_strides.0,
+            p.a_strides.1,
+            b.as_ptr(),
+            p.b_strides.0,
+            p.b_strides.1,
+            0.0,
+            c.as_mut_ptr(),
+            p.n as isize,
+            1,
+        );
+    }
+}
+
+fn product_int(p: Product, a: &[i128], b: &[i128], c: &mut [i128]) {
+    let at =
+        |i: usize, j: usize| a[(i as isize * p.a_strides.0 + j as isize * p.a_strides.1) as usize];
+    let bt =
+        |i: usize, j: usize| b[(i as isize * p.b_strides.0 + j as isize * p.b_strides.1) as usize];
+    for i in 0..p.m {
+        for j in 0..p.n {
+            c[i * p.n + j] = (0..p.k).fold(0i128, |acc, l| {
+                acc.wrapping_add(at(i, l).wrapping_mul(bt(l, j)))
+            });
+        }
+    }
+}
+
+/// Runs `products` 2-D products: operand `a` batch `ia[t]`, `b` batch `ib[t]`.
+fn batched(p: Product, a: &Values, b: &Values, ia: &[usize], ib: &[usize]) -> Values {
+    let (a_size, b_size, c_size) = (p.m * p.k, p.k * p.n, p.m * p.n);
+    macro_rules! run {
+        ($x:expr, $y:expr, $zero:expr, $f:ident, $wrap:path) => {{
+            let mut out = vec![$zero; ia.len() * c_size];
+            if c_size > 0 {
+                out.par_chunks_mut(c_size)
+                    .zip(ia.par_iter().zip(ib.par_iter()))
+                    .for_each(|(c, (&i, &j))| {
+                        $f(
+                            p,
+                            &$x[i * a_size..(i + 1) * a_size],
+                            &$y[j * b_size..(j + 1) * b_size],
+                            c,
+                        )
+                    });
+            }
+            $wrap(out)
+        }};
+    }
+    match (a, b) {
+        (Values::F32(x), Values::F32(y)) => run!(x, y, 0f32, product_f32, Values::F32),
+        (Values::F64(x), Values::F64(y)) => run!(x, y, 0f64, product_f64, Values::F64),
+        (Values::Int(x), Values::Int(y)) => run!(x, y, 0i128, product_int, Values::Int),
+        _ => unreachable!("operands share an element kind"),
+    }
+}
+
+/// ONNX `MatMul` (numpy `matmul`): 1-D operands are promoted to a row/column and
+/// the promoted dimension removed from the result; batch dimensions broadcast.
+pub fn matmul(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
+    if a.kind != b.kind || a.kind == ElementKind::Bool {
+        return Err(KernelError::ElementType {
+            op: "matmul",
+            kind: format!("{} with {}", a.kind, b.kind),
+        });
+    }
+    if a.rank() == 0 || b.rank() == 0 {
+        return Err(shape_error("matmul", "operands must have rank >= 1"));
+    }
+    let a_shape = if a.rank() == 1 {
+        vec![1, a.shape[0]]
+    } else {
+        a.shape.clone()
+    };
+    let b_shape = if b.rank() == 1 {
+        vec![b.shape[0], 1]
+    } else {
+        b.shape.clone()
+    };
+    let (m, k) = (a_shape[a_shape.len() - 2], a_shape[a_shape.len() - 1]);
+    let (k2, n) = (b_shape[b_shape.len() - 2], b_shape[b_shape.len() - 1]);
+    if k != k2 {
+        return Err(shape_error(
+            "matmul",
+            format!("inner dimensions differ: {:?} x {:?}", a.shape, b.shape),
+        ));
+    }
+    let a_batch = &a_shape[..a_shape.len() - 2];
+    let b_batch = &b_shape[..b_shape.len() - 2];
+    let batch = broadcast_shapes("matmul", &[a_batch, b_batch])?;
+    let ia = broadcast_indices(a_batch, &batch);
+    let ib = broadcast_indices(b_batch, &batch);
+    let p = Product {
+        m,
+        k,
+        n,
+        a_strides: (k as isize, 1),
+        b_strides: (n as isize, 1),
+    };
+    let values = batched(p, &a.values(), &b.values(), &ia, &ib);
+    let mut shape = batch;
+    if a.rank() > 1 {
+        shape.push(m);
+    }
+    if b.rank() > 1 {
+        shape.push(n);
+    }
+    Ok(HostTensor::from_values(a.kind, shape, values))
+}
+
+/// ONNX `Gemm` attributes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmParams {
+    /// Scale of `A·B`.
+    pub alpha: f32,
+    /// Scale of `C`.
+    pub beta: f32,
+    /// Use `Aᵀ`.
+    pub trans_a: bool,
+    /// Use `Bᵀ`.
+    pub trans_b: bool,
+}
+
+impl Default for GemmParams {
+    fn default() -> Self {
+        GemmParams {
+            alpha: 1.0,
+            beta: 1.0,
+            trans_a: false,
+            trans_b: false,
+        }
+    }
+}
+
+/// ONNX `Gemm`: `alpha · op(A) · op(B) + beta · C`, with `C` (optional)
+/// unidirectionally broadcast to `[M, N]`.
+pub fn gemm(
+    a: &HostTensor,
+    b: &HostTensor,
+    c: Option<&HostTensor>,
+    params: GemmParams,
+) -> KernelResult<HostTensor> {
+    if a.rank() != 2 || b.rank() != 2 {
+        return Err(shape_error(
+            "gemm",
+            format!("A and B must be 2-D, got {:?} and {:?}", a.shape, b.shape),
+        ));
+    }
+    if a.kind != b.kind {
+        return Err(KernelError::ElementType {
+            op: "gemm",
+            kind: format!("{} with {}", a.kind, b.kind),
+        });
+    }
+    let (m, k) = if params.trans_a {
+        (a.shape[1], a.shape[0])
+    } else {
+        (a.shape[0], a.shape[1])
+    };
+    let (k2, n) = if params.trans_b {
+        (b.shape[1], b.shape[0])
+    } else {
+        (b.shape[0], b.shape[1])
+    };
+    if k != k2 {
+        return Err(shape_error(
+            "gemm",
+            format!("inner dimensions differ: {k} vs {k2}"),
+        ));
+    }
+    let a_strides = if params.trans_a {
+        (1, m as isize)
+    } else {
+        (k as isize, 1)
+    };
+    let b_strides = if params.trans_b {
+        (1, k as isize)
+    } else {
+        (n as isize, 1)
+    };
+    let p = Product {
+        m,
+        k,
+        n,
+        a_strides,
+        b_strides,
+    };
+    let product = HostTensor::from_values(
+        a.kind,
+        vec![m, n],
+        batched(p, &a.values(), &b.values(), &[0], &[0]),
+    );
+    let scalar = |v: f32| HostTensor::from_values(a.kind, vec![], scale_values(a.kind, v));
+    let mut y = if params.alpha == 1.0 {
+        product
+    } else {
+        mul(&product, &scalar(params.alpha))?
+    };
+    if let Some(c) = c {
+        if broadcast_shapes("gemm", &[&c.shape, &[m, n]])? != [m, n] {
+            return Err(shape_error(
+                "gemm",
+                format!("C of shape {:?} does not broadcast to [{m}, {n}]", c.shape),
+            ));
+        }
+        let c = if params.beta == 1.0 {
+            c.clone()
+        } else {
+            mul(c, &scalar(params.beta))?
+        };
+        y = add(&y, &c)?;
+    }
+    Ok(y)
+}
+
+fn scale_values(kind: ElementKind, v: f32) -> Values {
+    match HostTensor::domain_of(kind) {
+        Values::F32(_) => Values::F32(vec![v]),
+        Values::F64(_) => Values::F64(vec![f64::from(v)]),
+        Values::Int(_) => Values::Int(vec![v as i128]),
+    }
+}

@@ -1,0 +1,36 @@
+//! The host reference executor's numeric kernels.
+//!
+//! Each kernel implements one ONNX operator's semantics (numpy broadcasting, ONNX
+//! attribute meanings) over [`HostTensor`]s. Floats compute in f32 (f16, bf16 and
+//! the 8-bit floats are stored exactly as their formats require, through
+//! [`ipuc_ir::numeric`]), f64 in f64, integers exactly. Large loops run on rayon;
+//! matrix products use `matrixmultiply`.
+//!
+//! The kernels are independent of the IR: the `nn` interpreter maps ops onto them,
+//! and the ONNX node-test harness (`frontends/tests/onnx_node_tests.rs`) checks them
+//! against the ONNX backend test data.
+
+mod conv;
+mod elementwise;
+mod error;
+mod host_tensor;
+mod layout;
+mod matmul;
+mod normalization;
+mod reduce;
+pub mod shape;
+
+pub use conv::{conv2d, resolve_pads, AutoPad, Conv2dParams};
+pub use elementwise::{
+    add, binary, cast, div, equal, greater, less, max, min, modulo, mul, pow, sub, unary, where_,
+    BinaryOp, UnaryOp,
+};
+pub use error::{KernelError, KernelResult};
+pub use host_tensor::{HostTensor, Values};
+pub use layout::{
+    concat, constant_of_shape, expand, flatten, gather, pad, range, reshape, shape_of, slice,
+    split, squeeze, tile, transpose, unsqueeze, PadMode,
+};
+pub use matmul::{gemm, matmul, GemmParams};
+pub use normalization::{layer_normalization, softmax, LayerNormOutputs};
+pub use reduce::{reduce, reduce_max, reduce_mean, reduce_sum, Reduction};

@@ -1,0 +1,166 @@
+//! Reductions: ONNX `ReduceSum`, `ReduceMean`, `ReduceMax` (opset 18 form: axes as
+//! an operand, `keepdims`, `noop_with_empty_axes`).
+//!
+//! Float sums accumulate in f64 and round once to the compute type, which is at
+//! least as accurate as the f32 pairwise sums of numpy-based references.
+
+use super::error::{KernelError, KernelResult};
+use super::host_tensor::{HostTensor, Values};
+use super::shape::{normalize_axes, strides};
+
+/// Which reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    /// Sum (0 for an empty set).
+    Sum,
+    /// Arithmetic mean (NaN for an empty set).
+    Mean,
+    /// Maximum (the lowest value of the type, -Inf for floats, for an empty set).
+    Max,
+}
+
+/// Reduces `x` over `axes` (`None` or empty: all axes, unless
+/// `noop_with_empty_axes`, which returns `x` unchanged).
+pub fn reduce(
+    x: &HostTensor,
+    reduction: Reduction,
+    axes: Option<&[i64]>,
+    keepdims: bool,
+    noop_with_empty_axes: bool,
+) -> KernelResult<HostTensor> {
+    let axes = match axes {
+        Some(a) if !a.is_empty() => normalize_axes("reduce", a, x.rank())?,
+        _ if noop_with_empty_axes => return Ok(x.clone()),
+        _ => (0..x.rank()).collect(),
+    };
+    let kept_shape: Vec<usize> = (0..x.rank())
+        .map(|d| if axes.contains(&d) { 1 } else { x.shape[d] })
+        .collect();
+    let out_count: usize = kept_shape.iter().product();
+    let group: usize = axes.iter().map(|&a| x.shape[a]).product();
+    // Output index of every input element.
+    let in_strides = strides(&x.shape);
+    let out_strides = strides(&kept_shape);
+    let target = |i: usize| -> usize {
+        (0..x.rank())
+            .map(|d| {
+                if axes.contains(&d) {
+                    0
+                } else {
+                    i / in_strides[d] % x.shape[d] * out_strides[d]
+                }
+            })
+            .sum()
+    };
+    let values = match x.values() {
+        Values::F32(v) => Values::F32(
+            reduce_float(
+                &v.iter().map(|&a| f64::from(a)).collect::<Vec<_>>(),
+                reduction,
+                out_count,
+                group,
+                target,
+            )
+            .into_iter()
+            .map(|a| a as f32)
+            .collect(),
+        ),
+        Values::F64(v) => Values::F64(reduce_float(&v, reduction, out_count, group, target)),
+        Values::Int(v) => {
+            let (lowest, _) = x
+                .kind
+                .integer_range()
+                .ok_or_else(|| KernelError::ElementType {
+                    op: "reduce",
+                    kind: x.kind.to_string(),
+                })?;
+            let mut acc = vec![
+                if reduction == Reduction::Max {
+                    lowest
+                } else {
+                    0
+                };
+                out_count
+            ];
+            for (i, &a) in v.iter().enumerate() {
+                let o = &mut acc[target(i)];
+                *o = match reduction {
+                    Reduction::Sum | Reduction::Mean => o.wrapping_add(a),
+                    Reduction::Max => (*o).max(a),
+                };
+            }
+            if reduction == Reduction::Mean {
+                // Integer mean truncates toward zero, as numpy's mean cast back does.
+                acc.iter_mut()
+                    .for_each(|a| *a = if group == 0 { 0 } else { *a / group as i128 });
+            }
+            Values::Int(acc)
+        }
+    };
+    let shape = if keepdims {
+        kept_shape
+    } else {
+        (0..x.rank())
+            .filter(|d| !axes.contains(d))
+            .map(|d| x.shape[d])
+            .collect()
+    };
+    Ok(HostTensor::from_values(x.kind, shape, values))
+}
+
+fn reduce_float(
+    v: &[f64],
+    reduction: Reduction,
+    out_count: usize,
+    group: usize,
+    target: impl Fn(usize) -> usize,
+) -> Vec<f64> {
+    let init = if reduction == Reduction::Max {
+        f64::NEG_INFINITY
+    } else {
+        0.0
+    };
+    let mut acc = vec![init; out_count];
+    for (i, &a) in v.iter().enumerate() {
+        let o = &mut acc[target(i)];
+        *o = match reduction {
+            Reduction::Sum | Reduction::Mean => *o + a,
+            Reduction::Max if a.is_nan() || o.is_nan() => f64::NAN,
+            Reduction::Max => o.max(a),
+        };
+    }
+    if reduction == Reduction::Mean {
+        acc.iter_mut().for_each(|a| *a /= group as f64);
+    }
+    acc
+}
+
+/// `ReduceSum`.
+pub fn reduce_sum(
+    x: &HostTensor,
+    axes: Option<&[i64]>,
+    keepdims: bool,
+    noop_with_empty_axes: bool,
+) -> KernelResult<HostTensor> {
+    reduce(x, Reduction::Sum, axes, keepdims, noop_with_empty_axes)
+}
+
+/// `ReduceMean`.
+pub fn reduce_mean(
+    x: &HostTensor,
+    axes: Option<&[i64]>,
+    keepdims: bool,
+    noop_with_empty_axes: bool,
+) -> KernelResult<HostTensor> {
+    reduce(x, Reduction::Mean, axes, keepdims, noop_with_empty_axes)
+}
+
+/// `ReduceMax`.
+pub fn reduce_max(
+    x: &HostTensor,
+    axes: Option<&[i64]>,
+    keepdims: bool,
+    noop_with_empty_axes: bool,
+) -> KernelResult<HostTensor> {
+    reduce(x, Reduction::Max, axes, keepdims, noop_with_empty_axes)
+}
