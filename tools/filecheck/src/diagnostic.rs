@@ -155,7 +155,10 @@ impl Buffers {
         let line_start = buffer.line_start(line_index);
         let text = buffer.line_text(line_index);
         let caret_start = span.start.saturating_sub(line_start).min(text.len());
-        let caret_end = span.end.saturating_sub(line_start).clamp(caret_start, text.len());
+        let caret_end = span
+            .end
+            .saturating_sub(line_start)
+            .clamp(caret_start, text.len());
         let (shown, caret) = caret_line(text, caret_start, caret_end);
         let _ = writeln!(out, "{shown}");
         let _ = writeln!(out, "{}", caret.trim_end());
@@ -211,7 +214,10 @@ mod tests {
     fn renders_caret_under_column() {
         let b = buffers("x\n// CHECK: foo\n");
         let d = Diagnostic::error(Span::point(BufferId::Check, 12), "boom");
-        assert_eq!(b.render(&d), "c.txt:2:11: error: boom\n// CHECK: foo\n          ^\n");
+        assert_eq!(
+            b.render(&d),
+            "c.txt:2:11: error: boom\n// CHECK: foo\n          ^\n"
+        );
     }
 
     #[test]
@@ -222,8 +228,14 @@ mod tests {
             start: 1,
             end: 4,
         };
-        assert_eq!(b.render(&Diagnostic::note(range, "n")), "c.txt:1:2: note: n\nabcdef\n ^~~\n");
+        assert_eq!(
+            b.render(&Diagnostic::note(range, "n")),
+            "c.txt:1:2: note: n\nabcdef\n ^~~\n"
+        );
         let eol = Span::point(BufferId::Check, 6);
-        assert_eq!(b.render(&Diagnostic::note(eol, "n")), "c.txt:1:7: note: n\nabcdef\n      ^\n");
+        assert_eq!(
+            b.render(&Diagnostic::note(eol, "n")),
+            "c.txt:1:7: note: n\nabcdef\n      ^\n"
+        );
     }
 }

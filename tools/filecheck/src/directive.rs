@@ -99,7 +99,11 @@ fn find_check_type(text: &str, after_prefix: usize, is_comment: bool) -> Found {
     }
 }
 
-fn classify_suffix(r: &str, consume_modifiers: &dyn Fn(CheckType, &str) -> Found, at: &dyn Fn(&str) -> usize) -> Found {
+fn classify_suffix(
+    r: &str,
+    consume_modifiers: &dyn Fn(CheckType, &str) -> Found,
+    at: &dyn Fn(&str) -> usize,
+) -> Found {
     if let Some(num) = r.strip_prefix("COUNT-") {
         let digits = num.bytes().take_while(u8::is_ascii_digit).count();
         if digits == 0 {
@@ -118,7 +122,14 @@ fn classify_suffix(r: &str, consume_modifiers: &dyn Fn(CheckType, &str) -> Found
         return consume_modifiers(ty, after);
     }
     const BAD_NOT: [&str; 8] = [
-        "DAG-NOT:", "NOT-DAG:", "NEXT-NOT:", "NOT-NEXT:", "SAME-NOT:", "NOT-SAME:", "EMPTY-NOT:", "NOT-EMPTY:",
+        "DAG-NOT:",
+        "NOT-DAG:",
+        "NEXT-NOT:",
+        "NOT-NEXT:",
+        "SAME-NOT:",
+        "NOT-SAME:",
+        "EMPTY-NOT:",
+        "NOT-EMPTY:",
     ];
     if BAD_NOT.iter().any(|b| r.starts_with(b)) {
         return Found::BadNot(at(r));
@@ -146,9 +157,15 @@ fn is_part_of_word(c: u8) -> bool {
 /// Checks the prefix lists as LLVM does; an error means exit code 2.
 pub fn validate_prefixes(options: &Options) -> Result<(), Diagnostic> {
     let mut seen: Vec<&str> = Vec::new();
-    for prefix in options.effective_check_prefixes().iter().chain(&options.comment_prefixes) {
+    for prefix in options
+        .effective_check_prefixes()
+        .iter()
+        .chain(&options.comment_prefixes)
+    {
         let valid = !prefix.is_empty()
-            && prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            && prefix
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
         if !valid {
             return Err(Diagnostic::global_error(format!(
                 "supplied check prefix must start with a letter and contain only alphanumeric characters, hyphens, and underscores: '{prefix}'"
@@ -174,10 +191,22 @@ pub struct CheckProgram {
     pub warnings: Vec<Diagnostic>,
 }
 
-/// Reads `check` into a program. `command_line` holds the
-/// `--implicit-check-not` patterns, one per line, each written as
-/// `-implicit-check-not='PATTERN'`.
-pub fn read_check_file(check: &SourceBuffer, command_line: &SourceBuffer, options: &Options) -> Result<CheckProgram, Diagnostic> {
+/// The synthetic buffer that `--implicit-check-not` diagnostics point into.
+pub fn implicit_check_not_buffer(options: &Options) -> SourceBuffer {
+    let text = options
+        .implicit_check_not
+        .iter()
+        .map(|p| format!("-implicit-check-not='{p}'\n"))
+        .collect();
+    SourceBuffer::new("command line", text)
+}
+
+/// Reads `check` into a program; `--implicit-check-not` patterns point into
+/// [`implicit_check_not_buffer`].
+pub fn read_check_file(
+    check: &SourceBuffer,
+    options: &Options,
+) -> Result<CheckProgram, Diagnostic> {
     let settings = PatternSettings {
         match_full_lines: options.match_full_lines,
         strict_whitespace: options.strict_whitespace,
@@ -187,10 +216,14 @@ pub fn read_check_file(check: &SourceBuffer, command_line: &SourceBuffer, option
     let pattern_error = |e: crate::pattern::PatternError| Diagnostic::error(e.span, e.message);
 
     let mut implicit = Vec::new();
-    for (index, line) in command_line.text.lines().enumerate() {
+    let mut line_start = 0;
+    for (index, raw) in options.implicit_check_not.iter().enumerate() {
+        // The command-line buffer holds `-implicit-check-not='PATTERN'` lines
+        // (see `implicit_check_not_buffer`); a pattern ends at a line break.
         const LEAD: &str = "-implicit-check-not='";
-        let start = command_line.line_start(index) + LEAD.len();
-        let text = &line[LEAD.len()..line.len() - 1];
+        let start = line_start + LEAD.len();
+        line_start += LEAD.len() + raw.len() + 2;
+        let text = &raw[..raw.find(['\n', '\r']).unwrap_or(raw.len())];
         let pattern = Pattern::parse(
             text,
             start,
@@ -217,7 +250,8 @@ pub fn read_check_file(check: &SourceBuffer, command_line: &SourceBuffer, option
     // earliest position.
     all_prefixes.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
     let alternation: Vec<String> = all_prefixes.iter().map(|(p, _)| regex::escape(p)).collect();
-    let prefix_re = Regex::new(&alternation.join("|")).map_err(|e| Diagnostic::global_error(e.to_string()))?;
+    let prefix_re =
+        Regex::new(&alternation.join("|")).map_err(|e| Diagnostic::global_error(e.to_string()))?;
     let suspicious = Regex::new(r"^-[A-Z]+:").expect("constant regex");
 
     let text = check.text.as_str();
@@ -228,7 +262,9 @@ pub fn read_check_file(check: &SourceBuffer, command_line: &SourceBuffer, option
     let mut used_prefixes: Vec<&str> = Vec::new();
     let mut pos = 0;
     while pos < text.len() {
-        let Some(m) = prefix_re.find_at(text, pos) else { break };
+        let Some(m) = prefix_re.find_at(text, pos) else {
+            break;
+        };
         let prefix = m.as_str();
         let is_comment = all_prefixes.iter().any(|(p, c)| *p == prefix && *c);
         // As in LLVM, the prefix must not continue a word of the text
@@ -293,8 +329,16 @@ pub fn read_check_file(check: &SourceBuffer, command_line: &SourceBuffer, option
         let end = line_end(text, start);
         pos = end;
         let line = check.line_col(directive_start).0;
-        let pattern = Pattern::parse(&text[start..end], start, BufferId::Check, ty, prefix, line, settings)
-            .map_err(pattern_error)?;
+        let pattern = Pattern::parse(
+            &text[start..end],
+            start,
+            BufferId::Check,
+            ty,
+            prefix,
+            line,
+            settings,
+        )
+        .map_err(pattern_error)?;
         let directive_span = Span::point(BufferId::Check, directive_start);
         if ty.kind == CheckKind::Label && pattern.has_variable() {
             return Err(Diagnostic::error(
@@ -302,7 +346,11 @@ pub fn read_check_file(check: &SourceBuffer, command_line: &SourceBuffer, option
                 format!("found '{prefix}-LABEL:' with variable definition or use"),
             ));
         }
-        if matches!(ty.kind, CheckKind::Next | CheckKind::Same | CheckKind::Empty) && checks.is_empty() {
+        if matches!(
+            ty.kind,
+            CheckKind::Next | CheckKind::Same | CheckKind::Empty
+        ) && checks.is_empty()
+        {
             let name = match ty.kind {
                 CheckKind::Next => "NEXT",
                 CheckKind::Empty => "EMPTY",
@@ -328,7 +376,10 @@ pub fn read_check_file(check: &SourceBuffer, command_line: &SourceBuffer, option
         });
     }
 
-    let unused: Vec<&String> = check_prefixes.iter().filter(|p| !used_prefixes.contains(&p.as_str())).collect();
+    let unused: Vec<&String> = check_prefixes
+        .iter()
+        .filter(|p| !used_prefixes.contains(&p.as_str()))
+        .collect();
     let none_found = used_prefixes.is_empty();
     let some_unused = !options.allow_unused_prefixes && !unused.is_empty();
     if (none_found || some_unused) && (implicit.is_empty() || !options.check_prefixes.is_empty()) {
@@ -361,7 +412,9 @@ pub fn read_check_file(check: &SourceBuffer, command_line: &SourceBuffer, option
 
 /// Offset of the first `\n` or `\r` at or after `from` (or the text end).
 fn line_end(text: &str, from: usize) -> usize {
-    text[from..].find(['\n', '\r']).map_or(text.len(), |e| from + e)
+    text[from..]
+        .find(['\n', '\r'])
+        .map_or(text.len(), |e| from + e)
 }
 
 #[cfg(test)]
@@ -370,13 +423,16 @@ mod tests {
 
     fn read(check: &str, options: &Options) -> Result<CheckProgram, Diagnostic> {
         let check = SourceBuffer::new("c", check.to_string());
-        let cl = SourceBuffer::new("command line", String::new());
-        read_check_file(&check, &cl, options)
+        read_check_file(&check, options)
     }
 
     #[test]
     fn groups_dag_and_not_before_positive_checks() {
-        let p = read("CHECK-DAG: a\nCHECK-NOT: b\nCHECK: c\nCHECK-NOT: d\n", &Options::default()).unwrap();
+        let p = read(
+            "CHECK-DAG: a\nCHECK-NOT: b\nCHECK: c\nCHECK-NOT: d\n",
+            &Options::default(),
+        )
+        .unwrap();
         assert_eq!(p.checks.len(), 2);
         assert_eq!(p.checks[0].dag_nots.len(), 2);
         assert_eq!(p.checks[1].pattern.ty.kind, CheckKind::Eof);
@@ -384,7 +440,11 @@ mod tests {
 
     #[test]
     fn ignores_prefixes_inside_words_and_comments() {
-        let p = read("XCHECK: a\nCHECKCHECK: b\nCOM: CHECK: c\nRUN: x | CHECK: y\nCHECK: d\n", &Options::default()).unwrap();
+        let p = read(
+            "XCHECK: a\nCHECKCHECK: b\nCOM: CHECK: c\nRUN: x | CHECK: y\nCHECK: d\n",
+            &Options::default(),
+        )
+        .unwrap();
         assert_eq!(p.checks.len(), 1);
         assert_eq!(p.checks[0].pattern.example_text(), "d");
     }
@@ -392,18 +452,37 @@ mod tests {
     #[test]
     fn reports_bad_directives() {
         let o = Options::default();
-        assert!(read("CHECK-NEXT: a\n", &o).unwrap_err().message.contains("without previous 'CHECK: line"));
-        assert!(read("CHECK_NEXT: a\n", &o).unwrap_err().message.starts_with("misspelled directive 'CHECK_NEXT:'"));
-        assert!(read("CHECK-COUNT-0: a\n", &o).unwrap_err().message.starts_with("invalid count"));
-        assert!(read("CHECK-NOT-DAG: a\n", &o).unwrap_err().message.starts_with("unsupported -NOT combo"));
-        assert!(read("nothing\n", &o).unwrap_err().message.contains("no check strings found with prefix 'CHECK:'"));
+        assert!(read("CHECK-NEXT: a\n", &o)
+            .unwrap_err()
+            .message
+            .contains("without previous 'CHECK: line"));
+        assert!(read("CHECK_NEXT: a\n", &o)
+            .unwrap_err()
+            .message
+            .starts_with("misspelled directive 'CHECK_NEXT:'"));
+        assert!(read("CHECK-COUNT-0: a\n", &o)
+            .unwrap_err()
+            .message
+            .starts_with("invalid count"));
+        assert!(read("CHECK-NOT-DAG: a\n", &o)
+            .unwrap_err()
+            .message
+            .starts_with("unsupported -NOT combo"));
+        assert!(read("nothing\n", &o)
+            .unwrap_err()
+            .message
+            .contains("no check strings found with prefix 'CHECK:'"));
         let p = read("CHECK: a\nCHECK-NXT: b\n", &o).unwrap();
         assert_eq!(p.warnings.len(), 1);
     }
 
     #[test]
     fn parses_count_and_literal_modifiers() {
-        let p = read("CHECK-COUNT-3: a\nCHECK-NEXT{LITERAL}: [[x]]\n", &Options::default()).unwrap();
+        let p = read(
+            "CHECK-COUNT-3: a\nCHECK-NEXT{LITERAL}: [[x]]\n",
+            &Options::default(),
+        )
+        .unwrap();
         assert_eq!(p.checks[0].pattern.ty.count, 3);
         assert!(p.checks[1].pattern.ty.literal);
     }

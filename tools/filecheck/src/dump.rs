@@ -97,7 +97,13 @@ fn numbered_labels(records: &[MatchRecord]) -> Vec<String> {
         .collect()
 }
 
-fn annotate(input: &SourceBuffer, record: &MatchRecord, label: &str, line_count: usize, per_line: &mut [Vec<Annotation>]) {
+fn annotate(
+    input: &SourceBuffer,
+    record: &MatchRecord,
+    label: &str,
+    line_count: usize,
+    per_line: &mut [Vec<Annotation>],
+) {
     let (marker, text) = match &record.mark {
         Mark::Good => ('^', String::new()),
         Mark::Excluded => ('!', "error: no match expected".to_string()),
@@ -159,7 +165,11 @@ fn shown_lines(per_line: &[Vec<Annotation>], filter: DumpInputFilter, context: u
     let mut shown = vec![false; n];
     for (i, &k) in keep.iter().enumerate() {
         if k {
-            for s in shown.iter_mut().take((i + context + 1).min(n)).skip(i.saturating_sub(context)) {
+            for s in shown
+                .iter_mut()
+                .take((i + context + 1).min(n))
+                .skip(i.saturating_sub(context))
+            {
                 *s = true;
             }
         }

@@ -34,7 +34,10 @@ pub enum Mark {
 impl Mark {
     /// Whether this mark reports an error.
     pub fn is_error(&self) -> bool {
-        matches!(self, Mark::Excluded | Mark::WrongLine | Mark::NoMatch | Mark::Invalid)
+        matches!(
+            self,
+            Mark::Excluded | Mark::WrongLine | Mark::NoMatch | Mark::Invalid
+        )
     }
 }
 
@@ -142,7 +145,13 @@ impl<'a> Engine<'a> {
 
     /// Matches one positive directive in `start..end`; returns the absolute
     /// position and length of its match.
-    fn check(&mut self, cs: &CheckString, start: usize, end: usize, label_scan: bool) -> Option<(usize, usize)> {
+    fn check(
+        &mut self,
+        cs: &CheckString,
+        start: usize,
+        end: usize,
+        label_scan: bool,
+    ) -> Option<(usize, usize)> {
         let mut nots: Vec<&DagNot> = Vec::new();
         let last_pos = if label_scan {
             start
@@ -186,7 +195,12 @@ impl<'a> Engine<'a> {
     }
 
     /// Finds `pattern` in `start..end`, returning absolute offsets.
-    fn find(&mut self, pattern: &Pattern, start: usize, end: usize) -> Result<(usize, usize), MatchError> {
+    fn find(
+        &mut self,
+        pattern: &Pattern,
+        start: usize,
+        end: usize,
+    ) -> Result<(usize, usize), MatchError> {
         let text = self.text();
         pattern
             .find(&text[start..end], &mut self.vars, self.options.ignore_case)
@@ -196,7 +210,13 @@ impl<'a> Engine<'a> {
     /// Matches the CHECK-DAG groups preceding `cs`, checking CHECK-NOTs
     /// between groups; NOTs after the last group are left in `nots`.
     /// Returns where the directive itself starts searching.
-    fn check_dag<'c>(&mut self, cs: &'c CheckString, start: usize, end: usize, nots: &mut Vec<&'c DagNot>) -> Option<usize> {
+    fn check_dag<'c>(
+        &mut self,
+        cs: &'c CheckString,
+        start: usize,
+        end: usize,
+        nots: &mut Vec<&'c DagNot>,
+    ) -> Option<usize> {
         let mut start_pos = start;
         let mut ranges: Vec<(usize, usize)> = Vec::new();
         for (index, dn) in cs.dag_nots.iter().enumerate() {
@@ -295,7 +315,13 @@ impl<'a> Engine<'a> {
 
     /// CHECK-NEXT/EMPTY must match on the line after the previous match,
     /// CHECK-SAME on the same line. Returns whether that failed.
-    fn check_adjacency(&mut self, cs: &CheckString, prev_end: usize, match_pos: usize, match_len: usize) -> bool {
+    fn check_adjacency(
+        &mut self,
+        cs: &CheckString,
+        prev_end: usize,
+        match_pos: usize,
+        match_len: usize,
+    ) -> bool {
         let kind = cs.pattern.ty.kind;
         if !matches!(kind, CheckKind::Next | CheckKind::Empty | CheckKind::Same) {
             return false;
@@ -319,8 +345,12 @@ impl<'a> Engine<'a> {
             cs.pattern.span,
             format!("{}{suffix}: {message}", cs.prefix),
         ));
-        self.diagnostics.push(Diagnostic::note(point(match_pos), "'next' match was here"));
-        self.diagnostics.push(Diagnostic::note(point(prev_end), "previous match ended here"));
+        self.diagnostics
+            .push(Diagnostic::note(point(match_pos), "'next' match was here"));
+        self.diagnostics.push(Diagnostic::note(
+            point(prev_end),
+            "previous match ended here",
+        ));
         if kind != CheckKind::Same && newlines > 1 {
             self.diagnostics.push(Diagnostic::note(
                 point(prev_end + first_line_after),
@@ -338,7 +368,12 @@ impl<'a> Engine<'a> {
 
     fn record(&mut self, who: &Who, mark: Mark, start: usize, end: usize) {
         let label = who.label(self.buffers);
-        self.records.push(MatchRecord { label, mark, start, end });
+        self.records.push(MatchRecord {
+            label,
+            mark,
+            start,
+            end,
+        });
     }
 
     fn record_good(&mut self, who: &Who, pos: usize, len: usize) {
@@ -347,7 +382,13 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn report_invalid(&mut self, who: &Who, start: usize, end: usize, errors: Vec<crate::pattern::PatternError>) {
+    fn report_invalid(
+        &mut self,
+        who: &Who,
+        start: usize,
+        end: usize,
+        errors: Vec<crate::pattern::PatternError>,
+    ) {
         self.record(who, Mark::Invalid, start, end);
         for e in errors {
             self.record(who, Mark::Note(e.message.clone()), start, start);
@@ -363,13 +404,18 @@ impl<'a> Engine<'a> {
             self.report_invalid(who, start, end, errors);
             return;
         }
-        let mut message = format!("{}: expected string not found in input", pattern.ty.description(who.prefix));
+        let mut message = format!(
+            "{}: expected string not found in input",
+            pattern.ty.description(who.prefix)
+        );
         if pattern.ty.count > 1 {
             message.push_str(&format!(" ({n} out of {})", pattern.ty.count));
         }
-        self.diagnostics.push(Diagnostic::error(pattern.span, message));
+        self.diagnostics
+            .push(Diagnostic::error(pattern.span, message));
         let here = Span::point(BufferId::Input, start);
-        self.diagnostics.push(Diagnostic::note(here, "scanning from here"));
+        self.diagnostics
+            .push(Diagnostic::note(here, "scanning from here"));
         self.record(who, Mark::NoMatch, start, end);
         for s in pattern.substitution_values(&self.vars) {
             let note = match s.value {
@@ -380,9 +426,14 @@ impl<'a> Engine<'a> {
             self.record(who, Mark::Note(note), start, start);
         }
         let text = self.text();
-        if let Some(best) = fuzzy::possible_intended_match(pattern.example_text(), &text[start..end]) {
+        if let Some(best) =
+            fuzzy::possible_intended_match(pattern.example_text(), &text[start..end])
+        {
             let at = start + best;
-            self.diagnostics.push(Diagnostic::note(Span::point(BufferId::Input, at), "possible intended match here"));
+            self.diagnostics.push(Diagnostic::note(
+                Span::point(BufferId::Input, at),
+                "possible intended match here",
+            ));
             self.record(who, Mark::Fuzzy, at, at);
         }
     }

@@ -57,7 +57,10 @@ mod tests {
 
     #[test]
     fn finds_near_miss_on_later_line() {
-        assert_eq!(possible_intended_match("use abc", "x = 1\nuse abd\n"), Some(6));
+        assert_eq!(
+            possible_intended_match("use abc", "x = 1\nuse abd\n"),
+            Some(6)
+        );
         assert_eq!(possible_intended_match("foo", "hello"), Some(2));
         assert_eq!(possible_intended_match("foo", "foa"), None);
     }

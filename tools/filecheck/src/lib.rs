@@ -87,33 +87,47 @@ pub struct Success {
 /// Checks `input` against the directives in `check_text` (named
 /// `check_name` in messages). The input is named by
 /// [`Options::input_name`].
-pub fn check(check_text: &str, check_name: &str, input: &str, options: &Options) -> Result<Success, Failure> {
+pub fn check(
+    check_text: &str,
+    check_name: &str,
+    input: &str,
+    options: &Options,
+) -> Result<Success, Failure> {
     let usage_error = |d: Diagnostic, buffers: Option<&Buffers>| {
-        let report = match buffers {
-            Some(b) => b.render(&d),
-            None => format!("error: {}\n", d.message),
+        let (report, error_locations) = match (buffers, d.span) {
+            (Some(b), Some(span)) => {
+                let (line, col) = b.line_col(span);
+                (
+                    b.render(&d),
+                    vec![(b.get(span.buffer).name.clone(), line, col)],
+                )
+            }
+            _ => (format!("error: {}\n", d.message), Vec::new()),
         };
         Failure {
             diagnostics: vec![d],
+            error_locations,
             ..Failure::usage(report)
         }
     };
     directive::validate_prefixes(options).map_err(|d| usage_error(d, None))?;
 
-    let command_line: String = options
-        .implicit_check_not
-        .iter()
-        .map(|p| format!("-implicit-check-not='{p}'\n"))
-        .collect();
     let buffers = Buffers {
-        check: SourceBuffer::new(check_name, canonicalize(check_text, options.strict_whitespace)),
-        input: SourceBuffer::new(options.input_name.clone(), canonicalize(input, options.strict_whitespace)),
-        command_line: SourceBuffer::new("command line", command_line),
+        check: SourceBuffer::new(
+            check_name,
+            canonicalize(check_text, options.strict_whitespace),
+        ),
+        input: SourceBuffer::new(
+            options.input_name.clone(),
+            canonicalize(input, options.strict_whitespace),
+        ),
+        command_line: directive::implicit_check_not_buffer(options),
     };
-    let program = directive::read_check_file(&buffers.check, &buffers.command_line, options)
+    let program = directive::read_check_file(&buffers.check, options)
         .map_err(|d| usage_error(d, Some(&buffers)))?;
     let warnings = buffers.render_all(&program.warnings);
-    let vars = define_variables(&options.defines).map_err(|m| Failure::usage(format!("{warnings}{m}")))?;
+    let vars =
+        define_variables(&options.defines).map_err(|m| Failure::usage(format!("{warnings}{m}")))?;
 
     if input.is_empty() && !options.allow_empty {
         return Err(Failure::usage(format!(
@@ -132,11 +146,12 @@ pub fn check(check_text: &str, check_name: &str, input: &str, options: &Options)
         DumpInput::Never => false,
     };
     if want_dump {
-        let filter = if options.verbose && options.dump_input_filter == DumpInputFilter::Error && passed {
-            DumpInputFilter::All
-        } else {
-            options.dump_input_filter
-        };
+        let filter =
+            if options.verbose && options.dump_input_filter == DumpInputFilter::Error && passed {
+                DumpInputFilter::All
+            } else {
+                options.dump_input_filter
+            };
         let filter = if passed && filter == DumpInputFilter::Error {
             DumpInputFilter::All
         } else {
@@ -176,7 +191,9 @@ fn define_variables(defines: &[String]) -> Result<Variables, String> {
     let mut vars = Variables::default();
     for def in defines {
         let Some((name, value)) = def.split_once('=') else {
-            return Err(format!("error: missing equal sign in command-line definition '-D{def}'\n"));
+            return Err(format!(
+                "error: missing equal sign in command-line definition '-D{def}'\n"
+            ));
         };
         if let Some(numeric_name) = name.strip_prefix('#') {
             let block = numeric::parse_block(&format!("{numeric_name}:{value}"), 0)
@@ -196,7 +213,9 @@ fn define_variables(defines: &[String]) -> Result<Variables, String> {
                 && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
         };
         if !valid {
-            return Err(format!("error: invalid name in string variable definition '-D{def}'\n"));
+            return Err(format!(
+                "error: invalid name in string variable definition '-D{def}'\n"
+            ));
         }
         vars.set_string(name, value);
     }

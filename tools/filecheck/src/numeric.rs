@@ -45,7 +45,11 @@ impl Format {
             FormatKind::HexLower => "[0-9a-f]",
             FormatKind::HexUpper => "[0-9A-F]",
         };
-        let sign = if self.kind == FormatKind::Signed { "-?" } else { "" };
+        let sign = if self.kind == FormatKind::Signed {
+            "-?"
+        } else {
+            ""
+        };
         let prefix = if self.alternate { "0x" } else { "" };
         let count = if self.precision > 0 {
             format!("{{{},}}", self.precision)
@@ -58,7 +62,9 @@ impl Format {
     /// Writes `value` in this format.
     pub fn render(&self, value: i128) -> Result<String, String> {
         if value < 0 && self.kind != FormatKind::Signed {
-            return Err(format!("unable to represent numeric value {value} in unsigned format"));
+            return Err(format!(
+                "unable to represent numeric value {value} in unsigned format"
+            ));
         }
         let magnitude = value.unsigned_abs();
         let digits = match self.kind {
@@ -78,7 +84,11 @@ impl Format {
             Some(r) => (true, r),
             None => (false, text),
         };
-        let rest = if self.alternate { rest.strip_prefix("0x")? } else { rest };
+        let rest = if self.alternate {
+            rest.strip_prefix("0x")?
+        } else {
+            rest
+        };
         let radix = match self.kind {
             FormatKind::Unsigned | FormatKind::Signed => 10,
             FormatKind::HexLower | FormatKind::HexUpper => 16,
@@ -192,7 +202,11 @@ pub type ParseError = (usize, String);
 /// Parses the body of `[[#...]]` (without `#`); `base` is the absolute offset
 /// of `body` in its buffer.
 pub fn parse_block(body: &str, base: usize) -> Result<NumericBlock, ParseError> {
-    let mut p = Parser { s: body, pos: 0, base };
+    let mut p = Parser {
+        s: body,
+        pos: 0,
+        base,
+    };
     p.skip_ws();
     let mut format = None;
     if p.peek() == Some('%') {
@@ -232,26 +246,43 @@ pub fn parse_block(body: &str, base: usize) -> Result<NumericBlock, ParseError> 
         Some(e)
     };
     if def.is_none() && expr.is_none() {
-        return Err((base, "empty numeric expression should be followed by a definition".into()));
+        return Err((
+            base,
+            "empty numeric expression should be followed by a definition".into(),
+        ));
     }
     Ok(NumericBlock { format, def, expr })
 }
 
 /// Parses a legacy `@LINE`, `@LINE+N` or `@LINE-N` expression.
 pub fn parse_legacy_line(body: &str, base: usize) -> Result<Expr, ParseError> {
-    let rest = body.strip_prefix("@LINE").ok_or((base, "invalid pseudo variable".to_string()))?;
+    let rest = body
+        .strip_prefix("@LINE")
+        .ok_or((base, "invalid pseudo variable".to_string()))?;
     if rest.is_empty() {
         return Ok(Expr::Line);
     }
     let (f, digits) = match rest.as_bytes()[0] {
         b'+' => (Function::Add, &rest[1..]),
         b'-' => (Function::Sub, &rest[1..]),
-        _ => return Err((base + 5, format!("unexpected characters at end of expression '{rest}'"))),
+        _ => {
+            return Err((
+                base + 5,
+                format!("unexpected characters at end of expression '{rest}'"),
+            ))
+        }
     };
-    let n: i128 = digits
-        .parse()
-        .map_err(|_| (base + 6, format!("invalid offset in @LINE expression '{digits}'")))?;
-    Ok(Expr::Call(f, Box::new(Expr::Line), Box::new(Expr::Literal(n))))
+    let n: i128 = digits.parse().map_err(|_| {
+        (
+            base + 6,
+            format!("invalid offset in @LINE expression '{digits}'"),
+        )
+    })?;
+    Ok(Expr::Call(
+        f,
+        Box::new(Expr::Line),
+        Box::new(Expr::Literal(n)),
+    ))
 }
 
 fn is_identifier(s: &str) -> bool {
@@ -301,9 +332,12 @@ impl Parser<'_> {
             while matches!(self.peek(), Some('0'..='9')) {
                 self.pos += 1;
             }
-            f.precision = self.s[start..self.pos]
-                .parse()
-                .map_err(|_| (self.base + start, "invalid precision in format specifier".to_string()))?;
+            f.precision = self.s[start..self.pos].parse().map_err(|_| {
+                (
+                    self.base + start,
+                    "invalid precision in format specifier".to_string(),
+                )
+            })?;
         }
         f.kind = match self.peek() {
             Some('u') => FormatKind::Unsigned,
@@ -369,13 +403,21 @@ impl Parser<'_> {
                 while self.peek().is_some_and(|c| c.is_digit(radix)) {
                     self.pos += 1;
                 }
-                let v = i128::from_str_radix(&self.s[num_start..self.pos], radix)
-                    .map_err(|_| (self.base + digits_start, "invalid operand format".to_string()))?;
+                let v =
+                    i128::from_str_radix(&self.s[num_start..self.pos], radix).map_err(|_| {
+                        (
+                            self.base + digits_start,
+                            "invalid operand format".to_string(),
+                        )
+                    })?;
                 Ok(Expr::Literal(if negative { -v } else { v }))
             }
             Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$' => {
                 self.pos += 1;
-                while self.peek().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                while self
+                    .peek()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                {
                     self.pos += 1;
                 }
                 let name = &self.s[start..self.pos];
@@ -400,7 +442,12 @@ impl Parser<'_> {
             "div" => Function::Div,
             "max" => Function::Max,
             "min" => Function::Min,
-            _ => return Err((self.base + start, format!("call to undefined function '{name}'"))),
+            _ => {
+                return Err((
+                    self.base + start,
+                    format!("call to undefined function '{name}'"),
+                ))
+            }
         };
         self.eat('(');
         let a = self.expr()?;

@@ -124,8 +124,16 @@ enum Body {
 #[derive(Debug, Clone)]
 enum Piece {
     Regex(String),
-    StringUse { name: String, offset: usize },
-    NumericUse { text: String, expr: Expr, format: Option<Format>, offset: usize },
+    StringUse {
+        name: String,
+        offset: usize,
+    },
+    NumericUse {
+        text: String,
+        expr: Expr,
+        format: Option<Format>,
+        offset: usize,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -181,14 +189,27 @@ fn count_groups(rust_regex: &str) -> Result<usize, String> {
         .map_err(|e| describe_regex_error(&e))
 }
 
+/// Describes a regex error, in LLVM's regex library's words where there is
+/// an equivalent.
 fn describe_regex_error(e: &regex::Error) -> String {
     match e {
-        regex::Error::Syntax(s) => s
-            .lines()
-            .rev()
-            .find_map(|l| l.strip_prefix("error: "))
-            .unwrap_or(s)
-            .to_string(),
+        regex::Error::Syntax(s) => {
+            let message = s
+                .lines()
+                .rev()
+                .find_map(|l| l.strip_prefix("error: "))
+                .unwrap_or(s);
+            match message {
+                "unclosed group" | "unopened group" => "parentheses not balanced",
+                "unclosed character class" => "brackets ([ ]) not balanced",
+                m if m.starts_with("repetition operator missing expression") => {
+                    "repetition-operator operand invalid"
+                }
+                m if m.contains("counted repetition") => "invalid repetition count(s)",
+                m => m,
+            }
+            .to_string()
+        }
         regex::Error::CompiledTooBig(_) => "regular expression too big".to_string(),
         _ => e.to_string(),
     }
@@ -312,12 +333,20 @@ impl Pattern {
         } else {
             text.trim_end_matches([' ', '\t'])
         };
-        let make = |body| Pattern { ty, span, line, body };
+        let make = |body| Pattern {
+            ty,
+            span,
+            line,
+            body,
+        };
         if ty.kind == CheckKind::Eof {
             return Ok(make(Body::Eof));
         }
         if text.is_empty() && ty.kind != CheckKind::Empty {
-            return Err(err(offset, format!("found empty check string with prefix '{prefix}:'")));
+            return Err(err(
+                offset,
+                format!("found empty check string with prefix '{prefix}:'"),
+            ));
         }
         if ty.kind == CheckKind::Empty {
             if !text.is_empty() {
@@ -345,7 +374,10 @@ impl Pattern {
         while !rest.is_empty() {
             if rest.starts_with("{{") {
                 let Some(end) = rest.find("}}") else {
-                    return Err(err(at(rest), "found start of regex string with no end '}}'".into()));
+                    return Err(err(
+                        at(rest),
+                        "found start of regex string with no end '}}'".into(),
+                    ));
                 };
                 let alternation = rest[..end].contains('|');
                 if alternation {
@@ -366,7 +398,10 @@ impl Pattern {
                 let end = match find_block_end(unparsed) {
                     Ok(Some(end)) => end,
                     Ok(None) => {
-                        return Err(err(block_start, "Invalid substitution block, no ]] found".into()));
+                        return Err(err(
+                            block_start,
+                            "Invalid substitution block, no ]] found".into(),
+                        ));
                     }
                     Err((o, m)) => return Err(err(block_start + 2 + o, m)),
                 };
@@ -374,7 +409,13 @@ impl Pattern {
                 let body_offset = block_start + 2;
                 rest = &unparsed[end + 2..];
                 if let Some(numeric_body) = body.strip_prefix('#') {
-                    Self::parse_numeric_block(&mut b, numeric_body, body_offset + 1, numeric_body, buffer)?;
+                    Self::parse_numeric_block(
+                        &mut b,
+                        numeric_body,
+                        body_offset + 1,
+                        numeric_body,
+                        buffer,
+                    )?;
                 } else {
                     Self::parse_string_block(&mut b, body, body_offset, buffer)?;
                 }
@@ -402,7 +443,12 @@ impl Pattern {
         })))
     }
 
-    fn parse_string_block(b: &mut RegexBuilder, body: &str, body_offset: usize, buffer: BufferId) -> Result<(), PatternError> {
+    fn parse_string_block(
+        b: &mut RegexBuilder,
+        body: &str,
+        body_offset: usize,
+        buffer: BufferId,
+    ) -> Result<(), PatternError> {
         let err = |at: usize, message: String| PatternError {
             span: Span::point(buffer, at),
             message,
@@ -411,10 +457,14 @@ impl Pattern {
         if let Some(space) = body[..colon.unwrap_or(body.len())].find([' ', '\t']) {
             return Err(err(body_offset + space, "unexpected whitespace".into()));
         }
-        let (name, pseudo, after) = parse_variable(body).map_err(|(o, m)| err(body_offset + o, m))?;
+        let (name, pseudo, after) =
+            parse_variable(body).map_err(|(o, m)| err(body_offset + o, m))?;
         if colon.is_some() {
             let Some(regex_src) = (!pseudo).then(|| after.strip_prefix(':')).flatten() else {
-                return Err(err(body_offset, "invalid name in string variable definition".into()));
+                return Err(err(
+                    body_offset,
+                    "invalid name in string variable definition".into(),
+                ));
             };
             let group = b.next_group;
             b.push_regex("(", "(");
@@ -442,9 +492,18 @@ impl Pattern {
             return Ok(());
         }
         if !after.is_empty() {
-            return Err(err(body_offset, "invalid name in string variable use".into()));
+            return Err(err(
+                body_offset,
+                "invalid name in string variable use".into(),
+            ));
         }
-        if let Some((_, def_group, rust)) = b.local_string_defs.iter().rev().find(|(n, _, _)| n == name).cloned() {
+        if let Some((_, def_group, rust)) = b
+            .local_string_defs
+            .iter()
+            .rev()
+            .find(|(n, _, _)| n == name)
+            .cloned()
+        {
             // LLVM emits a back-reference; the regex crate has none, so the
             // definition's regex is repeated and the texts compared after
             // matching.
@@ -483,7 +542,9 @@ impl Pattern {
                 if expr.uses(name) {
                     return Err(err(
                         body_offset,
-                        format!("numeric variable '{name}' defined earlier in the same CHECK directive"),
+                        format!(
+                            "numeric variable '{name}' defined earlier in the same CHECK directive"
+                        ),
                     ));
                 }
             }
@@ -501,7 +562,7 @@ impl Pattern {
                         b.push_regex(&r, &r);
                     }
                     Some(expr) => {
-                                        b.pieces.push(Piece::NumericUse {
+                        b.pieces.push(Piece::NumericUse {
                             text: text.split(':').nth(1).unwrap_or(text).trim().to_string(),
                             expr,
                             format,
@@ -513,7 +574,7 @@ impl Pattern {
                 b.numeric_defs.push((name, group, def_format));
             }
             (None, Some(expr)) => {
-                        let shown = text.rsplit(',').next().unwrap_or(text).trim().to_string();
+                let shown = text.rsplit(',').next().unwrap_or(text).trim().to_string();
                 b.pieces.push(Piece::NumericUse {
                     text: shown,
                     expr,
@@ -566,7 +627,9 @@ impl Pattern {
                     name: name.clone(),
                     value: vars.string(name).map(str::to_string),
                 }),
-                Piece::NumericUse { text, expr, format, .. } => Some(SubstitutionValue {
+                Piece::NumericUse {
+                    text, expr, format, ..
+                } => Some(SubstitutionValue {
                     name: text.clone(),
                     value: expr
                         .eval(vars, self.line)
@@ -579,21 +642,36 @@ impl Pattern {
 
     /// Finds the first match in `buf`. On success returns (position, length)
     /// relative to `buf` and records variable definitions in `vars`.
-    pub fn find(&self, buf: &str, vars: &mut Variables, ignore_case: bool) -> Result<(usize, usize), MatchError> {
+    pub fn find(
+        &self,
+        buf: &str,
+        vars: &mut Variables,
+        ignore_case: bool,
+    ) -> Result<(usize, usize), MatchError> {
         match &self.body {
             Body::Eof => Ok((buf.len(), 0)),
-            Body::Fixed(s) => find_fixed(buf, s, ignore_case).map(|p| (p, s.len())).ok_or(MatchError::NotFound),
+            Body::Fixed(s) => find_fixed(buf, s, ignore_case)
+                .map(|p| (p, s.len()))
+                .ok_or(MatchError::NotFound),
             Body::Empty => {
                 static EMPTY_LINE: OnceLock<Regex> = OnceLock::new();
                 let re = EMPTY_LINE.get_or_init(|| Regex::new(r"(?m)\n$").expect("constant regex"));
                 // The match starts after the newline the pattern consumes.
-                re.find(buf).map(|m| (m.start() + 1, 0)).ok_or(MatchError::NotFound)
+                re.find(buf)
+                    .map(|m| (m.start() + 1, 0))
+                    .ok_or(MatchError::NotFound)
             }
             Body::Regex(r) => self.find_regex(r, buf, vars, ignore_case),
         }
     }
 
-    fn find_regex(&self, r: &RegexPattern, buf: &str, vars: &mut Variables, ignore_case: bool) -> Result<(usize, usize), MatchError> {
+    fn find_regex(
+        &self,
+        r: &RegexPattern,
+        buf: &str,
+        vars: &mut Variables,
+        ignore_case: bool,
+    ) -> Result<(usize, usize), MatchError> {
         let flags = if ignore_case { "(?mi)" } else { "(?m)" };
         let invalid = |offset: usize, message: String| PatternError {
             span: Span::point(self.span.buffer, offset),
@@ -602,12 +680,27 @@ impl Pattern {
         let owned;
         let regex = if r.pieces.iter().all(|p| matches!(p, Piece::Regex(_))) {
             let compiled = r.compiled.get_or_init(|| {
-                let src: String = r.pieces.iter().map(|p| if let Piece::Regex(s) = p { s.as_str() } else { "" }).collect();
+                let src: String = r
+                    .pieces
+                    .iter()
+                    .map(|p| {
+                        if let Piece::Regex(s) = p {
+                            s.as_str()
+                        } else {
+                            ""
+                        }
+                    })
+                    .collect();
                 Regex::new(&format!("{flags}{src}")).map_err(|e| describe_regex_error(&e))
             });
             match compiled {
                 Ok(re) => re,
-                Err(m) => return Err(MatchError::Invalid(vec![invalid(self.span.start, format!("invalid regex: {m}"))])),
+                Err(m) => {
+                    return Err(MatchError::Invalid(vec![invalid(
+                        self.span.start,
+                        format!("invalid regex: {m}"),
+                    )]))
+                }
             }
         } else {
             let mut src = String::from(flags);
@@ -617,13 +710,22 @@ impl Pattern {
                     Piece::Regex(s) => src.push_str(s),
                     Piece::StringUse { name, offset } => match vars.string(name) {
                         Some(v) => src.push_str(&regex::escape(v)),
-                        None => errors.push(invalid(*offset, format!("undefined variable: {name}"))),
+                        None => {
+                            errors.push(invalid(*offset, format!("undefined variable: {name}")))
+                        }
                     },
-                    Piece::NumericUse { expr, format, offset, .. } => match expr.eval(vars, self.line) {
-                        Ok((v, implied)) => match format.or(implied).unwrap_or_default().render(v) {
-                            Ok(text) => src.push_str(&regex::escape(&text)),
-                            Err(m) => errors.push(invalid(*offset, m)),
-                        },
+                    Piece::NumericUse {
+                        expr,
+                        format,
+                        offset,
+                        ..
+                    } => match expr.eval(vars, self.line) {
+                        Ok((v, implied)) => {
+                            match format.or(implied).unwrap_or_default().render(v) {
+                                Ok(text) => src.push_str(&regex::escape(&text)),
+                                Err(m) => errors.push(invalid(*offset, m)),
+                            }
+                        }
                         Err(EvalError::Undefined(name, at)) => {
                             errors.push(invalid(at, format!("undefined variable: {name}")))
                         }
@@ -635,7 +737,10 @@ impl Pattern {
                 return Err(MatchError::Invalid(errors));
             }
             owned = Regex::new(&src).map_err(|e| {
-                MatchError::Invalid(vec![invalid(self.span.start, format!("invalid regex: {}", describe_regex_error(&e)))])
+                MatchError::Invalid(vec![invalid(
+                    self.span.start,
+                    format!("invalid regex: {}", describe_regex_error(&e)),
+                )])
             })?;
             &owned
         };
@@ -645,9 +750,10 @@ impl Pattern {
             let Some(caps) = regex.captures_at(buf, start) else {
                 return Err(MatchError::NotFound);
             };
-            let consistent = r.same_line_uses.iter().all(|&(d, u)| {
-                caps.get(d).map(|m| m.as_str()) == caps.get(u).map(|m| m.as_str())
-            });
+            let consistent = r
+                .same_line_uses
+                .iter()
+                .all(|&(d, u)| caps.get(d).map(|m| m.as_str()) == caps.get(u).map(|m| m.as_str()));
             if consistent {
                 break caps;
             }
@@ -707,7 +813,15 @@ mod tests {
     }
 
     fn parse(text: &str) -> Result<Pattern, PatternError> {
-        Pattern::parse(text, 0, BufferId::Check, CheckType::new(CheckKind::Plain), "CHECK", 1, settings())
+        Pattern::parse(
+            text,
+            0,
+            BufferId::Check,
+            CheckType::new(CheckKind::Plain),
+            "CHECK",
+            1,
+            settings(),
+        )
     }
 
     #[test]
@@ -729,7 +843,10 @@ mod tests {
         assert!(uses.has_variable());
         assert_eq!(uses.find("use fo\nuse foo", &mut v, false), Ok((7, 7)));
         let undefined = parse("[[Y]]").unwrap();
-        assert!(matches!(undefined.find("x", &mut v, false), Err(MatchError::Invalid(_))));
+        assert!(matches!(
+            undefined.find("x", &mut v, false),
+            Err(MatchError::Invalid(_))
+        ));
     }
 
     #[test]
@@ -744,7 +861,9 @@ mod tests {
     fn numeric_blocks() {
         let mut v = Variables::default();
         let p = parse("[[#%x,ADDR:]] [[#ADDR+1]]").unwrap_err();
-        assert!(p.message.contains("defined earlier in the same CHECK directive"));
+        assert!(p
+            .message
+            .contains("defined earlier in the same CHECK directive"));
         let def = parse("at [[#%x,ADDR:]]").unwrap();
         assert!(def.find("at ff", &mut v, false).is_ok());
         let next = parse("next [[#ADDR+1]] line [[@LINE]]").unwrap();
@@ -754,11 +873,17 @@ mod tests {
     #[test]
     fn parse_errors_point_at_the_problem() {
         let e = parse("a {{b").unwrap_err();
-        assert_eq!((e.span.start, e.message.as_str()), (2, "found start of regex string with no end '}}'"));
+        assert_eq!(
+            (e.span.start, e.message.as_str()),
+            (2, "found start of regex string with no end '}}'")
+        );
         let e = parse("a [[b").unwrap_err();
         assert_eq!(e.message, "Invalid substitution block, no ]] found");
         let e = parse("[[0, 1]]").unwrap_err();
-        assert_eq!((e.span.start, e.message.as_str()), (4, "unexpected whitespace"));
+        assert_eq!(
+            (e.span.start, e.message.as_str()),
+            (4, "unexpected whitespace")
+        );
         let e = parse("x{{(}}").unwrap_err();
         assert!(e.message.starts_with("invalid regex"), "{}", e.message);
     }

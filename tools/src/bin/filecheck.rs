@@ -101,7 +101,8 @@ The input dump printed by filecheck (as LLVM FileCheck's) shows:
 /// the double-dash form.
 fn normalize_args(args: impl Iterator<Item = String>) -> Vec<String> {
     args.map(|a| {
-        let single_dash_long = a.len() > 2 && a.starts_with('-') && !a.starts_with("--") && !a.starts_with("-D");
+        let single_dash_long =
+            a.len() > 2 && a.starts_with('-') && !a.starts_with("--") && !a.starts_with("-D");
         if single_dash_long && a != "-vv" {
             format!("-{a}")
         } else if a == "-vv" {
@@ -158,8 +159,16 @@ fn main() -> ExitCode {
         }
     };
     let options = Options {
-        check_prefixes: cli.check_prefix.iter().chain(&cli.check_prefixes).cloned().collect(),
-        comment_prefixes: cli.comment_prefixes.clone().unwrap_or_else(|| Options::default().comment_prefixes),
+        check_prefixes: cli
+            .check_prefix
+            .iter()
+            .chain(&cli.check_prefixes)
+            .cloned()
+            .collect(),
+        comment_prefixes: cli
+            .comment_prefixes
+            .clone()
+            .unwrap_or_else(|| Options::default().comment_prefixes),
         implicit_check_not: cli.implicit_check_not.clone(),
         match_full_lines: cli.match_full_lines,
         strict_whitespace: cli.strict_whitespace,
