@@ -203,10 +203,25 @@ pub fn implicit_check_not_buffer(options: &Options) -> SourceBuffer {
 
 /// Reads `check` into a program; `--implicit-check-not` patterns point into
 /// [`implicit_check_not_buffer`].
-pub fn read_check_file(
-    check: &SourceBuffer,
-    options: &Options,
-) -> Result<CheckProgram, Diagnostic> {
+pub fn read_check_file(check: &SourceBuffer, options: &Options) -> Result<CheckProgram, ReadError> {
+    let mut warnings = Vec::new();
+    match read_checks(check, options, &mut warnings) {
+        Ok(checks) => Ok(CheckProgram { checks, warnings }),
+        Err(error) => Err(ReadError { error, warnings }),
+    }
+}
+
+/// A check file that could not be read, with the warnings found before the
+/// error.
+#[derive(Debug)]
+pub struct ReadError {
+    /// The error.
+    pub error: Diagnostic,
+    /// Warnings preceding it.
+    pub warnings: Vec<Diagnostic>,
+}
+
+fn read_checks(check: &SourceBuffer, options: &Options, warnings: &mut Vec<Diagnostic>) -> Result<Vec<CheckString>, Diagnostic> {
     let settings = PatternSettings {
         match_full_lines: options.match_full_lines,
         strict_whitespace: options.strict_whitespace,
@@ -257,7 +272,6 @@ pub fn read_check_file(
     let text = check.text.as_str();
     let bytes = text.as_bytes();
     let mut checks: Vec<CheckString> = Vec::new();
-    let mut warnings = Vec::new();
     let mut dag_nots = implicit.clone();
     let mut used_prefixes: Vec<&str> = Vec::new();
     let mut pos = 0;
@@ -407,7 +421,7 @@ pub fn read_check_file(
             dag_nots,
         });
     }
-    Ok(CheckProgram { checks, warnings })
+    Ok(checks)
 }
 
 /// Offset of the first `\n` or `\r` at or after `from` (or the text end).
@@ -423,7 +437,7 @@ mod tests {
 
     fn read(check: &str, options: &Options) -> Result<CheckProgram, Diagnostic> {
         let check = SourceBuffer::new("c", check.to_string());
-        read_check_file(&check, options)
+        read_check_file(&check, options).map_err(|e| e.error)
     }
 
     #[test]

@@ -123,8 +123,11 @@ pub fn check(
         ),
         command_line: directive::implicit_check_not_buffer(options),
     };
-    let program = directive::read_check_file(&buffers.check, options)
-        .map_err(|d| usage_error(d, Some(&buffers)))?;
+    let program = directive::read_check_file(&buffers.check, options).map_err(|e| {
+        let mut failure = usage_error(e.error, Some(&buffers));
+        failure.report.insert_str(0, &buffers.render_all(&e.warnings));
+        failure
+    })?;
     let warnings = buffers.render_all(&program.warnings);
     let vars =
         define_variables(&options.defines).map_err(|m| Failure::usage(format!("{warnings}{m}")))?;
