@@ -221,7 +221,11 @@ pub struct ReadError {
     pub warnings: Vec<Diagnostic>,
 }
 
-fn read_checks(check: &SourceBuffer, options: &Options, warnings: &mut Vec<Diagnostic>) -> Result<Vec<CheckString>, Diagnostic> {
+fn read_checks(
+    check: &SourceBuffer,
+    options: &Options,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<Vec<CheckString>, Diagnostic> {
     let settings = PatternSettings {
         match_full_lines: options.match_full_lines,
         strict_whitespace: options.strict_whitespace,

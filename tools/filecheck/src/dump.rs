@@ -49,7 +49,7 @@ pub fn render(
     for (line, annotations) in per_line.iter().enumerate() {
         if !shown[line] {
             if !elided {
-                for _ in 0..3 {
+                for _ in 0..ELLIPSIS_LINES {
                     let _ = writeln!(out, "{:>width$}", ".");
                 }
             }
@@ -174,8 +174,24 @@ fn shown_lines(per_line: &[Vec<Annotation>], filter: DumpInputFilter, context: u
             }
         }
     }
+    // Eliding a run no longer than the ellipsis itself would save nothing.
+    let mut start = 0;
+    while start < n {
+        if shown[start] {
+            start += 1;
+            continue;
+        }
+        let end = (start..n).find(|&i| shown[i]).unwrap_or(n);
+        if end - start <= ELLIPSIS_LINES {
+            shown[start..end].iter_mut().for_each(|s| *s = true);
+        }
+        start = end;
+    }
     shown
 }
+
+/// Lines of `.` that stand for elided input lines.
+const ELLIPSIS_LINES: usize = 3;
 
 #[cfg(test)]
 mod tests {

@@ -171,9 +171,9 @@ impl<'a> Engine<'a> {
                     if n == 1 {
                         first_match = pos;
                     }
-                    if !label_scan {
-                        self.record_good(&who, pos, len);
-                    }
+                    // Like LLVM, -v records a label both when scanning for it and
+                    // when re-checking it within its block.
+                    self.record_good(&who, pos, len);
                     last_match_end = pos + len;
                 }
                 Err(e) => {
@@ -362,7 +362,20 @@ impl<'a> Engine<'a> {
             prefix: &cs.prefix,
             implicit_index: None,
         };
-        self.record(&who, Mark::WrongLine, match_pos, match_pos + match_len);
+        // With -v the match was recorded as good; LLVM turns that record
+        // into the wrong-line one rather than adding another.
+        let label = who.label(self.buffers);
+        let last_good = self
+            .records
+            .last_mut()
+            .filter(|r| r.label == label && r.mark == Mark::Good);
+        if let Some(last) = last_good {
+            last.mark = Mark::WrongLine;
+            last.start = match_pos;
+            last.end = match_pos + match_len;
+        } else {
+            self.record(&who, Mark::WrongLine, match_pos, match_pos + match_len);
+        }
         true
     }
 

@@ -125,7 +125,9 @@ pub fn check(
     };
     let program = directive::read_check_file(&buffers.check, options).map_err(|e| {
         let mut failure = usage_error(e.error, Some(&buffers));
-        failure.report.insert_str(0, &buffers.render_all(&e.warnings));
+        failure
+            .report
+            .insert_str(0, &buffers.render_all(&e.warnings));
         failure
     })?;
     let warnings = buffers.render_all(&program.warnings);
@@ -149,17 +151,12 @@ pub fn check(
         DumpInput::Never => false,
     };
     if want_dump {
-        let filter =
-            if options.verbose && options.dump_input_filter == DumpInputFilter::Error && passed {
-                DumpInputFilter::All
-            } else {
-                options.dump_input_filter
-            };
-        let filter = if passed && filter == DumpInputFilter::Error {
-            DumpInputFilter::All
-        } else {
-            filter
-        };
+        let filter = options
+            .dump_input_filter
+            .unwrap_or(match options.dump_input {
+                DumpInput::Always => DumpInputFilter::All,
+                _ => DumpInputFilter::Error,
+            });
         report.push_str(&dump::render(
             &buffers.input,
             check_name,

@@ -52,8 +52,9 @@ pub struct Options {
     pub defines: Vec<String>,
     /// When to print the annotated input dump.
     pub dump_input: DumpInput,
-    /// Which lines the dump shows.
-    pub dump_input_filter: DumpInputFilter,
+    /// Which lines the dump shows; by default every line with
+    /// `--dump-input=always` and error lines otherwise, as in LLVM.
+    pub dump_input_filter: Option<DumpInputFilter>,
     /// Lines of context around shown lines in the dump.
     pub dump_input_context: usize,
     /// Annotate successful matches in the dump too (`-v`).
@@ -78,7 +79,7 @@ impl Default for Options {
             enable_var_scope: false,
             defines: Vec::new(),
             dump_input: DumpInput::Fail,
-            dump_input_filter: DumpInputFilter::Error,
+            dump_input_filter: None,
             dump_input_context: 5,
             verbose: false,
             warn_suspicious_directives: true,

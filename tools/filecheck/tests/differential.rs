@@ -65,6 +65,8 @@ fn options_for(args: &[String], dump_input: DumpInput) -> Options {
             "--ignore-case" => o.ignore_case = true,
             "--allow-empty" => o.allow_empty = true,
             "--enable-var-scope" => o.enable_var_scope = true,
+            "-v" => o.verbose = true,
+            "--dump-input" if value == "always" => o.dump_input = DumpInput::Always,
             _ if a.starts_with("-D") => o.defines.push(a[2..].to_string()),
             _ => panic!("corpus uses unsupported argument {a}"),
         }
@@ -106,7 +108,11 @@ fn run_llvm_raw(case: &Case, dir: &Path, dump_input: &str) -> Option<(i32, Strin
     std::fs::write(dir.join("check.txt"), &case.check).ok()?;
     let mut child = Command::new(LLVM_FILECHECK)
         .arg("check.txt")
-        .arg(format!("--dump-input={dump_input}"))
+        .args(
+            // The case's own --dump-input wins (LLVM rejects a repeated one).
+            (!case.args.iter().any(|a| a.starts_with("--dump-input")))
+                .then(|| format!("--dump-input={dump_input}")),
+        )
         .args(&case.args)
         .current_dir(dir)
         .stdin(Stdio::piped())

@@ -71,8 +71,9 @@ struct Cli {
     #[arg(long, value_enum, default_value = "fail")]
     dump_input: DumpArg,
     /// Which input lines the dump shows.
-    #[arg(long, value_enum, default_value = "error")]
-    dump_input_filter: FilterArg,
+    /// (default: all with --dump-input=always, error otherwise).
+    #[arg(long, value_enum)]
+    dump_input_filter: Option<FilterArg>,
     /// Lines of context shown around filtered lines.
     #[arg(long, default_value_t = 5)]
     dump_input_context: usize,
@@ -182,12 +183,12 @@ fn main() -> ExitCode {
             DumpArg::Never => DumpInput::Never,
             DumpArg::Fail | DumpArg::Help => DumpInput::Fail,
         },
-        dump_input_filter: match cli.dump_input_filter {
+        dump_input_filter: cli.dump_input_filter.map(|f| match f {
             FilterArg::All => DumpInputFilter::All,
             FilterArg::AnnotationFull => DumpInputFilter::AnnotationFull,
             FilterArg::Annotation => DumpInputFilter::Annotation,
             FilterArg::Error => DumpInputFilter::Error,
-        },
+        }),
         dump_input_context: cli.dump_input_context,
         verbose: cli.verbose,
         warn_suspicious_directives: !cli.no_suspicious_directive_warnings,

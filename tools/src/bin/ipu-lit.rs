@@ -48,7 +48,9 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let bin_dir = cli.bin_dir.clone().or_else(|| {
-        std::env::current_exe().ok().and_then(|p| p.parent().map(PathBuf::from))
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().map(PathBuf::from))
     });
     let Some(bin_dir) = bin_dir else {
         eprintln!("ipu-lit: cannot locate the binaries directory; pass --bin-dir");
@@ -67,7 +69,10 @@ fn main() -> ExitCode {
     }
     for param in &cli.params {
         let (name, value) = param.split_once('=').unwrap_or((param, "1"));
-        if !matches!(value.to_ascii_lowercase().as_str(), "0" | "false" | "off" | "no") {
+        if !matches!(
+            value.to_ascii_lowercase().as_str(),
+            "0" | "false" | "off" | "no"
+        ) {
             config.features.insert(name);
         }
     }
@@ -88,16 +93,28 @@ fn main() -> ExitCode {
         let mut failed = false;
         for path in &tests {
             match lit::update_checks(path, &config) {
-                Ok(r) => println!("updated {}: {} {} lines", path.display(), r.check_lines, r.prefix),
+                Ok(r) => println!(
+                    "updated {}: {} {} lines",
+                    path.display(),
+                    r.check_lines,
+                    r.prefix
+                ),
                 Err(e) => {
                     eprintln!("ipu-lit: {e}");
                     failed = true;
                 }
             }
         }
-        return if failed { ExitCode::from(1) } else { ExitCode::SUCCESS };
+        return if failed {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        };
     }
-    let named: Vec<(PathBuf, String)> = tests.iter().map(|p| (p.clone(), p.display().to_string())).collect();
+    let named: Vec<(PathBuf, String)> = tests
+        .iter()
+        .map(|p| (p.clone(), p.display().to_string()))
+        .collect();
     let stdout = std::io::stdout();
     match lit::run_all(&named, &config, &mut stdout.lock()) {
         Ok(summary) if summary.failed == 0 => ExitCode::SUCCESS,

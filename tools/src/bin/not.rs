@@ -24,7 +24,11 @@ fn main() -> ExitCode {
         }
     };
     let crashed = status.signal().is_some();
-    let inverted = if expect_crash { crashed } else { !crashed && !status.success() };
+    let inverted = if expect_crash {
+        crashed
+    } else {
+        !crashed && !status.success()
+    };
     if inverted {
         ExitCode::SUCCESS
     } else {

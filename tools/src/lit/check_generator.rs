@@ -19,7 +19,10 @@ fn ssa_name_re() -> &'static Regex {
 fn ssa_results_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(&format!(r"^\s*(%(?:{SSA_NAME}))(\s*,\s*(%(?:{SSA_NAME})))*\s*=")).expect("constant regex")
+        Regex::new(&format!(
+            r"^\s*(%(?:{SSA_NAME}))(\s*,\s*(%(?:{SSA_NAME})))*\s*="
+        ))
+        .expect("constant regex")
     })
 }
 
@@ -127,16 +130,26 @@ fn process_chunks(chunks: &[&str], namer: &mut Namer, use_ssa_name: bool) -> Str
 
 /// Escapes text FileCheck would read as regex or variable blocks.
 fn preprocess(line: &str) -> String {
-    line.replace("{{", r"{{\{\{}}").replace("[[", r"{{\[\[}}").replace("[%", r"{{\[}}%")
+    line.replace("{{", r"{{\{\{}}")
+        .replace("[[", r"{{\[\[}}")
+        .replace("[%", r"{{\[}}%")
 }
 
 /// Generates check lines (with prefix `prefix`) for `output`, grouped in
 /// segments: segment 0 holds checks before the first top-level operation
 /// with a region; each further segment starts at one such operation.
 pub fn generate(output: &str, prefix: &str) -> Vec<Vec<String>> {
-    let lines: Vec<&str> = output.lines().map(str::trim_end).filter(|l| !l.is_empty()).collect();
+    let lines: Vec<&str> = output
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.is_empty())
+        .collect();
     // Output wrapped in `module {` starts one scope deeper.
-    let starts_from_scope = usize::from(lines.first().is_some_and(|l| l.starts_with("module") && l.ends_with('{')));
+    let starts_from_scope = usize::from(
+        lines
+            .first()
+            .is_some_and(|l| l.starts_with("module") && l.ends_with('{')),
+    );
     let mut segments: Vec<Vec<String>> = vec![Vec::new()];
     let mut namer = Namer::default();
     let mut attributes: HashMap<String, String> = HashMap::new();
@@ -190,11 +203,19 @@ pub fn generate(output: &str, prefix: &str) -> Vec<Vec<String>> {
         let chunks: Vec<&str> = line.split('%').collect();
         let segment = segments.last_mut().expect("segments start non-empty");
         if !segment.is_empty() || chunks[0].is_empty() {
-            let body = format!("{}{}", chunks[0], process_chunks(&chunks[1..], &mut namer, false));
+            let body = format!(
+                "{}{}",
+                chunks[0],
+                process_chunks(&chunks[1..], &mut namer, false)
+            );
             segment.push(format!("// {prefix}:       {}", body.trim_end()));
         } else {
             segment.push(format!("// {prefix}-LABEL: {}", chunks[0].trim_end()));
-            let pad = if chunks[0].len() < 21 { chunks[0].len() } else { 4 };
+            let pad = if chunks[0].len() < 21 {
+                chunks[0].len()
+            } else {
+                4
+            };
             for argument in &chunks[1..] {
                 let body = process_chunks(&[argument], &mut namer, true);
                 segment.push(format!("// {prefix}-SAME:  {}{body}", " ".repeat(pad)));

@@ -28,11 +28,18 @@ impl LitConfig {
         let bash = PathBuf::from("/bin/bash");
         Self {
             bin_dir,
-            shell: if bash.exists() { bash } else { PathBuf::from("/bin/sh") },
+            shell: if bash.exists() {
+                bash
+            } else {
+                PathBuf::from("/bin/sh")
+            },
             features: Features::detect(),
             jobs: std::thread::available_parallelism().map_or(1, usize::from),
             verbose: false,
-            suffixes: super::discovery::DEFAULT_SUFFIXES.iter().map(|s| s.to_string()).collect(),
+            suffixes: super::discovery::DEFAULT_SUFFIXES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
         }
     }
 }

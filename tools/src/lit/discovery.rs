@@ -28,7 +28,10 @@ fn walk(dir: &Path, suffixes: &[String], tests: &mut Vec<PathBuf>) -> Result<(),
         .collect();
     entries.sort();
     for entry in entries {
-        let name = entry.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = entry
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         if name.starts_with('.') {
             continue;
         }

@@ -80,7 +80,11 @@ impl CommandRun {
 
 /// Runs `command` through the configured shell in `cwd`, with the ipuc
 /// binaries first on PATH.
-pub fn run_shell(config: &LitConfig, command: &str, cwd: &Path) -> std::io::Result<std::process::Output> {
+pub fn run_shell(
+    config: &LitConfig,
+    command: &str,
+    cwd: &Path,
+) -> std::io::Result<std::process::Output> {
     let mut cmd = Command::new(&config.shell);
     if config.shell.file_name().is_some_and(|n| n == "bash") {
         // A failure anywhere in a pipeline fails the RUN line, as in lit.
@@ -90,7 +94,11 @@ pub fn run_shell(config: &LitConfig, command: &str, cwd: &Path) -> std::io::Resu
     let mut dirs = vec![config.bin_dir.clone()];
     dirs.extend(std::env::split_paths(&path));
     let joined = std::env::join_paths(dirs).map_err(std::io::Error::other)?;
-    cmd.arg("-c").arg(command).current_dir(cwd).env("PATH", joined).output()
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .env("PATH", joined)
+        .output()
 }
 
 /// Runs the test at `path`, displayed as `name`.
@@ -102,14 +110,22 @@ pub fn run_test(path: &Path, name: &str, config: &LitConfig) -> TestResult {
     };
     let text = match std::fs::read(path) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) => return result(Status::Fail, format!("cannot read {}: {e}\n", path.display())),
+        Err(e) => {
+            return result(
+                Status::Fail,
+                format!("cannot read {}: {e}\n", path.display()),
+            )
+        }
     };
     let directives = match test_file::parse(&text) {
         Ok(d) => d,
         Err(e) => return result(Status::Fail, format!("{name}:{}: {}\n", e.line, e.message)),
     };
     let eval_all = |exprs: &[String]| -> Result<Vec<(String, bool)>, String> {
-        exprs.iter().map(|e| config.features.eval(e).map(|v| (e.clone(), v))).collect()
+        exprs
+            .iter()
+            .map(|e| config.features.eval(e).map(|v| (e.clone(), v)))
+            .collect()
     };
     let (requires, unsupported, xfail) = match (
         eval_all(&directives.requires),
@@ -117,14 +133,26 @@ pub fn run_test(path: &Path, name: &str, config: &LitConfig) -> TestResult {
         eval_all(&directives.xfail),
     ) {
         (Ok(r), Ok(u), Ok(x)) => (r, u, x),
-        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return result(Status::Fail, format!("{name}: {e}\n")),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+            return result(Status::Fail, format!("{name}: {e}\n"))
+        }
     };
-    let missing: Vec<&str> = requires.iter().filter(|(_, v)| !v).map(|(e, _)| e.as_str()).collect();
+    let missing: Vec<&str> = requires
+        .iter()
+        .filter(|(_, v)| !v)
+        .map(|(e, _)| e.as_str())
+        .collect();
     if !missing.is_empty() {
-        return result(Status::Unsupported, format!("missing required features: {}\n", missing.join(", ")));
+        return result(
+            Status::Unsupported,
+            format!("missing required features: {}\n", missing.join(", ")),
+        );
     }
     if let Some((e, _)) = unsupported.iter().find(|(_, v)| *v) {
-        return result(Status::Unsupported, format!("unsupported with feature expression: {e}\n"));
+        return result(
+            Status::Unsupported,
+            format!("unsupported with feature expression: {e}\n"),
+        );
     }
     let expect_failure = xfail.iter().any(|(_, v)| *v);
     if directives.run_lines.is_empty() {
@@ -133,7 +161,12 @@ pub fn run_test(path: &Path, name: &str, config: &LitConfig) -> TestResult {
 
     let temp = match tempfile::Builder::new().prefix("ipu-lit-").tempdir() {
         Ok(t) => t,
-        Err(e) => return result(Status::Fail, format!("cannot create a temporary directory: {e}\n")),
+        Err(e) => {
+            return result(
+                Status::Fail,
+                format!("cannot create a temporary directory: {e}\n"),
+            )
+        }
     };
     let source = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let subst = Substitutions {

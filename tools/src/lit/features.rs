@@ -43,23 +43,32 @@ impl Features {
             return Ok(true);
         }
         let tokens = tokenize(expr)?;
-        let mut p = ExprParser { tokens: &tokens, pos: 0, features: self };
+        let mut p = ExprParser {
+            tokens: &tokens,
+            pos: 0,
+            features: self,
+        };
         let v = p.or()?;
         if p.pos != tokens.len() {
-            return Err(format!("unexpected '{}' in feature expression '{expr}'", tokens[p.pos]));
+            return Err(format!(
+                "unexpected '{}' in feature expression '{expr}'",
+                tokens[p.pos]
+            ));
         }
         Ok(v)
     }
 }
 
 fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| is_executable(&dir.join(program))))
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| is_executable(&dir.join(program)))
+    })
 }
 
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 fn tokenize(expr: &str) -> Result<Vec<String>, String> {
@@ -149,7 +158,10 @@ impl<'a> ExprParser<'a> {
                 self.pos += 1;
                 Ok(self.features.contains(t))
             }
-            other => Err(format!("expected a feature name, found {}", other.unwrap_or("end of expression"))),
+            other => Err(format!(
+                "expected a feature name, found {}",
+                other.unwrap_or("end of expression")
+            )),
         }
     }
 }

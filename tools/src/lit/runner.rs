@@ -41,12 +41,22 @@ impl Summary {
 
 /// Writes one result as lit does: the status line, then (for failures, or
 /// with `-v`) a framed report.
-pub fn write_result(out: &mut dyn Write, result: &TestResult, verbose: bool) -> std::io::Result<()> {
+pub fn write_result(
+    out: &mut dyn Write,
+    result: &TestResult,
+    verbose: bool,
+) -> std::io::Result<()> {
     writeln!(out, "{}: {}", result.status.label(), result.name)?;
-    let show = matches!(result.status, Status::Fail | Status::XPass) || (verbose && !result.details.is_empty());
+    let show = matches!(result.status, Status::Fail | Status::XPass)
+        || (verbose && !result.details.is_empty());
     if show {
         let stars = "*".repeat(20);
-        writeln!(out, "{stars} TEST '{}' {} {stars}", result.name, result.status.label())?;
+        writeln!(
+            out,
+            "{stars} TEST '{}' {} {stars}",
+            result.name,
+            result.status.label()
+        )?;
         write!(out, "{}", result.details)?;
         writeln!(out, "{stars}")?;
     }
@@ -56,7 +66,11 @@ pub fn write_result(out: &mut dyn Write, result: &TestResult, verbose: bool) -> 
 /// Runs `tests` (path, display name) on `config.jobs` workers, writing each
 /// result to `out` in input order as soon as it and its predecessors are
 /// done, then the summary line.
-pub fn run_all(tests: &[(PathBuf, String)], config: &LitConfig, out: &mut dyn Write) -> std::io::Result<Summary> {
+pub fn run_all(
+    tests: &[(PathBuf, String)],
+    config: &LitConfig,
+    out: &mut dyn Write,
+) -> std::io::Result<Summary> {
     let next = AtomicUsize::new(0);
     let (sender, receiver) = mpsc::channel::<(usize, TestResult)>();
     let mut summary = Summary::default();
@@ -66,7 +80,9 @@ pub fn run_all(tests: &[(PathBuf, String)], config: &LitConfig, out: &mut dyn Wr
             let next = &next;
             scope.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some((path, name)) = tests.get(i) else { break };
+                let Some((path, name)) = tests.get(i) else {
+                    break;
+                };
                 if sender.send((i, run_test(path, name, config))).is_err() {
                     break;
                 }

@@ -16,7 +16,10 @@ pub struct Substitutions<'a> {
 impl Substitutions<'_> {
     /// The `%t` path: `<temp dir>/<file name>.tmp`.
     pub fn temp_path(&self) -> std::path::PathBuf {
-        let name = self.source.file_name().map_or_else(|| "test".into(), |n| n.to_string_lossy().into_owned());
+        let name = self
+            .source
+            .file_name()
+            .map_or_else(|| "test".into(), |n| n.to_string_lossy().into_owned());
         self.temp_dir.join(format!("{name}.tmp"))
     }
 
@@ -51,7 +54,9 @@ impl Substitutions<'_> {
 /// specially.
 fn quote(path: &Path) -> String {
     let s = path.to_string_lossy();
-    if s.chars().all(|c| c.is_alphanumeric() || "/._-+=,:@".contains(c)) {
+    if s.chars()
+        .all(|c| c.is_alphanumeric() || "/._-+=,:@".contains(c))
+    {
         s.into_owned()
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))

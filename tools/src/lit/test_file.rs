@@ -40,7 +40,8 @@ pub struct DirectiveError {
 fn directive_re() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(r"^\s*(?://+|#+|;+)\s*(RUN|REQUIRES|UNSUPPORTED|XFAIL|END)\s*:(.*)$").expect("constant regex")
+        Regex::new(r"^\s*(?://+|#+|;+)\s*(RUN|REQUIRES|UNSUPPORTED|XFAIL|END)\s*:(.*)$")
+            .expect("constant regex")
     })
 }
 
@@ -79,7 +80,10 @@ pub fn parse(text: &str) -> Result<TestDirectives, DirectiveError> {
         if let Some(run) = &pending {
             return Err(DirectiveError {
                 line: number,
-                message: format!("RUN: line {} ends with '\\' but the next line is not a RUN: line", run.line),
+                message: format!(
+                    "RUN: line {} ends with '\\' but the next line is not a RUN: line",
+                    run.line
+                ),
             });
         }
         if body.is_empty() {
@@ -88,7 +92,10 @@ pub fn parse(text: &str) -> Result<TestDirectives, DirectiveError> {
                 message: format!("{keyword}: needs at least one feature expression"),
             });
         }
-        let items = body.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+        let items = body
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty());
         match keyword {
             "REQUIRES" => d.requires.extend(items),
             "UNSUPPORTED" => d.unsupported.extend(items),
@@ -115,8 +122,14 @@ mod tests {
         assert_eq!(
             d.run_lines,
             vec![
-                RunLine { line: 1, command: "a %s | b".into() },
-                RunLine { line: 3, command: "c".into() },
+                RunLine {
+                    line: 1,
+                    command: "a %s | b".into()
+                },
+                RunLine {
+                    line: 3,
+                    command: "c".into()
+                },
             ]
         );
         assert_eq!(d.requires, vec!["x", "y"]);

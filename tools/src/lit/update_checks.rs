@@ -37,7 +37,10 @@ fn split_filecheck_pipe(command: &str) -> Option<(String, String)> {
                 .or_else(|| a.strip_prefix("-check-prefix="))
                 .or_else(|| a.strip_prefix("--check-prefixes="))
                 .or_else(|| a.strip_prefix("-check-prefixes="))
-                .or_else(|| matches!(a, "--check-prefix" | "-check-prefix" | "--check-prefixes").then_some(next))?;
+                .or_else(|| {
+                    matches!(a, "--check-prefix" | "-check-prefix" | "--check-prefixes")
+                        .then_some(next)
+                })?;
             value.split(',').next().map(str::to_string)
         })
         .unwrap_or_else(|| "CHECK".to_string());
@@ -48,21 +51,24 @@ fn split_filecheck_pipe(command: &str) -> Option<(String, String)> {
 pub fn update_checks(path: &Path, config: &LitConfig) -> Result<UpdateReport, String> {
     let shown = path.display();
     let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
-    let directives = test_file::parse(&text).map_err(|e| format!("{shown}:{}: {}", e.line, e.message))?;
+    let directives =
+        test_file::parse(&text).map_err(|e| format!("{shown}:{}: {}", e.line, e.message))?;
     let (run, (producer, prefix)) = directives
         .run_lines
         .iter()
         .find_map(|r| split_filecheck_pipe(&r.command).map(|s| (r, s)))
         .ok_or_else(|| format!("{shown}: no RUN: line pipes into filecheck"))?;
 
-    let temp = tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    let temp =
+        tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
     let source = std::path::absolute(path).map_err(|e| format!("{shown}: {e}"))?;
     let subst = Substitutions {
         source: &source,
         temp_dir: temp.path(),
     };
     let command = subst.apply(&producer);
-    let output = run_shell(config, &command, temp.path()).map_err(|e| format!("cannot run '{command}': {e}"))?;
+    let output = run_shell(config, &command, temp.path())
+        .map_err(|e| format!("cannot run '{command}': {e}"))?;
     if !output.status.success() {
         return Err(format!(
             "{shown}:{}: '{command}' failed ({}):\n{}",
@@ -73,8 +79,11 @@ pub fn update_checks(path: &Path, config: &LitConfig) -> Result<UpdateReport, St
     }
     let generated = check_generator::generate(&String::from_utf8_lossy(&output.stdout), &prefix);
 
-    let directive_re = Regex::new(&format!(r"\b{}(-[A-Z]+|-COUNT-[0-9]+)?(\{{LITERAL\}})?:", regex::escape(&prefix)))
-        .map_err(|e| e.to_string())?;
+    let directive_re = Regex::new(&format!(
+        r"\b{}(-[A-Z]+|-COUNT-[0-9]+)?(\{{LITERAL\}})?:",
+        regex::escape(&prefix)
+    ))
+    .map_err(|e| e.to_string())?;
     let delimiter = Regex::new(r"func @|func\.func @").expect("constant regex");
     let mut source_segments: Vec<Vec<&str>> = vec![Vec::new()];
     for line in text.lines() {
@@ -116,7 +125,10 @@ pub fn update_checks(path: &Path, config: &LitConfig) -> Result<UpdateReport, St
         }
     }
     std::fs::write(path, out).map_err(|e| format!("{shown}: {e}"))?;
-    Ok(UpdateReport { check_lines, prefix })
+    Ok(UpdateReport {
+        check_lines,
+        prefix,
+    })
 }
 
 #[cfg(test)]
