@@ -12,6 +12,8 @@ const LLVM_FILECHECK: &str = "FileCheck-22";
 
 struct Case {
     name: String,
+    /// LLVM's full report (from `NAME.report`).
+    report: String,
     args: Vec<String>,
     check: String,
     input: String,
@@ -36,7 +38,10 @@ fn parse_case(path: &Path) -> Case {
     let (code, location) = expect.split_once(' ').expect("'# expect: CODE LOCATION'");
     let check_start = text.find("--- check\n").expect("'--- check' section") + "--- check\n".len();
     let input_marker = text.find("--- input\n").expect("'--- input' section");
+    let report = std::fs::read_to_string(path.with_extension("report"))
+        .expect("a .report beside each .case");
     Case {
+        report,
         name: path.file_stem().unwrap().to_string_lossy().into_owned(),
         args,
         check: text[check_start..input_marker].to_string(),
@@ -191,6 +196,31 @@ fn ours_matches_recorded_llvm_outcomes() {
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }
 
+fn our_report(case: &Case) -> String {
+    let options = options_for(&case.args, DumpInput::Fail);
+    match check(&case.check, "check.txt", &case.input, &options) {
+        Ok(s) => s.report,
+        Err(f) => f.report,
+    }
+}
+
+#[test]
+fn ours_prints_recorded_llvm_reports() {
+    let differences: Vec<String> = corpus()
+        .iter()
+        .filter_map(|case| {
+            let ours = our_report(case);
+            (ours != case.report).then(|| {
+                format!(
+                    "=== {}\n--- LLVM\n{}--- ours\n{ours}",
+                    case.name, case.report
+                )
+            })
+        })
+        .collect();
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
+
 #[test]
 fn llvm_filecheck_agrees_with_recorded_outcomes() {
     if Command::new(LLVM_FILECHECK)
@@ -237,15 +267,7 @@ fn reports_are_identical_to_llvm() {
             .filter(|l| !l.starts_with("FileCheck command line:"))
             .map(|l| format!("{l}\n"))
             .collect();
-        let ours = match check(
-            &case.check,
-            "check.txt",
-            &case.input,
-            &options_for(&case.args, DumpInput::Fail),
-        ) {
-            Ok(s) => s.report,
-            Err(f) => f.report,
-        };
+        let ours = our_report(&case);
         if ours != llvm {
             differences.push(format!(
                 "=== {}\n--- LLVM\n{llvm}--- ours\n{ours}",
