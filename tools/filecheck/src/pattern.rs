@@ -145,7 +145,6 @@ struct RegexPattern {
     numeric_defs: Vec<(String, usize, Format)>,
     /// (definition group, reuse group) pairs whose texts must be equal.
     same_line_uses: Vec<(usize, usize)>,
-    compiled: OnceLock<Result<Regex, String>>,
 }
 
 /// A parsed check pattern.
@@ -183,36 +182,41 @@ fn llvm_escape(text: &str) -> String {
     out
 }
 
+/// Validates a regex fragment and counts its capture groups (parsing only;
+/// compiling would cost far more on check files with many patterns).
 fn count_groups(rust_regex: &str) -> Result<usize, String> {
-    Regex::new(rust_regex)
-        .map(|r| r.captures_len() - 1)
-        .map_err(|e| describe_regex_error(&e))
+    regex_syntax::Parser::new()
+        .parse(rust_regex)
+        .map(|hir| hir.properties().explicit_captures_len())
+        .map_err(|e| describe_syntax_error(&e.to_string()))
 }
 
 /// Describes a regex error, in LLVM's regex library's words where there is
 /// an equivalent.
 fn describe_regex_error(e: &regex::Error) -> String {
     match e {
-        regex::Error::Syntax(s) => {
-            let message = s
-                .lines()
-                .rev()
-                .find_map(|l| l.strip_prefix("error: "))
-                .unwrap_or(s);
-            match message {
-                "unclosed group" | "unopened group" => "parentheses not balanced",
-                "unclosed character class" => "brackets ([ ]) not balanced",
-                m if m.starts_with("repetition operator missing expression") => {
-                    "repetition-operator operand invalid"
-                }
-                m if m.contains("counted repetition") => "invalid repetition count(s)",
-                m => m,
-            }
-            .to_string()
-        }
+        regex::Error::Syntax(s) => describe_syntax_error(s),
         regex::Error::CompiledTooBig(_) => "regular expression too big".to_string(),
         _ => e.to_string(),
     }
+}
+
+fn describe_syntax_error(s: &str) -> String {
+    let message = s
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("error: "))
+        .unwrap_or(s);
+    match message {
+        "unclosed group" | "unopened group" => "parentheses not balanced",
+        "unclosed character class" => "brackets ([ ]) not balanced",
+        m if m.starts_with("repetition operator missing expression") => {
+            "repetition-operator operand invalid"
+        }
+        m if m.contains("counted repetition") => "invalid repetition count(s)",
+        m => m,
+    }
+    .to_string()
 }
 
 /// Finds the `]]` closing a substitution block, skipping `\`-escapes and
@@ -439,7 +443,6 @@ impl Pattern {
             string_defs: b.string_defs,
             numeric_defs: b.numeric_defs,
             same_line_uses: b.same_line_uses,
-            compiled: OnceLock::new(),
         })))
     }
 
@@ -677,73 +680,44 @@ impl Pattern {
             span: Span::point(self.span.buffer, offset),
             message,
         };
-        let owned;
-        let regex = if r.pieces.iter().all(|p| matches!(p, Piece::Regex(_))) {
-            let compiled = r.compiled.get_or_init(|| {
-                let src: String = r
-                    .pieces
-                    .iter()
-                    .map(|p| {
-                        if let Piece::Regex(s) = p {
-                            s.as_str()
-                        } else {
-                            ""
-                        }
-                    })
-                    .collect();
-                Regex::new(&format!("{flags}{src}")).map_err(|e| describe_regex_error(&e))
-            });
-            match compiled {
-                Ok(re) => re,
-                Err(m) => {
-                    return Err(MatchError::Invalid(vec![invalid(
-                        self.span.start,
-                        format!("invalid regex: {m}"),
-                    )]))
-                }
-            }
-        } else {
-            let mut src = String::from(flags);
-            let mut errors = Vec::new();
-            for piece in &r.pieces {
-                match piece {
-                    Piece::Regex(s) => src.push_str(s),
-                    Piece::StringUse { name, offset } => match vars.string(name) {
-                        Some(v) => src.push_str(&regex::escape(v)),
-                        None => {
-                            errors.push(invalid(*offset, format!("undefined variable: {name}")))
-                        }
+        // Compiled per match, not cached: check files can hold tens of
+        // thousands of patterns, and each compiled regex carries its own
+        // matching caches.
+        let mut src = String::from(flags);
+        let mut errors = Vec::new();
+        for piece in &r.pieces {
+            match piece {
+                Piece::Regex(s) => src.push_str(s),
+                Piece::StringUse { name, offset } => match vars.string(name) {
+                    Some(v) => src.push_str(&regex::escape(v)),
+                    None => errors.push(invalid(*offset, format!("undefined variable: {name}"))),
+                },
+                Piece::NumericUse {
+                    expr,
+                    format,
+                    offset,
+                    ..
+                } => match expr.eval(vars, self.line) {
+                    Ok((v, implied)) => match format.or(implied).unwrap_or_default().render(v) {
+                        Ok(text) => src.push_str(&regex::escape(&text)),
+                        Err(m) => errors.push(invalid(*offset, m)),
                     },
-                    Piece::NumericUse {
-                        expr,
-                        format,
-                        offset,
-                        ..
-                    } => match expr.eval(vars, self.line) {
-                        Ok((v, implied)) => {
-                            match format.or(implied).unwrap_or_default().render(v) {
-                                Ok(text) => src.push_str(&regex::escape(&text)),
-                                Err(m) => errors.push(invalid(*offset, m)),
-                            }
-                        }
-                        Err(EvalError::Undefined(name, at)) => {
-                            errors.push(invalid(at, format!("undefined variable: {name}")))
-                        }
-                        Err(EvalError::Arithmetic(m)) => errors.push(invalid(*offset, m)),
-                    },
-                }
+                    Err(EvalError::Undefined(name, at)) => {
+                        errors.push(invalid(at, format!("undefined variable: {name}")))
+                    }
+                    Err(EvalError::Arithmetic(m)) => errors.push(invalid(*offset, m)),
+                },
             }
-            if !errors.is_empty() {
-                return Err(MatchError::Invalid(errors));
-            }
-            owned = Regex::new(&src).map_err(|e| {
-                MatchError::Invalid(vec![invalid(
-                    self.span.start,
-                    format!("invalid regex: {}", describe_regex_error(&e)),
-                )])
-            })?;
-            &owned
-        };
+        }
+        if !errors.is_empty() {
+            return Err(MatchError::Invalid(errors));
+        }
+        let regex = Regex::new(&src).map_err(|e| {
+            MatchError::Invalid(vec![invalid(
+                self.span.start,
+                format!("invalid regex: {}", describe_regex_error(&e)),
+            )])
+        })?;
 
         let mut start = 0;
         let caps = loop {
