@@ -29,7 +29,13 @@ pub fn render(
     context: usize,
 ) -> String {
     let labels = numbered_labels(records);
-    let line_count = input.dump_line_count().max(1);
+    // The empty line after a final newline is shown only when an
+    // annotation starts there.
+    let mut line_count = input.dump_line_count().max(1);
+    let text_len = input.text.len();
+    if text_len > 0 && input.text.ends_with('\n') && records.iter().any(|r| r.start >= text_len) {
+        line_count += 1;
+    }
     let mut per_line: Vec<Vec<Annotation>> = (0..line_count).map(|_| Vec::new()).collect();
     for (record, label) in records.iter().zip(&labels) {
         annotate(input, record, label, line_count, &mut per_line);
@@ -58,7 +64,13 @@ pub fn render(
         }
         elided = false;
         let line_text = input.line_text(line);
-        let _ = writeln!(out, "{:>width$}: {} ", line + 1, line_text);
+        // A trailing space stands for the line's newline, if it has one.
+        let newline = if input.line_start(line) + line_text.len() < input.text.len() {
+            " "
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "{:>width$}: {line_text}{newline}", line + 1);
         // Annotation texts start after both the marker and the input line
         // (plus its newline column).
         let columns = line_text.len() + 1;
@@ -112,8 +124,17 @@ fn annotate(
         Mark::Invalid => ('X', "error: match failed for invalid pattern".to_string()),
         Mark::Fuzzy => ('?', "possible intended match".to_string()),
         Mark::Note(n) => (' ', n.clone()),
+        Mark::CapturedVar { name, excluded } => {
+            // An empty capture has no range to mark.
+            let marker = match (record.start == record.end, excluded) {
+                (true, _) => ' ',
+                (false, true) => '!',
+                (false, false) => '^',
+            };
+            (marker, format!("captured var \"{name}\""))
+        }
     };
-    let is_error = record.mark.is_error();
+    let is_error = record.mark.filters_as_error();
     let first_line = input.line_of(record.start).min(line_count - 1);
     let mut line = first_line;
     loop {
@@ -159,7 +180,7 @@ fn shown_lines(per_line: &[Vec<Annotation>], filter: DumpInputFilter, context: u
             DumpInputFilter::All => true,
             DumpInputFilter::AnnotationFull => !anns.is_empty(),
             DumpInputFilter::Annotation => anns.iter().any(|a| a.is_first),
-            DumpInputFilter::Error => anns.iter().any(|a| a.is_error),
+            DumpInputFilter::Error => anns.iter().any(|a| a.is_error && a.is_first),
         })
         .collect();
     let mut shown = vec![false; n];
@@ -182,7 +203,8 @@ fn shown_lines(per_line: &[Vec<Annotation>], filter: DumpInputFilter, context: u
             continue;
         }
         let end = (start..n).find(|&i| shown[i]).unwrap_or(n);
-        if end - start <= ELLIPSIS_LINES {
+        let printed_lines: usize = per_line[start..end].iter().map(|a| 1 + a.len()).sum();
+        if printed_lines <= ELLIPSIS_LINES {
             shown[start..end].iter_mut().for_each(|s| *s = true);
         }
         start = end;

@@ -9,7 +9,7 @@ use crate::diagnostic::{BufferId, Buffers, Diagnostic, Span};
 use crate::directive::{CheckString, DagNot};
 use crate::fuzzy;
 use crate::options::Options;
-use crate::pattern::{CheckKind, MatchError, Pattern};
+use crate::pattern::{CheckKind, Match, MatchError, Pattern};
 use crate::variables::Variables;
 
 /// How a match result is marked in the input dump.
@@ -29,14 +29,27 @@ pub enum Mark {
     Fuzzy,
     /// No marker: an explanatory note.
     Note(String),
+    /// The range a variable captured, in a good (`^`) or excluded (`!`)
+    /// match.
+    CapturedVar {
+        /// Variable name.
+        name: String,
+        /// Whether the match was an excluded one.
+        excluded: bool,
+    },
 }
 
 impl Mark {
-    /// Whether this mark reports an error.
-    pub fn is_error(&self) -> bool {
-        matches!(
+    /// Whether the error filter of the dump keeps lines with this mark: an
+    /// error, or a note or fuzzy match that explains one (as in LLVM).
+    pub fn filters_as_error(&self) -> bool {
+        !matches!(
             self,
-            Mark::Excluded | Mark::WrongLine | Mark::NoMatch | Mark::Invalid
+            Mark::Good
+                | Mark::CapturedVar {
+                    excluded: false,
+                    ..
+                }
         )
     }
 }
@@ -167,17 +180,17 @@ impl<'a> Engine<'a> {
         let mut first_match = last_pos;
         for n in 1..=cs.pattern.ty.count {
             match self.find(&cs.pattern, last_match_end, end) {
-                Ok((pos, len)) => {
+                Ok(m) => {
                     if n == 1 {
-                        first_match = pos;
+                        first_match = m.pos;
                     }
                     // Like LLVM, -v records a label both when scanning for it and
                     // when re-checking it within its block.
-                    self.record_good(&who, pos, len);
-                    last_match_end = pos + len;
+                    self.record_good(&who, &m);
+                    last_match_end = m.pos + m.len;
                 }
                 Err(e) => {
-                    self.report_missing(&who, n, last_match_end, end, e);
+                    self.report_missing(&who, n, last_match_end, end, e, true);
                     return None;
                 }
             }
@@ -195,16 +208,15 @@ impl<'a> Engine<'a> {
     }
 
     /// Finds `pattern` in `start..end`, returning absolute offsets.
-    fn find(
-        &mut self,
-        pattern: &Pattern,
-        start: usize,
-        end: usize,
-    ) -> Result<(usize, usize), MatchError> {
+    fn find(&mut self, pattern: &Pattern, start: usize, end: usize) -> Result<Match, MatchError> {
         let text = self.text();
-        pattern
-            .find(&text[start..end], &mut self.vars, self.options.ignore_case)
-            .map(|(p, l)| (start + p, l))
+        let mut m = pattern.find(&text[start..end], &mut self.vars, self.options.ignore_case)?;
+        m.pos += start;
+        for capture in &mut m.captures {
+            capture.1 += start;
+            capture.2 += start;
+        }
+        Ok(m)
     }
 
     /// Matches the CHECK-DAG groups preceding `cs`, checking CHECK-NOTs
@@ -232,15 +244,16 @@ impl<'a> Engine<'a> {
             let mut match_pos = start_pos;
             let mut next_range = 0;
             let found = loop {
-                let (pos, len) = match self.find(&dn.pattern, match_pos, end) {
+                let m = match self.find(&dn.pattern, match_pos, end) {
                     Ok(m) => m,
                     Err(e) => {
-                        self.report_missing(&who, 1, match_pos, end, e);
+                        self.report_missing(&who, 1, match_pos, end, e, true);
                         return None;
                     }
                 };
                 // Matches of one DAG group may not overlap: retry after any
                 // earlier match this one overlaps.
+                let (pos, len) = (m.pos, m.len);
                 let mut overlap = false;
                 while next_range < ranges.len() {
                     if pos < ranges[next_range].1 {
@@ -251,12 +264,12 @@ impl<'a> Engine<'a> {
                 }
                 if !overlap {
                     ranges.insert(next_range, (pos, pos + len));
-                    break (pos, len);
+                    break m;
                 }
                 match_pos = ranges[next_range].1;
                 next_range += 1;
             };
-            self.record_good(&who, found.0, found.1);
+            self.record_good(&who, &found);
             let group_ends = cs
                 .dag_nots
                 .get(index + 1)
@@ -289,24 +302,38 @@ impl<'a> Engine<'a> {
                 Err(MatchError::NotFound) => {}
                 Err(MatchError::Invalid(errors)) => {
                     failed = true;
-                    self.report_invalid(&who, start, end, errors);
+                    self.report_missing(&who, 1, start, end, MatchError::Invalid(errors), false);
                 }
-                Ok((pos, len)) => {
+                Ok(m) => {
                     failed = true;
                     let desc = dn.pattern.ty.description(&dn.prefix);
                     self.diagnostics.push(Diagnostic::error(
                         dn.pattern.span,
                         format!("{desc}: excluded string found in input"),
                     ));
-                    self.diagnostics.push(Diagnostic::note(
-                        Span {
-                            buffer: BufferId::Input,
-                            start: pos,
-                            end: pos + len,
-                        },
-                        "found here",
-                    ));
-                    self.record(&who, Mark::Excluded, pos, pos + len);
+                    let range = |start, end| Span {
+                        buffer: BufferId::Input,
+                        start,
+                        end,
+                    };
+                    self.diagnostics
+                        .push(Diagnostic::note(range(m.pos, m.pos + m.len), "found here"));
+                    self.record(&who, Mark::Excluded, m.pos, m.pos + m.len);
+                    for (name, start, end) in m.captures {
+                        self.diagnostics.push(Diagnostic::note(
+                            range(start, end),
+                            format!("captured var \"{name}\""),
+                        ));
+                        self.record(
+                            &who,
+                            Mark::CapturedVar {
+                                name,
+                                excluded: true,
+                            },
+                            start,
+                            end,
+                        );
+                    }
                 }
             }
         }
@@ -362,18 +389,27 @@ impl<'a> Engine<'a> {
             prefix: &cs.prefix,
             implicit_index: None,
         };
-        // With -v the match was recorded as good; LLVM turns that record
-        // into the wrong-line one rather than adding another.
+        // With -v the match was recorded as good (with its captures); LLVM
+        // turns those records into wrong-line ones rather than adding more.
         let label = who.label(self.buffers);
-        let last_good = self
-            .records
-            .last_mut()
-            .filter(|r| r.label == label && r.mark == Mark::Good);
-        if let Some(last) = last_good {
-            last.mark = Mark::WrongLine;
-            last.start = match_pos;
-            last.end = match_pos + match_len;
-        } else {
+        let mut adjusted = false;
+        for r in self.records.iter_mut().rev() {
+            if r.label != label {
+                break;
+            }
+            match &mut r.mark {
+                Mark::Good => {
+                    r.mark = Mark::WrongLine;
+                    r.start = match_pos;
+                    r.end = match_pos + match_len;
+                    adjusted = true;
+                    break;
+                }
+                Mark::CapturedVar { excluded, .. } => *excluded = true,
+                _ => break,
+            }
+        }
+        if !adjusted {
             self.record(&who, Mark::WrongLine, match_pos, match_pos + match_len);
         }
         true
@@ -389,54 +425,73 @@ impl<'a> Engine<'a> {
         });
     }
 
-    fn record_good(&mut self, who: &Who, pos: usize, len: usize) {
-        if self.options.verbose {
-            self.record(who, Mark::Good, pos, pos + len);
+    fn record_good(&mut self, who: &Who, m: &Match) {
+        // The implicit end-of-input check is not a match of its own.
+        if self.options.verbose && who.pattern.ty.kind != CheckKind::Eof {
+            self.record(who, Mark::Good, m.pos, m.pos + m.len);
+            for (name, start, end) in &m.captures {
+                let mark = Mark::CapturedVar {
+                    name: name.clone(),
+                    excluded: false,
+                };
+                self.record(who, mark, *start, *end);
+            }
         }
     }
 
-    fn report_invalid(
+    /// Reports a pattern that could not be matched in `start..end`: one
+    /// that was not found (the `n`-th repetition), or an invalid one (its
+    /// errors stand in for "expected string not found"). Like LLVM, also
+    /// notes the values of substituted variables and, for expected
+    /// patterns, the possible intended match.
+    fn report_missing(
         &mut self,
         who: &Who,
+        n: usize,
         start: usize,
         end: usize,
-        errors: Vec<crate::pattern::PatternError>,
+        error: MatchError,
+        expected: bool,
     ) {
-        self.record(who, Mark::Invalid, start, end);
-        for e in errors {
-            self.record(who, Mark::Note(e.message.clone()), start, start);
-            self.diagnostics.push(Diagnostic::error(e.span, e.message));
-        }
-    }
-
-    /// Reports an expected pattern (the `n`-th repetition) missing from
-    /// `start..end`.
-    fn report_missing(&mut self, who: &Who, n: usize, start: usize, end: usize, error: MatchError) {
         let pattern = who.pattern;
-        if let MatchError::Invalid(errors) = error {
-            self.report_invalid(who, start, end, errors);
-            return;
-        }
-        let mut message = format!(
-            "{}: expected string not found in input",
-            pattern.ty.description(who.prefix)
-        );
-        if pattern.ty.count > 1 {
-            message.push_str(&format!(" ({n} out of {})", pattern.ty.count));
-        }
-        self.diagnostics
-            .push(Diagnostic::error(pattern.span, message));
         let here = Span::point(BufferId::Input, start);
-        self.diagnostics
-            .push(Diagnostic::note(here, "scanning from here"));
-        self.record(who, Mark::NoMatch, start, end);
+        let errors = match error {
+            MatchError::Invalid(errors) => {
+                for e in &errors {
+                    self.diagnostics
+                        .push(Diagnostic::error(e.span, e.message.clone()));
+                }
+                self.record(who, Mark::Invalid, start, end);
+                errors
+            }
+            MatchError::NotFound => {
+                let mut message = format!(
+                    "{}: expected string not found in input",
+                    pattern.ty.description(who.prefix)
+                );
+                if pattern.ty.count > 1 {
+                    message.push_str(&format!(" ({n} out of {})", pattern.ty.count));
+                }
+                self.diagnostics
+                    .push(Diagnostic::error(pattern.span, message));
+                self.diagnostics
+                    .push(Diagnostic::note(here, "scanning from here"));
+                self.record(who, Mark::NoMatch, start, end);
+                Vec::new()
+            }
+        };
+        // Undefined variables were reported as errors above.
         for s in pattern.substitution_values(&self.vars) {
-            let note = match s.value {
-                Some(v) => format!("with \"{}\" equal to \"{}\"", s.name, escape_note(&v)),
-                None => format!("uses undefined variable(s): \"{}\"", s.name),
-            };
+            let Some(value) = s.value else { continue };
+            let note = format!("with \"{}\" equal to \"{}\"", s.name, escape_note(&value));
             self.diagnostics.push(Diagnostic::note(here, note.clone()));
             self.record(who, Mark::Note(note), start, start);
+        }
+        for e in errors {
+            self.record(who, Mark::Note(e.message), start, start);
+        }
+        if !expected {
+            return;
         }
         let text = self.text();
         if let Some(best) =

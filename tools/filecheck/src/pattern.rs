@@ -102,6 +102,28 @@ pub enum MatchError {
     Invalid(Vec<PatternError>),
 }
 
+/// A successful match: position and length in the searched text, and the
+/// ranges of the variables it defined (in text order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Match {
+    /// Start offset.
+    pub pos: usize,
+    /// Length.
+    pub len: usize,
+    /// (variable, start, end) of each definition.
+    pub captures: Vec<(String, usize, usize)>,
+}
+
+impl Match {
+    fn plain(pos: usize, len: usize) -> Self {
+        Self {
+            pos,
+            len,
+            captures: Vec::new(),
+        }
+    }
+}
+
 /// A substitution's current value, for `with "X" equal to "v"` notes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubstitutionValue {
@@ -596,8 +618,8 @@ impl Pattern {
     pub fn has_variable(&self) -> bool {
         match &self.body {
             Body::Regex(r) => {
+                // Numeric definitions alone do not count, as in LLVM.
                 !r.string_defs.is_empty()
-                    || !r.numeric_defs.is_empty()
                     || !r.same_line_uses.is_empty()
                     || r.pieces.iter().any(|p| !matches!(p, Piece::Regex(_)))
             }
@@ -643,25 +665,25 @@ impl Pattern {
             .collect()
     }
 
-    /// Finds the first match in `buf`. On success returns (position, length)
-    /// relative to `buf` and records variable definitions in `vars`.
+    /// Finds the first match in `buf` and records the variables it defines
+    /// in `vars`.
     pub fn find(
         &self,
         buf: &str,
         vars: &mut Variables,
         ignore_case: bool,
-    ) -> Result<(usize, usize), MatchError> {
+    ) -> Result<Match, MatchError> {
         match &self.body {
-            Body::Eof => Ok((buf.len(), 0)),
+            Body::Eof => Ok(Match::plain(buf.len(), 0)),
             Body::Fixed(s) => find_fixed(buf, s, ignore_case)
-                .map(|p| (p, s.len()))
+                .map(|p| Match::plain(p, s.len()))
                 .ok_or(MatchError::NotFound),
             Body::Empty => {
                 static EMPTY_LINE: OnceLock<Regex> = OnceLock::new();
                 let re = EMPTY_LINE.get_or_init(|| Regex::new(r"(?m)\n$").expect("constant regex"));
                 // The match starts after the newline the pattern consumes.
                 re.find(buf)
-                    .map(|m| (m.start() + 1, 0))
+                    .map(|m| Match::plain(m.start() + 1, 0))
                     .ok_or(MatchError::NotFound)
             }
             Body::Regex(r) => self.find_regex(r, buf, vars, ignore_case),
@@ -674,7 +696,7 @@ impl Pattern {
         buf: &str,
         vars: &mut Variables,
         ignore_case: bool,
-    ) -> Result<(usize, usize), MatchError> {
+    ) -> Result<Match, MatchError> {
         let flags = if ignore_case { "(?mi)" } else { "(?m)" };
         let invalid = |offset: usize, message: String| PatternError {
             span: Span::point(self.span.buffer, offset),
@@ -712,6 +734,11 @@ impl Pattern {
         if !errors.is_empty() {
             return Err(MatchError::Invalid(errors));
         }
+        // LLVM's regex library cannot compile an empty regex (e.g. a lone use
+        // of a variable holding ""), so such a pattern never matches.
+        if src.len() == flags.len() {
+            return Err(MatchError::NotFound);
+        }
         let regex = Regex::new(&src).map_err(|e| {
             MatchError::Invalid(vec![invalid(
                 self.span.start,
@@ -738,6 +765,14 @@ impl Pattern {
             }
         };
         let whole = caps.get(0).map_or((0, 0), |m| (m.start(), m.len()));
+        let mut captures: Vec<(String, usize, usize)> = r
+            .string_defs
+            .iter()
+            .map(|(name, group)| (name, *group))
+            .chain(r.numeric_defs.iter().map(|(name, group, _)| (name, *group)))
+            .filter_map(|(name, group)| caps.get(group).map(|m| (name.clone(), m.start(), m.end())))
+            .collect();
+        captures.sort_by_key(|c| (c.1, c.2));
         let mut pending_numeric = Vec::new();
         for (name, group, format) in &r.numeric_defs {
             let text = caps.get(*group).map_or("", |m| m.as_str());
@@ -757,7 +792,11 @@ impl Pattern {
         for (name, v, f) in pending_numeric {
             vars.set_numeric(name, v, f);
         }
-        Ok(whole)
+        Ok(Match {
+            pos: whole.0,
+            len: whole.1,
+            captures,
+        })
     }
 }
 
@@ -803,19 +842,33 @@ mod tests {
         let p = parse("a.b*c").unwrap();
         assert_eq!(p.example_text(), "a.b*c");
         let mut v = Variables::default();
-        assert_eq!(p.find("xxa.b*c", &mut v, false), Ok((2, 5)));
+        assert_eq!(
+            p.find("xxa.b*c", &mut v, false).map(|m| (m.pos, m.len)),
+            Ok((2, 5))
+        );
         assert_eq!(p.find("aXb*c", &mut v, false), Err(MatchError::NotFound));
+        let def = parse("x [[V:[a-z]+]]").unwrap();
+        let m = def.find("x abc", &mut v, false).unwrap();
+        assert_eq!(m.captures, vec![("V".to_string(), 2, 5)]);
     }
 
     #[test]
     fn regex_blocks_and_variables() {
         let mut v = Variables::default();
         let def = parse("%[[X:[a-z]+]] = add {{%[0-9]+}}").unwrap();
-        assert_eq!(def.find("  %foo = add %3\n", &mut v, false), Ok((2, 13)));
+        assert_eq!(
+            def.find("  %foo = add %3\n", &mut v, false)
+                .map(|m| (m.pos, m.len)),
+            Ok((2, 13))
+        );
         assert_eq!(v.string("X"), Some("foo"));
         let uses = parse("use [[X]]").unwrap();
         assert!(uses.has_variable());
-        assert_eq!(uses.find("use fo\nuse foo", &mut v, false), Ok((7, 7)));
+        assert_eq!(
+            uses.find("use fo\nuse foo", &mut v, false)
+                .map(|m| (m.pos, m.len)),
+            Ok((7, 7))
+        );
         let undefined = parse("[[Y]]").unwrap();
         assert!(matches!(
             undefined.find("x", &mut v, false),
@@ -827,7 +880,11 @@ mod tests {
     fn same_line_reuse_requires_equal_text() {
         let mut v = Variables::default();
         let p = parse("[[A:[a-z]+]] [[A]]").unwrap();
-        assert_eq!(p.find("ab cd\nx y x x\n", &mut v, false), Ok((10, 3)));
+        assert_eq!(
+            p.find("ab cd\nx y x x\n", &mut v, false)
+                .map(|m| (m.pos, m.len)),
+            Ok((10, 3))
+        );
         assert_eq!(v.string("A"), Some("x"));
     }
 
@@ -841,7 +898,11 @@ mod tests {
         let def = parse("at [[#%x,ADDR:]]").unwrap();
         assert!(def.find("at ff", &mut v, false).is_ok());
         let next = parse("next [[#ADDR+1]] line [[@LINE]]").unwrap();
-        assert_eq!(next.find("next 100 line 1", &mut v, false), Ok((0, 15)));
+        assert_eq!(
+            next.find("next 100 line 1", &mut v, false)
+                .map(|m| (m.pos, m.len)),
+            Ok((0, 15))
+        );
     }
 
     #[test]

@@ -277,3 +277,122 @@ fn reports_are_identical_to_llvm() {
     }
     assert!(differences.is_empty(), "{}", differences.join("\n"));
 }
+
+/// A small deterministic generator (SplitMix64) for random differential cases.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[(self.next() % items.len() as u64) as usize]
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A random check file, input and option set built from directive, regex,
+/// variable and whitespace fragments.
+fn random_case(rng: &mut Rng, index: usize) -> Case {
+    const WORDS: [&str; 9] = ["a", "b", "c", "ab", "a b", "x1", "%0", "%arg0", "foo(%a)"];
+    const DIRECTIVES: [&str; 8] = [
+        "CHECK:",
+        "CHECK-NEXT:",
+        "CHECK-SAME:",
+        "CHECK-NOT:",
+        "CHECK-DAG:",
+        "CHECK-LABEL:",
+        "CHECK-EMPTY:",
+        "CHECK-COUNT-2:",
+    ];
+    const REGEXES: [&str; 6] = ["[a-c]+", "a|b", ".*", "[0-9]", "^a", "b$"];
+    const ARGS: [&str; 7] = [
+        "",
+        "",
+        "--match-full-lines",
+        "--strict-whitespace",
+        "-v",
+        "--implicit-check-not=c",
+        "--enable-var-scope",
+    ];
+    let mut check = String::new();
+    for _ in 0..1 + rng.below(6) {
+        let directive = rng.pick(&DIRECTIVES);
+        check.push_str(directive);
+        if directive != "CHECK-EMPTY:" {
+            let body = match rng.below(100) {
+                0..15 => format!("{{{{{}}}}}", rng.pick(&REGEXES)),
+                15..25 => format!("[[V:{}]]", rng.pick(&["[a-c]+", ".*", "a"])),
+                25..32 => "[[V]]".to_string(),
+                32..36 => format!("{} [[#N:]]", rng.pick(&WORDS)),
+                _ => rng.pick(&WORDS).to_string(),
+            };
+            check.push(' ');
+            check.push_str(&body);
+        }
+        check.push('\n');
+    }
+    let mut input = String::new();
+    for _ in 0..rng.below(9) {
+        let mut lines = WORDS.to_vec();
+        lines.extend(["", " a  b", "3", "12 x"]);
+        input.push_str(rng.pick(&lines));
+        input.push('\n');
+    }
+    let args = rng.pick(&ARGS);
+    Case {
+        name: format!("random-{index}"),
+        report: String::new(),
+        args: args.split_whitespace().map(str::to_string).collect(),
+        check,
+        input,
+        expected: (0, String::new()),
+    }
+}
+
+#[test]
+fn random_cases_print_identical_reports_to_llvm() {
+    if Command::new(LLVM_FILECHECK)
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipping: {LLVM_FILECHECK} is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut rng = Rng(0x1234_5678);
+    let mut differences = Vec::new();
+    for index in 0..300 {
+        let case = random_case(&mut rng, index);
+        let (llvm_code, llvm) = run_llvm_raw(&case, dir.path(), "fail").expect("FileCheck-22 runs");
+        let llvm: String = llvm
+            .lines()
+            .filter(|l| !l.starts_with("FileCheck command line:"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let options = options_for(&case.args, DumpInput::Fail);
+        let (code, ours) = match check(&case.check, "check.txt", &case.input, &options) {
+            Ok(s) => (0, s.report),
+            Err(f) => (f.exit_code(), f.report),
+        };
+        if (code, &ours) != (llvm_code, &llvm) {
+            differences.push(format!(
+                "=== args {:?}\n--- check\n{}--- input\n{}--- LLVM ({llvm_code})\n{llvm}--- ours ({code})\n{ours}",
+                case.args, case.check, case.input
+            ));
+        }
+    }
+    assert!(
+        differences.is_empty(),
+        "{} differences:\n{}",
+        differences.len(),
+        differences.join("\n")
+    );
+}
