@@ -1,5 +1,8 @@
 //! ipuc command-line tools: the shared driver code behind `ipu-opt`,
 //! `ipu-run`, `ipu-bench`, `ipu-lit` and `filecheck`.
 
+/// The `ipu-lit` test runner: lit-style RUN lines, features, parallel runs,
+/// and regeneration of CHECK lines.
+pub mod lit;
 pub mod opt;
 pub mod registry;
