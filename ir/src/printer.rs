@@ -808,8 +808,9 @@ impl<'c> AsmPrinter<'c> {
                     .default_dialects
                     .len()
                     .checked_sub(1 + default_dialect.is_some() as usize)
-                    .map(|i| self.default_dialects[i]);
-                if dialect == "builtin" || Some(dialect) == enclosing {
+                    .map_or("builtin", |i| self.default_dialects[i]);
+                // The enclosing op's default dialect (`builtin` at top level) is elided.
+                if dialect == enclosing {
                     self.out.push_str(&name.as_str()[dialect.len() + 1..]);
                 } else {
                     self.out.push_str(name.as_str());
