@@ -1,1 +1,3 @@
 //! ipuc dialects: func, nn, tile, bsp, ipu.
+
+pub mod nn;
