@@ -15,7 +15,10 @@ use ipuc_ir::{Diagnostic, OpId, OperationState, Type};
 pub(crate) fn print_standard(p: &mut OpPrinter<'_, '_>, op: OpId) -> std::fmt::Result {
     let ctx = p.ctx();
     let operands = ctx.operands(op).to_vec();
-    let operand_types: Vec<Type> = operands.iter().map(|&v| ctx.value_type(v).clone()).collect();
+    let operand_types: Vec<Type> = operands
+        .iter()
+        .map(|&v| ctx.value_type(v).clone())
+        .collect();
     let result_types: Vec<Type> = ctx
         .results(op)
         .iter()

@@ -12,12 +12,14 @@
 
 use ipuc_ir::dialect::{OpDefinition, Traits};
 use ipuc_ir::types::DYNAMIC;
-use ipuc_ir::{Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value};
+use ipuc_ir::{
+    Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
+};
 
 use super::assembly::{parse_standard, print_standard};
 use super::support::{
-    attr_i64, build_error, broadcasts_to, f32_attr, f32_attribute, i64_attr, make_state, one, op_wrapper, optional,
-    ranked, shape_str, tensor, value_types, InferResult, TENSOR,
+    attr_i64, broadcasts_to, build_error, f32_attr, f32_attribute, i64_attr, make_state, one,
+    op_wrapper, optional, ranked, shape_str, tensor, value_types, InferResult, TENSOR,
 };
 
 /// `nn.attention`.
@@ -28,18 +30,29 @@ fn same(a: i64, b: i64) -> bool {
 }
 
 /// Result type of `nn.attention`: `[batch, seq_q, hidden(v)]`.
-pub fn infer_attention(q: &Type, k: &Type, v: &Type, mask: Option<&Type>, heads: i64) -> InferResult<Type> {
+pub fn infer_attention(
+    q: &Type,
+    k: &Type,
+    v: &Type,
+    mask: Option<&Type>,
+    heads: i64,
+) -> InferResult<Type> {
     let (sq, eq) = ranked(q, "query")?;
     let (sk, ek) = ranked(k, "key")?;
     let (sv, ev) = ranked(v, "value")?;
     for (what, e) in [("query", eq), ("key", ek), ("value", ev)] {
         if !e.is_float() {
-            return Err(format!("{what} must have a floating-point element type, but got '{e}'"));
+            return Err(format!(
+                "{what} must have a floating-point element type, but got '{e}'"
+            ));
         }
     }
     for (what, s) in [("query", sq), ("key", sk), ("value", sv)] {
         if s.len() != 3 {
-            return Err(format!("{what} must have rank 3 ([batch, seq, heads * head_dim]), but has shape [{}]", shape_str(s)));
+            return Err(format!(
+                "{what} must have rank 3 ([batch, seq, heads * head_dim]), but has shape [{}]",
+                shape_str(s)
+            ));
         }
     }
     if heads < 1 {
@@ -52,20 +65,30 @@ pub fn infer_attention(q: &Type, k: &Type, v: &Type, mask: Option<&Type>, heads:
         ));
     }
     if !same(sk[1], sv[1]) {
-        return Err(format!("key and value sequence lengths differ: {} vs {}", sk[1], sv[1]));
+        return Err(format!(
+            "key and value sequence lengths differ: {} vs {}",
+            sk[1], sv[1]
+        ));
     }
     if !same(sq[2], sk[2]) {
-        return Err(format!("query and key hidden sizes differ: {} vs {}", sq[2], sk[2]));
+        return Err(format!(
+            "query and key hidden sizes differ: {} vs {}",
+            sq[2], sk[2]
+        ));
     }
     for (what, h) in [("query", sq[2]), ("value", sv[2])] {
         if h != DYNAMIC && h % heads != 0 {
-            return Err(format!("{what} hidden size {h} is not divisible by {heads} heads"));
+            return Err(format!(
+                "{what} hidden size {h} is not divisible by {heads} heads"
+            ));
         }
     }
     if let Some(m) = mask {
         let (sm, em) = ranked(m, "mask")?;
         if !em.is_float() {
-            return Err(format!("mask must be additive (floating-point), but has element type '{em}'"));
+            return Err(format!(
+                "mask must be additive (floating-point), but has element type '{em}'"
+            ));
         }
         let full = [sq[0], heads, sq[1], sk[1]];
         if !broadcasts_to(sm, &full) {
@@ -89,7 +112,10 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
         return None;
     }
     let t = value_types(ctx, ctx.operands(op));
-    Some(infer_attention(&t[0], &t[1], &t[2], t.get(3), attr_i64(ctx, op, "heads", 0)).map(|ty| vec![ty]))
+    Some(
+        infer_attention(&t[0], &t[1], &t[2], t.get(3), attr_i64(ctx, op, "heads", 0))
+            .map(|ty| vec![ty]),
+    )
 }
 
 pub(crate) fn register(d: Dialect) -> Dialect {
@@ -98,7 +124,12 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .traits(Traits::PURE)
         .attribute(i64_attr("heads", false))
         .attribute(f32_attr("scale", true))
-        .operands(&[one("query", TENSOR), one("key", TENSOR), one("value", TENSOR), optional("mask", TENSOR)])
+        .operands(&[
+            one("query", TENSOR),
+            one("key", TENSOR),
+            one("value", TENSOR),
+            optional("mask", TENSOR),
+        ])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
         .assembly(print_standard, parse_standard))
@@ -133,14 +164,36 @@ impl AttentionOp {
     }
     /// The softmax scale (resolved default).
     pub fn scale(self, ctx: &Context) -> f32 {
-        let hidden = ctx.value_type(self.query(ctx)).shape().and_then(|s| s.last().copied()).unwrap_or(1);
-        let scale = ctx.attr(self.0, "scale").and_then(|a| a.as_f64()).map(|v| v as f32);
+        let hidden = ctx
+            .value_type(self.query(ctx))
+            .shape()
+            .and_then(|s| s.last().copied())
+            .unwrap_or(1);
+        let scale = ctx
+            .attr(self.0, "scale")
+            .and_then(|a| a.as_f64())
+            .map(|v| v as f32);
         attention_scale(scale, hidden / self.heads(ctx).max(1))
     }
     /// A state for attention over `q`, `k`, `v` (`scale`: `None` for `1/sqrt(head_dim)`).
-    pub fn build(ctx: &Context, q: Value, k: Value, v: Value, mask: Option<Value>, heads: i64, scale: Option<f32>, loc: Location) -> Result<OperationState, Diagnostic> {
-        let ty = infer_attention(ctx.value_type(q), ctx.value_type(k), ctx.value_type(v), mask.map(|m| ctx.value_type(m)), heads)
-            .map_err(|m| build_error(ATTENTION, &loc, m))?;
+    pub fn build(
+        ctx: &Context,
+        q: Value,
+        k: Value,
+        v: Value,
+        mask: Option<Value>,
+        heads: i64,
+        scale: Option<f32>,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let ty = infer_attention(
+            ctx.value_type(q),
+            ctx.value_type(k),
+            ctx.value_type(v),
+            mask.map(|m| ctx.value_type(m)),
+            heads,
+        )
+        .map_err(|m| build_error(ATTENTION, &loc, m))?;
         let mut operands = vec![q, k, v];
         operands.extend(mask);
         let mut attrs = vec![("heads", Attribute::i64(heads))];

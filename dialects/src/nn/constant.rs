@@ -17,8 +17,10 @@ use super::support::{make_state, one, op_wrapper, InferResult, TENSOR};
 pub const CONSTANT: &str = "nn.constant";
 
 fn is_tensor_constant(a: &Attribute) -> bool {
-    matches!(a.kind(), AttrKind::DenseElements(_) | AttrKind::DenseResource { .. })
-        && a.ty().is_some_and(|t| t.is_tensor())
+    matches!(
+        a.kind(),
+        AttrKind::DenseElements(_) | AttrKind::DenseResource { .. }
+    ) && a.ty().is_some_and(|t| t.is_tensor())
 }
 
 /// The `value` declaration.
@@ -32,7 +34,9 @@ const VALUE: AttrDecl = AttrDecl {
 /// Result type of `nn.constant {value}`: the type of the value.
 pub fn infer_constant(value: &Attribute) -> InferResult<Type> {
     if !is_tensor_constant(value) {
-        return Err(format!("'value' must be a dense or dense_resource tensor, but is {value}"));
+        return Err(format!(
+            "'value' must be a dense or dense_resource tensor, but is {value}"
+        ));
     }
     Ok(value.ty().expect("tensor constants are typed").clone())
 }
@@ -62,7 +66,10 @@ fn print_constant(p: &mut OpPrinter<'_, '_>, op: OpId) -> std::fmt::Result {
     Ok(())
 }
 
-fn parse_constant(p: &mut CustomParser<'_, '_>, state: &mut OperationState) -> Result<(), Diagnostic> {
+fn parse_constant(
+    p: &mut CustomParser<'_, '_>,
+    state: &mut OperationState,
+) -> Result<(), Diagnostic> {
     let mut attrs = ipuc_ir::Dictionary::new();
     p.parse_optional_attr_dict(&mut attrs)?;
     let value = p.parse_attribute()?;
@@ -70,7 +77,11 @@ fn parse_constant(p: &mut CustomParser<'_, '_>, state: &mut OperationState) -> R
         .ty()
         .filter(|_| is_tensor_constant(&value))
         .cloned()
-        .ok_or_else(|| p.error(format!("expected a dense or dense_resource tensor attribute, found {value}")))?;
+        .ok_or_else(|| {
+            p.error(format!(
+                "expected a dense or dense_resource tensor attribute, found {value}"
+            ))
+        })?;
     for (k, v) in attrs.iter() {
         state.attributes.set(k, v.clone());
     }
@@ -84,11 +95,23 @@ fn parse_constant(p: &mut CustomParser<'_, '_>, state: &mut OperationState) -> R
 
 /// Builds an `nn.constant` for a folded `value` of type `ty` (the dialect's
 /// `materialize_constant` hook).
-pub(crate) fn materialize(ctx: &mut Context, value: &Attribute, ty: &Type, loc: Location) -> Option<OpId> {
+pub(crate) fn materialize(
+    ctx: &mut Context,
+    value: &Attribute,
+    ty: &Type,
+    loc: Location,
+) -> Option<OpId> {
     if !is_tensor_constant(value) || value.ty() != Some(ty) {
         return None;
     }
-    let state = make_state(ctx, CONSTANT, &[], vec![ty.clone()], vec![("value", value.clone())], loc);
+    let state = make_state(
+        ctx,
+        CONSTANT,
+        &[],
+        vec![ty.clone()],
+        vec![("value", value.clone())],
+        loc,
+    );
     Some(ctx.create_op(state))
 }
 
@@ -112,11 +135,25 @@ op_wrapper!(
 impl ConstantOp {
     /// The value (`dense<...>` or `dense_resource<...>`).
     pub fn value(self, ctx: &Context) -> Attribute {
-        ctx.attr(self.0, "value").cloned().expect("verified constant has a value")
+        ctx.attr(self.0, "value")
+            .cloned()
+            .expect("verified constant has a value")
     }
     /// A state for a constant holding `value`.
-    pub fn build(ctx: &Context, value: Attribute, loc: Location) -> Result<OperationState, Diagnostic> {
-        let ty = infer_constant(&value).map_err(|m| super::support::build_error(CONSTANT, &loc, m))?;
-        Ok(make_state(ctx, CONSTANT, &[], vec![ty], vec![("value", value)], loc))
+    pub fn build(
+        ctx: &Context,
+        value: Attribute,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let ty =
+            infer_constant(&value).map_err(|m| super::support::build_error(CONSTANT, &loc, m))?;
+        Ok(make_state(
+            ctx,
+            CONSTANT,
+            &[],
+            vec![ty],
+            vec![("value", value)],
+            loc,
+        ))
     }
 }

@@ -3,12 +3,14 @@
 
 use ipuc_ir::dialect::{OpDefinition, Traits};
 use ipuc_ir::types::DYNAMIC;
-use ipuc_ir::{Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value};
+use ipuc_ir::{
+    Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
+};
 
 use super::assembly::{parse_standard, print_standard};
 use super::support::{
-    attr_i64, attr_i64_list, build_error, i64_array_attr, i64_attr, make_state, one, op_wrapper, optional,
-    ranked, shape_str, tensor, value_types, InferResult, TENSOR,
+    attr_i64, attr_i64_list, build_error, i64_array_attr, i64_attr, make_state, one, op_wrapper,
+    optional, ranked, shape_str, tensor, value_types, InferResult, TENSOR,
 };
 
 /// `nn.conv2d`.
@@ -39,7 +41,11 @@ impl Default for Conv2dParams {
     }
 }
 
-fn fixed<const N: usize>(name: &str, v: Option<Vec<i64>>, default: [i64; N]) -> InferResult<[i64; N]> {
+fn fixed<const N: usize>(
+    name: &str,
+    v: Option<Vec<i64>>,
+    default: [i64; N],
+) -> InferResult<[i64; N]> {
     match v {
         None => Ok(default),
         Some(v) => v
@@ -56,7 +62,11 @@ impl Conv2dParams {
         Ok(Conv2dParams {
             strides: fixed("strides", attr_i64_list(ctx, op, "strides"), d.strides)?,
             pads: fixed("pads", attr_i64_list(ctx, op, "pads"), d.pads)?,
-            dilations: fixed("dilations", attr_i64_list(ctx, op, "dilations"), d.dilations)?,
+            dilations: fixed(
+                "dilations",
+                attr_i64_list(ctx, op, "dilations"),
+                d.dilations,
+            )?,
             groups: attr_i64(ctx, op, "groups", 1),
         })
     }
@@ -81,7 +91,14 @@ impl Conv2dParams {
 }
 
 /// One spatial output size: `floor((in + pads - dilation * (k - 1) - 1) / stride) + 1`.
-fn out_dim(axis: &str, input: i64, k: i64, pad: i64, stride: i64, dilation: i64) -> InferResult<i64> {
+fn out_dim(
+    axis: &str,
+    input: i64,
+    k: i64,
+    pad: i64,
+    stride: i64,
+    dilation: i64,
+) -> InferResult<i64> {
     if input == DYNAMIC || k == DYNAMIC {
         return Ok(DYNAMIC);
     }
@@ -100,7 +117,9 @@ pub fn infer_conv2d(x: &Type, w: &Type, b: Option<&Type>, p: &Conv2dParams) -> I
     let (sx, ex) = ranked(x, "input")?;
     let (sw, ew) = ranked(w, "weight")?;
     if !(ex.is_float() && ew.is_float()) && ex != ew {
-        return Err(format!("input and weight element types '{ex}' and '{ew}' are incompatible"));
+        return Err(format!(
+            "input and weight element types '{ex}' and '{ew}' are incompatible"
+        ));
     }
     if sx.len() != 4 || sw.len() != 4 {
         return Err(format!(
@@ -113,7 +132,10 @@ pub fn infer_conv2d(x: &Type, w: &Type, b: Option<&Type>, p: &Conv2dParams) -> I
         return Err(format!("strides must be positive, but are {:?}", p.strides));
     }
     if p.dilations.iter().any(|&s| s < 1) {
-        return Err(format!("dilations must be positive, but are {:?}", p.dilations));
+        return Err(format!(
+            "dilations must be positive, but are {:?}",
+            p.dilations
+        ));
     }
     if p.pads.iter().any(|&s| s < 0) {
         return Err(format!("pads must be non-negative, but are {:?}", p.pads));
@@ -124,10 +146,14 @@ pub fn infer_conv2d(x: &Type, w: &Type, b: Option<&Type>, p: &Conv2dParams) -> I
     }
     let (c, m) = (sx[1], sw[0]);
     if c != DYNAMIC && c % g != 0 {
-        return Err(format!("input channels {c} are not divisible by groups {g}"));
+        return Err(format!(
+            "input channels {c} are not divisible by groups {g}"
+        ));
     }
     if m != DYNAMIC && m % g != 0 {
-        return Err(format!("output channels {m} are not divisible by groups {g}"));
+        return Err(format!(
+            "output channels {m} are not divisible by groups {g}"
+        ));
     }
     if c != DYNAMIC && sw[1] != DYNAMIC && c / g != sw[1] {
         return Err(format!(
@@ -138,11 +164,29 @@ pub fn infer_conv2d(x: &Type, w: &Type, b: Option<&Type>, p: &Conv2dParams) -> I
     if let Some(b) = b {
         let (sb, _) = ranked(b, "bias")?;
         if sb.len() != 1 || (sb[0] != m && sb[0] != DYNAMIC && m != DYNAMIC) {
-            return Err(format!("bias must have shape [{}], but has shape [{}]", shape_str(&[m]), shape_str(sb)));
+            return Err(format!(
+                "bias must have shape [{}], but has shape [{}]",
+                shape_str(&[m]),
+                shape_str(sb)
+            ));
         }
     }
-    let h = out_dim("H", sx[2], sw[2], p.pads[0] + p.pads[2], p.strides[0], p.dilations[0])?;
-    let wd = out_dim("W", sx[3], sw[3], p.pads[1] + p.pads[3], p.strides[1], p.dilations[1])?;
+    let h = out_dim(
+        "H",
+        sx[2],
+        sw[2],
+        p.pads[0] + p.pads[2],
+        p.strides[0],
+        p.dilations[0],
+    )?;
+    let wd = out_dim(
+        "W",
+        sx[3],
+        sw[3],
+        p.pads[1] + p.pads[3],
+        p.strides[1],
+        p.dilations[1],
+    )?;
     Ok(tensor(&[sx[0], m, h, wd], ex))
 }
 
@@ -151,7 +195,11 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
         return None;
     }
     let t = value_types(ctx, ctx.operands(op));
-    Some(Conv2dParams::of(ctx, op).and_then(|p| infer_conv2d(&t[0], &t[1], t.get(2), &p)).map(|ty| vec![ty]))
+    Some(
+        Conv2dParams::of(ctx, op)
+            .and_then(|p| infer_conv2d(&t[0], &t[1], t.get(2), &p))
+            .map(|ty| vec![ty]),
+    )
 }
 
 pub(crate) fn register(d: Dialect) -> Dialect {
@@ -162,7 +210,11 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .attribute(i64_array_attr("pads", true))
         .attribute(i64_array_attr("dilations", true))
         .attribute(i64_attr("groups", true))
-        .operands(&[one("input", TENSOR), one("weight", TENSOR), optional("bias", TENSOR)])
+        .operands(&[
+            one("input", TENSOR),
+            one("weight", TENSOR),
+            optional("bias", TENSOR),
+        ])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
         .assembly(print_standard, parse_standard))
@@ -192,11 +244,30 @@ impl Conv2dOp {
         Conv2dParams::of(ctx, self.0).unwrap_or_default()
     }
     /// A state for `conv2d(x, w[, b])`.
-    pub fn build(ctx: &Context, x: Value, w: Value, b: Option<Value>, params: &Conv2dParams, loc: Location) -> Result<OperationState, Diagnostic> {
-        let ty = infer_conv2d(ctx.value_type(x), ctx.value_type(w), b.map(|b| ctx.value_type(b)), params)
-            .map_err(|m| build_error(CONV2D, &loc, m))?;
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        w: Value,
+        b: Option<Value>,
+        params: &Conv2dParams,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let ty = infer_conv2d(
+            ctx.value_type(x),
+            ctx.value_type(w),
+            b.map(|b| ctx.value_type(b)),
+            params,
+        )
+        .map_err(|m| build_error(CONV2D, &loc, m))?;
         let mut operands = vec![x, w];
         operands.extend(b);
-        Ok(make_state(ctx, CONV2D, &operands, vec![ty], params.attributes(), loc))
+        Ok(make_state(
+            ctx,
+            CONV2D,
+            &operands,
+            vec![ty],
+            params.attributes(),
+            loc,
+        ))
     }
 }

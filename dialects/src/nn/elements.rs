@@ -82,7 +82,11 @@ pub fn from_ints(ty: &Type, values: &[i128]) -> Option<Attribute> {
 
 /// A constant of type `ty` whose element `i` is element `source(i)` of `d`
 /// (transpose, slice, gather, concat of one input, ...).
-pub fn rearrange(d: &DenseElements, ty: &Type, source: impl Fn(usize) -> usize) -> Option<Attribute> {
+pub fn rearrange(
+    d: &DenseElements,
+    ty: &Type,
+    source: impl Fn(usize) -> usize,
+) -> Option<Attribute> {
     let n = ty.num_elements()? as usize;
     let size = DenseElements::element_size(d.element_type())?;
     if d.splat && n > 0 {

@@ -11,10 +11,15 @@
 
 use ipuc_ir::dialect::{FoldResult, OpDefinition, Traits};
 use ipuc_ir::types::FloatKind;
-use ipuc_ir::{float_format, Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value};
+use ipuc_ir::{
+    float_format, Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type,
+    Value,
+};
 
 use super::assembly::{parse_standard, print_standard};
-use super::elements::{broadcast_source, dense_data, floats, fold_target, from_floats, from_ints, ints, strides};
+use super::elements::{
+    broadcast_source, dense_data, floats, fold_target, from_floats, from_ints, ints, strides,
+};
 use super::support::{
     attr_i64, broadcast_shapes, build_error, i64_attr, make_state, one, ranked, tensor, type_attr,
     value_types, InferResult, BOOL_TENSOR, TENSOR,
@@ -282,7 +287,10 @@ fn broadcast_pair<'t>(lhs: &'t Type, rhs: &Type) -> InferResult<(Vec<i64>, &'t T
 pub fn infer_binary(kind: BinaryKind, lhs: &Type, rhs: &Type) -> InferResult<Type> {
     let (shape, e) = broadcast_pair(lhs, rhs)?;
     if !numeric(e) {
-        return Err(format!("'{}' requires numeric operands, got '{e}'", kind.name()));
+        return Err(format!(
+            "'{}' requires numeric operands, got '{e}'",
+            kind.name()
+        ));
     }
     Ok(tensor(&shape, e))
 }
@@ -297,10 +305,14 @@ pub fn infer_compare(lhs: &Type, rhs: &Type) -> InferResult<Type> {
 pub fn infer_unary(kind: UnaryKind, x: &Type) -> InferResult<Type> {
     let (_, e) = ranked(x, "operand")?;
     if kind.requires_float() && !e.is_float() {
-        return Err(format!("operand must have a floating-point element type, but got '{e}'"));
+        return Err(format!(
+            "operand must have a floating-point element type, but got '{e}'"
+        ));
     }
     if !numeric(e) {
-        return Err(format!("operand must have a numeric element type, but got '{e}'"));
+        return Err(format!(
+            "operand must have a numeric element type, but got '{e}'"
+        ));
     }
     Ok(x.clone())
 }
@@ -310,7 +322,9 @@ pub fn infer_unary(kind: UnaryKind, x: &Type) -> InferResult<Type> {
 pub fn infer_where(cond: &Type, x: &Type, y: &Type) -> InferResult<Type> {
     let (cs, ce) = ranked(cond, "condition")?;
     if !ce.is_integer_of_width(1) {
-        return Err(format!("condition must be a tensor of i1, but got '{cond}'"));
+        return Err(format!(
+            "condition must be a tensor of i1, but got '{cond}'"
+        ));
     }
     let (xy, e) = broadcast_pair(x, y)?;
     Ok(tensor(&broadcast_shapes(cs, &xy)?, e))
@@ -320,10 +334,14 @@ pub fn infer_where(cond: &Type, x: &Type, y: &Type) -> InferResult<Type> {
 pub fn infer_cast(x: &Type, to: &Type) -> InferResult<Type> {
     let (s, e) = ranked(x, "operand")?;
     if !numeric(e) {
-        return Err(format!("operand must have a numeric element type, but got '{e}'"));
+        return Err(format!(
+            "operand must have a numeric element type, but got '{e}'"
+        ));
     }
     if !numeric(to) {
-        return Err(format!("'to' must be an integer or float type, but got '{to}'"));
+        return Err(format!(
+            "'to' must be an integer or float type, but got '{to}'"
+        ));
     }
     Ok(tensor(s, to))
 }
@@ -335,7 +353,10 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
     let t = value_types(ctx, ctx.operands(op));
     let r = if let Some(k) = BinaryKind::from_name(name) {
         infer_binary(k, &t[0], &t[1]).and_then(|ty| {
-            if k == BinaryKind::Mod && ty.element_type().is_some_and(|e| e.is_float()) && attr_i64(ctx, op, "fmod", 0) != 1 {
+            if k == BinaryKind::Mod
+                && ty.element_type().is_some_and(|e| e.is_float())
+                && attr_i64(ctx, op, "fmod", 0) != 1
+            {
                 return Err("requires 'fmod = 1' for floating-point operands".into());
             }
             Ok(ty)
@@ -384,12 +405,16 @@ fn fold_binary(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<
     let (sa, sb) = (a.ty.shape()?.to_vec(), b.ty.shape()?.to_vec());
     let attr = if a.element_type().is_float() {
         let (va, vb) = (floats(&a)?, floats(&b)?);
-        let v = zip_broadcast(&out, (&sa, &va), (&sb, &vb), |x, y| Some(kind.apply_f64(x, y)))?;
+        let v = zip_broadcast(&out, (&sa, &va), (&sb, &vb), |x, y| {
+            Some(kind.apply_f64(x, y))
+        })?;
         from_floats(&out, &v)?
     } else {
         let fmod = attr_i64(ctx, op, "fmod", 0) == 1;
         let (va, vb) = (ints(&a)?, ints(&b)?);
-        let v = zip_broadcast(&out, (&sa, &va), (&sb, &vb), |x, y| kind.apply_int(x, y, fmod))?;
+        let v = zip_broadcast(&out, (&sa, &va), (&sb, &vb), |x, y| {
+            kind.apply_int(x, y, fmod)
+        })?;
         from_ints(&out, &v)?
     };
     Some(vec![FoldResult::Constant(attr)])
@@ -403,10 +428,14 @@ fn fold_compare(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option
     let (sa, sb) = (a.ty.shape()?.to_vec(), b.ty.shape()?.to_vec());
     let v: Vec<bool> = if a.element_type().is_float() {
         let (va, vb) = (floats(&a)?, floats(&b)?);
-        zip_broadcast(&out, (&sa, &va), (&sb, &vb), |x, y| Some(kind.apply_f64(x, y)))?
+        zip_broadcast(&out, (&sa, &va), (&sb, &vb), |x, y| {
+            Some(kind.apply_f64(x, y))
+        })?
     } else {
         let (va, vb) = (ints(&a)?, ints(&b)?);
-        zip_broadcast(&out, (&sa, &va), (&sb, &vb), |x, y| Some(kind.apply_int(x, y)))?
+        zip_broadcast(&out, (&sa, &va), (&sb, &vb), |x, y| {
+            Some(kind.apply_int(x, y))
+        })?
     };
     let v: Vec<i128> = v.into_iter().map(i128::from).collect();
     Some(vec![FoldResult::Constant(from_ints(&out, &v)?)])
@@ -432,7 +461,11 @@ fn fold_where(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<V
     let x = dense_data(consts[1].as_ref()?)?;
     let y = dense_data(consts[2].as_ref()?)?;
     let shape = out.shape()?.to_vec();
-    let (sc, sx, sy) = (c.ty.shape()?.to_vec(), x.ty.shape()?.to_vec(), y.ty.shape()?.to_vec());
+    let (sc, sx, sy) = (
+        c.ty.shape()?.to_vec(),
+        x.ty.shape()?.to_vec(),
+        y.ty.shape()?.to_vec(),
+    );
     let (tc, tx, ty) = (strides(&sc), strides(&sx), strides(&sy));
     let source = |i: usize| -> (bool, usize, usize) {
         (
@@ -508,7 +541,10 @@ pub fn cast_float_to_int(v: f64, width: u32, signed: bool) -> Option<i128> {
     }
     let t = v.trunc();
     let (lo, hi) = if signed {
-        (-(2f64.powi(width as i32 - 1)), 2f64.powi(width as i32 - 1) - 1.0)
+        (
+            -(2f64.powi(width as i32 - 1)),
+            2f64.powi(width as i32 - 1) - 1.0,
+        )
     } else {
         (0.0, 2f64.powi(width as i32) - 1.0)
     };
@@ -527,16 +563,25 @@ fn fold_cast(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<Ve
     let saturate = attr_i64(ctx, op, "saturate", 1) != 0;
     let attr = match (d.element_type().is_float(), to.float_kind()) {
         (true, Some(k)) => {
-            let v: Vec<f64> = floats(&d)?.into_iter().map(|v| cast_float_to_float(v, k, saturate)).collect();
+            let v: Vec<f64> = floats(&d)?
+                .into_iter()
+                .map(|v| cast_float_to_float(v, k, saturate))
+                .collect();
             from_floats(&out, &v)?
         }
         (true, None) => {
             let width = to.int_or_float_bit_width()?;
             let signed = !matches!(
                 to.kind(),
-                ipuc_ir::TypeKind::Integer { signedness: ipuc_ir::types::Signedness::Unsigned, .. }
+                ipuc_ir::TypeKind::Integer {
+                    signedness: ipuc_ir::types::Signedness::Unsigned,
+                    ..
+                }
             );
-            let v: Option<Vec<i128>> = floats(&d)?.into_iter().map(|v| cast_float_to_int(v, width, signed)).collect();
+            let v: Option<Vec<i128>> = floats(&d)?
+                .into_iter()
+                .map(|v| cast_float_to_int(v, width, signed))
+                .collect();
             from_ints(&out, &v?)?
         }
         (false, Some(_)) => {
@@ -602,21 +647,25 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
     d.op(OpDefinition::new(WHERE)
         .summary("Elementwise select: cond ? x : y, with numpy broadcasting")
         .traits(Traits::PURE)
-        .operands(&[one("condition", BOOL_TENSOR), one("x", TENSOR), one("y", TENSOR)])
+        .operands(&[
+            one("condition", BOOL_TENSOR),
+            one("x", TENSOR),
+            one("y", TENSOR),
+        ])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
         .folder(fold_where)
         .assembly(print_standard, parse_standard))
-    .op(OpDefinition::new(CAST)
-        .summary("Elementwise conversion to the element type 'to' (ONNX Cast)")
-        .traits(Traits::PURE)
-        .attribute(type_attr("to", false))
-        .attribute(i64_attr("saturate", true))
-        .operands(&[one("operand", TENSOR)])
-        .results(&[one("result", TENSOR)])
-        .verifier(super::verify_op)
-        .folder(fold_cast)
-        .assembly(print_standard, parse_standard))
+        .op(OpDefinition::new(CAST)
+            .summary("Elementwise conversion to the element type 'to' (ONNX Cast)")
+            .traits(Traits::PURE)
+            .attribute(type_attr("to", false))
+            .attribute(i64_attr("saturate", true))
+            .operands(&[one("operand", TENSOR)])
+            .results(&[one("result", TENSOR)])
+            .verifier(super::verify_op)
+            .folder(fold_cast)
+            .assembly(print_standard, parse_standard))
 }
 
 // ----- typed wrappers --------------------------------------------------------------
@@ -652,14 +701,27 @@ impl BinaryOp {
     }
     /// A state for `kind(lhs, rhs)` with the inferred result type (`nn.mod`
     /// on floats gets `fmod = 1`).
-    pub fn build(ctx: &Context, kind: BinaryKind, lhs: Value, rhs: Value, loc: Location) -> Result<OperationState, Diagnostic> {
+    pub fn build(
+        ctx: &Context,
+        kind: BinaryKind,
+        lhs: Value,
+        rhs: Value,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let ty = infer_binary(kind, ctx.value_type(lhs), ctx.value_type(rhs))
             .map_err(|m| build_error(kind.name(), &loc, m))?;
         let mut attrs = Vec::new();
         if kind == BinaryKind::Mod && ty.element_type().is_some_and(|e| e.is_float()) {
             attrs.push(("fmod", Attribute::i64(1)));
         }
-        Ok(make_state(ctx, kind.name(), &[lhs, rhs], vec![ty], attrs, loc))
+        Ok(make_state(
+            ctx,
+            kind.name(),
+            &[lhs, rhs],
+            vec![ty],
+            attrs,
+            loc,
+        ))
     }
 }
 
@@ -689,10 +751,23 @@ impl CompareOp {
         ctx.result(self.0, 0)
     }
     /// A state for `kind(lhs, rhs)`.
-    pub fn build(ctx: &Context, kind: CompareKind, lhs: Value, rhs: Value, loc: Location) -> Result<OperationState, Diagnostic> {
+    pub fn build(
+        ctx: &Context,
+        kind: CompareKind,
+        lhs: Value,
+        rhs: Value,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let ty = infer_compare(ctx.value_type(lhs), ctx.value_type(rhs))
             .map_err(|m| build_error(kind.name(), &loc, m))?;
-        Ok(make_state(ctx, kind.name(), &[lhs, rhs], vec![ty], vec![], loc))
+        Ok(make_state(
+            ctx,
+            kind.name(),
+            &[lhs, rhs],
+            vec![ty],
+            vec![],
+            loc,
+        ))
     }
 }
 
@@ -718,8 +793,14 @@ impl UnaryOp {
         ctx.result(self.0, 0)
     }
     /// A state for `kind(x)`.
-    pub fn build(ctx: &Context, kind: UnaryKind, x: Value, loc: Location) -> Result<OperationState, Diagnostic> {
-        let ty = infer_unary(kind, ctx.value_type(x)).map_err(|m| build_error(kind.name(), &loc, m))?;
+    pub fn build(
+        ctx: &Context,
+        kind: UnaryKind,
+        x: Value,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let ty =
+            infer_unary(kind, ctx.value_type(x)).map_err(|m| build_error(kind.name(), &loc, m))?;
         Ok(make_state(ctx, kind.name(), &[x], vec![ty], vec![], loc))
     }
 }
@@ -744,7 +825,13 @@ impl WhereOp {
         ctx.operand(self.0, 2)
     }
     /// A state for `where(cond, x, y)`.
-    pub fn build(ctx: &Context, cond: Value, x: Value, y: Value, loc: Location) -> Result<OperationState, Diagnostic> {
+    pub fn build(
+        ctx: &Context,
+        cond: Value,
+        x: Value,
+        y: Value,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let ty = infer_where(ctx.value_type(cond), ctx.value_type(x), ctx.value_type(y))
             .map_err(|m| build_error(WHERE, &loc, m))?;
         Ok(make_state(ctx, WHERE, &[cond, x, y], vec![ty], vec![], loc))
@@ -774,7 +861,13 @@ impl CastOp {
         attr_i64(ctx, self.0, "saturate", 1) != 0
     }
     /// A state for casting `x` to element type `to`.
-    pub fn build(ctx: &Context, x: Value, to: &Type, saturate: bool, loc: Location) -> Result<OperationState, Diagnostic> {
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        to: &Type,
+        saturate: bool,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let ty = infer_cast(ctx.value_type(x), to).map_err(|m| build_error(CAST, &loc, m))?;
         let mut attrs = vec![("to", Attribute::type_attr(to.clone()))];
         if !saturate {

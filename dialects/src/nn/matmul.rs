@@ -8,12 +8,15 @@
 
 use ipuc_ir::dialect::{OpDefinition, Traits};
 use ipuc_ir::types::DYNAMIC;
-use ipuc_ir::{Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value};
+use ipuc_ir::{
+    Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
+};
 
 use super::assembly::{parse_standard, print_standard};
 use super::support::{
-    attr_f32, attr_i64, broadcast_shapes, broadcasts_to, build_error, f32_attr, f32_attribute, i64_attr,
-    make_state, one, op_wrapper, optional, ranked, shape_str, tensor, value_types, InferResult, TENSOR,
+    attr_f32, attr_i64, broadcast_shapes, broadcasts_to, build_error, f32_attr, f32_attribute,
+    i64_attr, make_state, one, op_wrapper, optional, ranked, shape_str, tensor, value_types,
+    InferResult, TENSOR,
 };
 
 /// `nn.matmul`.
@@ -29,7 +32,9 @@ fn check_contractable(a: &Type, b: &Type) -> InferResult<()> {
     if (a.is_float() && b.is_float()) || (a == b && a.is_integer()) {
         Ok(())
     } else {
-        Err(format!("operand element types '{a}' and '{b}' cannot be contracted together"))
+        Err(format!(
+            "operand element types '{a}' and '{b}' cannot be contracted together"
+        ))
     }
 }
 
@@ -48,8 +53,16 @@ pub fn infer_matmul(a: &Type, b: &Type) -> InferResult<Type> {
     if sa.is_empty() || sb.is_empty() {
         return Err("operands must have rank >= 1".into());
     }
-    let a2: Vec<i64> = if sa.len() == 1 { vec![1, sa[0]] } else { sa.to_vec() };
-    let b2: Vec<i64> = if sb.len() == 1 { vec![sb[0], 1] } else { sb.to_vec() };
+    let a2: Vec<i64> = if sa.len() == 1 {
+        vec![1, sa[0]]
+    } else {
+        sa.to_vec()
+    };
+    let b2: Vec<i64> = if sb.len() == 1 {
+        vec![sb[0], 1]
+    } else {
+        sb.to_vec()
+    };
     let (m, k1) = (a2[a2.len() - 2], a2[a2.len() - 1]);
     let (k2, n) = (b2[b2.len() - 2], b2[b2.len() - 1]);
     check_contraction(k1, k2)?;
@@ -118,7 +131,13 @@ impl GemmParams {
 }
 
 /// Result type of `nn.gemm(a, b[, c])`: `[M, N]`; `c` must broadcast to it.
-pub fn infer_gemm(a: &Type, b: &Type, c: Option<&Type>, trans_a: bool, trans_b: bool) -> InferResult<Type> {
+pub fn infer_gemm(
+    a: &Type,
+    b: &Type,
+    c: Option<&Type>,
+    trans_a: bool,
+    trans_b: bool,
+) -> InferResult<Type> {
     let (sa, ea) = ranked(a, "A")?;
     let (sb, eb) = ranked(b, "B")?;
     check_contractable(ea, eb)?;
@@ -129,8 +148,16 @@ pub fn infer_gemm(a: &Type, b: &Type, c: Option<&Type>, trans_a: bool, trans_b: 
             sb.len()
         ));
     }
-    let (m, k1) = if trans_a { (sa[1], sa[0]) } else { (sa[0], sa[1]) };
-    let (k2, n) = if trans_b { (sb[1], sb[0]) } else { (sb[0], sb[1]) };
+    let (m, k1) = if trans_a {
+        (sa[1], sa[0])
+    } else {
+        (sa[0], sa[1])
+    };
+    let (k2, n) = if trans_b {
+        (sb[1], sb[0])
+    } else {
+        (sb[0], sb[1])
+    };
     check_contraction(k1, k2)?;
     if let Some(c) = c {
         let (sc, _) = ranked(c, "C")?;
@@ -154,14 +181,21 @@ pub fn infer_linear(x: &Type, w: &Type, b: Option<&Type>) -> InferResult<Type> {
         return Err("input must have rank >= 1".into());
     }
     if sw.len() != 2 {
-        return Err(format!("weight must have rank 2, but has rank {}", sw.len()));
+        return Err(format!(
+            "weight must have rank 2, but has rank {}",
+            sw.len()
+        ));
     }
     check_contraction(sx[sx.len() - 1], sw[0])?;
     let n = sw[1];
     if let Some(b) = b {
         let (sb, _) = ranked(b, "bias")?;
         if sb.len() != 1 || (sb[0] != n && sb[0] != DYNAMIC && n != DYNAMIC) {
-            return Err(format!("bias must have shape [{}], but has shape [{}]", shape_str(&[n]), shape_str(sb)));
+            return Err(format!(
+                "bias must have shape [{}], but has shape [{}]",
+                shape_str(&[n]),
+                shape_str(sb)
+            ));
         }
     }
     let mut shape = sx[..sx.len() - 1].to_vec();
@@ -191,24 +225,28 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
         .assembly(print_standard, parse_standard))
-    .op(OpDefinition::new(GEMM)
-        .summary("General matrix multiply: alpha * op(A) * op(B) + beta * C (ONNX Gemm)")
-        .traits(Traits::PURE)
-        .attribute(f32_attr("alpha", true))
-        .attribute(f32_attr("beta", true))
-        .attribute(i64_attr("transA", true))
-        .attribute(i64_attr("transB", true))
-        .operands(&[one("a", TENSOR), one("b", TENSOR), optional("c", TENSOR)])
-        .results(&[one("result", TENSOR)])
-        .verifier(super::verify_op)
-        .assembly(print_standard, parse_standard))
-    .op(OpDefinition::new(LINEAR)
-        .summary("Dense layer: x[..., K] * w[K, N] + b[N]")
-        .traits(Traits::PURE)
-        .operands(&[one("input", TENSOR), one("weight", TENSOR), optional("bias", TENSOR)])
-        .results(&[one("result", TENSOR)])
-        .verifier(super::verify_op)
-        .assembly(print_standard, parse_standard))
+        .op(OpDefinition::new(GEMM)
+            .summary("General matrix multiply: alpha * op(A) * op(B) + beta * C (ONNX Gemm)")
+            .traits(Traits::PURE)
+            .attribute(f32_attr("alpha", true))
+            .attribute(f32_attr("beta", true))
+            .attribute(i64_attr("transA", true))
+            .attribute(i64_attr("transB", true))
+            .operands(&[one("a", TENSOR), one("b", TENSOR), optional("c", TENSOR)])
+            .results(&[one("result", TENSOR)])
+            .verifier(super::verify_op)
+            .assembly(print_standard, parse_standard))
+        .op(OpDefinition::new(LINEAR)
+            .summary("Dense layer: x[..., K] * w[K, N] + b[N]")
+            .traits(Traits::PURE)
+            .operands(&[
+                one("input", TENSOR),
+                one("weight", TENSOR),
+                optional("bias", TENSOR),
+            ])
+            .results(&[one("result", TENSOR)])
+            .verifier(super::verify_op)
+            .assembly(print_standard, parse_standard))
 }
 
 op_wrapper!(
@@ -227,8 +265,14 @@ impl MatmulOp {
         ctx.operand(self.0, 1)
     }
     /// A state for `matmul(lhs, rhs)`.
-    pub fn build(ctx: &Context, lhs: Value, rhs: Value, loc: Location) -> Result<OperationState, Diagnostic> {
-        let ty = infer_matmul(ctx.value_type(lhs), ctx.value_type(rhs)).map_err(|m| build_error(MATMUL, &loc, m))?;
+    pub fn build(
+        ctx: &Context,
+        lhs: Value,
+        rhs: Value,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let ty = infer_matmul(ctx.value_type(lhs), ctx.value_type(rhs))
+            .map_err(|m| build_error(MATMUL, &loc, m))?;
         Ok(make_state(ctx, MATMUL, &[lhs, rhs], vec![ty], vec![], loc))
     }
 }
@@ -257,7 +301,14 @@ impl GemmOp {
         GemmParams::of(ctx, self.0)
     }
     /// A state for `gemm(a, b[, c])`.
-    pub fn build(ctx: &Context, a: Value, b: Value, c: Option<Value>, params: GemmParams, loc: Location) -> Result<OperationState, Diagnostic> {
+    pub fn build(
+        ctx: &Context,
+        a: Value,
+        b: Value,
+        c: Option<Value>,
+        params: GemmParams,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let ty = infer_gemm(
             ctx.value_type(a),
             ctx.value_type(b),
@@ -268,7 +319,14 @@ impl GemmOp {
         .map_err(|m| build_error(GEMM, &loc, m))?;
         let mut operands = vec![a, b];
         operands.extend(c);
-        Ok(make_state(ctx, GEMM, &operands, vec![ty], params.attributes(), loc))
+        Ok(make_state(
+            ctx,
+            GEMM,
+            &operands,
+            vec![ty],
+            params.attributes(),
+            loc,
+        ))
     }
 }
 
@@ -292,9 +350,19 @@ impl LinearOp {
         ctx.operands(self.0).get(2).copied()
     }
     /// A state for `linear(x, w[, b])`.
-    pub fn build(ctx: &Context, x: Value, w: Value, b: Option<Value>, loc: Location) -> Result<OperationState, Diagnostic> {
-        let ty = infer_linear(ctx.value_type(x), ctx.value_type(w), b.map(|b| ctx.value_type(b)))
-            .map_err(|m| build_error(LINEAR, &loc, m))?;
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        w: Value,
+        b: Option<Value>,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let ty = infer_linear(
+            ctx.value_type(x),
+            ctx.value_type(w),
+            b.map(|b| ctx.value_type(b)),
+        )
+        .map_err(|m| build_error(LINEAR, &loc, m))?;
         let mut operands = vec![x, w];
         operands.extend(b);
         Ok(make_state(ctx, LINEAR, &operands, vec![ty], vec![], loc))

@@ -130,6 +130,10 @@ pub(crate) fn verify_op(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     match infer_result_types(ctx, op) {
         Some(Ok(types)) => support::check_results(ctx, op, &types),
         Some(Err(msg)) => Err(support::op_error(ctx, op, msg)),
-        None => Err(support::op_error(ctx, op, "is missing a required attribute")),
+        None => Err(support::op_error(
+            ctx,
+            op,
+            "is missing a required attribute",
+        )),
     }
 }

@@ -3,12 +3,15 @@
 //! recognises from their decomposed ONNX forms).
 
 use ipuc_ir::dialect::{OpDefinition, Traits};
-use ipuc_ir::{Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value};
+use ipuc_ir::{
+    Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
+};
 
 use super::assembly::{parse_standard, print_standard};
 use super::support::{
-    attr_f32, attr_i64, attr_str, broadcasts_to, build_error, f32_attr, f32_attribute, i64_attr, make_state,
-    normalize_axis, one, op_wrapper, optional, ranked, shape_str, string_attr, value_types, InferResult, TENSOR,
+    attr_f32, attr_i64, attr_str, broadcasts_to, build_error, f32_attr, f32_attribute, i64_attr,
+    make_state, normalize_axis, one, op_wrapper, optional, ranked, shape_str, string_attr,
+    value_types, InferResult, TENSOR,
 };
 
 /// `nn.softmax`.
@@ -24,7 +27,9 @@ pub const DEFAULT_LAYER_NORM_EPSILON: f32 = 1e-5;
 fn float_tensor<'t>(x: &'t Type, what: &str) -> InferResult<&'t [i64]> {
     let (s, e) = ranked(x, what)?;
     if !e.is_float() {
-        return Err(format!("{what} must have a floating-point element type, but got '{e}'"));
+        return Err(format!(
+            "{what} must have a floating-point element type, but got '{e}'"
+        ));
     }
     Ok(s)
 }
@@ -39,7 +44,12 @@ pub fn infer_softmax(x: &Type, axis: i64) -> InferResult<Type> {
 /// Result type of `nn.layer_normalization(x, scale[, bias]) {axis}`: the type
 /// of `x`. Statistics are taken over `x[axis..]`, to which `scale` and `bias`
 /// must broadcast.
-pub fn infer_layer_normalization(x: &Type, scale: &Type, bias: Option<&Type>, axis: i64) -> InferResult<Type> {
+pub fn infer_layer_normalization(
+    x: &Type,
+    scale: &Type,
+    bias: Option<&Type>,
+    axis: i64,
+) -> InferResult<Type> {
     let s = float_tensor(x, "input")?;
     let a = normalize_axis(axis, s.len())?;
     let normalized = &s[a..];
@@ -72,7 +82,9 @@ impl GeluApproximation {
         match s {
             "none" => Ok(GeluApproximation::None),
             "tanh" => Ok(GeluApproximation::Tanh),
-            _ => Err(format!("'approximate' must be \"none\" or \"tanh\", but is \"{s}\"")),
+            _ => Err(format!(
+                "'approximate' must be \"none\" or \"tanh\", but is \"{s}\""
+            )),
         }
     }
     /// The attribute value.
@@ -104,8 +116,11 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
     let t = value_types(ctx, ctx.operands(op));
     let r = match ctx.name_str(op) {
         SOFTMAX => infer_softmax(&t[0], attr_i64(ctx, op, "axis", -1)),
-        LAYER_NORMALIZATION => infer_layer_normalization(&t[0], &t[1], t.get(2), attr_i64(ctx, op, "axis", -1)),
-        GELU => GeluApproximation::parse(attr_str(ctx, op, "approximate", "none")).and_then(|_| infer_gelu(&t[0])),
+        LAYER_NORMALIZATION => {
+            infer_layer_normalization(&t[0], &t[1], t.get(2), attr_i64(ctx, op, "axis", -1))
+        }
+        GELU => GeluApproximation::parse(attr_str(ctx, op, "approximate", "none"))
+            .and_then(|_| infer_gelu(&t[0])),
         _ => return None,
     };
     Some(r.map(|ty| vec![ty]))
@@ -152,13 +167,29 @@ impl SoftmaxOp {
     }
     /// The softmax axis (normalised).
     pub fn axis(self, ctx: &Context) -> usize {
-        let rank = ctx.value_type(self.input(ctx)).shape().map_or(0, |s| s.len());
+        let rank = ctx
+            .value_type(self.input(ctx))
+            .shape()
+            .map_or(0, |s| s.len());
         normalize_axis(attr_i64(ctx, self.0, "axis", -1), rank).unwrap_or(0)
     }
     /// A state for softmax of `x` along `axis`.
-    pub fn build(ctx: &Context, x: Value, axis: i64, loc: Location) -> Result<OperationState, Diagnostic> {
-        let ty = infer_softmax(ctx.value_type(x), axis).map_err(|m| build_error(SOFTMAX, &loc, m))?;
-        Ok(make_state(ctx, SOFTMAX, &[x], vec![ty], vec![("axis", Attribute::i64(axis))], loc))
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        axis: i64,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let ty =
+            infer_softmax(ctx.value_type(x), axis).map_err(|m| build_error(SOFTMAX, &loc, m))?;
+        Ok(make_state(
+            ctx,
+            SOFTMAX,
+            &[x],
+            vec![ty],
+            vec![("axis", Attribute::i64(axis))],
+            loc,
+        ))
     }
 }
 
@@ -183,7 +214,10 @@ impl LayerNormalizationOp {
     }
     /// The first normalized axis (normalised).
     pub fn axis(self, ctx: &Context) -> usize {
-        let rank = ctx.value_type(self.input(ctx)).shape().map_or(0, |s| s.len());
+        let rank = ctx
+            .value_type(self.input(ctx))
+            .shape()
+            .map_or(0, |s| s.len());
         normalize_axis(attr_i64(ctx, self.0, "axis", -1), rank).unwrap_or(0)
     }
     /// `epsilon` (default 1e-5).
@@ -191,13 +225,36 @@ impl LayerNormalizationOp {
         attr_f32(ctx, self.0, "epsilon", DEFAULT_LAYER_NORM_EPSILON)
     }
     /// A state normalising `x` over `x[axis..]`.
-    pub fn build(ctx: &Context, x: Value, scale: Value, bias: Option<Value>, axis: i64, epsilon: f32, loc: Location) -> Result<OperationState, Diagnostic> {
-        let ty = infer_layer_normalization(ctx.value_type(x), ctx.value_type(scale), bias.map(|b| ctx.value_type(b)), axis)
-            .map_err(|m| build_error(LAYER_NORMALIZATION, &loc, m))?;
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        scale: Value,
+        bias: Option<Value>,
+        axis: i64,
+        epsilon: f32,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let ty = infer_layer_normalization(
+            ctx.value_type(x),
+            ctx.value_type(scale),
+            bias.map(|b| ctx.value_type(b)),
+            axis,
+        )
+        .map_err(|m| build_error(LAYER_NORMALIZATION, &loc, m))?;
         let mut operands = vec![x, scale];
         operands.extend(bias);
-        let attrs = vec![("axis", Attribute::i64(axis)), ("epsilon", f32_attribute(epsilon))];
-        Ok(make_state(ctx, LAYER_NORMALIZATION, &operands, vec![ty], attrs, loc))
+        let attrs = vec![
+            ("axis", Attribute::i64(axis)),
+            ("epsilon", f32_attribute(epsilon)),
+        ];
+        Ok(make_state(
+            ctx,
+            LAYER_NORMALIZATION,
+            &operands,
+            vec![ty],
+            attrs,
+            loc,
+        ))
     }
 }
 
@@ -214,10 +271,16 @@ impl GeluOp {
     }
     /// The approximation (of a verified op).
     pub fn approximate(self, ctx: &Context) -> GeluApproximation {
-        GeluApproximation::parse(attr_str(ctx, self.0, "approximate", "none")).unwrap_or(GeluApproximation::None)
+        GeluApproximation::parse(attr_str(ctx, self.0, "approximate", "none"))
+            .unwrap_or(GeluApproximation::None)
     }
     /// A state for GELU of `x`.
-    pub fn build(ctx: &Context, x: Value, approximate: GeluApproximation, loc: Location) -> Result<OperationState, Diagnostic> {
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        approximate: GeluApproximation,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let ty = infer_gelu(ctx.value_type(x)).map_err(|m| build_error(GELU, &loc, m))?;
         let attrs = match approximate {
             GeluApproximation::None => vec![],

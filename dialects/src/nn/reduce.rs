@@ -2,13 +2,17 @@
 //! `axes` (default: all) with ONNX `keepdims` (default 1).
 
 use ipuc_ir::dialect::{FoldResult, OpDefinition, Traits};
-use ipuc_ir::{Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value};
+use ipuc_ir::{
+    Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
+};
 
 use super::assembly::{parse_standard, print_standard};
-use super::elements::{dense_data, floats, fold_target, from_floats, from_ints, ints, strides, unravel};
+use super::elements::{
+    dense_data, floats, fold_target, from_floats, from_ints, ints, strides, unravel,
+};
 use super::support::{
-    attr_i64, attr_i64_list, build_error, i64_array_attr, i64_attr, make_state, normalize_axes, one, ranked,
-    tensor, value_types, InferResult, TENSOR,
+    attr_i64, attr_i64_list, build_error, i64_array_attr, i64_attr, make_state, normalize_axes,
+    one, ranked, tensor, value_types, InferResult, TENSOR,
 };
 
 /// Reductions.
@@ -55,7 +59,9 @@ pub fn reduce_axes(rank: usize, axes: Option<&[i64]>) -> InferResult<Vec<usize>>
 pub fn infer_reduce(x: &Type, axes: Option<&[i64]>, keepdims: bool) -> InferResult<Type> {
     let (s, e) = ranked(x, "operand")?;
     if !(e.is_float() || e.is_integer()) {
-        return Err(format!("operand must have a numeric element type, but got '{e}'"));
+        return Err(format!(
+            "operand must have a numeric element type, but got '{e}'"
+        ));
     }
     let axes = reduce_axes(s.len(), axes)?;
     let shape: Vec<i64> = (0..s.len())
@@ -72,7 +78,14 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
     ReduceKind::from_name(ctx.name_str(op))?;
     let t = value_types(ctx, ctx.operands(op));
     let axes = attr_i64_list(ctx, op, "axes");
-    Some(infer_reduce(&t[0], axes.as_deref(), attr_i64(ctx, op, "keepdims", 1) != 0).map(|ty| vec![ty]))
+    Some(
+        infer_reduce(
+            &t[0],
+            axes.as_deref(),
+            attr_i64(ctx, op, "keepdims", 1) != 0,
+        )
+        .map(|ty| vec![ty]),
+    )
 }
 
 /// For each input element, the flat index of the result element it reduces into.
@@ -103,7 +116,11 @@ fn fold_reduce(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<
     let n_out = out.num_elements()? as usize;
     let count: i64 = axes.iter().map(|&a| in_shape[a]).product();
     let attr = if d.element_type().is_float() {
-        let init = if kind == ReduceKind::Max { f64::NEG_INFINITY } else { 0.0 };
+        let init = if kind == ReduceKind::Max {
+            f64::NEG_INFINITY
+        } else {
+            0.0
+        };
         let mut acc = vec![init; n_out];
         for (v, &t) in floats(&d)?.into_iter().zip(&targets) {
             acc[t] = match kind {
@@ -174,7 +191,10 @@ impl ReduceOp {
     }
     /// The reduced axes, normalised and sorted (of a verified op).
     pub fn axes(self, ctx: &Context) -> Vec<usize> {
-        let rank = ctx.value_type(self.input(ctx)).shape().map_or(0, |s| s.len());
+        let rank = ctx
+            .value_type(self.input(ctx))
+            .shape()
+            .map_or(0, |s| s.len());
         reduce_axes(rank, attr_i64_list(ctx, self.0, "axes").as_deref()).unwrap_or_default()
     }
     /// Whether reduced dimensions are kept as size 1.
@@ -182,8 +202,16 @@ impl ReduceOp {
         attr_i64(ctx, self.0, "keepdims", 1) != 0
     }
     /// A state reducing `x` over `axes` (`None`: all).
-    pub fn build(ctx: &Context, kind: ReduceKind, x: Value, axes: Option<&[i64]>, keepdims: bool, loc: Location) -> Result<OperationState, Diagnostic> {
-        let ty = infer_reduce(ctx.value_type(x), axes, keepdims).map_err(|m| build_error(kind.name(), &loc, m))?;
+    pub fn build(
+        ctx: &Context,
+        kind: ReduceKind,
+        x: Value,
+        axes: Option<&[i64]>,
+        keepdims: bool,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let ty = infer_reduce(ctx.value_type(x), axes, keepdims)
+            .map_err(|m| build_error(kind.name(), &loc, m))?;
         let mut attrs = Vec::new();
         if let Some(a) = axes {
             attrs.push(("axes", Attribute::dense_i64_array(a)));

@@ -10,14 +10,20 @@
 use ipuc_ir::attributes::DenseElements;
 use ipuc_ir::dialect::{FoldResult, OpDefinition, Traits};
 use ipuc_ir::types::DYNAMIC;
-use ipuc_ir::{float_format, Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value};
+use ipuc_ir::{
+    float_format, Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type,
+    Value,
+};
 
 use super::assembly::{parse_standard, print_standard};
-use super::elements::{broadcast_source, dense_data, fold_target, from_element_bytes, rearrange, strides, unravel};
+use super::elements::{
+    broadcast_source, dense_data, fold_target, from_element_bytes, rearrange, strides, unravel,
+};
 use super::support::{
-    attr_f32, attr_i64, attr_i64_list, attr_str, broadcast_shapes, build_error, f32_attr, f32_attribute, i64_array_attr,
-    i64_attr, make_state, normalize_axes, normalize_axis, one, op_wrapper, ranked, shape_str, string_attr, tensor,
-    value_types, variadic, InferResult, INT_TENSOR, TENSOR,
+    attr_f32, attr_i64, attr_i64_list, attr_str, broadcast_shapes, build_error, f32_attr,
+    f32_attribute, i64_array_attr, i64_attr, make_state, normalize_axes, normalize_axis, one,
+    op_wrapper, ranked, shape_str, string_attr, tensor, value_types, variadic, InferResult,
+    INT_TENSOR, TENSOR,
 };
 
 /// `nn.reshape`.
@@ -70,11 +76,9 @@ pub fn onnx_reshape_shape(input: &[i64], target: &[i64], allowzero: bool) -> Inf
                 infer_at = Some(i);
                 out.push(1);
             }
-            0 if !allowzero => out.push(
-                *input
-                    .get(i)
-                    .ok_or_else(|| format!("reshape target copies dimension {i}, which the input lacks"))?,
-            ),
+            0 if !allowzero => out.push(*input.get(i).ok_or_else(|| {
+                format!("reshape target copies dimension {i}, which the input lacks")
+            })?),
             d if d < 0 => return Err(format!("invalid reshape target dimension {d}")),
             d => out.push(d),
         }
@@ -104,7 +108,11 @@ pub fn infer_reshape(x: &Type, shape: &[i64]) -> InferResult<Type> {
     if shape.iter().any(|&d| d < 0) {
         return Err(format!(
             "'shape' must be static and non-negative, but is [{}]",
-            shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+            shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     let (n_in, n_out) = (product(s), product(shape));
@@ -124,7 +132,10 @@ pub fn transpose_perm(rank: usize, perm: Option<&[i64]>) -> InferResult<Vec<usiz
         return Ok((0..rank).rev().collect());
     };
     if perm.len() != rank {
-        return Err(format!("'perm' has {} entries, but the operand has rank {rank}", perm.len()));
+        return Err(format!(
+            "'perm' has {} entries, but the operand has rank {rank}",
+            perm.len()
+        ));
     }
     let mut seen = vec![false; rank];
     let mut out = Vec::with_capacity(rank);
@@ -157,14 +168,24 @@ pub fn infer_concat(inputs: &[&Type], axis: i64) -> InferResult<Type> {
     for (i, t) in inputs.iter().enumerate().skip(1) {
         let (s, e) = ranked(t, &format!("operand #{i}"))?;
         if e != e0 {
-            return Err(format!("operand #{i} has element type '{e}', but operand #0 has '{e0}'"));
+            return Err(format!(
+                "operand #{i} has element type '{e}', but operand #0 has '{e0}'"
+            ));
         }
         if s.len() != s0.len() {
-            return Err(format!("operand #{i} has rank {}, but operand #0 has rank {}", s.len(), s0.len()));
+            return Err(format!(
+                "operand #{i} has rank {}, but operand #0 has rank {}",
+                s.len(),
+                s0.len()
+            ));
         }
         for d in 0..s.len() {
             if d == a {
-                shape[d] = if shape[d] == DYNAMIC || s[d] == DYNAMIC { DYNAMIC } else { shape[d] + s[d] };
+                shape[d] = if shape[d] == DYNAMIC || s[d] == DYNAMIC {
+                    DYNAMIC
+                } else {
+                    shape[d] + s[d]
+                };
             } else if s[d] != s0[d] && s[d] != DYNAMIC && s0[d] != DYNAMIC {
                 return Err(format!(
                     "operand #{i} has shape [{}], which differs from [{}] outside axis {a}",
@@ -182,11 +203,16 @@ pub fn infer_split(x: &Type, axis: i64, sizes: &[i64]) -> InferResult<Vec<Type>>
     let (s, e) = ranked(x, "operand")?;
     let a = normalize_axis(axis, s.len())?;
     if sizes.is_empty() || sizes.iter().any(|&n| n < 0) {
-        return Err(format!("'sizes' must be non-empty and non-negative, but is {sizes:?}"));
+        return Err(format!(
+            "'sizes' must be non-empty and non-negative, but is {sizes:?}"
+        ));
     }
     let total: i64 = sizes.iter().sum();
     if s[a] != DYNAMIC && total != s[a] {
-        return Err(format!("'sizes' {sizes:?} sum to {total}, but axis {a} has size {}", s[a]));
+        return Err(format!(
+            "'sizes' {sizes:?} sum to {total}, but axis {a} has size {}",
+            s[a]
+        ));
     }
     Ok(sizes
         .iter()
@@ -252,7 +278,10 @@ pub struct SliceRange {
 pub fn slice_ranges(shape: &[i64], p: &SliceParams) -> InferResult<Vec<SliceRange>> {
     let n = p.starts.len();
     if p.ends.len() != n {
-        return Err(format!("'starts' has {n} entries, but 'ends' has {}", p.ends.len()));
+        return Err(format!(
+            "'starts' has {n} entries, but 'ends' has {}",
+            p.ends.len()
+        ));
     }
     let axes: Vec<i64> = p.axes.clone().unwrap_or_else(|| (0..n as i64).collect());
     let steps: Vec<i64> = p.steps.clone().unwrap_or_else(|| vec![1; n]);
@@ -266,7 +295,11 @@ pub fn slice_ranges(shape: &[i64], p: &SliceParams) -> InferResult<Vec<SliceRang
     let axes = normalize_axes(&axes, shape.len())?;
     let mut ranges: Vec<SliceRange> = shape
         .iter()
-        .map(|&d| SliceRange { start: 0, step: 1, count: d })
+        .map(|&d| SliceRange {
+            start: 0,
+            step: 1,
+            count: d,
+        })
         .collect();
     for i in 0..n {
         let (a, step) = (axes[i], steps[i]);
@@ -275,7 +308,11 @@ pub fn slice_ranges(shape: &[i64], p: &SliceParams) -> InferResult<Vec<SliceRang
         }
         let d = shape[a];
         if d == DYNAMIC {
-            ranges[a] = SliceRange { start: p.starts[i], step, count: DYNAMIC };
+            ranges[a] = SliceRange {
+                start: p.starts[i],
+                step,
+                count: DYNAMIC,
+            };
             continue;
         }
         let resolve = |v: i64| if v < 0 { v.saturating_add(d) } else { v };
@@ -283,13 +320,25 @@ pub fn slice_ranges(shape: &[i64], p: &SliceParams) -> InferResult<Vec<SliceRang
         let count = if step > 0 {
             s = s.clamp(0, d);
             e = e.clamp(0, d);
-            if e > s { (e - s + step - 1) / step } else { 0 }
+            if e > s {
+                (e - s + step - 1) / step
+            } else {
+                0
+            }
         } else {
             s = s.clamp(0, (d - 1).max(0));
             e = e.clamp(-1, d - 1);
-            if s > e { (s - e + (-step) - 1) / (-step) } else { 0 }
+            if s > e {
+                (s - e + (-step) - 1) / (-step)
+            } else {
+                0
+            }
         };
-        ranges[a] = SliceRange { start: s, step, count };
+        ranges[a] = SliceRange {
+            start: s,
+            step,
+            count,
+        };
     }
     Ok(ranges)
 }
@@ -306,7 +355,9 @@ pub fn infer_gather(data: &Type, indices: &Type, axis: i64) -> InferResult<Type>
     let (s, e) = ranked(data, "data")?;
     let (si, ei) = ranked(indices, "indices")?;
     if !ei.is_integer() {
-        return Err(format!("indices must be integers, but have element type '{ei}'"));
+        return Err(format!(
+            "indices must be integers, but have element type '{ei}'"
+        ));
     }
     if s.is_empty() {
         return Err("data must have rank >= 1".into());
@@ -333,7 +384,10 @@ pub fn infer_squeeze(x: &Type, axes: Option<&[i64]>) -> InferResult<Type> {
         }
         None => (0..s.len()).filter(|&a| s[a] == 1).collect(),
     };
-    let shape: Vec<i64> = (0..s.len()).filter(|a| !remove.contains(a)).map(|a| s[a]).collect();
+    let shape: Vec<i64> = (0..s.len())
+        .filter(|a| !remove.contains(a))
+        .map(|a| s[a])
+        .collect();
     Ok(tensor(&shape, e))
 }
 
@@ -344,7 +398,13 @@ pub fn infer_unsqueeze(x: &Type, axes: &[i64]) -> InferResult<Type> {
     let axes = normalize_axes(axes, rank)?;
     let mut src = s.iter();
     let shape: Vec<i64> = (0..rank)
-        .map(|a| if axes.contains(&a) { 1 } else { *src.next().expect("rank accounts for every axis") })
+        .map(|a| {
+            if axes.contains(&a) {
+                1
+            } else {
+                *src.next().expect("rank accounts for every axis")
+            }
+        })
         .collect();
     Ok(tensor(&shape, e))
 }
@@ -363,10 +423,16 @@ pub fn infer_expand(x: &Type, shape: &[i64]) -> InferResult<Type> {
 pub fn infer_tile(x: &Type, repeats: &[i64]) -> InferResult<Type> {
     let (s, e) = ranked(x, "operand")?;
     if repeats.len() != s.len() {
-        return Err(format!("'repeats' has {} entries, but the operand has rank {}", repeats.len(), s.len()));
+        return Err(format!(
+            "'repeats' has {} entries, but the operand has rank {}",
+            repeats.len(),
+            s.len()
+        ));
     }
     if repeats.iter().any(|&r| r < 0) {
-        return Err(format!("'repeats' must be non-negative, but is {repeats:?}"));
+        return Err(format!(
+            "'repeats' must be non-negative, but is {repeats:?}"
+        ));
     }
     let shape: Vec<i64> = s
         .iter()
@@ -382,7 +448,10 @@ pub fn infer_flatten(x: &Type, axis: i64) -> InferResult<Type> {
     let (s, e) = ranked(x, "operand")?;
     let r = s.len() as i64;
     if axis < -r || axis > r {
-        return Err(format!("axis {axis} is out of range for rank {r} (expected [{}, {r}])", -r));
+        return Err(format!(
+            "axis {axis} is out of range for rank {r} (expected [{}, {r}])",
+            -r
+        ));
     }
     let a = if axis < 0 { axis + r } else { axis } as usize;
     Ok(tensor(&[product(&s[..a]), product(&s[a..])], e))
@@ -394,7 +463,11 @@ pub fn infer_pad(x: &Type, pads: &[i64]) -> InferResult<Type> {
     let (s, e) = ranked(x, "operand")?;
     let r = s.len();
     if pads.len() != 2 * r {
-        return Err(format!("'pads' has {} entries, but a rank-{r} operand needs {}", pads.len(), 2 * r));
+        return Err(format!(
+            "'pads' has {} entries, but a rank-{r} operand needs {}",
+            pads.len(),
+            2 * r
+        ));
     }
     let mut shape = Vec::with_capacity(r);
     for (i, &d) in s.iter().enumerate() {
@@ -404,7 +477,11 @@ pub fn infer_pad(x: &Type, pads: &[i64]) -> InferResult<Type> {
         }
         let n = d + pads[i] + pads[i + r];
         if n < 0 {
-            return Err(format!("padding axis {i} of size {d} by {} and {} leaves a negative size", pads[i], pads[i + r]));
+            return Err(format!(
+                "padding axis {i} of size {d} by {} and {} leaves a negative size",
+                pads[i],
+                pads[i + r]
+            ));
         }
         shape.push(n);
     }
@@ -418,7 +495,13 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
         RESHAPE => infer_reshape(&t[0], &list("shape")?),
         TRANSPOSE => infer_transpose(&t[0], list("perm").as_deref()),
         CONCAT => infer_concat(&t.iter().collect::<Vec<_>>(), attr_i64(ctx, op, "axis", 0)),
-        SPLIT => return Some(infer_split(&t[0], attr_i64(ctx, op, "axis", 0), &list("sizes")?)),
+        SPLIT => {
+            return Some(infer_split(
+                &t[0],
+                attr_i64(ctx, op, "axis", 0),
+                &list("sizes")?,
+            ))
+        }
         SLICE => infer_slice(&t[0], &SliceParams::of(ctx, op)),
         GATHER => infer_gather(&t[0], &t[1], attr_i64(ctx, op, "axis", 0)),
         SQUEEZE => infer_squeeze(&t[0], list("axes").as_deref()),
@@ -429,7 +512,9 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
         PAD => {
             let mode = attr_str(ctx, op, "mode", "constant");
             if mode != "constant" {
-                Err(format!("'mode' \"{mode}\" is not supported (only \"constant\")"))
+                Err(format!(
+                    "'mode' \"{mode}\" is not supported (only \"constant\")"
+                ))
             } else {
                 infer_pad(&t[0], &list("pads")?)
             }
@@ -468,11 +553,19 @@ fn fold_mapped(
     Some(vec![FoldResult::Constant(attr)])
 }
 
-fn fold_reshape_like(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<Vec<FoldResult>> {
+fn fold_reshape_like(
+    ctx: &Context,
+    op: OpId,
+    consts: &[Option<Attribute>],
+) -> Option<Vec<FoldResult>> {
     fold_mapped(ctx, op, consts, true, |_, _, i| i)
 }
 
-fn fold_transpose(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<Vec<FoldResult>> {
+fn fold_transpose(
+    ctx: &Context,
+    op: OpId,
+    consts: &[Option<Attribute>],
+) -> Option<Vec<FoldResult>> {
     let rank = ctx.value_type(ctx.operand(op, 0)).shape()?.len();
     let perm = transpose_perm(rank, attr_i64_list(ctx, op, "perm").as_deref()).ok()?;
     if perm.iter().enumerate().all(|(i, &p)| i == p) {
@@ -486,14 +579,19 @@ fn fold_transpose(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Opti
 }
 
 fn fold_expand(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<Vec<FoldResult>> {
-    fold_mapped(ctx, op, consts, true, |ins, outs, i| broadcast_source(i, outs, ins, &strides(ins)))
+    fold_mapped(ctx, op, consts, true, |ins, outs, i| {
+        broadcast_source(i, outs, ins, &strides(ins))
+    })
 }
 
 fn fold_tile(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<Vec<FoldResult>> {
     fold_mapped(ctx, op, consts, true, |ins, outs, i| {
         let j = unravel(i, outs);
         let st = strides(ins);
-        j.iter().enumerate().map(|(d, &v)| (v % ins[d].max(1) as usize) * st[d]).sum()
+        j.iter()
+            .enumerate()
+            .map(|(d, &v)| (v % ins[d].max(1) as usize) * st[d])
+            .sum()
     })
 }
 
@@ -539,7 +637,11 @@ fn fold_gather(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<
         for (dd, &v) in j[..a].iter().enumerate() {
             src += v * st[dd];
         }
-        let k: usize = j[a..a + idx_rank].iter().zip(&idx_strides).map(|(&v, &s)| v * s).sum();
+        let k: usize = j[a..a + idx_rank]
+            .iter()
+            .zip(&idx_strides)
+            .map(|(&v, &s)| v * s)
+            .sum();
         src += resolved[k] * st[a];
         for (off, &v) in j[a + idx_rank..].iter().enumerate() {
             src += v * st[a + 1 + off];
@@ -554,7 +656,9 @@ fn fold_concat(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<
         return Some(vec![FoldResult::Value(ctx.operand(op, 0))]);
     }
     let out = fold_target(ctx, op, 0)?;
-    let inputs: Option<Vec<DenseElements>> = (0..consts.len()).map(|i| const_operand(consts, i)).collect();
+    let inputs: Option<Vec<DenseElements>> = (0..consts.len())
+        .map(|i| const_operand(consts, i))
+        .collect();
     let inputs = inputs?;
     let out_shape = out.shape()?;
     let a = normalize_axis(attr_i64(ctx, op, "axis", 0), out_shape.len()).ok()?;
@@ -570,7 +674,9 @@ fn fold_concat(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<
             }
         }
     }
-    Some(vec![FoldResult::Constant(from_element_bytes(&out, bytes, size)?)])
+    Some(vec![FoldResult::Constant(from_element_bytes(
+        &out, bytes, size,
+    )?)])
 }
 
 fn fold_split(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<Vec<FoldResult>> {
@@ -635,7 +741,9 @@ fn fold_pad(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<Vec
             None => bytes.extend_from_slice(&pad_bytes),
         }
     }
-    Some(vec![FoldResult::Constant(from_element_bytes(&out, bytes, size)?)])
+    Some(vec![FoldResult::Constant(from_element_bytes(
+        &out, bytes, size,
+    )?)])
 }
 
 fn fold_identity(ctx: &Context, op: OpId, _: &[Option<Attribute>]) -> Option<Vec<FoldResult>> {
@@ -657,9 +765,12 @@ pub(crate) fn register(d: Dialect) -> Dialect {
     d.op(unary(RESHAPE, "Reshape to the static shape 'shape'")
         .attribute(i64_array_attr("shape", false))
         .folder(fold_reshape_like))
-        .op(unary(TRANSPOSE, "Permute dimensions: result[i] = operand[perm[i]] (default: reverse)")
-            .attribute(i64_array_attr("perm", true))
-            .folder(fold_transpose))
+        .op(unary(
+            TRANSPOSE,
+            "Permute dimensions: result[i] = operand[perm[i]] (default: reverse)",
+        )
+        .attribute(i64_array_attr("perm", true))
+        .folder(fold_transpose))
         .op(OpDefinition::new(CONCAT)
             .summary("Concatenate along 'axis'")
             .traits(Traits::PURE)
@@ -679,12 +790,15 @@ pub(crate) fn register(d: Dialect) -> Dialect {
             .verifier(super::verify_op)
             .folder(fold_split)
             .assembly(print_standard, parse_standard))
-        .op(unary(SLICE, "Strided slice with ONNX clamping (starts, ends, axes, steps)")
-            .attribute(i64_array_attr("starts", false))
-            .attribute(i64_array_attr("ends", false))
-            .attribute(i64_array_attr("axes", true))
-            .attribute(i64_array_attr("steps", true))
-            .folder(fold_slice))
+        .op(unary(
+            SLICE,
+            "Strided slice with ONNX clamping (starts, ends, axes, steps)",
+        )
+        .attribute(i64_array_attr("starts", false))
+        .attribute(i64_array_attr("ends", false))
+        .attribute(i64_array_attr("axes", true))
+        .attribute(i64_array_attr("steps", true))
+        .folder(fold_slice))
         .op(OpDefinition::new(GATHER)
             .summary("Gather slices of 'data' along 'axis' at 'indices' (ONNX Gather)")
             .traits(Traits::PURE)
@@ -694,26 +808,35 @@ pub(crate) fn register(d: Dialect) -> Dialect {
             .verifier(super::verify_op)
             .folder(fold_gather)
             .assembly(print_standard, parse_standard))
-        .op(unary(SQUEEZE, "Remove size-1 dimensions ('axes', default: all)")
-            .attribute(i64_array_attr("axes", true))
-            .folder(fold_reshape_like))
-        .op(unary(UNSQUEEZE, "Insert size-1 dimensions at 'axes' (of the result)")
-            .attribute(i64_array_attr("axes", false))
-            .folder(fold_reshape_like))
+        .op(
+            unary(SQUEEZE, "Remove size-1 dimensions ('axes', default: all)")
+                .attribute(i64_array_attr("axes", true))
+                .folder(fold_reshape_like),
+        )
+        .op(unary(
+            UNSQUEEZE,
+            "Insert size-1 dimensions at 'axes' (of the result)",
+        )
+        .attribute(i64_array_attr("axes", false))
+        .folder(fold_reshape_like))
         .op(unary(EXPAND, "Broadcast to 'shape' (ONNX Expand)")
             .attribute(i64_array_attr("shape", false))
             .folder(fold_expand))
-        .op(unary(TILE, "Repeat the operand 'repeats' times along each axis")
-            .attribute(i64_array_attr("repeats", false))
-            .folder(fold_tile))
+        .op(
+            unary(TILE, "Repeat the operand 'repeats' times along each axis")
+                .attribute(i64_array_attr("repeats", false))
+                .folder(fold_tile),
+        )
         .op(unary(FLATTEN, "Flatten to 2-D around 'axis' (default 1)")
             .attribute(i64_attr("axis", true))
             .folder(fold_reshape_like))
-        .op(unary(PAD, "Pad with a constant (pads = [begins..., ends...])")
-            .attribute(i64_array_attr("pads", false))
-            .attribute(string_attr("mode", true))
-            .attribute(f32_attr("value", true))
-            .folder(fold_pad))
+        .op(
+            unary(PAD, "Pad with a constant (pads = [begins..., ends...])")
+                .attribute(i64_array_attr("pads", false))
+                .attribute(string_attr("mode", true))
+                .attribute(f32_attr("value", true))
+                .folder(fold_pad),
+        )
         .op(unary(IDENTITY, "The operand, unchanged")
             .traits(Traits::SAME_OPERANDS_AND_RESULT_TYPE)
             .folder(fold_identity))
@@ -732,7 +855,14 @@ macro_rules! single_operand {
     };
 }
 
-fn build1(ctx: &Context, name: &str, x: Value, ty: InferResult<Type>, attrs: Vec<(&str, Attribute)>, loc: Location) -> Result<OperationState, Diagnostic> {
+fn build1(
+    ctx: &Context,
+    name: &str,
+    x: Value,
+    ty: InferResult<Type>,
+    attrs: Vec<(&str, Attribute)>,
+    loc: Location,
+) -> Result<OperationState, Diagnostic> {
     let ty = ty.map_err(|m| build_error(name, &loc, m))?;
     Ok(make_state(ctx, name, &[x], vec![ty], attrs, loc))
 }
@@ -749,9 +879,21 @@ impl ReshapeOp {
         attr_i64_list(ctx, self.0, "shape").unwrap_or_default()
     }
     /// A state reshaping `x` to the static `shape`.
-    pub fn build(ctx: &Context, x: Value, shape: &[i64], loc: Location) -> Result<OperationState, Diagnostic> {
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        shape: &[i64],
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let ty = infer_reshape(ctx.value_type(x), shape);
-        build1(ctx, RESHAPE, x, ty, vec![("shape", Attribute::dense_i64_array(shape))], loc)
+        build1(
+            ctx,
+            RESHAPE,
+            x,
+            ty,
+            vec![("shape", Attribute::dense_i64_array(shape))],
+            loc,
+        )
     }
 }
 
@@ -764,13 +906,28 @@ single_operand!(TransposeOp);
 impl TransposeOp {
     /// The permutation (resolved default).
     pub fn perm(self, ctx: &Context) -> Vec<usize> {
-        let rank = ctx.value_type(self.input(ctx)).shape().map_or(0, |s| s.len());
+        let rank = ctx
+            .value_type(self.input(ctx))
+            .shape()
+            .map_or(0, |s| s.len());
         transpose_perm(rank, attr_i64_list(ctx, self.0, "perm").as_deref()).unwrap_or_default()
     }
     /// A state transposing `x` by `perm`.
-    pub fn build(ctx: &Context, x: Value, perm: &[i64], loc: Location) -> Result<OperationState, Diagnostic> {
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        perm: &[i64],
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let ty = infer_transpose(ctx.value_type(x), Some(perm));
-        build1(ctx, TRANSPOSE, x, ty, vec![("perm", Attribute::dense_i64_array(perm))], loc)
+        build1(
+            ctx,
+            TRANSPOSE,
+            x,
+            ty,
+            vec![("perm", Attribute::dense_i64_array(perm))],
+            loc,
+        )
     }
 }
 
@@ -786,14 +943,30 @@ impl ConcatOp {
     }
     /// The concatenation axis (normalised).
     pub fn axis(self, ctx: &Context) -> usize {
-        let rank = ctx.value_type(self.result(ctx)).shape().map_or(0, |s| s.len());
+        let rank = ctx
+            .value_type(self.result(ctx))
+            .shape()
+            .map_or(0, |s| s.len());
         normalize_axis(attr_i64(ctx, self.0, "axis", 0), rank).unwrap_or(0)
     }
     /// A state concatenating `inputs` along `axis`.
-    pub fn build(ctx: &Context, inputs: &[Value], axis: i64, loc: Location) -> Result<OperationState, Diagnostic> {
+    pub fn build(
+        ctx: &Context,
+        inputs: &[Value],
+        axis: i64,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let tys = value_types(ctx, inputs);
-        let ty = infer_concat(&tys.iter().collect::<Vec<_>>(), axis).map_err(|m| build_error(CONCAT, &loc, m))?;
-        Ok(make_state(ctx, CONCAT, inputs, vec![ty], vec![("axis", Attribute::i64(axis))], loc))
+        let ty = infer_concat(&tys.iter().collect::<Vec<_>>(), axis)
+            .map_err(|m| build_error(CONCAT, &loc, m))?;
+        Ok(make_state(
+            ctx,
+            CONCAT,
+            inputs,
+            vec![ty],
+            vec![("axis", Attribute::i64(axis))],
+            loc,
+        ))
     }
 }
 
@@ -806,7 +979,10 @@ single_operand!(SplitOp);
 impl SplitOp {
     /// The split axis (normalised).
     pub fn axis(self, ctx: &Context) -> usize {
-        let rank = ctx.value_type(self.input(ctx)).shape().map_or(0, |s| s.len());
+        let rank = ctx
+            .value_type(self.input(ctx))
+            .shape()
+            .map_or(0, |s| s.len());
         normalize_axis(attr_i64(ctx, self.0, "axis", 0), rank).unwrap_or(0)
     }
     /// The piece sizes.
@@ -818,9 +994,19 @@ impl SplitOp {
         ctx.results(self.0).to_vec()
     }
     /// A state splitting `x` along `axis` into `sizes`.
-    pub fn build(ctx: &Context, x: Value, axis: i64, sizes: &[i64], loc: Location) -> Result<OperationState, Diagnostic> {
-        let tys = infer_split(ctx.value_type(x), axis, sizes).map_err(|m| build_error(SPLIT, &loc, m))?;
-        let attrs = vec![("axis", Attribute::i64(axis)), ("sizes", Attribute::dense_i64_array(sizes))];
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        axis: i64,
+        sizes: &[i64],
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let tys =
+            infer_split(ctx.value_type(x), axis, sizes).map_err(|m| build_error(SPLIT, &loc, m))?;
+        let attrs = vec![
+            ("axis", Attribute::i64(axis)),
+            ("sizes", Attribute::dense_i64_array(sizes)),
+        ];
         Ok(make_state(ctx, SPLIT, &[x], tys, attrs, loc))
     }
 }
@@ -838,11 +1024,20 @@ impl SliceOp {
     }
     /// The resolved ranges, one per dimension (of a verified op).
     pub fn ranges(self, ctx: &Context) -> Vec<SliceRange> {
-        let shape = ctx.value_type(self.input(ctx)).shape().unwrap_or(&[]).to_vec();
+        let shape = ctx
+            .value_type(self.input(ctx))
+            .shape()
+            .unwrap_or(&[])
+            .to_vec();
         slice_ranges(&shape, &self.params(ctx)).unwrap_or_default()
     }
     /// A state slicing `x`.
-    pub fn build(ctx: &Context, x: Value, params: &SliceParams, loc: Location) -> Result<OperationState, Diagnostic> {
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        params: &SliceParams,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let ty = infer_slice(ctx.value_type(x), params);
         build1(ctx, SLICE, x, ty, params.attributes(), loc)
     }
@@ -864,14 +1059,30 @@ impl GatherOp {
     }
     /// The gather axis (normalised).
     pub fn axis(self, ctx: &Context) -> usize {
-        let rank = ctx.value_type(self.data(ctx)).shape().map_or(0, |s| s.len());
+        let rank = ctx
+            .value_type(self.data(ctx))
+            .shape()
+            .map_or(0, |s| s.len());
         normalize_axis(attr_i64(ctx, self.0, "axis", 0), rank).unwrap_or(0)
     }
     /// A state gathering `data[indices]` along `axis`.
-    pub fn build(ctx: &Context, data: Value, indices: Value, axis: i64, loc: Location) -> Result<OperationState, Diagnostic> {
+    pub fn build(
+        ctx: &Context,
+        data: Value,
+        indices: Value,
+        axis: i64,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let ty = infer_gather(ctx.value_type(data), ctx.value_type(indices), axis)
             .map_err(|m| build_error(GATHER, &loc, m))?;
-        Ok(make_state(ctx, GATHER, &[data, indices], vec![ty], vec![("axis", Attribute::i64(axis))], loc))
+        Ok(make_state(
+            ctx,
+            GATHER,
+            &[data, indices],
+            vec![ty],
+            vec![("axis", Attribute::i64(axis))],
+            loc,
+        ))
     }
 }
 
@@ -883,9 +1094,17 @@ op_wrapper!(
 single_operand!(SqueezeOp);
 impl SqueezeOp {
     /// A state squeezing `axes` (all size-1 axes when `None`).
-    pub fn build(ctx: &Context, x: Value, axes: Option<&[i64]>, loc: Location) -> Result<OperationState, Diagnostic> {
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        axes: Option<&[i64]>,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let ty = infer_squeeze(ctx.value_type(x), axes);
-        let attrs = axes.map(|a| ("axes", Attribute::dense_i64_array(a))).into_iter().collect();
+        let attrs = axes
+            .map(|a| ("axes", Attribute::dense_i64_array(a)))
+            .into_iter()
+            .collect();
         build1(ctx, SQUEEZE, x, ty, attrs, loc)
     }
 }
@@ -898,9 +1117,21 @@ op_wrapper!(
 single_operand!(UnsqueezeOp);
 impl UnsqueezeOp {
     /// A state inserting size-1 axes at `axes` (of the result).
-    pub fn build(ctx: &Context, x: Value, axes: &[i64], loc: Location) -> Result<OperationState, Diagnostic> {
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        axes: &[i64],
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let ty = infer_unsqueeze(ctx.value_type(x), axes);
-        build1(ctx, UNSQUEEZE, x, ty, vec![("axes", Attribute::dense_i64_array(axes))], loc)
+        build1(
+            ctx,
+            UNSQUEEZE,
+            x,
+            ty,
+            vec![("axes", Attribute::dense_i64_array(axes))],
+            loc,
+        )
     }
 }
 
@@ -912,9 +1143,21 @@ op_wrapper!(
 single_operand!(ExpandOp);
 impl ExpandOp {
     /// A state broadcasting `x` with `shape`.
-    pub fn build(ctx: &Context, x: Value, shape: &[i64], loc: Location) -> Result<OperationState, Diagnostic> {
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        shape: &[i64],
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let ty = infer_expand(ctx.value_type(x), shape);
-        build1(ctx, EXPAND, x, ty, vec![("shape", Attribute::dense_i64_array(shape))], loc)
+        build1(
+            ctx,
+            EXPAND,
+            x,
+            ty,
+            vec![("shape", Attribute::dense_i64_array(shape))],
+            loc,
+        )
     }
 }
 
@@ -930,9 +1173,21 @@ impl TileOp {
         attr_i64_list(ctx, self.0, "repeats").unwrap_or_default()
     }
     /// A state tiling `x`.
-    pub fn build(ctx: &Context, x: Value, repeats: &[i64], loc: Location) -> Result<OperationState, Diagnostic> {
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        repeats: &[i64],
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let ty = infer_tile(ctx.value_type(x), repeats);
-        build1(ctx, TILE, x, ty, vec![("repeats", Attribute::dense_i64_array(repeats))], loc)
+        build1(
+            ctx,
+            TILE,
+            x,
+            ty,
+            vec![("repeats", Attribute::dense_i64_array(repeats))],
+            loc,
+        )
     }
 }
 
@@ -944,9 +1199,21 @@ op_wrapper!(
 single_operand!(FlattenOp);
 impl FlattenOp {
     /// A state flattening `x` around `axis`.
-    pub fn build(ctx: &Context, x: Value, axis: i64, loc: Location) -> Result<OperationState, Diagnostic> {
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        axis: i64,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let ty = infer_flatten(ctx.value_type(x), axis);
-        build1(ctx, FLATTEN, x, ty, vec![("axis", Attribute::i64(axis))], loc)
+        build1(
+            ctx,
+            FLATTEN,
+            x,
+            ty,
+            vec![("axis", Attribute::i64(axis))],
+            loc,
+        )
     }
 }
 
@@ -966,7 +1233,13 @@ impl PadOp {
         attr_f32(ctx, self.0, "value", 0.0)
     }
     /// A state padding `x` with `value`.
-    pub fn build(ctx: &Context, x: Value, pads: &[i64], value: f32, loc: Location) -> Result<OperationState, Diagnostic> {
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        pads: &[i64],
+        value: f32,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let ty = infer_pad(ctx.value_type(x), pads);
         let mut attrs = vec![("pads", Attribute::dense_i64_array(pads))];
         if value != 0.0 {

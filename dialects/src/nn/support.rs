@@ -95,12 +95,18 @@ pub(crate) const TENSOR: TypeConstraint = TypeConstraint::RANKED_TENSOR;
 /// A ranked tensor of integers.
 pub(crate) const INT_TENSOR: TypeConstraint = TypeConstraint {
     description: "ranked tensor of integers",
-    check: |t| t.shape().is_some() && t.is_tensor() && t.element_type().is_some_and(|e| e.is_integer()),
+    check: |t| {
+        t.shape().is_some() && t.is_tensor() && t.element_type().is_some_and(|e| e.is_integer())
+    },
 };
 /// A ranked tensor of `i1`.
 pub(crate) const BOOL_TENSOR: TypeConstraint = TypeConstraint {
     description: "ranked tensor of i1",
-    check: |t| t.shape().is_some() && t.is_tensor() && t.element_type().is_some_and(|e| e.is_integer_of_width(1)),
+    check: |t| {
+        t.shape().is_some()
+            && t.is_tensor()
+            && t.element_type().is_some_and(|e| e.is_integer_of_width(1))
+    },
 };
 
 /// One operand or result.
@@ -152,7 +158,9 @@ pub(crate) fn attr_f32(ctx: &Context, op: OpId, name: &str, default: f32) -> f32
 }
 /// A string property, or `default`.
 pub(crate) fn attr_str<'c>(ctx: &'c Context, op: OpId, name: &str, default: &'c str) -> &'c str {
-    ctx.attr(op, name).and_then(|a| a.as_str()).unwrap_or(default)
+    ctx.attr(op, name)
+        .and_then(|a| a.as_str())
+        .unwrap_or(default)
 }
 /// `value : f32`.
 pub(crate) fn f32_attribute(value: f32) -> Attribute {
@@ -220,8 +228,16 @@ pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> InferResult<Vec<i64>> {
     let rank = a.len().max(b.len());
     let mut out = vec![0; rank];
     for i in 0..rank {
-        let da = if i + a.len() >= rank { a[i + a.len() - rank] } else { 1 };
-        let db = if i + b.len() >= rank { b[i + b.len() - rank] } else { 1 };
+        let da = if i + a.len() >= rank {
+            a[i + a.len() - rank]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= rank {
+            b[i + b.len() - rank]
+        } else {
+            1
+        };
         out[i] = match (da, db) {
             _ if da == db => da,
             (1, d) | (d, 1) => d,
@@ -255,7 +271,9 @@ pub(crate) fn compatible(actual: &Type, inferred: &Type) -> bool {
             actual.is_tensor()
                 && actual.element_type() == inferred.element_type()
                 && a.len() == b.len()
-                && a.iter().zip(b).all(|(&x, &y)| x == y || x == DYNAMIC || y == DYNAMIC)
+                && a.iter()
+                    .zip(b)
+                    .all(|(&x, &y)| x == y || x == DYNAMIC || y == DYNAMIC)
         }
         _ => false,
     }
@@ -268,7 +286,11 @@ pub(crate) fn check_results(ctx: &Context, op: OpId, inferred: &[Type]) -> Resul
         return Err(op_error(
             ctx,
             op,
-            format!("expects {} result(s), but has {}", inferred.len(), results.len()),
+            format!(
+                "expects {} result(s), but has {}",
+                inferred.len(),
+                results.len()
+            ),
         ));
     }
     for (i, (&r, want)) in results.iter().zip(inferred).enumerate() {
@@ -340,9 +362,15 @@ mod tests {
 
     #[test]
     fn broadcasting_follows_numpy() {
-        assert_eq!(broadcast_shapes(&[2, 1, 4], &[3, 1]).unwrap(), vec![2, 3, 4]);
+        assert_eq!(
+            broadcast_shapes(&[2, 1, 4], &[3, 1]).unwrap(),
+            vec![2, 3, 4]
+        );
         assert_eq!(broadcast_shapes(&[], &[5]).unwrap(), vec![5]);
-        assert_eq!(broadcast_shapes(&[DYNAMIC, 4], &[1, 4]).unwrap(), vec![DYNAMIC, 4]);
+        assert_eq!(
+            broadcast_shapes(&[DYNAMIC, 4], &[1, 4]).unwrap(),
+            vec![DYNAMIC, 4]
+        );
         let e = broadcast_shapes(&[2, 3], &[4]).unwrap_err();
         assert!(e.contains("dimension 3 vs 4 at result axis 1"), "{e}");
         assert!(broadcasts_to(&[4], &[3, 4]));
@@ -353,7 +381,11 @@ mod tests {
     #[test]
     fn axes_normalise_and_reject_duplicates() {
         assert_eq!(normalize_axis(-1, 3).unwrap(), 2);
-        assert!(normalize_axis(3, 3).unwrap_err().contains("out of range for rank 3"));
-        assert!(normalize_axes(&[0, -3], 3).unwrap_err().contains("more than once"));
+        assert!(normalize_axis(3, 3)
+            .unwrap_err()
+            .contains("out of range for rank 3"));
+        assert!(normalize_axes(&[0, -3], 3)
+            .unwrap_err()
+            .contains("more than once"));
     }
 }
