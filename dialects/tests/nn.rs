@@ -1115,3 +1115,89 @@ fn dialect_registers_traits() {
     assert!(d.materialize_constant.is_some());
     assert_eq!(d.ops.len(), 48);
 }
+
+#[test]
+fn builders_for_ops_with_parameters() {
+    let (mut ctx, m) = parse_verified(
+        "%0 = \"test.source\"() : () -> tensor<1x3x8x8xf32>\n%1 = \"test.source\"() : () -> tensor<4x3x3x3xf32>\n%2 = \"test.source\"() : () -> tensor<2x5x8xf32>\n%3 = \"test.source\"() : () -> tensor<3x2xf32>\n",
+    );
+    let block = ctx.entry_block(ctx.regions(m)[0]).unwrap();
+    let src: Vec<_> = ctx
+        .block_ops_vec(block)
+        .iter()
+        .map(|&o| ctx.result(o, 0))
+        .collect();
+    let loc = Location::unknown();
+    let conv = nn::Conv2dParams {
+        strides: [2, 2],
+        pads: [1, 1, 1, 1],
+        ..Default::default()
+    };
+    let states = vec![
+        nn::Conv2dOp::build(&ctx, src[0], src[1], None, &conv, loc.clone()).unwrap(),
+        nn::AttentionOp::build(
+            &ctx,
+            src[2],
+            src[2],
+            src[2],
+            None,
+            nn::AttentionParams {
+                heads: 2,
+                scale: None,
+            },
+            loc.clone(),
+        )
+        .unwrap(),
+        nn::GemmOp::build(
+            &ctx,
+            src[3],
+            src[3],
+            None,
+            nn::GemmParams {
+                trans_a: true,
+                alpha: 0.5,
+                ..Default::default()
+            },
+            loc.clone(),
+        )
+        .unwrap(),
+        nn::CastOp::build(&ctx, src[3], &Type::f16(), false, loc.clone()).unwrap(),
+        nn::ReduceOp::build(
+            &ctx,
+            nn::ReduceKind::Mean,
+            src[3],
+            Some(&[0]),
+            false,
+            loc.clone(),
+        )
+        .unwrap(),
+    ];
+    let mut built = Vec::new();
+    for s in states {
+        let op = ctx.create_op(s);
+        ctx.append_op(block, op);
+        built.push(op);
+    }
+    verify(&ctx, m).unwrap_or_else(|d| panic!("{}", d.message));
+    let ty = |i: usize| ctx.value_type(ctx.result(built[i], 0)).clone();
+    assert_eq!(ty(0), t(&[1, 4, 4, 4]));
+    assert_eq!(ty(1), t(&[2, 5, 8]));
+    assert_eq!(ty(2), t(&[2, 2]));
+    assert_eq!(ty(3), Type::tensor(&[3, 2], Type::f16()));
+    assert_eq!(ty(4), t(&[2]));
+    assert_eq!(nn::Conv2dOp(built[0]).params(&ctx), conv);
+    let att = nn::AttentionOp(built[1]);
+    assert_eq!(att.heads(&ctx), 2);
+    assert_eq!(att.scale(&ctx), 0.5);
+    let g = nn::GemmOp(built[2]).params(&ctx);
+    assert!(g.trans_a && !g.trans_b && g.alpha == 0.5 && g.beta == 1.0);
+    assert!(!nn::CastOp(built[3]).saturate(&ctx));
+    assert_eq!(nn::ReduceOp(built[4]).axes(&ctx), vec![0]);
+    let text = print(&ctx, m, false);
+    assert!(
+        text.contains(
+            "nn.conv2d %0, %1 {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>}"
+        ),
+        "{text}"
+    );
+}

@@ -102,6 +102,15 @@ pub fn infer_attention(
     Ok(tensor(&[sq[0], sq[1], sv[2]], eq))
 }
 
+/// Attributes of `nn.attention`.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct AttentionParams {
+    /// Number of heads (divides the hidden sizes).
+    pub heads: i64,
+    /// The softmax scale; `None` for `1 / sqrt(head_dim)`.
+    pub scale: Option<f32>,
+}
+
 /// The softmax scale: `scale` if set, else `1 / sqrt(head_dim)`.
 pub fn attention_scale(scale: Option<f32>, head_dim: i64) -> f32 {
     scale.unwrap_or_else(|| 1.0 / (head_dim as f32).sqrt())
@@ -175,17 +184,17 @@ impl AttentionOp {
             .map(|v| v as f32);
         attention_scale(scale, hidden / self.heads(ctx).max(1))
     }
-    /// A state for attention over `q`, `k`, `v` (`scale`: `None` for `1/sqrt(head_dim)`).
+    /// A state for attention over `q`, `k`, `v` with an optional additive mask.
     pub fn build(
         ctx: &Context,
         q: Value,
         k: Value,
         v: Value,
         mask: Option<Value>,
-        heads: i64,
-        scale: Option<f32>,
+        params: AttentionParams,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
+        let AttentionParams { heads, scale } = params;
         let ty = infer_attention(
             ctx.value_type(q),
             ctx.value_type(k),

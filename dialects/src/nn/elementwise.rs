@@ -876,3 +876,57 @@ impl CastOp {
         Ok(make_state(ctx, CAST, &[x], vec![ty], attrs, loc))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_semantics_follow_onnx() {
+        use BinaryKind::*;
+        // Python-style mod takes the divisor's sign, fmod the dividend's.
+        assert_eq!(Mod.apply_int(-7, 2, false), Some(1));
+        assert_eq!(Mod.apply_int(7, -2, false), Some(-1));
+        assert_eq!(Mod.apply_int(-7, 2, true), Some(-1));
+        assert_eq!(Div.apply_int(-7, 2, false), Some(-3));
+        assert_eq!(Div.apply_int(1, 0, false), None);
+        assert_eq!(Mod.apply_int(1, 0, false), None);
+        assert_eq!(Pow.apply_int(3, 4, false), Some(81));
+        assert_eq!(Pow.apply_int(3, -1, false), None);
+        assert!(Max.apply_f64(f64::NAN, 1.0).is_nan());
+        assert!(Min.apply_f64(1.0, f64::NAN).is_nan());
+        assert_eq!(UnaryKind::Abs.apply_int(-5), Some(5));
+        assert_eq!(UnaryKind::Exp.apply_int(1), None);
+    }
+
+    #[test]
+    fn fp8_cast_saturation() {
+        let k = FloatKind::F8E4M3FNUZ;
+        // Largest finite 240; the next step would be 256, so 248 is the overflow midpoint.
+        assert_eq!(cast_float_to_float(250.0, k, true), 240.0);
+        assert_eq!(cast_float_to_float(247.9, k, false), 240.0);
+        assert!(cast_float_to_float(248.0, k, false).is_nan());
+        assert_eq!(cast_float_to_float(f64::NEG_INFINITY, k, true), -240.0);
+        assert!(cast_float_to_float(f64::INFINITY, k, false).is_nan());
+        let e5 = FloatKind::F8E5M2;
+        assert_eq!(cast_float_to_float(1e6, e5, false), f64::INFINITY);
+        assert_eq!(cast_float_to_float(1e6, e5, true), 57344.0);
+        // Saturation only concerns 8-bit formats.
+        assert_eq!(
+            cast_float_to_float(1e6, FloatKind::F16, true),
+            f64::INFINITY
+        );
+    }
+
+    #[test]
+    fn float_to_int_cast_truncates_and_rejects_out_of_range() {
+        assert_eq!(cast_float_to_int(2.9, 32, true), Some(2));
+        assert_eq!(cast_float_to_int(-2.9, 32, true), Some(-2));
+        assert_eq!(cast_float_to_int(300.0, 8, true), None);
+        assert_eq!(cast_float_to_int(255.0, 8, false), Some(255));
+        assert_eq!(cast_float_to_int(-1.0, 8, false), None);
+        assert_eq!(cast_float_to_int(f64::NAN, 32, true), None);
+        assert_eq!(cast_float_to_int(f64::NAN, 1, false), Some(1));
+        assert_eq!(cast_float_to_int(0.0, 1, false), Some(0));
+    }
+}

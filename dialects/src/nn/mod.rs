@@ -84,7 +84,7 @@ pub fn dialect() -> Dialect {
 /// attribute, which the verifier reports first).
 pub fn infer_result_types(ctx: &Context, op: OpId) -> Option<InferResult<Vec<Type>>> {
     let def = ctx.name(op).def()?;
-    if def.name.strip_prefix("nn.").is_none() {
+    if !def.name.starts_with("nn.") {
         return None;
     }
     if let Err(msg) = check_operand_count(def, ctx.operands(op).len()) {

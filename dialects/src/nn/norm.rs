@@ -289,3 +289,20 @@ impl GeluOp {
         Ok(make_state(ctx, GELU, &[x], vec![ty], attrs, loc))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gelu_matches_reference_values() {
+        // x * Phi(x) at 1 and -2 (Phi from standard normal tables).
+        assert!((GeluApproximation::None.apply_f64(1.0) - 0.841_344_746_068_542_9).abs() < 1e-12);
+        assert!((GeluApproximation::None.apply_f64(-2.0) - -0.045_500_263_896_358_4).abs() < 1e-12);
+        // The tanh form is within 1e-3 of the exact one and differs from it.
+        let t = GeluApproximation::Tanh.apply_f64(1.0);
+        assert!((t - 0.841_192).abs() < 1e-6, "{t}");
+        assert_eq!(GeluApproximation::parse("tanh").unwrap().as_str(), "tanh");
+        assert!(GeluApproximation::parse("fast").is_err());
+    }
+}
