@@ -1,6 +1,7 @@
-//! ipuc dialects: `func`, and (as they land) `nn`, `tile`, `bsp`, `ipu`.
+//! ipuc dialects: `func`, `nn`, and (as they land) `tile`, `bsp`, `ipu`.
 
 pub mod func;
+pub mod nn;
 
 use std::sync::Arc;
 
@@ -16,4 +17,5 @@ pub fn registry() -> Arc<DialectRegistry> {
 /// Registers every dialect ipuc defines into `r`.
 pub fn register_all(r: &mut DialectRegistry) {
     r.register(func::dialect());
+    r.register(nn::dialect());
 }

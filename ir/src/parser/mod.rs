@@ -216,20 +216,29 @@ impl<'c> Parser<'c> {
         let module = if ops.len() == 1 && is_module_start(&text[ops[0].start..ops[0].end]) {
             self.parse_top_module(ops[0].start, ops[0].end)?
         } else {
-            let region = self.ctx.create_region();
-            let block = self.ctx.create_block(&[]);
-            self.ctx.append_block(region, block);
+            let mut parsed = Vec::with_capacity(ops.len());
             for item in &ops {
-                let op = if is_module_start(&text[item.start..item.end]) {
+                parsed.push(if is_module_start(&text[item.start..item.end]) {
                     self.parse_top_module(item.start, item.end)?
                 } else {
                     self.parse_chunk_op(item.start, item.end)?
-                };
-                self.ctx.append_op(block, op);
+                });
             }
-            let name = self.ctx.op_name("builtin.module");
-            self.ctx
-                .create_op(OperationState::new(name, self.loc_at(0)).region(region))
+            // A single module written in generic form is the top level too,
+            // as upstream treats it (so `--mlir-print-op-generic` output round-trips).
+            if parsed.len() == 1 && self.ctx.name_str(parsed[0]) == "builtin.module" {
+                parsed[0]
+            } else {
+                let region = self.ctx.create_region();
+                let block = self.ctx.create_block(&[]);
+                self.ctx.append_block(region, block);
+                for op in parsed {
+                    self.ctx.append_op(block, op);
+                }
+                let name = self.ctx.op_name("builtin.module");
+                self.ctx
+                    .create_op(OperationState::new(name, self.loc_at(0)).region(region))
+            }
         };
         self.finish_scope()?;
         self.resolve_pending_loc_aliases()?;

@@ -1,0 +1,214 @@
+//! `nn.attention(q, k, v[, mask]) {heads, scale}`: multi-head scaled
+//! dot-product attention on `[batch, seq, heads * head_dim]` operands, the
+//! fusion target of the decomposed ONNX pattern
+//! (reshape/transpose/matmul/softmax/matmul):
+//!
+//! ```text
+//! out[b, i, h*dv + j] = sum_t softmax_t(scale * q_h[b, i] . k_h[b, t] + mask[b, h, i, t]) * v_h[b, t, j]
+//! ```
+//!
+//! The mask is additive and broadcasts to `[batch, heads, seq_q, seq_kv]`;
+//! `scale` defaults to `1 / sqrt(head_dim)`.
+
+use ipuc_ir::dialect::{OpDefinition, Traits};
+use ipuc_ir::types::DYNAMIC;
+use ipuc_ir::{
+    Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
+};
+
+use super::assembly::{parse_standard, print_standard};
+use super::support::{
+    attr_i64, broadcasts_to, build_error, f32_attr, f32_attribute, i64_attr, make_state, one,
+    op_wrapper, optional, ranked, shape_str, tensor, value_types, InferResult, TENSOR,
+};
+
+/// `nn.attention`.
+pub const ATTENTION: &str = "nn.attention";
+
+fn same(a: i64, b: i64) -> bool {
+    a == b || a == DYNAMIC || b == DYNAMIC
+}
+
+/// Result type of `nn.attention`: `[batch, seq_q, hidden(v)]`.
+pub fn infer_attention(
+    q: &Type,
+    k: &Type,
+    v: &Type,
+    mask: Option<&Type>,
+    heads: i64,
+) -> InferResult<Type> {
+    let (sq, eq) = ranked(q, "query")?;
+    let (sk, ek) = ranked(k, "key")?;
+    let (sv, ev) = ranked(v, "value")?;
+    for (what, e) in [("query", eq), ("key", ek), ("value", ev)] {
+        if !e.is_float() {
+            return Err(format!(
+                "{what} must have a floating-point element type, but got '{e}'"
+            ));
+        }
+    }
+    for (what, s) in [("query", sq), ("key", sk), ("value", sv)] {
+        if s.len() != 3 {
+            return Err(format!(
+                "{what} must have rank 3 ([batch, seq, heads * head_dim]), but has shape [{}]",
+                shape_str(s)
+            ));
+        }
+    }
+    if heads < 1 {
+        return Err(format!("'heads' must be positive, but is {heads}"));
+    }
+    if !same(sq[0], sk[0]) || !same(sq[0], sv[0]) {
+        return Err(format!(
+            "batch sizes differ: query {}, key {}, value {}",
+            sq[0], sk[0], sv[0]
+        ));
+    }
+    if !same(sk[1], sv[1]) {
+        return Err(format!(
+            "key and value sequence lengths differ: {} vs {}",
+            sk[1], sv[1]
+        ));
+    }
+    if !same(sq[2], sk[2]) {
+        return Err(format!(
+            "query and key hidden sizes differ: {} vs {}",
+            sq[2], sk[2]
+        ));
+    }
+    for (what, h) in [("query", sq[2]), ("value", sv[2])] {
+        if h != DYNAMIC && h % heads != 0 {
+            return Err(format!(
+                "{what} hidden size {h} is not divisible by {heads} heads"
+            ));
+        }
+    }
+    if let Some(m) = mask {
+        let (sm, em) = ranked(m, "mask")?;
+        if !em.is_float() {
+            return Err(format!(
+                "mask must be additive (floating-point), but has element type '{em}'"
+            ));
+        }
+        let full = [sq[0], heads, sq[1], sk[1]];
+        if !broadcasts_to(sm, &full) {
+            return Err(format!(
+                "mask of shape [{}] does not broadcast to [batch, heads, seq_q, seq_kv] = [{}]",
+                shape_str(sm),
+                shape_str(&full)
+            ));
+        }
+    }
+    Ok(tensor(&[sq[0], sq[1], sv[2]], eq))
+}
+
+/// Attributes of `nn.attention`.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct AttentionParams {
+    /// Number of heads (divides the hidden sizes).
+    pub heads: i64,
+    /// The softmax scale; `None` for `1 / sqrt(head_dim)`.
+    pub scale: Option<f32>,
+}
+
+/// The softmax scale: `scale` if set, else `1 / sqrt(head_dim)`.
+pub fn attention_scale(scale: Option<f32>, head_dim: i64) -> f32 {
+    scale.unwrap_or_else(|| 1.0 / (head_dim as f32).sqrt())
+}
+
+pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<Type>>> {
+    if ctx.name_str(op) != ATTENTION {
+        return None;
+    }
+    let t = value_types(ctx, ctx.operands(op));
+    Some(
+        infer_attention(&t[0], &t[1], &t[2], t.get(3), attr_i64(ctx, op, "heads", 0))
+            .map(|ty| vec![ty]),
+    )
+}
+
+pub(crate) fn register(d: Dialect) -> Dialect {
+    d.op(OpDefinition::new(ATTENTION)
+        .summary("Multi-head scaled dot-product attention with an optional additive mask")
+        .traits(Traits::PURE)
+        .attribute(i64_attr("heads", false))
+        .attribute(f32_attr("scale", true))
+        .operands(&[
+            one("query", TENSOR),
+            one("key", TENSOR),
+            one("value", TENSOR),
+            optional("mask", TENSOR),
+        ])
+        .results(&[one("result", TENSOR)])
+        .verifier(super::verify_op)
+        .assembly(print_standard, parse_standard))
+}
+
+op_wrapper!(
+    /// `nn.attention(query, key, value[, mask]) {heads, scale}`.
+    AttentionOp,
+    ATTENTION
+);
+
+impl AttentionOp {
+    /// `q[batch, seq_q, heads * head_dim]`.
+    pub fn query(self, ctx: &Context) -> Value {
+        ctx.operand(self.0, 0)
+    }
+    /// `k[batch, seq_kv, heads * head_dim]`.
+    pub fn key(self, ctx: &Context) -> Value {
+        ctx.operand(self.0, 1)
+    }
+    /// `v[batch, seq_kv, heads * value_dim]`.
+    pub fn value(self, ctx: &Context) -> Value {
+        ctx.operand(self.0, 2)
+    }
+    /// The additive mask, if given.
+    pub fn mask(self, ctx: &Context) -> Option<Value> {
+        ctx.operands(self.0).get(3).copied()
+    }
+    /// The number of heads.
+    pub fn heads(self, ctx: &Context) -> i64 {
+        attr_i64(ctx, self.0, "heads", 1)
+    }
+    /// The softmax scale (resolved default).
+    pub fn scale(self, ctx: &Context) -> f32 {
+        let hidden = ctx
+            .value_type(self.query(ctx))
+            .shape()
+            .and_then(|s| s.last().copied())
+            .unwrap_or(1);
+        let scale = ctx
+            .attr(self.0, "scale")
+            .and_then(|a| a.as_f64())
+            .map(|v| v as f32);
+        attention_scale(scale, hidden / self.heads(ctx).max(1))
+    }
+    /// A state for attention over `q`, `k`, `v` with an optional additive mask.
+    pub fn build(
+        ctx: &Context,
+        q: Value,
+        k: Value,
+        v: Value,
+        mask: Option<Value>,
+        params: AttentionParams,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let AttentionParams { heads, scale } = params;
+        let ty = infer_attention(
+            ctx.value_type(q),
+            ctx.value_type(k),
+            ctx.value_type(v),
+            mask.map(|m| ctx.value_type(m)),
+            heads,
+        )
+        .map_err(|m| build_error(ATTENTION, &loc, m))?;
+        let mut operands = vec![q, k, v];
+        operands.extend(mask);
+        let mut attrs = vec![("heads", Attribute::i64(heads))];
+        if let Some(s) = scale {
+            attrs.push(("scale", f32_attribute(s)));
+        }
+        Ok(make_state(ctx, ATTENTION, &operands, vec![ty], attrs, loc))
+    }
+}

@@ -1,0 +1,273 @@
+//! `nn.conv2d`: 2-D convolution in NCHW layout with ONNX `Conv` semantics
+//! (`strides`, `pads = [top, left, bottom, right]`, `dilations`, `groups`).
+
+use ipuc_ir::dialect::{OpDefinition, Traits};
+use ipuc_ir::types::DYNAMIC;
+use ipuc_ir::{
+    Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
+};
+
+use super::assembly::{parse_standard, print_standard};
+use super::support::{
+    attr_i64, attr_i64_list, build_error, i64_array_attr, i64_attr, make_state, one, op_wrapper,
+    optional, ranked, shape_str, tensor, value_types, InferResult, TENSOR,
+};
+
+/// `nn.conv2d`.
+pub const CONV2D: &str = "nn.conv2d";
+
+/// Attributes of `nn.conv2d` (ONNX defaults: unit strides and dilations, no
+/// padding, one group).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conv2dParams {
+    /// `[stride_h, stride_w]`.
+    pub strides: [i64; 2],
+    /// `[top, left, bottom, right]`.
+    pub pads: [i64; 4],
+    /// `[dilation_h, dilation_w]`.
+    pub dilations: [i64; 2],
+    /// Number of groups (`C` and `M` are both divisible by it).
+    pub groups: i64,
+}
+
+impl Default for Conv2dParams {
+    fn default() -> Self {
+        Conv2dParams {
+            strides: [1, 1],
+            pads: [0; 4],
+            dilations: [1, 1],
+            groups: 1,
+        }
+    }
+}
+
+fn fixed<const N: usize>(
+    name: &str,
+    v: Option<Vec<i64>>,
+    default: [i64; N],
+) -> InferResult<[i64; N]> {
+    match v {
+        None => Ok(default),
+        Some(v) => v
+            .as_slice()
+            .try_into()
+            .map_err(|_| format!("'{name}' must have {N} elements, but has {}", v.len())),
+    }
+}
+
+impl Conv2dParams {
+    /// Reads the attributes of a `nn.conv2d` op.
+    pub fn of(ctx: &Context, op: OpId) -> InferResult<Conv2dParams> {
+        let d = Conv2dParams::default();
+        Ok(Conv2dParams {
+            strides: fixed("strides", attr_i64_list(ctx, op, "strides"), d.strides)?,
+            pads: fixed("pads", attr_i64_list(ctx, op, "pads"), d.pads)?,
+            dilations: fixed(
+                "dilations",
+                attr_i64_list(ctx, op, "dilations"),
+                d.dilations,
+            )?,
+            groups: attr_i64(ctx, op, "groups", 1),
+        })
+    }
+    /// The attributes that differ from the defaults.
+    pub fn attributes(&self) -> Vec<(&'static str, Attribute)> {
+        let d = Conv2dParams::default();
+        let mut v = Vec::new();
+        if self.strides != d.strides {
+            v.push(("strides", Attribute::dense_i64_array(&self.strides)));
+        }
+        if self.pads != d.pads {
+            v.push(("pads", Attribute::dense_i64_array(&self.pads)));
+        }
+        if self.dilations != d.dilations {
+            v.push(("dilations", Attribute::dense_i64_array(&self.dilations)));
+        }
+        if self.groups != 1 {
+            v.push(("groups", Attribute::i64(self.groups)));
+        }
+        v
+    }
+}
+
+/// One spatial output size: `floor((in + pads - dilation * (k - 1) - 1) / stride) + 1`.
+fn out_dim(
+    axis: &str,
+    input: i64,
+    k: i64,
+    pad: i64,
+    stride: i64,
+    dilation: i64,
+) -> InferResult<i64> {
+    if input == DYNAMIC || k == DYNAMIC {
+        return Ok(DYNAMIC);
+    }
+    let effective = dilation * (k - 1) + 1;
+    let padded = input + pad;
+    if effective > padded {
+        return Err(format!(
+            "kernel extent {effective} exceeds the padded input extent {padded} along {axis}"
+        ));
+    }
+    Ok((padded - effective) / stride + 1)
+}
+
+/// Result type of `nn.conv2d(x[N, C, H, W], w[M, C/groups, kH, kW][, b[M]])`.
+pub fn infer_conv2d(x: &Type, w: &Type, b: Option<&Type>, p: &Conv2dParams) -> InferResult<Type> {
+    let (sx, ex) = ranked(x, "input")?;
+    let (sw, ew) = ranked(w, "weight")?;
+    if !(ex.is_float() && ew.is_float()) && ex != ew {
+        return Err(format!(
+            "input and weight element types '{ex}' and '{ew}' are incompatible"
+        ));
+    }
+    if sx.len() != 4 || sw.len() != 4 {
+        return Err(format!(
+            "input and weight must have rank 4 (NCHW, MCHW), but have ranks {} and {}",
+            sx.len(),
+            sw.len()
+        ));
+    }
+    if p.strides.iter().any(|&s| s < 1) {
+        return Err(format!("strides must be positive, but are {:?}", p.strides));
+    }
+    if p.dilations.iter().any(|&s| s < 1) {
+        return Err(format!(
+            "dilations must be positive, but are {:?}",
+            p.dilations
+        ));
+    }
+    if p.pads.iter().any(|&s| s < 0) {
+        return Err(format!("pads must be non-negative, but are {:?}", p.pads));
+    }
+    let g = p.groups;
+    if g < 1 {
+        return Err(format!("groups must be positive, but is {g}"));
+    }
+    let (c, m) = (sx[1], sw[0]);
+    if c != DYNAMIC && c % g != 0 {
+        return Err(format!(
+            "input channels {c} are not divisible by groups {g}"
+        ));
+    }
+    if m != DYNAMIC && m % g != 0 {
+        return Err(format!(
+            "output channels {m} are not divisible by groups {g}"
+        ));
+    }
+    if c != DYNAMIC && sw[1] != DYNAMIC && c / g != sw[1] {
+        return Err(format!(
+            "weight expects {} input channels per group, but the input has {c} channels in {g} group(s)",
+            sw[1]
+        ));
+    }
+    if let Some(b) = b {
+        let (sb, _) = ranked(b, "bias")?;
+        if sb.len() != 1 || (sb[0] != m && sb[0] != DYNAMIC && m != DYNAMIC) {
+            return Err(format!(
+                "bias must have shape [{}], but has shape [{}]",
+                shape_str(&[m]),
+                shape_str(sb)
+            ));
+        }
+    }
+    let h = out_dim(
+        "H",
+        sx[2],
+        sw[2],
+        p.pads[0] + p.pads[2],
+        p.strides[0],
+        p.dilations[0],
+    )?;
+    let wd = out_dim(
+        "W",
+        sx[3],
+        sw[3],
+        p.pads[1] + p.pads[3],
+        p.strides[1],
+        p.dilations[1],
+    )?;
+    Ok(tensor(&[sx[0], m, h, wd], ex))
+}
+
+pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<Type>>> {
+    if ctx.name_str(op) != CONV2D {
+        return None;
+    }
+    let t = value_types(ctx, ctx.operands(op));
+    Some(
+        Conv2dParams::of(ctx, op)
+            .and_then(|p| infer_conv2d(&t[0], &t[1], t.get(2), &p))
+            .map(|ty| vec![ty]),
+    )
+}
+
+pub(crate) fn register(d: Dialect) -> Dialect {
+    d.op(OpDefinition::new(CONV2D)
+        .summary("2-D convolution, NCHW input and MCHW weights (ONNX Conv)")
+        .traits(Traits::PURE)
+        .attribute(i64_array_attr("strides", true))
+        .attribute(i64_array_attr("pads", true))
+        .attribute(i64_array_attr("dilations", true))
+        .attribute(i64_attr("groups", true))
+        .operands(&[
+            one("input", TENSOR),
+            one("weight", TENSOR),
+            optional("bias", TENSOR),
+        ])
+        .results(&[one("result", TENSOR)])
+        .verifier(super::verify_op)
+        .assembly(print_standard, parse_standard))
+}
+
+op_wrapper!(
+    /// `nn.conv2d(input, weight[, bias])`.
+    Conv2dOp,
+    CONV2D
+);
+
+impl Conv2dOp {
+    /// `x[N, C, H, W]`.
+    pub fn input(self, ctx: &Context) -> Value {
+        ctx.operand(self.0, 0)
+    }
+    /// `w[M, C/groups, kH, kW]`.
+    pub fn weight(self, ctx: &Context) -> Value {
+        ctx.operand(self.0, 1)
+    }
+    /// `b[M]`, if given.
+    pub fn bias(self, ctx: &Context) -> Option<Value> {
+        ctx.operands(self.0).get(2).copied()
+    }
+    /// The attributes (of a verified op).
+    pub fn params(self, ctx: &Context) -> Conv2dParams {
+        Conv2dParams::of(ctx, self.0).unwrap_or_default()
+    }
+    /// A state for `conv2d(x, w[, b])`.
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        w: Value,
+        b: Option<Value>,
+        params: &Conv2dParams,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let ty = infer_conv2d(
+            ctx.value_type(x),
+            ctx.value_type(w),
+            b.map(|b| ctx.value_type(b)),
+            params,
+        )
+        .map_err(|m| build_error(CONV2D, &loc, m))?;
+        let mut operands = vec![x, w];
+        operands.extend(b);
+        Ok(make_state(
+            ctx,
+            CONV2D,
+            &operands,
+            vec![ty],
+            params.attributes(),
+            loc,
+        ))
+    }
+}

@@ -1,0 +1,370 @@
+//! Contractions: `nn.matmul` (numpy matmul: batched, broadcast batch
+//! dimensions, 1-D operands promoted), `nn.gemm` (ONNX Gemm:
+//! `alpha * op(A) * op(B) + beta * C`) and `nn.linear` (`x[..., K] * w[K, N] +
+//! b[N]`, the fusion target of matmul + bias).
+//!
+//! Float operands may differ in format (f16 activations times f8E4M3FNUZ
+//! weights); the result takes the element type of the first operand.
+
+use ipuc_ir::dialect::{OpDefinition, Traits};
+use ipuc_ir::types::DYNAMIC;
+use ipuc_ir::{
+    Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
+};
+
+use super::assembly::{parse_standard, print_standard};
+use super::support::{
+    attr_f32, attr_i64, broadcast_shapes, broadcasts_to, build_error, f32_attr, f32_attribute,
+    i64_attr, make_state, one, op_wrapper, optional, ranked, shape_str, tensor, value_types,
+    InferResult, TENSOR,
+};
+
+/// `nn.matmul`.
+pub const MATMUL: &str = "nn.matmul";
+/// `nn.gemm`.
+pub const GEMM: &str = "nn.gemm";
+/// `nn.linear`.
+pub const LINEAR: &str = "nn.linear";
+
+/// Checks that two element types may be contracted together: both floats
+/// (any formats) or the same integer type.
+fn check_contractable(a: &Type, b: &Type) -> InferResult<()> {
+    if (a.is_float() && b.is_float()) || (a == b && a.is_integer()) {
+        Ok(())
+    } else {
+        Err(format!(
+            "operand element types '{a}' and '{b}' cannot be contracted together"
+        ))
+    }
+}
+
+fn check_contraction(k1: i64, k2: i64) -> InferResult<()> {
+    if k1 != k2 && k1 != DYNAMIC && k2 != DYNAMIC {
+        return Err(format!("contraction dimensions differ: {k1} vs {k2}"));
+    }
+    Ok(())
+}
+
+/// Result type of `nn.matmul(a, b)` (numpy `matmul`).
+pub fn infer_matmul(a: &Type, b: &Type) -> InferResult<Type> {
+    let (sa, ea) = ranked(a, "lhs")?;
+    let (sb, eb) = ranked(b, "rhs")?;
+    check_contractable(ea, eb)?;
+    if sa.is_empty() || sb.is_empty() {
+        return Err("operands must have rank >= 1".into());
+    }
+    let a2: Vec<i64> = if sa.len() == 1 {
+        vec![1, sa[0]]
+    } else {
+        sa.to_vec()
+    };
+    let b2: Vec<i64> = if sb.len() == 1 {
+        vec![sb[0], 1]
+    } else {
+        sb.to_vec()
+    };
+    let (m, k1) = (a2[a2.len() - 2], a2[a2.len() - 1]);
+    let (k2, n) = (b2[b2.len() - 2], b2[b2.len() - 1]);
+    check_contraction(k1, k2)?;
+    let mut shape = broadcast_shapes(&a2[..a2.len() - 2], &b2[..b2.len() - 2])
+        .map_err(|e| format!("batch dimensions: {e}"))?;
+    if sa.len() > 1 {
+        shape.push(m);
+    }
+    if sb.len() > 1 {
+        shape.push(n);
+    }
+    Ok(tensor(&shape, ea))
+}
+
+/// Attributes of `nn.gemm` (ONNX defaults: 1.0, 1.0, false, false).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct GemmParams {
+    /// Scale of `op(A) * op(B)`.
+    pub alpha: f32,
+    /// Scale of `C`.
+    pub beta: f32,
+    /// Whether `A` is transposed.
+    pub trans_a: bool,
+    /// Whether `B` is transposed.
+    pub trans_b: bool,
+}
+
+impl Default for GemmParams {
+    fn default() -> Self {
+        GemmParams {
+            alpha: 1.0,
+            beta: 1.0,
+            trans_a: false,
+            trans_b: false,
+        }
+    }
+}
+
+impl GemmParams {
+    /// Reads the attributes of a `nn.gemm` op.
+    pub fn of(ctx: &Context, op: OpId) -> GemmParams {
+        GemmParams {
+            alpha: attr_f32(ctx, op, "alpha", 1.0),
+            beta: attr_f32(ctx, op, "beta", 1.0),
+            trans_a: attr_i64(ctx, op, "transA", 0) != 0,
+            trans_b: attr_i64(ctx, op, "transB", 0) != 0,
+        }
+    }
+    /// The attributes that differ from the defaults.
+    pub fn attributes(&self) -> Vec<(&'static str, Attribute)> {
+        let mut v = Vec::new();
+        if self.alpha != 1.0 {
+            v.push(("alpha", f32_attribute(self.alpha)));
+        }
+        if self.beta != 1.0 {
+            v.push(("beta", f32_attribute(self.beta)));
+        }
+        if self.trans_a {
+            v.push(("transA", Attribute::i64(1)));
+        }
+        if self.trans_b {
+            v.push(("transB", Attribute::i64(1)));
+        }
+        v
+    }
+}
+
+/// Result type of `nn.gemm(a, b[, c])`: `[M, N]`; `c` must broadcast to it.
+pub fn infer_gemm(
+    a: &Type,
+    b: &Type,
+    c: Option<&Type>,
+    trans_a: bool,
+    trans_b: bool,
+) -> InferResult<Type> {
+    let (sa, ea) = ranked(a, "A")?;
+    let (sb, eb) = ranked(b, "B")?;
+    check_contractable(ea, eb)?;
+    if sa.len() != 2 || sb.len() != 2 {
+        return Err(format!(
+            "A and B must have rank 2, but have ranks {} and {}",
+            sa.len(),
+            sb.len()
+        ));
+    }
+    let (m, k1) = if trans_a {
+        (sa[1], sa[0])
+    } else {
+        (sa[0], sa[1])
+    };
+    let (k2, n) = if trans_b {
+        (sb[1], sb[0])
+    } else {
+        (sb[0], sb[1])
+    };
+    check_contraction(k1, k2)?;
+    if let Some(c) = c {
+        let (sc, _) = ranked(c, "C")?;
+        if !broadcasts_to(sc, &[m, n]) {
+            return Err(format!(
+                "C of shape [{}] does not broadcast to the result shape [{}]",
+                shape_str(sc),
+                shape_str(&[m, n])
+            ));
+        }
+    }
+    Ok(tensor(&[m, n], ea))
+}
+
+/// Result type of `nn.linear(x[..., K], w[K, N][, b[N]])`: `[..., N]`.
+pub fn infer_linear(x: &Type, w: &Type, b: Option<&Type>) -> InferResult<Type> {
+    let (sx, ex) = ranked(x, "input")?;
+    let (sw, ew) = ranked(w, "weight")?;
+    check_contractable(ex, ew)?;
+    if sx.is_empty() {
+        return Err("input must have rank >= 1".into());
+    }
+    if sw.len() != 2 {
+        return Err(format!(
+            "weight must have rank 2, but has rank {}",
+            sw.len()
+        ));
+    }
+    check_contraction(sx[sx.len() - 1], sw[0])?;
+    let n = sw[1];
+    if let Some(b) = b {
+        let (sb, _) = ranked(b, "bias")?;
+        if sb.len() != 1 || (sb[0] != n && sb[0] != DYNAMIC && n != DYNAMIC) {
+            return Err(format!(
+                "bias must have shape [{}], but has shape [{}]",
+                shape_str(&[n]),
+                shape_str(sb)
+            ));
+        }
+    }
+    let mut shape = sx[..sx.len() - 1].to_vec();
+    shape.push(n);
+    Ok(tensor(&shape, ex))
+}
+
+pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<Type>>> {
+    let t = value_types(ctx, ctx.operands(op));
+    let r = match ctx.name_str(op) {
+        MATMUL => infer_matmul(&t[0], &t[1]),
+        GEMM => {
+            let p = GemmParams::of(ctx, op);
+            infer_gemm(&t[0], &t[1], t.get(2), p.trans_a, p.trans_b)
+        }
+        LINEAR => infer_linear(&t[0], &t[1], t.get(2)),
+        _ => return None,
+    };
+    Some(r.map(|ty| vec![ty]))
+}
+
+pub(crate) fn register(d: Dialect) -> Dialect {
+    d.op(OpDefinition::new(MATMUL)
+        .summary("Matrix product with numpy semantics (batched, broadcast batch dimensions)")
+        .traits(Traits::PURE)
+        .operands(&[one("lhs", TENSOR), one("rhs", TENSOR)])
+        .results(&[one("result", TENSOR)])
+        .verifier(super::verify_op)
+        .assembly(print_standard, parse_standard))
+        .op(OpDefinition::new(GEMM)
+            .summary("General matrix multiply: alpha * op(A) * op(B) + beta * C (ONNX Gemm)")
+            .traits(Traits::PURE)
+            .attribute(f32_attr("alpha", true))
+            .attribute(f32_attr("beta", true))
+            .attribute(i64_attr("transA", true))
+            .attribute(i64_attr("transB", true))
+            .operands(&[one("a", TENSOR), one("b", TENSOR), optional("c", TENSOR)])
+            .results(&[one("result", TENSOR)])
+            .verifier(super::verify_op)
+            .assembly(print_standard, parse_standard))
+        .op(OpDefinition::new(LINEAR)
+            .summary("Dense layer: x[..., K] * w[K, N] + b[N]")
+            .traits(Traits::PURE)
+            .operands(&[
+                one("input", TENSOR),
+                one("weight", TENSOR),
+                optional("bias", TENSOR),
+            ])
+            .results(&[one("result", TENSOR)])
+            .verifier(super::verify_op)
+            .assembly(print_standard, parse_standard))
+}
+
+op_wrapper!(
+    /// `nn.matmul(lhs, rhs)`.
+    MatmulOp,
+    MATMUL
+);
+
+impl MatmulOp {
+    /// The left operand.
+    pub fn lhs(self, ctx: &Context) -> Value {
+        ctx.operand(self.0, 0)
+    }
+    /// The right operand.
+    pub fn rhs(self, ctx: &Context) -> Value {
+        ctx.operand(self.0, 1)
+    }
+    /// A state for `matmul(lhs, rhs)`.
+    pub fn build(
+        ctx: &Context,
+        lhs: Value,
+        rhs: Value,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let ty = infer_matmul(ctx.value_type(lhs), ctx.value_type(rhs))
+            .map_err(|m| build_error(MATMUL, &loc, m))?;
+        Ok(make_state(ctx, MATMUL, &[lhs, rhs], vec![ty], vec![], loc))
+    }
+}
+
+op_wrapper!(
+    /// `nn.gemm(a, b[, c])`.
+    GemmOp,
+    GEMM
+);
+
+impl GemmOp {
+    /// `A`.
+    pub fn a(self, ctx: &Context) -> Value {
+        ctx.operand(self.0, 0)
+    }
+    /// `B`.
+    pub fn b(self, ctx: &Context) -> Value {
+        ctx.operand(self.0, 1)
+    }
+    /// `C`, if given.
+    pub fn c(self, ctx: &Context) -> Option<Value> {
+        ctx.operands(self.0).get(2).copied()
+    }
+    /// The attributes.
+    pub fn params(self, ctx: &Context) -> GemmParams {
+        GemmParams::of(ctx, self.0)
+    }
+    /// A state for `gemm(a, b[, c])`.
+    pub fn build(
+        ctx: &Context,
+        a: Value,
+        b: Value,
+        c: Option<Value>,
+        params: GemmParams,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let ty = infer_gemm(
+            ctx.value_type(a),
+            ctx.value_type(b),
+            c.map(|c| ctx.value_type(c)),
+            params.trans_a,
+            params.trans_b,
+        )
+        .map_err(|m| build_error(GEMM, &loc, m))?;
+        let mut operands = vec![a, b];
+        operands.extend(c);
+        Ok(make_state(
+            ctx,
+            GEMM,
+            &operands,
+            vec![ty],
+            params.attributes(),
+            loc,
+        ))
+    }
+}
+
+op_wrapper!(
+    /// `nn.linear(input, weight[, bias])`.
+    LinearOp,
+    LINEAR
+);
+
+impl LinearOp {
+    /// `x[..., K]`.
+    pub fn input(self, ctx: &Context) -> Value {
+        ctx.operand(self.0, 0)
+    }
+    /// `w[K, N]`.
+    pub fn weight(self, ctx: &Context) -> Value {
+        ctx.operand(self.0, 1)
+    }
+    /// `b[N]`, if given.
+    pub fn bias(self, ctx: &Context) -> Option<Value> {
+        ctx.operands(self.0).get(2).copied()
+    }
+    /// A state for `linear(x, w[, b])`.
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        w: Value,
+        b: Option<Value>,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let ty = infer_linear(
+            ctx.value_type(x),
+            ctx.value_type(w),
+            b.map(|b| ctx.value_type(b)),
+        )
+        .map_err(|m| build_error(LINEAR, &loc, m))?;
+        let mut operands = vec![x, w];
+        operands.extend(b);
+        Ok(make_state(ctx, LINEAR, &operands, vec![ty], vec![], loc))
+    }
+}

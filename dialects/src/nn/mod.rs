@@ -1,0 +1,139 @@
+//! The `nn` dialect: graph-level tensor operations on ranked tensors with
+//! ONNX semantics (numpy broadcasting, ONNX attribute meanings and
+//! defaults). It is what the ONNX importer produces and what the graph
+//! rewrites, quantization and the planner consume.
+//!
+//! Every op has
+//! - a result-type inference function (`infer_*`, public: the builders, the
+//!   verifier and the importer share it; [`infer_result_types`] runs the
+//!   right one for an existing op),
+//! - a verifier that compares the declared result types with the inferred
+//!   ones and reports the first problem precisely,
+//! - the custom assembly `operands attr-dict : operand-types -> result-types`
+//!   (the generic form is accepted too),
+//! - a typed wrapper (`MatmulOp`, `BinaryOp`, ...) with accessors that apply
+//!   the ONNX defaults, and a `build` function returning an
+//!   [`OperationState`](ipuc_ir::OperationState) with inferred result types,
+//! - and, where it makes sense, a constant folder (elementwise ops, cast,
+//!   reductions and every shape op on constants of at most
+//!   [`FOLD_ELEMENT_LIMIT`] elements), materialized as `nn.constant`.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use ipuc_ir::{parse_source, verify, Context, DialectRegistry};
+//!
+//! let mut registry = DialectRegistry::new();
+//! registry.register(ipuc_dialects::nn::dialect());
+//! let mut ctx = Context::new(Arc::new(registry));
+//! let src = r#"
+//! %0 = nn.constant dense<1.0> : tensor<4x8xf32>
+//! %1 = nn.softmax %0 {axis = -1 : i64} : tensor<4x8xf32> -> tensor<4x8xf32>
+//! "#;
+//! let parsed = parse_source(&mut ctx, "example.mlir", src).unwrap();
+//! verify(&ctx, parsed.module).unwrap();
+//! ```
+
+mod assembly;
+pub mod attention;
+pub mod constant;
+pub mod conv;
+pub mod elements;
+pub mod elementwise;
+pub mod matmul;
+pub mod norm;
+pub mod reduce;
+pub mod shape;
+mod support;
+
+use ipuc_ir::{Context, Diagnostic, Dialect, OpId, Type};
+
+pub use attention::*;
+pub use constant::*;
+pub use conv::*;
+pub use elements::FOLD_ELEMENT_LIMIT;
+pub use elementwise::*;
+pub use matmul::*;
+pub use norm::*;
+pub use reduce::*;
+pub use shape::*;
+pub use support::{broadcast_shapes, broadcasts_to, normalize_axes, normalize_axis, InferResult};
+
+/// The dialect namespace.
+pub const NAMESPACE: &str = "nn";
+
+/// The `nn` dialect definition, ready to register.
+pub fn dialect() -> Dialect {
+    let mut d = Dialect::new(
+        NAMESPACE,
+        "Graph-level tensor operations on ranked tensors with ONNX semantics",
+    );
+    d = elementwise::register(d);
+    d = matmul::register(d);
+    d = conv::register(d);
+    d = shape::register(d);
+    d = reduce::register(d);
+    d = norm::register(d);
+    d = attention::register(d);
+    d = constant::register(d);
+    d.materialize_constant = Some(constant::materialize);
+    d
+}
+
+/// Infers the result types of an existing `nn` op from its operand types and
+/// attributes. `None` if `op` is not an `nn` op (or lacks a required
+/// attribute, which the verifier reports first).
+pub fn infer_result_types(ctx: &Context, op: OpId) -> Option<InferResult<Vec<Type>>> {
+    let def = ctx.name(op).def()?;
+    if !def.name.starts_with("nn.") {
+        return None;
+    }
+    if let Err(msg) = check_operand_count(def, ctx.operands(op).len()) {
+        return Some(Err(msg));
+    }
+    elementwise::infer_from_op(ctx, op)
+        .or_else(|| matmul::infer_from_op(ctx, op))
+        .or_else(|| conv::infer_from_op(ctx, op))
+        .or_else(|| shape::infer_from_op(ctx, op))
+        .or_else(|| reduce::infer_from_op(ctx, op))
+        .or_else(|| norm::infer_from_op(ctx, op))
+        .or_else(|| attention::infer_from_op(ctx, op))
+        .or_else(|| constant::infer_from_op(ctx, op))
+}
+
+/// Checks the operand count against the declarations (the core verifier
+/// accepts any number of trailing optional operands).
+fn check_operand_count(def: &ipuc_ir::OpDefinition, n: usize) -> Result<(), String> {
+    use ipuc_ir::dialect::Arity;
+    let Some(decls) = &def.operands else {
+        return Ok(());
+    };
+    let min = decls.iter().filter(|d| d.arity == Arity::One).count();
+    let max = if decls.iter().any(|d| d.arity == Arity::Variadic) {
+        usize::MAX
+    } else {
+        decls.len()
+    };
+    if n < min || n > max {
+        let expected = match (min == max, max == usize::MAX) {
+            (true, _) => min.to_string(),
+            (false, true) => format!("at least {min}"),
+            (false, false) => format!("{min} to {max}"),
+        };
+        return Err(format!("requires {expected} operands, but found {n}"));
+    }
+    Ok(())
+}
+
+/// The verifier of every `nn` op: inference must succeed and agree with the
+/// declared result types.
+pub(crate) fn verify_op(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
+    match infer_result_types(ctx, op) {
+        Some(Ok(types)) => support::check_results(ctx, op, &types),
+        Some(Err(msg)) => Err(support::op_error(ctx, op, msg)),
+        None => Err(support::op_error(
+            ctx,
+            op,
+            "is missing a required attribute",
+        )),
+    }
+}

@@ -1,0 +1,308 @@
+//! Normalisations and activations with a closed form: `nn.softmax`,
+//! `nn.layer_normalization` and `nn.gelu` (the targets the graph rewriter
+//! recognises from their decomposed ONNX forms).
+
+use ipuc_ir::dialect::{OpDefinition, Traits};
+use ipuc_ir::{
+    Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
+};
+
+use super::assembly::{parse_standard, print_standard};
+use super::support::{
+    attr_f32, attr_i64, attr_str, broadcasts_to, build_error, f32_attr, f32_attribute, i64_attr,
+    make_state, normalize_axis, one, op_wrapper, optional, ranked, shape_str, string_attr,
+    value_types, InferResult, TENSOR,
+};
+
+/// `nn.softmax`.
+pub const SOFTMAX: &str = "nn.softmax";
+/// `nn.layer_normalization`.
+pub const LAYER_NORMALIZATION: &str = "nn.layer_normalization";
+/// `nn.gelu`.
+pub const GELU: &str = "nn.gelu";
+
+/// ONNX's default `epsilon` of `LayerNormalization`.
+pub const DEFAULT_LAYER_NORM_EPSILON: f32 = 1e-5;
+
+fn float_tensor<'t>(x: &'t Type, what: &str) -> InferResult<&'t [i64]> {
+    let (s, e) = ranked(x, what)?;
+    if !e.is_float() {
+        return Err(format!(
+            "{what} must have a floating-point element type, but got '{e}'"
+        ));
+    }
+    Ok(s)
+}
+
+/// Result type of `nn.softmax {axis}`: the operand type.
+pub fn infer_softmax(x: &Type, axis: i64) -> InferResult<Type> {
+    let s = float_tensor(x, "operand")?;
+    normalize_axis(axis, s.len())?;
+    Ok(x.clone())
+}
+
+/// Result type of `nn.layer_normalization(x, scale[, bias]) {axis}`: the type
+/// of `x`. Statistics are taken over `x[axis..]`, to which `scale` and `bias`
+/// must broadcast.
+pub fn infer_layer_normalization(
+    x: &Type,
+    scale: &Type,
+    bias: Option<&Type>,
+    axis: i64,
+) -> InferResult<Type> {
+    let s = float_tensor(x, "input")?;
+    let a = normalize_axis(axis, s.len())?;
+    let normalized = &s[a..];
+    for (what, t) in [("scale", Some(scale)), ("bias", bias)] {
+        let Some(t) = t else { continue };
+        let st = float_tensor(t, what)?;
+        if !broadcasts_to(st, normalized) {
+            return Err(format!(
+                "{what} of shape [{}] does not broadcast to the normalized shape [{}]",
+                shape_str(st),
+                shape_str(normalized)
+            ));
+        }
+    }
+    Ok(x.clone())
+}
+
+/// The `approximate` modes of `nn.gelu`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum GeluApproximation {
+    /// `x * Φ(x)` with the exact normal CDF (via erf).
+    None,
+    /// `0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³)))`.
+    Tanh,
+}
+
+impl GeluApproximation {
+    /// Parses the attribute value.
+    pub fn parse(s: &str) -> InferResult<GeluApproximation> {
+        match s {
+            "none" => Ok(GeluApproximation::None),
+            "tanh" => Ok(GeluApproximation::Tanh),
+            _ => Err(format!(
+                "'approximate' must be \"none\" or \"tanh\", but is \"{s}\""
+            )),
+        }
+    }
+    /// The attribute value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GeluApproximation::None => "none",
+            GeluApproximation::Tanh => "tanh",
+        }
+    }
+    /// The scalar function.
+    pub fn apply_f64(self, x: f64) -> f64 {
+        match self {
+            GeluApproximation::None => 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2)),
+            GeluApproximation::Tanh => {
+                let c = (2.0 / std::f64::consts::PI).sqrt();
+                0.5 * x * (1.0 + (c * (x + 0.044715 * x * x * x)).tanh())
+            }
+        }
+    }
+}
+
+/// Result type of `nn.gelu`: the operand type.
+pub fn infer_gelu(x: &Type) -> InferResult<Type> {
+    float_tensor(x, "operand")?;
+    Ok(x.clone())
+}
+
+pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<Type>>> {
+    let t = value_types(ctx, ctx.operands(op));
+    let r = match ctx.name_str(op) {
+        SOFTMAX => infer_softmax(&t[0], attr_i64(ctx, op, "axis", -1)),
+        LAYER_NORMALIZATION => {
+            infer_layer_normalization(&t[0], &t[1], t.get(2), attr_i64(ctx, op, "axis", -1))
+        }
+        GELU => GeluApproximation::parse(attr_str(ctx, op, "approximate", "none"))
+            .and_then(|_| infer_gelu(&t[0])),
+        _ => return None,
+    };
+    Some(r.map(|ty| vec![ty]))
+}
+
+pub(crate) fn register(d: Dialect) -> Dialect {
+    d.op(OpDefinition::new(SOFTMAX)
+        .summary("Softmax along 'axis' (default -1)")
+        .traits(Traits::PURE | Traits::SAME_OPERANDS_AND_RESULT_TYPE)
+        .attribute(i64_attr("axis", true))
+        .operands(&[one("operand", TENSOR)])
+        .results(&[one("result", TENSOR)])
+        .verifier(super::verify_op)
+        .assembly(print_standard, parse_standard))
+    .op(OpDefinition::new(LAYER_NORMALIZATION)
+        .summary("Layer normalization over x[axis..] with scale and optional bias (ONNX LayerNormalization)")
+        .traits(Traits::PURE)
+        .attribute(i64_attr("axis", true))
+        .attribute(f32_attr("epsilon", true))
+        .operands(&[one("input", TENSOR), one("scale", TENSOR), optional("bias", TENSOR)])
+        .results(&[one("result", TENSOR)])
+        .verifier(super::verify_op)
+        .assembly(print_standard, parse_standard))
+    .op(OpDefinition::new(GELU)
+        .summary("Gaussian error linear unit; 'approximate' = \"none\" (default) or \"tanh\"")
+        .traits(Traits::PURE | Traits::SAME_OPERANDS_AND_RESULT_TYPE)
+        .attribute(string_attr("approximate", true))
+        .operands(&[one("operand", TENSOR)])
+        .results(&[one("result", TENSOR)])
+        .verifier(super::verify_op)
+        .assembly(print_standard, parse_standard))
+}
+
+op_wrapper!(
+    /// `nn.softmax {axis}`.
+    SoftmaxOp,
+    SOFTMAX
+);
+
+impl SoftmaxOp {
+    /// The operand.
+    pub fn input(self, ctx: &Context) -> Value {
+        ctx.operand(self.0, 0)
+    }
+    /// The softmax axis (normalised).
+    pub fn axis(self, ctx: &Context) -> usize {
+        let rank = ctx
+            .value_type(self.input(ctx))
+            .shape()
+            .map_or(0, |s| s.len());
+        normalize_axis(attr_i64(ctx, self.0, "axis", -1), rank).unwrap_or(0)
+    }
+    /// A state for softmax of `x` along `axis`.
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        axis: i64,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let ty =
+            infer_softmax(ctx.value_type(x), axis).map_err(|m| build_error(SOFTMAX, &loc, m))?;
+        Ok(make_state(
+            ctx,
+            SOFTMAX,
+            &[x],
+            vec![ty],
+            vec![("axis", Attribute::i64(axis))],
+            loc,
+        ))
+    }
+}
+
+op_wrapper!(
+    /// `nn.layer_normalization(input, scale[, bias]) {axis, epsilon}`.
+    LayerNormalizationOp,
+    LAYER_NORMALIZATION
+);
+
+impl LayerNormalizationOp {
+    /// `x`.
+    pub fn input(self, ctx: &Context) -> Value {
+        ctx.operand(self.0, 0)
+    }
+    /// `scale`.
+    pub fn scale(self, ctx: &Context) -> Value {
+        ctx.operand(self.0, 1)
+    }
+    /// `bias`, if given.
+    pub fn bias(self, ctx: &Context) -> Option<Value> {
+        ctx.operands(self.0).get(2).copied()
+    }
+    /// The first normalized axis (normalised).
+    pub fn axis(self, ctx: &Context) -> usize {
+        let rank = ctx
+            .value_type(self.input(ctx))
+            .shape()
+            .map_or(0, |s| s.len());
+        normalize_axis(attr_i64(ctx, self.0, "axis", -1), rank).unwrap_or(0)
+    }
+    /// `epsilon` (default 1e-5).
+    pub fn epsilon(self, ctx: &Context) -> f32 {
+        attr_f32(ctx, self.0, "epsilon", DEFAULT_LAYER_NORM_EPSILON)
+    }
+    /// A state normalising `x` over `x[axis..]`.
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        scale: Value,
+        bias: Option<Value>,
+        axis: i64,
+        epsilon: f32,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let ty = infer_layer_normalization(
+            ctx.value_type(x),
+            ctx.value_type(scale),
+            bias.map(|b| ctx.value_type(b)),
+            axis,
+        )
+        .map_err(|m| build_error(LAYER_NORMALIZATION, &loc, m))?;
+        let mut operands = vec![x, scale];
+        operands.extend(bias);
+        let attrs = vec![
+            ("axis", Attribute::i64(axis)),
+            ("epsilon", f32_attribute(epsilon)),
+        ];
+        Ok(make_state(
+            ctx,
+            LAYER_NORMALIZATION,
+            &operands,
+            vec![ty],
+            attrs,
+            loc,
+        ))
+    }
+}
+
+op_wrapper!(
+    /// `nn.gelu {approximate}`.
+    GeluOp,
+    GELU
+);
+
+impl GeluOp {
+    /// The operand.
+    pub fn input(self, ctx: &Context) -> Value {
+        ctx.operand(self.0, 0)
+    }
+    /// The approximation (of a verified op).
+    pub fn approximate(self, ctx: &Context) -> GeluApproximation {
+        GeluApproximation::parse(attr_str(ctx, self.0, "approximate", "none"))
+            .unwrap_or(GeluApproximation::None)
+    }
+    /// A state for GELU of `x`.
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        approximate: GeluApproximation,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let ty = infer_gelu(ctx.value_type(x)).map_err(|m| build_error(GELU, &loc, m))?;
+        let attrs = match approximate {
+            GeluApproximation::None => vec![],
+            GeluApproximation::Tanh => vec![("approximate", Attribute::string("tanh"))],
+        };
+        Ok(make_state(ctx, GELU, &[x], vec![ty], attrs, loc))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gelu_matches_reference_values() {
+        // x * Phi(x) at 1 and -2 (Phi from standard normal tables).
+        assert!((GeluApproximation::None.apply_f64(1.0) - 0.841_344_746_068_542_9).abs() < 1e-12);
+        assert!((GeluApproximation::None.apply_f64(-2.0) - -0.045_500_263_896_358_4).abs() < 1e-12);
+        // The tanh form is within 1e-3 of the exact one and differs from it.
+        let t = GeluApproximation::Tanh.apply_f64(1.0);
+        assert!((t - 0.841_192).abs() < 1e-6, "{t}");
+        assert_eq!(GeluApproximation::parse("tanh").unwrap().as_str(), "tanh");
+        assert!(GeluApproximation::parse("fast").is_err());
+    }
+}

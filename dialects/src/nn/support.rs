@@ -1,0 +1,391 @@
+//! Shared helpers of the `nn` dialect: op errors, attribute declarations and
+//! accessors, operand constraints, axis normalisation, numpy broadcasting and
+//! the check of declared against inferred result types.
+
+use std::fmt::Display;
+
+use ipuc_ir::attributes::{AttrKind, DenseArrayValues};
+use ipuc_ir::dialect::{Arity, AttrDecl, TypeConstraint, ValueDecl};
+use ipuc_ir::types::DYNAMIC;
+use ipuc_ir::{Attribute, Context, Diagnostic, Location, OpId, OperationState, Type, Value};
+
+/// The outcome of type inference. The error text names the problem without
+/// the `'nn.op' op` prefix, which the verifier and the builders add.
+pub type InferResult<T> = Result<T, String>;
+
+/// An error about `op`, in MLIR's `'dialect.op' op message` form.
+pub(crate) fn op_error(ctx: &Context, op: OpId, msg: impl Display) -> Diagnostic {
+    Diagnostic::error(
+        ctx.loc(op).clone(),
+        format!("'{}' op {msg}", ctx.name_str(op)),
+    )
+}
+
+/// An error from a builder (the op does not exist yet).
+pub(crate) fn build_error(name: &str, loc: &Location, msg: impl Display) -> Diagnostic {
+    Diagnostic::error(loc.clone(), format!("'{name}' op {msg}"))
+}
+
+// ----- declarations ------------------------------------------------------
+
+fn is_i64(a: &Attribute) -> bool {
+    matches!(a.kind(), AttrKind::Integer { ty, .. } if ty.is_integer_of_width(64))
+}
+fn is_i64_array(a: &Attribute) -> bool {
+    matches!(a.kind(), AttrKind::DenseArray { element, values: DenseArrayValues::Int(_) } if element.is_integer_of_width(64))
+}
+fn is_f32(a: &Attribute) -> bool {
+    matches!(a.kind(), AttrKind::Float { ty, .. } if ty.float_kind() == Some(ipuc_ir::FloatKind::F32))
+}
+fn is_string(a: &Attribute) -> bool {
+    a.as_str().is_some()
+}
+fn is_type(a: &Attribute) -> bool {
+    a.as_type().is_some()
+}
+
+/// An `i64` integer property.
+pub(crate) const fn i64_attr(name: &'static str, optional: bool) -> AttrDecl {
+    AttrDecl {
+        name,
+        description: "64-bit signless integer attribute",
+        check: is_i64,
+        optional,
+    }
+}
+/// An `array<i64: ...>` property.
+pub(crate) const fn i64_array_attr(name: &'static str, optional: bool) -> AttrDecl {
+    AttrDecl {
+        name,
+        description: "i64 dense array attribute",
+        check: is_i64_array,
+        optional,
+    }
+}
+/// An `f32` float property.
+pub(crate) const fn f32_attr(name: &'static str, optional: bool) -> AttrDecl {
+    AttrDecl {
+        name,
+        description: "32-bit float attribute",
+        check: is_f32,
+        optional,
+    }
+}
+/// A string property.
+pub(crate) const fn string_attr(name: &'static str, optional: bool) -> AttrDecl {
+    AttrDecl {
+        name,
+        description: "string attribute",
+        check: is_string,
+        optional,
+    }
+}
+/// A type property.
+pub(crate) const fn type_attr(name: &'static str, optional: bool) -> AttrDecl {
+    AttrDecl {
+        name,
+        description: "type attribute",
+        check: is_type,
+        optional,
+    }
+}
+
+/// Any ranked tensor.
+pub(crate) const TENSOR: TypeConstraint = TypeConstraint::RANKED_TENSOR;
+/// A ranked tensor of integers.
+pub(crate) const INT_TENSOR: TypeConstraint = TypeConstraint {
+    description: "ranked tensor of integers",
+    check: |t| {
+        t.shape().is_some() && t.is_tensor() && t.element_type().is_some_and(|e| e.is_integer())
+    },
+};
+/// A ranked tensor of `i1`.
+pub(crate) const BOOL_TENSOR: TypeConstraint = TypeConstraint {
+    description: "ranked tensor of i1",
+    check: |t| {
+        t.shape().is_some()
+            && t.is_tensor()
+            && t.element_type().is_some_and(|e| e.is_integer_of_width(1))
+    },
+};
+
+/// One operand or result.
+pub(crate) const fn one(name: &'static str, constraint: TypeConstraint) -> ValueDecl {
+    ValueDecl {
+        name,
+        constraint,
+        arity: Arity::One,
+    }
+}
+/// An optional (trailing) operand.
+pub(crate) const fn optional(name: &'static str, constraint: TypeConstraint) -> ValueDecl {
+    ValueDecl {
+        name,
+        constraint,
+        arity: Arity::Optional,
+    }
+}
+/// A variadic operand or result group.
+pub(crate) const fn variadic(name: &'static str, constraint: TypeConstraint) -> ValueDecl {
+    ValueDecl {
+        name,
+        constraint,
+        arity: Arity::Variadic,
+    }
+}
+
+// ----- attribute accessors -------------------------------------------------
+//
+// The verifier checks declared attribute kinds before any nn verifier runs, so
+// these read values without re-validating; a missing optional attribute gives
+// the ONNX default.
+
+/// An `i64` property, or `default`.
+pub(crate) fn attr_i64(ctx: &Context, op: OpId, name: &str, default: i64) -> i64 {
+    ctx.attr(op, name)
+        .and_then(|a| a.as_int())
+        .map_or(default, |v| v as i64)
+}
+/// An `array<i64: ...>` property, if present.
+pub(crate) fn attr_i64_list(ctx: &Context, op: OpId, name: &str) -> Option<Vec<i64>> {
+    ctx.attr(op, name).and_then(|a| a.as_i64_list())
+}
+/// An `f32` property, or `default`.
+pub(crate) fn attr_f32(ctx: &Context, op: OpId, name: &str, default: f32) -> f32 {
+    ctx.attr(op, name)
+        .and_then(|a| a.as_f64())
+        .map_or(default, |v| v as f32)
+}
+/// A string property, or `default`.
+pub(crate) fn attr_str<'c>(ctx: &'c Context, op: OpId, name: &str, default: &'c str) -> &'c str {
+    ctx.attr(op, name)
+        .and_then(|a| a.as_str())
+        .unwrap_or(default)
+}
+/// `value : f32`.
+pub(crate) fn f32_attribute(value: f32) -> Attribute {
+    Attribute::float(value as f64, Type::f32())
+}
+
+// ----- shapes ----------------------------------------------------------------
+
+/// The shape and element type of a ranked tensor; `what` names it in errors.
+pub(crate) fn ranked<'t>(ty: &'t Type, what: &str) -> InferResult<(&'t [i64], &'t Type)> {
+    match (ty.is_tensor(), ty.shape(), ty.element_type()) {
+        (true, Some(s), Some(e)) => Ok((s, e)),
+        _ => Err(format!("{what} must be a ranked tensor, but got '{ty}'")),
+    }
+}
+
+/// A ranked tensor type with the element type and encoding-free shape.
+pub(crate) fn tensor(shape: &[i64], element: &Type) -> Type {
+    Type::tensor(shape, element.clone())
+}
+
+/// Normalises an ONNX axis (negative counts from the end) for `rank`.
+pub fn normalize_axis(axis: i64, rank: usize) -> InferResult<usize> {
+    let r = rank as i64;
+    if axis < -r || axis >= r {
+        return Err(format!(
+            "axis {axis} is out of range for rank {rank} (expected [{}, {}])",
+            -r,
+            r - 1
+        ));
+    }
+    Ok(if axis < 0 { axis + r } else { axis } as usize)
+}
+
+/// Normalises a list of distinct axes; `rank` bounds them.
+pub fn normalize_axes(axes: &[i64], rank: usize) -> InferResult<Vec<usize>> {
+    let mut out = Vec::with_capacity(axes.len());
+    for &a in axes {
+        let n = normalize_axis(a, rank)?;
+        if out.contains(&n) {
+            return Err(format!("axis {a} appears more than once in {axes:?}"));
+        }
+        out.push(n);
+    }
+    Ok(out)
+}
+
+/// Formats a dimension (`?` for dynamic).
+pub(crate) fn dim_str(d: i64) -> String {
+    if d == DYNAMIC {
+        "?".into()
+    } else {
+        d.to_string()
+    }
+}
+
+/// Formats a shape as MLIR does inside `tensor<...>` (`4x?x8`).
+pub(crate) fn shape_str(s: &[i64]) -> String {
+    s.iter().map(|&d| dim_str(d)).collect::<Vec<_>>().join("x")
+}
+
+/// The numpy broadcast of two shapes (ONNX multidirectional broadcasting).
+/// A dynamic dimension broadcasts with 1 to itself and with `n` to `n`.
+pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> InferResult<Vec<i64>> {
+    let rank = a.len().max(b.len());
+    let mut out = vec![0; rank];
+    for i in 0..rank {
+        let da = if i + a.len() >= rank {
+            a[i + a.len() - rank]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= rank {
+            b[i + b.len() - rank]
+        } else {
+            1
+        };
+        out[i] = match (da, db) {
+            _ if da == db => da,
+            (1, d) | (d, 1) => d,
+            (DYNAMIC, d) | (d, DYNAMIC) => d,
+            _ => {
+                return Err(format!(
+                    "shapes [{}] and [{}] are not broadcast-compatible: dimension {da} vs {db} at result axis {i}",
+                    shape_str(a),
+                    shape_str(b)
+                ))
+            }
+        };
+    }
+    Ok(out)
+}
+
+/// Whether an operand of shape `from` broadcasts to exactly `to`
+/// (ONNX unidirectional broadcasting).
+pub fn broadcasts_to(from: &[i64], to: &[i64]) -> bool {
+    from.len() <= to.len() && broadcast_shapes(from, to).is_ok_and(|s| s == to)
+}
+
+/// Whether `actual` matches `inferred`: the same element type and rank, and
+/// equal dimensions where both are static.
+pub(crate) fn compatible(actual: &Type, inferred: &Type) -> bool {
+    if actual == inferred {
+        return true;
+    }
+    match (actual.shape(), inferred.shape()) {
+        (Some(a), Some(b)) => {
+            actual.is_tensor()
+                && actual.element_type() == inferred.element_type()
+                && a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(&x, &y)| x == y || x == DYNAMIC || y == DYNAMIC)
+        }
+        _ => false,
+    }
+}
+
+/// Checks the op's result types against `inferred`.
+pub(crate) fn check_results(ctx: &Context, op: OpId, inferred: &[Type]) -> Result<(), Diagnostic> {
+    let results = ctx.results(op);
+    if results.len() != inferred.len() {
+        return Err(op_error(
+            ctx,
+            op,
+            format!(
+                "expects {} result(s), but has {}",
+                inferred.len(),
+                results.len()
+            ),
+        ));
+    }
+    for (i, (&r, want)) in results.iter().zip(inferred).enumerate() {
+        let got = ctx.value_type(r);
+        if !compatible(got, want) {
+            return Err(op_error(
+                ctx,
+                op,
+                format!("result #{i} has type '{got}', but the inferred type is '{want}'"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A state for `name` with operands, inferred result types and properties.
+pub(crate) fn make_state(
+    ctx: &Context,
+    name: &str,
+    operands: &[Value],
+    results: Vec<Type>,
+    attrs: Vec<(&str, Attribute)>,
+    loc: Location,
+) -> OperationState {
+    let mut s = OperationState::new(ctx.op_name(name), loc)
+        .operands(operands)
+        .results(&results);
+    for (k, v) in attrs {
+        s = s.attr(k, v);
+    }
+    s
+}
+
+/// The types of `values`.
+pub(crate) fn value_types(ctx: &Context, values: &[Value]) -> Vec<Type> {
+    values.iter().map(|&v| ctx.value_type(v).clone()).collect()
+}
+
+/// Defines a typed wrapper around an `OpId` for one op name.
+macro_rules! op_wrapper {
+    ($(#[$m:meta])* $name:ident, $opname:expr) => {
+        $(#[$m])*
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+        pub struct $name(pub ipuc_ir::OpId);
+
+        impl $name {
+            /// The operation name.
+            pub const NAME: &'static str = $opname;
+            /// Wraps `op` if it is this operation.
+            pub fn cast(ctx: &ipuc_ir::Context, op: ipuc_ir::OpId) -> Option<Self> {
+                (ctx.name_str(op) == $opname).then_some($name(op))
+            }
+            /// The wrapped operation.
+            pub fn op(self) -> ipuc_ir::OpId {
+                self.0
+            }
+            /// The first result.
+            pub fn result(self, ctx: &ipuc_ir::Context) -> ipuc_ir::Value {
+                ctx.result(self.0, 0)
+            }
+        }
+    };
+}
+pub(crate) use op_wrapper;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcasting_follows_numpy() {
+        assert_eq!(
+            broadcast_shapes(&[2, 1, 4], &[3, 1]).unwrap(),
+            vec![2, 3, 4]
+        );
+        assert_eq!(broadcast_shapes(&[], &[5]).unwrap(), vec![5]);
+        assert_eq!(
+            broadcast_shapes(&[DYNAMIC, 4], &[1, 4]).unwrap(),
+            vec![DYNAMIC, 4]
+        );
+        let e = broadcast_shapes(&[2, 3], &[4]).unwrap_err();
+        assert!(e.contains("dimension 3 vs 4 at result axis 1"), "{e}");
+        assert!(broadcasts_to(&[4], &[3, 4]));
+        assert!(!broadcasts_to(&[3, 4], &[4]));
+        assert!(!broadcasts_to(&[2, 4], &[1, 4]));
+    }
+
+    #[test]
+    fn axes_normalise_and_reject_duplicates() {
+        assert_eq!(normalize_axis(-1, 3).unwrap(), 2);
+        assert!(normalize_axis(3, 3)
+            .unwrap_err()
+            .contains("out of range for rank 3"));
+        assert!(normalize_axes(&[0, -3], 3)
+            .unwrap_err()
+            .contains("more than once"));
+    }
+}
