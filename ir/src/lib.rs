@@ -24,6 +24,7 @@ pub mod asm;
 pub mod attributes;
 pub mod builtin;
 pub mod context;
+pub mod conversion;
 pub mod diagnostics;
 pub mod dialect;
 pub mod entity;
@@ -33,6 +34,7 @@ pub mod parser;
 pub mod printer;
 pub mod rewrite;
 pub mod symbol_table;
+pub mod test_dialect;
 pub mod types;
 pub mod verifier;
 
