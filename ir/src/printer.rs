@@ -515,6 +515,20 @@ fn write_location_body(out: &mut String, loc: &Location) {
             write_escaped_string(out, file);
             let _ = write!(out, ":{line}:{col}");
         }
+        LocKind::FileLineColRange {
+            file,
+            line,
+            col,
+            end_line,
+            end_col,
+        } => {
+            write_escaped_string(out, file);
+            let _ = write!(out, ":{line}:{col} to ");
+            if end_line != line {
+                let _ = write!(out, "{end_line}");
+            }
+            let _ = write!(out, ":{end_col}");
+        }
         LocKind::Name { name, child } => {
             write_escaped_string(out, name);
             if let Some(c) = child {
