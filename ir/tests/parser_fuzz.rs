@@ -72,8 +72,11 @@ fn exercise(input: &str) {
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let mut ctx = context(allow);
             if let Ok(parsed) = parse_source(&mut ctx, "fuzz.mlir", input) {
-                let _ = verify(&ctx, parsed.module);
-                print_op(&ctx, parsed.module, &PrintOptions::default());
+                let verified = verify(&ctx, parsed.module).is_ok();
+                let text = print_op(&ctx, parsed.module, &PrintOptions::default());
+                if verified {
+                    check_reparses(allow, input, &text);
+                }
                 print_op(
                     &ctx,
                     parsed.module,
@@ -88,6 +91,21 @@ fn exercise(input: &str) {
         if outcome.is_err() {
             panic!("panic with allow_unregistered={allow} on input {input:?}");
         }
+    }
+}
+
+/// Valid IR must print to text that parses back to the same printout.
+fn check_reparses(allow: bool, input: &str, text: &str) {
+    let mut ctx = context(allow);
+    match parse_source(&mut ctx, "printed.mlir", text) {
+        Ok(p) => {
+            let again = print_op(&ctx, p.module, &PrintOptions::default());
+            assert_eq!(
+                text, again,
+                "printout is not a fixed point; input {input:?}"
+            );
+        }
+        Err(d) => panic!("printout does not parse: {d}\ninput {input:?}\nprinted:\n{text}"),
     }
 }
 

@@ -266,3 +266,43 @@ fn generic_printout_means_the_same_ir_to_upstream_mlir() {
         failures.join("\n\n")
     );
 }
+
+/// Inputs upstream rejects; we must reject them too (each was accepted by
+/// an earlier version of our parser).
+const REJECTED: &[(&str, &str)] = &[
+    (
+        "unbalanced '[' in a dialect attribute body",
+        "\"t.u\"() {x = #a.attr<[1, 2>} : () -> ()\n",
+    ),
+    (
+        "'>' closing inside '(' in a dialect attribute body",
+        "\"t.u\"() {x = #a.attr<(a>b)>} : () -> ()\n",
+    ),
+    (
+        "mismatched brackets in a dialect type body",
+        "\"t.u\"() : () -> !a.ty<{x]}>\n",
+    ),
+    (
+        "location range end without ':'",
+        "\"t.u\"() : () -> () loc(\"f\":1:2 to 7)\n",
+    ),
+    (
+        "result count mismatch",
+        "%0:2 = \"a.b\"() : () -> (i32, i32, i32)\n",
+    ),
+];
+
+#[test]
+fn what_upstream_rejects_we_reject() {
+    if !mlir_opt_available() {
+        eprintln!("skipping: {MLIR_OPT} is not on PATH");
+        return;
+    }
+    for (name, input) in REJECTED {
+        assert!(
+            mlir_opt(input, false).is_err(),
+            "[{name}] upstream accepts it; fix the case"
+        );
+        assert!(ours(input, false, true).is_err(), "[{name}] we accept it");
+    }
+}
