@@ -11,6 +11,14 @@ pub enum LocKind {
     Unknown,
     /// `loc("file":line:col)`.
     FileLineCol { file: Arc<str>, line: u32, col: u32 },
+    /// `loc("file":line:col to end_line:end_col)` (`to :end_col` on one line).
+    FileLineColRange {
+        file: Arc<str>,
+        line: u32,
+        col: u32,
+        end_line: u32,
+        end_col: u32,
+    },
     /// `loc("name")` or `loc("name"(child))`: e.g. an ONNX node name.
     Name {
         name: Arc<str>,
@@ -48,6 +56,25 @@ impl Location {
             file: file.into(),
             line,
             col,
+        })
+    }
+    /// A file range; a range that ends where it starts is a `file_line_col`.
+    pub fn file_line_col_range(
+        file: &str,
+        line: u32,
+        col: u32,
+        end_line: u32,
+        end_col: u32,
+    ) -> Location {
+        if (line, col) == (end_line, end_col) {
+            return Location::file_line_col(file, line, col);
+        }
+        Location::new(LocKind::FileLineColRange {
+            file: file.into(),
+            line,
+            col,
+            end_line,
+            end_col,
         })
     }
     /// A name location (e.g. an ONNX node name).
@@ -96,7 +123,10 @@ impl Location {
     /// The first file:line:col inside this location, for diagnostics.
     pub fn file_line_col_of(&self) -> Option<(&str, u32, u32)> {
         match self.kind() {
-            LocKind::FileLineCol { file, line, col } => Some((file, *line, *col)),
+            LocKind::FileLineCol { file, line, col }
+            | LocKind::FileLineColRange {
+                file, line, col, ..
+            } => Some((file, *line, *col)),
             LocKind::Name { child, .. } => child.as_ref().and_then(|c| c.file_line_col_of()),
             LocKind::CallSite { callee, .. } => callee.file_line_col_of(),
             LocKind::Fused { locations, .. } => locations.iter().find_map(|l| l.file_line_col_of()),

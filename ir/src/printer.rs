@@ -515,6 +515,20 @@ fn write_location_body(out: &mut String, loc: &Location) {
             write_escaped_string(out, file);
             let _ = write!(out, ":{line}:{col}");
         }
+        LocKind::FileLineColRange {
+            file,
+            line,
+            col,
+            end_line,
+            end_col,
+        } => {
+            write_escaped_string(out, file);
+            let _ = write!(out, ":{line}:{col} to ");
+            if end_line != line {
+                let _ = write!(out, "{end_line}");
+            }
+            let _ = write!(out, ":{end_col}");
+        }
         LocKind::Name { name, child } => {
             write_escaped_string(out, name);
             if let Some(c) = child {
@@ -572,6 +586,9 @@ pub struct AsmPrinter<'c> {
     resources: Vec<Resource>,
     seen_resources: FxHashSet<String>,
     default_dialects: Vec<&'static str>,
+    /// Output length before the op name of the custom form being printed,
+    /// so that [`OpPrinter::generic`] can replace it with the generic form.
+    custom_start: usize,
 }
 
 impl<'c> AsmPrinter<'c> {
@@ -587,6 +604,7 @@ impl<'c> AsmPrinter<'c> {
             resources: Vec::new(),
             seen_resources: FxHashSet::default(),
             default_dialects: Vec::new(),
+            custom_start: 0,
         }
     }
 
@@ -804,6 +822,7 @@ impl<'c> AsmPrinter<'c> {
             Some(print) => {
                 let name = ctx.name(op);
                 let dialect = name.dialect();
+                self.custom_start = self.out.len();
                 let enclosing = self
                     .default_dialects
                     .len()
@@ -1063,6 +1082,9 @@ impl<'a, 'c> OpPrinter<'a, 'c> {
     }
     /// Writes the generic form of the op (fallback from a custom printer).
     pub fn generic(&mut self, op: OpId) {
+        // Drop the custom op name (and anything printed after it).
+        let start = self.printer.custom_start;
+        self.printer.out.truncate(start);
         self.printer.print_generic_body(op);
     }
 }

@@ -1006,7 +1006,23 @@ impl<'c> Parser<'c> {
                             .as_str()
                             .parse()
                             .map_err(|_| self.err(&s, "column number too large"))?;
-                        Ok(Location::file_line_col(&text, line, col))
+                        let Some(end) = nums.next() else {
+                            return Ok(Location::file_line_col(&text, line, col));
+                        };
+                        // `to :C` keeps the start line.
+                        let parts: Vec<&str> = end.as_str().split(':').collect();
+                        let end_line = match parts[0] {
+                            "" => line,
+                            l => l
+                                .parse()
+                                .map_err(|_| self.err(&end, "line number too large"))?,
+                        };
+                        let end_col: u32 = parts[parts.len() - 1]
+                            .parse()
+                            .map_err(|_| self.err(&end, "column number too large"))?;
+                        Ok(Location::file_line_col_range(
+                            &text, line, col, end_line, end_col,
+                        ))
                     }
                     Some(q) => Ok(Location::name(&text, Some(self.convert_location(q)?))),
                 }

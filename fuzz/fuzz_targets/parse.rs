@@ -1,0 +1,50 @@
+//! Feeds arbitrary text to the parser, then verifies and prints whatever
+//! parses (both with and without unregistered dialects). Any panic is a
+//! bug, and so is valid IR whose printout does not parse back to the same
+//! printout.
+//!
+//! Run: `cargo +nightly fuzz run parse fuzz/corpus/parse` from the repository root.
+
+#![no_main]
+
+use std::sync::Arc;
+
+use ipuc_ir::{parse_source, print_op, verify, Context, DialectRegistry, PrintOptions};
+use libfuzzer_sys::fuzz_target;
+
+fn context(allow_unregistered: bool) -> Context {
+    let mut reg = DialectRegistry::new();
+    reg.register(ipuc_ir::test_dialect::dialect());
+    let mut ctx = Context::new(Arc::new(reg));
+    ctx.allow_unregistered = allow_unregistered;
+    ctx
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    for allow in [false, true] {
+        let mut ctx = context(allow);
+        if let Ok(parsed) = parse_source(&mut ctx, "fuzz.mlir", text) {
+            let verified = verify(&ctx, parsed.module).is_ok();
+            let printed = print_op(&ctx, parsed.module, &PrintOptions::default());
+            if verified {
+                let mut ctx2 = context(allow);
+                let reparsed = parse_source(&mut ctx2, "printed.mlir", &printed)
+                    .unwrap_or_else(|d| panic!("printout does not parse: {d}\n{printed}"));
+                let again = print_op(&ctx2, reparsed.module, &PrintOptions::default());
+                assert_eq!(printed, again, "printout is not a fixed point");
+            }
+            let _ = print_op(
+                &ctx,
+                parsed.module,
+                &PrintOptions {
+                    generic: true,
+                    debug_info: true,
+                    ..PrintOptions::default()
+                },
+            );
+        }
+    }
+});

@@ -1,0 +1,214 @@
+//! The `test` dialect: small operations that exercise the IR infrastructure
+//! (verifier, folding, rewriting, dialect conversion) without depending on a
+//! real dialect, after MLIR's `test` dialect.
+//!
+//! **Test-only.** Nothing in the compiler lowers or executes these ops. The
+//! dialect is public so that integration tests and lit tests (through a
+//! tool that registers it, e.g. `ipu-opt`) can use it. Its ops:
+//!
+//! | op | traits | purpose |
+//! |---|---|---|
+//! | `test.constant` | ConstantLike, Pure | a constant with a `value` attribute |
+//! | `test.add` | Pure, Commutative, SameOperandsAndResultType | integer add with a folder and the custom form `%2 = test.add %0, %1 : i32` |
+//! | `test.add_i32`, `test.mul_i32` | Pure | i32-only arithmetic, the source of conversion tests |
+//! | `test.add_i64` | Pure | i64-only add, the target of conversion tests |
+//! | `test.region` | — | one SSACFG region that needs a terminator |
+//! | `test.graph_region` | GraphRegion | one graph region (no dominance, no terminator) |
+//! | `test.isolated` | IsolatedFromAbove | one region that may not capture outer values |
+//! | `test.terminator` | Terminator, ReturnLike | ends a block, any operands |
+//! | `test.br` | Terminator | branches to its successors, passing its operands |
+//! | `test.symbol` | Symbol | defines `sym_name` |
+
+use crate::asm::{CustomParser, OpPrinter};
+use crate::attributes::{normalize_int, AttrKind, Attribute};
+use crate::context::{Context, OpId, OperationState};
+use crate::diagnostics::Diagnostic;
+use crate::dialect::{
+    Arity, AttrDecl, Dialect, FoldResult, OpDefinition, Traits, TypeConstraint, ValueDecl,
+};
+use crate::location::Location;
+use crate::types::Type;
+
+const fn one(name: &'static str, constraint: TypeConstraint) -> ValueDecl {
+    ValueDecl {
+        name,
+        constraint,
+        arity: Arity::One,
+    }
+}
+
+const fn variadic(name: &'static str) -> ValueDecl {
+    ValueDecl {
+        name,
+        constraint: TypeConstraint::ANY,
+        arity: Arity::Variadic,
+    }
+}
+
+const I32: TypeConstraint = TypeConstraint {
+    description: "i32",
+    check: |t| t.is_integer_of_width(32),
+};
+
+const I64: TypeConstraint = TypeConstraint {
+    description: "i64",
+    check: |t| t.is_integer_of_width(64),
+};
+
+/// The `test` dialect (see the module documentation).
+pub fn dialect() -> Dialect {
+    let mut d = Dialect::new(
+        "test",
+        "Operations for testing the IR infrastructure (test-only)",
+    )
+    .op(OpDefinition::new("test.constant")
+        .summary("A constant holding its `value` attribute")
+        .traits(Traits::CONSTANT_LIKE | Traits::PURE)
+        .operands(&[])
+        .results(&[one("result", TypeConstraint::ANY)])
+        .attribute(AttrDecl {
+            name: "value",
+            description: "any attribute",
+            check: |_| true,
+            optional: false,
+        }))
+    .op(OpDefinition::new("test.add")
+        .summary("Integer addition (folds `x + 0` and constant operands)")
+        .traits(Traits::PURE | Traits::COMMUTATIVE | Traits::SAME_OPERANDS_AND_RESULT_TYPE)
+        .operands(&[
+            one("lhs", TypeConstraint::INT_OR_INDEX),
+            one("rhs", TypeConstraint::INT_OR_INDEX),
+        ])
+        .results(&[one("result", TypeConstraint::INT_OR_INDEX)])
+        .folder(fold_add)
+        .assembly(print_binary, parse_binary))
+    .op(binary_op(
+        "test.add_i32",
+        "i32 addition (conversion source)",
+        I32,
+    ))
+    .op(binary_op(
+        "test.mul_i32",
+        "i32 multiplication (conversion source)",
+        I32,
+    ))
+    .op(binary_op(
+        "test.add_i64",
+        "i64 addition (conversion target)",
+        I64,
+    ))
+    .op(OpDefinition::new("test.region")
+        .summary("An op with one SSACFG region")
+        .regions(Some(1)))
+    .op(OpDefinition::new("test.graph_region")
+        .summary("An op with one graph region")
+        .traits(Traits::GRAPH_REGION | Traits::NO_TERMINATOR | Traits::SINGLE_BLOCK)
+        .regions(Some(1)))
+    .op(OpDefinition::new("test.isolated")
+        .summary("An op whose region is isolated from above")
+        .traits(Traits::ISOLATED_FROM_ABOVE)
+        .regions(Some(1)))
+    .op(OpDefinition::new("test.terminator")
+        .summary("A terminator returning its operands to the parent")
+        .traits(Traits::TERMINATOR | Traits::RETURN_LIKE)
+        .operands(&[variadic("operands")])
+        .results(&[]))
+    .op(OpDefinition::new("test.br")
+        .summary("A branch to its successors")
+        .traits(Traits::TERMINATOR)
+        .operands(&[variadic("operands")])
+        .results(&[])
+        .successors(None))
+    .op(OpDefinition::new("test.symbol")
+        .summary("An op defining a symbol")
+        .traits(Traits::SYMBOL)
+        .attribute(crate::builtin::SYM_NAME)
+        .attribute(crate::builtin::SYM_VISIBILITY));
+    d.materialize_constant = Some(materialize_constant);
+    d
+}
+
+fn binary_op(name: &'static str, summary: &'static str, c: TypeConstraint) -> OpDefinition {
+    OpDefinition::new(name)
+        .summary(summary)
+        .traits(Traits::PURE)
+        .operands(&[one("lhs", c), one("rhs", c)])
+        .results(&[one("result", c)])
+        .assembly(print_binary, parse_binary)
+}
+
+/// Builds a `test.constant` for a folded value.
+fn materialize_constant(
+    ctx: &mut Context,
+    value: &Attribute,
+    ty: &Type,
+    loc: Location,
+) -> Option<OpId> {
+    let state = OperationState::new(ctx.op_name("test.constant"), loc)
+        .results(std::slice::from_ref(ty))
+        .attr("value", value.clone());
+    Some(ctx.create_op(state))
+}
+
+/// `x + 0 -> x`, `0 + x -> x`, and `c1 + c2 -> (c1 + c2)` wrapped to the type's width.
+fn fold_add(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<Vec<FoldResult>> {
+    let ints: Vec<Option<i128>> = consts
+        .iter()
+        .map(|c| {
+            c.as_ref().and_then(|a| match a.kind() {
+                AttrKind::Integer { value, .. } => Some(*value),
+                _ => None,
+            })
+        })
+        .collect();
+    let ty = ctx.value_type(ctx.result(op, 0)).clone();
+    match (
+        ints.first().copied().flatten(),
+        ints.get(1).copied().flatten(),
+    ) {
+        (Some(a), Some(b)) => {
+            let sum = normalize_int(a.wrapping_add(b), &ty);
+            Some(vec![FoldResult::Constant(Attribute::integer(sum, ty))])
+        }
+        (_, Some(0)) => Some(vec![FoldResult::Value(ctx.operand(op, 0))]),
+        (Some(0), _) => Some(vec![FoldResult::Value(ctx.operand(op, 1))]),
+        _ => None,
+    }
+}
+
+/// `%r = test.add %a, %b {attrs} : T`.
+fn print_binary(p: &mut OpPrinter<'_, '_>, op: OpId) -> std::fmt::Result {
+    let operands = p.ctx().operands(op).to_vec();
+    if operands.len() != 2 || p.ctx().results(op).len() != 1 {
+        // Malformed ops (e.g. while being built) print generically.
+        p.generic(op);
+        return Ok(());
+    }
+    p.write_str(" ");
+    p.values(&operands);
+    let attrs = p.ctx().attributes(op).clone();
+    p.attr_dict(&attrs, &[]);
+    p.write_str(" : ");
+    let ty = p.ctx().value_type(p.ctx().result(op, 0)).clone();
+    p.ty(&ty);
+    Ok(())
+}
+
+fn parse_binary(
+    p: &mut CustomParser<'_, '_>,
+    state: &mut OperationState,
+) -> Result<(), Diagnostic> {
+    let operands = p.parse_operand_list()?;
+    if operands.len() != 2 {
+        return Err(p.error(format!(
+            "'{}' expects 2 operands, found {}",
+            state.name.as_str(),
+            operands.len()
+        )));
+    }
+    p.parse_optional_attr_dict(&mut state.attributes)?;
+    let ty = p.parse_colon_type()?;
+    state.operands = p.resolve_operands(&operands, &[ty.clone(), ty.clone()])?;
+    state.result_types = vec![ty];
+    Ok(())
+}

@@ -1,0 +1,310 @@
+//! Parser robustness: arbitrary input and mutations of valid input must
+//! never panic the parser, and whatever parses must verify (or fail
+//! verification) and print without panicking.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use ipuc_ir::{parse_source, print_op, verify, Context, DialectRegistry, PrintOptions};
+use proptest::prelude::*;
+
+/// Valid inputs covering the syntax; mutations of these reach deep into the parser.
+const CORPUS: &[&str] = &[
+    r#"%0 = "test.constant"() {value = 42 : i32} : () -> i32
+%1 = test.add %0, %0 : i32
+"#,
+    r#"#map = affine_map<(d0, d1)[s0] -> (d0 + s0, d1 - 1, d0 floordiv 2, d1 mod 3, d0 ceildiv 4)>
+#set = affine_set<(d0)[s0] : (d0 - s0 >= 0, d0 == 0)>
+!t = tensor<4x?xf32>
+"a.b"() {m = #map, s = #set, t = !t, f = 0x7FC00000 : f32, h = 1.0e-3 : f16, i = -1 : i8, u = 255 : ui8, sym = @a::@b, str = "a\nb\"c", arr = array<i64: 1, 2>, d = dense<[[1, 2], [3, 4]]> : tensor<2x2xi32>, sp = dense<1.5> : tensor<4xf32>, b = true, un, x = [1, "two", i32], e = dense<> : tensor<0xi8>} : () -> ()
+"#,
+    r#"%0:2 = "a.b"() : () -> (i32, f8E4M3FNUZ)
+"a.c"(%0#1, %0#0) ({
+^bb0(%a: i32 loc("x":1:2)):
+  "a.d"(%a) [^bb1] : (i32) -> ()
+^bb1:
+  "a.e"() : () -> ()
+}, {
+}) : (f8E4M3FNUZ, i32) -> ()
+"#,
+    r#"module @m attributes {foo = 1 : i32} {
+  "a.y"() {r = dense_resource<blob1> : tensor<2xi32>} : () -> () loc(#loc1)
+  "a.z"() <{p = 1 : i64}> : () -> () loc(fused<"k">["a":1:2, callsite("f" at "g":3:4)])
+} loc(unknown)
+#loc1 = loc("n"("f.mlir":5:6))
+{-#
+  dialect_resources: {
+    builtin: {
+      blob1: "0x040000000100000002000000"
+    }
+  }
+#-}
+"#,
+    r#""test.region"() ({
+  %1 = test.add %0, %0 : i32
+  %0 = "test.constant"() {value = 1 : i32} : () -> i32
+  "test.br"(%1)[^bb1] : (i32) -> ()
+^bb1(%x: i32):
+  "test.terminator"(%x) : (i32) -> ()
+}) : () -> ()
+"test.symbol"() {sym_name = "foo"} : () -> ()
+"test.isolated"() ({
+  "test.terminator"() : () -> ()
+}) : () -> ()
+"#,
+    r#"%c:10 = "a.t"() : () -> (tensor<*xf32>, memref<2x3xf32, affine_map<(d0, d1) -> (d1, d0)>>, vector<[4]x2xf32>, tuple<i1, index>, complex<f64>, none, !a.ty<"x" -> (i32)>, bf16, si8, (i32) -> (f32))
+%d = builtin.unrealized_conversion_cast %c#0 : tensor<*xf32> to tensor<4xf32>
+"a.u"() {x = #a.attr<[1, 2]>, y = dense<"0x0000803F"> : tensor<1xf32>, z = @"quoted sym"} : () -> ()
+"#,
+];
+
+fn context(allow_unregistered: bool) -> Context {
+    let mut reg = DialectRegistry::new();
+    reg.register(ipuc_ir::test_dialect::dialect());
+    let mut ctx = Context::new(Arc::new(reg));
+    ctx.allow_unregistered = allow_unregistered;
+    ctx
+}
+
+/// Parses, verifies and prints `input`; panics (with the input) if any step panics.
+fn exercise(input: &str) {
+    for allow in [false, true] {
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            let mut ctx = context(allow);
+            if let Ok(parsed) = parse_source(&mut ctx, "fuzz.mlir", input) {
+                let verified = verify(&ctx, parsed.module).is_ok();
+                let text = print_op(&ctx, parsed.module, &PrintOptions::default());
+                if verified {
+                    check_reparses(allow, input, &text);
+                }
+                print_op(
+                    &ctx,
+                    parsed.module,
+                    &PrintOptions {
+                        generic: true,
+                        debug_info: true,
+                        ..PrintOptions::default()
+                    },
+                );
+            }
+        }));
+        if outcome.is_err() {
+            panic!("panic with allow_unregistered={allow} on input {input:?}");
+        }
+    }
+}
+
+/// Valid IR must print to text that parses back to the same printout.
+fn check_reparses(allow: bool, input: &str, text: &str) {
+    let mut ctx = context(allow);
+    match parse_source(&mut ctx, "printed.mlir", text) {
+        Ok(p) => {
+            let again = print_op(&ctx, p.module, &PrintOptions::default());
+            assert_eq!(
+                text, again,
+                "printout is not a fixed point; input {input:?}"
+            );
+        }
+        Err(d) => panic!("printout does not parse: {d}\ninput {input:?}\nprinted:\n{text}"),
+    }
+}
+
+/// A mutation of a corpus entry.
+#[derive(Clone, Debug)]
+enum Mutation {
+    /// XOR one byte with a mask.
+    Flip { at: usize, mask: u8 },
+    /// Keep only a prefix.
+    Truncate { at: usize },
+    /// Insert a slice of another corpus entry.
+    Splice {
+        at: usize,
+        from: usize,
+        start: usize,
+        len: usize,
+    },
+    /// Remove a range.
+    Delete { at: usize, len: usize },
+    /// Insert a token that is significant to the grammar.
+    Token { at: usize, token: usize },
+}
+
+const TOKENS: &[&str] = &[
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    "<",
+    ">",
+    "\"",
+    "%",
+    "^",
+    "#",
+    "!",
+    "@",
+    ":",
+    ",",
+    "=",
+    "->",
+    "loc(",
+    "dense<",
+    "0x",
+    "-",
+    "?",
+    "x",
+    "\n",
+    "{-#",
+    "#-}",
+    "module",
+    "\\",
+    "%0#9",
+    "^bb0:",
+    "i0",
+    "i999999999999",
+    "f8E4M3FNUZ",
+    "9999999999999999999999999",
+    "1.0e999",
+    "@a::@b",
+    "é",
+];
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        (any::<usize>(), 1u8..=255).prop_map(|(at, mask)| Mutation::Flip { at, mask }),
+        any::<usize>().prop_map(|at| Mutation::Truncate { at }),
+        (any::<usize>(), any::<usize>(), any::<usize>(), 1usize..40).prop_map(
+            |(at, from, start, len)| Mutation::Splice {
+                at,
+                from,
+                start,
+                len
+            }
+        ),
+        (any::<usize>(), 1usize..20).prop_map(|(at, len)| Mutation::Delete { at, len }),
+        (any::<usize>(), any::<usize>()).prop_map(|(at, token)| Mutation::Token { at, token }),
+    ]
+}
+
+fn apply(mut bytes: Vec<u8>, m: &Mutation) -> Vec<u8> {
+    let n = bytes.len().max(1);
+    match *m {
+        Mutation::Flip { at, mask } => {
+            if !bytes.is_empty() {
+                bytes[at % n] ^= mask;
+            }
+        }
+        Mutation::Truncate { at } => bytes.truncate(at % n),
+        Mutation::Splice {
+            at,
+            from,
+            start,
+            len,
+        } => {
+            let src = CORPUS[from % CORPUS.len()].as_bytes();
+            let s = start % src.len();
+            let piece = &src[s..(s + len).min(src.len())];
+            let at = at % (bytes.len() + 1);
+            bytes.splice(at..at, piece.iter().copied());
+        }
+        Mutation::Delete { at, len } => {
+            let at = at % n;
+            let end = (at + len).min(bytes.len());
+            if at < end {
+                bytes.drain(at..end);
+            }
+        }
+        Mutation::Token { at, token } => {
+            let t = TOKENS[token % TOKENS.len()].as_bytes();
+            let at = at % (bytes.len() + 1);
+            bytes.splice(at..at, t.iter().copied());
+        }
+    }
+    bytes
+}
+
+/// Cases per property: 3000, or `PROPTEST_CASES` for longer runs.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3000)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_strings_never_panic(s in any::<String>()) {
+        exercise(&s);
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(b in proptest::collection::vec(any::<u8>(), 0..256)) {
+        exercise(&String::from_utf8_lossy(&b));
+    }
+
+    #[test]
+    fn token_soup_never_panics(ts in proptest::collection::vec(0..TOKENS.len(), 0..40)) {
+        let s: String = ts.iter().map(|&i| TOKENS[i]).collect::<Vec<_>>().join(" ");
+        exercise(&s);
+    }
+
+    #[test]
+    fn mutated_corpus_never_panics(entry in 0..CORPUS.len(), ms in proptest::collection::vec(mutation(), 1..6)) {
+        let mut bytes = CORPUS[entry].as_bytes().to_vec();
+        for m in &ms {
+            bytes = apply(bytes, m);
+        }
+        exercise(&String::from_utf8_lossy(&bytes));
+    }
+}
+
+#[test]
+fn corpus_entries_parse() {
+    for (i, src) in CORPUS.iter().enumerate() {
+        let mut ctx = context(true);
+        if let Err(d) = parse_source(&mut ctx, "corpus.mlir", src) {
+            panic!("corpus entry {i} does not parse: {d}");
+        }
+    }
+}
+
+/// Every prefix and every single-byte deletion of every corpus entry.
+#[test]
+fn exhaustive_truncations_and_deletions() {
+    for src in CORPUS {
+        let b = src.as_bytes();
+        for i in 0..=b.len() {
+            exercise(&String::from_utf8_lossy(&b[..i]));
+            if i < b.len() {
+                let mut d = b.to_vec();
+                d.remove(i);
+                exercise(&String::from_utf8_lossy(&d));
+            }
+        }
+    }
+}
+
+/// Deep nesting is refused with an error instead of overflowing the stack;
+/// moderate nesting parses.
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let forms: [(&str, &str, &str, &str); 3] = [
+        ("\"a.b\"() {x = ", "[", "]", "} : () -> ()\n"),
+        ("\"a.b\"() : () -> ", "tuple<", ">", "\n"),
+        ("", "\"a.b\"() ({\n", "}) : () -> ()\n", ""),
+    ];
+    for (pre, open, close, post) in forms {
+        for (depth, ok) in [(20usize, true), (100_000, false)] {
+            let src = format!("{pre}{}{}{post}", open.repeat(depth), close.repeat(depth));
+            let mut ctx = context(true);
+            let parsed = catch_unwind(AssertUnwindSafe(|| {
+                parse_source(&mut ctx, "deep.mlir", &src).is_ok()
+            }));
+            assert_eq!(parsed.ok(), Some(ok), "depth {depth} of {open:?}");
+            exercise(&src);
+        }
+    }
+}
