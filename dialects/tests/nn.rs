@@ -1201,3 +1201,23 @@ fn builders_for_ops_with_parameters() {
         "{text}"
     );
 }
+
+#[test]
+fn invalid_ops_are_not_folded() {
+    // The driver may run on IR that was never verified: folders must not trust it.
+    let (mut ctx, m) = parse(
+        r#"
+%a = nn.constant dense<[1.0, 2.0]> : tensor<2xf32>
+%b = nn.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+%0 = nn.add %a, %b : tensor<2xf32>, tensor<3xf32> -> tensor<f32>
+"test.use"(%0) : (tensor<f32>) -> ()
+"#,
+    );
+    apply_patterns_greedily(
+        &mut ctx,
+        m,
+        &RewritePatternSet::new().freeze(),
+        &GreedyConfig::default(),
+    );
+    assert!(print(&ctx, m, false).contains("nn.add"));
+}

@@ -92,3 +92,21 @@ fn errors_have_locations() {
     let rendered = ipuc_ir::SourceMgr::default().render(&err);
     assert!(rendered.starts_with("bad.mlir:1:"), "{rendered}");
 }
+
+#[test]
+fn generic_form_module_is_the_top_level() {
+    let src = "module {\n  \"test.a\"() : () -> ()\n}\n";
+    let mut c = ctx();
+    let p = parse_source(&mut c, "in.mlir", src).unwrap();
+    let generic = print_op(
+        &c,
+        p.module,
+        &PrintOptions {
+            generic: true,
+            ..PrintOptions::default()
+        },
+    );
+    let mut c2 = ctx();
+    let p2 = parse_source(&mut c2, "generic.mlir", &generic).unwrap();
+    assert_eq!(print_op(&c2, p2.module, &PrintOptions::default()), src);
+}

@@ -137,8 +137,10 @@ pub fn broadcast_source(flat: usize, to: &[i64], from: &[i64], from_strides: &[u
 }
 
 /// The static type of result `i` of `op` if folding it stays within
-/// [`FOLD_ELEMENT_LIMIT`] elements.
+/// [`FOLD_ELEMENT_LIMIT`] elements. Folders compute with index arithmetic
+/// that trusts the op's types, so an op that does not verify is never folded.
 pub(crate) fn fold_target(ctx: &ipuc_ir::Context, op: ipuc_ir::OpId, i: usize) -> Option<Type> {
+    super::verify_op(ctx, op).ok()?;
     let ty = ctx.value_type(ctx.result(op, i)).clone();
     let n = ty.num_elements()? as usize;
     (n <= FOLD_ELEMENT_LIMIT).then_some(ty)
