@@ -209,12 +209,26 @@ impl<'c> Parser<'c> {
     // ------------------------------------------------------------ types
 
     pub(crate) fn convert_type(&self, p: Pair<'_, Rule>) -> Result<Type, Diagnostic> {
+        // The same few types are spelled over and over: convert each text once.
+        if matches!(p.as_rule(), Rule::any_type | Rule::function_type) {
+            if let Some(t) = self.type_cache.borrow().get(p.as_str()) {
+                return Ok(t.clone());
+            }
+            let key = p.as_str().to_string();
+            let t = self.convert_type_uncached(p)?;
+            self.type_cache.borrow_mut().insert(key, t.clone());
+            return Ok(t);
+        }
+        self.convert_type_uncached(p)
+    }
+
+    fn convert_type_uncached(&self, p: Pair<'_, Rule>) -> Result<Type, Diagnostic> {
         match p.as_rule() {
             Rule::any_type | Rule::non_function_type | Rule::function_result => {
                 let inner = p.into_inner().next().expect("type body");
                 self.convert_type(inner)
             }
-            Rule::function_type => self.convert_function_type(p),
+            Rule::function_type => self.convert_function_type_uncached(p),
             Rule::paren_types => {
                 let types = self.convert_paren_types(p)?;
                 Ok(Type::new(TypeKind::Tuple(types)))
@@ -371,6 +385,10 @@ impl<'c> Parser<'c> {
     }
 
     pub(crate) fn convert_function_type(&self, p: Pair<'_, Rule>) -> Result<Type, Diagnostic> {
+        self.convert_type(p)
+    }
+
+    fn convert_function_type_uncached(&self, p: Pair<'_, Rule>) -> Result<Type, Diagnostic> {
         let mut it = p.into_inner();
         let inputs = self.convert_paren_types(it.next().expect("inputs"))?;
         let res = it

@@ -97,6 +97,8 @@ pub struct Parser<'c> {
     forward_ref_name: OperationName,
     /// Locations referring to aliases defined later in the file: fixed up at the end.
     pending_loc_aliases: Vec<(OpId, String)>,
+    /// Converted types by their text.
+    type_cache: std::cell::RefCell<FxHashMap<String, Type>>,
 }
 
 /// Parses `text` (named `file` in locations and diagnostics) into `ctx`.
@@ -121,13 +123,18 @@ impl<'c> Parser<'c> {
             default_dialects: Vec::new(),
             forward_ref_name,
             pending_loc_aliases: Vec::new(),
+            type_cache: Default::default(),
         }
     }
 
     /// The location of an absolute byte offset.
     pub(crate) fn loc_at(&self, offset: usize) -> Location {
         let (line, col) = self.lines.line_col(&self.text, offset);
-        Location::file_line_col(&self.file, line, col)
+        Location::new(crate::location::LocKind::FileLineCol {
+            file: self.file.clone(),
+            line,
+            col,
+        })
     }
 
     /// The location of a pair's start.
