@@ -62,7 +62,7 @@ pub struct IrPrinting {
     /// Where printed IR goes (stderr by default).
     pub sink: Box<dyn Write + Send>,
     fingerprint: Option<u64>,
-    counters: BTreeMap<PathBuf, usize>,
+    dumped: usize,
 }
 
 impl IrPrinting {
@@ -77,7 +77,7 @@ impl IrPrinting {
             print_options,
             sink: Box::new(std::io::stderr()),
             fingerprint: None,
-            counters: BTreeMap::new(),
+            dumped: 0,
         }
     }
 
@@ -88,10 +88,10 @@ impl IrPrinting {
     fn emit(&mut self, when: &str, pass: &dyn Pass, ctx: &Context, op: OpId) {
         let text = self.text(ctx, op);
         if let Some(dir) = &self.tree_dir {
+            // Files are numbered in execution order across the whole pipeline.
             let sub = dir.join(op_path(ctx, op));
-            let n = self.counters.entry(sub.clone()).or_insert(0);
-            let file = sub.join(format!("{}_{}.mlir", *n, pass.name()));
-            *n += 1;
+            let file = sub.join(format!("{}_{}.mlir", self.dumped, pass.name()));
+            self.dumped += 1;
             if let Err(e) = std::fs::create_dir_all(&sub).and_then(|_| std::fs::write(&file, &text))
             {
                 tracing::error!("cannot write IR dump {}: {e}", file.display());
