@@ -128,6 +128,10 @@ impl CostModel for DefaultCostModel {
         "default"
     }
     fn op_cost(&self, op: &OpCostQuery<'_>) -> f64 {
+        if is_view(op.name) {
+            // A view of its operand's memory: no arithmetic, no traffic.
+            return 1.0;
+        }
         let elems = op.result_elements(0) as f64;
         let per_element = match op.name {
             "nn.exp" | "nn.tanh" | "nn.erf" | "nn.log" | "nn.sigmoid" | "nn.pow" => 8.0,
@@ -135,11 +139,20 @@ impl CostModel for DefaultCostModel {
             "nn.softmax" => 12.0,
             "nn.gelu" => 12.0,
             "nn.layer_normalization" => 8.0,
-            "nn.reshape" | "nn.squeeze" | "nn.unsqueeze" | "nn.identity" => 0.0,
             _ => 1.0,
         };
         DEFAULT_OP_OVERHEAD + op.macs() as f64 + per_element * elems + op.bytes_moved() as f64
     }
+}
+
+/// Whether an op only reinterprets or cuts its operand's memory in row-major
+/// order (reshapes and splits along any axis are views for a planner that
+/// chooses layouts; they move no data by themselves).
+pub fn is_view(name: &str) -> bool {
+    matches!(
+        name,
+        "nn.reshape" | "nn.squeeze" | "nn.unsqueeze" | "nn.identity" | "nn.flatten" | "nn.split"
+    )
 }
 
 /// The cost that makes a term unextractable (ill-typed nodes).
