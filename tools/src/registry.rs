@@ -10,9 +10,11 @@ pub fn dialects() -> Arc<DialectRegistry> {
     ipuc_dialects::registry()
 }
 
-/// Every pass ipuc defines.
+/// Every pass ipuc defines, with the IPU's implementations of the
+/// target hooks (`eqsat-fuse` extracts under the IPU cost model).
 pub fn passes() -> PassRegistry {
     let mut r = PassRegistry::new();
     ipuc_passes::register_passes(&mut r);
+    r.register(ipuc_backend_ipu::cost_model::eqsat_pass_info());
     r
 }

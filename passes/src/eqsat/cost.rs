@@ -228,7 +228,9 @@ impl<'a> ExtractionCost<'a> {
             results: &results,
             attributes,
         };
-        let c = self.model.op_cost(&q);
+        // Thousandths of the model's unit keep small differences (a cheaper
+        // elementwise function on a small tensor) after rounding.
+        let c = self.model.op_cost(&q) * 1000.0;
         if c.is_finite() && c >= 1.0 {
             c.min(1e30) as u128
         } else {
