@@ -228,7 +228,9 @@ pub fn infer(op: Op, t: &[&Type], attrs: &Dictionary) -> Option<Vec<Type>> {
             let sizes = i64_list(attrs, "sizes")?;
             return nn::infer_split(t[0], i64_attr(attrs, "axis", 0), &sizes).ok();
         }
-        Op::Squeeze if one(1) => nn::infer_squeeze(t[0], i64_list(attrs, "axes").as_deref()).ok()?,
+        Op::Squeeze if one(1) => {
+            nn::infer_squeeze(t[0], i64_list(attrs, "axes").as_deref()).ok()?
+        }
         Op::Unsqueeze if one(1) => nn::infer_unsqueeze(t[0], &i64_list(attrs, "axes")?).ok()?,
         Op::Expand if one(1) => nn::infer_expand(t[0], &i64_list(attrs, "shape")?).ok()?,
         Op::ReduceMean | Op::ReduceSum | Op::ReduceMax if one(1) => nn::infer_reduce(
@@ -246,7 +248,10 @@ pub fn infer(op: Op, t: &[&Type], attrs: &Dictionary) -> Option<Vec<Type>> {
         )
         .ok()?,
         Op::Gelu if one(1) => {
-            let approx = attrs.get("approximate").and_then(|a| a.as_str()).unwrap_or("none");
+            let approx = attrs
+                .get("approximate")
+                .and_then(|a| a.as_str())
+                .unwrap_or("none");
             nn::GeluApproximation::parse(approx).ok()?;
             nn::infer_gelu(t[0]).ok()?
         }
@@ -399,7 +404,11 @@ impl egg::Analysis<Node> for NnAnalysis {
         let (Some(v), Some(ty)) = (data.splat, data.ty().cloned()) else {
             return;
         };
-        if egraph[id].nodes.iter().any(|n| matches!(n.op, Op::Const(_))) {
+        if egraph[id]
+            .nodes
+            .iter()
+            .any(|n| matches!(n.op, Op::Const(_)))
+        {
             return;
         }
         if let Some(attr) = splat_attribute(&ty, v) {

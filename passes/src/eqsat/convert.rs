@@ -67,9 +67,9 @@ impl FunctionGraph {
         let mut inputs: Vec<Value> = Vec::new();
         let mut converted: Vec<Converted> = Vec::new();
         let class_of = |egraph: &mut EGraph,
-                            value_class: &mut FxHashMap<Value, Id>,
-                            inputs: &mut Vec<Value>,
-                            v: Value|
+                        value_class: &mut FxHashMap<Value, Id>,
+                        inputs: &mut Vec<Value>,
+                        v: Value|
          -> Id {
             if let Some(&c) = value_class.get(&v) {
                 return c;
@@ -381,11 +381,11 @@ impl FunctionGraph {
         // that a class built by a rule inherits from all of its users.
         let mut inherited: FxHashMap<Id, Vec<Location>> = FxHashMap::default();
         for &(c, _) in order.iter().rev() {
-            if !locs.contains_key(&c) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = locs.entry(c) {
                 if let Some(l) = inherited.get(&c) {
                     let loc = Location::fused(l.iter().cloned());
                     if !loc.is_unknown() {
-                        locs.insert(c, loc);
+                        slot.insert(loc);
                     }
                 }
             }

@@ -155,7 +155,9 @@ impl Node {
     }
     /// The attribute leaf's e-class, for operators with attributes.
     pub fn attr_child(&self) -> Option<Id> {
-        self.op.has_attrs().then(|| *self.children.last().expect("attribute child"))
+        self.op
+            .has_attrs()
+            .then(|| *self.children.last().expect("attribute child"))
     }
 }
 
@@ -219,7 +221,8 @@ mod tests {
             assert_eq!(Op::from_pattern_name(op.pattern_name().unwrap()), Some(op));
         }
         assert!(Op::Softmax.has_attrs() && !Op::Mul.has_attrs());
-        let n: egg::RecExpr<Node> = "(gelu ?x ?a)".parse::<egg::PatternAst<Node>>().map(|_| egg::RecExpr::default()).unwrap();
-        assert!(n.as_ref().is_empty());
+        let p: egg::Pattern<Node> = "(gelu (get1 (split ?x ?a)) ?b)".parse().expect("pattern");
+        assert_eq!(p.vars().len(), 3);
+        assert!("(frobnicate ?x)".parse::<egg::Pattern<Node>>().is_err());
     }
 }

@@ -16,8 +16,7 @@
 //! a point that depends on the machine's speed (the statistics say so).
 //!
 //! ```
-//! use std::sync::Arc;
-//! use ipuc_ir::pass::PassManager;
+//! use ipuc_ir::pass::{parse_pipeline, PassManager, PassManagerOptions};
 //! use ipuc_ir::{parse_source, print_op, Context, PrintOptions};
 //!
 //! let mut ctx = Context::new(ipuc_dialects::registry());
@@ -31,8 +30,9 @@
 //! let module = parse_source(&mut ctx, "f.mlir", src).unwrap().module;
 //! let mut registry = ipuc_ir::pass::PassRegistry::new();
 //! ipuc_passes::register_passes(&mut registry);
-//! let mut pm = PassManager::on("builtin.module");
-//! pm.add_pipeline_text(&registry, "func.func(eqsat-fuse)").unwrap();
+//! let pipeline = parse_pipeline("builtin.module(func.func(eqsat-fuse))").unwrap();
+//! let mut pm = PassManager::new(PassManagerOptions::default());
+//! pm.add_pipeline(&registry, &pipeline).unwrap();
 //! pm.run(&mut ctx, module).unwrap();
 //! assert!(print_op(&ctx, module, &PrintOptions::default()).contains("nn.linear"));
 //! ```
@@ -182,12 +182,12 @@ impl EqsatFuse {
         );
         let runner: Runner<language::Node, NnAnalysis, ()> =
             Runner::new(NnAnalysis::new(ctx.resources().clone()))
-            .with_egraph(egraph)
-            .with_iter_limit(self.max_iterations)
-            .with_node_limit(self.max_nodes)
-            .with_time_limit(self.timeout)
-            .with_scheduler(SimpleScheduler)
-            .run(self.rules.iter());
+                .with_egraph(egraph)
+                .with_iter_limit(self.max_iterations)
+                .with_node_limit(self.max_nodes)
+                .with_time_limit(self.timeout)
+                .with_scheduler(SimpleScheduler)
+                .run(self.rules.iter());
         let stop = match &runner.stop_reason {
             Some(StopReason::Saturated) => "stop-saturated",
             Some(StopReason::IterationLimit(_)) => "stop-iteration-limit",
@@ -227,7 +227,10 @@ impl EqsatFuse {
             std::fs::create_dir_all(dir).map_err(|e| {
                 Diagnostic::error(
                     ctx.loc(func).clone(),
-                    format!("cannot create e-graph dump directory '{}': {e}", dir.display()),
+                    format!(
+                        "cannot create e-graph dump directory '{}': {e}",
+                        dir.display()
+                    ),
                 )
             })?;
             let path = dir.join(format!("{fname}.{index}.dot"));
@@ -267,7 +270,10 @@ const STAT_DESCRIPTIONS: &[(&str, &str)] = &[
     ("stop-other", "Blocks stopped for another reason"),
     ("ops-converted", "Ops turned into e-nodes"),
     ("ops-created", "Ops built from the extracted terms"),
-    ("blocks-unchanged", "Blocks left as they were (cyclic or misplaced extraction)"),
+    (
+        "blocks-unchanged",
+        "Blocks left as they were (cyclic or misplaced extraction)",
+    ),
 ];
 
 impl Pass for EqsatFuse {

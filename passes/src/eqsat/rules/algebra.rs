@@ -100,10 +100,10 @@ pub(super) fn rules() -> Vec<Rewrite<Node, NnAnalysis>> {
             "(transpose (transpose ?x ?p1) ?p2)",
             |m| {
                 let rank = m.ty("x")?.shape()?.len();
-                let p1 = nn::transpose_perm(rank, attr_i64s(&m.attrs("p1")?, "perm").as_deref())
-                    .ok()?;
-                let p2 = nn::transpose_perm(rank, attr_i64s(&m.attrs("p2")?, "perm").as_deref())
-                    .ok()?;
+                let p1 =
+                    nn::transpose_perm(rank, attr_i64s(&m.attrs("p1")?, "perm").as_deref()).ok()?;
+                let p2 =
+                    nn::transpose_perm(rank, attr_i64s(&m.attrs("p2")?, "perm").as_deref()).ok()?;
                 // result[i] = inner[p2[i]] = x[p1[p2[i]]].
                 let perm: Vec<i64> = p2.iter().map(|&i| p1[i] as i64).collect();
                 let x = m.var("x");
@@ -128,47 +128,31 @@ pub(super) fn rules() -> Vec<Rewrite<Node, NnAnalysis>> {
         conditional("reshape-noop", "(reshape ?x ?s)", |m| same_as(m, "x")),
         conditional("cast-noop", "(cast ?x ?a)", |m| same_as(m, "x")),
         conditional("identity-noop", "(identity ?x)", |m| same_as(m, "x")),
-        conditional(
-            "scale-into-matmul-lhs",
-            "(mul (matmul ?a ?b) ?c)",
-            |m| {
-                scalar(m, "c").then_some(())?;
-                let (a, b, c) = (m.var("a"), m.var("b"), m.var("c"));
-                let scaled = m.add(Op::Mul, vec![a, c], None);
-                (m.egraph[scaled].data.ty()? == &m.ty("a")?).then_some(())?;
-                Some(m.add(Op::Matmul, vec![scaled, b], None))
-            },
-        ),
-        conditional(
-            "scale-into-matmul-rhs",
-            "(mul (matmul ?a ?b) ?c)",
-            |m| {
-                scalar(m, "c").then_some(())?;
-                let (a, b, c) = (m.var("a"), m.var("b"), m.var("c"));
-                let scaled = m.add(Op::Mul, vec![b, c], None);
-                (m.egraph[scaled].data.ty()? == &m.ty("b")?).then_some(())?;
-                Some(m.add(Op::Matmul, vec![a, scaled], None))
-            },
-        ),
-        conditional(
-            "scale-out-of-matmul-lhs",
-            "(matmul (mul ?a ?c) ?b)",
-            |m| {
-                scalar(m, "c").then_some(())?;
-                let (a, b, c) = (m.var("a"), m.var("b"), m.var("c"));
-                let prod = m.add(Op::Matmul, vec![a, b], None);
-                Some(m.add(Op::Mul, vec![prod, c], None))
-            },
-        ),
-        conditional(
-            "scale-out-of-matmul-rhs",
-            "(matmul ?a (mul ?b ?c))",
-            |m| {
-                scalar(m, "c").then_some(())?;
-                let (a, b, c) = (m.var("a"), m.var("b"), m.var("c"));
-                let prod = m.add(Op::Matmul, vec![a, b], None);
-                Some(m.add(Op::Mul, vec![prod, c], None))
-            },
-        ),
+        conditional("scale-into-matmul-lhs", "(mul (matmul ?a ?b) ?c)", |m| {
+            scalar(m, "c").then_some(())?;
+            let (a, b, c) = (m.var("a"), m.var("b"), m.var("c"));
+            let scaled = m.add(Op::Mul, vec![a, c], None);
+            (m.egraph[scaled].data.ty()? == &m.ty("a")?).then_some(())?;
+            Some(m.add(Op::Matmul, vec![scaled, b], None))
+        }),
+        conditional("scale-into-matmul-rhs", "(mul (matmul ?a ?b) ?c)", |m| {
+            scalar(m, "c").then_some(())?;
+            let (a, b, c) = (m.var("a"), m.var("b"), m.var("c"));
+            let scaled = m.add(Op::Mul, vec![b, c], None);
+            (m.egraph[scaled].data.ty()? == &m.ty("b")?).then_some(())?;
+            Some(m.add(Op::Matmul, vec![a, scaled], None))
+        }),
+        conditional("scale-out-of-matmul-lhs", "(matmul (mul ?a ?c) ?b)", |m| {
+            scalar(m, "c").then_some(())?;
+            let (a, b, c) = (m.var("a"), m.var("b"), m.var("c"));
+            let prod = m.add(Op::Matmul, vec![a, b], None);
+            Some(m.add(Op::Mul, vec![prod, c], None))
+        }),
+        conditional("scale-out-of-matmul-rhs", "(matmul ?a (mul ?b ?c))", |m| {
+            scalar(m, "c").then_some(())?;
+            let (a, b, c) = (m.var("a"), m.var("b"), m.var("c"));
+            let prod = m.add(Op::Matmul, vec![a, b], None);
+            Some(m.add(Op::Mul, vec![prod, c], None))
+        }),
     ]
 }

@@ -150,11 +150,9 @@ pub(super) fn rules() -> Vec<Rewrite<Node, NnAnalysis>> {
         format!("(reshape (transpose (matmul (softmax {scores} ?sa) {v}) ?po) ?ro)")
     };
     vec![
-        conditional(
-            NAMES[0],
-            &wrap(format!("(mul (matmul {q} {k}) ?c)")),
-            |m| attention(m, true),
-        ),
+        conditional(NAMES[0], &wrap(format!("(mul (matmul {q} {k}) ?c)")), |m| {
+            attention(m, true)
+        }),
         conditional(NAMES[1], &wrap(format!("(matmul {q} {k})")), |m| {
             attention(m, false)
         }),

@@ -35,11 +35,17 @@ fn tanh_constants(m: &Match<'_>) -> bool {
 }
 
 fn erf_constants(m: &Match<'_>) -> bool {
-    m.is_const("h", 0.5) && m.is_const("one", 1.0) && m.is_const("r", std::f64::consts::FRAC_1_SQRT_2)
+    m.is_const("h", 0.5)
+        && m.is_const("one", 1.0)
+        && m.is_const("r", std::f64::consts::FRAC_1_SQRT_2)
 }
 
 fn gelu(m: &mut Match<'_>, tanh: bool) -> Option<egg::Id> {
-    let ok = if tanh { tanh_constants(m) } else { erf_constants(m) };
+    let ok = if tanh {
+        tanh_constants(m)
+    } else {
+        erf_constants(m)
+    };
     if !ok || m.ty("x")? != m.matched_ty()? {
         return None;
     }

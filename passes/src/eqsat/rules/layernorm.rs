@@ -41,7 +41,7 @@ fn normalize(m: &mut Match<'_>) -> Option<egg::Id> {
         return None;
     }
     let eps = m.splat("eps")?;
-    if !(eps >= 0.0 && eps < 1.0) || m.ty("eps")?.num_elements()? != 1 {
+    if !(0.0..1.0).contains(&eps) || m.ty("eps")?.num_elements()? != 1 {
         return None;
     }
     if m.matched_ty()? != x_ty {

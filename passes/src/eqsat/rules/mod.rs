@@ -159,7 +159,9 @@ pub fn dict(entries: &[(&str, Attribute)]) -> Dictionary {
 
 /// An `i64` attribute of a dictionary, or `default`.
 pub fn attr_i64(d: &Dictionary, name: &str, default: i64) -> i64 {
-    d.get(name).and_then(|a| a.as_int()).map_or(default, |v| v as i64)
+    d.get(name)
+        .and_then(|a| a.as_int())
+        .map_or(default, |v| v as i64)
 }
 
 /// An `array<i64>` attribute of a dictionary.

@@ -69,10 +69,18 @@ fn const_value(egraph: &EGraph, c: Id) -> Option<Attribute> {
     })
 }
 
+/// Linears fuse when they agree on (input, has bias, weight element type, K).
+type GroupKey = (Id, bool, Type, i64);
+
 struct SharedInputLinears;
 
 impl Searcher<Node, NnAnalysis> for SharedInputLinears {
-    fn search_eclass_with_limit(&self, _: &EGraph, _: Id, _: usize) -> Option<SearchMatches<'_, Node>> {
+    fn search_eclass_with_limit(
+        &self,
+        _: &EGraph,
+        _: Id,
+        _: usize,
+    ) -> Option<SearchMatches<'_, Node>> {
         // Groups span e-classes: see `search_with_limit`.
         None
     }
@@ -81,7 +89,7 @@ impl Searcher<Node, NnAnalysis> for SharedInputLinears {
         let mut ids: Vec<Id> = egraph.classes().map(|c| c.id).collect();
         ids.sort_unstable();
         // (input, has bias, weight element type, K) -> member classes.
-        let mut groups: Vec<((Id, bool, Type, i64), Vec<Id>)> = Vec::new();
+        let mut groups: Vec<(GroupKey, Vec<Id>)> = Vec::new();
         for id in ids {
             let Some((x, w, b)) = linear_of(egraph, id) else {
                 continue;
@@ -104,9 +112,9 @@ impl Searcher<Node, NnAnalysis> for SharedInputLinears {
             if members.len() < 2 || out.len() >= limit {
                 continue;
             }
-            let fused = members.iter().any(|&m| {
-                egraph[m].nodes.iter().any(|n| matches!(n.op, Op::Get(_)))
-            });
+            let fused = members
+                .iter()
+                .any(|&m| egraph[m].nodes.iter().any(|n| matches!(n.op, Op::Get(_))));
             if fused {
                 continue;
             }
@@ -154,8 +162,15 @@ fn concat_constants(egraph: &mut EGraph, parts: &[Attribute], hint: &str) -> Opt
     let data: Vec<DenseElements> = parts.iter().map(dense_data).collect::<Option<_>>()?;
     let elem = data[0].element_type().clone();
     let size = DenseElements::element_size(&elem)?;
-    let shapes: Vec<Vec<i64>> = data.iter().map(|d| d.ty.shape().map(<[i64]>::to_vec)).collect::<Option<_>>()?;
-    let rows = if shapes[0].len() == 2 { shapes[0][0] } else { 1 };
+    let shapes: Vec<Vec<i64>> = data
+        .iter()
+        .map(|d| d.ty.shape().map(<[i64]>::to_vec))
+        .collect::<Option<_>>()?;
+    let rows = if shapes[0].len() == 2 {
+        shapes[0][0]
+    } else {
+        1
+    };
     let cols: Vec<i64> = shapes.iter().map(|s| *s.last().unwrap_or(&0)).collect();
     let total: i64 = cols.iter().sum();
     let mut bytes = Vec::with_capacity((rows * total) as usize * size);
@@ -166,7 +181,11 @@ fn concat_constants(egraph: &mut EGraph, parts: &[Attribute], hint: &str) -> Opt
             }
         }
     }
-    let shape: Vec<i64> = if shapes[0].len() == 2 { vec![rows, total] } else { vec![total] };
+    let shape: Vec<i64> = if shapes[0].len() == 2 {
+        vec![rows, total]
+    } else {
+        vec![total]
+    };
     let ty = Type::tensor(&shape, elem);
     if (rows * total) as u64 > INLINE_LIMIT {
         let blob = ResourceBlob {

@@ -57,10 +57,8 @@ pub(super) fn rules() -> Vec<Rewrite<Node, NnAnalysis>> {
             &format!("(mul {SHIFTED} (reciprocal (reduce_sum {SHIFTED} ?a2)))"),
             |m| softmax(m, true),
         ),
-        conditional(
-            NAMES[2],
-            "(div (exp ?x) (reduce_sum (exp ?x) ?a2))",
-            |m| softmax(m, false),
-        ),
+        conditional(NAMES[2], "(div (exp ?x) (reduce_sum (exp ?x) ?a2))", |m| {
+            softmax(m, false)
+        }),
     ]
 }
