@@ -309,6 +309,22 @@ fn deep_nesting_is_an_error_not_a_crash() {
     }
 }
 
+/// Inputs that panicked (found by cargo-fuzz) now fail with an error.
+#[test]
+fn fuzz_found_panics_are_errors() {
+    let cases = [(
+        "!t = loc(\"n\"(\"f.mlir\":5:6))\n",
+        "type alias must name a type",
+    )];
+    for (src, message) in cases {
+        let mut ctx = context(true);
+        match parse_source(&mut ctx, "crash.mlir", src) {
+            Ok(_) => panic!("{src:?} parsed"),
+            Err(d) => assert_eq!(d.message, message, "{src:?}"),
+        }
+    }
+}
+
 /// Unclosed nested braces in custom syntax used to backtrack exponentially
 /// (found by cargo-fuzz: 418 bytes took 1.8 s; 20 levels of `a: {` took
 /// seconds, 40 did not finish). Linear backtracking returns at once.
