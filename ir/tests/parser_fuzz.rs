@@ -315,10 +315,16 @@ fn deep_nesting_is_an_error_not_a_crash() {
 /// Inputs that panicked (found by cargo-fuzz) now fail with an error.
 #[test]
 fn fuzz_found_panics_are_errors() {
-    let cases = [(
-        "!t = loc(\"n\"(\"f.mlir\":5:6))\n",
-        "type alias must name a type",
-    )];
+    let cases = [
+        (
+            "!t = loc(\"n\"(\"f.mlir\":5:6))\n",
+            "type alias must name a type",
+        ),
+        (
+            "\"a.b\"() {v = 21 : i0} : () -> ()\n",
+            "integer constant out of range for attribute of width 0",
+        ),
+    ];
     for (src, message) in cases {
         let mut ctx = context(true);
         match parse_source(&mut ctx, "crash.mlir", src) {
@@ -326,6 +332,15 @@ fn fuzz_found_panics_are_errors() {
             Err(d) => assert_eq!(d.message, message, "{src:?}"),
         }
     }
+}
+
+#[test]
+fn zero_width_integers_hold_zero() {
+    let mut ctx = context(true);
+    let src = "\"a.b\"() {v = 0 : i0} : () -> ()\n";
+    let parsed = parse_source(&mut ctx, "i0.mlir", src).unwrap_or_else(|d| panic!("{d}"));
+    let text = print_op(&ctx, parsed.module, &PrintOptions::default());
+    assert!(text.contains("{v = 0 : i0}"), "{text}");
 }
 
 /// Unclosed nested braces in custom syntax used to backtrack exponentially
