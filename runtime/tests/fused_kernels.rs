@@ -122,7 +122,13 @@ fn attention_mask_broadcasts_and_masks_out_keys() {
     let v = pseudo_random(b * skv * heads * dh, 6);
     // A [seq_q, seq_kv] mask (broadcast over batch and heads) that hides the last key.
     let mask: Vec<f32> = (0..sq * skv)
-        .map(|i| if i % skv == skv - 1 { -1e9 } else { 0.1 * i as f32 })
+        .map(|i| {
+            if i % skv == skv - 1 {
+                -1e9
+            } else {
+                0.1 * i as f32
+            }
+        })
         .collect();
     let got = k::attention(
         &HostTensor::from_f32(vec![b, sq, heads * dh], &q),
@@ -165,7 +171,13 @@ fn attention_mask_broadcasts_and_masks_out_keys() {
 #[test]
 fn attention_in_f16_rounds_the_float_result_once() {
     let (b, sq, skv, heads, dh) = (1, 4, 6, 2, 8);
-    let to_f16 = |v: Vec<f32>| k::cast(&HostTensor::from_f32(vec![v.len()], &v), ElementKind::F16, true);
+    let to_f16 = |v: Vec<f32>| {
+        k::cast(
+            &HostTensor::from_f32(vec![v.len()], &v),
+            ElementKind::F16,
+            true,
+        )
+    };
     let q = to_f16(pseudo_random(b * sq * heads * dh, 7));
     let kk = to_f16(pseudo_random(b * skv * heads * dh, 8));
     let v = to_f16(pseudo_random(b * skv * heads * dh, 9));
@@ -198,7 +210,9 @@ fn attention_in_f16_rounds_the_float_result_once() {
 #[test]
 fn attention_rejects_bad_shapes_clearly() {
     let x = HostTensor::from_f32(vec![1, 2, 6], &[0.0; 12]);
-    let err = k::attention(&x, &x, &x, None, 4, 1.0).unwrap_err().to_string();
+    let err = k::attention(&x, &x, &x, None, 4, 1.0)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("divide into 4 heads"), "{err}");
     let mask = HostTensor::from_f32(vec![3, 2], &[0.0; 6]);
     let err = k::attention(&x, &x, &x, Some(&mask), 2, 1.0)

@@ -144,7 +144,10 @@ pub fn attention(
         None => None,
         Some(m) => {
             if m.rank() > 4
-                || broadcast_shapes("attention", &[&m.shape, &full]).ok().as_deref() != Some(&full[..])
+                || broadcast_shapes("attention", &[&m.shape, &full])
+                    .ok()
+                    .as_deref()
+                    != Some(&full[..])
             {
                 return Err(shape_error(
                     "attention",

@@ -16,11 +16,11 @@ mod conv;
 mod elementwise;
 mod error;
 mod host_tensor;
+pub mod interpreter;
 mod layout;
 mod matmul;
 mod normalization;
 mod reduce;
-pub mod interpreter;
 pub mod shape;
 
 pub use attention::attention;

@@ -159,6 +159,16 @@ pub fn entry_function(ctx: &Context, root: OpId) -> Result<OpId, InterpretError>
     }
 }
 
+/// Measurements of one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Operations executed (excluding `func.return`).
+    pub ops: usize,
+    /// The largest number of tensor bytes alive at once (inputs included;
+    /// tensors sharing one buffer, such as reshapes and weights, count once).
+    pub peak_live_bytes: usize,
+}
+
 /// Runs the `func.func` `func` on `inputs` (one per parameter, in order) and
 /// returns the operands of its `func.return`.
 pub fn run_function(
@@ -166,6 +176,24 @@ pub fn run_function(
     func: OpId,
     inputs: &[HostTensor],
 ) -> Result<Vec<HostTensor>, InterpretError> {
+    run_function_with_stats(ctx, func, inputs).map(|(outputs, _)| outputs)
+}
+
+/// The bytes of the distinct buffers held by `env`.
+fn live_bytes(env: &HashMap<Value, HostTensor>) -> usize {
+    let mut seen = std::collections::HashSet::new();
+    env.values()
+        .filter(|t| seen.insert(t.data.as_ptr()))
+        .map(|t| t.data.len())
+        .sum()
+}
+
+/// As [`run_function`], also returning [`RunStats`].
+pub fn run_function_with_stats(
+    ctx: &Context,
+    func: OpId,
+    inputs: &[HostTensor],
+) -> Result<(Vec<HostTensor>, RunStats), InterpretError> {
     if ctx.name_str(func) != func::FUNC {
         return Err(InterpretError::NotAFunction(ctx.name_str(func).to_string()));
     }
@@ -207,13 +235,22 @@ pub fn run_function(
             env.insert(param, input.clone());
         }
     }
+    let mut stats = RunStats {
+        ops: 0,
+        peak_live_bytes: live_bytes(&env),
+    };
     for (index, &op) in ops.iter().enumerate() {
         if ctx.name_str(op) == func::RETURN {
-            return Ok(ctx
+            let outputs = ctx
                 .operands(op)
                 .iter()
-                .map(|v| env.get(v).cloned().expect("operands are defined before use"))
-                .collect());
+                .map(|v| {
+                    env.get(v)
+                        .cloned()
+                        .expect("operands are defined before use")
+                })
+                .collect();
+            return Ok((outputs, stats));
         }
         if !ctx.regions(op).is_empty() {
             return Err(InterpretError::at(
@@ -271,6 +308,8 @@ pub fn run_function(
                 env.insert(value, tensor);
             }
         }
+        stats.ops += 1;
+        stats.peak_live_bytes = stats.peak_live_bytes.max(live_bytes(&env));
         // Free every operand whose last use this was.
         for v in ctx.operands(op) {
             if last_use.get(v) == Some(&index) {

@@ -197,10 +197,7 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
             )?)
         }
         nn::GATHER => one(k::gather(args[0], args[1], GatherOp(op).axis(ctx) as i64)?),
-        nn::SQUEEZE => one(k::squeeze(
-            args[0],
-            i64_list(ctx, op, "axes").as_deref(),
-        )?),
+        nn::SQUEEZE => one(k::squeeze(args[0], i64_list(ctx, op, "axes").as_deref())?),
         nn::UNSQUEEZE => one(k::unsqueeze(args[0], &required_list(ctx, op, "axes")?)?),
         nn::EXPAND => one(k::expand(args[0], &required_list(ctx, op, "shape")?)?),
         nn::TILE => one(k::tile(args[0], &TileOp(op).repeats(ctx))?),

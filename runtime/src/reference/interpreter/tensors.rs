@@ -52,8 +52,9 @@ pub(crate) fn tensor_kind(ty: &Type) -> Result<ElementKind, String> {
         .element_type()
         .filter(|_| ty.is_tensor() && ty.shape().is_some())
         .ok_or_else(|| format!("type '{ty}' is not a ranked tensor"))?;
-    element_kind_of(element)
-        .ok_or_else(|| format!("element type '{element}' is not supported by the reference executor"))
+    element_kind_of(element).ok_or_else(|| {
+        format!("element type '{element}' is not supported by the reference executor")
+    })
 }
 
 /// Whether `t` has the kind and (where static) the shape of `ty`.
@@ -109,7 +110,10 @@ pub(crate) fn constant_tensor(value: &Attribute) -> Result<HostTensor, String> {
     );
     let data: Arc<[u8]> = if splat {
         if data.len() != size {
-            return Err(format!("splat constant of '{ty}' holds {} bytes", data.len()));
+            return Err(format!(
+                "splat constant of '{ty}' holds {} bytes",
+                data.len()
+            ));
         }
         data.iter().copied().cycle().take(count * size).collect()
     } else {
@@ -132,9 +136,8 @@ mod tests {
     #[test]
     fn element_kinds_follow_mlir_spelling() {
         for kind in ElementKind::ALL {
-            let mut ctx = ipuc_ir::Context::new(std::sync::Arc::new(
-                ipuc_ir::DialectRegistry::new(),
-            ));
+            let mut ctx =
+                ipuc_ir::Context::new(std::sync::Arc::new(ipuc_ir::DialectRegistry::new()));
             ctx.allow_unregistered = true;
             let src = format!("\"test.t\"() {{t = {} }} : () -> ()\n", kind.mlir_name());
             let parsed = ipuc_ir::parse_source(&mut ctx, "t.mlir", &src).unwrap();
