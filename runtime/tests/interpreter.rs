@@ -583,3 +583,43 @@ func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {
     let err = run(two, &[]).unwrap_err().to_string();
     assert!(err.contains("several public functions (@a, @b)"), "{err}");
 }
+
+#[test]
+fn fused_attention_equals_its_decomposed_form() {
+    // The ONNX pattern nn.attention replaces: split heads, q·kᵀ·scale, softmax,
+    // ·v, merge heads.
+    let src = r#"
+func.func @main(%q: tensor<1x4x6xf32>, %k: tensor<1x5x6xf32>, %v: tensor<1x5x6xf32>) -> (tensor<1x4x6xf32>, tensor<1x4x6xf32>) {
+  %s = nn.constant dense<0.5> : tensor<f32>
+  %q4 = nn.reshape %q {shape = array<i64: 1, 4, 2, 3>} : tensor<1x4x6xf32> -> tensor<1x4x2x3xf32>
+  %qh = nn.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : tensor<1x4x2x3xf32> -> tensor<1x2x4x3xf32>
+  %k4 = nn.reshape %k {shape = array<i64: 1, 5, 2, 3>} : tensor<1x5x6xf32> -> tensor<1x5x2x3xf32>
+  %kt = nn.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : tensor<1x5x2x3xf32> -> tensor<1x2x3x5xf32>
+  %v4 = nn.reshape %v {shape = array<i64: 1, 5, 2, 3>} : tensor<1x5x6xf32> -> tensor<1x5x2x3xf32>
+  %vh = nn.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : tensor<1x5x2x3xf32> -> tensor<1x2x5x3xf32>
+  %qk = nn.matmul %qh, %kt : tensor<1x2x4x3xf32>, tensor<1x2x3x5xf32> -> tensor<1x2x4x5xf32>
+  %sc = nn.mul %qk, %s : tensor<1x2x4x5xf32>, tensor<f32> -> tensor<1x2x4x5xf32>
+  %p = nn.softmax %sc {axis = -1 : i64} : tensor<1x2x4x5xf32> -> tensor<1x2x4x5xf32>
+  %o = nn.matmul %p, %vh : tensor<1x2x4x5xf32>, tensor<1x2x5x3xf32> -> tensor<1x2x4x3xf32>
+  %ot = nn.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<1x2x4x3xf32> -> tensor<1x4x2x3xf32>
+  %d = nn.reshape %ot {shape = array<i64: 1, 4, 6>} : tensor<1x4x2x3xf32> -> tensor<1x4x6xf32>
+  %f = nn.attention %q, %k, %v {heads = 2 : i64, scale = 0.5 : f32} : tensor<1x4x6xf32>, tensor<1x5x6xf32>, tensor<1x5x6xf32> -> tensor<1x4x6xf32>
+  return %d, %f : tensor<1x4x6xf32>, tensor<1x4x6xf32>
+}
+"#;
+    let vals = |n: usize, s: f32| {
+        (0..n)
+            .map(|i| ((i * 29 % 13) as f32 - 6.0) * s)
+            .collect::<Vec<_>>()
+    };
+    let out = run(
+        src,
+        &[
+            f32s(&[1, 4, 6], &vals(24, 0.2)),
+            f32s(&[1, 5, 6], &vals(30, 0.15)),
+            f32s(&[1, 5, 6], &vals(30, 0.3)),
+        ],
+    )
+    .unwrap();
+    check(&out[1], &[1, 4, 6], &out[0].to_f64_vec(), 1e-6, 1e-6);
+}

@@ -70,7 +70,8 @@ pub fn compare(actual: &[f64], expected: &[f64], tol: Tolerance) -> Metrics {
         f64::INFINITY
     };
     m.cosine = match (a2 > 0.0, b2 > 0.0) {
-        (true, true) => ab / (a2.sqrt() * b2.sqrt()),
+        // Rounding can push the quotient a hair past ±1.
+        (true, true) => (ab / (a2.sqrt() * b2.sqrt())).clamp(-1.0, 1.0),
         (false, false) => 1.0,
         _ => 0.0,
     };
