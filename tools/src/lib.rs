@@ -6,3 +6,4 @@
 pub mod lit;
 pub mod opt;
 pub mod registry;
+pub mod run;
