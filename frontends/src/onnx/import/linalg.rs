@@ -106,12 +106,14 @@ fn conv(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
             }
             p
         }
-        other => return Err(error(
-            node,
-            format!(
+        other => {
+            return Err(error(
+                node,
+                format!(
                 "unknown `auto_pad` \"{other}\" (expected NOTSET, VALID, SAME_UPPER or SAME_LOWER)"
             ),
-        )),
+            ))
+        }
     };
     let params = Conv2dParams {
         strides,
