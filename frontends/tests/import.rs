@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use ipuc_frontends::onnx::import::{import_file, import_model, ImportError, ImportOptions};
+use ipuc_frontends::onnx::proto::StringStringEntryProto;
 use ipuc_frontends::onnx::proto::{
     attribute_proto::AttributeType, tensor_shape_proto::dimension, tensor_shape_proto::Dimension,
     type_proto, AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
@@ -373,7 +374,11 @@ impl G {
         }
     }
     fn model(&self) -> Model {
-        let proto = ModelProto {
+        let bytes = Bytes::from(self.proto().encode_to_vec());
+        Model::decode(bytes, "test", None, &LoadOptions::default()).unwrap()
+    }
+    fn proto(&self) -> ModelProto {
+        ModelProto {
             ir_version: Some(8),
             opset_import: vec![OperatorSetIdProto {
                 domain: Some(String::new()),
@@ -395,9 +400,7 @@ impl G {
                 ..Default::default()
             }),
             ..Default::default()
-        };
-        let bytes = Bytes::from(proto.encode_to_vec());
-        Model::decode(bytes, "test", None, &LoadOptions::default()).unwrap()
+        }
     }
     fn import_with(&self, opts: &ImportOptions) -> Result<(Context, OpId), ImportError> {
         let mut ctx = new_context();
@@ -892,4 +895,74 @@ fn pad_gemm_gelu_and_variadic_max() {
     assert!(text.contains("value = 5.000000e-01 : f32"), "{text}");
     assert!(text.contains("approximate = \"tanh\""), "{text}");
     assert_eq!(count(&histogram(&ctx, module), "nn.max"), 2);
+}
+
+/// An f32 initializer whose data lives in a file that does not exist.
+fn missing_external(name: &str, dims: &[i64], offset: usize) -> TensorProto {
+    let entry = |k: &str, v: String| StringStringEntryProto {
+        key: Some(k.into()),
+        value: Some(v),
+    };
+    let length = dims.iter().product::<i64>() * 4;
+    TensorProto {
+        name: Some(name.into()),
+        dims: dims.to_vec(),
+        data_type: Some(F32),
+        data_location: Some(1),
+        external_data: vec![
+            entry("location", "missing.weights".into()),
+            entry("offset", offset.to_string()),
+            entry("length", length.to_string()),
+        ],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn import_file_synthesises_the_same_random_weights_as_the_loader() {
+    let mut g = G::new(17);
+    g.inputs.push(value("x", F32, &[-1, 100]));
+    g.inits.push(missing_external("w", &[100, 100], 0));
+    g.inits.push(missing_external("b", &[10], 40_000));
+    g.nodes = vec![
+        node("MatMul", "mm", &["x", "w"], &["h"], vec![]),
+        node("Slice", "head", &["h", "s", "e"], &["hs"], vec![]),
+        node("Add", "bias", &["hs", "b"], &["y"], vec![]),
+    ];
+    g.inits.push(ints("s", &[1], &[0]));
+    g.inits.push(ints("e", &[1], &[10]));
+    g.nodes[1].input = vec!["h".into(), "s".into(), "e".into(), "ax".into()];
+    g.inits.push(ints("ax", &[1], &[1]));
+    g.outputs = vec!["y"];
+    let dir = std::env::temp_dir().join(format!("ipuc-import-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("model.onnx");
+    std::fs::write(&path, g.proto().encode_to_vec()).unwrap();
+
+    let load = LoadOptions {
+        weights: WeightsPolicy::Random { seed: 3 },
+    };
+    let mut ctx = new_context();
+    let module = import_file(&mut ctx, &path, &load, &Default::default()).unwrap();
+    let mut ctx2 = new_context();
+    let model = Model::load(&path, &load).unwrap();
+    let module2 = import_model(&mut ctx2, &model, &Default::default()).unwrap();
+    let print = |c: &Context, m| print_op(c, m, &PrintOptions::default());
+    let (a, b) = (print(&ctx, module), print(&ctx2, module2));
+    assert!(a.contains("dense_resource<w>"), "{a}");
+    // The 10-element bias is inline, and random (not zeros).
+    assert!(!a.contains("dense<0.000000e+00> : tensor<10xf32>"), "{a}");
+    assert_eq!(a, b);
+    // Without a weights policy the missing file is an error naming it.
+    let err = import_file(
+        &mut new_context(),
+        &path,
+        &LoadOptions::default(),
+        &Default::default(),
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(err.contains("missing.weights"), "{err}");
 }

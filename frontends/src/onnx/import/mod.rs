@@ -53,7 +53,8 @@ use ipuc_ir::{
 pub use constants::SMALL_CONSTANT_ELEMENTS;
 pub use error::ImportError;
 
-use super::{LoadOptions, Model, Node};
+use super::weights::fill_synthesized;
+use super::{LoadOptions, Model, Node, WeightSource, WeightsPolicy};
 
 /// The lowest and highest default-domain opset versions the importer knows.
 pub const OPSET_RANGE: std::ops::RangeInclusive<i64> = 7..=28;
@@ -88,21 +89,45 @@ pub fn import_model(
 
 /// Loads `path` with `load` and imports it (see [`import_model`]).
 ///
-/// Each large initializer is moved into the resource table one at a time and
-/// its loader buffer released, so peak memory stays close to the weight bytes.
+/// Weights are held once: each large initializer is moved into the resource
+/// table and its loader buffer released before the next one. Synthesised
+/// random weights are generated straight into the resource buffers (the same
+/// values [`Model::load`] would give), so peak memory stays close to the
+/// weight bytes.
 pub fn import_file(
     ctx: &mut Context,
     path: &Path,
     load: &LoadOptions,
     opts: &ImportOptions,
 ) -> Result<OpId, ImportError> {
-    let mut model = Model::load(path, load)?;
+    // Missing weights load as untouched zero pages; random values are
+    // written once, into the final buffers.
+    let load_zeros = LoadOptions {
+        weights: match load.weights {
+            WeightsPolicy::Random { .. } => WeightsPolicy::Zeros,
+            other => other,
+        },
+    };
+    let mut model = Model::load(path, &load_zeros)?;
     let mut moved: Vec<Option<Arc<[u8]>>> = Vec::with_capacity(model.graph.initializers.len());
     for init in &mut model.graph.initializers {
+        let synthesized = matches!(init.source, WeightSource::Synthesized(_));
+        let (kind, role, policy) = (init.tensor.kind, init.role, load.weights);
         if init.tensor.element_count() > SMALL_CONSTANT_ELEMENTS {
             let bytes = std::mem::take(&mut init.tensor.data);
-            moved.push(Some(Arc::from(&bytes[..])));
+            let mut shared: Arc<[u8]> = Arc::from(&bytes[..]);
+            drop(bytes);
+            if synthesized {
+                let data = Arc::get_mut(&mut shared).expect("a new Arc is unique");
+                fill_synthesized(&init.name, kind, role, policy, data);
+            }
+            moved.push(Some(shared));
         } else {
+            if synthesized {
+                let mut data = init.tensor.data.to_vec();
+                fill_synthesized(&init.name, kind, role, policy, &mut data);
+                init.tensor.data = data.into();
+            }
             moved.push(None);
         }
     }
