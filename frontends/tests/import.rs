@@ -255,7 +255,7 @@ enum A<'a> {
     Is(&'a [i64]),
     F(f32),
     S(&'a str),
-    T(TensorProto),
+    T(Box<TensorProto>),
 }
 
 fn node(
@@ -296,7 +296,7 @@ fn node(
                     }
                     A::T(t) => {
                         p.r#type = Some(AttributeType::Tensor as i32);
-                        p.t = Some(t);
+                        p.t = Some(*t);
                     }
                 }
                 p
@@ -505,7 +505,7 @@ fn range_constant_of_shape_where_and_slice_fold_to_constants() {
             "cos",
             &["s"],
             &["c"],
-            vec![("value", A::T(ints("v", &[1], &[7])))],
+            vec![("value", A::T(Box::new(ints("v", &[1], &[7]))))],
         ),
         node("Equal", "eq", &["s", "tail"], &["e"], vec![]),
         node("Where", "where", &["e", "one", "s"], &["w"], vec![]),
@@ -560,7 +560,8 @@ fn softmax_axis_semantics_changed_in_opset_13() {
 
 #[test]
 fn split_sizes_come_from_attribute_input_or_num_outputs() {
-    let cases: [(i64, Vec<(&str, A)>, Vec<&str>, Vec<&str>); 3] = [
+    type Case<'a> = (i64, Vec<(&'a str, A<'a>)>, Vec<&'a str>, Vec<&'a str>);
+    let cases: [Case; 3] = [
         (
             11,
             vec![("split", A::Is(&[2, 5]))],
