@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use ipuc_frontends::onnx::import::{import_file, ImportOptions};
 use ipuc_frontends::onnx::LoadOptions;
 use ipuc_ir::{parse_source, verify, Context, OpId, SourceMgr};
 
@@ -57,21 +58,16 @@ fn load_mlir(ctx: &mut Context, path: &Path) -> Result<OpId, String> {
     Ok(parsed.module)
 }
 
-/// Imports an ONNX model into `ctx`.
-///
-/// TODO(merge): the importer (`ipuc_frontends::onnx::import`) lands on another
-/// branch. When merging, replace this body with
-/// `ipuc_frontends::onnx::import::import_file(ctx, path, load,
-/// &ImportOptions { input_shapes: input_shapes.to_vec(), file_name:
-/// path.display().to_string() }).map_err(|e| e.to_string())`.
+/// Imports an ONNX model into `ctx` with the frontend's importer.
 fn import_onnx(
-    _ctx: &mut Context,
+    ctx: &mut Context,
     path: &Path,
-    _load: &LoadOptions,
-    _input_shapes: &[(String, Vec<i64>)],
+    load: &LoadOptions,
+    input_shapes: &[(String, Vec<i64>)],
 ) -> Result<OpId, String> {
-    Err(format!(
-        "{}: ONNX import is not available in this build",
-        path.display()
-    ))
+    let opts = ImportOptions {
+        input_shapes: input_shapes.to_vec(),
+        file_name: path.display().to_string(),
+    };
+    import_file(ctx, path, load, &opts).map_err(|e| SourceMgr::new().render(&e.to_diagnostic()))
 }
