@@ -17,6 +17,9 @@ pub struct OnnxFlags {
     pub seed: u64,
     /// `--input-shape name=1x3x384x384`, repeatable.
     pub input_shapes: Vec<(String, Vec<i64>)>,
+    /// `--save-weights DIR`: write the weights used as the external data
+    /// file(s) the graph expects, into DIR.
+    pub save_weights: Option<String>,
 }
 
 /// Whether `path` is an ONNX model: a `.onnx` extension, or a file whose first
@@ -81,6 +84,9 @@ pub fn weights_policy(flags: &OnnxFlags) -> Result<WeightsPolicy, String> {
 /// every ipuc dialect; returns the context and the `builtin.module`.
 pub fn import_onnx(path: &str, flags: &OnnxFlags) -> Result<(Context, OpId), Diagnostic> {
     let weights = weights_policy(flags).map_err(|m| Diagnostic::error(Location::unknown(), m))?;
+    if let Some(dir) = &flags.save_weights {
+        save_weights(path, weights.clone(), Path::new(dir))?;
+    }
     let mut ctx = Context::new(crate::registry::dialects());
     let opts = ImportOptions {
         input_shapes: flags.input_shapes.clone(),
@@ -88,6 +94,35 @@ pub fn import_onnx(path: &str, flags: &OnnxFlags) -> Result<(Context, OpId), Dia
     };
     let module = import_file(&mut ctx, Path::new(path), &LoadOptions { weights }, &opts)?;
     Ok((ctx, module))
+}
+
+/// Writes the weights the model at `path` is compiled with (loaded, or
+/// synthesised by `weights`: the importer synthesises the very same values)
+/// as the external data file(s) its graph expects, into `dir`. Copying the
+/// `.onnx` file next to them gives a model other runtimes can run.
+pub fn save_weights(
+    path: &str,
+    weights: WeightsPolicy,
+    dir: &Path,
+) -> Result<Vec<std::path::PathBuf>, Diagnostic> {
+    let fail = |m: String| Diagnostic::error(Location::unknown(), m);
+    std::fs::create_dir_all(dir).map_err(|e| {
+        fail(format!(
+            "--save-weights: cannot create '{}': {e}",
+            dir.display()
+        ))
+    })?;
+    let model = ipuc_frontends::onnx::Model::load(Path::new(path), &LoadOptions { weights })
+        .map_err(|e| fail(format!("--save-weights: {e}")))?;
+    let files = model
+        .save_weights(dir)
+        .map_err(|e| fail(format!("--save-weights: {e}")))?;
+    if files.is_empty() {
+        tracing::warn!(
+            "--save-weights: '{path}' keeps all its weights inside the model file; nothing written"
+        );
+    }
+    Ok(files)
 }
 
 #[cfg(test)]

@@ -222,6 +222,13 @@ fn command(registry: &PassRegistry) -> Command {
                 .help("Missing external weight files of an ONNX input: fail, or synthesise zeros or seeded random values"),
         )
         .arg(
+            Arg::new("save-weights")
+                .long("save-weights")
+                .value_name("DIR")
+                .help_heading("ONNX input")
+                .help("Write the weights the model is compiled with as the external data file(s) its graph expects, into DIR"),
+        )
+        .arg(
             Arg::new("seed")
                 .long("seed")
                 .value_name("N")
@@ -318,6 +325,7 @@ pub fn parse(args: Vec<String>, registry: &PassRegistry) -> Result<OptArgs, i32>
         onnx: crate::import::OnnxFlags {
             weights: s("weights").unwrap_or_default(),
             seed: m.get_one::<u64>("seed").copied().unwrap_or(0),
+            save_weights: s("save-weights"),
             input_shapes: m
                 .get_many::<(String, Vec<i64>)>("input-shape")
                 .map(|v| v.cloned().collect())

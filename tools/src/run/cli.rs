@@ -48,6 +48,9 @@ pub struct RunArgs {
     /// What to do when an ONNX model's external weight files are missing.
     #[arg(long, value_enum, default_value_t = WeightsArg::Require)]
     pub weights: WeightsArg,
+    /// Write the weights the model runs with as the external data file(s) its graph expects, into DIR.
+    #[arg(long = "save-weights", value_name = "DIR")]
+    pub save_weights: Option<PathBuf>,
     /// Seed for `--weights random` and for synthesised inputs.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,

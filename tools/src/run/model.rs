@@ -36,6 +36,10 @@ pub fn load(args: &RunArgs) -> Result<LoadedModel, String> {
             let load = LoadOptions {
                 weights: args.weights_policy(),
             };
+            if let Some(dir) = &args.save_weights {
+                crate::import::save_weights(&path.display().to_string(), load.weights.clone(), dir)
+                    .map_err(|d| SourceMgr::new().render(&d))?;
+            }
             import_onnx(&mut ctx, path, &load, &args.input_shapes)?
         }
         _ => {
