@@ -3,6 +3,8 @@
 
 /// The `ipu-lit` test runner: lit-style RUN lines, features, parallel runs,
 /// and regeneration of CHECK lines.
+pub mod import;
 pub mod lit;
 pub mod opt;
 pub mod registry;
+pub mod run;

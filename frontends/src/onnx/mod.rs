@@ -18,6 +18,7 @@ mod data_type;
 mod error;
 mod external_data;
 mod graph;
+pub mod import;
 mod model;
 mod op_histogram;
 pub mod proto;

@@ -140,12 +140,26 @@ pub(crate) fn synthesize(
     policy: WeightsPolicy,
 ) -> Bytes {
     let mut data = vec![0u8; count * kind.byte_size()];
+    fill_synthesized(name, kind, role, policy, &mut data);
+    data.into()
+}
+
+/// Writes the values [`synthesize`] would return into `data` (which holds
+/// zeros, `count * kind.byte_size()` bytes), so a caller can synthesise straight
+/// into its own buffer.
+pub(crate) fn fill_synthesized(
+    name: &str,
+    kind: ElementKind,
+    role: WeightRole,
+    policy: WeightsPolicy,
+    data: &mut [u8],
+) {
     let WeightsPolicy::Random { seed } = policy else {
-        return data.into();
+        return;
     };
     if !kind.is_float() {
         tracing::warn!(initializer = name, %kind, "cannot synthesise random integer weights; using zeros");
-        return data.into();
+        return;
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ fnv1a(name.as_bytes()));
     let (mean, std_dev) = match role {
@@ -160,11 +174,10 @@ pub(crate) fn synthesize(
             chunk.copy_from_slice(&(v as f32).to_le_bytes());
         }
     } else {
-        for i in 0..count {
-            storage::store_f64(kind, &mut data, i, normal.sample(&mut rng), true);
+        for i in 0..data.len() / kind.byte_size() {
+            storage::store_f64(kind, data, i, normal.sample(&mut rng), true);
         }
     }
-    data.into()
 }
 
 /// 64-bit FNV-1a: a stable hash (std's hashers may change between releases).

@@ -21,6 +21,10 @@
 //! returns one [`Diagnostic`](crate::Diagnostic) listing every illegal op
 //! kind with its count and first location, as notes.
 //!
+//! Differences from MLIR besides rollback: type conversions are 1:1 (no
+//! 1:N or 1:0 signature conversion); ops are not folded before patterns are
+//! tried; there is no analysis-only mode.
+//!
 //! **No rollback.** MLIR records every change and undoes them all when a
 //! conversion fails. This driver applies changes directly: after a failed
 //! conversion the IR is valid to walk and print but in an unspecified,

@@ -1055,6 +1055,8 @@ fn check_int_fits(v: i128, width: u32, signedness: Signedness) -> Result<(), Str
         return Ok(());
     }
     let fits = match signedness {
+        // `i0` holds only zero.
+        _ if width == 0 => v == 0,
         Signedness::Unsigned => v >= 0 && v < (1i128 << width),
         Signedness::Signed => v >= -(1i128 << (width - 1)) && v < (1i128 << (width - 1)),
         // Signless integers accept both the signed and the unsigned range.

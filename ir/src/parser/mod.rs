@@ -353,6 +353,9 @@ impl<'c> Parser<'c> {
         let name = name_pair.as_str()[1..].to_string();
         match name_pair.as_rule() {
             Rule::type_alias_name => {
+                if value.as_rule() == Rule::location {
+                    return Err(self.err(&value, "type alias must name a type"));
+                }
                 let attr = self.convert_attribute(value.clone())?;
                 let Some(t) = attr.as_type().cloned() else {
                     return Err(self.err(&value, "type alias must name a type"));

@@ -117,7 +117,9 @@ pub fn conv2d(
             ),
         ));
     }
-    if x.kind != w.kind || !x.kind.is_float() {
+    // Float formats may differ (f16 activations with f8 weights): the product
+    // computes in the domain of the input's kind.
+    if !x.kind.is_float() || !w.kind.is_float() {
         return Err(KernelError::ElementType {
             op: "conv",
             kind: format!("{} with {}", x.kind, w.kind),
@@ -196,7 +198,7 @@ pub fn conv2d(
         None => None,
     };
     let xs = x.to_f64_vec();
-    let ws = w.values();
+    let ws = w.values_in(x.kind);
     let p = Product::dense(mg, kdim, spatial);
     // One output block [mg, oh*ow] per (image, group), computed in parallel.
     let mut out = vec![0f64; n * m * spatial];

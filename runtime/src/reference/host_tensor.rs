@@ -118,6 +118,32 @@ impl HostTensor {
         }
     }
 
+    /// Every element widened into the compute domain of `kind` (which may differ
+    /// from this tensor's kind): mixed-format contractions such as f16
+    /// activations times f8 weights compute in the domain of their result kind.
+    /// Each element converts once, from its exact value.
+    pub fn values_in(&self, kind: ElementKind) -> Values {
+        let (own, data) = (self.kind, &self.data[..]);
+        let n = self.element_count();
+        match (HostTensor::domain_of(own), HostTensor::domain_of(kind)) {
+            (Values::F32(_), Values::F32(_))
+            | (Values::F64(_), Values::F64(_))
+            | (Values::Int(_), Values::Int(_)) => self.values(),
+            (_, Values::F32(_)) => Values::F32(
+                (0..n)
+                    .into_par_iter()
+                    .map(|i| storage::load_f32(own, data, i))
+                    .collect(),
+            ),
+            (_, Values::F64(_)) => {
+                Values::F64((0..n).map(|i| storage::load_f64(own, data, i)).collect())
+            }
+            (_, Values::Int(_)) => {
+                Values::Int((0..n).map(|i| storage::load_i128(own, data, i)).collect())
+            }
+        }
+    }
+
     /// Every element as f64 (for comparisons and tests).
     pub fn to_f64_vec(&self) -> Vec<f64> {
         (0..self.element_count())

@@ -1,4 +1,9 @@
-//! Matrix products: ONNX `MatMul` (batched, broadcast batch dimensions) and `Gemm`.
+//! Matrix products: ONNX `MatMul` (batched, broadcast batch dimensions), `Gemm`,
+//! and the dense layer `linear` (`x[..., K]·w[K, N] + b[N]`, the fusion target of
+//! MatMul + Add).
+//!
+//! Float operands may differ in format (f16 activations times f8 weights): the
+//! product computes in the domain of the first operand's kind and takes its kind.
 //!
 //! f32 and f64 products run on `matrixmultiply`'s blocked kernels (arbitrary
 //! strides, so transposes cost nothing), parallel over batches and row blocks with
@@ -7,7 +12,7 @@
 use ipuc_ir::numeric::ElementKind;
 use rayon::prelude::*;
 
-use super::elementwise::{add, mul};
+use super::elementwise::{add, cast, mul};
 use super::error::{shape_error, KernelError, KernelResult};
 use super::host_tensor::{HostTensor, Values};
 use super::shape::{broadcast_indices, broadcast_shapes};
@@ -154,12 +159,7 @@ fn batched(p: Product, a: &Values, b: &Values, ia: &[usize], ib: &[usize]) -> Va
 /// ONNX `MatMul` (numpy `matmul`): 1-D operands are promoted to a row/column and
 /// the promoted dimension removed from the result; batch dimensions broadcast.
 pub fn matmul(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
-    if a.kind != b.kind || a.kind == ElementKind::Bool {
-        return Err(KernelError::ElementType {
-            op: "matmul",
-            kind: format!("{} with {}", a.kind, b.kind),
-        });
-    }
+    check_contractable("matmul", a, b)?;
     if a.rank() == 0 || b.rank() == 0 {
         return Err(shape_error("matmul", "operands must have rank >= 1"));
     }
@@ -193,7 +193,7 @@ pub fn matmul(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
         a_strides: (k as isize, 1),
         b_strides: (n as isize, 1),
     };
-    let values = batched(p, &a.values(), &b.values(), &ia, &ib);
+    let values = batched(p, &a.values(), &b.values_in(a.kind), &ia, &ib);
     let mut shape = batch;
     if a.rank() > 1 {
         shape.push(m);
@@ -242,12 +242,7 @@ pub fn gemm(
             format!("A and B must be 2-D, got {:?} and {:?}", a.shape, b.shape),
         ));
     }
-    if a.kind != b.kind {
-        return Err(KernelError::ElementType {
-            op: "gemm",
-            kind: format!("{} with {}", a.kind, b.kind),
-        });
-    }
+    check_contractable("gemm", a, b)?;
     let (m, k) = if params.trans_a {
         (a.shape[1], a.shape[0])
     } else {
@@ -284,7 +279,7 @@ pub fn gemm(
     let product = HostTensor::from_values(
         a.kind,
         vec![m, n],
-        batched(p, &a.values(), &b.values(), &[0], &[0]),
+        batched(p, &a.values(), &b.values_in(a.kind), &[0], &[0]),
     );
     let scalar = |v: f32| HostTensor::from_values(a.kind, vec![], scale_values(a.kind, v));
     let mut y = if params.alpha == 1.0 {
@@ -299,10 +294,16 @@ pub fn gemm(
                 format!("C of shape {:?} does not broadcast to [{m}, {n}]", c.shape),
             ));
         }
-        let c = if params.beta == 1.0 {
-            c.clone()
+        // A C of another float format joins the result's format first.
+        let c = if c.kind != a.kind && c.kind.is_float() && a.kind.is_float() {
+            cast(c, a.kind, true)
         } else {
-            mul(c, &scalar(params.beta))?
+            c.clone()
+        };
+        let c = if params.beta == 1.0 {
+            c
+        } else {
+            mul(&c, &scalar(params.beta))?
         };
         y = add(&y, &c)?;
     }
@@ -315,4 +316,84 @@ fn scale_values(kind: ElementKind, v: f32) -> Values {
         Values::F64(_) => Values::F64(vec![f64::from(v)]),
         Values::Int(_) => Values::Int(vec![v as i128]),
     }
+}
+
+/// Two operands may be contracted together when both are floats (of any
+/// formats) or both have the same integer kind.
+fn check_contractable(op: &'static str, a: &HostTensor, b: &HostTensor) -> KernelResult<()> {
+    let both_float = a.kind.is_float() && b.kind.is_float();
+    let same_int = a.kind == b.kind && a.kind.is_integer();
+    if both_float || same_int {
+        Ok(())
+    } else {
+        Err(KernelError::ElementType {
+            op,
+            kind: format!("{} with {}", a.kind, b.kind),
+        })
+    }
+}
+
+/// A dense layer: `x[..., K] · w[K, N] (+ b[N])`, the fusion target of
+/// MatMul + Add. All leading dimensions of `x` form one `[M, K]` product. The
+/// bias is added in the compute domain and the sum rounded once to the kind of
+/// `x` (a fused kernel rounds once, where MatMul then Add would round twice).
+pub fn linear(x: &HostTensor, w: &HostTensor, b: Option<&HostTensor>) -> KernelResult<HostTensor> {
+    check_contractable("linear", x, w)?;
+    if x.rank() == 0 || w.rank() != 2 {
+        return Err(shape_error(
+            "linear",
+            format!(
+                "input must have rank >= 1 and weight rank 2, got {:?} and {:?}",
+                x.shape, w.shape
+            ),
+        ));
+    }
+    let k = x.shape[x.rank() - 1];
+    let (k2, n) = (w.shape[0], w.shape[1]);
+    if k != k2 {
+        return Err(shape_error(
+            "linear",
+            format!("inner dimensions differ: {:?} x {:?}", x.shape, w.shape),
+        ));
+    }
+    let m: usize = x.shape[..x.rank() - 1].iter().product();
+    let mut values = batched(
+        Product::dense(m, k, n),
+        &x.values(),
+        &w.values_in(x.kind),
+        &[0],
+        &[0],
+    );
+    if let Some(b) = b {
+        if b.shape != [n] {
+            return Err(shape_error(
+                "linear",
+                format!("bias must have shape [{n}], got {:?}", b.shape),
+            ));
+        }
+        if b.kind.is_float() != x.kind.is_float() {
+            return Err(KernelError::ElementType {
+                op: "linear",
+                kind: format!("{} with bias {}", x.kind, b.kind),
+            });
+        }
+        let n = n.max(1);
+        match (&mut values, b.values_in(x.kind)) {
+            (Values::F32(v), Values::F32(bias)) => v
+                .par_chunks_mut(n)
+                .for_each(|row| row.iter_mut().zip(&bias).for_each(|(o, b)| *o += b)),
+            (Values::F64(v), Values::F64(bias)) => v
+                .par_chunks_mut(n)
+                .for_each(|row| row.iter_mut().zip(&bias).for_each(|(o, b)| *o += b)),
+            (Values::Int(v), Values::Int(bias)) => v.chunks_mut(n).for_each(|row| {
+                row.iter_mut()
+                    .zip(&bias)
+                    .for_each(|(o, b)| *o = o.wrapping_add(*b))
+            }),
+            _ => unreachable!("bias widened into the product's domain"),
+        }
+    }
+    let mut shape = x.shape.clone();
+    *shape.last_mut().expect("rank >= 1") = n;
+    Ok(HostTensor::from_values(x.kind, shape, values))
 }

@@ -6,20 +6,24 @@
 //! [`ipuc_ir::numeric`]), f64 in f64, integers exactly. Large loops run on rayon;
 //! matrix products use `matrixmultiply`.
 //!
-//! The kernels are independent of the IR: the `nn` interpreter maps ops onto them,
+//! The kernels are independent of the IR: the `nn` interpreter ([`interpreter`])
+//! maps ops onto them,
 //! and the ONNX node-test harness (`frontends/tests/onnx_node_tests.rs`) checks them
 //! against the ONNX backend test data.
 
+mod attention;
 mod conv;
 mod elementwise;
 mod error;
 mod host_tensor;
+pub mod interpreter;
 mod layout;
 mod matmul;
 mod normalization;
 mod reduce;
 pub mod shape;
 
+pub use attention::attention;
 pub use conv::{conv2d, resolve_pads, AutoPad, Conv2dParams};
 pub use elementwise::{
     add, binary, cast, div, equal, greater, less, max, min, modulo, mul, pow, sub, unary, where_,
@@ -31,6 +35,6 @@ pub use layout::{
     concat, constant_of_shape, expand, flatten, gather, pad, range, reshape, shape_of, slice,
     split, squeeze, tile, transpose, unsqueeze, PadMode,
 };
-pub use matmul::{gemm, matmul, GemmParams};
+pub use matmul::{gemm, linear, matmul, GemmParams};
 pub use normalization::{layer_normalization, softmax, LayerNormOutputs};
 pub use reduce::{reduce, reduce_max, reduce_mean, reduce_sum, Reduction};

@@ -37,6 +37,8 @@ pub struct OptArgs {
     pub elide_resources_if_larger: Option<u64>,
     pub crash_reproducer: Option<String>,
     pub run_reproducer: bool,
+    /// `--weights`, `--seed` and `--input-shape` for ONNX input.
+    pub onnx: crate::import::OnnxFlags,
 }
 
 impl OptArgs {
@@ -209,7 +211,41 @@ fn command(registry: &PassRegistry) -> Command {
         .arg(flag(
             "run-reproducer",
             "Run the pipeline stored in the input's mlir_reproducer configuration",
-        ));
+        ))
+        .arg(
+            Arg::new("weights")
+                .long("weights")
+                .value_name("POLICY")
+                .value_parser(["require", "zeros", "random"])
+                .default_value("require")
+                .help_heading("ONNX input")
+                .help("Missing external weight files of an ONNX input: fail, or synthesise zeros or seeded random values"),
+        )
+        .arg(
+            Arg::new("save-weights")
+                .long("save-weights")
+                .value_name("DIR")
+                .help_heading("ONNX input")
+                .help("Write the weights the model is compiled with as the external data file(s) its graph expects, into DIR"),
+        )
+        .arg(
+            Arg::new("seed")
+                .long("seed")
+                .value_name("N")
+                .value_parser(clap::value_parser!(u64))
+                .default_value("0")
+                .help_heading("ONNX input")
+                .help("Seed of --weights=random"),
+        )
+        .arg(
+            Arg::new("input-shape")
+                .long("input-shape")
+                .value_name("NAME=D0xD1x...")
+                .action(ArgAction::Append)
+                .value_parser(crate::import::parse_input_shape)
+                .help_heading("ONNX input")
+                .help("Static shape of an ONNX graph input, e.g. pixel_values=1x3x384x384 (repeatable)"),
+        );
     for p in registry.iter() {
         cmd = cmd.arg(
             Arg::new(p.name)
@@ -286,5 +322,14 @@ pub fn parse(args: Vec<String>, registry: &PassRegistry) -> Result<OptArgs, i32>
             .copied(),
         crash_reproducer: s("mlir-pass-pipeline-crash-reproducer"),
         run_reproducer: b("run-reproducer"),
+        onnx: crate::import::OnnxFlags {
+            weights: s("weights").unwrap_or_default(),
+            seed: m.get_one::<u64>("seed").copied().unwrap_or(0),
+            save_weights: s("save-weights"),
+            input_shapes: m
+                .get_many::<(String, Vec<i64>)>("input-shape")
+                .map(|v| v.cloned().collect())
+                .unwrap_or_default(),
+        },
     })
 }

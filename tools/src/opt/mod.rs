@@ -54,6 +54,22 @@ fn read_input(path: &str) -> Result<String, String> {
 }
 
 fn run(a: &OptArgs, registry: &ipuc_ir::pass::PassRegistry) -> Result<(), String> {
+    if crate::import::is_onnx(&a.input) {
+        if a.split_input_file || a.verify_diagnostics || a.run_reproducer {
+            return Err(format!(
+                "error: '{}' is an ONNX model; --split-input-file, --verify-diagnostics and \
+                 --run-reproducer need MLIR text input\n",
+                a.input
+            ));
+        }
+        let out = process_chunk(a, registry, &a.input, Source::Onnx).map_err(|diags| {
+            diags
+                .iter()
+                .map(|d| SourceMgr::new().render(d))
+                .collect::<String>()
+        })?;
+        return write_output(a, &out);
+    }
     let text = read_input(&a.input)?;
     let name = if a.input == "-" {
         "<stdin>".to_string()
@@ -71,7 +87,7 @@ fn run(a: &OptArgs, registry: &ipuc_ir::pass::PassRegistry) -> Result<(), String
     for chunk in &chunks {
         let mut sources = SourceMgr::new();
         sources.add(&name, Arc::from(text.as_str()));
-        let result = process_chunk(a, registry, &name, chunk);
+        let result = process_chunk(a, registry, &name, Source::Text(chunk));
         if a.verify_diagnostics {
             let diags = match &result {
                 Ok(_) => Vec::new(),
@@ -100,6 +116,11 @@ fn run(a: &OptArgs, registry: &ipuc_ir::pass::PassRegistry) -> Result<(), String
         return Ok(());
     }
     let joined = outputs.join("// -----\n");
+    write_output(a, &joined)
+}
+
+/// Writes the result to `-o` (or stdout).
+fn write_output(a: &OptArgs, joined: &str) -> Result<(), String> {
     match &a.output {
         Some(path) if path != "-" => {
             std::fs::write(path, joined).map_err(|e| format!("error: cannot write '{path}': {e}"))
@@ -141,16 +162,30 @@ fn split_input(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// What `process_chunk` reads: MLIR text, or the ONNX model named by the input path.
+enum Source<'a> {
+    Text(&'a str),
+    Onnx,
+}
+
 fn process_chunk(
     a: &OptArgs,
     registry: &ipuc_ir::pass::PassRegistry,
     name: &str,
-    text: &str,
+    source: Source<'_>,
 ) -> Result<String, Vec<Diagnostic>> {
-    let mut ctx = Context::new(crate::registry::dialects());
-    ctx.allow_unregistered = a.allow_unregistered_dialect;
-    let parsed = parse_source(&mut ctx, name, text).map_err(|d| vec![d])?;
-    let module = parsed.module;
+    let (mut ctx, module, external_resources) = match source {
+        Source::Text(text) => {
+            let mut ctx = Context::new(crate::registry::dialects());
+            ctx.allow_unregistered = a.allow_unregistered_dialect;
+            let parsed = parse_source(&mut ctx, name, text).map_err(|d| vec![d])?;
+            (ctx, parsed.module, parsed.external_resources)
+        }
+        Source::Onnx => {
+            let (ctx, module) = crate::import::import_onnx(name, &a.onnx).map_err(|d| vec![d])?;
+            (ctx, module, Default::default())
+        }
+    };
     if a.verify_each || a.verify_diagnostics {
         verify(&ctx, module).map_err(|d| vec![d])?;
     }
@@ -161,7 +196,7 @@ fn process_chunk(
         threading: !a.disable_threading,
     };
     if a.run_reproducer {
-        let config = parse_reproducer_config(&parsed.external_resources).ok_or_else(|| {
+        let config = parse_reproducer_config(&external_resources).ok_or_else(|| {
             vec![Diagnostic::error(
                 ctx.loc(module).clone(),
                 "--run-reproducer: the input has no mlir_reproducer configuration",

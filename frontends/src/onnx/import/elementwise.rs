@@ -1,0 +1,177 @@
+//! Elementwise ops: arithmetic, comparisons, `Where`, unary math, `Cast`,
+//! `Identity`.
+
+use ipuc_dialects::nn::{
+    BinaryKind, BinaryOp, CastOp, CompareKind, CompareOp, UnaryKind, UnaryOp, WhereOp,
+};
+use ipuc_ir::{Attribute, Value};
+
+use super::constants::onnx_type_attr;
+use super::{error, Importer, NodeResult};
+use crate::onnx::Node;
+
+/// The ops of this family.
+pub(super) const OPS: &[&str] = &[
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Mod",
+    "Pow",
+    "Max",
+    "Min",
+    "Equal",
+    "Less",
+    "Greater",
+    "Where",
+    "Sqrt",
+    "Reciprocal",
+    "Exp",
+    "Log",
+    "Tanh",
+    "Erf",
+    "Neg",
+    "Abs",
+    "Relu",
+    "Sigmoid",
+    "Cast",
+    "Identity",
+];
+
+fn binary_kind(op: &str) -> Option<BinaryKind> {
+    Some(match op {
+        "Add" => BinaryKind::Add,
+        "Sub" => BinaryKind::Sub,
+        "Mul" => BinaryKind::Mul,
+        "Div" => BinaryKind::Div,
+        "Mod" => BinaryKind::Mod,
+        "Pow" => BinaryKind::Pow,
+        "Max" => BinaryKind::Max,
+        "Min" => BinaryKind::Min,
+        _ => return None,
+    })
+}
+
+fn compare_kind(op: &str) -> Option<CompareKind> {
+    Some(match op {
+        "Equal" => CompareKind::Equal,
+        "Less" => CompareKind::Less,
+        "Greater" => CompareKind::Greater,
+        _ => return None,
+    })
+}
+
+fn unary_kind(op: &str) -> Option<UnaryKind> {
+    Some(match op {
+        "Sqrt" => UnaryKind::Sqrt,
+        "Reciprocal" => UnaryKind::Reciprocal,
+        "Exp" => UnaryKind::Exp,
+        "Log" => UnaryKind::Log,
+        "Tanh" => UnaryKind::Tanh,
+        "Erf" => UnaryKind::Erf,
+        "Neg" => UnaryKind::Neg,
+        "Abs" => UnaryKind::Abs,
+        "Relu" => UnaryKind::Relu,
+        "Sigmoid" => UnaryKind::Sigmoid,
+        _ => return None,
+    })
+}
+
+pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
+    let op = node.op_type.as_str();
+    let loc = Importer::loc(node);
+    if let Some(kind) = binary_kind(op) {
+        return binary(imp, node, kind).map(|v| vec![v]);
+    }
+    if let Some(kind) = compare_kind(op) {
+        let (a, b) = (imp.input(node, 0)?, imp.input(node, 1)?);
+        let state = CompareOp::build(imp.ctx, kind, a, b, loc);
+        return imp.emit(node, state);
+    }
+    if let Some(kind) = unary_kind(op) {
+        let x = imp.input(node, 0)?;
+        let state = UnaryOp::build(imp.ctx, kind, x, loc);
+        return imp.emit(node, state);
+    }
+    match op {
+        "Where" => {
+            let (c, x, y) = (
+                imp.input(node, 0)?,
+                imp.input(node, 1)?,
+                imp.input(node, 2)?,
+            );
+            let state = WhereOp::build(imp.ctx, c, x, y, loc);
+            imp.emit(node, state)
+        }
+        "Cast" => {
+            let x = imp.input(node, 0)?;
+            let to = onnx_type_attr(node, "to")?;
+            // `saturate` exists from opset 19 (default 1) and only matters for 8-bit floats.
+            let saturate = node.int_attr("saturate", 1)? != 0;
+            cast(imp, node, x, &to, saturate).map(|v| vec![v])
+        }
+        // Forwarding the value is what Identity means; no op is needed.
+        "Identity" => Ok(vec![imp.input(node, 0)?]),
+        other => unreachable!("`{other}` is not an elementwise op"),
+    }
+}
+
+/// Casts `x` to element type `to` (no op when it already has it).
+pub(super) fn cast(
+    imp: &mut Importer<'_>,
+    node: &Node,
+    x: Value,
+    to: &ipuc_ir::Type,
+    saturate: bool,
+) -> Result<Value, super::ImportError> {
+    if imp.ty(x).element_type() == Some(to) {
+        return Ok(x);
+    }
+    let state = CastOp::build(imp.ctx, x, to, saturate, Importer::loc(node));
+    imp.emit1(node, state)
+}
+
+/// A binary op; `Max`/`Min` take any number of operands (folded pairwise),
+/// and `Pow`'s exponent is cast to the base's element type.
+fn binary(
+    imp: &mut Importer<'_>,
+    node: &Node,
+    kind: BinaryKind,
+) -> Result<Value, super::ImportError> {
+    let loc = Importer::loc(node);
+    let operands: Vec<Value> = (0..node.inputs.len())
+        .filter_map(|i| imp.optional_input(node, i).transpose())
+        .collect::<Result<_, _>>()?;
+    let variadic = matches!(kind, BinaryKind::Max | BinaryKind::Min);
+    if operands.is_empty() || (!variadic && operands.len() != 2) {
+        return Err(error(
+            node,
+            format!(
+                "expects {} operands, but has {}",
+                if variadic { "one or more" } else { "two" },
+                operands.len()
+            ),
+        ));
+    }
+    let mut acc = operands[0];
+    for &rhs in &operands[1..] {
+        let mut rhs = rhs;
+        if kind == BinaryKind::Pow {
+            let base = imp.ty(acc).element_type().cloned();
+            if let Some(base) = base {
+                rhs = cast(imp, node, rhs, &base, true)?;
+            }
+        }
+        let mut state = BinaryOp::build(imp.ctx, kind, acc, rhs, loc.clone());
+        if kind == BinaryKind::Mod {
+            let fmod = node.int_attr("fmod", 0)?;
+            let is_float = imp.ty(acc).element_type().is_some_and(|e| e.is_float());
+            if is_float && fmod != 1 {
+                return Err(error(node, "floating-point Mod requires fmod = 1"));
+            }
+            state = state.map(|s| s.attr("fmod", Attribute::i64(fmod)));
+        }
+        acc = imp.emit1(node, state)?;
+    }
+    Ok(acc)
+}

@@ -1,0 +1,251 @@
+//! One `nn` op on host tensors: reads the op's attributes through the
+//! dialect's typed wrappers (which apply the ONNX defaults) and calls the
+//! matching reference kernel. No arithmetic lives here.
+
+use ipuc_dialects::nn::{
+    self, AttentionOp, BinaryKind, CastOp, CompareKind, ConcatOp, ConstantOp, Conv2dOp, GatherOp,
+    GeluApproximation, GeluOp, GemmOp, LayerNormalizationOp, PadOp, ReduceKind, ReduceOp,
+    ReshapeOp, SliceOp, SoftmaxOp, SplitOp, TileOp, TransposeOp, UnaryKind,
+};
+use ipuc_ir::{Context, OpId};
+
+use super::tensors::{constant_tensor, tensor_kind};
+use crate::reference::{self as k, HostTensor, KernelError, PadMode, Reduction};
+
+/// What went wrong running one op (the caller adds the op and its location).
+pub(super) enum OpError {
+    /// The op is not one the reference executor knows.
+    Unsupported,
+    /// The op is known but cannot run on these operands or attributes.
+    Failed(String),
+}
+
+impl From<KernelError> for OpError {
+    fn from(e: KernelError) -> OpError {
+        OpError::Failed(e.to_string())
+    }
+}
+
+impl From<String> for OpError {
+    fn from(e: String) -> OpError {
+        OpError::Failed(e)
+    }
+}
+
+type OpResult = Result<Vec<HostTensor>, OpError>;
+
+fn one(t: HostTensor) -> OpResult {
+    Ok(vec![t])
+}
+
+/// An `i64` list attribute of `op`, if present.
+fn i64_list(ctx: &Context, op: OpId, name: &str) -> Option<Vec<i64>> {
+    ctx.attr(op, name).and_then(|a| a.as_i64_list())
+}
+
+/// An `i64` list attribute the verifier requires.
+fn required_list(ctx: &Context, op: OpId, name: &str) -> Result<Vec<i64>, OpError> {
+    i64_list(ctx, op, name)
+        .ok_or_else(|| OpError::Failed(format!("is missing its '{name}' attribute")))
+}
+
+/// An `i64` attribute of `op`, or `default`.
+fn i64_attr(ctx: &Context, op: OpId, name: &str, default: i64) -> i64 {
+    ctx.attr(op, name)
+        .and_then(|a| a.as_int())
+        .map_or(default, |v| v as i64)
+}
+
+/// Non-negative attribute values as sizes.
+fn sizes<const N: usize>(what: &str, v: [i64; N]) -> Result<[usize; N], OpError> {
+    let mut out = [0usize; N];
+    for (o, &x) in out.iter_mut().zip(&v) {
+        *o = usize::try_from(x)
+            .map_err(|_| OpError::Failed(format!("'{what}' must be non-negative, but is {v:?}")))?;
+    }
+    Ok(out)
+}
+
+/// A scalar of `kind` holding `value` (pad fill values).
+fn scalar(kind: ipuc_ir::numeric::ElementKind, value: f64) -> HostTensor {
+    let mut data = vec![0u8; kind.byte_size()];
+    ipuc_ir::numeric::storage::store_f64(kind, &mut data, 0, value, true);
+    HostTensor::new(kind, vec![], data.into())
+}
+
+/// Runs `op` on `args` (its operand values, in order).
+pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult {
+    let name = ctx.name_str(op);
+    if let Some(kind) = BinaryKind::from_name(name) {
+        let binary = match kind {
+            BinaryKind::Add => k::BinaryOp::Add,
+            BinaryKind::Sub => k::BinaryOp::Sub,
+            BinaryKind::Mul => k::BinaryOp::Mul,
+            BinaryKind::Div => k::BinaryOp::Div,
+            BinaryKind::Mod => k::BinaryOp::Mod {
+                fmod: nn::BinaryOp(op).fmod(ctx),
+            },
+            BinaryKind::Pow => k::BinaryOp::Pow,
+            BinaryKind::Max => k::BinaryOp::Max,
+            BinaryKind::Min => k::BinaryOp::Min,
+        };
+        return one(k::binary(binary, args[0], args[1])?);
+    }
+    if let Some(kind) = CompareKind::from_name(name) {
+        let compare = match kind {
+            CompareKind::Equal => k::BinaryOp::Equal,
+            CompareKind::Less => k::BinaryOp::Less,
+            CompareKind::Greater => k::BinaryOp::Greater,
+        };
+        return one(k::binary(compare, args[0], args[1])?);
+    }
+    if let Some(kind) = UnaryKind::from_name(name) {
+        let unary = match kind {
+            UnaryKind::Sqrt => k::UnaryOp::Sqrt,
+            UnaryKind::Reciprocal => k::UnaryOp::Reciprocal,
+            UnaryKind::Exp => k::UnaryOp::Exp,
+            UnaryKind::Log => k::UnaryOp::Log,
+            UnaryKind::Tanh => k::UnaryOp::Tanh,
+            UnaryKind::Erf => k::UnaryOp::Erf,
+            UnaryKind::Neg => k::UnaryOp::Neg,
+            UnaryKind::Abs => k::UnaryOp::Abs,
+            UnaryKind::Relu => k::UnaryOp::Relu,
+            UnaryKind::Sigmoid => k::UnaryOp::Sigmoid,
+        };
+        return one(k::unary(unary, args[0])?);
+    }
+    if let Some(r) = ReduceOp::cast(ctx, op) {
+        let reduction = match r.kind(ctx) {
+            ReduceKind::Mean => Reduction::Mean,
+            ReduceKind::Sum => Reduction::Sum,
+            ReduceKind::Max => Reduction::Max,
+        };
+        // The wrapper resolves absent axes to every axis.
+        let axes: Vec<i64> = r.axes(ctx).into_iter().map(|a| a as i64).collect();
+        if axes.is_empty() {
+            // A rank-0 operand: nothing to reduce.
+            return one(args[0].clone());
+        }
+        return one(k::reduce(
+            args[0],
+            reduction,
+            Some(&axes),
+            r.keepdims(ctx),
+            false,
+        )?);
+    }
+    match name {
+        nn::CONSTANT => one(constant_tensor(&ConstantOp(op).value(ctx))?),
+        nn::WHERE => one(k::where_(args[0], args[1], args[2])?),
+        nn::CAST => {
+            let cast = CastOp(op);
+            let to = tensor_kind(ctx.value_type(ctx.result(op, 0)))?;
+            one(k::cast(args[0], to, cast.saturate(ctx)))
+        }
+        nn::MATMUL => one(k::matmul(args[0], args[1])?),
+        nn::GEMM => {
+            let p = GemmOp(op).params(ctx);
+            let params = k::GemmParams {
+                alpha: p.alpha,
+                beta: p.beta,
+                trans_a: p.trans_a,
+                trans_b: p.trans_b,
+            };
+            one(k::gemm(args[0], args[1], args.get(2).copied(), params)?)
+        }
+        nn::LINEAR => one(k::linear(args[0], args[1], args.get(2).copied())?),
+        nn::CONV2D => {
+            let p = Conv2dOp(op).params(ctx);
+            let params = k::Conv2dParams {
+                strides: sizes("strides", p.strides)?,
+                pads: sizes("pads", p.pads)?,
+                dilations: sizes("dilations", p.dilations)?,
+                groups: sizes("groups", [p.groups])?[0],
+            };
+            one(k::conv2d(args[0], args[1], args.get(2).copied(), &params)?)
+        }
+        nn::RESHAPE => {
+            // `nn.reshape` holds the final static shape: 0 means 0 (allowzero).
+            one(k::reshape(args[0], &ReshapeOp(op).shape(ctx), true)?)
+        }
+        nn::TRANSPOSE => {
+            let perm: Vec<i64> = TransposeOp(op)
+                .perm(ctx)
+                .into_iter()
+                .map(|a| a as i64)
+                .collect();
+            one(k::transpose(args[0], Some(&perm))?)
+        }
+        nn::CONCAT => one(k::concat(args, ConcatOp(op).axis(ctx) as i64)?),
+        nn::SPLIT => {
+            let split = SplitOp(op);
+            Ok(k::split(
+                args[0],
+                split.axis(ctx) as i64,
+                Some(&split.sizes(ctx)),
+                None,
+            )?)
+        }
+        nn::SLICE => {
+            let p = SliceOp(op).params(ctx);
+            one(k::slice(
+                args[0],
+                &p.starts,
+                &p.ends,
+                p.axes.as_deref(),
+                p.steps.as_deref(),
+            )?)
+        }
+        nn::GATHER => one(k::gather(args[0], args[1], GatherOp(op).axis(ctx) as i64)?),
+        nn::SQUEEZE => one(k::squeeze(args[0], i64_list(ctx, op, "axes").as_deref())?),
+        nn::UNSQUEEZE => one(k::unsqueeze(args[0], &required_list(ctx, op, "axes")?)?),
+        nn::EXPAND => one(k::expand(args[0], &required_list(ctx, op, "shape")?)?),
+        nn::TILE => one(k::tile(args[0], &TileOp(op).repeats(ctx))?),
+        nn::FLATTEN => one(k::flatten(args[0], i64_attr(ctx, op, "axis", 1))?),
+        nn::PAD => {
+            let pad = PadOp(op);
+            let fill = scalar(args[0].kind, f64::from(pad.value(ctx)));
+            one(k::pad(
+                args[0],
+                &pad.pads(ctx),
+                PadMode::Constant,
+                Some(&fill),
+                None,
+            )?)
+        }
+        nn::IDENTITY => one(args[0].clone()),
+        nn::SOFTMAX => one(k::softmax(args[0], SoftmaxOp(op).axis(ctx) as i64)?),
+        nn::LAYER_NORMALIZATION => {
+            let ln = LayerNormalizationOp(op);
+            let out = k::layer_normalization(
+                args[0],
+                args[1],
+                args.get(2).copied(),
+                ln.axis(ctx) as i64,
+                ln.epsilon(ctx),
+            )?;
+            one(out.y)
+        }
+        nn::GELU => {
+            let unary = match GeluOp(op).approximate(ctx) {
+                GeluApproximation::None => k::UnaryOp::Gelu,
+                GeluApproximation::Tanh => k::UnaryOp::GeluTanh,
+            };
+            one(k::unary(unary, args[0])?)
+        }
+        nn::ATTENTION => {
+            let attn = AttentionOp(op);
+            let heads = usize::try_from(attn.heads(ctx))
+                .map_err(|_| format!("'heads' must be positive, but is {}", attn.heads(ctx)))?;
+            one(k::attention(
+                args[0],
+                args[1],
+                args[2],
+                args.get(3).copied(),
+                heads,
+                attn.scale(ctx),
+            )?)
+        }
+        _ => Err(OpError::Unsupported),
+    }
+}

@@ -1,0 +1,129 @@
+//! Command-line flags of `ipu-run`.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+use ipuc_frontends::onnx::WeightsPolicy;
+
+/// Run a model on a device and compare its outputs with reference outputs.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "ipu-run",
+    about = "Run an ONNX model or ipuc IR on a device and compare with reference outputs",
+    after_help = "\
+Inputs: --input DIR is one ONNX test data set (input_K.pb, output_K.pb) or a \
+directory of test_data_set_* folders. Inputs bind to the function's parameters \
+by name when every input file and every parameter is named, else by position. \
+Without --input, inputs are synthesised from --seed (floats uniform in [-1, 1), \
+integers and booleans zero).
+
+Comparison (as numpy.allclose): an element passes when |actual - expected| <= \
+atol + rtol * |expected|; NaN matches NaN and infinities must match exactly.
+
+Exit status: 0 when every output is within tolerance (or nothing was compared), \
+1 when an output exceeds the tolerances, 2 on any other error."
+)]
+pub struct RunArgs {
+    /// The model: an ONNX file (`.onnx`) or ipuc IR (`.mlir`).
+    #[arg(value_name = "MODEL")]
+    pub model: PathBuf,
+    /// The device to run on.
+    #[arg(long, value_name = "NAME", default_value = "reference")]
+    pub device: String,
+    /// A test data set directory, or a directory of `test_data_set_*` folders.
+    #[arg(long, value_name = "DIR")]
+    pub input: Option<PathBuf>,
+    /// Absolute tolerance.
+    #[arg(long, value_name = "A", default_value_t = 1e-4)]
+    pub atol: f64,
+    /// Relative tolerance.
+    #[arg(long, value_name = "R", default_value_t = 1e-3)]
+    pub rtol: f64,
+    /// Print one JSON object instead of the human summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the outputs as `output_K.pb` (and synthesised inputs as `input_K.pb`) to DIR.
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// What to do when an ONNX model's external weight files are missing.
+    #[arg(long, value_enum, default_value_t = WeightsArg::Require)]
+    pub weights: WeightsArg,
+    /// Write the weights the model runs with as the external data file(s) its graph expects, into DIR.
+    #[arg(long = "save-weights", value_name = "DIR")]
+    pub save_weights: Option<PathBuf>,
+    /// Seed for `--weights random` and for synthesised inputs.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// A static shape for an ONNX graph input (repeatable), e.g. `pixel_values=1x3x384x384`.
+    #[arg(long = "input-shape", value_name = "NAME=AxB", value_parser = parse_input_shape)]
+    pub input_shapes: Vec<(String, Vec<i64>)>,
+    /// The function to run (default: `@main`, or the only public function).
+    #[arg(long, value_name = "NAME")]
+    pub function: Option<String>,
+}
+
+/// `--weights`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum WeightsArg {
+    /// Fail when a weight file is missing.
+    Require,
+    /// Fill missing weights with zeros.
+    Zeros,
+    /// Fill missing weights with seeded random values.
+    Random,
+}
+
+impl RunArgs {
+    /// The loader's weights policy.
+    pub fn weights_policy(&self) -> WeightsPolicy {
+        match self.weights {
+            WeightsArg::Require => WeightsPolicy::Require,
+            WeightsArg::Zeros => WeightsPolicy::Zeros,
+            WeightsArg::Random => WeightsPolicy::Random { seed: self.seed },
+        }
+    }
+}
+
+/// Parses `name=AxBxC` (a scalar is `name=`).
+pub fn parse_input_shape(s: &str) -> Result<(String, Vec<i64>), String> {
+    let (name, dims) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=AxB, got `{s}`"))?;
+    if name.is_empty() {
+        return Err(format!("missing input name in `{s}`"));
+    }
+    let dims = if dims.is_empty() {
+        Vec::new()
+    } else {
+        dims.split('x')
+            .map(|d| match d.parse::<i64>() {
+                Ok(v) if v >= 0 => Ok(v),
+                _ => Err(format!(
+                    "`{d}` in `{s}` is not a dimension (a non-negative integer)"
+                )),
+            })
+            .collect::<Result<_, _>>()?
+    };
+    Ok((name.to_string(), dims))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_shapes_parse_and_reject_garbage() {
+        assert_eq!(
+            parse_input_shape("pixel_values=1x3x384x384").unwrap(),
+            ("pixel_values".to_string(), vec![1, 3, 384, 384])
+        );
+        assert_eq!(parse_input_shape("s=").unwrap(), ("s".to_string(), vec![]));
+        assert!(parse_input_shape("1x3").unwrap_err().contains("NAME=AxB"));
+        assert!(parse_input_shape("x=1x?")
+            .unwrap_err()
+            .contains("`?` in `x=1x?` is not a dimension"));
+        assert!(parse_input_shape("=1")
+            .unwrap_err()
+            .contains("missing input name"));
+    }
+}

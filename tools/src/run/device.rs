@@ -1,0 +1,66 @@
+//! The devices `ipu-run` can run on.
+
+use ipuc_ir::{Context, OpId};
+use ipuc_runtime::reference::interpreter::{self, RunStats};
+use ipuc_runtime::reference::HostTensor;
+
+/// A device a model runs on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Device {
+    /// The host reference executor (the `nn` interpreter).
+    Reference,
+}
+
+impl Device {
+    /// Every device, by name.
+    pub const ALL: [(&'static str, Device); 1] = [("reference", Device::Reference)];
+
+    /// The device called `name`.
+    pub fn parse(name: &str) -> Result<Device, String> {
+        Device::ALL
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, d)| d)
+            .ok_or_else(|| {
+                format!(
+                    "unknown device '{name}' (known devices: {})",
+                    Device::ALL.map(|(n, _)| n).join(", ")
+                )
+            })
+    }
+
+    /// The device's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Device::Reference => "reference",
+        }
+    }
+
+    /// Runs `func` on `inputs`.
+    pub fn run(
+        self,
+        ctx: &Context,
+        func: OpId,
+        inputs: &[HostTensor],
+    ) -> Result<(Vec<HostTensor>, RunStats), String> {
+        match self {
+            Device::Reference => {
+                interpreter::run_function_with_stats(ctx, func, inputs).map_err(|e| e.to_string())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_devices_list_the_known_ones() {
+        assert_eq!(Device::parse("reference"), Ok(Device::Reference));
+        assert_eq!(
+            Device::parse("sim").unwrap_err(),
+            "unknown device 'sim' (known devices: reference)"
+        );
+    }
+}

@@ -1,0 +1,217 @@
+//! `ipu-run`: load a model (ONNX or ipuc IR), run it on a device, and compare
+//! its outputs with the reference outputs of ONNX test data sets.
+//!
+//! Exit status: 0 when everything compared is within tolerance (or nothing
+//! was compared), 1 when an output exceeds the tolerances, 2 on any other
+//! error (bad flags, unreadable model or data, a failed run).
+
+mod cli;
+mod compare;
+mod data;
+mod device;
+mod model;
+mod report;
+
+use std::time::Instant;
+
+use clap::Parser;
+
+pub use cli::{parse_input_shape, RunArgs, WeightsArg};
+pub use compare::{compare, Metrics, Tolerance};
+pub use device::Device;
+pub use report::{OutputReport, Report};
+
+use data::{DataSet, Named};
+use ipuc_runtime::reference::interpreter;
+
+/// Exit status when an output exceeds the tolerances.
+pub const EXIT_MISMATCH: i32 = 1;
+/// Exit status of every other failure.
+pub const EXIT_ERROR: i32 = 2;
+
+/// Runs `ipu-run` with `args` (including the program name); returns the exit code.
+pub fn main_with_args(args: Vec<String>) -> i32 {
+    let args = match RunArgs::try_parse_from(args) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { EXIT_ERROR } else { 0 };
+        }
+    };
+    match run(&args) {
+        Ok(report) => {
+            if args.json {
+                println!("{}", report.to_json());
+            } else {
+                print!("{}", report.to_human());
+            }
+            if report.passed == Some(false) {
+                EXIT_MISMATCH
+            } else {
+                0
+            }
+        }
+        Err(msg) => {
+            eprintln!("error: {}", msg.trim_end());
+            EXIT_ERROR
+        }
+    }
+}
+
+/// Loads, runs and compares as `args` say.
+pub fn run(args: &RunArgs) -> Result<Report, String> {
+    let device = Device::parse(&args.device)?;
+    let tolerance = Tolerance {
+        atol: args.atol,
+        rtol: args.rtol,
+    };
+    if !(tolerance.atol >= 0.0 && tolerance.rtol >= 0.0) {
+        return Err("--atol and --rtol must be non-negative".into());
+    }
+    let started = Instant::now();
+    let loaded = model::load(args)?;
+    let import_s = started.elapsed().as_secs_f64();
+    let ctx = &loaded.ctx;
+    let func = match &args.function {
+        Some(name) => find_function(ctx, loaded.root, name)?,
+        None => interpreter::entry_function(ctx, loaded.root).map_err(|e| e.to_string())?,
+    };
+    let sets: Vec<DataSet> = match &args.input {
+        Some(dir) => data::discover(dir)?,
+        None => vec![data::synthesize(ctx, func, args.seed)?],
+    };
+    let mut report = Report {
+        model: args.model.display().to_string(),
+        device: device.name().to_string(),
+        function: interpreter::function_name(ctx, func),
+        import_s,
+        run_s: 0.0,
+        ops: 0,
+        peak_live_bytes: 0,
+        tolerance,
+        passed: None,
+        outputs: Vec::new(),
+    };
+    for set in &sets {
+        let inputs = data::bind(ctx, func, set)?;
+        let started = Instant::now();
+        let (outputs, stats) = device
+            .run(ctx, func, &inputs)
+            .map_err(|e| format!("data set {}: {e}", set.name))?;
+        report.run_s += started.elapsed().as_secs_f64();
+        report.ops = stats.ops;
+        report.peak_live_bytes = report.peak_live_bytes.max(stats.peak_live_bytes);
+        if !set.expected.is_empty() && set.expected.len() != outputs.len() {
+            return Err(format!(
+                "data set {} holds {} expected output(s), but the function returns {}",
+                set.name,
+                set.expected.len(),
+                outputs.len()
+            ));
+        }
+        let named: Vec<Named> = outputs
+            .into_iter()
+            .enumerate()
+            .map(|(k, tensor)| Named {
+                name: set
+                    .expected
+                    .get(k)
+                    .map(|e| e.name.clone())
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or_else(|| format!("output_{k}")),
+                tensor,
+            })
+            .collect();
+        for (k, out) in named.iter().enumerate() {
+            report
+                .outputs
+                .push(output_report(set, out, set.expected.get(k), tolerance));
+        }
+        if let Some(dir) = &args.output {
+            let dir = if sets.len() > 1 {
+                dir.join(&set.name)
+            } else {
+                dir.clone()
+            };
+            if set.synthesized {
+                data::write_tensors(&dir, "input", &set.inputs)?;
+            }
+            data::write_tensors(&dir, "output", &named)?;
+        }
+    }
+    let compared: Vec<bool> = report.outputs.iter().filter_map(|o| o.passed).collect();
+    if !compared.is_empty() {
+        report.passed = Some(compared.iter().all(|&p| p));
+    }
+    Ok(report)
+}
+
+fn find_function(
+    ctx: &ipuc_ir::Context,
+    root: ipuc_ir::OpId,
+    name: &str,
+) -> Result<ipuc_ir::OpId, String> {
+    let funcs: Vec<ipuc_ir::OpId> = ctx
+        .collect_ops(root, ipuc_ir::WalkOrder::PreOrder)
+        .into_iter()
+        .filter(|&op| ctx.name_str(op) == ipuc_dialects::func::FUNC)
+        .collect();
+    funcs
+        .iter()
+        .copied()
+        .find(|&f| interpreter::function_name(ctx, f) == name)
+        .ok_or_else(|| {
+            format!(
+                "no function @{name} (the model has: {})",
+                funcs
+                    .iter()
+                    .map(|&f| format!("@{}", interpreter::function_name(ctx, f)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+}
+
+fn output_report(
+    set: &DataSet,
+    out: &Named,
+    expected: Option<&Named>,
+    tolerance: Tolerance,
+) -> OutputReport {
+    let mut r = OutputReport {
+        data_set: set.name.clone(),
+        name: out.name.clone(),
+        shape: out.tensor.shape.clone(),
+        dtype: out.tensor.kind.to_string(),
+        max_abs_err: None,
+        max_rel_err: None,
+        rel_l2_err: None,
+        cosine: None,
+        mismatches: None,
+        passed: None,
+        problem: None,
+    };
+    let Some(expected) = expected else {
+        return r;
+    };
+    if expected.tensor.shape != out.tensor.shape {
+        r.passed = Some(false);
+        r.problem = Some(format!(
+            "shape {:?} differs from the expected {:?}",
+            out.tensor.shape, expected.tensor.shape
+        ));
+        return r;
+    }
+    let m = compare(
+        &out.tensor.to_f64_vec(),
+        &expected.tensor.to_f64_vec(),
+        tolerance,
+    );
+    r.max_abs_err = Some(m.max_abs_err);
+    r.max_rel_err = Some(m.max_rel_err);
+    r.rel_l2_err = Some(m.rel_l2_err);
+    r.cosine = Some(m.cosine);
+    r.mismatches = Some(m.mismatches);
+    r.passed = Some(m.mismatches == 0);
+    r
+}

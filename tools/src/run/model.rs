@@ -1,0 +1,77 @@
+//! Loading the model to run: ipuc IR (`.mlir`) is parsed and verified; ONNX
+//! (`.onnx`) goes through the frontend's importer.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ipuc_frontends::onnx::import::{import_file, ImportOptions};
+use ipuc_frontends::onnx::LoadOptions;
+use ipuc_ir::{parse_source, verify, Context, OpId, SourceMgr};
+
+use super::cli::RunArgs;
+
+/// A loaded model: the context and its top-level operation.
+pub struct LoadedModel {
+    /// The IR.
+    pub ctx: Context,
+    /// The top-level operation (a `builtin.module`).
+    pub root: OpId,
+}
+
+/// Loads `args.model` by its extension.
+pub fn load(args: &RunArgs) -> Result<LoadedModel, String> {
+    let path = &args.model;
+    let mut ctx = Context::new(crate::registry::dialects());
+    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let root = match extension {
+        "mlir" => {
+            if !args.input_shapes.is_empty() {
+                eprintln!(
+                    "warning: --input-shape applies to ONNX models only; ignored for IR input"
+                );
+            }
+            load_mlir(&mut ctx, path)?
+        }
+        "onnx" => {
+            let load = LoadOptions {
+                weights: args.weights_policy(),
+            };
+            if let Some(dir) = &args.save_weights {
+                crate::import::save_weights(&path.display().to_string(), load.weights.clone(), dir)
+                    .map_err(|d| SourceMgr::new().render(&d))?;
+            }
+            import_onnx(&mut ctx, path, &load, &args.input_shapes)?
+        }
+        _ => {
+            return Err(format!(
+                "{}: unknown model format (expected a .onnx or .mlir file)",
+                path.display()
+            ))
+        }
+    };
+    Ok(LoadedModel { ctx, root })
+}
+
+fn load_mlir(ctx: &mut Context, path: &Path) -> Result<OpId, String> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read '{name}': {e}"))?;
+    let mut sources = SourceMgr::new();
+    sources.add(&name, Arc::from(text.as_str()));
+    let parsed = parse_source(ctx, &name, &text).map_err(|d| sources.render(&d))?;
+    verify(ctx, parsed.module).map_err(|d| sources.render(&d))?;
+    Ok(parsed.module)
+}
+
+/// Imports an ONNX model into `ctx` with the frontend's importer.
+fn import_onnx(
+    ctx: &mut Context,
+    path: &Path,
+    load: &LoadOptions,
+    input_shapes: &[(String, Vec<i64>)],
+) -> Result<OpId, String> {
+    let opts = ImportOptions {
+        input_shapes: input_shapes.to_vec(),
+        file_name: path.display().to_string(),
+    };
+    import_file(ctx, path, load, &opts).map_err(|e| SourceMgr::new().render(&e.to_diagnostic()))
+}

@@ -1,0 +1,168 @@
+//! What `ipu-run` reports: one JSON object (`--json`) or a human summary.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use super::compare::Tolerance;
+
+/// The result of one `ipu-run`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// The model file.
+    pub model: String,
+    /// The device name.
+    pub device: String,
+    /// The function that ran.
+    pub function: String,
+    /// Seconds spent loading (parsing or importing) the model.
+    pub import_s: f64,
+    /// Seconds spent running, over all data sets.
+    pub run_s: f64,
+    /// Operations executed per run.
+    pub ops: usize,
+    /// The most tensor bytes alive at once in any run.
+    pub peak_live_bytes: usize,
+    /// The comparison tolerances.
+    pub tolerance: Tolerance,
+    /// Whether every compared output is within tolerance; `None` when nothing
+    /// was compared.
+    pub passed: Option<bool>,
+    /// One entry per output and data set.
+    pub outputs: Vec<OutputReport>,
+}
+
+/// One output of one data set.
+#[derive(Clone, Debug, Serialize)]
+pub struct OutputReport {
+    /// The data set (`test_data_set_0`, or `synthesized`).
+    pub data_set: String,
+    /// The output's name (from the expected `.pb` file, else `output_K`).
+    pub name: String,
+    /// The produced shape.
+    pub shape: Vec<usize>,
+    /// The produced element type.
+    pub dtype: String,
+    /// See [`super::compare::Metrics`]; `None` without an expected value.
+    pub max_abs_err: Option<f64>,
+    /// Largest relative error.
+    pub max_rel_err: Option<f64>,
+    /// Relative L2 error.
+    pub rel_l2_err: Option<f64>,
+    /// Cosine similarity.
+    pub cosine: Option<f64>,
+    /// Elements outside the tolerance.
+    pub mismatches: Option<usize>,
+    /// Whether within tolerance; `None` without an expected value.
+    pub passed: Option<bool>,
+    /// Why the output could not be compared (e.g. a shape mismatch).
+    pub problem: Option<String>,
+}
+
+impl Report {
+    /// The JSON object, on one line.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("reports serialize")
+    }
+
+    /// The human summary.
+    pub fn to_human(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "model    {} (@{})", self.model, self.function);
+        let _ = writeln!(s, "device   {}", self.device);
+        let _ = writeln!(s, "import   {:.3} s", self.import_s);
+        let _ = writeln!(
+            s,
+            "run      {:.3} s ({} ops, peak {} live)",
+            self.run_s,
+            self.ops,
+            human_bytes(self.peak_live_bytes)
+        );
+        let mut set = None;
+        for o in &self.outputs {
+            if set != Some(&o.data_set) {
+                let _ = writeln!(s, "{}:", o.data_set);
+                set = Some(&o.data_set);
+            }
+            let _ = write!(
+                s,
+                "  {:<16} {:<18} {:<5}",
+                o.name,
+                format!("{:?}", o.shape),
+                o.dtype
+            );
+            match (&o.problem, o.max_abs_err) {
+                (Some(p), _) => {
+                    let _ = write!(s, " FAIL: {p}");
+                }
+                (None, Some(abs)) => {
+                    let _ = write!(
+                        s,
+                        " max_abs {abs:.3e}  max_rel {:.3e}  rel_l2 {:.3e}  cosine {:.6}  {}",
+                        o.max_rel_err.unwrap_or(0.0),
+                        o.rel_l2_err.unwrap_or(0.0),
+                        o.cosine.unwrap_or(0.0),
+                        match o.passed {
+                            Some(true) => "ok".to_string(),
+                            _ =>
+                                format!("FAIL ({} mismatched elements)", o.mismatches.unwrap_or(0)),
+                        }
+                    );
+                }
+                (None, None) => {
+                    let _ = write!(s, " (no expected output)");
+                }
+            }
+            s.push('\n');
+        }
+        let tol = format!(
+            "atol {:e}, rtol {:e}",
+            self.tolerance.atol, self.tolerance.rtol
+        );
+        let _ = match self.passed {
+            Some(true) => writeln!(s, "PASS: every output is within {tol}"),
+            Some(false) => {
+                let failed = self
+                    .outputs
+                    .iter()
+                    .filter(|o| o.passed == Some(false))
+                    .count();
+                writeln!(
+                    s,
+                    "FAIL: {failed} of {} output(s) exceed {tol}",
+                    self.outputs.len()
+                )
+            }
+            None => writeln!(s, "no expected outputs to compare with"),
+        };
+        s
+    }
+}
+
+/// Bytes in binary units (`12.3 MiB`).
+fn human_bytes(n: usize) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_counts_read_well() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(3 << 20), "3.0 MiB");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+    }
+}

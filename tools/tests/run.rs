@@ -1,0 +1,310 @@
+//! End-to-end tests of `ipu-run` on IR models with generated ONNX test data
+//! sets: passing and failing comparisons, exit codes, JSON fields, written
+//! outputs and error messages.
+
+use std::path::Path;
+use std::process::Command;
+
+use ipuc_frontends::onnx::{read_tensor_pb, write_tensor_pb, Tensor};
+use serde_json::Value;
+
+/// `y = relu(x · w + b)` and `s = sum(y, axis 1)` for x: 2x3, w: 3x2.
+const MODEL: &str = r#"
+func.func @main(%x: tensor<2x3xf32>, %w: tensor<3x2xf32>) -> (tensor<2x2xf32>, tensor<2xf32>) {
+  %b = nn.constant dense<[0.5, -4.0]> : tensor<2xf32>
+  %0 = nn.matmul %x, %w : tensor<2x3xf32>, tensor<3x2xf32> -> tensor<2x2xf32>
+  %1 = nn.add %0, %b : tensor<2x2xf32>, tensor<2xf32> -> tensor<2x2xf32>
+  %2 = nn.relu %1 : tensor<2x2xf32> -> tensor<2x2xf32>
+  %3 = nn.reduce_sum %2 {axes = array<i64: 1>, keepdims = 0 : i64} : tensor<2x2xf32> -> tensor<2xf32>
+  return %2, %3 : tensor<2x2xf32>, tensor<2xf32>
+}
+"#;
+
+const X: [f32; 6] = [1.0, -2.0, 0.5, 3.0, 0.25, -1.0];
+const W: [f32; 6] = [0.5, 1.0, -1.5, 2.0, 4.0, -0.5];
+
+/// The model's outputs, computed here in float64.
+fn expected() -> (Vec<f32>, Vec<f32>) {
+    let b = [0.5, -4.0];
+    let mut y = Vec::new();
+    for i in 0..2 {
+        for j in 0..2 {
+            let dot: f64 = (0..3)
+                .map(|l| f64::from(X[i * 3 + l]) * f64::from(W[l * 2 + j]))
+                .sum();
+            y.push((dot + b[j]).max(0.0) as f32);
+        }
+    }
+    let s = vec![y[0] + y[1], y[2] + y[3]];
+    (y, s)
+}
+
+fn write_model(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("model.mlir");
+    std::fs::write(&path, MODEL).unwrap();
+    path
+}
+
+/// Writes a test data set; `perturb` is added to the first expected element.
+fn write_set(dir: &Path, perturb: f32, with_outputs: bool) {
+    std::fs::create_dir_all(dir).unwrap();
+    write_tensor_pb(
+        &dir.join("input_0.pb"),
+        "x",
+        &Tensor::from_f32(vec![2, 3], &X),
+    )
+    .unwrap();
+    write_tensor_pb(
+        &dir.join("input_1.pb"),
+        "w",
+        &Tensor::from_f32(vec![3, 2], &W),
+    )
+    .unwrap();
+    if with_outputs {
+        let (mut y, s) = expected();
+        y[0] += perturb;
+        write_tensor_pb(
+            &dir.join("output_0.pb"),
+            "y",
+            &Tensor::from_f32(vec![2, 2], &y),
+        )
+        .unwrap();
+        write_tensor_pb(
+            &dir.join("output_1.pb"),
+            "s",
+            &Tensor::from_f32(vec![2], &s),
+        )
+        .unwrap();
+    }
+}
+
+fn ipu_run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ipu-run"))
+        .args(args)
+        .output()
+        .expect("spawn ipu-run");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(stdout: &str) -> Value {
+    assert_eq!(stdout.lines().count(), 1, "exactly one JSON line: {stdout}");
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+#[test]
+fn matching_outputs_pass_with_exit_zero_and_full_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = write_model(tmp.path());
+    let set = tmp.path().join("test_data_set_0");
+    write_set(&set, 0.0, true);
+    let (code, out, err) = ipu_run(&[
+        model.to_str().unwrap(),
+        "--input",
+        set.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let j = json(&out);
+    assert_eq!(j["model"], model.to_str().unwrap());
+    assert_eq!(j["device"], "reference");
+    assert!(j["import_s"].as_f64().unwrap() >= 0.0);
+    assert!(j["run_s"].as_f64().unwrap() >= 0.0);
+    assert_eq!(j["passed"], true);
+    let outputs = j["outputs"].as_array().unwrap();
+    assert_eq!(outputs.len(), 2);
+    assert_eq!(outputs[0]["name"], "y");
+    assert_eq!(outputs[0]["shape"], serde_json::json!([2, 2]));
+    assert_eq!(outputs[1]["name"], "s");
+    assert_eq!(outputs[1]["shape"], serde_json::json!([2]));
+    for o in outputs {
+        for field in ["max_abs_err", "max_rel_err", "rel_l2_err"] {
+            let v = o[field].as_f64().unwrap();
+            assert!(v <= 1e-6, "{field} = {v}");
+        }
+        assert!((o["cosine"].as_f64().unwrap() - 1.0).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn outputs_beyond_tolerance_fail_with_exit_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = write_model(tmp.path());
+    let set = tmp.path().join("set");
+    write_set(&set, 0.01, true);
+    let args = [model.to_str().unwrap(), "--input", set.to_str().unwrap()];
+    let (code, out, _) = ipu_run(&[&args[..], &["--json"]].concat());
+    assert_eq!(code, 1);
+    let j = json(&out);
+    assert_eq!(j["passed"], false);
+    let y = &j["outputs"][0];
+    assert_eq!(y["passed"], false);
+    assert_eq!(y["mismatches"], 1);
+    let abs = y["max_abs_err"].as_f64().unwrap();
+    assert!((abs - 0.01).abs() < 1e-6, "{abs}");
+    assert_eq!(j["outputs"][1]["passed"], true);
+    // A looser tolerance accepts the same data.
+    let (code, out, _) = ipu_run(&[&args[..], &["--atol", "0.02"]].concat());
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("PASS: every output is within"), "{out}");
+    // The human summary names the failing output.
+    let (code, out, _) = ipu_run(&args);
+    assert_eq!(code, 1);
+    assert!(out.contains("FAIL (1 mismatched elements)"), "{out}");
+    assert!(out.contains("FAIL: 1 of 2 output(s) exceed"), "{out}");
+}
+
+#[test]
+fn a_directory_of_data_sets_runs_each() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = write_model(tmp.path());
+    write_set(&tmp.path().join("sets/test_data_set_0"), 0.0, true);
+    write_set(&tmp.path().join("sets/test_data_set_1"), 1.0, true);
+    let sets = tmp.path().join("sets");
+    let (code, out, err) = ipu_run(&[
+        model.to_str().unwrap(),
+        "--input",
+        sets.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let j = json(&out);
+    let outputs = j["outputs"].as_array().unwrap();
+    assert_eq!(outputs.len(), 4);
+    assert_eq!(outputs[0]["data_set"], "test_data_set_0");
+    assert_eq!(outputs[0]["passed"], true);
+    assert_eq!(outputs[2]["data_set"], "test_data_set_1");
+    assert_eq!(outputs[2]["passed"], false);
+}
+
+#[test]
+fn outputs_are_written_without_expected_values() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = write_model(tmp.path());
+    let set = tmp.path().join("inputs_only");
+    write_set(&set, 0.0, false);
+    let out_dir = tmp.path().join("out");
+    let (code, out, err) = ipu_run(&[
+        model.to_str().unwrap(),
+        "--input",
+        set.to_str().unwrap(),
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("no expected outputs"), "{out}");
+    let (y, s) = expected();
+    let got_y = read_tensor_pb(&out_dir.join("output_0.pb")).unwrap();
+    assert_eq!(got_y.tensor, Tensor::from_f32(vec![2, 2], &y));
+    let got_s = read_tensor_pb(&out_dir.join("output_1.pb")).unwrap();
+    assert_eq!(got_s.tensor, Tensor::from_f32(vec![2], &s));
+    // Inputs were read, not synthesised: they are not rewritten.
+    assert!(!out_dir.join("input_0.pb").exists());
+}
+
+#[test]
+fn synthesised_inputs_make_a_reusable_data_set() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = write_model(tmp.path());
+    let set = tmp.path().join("generated");
+    let (code, _, err) = ipu_run(&[
+        model.to_str().unwrap(),
+        "--seed",
+        "5",
+        "-o",
+        set.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for f in ["input_0.pb", "input_1.pb", "output_0.pb", "output_1.pb"] {
+        assert!(set.join(f).exists(), "{f}");
+    }
+    let x = read_tensor_pb(&set.join("input_0.pb")).unwrap().tensor;
+    assert!(x.to_f64_vec().iter().all(|v| (-1.0..1.0).contains(v)));
+    let (code, out, err) = ipu_run(&[
+        model.to_str().unwrap(),
+        "--input",
+        set.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["outputs"][0]["max_abs_err"], 0.0);
+    // The same seed gives the same inputs.
+    let again = tmp.path().join("again");
+    ipu_run(&[
+        model.to_str().unwrap(),
+        "--seed",
+        "5",
+        "-o",
+        again.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        std::fs::read(set.join("input_0.pb")).unwrap(),
+        std::fs::read(again.join("input_0.pb")).unwrap()
+    );
+}
+
+#[test]
+fn errors_are_clear_and_exit_two() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = write_model(tmp.path());
+    let m = model.to_str().unwrap();
+    let (code, _, err) = ipu_run(&[m, "--device", "ipu"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("unknown device 'ipu' (known devices: reference)"),
+        "{err}"
+    );
+
+    let onnx = tmp.path().join("model.onnx");
+    std::fs::write(&onnx, b"").unwrap();
+    let (code, _, err) = ipu_run(&[onnx.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("error: "), "{err}");
+
+    let (code, _, err) = ipu_run(&[m, "--input", tmp.path().to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("neither input_K.pb/output_K.pb files nor test_data_set_*"),
+        "{err}"
+    );
+
+    // One input too few.
+    let set = tmp.path().join("short");
+    write_set(&set, 0.0, true);
+    std::fs::remove_file(set.join("input_1.pb")).unwrap();
+    let (code, _, err) = ipu_run(&[m, "--input", set.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("holds 1 input(s), but the function takes 2"),
+        "{err}"
+    );
+
+    // An input of the wrong shape names the parameter and both types.
+    let bad = tmp.path().join("bad");
+    write_set(&bad, 0.0, true);
+    write_tensor_pb(
+        &bad.join("input_1.pb"),
+        "w",
+        &Tensor::from_f32(vec![2, 3], &W),
+    )
+    .unwrap();
+    let (code, _, err) = ipu_run(&[m, "--input", bad.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("input #1 of @main must be tensor<3x2xf32>, but is tensor<2x3xf32>"),
+        "{err}"
+    );
+
+    let broken = tmp.path().join("broken.mlir");
+    std::fs::write(&broken, "func.func @main() {\n  %0 = nn.bogus\n}\n").unwrap();
+    let (code, _, err) = ipu_run(&[broken.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("broken.mlir:2:"), "{err}");
+
+    let (code, _, err) = ipu_run(&[m, "--atol", "lots"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--atol"), "{err}");
+}
