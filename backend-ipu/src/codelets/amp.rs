@@ -187,6 +187,17 @@ impl AmpVariant {
         (self.in_channels() * self.out_channels()) as u64
     }
 
+    /// Multiply-accumulates per tile cycle at full issue (one AMP per
+    /// cycle: 4 per row): the AMP throughput row of `ipu-machine.md`.
+    pub fn macs_per_tile_cycle(self) -> u64 {
+        self.macs_per_row() / 4
+    }
+
+    /// The machine's peak FLOP/s with this instruction on every tile.
+    pub fn peak_flops(self, machine: &MachineModel) -> f64 {
+        2.0 * self.macs_per_tile_cycle() as f64 * f64::from(machine.tiles) * machine.clock_hz
+    }
+
     /// Whether the machine must have FP8.
     pub fn needs_fp8(self) -> bool {
         self == AmpVariant::F8
@@ -230,8 +241,9 @@ impl AmpVariant {
         let terms = (self.in_channels() + 1) as f64;
         let accumulate = terms * 2f64.powi(-24) * magnitude;
         // A subnormal f16 result is rounded to a multiple of 2^-24.
-        let output = self.output_elem().unit_roundoff() * want.abs() + 2f64.powi(-25);
-        accumulate + output
+        // Rounding the f32 sum (within `accumulate` of `want`) to the output type.
+        let u = self.output_elem().unit_roundoff();
+        accumulate * (1.0 + u) + u * want.abs() + 2f64.powi(-25)
     }
 }
 
