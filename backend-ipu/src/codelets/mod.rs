@@ -4,6 +4,9 @@
 //! template over random inputs and hold it to both.
 
 pub mod amp;
+pub mod cast;
+pub mod elementwise;
+pub mod launch;
 
 /// A codelet cannot be built with the given parameters.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
