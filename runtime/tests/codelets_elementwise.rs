@@ -31,7 +31,11 @@ fn run_and_check_cycles(text: &str, est: u64, setup: impl FnOnce(&mut Simulator)
     s.run().unwrap_or_else(|e| panic!("{e}"));
     let cycles = s.profile().unwrap().total_cycles;
     let rel = (cycles as f64 - est as f64).abs() / est as f64;
-    assert!(rel <= 0.05, "simulated {cycles} cycles, estimate {est}");
+    assert!(
+        rel <= 0.05,
+        "simulated {cycles} cycles, estimate {est}; worker issues {}",
+        s.profile().unwrap().tiles[0].worker_issues
+    );
     s
 }
 
@@ -227,4 +231,48 @@ fn cast_parameters_are_checked() {
         .unwrap_err()
         .to_string()
         .contains("16-byte aligned"));
+}
+
+#[test]
+fn gelu_matches_float64_within_its_documented_bound_and_estimate() {
+    use ipuc_backend_ipu::codelets::gelu::{Gelu, GeluForm};
+    let mut rng = Rng64::seed_from_u64(21);
+    for form in [GeluForm::Erf, GeluForm::Tanh] {
+        for words in [1u32, 7, 40] {
+            for in_place in [false, true] {
+                let len = words * 4;
+                let input = 0x80000;
+                let output = if in_place { input } else { 0xa0000 };
+                let g = Gelu {
+                    form,
+                    len,
+                    input,
+                    output,
+                };
+                let mut xs: Vec<f16> = (0..len)
+                    .map(|_| f16::from_f64(nonzero(&mut rng, 0.001, 6.0)))
+                    .collect();
+                // The clamp edges, the tails and large values.
+                let specials = [4.5, -4.5, 4.49, -7.0, 12.0, -300.0, 6.0e4, -6.0e4];
+                for (i, v) in specials.iter().enumerate().take(len as usize) {
+                    xs[i] = f16::from_f64(*v);
+                }
+                let bytes: Vec<u8> = xs.iter().flat_map(|h| h.to_bits().to_le_bytes()).collect();
+                let s = run_and_check_cycles(&g.assembly().unwrap(), g.estimate_cycles(), |s| {
+                    s.write_memory(2, input, &bytes).unwrap();
+                });
+                let got = decode(VecType::F16, &s.read_memory(2, output, len * 2).unwrap());
+                for (i, (x, gv)) in xs.iter().zip(&got).enumerate() {
+                    let want = g.reference(*x);
+                    let tol = g.tolerance(*x, want);
+                    assert!(
+                        (gv - want).abs() <= tol,
+                        "{form:?} element {i}: gelu({x}) = {gv}, want {want} (tolerance {tol:e})"
+                    );
+                }
+                let issues: u64 = g.worker_words().iter().map(|&n| g.worker_issues(n)).sum();
+                assert_eq!(s.profile().unwrap().tiles[0].worker_issues, issues);
+            }
+        }
+    }
 }

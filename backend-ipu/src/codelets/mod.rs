@@ -6,6 +6,7 @@
 pub mod amp;
 pub mod cast;
 pub mod elementwise;
+pub mod gelu;
 pub mod launch;
 
 /// A codelet cannot be built with the given parameters.

@@ -92,6 +92,8 @@ pub enum VecOp {
     Sub,
     Mul,
     Axpy,
+    Max,
+    Min,
 }
 
 /// The AMP instruction variants.
@@ -737,12 +739,15 @@ impl Code {
                 }
                 Op::Uget { d: o[0] as u8 }
             }
-            F32v2Add | F32v2Sub | F32v2Mul | F32v2Axpy | F16v4Add | F16v4Mul => {
+            F32v2Add | F32v2Sub | F32v2Mul | F32v2Axpy | F32v2Max | F32v2Min | F16v4Add
+            | F16v4Mul => {
                 let (d, x, y) = vec3(o[0], o[1], o[2]);
                 let op = match i.opcode {
                     F32v2Add | F16v4Add => VecOp::Add,
                     F32v2Sub => VecOp::Sub,
                     F32v2Mul | F16v4Mul => VecOp::Mul,
+                    F32v2Max => VecOp::Max,
+                    F32v2Min => VecOp::Min,
                     _ => VecOp::Axpy,
                 };
                 if matches!(i.opcode, F16v4Add | F16v4Mul) {

@@ -847,6 +847,8 @@ impl Tile {
                     VecOp::Add => f32v2_op(x, y, |a, b| a + b),
                     VecOp::Sub => f32v2_op(x, y, |a, b| a - b),
                     VecOp::Mul => f32v2_op(x, y, |a, b| a * b),
+                    VecOp::Max => f32v2_op(x, y, f32::max),
+                    VecOp::Min => f32v2_op(x, y, f32::min),
                     VecOp::Axpy => {
                         let tas = f32::from_bits(ctx.tas);
                         f32v2_op(x, y, |a, b| tas.mul_add(a, b))
