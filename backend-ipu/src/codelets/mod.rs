@@ -8,6 +8,7 @@ pub mod cast;
 pub mod elementwise;
 pub mod gelu;
 pub mod launch;
+pub mod reduce;
 
 /// A codelet cannot be built with the given parameters.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -405,6 +405,10 @@ isa_table! {
     F16v4Add = "f16v4add" [AP, AP, AP] Aux Worker Float;
     /// `f16v4mul $aDst:Dst+1, $aSrc0:Src0+1, $aSrc1:Src1+1`: four f16 multiplies.
     F16v4Mul = "f16v4mul" [AP, AP, AP] Aux Worker Float;
+    /// `f16v4max $aDst:Dst+1, $aSrc0:Src0+1, $aSrc1:Src1+1`: four f16 maxima (IEEE maxNum).
+    F16v4Max = "f16v4max" [AP, AP, AP] Aux Worker Float;
+    /// `f16v4min $aDst:Dst+1, $aSrc0:Src0+1, $aSrc1:Src1+1`: four f16 minima (IEEE minNum).
+    F16v4Min = "f16v4min" [AP, AP, AP] Aux Worker Float;
     /// `f16v4cmac $aSrc0:Src0+1, $aSrc1:Src1+1`: `$AACC[i] += src0[i] * src1[i]` for 4 f16 lanes, accumulated in f32.
     F16v4Cmac = "f16v4cmac" [AP, AP] Aux Worker Float;
     /// `f16v8acc $aSrc:Src+3`: `$AACC[i] += src[i]` for 8 f16 lanes, accumulated in f32.

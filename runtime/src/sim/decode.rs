@@ -740,17 +740,17 @@ impl Code {
                 Op::Uget { d: o[0] as u8 }
             }
             F32v2Add | F32v2Sub | F32v2Mul | F32v2Axpy | F32v2Max | F32v2Min | F16v4Add
-            | F16v4Mul => {
+            | F16v4Mul | F16v4Max | F16v4Min => {
                 let (d, x, y) = vec3(o[0], o[1], o[2]);
                 let op = match i.opcode {
                     F32v2Add | F16v4Add => VecOp::Add,
                     F32v2Sub => VecOp::Sub,
                     F32v2Mul | F16v4Mul => VecOp::Mul,
-                    F32v2Max => VecOp::Max,
-                    F32v2Min => VecOp::Min,
+                    F32v2Max | F16v4Max => VecOp::Max,
+                    F32v2Min | F16v4Min => VecOp::Min,
                     _ => VecOp::Axpy,
                 };
-                if matches!(i.opcode, F16v4Add | F16v4Mul) {
+                if matches!(i.opcode, F16v4Add | F16v4Mul | F16v4Max | F16v4Min) {
                     Op::F16v4 { op, d, x, y }
                 } else {
                     Op::F32v2 { op, d, x, y }

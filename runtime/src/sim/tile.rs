@@ -860,6 +860,8 @@ impl Tile {
                 let (x, y) = (a64(ctx, x), a64(ctx, y));
                 let r = match op {
                     VecOp::Add => f16v4_op(x, y, |a, b| a + b),
+                    VecOp::Max => f16v4_op(x, y, f32::max),
+                    VecOp::Min => f16v4_op(x, y, f32::min),
                     _ => f16v4_op(x, y, |a, b| a * b),
                 };
                 w64(d, r)
