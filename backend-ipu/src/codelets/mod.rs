@@ -5,6 +5,7 @@
 
 pub mod amp;
 pub mod cast;
+pub mod copy;
 pub mod elementwise;
 pub mod gelu;
 pub mod launch;
