@@ -108,7 +108,7 @@ impl Cast {
     pub fn validate(&self) -> Result<(), CodeletError> {
         let err = |m: String| Err(CodeletError::new(self.kind.name(), m));
         let per = self.kind.elements_per_iteration();
-        if self.len == 0 || self.len % per != 0 {
+        if self.len == 0 || !self.len.is_multiple_of(per) {
             return err(format!(
                 "length {} is not a positive multiple of {per} (pad the tensor)",
                 self.len
@@ -124,13 +124,13 @@ impl Cast {
         } else {
             16
         };
-        if self.input % in_align != 0 {
+        if !self.input.is_multiple_of(in_align) {
             return err(format!(
                 "input address 0x{:x} is not {in_align}-byte aligned",
                 self.input
             ));
         }
-        if self.output % 8 != 0 {
+        if !self.output.is_multiple_of(8) {
             return err(format!(
                 "output address 0x{:x} is not 8-byte aligned",
                 self.output

@@ -41,7 +41,7 @@ impl StridedCopy {
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), CodeletError> {
         let err = |m: String| Err(CodeletError::new(TAG, m));
-        if self.rows == 0 || self.row_bytes == 0 || self.row_bytes % 8 != 0 {
+        if self.rows == 0 || self.row_bytes == 0 || !self.row_bytes.is_multiple_of(8) {
             return err(format!(
                 "needs rows > 0 and a positive multiple of 8 bytes per row, got {} rows of {} bytes",
                 self.rows, self.row_bytes

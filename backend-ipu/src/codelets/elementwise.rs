@@ -66,9 +66,9 @@ pub struct Binary {
 }
 
 /// Worker issues besides the per-word bundles, for a share of n >= 1 words:
-/// 4 `ld32` + `tapack` + `brz` + `sub` + the first load + the prologue bundle
-/// + `rpt` + the last store + `exitz` = 12, minus the one word the prologue
-/// computes; axpy adds `ld32` + `uput`.
+/// 4 `ld32`, `tapack`, `brz`, `sub`, the first load, the prologue bundle,
+/// `rpt`, the last store and `exitz` (12), minus the one word the prologue
+/// computes; axpy adds `ld32` and `uput`.
 const FIXED_ISSUES: u64 = 11;
 /// Issues of a worker with no words: 4 `ld32`, `tapack`, `brz`, `exitz`.
 const EMPTY_ISSUES: u64 = 7;
@@ -95,7 +95,7 @@ impl Binary {
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), CodeletError> {
         let err = |m: String| Err(CodeletError::new(self.name(), m));
-        if self.len == 0 || self.len % self.ty.lanes() != 0 {
+        if self.len == 0 || !self.len.is_multiple_of(self.ty.lanes()) {
             return err(format!(
                 "length {} is not a positive multiple of {} (pad the tensor)",
                 self.len,

@@ -147,19 +147,19 @@ impl Gelu {
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), CodeletError> {
         let err = |m: String| Err(CodeletError::new(self.tag(), m));
-        if self.len == 0 || self.len % 4 != 0 {
+        if self.len == 0 || !self.len.is_multiple_of(4) {
             return err(format!(
                 "length {} is not a positive multiple of 4 (pad the tensor)",
                 self.len
             ));
         }
-        if self.input % 8 != 0 {
+        if !self.input.is_multiple_of(8) {
             return err(format!(
                 "input address 0x{:x} is not 8-byte aligned",
                 self.input
             ));
         }
-        if self.output % 4 != 0 {
+        if !self.output.is_multiple_of(4) {
             return err(format!(
                 "output address 0x{:x} is not 4-byte aligned",
                 self.output
@@ -207,9 +207,9 @@ impl Gelu {
         aux.extend(Self::pair_ops(1));
         // Main slots: the constant the next bundle reads, or data movement.
         let mut main: Vec<String> = vec!["nop".into(); aux.len()];
-        for i in 0..aux.len() {
-            if let Some(k) = aux.get(i + 1).and_then(|a| a.1) {
-                main[i] = format!("ld64 $a12:13, $m1, $mzero, {k}");
+        for (slot, next) in main.iter_mut().zip(aux.iter().skip(1)) {
+            if let Some(k) = next.1 {
+                *slot = format!("ld64 $a12:13, $m1, $mzero, {k}");
             }
         }
         // The first pair's constant for bundle 0 comes from the last bundle

@@ -71,20 +71,20 @@ impl RowReduce {
             return err("no rows".into());
         }
         let l = self.lanes();
-        if self.cols == 0 || self.cols % l != 0 {
+        if self.cols == 0 || !self.cols.is_multiple_of(l) {
             return err(format!(
                 "columns {} are not a positive multiple of {l} (pad the rows)",
                 self.cols
             ));
         }
         let align = 2 * l;
-        if self.input % align != 0 {
+        if !self.input.is_multiple_of(align) {
             return err(format!(
                 "input address 0x{:x} is not {align}-byte aligned",
                 self.input
             ));
         }
-        if self.output % 4 != 0 {
+        if !self.output.is_multiple_of(4) {
             return err(format!(
                 "output address 0x{:x} is not 4-byte aligned",
                 self.output

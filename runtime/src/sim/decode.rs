@@ -503,8 +503,8 @@ impl Code {
             raw,
             illegal: Vec::new(),
         };
-        for k in 0..words {
-            let slot = code.slot(k, worker[k], machine);
+        for (k, &worker_code) in worker.iter().enumerate() {
+            let slot = code.slot(k, worker_code, machine);
             code.slots.push(slot);
         }
         code
