@@ -147,3 +147,67 @@ fn cmac_acc_and_aop_accumulate_as_documented() {
         );
     }
 }
+
+#[test]
+fn layernorm_matches_float64_and_its_estimate() {
+    use ipuc_backend_ipu::codelets::layernorm::LayerNorm;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(41);
+    for (rows, cols, in_place) in [
+        (1u32, 8u32, false),
+        (6, 64, true),
+        (7, 1152, false),
+        (13, 24, false),
+    ] {
+        let output = if in_place { 0x80000 } else { 0xc0000 };
+        let ln = LayerNorm {
+            rows,
+            cols,
+            eps: 1e-6,
+            input: 0x80000,
+            gamma: 0xb0000,
+            beta: 0xb8000,
+            output,
+        };
+        let h = |rng: &mut rand::rngs::StdRng, lo: f64, hi: f64| {
+            let m: f64 = rng.gen_range(lo..hi);
+            f16::from_f64(if rng.gen_bool(0.5) { m } else { -m })
+        };
+        // Rows with an offset mean, as activations have.
+        let xs: Vec<f16> = (0..rows * cols)
+            .map(|i| f16::from_f64(h(&mut rng, 0.01, 3.0).to_f64() + f64::from(i / cols % 3)))
+            .collect();
+        let gamma: Vec<f16> = (0..cols).map(|_| h(&mut rng, 0.5, 2.0)).collect();
+        let beta: Vec<f16> = (0..cols).map(|_| h(&mut rng, 0.01, 1.0)).collect();
+        let enc =
+            |v: &[f16]| -> Vec<u8> { v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect() };
+        let exe = program(&[(3, &ln.assembly().unwrap())], vec![]);
+        let mut s = sim(&exe, Default::default());
+        s.write_memory(3, ln.input, &enc(&xs)).unwrap();
+        s.write_memory(3, ln.gamma, &enc(&gamma)).unwrap();
+        s.write_memory(3, ln.beta, &enc(&beta)).unwrap();
+        s.run().unwrap_or_else(|e| panic!("{e}"));
+        let got: Vec<f64> = s
+            .read_memory(3, ln.output, rows * cols * 2)
+            .unwrap()
+            .chunks_exact(2)
+            .map(|b| f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
+            .collect();
+        for (i, (g, (w, mag))) in got.iter().zip(ln.reference(&xs, &gamma, &beta)).enumerate() {
+            let tol = ln.tolerance(mag);
+            assert!(
+                (g - w).abs() <= tol,
+                "{rows}x{cols} element {i}: got {g} want {w} (tolerance {tol:e})"
+            );
+        }
+        let p = s.profile().unwrap();
+        let est = ln.estimate_cycles();
+        let rel = (p.total_cycles as f64 - est as f64).abs() / est as f64;
+        assert!(
+            rel <= 0.05,
+            "{rows}x{cols}: {} cycles, estimate {est}",
+            p.total_cycles
+        );
+        let issues: u64 = ln.worker_rows().iter().map(|&n| ln.worker_issues(n)).sum();
+        assert_eq!(p.tiles[0].worker_issues, issues, "{rows}x{cols}");
+    }
+}

@@ -9,6 +9,7 @@ pub mod copy;
 pub mod elementwise;
 pub mod gelu;
 pub mod launch;
+pub mod layernorm;
 pub mod reduce;
 
 /// A codelet cannot be built with the given parameters.
