@@ -211,3 +211,52 @@ fn layernorm_matches_float64_and_its_estimate() {
         assert_eq!(p.tiles[0].worker_issues, issues, "{rows}x{cols}");
     }
 }
+
+#[test]
+fn softmax_matches_float64_and_its_estimate() {
+    use ipuc_backend_ipu::codelets::softmax::Softmax;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(51);
+    for (rows, cols) in [(1u32, 4u32), (6, 16), (7, 732), (13, 64)] {
+        let sm = Softmax {
+            rows,
+            cols,
+            input: 0x80000,
+            output: 0xa0000,
+        };
+        // Logits with a spread that makes some probabilities tiny.
+        let xs: Vec<f16> = (0..rows * cols)
+            .map(|_| {
+                let m: f64 = rng.gen_range(0.01..12.0);
+                f16::from_f64(if rng.gen_bool(0.5) { m } else { -m })
+            })
+            .collect();
+        let bytes: Vec<u8> = xs.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect();
+        let exe = program(&[(2, &sm.assembly().unwrap())], vec![]);
+        let mut s = sim(&exe, Default::default());
+        s.write_memory(2, sm.input, &bytes).unwrap();
+        s.run().unwrap_or_else(|e| panic!("{e}"));
+        let got: Vec<f64> = s
+            .read_memory(2, sm.output, rows * cols * 2)
+            .unwrap()
+            .chunks_exact(2)
+            .map(|b| f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
+            .collect();
+        for (i, (g, w)) in got.iter().zip(sm.reference(&xs)).enumerate() {
+            let tol = sm.tolerance(w);
+            assert!(
+                (g - w).abs() <= tol,
+                "{rows}x{cols} element {i}: got {g} want {w} (tolerance {tol:e})"
+            );
+        }
+        let p = s.profile().unwrap();
+        let est = sm.estimate_cycles();
+        let rel = (p.total_cycles as f64 - est as f64).abs() / est as f64;
+        assert!(
+            rel <= 0.05,
+            "{rows}x{cols}: {} cycles, estimate {est}",
+            p.total_cycles
+        );
+        let issues: u64 = sm.worker_rows().iter().map(|&n| sm.worker_issues(n)).sum();
+        assert_eq!(p.tiles[0].worker_issues, issues, "{rows}x{cols}");
+    }
+}

@@ -58,3 +58,55 @@ pub fn vertex_state(tag: &str, words: &[Vec<u32>; WORKERS]) -> String {
 pub fn launch_cycles(worker_issues: u64) -> u64 {
     SUPERVISOR_ISSUES_BEFORE_RUN + 6 * worker_issues + SUPERVISOR_ISSUES_AFTER_RUN
 }
+
+/// Emits worker code, padding bundles to 8 bytes and counting issues.
+#[derive(Default)]
+pub struct Emitter {
+    /// The text so far.
+    pub text: String,
+    words: u64,
+    /// Issues emitted outside `rpt` bodies.
+    pub issues: u64,
+}
+
+impl Emitter {
+    /// A solo instruction.
+    pub fn solo(&mut self, s: &str) {
+        self.text.push_str(&format!("    {s}\n"));
+        self.words += 1;
+        self.issues += 1;
+    }
+    /// A bundle (a `nop` first if it would be misaligned).
+    pub fn bundle(&mut self, main: &str, aux: &str) {
+        if self.words % 2 == 1 {
+            self.solo("nop");
+        }
+        self.text.push_str(&format!("    {{ {main} ; {aux} }}\n"));
+        self.words += 2;
+        self.issues += 1;
+    }
+    /// A label.
+    pub fn label(&mut self, l: &str) {
+        self.text.push_str(&format!("{l}:\n"));
+    }
+    /// A label that must be 8-byte aligned (loop heads).
+    pub fn aligned_label(&mut self, l: &str) {
+        if self.words % 2 == 1 {
+            self.solo("nop");
+        }
+        self.label(l);
+    }
+    /// A `rpt` over `body` bundles; the body is not counted (it repeats).
+    pub fn rpt(&mut self, count: &str, name: &str, body: &[(&str, &str)]) {
+        self.bundle(
+            &format!("rpt {count}, (.L{name}_end - .L{name}_start)/8 - 1"),
+            "fnop",
+        );
+        self.label(&format!(".L{name}_start"));
+        for (m, a) in body {
+            self.text.push_str(&format!("    {{ {m} ; {a} }}\n"));
+            self.words += 2;
+        }
+        self.label(&format!(".L{name}_end"));
+    }
+}

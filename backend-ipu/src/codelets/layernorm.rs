@@ -22,7 +22,7 @@
 
 use half::f16;
 
-use super::launch::{self, offsets, split, WORKERS};
+use super::launch::{self, offsets, split, Emitter, WORKERS};
 use super::CodeletError;
 
 /// One LayerNorm launch.
@@ -45,52 +45,6 @@ pub struct LayerNorm {
 }
 
 const TAG: &str = "layernorm_f16";
-
-/// Emits worker code, padding bundles to 8 bytes and counting issues.
-struct Emitter {
-    text: String,
-    words: u64,
-    issues: u64,
-}
-
-impl Emitter {
-    fn solo(&mut self, s: &str) {
-        self.text.push_str(&format!("    {s}\n"));
-        self.words += 1;
-        self.issues += 1;
-    }
-    fn bundle(&mut self, main: &str, aux: &str) {
-        if self.words % 2 == 1 {
-            self.solo("nop");
-        }
-        self.text.push_str(&format!("    {{ {main} ; {aux} }}\n"));
-        self.words += 2;
-        self.issues += 1;
-    }
-    fn label(&mut self, l: &str) {
-        self.text.push_str(&format!("{l}:\n"));
-    }
-    /// A label that must be 8-byte aligned (loop heads).
-    fn aligned_label(&mut self, l: &str) {
-        if self.words % 2 == 1 {
-            self.solo("nop");
-        }
-        self.label(l);
-    }
-    /// A `rpt` over `body` bundles; the body is not counted (it repeats).
-    fn rpt(&mut self, count: &str, name: &str, body: &[(&str, &str)]) {
-        self.bundle(
-            &format!("rpt {count}, (.L{name}_end - .L{name}_start)/8 - 1"),
-            "fnop",
-        );
-        self.label(&format!(".L{name}_start"));
-        for (m, a) in body {
-            self.text.push_str(&format!("    {{ {m} ; {a} }}\n"));
-            self.words += 2;
-        }
-        self.label(&format!(".L{name}_end"));
-    }
-}
 
 /// Worker issues outside the `rpt` bodies, counted while emitting.
 struct Counts {
@@ -142,11 +96,7 @@ impl LayerNorm {
     }
 
     fn worker(&self) -> (String, Counts) {
-        let mut e = Emitter {
-            text: String::new(),
-            words: 0,
-            issues: 0,
-        };
+        let mut e = Emitter::default();
         e.solo("ld32 $m2, $mvertex_base, $mzero, 2   // rows");
         e.solo(&format!("brz $m2, .L{TAG}_done"));
         for s in [

@@ -11,6 +11,7 @@ pub mod gelu;
 pub mod launch;
 pub mod layernorm;
 pub mod reduce;
+pub mod softmax;
 
 /// A codelet cannot be built with the given parameters.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
