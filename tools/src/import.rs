@@ -85,7 +85,7 @@ pub fn weights_policy(flags: &OnnxFlags) -> Result<WeightsPolicy, String> {
 pub fn import_onnx(path: &str, flags: &OnnxFlags) -> Result<(Context, OpId), Diagnostic> {
     let weights = weights_policy(flags).map_err(|m| Diagnostic::error(Location::unknown(), m))?;
     if let Some(dir) = &flags.save_weights {
-        save_weights(path, weights.clone(), Path::new(dir))?;
+        save_weights(path, weights, Path::new(dir))?;
     }
     let mut ctx = Context::new(crate::registry::dialects());
     let opts = ImportOptions {
@@ -149,6 +149,7 @@ mod tests {
             weights: w.into(),
             seed,
             input_shapes: vec![],
+            save_weights: None,
         };
         assert_eq!(weights_policy(&f("", 0)), Ok(WeightsPolicy::Require));
         assert_eq!(weights_policy(&f("zeros", 0)), Ok(WeightsPolicy::Zeros));

@@ -397,10 +397,18 @@ isa_table! {
     F32v2Mul = "f32v2mul" [AP, AP, AP] Aux Worker Float;
     /// `f32v2axpy $aDst:Dst+1, $aSrc0:Src0+1, $aSrc1:Src1+1`: `dst = $TAS * src0 + src1` per lane, rounded once per operation (the hardware's pipelined variant is simplified to an immediate result: model assumption).
     F32v2Axpy = "f32v2axpy" [AP, AP, AP] Aux Worker Float;
+    /// `f32v2max $aDst:Dst+1, $aSrc0:Src0+1, $aSrc1:Src1+1`: two f32 maxima (IEEE maxNum: a NaN operand yields the other operand).
+    F32v2Max = "f32v2max" [AP, AP, AP] Aux Worker Float;
+    /// `f32v2min $aDst:Dst+1, $aSrc0:Src0+1, $aSrc1:Src1+1`: two f32 minima (IEEE minNum).
+    F32v2Min = "f32v2min" [AP, AP, AP] Aux Worker Float;
     /// `f16v4add $aDst:Dst+1, $aSrc0:Src0+1, $aSrc1:Src1+1`: four f16 adds.
     F16v4Add = "f16v4add" [AP, AP, AP] Aux Worker Float;
     /// `f16v4mul $aDst:Dst+1, $aSrc0:Src0+1, $aSrc1:Src1+1`: four f16 multiplies.
     F16v4Mul = "f16v4mul" [AP, AP, AP] Aux Worker Float;
+    /// `f16v4max $aDst:Dst+1, $aSrc0:Src0+1, $aSrc1:Src1+1`: four f16 maxima (IEEE maxNum).
+    F16v4Max = "f16v4max" [AP, AP, AP] Aux Worker Float;
+    /// `f16v4min $aDst:Dst+1, $aSrc0:Src0+1, $aSrc1:Src1+1`: four f16 minima (IEEE minNum).
+    F16v4Min = "f16v4min" [AP, AP, AP] Aux Worker Float;
     /// `f16v4cmac $aSrc0:Src0+1, $aSrc1:Src1+1`: `$AACC[i] += src0[i] * src1[i]` for 4 f16 lanes, accumulated in f32.
     F16v4Cmac = "f16v4cmac" [AP, AP] Aux Worker Float;
     /// `f16v8acc $aSrc:Src+3`: `$AACC[i] += src[i]` for 8 f16 lanes, accumulated in f32.

@@ -70,6 +70,16 @@ pub(crate) fn decode_hex_blob(s: &str) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// `!x`/`#x` text: an alias use, or an opaque dialect type/attribute.
+enum DialectSymbol {
+    Alias(String),
+    Opaque {
+        dialect: Arc<str>,
+        mnemonic: Option<Arc<str>>,
+        body: Arc<str>,
+    },
+}
+
 /// A parsed numeric literal.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Number {
@@ -316,39 +326,56 @@ impl<'c> Parser<'c> {
                 }
                 Ok(Type::new(TypeKind::Tuple(types)))
             }
-            Rule::dialect_type => {
-                let mut it = p.clone().into_inner();
-                let ident = it.next().expect("ident").as_str();
-                let body = it
-                    .next()
-                    .map(|b| b.as_str()[1..b.as_str().len() - 1].to_string());
-                if body.is_none() {
-                    if let Some(t) = self.type_aliases.get(ident) {
-                        return Ok(t.clone());
-                    }
-                    if !ident.contains('.') {
-                        return Err(self.err(&p, format!("undefined symbol alias id '{ident}'")));
-                    }
-                }
-                let (dialect, mnemonic) = match ident.split_once('.') {
-                    Some((d, m)) => (d, Some(m)),
-                    None => (ident, None),
-                };
-                self.check_dialect_symbol(
-                    &p,
+            Rule::dialect_type => match self.dialect_symbol(&p, true)? {
+                DialectSymbol::Alias(name) => self
+                    .type_aliases
+                    .get(&name)
+                    .cloned()
+                    .ok_or_else(|| self.err(&p, format!("undefined symbol alias id '{name}'"))),
+                DialectSymbol::Opaque {
                     dialect,
                     mnemonic,
-                    body.as_deref().unwrap_or(""),
-                    true,
-                )?;
-                Ok(Type::new(TypeKind::Dialect {
-                    dialect: dialect.into(),
-                    mnemonic: mnemonic.map(Into::into),
-                    body: body.unwrap_or_default().into(),
-                }))
-            }
+                    body,
+                } => Ok(Type::new(TypeKind::Dialect {
+                    dialect,
+                    mnemonic,
+                    body,
+                })),
+            },
             r => unreachable!("not a type rule: {r:?}"),
         }
+    }
+
+    /// Reads `!ident<body>` / `#ident<body>`: an alias reference (no body, no
+    /// dot) or an opaque dialect symbol, checked against its dialect.
+    fn dialect_symbol(
+        &self,
+        p: &Pair<'_, Rule>,
+        is_type: bool,
+    ) -> Result<DialectSymbol, Diagnostic> {
+        let mut it = p.clone().into_inner();
+        let ident = it.next().expect("ident").as_str();
+        let body = it
+            .next()
+            .map(|b| b.as_str()[1..b.as_str().len() - 1].to_string());
+        let aliases_have = if is_type {
+            self.type_aliases.contains_key(ident)
+        } else {
+            self.attr_aliases.contains_key(ident)
+        };
+        if body.is_none() && (aliases_have || !ident.contains('.')) {
+            return Ok(DialectSymbol::Alias(ident.to_string()));
+        }
+        let (dialect, mnemonic) = match ident.split_once('.') {
+            Some((d, m)) => (d, Some(m)),
+            None => (ident, None),
+        };
+        self.check_dialect_symbol(p, dialect, mnemonic, body.as_deref().unwrap_or(""), is_type)?;
+        Ok(DialectSymbol::Opaque {
+            dialect: dialect.into(),
+            mnemonic: mnemonic.map(Into::into),
+            body: body.unwrap_or_default().into(),
+        })
     }
 
     fn check_dialect_symbol(
@@ -534,37 +561,22 @@ impl<'c> Parser<'c> {
                 Ok(Attribute::array(items))
             }
             Rule::dict_attr => Ok(Attribute::dictionary(self.convert_dict(p)?)),
-            Rule::dialect_attr => {
-                let mut it = p.clone().into_inner();
-                let ident = it.next().expect("ident").as_str();
-                let body = it
-                    .next()
-                    .map(|b| b.as_str()[1..b.as_str().len() - 1].to_string());
-                if body.is_none() {
-                    if let Some(a) = self.attr_aliases.get(ident) {
-                        return Ok(a.clone());
-                    }
-                    if !ident.contains('.') {
-                        return Err(self.err(&p, format!("undefined symbol alias id '{ident}'")));
-                    }
-                }
-                let (dialect, mnemonic) = match ident.split_once('.') {
-                    Some((d, m)) => (d, Some(m)),
-                    None => (ident, None),
-                };
-                self.check_dialect_symbol(
-                    &p,
+            Rule::dialect_attr => match self.dialect_symbol(&p, false)? {
+                DialectSymbol::Alias(name) => self
+                    .attr_aliases
+                    .get(&name)
+                    .cloned()
+                    .ok_or_else(|| self.err(&p, format!("undefined symbol alias id '{name}'"))),
+                DialectSymbol::Opaque {
                     dialect,
                     mnemonic,
-                    body.as_deref().unwrap_or(""),
-                    false,
-                )?;
-                Ok(Attribute::new(AttrKind::Dialect {
-                    dialect: dialect.into(),
-                    mnemonic: mnemonic.map(Into::into),
-                    body: body.unwrap_or_default().into(),
-                }))
-            }
+                    body,
+                } => Ok(Attribute::new(AttrKind::Dialect {
+                    dialect,
+                    mnemonic,
+                    body,
+                })),
+            },
             Rule::any_type => Ok(Attribute::type_attr(self.convert_type(p)?)),
             Rule::loc_attr => {
                 let body = p

@@ -4,6 +4,11 @@
 //! (`ipuc_backend_ipu::target::isa`): a position completes after phase 3 and
 //! its results come out during the next four instructions (the 4-instruction
 //! lag). Accumulation is in f32.
+//!
+//! The weight store (CCCS) holds raw 64-bit entries; [`WeightCache`] keeps
+//! them decoded to f32 per format so that an AMP instruction does not
+//! convert its 64 (or 128) weights on every issue. The cache is invalidated
+//! whenever an entry is written.
 
 use half::f16;
 use ipuc_backend_ipu::target::float8::f8_to_f64;
@@ -15,25 +20,99 @@ pub struct AmpState {
     done: [f32; 16],
 }
 
+/// The CCCS entries decoded to f32, per weight format, computed on first use.
+#[derive(Clone, Debug)]
+pub struct WeightCache {
+    f16: [[f32; 4]; 64],
+    f32: [[f32; 2]; 64],
+    f8: [[f32; 8]; 64],
+    valid: u8,
+}
+
+const F16_VALID: u8 = 1;
+const F32_VALID: u8 = 2;
+const F8_VALID: u8 = 4;
+
+impl Default for WeightCache {
+    fn default() -> Self {
+        WeightCache {
+            f16: [[0.0; 4]; 64],
+            f32: [[0.0; 2]; 64],
+            f8: [[0.0; 8]; 64],
+            valid: 0,
+        }
+    }
+}
+
+impl WeightCache {
+    /// Forgets the decoded weights (the CCCS changed).
+    #[inline(always)]
+    pub fn invalidate(&mut self) {
+        self.valid = 0;
+    }
+
+    fn f16(&mut self, cccs: &[u64; 64]) -> &[[f32; 4]; 64] {
+        if self.valid & F16_VALID == 0 {
+            for (d, &w) in self.f16.iter_mut().zip(cccs) {
+                *d = halves(w);
+            }
+            self.valid |= F16_VALID;
+        }
+        &self.f16
+    }
+
+    fn f32(&mut self, cccs: &[u64; 64]) -> &[[f32; 2]; 64] {
+        if self.valid & F32_VALID == 0 {
+            for (d, &w) in self.f32.iter_mut().zip(cccs) {
+                *d = floats(w);
+            }
+            self.valid |= F32_VALID;
+        }
+        &self.f32
+    }
+
+    fn f8(&mut self, cccs: &[u64; 64]) -> &[[f32; 8]; 64] {
+        if self.valid & F8_VALID == 0 {
+            for (d, &w) in self.f8.iter_mut().zip(cccs) {
+                let t = f8_table();
+                *d = std::array::from_fn(|i| t[((w >> (8 * i)) & 0xff) as usize]);
+            }
+            self.valid |= F8_VALID;
+        }
+        &self.f8
+    }
+}
+
+/// The f32 value of every FP8 byte (a table: decoding is on the AMP hot path).
+fn f8_table() -> &'static [f32; 256] {
+    static TABLE: std::sync::OnceLock<[f32; 256]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| std::array::from_fn(|q| f8_to_f64(q as u8) as f32))
+}
+
+#[inline(always)]
 fn halves(v: u64) -> [f32; 4] {
     std::array::from_fn(|i| f16::from_bits((v >> (16 * i)) as u16).to_f32())
 }
 
+#[inline(always)]
 fn pack_halves(v: &[f32]) -> u64 {
     v.iter().enumerate().fold(0u64, |acc, (i, x)| {
         acc | (u64::from(f16::from_f32(*x).to_bits()) << (16 * i))
     })
 }
 
+#[inline(always)]
 fn floats(v: u64) -> [f32; 2] {
     [f32::from_bits(v as u32), f32::from_bits((v >> 32) as u32)]
 }
 
+#[inline(always)]
 fn pack_floats(v: &[f32]) -> u64 {
     u64::from(v[0].to_bits()) | (u64::from(v[1].to_bits()) << 32)
 }
 
 impl AmpState {
+    #[inline(always)]
     fn finish_phase(&mut self, phase: usize) {
         if phase == 3 {
             self.done = self.acc;
@@ -42,14 +121,22 @@ impl AmpState {
     }
 
     /// `f16v4hihov4amp`: returns the 64-bit dst value.
-    pub fn f16v4hihov4(&mut self, cccs: &[u64; 64], phase: usize, x: u64, partials: u64) -> u64 {
+    pub fn f16v4hihov4(
+        &mut self,
+        wc: &mut WeightCache,
+        cccs: &[u64; 64],
+        phase: usize,
+        x: u64,
+        partials: u64,
+    ) -> u64 {
         let out = pack_halves(&self.done[4 * phase..4 * phase + 4]);
         let x = halves(x);
         for (i, p) in halves(partials).iter().enumerate() {
             self.acc[4 * phase + i] += p;
         }
+        let w = wc.f16(cccs);
         for k in 0..16 {
-            let w = halves(cccs[k * 4 + phase]);
+            let w = &w[k * 4 + phase];
             self.acc[k] += w[0] * x[0] + w[1] * x[1] + w[2] * x[2] + w[3] * x[3];
         }
         self.finish_phase(phase);
@@ -57,14 +144,22 @@ impl AmpState {
     }
 
     /// `f16v4sisoamp`: 8 outputs, f32 partials and results.
-    pub fn f16v4siso(&mut self, cccs: &[u64; 64], phase: usize, x: u64, partials: u64) -> u64 {
+    pub fn f16v4siso(
+        &mut self,
+        wc: &mut WeightCache,
+        cccs: &[u64; 64],
+        phase: usize,
+        x: u64,
+        partials: u64,
+    ) -> u64 {
         let out = pack_floats(&self.done[2 * phase..2 * phase + 2]);
         let x = halves(x);
         for (i, p) in floats(partials).iter().enumerate() {
             self.acc[2 * phase + i] += p;
         }
+        let w = wc.f16(cccs);
         for k in 0..8 {
-            let w = halves(cccs[k * 4 + phase]);
+            let w = &w[k * 4 + phase];
             self.acc[k] += w[0] * x[0] + w[1] * x[1] + w[2] * x[2] + w[3] * x[3];
         }
         self.finish_phase(phase);
@@ -72,14 +167,22 @@ impl AmpState {
     }
 
     /// `f32sisov2amp`: 2 f32 inputs, 8 outputs.
-    pub fn f32sisov2(&mut self, cccs: &[u64; 64], phase: usize, x: u64, partials: u64) -> u64 {
+    pub fn f32sisov2(
+        &mut self,
+        wc: &mut WeightCache,
+        cccs: &[u64; 64],
+        phase: usize,
+        x: u64,
+        partials: u64,
+    ) -> u64 {
         let out = pack_floats(&self.done[2 * phase..2 * phase + 2]);
         let x = floats(x);
         for (i, p) in floats(partials).iter().enumerate() {
             self.acc[2 * phase + i] += p;
         }
+        let w = wc.f32(cccs);
         for k in 0..8 {
-            let w = floats(cccs[k * 4 + phase]);
+            let w = &w[k * 4 + phase];
             self.acc[k] += w[0] * x[0] + w[1] * x[1];
         }
         self.finish_phase(phase);
@@ -87,17 +190,26 @@ impl AmpState {
     }
 
     /// `f8v8hihov4amp`: 8 FP8 inputs, 16 outputs, f16 partials and results.
-    pub fn f8v8hihov4(&mut self, cccs: &[u64; 64], phase: usize, x: u64, partials: u64) -> u64 {
+    pub fn f8v8hihov4(
+        &mut self,
+        wc: &mut WeightCache,
+        cccs: &[u64; 64],
+        phase: usize,
+        x: u64,
+        partials: u64,
+    ) -> u64 {
         let out = pack_halves(&self.done[4 * phase..4 * phase + 4]);
-        let xs: [f32; 8] = std::array::from_fn(|i| f8_to_f64((x >> (8 * i)) as u8) as f32);
+        let t = f8_table();
+        let xs: [f32; 8] = std::array::from_fn(|i| t[((x >> (8 * i)) & 0xff) as usize]);
         for (i, p) in halves(partials).iter().enumerate() {
             self.acc[4 * phase + i] += p;
         }
+        let w = wc.f8(cccs);
         for k in 0..16 {
-            let w = cccs[k * 4 + phase];
+            let w = &w[k * 4 + phase];
             let mut s = 0.0f32;
-            for (i, xi) in xs.iter().enumerate() {
-                s += f8_to_f64((w >> (8 * i)) as u8) as f32 * xi;
+            for (wi, xi) in w.iter().zip(&xs) {
+                s += wi * xi;
             }
             self.acc[k] += s;
         }

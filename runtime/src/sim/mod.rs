@@ -9,6 +9,7 @@
 
 mod amp;
 pub mod bench;
+mod decode;
 mod fault;
 mod profile;
 mod tile;

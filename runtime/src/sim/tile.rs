@@ -4,14 +4,18 @@
 
 use half::f16;
 use ipuc_backend_ipu::target::csr;
-use ipuc_backend_ipu::target::encoding::{decode, Instr};
+use ipuc_backend_ipu::target::encoding::Instr;
 use ipuc_backend_ipu::target::float8::{decode_scaled, encode_scaled};
-use ipuc_backend_ipu::target::isa::{ContextClass, Opcode};
+use ipuc_backend_ipu::target::isa::ContextClass;
 use ipuc_backend_ipu::target::printer::instr_text;
 use ipuc_backend_ipu::target::registers::SP;
 use ipuc_backend_ipu::target::{ContextKind, MachineModel, TileImage};
 
-use super::amp::AmpState;
+use super::amp::{AmpState, WeightCache};
+use super::decode::{
+    AluOp, Am, AmpKind, Code, CodeSlot, Op, Pace, Step, SysOp, VecOp, A_REGS, CTX_SUPERVISOR,
+    CTX_WORKER, M_REGS,
+};
 use super::fault::{Fault, FaultKind};
 use super::profile::{SuperstepCycles, TraceEntry};
 
@@ -36,8 +40,10 @@ pub enum CtxState {
 pub struct Context {
     pub state: CtxState,
     pub pc: u32,
-    pub m: [u32; 16],
-    pub a: [u32; 16],
+    /// `$m0..15` plus the write sink of `$m15` (see `decode`).
+    pub m: [u32; M_REGS],
+    /// `$a0..15` plus the always-zero pair (see `decode`).
+    pub a: [u32; A_REGS],
     /// Earliest cycle of the next issue (exchange register writes stall).
     pub ready_at: u64,
     pub rpt_start: u32,
@@ -59,8 +65,8 @@ impl Default for Context {
         Context {
             state: CtxState::Idle,
             pc: 0,
-            m: [0; 16],
-            a: [0; 16],
+            m: [0; M_REGS],
+            a: [0; A_REGS],
             ready_at: 0,
             rpt_start: 0,
             rpt_end: 0,
@@ -74,15 +80,6 @@ impl Default for Context {
             sans_arrival: None,
         }
     }
-}
-
-/// A pre-decoded code word.
-#[derive(Clone, Copy, Debug)]
-pub struct Decoded {
-    pub instr: Instr,
-    pub bundle: bool,
-    pub valid: bool,
-    pub worker_code: bool,
 }
 
 /// Why a tile stopped running.
@@ -124,17 +121,131 @@ pub struct ExchangeState {
 /// No sender selected.
 pub const MUX_NONE: u32 = u32::MAX;
 
+/// Tile memory with the access checks real hardware makes: natural
+/// alignment, the tile's address range, 128-bit loads only from interleaved
+/// memory, and same-instruction bank conflicts. Each check is a mask or a
+/// compare; errors are built off the hot path.
+pub struct Memory {
+    /// Bytes from `base`.
+    pub bytes: Vec<u8>,
+    /// First address.
+    pub base: u32,
+    interleaved_base: u32,
+    /// log2 of the element size (elements are powers of two).
+    element_shift: u32,
+}
+
+#[cold]
+#[inline(never)]
+fn access_fault(addr: u32, size: u32) -> FaultKind {
+    if addr & (size - 1) != 0 {
+        FaultKind::MisalignedAccess {
+            address: addr,
+            size,
+        }
+    } else {
+        FaultKind::OutOfRange {
+            address: addr,
+            size,
+        }
+    }
+}
+
+impl Memory {
+    /// The byte offset of a naturally aligned `size`-byte access.
+    #[inline(always)]
+    fn index(&self, addr: u32, size: u32) -> R<usize> {
+        let off = addr.wrapping_sub(self.base) as usize;
+        if addr & (size - 1) != 0 || off + size as usize > self.bytes.len() {
+            return Err(access_fault(addr, size));
+        }
+        Ok(off)
+    }
+
+    #[inline(always)]
+    fn ld32(&self, addr: u32) -> R<u32> {
+        let i = self.index(addr, 4)?;
+        Ok(u32::from_le_bytes(self.bytes[i..i + 4].try_into().unwrap()))
+    }
+
+    #[inline(always)]
+    fn ld64(&self, addr: u32) -> R<u64> {
+        let i = self.index(addr, 8)?;
+        Ok(u64::from_le_bytes(self.bytes[i..i + 8].try_into().unwrap()))
+    }
+
+    #[inline(always)]
+    fn ld16(&self, addr: u32) -> R<u16> {
+        let i = self.index(addr, 2)?;
+        Ok(u16::from_le_bytes([self.bytes[i], self.bytes[i + 1]]))
+    }
+
+    #[inline(always)]
+    fn ld8(&self, addr: u32) -> R<u8> {
+        let i = self.index(addr, 1)?;
+        Ok(self.bytes[i])
+    }
+
+    #[inline(always)]
+    fn st32(&mut self, addr: u32, v: u32) -> R<()> {
+        let i = self.index(addr, 4)?;
+        self.bytes[i..i + 4].copy_from_slice(&v.to_le_bytes());
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn st64(&mut self, addr: u32, v: u64) -> R<()> {
+        let i = self.index(addr, 8)?;
+        self.bytes[i..i + 8].copy_from_slice(&v.to_le_bytes());
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn ld128(&self, addr: u32) -> R<(u64, u64)> {
+        let i = self.index(addr, 16)?;
+        if addr < self.interleaved_base {
+            return Err(FaultKind::NotInterleaved { address: addr });
+        }
+        Ok((
+            u64::from_le_bytes(self.bytes[i..i + 8].try_into().unwrap()),
+            u64::from_le_bytes(self.bytes[i + 8..i + 16].try_into().unwrap()),
+        ))
+    }
+
+    /// The bank of an address, as [`MachineModel::bank_of`] (which the
+    /// constructor checks this agrees with).
+    #[inline(always)]
+    fn bank(&self, addr: u32) -> u32 {
+        if addr < self.interleaved_base {
+            addr.wrapping_sub(self.base) >> self.element_shift
+        } else {
+            let off = addr - self.interleaved_base;
+            0x1000 + ((off >> (self.element_shift + 1)) << 1) + ((off >> 3) & 1)
+        }
+    }
+
+    #[inline(always)]
+    fn conflict(&self, a: u32, b: u32) -> R<()> {
+        if self.bank(a) == self.bank(b) {
+            return Err(FaultKind::BankConflict {
+                first: a,
+                second: b,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// One tile.
 pub struct Tile {
     pub id: u32,
     pub base: u32,
     pub end: u32,
-    pub interleaved_base: u32,
-    pub mem: Vec<u8>,
-    pub code_base: u32,
-    pub code: Vec<Decoded>,
+    pub mem: Memory,
+    code: Code,
     pub ctx: [Context; CONTEXTS],
     pub cccs: [u64; 64],
+    weights: WeightCache,
     pub cccs_load: u32,
     pub cycle: u64,
     pub xch: ExchangeState,
@@ -155,36 +266,49 @@ pub struct Tile {
 
 type R<T> = Result<T, FaultKind>;
 
+/// An auxiliary-half result not yet written: both halves of a bundle read
+/// the registers as they were before the bundle, so the auxiliary write is
+/// committed after the main half ran. `n` registers (0, 1 or 2) from `idx`.
+#[derive(Clone, Copy)]
+struct Pending {
+    idx: u8,
+    n: u8,
+    v: u64,
+}
+
+const NO_WRITE: Pending = Pending { idx: 0, n: 0, v: 0 };
+
 #[inline(always)]
-fn set_m(c: &mut Context, r: i32, v: u32) {
-    if r != 15 {
-        c.m[r as usize] = v;
+fn w32(idx: u8, v: u32) -> Pending {
+    Pending {
+        idx,
+        n: 1,
+        v: u64::from(v),
     }
 }
 
 #[inline(always)]
-fn set_a(c: &mut Context, r: i32, v: u32) {
-    if r != 15 {
-        c.a[r as usize] = v;
-    }
+fn w64(idx: u8, v: u64) -> Pending {
+    Pending { idx, n: 2, v }
 }
 
 #[inline(always)]
-fn get_a64(c: &Context, r: i32) -> u64 {
-    // `$a14:15` is `$azeros`.
-    if r == 14 {
-        0
-    } else {
-        u64::from(c.a[r as usize]) | (u64::from(c.a[r as usize + 1]) << 32)
-    }
+fn a64(c: &Context, r: u8) -> u64 {
+    u64::from(c.a[r as usize]) | (u64::from(c.a[r as usize + 1]) << 32)
 }
 
 #[inline(always)]
-fn set_a64(c: &mut Context, r: i32, v: u64) {
-    set_a(c, r, v as u32);
-    set_a(c, r + 1, (v >> 32) as u32);
+fn set_a64(c: &mut Context, r: u8, v: u64) {
+    c.a[r as usize] = v as u32;
+    c.a[r as usize + 1] = (v >> 32) as u32;
 }
 
+#[inline(always)]
+fn m64(c: &Context, r: u8) -> u64 {
+    u64::from(c.m[r as usize]) | (u64::from(c.m[r as usize + 1]) << 32)
+}
+
+#[inline(always)]
 fn f16x2(v: u32) -> [f32; 2] {
     [
         f16::from_bits(v as u16).to_f32(),
@@ -192,10 +316,12 @@ fn f16x2(v: u32) -> [f32; 2] {
     ]
 }
 
+#[inline(always)]
 fn pack_f16x2(a: f32, b: f32) -> u32 {
     u32::from(f16::from_f32(a).to_bits()) | (u32::from(f16::from_f32(b).to_bits()) << 16)
 }
 
+#[inline(always)]
 fn f16v4_op(x: u64, y: u64, f: impl Fn(f32, f32) -> f32) -> u64 {
     let mut out = 0u64;
     for i in 0..4 {
@@ -206,6 +332,7 @@ fn f16v4_op(x: u64, y: u64, f: impl Fn(f32, f32) -> f32) -> u64 {
     out
 }
 
+#[inline(always)]
 fn f32v2_op(x: u64, y: u64, f: impl Fn(f32, f32) -> f32) -> u64 {
     let lo = f(f32::from_bits(x as u32), f32::from_bits(y as u32));
     let hi = f(
@@ -216,10 +343,12 @@ fn f32v2_op(x: u64, y: u64, f: impl Fn(f32, f32) -> f32) -> u64 {
 }
 
 /// Field `i` of a triple-packed address pair.
+#[inline(always)]
 fn packed_field(p: u64, i: u32) -> u32 {
     ((p >> (21 * i)) & 0x1f_ffff) as u32
 }
 
+#[inline(always)]
 fn stride_step(sel: u32, stride: u32) -> i64 {
     let field = |v: u32| -> i64 { (((v & 0x3ff) << 22) as i32 >> 22) as i64 };
     match sel & 3 {
@@ -230,10 +359,72 @@ fn stride_step(sel: u32, stride: u32) -> i64 {
     }
 }
 
-fn advance_packed(p: u64, i: u32, sel: u32, stride: u32, unit: i64) -> u64 {
-    let f = i64::from(packed_field(p, i)) + stride_step(sel, stride) * unit;
+#[inline(always)]
+fn advance_packed(p: u64, i: u32, sel: u32, stride: u32) -> u64 {
+    let f = i64::from(packed_field(p, i)) + stride_step(sel, stride) * 8;
     let f = (f as u64) & 0x1f_ffff;
     (p & !(0x1f_ffffu64 << (21 * i))) | (f << (21 * i))
+}
+
+#[inline(always)]
+fn alu(op: AluOp, a: u32, b: u32) -> u32 {
+    match op {
+        AluOp::Add => a.wrapping_add(b),
+        AluOp::Sub => a.wrapping_sub(b),
+        AluOp::Mul => a.wrapping_mul(b),
+        AluOp::Shl => a << (b & 31),
+        AluOp::Shr => a >> (b & 31),
+        AluOp::And => a & b,
+        AluOp::Or => a | b,
+        AluOp::Cmpeq => u32::from(a == b),
+        AluOp::Cmpne => u32::from(a != b),
+        AluOp::Cmpult => u32::from(a < b),
+        AluOp::Cmpslt => u32::from((a as i32) < (b as i32)),
+    }
+}
+
+impl Context {
+    #[inline(always)]
+    fn addr(&self, am: &Am) -> u32 {
+        self.m[am.base as usize]
+            .wrapping_add(self.m[am.delta as usize])
+            .wrapping_add(self.m[am.off as usize] << am.shift)
+            .wrapping_add(am.imm)
+    }
+
+    #[inline(always)]
+    fn check_stack(&self, sp: bool, addr: u32) -> R<()> {
+        if sp && self.stack_lo != 0 && addr < self.stack_lo {
+            return Err(FaultKind::StackOverflow {
+                address: addr,
+                limit: self.stack_lo,
+            });
+        }
+        Ok(())
+    }
+
+    /// `m[base] + m[delta]` of a step form, post-incrementing the delta.
+    #[inline(always)]
+    fn step(&mut self, s: &Step) -> u32 {
+        let d = self.m[s.delta as usize];
+        let addr = self.m[s.base as usize].wrapping_add(d);
+        self.m[s.delta_w as usize] = d.wrapping_add(s.step);
+        addr
+    }
+
+    /// Reads a packed address pair and writes it back advanced.
+    #[inline(always)]
+    fn pace(&mut self, p: &Pace, fields: &[u32]) -> u64 {
+        let v = m64(self, p.p);
+        let stride = self.m[p.stride as usize];
+        let mut n = v;
+        for (k, &f) in fields.iter().enumerate() {
+            n = advance_packed(n, f, u32::from(p.sel) >> (2 * k), stride);
+        }
+        self.m[p.w0 as usize] = n as u32;
+        self.m[p.w1 as usize] = (n >> 32) as u32;
+        v
+    }
 }
 
 impl Tile {
@@ -241,9 +432,13 @@ impl Tile {
     pub fn new(id: u32, image: TileImage, machine: &MachineModel) -> Result<Tile, String> {
         let base = machine.sram_base;
         let end = machine.sram_end;
+        if !machine.element_bytes.is_power_of_two() || machine.element_bytes < 16 {
+            return Err(format!(
+                "memory element size {} is not a power of two of at least 16 bytes",
+                machine.element_bytes
+            ));
+        }
         let mut mem = vec![0u8; (end - base) as usize];
-        let mut code_lo = u32::MAX;
-        let mut code_hi = 0;
         for s in &image.sections {
             if s.address < base || s.end() > end {
                 return Err(format!(
@@ -258,54 +453,22 @@ impl Tile {
             }
             let o = (s.address - base) as usize;
             mem[o..o + s.bytes.len()].copy_from_slice(&s.bytes);
-            if s.is_code {
-                code_lo = code_lo.min(s.address);
-                code_hi = code_hi.max(s.end());
-            }
         }
-        if code_lo == u32::MAX {
-            code_lo = base;
-            code_hi = base;
-        }
-        let mut code = Vec::with_capacity(((code_hi - code_lo) / 4) as usize);
-        let nop = Decoded {
-            instr: Instr::new(Opcode::Nop, &[]),
-            bundle: false,
-            valid: false,
-            worker_code: false,
-        };
-        let mut addr = code_lo;
-        while addr < code_hi {
-            let sec = image.section_at(addr);
-            let d = match sec {
-                Some(s) if s.is_code => {
-                    let o = (addr - base) as usize;
-                    let w = u32::from_le_bytes([mem[o], mem[o + 1], mem[o + 2], mem[o + 3]]);
-                    match decode(w) {
-                        Ok((instr, bundle)) => Decoded {
-                            instr,
-                            bundle,
-                            valid: true,
-                            worker_code: s.mode_at(addr - s.address) == ContextKind::Worker,
-                        },
-                        Err(_) => nop,
-                    }
-                }
-                _ => nop,
-            };
-            code.push(d);
-            addr += 4;
-        }
+        let code = Code::new(&image, &mem, machine);
         Ok(Tile {
             id,
             base,
             end,
-            interleaved_base: machine.interleaved_base,
-            mem,
-            code_base: code_lo,
+            mem: Memory {
+                bytes: mem,
+                base,
+                interleaved_base: machine.interleaved_base,
+                element_shift: machine.element_bytes.trailing_zeros(),
+            },
             code,
             ctx: Default::default(),
             cccs: [0; 64],
+            weights: WeightCache::default(),
             cccs_load: 0,
             cycle: 0,
             xch: ExchangeState {
@@ -332,6 +495,7 @@ impl Tile {
     pub fn reset(&mut self) {
         self.ctx = Default::default();
         self.cccs = [0; 64];
+        self.weights.invalidate();
         self.cccs_load = 0;
         self.cycle = 0;
         self.xch = ExchangeState {
@@ -368,34 +532,37 @@ impl Tile {
             })
     }
 
-    /// Text of the instruction at `pc` (for faults and traces).
-    pub fn instr_text_at(&self, pc: u32) -> String {
-        match self.decoded(pc) {
-            Some(d) if d.valid => {
-                let labels = Default::default();
-                let main = instr_text(&d.instr, &labels);
-                if d.bundle {
-                    match self.decoded(pc + 4) {
-                        Some(a) if a.valid => {
-                            format!("{{ {main} ; {} }}", instr_text(&a.instr, &labels))
-                        }
-                        _ => main,
-                    }
-                } else {
-                    main
-                }
-            }
-            _ => "<no instruction>".into(),
-        }
-    }
-
-    #[inline(always)]
-    fn decoded(&self, pc: u32) -> Option<&Decoded> {
-        let off = pc.wrapping_sub(self.code_base);
+    fn raw(&self, pc: u32) -> Option<(Instr, bool)> {
+        let off = pc.wrapping_sub(self.code.base);
         if !off.is_multiple_of(4) {
             return None;
         }
-        self.code.get((off / 4) as usize)
+        self.code.raw.get((off / 4) as usize).copied().flatten()
+    }
+
+    fn slot(&self, pc: u32) -> Option<&CodeSlot> {
+        let off = pc.wrapping_sub(self.code.base);
+        if !off.is_multiple_of(4) {
+            return None;
+        }
+        self.code.slots.get((off / 4) as usize)
+    }
+
+    /// Text of the instruction at `pc` (for faults and traces).
+    pub fn instr_text_at(&self, pc: u32) -> String {
+        let labels = Default::default();
+        match self.raw(pc) {
+            Some((main, true)) => match self.raw(pc + 4) {
+                Some((aux, _)) => format!(
+                    "{{ {} ; {} }}",
+                    instr_text(&main, &labels),
+                    instr_text(&aux, &labels)
+                ),
+                None => instr_text(&main, &labels),
+            },
+            Some((i, false)) => instr_text(&i, &labels),
+            None => "<no instruction>".into(),
+        }
     }
 
     /// Builds a fault at the current state of context `c`.
@@ -417,99 +584,6 @@ impl Tile {
 
     // ---------------------------------------------------------------- memory
 
-    #[inline(always)]
-    fn index(&self, addr: u32, size: u32) -> R<usize> {
-        if addr & (size - 1) != 0 {
-            return Err(FaultKind::MisalignedAccess {
-                address: addr,
-                size,
-            });
-        }
-        if addr < self.base
-            || addr.wrapping_add(size) > self.end
-            || addr.checked_add(size).is_none()
-        {
-            return Err(FaultKind::OutOfRange {
-                address: addr,
-                size,
-            });
-        }
-        Ok((addr - self.base) as usize)
-    }
-
-    #[inline(always)]
-    fn check_stack(&self, c: usize, base_reg: i32, addr: u32) -> R<()> {
-        let lo = self.ctx[c].stack_lo;
-        if base_reg == SP as i32 && lo != 0 && addr < lo {
-            return Err(FaultKind::StackOverflow {
-                address: addr,
-                limit: lo,
-            });
-        }
-        Ok(())
-    }
-
-    #[inline(always)]
-    fn ld32(&self, addr: u32) -> R<u32> {
-        let i = self.index(addr, 4)?;
-        Ok(u32::from_le_bytes([
-            self.mem[i],
-            self.mem[i + 1],
-            self.mem[i + 2],
-            self.mem[i + 3],
-        ]))
-    }
-
-    #[inline(always)]
-    fn ld64(&self, addr: u32) -> R<u64> {
-        let i = self.index(addr, 8)?;
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&self.mem[i..i + 8]);
-        Ok(u64::from_le_bytes(b))
-    }
-
-    fn ld16(&self, addr: u32) -> R<u16> {
-        let i = self.index(addr, 2)?;
-        Ok(u16::from_le_bytes([self.mem[i], self.mem[i + 1]]))
-    }
-
-    fn ld8(&self, addr: u32) -> R<u8> {
-        let i = self.index(addr, 1)?;
-        Ok(self.mem[i])
-    }
-
-    #[inline(always)]
-    fn st32(&mut self, addr: u32, v: u32) -> R<()> {
-        let i = self.index(addr, 4)?;
-        self.mem[i..i + 4].copy_from_slice(&v.to_le_bytes());
-        Ok(())
-    }
-
-    #[inline(always)]
-    fn st64(&mut self, addr: u32, v: u64) -> R<()> {
-        let i = self.index(addr, 8)?;
-        self.mem[i..i + 8].copy_from_slice(&v.to_le_bytes());
-        Ok(())
-    }
-
-    fn ld128(&self, addr: u32) -> R<(u64, u64)> {
-        self.index(addr, 16)?;
-        if addr < self.interleaved_base {
-            return Err(FaultKind::NotInterleaved { address: addr });
-        }
-        Ok((self.ld64(addr)?, self.ld64(addr + 8)?))
-    }
-
-    fn conflict(&self, a: u32, b: u32) -> R<()> {
-        if self.machine.bank_of(a) == self.machine.bank_of(b) {
-            return Err(FaultKind::BankConflict {
-                first: a,
-                second: b,
-            });
-        }
-        Ok(())
-    }
-
     /// Writes bytes at a tile address (host access).
     pub fn write_bytes(&mut self, addr: u32, bytes: &[u8]) -> Result<(), String> {
         let end = u64::from(addr) + bytes.len() as u64;
@@ -520,7 +594,7 @@ impl Tile {
             ));
         }
         let o = (addr - self.base) as usize;
-        self.mem[o..o + bytes.len()].copy_from_slice(bytes);
+        self.mem.bytes[o..o + bytes.len()].copy_from_slice(bytes);
         Ok(())
     }
 
@@ -534,7 +608,7 @@ impl Tile {
             ));
         }
         let o = (addr - self.base) as usize;
-        Ok(self.mem[o..o + len as usize].to_vec())
+        Ok(self.mem.bytes[o..o + len as usize].to_vec())
     }
 
     // ---------------------------------------------------------------- barrel
@@ -586,9 +660,9 @@ impl Tile {
             self.cycle += 1;
             slot = if slot + 1 == period { 0 } else { slot + 1 };
             if !issued
-                && self.workers_idle()
                 && self.ctx[0].state == CtxState::Running
                 && self.ctx[0].ready_at > self.cycle
+                && self.workers_idle()
             {
                 // Nothing can issue until the supervisor's stall ends.
                 self.cycle = self.ctx[0].ready_at;
@@ -607,62 +681,35 @@ impl Tile {
     #[inline(always)]
     fn issue(&mut self, c: usize, instr_budget: &mut u64) -> Result<(), Fault> {
         let pc = self.ctx[c].pc;
-        let Some(d) = self.decoded(pc).copied() else {
-            return Err(self.fault(
-                c,
-                FaultKind::IllegalInstruction(format!("pc 0x{pc:x} is not in code")),
-            ));
-        };
-        if !d.valid {
-            return Err(self.fault(c, FaultKind::IllegalInstruction("undecodable word".into())));
-        }
-        if *instr_budget == 0 {
-            return Err(self.fault(c, FaultKind::InstructionBudgetExhausted(self.instructions)));
-        }
-        if let Some(t) = &mut self.trace {
-            if t.len() < self.trace_limit {
-                let text = {
-                    let labels = Default::default();
-                    instr_text(&d.instr, &labels)
-                };
-                t.push(TraceEntry {
-                    cycle: self.cycle,
-                    context: c as u8,
-                    pc,
-                    text,
-                });
-            }
-        }
-        let result = if d.bundle {
-            let aux = match self.decoded(pc + 4) {
-                Some(a) if a.valid => a.instr,
-                _ => {
-                    return Err(self.fault(
-                        c,
-                        FaultKind::IllegalInstruction("bundle without an auxiliary half".into()),
-                    ))
-                }
-            };
-            *instr_budget = instr_budget.saturating_sub(2);
-            self.instructions += 2;
-            self.exec_bundle(c, &d.instr, &aux, pc)
-        } else {
-            if self.ctx[c].in_rpt {
+        let off = pc.wrapping_sub(self.code.base);
+        let slot = match self.code.slots.get((off >> 2) as usize) {
+            Some(s) if off & 3 == 0 => *s,
+            _ => {
                 return Err(self.fault(
                     c,
-                    FaultKind::IllegalInstruction("solo instruction in a rpt body".into()),
-                ));
+                    FaultKind::IllegalInstruction(format!("pc 0x{pc:x} is not in code")),
+                ))
             }
-            *instr_budget = instr_budget.saturating_sub(1);
-            self.instructions += 1;
-            self.exec(c, &d.instr, pc, 4)
         };
+        let bit = if c == 0 { CTX_SUPERVISOR } else { CTX_WORKER };
+        // One test covers every rare case: an undecodable word or wrong
+        // context (mask), a `rpt`-body violation, the budget, tracing.
+        if slot.ctx_mask & bit == 0
+            || (self.ctx[c].in_rpt && !slot.rpt_ok)
+            || *instr_budget == 0
+            || self.trace.is_some()
+        {
+            self.slow_checks(c, pc, &slot, *instr_budget)?;
+        }
+        let n = u64::from(slot.size / 4);
+        *instr_budget = instr_budget.saturating_sub(n);
+        self.instructions += n;
         if c == 0 {
             self.supervisor_issues += 1;
         } else {
             self.worker_issues += 1;
         }
-        match result {
+        match self.exec_slot(c, &slot, pc) {
             Ok(()) => Ok(()),
             Err(k) => {
                 // Report at the faulting instruction.
@@ -672,429 +719,187 @@ impl Tile {
         }
     }
 
-    fn exec_bundle(&mut self, c: usize, main: &Instr, aux: &Instr, pc: u32) -> R<()> {
-        if self.ctx[c].in_rpt
-            && !(main.opcode.desc().allowed_in_rpt() && aux.opcode.desc().allowed_in_rpt())
-        {
-            return Err(FaultKind::IllegalInstruction(
-                "control or system instruction in a rpt body".into(),
-            ));
+    /// The checks of [`Tile::issue`] that rarely fire, with their reports,
+    /// and tracing.
+    #[cold]
+    #[inline(never)]
+    fn slow_checks(
+        &mut self,
+        c: usize,
+        pc: u32,
+        slot: &CodeSlot,
+        budget: u64,
+    ) -> Result<(), Fault> {
+        if !slot.valid {
+            return Err(self.fault(c, FaultKind::IllegalInstruction("undecodable word".into())));
         }
-        // Both halves read the registers as they were before the bundle.
-        let pre = self.ctx[c].a;
-        self.exec_op(c, aux, pc)?;
-        let post_aux = self.ctx[c].a;
-        self.ctx[c].a = pre;
-        let next = self.exec_op(c, main, pc)?;
-        for i in 0..16 {
-            if post_aux[i] != pre[i] {
-                self.ctx[c].a[i] = post_aux[i];
+        if budget == 0 {
+            return Err(self.fault(c, FaultKind::InstructionBudgetExhausted(self.instructions)));
+        }
+        if let Some(t) = &self.trace {
+            if t.len() < self.trace_limit {
+                let text = match self.raw(pc) {
+                    Some((i, _)) => instr_text(&i, &Default::default()),
+                    None => "<no instruction>".into(),
+                };
+                let cycle = self.cycle;
+                if let Some(t) = &mut self.trace {
+                    t.push(TraceEntry {
+                        cycle,
+                        context: c as u8,
+                        pc,
+                        text,
+                    });
+                }
             }
         }
-        self.advance(c, next.unwrap_or(pc + 8), pc + 8, next.is_some());
-        Ok(())
-    }
-
-    fn exec(&mut self, c: usize, i: &Instr, pc: u32, size: u32) -> R<()> {
-        let next = self.exec_op(c, i, pc)?;
-        self.advance(c, next.unwrap_or(pc + size), pc + size, next.is_some());
-        Ok(())
-    }
-
-    /// Moves the pc on, applying the `rpt` loop-back.
-    #[inline(always)]
-    fn advance(&mut self, c: usize, next: u32, fallthrough: u32, jumped: bool) {
-        let ctx = &mut self.ctx[c];
-        if ctx.state != CtxState::Running && ctx.state != CtxState::WaitInternal {
-            return;
+        if self.ctx[c].in_rpt && !slot.rpt_ok {
+            let what = if slot.size == 8 {
+                "control or system instruction in a rpt body"
+            } else {
+                "solo instruction in a rpt body"
+            };
+            return Err(self.fault(c, FaultKind::IllegalInstruction(what.into())));
         }
-        if !jumped && ctx.in_rpt && fallthrough == ctx.rpt_end {
+        let bit = if c == 0 { CTX_SUPERVISOR } else { CTX_WORKER };
+        if slot.ctx_mask & bit == 0 {
+            let halves = [
+                self.raw(pc),
+                if slot.size == 8 {
+                    self.raw(pc + 4)
+                } else {
+                    None
+                },
+            ];
+            for (i, _) in halves.into_iter().flatten() {
+                let d = i.opcode.desc();
+                let msg = match (d.context, c) {
+                    (ContextClass::Worker, 0) => {
+                        format!("`{}` is a worker instruction", d.mnemonic)
+                    }
+                    (ContextClass::Supervisor, 1..) => {
+                        format!("`{}` is a supervisor instruction", d.mnemonic)
+                    }
+                    _ => continue,
+                };
+                return Err(self.fault(c, FaultKind::IllegalInstruction(msg)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Executes a slot: the auxiliary half computes, the main half runs, the
+    /// auxiliary result is written, the pc moves on.
+    #[inline(always)]
+    fn exec_slot(&mut self, c: usize, slot: &CodeSlot, pc: u32) -> R<()> {
+        let pending = self.exec_aux(c, slot.aux)?;
+        let next = self.exec_main(c, slot.main, pc)?;
+        let ctx = &mut self.ctx[c];
+        if pending.n > 0 {
+            ctx.a[pending.idx as usize] = pending.v as u32;
+            if pending.n == 2 {
+                ctx.a[pending.idx as usize + 1] = (pending.v >> 32) as u32;
+            }
+        }
+        let fallthrough = pc + u32::from(slot.size);
+        if ctx.state != CtxState::Running && ctx.state != CtxState::WaitInternal {
+            return Ok(());
+        }
+        if next.is_none() && ctx.in_rpt && fallthrough == ctx.rpt_end {
             if ctx.rpt_left > 0 {
                 ctx.rpt_left -= 1;
                 ctx.pc = ctx.rpt_start;
-                return;
+                return Ok(());
             }
             ctx.in_rpt = false;
         }
-        ctx.pc = next;
+        ctx.pc = next.unwrap_or(fallthrough);
+        Ok(())
     }
 
-    /// Executes one instruction; returns a new pc for taken branches.
-    fn exec_op(&mut self, c: usize, i: &Instr, pc: u32) -> R<Option<u32>> {
-        let o = i.ops;
-        let desc = i.opcode.desc();
-        match (desc.context, c) {
-            (ContextClass::Worker, 0) => {
-                return Err(FaultKind::IllegalInstruction(format!(
-                    "`{}` is a worker instruction",
-                    desc.mnemonic
-                )))
-            }
-            (ContextClass::Supervisor, 1..) => {
-                return Err(FaultKind::IllegalInstruction(format!(
-                    "`{}` is a supervisor instruction",
-                    desc.mnemonic
-                )))
-            }
-            _ => {}
-        }
-        let mr = self.ctx[c].m;
-        let m = |r: i32| mr[r as usize];
-        use Opcode::*;
-        match i.opcode {
-            // ---- loads
-            Ld32A | Ld32M => {
-                let addr = m(o[1]).wrapping_add(m(o[2])).wrapping_add((o[3] as u32) * 4);
-                self.check_stack(c, o[1], addr)?;
-                let v = self.ld32(addr)?;
-                if i.opcode == Ld32A { set_a(&mut self.ctx[c], o[0], v) } else { set_m(&mut self.ctx[c], o[0], v) }
-            }
-            Ld32AReg | Ld32MReg => {
-                let addr = m(o[1]).wrapping_add(m(o[2])).wrapping_add(m(o[3]).wrapping_mul(4));
-                self.check_stack(c, o[1], addr)?;
-                let v = self.ld32(addr)?;
-                if i.opcode == Ld32AReg { set_a(&mut self.ctx[c], o[0], v) } else { set_m(&mut self.ctx[c], o[0], v) }
-            }
-            Ld32StepA | Ld32StepM => {
-                let addr = m(o[1]).wrapping_add(m(o[2]));
-                let v = self.ld32(addr)?;
-                let nd = m(o[2]).wrapping_add((o[3] * 4) as u32);
-                set_m(&mut self.ctx[c], o[2], nd);
-                if i.opcode == Ld32StepA { set_a(&mut self.ctx[c], o[0], v) } else { set_m(&mut self.ctx[c], o[0], v) }
-            }
-            Ld64 | Ld64Reg => {
-                let off = if i.opcode == Ld64 { o[3] as u32 } else { m(o[3]) };
-                let addr = m(o[1]).wrapping_add(m(o[2])).wrapping_add(off.wrapping_mul(8));
-                self.check_stack(c, o[1], addr)?;
-                let v = self.ld64(addr)?;
-                set_a64(&mut self.ctx[c], o[0], v);
-            }
-            Ld64Step => {
-                let addr = m(o[1]).wrapping_add(m(o[2]));
-                let v = self.ld64(addr)?;
-                let nd = m(o[2]).wrapping_add((o[3] * 8) as u32);
-                set_m(&mut self.ctx[c], o[2], nd);
-                set_a64(&mut self.ctx[c], o[0], v);
-            }
-            Ld128 | Ld128Reg | Ld128Step => {
-                let addr = match i.opcode {
-                    Ld128 => m(o[1]).wrapping_add(m(o[2])).wrapping_add((o[3] as u32) * 16),
-                    Ld128Reg => m(o[1]).wrapping_add(m(o[2])).wrapping_add(m(o[3]).wrapping_mul(16)),
-                    _ => m(o[1]).wrapping_add(m(o[2])),
+    /// Executes an auxiliary-pipeline operation; its register result is returned, not written.
+    #[inline(always)]
+    fn exec_aux(&mut self, c: usize, op: Op) -> R<Pending> {
+        let ctx = &mut self.ctx[c];
+        Ok(match op {
+            Op::Nop => NO_WRITE,
+            Op::Amp {
+                kind,
+                d,
+                x,
+                p,
+                phase,
+            } => {
+                let (x, p) = (a64(ctx, x), a64(ctx, p));
+                let ph = phase as usize;
+                let (wc, cccs) = (&mut self.weights, &self.cccs);
+                let r = match kind {
+                    AmpKind::F16HihoV4 => ctx.amp.f16v4hihov4(wc, cccs, ph, x, p),
+                    AmpKind::F16Siso => ctx.amp.f16v4siso(wc, cccs, ph, x, p),
+                    AmpKind::F32SisoV2 => ctx.amp.f32sisov2(wc, cccs, ph, x, p),
+                    AmpKind::F8HihoV4 => ctx.amp.f8v8hihov4(wc, cccs, ph, x, p),
                 };
-                let (lo, hi) = self.ld128(addr)?;
-                if i.opcode == Ld128Step {
-                    let nd = m(o[2]).wrapping_add((o[3] * 16) as u32);
-                    set_m(&mut self.ctx[c], o[2], nd);
-                }
-                set_a64(&mut self.ctx[c], o[0], lo);
-                set_a64(&mut self.ctx[c], o[0] + 2, hi);
+                w64(d, r)
             }
-            Ldz16 | Lds16 | Ldz16Step => {
-                let addr = if i.opcode == Ldz16Step { m(o[1]).wrapping_add(m(o[2])) } else { m(o[1]).wrapping_add(m(o[2])).wrapping_add((o[3] as u32) * 2) };
-                let v = self.ld16(addr)?;
-                let v = if i.opcode == Lds16 { v as i16 as i32 as u32 } else { u32::from(v) };
-                if i.opcode == Ldz16Step {
-                    let nd = m(o[2]).wrapping_add((o[3] * 2) as u32);
-                    set_m(&mut self.ctx[c], o[2], nd);
-                }
-                set_m(&mut self.ctx[c], o[0], v);
-            }
-            Ldz8 | Lds8 => {
-                let addr = m(o[1]).wrapping_add(m(o[2])).wrapping_add(o[3] as u32);
-                let v = self.ld8(addr)?;
-                let v = if i.opcode == Lds8 { v as i8 as i32 as u32 } else { u32::from(v) };
-                set_m(&mut self.ctx[c], o[0], v);
-            }
-            Ldb16 => {
-                let addr = m(o[1]).wrapping_add(m(o[2])).wrapping_add((o[3] as u32) * 2);
-                let v = u32::from(self.ld16(addr)?);
-                set_a(&mut self.ctx[c], o[0], v | (v << 16));
-            }
-            Ld2x64Pace => {
-                let p = u64::from(m(o[1])) | (u64::from(m(o[1] + 1)) << 32);
-                let (a0, a1) = (packed_field(p, 0), packed_field(p, 1));
-                self.conflict(a0, a1)?;
-                let v0 = self.ld64(a0)?;
-                let v1 = self.ld64(a1)?;
-                let stride = m(o[2]);
-                let sel = o[3] as u32;
-                let p = advance_packed(advance_packed(p, 0, sel, stride, 8), 1, sel >> 2, stride, 8);
-                let ctx = &mut self.ctx[c];
-                set_m(ctx, o[1], p as u32);
-                set_m(ctx, o[1] + 1, (p >> 32) as u32);
-                set_a64(ctx, o[0], v0);
-                set_a64(ctx, o[0] + 2, v1);
-            }
-            Ld2xSt64Pace => {
-                let p = u64::from(m(o[2])) | (u64::from(m(o[2] + 1)) << 32);
-                let (a0, a1, a2) = (packed_field(p, 0), packed_field(p, 1), packed_field(p, 2));
-                self.conflict(a0, a1)?;
-                self.conflict(a0, a2)?;
-                self.conflict(a1, a2)?;
-                let v0 = self.ld64(a0)?;
-                let v1 = self.ld64(a1)?;
-                let sv = get_a64(&self.ctx[c], o[1]);
-                self.st64(a2, sv)?;
-                let stride = m(o[3]);
-                let sel = o[4] as u32;
-                let p = advance_packed(advance_packed(advance_packed(p, 0, sel, stride, 8), 1, sel >> 2, stride, 8), 2, sel >> 4, stride, 8);
-                let ctx = &mut self.ctx[c];
-                set_m(ctx, o[2], p as u32);
-                set_m(ctx, o[2] + 1, (p >> 32) as u32);
-                set_a64(ctx, o[0], v0);
-                set_a64(ctx, o[0] + 2, v1);
-            }
-            LdSt64Pace => {
-                let p = u64::from(m(o[2])) | (u64::from(m(o[2] + 1)) << 32);
-                let (a0, a2) = (packed_field(p, 0), packed_field(p, 2));
-                self.conflict(a0, a2)?;
-                let v0 = self.ld64(a0)?;
-                let sv = get_a64(&self.ctx[c], o[1]);
-                self.st64(a2, sv)?;
-                let stride = m(o[3]);
-                let sel = o[4] as u32;
-                let p = advance_packed(advance_packed(p, 0, sel, stride, 8), 2, sel >> 2, stride, 8);
-                let ctx = &mut self.ctx[c];
-                set_m(ctx, o[2], p as u32);
-                set_m(ctx, o[2] + 1, (p >> 32) as u32);
-                set_a64(ctx, o[0], v0);
-            }
-            Ld64Putcs | Ld128Putcs => {
-                let idx = o[0] as usize;
-                let wide = i.opcode == Ld128Putcs;
-                if idx >= 64 || (wide && (!idx.is_multiple_of(2) || idx + 1 >= 64)) {
-                    return Err(FaultKind::IllegalOperand(format!("weight entry {idx} is not a valid $CWEI index")));
-                }
-                let addr = self.cccs_load;
-                if wide {
-                    let (lo, hi) = self.ld128(addr)?;
-                    self.cccs[idx] = lo;
-                    self.cccs[idx + 1] = hi;
-                    self.cccs_load = addr.wrapping_add(16);
-                } else {
-                    self.cccs[idx] = self.ld64(addr)?;
-                    self.cccs_load = addr.wrapping_add(8);
-                }
-            }
-            // ---- stores
-            St32A | St32AReg | St32M | St32MReg => {
-                let off = if matches!(i.opcode, St32A | St32M) { o[3] as u32 } else { m(o[3]) };
-                let addr = m(o[1]).wrapping_add(m(o[2])).wrapping_add(off.wrapping_mul(4));
-                self.check_stack(c, o[1], addr)?;
-                let v = if matches!(i.opcode, St32A | St32AReg) { self.ctx[c].a[o[0] as usize] } else { m(o[0]) };
-                self.st32(addr, v)?;
-            }
-            St32StepA | St32StepM => {
-                let addr = m(o[1]).wrapping_add(m(o[2]));
-                self.check_stack(c, o[1], addr)?;
-                let v = if i.opcode == St32StepA { self.ctx[c].a[o[0] as usize] } else { m(o[0]) };
-                self.st32(addr, v)?;
-                let nd = m(o[2]).wrapping_add((o[3] * 4) as u32);
-                set_m(&mut self.ctx[c], o[2], nd);
-            }
-            St64 | St64Reg => {
-                let off = if i.opcode == St64 { o[3] as u32 } else { m(o[3]) };
-                let addr = m(o[1]).wrapping_add(m(o[2])).wrapping_add(off.wrapping_mul(8));
-                self.check_stack(c, o[1], addr)?;
-                let v = get_a64(&self.ctx[c], o[0]);
-                self.st64(addr, v)?;
-            }
-            St64Step => {
-                let addr = m(o[1]).wrapping_add(m(o[2]));
-                self.check_stack(c, o[1], addr)?;
-                let v = get_a64(&self.ctx[c], o[0]);
-                self.st64(addr, v)?;
-                let nd = m(o[2]).wrapping_add((o[3] * 8) as u32);
-                set_m(&mut self.ctx[c], o[2], nd);
-            }
-            St64Pace => {
-                let p = u64::from(m(o[1])) | (u64::from(m(o[1] + 1)) << 32);
-                let v = get_a64(&self.ctx[c], o[0]);
-                self.st64(packed_field(p, 0), v)?;
-                let p = advance_packed(p, 0, o[3] as u32, m(o[2]), 8);
-                let ctx = &mut self.ctx[c];
-                set_m(ctx, o[1], p as u32);
-                set_m(ctx, o[1] + 1, (p >> 32) as u32);
-            }
-            // ---- integer
-            Tapack => {
-                let p = u64::from(m(o[1]) & 0x1f_ffff) | (u64::from(m(o[2]) & 0x1f_ffff) << 21) | (u64::from(m(o[3]) & 0x1f_ffff) << 42);
-                let ctx = &mut self.ctx[c];
-                set_m(ctx, o[0], p as u32);
-                set_m(ctx, o[0] + 1, (p >> 32) as u32);
-            }
-            SetziM => set_m(&mut self.ctx[c], o[0], o[1] as u32),
-            SetziA => set_a(&mut self.ctx[c], o[0], o[1] as u32),
-            Add => set_m(&mut self.ctx[c], o[0], m(o[1]).wrapping_add(m(o[2]))),
-            AddImm => set_m(&mut self.ctx[c], o[0], m(o[1]).wrapping_add(o[2] as u32)),
-            Sub => set_m(&mut self.ctx[c], o[0], m(o[1]).wrapping_sub(m(o[2]))),
-            SubImm => set_m(&mut self.ctx[c], o[0], m(o[1]).wrapping_sub(o[2] as u32)),
-            Mul => set_m(&mut self.ctx[c], o[0], m(o[1]).wrapping_mul(m(o[2]))),
-            MulImm => set_m(&mut self.ctx[c], o[0], m(o[1]).wrapping_mul(o[2] as u32)),
-            Shl => set_m(&mut self.ctx[c], o[0], m(o[1]) << (m(o[2]) & 31)),
-            ShlImm => set_m(&mut self.ctx[c], o[0], m(o[1]) << (o[2] & 31)),
-            Shr => set_m(&mut self.ctx[c], o[0], m(o[1]) >> (m(o[2]) & 31)),
-            ShrImm => set_m(&mut self.ctx[c], o[0], m(o[1]) >> (o[2] & 31)),
-            And => set_m(&mut self.ctx[c], o[0], m(o[1]) & m(o[2])),
-            AndImm => set_m(&mut self.ctx[c], o[0], m(o[1]) & o[2] as u32),
-            Or => set_m(&mut self.ctx[c], o[0], m(o[1]) | m(o[2])),
-            OrImm => set_m(&mut self.ctx[c], o[0], m(o[1]) | o[2] as u32),
-            Cmpeq => set_m(&mut self.ctx[c], o[0], u32::from(m(o[1]) == m(o[2]))),
-            CmpeqImm => set_m(&mut self.ctx[c], o[0], u32::from(m(o[1]) == o[2] as u32)),
-            Cmpne => set_m(&mut self.ctx[c], o[0], u32::from(m(o[1]) != m(o[2]))),
-            CmpneImm => set_m(&mut self.ctx[c], o[0], u32::from(m(o[1]) != o[2] as u32)),
-            Cmpult => set_m(&mut self.ctx[c], o[0], u32::from(m(o[1]) < m(o[2]))),
-            CmpultImm => set_m(&mut self.ctx[c], o[0], u32::from(m(o[1]) < o[2] as u32)),
-            Cmpslt => set_m(&mut self.ctx[c], o[0], u32::from((m(o[1]) as i32) < (m(o[2]) as i32))),
-            CmpsltImm => set_m(&mut self.ctx[c], o[0], u32::from((m(o[1]) as i32) < o[2])),
-            MovM => set_m(&mut self.ctx[c], o[0], m(o[1])),
-            MovA => {
-                let v = self.ctx[c].a[o[1] as usize];
-                set_a(&mut self.ctx[c], o[0], v);
-            }
-            Atom => {
-                let v = self.ctx[c].a[o[1] as usize];
-                set_m(&mut self.ctx[c], o[0], v);
-            }
-            Nop | Fnop => {}
-            // ---- control
-            Br => return Ok(Some(m(o[0]))),
-            Bri => return Ok(Some(o[0] as u32)),
-            Brz => return Ok((m(o[0]) == 0).then_some(o[1] as u32)),
-            Brnz => return Ok((m(o[0]) != 0).then_some(o[1] as u32)),
-            Brnzdec => {
-                let v = m(o[0]);
-                set_m(&mut self.ctx[c], o[0], v.wrapping_sub(1));
-                return Ok((v != 0).then_some(o[1] as u32));
-            }
-            Call => {
-                set_m(&mut self.ctx[c], o[0], pc + 4);
-                return Ok(Some(o[1] as u32));
-            }
-            Rpt | RptImm => {
-                let count = if i.opcode == Rpt { m(o[0]) } else { o[0] as u32 };
-                let d = self.decoded(pc).copied();
-                let start = if d.is_some_and(|d| d.bundle) { pc + 8 } else { pc + 4 };
-                if start % 8 != 0 {
-                    return Err(FaultKind::IllegalInstruction("rpt body is not 8-byte aligned".into()));
-                }
-                let end = start + (o[1] as u32 + 1) * 8;
-                if count == 0 {
-                    return Ok(Some(end));
-                }
-                let ctx = &mut self.ctx[c];
-                ctx.in_rpt = true;
-                ctx.rpt_start = start;
-                ctx.rpt_end = end;
-                ctx.rpt_left = count - 1;
-                return Ok(Some(start));
-            }
-            // ---- contexts
-            Run => {
-                let Some(w) = (1..CONTEXTS).find(|&w| self.ctx[w].state == CtxState::Idle) else {
-                    return Err(FaultKind::WorkerBusy("`run` with all six worker contexts active".into()));
+            Op::F32v2 { op, d, x, y } => {
+                let (x, y) = (a64(ctx, x), a64(ctx, y));
+                let r = match op {
+                    VecOp::Add => f32v2_op(x, y, |a, b| a + b),
+                    VecOp::Sub => f32v2_op(x, y, |a, b| a - b),
+                    VecOp::Mul => f32v2_op(x, y, |a, b| a * b),
+                    VecOp::Max => f32v2_op(x, y, f32::max),
+                    VecOp::Min => f32v2_op(x, y, f32::min),
+                    VecOp::Axpy => {
+                        let tas = f32::from_bits(ctx.tas);
+                        f32v2_op(x, y, |a, b| tas.mul_add(a, b))
+                    }
                 };
-                let entry = m(o[0]);
-                let vbase = m(o[1]).wrapping_add((o[2] as u32) * 4);
-                self.start_worker(w, entry, vbase)?;
+                w64(d, r)
             }
-            Runall => {
-                if let Some(w) = (1..CONTEXTS).find(|&w| self.ctx[w].state != CtxState::Idle) {
-                    return Err(FaultKind::WorkerBusy(format!("`runall` while worker {} is still active", w - 1)));
-                }
-                let entry = m(o[0]);
-                for w in 1..CONTEXTS {
-                    let vbase = m(o[1]).wrapping_add((w as u32 - 1) * (o[2] as u32) * 4);
-                    self.start_worker(w, entry, vbase)?;
-                }
-            }
-            Exitz | Exitnz => {
-                let v = m(o[0]);
-                let ctx = &mut self.ctx[c];
-                ctx.exit_status = if i.opcode == Exitz { v == 0 } else { v != 0 };
-                ctx.state = CtxState::Idle;
-                ctx.in_rpt = false;
-            }
-            Sync => match o[0] {
-                2 => {
-                    self.ctx[c].state = CtxState::WaitLocal;
-                    // The pc moves on when the workers have exited.
-                    return Ok(Some(pc));
-                }
-                3 => {
-                    self.ctx[c].state = CtxState::WaitInternal;
-                    self.sync_arrival = self.ctx[c].sans_arrival.take().unwrap_or(self.cycle);
-                }
-                z => return Err(FaultKind::IllegalOperand(format!("sync zone {z} is external or reserved and not modelled (use 2 = local, 3 = internal)"))),
-            },
-            Sans => {
-                if o[0] != 3 {
-                    return Err(FaultKind::IllegalOperand(format!("sans zone {} is not modelled (use 3 = internal)", o[0])));
-                }
-                self.ctx[c].sans_arrival = Some(self.cycle);
-            }
-            // ---- control registers
-            Put => self.put_csr(c, o[0] as u8, m(o[1]))?,
-            Get => {
-                let v = self.get_csr(o[1] as u8)?;
-                set_m(&mut self.ctx[c], o[0], v);
-            }
-            Uput => {
-                if o[0] as u8 != csr::TAS {
-                    return Err(FaultKind::IllegalOperand(format!("worker control register {} is not writable", o[0])));
-                }
-                self.ctx[c].tas = self.ctx[c].a[o[1] as usize];
-            }
-            Uget => {
-                if o[1] as u8 != csr::TAS {
-                    return Err(FaultKind::IllegalOperand(format!("worker control register {} is not readable", o[1])));
-                }
-                let v = self.ctx[c].tas;
-                set_a(&mut self.ctx[c], o[0], v);
-            }
-            // ---- float
-            F32v2Add | F32v2Sub | F32v2Mul | F32v2Axpy | F16v4Add | F16v4Mul => {
-                let ctx = &mut self.ctx[c];
-                let (x, y) = (get_a64(ctx, o[1]), get_a64(ctx, o[2]));
-                let tas = f32::from_bits(ctx.tas);
-                let r = match i.opcode {
-                    F32v2Add => f32v2_op(x, y, |a, b| a + b),
-                    F32v2Sub => f32v2_op(x, y, |a, b| a - b),
-                    F32v2Mul => f32v2_op(x, y, |a, b| a * b),
-                    F32v2Axpy => f32v2_op(x, y, |a, b| tas.mul_add(a, b)),
-                    F16v4Add => f16v4_op(x, y, |a, b| a + b),
+            Op::F16v4 { op, d, x, y } => {
+                let (x, y) = (a64(ctx, x), a64(ctx, y));
+                let r = match op {
+                    VecOp::Add => f16v4_op(x, y, |a, b| a + b),
+                    VecOp::Max => f16v4_op(x, y, f32::max),
+                    VecOp::Min => f16v4_op(x, y, f32::min),
                     _ => f16v4_op(x, y, |a, b| a * b),
                 };
-                set_a64(ctx, o[0], r);
+                w64(d, r)
             }
-            F16v4Cmac => {
-                let ctx = &mut self.ctx[c];
-                let (x, y) = (get_a64(ctx, o[0]), get_a64(ctx, o[1]));
+            Op::SetA { d, v } => w32(d, v),
+            Op::MovA { d, s } => w32(d, ctx.a[s as usize]),
+            Op::Uput { s } => {
+                ctx.tas = ctx.a[s as usize];
+                NO_WRITE
+            }
+            Op::Uget { d } => w32(d, ctx.tas),
+            Op::F16v4Cmac { x, y } => {
+                let (x, y) = (a64(ctx, x), a64(ctx, y));
                 for k in 0..4 {
                     let a = f16::from_bits((x >> (16 * k)) as u16).to_f32();
                     let b = f16::from_bits((y >> (16 * k)) as u16).to_f32();
                     ctx.aacc[k] += a * b;
                 }
+                NO_WRITE
             }
-            F16v8Acc => {
-                let ctx = &mut self.ctx[c];
-                let (x, y) = (get_a64(ctx, o[0]), get_a64(ctx, o[0] + 2));
-                for k in 0..8 {
-                    let v = if k < 4 { x >> (16 * k) } else { y >> (16 * (k - 4)) };
-                    ctx.aacc[k] += f16::from_bits(v as u16).to_f32();
-                }
-            }
-            F32v4Acc => {
-                let ctx = &mut self.ctx[c];
+            Op::F16v8Acc { x0, x1 } => {
+                let (x, y) = (a64(ctx, x0), a64(ctx, x1));
                 for k in 0..4 {
-                    let v = if o[0] == 12 && k >= 2 { 0 } else { ctx.a[o[0] as usize + k] };
-                    ctx.aacc[k] += f32::from_bits(v);
+                    ctx.aacc[k] += f16::from_bits((x >> (16 * k)) as u16).to_f32();
+                    ctx.aacc[k + 4] += f16::from_bits((y >> (16 * k)) as u16).to_f32();
                 }
+                NO_WRITE
             }
-            F32v2Aop => {
-                let ctx = &mut self.ctx[c];
-                let (x, y) = (get_a64(ctx, o[0]), get_a64(ctx, o[1]));
+            Op::F32v4Acc { x0, x1 } => {
+                let (x, y) = (a64(ctx, x0), a64(ctx, x1));
+                ctx.aacc[0] += f32::from_bits(x as u32);
+                ctx.aacc[1] += f32::from_bits((x >> 32) as u32);
+                ctx.aacc[2] += f32::from_bits(y as u32);
+                ctx.aacc[3] += f32::from_bits((y >> 32) as u32);
+                NO_WRITE
+            }
+            Op::F32v2Aop { x, y } => {
+                let (x, y) = (a64(ctx, x), a64(ctx, y));
                 let xs = [f32::from_bits(x as u32), f32::from_bits((x >> 32) as u32)];
                 let ys = [f32::from_bits(y as u32), f32::from_bits((y >> 32) as u32)];
                 for (a, xa) in xs.iter().enumerate() {
@@ -1102,100 +907,351 @@ impl Tile {
                         ctx.aacc[2 * a + b] += xa * yb;
                     }
                 }
+                NO_WRITE
             }
-            F32v2Gina => {
-                let ctx = &mut self.ctx[c];
-                let k = 2 * o[2] as usize;
-                let src = get_a64(ctx, o[1]);
-                let out = u64::from(ctx.aacc[k].to_bits()) | (u64::from(ctx.aacc[k + 1].to_bits()) << 32);
+            Op::F32v2Gina { d, s, k } => {
+                let k = 2 * k as usize;
+                let src = a64(ctx, s);
+                let out =
+                    u64::from(ctx.aacc[k].to_bits()) | (u64::from(ctx.aacc[k + 1].to_bits()) << 32);
                 ctx.aacc[k] = f32::from_bits(src as u32);
                 ctx.aacc[k + 1] = f32::from_bits((src >> 32) as u32);
-                set_a64(ctx, o[0], out);
+                w64(d, out)
             }
-            F32v2ToF16 => {
-                let ctx = &mut self.ctx[c];
-                let x = get_a64(ctx, o[1]);
-                set_a(ctx, o[0], pack_f16x2(f32::from_bits(x as u32), f32::from_bits((x >> 32) as u32)));
+            Op::F32v2ToF16 { d, s } => {
+                let x = a64(ctx, s);
+                w32(
+                    d,
+                    pack_f16x2(f32::from_bits(x as u32), f32::from_bits((x >> 32) as u32)),
+                )
             }
-            F16v2ToF32 => {
-                let ctx = &mut self.ctx[c];
-                let [lo, hi] = f16x2(ctx.a[o[1] as usize]);
-                set_a64(ctx, o[0], u64::from(lo.to_bits()) | (u64::from(hi.to_bits()) << 32));
+            Op::F16v2ToF32 { d, s } => {
+                let [lo, hi] = f16x2(ctx.a[s as usize]);
+                w64(d, u64::from(lo.to_bits()) | (u64::from(hi.to_bits()) << 32))
             }
-            F32ToF16 => {
-                let ctx = &mut self.ctx[c];
-                let v = f16::from_f32(f32::from_bits(ctx.a[o[1] as usize])).to_bits();
-                set_a(ctx, o[0], u32::from(v));
-            }
-            F16ToF32 => {
-                let ctx = &mut self.ctx[c];
-                let v = f16::from_bits(ctx.a[o[1] as usize] as u16).to_f32();
-                set_a(ctx, o[0], v.to_bits());
-            }
-            F16v4ToF8 | F8v4ToF16 => {
-                if !self.machine.has_fp8 {
-                    return Err(FaultKind::IllegalInstruction(format!("`{}` needs FP8; machine `{}` has none", desc.mnemonic, self.machine.name)));
+            Op::F32ToF16 { d, s } => w32(
+                d,
+                u32::from(f16::from_f32(f32::from_bits(ctx.a[s as usize])).to_bits()),
+            ),
+            Op::F16ToF32 { d, s } => w32(
+                d,
+                f16::from_bits(ctx.a[s as usize] as u16).to_f32().to_bits(),
+            ),
+            Op::F16v4ToF8 { d, s, scale } => {
+                let x = a64(ctx, s);
+                let mut out = 0u32;
+                for k in 0..4 {
+                    let h = f16::from_bits((x >> (16 * k)) as u16).to_f64();
+                    out |= u32::from(encode_scaled(h, i32::from(scale))) << (8 * k);
                 }
-                let scale = o[2];
-                if !(-31..=31).contains(&scale) {
-                    return Err(FaultKind::IllegalOperand(format!("FP8 scale {scale} is outside -31..=31")));
+                w32(d, out)
+            }
+            Op::F8v4ToF16 { d, s, scale } => {
+                let x = ctx.a[s as usize];
+                let mut out = 0u64;
+                for k in 0..4 {
+                    let v = decode_scaled((x >> (8 * k)) as u8, i32::from(scale));
+                    out |= u64::from(f16::from_f64(v).to_bits()) << (16 * k);
                 }
-                let ctx = &mut self.ctx[c];
-                if i.opcode == F16v4ToF8 {
-                    let x = get_a64(ctx, o[1]);
-                    let mut out = 0u32;
-                    for k in 0..4 {
-                        let h = f16::from_bits((x >> (16 * k)) as u16).to_f64();
-                        out |= u32::from(encode_scaled(h, scale)) << (8 * k);
-                    }
-                    set_a(ctx, o[0], out);
+                w64(d, out)
+            }
+            Op::Illegal(i) => return Err(self.code.illegal[i as usize].clone()),
+            // Main-pipeline operations never reach the auxiliary slot.
+            _ => NO_WRITE,
+        })
+    }
+
+    /// Executes a main-pipeline operation; returns a new pc for taken branches.
+    #[inline(always)]
+    fn exec_main(&mut self, c: usize, op: Op, pc: u32) -> R<Option<u32>> {
+        let mem = &mut self.mem;
+        let ctx = &mut self.ctx[c];
+        match op {
+            Op::Nop => {}
+            Op::Ld2xSt64Pace { d, s, pace } => {
+                let p = m64(ctx, pace.p);
+                let (a0, a1, a2) = (packed_field(p, 0), packed_field(p, 1), packed_field(p, 2));
+                mem.conflict(a0, a1)?;
+                mem.conflict(a0, a2)?;
+                mem.conflict(a1, a2)?;
+                let v0 = mem.ld64(a0)?;
+                let v1 = mem.ld64(a1)?;
+                mem.st64(a2, a64(ctx, s))?;
+                ctx.pace(&pace, &[0, 1, 2]);
+                set_a64(ctx, d, v0);
+                set_a64(ctx, d + 2, v1);
+            }
+            Op::Ld2x64Pace { d, pace } => {
+                let p = m64(ctx, pace.p);
+                let (a0, a1) = (packed_field(p, 0), packed_field(p, 1));
+                mem.conflict(a0, a1)?;
+                let v0 = mem.ld64(a0)?;
+                let v1 = mem.ld64(a1)?;
+                ctx.pace(&pace, &[0, 1]);
+                set_a64(ctx, d, v0);
+                set_a64(ctx, d + 2, v1);
+            }
+            Op::LdSt64Pace { d, s, pace } => {
+                let p = m64(ctx, pace.p);
+                let (a0, a2) = (packed_field(p, 0), packed_field(p, 2));
+                mem.conflict(a0, a2)?;
+                let v0 = mem.ld64(a0)?;
+                mem.st64(a2, a64(ctx, s))?;
+                ctx.pace(&pace, &[0, 2]);
+                set_a64(ctx, d, v0);
+            }
+            Op::St64Pace { s, pace } => {
+                let p = m64(ctx, pace.p);
+                mem.st64(packed_field(p, 0), a64(ctx, s))?;
+                ctx.pace(&pace, &[0]);
+            }
+            Op::Ld32A { d, am } => {
+                let addr = ctx.addr(&am);
+                ctx.check_stack(am.sp, addr)?;
+                ctx.a[d as usize] = mem.ld32(addr)?;
+            }
+            Op::Ld32M { d, am } => {
+                let addr = ctx.addr(&am);
+                ctx.check_stack(am.sp, addr)?;
+                ctx.m[d as usize] = mem.ld32(addr)?;
+            }
+            Op::Ld32StepA { d, s } => {
+                let addr = ctx.m[s.base as usize].wrapping_add(ctx.m[s.delta as usize]);
+                let v = mem.ld32(addr)?;
+                ctx.step(&s);
+                ctx.a[d as usize] = v;
+            }
+            Op::Ld32StepM { d, s } => {
+                let addr = ctx.m[s.base as usize].wrapping_add(ctx.m[s.delta as usize]);
+                let v = mem.ld32(addr)?;
+                ctx.step(&s);
+                ctx.m[d as usize] = v;
+            }
+            Op::Ld64 { d, am } => {
+                let addr = ctx.addr(&am);
+                ctx.check_stack(am.sp, addr)?;
+                let v = mem.ld64(addr)?;
+                set_a64(ctx, d, v);
+            }
+            Op::Ld64Step { d, s } => {
+                let addr = ctx.m[s.base as usize].wrapping_add(ctx.m[s.delta as usize]);
+                let v = mem.ld64(addr)?;
+                ctx.step(&s);
+                set_a64(ctx, d, v);
+            }
+            Op::Ld128 { d, am } => {
+                let (lo, hi) = mem.ld128(ctx.addr(&am))?;
+                set_a64(ctx, d, lo);
+                set_a64(ctx, d + 2, hi);
+            }
+            Op::Ld128Step { d, s } => {
+                let addr = ctx.m[s.base as usize].wrapping_add(ctx.m[s.delta as usize]);
+                let (lo, hi) = mem.ld128(addr)?;
+                ctx.step(&s);
+                set_a64(ctx, d, lo);
+                set_a64(ctx, d + 2, hi);
+            }
+            Op::Ld16 { d, am, signed } => {
+                let v = mem.ld16(ctx.addr(&am))?;
+                ctx.m[d as usize] = if signed {
+                    v as i16 as i32 as u32
                 } else {
-                    let x = ctx.a[o[1] as usize];
-                    let mut out = 0u64;
-                    for k in 0..4 {
-                        let v = decode_scaled((x >> (8 * k)) as u8, scale);
-                        out |= u64::from(f16::from_f64(v).to_bits()) << (16 * k);
-                    }
-                    set_a64(ctx, o[0], out);
-                }
-            }
-            F32SisoV2Amp | F16V4HihoV4Amp | F16V4SisoAmp | F8V8HihoV4Amp => {
-                if i.opcode == F8V8HihoV4Amp && !self.machine.has_fp8 {
-                    return Err(FaultKind::IllegalInstruction(format!("`f8v8hihov4amp` needs FP8; machine `{}` has none", self.machine.name)));
-                }
-                if o[3] > 3 {
-                    return Err(FaultKind::IllegalOperand(format!("AMP phase flags {} (only phases 0..=3 are modelled)", o[3])));
-                }
-                let phase = o[3] as usize;
-                let cccs = &self.cccs;
-                let ctx = &mut self.ctx[c];
-                let (x, p) = (get_a64(ctx, o[1]), get_a64(ctx, o[2]));
-                let r = match i.opcode {
-                    F32SisoV2Amp => ctx.amp.f32sisov2(cccs, phase, x, p),
-                    F16V4HihoV4Amp => ctx.amp.f16v4hihov4(cccs, phase, x, p),
-                    F16V4SisoAmp => ctx.amp.f16v4siso(cccs, phase, x, p),
-                    _ => ctx.amp.f8v8hihov4(cccs, phase, x, p),
+                    u32::from(v)
                 };
-                set_a64(ctx, o[0], r);
             }
-            // ---- exchange
-            Send | SendOutgoing => {
-                let (addr, n) = if i.opcode == Send { (m(o[0]), o[1] as u32) } else { (self.xch.outgoing_base, o[0] as u32) };
-                let start = self.xch.port_free.max(self.cycle + 1);
-                for k in 0..n {
-                    let w = self.ld32(addr.wrapping_add(4 * k))?;
-                    self.xch.sent.push(SentWord { cycle: start + u64::from(k), word: w, pc });
+            Op::Ldz16Step { d, s } => {
+                let addr = ctx.m[s.base as usize].wrapping_add(ctx.m[s.delta as usize]);
+                let v = mem.ld16(addr)?;
+                ctx.step(&s);
+                ctx.m[d as usize] = u32::from(v);
+            }
+            Op::Ld8 { d, am, signed } => {
+                let v = mem.ld8(ctx.addr(&am))?;
+                ctx.m[d as usize] = if signed {
+                    v as i8 as i32 as u32
+                } else {
+                    u32::from(v)
+                };
+            }
+            Op::Ldb16 { d, am } => {
+                let v = u32::from(mem.ld16(ctx.addr(&am))?);
+                ctx.a[d as usize] = v | (v << 16);
+            }
+            Op::Putcs { idx, wide } => {
+                let addr = self.cccs_load;
+                let idx = idx as usize;
+                if wide {
+                    let (lo, hi) = mem.ld128(addr)?;
+                    self.cccs[idx] = lo;
+                    self.cccs[idx + 1] = hi;
+                    self.cccs_load = addr.wrapping_add(16);
+                } else {
+                    self.cccs[idx] = mem.ld64(addr)?;
+                    self.cccs_load = addr.wrapping_add(8);
                 }
-                self.xch.port_free = start + u64::from(n);
-                if i.opcode == SendOutgoing {
-                    self.xch.outgoing_base = addr.wrapping_add(4 * n);
+                self.weights.invalidate();
+            }
+            Op::St32A { s, am } => {
+                let addr = ctx.addr(&am);
+                ctx.check_stack(am.sp, addr)?;
+                mem.st32(addr, ctx.a[s as usize])?;
+            }
+            Op::St32M { s, am } => {
+                let addr = ctx.addr(&am);
+                ctx.check_stack(am.sp, addr)?;
+                mem.st32(addr, ctx.m[s as usize])?;
+            }
+            Op::St32StepA { v, s } => {
+                let addr = ctx.m[s.base as usize].wrapping_add(ctx.m[s.delta as usize]);
+                ctx.check_stack(s.sp, addr)?;
+                mem.st32(addr, ctx.a[v as usize])?;
+                ctx.step(&s);
+            }
+            Op::St32StepM { v, s } => {
+                let addr = ctx.m[s.base as usize].wrapping_add(ctx.m[s.delta as usize]);
+                ctx.check_stack(s.sp, addr)?;
+                mem.st32(addr, ctx.m[v as usize])?;
+                ctx.step(&s);
+            }
+            Op::St64 { s, am } => {
+                let addr = ctx.addr(&am);
+                ctx.check_stack(am.sp, addr)?;
+                mem.st64(addr, a64(ctx, s))?;
+            }
+            Op::St64Step { v, s } => {
+                let addr = ctx.m[s.base as usize].wrapping_add(ctx.m[s.delta as usize]);
+                ctx.check_stack(s.sp, addr)?;
+                mem.st64(addr, a64(ctx, v))?;
+                ctx.step(&s);
+            }
+            Op::Tapack { w0, w1, s } => {
+                let f = |r: u8| u64::from(ctx.m[r as usize] & 0x1f_ffff);
+                let p = f(s[0]) | (f(s[1]) << 21) | (f(s[2]) << 42);
+                ctx.m[w0 as usize] = p as u32;
+                ctx.m[w1 as usize] = (p >> 32) as u32;
+            }
+            Op::SetM { d, v } => ctx.m[d as usize] = v,
+            Op::Alu { op, d, a, b } => {
+                ctx.m[d as usize] = alu(op, ctx.m[a as usize], ctx.m[b as usize]);
+            }
+            Op::AluImm { op, d, a, imm } => ctx.m[d as usize] = alu(op, ctx.m[a as usize], imm),
+            Op::Atom { d, s } => ctx.m[d as usize] = ctx.a[s as usize],
+            Op::Br { s } => return Ok(Some(ctx.m[s as usize])),
+            Op::Bri { t } => return Ok(Some(t)),
+            Op::Brz { s, t } => return Ok((ctx.m[s as usize] == 0).then_some(t)),
+            Op::Brnz { s, t } => return Ok((ctx.m[s as usize] != 0).then_some(t)),
+            Op::Brnzdec { s, w, t } => {
+                let v = ctx.m[s as usize];
+                ctx.m[w as usize] = v.wrapping_sub(1);
+                return Ok((v != 0).then_some(t));
+            }
+            Op::Call { w, t } => {
+                ctx.m[w as usize] = pc + 4;
+                return Ok(Some(t));
+            }
+            Op::Rpt {
+                count,
+                imm,
+                start,
+                end,
+            } => {
+                let count = if imm {
+                    u32::from(count)
+                } else {
+                    ctx.m[count as usize]
+                };
+                if count == 0 {
+                    return Ok(Some(end));
                 }
-                // The supervisor streams the words out: it issues again when the port is free.
-                self.step_exchange += u64::from(n);
-                self.ctx[c].ready_at = self.xch.port_free;
+                ctx.in_rpt = true;
+                ctx.rpt_start = start;
+                ctx.rpt_end = end;
+                ctx.rpt_left = count - 1;
+                return Ok(Some(start));
+            }
+            Op::Sys(s) => return self.exec_system(c, s, pc),
+            Op::Illegal(i) => return Err(self.code.illegal[i as usize].clone()),
+            // Auxiliary operations never reach the main slot.
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    /// Context, sync, control-register and exchange instructions.
+    #[inline(never)]
+    fn exec_system(&mut self, c: usize, op: SysOp, pc: u32) -> R<Option<u32>> {
+        let m = |t: &Tile, r: u8| t.ctx[c].m[r as usize];
+        match op {
+            SysOp::Run { entry, vbase, imm } => {
+                let Some(w) = (1..CONTEXTS).find(|&w| self.ctx[w].state == CtxState::Idle) else {
+                    return Err(FaultKind::WorkerBusy(
+                        "`run` with all six worker contexts active".into(),
+                    ));
+                };
+                let vbase = m(self, vbase).wrapping_add(imm * 4);
+                self.start_worker(w, m(self, entry), vbase)?;
+            }
+            SysOp::Runall { entry, vbase, imm } => {
+                if let Some(w) = (1..CONTEXTS).find(|&w| self.ctx[w].state != CtxState::Idle) {
+                    return Err(FaultKind::WorkerBusy(format!(
+                        "`runall` while worker {} is still active",
+                        w - 1
+                    )));
+                }
+                let entry = m(self, entry);
+                for w in 1..CONTEXTS {
+                    let vb = m(self, vbase).wrapping_add((w as u32 - 1) * imm * 4);
+                    self.start_worker(w, entry, vb)?;
+                }
+            }
+            SysOp::Exit { src, nz } => {
+                let v = m(self, src);
+                let ctx = &mut self.ctx[c];
+                ctx.exit_status = if nz { v != 0 } else { v == 0 };
+                ctx.state = CtxState::Idle;
+                ctx.in_rpt = false;
+            }
+            SysOp::Sync(2) => {
+                self.ctx[c].state = CtxState::WaitLocal;
+                // The pc moves on when the workers have exited.
+                return Ok(Some(pc));
+            }
+            SysOp::Sync(_) => {
+                self.ctx[c].state = CtxState::WaitInternal;
+                self.sync_arrival = self.ctx[c].sans_arrival.take().unwrap_or(self.cycle);
+            }
+            SysOp::Sans => self.ctx[c].sans_arrival = Some(self.cycle),
+            SysOp::Put { csr, src } => self.put_csr(c, csr, m(self, src))?,
+            SysOp::Get { dst, csr } => {
+                let v = self.get_csr(csr)?;
+                self.ctx[c].m[dst as usize] = v;
+            }
+            SysOp::Send { src, words } => self.send(c, m(self, src), words, pc, false)?,
+            SysOp::SendOutgoing { words } => {
+                self.send(c, self.xch.outgoing_base, words, pc, true)?
             }
         }
         Ok(None)
+    }
+
+    fn send(&mut self, c: usize, addr: u32, n: u32, pc: u32, outgoing: bool) -> R<()> {
+        let start = self.xch.port_free.max(self.cycle + 1);
+        for k in 0..n {
+            let w = self.mem.ld32(addr.wrapping_add(4 * k))?;
+            self.xch.sent.push(SentWord {
+                cycle: start + u64::from(k),
+                word: w,
+                pc,
+            });
+        }
+        self.xch.port_free = start + u64::from(n);
+        if outgoing {
+            self.xch.outgoing_base = addr.wrapping_add(4 * n);
+        }
+        // The supervisor streams the words out: it issues again when the port is free.
+        self.step_exchange += u64::from(n);
+        self.ctx[c].ready_at = self.xch.port_free;
+        Ok(())
     }
 
     fn start_worker(&mut self, w: usize, entry: u32, vbase: u32) -> R<()> {
@@ -1204,7 +1260,7 @@ impl Tile {
                 "worker entry 0x{entry:x} or vertex base 0x{vbase:x} is not 4-byte aligned"
             )));
         }
-        match self.decoded(entry) {
+        match self.slot(entry) {
             Some(d) if d.valid && d.worker_code => {}
             Some(d) if d.valid => {
                 return Err(FaultKind::IllegalOperand(format!(

@@ -37,7 +37,7 @@ pub fn load(args: &RunArgs) -> Result<LoadedModel, String> {
                 weights: args.weights_policy(),
             };
             if let Some(dir) = &args.save_weights {
-                crate::import::save_weights(&path.display().to_string(), load.weights.clone(), dir)
+                crate::import::save_weights(&path.display().to_string(), load.weights, dir)
                     .map_err(|d| SourceMgr::new().render(&d))?;
             }
             import_onnx(&mut ctx, path, &load, &args.input_shapes)?

@@ -1,0 +1,463 @@
+//! Matrix-multiply blocks on the AMP (accumulating matrix product) units:
+//! `out[N,K] = in[N,C] x W[K,C]^T (+ partials[N,K])` with one of the four AMP
+//! instructions, in an accumulate form (partials read from memory) or an
+//! overwrite form (no partials: the AMP adds `$azeros`).
+//!
+//! | variant | instruction | C | K | input | weights | partials, output | MAC/tile cycle |
+//! |---|---|---|---|---|---|---|---|
+//! | `F16` | `f16v4hihov4amp` | 16 | 16 | f16 | f16 | f16 | 64 |
+//! | `F16F32Partials` | `f16v4sisoamp` | 16 | 8 | f16 | f16 | f32 | 32 |
+//! | `F32` | `f32sisov2amp` | 8 | 8 | f32 | f32 | f32 | 16 |
+//! | `F8` | `f8v8hihov4amp` | 32 | 16 | f8E4M3FNUZ | f8E4M3FNUZ | f16 | 128 |
+//!
+//! Every variant moves 32 bytes of input, partials and output per row, as
+//! 4 64-bit words, one per AMP phase: a row is 4 bundles per worker.
+//!
+//! The supervisor loads the weight panel (row-major `W[K][C]`, which is
+//! exactly the CCCS entry order) with `ld128putcs`, starts six workers with
+//! `runall` and joins them with `sync TEXCH_SYNCZONE_LOCAL`, as poplibs'
+//! conv-partial supervisor does. Each worker takes a contiguous share of the
+//! rows and runs a `rpt` loop of `{ ld2xst64pace ; amp }` bundles (overwrite:
+//! `{ ldst64pace ; amp }`). AMP results lag their inputs by four
+//! instructions and a bundle stores the previous bundle's result, so a
+//! worker first runs 5 prologue bundles that load and multiply without
+//! storing. The loads run 6 words (48 bytes) past a worker's rows; the caller
+//! keeps those bytes inside tile memory (their values do not matter).
+//!
+//! FP8: the AMP multiplies the unscaled FP8 codes' values. With tensor
+//! scales `sa` (activations) and `sw` (weights), the true product is
+//! `2^(sa+sw)` times the block's result; partials are in the same unscaled
+//! domain and the consumer applies the scale once (e.g. in the FP8->FP16 or
+//! scaled-add codelet). The modelled instruction takes FP8 on both sides, so
+//! FP16 activations are cast to FP8 first (the `cast` codelets).
+
+use half::f16;
+
+use super::CodeletError;
+use crate::target::float8::{f64_to_f8, f8_to_f64};
+use crate::target::MachineModel;
+
+/// Which AMP instruction a block uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AmpVariant {
+    /// `f16v4hihov4amp`: f16 inputs and weights, f16 partials.
+    F16,
+    /// `f16v4sisoamp`: f16 inputs and weights, f32 partials.
+    F16F32Partials,
+    /// `f32sisov2amp`: f32 everything.
+    F32,
+    /// `f8v8hihov4amp`: FP8 inputs and weights, f16 partials.
+    F8,
+}
+
+/// Whether a block adds partials from memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AmpMode {
+    /// `out = partials + in x W^T`.
+    Accumulate,
+    /// `out = in x W^T`.
+    Overwrite,
+}
+
+/// Element types the blocks read and write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Elem {
+    /// IEEE binary16.
+    F16,
+    /// IEEE binary32.
+    F32,
+    /// FP8 E4M3FNUZ code (unscaled).
+    F8,
+}
+
+impl Elem {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            Elem::F16 => 2,
+            Elem::F32 => 4,
+            Elem::F8 => 1,
+        }
+    }
+
+    /// Decodes little-endian elements to f64.
+    pub fn decode(self, bytes: &[u8]) -> Vec<f64> {
+        match self {
+            Elem::F16 => bytes
+                .chunks_exact(2)
+                .map(|b| f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
+                .collect(),
+            Elem::F32 => bytes
+                .chunks_exact(4)
+                .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+                .collect(),
+            Elem::F8 => bytes.iter().map(|&q| f8_to_f64(q)).collect(),
+        }
+    }
+
+    /// Encodes values to little-endian elements, rounding to nearest even
+    /// (FP8: unscaled, saturating).
+    pub fn encode(self, values: &[f64]) -> Vec<u8> {
+        match self {
+            Elem::F16 => values
+                .iter()
+                .flat_map(|&v| f16::from_f64(v).to_bits().to_le_bytes())
+                .collect(),
+            Elem::F32 => values
+                .iter()
+                .flat_map(|&v| (v as f32).to_le_bytes())
+                .collect(),
+            Elem::F8 => values.iter().map(|&v| f64_to_f8(v)).collect(),
+        }
+    }
+
+    /// Unit roundoff of the format (half an ulp, relative).
+    pub fn unit_roundoff(self) -> f64 {
+        match self {
+            Elem::F16 => 2f64.powi(-11),
+            Elem::F32 => 2f64.powi(-24),
+            Elem::F8 => 2f64.powi(-4),
+        }
+    }
+}
+
+impl AmpVariant {
+    /// All variants.
+    pub const ALL: [AmpVariant; 4] = [
+        AmpVariant::F16,
+        AmpVariant::F16F32Partials,
+        AmpVariant::F32,
+        AmpVariant::F8,
+    ];
+
+    /// The instruction's mnemonic.
+    pub fn mnemonic(self) -> &'static str {
+        match self {
+            AmpVariant::F16 => "f16v4hihov4amp",
+            AmpVariant::F16F32Partials => "f16v4sisoamp",
+            AmpVariant::F32 => "f32sisov2amp",
+            AmpVariant::F8 => "f8v8hihov4amp",
+        }
+    }
+
+    /// A short name for symbols and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            AmpVariant::F16 => "f16",
+            AmpVariant::F16F32Partials => "f16_f32p",
+            AmpVariant::F32 => "f32",
+            AmpVariant::F8 => "f8",
+        }
+    }
+
+    /// Input channels per row (C).
+    pub fn in_channels(self) -> usize {
+        32 / self.input_elem().size()
+    }
+
+    /// Output channels per row (K).
+    pub fn out_channels(self) -> usize {
+        32 / self.output_elem().size()
+    }
+
+    /// Input (and weight) element type.
+    pub fn input_elem(self) -> Elem {
+        match self {
+            AmpVariant::F16 | AmpVariant::F16F32Partials => Elem::F16,
+            AmpVariant::F32 => Elem::F32,
+            AmpVariant::F8 => Elem::F8,
+        }
+    }
+
+    /// Partials and output element type.
+    pub fn output_elem(self) -> Elem {
+        match self {
+            AmpVariant::F16 | AmpVariant::F8 => Elem::F16,
+            AmpVariant::F16F32Partials | AmpVariant::F32 => Elem::F32,
+        }
+    }
+
+    /// Bytes of the weight panel `W[K][C]`.
+    pub fn weight_bytes(self) -> usize {
+        self.out_channels() * self.in_channels() * self.input_elem().size()
+    }
+
+    /// Multiply-accumulates per row.
+    pub fn macs_per_row(self) -> u64 {
+        (self.in_channels() * self.out_channels()) as u64
+    }
+
+    /// Multiply-accumulates per tile cycle at full issue (one AMP per
+    /// cycle: 4 per row): the AMP throughput row of `ipu-machine.md`.
+    pub fn macs_per_tile_cycle(self) -> u64 {
+        self.macs_per_row() / 4
+    }
+
+    /// The machine's peak FLOP/s with this instruction on every tile.
+    pub fn peak_flops(self, machine: &MachineModel) -> f64 {
+        2.0 * self.macs_per_tile_cycle() as f64 * f64::from(machine.tiles) * machine.clock_hz
+    }
+
+    /// Whether the machine must have FP8.
+    pub fn needs_fp8(self) -> bool {
+        self == AmpVariant::F8
+    }
+
+    /// Float64 reference: `out[r][k] = partials[r][k] + sum_c in[r][c] * W[k][c]`
+    /// over little-endian bytes, with the sum of the absolute terms (for
+    /// error bounds). `partials` is `None` in overwrite mode.
+    pub fn reference(
+        self,
+        input: &[u8],
+        weights: &[u8],
+        partials: Option<&[u8]>,
+    ) -> Vec<(f64, f64)> {
+        let (c, k) = (self.in_channels(), self.out_channels());
+        let x = self.input_elem().decode(input);
+        let w = self.input_elem().decode(weights);
+        let p = partials.map(|p| self.output_elem().decode(p));
+        let rows = x.len() / c;
+        let mut out = Vec::with_capacity(rows * k);
+        for r in 0..rows {
+            for o in 0..k {
+                let p0 = p.as_ref().map_or(0.0, |p| p[r * k + o]);
+                let (mut acc, mut mag) = (p0, p0.abs());
+                for i in 0..c {
+                    let t = x[r * c + i] * w[o * c + i];
+                    acc += t;
+                    mag += t.abs();
+                }
+                out.push((acc, mag));
+            }
+        }
+        out
+    }
+
+    /// The largest error the simulated block may have against the float64
+    /// reference value `want` whose terms sum to `magnitude` in absolute
+    /// value: f32 accumulation (one rounding per term, at most C + 1
+    /// terms) plus one rounding to the output type.
+    pub fn tolerance(self, want: f64, magnitude: f64) -> f64 {
+        let terms = (self.in_channels() + 1) as f64;
+        let accumulate = terms * 2f64.powi(-24) * magnitude;
+        // A subnormal f16 result is rounded to a multiple of 2^-24.
+        // Rounding the f32 sum (within `accumulate` of `want`) to the output type.
+        let u = self.output_elem().unit_roundoff();
+        accumulate * (1.0 + u) + u * want.abs() + 2f64.powi(-25)
+    }
+}
+
+/// Placement and size of one AMP block.
+#[derive(Clone, Debug)]
+pub struct AmpBlock {
+    /// The AMP instruction.
+    pub variant: AmpVariant,
+    /// Accumulate or overwrite.
+    pub mode: AmpMode,
+    /// Rows N (at least 1; the first `N % 6` workers take one row more).
+    pub rows: u32,
+    /// Input `[N,C]`, 8-byte aligned.
+    pub input: u32,
+    /// Partials `[N,K]`, 8-byte aligned (ignored in overwrite mode).
+    pub partials: u32,
+    /// Output `[N,K]`, 8-byte aligned.
+    pub output: u32,
+    /// Weights `W[K,C]` row-major, 16-byte aligned, in interleaved memory.
+    pub weights: u32,
+}
+
+/// Workers of a tile.
+const WORKERS: u32 = 6;
+/// Worker issues outside the per-row loop: 4 `ld32` + `tapack` + 1 load +
+/// 5 prologue bundles + `rpt` + `exitz`.
+pub const WORKER_FIXED_ISSUES: u64 = 13;
+/// Worker issues per row.
+pub const WORKER_ISSUES_PER_ROW: u64 = 4;
+/// Supervisor issues after the workers finish: the `sync` completes, `exitz`.
+pub const SUPERVISOR_ISSUES_AFTER_RUN: u64 = 2;
+/// Largest row count (the worker's `rpt` count register is 16-bit on ipu2/21).
+pub const MAX_ROWS: u32 = 6 * 0xffff;
+
+impl AmpBlock {
+    /// Rows per worker.
+    pub fn worker_rows(&self) -> [u32; 6] {
+        std::array::from_fn(|w| self.rows / WORKERS + u32::from((w as u32) < self.rows % WORKERS))
+    }
+
+    fn err(&self, msg: String) -> CodeletError {
+        CodeletError::new(format!("amp_{}", self.variant.name()), msg)
+    }
+
+    /// A block with its operands placed in the interleaved region of
+    /// `machine`'s tile memory: input, partials and output each start on a
+    /// 32 KiB element pair and take whole pairs (so the three accesses of
+    /// one instruction never share a bank), the weights follow.
+    pub fn place(
+        variant: AmpVariant,
+        mode: AmpMode,
+        rows: u32,
+        machine: &MachineModel,
+    ) -> Result<AmpBlock, CodeletError> {
+        let pair = 2 * machine.element_bytes;
+        let span = (u64::from(rows) * 32 + u64::from(Self::READ_PAST_BYTES))
+            .div_ceil(u64::from(pair))
+            * u64::from(pair);
+        let base = u64::from(machine.interleaved_base);
+        let end = base + 3 * span + variant.weight_bytes() as u64;
+        if end > u64::from(machine.sram_end) {
+            return Err(CodeletError::new(
+                format!("amp_{}", variant.name()),
+                format!(
+                    "{rows} rows need 0x{:x} bytes of interleaved memory, the tile has 0x{:x}",
+                    end - base,
+                    machine.sram_end - machine.interleaved_base
+                ),
+            ));
+        }
+        let block = AmpBlock {
+            variant,
+            mode,
+            rows,
+            input: base as u32,
+            partials: (base + span) as u32,
+            output: (base + 2 * span) as u32,
+            weights: (base + 3 * span) as u32,
+        };
+        block.validate()?;
+        Ok(block)
+    }
+
+    /// Checks the parameters.
+    pub fn validate(&self) -> Result<(), CodeletError> {
+        if self.rows == 0 || self.rows > MAX_ROWS {
+            return Err(self.err(format!("rows must be in 1..={MAX_ROWS}, got {}", self.rows)));
+        }
+        for (what, a, align) in [
+            ("input", self.input, 8),
+            ("partials", self.partials, 8),
+            ("output", self.output, 8),
+            ("weights", self.weights, 16),
+        ] {
+            if what == "partials" && self.mode == AmpMode::Overwrite {
+                continue;
+            }
+            if a % align != 0 {
+                return Err(self.err(format!(
+                    "{what} address 0x{a:x} is not {align}-byte aligned"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Supervisor instructions issued before the workers start:
+    /// 2 (`setzi`, `put $CCCSLOAD`) + one `ld128putcs` per 16 weight bytes + 3.
+    pub fn supervisor_issues_before_run(&self) -> u64 {
+        5 + (self.variant.weight_bytes() / 16) as u64
+    }
+
+    /// The codelet's assembly text (supervisor entry `main`).
+    pub fn assembly(&self) -> Result<String, CodeletError> {
+        self.validate()?;
+        let v = self.variant;
+        let tag = format!(
+            "amp_{}_{}",
+            v.name(),
+            match self.mode {
+                AmpMode::Accumulate => "acc",
+                AmpMode::Overwrite => "ovw",
+            }
+        );
+        let mut s = String::new();
+        s.push_str(&format!(
+            "    .section .text.{tag}_supervisor, \"ax\"\n    .supervisor\n    .globl main\n    .type main, @function\nmain:\n"
+        ));
+        s.push_str(&format!(
+            "    setzi $m0, 0x{:x}\n    put $CCCSLOAD, $m0\n",
+            self.weights
+        ));
+        for i in 0..v.weight_bytes() / 16 {
+            s.push_str(&format!("    ld128putcs {}\n", 2 * i));
+        }
+        s.push_str(&format!(
+            "    setzi $m1, {tag}_worker\n    setzi $m2, {tag}_vertex_state\n    runall $m1, $m2, 4\n"
+        ));
+        s.push_str("    sync TEXCH_SYNCZONE_LOCAL\n    exitz $mzero\n    .size main, . - main\n\n");
+        s.push_str(&format!(
+            "    .section .text.{tag}_worker, \"ax\"\n    .worker\n    .align 8\n    .type {tag}_worker, @function\n{tag}_worker:\n"
+        ));
+        s.push_str("    ld32 $m0, $mvertex_base, $mzero, 0   // input\n    ld32 $m1, $mvertex_base, $mzero, 1   // partials (overwrite: output)\n");
+        s.push_str("    ld32 $m2, $mvertex_base, $mzero, 2   // output\n    ld32 $m3, $mvertex_base, $mzero, 3   // rows\n");
+        s.push_str("    tapack $m4:5, $m0, $m1, $m2\n");
+        // Overwrite: the second packed address (the output) is read but never advanced.
+        let (prologue_sel, partials_reg) = match self.mode {
+            AmpMode::Accumulate => (0, "$a2:3"),
+            AmpMode::Overwrite => (0b1100, "$azeros"),
+        };
+        s.push_str(&format!(
+            "    ld2x64pace $a0:3, $m4:5+=, $mzero, {prologue_sel:#06b}\n"
+        ));
+        let mn = v.mnemonic();
+        for phase in [0, 1, 2, 3, 0] {
+            s.push_str(&format!("    {{ ld2x64pace $a0:3, $m4:5+=, $mzero, {prologue_sel:#06b}\n      {mn} $a4:5, $a0:1, {partials_reg}, TAMP_F16V4_E4_P{phase} }}\n"));
+        }
+        s.push_str(&format!(
+            "    {{ rpt $m3, (.L{tag}_end - .L{tag}_start)/8 - 1 ; fnop }}\n.L{tag}_start:\n"
+        ));
+        for phase in [1, 2, 3, 0] {
+            let mem = match self.mode {
+                AmpMode::Accumulate => "ld2xst64pace $a0:3, $a4:5, $m4:5+=, $mzero, 0",
+                AmpMode::Overwrite => "ldst64pace $a0:1, $a4:5, $m4:5+=, $mzero, 0",
+            };
+            s.push_str(&format!(
+                "    {{ {mem}\n      {mn} $a4:5, $a0:1, {partials_reg}, TAMP_F16V4_E4_P{phase} }}\n"
+            ));
+        }
+        s.push_str(&format!(
+            ".L{tag}_end:\n    exitz $mzero\n    .size {tag}_worker, . - {tag}_worker\n\n    .section .data\n    .align 4\n{tag}_vertex_state:\n"
+        ));
+        let mut row = 0;
+        for n in self.worker_rows() {
+            let off = row * 32;
+            let partials = match self.mode {
+                AmpMode::Accumulate => self.partials + off,
+                AmpMode::Overwrite => self.output + off,
+            };
+            s.push_str(&format!(
+                "    .word 0x{:x}, 0x{:x}, 0x{:x}, {}\n",
+                self.input + off,
+                partials,
+                self.output + off,
+                n
+            ));
+            row += n;
+        }
+        Ok(s)
+    }
+
+    /// Estimated tile cycles from the instruction counts: the supervisor
+    /// issues one instruction per cycle until `runall`; then each worker
+    /// issues once per 6 cycles, `4n + 13` times (the slowest worker
+    /// decides); then the supervisor resumes and exits.
+    pub fn estimate_cycles(&self) -> u64 {
+        let n = u64::from(*self.worker_rows().iter().max().unwrap_or(&0));
+        self.supervisor_issues_before_run()
+            + 6 * (WORKER_ISSUES_PER_ROW * n + WORKER_FIXED_ISSUES)
+            + SUPERVISOR_ISSUES_AFTER_RUN
+    }
+
+    /// Multiply-accumulates of the block.
+    pub fn macs(&self) -> u64 {
+        u64::from(self.rows) * self.variant.macs_per_row()
+    }
+
+    /// Poplibs' estimate for the same work per worker, in worker
+    /// instructions: about `37 + 4 (n - 3)` (ipu-machine.md section 6).
+    pub fn poplibs_worker_estimate(&self) -> u64 {
+        let n = u64::from(*self.worker_rows().iter().max().unwrap_or(&0));
+        37 + 4 * n.saturating_sub(3)
+    }
+
+    /// Bytes past the end of each operand that the workers' loads touch.
+    pub const READ_PAST_BYTES: u32 = 48;
+}

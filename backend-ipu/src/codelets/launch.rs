@@ -1,0 +1,112 @@
+//! How a compute set launches a worker codelet on one tile: the supervisor
+//! starts six workers on one entry with `runall`, each with its own vertex
+//! state (a run of 32-bit words), and joins them with
+//! `sync TEXCH_SYNCZONE_LOCAL`.
+
+/// Workers of a tile.
+pub const WORKERS: usize = 6;
+
+/// Supervisor issues before the workers start: `setzi`, `setzi`, `runall`.
+pub const SUPERVISOR_ISSUES_BEFORE_RUN: u64 = 3;
+/// Supervisor issues after the workers finish: the `sync` completes, `exitz`.
+pub const SUPERVISOR_ISSUES_AFTER_RUN: u64 = 2;
+
+/// Splits `units` of work over the six workers: contiguous shares, the
+/// first `units % 6` workers one more.
+pub fn split(units: u32) -> [u32; WORKERS] {
+    let w = WORKERS as u32;
+    std::array::from_fn(|i| units / w + u32::from((i as u32) < units % w))
+}
+
+/// The first unit of each worker's share.
+pub fn offsets(shares: &[u32; WORKERS]) -> [u32; WORKERS] {
+    let mut acc = 0;
+    std::array::from_fn(|i| {
+        let o = acc;
+        acc += shares[i];
+        o
+    })
+}
+
+/// The supervisor (entry `main`) and the section header of the worker
+/// `{tag}_worker`; the caller appends the worker body, then
+/// [`vertex_state`].
+pub fn supervisor_and_worker_header(tag: &str, state_words: usize) -> String {
+    format!(
+        "    .section .text.{tag}_supervisor, \"ax\"\n    .supervisor\n    .globl main\n    .type main, @function\nmain:\n\
+         \x20   setzi $m1, {tag}_worker\n    setzi $m2, {tag}_vertex_state\n    runall $m1, $m2, {state_words}\n\
+         \x20   sync TEXCH_SYNCZONE_LOCAL\n    exitz $mzero\n    .size main, . - main\n\n\
+         \x20   .section .text.{tag}_worker, \"ax\"\n    .worker\n    .align 8\n    .type {tag}_worker, @function\n{tag}_worker:\n"
+    )
+}
+
+/// The worker's `.size` and the six vertex states (`words[w]` for worker w).
+pub fn vertex_state(tag: &str, words: &[Vec<u32>; WORKERS]) -> String {
+    let mut s = format!(
+        "    .size {tag}_worker, . - {tag}_worker\n\n    .section .data\n    .align 8\n{tag}_vertex_state:\n"
+    );
+    for w in words {
+        let items: Vec<String> = w.iter().map(|v| format!("0x{v:x}")).collect();
+        s.push_str(&format!("    .word {}\n", items.join(", ")));
+    }
+    s
+}
+
+/// Tile cycles of a launch whose slowest worker issues `worker_issues`
+/// times: the supervisor issues once per cycle while no worker holds a
+/// slot, each worker once per 6 cycles.
+pub fn launch_cycles(worker_issues: u64) -> u64 {
+    SUPERVISOR_ISSUES_BEFORE_RUN + 6 * worker_issues + SUPERVISOR_ISSUES_AFTER_RUN
+}
+
+/// Emits worker code, padding bundles to 8 bytes and counting issues.
+#[derive(Default)]
+pub struct Emitter {
+    /// The text so far.
+    pub text: String,
+    words: u64,
+    /// Issues emitted outside `rpt` bodies.
+    pub issues: u64,
+}
+
+impl Emitter {
+    /// A solo instruction.
+    pub fn solo(&mut self, s: &str) {
+        self.text.push_str(&format!("    {s}\n"));
+        self.words += 1;
+        self.issues += 1;
+    }
+    /// A bundle (a `nop` first if it would be misaligned).
+    pub fn bundle(&mut self, main: &str, aux: &str) {
+        if self.words % 2 == 1 {
+            self.solo("nop");
+        }
+        self.text.push_str(&format!("    {{ {main} ; {aux} }}\n"));
+        self.words += 2;
+        self.issues += 1;
+    }
+    /// A label.
+    pub fn label(&mut self, l: &str) {
+        self.text.push_str(&format!("{l}:\n"));
+    }
+    /// A label that must be 8-byte aligned (loop heads).
+    pub fn aligned_label(&mut self, l: &str) {
+        if self.words % 2 == 1 {
+            self.solo("nop");
+        }
+        self.label(l);
+    }
+    /// A `rpt` over `body` bundles; the body is not counted (it repeats).
+    pub fn rpt(&mut self, count: &str, name: &str, body: &[(&str, &str)]) {
+        self.bundle(
+            &format!("rpt {count}, (.L{name}_end - .L{name}_start)/8 - 1"),
+            "fnop",
+        );
+        self.label(&format!(".L{name}_start"));
+        for (m, a) in body {
+            self.text.push_str(&format!("    {{ {m} ; {a} }}\n"));
+            self.words += 2;
+        }
+        self.label(&format!(".L{name}_end"));
+    }
+}

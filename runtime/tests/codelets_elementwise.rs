@@ -1,0 +1,278 @@
+//! Elementwise and cast codelets on the simulator: random inputs (never
+//! zero) against the float64/exact references, and simulated cycles against
+//! the instruction-count estimates.
+
+mod common;
+
+use common::*;
+use half::f16;
+use ipuc_backend_ipu::codelets::cast::{Cast, CastKind};
+use ipuc_backend_ipu::codelets::elementwise::{Binary, BinaryOp, VecType};
+use ipuc_backend_ipu::target::float8::f64_to_f8;
+use ipuc_runtime::device::Device;
+use ipuc_runtime::sim::Simulator;
+use rand::{Rng, SeedableRng};
+
+type Rng64 = rand::rngs::StdRng;
+
+fn nonzero(rng: &mut Rng64, lo: f64, hi: f64) -> f64 {
+    let m = rng.gen_range(lo..hi);
+    if rng.gen_bool(0.5) {
+        m
+    } else {
+        -m
+    }
+}
+
+fn run_and_check_cycles(text: &str, est: u64, setup: impl FnOnce(&mut Simulator)) -> Simulator {
+    let exe = program(&[(2, text)], vec![]);
+    let mut s = sim(&exe, Default::default());
+    setup(&mut s);
+    s.run().unwrap_or_else(|e| panic!("{e}"));
+    let cycles = s.profile().unwrap().total_cycles;
+    let rel = (cycles as f64 - est as f64).abs() / est as f64;
+    assert!(
+        rel <= 0.05,
+        "simulated {cycles} cycles, estimate {est}; worker issues {}",
+        s.profile().unwrap().tiles[0].worker_issues
+    );
+    s
+}
+
+fn encode(ty: VecType, v: &[f64]) -> Vec<u8> {
+    match ty {
+        VecType::F16 => v
+            .iter()
+            .flat_map(|&x| f16::from_f64(x).to_bits().to_le_bytes())
+            .collect(),
+        VecType::F32 => v.iter().flat_map(|&x| (x as f32).to_le_bytes()).collect(),
+    }
+}
+
+fn decode(ty: VecType, b: &[u8]) -> Vec<f64> {
+    match ty {
+        VecType::F16 => b
+            .chunks_exact(2)
+            .map(|c| f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f64())
+            .collect(),
+        VecType::F32 => b
+            .chunks_exact(4)
+            .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+            .collect(),
+    }
+}
+
+#[test]
+fn binary_ops_match_the_reference_and_estimate() {
+    let mut rng = Rng64::seed_from_u64(11);
+    let cases = [
+        (BinaryOp::Add, VecType::F16),
+        (BinaryOp::Mul, VecType::F16),
+        (BinaryOp::Add, VecType::F32),
+        (BinaryOp::Mul, VecType::F32),
+        (BinaryOp::Axpy(-1.75), VecType::F32),
+    ];
+    // Interleaved and region-0 placements (x, y, out in different banks).
+    let placements = [(0x80000, 0x90000, 0xa0000), (0x5c000, 0x60000, 0x68000)];
+    for (op, ty) in cases {
+        for len_words in [1u32, 5, 6, 37, 600] {
+            for &(x, y, out) in &placements {
+                let len = len_words * ty.lanes();
+                let b = Binary {
+                    op,
+                    ty,
+                    len,
+                    x,
+                    y,
+                    out,
+                };
+                let xs = encode(
+                    ty,
+                    &(0..len)
+                        .map(|_| nonzero(&mut rng, 0.01, 8.0))
+                        .collect::<Vec<_>>(),
+                );
+                let ys = encode(
+                    ty,
+                    &(0..len)
+                        .map(|_| nonzero(&mut rng, 0.01, 8.0))
+                        .collect::<Vec<_>>(),
+                );
+                let s = run_and_check_cycles(&b.assembly().unwrap(), b.estimate_cycles(), |s| {
+                    s.write_memory(2, x, &xs).unwrap();
+                    s.write_memory(2, y, &ys).unwrap();
+                });
+                let got = decode(ty, &s.read_memory(2, out, len * (8 / ty.lanes())).unwrap());
+                let want = b.reference(&decode(ty, &xs), &decode(ty, &ys));
+                let issues: u64 = b.worker_words().iter().map(|&n| b.worker_issues(n)).sum();
+                assert_eq!(s.profile().unwrap().tiles[0].worker_issues, issues);
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    // One rounding; f32 axpy may differ from the f64-then-f32
+                    // double rounding by one unit in rare ties.
+                    let tol = if matches!(op, BinaryOp::Axpy(_)) {
+                        w.abs() * 2f64.powi(-23)
+                    } else {
+                        0.0
+                    };
+                    assert!(
+                        (g - w).abs() <= tol,
+                        "{op:?} {ty:?} len {len} element {i}: got {g} want {w}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn binary_parameters_are_checked() {
+    let b = Binary {
+        op: BinaryOp::Add,
+        ty: VecType::F16,
+        len: 6,
+        x: 0x80000,
+        y: 0x90000,
+        out: 0xa0000,
+    };
+    assert!(b
+        .assembly()
+        .unwrap_err()
+        .to_string()
+        .contains("multiple of 4"));
+    let b = Binary {
+        op: BinaryOp::Axpy(2.0),
+        ty: VecType::F16,
+        len: 8,
+        ..b
+    };
+    assert!(b.assembly().unwrap_err().to_string().contains("f32 only"));
+}
+
+#[test]
+fn casts_match_the_exact_reference_and_estimate() {
+    let mut rng = Rng64::seed_from_u64(5);
+    let kinds = [
+        CastKind::F32ToF16,
+        CastKind::F16ToF8 { scale: 0 },
+        CastKind::F16ToF8 { scale: -3 },
+        CastKind::F16ToF8 { scale: 5 },
+        CastKind::F8ToF16 { scale: 0 },
+        CastKind::F8ToF16 { scale: -4 },
+        CastKind::F8ToF16 { scale: 7 },
+    ];
+    for kind in kinds {
+        for iterations in [1u32, 6, 7, 100] {
+            let len = iterations * kind.elements_per_iteration();
+            let c = Cast {
+                kind,
+                len,
+                input: 0x80000,
+                output: 0xa0000,
+            };
+            let input: Vec<u8> = match kind {
+                CastKind::F32ToF16 => (0..len)
+                    .flat_map(|_| {
+                        let v = nonzero(&mut rng, 1e-3, 1.0) * 10f64.powi(rng.gen_range(-6..5));
+                        (v as f32).to_le_bytes()
+                    })
+                    .collect(),
+                CastKind::F16ToF8 { scale } => (0..len)
+                    .flat_map(|_| {
+                        let v = nonzero(&mut rng, 1e-3, 300.0) * 2f64.powi(scale);
+                        f16::from_f64(v).to_bits().to_le_bytes()
+                    })
+                    .collect(),
+                CastKind::F8ToF16 { .. } => (0..len)
+                    .map(|_| f64_to_f8(nonzero(&mut rng, 0.002, 240.0)))
+                    .map(|q| if q == 0 { 0x41 } else { q })
+                    .collect(),
+            };
+            let (_, osz) = kind.sizes();
+            let s = run_and_check_cycles(&c.assembly().unwrap(), c.estimate_cycles(), |s| {
+                s.write_memory(2, c.input, &input).unwrap();
+            });
+            let got = s.read_memory(2, c.output, len * osz).unwrap();
+            assert_eq!(got, c.reference(&input), "{kind:?} len {len}");
+            let issues: u64 = c
+                .worker_iterations()
+                .iter()
+                .map(|&n| c.worker_issues(n))
+                .sum();
+            assert_eq!(
+                s.profile().unwrap().tiles[0].worker_issues,
+                issues,
+                "{kind:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn cast_parameters_are_checked() {
+    let c = Cast {
+        kind: CastKind::F16ToF8 { scale: 40 },
+        len: 8,
+        input: 0x80000,
+        output: 0xa0000,
+    };
+    assert!(c
+        .assembly()
+        .unwrap_err()
+        .to_string()
+        .contains("outside -31..=31"));
+    let c = Cast {
+        kind: CastKind::F32ToF16,
+        len: 4,
+        input: 0x80008,
+        output: 0xa0000,
+    };
+    assert!(c
+        .assembly()
+        .unwrap_err()
+        .to_string()
+        .contains("16-byte aligned"));
+}
+
+#[test]
+fn gelu_matches_float64_within_its_documented_bound_and_estimate() {
+    use ipuc_backend_ipu::codelets::gelu::{Gelu, GeluForm};
+    let mut rng = Rng64::seed_from_u64(21);
+    for form in [GeluForm::Erf, GeluForm::Tanh] {
+        for words in [1u32, 7, 40] {
+            for in_place in [false, true] {
+                let len = words * 4;
+                let input = 0x80000;
+                let output = if in_place { input } else { 0xa0000 };
+                let g = Gelu {
+                    form,
+                    len,
+                    input,
+                    output,
+                };
+                let mut xs: Vec<f16> = (0..len)
+                    .map(|_| f16::from_f64(nonzero(&mut rng, 0.001, 6.0)))
+                    .collect();
+                // The clamp edges, the tails and large values.
+                let specials = [4.5, -4.5, 4.49, -7.0, 12.0, -300.0, 6.0e4, -6.0e4];
+                for (i, v) in specials.iter().enumerate().take(len as usize) {
+                    xs[i] = f16::from_f64(*v);
+                }
+                let bytes: Vec<u8> = xs.iter().flat_map(|h| h.to_bits().to_le_bytes()).collect();
+                let s = run_and_check_cycles(&g.assembly().unwrap(), g.estimate_cycles(), |s| {
+                    s.write_memory(2, input, &bytes).unwrap();
+                });
+                let got = decode(VecType::F16, &s.read_memory(2, output, len * 2).unwrap());
+                for (i, (x, gv)) in xs.iter().zip(&got).enumerate() {
+                    let want = g.reference(*x);
+                    let tol = g.tolerance(*x, want);
+                    assert!(
+                        (gv - want).abs() <= tol,
+                        "{form:?} element {i}: gelu({x}) = {gv}, want {want} (tolerance {tol:e})"
+                    );
+                }
+                let issues: u64 = g.worker_words().iter().map(|&n| g.worker_issues(n)).sum();
+                assert_eq!(s.profile().unwrap().tiles[0].worker_issues, issues);
+            }
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Row-reduction codelets on the simulator, and direct tests of the
+//! accumulator instructions no codelet uses (`f16v4cmac`, `f32v4acc`,
+//! `f32v2aop`).
+
+mod common;
+
+use common::*;
+use half::f16;
+use ipuc_backend_ipu::codelets::reduce::{ReduceOp, RowReduce};
+use ipuc_runtime::device::Device;
+use rand::{Rng, SeedableRng};
+
+#[test]
+fn row_sums_and_maxima_match_the_reference_and_estimate() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(31);
+    for op in [ReduceOp::Sum, ReduceOp::Max] {
+        for (rows, cols) in [(1u32, 8u32), (6, 16), (7, 1152), (20, 64)] {
+            let r = RowReduce {
+                op,
+                rows,
+                cols,
+                input: 0x80000,
+                output: 0xb0000,
+            };
+            let xs: Vec<f16> = (0..rows * cols)
+                .map(|_| {
+                    let m: f64 = rng.gen_range(0.01..30.0);
+                    f16::from_f64(if rng.gen_bool(0.5) { m } else { -m })
+                })
+                .collect();
+            let bytes: Vec<u8> = xs.iter().flat_map(|h| h.to_bits().to_le_bytes()).collect();
+            let exe = program(&[(1, &r.assembly().unwrap())], vec![]);
+            let mut s = sim(&exe, Default::default());
+            s.write_memory(1, r.input, &bytes).unwrap();
+            s.run().unwrap_or_else(|e| panic!("{e}"));
+            let got: Vec<f32> = s
+                .read_memory(1, r.output, rows * 4)
+                .unwrap()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            for (i, (g, (w, mag))) in got.iter().zip(r.reference(&xs)).enumerate() {
+                let tol = r.tolerance(mag);
+                assert!(
+                    (f64::from(*g) - w).abs() <= tol,
+                    "{op:?} {rows}x{cols} row {i}: got {g} want {w}"
+                );
+            }
+            let p = s.profile().unwrap();
+            let est = r.estimate_cycles();
+            let rel = (p.total_cycles as f64 - est as f64).abs() / est as f64;
+            assert!(
+                rel <= 0.05,
+                "{op:?} {rows}x{cols}: {} cycles, estimate {est}",
+                p.total_cycles
+            );
+            let issues: u64 = r.worker_rows().iter().map(|&n| r.worker_issues(n)).sum();
+            assert_eq!(p.tiles[0].worker_issues, issues, "{op:?} {rows}x{cols}");
+        }
+    }
+}
+
+const WORKER: &str = "main:\n    setzi $m0, worker\n    setzi $m1, 0x70000\n    run $m0, $m1, 0\n    sync TEXCH_SYNCZONE_LOCAL\n    exitz $mzero\n    .worker\nworker:\n";
+
+fn f32s(s: &ipuc_runtime::sim::Simulator, addr: u32, n: u32) -> Vec<f32> {
+    s.read_memory(0, addr, 4 * n)
+        .unwrap()
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+#[test]
+fn cmac_acc_and_aop_accumulate_as_documented() {
+    // x (4 f16) at +0, y (4 f16) at +8, a quad of 4 f32 at +16, a pair at +32, b pair at +40.
+    let text = format!(
+        "{WORKER}    ld64 $a0:1, $mvertex_base, $mzero, 0\n    ld64 $a2:3, $mvertex_base, $mzero, 1\n\
+         f16v4cmac $a0:1, $a2:3\n    f16v4cmac $a0:1, $a2:3\n\
+         f32v2gina $a4:5, $azeros, 0\n    st64 $a4:5, $mvertex_base, $mzero, 8\n\
+         f32v2gina $a4:5, $azeros, 1\n    st64 $a4:5, $mvertex_base, $mzero, 9\n\
+         ld64 $a4:5, $mvertex_base, $mzero, 2\n    ld64 $a6:7, $mvertex_base, $mzero, 3\n\
+         f32v4acc $a4:7\n    f32v4acc $a4:7\n    f32v4acc $a12:15\n\
+         f32v2gina $a8:9, $azeros, 0\n    st64 $a8:9, $mvertex_base, $mzero, 10\n\
+         f32v2gina $a8:9, $azeros, 1\n    st64 $a8:9, $mvertex_base, $mzero, 11\n\
+         ld64 $a0:1, $mvertex_base, $mzero, 4\n    ld64 $a2:3, $mvertex_base, $mzero, 5\n\
+         f32v2aop $a0:1, $a2:3, 0\n    f32v2aop $a0:1, $a2:3, 0\n\
+         f32v2gina $a8:9, $azeros, 0\n    st64 $a8:9, $mvertex_base, $mzero, 12\n\
+         f32v2gina $a8:9, $azeros, 1\n    st64 $a8:9, $mvertex_base, $mzero, 13\n\
+         f16v8acc $a4:7\n    f32v2gina $a8:9, $azeros, 0\n    st64 $a8:9, $mvertex_base, $mzero, 14\n    exitz $mzero\n"
+    );
+    let exe = program(&[(0, &text)], vec![]);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(8);
+    for _ in 0..10 {
+        let x: Vec<f16> = (0..4)
+            .map(|_| f16::from_f64(rng.gen_range(0.1..4.0)))
+            .collect();
+        let y: Vec<f16> = (0..4)
+            .map(|_| f16::from_f64(-rng.gen_range(0.1..4.0)))
+            .collect();
+        let q: Vec<f32> = (0..4).map(|_| rng.gen_range(-100.0f32..100.0)).collect();
+        let a: Vec<f32> = (0..2).map(|_| rng.gen_range(-10.0f32..10.0)).collect();
+        let b: Vec<f32> = (0..2).map(|_| rng.gen_range(0.5f32..10.0)).collect();
+        let mut data: Vec<u8> = x
+            .iter()
+            .chain(&y)
+            .flat_map(|h| h.to_bits().to_le_bytes())
+            .collect();
+        data.extend(q.iter().chain(&a).chain(&b).flat_map(|v| v.to_le_bytes()));
+        let mut s = sim(&exe, Default::default());
+        s.write_memory(0, 0x70000, &data).unwrap();
+        s.run().unwrap_or_else(|e| panic!("{e}"));
+        let cmac = f32s(&s, 0x70040, 4);
+        for k in 0..4 {
+            // Two products, each exact in f32, summed once: exact.
+            let p = x[k].to_f32() * y[k].to_f32();
+            assert_eq!(cmac[k], p + p, "cmac lane {k}");
+        }
+        let acc = f32s(&s, 0x70050, 4);
+        for k in 0..4 {
+            // $a12:15 reads $a12:13 and the zero pair $azeros.
+            assert_eq!(acc[k], q[k] + q[k], "f32v4acc lane {k}");
+        }
+        let aop = f32s(&s, 0x70060, 4);
+        for i in 0..2 {
+            for j in 0..2 {
+                let p = a[i] * b[j];
+                assert_eq!(aop[2 * i + j], p + p, "aop {i}{j}");
+            }
+        }
+        // f16v8acc of the quad $a4:7 (q's f32 bits read as 8 halves): lanes 0, 1.
+        let acc8 = f32s(&s, 0x70070, 2);
+        let halves: Vec<f32> = q
+            .iter()
+            .flat_map(|v| {
+                let b = v.to_bits();
+                [
+                    f16::from_bits(b as u16).to_f32(),
+                    f16::from_bits((b >> 16) as u16).to_f32(),
+                ]
+            })
+            .collect();
+        let ok = |g: f32, w: f32| g == w || (g.is_nan() && w.is_nan());
+        assert!(
+            ok(acc8[0], halves[0]) && ok(acc8[1], halves[1]),
+            "f16v8acc {acc8:?} vs {:?}",
+            &halves[..2]
+        );
+    }
+}
+
+#[test]
+fn layernorm_matches_float64_and_its_estimate() {
+    use ipuc_backend_ipu::codelets::layernorm::LayerNorm;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(41);
+    for (rows, cols, in_place) in [
+        (1u32, 8u32, false),
+        (6, 64, true),
+        (7, 1152, false),
+        (13, 24, false),
+    ] {
+        let output = if in_place { 0x80000 } else { 0xc0000 };
+        let ln = LayerNorm {
+            rows,
+            cols,
+            eps: 1e-6,
+            input: 0x80000,
+            gamma: 0xb0000,
+            beta: 0xb8000,
+            output,
+        };
+        let h = |rng: &mut rand::rngs::StdRng, lo: f64, hi: f64| {
+            let m: f64 = rng.gen_range(lo..hi);
+            f16::from_f64(if rng.gen_bool(0.5) { m } else { -m })
+        };
+        // Rows with an offset mean, as activations have.
+        let xs: Vec<f16> = (0..rows * cols)
+            .map(|i| f16::from_f64(h(&mut rng, 0.01, 3.0).to_f64() + f64::from(i / cols % 3)))
+            .collect();
+        let gamma: Vec<f16> = (0..cols).map(|_| h(&mut rng, 0.5, 2.0)).collect();
+        let beta: Vec<f16> = (0..cols).map(|_| h(&mut rng, 0.01, 1.0)).collect();
+        let enc =
+            |v: &[f16]| -> Vec<u8> { v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect() };
+        let exe = program(&[(3, &ln.assembly().unwrap())], vec![]);
+        let mut s = sim(&exe, Default::default());
+        s.write_memory(3, ln.input, &enc(&xs)).unwrap();
+        s.write_memory(3, ln.gamma, &enc(&gamma)).unwrap();
+        s.write_memory(3, ln.beta, &enc(&beta)).unwrap();
+        s.run().unwrap_or_else(|e| panic!("{e}"));
+        let got: Vec<f64> = s
+            .read_memory(3, ln.output, rows * cols * 2)
+            .unwrap()
+            .chunks_exact(2)
+            .map(|b| f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
+            .collect();
+        for (i, (g, (w, mag))) in got.iter().zip(ln.reference(&xs, &gamma, &beta)).enumerate() {
+            let tol = ln.tolerance(mag);
+            assert!(
+                (g - w).abs() <= tol,
+                "{rows}x{cols} element {i}: got {g} want {w} (tolerance {tol:e})"
+            );
+        }
+        let p = s.profile().unwrap();
+        let est = ln.estimate_cycles();
+        let rel = (p.total_cycles as f64 - est as f64).abs() / est as f64;
+        assert!(
+            rel <= 0.05,
+            "{rows}x{cols}: {} cycles, estimate {est}",
+            p.total_cycles
+        );
+        let issues: u64 = ln.worker_rows().iter().map(|&n| ln.worker_issues(n)).sum();
+        assert_eq!(p.tiles[0].worker_issues, issues, "{rows}x{cols}");
+    }
+}
+
+#[test]
+fn softmax_matches_float64_and_its_estimate() {
+    use ipuc_backend_ipu::codelets::softmax::Softmax;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(51);
+    for (rows, cols) in [(1u32, 4u32), (6, 16), (7, 732), (13, 64)] {
+        let sm = Softmax {
+            rows,
+            cols,
+            input: 0x80000,
+            output: 0xa0000,
+        };
+        // Logits with a spread that makes some probabilities tiny.
+        let xs: Vec<f16> = (0..rows * cols)
+            .map(|_| {
+                let m: f64 = rng.gen_range(0.01..12.0);
+                f16::from_f64(if rng.gen_bool(0.5) { m } else { -m })
+            })
+            .collect();
+        let bytes: Vec<u8> = xs.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect();
+        let exe = program(&[(2, &sm.assembly().unwrap())], vec![]);
+        let mut s = sim(&exe, Default::default());
+        s.write_memory(2, sm.input, &bytes).unwrap();
+        s.run().unwrap_or_else(|e| panic!("{e}"));
+        let got: Vec<f64> = s
+            .read_memory(2, sm.output, rows * cols * 2)
+            .unwrap()
+            .chunks_exact(2)
+            .map(|b| f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
+            .collect();
+        for (i, (g, w)) in got.iter().zip(sm.reference(&xs)).enumerate() {
+            let tol = sm.tolerance(w);
+            assert!(
+                (g - w).abs() <= tol,
+                "{rows}x{cols} element {i}: got {g} want {w} (tolerance {tol:e})"
+            );
+        }
+        let p = s.profile().unwrap();
+        let est = sm.estimate_cycles();
+        let rel = (p.total_cycles as f64 - est as f64).abs() / est as f64;
+        assert!(
+            rel <= 0.05,
+            "{rows}x{cols}: {} cycles, estimate {est}",
+            p.total_cycles
+        );
+        let issues: u64 = sm.worker_rows().iter().map(|&n| sm.worker_issues(n)).sum();
+        assert_eq!(p.tiles[0].worker_issues, issues, "{rows}x{cols}");
+    }
+}

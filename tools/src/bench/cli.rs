@@ -1,0 +1,131 @@
+//! Command-line interface of `ipu-bench`.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use ipuc_backend_ipu::codelets::amp::{AmpMode, AmpVariant};
+use ipuc_backend_ipu::target::MachineModel;
+
+use super::amp::{format_amp_report, run_amp_report};
+use super::sim_speed::{format_speed, run_sim_speed};
+use super::BenchError;
+
+/// Performance benchmarks on the simulated IPU.
+#[derive(Debug, Parser)]
+#[command(name = "ipu-bench", version, about)]
+pub struct Cli {
+    /// What to measure.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The AMP instruction of `ipu-bench amp`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum VariantArg {
+    /// `f16v4hihov4amp`: [N,16] x [16,16], f16 partials.
+    F16,
+    /// `f16v4sisoamp`: [N,16] x [16,8], f32 partials.
+    F16F32p,
+    /// `f32sisov2amp`: [N,8] x [8,8], f32.
+    F32,
+    /// `f8v8hihov4amp`: [N,32] x [32,16], FP8 inputs, f16 partials.
+    F8,
+}
+
+/// Accumulate into partials or overwrite.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ModeArg {
+    /// out = partials + in x W.
+    Accumulate,
+    /// out = in x W.
+    Overwrite,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The AMP matrix block on every tile at once: cycles, TFLOPS, % of peak.
+    Amp {
+        /// Machine model: `c600` (1.5 GHz) or `bow` (1.85 GHz, no FP8).
+        #[arg(long, default_value = "c600")]
+        machine: String,
+        /// Rows N per tile, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "16,64,256,512,1024,2048")]
+        n: Vec<u32>,
+        /// The AMP instruction.
+        #[arg(long, value_enum, default_value = "f16")]
+        variant: VariantArg,
+        /// Accumulate into partials or overwrite.
+        #[arg(long, value_enum, default_value = "accumulate")]
+        mode: ModeArg,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Simulated instructions per host second.
+    SimSpeed {
+        /// Loop iterations of the benchmark program (48 instructions each).
+        #[arg(long, default_value_t = 1_000_000)]
+        iterations: u32,
+        /// Print JSON instead of a line.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs a parsed command; returns what to print.
+pub fn run(cli: Cli) -> Result<String, BenchError> {
+    match cli.command {
+        Command::Amp {
+            machine,
+            n,
+            variant,
+            mode,
+            json,
+        } => {
+            let m = MachineModel::by_name(&machine).ok_or_else(|| {
+                BenchError::Usage(format!("unknown machine `{machine}` (known: c600, bow)"))
+            })?;
+            if n.is_empty() {
+                return Err(BenchError::Usage("--n needs at least one row count".into()));
+            }
+            let variant = match variant {
+                VariantArg::F16 => AmpVariant::F16,
+                VariantArg::F16F32p => AmpVariant::F16F32Partials,
+                VariantArg::F32 => AmpVariant::F32,
+                VariantArg::F8 => AmpVariant::F8,
+            };
+            let mode = match mode {
+                ModeArg::Accumulate => AmpMode::Accumulate,
+                ModeArg::Overwrite => AmpMode::Overwrite,
+            };
+            let report = run_amp_report(&m, variant, mode, &n)?;
+            if json {
+                serde_json::to_string_pretty(&report)
+                    .map(|s| s + "\n")
+                    .map_err(|e| BenchError::Other(e.to_string()))
+            } else {
+                Ok(format_amp_report(&report))
+            }
+        }
+        Command::SimSpeed { iterations, json } => {
+            if iterations == 0 || iterations >= 1 << 20 {
+                return Err(BenchError::Usage(
+                    "--iterations must be in 1..1048576 (a 20-bit immediate)".into(),
+                ));
+            }
+            let r = run_sim_speed(iterations);
+            if json {
+                let v = serde_json::json!({
+                    "instructions": r.instructions,
+                    "cycles": r.cycles,
+                    "wall_seconds": r.seconds,
+                    "instructions_per_wall_second": r.instructions_per_second,
+                    "cpu_seconds": r.cpu_seconds,
+                    "instructions_per_cpu_second": r.instructions_per_cpu_second,
+                });
+                Ok(format!("{v:#}\n"))
+            } else {
+                Ok(format_speed(&r))
+            }
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! `ipu-bench`: performance measurements that run the simulator.
+//!
+//! - `amp`: the AMP matrix block on every tile at once, launched as a
+//!   compute set launches it (supervisor, weight load, six workers), with
+//!   the numerics of sample tiles checked against the float64 reference.
+//! - `sim-speed`: simulated instructions per host second.
+
+pub mod amp;
+pub mod cli;
+pub mod sim_speed;
+
+/// Why a benchmark failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// Bad options.
+    #[error("{0}")]
+    Usage(String),
+    /// A codelet could not be built.
+    #[error(transparent)]
+    Codelet(#[from] ipuc_backend_ipu::codelets::CodeletError),
+    /// The simulator refused or faulted.
+    #[error("simulator: {0}")]
+    Device(#[from] ipuc_runtime::device::DeviceError),
+    /// The simulated results disagree with the reference.
+    #[error("wrong results: {0}")]
+    WrongResults(String),
+    /// Anything else.
+    #[error("{0}")]
+    Other(String),
+}

@@ -1,0 +1,18 @@
+//! `ipu-bench`: performance benchmarks on the simulated IPU.
+
+use clap::Parser;
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("IPUC_LOG"))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = ipuc_tools::bench::cli::Cli::parse();
+    match ipuc_tools::bench::cli::run(cli) {
+        Ok(out) => print!("{out}"),
+        Err(e) => {
+            eprintln!("ipu-bench: error: {e}");
+            std::process::exit(1);
+        }
+    }
+}

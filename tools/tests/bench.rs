@@ -1,0 +1,48 @@
+//! `ipu-bench`: the AMP benchmark runs on every tile, checks numerics, and
+//! reports the codelet's cycles; options are validated.
+
+use clap::Parser;
+use ipuc_backend_ipu::codelets::amp::{AmpMode, AmpVariant};
+use ipuc_backend_ipu::target::MachineModel;
+use ipuc_tools::bench::amp::run_amp;
+use ipuc_tools::bench::cli::{run, Cli};
+
+#[test]
+fn amp_bench_runs_every_tile_and_verifies_numerics() {
+    let m = MachineModel::c600();
+    let r = run_amp(&m, AmpVariant::F16, AmpMode::Accumulate, 16, 5).unwrap();
+    assert_eq!(r.tiles_verified, 3);
+    assert!(r.worst_error_over_tolerance <= 1.0);
+    assert_eq!(r.cycles_per_tile, r.estimated_cycles);
+    // 1472 tiles, each a supervisor plus six workers of 4 n/6 + 13 issues.
+    assert!(r.instructions > 1472 * 6 * 13);
+    let flops = 2.0 * 16.0 * 256.0 * 1472.0;
+    let tflops = flops / (r.cycles_per_tile as f64 / 1.5e9) / 1e12;
+    assert!((r.tflops - tflops).abs() < 1e-9);
+}
+
+#[test]
+fn amp_bench_rejects_bad_options() {
+    let cli = Cli::parse_from(["ipu-bench", "amp", "--machine", "ipu1", "--n", "16"]);
+    assert!(run(cli)
+        .unwrap_err()
+        .to_string()
+        .contains("unknown machine `ipu1`"));
+    let cli = Cli::parse_from([
+        "ipu-bench",
+        "amp",
+        "--machine",
+        "bow",
+        "--variant",
+        "f8",
+        "--n",
+        "16",
+    ]);
+    assert!(run(cli).unwrap_err().to_string().contains("needs FP8"));
+    let cli = Cli::parse_from(["ipu-bench", "amp", "--n", "100000"]);
+    assert!(run(cli)
+        .unwrap_err()
+        .to_string()
+        .contains("interleaved memory"));
+    assert!(Cli::try_parse_from(["ipu-bench", "amp", "--n", "x"]).is_err());
+}
