@@ -38,7 +38,11 @@ const STATIC_INPUTS: &[(&str, &[usize], &str)] = &[
     ("ConstantOfShape", &[0], "output shape"),
     ("Expand", &[1], "target shape"),
     ("Pad", &[1, 2, 3], "pads, fill value, axes"),
-    ("Range", &[0, 1, 2], "start, limit, delta (they fix the length)"),
+    (
+        "Range",
+        &[0, 1, 2],
+        "start, limit, delta (they fix the length)",
+    ),
     ("ReduceMax", &[1], "axes (opset 18)"),
     ("ReduceMean", &[1], "axes (opset 18)"),
     ("ReduceSum", &[1], "axes (opset 13)"),
@@ -70,8 +74,15 @@ fn static_input_names(model: &Model) -> HashSet<String> {
 /// Binds the static inputs of `model` to their values in `inputs` (the test
 /// data, one per runtime input in order) by turning them into initializers,
 /// and returns the tensors still to be fed at run time, in order.
-fn bind_static_inputs(model: &mut Model, inputs: Vec<NamedTensor>) -> Result<Vec<NamedTensor>, String> {
-    let runtime: Vec<String> = model.graph.runtime_inputs().map(|v| v.name.clone()).collect();
+fn bind_static_inputs(
+    model: &mut Model,
+    inputs: Vec<NamedTensor>,
+) -> Result<Vec<NamedTensor>, String> {
+    let runtime: Vec<String> = model
+        .graph
+        .runtime_inputs()
+        .map(|v| v.name.clone())
+        .collect();
     if runtime.len() != inputs.len() {
         return Err(format!(
             "the model has {} runtime input(s), the test data {}",
@@ -105,7 +116,12 @@ fn run_test(dir: &Path) -> Result<(), String> {
     let opts = ImportOptions {
         input_shapes: fed
             .iter()
-            .map(|t| (t.name.clone(), t.tensor.dims.iter().map(|&d| d as i64).collect()))
+            .map(|t| {
+                (
+                    t.name.clone(),
+                    t.tensor.dims.iter().map(|&d| d as i64).collect(),
+                )
+            })
             .collect(),
         file_name: "model.onnx".into(),
     };
