@@ -264,10 +264,6 @@ fn verifier_reports_precise_errors() {
             "'nn.sub' op operands have different element types: 'f32' vs 'f16'",
         ),
         (
-            "%0 = \"test.source\"() : () -> tensor<2x3xf32>\n%1 = nn.mod %0, %0 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>",
-            "'nn.mod' op requires 'fmod = 1' for floating-point operands",
-        ),
-        (
             "%0 = \"test.source\"() : () -> tensor<2x3xi32>\n%1 = nn.exp %0 : tensor<2x3xi32> -> tensor<2x3xi32>",
             "'nn.exp' op operand must have a floating-point element type, but got 'i32'",
         ),

@@ -813,31 +813,68 @@ fn unresolved_symbolic_dims_are_errors_unless_batch_like_or_given() {
 }
 
 #[test]
-fn used_layer_norm_statistics_are_an_error() {
+fn layer_norm_statistics_are_built_in_the_stash_type_when_used() {
+    const F16: i32 = 10;
     let mut g = G::new(17);
-    g.inputs.push(value("x", F32, &[2, 4]));
-    g.inits.push(floats("g", &[4], &[1.0; 4]));
-    g.nodes = vec![
-        node(
-            "LayerNormalization",
-            "ln",
-            &["x", "g"],
-            &["y", "mean"],
-            vec![],
-        ),
-        node("Neg", "neg", &["mean"], &["m"], vec![]),
-    ];
-    g.outputs = vec!["y", "m"];
-    let err = g.error();
-    assert!(
-        err.contains("node `ln` (LayerNormalization): output #1 (`mean`) is used"),
-        "{err}"
+    g.inputs.push(value("x", F16, &[2, 3, 4]));
+    g.inits.push(TensorProto {
+        name: Some("g".into()),
+        dims: vec![4],
+        data_type: Some(F16),
+        int32_data: vec![0x3C00; 4],
+        ..Default::default()
+    });
+    g.nodes = vec![node(
+        "LayerNormalization",
+        "ln",
+        &["x", "g"],
+        &["y", "mean", "inv_std_dev"],
+        vec![("axis", A::I(-2))],
+    )];
+    g.outputs = vec!["y", "mean", "inv_std_dev"];
+    let (ctx, module) = g.import();
+    // Y stays one fused op; the statistics (stash_type float by default)
+    // reduce the normalised axes 1..3 of x cast to f32, keeping them as 1s.
+    let (_, results) = signature(&ctx, module);
+    assert_eq!(
+        results,
+        [
+            "tensor<2x3x4xf16>",
+            "tensor<2x1x1xf32>",
+            "tensor<2x1x1xf32>"
+        ]
     );
-    // Unused statistics are fine.
-    g.nodes.pop();
+    let h = histogram(&ctx, module);
+    assert_eq!(count(&h, "nn.layer_normalization"), 1, "{h:?}");
+    assert_eq!(count(&h, "nn.cast"), 1, "{h:?}");
+    assert_eq!(count(&h, "nn.reduce_mean"), 2, "{h:?}");
+    assert_eq!(count(&h, "nn.reciprocal"), 1, "{h:?}");
+
+    // Unused statistics leave nothing behind.
     g.outputs = vec!["y"];
     let (ctx, module) = g.import();
-    assert_eq!(count(&histogram(&ctx, module), "nn.layer_normalization"), 1);
+    let h = histogram(&ctx, module);
+    assert_eq!(count(&h, "nn.layer_normalization"), 1, "{h:?}");
+    assert_eq!(
+        count(&h, "nn.reduce_mean") + count(&h, "nn.cast"),
+        0,
+        "{h:?}"
+    );
+
+    // A stash type that is not a float is reported.
+    g.nodes = vec![node(
+        "LayerNormalization",
+        "ln",
+        &["x", "g"],
+        &["y", "mean"],
+        vec![("stash_type", A::I(7))],
+    )];
+    g.outputs = vec!["y", "mean"];
+    let err = g.error();
+    assert!(
+        err.contains("node `ln` (LayerNormalization): `stash_type` = 7 (INT64)"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -25,6 +25,19 @@ func.func @integer_mod() -> tensor<4xi32> {
   return %2 : tensor<4xi32>
 }
 
+// Float mod without fmod is Python's %: the divisor's sign, also for zero.
+// CHECK-LABEL: func.func @float_mod
+func.func @float_mod() -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = nn.constant dense<[4.5, -4.5, 4.5, -4.0]> : tensor<4xf32>
+  %1 = nn.constant dense<[2.0, 2.0, -2.0, -2.0]> : tensor<4xf32>
+  %2 = nn.mod %0, %1 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %3 = nn.mod %0, %1 {fmod = 1 : i64} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  // CHECK-NEXT: [[P:%.*]] = nn.constant dense<[5.000000e-01, 1.500000e+00, -1.500000e+00, -0.000000e+00]> : tensor<4xf32>
+  // CHECK-NEXT: [[C:%.*]] = nn.constant dense<[5.000000e-01, -5.000000e-01, 5.000000e-01, -0.000000e+00]> : tensor<4xf32>
+  // CHECK-NEXT: return [[P]], [[C]]
+  return %2, %3 : tensor<4xf32>, tensor<4xf32>
+}
+
 // CHECK-LABEL: func.func @compare_and_select
 func.func @compare_and_select() -> tensor<3xf32> {
   %0 = nn.constant dense<[1.0, 5.0, 3.0]> : tensor<3xf32>

@@ -40,14 +40,6 @@ func.func @sub_element_types(%arg0: tensor<2xf32>, %arg1: tensor<2xf16>) -> tens
 
 // -----
 
-func.func @float_mod(%arg0: tensor<2xf32>) -> tensor<2xf32> {
-  // expected-error @+1 {{'nn.mod' op requires 'fmod = 1' for floating-point operands}}
-  %0 = nn.mod %arg0, %arg0 : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
-  return %0 : tensor<2xf32>
-}
-
-// -----
-
 func.func @exp_of_int(%arg0: tensor<2xi32>) -> tensor<2xi32> {
   // expected-error @+1 {{'nn.exp' op operand must have a floating-point element type, but got 'i32'}}
   %0 = nn.exp %arg0 : tensor<2xi32> -> tensor<2xi32>

@@ -41,8 +41,9 @@ pub enum BinaryKind {
     Mul,
     /// `nn.div` (integers truncate toward zero)
     Div,
-    /// `nn.mod` (`fmod = 1`: sign of the dividend, as C `fmod`; `fmod = 0`:
-    /// sign of the divisor, as Python `%`; floats require `fmod = 1`)
+    /// `nn.mod` (`fmod = 1`: sign of the dividend, as C `fmod`; `fmod = 0`,
+    /// the default: sign of the divisor, as Python `%`, for integers and
+    /// floats alike, as ONNX allows since onnx/onnx#7520)
     Mod,
     /// `nn.pow`
     Pow,
@@ -88,14 +89,25 @@ impl BinaryKind {
             BinaryKind::Add | BinaryKind::Mul | BinaryKind::Max | BinaryKind::Min
         )
     }
-    /// The float semantics (`Mod` is C `fmod`).
-    pub fn apply_f64(self, a: f64, b: f64) -> f64 {
+    /// The float semantics. `fmod` is only read by `Mod`: C `fmod` when set,
+    /// else Python's `%` (a zero remainder takes the divisor's sign, as numpy's).
+    pub fn apply_f64(self, a: f64, b: f64, fmod: bool) -> f64 {
         match self {
             BinaryKind::Add => a + b,
             BinaryKind::Sub => a - b,
             BinaryKind::Mul => a * b,
             BinaryKind::Div => a / b,
-            BinaryKind::Mod => a % b,
+            BinaryKind::Mod if fmod => a % b,
+            BinaryKind::Mod => {
+                let r = a % b;
+                if r == 0.0 {
+                    0f64.copysign(b)
+                } else if (r < 0.0) != (b < 0.0) {
+                    r + b
+                } else {
+                    r
+                }
+            }
             BinaryKind::Pow => a.powf(b),
             BinaryKind::Max if a.is_nan() || b.is_nan() => f64::NAN,
             BinaryKind::Min if a.is_nan() || b.is_nan() => f64::NAN,
@@ -352,15 +364,7 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
     let name = ctx.name_str(op);
     let t = value_types(ctx, ctx.operands(op));
     let r = if let Some(k) = BinaryKind::from_name(name) {
-        infer_binary(k, &t[0], &t[1]).and_then(|ty| {
-            if k == BinaryKind::Mod
-                && ty.element_type().is_some_and(|e| e.is_float())
-                && attr_i64(ctx, op, "fmod", 0) != 1
-            {
-                return Err("requires 'fmod = 1' for floating-point operands".into());
-            }
-            Ok(ty)
-        })
+        infer_binary(k, &t[0], &t[1])
     } else if CompareKind::from_name(name).is_some() {
         infer_compare(&t[0], &t[1])
     } else if let Some(k) = UnaryKind::from_name(name) {
@@ -403,14 +407,14 @@ fn fold_binary(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<
     let a = dense_data(consts[0].as_ref()?)?;
     let b = dense_data(consts[1].as_ref()?)?;
     let (sa, sb) = (a.ty.shape()?.to_vec(), b.ty.shape()?.to_vec());
+    let fmod = attr_i64(ctx, op, "fmod", 0) == 1;
     let attr = if a.element_type().is_float() {
         let (va, vb) = (floats(&a)?, floats(&b)?);
         let v = zip_broadcast(&out, (&sa, &va), (&sb, &vb), |x, y| {
-            Some(kind.apply_f64(x, y))
+            Some(kind.apply_f64(x, y, fmod))
         })?;
         from_floats(&out, &v)?
     } else {
-        let fmod = attr_i64(ctx, op, "fmod", 0) == 1;
         let (va, vb) = (ints(&a)?, ints(&b)?);
         let v = zip_broadcast(&out, (&sa, &va), (&sb, &vb), |x, y| {
             kind.apply_int(x, y, fmod)
@@ -700,7 +704,7 @@ impl BinaryOp {
         attr_i64(ctx, self.0, "fmod", 0) == 1
     }
     /// A state for `kind(lhs, rhs)` with the inferred result type (`nn.mod`
-    /// on floats gets `fmod = 1`).
+    /// without `fmod`, i.e. Python's `%`; add the attribute for C `fmod`).
     pub fn build(
         ctx: &Context,
         kind: BinaryKind,
@@ -710,16 +714,12 @@ impl BinaryOp {
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_binary(kind, ctx.value_type(lhs), ctx.value_type(rhs))
             .map_err(|m| build_error(kind.name(), &loc, m))?;
-        let mut attrs = Vec::new();
-        if kind == BinaryKind::Mod && ty.element_type().is_some_and(|e| e.is_float()) {
-            attrs.push(("fmod", Attribute::i64(1)));
-        }
         Ok(make_state(
             ctx,
             kind.name(),
             &[lhs, rhs],
             vec![ty],
-            attrs,
+            Vec::new(),
             loc,
         ))
     }
@@ -893,10 +893,23 @@ mod tests {
         assert_eq!(Mod.apply_int(1, 0, false), None);
         assert_eq!(Pow.apply_int(3, 4, false), Some(81));
         assert_eq!(Pow.apply_int(3, -1, false), None);
-        assert!(Max.apply_f64(f64::NAN, 1.0).is_nan());
-        assert!(Min.apply_f64(1.0, f64::NAN).is_nan());
+        assert!(Max.apply_f64(f64::NAN, 1.0, false).is_nan());
+        assert!(Min.apply_f64(1.0, f64::NAN, false).is_nan());
         assert_eq!(UnaryKind::Abs.apply_int(-5), Some(5));
         assert_eq!(UnaryKind::Exp.apply_int(1), None);
+    }
+
+    #[test]
+    fn float_mod_follows_python_or_c() {
+        use BinaryKind::Mod;
+        assert_eq!(Mod.apply_f64(-4.5, 2.0, false), 1.5);
+        assert_eq!(Mod.apply_f64(4.5, -2.0, false), -1.5);
+        assert_eq!(Mod.apply_f64(-4.5, 2.0, true), -0.5);
+        // A zero remainder takes the divisor's sign; NaN stays NaN.
+        assert!(Mod.apply_f64(4.0, -2.0, false).is_sign_negative());
+        assert!(Mod.apply_f64(-4.0, 2.0, false).is_sign_positive());
+        assert!(Mod.apply_f64(f64::NAN, 2.0, false).is_nan());
+        assert_eq!(Mod.apply_f64(-1.0, f64::INFINITY, false), f64::INFINITY);
     }
 
     #[test]

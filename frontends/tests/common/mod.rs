@@ -1,3 +1,6 @@
 //! Helpers shared by the integration tests.
+// Each test binary compiles this module and uses a subset of it.
+#![allow(dead_code)]
 
+pub mod expectations;
 pub mod node_runner;

@@ -164,10 +164,10 @@ fn binary(
         }
         let mut state = BinaryOp::build(imp.ctx, kind, acc, rhs, loc.clone());
         if kind == BinaryKind::Mod {
+            // fmod = 0 on floats (Python's %) is valid since onnx/onnx#7520.
             let fmod = node.int_attr("fmod", 0)?;
-            let is_float = imp.ty(acc).element_type().is_some_and(|e| e.is_float());
-            if is_float && fmod != 1 {
-                return Err(error(node, "floating-point Mod requires fmod = 1"));
+            if !matches!(fmod, 0 | 1) {
+                return Err(error(node, format!("`fmod` must be 0 or 1, but is {fmod}")));
             }
             state = state.map(|s| s.attr("fmod", Attribute::i64(fmod)));
         }

@@ -1,13 +1,18 @@
 //! Reductions and normalisations: `ReduceMean`/`ReduceSum`/`ReduceMax`,
-//! `Softmax` (both axis conventions), `LayerNormalization`, `Gelu`.
+//! `Softmax` (both axis conventions), `LayerNormalization` (with its optional
+//! `Mean`/`InvStdDev` outputs), `Gelu`.
 
+use ipuc_dialects::nn::elements::from_floats;
 use ipuc_dialects::nn::{
-    GeluApproximation, GeluOp, LayerNormalizationOp, ReduceKind, ReduceOp, ReshapeOp, SoftmaxOp,
-    DEFAULT_LAYER_NORM_EPSILON,
+    BinaryKind, BinaryOp, GeluApproximation, GeluOp, LayerNormalizationOp, ReduceKind, ReduceOp,
+    ReshapeOp, SoftmaxOp, UnaryKind, UnaryOp, DEFAULT_LAYER_NORM_EPSILON,
 };
+use ipuc_ir::{Type, Value};
 
-use super::{error, Importer, NodeResult};
-use crate::onnx::Node;
+use super::constants::element_type;
+use super::elementwise::cast;
+use super::{error, ImportError, Importer, NodeResult};
+use crate::onnx::{data_type_name, element_kind_of, Node};
 
 /// The ops of this family.
 pub(super) const OPS: &[&str] = &[
@@ -82,19 +87,18 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
         "LayerNormalization" => {
             let (x, scale) = (imp.input(node, 0)?, imp.input(node, 1)?);
             let bias = imp.optional_input(node, 2)?;
-            // `stash_type` only says in which precision to compute; ipuc's
-            // lowering chooses its own accumulation precision. The optional
-            // Mean/InvStdDev outputs are not computed (an error if used).
-            let state = LayerNormalizationOp::build(
-                imp.ctx,
-                x,
-                scale,
-                bias,
-                node.int_attr("axis", -1)?,
-                node.float_attr("epsilon", DEFAULT_LAYER_NORM_EPSILON)?,
-                loc,
-            );
-            imp.emit(node, state)
+            // For Y, `stash_type` only says in which precision to compute;
+            // ipuc's lowering chooses its own accumulation precision.
+            let axis = node.int_attr("axis", -1)?;
+            let epsilon = node.float_attr("epsilon", DEFAULT_LAYER_NORM_EPSILON)?;
+            let state = LayerNormalizationOp::build(imp.ctx, x, scale, bias, axis, epsilon, loc);
+            let mut outputs = imp.emit(node, state)?;
+            let wanted = |i: usize| node.outputs.get(i).is_some_and(|o| !o.is_empty());
+            if wanted(1) || wanted(2) {
+                let (mean, inv_std_dev) = layer_norm_statistics(imp, node, x, axis, epsilon)?;
+                outputs.extend([mean, inv_std_dev]);
+            }
+            Ok(outputs)
         }
         "Gelu" => {
             let x = imp.input(node, 0)?;
@@ -105,4 +109,68 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
         }
         other => unreachable!("`{other}` is not a reduction or normalisation"),
     }
+}
+
+/// The optional `Mean` and `InvStdDev` outputs of `LayerNormalization`, as the
+/// ONNX function body defines them: over the axes `axis..rank` of `x` cast to
+/// `stash_type` (keeping those axes as 1s), `mean(x)` and
+/// `1 / sqrt(mean((x - mean(x))^2) + epsilon)`. Built from `nn` ops only when
+/// a model asks for them (training graphs, tests), so `nn.layer_normalization`
+/// stays the single-result op the rest of the compiler fuses and lowers.
+fn layer_norm_statistics(
+    imp: &mut Importer<'_>,
+    node: &Node,
+    x: Value,
+    axis: i64,
+    epsilon: f32,
+) -> Result<(Value, Value), ImportError> {
+    let loc = Importer::loc(node);
+    let code = node.int_attr("stash_type", 1)?;
+    let stash = element_kind_of(code as i32)
+        .map(element_type)
+        .filter(Type::is_float)
+        .ok_or_else(|| {
+            error(
+                node,
+                format!(
+                    "`stash_type` = {code} ({}) is not a floating-point type ipuc supports",
+                    data_type_name(code as i32)
+                ),
+            )
+        })?;
+    let x = cast(imp, node, x, &stash, true)?;
+    let rank = imp.shape(x).len() as i64;
+    let first = if axis < 0 { axis + rank } else { axis };
+    if !(0..rank).contains(&first) {
+        return Err(error(
+            node,
+            format!("axis {axis} is out of range for rank {rank}"),
+        ));
+    }
+    let axes: Vec<i64> = (first..rank).collect();
+    let reduce_mean = |imp: &mut Importer<'_>, v: Value| {
+        let state = ReduceOp::build(imp.ctx, ReduceKind::Mean, v, Some(&axes), true, loc.clone());
+        imp.emit1(node, state)
+    };
+    let binary = |imp: &mut Importer<'_>, kind: BinaryKind, a: Value, b: Value| {
+        let state = BinaryOp::build(imp.ctx, kind, a, b, loc.clone());
+        imp.emit1(node, state)
+    };
+    let unary = |imp: &mut Importer<'_>, kind: UnaryKind, v: Value| {
+        let state = UnaryOp::build(imp.ctx, kind, v, loc.clone());
+        imp.emit1(node, state)
+    };
+    let mean = reduce_mean(imp, x)?;
+    let centered = binary(imp, BinaryKind::Sub, x, mean)?;
+    let squared = binary(imp, BinaryKind::Mul, centered, centered)?;
+    let variance = reduce_mean(imp, squared)?;
+    let eps = from_floats(&Type::tensor(&[], stash), &[f64::from(epsilon)])
+        .ok_or_else(|| error(node, "cannot build the epsilon constant"))?;
+    let eps = imp
+        .constant(eps, loc.clone())
+        .map_err(|d| error(node, d.message))?;
+    let shifted = binary(imp, BinaryKind::Add, variance, eps)?;
+    let std_dev = unary(imp, UnaryKind::Sqrt, shifted)?;
+    let inv_std_dev = unary(imp, UnaryKind::Reciprocal, std_dev)?;
+    Ok((mean, inv_std_dev))
 }

@@ -1,0 +1,144 @@
+//! The node-test harnesses' shared parts: the numeric comparison with the
+//! ONNX reference outputs, and the expectations file (`<test> PASS` or
+//! `<test> FAIL <reason>` per line) that pins every result.
+//!
+//! A harness fails when any result differs from its expectations file in
+//! either direction, so regressions and newly passing tests are both noticed.
+//! `IPUC_BLESS=1` rewrites the file from the results (keeping hand-written
+//! reasons of tests that still fail).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use ipuc_frontends::onnx::Tensor;
+use ipuc_runtime::reference::HostTensor;
+
+/// Compares an output with its expected value (floats: rtol 1e-3 / atol 1e-5,
+/// NaN where NaN is expected; integers, bools and 8-bit floats: exact bytes).
+/// `Err` says how it differs.
+pub fn compare(name: &str, got: &HostTensor, want: &Tensor) -> Result<(), String> {
+    if got.kind != want.kind {
+        return Err(format!(
+            "{name}: element type {} but expected {}",
+            got.kind, want.kind
+        ));
+    }
+    if got.shape != want.dims {
+        return Err(format!(
+            "{name}: shape {:?} but expected {:?}",
+            got.shape, want.dims
+        ));
+    }
+    let exact = !got.kind.is_float() || got.kind.float8_format().is_some();
+    if exact {
+        return match got
+            .data
+            .iter()
+            .zip(want.data.iter())
+            .position(|(a, b)| a != b)
+        {
+            None => Ok(()),
+            Some(i) => Err(format!(
+                "{name}: byte {i} is {:#04x}, expected {:#04x}",
+                got.data[i], want.data[i]
+            )),
+        };
+    }
+    for (i, (a, b)) in got
+        .to_f64_vec()
+        .into_iter()
+        .zip(want.to_f64_vec())
+        .enumerate()
+    {
+        let ok = if b.is_nan() {
+            a.is_nan()
+        } else {
+            a == b || (a - b).abs() <= 1e-5 + 1e-3 * b.abs()
+        };
+        if !ok {
+            return Err(format!("{name}: element {i} is {a}, expected {b}"));
+        }
+    }
+    Ok(())
+}
+
+/// The test folders under `../shared/onnx-node-tests`, sorted by name.
+pub fn node_test_dirs() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/onnx-node-tests");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", root.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    assert!(!dirs.is_empty(), "no node tests under {}", root.display());
+    dirs
+}
+
+/// `test name -> None (PASS) | Some(reason)`.
+fn read_expectations(path: &Path) -> BTreeMap<String, Option<String>> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let mut parts = l.splitn(3, char::is_whitespace);
+            let name = parts.next().unwrap_or("").to_string();
+            let status = parts.next().unwrap_or("");
+            let reason = parts.next().unwrap_or("").trim().to_string();
+            (name, if status == "PASS" { None } else { Some(reason) })
+        })
+        .collect()
+}
+
+/// Checks `results` against the expectations file `file_name` (in
+/// `frontends/tests/`, first line `header`), or rewrites it under
+/// `IPUC_BLESS=1`. Panics listing every mismatch.
+pub fn check_expectations(
+    file_name: &str,
+    header: &str,
+    results: &BTreeMap<String, Result<(), String>>,
+) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(file_name);
+    let expected = read_expectations(&path);
+    if std::env::var_os("IPUC_BLESS").is_some() {
+        let mut text = format!("# {header}\n");
+        for (name, result) in results {
+            match result {
+                Ok(()) => text.push_str(&format!("{name} PASS\n")),
+                Err(actual) => {
+                    let reason = expected
+                        .get(name)
+                        .cloned()
+                        .flatten()
+                        .filter(|r| !r.is_empty())
+                        .unwrap_or_else(|| actual.replace('\n', " "));
+                    text.push_str(&format!("{name} FAIL {reason}\n"));
+                }
+            }
+        }
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
+    let mut mismatches = Vec::new();
+    for (name, result) in results {
+        match (expected.get(name), result) {
+            (Some(None), Ok(())) | (Some(Some(_)), Err(_)) => {}
+            (None, _) => mismatches.push(format!("{name}: not in the expectations file")),
+            (Some(None), Err(e)) => mismatches.push(format!("{name}: expected PASS, failed: {e}")),
+            (Some(Some(_)), Ok(())) => {
+                mismatches.push(format!("{name}: expected FAIL, now passes"))
+            }
+        }
+    }
+    for name in expected.keys().filter(|n| !results.contains_key(*n)) {
+        mismatches.push(format!("{name}: listed, but there is no such test folder"));
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatch(es) with {file_name} (IPUC_BLESS=1 to update):\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+}
