@@ -1,4 +1,5 @@
 //! ipuc IPU backend: target description, assembler, cost model, planners, codelets.
 
 pub mod codelets;
+pub mod emit;
 pub mod target;

@@ -14,5 +14,7 @@ pub fn dialects() -> Arc<DialectRegistry> {
 pub fn passes() -> PassRegistry {
     let mut r = PassRegistry::new();
     ipuc_passes::register_passes(&mut r);
+    // Target passes: they need the backend's ISA, so they live in backend-ipu.
+    r.register(ipuc_backend_ipu::emit::verify_isa::info());
     r
 }
