@@ -2,7 +2,9 @@
 //! asm is a fixed point, and hand-written assembly read into IR assembles to
 //! the same tile image as the original text.
 
-use ipuc_backend_ipu::emit::{executable_asm, find_executable, read_executable, read_tile, tile_asm};
+use ipuc_backend_ipu::emit::{
+    executable_asm, find_executable, read_executable, read_tile, tile_asm,
+};
 use ipuc_backend_ipu::target::{assemble, AsmOptions};
 use ipuc_ir::{parse_source, print_op, verify, Context, OpId, PrintOptions};
 
@@ -20,7 +22,11 @@ fn parse(text: &str) -> (Context, OpId) {
 
 /// Reads the per-tile assembly of `exe` back into a new executable in the module.
 fn reread(ctx: &mut Context, module: OpId, exe: OpId) -> OpId {
-    let machine = ctx.attr(exe, "machine").and_then(|a| a.as_str()).unwrap().to_string();
+    let machine = ctx
+        .attr(exe, "machine")
+        .and_then(|a| a.as_str())
+        .unwrap()
+        .to_string();
     let tiles: Vec<(u32, String)> = ipuc_dialects::ipu::body_ops(ctx, exe)
         .into_iter()
         .filter(|&t| ctx.name_str(t) == ipuc_dialects::ipu::TILE)
@@ -50,7 +56,11 @@ fn ir_to_asm_to_ir_to_asm_is_a_fixed_point() {
         assert_eq!(asm2, asm3, "{file}");
         verify(&ctx, module).unwrap();
         let opts = PrintOptions::default();
-        assert_eq!(print_op(&ctx, exe2, &opts), print_op(&ctx, exe3, &opts), "{file}");
+        assert_eq!(
+            print_op(&ctx, exe2, &opts),
+            print_op(&ctx, exe3, &opts),
+            "{file}"
+        );
     }
 }
 
@@ -117,8 +127,18 @@ fn hand_written_assembly_reads_into_ir_that_assembles_to_the_same_image() {
 fn reader_errors_carry_file_line_and_column() {
     let mut ctx = Context::new(ipuc_dialects::registry());
     let e = read_tile(&mut ctx, 0, "main:\n  { nop }\n", "bad.s").unwrap_err();
-    assert!(e.message.contains("a bundle holds exactly two instructions"), "{}", e.message);
+    assert!(
+        e.message
+            .contains("a bundle holds exactly two instructions"),
+        "{}",
+        e.message
+    );
     assert_eq!(e.loc.file_line_col_of(), Some(("bad.s", 2, 3)));
     let e = read_tile(&mut ctx, 0, "main:\n  add $1x, $m0, 1\n", "bad.s").unwrap_err();
-    assert!(e.message.contains("neither a register nor a control register"), "{}", e.message);
+    assert!(
+        e.message
+            .contains("neither a register nor a control register"),
+        "{}",
+        e.message
+    );
 }

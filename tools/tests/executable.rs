@@ -27,7 +27,12 @@ fn compile(dir: &Path, name: &str) -> PathBuf {
     let exe = dir.join(name);
     let (code, _, err) = run(
         env!("CARGO_BIN_EXE_ipu-opt"),
-        &[program().to_str().unwrap(), "--emit=exe", "-o", exe.to_str().unwrap()],
+        &[
+            program().to_str().unwrap(),
+            "--emit=exe",
+            "-o",
+            exe.to_str().unwrap(),
+        ],
     );
     assert_eq!(code, 0, "{err}");
     exe
@@ -60,7 +65,16 @@ fn two_tile_vector_add_matches_sums_computed_here() {
 
     let (code, out, err) = run(
         env!("CARGO_BIN_EXE_ipu-run"),
-        &[exe.to_str().unwrap(), "--input", data.to_str().unwrap(), "--json", "--atol", "0", "--rtol", "0"],
+        &[
+            exe.to_str().unwrap(),
+            "--input",
+            data.to_str().unwrap(),
+            "--json",
+            "--atol",
+            "0",
+            "--rtol",
+            "0",
+        ],
     );
     assert_eq!(code, 0, "{err}");
     let j: Value = serde_json::from_slice(&out).unwrap();
@@ -96,7 +110,9 @@ fn two_tile_vector_add_matches_sums_computed_here() {
         &[exe.to_str().unwrap(), "--input", data.to_str().unwrap()],
     );
     assert_eq!(code, 1);
-    assert!(String::from_utf8(out).unwrap().contains("FAIL (1 mismatched elements)"));
+    assert!(String::from_utf8(out)
+        .unwrap()
+        .contains("FAIL (1 mismatched elements)"));
 }
 
 #[test]
@@ -114,7 +130,10 @@ fn executables_are_recognised_by_magic_and_refused_elsewhere() {
     let exe = compile(tmp.path(), "add.ipuexe");
     let renamed = tmp.path().join("program.bin");
     std::fs::copy(&exe, &renamed).unwrap();
-    let (code, out, err) = run(env!("CARGO_BIN_EXE_ipu-run"), &[renamed.to_str().unwrap(), "--json"]);
+    let (code, out, err) = run(
+        env!("CARGO_BIN_EXE_ipu-run"),
+        &[renamed.to_str().unwrap(), "--json"],
+    );
     assert_eq!(code, 0, "{err}");
     let j: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(j["device"], "sim");
@@ -125,7 +144,10 @@ fn executables_are_recognised_by_magic_and_refused_elsewhere() {
         &[exe.to_str().unwrap(), "--device", "reference"],
     );
     assert_eq!(code, 2);
-    assert!(err.contains("is an executable: it runs on device 'sim', not 'reference'"), "{err}");
+    assert!(
+        err.contains("is an executable: it runs on device 'sim', not 'reference'"),
+        "{err}"
+    );
 
     let (code, _, err) = run(
         env!("CARGO_BIN_EXE_ipu-opt"),

@@ -51,7 +51,9 @@ fn dtype_of(ctx: &Context, tensor: OpId) -> Result<(DType, Vec<u64>), Diagnostic
         return Err(err("'ipu.tensor' has no tensor_type".into()));
     };
     let TypeKind::RankedTensor { shape, element, .. } = ty.kind() else {
-        return Err(err(format!("'ipu.tensor' type {ty} is not a ranked tensor")));
+        return Err(err(format!(
+            "'ipu.tensor' type {ty} is not a ranked tensor"
+        )));
     };
     let dtype = match element.kind() {
         TypeKind::Float(FloatKind::F32) => DType::F32,

@@ -291,12 +291,7 @@ impl Reader<'_> {
 
 /// Reads one tile's assembly into a new (detached) `ipu.tile` op with
 /// locations `file:line:col`.
-pub fn read_tile(
-    ctx: &mut Context,
-    tile: u32,
-    text: &str,
-    file: &str,
-) -> Result<OpId, Diagnostic> {
+pub fn read_tile(ctx: &mut Context, tile: u32, text: &str, file: &str) -> Result<OpId, Diagnostic> {
     let state = OperationState::new(ctx.op_name(ipu::TILE), Location::file_line_col(file, 1, 1))
         .attr("tile", Attribute::i64(i64::from(tile)));
     let (tile_op, tile_block) = new_container(ctx, state);
@@ -320,7 +315,9 @@ pub fn read_tile(
                     match ps.get(i) {
                         Some(Piece::Stmt(s, l, c)) => insts.push(r.inst(s, *l, *c)?),
                         Some(Piece::Close(..)) => break,
-                        _ => return Err(Diagnostic::error(loc, "unterminated bundle: missing `}`")),
+                        _ => {
+                            return Err(Diagnostic::error(loc, "unterminated bundle: missing `}`"))
+                        }
                     }
                     i += 1;
                 }

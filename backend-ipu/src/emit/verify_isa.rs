@@ -219,13 +219,18 @@ fn check_inst(
     }
     let Some(desc) = forms.iter().copied().find(|f| {
         f.operands.len() == operands.len()
-            && f.operands.iter().zip(&operands).all(|(k, o)| matches_kind(*k, o))
+            && f.operands
+                .iter()
+                .zip(&operands)
+                .all(|(k, o)| matches_kind(*k, o))
     }) else {
         let list: Vec<String> = forms
             .iter()
             .map(|f| {
                 let ks: Vec<String> = f.operands.iter().map(|k| kind_text(*k)).collect();
-                format!("{mnemonic} {}", ks.join(", ")).trim_end().to_string()
+                format!("{mnemonic} {}", ks.join(", "))
+                    .trim_end()
+                    .to_string()
             })
             .collect();
         return Err(error(
@@ -239,10 +244,22 @@ fn check_inst(
     };
     match (desc.context, worker) {
         (ContextClass::Worker, false) => {
-            return Err(error(ctx, op, format!("`{mnemonic}` is a worker instruction, not allowed in a supervisor section")))
+            return Err(error(
+                ctx,
+                op,
+                format!(
+                    "`{mnemonic}` is a worker instruction, not allowed in a supervisor section"
+                ),
+            ))
         }
         (ContextClass::Supervisor, true) => {
-            return Err(error(ctx, op, format!("`{mnemonic}` is a supervisor instruction, not allowed in a worker section")))
+            return Err(error(
+                ctx,
+                op,
+                format!(
+                    "`{mnemonic}` is a supervisor instruction, not allowed in a worker section"
+                ),
+            ))
         }
         _ => {}
     }
@@ -250,7 +267,10 @@ fn check_inst(
         return Err(error(
             ctx,
             op,
-            format!("`{mnemonic}` needs FP8 (ipu21); machine `{}` has none", machine.name),
+            format!(
+                "`{mnemonic}` needs FP8 (ipu21); machine `{}` has none",
+                machine.name
+            ),
         ));
     }
     for (i, (kind, o)) in desc.operands.iter().zip(&operands).enumerate() {
@@ -291,7 +311,11 @@ fn check_inst(
                     }
                     other => format!("operand is not {}", other.describe()),
                 };
-                return Err(error(ctx, op, format!("operand #{i} of `{mnemonic}`: {why}")));
+                return Err(error(
+                    ctx,
+                    op,
+                    format!("operand #{i} of `{mnemonic}`: {why}"),
+                ));
             }
         }
     }

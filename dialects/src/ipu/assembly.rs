@@ -354,12 +354,12 @@ fn parse_operand(p: &mut CustomParser<'_, '_>) -> Result<Operand, Diagnostic> {
         }
         if is_register_name(&word) {
             let last = match last {
-                Some(n) => Some(
-                    u8::try_from(n)
-                        .ok()
-                        .filter(|&v| v < 16)
-                        .ok_or_else(|| Diagnostic::error(at.clone(), format!("`{n}` is not a register number below 16")))?,
-                ),
+                Some(n) => Some(u8::try_from(n).ok().filter(|&v| v < 16).ok_or_else(|| {
+                    Diagnostic::error(
+                        at.clone(),
+                        format!("`{n}` is not a register number below 16"),
+                    )
+                })?),
                 None => None,
             };
             return Ok(Operand::Reg(Register {
@@ -435,7 +435,13 @@ pub(super) fn parse_directive(
     p: &mut CustomParser<'_, '_>,
     state: &mut OperationState,
 ) -> Result<(), Diagnostic> {
-    parse_mnemonic_and_operands(p, state, "name", "args", "a directive name (without the dot)")
+    parse_mnemonic_and_operands(
+        p,
+        state,
+        "name",
+        "args",
+        "a directive name (without the dot)",
+    )
 }
 
 // ---------------------------------------------------------------- bundle

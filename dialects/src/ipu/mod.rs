@@ -158,7 +158,10 @@ const MACHINE: AttrDecl = AttrDecl {
 const TILE_INDEX: AttrDecl = AttrDecl {
     name: "tile",
     description: "non-negative integer",
-    check: |a| a.as_int().is_some_and(|v| (0..=i128::from(u32::MAX)).contains(&v)),
+    check: |a| {
+        a.as_int()
+            .is_some_and(|v| (0..=i128::from(u32::MAX)).contains(&v))
+    },
     optional: false,
 };
 const ENTRY: AttrDecl = AttrDecl {
@@ -170,7 +173,10 @@ const ENTRY: AttrDecl = AttrDecl {
 const SECTION_NAME: AttrDecl = AttrDecl {
     name: "name",
     description: "non-empty string",
-    check: |a| a.as_str().is_some_and(|s| !s.is_empty() && !s.contains(['"', '\n', ','])),
+    check: |a| {
+        a.as_str()
+            .is_some_and(|s| !s.is_empty() && !s.contains(['"', '\n', ',']))
+    },
     optional: false,
 };
 const SECTION_FLAGS: AttrDecl = AttrDecl {
@@ -249,81 +255,84 @@ const FP8_SCALE: AttrDecl = AttrDecl {
 /// The `ipu` dialect.
 pub fn dialect() -> Dialect {
     let container = Traits::SINGLE_BLOCK | Traits::NO_TERMINATOR;
-    let mut d = Dialect::new("ipu", "Per-tile IPU programs: sections, labels, instructions, bundles and directives")
-        .op(OpDefinition::new(EXECUTABLE)
-            .summary("A whole-chip program: tile programs and host-visible tensors")
-            .traits(container | Traits::SYMBOL_TABLE | Traits::ISOLATED_FROM_ABOVE)
-            .attribute(MACHINE)
-            .operands(&[])
-            .results(&[])
-            .regions(Some(1))
-            .verifier(verify_executable)
-            .assembly(assembly::print_executable, assembly::parse_executable))
-        .op(OpDefinition::new(TENSOR)
-            .summary("A host-visible tensor and where its pieces live")
-            .traits(Traits::SYMBOL)
-            .attribute(SYM_NAME)
-            .attribute(TENSOR_TYPE)
-            .attribute(DIRECTION)
-            .attribute(PIECES)
-            .attribute(FP8_SCALE)
-            .operands(&[])
-            .results(&[])
-            .verifier(verify_tensor)
-            .assembly(assembly::print_tensor, assembly::parse_tensor))
-        .op(OpDefinition::new(TILE)
-            .summary("One tile's program")
-            .traits(container | Traits::ISOLATED_FROM_ABOVE)
-            .attribute(TILE_INDEX)
-            .attribute(ENTRY)
-            .operands(&[])
-            .results(&[])
-            .regions(Some(1))
-            .verifier(verify_tile)
-            .assembly(assembly::print_tile, assembly::parse_tile))
-        .op(OpDefinition::new(SECTION)
-            .summary("A section of a tile program, run by one kind of context")
-            .traits(container)
-            .attribute(SECTION_NAME)
-            .attribute(SECTION_FLAGS)
-            .attribute(KIND)
-            .operands(&[])
-            .results(&[])
-            .regions(Some(1))
-            .verifier(verify_section)
-            .assembly(assembly::print_section, assembly::parse_section))
-        .op(OpDefinition::new(LABEL)
-            .summary("A code or data label")
-            .traits(Traits::SYMBOL)
-            .attribute(SYM_NAME)
-            .operands(&[])
-            .results(&[])
-            .verifier(verify_label)
-            .assembly(assembly::print_label, assembly::parse_label))
-        .op(OpDefinition::new(INST)
-            .summary("One tile instruction: mnemonic and structured operands")
-            .attribute(MNEMONIC)
-            .attribute(OPERANDS)
-            .operands(&[])
-            .results(&[])
-            .verifier(verify_inst)
-            .assembly(assembly::print_inst, assembly::parse_inst))
-        .op(OpDefinition::new(BUNDLE)
-            .summary("A main and an auxiliary instruction issued together")
-            .traits(container)
-            .operands(&[])
-            .results(&[])
-            .regions(Some(1))
-            .verifier(verify_bundle)
-            .assembly(assembly::print_bundle, assembly::parse_bundle))
-        .op(OpDefinition::new(DIRECTIVE)
-            .summary("An assembler directive (.globl, .type, .size, .align, data, ...)")
-            .attribute(DIRECTIVE_NAME)
-            .attribute(ARGS)
-            .operands(&[])
-            .results(&[])
-            .verifier(verify_directive)
-            .assembly(assembly::print_directive, assembly::parse_directive));
+    let mut d = Dialect::new(
+        "ipu",
+        "Per-tile IPU programs: sections, labels, instructions, bundles and directives",
+    )
+    .op(OpDefinition::new(EXECUTABLE)
+        .summary("A whole-chip program: tile programs and host-visible tensors")
+        .traits(container | Traits::SYMBOL_TABLE | Traits::ISOLATED_FROM_ABOVE)
+        .attribute(MACHINE)
+        .operands(&[])
+        .results(&[])
+        .regions(Some(1))
+        .verifier(verify_executable)
+        .assembly(assembly::print_executable, assembly::parse_executable))
+    .op(OpDefinition::new(TENSOR)
+        .summary("A host-visible tensor and where its pieces live")
+        .traits(Traits::SYMBOL)
+        .attribute(SYM_NAME)
+        .attribute(TENSOR_TYPE)
+        .attribute(DIRECTION)
+        .attribute(PIECES)
+        .attribute(FP8_SCALE)
+        .operands(&[])
+        .results(&[])
+        .verifier(verify_tensor)
+        .assembly(assembly::print_tensor, assembly::parse_tensor))
+    .op(OpDefinition::new(TILE)
+        .summary("One tile's program")
+        .traits(container | Traits::ISOLATED_FROM_ABOVE)
+        .attribute(TILE_INDEX)
+        .attribute(ENTRY)
+        .operands(&[])
+        .results(&[])
+        .regions(Some(1))
+        .verifier(verify_tile)
+        .assembly(assembly::print_tile, assembly::parse_tile))
+    .op(OpDefinition::new(SECTION)
+        .summary("A section of a tile program, run by one kind of context")
+        .traits(container)
+        .attribute(SECTION_NAME)
+        .attribute(SECTION_FLAGS)
+        .attribute(KIND)
+        .operands(&[])
+        .results(&[])
+        .regions(Some(1))
+        .verifier(verify_section)
+        .assembly(assembly::print_section, assembly::parse_section))
+    .op(OpDefinition::new(LABEL)
+        .summary("A code or data label")
+        .traits(Traits::SYMBOL)
+        .attribute(SYM_NAME)
+        .operands(&[])
+        .results(&[])
+        .verifier(verify_label)
+        .assembly(assembly::print_label, assembly::parse_label))
+    .op(OpDefinition::new(INST)
+        .summary("One tile instruction: mnemonic and structured operands")
+        .attribute(MNEMONIC)
+        .attribute(OPERANDS)
+        .operands(&[])
+        .results(&[])
+        .verifier(verify_inst)
+        .assembly(assembly::print_inst, assembly::parse_inst))
+    .op(OpDefinition::new(BUNDLE)
+        .summary("A main and an auxiliary instruction issued together")
+        .traits(container)
+        .operands(&[])
+        .results(&[])
+        .regions(Some(1))
+        .verifier(verify_bundle)
+        .assembly(assembly::print_bundle, assembly::parse_bundle))
+    .op(OpDefinition::new(DIRECTIVE)
+        .summary("An assembler directive (.globl, .type, .size, .align, data, ...)")
+        .attribute(DIRECTIVE_NAME)
+        .attribute(ARGS)
+        .operands(&[])
+        .results(&[])
+        .verifier(verify_directive)
+        .assembly(assembly::print_directive, assembly::parse_directive));
     d.attributes = vec![
         ("reg", operand::verify_reg_body),
         ("csr", operand::verify_csr_body),
@@ -412,7 +421,11 @@ pub fn operands_of(ctx: &Context, op: OpId) -> Vec<Operand> {
     };
     ctx.attr(op, key)
         .and_then(Attribute::as_array)
-        .map(|xs| xs.iter().filter_map(|a| Operand::from_attr(a).ok()).collect())
+        .map(|xs| {
+            xs.iter()
+                .filter_map(|a| Operand::from_attr(a).ok())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -425,8 +438,10 @@ fn verify_executable(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         }
         if let Some(t) = tile_index(ctx, child) {
             if let Some(&prev) = seen.get(&t) {
-                return Err(op_error(ctx, child, format!("tile {t} has a second program"))
-                    .with_note(ctx.loc(prev).clone(), "first program of the tile"));
+                return Err(
+                    op_error(ctx, child, format!("tile {t} has a second program"))
+                        .with_note(ctx.loc(prev).clone(), "first program of the tile"),
+                );
             }
             seen.insert(t, child);
         }
@@ -475,7 +490,11 @@ fn verify_tensor(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
                 op,
                 format!(
                     "pieces must cover the elements exactly once: element {next} is {}",
-                    if p.first > next { "missing" } else { "covered twice" }
+                    if p.first > next {
+                        "missing"
+                    } else {
+                        "covered twice"
+                    }
                 ),
             ));
         }
@@ -547,7 +566,9 @@ fn verify_inst(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             return Err(op_error(
                 ctx,
                 op,
-                format!("operands #{i}: `@{k}` is a directive argument, not an instruction operand"),
+                format!(
+                    "operands #{i}: `@{k}` is a directive argument, not an instruction operand"
+                ),
             ));
         }
     }
@@ -587,12 +608,16 @@ fn verify_directive(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         return Err(op_error(
             ctx,
             op,
-            format!("unknown directive `.{name}` (known: {})", DIRECTIVES.join(", ")),
+            format!(
+                "unknown directive `.{name}` (known: {})",
+                DIRECTIVES.join(", ")
+            ),
         ));
     }
     let args = verify_operand_list(ctx, op, "args")?;
     let is_sym = |o: &Operand| matches!(o, Operand::Symbol(_));
-    let is_value = |o: &Operand| matches!(o, Operand::Imm(_) | Operand::Symbol(_) | Operand::Expr(_));
+    let is_value =
+        |o: &Operand| matches!(o, Operand::Imm(_) | Operand::Symbol(_) | Operand::Expr(_));
     let ok = match name {
         "globl" | "global" => args.len() == 1 && is_sym(&args[0]),
         "type" => args.len() == 2 && is_sym(&args[0]) && matches!(args[1], Operand::At(_)),
@@ -615,11 +640,7 @@ fn verify_directive(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             "space" | "zero" => "an integer byte count",
             _ => "`supervisor` or `worker`, a top and a size",
         };
-        return Err(op_error(
-            ctx,
-            op,
-            format!("`.{name}` expects {expected}"),
-        ));
+        return Err(op_error(ctx, op, format!("`.{name}` expects {expected}")));
     }
     Ok(())
 }

@@ -68,11 +68,9 @@ impl Register {
         };
         let (name, last) = match rest.split_once(':') {
             Some((n, l)) => {
-                let last: u8 = l
-                    .parse()
-                    .ok()
-                    .filter(|&v| v < 16)
-                    .ok_or_else(|| format!("`{l}` in register `{text}` is not a register number below 16"))?;
+                let last: u8 = l.parse().ok().filter(|&v| v < 16).ok_or_else(|| {
+                    format!("`{l}` in register `{text}` is not a register number below 16")
+                })?;
                 (n, Some(last))
             }
             None => (rest, None),
@@ -221,7 +219,9 @@ impl Operand {
             if is_identifier(name) {
                 return Ok(Operand::Csr(name.to_string()));
             }
-            return Err(format!("`{t}` is neither a register nor a control register"));
+            return Err(format!(
+                "`{t}` is neither a register nor a control register"
+            ));
         }
         if let Some(kind) = t.strip_prefix('@') {
             if is_identifier(kind) {
@@ -313,8 +313,13 @@ mod tests {
         assert!(is_register_name("m15") && is_register_name("a0") && is_register_name("sp"));
         assert!(!is_register_name("m16") && !is_register_name("m01") && !is_register_name("TAS"));
         assert!(Register::parse("a0:16").unwrap_err().contains("below 16"));
-        assert!(Register::parse("q1").unwrap_err().contains("not a register name"));
+        assert!(Register::parse("q1")
+            .unwrap_err()
+            .contains("not a register name"));
         assert!(Operand::from_asm("$1x").is_err());
-        assert_eq!(Operand::from_asm("$TAS").unwrap(), Operand::Csr("TAS".into()));
+        assert_eq!(
+            Operand::from_asm("$TAS").unwrap(),
+            Operand::Csr("TAS".into())
+        );
     }
 }

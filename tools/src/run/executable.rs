@@ -15,8 +15,8 @@ use ipuc_backend_ipu::target::exe::{DType, MAGIC};
 use ipuc_backend_ipu::target::{Executable, MachineModel, StreamDirection, TensorBinding};
 use ipuc_ir::numeric::ElementKind;
 use ipuc_runtime::device::Device as _;
-use ipuc_runtime::sim::{Profile, SimConfig, Simulator};
 use ipuc_runtime::reference::HostTensor;
+use ipuc_runtime::sim::{Profile, SimConfig, Simulator};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -80,7 +80,11 @@ fn bind<'s>(set: &'s DataSet, inputs: &[Stream]) -> Result<Vec<&'s HostTensor>, 
             set.name,
             set.inputs.len(),
             inputs.len(),
-            inputs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+            inputs
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     let by_name = set.inputs.iter().all(|n| !n.name.is_empty())
@@ -90,7 +94,11 @@ fn bind<'s>(set: &'s DataSet, inputs: &[Stream]) -> Result<Vec<&'s HostTensor>, 
     let mut out = Vec::new();
     for (k, s) in inputs.iter().enumerate() {
         let t = if by_name {
-            &set.inputs.iter().find(|n| n.name == s.name).expect("checked").tensor
+            &set.inputs
+                .iter()
+                .find(|n| n.name == s.name)
+                .expect("checked")
+                .tensor
         } else {
             &set.inputs[k].tensor
         };
@@ -108,7 +116,12 @@ fn bind<'s>(set: &'s DataSet, inputs: &[Stream]) -> Result<Vec<&'s HostTensor>, 
 /// Summarises a simulator profile: per superstep, the largest compute,
 /// exchange and sync-wait cycles over the tiles.
 fn summary(p: &Profile) -> ProfileSummary {
-    let steps = p.tiles.iter().map(|t| t.supersteps.len()).max().unwrap_or(0);
+    let steps = p
+        .tiles
+        .iter()
+        .map(|t| t.supersteps.len())
+        .max()
+        .unwrap_or(0);
     let supersteps = (0..steps)
         .map(|k| {
             let of = |f: fn(&ipuc_runtime::sim::SuperstepCycles) -> u64| {
@@ -187,7 +200,8 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
             sim.write_tensor(&s.name, &t.data)
                 .map_err(|e| format!("data set {}: {e}", set.name))?;
         }
-        sim.run().map_err(|e| format!("data set {}: {e}", set.name))?;
+        sim.run()
+            .map_err(|e| format!("data set {}: {e}", set.name))?;
         let mut named = Vec::new();
         for s in &outputs {
             let data = sim.read_tensor(&s.name).map_err(|e| e.to_string())?;

@@ -69,7 +69,12 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
         return Err("--atol and --rtol must be non-negative".into());
     }
     let is_exe = executable::is_executable(&args.model);
-    let device = Device::parse(args.device.as_deref().unwrap_or(if is_exe { "sim" } else { "reference" }))?;
+    let device =
+        Device::parse(
+            args.device
+                .as_deref()
+                .unwrap_or(if is_exe { "sim" } else { "reference" }),
+        )?;
     match (is_exe, device) {
         (true, Device::Sim) => return executable::run(args, tolerance),
         (true, d) => {
