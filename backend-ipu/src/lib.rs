@@ -2,4 +2,5 @@
 
 pub mod codelets;
 pub mod cost_model;
+pub mod emit;
 pub mod target;

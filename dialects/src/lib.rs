@@ -1,6 +1,7 @@
 //! ipuc dialects: `func`, `nn`, and (as they land) `tile`, `bsp`, `ipu`.
 
 pub mod func;
+pub mod ipu;
 pub mod nn;
 
 use std::sync::Arc;
@@ -18,4 +19,5 @@ pub fn registry() -> Arc<DialectRegistry> {
 pub fn register_all(r: &mut DialectRegistry) {
     r.register(func::dialect());
     r.register(nn::dialect());
+    r.register(ipu::dialect());
 }

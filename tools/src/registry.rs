@@ -16,5 +16,7 @@ pub fn passes() -> PassRegistry {
     let mut r = PassRegistry::new();
     ipuc_passes::register_passes(&mut r);
     r.register(ipuc_backend_ipu::cost_model::eqsat_pass_info());
+    // Target passes: they need the backend's ISA, so they live in backend-ipu.
+    r.register(ipuc_backend_ipu::emit::verify_isa::info());
     r
 }

@@ -254,7 +254,7 @@ fn errors_are_clear_and_exit_two() {
     let (code, _, err) = ipu_run(&[m, "--device", "ipu"]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("unknown device 'ipu' (known devices: reference)"),
+        err.contains("unknown device 'ipu' (known devices: reference, sim)"),
         "{err}"
     );
 

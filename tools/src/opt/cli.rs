@@ -37,8 +37,23 @@ pub struct OptArgs {
     pub elide_resources_if_larger: Option<u64>,
     pub crash_reproducer: Option<String>,
     pub run_reproducer: bool,
+    /// `--emit`: what to write after the pipeline.
+    pub emit: Emit,
     /// `--weights`, `--seed` and `--input-shape` for ONNX input.
     pub onnx: crate::import::OnnxFlags,
+}
+
+/// What `ipu-opt` writes after the pipeline (`--emit`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Emit {
+    /// The IR as text.
+    #[default]
+    Mlir,
+    /// The assembly of every tile of the module's `ipu.executable`, each
+    /// after a `// tile N` line.
+    Asm,
+    /// The serialized executable (binary; needs `-o`).
+    Exe,
 }
 
 impl OptArgs {
@@ -75,6 +90,14 @@ fn command(registry: &PassRegistry) -> Command {
                 .short('o')
                 .value_name("FILE")
                 .help("Output file ('-' for stdout)"),
+        )
+        .arg(
+            Arg::new("emit")
+                .long("emit")
+                .value_name("mlir|asm|exe")
+                .value_parser(["mlir", "asm", "exe"])
+                .default_value("mlir")
+                .help("What to write after the pipeline: the IR (mlir); the assembly of every tile of the module's ipu.executable, each after a '// tile N' line (asm); or the serialized executable (exe, binary: needs -o FILE, and '-o -' only when stdout is not a terminal)"),
         )
         .arg(
             Arg::new("pass-pipeline")
@@ -322,6 +345,11 @@ pub fn parse(args: Vec<String>, registry: &PassRegistry) -> Result<OptArgs, i32>
             .copied(),
         crash_reproducer: s("mlir-pass-pipeline-crash-reproducer"),
         run_reproducer: b("run-reproducer"),
+        emit: match s("emit").as_deref() {
+            Some("asm") => Emit::Asm,
+            Some("exe") => Emit::Exe,
+            _ => Emit::Mlir,
+        },
         onnx: crate::import::OnnxFlags {
             weights: s("weights").unwrap_or_default(),
             seed: m.get_one::<u64>("seed").copied().unwrap_or(0),

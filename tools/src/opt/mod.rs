@@ -3,7 +3,7 @@
 mod cli;
 mod verify_diagnostics;
 
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -13,7 +13,7 @@ use ipuc_ir::pass::{
 };
 use ipuc_ir::{parse_source, print_op, verify, Context, Diagnostic, SourceMgr};
 
-pub use cli::OptArgs;
+pub use cli::{Emit, OptArgs};
 
 /// Runs `ipu-opt` with `args` (without the program name); returns the exit code.
 pub fn main_with_args(args: Vec<String>) -> i32 {
@@ -54,6 +54,16 @@ fn read_input(path: &str) -> Result<String, String> {
 }
 
 fn run(a: &OptArgs, registry: &ipuc_ir::pass::PassRegistry) -> Result<(), String> {
+    if a.emit == Emit::Exe {
+        if a.split_input_file {
+            return Err("error: --emit=exe writes one executable; it cannot be combined with --split-input-file\n".into());
+        }
+        match a.output.as_deref() {
+            None => return Err("error: --emit=exe writes a binary executable: give the output file with -o FILE\n".into()),
+            Some("-") if std::io::stdout().is_terminal() => return Err("error: refusing to write a binary executable to a terminal; redirect stdout or use -o FILE\n".into()),
+            _ => {}
+        }
+    }
     if crate::import::is_onnx(&a.input) {
         if a.split_input_file || a.verify_diagnostics || a.run_reproducer {
             return Err(format!(
@@ -115,19 +125,19 @@ fn run(a: &OptArgs, registry: &ipuc_ir::pass::PassRegistry) -> Result<(), String
     if a.verify_diagnostics {
         return Ok(());
     }
-    let joined = outputs.join("// -----\n");
+    let joined = outputs.join(&b"// -----\n"[..]);
     write_output(a, &joined)
 }
 
 /// Writes the result to `-o` (or stdout).
-fn write_output(a: &OptArgs, joined: &str) -> Result<(), String> {
+fn write_output(a: &OptArgs, joined: &[u8]) -> Result<(), String> {
     match &a.output {
         Some(path) if path != "-" => {
             std::fs::write(path, joined).map_err(|e| format!("error: cannot write '{path}': {e}"))
         }
         _ => {
             let mut out = std::io::stdout().lock();
-            out.write_all(joined.as_bytes())
+            out.write_all(joined)
                 .map_err(|e| format!("error: cannot write output: {e}"))
         }
     }
@@ -173,7 +183,7 @@ fn process_chunk(
     registry: &ipuc_ir::pass::PassRegistry,
     name: &str,
     source: Source<'_>,
-) -> Result<String, Vec<Diagnostic>> {
+) -> Result<Vec<u8>, Vec<Diagnostic>> {
     let (mut ctx, module, external_resources) = match source {
         Source::Text(text) => {
             let mut ctx = Context::new(crate::registry::dialects());
@@ -305,7 +315,28 @@ fn process_chunk(
     if a.pass_statistics {
         eprint!("{}", pm.statistics_report());
     }
-    Ok(print_op(&ctx, module, &print_options))
+    emit(a, &ctx, module, &print_options)
+}
+
+/// The output `--emit` asks for.
+fn emit(
+    a: &OptArgs,
+    ctx: &Context,
+    module: ipuc_ir::OpId,
+    print_options: &ipuc_ir::PrintOptions,
+) -> Result<Vec<u8>, Vec<Diagnostic>> {
+    use ipuc_backend_ipu::emit;
+    match a.emit {
+        Emit::Mlir => Ok(print_op(ctx, module, print_options).into_bytes()),
+        Emit::Asm => {
+            let exe = emit::find_executable(ctx, module).map_err(|d| vec![d])?;
+            Ok(emit::executable_asm(ctx, exe).into_bytes())
+        }
+        Emit::Exe => {
+            let exe = emit::find_executable(ctx, module).map_err(|d| vec![d])?;
+            Ok(emit::build_executable(ctx, exe)?.to_bytes())
+        }
+    }
 }
 
 fn count_passes(pm: &PassManager) -> usize {

@@ -9,13 +9,18 @@ use ipuc_frontends::onnx::WeightsPolicy;
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "ipu-run",
-    about = "Run an ONNX model or ipuc IR on a device and compare with reference outputs",
+    about = "Run an ONNX model, ipuc IR or a saved executable on a device and compare with reference outputs",
     after_help = "\
 Inputs: --input DIR is one ONNX test data set (input_K.pb, output_K.pb) or a \
 directory of test_data_set_* folders. Inputs bind to the function's parameters \
 by name when every input file and every parameter is named, else by position. \
 Without --input, inputs are synthesised from --seed (floats uniform in [-1, 1), \
 integers and booleans zero).
+
+Executables: inputs bind to the executable's input tensors by name (else by \
+position), expected outputs pair with its output tensors by position, and the \
+report adds the simulator's profile (total cycles, instructions, and per \
+superstep the largest compute, exchange and sync cycles over the tiles).
 
 Comparison (as numpy.allclose): an element passes when |actual - expected| <= \
 atol + rtol * |expected|; NaN matches NaN and infinities must match exactly.
@@ -24,12 +29,15 @@ Exit status: 0 when every output is within tolerance (or nothing was compared), 
 1 when an output exceeds the tolerances, 2 on any other error."
 )]
 pub struct RunArgs {
-    /// The model: an ONNX file (`.onnx`) or ipuc IR (`.mlir`).
+    /// The model: an ONNX file (`.onnx`), ipuc IR (`.mlir`), or an executable
+    /// saved by `ipu-opt --emit=exe` (`.ipuexe`, or recognised by its magic bytes).
     #[arg(value_name = "MODEL")]
     pub model: PathBuf,
-    /// The device to run on.
-    #[arg(long, value_name = "NAME", default_value = "reference")]
-    pub device: String,
+    /// The device to run on: `reference` (the host `nn` interpreter; the
+    /// default for models) or `sim` (the IPU simulator; runs executables,
+    /// and is their default).
+    #[arg(long, value_name = "NAME")]
+    pub device: Option<String>,
     /// A test data set directory, or a directory of `test_data_set_*` folders.
     #[arg(long, value_name = "DIR")]
     pub input: Option<PathBuf>,

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use ipuc_frontends::onnx::{read_test_data_set, write_tensor_pb, NamedTensor, Tensor};
 use ipuc_ir::location::LocKind;
+use ipuc_ir::numeric::ElementKind;
 use ipuc_ir::{Context, OpId};
 use ipuc_runtime::reference::interpreter::element_kind_of;
 use ipuc_runtime::reference::{HostTensor, Values};
@@ -160,6 +161,17 @@ pub fn bind(ctx: &Context, func: OpId, set: &DataSet) -> Result<Vec<HostTensor>,
         .collect()
 }
 
+/// One synthesised input: floats uniform in [-1, 1), integers and booleans zero.
+pub fn synthesize_tensor(rng: &mut ChaCha8Rng, kind: ElementKind, shape: Vec<usize>) -> HostTensor {
+    let n: usize = shape.iter().product();
+    let values = match HostTensor::domain_of(kind) {
+        Values::F32(_) => Values::F32((0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect()),
+        Values::F64(_) => Values::F64((0..n).map(|_| rng.random_range(-1.0f64..1.0)).collect()),
+        Values::Int(_) => Values::Int(vec![0; n]),
+    };
+    HostTensor::from_values(kind, shape, values)
+}
+
 /// Inputs for `func` from a seeded generator: floats uniform in [-1, 1),
 /// integers and booleans zero. Every parameter needs a static tensor type.
 pub fn synthesize(ctx: &Context, func: OpId, seed: u64) -> Result<DataSet, String> {
@@ -183,15 +195,9 @@ pub fn synthesize(ctx: &Context, func: OpId, seed: u64) -> Result<DataSet, Strin
             .element_type()
             .and_then(element_kind_of)
             .ok_or_else(|| format!("parameter #{i} has unsupported element type in '{ty}'"))?;
-        let n: usize = shape.iter().product();
-        let values = match HostTensor::domain_of(kind) {
-            Values::F32(_) => Values::F32((0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect()),
-            Values::F64(_) => Values::F64((0..n).map(|_| rng.random_range(-1.0f64..1.0)).collect()),
-            Values::Int(_) => Values::Int(vec![0; n]),
-        };
         inputs.push(Named {
             name: names[i].clone().unwrap_or_default(),
-            tensor: HostTensor::from_values(kind, shape, values),
+            tensor: synthesize_tensor(&mut rng, kind, shape),
         });
     }
     Ok(DataSet {

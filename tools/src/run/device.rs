@@ -4,16 +4,22 @@ use ipuc_ir::{Context, OpId};
 use ipuc_runtime::reference::interpreter::{self, RunStats};
 use ipuc_runtime::reference::HostTensor;
 
+/// Why a model cannot run on the simulator directly.
+pub const SIM_NEEDS_EXECUTABLE: &str = "device 'sim' runs executables: compile the program to the ipu dialect and save it with `ipu-opt --emit=exe -o prog.ipuexe`, then run `ipu-run prog.ipuexe`";
+
 /// A device a model runs on.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Device {
     /// The host reference executor (the `nn` interpreter).
     Reference,
+    /// The IPU simulator: runs executables built by `ipu-opt --emit=exe`.
+    Sim,
 }
 
 impl Device {
     /// Every device, by name.
-    pub const ALL: [(&'static str, Device); 1] = [("reference", Device::Reference)];
+    pub const ALL: [(&'static str, Device); 2] =
+        [("reference", Device::Reference), ("sim", Device::Sim)];
 
     /// The device called `name`.
     pub fn parse(name: &str) -> Result<Device, String> {
@@ -33,6 +39,7 @@ impl Device {
     pub fn name(self) -> &'static str {
         match self {
             Device::Reference => "reference",
+            Device::Sim => "sim",
         }
     }
 
@@ -47,6 +54,8 @@ impl Device {
             Device::Reference => {
                 interpreter::run_function_with_stats(ctx, func, inputs).map_err(|e| e.to_string())
             }
+            // `ipu-run` checks this before loading the model; kept for callers of the library.
+            Device::Sim => Err(SIM_NEEDS_EXECUTABLE.into()),
         }
     }
 }
@@ -58,9 +67,10 @@ mod tests {
     #[test]
     fn unknown_devices_list_the_known_ones() {
         assert_eq!(Device::parse("reference"), Ok(Device::Reference));
+        assert_eq!(Device::parse("sim"), Ok(Device::Sim));
         assert_eq!(
-            Device::parse("sim").unwrap_err(),
-            "unknown device 'sim' (known devices: reference)"
+            Device::parse("gpu").unwrap_err(),
+            "unknown device 'gpu' (known devices: reference, sim)"
         );
     }
 }

@@ -9,6 +9,7 @@ mod cli;
 mod compare;
 mod data;
 mod device;
+mod executable;
 mod model;
 mod report;
 
@@ -19,7 +20,7 @@ use clap::Parser;
 pub use cli::{parse_input_shape, RunArgs, WeightsArg};
 pub use compare::{compare, Metrics, Tolerance};
 pub use device::Device;
-pub use report::{OutputReport, Report};
+pub use report::{OutputReport, ProfileSummary, Report, SuperstepSummary};
 
 use data::{DataSet, Named};
 use ipuc_runtime::reference::interpreter;
@@ -60,13 +61,31 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
 
 /// Loads, runs and compares as `args` say.
 pub fn run(args: &RunArgs) -> Result<Report, String> {
-    let device = Device::parse(&args.device)?;
     let tolerance = Tolerance {
         atol: args.atol,
         rtol: args.rtol,
     };
     if !(tolerance.atol >= 0.0 && tolerance.rtol >= 0.0) {
         return Err("--atol and --rtol must be non-negative".into());
+    }
+    let is_exe = executable::is_executable(&args.model);
+    let device =
+        Device::parse(
+            args.device
+                .as_deref()
+                .unwrap_or(if is_exe { "sim" } else { "reference" }),
+        )?;
+    match (is_exe, device) {
+        (true, Device::Sim) => return executable::run(args, tolerance),
+        (true, d) => {
+            return Err(format!(
+                "{} is an executable: it runs on device 'sim', not '{}'",
+                args.model.display(),
+                d.name()
+            ))
+        }
+        (false, Device::Sim) => return Err(device::SIM_NEEDS_EXECUTABLE.into()),
+        (false, Device::Reference) => {}
     }
     let started = Instant::now();
     let loaded = model::load(args)?;
@@ -91,6 +110,7 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
         tolerance,
         passed: None,
         outputs: Vec::new(),
+        profile: None,
     };
     for set in &sets {
         let inputs = data::bind(ctx, func, set)?;

@@ -30,6 +30,35 @@ pub struct Report {
     pub passed: Option<bool>,
     /// One entry per output and data set.
     pub outputs: Vec<OutputReport>,
+    /// The simulator's profile of the last run (device `sim` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileSummary>,
+}
+
+/// A summary of a simulated run.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProfileSummary {
+    /// Device cycles of the run (the latest tile's end).
+    pub total_cycles: u64,
+    /// Host link cycles of the streams (before and after the run).
+    pub host_cycles: u64,
+    /// Instructions executed on all tiles (a bundle counts as 2).
+    pub instructions: u64,
+    /// Tiles that ran code.
+    pub tiles: usize,
+    /// Per superstep, the most cycles any tile spent in each phase.
+    pub supersteps: Vec<SuperstepSummary>,
+}
+
+/// One superstep of a [`ProfileSummary`]: the maxima over tiles.
+#[derive(Clone, Debug, Serialize)]
+pub struct SuperstepSummary {
+    /// Compute cycles.
+    pub compute: u64,
+    /// Exchange cycles.
+    pub exchange: u64,
+    /// Cycles waiting at the sync (including the sync latency).
+    pub sync: u64,
 }
 
 /// One output of one data set.
@@ -68,7 +97,11 @@ impl Report {
     /// The human summary.
     pub fn to_human(&self) -> String {
         let mut s = String::new();
-        let _ = writeln!(s, "model    {} (@{})", self.model, self.function);
+        if self.function.is_empty() {
+            let _ = writeln!(s, "model    {}", self.model);
+        } else {
+            let _ = writeln!(s, "model    {} (@{})", self.model, self.function);
+        }
         let _ = writeln!(s, "device   {}", self.device);
         let _ = writeln!(s, "import   {:.3} s", self.import_s);
         let _ = writeln!(
@@ -78,6 +111,20 @@ impl Report {
             self.ops,
             human_bytes(self.peak_live_bytes)
         );
+        if let Some(p) = &self.profile {
+            let _ = writeln!(
+                s,
+                "profile  {} cycles, {} instructions on {} tile(s), {} host-link cycles",
+                p.total_cycles, p.instructions, p.tiles, p.host_cycles
+            );
+            for (k, st) in p.supersteps.iter().enumerate() {
+                let _ = writeln!(
+                    s,
+                    "  superstep {k:<3} compute {:>10}  exchange {:>10}  sync {:>10}",
+                    st.compute, st.exchange, st.sync
+                );
+            }
+        }
         let mut set = None;
         for o in &self.outputs {
             if set != Some(&o.data_set) {

@@ -71,6 +71,11 @@ const PREDEFINED: &[(&str, i64)] = &[
     ("CTXT_WORKERS", 6),
 ];
 
+/// The value of a constant every program may use (`TEXCH_SYNCZONE_LOCAL`, ...).
+pub fn predefined_symbol(name: &str) -> Option<i64> {
+    PREDEFINED.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+}
+
 #[derive(Clone, Debug)]
 enum Expr {
     Num(i64),

@@ -1,0 +1,198 @@
+//! `ipu` IR to an [`Executable`]: every tile's assembly view goes through
+//! the target's assembler; assembler errors come back as diagnostics at the
+//! op their line was printed from.
+//!
+//! Tensor bindings and host streams come from the `ipu.tensor` ops: one
+//! binding per piece; an `input` tensor gets a host-to-device stream and an
+//! `output` tensor a device-to-host stream, each named after the tensor, in
+//! op order (inputs first).
+
+use ipuc_dialects::ipu::{self, TensorDirection};
+use ipuc_ir::attributes::Attribute;
+use ipuc_ir::{Context, Diagnostic, FloatKind, OpId, TypeKind, WalkOrder};
+
+use super::asm_view::executable_tiles;
+use crate::target::exe::DType;
+use crate::target::{
+    assemble, AsmOptions, Executable, HostStream, MachineModel, StreamDirection, TensorBinding,
+    TileProgram,
+};
+
+/// The single `ipu.executable` nested in `root` (or `root` itself).
+pub fn find_executable(ctx: &Context, root: OpId) -> Result<OpId, Diagnostic> {
+    let found: Vec<OpId> = ctx
+        .collect_ops(root, WalkOrder::PreOrder)
+        .into_iter()
+        .filter(|&op| ctx.name_str(op) == ipu::EXECUTABLE)
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(Diagnostic::error(
+            ctx.loc(root).clone(),
+            "the module holds no 'ipu.executable': there is no tile code to emit (lower the program to the ipu dialect first)",
+        )),
+        [_, second, ..] => Err(Diagnostic::error(
+            ctx.loc(*second).clone(),
+            format!(
+                "the module holds {} 'ipu.executable' ops; emitting needs exactly one",
+                found.len()
+            ),
+        )),
+    }
+}
+
+fn dtype_of(ctx: &Context, tensor: OpId) -> Result<(DType, Vec<u64>), Diagnostic> {
+    let ty = ctx
+        .attr(tensor, "tensor_type")
+        .and_then(Attribute::as_type)
+        .cloned();
+    let err = |msg: String| Diagnostic::error(ctx.loc(tensor).clone(), msg);
+    let Some(ty) = ty else {
+        return Err(err("'ipu.tensor' has no tensor_type".into()));
+    };
+    let TypeKind::RankedTensor { shape, element, .. } = ty.kind() else {
+        return Err(err(format!(
+            "'ipu.tensor' type {ty} is not a ranked tensor"
+        )));
+    };
+    let dtype = match element.kind() {
+        TypeKind::Float(FloatKind::F32) => DType::F32,
+        TypeKind::Float(FloatKind::F16) => DType::F16,
+        TypeKind::Float(FloatKind::F8E4M3FNUZ) => DType::F8E4M3FNUZ {
+            scale: ctx
+                .attr(tensor, "fp8_scale")
+                .and_then(Attribute::as_int)
+                .map_or(0, |s| s as i8),
+        },
+        _ => {
+            let int = match element.kind() {
+                TypeKind::Integer { width, signedness } => Some((*width, *signedness)),
+                _ => None,
+            };
+            match int {
+                Some((32, ipuc_ir::types::Signedness::Unsigned)) => DType::U32,
+                Some((32, _)) => DType::I32,
+                Some((8, _)) => DType::U8,
+                _ => {
+                    return Err(err(format!(
+                        "element type {element} has no executable binding type (f32, f16, f8E4M3FNUZ, i32, ui32, i8 are supported)"
+                    )))
+                }
+            }
+        }
+    };
+    Ok((dtype, shape.iter().map(|&d| d as u64).collect()))
+}
+
+/// Assembles every tile of `exe` (an `ipu.executable`) and builds the executable.
+pub fn build_executable(ctx: &Context, exe: OpId) -> Result<Executable, Vec<Diagnostic>> {
+    let machine_name = ctx
+        .attr(exe, "machine")
+        .and_then(Attribute::as_str)
+        .unwrap_or("");
+    let machine = MachineModel::by_name(machine_name).ok_or_else(|| {
+        vec![Diagnostic::error(
+            ctx.loc(exe).clone(),
+            format!("unknown machine '{machine_name}'"),
+        )]
+    })?;
+    let mut diags = Vec::new();
+    let mut tiles = Vec::new();
+    for t in executable_tiles(ctx, exe) {
+        if t.tile >= machine.tiles {
+            diags.push(Diagnostic::error(
+                ctx.loc(t.op).clone(),
+                format!(
+                    "tile {} does not exist: machine '{}' has {} tiles",
+                    t.tile, machine.name, machine.tiles
+                ),
+            ));
+            continue;
+        }
+        let entry = ctx
+            .attr(t.op, "entry")
+            .and_then(Attribute::as_symbol_root)
+            .unwrap_or("main")
+            .to_string();
+        let opts = AsmOptions {
+            file: format!("tile{}.s", t.tile),
+            entry,
+            machine: machine.clone(),
+        };
+        match assemble(&t.text, &opts) {
+            Ok(image) => tiles.push(TileProgram {
+                tile: t.tile,
+                image,
+            }),
+            Err(errors) => {
+                for e in errors.0 {
+                    let op = t.op_at_line(e.pos.line);
+                    diags.push(
+                        Diagnostic::error(ctx.loc(op).clone(), e.message.clone()).with_note(
+                            ctx.loc(t.op).clone(),
+                            format!(
+                                "in the assembly of tile {}, {}:{}:{}: {}",
+                                t.tile,
+                                e.file,
+                                e.pos.line,
+                                e.pos.col,
+                                e.source_line.trim()
+                            ),
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    let mut bindings = Vec::new();
+    let mut inputs = Vec::new();
+    let mut outputs = Vec::new();
+    for tensor in ipu::body_ops(ctx, exe) {
+        if ctx.name_str(tensor) != ipu::TENSOR {
+            continue;
+        }
+        let name = ctx
+            .attr(tensor, "sym_name")
+            .and_then(Attribute::as_str)
+            .unwrap_or("")
+            .to_string();
+        let (dtype, shape) = match dtype_of(ctx, tensor) {
+            Ok(x) => x,
+            Err(d) => {
+                diags.push(d);
+                continue;
+            }
+        };
+        for p in ipu::tensor_pieces(ctx, tensor) {
+            bindings.push(TensorBinding {
+                name: name.clone(),
+                tile: p.tile as u32,
+                address: p.address as u32,
+                size: (p.count as u64 * u64::from(dtype.size())) as u32,
+                dtype,
+                shape: shape.clone(),
+                element_offset: p.first as u64,
+            });
+        }
+        let direction = ctx
+            .attr(tensor, "direction")
+            .and_then(Attribute::as_str)
+            .and_then(TensorDirection::parse);
+        let stream = |direction| HostStream {
+            name: name.clone(),
+            tensor: name.clone(),
+            direction,
+        };
+        match direction {
+            Some(TensorDirection::Input) => inputs.push(stream(StreamDirection::HostToDevice)),
+            Some(TensorDirection::Output) => outputs.push(stream(StreamDirection::DeviceToHost)),
+            _ => {}
+        }
+    }
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    inputs.extend(outputs);
+    Executable::new(&machine.name, tiles, bindings, inputs)
+        .map_err(|e| vec![Diagnostic::error(ctx.loc(exe).clone(), e.to_string())])
+}

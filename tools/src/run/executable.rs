@@ -1,0 +1,249 @@
+//! Running a saved executable (`ipu-opt --emit=exe`) on the simulator: its
+//! input tensors are written by binding name from the test data, the program
+//! runs, its output tensors are read back and compared like a model's.
+//!
+//! Inputs bind to the executable's input streams by name when every input
+//! file is named and the names are those of the streams, else by position
+//! (stream order). Expected outputs pair with the output streams by
+//! position. FP8 tensors move as their raw `f8E4M3FNUZ` bytes (the
+//! binding's scale is not applied).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ipuc_backend_ipu::target::exe::{DType, MAGIC};
+use ipuc_backend_ipu::target::{Executable, MachineModel, StreamDirection, TensorBinding};
+use ipuc_ir::numeric::ElementKind;
+use ipuc_runtime::device::Device as _;
+use ipuc_runtime::reference::HostTensor;
+use ipuc_runtime::sim::{Profile, SimConfig, Simulator};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::data::{self, DataSet, Named};
+use super::report::{ProfileSummary, Report, SuperstepSummary};
+use super::{output_report, RunArgs, Tolerance};
+
+/// The file extension of saved executables.
+pub const EXTENSION: &str = "ipuexe";
+
+/// Whether `path` is a saved executable: by extension, or by its magic bytes.
+pub fn is_executable(path: &Path) -> bool {
+    if path.extension().and_then(|e| e.to_str()) == Some(EXTENSION) {
+        return true;
+    }
+    let mut head = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok()
+        && &head == MAGIC
+}
+
+fn element_kind(d: DType) -> ElementKind {
+    match d {
+        DType::F32 => ElementKind::F32,
+        DType::F16 => ElementKind::F16,
+        DType::F8E4M3FNUZ { .. } => ElementKind::F8E4M3FNUZ,
+        DType::I32 => ElementKind::I32,
+        DType::U32 => ElementKind::U32,
+        DType::U8 => ElementKind::U8,
+    }
+}
+
+/// A streamed tensor: its name, element kind and shape.
+struct Stream {
+    name: String,
+    kind: ElementKind,
+    shape: Vec<usize>,
+}
+
+fn streams(exe: &Executable, direction: StreamDirection) -> Vec<Stream> {
+    exe.streams
+        .iter()
+        .filter(|s| s.direction == direction)
+        .filter_map(|s| {
+            let b: &TensorBinding = exe.tensors.iter().find(|b| b.name == s.tensor)?;
+            Some(Stream {
+                name: s.tensor.clone(),
+                kind: element_kind(b.dtype),
+                shape: b.shape.iter().map(|&d| d as usize).collect(),
+            })
+        })
+        .collect()
+}
+
+/// The tensors of `set` in the order of `inputs`.
+fn bind<'s>(set: &'s DataSet, inputs: &[Stream]) -> Result<Vec<&'s HostTensor>, String> {
+    if set.inputs.len() != inputs.len() {
+        return Err(format!(
+            "data set {} holds {} input(s), but the executable streams {} ({})",
+            set.name,
+            set.inputs.len(),
+            inputs.len(),
+            inputs
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let by_name = set.inputs.iter().all(|n| !n.name.is_empty())
+        && inputs
+            .iter()
+            .all(|s| set.inputs.iter().any(|n| n.name == s.name));
+    let mut out = Vec::new();
+    for (k, s) in inputs.iter().enumerate() {
+        let t = if by_name {
+            &set.inputs
+                .iter()
+                .find(|n| n.name == s.name)
+                .expect("checked")
+                .tensor
+        } else {
+            &set.inputs[k].tensor
+        };
+        if t.kind != s.kind || t.shape != s.shape {
+            return Err(format!(
+                "data set {}: input `{}` is {} {:?}, but the executable expects {} {:?}",
+                set.name, s.name, t.kind, t.shape, s.kind, s.shape
+            ));
+        }
+        out.push(t);
+    }
+    Ok(out)
+}
+
+/// Summarises a simulator profile: per superstep, the largest compute,
+/// exchange and sync-wait cycles over the tiles.
+fn summary(p: &Profile) -> ProfileSummary {
+    let steps = p
+        .tiles
+        .iter()
+        .map(|t| t.supersteps.len())
+        .max()
+        .unwrap_or(0);
+    let supersteps = (0..steps)
+        .map(|k| {
+            let of = |f: fn(&ipuc_runtime::sim::SuperstepCycles) -> u64| {
+                p.tiles
+                    .iter()
+                    .filter_map(|t| t.supersteps.get(k))
+                    .map(f)
+                    .max()
+                    .unwrap_or(0)
+            };
+            SuperstepSummary {
+                compute: of(|s| s.compute),
+                exchange: of(|s| s.exchange),
+                sync: of(|s| s.sync_wait),
+            }
+        })
+        .collect();
+    ProfileSummary {
+        total_cycles: p.total_cycles,
+        host_cycles: p.host_cycles,
+        instructions: p.tiles.iter().map(|t| t.instructions).sum(),
+        tiles: p.tiles.len(),
+        supersteps,
+    }
+}
+
+/// Runs the executable at `args.model` on the simulator.
+pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
+    let path = &args.model;
+    let started = std::time::Instant::now();
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+    let exe = Executable::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let machine = MachineModel::by_name(&exe.machine)
+        .ok_or_else(|| format!("{}: unknown machine '{}'", path.display(), exe.machine))?;
+    let import_s = started.elapsed().as_secs_f64();
+    let inputs = streams(&exe, StreamDirection::HostToDevice);
+    let outputs = streams(&exe, StreamDirection::DeviceToHost);
+    let sets: Vec<DataSet> = match &args.input {
+        Some(dir) => data::discover(dir)?,
+        None => {
+            let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
+            vec![DataSet {
+                name: "synthesized".into(),
+                inputs: inputs
+                    .iter()
+                    .map(|s| Named {
+                        name: s.name.clone(),
+                        tensor: data::synthesize_tensor(&mut rng, s.kind, s.shape.clone()),
+                    })
+                    .collect(),
+                expected: Vec::new(),
+                synthesized: true,
+            }]
+        }
+    };
+    let mut report = Report {
+        model: path.display().to_string(),
+        device: "sim".into(),
+        function: String::new(),
+        import_s,
+        run_s: 0.0,
+        ops: 0,
+        peak_live_bytes: 0,
+        tolerance,
+        passed: None,
+        outputs: Vec::new(),
+        profile: None,
+    };
+    for set in &sets {
+        let tensors = bind(set, &inputs)?;
+        let started = std::time::Instant::now();
+        let mut sim = Simulator::new(machine.clone(), SimConfig::default());
+        sim.load(&exe).map_err(|e| e.to_string())?;
+        for (s, t) in inputs.iter().zip(&tensors) {
+            sim.write_tensor(&s.name, &t.data)
+                .map_err(|e| format!("data set {}: {e}", set.name))?;
+        }
+        sim.run()
+            .map_err(|e| format!("data set {}: {e}", set.name))?;
+        let mut named = Vec::new();
+        for s in &outputs {
+            let data = sim.read_tensor(&s.name).map_err(|e| e.to_string())?;
+            named.push(Named {
+                name: s.name.clone(),
+                tensor: HostTensor::new(s.kind, s.shape.clone(), Arc::from(data)),
+            });
+        }
+        report.run_s += started.elapsed().as_secs_f64();
+        if !set.expected.is_empty() && set.expected.len() != named.len() {
+            return Err(format!(
+                "data set {} holds {} expected output(s), but the executable streams {}",
+                set.name,
+                set.expected.len(),
+                named.len()
+            ));
+        }
+        for (k, out) in named.iter().enumerate() {
+            report
+                .outputs
+                .push(output_report(set, out, set.expected.get(k), tolerance));
+        }
+        if let Some(p) = sim.profile() {
+            let s = summary(p);
+            report.ops = s.instructions as usize;
+            report.profile = Some(s);
+        }
+        if let Some(dir) = &args.output {
+            let dir = if sets.len() > 1 {
+                dir.join(&set.name)
+            } else {
+                dir.clone()
+            };
+            if set.synthesized {
+                data::write_tensors(&dir, "input", &set.inputs)?;
+            }
+            data::write_tensors(&dir, "output", &named)?;
+        }
+    }
+    let compared: Vec<bool> = report.outputs.iter().filter_map(|o| o.passed).collect();
+    if !compared.is_empty() {
+        report.passed = Some(compared.iter().all(|&p| p));
+    }
+    Ok(report)
+}
