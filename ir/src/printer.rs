@@ -206,6 +206,19 @@ fn write_result_types(out: &mut String, results: &[Type], opts: &PrintOptions) {
     }
 }
 
+/// Appends `bytes` as uppercase hex digits. Weight blobs run to gigabytes,
+/// so this avoids the formatting machinery: a table lookup per nibble into
+/// one reserved buffer.
+pub fn push_hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    let mut buf = Vec::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        buf.push(DIGITS[(b >> 4) as usize]);
+        buf.push(DIGITS[(b & 15) as usize]);
+    }
+    out.push_str(std::str::from_utf8(&buf).expect("hex digits are ASCII"));
+}
+
 /// Writes a string literal with MLIR escapes.
 pub fn write_escaped_string(out: &mut String, s: &str) {
     out.push('"');
@@ -454,9 +467,7 @@ fn write_dense(out: &mut String, d: &DenseElements, opts: &PrintOptions) {
     let elem = d.element_type();
     if !d.splat && opts.hex_if_larger.is_some_and(|limit| n > limit) {
         out.push_str("\"0x");
-        for b in d.data.iter() {
-            let _ = write!(out, "{b:02X}");
-        }
+        push_hex(out, &d.data);
         out.push('"');
     } else if d.splat {
         write_dense_element(out, d, 0, elem);
@@ -979,9 +990,8 @@ impl<'c> AsmPrinter<'c> {
                 self.out.push_str("__elided__");
             } else {
                 self.out.push_str("0x");
-                for b in blob.alignment.to_le_bytes().iter().chain(blob.data.iter()) {
-                    let _ = write!(self.out, "{b:02X}");
-                }
+                push_hex(&mut self.out, &blob.alignment.to_le_bytes());
+                push_hex(&mut self.out, &blob.data);
             }
             self.out.push('"');
             if i + 1 < blobs.len() {
