@@ -624,8 +624,23 @@ impl<'c> AsmPrinter<'c> {
         self.number_op_tree(op);
         self.print_operation(op);
         self.out.push('\n');
-        self.print_resources();
+        self.print_resources(None)
+            .expect("writing to a String cannot fail");
         self.out
+    }
+
+    /// Prints `op` and the resource section to `sink`. The IR text is built
+    /// in memory, the resource blobs are streamed in chunks, so printing a
+    /// model never holds its weights twice.
+    pub fn print_top_level_to(
+        mut self,
+        op: OpId,
+        sink: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        self.number_op_tree(op);
+        self.print_operation(op);
+        self.out.push('\n');
+        self.print_resources(Some(sink))
     }
 
     fn name_slot(&mut self, v: Value) -> &mut ValueName {
@@ -966,14 +981,23 @@ impl<'c> AsmPrinter<'c> {
         self.out.push('}');
     }
 
-    fn print_resources(&mut self) {
+    /// Writes the `dialect_resources` section: into `self.out`, or, with a
+    /// sink, everything printed so far followed by the blobs in chunks.
+    fn print_resources(
+        &mut self,
+        mut sink: Option<&mut dyn std::io::Write>,
+    ) -> std::io::Result<()> {
         let blobs: Vec<&Resource> = self
             .resources
             .iter()
             .filter(|r| r.blob().is_some())
             .collect();
         if blobs.is_empty() {
-            return;
+            if let Some(w) = sink {
+                w.write_all(self.out.as_bytes())?;
+                self.out.clear();
+            }
+            return Ok(());
         }
         self.out
             .push_str("\n{-#\n  dialect_resources: {\n    builtin: {\n");
@@ -991,7 +1015,18 @@ impl<'c> AsmPrinter<'c> {
             } else {
                 self.out.push_str("0x");
                 push_hex(&mut self.out, &blob.alignment.to_le_bytes());
-                push_hex(&mut self.out, &blob.data);
+                match sink.as_deref_mut() {
+                    Some(w) => {
+                        w.write_all(self.out.as_bytes())?;
+                        self.out.clear();
+                        for chunk in blob.data.chunks(1 << 16) {
+                            push_hex(&mut self.out, chunk);
+                            w.write_all(self.out.as_bytes())?;
+                            self.out.clear();
+                        }
+                    }
+                    None => push_hex(&mut self.out, &blob.data),
+                }
             }
             self.out.push('"');
             if i + 1 < blobs.len() {
@@ -1000,6 +1035,11 @@ impl<'c> AsmPrinter<'c> {
             self.out.push('\n');
         }
         self.out.push_str("    }\n  }\n#-}\n");
+        if let Some(w) = sink {
+            w.write_all(self.out.as_bytes())?;
+            self.out.clear();
+        }
+        Ok(())
     }
 }
 
@@ -1102,4 +1142,14 @@ impl<'a, 'c> OpPrinter<'a, 'c> {
 /// Prints `op` with `opts` (including the resource section).
 pub fn print_op(ctx: &Context, op: OpId, opts: &PrintOptions) -> String {
     AsmPrinter::new(ctx, opts.clone()).print_top_level(op)
+}
+
+/// Prints `op` with `opts` to `sink`, streaming resource blobs.
+pub fn print_op_to(
+    ctx: &Context,
+    op: OpId,
+    opts: &PrintOptions,
+    sink: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    AsmPrinter::new(ctx, opts.clone()).print_top_level_to(op, sink)
 }

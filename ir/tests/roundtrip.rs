@@ -110,3 +110,33 @@ fn generic_form_module_is_the_top_level() {
     let p2 = parse_source(&mut c2, "generic.mlir", &generic).unwrap();
     assert_eq!(print_op(&c2, p2.module, &PrintOptions::default()), src);
 }
+
+#[test]
+fn streaming_printer_matches_the_string_printer() {
+    let src = r#"module {
+  "test.y"() {a = dense_resource<blob1> : tensor<2xi32>, b = dense_resource<blob2> : tensor<1xi8>} : () -> ()
+}
+{-#
+  dialect_resources: {
+    builtin: {
+      blob1: "0x040000000100000002000000",
+      blob2: "0x0100000007"
+    }
+  }
+#-}
+"#;
+    let mut c = ctx();
+    let p = parse_source(&mut c, "in.mlir", src).unwrap();
+    for opts in [
+        PrintOptions::default(),
+        PrintOptions {
+            generic: true,
+            ..Default::default()
+        },
+    ] {
+        let text = print_op(&c, p.module, &opts);
+        let mut streamed = Vec::new();
+        ipuc_ir::printer::print_op_to(&c, p.module, &opts, &mut streamed).unwrap();
+        assert_eq!(String::from_utf8(streamed).unwrap(), text);
+    }
+}

@@ -78,7 +78,7 @@ fn run(a: &OptArgs, registry: &ipuc_ir::pass::PassRegistry) -> Result<(), String
                 .map(|d| SourceMgr::new().render(d))
                 .collect::<String>()
         })?;
-        return write_output(a, &out);
+        return write_output(a, &[out]);
     }
     let text = read_input(&a.input)?;
     let name = if a.input == "-" {
@@ -125,22 +125,32 @@ fn run(a: &OptArgs, registry: &ipuc_ir::pass::PassRegistry) -> Result<(), String
     if a.verify_diagnostics {
         return Ok(());
     }
-    let joined = outputs.join(&b"// -----\n"[..]);
-    write_output(a, &joined)
+    write_output(a, &outputs)
 }
 
-/// Writes the result to `-o` (or stdout).
-fn write_output(a: &OptArgs, joined: &[u8]) -> Result<(), String> {
-    match &a.output {
+/// Writes the chunk results to `-o` (or stdout), separated by `// -----`.
+fn write_output(a: &OptArgs, outputs: &[ChunkOutput]) -> Result<(), String> {
+    let (mut sink, what): (Box<dyn Write>, String) = match &a.output {
         Some(path) if path != "-" => {
-            std::fs::write(path, joined).map_err(|e| format!("error: cannot write '{path}': {e}"))
+            let f = std::fs::File::create(path)
+                .map_err(|e| format!("error: cannot write '{path}': {e}"))?;
+            (Box::new(std::io::BufWriter::new(f)), format!("'{path}'"))
         }
-        _ => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(joined)
-                .map_err(|e| format!("error: cannot write output: {e}"))
+        _ => (
+            Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+            "output".to_string(),
+        ),
+    };
+    let result = (|| {
+        for (i, o) in outputs.iter().enumerate() {
+            if i > 0 {
+                sink.write_all(b"// -----\n")?;
+            }
+            o.write_to(&mut sink)?;
         }
-    }
+        sink.flush()
+    })();
+    result.map_err(|e| format!("error: cannot write {what}: {e}"))
 }
 
 /// Splits on `// -----` lines, keeping line numbers: each chunk is the whole
@@ -183,7 +193,7 @@ fn process_chunk(
     registry: &ipuc_ir::pass::PassRegistry,
     name: &str,
     source: Source<'_>,
-) -> Result<Vec<u8>, Vec<Diagnostic>> {
+) -> Result<ChunkOutput, Vec<Diagnostic>> {
     let (mut ctx, module, external_resources) = match source {
         Source::Text(text) => {
             let mut ctx = Context::new(crate::registry::dialects());
@@ -315,26 +325,54 @@ fn process_chunk(
     if a.pass_statistics {
         eprint!("{}", pm.statistics_report());
     }
-    emit(a, &ctx, module, &print_options)
+    emit(a, ctx, module, print_options)
+}
+
+/// The result of one input chunk, written once every chunk succeeded.
+enum ChunkOutput {
+    /// Assembly text or an executable.
+    Bytes(Vec<u8>),
+    /// IR, printed straight to the output so that large weight resources
+    /// stream out instead of being held as text.
+    Ir {
+        ctx: Context,
+        module: ipuc_ir::OpId,
+        print: ipuc_ir::PrintOptions,
+    },
+}
+
+impl ChunkOutput {
+    fn write_to(&self, w: &mut dyn Write) -> std::io::Result<()> {
+        match self {
+            ChunkOutput::Bytes(b) => w.write_all(b),
+            ChunkOutput::Ir { ctx, module, print } => {
+                ipuc_ir::printer::print_op_to(ctx, *module, print, w)
+            }
+        }
+    }
 }
 
 /// The output `--emit` asks for.
 fn emit(
     a: &OptArgs,
-    ctx: &Context,
+    ctx: Context,
     module: ipuc_ir::OpId,
-    print_options: &ipuc_ir::PrintOptions,
-) -> Result<Vec<u8>, Vec<Diagnostic>> {
+    print: ipuc_ir::PrintOptions,
+) -> Result<ChunkOutput, Vec<Diagnostic>> {
     use ipuc_backend_ipu::emit;
     match a.emit {
-        Emit::Mlir => Ok(print_op(ctx, module, print_options).into_bytes()),
+        Emit::Mlir => Ok(ChunkOutput::Ir { ctx, module, print }),
         Emit::Asm => {
-            let exe = emit::find_executable(ctx, module).map_err(|d| vec![d])?;
-            Ok(emit::executable_asm(ctx, exe).into_bytes())
+            let exe = emit::find_executable(&ctx, module).map_err(|d| vec![d])?;
+            Ok(ChunkOutput::Bytes(
+                emit::executable_asm(&ctx, exe).into_bytes(),
+            ))
         }
         Emit::Exe => {
-            let exe = emit::find_executable(ctx, module).map_err(|d| vec![d])?;
-            Ok(emit::build_executable(ctx, exe)?.to_bytes())
+            let exe = emit::find_executable(&ctx, module).map_err(|d| vec![d])?;
+            Ok(ChunkOutput::Bytes(
+                emit::build_executable(&ctx, exe)?.to_bytes(),
+            ))
         }
     }
 }
