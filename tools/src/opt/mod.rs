@@ -361,7 +361,7 @@ fn emit(
 ) -> Result<ChunkOutput, Vec<Diagnostic>> {
     use ipuc_backend_ipu::emit;
     match a.emit {
-        Emit::Mlir => Ok(ChunkOutput::Ir { ctx, module, print }),
+        Emit::Mlir => Ok(ChunkOutput::Ir { ctx: Box::new(ctx), module, print }),
         Emit::Asm => {
             let exe = emit::find_executable(&ctx, module).map_err(|d| vec![d])?;
             Ok(ChunkOutput::Bytes(
