@@ -335,7 +335,7 @@ enum ChunkOutput {
     /// IR, printed straight to the output so that large weight resources
     /// stream out instead of being held as text.
     Ir {
-        ctx: Context,
+        ctx: Box<Context>,
         module: ipuc_ir::OpId,
         print: ipuc_ir::PrintOptions,
     },
@@ -361,7 +361,11 @@ fn emit(
 ) -> Result<ChunkOutput, Vec<Diagnostic>> {
     use ipuc_backend_ipu::emit;
     match a.emit {
-        Emit::Mlir => Ok(ChunkOutput::Ir { ctx: Box::new(ctx), module, print }),
+        Emit::Mlir => Ok(ChunkOutput::Ir {
+            ctx: Box::new(ctx),
+            module,
+            print,
+        }),
         Emit::Asm => {
             let exe = emit::find_executable(&ctx, module).map_err(|d| vec![d])?;
             Ok(ChunkOutput::Bytes(
