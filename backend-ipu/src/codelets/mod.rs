@@ -12,6 +12,7 @@ pub mod launch;
 pub mod layernorm;
 pub mod reduce;
 pub mod softmax;
+pub mod transpose;
 
 /// A codelet cannot be built with the given parameters.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

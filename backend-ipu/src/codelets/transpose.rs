@@ -1,0 +1,296 @@
+//! 2-D transpose: a row-major `[rows, cols]` matrix at `src` becomes the
+//! row-major `[cols, rows]` matrix at `dst`, for 32-bit (f32) and 16-bit
+//! (f16) elements.
+//!
+//! Workers take contiguous shares of destination rows (source columns).
+//! Each destination row is one `rpt` loop walking down a source column with
+//! a stepped load (the step immediate is the column count, so `cols` must
+//! fit the signed 12-bit step) and along the destination row with a stepped
+//! store:
+//!
+//! - f32: `ld32step $a0` (down the column) then `st32step $a0` (along the
+//!   row): two issues per element.
+//! - f16: the ISA table has no 16-bit store, so two vertically adjacent
+//!   halves are loaded zero-extended into the MRF (`ldz16step`), packed
+//!   into one word (`shl`, `or`) and stored with `st32step`: five issues
+//!   per two elements. Destination rows must then be whole words, so `rows`
+//!   must be even.
+//!
+//! Every load and store is its own instruction, so no instruction makes two
+//! accesses and no bank conflict can arise whatever the placement.
+
+use super::launch::{self, offsets, split, Emitter, WORKERS};
+use super::CodeletError;
+
+/// Element width of a transpose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransposeElem {
+    /// 16-bit elements (f16 bits; any 16-bit payload is moved exactly).
+    F16,
+    /// 32-bit elements (f32 bits).
+    F32,
+}
+
+impl TransposeElem {
+    /// Bytes per element.
+    pub fn size(self) -> u32 {
+        match self {
+            TransposeElem::F16 => 2,
+            TransposeElem::F32 => 4,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            TransposeElem::F16 => "f16",
+            TransposeElem::F32 => "f32",
+        }
+    }
+}
+
+/// Largest column count: the load step is a signed 12-bit immediate.
+pub const MAX_COLS: u32 = 2047;
+
+/// One transpose launch.
+#[derive(Clone, Debug)]
+pub struct Transpose {
+    /// Element width.
+    pub elem: TransposeElem,
+    /// Source rows (destination columns).
+    pub rows: u32,
+    /// Source columns (destination rows), at most [`MAX_COLS`].
+    pub cols: u32,
+    /// Source, aligned to the element size.
+    pub src: u32,
+    /// Destination, 4-byte aligned.
+    pub dst: u32,
+}
+
+/// Vertex state words per worker: src, dst, destination rows, rpt count.
+const STATE_WORDS: usize = 4;
+
+impl Transpose {
+    fn tag(&self) -> String {
+        format!("transpose_{}", self.elem.name())
+    }
+
+    /// Destination rows (source columns) per worker.
+    pub fn worker_rows(&self) -> [u32; WORKERS] {
+        split(self.cols)
+    }
+
+    /// Checks the parameters.
+    pub fn validate(&self) -> Result<(), CodeletError> {
+        let err = |m: String| Err(CodeletError::new(self.tag(), m));
+        if self.rows == 0 || self.cols == 0 {
+            return err(format!(
+                "needs a non-empty matrix, got {} x {}",
+                self.rows, self.cols
+            ));
+        }
+        if self.cols > MAX_COLS {
+            return err(format!(
+                "{} columns exceed {MAX_COLS}, the largest signed 12-bit load step",
+                self.cols
+            ));
+        }
+        if self.elem == TransposeElem::F16 && !self.rows.is_multiple_of(2) {
+            return err(format!(
+                "f16 needs an even row count (destination rows are stored a word at a time), got {}",
+                self.rows
+            ));
+        }
+        if self.rpt_count() > u32::from(u16::MAX) {
+            return err(format!("{} rows exceed the 16-bit rpt count", self.rows));
+        }
+        if !self.src.is_multiple_of(self.elem.size()) {
+            return err(format!(
+                "src 0x{:x} is not aligned to {} bytes",
+                self.src,
+                self.elem.size()
+            ));
+        }
+        if !self.dst.is_multiple_of(4) {
+            return err(format!("dst 0x{:x} is not a multiple of 4", self.dst));
+        }
+        let src_end = u64::from(self.src)
+            + u64::from(self.rows) * u64::from(self.cols) * u64::from(self.elem.size());
+        let dst_end = u64::from(self.dst)
+            + u64::from(self.rows) * u64::from(self.cols) * u64::from(self.elem.size());
+        if src_end > u64::from(u32::MAX) || dst_end > u64::from(u32::MAX) {
+            return err("the matrix does not fit the 32-bit address space".into());
+        }
+        Ok(())
+    }
+
+    /// `rpt` iterations per destination row.
+    fn rpt_count(&self) -> u32 {
+        match self.elem {
+            TransposeElem::F32 => self.rows,
+            TransposeElem::F16 => self.rows / 2,
+        }
+    }
+
+    /// The worker body; returns the emitter and the issues of one
+    /// destination row outside its `rpt` body.
+    fn worker(&self) -> (Emitter, u64, u64) {
+        let tag = self.tag();
+        let cols = self.cols;
+        let mut e = Emitter::default();
+        e.solo("ld32 $m0, $mvertex_base, $mzero, 0   // src column");
+        e.solo("ld32 $m1, $mvertex_base, $mzero, 1   // dst row");
+        e.solo("ld32 $m2, $mvertex_base, $mzero, 2   // dst rows");
+        e.solo("ld32 $m3, $mvertex_base, $mzero, 3   // rpt count");
+        e.solo(&format!("brz $m2, .L{tag}_done"));
+        e.solo("sub $m2, $m2, 1");
+        let before_row = e.issues;
+        e.label(&format!(".L{tag}_row"));
+        e.solo("setzi $m5, 0   // offset down the source column");
+        e.solo("setzi $m6, 0   // offset along the destination row");
+        let step = format!("{cols}");
+        match self.elem {
+            TransposeElem::F32 => e.rpt(
+                "$m3",
+                &format!("{tag}_col"),
+                &[
+                    (&format!("ld32step $a0, $m0, $m5+=, {step}"), "fnop"),
+                    ("st32step $a0, $m1, $m6+=, 1", "fnop"),
+                ],
+            ),
+            TransposeElem::F16 => e.rpt(
+                "$m3",
+                &format!("{tag}_col"),
+                &[
+                    (&format!("ldz16step $m7, $m0, $m5+=, {step}"), "fnop"),
+                    (&format!("ldz16step $m8, $m0, $m5+=, {step}"), "fnop"),
+                    ("shl $m8, $m8, 16", "fnop"),
+                    ("or $m7, $m7, $m8", "fnop"),
+                    ("st32step $m7, $m1, $m6+=, 1", "fnop"),
+                ],
+            ),
+        }
+        e.solo(&format!(
+            "add $m0, $m0, {}   // next source column",
+            self.elem.size()
+        ));
+        e.solo("add $m1, $m1, $m6   // next destination row");
+        e.solo(&format!("brnzdec $m2, .L{tag}_row"));
+        let row_issues = e.issues - before_row;
+        e.label(&format!(".L{tag}_done"));
+        e.solo("exitz $mzero");
+        let fixed = e.issues - row_issues;
+        (e, fixed, row_issues)
+    }
+
+    /// The codelet's assembly text (supervisor entry `main`).
+    pub fn assembly(&self) -> Result<String, CodeletError> {
+        self.validate()?;
+        let tag = self.tag();
+        let mut s = launch::supervisor_and_worker_header(&tag, STATE_WORDS);
+        s.push_str(&self.worker().0.text);
+        let shares = self.worker_rows();
+        let offs = offsets(&shares);
+        let size = self.elem.size();
+        let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
+            vec![
+                self.src + offs[w] * size,
+                self.dst + offs[w] * self.rows * size,
+                shares[w],
+                self.rpt_count(),
+            ]
+        });
+        s.push_str(&launch::vertex_state(&tag, &states));
+        Ok(s)
+    }
+
+    /// Issues of a worker with `n` destination rows: the fixed prologue and
+    /// `exitz`, then per row the bookkeeping plus the `rpt` body repeated;
+    /// an idle worker issues 4 `ld32`, `brz`, `exitz`.
+    pub fn worker_issues(&self, n: u32) -> u64 {
+        if n == 0 {
+            return 6;
+        }
+        let (_, fixed, row) = self.worker();
+        let body = match self.elem {
+            TransposeElem::F32 => 2,
+            TransposeElem::F16 => 5,
+        };
+        fixed + u64::from(n) * (row + body * u64::from(self.rpt_count()))
+    }
+
+    /// Estimated tile cycles from the instruction counts.
+    pub fn estimate_cycles(&self) -> u64 {
+        let worst = self
+            .worker_rows()
+            .iter()
+            .map(|&n| self.worker_issues(n))
+            .max()
+            .unwrap_or(0);
+        launch::launch_cycles(worst)
+    }
+
+    /// Reference: the `[cols, rows]` destination bytes from the `[rows,
+    /// cols]` source bytes.
+    pub fn reference(&self, src: &[u8]) -> Vec<u8> {
+        let (rows, cols, size) = (
+            self.rows as usize,
+            self.cols as usize,
+            self.elem.size() as usize,
+        );
+        let mut out = vec![0u8; rows * cols * size];
+        for r in 0..rows {
+            for c in 0..cols {
+                let s = (r * cols + c) * size;
+                let d = (c * rows + r) * size;
+                out[d..d + size].copy_from_slice(&src[s..s + size]);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(elem: TransposeElem, rows: u32, cols: u32) -> Transpose {
+        Transpose {
+            elem,
+            rows,
+            cols,
+            src: 0x80000,
+            dst: 0xa0000,
+        }
+    }
+
+    #[test]
+    fn reference_transposes() {
+        let c = t(TransposeElem::F16, 2, 3);
+        let src: Vec<u8> = (0..12).collect();
+        // [[0,1,2],[3,4,5]] (element indices) -> [[0,3],[1,4],[2,5]].
+        let want: Vec<u8> = [0, 3, 1, 4, 2, 5]
+            .iter()
+            .flat_map(|&i: &u8| [2 * i, 2 * i + 1])
+            .collect();
+        assert_eq!(c.reference(&src), want);
+    }
+
+    #[test]
+    fn bad_parameters_are_errors() {
+        for (c, msg) in [
+            (t(TransposeElem::F16, 3, 4), "even row count"),
+            (t(TransposeElem::F32, 0, 4), "non-empty"),
+            (t(TransposeElem::F32, 4, 4096), "signed 12-bit"),
+            (
+                Transpose {
+                    dst: 0xa0002,
+                    ..t(TransposeElem::F32, 4, 4)
+                },
+                "multiple of 4",
+            ),
+        ] {
+            let e = c.assembly().unwrap_err().to_string();
+            assert!(e.contains(msg), "{e}");
+        }
+    }
+}
