@@ -20,6 +20,10 @@ fn transposes_match_the_reference_and_estimate() {
         (TransposeElem::F16, 8, 13),
         (TransposeElem::F16, 48, 100),
         (TransposeElem::F16, 14, 6),
+        (TransposeElem::F16, 2, 2),
+        (TransposeElem::F16, 6, 7),
+        (TransposeElem::F16, 64, 96),
+        (TransposeElem::F16, 30, 14),
     ] {
         let c = Transpose {
             elem,
@@ -55,4 +59,30 @@ fn transposes_match_the_reference_and_estimate() {
         let issues: u64 = c.worker_rows().iter().map(|&n| c.worker_issues(n)).sum();
         assert_eq!(p.tiles[0].worker_issues, issues, "{elem:?} {rows} x {cols}");
     }
+}
+
+#[test]
+fn f16_with_even_columns_takes_the_shuffle_path() {
+    // sort4x16lo/hi move four f16 in four issues; the MRF path needs ten
+    // and f32 needs eight for the same four elements.
+    let t = |elem, cols| Transpose {
+        elem,
+        rows: 64,
+        cols,
+        src: 0x80000,
+        dst: 0xa0000,
+    };
+    let shuffled = t(TransposeElem::F16, 96);
+    assert_eq!(shuffled.rows_per_unit(), 2);
+    assert!(shuffled.assembly().unwrap().contains("sort4x16hi"));
+    let f32_cycles = t(TransposeElem::F32, 96).estimate_cycles();
+    let mrf = t(TransposeElem::F16, 95);
+    assert_eq!(mrf.rows_per_unit(), 1);
+    assert!(shuffled.estimate_cycles() * 3 < f32_cycles * 2);
+    assert!(mrf.estimate_cycles() > f32_cycles);
+    println!(
+        "64x96 transpose: f16 shuffle {} cycles, f32 {f32_cycles}, f16 MRF (95 cols) {}",
+        shuffled.estimate_cycles(),
+        mrf.estimate_cycles()
+    );
 }

@@ -10,11 +10,22 @@
 //!
 //! - f32: `ld32step $a0` (down the column) then `st32step $a0` (along the
 //!   row): two issues per element.
-//! - f16: the ISA table has no 16-bit store, so two vertically adjacent
-//!   halves are loaded zero-extended into the MRF (`ldz16step`), packed
-//!   into one word (`shl`, `or`) and stored with `st32step`: five issues
-//!   per two elements. Destination rows must then be whole words, so `rows`
-//!   must be even.
+//! - f16, even `cols`: a worker takes destination rows in pairs (a source
+//!   column pair, one word wide). Per 2x2 block, two `ld32step` load the
+//!   word of two adjacent source rows, `sort4x16lo` / `sort4x16hi` (aux
+//!   slot, bundled with the loads and stores) pack the low halves (column
+//!   c) and the high halves (column c+1), and two stores write one word of
+//!   each destination row: four issues per four elements, software
+//!   pipelined (the loads of block k+1 share bundles with the shuffles of
+//!   block k; the last block is an epilogue, so nothing past the matrix is
+//!   read).
+//! - f16, odd `cols` (source rows not word-aligned): two vertically
+//!   adjacent halves are loaded zero-extended into the MRF (`ldz16step`),
+//!   packed (`shl`, `or`) and stored with `st32step`: five issues per two
+//!   elements.
+//!
+//! The ISA table has no 16-bit store, so f16 destination rows must be whole
+//! words: `rows` must be even.
 //!
 //! Every load and store is its own instruction, so no instruction makes two
 //! accesses and no bank conflict can arise whatever the placement.
@@ -66,17 +77,47 @@ pub struct Transpose {
     pub dst: u32,
 }
 
-/// Vertex state words per worker: src, dst, destination rows, rpt count.
-const STATE_WORDS: usize = 4;
+/// Vertex state words per worker: src, dst, work units, rpt count,
+/// destination row bytes.
+const STATE_WORDS: usize = 5;
+
+/// How the worker moves elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    /// `ld32step` / `st32step`, one destination row per unit.
+    F32,
+    /// MRF packing, one destination row per unit.
+    F16Mrf,
+    /// `sort4x16lo/hi`, two destination rows per unit.
+    F16Sort,
+}
 
 impl Transpose {
     fn tag(&self) -> String {
         format!("transpose_{}", self.elem.name())
     }
 
-    /// Destination rows (source columns) per worker.
+    fn path(&self) -> Path {
+        match self.elem {
+            TransposeElem::F32 => Path::F32,
+            TransposeElem::F16 if self.cols.is_multiple_of(2) => Path::F16Sort,
+            TransposeElem::F16 => Path::F16Mrf,
+        }
+    }
+
+    /// Destination rows per work unit: 2 on the f16 `sort4x16` path (even
+    /// `cols`), else 1.
+    pub fn rows_per_unit(&self) -> u32 {
+        if self.path() == Path::F16Sort {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Work units (see [`Transpose::rows_per_unit`]) per worker.
     pub fn worker_rows(&self) -> [u32; WORKERS] {
-        split(self.cols)
+        split(self.cols / self.rows_per_unit())
     }
 
     /// Checks the parameters.
@@ -123,11 +164,22 @@ impl Transpose {
         Ok(())
     }
 
-    /// `rpt` iterations per destination row.
+    /// `rpt` iterations per work unit.
     fn rpt_count(&self) -> u32 {
-        match self.elem {
-            TransposeElem::F32 => self.rows,
-            TransposeElem::F16 => self.rows / 2,
+        match self.path() {
+            Path::F32 => self.rows,
+            Path::F16Mrf => self.rows / 2,
+            // The last block pair is the epilogue.
+            Path::F16Sort => self.rows / 2 - 1,
+        }
+    }
+
+    /// Issues of one `rpt` body pass.
+    fn rpt_body_issues(&self) -> u64 {
+        match self.path() {
+            Path::F32 => 2,
+            Path::F16Mrf => 5,
+            Path::F16Sort => 4,
         }
     }
 
@@ -141,6 +193,7 @@ impl Transpose {
         e.solo("ld32 $m1, $mvertex_base, $mzero, 1   // dst row");
         e.solo("ld32 $m2, $mvertex_base, $mzero, 2   // dst rows");
         e.solo("ld32 $m3, $mvertex_base, $mzero, 3   // rpt count");
+        e.solo("ld32 $m4, $mvertex_base, $mzero, 4   // destination row bytes");
         e.solo(&format!("brz $m2, .L{tag}_done"));
         e.solo("sub $m2, $m2, 1");
         let before_row = e.issues;
@@ -148,8 +201,9 @@ impl Transpose {
         e.solo("setzi $m5, 0   // offset down the source column");
         e.solo("setzi $m6, 0   // offset along the destination row");
         let step = format!("{cols}");
-        match self.elem {
-            TransposeElem::F32 => e.rpt(
+        let half_step = format!("{}", cols / 2);
+        match self.path() {
+            Path::F32 => e.rpt(
                 "$m3",
                 &format!("{tag}_col"),
                 &[
@@ -157,7 +211,7 @@ impl Transpose {
                     ("st32step $a0, $m1, $m6+=, 1", "fnop"),
                 ],
             ),
-            TransposeElem::F16 => e.rpt(
+            Path::F16Mrf => e.rpt(
                 "$m3",
                 &format!("{tag}_col"),
                 &[
@@ -168,12 +222,47 @@ impl Transpose {
                     ("st32step $m7, $m1, $m6+=, 1", "fnop"),
                 ],
             ),
+            Path::F16Sort => {
+                e.solo("add $m9, $m1, $m4   // the second destination row");
+                // Block 0 (rows 0, 1 of the column pair) before the loop.
+                e.solo(&format!("ld32step $a0, $m0, $m5+=, {half_step}"));
+                e.solo(&format!("ld32step $a1, $m0, $m5+=, {half_step}"));
+                // $a0, $a1 hold block k; load block k+1 into $a4, $a1
+                // while shuffling block k (a bundle reads before it writes).
+                e.rpt(
+                    "$m3",
+                    &format!("{tag}_col"),
+                    &[
+                        (
+                            &format!("ld32step $a4, $m0, $m5+=, {half_step}"),
+                            "sort4x16lo $a2, $a0, $a1",
+                        ),
+                        (
+                            &format!("ld32step $a1, $m0, $m5+=, {half_step}"),
+                            "sort4x16hi $a3, $a0, $a1",
+                        ),
+                        ("st32 $a2, $m1, $m6, 0", "mov $a0, $a4"),
+                        ("st32step $a3, $m9, $m6+=, 1", "fnop"),
+                    ],
+                );
+                e.bundle("nop", "sort4x16lo $a2, $a0, $a1");
+                e.bundle("st32 $a2, $m1, $m6, 0", "sort4x16hi $a3, $a0, $a1");
+                e.solo("st32step $a3, $m9, $m6+=, 1");
+            }
         }
-        e.solo(&format!(
-            "add $m0, $m0, {}   // next source column",
-            self.elem.size()
-        ));
-        e.solo("add $m1, $m1, $m6   // next destination row");
+        match self.path() {
+            Path::F16Sort => {
+                e.solo("add $m0, $m0, 4   // next source column pair");
+                e.solo("add $m1, $m9, $m6   // next destination row pair");
+            }
+            _ => {
+                e.solo(&format!(
+                    "add $m0, $m0, {}   // next source column",
+                    self.elem.size()
+                ));
+                e.solo("add $m1, $m1, $m6   // next destination row");
+            }
+        }
         e.solo(&format!("brnzdec $m2, .L{tag}_row"));
         let row_issues = e.issues - before_row;
         e.label(&format!(".L{tag}_done"));
@@ -191,31 +280,30 @@ impl Transpose {
         let shares = self.worker_rows();
         let offs = offsets(&shares);
         let size = self.elem.size();
+        let per = self.rows_per_unit();
         let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
             vec![
-                self.src + offs[w] * size,
-                self.dst + offs[w] * self.rows * size,
+                self.src + offs[w] * per * size,
+                self.dst + offs[w] * per * self.rows * size,
                 shares[w],
                 self.rpt_count(),
+                self.rows * size,
             ]
         });
         s.push_str(&launch::vertex_state(&tag, &states));
         Ok(s)
     }
 
-    /// Issues of a worker with `n` destination rows: the fixed prologue and
-    /// `exitz`, then per row the bookkeeping plus the `rpt` body repeated;
-    /// an idle worker issues 4 `ld32`, `brz`, `exitz`.
+    /// Issues of a worker with `n` work units: the fixed prologue and
+    /// `exitz`, then per unit the bookkeeping (counted from the emitted
+    /// code) plus the `rpt` body repeated; an idle worker issues 5 `ld32`,
+    /// `brz`, `exitz`.
     pub fn worker_issues(&self, n: u32) -> u64 {
         if n == 0 {
-            return 6;
+            return 7;
         }
         let (_, fixed, row) = self.worker();
-        let body = match self.elem {
-            TransposeElem::F32 => 2,
-            TransposeElem::F16 => 5,
-        };
-        fixed + u64::from(n) * (row + body * u64::from(self.rpt_count()))
+        fixed + u64::from(n) * (row + self.rpt_body_issues() * u64::from(self.rpt_count()))
     }
 
     /// Estimated tile cycles from the instruction counts.
