@@ -4,6 +4,7 @@
 //! template over random inputs and hold it to both.
 
 pub mod amp;
+pub mod amp_f16acts;
 pub mod cast;
 pub mod copy;
 pub mod elementwise;
