@@ -12,9 +12,7 @@ use ipuc_backend_ipu::codelets::amp::{
     AmpMode, AmpVariant, Elem, WORKER_FIXED_ISSUES as AMP_FIXED,
     WORKER_ISSUES_PER_ROW as AMP_PER_ROW,
 };
-use ipuc_backend_ipu::codelets::amp_f16acts::{
-    AmpF8WeightsF16Acts, CAST_FIXED_ISSUES, CAST_ISSUES_PER_ROW, CHANNELS,
-};
+use ipuc_backend_ipu::codelets::amp_f16acts::{AmpF8WeightsF16Acts, CHANNELS};
 use ipuc_backend_ipu::target::MachineModel;
 use ipuc_runtime::device::Device;
 use rand::{Rng, SeedableRng};
@@ -78,10 +76,7 @@ fn run(c: &AmpF8WeightsF16Acts, seed: u64) {
     let issues: u64 = b
         .worker_rows()
         .iter()
-        .map(|&n| {
-            let n = u64::from(n);
-            AMP_FIXED + AMP_PER_ROW * n + CAST_FIXED_ISSUES + CAST_ISSUES_PER_ROW * n
-        })
+        .map(|&n| AMP_FIXED + AMP_PER_ROW * u64::from(n) + AmpF8WeightsF16Acts::cast_issues(n))
         .sum();
     assert_eq!(profile.tiles[0].worker_issues, issues, "rows {rows}");
     let cycles = profile.total_cycles;

@@ -6,11 +6,13 @@
 //! own rows of f16 activations to FP8 codes with a power-of-two scale
 //! (`f16v4tof8 ..., s`: code = f8(x * 2^-s), RNE, saturating) into an FP8
 //! staging buffer, in the same launch, then runs the FP8 AMP loop of
-//! [`AmpBlock`] over the staging buffer. The cast is a `rpt` loop of 4
-//! bundles per 8 activations (two `ld64step`, two `f16v4tof8` in the aux
-//! slot, one `st64step`): 16 issues per row next to the AMP's 4. A worker
-//! only reads staging rows it wrote itself (the AMP loop's read-past bytes
-//! may belong to the next worker; their values do not matter).
+//! [`AmpBlock`] over the staging buffer. The cast is a software-pipelined
+//! `rpt` loop of 2 bundles per 8 activations (`ld128step`, `st64step`, two
+//! `f16v4tof8` in the aux slot): 8 issues per row next to the AMP's 4. It
+//! reads 16 bytes past a worker's activations (the placement keeps them in
+//! memory). A worker only reads staging rows it wrote itself (the AMP
+//! loop's read-past bytes may belong to the next worker; their values do
+//! not matter).
 //!
 //! The result is in the unscaled domain of the FP8 codes, as for
 //! [`AmpVariant::F8`]: the true product is `2^(s + sw)` times it, where `sw`
@@ -27,11 +29,18 @@ use half::f16;
 pub const CHANNELS: usize = 32;
 /// Bytes of f16 activations per row.
 pub const ACT_ROW_BYTES: u32 = 64;
-/// Worker issues of the cast pre-pass outside its `rpt` body: 3 `ld32`,
-/// 2 `setzi`, an alignment `nop`, the `rpt` bundle.
-pub const CAST_FIXED_ISSUES: u64 = 7;
-/// Cast issues per row: 4 passes of a 4-bundle body.
-pub const CAST_ISSUES_PER_ROW: u64 = 16;
+/// Worker issues of the cast pre-pass of a worker with rows, beyond
+/// [`CAST_ISSUES_PER_ROW`] per row: 3 `ld32`, 2 `setzi`, `brz`, `sub`, 3
+/// prologue loads/casts, the `rpt` bundle and the final store (12), less
+/// the one 2-bundle body pass that the prologue and the final store replace.
+pub const CAST_FIXED_ISSUES: u64 = 10;
+/// Cast issues per row: 4 passes of a 2-bundle body (one `ld128step` and
+/// one `st64step` per 8 activations, the casts in the aux slot).
+pub const CAST_ISSUES_PER_ROW: u64 = 8;
+/// Cast issues of a worker without rows: 3 `ld32`, 2 `setzi`, `brz`.
+pub const CAST_IDLE_ISSUES: u64 = 6;
+
+const SKIP: &str = ".Lamp_f8_f16acts_cast_skip";
 
 /// One fused cast + FP8 AMP launch.
 #[derive(Clone, Debug)]
@@ -106,22 +115,36 @@ impl AmpF8WeightsF16Acts {
         let mut e = Emitter::default();
         e.solo("ld32 $m0, $mvertex_base, $mzero, 4   // f16 activations");
         e.solo("ld32 $m1, $mvertex_base, $mzero, 0   // FP8 staging (the AMP input)");
-        e.solo("ld32 $m2, $mvertex_base, $mzero, 5   // cast passes (4 per row)");
+        e.solo("ld32 $m2, $mvertex_base, $mzero, 5   // 16-byte blocks (4 per row)");
         e.solo("setzi $m8, 0");
         e.solo("setzi $m9, 0");
+        e.solo(&format!("brz $m2, {SKIP}"));
+        e.solo("sub $m2, $m2, 1   // the last block is stored after the loop");
+        // Software pipeline: entering the loop, $a0:3 holds block k+1 and
+        // $a4:5 the codes of block k (a bundle reads before it writes).
+        e.solo("ld128step $a0:3, $m0, $m8+=, 1");
+        e.bundle("nop", &format!("f16v4tof8 $a4, $a0:1, {s}"));
+        e.bundle(
+            "ld128step $a0:3, $m0, $m8+=, 1",
+            &format!("f16v4tof8 $a5, $a2:3, {s}"),
+        );
         e.rpt(
             "$m2",
             "amp_f8_f16acts_cast",
             &[
-                ("ld64step $a0:1, $m0, $m8+=, 1", "fnop"),
                 (
-                    "ld64step $a2:3, $m0, $m8+=, 1",
+                    "st64step $a4:5, $m1, $m9+=, 1",
                     &format!("f16v4tof8 $a4, $a0:1, {s}"),
                 ),
-                ("nop", &format!("f16v4tof8 $a5, $a2:3, {s}")),
-                ("st64step $a4:5, $m1, $m9+=, 1", "fnop"),
+                (
+                    "ld128step $a0:3, $m0, $m8+=, 1",
+                    &format!("f16v4tof8 $a5, $a2:3, {s}"),
+                ),
             ],
         );
+        // A bundle, so the AMP code after the label stays 8-byte aligned.
+        e.bundle("st64step $a4:5, $m1, $m9+=, 1", "fnop");
+        e.label(SKIP);
         e
     }
 
@@ -129,7 +152,7 @@ impl AmpF8WeightsF16Acts {
     pub fn assembly(&self) -> Result<String, CodeletError> {
         self.validate()?;
         let pre = self.prepass();
-        debug_assert_eq!(pre.issues, CAST_FIXED_ISSUES);
+        debug_assert_eq!(pre.issues, CAST_FIXED_ISSUES + 2);
         let mut row = 0;
         let extra: [Vec<u32>; 6] = std::array::from_fn(|w| {
             let n = self.block.worker_rows()[w];
@@ -141,11 +164,20 @@ impl AmpF8WeightsF16Acts {
             .assembly_with_prepass("_f16acts", &pre.text, &extra)
     }
 
+    /// Cast pre-pass issues of a worker with `n` rows.
+    pub fn cast_issues(n: u32) -> u64 {
+        if n == 0 {
+            CAST_IDLE_ISSUES
+        } else {
+            CAST_FIXED_ISSUES + CAST_ISSUES_PER_ROW * u64::from(n)
+        }
+    }
+
     /// Estimated tile cycles: the FP8 block's estimate plus six cycles per
     /// cast issue of the slowest worker.
     pub fn estimate_cycles(&self) -> u64 {
-        let n = u64::from(*self.block.worker_rows().iter().max().unwrap_or(&0));
-        self.block.estimate_cycles() + 6 * (CAST_FIXED_ISSUES + CAST_ISSUES_PER_ROW * n)
+        let n = *self.block.worker_rows().iter().max().unwrap_or(&0);
+        self.block.estimate_cycles() + 6 * Self::cast_issues(n)
     }
 
     /// The FP8 codes the cast produces from little-endian f16 activations,
