@@ -12,24 +12,29 @@ use rand::{Rng, SeedableRng};
 #[test]
 fn transposes_match_the_reference_and_estimate() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(91);
-    for (elem, rows, cols) in [
-        (TransposeElem::F32, 1u32, 1u32),
-        (TransposeElem::F32, 7, 13),
-        (TransposeElem::F32, 64, 96),
-        (TransposeElem::F16, 2, 1),
-        (TransposeElem::F16, 8, 13),
-        (TransposeElem::F16, 48, 100),
-        (TransposeElem::F16, 14, 6),
-        (TransposeElem::F16, 2, 2),
-        (TransposeElem::F16, 6, 7),
-        (TransposeElem::F16, 64, 96),
-        (TransposeElem::F16, 30, 14),
+    for (elem, rows, cols, src) in [
+        (TransposeElem::F32, 1u32, 1u32, 0x80000u32),
+        (TransposeElem::F32, 7, 13, 0x80000u32),
+        (TransposeElem::F32, 64, 96, 0x80000u32),
+        (TransposeElem::F16, 2, 1, 0x80000u32),
+        (TransposeElem::F16, 8, 13, 0x80000u32),
+        (TransposeElem::F16, 48, 100, 0x80000u32),
+        (TransposeElem::F16, 14, 6, 0x80000u32),
+        (TransposeElem::F16, 2, 2, 0x80000u32),
+        (TransposeElem::F16, 6, 7, 0x80000u32),
+        (TransposeElem::F16, 64, 96, 0x80000u32),
+        (TransposeElem::F16, 30, 14, 0x80000u32),
+        (TransposeElem::F32, 7, 12, 0x80000),
+        (TransposeElem::F32, 1, 2, 0x80000),
+        (TransposeElem::F32, 33, 50, 0x80000),
+        // An odd-word source takes the one-row path.
+        (TransposeElem::F32, 9, 10, 0x80004),
     ] {
         let c = Transpose {
             elem,
             rows,
             cols,
-            src: 0x80000,
+            src,
             dst: 0xa0000,
         };
         let n = (rows * cols) as usize;
@@ -62,9 +67,9 @@ fn transposes_match_the_reference_and_estimate() {
 }
 
 #[test]
-fn f16_with_even_columns_takes_the_shuffle_path() {
-    // sort4x16lo/hi move four f16 in four issues; the MRF path needs ten
-    // and f32 needs eight for the same four elements.
+fn paired_paths_are_taken_and_cheaper() {
+    // Per four elements: f16 sort4x16 4 issues, f32 pairs 6, f32 single 8,
+    // f16 MRF 10.
     let t = |elem, cols| Transpose {
         elem,
         rows: 64,
@@ -75,14 +80,18 @@ fn f16_with_even_columns_takes_the_shuffle_path() {
     let shuffled = t(TransposeElem::F16, 96);
     assert_eq!(shuffled.rows_per_unit(), 2);
     assert!(shuffled.assembly().unwrap().contains("sort4x16hi"));
-    let f32_cycles = t(TransposeElem::F32, 96).estimate_cycles();
+    let f32_pairs = t(TransposeElem::F32, 96);
+    assert_eq!(f32_pairs.rows_per_unit(), 2);
+    let f32_single = Transpose {
+        src: 0x80004,
+        ..t(TransposeElem::F32, 96)
+    };
+    assert_eq!(f32_single.rows_per_unit(), 1);
     let mrf = t(TransposeElem::F16, 95);
     assert_eq!(mrf.rows_per_unit(), 1);
-    assert!(shuffled.estimate_cycles() * 3 < f32_cycles * 2);
-    assert!(mrf.estimate_cycles() > f32_cycles);
-    println!(
-        "64x96 transpose: f16 shuffle {} cycles, f32 {f32_cycles}, f16 MRF (95 cols) {}",
-        shuffled.estimate_cycles(),
-        mrf.estimate_cycles()
-    );
+    let [a, b, c, d] = [&shuffled, &f32_pairs, &f32_single, &mrf].map(|x| x.estimate_cycles());
+    println!("64x96 transpose cycles: f16 shuffle {a}, f32 pairs {b}, f32 single {c}, f16 MRF (95 cols) {d}");
+    assert!(a * 4 < b * 3, "{a} vs {b}");
+    assert!(b * 5 < c * 4, "{b} vs {c}");
+    assert!(c < d, "{c} vs {d}");
 }

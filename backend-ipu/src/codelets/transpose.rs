@@ -8,8 +8,12 @@
 //! fit the signed 12-bit step) and along the destination row with a stepped
 //! store:
 //!
-//! - f32: `ld32step $a0` (down the column) then `st32step $a0` (along the
-//!   row): two issues per element.
+//! - f32, even `cols` and an 8-byte aligned source: a worker takes
+//!   destination rows in pairs; `ld64step $a0:1` loads two adjacent
+//!   elements of a source row, `st32` / `st32step` write one to each
+//!   destination row: three issues per two elements.
+//! - f32 otherwise: `ld32step $a0` (down the column) then `st32step $a0`
+//!   (along the row): two issues per element.
 //! - f16, even `cols`: a worker takes destination rows in pairs (a source
 //!   column pair, one word wide). Per 2x2 block, two `ld32step` load the
 //!   word of two adjacent source rows, `sort4x16lo` / `sort4x16hi` (aux
@@ -86,6 +90,8 @@ const STATE_WORDS: usize = 5;
 enum Path {
     /// `ld32step` / `st32step`, one destination row per unit.
     F32,
+    /// `ld64step` / 2 x `st32`, two destination rows per unit.
+    F32Pair,
     /// MRF packing, one destination row per unit.
     F16Mrf,
     /// `sort4x16lo/hi`, two destination rows per unit.
@@ -99,16 +105,19 @@ impl Transpose {
 
     fn path(&self) -> Path {
         match self.elem {
+            TransposeElem::F32 if self.cols.is_multiple_of(2) && self.src.is_multiple_of(8) => {
+                Path::F32Pair
+            }
             TransposeElem::F32 => Path::F32,
             TransposeElem::F16 if self.cols.is_multiple_of(2) => Path::F16Sort,
             TransposeElem::F16 => Path::F16Mrf,
         }
     }
 
-    /// Destination rows per work unit: 2 on the f16 `sort4x16` path (even
-    /// `cols`), else 1.
+    /// Destination rows per work unit: 2 on the paired paths (even `cols`;
+    /// f32 also needs an 8-byte aligned source), else 1.
     pub fn rows_per_unit(&self) -> u32 {
-        if self.path() == Path::F16Sort {
+        if matches!(self.path(), Path::F16Sort | Path::F32Pair) {
             2
         } else {
             1
@@ -167,7 +176,7 @@ impl Transpose {
     /// `rpt` iterations per work unit.
     fn rpt_count(&self) -> u32 {
         match self.path() {
-            Path::F32 => self.rows,
+            Path::F32 | Path::F32Pair => self.rows,
             Path::F16Mrf => self.rows / 2,
             // The last block pair is the epilogue.
             Path::F16Sort => self.rows / 2 - 1,
@@ -178,6 +187,7 @@ impl Transpose {
     fn rpt_body_issues(&self) -> u64 {
         match self.path() {
             Path::F32 => 2,
+            Path::F32Pair => 3,
             Path::F16Mrf => 5,
             Path::F16Sort => 4,
         }
@@ -222,6 +232,18 @@ impl Transpose {
                     ("st32step $m7, $m1, $m6+=, 1", "fnop"),
                 ],
             ),
+            Path::F32Pair => {
+                e.solo("add $m9, $m1, $m4   // the second destination row");
+                e.rpt(
+                    "$m3",
+                    &format!("{tag}_col"),
+                    &[
+                        (&format!("ld64step $a0:1, $m0, $m5+=, {half_step}"), "fnop"),
+                        ("st32 $a0, $m1, $m6, 0", "fnop"),
+                        ("st32step $a1, $m9, $m6+=, 1", "fnop"),
+                    ],
+                );
+            }
             Path::F16Sort => {
                 e.solo("add $m9, $m1, $m4   // the second destination row");
                 // Block 0 (rows 0, 1 of the column pair) before the loop.
@@ -251,8 +273,11 @@ impl Transpose {
             }
         }
         match self.path() {
-            Path::F16Sort => {
-                e.solo("add $m0, $m0, 4   // next source column pair");
+            Path::F16Sort | Path::F32Pair => {
+                e.solo(&format!(
+                    "add $m0, $m0, {}   // next source column pair",
+                    2 * self.elem.size()
+                ));
                 e.solo("add $m1, $m9, $m6   // next destination row pair");
             }
             _ => {
