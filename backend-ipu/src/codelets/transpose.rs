@@ -179,7 +179,7 @@ impl Transpose {
             Path::F32 | Path::F32Pair => self.rows,
             Path::F16Mrf => self.rows / 2,
             // The last block pair is the epilogue.
-            Path::F16Sort => self.rows / 2 - 1,
+            Path::F16Sort => (self.rows / 2).saturating_sub(1),
         }
     }
 
