@@ -46,3 +46,44 @@ fn amp_bench_rejects_bad_options() {
         .contains("interleaved memory"));
     assert!(Cli::try_parse_from(["ipu-bench", "amp", "--n", "x"]).is_err());
 }
+
+#[test]
+fn amp_bench_runs_the_fused_f16_activation_fp8_block() {
+    let m = MachineModel::c600();
+    let r = ipuc_tools::bench::amp::run_amp_f8_f16acts(&m, AmpMode::Accumulate, 12, 7).unwrap();
+    assert_eq!(r.tiles_verified, 3);
+    assert!(r.worst_error_over_tolerance <= 1.0);
+    let rel =
+        (r.cycles_per_tile as f64 - r.estimated_cycles as f64).abs() / r.estimated_cycles as f64;
+    assert!(
+        rel <= 0.05,
+        "{} cycles, estimate {}",
+        r.cycles_per_tile,
+        r.estimated_cycles
+    );
+    // The cast pass costs more than the FP8 AMP loop it feeds.
+    let plain = run_amp(&m, AmpVariant::F8, AmpMode::Accumulate, 12, 7).unwrap();
+    assert!(r.cycles_per_tile > plain.cycles_per_tile);
+    let cli = Cli::parse_from([
+        "ipu-bench",
+        "amp",
+        "--variant",
+        "f8-f16acts",
+        "--n",
+        "6",
+        "--json",
+    ]);
+    let out = run(cli).unwrap();
+    assert!(out.contains("f16v4tof8 + f8v8hihov4amp"), "{out}");
+    let cli = Cli::parse_from([
+        "ipu-bench",
+        "amp",
+        "--machine",
+        "bow",
+        "--variant",
+        "f8-f16acts",
+        "--n",
+        "6",
+    ]);
+    assert!(run(cli).unwrap_err().to_string().contains("needs FP8"));
+}

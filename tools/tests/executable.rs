@@ -156,3 +156,66 @@ fn executables_are_recognised_by_magic_and_refused_elsewhere() {
     assert_eq!(code, 1);
     assert!(err.contains("give the output file with -o FILE"), "{err}");
 }
+
+/// Tile 0 sends a vector to tile 1 in an exchange phase; tile 1 adds it to
+/// its own.
+fn exchange_program() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../lit-tests/ipu/Inputs/exchange-add.mlir")
+}
+
+#[test]
+fn two_tile_exchange_then_add_matches_sums_computed_here() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = tmp.path().join("xadd.ipuexe");
+    let (code, _, err) = run(
+        env!("CARGO_BIN_EXE_ipu-opt"),
+        &[
+            exchange_program().to_str().unwrap(),
+            "--emit=exe",
+            "-o",
+            exe.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let data = tmp.path().join("test_data_set_0");
+    std::fs::create_dir_all(&data).unwrap();
+    let x = [1.5f32, -2.25, 1e-3, 640.0];
+    let y = [0.25f32, 7.0, -3e-3, -0.5];
+    write_f32(&data, "input_0.pb", "x", &x);
+    write_f32(&data, "input_1.pb", "y", &y);
+    let z: Vec<f32> = x
+        .iter()
+        .zip(&y)
+        .map(|(a, b)| (f64::from(*a) + f64::from(*b)) as f32)
+        .collect();
+    write_f32(&data, "output_0.pb", "z", &z);
+    let args = [
+        exe.to_str().unwrap(),
+        "--input",
+        data.to_str().unwrap(),
+        "--json",
+        "--atol",
+        "0",
+        "--rtol",
+        "0",
+    ];
+    let (code, out, err) = run(env!("CARGO_BIN_EXE_ipu-run"), &args);
+    assert_eq!(code, 0, "{err}");
+    let j: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(j["passed"], true, "{j:#}");
+    assert_eq!(j["outputs"][0]["name"], "z");
+    assert_eq!(j["outputs"][0]["max_abs_err"], 0.0);
+    let p = &j["profile"];
+    assert_eq!(p["tiles"], 2);
+    // Two exchange syncs: compute, exchange (the 4 words), compute.
+    let steps = p["supersteps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3, "{p:#}");
+    assert!(steps[1]["exchange"].as_u64().unwrap() >= 4, "{p:#}");
+
+    // The sum needs the exchanged words: expecting y alone is a mismatch.
+    write_f32(&data, "output_0.pb", "z", &y);
+    let (code, out, _) = run(env!("CARGO_BIN_EXE_ipu-run"), &args);
+    assert_eq!(code, 1);
+    let j: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(j["passed"], false);
+}

@@ -29,7 +29,8 @@
 //! `2^(sa+sw)` times the block's result; partials are in the same unscaled
 //! domain and the consumer applies the scale once (e.g. in the FP8->FP16 or
 //! scaled-add codelet). The modelled instruction takes FP8 on both sides, so
-//! FP16 activations are cast to FP8 first (the `cast` codelets).
+//! FP16 activations are cast to FP8 first: by the `cast` codelets, or fused
+//! into the same launch by [`super::amp_f16acts::AmpF8WeightsF16Acts`].
 
 use half::f16;
 
@@ -358,10 +359,25 @@ impl AmpBlock {
 
     /// The codelet's assembly text (supervisor entry `main`).
     pub fn assembly(&self) -> Result<String, CodeletError> {
+        self.assembly_with_prepass("", "", &Default::default())
+    }
+
+    /// The assembly with `prepass` (worker code with an even number of
+    /// 4-byte words, free to use `$m0..$m9` and `$a0..$a7`) run by every
+    /// worker before its AMP loop, and `extra_state[w]` appended to worker
+    /// w's vertex state (after the block's 4 words; every worker the same
+    /// length). `tag_suffix` keeps the symbols distinct.
+    pub(crate) fn assembly_with_prepass(
+        &self,
+        tag_suffix: &str,
+        prepass: &str,
+        extra_state: &[Vec<u32>; 6],
+    ) -> Result<String, CodeletError> {
         self.validate()?;
         let v = self.variant;
+        let state_words = 4 + extra_state[0].len();
         let tag = format!(
-            "amp_{}_{}",
+            "amp_{}{tag_suffix}_{}",
             v.name(),
             match self.mode {
                 AmpMode::Accumulate => "acc",
@@ -380,12 +396,13 @@ impl AmpBlock {
             s.push_str(&format!("    ld128putcs {}\n", 2 * i));
         }
         s.push_str(&format!(
-            "    setzi $m1, {tag}_worker\n    setzi $m2, {tag}_vertex_state\n    runall $m1, $m2, 4\n"
+            "    setzi $m1, {tag}_worker\n    setzi $m2, {tag}_vertex_state\n    runall $m1, $m2, {state_words}\n"
         ));
         s.push_str("    sync TEXCH_SYNCZONE_LOCAL\n    exitz $mzero\n    .size main, . - main\n\n");
         s.push_str(&format!(
             "    .section .text.{tag}_worker, \"ax\"\n    .worker\n    .align 8\n    .type {tag}_worker, @function\n{tag}_worker:\n"
         ));
+        s.push_str(prepass);
         s.push_str("    ld32 $m0, $mvertex_base, $mzero, 0   // input\n    ld32 $m1, $mvertex_base, $mzero, 1   // partials (overwrite: output)\n");
         s.push_str("    ld32 $m2, $mvertex_base, $mzero, 2   // output\n    ld32 $m3, $mvertex_base, $mzero, 3   // rows\n");
         s.push_str("    tapack $m4:5, $m0, $m1, $m2\n");
@@ -417,14 +434,18 @@ impl AmpBlock {
             ".L{tag}_end:\n    exitz $mzero\n    .size {tag}_worker, . - {tag}_worker\n\n    .section .data\n    .align 4\n{tag}_vertex_state:\n"
         ));
         let mut row = 0;
-        for n in self.worker_rows() {
+        for (w, n) in self.worker_rows().into_iter().enumerate() {
             let off = row * 32;
             let partials = match self.mode {
                 AmpMode::Accumulate => self.partials + off,
                 AmpMode::Overwrite => self.output + off,
             };
+            let extra: String = extra_state[w]
+                .iter()
+                .map(|x| format!(", 0x{x:x}"))
+                .collect();
             s.push_str(&format!(
-                "    .word 0x{:x}, 0x{:x}, 0x{:x}, {}\n",
+                "    .word 0x{:x}, 0x{:x}, 0x{:x}, {}{extra}\n",
                 self.input + off,
                 partials,
                 self.output + off,

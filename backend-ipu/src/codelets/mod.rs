@@ -4,6 +4,7 @@
 //! template over random inputs and hold it to both.
 
 pub mod amp;
+pub mod amp_f16acts;
 pub mod cast;
 pub mod copy;
 pub mod elementwise;
@@ -12,6 +13,7 @@ pub mod launch;
 pub mod layernorm;
 pub mod reduce;
 pub mod softmax;
+pub mod transpose;
 
 /// A codelet cannot be built with the given parameters.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

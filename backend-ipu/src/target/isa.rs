@@ -445,6 +445,11 @@ isa_table! {
     Send = "send" [M, U(12)] Main Supervisor System;
     /// `send zimm12`: send `imm` words from `$OUTGOING_BASE`, which advances by `4*imm`.
     SendOutgoing = "send" [U(12)] Main Supervisor System;
+    // ---- sub-word shuffles ----
+    /// `sort4x16lo $aDst, $aSrc0, $aSrc1`: the low 16-bit halves of both sources, `dst = src0[15:0] | src1[15:0] << 16` (graphcore/ipu_assembly_support and the Colossus LLVM tests: `sort4x16lo $m0, $m0, $m15` zero-extends the low half). Packs two vertically adjacent f16 into one word in transposes.
+    Sort4x16LoA = "sort4x16lo" [A, A, A] Aux Worker Alu;
+    /// `sort4x16hi $aDst, $aSrc0, $aSrc1`: the high 16-bit halves of both sources, `dst = src0[31:16] | src1[31:16] << 16`.
+    Sort4x16HiA = "sort4x16hi" [A, A, A] Aux Worker Alu;
 }
 
 #[cfg(test)]

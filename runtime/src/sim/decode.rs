@@ -346,6 +346,13 @@ pub enum Op {
         d: u8,
         s: u8,
     },
+    /// `sort4x16lo`/`sort4x16hi` (`hi` selects the high halves).
+    Sort4x16 {
+        d: u8,
+        a: u8,
+        b: u8,
+        hi: bool,
+    },
     F16v4ToF8 {
         d: u8,
         s: u8,
@@ -765,6 +772,12 @@ impl Code {
             F16v2ToF32 => Op::F16v2ToF32 { d: o[0] as u8, s: ar(o[1]) },
             F32ToF16 => Op::F32ToF16 { d: o[0] as u8, s: ar(o[1]) },
             F16ToF32 => Op::F16ToF32 { d: o[0] as u8, s: ar(o[1]) },
+            Sort4x16LoA | Sort4x16HiA => Op::Sort4x16 {
+                d: o[0] as u8,
+                a: ar(o[1]),
+                b: ar(o[2]),
+                hi: matches!(i.opcode, Sort4x16HiA),
+            },
             F16v4ToF8 | F8v4ToF16 => {
                 let scale = o[2];
                 if !(-31..=31).contains(&scale) {

@@ -929,6 +929,11 @@ impl Tile {
                 let [lo, hi] = f16x2(ctx.a[s as usize]);
                 w64(d, u64::from(lo.to_bits()) | (u64::from(hi.to_bits()) << 32))
             }
+            Op::Sort4x16 { d, a, b, hi } => {
+                let shift = if hi { 16 } else { 0 };
+                let half = |r: u8| (ctx.a[r as usize] >> shift) & 0xffff;
+                w32(d, half(a) | (half(b) << 16))
+            }
             Op::F32ToF16 { d, s } => w32(
                 d,
                 u32::from(f16::from_f32(f32::from_bits(ctx.a[s as usize])).to_bits()),

@@ -3,6 +3,7 @@
 //! and the fraction of the FP16 AMP peak.
 
 use ipuc_backend_ipu::codelets::amp::{AmpBlock, AmpMode, AmpVariant, Elem};
+use ipuc_backend_ipu::codelets::amp_f16acts::{AmpF8WeightsF16Acts, CHANNELS};
 use ipuc_backend_ipu::target::{assemble, AsmOptions, Executable, MachineModel, TileProgram};
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::{SimConfig, Simulator};
@@ -74,6 +75,174 @@ fn random_bytes(rng: &mut rand::rngs::StdRng, elem: Elem, n: usize, lo: f64, hi:
     elem.encode(&v)
 }
 
+/// What `ipu-bench amp` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AmpBench {
+    /// One AMP block of the given instruction.
+    Block(AmpVariant),
+    /// FP8 weights with f16 activations cast to FP8 in the same launch
+    /// ([`AmpF8WeightsF16Acts`], activation scale 0).
+    F8WeightsF16Acts,
+}
+
+impl AmpBench {
+    /// The AMP instruction the bench's block runs.
+    pub fn amp_variant(self) -> AmpVariant {
+        match self {
+            AmpBench::Block(v) => v,
+            AmpBench::F8WeightsF16Acts => AmpVariant::F8,
+        }
+    }
+
+    /// The instruction column of the report.
+    pub fn describe(self) -> String {
+        match self {
+            AmpBench::Block(v) => v.mnemonic().into(),
+            AmpBench::F8WeightsF16Acts => "f16v4tof8 + f8v8hihov4amp".into(),
+        }
+    }
+}
+
+/// Assembles `text` for every tile of `machine` and loads it.
+fn load_on_every_tile(
+    machine: &MachineModel,
+    text: &str,
+    file: String,
+) -> Result<Simulator, BenchError> {
+    let opts = AsmOptions {
+        file,
+        machine: machine.clone(),
+        ..AsmOptions::default()
+    };
+    let image = assemble(text, &opts).map_err(|e| BenchError::Other(e.to_string()))?;
+    let tiles: Vec<TileProgram> = (0..machine.tiles)
+        .map(|tile| TileProgram {
+            tile,
+            image: image.clone(),
+        })
+        .collect();
+    let exe = Executable::new(&machine.name, tiles, vec![], vec![])
+        .map_err(|e| BenchError::Other(e.to_string()))?;
+    let mut sim = Simulator::new(machine.clone(), SimConfig::default());
+    sim.load(&exe)?;
+    Ok(sim)
+}
+
+/// Runs the fused f16-activation / FP8-weight block with `n` rows on every
+/// tile of `machine`, checking three tiles against the quantised float64
+/// reference.
+pub fn run_amp_f8_f16acts(
+    machine: &MachineModel,
+    mode: AmpMode,
+    n: u32,
+    seed: u64,
+) -> Result<AmpResult, BenchError> {
+    if !machine.has_fp8 {
+        return Err(BenchError::Usage(format!(
+            "`f8v8hihov4amp` needs FP8; machine `{}` has none",
+            machine.name
+        )));
+    }
+    let c = AmpF8WeightsF16Acts::place(mode, n, 0, machine)?;
+    let block = &c.block;
+    let mut sim = load_on_every_tile(machine, &c.assembly()?, "amp_f8_f16acts.S".into())?;
+    let rows = n as usize;
+    let checked = [0, machine.tiles / 2, machine.tiles - 1];
+    let mut inputs = Vec::new();
+    for tile in 0..machine.tiles {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (u64::from(tile) << 20));
+        let acts = random_bytes(&mut rng, Elem::F16, rows * CHANNELS, 0.05, 2.0);
+        let weights = random_bytes(&mut rng, Elem::F8, AmpVariant::F8.weight_bytes(), 0.05, 2.0);
+        let partials = random_bytes(&mut rng, Elem::F16, rows * 16, 0.01, 4.0);
+        sim.write_memory(tile, c.activations, &acts)?;
+        sim.write_memory(tile, block.weights, &weights)?;
+        sim.write_memory(tile, block.partials, &partials)?;
+        sim.write_memory(tile, block.output, &vec![0x5a; rows * 32])?;
+        if checked.contains(&tile) {
+            inputs.push((tile, acts, weights, partials));
+        }
+    }
+    let start = std::time::Instant::now();
+    sim.run()?;
+    let host_seconds = start.elapsed().as_secs_f64();
+    let mut worst: f64 = 0.0;
+    for (tile, acts, weights, partials) in &inputs {
+        let got = Elem::F16.decode(&sim.read_memory(*tile, block.output, n * 32)?);
+        let want = c.reference(
+            acts,
+            weights,
+            (mode == AmpMode::Accumulate).then_some(&partials[..]),
+        );
+        worst = worst.max(check(AmpVariant::F8, *tile, n, &got, &want)?);
+    }
+    finish(
+        machine,
+        AmpVariant::F8,
+        block,
+        c.estimate_cycles(),
+        &sim,
+        inputs.len() as u32,
+        worst,
+        host_seconds,
+    )
+}
+
+/// The largest error over tolerance, or the first element beyond it.
+fn check(
+    variant: AmpVariant,
+    tile: u32,
+    n: u32,
+    got: &[f64],
+    want: &[(f64, f64)],
+) -> Result<f64, BenchError> {
+    let mut worst: f64 = 0.0;
+    for (i, (g, (w, mag))) in got.iter().zip(want).enumerate() {
+        let tol = variant.tolerance(*w, *mag);
+        let ratio = (g - w).abs() / tol;
+        if ratio.is_nan() || ratio > 1.0 {
+            return Err(BenchError::WrongResults(format!(
+                "tile {tile} N {n} element {i} (row {}, column {}): simulated {g}, reference {w}, tolerance {tol:e}",
+                i / variant.out_channels(),
+                i % variant.out_channels()
+            )));
+        }
+        worst = worst.max(ratio);
+    }
+    Ok(worst)
+}
+
+/// The measured result of a finished run.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    machine: &MachineModel,
+    variant: AmpVariant,
+    block: &AmpBlock,
+    estimated_cycles: u64,
+    sim: &Simulator,
+    tiles_verified: u32,
+    worst: f64,
+    host_seconds: f64,
+) -> Result<AmpResult, BenchError> {
+    let profile = sim
+        .profile()
+        .ok_or_else(|| BenchError::Other("the simulator kept no profile".into()))?;
+    let cycles = profile.tiles.iter().map(|t| t.end_cycle).max().unwrap_or(0);
+    let flops = 2.0 * block.macs() as f64 * f64::from(machine.tiles);
+    let achieved = flops / (cycles as f64 / machine.clock_hz);
+    Ok(AmpResult {
+        n: block.rows,
+        cycles_per_tile: cycles,
+        estimated_cycles,
+        tflops: achieved / 1e12,
+        percent_of_fp16_peak: 100.0 * achieved / AmpVariant::F16.peak_flops(machine),
+        percent_of_variant_peak: 100.0 * achieved / variant.peak_flops(machine),
+        tiles_verified,
+        worst_error_over_tolerance: worst,
+        instructions: sim.instructions(),
+        host_seconds,
+    })
+}
+
 /// Runs the block with `n` rows on every tile of `machine`.
 pub fn run_amp(
     machine: &MachineModel,
@@ -90,23 +259,11 @@ pub fn run_amp(
         )));
     }
     let block = AmpBlock::place(variant, mode, n, machine)?;
-    let text = block.assembly()?;
-    let opts = AsmOptions {
-        file: format!("amp_{}.S", variant.name()),
-        machine: machine.clone(),
-        ..AsmOptions::default()
-    };
-    let image = assemble(&text, &opts).map_err(|e| BenchError::Other(e.to_string()))?;
-    let tiles: Vec<TileProgram> = (0..machine.tiles)
-        .map(|tile| TileProgram {
-            tile,
-            image: image.clone(),
-        })
-        .collect();
-    let exe = Executable::new(&machine.name, tiles, vec![], vec![])
-        .map_err(|e| BenchError::Other(e.to_string()))?;
-    let mut sim = Simulator::new(machine.clone(), SimConfig::default());
-    sim.load(&exe)?;
+    let mut sim = load_on_every_tile(
+        machine,
+        &block.assembly()?,
+        format!("amp_{}.S", variant.name()),
+    )?;
     let rows = n as usize;
     let (lo, hi) = if variant == AmpVariant::F8 {
         (0.05, 2.0)
@@ -160,56 +317,42 @@ pub fn run_amp(
             weights,
             (mode == AmpMode::Accumulate).then_some(&partials[..]),
         );
-        for (i, (g, (w, mag))) in got.iter().zip(&want).enumerate() {
-            let tol = variant.tolerance(*w, *mag);
-            let ratio = (g - w).abs() / tol;
-            if ratio.is_nan() || ratio > 1.0 {
-                return Err(BenchError::WrongResults(format!(
-                    "tile {tile} N {n} element {i} (row {}, column {}): simulated {g}, reference {w}, tolerance {tol:e}",
-                    i / variant.out_channels(),
-                    i % variant.out_channels()
-                )));
-            }
-            worst = worst.max(ratio);
-        }
+        worst = worst.max(check(variant, *tile, n, &got, &want)?);
     }
-    let profile = sim
-        .profile()
-        .ok_or_else(|| BenchError::Other("the simulator kept no profile".into()))?;
-    let cycles = profile.tiles.iter().map(|t| t.end_cycle).max().unwrap_or(0);
-    let flops = 2.0 * block.macs() as f64 * f64::from(machine.tiles);
-    let achieved = flops / (cycles as f64 / machine.clock_hz);
-    Ok(AmpResult {
-        n,
-        cycles_per_tile: cycles,
-        estimated_cycles: block.estimate_cycles(),
-        tflops: achieved / 1e12,
-        percent_of_fp16_peak: 100.0 * achieved / AmpVariant::F16.peak_flops(machine),
-        percent_of_variant_peak: 100.0 * achieved / variant.peak_flops(machine),
-        tiles_verified: inputs.len() as u32,
-        worst_error_over_tolerance: worst,
-        instructions: sim.instructions(),
+    finish(
+        machine,
+        variant,
+        &block,
+        block.estimate_cycles(),
+        &sim,
+        inputs.len() as u32,
+        worst,
         host_seconds,
-    })
+    )
 }
 
 /// Runs every N and collects the report.
 pub fn run_amp_report(
     machine: &MachineModel,
-    variant: AmpVariant,
+    bench: AmpBench,
     mode: AmpMode,
     ns: &[u32],
 ) -> Result<AmpReport, BenchError> {
+    let variant = bench.amp_variant();
     let mut results = Vec::new();
     for (i, &n) in ns.iter().enumerate() {
         tracing::info!(n, "running the AMP block on every tile");
-        results.push(run_amp(machine, variant, mode, n, 0x1bad_5eed + i as u64)?);
+        let seed = 0x1bad_5eed + i as u64;
+        results.push(match bench {
+            AmpBench::Block(v) => run_amp(machine, v, mode, n, seed)?,
+            AmpBench::F8WeightsF16Acts => run_amp_f8_f16acts(machine, mode, n, seed)?,
+        });
     }
     Ok(AmpReport {
         machine: machine.name.clone(),
         clock_hz: machine.clock_hz,
         tiles: machine.tiles,
-        instruction: variant.mnemonic().into(),
+        instruction: bench.describe(),
         mode: match mode {
             AmpMode::Accumulate => "accumulate".into(),
             AmpMode::Overwrite => "overwrite".into(),

@@ -4,7 +4,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use ipuc_backend_ipu::codelets::amp::{AmpMode, AmpVariant};
 use ipuc_backend_ipu::target::MachineModel;
 
-use super::amp::{format_amp_report, run_amp_report};
+use super::amp::{format_amp_report, run_amp_report, AmpBench};
 use super::sim_speed::{format_speed, run_sim_speed};
 use super::BenchError;
 
@@ -28,6 +28,10 @@ pub enum VariantArg {
     F32,
     /// `f8v8hihov4amp`: [N,32] x [32,16], FP8 inputs, f16 partials.
     F8,
+    /// FP8 weights, f16 activations cast to FP8 (scale 2^0) in the same
+    /// launch, then `f8v8hihov4amp`: [N,32] x [32,16], f16 partials.
+    #[value(name = "f8-f16acts")]
+    F8F16acts,
 }
 
 /// Accumulate into partials or overwrite.
@@ -88,10 +92,11 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
                 return Err(BenchError::Usage("--n needs at least one row count".into()));
             }
             let variant = match variant {
-                VariantArg::F16 => AmpVariant::F16,
-                VariantArg::F16F32p => AmpVariant::F16F32Partials,
-                VariantArg::F32 => AmpVariant::F32,
-                VariantArg::F8 => AmpVariant::F8,
+                VariantArg::F16 => AmpBench::Block(AmpVariant::F16),
+                VariantArg::F16F32p => AmpBench::Block(AmpVariant::F16F32Partials),
+                VariantArg::F32 => AmpBench::Block(AmpVariant::F32),
+                VariantArg::F8 => AmpBench::Block(AmpVariant::F8),
+                VariantArg::F8F16acts => AmpBench::F8WeightsF16Acts,
             };
             let mode = match mode {
                 ModeArg::Accumulate => AmpMode::Accumulate,
