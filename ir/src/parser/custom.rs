@@ -207,7 +207,8 @@ impl<'p, 'c> CustomParser<'p, 'c> {
     pub fn parse_operand(&mut self) -> Result<UnresolvedOperand, Diagnostic> {
         match self.peek() {
             Some(t) if t.as_rule() == Rule::value_use => {
-                let (name, index, offset) = self.parser.value_use_parts(&t.clone())?;
+                let (name, index, offset) = self.parser.value_use_parts(t)?;
+                let name = name.to_string();
                 self.pos += 1;
                 Ok(UnresolvedOperand {
                     name,

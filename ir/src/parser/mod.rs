@@ -97,6 +97,8 @@ pub struct Parser<'c> {
     forward_ref_name: OperationName,
     /// Locations referring to aliases defined later in the file: fixed up at the end.
     pending_loc_aliases: Vec<(OpId, String)>,
+    /// Resolved generic-form op names by their quoted spelling.
+    op_name_cache: FxHashMap<String, OperationName>,
     /// Converted types by their text.
     type_cache: std::cell::RefCell<FxHashMap<String, Type>>,
 }
@@ -123,6 +125,7 @@ impl<'c> Parser<'c> {
             default_dialects: Vec::new(),
             forward_ref_name,
             pending_loc_aliases: Vec::new(),
+            op_name_cache: FxHashMap::default(),
             type_cache: Default::default(),
         }
     }
@@ -625,13 +628,14 @@ impl<'c> Parser<'c> {
                 Rule::op_result_list => {
                     for r in p.into_inner() {
                         let off = self.base + r.as_span().start();
-                        let mut it = r.into_inner();
-                        let name = it.next().expect("value_id").as_str().to_string();
-                        let count = match it.next() {
-                            Some(n) => n.as_str().parse::<usize>().map_err(|_| {
-                                Diagnostic::error(self.loc_at(off), "invalid result count")
-                            })?,
-                            None => 1,
+                        let (name, count) = match r.as_str().split_once(':') {
+                            Some((n, c)) => (
+                                n.to_string(),
+                                c.parse::<usize>().map_err(|_| {
+                                    Diagnostic::error(self.loc_at(off), "invalid result count")
+                                })?,
+                            ),
+                            None => (r.as_str().to_string(), 1),
                         };
                         if count == 0 {
                             return Err(Diagnostic::error(
@@ -681,8 +685,18 @@ impl<'c> Parser<'c> {
     fn build_generic(&mut self, pair: Pair<'_, Rule>, loc: Location) -> Result<OpId, Diagnostic> {
         let mut inner = pair.into_inner();
         let name_pair = inner.next().expect("op name");
-        let name_text = attrs::unescape(name_pair.as_str()).map_err(|m| self.err(&name_pair, m))?;
-        let name = self.op_name_checked(&name_text, &name_pair)?;
+        // Op names repeat: resolve each spelling once.
+        let name = match self.op_name_cache.get(name_pair.as_str()) {
+            Some(n) => n.clone(),
+            None => {
+                let name_text =
+                    attrs::unescape(name_pair.as_str()).map_err(|m| self.err(&name_pair, m))?;
+                let n = self.op_name_checked(&name_text, &name_pair)?;
+                self.op_name_cache
+                    .insert(name_pair.as_str().to_string(), n.clone());
+                n
+            }
+        };
         let mut operand_uses = Vec::new();
         let mut successors = Vec::new();
         let mut properties = None;
@@ -863,19 +877,19 @@ impl<'c> Parser<'c> {
         Ok(n)
     }
 
-    pub(crate) fn value_use_parts(
+    pub(crate) fn value_use_parts<'i>(
         &self,
-        u: &Pair<'_, Rule>,
-    ) -> Result<(String, usize, usize), Diagnostic> {
+        u: &Pair<'i, Rule>,
+    ) -> Result<(&'i str, usize, usize), Diagnostic> {
         let off = self.base + u.as_span().start();
-        let mut it = u.clone().into_inner();
-        let name = it.next().expect("value_id").as_str().to_string();
-        let idx = match it.next() {
-            Some(n) => n
-                .as_str()
-                .parse::<usize>()
-                .map_err(|_| self.err(u, "invalid result number"))?,
-            None => 0,
+        let text = u.as_str();
+        let (name, idx) = match text.split_once('#') {
+            Some((n, i)) => (
+                n,
+                i.parse::<usize>()
+                    .map_err(|_| self.err(u, "invalid result number"))?,
+            ),
+            None => (text, 0),
         };
         Ok((name, idx, off))
     }
