@@ -16,6 +16,7 @@ use std::sync::Arc;
 use pest::iterators::Pair;
 use pest::Parser as _;
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 use crate::attributes::{Attribute, Dictionary, ResourceBlob};
 use crate::context::{BlockId, Context, OpId, OperationState, RegionId, Value};
@@ -74,7 +75,7 @@ impl LineIndex {
 
 /// One scope of SSA names; `isolated` scopes stop name lookup.
 struct Scope {
-    values: FxHashMap<Arc<str>, Vec<Value>>,
+    values: FxHashMap<Box<str>, SmallVec<[Value; 1]>>,
     /// Forward references: name -> (placeholder op, use offset).
     forward: FxHashMap<Arc<str>, (OpId, usize)>,
     blocks: FxHashMap<Arc<str>, (BlockId, bool, usize)>,
@@ -570,7 +571,7 @@ impl<'c> Parser<'c> {
     pub(crate) fn define_values(
         &mut self,
         name: &str,
-        values: Vec<Value>,
+        values: SmallVec<[Value; 1]>,
         offset: usize,
     ) -> Result<(), Diagnostic> {
         let scope = self.scopes.last_mut().expect("a scope is open");
@@ -675,7 +676,7 @@ impl<'c> Parser<'c> {
         }
         let mut next = 0;
         for (name, count, off) in results {
-            let vals = self.ctx.results(op)[next..next + count].to_vec();
+            let vals = SmallVec::from_slice(&self.ctx.results(op)[next..next + count]);
             next += count;
             self.define_values(&name, vals, off)?;
         }
@@ -910,7 +911,7 @@ impl<'c> Parser<'c> {
             self.ctx.append_block(region, b);
             for (name, ty, loc, off) in entry_args {
                 let v = self.ctx.add_block_argument(b, ty.clone(), loc.clone());
-                self.define_values(name, vec![v], *off)?;
+                self.define_values(name, smallvec::smallvec![v], *off)?;
             }
             current = Some(b);
         }
@@ -986,7 +987,7 @@ impl<'c> Parser<'c> {
                                 None => None,
                             };
                             let v = self.ctx.add_block_argument(b, ty, loc);
-                            self.define_values(&vname, vec![v], aoff)?;
+                            self.define_values(&vname, smallvec::smallvec![v], aoff)?;
                         }
                     }
                     current = Some(b);
