@@ -13,7 +13,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::expectations::{check_expectations, compare, node_test_dirs};
+use common::expectations::{compare, run_node_tests};
 use common::node_runner::{host, run_node};
 use ipuc_frontends::onnx::{read_test_data_set, LoadOptions, Model};
 use ipuc_runtime::reference::HostTensor;
@@ -62,27 +62,10 @@ fn run_test(dir: &Path) -> Result<(), String> {
 
 #[test]
 fn onnx_backend_node_tests() {
-    let results: BTreeMap<String, Result<(), String>> = node_test_dirs()
-        .iter()
-        .map(|d| {
-            if std::env::var_os("IPUC_NODE_TRACE").is_some() {
-                eprintln!("running {}", d.display());
-            }
-            (
-                d.file_name().unwrap().to_string_lossy().into_owned(),
-                run_test(d),
-            )
-        })
-        .collect();
-    let passed = results.values().filter(|r| r.is_ok()).count();
-    eprintln!(
-        "ONNX node tests at kernel level: {passed} passed, {} failed (of {})",
-        results.len() - passed,
-        results.len()
-    );
-    check_expectations(
+    run_node_tests(
+        "ONNX node tests at kernel level",
         "onnx_node_tests.expected",
         "ONNX backend node tests run by tests/onnx_node_tests.rs: PASS, or FAIL with the reason.",
-        &results,
+        run_test,
     );
 }

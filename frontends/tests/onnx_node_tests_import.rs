@@ -18,10 +18,10 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 
-use common::expectations::{check_expectations, compare, node_test_dirs};
+use common::expectations::{compare, run_node_tests};
 use common::node_runner::host;
 use ipuc_frontends::onnx::import::{import_model, ImportOptions};
 use ipuc_frontends::onnx::{
@@ -156,28 +156,11 @@ fn run_test(dir: &Path) -> Result<(), String> {
 
 #[test]
 fn onnx_backend_node_tests_through_import() {
-    let results: BTreeMap<String, Result<(), String>> = node_test_dirs()
-        .iter()
-        .map(|d| {
-            if std::env::var_os("IPUC_NODE_TRACE").is_some() {
-                eprintln!("running {}", d.display());
-            }
-            (
-                d.file_name().unwrap().to_string_lossy().into_owned(),
-                run_test(d),
-            )
-        })
-        .collect();
-    let passed = results.values().filter(|r| r.is_ok()).count();
-    eprintln!(
-        "ONNX node tests through import + nn interpreter: {passed} passed, {} failed (of {})",
-        results.len() - passed,
-        results.len()
-    );
-    check_expectations(
+    run_node_tests(
+        "ONNX node tests through import + nn interpreter",
         "onnx_node_tests_import.expected",
         "ONNX backend node tests run by tests/onnx_node_tests_import.rs \
          (import -> nn -> reference interpreter): PASS, or FAIL with the reason.",
-        &results,
+        run_test,
     );
 }

@@ -142,3 +142,33 @@ pub fn check_expectations(
         mismatches.join("\n")
     );
 }
+
+/// Runs `run_test` on every node-test folder (`IPUC_NODE_TRACE` prints each
+/// folder first), reports the pass count under `label`, and checks the
+/// results against the expectations file.
+pub fn run_node_tests(
+    label: &str,
+    file_name: &str,
+    header: &str,
+    run_test: fn(&Path) -> Result<(), String>,
+) {
+    let results: BTreeMap<String, Result<(), String>> = node_test_dirs()
+        .iter()
+        .map(|d| {
+            if std::env::var_os("IPUC_NODE_TRACE").is_some() {
+                eprintln!("running {}", d.display());
+            }
+            (
+                d.file_name().unwrap().to_string_lossy().into_owned(),
+                run_test(d),
+            )
+        })
+        .collect();
+    let passed = results.values().filter(|r| r.is_ok()).count();
+    eprintln!(
+        "{label}: {passed} passed, {} failed (of {})",
+        results.len() - passed,
+        results.len()
+    );
+    check_expectations(file_name, header, &results);
+}
