@@ -1,109 +1,19 @@
 //! Bit-exact encoding and decoding of the float formats the IR can hold,
 //! used by the printer and parser for float attributes and dense elements.
+//! The formats themselves live in [`crate::numeric`]; this module maps
+//! [`FloatKind`] onto them.
 
+use crate::numeric::{rounding, Float8Format};
 use crate::types::FloatKind;
 
-/// Parameters of an 8-bit float format.
-struct MiniFloat {
-    mantissa_bits: u32,
-    exponent_bits: u32,
-    bias: i32,
-    /// NaN is 0x80 only, no negative zero, no infinities (FNUZ formats).
-    fnuz: bool,
-    /// No infinities; the all-ones pattern is NaN (E4M3FN).
-    finite_only: bool,
-}
-
-fn minifloat(kind: FloatKind) -> Option<MiniFloat> {
+fn float8(kind: FloatKind) -> Option<Float8Format> {
     Some(match kind {
-        FloatKind::F8E4M3FN => MiniFloat {
-            mantissa_bits: 3,
-            exponent_bits: 4,
-            bias: 7,
-            fnuz: false,
-            finite_only: true,
-        },
-        FloatKind::F8E5M2 => MiniFloat {
-            mantissa_bits: 2,
-            exponent_bits: 5,
-            bias: 15,
-            fnuz: false,
-            finite_only: false,
-        },
-        FloatKind::F8E4M3FNUZ => MiniFloat {
-            mantissa_bits: 3,
-            exponent_bits: 4,
-            bias: 8,
-            fnuz: true,
-            finite_only: true,
-        },
-        FloatKind::F8E5M2FNUZ => MiniFloat {
-            mantissa_bits: 2,
-            exponent_bits: 5,
-            bias: 16,
-            fnuz: true,
-            finite_only: true,
-        },
+        FloatKind::F8E4M3FN => Float8Format::E4M3FN,
+        FloatKind::F8E5M2 => Float8Format::E5M2,
+        FloatKind::F8E4M3FNUZ => Float8Format::E4M3FNUZ,
+        FloatKind::F8E5M2FNUZ => Float8Format::E5M2FNUZ,
         _ => return None,
     })
-}
-
-fn decode_mini(f: &MiniFloat, bits: u8) -> f64 {
-    if f.fnuz && bits == 0x80 {
-        return f64::NAN;
-    }
-    let sign = if bits & 0x80 != 0 { -1.0 } else { 1.0 };
-    let exp_mask = (1u32 << f.exponent_bits) - 1;
-    let exp = ((bits as u32) >> f.mantissa_bits) & exp_mask;
-    let man = (bits as u32) & ((1 << f.mantissa_bits) - 1);
-    if !f.fnuz {
-        if f.finite_only {
-            if exp == exp_mask && man == (1 << f.mantissa_bits) - 1 {
-                return f64::NAN;
-            }
-        } else if exp == exp_mask {
-            return if man == 0 {
-                sign * f64::INFINITY
-            } else {
-                f64::NAN
-            };
-        }
-    }
-    let m = man as f64 / (1u32 << f.mantissa_bits) as f64;
-    if exp == 0 {
-        sign * m * 2f64.powi(1 - f.bias)
-    } else {
-        sign * (1.0 + m) * 2f64.powi(exp as i32 - f.bias)
-    }
-}
-
-fn encode_mini(f: &MiniFloat, v: f64) -> u8 {
-    // Exhaustive nearest search over the 256 codes: exact and simple, and
-    // only used for attribute text, never in hot loops.
-    if v.is_nan() {
-        // FNUZ: the single NaN 0x80; E4M3FN and E5M2: 0x7f is a NaN.
-        return if f.fnuz { 0x80 } else { 0x7f };
-    }
-    let mut best: Option<(f64, u8)> = None;
-    for code in 0u16..=255 {
-        let c = code as u8;
-        let d = decode_mini(f, c);
-        if d.is_nan() {
-            continue;
-        }
-        if d == v && (d != 0.0 || d.is_sign_negative() == v.is_sign_negative() || f.fnuz) {
-            return c;
-        }
-        let err = (d - v).abs();
-        let better = match best {
-            None => true,
-            Some((e, b)) => err < e || (err == e && (c & 1) == 0 && (b & 1) == 1),
-        };
-        if better {
-            best = Some((err, c));
-        }
-    }
-    best.map_or(0, |(_, c)| c)
 }
 
 /// Decodes `bytes` (little-endian storage of `kind`) to an `f64`.
@@ -113,18 +23,25 @@ pub fn decode(kind: FloatKind, bytes: &[u8]) -> f64 {
         FloatKind::BF16 => half::bf16::from_bits(u16::from_le_bytes([bytes[0], bytes[1]])).to_f64(),
         FloatKind::F32 => f32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as f64,
         FloatKind::F64 => f64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")),
-        _ => decode_mini(&minifloat(kind).expect("8-bit float"), bytes[0]),
+        _ => float8(kind).expect("8-bit float").decode_f64(bytes[0]),
     }
 }
 
 /// Rounds `v` to `kind` (nearest, ties to even) and returns the storage bits.
 pub fn encode_bits(kind: FloatKind, v: f64) -> u64 {
     match kind {
-        FloatKind::F16 => half::f16::from_f64(v).to_bits() as u64,
-        FloatKind::BF16 => half::bf16::from_f64(v).to_bits() as u64,
+        FloatKind::F16 => rounding::f16_from_f64(v).to_bits() as u64,
+        FloatKind::BF16 => rounding::bf16_from_f64(v).to_bits() as u64,
         FloatKind::F32 => (v as f32).to_bits() as u64,
         FloatKind::F64 => v.to_bits(),
-        _ => encode_mini(&minifloat(kind).expect("8-bit float"), v) as u64,
+        _ => {
+            // Out-of-range values clamp to the largest finite value; an
+            // infinity stays one where the format has them (E5M2).
+            let keep_infinity = v.is_infinite() && kind == FloatKind::F8E5M2;
+            float8(kind)
+                .expect("8-bit float")
+                .encode_f64(v, !keep_infinity) as u64
+        }
     }
 }
 
