@@ -3,6 +3,8 @@
 //! NaN is 0x80 (there is no negative zero). Tensors carry a power-of-two
 //! scale s in -31..=31: the value of byte q is `decode(q) * 2^s`.
 
+use ipuc_ir::numeric::Float8Format;
+
 /// The largest finite value.
 pub const F8_MAX: f64 = 240.0;
 /// The NaN encoding.
@@ -12,56 +14,17 @@ pub const SCALE_RANGE: std::ops::RangeInclusive<i32> = -31..=31;
 
 /// Decodes one byte (NaN for 0x80).
 pub fn f8_to_f64(q: u8) -> f64 {
-    if q == F8_NAN {
-        return f64::NAN;
-    }
-    let sign = if q & 0x80 != 0 { -1.0 } else { 1.0 };
-    let e = i32::from((q >> 3) & 0xf);
-    let m = f64::from(q & 7);
-    let mag = if e == 0 {
-        m * 2f64.powi(-10)
-    } else {
-        (1.0 + m / 8.0) * 2f64.powi(e - 8)
-    };
-    sign * mag
+    Float8Format::E4M3FNUZ.decode_f64(q)
 }
 
 /// Encodes a value: round to nearest, ties to even; finite values beyond
-/// the range saturate to +-240; NaN and infinities become 0x80.
+/// the range saturate to +-240; NaN and infinities become 0x80 (the IPU's
+/// conversion; the rounding itself is `ipuc_ir::numeric`'s).
 pub fn f64_to_f8(v: f64) -> u8 {
     if !v.is_finite() {
         return F8_NAN;
     }
-    let sign: u8 = if v.is_sign_negative() { 0x80 } else { 0 };
-    let a = v.abs();
-    let mag: u8 = if a >= F8_MAX {
-        0x7f
-    } else if a < 2f64.powi(-7) {
-        // Subnormal range: multiples of 2^-10 (exact scaling by a power of two).
-        (a * 1024.0).round_ties_even() as u8
-    } else {
-        let e = a.log2().floor() as i32;
-        // log2 may be off by one near powers of two; fix e so that 1 <= a/2^e < 2.
-        let e = if a / 2f64.powi(e) >= 2.0 {
-            e + 1
-        } else if a / 2f64.powi(e) < 1.0 {
-            e - 1
-        } else {
-            e
-        };
-        let frac = ((a / 2f64.powi(e) - 1.0) * 8.0).round_ties_even() as i32;
-        let (e, frac) = if frac == 8 { (e + 1, 0) } else { (e, frac) };
-        if e + 8 > 15 {
-            0x7f
-        } else {
-            (((e + 8) as u8) << 3) | frac as u8
-        }
-    };
-    if mag == 0 {
-        0
-    } else {
-        sign | mag
-    }
+    Float8Format::E4M3FNUZ.encode_f64(v, true)
 }
 
 /// Encodes with a tensor scale: `f64_to_f8(v * 2^-scale)`.
