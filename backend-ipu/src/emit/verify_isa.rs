@@ -177,19 +177,11 @@ fn matches_kind(kind: OperandKind, o: &Operand) -> bool {
     }
 }
 
+/// An operand kind as messages spell it, immediates with their width.
 fn kind_text(k: OperandKind) -> String {
     match k {
-        OperandKind::M => "$m".into(),
-        OperandKind::MPair => "$mN:N+1".into(),
-        OperandKind::MInc => "$m+=".into(),
-        OperandKind::MPairInc => "$mN:N+1+=".into(),
-        OperandKind::A => "$a".into(),
-        OperandKind::APair => "$aN:N+1".into(),
-        OperandKind::AQuad => "$aN:N+3".into(),
-        OperandKind::UImm(b) => format!("zimm{b}"),
-        OperandKind::SImm(b) => format!("simm{b}"),
-        OperandKind::Target => "label".into(),
-        OperandKind::Csr | OperandKind::UCsr => "$CSR".into(),
+        OperandKind::UImm(b) | OperandKind::SImm(b) => format!("{}{b}", k.syntax()),
+        _ => k.syntax().to_string(),
     }
 }
 

@@ -56,6 +56,24 @@ pub enum OperandKind {
 }
 
 impl OperandKind {
+    /// How the operand is written in a form signature (`$mN:N+1`, `simm`,
+    /// `label`, ...), for messages that list an instruction's forms.
+    pub fn syntax(self) -> &'static str {
+        match self {
+            OperandKind::M => "$m",
+            OperandKind::MPair => "$mN:N+1",
+            OperandKind::MInc => "$m+=",
+            OperandKind::MPairInc => "$mN:N+1+=",
+            OperandKind::A => "$a",
+            OperandKind::APair => "$aN:N+1",
+            OperandKind::AQuad => "$aN:N+3",
+            OperandKind::UImm(_) => "zimm",
+            OperandKind::SImm(_) => "simm",
+            OperandKind::Target => "label",
+            OperandKind::Csr | OperandKind::UCsr => "$CSR",
+        }
+    }
+
     /// Bits the operand takes in our encoding.
     pub fn bits(self) -> u32 {
         match self {

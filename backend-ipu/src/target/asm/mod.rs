@@ -690,23 +690,7 @@ fn syntactic_match(kind: OperandKind, op: &Operand) -> bool {
 }
 
 fn form_signature(d: &InstrDesc) -> String {
-    let ops: Vec<&str> = d
-        .operands
-        .iter()
-        .map(|k| match k {
-            OperandKind::M => "$m",
-            OperandKind::MPair => "$mN:N+1",
-            OperandKind::MInc => "$m+=",
-            OperandKind::MPairInc => "$mN:N+1+=",
-            OperandKind::A => "$a",
-            OperandKind::APair => "$aN:N+1",
-            OperandKind::AQuad => "$aN:N+3",
-            OperandKind::UImm(_) => "zimm",
-            OperandKind::SImm(_) => "simm",
-            OperandKind::Target => "label",
-            OperandKind::Csr | OperandKind::UCsr => "$CSR",
-        })
-        .collect();
+    let ops: Vec<&str> = d.operands.iter().map(|k| k.syntax()).collect();
     format!("{} {}", d.mnemonic, ops.join(", "))
 }
 
