@@ -18,6 +18,8 @@
 //! assert!(text.contains("\"test.constant\"() {value = 42 : i32} : () -> i32"));
 //! ```
 
+extern crate alloc; // pest_derive without `std` names `::alloc`.
+
 pub mod affine;
 pub mod analysis;
 pub mod asm;

@@ -290,24 +290,58 @@ fn exhaustive_truncations_and_deletions() {
     }
 }
 
-/// Deep nesting is refused with an error instead of overflowing the stack;
-/// moderate nesting parses.
+/// Deep nesting is refused with an error instead of overflowing the stack
+/// (every recursive rule starts at a bracket, which the parser counts
+/// before handing text to pest); nesting up to the limit parses.
 #[test]
 fn deep_nesting_is_an_error_not_a_crash() {
-    let forms: [(&str, &str, &str, &str); 3] = [
-        ("\"a.b\"() {x = ", "[", "]", "} : () -> ()\n"),
-        ("\"a.b\"() : () -> ", "tuple<", ">", "\n"),
-        ("", "\"a.b\"() ({\n", "}) : () -> ()\n", ""),
+    // (prefix, opener, innermost, closer, suffix, brackets per level)
+    let forms: [(&str, &str, &str, &str, &str, usize); 7] = [
+        ("\"a.b\"() {x = ", "[", "", "]", "} : () -> ()\n", 1),
+        ("\"a.b\"() : () -> ", "tuple<", "", ">", "\n", 1),
+        ("", "\"a.b\"() ({\n", "", "}) : () -> ()\n", "", 2),
+        ("\"a.b\"() {x = ", "{y = ", "1", "}", "} : () -> ()\n", 1),
+        ("\"a.b\"() {x = !a.b", "<", "", ">", "} : () -> ()\n", 1),
+        (
+            "\"a.b\"() {x = affine_map<(d0) -> (",
+            "(",
+            "d0",
+            ")",
+            ")>} : () -> ()\n",
+            1,
+        ),
+        ("\"a.b\"() : () -> (", "(", "i32", ") -> ()", ")\n", 1),
     ];
-    for (pre, open, close, post) in forms {
-        for (depth, ok) in [(20usize, true), (100_000, false)] {
-            let src = format!("{pre}{}{}{post}", open.repeat(depth), close.repeat(depth));
+    let limit = 1024;
+    for (pre, open, mid, close, post, per_level) in forms {
+        // Leave room for the brackets of the surrounding text.
+        let deepest_ok = (limit - 4) / per_level;
+        for (depth, ok) in [
+            (20usize, true),
+            (deepest_ok, true),
+            (limit + 1, false),
+            (100_000, false),
+        ] {
+            let src = format!(
+                "{pre}{}{mid}{}{post}",
+                open.repeat(depth),
+                close.repeat(depth)
+            );
             let mut ctx = context(true);
-            let parsed = catch_unwind(AssertUnwindSafe(|| {
-                parse_source(&mut ctx, "deep.mlir", &src).is_ok()
-            }));
-            assert_eq!(parsed.ok(), Some(ok), "depth {depth} of {open:?}");
-            exercise(&src);
+            let parsed = std::thread::Builder::new()
+                .stack_size(2 << 20)
+                .spawn(move || match parse_source(&mut ctx, "deep.mlir", &src) {
+                    Ok(_) => Ok(()),
+                    Err(d) => Err(d.message),
+                })
+                .unwrap()
+                .join();
+            let parsed = parsed.unwrap_or_else(|_| panic!("depth {depth} of {open:?} panicked"));
+            match (ok, parsed) {
+                (true, Ok(())) => {}
+                (false, Err(m)) => assert!(m.contains("nest deeper than 1024"), "{m}"),
+                (ok, r) => panic!("depth {depth} of {open:?}: expected ok={ok}, got {r:?}"),
+            }
         }
     }
 }

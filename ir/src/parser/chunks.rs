@@ -155,3 +155,83 @@ fn is_alias_def(text: &[u8], i: usize) -> bool {
     }
     j < text.len() && text[j] == b'='
 }
+
+/// Deepest bracket nesting the parser accepts. pest descends recursively
+/// (a few rule frames per bracket); without a bound, hostile input such as
+/// `[[[[...` a hundred thousand deep would overflow the native stack.
+pub(crate) const MAX_NESTING: usize = 1024;
+
+/// The deepest bracket nesting in `text`, or the offset of the first bracket
+/// nesting deeper than [`MAX_NESTING`]. Counts `(`, `[`, `{` and `<` outside
+/// strings and comments; a `>` closes only an open `<` (and is no closer in
+/// `->` or `>=`), so stray `>` tokens cannot hide depth. Every recursive
+/// grammar rule consumes one of these openers first, so this bounds the
+/// parser's recursion.
+pub(crate) fn nesting_depth(text: &[u8]) -> Result<usize, usize> {
+    let mut brackets: usize = 0;
+    let mut angles: usize = 0;
+    let mut deepest = 0;
+    let mut i = 0;
+    while i < text.len() {
+        // Most bytes are neither brackets, quotes nor slashes: skip them in
+        // a tight loop (this scan runs over the whole input).
+        while i < text.len() && !SPECIAL[text[i] as usize] {
+            i += 1;
+        }
+        if i == text.len() {
+            break;
+        }
+        match text[i] {
+            b'"' => {
+                i += 1;
+                while i < text.len() && text[i] != b'"' && text[i] != b'\n' {
+                    if text[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'/' if i + 1 < text.len() && text[i + 1] == b'/' => {
+                while i < text.len() && text[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            c @ (b'(' | b'[' | b'{' | b'<') => {
+                if c == b'<' {
+                    angles += 1;
+                } else {
+                    brackets += 1;
+                }
+                if brackets + angles > deepest {
+                    deepest = brackets + angles;
+                    if deepest > MAX_NESTING {
+                        return Err(i);
+                    }
+                }
+            }
+            b')' | b']' | b'}' => brackets = brackets.saturating_sub(1),
+            b'>' if angles > 0
+                && !(i > 0 && text[i - 1] == b'-')
+                && text.get(i + 1) != Some(&b'=') =>
+            {
+                angles -= 1
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(deepest)
+}
+
+/// The bytes [`nesting_depth`] looks at.
+static SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let bytes = b"\"/([{<)]}>";
+    let mut i = 0;
+    while i < bytes.len() {
+        t[bytes[i] as usize] = true;
+        i += 1;
+    }
+    t
+};

@@ -107,8 +107,31 @@ pub struct Parser<'c> {
 /// Parses `text` (named `file` in locations and diagnostics) into `ctx`.
 pub fn parse_source(ctx: &mut Context, file: &str, text: &str) -> Result<ParsedSource, Diagnostic> {
     let mut p = Parser::new(ctx, file, text);
-    p.parse_file()
+    // The parser recurses once per bracket level (pest's rules, then ours);
+    // bound the depth and make sure the stack holds it, on whatever thread
+    // we were called (2 MiB test threads, debug builds).
+    let depth = match chunks::nesting_depth(text.as_bytes()) {
+        Ok(depth) => depth,
+        Err(off) => {
+            return Err(Diagnostic::error(
+                p.loc_at(off),
+                format!(
+                    "brackets nest deeper than {} levels; split the construct or \
+                     name parts of it with aliases",
+                    chunks::MAX_NESTING
+                ),
+            ))
+        }
+    };
+    let stack = STACK_BASE + depth * STACK_PER_LEVEL;
+    stacker::maybe_grow(stack, stack, || p.parse_file())
 }
+
+/// Stack the parser needs besides nesting (generous for debug builds).
+const STACK_BASE: usize = 512 << 10;
+/// Stack per bracket level: pest's rule closures plus our conversion; about
+/// 8 KiB in debug builds, far less in release.
+const STACK_PER_LEVEL: usize = 24 << 10;
 
 impl<'c> Parser<'c> {
     fn new(ctx: &'c mut Context, file: &str, text: &str) -> Parser<'c> {
