@@ -103,7 +103,12 @@ fn verify_diagnostics_matches_annotations() {
     let wrong = src.replace("has 0 operands", "has 7 operands");
     let (code, _, err) = ipu_opt(&["--verify-diagnostics"], &wrong);
     assert_eq!(code, 1);
-    assert!(err.contains("unexpected error"), "{err}");
+    // As mlir-opt: located, with the source line and a caret.
+    assert!(
+        err.contains("<stdin>:3:3: error: unexpected error: 'func.return' op has 0 operands"),
+        "{err}"
+    );
+    assert!(err.contains("  return\n  ^\n"), "{err}");
 }
 
 #[test]

@@ -220,7 +220,13 @@ impl<'c> Parser<'c> {
 
     pub(crate) fn convert_type(&self, p: Pair<'_, Rule>) -> Result<Type, Diagnostic> {
         // The same few types are spelled over and over: convert each text once.
-        if matches!(p.as_rule(), Rule::any_type | Rule::function_type) {
+        if matches!(
+            p.as_rule(),
+            Rule::any_type
+                | Rule::function_type
+                | Rule::shaped_type_text
+                | Rule::function_type_text
+        ) {
             if let Some(t) = self.type_cache.borrow().get(p.as_str()) {
                 return Ok(t.clone());
             }
@@ -239,6 +245,8 @@ impl<'c> Parser<'c> {
                 self.convert_type(inner)
             }
             Rule::function_type => self.convert_function_type_uncached(p),
+            Rule::shaped_type_text => self.convert_type_text(p, Rule::single_shaped_type),
+            Rule::function_type_text => self.convert_type_text(p, Rule::single_function_type),
             Rule::paren_types => {
                 let types = self.convert_paren_types(p)?;
                 Ok(Type::new(TypeKind::Tuple(types)))
@@ -429,6 +437,25 @@ impl<'c> Parser<'c> {
             _ => vec![self.convert_type(res)?],
         };
         Ok(Type::function(inputs, results))
+    }
+
+    /// Parses the text of a type that was matched by extent only, with
+    /// `rule` (a `single_*` rule wrapping the structured one).
+    fn convert_type_text(&self, p: Pair<'_, Rule>, rule: Rule) -> Result<Type, Diagnostic> {
+        use pest::Parser as _;
+        let offset = p.as_span().start();
+        let text = p.as_str();
+        self.with_base(
+            self.base.get() + offset,
+            |me| match super::syntax::MlirGrammar::parse(rule, text) {
+                Ok(mut pairs) => {
+                    let top = pairs.next().expect("single type rule");
+                    let ty = top.into_inner().next().expect("shaped type");
+                    me.convert_type(ty)
+                }
+                Err(e) => Err(me.pest_error(e, "invalid type")),
+            },
+        )
     }
 
     fn convert_shaped(&self, p: Pair<'_, Rule>) -> Result<Type, Diagnostic> {

@@ -89,7 +89,7 @@ pub struct Parser<'c> {
     text: Arc<str>,
     lines: LineIndex,
     /// Offset of the chunk currently parsed, added to pest positions.
-    base: usize,
+    base: std::cell::Cell<usize>,
     attr_aliases: FxHashMap<String, Attribute>,
     type_aliases: FxHashMap<String, Type>,
     loc_aliases: FxHashMap<String, Location>,
@@ -141,7 +141,7 @@ impl<'c> Parser<'c> {
             file: file.into(),
             text: text.into(),
             lines: LineIndex::new(text),
-            base: 0,
+            base: std::cell::Cell::new(0),
             attr_aliases: FxHashMap::default(),
             type_aliases: FxHashMap::default(),
             loc_aliases: FxHashMap::default(),
@@ -152,6 +152,15 @@ impl<'c> Parser<'c> {
             op_name_cache: FxHashMap::default(),
             type_cache: Default::default(),
         }
+    }
+
+    /// Runs `f` with pair offsets counted from `base` (for text parsed on
+    /// its own, e.g. a type matched by extent), restoring the old base.
+    pub(crate) fn with_base<T>(&self, base: usize, f: impl FnOnce(&Self) -> T) -> T {
+        let saved = self.base.replace(base);
+        let out = f(self);
+        self.base.set(saved);
+        out
     }
 
     /// The location of an absolute byte offset.
@@ -166,7 +175,7 @@ impl<'c> Parser<'c> {
 
     /// The location of a pair's start.
     pub(crate) fn loc_of(&self, pair: &Pair<'_, Rule>) -> Location {
-        self.loc_at(self.base + pair.as_span().start())
+        self.loc_at(self.base.get() + pair.as_span().start())
     }
 
     /// An error at a pair.
@@ -174,7 +183,7 @@ impl<'c> Parser<'c> {
         Diagnostic::error(self.loc_of(pair), msg)
     }
 
-    fn pest_error(&self, e: pest::error::Error<Rule>, what: &str) -> Diagnostic {
+    pub(crate) fn pest_error(&self, e: pest::error::Error<Rule>, what: &str) -> Diagnostic {
         let offset = match e.location {
             pest::error::InputLocation::Pos(p) => p,
             pest::error::InputLocation::Span((s, _)) => s,
@@ -185,7 +194,7 @@ impl<'c> Parser<'c> {
             }
             pest::error::ErrorVariant::CustomError { message } => message.clone(),
         };
-        let abs = self.base + offset;
+        let abs = self.base.get() + offset;
         let found = self.text[abs.min(self.text.len())..].chars().next();
         let found = match found {
             Some(c) if !c.is_whitespace() => {
@@ -228,7 +237,7 @@ impl<'c> Parser<'c> {
         })?;
         // Aliases first (location aliases are printed after the IR).
         for item in items.iter().filter(|i| i.kind == ItemKind::Alias) {
-            self.base = item.start;
+            self.base.set(item.start);
             let pair = self.parse_rule(
                 Rule::single_alias,
                 &text[item.start..item.end],
@@ -238,7 +247,7 @@ impl<'c> Parser<'c> {
         }
         let mut external = Vec::new();
         for item in items.iter().filter(|i| i.kind == ItemKind::Metadata) {
-            self.base = item.start;
+            self.base.set(item.start);
             self.parse_metadata(&text[item.start..item.end], &mut external)?;
         }
         // Operations: a single `module` is the top level; bare ops get an implicit module.
@@ -293,7 +302,7 @@ impl<'c> Parser<'c> {
         let Some(brace) = header_brace(src) else {
             return self.parse_chunk_op(start, end);
         };
-        self.base = start;
+        self.base.set(start);
         let header =
             self.parse_rule(Rule::module_header, &src[..=brace], "invalid module header")?;
         let loc = self.loc_at(start);
@@ -331,7 +340,7 @@ impl<'c> Parser<'c> {
         self.default_dialects.pop();
         self.finish_scope()?;
         // Trailer: `}` and an optional location.
-        self.base = i;
+        self.base.set(i);
         let trailer = self.parse_rule(
             Rule::module_trailer,
             &text[i..end],
@@ -358,7 +367,7 @@ impl<'c> Parser<'c> {
     /// Parses one operation from `text[start..end]`.
     fn parse_chunk_op(&mut self, start: usize, end: usize) -> Result<OpId, Diagnostic> {
         let text = self.text.clone();
-        self.base = start;
+        self.base.set(start);
         let pair = self.parse_rule(
             Rule::single_operation,
             &text[start..end],
@@ -651,7 +660,7 @@ impl<'c> Parser<'c> {
             match p.as_rule() {
                 Rule::op_result_list => {
                     for r in p.into_inner() {
-                        let off = self.base + r.as_span().start();
+                        let off = self.base.get() + r.as_span().start();
                         let (name, count) = match r.as_str().split_once(':') {
                             Some((n, c)) => (
                                 n.to_string(),
@@ -688,10 +697,11 @@ impl<'c> Parser<'c> {
         let nres = self.ctx.results(op).len();
         // As upstream, results need not be bound at all (`"a.b"() : () -> i32`).
         if total != nres && !results.is_empty() {
-            let (_, _, off) = results
-                .first()
-                .cloned()
-                .unwrap_or((String::new(), 0, self.base));
+            let (_, _, off) =
+                results
+                    .first()
+                    .cloned()
+                    .unwrap_or((String::new(), 0, self.base.get()));
             return Err(Diagnostic::error(
                 self.loc_at(off),
                 format!("operation defines {nres} results but was provided {total} to bind"),
@@ -736,7 +746,7 @@ impl<'c> Parser<'c> {
                 }
                 Rule::successor_list => {
                     for s in p.into_inner() {
-                        let off = self.base + s.as_span().start();
+                        let off = self.base.get() + s.as_span().start();
                         successors.push(self.block_ref(s.as_str(), off));
                     }
                 }
@@ -746,7 +756,9 @@ impl<'c> Parser<'c> {
                 }
                 Rule::region_list => region_pairs.extend(p.into_inner()),
                 Rule::dict_attr => attributes = self.convert_dict(p)?,
-                Rule::function_type => fn_type = Some((self.convert_function_type(p.clone())?, p)),
+                Rule::function_type | Rule::function_type_text => {
+                    fn_type = Some((self.convert_function_type(p.clone())?, p))
+                }
                 _ => unreachable!("unexpected rule in generic operation"),
             }
         }
@@ -835,7 +847,7 @@ impl<'c> Parser<'c> {
         let elems: Vec<Pair<'_, Rule>> = inner
             .map(|e| e.into_inner().next().expect("custom element"))
             .collect();
-        let end_offset = self.base + name_pair.as_span().end();
+        let end_offset = self.base.get() + name_pair.as_span().end();
         let mut state = OperationState::new(name.clone(), loc);
         if let Some(d) = default_dialect {
             self.default_dialects.push(d);
@@ -905,7 +917,7 @@ impl<'c> Parser<'c> {
         &self,
         u: &Pair<'i, Rule>,
     ) -> Result<(&'i str, usize, usize), Diagnostic> {
-        let off = self.base + u.as_span().start();
+        let off = self.base.get() + u.as_span().start();
         let text = u.as_str();
         let (name, idx) = match text.split_once('#') {
             Some((n, i)) => (
@@ -959,7 +971,7 @@ impl<'c> Parser<'c> {
                     let label = it.next().expect("block label");
                     let mut lit = label.into_inner();
                     let name_pair = lit.next().expect("caret id");
-                    let off = self.base + name_pair.as_span().start();
+                    let off = self.base.get() + name_pair.as_span().start();
                     if !entry_args.is_empty()
                         && !saw_label
                         && current.is_some()
@@ -992,7 +1004,7 @@ impl<'c> Parser<'c> {
                     self.ctx.append_block(region, b);
                     if let Some(args) = lit.next() {
                         for a in args.into_inner() {
-                            let aoff = self.base + a.as_span().start();
+                            let aoff = self.base.get() + a.as_span().start();
                             let mut ai = a.into_inner();
                             let vname = ai.next().expect("value id").as_str().to_string();
                             let ty = self.convert_type(ai.next().expect("type"))?;
@@ -1142,7 +1154,11 @@ fn rule_description(r: Rule) -> &'static str {
         | Rule::generic_operation
         | Rule::custom_operation
         | Rule::custom_op_name => "an operation",
-        Rule::any_type | Rule::non_function_type | Rule::function_type => "a type",
+        Rule::any_type
+        | Rule::non_function_type
+        | Rule::function_type
+        | Rule::function_type_text
+        | Rule::shaped_type_text => "a type",
         Rule::attribute | Rule::custom_attr => "an attribute",
         Rule::value_use | Rule::value_id | Rule::value_use_list => "an SSA value",
         Rule::op_result_list | Rule::op_result => "an SSA result",

@@ -93,15 +93,19 @@ pub fn check(
         match hit {
             Some(e) => e.matched = true,
             None => {
-                let rendered = sources.render(&Diagnostic {
-                    notes: Vec::new(),
-                    ..d.clone()
-                });
-                errors.push_str(&format!(
-                    "{file}: error: unexpected {}: {}\n{rendered}",
-                    d.severity.as_str(),
-                    d.message
-                ));
+                // As mlir-opt: `file:line:col: error: unexpected error: ...`
+                // with the source line, or just the file when unlocated.
+                let message = format!("unexpected {}: {}", d.severity.as_str(), d.message);
+                if line.is_some() {
+                    errors.push_str(&sources.render(&Diagnostic {
+                        severity: Severity::Error,
+                        message,
+                        notes: Vec::new(),
+                        ..d.clone()
+                    }));
+                } else {
+                    errors.push_str(&format!("{file}: error: {message}\n"));
+                }
             }
         }
     }
