@@ -29,6 +29,10 @@ pub enum AttrKind {
     Float { bits: u64, ty: Type },
     /// `"text"`, optionally typed (`"text" : i32`).
     String { value: Arc<str>, ty: Option<Type> },
+    /// A string attribute whose bytes are not valid UTF-8 (`"\FF\00"`):
+    /// upstream's string attributes are byte strings. Printed with the same
+    /// escapes; `as_str` does not see it.
+    Bytes { value: Arc<[u8]>, ty: Option<Type> },
     /// A type used as an attribute.
     Type(Type),
     /// `[a, b]`.
@@ -116,6 +120,20 @@ impl Attribute {
             value: s.into(),
             ty: None,
         })
+    }
+    /// A string attribute from raw bytes, optionally typed: a `String` when
+    /// the bytes are UTF-8, `Bytes` otherwise.
+    pub fn string_from_bytes(bytes: Vec<u8>, ty: Option<Type>) -> Attribute {
+        match String::from_utf8(bytes) {
+            Ok(s) => Attribute::new(AttrKind::String {
+                value: s.into(),
+                ty,
+            }),
+            Err(e) => Attribute::new(AttrKind::Bytes {
+                value: e.into_bytes().into(),
+                ty,
+            }),
+        }
     }
     /// A type attribute.
     pub fn type_attr(ty: Type) -> Attribute {
@@ -209,7 +227,7 @@ impl Attribute {
     pub fn ty(&self) -> Option<&Type> {
         match self.kind() {
             AttrKind::Integer { ty, .. } | AttrKind::Float { ty, .. } => Some(ty),
-            AttrKind::String { ty, .. } => ty.as_ref(),
+            AttrKind::String { ty, .. } | AttrKind::Bytes { ty, .. } => ty.as_ref(),
             AttrKind::DenseElements(d) => Some(&d.ty),
             AttrKind::DenseResource { ty, .. } => Some(ty),
             _ => None,

@@ -35,6 +35,7 @@ pub mod location;
 pub mod numeric;
 pub mod parser;
 pub mod pass;
+pub mod print_aliases;
 pub mod printer;
 pub mod rewrite;
 pub mod symbol_table;

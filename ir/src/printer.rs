@@ -16,6 +16,7 @@ use crate::context::{BlockId, Context, OpId, RegionId, Value};
 use crate::dialect::Traits;
 use crate::float_format;
 use crate::location::{LocKind, Location};
+use crate::print_aliases::{AliasState, PrinterAliases};
 use crate::types::{FloatKind, Signedness, Type, TypeKind, DYNAMIC};
 
 /// Printer options (the `--mlir-print-*` flags).
@@ -31,6 +32,13 @@ pub struct PrintOptions {
     pub elide_resources_if_larger: Option<u64>,
     /// Print dense elements with more elements than this as a hex string (`None`: never).
     pub hex_if_larger: Option<u64>,
+    /// Print affine maps and integer sets inline instead of as `#map`
+    /// aliases (`--mlir-print-local-scope`).
+    pub local_scope: bool,
+    /// Alias state of the printer pass in progress: set by the printer,
+    /// leave it at its default.
+    #[doc(hidden)]
+    pub aliases: Option<PrinterAliases>,
 }
 
 impl Default for PrintOptions {
@@ -41,6 +49,8 @@ impl Default for PrintOptions {
             elide_elements_if_larger: None,
             elide_resources_if_larger: None,
             hex_if_larger: Some(100),
+            local_scope: false,
+            aliases: None,
         }
     }
 }
@@ -221,8 +231,14 @@ pub fn push_hex(out: &mut String, bytes: &[u8]) {
 
 /// Writes a string literal with MLIR escapes.
 pub fn write_escaped_string(out: &mut String, s: &str) {
+    write_escaped_bytes(out, s.as_bytes());
+}
+
+/// Writes bytes as a string literal: printable ASCII as is, everything
+/// else (and `"`, `\`) as `\XX`.
+pub fn write_escaped_bytes(out: &mut String, bytes: &[u8]) {
     out.push('"');
-    for &b in s.as_bytes() {
+    for &b in bytes {
         if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
             out.push(b as char);
         } else {
@@ -348,6 +364,13 @@ pub fn write_attribute(out: &mut String, attr: &Attribute, opts: &PrintOptions) 
                 write_type(out, t, Some(opts));
             }
         }
+        AttrKind::Bytes { value, ty } => {
+            write_escaped_bytes(out, value);
+            if let Some(t) = ty {
+                out.push_str(" : ");
+                write_type(out, t, Some(opts));
+            }
+        }
         AttrKind::Type(t) => write_type(out, t, Some(opts)),
         AttrKind::Array(items) => {
             out.push('[');
@@ -404,14 +427,16 @@ pub fn write_attribute(out: &mut String, attr: &Attribute, opts: &PrintOptions) 
             write_type(out, ty, Some(opts));
         }
         AttrKind::AffineMap(m) => {
-            out.push_str("affine_map<");
-            m.write_body(out);
-            out.push('>');
+            let mut text = String::from("affine_map<");
+            m.write_body(&mut text);
+            text.push('>');
+            write_aliasable(out, &text, opts);
         }
         AttrKind::IntegerSet(s) => {
-            out.push_str("affine_set<");
-            s.write_body(out);
-            out.push('>');
+            let mut text = String::from("affine_set<");
+            s.write_body(&mut text);
+            text.push('>');
+            write_aliasable(out, &text, opts);
         }
         AttrKind::Location(l) => write_location(out, l),
         AttrKind::Dialect {
@@ -431,6 +456,15 @@ pub fn write_attribute(out: &mut String, attr: &Attribute, opts: &PrintOptions) 
                 out.push('>');
             }
         }
+    }
+}
+
+/// Writes an aliasable attribute's inline text, or its alias while the
+/// printer assigns them.
+fn write_aliasable(out: &mut String, text: &str, opts: &PrintOptions) {
+    match &opts.aliases {
+        Some(a) => a.0.write(out, text),
+        None => out.push_str(text),
     }
 }
 
@@ -621,12 +655,33 @@ impl<'c> AsmPrinter<'c> {
 
     /// Prints `op` as a top-level operation followed by the resource section.
     pub fn print_top_level(mut self, op: OpId) -> String {
-        self.number_op_tree(op);
-        self.print_operation(op);
-        self.out.push('\n');
+        self.print_ir_with_aliases(op);
         self.print_resources(None)
             .expect("writing to a String cannot fail");
         self.out
+    }
+
+    /// Prints the IR of `op` (without resources), preceded by alias
+    /// definitions when it uses aliasable attributes (see `print_aliases`).
+    fn print_ir_with_aliases(&mut self, op: OpId) {
+        self.number_op_tree(op);
+        if self.opts.local_scope {
+            self.opts.aliases = None;
+        } else {
+            self.opts.aliases = Some(PrinterAliases(std::sync::Arc::new(AliasState::recording())));
+        }
+        self.print_operation(op);
+        self.out.push('\n');
+        let recorded = self.opts.aliases.take().and_then(|a| a.0.finish());
+        if let Some((named, header)) = recorded {
+            self.out = header;
+            self.resources.clear();
+            self.seen_resources.clear();
+            self.opts.aliases = Some(PrinterAliases(std::sync::Arc::new(named)));
+            self.print_operation(op);
+            self.out.push('\n');
+            self.opts.aliases = None;
+        }
     }
 
     /// Prints `op` and the resource section to `sink`. The IR text is built
@@ -637,9 +692,7 @@ impl<'c> AsmPrinter<'c> {
         op: OpId,
         sink: &mut dyn std::io::Write,
     ) -> std::io::Result<()> {
-        self.number_op_tree(op);
-        self.print_operation(op);
-        self.out.push('\n');
+        self.print_ir_with_aliases(op);
         self.print_resources(Some(sink))
     }
 

@@ -13,11 +13,18 @@ use crate::float_format;
 use crate::location::{LocKind, Location};
 use crate::types::{FloatKind, Signedness, Type, TypeKind, DYNAMIC};
 
-/// Decodes the body of a string literal (with quotes) with MLIR escapes.
+/// Decodes the body of a string literal (with quotes) with MLIR escapes,
+/// for names that must be text.
 pub(crate) fn unescape(lit: &str) -> Result<String, String> {
+    String::from_utf8(unescape_bytes(lit)?).map_err(|_| "string is not valid UTF-8".to_string())
+}
+
+/// Decodes the body of a string literal (with quotes) with MLIR escapes
+/// into bytes (string attributes may hold any bytes, as upstream's).
+pub(crate) fn unescape_bytes(lit: &str) -> Result<Vec<u8>, String> {
     let body = &lit[1..lit.len() - 1];
     if !body.contains('\\') {
-        return Ok(body.to_string());
+        return Ok(body.as_bytes().to_vec());
     }
     let mut out = Vec::with_capacity(body.len());
     let b = body.as_bytes();
@@ -49,7 +56,7 @@ pub(crate) fn unescape(lit: &str) -> Result<String, String> {
         }
         i += 2;
     }
-    String::from_utf8(out).map_err(|_| "string is not valid UTF-8".to_string())
+    Ok(out)
 }
 
 /// Decodes `0x...` hex text into bytes.
@@ -263,10 +270,12 @@ impl<'c> Parser<'c> {
                 let width: u32 = digits
                     .parse()
                     .map_err(|_| self.err(&p, "invalid integer width"))?;
-                if width == 0 && signedness != Signedness::Signless || width > 128 {
+                // Upstream allows up to 2^24 - 1 bits; our integer attributes
+                // and dense storage hold at most 128.
+                if width > 128 {
                     return Err(self.err(
                         &p,
-                        format!("integer bitwidth {width} is not supported (1 to 128)"),
+                        format!("integer bitwidth {width} is not supported (0 to 128)"),
                     ));
                 }
                 Ok(Type::new(TypeKind::Integer { width, signedness }))
@@ -558,16 +567,13 @@ impl<'c> Parser<'c> {
             Rule::string_attr => {
                 let mut it = p.into_inner();
                 let s = it.next().expect("string");
-                let value = unescape(s.as_str()).map_err(|m| self.err(&s, m))?;
+                let value = unescape_bytes(s.as_str()).map_err(|m| self.err(&s, m))?;
                 let ty = it.next().map(|t| self.convert_type(t)).transpose()?;
-                Ok(Attribute::new(AttrKind::String {
-                    value: value.into(),
-                    ty,
-                }))
+                Ok(Attribute::string_from_bytes(value, ty))
             }
             Rule::string_lit => {
-                let value = unescape(p.as_str()).map_err(|m| self.err(&p, m))?;
-                Ok(Attribute::string(&value))
+                let value = unescape_bytes(p.as_str()).map_err(|m| self.err(&p, m))?;
+                Ok(Attribute::string_from_bytes(value, None))
             }
             Rule::symbol_ref_attr => {
                 let mut names = Vec::new();

@@ -425,16 +425,14 @@ impl<'p, 'c> CustomParser<'p, 'c> {
                         self.parser.number_attr(&inner, ty)
                     }
                     Rule::string_lit => {
-                        let a = self.parser.convert_attribute_inner(inner)?;
-                        if self.parse_optional_punct(":") {
-                            let ty = self.parse_type()?;
-                            let s = a.as_str().expect("string").to_string();
-                            return Ok(Attribute::new(crate::attributes::AttrKind::String {
-                                value: s.into(),
-                                ty: Some(ty),
-                            }));
-                        }
-                        Ok(a)
+                        let bytes = super::attrs::unescape_bytes(inner.as_str())
+                            .map_err(|m| self.parser.err(&inner, m))?;
+                        let ty = if self.parse_optional_punct(":") {
+                            Some(self.parse_type()?)
+                        } else {
+                            None
+                        };
+                        Ok(Attribute::string_from_bytes(bytes, ty))
                     }
                     _ => self.parser.convert_attribute_inner(inner),
                 }

@@ -19,6 +19,7 @@ pub struct OptArgs {
     pub allow_unregistered_dialect: bool,
     pub print_op_generic: bool,
     pub print_debuginfo: bool,
+    pub print_local_scope: bool,
     pub list_passes: bool,
     pub dump_pass_pipeline: bool,
     pub verify_each: bool,
@@ -62,6 +63,7 @@ impl OptArgs {
         PrintOptions {
             generic: self.print_op_generic,
             debug_info: self.print_debuginfo,
+            local_scope: self.print_local_scope,
             elide_elements_if_larger: self.elide_elements_if_larger,
             elide_resources_if_larger: self.elide_resources_if_larger,
             ..PrintOptions::default()
@@ -125,6 +127,13 @@ fn command(registry: &PassRegistry) -> Command {
             .visible_alias("print-op-generic"),
         )
         .arg(flag("mlir-print-debuginfo", "Print locations").visible_alias("print-debuginfo"))
+        .arg(
+            flag(
+                "mlir-print-local-scope",
+                "Print affine maps and integer sets inline instead of as #map/#set aliases",
+            )
+            .visible_alias("print-local-scope"),
+        )
         .arg(flag(
             "list-passes",
             "List registered passes and their options",
@@ -323,6 +332,7 @@ pub fn parse(args: Vec<String>, registry: &PassRegistry) -> Result<OptArgs, i32>
         allow_unregistered_dialect: b("allow-unregistered-dialect"),
         print_op_generic: b("mlir-print-op-generic"),
         print_debuginfo: b("mlir-print-debuginfo"),
+        print_local_scope: b("mlir-print-local-scope"),
         list_passes: b("list-passes"),
         dump_pass_pipeline: b("dump-pass-pipeline"),
         verify_each: *m.get_one::<bool>("verify-each").unwrap_or(&true),
