@@ -127,9 +127,10 @@ impl SourceMgr {
     fn render_one(&self, out: &mut String, d: &Diagnostic) {
         let prefix = location_prefix(&d.loc);
         let _ = writeln!(out, "{prefix}: {}: {}", d.severity.as_str(), d.message);
-        if let Some((file, line, col)) = d.loc.file_line_col_of() {
+        // Line 0 (e.g. the implicit module, `file:0:0`) has no source line.
+        if let Some((file, line, col)) = d.loc.file_line_col_of().filter(|l| l.1 > 0) {
             if let Some(text) = self.files.get(file) {
-                if let Some(src) = text.lines().nth(line.saturating_sub(1) as usize) {
+                if let Some(src) = text.lines().nth(line as usize - 1) {
                     let _ = writeln!(out, "{src}");
                     let caret_col = (col.max(1) - 1) as usize;
                     let pad: String = src

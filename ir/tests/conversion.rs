@@ -151,8 +151,8 @@ fn full_conversion_rejects_leftover_casts_then_succeeds_when_everything_converts
         .expect_err("casts remain");
     assert_eq!(
         SourceMgr::default().render(&err),
-        "in.mlir:3:3: error: failed to legalize 2 operations of 1 kind in full conversion\n\
-         in.mlir:3:3: note: 'builtin.unrealized_conversion_cast': 2 operations not marked legal (no pattern converts it); first here\n"
+        "in.mlir:3:8: error: failed to legalize 2 operations of 1 kind in full conversion\n\
+         in.mlir:3:8: note: 'builtin.unrealized_conversion_cast': 2 operations not marked legal (no pattern converts it); first here\n"
     );
 
     // Converting constants and terminators too leaves no cast.
@@ -242,16 +242,16 @@ fn report_lists_every_illegal_kind_with_count_and_first_location() {
     let err = apply_partial_conversion(&mut ctx, m, &target, &patterns, None).unwrap_err();
     assert_eq!(
         SourceMgr::default().render(&err),
-        "in.mlir:2:1: error: failed to legalize 5 operations of 2 kinds in partial conversion\n\
-         in.mlir:2:1: note: 'test.mul_i32': 3 operations marked illegal (no pattern converts it); first here\n\
-         in.mlir:3:1: note: 'test.add_i32': 2 operations marked illegal (no pattern succeeded); first here\n"
+        "in.mlir:2:6: error: failed to legalize 5 operations of 2 kinds in partial conversion\n\
+         in.mlir:2:6: note: 'test.mul_i32': 3 operations marked illegal (no pattern converts it); first here\n\
+         in.mlir:3:6: note: 'test.add_i32': 2 operations marked illegal (no pattern succeeded); first here\n"
     );
     // The rendered report with the source shows carets under each first occurrence.
     let mut sm = SourceMgr::new();
     sm.add("in.mlir", src.into());
     let rendered = sm.render(&err);
     assert!(
-        rendered.contains("%2 = test.add_i32 %1, %0 : i32\n^\n"),
+        rendered.contains("%2 = test.add_i32 %1, %0 : i32\n     ^\n"),
         "{rendered}"
     );
 }
@@ -279,7 +279,7 @@ fn dynamic_legality_and_recursive_legality() {
         err.notes[0].message,
         "'test.add': 1 operation rejected by its legality predicate (no pattern converts it); first here"
     );
-    assert_eq!(err.loc.file_line_col_of(), Some(("in.mlir", 2, 1)));
+    assert_eq!(err.loc.file_line_col_of(), Some(("in.mlir", 2, 6)));
 }
 
 #[test]

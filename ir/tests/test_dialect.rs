@@ -143,9 +143,9 @@ fn dominance_violation_in_ssacfg_region() {
         err.message,
         "'test.add' op operand #0 does not dominate this use"
     );
-    assert_eq!(line_col(&err), (2, 3));
+    assert_eq!(line_col(&err), (2, 8));
     assert_eq!(err.notes[0].message, "operand defined here");
-    assert_eq!(line_col(&err.notes[0]), (3, 3));
+    assert_eq!(line_col(&err.notes[0]), (3, 8));
 }
 
 #[test]
@@ -186,7 +186,7 @@ fn isolated_from_above_violation() {
         err.message,
         "'test.add' op using value defined outside the region (operand #1)"
     );
-    assert_eq!(line_col(&err), (4, 3));
+    assert_eq!(line_col(&err), (4, 8));
     assert_eq!(
         err.notes[0].message,
         "required by region isolation constraints"
@@ -203,7 +203,7 @@ fn missing_terminator() {
 "#,
     );
     assert_eq!(err.message, "block with no terminator, has 'test.constant'");
-    assert_eq!(line_col(&err), (2, 3));
+    assert_eq!(line_col(&err), (2, 8));
     assert_eq!(err.notes[0].message, "in a region of 'test.region'");
     assert_eq!(line_col(&err.notes[0]), (1, 1));
 }
@@ -289,7 +289,7 @@ fn operand_type_constraint_violation() {
         err.message,
         "'test.add' op operand #0 ('lhs') must be integer or index, but got 'f32'"
     );
-    assert_eq!(line_col(&err), (2, 1));
+    assert_eq!(line_col(&err), (2, 6));
     let err = verify_error(
         r#"%0 = "test.constant"() {value = 1 : i64} : () -> i64
 %1 = test.add_i32 %0, %0 : i64
@@ -299,5 +299,5 @@ fn operand_type_constraint_violation() {
         err.message,
         "'test.add_i32' op operand #0 ('lhs') must be i32, but got 'i64'"
     );
-    assert_eq!(line_col(&err), (2, 1));
+    assert_eq!(line_col(&err), (2, 6));
 }

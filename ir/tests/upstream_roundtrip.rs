@@ -350,6 +350,9 @@ fn printout_matches_upstream_byte_for_byte() {
          %0 = \"a.c\"() : () -> memref<2xf32, #m>\n\
          \"a.e\"(%0) ({\n  \"a.f\"() {m = affine_map<(d0) -> (d0 * 2)>} : () -> ()\n}) {m = #m} : (memref<2xf32, #m>) -> ()\n",
         "\"a.d\"() {x = 0 : si0, y = 0 : ui0, z = \"\\FF\\00ab\", w = \"\\FE\" : i32} : () -> ()\n",
+        // Block arguments without `loc(...)` are located where written; the
+        // implicit module at `file:0:0`.
+        "\"a.f\"() ({\n^bb0(%a: i32, %b: f32 loc(\"x\":1:1)):\n  \"a.r\"() ({\n  ^bb0(%c: i32):\n    \"a.t\"(%a) : (i32) -> ()\n  }) : () -> ()\n}) : () -> ()\n",
     ];
     let mut failures = Vec::new();
     for input in inputs {
@@ -357,14 +360,21 @@ fn printout_matches_upstream_byte_for_byte() {
             &[][..],
             &["--mlir-print-op-generic"][..],
             &["--mlir-print-local-scope"][..],
+            &["--mlir-print-local-scope", "--mlir-print-debuginfo"][..],
+            &[
+                "--mlir-print-local-scope",
+                "--mlir-print-debuginfo",
+                "--mlir-print-op-generic",
+            ][..],
         ] {
             let reference = mlir_opt_with(input, args).expect("upstream accepts the input");
             let mut ctx = Context::new(Arc::new(DialectRegistry::new()));
             ctx.allow_unregistered = true;
-            let parsed = parse_source(&mut ctx, "in.mlir", input).unwrap_or_else(|d| panic!("{d}"));
+            let parsed = parse_source(&mut ctx, "<stdin>", input).unwrap_or_else(|d| panic!("{d}"));
             let opts = PrintOptions {
                 generic: args.contains(&"--mlir-print-op-generic"),
                 local_scope: args.contains(&"--mlir-print-local-scope"),
+                debug_info: args.contains(&"--mlir-print-debuginfo"),
                 ..PrintOptions::default()
             };
             let ours = print_op(&ctx, parsed.module, &opts);

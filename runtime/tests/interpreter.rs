@@ -566,7 +566,7 @@ func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {
         .unwrap_err()
         .to_string();
     assert!(
-        err.starts_with("test.mlir:3:3: 'test.mystery' is not supported"),
+        err.starts_with("test.mlir:3:8: 'test.mystery' is not supported"),
         "{err}"
     );
 

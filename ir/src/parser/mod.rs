@@ -279,8 +279,14 @@ impl<'c> Parser<'c> {
                     self.ctx.append_op(block, op);
                 }
                 let name = self.ctx.op_name("builtin.module");
+                // Upstream locates the implicit module at `file:0:0`.
+                let loc = Location::new(crate::location::LocKind::FileLineCol {
+                    file: self.file.clone(),
+                    line: 0,
+                    col: 0,
+                });
                 self.ctx
-                    .create_op(OperationState::new(name, self.loc_at(0)).region(region))
+                    .create_op(OperationState::new(name, loc).region(region))
             }
         };
         self.finish_scope()?;
@@ -652,7 +658,6 @@ impl<'c> Parser<'c> {
 
     /// Builds an operation from an `operation` pair (detached).
     pub(crate) fn build_operation(&mut self, pair: Pair<'_, Rule>) -> Result<OpId, Diagnostic> {
-        let op_loc = self.loc_of(&pair);
         let mut results: Vec<(String, usize, usize)> = Vec::new();
         let mut op = None;
         let mut trailing = None;
@@ -679,10 +684,15 @@ impl<'c> Parser<'c> {
                         results.push((name, count, off));
                     }
                 }
-                Rule::generic_operation => op = Some(self.build_generic(p, op_loc.clone())?),
+                // As upstream, an op is located at its name (after `%r = `).
+                Rule::generic_operation => {
+                    let op_loc = self.loc_of(&p);
+                    op = Some(self.build_generic(p, op_loc)?)
+                }
                 Rule::custom_operation => {
+                    let op_loc = self.loc_of(&p);
                     let expected: usize = results.iter().map(|r| r.1).sum();
-                    op = Some(self.build_custom(p, op_loc.clone(), expected)?)
+                    op = Some(self.build_custom(p, op_loc, expected)?)
                 }
                 Rule::trailing_location => trailing = Some(p),
                 _ => unreachable!("unexpected rule in operation"),
@@ -945,7 +955,10 @@ impl<'c> Parser<'c> {
             let b = self.ctx.create_block(&[]);
             self.ctx.append_block(region, b);
             for (name, ty, loc, off) in entry_args {
-                let v = self.ctx.add_block_argument(b, ty.clone(), loc.clone());
+                // As upstream, an argument without `loc(...)` is located
+                // where it is written.
+                let loc = loc.clone().unwrap_or_else(|| self.loc_at(*off));
+                let v = self.ctx.add_block_argument(b, ty.clone(), Some(loc));
                 self.define_values(name, smallvec::smallvec![v], *off)?;
             }
             current = Some(b);
@@ -1009,19 +1022,17 @@ impl<'c> Parser<'c> {
                             let vname = ai.next().expect("value id").as_str().to_string();
                             let ty = self.convert_type(ai.next().expect("type"))?;
                             let loc = match ai.next() {
-                                Some(l) => Some(
-                                    self.convert_location(
-                                        l.into_inner()
-                                            .next()
-                                            .expect("loc")
-                                            .into_inner()
-                                            .next()
-                                            .expect("body"),
-                                    )?,
-                                ),
-                                None => None,
+                                Some(l) => self.convert_location(
+                                    l.into_inner()
+                                        .next()
+                                        .expect("loc")
+                                        .into_inner()
+                                        .next()
+                                        .expect("body"),
+                                )?,
+                                None => self.loc_at(aoff),
                             };
-                            let v = self.ctx.add_block_argument(b, ty, loc);
+                            let v = self.ctx.add_block_argument(b, ty, Some(loc));
                             self.define_values(&vname, smallvec::smallvec![v], aoff)?;
                         }
                     }
