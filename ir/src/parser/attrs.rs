@@ -455,7 +455,7 @@ impl<'c> Parser<'c> {
         let offset = p.as_span().start();
         let text = p.as_str();
         self.with_base(
-            self.base.get() + offset,
+            self.abs(offset),
             |me| match super::syntax::MlirGrammar::parse(rule, text) {
                 Ok(mut pairs) => {
                     let top = pairs.next().expect("single type rule");

@@ -235,3 +235,84 @@ static SPECIAL: [bool; 256] = {
     }
     t
 };
+
+/// The region body worth parsing op by op in the operation at
+/// `start..end`: the first `{` that ends its line (a region opener, not a
+/// dictionary: the next line does not start `key =` or `key,`), with its
+/// matching `}`, if the body is most of the operation's text.
+pub(crate) fn region_body(text: &[u8], start: usize, end: usize) -> Option<(usize, usize)> {
+    let mut depth: i64 = 0;
+    let mut open: Option<(usize, i64)> = None;
+    let mut i = start;
+    while i < end {
+        match text[i] {
+            b'"' => {
+                i += 1;
+                while i < end && text[i] != b'"' && text[i] != b'\n' {
+                    if text[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'/' if i + 1 < end && text[i + 1] == b'/' => {
+                while i < end && text[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'{' if open.is_none() && ends_line(text, i + 1, end) => {
+                if starts_dictionary_entry(text, skip_trivia(text, i + 1)) {
+                    return None;
+                }
+                open = Some((i, depth));
+                depth += 1;
+            }
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                depth -= 1;
+                if let Some((o, d)) = open {
+                    if depth == d {
+                        let big = (i - o) * 2 > end - start;
+                        return big.then_some((o, i));
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Whether only blanks (and a comment) follow `i` up to the end of its line.
+fn ends_line(text: &[u8], mut i: usize, end: usize) -> bool {
+    while i < end && matches!(text[i], b' ' | b'\t' | b'\r') {
+        i += 1;
+    }
+    i >= end || text[i] == b'\n' || text[i..end].starts_with(b"//")
+}
+
+/// Whether the text at `i` reads `key =`, `key,` or `"key" =` (a
+/// dictionary entry rather than an operation).
+fn starts_dictionary_entry(text: &[u8], mut i: usize) -> bool {
+    if i < text.len() && text[i] == b'"' {
+        i += 1;
+        while i < text.len() && text[i] != b'"' && text[i] != b'\n' {
+            i += if text[i] == b'\\' { 2 } else { 1 };
+        }
+        i += 1;
+    } else if i < text.len() && (text[i].is_ascii_alphabetic() || text[i] == b'_') {
+        while i < text.len()
+            && (text[i].is_ascii_alphanumeric() || matches!(text[i], b'_' | b'$' | b'.'))
+        {
+            i += 1;
+        }
+    } else {
+        return false;
+    }
+    while i < text.len() && matches!(text[i], b' ' | b'\t') {
+        i += 1;
+    }
+    i < text.len() && matches!(text[i], b'=' | b',')
+}

@@ -79,7 +79,7 @@ impl<'p, 'c> CustomParser<'p, 'c> {
 
     fn current_offset(&self) -> usize {
         match self.peek() {
-            Some(p) => self.parser.base.get() + p.as_span().start(),
+            Some(p) => self.parser.abs(p.as_span().start()),
             None => self.end_offset,
         }
     }
@@ -352,7 +352,7 @@ impl<'p, 'c> CustomParser<'p, 'c> {
     }
 
     fn sub(&mut self, group: Pair<'p, Rule>) -> CustomParser<'_, 'c> {
-        let end = self.parser.base.get() + group.as_span().end() - 1;
+        let end = self.parser.abs(group.as_span().end()) - 1;
         let elems: Vec<Pair<'p, Rule>> = group
             .into_inner()
             .map(|e| e.into_inner().next().expect("custom element"))
@@ -611,7 +611,7 @@ impl<'p, 'c> CustomParser<'p, 'c> {
                 .is_some_and(|t| t.as_rule() == Rule::paren_group)
         {
             let text = self.elems[self.pos + 1].as_str().to_string();
-            let offset = self.parser.base.get() + self.elems[self.pos].as_span().start();
+            let offset = self.parser.abs(self.elems[self.pos].as_span().start());
             self.pos += 2;
             let src = format!("loc{text}");
             let pair = {
@@ -622,10 +622,7 @@ impl<'p, 'c> CustomParser<'p, 'c> {
                     .expect("location")
             };
             let body = pair.into_inner().next().expect("loc body");
-            let saved = self.parser.base.get();
-            self.parser.base.set(offset);
-            let l = self.parser.convert_location(body);
-            self.parser.base.set(saved);
+            let l = self.parser.with_base(offset, |p| p.convert_location(body));
             return l.map(Some);
         }
         Ok(None)

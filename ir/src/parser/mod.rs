@@ -42,6 +42,8 @@ pub struct ParsedSource {
     pub module: OpId,
     /// `external_resources` entries from the file metadata (e.g. `mlir_reproducer`).
     pub external_resources: Vec<(String, String, Attribute)>,
+    /// How many region bodies were large enough to be parsed op by op.
+    pub streamed_bodies: usize,
 }
 
 /// Line start offsets, for converting byte offsets to line:col quickly.
@@ -89,7 +91,7 @@ pub struct Parser<'c> {
     text: Arc<str>,
     lines: LineIndex,
     /// Offset of the chunk currently parsed, added to pest positions.
-    base: std::cell::Cell<usize>,
+    base: std::cell::Cell<Base>,
     attr_aliases: FxHashMap<String, Attribute>,
     type_aliases: FxHashMap<String, Type>,
     loc_aliases: FxHashMap<String, Location>,
@@ -102,6 +104,33 @@ pub struct Parser<'c> {
     op_name_cache: FxHashMap<String, OperationName>,
     /// Converted types by their text.
     type_cache: std::cell::RefCell<FxHashMap<String, Type>>,
+    /// A region body cut out of the op text being parsed, to be parsed op by
+    /// op when the region is built (see `parse_chunk_op`).
+    pending_body: Option<PendingBody>,
+    /// Region bodies parsed op by op so far.
+    streamed_bodies: usize,
+}
+
+/// Source offsets of a region body parsed op by op: `open` is its `{`,
+/// `close` the matching `}`.
+#[derive(Clone, Copy, Debug)]
+struct PendingBody {
+    open: usize,
+    close: usize,
+}
+
+/// Operations whose text is longer than this have their largest region body
+/// parsed op by op, so pest's token queue never holds more than one
+/// operation of it (a model's single function can hold millions of ops).
+const STREAM_BODY_BYTES: usize = 1 << 20;
+
+/// Where the text pest parses sits in the source: it starts at `start`; with
+/// a `cut` `(at, skipped)`, offsets from `at` on lie `skipped` bytes further
+/// (a region body taken out to be parsed op by op, see `stream`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Base {
+    start: usize,
+    cut: Option<(usize, usize)>,
 }
 
 /// Parses `text` (named `file` in locations and diagnostics) into `ctx`.
@@ -141,7 +170,10 @@ impl<'c> Parser<'c> {
             file: file.into(),
             text: text.into(),
             lines: LineIndex::new(text),
-            base: std::cell::Cell::new(0),
+            base: std::cell::Cell::new(Base {
+                start: 0,
+                cut: None,
+            }),
             attr_aliases: FxHashMap::default(),
             type_aliases: FxHashMap::default(),
             loc_aliases: FxHashMap::default(),
@@ -151,16 +183,35 @@ impl<'c> Parser<'c> {
             pending_loc_aliases: Vec::new(),
             op_name_cache: FxHashMap::default(),
             type_cache: Default::default(),
+            pending_body: None,
+            streamed_bodies: 0,
         }
     }
 
     /// Runs `f` with pair offsets counted from `base` (for text parsed on
     /// its own, e.g. a type matched by extent), restoring the old base.
     pub(crate) fn with_base<T>(&self, base: usize, f: impl FnOnce(&Self) -> T) -> T {
-        let saved = self.base.replace(base);
+        let saved = self.base.replace(Base {
+            start: base,
+            cut: None,
+        });
         let out = f(self);
         self.base.set(saved);
         out
+    }
+
+    /// Counts pair offsets from `start` in the source text.
+    pub(crate) fn set_base(&self, start: usize) {
+        self.base.set(Base { start, cut: None });
+    }
+
+    /// The source offset of an offset in the text pest is parsing.
+    pub(crate) fn abs(&self, rel: usize) -> usize {
+        let b = self.base.get();
+        match b.cut {
+            Some((at, skipped)) if rel >= at => b.start + rel + skipped,
+            _ => b.start + rel,
+        }
     }
 
     /// The location of an absolute byte offset.
@@ -175,7 +226,7 @@ impl<'c> Parser<'c> {
 
     /// The location of a pair's start.
     pub(crate) fn loc_of(&self, pair: &Pair<'_, Rule>) -> Location {
-        self.loc_at(self.base.get() + pair.as_span().start())
+        self.loc_at(self.abs(pair.as_span().start()))
     }
 
     /// An error at a pair.
@@ -194,7 +245,7 @@ impl<'c> Parser<'c> {
             }
             pest::error::ErrorVariant::CustomError { message } => message.clone(),
         };
-        let abs = self.base.get() + offset;
+        let abs = self.abs(offset);
         let found = self.text[abs.min(self.text.len())..].chars().next();
         let found = match found {
             Some(c) if !c.is_whitespace() => {
@@ -237,7 +288,7 @@ impl<'c> Parser<'c> {
         })?;
         // Aliases first (location aliases are printed after the IR).
         for item in items.iter().filter(|i| i.kind == ItemKind::Alias) {
-            self.base.set(item.start);
+            self.set_base(item.start);
             let pair = self.parse_rule(
                 Rule::single_alias,
                 &text[item.start..item.end],
@@ -247,7 +298,7 @@ impl<'c> Parser<'c> {
         }
         let mut external = Vec::new();
         for item in items.iter().filter(|i| i.kind == ItemKind::Metadata) {
-            self.base.set(item.start);
+            self.set_base(item.start);
             self.parse_metadata(&text[item.start..item.end], &mut external)?;
         }
         // Operations: a single `module` is the top level; bare ops get an implicit module.
@@ -294,6 +345,7 @@ impl<'c> Parser<'c> {
         Ok(ParsedSource {
             module,
             external_resources: external,
+            streamed_bodies: self.streamed_bodies,
         })
     }
 
@@ -308,7 +360,7 @@ impl<'c> Parser<'c> {
         let Some(brace) = header_brace(src) else {
             return self.parse_chunk_op(start, end);
         };
-        self.base.set(start);
+        self.set_base(start);
         let header =
             self.parse_rule(Rule::module_header, &src[..=brace], "invalid module header")?;
         let loc = self.loc_at(start);
@@ -346,7 +398,7 @@ impl<'c> Parser<'c> {
         self.default_dialects.pop();
         self.finish_scope()?;
         // Trailer: `}` and an optional location.
-        self.base.set(i);
+        self.set_base(i);
         let trailer = self.parse_rule(
             Rule::module_trailer,
             &text[i..end],
@@ -373,7 +425,14 @@ impl<'c> Parser<'c> {
     /// Parses one operation from `text[start..end]`.
     fn parse_chunk_op(&mut self, start: usize, end: usize) -> Result<OpId, Diagnostic> {
         let text = self.text.clone();
-        self.base.set(start);
+        if end - start > STREAM_BODY_BYTES {
+            if let Some((open, close)) = chunks::region_body(text.as_bytes(), start, end) {
+                if let Some(op) = self.parse_op_streaming(start, end, open, close)? {
+                    return Ok(op);
+                }
+            }
+        }
+        self.set_base(start);
         let pair = self.parse_rule(
             Rule::single_operation,
             &text[start..end],
@@ -381,6 +440,98 @@ impl<'c> Parser<'c> {
         )?;
         let op_pair = pair.into_inner().next().expect("operation");
         self.build_operation(op_pair)
+    }
+
+    /// Parses the op in `start..end` with the body between `open` and
+    /// `close` cut out; `build_region` parses the body op by op when it
+    /// builds the region that starts at `open`. `None` if the op did not
+    /// build that region (the brace was not a region): parse it whole.
+    fn parse_op_streaming(
+        &mut self,
+        start: usize,
+        end: usize,
+        open: usize,
+        close: usize,
+    ) -> Result<Option<OpId>, Diagnostic> {
+        let text = self.text.clone();
+        let mut cut = String::with_capacity(open + 2 - start + end - close);
+        cut.push_str(&text[start..=open]);
+        cut.push('\n');
+        let at = cut.len();
+        cut.push_str(&text[close..end]);
+        self.base.set(Base {
+            start,
+            cut: Some((at, close - start - at)),
+        });
+        let Ok(pair) = self.parse_rule(Rule::single_operation, &cut, "invalid operation") else {
+            // Report errors on the whole text.
+            return Ok(None);
+        };
+        // Only if pest read the brace as a region (not, say, a dictionary).
+        let region_at = open - start;
+        let is_region = pair
+            .clone()
+            .into_inner()
+            .flatten()
+            .any(|p| p.as_rule() == Rule::region && p.as_span().start() == region_at);
+        if !is_region {
+            return Ok(None);
+        }
+        self.pending_body = Some(PendingBody { open, close });
+        let op = self.build_operation(pair.into_inner().next().expect("operation"));
+        if self.pending_body.take().is_some() {
+            return Err(Diagnostic::error(
+                self.loc_at(open),
+                "internal error: this region was not built from its body; \
+                 please report it with the input",
+            ));
+        }
+        op.map(Some)
+    }
+
+    /// Parses a region body op by op: block labels start blocks, other
+    /// items are operations appended to the current block.
+    fn stream_body(
+        &mut self,
+        body: PendingBody,
+        region: RegionId,
+        named_entry_args: bool,
+        current: &mut Option<BlockId>,
+    ) -> Result<(), Diagnostic> {
+        let text = self.text.clone();
+        let bytes = &text.as_bytes()[..body.close];
+        let mut saw_label = false;
+        let mut i = chunks::skip_trivia(bytes, body.open + 1);
+        while i < body.close {
+            let (item_end, _) = chunks::scan_item_end(bytes, i);
+            if bytes[i] == b'^' {
+                self.set_base(i);
+                let pair = self.parse_rule(
+                    Rule::single_block_label,
+                    &text[i..item_end],
+                    "invalid block label",
+                )?;
+                let label = pair.into_inner().next().expect("block label");
+                let b =
+                    self.begin_block(label, region, named_entry_args && !saw_label, *current)?;
+                saw_label = true;
+                *current = Some(b);
+            } else {
+                let b = match *current {
+                    Some(b) => b,
+                    None => {
+                        let b = self.ctx.create_block(&[]);
+                        self.ctx.append_block(region, b);
+                        *current = Some(b);
+                        b
+                    }
+                };
+                let op = self.parse_chunk_op(i, item_end)?;
+                self.ctx.append_op(b, op);
+            }
+            i = chunks::skip_trivia(bytes, item_end);
+        }
+        Ok(())
     }
 
     fn define_alias(&mut self, pair: Pair<'_, Rule>) -> Result<(), Diagnostic> {
@@ -665,7 +816,7 @@ impl<'c> Parser<'c> {
             match p.as_rule() {
                 Rule::op_result_list => {
                     for r in p.into_inner() {
-                        let off = self.base.get() + r.as_span().start();
+                        let off = self.abs(r.as_span().start());
                         let (name, count) = match r.as_str().split_once(':') {
                             Some((n, c)) => (
                                 n.to_string(),
@@ -707,11 +858,10 @@ impl<'c> Parser<'c> {
         let nres = self.ctx.results(op).len();
         // As upstream, results need not be bound at all (`"a.b"() : () -> i32`).
         if total != nres && !results.is_empty() {
-            let (_, _, off) =
-                results
-                    .first()
-                    .cloned()
-                    .unwrap_or((String::new(), 0, self.base.get()));
+            let (_, _, off) = results
+                .first()
+                .cloned()
+                .unwrap_or((String::new(), 0, self.abs(0)));
             return Err(Diagnostic::error(
                 self.loc_at(off),
                 format!("operation defines {nres} results but was provided {total} to bind"),
@@ -756,7 +906,7 @@ impl<'c> Parser<'c> {
                 }
                 Rule::successor_list => {
                     for s in p.into_inner() {
-                        let off = self.base.get() + s.as_span().start();
+                        let off = self.abs(s.as_span().start());
                         successors.push(self.block_ref(s.as_str(), off));
                     }
                 }
@@ -857,7 +1007,7 @@ impl<'c> Parser<'c> {
         let elems: Vec<Pair<'_, Rule>> = inner
             .map(|e| e.into_inner().next().expect("custom element"))
             .collect();
-        let end_offset = self.base.get() + name_pair.as_span().end();
+        let end_offset = self.abs(name_pair.as_span().end());
         let mut state = OperationState::new(name.clone(), loc);
         if let Some(d) = default_dialect {
             self.default_dialects.push(d);
@@ -927,7 +1077,7 @@ impl<'c> Parser<'c> {
         &self,
         u: &Pair<'i, Rule>,
     ) -> Result<(&'i str, usize, usize), Diagnostic> {
-        let off = self.base.get() + u.as_span().start();
+        let off = self.abs(u.as_span().start());
         let text = u.as_str();
         let (name, idx) = match text.split_once('#') {
             Some((n, i)) => (
@@ -964,6 +1114,21 @@ impl<'c> Parser<'c> {
             current = Some(b);
         }
         let mut saw_label = false;
+        let streamed = self
+            .pending_body
+            .filter(|b| b.open == self.abs(pair.as_span().start()));
+        if let Some(body) = streamed {
+            // The body was cut out of the text pest saw: parse it op by op.
+            self.pending_body = None;
+            self.streamed_bodies += 1;
+            tracing::debug!(
+                bytes = body.close - body.open,
+                "parsing a region body op by op"
+            );
+            let saved = self.base.get();
+            self.stream_body(body, region, !entry_args.is_empty(), &mut current)?;
+            self.base.set(saved);
+        }
         for p in pair.into_inner() {
             match p.as_rule() {
                 Rule::operation => {
@@ -982,60 +1147,13 @@ impl<'c> Parser<'c> {
                 Rule::block => {
                     let mut it = p.into_inner();
                     let label = it.next().expect("block label");
-                    let mut lit = label.into_inner();
-                    let name_pair = lit.next().expect("caret id");
-                    let off = self.base.get() + name_pair.as_span().start();
-                    if !entry_args.is_empty()
-                        && !saw_label
-                        && current.is_some()
-                        && self.ctx.block_is_empty(current.expect("block"))
-                    {
-                        return Err(self.err(
-                            &name_pair,
-                            "invalid block name in region with named arguments",
-                        ));
-                    }
+                    let b = self.begin_block(
+                        label,
+                        region,
+                        !entry_args.is_empty() && !saw_label,
+                        current,
+                    )?;
                     saw_label = true;
-                    let b = self.block_ref(name_pair.as_str(), off);
-                    {
-                        let scope = self.scopes.last_mut().expect("scope");
-                        let entry = scope
-                            .blocks
-                            .get_mut(name_pair.as_str())
-                            .expect("just referenced");
-                        if entry.1 {
-                            return Err(self.err(
-                                &name_pair,
-                                format!("redefinition of block '{}'", name_pair.as_str()),
-                            ));
-                        }
-                        entry.1 = true;
-                    }
-                    if self.ctx.block_parent(b).is_some() {
-                        return Err(self.err(&name_pair, "block defined in another region"));
-                    }
-                    self.ctx.append_block(region, b);
-                    if let Some(args) = lit.next() {
-                        for a in args.into_inner() {
-                            let aoff = self.base.get() + a.as_span().start();
-                            let mut ai = a.into_inner();
-                            let vname = ai.next().expect("value id").as_str().to_string();
-                            let ty = self.convert_type(ai.next().expect("type"))?;
-                            let loc = match ai.next() {
-                                Some(l) => self.convert_location(
-                                    l.into_inner()
-                                        .next()
-                                        .expect("loc")
-                                        .into_inner()
-                                        .next()
-                                        .expect("body"),
-                                )?,
-                                None => self.loc_at(aoff),
-                            };
-                            let v = self.ctx.add_block_argument(b, ty, Some(loc));
-                            self.define_values(&vname, smallvec::smallvec![v], aoff)?;
-                        }
-                    }
                     current = Some(b);
                     for op_pair in it {
                         let op = self.build_operation(op_pair)?;
@@ -1047,6 +1165,71 @@ impl<'c> Parser<'c> {
         }
         self.finish_scope()?;
         Ok(region)
+    }
+
+    /// Starts the block a `^name(args):` label defines, appending it to
+    /// `region`. `first_after_entry_args`: the region has named entry
+    /// arguments and this is its first label.
+    fn begin_block(
+        &mut self,
+        label: Pair<'_, Rule>,
+        region: RegionId,
+        first_after_entry_args: bool,
+        current: Option<BlockId>,
+    ) -> Result<BlockId, Diagnostic> {
+        let mut lit = label.into_inner();
+        let name_pair = lit.next().expect("caret id");
+        let off = self.abs(name_pair.as_span().start());
+        if first_after_entry_args
+            && current.is_some()
+            && self.ctx.block_is_empty(current.expect("block"))
+        {
+            return Err(self.err(
+                &name_pair,
+                "invalid block name in region with named arguments",
+            ));
+        }
+        let b = self.block_ref(name_pair.as_str(), off);
+        {
+            let scope = self.scopes.last_mut().expect("scope");
+            let entry = scope
+                .blocks
+                .get_mut(name_pair.as_str())
+                .expect("just referenced");
+            if entry.1 {
+                return Err(self.err(
+                    &name_pair,
+                    format!("redefinition of block '{}'", name_pair.as_str()),
+                ));
+            }
+            entry.1 = true;
+        }
+        if self.ctx.block_parent(b).is_some() {
+            return Err(self.err(&name_pair, "block defined in another region"));
+        }
+        self.ctx.append_block(region, b);
+        if let Some(args) = lit.next() {
+            for a in args.into_inner() {
+                let aoff = self.abs(a.as_span().start());
+                let mut ai = a.into_inner();
+                let vname = ai.next().expect("value id").as_str().to_string();
+                let ty = self.convert_type(ai.next().expect("type"))?;
+                let loc = match ai.next() {
+                    Some(l) => self.convert_location(
+                        l.into_inner()
+                            .next()
+                            .expect("loc")
+                            .into_inner()
+                            .next()
+                            .expect("body"),
+                    )?,
+                    None => self.loc_at(aoff),
+                };
+                let v = self.ctx.add_block_argument(b, ty, Some(loc));
+                self.define_values(&vname, smallvec::smallvec![v], aoff)?;
+            }
+        }
+        Ok(b)
     }
 
     fn convert_trailing_location(
