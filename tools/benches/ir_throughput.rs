@@ -68,6 +68,39 @@ fn generate_nn(total_ops: usize) -> String {
     s
 }
 
+/// The same ops in one function (the shape of an imported model): its
+/// body is parsed op by op, so memory stays bounded per op.
+fn generate_single_function(total_ops: usize) -> String {
+    let mut s = String::with_capacity(total_ops * 60);
+    s.push_str("module {\n  func.func @f(%arg0: i32, %arg1: i32) -> i32 {\n");
+    s.push_str("    %0 = \"test.add\"(%arg0, %arg1) : (i32, i32) -> i32\n");
+    for i in 1..total_ops {
+        s.push_str(&format!(
+            "    %{i} = \"test.add\"(%{}, %arg0) : (i32, i32) -> i32\n",
+            i - 1
+        ));
+    }
+    s.push_str(&format!("    return %{} : i32\n  }}\n}}\n", total_ops - 1));
+    s
+}
+
+/// Current resident set size.
+fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Resets the peak RSS (VmHWM) to the current RSS (Linux).
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status
@@ -118,6 +151,28 @@ fn main() {
     drop(ctx);
     let total = parse_s + verify_s + print_s;
     println!("ipuc   parse {parse_s:.3} s  verify {verify_s:.3} s  print {print_s:.3} s  = {total:.3} s  ({:.2} M ops/s)", text_ops as f64 / total / 1e6);
+    {
+        let one = generate_single_function(ops);
+        let base = rss_kib().unwrap_or(0);
+        let reset = reset_peak_rss();
+        let mut ctx = Context::new(ipuc_dialects::registry());
+        ctx.allow_unregistered = true;
+        let t = Instant::now();
+        let parsed =
+            parse_source(&mut ctx, "one.mlir", &one).expect("single-function input parses");
+        let parse_s = t.elapsed().as_secs_f64();
+        let peak = peak_rss_kib().unwrap_or(0);
+        let n = ctx.num_ops();
+        if reset {
+            println!(
+                "ipuc   same ops in one function: parse {parse_s:.3} s, {} region bodies parsed op by op, peak {:.0} bytes/op over the input text",
+                parsed.streamed_bodies,
+                peak.saturating_sub(base) as f64 * 1024.0 / n as f64
+            );
+        } else {
+            println!("ipuc   same ops in one function: parse {parse_s:.3} s");
+        }
+    }
     if args.iter().any(|a| a == "--generic-only") {
         // For profiling the generic-syntax parse alone.
         return;
