@@ -41,6 +41,9 @@ struct Parsed<'d> {
     all_regions: Option<Vec<RegionId>>,
     successors: Vec<Option<BlockId>>,
     all_successors: Option<Vec<BlockId>>,
+    /// Inside an optional group that is present: its optional and variadic
+    /// operands must now be written.
+    in_present_group: bool,
 }
 
 fn operand_decls(def: &OpDefinition) -> &[crate::dialect::ValueDecl] {
@@ -68,6 +71,7 @@ impl<'d> Parsed<'d> {
             all_regions: None,
             successors: vec![None; def.successor_names.len()],
             all_successors: None,
+            in_present_group: false,
         }
     }
 
@@ -321,8 +325,10 @@ fn element(
             p.parse_square(|sub| elements(sub, inner, st))?
         }
         Element::Operand(i) => {
+            let required = st.in_present_group && !p.at_operand();
             let ops = match operand_decls(def)[*i].arity {
                 Arity::One => vec![p.parse_operand()?],
+                _ if required => vec![p.parse_operand()?],
                 Arity::Optional if p.at_operand() => vec![p.parse_operand()?],
                 Arity::Optional => Vec::new(),
                 Arity::Variadic => p.parse_operand_list()?,
@@ -335,10 +341,11 @@ fn element(
             st.check_counts(p, None)?;
         }
         Element::Attribute(i) => {
+            let loc = p.current_loc();
             let a = p.parse_attribute()?;
             let decl = &def.attributes[*i];
             if !(decl.check)(&a) {
-                return Err(p.error(format!(
+                return Err(Diagnostic::error(loc, format!(
                     "attribute '{}' must be {}",
                     decl.name, decl.description
                 )));
@@ -398,36 +405,30 @@ fn element(
             store_types(p, *results, outs, st)?;
         }
         Element::Optional { elements: inner, .. } => {
-            // Validation guarantees the first element can be tested for.
-            let present = match &inner[0] {
-                Element::Literal(Literal::Punct(s)) => p.parse_optional_punct(s),
-                Element::Literal(Literal::Keyword(k)) => p.parse_optional_keyword(k),
-                Element::Group(Brackets::Paren, _) => {
-                    return optional_paren_group(p, inner, st);
-                }
-                Element::Operand(_) => {
-                    if p.at_operand() {
-                        return elements(p, inner, st);
-                    }
-                    false
-                }
-                other => unreachable!("validated optional-group start {other:?}"),
-            };
-            if present {
-                elements(p, &inner[1..], st)?;
-            }
+            st.in_present_group = true;
+            let r = optional_group(p, inner, st);
+            st.in_present_group = false;
+            r?;
         }
     }
     Ok(())
 }
 
-fn optional_paren_group(
+fn optional_group(
     p: &mut CustomParser<'_, '_>,
     inner: &[Element],
     st: &mut Parsed<'_>,
 ) -> Result<(), Diagnostic> {
-    if p.at_parens() {
-        elements(p, inner, st)?;
-    }
-    Ok(())
+    // Validation guarantees the first element can be tested for.
+    let rest = match &inner[0] {
+        Element::Literal(Literal::Punct(s)) if p.parse_optional_punct(s) => &inner[1..],
+        Element::Literal(Literal::Keyword(k)) if p.parse_optional_keyword(k) => &inner[1..],
+        Element::Group(Brackets::Paren, _) if p.at_parens() => inner,
+        Element::Operand(_) if p.at_operand() => inner,
+        Element::Literal(_) | Element::Group(Brackets::Paren, _) | Element::Operand(_) => {
+            return Ok(())
+        }
+        other => unreachable!("validated optional-group start {other:?}"),
+    };
+    elements(p, rest, st)
 }
