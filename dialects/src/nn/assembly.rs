@@ -20,8 +20,7 @@ use ipuc_ir::{Diagnostic, OpId, OperationState, Type};
 
 /// The declarative format of every single-result `nn` op:
 /// `%r = nn.op %a, %b {attrs} : T1, T2 -> R`.
-pub(crate) const STANDARD_FORMAT: &str =
-    "operands attr-dict `:` type(operands) `->` type(results)";
+pub(crate) const STANDARD_FORMAT: &str = "operands attr-dict `:` type(operands) `->` type(results)";
 
 /// Prints `operands attr-dict : operand-types -> result-types`.
 pub(crate) fn print_standard(p: &mut OpPrinter<'_, '_>, op: OpId) -> std::fmt::Result {

@@ -39,7 +39,10 @@ fn tokenize(src: &'static str) -> Result<Vec<(usize, Tok)>, Error> {
             }
             b'`' => {
                 let Some(len) = src[i + 1..].find('`') else {
-                    return Err((start, "unterminated literal: a literal is written `text`".into()));
+                    return Err((
+                        start,
+                        "unterminated literal: a literal is written `text`".into(),
+                    ));
                 };
                 let text = &src[i + 1..i + 1 + len];
                 if text.trim().is_empty() {
@@ -131,7 +134,11 @@ impl FormatParser {
             let kind = match tok {
                 Tok::RParen if open.is_some() => return Ok(out),
                 Tok::RParen => {
-                    return Err((offset, "')' closes no optional group (a literal parenthesis is written `)`)".into()))
+                    return Err((
+                        offset,
+                        "')' closes no optional group (a literal parenthesis is written `)`)"
+                            .into(),
+                    ))
                 }
                 Tok::LParen => {
                     self.pos += 1;
@@ -196,7 +203,10 @@ impl FormatParser {
             "functional-type" => {
                 self.expect(Tok::LParen, "'(' after 'functional-type'")?;
                 let a = self.type_arg()?;
-                self.expect(Tok::Comma, "',' between the inputs and results of 'functional-type'")?;
+                self.expect(
+                    Tok::Comma,
+                    "',' between the inputs and results of 'functional-type'",
+                )?;
                 let b = self.type_arg()?;
                 self.expect(Tok::RParen, "')' closing 'functional-type('")?;
                 Ok(RawKind::FunctionalType(Box::new(a), Box::new(b)))
@@ -239,7 +249,10 @@ pub(super) fn parse(src: &'static str) -> Result<Vec<Raw>, Error> {
     };
     let elements = p.seq(None)?;
     if elements.is_empty() {
-        return Err((0, "empty format: it must at least contain 'attr-dict'".into()));
+        return Err((
+            0,
+            "empty format: it must at least contain 'attr-dict'".into(),
+        ));
     }
     Ok(elements)
 }

@@ -3,17 +3,28 @@
 //! hand-written print/parse hooks.
 //!
 //! ```
+//! use std::sync::Arc;
 //! use ipuc_ir::dialect::{Arity, Dialect, OpDefinition, TypeConstraint, ValueDecl};
+//! use ipuc_ir::{parse_source, print_op, Context, DialectRegistry, PrintOptions};
+//!
 //! let value = |name| ValueDecl { name, constraint: TypeConstraint::ANY, arity: Arity::One };
 //! let dialect = Dialect::new("demo", "an example").op(
 //!     OpDefinition::new("demo.scale")
 //!         .operands(&[value("input"), value("factor")])
 //!         .results(&[value("output")])
-//!         .assembly_format("$input `by` $factor attr-dict `:` type($input) `,` type($factor) `->` type($output)"),
+//!         .assembly_format(
+//!             "$input `by` $factor attr-dict `:` type($input) `,` type($factor) `->` type($output)",
+//!         ),
 //! );
-//! let mut registry = ipuc_ir::DialectRegistry::new();
-//! registry.register(dialect); // compiles (and validates) the format
-//! // prints and parses `%2 = demo.scale %0 by %1 : f32, f32 -> f32`
+//! let mut registry = DialectRegistry::new();
+//! registry.register(dialect); // compiles and validates the format, once
+//!
+//! let mut ctx = Context::new(Arc::new(registry));
+//! ctx.allow_unregistered = true;
+//! let src = "%0 = \"x.f\"() : () -> f32\n%1 = demo.scale %0 by %0 {k} : f32, f32 -> f32\n";
+//! let module = parse_source(&mut ctx, "demo.mlir", src).unwrap().module;
+//! let text = print_op(&ctx, module, &PrintOptions::default());
+//! assert!(text.contains("%1 = demo.scale %0 by %0 {k} : f32, f32 -> f32"));
 //! ```
 //!
 //! # Syntax
@@ -101,7 +112,10 @@ impl AssemblyFormat {
 
     /// Compiles `source` against the declarations of `def` (its operands,
     /// results, attributes, regions, successors and traits).
-    pub fn compile(def: &OpDefinition, source: &'static str) -> Result<AssemblyFormat, FormatError> {
+    pub fn compile(
+        def: &OpDefinition,
+        source: &'static str,
+    ) -> Result<AssemblyFormat, FormatError> {
         let raw = format_parser::parse(source).map_err(|(offset, message)| FormatError {
             op: def.name,
             source,
@@ -142,7 +156,11 @@ impl fmt::Display for FormatError {
             self.offset + 1
         )?;
         writeln!(f, "  {}", self.source)?;
-        write!(f, "  {}^", " ".repeat(self.source[..self.offset].chars().count()))
+        write!(
+            f,
+            "  {}^",
+            " ".repeat(self.source[..self.offset].chars().count())
+        )
     }
 }
 
@@ -193,10 +211,15 @@ pub(crate) enum Element {
     Operands,
     Regions,
     Successors,
-    AttrDict { with_keyword: bool },
+    AttrDict {
+        with_keyword: bool,
+    },
     Type(TypeArg),
     FunctionalType(TypeArg, TypeArg),
-    Optional { anchor: Anchor, elements: Vec<Element> },
+    Optional {
+        anchor: Anchor,
+        elements: Vec<Element>,
+    },
 }
 
 /// An unresolved element, as written.
@@ -347,7 +370,10 @@ impl<'d> Validator<'d> {
                 "operands",
                 decls(&def.operands).iter().map(|d| d.name).collect(),
             ),
-            list("results", decls(&def.results).iter().map(|d| d.name).collect()),
+            list(
+                "results",
+                decls(&def.results).iter().map(|d| d.name).collect(),
+            ),
             list(
                 "attributes",
                 def.attributes.iter().map(|a| a.name).collect(),
@@ -404,7 +430,9 @@ impl<'d> Validator<'d> {
                 };
                 let slot = optional.as_deref_mut().expect("inside a group");
                 if slot.is_some() {
-                    return Err(self.err(r.offset, "an optional group may have only one anchor '^'"));
+                    return Err(
+                        self.err(r.offset, "an optional group may have only one anchor '^'")
+                    );
                 }
                 *slot = Some(anchor);
             }
@@ -432,7 +460,9 @@ impl<'d> Validator<'d> {
                             _ => {
                                 return Err(self.err(
                                     r.offset,
-                                    format!("literal '{text}' closes no open bracket literal in this group"),
+                                    format!(
+                                    "literal '{text}' closes no open bracket literal in this group"
+                                ),
                                 ))
                             }
                         }
@@ -443,7 +473,9 @@ impl<'d> Validator<'d> {
                     let inside = optional.is_some();
                     out.push(self.variable(name, r.offset, inside)?)
                 }
-                RawKind::Directive(d) => out.push(self.directive(d, r.offset, optional.is_some())?),
+                RawKind::Directive(d) => {
+                    out.push(self.directive(d, r.offset, optional.is_some())?)
+                }
                 RawKind::Type(arg) => {
                     let a = self.type_arg(arg)?;
                     out.push(Element::Type(a));
@@ -674,7 +706,12 @@ impl<'d> Validator<'d> {
                 ))
             }
         };
-        let twice = || self.err(offset, "this type is already printed by another type directive");
+        let twice = || {
+            self.err(
+                offset,
+                "this type is already printed by another type directive",
+            )
+        };
         let dup = twice();
         match arg {
             TypeArg::Operand(i) => {
@@ -731,7 +768,10 @@ impl<'d> Validator<'d> {
             if let Some(i) = self.operand_printed.iter().position(|p| !p) {
                 return Err(self.err(
                     end,
-                    format!("operand '${}' is not printed (add '${0}' or 'operands')", decls(&def.operands)[i].name),
+                    format!(
+                        "operand '${}' is not printed (add '${0}' or 'operands')",
+                        decls(&def.operands)[i].name
+                    ),
                 ));
             }
         }
@@ -771,7 +811,10 @@ impl<'d> Validator<'d> {
         }
         if !self.all_regions {
             if let Some(i) = self.region_printed.iter().position(|p| !p) {
-                return Err(self.err(end, format!("region '${}' is not printed", def.region_names[i])));
+                return Err(self.err(
+                    end,
+                    format!("region '${}' is not printed", def.region_names[i]),
+                ));
             }
             if def.region_names.is_empty() && def.num_regions != Some(0) {
                 return Err(self.err(end, "the op has regions but the format prints none (add 'regions', or name them with region_names and print '$name')"));
@@ -779,7 +822,10 @@ impl<'d> Validator<'d> {
         }
         if !self.all_successors {
             if let Some(i) = self.successor_printed.iter().position(|p| !p) {
-                return Err(self.err(end, format!("successor '${}' is not printed", def.successor_names[i])));
+                return Err(self.err(
+                    end,
+                    format!("successor '${}' is not printed", def.successor_names[i]),
+                ));
             }
             if def.successor_names.is_empty() && def.num_successors != Some(0) {
                 return Err(self.err(end, "the op has successors but the format prints none (add 'successors', or name them with successor_names and print '$name')"));

@@ -106,8 +106,7 @@ impl<'d> Parsed<'d> {
     ) -> Result<(), Diagnostic> {
         let def = self.def;
         // The one type `SameOperandsAndResultType` lets every other take.
-        let inferred: Option<Type> = if def.traits.contains(Traits::SAME_OPERANDS_AND_RESULT_TYPE)
-        {
+        let inferred: Option<Type> = if def.traits.contains(Traits::SAME_OPERANDS_AND_RESULT_TYPE) {
             self.all_operand_types
                 .iter()
                 .chain(self.operand_types.iter().flatten())
@@ -120,7 +119,9 @@ impl<'d> Parsed<'d> {
             None
         };
         let missing = |p: &CustomParser<'_, '_>, what: &str| {
-            p.error(format!("cannot infer the type of {what}: no type was given"))
+            p.error(format!(
+                "cannot infer the type of {what}: no type was given"
+            ))
         };
 
         // Operands.
@@ -137,10 +138,10 @@ impl<'d> Parsed<'d> {
                         segments(decls, all.len())
                             .ok_or_else(|| {
                                 p.error(format!(
-                                    "{} operands present, which do not match the declared operands of '{}'",
-                                    all.len(),
-                                    def.name
-                                ))
+                            "{} operands present, which do not match the declared operands of '{}'",
+                            all.len(),
+                            def.name
+                        ))
                             })?
                             .into_iter()
                             .map(|r| r.len())
@@ -184,11 +185,9 @@ impl<'d> Parsed<'d> {
                 for (i, d) in result_decls(def).iter().enumerate() {
                     match &self.result_types[i] {
                         Some(ts) => out.extend(ts.iter().cloned()),
-                        None if d.arity == Arity::One => out.push(
-                            inferred
-                                .clone()
-                                .ok_or_else(|| missing(p, "the results"))?,
-                        ),
+                        None if d.arity == Arity::One => {
+                            out.push(inferred.clone().ok_or_else(|| missing(p, "the results"))?)
+                        }
                         None => {}
                     }
                 }
@@ -345,10 +344,10 @@ fn element(
             let a = p.parse_attribute()?;
             let decl = &def.attributes[*i];
             if !(decl.check)(&a) {
-                return Err(Diagnostic::error(loc, format!(
-                    "attribute '{}' must be {}",
-                    decl.name, decl.description
-                )));
+                return Err(Diagnostic::error(
+                    loc,
+                    format!("attribute '{}' must be {}", decl.name, decl.description),
+                ));
             }
             st.format_attrs.push((decl.name, a));
         }
@@ -392,9 +391,7 @@ fn element(
         Element::Type(arg) => parse_types(p, *arg, st)?,
         Element::FunctionalType(inputs, results) => {
             if !p.at_parens() {
-                return Err(p.error(
-                    "expected a function type '(inputs) -> results'".to_string(),
-                ));
+                return Err(p.error("expected a function type '(inputs) -> results'".to_string()));
             }
             let t = p.parse_type()?;
             let (ins, outs) = t
@@ -404,7 +401,9 @@ fn element(
             store_types(p, *inputs, ins, st)?;
             store_types(p, *results, outs, st)?;
         }
-        Element::Optional { elements: inner, .. } => {
+        Element::Optional {
+            elements: inner, ..
+        } => {
             st.in_present_group = true;
             let r = optional_group(p, inner, st);
             st.in_present_group = false;

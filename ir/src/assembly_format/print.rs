@@ -102,7 +102,10 @@ impl OpView {
     }
 
     fn operand_range(&self, i: usize) -> Range<usize> {
-        self.operand_segments.as_ref().expect("validated: operands declared")[i].clone()
+        self.operand_segments
+            .as_ref()
+            .expect("validated: operands declared")[i]
+            .clone()
     }
 
     fn types_of(&self, arg: TypeArg) -> &[Type] {
@@ -111,7 +114,10 @@ impl OpView {
             TypeArg::Results => &self.result_types,
             TypeArg::Operand(i) => &self.operand_types[self.operand_range(i)],
             TypeArg::Result(i) => {
-                let r = self.result_segments.as_ref().expect("validated: results declared")[i]
+                let r = self
+                    .result_segments
+                    .as_ref()
+                    .expect("validated: results declared")[i]
                     .clone();
                 &self.result_types[r]
             }
@@ -246,9 +252,7 @@ impl FormatPrinter<'_, '_, '_, '_> {
             Element::Optional { anchor, elements } => {
                 let present = match anchor {
                     Anchor::Operand(i) => !view.operand_range(*i).is_empty(),
-                    Anchor::Attribute(i) => {
-                        view.attrs.get(self.def.attributes[*i].name).is_some()
-                    }
+                    Anchor::Attribute(i) => view.attrs.get(self.def.attributes[*i].name).is_some(),
                 };
                 if present {
                     self.elements(elements);

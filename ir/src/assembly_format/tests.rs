@@ -43,7 +43,11 @@ const OK: &str = "$a `,` $b $n attr-dict `:` type($a) `,` type($b) `->` type($r)
 /// `msg` and which points at `at` in the source.
 fn rejects(def: OpDefinition, src: &'static str, msg: &str, at: &str) -> FormatError {
     let e = AssemblyFormat::compile(&def, src).expect_err("the format should be rejected");
-    assert!(e.message.contains(msg), "message {:?} lacks {msg:?}", e.message);
+    assert!(
+        e.message.contains(msg),
+        "message {:?} lacks {msg:?}",
+        e.message
+    );
     assert!(
         src[e.offset..].starts_with(at),
         "error at {:?}, expected at {at:?} ({})",
@@ -68,16 +72,43 @@ fn unknown_names_and_directives_are_rejected() {
         "'$c' is not a declared operand, result, attribute",
         "$c",
     );
-    assert!(e.message.contains("operands a, b; results r; attributes n, o"));
-    rejects(def(), "$a `,` $b frobnicate", "unknown directive 'frobnicate'", "frobnicate");
-    rejects(def(), "$a $b attr-dict `:` type($n)", "'$n' has no type", "$n");
-    rejects(def(), "$a $b attr-dict `:` type(attr-dict)", "a type directive takes", "attr-dict");
+    assert!(e
+        .message
+        .contains("operands a, b; results r; attributes n, o"));
+    rejects(
+        def(),
+        "$a `,` $b frobnicate",
+        "unknown directive 'frobnicate'",
+        "frobnicate",
+    );
+    rejects(
+        def(),
+        "$a $b attr-dict `:` type($n)",
+        "'$n' has no type",
+        "$n",
+    );
+    rejects(
+        def(),
+        "$a $b attr-dict `:` type(attr-dict)",
+        "a type directive takes",
+        "attr-dict",
+    );
 }
 
 #[test]
 fn results_only_appear_in_type_directives() {
-    rejects(def(), "$r $a $b attr-dict", "result '$r' can only appear in a type directive", "$r");
-    rejects(def(), "results attr-dict", "'results' can only appear in a type directive", "results");
+    rejects(
+        def(),
+        "$r $a $b attr-dict",
+        "result '$r' can only appear in a type directive",
+        "$r",
+    );
+    rejects(
+        def(),
+        "results attr-dict",
+        "'results' can only appear in a type directive",
+        "results",
+    );
 }
 
 #[test]
@@ -128,16 +159,31 @@ fn attr_dict_is_required() {
 
 #[test]
 fn elements_are_printed_once() {
-    rejects(def(), "$a $a $b $n attr-dict", "'$a' is printed more than once", "$a $b");
+    rejects(
+        def(),
+        "$a $a $b $n attr-dict",
+        "'$a' is printed more than once",
+        "$a $b",
+    );
     let src = "$a $b $n attr-dict attr-dict";
-    let e = rejects(def(), src, "'attr-dict' appears more than once", "attr-dict");
+    let e = rejects(
+        def(),
+        src,
+        "'attr-dict' appears more than once",
+        "attr-dict",
+    );
     assert_eq!(e.offset, src.rfind("attr-dict").unwrap(), "the second one");
 }
 
 #[test]
 fn duplicate_directives_and_types_are_rejected() {
     let src = "$a $b $n attr-dict `:` type($a) type(operands) `->` type($r)";
-    rejects(def(), src, "already printed by another type directive", "operands");
+    rejects(
+        def(),
+        src,
+        "already printed by another type directive",
+        "operands",
+    );
     rejects(
         def(),
         "$a operands $n attr-dict",
@@ -171,11 +217,36 @@ fn syntax_errors_point_at_the_offending_character() {
 
 #[test]
 fn unbalanced_groups_are_rejected() {
-    rejects(def(), "$a ($o^ attr-dict", "optional group '(' is not closed", "($o^");
-    rejects(def(), "$a ($o^) attr-dict", "expected '?' after ')'", "attr-dict");
-    rejects(def(), "$a ) attr-dict", "')' closes no optional group", ") attr-dict");
-    rejects(def(), "$a `(` $b attr-dict", "literal '(' is not closed", "`(`");
-    rejects(def(), "$a $b `]` attr-dict", "literal ']' closes no open bracket", "`]`");
+    rejects(
+        def(),
+        "$a ($o^ attr-dict",
+        "optional group '(' is not closed",
+        "($o^",
+    );
+    rejects(
+        def(),
+        "$a ($o^) attr-dict",
+        "expected '?' after ')'",
+        "attr-dict",
+    );
+    rejects(
+        def(),
+        "$a ) attr-dict",
+        "')' closes no optional group",
+        ") attr-dict",
+    );
+    rejects(
+        def(),
+        "$a `(` $b attr-dict",
+        "literal '(' is not closed",
+        "`(`",
+    );
+    rejects(
+        def(),
+        "$a $b `]` attr-dict",
+        "literal ']' closes no open bracket",
+        "`]`",
+    );
     // A bracket literal cannot straddle an optional group's edge.
     rejects(
         def(),
@@ -187,15 +258,40 @@ fn unbalanced_groups_are_rejected() {
 
 #[test]
 fn literals_must_be_tokens_the_parser_can_read_back() {
-    rejects(def(), "$a `{` $b attr-dict", "literal '{' cannot be parsed back", "`{`");
-    rejects(def(), "$a `a b` $b attr-dict", "literal 'a b' cannot be parsed back", "`a b`");
-    rejects(def(), "$a `%` $b attr-dict", "literal '%' cannot be parsed back", "`%`");
+    rejects(
+        def(),
+        "$a `{` $b attr-dict",
+        "literal '{' cannot be parsed back",
+        "`{`",
+    );
+    rejects(
+        def(),
+        "$a `a b` $b attr-dict",
+        "literal 'a b' cannot be parsed back",
+        "`a b`",
+    );
+    rejects(
+        def(),
+        "$a `%` $b attr-dict",
+        "literal '%' cannot be parsed back",
+        "`%`",
+    );
 }
 
 #[test]
 fn optional_groups_need_one_valid_anchor() {
-    rejects(def(), "$a $b (`x` $o)? $n attr-dict", "optional group has no anchor", "(`x`");
-    rejects(def(), "$a $b $n^ attr-dict", "'^' (an anchor) is only allowed inside an optional group", "$n^");
+    rejects(
+        def(),
+        "$a $b (`x` $o)? $n attr-dict",
+        "optional group has no anchor",
+        "(`x`",
+    );
+    rejects(
+        def(),
+        "$a $b $n^ attr-dict",
+        "'^' (an anchor) is only allowed inside an optional group",
+        "$n^",
+    );
     rejects(
         def(),
         "$a $b (`x` $n^)? attr-dict",
@@ -261,8 +357,8 @@ fn optional_group_contents_are_checked() {
         "optional attribute '$o' must be inside an optional group",
         "$o",
     );
-    let with_required = OpDefinition::new("t.req")
-        .operands(&[value("a", Arity::One), value("b", Arity::Optional)]);
+    let with_required =
+        OpDefinition::new("t.req").operands(&[value("a", Arity::One), value("b", Arity::Optional)]);
     rejects(
         with_required,
         "(`x` $b^ $a)? attr-dict `:` type($a) type($b)",
@@ -289,15 +385,35 @@ fn ambiguous_operand_segments_are_rejected() {
 
 #[test]
 fn regions_and_successors_must_be_printed() {
-    let r = OpDefinition::new("t.r").operands(&[]).results(&[]).region_names(&["body"]);
+    let r = OpDefinition::new("t.r")
+        .operands(&[])
+        .results(&[])
+        .region_names(&["body"]);
     rejects(r, "attr-dict", "region '$body' is not printed", "");
-    let r = OpDefinition::new("t.r").operands(&[]).results(&[]).regions(Some(2));
-    rejects(r, "attr-dict", "the op has regions but the format prints none", "");
-    let r = OpDefinition::new("t.r").operands(&[]).results(&[]).regions(Some(2));
+    let r = OpDefinition::new("t.r")
+        .operands(&[])
+        .results(&[])
+        .regions(Some(2));
+    rejects(
+        r,
+        "attr-dict",
+        "the op has regions but the format prints none",
+        "",
+    );
+    let r = OpDefinition::new("t.r")
+        .operands(&[])
+        .results(&[])
+        .regions(Some(2));
     AssemblyFormat::compile(&r, "attr-dict regions").unwrap();
-    let s = OpDefinition::new("t.s").operands(&[]).results(&[]).successor_names(&["next"]);
+    let s = OpDefinition::new("t.s")
+        .operands(&[])
+        .results(&[])
+        .successor_names(&["next"]);
     rejects(s, "attr-dict", "successor '$next' is not printed", "");
-    let s = OpDefinition::new("t.s").operands(&[]).results(&[]).region_names(&["body"]);
+    let s = OpDefinition::new("t.s")
+        .operands(&[])
+        .results(&[])
+        .region_names(&["body"]);
     rejects(
         s,
         "attr-dict (`x` $body^)?",
@@ -324,7 +440,10 @@ fn errors_display_the_op_the_format_and_a_caret() {
     let e = AssemblyFormat::compile(&def(), "$a `,` $c attr-dict").unwrap_err();
     let text = e.to_string();
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].starts_with("invalid assembly format for 't.op': '$c' is not"), "{text}");
+    assert!(
+        lines[0].starts_with("invalid assembly format for 't.op': '$c' is not"),
+        "{text}"
+    );
     assert!(lines[0].ends_with("(at column 8)"), "{text}");
     assert_eq!(lines[1], "  $a `,` $c attr-dict");
     assert_eq!(lines[2], "         ^");
@@ -419,8 +538,15 @@ fn corpus_prints_as_written_and_is_a_fixed_point() {
             .replace("%b", "%arg1")
             .replace("%c", "%arg2")
             .replace('\n', "\n  ");
-        assert!(printed.contains(&format!("    {expected}\n")), "{text}\n---\n{printed}");
-        assert_eq!(round(&printed).unwrap(), printed, "not a fixed point: {text}");
+        assert!(
+            printed.contains(&format!("    {expected}\n")),
+            "{text}\n---\n{printed}"
+        );
+        assert_eq!(
+            round(&printed).unwrap(),
+            printed,
+            "not a fixed point: {text}"
+        );
         // The generic form parses back to the same custom text.
         let mut ctx = context();
         let m = parse_source(&mut ctx, "t.mlir", &printed).unwrap().module;
@@ -440,7 +566,10 @@ fn corpus_prints_as_written_and_is_a_fixed_point() {
 fn successors_and_block_arguments_round_trip() {
     let src = "\"test.region\"() ({\n^bb0(%a: i32, %c: f32):\n  test.format_branch ^bb1(%a, %c : i32, f32)\n^bb1(%x: i32, %y: f32):\n  test.format_branch ^bb2\n^bb2:\n  \"test.terminator\"() : () -> ()\n}) : () -> ()\n";
     let printed = round(src).unwrap_or_else(|d| panic!("{d}"));
-    assert!(printed.contains("  test.format_branch ^bb1(%arg0, %arg1 : i32, f32)\n"), "{printed}");
+    assert!(
+        printed.contains("  test.format_branch ^bb1(%arg0, %arg1 : i32, f32)\n"),
+        "{printed}"
+    );
     assert!(printed.contains("  test.format_branch ^bb2\n"), "{printed}");
     assert_eq!(round(&printed).unwrap(), printed);
 }
@@ -448,14 +577,17 @@ fn successors_and_block_arguments_round_trip() {
 #[test]
 fn properties_and_discardable_attributes_are_split_on_parse() {
     let mut ctx = context();
-    let src = wrap("%0 = test.format_attr %a by 3 : i64 scale = 2 : i32 {other = 1 : i64} : i32 -> i32");
+    let src =
+        wrap("%0 = test.format_attr %a by 3 : i64 scale = 2 : i32 {other = 1 : i64} : i32 -> i32");
     let m = parse_source(&mut ctx, "t.mlir", &src).unwrap().module;
     let op = ctx
         .collect_ops(m, crate::WalkOrder::PreOrder)
         .into_iter()
         .find(|&o| ctx.name_str(o) == "test.format_attr")
         .unwrap();
-    let props = ctx.properties(op).expect("format attributes are properties");
+    let props = ctx
+        .properties(op)
+        .expect("format attributes are properties");
     assert!(props.get("count").is_some() && props.get("scale").is_some());
     assert!(ctx.attributes(op).get("other").is_some());
     assert!(ctx.attributes(op).get("count").is_none());
@@ -470,8 +602,14 @@ fn malformed_ops_print_generically() {
     let mut ctx = context();
     let m = parse_source(&mut ctx, "t.mlir", &src).unwrap().module;
     let printed = print_op(&ctx, m, &PrintOptions::default());
-    assert!(printed.contains("%0 = \"test.format_attr\"(%arg0) : (i32) -> i32"), "{printed}");
-    assert!(printed.contains("%1 = \"test.format_functional\"(%arg0) : (i32) -> i32"), "{printed}");
+    assert!(
+        printed.contains("%0 = \"test.format_attr\"(%arg0) : (i32) -> i32"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("%1 = \"test.format_functional\"(%arg0) : (i32) -> i32"),
+        "{printed}"
+    );
 }
 
 /// Parses `body` (which must fail) and returns `(line, column, message)`.
@@ -490,21 +628,57 @@ fn parse_errors_name_the_expected_token_at_the_offending_one() {
         // (text, column of the offending token, message)
         ("%0 = test.add %a : i32", 18, "expected ',', found ':'"),
         ("%0 = test.add %a, %b i32", 22, "expected ':', found 'i32'"),
-        ("%0 = test.format_attr %a 3 : i64 : i32 -> i32", 26, "expected 'by', found '3'"),
-        ("%0 = test.format_attr %a by : i32 -> i32", 29, "expected an attribute, found ':'"),
-        ("%0 = test.format_attr %a by \"x\" : i32 -> i32", 29, "attribute 'count' must be an integer attribute"),
+        (
+            "%0 = test.format_attr %a 3 : i64 : i32 -> i32",
+            26,
+            "expected 'by', found '3'",
+        ),
+        (
+            "%0 = test.format_attr %a by : i32 -> i32",
+            29,
+            "expected an attribute, found ':'",
+        ),
+        (
+            "%0 = test.format_attr %a by \"x\" : i32 -> i32",
+            29,
+            "attribute 'count' must be an integer attribute",
+        ),
         (
             "%0 = test.format_operands %a, %b : i32 -> i32",
             40,
             "2 operands present, but 1 operand types given",
         ),
-        ("%0 = test.format_operands %a : i32 i32", 36, "expected '->', found 'i32'"),
-        ("%0 = test.format_optional %a, : i32 -> i32", 31, "expected an SSA operand, found ':'"),
-        ("%0 = test.format_functional %a, %b : i32", 38, "expected a function type '(inputs) -> results'"),
+        (
+            "%0 = test.format_operands %a : i32 i32",
+            36,
+            "expected '->', found 'i32'",
+        ),
+        (
+            "%0 = test.format_optional %a, : i32 -> i32",
+            31,
+            "expected an SSA operand, found ':'",
+        ),
+        (
+            "%0 = test.format_functional %a, %b : i32",
+            38,
+            "expected a function type '(inputs) -> results'",
+        ),
         ("test.format_list %a : i32", 18, "expected '[', found '%a'"),
-        ("%0 = test.format_region(%a : i32) -> i32 {k}", 42, "expected a region"),
-        ("%0 = test.add %a, %b {k = 1 : i64} : i32 extra", 42, "unexpected 'extra'"),
-        ("%0 = test.format_functional %a, %b : (i32, f32) -> i32", 33, "use of value '%b' expects different type"),
+        (
+            "%0 = test.format_region(%a : i32) -> i32 {k}",
+            42,
+            "expected a region",
+        ),
+        (
+            "%0 = test.add %a, %b {k = 1 : i64} : i32 extra",
+            42,
+            "unexpected 'extra'",
+        ),
+        (
+            "%0 = test.format_functional %a, %b : (i32, f32) -> i32",
+            33,
+            "use of value '%b' expects different type",
+        ),
     ];
     for (text, col, msg) in cases {
         let (line, c, m) = parse_error(text);
@@ -515,8 +689,12 @@ fn parse_errors_name_the_expected_token_at_the_offending_one() {
 
 #[test]
 fn a_format_attribute_may_not_repeat_in_the_dictionary() {
-    let (_, _, m) = parse_error("%0 = test.format_attr %a by 3 : i64 {count = 4 : i64} : i32 -> i32");
-    assert!(m.contains("attribute 'count' is written by the op's format"), "{m}");
+    let (_, _, m) =
+        parse_error("%0 = test.format_attr %a by 3 : i64 {count = 4 : i64} : i32 -> i32");
+    assert!(
+        m.contains("attribute 'count' is written by the op's format"),
+        "{m}"
+    );
 }
 
 // ----- property: print(parse(x)) is a fixed point --------------------------------------
@@ -554,12 +732,14 @@ fn op_text() -> impl Strategy<Value = String> {
                     format!("%0 = test.format_optional %a{extra}{d} : i32 -> {ty}")
                 }
                 3 => {
-                    let scale = if flag { format!(" scale = {n} : i32") } else { String::new() };
+                    let scale = if flag {
+                        format!(" scale = {n} : i32")
+                    } else {
+                        String::new()
+                    };
                     format!("%0 = test.format_attr %c by {n} : i64{scale}{d} : f32 -> {ty}")
                 }
-                4 => format!(
-                    "%0 = test.format_functional %b, %c{d} : (i32, f32) -> {ty}"
-                ),
+                4 => format!("%0 = test.format_functional %b, %c{d} : (i32, f32) -> {ty}"),
                 _ => format!(
                     "test.format_list[{}]{d} : {}",
                     names.join(", "),
