@@ -2,7 +2,7 @@
 //! token goes through the cursor's own methods, so errors carry the same
 //! locations and wording as hand-written parsers.
 
-use super::{segments, Brackets, Element, Literal, TypeArg};
+use super::{segments, Anchor, Brackets, Element, Literal, TypeArg};
 use crate::asm::{CustomParser, UnresolvedOperand};
 use crate::attributes::{Attribute, Dictionary};
 use crate::context::{BlockId, OperationState, RegionId};
@@ -41,9 +41,9 @@ struct Parsed<'d> {
     all_regions: Option<Vec<RegionId>>,
     successors: Vec<Option<BlockId>>,
     all_successors: Option<Vec<BlockId>>,
-    /// Inside an optional group that is present: its optional and variadic
-    /// operands must now be written.
-    in_present_group: bool,
+    /// The anchor of the optional group being parsed: once the group is
+    /// present, its anchor must be written.
+    group_anchor: Option<Anchor>,
 }
 
 fn operand_decls(def: &OpDefinition) -> &[crate::dialect::ValueDecl] {
@@ -71,7 +71,7 @@ impl<'d> Parsed<'d> {
             all_regions: None,
             successors: vec![None; def.successor_names.len()],
             all_successors: None,
-            in_present_group: false,
+            group_anchor: None,
         }
     }
 
@@ -324,7 +324,7 @@ fn element(
             p.parse_square(|sub| elements(sub, inner, st))?
         }
         Element::Operand(i) => {
-            let required = st.in_present_group && !p.at_operand();
+            let required = st.group_anchor == Some(Anchor::Operand(*i)) && !p.at_operand();
             let ops = match operand_decls(def)[*i].arity {
                 Arity::One => vec![p.parse_operand()?],
                 _ if required => vec![p.parse_operand()?],
@@ -402,11 +402,12 @@ fn element(
             store_types(p, *results, outs, st)?;
         }
         Element::Optional {
-            elements: inner, ..
+            anchor,
+            elements: inner,
         } => {
-            st.in_present_group = true;
+            st.group_anchor = Some(*anchor);
             let r = optional_group(p, inner, st);
-            st.in_present_group = false;
+            st.group_anchor = None;
             r?;
         }
     }
