@@ -1092,7 +1092,7 @@ fn dialect_registers_traits() {
     for op in &d.ops {
         assert!(op.traits.contains(Traits::PURE), "{} is not Pure", op.name);
         assert!(
-            op.print.is_some() && op.parse.is_some(),
+            (op.print.is_some() && op.parse.is_some()) || op.format_source.is_some(),
             "{} has no custom form",
             op.name
         );

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::asm::{CustomParser, OpPrinter};
+use crate::assembly_format::{AssemblyFormat, FormatError};
 use crate::attributes::Attribute;
 use crate::context::{Context, OpId, OperationState};
 use crate::diagnostics::Diagnostic;
@@ -216,6 +217,15 @@ pub struct OpDefinition {
     pub print: Option<PrintFn>,
     /// Custom assembly format: parser.
     pub parse: Option<ParseFn>,
+    /// Declarative assembly format text (see [`crate::assembly_format`]),
+    /// compiled into [`OpDefinition::assembly_format`] at registration.
+    pub format_source: Option<&'static str>,
+    /// The compiled declarative format; `print`/`parse` then run it.
+    pub assembly_format: Option<Arc<AssemblyFormat>>,
+    /// Names of the regions, in order (for `$name` in a declarative format).
+    pub region_names: Vec<&'static str>,
+    /// Names of the successors, in order (for `$name` in a declarative format).
+    pub successor_names: Vec<&'static str>,
     /// Dialect whose ops may drop their prefix inside this op's regions
     /// (`return` inside `func.func`).
     pub default_dialect: Option<&'static str>,
@@ -238,6 +248,10 @@ impl OpDefinition {
             canonicalize: None,
             print: None,
             parse: None,
+            format_source: None,
+            assembly_format: None,
+            region_names: Vec::new(),
+            successor_names: Vec::new(),
             default_dialect: None,
         }
     }
@@ -301,6 +315,44 @@ impl OpDefinition {
         self.print = Some(print);
         self.parse = Some(parse);
         self
+    }
+    /// Sets a declarative assembly format (syntax in
+    /// [`crate::assembly_format`]). It is validated against the rest of the
+    /// definition when the dialect is registered, whatever the builder order.
+    pub fn assembly_format(mut self, format: &'static str) -> Self {
+        self.format_source = Some(format);
+        self
+    }
+    /// Names the regions (fixing their number), for `$name` in a format.
+    pub fn region_names(mut self, names: &[&'static str]) -> Self {
+        self.region_names = names.to_vec();
+        self.num_regions = Some(names.len());
+        self
+    }
+    /// Names the successors (fixing their number), for `$name` in a format.
+    pub fn successor_names(mut self, names: &[&'static str]) -> Self {
+        self.successor_names = names.to_vec();
+        self.num_successors = Some(names.len());
+        self
+    }
+    /// Compiles `format_source` and installs the format's printer and
+    /// parser as this op's hooks.
+    fn compile_format(&mut self) -> Result<(), FormatError> {
+        let Some(source) = self.format_source else {
+            return Ok(());
+        };
+        if self.print.is_some() || self.parse.is_some() {
+            return Err(FormatError {
+                op: self.name,
+                source,
+                offset: 0,
+                message: "the op has both print/parse hooks (`assembly`) and a declarative format; keep one".into(),
+            });
+        }
+        self.assembly_format = Some(Arc::new(AssemblyFormat::compile(self, source)?));
+        self.print = Some(crate::assembly_format::print_op);
+        self.parse = Some(crate::assembly_format::parse_op);
+        Ok(())
     }
 }
 
@@ -375,6 +427,10 @@ pub struct Dialect {
     pub types: Vec<(&'static str, ParamVerifyFn)>,
     /// Attribute mnemonics this dialect defines (`#dialect.mnemonic<...>`).
     pub attributes: Vec<(&'static str, ParamVerifyFn)>,
+    /// Whether ops of this namespace that it does not define are accepted
+    /// (unregistered, as with `--allow-unregistered-dialect`), as upstream's
+    /// `allowUnknownOperations`.
+    pub allow_unknown_operations: bool,
 }
 
 impl Dialect {
@@ -387,6 +443,7 @@ impl Dialect {
             materialize_constant: None,
             types: Vec::new(),
             attributes: Vec::new(),
+            allow_unknown_operations: false,
         }
     }
     /// Adds an operation definition.
@@ -414,6 +471,8 @@ pub struct DialectInfo {
     pub types: Vec<(&'static str, ParamVerifyFn)>,
     /// Attribute mnemonics and their parameter verifiers.
     pub attributes: Vec<(&'static str, ParamVerifyFn)>,
+    /// Whether undefined ops of this namespace are accepted.
+    pub allow_unknown_operations: bool,
 }
 
 /// All known dialects and operations. Built once, then shared (read-only).
@@ -442,7 +501,24 @@ impl DialectRegistry {
         DialectRegistry::default()
     }
     /// Registers a dialect (re-registering replaces it).
+    ///
+    /// # Panics
+    ///
+    /// If an op's declarative assembly format is invalid (see
+    /// [`DialectRegistry::try_register`]): a format is part of the
+    /// dialect's source, so this is a bug in it, reported by the first
+    /// test that builds a registry, with the op, the element and why.
     pub fn register(&mut self, dialect: Dialect) {
+        if let Err(e) = self.try_register(dialect) {
+            panic!("{e}");
+        }
+    }
+    /// Registers a dialect, compiling its ops' declarative assembly
+    /// formats; on an invalid format nothing is registered.
+    pub fn try_register(&mut self, mut dialect: Dialect) -> Result<(), FormatError> {
+        for op in &mut dialect.ops {
+            op.compile_format()?;
+        }
         for op in dialect.ops {
             self.ops.insert(
                 op.name,
@@ -460,8 +536,10 @@ impl DialectRegistry {
                 materialize_constant: dialect.materialize_constant,
                 types: dialect.types,
                 attributes: dialect.attributes,
+                allow_unknown_operations: dialect.allow_unknown_operations,
             },
         );
+        Ok(())
     }
     /// The definition of a registered op.
     pub fn op_def(&self, name: &str) -> Option<&OpDefinition> {

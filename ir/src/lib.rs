@@ -23,6 +23,7 @@ extern crate alloc; // pest_derive without `std` names `::alloc`.
 pub mod affine;
 pub mod analysis;
 pub mod asm;
+pub mod assembly_format;
 pub mod attributes;
 pub mod builtin;
 pub mod context;

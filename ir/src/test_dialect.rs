@@ -18,6 +18,24 @@
 //! | `test.terminator` | Terminator, ReturnLike | ends a block, any operands |
 //! | `test.br` | Terminator | branches to its successors, passing its operands |
 //! | `test.symbol` | Symbol | defines `sym_name` |
+//!
+//! Ops with a declarative assembly format (see [`crate::assembly_format`]),
+//! one per directive family:
+//!
+//! | op | format |
+//! |---|---|
+//! | `test.add` | `$lhs `,` $rhs attr-dict `:` type($result)` (operand types inferred from SameOperandsAndResultType) |
+//! | `test.format_operands` | `operands attr-dict `:` type(operands) `->` type(results)` (a variadic operand) |
+//! | `test.format_optional` | `$value (`,` $extra^ `:` type($extra))? attr-dict `:` type($value) `->` type($result)` |
+//! | `test.format_attr` | `$input `by` $count (`scale` `=` $scale^)? attr-dict `:` type($input) `->` type($output)` |
+//! | `test.format_functional` | `$lhs `,` $rhs attr-dict `:` functional-type(operands, results)` |
+//! | `test.format_region` | `(`(` $inits^ `:` type($inits) `)`)? `->` type($result) attr-dict-with-keyword $body` |
+//! | `test.format_branch` | `$dest (`(` $args^ `:` type($args) `)`)? attr-dict` (a terminator with a successor) |
+//! | `test.format_list` | `` `[` operands `]` attr-dict `:` type(operands) `` (square-bracket literals, no results) |
+//!
+//! The dialect accepts ops it does not define (as unregistered ops), as
+//! upstream's test dialect does, so tools can register it without
+//! rejecting the ad hoc `test.*` ops of lit tests.
 
 use crate::asm::{CustomParser, OpPrinter};
 use crate::attributes::{normalize_int, AttrKind, Attribute};
@@ -81,7 +99,7 @@ pub fn dialect() -> Dialect {
         ])
         .results(&[one("result", TypeConstraint::INT_OR_INDEX)])
         .folder(fold_add)
-        .assembly(print_binary, parse_binary))
+        .assembly_format("$lhs `,` $rhs attr-dict `:` type($result)"))
     .op(binary_op(
         "test.add_i32",
         "i32 addition (conversion source)",
@@ -123,8 +141,75 @@ pub fn dialect() -> Dialect {
         .summary("An op defining a symbol")
         .traits(Traits::SYMBOL)
         .attribute(crate::builtin::SYM_NAME)
-        .attribute(crate::builtin::SYM_VISIBILITY));
+        .attribute(crate::builtin::SYM_VISIBILITY))
+    .op(OpDefinition::new("test.format_operands")
+        .summary("Declarative format: a variadic operand list and its types")
+        .operands(&[variadic("inputs")])
+        .results(&[one("output", TypeConstraint::ANY)])
+        .assembly_format("operands attr-dict `:` type(operands) `->` type(results)"))
+    .op(OpDefinition::new("test.format_optional")
+        .summary("Declarative format: an optional operand in an optional group")
+        .operands(&[
+            one("value", TypeConstraint::ANY),
+            ValueDecl {
+                name: "extra",
+                constraint: TypeConstraint::ANY,
+                arity: Arity::Optional,
+            },
+        ])
+        .results(&[one("result", TypeConstraint::ANY)])
+        .assembly_format(
+            "$value (`,` $extra^ `:` type($extra))? attr-dict `:` type($value) `->` type($result)",
+        ))
+    .op(OpDefinition::new("test.format_attr")
+        .summary("Declarative format: a required and an optional attribute")
+        .operands(&[one("input", TypeConstraint::ANY)])
+        .results(&[one("output", TypeConstraint::ANY)])
+        .attribute(AttrDecl {
+            name: "count",
+            description: "an integer attribute",
+            check: |a| matches!(a.kind(), AttrKind::Integer { .. }),
+            optional: false,
+        })
+        .attribute(AttrDecl {
+            name: "scale",
+            description: "any attribute",
+            check: |_| true,
+            optional: true,
+        })
+        .assembly_format(
+            "$input `by` $count (`scale` `=` $scale^)? attr-dict `:` type($input) `->` type($output)",
+        ))
+    .op(OpDefinition::new("test.format_functional")
+        .summary("Declarative format: functional-type")
+        .operands(&[
+            one("lhs", TypeConstraint::ANY),
+            one("rhs", TypeConstraint::ANY),
+        ])
+        .results(&[one("result", TypeConstraint::ANY)])
+        .assembly_format("$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"))
+    .op(OpDefinition::new("test.format_region")
+        .summary("Declarative format: a named region and bracketed optional operands")
+        .operands(&[variadic("inits")])
+        .results(&[one("result", TypeConstraint::ANY)])
+        .region_names(&["body"])
+        .assembly_format(
+            "(`(` $inits^ `:` type($inits) `)`)? `->` type($result) attr-dict-with-keyword $body",
+        ))
+    .op(OpDefinition::new("test.format_branch")
+        .summary("Declarative format: a successor with optional arguments")
+        .traits(Traits::TERMINATOR)
+        .operands(&[variadic("args")])
+        .results(&[])
+        .successor_names(&["dest"])
+        .assembly_format("$dest (`(` $args^ `:` type($args) `)`)? attr-dict"))
+    .op(OpDefinition::new("test.format_list")
+        .summary("Declarative format: square-bracket literals around an operand list")
+        .operands(&[variadic("items")])
+        .results(&[])
+        .assembly_format("`[` operands `]` attr-dict `:` type(operands)"));
     d.materialize_constant = Some(materialize_constant);
+    d.allow_unknown_operations = true;
     d
 }
 

@@ -82,8 +82,9 @@ fn custom_form_errors_point_at_the_token() {
     ) else {
         panic!("a one-operand test.add must not parse");
     };
-    assert_eq!(err.message, "'test.add' expects 2 operands, found 1");
-    assert_eq!(line_col(&err).0, 2);
+    // The declarative format expects `,` after the first operand.
+    assert_eq!(err.message, "expected ',', found ':'");
+    assert_eq!(line_col(&err), (2, 18));
 }
 
 #[test]

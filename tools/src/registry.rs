@@ -5,9 +5,14 @@ use std::sync::Arc;
 use ipuc_ir::pass::PassRegistry;
 use ipuc_ir::DialectRegistry;
 
-/// Every dialect ipuc defines.
+/// Every dialect ipuc defines, plus the `test` dialect (test-only ops
+/// that lit tests exercise; it accepts unknown `test.*` ops, so ad hoc ops
+/// in tests stay unregistered), as upstream's `mlir-opt` registers its own.
 pub fn dialects() -> Arc<DialectRegistry> {
-    ipuc_dialects::registry()
+    let mut r = DialectRegistry::new();
+    ipuc_dialects::register_all(&mut r);
+    r.register(ipuc_ir::test_dialect::dialect());
+    Arc::new(r)
 }
 
 /// Every pass ipuc defines, with the IPU's implementations of the

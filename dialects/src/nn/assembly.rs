@@ -2,14 +2,25 @@
 //!
 //! ```text
 //! %r = nn.op %a, %b {attr = ...} : type(a), type(b) -> type(r)
-//! %r:2 = nn.op %a {attr = ...} : type(a) -> (type(r0), type(r1))
+//! %r:2 = nn.split %a {attr = ...} : type(a) -> (type(r0), type(r1))
 //! ```
 //!
 //! Properties and discardable attributes print together in the optional
 //! dictionary; the parser sends declared (inherent) names back to properties.
+//!
+//! Every single-result op states it declaratively ([`STANDARD_FORMAT`]).
+//! `nn.split`, the one op with variadic results, keeps the hand-written
+//! hooks below: its results print as function results, `(T, U)` (and a
+//! lone result bare), while the declarative `type(results)` prints a bare
+//! comma-separated list as upstream's does; changing the text would break
+//! every printed `nn.split`.
 
 use ipuc_ir::asm::{CustomParser, OpPrinter};
 use ipuc_ir::{Diagnostic, OpId, OperationState, Type};
+
+/// The declarative format of every single-result `nn` op:
+/// `%r = nn.op %a, %b {attrs} : T1, T2 -> R`.
+pub(crate) const STANDARD_FORMAT: &str = "operands attr-dict `:` type(operands) `->` type(results)";
 
 /// Prints `operands attr-dict : operand-types -> result-types`.
 pub(crate) fn print_standard(p: &mut OpPrinter<'_, '_>, op: OpId) -> std::fmt::Result {

@@ -16,7 +16,7 @@ use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::assembly::{parse_standard, print_standard};
+use super::assembly::STANDARD_FORMAT;
 use super::support::{
     attr_i64, broadcasts_to, build_error, f32_attr, f32_attribute, i64_attr, make_state, one,
     op_wrapper, optional, ranked, shape_str, tensor, value_types, InferResult, TENSOR,
@@ -141,7 +141,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         ])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
-        .assembly(print_standard, parse_standard))
+        .assembly_format(STANDARD_FORMAT))
 }
 
 op_wrapper!(

@@ -7,7 +7,7 @@ use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::assembly::{parse_standard, print_standard};
+use super::assembly::STANDARD_FORMAT;
 use super::support::{
     attr_i64, attr_i64_list, build_error, i64_array_attr, i64_attr, make_state, one, op_wrapper,
     optional, ranked, shape_str, tensor, value_types, InferResult, TENSOR,
@@ -217,7 +217,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         ])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
-        .assembly(print_standard, parse_standard))
+        .assembly_format(STANDARD_FORMAT))
 }
 
 op_wrapper!(

@@ -16,7 +16,7 @@ use ipuc_ir::{
     Value,
 };
 
-use super::assembly::{parse_standard, print_standard};
+use super::assembly::STANDARD_FORMAT;
 use super::elements::{
     broadcast_source, dense_data, floats, fold_target, from_floats, from_ints, ints, strides,
 };
@@ -615,7 +615,7 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
             .results(&[one("result", TENSOR)])
             .verifier(super::verify_op)
             .folder(fold_binary)
-            .assembly(print_standard, parse_standard);
+            .assembly_format(STANDARD_FORMAT);
         if k.is_commutative() {
             def = def.traits(Traits::COMMUTATIVE);
         }
@@ -632,7 +632,7 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
             .results(&[one("result", BOOL_TENSOR)])
             .verifier(super::verify_op)
             .folder(fold_compare)
-            .assembly(print_standard, parse_standard);
+            .assembly_format(STANDARD_FORMAT);
         if k == CompareKind::Equal {
             def = def.traits(Traits::COMMUTATIVE);
         }
@@ -646,7 +646,7 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
             .results(&[one("result", TENSOR)])
             .verifier(super::verify_op)
             .folder(fold_unary)
-            .assembly(print_standard, parse_standard));
+            .assembly_format(STANDARD_FORMAT));
     }
     d.op(OpDefinition::new(WHERE)
         .summary("Elementwise select: cond ? x : y, with numpy broadcasting")
@@ -659,7 +659,7 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
         .folder(fold_where)
-        .assembly(print_standard, parse_standard))
+        .assembly_format(STANDARD_FORMAT))
         .op(OpDefinition::new(CAST)
             .summary("Elementwise conversion to the element type 'to' (ONNX Cast)")
             .traits(Traits::PURE)
@@ -669,7 +669,7 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
             .results(&[one("result", TENSOR)])
             .verifier(super::verify_op)
             .folder(fold_cast)
-            .assembly(print_standard, parse_standard))
+            .assembly_format(STANDARD_FORMAT))
 }
 
 // ----- typed wrappers --------------------------------------------------------------

@@ -12,7 +12,7 @@ use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::assembly::{parse_standard, print_standard};
+use super::assembly::STANDARD_FORMAT;
 use super::support::{
     attr_f32, attr_i64, broadcast_shapes, broadcasts_to, build_error, f32_attr, f32_attribute,
     i64_attr, make_state, one, op_wrapper, optional, ranked, shape_str, tensor, value_types,
@@ -224,7 +224,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .operands(&[one("lhs", TENSOR), one("rhs", TENSOR)])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
-        .assembly(print_standard, parse_standard))
+        .assembly_format(STANDARD_FORMAT))
         .op(OpDefinition::new(GEMM)
             .summary("General matrix multiply: alpha * op(A) * op(B) + beta * C (ONNX Gemm)")
             .traits(Traits::PURE)
@@ -235,7 +235,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
             .operands(&[one("a", TENSOR), one("b", TENSOR), optional("c", TENSOR)])
             .results(&[one("result", TENSOR)])
             .verifier(super::verify_op)
-            .assembly(print_standard, parse_standard))
+            .assembly_format(STANDARD_FORMAT))
         .op(OpDefinition::new(LINEAR)
             .summary("Dense layer: x[..., K] * w[K, N] + b[N]")
             .traits(Traits::PURE)
@@ -246,7 +246,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
             ])
             .results(&[one("result", TENSOR)])
             .verifier(super::verify_op)
-            .assembly(print_standard, parse_standard))
+            .assembly_format(STANDARD_FORMAT))
 }
 
 op_wrapper!(

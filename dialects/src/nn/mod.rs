@@ -10,6 +10,7 @@
 //! - a verifier that compares the declared result types with the inferred
 //!   ones and reports the first problem precisely,
 //! - the custom assembly `operands attr-dict : operand-types -> result-types`
+//!   (declarative, `assembly::STANDARD_FORMAT`, but for `nn.split`)
 //!   (the generic form is accepted too),
 //! - a typed wrapper (`MatmulOp`, `BinaryOp`, ...) with accessors that apply
 //!   the ONNX defaults, and a `build` function returning an

@@ -7,7 +7,7 @@ use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::assembly::{parse_standard, print_standard};
+use super::assembly::STANDARD_FORMAT;
 use super::support::{
     attr_f32, attr_i64, attr_str, broadcasts_to, build_error, f32_attr, f32_attribute, i64_attr,
     make_state, normalize_axis, one, op_wrapper, optional, ranked, shape_str, string_attr,
@@ -134,7 +134,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .operands(&[one("operand", TENSOR)])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
-        .assembly(print_standard, parse_standard))
+        .assembly_format(STANDARD_FORMAT))
     .op(OpDefinition::new(LAYER_NORMALIZATION)
         .summary("Layer normalization over x[axis..] with scale and optional bias (ONNX LayerNormalization)")
         .traits(Traits::PURE)
@@ -143,7 +143,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .operands(&[one("input", TENSOR), one("scale", TENSOR), optional("bias", TENSOR)])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
-        .assembly(print_standard, parse_standard))
+        .assembly_format(STANDARD_FORMAT))
     .op(OpDefinition::new(GELU)
         .summary("Gaussian error linear unit; 'approximate' = \"none\" (default) or \"tanh\"")
         .traits(Traits::PURE | Traits::SAME_OPERANDS_AND_RESULT_TYPE)
@@ -151,7 +151,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .operands(&[one("operand", TENSOR)])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
-        .assembly(print_standard, parse_standard))
+        .assembly_format(STANDARD_FORMAT))
 }
 
 op_wrapper!(

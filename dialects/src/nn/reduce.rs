@@ -6,7 +6,7 @@ use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::assembly::{parse_standard, print_standard};
+use super::assembly::STANDARD_FORMAT;
 use super::elements::{
     dense_data, floats, fold_target, from_floats, from_ints, ints, strides, unravel,
 };
@@ -163,7 +163,7 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
             .results(&[one("result", TENSOR)])
             .verifier(super::verify_op)
             .folder(fold_reduce)
-            .assembly(print_standard, parse_standard));
+            .assembly_format(STANDARD_FORMAT));
     }
     d
 }

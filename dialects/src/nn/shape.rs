@@ -15,7 +15,7 @@ use ipuc_ir::{
     Value,
 };
 
-use super::assembly::{parse_standard, print_standard};
+use super::assembly::{parse_standard, print_standard, STANDARD_FORMAT};
 use super::elements::{
     broadcast_source, dense_data, fold_target, from_element_bytes, rearrange, strides, unravel,
 };
@@ -760,7 +760,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
             .operands(&[one("operand", TENSOR)])
             .results(&[one("result", TENSOR)])
             .verifier(super::verify_op)
-            .assembly(print_standard, parse_standard)
+            .assembly_format(STANDARD_FORMAT)
     };
     d.op(unary(RESHAPE, "Reshape to the static shape 'shape'")
         .attribute(i64_array_attr("shape", false))
@@ -779,7 +779,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
             .results(&[one("result", TENSOR)])
             .verifier(super::verify_op)
             .folder(fold_concat)
-            .assembly(print_standard, parse_standard))
+            .assembly_format(STANDARD_FORMAT))
         .op(OpDefinition::new(SPLIT)
             .summary("Split along 'axis' into pieces of 'sizes'")
             .traits(Traits::PURE)
@@ -789,6 +789,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
             .results(&[variadic("outputs", TENSOR)])
             .verifier(super::verify_op)
             .folder(fold_split)
+            // Results print as function results, `(T, U)`; see `assembly`.
             .assembly(print_standard, parse_standard))
         .op(unary(
             SLICE,
@@ -807,7 +808,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
             .results(&[one("result", TENSOR)])
             .verifier(super::verify_op)
             .folder(fold_gather)
-            .assembly(print_standard, parse_standard))
+            .assembly_format(STANDARD_FORMAT))
         .op(
             unary(SQUEEZE, "Remove size-1 dimensions ('axes', default: all)")
                 .attribute(i64_array_attr("axes", true))

@@ -400,6 +400,18 @@ impl<'p, 'c> CustomParser<'p, 'c> {
         }
     }
 
+    /// Whether the next token starts a type (a type, or the `(` of a
+    /// function type): lets a possibly empty type list be parsed.
+    pub fn at_type(&self) -> bool {
+        self.peek()
+            .is_some_and(|t| matches!(t.as_rule(), Rule::any_type | Rule::paren_group))
+    }
+
+    /// Whether the next token is a block label `^bb`.
+    pub fn at_successor(&self) -> bool {
+        self.peek().is_some_and(|t| t.as_rule() == Rule::caret_id)
+    }
+
     /// Whether the next token is a `( ... )` group.
     pub fn at_parens(&self) -> bool {
         self.peek()

@@ -1061,7 +1061,10 @@ impl<'c> Parser<'c> {
             ));
         }
         let dialect = n.dialect();
-        if self.ctx.registry().has_dialect(dialect) {
+        if let Some(d) = self.ctx.registry().dialect(dialect) {
+            if d.allow_unknown_operations {
+                return Ok(n);
+            }
             return Err(self.err(pair, format!("unregistered operation '{name}' found in dialect ('{dialect}') that does not allow unknown operations")));
         }
         if !self.ctx.allow_unregistered {
