@@ -50,7 +50,7 @@ pub use context::{BlockId, Context, OpId, OperationState, RegionId, Value, Value
 pub use diagnostics::{Diagnostic, Severity, SourceMgr};
 pub use dialect::{Dialect, DialectRegistry, OpDefinition, OperationName, Traits};
 pub use location::Location;
-pub use parser::{parse_source, ParseOptions, ParsedSource};
+pub use parser::{parse_source, parse_source_with, ParseOptions, ParsedSource};
 pub use printer::{print_op, PrintOptions};
 pub use types::{FloatKind, Type, TypeKind};
 pub use verifier::verify;

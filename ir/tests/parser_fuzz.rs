@@ -5,7 +5,10 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use ipuc_ir::{parse_source, print_op, verify, Context, DialectRegistry, PrintOptions};
+use ipuc_ir::{
+    parse_source, parse_source_with, print_op, verify, Context, DialectRegistry, ParseOptions,
+    PrintOptions,
+};
 use proptest::prelude::*;
 
 /// Valid inputs covering the syntax; mutations of these reach deep into the parser.
@@ -66,10 +69,56 @@ fn context(allow_unregistered: bool) -> Context {
     ctx
 }
 
+/// Parsing region bodies op by op (as large operations are parsed) must
+/// give what a whole parse gives: the same IR, or an error.
+fn check_streaming_agrees(allow: bool, input: &str) {
+    let full = {
+        let mut ctx = context(allow);
+        parse_source(&mut ctx, "fuzz.mlir", input).map(|p| {
+            let opts = PrintOptions {
+                generic: true,
+                debug_info: true,
+                ..PrintOptions::default()
+            };
+            print_op(&ctx, p.module, &opts)
+        })
+    };
+    let mut ctx = context(allow);
+    let streamed = parse_source_with(
+        &mut ctx,
+        "fuzz.mlir",
+        input,
+        &ParseOptions {
+            stream_body_bytes: 0,
+        },
+    )
+    .map(|p| {
+        let opts = PrintOptions {
+            generic: true,
+            debug_info: true,
+            ..PrintOptions::default()
+        };
+        print_op(&ctx, p.module, &opts)
+    });
+    match (full, streamed) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "streamed parse differs; input {input:?}"),
+        // With several errors the two may report different ones first (the
+        // streamed parse reads an op's header and trailer before its body);
+        // single errors are located the same (tests/large_regions.rs).
+        (Err(_), Err(_)) => {}
+        (a, b) => panic!(
+            "streamed parse disagrees: whole {:?}, streamed {:?}; input {input:?}",
+            a.map_err(|d| d.to_string()),
+            b.map_err(|d| d.to_string())
+        ),
+    }
+}
+
 /// Parses, verifies and prints `input`; panics (with the input) if any step panics.
 fn exercise(input: &str) {
     for allow in [false, true] {
         let outcome = catch_unwind(AssertUnwindSafe(|| {
+            check_streaming_agrees(allow, input);
             let mut ctx = context(allow);
             if let Ok(parsed) = parse_source(&mut ctx, "fuzz.mlir", input) {
                 let verified = verify(&ctx, parsed.module).is_ok();

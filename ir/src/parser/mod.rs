@@ -29,10 +29,21 @@ pub use custom::CustomParser;
 use syntax::{MlirGrammar, Rule};
 
 /// Parser options.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ParseOptions {
-    /// Accept operations of unregistered dialects (kept opaque).
-    pub allow_unregistered: bool,
+    /// Operations whose text is longer than this many bytes have their
+    /// largest region body parsed op by op, so pest's token queue never
+    /// holds more than one of its operations (a model's single function can
+    /// hold millions). The result is the same either way.
+    pub stream_body_bytes: usize,
+}
+
+impl Default for ParseOptions {
+    fn default() -> Self {
+        ParseOptions {
+            stream_body_bytes: 1 << 20,
+        }
+    }
 }
 
 /// The result of parsing a source buffer.
@@ -109,6 +120,8 @@ pub struct Parser<'c> {
     pending_body: Option<PendingBody>,
     /// Region bodies parsed op by op so far.
     streamed_bodies: usize,
+    /// See [`ParseOptions::stream_body_bytes`].
+    stream_body_bytes: usize,
 }
 
 /// Source offsets of a region body parsed op by op: `open` is its `{`,
@@ -118,11 +131,6 @@ struct PendingBody {
     open: usize,
     close: usize,
 }
-
-/// Operations whose text is longer than this have their largest region body
-/// parsed op by op, so pest's token queue never holds more than one
-/// operation of it (a model's single function can hold millions of ops).
-const STREAM_BODY_BYTES: usize = 1 << 20;
 
 /// Where the text pest parses sits in the source: it starts at `start`; with
 /// a `cut` `(at, skipped)`, offsets from `at` on lie `skipped` bytes further
@@ -135,7 +143,18 @@ pub(crate) struct Base {
 
 /// Parses `text` (named `file` in locations and diagnostics) into `ctx`.
 pub fn parse_source(ctx: &mut Context, file: &str, text: &str) -> Result<ParsedSource, Diagnostic> {
+    parse_source_with(ctx, file, text, &ParseOptions::default())
+}
+
+/// [`parse_source`] with options.
+pub fn parse_source_with(
+    ctx: &mut Context,
+    file: &str,
+    text: &str,
+    options: &ParseOptions,
+) -> Result<ParsedSource, Diagnostic> {
     let mut p = Parser::new(ctx, file, text);
+    p.stream_body_bytes = options.stream_body_bytes;
     // The parser recurses once per bracket level (pest's rules, then ours);
     // bound the depth and make sure the stack holds it, on whatever thread
     // we were called (2 MiB test threads, debug builds).
@@ -185,6 +204,7 @@ impl<'c> Parser<'c> {
             type_cache: Default::default(),
             pending_body: None,
             streamed_bodies: 0,
+            stream_body_bytes: ParseOptions::default().stream_body_bytes,
         }
     }
 
@@ -425,7 +445,7 @@ impl<'c> Parser<'c> {
     /// Parses one operation from `text[start..end]`.
     fn parse_chunk_op(&mut self, start: usize, end: usize) -> Result<OpId, Diagnostic> {
         let text = self.text.clone();
-        if end - start > STREAM_BODY_BYTES {
+        if end - start > self.stream_body_bytes {
             if let Some((open, close)) = chunks::region_body(text.as_bytes(), start, end) {
                 if let Some(op) = self.parse_op_streaming(start, end, open, close)? {
                     return Ok(op);
@@ -478,7 +498,7 @@ impl<'c> Parser<'c> {
             return Ok(None);
         }
         self.pending_body = Some(PendingBody { open, close });
-        let op = self.build_operation(pair.into_inner().next().expect("operation"));
+        let op = self.build_operation(pair.into_inner().next().expect("operation"))?;
         if self.pending_body.take().is_some() {
             return Err(Diagnostic::error(
                 self.loc_at(open),
@@ -486,37 +506,33 @@ impl<'c> Parser<'c> {
                  please report it with the input",
             ));
         }
-        op.map(Some)
+        Ok(Some(op))
     }
 
-    /// Parses a region body op by op: block labels start blocks, other
-    /// items are operations appended to the current block.
+    /// Parses a region body item by item: large operations with their own
+    /// body cut out (`parse_op_streaming`, recursively), everything else
+    /// (ops, block labels, both on one line) as `region_items`.
     fn stream_body(
         &mut self,
         body: PendingBody,
         region: RegionId,
         named_entry_args: bool,
+        saw_label: &mut bool,
         current: &mut Option<BlockId>,
     ) -> Result<(), Diagnostic> {
         let text = self.text.clone();
         let bytes = &text.as_bytes()[..body.close];
-        let mut saw_label = false;
         let mut i = chunks::skip_trivia(bytes, body.open + 1);
         while i < body.close {
             let (item_end, _) = chunks::scan_item_end(bytes, i);
-            if bytes[i] == b'^' {
-                self.set_base(i);
-                let pair = self.parse_rule(
-                    Rule::single_block_label,
-                    &text[i..item_end],
-                    "invalid block label",
-                )?;
-                let label = pair.into_inner().next().expect("block label");
-                let b =
-                    self.begin_block(label, region, named_entry_args && !saw_label, *current)?;
-                saw_label = true;
-                *current = Some(b);
-            } else {
+            let large = (bytes[i] != b'^' && item_end - i > self.stream_body_bytes)
+                .then(|| chunks::region_body(bytes, i, item_end))
+                .flatten();
+            let streamed = match large {
+                Some((open, close)) => self.parse_op_streaming(i, item_end, open, close)?,
+                None => None,
+            };
+            if let Some(op) = streamed {
                 let b = match *current {
                     Some(b) => b,
                     None => {
@@ -526,8 +542,18 @@ impl<'c> Parser<'c> {
                         b
                     }
                 };
-                let op = self.parse_chunk_op(i, item_end)?;
                 self.ctx.append_op(b, op);
+            } else {
+                self.set_base(i);
+                let pair =
+                    self.parse_rule(Rule::region_items, &text[i..item_end], "invalid operation")?;
+                self.build_region_items(
+                    pair.into_inner(),
+                    region,
+                    named_entry_args,
+                    saw_label,
+                    current,
+                )?;
             }
             i = chunks::skip_trivia(bytes, item_end);
         }
@@ -1129,18 +1155,45 @@ impl<'c> Parser<'c> {
                 "parsing a region body op by op"
             );
             let saved = self.base.get();
-            self.stream_body(body, region, !entry_args.is_empty(), &mut current)?;
+            self.stream_body(
+                body,
+                region,
+                !entry_args.is_empty(),
+                &mut saw_label,
+                &mut current,
+            )?;
             self.base.set(saved);
         }
-        for p in pair.into_inner() {
+        self.build_region_items(
+            pair.into_inner(),
+            region,
+            !entry_args.is_empty(),
+            &mut saw_label,
+            &mut current,
+        )?;
+        self.finish_scope()?;
+        Ok(region)
+    }
+
+    /// Builds the operations and blocks of a region body (`operation*
+    /// block*` pairs) into `region`, appending to `current`.
+    fn build_region_items<'i>(
+        &mut self,
+        items: impl Iterator<Item = Pair<'i, Rule>>,
+        region: RegionId,
+        named_entry_args: bool,
+        saw_label: &mut bool,
+        current: &mut Option<BlockId>,
+    ) -> Result<(), Diagnostic> {
+        for p in items {
             match p.as_rule() {
                 Rule::operation => {
-                    let b = match current {
+                    let b = match *current {
                         Some(b) => b,
                         None => {
                             let b = self.ctx.create_block(&[]);
                             self.ctx.append_block(region, b);
-                            current = Some(b);
+                            *current = Some(b);
                             b
                         }
                     };
@@ -1150,24 +1203,20 @@ impl<'c> Parser<'c> {
                 Rule::block => {
                     let mut it = p.into_inner();
                     let label = it.next().expect("block label");
-                    let b = self.begin_block(
-                        label,
-                        region,
-                        !entry_args.is_empty() && !saw_label,
-                        current,
-                    )?;
-                    saw_label = true;
-                    current = Some(b);
+                    let b =
+                        self.begin_block(label, region, named_entry_args && !*saw_label, *current)?;
+                    *saw_label = true;
+                    *current = Some(b);
                     for op_pair in it {
                         let op = self.build_operation(op_pair)?;
                         self.ctx.append_op(b, op);
                     }
                 }
+                Rule::EOI => {}
                 _ => unreachable!("unexpected rule in region"),
             }
         }
-        self.finish_scope()?;
-        Ok(region)
+        Ok(())
     }
 
     /// Starts the block a `^name(args):` label defines, appending it to
