@@ -15,6 +15,7 @@ use crate::assembly_format::{AssemblyFormat, FormatError};
 use crate::attributes::Attribute;
 use crate::context::{Context, OpId, OperationState};
 use crate::diagnostics::Diagnostic;
+use crate::dialect_symbols::{AttrDef, SymbolDef, TypeDef};
 use crate::location::Location;
 use crate::rewrite::RewritePatternSet;
 use crate::types::Type;
@@ -176,9 +177,6 @@ pub type PrintFn = fn(&mut OpPrinter<'_, '_>, OpId) -> std::fmt::Result;
 pub type ParseFn = fn(&mut CustomParser<'_, '_>, &mut OperationState) -> Result<(), Diagnostic>;
 /// Builds a constant op for a folded attribute.
 pub type MaterializeFn = fn(&mut Context, &Attribute, &Type, Location) -> Option<OpId>;
-
-/// Verifies the parameter text of a dialect type or attribute.
-pub type ParamVerifyFn = fn(&str) -> Result<(), String>;
 
 /// The result of folding one result.
 #[derive(Clone, Debug)]
@@ -422,11 +420,11 @@ pub struct Dialect {
     pub ops: Vec<OpDefinition>,
     /// Builds constant operations for folded values.
     pub materialize_constant: Option<MaterializeFn>,
-    /// Type mnemonics this dialect defines (`!dialect.mnemonic<...>`), with a
-    /// verifier for the parameter text.
-    pub types: Vec<(&'static str, ParamVerifyFn)>,
-    /// Attribute mnemonics this dialect defines (`#dialect.mnemonic<...>`).
-    pub attributes: Vec<(&'static str, ParamVerifyFn)>,
+    /// Types this dialect defines (`!dialect.mnemonic<...>`), see
+    /// [`crate::dialect_symbols`].
+    pub types: Vec<SymbolDef>,
+    /// Attributes this dialect defines (`#dialect.mnemonic<...>`).
+    pub attributes: Vec<SymbolDef>,
     /// Whether ops of this namespace that it does not define are accepted
     /// (unregistered, as with `--allow-unregistered-dialect`), as upstream's
     /// `allowUnknownOperations`.
@@ -445,6 +443,30 @@ impl Dialect {
             attributes: Vec::new(),
             allow_unknown_operations: false,
         }
+    }
+    /// Adds a type definition (`!dialect.mnemonic<...>`).
+    pub fn type_def<T: TypeDef>(mut self) -> Self {
+        assert_eq!(
+            T::DIALECT,
+            self.name,
+            "type {} not in dialect {}",
+            T::MNEMONIC,
+            self.name
+        );
+        self.types.push(SymbolDef::of_type::<T>());
+        self
+    }
+    /// Adds an attribute definition (`#dialect.mnemonic<...>`).
+    pub fn attr_def<A: AttrDef>(mut self) -> Self {
+        assert_eq!(
+            A::DIALECT,
+            self.name,
+            "attribute {} not in dialect {}",
+            A::MNEMONIC,
+            self.name
+        );
+        self.attributes.push(SymbolDef::of_attr::<A>());
+        self
     }
     /// Adds an operation definition.
     pub fn op(mut self, def: OpDefinition) -> Self {
@@ -467,10 +489,10 @@ pub struct DialectInfo {
     pub description: &'static str,
     /// Constant materializer.
     pub materialize_constant: Option<MaterializeFn>,
-    /// Type mnemonics and their parameter verifiers.
-    pub types: Vec<(&'static str, ParamVerifyFn)>,
-    /// Attribute mnemonics and their parameter verifiers.
-    pub attributes: Vec<(&'static str, ParamVerifyFn)>,
+    /// Types the dialect defines.
+    pub types: Vec<SymbolDef>,
+    /// Attributes the dialect defines.
+    pub attributes: Vec<SymbolDef>,
     /// Whether undefined ops of this namespace are accepted.
     pub allow_unknown_operations: bool,
 }

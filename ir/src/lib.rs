@@ -30,6 +30,7 @@ pub mod context;
 pub mod conversion;
 pub mod diagnostics;
 pub mod dialect;
+pub mod dialect_symbols;
 pub mod entity;
 pub mod float_format;
 pub mod location;

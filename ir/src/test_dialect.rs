@@ -19,6 +19,10 @@
 //! | `test.br` | Terminator | branches to its successors, passing its operands |
 //! | `test.symbol` | Symbol | defines `sym_name` |
 //!
+//! It also defines the type `!test.pair<T, U>` ([`PairType`]) and the
+//! attribute `#test.range<lo, hi>` ([`RangeAttr`]), which exercise
+//! [`crate::dialect_symbols`].
+//!
 //! Ops with a declarative assembly format (see [`crate::assembly_format`]),
 //! one per directive family:
 //!
@@ -44,6 +48,7 @@ use crate::diagnostics::Diagnostic;
 use crate::dialect::{
     Arity, AttrDecl, Dialect, FoldResult, OpDefinition, Traits, TypeConstraint, ValueDecl,
 };
+use crate::dialect_symbols::{parse_type, split_params, AttrDef, TypeDef};
 use crate::location::Location;
 use crate::types::Type;
 
@@ -74,11 +79,88 @@ const I64: TypeConstraint = TypeConstraint {
 };
 
 /// The `test` dialect (see the module documentation).
+/// `!test.pair<T, U>`: a pair of builtin types (a dialect type whose
+/// parameters are types).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PairType {
+    /// The first type.
+    pub first: Type,
+    /// The second type.
+    pub second: Type,
+}
+
+impl TypeDef for PairType {
+    const DIALECT: &'static str = "test";
+    const MNEMONIC: &'static str = "pair";
+    fn parse_params(params: &str) -> Result<Self, String> {
+        let [a, b] = split_params(params)[..] else {
+            return Err(format!(
+                "expected 2 parameters (two types), found {}",
+                split_params(params).len()
+            ));
+        };
+        Ok(PairType {
+            first: parse_type(a)?,
+            second: parse_type(b)?,
+        })
+    }
+    fn print_params(&self, out: &mut String) {
+        crate::printer::write_type(out, &self.first, None);
+        out.push_str(", ");
+        crate::printer::write_type(out, &self.second, None);
+    }
+}
+
+/// `#test.range<lo, hi>`: an integer range with `lo <= hi` (a dialect
+/// attribute with a verifier).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RangeAttr {
+    /// Lower bound.
+    pub lo: i64,
+    /// Upper bound (inclusive).
+    pub hi: i64,
+}
+
+impl AttrDef for RangeAttr {
+    const DIALECT: &'static str = "test";
+    const MNEMONIC: &'static str = "range";
+    fn parse_params(params: &str) -> Result<Self, String> {
+        let [lo, hi] = split_params(params)[..] else {
+            return Err(format!(
+                "expected 2 parameters (lo, hi), found {}",
+                split_params(params).len()
+            ));
+        };
+        let int = |s: &str| {
+            s.parse::<i64>()
+                .map_err(|_| format!("expected an integer bound, found '{s}'"))
+        };
+        Ok(RangeAttr {
+            lo: int(lo)?,
+            hi: int(hi)?,
+        })
+    }
+    fn print_params(&self, out: &mut String) {
+        out.push_str(&format!("{}, {}", self.lo, self.hi));
+    }
+    fn verify(&self) -> Result<(), String> {
+        if self.lo > self.hi {
+            return Err(format!(
+                "empty range: lower bound {} exceeds upper bound {}",
+                self.lo, self.hi
+            ));
+        }
+        Ok(())
+    }
+}
+
 pub fn dialect() -> Dialect {
     let mut d = Dialect::new(
         "test",
         "Operations for testing the IR infrastructure (test-only)",
     )
+    .type_def::<PairType>()
+    .attr_def::<RangeAttr>()
     .op(OpDefinition::new("test.constant")
         .summary("A constant holding its `value` attribute")
         .traits(Traits::CONSTANT_LIKE | Traits::PURE)

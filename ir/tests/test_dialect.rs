@@ -302,3 +302,41 @@ fn operand_type_constraint_violation() {
     );
     assert_eq!(line_col(&err), (2, 6));
 }
+
+/// Dialect types and attributes: parsed into canonical spelling (so equal
+/// parameters give equal types), with typed views both ways.
+#[test]
+fn dialect_types_and_attributes_have_typed_views() {
+    use ipuc_ir::dialect_symbols::{AttrDef, TypeDef};
+    use ipuc_ir::test_dialect::{PairType, RangeAttr};
+    let mut ctx = context();
+    let module = parse(
+        &mut ctx,
+        "%0 = \"test.make\"() {r = #test.range< 0 ,7>} : () -> !test.pair<i32,tensor<2xf16>>\n\
+         %1 = \"test.make\"() : () -> !test.pair<i32, tensor<2xf16>>\n",
+    );
+    let ops = ctx.block_ops_vec(ctx.region_blocks(ctx.regions(module)[0])[0]);
+    let t0 = ctx.value_type(ctx.results(ops[0])[0]).clone();
+    let t1 = ctx.value_type(ctx.results(ops[1])[0]).clone();
+    assert_eq!(t0, t1, "spellings differ, the types are equal");
+    let pair = PairType::from_type(&t0).expect("a test.pair");
+    assert_eq!(pair.first, ipuc_ir::Type::i32());
+    assert_eq!(pair.to_type(), t0);
+    assert!(PairType::from_type(&ipuc_ir::Type::i32()).is_none());
+    let r = ctx.attributes(ops[0]).get("r").expect("r").clone();
+    assert_eq!(RangeAttr::from_attr(&r), Some(RangeAttr { lo: 0, hi: 7 }));
+    assert_eq!(RangeAttr { lo: 0, hi: 7 }.to_attr(), r);
+    let printed = print_op(&ctx, module, &PrintOptions::default());
+    assert!(printed.contains("#test.range<0, 7>"), "{printed}");
+    assert!(
+        printed.contains("!test.pair<i32, tensor<2xf16>>"),
+        "{printed}"
+    );
+}
+
+#[test]
+#[should_panic(expected = "type pair not in dialect other")]
+fn a_type_is_registered_in_its_own_dialect() {
+    let _ =
+        ipuc_ir::dialect::Dialect::new("other", "").type_def::<ipuc_ir::test_dialect::PairType>();
+}

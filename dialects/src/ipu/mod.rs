@@ -44,6 +44,7 @@ pub mod operand;
 use ipuc_ir::attributes::{AttrKind, Attribute};
 use ipuc_ir::builtin::SYM_NAME;
 use ipuc_ir::dialect::{AttrDecl, Dialect, OpDefinition, Traits};
+use ipuc_ir::dialect_symbols::SymbolDef;
 use ipuc_ir::{Context, Diagnostic, OpId, TypeKind};
 
 pub use operand::{format_imm, is_register_name, Operand, Register};
@@ -333,10 +334,20 @@ pub fn dialect() -> Dialect {
         .results(&[])
         .verifier(verify_directive)
         .assembly(assembly::print_directive, assembly::parse_directive));
+    // Checked as written (their spelling is already canonical).
     d.attributes = vec![
-        ("reg", operand::verify_reg_body),
-        ("csr", operand::verify_csr_body),
-        ("at", operand::verify_at_body),
+        SymbolDef {
+            mnemonic: "reg",
+            normalize: |b| operand::verify_reg_body(b).map(|()| b.to_string()),
+        },
+        SymbolDef {
+            mnemonic: "csr",
+            normalize: |b| operand::verify_csr_body(b).map(|()| b.to_string()),
+        },
+        SymbolDef {
+            mnemonic: "at",
+            normalize: |b| operand::verify_at_body(b).map(|()| b.to_string()),
+        },
     ];
     d
 }

@@ -387,33 +387,37 @@ impl<'c> Parser<'c> {
             Some((d, m)) => (d, Some(m)),
             None => (ident, None),
         };
-        self.check_dialect_symbol(p, dialect, mnemonic, body.as_deref().unwrap_or(""), is_type)?;
+        let body =
+            self.check_dialect_symbol(p, dialect, mnemonic, body.unwrap_or_default(), is_type)?;
         Ok(DialectSymbol::Opaque {
             dialect: dialect.into(),
             mnemonic: mnemonic.map(Into::into),
-            body: body.unwrap_or_default().into(),
+            body: body.into(),
         })
     }
 
+    /// Checks a dialect type/attribute against its registered definition
+    /// and returns its parameters in canonical spelling (as written for
+    /// unregistered dialects).
     fn check_dialect_symbol(
         &self,
         p: &Pair<'_, Rule>,
         dialect: &str,
         mnemonic: Option<&str>,
-        body: &str,
+        body: String,
         is_type: bool,
-    ) -> Result<(), Diagnostic> {
+    ) -> Result<String, Diagnostic> {
         let what = if is_type { "type" } else { "attribute" };
         match self.ctx.registry().dialect(dialect) {
             Some(info) => {
                 let table = if is_type { &info.types } else { &info.attributes };
                 let m = mnemonic.unwrap_or("");
-                match table.iter().find(|(n, _)| *n == m) {
-                    Some((_, verify)) => verify(body).map_err(|msg| self.err(p, format!("invalid {what} '{dialect}.{m}': {msg}"))),
+                match table.iter().find(|d| d.mnemonic == m) {
+                    Some(def) => (def.normalize)(&body).map_err(|msg| self.err(p, format!("invalid {what} '{dialect}.{m}': {msg}"))),
                     None => Err(self.err(p, format!("dialect '{dialect}' provides no {what} '{m}'"))),
                 }
             }
-            None if self.ctx.allow_unregistered => Ok(()),
+            None if self.ctx.allow_unregistered => Ok(body),
             None => Err(self.err(p, format!("{what} of unregistered dialect '{dialect}' (use --allow-unregistered-dialect to accept it)"))),
         }
     }

@@ -1,0 +1,273 @@
+//! Types and attributes a dialect defines (`!dialect.mnemonic<params>`,
+//! `#dialect.mnemonic<params>`), declared once as Rust types, like ops.
+//!
+//! A definition is a Rust type implementing [`TypeDef`] or [`AttrDef`]: it
+//! names its dialect and mnemonic, parses and prints its parameters, and
+//! verifies them. Registering it (`Dialect::type_def::<T>()`) makes the
+//! parser check every `!dialect.mnemonic<...>` it reads against it (errors
+//! point at the type in the source) and store the parameters in canonical
+//! form, so equal parameters give equal IR types however they were spelled.
+//! `T::from_type(&ty)` is the typed view of an IR type; `t.to_type()` builds
+//! one.
+//!
+//! ```
+//! use ipuc_ir::dialect_symbols::{split_params, TypeDef};
+//! use ipuc_ir::Type;
+//!
+//! /// `!demo.vec<N>`: N > 0 lanes.
+//! #[derive(Clone, Debug, PartialEq)]
+//! struct Lanes(u32);
+//! impl TypeDef for Lanes {
+//!     const DIALECT: &'static str = "demo";
+//!     const MNEMONIC: &'static str = "vec";
+//!     fn parse_params(params: &str) -> Result<Self, String> {
+//!         let [n] = split_params(params)[..] else {
+//!             return Err("expected one parameter".into());
+//!         };
+//!         n.parse().map(Lanes).map_err(|_| format!("expected a lane count, found '{n}'"))
+//!     }
+//!     fn print_params(&self, out: &mut String) {
+//!         out.push_str(&self.0.to_string());
+//!     }
+//!     fn verify(&self) -> Result<(), String> {
+//!         if self.0 == 0 { Err("a vector needs at least one lane".into()) } else { Ok(()) }
+//!     }
+//! }
+//! let t = Lanes(4).to_type();
+//! assert_eq!(Lanes::from_type(&t), Some(Lanes(4)));
+//! ```
+
+use std::sync::Arc;
+
+use crate::attributes::{AttrKind, Attribute};
+use crate::dialect::DialectRegistry;
+use crate::types::{Type, TypeKind};
+use crate::Context;
+
+/// A type a dialect defines, `!DIALECT.MNEMONIC<params>`.
+pub trait TypeDef: Sized {
+    /// The dialect namespace.
+    const DIALECT: &'static str;
+    /// The mnemonic after the dot.
+    const MNEMONIC: &'static str;
+    /// Parses the parameter text between `<` and `>` (empty when the type
+    /// is written without them). The message says what is wrong.
+    fn parse_params(params: &str) -> Result<Self, String>;
+    /// Writes the parameters, without `<>`, such that `parse_params` reads
+    /// them back; nothing for a type without parameters.
+    fn print_params(&self, out: &mut String);
+    /// Invariants beyond syntax.
+    fn verify(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// The IR type.
+    fn to_type(&self) -> Type {
+        let mut body = String::new();
+        self.print_params(&mut body);
+        Type::new(TypeKind::Dialect {
+            dialect: Self::DIALECT.into(),
+            mnemonic: Some(Self::MNEMONIC.into()),
+            body: body.into(),
+        })
+    }
+    /// The typed view of `t`, if `t` is this type.
+    fn from_type(t: &Type) -> Option<Self> {
+        match t.kind() {
+            TypeKind::Dialect {
+                dialect,
+                mnemonic: Some(m),
+                body,
+            } if &**dialect == Self::DIALECT && &**m == Self::MNEMONIC => {
+                Self::parse_params(body).ok()
+            }
+            _ => None,
+        }
+    }
+}
+
+/// An attribute a dialect defines, `#DIALECT.MNEMONIC<params>`.
+pub trait AttrDef: Sized {
+    /// The dialect namespace.
+    const DIALECT: &'static str;
+    /// The mnemonic after the dot.
+    const MNEMONIC: &'static str;
+    /// Parses the parameter text between `<` and `>`.
+    fn parse_params(params: &str) -> Result<Self, String>;
+    /// Writes the parameters, without `<>`, such that `parse_params` reads
+    /// them back.
+    fn print_params(&self, out: &mut String);
+    /// Invariants beyond syntax.
+    fn verify(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// The IR attribute.
+    fn to_attr(&self) -> Attribute {
+        let mut body = String::new();
+        self.print_params(&mut body);
+        Attribute::new(AttrKind::Dialect {
+            dialect: Self::DIALECT.into(),
+            mnemonic: Some(Self::MNEMONIC.into()),
+            body: body.into(),
+        })
+    }
+    /// The typed view of `a`, if `a` is this attribute.
+    fn from_attr(a: &Attribute) -> Option<Self> {
+        match a.kind() {
+            AttrKind::Dialect {
+                dialect,
+                mnemonic: Some(m),
+                body,
+            } if &**dialect == Self::DIALECT && &**m == Self::MNEMONIC => {
+                Self::parse_params(body).ok()
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Checks parameter text and returns it in canonical spelling.
+pub type NormalizeFn = fn(&str) -> Result<String, String>;
+
+/// A registered type or attribute mnemonic.
+#[derive(Clone, Copy, Debug)]
+pub struct SymbolDef {
+    /// The mnemonic.
+    pub mnemonic: &'static str,
+    /// Parses, verifies and re-prints the parameters.
+    pub normalize: NormalizeFn,
+}
+
+impl SymbolDef {
+    /// The definition of type `T`.
+    pub fn of_type<T: TypeDef>() -> SymbolDef {
+        SymbolDef {
+            mnemonic: T::MNEMONIC,
+            normalize: normalize_type::<T>,
+        }
+    }
+    /// The definition of attribute `A`.
+    pub fn of_attr<A: AttrDef>() -> SymbolDef {
+        SymbolDef {
+            mnemonic: A::MNEMONIC,
+            normalize: normalize_attr::<A>,
+        }
+    }
+}
+
+fn normalize_type<T: TypeDef>(params: &str) -> Result<String, String> {
+    let t = T::parse_params(params)?;
+    t.verify()?;
+    let mut out = String::new();
+    t.print_params(&mut out);
+    Ok(out)
+}
+
+fn normalize_attr<A: AttrDef>(params: &str) -> Result<String, String> {
+    let a = A::parse_params(params)?;
+    a.verify()?;
+    let mut out = String::new();
+    a.print_params(&mut out);
+    Ok(out)
+}
+
+/// Splits parameter text at top-level commas (outside brackets and
+/// strings), trimming blanks; empty text gives no parameters.
+pub fn split_params(params: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let bytes = params.as_bytes();
+    let mut depth = 0i32;
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    if bytes[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'(' | b'[' | b'{' | b'<' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            b'>' if !(i > 0 && bytes[i - 1] == b'-') => depth -= 1,
+            b',' if depth == 0 => {
+                out.push(params[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let last = params[start..].trim();
+    if !last.is_empty() || !out.is_empty() {
+        out.push(last);
+    }
+    out
+}
+
+/// Parses a builtin type from text (a parameter of a dialect type). Dialect
+/// types inside it are kept opaque.
+pub fn parse_type(text: &str) -> Result<Type, String> {
+    parse_attribute(text)?
+        .as_type()
+        .cloned()
+        .ok_or_else(|| format!("expected a type, found '{text}'"))
+}
+
+/// Parses an attribute from text (a parameter of a dialect symbol).
+pub fn parse_attribute(text: &str) -> Result<Attribute, String> {
+    if text.contains('\n') {
+        return Err("a parameter must be on one line".into());
+    }
+    let mut ctx = Context::new(Arc::new(DialectRegistry::new()));
+    ctx.allow_unregistered = true;
+    const PREFIX: &str = "\"p.p\"() {p = ";
+    let src = format!("{PREFIX}{text}}} : () -> ()\n");
+    let parsed = crate::parse_source(&mut ctx, "param", &src).map_err(|d| {
+        // Columns are 1-based; the parameter starts after the prefix.
+        let col = d.loc.file_line_col_of().map_or(0, |(_, _, c)| c as usize);
+        let at = col.saturating_sub(PREFIX.len() + 1).min(text.len());
+        format!("invalid parameter '{text}' at '{}'", &text[at..])
+    })?;
+    let mut found = None;
+    ctx.walk(parsed.module, crate::WalkOrder::PreOrder, &mut |c, o| {
+        if c.name_str(o) == "p.p" {
+            found = c.attributes(o).get("p").cloned();
+        }
+    });
+    found.ok_or_else(|| format!("invalid parameter '{text}'"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_split_at_top_level_commas() {
+        assert_eq!(split_params(""), Vec::<&str>::new());
+        assert_eq!(split_params(" i32 "), vec!["i32"]);
+        assert_eq!(
+            split_params("tensor<2x3xf32>, (i32, i8) -> i1, \"a,b\", [1, 2]"),
+            vec!["tensor<2x3xf32>", "(i32, i8) -> i1", "\"a,b\"", "[1, 2]"]
+        );
+        assert_eq!(split_params("a,"), vec!["a", ""]);
+    }
+
+    #[test]
+    fn parameters_parse_as_builtin_types_and_attributes() {
+        assert_eq!(parse_type("i32").unwrap(), Type::i32());
+        assert!(parse_type("tensor<2x?xf16>").is_ok());
+        assert!(parse_type("!other.t<1>").is_ok());
+        assert_eq!(
+            parse_type("i32x").unwrap_err(),
+            "invalid parameter 'i32x' at 'i32x'"
+        );
+        assert!(parse_type("1 : i32")
+            .unwrap_err()
+            .contains("expected a type"));
+        assert_eq!(parse_attribute("7 : i8").unwrap().as_int(), Some(7));
+        assert!(parse_attribute("i32\nx").is_err());
+    }
+}
