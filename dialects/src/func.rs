@@ -213,22 +213,14 @@ fn verify_call(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         ));
     }
     let (inputs, results) = function_type(ctx, f).unwrap_or_default();
-    let got: Vec<Type> = ctx
-        .operands(op)
-        .iter()
-        .map(|&v| ctx.value_type(v).clone())
-        .collect();
+    let got: Vec<Type> = ctx.operand_types(op);
     if got != inputs {
         return Err(Diagnostic::error(
             ctx.loc(op).clone(),
             "'func.call' op operand types do not match the callee's signature",
         ));
     }
-    let res: Vec<Type> = ctx
-        .results(op)
-        .iter()
-        .map(|&v| ctx.value_type(v).clone())
-        .collect();
+    let res: Vec<Type> = ctx.result_types(op);
     if res != results {
         return Err(Diagnostic::error(
             ctx.loc(op).clone(),
@@ -449,15 +441,8 @@ fn print_call(p: &mut OpPrinter<'_, '_>, op: OpId) -> std::fmt::Result {
         .unwrap_or("")
         .to_string();
     let operands = ctx.operands(op).to_vec();
-    let inputs: Vec<Type> = operands
-        .iter()
-        .map(|&v| ctx.value_type(v).clone())
-        .collect();
-    let results: Vec<Type> = ctx
-        .results(op)
-        .iter()
-        .map(|&v| ctx.value_type(v).clone())
-        .collect();
+    let inputs: Vec<Type> = ctx.operand_types(op);
+    let results: Vec<Type> = ctx.result_types(op);
     let attrs = ctx.attributes(op).clone();
     p.write_str(" ");
     p.symbol_name(&callee);

@@ -459,6 +459,20 @@ impl Context {
     pub fn value_type(&self, v: Value) -> &Type {
         &self.values[v].ty
     }
+    /// The types of an op's operands.
+    pub fn operand_types(&self, op: OpId) -> Vec<Type> {
+        self.operands(op)
+            .iter()
+            .map(|&v| self.value_type(v).clone())
+            .collect()
+    }
+    /// The types of an op's results.
+    pub fn result_types(&self, op: OpId) -> Vec<Type> {
+        self.results(op)
+            .iter()
+            .map(|&v| self.value_type(v).clone())
+            .collect()
+    }
     /// Changes the type of a value (the caller keeps the IR valid).
     pub fn set_value_type(&mut self, v: Value, ty: Type) {
         self.values[v].ty = ty;

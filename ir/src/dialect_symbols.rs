@@ -1,9 +1,9 @@
 //! Types and attributes a dialect defines (`!dialect.mnemonic<params>`,
 //! `#dialect.mnemonic<params>`), declared once as Rust types, like ops.
 //!
-//! A definition is a Rust type implementing [`TypeDef`] or [`AttrDef`]: it
-//! names its dialect and mnemonic, parses and prints its parameters, and
-//! verifies them. Registering it (`Dialect::type_def::<T>()`) makes the
+//! A definition is a Rust type implementing [`SymbolParams`] (it names its
+//! dialect and mnemonic, parses, prints and verifies its parameters) and
+//! then [`TypeDef`] or [`AttrDef`], whose methods all have defaults. Registering it (`Dialect::type_def::<T>()`) makes the
 //! parser check every `!dialect.mnemonic<...>` it reads against it (errors
 //! point at the type in the source) and store the parameters in canonical
 //! form, so equal parameters give equal IR types however they were spelled.
@@ -11,13 +11,13 @@
 //! one.
 //!
 //! ```
-//! use ipuc_ir::dialect_symbols::{split_params, TypeDef};
+//! use ipuc_ir::dialect_symbols::{split_params, SymbolParams, TypeDef};
 //! use ipuc_ir::Type;
 //!
 //! /// `!demo.vec<N>`: N > 0 lanes.
 //! #[derive(Clone, Debug, PartialEq)]
 //! struct Lanes(u32);
-//! impl TypeDef for Lanes {
+//! impl SymbolParams for Lanes {
 //!     const DIALECT: &'static str = "demo";
 //!     const MNEMONIC: &'static str = "vec";
 //!     fn parse_params(params: &str) -> Result<Self, String> {
@@ -33,6 +33,7 @@
 //!         if self.0 == 0 { Err("a vector needs at least one lane".into()) } else { Ok(()) }
 //!     }
 //! }
+//! impl TypeDef for Lanes {}
 //! let t = Lanes(4).to_type();
 //! assert_eq!(Lanes::from_type(&t), Some(Lanes(4)));
 //! ```
@@ -44,30 +45,45 @@ use crate::dialect::DialectRegistry;
 use crate::types::{Type, TypeKind};
 use crate::Context;
 
-/// A type a dialect defines, `!DIALECT.MNEMONIC<params>`.
-pub trait TypeDef: Sized {
+/// What dialect types and attributes have in common: a name and
+/// parameters that parse, print and verify.
+pub trait SymbolParams: Sized {
     /// The dialect namespace.
     const DIALECT: &'static str;
     /// The mnemonic after the dot.
     const MNEMONIC: &'static str;
-    /// Parses the parameter text between `<` and `>` (empty when the type
-    /// is written without them). The message says what is wrong.
+    /// Parses the parameter text between `<` and `>` (empty when written
+    /// without them). The message says what is wrong.
     fn parse_params(params: &str) -> Result<Self, String>;
     /// Writes the parameters, without `<>`, such that `parse_params` reads
-    /// them back; nothing for a type without parameters.
+    /// them back; nothing when there are none.
     fn print_params(&self, out: &mut String);
     /// Invariants beyond syntax.
     fn verify(&self) -> Result<(), String> {
         Ok(())
     }
+    /// The parameters as printed.
+    fn params_text(&self) -> String {
+        let mut out = String::new();
+        self.print_params(&mut out);
+        out
+    }
+    /// The typed view of a dialect symbol's parts, if they name this one.
+    fn from_parts(dialect: &str, mnemonic: Option<&str>, body: &str) -> Option<Self> {
+        (dialect == Self::DIALECT && mnemonic == Some(Self::MNEMONIC))
+            .then(|| Self::parse_params(body).ok())
+            .flatten()
+    }
+}
+
+/// A type a dialect defines, `!DIALECT.MNEMONIC<params>`.
+pub trait TypeDef: SymbolParams {
     /// The IR type.
     fn to_type(&self) -> Type {
-        let mut body = String::new();
-        self.print_params(&mut body);
         Type::new(TypeKind::Dialect {
             dialect: Self::DIALECT.into(),
             mnemonic: Some(Self::MNEMONIC.into()),
-            body: body.into(),
+            body: self.params_text().into(),
         })
     }
     /// The typed view of `t`, if `t` is this type.
@@ -75,39 +91,22 @@ pub trait TypeDef: Sized {
         match t.kind() {
             TypeKind::Dialect {
                 dialect,
-                mnemonic: Some(m),
+                mnemonic,
                 body,
-            } if &**dialect == Self::DIALECT && &**m == Self::MNEMONIC => {
-                Self::parse_params(body).ok()
-            }
+            } => Self::from_parts(dialect, mnemonic.as_deref(), body),
             _ => None,
         }
     }
 }
 
 /// An attribute a dialect defines, `#DIALECT.MNEMONIC<params>`.
-pub trait AttrDef: Sized {
-    /// The dialect namespace.
-    const DIALECT: &'static str;
-    /// The mnemonic after the dot.
-    const MNEMONIC: &'static str;
-    /// Parses the parameter text between `<` and `>`.
-    fn parse_params(params: &str) -> Result<Self, String>;
-    /// Writes the parameters, without `<>`, such that `parse_params` reads
-    /// them back.
-    fn print_params(&self, out: &mut String);
-    /// Invariants beyond syntax.
-    fn verify(&self) -> Result<(), String> {
-        Ok(())
-    }
+pub trait AttrDef: SymbolParams {
     /// The IR attribute.
     fn to_attr(&self) -> Attribute {
-        let mut body = String::new();
-        self.print_params(&mut body);
         Attribute::new(AttrKind::Dialect {
             dialect: Self::DIALECT.into(),
             mnemonic: Some(Self::MNEMONIC.into()),
-            body: body.into(),
+            body: self.params_text().into(),
         })
     }
     /// The typed view of `a`, if `a` is this attribute.
@@ -115,11 +114,9 @@ pub trait AttrDef: Sized {
         match a.kind() {
             AttrKind::Dialect {
                 dialect,
-                mnemonic: Some(m),
+                mnemonic,
                 body,
-            } if &**dialect == Self::DIALECT && &**m == Self::MNEMONIC => {
-                Self::parse_params(body).ok()
-            }
+            } => Self::from_parts(dialect, mnemonic.as_deref(), body),
             _ => None,
         }
     }
@@ -142,32 +139,22 @@ impl SymbolDef {
     pub fn of_type<T: TypeDef>() -> SymbolDef {
         SymbolDef {
             mnemonic: T::MNEMONIC,
-            normalize: normalize_type::<T>,
+            normalize: normalize::<T>,
         }
     }
     /// The definition of attribute `A`.
     pub fn of_attr<A: AttrDef>() -> SymbolDef {
         SymbolDef {
             mnemonic: A::MNEMONIC,
-            normalize: normalize_attr::<A>,
+            normalize: normalize::<A>,
         }
     }
 }
 
-fn normalize_type<T: TypeDef>(params: &str) -> Result<String, String> {
+fn normalize<T: SymbolParams>(params: &str) -> Result<String, String> {
     let t = T::parse_params(params)?;
     t.verify()?;
-    let mut out = String::new();
-    t.print_params(&mut out);
-    Ok(out)
-}
-
-fn normalize_attr<A: AttrDef>(params: &str) -> Result<String, String> {
-    let a = A::parse_params(params)?;
-    a.verify()?;
-    let mut out = String::new();
-    a.print_params(&mut out);
-    Ok(out)
+    Ok(t.params_text())
 }
 
 /// Splits parameter text at top-level commas (outside brackets and

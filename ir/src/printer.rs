@@ -983,11 +983,7 @@ impl<'c> AsmPrinter<'c> {
             write_type(&mut self.out, t, Some(&self.opts));
         }
         self.out.push_str(") -> ");
-        let result_types: Vec<Type> = ctx
-            .results(op)
-            .iter()
-            .map(|&v| ctx.value_type(v).clone())
-            .collect();
+        let result_types: Vec<Type> = ctx.result_types(op);
         write_result_types(&mut self.out, &result_types, &self.opts);
     }
 

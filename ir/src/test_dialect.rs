@@ -48,7 +48,7 @@ use crate::diagnostics::Diagnostic;
 use crate::dialect::{
     Arity, AttrDecl, Dialect, FoldResult, OpDefinition, Traits, TypeConstraint, ValueDecl,
 };
-use crate::dialect_symbols::{parse_type, split_params, AttrDef, TypeDef};
+use crate::dialect_symbols::{parse_type, split_params, AttrDef, SymbolParams, TypeDef};
 use crate::location::Location;
 use crate::types::Type;
 
@@ -89,7 +89,9 @@ pub struct PairType {
     pub second: Type,
 }
 
-impl TypeDef for PairType {
+impl TypeDef for PairType {}
+
+impl SymbolParams for PairType {
     const DIALECT: &'static str = "test";
     const MNEMONIC: &'static str = "pair";
     fn parse_params(params: &str) -> Result<Self, String> {
@@ -121,7 +123,9 @@ pub struct RangeAttr {
     pub hi: i64,
 }
 
-impl AttrDef for RangeAttr {
+impl AttrDef for RangeAttr {}
+
+impl SymbolParams for RangeAttr {
     const DIALECT: &'static str = "test";
     const MNEMONIC: &'static str = "range";
     fn parse_params(params: &str) -> Result<Self, String> {

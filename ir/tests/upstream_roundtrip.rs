@@ -183,29 +183,11 @@ fn mlir_opt_available() -> bool {
 
 /// Runs mlir-opt on `input`, printing the generic form.
 fn mlir_opt(input: &str, debuginfo: bool) -> Result<String, String> {
-    let mut cmd = Command::new(MLIR_OPT);
-    cmd.args(["--allow-unregistered-dialect", "--mlir-print-op-generic"]);
+    let mut args = vec!["--mlir-print-op-generic"];
     if debuginfo {
-        cmd.arg("--mlir-print-debuginfo");
+        args.push("--mlir-print-debuginfo");
     }
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.as_bytes())
-        .map_err(|e| e.to_string())?;
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
-    }
+    mlir_opt_with(input, &args)
 }
 
 fn ours(input: &str, debuginfo: bool, generic: bool) -> Result<String, String> {

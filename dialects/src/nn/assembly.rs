@@ -26,15 +26,8 @@ pub(crate) const STANDARD_FORMAT: &str = "operands attr-dict `:` type(operands) 
 pub(crate) fn print_standard(p: &mut OpPrinter<'_, '_>, op: OpId) -> std::fmt::Result {
     let ctx = p.ctx();
     let operands = ctx.operands(op).to_vec();
-    let operand_types: Vec<Type> = operands
-        .iter()
-        .map(|&v| ctx.value_type(v).clone())
-        .collect();
-    let result_types: Vec<Type> = ctx
-        .results(op)
-        .iter()
-        .map(|&v| ctx.value_type(v).clone())
-        .collect();
+    let operand_types: Vec<Type> = ctx.operand_types(op);
+    let result_types: Vec<Type> = ctx.result_types(op);
     let mut attrs = ctx.attributes(op).clone();
     if let Some(props) = ctx.properties(op) {
         for (k, v) in props.iter() {

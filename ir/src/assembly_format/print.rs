@@ -54,15 +54,8 @@ impl OpView {
     fn new(p: &OpPrinter<'_, '_>, op: OpId, def: &OpDefinition) -> Option<OpView> {
         let ctx = p.ctx();
         let operands = ctx.operands(op).to_vec();
-        let operand_types: Vec<Type> = operands
-            .iter()
-            .map(|&v| ctx.value_type(v).clone())
-            .collect();
-        let result_types: Vec<Type> = ctx
-            .results(op)
-            .iter()
-            .map(|&v| ctx.value_type(v).clone())
-            .collect();
+        let operand_types: Vec<Type> = ctx.operand_types(op);
+        let result_types: Vec<Type> = ctx.result_types(op);
         let split = |decls: &Option<Vec<crate::dialect::ValueDecl>>, n: usize| match decls {
             Some(d) => segments(d, n).map(Some),
             None => Some(None),

@@ -52,19 +52,8 @@ pub(crate) fn scan_item_end(text: &[u8], start: usize) -> (usize, bool) {
     let mut i = start;
     while i < text.len() {
         match text[i] {
-            b'"' => {
-                i += 1;
-                while i < text.len() && text[i] != b'"' && text[i] != b'\n' {
-                    if text[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-            }
-            b'/' if i + 1 < text.len() && text[i + 1] == b'/' => {
-                while i < text.len() && text[i] != b'\n' {
-                    i += 1;
-                }
+            b'"' | b'/' if let Some(next) = skip_literal(text, i, text.len()) => {
+                i = next;
                 continue;
             }
             b'(' | b'[' | b'{' => depth += 1,
@@ -74,7 +63,7 @@ pub(crate) fn scan_item_end(text: &[u8], start: usize) -> (usize, bool) {
                     return (i, true);
                 }
             }
-            b'\n' if depth == 0 => {
+            b'\n' if depth == 0 && !line_continues(&text[start..i]) => {
                 let next = skip_trivia(text, i);
                 if next >= text.len() || starts_new_item(text, next) {
                     return (i, false);
@@ -85,6 +74,17 @@ pub(crate) fn scan_item_end(text: &[u8], start: usize) -> (usize, bool) {
         i += 1;
     }
     (text.len(), false)
+}
+
+/// Whether a line ending `line` leaves the operation open: it ends with
+/// `=`, `,`, `:` or `->` (`%0 =` followed by the op on the next line).
+fn line_continues(line: &[u8]) -> bool {
+    let trimmed = line.trim_ascii_end();
+    match trimmed.last() {
+        Some(b'=' | b',' | b':') => true,
+        Some(b'>') => trimmed.len() >= 2 && trimmed[trimmed.len() - 2] == b'-',
+        _ => false,
+    }
 }
 
 /// Whether the text at `i` begins a new operation, alias or closing brace
@@ -182,19 +182,8 @@ pub(crate) fn nesting_depth(text: &[u8]) -> Result<usize, usize> {
             break;
         }
         match text[i] {
-            b'"' => {
-                i += 1;
-                while i < text.len() && text[i] != b'"' && text[i] != b'\n' {
-                    if text[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-            }
-            b'/' if i + 1 < text.len() && text[i + 1] == b'/' => {
-                while i < text.len() && text[i] != b'\n' {
-                    i += 1;
-                }
+            b'"' | b'/' if let Some(next) = skip_literal(text, i, text.len()) => {
+                i = next;
                 continue;
             }
             c @ (b'(' | b'[' | b'{' | b'<') => {
@@ -246,19 +235,8 @@ pub(crate) fn region_body(text: &[u8], start: usize, end: usize) -> Option<(usiz
     let mut i = start;
     while i < end {
         match text[i] {
-            b'"' => {
-                i += 1;
-                while i < end && text[i] != b'"' && text[i] != b'\n' {
-                    if text[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-            }
-            b'/' if i + 1 < end && text[i + 1] == b'/' => {
-                while i < end && text[i] != b'\n' {
-                    i += 1;
-                }
+            b'"' | b'/' if let Some(next) = skip_literal(text, i, end) => {
+                i = next;
                 continue;
             }
             b'{' if open.is_none() && ends_line(text, i + 1, end) => {
@@ -315,4 +293,33 @@ fn starts_dictionary_entry(text: &[u8], mut i: usize) -> bool {
         i += 1;
     }
     i < text.len() && matches!(text[i], b'=' | b',')
+}
+
+/// If a string literal or a `//` comment starts at `i` (before `end`), the
+/// offset to continue scanning from: just past the string's closing quote
+/// (or at the line end of an unterminated one), or at the comment's newline.
+fn skip_literal(text: &[u8], mut i: usize, end: usize) -> Option<usize> {
+    match text[i] {
+        b'"' => {
+            i += 1;
+            while i < end && text[i] != b'"' && text[i] != b'\n' {
+                if text[i] == b'\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            Some(if i < end && text[i] == b'"' {
+                i + 1
+            } else {
+                i.min(end)
+            })
+        }
+        b'/' if i + 1 < end && text[i + 1] == b'/' => {
+            while i < end && text[i] != b'\n' {
+                i += 1;
+            }
+            Some(i)
+        }
+        _ => None,
+    }
 }
