@@ -67,12 +67,32 @@ pub(crate) fn decode_hex_blob(s: &str) -> Result<Vec<u8>, String> {
     if hex.len() % 2 != 0 {
         return Err("hex string has an odd number of digits".into());
     }
+    // Table-driven: resource sections hold gigabytes of hex.
+    const INVALID: u8 = 0xFF;
+    static NIBBLE: [u8; 256] = {
+        let mut t = [INVALID; 256];
+        let mut i = 0;
+        while i < 10 {
+            t[b'0' as usize + i] = i as u8;
+            i += 1;
+        }
+        let mut i = 0;
+        while i < 6 {
+            t[b'a' as usize + i] = 10 + i as u8;
+            t[b'A' as usize + i] = 10 + i as u8;
+            i += 1;
+        }
+        t
+    };
     let b = hex.as_bytes();
     let mut out = Vec::with_capacity(b.len() / 2);
-    for pair in b.chunks(2) {
-        let hi = (pair[0] as char).to_digit(16).ok_or("invalid hex digit")?;
-        let lo = (pair[1] as char).to_digit(16).ok_or("invalid hex digit")?;
-        out.push((hi * 16 + lo) as u8);
+    for pair in b.chunks_exact(2) {
+        let hi = NIBBLE[pair[0] as usize];
+        let lo = NIBBLE[pair[1] as usize];
+        if hi == INVALID || lo == INVALID {
+            return Err("invalid hex digit".into());
+        }
+        out.push(hi << 4 | lo);
     }
     Ok(out)
 }

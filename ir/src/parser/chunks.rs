@@ -302,11 +302,17 @@ fn skip_literal(text: &[u8], mut i: usize, end: usize) -> Option<usize> {
     match text[i] {
         b'"' => {
             i += 1;
-            while i < end && text[i] != b'"' && text[i] != b'\n' {
-                if text[i] == b'\\' {
-                    i += 1;
+            // Strings can be huge (hex resource blobs): jump between the
+            // bytes that matter.
+            while i < end {
+                match memchr::memchr3(b'"', b'\\', b'\n', &text[i..end]) {
+                    Some(k) if text[i + k] == b'\\' => i += k + 2,
+                    Some(k) => {
+                        i += k;
+                        break;
+                    }
+                    None => i = end,
                 }
-                i += 1;
             }
             Some(if i < end && text[i] == b'"' {
                 i + 1

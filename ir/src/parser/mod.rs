@@ -99,7 +99,8 @@ struct Scope {
 pub struct Parser<'c> {
     pub(crate) ctx: &'c mut Context,
     file: Arc<str>,
-    text: Arc<str>,
+    /// The source (borrowed: a model's text can be gigabytes).
+    text: &'c str,
     lines: LineIndex,
     /// Offset of the chunk currently parsed, added to pest positions.
     base: std::cell::Cell<Base>,
@@ -182,12 +183,12 @@ const STACK_BASE: usize = 512 << 10;
 const STACK_PER_LEVEL: usize = 24 << 10;
 
 impl<'c> Parser<'c> {
-    fn new(ctx: &'c mut Context, file: &str, text: &str) -> Parser<'c> {
+    fn new(ctx: &'c mut Context, file: &str, text: &'c str) -> Parser<'c> {
         let forward_ref_name = ctx.op_name("builtin.<<forward-reference>>");
         Parser {
             ctx,
             file: file.into(),
-            text: text.into(),
+            text,
             lines: LineIndex::new(text),
             base: std::cell::Cell::new(Base {
                 start: 0,
@@ -236,7 +237,7 @@ impl<'c> Parser<'c> {
 
     /// The location of an absolute byte offset.
     pub(crate) fn loc_at(&self, offset: usize) -> Location {
-        let (line, col) = self.lines.line_col(&self.text, offset);
+        let (line, col) = self.lines.line_col(self.text, offset);
         Location::new(crate::location::LocKind::FileLineCol {
             file: self.file.clone(),
             line,
@@ -302,8 +303,8 @@ impl<'c> Parser<'c> {
     }
 
     fn parse_file(&mut self) -> Result<ParsedSource, Diagnostic> {
-        let text = self.text.clone();
-        let items = chunks::split_top_level(&text).map_err(|off| {
+        let text = self.text;
+        let items = chunks::split_top_level(text).map_err(|off| {
             Diagnostic::error(self.loc_at(off), "unbalanced closing bracket at top level")
         })?;
         // Aliases first (location aliases are printed after the IR).
@@ -371,7 +372,7 @@ impl<'c> Parser<'c> {
 
     /// Parses `module @name attributes {...} { body } loc(...)`, splitting the body.
     fn parse_top_module(&mut self, start: usize, end: usize) -> Result<OpId, Diagnostic> {
-        let text = self.text.clone();
+        let text = self.text;
         let src = &text[start..end];
         if !src.trim_start().starts_with("module") {
             return self.parse_chunk_op(start, end);
@@ -444,7 +445,7 @@ impl<'c> Parser<'c> {
 
     /// Parses one operation from `text[start..end]`.
     fn parse_chunk_op(&mut self, start: usize, end: usize) -> Result<OpId, Diagnostic> {
-        let text = self.text.clone();
+        let text = self.text;
         if end - start > self.stream_body_bytes {
             if let Some((open, close)) = chunks::region_body(text.as_bytes(), start, end) {
                 if let Some(op) = self.parse_op_streaming(start, end, open, close)? {
@@ -473,7 +474,7 @@ impl<'c> Parser<'c> {
         open: usize,
         close: usize,
     ) -> Result<Option<OpId>, Diagnostic> {
-        let text = self.text.clone();
+        let text = self.text;
         let mut cut = String::with_capacity(open + 2 - start + end - close);
         cut.push_str(&text[start..=open]);
         cut.push('\n');
@@ -520,7 +521,7 @@ impl<'c> Parser<'c> {
         saw_label: &mut bool,
         current: &mut Option<BlockId>,
     ) -> Result<(), Diagnostic> {
-        let text = self.text.clone();
+        let text = self.text;
         let bytes = &text.as_bytes()[..body.close];
         let mut i = chunks::skip_trivia(bytes, body.open + 1);
         while i < body.close {
@@ -653,8 +654,15 @@ impl<'c> Parser<'c> {
                                 self.err(&value, "expected a hex string for a resource blob")
                             );
                         }
-                        let hex =
-                            attrs::unescape(value.as_str()).map_err(|m| self.err(&value, m))?;
+                        // Hex needs no unescaping (and is too big to copy).
+                        let lit = value.as_str();
+                        let hex: std::borrow::Cow<'_, str> = if lit.contains('\\') {
+                            attrs::unescape(lit)
+                                .map_err(|m| self.err(&value, m))?
+                                .into()
+                        } else {
+                            lit[1..lit.len() - 1].into()
+                        };
                         let bytes =
                             attrs::decode_hex_blob(&hex).map_err(|m| self.err(&value, m))?;
                         if bytes.len() < 4 {

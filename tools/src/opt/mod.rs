@@ -86,24 +86,34 @@ fn run(a: &OptArgs, registry: &ipuc_ir::pass::PassRegistry) -> Result<(), String
     } else {
         a.input.clone()
     };
-    let chunks: Vec<String> = if a.split_input_file {
-        split_input(&text)
+    // No copies of the input: a model's text can be gigabytes.
+    let pieces;
+    let chunks: Vec<&str> = if a.split_input_file {
+        pieces = split_input(&text);
+        pieces.iter().map(String::as_str).collect()
     } else {
-        vec![text.clone()]
+        vec![text.as_str()]
+    };
+    // The source manager (which holds its own copy) only once it renders.
+    let source_mgr = std::cell::OnceCell::new();
+    let sources = || {
+        source_mgr.get_or_init(|| {
+            let mut sources = SourceMgr::new();
+            sources.add(&name, Arc::from(text.as_str()));
+            sources
+        })
     };
     let mut outputs = Vec::new();
     let mut failed = false;
     let mut errors = String::new();
-    for chunk in &chunks {
-        let mut sources = SourceMgr::new();
-        sources.add(&name, Arc::from(text.as_str()));
+    for &chunk in &chunks {
         let result = process_chunk(a, registry, &name, Source::Text(chunk));
         if a.verify_diagnostics {
             let diags = match &result {
                 Ok(_) => Vec::new(),
                 Err(d) => d.clone(),
             };
-            if let Err(msg) = verify_diagnostics::check(&name, chunk, &diags, &sources) {
+            if let Err(msg) = verify_diagnostics::check(&name, chunk, &diags, sources()) {
                 errors.push_str(&msg);
                 failed = true;
             }
@@ -113,7 +123,7 @@ fn run(a: &OptArgs, registry: &ipuc_ir::pass::PassRegistry) -> Result<(), String
             Ok(out) => outputs.push(out),
             Err(diags) => {
                 for d in diags {
-                    errors.push_str(&sources.render(&d));
+                    errors.push_str(&sources().render(&d));
                 }
                 failed = true;
             }
