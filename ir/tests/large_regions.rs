@@ -158,3 +158,52 @@ fn errors_in_and_after_a_streamed_body_point_at_the_source() {
         "{err}"
     );
 }
+
+/// Resource blobs longer than a few KiB are kept from pest (it would index
+/// the lines of gigabytes of hex): their bytes, and the locations of
+/// errors after them, are as if pest had read them.
+#[test]
+fn large_resource_blobs_decode_and_errors_after_them_are_located() {
+    let blob: String = (0..5000u32).map(|i| format!("{:02X}", i % 251)).collect();
+    let module = |tail: &str| {
+        format!(
+            "\"a.y\"() {{r = dense_resource<big> : tensor<5000xi8>}} : () -> ()\n\
+             {{-#\n  dialect_resources: {{\n    builtin: {{\n      big: \"0x04000000{blob}\",\n      \
+             small: \"0x0400000001\"{tail}\n    }}\n  }}\n#-}}\n"
+        )
+    };
+    let text = module("");
+    let mut ctx = context();
+    let parsed = parse_source(&mut ctx, "res.mlir", &text).unwrap_or_else(|d| panic!("{d}"));
+    let printed = print_op(&ctx, parsed.module, &PrintOptions::default());
+    assert!(
+        printed.contains(&format!("big: \"0x04000000{blob}\"")),
+        "blob lost"
+    );
+    // An entry after the long blob with a bad alignment word.
+    let text = module(",\n      bad: \"0x03000000FF\"");
+    let mut ctx = context();
+    let Err(err) = parse_source(&mut ctx, "res.mlir", &text) else {
+        panic!("bad alignment accepted")
+    };
+    assert_eq!(err.message, "resource alignment 3 is not a power of two");
+    assert_eq!(
+        err.loc.file_line_col_of(),
+        Some(("res.mlir", 7, 12)),
+        "{err}"
+    );
+    // A bad digit inside the long blob is reported at the blob.
+    let text = module("")
+        .replacen(&blob[..4], "0G", 1)
+        .replacen("0x040000000G", "0x04000000G0", 1);
+    let mut ctx = context();
+    let Err(err) = parse_source(&mut ctx, "res.mlir", &text) else {
+        panic!("bad digit accepted")
+    };
+    assert_eq!(err.message, "invalid hex digit");
+    assert_eq!(
+        err.loc.file_line_col_of(),
+        Some(("res.mlir", 5, 12)),
+        "{err}"
+    );
+}

@@ -61,12 +61,23 @@ pub(crate) fn unescape_bytes(lit: &str) -> Result<Vec<u8>, String> {
 
 /// Decodes `0x...` hex text into bytes.
 pub(crate) fn decode_hex_blob(s: &str) -> Result<Vec<u8>, String> {
+    decode_hex_digits(hex_digits(s)?)
+}
+
+/// The digits of `0x...` hex text (an even number of them).
+pub(crate) fn hex_digits(s: &str) -> Result<&str, String> {
     let hex = s
         .strip_prefix("0x")
         .ok_or("expected a hex string starting with '0x'")?;
     if hex.len() % 2 != 0 {
         return Err("hex string has an odd number of digits".into());
     }
+    Ok(hex)
+}
+
+/// Decodes hex digits (two per byte) into any byte container; collecting
+/// straight into e.g. an `Arc<[u8]>` saves a copy of gigabyte blobs.
+pub(crate) fn decode_hex_digits<C: FromIterator<u8>>(hex: &str) -> Result<C, String> {
     // Table-driven: resource sections hold gigabytes of hex.
     const INVALID: u8 = 0xFF;
     static NIBBLE: [u8; 256] = {
@@ -84,15 +95,20 @@ pub(crate) fn decode_hex_blob(s: &str) -> Result<Vec<u8>, String> {
         }
         t
     };
-    let b = hex.as_bytes();
-    let mut out = Vec::with_capacity(b.len() / 2);
-    for pair in b.chunks_exact(2) {
-        let hi = NIBBLE[pair[0] as usize];
-        let lo = NIBBLE[pair[1] as usize];
-        if hi == INVALID || lo == INVALID {
-            return Err("invalid hex digit".into());
-        }
-        out.push(hi << 4 | lo);
+    let invalid = std::cell::Cell::new(false);
+    let out = hex
+        .as_bytes()
+        .chunks_exact(2)
+        .map(|pair| {
+            let (hi, lo) = (NIBBLE[pair[0] as usize], NIBBLE[pair[1] as usize]);
+            if hi == INVALID || lo == INVALID {
+                invalid.set(true);
+            }
+            hi << 4 | lo
+        })
+        .collect();
+    if invalid.get() {
+        return Err("invalid hex digit".into());
     }
     Ok(out)
 }

@@ -329,3 +329,34 @@ fn skip_literal(text: &[u8], mut i: usize, end: usize) -> Option<usize> {
         _ => None,
     }
 }
+
+/// The hex string literals (`"0x..."`) of `text` longer than `min_len`
+/// bytes that are entry values (`key: "0x..."`), as offsets of their
+/// opening and closing quotes (comments skipped).
+pub(crate) fn long_strings(text: &[u8], min_len: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < text.len() {
+        match memchr::memchr2(b'"', b'/', &text[i..]) {
+            None => break,
+            Some(k) => i += k,
+        }
+        match skip_literal(text, i, text.len()) {
+            Some(next) => {
+                let is_entry_value = text[..i].trim_ascii_end().last() == Some(&b':');
+                if text[i] == b'"'
+                    && next > i + 1
+                    && text[next - 1] == b'"'
+                    && next - i - 2 > min_len
+                    && text[i + 1..].starts_with(b"0x")
+                    && is_entry_value
+                {
+                    out.push((i, next - 1));
+                }
+                i = next.max(i + 1);
+            }
+            None => i += 1,
+        }
+    }
+    out
+}

@@ -121,9 +121,29 @@ pub struct Parser<'c> {
     pending_body: Option<PendingBody>,
     /// Region bodies parsed op by op so far.
     streamed_bodies: usize,
+    /// String literals emptied out of the resource section pest parses (see
+    /// `parse_metadata`), by position in the text pest sees.
+    literal_cuts: std::cell::RefCell<Vec<LiteralCut>>,
     /// See [`ParseOptions::stream_body_bytes`].
     stream_body_bytes: usize,
 }
+
+/// A long string literal whose contents pest does not see: in the text it
+/// parses, the literal is `""` with its opening quote at `quote`; from
+/// offset `at` (just past that quote) on, `skipped_before` bytes of content
+/// (this literal's and earlier ones') are missing; the contents are
+/// `content` in the section's source.
+#[derive(Clone, Debug)]
+struct LiteralCut {
+    quote: usize,
+    at: usize,
+    skipped_before: usize,
+    content: std::ops::Range<usize>,
+}
+
+/// String literals longer than this are kept from pest in the resource
+/// section (pest indexes the lines of all the text it is given).
+const CUT_LITERAL_BYTES: usize = 4096;
 
 /// Source offsets of a region body parsed op by op: `open` is its `{`,
 /// `close` the matching `}`.
@@ -140,6 +160,8 @@ struct PendingBody {
 pub(crate) struct Base {
     start: usize,
     cut: Option<(usize, usize)>,
+    /// Whether `Parser::literal_cuts` applies (the resource section).
+    literal_cuts: bool,
 }
 
 /// Parses `text` (named `file` in locations and diagnostics) into `ctx`.
@@ -193,6 +215,7 @@ impl<'c> Parser<'c> {
             base: std::cell::Cell::new(Base {
                 start: 0,
                 cut: None,
+                literal_cuts: false,
             }),
             attr_aliases: FxHashMap::default(),
             type_aliases: FxHashMap::default(),
@@ -205,6 +228,7 @@ impl<'c> Parser<'c> {
             type_cache: Default::default(),
             pending_body: None,
             streamed_bodies: 0,
+            literal_cuts: Default::default(),
             stream_body_bytes: ParseOptions::default().stream_body_bytes,
         }
     }
@@ -215,6 +239,7 @@ impl<'c> Parser<'c> {
         let saved = self.base.replace(Base {
             start: base,
             cut: None,
+            literal_cuts: false,
         });
         let out = f(self);
         self.base.set(saved);
@@ -223,12 +248,27 @@ impl<'c> Parser<'c> {
 
     /// Counts pair offsets from `start` in the source text.
     pub(crate) fn set_base(&self, start: usize) {
-        self.base.set(Base { start, cut: None });
+        self.base.set(Base {
+            start,
+            cut: None,
+            literal_cuts: false,
+        });
     }
 
     /// The source offset of an offset in the text pest is parsing.
     pub(crate) fn abs(&self, rel: usize) -> usize {
         let b = self.base.get();
+        if b.literal_cuts {
+            let cuts = self.literal_cuts.borrow();
+            let k = cuts.partition_point(|c| c.at <= rel);
+            return b.start
+                + rel
+                + if k == 0 {
+                    0
+                } else {
+                    cuts[k - 1].skipped_before
+                };
+        }
         match b.cut {
             Some((at, skipped)) if rel >= at => b.start + rel + skipped,
             _ => b.start + rel,
@@ -483,6 +523,7 @@ impl<'c> Parser<'c> {
         self.base.set(Base {
             start,
             cut: Some((at, close - start - at)),
+            literal_cuts: false,
         });
         let Ok(pair) = self.parse_rule(Rule::single_operation, &cut, "invalid operation") else {
             // Report errors on the whole text.
@@ -612,7 +653,62 @@ impl<'c> Parser<'c> {
         src: &str,
         external: &mut Vec<(String, String, Attribute)>,
     ) -> Result<(), Diagnostic> {
-        let pair = self.parse_rule(Rule::resource_section, src, "invalid file metadata")?;
+        // Blobs are gigabytes of hex: pest sees them as `""` and we read
+        // their contents from the source.
+        let mut reduced = String::new();
+        let mut cuts = Vec::new();
+        let mut copied = 0;
+        for (open, close) in chunks::long_strings(src.as_bytes(), CUT_LITERAL_BYTES) {
+            reduced.push_str(&src[copied..=open]);
+            let quote = reduced.len() - 1;
+            copied = close;
+            let skipped = cuts.last().map_or(0, |c: &LiteralCut| c.skipped_before);
+            cuts.push(LiteralCut {
+                quote,
+                at: quote + 1,
+                skipped_before: skipped + (close - open - 1),
+                content: open + 1..close,
+            });
+        }
+        reduced.push_str(&src[copied..]);
+        let start = self.base.get().start;
+        *self.literal_cuts.borrow_mut() = cuts;
+        self.base.set(Base {
+            start,
+            cut: None,
+            literal_cuts: true,
+        });
+        let result = self.parse_metadata_text(src, &reduced, external);
+        self.literal_cuts.borrow_mut().clear();
+        self.set_base(start);
+        result
+    }
+
+    /// The contents of a string literal of the resource section, quotes
+    /// included, whether pest saw it whole or emptied.
+    fn resource_literal<'s>(
+        &self,
+        src: &'s str,
+        lit: &Pair<'_, Rule>,
+    ) -> std::borrow::Cow<'s, str> {
+        let quote = lit.as_span().start();
+        let cuts = self.literal_cuts.borrow();
+        match cuts.binary_search_by_key(&quote, |c| c.quote) {
+            Ok(k) => src[cuts[k].content.start - 1..cuts[k].content.end + 1].into(),
+            Err(_) => {
+                let from = self.abs(quote) - self.base.get().start;
+                src[from..from + lit.as_str().len()].into()
+            }
+        }
+    }
+
+    fn parse_metadata_text(
+        &mut self,
+        src: &str,
+        reduced: &str,
+        external: &mut Vec<(String, String, Attribute)>,
+    ) -> Result<(), Diagnostic> {
+        let pair = self.parse_rule(Rule::resource_section, reduced, "invalid file metadata")?;
         for group in pair
             .into_inner()
             .filter(|p| p.as_rule() == Rule::resource_group)
@@ -655,7 +751,8 @@ impl<'c> Parser<'c> {
                             );
                         }
                         // Hex needs no unescaping (and is too big to copy).
-                        let lit = value.as_str();
+                        let lit = self.resource_literal(src, &value);
+                        let lit = lit.as_ref();
                         let hex: std::borrow::Cow<'_, str> = if lit.contains('\\') {
                             attrs::unescape(lit)
                                 .map_err(|m| self.err(&value, m))?
@@ -663,15 +760,18 @@ impl<'c> Parser<'c> {
                         } else {
                             lit[1..lit.len() - 1].into()
                         };
-                        let bytes =
-                            attrs::decode_hex_blob(&hex).map_err(|m| self.err(&value, m))?;
-                        if bytes.len() < 4 {
+                        let digits = attrs::hex_digits(&hex).map_err(|m| self.err(&value, m))?;
+                        if digits.len() < 8 {
                             return Err(self.err(
                                 &value,
                                 "resource blob is missing its 4-byte alignment prefix",
                             ));
                         }
-                        let alignment = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes"));
+                        let prefix: Vec<u8> = attrs::decode_hex_digits(&digits[..8])
+                            .map_err(|m| self.err(&value, m))?;
+                        let data: Arc<[u8]> = attrs::decode_hex_digits(&digits[8..])
+                            .map_err(|m| self.err(&value, m))?;
+                        let alignment = u32::from_le_bytes(prefix[..].try_into().expect("4 bytes"));
                         if alignment == 0 || !alignment.is_power_of_two() {
                             return Err(self.err(
                                 &value,
@@ -680,15 +780,12 @@ impl<'c> Parser<'c> {
                         }
                         let resource = self.ctx.resources().get_or_create(&key);
                         resource
-                            .set_blob(ResourceBlob {
-                                alignment,
-                                data: Arc::from(&bytes[4..]),
-                            })
+                            .set_blob(ResourceBlob { alignment, data })
                             .map_err(|m| self.err(&key_pair, m))?;
                     } else {
                         let attr = match value.as_rule() {
                             Rule::string_lit => Attribute::string(
-                                &attrs::unescape(value.as_str())
+                                &attrs::unescape(&self.resource_literal(src, &value))
                                     .map_err(|m| self.err(&value, m))?,
                             ),
                             Rule::bool_attr => Attribute::bool(value.as_str() == "true"),
