@@ -165,7 +165,7 @@ fn main() {
         let n = ctx.num_ops();
         if reset {
             println!(
-                "ipuc   same ops in one function: parse {parse_s:.3} s, {} region bodies parsed op by op, peak {:.0} bytes/op over the input text",
+                "ipuc   same ops in one function: parse {parse_s:.3} s, {} region bodies parsed piece by piece, peak {:.0} bytes/op over the input text",
                 parsed.streamed_bodies,
                 peak.saturating_sub(base) as f64 * 1024.0 / n as f64
             );

@@ -141,6 +141,9 @@ struct LiteralCut {
     content: std::ops::Range<usize>,
 }
 
+/// Streamed region bodies are parsed in pieces of about this many bytes.
+const GROUP_BYTES: usize = 64 << 10;
+
 /// String literals longer than this are kept from pest in the resource
 /// section (pest indexes the lines of all the text it is given).
 const CUT_LITERAL_BYTES: usize = 4096;
@@ -564,6 +567,9 @@ impl<'c> Parser<'c> {
     ) -> Result<(), Diagnostic> {
         let text = self.text;
         let bytes = &text.as_bytes()[..body.close];
+        // Small items are parsed in groups of about GROUP_BYTES: one pest
+        // call per op would cost more than the op.
+        let mut group: Option<(usize, usize)> = None;
         let mut i = chunks::skip_trivia(bytes, body.open + 1);
         while i < body.close {
             let (item_end, _) = chunks::scan_item_end(bytes, i);
@@ -571,7 +577,10 @@ impl<'c> Parser<'c> {
                 .then(|| chunks::region_body(bytes, i, item_end))
                 .flatten();
             let streamed = match large {
-                Some((open, close)) => self.parse_op_streaming(i, item_end, open, close)?,
+                Some((open, close)) => {
+                    self.flush_group(group.take(), region, named_entry_args, saw_label, current)?;
+                    self.parse_op_streaming(i, item_end, open, close)?
+                }
                 None => None,
             };
             if let Some(op) = streamed {
@@ -586,20 +595,39 @@ impl<'c> Parser<'c> {
                 };
                 self.ctx.append_op(b, op);
             } else {
-                self.set_base(i);
-                let pair =
-                    self.parse_rule(Rule::region_items, &text[i..item_end], "invalid operation")?;
-                self.build_region_items(
-                    pair.into_inner(),
-                    region,
-                    named_entry_args,
-                    saw_label,
-                    current,
-                )?;
+                let (start, _) = group.unwrap_or((i, i));
+                group = Some((start, item_end));
+                if item_end - start >= GROUP_BYTES {
+                    self.flush_group(group.take(), region, named_entry_args, saw_label, current)?;
+                }
             }
             i = chunks::skip_trivia(bytes, item_end);
         }
-        Ok(())
+        self.flush_group(group, region, named_entry_args, saw_label, current)
+    }
+
+    /// Parses a group of body items (`start..end`) as `region_items`.
+    fn flush_group(
+        &mut self,
+        group: Option<(usize, usize)>,
+        region: RegionId,
+        named_entry_args: bool,
+        saw_label: &mut bool,
+        current: &mut Option<BlockId>,
+    ) -> Result<(), Diagnostic> {
+        let Some((start, end)) = group else {
+            return Ok(());
+        };
+        let text = self.text;
+        self.set_base(start);
+        let pair = self.parse_rule(Rule::region_items, &text[start..end], "invalid operation")?;
+        self.build_region_items(
+            pair.into_inner(),
+            region,
+            named_entry_args,
+            saw_label,
+            current,
+        )
     }
 
     fn define_alias(&mut self, pair: Pair<'_, Rule>) -> Result<(), Diagnostic> {
