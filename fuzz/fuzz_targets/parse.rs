@@ -1,7 +1,8 @@
 //! Feeds arbitrary text to the parser, then verifies and prints whatever
 //! parses (both with and without unregistered dialects). Any panic is a
 //! bug, and so is valid IR whose printout does not parse back to the same
-//! printout.
+//! printout, and so is a difference between a whole parse and one that
+//! parses every region body in pieces (as it does for operations over 1 MiB).
 //!
 //! Run: `cargo +nightly fuzz run parse fuzz/corpus/parse` from the repository root.
 
@@ -9,7 +10,10 @@
 
 use std::sync::Arc;
 
-use ipuc_ir::{parse_source, print_op, verify, Context, DialectRegistry, PrintOptions};
+use ipuc_ir::{
+    parse_source, parse_source_with, print_op, verify, Context, DialectRegistry, ParseOptions,
+    PrintOptions,
+};
 use libfuzzer_sys::fuzz_target;
 
 fn context(allow_unregistered: bool) -> Context {
@@ -24,7 +28,34 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
+    let debug = PrintOptions {
+        generic: true,
+        debug_info: true,
+        ..PrintOptions::default()
+    };
     for allow in [false, true] {
+        let mut ctx = context(allow);
+        let whole = parse_source(&mut ctx, "fuzz.mlir", text)
+            .map(|p| print_op(&ctx, p.module, &debug));
+        let mut ctx = context(allow);
+        let streamed = parse_source_with(
+            &mut ctx,
+            "fuzz.mlir",
+            text,
+            &ParseOptions {
+                stream_body_bytes: 0,
+            },
+        )
+        .map(|p| print_op(&ctx, p.module, &debug));
+        match (&whole, &streamed) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "streamed parse differs"),
+            (Err(_), Err(_)) => {}
+            _ => panic!(
+                "streamed parse disagrees: {:?} vs {:?}",
+                whole.map_err(|d| d.to_string()),
+                streamed.map_err(|d| d.to_string())
+            ),
+        }
         let mut ctx = context(allow);
         if let Ok(parsed) = parse_source(&mut ctx, "fuzz.mlir", text) {
             let verified = verify(&ctx, parsed.module).is_ok();
