@@ -22,7 +22,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::data::{self, DataSet, Named};
 use super::report::{ProfileSummary, Report, SuperstepSummary};
-use super::{output_report, RunArgs, Tolerance};
+use super::{finish, record_outputs, RunArgs, Tolerance};
 
 /// The file extension of saved executables.
 pub const EXTENSION: &str = "ipuexe";
@@ -219,31 +219,12 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
                 named.len()
             ));
         }
-        for (k, out) in named.iter().enumerate() {
-            report
-                .outputs
-                .push(output_report(set, out, set.expected.get(k), tolerance));
-        }
+        record_outputs(&mut report, args, set, sets.len(), &named, tolerance)?;
         if let Some(p) = sim.profile() {
             let s = summary(p);
             report.ops = s.instructions as usize;
             report.profile = Some(s);
         }
-        if let Some(dir) = &args.output {
-            let dir = if sets.len() > 1 {
-                dir.join(&set.name)
-            } else {
-                dir.clone()
-            };
-            if set.synthesized {
-                data::write_tensors(&dir, "input", &set.inputs)?;
-            }
-            data::write_tensors(&dir, "output", &named)?;
-        }
     }
-    let compared: Vec<bool> = report.outputs.iter().filter_map(|o| o.passed).collect();
-    if !compared.is_empty() {
-        report.passed = Some(compared.iter().all(|&p| p));
-    }
-    Ok(report)
+    Ok(finish(report))
 }

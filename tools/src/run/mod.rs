@@ -142,28 +142,49 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
                 tensor,
             })
             .collect();
-        for (k, out) in named.iter().enumerate() {
-            report
-                .outputs
-                .push(output_report(set, out, set.expected.get(k), tolerance));
-        }
-        if let Some(dir) = &args.output {
-            let dir = if sets.len() > 1 {
-                dir.join(&set.name)
-            } else {
-                dir.clone()
-            };
-            if set.synthesized {
-                data::write_tensors(&dir, "input", &set.inputs)?;
-            }
-            data::write_tensors(&dir, "output", &named)?;
-        }
+        record_outputs(&mut report, args, set, sets.len(), &named, tolerance)?;
     }
+    Ok(finish(report))
+}
+
+/// Compares one data set's outputs with its expected ones (into `report`)
+/// and writes them (and synthesized inputs) under `-o`, one directory per
+/// data set when there are several.
+fn record_outputs(
+    report: &mut Report,
+    args: &RunArgs,
+    set: &DataSet,
+    num_sets: usize,
+    named: &[Named],
+    tolerance: Tolerance,
+) -> Result<(), String> {
+    for (k, out) in named.iter().enumerate() {
+        report
+            .outputs
+            .push(output_report(set, out, set.expected.get(k), tolerance));
+    }
+    if let Some(dir) = &args.output {
+        let dir = if num_sets > 1 {
+            dir.join(&set.name)
+        } else {
+            dir.clone()
+        };
+        if set.synthesized {
+            data::write_tensors(&dir, "input", &set.inputs)?;
+        }
+        data::write_tensors(&dir, "output", named)?;
+    }
+    Ok(())
+}
+
+/// The report with its verdict: passed if every compared output passed
+/// (none if nothing was compared).
+fn finish(mut report: Report) -> Report {
     let compared: Vec<bool> = report.outputs.iter().filter_map(|o| o.passed).collect();
     if !compared.is_empty() {
         report.passed = Some(compared.iter().all(|&p| p));
     }
-    Ok(report)
+    report
 }
 
 fn find_function(
