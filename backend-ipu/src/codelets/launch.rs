@@ -59,6 +59,43 @@ pub fn launch_cycles(worker_issues: u64) -> u64 {
     SUPERVISOR_ISSUES_BEFORE_RUN + 6 * worker_issues + SUPERVISOR_ISSUES_AFTER_RUN
 }
 
+/// Worker issues outside the `rpt` bodies of a row-loop codelet, counted
+/// while emitting.
+pub struct RowLoopCounts {
+    /// Before the row loop.
+    pub setup: u64,
+    /// Per row (including the `rpt` bundles and alignment `nop`s).
+    pub per_row: u64,
+    /// After the row loop.
+    pub exit: u64,
+}
+
+impl RowLoopCounts {
+    /// Issues of a worker with `n > 0` rows whose `rpt` bodies take `body`
+    /// issues per row.
+    pub fn worker_issues(&self, n: u32, body: u64) -> u64 {
+        self.setup + self.exit + u64::from(n) * (self.per_row + body)
+    }
+}
+
+/// Ends a worker's row loop (`brnzdec $m2` back to `.L{tag}_row`, then
+/// `.L{tag}_done: exitz`) and returns its text with the issue counts;
+/// `setup` is the issue count before the loop.
+pub fn end_row_loop(mut e: Emitter, tag: &str, setup: u64) -> (String, RowLoopCounts) {
+    e.solo(&format!("brnzdec $m2, .L{tag}_row"));
+    let per_row = e.issues - setup;
+    e.label(&format!(".L{tag}_done"));
+    e.solo("exitz $mzero");
+    (
+        e.text,
+        RowLoopCounts {
+            setup,
+            per_row,
+            exit: 1,
+        },
+    )
+}
+
 /// Emits worker code, padding bundles to 8 bytes and counting issues.
 #[derive(Default)]
 pub struct Emitter {

@@ -22,7 +22,7 @@
 
 use half::f16;
 
-use super::launch::{self, offsets, split, Emitter, WORKERS};
+use super::launch::{self, offsets, split, Emitter, RowLoopCounts, WORKERS};
 use super::CodeletError;
 
 /// One LayerNorm launch.
@@ -45,16 +45,6 @@ pub struct LayerNorm {
 }
 
 const TAG: &str = "layernorm_f16";
-
-/// Worker issues outside the `rpt` bodies, counted while emitting.
-struct Counts {
-    /// Before the row loop.
-    setup: u64,
-    /// Per row (including the `rpt` bundles and alignment `nop`s).
-    per_row: u64,
-    /// After the row loop.
-    exit: u64,
-}
 
 impl LayerNorm {
     /// Rows per worker.
@@ -95,7 +85,7 @@ impl LayerNorm {
         Ok(())
     }
 
-    fn worker(&self) -> (String, Counts) {
+    fn worker(&self) -> (String, RowLoopCounts) {
         let mut e = Emitter::default();
         e.solo("ld32 $m2, $mvertex_base, $mzero, 2   // rows");
         e.solo(&format!("brz $m2, .L{TAG}_done"));
@@ -230,18 +220,7 @@ impl LayerNorm {
             ],
         );
         e.solo("sub $m0, $m5, 8");
-        e.solo(&format!("brnzdec $m2, .L{TAG}_row"));
-        let per_row = e.issues - setup;
-        e.label(&format!(".L{TAG}_done"));
-        e.solo("exitz $mzero");
-        (
-            e.text,
-            Counts {
-                setup,
-                per_row,
-                exit: 1,
-            },
-        )
+        launch::end_row_loop(e, TAG, setup)
     }
 
     /// The codelet's assembly text (supervisor entry `main`).
@@ -281,7 +260,7 @@ impl LayerNorm {
         // Per row, besides the fixed part: C/8 sum bundles, 2 C/4 variance
         // bundles and 4 C/4 apply bundles.
         let body = u64::from(self.cols / 8) + 6 * u64::from(self.cols / 4);
-        c.setup + c.exit + u64::from(n) * (c.per_row + body)
+        c.worker_issues(n, body)
     }
 
     /// Estimated tile cycles from the instruction counts.

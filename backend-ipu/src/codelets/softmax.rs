@@ -22,7 +22,7 @@
 
 use half::f16;
 
-use super::launch::{self, offsets, split, Emitter, WORKERS};
+use super::launch::{self, offsets, split, Emitter, RowLoopCounts, WORKERS};
 use super::CodeletError;
 
 const TAG: &str = "softmax_f16";
@@ -67,13 +67,6 @@ pub struct Softmax {
     pub input: u32,
     /// Output f16 `[rows, C]`, 8-byte aligned, not overlapping the input.
     pub output: u32,
-}
-
-/// Worker issues outside the `rpt` bodies.
-struct Counts {
-    setup: u64,
-    per_row: u64,
-    exit: u64,
 }
 
 /// Auxiliary instructions per f32 pair in the exp pass.
@@ -131,7 +124,7 @@ impl Softmax {
         ops
     }
 
-    fn worker(&self) -> (String, Counts) {
+    fn worker(&self) -> (String, RowLoopCounts) {
         let mut e = Emitter::default();
         for s in [
             "ld32 $m2, $mvertex_base, $mzero, 2   // rows".to_string(),
@@ -251,18 +244,7 @@ impl Softmax {
         );
         e.solo("shl $m9, $m3, 3");
         e.solo("add $m0, $m0, $m9");
-        e.solo(&format!("brnzdec $m2, .L{TAG}_row"));
-        let per_row = e.issues - setup;
-        e.label(&format!(".L{TAG}_done"));
-        e.solo("exitz $mzero");
-        (
-            e.text,
-            Counts {
-                setup,
-                per_row,
-                exit: 1,
-            },
-        )
+        launch::end_row_loop(e, TAG, setup)
     }
 
     /// The codelet's assembly text (supervisor entry `main`).
@@ -304,7 +286,7 @@ impl Softmax {
         let w = u64::from(self.cols / 4);
         // rpt bodies: max w - 1, exp (2 pairs + a store) per word, scale 2 per word.
         let body = (w - 1) + (2 * EXP_PAIR_OPS as u64 + 1) * w + 2 * w;
-        c.setup + c.exit + u64::from(n) * (c.per_row + body)
+        c.worker_issues(n, body)
     }
 
     /// Estimated tile cycles from the instruction counts.
