@@ -63,7 +63,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
     /// A static shape for an ONNX graph input (repeatable), e.g. `pixel_values=1x3x384x384`.
-    #[arg(long = "input-shape", value_name = "NAME=AxB", value_parser = parse_input_shape)]
+    #[arg(long = "input-shape", value_name = "NAME=AxB", value_parser = crate::import::parse_input_shape)]
     pub input_shapes: Vec<(String, Vec<i64>)>,
     /// The function to run (default: `@main`, or the only public function).
     #[arg(long, value_name = "NAME")]
@@ -89,49 +89,5 @@ impl RunArgs {
             WeightsArg::Zeros => WeightsPolicy::Zeros,
             WeightsArg::Random => WeightsPolicy::Random { seed: self.seed },
         }
-    }
-}
-
-/// Parses `name=AxBxC` (a scalar is `name=`).
-pub fn parse_input_shape(s: &str) -> Result<(String, Vec<i64>), String> {
-    let (name, dims) = s
-        .split_once('=')
-        .ok_or_else(|| format!("expected NAME=AxB, got `{s}`"))?;
-    if name.is_empty() {
-        return Err(format!("missing input name in `{s}`"));
-    }
-    let dims = if dims.is_empty() {
-        Vec::new()
-    } else {
-        dims.split('x')
-            .map(|d| match d.parse::<i64>() {
-                Ok(v) if v >= 0 => Ok(v),
-                _ => Err(format!(
-                    "`{d}` in `{s}` is not a dimension (a non-negative integer)"
-                )),
-            })
-            .collect::<Result<_, _>>()?
-    };
-    Ok((name.to_string(), dims))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn input_shapes_parse_and_reject_garbage() {
-        assert_eq!(
-            parse_input_shape("pixel_values=1x3x384x384").unwrap(),
-            ("pixel_values".to_string(), vec![1, 3, 384, 384])
-        );
-        assert_eq!(parse_input_shape("s=").unwrap(), ("s".to_string(), vec![]));
-        assert!(parse_input_shape("1x3").unwrap_err().contains("NAME=AxB"));
-        assert!(parse_input_shape("x=1x?")
-            .unwrap_err()
-            .contains("`?` in `x=1x?` is not a dimension"));
-        assert!(parse_input_shape("=1")
-            .unwrap_err()
-            .contains("missing input name"));
     }
 }

@@ -17,7 +17,8 @@ use std::time::Instant;
 
 use clap::Parser;
 
-pub use cli::{parse_input_shape, RunArgs, WeightsArg};
+pub use crate::import::parse_input_shape;
+pub use cli::{RunArgs, WeightsArg};
 pub use compare::{compare, Metrics, Tolerance};
 pub use device::Device;
 pub use report::{OutputReport, ProfileSummary, Report, SuperstepSummary};
