@@ -407,6 +407,11 @@ fn fuzz_found_panics_are_errors() {
             "\"a.b\"() {v = 21 : i0} : () -> ()\n",
             "integer constant out of range for attribute of width 0",
         ),
+        // A non-ASCII character across the alignment word of a blob.
+        (
+            "\"a.b\"() : () -> ()\n{-#\n  dialect_resources: {\n    builtin: {\n      b: \"0x0400000\u{e9}0\"\n    }\n  }\n#-}\n",
+            "invalid hex digit",
+        ),
     ];
     for (src, message) in cases {
         let mut ctx = context(true);

@@ -61,7 +61,7 @@ pub(crate) fn unescape_bytes(lit: &str) -> Result<Vec<u8>, String> {
 
 /// Decodes `0x...` hex text into bytes.
 pub(crate) fn decode_hex_blob(s: &str) -> Result<Vec<u8>, String> {
-    decode_hex_digits(hex_digits(s)?)
+    decode_hex_digits(hex_digits(s)?.as_bytes())
 }
 
 /// The digits of `0x...` hex text (an even number of them).
@@ -77,7 +77,7 @@ pub(crate) fn hex_digits(s: &str) -> Result<&str, String> {
 
 /// Decodes hex digits (two per byte) into any byte container; collecting
 /// straight into e.g. an `Arc<[u8]>` saves a copy of gigabyte blobs.
-pub(crate) fn decode_hex_digits<C: FromIterator<u8>>(hex: &str) -> Result<C, String> {
+pub(crate) fn decode_hex_digits<C: FromIterator<u8>>(hex: &[u8]) -> Result<C, String> {
     // Table-driven: resource sections hold gigabytes of hex.
     const INVALID: u8 = 0xFF;
     static NIBBLE: [u8; 256] = {
@@ -97,7 +97,6 @@ pub(crate) fn decode_hex_digits<C: FromIterator<u8>>(hex: &str) -> Result<C, Str
     };
     let invalid = std::cell::Cell::new(false);
     let out = hex
-        .as_bytes()
         .chunks_exact(2)
         .map(|pair| {
             let (hi, lo) = (NIBBLE[pair[0] as usize], NIBBLE[pair[1] as usize]);

@@ -788,7 +788,10 @@ impl<'c> Parser<'c> {
                         } else {
                             lit[1..lit.len() - 1].into()
                         };
-                        let digits = attrs::hex_digits(&hex).map_err(|m| self.err(&value, m))?;
+                        // Bytes, not text: a mutated blob may hold non-ASCII.
+                        let digits = attrs::hex_digits(&hex)
+                            .map_err(|m| self.err(&value, m))?
+                            .as_bytes();
                         if digits.len() < 8 {
                             return Err(self.err(
                                 &value,
