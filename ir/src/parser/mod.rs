@@ -103,7 +103,7 @@ pub struct Parser<'c> {
     text: &'c str,
     lines: LineIndex,
     /// Offset of the chunk currently parsed, added to pest positions.
-    base: std::cell::Cell<Base>,
+    base: std::cell::RefCell<Base>,
     attr_aliases: FxHashMap<String, Attribute>,
     type_aliases: FxHashMap<String, Type>,
     loc_aliases: FxHashMap<String, Location>,
@@ -122,23 +122,19 @@ pub struct Parser<'c> {
     /// Region bodies parsed op by op so far.
     streamed_bodies: usize,
     /// String literals emptied out of the resource section pest parses (see
-    /// `parse_metadata`), by position in the text pest sees.
-    literal_cuts: std::cell::RefCell<Vec<LiteralCut>>,
+    /// `parse_metadata`): the position of each one's opening quote in the
+    /// text pest sees, and its contents in the section's source.
+    literal_contents: std::cell::RefCell<Vec<(usize, std::ops::Range<usize>)>>,
     /// See [`ParseOptions::stream_body_bytes`].
     stream_body_bytes: usize,
 }
 
-/// A long string literal whose contents pest does not see: in the text it
-/// parses, the literal is `""` with its opening quote at `quote`; from
-/// offset `at` (just past that quote) on, `skipped_before` bytes of content
-/// (this literal's and earlier ones') are missing; the contents are
-/// `content` in the section's source.
-#[derive(Clone, Debug)]
-struct LiteralCut {
-    quote: usize,
+/// A gap in the text pest parses: from offset `at` on, the source lies
+/// `skipped` bytes further (counting earlier gaps too).
+#[derive(Clone, Copy, Debug)]
+struct Cut {
     at: usize,
-    skipped_before: usize,
-    content: std::ops::Range<usize>,
+    skipped: usize,
 }
 
 /// Streamed region bodies are parsed in pieces of about this many bytes.
@@ -156,15 +152,13 @@ struct PendingBody {
     close: usize,
 }
 
-/// Where the text pest parses sits in the source: it starts at `start`; with
-/// a `cut` `(at, skipped)`, offsets from `at` on lie `skipped` bytes further
-/// (a region body taken out to be parsed op by op, see `stream`).
-#[derive(Clone, Copy, Debug)]
+/// Where the text pest parses sits in the source: it starts at `start`,
+/// less the `cuts` taken out of it (a region body parsed on its own, see
+/// `parse_op_streaming`; long resource blobs, see `parse_metadata`).
+#[derive(Clone, Debug)]
 pub(crate) struct Base {
     start: usize,
-    cut: Option<(usize, usize)>,
-    /// Whether `Parser::literal_cuts` applies (the resource section).
-    literal_cuts: bool,
+    cuts: Option<std::rc::Rc<[Cut]>>,
 }
 
 /// Parses `text` (named `file` in locations and diagnostics) into `ctx`.
@@ -215,10 +209,9 @@ impl<'c> Parser<'c> {
             file: file.into(),
             text,
             lines: LineIndex::new(text),
-            base: std::cell::Cell::new(Base {
+            base: std::cell::RefCell::new(Base {
                 start: 0,
-                cut: None,
-                literal_cuts: false,
+                cuts: None,
             }),
             attr_aliases: FxHashMap::default(),
             type_aliases: FxHashMap::default(),
@@ -231,7 +224,7 @@ impl<'c> Parser<'c> {
             type_cache: Default::default(),
             pending_body: None,
             streamed_bodies: 0,
-            literal_cuts: Default::default(),
+            literal_contents: Default::default(),
             stream_body_bytes: ParseOptions::default().stream_body_bytes,
         }
     }
@@ -241,41 +234,30 @@ impl<'c> Parser<'c> {
     pub(crate) fn with_base<T>(&self, base: usize, f: impl FnOnce(&Self) -> T) -> T {
         let saved = self.base.replace(Base {
             start: base,
-            cut: None,
-            literal_cuts: false,
+            cuts: None,
         });
         let out = f(self);
-        self.base.set(saved);
+        self.base.replace(saved);
         out
     }
 
     /// Counts pair offsets from `start` in the source text.
     pub(crate) fn set_base(&self, start: usize) {
-        self.base.set(Base {
-            start,
-            cut: None,
-            literal_cuts: false,
-        });
+        self.base.replace(Base { start, cuts: None });
     }
 
     /// The source offset of an offset in the text pest is parsing.
     pub(crate) fn abs(&self, rel: usize) -> usize {
-        let b = self.base.get();
-        if b.literal_cuts {
-            let cuts = self.literal_cuts.borrow();
+        let b = self.base.borrow();
+        let skipped = b.cuts.as_deref().map_or(0, |cuts| {
             let k = cuts.partition_point(|c| c.at <= rel);
-            return b.start
-                + rel
-                + if k == 0 {
-                    0
-                } else {
-                    cuts[k - 1].skipped_before
-                };
-        }
-        match b.cut {
-            Some((at, skipped)) if rel >= at => b.start + rel + skipped,
-            _ => b.start + rel,
-        }
+            if k == 0 {
+                0
+            } else {
+                cuts[k - 1].skipped
+            }
+        });
+        b.start + rel + skipped
     }
 
     /// The location of an absolute byte offset.
@@ -523,10 +505,12 @@ impl<'c> Parser<'c> {
         cut.push('\n');
         let at = cut.len();
         cut.push_str(&text[close..end]);
-        self.base.set(Base {
+        self.base.replace(Base {
             start,
-            cut: Some((at, close - start - at)),
-            literal_cuts: false,
+            cuts: Some(std::rc::Rc::new([Cut {
+                at,
+                skipped: close - start - at,
+            }])),
         });
         let Ok(pair) = self.parse_rule(Rule::single_operation, &cut, "invalid operation") else {
             // Report errors on the whole text.
@@ -683,31 +667,34 @@ impl<'c> Parser<'c> {
     ) -> Result<(), Diagnostic> {
         // Blobs are gigabytes of hex: pest sees them as `""` and we read
         // their contents from the source.
+        let long = chunks::long_strings(src.as_bytes(), CUT_LITERAL_BYTES);
+        if long.is_empty() {
+            return self.parse_metadata_text(src, src, external);
+        }
         let mut reduced = String::new();
         let mut cuts = Vec::new();
+        let mut contents = Vec::new();
         let mut copied = 0;
-        for (open, close) in chunks::long_strings(src.as_bytes(), CUT_LITERAL_BYTES) {
+        for (open, close) in long {
             reduced.push_str(&src[copied..=open]);
             let quote = reduced.len() - 1;
             copied = close;
-            let skipped = cuts.last().map_or(0, |c: &LiteralCut| c.skipped_before);
-            cuts.push(LiteralCut {
-                quote,
+            let skipped = cuts.last().map_or(0, |c: &Cut| c.skipped);
+            cuts.push(Cut {
                 at: quote + 1,
-                skipped_before: skipped + (close - open - 1),
-                content: open + 1..close,
+                skipped: skipped + (close - open - 1),
             });
+            contents.push((quote, open + 1..close));
         }
         reduced.push_str(&src[copied..]);
-        let start = self.base.get().start;
-        *self.literal_cuts.borrow_mut() = cuts;
-        self.base.set(Base {
+        let start = self.base.borrow().start;
+        *self.literal_contents.borrow_mut() = contents;
+        self.base.replace(Base {
             start,
-            cut: None,
-            literal_cuts: true,
+            cuts: Some(cuts.into()),
         });
         let result = self.parse_metadata_text(src, &reduced, external);
-        self.literal_cuts.borrow_mut().clear();
+        self.literal_contents.borrow_mut().clear();
         self.set_base(start);
         result
     }
@@ -720,11 +707,11 @@ impl<'c> Parser<'c> {
         lit: &Pair<'_, Rule>,
     ) -> std::borrow::Cow<'s, str> {
         let quote = lit.as_span().start();
-        let cuts = self.literal_cuts.borrow();
-        match cuts.binary_search_by_key(&quote, |c| c.quote) {
-            Ok(k) => src[cuts[k].content.start - 1..cuts[k].content.end + 1].into(),
+        let contents = self.literal_contents.borrow();
+        match contents.binary_search_by_key(&quote, |c| c.0) {
+            Ok(k) => src[contents[k].1.start - 1..contents[k].1.end + 1].into(),
             Err(_) => {
-                let from = self.abs(quote) - self.base.get().start;
+                let from = self.abs(quote) - self.base.borrow().start;
                 src[from..from + lit.as_str().len()].into()
             }
         }
@@ -1290,7 +1277,7 @@ impl<'c> Parser<'c> {
                 bytes = body.close - body.open,
                 "parsing a region body op by op"
             );
-            let saved = self.base.get();
+            let saved = self.base.borrow().clone();
             self.stream_body(
                 body,
                 region,
@@ -1298,7 +1285,7 @@ impl<'c> Parser<'c> {
                 &mut saw_label,
                 &mut current,
             )?;
-            self.base.set(saved);
+            self.base.replace(saved);
         }
         self.build_region_items(
             pair.into_inner(),
