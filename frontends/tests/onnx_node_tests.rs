@@ -64,6 +64,7 @@ fn run_test(dir: &Path) -> Result<(), String> {
 fn onnx_backend_node_tests() {
     run_node_tests(
         "ONNX node tests at kernel level",
+        "onnx-node-tests",
         "onnx_node_tests.expected",
         "ONNX backend node tests run by tests/onnx_node_tests.rs: PASS, or FAIL with the reason.",
         run_test,

@@ -62,9 +62,12 @@ pub fn compare(name: &str, got: &HostTensor, want: &Tensor) -> Result<(), String
     Ok(())
 }
 
-/// The test folders under `../shared/onnx-node-tests`, sorted by name.
-pub fn node_test_dirs() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/onnx-node-tests");
+/// The test folders of `suite` (a folder of `../shared`, e.g.
+/// `onnx-node-tests`), sorted by name.
+pub fn node_test_dirs(suite: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared")
+        .join(suite);
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", root.display()))
         .map(|e| e.unwrap().path())
@@ -143,25 +146,63 @@ pub fn check_expectations(
     );
 }
 
-/// Runs `run_test` on every node-test folder (`IPUC_NODE_TRACE` prints each
-/// folder first), reports the pass count under `label`, and checks the
-/// results against the expectations file.
+/// Runs `run_test` on one folder; a panic is a failure that says so (and is
+/// never expected: the expectations file must not list panics as reasons).
+fn run_caught(run_test: fn(&Path) -> Result<(), String>, dir: &Path) -> Result<(), String> {
+    std::panic::catch_unwind(|| run_test(dir)).unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("(no message)");
+        Err(format!("PANIC: {message}"))
+    })
+}
+
+/// Runs `run_test` on every folder of `suite` (`IPUC_NODE_TRACE` prints each
+/// folder first; `IPUC_NODE_FILTER=substring` runs only the matching ones and
+/// checks nothing), reports the pass count under `label`, and checks the
+/// results against the expectations file. A panic in any test fails the
+/// harness whatever the expectations say.
 pub fn run_node_tests(
     label: &str,
+    suite: &str,
     file_name: &str,
     header: &str,
     run_test: fn(&Path) -> Result<(), String>,
 ) {
-    let results: BTreeMap<String, Result<(), String>> = node_test_dirs()
+    let filter = std::env::var("IPUC_NODE_FILTER").ok();
+    let results: BTreeMap<String, Result<(), String>> = node_test_dirs(suite)
         .iter()
+        .filter(|d| {
+            filter
+                .as_deref()
+                .is_none_or(|f| d.file_name().unwrap().to_string_lossy().contains(f))
+        })
         .map(|d| {
             if std::env::var_os("IPUC_NODE_TRACE").is_some() {
                 eprintln!("running {}", d.display());
             }
             (
                 d.file_name().unwrap().to_string_lossy().into_owned(),
-                run_test(d),
+                run_caught(run_test, d),
             )
+        })
+        .collect();
+    if filter.is_some() {
+        for (name, result) in &results {
+            match result {
+                Ok(()) => eprintln!("{name} PASS"),
+                Err(e) => eprintln!("{name} FAIL {e}"),
+            }
+        }
+        return;
+    }
+    let panics: Vec<String> = results
+        .iter()
+        .filter_map(|(name, r)| match r {
+            Err(e) if e.starts_with("PANIC") => Some(format!("{name}: {e}")),
+            _ => None,
         })
         .collect();
     let passed = results.values().filter(|r| r.is_ok()).count();
@@ -171,4 +212,10 @@ pub fn run_node_tests(
         results.len()
     );
     check_expectations(file_name, header, &results);
+    assert!(
+        panics.is_empty(),
+        "{} test(s) panicked (bad input must give an error, never a panic):\n{}",
+        panics.len(),
+        panics.join("\n")
+    );
 }

@@ -3,4 +3,5 @@
 #![allow(dead_code)]
 
 pub mod expectations;
+pub mod import_runner;
 pub mod node_runner;
