@@ -18,7 +18,7 @@ use ipuc_ir::Type;
 use ipuc_passes::eqsat::cost::{is_view, tensor_bytes};
 use ipuc_passes::eqsat::{CostModel, OpCostQuery};
 
-use crate::target::machine::MachineModel;
+use ipuc_ipu_arch::machine::MachineModel;
 
 /// AMP multiply-accumulates per tile per cycle for an input element type.
 fn amp_macs_per_cycle(input: &Type, weight: &Type, has_fp8: bool) -> f64 {

@@ -5,7 +5,7 @@
 use ipuc_backend_ipu::emit::{
     executable_asm, find_executable, read_executable, read_tile, tile_asm,
 };
-use ipuc_backend_ipu::target::{assemble, AsmOptions};
+use ipuc_ipu_arch::{assemble, AsmOptions};
 use ipuc_ir::{parse_source, print_op, verify, Context, OpId, PrintOptions};
 
 fn lit(path: &str) -> String {

@@ -34,7 +34,7 @@ pub mod dialect_symbols;
 pub mod entity;
 pub mod float_format;
 pub mod location;
-pub mod numeric;
+pub use ipuc_numeric as numeric;
 pub mod parser;
 pub mod pass;
 pub mod print_aliases;

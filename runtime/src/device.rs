@@ -1,6 +1,6 @@
 //! The `Device` trait: what the runtime needs from an IPU, simulated or real.
 
-use ipuc_backend_ipu::target::Executable;
+use ipuc_ipu_arch::Executable;
 
 use crate::sim::{Fault, Profile};
 

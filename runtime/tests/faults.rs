@@ -1,8 +1,6 @@
 //! Every fault kind, provoked by a program, with its report checked.
 
-mod common;
-
-use common::*;
+use ipuc_runtime::sim::testing::*;
 use ipuc_runtime::sim::{FaultKind, SimConfig};
 
 fn sup(body: &str) -> String {

@@ -1,11 +1,9 @@
 //! Numerics against float64 / exact references.
 
-mod common;
-
-use common::*;
 use half::f16;
-use ipuc_backend_ipu::target::float8::f8_to_f64;
+use ipuc_ipu_arch::float8::f8_to_f64;
 use ipuc_runtime::device::Device;
+use ipuc_runtime::sim::testing::*;
 use rand::{Rng, SeedableRng};
 
 fn f16_bytes(v: &[f16]) -> Vec<u8> {

@@ -1,9 +1,7 @@
 //! Programs in assembly text run on the simulator.
 
-mod common;
-
-use common::*;
 use ipuc_runtime::device::Device;
+use ipuc_runtime::sim::testing::*;
 
 #[test]
 fn integer_loop_sums_and_costs_one_cycle_per_supervisor_instruction() {

@@ -3,7 +3,7 @@
 
 use clap::Parser;
 use ipuc_backend_ipu::codelets::amp::{AmpMode, AmpVariant};
-use ipuc_backend_ipu::target::MachineModel;
+use ipuc_ipu_arch::MachineModel;
 use ipuc_tools::bench::amp::run_amp;
 use ipuc_tools::bench::cli::{run, Cli};
 

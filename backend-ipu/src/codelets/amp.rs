@@ -35,8 +35,8 @@
 use half::f16;
 
 use super::CodeletError;
-use crate::target::float8::{f64_to_f8, f8_to_f64};
-use crate::target::MachineModel;
+use ipuc_ipu_arch::float8::{f64_to_f8, f8_to_f64};
+use ipuc_ipu_arch::MachineModel;
 
 /// Which AMP instruction a block uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

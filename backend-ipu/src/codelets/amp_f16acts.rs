@@ -21,9 +21,9 @@
 use super::amp::{AmpBlock, AmpMode, AmpVariant};
 use super::launch::Emitter;
 use super::CodeletError;
-use crate::target::float8::encode_scaled;
-use crate::target::MachineModel;
 use half::f16;
+use ipuc_ipu_arch::float8::encode_scaled;
+use ipuc_ipu_arch::MachineModel;
 
 /// Activations per row (the FP8 AMP's input channels).
 pub const CHANNELS: usize = 32;

@@ -23,7 +23,7 @@ use half::f16;
 
 use super::launch::{self, split, WORKERS};
 use super::CodeletError;
-use crate::target::float8::{decode_scaled, encode_scaled, SCALE_RANGE};
+use ipuc_ipu_arch::float8::{decode_scaled, encode_scaled, SCALE_RANGE};
 
 /// Which conversion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,8 +12,8 @@ use ipuc_ir::attributes::Attribute;
 use ipuc_ir::{Context, Diagnostic, FloatKind, OpId, TypeKind, WalkOrder};
 
 use super::asm_view::executable_tiles;
-use crate::target::exe::DType;
-use crate::target::{
+use ipuc_ipu_arch::exe::DType;
+use ipuc_ipu_arch::{
     assemble, AsmOptions, Executable, HostStream, MachineModel, StreamDirection, TensorBinding,
     TileProgram,
 };

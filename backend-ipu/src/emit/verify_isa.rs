@@ -17,12 +17,12 @@ use ipuc_ir::attributes::Attribute;
 use ipuc_ir::pass::{Pass, PassInfo};
 use ipuc_ir::{Context, Diagnostic, OpId, WalkOrder};
 
-use crate::target::asm::predefined_symbol;
-use crate::target::csr::{csr_by_name, CsrSpace};
-use crate::target::encoding::fits;
-use crate::target::isa::{forms_of, ContextClass, InstrDesc, OperandKind, SlotClass};
-use crate::target::registers::{parse_register, RegFile};
-use crate::target::MachineModel;
+use ipuc_ipu_arch::asm::predefined_symbol;
+use ipuc_ipu_arch::csr::{csr_by_name, CsrSpace};
+use ipuc_ipu_arch::encoding::fits;
+use ipuc_ipu_arch::isa::{forms_of, ContextClass, InstrDesc, OperandKind, SlotClass};
+use ipuc_ipu_arch::registers::{parse_register, RegFile};
+use ipuc_ipu_arch::MachineModel;
 
 /// The pass name.
 pub const NAME: &str = "ipu-verify-isa";

@@ -66,27 +66,6 @@ pub const BUNDLE: &str = "ipu.bundle";
 /// `ipu.directive`.
 pub const DIRECTIVE: &str = "ipu.directive";
 
-/// Machines an executable may target.
-pub const MACHINES: &[&str] = &["c600", "bow"];
-/// Directives `ipu.directive` holds (names without the dot).
-pub const DIRECTIVES: &[&str] = &[
-    "globl",
-    "global",
-    "type",
-    "size",
-    "align",
-    "balign",
-    "word",
-    "int",
-    "long",
-    "space",
-    "zero",
-    "stack",
-    "file",
-    "ident",
-    "allow_optimizations",
-];
-
 /// Direction of an `ipu.tensor`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum TensorDirection {
@@ -153,7 +132,10 @@ impl TensorPiece {
 const MACHINE: AttrDecl = AttrDecl {
     name: "machine",
     description: "string \"c600\" or \"bow\"",
-    check: |a| a.as_str().is_some_and(|s| MACHINES.contains(&s)),
+    check: |a| {
+        a.as_str()
+            .is_some_and(|s| ipuc_ipu_arch::MachineModel::by_name(s).is_some())
+    },
     optional: false,
 };
 const TILE_INDEX: AttrDecl = AttrDecl {
@@ -615,13 +597,13 @@ fn verify_directive(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             format!("`.{name}` is expressed by 'ipu.section' (its name, flags and kind), not by a directive"),
         ));
     }
-    if !DIRECTIVES.contains(&name) {
+    if !ipuc_ipu_arch::asm::DIRECTIVES.contains(&name) {
         return Err(op_error(
             ctx,
             op,
             format!(
                 "unknown directive `.{name}` (known: {})",
-                DIRECTIVES.join(", ")
+                ipuc_ipu_arch::asm::DIRECTIVES.join(", ")
             ),
         ));
     }

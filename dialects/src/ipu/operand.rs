@@ -20,32 +20,11 @@ use std::fmt;
 
 use ipuc_ir::attributes::{AttrKind, Attribute};
 
-/// Register names that are aliases rather than `mN`/`aN`.
-const REGISTER_ALIASES: &[&str] = &[
-    "mzero",
-    "azero",
-    "azeros",
-    "sp",
-    "lr",
-    "fp",
-    "mworker_base",
-    "mvertex_base",
-];
-
 /// Whether `name` is spelled like a tile register (`m0`..`m15`, `a0`..`a15`
-/// or an ABI alias such as `mzero`, `sp`, `mvertex_base`).
+/// or an ABI alias such as `mzero`, `sp`, `mvertex_base`): the target's own
+/// register table decides.
 pub fn is_register_name(name: &str) -> bool {
-    if REGISTER_ALIASES.contains(&name) {
-        return true;
-    }
-    let Some(digits) = name.strip_prefix('m').or_else(|| name.strip_prefix('a')) else {
-        return false;
-    };
-    !digits.is_empty()
-        && digits.len() <= 2
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && !(digits.len() == 2 && digits.starts_with('0'))
-        && digits.parse::<u8>().is_ok_and(|n| n < 16)
+    ipuc_ipu_arch::registers::parse_register(name).is_some()
 }
 
 /// A register operand: `$m0`, a group `$a0:3`, or post-incremented `$m2+=`.

@@ -1,7 +1,7 @@
 //! The accumulating matrix product (AMP) engine of one worker context.
 //!
 //! Semantics are those documented on the AMP entries of the ISA table
-//! (`ipuc_backend_ipu::target::isa`): a position completes after phase 3 and
+//! (`ipuc_ipu_arch::isa`): a position completes after phase 3 and
 //! its results come out during the next four instructions (the 4-instruction
 //! lag). Accumulation is in f32.
 //!
@@ -11,7 +11,7 @@
 //! whenever an entry is written.
 
 use half::f16;
-use ipuc_backend_ipu::target::float8::f8_to_f64;
+use ipuc_ipu_arch::float8::f8_to_f64;
 
 /// Per-context AMP pipeline state.
 #[derive(Clone, Debug, Default)]

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use ipuc_backend_ipu::target::{assemble, AsmOptions, Executable, MachineModel, TileProgram};
+use ipuc_ipu_arch::{assemble, AsmOptions, Executable, MachineModel, TileProgram};
 
 use super::{SimConfig, Simulator};
 use crate::device::Device;

@@ -15,11 +15,11 @@
 //! here once; an instruction that would fault becomes [`Op::Illegal`] and
 //! faults with the same report when (and only when) it executes.
 
-use ipuc_backend_ipu::target::csr;
-use ipuc_backend_ipu::target::encoding::{decode, Instr};
-use ipuc_backend_ipu::target::isa::{ContextClass, Opcode};
-use ipuc_backend_ipu::target::registers::SP;
-use ipuc_backend_ipu::target::{ContextKind, MachineModel, TileImage};
+use ipuc_ipu_arch::csr;
+use ipuc_ipu_arch::encoding::{decode, Instr};
+use ipuc_ipu_arch::isa::{ContextClass, Opcode};
+use ipuc_ipu_arch::registers::SP;
+use ipuc_ipu_arch::{ContextKind, MachineModel, TileImage};
 
 use super::fault::FaultKind;
 
@@ -564,7 +564,7 @@ impl Code {
             let is_aux = if bundle {
                 n == 1
             } else {
-                i.opcode.desc().slot == ipuc_backend_ipu::target::SlotClass::Aux
+                i.opcode.desc().slot == ipuc_ipu_arch::SlotClass::Aux
             };
             if is_aux {
                 s.aux = op;

@@ -12,12 +12,13 @@ pub mod bench;
 mod decode;
 mod fault;
 mod profile;
+pub mod testing;
 mod tile;
 
 use std::collections::BTreeMap;
 
-use ipuc_backend_ipu::target::csr;
-use ipuc_backend_ipu::target::{Executable, MachineModel};
+use ipuc_ipu_arch::csr;
+use ipuc_ipu_arch::{Executable, MachineModel};
 
 pub use fault::{Fault, FaultKind};
 pub use profile::{Profile, SuperstepCycles, TileProfile, TraceEntry};

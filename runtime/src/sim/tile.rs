@@ -3,13 +3,13 @@
 //! interpreter over pre-decoded instructions.
 
 use half::f16;
-use ipuc_backend_ipu::target::csr;
-use ipuc_backend_ipu::target::encoding::Instr;
-use ipuc_backend_ipu::target::float8::{decode_scaled, encode_scaled};
-use ipuc_backend_ipu::target::isa::ContextClass;
-use ipuc_backend_ipu::target::printer::instr_text;
-use ipuc_backend_ipu::target::registers::SP;
-use ipuc_backend_ipu::target::{ContextKind, MachineModel, TileImage};
+use ipuc_ipu_arch::csr;
+use ipuc_ipu_arch::encoding::Instr;
+use ipuc_ipu_arch::float8::{decode_scaled, encode_scaled};
+use ipuc_ipu_arch::isa::ContextClass;
+use ipuc_ipu_arch::printer::instr_text;
+use ipuc_ipu_arch::registers::SP;
+use ipuc_ipu_arch::{ContextKind, MachineModel, TileImage};
 
 use super::amp::{AmpState, WeightCache};
 use super::decode::{

@@ -4,7 +4,7 @@
 
 use ipuc_backend_ipu::codelets::amp::{AmpBlock, AmpMode, AmpVariant, Elem};
 use ipuc_backend_ipu::codelets::amp_f16acts::{AmpF8WeightsF16Acts, CHANNELS};
-use ipuc_backend_ipu::target::{assemble, AsmOptions, Executable, MachineModel, TileProgram};
+use ipuc_ipu_arch::{assemble, AsmOptions, Executable, MachineModel, TileProgram};
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::{SimConfig, Simulator};
 use rand::{Rng, SeedableRng};

@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use ipuc_backend_ipu::codelets::amp::{AmpMode, AmpVariant};
-use ipuc_backend_ipu::target::MachineModel;
+use ipuc_ipu_arch::MachineModel;
 
 use super::amp::{format_amp_report, run_amp_report, AmpBench};
 use super::sim_speed::{format_speed, run_sim_speed};

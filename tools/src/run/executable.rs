@@ -11,8 +11,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use ipuc_backend_ipu::target::exe::{DType, MAGIC};
-use ipuc_backend_ipu::target::{Executable, MachineModel, StreamDirection, TensorBinding};
+use ipuc_ipu_arch::exe::{DType, MAGIC};
+use ipuc_ipu_arch::{Executable, MachineModel, StreamDirection, TensorBinding};
 use ipuc_ir::numeric::ElementKind;
 use ipuc_runtime::device::Device as _;
 use ipuc_runtime::reference::HostTensor;

@@ -5,16 +5,14 @@
 //! staging buffer against the quantisation byte for byte, and cycles
 //! against the estimate.
 
-mod common;
-
-use common::*;
 use ipuc_backend_ipu::codelets::amp::{
     AmpMode, AmpVariant, Elem, WORKER_FIXED_ISSUES as AMP_FIXED,
     WORKER_ISSUES_PER_ROW as AMP_PER_ROW,
 };
 use ipuc_backend_ipu::codelets::amp_f16acts::{AmpF8WeightsF16Acts, CHANNELS};
-use ipuc_backend_ipu::target::MachineModel;
+use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;
+use ipuc_runtime::sim::testing::*;
 use rand::{Rng, SeedableRng};
 
 fn signed(rng: &mut rand::rngs::StdRng, lo: f64, hi: f64) -> f64 {

@@ -2,12 +2,10 @@
 //! over random inputs against the float64 reference, and simulated cycles
 //! against the codelet's instruction-count estimate.
 
-mod common;
-
-use common::*;
 use ipuc_backend_ipu::codelets::amp::{AmpBlock, AmpMode, AmpVariant, Elem};
-use ipuc_backend_ipu::target::MachineModel;
+use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;
+use ipuc_runtime::sim::testing::*;
 use rand::{Rng, SeedableRng};
 
 /// Random values in +-[lo, hi] (never zero), exactly representable in `elem`.
@@ -124,15 +122,12 @@ fn amp_blocks_in_region_zero_partials_also_work() {
 fn amp_f8_faults_on_a_machine_without_fp8() {
     let block =
         AmpBlock::place(AmpVariant::F8, AmpMode::Overwrite, 6, &MachineModel::c600()).unwrap();
-    let exe = ipuc_backend_ipu::target::Executable::new(
+    let exe = ipuc_ipu_arch::Executable::new(
         "bow",
-        vec![ipuc_backend_ipu::target::TileProgram {
+        vec![ipuc_ipu_arch::TileProgram {
             tile: 0,
-            image: ipuc_backend_ipu::target::assemble(
-                &block.assembly().unwrap(),
-                &Default::default(),
-            )
-            .unwrap(),
+            image: ipuc_ipu_arch::assemble(&block.assembly().unwrap(), &Default::default())
+                .unwrap(),
         }],
         vec![],
         vec![],

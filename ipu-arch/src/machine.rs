@@ -87,7 +87,10 @@ impl MachineModel {
         }
     }
 
-    /// Looks a machine up by name (`c600`, `bow`).
+    /// The names [`MachineModel::by_name`] knows.
+    pub const NAMES: &'static [&'static str] = &["c600", "bow"];
+
+    /// Looks a machine up by name (one of [`MachineModel::NAMES`]).
     pub fn by_name(name: &str) -> Option<Self> {
         match name {
             "c600" => Some(Self::c600()),

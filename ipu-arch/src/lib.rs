@@ -2,8 +2,9 @@
 //! the instruction set table, our binary encoding, the assembler and
 //! assembly printer, the tile image, and the executable format.
 //!
-//! This module is the bottom of the backend: the simulator in `ipuc-runtime`
-//! and the `ipu` IR dialect are built on it, never the reverse.
+//! This crate is the bottom of the backend: the simulator in `ipuc-runtime`,
+//! the `ipu` IR dialect and `ipuc-backend-ipu` are built on it, never the
+//! reverse. It knows no IR: it takes text or instructions and gives bytes.
 
 pub mod asm;
 pub mod csr;

@@ -3,7 +3,7 @@
 //! NaN is 0x80 (there is no negative zero). Tensors carry a power-of-two
 //! scale s in -31..=31: the value of byte q is `decode(q) * 2^s`.
 
-use ipuc_ir::numeric::Float8Format;
+use ipuc_numeric::Float8Format;
 
 /// The largest finite value.
 pub const F8_MAX: f64 = 240.0;
@@ -19,7 +19,7 @@ pub fn f8_to_f64(q: u8) -> f64 {
 
 /// Encodes a value: round to nearest, ties to even; finite values beyond
 /// the range saturate to +-240; NaN and infinities become 0x80 (the IPU's
-/// conversion; the rounding itself is `ipuc_ir::numeric`'s).
+/// conversion; the rounding itself is `ipuc_numeric`'s).
 pub fn f64_to_f8(v: f64) -> u8 {
     if !v.is_finite() {
         return F8_NAN;

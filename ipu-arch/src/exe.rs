@@ -252,7 +252,7 @@ impl Executable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::{assemble, AsmOptions};
+    use crate::{assemble, AsmOptions};
 
     fn sample() -> Executable {
         let image = assemble(

@@ -2,11 +2,9 @@
 //! patterns, exact comparison with the reference, cycles against the
 //! estimate and worker issues against the instruction counts.
 
-mod common;
-
-use common::*;
 use ipuc_backend_ipu::codelets::transpose::{Transpose, TransposeElem};
 use ipuc_runtime::device::Device;
+use ipuc_runtime::sim::testing::*;
 use rand::{Rng, SeedableRng};
 
 #[test]

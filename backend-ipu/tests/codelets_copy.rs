@@ -2,11 +2,9 @@
 //! the whole destination area (rows copied, gaps untouched), cycles
 //! against the estimate, and a bank conflict reported.
 
-mod common;
-
-use common::*;
 use ipuc_backend_ipu::codelets::copy::StridedCopy;
 use ipuc_runtime::device::Device;
+use ipuc_runtime::sim::testing::*;
 use rand::{Rng, SeedableRng};
 
 #[test]

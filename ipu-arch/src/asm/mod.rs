@@ -36,6 +36,28 @@ use super::machine::MachineModel;
 use super::registers::{parse_register, RegFile};
 use lexer::{lex, Tok, Token};
 
+/// Directives that hold data or facts about symbols, by name without the dot
+/// (`.word`, `.globl`, ...): what the `ipu` dialect's `ipu.directive` holds.
+/// The placement directives (`.section`, `.text`, `.data`, `.worker`,
+/// `.supervisor`) are structure there (`ipu.section` and its kind).
+pub const DIRECTIVES: &[&str] = &[
+    "globl",
+    "global",
+    "type",
+    "size",
+    "align",
+    "balign",
+    "word",
+    "int",
+    "long",
+    "space",
+    "zero",
+    "stack",
+    "file",
+    "ident",
+    "allow_optimizations",
+];
+
 /// Errors reported before the assembler gives up.
 pub const MAX_ERRORS: usize = 100;
 

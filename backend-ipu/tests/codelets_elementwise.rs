@@ -2,14 +2,12 @@
 //! zero) against the float64/exact references, and simulated cycles against
 //! the instruction-count estimates.
 
-mod common;
-
-use common::*;
 use half::f16;
 use ipuc_backend_ipu::codelets::cast::{Cast, CastKind};
 use ipuc_backend_ipu::codelets::elementwise::{Binary, BinaryOp, VecType};
-use ipuc_backend_ipu::target::float8::f64_to_f8;
+use ipuc_ipu_arch::float8::f64_to_f8;
 use ipuc_runtime::device::Device;
+use ipuc_runtime::sim::testing::*;
 use ipuc_runtime::sim::Simulator;
 use rand::{Rng, SeedableRng};
 

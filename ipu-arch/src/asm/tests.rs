@@ -1,5 +1,5 @@
 use super::*;
-use crate::target::printer::print_image;
+use crate::printer::print_image;
 use proptest::prelude::*;
 
 const SAMPLE: &str = r#"
@@ -175,4 +175,24 @@ proptest! {
     ], 0..40)) {
         let _ = asm(&toks.join(" "));
     }
+}
+
+/// The `ipu` dialect accepts exactly [`DIRECTIVES`] in `ipu.directive`; each
+/// must be one the assembler knows, or the dialect would accept programs the
+/// assembler refuses.
+#[test]
+fn every_listed_directive_is_known_to_the_assembler() {
+    for d in DIRECTIVES {
+        let text = format!("main:\n    exitz $mzero\n    .{d}\n");
+        let message = match asm(&text) {
+            Ok(_) => continue,
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            !message.contains("unknown directive"),
+            "`.{d}` is listed but unknown to the assembler: {message}"
+        );
+    }
+    let e = asm("main:\n    exitz $mzero\n    .bogus\n").unwrap_err();
+    assert!(e.to_string().contains("unknown directive `.bogus`"), "{e}");
 }

@@ -2,12 +2,10 @@
 //! accumulator instructions no codelet uses (`f16v4cmac`, `f32v4acc`,
 //! `f32v2aop`).
 
-mod common;
-
-use common::*;
 use half::f16;
 use ipuc_backend_ipu::codelets::reduce::{ReduceOp, RowReduce};
 use ipuc_runtime::device::Device;
+use ipuc_runtime::sim::testing::*;
 use rand::{Rng, SeedableRng};
 
 #[test]

@@ -6,12 +6,12 @@
 //! result is then exactly representable and any exact conversion finishes the job.
 
 /// 2^e as an f64, exact for normal-range exponents (-1022..=1023).
-pub(crate) fn pow2(e: i32) -> f64 {
+pub fn pow2(e: i32) -> f64 {
     f64::from_bits(((e + 1023) as u64) << 52)
 }
 
 /// floor(log2(x)) for a finite positive f64 (normal or subnormal).
-pub(crate) fn floor_log2(x: f64) -> i32 {
+pub fn floor_log2(x: f64) -> i32 {
     let bits = x.to_bits();
     let biased = ((bits >> 52) & 0x7FF) as i32;
     if biased == 0 {
@@ -27,11 +27,7 @@ pub(crate) fn floor_log2(x: f64) -> i32 {
 /// `min_normal_exponent` (subnormals below it share the spacing of the smallest
 /// binade). The exponent range is unbounded above: the caller decides overflow by
 /// comparing with its largest finite value. NaN and infinity pass through.
-pub(crate) fn round_to_precision(
-    magnitude: f64,
-    mantissa_bits: u32,
-    min_normal_exponent: i32,
-) -> f64 {
+pub fn round_to_precision(magnitude: f64, mantissa_bits: u32, min_normal_exponent: i32) -> f64 {
     if !magnitude.is_finite() || magnitude == 0.0 {
         return magnitude;
     }
@@ -46,7 +42,7 @@ pub(crate) fn round_to_precision(
 }
 
 /// Correctly rounded f64 → f16 (IEEE overflow to ±Inf, NaN preserved).
-pub(crate) fn f16_from_f64(value: f64) -> half::f16 {
+pub fn f16_from_f64(value: f64) -> half::f16 {
     let rounded = round_to_precision(value.abs(), 10, -14).copysign(value);
     // `rounded` is exactly an f16 value or beyond f16's range (which `from_f64` maps to
     // ±Inf: the smallest overflowing rounded value is 65536 > 65504 + 16).
@@ -54,7 +50,7 @@ pub(crate) fn f16_from_f64(value: f64) -> half::f16 {
 }
 
 /// Correctly rounded f64 → bf16 (IEEE overflow to ±Inf, NaN preserved).
-pub(crate) fn bf16_from_f64(value: f64) -> half::bf16 {
+pub fn bf16_from_f64(value: f64) -> half::bf16 {
     let rounded = round_to_precision(value.abs(), 7, -126).copysign(value);
     half::bf16::from_f64(rounded)
 }

@@ -12,7 +12,7 @@
 
 mod element_kind;
 mod float8;
-pub(crate) mod rounding;
+pub mod rounding;
 pub mod storage;
 
 pub use element_kind::{ElementKind, UnknownElementKind};
