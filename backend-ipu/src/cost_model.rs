@@ -112,16 +112,6 @@ impl CostModel for IpuCostModel {
     }
 }
 
-/// The `eqsat-fuse` registration with this cost model (what the tools use).
-pub fn eqsat_pass_info() -> ipuc_ir::pass::PassInfo {
-    let mut info = ipuc_passes::eqsat::info();
-    info.create = |o| {
-        ipuc_passes::eqsat::EqsatFuse::from_options(o, std::sync::Arc::new(IpuCostModel::c600()))
-            .map(|p| Box::new(p) as Box<dyn ipuc_ir::pass::Pass>)
-    };
-    info
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

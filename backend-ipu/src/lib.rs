@@ -6,3 +6,12 @@
 pub mod codelets;
 pub mod cost_model;
 pub mod emit;
+
+use ipuc_ir::pass::{PassRegistry, RegistrationError};
+
+/// Registers every pass of this crate. The IPU cost model is not a pass:
+/// tools install it on `eqsat-fuse`'s cost-model hook
+/// ([`cost_model::IpuCostModel`]).
+pub fn register_passes(r: &mut PassRegistry) -> Result<(), RegistrationError> {
+    r.register::<emit::verify_isa::VerifyIsa>()
+}

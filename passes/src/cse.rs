@@ -9,7 +9,7 @@
 use rustc_hash::FxHashMap;
 
 use ipuc_ir::analysis::{AnalysisManager, DominanceInfo, PreservedAnalyses};
-use ipuc_ir::pass::{Pass, PassInfo, Statistic};
+use ipuc_ir::pass::{DeclaredPass, PassHooks};
 use ipuc_ir::{BlockId, Context, Diagnostic, Dictionary, OpId, Traits, Type, Value};
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -22,18 +22,18 @@ struct OpKey {
 }
 
 /// The CSE pass.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Cse {
     eliminated: u64,
 }
 
-/// Registration info.
-pub fn info() -> PassInfo {
-    PassInfo {
-        name: "cse",
-        description: "Eliminate common sub-expressions",
-        options: vec![],
-        create: |_| Ok(Box::new(Cse::default())),
+ipuc_ir::declare_pass! {
+    Cse => "cse" {
+        summary: "Eliminate common sub-expressions",
+        statistics CseStatistics {
+            /// Number of operations CSE'd
+            eliminated: u64 => "num-cse'd",
+        }
     }
 }
 
@@ -138,39 +138,28 @@ impl Cse {
     }
 }
 
-impl Pass for Cse {
-    fn name(&self) -> &str {
-        "cse"
+impl DeclaredPass for Cse {
+    fn create(_options: &(), _hooks: &PassHooks) -> Result<Self, String> {
+        Ok(Cse::default())
     }
     fn run(
         &mut self,
         ctx: &mut Context,
         op: OpId,
         _am: &mut AnalysisManager,
+        stats: &mut CseStatistics,
     ) -> Result<PreservedAnalyses, Diagnostic> {
-        let before = self.eliminated;
+        self.eliminated = 0;
         for r in ctx.regions(op).to_vec() {
             self.region(ctx, r, &mut Vec::new());
         }
-        let mut p = if self.eliminated == before {
+        stats.eliminated += self.eliminated;
+        let mut p = if self.eliminated == 0 {
             PreservedAnalyses::all()
         } else {
             PreservedAnalyses::none()
         };
         p.preserve::<DominanceInfo>();
         Ok(p)
-    }
-    fn clone_pass(&self) -> Box<dyn Pass> {
-        Box::new(Cse::default())
-    }
-    fn statistics(&self) -> Vec<Statistic> {
-        vec![Statistic {
-            name: "num-cse'd",
-            description: "Number of operations CSE'd",
-            value: self.eliminated,
-        }]
-    }
-    fn merge_statistics(&mut self, other: &dyn Pass) {
-        self.eliminated += other.statistics().iter().map(|s| s.value).sum::<u64>();
     }
 }

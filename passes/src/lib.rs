@@ -6,13 +6,13 @@ pub mod eqsat;
 pub mod print_op_stats;
 pub mod symbol_dce;
 
-use ipuc_ir::pass::PassRegistry;
+use ipuc_ir::pass::{PassRegistry, RegistrationError};
 
 /// Registers every pass of this crate.
-pub fn register_passes(r: &mut PassRegistry) {
-    r.register(canonicalize::info());
-    r.register(cse::info());
-    r.register(eqsat::info());
-    r.register(symbol_dce::info());
-    r.register(print_op_stats::info());
+pub fn register_passes(r: &mut PassRegistry) -> Result<(), RegistrationError> {
+    r.register::<canonicalize::Canonicalize>()?;
+    r.register::<cse::Cse>()?;
+    r.register::<eqsat::EqsatFuse>()?;
+    r.register::<symbol_dce::SymbolDce>()?;
+    r.register::<print_op_stats::PrintOpStats>()
 }

@@ -5,30 +5,22 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
-use ipuc_ir::pass::{Pass, PassInfo, PassOptionDecl, PassOptionKind};
+use ipuc_ir::pass::{DeclaredPass, PassHooks};
 use ipuc_ir::{Context, Diagnostic, OpId, WalkOrder};
 
 /// The op statistics printer.
+#[derive(Clone)]
 pub struct PrintOpStats {
     json: bool,
 }
 
-/// Registration info.
-pub fn info() -> PassInfo {
-    PassInfo {
-        name: "print-op-stats",
-        description: "Print statistics of operations (to stderr)",
-        options: vec![PassOptionDecl {
-            name: "json",
-            kind: PassOptionKind::Bool,
-            default: "false",
-            description: "Print the statistics as a JSON object",
-        }],
-        create: |o| {
-            Ok(Box::new(PrintOpStats {
-                json: o.bool("json"),
-            }))
-        },
+ipuc_ir::declare_pass! {
+    PrintOpStats => "print-op-stats" {
+        summary: "Print statistics of operations (to stderr)",
+        options PrintOpStatsOptions {
+            /// Print the statistics as a JSON object
+            json: bool = false => "json",
+        }
     }
 }
 
@@ -60,15 +52,16 @@ pub fn format_json(counts: &BTreeMap<String, u64>) -> String {
     format!("{{\n{}\n}}\n", body.join(",\n"))
 }
 
-impl Pass for PrintOpStats {
-    fn name(&self) -> &str {
-        "print-op-stats"
+impl DeclaredPass for PrintOpStats {
+    fn create(options: &PrintOpStatsOptions, _hooks: &PassHooks) -> Result<Self, String> {
+        Ok(PrintOpStats { json: options.json })
     }
     fn run(
         &mut self,
         ctx: &mut Context,
         op: OpId,
         _am: &mut AnalysisManager,
+        _stats: &mut (),
     ) -> Result<PreservedAnalyses, Diagnostic> {
         let counts = op_counts(ctx, op);
         let text = if self.json {
@@ -78,15 +71,5 @@ impl Pass for PrintOpStats {
         };
         let _ = std::io::stderr().write_all(text.as_bytes());
         Ok(PreservedAnalyses::all())
-    }
-    fn clone_pass(&self) -> Box<dyn Pass> {
-        Box::new(PrintOpStats { json: self.json })
-    }
-    fn options_text(&self) -> String {
-        if self.json {
-            "json=true".into()
-        } else {
-            String::new()
-        }
     }
 }

@@ -3,35 +3,34 @@
 use rustc_hash::FxHashSet;
 
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
-use ipuc_ir::pass::{Pass, PassInfo, Statistic};
+use ipuc_ir::pass::{DeclaredPass, PassHooks};
 use ipuc_ir::symbol_table::{collect_symbol_uses, symbol_name, visibility, Visibility};
 use ipuc_ir::{Context, Diagnostic, OpId, Traits};
 
 /// The symbol DCE pass.
-#[derive(Default)]
-pub struct SymbolDce {
-    erased: u64,
-}
+#[derive(Clone)]
+pub struct SymbolDce;
 
-/// Registration info.
-pub fn info() -> PassInfo {
-    PassInfo {
-        name: "symbol-dce",
-        description: "Eliminate dead private symbols",
-        options: vec![],
-        create: |_| Ok(Box::new(SymbolDce::default())),
+ipuc_ir::declare_pass! {
+    SymbolDce => "symbol-dce" {
+        summary: "Eliminate dead private symbols",
+        statistics SymbolDceStatistics {
+            /// Number of symbols DCE'd
+            erased: u64 => "num-dce'd",
+        }
     }
 }
 
-impl Pass for SymbolDce {
-    fn name(&self) -> &str {
-        "symbol-dce"
+impl DeclaredPass for SymbolDce {
+    fn create(_options: &(), _hooks: &PassHooks) -> Result<Self, String> {
+        Ok(SymbolDce)
     }
     fn run(
         &mut self,
         ctx: &mut Context,
         op: OpId,
         _am: &mut AnalysisManager,
+        stats: &mut SymbolDceStatistics,
     ) -> Result<PreservedAnalyses, Diagnostic> {
         if !ctx.name(op).has_trait(Traits::SYMBOL_TABLE) {
             return Err(Diagnostic::error(
@@ -42,7 +41,7 @@ impl Pass for SymbolDce {
                 ),
             ));
         }
-        let before = self.erased;
+        let before = stats.erased;
         loop {
             // Uses from live symbols (and non-symbol ops) only, so dead cycles go too.
             let children: Vec<OpId> = ctx
@@ -77,26 +76,13 @@ impl Pass for SymbolDce {
             }
             for d in dead {
                 ctx.erase_op(d);
-                self.erased += 1;
+                stats.erased += 1;
             }
         }
-        Ok(if self.erased == before {
+        Ok(if stats.erased == before {
             PreservedAnalyses::all()
         } else {
             PreservedAnalyses::none()
         })
-    }
-    fn clone_pass(&self) -> Box<dyn Pass> {
-        Box::new(SymbolDce::default())
-    }
-    fn statistics(&self) -> Vec<Statistic> {
-        vec![Statistic {
-            name: "num-dce'd",
-            description: "Number of symbols DCE'd",
-            value: self.erased,
-        }]
-    }
-    fn merge_statistics(&mut self, other: &dyn Pass) {
-        self.erased += other.statistics().iter().map(|s| s.value).sum::<u64>();
     }
 }

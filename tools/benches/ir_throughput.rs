@@ -195,7 +195,7 @@ fn main() {
     });
     let elems = parse_pipeline("builtin.module(func.func(canonicalize,cse))").expect("pipeline");
     let mut registry = ipuc_ir::pass::PassRegistry::new();
-    ipuc_passes::register_passes(&mut registry);
+    ipuc_passes::register_passes(&mut registry).expect("distinct pass names");
     pm.add_pipeline(&registry, &elems).expect("pipeline builds");
     let t = Instant::now();
     pm.run(&mut ctx, parsed.module).expect("pipeline runs");

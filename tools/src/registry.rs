@@ -2,26 +2,40 @@
 
 use std::sync::Arc;
 
-use ipuc_ir::pass::PassRegistry;
+use ipuc_ir::pass::{PassRegistry, RegistrationError};
 use ipuc_ir::DialectRegistry;
 
 /// Every dialect ipuc defines, plus the `test` dialect (test-only ops
 /// that lit tests exercise; it accepts unknown `test.*` ops, so ad hoc ops
 /// in tests stay unregistered), as upstream's `mlir-opt` registers its own.
 pub fn dialects() -> Arc<DialectRegistry> {
+    Arc::new(dialect_registry())
+}
+
+/// [`dialects`] as a registry that a tool can extend with its own.
+pub fn dialect_registry() -> DialectRegistry {
     let mut r = DialectRegistry::new();
     ipuc_dialects::register_all(&mut r);
     r.register(ipuc_ir::test_dialect::dialect());
-    Arc::new(r)
+    r
 }
 
-/// Every pass ipuc defines, with the IPU's implementations of the
-/// target hooks (`eqsat-fuse` extracts under the IPU cost model).
-pub fn passes() -> PassRegistry {
+/// Registers every pass ipuc defines (each crate's `register_passes`) and
+/// installs the IPU's implementations of the target hooks: `eqsat-fuse`
+/// extracts under the IPU cost model.
+pub fn register_passes(r: &mut PassRegistry) -> Result<(), RegistrationError> {
+    ipuc_passes::register_passes(r)?;
+    ipuc_backend_ipu::register_passes(r)?;
+    r.install_hook(
+        &ipuc_passes::eqsat::COST_MODEL,
+        "ipu (C600 machine model)",
+        Arc::new(ipuc_backend_ipu::cost_model::IpuCostModel::c600()),
+    )
+}
+
+/// A registry holding [`register_passes`]'s passes and hooks.
+pub fn passes() -> Result<PassRegistry, RegistrationError> {
     let mut r = PassRegistry::new();
-    ipuc_passes::register_passes(&mut r);
-    r.register(ipuc_backend_ipu::cost_model::eqsat_pass_info());
-    // Target passes: they need the backend's ISA, so they live in backend-ipu.
-    r.register(ipuc_backend_ipu::emit::verify_isa::info());
-    r
+    register_passes(&mut r)?;
+    Ok(r)
 }

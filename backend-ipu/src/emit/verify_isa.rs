@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use ipuc_dialects::ipu::{self, Operand};
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
 use ipuc_ir::attributes::Attribute;
-use ipuc_ir::pass::{Pass, PassInfo};
+use ipuc_ir::pass::{DeclaredPass, PassHooks};
 use ipuc_ir::{Context, Diagnostic, OpId, WalkOrder};
 
 use ipuc_ipu_arch::asm::predefined_symbol;
@@ -24,32 +24,26 @@ use ipuc_ipu_arch::isa::{forms_of, ContextClass, InstrDesc, OperandKind, SlotCla
 use ipuc_ipu_arch::registers::{parse_register, RegFile};
 use ipuc_ipu_arch::MachineModel;
 
-/// The pass name.
-pub const NAME: &str = "ipu-verify-isa";
-
 /// The ISA check pass.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct VerifyIsa;
 
-/// Registration info.
-pub fn info() -> PassInfo {
-    PassInfo {
-        name: NAME,
-        description: "Check ipu.inst ops against the IPU instruction set (operands, immediates, contexts, bundle slots, labels)",
-        options: vec![],
-        create: |_| Ok(Box::new(VerifyIsa)),
+ipuc_ir::declare_pass! {
+    VerifyIsa => "ipu-verify-isa" {
+        summary: "Check ipu.inst ops against the IPU instruction set (operands, immediates, contexts, bundle slots, labels)",
     }
 }
 
-impl Pass for VerifyIsa {
-    fn name(&self) -> &str {
-        NAME
+impl DeclaredPass for VerifyIsa {
+    fn create(_options: &(), _hooks: &PassHooks) -> Result<Self, String> {
+        Ok(VerifyIsa)
     }
     fn run(
         &mut self,
         ctx: &mut Context,
         op: OpId,
         _am: &mut AnalysisManager,
+        _stats: &mut (),
     ) -> Result<PreservedAnalyses, Diagnostic> {
         for tile in ctx.collect_ops(op, WalkOrder::PreOrder) {
             if ctx.name_str(tile) == ipu::TILE {
@@ -57,9 +51,6 @@ impl Pass for VerifyIsa {
             }
         }
         Ok(PreservedAnalyses::all())
-    }
-    fn clone_pass(&self) -> Box<dyn Pass> {
-        Box::new(VerifyIsa)
     }
 }
 

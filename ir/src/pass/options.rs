@@ -1,8 +1,9 @@
-//! Typed pass options: declared by each pass, parsed from `{key=value ...}`.
+//! Typed pass options: each pass declares a struct of options (with
+//! [`declare_pass!`](crate::declare_pass)); its fields are parsed from a
+//! pipeline's `{key=value ...}`, printed back for `--dump-pass-pipeline`,
+//! and listed with their defaults and docs by `--list-passes`.
 
-use rustc_hash::FxHashMap;
-
-/// The value kind of an option.
+/// The value kind of an option, as `--list-passes` names it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum PassOptionKind {
     /// `true` / `false`.
@@ -18,7 +19,8 @@ pub enum PassOptionKind {
 }
 
 impl PassOptionKind {
-    fn describe(self) -> &'static str {
+    /// The kind as `--list-passes` prints it (`uint`).
+    pub fn describe(self) -> &'static str {
         match self {
             PassOptionKind::Bool => "bool",
             PassOptionKind::Int => "int",
@@ -29,21 +31,88 @@ impl PassOptionKind {
     }
 }
 
-/// A declared option.
-#[derive(Clone, Debug)]
+/// A Rust type that can be the type of a pass option.
+pub trait PassOptionValue: Sized {
+    /// How `--list-passes` names the type.
+    const KIND: PassOptionKind;
+    /// Parses the text after `key=`; on error, says what was expected.
+    fn parse_option(text: &str) -> Result<Self, String>;
+    /// The value as it would be written in a pipeline.
+    fn print_option(&self) -> String;
+}
+
+impl PassOptionValue for bool {
+    const KIND: PassOptionKind = PassOptionKind::Bool;
+    fn parse_option(text: &str) -> Result<Self, String> {
+        match text {
+            // A bare `{flag}` means true, as in MLIR.
+            "true" | "1" | "" => Ok(true),
+            "false" | "0" => Ok(false),
+            _ => Err("bool".into()),
+        }
+    }
+    fn print_option(&self) -> String {
+        self.to_string()
+    }
+}
+
+macro_rules! integer_option {
+    ($($t:ty => $kind:ident),*) => {$(
+        impl PassOptionValue for $t {
+            const KIND: PassOptionKind = PassOptionKind::$kind;
+            fn parse_option(text: &str) -> Result<Self, String> {
+                text.parse().map_err(|_| {
+                    format!("{} (from {} to {})", PassOptionKind::$kind.describe(), <$t>::MIN, <$t>::MAX)
+                })
+            }
+            fn print_option(&self) -> String {
+                self.to_string()
+            }
+        }
+    )*};
+}
+
+integer_option!(u32 => UInt, u64 => UInt, usize => UInt, i32 => Int, i64 => Int);
+
+impl PassOptionValue for String {
+    const KIND: PassOptionKind = PassOptionKind::String;
+    fn parse_option(text: &str) -> Result<Self, String> {
+        Ok(text.to_string())
+    }
+    fn print_option(&self) -> String {
+        self.clone()
+    }
+}
+
+impl PassOptionValue for Vec<String> {
+    const KIND: PassOptionKind = PassOptionKind::StringList;
+    fn parse_option(text: &str) -> Result<Self, String> {
+        Ok(if text.is_empty() {
+            Vec::new()
+        } else {
+            text.split(',').map(|s| s.trim().to_string()).collect()
+        })
+    }
+    fn print_option(&self) -> String {
+        self.join(",")
+    }
+}
+
+/// A declared option, as `--list-passes` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PassOptionDecl {
     /// The option name (`max-iterations`).
     pub name: &'static str,
     /// Its kind.
     pub kind: PassOptionKind,
-    /// Default value, as text.
-    pub default: &'static str,
-    /// Help text.
+    /// Default value, as pipeline text.
+    pub default: String,
+    /// Help text (the field's doc comment).
     pub description: &'static str,
 }
 
 impl PassOptionDecl {
-    /// `name=<kind>  description (default: ...)` for `--list-passes`.
+    /// `name=<kind> - description (default: ...)` for `--list-passes`.
     pub fn help_line(&self) -> String {
         format!(
             "{}=<{}> - {} (default: {})",
@@ -53,108 +122,109 @@ impl PassOptionDecl {
             if self.default.is_empty() {
                 "\"\""
             } else {
-                self.default
+                &self.default
             }
         )
     }
 }
 
-/// Parsed option values, validated against the declarations.
-#[derive(Clone, Debug, Default)]
-pub struct PassOptions {
-    values: FxHashMap<String, String>,
-    decls: Vec<PassOptionDecl>,
-}
+/// The options struct of a pass. [`declare_pass!`](crate::declare_pass)
+/// implements it; `()` is the option set of passes without options.
+pub trait PassOptionSet: Clone + Default + Send + Sync + 'static {
+    /// Every option with its kind, default and doc, in declaration order.
+    fn declarations() -> Vec<PassOptionDecl>;
+    /// Sets the option `key` from pipeline text. `Ok(false)`: no such
+    /// option; `Err(expected)`: the text is not a valid value.
+    fn set(&mut self, key: &str, value: &str) -> Result<bool, String>;
+    /// Every option as `(name, pipeline text)`, in declaration order.
+    fn values(&self) -> Vec<(&'static str, String)>;
 
-impl PassOptions {
-    /// Validates `pairs` against `decls`.
-    pub fn new(
-        pass: &str,
-        decls: &[PassOptionDecl],
-        pairs: &[(String, String)],
-    ) -> Result<PassOptions, String> {
-        let mut values = FxHashMap::default();
-        for (k, v) in pairs {
-            let Some(d) = decls.iter().find(|d| d.name == k) else {
-                let known: Vec<&str> = decls.iter().map(|d| d.name).collect();
-                return Err(if known.is_empty() {
-                    format!("pass '{pass}' takes no options, got '{k}'")
+    /// The defaults overridden by `pairs` (`key=value` from a pipeline),
+    /// with errors naming the pass, the option and what was expected.
+    fn parse(pass: &str, pairs: &[(String, String)]) -> Result<Self, String> {
+        let mut options = Self::default();
+        for (key, value) in pairs {
+            match options.set(key, value) {
+                Ok(true) => {}
+                Ok(false) => {
+                    let known: Vec<&str> = Self::declarations().iter().map(|d| d.name).collect();
+                    return Err(if known.is_empty() {
+                        format!("pass '{pass}' takes no options, got '{key}'")
+                    } else {
+                        format!(
+                            "unknown option '{key}' for pass '{pass}' (options: {})",
+                            known.join(", ")
+                        )
+                    });
+                }
+                Err(expected) => {
+                    return Err(format!(
+                        "invalid value '{value}' for option '{key}' of pass '{pass}': expected {expected}"
+                    ))
+                }
+            }
+        }
+        Ok(options)
+    }
+
+    /// The options that differ from their defaults, as `k=v` pipeline text
+    /// in declaration order (what `--dump-pass-pipeline` and reproducers print).
+    fn to_text(&self) -> String {
+        let defaults = Self::default().values();
+        self.values()
+            .into_iter()
+            .zip(defaults)
+            .filter(|((_, v), (_, d))| v != d)
+            .map(|((k, v), _)| {
+                // Values with separators are quoted so that the text parses back.
+                if v.is_empty() || v.contains([' ', '}', '{']) {
+                    format!("{k}=\"{v}\"")
                 } else {
-                    format!(
-                        "unknown option '{k}' for pass '{pass}' (options: {})",
-                        known.join(", ")
-                    )
-                });
-            };
-            check_value(pass, d, v)?;
-            values.insert(k.clone(), v.clone());
-        }
-        Ok(PassOptions {
-            values,
-            decls: decls.to_vec(),
-        })
-    }
-
-    fn raw(&self, name: &str) -> &str {
-        if let Some(v) = self.values.get(name) {
-            return v;
-        }
-        self.decls
-            .iter()
-            .find(|d| d.name == name)
-            .map(|d| d.default)
-            .unwrap_or_else(|| panic!("option '{name}' is not declared"))
-    }
-    /// A bool option.
-    pub fn bool(&self, name: &str) -> bool {
-        matches!(self.raw(name), "true" | "1" | "")
-    }
-    /// An int option.
-    pub fn int(&self, name: &str) -> i64 {
-        self.raw(name).parse().expect("validated")
-    }
-    /// A uint option.
-    pub fn uint(&self, name: &str) -> u64 {
-        self.raw(name).parse().expect("validated")
-    }
-    /// A string option.
-    pub fn string(&self, name: &str) -> String {
-        self.raw(name).to_string()
-    }
-    /// A string-list option.
-    pub fn string_list(&self, name: &str) -> Vec<String> {
-        let r = self.raw(name);
-        if r.is_empty() {
-            Vec::new()
-        } else {
-            r.split(',').map(|s| s.trim().to_string()).collect()
-        }
-    }
-    /// The explicitly set options, sorted, as `k=v` text.
-    pub fn to_text(&self) -> String {
-        let mut kv: Vec<_> = self.values.iter().collect();
-        kv.sort();
-        kv.iter()
-            .map(|(k, v)| format!("{k}={v}"))
+                    format!("{k}={v}")
+                }
+            })
             .collect::<Vec<_>>()
             .join(" ")
     }
 }
 
-fn check_value(pass: &str, d: &PassOptionDecl, v: &str) -> Result<(), String> {
-    let ok = match d.kind {
-        PassOptionKind::Bool => matches!(v, "true" | "false" | "1" | "0" | ""),
-        PassOptionKind::Int => v.parse::<i64>().is_ok(),
-        PassOptionKind::UInt => v.parse::<u64>().is_ok(),
-        PassOptionKind::String | PassOptionKind::StringList => true,
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "invalid value '{v}' for option '{}' of pass '{pass}': expected {}",
-            d.name,
-            d.kind.describe()
-        ))
+impl PassOptionSet for () {
+    fn declarations() -> Vec<PassOptionDecl> {
+        Vec::new()
+    }
+    fn set(&mut self, _key: &str, _value: &str) -> Result<bool, String> {
+        Ok(false)
+    }
+    fn values(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_parse_and_print_back() {
+        assert_eq!(bool::parse_option(""), Ok(true));
+        assert_eq!(bool::parse_option("0"), Ok(false));
+        assert!(bool::parse_option("yes").is_err());
+        assert_eq!(u32::parse_option("7"), Ok(7));
+        assert_eq!(
+            u32::parse_option("-1"),
+            Err("uint (from 0 to 4294967295)".to_string())
+        );
+        assert_eq!(i64::parse_option("-3"), Ok(-3));
+        let list = Vec::<String>::parse_option("a, b,c").unwrap();
+        assert_eq!(list, ["a", "b", "c"]);
+        assert_eq!(list.print_option(), "a,b,c");
+        assert_eq!(Vec::<String>::parse_option(""), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn no_options_reject_every_key() {
+        let e = <()>::parse("cse", &[("x".into(), "1".into())]).unwrap_err();
+        assert_eq!(e, "pass 'cse' takes no options, got 'x'");
+        assert_eq!(().to_text(), "");
     }
 }

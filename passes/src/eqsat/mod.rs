@@ -15,6 +15,10 @@
 //! the options, with one exception: a run stopped by `timeout-ms` stops at
 //! a point that depends on the machine's speed (the statistics say so).
 //!
+//! Extraction prices ops with the [`CostModel`] installed on the
+//! [`COST_MODEL`] hook (the tools install the IPU's), or with
+//! [`DefaultCostModel`] when none is.
+//!
 //! ```
 //! use ipuc_ir::pass::{parse_pipeline, PassManager, PassManagerOptions};
 //! use ipuc_ir::{parse_source, print_op, Context, PrintOptions};
@@ -29,7 +33,7 @@
 //! "#;
 //! let module = parse_source(&mut ctx, "f.mlir", src).unwrap().module;
 //! let mut registry = ipuc_ir::pass::PassRegistry::new();
-//! ipuc_passes::register_passes(&mut registry);
+//! ipuc_passes::register_passes(&mut registry).unwrap();
 //! let pipeline = parse_pipeline("builtin.module(func.func(eqsat-fuse))").unwrap();
 //! let mut pm = PassManager::new(PassManagerOptions::default());
 //! pm.add_pipeline(&registry, &pipeline).unwrap();
@@ -51,7 +55,7 @@ use std::time::Duration;
 use egg::{Extractor, Runner, SimpleScheduler, StopReason};
 
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
-use ipuc_ir::pass::{Pass, PassInfo, PassOptionDecl, PassOptionKind, PassOptions, Statistic};
+use ipuc_ir::pass::{DeclaredPass, KeyedCounters, PassDeclaration, PassHook, PassHooks};
 use ipuc_ir::{Context, Diagnostic, OpId};
 
 pub use cost::{CostModel, DefaultCostModel, OpCostQuery};
@@ -61,10 +65,15 @@ use analysis::NnAnalysis;
 use convert::FunctionGraph;
 use cost::ExtractionCost;
 
-/// The pass name.
-pub const NAME: &str = "eqsat-fuse";
+/// The cost model extraction uses; a target installs its own.
+pub const COST_MODEL: PassHook<dyn CostModel> = PassHook::new(
+    "cost-model",
+    "Prices each op of a candidate graph during extraction",
+    "the target-independent DefaultCostModel",
+);
 
 /// The pass.
+#[derive(Clone)]
 pub struct EqsatFuse {
     max_iterations: usize,
     max_nodes: usize,
@@ -73,71 +82,67 @@ pub struct EqsatFuse {
     dump_dot: Option<PathBuf>,
     model: Arc<dyn CostModel>,
     rules: Arc<Vec<egg::Rewrite<language::Node, NnAnalysis>>>,
-    options_text: String,
-    counters: BTreeMap<&'static str, u64>,
 }
 
-/// The declared options.
-pub fn options() -> Vec<PassOptionDecl> {
-    vec![
-        PassOptionDecl {
-            name: "max-iterations",
-            kind: PassOptionKind::UInt,
-            default: "30",
-            description: "Stop rewriting after this many iterations",
-        },
-        PassOptionDecl {
-            name: "max-nodes",
-            kind: PassOptionKind::UInt,
-            default: "200000",
-            description: "Stop rewriting once the e-graph has this many e-nodes",
-        },
-        PassOptionDecl {
-            name: "timeout-ms",
-            kind: PassOptionKind::UInt,
-            default: "10000",
-            description: "Stop rewriting after this many milliseconds per block (not deterministic when reached)",
-        },
-        PassOptionDecl {
-            name: "rules",
-            kind: PassOptionKind::StringList,
-            default: "algebra,gelu,layernorm,softmax,linear,attention,qkv",
-            description: "Rule groups to run (algebra, gelu, layernorm, softmax, linear, attention, qkv)",
-        },
-        PassOptionDecl {
-            name: "dump-dot",
-            kind: PassOptionKind::String,
-            default: "",
-            description: "Write each saturated e-graph to DIR/<function>.<block>.dot",
-        },
-    ]
-}
-
-/// Registration with the target-independent [`DefaultCostModel`].
-pub fn info() -> PassInfo {
-    PassInfo {
-        name: NAME,
-        description: "Fuse nn subgraphs (GELU, LayerNorm, softmax, linear, attention, QKV) by equality saturation",
-        options: options(),
-        create: |o| {
-            EqsatFuse::from_options(o, Arc::new(DefaultCostModel))
-                .map(|p| Box::new(p) as Box<dyn Pass>)
-        },
+ipuc_ir::declare_pass! {
+    EqsatFuse => "eqsat-fuse" {
+        summary: "Fuse nn subgraphs (GELU, LayerNorm, softmax, linear, attention, QKV) by equality saturation",
+        anchor: "func.func",
+        hooks: [COST_MODEL],
+        options EqsatFuseOptions {
+            /// Stop rewriting after this many iterations
+            max_iterations: usize = 30 => "max-iterations",
+            /// Stop rewriting once the e-graph has this many e-nodes
+            max_nodes: usize = 200_000 => "max-nodes",
+            /// Stop rewriting after this many milliseconds per block (not deterministic when reached)
+            timeout_ms: u64 = 10_000 => "timeout-ms",
+            /// Rule groups to run (algebra, gelu, layernorm, softmax, linear, attention, qkv)
+            rules: Vec<String> = RuleGroup::ALL.iter().map(|g| g.name().to_string()).collect() => "rules",
+            /// Write each saturated e-graph to DIR/<function>.<block>.dot
+            dump_dot: String = String::new() => "dump-dot",
+        }
+        statistics EqsatFuseStatistics {
+            /// E-nodes in the saturated e-graphs
+            egraph_nodes: u64 => "egraph-nodes",
+            /// E-classes in the saturated e-graphs
+            egraph_classes: u64 => "egraph-classes",
+            /// Rewrite iterations
+            iterations: u64 => "iterations",
+            /// Blocks whose e-graph saturated
+            stop_saturated: u64 => "stop-saturated",
+            /// Blocks stopped by max-iterations
+            stop_iteration_limit: u64 => "stop-iteration-limit",
+            /// Blocks stopped by max-nodes
+            stop_node_limit: u64 => "stop-node-limit",
+            /// Blocks stopped by timeout-ms
+            stop_time_limit: u64 => "stop-time-limit",
+            /// Blocks stopped for another reason
+            stop_other: u64 => "stop-other",
+            /// Ops turned into e-nodes
+            ops_converted: u64 => "ops-converted",
+            /// Ops built from the extracted terms
+            ops_created: u64 => "ops-created",
+            /// Blocks left as they were (cyclic or misplaced extraction)
+            blocks_unchanged: u64 => "blocks-unchanged",
+            /// Times this rule changed the e-graph
+            rules_applied: KeyedCounters => "rule",
+        }
     }
 }
 
 impl EqsatFuse {
     /// The pass with validated `options` and extraction costs from `model`.
-    pub fn from_options(o: &PassOptions, model: Arc<dyn CostModel>) -> Result<EqsatFuse, String> {
+    pub fn new(o: &EqsatFuseOptions, model: Arc<dyn CostModel>) -> Result<EqsatFuse, String> {
         let mut groups = Vec::new();
-        for g in o.string_list("rules") {
+        for g in &o.rules {
             if g.is_empty() {
                 continue;
             }
-            let group = RuleGroup::from_name(&g).ok_or_else(|| {
+            let group = RuleGroup::from_name(g).ok_or_else(|| {
                 let known: Vec<&str> = RuleGroup::ALL.iter().map(|g| g.name()).collect();
                 format!(
-                    "unknown rule group '{g}' for pass '{NAME}' (groups: {})",
+                    "unknown rule group '{g}' for pass '{}' (groups: {})",
+                    <Self as PassDeclaration>::NAME,
                     known.join(", ")
                 )
             })?;
@@ -146,26 +151,20 @@ impl EqsatFuse {
             }
         }
         groups.sort();
-        let dump = o.string("dump-dot");
         Ok(EqsatFuse {
-            max_iterations: o.uint("max-iterations").min(usize::MAX as u64) as usize,
-            max_nodes: o.uint("max-nodes").min(usize::MAX as u64) as usize,
-            timeout: Duration::from_millis(o.uint("timeout-ms")),
+            max_iterations: o.max_iterations,
+            max_nodes: o.max_nodes,
+            timeout: Duration::from_millis(o.timeout_ms),
             rules: Arc::new(groups.iter().flat_map(|g| g.rules()).collect()),
             groups,
-            dump_dot: (!dump.is_empty()).then(|| PathBuf::from(dump)),
+            dump_dot: (!o.dump_dot.is_empty()).then(|| PathBuf::from(&o.dump_dot)),
             model,
-            options_text: o.to_text(),
-            counters: BTreeMap::new(),
         })
     }
 
-    fn count(&mut self, name: &'static str, n: u64) {
-        *self.counters.entry(name).or_default() += n;
-    }
-
     fn run_block(
-        &mut self,
+        &self,
+        stats: &mut EqsatFuseStatistics,
         ctx: &mut Context,
         func: OpId,
         block: ipuc_ir::BlockId,
@@ -188,34 +187,36 @@ impl EqsatFuse {
                 .with_time_limit(self.timeout)
                 .with_scheduler(SimpleScheduler)
                 .run(self.rules.iter());
-        let stop = match &runner.stop_reason {
-            Some(StopReason::Saturated) => "stop-saturated",
-            Some(StopReason::IterationLimit(_)) => "stop-iteration-limit",
-            Some(StopReason::NodeLimit(_)) => "stop-node-limit",
-            Some(StopReason::TimeLimit(_)) => "stop-time-limit",
-            _ => "stop-other",
+        let (stop, counter) = match &runner.stop_reason {
+            Some(StopReason::Saturated) => ("saturated", &mut stats.stop_saturated),
+            Some(StopReason::IterationLimit(_)) => {
+                ("iteration limit", &mut stats.stop_iteration_limit)
+            }
+            Some(StopReason::NodeLimit(_)) => ("node limit", &mut stats.stop_node_limit),
+            Some(StopReason::TimeLimit(_)) => ("time limit", &mut stats.stop_time_limit),
+            _ => ("other", &mut stats.stop_other),
         };
+        *counter += 1;
         tracing::debug!(
-            "eqsat-fuse: {} iterations, {} e-nodes, {} e-classes, {stop}",
+            "eqsat-fuse: {} iterations, {} e-nodes, {} e-classes, stopped: {stop}",
             runner.iterations.len(),
             runner.egraph.total_number_of_nodes(),
             runner.egraph.number_of_classes()
         );
-        self.count(stop, 1);
-        self.count("iterations", runner.iterations.len() as u64);
-        self.count("egraph-nodes", runner.egraph.total_number_of_nodes() as u64);
-        self.count("egraph-classes", runner.egraph.number_of_classes() as u64);
-        self.count("ops-converted", fg.num_converted() as u64);
+        stats.iterations += runner.iterations.len() as u64;
+        stats.egraph_nodes += runner.egraph.total_number_of_nodes() as u64;
+        stats.egraph_classes += runner.egraph.number_of_classes() as u64;
+        stats.ops_converted += fg.num_converted() as u64;
         let mut applied: BTreeMap<String, u64> = BTreeMap::new();
         for it in &runner.iterations {
             for (name, n) in &it.applied {
                 *applied.entry(name.to_string()).or_default() += *n as u64;
             }
         }
-        for g in self.groups.clone() {
+        for g in &self.groups {
             for &name in g.rule_names() {
                 let n = applied.get(name).copied().unwrap_or(0);
-                self.count(name, n);
+                stats.rules_applied.add(name, n);
             }
         }
         if let Some(dir) = &self.dump_dot {
@@ -247,53 +248,37 @@ impl EqsatFuse {
         let best = |id| extractor.find_best_node(id).clone();
         match fg.rebuild(ctx, &best) {
             Ok(created) => {
-                self.count("ops-created", created as u64);
+                stats.ops_created += created as u64;
                 Ok(true)
             }
             Err(e) => {
                 tracing::warn!("eqsat-fuse: left a block unchanged: {e:?}");
-                self.count("blocks-unchanged", 1);
+                stats.blocks_unchanged += 1;
                 Ok(false)
             }
         }
     }
 }
 
-const STAT_DESCRIPTIONS: &[(&str, &str)] = &[
-    ("egraph-nodes", "E-nodes in the saturated e-graphs"),
-    ("egraph-classes", "E-classes in the saturated e-graphs"),
-    ("iterations", "Rewrite iterations"),
-    ("stop-saturated", "Blocks whose e-graph saturated"),
-    ("stop-iteration-limit", "Blocks stopped by max-iterations"),
-    ("stop-node-limit", "Blocks stopped by max-nodes"),
-    ("stop-time-limit", "Blocks stopped by timeout-ms"),
-    ("stop-other", "Blocks stopped for another reason"),
-    ("ops-converted", "Ops turned into e-nodes"),
-    ("ops-created", "Ops built from the extracted terms"),
-    (
-        "blocks-unchanged",
-        "Blocks left as they were (cyclic or misplaced extraction)",
-    ),
-];
-
-impl Pass for EqsatFuse {
-    fn name(&self) -> &str {
-        NAME
-    }
-    fn anchor(&self) -> Option<&str> {
-        Some("func.func")
+impl DeclaredPass for EqsatFuse {
+    fn create(options: &EqsatFuseOptions, hooks: &PassHooks) -> Result<Self, String> {
+        let model = hooks
+            .get(&COST_MODEL)
+            .unwrap_or_else(|| Arc::new(DefaultCostModel));
+        EqsatFuse::new(options, model)
     }
     fn run(
         &mut self,
         ctx: &mut Context,
         op: OpId,
         _am: &mut AnalysisManager,
+        stats: &mut EqsatFuseStatistics,
     ) -> Result<PreservedAnalyses, Diagnostic> {
         let mut changed = false;
         let mut index = 0;
         for r in ctx.regions(op).to_vec() {
             for b in ctx.region_blocks(r).to_vec() {
-                changed |= self.run_block(ctx, op, b, index)?;
+                changed |= self.run_block(stats, ctx, op, b, index)?;
                 index += 1;
             }
         }
@@ -302,46 +287,5 @@ impl Pass for EqsatFuse {
         } else {
             PreservedAnalyses::all()
         })
-    }
-    fn clone_pass(&self) -> Box<dyn Pass> {
-        Box::new(EqsatFuse {
-            max_iterations: self.max_iterations,
-            max_nodes: self.max_nodes,
-            timeout: self.timeout,
-            groups: self.groups.clone(),
-            dump_dot: self.dump_dot.clone(),
-            model: self.model.clone(),
-            rules: self.rules.clone(),
-            options_text: self.options_text.clone(),
-            counters: BTreeMap::new(),
-        })
-    }
-    fn options_text(&self) -> String {
-        self.options_text.clone()
-    }
-    fn statistics(&self) -> Vec<Statistic> {
-        let mut out: Vec<Statistic> = STAT_DESCRIPTIONS
-            .iter()
-            .map(|&(name, description)| Statistic {
-                name,
-                description,
-                value: self.counters.get(name).copied().unwrap_or(0),
-            })
-            .collect();
-        for g in &self.groups {
-            for &name in g.rule_names() {
-                out.push(Statistic {
-                    name,
-                    description: "Times this rule changed the e-graph",
-                    value: self.counters.get(name).copied().unwrap_or(0),
-                });
-            }
-        }
-        out
-    }
-    fn merge_statistics(&mut self, other: &dyn Pass) {
-        for s in other.statistics() {
-            self.count(s.name, s.value);
-        }
     }
 }

@@ -282,7 +282,7 @@ fn command(registry: &PassRegistry) -> Command {
         cmd = cmd.arg(
             Arg::new(p.name)
                 .long(p.name)
-                .help(p.description)
+                .help(p.summary)
                 .value_name("OPTIONS")
                 .num_args(0..=1)
                 .require_equals(true)

@@ -17,7 +17,13 @@ pub use cli::{Emit, OptArgs};
 
 /// Runs `ipu-opt` with `args` (without the program name); returns the exit code.
 pub fn main_with_args(args: Vec<String>) -> i32 {
-    let registry = crate::registry::passes();
+    let registry = match crate::registry::passes() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
     let parsed = match cli::parse(args, &registry) {
         Ok(a) => a,
         Err(code) => return code,
