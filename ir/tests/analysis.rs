@@ -74,3 +74,27 @@ fn manager_caches_and_invalidates() {
     am.get::<DominanceInfo>(&ctx, func);
     assert_eq!(am.computations, 3);
 }
+
+#[test]
+fn a_false_preservation_claim_is_found_by_recomputing() {
+    let (mut ctx, func) = parse(DIAMOND);
+    let mut am = AnalysisManager::new();
+    am.get::<DominanceInfo>(&ctx, func);
+    am.get::<Liveness>(&ctx, func);
+    let mut both = PreservedAnalyses::none();
+    both.preserve::<DominanceInfo>().preserve::<Liveness>();
+    assert!(am.stale_preserved(&ctx, &both).is_empty());
+    // `%a` is no longer used in ^bb3, so it stops being live across blocks;
+    // the blocks (and so dominance) stay as they were.
+    let blocks = ctx.region_blocks(ctx.regions(func)[0]).to_vec();
+    let user = ctx.first_op(blocks[3]).unwrap();
+    ctx.erase_op(user);
+    assert_eq!(am.stale_preserved(&ctx, &both), ["Liveness"]);
+    assert_eq!(
+        am.stale_preserved(&ctx, &PreservedAnalyses::all()),
+        ["Liveness"]
+    );
+    assert!(am
+        .stale_preserved(&ctx, &PreservedAnalyses::none())
+        .is_empty());
+}

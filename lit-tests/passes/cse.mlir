@@ -15,3 +15,37 @@ func.func @f(%a: i32) {
   "test.effect"() : () -> ()
   return
 }
+
+// Across blocks, an op is replaced by an equivalent one in a dominating
+// block (^bb0 dominates ^bb1 and ^bb3), but not by one in a sibling (^bb1
+// does not dominate ^bb2) nor in a block that does not dominate the join.
+// CHECK-LABEL: func.func @blocks
+// CHECK: %[[X:.*]] = builtin.unrealized_conversion_cast %arg0 : i32 to i64
+// CHECK: ^bb1:
+// CHECK-NEXT: %[[Y:.*]] = builtin.unrealized_conversion_cast %arg0 : i32 to i16
+// CHECK-NEXT: "test.use"(%[[X]], %[[Y]])
+// CHECK: ^bb2:
+// CHECK-NEXT: %[[Z:.*]] = builtin.unrealized_conversion_cast %arg0 : i32 to i16
+// CHECK-NEXT: "test.use"(%[[X]], %[[Z]])
+// CHECK: ^bb3:
+// CHECK-NEXT: %[[W:.*]] = builtin.unrealized_conversion_cast %arg0 : i32 to i16
+// CHECK-NEXT: "test.use"(%[[X]], %[[W]])
+func.func @blocks(%a: i32, %c: i1) {
+  %x = builtin.unrealized_conversion_cast %a : i32 to i64
+  "test.cond_br"(%c)[^bb1, ^bb2] : (i1) -> ()
+^bb1:
+  %x1 = builtin.unrealized_conversion_cast %a : i32 to i64
+  %y = builtin.unrealized_conversion_cast %a : i32 to i16
+  "test.use"(%x1, %y) : (i64, i16) -> ()
+  "test.br"()[^bb3] : () -> ()
+^bb2:
+  %x2 = builtin.unrealized_conversion_cast %a : i32 to i64
+  %z = builtin.unrealized_conversion_cast %a : i32 to i16
+  "test.use"(%x2, %z) : (i64, i16) -> ()
+  "test.br"()[^bb3] : () -> ()
+^bb3:
+  %x3 = builtin.unrealized_conversion_cast %a : i32 to i64
+  %w = builtin.unrealized_conversion_cast %a : i32 to i16
+  "test.use"(%x3, %w) : (i64, i16) -> ()
+  return
+}

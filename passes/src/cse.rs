@@ -5,12 +5,19 @@
 //! follow the region tree: a nested region sees the ops of the blocks that
 //! enclose it (unless its op is isolated from above); in multi-block regions
 //! a block sees its dominators' ops.
+//!
+//! Block dominance comes from the analysis manager (computed once per
+//! anchor op, or reused from an earlier pass that preserved it). CSE erases
+//! only region-free ops and never touches blocks or terminators' successors,
+//! so it preserves [`DominanceInfo`]; every other analysis is invalidated
+//! when it changed something. (In debug builds the pass manager recomputes
+//! each analysis a pass claims to preserve and fails the pass if it differs.)
 
 use rustc_hash::FxHashMap;
 
 use ipuc_ir::analysis::{AnalysisManager, DominanceInfo, PreservedAnalyses};
 use ipuc_ir::pass::{DeclaredPass, PassHooks};
-use ipuc_ir::{BlockId, Context, Diagnostic, Dictionary, OpId, Traits, Type, Value};
+use ipuc_ir::{BlockId, Context, Diagnostic, Dictionary, OpId, RegionId, Traits, Type, Value};
 
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct OpKey {
@@ -22,10 +29,8 @@ struct OpKey {
 }
 
 /// The CSE pass.
-#[derive(Clone, Default)]
-pub struct Cse {
-    eliminated: u64,
-}
+#[derive(Clone)]
+pub struct Cse;
 
 ipuc_ir::declare_pass! {
     Cse => "cse" {
@@ -63,13 +68,18 @@ fn key(ctx: &Context, op: OpId) -> Option<OpKey> {
     })
 }
 
-impl Cse {
-    fn region(
-        &mut self,
-        ctx: &mut Context,
-        region: ipuc_ir::RegionId,
-        scope: &mut Vec<FxHashMap<OpKey, OpId>>,
-    ) {
+/// Known ops by key, one map per enclosing scope (innermost last).
+type Scopes = Vec<FxHashMap<OpKey, OpId>>;
+
+/// One run of CSE on an anchor op.
+struct Run<'a> {
+    anchor: OpId,
+    am: &'a mut AnalysisManager,
+    eliminated: u64,
+}
+
+impl Run<'_> {
+    fn region(&mut self, ctx: &mut Context, region: RegionId, scope: &mut Scopes) {
         let blocks = ctx.region_blocks(region).to_vec();
         if blocks.len() <= 1 {
             for b in blocks {
@@ -77,8 +87,9 @@ impl Cse {
             }
             return;
         }
-        // Multi-block: walk the dominator tree so a block sees its dominators' ops.
-        let dom = DominanceInfo::compute_region(ctx, region);
+        // Multi-block: walk the dominator tree so a block sees its
+        // dominators' ops. The analysis covers every region under the anchor.
+        let dom = self.am.get::<DominanceInfo>(ctx, self.anchor);
         let mut children: FxHashMap<BlockId, Vec<BlockId>> = FxHashMap::default();
         for &b in &blocks[1..] {
             if let Some(d) = dom.immediate_dominator(b) {
@@ -93,7 +104,7 @@ impl Cse {
         ctx: &mut Context,
         b: BlockId,
         children: &FxHashMap<BlockId, Vec<BlockId>>,
-        scope: &mut Vec<FxHashMap<OpKey, OpId>>,
+        scope: &mut Scopes,
     ) {
         scope.push(FxHashMap::default());
         self.block_ops(ctx, b, scope);
@@ -103,18 +114,13 @@ impl Cse {
         scope.pop();
     }
 
-    fn block(&mut self, ctx: &mut Context, b: BlockId, scope: &mut Vec<FxHashMap<OpKey, OpId>>) {
+    fn block(&mut self, ctx: &mut Context, b: BlockId, scope: &mut Scopes) {
         scope.push(FxHashMap::default());
         self.block_ops(ctx, b, scope);
         scope.pop();
     }
 
-    fn block_ops(
-        &mut self,
-        ctx: &mut Context,
-        b: BlockId,
-        scope: &mut Vec<FxHashMap<OpKey, OpId>>,
-    ) {
+    fn block_ops(&mut self, ctx: &mut Context, b: BlockId, scope: &mut Scopes) {
         for op in ctx.block_ops_vec(b) {
             if let Some(k) = key(ctx, op) {
                 if let Some(&existing) = scope.iter().rev().find_map(|s| s.get(&k)) {
@@ -140,26 +146,29 @@ impl Cse {
 
 impl DeclaredPass for Cse {
     fn create(_options: &(), _hooks: &PassHooks) -> Result<Self, String> {
-        Ok(Cse::default())
+        Ok(Cse)
     }
     fn run(
         &mut self,
         ctx: &mut Context,
         op: OpId,
-        _am: &mut AnalysisManager,
+        am: &mut AnalysisManager,
         stats: &mut CseStatistics,
     ) -> Result<PreservedAnalyses, Diagnostic> {
-        self.eliminated = 0;
-        for r in ctx.regions(op).to_vec() {
-            self.region(ctx, r, &mut Vec::new());
-        }
-        stats.eliminated += self.eliminated;
-        let mut p = if self.eliminated == 0 {
-            PreservedAnalyses::all()
-        } else {
-            PreservedAnalyses::none()
+        let mut run = Run {
+            anchor: op,
+            am,
+            eliminated: 0,
         };
-        p.preserve::<DominanceInfo>();
-        Ok(p)
+        for r in ctx.regions(op).to_vec() {
+            run.region(ctx, r, &mut Vec::new());
+        }
+        stats.eliminated += run.eliminated;
+        if run.eliminated == 0 {
+            return Ok(PreservedAnalyses::all());
+        }
+        let mut kept = PreservedAnalyses::none();
+        kept.preserve::<DominanceInfo>();
+        Ok(kept)
     }
 }

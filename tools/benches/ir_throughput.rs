@@ -192,6 +192,7 @@ fn main() {
     let mut pm = PassManager::new(PassManagerOptions {
         verify_each: false,
         threading: false,
+        verify_analyses: false,
     });
     let elems = parse_pipeline("builtin.module(func.func(canonicalize,cse))").expect("pipeline");
     let mut registry = ipuc_ir::pass::PassRegistry::new();

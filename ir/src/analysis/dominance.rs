@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap;
 use crate::context::{BlockId, Context, OpId, RegionId};
 
 /// Dominator trees of every region nested in an operation.
-#[derive(Default)]
+#[derive(Default, PartialEq, Eq, Debug)]
 pub struct DominanceInfo {
     /// Immediate dominator per block (the entry block maps to itself).
     idom: FxHashMap<BlockId, BlockId>,

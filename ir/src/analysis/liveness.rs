@@ -5,7 +5,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::context::{BlockId, Context, OpId, Value, WalkOrder};
 
 /// Live-in and live-out value sets per block.
-#[derive(Default)]
+#[derive(Default, PartialEq, Eq, Debug)]
 pub struct Liveness {
     live_in: FxHashMap<BlockId, FxHashSet<Value>>,
     live_out: FxHashMap<BlockId, FxHashSet<Value>>,

@@ -1,4 +1,10 @@
 //! Caches analyses per operation and invalidates what a pass does not preserve.
+//!
+//! A pass that keeps an analysis valid says so ([`PreservedAnalyses`]); the
+//! cached result is then reused by the next pass. A false claim would hand
+//! later passes stale facts, so the pass manager can check every claim
+//! ([`AnalysisManager::stale_preserved`], on by default in debug builds):
+//! each preserved analysis still cached is recomputed and compared.
 
 use std::any::{Any, TypeId};
 
@@ -6,8 +12,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::context::{Context, OpId};
 
-/// An analysis that can be computed for an operation.
-pub trait Analysis: Any + Send + Sync {
+/// An analysis that can be computed for an operation. Equality compares
+/// results, so that a claim to preserve one can be checked by recomputing it.
+pub trait Analysis: Any + Send + Sync + PartialEq {
     /// Computes the analysis for `op`.
     fn compute(ctx: &Context, op: OpId) -> Self
     where
@@ -60,10 +67,23 @@ impl PreservedAnalyses {
     }
 }
 
+/// One cached result, with what is needed to check it against a fresh one.
+struct Cached {
+    value: Box<dyn Any + Send + Sync>,
+    name: &'static str,
+    matches_fresh: fn(&dyn Any, &Context, OpId) -> bool,
+}
+
+fn matches_fresh<A: Analysis>(cached: &dyn Any, ctx: &Context, op: OpId) -> bool {
+    cached
+        .downcast_ref::<A>()
+        .is_some_and(|a| *a == A::compute(ctx, op))
+}
+
 /// Cache of analyses keyed by (operation, analysis type).
 #[derive(Default)]
 pub struct AnalysisManager {
-    cache: FxHashMap<(OpId, TypeId), Box<dyn Any + Send + Sync>>,
+    cache: FxHashMap<(OpId, TypeId), Cached>,
     /// How many times an analysis was computed (for tests and statistics).
     pub computations: u64,
 }
@@ -78,9 +98,17 @@ impl AnalysisManager {
         let key = (op, TypeId::of::<A>());
         if !self.cache.contains_key(&key) {
             self.computations += 1;
-            self.cache.insert(key, Box::new(A::compute(ctx, op)));
+            self.cache.insert(
+                key,
+                Cached {
+                    value: Box::new(A::compute(ctx, op)),
+                    name: short_type_name::<A>(),
+                    matches_fresh: matches_fresh::<A>,
+                },
+            );
         }
         self.cache[&key]
+            .value
             .downcast_ref::<A>()
             .expect("analysis cache holds the keyed type")
     }
@@ -88,7 +116,7 @@ impl AnalysisManager {
     pub fn cached<A: Analysis>(&self, op: OpId) -> Option<&A> {
         self.cache
             .get(&(op, TypeId::of::<A>()))
-            .and_then(|b| b.downcast_ref::<A>())
+            .and_then(|c| c.value.downcast_ref::<A>())
     }
     /// Drops every analysis not in `preserved`.
     pub fn invalidate(&mut self, preserved: &PreservedAnalyses) {
@@ -97,8 +125,35 @@ impl AnalysisManager {
         }
         self.cache.retain(|(_, t), _| preserved.kept.contains(t));
     }
+    /// The cached analyses that `preserved` keeps but that no longer match
+    /// a fresh computation on the IR as it is now (sorted names, empty when
+    /// every claim holds). Call it after a pass, before [`Self::invalidate`].
+    pub fn stale_preserved(
+        &self,
+        ctx: &Context,
+        preserved: &PreservedAnalyses,
+    ) -> Vec<&'static str> {
+        let mut stale: Vec<&'static str> = self
+            .cache
+            .iter()
+            .filter(|((_, t), _)| preserved.all || preserved.kept.contains(t))
+            .filter(|((op, _), c)| {
+                !ctx.is_live(*op) || !(c.matches_fresh)(c.value.as_ref(), ctx, *op)
+            })
+            .map(|(_, c)| c.name)
+            .collect();
+        stale.sort_unstable();
+        stale.dedup();
+        stale
+    }
     /// Drops everything.
     pub fn clear(&mut self) {
         self.cache.clear();
     }
+}
+
+/// `DominanceInfo` rather than `ipuc_ir::analysis::dominance::DominanceInfo`.
+fn short_type_name<A>() -> &'static str {
+    let full = std::any::type_name::<A>();
+    full.rsplit("::").next().unwrap_or(full)
 }

@@ -21,6 +21,10 @@ pub struct PassManagerOptions {
     pub verify_each: bool,
     /// Run nested pipelines on isolated ops in parallel.
     pub threading: bool,
+    /// After each pass, recompute every analysis it claims to preserve
+    /// that is cached, and fail if one differs (on in debug builds: it
+    /// costs a recomputation per preserved analysis).
+    pub verify_analyses: bool,
 }
 
 impl Default for PassManagerOptions {
@@ -28,6 +32,7 @@ impl Default for PassManagerOptions {
         PassManagerOptions {
             verify_each: true,
             threading: true,
+            verify_analyses: cfg!(debug_assertions),
         }
     }
 }
@@ -49,6 +54,11 @@ pub enum PipelineError {
     },
     /// A pass panicked.
     Panicked { pass: String, message: String },
+    /// A pass claimed to preserve analyses that it changed.
+    StaleAnalyses {
+        pass: String,
+        analyses: Vec<&'static str>,
+    },
 }
 
 impl PipelineError {
@@ -58,7 +68,8 @@ impl PipelineError {
             PipelineError::Invalid(_) => None,
             PipelineError::PassFailed { pass, .. }
             | PipelineError::VerifyFailed { pass, .. }
-            | PipelineError::Panicked { pass, .. } => Some(pass),
+            | PipelineError::Panicked { pass, .. }
+            | PipelineError::StaleAnalyses { pass, .. } => Some(pass),
         }
     }
 }
@@ -373,6 +384,15 @@ impl Runner<'_> {
                 });
             }
         };
+        if self.options.verify_analyses {
+            let analyses = am.stale_preserved(ctx, &preserved);
+            if !analyses.is_empty() {
+                return Err(PipelineError::StaleAnalyses {
+                    pass: name,
+                    analyses,
+                });
+            }
+        }
         am.invalidate(&preserved);
         if self.options.verify_each {
             if let Err(diagnostic) = crate::verifier::verify(ctx, op) {

@@ -230,6 +230,7 @@ fn process_chunk(
     let mut options = PassManagerOptions {
         verify_each: a.verify_each,
         threading: !a.disable_threading,
+        ..PassManagerOptions::default()
     };
     if a.run_reproducer {
         let config = parse_reproducer_config(&external_resources).ok_or_else(|| {
@@ -423,5 +424,11 @@ fn pipeline_error_text(e: &PipelineError) -> String {
             diagnostic.message
         ),
         PipelineError::Panicked { pass, message } => format!("pass '{pass}' crashed: {message}"),
+        PipelineError::StaleAnalyses { pass, analyses } => format!(
+            "pass '{pass}' declared {} preserved, but {} no longer what recomputing gives: the pass must not preserve {}",
+            analyses.join(", "),
+            if analyses.len() == 1 { "it is" } else { "they are" },
+            if analyses.len() == 1 { "it" } else { "them" },
+        ),
     }
 }
