@@ -81,13 +81,18 @@ pub fn weights_policy(flags: &OnnxFlags) -> Result<WeightsPolicy, String> {
 }
 
 /// Loads and imports the ONNX model at `path` into a new context holding
-/// every ipuc dialect; returns the context and the `builtin.module`.
-pub fn import_onnx(path: &str, flags: &OnnxFlags) -> Result<(Context, OpId), Diagnostic> {
+/// `dialects` (which must include ipuc's `nn` and `func`); returns the
+/// context and the `builtin.module`.
+pub fn import_onnx(
+    path: &str,
+    flags: &OnnxFlags,
+    dialects: std::sync::Arc<ipuc_ir::DialectRegistry>,
+) -> Result<(Context, OpId), Diagnostic> {
     let weights = weights_policy(flags).map_err(|m| Diagnostic::error(Location::unknown(), m))?;
     if let Some(dir) = &flags.save_weights {
         save_weights(path, weights, Path::new(dir))?;
     }
-    let mut ctx = Context::new(crate::registry::dialects());
+    let mut ctx = Context::new(dialects);
     let opts = ImportOptions {
         input_shapes: flags.input_shapes.clone(),
         file_name: path.to_string(),

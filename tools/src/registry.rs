@@ -32,10 +32,3 @@ pub fn register_passes(r: &mut PassRegistry) -> Result<(), RegistrationError> {
         Arc::new(ipuc_backend_ipu::cost_model::IpuCostModel::c600()),
     )
 }
-
-/// A registry holding [`register_passes`]'s passes and hooks.
-pub fn passes() -> Result<PassRegistry, RegistrationError> {
-    let mut r = PassRegistry::new();
-    register_passes(&mut r)?;
-    Ok(r)
-}

@@ -13,6 +13,7 @@ pub mod config;
 pub mod discovery;
 pub mod executor;
 pub mod features;
+pub mod harness;
 pub mod runner;
 pub mod substitution;
 pub mod test_file;

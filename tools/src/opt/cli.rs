@@ -1,4 +1,4 @@
-//! Command-line flags of `ipu-opt`, spelled as mlir-opt spells them, with the
+//! Command-line flags of `ipu-opt` (and of every tool on its driver), spelled as mlir-opt spells them, with the
 //! short forms without `mlir-` as aliases, and one flag per registered pass.
 
 use clap::{Arg, ArgAction, Command};
@@ -78,10 +78,10 @@ fn flag(name: &'static str, help: &'static str) -> Arg {
         .action(ArgAction::SetTrue)
 }
 
-fn command(registry: &PassRegistry) -> Command {
-    let mut cmd = Command::new("ipu-opt")
+fn command(tool: &'static str, registry: &PassRegistry) -> Command {
+    let mut cmd = Command::new(tool)
         .about("ipuc modular optimizer driver (mlir-opt compatible flags)")
-        .override_usage("ipu-opt [options] <input file>")
+        .override_usage(format!("{tool} [options] <input file>"))
         .arg(
             Arg::new("input")
                 .default_value("-")
@@ -295,9 +295,13 @@ fn command(registry: &PassRegistry) -> Command {
 }
 
 /// Parses arguments; on `--help` or a usage error prints and returns the exit code.
-pub fn parse(args: Vec<String>, registry: &PassRegistry) -> Result<OptArgs, i32> {
-    let m = match command(registry)
-        .try_get_matches_from(std::iter::once("ipu-opt".to_string()).chain(args))
+pub fn parse(
+    tool: &'static str,
+    args: Vec<String>,
+    registry: &PassRegistry,
+) -> Result<OptArgs, i32> {
+    let m = match command(tool, registry)
+        .try_get_matches_from(std::iter::once(tool.to_string()).chain(args))
     {
         Ok(m) => m,
         Err(e) => {

@@ -1,49 +1,113 @@
-//! `ipu-opt`: the opt-style driver, with mlir-opt's flag spellings.
+//! The opt-style driver behind `ipu-opt`, with mlir-opt's flag spellings,
+//! as a library: like MLIR's `MlirOptMain`, a tool outside this tree gets
+//! every flag of `ipu-opt` with one call, adding its own dialects and
+//! passes ([`opt_main`], [`OptTool`]). `examples/example-opt` is such a tool.
+//!
+//! ```no_run
+//! use std::process::ExitCode;
+//!
+//! fn main() -> ExitCode {
+//!     ipuc_tools::opt::opt_main("my-opt", |dialects, passes| {
+//!         // dialects.register(my_dialect());
+//!         // my_crate::register_passes(passes)?;
+//!         let _ = (dialects, passes);
+//!         Ok(())
+//!     })
+//! }
+//! ```
 
 mod cli;
 mod verify_diagnostics;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
+use std::process::ExitCode;
 use std::sync::Arc;
 
 use ipuc_ir::pass::{
     parse_pipeline, parse_reproducer_config, write_reproducer, PassManager, PassManagerOptions,
-    PassTiming, PipelineError, ReproducerConfig, TimingDisplay,
+    PassRegistry, PassTiming, PipelineError, RegistrationError, ReproducerConfig, TimingDisplay,
 };
-use ipuc_ir::{parse_source, print_op, verify, Context, Diagnostic, SourceMgr};
+use ipuc_ir::{parse_source, print_op, verify, Context, Diagnostic, DialectRegistry, SourceMgr};
 
 pub use cli::{Emit, OptArgs};
 
-/// Runs `ipu-opt` with `args` (without the program name); returns the exit code.
-pub fn main_with_args(args: Vec<String>) -> i32 {
-    let registry = match crate::registry::passes() {
-        Ok(r) => r,
+/// An opt-style tool: its name and the dialects and passes it knows
+/// (what MLIR's `MlirOptMain` is given).
+pub struct OptTool {
+    /// The program name, used in `--help`, usage lines and hints (`ipu-opt`).
+    pub name: &'static str,
+    /// The dialects that inputs and passes may use.
+    pub dialects: Arc<DialectRegistry>,
+    /// The passes that pipelines and per-pass flags may name.
+    pub passes: PassRegistry,
+}
+
+impl OptTool {
+    /// A tool that knows every ipuc dialect and pass, with the IPU's hook
+    /// implementations (that is `ipu-opt`), plus what `extend` adds.
+    pub fn ipuc(
+        name: &'static str,
+        extend: impl FnOnce(&mut DialectRegistry, &mut PassRegistry) -> Result<(), RegistrationError>,
+    ) -> Result<OptTool, RegistrationError> {
+        let mut dialects = crate::registry::dialect_registry();
+        let mut passes = PassRegistry::new();
+        crate::registry::register_passes(&mut passes)?;
+        extend(&mut dialects, &mut passes)?;
+        Ok(OptTool {
+            name,
+            dialects: Arc::new(dialects),
+            passes,
+        })
+    }
+
+    /// Runs the driver with `args` (without the program name); returns the
+    /// exit status (0 on success, 1 on any error, reported on stderr).
+    pub fn run(&self, args: Vec<String>) -> i32 {
+        let parsed = match cli::parse(self.name, args, &self.passes) {
+            Ok(a) => a,
+            Err(code) => return code,
+        };
+        if parsed.list_passes {
+            print!("{}", self.passes.help());
+            return 0;
+        }
+        match run(&parsed, self) {
+            Ok(()) => 0,
+            Err(msg) => {
+                if !msg.is_empty() {
+                    eprint!("{msg}");
+                    if !msg.ends_with('\n') {
+                        eprintln!();
+                    }
+                }
+                1
+            }
+        }
+    }
+}
+
+/// The whole `main` of an opt tool: every ipuc dialect and pass plus those
+/// `extend` registers, every flag of `ipu-opt`, logs through `tracing` as
+/// `IPUC_LOG` selects (e.g. `IPUC_LOG=debug`), the process's arguments.
+pub fn opt_main(
+    name: &'static str,
+    extend: impl FnOnce(&mut DialectRegistry, &mut PassRegistry) -> Result<(), RegistrationError>,
+) -> ExitCode {
+    // A tool that set up its own subscriber keeps it.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("IPUC_LOG"))
+        .with_writer(std::io::stderr)
+        .try_init();
+    let tool = match OptTool::ipuc(name, extend) {
+        Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");
-            return 1;
+            return ExitCode::FAILURE;
         }
     };
-    let parsed = match cli::parse(args, &registry) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    if parsed.list_passes {
-        print!("{}", registry.help());
-        return 0;
-    }
-    match run(&parsed, &registry) {
-        Ok(()) => 0,
-        Err(msg) => {
-            if !msg.is_empty() {
-                eprint!("{msg}");
-                if !msg.ends_with('\n') {
-                    eprintln!();
-                }
-            }
-            1
-        }
-    }
+    let code = tool.run(std::env::args().skip(1).collect());
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
 fn read_input(path: &str) -> Result<String, String> {
@@ -59,7 +123,7 @@ fn read_input(path: &str) -> Result<String, String> {
     }
 }
 
-fn run(a: &OptArgs, registry: &ipuc_ir::pass::PassRegistry) -> Result<(), String> {
+fn run(a: &OptArgs, tool: &OptTool) -> Result<(), String> {
     if a.emit == Emit::Exe {
         if a.split_input_file {
             return Err("error: --emit=exe writes one executable; it cannot be combined with --split-input-file\n".into());
@@ -78,7 +142,7 @@ fn run(a: &OptArgs, registry: &ipuc_ir::pass::PassRegistry) -> Result<(), String
                 a.input
             ));
         }
-        let out = process_chunk(a, registry, &a.input, Source::Onnx).map_err(|diags| {
+        let out = process_chunk(a, tool, &a.input, Source::Onnx).map_err(|diags| {
             diags
                 .iter()
                 .map(|d| SourceMgr::new().render(d))
@@ -113,7 +177,7 @@ fn run(a: &OptArgs, registry: &ipuc_ir::pass::PassRegistry) -> Result<(), String
     let mut failed = false;
     let mut errors = String::new();
     for &chunk in &chunks {
-        let result = process_chunk(a, registry, &name, Source::Text(chunk));
+        let result = process_chunk(a, tool, &name, Source::Text(chunk));
         if a.verify_diagnostics {
             let diags = match &result {
                 Ok(_) => Vec::new(),
@@ -206,19 +270,20 @@ enum Source<'a> {
 
 fn process_chunk(
     a: &OptArgs,
-    registry: &ipuc_ir::pass::PassRegistry,
+    tool: &OptTool,
     name: &str,
     source: Source<'_>,
 ) -> Result<ChunkOutput, Vec<Diagnostic>> {
     let (mut ctx, module, external_resources) = match source {
         Source::Text(text) => {
-            let mut ctx = Context::new(crate::registry::dialects());
+            let mut ctx = Context::new(tool.dialects.clone());
             ctx.allow_unregistered = a.allow_unregistered_dialect;
             let parsed = parse_source(&mut ctx, name, text).map_err(|d| vec![d])?;
             (ctx, parsed.module, parsed.external_resources)
         }
         Source::Onnx => {
-            let (ctx, module) = crate::import::import_onnx(name, &a.onnx).map_err(|d| vec![d])?;
+            let (ctx, module) = crate::import::import_onnx(name, &a.onnx, tool.dialects.clone())
+                .map_err(|d| vec![d])?;
             (ctx, module, Default::default())
         }
     };
@@ -252,7 +317,7 @@ fn process_chunk(
                 " ".repeat(off)
             ))
         })?;
-        pm.add_pipeline(registry, &elems)
+        pm.add_pipeline(&tool.passes, &elems)
             .map_err(|e| invalid(pipeline_error_text(&e)))?;
     }
     for (pass_name, opts) in &a.pass_flags {
@@ -265,7 +330,7 @@ fn process_chunk(
             }
         ))
         .map_err(|(_, msg)| invalid(format!("invalid options for --{pass_name}: {msg}")))?;
-        pm.add_pipeline(registry, &elems)
+        pm.add_pipeline(&tool.passes, &elems)
             .map_err(|e| invalid(pipeline_error_text(&e)))?;
     }
     if a.dump_pass_pipeline {
@@ -322,7 +387,10 @@ fn process_chunk(
                 verify_each: options.verify_each,
             };
             match write_reproducer(Path::new(path), ir, &config) {
-                Ok(()) => eprintln!("note: reproducer written to {path} (run it with: ipu-opt {path} --run-reproducer)"),
+                Ok(()) => eprintln!(
+                    "note: reproducer written to {path} (run it with: {} {path} --run-reproducer)",
+                    tool.name
+                ),
                 Err(err) => eprintln!("error: cannot write reproducer {path}: {err}"),
             }
         }
