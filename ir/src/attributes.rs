@@ -57,6 +57,10 @@ pub enum AttrKind {
     AffineMap(AffineMap),
     /// `affine_set<...>`.
     IntegerSet(IntegerSet),
+    /// `strided<[s0, s1], offset: o>`: a memref layout of one stride per
+    /// dimension and an offset, in elements; [`DYNAMIC`](crate::types::DYNAMIC)
+    /// (`?`) where unknown.
+    Strided { strides: Vec<i64>, offset: i64 },
     /// A location used as an attribute (`loc(...)`).
     Location(Location),
     /// A dialect attribute `#dialect.mnemonic<body>` or `#dialect<body>` kept as text.
@@ -351,11 +355,19 @@ impl DenseElements {
             .ok_or_else(|| format!("dense elements need a shaped type, got {ty}"))?;
         let size = Self::element_size(elem)
             .ok_or_else(|| format!("unsupported dense element type {elem}"))?;
-        let n = ty
-            .num_elements()
-            .ok_or_else(|| format!("dense elements need a static shape, got {ty}"))?
-            as usize;
-        let expected = if splat { size } else { size * n };
+        let n = ty.num_elements().ok_or_else(|| {
+            format!("dense elements need a static shape of at most 2^64 elements, got {ty}")
+        })?;
+        let expected = if splat {
+            size
+        } else {
+            usize::try_from(n)
+                .ok()
+                .and_then(|n| n.checked_mul(size))
+                .ok_or_else(|| {
+                    format!("dense elements of {ty} need more bytes than memory holds")
+                })?
+        };
         if data.len() != expected {
             return Err(format!(
                 "dense elements of {ty} need {expected} bytes, got {}",

@@ -131,8 +131,7 @@ pub fn write_type(out: &mut String, ty: &Type, opts: Option<&PrintOptions>) {
                 write_attribute(out, l, opts);
             }
             if let Some(m) = memory_space {
-                out.push_str(", ");
-                write_attribute(out, m, opts);
+                write_memory_space(out, m, opts);
             }
             out.push('>');
         }
@@ -143,8 +142,7 @@ pub fn write_type(out: &mut String, ty: &Type, opts: Option<&PrintOptions>) {
             out.push_str("memref<*x");
             write_type(out, element, Some(opts));
             if let Some(m) = memory_space {
-                out.push_str(", ");
-                write_attribute(out, m, opts);
+                write_memory_space(out, m, opts);
             }
             out.push('>');
         }
@@ -175,6 +173,26 @@ pub fn write_type(out: &mut String, ty: &Type, opts: Option<&PrintOptions>) {
                 out.push('>');
             }
         }
+    }
+}
+
+/// `, space` of a memref type: as upstream, an `i64` memory space is
+/// printed without its type (`memref<4xf32, 1>`).
+fn write_memory_space(out: &mut String, space: &Attribute, opts: &PrintOptions) {
+    out.push_str(", ");
+    match space.kind() {
+        AttrKind::Integer { value, ty }
+            if matches!(
+                ty.kind(),
+                TypeKind::Integer {
+                    width: 64,
+                    signedness: Signedness::Signless
+                }
+            ) =>
+        {
+            let _ = write!(out, "{value}");
+        }
+        _ => write_attribute(out, space, opts),
     }
 }
 
@@ -437,6 +455,29 @@ pub fn write_attribute(out: &mut String, attr: &Attribute, opts: &PrintOptions) 
             s.write_body(&mut text);
             text.push('>');
             write_aliasable(out, &text, opts);
+        }
+        AttrKind::Strided { strides, offset } => {
+            // As upstream: `?` for dynamic values, a zero offset left out.
+            let value = |out: &mut String, v: i64| {
+                if v == DYNAMIC {
+                    out.push('?');
+                } else {
+                    let _ = write!(out, "{v}");
+                }
+            };
+            out.push_str("strided<[");
+            for (i, &s) in strides.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                value(out, s);
+            }
+            out.push(']');
+            if *offset != 0 {
+                out.push_str(", offset: ");
+                value(out, *offset);
+            }
+            out.push('>');
         }
         AttrKind::Location(l) => write_location(out, l),
         AttrKind::Dialect {

@@ -53,6 +53,18 @@ const CASES: &[(&str, &str, bool)] = &[
         false,
     ),
     (
+        "strided layouts",
+        r#"%0:6 = "t.strided"() {s = strided<[4, 1], offset: ?>, t = strided<[]>, u = strided<[0x10],offset:0>} : () -> (memref<16x16xf32, strided<[16, 1], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: 5>>, memref<4xf32, strided<[2], offset: 0>>, memref<4x4xf32, strided<[4, 1], offset: ?>, 1>, memref<4xf32, strided<[ -1 ], offset : -3>>, memref<f32, strided<[], offset: 3>>)
+"#,
+        false,
+    ),
+    (
+        "splats of more elements than memory holds",
+        r#""t.splat"() {a = dense<1.0> : tensor<100000000000xf32>, b = dense<"0x0100"> : tensor<4611686018427387904xi16>} : () -> ()
+"#,
+        false,
+    ),
+    (
         "dense arrays",
         r#""t.arrays"() {a = array<i1: true, false>, b = array<i8: -1, 2>, c = array<i16: 300>, d = array<i32>, e = array<i64: 9223372036854775807, -9223372036854775808>, f = array<f32: 1.5, -0.0>, g = array<f64: 2.0e+10>} : () -> ()
 "#,

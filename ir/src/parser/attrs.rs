@@ -559,8 +559,12 @@ impl<'c> Parser<'c> {
         let mut layout = None;
         let mut memory_space = None;
         for a in extra {
-            let is_layout = matches!(a.kind(), AttrKind::AffineMap(_))
-                || matches!(a.kind(), AttrKind::Dialect { mnemonic: Some(m), .. } if m.as_ref() == "strided");
+            if let AttrKind::Strided { strides, .. } = a.kind() {
+                if strides.len() != shape.len() {
+                    return Err(self.err(&p, "expected the number of strides to match the rank"));
+                }
+            }
+            let is_layout = matches!(a.kind(), AttrKind::AffineMap(_) | AttrKind::Strided { .. });
             if is_layout && layout.is_none() && memory_space.is_none() {
                 layout = Some(a);
             } else if memory_space.is_none() {
@@ -713,6 +717,7 @@ impl<'c> Parser<'c> {
                 };
                 Ok(Attribute::new(AttrKind::DenseArray { element, values }))
             }
+            Rule::strided_attr => self.convert_strided(p),
             Rule::affine_map_attr => Ok(Attribute::new(AttrKind::AffineMap(
                 self.convert_affine_map(p.into_inner().next().expect("body"))?,
             ))),
@@ -721,6 +726,35 @@ impl<'c> Parser<'c> {
             ))),
             r => unreachable!("not an attribute rule: {r:?}"),
         }
+    }
+
+    /// `strided<[16, 1], offset: ?>`: every value a 64-bit integer or `?`
+    /// (upstream's dynamic marker, `i64::MIN`, is not a value of its own).
+    fn convert_strided(&self, p: Pair<'_, Rule>) -> Result<Attribute, Diagnostic> {
+        let mut it = p.into_inner();
+        let strides = it
+            .next()
+            .expect("stride list")
+            .into_inner()
+            .map(|s| self.convert_stride(s))
+            .collect::<Result<_, _>>()?;
+        let offset = it.next().map(|s| self.convert_stride(s)).transpose()?;
+        Ok(Attribute::new(AttrKind::Strided {
+            strides,
+            offset: offset.unwrap_or(0),
+        }))
+    }
+
+    fn convert_stride(&self, p: Pair<'_, Rule>) -> Result<i64, Diagnostic> {
+        let v = p.into_inner().next().expect("stride value");
+        if v.as_rule() == Rule::dynamic_stride {
+            return Ok(DYNAMIC);
+        }
+        self.convert_number_int(&v)
+            .ok()
+            .and_then(|x| i64::try_from(x).ok())
+            .filter(|&x| x != DYNAMIC)
+            .ok_or_else(|| self.err(&v, "expected a 64-bit signed integer or '?'"))
     }
 
     pub(crate) fn convert_dict(&self, p: Pair<'_, Rule>) -> Result<Dictionary, Diagnostic> {
@@ -776,7 +810,15 @@ impl<'c> Parser<'c> {
                 format!("unsupported dense element type {element}"),
             ));
         };
-        let n = ty.num_elements().expect("static") as usize;
+        let Some(n) = ty.num_elements().and_then(|n| usize::try_from(n).ok()) else {
+            return Err(self.err(
+                &ty_pair,
+                format!("{ty} has more elements than a 64-bit count holds"),
+            ));
+        };
+        // Bytes of the elements written out one by one (a splat holds one);
+        // `None` when no buffer could hold them.
+        let full_bytes = n.checked_mul(esize);
         let Some(lit) = literal else {
             if n != 0 {
                 return Err(self.err(
@@ -798,13 +840,14 @@ impl<'c> Parser<'c> {
             }
             let bytes = decode_hex_blob(&text).map_err(|m| self.err(&lit, m))?;
             let splat = bytes.len() == esize && n != 1;
-            if !splat && bytes.len() != esize * n {
+            if !splat && Some(bytes.len()) != full_bytes {
+                let needs =
+                    full_bytes.map_or("more than memory holds".to_string(), |b| b.to_string());
                 return Err(self.err(
                     &lit,
                     format!(
-                        "hex dense literal has {} bytes but {ty} needs {}",
-                        bytes.len(),
-                        esize * n
+                        "hex dense literal has {} bytes but {ty} needs {needs}",
+                        bytes.len()
                     ),
                 ));
             }
@@ -814,13 +857,18 @@ impl<'c> Parser<'c> {
         }
         // Element literal: splat scalar or nested lists matching the shape.
         let inner = lit.into_inner().next().expect("dense element");
-        let mut bytes = Vec::with_capacity(n * esize);
         if inner.as_rule() != Rule::dense_list {
+            // A splat stores one element, however many the type has.
+            let mut bytes = Vec::with_capacity(esize);
             self.push_dense_scalar(&inner, &element, &mut bytes)?;
             let d = DenseElements::new(ty, Arc::from(bytes), n != 1)
                 .map_err(|m| self.err(&inner, m))?;
             return Ok(Attribute::new(AttrKind::DenseElements(d)));
         }
+        // Each element takes at least one byte of text: reserve no more
+        // than the literal can fill (its count is checked as it is read).
+        let reserve = n.min(inner.as_str().len()) * esize;
+        let mut bytes = Vec::with_capacity(reserve);
         self.push_dense_list(inner, &shape, &element, &mut bytes)?;
         let d = DenseElements::new(ty, Arc::from(bytes), false).map_err(|m| self.err(&p, m))?;
         Ok(Attribute::new(AttrKind::DenseElements(d)))

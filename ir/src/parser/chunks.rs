@@ -161,14 +161,30 @@ fn is_alias_def(text: &[u8], i: usize) -> bool {
 /// `[[[[...` a hundred thousand deep would overflow the native stack.
 pub(crate) const MAX_NESTING: usize = 1024;
 
-/// The deepest bracket nesting in `text`, or the offset of the first bracket
-/// nesting deeper than [`MAX_NESTING`]. Counts `(`, `[`, `{` and `<` outside
-/// strings and comments; a `>` closes only an open `<` (and is no closer in
-/// `->` or `>=`), so stray `>` tokens cannot hide depth. Every recursive
-/// grammar rule consumes one of these openers first, so this bounds the
-/// parser's recursion.
-pub(crate) fn nesting_depth(text: &[u8]) -> Result<usize, usize> {
-    let mut brackets: usize = 0;
+/// Why a text's brackets keep it from being parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BracketError {
+    /// An opener (at this offset) nests deeper than [`MAX_NESTING`].
+    TooDeep(usize),
+    /// A closer (at this offset) with no bracket open.
+    Unopened(usize),
+    /// A closer (at `at`) that does not match the innermost open bracket
+    /// (at `opener`).
+    Mismatched { at: usize, opener: usize },
+}
+
+/// The deepest bracket nesting in `text`, or where its brackets go wrong:
+/// a closer that closes nothing or does not match the innermost opener is
+/// reported where it stands (a stray `]` after an op would otherwise only
+/// show as an unbalanced brace at the end of the file). Counts `(`, `[`,
+/// `{` and `<` outside strings and comments; a `>` closes only an open `<`
+/// (and is no closer in `->` or `>=`), so stray `>` tokens cannot hide
+/// depth, and angles are not matched against the other brackets. Every
+/// recursive grammar rule consumes one of these openers first, so the
+/// depth bounds the parser's recursion.
+pub(crate) fn nesting_depth(text: &[u8]) -> Result<usize, BracketError> {
+    // Offsets of the open `(`, `[` and `{`, innermost last.
+    let mut open: Vec<usize> = Vec::new();
     let mut angles: usize = 0;
     let mut deepest = 0;
     let mut i = 0;
@@ -190,16 +206,23 @@ pub(crate) fn nesting_depth(text: &[u8]) -> Result<usize, usize> {
                 if c == b'<' {
                     angles += 1;
                 } else {
-                    brackets += 1;
+                    open.push(i);
                 }
-                if brackets + angles > deepest {
-                    deepest = brackets + angles;
+                if open.len() + angles > deepest {
+                    deepest = open.len() + angles;
                     if deepest > MAX_NESTING {
-                        return Err(i);
+                        return Err(BracketError::TooDeep(i));
                     }
                 }
             }
-            b')' | b']' | b'}' => brackets = brackets.saturating_sub(1),
+            c @ (b')' | b']' | b'}') => {
+                let Some(opener) = open.pop() else {
+                    return Err(BracketError::Unopened(i));
+                };
+                if closer_of(text[opener]) != c {
+                    return Err(BracketError::Mismatched { at: i, opener });
+                }
+            }
             b'>' if angles > 0
                 && !(i > 0 && text[i - 1] == b'-')
                 && text.get(i + 1) != Some(&b'=') =>
@@ -211,6 +234,15 @@ pub(crate) fn nesting_depth(text: &[u8]) -> Result<usize, usize> {
         i += 1;
     }
     Ok(deepest)
+}
+
+/// The closing bracket of an opening one.
+pub(crate) fn closer_of(opener: u8) -> u8 {
+    match opener {
+        b'(' => b')',
+        b'[' => b']',
+        _ => b'}',
+    }
 }
 
 /// The bytes [`nesting_depth`] looks at.

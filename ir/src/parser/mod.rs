@@ -178,19 +178,7 @@ pub fn parse_source_with(
     // The parser recurses once per bracket level (pest's rules, then ours);
     // bound the depth and make sure the stack holds it, on whatever thread
     // we were called (2 MiB test threads, debug builds).
-    let depth = match chunks::nesting_depth(text.as_bytes()) {
-        Ok(depth) => depth,
-        Err(off) => {
-            return Err(Diagnostic::error(
-                p.loc_at(off),
-                format!(
-                    "brackets nest deeper than {} levels; split the construct or \
-                     name parts of it with aliases",
-                    chunks::MAX_NESTING
-                ),
-            ))
-        }
-    };
+    let depth = chunks::nesting_depth(text.as_bytes()).map_err(|e| p.bracket_error(e))?;
     let stack = STACK_BASE + depth * STACK_PER_LEVEL;
     stacker::maybe_grow(stack, stack, || p.parse_file())
 }
@@ -280,6 +268,40 @@ impl<'c> Parser<'c> {
         Diagnostic::error(self.loc_of(pair), msg)
     }
 
+    fn bracket_error(&self, e: chunks::BracketError) -> Diagnostic {
+        let bytes = self.text.as_bytes();
+        match e {
+            chunks::BracketError::TooDeep(at) => Diagnostic::error(
+                self.loc_at(at),
+                format!(
+                    "brackets nest deeper than {} levels; split the construct or \
+                     name parts of it with aliases",
+                    chunks::MAX_NESTING
+                ),
+            ),
+            chunks::BracketError::Unopened(at) => Diagnostic::error(
+                self.loc_at(at),
+                format!(
+                    "unexpected '{}': no bracket is open here",
+                    bytes[at] as char
+                ),
+            ),
+            chunks::BracketError::Mismatched { at, opener } => {
+                let (line, col) = self.lines.line_col(self.text, opener);
+                Diagnostic::error(
+                    self.loc_at(at),
+                    format!(
+                        "unexpected '{}': the innermost open bracket is the '{}' at {line}:{col}, \
+                         which '{}' closes",
+                        bytes[at] as char,
+                        bytes[opener] as char,
+                        chunks::closer_of(bytes[opener]) as char
+                    ),
+                )
+            }
+        }
+    }
+
     pub(crate) fn pest_error(&self, e: pest::error::Error<Rule>, what: &str) -> Diagnostic {
         let offset = match e.location {
             pest::error::InputLocation::Pos(p) => p,
@@ -329,6 +351,8 @@ impl<'c> Parser<'c> {
 
     fn parse_file(&mut self) -> Result<ParsedSource, Diagnostic> {
         let text = self.text;
+        // `nesting_depth` has already reported any closer that closes
+        // nothing; this is the split's own guard.
         let items = chunks::split_top_level(text).map_err(|off| {
             Diagnostic::error(self.loc_at(off), "unbalanced closing bracket at top level")
         })?;
