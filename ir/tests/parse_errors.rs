@@ -64,6 +64,12 @@ const CASES: &[(&str, &str, &str)] = &[
         "1:20",
         "hex dense literal has 8 bytes but tensor<4611686018427387904xf32> needs more than memory holds",
     ),
+    // A bool in a float array (it used to panic), where upstream reports it.
+    (
+        "\"t.a\"() {a = array<f32: true>} : () -> ()\n",
+        "1:25",
+        "expected floating point literal",
+    ),
     // Strided layouts, checked as upstream checks them.
     (
         "\"a.b\"() : () -> memref<4x4xf32, strided<[1]>>\n",

@@ -198,64 +198,7 @@ impl<'c> Parser<'c> {
         ty: Option<Type>,
     ) -> Result<Attribute, Diagnostic> {
         let (neg, n) = self.parse_number(p)?;
-        let ty = ty.unwrap_or_else(|| match n {
-            Number::Float(_) => Type::float(FloatKind::F64),
-            _ => Type::i64(),
-        });
-        match ty.kind() {
-            TypeKind::Float(k) => {
-                let v = match n {
-                    Number::Float(f) => float_format::round_to(*k, f),
-                    Number::Int(i) => float_format::round_to(*k, i as f64),
-                    Number::Hex(bits) => {
-                        if neg {
-                            return Err(self.err(
-                                p,
-                                "hexadecimal float literal should not have a leading minus",
-                            ));
-                        }
-                        if bits >> k.bit_width() != 0 {
-                            return Err(self.err(
-                                p,
-                                format!("hexadecimal float constant out of range for type {ty}"),
-                            ));
-                        }
-                        float_format::decode_bits(*k, bits as u64)
-                    }
-                };
-                Ok(Attribute::float(v, ty))
-            }
-            TypeKind::Integer { width, signedness } => {
-                let v = match n {
-                    Number::Int(i) => i,
-                    Number::Hex(h) => {
-                        let v = i128::try_from(h)
-                            .map_err(|_| self.err(p, "integer literal is too large"))?;
-                        if neg {
-                            -v
-                        } else {
-                            v
-                        }
-                    }
-                    Number::Float(_) => {
-                        return Err(self.err(
-                            p,
-                            format!("floating point value not valid for specified type {ty}"),
-                        ))
-                    }
-                };
-                check_int_fits(v, *width, *signedness).map_err(|m| self.err(p, m))?;
-                Ok(Attribute::integer(v, ty))
-            }
-            TypeKind::Index => match n {
-                Number::Int(i) => Ok(Attribute::integer(i, ty)),
-                Number::Hex(h) => Ok(Attribute::integer(h as i128, ty)),
-                Number::Float(_) => {
-                    Err(self.err(p, "floating point value not valid for type index"))
-                }
-            },
-            _ => Err(self.err(p, format!("invalid type {ty} for a number literal"))),
-        }
+        typed_number(neg, n, ty).map_err(|m| self.err(p, m))
     }
 
     // ------------------------------------------------------------ types
@@ -687,33 +630,26 @@ impl<'c> Parser<'c> {
             Rule::dense_array_attr => {
                 let mut it = p.clone().into_inner();
                 let element = self.convert_type(it.next().expect("type"))?;
-                let values = if let Some(k) = element.float_kind() {
-                    let mut v = Vec::new();
-                    for e in it {
-                        let n = e.into_inner().next().expect("elem");
-                        let a = self.number_attr(&n, Some(Type::float(k)))?;
-                        v.push(a.as_f64().expect("float").to_bits());
-                    }
-                    DenseArrayValues::Float(v)
-                } else if element.is_integer() {
-                    let mut v = Vec::new();
-                    for e in it {
-                        let n = e.into_inner().next().expect("elem");
-                        let x = if n.as_rule() == Rule::bool_attr {
-                            (n.as_str() == "true") as i128
-                        } else {
-                            self.number_attr(&n, Some(element.clone()))?
-                                .as_int()
-                                .expect("int")
-                        };
-                        v.push(x as i64);
-                    }
-                    DenseArrayValues::Int(v)
-                } else {
+                if !element.is_integer() && element.float_kind().is_none() {
                     return Err(self.err(
                         &p,
                         format!("invalid element type {element} for a dense array"),
                     ));
+                }
+                let mut v = Vec::new();
+                for e in it {
+                    let n = e.into_inner().next().expect("elem");
+                    let value = if n.as_rule() == Rule::bool_attr {
+                        Err(n.as_str() == "true")
+                    } else {
+                        Ok(self.parse_number(&n)?)
+                    };
+                    v.push(dense_array_element(&element, value).map_err(|m| self.err(&n, m))?);
+                }
+                let values = if element.float_kind().is_some() {
+                    DenseArrayValues::Float(v)
+                } else {
+                    DenseArrayValues::Int(v.into_iter().map(|x| x as i64).collect())
                 };
                 Ok(Attribute::new(AttrKind::DenseArray { element, values }))
             }
@@ -1179,6 +1115,85 @@ impl<'c> Parser<'c> {
             }
             r => unreachable!("not a location rule: {r:?}"),
         }
+    }
+}
+
+/// A number literal (`neg`: written with a leading `-`) as an attribute
+/// of type `ty` (by default `i64`, or `f64` for a float literal).
+pub(crate) fn typed_number(neg: bool, n: Number, ty: Option<Type>) -> Result<Attribute, String> {
+    let ty = ty.unwrap_or_else(|| match n {
+        Number::Float(_) => Type::float(FloatKind::F64),
+        _ => Type::i64(),
+    });
+    match ty.kind() {
+        TypeKind::Float(k) => {
+            let v = match n {
+                Number::Float(f) => float_format::round_to(*k, f),
+                Number::Int(i) => float_format::round_to(*k, i as f64),
+                Number::Hex(bits) => {
+                    if neg {
+                        return Err(
+                            "hexadecimal float literal should not have a leading minus".into()
+                        );
+                    }
+                    if bits >> k.bit_width() != 0 {
+                        return Err(format!(
+                            "hexadecimal float constant out of range for type {ty}"
+                        ));
+                    }
+                    float_format::decode_bits(*k, bits as u64)
+                }
+            };
+            Ok(Attribute::float(v, ty))
+        }
+        TypeKind::Integer { width, signedness } => {
+            let v = match n {
+                Number::Int(i) => i,
+                Number::Hex(h) => {
+                    let v = i128::try_from(h).map_err(|_| "integer literal is too large")?;
+                    if neg {
+                        -v
+                    } else {
+                        v
+                    }
+                }
+                Number::Float(_) => {
+                    return Err(format!(
+                        "floating point value not valid for specified type {ty}"
+                    ))
+                }
+            };
+            check_int_fits(v, *width, *signedness)?;
+            Ok(Attribute::integer(v, ty))
+        }
+        TypeKind::Index => match n {
+            Number::Int(i) => Ok(Attribute::integer(i, ty)),
+            Number::Hex(h) => Ok(Attribute::integer(h as i128, ty)),
+            Number::Float(_) => Err("floating point value not valid for type index".into()),
+        },
+        _ => Err(format!("invalid type {ty} for a number literal")),
+    }
+}
+
+/// One element of `array<T: ...>` (a number or a bool) as stored in
+/// [`DenseArrayValues`]: float bits for float arrays, the value for
+/// integer arrays.
+pub(crate) fn dense_array_element(
+    element: &Type,
+    value: Result<(bool, Number), bool>,
+) -> Result<u64, String> {
+    if let Some(k) = element.float_kind() {
+        let Ok((neg, n)) = value else {
+            return Err("expected floating point literal".into());
+        };
+        let a = typed_number(neg, n, Some(Type::float(k)))?;
+        return Ok(a.as_f64().expect("float").to_bits());
+    }
+    match value {
+        Err(b) => Ok(b as u64),
+        Ok((neg, n)) => Ok(typed_number(neg, n, Some(element.clone()))?
+            .as_int()
+            .expect("int") as i64 as u64),
     }
 }
 
