@@ -66,3 +66,54 @@ impl fmt::Display for AsmErrors {
 }
 
 impl std::error::Error for AsmErrors {}
+
+/// Collects the errors of one assembly (at most [`super::MAX_ERRORS`]),
+/// each with its source line when there is source text.
+pub(super) struct Diag<'a> {
+    pub(super) file: &'a str,
+    pub(super) lines: Vec<&'a str>,
+    pub(super) errors: Vec<AsmError>,
+}
+
+impl<'a> Diag<'a> {
+    /// Errors in `file`, whose text (if any) is `text`.
+    pub(super) fn new(file: &'a str, text: &'a str) -> Self {
+        Diag {
+            file,
+            lines: if text.is_empty() {
+                Vec::new()
+            } else {
+                text.split('\n').collect()
+            },
+            errors: Vec::new(),
+        }
+    }
+
+    pub(super) fn error(&mut self, pos: Pos, message: impl Into<String>) {
+        if self.errors.len() >= super::MAX_ERRORS {
+            return;
+        }
+        let source_line = self
+            .lines
+            .get(pos.line.saturating_sub(1) as usize)
+            .copied()
+            .unwrap_or("")
+            .trim_end_matches('\r')
+            .to_string();
+        self.errors.push(AsmError {
+            file: self.file.to_string(),
+            pos,
+            message: message.into(),
+            source_line,
+        });
+    }
+
+    /// The errors so far, if any.
+    pub(super) fn into_result(self) -> Result<(), AsmErrors> {
+        if self.errors.is_empty() {
+            Ok(())
+        } else {
+            Err(AsmErrors(self.errors))
+        }
+    }
+}

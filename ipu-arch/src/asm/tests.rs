@@ -196,3 +196,70 @@ fn every_listed_directive_is_known_to_the_assembler() {
     let e = asm("main:\n    exitz $mzero\n    .bogus\n").unwrap_err();
     assert!(e.to_string().contains("unknown directive `.bogus`"), "{e}");
 }
+
+/// Statements built without text (here: parsed, then handed over) must give
+/// exactly the image of the text, and their errors the same messages.
+#[test]
+fn statements_assemble_to_the_same_image_as_text() {
+    let opts = AsmOptions::default();
+    let (stmts, errors) = parse(SAMPLE, "sample.S");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(!stmts.is_empty());
+    let from_text = assemble(SAMPLE, &opts).unwrap();
+    let from_stmts = assemble_statements(stmts, &opts).unwrap();
+    assert_eq!(from_text, from_stmts);
+
+    let bad = "main:\n    setzi $m0, nowhere\n    exitz $mzero\n";
+    let (stmts, _) = parse(bad, "bad.S");
+    let text_errors = assemble(bad, &opts).unwrap_err();
+    let stmt_errors = assemble_statements(stmts, &opts).unwrap_err();
+    let messages = |e: &AsmErrors| {
+        e.0.iter()
+            .map(|e| (e.pos, e.message.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(messages(&text_errors), messages(&stmt_errors));
+    assert_eq!(stmt_errors.0[0].source_line, "", "no text, no source line");
+}
+
+#[test]
+fn expressions_print_and_read_back_to_the_same_value() {
+    for text in [
+        "(.Lend - .Lstart)/8 - 1",
+        "-(3 << 2) | ~5 ^ 7 & 12",
+        "1 - (2 - 3)",
+        "-4 * -(1 + 2)",
+    ] {
+        let e = parse_expr(text).unwrap_or_else(|| panic!("{text} parses"));
+        let printed = e.to_string();
+        let back = parse_expr(&printed).unwrap_or_else(|| panic!("{printed} parses"));
+        // The value as the assembler computes it, labels included.
+        let value = |e: &Expr| {
+            let image = assemble_statements(
+                vec![
+                    Stmt::Label("main".into(), Pos::default()),
+                    Stmt::Label(".Lstart".into(), Pos::default()),
+                    Stmt::Directive(".data".into(), vec![], Pos::default()),
+                    Stmt::Directive(
+                        ".word".into(),
+                        vec![DirArg::Expr(e.clone(), Pos::default())],
+                        Pos::default(),
+                    ),
+                    Stmt::Label(".Lend".into(), Pos::default()),
+                ],
+                &AsmOptions::default(),
+            );
+            image.map(|i| {
+                i.sections
+                    .iter()
+                    .find(|s| !s.is_code)
+                    .unwrap()
+                    .bytes
+                    .clone()
+            })
+        };
+        assert_eq!(value(&e), value(&back), "{text} printed as {printed}");
+    }
+    assert!(parse_expr("1 +").is_none());
+    assert!(parse_expr("1 2").is_none());
+}
