@@ -5,6 +5,8 @@
 use half::f16;
 use ipuc_backend_ipu::codelets::cast::{Cast, CastKind};
 use ipuc_backend_ipu::codelets::elementwise::{Binary, BinaryOp, VecType};
+use ipuc_backend_ipu::codelets::program::CodeletProgram;
+use ipuc_ipu_arch::{Executable, MachineModel};
 use ipuc_ipu_arch::float8::f64_to_f8;
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::testing::*;
@@ -23,8 +25,26 @@ fn nonzero(rng: &mut Rng64, lo: f64, hi: f64) -> f64 {
 }
 
 fn run_and_check_cycles(text: &str, est: u64, setup: impl FnOnce(&mut Simulator)) -> Simulator {
-    let exe = program(&[(2, text)], vec![]);
-    let mut s = sim(&exe, Default::default());
+    run_exe_and_check_cycles(&program(&[(2, text)], vec![]), est, setup)
+}
+
+/// The codelet's executable, encoded from its ops; checked to be exactly
+/// what the text assembler makes of its printed assembly.
+fn executable_of(prog: &CodeletProgram) -> Executable {
+    let exe = prog.executable().unwrap_or_else(|e| panic!("{e}"));
+    let text = prog.assembly();
+    let via_text = ipuc_ipu_arch::assemble(&text, &Default::default())
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(exe.tiles[0].image, via_text, "{text}");
+    exe
+}
+
+fn run_exe_and_check_cycles(
+    exe: &Executable,
+    est: u64,
+    setup: impl FnOnce(&mut Simulator),
+) -> Simulator {
+    let mut s = sim(exe, Default::default());
     setup(&mut s);
     s.run().unwrap_or_else(|e| panic!("{e}"));
     let cycles = s.profile().unwrap().total_cycles;
@@ -96,13 +116,15 @@ fn binary_ops_match_the_reference_and_estimate() {
                         .map(|_| nonzero(&mut rng, 0.01, 8.0))
                         .collect::<Vec<_>>(),
                 );
-                let s = run_and_check_cycles(&b.assembly().unwrap(), b.estimate_cycles(), |s| {
+                let (prog, counts) = b.program(2, &MachineModel::c600()).unwrap();
+                let est = b.estimate_cycles().unwrap();
+                let s = run_exe_and_check_cycles(&executable_of(&prog), est, |s| {
                     s.write_memory(2, x, &xs).unwrap();
                     s.write_memory(2, y, &ys).unwrap();
                 });
                 let got = decode(ty, &s.read_memory(2, out, len * (8 / ty.lanes())).unwrap());
                 let want = b.reference(&decode(ty, &xs), &decode(ty, &ys));
-                let issues: u64 = b.worker_words().iter().map(|&n| b.worker_issues(n)).sum();
+                let issues: u64 = b.worker_words().iter().map(|&n| counts.worker_issues(n)).sum();
                 assert_eq!(s.profile().unwrap().tiles[0].worker_issues, issues);
                 for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                     // One rounding; f32 axpy may differ from the f64-then-f32
@@ -132,18 +154,16 @@ fn binary_parameters_are_checked() {
         y: 0x90000,
         out: 0xa0000,
     };
-    assert!(b
-        .assembly()
-        .unwrap_err()
-        .to_string()
-        .contains("multiple of 4"));
+    let c600 = MachineModel::c600();
+    let message = |b: &Binary| b.program(0, &c600).err().unwrap().to_string();
+    assert!(message(&b).contains("multiple of 4"));
     let b = Binary {
         op: BinaryOp::Axpy(2.0),
         ty: VecType::F16,
         len: 8,
         ..b
     };
-    assert!(b.assembly().unwrap_err().to_string().contains("f32 only"));
+    assert!(message(&b).contains("f32 only"));
 }
 
 #[test]

@@ -19,7 +19,7 @@
 //! is the weights' tensor scale.
 
 use super::amp::{AmpBlock, AmpMode, AmpVariant};
-use super::launch::Emitter;
+use super::launch::TextEmitter;
 use super::CodeletError;
 use half::f16;
 use ipuc_ipu_arch::float8::encode_scaled;
@@ -110,9 +110,9 @@ impl AmpF8WeightsF16Acts {
         self.block.validate()
     }
 
-    fn prepass(&self) -> Emitter {
+    fn prepass(&self) -> TextEmitter {
         let s = self.act_scale;
-        let mut e = Emitter::default();
+        let mut e = TextEmitter::default();
         e.solo("ld32 $m0, $mvertex_base, $mzero, 4   // f16 activations");
         e.solo("ld32 $m1, $mvertex_base, $mzero, 0   // FP8 staging (the AMP input)");
         e.solo("ld32 $m2, $mvertex_base, $mzero, 5   // 16-byte blocks (4 per row)");

@@ -15,7 +15,11 @@
 
 use half::f16;
 
-use super::launch::{self, split, WORKERS};
+use ipuc_ipu_arch::MachineModel;
+
+use super::emitter::{inst, op, Emitter};
+use super::launch::{self, split, SupervisorCounts, WORKERS};
+use super::program::CodeletProgram;
 use super::CodeletError;
 
 /// The operation.
@@ -65,13 +69,29 @@ pub struct Binary {
     pub out: u32,
 }
 
-/// Worker issues besides the per-word bundles, for a share of n >= 1 words:
-/// 4 `ld32`, `tapack`, `brz`, `sub`, the first load, the prologue bundle,
-/// `rpt`, the last store and `exitz` (12), minus the one word the prologue
-/// computes; axpy adds `ld32` and `uput`.
-const FIXED_ISSUES: u64 = 11;
-/// Issues of a worker with no words: 4 `ld32`, `tapack`, `brz`, `exitz`.
-const EMPTY_ISSUES: u64 = 7;
+/// Issue counts of an elementwise launch, as emitted.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct BinaryCounts {
+    /// The supervisor's.
+    pub supervisor: SupervisorCounts,
+    /// A worker with no words (it branches to its exit).
+    pub empty: u64,
+    /// A worker's issues outside the `rpt` body (its first word included:
+    /// the prologue bundle computes it).
+    pub worker: u64,
+    /// Issues of one pass of the `rpt` body (one word).
+    pub body: u64,
+}
+
+impl BinaryCounts {
+    /// Issues of a worker with `n` words: the body runs `n - 1` times.
+    pub fn worker_issues(&self, n: u32) -> u64 {
+        match n {
+            0 => self.empty,
+            n => self.worker + u64::from(n - 1) * self.body,
+        }
+    }
+}
 
 impl Binary {
     fn name(&self) -> String {
@@ -123,29 +143,45 @@ impl Binary {
         }
     }
 
-    /// The codelet's assembly text (supervisor entry `main`).
-    pub fn assembly(&self) -> Result<String, CodeletError> {
+    /// Emits the launch (supervisor entry `main`, six workers) and returns
+    /// the issue counts its estimate is made of.
+    pub fn emit(&self, e: &mut Emitter) -> Result<BinaryCounts, CodeletError> {
         self.validate()?;
         let tag = self.name();
         let axpy = matches!(self.op, BinaryOp::Axpy(_));
-        let mut s = launch::supervisor_and_worker_header(&tag, 5);
-        s.push_str(
-            "    ld32 $m0, $mvertex_base, $mzero, 0   // x\n    ld32 $m1, $mvertex_base, $mzero, 1   // y\n\
-             \x20   ld32 $m2, $mvertex_base, $mzero, 2   // out\n    ld32 $m3, $mvertex_base, $mzero, 3   // words\n\
-             \x20   tapack $m4:5, $m0, $m1, $m2\n",
-        );
-        s.push_str(&format!("    brz $m3, .L{tag}_done\n"));
-        if axpy {
-            s.push_str("    ld32 $a6, $mvertex_base, $mzero, 4   // a\n    uput $TAS, $a6\n");
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, &tag, 5);
+        let done = format!(".L{tag}_done");
+        // Vertex state: x, y, out, words (and a for axpy).
+        for (reg, word) in [(0, 0), (1, 1), (2, 2), (3, 3)] {
+            e.solo(inst("ld32", [op::m(reg), op::vertex_base(), op::mzero(), op::imm(word)]));
         }
-        let ins = self.instruction();
-        s.push_str(&format!(
-            "    sub $m3, $m3, 1\n    ld2x64pace $a0:3, $m4:5+=, $mzero, 0\n\
-             \x20   {{ ld2x64pace $a0:3, $m4:5+=, $mzero, 0\n      {ins} $a4:5, $a0:1, $a2:3 }}\n\
-             \x20   {{ rpt $m3, (.L{tag}_end - .L{tag}_start)/8 - 1 ; fnop }}\n.L{tag}_start:\n\
-             \x20   {{ ld2xst64pace $a0:3, $a4:5, $m4:5+=, $mzero, 0\n      {ins} $a4:5, $a0:1, $a2:3 }}\n.L{tag}_end:\n\
-             \x20   st64 $a4:5, $m2, $mzero, $m3\n.L{tag}_done:\n    exitz $mzero\n"
-        ));
+        e.solo(inst("tapack", [op::m_pair(4), op::m(0), op::m(1), op::m(2)]));
+        e.solo(inst("brz", [op::m(3), op::sym(done.clone())]));
+        let at_branch = e.issues();
+        if axpy {
+            e.solo(inst("ld32", [op::a(6), op::vertex_base(), op::mzero(), op::imm(4)]));
+            e.solo(inst("uput", [op::csr("TAS"), op::a(6)]));
+        }
+        let compute = || inst(self.instruction(), [op::a_pair(4), op::a_pair(0), op::a_pair(2)]);
+        let load = || inst("ld2x64pace", [op::a_quad(0), op::m_pair_inc(4), op::mzero(), op::imm(0)]);
+        e.solo(inst("sub", [op::m(3), op::m(3), op::imm(1)]));
+        e.solo(load());
+        e.bundle(load(), compute());
+        let body = e.rpt(
+            op::m(3),
+            &tag,
+            vec![(
+                inst(
+                    "ld2xst64pace",
+                    [op::a_quad(0), op::a_pair(4), op::m_pair_inc(4), op::mzero(), op::imm(0)],
+                ),
+                compute(),
+            )],
+        );
+        e.solo(inst("st64", [op::a_pair(4), op::m(2), op::mzero(), op::m(3)]));
+        e.label(&done);
+        e.solo(inst("exitz", [op::mzero()]));
+        let worker = e.issues();
         let shares = self.worker_words();
         let offs = launch::offsets(&shares);
         let scale = match self.op {
@@ -156,32 +192,40 @@ impl Binary {
             let b = offs[w] * 8;
             vec![self.x + b, self.y + b, self.out + b, shares[w], scale]
         });
-        s.push_str(&launch::vertex_state(&tag, &states));
-        Ok(s)
+        launch::emit_vertex_state(e, &tag, &states);
+        Ok(BinaryCounts {
+            supervisor,
+            // An empty share branches from `brz` straight to `exitz`.
+            empty: at_branch + 1,
+            worker,
+            body,
+        })
     }
 
-    /// Issues of a worker with `n` words.
-    pub fn worker_issues(&self, n: u32) -> u64 {
-        if n == 0 {
-            return EMPTY_ISSUES;
-        }
-        let axpy = if matches!(self.op, BinaryOp::Axpy(_)) {
-            2
-        } else {
-            0
-        };
-        u64::from(n) + FIXED_ISSUES + axpy
+    /// The codelet as a program on `tile` of `machine`.
+    pub fn program(
+        &self,
+        tile: u32,
+        machine: &MachineModel,
+    ) -> Result<(CodeletProgram, BinaryCounts), CodeletError> {
+        CodeletProgram::build(tile, machine, |e| self.emit(e))
     }
 
-    /// Estimated tile cycles from the instruction counts.
-    pub fn estimate_cycles(&self) -> u64 {
+    /// The issue counts of the emitted code.
+    pub fn counts(&self) -> Result<BinaryCounts, CodeletError> {
+        Ok(self.program(0, &MachineModel::c600())?.1)
+    }
+
+    /// Estimated tile cycles from the instruction counts of the emitted code.
+    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
+        let c = self.counts()?;
         let worst = self
             .worker_words()
             .iter()
-            .map(|&n| self.worker_issues(n))
+            .map(|&n| c.worker_issues(n))
             .max()
             .unwrap_or(0);
-        launch::launch_cycles(worst)
+        Ok(c.supervisor.cycles(worst))
     }
 
     /// Float64 reference over the element values (`x`, `y` decoded), each

@@ -3,8 +3,68 @@
 //! state (a run of 32-bit words), and joins them with
 //! `sync TEXCH_SYNCZONE_LOCAL`.
 
+use ipuc_dialects::ipu::SectionKind;
+
+use super::emitter::{inst, op, Emitter};
+
 /// Workers of a tile.
 pub const WORKERS: usize = 6;
+
+/// Supervisor issues of a launch, counted while emitting it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SupervisorCounts {
+    /// Issues up to and including `runall`.
+    pub before_run: u64,
+    /// Issues after the workers are started (`sync` completes, `exitz`).
+    pub after_run: u64,
+}
+
+impl SupervisorCounts {
+    /// Tile cycles of a launch whose slowest worker issues `worker_issues`
+    /// times: the supervisor issues once per cycle while no worker holds a
+    /// slot, each worker once per 6 cycles.
+    pub fn cycles(&self, worker_issues: u64) -> u64 {
+        self.before_run + 6 * worker_issues + self.after_run
+    }
+}
+
+/// Emits the supervisor `main` of a launch of `{tag}_worker` on six workers
+/// with `state_words` words of vertex state each (at `{tag}_vertex_state`),
+/// then opens the worker's section at its entry `{tag}_worker`.
+pub fn emit_supervisor_and_worker_entry(
+    e: &mut Emitter,
+    tag: &str,
+    state_words: usize,
+) -> SupervisorCounts {
+    e.code_section(&format!(".text.{tag}_supervisor"), SectionKind::Supervisor);
+    e.function("main");
+    e.solo(inst("setzi", [op::m(1), op::sym(format!("{tag}_worker"))]));
+    e.solo(inst("setzi", [op::m(2), op::sym(format!("{tag}_vertex_state"))]));
+    e.solo(inst("runall", [op::m(1), op::m(2), op::imm(state_words as i64)]));
+    let before_run = e.issues();
+    e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_LOCAL")]));
+    e.solo(inst("exitz", [op::mzero()]));
+    let after_run = e.issues() - before_run;
+    e.size_of("main");
+    e.code_section(&format!(".text.{tag}_worker"), SectionKind::Worker);
+    e.worker_entry(&format!("{tag}_worker"));
+    SupervisorCounts {
+        before_run,
+        after_run,
+    }
+}
+
+/// Ends the worker (`.size`) and emits the six vertex states (`words[w]`
+/// for worker w) at `{tag}_vertex_state`.
+pub fn emit_vertex_state(e: &mut Emitter, tag: &str, words: &[Vec<u32>; WORKERS]) {
+    e.size_of(&format!("{tag}_worker"));
+    e.data_section(".data");
+    e.directive("align", &[op::imm(8)]);
+    e.label(&format!("{tag}_vertex_state"));
+    for w in words {
+        e.words(w);
+    }
+}
 
 /// Supervisor issues before the workers start: `setzi`, `setzi`, `runall`.
 pub const SUPERVISOR_ISSUES_BEFORE_RUN: u64 = 3;
@@ -81,7 +141,7 @@ impl RowLoopCounts {
 /// Ends a worker's row loop (`brnzdec $m2` back to `.L{tag}_row`, then
 /// `.L{tag}_done: exitz`) and returns its text with the issue counts;
 /// `setup` is the issue count before the loop.
-pub fn end_row_loop(mut e: Emitter, tag: &str, setup: u64) -> (String, RowLoopCounts) {
+pub fn end_row_loop(mut e: TextEmitter, tag: &str, setup: u64) -> (String, RowLoopCounts) {
     e.solo(&format!("brnzdec $m2, .L{tag}_row"));
     let per_row = e.issues - setup;
     e.label(&format!(".L{tag}_done"));
@@ -96,9 +156,11 @@ pub fn end_row_loop(mut e: Emitter, tag: &str, setup: u64) -> (String, RowLoopCo
     )
 }
 
-/// Emits worker code, padding bundles to 8 bytes and counting issues.
+/// Emits worker code as text, padding bundles to 8 bytes and counting
+/// issues: the text-era helper of the codelets not yet moved to
+/// [`super::emitter::Emitter`].
 #[derive(Default)]
-pub struct Emitter {
+pub struct TextEmitter {
     /// The text so far.
     pub text: String,
     words: u64,
@@ -106,7 +168,7 @@ pub struct Emitter {
     pub issues: u64,
 }
 
-impl Emitter {
+impl TextEmitter {
     /// A solo instruction.
     pub fn solo(&mut self, s: &str) {
         self.text.push_str(&format!("    {s}\n"));

@@ -22,7 +22,7 @@
 
 use half::f16;
 
-use super::launch::{self, offsets, split, Emitter, RowLoopCounts, WORKERS};
+use super::launch::{self, offsets, split, TextEmitter, RowLoopCounts, WORKERS};
 use super::CodeletError;
 
 /// One LayerNorm launch.
@@ -86,7 +86,7 @@ impl LayerNorm {
     }
 
     fn worker(&self) -> (String, RowLoopCounts) {
-        let mut e = Emitter::default();
+        let mut e = TextEmitter::default();
         e.solo("ld32 $m2, $mvertex_base, $mzero, 2   // rows");
         e.solo(&format!("brz $m2, .L{TAG}_done"));
         for s in [

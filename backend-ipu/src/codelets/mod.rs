@@ -1,5 +1,7 @@
-//! Codelet library: parameterised assembly templates, each with a float64
-//! Rust reference and a cycle estimate derived from its instruction counts.
+//! Codelet library: parameterised tile programs, each with a float64 Rust
+//! reference and a cycle estimate derived from its instruction counts.
+//! Codelets emit `ipu` ops through one [`emitter::Emitter`], which counts
+//! issue slots as it emits; [`program::CodeletProgram`] holds the result.
 //! The simulator tests in `ipuc-runtime` (`tests/codelets_*.rs`) run every
 //! template over random inputs and hold it to both.
 
@@ -8,9 +10,11 @@ pub mod amp_f16acts;
 pub mod cast;
 pub mod copy;
 pub mod elementwise;
+pub mod emitter;
 pub mod gelu;
 pub mod launch;
 pub mod layernorm;
+pub mod program;
 pub mod reduce;
 pub mod softmax;
 pub mod transpose;

@@ -22,7 +22,7 @@
 
 use half::f16;
 
-use super::launch::{self, offsets, split, Emitter, RowLoopCounts, WORKERS};
+use super::launch::{self, offsets, split, TextEmitter, RowLoopCounts, WORKERS};
 use super::CodeletError;
 
 const TAG: &str = "softmax_f16";
@@ -125,7 +125,7 @@ impl Softmax {
     }
 
     fn worker(&self) -> (String, RowLoopCounts) {
-        let mut e = Emitter::default();
+        let mut e = TextEmitter::default();
         for s in [
             "ld32 $m2, $mvertex_base, $mzero, 2   // rows".to_string(),
             format!("brz $m2, .L{TAG}_done"),

@@ -34,7 +34,7 @@
 //! Every load and store is its own instruction, so no instruction makes two
 //! accesses and no bank conflict can arise whatever the placement.
 
-use super::launch::{self, offsets, split, Emitter, WORKERS};
+use super::launch::{self, offsets, split, TextEmitter, WORKERS};
 use super::CodeletError;
 
 /// Element width of a transpose.
@@ -195,10 +195,10 @@ impl Transpose {
 
     /// The worker body; returns the emitter and the issues of one
     /// destination row outside its `rpt` body.
-    fn worker(&self) -> (Emitter, u64, u64) {
+    fn worker(&self) -> (TextEmitter, u64, u64) {
         let tag = self.tag();
         let cols = self.cols;
-        let mut e = Emitter::default();
+        let mut e = TextEmitter::default();
         e.solo("ld32 $m0, $mvertex_base, $mzero, 0   // src column");
         e.solo("ld32 $m1, $mvertex_base, $mzero, 1   // dst row");
         e.solo("ld32 $m2, $mvertex_base, $mzero, 2   // dst rows");

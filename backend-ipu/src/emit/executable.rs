@@ -1,6 +1,7 @@
-//! `ipu` IR to an [`Executable`]: every tile's assembly view goes through
-//! the target's assembler; assembler errors come back as diagnostics at the
-//! op their line was printed from.
+//! `ipu` IR to an [`Executable`]: every tile's ops become the assembler's
+//! statements directly ([`super::statements`]: no text is printed or parsed)
+//! and are encoded by the target's assembler; its errors come back as
+//! diagnostics at the op a statement came from.
 //!
 //! Tensor bindings and host streams come from the `ipu.tensor` ops: one
 //! binding per piece; an `input` tensor gets a host-to-device stream and an
@@ -11,11 +12,11 @@ use ipuc_dialects::ipu::{self, TensorDirection};
 use ipuc_ir::attributes::Attribute;
 use ipuc_ir::{Context, Diagnostic, FloatKind, OpId, TypeKind, WalkOrder};
 
-use super::asm_view::executable_tiles;
+use super::statements::tile_statements;
 use ipuc_ipu_arch::exe::DType;
 use ipuc_ipu_arch::{
-    assemble, AsmOptions, Executable, HostStream, MachineModel, StreamDirection, TensorBinding,
-    TileProgram,
+    asm::assemble_statements, AsmOptions, Executable, HostStream, MachineModel, StreamDirection,
+    TensorBinding, TileProgram,
 };
 
 /// The single `ipu.executable` nested in `root` (or `root` itself).
@@ -84,6 +85,17 @@ fn dtype_of(ctx: &Context, tensor: OpId) -> Result<(DType, Vec<u64>), Diagnostic
     Ok((dtype, shape.iter().map(|&d| d as u64).collect()))
 }
 
+/// The `ipu.tile` ops of `exe` with their tile numbers, in tile order.
+fn tile_ops(ctx: &Context, exe: OpId) -> Vec<(u32, OpId)> {
+    let mut tiles: Vec<(u32, OpId)> = ipu::body_ops(ctx, exe)
+        .into_iter()
+        .filter(|&op| ctx.name_str(op) == ipu::TILE)
+        .map(|t| (ipu::tile_index(ctx, t).unwrap_or(0), t))
+        .collect();
+    tiles.sort_by_key(|t| t.0);
+    tiles
+}
+
 /// Assembles every tile of `exe` (an `ipu.executable`) and builds the executable.
 pub fn build_executable(ctx: &Context, exe: OpId) -> Result<Executable, Vec<Diagnostic>> {
     let machine_name = ctx
@@ -98,46 +110,43 @@ pub fn build_executable(ctx: &Context, exe: OpId) -> Result<Executable, Vec<Diag
     })?;
     let mut diags = Vec::new();
     let mut tiles = Vec::new();
-    for t in executable_tiles(ctx, exe) {
-        if t.tile >= machine.tiles {
+    for (index, tile) in tile_ops(ctx, exe) {
+        if index >= machine.tiles {
             diags.push(Diagnostic::error(
-                ctx.loc(t.op).clone(),
+                ctx.loc(tile).clone(),
                 format!(
-                    "tile {} does not exist: machine '{}' has {} tiles",
-                    t.tile, machine.name, machine.tiles
+                    "tile {index} does not exist: machine '{}' has {} tiles",
+                    machine.name, machine.tiles
                 ),
             ));
             continue;
         }
         let entry = ctx
-            .attr(t.op, "entry")
+            .attr(tile, "entry")
             .and_then(Attribute::as_symbol_root)
             .unwrap_or("main")
             .to_string();
         let opts = AsmOptions {
-            file: format!("tile{}.s", t.tile),
+            file: format!("tile{index}"),
             entry,
             machine: machine.clone(),
         };
-        match assemble(&t.text, &opts) {
-            Ok(image) => tiles.push(TileProgram {
-                tile: t.tile,
-                image,
-            }),
+        let statements = match tile_statements(ctx, tile) {
+            Ok(s) => s,
+            Err(d) => {
+                diags.push(d);
+                continue;
+            }
+        };
+        match assemble_statements(statements.stmts.clone(), &opts) {
+            Ok(image) => tiles.push(TileProgram { tile: index, image }),
             Err(errors) => {
                 for e in errors.0 {
-                    let op = t.op_at_line(e.pos.line);
+                    let op = statements.op_at(e.pos, tile);
                     diags.push(
                         Diagnostic::error(ctx.loc(op).clone(), e.message.clone()).with_note(
-                            ctx.loc(t.op).clone(),
-                            format!(
-                                "in the assembly of tile {}, {}:{}:{}: {}",
-                                t.tile,
-                                e.file,
-                                e.pos.line,
-                                e.pos.col,
-                                e.source_line.trim()
-                            ),
+                            ctx.loc(tile).clone(),
+                            format!("in the program of tile {index}"),
                         ),
                     );
                 }

@@ -1,15 +1,18 @@
 //! Emission from the `ipu` dialect: the assembly view of each tile
-//! ([`asm_view`]), the executable built from it with the target's assembler
-//! ([`executable`]), the reverse reading of assembly into `ipu` ops
+//! ([`asm_view`], a view for people and for `--emit=asm`), the executable
+//! encoded from the ops' assembler statements without text
+//! ([`statements`], [`executable`]), the reverse reading of assembly into `ipu` ops
 //! ([`reader`], used by tests and for importing hand-written code), and the
 //! `ipu-verify-isa` pass ([`verify_isa`]).
 
 pub mod asm_view;
 pub mod executable;
 pub mod reader;
+pub mod statements;
 pub mod verify_isa;
 
 pub use asm_view::{executable_asm, tile_asm, TileAsm};
 pub use executable::{build_executable, find_executable};
 pub use reader::{read_executable, read_tile};
+pub use statements::{tile_statements, TileStatements};
 pub use verify_isa::VerifyIsa;

@@ -39,6 +39,7 @@
 //!   `args`). Mode switches are the section's `kind`, not directives.
 
 mod assembly;
+pub mod build;
 pub mod operand;
 
 use ipuc_ir::attributes::{AttrKind, Attribute};
@@ -47,6 +48,7 @@ use ipuc_ir::dialect::{AttrDecl, Dialect, OpDefinition, Traits};
 use ipuc_ir::dialect_symbols::SymbolDef;
 use ipuc_ir::{Context, Diagnostic, OpId, TypeKind};
 
+pub use build::SectionKind;
 pub use operand::{format_imm, is_register_name, Operand, Register};
 
 /// `ipu.executable`.

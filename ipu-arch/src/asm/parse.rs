@@ -274,6 +274,11 @@ impl Parser<'_, '_, '_> {
             });
         }
         let e = self.expr(0)?;
+        Some(Operand::Expr(e, self.span_from(start)))
+    }
+
+    /// `start` widened to the end of the last token consumed (on its line).
+    fn span_from(&self, start: Pos) -> Pos {
         let end = self
             .toks
             .get(self.i.saturating_sub(1))
@@ -284,7 +289,7 @@ impl Parser<'_, '_, '_> {
         } else {
             start.len
         };
-        Some(Operand::Expr(e, Pos { len, ..start }))
+        Pos { len, ..start }
     }
 
     fn directive_args(&mut self) -> Option<Vec<DirArg>> {
@@ -313,7 +318,7 @@ impl Parser<'_, '_, '_> {
                 }
                 _ => {
                     let e = self.expr(0)?;
-                    args.push(DirArg::Expr(e, p));
+                    args.push(DirArg::Expr(e, self.span_from(p)));
                 }
             }
             if self.is_punct(",") {

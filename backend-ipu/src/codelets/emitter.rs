@@ -1,0 +1,262 @@
+//! The one way codelets write code: `ipu` ops appended to a tile, with the
+//! issue slots counted as they are emitted.
+//!
+//! A codelet never formats assembly text and never keeps instruction counts
+//! by hand: it calls [`Emitter::solo`], [`Emitter::bundle`], [`Emitter::rpt`]
+//! and friends, and reads [`Emitter::issues`] at the points its cycle
+//! estimate needs (before a loop, per iteration, after it). The assembly
+//! text is a view printed from the ops (`emit::tile_asm`); the executable
+//! is encoded from them directly.
+//!
+//! Counting rules (the tile's issue model, `ipu-machine.md`): a solo
+//! instruction or a bundle is one issue; a bundle must start 8-byte
+//! aligned, so the emitter inserts a `nop` (one issue) before a bundle or a
+//! loop head at an odd word; the body of a `rpt` is not counted where it is
+//! emitted (it repeats): [`Emitter::rpt`] returns its length instead.
+
+use ipuc_dialects::ipu::{build, Operand, Register, SectionKind};
+use ipuc_ir::{BlockId, Context, Location, OpId};
+
+/// One instruction: mnemonic and operands.
+#[derive(Clone, Debug)]
+pub struct Inst {
+    /// The mnemonic.
+    pub mnemonic: &'static str,
+    /// The operands.
+    pub operands: Vec<Operand>,
+}
+
+/// `mnemonic operands`.
+pub fn inst(mnemonic: &'static str, operands: impl Into<Vec<Operand>>) -> Inst {
+    Inst {
+        mnemonic,
+        operands: operands.into(),
+    }
+}
+
+/// Operand constructors, named after the assembler's spelling.
+pub mod op {
+    use super::{Operand, Register};
+
+    fn reg(name: String, last: Option<u8>, inc: bool) -> Operand {
+        Operand::Reg(Register { name, last, inc })
+    }
+    /// `$mN`.
+    pub fn m(n: u8) -> Operand {
+        reg(format!("m{n}"), None, false)
+    }
+    /// `$mN+=` (post-incremented).
+    pub fn m_inc(n: u8) -> Operand {
+        reg(format!("m{n}"), None, true)
+    }
+    /// `$mN:N+1`.
+    pub fn m_pair(n: u8) -> Operand {
+        reg(format!("m{n}"), Some(n + 1), false)
+    }
+    /// `$mN:N+1+=` (post-incremented pair).
+    pub fn m_pair_inc(n: u8) -> Operand {
+        reg(format!("m{n}"), Some(n + 1), true)
+    }
+    /// `$aN`.
+    pub fn a(n: u8) -> Operand {
+        reg(format!("a{n}"), None, false)
+    }
+    /// `$aN:N+1`.
+    pub fn a_pair(n: u8) -> Operand {
+        reg(format!("a{n}"), Some(n + 1), false)
+    }
+    /// `$aN:N+3`.
+    pub fn a_quad(n: u8) -> Operand {
+        reg(format!("a{n}"), Some(n + 3), false)
+    }
+    /// `$mzero`.
+    pub fn mzero() -> Operand {
+        reg("mzero".into(), None, false)
+    }
+    /// `$azero`.
+    pub fn azero() -> Operand {
+        reg("azero".into(), None, false)
+    }
+    /// `$azeros` (the zero pair).
+    pub fn azeros() -> Operand {
+        reg("azeros".into(), None, false)
+    }
+    /// `$mvertex_base`.
+    pub fn vertex_base() -> Operand {
+        reg("mvertex_base".into(), None, false)
+    }
+    /// `$mworker_base`.
+    pub fn worker_base() -> Operand {
+        reg("mworker_base".into(), None, false)
+    }
+    /// A control register `$NAME`.
+    pub fn csr(name: &str) -> Operand {
+        Operand::Csr(name.into())
+    }
+    /// An immediate.
+    pub fn imm(v: i64) -> Operand {
+        Operand::Imm(v)
+    }
+    /// A label or predefined constant.
+    pub fn sym(name: impl Into<String>) -> Operand {
+        Operand::Symbol(name.into())
+    }
+    /// An assembler expression.
+    pub fn expr(text: impl Into<String>) -> Operand {
+        Operand::Expr(text.into())
+    }
+}
+
+/// Appends `ipu` ops to one tile and counts issue slots.
+pub struct Emitter<'c> {
+    ctx: &'c mut Context,
+    tile: BlockId,
+    section: Option<BlockId>,
+    loc: Location,
+    /// 4-byte words in the current code section (sections start 8-aligned).
+    words: u64,
+    /// Issues emitted outside `rpt` bodies since the section was opened.
+    issues: u64,
+}
+
+impl<'c> Emitter<'c> {
+    /// Emits into the body block of an `ipu.tile`, every op at `loc`.
+    pub fn new(ctx: &'c mut Context, tile_body: BlockId, loc: Location) -> Self {
+        Emitter {
+            ctx,
+            tile: tile_body,
+            section: None,
+            loc,
+            words: 0,
+            issues: 0,
+        }
+    }
+
+    /// Issues emitted outside `rpt` bodies since the current section began.
+    pub fn issues(&self) -> u64 {
+        self.issues
+    }
+
+    fn append(&mut self, op: OpId) {
+        let block = match self.section {
+            Some(b) => b,
+            None => self.open(".text", Some("ax"), SectionKind::Supervisor),
+        };
+        self.ctx.append_op(block, op);
+    }
+
+    fn open(&mut self, name: &str, flags: Option<&str>, kind: SectionKind) -> BlockId {
+        let (op, body) = build::section(self.ctx, name, flags, kind, self.loc.clone());
+        self.ctx.append_op(self.tile, op);
+        self.section = Some(body);
+        self.words = 0;
+        self.issues = 0;
+        body
+    }
+
+    /// Opens code section `name` (flags `ax`) running in `kind`.
+    pub fn code_section(&mut self, name: &str, kind: SectionKind) {
+        self.open(name, Some("ax"), kind);
+    }
+
+    /// Opens data section `name` (flags `aw`).
+    pub fn data_section(&mut self, name: &str) {
+        self.open(name, Some("aw"), SectionKind::Supervisor);
+    }
+
+    /// `name:`.
+    pub fn label(&mut self, name: &str) {
+        let op = build::label(self.ctx, name, self.loc.clone());
+        self.append(op);
+    }
+
+    /// A loop head or `rpt` target: a `nop` first if it would be misaligned.
+    pub fn aligned_label(&mut self, name: &str) {
+        self.align_code();
+        self.label(name);
+    }
+
+    /// `.name args`.
+    pub fn directive(&mut self, name: &str, args: &[Operand]) {
+        let op = build::directive(self.ctx, name, args, self.loc.clone());
+        self.append(op);
+    }
+
+    /// `.globl name`, `.type name, @function` and `name:`.
+    pub fn function(&mut self, name: &str) {
+        self.directive("globl", &[op::sym(name)]);
+        self.directive("type", &[op::sym(name), Operand::At("function".into())]);
+        self.label(name);
+    }
+
+    /// `.type name, @function` and `name:` at an 8-byte boundary (a worker
+    /// entry: `.align 8` first).
+    pub fn worker_entry(&mut self, name: &str) {
+        self.directive("align", &[op::imm(8)]);
+        self.directive("type", &[op::sym(name), Operand::At("function".into())]);
+        self.label(name);
+    }
+
+    /// `.size name, . - name`.
+    pub fn size_of(&mut self, name: &str) {
+        self.directive("size", &[op::sym(name), op::expr(format!(". - {name}"))]);
+    }
+
+    /// `.word` values (data sections).
+    pub fn words(&mut self, values: &[u32]) {
+        let args: Vec<Operand> = values.iter().map(|&v| op::imm(i64::from(v))).collect();
+        self.directive("word", &args);
+    }
+
+    fn inst_op(&mut self, i: Inst) -> OpId {
+        build::inst(self.ctx, i.mnemonic, &i.operands, self.loc.clone())
+    }
+
+    /// A solo instruction: one issue.
+    pub fn solo(&mut self, i: Inst) {
+        let op = self.inst_op(i);
+        self.append(op);
+        self.words += 1;
+        self.issues += 1;
+    }
+
+    /// Pads with a `nop` to an 8-byte boundary (one issue when it pads).
+    pub fn align_code(&mut self) {
+        if self.words % 2 == 1 {
+            self.solo(inst("nop", []));
+        }
+    }
+
+    fn bundle_op(&mut self, main: Inst, aux: Inst) {
+        let (m, a) = (self.inst_op(main), self.inst_op(aux));
+        let op = build::bundle(self.ctx, m, a, self.loc.clone());
+        self.append(op);
+        self.words += 2;
+    }
+
+    /// `{ main ; aux }`: one issue (a `nop` first if misaligned).
+    pub fn bundle(&mut self, main: Inst, aux: Inst) {
+        self.align_code();
+        self.bundle_op(main, aux);
+        self.issues += 1;
+    }
+
+    /// `{ rpt count, body/8 - 1 ; fnop }` over `body` bundles between
+    /// `.L{name}_start` and `.L{name}_end`. The `rpt` bundle counts one
+    /// issue; the body is not counted here (it repeats): its length in
+    /// issues per pass is returned.
+    pub fn rpt(&mut self, count: Operand, name: &str, body: Vec<(Inst, Inst)>) -> u64 {
+        let (start, end) = (format!(".L{name}_start"), format!(".L{name}_end"));
+        self.bundle(
+            inst("rpt", [count, op::expr(format!("({end} - {start})/8 - 1"))]),
+            inst("fnop", []),
+        );
+        self.label(&start);
+        let n = body.len() as u64;
+        for (m, a) in body {
+            self.bundle_op(m, a);
+        }
+        self.label(&end);
+        n
+    }
+}

@@ -1,0 +1,59 @@
+//! A codelet instantiated as IR: an `ipu.executable` holding one `ipu.tile`
+//! whose ops the codelet emitted, in a context of its own. From it come the
+//! executable (encoded from the ops, no text) and the assembly view.
+
+use ipuc_ipu_arch::{Executable, MachineModel};
+use ipuc_ir::{Context, Location, OpId};
+
+use super::emitter::Emitter;
+use super::CodeletError;
+use crate::emit::{build_executable, tile_asm};
+
+/// One tile program built by a codelet.
+pub struct CodeletProgram {
+    /// The context holding the ops.
+    pub ctx: Context,
+    /// The `ipu.executable`.
+    pub executable: OpId,
+    /// Its one `ipu.tile`.
+    pub tile: OpId,
+}
+
+impl CodeletProgram {
+    /// Builds tile `index` for `machine` by running `emit` on a fresh emitter;
+    /// returns the program and what `emit` returned (e.g. its issue counts).
+    pub fn build<T>(
+        index: u32,
+        machine: &MachineModel,
+        emit: impl FnOnce(&mut Emitter) -> Result<T, CodeletError>,
+    ) -> Result<(CodeletProgram, T), CodeletError> {
+        let mut ctx = Context::new(ipuc_dialects::registry());
+        let loc = Location::unknown();
+        let (executable, exe_body) =
+            ipuc_dialects::ipu::build::executable(&mut ctx, &machine.name, loc.clone());
+        let (tile, tile_body) = ipuc_dialects::ipu::build::tile(&mut ctx, index, None, loc.clone());
+        ctx.append_op(exe_body, tile);
+        let out = emit(&mut Emitter::new(&mut ctx, tile_body, loc))?;
+        Ok((
+            CodeletProgram {
+                ctx,
+                executable,
+                tile,
+            },
+            out,
+        ))
+    }
+
+    /// The executable, encoded from the ops.
+    pub fn executable(&self) -> Result<Executable, CodeletError> {
+        build_executable(&self.ctx, self.executable).map_err(|diags| {
+            let messages: Vec<String> = diags.iter().map(|d| d.message.clone()).collect();
+            CodeletError::new("codelet program", messages.join("; "))
+        })
+    }
+
+    /// The tile's assembly, printed from the ops.
+    pub fn assembly(&self) -> String {
+        tile_asm(&self.ctx, self.tile).text
+    }
+}
