@@ -2,6 +2,9 @@
 //! over random inputs against the float64 reference, and simulated cycles
 //! against the codelet's instruction-count estimate.
 
+mod common;
+
+use common::executable_of;
 use ipuc_backend_ipu::codelets::amp::{AmpBlock, AmpMode, AmpVariant, Elem};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;
@@ -48,8 +51,10 @@ fn run_block(block: &AmpBlock, seed: u64) {
         0.01,
         4.0,
     );
-    let exe = program(&[(5, &block.assembly().unwrap())], vec![]);
-    let mut s = sim(&exe, Default::default());
+    let (prog, counts) = block.program(5, &MachineModel::c600()).unwrap();
+    // Four AMP phases per row, one bundle each.
+    assert_eq!(counts.body, 4);
+    let mut s = sim(&executable_of(&prog), Default::default());
     s.write_memory(5, block.input, &input).unwrap();
     s.write_memory(5, block.weights, &weights).unwrap();
     s.write_memory(5, block.partials, &partials).unwrap();

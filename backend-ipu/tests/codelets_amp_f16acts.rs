@@ -5,10 +5,10 @@
 //! staging buffer against the quantisation byte for byte, and cycles
 //! against the estimate.
 
-use ipuc_backend_ipu::codelets::amp::{
-    AmpMode, AmpVariant, Elem, WORKER_FIXED_ISSUES as AMP_FIXED,
-    WORKER_ISSUES_PER_ROW as AMP_PER_ROW,
-};
+mod common;
+
+use common::executable_of;
+use ipuc_backend_ipu::codelets::amp::{AmpMode, AmpVariant, Elem};
 use ipuc_backend_ipu::codelets::amp_f16acts::{AmpF8WeightsF16Acts, CHANNELS};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;
@@ -48,8 +48,10 @@ fn run(c: &AmpF8WeightsF16Acts, seed: u64) {
         .collect();
     let partials = Elem::F16.encode(&partials);
     let b = &c.block;
-    let exe = program(&[(5, &c.assembly().unwrap())], vec![]);
-    let mut s = sim(&exe, Default::default());
+    let (prog, counts) = c.program(5, &MachineModel::c600()).unwrap();
+    // Cast: a 2-bundle body per 16-byte block; AMP: 4 bundles per row.
+    assert_eq!((counts.1.body, counts.0.body), (2, 4));
+    let mut s = sim(&executable_of(&prog), Default::default());
     s.write_memory(5, c.activations, &acts).unwrap();
     s.write_memory(5, b.weights, &weights).unwrap();
     s.write_memory(5, b.partials, &partials).unwrap();
@@ -74,11 +76,11 @@ fn run(c: &AmpF8WeightsF16Acts, seed: u64) {
     let issues: u64 = b
         .worker_rows()
         .iter()
-        .map(|&n| AMP_FIXED + AMP_PER_ROW * u64::from(n) + AmpF8WeightsF16Acts::cast_issues(n))
+        .map(|&n| AmpF8WeightsF16Acts::worker_issues(&counts, n))
         .sum();
     assert_eq!(profile.tiles[0].worker_issues, issues, "rows {rows}");
     let cycles = profile.total_cycles;
-    let est = c.estimate_cycles();
+    let est = c.estimate_cycles().unwrap();
     let rel = (cycles as f64 - est as f64).abs() / est as f64;
     assert!(
         rel <= 0.05,

@@ -2,7 +2,11 @@
 //! the whole destination area (rows copied, gaps untouched), cycles
 //! against the estimate, and a bank conflict reported.
 
+mod common;
+
+use common::executable_of;
 use ipuc_backend_ipu::codelets::copy::StridedCopy;
+use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::testing::*;
 use rand::{Rng, SeedableRng};
@@ -28,18 +32,22 @@ fn strided_copies_match_the_reference_and_estimate() {
         let dst_len = (rows * dst_stride) as usize;
         let src: Vec<u8> = (0..src_len).map(|_| rng.gen_range(1..=255)).collect();
         let dst: Vec<u8> = (0..dst_len).map(|_| rng.gen_range(1..=255)).collect();
-        let exe = program(&[(4, &c.assembly().unwrap())], vec![]);
-        let mut s = sim(&exe, Default::default());
+        let (prog, counts) = c.program(4, &MachineModel::c600()).unwrap();
+        let mut s = sim(&executable_of(&prog), Default::default());
         s.write_memory(4, c.src, &src).unwrap();
         s.write_memory(4, c.dst, &dst).unwrap();
         s.run().unwrap_or_else(|e| panic!("{e}"));
         let got = s.read_memory(4, c.dst, dst_len as u32).unwrap();
         assert_eq!(got, c.reference(&src, &dst), "{rows} rows of {row_bytes}");
         let p = s.profile().unwrap();
-        let est = c.estimate_cycles();
+        let est = c.estimate_cycles().unwrap();
         let rel = (p.total_cycles as f64 - est as f64).abs() / est as f64;
         assert!(rel <= 0.05, "{} cycles, estimate {est}", p.total_cycles);
-        let issues: u64 = c.worker_rows().iter().map(|&n| c.worker_issues(n)).sum();
+        let issues: u64 = c
+            .worker_rows()
+            .iter()
+            .map(|&n| c.worker_issues(&counts, n))
+            .sum();
         assert_eq!(p.tiles[0].worker_issues, issues);
     }
 }
@@ -55,8 +63,8 @@ fn a_copy_within_one_bank_is_a_reported_conflict() {
         dst: 0x61000,
         dst_stride: 64,
     };
-    let exe = program(&[(0, &c.assembly().unwrap())], vec![]);
-    let mut s = sim(&exe, Default::default());
+    let (prog, _) = c.program(0, &MachineModel::c600()).unwrap();
+    let mut s = sim(&executable_of(&prog), Default::default());
     let err = s.run().unwrap_err().to_string();
     assert!(err.contains("bank conflict"), "{err}");
 }

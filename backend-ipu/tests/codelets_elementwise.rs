@@ -2,12 +2,14 @@
 //! zero) against the float64/exact references, and simulated cycles against
 //! the instruction-count estimates.
 
+mod common;
+
+use common::executable_of;
 use half::f16;
 use ipuc_backend_ipu::codelets::cast::{Cast, CastKind};
 use ipuc_backend_ipu::codelets::elementwise::{Binary, BinaryOp, VecType};
-use ipuc_backend_ipu::codelets::program::CodeletProgram;
-use ipuc_ipu_arch::{Executable, MachineModel};
 use ipuc_ipu_arch::float8::f64_to_f8;
+use ipuc_ipu_arch::{Executable, MachineModel};
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::testing::*;
 use ipuc_runtime::sim::Simulator;
@@ -22,21 +24,6 @@ fn nonzero(rng: &mut Rng64, lo: f64, hi: f64) -> f64 {
     } else {
         -m
     }
-}
-
-fn run_and_check_cycles(text: &str, est: u64, setup: impl FnOnce(&mut Simulator)) -> Simulator {
-    run_exe_and_check_cycles(&program(&[(2, text)], vec![]), est, setup)
-}
-
-/// The codelet's executable, encoded from its ops; checked to be exactly
-/// what the text assembler makes of its printed assembly.
-fn executable_of(prog: &CodeletProgram) -> Executable {
-    let exe = prog.executable().unwrap_or_else(|e| panic!("{e}"));
-    let text = prog.assembly();
-    let via_text = ipuc_ipu_arch::assemble(&text, &Default::default())
-        .unwrap_or_else(|e| panic!("{e}\n{text}"));
-    assert_eq!(exe.tiles[0].image, via_text, "{text}");
-    exe
 }
 
 fn run_exe_and_check_cycles(
@@ -124,7 +111,11 @@ fn binary_ops_match_the_reference_and_estimate() {
                 });
                 let got = decode(ty, &s.read_memory(2, out, len * (8 / ty.lanes())).unwrap());
                 let want = b.reference(&decode(ty, &xs), &decode(ty, &ys));
-                let issues: u64 = b.worker_words().iter().map(|&n| counts.worker_issues(n)).sum();
+                let issues: u64 = b
+                    .worker_words()
+                    .iter()
+                    .map(|&n| counts.worker_issues(n))
+                    .sum();
                 assert_eq!(s.profile().unwrap().tiles[0].worker_issues, issues);
                 for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                     // One rounding; f32 axpy may differ from the f64-then-f32
@@ -206,7 +197,9 @@ fn casts_match_the_exact_reference_and_estimate() {
                     .collect(),
             };
             let (_, osz) = kind.sizes();
-            let s = run_and_check_cycles(&c.assembly().unwrap(), c.estimate_cycles(), |s| {
+            let (prog, counts) = c.program(2, &MachineModel::c600()).unwrap();
+            let est = c.estimate_cycles().unwrap();
+            let s = run_exe_and_check_cycles(&executable_of(&prog), est, |s| {
                 s.write_memory(2, c.input, &input).unwrap();
             });
             let got = s.read_memory(2, c.output, len * osz).unwrap();
@@ -214,7 +207,7 @@ fn casts_match_the_exact_reference_and_estimate() {
             let issues: u64 = c
                 .worker_iterations()
                 .iter()
-                .map(|&n| c.worker_issues(n))
+                .map(|&n| counts.worker_issues(n))
                 .sum();
             assert_eq!(
                 s.profile().unwrap().tiles[0].worker_issues,
@@ -233,27 +226,21 @@ fn cast_parameters_are_checked() {
         input: 0x80000,
         output: 0xa0000,
     };
-    assert!(c
-        .assembly()
-        .unwrap_err()
-        .to_string()
-        .contains("outside -31..=31"));
+    let c600 = MachineModel::c600();
+    let message = |c: &Cast| c.program(0, &c600).err().unwrap().to_string();
+    assert!(message(&c).contains("outside -31..=31"));
     let c = Cast {
         kind: CastKind::F32ToF16,
         len: 4,
         input: 0x80008,
         output: 0xa0000,
     };
-    assert!(c
-        .assembly()
-        .unwrap_err()
-        .to_string()
-        .contains("16-byte aligned"));
+    assert!(message(&c).contains("16-byte aligned"));
 }
 
 #[test]
 fn gelu_matches_float64_within_its_documented_bound_and_estimate() {
-    use ipuc_backend_ipu::codelets::gelu::{Gelu, GeluForm};
+    use ipuc_backend_ipu::codelets::gelu::{Gelu, GeluForm, DEGREE};
     let mut rng = Rng64::seed_from_u64(21);
     for form in [GeluForm::Erf, GeluForm::Tanh] {
         for words in [1u32, 7, 40] {
@@ -276,7 +263,13 @@ fn gelu_matches_float64_within_its_documented_bound_and_estimate() {
                     xs[i] = f16::from_f64(*v);
                 }
                 let bytes: Vec<u8> = xs.iter().flat_map(|h| h.to_bits().to_le_bytes()).collect();
-                let s = run_and_check_cycles(&g.assembly().unwrap(), g.estimate_cycles(), |s| {
+                let (prog, counts) = g.program(2, &MachineModel::c600()).unwrap();
+                // Per word: 2 x (conversion, abs, clamp, 2 (DEGREE-1)+3
+                // Horner steps, tail clamp, x*p, +x, *0.5, back to f16)
+                // and the second store: 4 DEGREE + 19 bundles.
+                assert_eq!(counts.body, 4 * DEGREE as u64 + 19);
+                let est = g.estimate_cycles().unwrap();
+                let s = run_exe_and_check_cycles(&executable_of(&prog), est, |s| {
                     s.write_memory(2, input, &bytes).unwrap();
                 });
                 let got = decode(VecType::F16, &s.read_memory(2, output, len * 2).unwrap());
@@ -288,7 +281,11 @@ fn gelu_matches_float64_within_its_documented_bound_and_estimate() {
                         "{form:?} element {i}: gelu({x}) = {gv}, want {want} (tolerance {tol:e})"
                     );
                 }
-                let issues: u64 = g.worker_words().iter().map(|&n| g.worker_issues(n)).sum();
+                let issues: u64 = g
+                    .worker_words()
+                    .iter()
+                    .map(|&n| counts.worker_issues(n))
+                    .sum();
                 assert_eq!(s.profile().unwrap().tiles[0].worker_issues, issues);
             }
         }

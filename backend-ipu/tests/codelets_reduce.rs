@@ -2,8 +2,12 @@
 //! accumulator instructions no codelet uses (`f16v4cmac`, `f32v4acc`,
 //! `f32v2aop`).
 
+mod common;
+
+use common::executable_of;
 use half::f16;
 use ipuc_backend_ipu::codelets::reduce::{ReduceOp, RowReduce};
+use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::testing::*;
 use rand::{Rng, SeedableRng};
@@ -27,8 +31,8 @@ fn row_sums_and_maxima_match_the_reference_and_estimate() {
                 })
                 .collect();
             let bytes: Vec<u8> = xs.iter().flat_map(|h| h.to_bits().to_le_bytes()).collect();
-            let exe = program(&[(1, &r.assembly().unwrap())], vec![]);
-            let mut s = sim(&exe, Default::default());
+            let (prog, counts) = r.program(1, &MachineModel::c600()).unwrap();
+            let mut s = sim(&executable_of(&prog), Default::default());
             s.write_memory(1, r.input, &bytes).unwrap();
             s.run().unwrap_or_else(|e| panic!("{e}"));
             let got: Vec<f32> = s
@@ -45,14 +49,18 @@ fn row_sums_and_maxima_match_the_reference_and_estimate() {
                 );
             }
             let p = s.profile().unwrap();
-            let est = r.estimate_cycles();
+            let est = r.estimate_cycles().unwrap();
             let rel = (p.total_cycles as f64 - est as f64).abs() / est as f64;
             assert!(
                 rel <= 0.05,
                 "{op:?} {rows}x{cols}: {} cycles, estimate {est}",
                 p.total_cycles
             );
-            let issues: u64 = r.worker_rows().iter().map(|&n| r.worker_issues(n)).sum();
+            let issues: u64 = r
+                .worker_rows()
+                .iter()
+                .map(|&n| r.worker_issues(&counts, n))
+                .sum();
             assert_eq!(p.tiles[0].worker_issues, issues, "{op:?} {rows}x{cols}");
         }
     }
@@ -178,8 +186,8 @@ fn layernorm_matches_float64_and_its_estimate() {
         let beta: Vec<f16> = (0..cols).map(|_| h(&mut rng, 0.01, 1.0)).collect();
         let enc =
             |v: &[f16]| -> Vec<u8> { v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect() };
-        let exe = program(&[(3, &ln.assembly().unwrap())], vec![]);
-        let mut s = sim(&exe, Default::default());
+        let (prog, counts) = ln.program(3, &MachineModel::c600()).unwrap();
+        let mut s = sim(&executable_of(&prog), Default::default());
         s.write_memory(3, ln.input, &enc(&xs)).unwrap();
         s.write_memory(3, ln.gamma, &enc(&gamma)).unwrap();
         s.write_memory(3, ln.beta, &enc(&beta)).unwrap();
@@ -198,14 +206,18 @@ fn layernorm_matches_float64_and_its_estimate() {
             );
         }
         let p = s.profile().unwrap();
-        let est = ln.estimate_cycles();
+        let est = ln.estimate_cycles().unwrap();
         let rel = (p.total_cycles as f64 - est as f64).abs() / est as f64;
         assert!(
             rel <= 0.05,
             "{rows}x{cols}: {} cycles, estimate {est}",
             p.total_cycles
         );
-        let issues: u64 = ln.worker_rows().iter().map(|&n| ln.worker_issues(n)).sum();
+        let issues: u64 = ln
+            .worker_rows()
+            .iter()
+            .map(|&n| ln.worker_issues(&counts, n))
+            .sum();
         assert_eq!(p.tiles[0].worker_issues, issues, "{rows}x{cols}");
     }
 }
@@ -229,8 +241,13 @@ fn softmax_matches_float64_and_its_estimate() {
             })
             .collect();
         let bytes: Vec<u8> = xs.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect();
-        let exe = program(&[(2, &sm.assembly().unwrap())], vec![]);
-        let mut s = sim(&exe, Default::default());
+        let (prog, (counts, body)) = sm.program(2, &MachineModel::c600()).unwrap();
+        // Per row: C/4 - 1 max bundles, C/4 exp passes of 2 x 24 pair
+        // operations and a store, 2 C/4 scale bundles (hand-counted from
+        // the algorithm, independent of the emitter).
+        let w = u64::from(cols / 4);
+        assert_eq!(body, (w - 1) + 49 * w + 2 * w);
+        let mut s = sim(&executable_of(&prog), Default::default());
         s.write_memory(2, sm.input, &bytes).unwrap();
         s.run().unwrap_or_else(|e| panic!("{e}"));
         let got: Vec<f64> = s
@@ -247,14 +264,18 @@ fn softmax_matches_float64_and_its_estimate() {
             );
         }
         let p = s.profile().unwrap();
-        let est = sm.estimate_cycles();
+        let est = sm.estimate_cycles().unwrap();
         let rel = (p.total_cycles as f64 - est as f64).abs() / est as f64;
         assert!(
             rel <= 0.05,
             "{rows}x{cols}: {} cycles, estimate {est}",
             p.total_cycles
         );
-        let issues: u64 = sm.worker_rows().iter().map(|&n| sm.worker_issues(n)).sum();
+        let issues: u64 = sm
+            .worker_rows()
+            .iter()
+            .map(|&n| counts.worker_issues(n, body))
+            .sum();
         assert_eq!(p.tiles[0].worker_issues, issues, "{rows}x{cols}");
     }
 }

@@ -2,7 +2,11 @@
 //! patterns, exact comparison with the reference, cycles against the
 //! estimate and worker issues against the instruction counts.
 
+mod common;
+
+use common::executable_of;
 use ipuc_backend_ipu::codelets::transpose::{Transpose, TransposeElem};
+use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::testing::*;
 use rand::{Rng, SeedableRng};
@@ -45,21 +49,34 @@ fn transposes_match_the_reference_and_estimate() {
                 .flat_map(|_| rng.gen_range(-8.0f32..-0.25).to_le_bytes())
                 .collect(),
         };
-        let exe = program(&[(4, &c.assembly().unwrap())], vec![]);
-        let mut s = sim(&exe, Default::default());
+        let (prog, counts) = c.program(4, &MachineModel::c600()).unwrap();
+        // One `rpt` pass: f32 load and store 2 bundles, f32 pairs 3, f16
+        // through the MRF 5, f16 shuffle 4 (the paths' documented shapes).
+        let pass = match (elem, c.rows_per_unit()) {
+            (TransposeElem::F32, 1) => 2,
+            (TransposeElem::F32, _) => 3,
+            (TransposeElem::F16, 1) => 5,
+            (TransposeElem::F16, _) => 4,
+        };
+        assert_eq!(counts.1, pass, "{elem:?} {rows} x {cols}");
+        let mut s = sim(&executable_of(&prog), Default::default());
         s.write_memory(4, c.src, &src).unwrap();
         s.run().unwrap_or_else(|e| panic!("{e}"));
         let got = s.read_memory(4, c.dst, src.len() as u32).unwrap();
         assert_eq!(got, c.reference(&src), "{elem:?} {rows} x {cols}");
         let p = s.profile().unwrap();
-        let est = c.estimate_cycles();
+        let est = c.estimate_cycles().unwrap();
         let rel = (p.total_cycles as f64 - est as f64).abs() / est as f64;
         assert!(
             rel <= 0.05,
             "{elem:?} {rows} x {cols}: {} cycles, estimate {est}",
             p.total_cycles
         );
-        let issues: u64 = c.worker_rows().iter().map(|&n| c.worker_issues(n)).sum();
+        let issues: u64 = c
+            .worker_rows()
+            .iter()
+            .map(|&n| c.worker_issues(&counts, n))
+            .sum();
         assert_eq!(p.tiles[0].worker_issues, issues, "{elem:?} {rows} x {cols}");
     }
 }
@@ -77,7 +94,9 @@ fn paired_paths_are_taken_and_cheaper() {
     };
     let shuffled = t(TransposeElem::F16, 96);
     assert_eq!(shuffled.rows_per_unit(), 2);
-    assert!(shuffled.assembly().unwrap().contains("sort4x16hi"));
+    let c600 = MachineModel::c600();
+    let text = shuffled.program(0, &c600).unwrap().0.assembly();
+    assert!(text.contains("sort4x16hi"), "{text}");
     let f32_pairs = t(TransposeElem::F32, 96);
     assert_eq!(f32_pairs.rows_per_unit(), 2);
     let f32_single = Transpose {
@@ -87,7 +106,8 @@ fn paired_paths_are_taken_and_cheaper() {
     assert_eq!(f32_single.rows_per_unit(), 1);
     let mrf = t(TransposeElem::F16, 95);
     assert_eq!(mrf.rows_per_unit(), 1);
-    let [a, b, c, d] = [&shuffled, &f32_pairs, &f32_single, &mrf].map(|x| x.estimate_cycles());
+    let [a, b, c, d] =
+        [&shuffled, &f32_pairs, &f32_single, &mrf].map(|x| x.estimate_cycles().unwrap());
     println!("64x96 transpose cycles: f16 shuffle {a}, f32 pairs {b}, f32 single {c}, f16 MRF (95 cols) {d}");
     assert!(a * 4 < b * 3, "{a} vs {b}");
     assert!(b * 5 < c * 4, "{b} vs {c}");

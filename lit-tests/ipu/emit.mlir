@@ -1,6 +1,6 @@
 // ipu-opt --emit=asm prints every tile's assembly after a `// tile N` line;
-// --emit=exe assembles it, and assembler errors point at the op whose line
-// the assembler rejected.
+// --emit=exe encodes the ops directly (no text), and assembler errors point
+// at the op the assembler rejected, an undefined symbol at the op naming it.
 
 // RUN: ipu-opt %S/Inputs/vector-add.mlir --emit=asm | filecheck %s
 // RUN: not ipu-opt %s --emit=exe -o %t.ipuexe 2>&1 | filecheck %s --check-prefix=ASMERR

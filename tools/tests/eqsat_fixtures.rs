@@ -30,7 +30,7 @@ fn fuse(model: &std::path::Path, out: &std::path::Path) -> serde_json::Value {
 fn check(name: &str, layers: u64) {
     let dir = models_dir().join(name);
     if !dir.exists() {
-        eprintln!("skipping {name}: {} not found", dir.display());
+        ipuc_test_support::missing(name, &format!("{} not found", dir.display()));
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -2,7 +2,9 @@
 //! own libtest test, named by its path (`lit-tests/lit/not.test`), so
 //! `cargo test -p ipuc-tools --test lit -- lit-tests/filecheck` filters.
 //! RUN lines use the binaries Cargo built for this package (`filecheck`,
-//! `not`, `ipu-lit`, ...).
+//! `not`, `ipu-lit`, ...). Tests whose REQUIRES/UNSUPPORTED rule them out are
+//! reported as ignored; in CI (`IPUC_REQUIRE_ORACLES=1`) the oracle
+//! features must be present.
 
 use std::path::Path;
 
@@ -16,10 +18,19 @@ fn main() {
         .parent()
         .expect("binary directory")
         .to_path_buf();
-    harness::libtest_main(
-        &workspace.join("lit-tests"),
-        workspace,
-        LitConfig::new(bin_dir),
-        &[],
-    )
+    let config = LitConfig::new(bin_dir);
+    // The oracle features: in CI (IPUC_REQUIRE_ORACLES=1) a missing one is a
+    // failure, not a quietly unsupported test.
+    for (feature, tool) in [
+        ("mlir-opt", "mlir-opt-22"),
+        ("filecheck-llvm", "FileCheck-22"),
+    ] {
+        if !config.features.contains(feature) {
+            ipuc_test_support::missing(
+                "lit",
+                &format!("{tool} is not on PATH: tests that REQUIRE `{feature}` are unsupported"),
+            );
+        }
+    }
+    harness::libtest_main(&workspace.join("lit-tests"), workspace, config, &[])
 }

@@ -12,7 +12,7 @@ fn models_dir() -> PathBuf {
 fn check_fixture(name: &str) {
     let dir = models_dir().join(name);
     if !dir.exists() {
-        eprintln!("skipping {name}: {} not found", dir.display());
+        ipuc_test_support::missing(name, &format!("{} not found", dir.display()));
         return;
     }
     let out = Command::new(env!("CARGO_BIN_EXE_ipu-run"))

@@ -53,7 +53,10 @@ fn saved_random_weights_reproduce_the_same_outputs() {
         .join("../../shared/models/siglip-tiny")
         .exists()
     {
-        eprintln!("skipping: shared fixtures not found");
+        ipuc_test_support::missing(
+            "saved_random_weights_reproduce_the_same_outputs",
+            "shared fixtures not found",
+        );
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

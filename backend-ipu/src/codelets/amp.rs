@@ -34,9 +34,14 @@
 
 use half::f16;
 
-use super::CodeletError;
+use ipuc_dialects::ipu::SectionKind;
 use ipuc_ipu_arch::float8::{f64_to_f8, f8_to_f64};
 use ipuc_ipu_arch::MachineModel;
+
+use super::emitter::{inst, op, Emitter};
+use super::launch::{StreamCounts, SupervisorCounts};
+use super::program::CodeletProgram;
+use super::CodeletError;
 
 /// Which AMP instruction a block uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -269,13 +274,6 @@ pub struct AmpBlock {
 
 /// Workers of a tile.
 const WORKERS: u32 = 6;
-/// Worker issues outside the per-row loop: 4 `ld32` + `tapack` + 1 load +
-/// 5 prologue bundles + `rpt` + `exitz`.
-pub const WORKER_FIXED_ISSUES: u64 = 13;
-/// Worker issues per row.
-pub const WORKER_ISSUES_PER_ROW: u64 = 4;
-/// Supervisor issues after the workers finish: the `sync` completes, `exitz`.
-pub const SUPERVISOR_ISSUES_AFTER_RUN: u64 = 2;
 /// Largest row count (the worker's `rpt` count register is 16-bit on ipu2/21).
 pub const MAX_ROWS: u32 = 6 * 0xffff;
 
@@ -351,88 +349,147 @@ impl AmpBlock {
         Ok(())
     }
 
-    /// Supervisor instructions issued before the workers start:
-    /// 2 (`setzi`, `put $CCCSLOAD`) + one `ld128putcs` per 16 weight bytes + 3.
-    pub fn supervisor_issues_before_run(&self) -> u64 {
-        5 + (self.variant.weight_bytes() / 16) as u64
-    }
-
-    /// The codelet's assembly text (supervisor entry `main`).
-    pub fn assembly(&self) -> Result<String, CodeletError> {
-        self.assembly_with_prepass("", "", &Default::default())
-    }
-
-    /// The assembly with `prepass` (worker code with an even number of
-    /// 4-byte words, free to use `$m0..$m9` and `$a0..$a7`) run by every
-    /// worker before its AMP loop, and `extra_state[w]` appended to worker
-    /// w's vertex state (after the block's 4 words; every worker the same
-    /// length). `tag_suffix` keeps the symbols distinct.
-    pub(crate) fn assembly_with_prepass(
-        &self,
-        tag_suffix: &str,
-        prepass: &str,
-        extra_state: &[Vec<u32>; 6],
-    ) -> Result<String, CodeletError> {
-        self.validate()?;
-        let v = self.variant;
-        let state_words = 4 + extra_state[0].len();
-        let tag = format!(
-            "amp_{}{tag_suffix}_{}",
-            v.name(),
+    fn tag(&self, suffix: &str) -> String {
+        format!(
+            "amp_{}{suffix}_{}",
+            self.variant.name(),
             match self.mode {
                 AmpMode::Accumulate => "acc",
                 AmpMode::Overwrite => "ovw",
             }
-        );
-        let mut s = String::new();
-        s.push_str(&format!(
-            "    .section .text.{tag}_supervisor, \"ax\"\n    .supervisor\n    .globl main\n    .type main, @function\nmain:\n"
-        ));
-        s.push_str(&format!(
-            "    setzi $m0, 0x{:x}\n    put $CCCSLOAD, $m0\n",
-            self.weights
-        ));
+        )
+    }
+
+    /// Emits the launch (supervisor entry `main`, six workers) and returns
+    /// the issue counts its estimate is made of.
+    pub fn emit(&self, e: &mut Emitter) -> Result<StreamCounts, CodeletError> {
+        Ok(self
+            .emit_with_prepass(e, "", |_| (), &Default::default())?
+            .0)
+    }
+
+    /// Emits the launch with `prepass` run by every worker before its AMP
+    /// loop (free to use `$m0..$m9` and `$a0..$a7`; it must leave the code
+    /// 8-byte aligned) and `extra_state[w]` appended to worker w's vertex
+    /// state (after the block's 4 words; every worker the same length).
+    /// `tag_suffix` keeps the symbols distinct. The block's counts exclude
+    /// the prepass's issues.
+    pub(crate) fn emit_with_prepass<T>(
+        &self,
+        e: &mut Emitter,
+        tag_suffix: &str,
+        prepass: impl FnOnce(&mut Emitter) -> T,
+        extra_state: &[Vec<u32>; 6],
+    ) -> Result<(StreamCounts, T), CodeletError> {
+        self.validate()?;
+        let v = self.variant;
+        let state_words = 4 + extra_state[0].len();
+        let tag = self.tag(tag_suffix);
+        // Supervisor: load the weight panel into the CCCS, start the workers.
+        e.code_section(&format!(".text.{tag}_supervisor"), SectionKind::Supervisor);
+        e.function("main");
+        e.solo(inst("setzi", [op::m(0), op::imm(i64::from(self.weights))]));
+        e.solo(inst("put", [op::csr("CCCSLOAD"), op::m(0)]));
         for i in 0..v.weight_bytes() / 16 {
-            s.push_str(&format!("    ld128putcs {}\n", 2 * i));
+            e.solo(inst("ld128putcs", [op::imm(2 * i as i64)]));
         }
-        s.push_str(&format!(
-            "    setzi $m1, {tag}_worker\n    setzi $m2, {tag}_vertex_state\n    runall $m1, $m2, {state_words}\n"
+        e.solo(inst("setzi", [op::m(1), op::sym(format!("{tag}_worker"))]));
+        e.solo(inst(
+            "setzi",
+            [op::m(2), op::sym(format!("{tag}_vertex_state"))],
         ));
-        s.push_str("    sync TEXCH_SYNCZONE_LOCAL\n    exitz $mzero\n    .size main, . - main\n\n");
-        s.push_str(&format!(
-            "    .section .text.{tag}_worker, \"ax\"\n    .worker\n    .align 8\n    .type {tag}_worker, @function\n{tag}_worker:\n"
+        e.solo(inst(
+            "runall",
+            [op::m(1), op::m(2), op::imm(state_words as i64)],
         ));
-        s.push_str(prepass);
-        s.push_str("    ld32 $m0, $mvertex_base, $mzero, 0   // input\n    ld32 $m1, $mvertex_base, $mzero, 1   // partials (overwrite: output)\n");
-        s.push_str("    ld32 $m2, $mvertex_base, $mzero, 2   // output\n    ld32 $m3, $mvertex_base, $mzero, 3   // rows\n");
-        s.push_str("    tapack $m4:5, $m0, $m1, $m2\n");
-        // Overwrite: the second packed address (the output) is read but never advanced.
-        let (prologue_sel, partials_reg) = match self.mode {
-            AmpMode::Accumulate => (0, "$a2:3"),
-            AmpMode::Overwrite => (0b1100, "$azeros"),
+        let before_run = e.issues();
+        e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_LOCAL")]));
+        e.solo(inst("exitz", [op::mzero()]));
+        let supervisor = SupervisorCounts {
+            before_run,
+            after_run: e.issues() - before_run,
         };
-        s.push_str(&format!(
-            "    ld2x64pace $a0:3, $m4:5+=, $mzero, {prologue_sel:#06b}\n"
-        ));
-        let mn = v.mnemonic();
-        for phase in [0, 1, 2, 3, 0] {
-            s.push_str(&format!("    {{ ld2x64pace $a0:3, $m4:5+=, $mzero, {prologue_sel:#06b}\n      {mn} $a4:5, $a0:1, {partials_reg}, TAMP_F16V4_E4_P{phase} }}\n"));
-        }
-        s.push_str(&format!(
-            "    {{ rpt $m3, (.L{tag}_end - .L{tag}_start)/8 - 1 ; fnop }}\n.L{tag}_start:\n"
-        ));
-        for phase in [1, 2, 3, 0] {
-            let mem = match self.mode {
-                AmpMode::Accumulate => "ld2xst64pace $a0:3, $a4:5, $m4:5+=, $mzero, 0",
-                AmpMode::Overwrite => "ldst64pace $a0:1, $a4:5, $m4:5+=, $mzero, 0",
-            };
-            s.push_str(&format!(
-                "    {{ {mem}\n      {mn} $a4:5, $a0:1, {partials_reg}, TAMP_F16V4_E4_P{phase} }}\n"
+        e.size_of("main");
+        // Workers.
+        e.code_section(&format!(".text.{tag}_worker"), SectionKind::Worker);
+        e.worker_entry(&format!("{tag}_worker"));
+        let pre = prepass(e);
+        let after_prepass = e.issues();
+        // Vertex state: input, partials (overwrite: output), output, rows.
+        for (reg, word) in [(0, 0), (1, 1), (2, 2), (3, 3)] {
+            e.solo(inst(
+                "ld32",
+                [op::m(reg), op::vertex_base(), op::mzero(), op::imm(word)],
             ));
         }
-        s.push_str(&format!(
-            ".L{tag}_end:\n    exitz $mzero\n    .size {tag}_worker, . - {tag}_worker\n\n    .section .data\n    .align 4\n{tag}_vertex_state:\n"
+        e.solo(inst(
+            "tapack",
+            [op::m_pair(4), op::m(0), op::m(1), op::m(2)],
         ));
+        // Overwrite: the second packed address (the output) is read but never advanced.
+        let (prologue_sel, partials) = match self.mode {
+            AmpMode::Accumulate => (0, op::a_pair(2)),
+            AmpMode::Overwrite => (0b1100, op::azeros()),
+        };
+        let load = || {
+            inst(
+                "ld2x64pace",
+                [
+                    op::a_quad(0),
+                    op::m_pair_inc(4),
+                    op::mzero(),
+                    op::imm(prologue_sel),
+                ],
+            )
+        };
+        let amp = |phase: u8| {
+            inst(
+                v.mnemonic(),
+                [
+                    op::a_pair(4),
+                    op::a_pair(0),
+                    partials.clone(),
+                    op::sym(format!("TAMP_F16V4_E4_P{phase}")),
+                ],
+            )
+        };
+        e.solo(load());
+        for phase in [0, 1, 2, 3, 0] {
+            e.bundle(load(), amp(phase));
+        }
+        let mem = || match self.mode {
+            AmpMode::Accumulate => inst(
+                "ld2xst64pace",
+                [
+                    op::a_quad(0),
+                    op::a_pair(4),
+                    op::m_pair_inc(4),
+                    op::mzero(),
+                    op::imm(0),
+                ],
+            ),
+            AmpMode::Overwrite => inst(
+                "ldst64pace",
+                [
+                    op::a_pair(0),
+                    op::a_pair(4),
+                    op::m_pair_inc(4),
+                    op::mzero(),
+                    op::imm(0),
+                ],
+            ),
+        };
+        let body = e.rpt(
+            op::m(3),
+            &tag,
+            [1, 2, 3, 0].map(|phase| (mem(), amp(phase))).to_vec(),
+        );
+        e.solo(inst("exitz", [op::mzero()]));
+        let worker = e.issues() - after_prepass;
+        e.size_of(&format!("{tag}_worker"));
+        e.data_section(".data");
+        e.directive("align", &[op::imm(4)]);
+        e.label(&format!("{tag}_vertex_state"));
         let mut row = 0;
         for (w, n) in self.worker_rows().into_iter().enumerate() {
             let off = row * 32;
@@ -440,31 +497,55 @@ impl AmpBlock {
                 AmpMode::Accumulate => self.partials + off,
                 AmpMode::Overwrite => self.output + off,
             };
-            let extra: String = extra_state[w]
-                .iter()
-                .map(|x| format!(", 0x{x:x}"))
-                .collect();
-            s.push_str(&format!(
-                "    .word 0x{:x}, 0x{:x}, 0x{:x}, {}{extra}\n",
-                self.input + off,
-                partials,
-                self.output + off,
-                n
-            ));
+            let mut words = vec![self.input + off, partials, self.output + off, n];
+            words.extend(&extra_state[w]);
+            e.words(&words);
             row += n;
         }
-        Ok(s)
+        Ok((
+            StreamCounts {
+                supervisor,
+                // No rows: the `rpt` runs zero times; the code is the same.
+                empty: worker,
+                worker,
+                body,
+                prologue_units: 0,
+            },
+            pre,
+        ))
     }
 
-    /// Estimated tile cycles from the instruction counts: the supervisor
-    /// issues one instruction per cycle until `runall`; then each worker
-    /// issues once per 6 cycles, `4n + 13` times (the slowest worker
+    /// The block as a program on `tile` of `machine`.
+    pub fn program(
+        &self,
+        tile: u32,
+        machine: &MachineModel,
+    ) -> Result<(CodeletProgram, StreamCounts), CodeletError> {
+        CodeletProgram::build(tile, machine, |e| self.emit(e))
+    }
+
+    /// The block's assembly, printed from its ops (supervisor entry `main`).
+    pub fn assembly(&self) -> Result<String, CodeletError> {
+        Ok(self.program(0, &MachineModel::c600())?.0.assembly())
+    }
+
+    /// The issue counts of the emitted code. They depend on the variant and
+    /// mode only (rows and addresses live in the vertex state), so they are
+    /// counted on a one-row block of the same kind.
+    pub fn counts(variant: AmpVariant, mode: AmpMode) -> StreamCounts {
+        let machine = MachineModel::c600();
+        AmpBlock::place(variant, mode, 1, &machine)
+            .and_then(|b| b.program(0, &machine))
+            .map(|(_, c)| c)
+            .unwrap_or_else(|e| unreachable!("a one-row {variant:?} block is valid: {e}"))
+    }
+
+    /// Estimated tile cycles from the instruction counts of the emitted
+    /// code: the supervisor issues one instruction per cycle until
+    /// `runall`; then each worker issues once per 6 cycles (the slowest
     /// decides); then the supervisor resumes and exits.
     pub fn estimate_cycles(&self) -> u64 {
-        let n = u64::from(*self.worker_rows().iter().max().unwrap_or(&0));
-        self.supervisor_issues_before_run()
-            + 6 * (WORKER_ISSUES_PER_ROW * n + WORKER_FIXED_ISSUES)
-            + SUPERVISOR_ISSUES_AFTER_RUN
+        Self::counts(self.variant, self.mode).cycles(&self.worker_rows())
     }
 
     /// Multiply-accumulates of the block.

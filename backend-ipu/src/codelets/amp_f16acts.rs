@@ -19,7 +19,9 @@
 //! is the weights' tensor scale.
 
 use super::amp::{AmpBlock, AmpMode, AmpVariant};
-use super::launch::TextEmitter;
+use super::emitter::{inst, op, Emitter};
+use super::launch::{StreamCounts, SupervisorCounts};
+use super::program::CodeletProgram;
 use super::CodeletError;
 use half::f16;
 use ipuc_ipu_arch::float8::encode_scaled;
@@ -29,17 +31,6 @@ use ipuc_ipu_arch::MachineModel;
 pub const CHANNELS: usize = 32;
 /// Bytes of f16 activations per row.
 pub const ACT_ROW_BYTES: u32 = 64;
-/// Worker issues of the cast pre-pass of a worker with rows, beyond
-/// [`CAST_ISSUES_PER_ROW`] per row: 3 `ld32`, 2 `setzi`, `brz`, `sub`, 3
-/// prologue loads/casts, the `rpt` bundle and the final store (12), less
-/// the one 2-bundle body pass that the prologue and the final store replace.
-pub const CAST_FIXED_ISSUES: u64 = 10;
-/// Cast issues per row: 4 passes of a 2-bundle body (one `ld128step` and
-/// one `st64step` per 8 activations, the casts in the aux slot).
-pub const CAST_ISSUES_PER_ROW: u64 = 8;
-/// Cast issues of a worker without rows: 3 `ld32`, 2 `setzi`, `brz`.
-pub const CAST_IDLE_ISSUES: u64 = 6;
-
 const SKIP: &str = ".Lamp_f8_f16acts_cast_skip";
 
 /// One fused cast + FP8 AMP launch.
@@ -110,49 +101,73 @@ impl AmpF8WeightsF16Acts {
         self.block.validate()
     }
 
-    fn prepass(&self) -> TextEmitter {
-        let s = self.act_scale;
-        let mut e = TextEmitter::default();
-        e.solo("ld32 $m0, $mvertex_base, $mzero, 4   // f16 activations");
-        e.solo("ld32 $m1, $mvertex_base, $mzero, 0   // FP8 staging (the AMP input)");
-        e.solo("ld32 $m2, $mvertex_base, $mzero, 5   // 16-byte blocks (4 per row)");
-        e.solo("setzi $m8, 0");
-        e.solo("setzi $m9, 0");
-        e.solo(&format!("brz $m2, {SKIP}"));
-        e.solo("sub $m2, $m2, 1   // the last block is stored after the loop");
+    /// The cast pre-pass: f16 activations to FP8 codes in the AMP's input
+    /// buffer, 8 activations per `rpt` pass. Returns its counts (a pass is
+    /// a 16-byte block; a worker with `n` rows runs `4 n` blocks, one of
+    /// them outside the `rpt`).
+    fn emit_prepass(&self, e: &mut Emitter) -> StreamCounts {
+        let s = op::imm(i64::from(self.act_scale));
+        let start = e.issues();
+        let cast = |dst: u8, src: u8| inst("f16v4tof8", [op::a(dst), op::a_pair(src), s.clone()]);
+        let load = || {
+            inst(
+                "ld128step",
+                [op::a_quad(0), op::m(0), op::m_inc(8), op::imm(1)],
+            )
+        };
+        let store = || {
+            inst(
+                "st64step",
+                [op::a_pair(4), op::m(1), op::m_inc(9), op::imm(1)],
+            )
+        };
+        e.solo(inst(
+            "ld32",
+            [op::m(0), op::vertex_base(), op::mzero(), op::imm(4)],
+        )); // f16 activations
+        e.solo(inst(
+            "ld32",
+            [op::m(1), op::vertex_base(), op::mzero(), op::imm(0)],
+        )); // FP8 staging (the AMP input)
+        e.solo(inst(
+            "ld32",
+            [op::m(2), op::vertex_base(), op::mzero(), op::imm(5)],
+        )); // 16-byte blocks (4 per row)
+        e.solo(inst("setzi", [op::m(8), op::imm(0)]));
+        e.solo(inst("setzi", [op::m(9), op::imm(0)]));
+        e.solo(inst("brz", [op::m(2), op::sym(SKIP)]));
+        let empty = e.issues() - start;
+        // The last block is stored after the loop.
+        e.solo(inst("sub", [op::m(2), op::m(2), op::imm(1)]));
         // Software pipeline: entering the loop, $a0:3 holds block k+1 and
         // $a4:5 the codes of block k (a bundle reads before it writes).
-        e.solo("ld128step $a0:3, $m0, $m8+=, 1");
-        e.bundle("nop", &format!("f16v4tof8 $a4, $a0:1, {s}"));
-        e.bundle(
-            "ld128step $a0:3, $m0, $m8+=, 1",
-            &format!("f16v4tof8 $a5, $a2:3, {s}"),
-        );
-        e.rpt(
-            "$m2",
+        e.solo(load());
+        e.bundle(inst("nop", []), cast(4, 0));
+        e.bundle(load(), cast(5, 2));
+        let body = e.rpt(
+            op::m(2),
             "amp_f8_f16acts_cast",
-            &[
-                (
-                    "st64step $a4:5, $m1, $m9+=, 1",
-                    &format!("f16v4tof8 $a4, $a0:1, {s}"),
-                ),
-                (
-                    "ld128step $a0:3, $m0, $m8+=, 1",
-                    &format!("f16v4tof8 $a5, $a2:3, {s}"),
-                ),
-            ],
+            vec![(store(), cast(4, 0)), (load(), cast(5, 2))],
         );
         // A bundle, so the AMP code after the label stays 8-byte aligned.
-        e.bundle("st64step $a4:5, $m1, $m9+=, 1", "fnop");
+        e.bundle(store(), inst("fnop", []));
         e.label(SKIP);
-        e
+        StreamCounts {
+            // The supervisor is the block's; the pre-pass has none of its own.
+            supervisor: SupervisorCounts {
+                before_run: 0,
+                after_run: 0,
+            },
+            empty,
+            worker: e.issues() - start,
+            body,
+            prologue_units: 1,
+        }
     }
 
-    /// The codelet's assembly text (supervisor entry `main`).
-    pub fn assembly(&self) -> Result<String, CodeletError> {
+    /// Emits the launch and returns the block's counts and the pre-pass's.
+    pub fn emit(&self, e: &mut Emitter) -> Result<(StreamCounts, StreamCounts), CodeletError> {
         self.validate()?;
-        let pre = self.prepass();
-        debug_assert_eq!(pre.issues, CAST_FIXED_ISSUES + 2);
         let mut row = 0;
         let extra: [Vec<u32>; 6] = std::array::from_fn(|w| {
             let n = self.block.worker_rows()[w];
@@ -161,23 +176,42 @@ impl AmpF8WeightsF16Acts {
             v
         });
         self.block
-            .assembly_with_prepass("_f16acts", &pre.text, &extra)
+            .emit_with_prepass(e, "_f16acts", |e| self.emit_prepass(e), &extra)
     }
 
-    /// Cast pre-pass issues of a worker with `n` rows.
-    pub fn cast_issues(n: u32) -> u64 {
-        if n == 0 {
-            CAST_IDLE_ISSUES
-        } else {
-            CAST_FIXED_ISSUES + CAST_ISSUES_PER_ROW * u64::from(n)
-        }
+    /// The launch as a program on `tile` of `machine`.
+    pub fn program(
+        &self,
+        tile: u32,
+        machine: &MachineModel,
+    ) -> Result<(CodeletProgram, (StreamCounts, StreamCounts)), CodeletError> {
+        CodeletProgram::build(tile, machine, |e| self.emit(e))
     }
 
-    /// Estimated tile cycles: the FP8 block's estimate plus six cycles per
-    /// cast issue of the slowest worker.
-    pub fn estimate_cycles(&self) -> u64 {
-        let n = *self.block.worker_rows().iter().max().unwrap_or(&0);
-        self.block.estimate_cycles() + 6 * Self::cast_issues(n)
+    /// The launch's assembly, printed from its ops (supervisor entry `main`).
+    pub fn assembly(&self) -> Result<String, CodeletError> {
+        Ok(self.program(0, &MachineModel::c600())?.0.assembly())
+    }
+
+    /// Issues of a worker with `n` rows: its cast pre-pass (`4 n` blocks)
+    /// and its AMP loop, from the emitted counts.
+    pub fn worker_issues(counts: &(StreamCounts, StreamCounts), n: u32) -> u64 {
+        let (block, cast) = counts;
+        block.worker_issues(n) + cast.worker_issues(4 * n)
+    }
+
+    /// Estimated tile cycles from the emitted counts: the supervisor, then
+    /// six cycles per issue of the slowest worker (cast pre-pass and AMP).
+    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
+        let counts = self.program(0, &MachineModel::c600())?.1;
+        let worst = self
+            .block
+            .worker_rows()
+            .iter()
+            .map(|&n| Self::worker_issues(&counts, n))
+            .max()
+            .unwrap_or(0);
+        Ok(counts.0.supervisor.cycles(worst))
     }
 
     /// The FP8 codes the cast produces from little-endian f16 activations,

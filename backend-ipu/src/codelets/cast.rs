@@ -21,7 +21,11 @@
 
 use half::f16;
 
-use super::launch::{self, split, WORKERS};
+use ipuc_ipu_arch::MachineModel;
+
+use super::emitter::{inst, op, Emitter};
+use super::launch::{self, split, StreamCounts, WORKERS};
+use super::program::CodeletProgram;
 use super::CodeletError;
 use ipuc_ipu_arch::float8::{decode_scaled, encode_scaled, SCALE_RANGE};
 
@@ -87,17 +91,6 @@ pub struct Cast {
     pub output: u32,
 }
 
-/// Worker issues besides the 2 bundles per iteration, for n >= 1 iterations.
-/// Narrowing: 3 `ld32`, `brz`, first load, `sub`, 2 prologue bundles, `rpt`,
-/// last store, `exitz` = 11 minus the 2 bundles of the first iteration.
-const NARROW_FIXED: u64 = 9;
-/// Widening: 3 `ld32`, `brz`, `sub`, `shl`, first load, 3 address setups,
-/// `tapack`, `nop` (bundle alignment), 2 prologue bundles, `rpt`, 2 last
-/// stores, `exitz` = 18, minus the 2 bundles of the first iteration.
-const WIDEN_FIXED: u64 = 16;
-/// A worker with nothing to do: 3 `ld32`, `brz`, `exitz`.
-const EMPTY_ISSUES: u64 = 5;
-
 impl Cast {
     /// Iterations per worker.
     pub fn worker_iterations(&self) -> [u32; WORKERS] {
@@ -139,59 +132,117 @@ impl Cast {
         Ok(())
     }
 
-    /// The codelet's assembly text (supervisor entry `main`).
-    pub fn assembly(&self) -> Result<String, CodeletError> {
+    /// Emits the launch (supervisor entry `main`, six workers) and returns
+    /// the issue counts its estimate is made of.
+    pub fn emit(&self, e: &mut Emitter) -> Result<StreamCounts, CodeletError> {
         self.validate()?;
         let tag = self.kind.name();
-        let mut s = launch::supervisor_and_worker_header(tag, 3);
-        s.push_str(
-            "    ld32 $m0, $mvertex_base, $mzero, 0   // input\n    ld32 $m2, $mvertex_base, $mzero, 1   // output\n\
-             \x20   ld32 $m3, $mvertex_base, $mzero, 2   // iterations\n",
-        );
-        s.push_str(&format!("    brz $m3, .L{tag}_done\n    sub $m3, $m3, 1\n"));
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, tag, 3);
+        let done = format!(".L{tag}_done");
+        // Vertex state: input, output, iterations.
+        for (reg, word) in [(0, 0), (2, 1), (3, 2)] {
+            e.solo(inst(
+                "ld32",
+                [op::m(reg), op::vertex_base(), op::mzero(), op::imm(word)],
+            ));
+        }
+        e.solo(inst("brz", [op::m(3), op::sym(done.clone())]));
+        let at_branch = e.issues();
+        e.solo(inst("sub", [op::m(3), op::m(3), op::imm(1)]));
         let body = match self.kind {
             CastKind::F32ToF16 | CastKind::F16ToF8 { .. } => {
-                let (lo, hi) = match self.kind {
-                    CastKind::F32ToF16 => (
-                        "f32v2tof16 $a4, $a0:1".to_string(),
-                        "f32v2tof16 $a5, $a2:3".to_string(),
+                // Two 64-bit results per 128-bit load: `lo` converts the
+                // low pair, `hi` the high one.
+                let convert = |dst: u8, src: u8| match self.kind {
+                    CastKind::F16ToF8 { scale } => inst(
+                        "f16v4tof8",
+                        [op::a(dst), op::a_pair(src), op::imm(i64::from(scale))],
                     ),
-                    CastKind::F16ToF8 { scale } => (
-                        format!("f16v4tof8 $a4, $a0:1, {scale}"),
-                        format!("f16v4tof8 $a5, $a2:3, {scale}"),
-                    ),
-                    CastKind::F8ToF16 { .. } => unreachable!("widening cast"),
+                    _ => inst("f32v2tof16", [op::a(dst), op::a_pair(src)]),
                 };
-                format!(
-                    "    ld128step $a0:3, $mzero, $m0+=, 1\n\
-                     \x20   {{ nop ; {lo} }}\n\
-                     \x20   {{ ld128step $a0:3, $mzero, $m0+=, 1 ; {hi} }}\n\
-                     \x20   {{ rpt $m3, (.L{tag}_end - .L{tag}_start)/8 - 1 ; fnop }}\n.L{tag}_start:\n\
-                     \x20   {{ st64step $a4:5, $mzero, $m2+=, 1 ; {lo} }}\n\
-                     \x20   {{ ld128step $a0:3, $mzero, $m0+=, 1 ; {hi} }}\n.L{tag}_end:\n\
-                     \x20   st64step $a4:5, $mzero, $m2+=, 1\n"
-                )
+                let load = || {
+                    inst(
+                        "ld128step",
+                        [op::a_quad(0), op::mzero(), op::m_inc(0), op::imm(1)],
+                    )
+                };
+                let store = || {
+                    inst(
+                        "st64step",
+                        [op::a_pair(4), op::mzero(), op::m_inc(2), op::imm(1)],
+                    )
+                };
+                e.solo(load());
+                e.bundle(inst("nop", []), convert(4, 0));
+                e.bundle(load(), convert(5, 2));
+                let body = e.rpt(
+                    op::m(3),
+                    tag,
+                    vec![(store(), convert(4, 0)), (load(), convert(5, 2))],
+                );
+                e.solo(store());
+                body
             }
             CastKind::F8ToF16 { scale } => {
-                let lo = format!("f8v4tof16 $a2:3, $a0, {scale}");
-                let hi = format!("f8v4tof16 $a4:5, $a1, {scale}");
+                let scale = op::imm(i64::from(scale));
+                let lo = || inst("f8v4tof16", [op::a_pair(2), op::a(0), scale.clone()]);
+                let hi = || inst("f8v4tof16", [op::a_pair(4), op::a(1), scale.clone()]);
                 // Packed addresses: 0 = the next input word (+1 word),
                 // 2 = the low result word (+2 words); `$m6` walks the high words.
-                format!(
-                    "    shl $m7, $m3, 1\n    ld64 $a0:1, $m0, $mzero, 0\n\
-                     \x20   add $m9, $m0, 16\n    add $m6, $m2, 8\n    setzi $m8, 2\n\
-                     \x20   tapack $m4:5, $m9, $mzero, $m2\n    nop\n\
-                     \x20   {{ nop ; {lo} }}\n\
-                     \x20   {{ ld64 $a0:1, $m0, $mzero, 1 ; {hi} }}\n\
-                     \x20   {{ rpt $m3, (.L{tag}_end - .L{tag}_start)/8 - 1 ; fnop }}\n.L{tag}_start:\n\
-                     \x20   {{ st64step $a4:5, $mzero, $m6+=, 2 ; {hi} }}\n\
-                     \x20   {{ ldst64pace $a0:1, $a2:3, $m4:5+=, $m8, 0b0100 ; {lo} }}\n.L{tag}_end:\n\
-                     \x20   st64step $a4:5, $mzero, $m6+=, 2\n    st64 $a2:3, $m2, $mzero, $m7\n"
-                )
+                e.solo(inst("shl", [op::m(7), op::m(3), op::imm(1)]));
+                e.solo(inst(
+                    "ld64",
+                    [op::a_pair(0), op::m(0), op::mzero(), op::imm(0)],
+                ));
+                e.solo(inst("add", [op::m(9), op::m(0), op::imm(16)]));
+                e.solo(inst("add", [op::m(6), op::m(2), op::imm(8)]));
+                e.solo(inst("setzi", [op::m(8), op::imm(2)]));
+                e.solo(inst(
+                    "tapack",
+                    [op::m_pair(4), op::m(9), op::mzero(), op::m(2)],
+                ));
+                e.bundle(inst("nop", []), lo());
+                e.bundle(
+                    inst("ld64", [op::a_pair(0), op::m(0), op::mzero(), op::imm(1)]),
+                    hi(),
+                );
+                let store_hi = || {
+                    inst(
+                        "st64step",
+                        [op::a_pair(4), op::mzero(), op::m_inc(6), op::imm(2)],
+                    )
+                };
+                let body = e.rpt(
+                    op::m(3),
+                    tag,
+                    vec![
+                        (store_hi(), hi()),
+                        (
+                            inst(
+                                "ldst64pace",
+                                [
+                                    op::a_pair(0),
+                                    op::a_pair(2),
+                                    op::m_pair_inc(4),
+                                    op::m(8),
+                                    op::imm(0b0100),
+                                ],
+                            ),
+                            lo(),
+                        ),
+                    ],
+                );
+                e.solo(store_hi());
+                e.solo(inst(
+                    "st64",
+                    [op::a_pair(2), op::m(2), op::mzero(), op::m(7)],
+                ));
+                body
             }
         };
-        s.push_str(&body);
-        s.push_str(&format!(".L{tag}_done:\n    exitz $mzero\n"));
+        e.label(&done);
+        e.solo(inst("exitz", [op::mzero()]));
+        let worker = e.issues();
         let shares = self.worker_iterations();
         let offs = launch::offsets(&shares);
         let (isz, osz) = self.kind.sizes();
@@ -200,31 +251,33 @@ impl Cast {
             let e = offs[w] * per;
             vec![self.input + e * isz, self.output + e * osz, shares[w]]
         });
-        s.push_str(&launch::vertex_state(tag, &states));
-        Ok(s)
+        launch::emit_vertex_state(e, tag, &states);
+        Ok(StreamCounts {
+            supervisor,
+            empty: at_branch + 1,
+            worker,
+            body,
+            prologue_units: 1,
+        })
     }
 
-    /// Issues of a worker with `n` iterations.
-    pub fn worker_issues(&self, n: u32) -> u64 {
-        if n == 0 {
-            return EMPTY_ISSUES;
-        }
-        let fixed = match self.kind {
-            CastKind::F8ToF16 { .. } => WIDEN_FIXED,
-            _ => NARROW_FIXED,
-        };
-        2 * u64::from(n) + fixed
+    /// The codelet as a program on `tile` of `machine`.
+    pub fn program(
+        &self,
+        tile: u32,
+        machine: &MachineModel,
+    ) -> Result<(CodeletProgram, StreamCounts), CodeletError> {
+        CodeletProgram::build(tile, machine, |e| self.emit(e))
     }
 
-    /// Estimated tile cycles from the instruction counts.
-    pub fn estimate_cycles(&self) -> u64 {
-        let worst = self
-            .worker_iterations()
-            .iter()
-            .map(|&n| self.worker_issues(n))
-            .max()
-            .unwrap_or(0);
-        launch::launch_cycles(worst)
+    /// The issue counts of the emitted code.
+    pub fn counts(&self) -> Result<StreamCounts, CodeletError> {
+        Ok(self.program(0, &MachineModel::c600())?.1)
+    }
+
+    /// Estimated tile cycles from the instruction counts of the emitted code.
+    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
+        Ok(self.counts()?.cycles(&self.worker_iterations()))
     }
 
     /// The exact reference: output bytes for the input bytes.

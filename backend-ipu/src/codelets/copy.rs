@@ -10,7 +10,11 @@
 //! `dst + 8k`) must be in different banks; the simulator reports a
 //! conflict otherwise.
 
-use super::launch::{self, offsets, split, WORKERS};
+use ipuc_ipu_arch::MachineModel;
+
+use super::emitter::{inst, op, Emitter};
+use super::launch::{self, offsets, split, RowLaunchCounts, WORKERS};
+use super::program::CodeletProgram;
 use super::CodeletError;
 
 /// One strided-copy launch.
@@ -60,21 +64,56 @@ impl StridedCopy {
         Ok(())
     }
 
-    /// The codelet's assembly text (supervisor entry `main`).
-    pub fn assembly(&self) -> Result<String, CodeletError> {
+    /// Emits the launch (supervisor entry `main`, six workers) and returns
+    /// the issue counts its estimate is made of.
+    pub fn emit(&self, e: &mut Emitter) -> Result<RowLaunchCounts, CodeletError> {
         self.validate()?;
-        let mut s = launch::supervisor_and_worker_header(TAG, 6);
-        s.push_str(&format!(
-            "    ld32 $m0, $mvertex_base, $mzero, 0   // src\n    ld32 $m1, $mvertex_base, $mzero, 1   // dst\n\
-             \x20   ld32 $m2, $mvertex_base, $mzero, 2   // rows\n    ld32 $m3, $mvertex_base, $mzero, 3   // words per row - 1\n\
-             \x20   ld32 $m6, $mvertex_base, $mzero, 4   // src stride\n    ld32 $m7, $mvertex_base, $mzero, 5   // dst stride\n\
-             \x20   brz $m2, .L{TAG}_done\n    sub $m2, $m2, 1\n.L{TAG}_row:\n\
-             \x20   add $m8, $m0, 8\n    tapack $m4:5, $m8, $mzero, $m1\n    ld64 $a0:1, $m0, $mzero, 0\n    nop\n\
-             \x20   {{ rpt $m3, (.L{TAG}_end - .L{TAG}_start)/8 - 1 ; fnop }}\n.L{TAG}_start:\n\
-             \x20   {{ ldst64pace $a0:1, $a0:1, $m4:5+=, $mzero, 0 ; fnop }}\n.L{TAG}_end:\n\
-             \x20   st64 $a0:1, $m1, $mzero, $m3\n    add $m0, $m0, $m6\n    add $m1, $m1, $m7\n\
-             \x20   brnzdec $m2, .L{TAG}_row\n.L{TAG}_done:\n    exitz $mzero\n"
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 6);
+        // Vertex state: src, dst, rows, words per row - 1, src stride, dst stride.
+        for (reg, word) in [(0, 0), (1, 1), (2, 2), (3, 3), (6, 4), (7, 5)] {
+            e.solo(inst(
+                "ld32",
+                [op::m(reg), op::vertex_base(), op::mzero(), op::imm(word)],
+            ));
+        }
+        e.solo(inst("brz", [op::m(2), op::sym(format!(".L{TAG}_done"))]));
+        let empty = e.issues() + 1;
+        e.solo(inst("sub", [op::m(2), op::m(2), op::imm(1)]));
+        let setup = e.issues();
+        e.label(&format!(".L{TAG}_row"));
+        e.solo(inst("add", [op::m(8), op::m(0), op::imm(8)]));
+        e.solo(inst(
+            "tapack",
+            [op::m_pair(4), op::m(8), op::mzero(), op::m(1)],
         ));
+        e.solo(inst(
+            "ld64",
+            [op::a_pair(0), op::m(0), op::mzero(), op::imm(0)],
+        ));
+        e.rpt(
+            op::m(3),
+            TAG,
+            vec![(
+                inst(
+                    "ldst64pace",
+                    [
+                        op::a_pair(0),
+                        op::a_pair(0),
+                        op::m_pair_inc(4),
+                        op::mzero(),
+                        op::imm(0),
+                    ],
+                ),
+                inst("fnop", []),
+            )],
+        );
+        e.solo(inst(
+            "st64",
+            [op::a_pair(0), op::m(1), op::mzero(), op::m(3)],
+        ));
+        e.solo(inst("add", [op::m(0), op::m(0), op::m(6)]));
+        e.solo(inst("add", [op::m(1), op::m(1), op::m(7)]));
+        let rows = launch::emit_end_row_loop(e, TAG, setup);
         let shares = self.worker_rows();
         let offs = offsets(&shares);
         let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
@@ -87,28 +126,37 @@ impl StridedCopy {
                 self.dst_stride,
             ]
         });
-        s.push_str(&launch::vertex_state(TAG, &states));
-        Ok(s)
+        launch::emit_vertex_state(e, TAG, &states);
+        Ok(RowLaunchCounts {
+            supervisor,
+            empty,
+            rows,
+        })
     }
 
-    /// Issues of a worker with `n` rows: setup 8 (6 `ld32`, `brz`, `sub`),
-    /// per row 8 + words, `exitz`; an idle worker issues 6 `ld32`, `brz`, `exitz`.
-    pub fn worker_issues(&self, n: u32) -> u64 {
-        if n == 0 {
-            return 8;
-        }
-        9 + u64::from(n) * (8 + u64::from(self.row_bytes / 8))
+    /// The codelet as a program on `tile` of `machine`.
+    pub fn program(
+        &self,
+        tile: u32,
+        machine: &MachineModel,
+    ) -> Result<(CodeletProgram, RowLaunchCounts), CodeletError> {
+        CodeletProgram::build(tile, machine, |e| self.emit(e))
     }
 
-    /// Estimated tile cycles from the instruction counts.
-    pub fn estimate_cycles(&self) -> u64 {
-        let worst = self
-            .worker_rows()
-            .iter()
-            .map(|&n| self.worker_issues(n))
-            .max()
-            .unwrap_or(0);
-        launch::launch_cycles(worst)
+    /// `rpt` body issues per row: one bundle per word after the first.
+    pub fn body_issues_per_row(&self) -> u64 {
+        u64::from(self.row_bytes / 8 - 1)
+    }
+
+    /// Issues of a worker with `n` rows, from the emitted counts.
+    pub fn worker_issues(&self, counts: &RowLaunchCounts, n: u32) -> u64 {
+        counts.worker_issues(n, self.body_issues_per_row())
+    }
+
+    /// Estimated tile cycles from the instruction counts of the emitted code.
+    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
+        let counts = self.program(0, &MachineModel::c600())?.1;
+        Ok(counts.cycles(&self.worker_rows(), self.body_issues_per_row()))
     }
 
     /// Reference: the destination image after the copy, given the source

@@ -18,7 +18,7 @@ use half::f16;
 use ipuc_ipu_arch::MachineModel;
 
 use super::emitter::{inst, op, Emitter};
-use super::launch::{self, split, SupervisorCounts, WORKERS};
+use super::launch::{self, split, StreamCounts, WORKERS};
 use super::program::CodeletProgram;
 use super::CodeletError;
 
@@ -67,30 +67,6 @@ pub struct Binary {
     pub y: u32,
     /// out, 8-byte aligned.
     pub out: u32,
-}
-
-/// Issue counts of an elementwise launch, as emitted.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct BinaryCounts {
-    /// The supervisor's.
-    pub supervisor: SupervisorCounts,
-    /// A worker with no words (it branches to its exit).
-    pub empty: u64,
-    /// A worker's issues outside the `rpt` body (its first word included:
-    /// the prologue bundle computes it).
-    pub worker: u64,
-    /// Issues of one pass of the `rpt` body (one word).
-    pub body: u64,
-}
-
-impl BinaryCounts {
-    /// Issues of a worker with `n` words: the body runs `n - 1` times.
-    pub fn worker_issues(&self, n: u32) -> u64 {
-        match n {
-            0 => self.empty,
-            n => self.worker + u64::from(n - 1) * self.body,
-        }
-    }
 }
 
 impl Binary {
@@ -145,7 +121,7 @@ impl Binary {
 
     /// Emits the launch (supervisor entry `main`, six workers) and returns
     /// the issue counts its estimate is made of.
-    pub fn emit(&self, e: &mut Emitter) -> Result<BinaryCounts, CodeletError> {
+    pub fn emit(&self, e: &mut Emitter) -> Result<StreamCounts, CodeletError> {
         self.validate()?;
         let tag = self.name();
         let axpy = matches!(self.op, BinaryOp::Axpy(_));
@@ -153,17 +129,36 @@ impl Binary {
         let done = format!(".L{tag}_done");
         // Vertex state: x, y, out, words (and a for axpy).
         for (reg, word) in [(0, 0), (1, 1), (2, 2), (3, 3)] {
-            e.solo(inst("ld32", [op::m(reg), op::vertex_base(), op::mzero(), op::imm(word)]));
+            e.solo(inst(
+                "ld32",
+                [op::m(reg), op::vertex_base(), op::mzero(), op::imm(word)],
+            ));
         }
-        e.solo(inst("tapack", [op::m_pair(4), op::m(0), op::m(1), op::m(2)]));
+        e.solo(inst(
+            "tapack",
+            [op::m_pair(4), op::m(0), op::m(1), op::m(2)],
+        ));
         e.solo(inst("brz", [op::m(3), op::sym(done.clone())]));
         let at_branch = e.issues();
         if axpy {
-            e.solo(inst("ld32", [op::a(6), op::vertex_base(), op::mzero(), op::imm(4)]));
+            e.solo(inst(
+                "ld32",
+                [op::a(6), op::vertex_base(), op::mzero(), op::imm(4)],
+            ));
             e.solo(inst("uput", [op::csr("TAS"), op::a(6)]));
         }
-        let compute = || inst(self.instruction(), [op::a_pair(4), op::a_pair(0), op::a_pair(2)]);
-        let load = || inst("ld2x64pace", [op::a_quad(0), op::m_pair_inc(4), op::mzero(), op::imm(0)]);
+        let compute = || {
+            inst(
+                self.instruction(),
+                [op::a_pair(4), op::a_pair(0), op::a_pair(2)],
+            )
+        };
+        let load = || {
+            inst(
+                "ld2x64pace",
+                [op::a_quad(0), op::m_pair_inc(4), op::mzero(), op::imm(0)],
+            )
+        };
         e.solo(inst("sub", [op::m(3), op::m(3), op::imm(1)]));
         e.solo(load());
         e.bundle(load(), compute());
@@ -173,12 +168,21 @@ impl Binary {
             vec![(
                 inst(
                     "ld2xst64pace",
-                    [op::a_quad(0), op::a_pair(4), op::m_pair_inc(4), op::mzero(), op::imm(0)],
+                    [
+                        op::a_quad(0),
+                        op::a_pair(4),
+                        op::m_pair_inc(4),
+                        op::mzero(),
+                        op::imm(0),
+                    ],
                 ),
                 compute(),
             )],
         );
-        e.solo(inst("st64", [op::a_pair(4), op::m(2), op::mzero(), op::m(3)]));
+        e.solo(inst(
+            "st64",
+            [op::a_pair(4), op::m(2), op::mzero(), op::m(3)],
+        ));
         e.label(&done);
         e.solo(inst("exitz", [op::mzero()]));
         let worker = e.issues();
@@ -193,12 +197,13 @@ impl Binary {
             vec![self.x + b, self.y + b, self.out + b, shares[w], scale]
         });
         launch::emit_vertex_state(e, &tag, &states);
-        Ok(BinaryCounts {
+        Ok(StreamCounts {
             supervisor,
             // An empty share branches from `brz` straight to `exitz`.
             empty: at_branch + 1,
             worker,
             body,
+            prologue_units: 1,
         })
     }
 
@@ -207,25 +212,18 @@ impl Binary {
         &self,
         tile: u32,
         machine: &MachineModel,
-    ) -> Result<(CodeletProgram, BinaryCounts), CodeletError> {
+    ) -> Result<(CodeletProgram, StreamCounts), CodeletError> {
         CodeletProgram::build(tile, machine, |e| self.emit(e))
     }
 
     /// The issue counts of the emitted code.
-    pub fn counts(&self) -> Result<BinaryCounts, CodeletError> {
+    pub fn counts(&self) -> Result<StreamCounts, CodeletError> {
         Ok(self.program(0, &MachineModel::c600())?.1)
     }
 
     /// Estimated tile cycles from the instruction counts of the emitted code.
     pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
-        let c = self.counts()?;
-        let worst = self
-            .worker_words()
-            .iter()
-            .map(|&n| c.worker_issues(n))
-            .max()
-            .unwrap_or(0);
-        Ok(c.supervisor.cycles(worst))
+        Ok(self.counts()?.cycles(&self.worker_words()))
     }
 
     /// Float64 reference over the element values (`x`, `y` decoded), each

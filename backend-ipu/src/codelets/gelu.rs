@@ -28,7 +28,12 @@
 
 use half::f16;
 
-use super::launch::{self, split, WORKERS};
+use ipuc_dialects::ipu::Operand;
+use ipuc_ipu_arch::MachineModel;
+
+use super::emitter::{inst, op, Emitter, Inst};
+use super::launch::{self, split, StreamCounts, WORKERS};
+use super::program::CodeletProgram;
 use super::CodeletError;
 
 /// Which GELU formula.
@@ -124,13 +129,6 @@ pub struct Gelu {
     pub output: u32,
 }
 
-/// Bundles per word.
-pub const BUNDLES_PER_WORD: u64 = 4 * DEGREE as u64 + 19;
-/// Worker issues besides the words: 3 `ld32`, `setzi`, `brz`, first load, `rpt`, `exitz`.
-const FIXED_ISSUES: u64 = 8;
-/// Issues of a worker with no words: 3 `ld32`, `setzi`, `brz`, `exitz`.
-const EMPTY_ISSUES: u64 = 6;
-
 impl Gelu {
     fn tag(&self) -> &'static str {
         match self.form {
@@ -170,67 +168,94 @@ impl Gelu {
 
     /// The auxiliary instruction sequence of one f32 pair with, for each,
     /// the constant-table index it reads through `$a12:13` (if any).
-    fn pair_ops(half: usize) -> Vec<(String, Option<usize>)> {
+    fn pair_ops(half: u8) -> Vec<(Inst, Option<usize>)> {
+        let f32v2 = |m: &'static str, d: u8, x: Operand, y: Operand| inst(m, [op::a_pair(d), x, y]);
+        let (c, p) = (|| op::a_pair(12), op::a_pair);
         let mut ops = vec![
-            (format!("f16v2tof32 $a4:5, $a{half}"), None),
-            ("f32v2sub $a8:9, $azeros, $a4:5".into(), None),
-            ("f32v2max $a6:7, $a4:5, $a8:9".into(), None),
-            ("f32v2min $a8:9, $a6:7, $a12:13".into(), Some(0)),
-            ("f32v2mul $a10:11, $a8:9, $a12:13".into(), Some(1)),
-            ("f32v2add $a10:11, $a10:11, $a12:13".into(), Some(2)),
+            (inst("f16v2tof32", [op::a_pair(4), op::a(half)]), None),
+            (f32v2("f32v2sub", 8, op::azeros(), p(4)), None),
+            (f32v2("f32v2max", 6, p(4), p(8)), None),
+            (f32v2("f32v2min", 8, p(6), c()), Some(0)),
+            (f32v2("f32v2mul", 10, p(8), c()), Some(1)),
+            (f32v2("f32v2add", 10, p(10), c()), Some(2)),
         ];
         // Table index k holds c(DEGREE + 1 - k): indices 3..=DEGREE+1 are c8..c0.
         for k in 3..=DEGREE + 1 {
-            ops.push(("f32v2mul $a10:11, $a10:11, $a8:9".into(), None));
-            ops.push(("f32v2add $a10:11, $a10:11, $a12:13".into(), Some(k)));
+            ops.push((f32v2("f32v2mul", 10, p(10), p(8)), None));
+            ops.push((f32v2("f32v2add", 10, p(10), c()), Some(k)));
         }
-        ops.push((
-            "f32v2min $a10:11, $a10:11, $a12:13".into(),
-            Some(DEGREE + 2),
-        ));
-        ops.push(("f32v2mul $a10:11, $a10:11, $a6:7".into(), None));
-        ops.push(("f32v2add $a10:11, $a10:11, $a4:5".into(), None));
-        ops.push((
-            "f32v2mul $a10:11, $a10:11, $a12:13".into(),
-            Some(DEGREE + 3),
-        ));
-        ops.push((format!("f32v2tof16 $a{}, $a10:11", 2 + half), None));
+        ops.push((f32v2("f32v2min", 10, p(10), c()), Some(DEGREE + 2)));
+        ops.push((f32v2("f32v2mul", 10, p(10), p(6)), None));
+        ops.push((f32v2("f32v2add", 10, p(10), p(4)), None));
+        ops.push((f32v2("f32v2mul", 10, p(10), c()), Some(DEGREE + 3)));
+        ops.push((inst("f32v2tof16", [op::a(2 + half), p(10)]), None));
         ops
     }
 
-    /// The codelet's assembly text (supervisor entry `main`).
-    pub fn assembly(&self) -> Result<String, CodeletError> {
+    /// Emits the launch (supervisor entry `main`, six workers) and returns
+    /// the issue counts its estimate is made of.
+    pub fn emit(&self, e: &mut Emitter) -> Result<StreamCounts, CodeletError> {
         self.validate()?;
         let tag = self.tag();
-        let mut aux: Vec<(String, Option<usize>)> = Self::pair_ops(0);
+        let mut aux = Self::pair_ops(0);
         let second = aux.len();
         aux.extend(Self::pair_ops(1));
         // Main slots: the constant the next bundle reads, or data movement.
-        let mut main: Vec<String> = vec!["nop".into(); aux.len()];
+        let mut main: Vec<Inst> = vec![inst("nop", []); aux.len()];
         for (slot, next) in main.iter_mut().zip(aux.iter().skip(1)) {
             if let Some(k) = next.1 {
-                *slot = format!("ld64 $a12:13, $m1, $mzero, {k}");
+                *slot = inst(
+                    "ld64",
+                    [op::a_pair(12), op::m(1), op::mzero(), op::imm(k as i64)],
+                );
             }
         }
         // The first pair's constant for bundle 0 comes from the last bundle
         // of the previous iteration (and from the prologue): none is needed.
         debug_assert!(aux[0].1.is_none());
-        debug_assert!(main[second] == "nop" && main[second + 1] == "nop");
-        main[second] = "ld64step $a0:1, $mzero, $m0+=, 1".into();
-        main[second + 1] = "st32step $a2, $mzero, $m2+=, 1".into();
-        let mut s = launch::supervisor_and_worker_header(tag, 3);
-        s.push_str(&format!(
-            "    ld32 $m0, $mvertex_base, $mzero, 0   // input\n    ld32 $m2, $mvertex_base, $mzero, 1   // output\n\
-             \x20   ld32 $m3, $mvertex_base, $mzero, 2   // words\n    setzi $m1, {tag}_constants\n\
-             \x20   brz $m3, .L{tag}_done\n    ld64step $a0:1, $mzero, $m0+=, 1\n\
-             \x20   {{ rpt $m3, (.L{tag}_end - .L{tag}_start)/8 - 1 ; fnop }}\n.L{tag}_start:\n"
-        ));
-        for (m, (a, _)) in main.iter().zip(&aux) {
-            s.push_str(&format!("    {{ {m} ; {a} }}\n"));
+        debug_assert!(main[second].mnemonic == "nop" && main[second + 1].mnemonic == "nop");
+        main[second] = inst(
+            "ld64step",
+            [op::a_pair(0), op::mzero(), op::m_inc(0), op::imm(1)],
+        );
+        main[second + 1] = inst(
+            "st32step",
+            [op::a(2), op::mzero(), op::m_inc(2), op::imm(1)],
+        );
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, tag, 3);
+        let done = format!(".L{tag}_done");
+        // Vertex state: input, output, words.
+        for (reg, word) in [(0, 0), (2, 1), (3, 2)] {
+            e.solo(inst(
+                "ld32",
+                [op::m(reg), op::vertex_base(), op::mzero(), op::imm(word)],
+            ));
         }
-        s.push_str(&format!(
-            "    {{ st32step $a3, $mzero, $m2+=, 1 ; fnop }}\n.L{tag}_end:\n.L{tag}_done:\n    exitz $mzero\n"
+        e.solo(inst(
+            "setzi",
+            [op::m(1), op::sym(format!("{tag}_constants"))],
         ));
+        e.solo(inst("brz", [op::m(3), op::sym(done.clone())]));
+        let empty = e.issues() + 1;
+        e.solo(inst(
+            "ld64step",
+            [op::a_pair(0), op::mzero(), op::m_inc(0), op::imm(1)],
+        ));
+        let mut body: Vec<(Inst, Inst)> = main
+            .into_iter()
+            .zip(aux.into_iter().map(|(a, _)| a))
+            .collect();
+        body.push((
+            inst(
+                "st32step",
+                [op::a(3), op::mzero(), op::m_inc(2), op::imm(1)],
+            ),
+            inst("fnop", []),
+        ));
+        let body = e.rpt(op::m(3), tag, body);
+        e.label(&done);
+        e.solo(inst("exitz", [op::mzero()]));
+        let worker = e.issues();
         let shares = self.worker_words();
         let offs = launch::offsets(&shares);
         let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
@@ -240,36 +265,43 @@ impl Gelu {
                 shares[w],
             ]
         });
-        s.push_str(&launch::vertex_state(tag, &states));
+        launch::emit_vertex_state(e, tag, &states);
         // Constant table, each value twice (one per lane): clamp, c10..c0, 1, 0.5.
         let c = self.form.coeffs();
         let mut table = vec![CLAMP];
         table.extend(c.iter().rev());
         table.extend([1.0, 0.5]);
-        s.push_str(&format!("    .align 8\n{tag}_constants:\n"));
+        e.directive("align", &[op::imm(8)]);
+        e.label(&format!("{tag}_constants"));
         for v in table {
-            s.push_str(&format!("    .word 0x{0:08x}, 0x{0:08x}\n", v.to_bits()));
+            e.words(&[v.to_bits(), v.to_bits()]);
         }
-        Ok(s)
+        Ok(StreamCounts {
+            supervisor,
+            empty,
+            worker,
+            body,
+            prologue_units: 0,
+        })
     }
 
-    /// Issues of a worker with `n` words.
-    pub fn worker_issues(&self, n: u32) -> u64 {
-        if n == 0 {
-            return EMPTY_ISSUES;
-        }
-        FIXED_ISSUES + BUNDLES_PER_WORD * u64::from(n)
+    /// The codelet as a program on `tile` of `machine`.
+    pub fn program(
+        &self,
+        tile: u32,
+        machine: &MachineModel,
+    ) -> Result<(CodeletProgram, StreamCounts), CodeletError> {
+        CodeletProgram::build(tile, machine, |e| self.emit(e))
     }
 
-    /// Estimated tile cycles from the instruction counts.
-    pub fn estimate_cycles(&self) -> u64 {
-        let worst = self
-            .worker_words()
-            .iter()
-            .map(|&n| self.worker_issues(n))
-            .max()
-            .unwrap_or(0);
-        launch::launch_cycles(worst)
+    /// The issue counts of the emitted code.
+    pub fn counts(&self) -> Result<StreamCounts, CodeletError> {
+        Ok(self.program(0, &MachineModel::c600())?.1)
+    }
+
+    /// Estimated tile cycles from the instruction counts of the emitted code.
+    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
+        Ok(self.counts()?.cycles(&self.worker_words()))
     }
 
     /// Float64 reference of one f16 element.

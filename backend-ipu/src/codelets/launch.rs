@@ -28,6 +28,91 @@ impl SupervisorCounts {
     }
 }
 
+/// Issue counts of a streaming launch, as emitted: each worker takes `n`
+/// units of work; a prologue does the first `prologue_units` (0 or 1) and a
+/// `rpt` the rest.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct StreamCounts {
+    /// The supervisor's.
+    pub supervisor: SupervisorCounts,
+    /// A worker with no work (it branches to its exit).
+    pub empty: u64,
+    /// A worker's issues outside the `rpt` body.
+    pub worker: u64,
+    /// Issues of one pass of the `rpt` body (one unit).
+    pub body: u64,
+    /// Units the code outside the `rpt` does (their issues are in `worker`).
+    pub prologue_units: u32,
+}
+
+impl StreamCounts {
+    /// Issues of a worker with `n` units.
+    pub fn worker_issues(&self, n: u32) -> u64 {
+        match n {
+            0 => self.empty,
+            n => self.worker + u64::from(n.saturating_sub(self.prologue_units)) * self.body,
+        }
+    }
+
+    /// Tile cycles when the workers take `shares` units each (the slowest
+    /// decides).
+    pub fn cycles(&self, shares: &[u32; WORKERS]) -> u64 {
+        let worst = shares
+            .iter()
+            .map(|&n| self.worker_issues(n))
+            .max()
+            .unwrap_or(0);
+        self.supervisor.cycles(worst)
+    }
+}
+
+/// Ends a worker's row loop: `brnzdec $m2` back to `.L{tag}_row`, then
+/// `.L{tag}_done: exitz`. `setup` is the worker's issue count before the
+/// loop head; the per-row count is what was emitted since.
+pub fn emit_end_row_loop(e: &mut Emitter, tag: &str, setup: u64) -> RowLoopCounts {
+    e.solo(inst("brnzdec", [op::m(2), op::sym(format!(".L{tag}_row"))]));
+    let per_row = e.issues() - setup;
+    e.label(&format!(".L{tag}_done"));
+    e.solo(inst("exitz", [op::mzero()]));
+    RowLoopCounts {
+        setup,
+        per_row,
+        exit: e.issues() - setup - per_row,
+    }
+}
+
+/// Issue counts of a row-loop launch, as emitted.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct RowLaunchCounts {
+    /// The supervisor's.
+    pub supervisor: SupervisorCounts,
+    /// A worker with no rows (it branches to its exit).
+    pub empty: u64,
+    /// The row loop's.
+    pub rows: RowLoopCounts,
+}
+
+impl RowLaunchCounts {
+    /// Issues of a worker with `n` rows whose `rpt` bodies take `body`
+    /// issues per row.
+    pub fn worker_issues(&self, n: u32, body: u64) -> u64 {
+        match n {
+            0 => self.empty,
+            n => self.rows.worker_issues(n, body),
+        }
+    }
+
+    /// Tile cycles when the workers take `shares` rows each.
+    pub fn cycles(&self, shares: &[u32; WORKERS], body: u64) -> u64 {
+        let worst = shares
+            .iter()
+            .map(|&n| self.worker_issues(n, body))
+            .max()
+            .unwrap_or(0);
+        self.supervisor.cycles(worst)
+    }
+}
+
 /// Emits the supervisor `main` of a launch of `{tag}_worker` on six workers
 /// with `state_words` words of vertex state each (at `{tag}_vertex_state`),
 /// then opens the worker's section at its entry `{tag}_worker`.
@@ -39,8 +124,14 @@ pub fn emit_supervisor_and_worker_entry(
     e.code_section(&format!(".text.{tag}_supervisor"), SectionKind::Supervisor);
     e.function("main");
     e.solo(inst("setzi", [op::m(1), op::sym(format!("{tag}_worker"))]));
-    e.solo(inst("setzi", [op::m(2), op::sym(format!("{tag}_vertex_state"))]));
-    e.solo(inst("runall", [op::m(1), op::m(2), op::imm(state_words as i64)]));
+    e.solo(inst(
+        "setzi",
+        [op::m(2), op::sym(format!("{tag}_vertex_state"))],
+    ));
+    e.solo(inst(
+        "runall",
+        [op::m(1), op::m(2), op::imm(state_words as i64)],
+    ));
     let before_run = e.issues();
     e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_LOCAL")]));
     e.solo(inst("exitz", [op::mzero()]));
@@ -66,11 +157,6 @@ pub fn emit_vertex_state(e: &mut Emitter, tag: &str, words: &[Vec<u32>; WORKERS]
     }
 }
 
-/// Supervisor issues before the workers start: `setzi`, `setzi`, `runall`.
-pub const SUPERVISOR_ISSUES_BEFORE_RUN: u64 = 3;
-/// Supervisor issues after the workers finish: the `sync` completes, `exitz`.
-pub const SUPERVISOR_ISSUES_AFTER_RUN: u64 = 2;
-
 /// Splits `units` of work over the six workers: contiguous shares, the
 /// first `units % 6` workers one more.
 pub fn split(units: u32) -> [u32; WORKERS] {
@@ -88,39 +174,9 @@ pub fn offsets(shares: &[u32; WORKERS]) -> [u32; WORKERS] {
     })
 }
 
-/// The supervisor (entry `main`) and the section header of the worker
-/// `{tag}_worker`; the caller appends the worker body, then
-/// [`vertex_state`].
-pub fn supervisor_and_worker_header(tag: &str, state_words: usize) -> String {
-    format!(
-        "    .section .text.{tag}_supervisor, \"ax\"\n    .supervisor\n    .globl main\n    .type main, @function\nmain:\n\
-         \x20   setzi $m1, {tag}_worker\n    setzi $m2, {tag}_vertex_state\n    runall $m1, $m2, {state_words}\n\
-         \x20   sync TEXCH_SYNCZONE_LOCAL\n    exitz $mzero\n    .size main, . - main\n\n\
-         \x20   .section .text.{tag}_worker, \"ax\"\n    .worker\n    .align 8\n    .type {tag}_worker, @function\n{tag}_worker:\n"
-    )
-}
-
-/// The worker's `.size` and the six vertex states (`words[w]` for worker w).
-pub fn vertex_state(tag: &str, words: &[Vec<u32>; WORKERS]) -> String {
-    let mut s = format!(
-        "    .size {tag}_worker, . - {tag}_worker\n\n    .section .data\n    .align 8\n{tag}_vertex_state:\n"
-    );
-    for w in words {
-        let items: Vec<String> = w.iter().map(|v| format!("0x{v:x}")).collect();
-        s.push_str(&format!("    .word {}\n", items.join(", ")));
-    }
-    s
-}
-
-/// Tile cycles of a launch whose slowest worker issues `worker_issues`
-/// times: the supervisor issues once per cycle while no worker holds a
-/// slot, each worker once per 6 cycles.
-pub fn launch_cycles(worker_issues: u64) -> u64 {
-    SUPERVISOR_ISSUES_BEFORE_RUN + 6 * worker_issues + SUPERVISOR_ISSUES_AFTER_RUN
-}
-
 /// Worker issues outside the `rpt` bodies of a row-loop codelet, counted
 /// while emitting.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct RowLoopCounts {
     /// Before the row loop.
     pub setup: u64,
@@ -135,77 +191,5 @@ impl RowLoopCounts {
     /// issues per row.
     pub fn worker_issues(&self, n: u32, body: u64) -> u64 {
         self.setup + self.exit + u64::from(n) * (self.per_row + body)
-    }
-}
-
-/// Ends a worker's row loop (`brnzdec $m2` back to `.L{tag}_row`, then
-/// `.L{tag}_done: exitz`) and returns its text with the issue counts;
-/// `setup` is the issue count before the loop.
-pub fn end_row_loop(mut e: TextEmitter, tag: &str, setup: u64) -> (String, RowLoopCounts) {
-    e.solo(&format!("brnzdec $m2, .L{tag}_row"));
-    let per_row = e.issues - setup;
-    e.label(&format!(".L{tag}_done"));
-    e.solo("exitz $mzero");
-    (
-        e.text,
-        RowLoopCounts {
-            setup,
-            per_row,
-            exit: 1,
-        },
-    )
-}
-
-/// Emits worker code as text, padding bundles to 8 bytes and counting
-/// issues: the text-era helper of the codelets not yet moved to
-/// [`super::emitter::Emitter`].
-#[derive(Default)]
-pub struct TextEmitter {
-    /// The text so far.
-    pub text: String,
-    words: u64,
-    /// Issues emitted outside `rpt` bodies.
-    pub issues: u64,
-}
-
-impl TextEmitter {
-    /// A solo instruction.
-    pub fn solo(&mut self, s: &str) {
-        self.text.push_str(&format!("    {s}\n"));
-        self.words += 1;
-        self.issues += 1;
-    }
-    /// A bundle (a `nop` first if it would be misaligned).
-    pub fn bundle(&mut self, main: &str, aux: &str) {
-        if self.words % 2 == 1 {
-            self.solo("nop");
-        }
-        self.text.push_str(&format!("    {{ {main} ; {aux} }}\n"));
-        self.words += 2;
-        self.issues += 1;
-    }
-    /// A label.
-    pub fn label(&mut self, l: &str) {
-        self.text.push_str(&format!("{l}:\n"));
-    }
-    /// A label that must be 8-byte aligned (loop heads).
-    pub fn aligned_label(&mut self, l: &str) {
-        if self.words % 2 == 1 {
-            self.solo("nop");
-        }
-        self.label(l);
-    }
-    /// A `rpt` over `body` bundles; the body is not counted (it repeats).
-    pub fn rpt(&mut self, count: &str, name: &str, body: &[(&str, &str)]) {
-        self.bundle(
-            &format!("rpt {count}, (.L{name}_end - .L{name}_start)/8 - 1"),
-            "fnop",
-        );
-        self.label(&format!(".L{name}_start"));
-        for (m, a) in body {
-            self.text.push_str(&format!("    {{ {m} ; {a} }}\n"));
-            self.words += 2;
-        }
-        self.label(&format!(".L{name}_end"));
     }
 }

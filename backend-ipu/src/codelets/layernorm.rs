@@ -22,7 +22,11 @@
 
 use half::f16;
 
-use super::launch::{self, offsets, split, TextEmitter, RowLoopCounts, WORKERS};
+use ipuc_ipu_arch::MachineModel;
+
+use super::emitter::{inst, op, Emitter};
+use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
+use super::program::CodeletProgram;
 use super::CodeletError;
 
 /// One LayerNorm launch.
@@ -85,149 +89,247 @@ impl LayerNorm {
         Ok(())
     }
 
-    fn worker(&self) -> (String, RowLoopCounts) {
-        let mut e = TextEmitter::default();
-        e.solo("ld32 $m2, $mvertex_base, $mzero, 2   // rows");
-        e.solo(&format!("brz $m2, .L{TAG}_done"));
+    /// The worker: its issues when it has no rows, and its row loop's counts.
+    fn emit_worker(&self, e: &mut Emitter) -> (u64, RowLoopCounts) {
+        e.solo(inst(
+            "ld32",
+            [op::m(2), op::vertex_base(), op::mzero(), op::imm(2)],
+        )); // rows
+        e.solo(inst("brz", [op::m(2), op::sym(format!(".L{TAG}_done"))]));
+        let empty = e.issues() + 1;
         for s in [
-            "sub $m2, $m2, 1",
-            "ld32 $m0, $mvertex_base, $mzero, 0   // x",
-            "ld32 $m1, $mvertex_base, $mzero, 1   // out",
-            "ld32 $m3, $mvertex_base, $mzero, 3   // C/8",
-            "ld32 $m4, $mvertex_base, $mzero, 4   // C/4",
-            "setzi $m8, 0x5f375",
-            "shl $m8, $m8, 12",
-            "or $m8, $m8, 0x9df                   // 0x5f3759df",
-            "ld32 $a12, $mvertex_base, $mzero, 10 // -0.5",
-            "uput $TAS, $a12",
+            inst("sub", [op::m(2), op::m(2), op::imm(1)]),
+            inst(
+                "ld32",
+                [op::m(0), op::vertex_base(), op::mzero(), op::imm(0)],
+            ), // x
+            inst(
+                "ld32",
+                [op::m(1), op::vertex_base(), op::mzero(), op::imm(1)],
+            ), // out
+            inst(
+                "ld32",
+                [op::m(3), op::vertex_base(), op::mzero(), op::imm(3)],
+            ), // C/8
+            inst(
+                "ld32",
+                [op::m(4), op::vertex_base(), op::mzero(), op::imm(4)],
+            ), // C/4
+            inst("setzi", [op::m(8), op::imm(0x5f375)]),
+            inst("shl", [op::m(8), op::m(8), op::imm(12)]),
+            inst("or", [op::m(8), op::m(8), op::imm(0x9df)]), // 0x5f3759df
+            inst(
+                "ld32",
+                [op::a(12), op::vertex_base(), op::mzero(), op::imm(10)],
+            ), // -0.5
+            inst("uput", [op::csr("TAS"), op::a(12)]),
         ] {
             e.solo(s);
         }
         e.aligned_label(&format!(".L{TAG}_row"));
-        let setup = e.issues;
+        let setup = e.issues();
         // Pass 1: the mean.
-        e.solo("mov $m5, $m0");
-        e.solo("ld128step $a0:3, $mzero, $m5+=, 1");
+        e.solo(inst("mov", [op::m(5), op::m(0)]));
+        e.solo(inst(
+            "ld128step",
+            [op::a_quad(0), op::mzero(), op::m_inc(5), op::imm(1)],
+        ));
         e.rpt(
-            "$m3",
+            op::m(3),
             &format!("{TAG}_sum"),
-            &[("ld128step $a0:3, $mzero, $m5+=, 1", "f16v8acc $a0:3")],
+            vec![(
+                inst(
+                    "ld128step",
+                    [op::a_quad(0), op::mzero(), op::m_inc(5), op::imm(1)],
+                ),
+                inst("f16v8acc", [op::a_quad(0)]),
+            )],
         );
         for s in [
-            "f32v2gina $a4:5, $azeros, 0",
-            "f32v2gina $a6:7, $azeros, 1",
-            "f32v2add $a4:5, $a4:5, $a6:7",
-            "f32v2gina $a6:7, $azeros, 2",
-            "f32v2add $a4:5, $a4:5, $a6:7",
-            "f32v2gina $a6:7, $azeros, 3",
-            "f32v2add $a4:5, $a4:5, $a6:7",
-            "mov $a6, $a5",
-            "f32v2add $a4:5, $a4:5, $a6:7",
-            "ld32 $a6, $mvertex_base, $mzero, 7   // 1/C",
-            "f32v2mul $a4:5, $a4:5, $a6:7",
-            "f32v2sub $a4:5, $azeros, $a4:5",
-            "f32tof16 $a4, $a4",
-            "st32 $a4, $mvertex_base, $mzero, 9",
-            "ldb16 $a8, $mvertex_base, $mzero, 18",
-            "mov $a9, $a8                         // -mean, 4 lanes",
+            inst("f32v2gina", [op::a_pair(4), op::azeros(), op::imm(0)]),
+            inst("f32v2gina", [op::a_pair(6), op::azeros(), op::imm(1)]),
+            inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
+            inst("f32v2gina", [op::a_pair(6), op::azeros(), op::imm(2)]),
+            inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
+            inst("f32v2gina", [op::a_pair(6), op::azeros(), op::imm(3)]),
+            inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
+            inst("mov", [op::a(6), op::a(5)]),
+            inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
+            inst(
+                "ld32",
+                [op::a(6), op::vertex_base(), op::mzero(), op::imm(7)],
+            ), // 1/C
+            inst("f32v2mul", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
+            inst("f32v2sub", [op::a_pair(4), op::azeros(), op::a_pair(4)]),
+            inst("f32tof16", [op::a(4), op::a(4)]),
+            inst(
+                "st32",
+                [op::a(4), op::vertex_base(), op::mzero(), op::imm(9)],
+            ),
+            inst(
+                "ldb16",
+                [op::a(8), op::vertex_base(), op::mzero(), op::imm(18)],
+            ),
+            inst("mov", [op::a(9), op::a(8)]), // -mean, 4 lanes
             // Pass 2: the variance.
-            "mov $m5, $m0",
-            "ld64step $a0:1, $mzero, $m5+=, 1",
+            inst("mov", [op::m(5), op::m(0)]),
+            inst(
+                "ld64step",
+                [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
+            ),
         ] {
             e.solo(s);
         }
         e.rpt(
-            "$m4",
+            op::m(4),
             &format!("{TAG}_var"),
-            &[
+            vec![
                 (
-                    "ld64step $a0:1, $mzero, $m5+=, 1",
-                    "f16v4add $a6:7, $a0:1, $a8:9",
+                    inst(
+                        "ld64step",
+                        [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
+                    ),
+                    inst("f16v4add", [op::a_pair(6), op::a_pair(0), op::a_pair(8)]),
                 ),
-                ("nop", "f16v4cmac $a6:7, $a6:7"),
+                (
+                    inst("nop", []),
+                    inst("f16v4cmac", [op::a_pair(6), op::a_pair(6)]),
+                ),
             ],
         );
         for s in [
-            "f32v2gina $a4:5, $azeros, 0",
-            "f32v2gina $a6:7, $azeros, 1",
-            "f32v2add $a4:5, $a4:5, $a6:7",
-            "mov $a6, $a5",
-            "f32v2add $a4:5, $a4:5, $a6:7",
-            "ld32 $a6, $mvertex_base, $mzero, 7   // 1/C",
-            "f32v2mul $a4:5, $a4:5, $a6:7",
-            "ld32 $a6, $mvertex_base, $mzero, 8   // eps",
-            "f32v2add $a4:5, $a4:5, $a6:7",
-            "mov $a5, $a4                         // v = var + eps, both lanes",
+            inst("f32v2gina", [op::a_pair(4), op::azeros(), op::imm(0)]),
+            inst("f32v2gina", [op::a_pair(6), op::azeros(), op::imm(1)]),
+            inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
+            inst("mov", [op::a(6), op::a(5)]),
+            inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
+            inst(
+                "ld32",
+                [op::a(6), op::vertex_base(), op::mzero(), op::imm(7)],
+            ), // 1/C
+            inst("f32v2mul", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
+            inst(
+                "ld32",
+                [op::a(6), op::vertex_base(), op::mzero(), op::imm(8)],
+            ), // eps
+            inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
+            inst("mov", [op::a(5), op::a(4)]), // v = var + eps, both lanes
             // 1/sqrt(v): initial guess on the integer registers, three Newton steps.
-            "atom $m9, $a4",
-            "shr $m9, $m9, 1",
-            "sub $m9, $m8, $m9",
-            "st32 $m9, $mvertex_base, $mzero, 9",
-            "ld32 $a6, $mvertex_base, $mzero, 9",
-            "mov $a7, $a6",
-            "ld32 $a10, $mvertex_base, $mzero, 11 // 1.5",
-            "mov $a11, $a10",
+            inst("atom", [op::m(9), op::a(4)]),
+            inst("shr", [op::m(9), op::m(9), op::imm(1)]),
+            inst("sub", [op::m(9), op::m(8), op::m(9)]),
+            inst(
+                "st32",
+                [op::m(9), op::vertex_base(), op::mzero(), op::imm(9)],
+            ),
+            inst(
+                "ld32",
+                [op::a(6), op::vertex_base(), op::mzero(), op::imm(9)],
+            ),
+            inst("mov", [op::a(7), op::a(6)]),
+            inst(
+                "ld32",
+                [op::a(10), op::vertex_base(), op::mzero(), op::imm(11)],
+            ), // 1.5
+            inst("mov", [op::a(11), op::a(10)]),
         ] {
             e.solo(s);
         }
         for _ in 0..3 {
             for s in [
-                "f32v2mul $a0:1, $a6:7, $a6:7",
-                "f32v2mul $a0:1, $a0:1, $a4:5",
-                "f32v2axpy $a0:1, $a0:1, $a10:11",
-                "f32v2mul $a6:7, $a6:7, $a0:1",
+                inst("f32v2mul", [op::a_pair(0), op::a_pair(6), op::a_pair(6)]),
+                inst("f32v2mul", [op::a_pair(0), op::a_pair(0), op::a_pair(4)]),
+                inst("f32v2axpy", [op::a_pair(0), op::a_pair(0), op::a_pair(10)]),
+                inst("f32v2mul", [op::a_pair(6), op::a_pair(6), op::a_pair(0)]),
             ] {
                 e.solo(s);
             }
         }
         for s in [
-            "f32v2tof16 $a10, $a6:7",
-            "mov $a11, $a10                       // rstd, 4 lanes",
+            inst("f32v2tof16", [op::a(10), op::a_pair(6)]),
+            inst("mov", [op::a(11), op::a(10)]), // rstd, 4 lanes
             // Pass 3: apply.
-            "mov $m5, $m0",
-            "ld32 $m6, $mvertex_base, $mzero, 5   // gamma",
-            "ld32 $m7, $mvertex_base, $mzero, 6   // beta",
+            inst("mov", [op::m(5), op::m(0)]),
+            inst(
+                "ld32",
+                [op::m(6), op::vertex_base(), op::mzero(), op::imm(5)],
+            ), // gamma
+            inst(
+                "ld32",
+                [op::m(7), op::vertex_base(), op::mzero(), op::imm(6)],
+            ), // beta
         ] {
             e.solo(s);
         }
-        e.bundle("ld64step $a0:1, $mzero, $m5+=, 1", "fnop");
-        e.bundle("ld64step $a2:3, $mzero, $m6+=, 1", "fnop");
         e.bundle(
-            "ld64step $a4:5, $mzero, $m7+=, 1",
-            "f16v4add $a6:7, $a0:1, $a8:9",
+            inst(
+                "ld64step",
+                [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
+            ),
+            inst("fnop", []),
         );
-        e.bundle("nop", "f16v4mul $a6:7, $a6:7, $a10:11");
+        e.bundle(
+            inst(
+                "ld64step",
+                [op::a_pair(2), op::mzero(), op::m_inc(6), op::imm(1)],
+            ),
+            inst("fnop", []),
+        );
+        e.bundle(
+            inst(
+                "ld64step",
+                [op::a_pair(4), op::mzero(), op::m_inc(7), op::imm(1)],
+            ),
+            inst("f16v4add", [op::a_pair(6), op::a_pair(0), op::a_pair(8)]),
+        );
+        e.bundle(
+            inst("nop", []),
+            inst("f16v4mul", [op::a_pair(6), op::a_pair(6), op::a_pair(10)]),
+        );
         e.rpt(
-            "$m4",
+            op::m(4),
             &format!("{TAG}_apply"),
-            &[
+            vec![
                 (
-                    "ld64step $a0:1, $mzero, $m5+=, 1",
-                    "f16v4mul $a12:13, $a6:7, $a2:3",
+                    inst(
+                        "ld64step",
+                        [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
+                    ),
+                    inst("f16v4mul", [op::a_pair(12), op::a_pair(6), op::a_pair(2)]),
                 ),
                 (
-                    "ld64step $a2:3, $mzero, $m6+=, 1",
-                    "f16v4add $a12:13, $a12:13, $a4:5",
+                    inst(
+                        "ld64step",
+                        [op::a_pair(2), op::mzero(), op::m_inc(6), op::imm(1)],
+                    ),
+                    inst("f16v4add", [op::a_pair(12), op::a_pair(12), op::a_pair(4)]),
                 ),
                 (
-                    "ld64step $a4:5, $mzero, $m7+=, 1",
-                    "f16v4add $a6:7, $a0:1, $a8:9",
+                    inst(
+                        "ld64step",
+                        [op::a_pair(4), op::mzero(), op::m_inc(7), op::imm(1)],
+                    ),
+                    inst("f16v4add", [op::a_pair(6), op::a_pair(0), op::a_pair(8)]),
                 ),
                 (
-                    "st64step $a12:13, $mzero, $m1+=, 1",
-                    "f16v4mul $a6:7, $a6:7, $a10:11",
+                    inst(
+                        "st64step",
+                        [op::a_pair(12), op::mzero(), op::m_inc(1), op::imm(1)],
+                    ),
+                    inst("f16v4mul", [op::a_pair(6), op::a_pair(6), op::a_pair(10)]),
                 ),
             ],
         );
-        e.solo("sub $m0, $m5, 8");
-        launch::end_row_loop(e, TAG, setup)
+        e.solo(inst("sub", [op::m(0), op::m(5), op::imm(8)]));
+        (empty, launch::emit_end_row_loop(e, TAG, setup))
     }
 
-    /// The codelet's assembly text (supervisor entry `main`).
-    pub fn assembly(&self) -> Result<String, CodeletError> {
+    /// Emits the launch (supervisor entry `main`, six workers) and returns
+    /// the issue counts its estimate is made of.
+    pub fn emit(&self, e: &mut Emitter) -> Result<RowLaunchCounts, CodeletError> {
         self.validate()?;
-        let mut s = launch::supervisor_and_worker_header(TAG, 12);
-        s.push_str(&self.worker().0);
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 12);
+        let (empty, rows) = self.emit_worker(e);
         let shares = self.worker_rows();
         let offs = offsets(&shares);
         let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
@@ -246,32 +348,38 @@ impl LayerNorm {
                 1.5f32.to_bits(),
             ]
         });
-        s.push_str(&launch::vertex_state(TAG, &states));
-        Ok(s)
+        launch::emit_vertex_state(e, TAG, &states);
+        Ok(RowLaunchCounts {
+            supervisor,
+            empty,
+            rows,
+        })
     }
 
-    /// Issues of a worker with `n` rows.
-    pub fn worker_issues(&self, n: u32) -> u64 {
-        let c = self.worker().1;
-        if n == 0 {
-            // `ld32`, `brz`, `exitz`.
-            return 3;
-        }
-        // Per row, besides the fixed part: C/8 sum bundles, 2 C/4 variance
-        // bundles and 4 C/4 apply bundles.
-        let body = u64::from(self.cols / 8) + 6 * u64::from(self.cols / 4);
-        c.worker_issues(n, body)
+    /// The codelet as a program on `tile` of `machine`.
+    pub fn program(
+        &self,
+        tile: u32,
+        machine: &MachineModel,
+    ) -> Result<(CodeletProgram, RowLaunchCounts), CodeletError> {
+        CodeletProgram::build(tile, machine, |e| self.emit(e))
     }
 
-    /// Estimated tile cycles from the instruction counts.
-    pub fn estimate_cycles(&self) -> u64 {
-        let worst = self
-            .worker_rows()
-            .iter()
-            .map(|&n| self.worker_issues(n))
-            .max()
-            .unwrap_or(0);
-        launch::launch_cycles(worst)
+    /// `rpt` body issues per row: C/8 sum bundles, 2 C/4 variance bundles
+    /// and 4 C/4 apply bundles.
+    fn body_issues_per_row(&self) -> u64 {
+        u64::from(self.cols / 8) + 6 * u64::from(self.cols / 4)
+    }
+
+    /// Issues of a worker with `n` rows, from the emitted counts.
+    pub fn worker_issues(&self, counts: &RowLaunchCounts, n: u32) -> u64 {
+        counts.worker_issues(n, self.body_issues_per_row())
+    }
+
+    /// Estimated tile cycles from the instruction counts of the emitted code.
+    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
+        let counts = self.program(0, &MachineModel::c600())?.1;
+        Ok(counts.cycles(&self.worker_rows(), self.body_issues_per_row()))
     }
 
     /// Float64 reference per element, with the magnitude

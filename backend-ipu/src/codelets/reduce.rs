@@ -16,7 +16,12 @@
 
 use half::f16;
 
-use super::launch::{self, offsets, split, WORKERS};
+use ipuc_dialects::ipu::Operand;
+use ipuc_ipu_arch::MachineModel;
+
+use super::emitter::{inst, op, Emitter};
+use super::launch::{self, offsets, split, RowLaunchCounts, WORKERS};
+use super::program::CodeletProgram;
 use super::CodeletError;
 
 /// The reduction.
@@ -93,84 +98,141 @@ impl RowReduce {
         Ok(())
     }
 
-    /// The codelet's assembly text (supervisor entry `main`).
-    pub fn assembly(&self) -> Result<String, CodeletError> {
+    /// Emits the launch (supervisor entry `main`, six workers) and returns
+    /// the issue counts its estimate is made of.
+    pub fn emit(&self, e: &mut Emitter) -> Result<RowLaunchCounts, CodeletError> {
         self.validate()?;
         let tag = self.tag();
-        let mut s = launch::supervisor_and_worker_header(tag, 5);
-        s.push_str(
-            "    ld32 $m0, $mvertex_base, $mzero, 0   // input\n    ld32 $m1, $mvertex_base, $mzero, 1   // output\n\
-             \x20   ld32 $m2, $mvertex_base, $mzero, 2   // rows\n    ld32 $m3, $mvertex_base, $mzero, 3   // rpt count per row\n",
-        );
-        s.push_str(&format!("    brz $m2, .L{tag}_done\n    sub $m2, $m2, 1\n"));
-        match self.op {
-            ReduceOp::Sum => s.push_str(&format!(
-                "    ld128step $a0:3, $mzero, $m0+=, 1\n    nop\n.L{tag}_row:\n\
-                 \x20   {{ rpt $m3, (.L{tag}_end - .L{tag}_start)/8 - 1 ; fnop }}\n.L{tag}_start:\n\
-                 \x20   {{ ld128step $a0:3, $mzero, $m0+=, 1 ; f16v8acc $a0:3 }}\n.L{tag}_end:\n\
-                 \x20   f32v2gina $a4:5, $azeros, 0\n    f32v2gina $a6:7, $azeros, 1\n    f32v2add $a4:5, $a4:5, $a6:7\n\
-                 \x20   f32v2gina $a6:7, $azeros, 2\n    f32v2add $a4:5, $a4:5, $a6:7\n\
-                 \x20   f32v2gina $a6:7, $azeros, 3\n    f32v2add $a4:5, $a4:5, $a6:7\n\
-                 \x20   mov $a6, $a5\n    f32v2add $a4:5, $a4:5, $a6:7\n    st32step $a4, $mzero, $m1+=, 1\n\
-                 \x20   nop\n    brnzdec $m2, .L{tag}_row\n"
-            )),
-            ReduceOp::Max => s.push_str(&format!(
-                "    ld64step $a0:1, $mzero, $m0+=, 1\n    nop\n.L{tag}_row:\n\
-                 \x20   {{ ld64step $a0:1, $mzero, $m0+=, 1 ; f16v4max $a2:3, $a0:1, $a0:1 }}\n\
-                 \x20   {{ rpt $m3, (.L{tag}_end - .L{tag}_start)/8 - 1 ; fnop }}\n.L{tag}_start:\n\
-                 \x20   {{ ld64step $a0:1, $mzero, $m0+=, 1 ; f16v4max $a2:3, $a2:3, $a0:1 }}\n.L{tag}_end:\n\
-                 \x20   mov $a4, $a3\n    f16v4max $a2:3, $a2:3, $a4:5\n    st32 $a2, $mvertex_base, $mzero, 4\n\
-                 \x20   ldb16 $a4, $mvertex_base, $mzero, 9\n    f16v4max $a2:3, $a2:3, $a4:5\n    f16tof32 $a6, $a2\n\
-                 \x20   st32step $a6, $mzero, $m1+=, 1\n    brnzdec $m2, .L{tag}_row\n"
-            )),
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, tag, 5);
+        // Vertex state: input, output, rows, rpt count per row (and a scratch word).
+        for (reg, word) in [(0, 0), (1, 1), (2, 2), (3, 3)] {
+            e.solo(inst(
+                "ld32",
+                [op::m(reg), op::vertex_base(), op::mzero(), op::imm(word)],
+            ));
         }
-        s.push_str(&format!(".L{tag}_done:\n    exitz $mzero\n"));
+        e.solo(inst("brz", [op::m(2), op::sym(format!(".L{tag}_done"))]));
+        let empty = e.issues() + 1;
+        e.solo(inst("sub", [op::m(2), op::m(2), op::imm(1)]));
+        let row = format!(".L{tag}_row");
+        let setup;
+        match self.op {
+            ReduceOp::Sum => {
+                let load = || {
+                    inst(
+                        "ld128step",
+                        [op::a_quad(0), op::mzero(), op::m_inc(0), op::imm(1)],
+                    )
+                };
+                e.solo(load());
+                e.align_code();
+                setup = e.issues();
+                e.label(&row);
+                e.rpt(
+                    op::m(3),
+                    tag,
+                    vec![(load(), inst("f16v8acc", [op::a_quad(0)]))],
+                );
+                let gina =
+                    |d: u8, k: i64| inst("f32v2gina", [op::a_pair(d), op::azeros(), op::imm(k)]);
+                let add = || inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]);
+                e.solo(gina(4, 0));
+                for k in 1..4 {
+                    e.solo(gina(6, k));
+                    e.solo(add());
+                }
+                e.solo(inst("mov", [op::a(6), op::a(5)]));
+                e.solo(add());
+                e.solo(inst(
+                    "st32step",
+                    [op::a(4), op::mzero(), op::m_inc(1), op::imm(1)],
+                ));
+                e.solo(inst("nop", []));
+            }
+            ReduceOp::Max => {
+                let load = || {
+                    inst(
+                        "ld64step",
+                        [op::a_pair(0), op::mzero(), op::m_inc(0), op::imm(1)],
+                    )
+                };
+                let max = |x: Operand, y: Operand| inst("f16v4max", [op::a_pair(2), x, y]);
+                e.solo(load());
+                e.align_code();
+                setup = e.issues();
+                e.label(&row);
+                e.bundle(load(), max(op::a_pair(0), op::a_pair(0)));
+                e.rpt(
+                    op::m(3),
+                    tag,
+                    vec![(load(), max(op::a_pair(2), op::a_pair(0)))],
+                );
+                e.solo(inst("mov", [op::a(4), op::a(3)]));
+                e.solo(max(op::a_pair(2), op::a_pair(4)));
+                e.solo(inst(
+                    "st32",
+                    [op::a(2), op::vertex_base(), op::mzero(), op::imm(4)],
+                ));
+                e.solo(inst(
+                    "ldb16",
+                    [op::a(4), op::vertex_base(), op::mzero(), op::imm(9)],
+                ));
+                e.solo(max(op::a_pair(2), op::a_pair(4)));
+                e.solo(inst("f16tof32", [op::a(6), op::a(2)]));
+                e.solo(inst(
+                    "st32step",
+                    [op::a(6), op::mzero(), op::m_inc(1), op::imm(1)],
+                ));
+            }
+        }
+        let rows = launch::emit_end_row_loop(e, tag, setup);
         let shares = self.worker_rows();
         let offs = offsets(&shares);
-        let count = match self.op {
-            ReduceOp::Sum => self.cols / 8,
-            ReduceOp::Max => self.cols / 4 - 1,
-        };
         let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
             vec![
                 self.input + offs[w] * self.cols * 2,
                 self.output + offs[w] * 4,
                 shares[w],
-                count,
+                self.rpt_count(),
                 0,
             ]
         });
-        s.push_str(&launch::vertex_state(tag, &states));
-        Ok(s)
+        launch::emit_vertex_state(e, tag, &states);
+        Ok(RowLaunchCounts {
+            supervisor,
+            empty,
+            rows,
+        })
     }
 
-    /// Issues of a worker with `n` rows.
-    pub fn worker_issues(&self, n: u32) -> u64 {
-        if n == 0 {
-            // 4 `ld32`, `brz`, `exitz`.
-            return 6;
+    /// The `rpt` count of a row: sum runs one bundle per 8 halves; max's
+    /// first vector is in the row's first bundle.
+    fn rpt_count(&self) -> u32 {
+        match self.op {
+            ReduceOp::Sum => self.cols / 8,
+            ReduceOp::Max => self.cols / 4 - 1,
         }
-        let n = u64::from(n);
-        // Setup: 4 `ld32`, `brz`, `sub`, first load, `nop`; then `exitz`.
-        let fixed = 9;
-        let per_row = match self.op {
-            // `rpt`, cols/8 bundles, 12 fold/store/branch instructions.
-            ReduceOp::Sum => 13 + u64::from(self.cols / 8),
-            // first bundle, `rpt`, cols/4 - 1 bundles, 8 fold/store/branch.
-            ReduceOp::Max => 9 + u64::from(self.cols / 4),
-        };
-        fixed + n * per_row
     }
 
-    /// Estimated tile cycles from the instruction counts.
-    pub fn estimate_cycles(&self) -> u64 {
-        let worst = self
-            .worker_rows()
-            .iter()
-            .map(|&n| self.worker_issues(n))
-            .max()
-            .unwrap_or(0);
-        launch::launch_cycles(worst)
+    /// The codelet as a program on `tile` of `machine`.
+    pub fn program(
+        &self,
+        tile: u32,
+        machine: &MachineModel,
+    ) -> Result<(CodeletProgram, RowLaunchCounts), CodeletError> {
+        CodeletProgram::build(tile, machine, |e| self.emit(e))
+    }
+
+    /// Issues of a worker with `n` rows, from the emitted counts (one body
+    /// bundle per `rpt` pass).
+    pub fn worker_issues(&self, counts: &RowLaunchCounts, n: u32) -> u64 {
+        counts.worker_issues(n, u64::from(self.rpt_count()))
+    }
+
+    /// Estimated tile cycles from the instruction counts of the emitted code.
+    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
+        let counts = self.program(0, &MachineModel::c600())?.1;
+        Ok(counts.cycles(&self.worker_rows(), u64::from(self.rpt_count())))
     }
 
     /// Float64 reference per row, with the sum of absolute values (for the

@@ -22,7 +22,12 @@
 
 use half::f16;
 
-use super::launch::{self, offsets, split, TextEmitter, RowLoopCounts, WORKERS};
+use ipuc_dialects::ipu::Operand;
+use ipuc_ipu_arch::MachineModel;
+
+use super::emitter::{inst, op, Emitter, Inst};
+use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
+use super::program::CodeletProgram;
 use super::CodeletError;
 
 const TAG: &str = "softmax_f16";
@@ -101,157 +106,238 @@ impl Softmax {
 
     /// The exp pass's auxiliary instructions for one pair, with the
     /// constant-table index each reads through `$a12:13`.
-    fn exp_pair_ops(half: usize) -> Vec<(String, Option<usize>)> {
-        let mut ops: Vec<(String, Option<usize>)> = vec![
-            (format!("f16v2tof32 $a4:5, $a{half}"), None),
-            ("f32v2add $a4:5, $a4:5, $a10:11".into(), None),
-            ("f32v2max $a4:5, $a4:5, $a12:13".into(), Some(0)),
-            ("f32v2mul $a4:5, $a4:5, $a12:13".into(), Some(1)),
-            ("f32v2mul $a6:7, $a4:5, $a12:13".into(), Some(2)),
-            ("f32v2add $a6:7, $a6:7, $a12:13".into(), Some(3)),
+    fn exp_pair_ops(half: u8) -> Vec<(Inst, Option<usize>)> {
+        let p = op::a_pair;
+        let f32v2 = |m: &'static str, d: u8, x: Operand, y: Operand| inst(m, [p(d), x, y]);
+        let mut ops: Vec<(Inst, Option<usize>)> = vec![
+            (inst("f16v2tof32", [p(4), op::a(half)]), None),
+            (f32v2("f32v2add", 4, p(4), p(10)), None),
+            (f32v2("f32v2max", 4, p(4), p(12)), Some(0)),
+            (f32v2("f32v2mul", 4, p(4), p(12)), Some(1)),
+            (f32v2("f32v2mul", 6, p(4), p(12)), Some(2)),
+            (f32v2("f32v2add", 6, p(6), p(12)), Some(3)),
         ];
         // Table index 2 + (6 - k) holds c_k: indices 4..=8 are c4..c0.
         for idx in 4..=8 {
-            ops.push(("f32v2mul $a6:7, $a6:7, $a4:5".into(), None));
-            ops.push(("f32v2add $a6:7, $a6:7, $a12:13".into(), Some(idx)));
+            ops.push((f32v2("f32v2mul", 6, p(6), p(4)), None));
+            ops.push((f32v2("f32v2add", 6, p(6), p(12)), Some(idx)));
         }
         for _ in 0..6 {
-            ops.push(("f32v2mul $a6:7, $a6:7, $a6:7".into(), None));
+            ops.push((f32v2("f32v2mul", 6, p(6), p(6)), None));
         }
-        ops.push(("f32v2add $a8:9, $a8:9, $a6:7".into(), None));
-        ops.push((format!("f32v2tof16 $a{}, $a6:7", 2 + half), None));
+        ops.push((f32v2("f32v2add", 8, p(8), p(6)), None));
+        ops.push((inst("f32v2tof16", [op::a(2 + half), p(6)]), None));
         debug_assert_eq!(ops.len(), EXP_PAIR_OPS);
         ops
     }
 
-    fn worker(&self) -> (String, RowLoopCounts) {
-        let mut e = TextEmitter::default();
+    /// The worker: its issues when it has no rows, its row loop's counts,
+    /// and the `rpt` body issues of one row.
+    fn emit_worker(&self, e: &mut Emitter) -> (u64, RowLoopCounts, u64) {
+        e.solo(inst(
+            "ld32",
+            [op::m(2), op::vertex_base(), op::mzero(), op::imm(2)],
+        )); // rows
+        e.solo(inst("brz", [op::m(2), op::sym(format!(".L{TAG}_done"))]));
+        let empty = e.issues() + 1;
         for s in [
-            "ld32 $m2, $mvertex_base, $mzero, 2   // rows".to_string(),
-            format!("brz $m2, .L{TAG}_done"),
-            "sub $m2, $m2, 1".into(),
-            "ld32 $m0, $mvertex_base, $mzero, 0   // x".into(),
-            "ld32 $m1, $mvertex_base, $mzero, 1   // out".into(),
-            "ld32 $m3, $mvertex_base, $mzero, 3   // C/4".into(),
-            "sub $m4, $m3, 1".into(),
-            format!("setzi $m7, {TAG}_constants"),
-            "setzi $m8, 0x7ef31".into(),
-            "shl $m8, $m8, 12".into(),
-            "or $m8, $m8, 0x1c3                   // 0x7ef311c3".into(),
-            "ld32 $a12, $mvertex_base, $mzero, 5  // -1".into(),
-            "uput $TAS, $a12".into(),
+            inst("sub", [op::m(2), op::m(2), op::imm(1)]),
+            inst(
+                "ld32",
+                [op::m(0), op::vertex_base(), op::mzero(), op::imm(0)],
+            ), // x
+            inst(
+                "ld32",
+                [op::m(1), op::vertex_base(), op::mzero(), op::imm(1)],
+            ), // out
+            inst(
+                "ld32",
+                [op::m(3), op::vertex_base(), op::mzero(), op::imm(3)],
+            ), // C/4
+            inst("sub", [op::m(4), op::m(3), op::imm(1)]),
+            inst("setzi", [op::m(7), op::sym(format!("{TAG}_constants"))]),
+            inst("setzi", [op::m(8), op::imm(0x7ef31)]),
+            inst("shl", [op::m(8), op::m(8), op::imm(12)]),
+            inst("or", [op::m(8), op::m(8), op::imm(0x1c3)]), // 0x7ef311c3
+            inst(
+                "ld32",
+                [op::a(12), op::vertex_base(), op::mzero(), op::imm(5)],
+            ), // -1
+            inst("uput", [op::csr("TAS"), op::a(12)]),
         ] {
-            e.solo(&s);
+            e.solo(s);
         }
         e.aligned_label(&format!(".L{TAG}_row"));
-        let setup = e.issues;
+        let setup = e.issues();
         // Pass 1: the row maximum.
-        e.solo("mov $m5, $m0");
-        e.solo("ld64step $a0:1, $mzero, $m5+=, 1");
+        e.solo(inst("mov", [op::m(5), op::m(0)]));
+        e.solo(inst(
+            "ld64step",
+            [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
+        ));
         e.bundle(
-            "ld64step $a0:1, $mzero, $m5+=, 1",
-            "f16v4max $a2:3, $a0:1, $a0:1",
+            inst(
+                "ld64step",
+                [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
+            ),
+            inst("f16v4max", [op::a_pair(2), op::a_pair(0), op::a_pair(0)]),
         );
-        e.rpt(
-            "$m4",
+        let max_body = e.rpt(
+            op::m(4),
             &format!("{TAG}_max"),
-            &[(
-                "ld64step $a0:1, $mzero, $m5+=, 1",
-                "f16v4max $a2:3, $a2:3, $a0:1",
+            vec![(
+                inst(
+                    "ld64step",
+                    [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
+                ),
+                inst("f16v4max", [op::a_pair(2), op::a_pair(2), op::a_pair(0)]),
             )],
         );
         for s in [
-            "mov $a4, $a3",
-            "f16v4max $a2:3, $a2:3, $a4:5",
-            "st32 $a2, $mvertex_base, $mzero, 4",
-            "ldb16 $a4, $mvertex_base, $mzero, 9",
-            "f16v4max $a2:3, $a2:3, $a4:5",
-            "f16tof32 $a10, $a2",
-            "mov $a11, $a10",
-            "f32v2sub $a10:11, $azeros, $a10:11   // -max, both lanes",
-            "mov $a8, $azero",
-            "mov $a9, $azero                      // sum = 0",
+            inst("mov", [op::a(4), op::a(3)]),
+            inst("f16v4max", [op::a_pair(2), op::a_pair(2), op::a_pair(4)]),
+            inst(
+                "st32",
+                [op::a(2), op::vertex_base(), op::mzero(), op::imm(4)],
+            ),
+            inst(
+                "ldb16",
+                [op::a(4), op::vertex_base(), op::mzero(), op::imm(9)],
+            ),
+            inst("f16v4max", [op::a_pair(2), op::a_pair(2), op::a_pair(4)]),
+            inst("f16tof32", [op::a(10), op::a(2)]),
+            inst("mov", [op::a(11), op::a(10)]),
+            inst("f32v2sub", [op::a_pair(10), op::azeros(), op::a_pair(10)]), // -max, both lanes
+            inst("mov", [op::a(8), op::azero()]),
+            inst("mov", [op::a(9), op::azero()]), // sum = 0
             // Pass 2: exp and sum.
-            "mov $m5, $m0",
-            "mov $m6, $m1",
-            "ld64step $a0:1, $mzero, $m5+=, 1",
+            inst("mov", [op::m(5), op::m(0)]),
+            inst("mov", [op::m(6), op::m(1)]),
+            inst(
+                "ld64step",
+                [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
+            ),
         ] {
             e.solo(s);
         }
         let mut aux = Self::exp_pair_ops(0);
         let second = aux.len();
         aux.extend(Self::exp_pair_ops(1));
-        let mut main: Vec<String> = vec!["nop".into(); aux.len()];
+        let mut main: Vec<Inst> = vec![inst("nop", []); aux.len()];
         for (slot, next) in main.iter_mut().zip(aux.iter().skip(1)) {
             if let Some(k) = next.1 {
-                *slot = format!("ld64 $a12:13, $m7, $mzero, {k}");
+                *slot = inst(
+                    "ld64",
+                    [op::a_pair(12), op::m(7), op::mzero(), op::imm(k as i64)],
+                );
             }
         }
         // The next input word once the second pair has converted `$a1`, and
         // the first result half once the first pair has produced it.
-        debug_assert_eq!(main[second], "nop");
-        main[second] = "ld64step $a0:1, $mzero, $m5+=, 1".into();
+        debug_assert_eq!(main[second].mnemonic, "nop");
+        main[second] = inst(
+            "ld64step",
+            [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
+        );
         let free = (second + 1..aux.len())
-            .find(|&i| main[i] == "nop")
+            .find(|&i| main[i].mnemonic == "nop")
             .unwrap_or(second + 1);
-        main[free] = "st32step $a2, $mzero, $m1+=, 1".into();
-        let mut body: Vec<(&str, &str)> = main
-            .iter()
-            .zip(&aux)
-            .map(|(m, a)| (m.as_str(), a.0.as_str()))
+        main[free] = inst(
+            "st32step",
+            [op::a(2), op::mzero(), op::m_inc(1), op::imm(1)],
+        );
+        let mut body: Vec<(Inst, Inst)> = main
+            .into_iter()
+            .zip(aux.into_iter().map(|(a, _)| a))
             .collect();
-        body.push(("st32step $a3, $mzero, $m1+=, 1", "fnop"));
-        e.rpt("$m3", &format!("{TAG}_exp"), &body);
+        body.push((
+            inst(
+                "st32step",
+                [op::a(3), op::mzero(), op::m_inc(1), op::imm(1)],
+            ),
+            inst("fnop", []),
+        ));
+        let exp_body = e.rpt(op::m(3), &format!("{TAG}_exp"), body);
         for s in [
-            "mov $a4, $a9",
-            "f32v2add $a8:9, $a8:9, $a4:5",
-            "mov $a9, $a8                         // sum, both lanes",
+            inst("mov", [op::a(4), op::a(9)]),
+            inst("f32v2add", [op::a_pair(8), op::a_pair(8), op::a_pair(4)]),
+            inst("mov", [op::a(9), op::a(8)]), // sum, both lanes
             // 1/sum: integer initial guess, three Newton steps.
-            "atom $m9, $a8",
-            "sub $m9, $m8, $m9",
-            "st32 $m9, $mvertex_base, $mzero, 4",
-            "ld32 $a6, $mvertex_base, $mzero, 4",
-            "mov $a7, $a6",
-            "ld32 $a10, $mvertex_base, $mzero, 6  // 2.0",
-            "mov $a11, $a10",
+            inst("atom", [op::m(9), op::a(8)]),
+            inst("sub", [op::m(9), op::m(8), op::m(9)]),
+            inst(
+                "st32",
+                [op::m(9), op::vertex_base(), op::mzero(), op::imm(4)],
+            ),
+            inst(
+                "ld32",
+                [op::a(6), op::vertex_base(), op::mzero(), op::imm(4)],
+            ),
+            inst("mov", [op::a(7), op::a(6)]),
+            inst(
+                "ld32",
+                [op::a(10), op::vertex_base(), op::mzero(), op::imm(6)],
+            ), // 2.0
+            inst("mov", [op::a(11), op::a(10)]),
         ] {
             e.solo(s);
         }
         for _ in 0..3 {
             for s in [
-                "f32v2mul $a4:5, $a8:9, $a6:7",
-                "f32v2axpy $a4:5, $a4:5, $a10:11",
-                "f32v2mul $a6:7, $a6:7, $a4:5",
+                inst("f32v2mul", [op::a_pair(4), op::a_pair(8), op::a_pair(6)]),
+                inst("f32v2axpy", [op::a_pair(4), op::a_pair(4), op::a_pair(10)]),
+                inst("f32v2mul", [op::a_pair(6), op::a_pair(6), op::a_pair(4)]),
             ] {
                 e.solo(s);
             }
         }
-        e.solo("f32v2tof16 $a10, $a6:7");
-        e.solo("mov $a11, $a10                       // 1/sum, 4 lanes");
-        // Pass 3: scale the row in place in the output.
-        e.solo("mov $m5, $m6");
-        e.solo("ld64step $a0:1, $mzero, $m5+=, 1");
-        e.rpt(
-            "$m3",
+        e.solo(inst("f32v2tof16", [op::a(10), op::a_pair(6)]));
+        e.solo(inst("mov", [op::a(11), op::a(10)])); // 1/sum, 4 lanes
+                                                     // Pass 3: scale the row in place in the output.
+        e.solo(inst("mov", [op::m(5), op::m(6)]));
+        e.solo(inst(
+            "ld64step",
+            [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
+        ));
+        let scale_body = e.rpt(
+            op::m(3),
             &format!("{TAG}_scale"),
-            &[
+            vec![
                 (
-                    "ld64step $a0:1, $mzero, $m5+=, 1",
-                    "f16v4mul $a2:3, $a0:1, $a10:11",
+                    inst(
+                        "ld64step",
+                        [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
+                    ),
+                    inst("f16v4mul", [op::a_pair(2), op::a_pair(0), op::a_pair(10)]),
                 ),
-                ("st64step $a2:3, $mzero, $m6+=, 1", "fnop"),
+                (
+                    inst(
+                        "st64step",
+                        [op::a_pair(2), op::mzero(), op::m_inc(6), op::imm(1)],
+                    ),
+                    inst("fnop", []),
+                ),
             ],
         );
-        e.solo("shl $m9, $m3, 3");
-        e.solo("add $m0, $m0, $m9");
-        launch::end_row_loop(e, TAG, setup)
+        e.solo(inst("shl", [op::m(9), op::m(3), op::imm(3)]));
+        e.solo(inst("add", [op::m(0), op::m(0), op::m(9)]));
+        let rows = launch::emit_end_row_loop(e, TAG, setup);
+        // Per row: max passes w - 1, exp and scale passes w (w = C/4 words).
+        let w = u64::from(self.cols / 4);
+        (
+            empty,
+            rows,
+            max_body * (w - 1) + (exp_body + scale_body) * w,
+        )
     }
 
-    /// The codelet's assembly text (supervisor entry `main`).
-    pub fn assembly(&self) -> Result<String, CodeletError> {
+    /// Emits the launch (supervisor entry `main`, six workers) and returns
+    /// the issue counts its estimate is made of, with the `rpt` body issues
+    /// of one row.
+    pub fn emit(&self, e: &mut Emitter) -> Result<(RowLaunchCounts, u64), CodeletError> {
         self.validate()?;
-        let mut s = launch::supervisor_and_worker_header(TAG, 8);
-        s.push_str(&self.worker().0);
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 8);
+        let (empty, rows, body) = self.emit_worker(e);
         let shares = self.worker_rows();
         let offs = offsets(&shares);
         let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
@@ -266,38 +352,38 @@ impl Softmax {
                 0,
             ]
         });
-        s.push_str(&launch::vertex_state(TAG, &states));
+        launch::emit_vertex_state(e, TAG, &states);
         let mut table = vec![-64.0f32, 1.0 / 64.0];
         table.extend(EXP_COEFFS.iter().rev());
-        s.push_str(&format!("    .align 8\n{TAG}_constants:\n"));
+        e.directive("align", &[op::imm(8)]);
+        e.label(&format!("{TAG}_constants"));
         for v in table {
-            s.push_str(&format!("    .word 0x{0:08x}, 0x{0:08x}\n", v.to_bits()));
+            e.words(&[v.to_bits(), v.to_bits()]);
         }
-        Ok(s)
+        Ok((
+            RowLaunchCounts {
+                supervisor,
+                empty,
+                rows,
+            },
+            body,
+        ))
     }
 
-    /// Issues of a worker with `n` rows.
-    pub fn worker_issues(&self, n: u32) -> u64 {
-        if n == 0 {
-            // `ld32`, `brz`, `exitz`.
-            return 3;
-        }
-        let c = self.worker().1;
-        let w = u64::from(self.cols / 4);
-        // rpt bodies: max w - 1, exp (2 pairs + a store) per word, scale 2 per word.
-        let body = (w - 1) + (2 * EXP_PAIR_OPS as u64 + 1) * w + 2 * w;
-        c.worker_issues(n, body)
+    /// The codelet as a program on `tile` of `machine`, with its issue
+    /// counts and the `rpt` body issues of one row.
+    pub fn program(
+        &self,
+        tile: u32,
+        machine: &MachineModel,
+    ) -> Result<(CodeletProgram, (RowLaunchCounts, u64)), CodeletError> {
+        CodeletProgram::build(tile, machine, |e| self.emit(e))
     }
 
-    /// Estimated tile cycles from the instruction counts.
-    pub fn estimate_cycles(&self) -> u64 {
-        let worst = self
-            .worker_rows()
-            .iter()
-            .map(|&n| self.worker_issues(n))
-            .max()
-            .unwrap_or(0);
-        launch::launch_cycles(worst)
+    /// Estimated tile cycles from the instruction counts of the emitted code.
+    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
+        let (counts, body) = self.program(0, &MachineModel::c600())?.1;
+        Ok(counts.cycles(&self.worker_rows(), body))
     }
 
     /// Float64 reference.

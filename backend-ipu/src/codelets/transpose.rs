@@ -34,7 +34,11 @@
 //! Every load and store is its own instruction, so no instruction makes two
 //! accesses and no bank conflict can arise whatever the placement.
 
-use super::launch::{self, offsets, split, TextEmitter, WORKERS};
+use ipuc_ipu_arch::MachineModel;
+
+use super::emitter::{inst, op, Emitter};
+use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
+use super::program::CodeletProgram;
 use super::CodeletError;
 
 /// Element width of a transpose.
@@ -183,125 +187,194 @@ impl Transpose {
         }
     }
 
-    /// Issues of one `rpt` body pass.
-    fn rpt_body_issues(&self) -> u64 {
-        match self.path() {
-            Path::F32 => 2,
-            Path::F32Pair => 3,
-            Path::F16Mrf => 5,
-            Path::F16Sort => 4,
-        }
-    }
-
-    /// The worker body; returns the emitter and the issues of one
-    /// destination row outside its `rpt` body.
-    fn worker(&self) -> (TextEmitter, u64, u64) {
+    /// The worker: its issues when idle, its row loop's counts and the
+    /// issues of one pass of its `rpt` body.
+    fn emit_worker(&self, e: &mut Emitter) -> (u64, RowLoopCounts, u64) {
         let tag = self.tag();
-        let cols = self.cols;
-        let mut e = TextEmitter::default();
-        e.solo("ld32 $m0, $mvertex_base, $mzero, 0   // src column");
-        e.solo("ld32 $m1, $mvertex_base, $mzero, 1   // dst row");
-        e.solo("ld32 $m2, $mvertex_base, $mzero, 2   // dst rows");
-        e.solo("ld32 $m3, $mvertex_base, $mzero, 3   // rpt count");
-        e.solo("ld32 $m4, $mvertex_base, $mzero, 4   // destination row bytes");
-        e.solo(&format!("brz $m2, .L{tag}_done"));
-        e.solo("sub $m2, $m2, 1");
-        let before_row = e.issues;
+        let cols = i64::from(self.cols);
+        e.solo(inst(
+            "ld32",
+            [op::m(0), op::vertex_base(), op::mzero(), op::imm(0)],
+        )); // src column
+        e.solo(inst(
+            "ld32",
+            [op::m(1), op::vertex_base(), op::mzero(), op::imm(1)],
+        )); // dst row
+        e.solo(inst(
+            "ld32",
+            [op::m(2), op::vertex_base(), op::mzero(), op::imm(2)],
+        )); // dst rows
+        e.solo(inst(
+            "ld32",
+            [op::m(3), op::vertex_base(), op::mzero(), op::imm(3)],
+        )); // rpt count
+        e.solo(inst(
+            "ld32",
+            [op::m(4), op::vertex_base(), op::mzero(), op::imm(4)],
+        )); // destination row bytes
+        e.solo(inst("brz", [op::m(2), op::sym(format!(".L{tag}_done"))]));
+        let empty = e.issues() + 1;
+        e.solo(inst("sub", [op::m(2), op::m(2), op::imm(1)]));
+        let setup = e.issues();
         e.label(&format!(".L{tag}_row"));
-        e.solo("setzi $m5, 0   // offset down the source column");
-        e.solo("setzi $m6, 0   // offset along the destination row");
-        let step = format!("{cols}");
-        let half_step = format!("{}", cols / 2);
-        match self.path() {
+        e.solo(inst("setzi", [op::m(5), op::imm(0)])); // offset down the source column
+        e.solo(inst("setzi", [op::m(6), op::imm(0)])); // offset along the destination row
+        let (step, half_step) = (op::imm(cols), op::imm(cols / 2));
+        let body = match self.path() {
             Path::F32 => e.rpt(
-                "$m3",
+                op::m(3),
                 &format!("{tag}_col"),
-                &[
-                    (&format!("ld32step $a0, $m0, $m5+=, {step}"), "fnop"),
-                    ("st32step $a0, $m1, $m6+=, 1", "fnop"),
+                vec![
+                    (
+                        inst("ld32step", [op::a(0), op::m(0), op::m_inc(5), step.clone()]),
+                        inst("fnop", []),
+                    ),
+                    (
+                        inst("st32step", [op::a(0), op::m(1), op::m_inc(6), op::imm(1)]),
+                        inst("fnop", []),
+                    ),
                 ],
             ),
             Path::F16Mrf => e.rpt(
-                "$m3",
+                op::m(3),
                 &format!("{tag}_col"),
-                &[
-                    (&format!("ldz16step $m7, $m0, $m5+=, {step}"), "fnop"),
-                    (&format!("ldz16step $m8, $m0, $m5+=, {step}"), "fnop"),
-                    ("shl $m8, $m8, 16", "fnop"),
-                    ("or $m7, $m7, $m8", "fnop"),
-                    ("st32step $m7, $m1, $m6+=, 1", "fnop"),
+                vec![
+                    (
+                        inst(
+                            "ldz16step",
+                            [op::m(7), op::m(0), op::m_inc(5), step.clone()],
+                        ),
+                        inst("fnop", []),
+                    ),
+                    (
+                        inst(
+                            "ldz16step",
+                            [op::m(8), op::m(0), op::m_inc(5), step.clone()],
+                        ),
+                        inst("fnop", []),
+                    ),
+                    (
+                        inst("shl", [op::m(8), op::m(8), op::imm(16)]),
+                        inst("fnop", []),
+                    ),
+                    (inst("or", [op::m(7), op::m(7), op::m(8)]), inst("fnop", [])),
+                    (
+                        inst("st32step", [op::m(7), op::m(1), op::m_inc(6), op::imm(1)]),
+                        inst("fnop", []),
+                    ),
                 ],
             ),
             Path::F32Pair => {
-                e.solo("add $m9, $m1, $m4   // the second destination row");
-                e.rpt(
-                    "$m3",
+                e.solo(inst("add", [op::m(9), op::m(1), op::m(4)])); // the second destination row
+                let body = e.rpt(
+                    op::m(3),
                     &format!("{tag}_col"),
-                    &[
-                        (&format!("ld64step $a0:1, $m0, $m5+=, {half_step}"), "fnop"),
-                        ("st32 $a0, $m1, $m6, 0", "fnop"),
-                        ("st32step $a1, $m9, $m6+=, 1", "fnop"),
+                    vec![
+                        (
+                            inst(
+                                "ld64step",
+                                [op::a_pair(0), op::m(0), op::m_inc(5), half_step.clone()],
+                            ),
+                            inst("fnop", []),
+                        ),
+                        (
+                            inst("st32", [op::a(0), op::m(1), op::m(6), op::imm(0)]),
+                            inst("fnop", []),
+                        ),
+                        (
+                            inst("st32step", [op::a(1), op::m(9), op::m_inc(6), op::imm(1)]),
+                            inst("fnop", []),
+                        ),
                     ],
                 );
+                body
             }
             Path::F16Sort => {
-                e.solo("add $m9, $m1, $m4   // the second destination row");
-                // Block 0 (rows 0, 1 of the column pair) before the loop.
-                e.solo(&format!("ld32step $a0, $m0, $m5+=, {half_step}"));
-                e.solo(&format!("ld32step $a1, $m0, $m5+=, {half_step}"));
+                e.solo(inst("add", [op::m(9), op::m(1), op::m(4)])); // the second destination row
+                                                                     // Block 0 (rows 0, 1 of the column pair) before the loop.
+                e.solo(inst(
+                    "ld32step",
+                    [op::a(0), op::m(0), op::m_inc(5), half_step.clone()],
+                ));
+                e.solo(inst(
+                    "ld32step",
+                    [op::a(1), op::m(0), op::m_inc(5), half_step.clone()],
+                ));
                 // $a0, $a1 hold block k; load block k+1 into $a4, $a1
                 // while shuffling block k (a bundle reads before it writes).
-                e.rpt(
-                    "$m3",
+                let body = e.rpt(
+                    op::m(3),
                     &format!("{tag}_col"),
-                    &[
+                    vec![
                         (
-                            &format!("ld32step $a4, $m0, $m5+=, {half_step}"),
-                            "sort4x16lo $a2, $a0, $a1",
+                            inst(
+                                "ld32step",
+                                [op::a(4), op::m(0), op::m_inc(5), half_step.clone()],
+                            ),
+                            inst("sort4x16lo", [op::a(2), op::a(0), op::a(1)]),
                         ),
                         (
-                            &format!("ld32step $a1, $m0, $m5+=, {half_step}"),
-                            "sort4x16hi $a3, $a0, $a1",
+                            inst(
+                                "ld32step",
+                                [op::a(1), op::m(0), op::m_inc(5), half_step.clone()],
+                            ),
+                            inst("sort4x16hi", [op::a(3), op::a(0), op::a(1)]),
                         ),
-                        ("st32 $a2, $m1, $m6, 0", "mov $a0, $a4"),
-                        ("st32step $a3, $m9, $m6+=, 1", "fnop"),
+                        (
+                            inst("st32", [op::a(2), op::m(1), op::m(6), op::imm(0)]),
+                            inst("mov", [op::a(0), op::a(4)]),
+                        ),
+                        (
+                            inst("st32step", [op::a(3), op::m(9), op::m_inc(6), op::imm(1)]),
+                            inst("fnop", []),
+                        ),
                     ],
                 );
-                e.bundle("nop", "sort4x16lo $a2, $a0, $a1");
-                e.bundle("st32 $a2, $m1, $m6, 0", "sort4x16hi $a3, $a0, $a1");
-                e.solo("st32step $a3, $m9, $m6+=, 1");
+                e.bundle(
+                    inst("nop", []),
+                    inst("sort4x16lo", [op::a(2), op::a(0), op::a(1)]),
+                );
+                e.bundle(
+                    inst("st32", [op::a(2), op::m(1), op::m(6), op::imm(0)]),
+                    inst("sort4x16hi", [op::a(3), op::a(0), op::a(1)]),
+                );
+                e.solo(inst(
+                    "st32step",
+                    [op::a(3), op::m(9), op::m_inc(6), op::imm(1)],
+                ));
+                body
             }
-        }
+        };
         match self.path() {
             Path::F16Sort | Path::F32Pair => {
-                e.solo(&format!(
-                    "add $m0, $m0, {}   // next source column pair",
-                    2 * self.elem.size()
+                // Next source column pair.
+                e.solo(inst(
+                    "add",
+                    [op::m(0), op::m(0), op::imm(i64::from(2 * self.elem.size()))],
                 ));
-                e.solo("add $m1, $m9, $m6   // next destination row pair");
+                e.solo(inst("add", [op::m(1), op::m(9), op::m(6)])); // next destination row pair
             }
             _ => {
-                e.solo(&format!(
-                    "add $m0, $m0, {}   // next source column",
-                    self.elem.size()
+                // Next source column.
+                e.solo(inst(
+                    "add",
+                    [op::m(0), op::m(0), op::imm(i64::from(self.elem.size()))],
                 ));
-                e.solo("add $m1, $m1, $m6   // next destination row");
+                e.solo(inst("add", [op::m(1), op::m(1), op::m(6)])); // next destination row
             }
         }
-        e.solo(&format!("brnzdec $m2, .L{tag}_row"));
-        let row_issues = e.issues - before_row;
-        e.label(&format!(".L{tag}_done"));
-        e.solo("exitz $mzero");
-        let fixed = e.issues - row_issues;
-        (e, fixed, row_issues)
+        let rows = launch::emit_end_row_loop(e, &tag, setup);
+        (empty, rows, body)
     }
 
-    /// The codelet's assembly text (supervisor entry `main`).
-    pub fn assembly(&self) -> Result<String, CodeletError> {
+    /// Emits the launch (supervisor entry `main`, six workers) and returns
+    /// the issue counts its estimate is made of, with the issues of one
+    /// pass of the `rpt` body.
+    pub fn emit(&self, e: &mut Emitter) -> Result<(RowLaunchCounts, u64), CodeletError> {
         self.validate()?;
         let tag = self.tag();
-        let mut s = launch::supervisor_and_worker_header(&tag, STATE_WORDS);
-        s.push_str(&self.worker().0.text);
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, &tag, STATE_WORDS);
+        let (empty, rows, body) = self.emit_worker(e);
         let shares = self.worker_rows();
         let offs = offsets(&shares);
         let size = self.elem.size();
@@ -315,31 +388,38 @@ impl Transpose {
                 self.rows * size,
             ]
         });
-        s.push_str(&launch::vertex_state(&tag, &states));
-        Ok(s)
+        launch::emit_vertex_state(e, &tag, &states);
+        Ok((
+            RowLaunchCounts {
+                supervisor,
+                empty,
+                rows,
+            },
+            body,
+        ))
     }
 
-    /// Issues of a worker with `n` work units: the fixed prologue and
-    /// `exitz`, then per unit the bookkeeping (counted from the emitted
-    /// code) plus the `rpt` body repeated; an idle worker issues 5 `ld32`,
-    /// `brz`, `exitz`.
-    pub fn worker_issues(&self, n: u32) -> u64 {
-        if n == 0 {
-            return 7;
-        }
-        let (_, fixed, row) = self.worker();
-        fixed + u64::from(n) * (row + self.rpt_body_issues() * u64::from(self.rpt_count()))
+    /// The codelet as a program on `tile` of `machine`, with its issue
+    /// counts and the issues of one pass of its `rpt` body.
+    pub fn program(
+        &self,
+        tile: u32,
+        machine: &MachineModel,
+    ) -> Result<(CodeletProgram, (RowLaunchCounts, u64)), CodeletError> {
+        CodeletProgram::build(tile, machine, |e| self.emit(e))
     }
 
-    /// Estimated tile cycles from the instruction counts.
-    pub fn estimate_cycles(&self) -> u64 {
-        let worst = self
-            .worker_rows()
-            .iter()
-            .map(|&n| self.worker_issues(n))
-            .max()
-            .unwrap_or(0);
-        launch::launch_cycles(worst)
+    /// Issues of a worker with `n` work units, from the emitted counts: per
+    /// unit the bookkeeping plus the `rpt` body repeated.
+    pub fn worker_issues(&self, counts: &(RowLaunchCounts, u64), n: u32) -> u64 {
+        let (launch, body) = counts;
+        launch.worker_issues(n, body * u64::from(self.rpt_count()))
+    }
+
+    /// Estimated tile cycles from the instruction counts of the emitted code.
+    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
+        let (launch, body) = self.program(0, &MachineModel::c600())?.1;
+        Ok(launch.cycles(&self.worker_rows(), body * u64::from(self.rpt_count())))
     }
 
     /// Reference: the `[cols, rows]` destination bytes from the `[rows,
@@ -402,7 +482,11 @@ mod tests {
                 "multiple of 4",
             ),
         ] {
-            let e = c.assembly().unwrap_err().to_string();
+            let e = c
+                .program(0, &MachineModel::c600())
+                .err()
+                .unwrap()
+                .to_string();
             assert!(e.contains(msg), "{e}");
         }
     }

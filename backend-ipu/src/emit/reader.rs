@@ -69,7 +69,8 @@ impl Reader<'_, '_> {
         self.mode = mode;
         if let Some((op, b, name, flags)) = self.section.clone() {
             if self.ctx.block_is_empty(b) {
-                self.ctx.set_attr(op, "kind", Attribute::string(mode.as_str()));
+                self.ctx
+                    .set_attr(op, "kind", Attribute::string(mode.as_str()));
             } else {
                 self.open_section(&name, flags, loc);
             }

@@ -71,18 +71,31 @@ fn instr_operand(o: &Operand, pos: Pos) -> Result<asm::Operand, String> {
                 "`@{kind}` is a symbol kind: it belongs in a directive, not an instruction"
             ))
         }
-        other => asm::Operand::Expr(expr(other)?, pos),
+        other => asm::Operand::Expr(expr(other, pos)?, pos),
     })
 }
 
-/// The expression of an immediate, symbol or expression operand.
-fn expr(o: &Operand) -> Result<asm::Expr, String> {
+/// `e` with every symbol reference placed at `pos` (so an undefined symbol
+/// is reported at the op that names it).
+fn placed(e: asm::Expr, pos: Pos) -> asm::Expr {
+    match e {
+        asm::Expr::Sym(name, _) => asm::Expr::Sym(name, pos),
+        asm::Expr::Unary(op, a) => asm::Expr::Unary(op, Box::new(placed(*a, pos))),
+        asm::Expr::Bin(op, a, b) => {
+            asm::Expr::Bin(op, Box::new(placed(*a, pos)), Box::new(placed(*b, pos)))
+        }
+        leaf => leaf,
+    }
+}
+
+/// The expression of an immediate, symbol or expression operand, at `pos`.
+fn expr(o: &Operand, pos: Pos) -> Result<asm::Expr, String> {
     match o {
         Operand::Imm(v) => Ok(asm::Expr::Num(*v)),
-        Operand::Symbol(s) => Ok(asm::Expr::sym(s.as_str())),
-        Operand::Expr(text) => {
-            asm::parse_expr(text).ok_or_else(|| format!("`{text}` is not an assembler expression"))
-        }
+        Operand::Symbol(s) => Ok(asm::Expr::Sym(s.clone(), pos)),
+        Operand::Expr(text) => asm::parse_expr(text)
+            .map(|e| placed(e, pos))
+            .ok_or_else(|| format!("`{text}` is not an assembler expression")),
         other => Err(format!(
             "`{}` is not allowed here: expected an expression",
             other.asm_text()
@@ -97,7 +110,7 @@ fn dir_arg(o: &Operand, pos: Pos) -> Result<DirArg, String> {
         Operand::Expr(text) if text.starts_with('"') && text.ends_with('"') && text.len() >= 2 => {
             Ok(DirArg::Str(text[1..text.len() - 1].to_string()))
         }
-        other => Ok(DirArg::Expr(expr(other)?, pos)),
+        other => Ok(DirArg::Expr(expr(other, pos)?, pos)),
     }
 }
 

@@ -66,8 +66,8 @@ pub fn executable(ctx: &mut Context, machine: &str, loc: Location) -> (OpId, Blo
 
 /// `ipu.tile` number `index`, entering at `entry` (default `main`).
 pub fn tile(ctx: &mut Context, index: u32, entry: Option<&str>, loc: Location) -> (OpId, BlockId) {
-    let mut state = OperationState::new(ctx.op_name(TILE), loc)
-        .attr("tile", Attribute::i64(i64::from(index)));
+    let mut state =
+        OperationState::new(ctx.op_name(TILE), loc).attr("tile", Attribute::i64(i64::from(index)));
     if let Some(e) = entry {
         state = state.attr("entry", Attribute::symbol_ref(e));
     }

@@ -28,13 +28,6 @@ pub enum Expr {
     Bin(&'static str, Box<Expr>, Box<Expr>),
 }
 
-impl Expr {
-    /// A symbol reference without a meaningful position.
-    pub fn sym(name: impl Into<String>) -> Expr {
-        Expr::Sym(name.into(), Pos::default())
-    }
-}
-
 impl fmt::Display for Expr {
     /// Assembler syntax, parenthesised wherever a sub-expression is not a
     /// leaf, so that reading it back evaluates to the same value.

@@ -228,7 +228,10 @@ fn llvm_filecheck_agrees_with_recorded_outcomes() {
         .output()
         .is_err()
     {
-        eprintln!("skipping: {LLVM_FILECHECK} is not installed; recorded outcomes were checked against ours only");
+        ipuc_test_support::missing(
+            "llvm_filecheck_agrees_with_recorded_outcomes",
+            &format!("{LLVM_FILECHECK} is not installed; recorded outcomes were checked against ours only"),
+        );
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -254,7 +257,10 @@ fn reports_are_identical_to_llvm() {
         .output()
         .is_err()
     {
-        eprintln!("skipping: {LLVM_FILECHECK} is not installed");
+        ipuc_test_support::missing(
+            module_path!(),
+            &format!("{LLVM_FILECHECK} is not installed"),
+        );
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -363,7 +369,10 @@ fn random_cases_print_identical_reports_to_llvm() {
         .output()
         .is_err()
     {
-        eprintln!("skipping: {LLVM_FILECHECK} is not installed");
+        ipuc_test_support::missing(
+            module_path!(),
+            &format!("{LLVM_FILECHECK} is not installed"),
+        );
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");

@@ -179,7 +179,7 @@ pub fn run_amp_f8_f16acts(
         machine,
         AmpVariant::F8,
         block,
-        c.estimate_cycles(),
+        c.estimate_cycles()?,
         &sim,
         inputs.len() as u32,
         worst,
