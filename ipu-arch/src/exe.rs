@@ -11,7 +11,8 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::image::TileImage;
+use super::image::{ContextKind, TileImage};
+use super::machine::MachineModel;
 
 /// Version of the format this build reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
@@ -137,6 +138,42 @@ pub enum ExeError {
     Invalid(String),
 }
 
+/// Checks one tile's sections and stack regions against `machine`'s memory.
+fn check_image(tile: u32, image: &TileImage, machine: &MachineModel) -> Result<(), ExeError> {
+    let (base, end) = (u64::from(machine.sram_base), u64::from(machine.sram_end));
+    for s in &image.sections {
+        let start = u64::from(s.address);
+        let stop = start + s.bytes.len() as u64;
+        if start < base || stop > end {
+            return Err(ExeError::Invalid(format!(
+                "tile {tile}: section `{}` at 0x{start:x}..0x{stop:x} is outside tile memory 0x{base:x}..0x{end:x}",
+                s.name
+            )));
+        }
+    }
+    for st in &image.stacks {
+        let copies = match st.context {
+            ContextKind::Worker => u64::from(machine.worker_contexts),
+            ContextKind::Supervisor => 1,
+        };
+        let (top, size) = (u64::from(st.top), u64::from(st.size));
+        let below = size.checked_mul(copies).and_then(|b| top.checked_sub(b));
+        if top % 8 != 0 || size % 8 != 0 || size == 0 || top > end || below.is_none_or(|b| b < base)
+        {
+            return Err(ExeError::Invalid(format!(
+                "tile {tile}: stack region (top 0x{top:x}, {size} bytes x {copies}) is not 8-byte aligned inside tile memory"
+            )));
+        }
+    }
+    if !(base..end).contains(&u64::from(image.entry)) {
+        return Err(ExeError::Invalid(format!(
+            "tile {tile}: entry 0x{:x} is outside tile memory",
+            image.entry
+        )));
+    }
+    Ok(())
+}
+
 impl Executable {
     /// A new executable with tiles and bindings put in canonical order.
     pub fn new(
@@ -159,8 +196,18 @@ impl Executable {
         Ok(exe)
     }
 
-    /// Checks that tiles are unique and bindings and streams are consistent.
+    /// Checks that the machine is known, tiles are unique, every section
+    /// and stack region lies in its tile's memory (all arithmetic checked:
+    /// a crafted file is an error, never an overflow), and bindings and
+    /// streams are consistent.
     pub fn validate(&self) -> Result<(), ExeError> {
+        let machine = MachineModel::by_name(&self.machine).ok_or_else(|| {
+            ExeError::Invalid(format!(
+                "unknown machine `{}` (known: {})",
+                self.machine,
+                MachineModel::NAMES.join(", ")
+            ))
+        })?;
         for w in self.tiles.windows(2) {
             if w[0].tile >= w[1].tile {
                 return Err(ExeError::Invalid(format!(
@@ -169,6 +216,9 @@ impl Executable {
                 )));
             }
         }
+        for t in &self.tiles {
+            check_image(t.tile, &t.image, &machine)?;
+        }
         for b in &self.tensors {
             if b.size % b.dtype.size() != 0 {
                 return Err(ExeError::Invalid(format!(
@@ -176,8 +226,20 @@ impl Executable {
                     b.name, b.tile, b.size
                 )));
             }
-            let total: u64 = b.shape.iter().product();
-            if b.element_offset + u64::from(b.size / b.dtype.size()) > total {
+            let total = b
+                .shape
+                .iter()
+                .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+                .ok_or_else(|| {
+                    ExeError::Invalid(format!(
+                        "tensor `{}` has shape {:?}, whose element count overflows 64 bits",
+                        b.name, b.shape
+                    ))
+                })?;
+            let end = b
+                .element_offset
+                .checked_add(u64::from(b.size / b.dtype.size()));
+            if end.is_none_or(|end| end > total) {
                 return Err(ExeError::Invalid(format!(
                     "binding of `{}` on tile {} runs past the tensor's {} elements",
                     b.name, b.tile, total
@@ -252,6 +314,7 @@ impl Executable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::image::StackRegion;
     use crate::{assemble, AsmOptions};
 
     fn sample() -> Executable {
@@ -323,5 +386,46 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("runs past"));
+    }
+
+    /// A crafted file: valid framing and hash, hostile content. Each must be
+    /// a located `Invalid` error from `from_bytes`, never an overflow.
+    fn crafted(edit: impl FnOnce(&mut Executable)) -> String {
+        let mut exe = sample();
+        edit(&mut exe);
+        let payload = bincode::serialize(&exe).unwrap();
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        bytes.extend_from_slice(&Sha256::digest(&payload));
+        bytes.extend_from_slice(&payload);
+        Executable::from_bytes(&bytes).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn crafted_overflowing_sections_stacks_and_shapes_are_errors() {
+        let e = crafted(|x| {
+            let s = &mut x.tiles[0].image.sections[0];
+            s.address = u32::MAX - 3;
+        });
+        assert!(
+            e.contains("tile 3: section") && e.contains("outside tile memory"),
+            "{e}"
+        );
+        let e = crafted(|x| {
+            x.tiles[0].image.stacks.push(StackRegion {
+                context: ContextKind::Worker,
+                top: 0x4c008,
+                size: 0x7fff_fff8,
+            })
+        });
+        assert!(e.contains("stack region"), "{e}");
+        let e = crafted(|x| x.tensors[0].shape = vec![u64::MAX, 3]);
+        assert!(e.contains("overflows 64 bits"), "{e}");
+        let e = crafted(|x| x.tensors[0].element_offset = u64::MAX);
+        assert!(e.contains("runs past"), "{e}");
+        let e = crafted(|x| x.machine = "ipu9".into());
+        assert!(e.contains("unknown machine `ipu9`"), "{e}");
+        let e = crafted(|x| x.tiles[0].image.entry = 7);
+        assert!(e.contains("entry 0x7 is outside tile memory"), "{e}");
     }
 }

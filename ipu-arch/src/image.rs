@@ -30,9 +30,10 @@ pub struct Section {
 }
 
 impl Section {
-    /// One past its last address.
+    /// One past its last address (saturating: a section that would run
+    /// past 4 GiB is refused by `Executable::validate`).
     pub fn end(&self) -> u32 {
-        self.address + self.bytes.len() as u32
+        u32::try_from(u64::from(self.address) + self.bytes.len() as u64).unwrap_or(u32::MAX)
     }
 
     /// The context mode in force at byte `offset`.
