@@ -304,6 +304,34 @@ impl Context {
         v
     }
 
+    /// Inserts an argument at position `index` of `block` (later arguments
+    /// move up by one).
+    pub fn insert_block_argument(
+        &mut self,
+        block: BlockId,
+        index: usize,
+        ty: Type,
+        loc: Option<Location>,
+    ) -> Value {
+        let v = self.values.alloc(ValueData {
+            ty,
+            def: ValueDef::BlockArg {
+                block,
+                index: index as u32,
+            },
+            uses: SmallVec::new(),
+            loc,
+        });
+        self.blocks[block].args.insert(index, v);
+        for (i, &a) in self.blocks[block].args.iter().enumerate().skip(index + 1) {
+            self.values[a].def = ValueDef::BlockArg {
+                block,
+                index: i as u32,
+            };
+        }
+        v
+    }
+
     /// Removes argument `index` of `block`, which must have no uses.
     pub fn erase_block_argument(&mut self, block: BlockId, index: usize) {
         let v = self.blocks[block].args.remove(index);

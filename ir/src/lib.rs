@@ -42,6 +42,7 @@ pub mod printer;
 pub mod rewrite;
 pub mod symbol_table;
 pub mod test_dialect;
+pub mod test_passes;
 mod transfer;
 pub mod types;
 pub mod verifier;
@@ -55,3 +56,9 @@ pub use parser::{parse_source, parse_source_with, ParseOptions, ParsedSource};
 pub use printer::{print_op, PrintOptions};
 pub use types::{FloatKind, Type, TypeKind};
 pub use verifier::verify;
+
+/// Registers every pass of this crate: the test-only passes of
+/// [`test_passes`], which exercise the infrastructure from lit tests.
+pub fn register_passes(r: &mut pass::PassRegistry) -> Result<(), pass::RegistrationError> {
+    test_passes::register_passes(r)
+}

@@ -2,33 +2,15 @@
 //! converter i32 -> i64, partial vs full conversion, materializations at the
 //! boundary, and the failure report.
 
-use std::sync::Arc;
+mod support;
 
 use ipuc_ir::attributes::AttrKind;
 use ipuc_ir::conversion::{
     apply_full_conversion, apply_partial_conversion, convert, ConversionConfig, ConversionMode,
     ConversionPatternSet, ConversionTarget, FnConversionPattern, TypeConverter,
 };
-use ipuc_ir::{
-    parse_source, print_op, verify, Attribute, Context, DialectRegistry, OpId, OperationState,
-    PrintOptions, SourceMgr, Type,
-};
-
-fn parse(src: &str) -> (Context, OpId) {
-    let mut reg = DialectRegistry::new();
-    reg.register(ipuc_ir::test_dialect::dialect());
-    let mut ctx = Context::new(Arc::new(reg));
-    ctx.allow_unregistered = true;
-    let m = parse_source(&mut ctx, "in.mlir", src)
-        .unwrap_or_else(|d| panic!("{d}"))
-        .module;
-    verify(&ctx, m).unwrap_or_else(|d| panic!("{d}"));
-    (ctx, m)
-}
-
-fn print(ctx: &Context, m: OpId) -> String {
-    print_op(ctx, m, &PrintOptions::default())
-}
+use ipuc_ir::{verify, Attribute, OperationState, SourceMgr, Type};
+use support::{parse, print};
 
 fn i32_to_i64() -> TypeConverter {
     let mut tc = TypeConverter::new();

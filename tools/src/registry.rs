@@ -20,10 +20,12 @@ pub fn dialect_registry() -> DialectRegistry {
     r
 }
 
-/// Registers every pass ipuc defines (each crate's `register_passes`) and
+/// Registers every pass ipuc defines (each crate's `register_passes`,
+/// including the `test-*` passes that go with the `test` dialect) and
 /// installs the IPU's implementations of the target hooks: `eqsat-fuse`
 /// extracts under the IPU cost model.
 pub fn register_passes(r: &mut PassRegistry) -> Result<(), RegistrationError> {
+    ipuc_ir::register_passes(r)?;
     ipuc_passes::register_passes(r)?;
     ipuc_backend_ipu::register_passes(r)?;
     r.install_hook(

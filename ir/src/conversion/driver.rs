@@ -3,12 +3,15 @@
 
 use rustc_hash::FxHashSet;
 
+use super::rewriter::ConversionRewriter;
+use super::state::{CastKind, ConversionState};
 use super::target::{ConversionTarget, Legality};
 use super::type_converter::{InsertPoint, TypeConverter};
-use super::{ConversionPatternSet, ConversionRewriter, ConversionState};
+use super::ConversionPatternSet;
 use crate::context::{Context, OpId, Value, WalkOrder};
 use crate::diagnostics::Diagnostic;
 use crate::location::Location;
+use crate::types::Type;
 
 /// Which ops must be legal when the conversion ends.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -149,12 +152,18 @@ pub fn convert(
             too_deep.insert(op);
             continue;
         }
-        let Some(operands) = remap_operands(ctx, op, type_converter, &mut state) else {
-            continue;
+        let operands = match remap_operands(ctx, op, type_converter, &mut state) {
+            Ok(o) => o,
+            Err(ty) => {
+                let name = ctx.name_str(op).to_string();
+                state.unconvertible_operands.entry(name).or_insert(ty);
+                continue;
+            }
         };
+        let op_name = ctx.name_str(op).to_string();
         for p in candidates {
             let mut rw = ConversionRewriter::new(ctx, type_converter, &mut state);
-            if p.match_and_rewrite(op, &operands, &mut rw) {
+            if p.match_and_rewrite_one_to_n(op, &operands, &mut rw) {
                 stats.rewrites += 1;
                 tracing::trace!(pattern = p.name(), "conversion pattern applied");
                 let ConversionRewriter {
@@ -177,29 +186,50 @@ pub fn convert(
                     "conversion pattern changed the IR and then failed; the IR is unspecified"
                 );
             }
+            if let Some(pattern) = rw.refused_one_to_n.take() {
+                state
+                    .one_to_n_refusals
+                    .entry(op_name.clone())
+                    .or_insert(pattern);
+            }
         }
     }
 
     stats.casts_removed = clean_up_casts(ctx, &state);
-    stats.casts_remaining = state.casts.iter().filter(|&&c| ctx.is_live(c)).count() as u64;
+    if let Some(converter) = type_converter {
+        build_materializations(ctx, converter, &mut state);
+    }
+    stats.casts_remaining = state
+        .casts
+        .iter()
+        .filter(|&&(c, _)| is_conversion_cast(ctx, c))
+        .count() as u64;
     stats.materializations = state.materializations;
 
-    let failures = collect_failures(ctx, root, target, patterns, mode, &too_deep);
+    if let Some((first, rest)) = state.errors.split_first() {
+        let mut d = first.clone();
+        for e in rest {
+            d = d.with_note(e.loc.clone(), e.message.clone());
+        }
+        return Err(d);
+    }
+    let failures = collect_failures(ctx, root, target, patterns, mode, &too_deep, &state);
     if failures.is_empty() {
         return Ok(stats);
     }
     Err(report(&failures, mode))
 }
 
-/// The operands of `op` as a pattern should see them: replaced producers
-/// mapped to their converted values, other values cast to their converted
-/// type. `None` if an operand type has no conversion.
+/// The operands of `op` as a pattern should see them: for each operand,
+/// the values it converted to (several for 1:N), materialized to the
+/// converted types where the producer was not converted. `Err(type)` if an
+/// operand type has no conversion.
 fn remap_operands(
     ctx: &mut Context,
     op: OpId,
     converter: Option<&TypeConverter>,
     state: &mut ConversionState,
-) -> Option<Vec<Value>> {
+) -> Result<Vec<Vec<Value>>, String> {
     let operands = ctx.operands(op).to_vec();
     let mut out = Vec::with_capacity(operands.len());
     for v in operands {
@@ -209,41 +239,52 @@ fn remap_operands(
             continue;
         };
         let original = ctx.value_type(v).clone();
-        let Some(desired) = converter.convert_type(&original) else {
-            tracing::debug!(op = ctx.name_str(op), ty = %original, "operand type has no conversion");
-            return None;
+        let Some(desired) = converter.convert_type_to_many(&original) else {
+            return Err(original.to_string());
         };
-        if *ctx.value_type(mapped) == desired {
+        let types: Vec<Type> = mapped.iter().map(|&m| ctx.value_type(m).clone()).collect();
+        if types == desired {
             out.push(mapped);
             continue;
         }
-        // One materialization per (value, type), placed right after the
-        // value's definition so that it dominates every later user.
-        if let Some(&m) = state.target_casts.get(&(mapped, desired.clone())) {
-            if ctx.value_is_live(m) && *ctx.value_type(m) == desired {
-                out.push(m);
-                continue;
-            }
+        // The source of the materialization: the one mapped value, or the
+        // stand-in that unconverted users read (of the original type).
+        let source = match mapped[..] {
+            [m] => m,
+            _ => v,
+        };
+        if let Some(values) = state.cached_target(ctx, source, &desired) {
+            out.push(values);
+            continue;
         }
+        // Placed right after the source's definition so that it dominates
+        // every later user, and reused for them.
         let loc = ctx.loc(op).clone();
-        let at = InsertPoint::after_definition(ctx, mapped).unwrap_or(InsertPoint::Before(op));
-        let m = converter.materialize_target(ctx, at, mapped, &desired, &loc);
-        state.note_materialization(ctx, m);
-        state.target_casts.insert((mapped, desired), m);
-        out.push(m);
+        let at = InsertPoint::after_definition(ctx, source).unwrap_or(InsertPoint::Before(op));
+        let values = state.cast(ctx, CastKind::Target, at, &[source], &desired, &loc);
+        state.cache_target(source, desired, values.clone());
+        out.push(values);
     }
-    Some(out)
+    Ok(out)
 }
 
-/// Removes conversion casts that are unused or undo another cast
-/// (`cast(cast(x : A to B) : B to A)` is `x`); returns how many.
+/// Whether `op` is still the conversion cast it was created as (an erased
+/// op's arena slot may since hold another op).
+fn is_conversion_cast(ctx: &Context, op: OpId) -> bool {
+    ctx.is_live(op) && ctx.name_str(op) == crate::builtin::UNREALIZED_CONVERSION_CAST
+}
+
+/// Removes conversion casts that are unused or undo another cast: when a
+/// cast's operands are exactly the results of another cast whose operands
+/// have this cast's result types (`x -> pieces -> x`, `pieces -> x ->
+/// pieces`), its results are the other cast's operands. Returns how many.
 fn clean_up_casts(ctx: &mut Context, state: &ConversionState) -> u64 {
     let mut removed = 0;
     let mut changed = true;
     while changed {
         changed = false;
-        for &c in state.casts.iter().rev() {
-            if !ctx.is_live(c) {
+        for &(c, _) in state.casts.iter().rev() {
+            if !is_conversion_cast(ctx, c) {
                 continue;
             }
             if ctx.results(c).iter().all(|&r| ctx.use_empty(r)) {
@@ -252,19 +293,26 @@ fn clean_up_casts(ctx: &mut Context, state: &ConversionState) -> u64 {
                 changed = true;
                 continue;
             }
-            if ctx.operands(c).len() != 1 || ctx.results(c).len() != 1 {
-                continue;
-            }
-            let Some(inner) = ctx.defining_op(ctx.operand(c, 0)) else {
+            let Some(&first) = ctx.operands(c).first() else {
                 continue;
             };
-            if !state.cast_set.contains(&inner) || ctx.operands(inner).len() != 1 {
+            let Some(inner) = ctx.defining_op(first) else {
+                continue;
+            };
+            if !state.cast_set.contains(&inner) || ctx.operands(c) != ctx.results(inner) {
                 continue;
             }
-            let x = ctx.operand(inner, 0);
-            let r = ctx.result(c, 0);
-            if ctx.value_type(x) == ctx.value_type(r) {
-                ctx.replace_all_uses(r, x);
+            let sources = ctx.operands(inner).to_vec();
+            let results = ctx.results(c).to_vec();
+            let same_types = sources.len() == results.len()
+                && sources
+                    .iter()
+                    .zip(&results)
+                    .all(|(&x, &r)| ctx.value_type(x) == ctx.value_type(r));
+            if same_types {
+                for (&r, &x) in results.iter().zip(&sources) {
+                    ctx.replace_all_uses(r, x);
+                }
                 ctx.erase_op(c);
                 removed += 1;
                 changed = true;
@@ -272,6 +320,48 @@ fn clean_up_casts(ctx: &mut Context, state: &ConversionState) -> u64 {
         }
     }
     removed
+}
+
+/// Hands the conversion casts still in the IR to the type converter's
+/// materialization hooks (in creation order), as MLIR does when a
+/// conversion ends: a cast that a hook replaces is erased; one that no hook
+/// answers stays. A hook that builds the wrong types fails the conversion.
+fn build_materializations(
+    ctx: &mut Context,
+    converter: &TypeConverter,
+    state: &mut ConversionState,
+) {
+    // Taken before any hook runs: the ops hooks create may reuse the
+    // arena slots of the casts erased here.
+    let live: Vec<(OpId, CastKind)> = state
+        .casts
+        .iter()
+        .copied()
+        .filter(|&(c, _)| is_conversion_cast(ctx, c))
+        .collect();
+    for (cast, kind) in live {
+        let inputs = ctx.operands(cast).to_vec();
+        let results = ctx.results(cast).to_vec();
+        let types: Vec<Type> = results.iter().map(|&r| ctx.value_type(r).clone()).collect();
+        let loc = ctx.loc(cast).clone();
+        let at = InsertPoint::Before(cast);
+        let built = match kind {
+            CastKind::Source => converter
+                .materialize_source(ctx, at, &inputs, &types[0], &loc)
+                .map(|r| r.map(|v| vec![v])),
+            CastKind::Target => converter.materialize_target(ctx, at, inputs[0], &types, &loc),
+        };
+        match built {
+            None => {}
+            Some(Ok(values)) => {
+                for (&r, &v) in results.iter().zip(&values) {
+                    ctx.replace_all_uses(r, v);
+                }
+                ctx.erase_op(cast);
+            }
+            Some(Err(message)) => state.errors.push(Diagnostic::error(loc, message)),
+        }
+    }
 }
 
 /// One illegal op kind left after the conversion.
@@ -282,6 +372,10 @@ struct Failure {
     why: &'static str,
     has_patterns: bool,
     too_deep: bool,
+    /// A 1:1 pattern that declined because an operand converted to several values.
+    refused_by: Option<String>,
+    /// An operand type with no conversion (no pattern could be tried).
+    unconvertible: Option<String>,
 }
 
 fn collect_failures(
@@ -291,6 +385,7 @@ fn collect_failures(
     patterns: &ConversionPatternSet,
     mode: ConversionMode,
     too_deep: &FxHashSet<OpId>,
+    state: &ConversionState,
 ) -> Vec<Failure> {
     let mut failures: Vec<Failure> = Vec::new();
     let mut stack: Vec<OpId> = Vec::new();
@@ -319,6 +414,8 @@ fn collect_failures(
                     why,
                     has_patterns: !patterns.candidates(name).is_empty(),
                     too_deep: too_deep.contains(&op),
+                    refused_by: state.one_to_n_refusals.get(name).cloned(),
+                    unconvertible: state.unconvertible_operands.get(name).cloned(),
                 }),
             }
         }
@@ -351,8 +448,17 @@ fn report(failures: &[Failure], mode: ConversionMode) -> Diagnostic {
         ),
     );
     for f in failures {
+        let owned;
         let cause = if f.too_deep {
             "patterns kept producing it (pattern depth limit reached)"
+        } else if let Some(ty) = &f.unconvertible {
+            owned = format!("an operand of type '{ty}' has no conversion, so no pattern was tried");
+            &owned
+        } else if let Some(p) = &f.refused_by {
+            owned = format!(
+                "pattern '{p}' takes only 1:1 operands, but an operand converted to several values or none: give it a 1:N form"
+            );
+            &owned
         } else if f.has_patterns {
             "no pattern succeeded"
         } else {

@@ -8,11 +8,14 @@
 //! its original type, the driver materializes a cast to the converted type
 //! (a *target materialization*). When a pattern replaces a result by a value
 //! of a different type, users that were not converted see a *source
-//! materialization* back to the original type. Both default to
-//! `builtin.unrealized_conversion_cast`; casts that end up unused, and
-//! round-trip pairs (`A -> B -> A`), are removed when the conversion ends.
-//! Casts still needed at the boundary between converted and unconverted IR
-//! stay in the IR, as MLIR leaves them.
+//! materialization* back to the original type. While the conversion runs,
+//! both are `builtin.unrealized_conversion_cast`s; when it ends, casts that
+//! went unused and round-trip pairs (`A -> B -> A`) are removed, and each
+//! remaining cast is handed to the type converter's materialization hooks
+//! (as MLIR does): a hook replaces it with real ops, and a cast no hook
+//! answers stays at the boundary between converted and unconverted IR, as
+//! MLIR leaves it. Patterns may fail the whole conversion with their own
+//! located error ([`ConversionRewriter::fail`]).
 //!
 //! Two modes ([`apply_partial_conversion`], [`apply_full_conversion`]):
 //! a partial conversion fails if an op marked illegal (or dynamically
@@ -21,15 +24,47 @@
 //! returns one [`Diagnostic`](crate::Diagnostic) listing every illegal op
 //! kind with its count and first location, as notes.
 //!
-//! Differences from MLIR besides rollback: type conversions are 1:1 (no
-//! 1:N or 1:0 signature conversion); ops are not folded before patterns are
-//! tried; there is no analysis-only mode.
+//! **1:N conversion.** A type may convert to several types (a tensor into
+//! its per-tile pieces) or to none ([`TypeConversion::Multiple`]), as in
+//! MLIR since `OneToNTypeConversion` was folded into the main driver:
+//!
+//! - a pattern receives, for each original operand, the list of values it
+//!   converted to ([`ConversionPattern::match_and_rewrite_one_to_n`]);
+//!   patterns written for 1:1 ([`ConversionPattern::match_and_rewrite`],
+//!   [`FnConversionPattern::new`]) are called only when every operand
+//!   converted to exactly one value;
+//! - [`ConversionRewriter::replace_op_with_multiple`] replaces each result
+//!   by a list of values (MLIR's `replaceOpWithMultiple`); later patterns
+//!   receive the list, unconverted users a *source materialization* from
+//!   the list back to the original type (N values to 1);
+//! - an unconverted producer feeding a converted user gets a *target
+//!   materialization* from its value to the converted types (1 value to N);
+//! - [`ConversionRewriter::apply_signature_conversion`] and
+//!   [`ConversionRewriter::convert_region_types`] replace a block argument
+//!   by its converted arguments in place, with a source materialization at
+//!   the start of the block for the uses not yet converted.
+//!
+//! The cast in both directions is one `builtin.unrealized_conversion_cast`
+//! with N operands or N results; a round trip (`x -> pieces -> x`, or
+//! `pieces -> x -> pieces`) cancels when the conversion ends. A 1:N source
+//! hook receives all the pieces; a 1:N target hook returns them all.
+//! `test-one-to-n-conversion` ([`crate::test_passes::one_to_n`]) drives all
+//! of this from lit tests (`lit-tests/ir/one-to-n-conversion*.mlir`).
+//!
+//! Differences from MLIR besides rollback: a 1:1 pattern that meets an
+//! operand converted to several values is skipped and named in the failure
+//! report (MLIR aborts with a fatal error); a materialization hook that
+//! builds values of the wrong types fails the conversion with a located
+//! error (MLIR asserts), and the default cast is built in its place so the
+//! IR stays valid; target materializations take one input value (MLIR's
+//! may take several); ops are not folded before patterns are tried; there
+//! is no analysis-only mode.
 //!
 //! **No rollback.** MLIR records every change and undoes them all when a
 //! conversion fails. This driver applies changes directly: after a failed
 //! conversion the IR is valid to walk and print but in an unspecified,
 //! partially converted state; callers that need the original must keep a
-//! copy (e.g. [`Context::clone_op`]) and discard the result on error. For
+//! copy (e.g. [`Context::clone_op`](crate::Context::clone_op)) and discard the result on error. For
 //! the same reason a pattern must not change the IR when it returns `false`.
 //!
 //! ```
@@ -62,8 +97,61 @@
 //! let text = print_op(&ctx, m, &PrintOptions::default());
 //! assert!(text.contains("test.add_i64"));
 //! ```
+//!
+//! A 1:N conversion: a `tensor<8xf32>` is held as two `tensor<4xf32>`
+//! pieces, and an elementwise op is applied to each piece. The producer
+//! and the consumer are not converted, so the pieces come from a target
+//! materialization and go back through a source materialization.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use ipuc_ir::conversion::{apply_partial_conversion, ConversionPatternSet, ConversionTarget, FnConversionPattern, TypeConversion, TypeConverter};
+//! use ipuc_ir::{parse_source, print_op, Context, DialectRegistry, OperationState, PrintOptions, Type};
+//!
+//! let mut ctx = Context::new(Arc::new(DialectRegistry::new()));
+//! ctx.allow_unregistered = true;
+//! let src = "%0 = \"test.source\"() : () -> tensor<8xf32>\n\
+//!            %1 = \"test.relu\"(%0) : (tensor<8xf32>) -> tensor<8xf32>\n\
+//!            \"test.sink\"(%1) : (tensor<8xf32>) -> ()\n";
+//! let m = parse_source(&mut ctx, "in.mlir", src).unwrap().module;
+//!
+//! let whole = Type::tensor(&[8], Type::f32());
+//! let piece = Type::tensor(&[4], Type::f32());
+//! let mut types = TypeConverter::new();
+//! types.add_identity_conversion().add_conversion(move |t| {
+//!     (*t == whole).then(|| TypeConversion::Multiple(vec![piece.clone(), piece.clone()]))
+//! });
+//! let mut target = ConversionTarget::new();
+//! let legal = Arc::new(types);
+//! let check = legal.clone();
+//! target.add_dynamically_legal_op("test.relu", move |ctx, op| check.is_legal_op(ctx, op));
+//! let mut patterns = ConversionPatternSet::new();
+//! patterns.add(FnConversionPattern::one_to_n("relu-per-piece", Some("test.relu"), 1, |op, operands, rw| {
+//!     // operands[0]: the pieces of the relu's input.
+//!     let loc = rw.ctx().loc(op).clone();
+//!     let mut pieces = Vec::new();
+//!     for &p in &operands[0] {
+//!         let ty = rw.ctx().value_type(p).clone();
+//!         let state = OperationState::new(rw.ctx().op_name("test.relu"), loc.clone())
+//!             .operands(&[p])
+//!             .results(&[ty]);
+//!         let new = rw.create_before(op, state);
+//!         pieces.push(rw.ctx().result(new, 0));
+//!     }
+//!     rw.replace_op_with_multiple(op, &[pieces]);
+//!     true
+//! }));
+//! apply_partial_conversion(&mut ctx, m, &target, &patterns, Some(&legal)).unwrap();
+//! let text = print_op(&ctx, m, &PrintOptions::default());
+//! assert!(text.contains("%1:2 = unrealized_conversion_cast %0 : tensor<8xf32> to tensor<4xf32>, tensor<4xf32>"), "{text}");
+//! assert!(text.contains("%2 = \"test.relu\"(%1#0) : (tensor<4xf32>) -> tensor<4xf32>"), "{text}");
+//! assert!(text.contains("%3 = \"test.relu\"(%1#1) : (tensor<4xf32>) -> tensor<4xf32>"), "{text}");
+//! assert!(text.contains("%4 = unrealized_conversion_cast %2, %3 : tensor<4xf32>, tensor<4xf32> to tensor<8xf32>"), "{text}");
+//! ```
 
 mod driver;
+mod rewriter;
+mod state;
 mod target;
 mod type_converter;
 
@@ -71,17 +159,19 @@ pub use driver::{
     apply_full_conversion, apply_partial_conversion, convert, ConversionConfig, ConversionMode,
     ConversionStats,
 };
+pub use rewriter::ConversionRewriter;
 pub use target::{ConversionTarget, Legality, LegalityFn};
 pub use type_converter::{
-    build_unrealized_cast, InsertPoint, MaterializationFn, TypeConversion, TypeConverter,
+    build_unrealized_cast, InsertPoint, SignatureConversion, SourceMaterializationFn,
+    TargetMaterializationFn, TypeConversion, TypeConverter,
 };
 
-use rustc_hash::{FxHashMap, FxHashSet};
-
-use crate::context::{Context, OpId, OperationState, RegionId, Value};
-use crate::diagnostics::Diagnostic;
+use crate::context::{OpId, Value};
 
 /// A pattern that rewrites an op given its already-converted operands.
+/// Implement [`ConversionPattern::match_and_rewrite`] for 1:1 conversions,
+/// or [`ConversionPattern::match_and_rewrite_one_to_n`] to receive every
+/// operand as the list of values it converted to.
 pub trait ConversionPattern: Send + Sync {
     /// A name for statistics and debugging.
     fn name(&self) -> &str;
@@ -91,31 +181,75 @@ pub trait ConversionPattern: Send + Sync {
     fn benefit(&self) -> u16 {
         1
     }
-    /// Rewrites `op`, whose operands converted are `operands`; returns
-    /// whether it rewrote. A pattern that returns `false` must not have
-    /// changed the IR (there is no rollback).
+    /// Rewrites `op`, whose operands converted (1:1) are `operands`;
+    /// returns whether it rewrote. A pattern that returns `false` must not
+    /// have changed the IR (there is no rollback).
     fn match_and_rewrite(
         &self,
+        _op: OpId,
+        _operands: &[Value],
+        _rewriter: &mut ConversionRewriter<'_>,
+    ) -> bool {
+        false
+    }
+    /// Rewrites `op`, whose operand `i` converted to the values
+    /// `operands[i]` (several for a 1:N conversion, none for 1:0). The
+    /// default calls [`ConversionPattern::match_and_rewrite`] when every
+    /// operand converted to one value, and otherwise declines, recording
+    /// why for the failure report.
+    fn match_and_rewrite_one_to_n(
+        &self,
         op: OpId,
-        operands: &[Value],
+        operands: &[Vec<Value>],
         rewriter: &mut ConversionRewriter<'_>,
-    ) -> bool;
+    ) -> bool {
+        match one_to_one(operands) {
+            Some(flat) => self.match_and_rewrite(op, &flat, rewriter),
+            None => {
+                rewriter.refuse_one_to_n(self.name());
+                false
+            }
+        }
+    }
 }
 
+/// The operands as one value each, if every operand converted 1:1.
+pub fn one_to_one(operands: &[Vec<Value>]) -> Option<Vec<Value>> {
+    operands
+        .iter()
+        .map(|vs| match vs[..] {
+            [v] => Some(v),
+            _ => None,
+        })
+        .collect()
+}
+
+type OneToNFn = Box<dyn Fn(OpId, &[Vec<Value>], &mut ConversionRewriter<'_>) -> bool + Send + Sync>;
+
 /// A conversion pattern built from a closure.
-pub struct FnConversionPattern<F> {
+pub struct FnConversionPattern {
     name: &'static str,
     root: Option<&'static str>,
     benefit: u16,
-    f: F,
+    f: OneToNFn,
 }
 
-impl<F> FnConversionPattern<F>
-where
-    F: Fn(OpId, &[Value], &mut ConversionRewriter<'_>) -> bool + Send + Sync,
-{
-    /// A pattern rooted at the op `root` running `f`.
-    pub fn new(name: &'static str, root: Option<&'static str>, benefit: u16, f: F) -> Self {
+impl FnConversionPattern {
+    /// A 1:1 pattern rooted at the op `root` running `f` on the converted
+    /// operands (declined when an operand converted to several values).
+    pub fn new(
+        name: &'static str,
+        root: Option<&'static str>,
+        benefit: u16,
+        f: impl Fn(OpId, &[Value], &mut ConversionRewriter<'_>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        let f: OneToNFn = Box::new(move |op, operands, rw| match one_to_one(operands) {
+            Some(flat) => f(op, &flat, rw),
+            None => {
+                rw.refuse_one_to_n(name);
+                false
+            }
+        });
         FnConversionPattern {
             name,
             root,
@@ -123,12 +257,25 @@ where
             f,
         }
     }
+
+    /// A 1:N pattern rooted at the op `root` running `f` on each operand's
+    /// list of converted values.
+    pub fn one_to_n(
+        name: &'static str,
+        root: Option<&'static str>,
+        benefit: u16,
+        f: impl Fn(OpId, &[Vec<Value>], &mut ConversionRewriter<'_>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        FnConversionPattern {
+            name,
+            root,
+            benefit,
+            f: Box::new(f),
+        }
+    }
 }
 
-impl<F> ConversionPattern for FnConversionPattern<F>
-where
-    F: Fn(OpId, &[Value], &mut ConversionRewriter<'_>) -> bool + Send + Sync,
-{
+impl ConversionPattern for FnConversionPattern {
     fn name(&self) -> &str {
         self.name
     }
@@ -138,10 +285,10 @@ where
     fn benefit(&self) -> u16 {
         self.benefit
     }
-    fn match_and_rewrite(
+    fn match_and_rewrite_one_to_n(
         &self,
         op: OpId,
-        operands: &[Value],
+        operands: &[Vec<Value>],
         rewriter: &mut ConversionRewriter<'_>,
     ) -> bool {
         (self.f)(op, operands, rewriter)
@@ -184,206 +331,5 @@ impl ConversionPatternSet {
             .collect();
         v.sort_by_key(|(i, p)| (std::cmp::Reverse(p.benefit()), *i));
         v.into_iter().map(|(_, p)| p).collect()
-    }
-}
-
-/// Bookkeeping shared by the driver and its rewriters.
-#[derive(Default)]
-pub(crate) struct ConversionState {
-    /// Materialized value -> the converted value it stands for.
-    mapping: FxHashMap<Value, Value>,
-    /// Casts this conversion created, in creation order.
-    casts: Vec<OpId>,
-    cast_set: FxHashSet<OpId>,
-    /// Target materializations by (value, converted type), for reuse.
-    target_casts: FxHashMap<(Value, crate::Type), Value>,
-    materializations: u64,
-}
-
-impl ConversionState {
-    fn note_materialization(&mut self, ctx: &Context, v: Value) {
-        self.materializations += 1;
-        if let Some(op) = ctx.defining_op(v) {
-            if ctx.name_str(op) == crate::builtin::UNREALIZED_CONVERSION_CAST
-                && self.cast_set.insert(op)
-            {
-                self.casts.push(op);
-            }
-        }
-    }
-    /// Follows materializations back to the converted value.
-    fn lookup(&self, mut v: Value) -> Value {
-        let mut steps = 0;
-        while let Some(&n) = self.mapping.get(&v) {
-            v = n;
-            steps += 1;
-            if steps > self.mapping.len() {
-                break;
-            }
-        }
-        v
-    }
-}
-
-/// The mutation API of conversion patterns. Ops created through it are
-/// legalized in turn; results replaced by values of another type get
-/// source materializations for the users that remain unconverted.
-pub struct ConversionRewriter<'a> {
-    ctx: &'a mut Context,
-    converter: Option<&'a TypeConverter>,
-    state: &'a mut ConversionState,
-    created: Vec<OpId>,
-    modified: Vec<OpId>,
-    changed: bool,
-}
-
-impl<'a> ConversionRewriter<'a> {
-    fn new(
-        ctx: &'a mut Context,
-        converter: Option<&'a TypeConverter>,
-        state: &'a mut ConversionState,
-    ) -> Self {
-        ConversionRewriter {
-            ctx,
-            converter,
-            state,
-            created: Vec::new(),
-            modified: Vec::new(),
-            changed: false,
-        }
-    }
-    /// Read access to the IR.
-    pub fn ctx(&self) -> &Context {
-        self.ctx
-    }
-    /// Write access that bypasses tracking: ops created this way are not
-    /// legalized; call [`ConversionRewriter::notify_created`] or
-    /// [`ConversionRewriter::notify_modified`] for them.
-    pub fn ctx_mut(&mut self) -> &mut Context {
-        self.changed = true;
-        self.ctx
-    }
-    /// The conversion's type converter, if any.
-    pub fn type_converter(&self) -> Option<&'a TypeConverter> {
-        self.converter
-    }
-    /// Converts a type with the conversion's type converter (identity without one).
-    pub fn convert_type(&self, t: &crate::Type) -> Option<crate::Type> {
-        match self.converter {
-            Some(c) => c.convert_type(t),
-            None => Some(t.clone()),
-        }
-    }
-    /// Records that `op` (created through [`ConversionRewriter::ctx_mut`]) must be legalized.
-    pub fn notify_created(&mut self, op: OpId) {
-        self.changed = true;
-        self.created.push(op);
-    }
-    /// Records that `op` was updated in place; its legality is checked again.
-    pub fn notify_modified(&mut self, op: OpId) {
-        self.changed = true;
-        self.modified.push(op);
-    }
-    /// Creates an op from `state` before `anchor`.
-    pub fn create_before(&mut self, anchor: OpId, state: OperationState) -> OpId {
-        let op = self.ctx.create_op(state);
-        self.ctx.insert_op_before(anchor, op);
-        self.notify_created(op);
-        op
-    }
-    /// Replaces the results of `op` with `values` and erases `op`. Results
-    /// whose replacement has another type keep their remaining users through
-    /// a source materialization.
-    pub fn replace_op(&mut self, op: OpId, values: &[Value]) {
-        self.changed = true;
-        let results = self.ctx.results(op).to_vec();
-        assert_eq!(
-            results.len(),
-            values.len(),
-            "replacement value count differs from result count of '{}'",
-            self.ctx.name_str(op)
-        );
-        let loc = self.ctx.loc(op).clone();
-        for (&r, &n) in results.iter().zip(values) {
-            if self.ctx.use_empty(r) {
-                continue;
-            }
-            let old_ty = self.ctx.value_type(r).clone();
-            if *self.ctx.value_type(n) == old_ty {
-                self.ctx.replace_all_uses(r, n);
-                continue;
-            }
-            let at = InsertPoint::after_definition(self.ctx, n).unwrap_or(InsertPoint::Before(op));
-            let m = match self.converter {
-                Some(c) => c.materialize_source(self.ctx, at, n, &old_ty, &loc),
-                None => build_unrealized_cast(self.ctx, at, n, &old_ty, &loc),
-            };
-            self.state.note_materialization(self.ctx, m);
-            self.ctx.replace_all_uses(r, m);
-            self.state.mapping.insert(m, n);
-        }
-        self.ctx.erase_op(op);
-    }
-    /// Replaces `op` with a new op built from `state` (inserted before it).
-    pub fn replace_op_with_new(&mut self, op: OpId, state: OperationState) -> OpId {
-        let new = self.create_before(op, state);
-        let vals = self.ctx.results(new).to_vec();
-        self.replace_op(op, &vals);
-        new
-    }
-    /// Erases `op`, whose results must be unused.
-    pub fn erase_op(&mut self, op: OpId) {
-        self.changed = true;
-        self.ctx.erase_op(op);
-    }
-    /// Converts the block argument types of every block of `region` in
-    /// place with the type converter; uses of a changed argument go through
-    /// a source materialization at the start of its block. Branches into
-    /// non-entry blocks must be converted by their own patterns.
-    pub fn convert_region_types(&mut self, region: RegionId) -> Result<(), Diagnostic> {
-        let Some(converter) = self.converter else {
-            return Ok(());
-        };
-        let parent_loc = self
-            .ctx
-            .region_parent(region)
-            .map(|o| self.ctx.loc(o).clone())
-            .unwrap_or_else(crate::Location::unknown);
-        for b in self.ctx.region_blocks(region).to_vec() {
-            for a in self.ctx.block_args(b).to_vec() {
-                let old = self.ctx.value_type(a).clone();
-                let Some(new) = converter.convert_type(&old) else {
-                    return Err(Diagnostic::error(
-                        self.ctx.value_loc(a).cloned().unwrap_or(parent_loc.clone()),
-                        format!("block argument type '{old}' has no conversion"),
-                    ));
-                };
-                if new == old {
-                    continue;
-                }
-                self.changed = true;
-                self.ctx.set_value_type(a, new);
-                if self.ctx.use_empty(a) {
-                    continue;
-                }
-                let loc = self.ctx.value_loc(a).cloned().unwrap_or(parent_loc.clone());
-                // Only the existing users move to the materialization, not the
-                // ops the materialization itself creates.
-                let users = self.ctx.uses(a).to_vec();
-                let m = converter.materialize_source(
-                    self.ctx,
-                    InsertPoint::BlockStart(b),
-                    a,
-                    &old,
-                    &loc,
-                );
-                self.state.note_materialization(self.ctx, m);
-                for u in users {
-                    self.ctx.set_operand(u.op, u.index as usize, m);
-                }
-                self.state.mapping.insert(m, a);
-            }
-        }
-        Ok(())
     }
 }

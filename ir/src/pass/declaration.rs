@@ -1,5 +1,5 @@
 //! Declarative passes: a pass states its name, summary, anchor, hooks,
-//! typed options and statistics once, with [`declare_pass!`]; parsing of
+//! typed options and statistics once, with [`declare_pass!`](crate::declare_pass); parsing of
 //! `{opt=val}`, printing in `--dump-pass-pipeline`, `--list-passes`,
 //! statistics reports and the merging of statistics across parallel copies
 //! all come from that declaration. The author then writes only what the
@@ -67,7 +67,7 @@ use crate::analysis::{AnalysisManager, PreservedAnalyses};
 use crate::context::{Context, OpId};
 use crate::diagnostics::Diagnostic;
 
-/// What [`declare_pass!`] states about a pass.
+/// What [`declare_pass!`](crate::declare_pass) states about a pass.
 pub trait PassDeclaration: Sized + Send + Sync + 'static {
     /// The pipeline name (`canonicalize`).
     const NAME: &'static str;
