@@ -6,6 +6,7 @@ mod common;
 
 use common::executable_of;
 use ipuc_backend_ipu::codelets::amp::{AmpBlock, AmpMode, AmpVariant, Elem};
+use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::testing::*;
@@ -78,7 +79,7 @@ fn run_block(block: &AmpBlock, seed: u64) {
     }
     let profile = s.profile().unwrap();
     let cycles = profile.total_cycles;
-    let est = block.estimate_cycles();
+    let est = block.estimate_cycles().unwrap();
     let rel = (cycles as f64 - est as f64).abs() / est as f64;
     assert!(
         rel <= 0.05,

@@ -10,6 +10,7 @@ mod common;
 use common::executable_of;
 use ipuc_backend_ipu::codelets::amp::{AmpMode, AmpVariant, Elem};
 use ipuc_backend_ipu::codelets::amp_f16acts::{AmpF8WeightsF16Acts, CHANNELS};
+use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::testing::*;

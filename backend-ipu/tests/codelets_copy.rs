@@ -6,6 +6,7 @@ mod common;
 
 use common::executable_of;
 use ipuc_backend_ipu::codelets::copy::StridedCopy;
+use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::testing::*;

@@ -8,6 +8,7 @@ use common::executable_of;
 use half::f16;
 use ipuc_backend_ipu::codelets::cast::{Cast, CastKind};
 use ipuc_backend_ipu::codelets::elementwise::{Binary, BinaryOp, VecType};
+use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_ipu_arch::float8::f64_to_f8;
 use ipuc_ipu_arch::{Executable, MachineModel};
 use ipuc_runtime::device::Device;

@@ -6,6 +6,7 @@ mod common;
 
 use common::executable_of;
 use half::f16;
+use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_backend_ipu::codelets::reduce::{ReduceOp, RowReduce};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;

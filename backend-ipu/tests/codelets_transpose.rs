@@ -5,6 +5,7 @@
 mod common;
 
 use common::executable_of;
+use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_backend_ipu::codelets::transpose::{Transpose, TransposeElem};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;

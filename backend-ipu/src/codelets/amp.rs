@@ -40,7 +40,7 @@ use ipuc_ipu_arch::MachineModel;
 
 use super::emitter::{inst, op, Emitter};
 use super::launch::{StreamCounts, SupervisorCounts};
-use super::program::CodeletProgram;
+use super::program::Codelet;
 use super::CodeletError;
 
 /// Which AMP instruction a block uses.
@@ -360,14 +360,6 @@ impl AmpBlock {
         )
     }
 
-    /// Emits the launch (supervisor entry `main`, six workers) and returns
-    /// the issue counts its estimate is made of.
-    pub fn emit(&self, e: &mut Emitter) -> Result<StreamCounts, CodeletError> {
-        Ok(self
-            .emit_with_prepass(e, "", |_| (), &Default::default())?
-            .0)
-    }
-
     /// Emits the launch with `prepass` run by every worker before its AMP
     /// loop (free to use `$m0..$m9` and `$a0..$a7`; it must leave the code
     /// 8-byte aligned) and `extra_state[w]` appended to worker w's vertex
@@ -515,37 +507,9 @@ impl AmpBlock {
         ))
     }
 
-    /// The block as a program on `tile` of `machine`.
-    pub fn program(
-        &self,
-        tile: u32,
-        machine: &MachineModel,
-    ) -> Result<(CodeletProgram, StreamCounts), CodeletError> {
-        CodeletProgram::build(tile, machine, |e| self.emit(e))
-    }
-
     /// The block's assembly, printed from its ops (supervisor entry `main`).
     pub fn assembly(&self) -> Result<String, CodeletError> {
         Ok(self.program(0, &MachineModel::c600())?.0.assembly())
-    }
-
-    /// The issue counts of the emitted code. They depend on the variant and
-    /// mode only (rows and addresses live in the vertex state), so they are
-    /// counted on a one-row block of the same kind.
-    pub fn counts(variant: AmpVariant, mode: AmpMode) -> StreamCounts {
-        let machine = MachineModel::c600();
-        AmpBlock::place(variant, mode, 1, &machine)
-            .and_then(|b| b.program(0, &machine))
-            .map(|(_, c)| c)
-            .unwrap_or_else(|e| unreachable!("a one-row {variant:?} block is valid: {e}"))
-    }
-
-    /// Estimated tile cycles from the instruction counts of the emitted
-    /// code: the supervisor issues one instruction per cycle until
-    /// `runall`; then each worker issues once per 6 cycles (the slowest
-    /// decides); then the supervisor resumes and exits.
-    pub fn estimate_cycles(&self) -> u64 {
-        Self::counts(self.variant, self.mode).cycles(&self.worker_rows())
     }
 
     /// Multiply-accumulates of the block.
@@ -562,4 +526,23 @@ impl AmpBlock {
 
     /// Bytes past the end of each operand that the workers' loads touch.
     pub const READ_PAST_BYTES: u32 = 48;
+}
+
+impl Codelet for AmpBlock {
+    type Counts = StreamCounts;
+
+    /// Emits the launch (supervisor entry `main`, six workers) and returns
+    /// the issue counts its estimate is made of.
+    fn emit(&self, e: &mut Emitter) -> Result<StreamCounts, CodeletError> {
+        Ok(self
+            .emit_with_prepass(e, "", |_| (), &Default::default())?
+            .0)
+    }
+
+    /// The supervisor issues one instruction per cycle until `runall`; then
+    /// each worker issues once per 6 cycles (the slowest decides); then the
+    /// supervisor resumes and exits.
+    fn cycles(&self, counts: &StreamCounts) -> u64 {
+        counts.cycles(&self.worker_rows())
+    }
 }

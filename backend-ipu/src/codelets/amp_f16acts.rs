@@ -21,7 +21,7 @@
 use super::amp::{AmpBlock, AmpMode, AmpVariant};
 use super::emitter::{inst, op, Emitter};
 use super::launch::{StreamCounts, SupervisorCounts};
-use super::program::CodeletProgram;
+use super::program::Codelet;
 use super::CodeletError;
 use half::f16;
 use ipuc_ipu_arch::float8::encode_scaled;
@@ -165,29 +165,6 @@ impl AmpF8WeightsF16Acts {
         }
     }
 
-    /// Emits the launch and returns the block's counts and the pre-pass's.
-    pub fn emit(&self, e: &mut Emitter) -> Result<(StreamCounts, StreamCounts), CodeletError> {
-        self.validate()?;
-        let mut row = 0;
-        let extra: [Vec<u32>; 6] = std::array::from_fn(|w| {
-            let n = self.block.worker_rows()[w];
-            let v = vec![self.activations + row * ACT_ROW_BYTES, 4 * n];
-            row += n;
-            v
-        });
-        self.block
-            .emit_with_prepass(e, "_f16acts", |e| self.emit_prepass(e), &extra)
-    }
-
-    /// The launch as a program on `tile` of `machine`.
-    pub fn program(
-        &self,
-        tile: u32,
-        machine: &MachineModel,
-    ) -> Result<(CodeletProgram, (StreamCounts, StreamCounts)), CodeletError> {
-        CodeletProgram::build(tile, machine, |e| self.emit(e))
-    }
-
     /// The launch's assembly, printed from its ops (supervisor entry `main`).
     pub fn assembly(&self) -> Result<String, CodeletError> {
         Ok(self.program(0, &MachineModel::c600())?.0.assembly())
@@ -198,20 +175,6 @@ impl AmpF8WeightsF16Acts {
     pub fn worker_issues(counts: &(StreamCounts, StreamCounts), n: u32) -> u64 {
         let (block, cast) = counts;
         block.worker_issues(n) + cast.worker_issues(4 * n)
-    }
-
-    /// Estimated tile cycles from the emitted counts: the supervisor, then
-    /// six cycles per issue of the slowest worker (cast pre-pass and AMP).
-    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
-        let counts = self.program(0, &MachineModel::c600())?.1;
-        let worst = self
-            .block
-            .worker_rows()
-            .iter()
-            .map(|&n| Self::worker_issues(&counts, n))
-            .max()
-            .unwrap_or(0);
-        Ok(counts.0.supervisor.cycles(worst))
     }
 
     /// The FP8 codes the cast produces from little-endian f16 activations,
@@ -236,5 +199,36 @@ impl AmpF8WeightsF16Acts {
         partials: Option<&[u8]>,
     ) -> Vec<(f64, f64)> {
         AmpVariant::F8.reference(&self.quantise(activations), weights, partials)
+    }
+}
+
+impl Codelet for AmpF8WeightsF16Acts {
+    type Counts = (StreamCounts, StreamCounts);
+
+    /// Emits the launch and returns the block's counts and the pre-pass's.
+    fn emit(&self, e: &mut Emitter) -> Result<(StreamCounts, StreamCounts), CodeletError> {
+        self.validate()?;
+        let mut row = 0;
+        let extra: [Vec<u32>; 6] = std::array::from_fn(|w| {
+            let n = self.block.worker_rows()[w];
+            let v = vec![self.activations + row * ACT_ROW_BYTES, 4 * n];
+            row += n;
+            v
+        });
+        self.block
+            .emit_with_prepass(e, "_f16acts", |e| self.emit_prepass(e), &extra)
+    }
+
+    /// The supervisor, then six cycles per issue of the slowest worker
+    /// (cast pre-pass and AMP).
+    fn cycles(&self, counts: &(StreamCounts, StreamCounts)) -> u64 {
+        let worst = self
+            .block
+            .worker_rows()
+            .iter()
+            .map(|&n| Self::worker_issues(counts, n))
+            .max()
+            .unwrap_or(0);
+        counts.0.supervisor.cycles(worst)
     }
 }

@@ -21,11 +21,9 @@
 
 use half::f16;
 
-use ipuc_ipu_arch::MachineModel;
-
 use super::emitter::{inst, op, Emitter};
 use super::launch::{self, split, StreamCounts, WORKERS};
-use super::program::CodeletProgram;
+use super::program::Codelet;
 use super::CodeletError;
 use ipuc_ipu_arch::float8::{decode_scaled, encode_scaled, SCALE_RANGE};
 
@@ -132,9 +130,41 @@ impl Cast {
         Ok(())
     }
 
+    /// The exact reference: output bytes for the input bytes.
+    pub fn reference(&self, input: &[u8]) -> Vec<u8> {
+        match self.kind {
+            CastKind::F32ToF16 => input
+                .chunks_exact(4)
+                .flat_map(|b| {
+                    let v = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    f16::from_f64(f64::from(v)).to_bits().to_le_bytes()
+                })
+                .collect(),
+            CastKind::F16ToF8 { scale } => input
+                .chunks_exact(2)
+                .map(|b| {
+                    let h = f16::from_bits(u16::from_le_bytes([b[0], b[1]]));
+                    encode_scaled(h.to_f64(), scale)
+                })
+                .collect(),
+            CastKind::F8ToF16 { scale } => input
+                .iter()
+                .flat_map(|&q| {
+                    f16::from_f64(decode_scaled(q, scale))
+                        .to_bits()
+                        .to_le_bytes()
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Codelet for Cast {
+    type Counts = StreamCounts;
+
     /// Emits the launch (supervisor entry `main`, six workers) and returns
     /// the issue counts its estimate is made of.
-    pub fn emit(&self, e: &mut Emitter) -> Result<StreamCounts, CodeletError> {
+    fn emit(&self, e: &mut Emitter) -> Result<StreamCounts, CodeletError> {
         self.validate()?;
         let tag = self.kind.name();
         let supervisor = launch::emit_supervisor_and_worker_entry(e, tag, 3);
@@ -261,50 +291,7 @@ impl Cast {
         })
     }
 
-    /// The codelet as a program on `tile` of `machine`.
-    pub fn program(
-        &self,
-        tile: u32,
-        machine: &MachineModel,
-    ) -> Result<(CodeletProgram, StreamCounts), CodeletError> {
-        CodeletProgram::build(tile, machine, |e| self.emit(e))
-    }
-
-    /// The issue counts of the emitted code.
-    pub fn counts(&self) -> Result<StreamCounts, CodeletError> {
-        Ok(self.program(0, &MachineModel::c600())?.1)
-    }
-
-    /// Estimated tile cycles from the instruction counts of the emitted code.
-    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
-        Ok(self.counts()?.cycles(&self.worker_iterations()))
-    }
-
-    /// The exact reference: output bytes for the input bytes.
-    pub fn reference(&self, input: &[u8]) -> Vec<u8> {
-        match self.kind {
-            CastKind::F32ToF16 => input
-                .chunks_exact(4)
-                .flat_map(|b| {
-                    let v = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                    f16::from_f64(f64::from(v)).to_bits().to_le_bytes()
-                })
-                .collect(),
-            CastKind::F16ToF8 { scale } => input
-                .chunks_exact(2)
-                .map(|b| {
-                    let h = f16::from_bits(u16::from_le_bytes([b[0], b[1]]));
-                    encode_scaled(h.to_f64(), scale)
-                })
-                .collect(),
-            CastKind::F8ToF16 { scale } => input
-                .iter()
-                .flat_map(|&q| {
-                    f16::from_f64(decode_scaled(q, scale))
-                        .to_bits()
-                        .to_le_bytes()
-                })
-                .collect(),
-        }
+    fn cycles(&self, counts: &StreamCounts) -> u64 {
+        counts.cycles(&self.worker_iterations())
     }
 }

@@ -10,11 +10,9 @@
 //! `dst + 8k`) must be in different banks; the simulator reports a
 //! conflict otherwise.
 
-use ipuc_ipu_arch::MachineModel;
-
 use super::emitter::{inst, op, Emitter};
 use super::launch::{self, offsets, split, RowLaunchCounts, WORKERS};
-use super::program::CodeletProgram;
+use super::program::Codelet;
 use super::CodeletError;
 
 /// One strided-copy launch.
@@ -64,9 +62,37 @@ impl StridedCopy {
         Ok(())
     }
 
+    /// `rpt` body issues per row: one bundle per word after the first.
+    pub fn body_issues_per_row(&self) -> u64 {
+        u64::from(self.row_bytes / 8 - 1)
+    }
+
+    /// Issues of a worker with `n` rows, from the emitted counts.
+    pub fn worker_issues(&self, counts: &RowLaunchCounts, n: u32) -> u64 {
+        counts.worker_issues(n, self.body_issues_per_row())
+    }
+
+    /// Reference: the destination image after the copy, given the source
+    /// memory (`src_mem` starts at `src`) and the destination memory before
+    /// (`dst_mem` starts at `dst`).
+    pub fn reference(&self, src_mem: &[u8], dst_mem: &[u8]) -> Vec<u8> {
+        let mut out = dst_mem.to_vec();
+        let n = self.row_bytes as usize;
+        for r in 0..self.rows as usize {
+            let s = r * self.src_stride as usize;
+            let d = r * self.dst_stride as usize;
+            out[d..d + n].copy_from_slice(&src_mem[s..s + n]);
+        }
+        out
+    }
+}
+
+impl Codelet for StridedCopy {
+    type Counts = RowLaunchCounts;
+
     /// Emits the launch (supervisor entry `main`, six workers) and returns
     /// the issue counts its estimate is made of.
-    pub fn emit(&self, e: &mut Emitter) -> Result<RowLaunchCounts, CodeletError> {
+    fn emit(&self, e: &mut Emitter) -> Result<RowLaunchCounts, CodeletError> {
         self.validate()?;
         let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 6);
         // Vertex state: src, dst, rows, words per row - 1, src stride, dst stride.
@@ -134,42 +160,7 @@ impl StridedCopy {
         })
     }
 
-    /// The codelet as a program on `tile` of `machine`.
-    pub fn program(
-        &self,
-        tile: u32,
-        machine: &MachineModel,
-    ) -> Result<(CodeletProgram, RowLaunchCounts), CodeletError> {
-        CodeletProgram::build(tile, machine, |e| self.emit(e))
-    }
-
-    /// `rpt` body issues per row: one bundle per word after the first.
-    pub fn body_issues_per_row(&self) -> u64 {
-        u64::from(self.row_bytes / 8 - 1)
-    }
-
-    /// Issues of a worker with `n` rows, from the emitted counts.
-    pub fn worker_issues(&self, counts: &RowLaunchCounts, n: u32) -> u64 {
-        counts.worker_issues(n, self.body_issues_per_row())
-    }
-
-    /// Estimated tile cycles from the instruction counts of the emitted code.
-    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
-        let counts = self.program(0, &MachineModel::c600())?.1;
-        Ok(counts.cycles(&self.worker_rows(), self.body_issues_per_row()))
-    }
-
-    /// Reference: the destination image after the copy, given the source
-    /// memory (`src_mem` starts at `src`) and the destination memory before
-    /// (`dst_mem` starts at `dst`).
-    pub fn reference(&self, src_mem: &[u8], dst_mem: &[u8]) -> Vec<u8> {
-        let mut out = dst_mem.to_vec();
-        let n = self.row_bytes as usize;
-        for r in 0..self.rows as usize {
-            let s = r * self.src_stride as usize;
-            let d = r * self.dst_stride as usize;
-            out[d..d + n].copy_from_slice(&src_mem[s..s + n]);
-        }
-        out
+    fn cycles(&self, counts: &RowLaunchCounts) -> u64 {
+        counts.cycles(&self.worker_rows(), self.body_issues_per_row())
     }
 }

@@ -15,11 +15,9 @@
 
 use half::f16;
 
-use ipuc_ipu_arch::MachineModel;
-
 use super::emitter::{inst, op, Emitter};
 use super::launch::{self, split, StreamCounts, WORKERS};
-use super::program::CodeletProgram;
+use super::program::Codelet;
 use super::CodeletError;
 
 /// The operation.
@@ -119,9 +117,32 @@ impl Binary {
         }
     }
 
+    /// Float64 reference over the element values (`x`, `y` decoded), each
+    /// result rounded to the element type as the hardware does.
+    pub fn reference(&self, x: &[f64], y: &[f64]) -> Vec<f64> {
+        x.iter()
+            .zip(y)
+            .map(|(&a, &b)| {
+                let exact = match self.op {
+                    BinaryOp::Add => a + b,
+                    BinaryOp::Mul => a * b,
+                    BinaryOp::Axpy(s) => f64::from(s).mul_add(a, b),
+                };
+                match self.ty {
+                    VecType::F16 => f16::from_f64(exact).to_f64(),
+                    VecType::F32 => f64::from(exact as f32),
+                }
+            })
+            .collect()
+    }
+}
+
+impl Codelet for Binary {
+    type Counts = StreamCounts;
+
     /// Emits the launch (supervisor entry `main`, six workers) and returns
     /// the issue counts its estimate is made of.
-    pub fn emit(&self, e: &mut Emitter) -> Result<StreamCounts, CodeletError> {
+    fn emit(&self, e: &mut Emitter) -> Result<StreamCounts, CodeletError> {
         self.validate()?;
         let tag = self.name();
         let axpy = matches!(self.op, BinaryOp::Axpy(_));
@@ -207,41 +228,7 @@ impl Binary {
         })
     }
 
-    /// The codelet as a program on `tile` of `machine`.
-    pub fn program(
-        &self,
-        tile: u32,
-        machine: &MachineModel,
-    ) -> Result<(CodeletProgram, StreamCounts), CodeletError> {
-        CodeletProgram::build(tile, machine, |e| self.emit(e))
-    }
-
-    /// The issue counts of the emitted code.
-    pub fn counts(&self) -> Result<StreamCounts, CodeletError> {
-        Ok(self.program(0, &MachineModel::c600())?.1)
-    }
-
-    /// Estimated tile cycles from the instruction counts of the emitted code.
-    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
-        Ok(self.counts()?.cycles(&self.worker_words()))
-    }
-
-    /// Float64 reference over the element values (`x`, `y` decoded), each
-    /// result rounded to the element type as the hardware does.
-    pub fn reference(&self, x: &[f64], y: &[f64]) -> Vec<f64> {
-        x.iter()
-            .zip(y)
-            .map(|(&a, &b)| {
-                let exact = match self.op {
-                    BinaryOp::Add => a + b,
-                    BinaryOp::Mul => a * b,
-                    BinaryOp::Axpy(s) => f64::from(s).mul_add(a, b),
-                };
-                match self.ty {
-                    VecType::F16 => f16::from_f64(exact).to_f64(),
-                    VecType::F32 => f64::from(exact as f32),
-                }
-            })
-            .collect()
+    fn cycles(&self, counts: &StreamCounts) -> u64 {
+        counts.cycles(&self.worker_words())
     }
 }

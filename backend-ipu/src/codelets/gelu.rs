@@ -28,13 +28,11 @@
 
 use half::f16;
 
-use ipuc_dialects::ipu::Operand;
-use ipuc_ipu_arch::MachineModel;
-
 use super::emitter::{inst, op, Emitter, Inst};
 use super::launch::{self, split, StreamCounts, WORKERS};
-use super::program::CodeletProgram;
+use super::program::Codelet;
 use super::CodeletError;
+use ipuc_dialects::ipu::Operand;
 
 /// Which GELU formula.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,9 +190,26 @@ impl Gelu {
         ops
     }
 
+    /// Float64 reference of one f16 element.
+    pub fn reference(&self, x: f16) -> f64 {
+        self.form.reference(x.to_f64())
+    }
+
+    /// Largest difference from [`Gelu::reference`] the f16 output for
+    /// input `x` (reference `want`) may have: the sequence's bound plus one
+    /// f16 rounding.
+    pub fn tolerance(&self, x: f16, want: f64) -> f64 {
+        let seq = MAX_ERROR * x.to_f64().abs().max(1.0);
+        seq + 2f64.powi(-11) * (want.abs() + seq) + 2f64.powi(-25)
+    }
+}
+
+impl Codelet for Gelu {
+    type Counts = StreamCounts;
+
     /// Emits the launch (supervisor entry `main`, six workers) and returns
     /// the issue counts its estimate is made of.
-    pub fn emit(&self, e: &mut Emitter) -> Result<StreamCounts, CodeletError> {
+    fn emit(&self, e: &mut Emitter) -> Result<StreamCounts, CodeletError> {
         self.validate()?;
         let tag = self.tag();
         let mut aux = Self::pair_ops(0);
@@ -285,36 +300,8 @@ impl Gelu {
         })
     }
 
-    /// The codelet as a program on `tile` of `machine`.
-    pub fn program(
-        &self,
-        tile: u32,
-        machine: &MachineModel,
-    ) -> Result<(CodeletProgram, StreamCounts), CodeletError> {
-        CodeletProgram::build(tile, machine, |e| self.emit(e))
-    }
-
-    /// The issue counts of the emitted code.
-    pub fn counts(&self) -> Result<StreamCounts, CodeletError> {
-        Ok(self.program(0, &MachineModel::c600())?.1)
-    }
-
-    /// Estimated tile cycles from the instruction counts of the emitted code.
-    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
-        Ok(self.counts()?.cycles(&self.worker_words()))
-    }
-
-    /// Float64 reference of one f16 element.
-    pub fn reference(&self, x: f16) -> f64 {
-        self.form.reference(x.to_f64())
-    }
-
-    /// Largest difference from [`Gelu::reference`] the f16 output for
-    /// input `x` (reference `want`) may have: the sequence's bound plus one
-    /// f16 rounding.
-    pub fn tolerance(&self, x: f16, want: f64) -> f64 {
-        let seq = MAX_ERROR * x.to_f64().abs().max(1.0);
-        seq + 2f64.powi(-11) * (want.abs() + seq) + 2f64.powi(-25)
+    fn cycles(&self, counts: &StreamCounts) -> u64 {
+        counts.cycles(&self.worker_words())
     }
 }
 

@@ -22,11 +22,9 @@
 
 use half::f16;
 
-use ipuc_ipu_arch::MachineModel;
-
 use super::emitter::{inst, op, Emitter};
 use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
-use super::program::CodeletProgram;
+use super::program::Codelet;
 use super::CodeletError;
 
 /// One LayerNorm launch.
@@ -324,47 +322,6 @@ impl LayerNorm {
         (empty, launch::emit_end_row_loop(e, TAG, setup))
     }
 
-    /// Emits the launch (supervisor entry `main`, six workers) and returns
-    /// the issue counts its estimate is made of.
-    pub fn emit(&self, e: &mut Emitter) -> Result<RowLaunchCounts, CodeletError> {
-        self.validate()?;
-        let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 12);
-        let (empty, rows) = self.emit_worker(e);
-        let shares = self.worker_rows();
-        let offs = offsets(&shares);
-        let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
-            vec![
-                self.input + offs[w] * self.cols * 2,
-                self.output + offs[w] * self.cols * 2,
-                shares[w],
-                self.cols / 8,
-                self.cols / 4,
-                self.gamma,
-                self.beta,
-                (1.0 / self.cols as f32).to_bits(),
-                self.eps.to_bits(),
-                0,
-                (-0.5f32).to_bits(),
-                1.5f32.to_bits(),
-            ]
-        });
-        launch::emit_vertex_state(e, TAG, &states);
-        Ok(RowLaunchCounts {
-            supervisor,
-            empty,
-            rows,
-        })
-    }
-
-    /// The codelet as a program on `tile` of `machine`.
-    pub fn program(
-        &self,
-        tile: u32,
-        machine: &MachineModel,
-    ) -> Result<(CodeletProgram, RowLaunchCounts), CodeletError> {
-        CodeletProgram::build(tile, machine, |e| self.emit(e))
-    }
-
     /// `rpt` body issues per row: C/8 sum bundles, 2 C/4 variance bundles
     /// and 4 C/4 apply bundles.
     fn body_issues_per_row(&self) -> u64 {
@@ -374,12 +331,6 @@ impl LayerNorm {
     /// Issues of a worker with `n` rows, from the emitted counts.
     pub fn worker_issues(&self, counts: &RowLaunchCounts, n: u32) -> u64 {
         counts.worker_issues(n, self.body_issues_per_row())
-    }
-
-    /// Estimated tile cycles from the instruction counts of the emitted code.
-    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
-        let counts = self.program(0, &MachineModel::c600())?.1;
-        Ok(counts.cycles(&self.worker_rows(), self.body_issues_per_row()))
     }
 
     /// Float64 reference per element, with the magnitude
@@ -411,5 +362,45 @@ impl LayerNorm {
     /// the magnitude.
     pub fn tolerance(&self, mag: f64) -> f64 {
         6.0 * 2f64.powi(-11) * mag + 2f64.powi(-20)
+    }
+}
+
+impl Codelet for LayerNorm {
+    type Counts = RowLaunchCounts;
+
+    /// Emits the launch (supervisor entry `main`, six workers) and returns
+    /// the issue counts its estimate is made of.
+    fn emit(&self, e: &mut Emitter) -> Result<RowLaunchCounts, CodeletError> {
+        self.validate()?;
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 12);
+        let (empty, rows) = self.emit_worker(e);
+        let shares = self.worker_rows();
+        let offs = offsets(&shares);
+        let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
+            vec![
+                self.input + offs[w] * self.cols * 2,
+                self.output + offs[w] * self.cols * 2,
+                shares[w],
+                self.cols / 8,
+                self.cols / 4,
+                self.gamma,
+                self.beta,
+                (1.0 / self.cols as f32).to_bits(),
+                self.eps.to_bits(),
+                0,
+                (-0.5f32).to_bits(),
+                1.5f32.to_bits(),
+            ]
+        });
+        launch::emit_vertex_state(e, TAG, &states);
+        Ok(RowLaunchCounts {
+            supervisor,
+            empty,
+            rows,
+        })
+    }
+
+    fn cycles(&self, counts: &RowLaunchCounts) -> u64 {
+        counts.cycles(&self.worker_rows(), self.body_issues_per_row())
     }
 }

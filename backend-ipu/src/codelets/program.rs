@@ -1,6 +1,10 @@
 //! A codelet instantiated as IR: an `ipu.executable` holding one `ipu.tile`
 //! whose ops the codelet emitted, in a context of its own. From it come the
 //! executable (encoded from the ops, no text) and the assembly view.
+//!
+//! [`Codelet`] is what every codelet implements: it emits its launch and
+//! turns what the emitter counted into cycles; building the program and the
+//! estimate come with it.
 
 use ipuc_ipu_arch::{Executable, MachineModel};
 use ipuc_ir::{Context, Location, OpId};
@@ -55,5 +59,37 @@ impl CodeletProgram {
     /// The tile's assembly, printed from the ops.
     pub fn assembly(&self) -> String {
         tile_asm(&self.ctx, self.tile).text
+    }
+}
+
+/// A codelet: parameters that emit one launch (supervisor entry `main`, six
+/// workers) and estimate its cycles from the issue counts of that code.
+pub trait Codelet {
+    /// What the emitter counted, as the estimate needs it.
+    type Counts;
+
+    /// Emits the launch into `e` (checking the parameters first).
+    fn emit(&self, e: &mut Emitter) -> Result<Self::Counts, CodeletError>;
+
+    /// Tile cycles of these parameters from the emitted `counts`.
+    fn cycles(&self, counts: &Self::Counts) -> u64;
+
+    /// The codelet as a program on `tile` of `machine`, with its counts.
+    fn program(
+        &self,
+        tile: u32,
+        machine: &MachineModel,
+    ) -> Result<(CodeletProgram, Self::Counts), CodeletError> {
+        CodeletProgram::build(tile, machine, |e| self.emit(e))
+    }
+
+    /// The issue counts of the emitted code.
+    fn counts(&self) -> Result<Self::Counts, CodeletError> {
+        Ok(self.program(0, &MachineModel::c600())?.1)
+    }
+
+    /// Estimated tile cycles from the instruction counts of the emitted code.
+    fn estimate_cycles(&self) -> Result<u64, CodeletError> {
+        Ok(self.cycles(&self.counts()?))
     }
 }

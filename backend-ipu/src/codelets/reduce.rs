@@ -16,13 +16,11 @@
 
 use half::f16;
 
-use ipuc_dialects::ipu::Operand;
-use ipuc_ipu_arch::MachineModel;
-
 use super::emitter::{inst, op, Emitter};
 use super::launch::{self, offsets, split, RowLaunchCounts, WORKERS};
-use super::program::CodeletProgram;
+use super::program::Codelet;
 use super::CodeletError;
+use ipuc_dialects::ipu::Operand;
 
 /// The reduction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,9 +96,56 @@ impl RowReduce {
         Ok(())
     }
 
+    /// The `rpt` count of a row: sum runs one bundle per 8 halves; max's
+    /// first vector is in the row's first bundle.
+    fn rpt_count(&self) -> u32 {
+        match self.op {
+            ReduceOp::Sum => self.cols / 8,
+            ReduceOp::Max => self.cols / 4 - 1,
+        }
+    }
+
+    /// Issues of a worker with `n` rows, from the emitted counts (one body
+    /// bundle per `rpt` pass).
+    pub fn worker_issues(&self, counts: &RowLaunchCounts, n: u32) -> u64 {
+        counts.worker_issues(n, u64::from(self.rpt_count()))
+    }
+
+    /// Float64 reference per row, with the sum of absolute values (for the
+    /// sum's error bound).
+    pub fn reference(&self, input: &[f16]) -> Vec<(f64, f64)> {
+        input
+            .chunks_exact(self.cols as usize)
+            .map(|row| {
+                let mag = row.iter().map(|h| h.to_f64().abs()).sum();
+                let v = match self.op {
+                    ReduceOp::Sum => row.iter().map(|h| h.to_f64()).sum(),
+                    ReduceOp::Max => row
+                        .iter()
+                        .map(|h| h.to_f64())
+                        .fold(f64::NEG_INFINITY, f64::max),
+                };
+                (v, mag)
+            })
+            .collect()
+    }
+
+    /// Largest error against the reference: f32 accumulation of
+    /// `cols / 8 + 3` terms per lane and the fold; max is exact.
+    pub fn tolerance(&self, magnitude: f64) -> f64 {
+        match self.op {
+            ReduceOp::Sum => f64::from(self.cols / 8 + 4) * 2f64.powi(-24) * magnitude,
+            ReduceOp::Max => 0.0,
+        }
+    }
+}
+
+impl Codelet for RowReduce {
+    type Counts = RowLaunchCounts;
+
     /// Emits the launch (supervisor entry `main`, six workers) and returns
     /// the issue counts its estimate is made of.
-    pub fn emit(&self, e: &mut Emitter) -> Result<RowLaunchCounts, CodeletError> {
+    fn emit(&self, e: &mut Emitter) -> Result<RowLaunchCounts, CodeletError> {
         self.validate()?;
         let tag = self.tag();
         let supervisor = launch::emit_supervisor_and_worker_entry(e, tag, 5);
@@ -205,61 +250,7 @@ impl RowReduce {
         })
     }
 
-    /// The `rpt` count of a row: sum runs one bundle per 8 halves; max's
-    /// first vector is in the row's first bundle.
-    fn rpt_count(&self) -> u32 {
-        match self.op {
-            ReduceOp::Sum => self.cols / 8,
-            ReduceOp::Max => self.cols / 4 - 1,
-        }
-    }
-
-    /// The codelet as a program on `tile` of `machine`.
-    pub fn program(
-        &self,
-        tile: u32,
-        machine: &MachineModel,
-    ) -> Result<(CodeletProgram, RowLaunchCounts), CodeletError> {
-        CodeletProgram::build(tile, machine, |e| self.emit(e))
-    }
-
-    /// Issues of a worker with `n` rows, from the emitted counts (one body
-    /// bundle per `rpt` pass).
-    pub fn worker_issues(&self, counts: &RowLaunchCounts, n: u32) -> u64 {
-        counts.worker_issues(n, u64::from(self.rpt_count()))
-    }
-
-    /// Estimated tile cycles from the instruction counts of the emitted code.
-    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
-        let counts = self.program(0, &MachineModel::c600())?.1;
-        Ok(counts.cycles(&self.worker_rows(), u64::from(self.rpt_count())))
-    }
-
-    /// Float64 reference per row, with the sum of absolute values (for the
-    /// sum's error bound).
-    pub fn reference(&self, input: &[f16]) -> Vec<(f64, f64)> {
-        input
-            .chunks_exact(self.cols as usize)
-            .map(|row| {
-                let mag = row.iter().map(|h| h.to_f64().abs()).sum();
-                let v = match self.op {
-                    ReduceOp::Sum => row.iter().map(|h| h.to_f64()).sum(),
-                    ReduceOp::Max => row
-                        .iter()
-                        .map(|h| h.to_f64())
-                        .fold(f64::NEG_INFINITY, f64::max),
-                };
-                (v, mag)
-            })
-            .collect()
-    }
-
-    /// Largest error against the reference: f32 accumulation of
-    /// `cols / 8 + 3` terms per lane and the fold; max is exact.
-    pub fn tolerance(&self, magnitude: f64) -> f64 {
-        match self.op {
-            ReduceOp::Sum => f64::from(self.cols / 8 + 4) * 2f64.powi(-24) * magnitude,
-            ReduceOp::Max => 0.0,
-        }
+    fn cycles(&self, counts: &RowLaunchCounts) -> u64 {
+        counts.cycles(&self.worker_rows(), u64::from(self.rpt_count()))
     }
 }

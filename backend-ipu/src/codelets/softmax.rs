@@ -22,13 +22,11 @@
 
 use half::f16;
 
-use ipuc_dialects::ipu::Operand;
-use ipuc_ipu_arch::MachineModel;
-
 use super::emitter::{inst, op, Emitter, Inst};
 use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
-use super::program::CodeletProgram;
+use super::program::Codelet;
 use super::CodeletError;
+use ipuc_dialects::ipu::Operand;
 
 const TAG: &str = "softmax_f16";
 
@@ -331,10 +329,34 @@ impl Softmax {
         )
     }
 
+    /// Float64 reference.
+    pub fn reference(&self, x: &[f16]) -> Vec<f64> {
+        let mut out = Vec::with_capacity(x.len());
+        for row in x.chunks_exact(self.cols as usize) {
+            let v: Vec<f64> = row.iter().map(|h| h.to_f64()).collect();
+            let m = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = v.iter().map(|x| (x - m).exp()).collect();
+            let s: f64 = e.iter().sum();
+            out.extend(e.iter().map(|e| e / s));
+        }
+        out
+    }
+
+    /// Largest error of an output against the reference `want`: the exp
+    /// sequence, three f16 roundings (e, 1/sum, the product) and f16's
+    /// subnormal spacing.
+    pub fn tolerance(&self, want: f64) -> f64 {
+        (EXP_MAX_REL_ERROR + 4.0 * 2f64.powi(-11)) * want + 2f64.powi(-24)
+    }
+}
+
+impl Codelet for Softmax {
+    type Counts = (RowLaunchCounts, u64);
+
     /// Emits the launch (supervisor entry `main`, six workers) and returns
     /// the issue counts its estimate is made of, with the `rpt` body issues
     /// of one row.
-    pub fn emit(&self, e: &mut Emitter) -> Result<(RowLaunchCounts, u64), CodeletError> {
+    fn emit(&self, e: &mut Emitter) -> Result<(RowLaunchCounts, u64), CodeletError> {
         self.validate()?;
         let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 8);
         let (empty, rows, body) = self.emit_worker(e);
@@ -370,40 +392,8 @@ impl Softmax {
         ))
     }
 
-    /// The codelet as a program on `tile` of `machine`, with its issue
-    /// counts and the `rpt` body issues of one row.
-    pub fn program(
-        &self,
-        tile: u32,
-        machine: &MachineModel,
-    ) -> Result<(CodeletProgram, (RowLaunchCounts, u64)), CodeletError> {
-        CodeletProgram::build(tile, machine, |e| self.emit(e))
-    }
-
-    /// Estimated tile cycles from the instruction counts of the emitted code.
-    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
-        let (counts, body) = self.program(0, &MachineModel::c600())?.1;
-        Ok(counts.cycles(&self.worker_rows(), body))
-    }
-
-    /// Float64 reference.
-    pub fn reference(&self, x: &[f16]) -> Vec<f64> {
-        let mut out = Vec::with_capacity(x.len());
-        for row in x.chunks_exact(self.cols as usize) {
-            let v: Vec<f64> = row.iter().map(|h| h.to_f64()).collect();
-            let m = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let e: Vec<f64> = v.iter().map(|x| (x - m).exp()).collect();
-            let s: f64 = e.iter().sum();
-            out.extend(e.iter().map(|e| e / s));
-        }
-        out
-    }
-
-    /// Largest error of an output against the reference `want`: the exp
-    /// sequence, three f16 roundings (e, 1/sum, the product) and f16's
-    /// subnormal spacing.
-    pub fn tolerance(&self, want: f64) -> f64 {
-        (EXP_MAX_REL_ERROR + 4.0 * 2f64.powi(-11)) * want + 2f64.powi(-24)
+    fn cycles(&self, counts: &(RowLaunchCounts, u64)) -> u64 {
+        counts.0.cycles(&self.worker_rows(), counts.1)
     }
 }
 

@@ -34,11 +34,9 @@
 //! Every load and store is its own instruction, so no instruction makes two
 //! accesses and no bank conflict can arise whatever the placement.
 
-use ipuc_ipu_arch::MachineModel;
-
 use super::emitter::{inst, op, Emitter};
 use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
-use super::program::CodeletProgram;
+use super::program::Codelet;
 use super::CodeletError;
 
 /// Element width of a transpose.
@@ -367,10 +365,40 @@ impl Transpose {
         (empty, rows, body)
     }
 
+    /// Issues of a worker with `n` work units, from the emitted counts: per
+    /// unit the bookkeeping plus the `rpt` body repeated.
+    pub fn worker_issues(&self, counts: &(RowLaunchCounts, u64), n: u32) -> u64 {
+        let (launch, body) = counts;
+        launch.worker_issues(n, body * u64::from(self.rpt_count()))
+    }
+
+    /// Reference: the `[cols, rows]` destination bytes from the `[rows,
+    /// cols]` source bytes.
+    pub fn reference(&self, src: &[u8]) -> Vec<u8> {
+        let (rows, cols, size) = (
+            self.rows as usize,
+            self.cols as usize,
+            self.elem.size() as usize,
+        );
+        let mut out = vec![0u8; rows * cols * size];
+        for r in 0..rows {
+            for c in 0..cols {
+                let s = (r * cols + c) * size;
+                let d = (c * rows + r) * size;
+                out[d..d + size].copy_from_slice(&src[s..s + size]);
+            }
+        }
+        out
+    }
+}
+
+impl Codelet for Transpose {
+    type Counts = (RowLaunchCounts, u64);
+
     /// Emits the launch (supervisor entry `main`, six workers) and returns
     /// the issue counts its estimate is made of, with the issues of one
     /// pass of the `rpt` body.
-    pub fn emit(&self, e: &mut Emitter) -> Result<(RowLaunchCounts, u64), CodeletError> {
+    fn emit(&self, e: &mut Emitter) -> Result<(RowLaunchCounts, u64), CodeletError> {
         self.validate()?;
         let tag = self.tag();
         let supervisor = launch::emit_supervisor_and_worker_entry(e, &tag, STATE_WORDS);
@@ -399,52 +427,17 @@ impl Transpose {
         ))
     }
 
-    /// The codelet as a program on `tile` of `machine`, with its issue
-    /// counts and the issues of one pass of its `rpt` body.
-    pub fn program(
-        &self,
-        tile: u32,
-        machine: &MachineModel,
-    ) -> Result<(CodeletProgram, (RowLaunchCounts, u64)), CodeletError> {
-        CodeletProgram::build(tile, machine, |e| self.emit(e))
-    }
-
-    /// Issues of a worker with `n` work units, from the emitted counts: per
-    /// unit the bookkeeping plus the `rpt` body repeated.
-    pub fn worker_issues(&self, counts: &(RowLaunchCounts, u64), n: u32) -> u64 {
-        let (launch, body) = counts;
-        launch.worker_issues(n, body * u64::from(self.rpt_count()))
-    }
-
-    /// Estimated tile cycles from the instruction counts of the emitted code.
-    pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
-        let (launch, body) = self.program(0, &MachineModel::c600())?.1;
-        Ok(launch.cycles(&self.worker_rows(), body * u64::from(self.rpt_count())))
-    }
-
-    /// Reference: the `[cols, rows]` destination bytes from the `[rows,
-    /// cols]` source bytes.
-    pub fn reference(&self, src: &[u8]) -> Vec<u8> {
-        let (rows, cols, size) = (
-            self.rows as usize,
-            self.cols as usize,
-            self.elem.size() as usize,
-        );
-        let mut out = vec![0u8; rows * cols * size];
-        for r in 0..rows {
-            for c in 0..cols {
-                let s = (r * cols + c) * size;
-                let d = (c * rows + r) * size;
-                out[d..d + size].copy_from_slice(&src[s..s + size]);
-            }
-        }
-        out
+    fn cycles(&self, counts: &(RowLaunchCounts, u64)) -> u64 {
+        counts
+            .0
+            .cycles(&self.worker_rows(), counts.1 * u64::from(self.rpt_count()))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ipuc_ipu_arch::MachineModel;
 
     fn t(elem: TransposeElem, rows: u32, cols: u32) -> Transpose {
         Transpose {

@@ -4,6 +4,7 @@
 
 use ipuc_backend_ipu::codelets::amp::{AmpBlock, AmpMode, AmpVariant, Elem};
 use ipuc_backend_ipu::codelets::amp_f16acts::{AmpF8WeightsF16Acts, CHANNELS};
+use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_ipu_arch::{assemble, AsmOptions, Executable, MachineModel, TileProgram};
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::{SimConfig, Simulator};
@@ -323,7 +324,7 @@ pub fn run_amp(
         machine,
         variant,
         &block,
-        block.estimate_cycles(),
+        block.estimate_cycles()?,
         &sim,
         inputs.len() as u32,
         worst,
