@@ -1,2 +1,3 @@
-//! ipuc importers (ONNX).
+//! ipuc importers: ONNX, and TOSA (read into and written from `nn`).
 pub mod onnx;
+pub mod tosa;

@@ -10,3 +10,4 @@ pub mod lit;
 pub mod opt;
 pub mod registry;
 pub mod run;
+pub mod upstream;

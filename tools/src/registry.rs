@@ -27,6 +27,7 @@ pub fn dialect_registry() -> DialectRegistry {
 pub fn register_passes(r: &mut PassRegistry) -> Result<(), RegistrationError> {
     ipuc_ir::register_passes(r)?;
     ipuc_passes::register_passes(r)?;
+    ipuc_frontends::tosa::register_passes(r)?;
     ipuc_backend_ipu::register_passes(r)?;
     r.install_hook(
         &ipuc_passes::eqsat::COST_MODEL,

@@ -18,6 +18,12 @@ fn main() {
         .parent()
         .expect("binary directory")
         .to_path_buf();
+    // With upstream MLIR linked in, every IR `ipu-opt` prints in a RUN line
+    // is also parsed and verified by upstream (generic form) before it is
+    // written.
+    if cfg!(feature = "mlir") {
+        std::env::set_var(ipuc_tools::upstream::CHECK_ENV, "1");
+    }
     let config = LitConfig::new(bin_dir);
     // The oracle features: in CI (IPUC_REQUIRE_ORACLES=1) a missing one is a
     // failure, not a quietly unsupported test.

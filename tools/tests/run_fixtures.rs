@@ -2,19 +2,14 @@
 //! device, and compare with the onnxruntime outputs stored with them
 //! (issue bar: relative L2 error < 1e-5 and cosine > 0.99999 per output).
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::Command;
 
-fn models_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/models")
-}
-
 fn check_fixture(name: &str) {
-    let dir = models_dir().join(name);
-    if !dir.exists() {
-        ipuc_test_support::missing(name, &format!("{} not found", dir.display()));
+    let Some(dir) = common::fixture_dir(name) else {
         return;
-    }
+    };
     let out = Command::new(env!("CARGO_BIN_EXE_ipu-run"))
         .arg(dir.join("model.onnx"))
         .arg("--input")
@@ -22,26 +17,7 @@ fn check_fixture(name: &str) {
         .arg("--json")
         .output()
         .expect("run ipu-run");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{name}: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
-    let outputs = report["outputs"].as_array().expect("outputs array");
-    assert_eq!(
-        outputs.len(),
-        2,
-        "{name}: last_hidden_state and pooler_output"
-    );
-    for o in outputs {
-        let rel_l2 = o["rel_l2_err"].as_f64().unwrap();
-        let cosine = o["cosine"].as_f64().unwrap();
-        assert!(rel_l2 < 1e-5, "{name} {}: rel L2 {rel_l2}", o["name"]);
-        assert!(cosine > 0.99999, "{name} {}: cosine {cosine}", o["name"]);
-    }
+    common::assert_matches_onnxruntime(name, &out);
 }
 
 #[test]

@@ -10,9 +10,13 @@ pub struct Features(BTreeSet<String>);
 
 impl Features {
     /// Features detected on this machine: `mlir-opt` when `mlir-opt-22` is
-    /// on PATH, `filecheck-llvm` when `FileCheck-22` is.
+    /// on PATH, `filecheck-llvm` when `FileCheck-22` is, `upstream-mlir`
+    /// when the tools link upstream MLIR (the `mlir` feature).
     pub fn detect() -> Self {
         let mut f = Self::default();
+        if cfg!(feature = "mlir") {
+            f.insert("upstream-mlir");
+        }
         if on_path("mlir-opt-22") {
             f.insert("mlir-opt");
         }

@@ -38,6 +38,8 @@ pub struct OptArgs {
     pub elide_resources_if_larger: Option<u64>,
     pub crash_reproducer: Option<String>,
     pub run_reproducer: bool,
+    /// `--upstream`: upstream MLIR parses and verifies the input (`mlir` feature).
+    pub upstream: bool,
     /// `--emit`: what to write after the pipeline.
     pub emit: Emit,
     /// `--weights`, `--seed` and `--input-shape` for ONNX input.
@@ -55,6 +57,9 @@ pub enum Emit {
     Asm,
     /// The serialized executable (binary; needs `-o`).
     Exe,
+    /// The `nn` function as TOSA in upstream's syntax, verified by
+    /// upstream MLIR (`mlir` feature).
+    Tosa,
 }
 
 impl OptArgs {
@@ -96,11 +101,15 @@ fn command(tool: &'static str, registry: &PassRegistry) -> Command {
         .arg(
             Arg::new("emit")
                 .long("emit")
-                .value_name("mlir|asm|exe")
-                .value_parser(["mlir", "asm", "exe"])
+                .value_name("mlir|asm|exe|tosa")
+                .value_parser(["mlir", "asm", "exe", "tosa"])
                 .default_value("mlir")
-                .help("What to write after the pipeline: the IR (mlir); the assembly of every tile of the module's ipu.executable, each after a '// tile N' line (asm); or the serialized executable (exe, binary: needs -o FILE, and '-o -' only when stdout is not a terminal)"),
+                .help("What to write after the pipeline: the IR (mlir); the assembly of every tile of the module's ipu.executable, each after a '// tile N' line (asm); the serialized executable (exe, binary: needs -o FILE, and '-o -' only when stdout is not a terminal); or the nn function as TOSA, verified by upstream MLIR (tosa; needs the mlir feature)"),
         )
+        .arg(flag(
+            "upstream",
+            "Parse and verify the input with upstream MLIR (custom or generic syntax; tosa, func, arith and tensor ops, which convert-tosa-to-nn turns into nn); needs the mlir feature",
+        ))
         .arg(
             Arg::new("pass-pipeline")
                 .long("pass-pipeline")
@@ -359,9 +368,11 @@ pub fn parse(
             .copied(),
         crash_reproducer: s("mlir-pass-pipeline-crash-reproducer"),
         run_reproducer: b("run-reproducer"),
+        upstream: b("upstream"),
         emit: match s("emit").as_deref() {
             Some("asm") => Emit::Asm,
             Some("exe") => Emit::Exe,
+            Some("tosa") => Emit::Tosa,
             _ => Emit::Mlir,
         },
         onnx: crate::import::OnnxFlags {

@@ -278,8 +278,13 @@ fn process_chunk(
         Source::Text(text) => {
             let mut ctx = Context::new(tool.dialects.clone());
             ctx.allow_unregistered = a.allow_unregistered_dialect;
-            let parsed = parse_source(&mut ctx, name, text).map_err(|d| vec![d])?;
-            (ctx, parsed.module, parsed.external_resources)
+            if a.upstream {
+                let module = crate::upstream::read(&mut ctx, name, text)?;
+                (ctx, module, Default::default())
+            } else {
+                let parsed = parse_source(&mut ctx, name, text).map_err(|d| vec![d])?;
+                (ctx, parsed.module, parsed.external_resources)
+            }
         }
         Source::Onnx => {
             let (ctx, module) = crate::import::import_onnx(name, &a.onnx, tool.dialects.clone())
@@ -410,6 +415,9 @@ fn process_chunk(
     if a.pass_statistics {
         eprint!("{}", pm.statistics_report());
     }
+    if a.emit == Emit::Mlir && crate::upstream::check_requested() {
+        crate::upstream::check_printout(&ctx, module, name)?;
+    }
     emit(a, ctx, module, print_options)
 }
 
@@ -440,7 +448,7 @@ impl ChunkOutput {
 /// The output `--emit` asks for.
 fn emit(
     a: &OptArgs,
-    ctx: Context,
+    mut ctx: Context,
     module: ipuc_ir::OpId,
     print: ipuc_ir::PrintOptions,
 ) -> Result<ChunkOutput, Vec<Diagnostic>> {
@@ -463,6 +471,9 @@ fn emit(
                 emit::build_executable(&ctx, exe)?.to_bytes(),
             ))
         }
+        Emit::Tosa => Ok(ChunkOutput::Bytes(
+            crate::upstream::write_tosa(&mut ctx, module)?.into_bytes(),
+        )),
     }
 }
 

@@ -65,6 +65,13 @@ pub struct RunArgs {
     /// A static shape for an ONNX graph input (repeatable), e.g. `pixel_values=1x3x384x384`.
     #[arg(long = "input-shape", value_name = "NAME=AxB", value_parser = crate::import::parse_input_shape)]
     pub input_shapes: Vec<(String, Vec<i64>)>,
+    /// Parse and verify a `.mlir` model with upstream MLIR and convert its
+    /// TOSA (with func, arith, tensor) to `nn` (needs the `mlir` feature).
+    #[arg(long)]
+    pub upstream: bool,
+    /// Print every output's values (`name = [v0, v1, ...]`) before the report.
+    #[arg(long = "print-outputs")]
+    pub print_outputs: bool,
     /// The function to run (default: `@main`, or the only public function).
     #[arg(long, value_name = "NAME")]
     pub function: Option<String>,

@@ -159,6 +159,17 @@ fn record_outputs(
     named: &[Named],
     tolerance: Tolerance,
 ) -> Result<(), String> {
+    if args.print_outputs {
+        for out in named {
+            let values: Vec<String> = out
+                .tensor
+                .to_f64_vec()
+                .iter()
+                .map(|v| format!("{v:.6}"))
+                .collect();
+            println!("{} = [{}]", out.name, values.join(", "));
+        }
+    }
     for (k, out) in named.iter().enumerate() {
         report
             .outputs

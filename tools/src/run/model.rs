@@ -30,7 +30,11 @@ pub fn load(args: &RunArgs) -> Result<LoadedModel, String> {
                     "warning: --input-shape applies to ONNX models only; ignored for IR input"
                 );
             }
-            load_mlir(&mut ctx, path)?
+            if args.upstream {
+                load_upstream(&mut ctx, path)?
+            } else {
+                load_mlir(&mut ctx, path)?
+            }
         }
         "onnx" => {
             let load = LoadOptions {
@@ -60,6 +64,21 @@ fn load_mlir(ctx: &mut Context, path: &Path) -> Result<OpId, String> {
     let parsed = parse_source(ctx, &name, &text).map_err(|d| sources.render(&d))?;
     verify(ctx, parsed.module).map_err(|d| sources.render(&d))?;
     Ok(parsed.module)
+}
+
+/// Reads an upstream MLIR model (TOSA) through upstream's parser and
+/// verifier, converts it to `nn` and verifies that.
+fn load_upstream(ctx: &mut Context, path: &Path) -> Result<OpId, String> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read '{name}': {e}"))?;
+    let mut sources = SourceMgr::new();
+    sources.add(&name, Arc::from(text.as_str()));
+    let render =
+        |d: &[ipuc_ir::Diagnostic]| d.iter().map(|d| sources.render(d)).collect::<String>();
+    let module = crate::upstream::read(ctx, &name, &text).map_err(|d| render(&d))?;
+    ipuc_frontends::tosa::to_nn::convert_tosa_to_nn(ctx, module).map_err(|d| render(&[d]))?;
+    verify(ctx, module).map_err(|d| sources.render(&d))?;
+    Ok(module)
 }
 
 /// Imports an ONNX model into `ctx` with the frontend's importer.

@@ -1,0 +1,51 @@
+//! Helpers shared by the fixture tests.
+
+use std::path::PathBuf;
+use std::process::Output;
+
+/// `../shared/models` (the SigLIP fixtures with onnxruntime outputs).
+pub fn models_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/models")
+}
+
+/// The fixture's directory, or `None` when it is absent (a failure where
+/// fixtures are required, see `ipuc_test_support::missing`).
+pub fn fixture_dir(name: &str) -> Option<PathBuf> {
+    let dir = models_dir().join(name);
+    if dir.exists() {
+        Some(dir)
+    } else {
+        ipuc_test_support::missing(name, &format!("{} not found", dir.display()));
+        None
+    }
+}
+
+/// Checks an `ipu-run --json` run against the fixture's onnxruntime outputs
+/// (issue bar: relative L2 error < 1e-5 and cosine > 0.99999 per output);
+/// returns each output's name and relative L2 error.
+pub fn assert_matches_onnxruntime(name: &str, out: &Output) -> Vec<(String, f64)> {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{name}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+    let outputs = report["outputs"].as_array().expect("outputs array");
+    assert_eq!(
+        outputs.len(),
+        2,
+        "{name}: last_hidden_state and pooler_output"
+    );
+    outputs
+        .iter()
+        .map(|o| {
+            let rel_l2 = o["rel_l2_err"].as_f64().unwrap();
+            let cosine = o["cosine"].as_f64().unwrap();
+            assert!(rel_l2 < 1e-5, "{name} {}: rel L2 {rel_l2}", o["name"]);
+            assert!(cosine > 0.99999, "{name} {}: cosine {cosine}", o["name"]);
+            (o["name"].as_str().unwrap_or("").to_string(), rel_l2)
+        })
+        .collect()
+}
