@@ -246,3 +246,53 @@ pub fn markdown_table() -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn workspace() -> &'static Path {
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+    }
+
+    /// Each op read has a lit test of its own (upstream parsing, the
+    /// conversion, and the reference executor on known values).
+    #[test]
+    fn every_read_op_has_a_lit_test() {
+        // `tosa.const_shape` is read with its users (reshape, slice, pad, tile).
+        let own_test = |o: &&TosaOp| o.read_as.is_some() && o.name != "tosa.const_shape";
+        for o in TOSA_OPS.iter().filter(own_test) {
+            let file = workspace()
+                .join("lit-tests/tosa")
+                .join(format!("{}.mlir", o.name.trim_start_matches("tosa.")));
+            let text = std::fs::read_to_string(&file)
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            assert!(
+                text.contains(o.name),
+                "{} does not use {}",
+                file.display(),
+                o.name
+            );
+        }
+    }
+
+    /// The README shows this very table.
+    #[test]
+    fn readme_shows_the_coverage_table() {
+        let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+        assert!(
+            readme.contains(&markdown_table()),
+            "README.md's TOSA coverage table is stale; replace it with:\n{}",
+            markdown_table()
+        );
+    }
+
+    #[test]
+    fn every_written_op_is_a_registered_nn_op() {
+        let d = ipuc_dialects::nn::dialect();
+        for name in WRITTEN_NN_OPS {
+            assert!(d.ops.iter().any(|o| o.name == *name), "{name}");
+        }
+    }
+}

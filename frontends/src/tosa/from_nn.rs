@@ -188,7 +188,7 @@ impl Builder<'_> {
     }
 
     /// `v` reshaped to `rank` with leading unit dimensions.
-    fn to_rank(&mut self, v: Value, rank: usize) -> Result<Value, Diagnostic> {
+    fn with_rank(&mut self, v: Value, rank: usize) -> Result<Value, Diagnostic> {
         let (s, _) = self.shape(v)?;
         if s.len() >= rank {
             return Ok(v);
@@ -226,8 +226,8 @@ impl Builder<'_> {
         let (sa, ea) = self.shape(a)?;
         let (sb, _) = self.shape(b)?;
         let rank = sa.len().max(sb.len());
-        let a = self.to_rank(a, rank)?;
-        let b = self.to_rank(b, rank)?;
+        let a = self.with_rank(a, rank)?;
+        let b = self.with_rank(b, rank)?;
         let (sa, _) = self.shape(a)?;
         let (sb, _) = self.shape(b)?;
         let shape = nn::broadcast_shapes(&sa, &sb).map_err(|m| self.error(m))?;
@@ -271,7 +271,7 @@ impl Builder<'_> {
 
     /// `tosa.tile` of `v` to `shape` (same rank; `v`'s dims are 1 or equal).
     fn broadcast_to(&mut self, v: Value, shape: &[i64]) -> Result<Value, Diagnostic> {
-        let v = self.to_rank(v, shape.len())?;
+        let v = self.with_rank(v, shape.len())?;
         let (s, elem) = self.shape(v)?;
         if s == shape {
             return Ok(v);
@@ -386,9 +386,9 @@ fn convert_op(b: &mut Builder, op: OpId) -> Result<Vec<Value>, Diagnostic> {
         }
         nn::WHERE => {
             let rank = out_shape.len();
-            let c = b.to_rank(operands[0], rank)?;
-            let t = b.to_rank(operands[1], rank)?;
-            let f = b.to_rank(operands[2], rank)?;
+            let c = b.with_rank(operands[0], rank)?;
+            let t = b.with_rank(operands[1], rank)?;
+            let f = b.with_rank(operands[2], rank)?;
             b.generic("tosa.select", &[c, t, f], result_ty.clone(), vec![])
         }
         nn::CAST => b.generic("tosa.cast", &[x0()], result_ty.clone(), vec![]),

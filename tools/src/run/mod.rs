@@ -165,7 +165,7 @@ fn record_outputs(
                 .tensor
                 .to_f64_vec()
                 .iter()
-                .map(|v| format!("{v:.6}"))
+                .map(|v| format!("{v:.4}"))
                 .collect();
             println!("{} = [{}]", out.name, values.join(", "));
         }

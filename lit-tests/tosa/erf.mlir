@@ -1,0 +1,16 @@
+// tosa.erf is nn.erf (GELU's exact form).
+// REQUIRES: upstream-mlir
+// RUN: ipu-opt %s --upstream --convert-tosa-to-nn | filecheck %s
+// RUN: ipu-run %s --upstream --print-outputs | filecheck %s --check-prefix=VALUES
+// RUN: ipu-opt %s --upstream --convert-tosa-to-nn --emit=tosa | filecheck %s --check-prefix=TOSA
+
+// CHECK-LABEL: func.func @main
+// CHECK: nn.erf
+// CHECK-NOT: tosa.
+// VALUES: output_0 = [-0.9661, -0.5205, 0.5205, 0.9953]
+// TOSA: tosa.erf
+func.func @main() -> tensor<4xf32> {
+  %x = "tosa.const"() {values = dense<[-1.5, -0.5, 0.5, 2.0]> : tensor<4xf32>} : () -> tensor<4xf32>
+  %r = tosa.erf %x : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}

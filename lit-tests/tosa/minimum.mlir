@@ -1,0 +1,17 @@
+// tosa.minimum is nn.min.
+// REQUIRES: upstream-mlir
+// RUN: ipu-opt %s --upstream --convert-tosa-to-nn | filecheck %s
+// RUN: ipu-run %s --upstream --print-outputs | filecheck %s --check-prefix=VALUES
+// RUN: ipu-opt %s --upstream --convert-tosa-to-nn --emit=tosa | filecheck %s --check-prefix=TOSA
+
+// CHECK-LABEL: func.func @main
+// CHECK: nn.min
+// CHECK-NOT: tosa.
+// VALUES: output_0 = [-1.5000, -0.5000, 0.5000, 2.0000]
+// TOSA: tosa.minimum
+func.func @main() -> tensor<4xf32> {
+  %a = "tosa.const"() {values = dense<[-1.5, -0.5, 0.5, 2.0]> : tensor<4xf32>} : () -> tensor<4xf32>
+  %b = "tosa.const"() {values = dense<[0.25, 1.0, 2.0, 4.0]> : tensor<4xf32>} : () -> tensor<4xf32>
+  %r = tosa.minimum %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}

@@ -1,0 +1,18 @@
+// tosa.reshape takes its shape from a tosa.const_shape; nn.reshape holds it as an attribute.
+// REQUIRES: upstream-mlir
+// RUN: ipu-opt %s --upstream --convert-tosa-to-nn | filecheck %s
+// RUN: ipu-run %s --upstream --print-outputs | filecheck %s --check-prefix=VALUES
+// RUN: ipu-opt %s --upstream --convert-tosa-to-nn --emit=tosa | filecheck %s --check-prefix=TOSA
+
+// CHECK-LABEL: func.func @main
+// CHECK: nn.reshape {{.*}}shape = array<i64: 3, 2>
+// CHECK-NOT: tosa.
+// VALUES: output_0 = [-2.5000, -1.5000, -0.5000, 0.5000, 1.5000, 2.5000]
+// TOSA: tosa.const_shape
+// TOSA: tosa.reshape
+func.func @main() -> tensor<3x2xf32> {
+  %x = "tosa.const"() {values = dense<[[-2.5, -1.5, -0.5], [0.5, 1.5, 2.5]]> : tensor<2x3xf32>} : () -> tensor<2x3xf32>
+  %s = tosa.const_shape {values = dense<[3, 2]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %r = tosa.reshape %x, %s : (tensor<2x3xf32>, !tosa.shape<2>) -> tensor<3x2xf32>
+  return %r : tensor<3x2xf32>
+}

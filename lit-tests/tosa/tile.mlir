@@ -1,0 +1,17 @@
+// tosa.tile (multiples as a shape) is nn.tile.
+// REQUIRES: upstream-mlir
+// RUN: ipu-opt %s --upstream --convert-tosa-to-nn | filecheck %s
+// RUN: ipu-run %s --upstream --print-outputs | filecheck %s --check-prefix=VALUES
+// RUN: ipu-opt %s --upstream --convert-tosa-to-nn --emit=tosa | filecheck %s --check-prefix=TOSA
+
+// CHECK-LABEL: func.func @main
+// CHECK: nn.tile {{.*}}repeats = array<i64: 1, 2>
+// CHECK-NOT: tosa.
+// VALUES: output_0 = [-2.5000, -1.5000, -0.5000, -2.5000, -1.5000, -0.5000, 0.5000, 1.5000, 2.5000, 0.5000, 1.5000, 2.5000]
+// TOSA: tosa.tile
+func.func @main() -> tensor<2x6xf32> {
+  %x = "tosa.const"() {values = dense<[[-2.5, -1.5, -0.5], [0.5, 1.5, 2.5]]> : tensor<2x3xf32>} : () -> tensor<2x3xf32>
+  %m = tosa.const_shape {values = dense<[1, 2]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %r = tosa.tile %x, %m : (tensor<2x3xf32>, !tosa.shape<2>) -> tensor<2x6xf32>
+  return %r : tensor<2x6xf32>
+}

@@ -1,0 +1,16 @@
+// tosa.transpose (i32 perms) is nn.transpose (i64 perm).
+// REQUIRES: upstream-mlir
+// RUN: ipu-opt %s --upstream --convert-tosa-to-nn | filecheck %s
+// RUN: ipu-run %s --upstream --print-outputs | filecheck %s --check-prefix=VALUES
+// RUN: ipu-opt %s --upstream --convert-tosa-to-nn --emit=tosa | filecheck %s --check-prefix=TOSA
+
+// CHECK-LABEL: func.func @main
+// CHECK: nn.transpose {{.*}}perm = array<i64: 1, 0>
+// CHECK-NOT: tosa.
+// VALUES: output_0 = [-2.5000, 0.5000, -1.5000, 1.5000, -0.5000, 2.5000]
+// TOSA: tosa.transpose {{.*}}array<i32: 1, 0>
+func.func @main() -> tensor<3x2xf32> {
+  %x = "tosa.const"() {values = dense<[[-2.5, -1.5, -0.5], [0.5, 1.5, 2.5]]> : tensor<2x3xf32>} : () -> tensor<2x3xf32>
+  %r = tosa.transpose %x {perms = array<i32: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return %r : tensor<3x2xf32>
+}
