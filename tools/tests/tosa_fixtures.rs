@@ -52,9 +52,12 @@ fn in_process_round_trip(name: &str) {
         return;
     };
     let model = dir.join("model.onnx");
-    let (mut ctx, module) =
-        ipuc_tools::import::import_onnx(model.to_str().unwrap(), &Default::default())
-            .expect("import");
+    let (mut ctx, module) = ipuc_tools::import::import_onnx(
+        model.to_str().unwrap(),
+        &Default::default(),
+        ipuc_tools::registry::dialects(),
+    )
+    .expect("import");
     ctx.allow_unregistered = true;
     convert_nn_to_tosa(&mut ctx, module).expect("nn -> TOSA");
     let kinds = op_kinds(&ctx, module);
@@ -155,9 +158,12 @@ fn fixtures_imported_ir_parses_in_upstream_mlir() {
             continue;
         };
         let model = dir.join("model.onnx");
-        let (ctx, module) =
-            ipuc_tools::import::import_onnx(model.to_str().unwrap(), &Default::default())
-                .expect("import");
+        let (ctx, module) = ipuc_tools::import::import_onnx(
+            model.to_str().unwrap(),
+            &Default::default(),
+            ipuc_tools::registry::dialects(),
+        )
+        .expect("import");
         if let Err(d) = ipuc_tools::upstream::check_printout(&ctx, module, name) {
             panic!(
                 "{name}: {:?}",
