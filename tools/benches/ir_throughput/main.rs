@@ -1,95 +1,324 @@
-//! IR throughput benchmark (not a timed test): generates a module with
-//! 1,000,000 operations across many functions and measures parse, verify,
-//! print and `canonicalize,cse`; where `mlir-opt-22` is installed it times
-//! upstream on the same file, both single-threaded, and prints the ratio.
+//! IR text throughput against upstream (not a timed test).
 //!
-//! `cargo bench -p ipuc-tools --bench ir_throughput [-- --ops N] [--generic-only]`
-//! (`--generic-only` stops after the generic-syntax parse/verify/print, for
-//! profiling it alone.)
+//! For each IR shape of [`shapes`] it writes a module in the generic form
+//! and the same module in the custom forms of `func` and `nn`, then runs,
+//! as whole processes, single-threaded, `-o /dev/null`:
+//!
+//! - `mlir-opt-22 --allow-unregistered-dialect --mlir-print-op-generic
+//!   --mlir-disable-threading` on the generic file;
+//! - `ipu-opt` with the same flags on the generic file;
+//! - `ipu-opt --allow-unregistered-dialect --mlir-disable-threading` on the
+//!   custom file (parsed and printed in the custom forms).
+//!
+//! Runs are interleaved (one of each per repetition, so machine load hits
+//! all three alike) and the table gives medians of each process's CPU time
+//! (user + system; wall time in brackets) and peak RSS; the ratio is
+//! ipuc's time over mlir-opt-22's on the generic file. CPU time is the
+//! figure to quote on a shared machine: wall time also counts waiting for
+//! a core. In-process phase times (parse, verify, print) come first, to
+//! show where ipuc's time goes.
+//!
+//! `cargo bench -p ipuc-tools --bench ir_throughput -- [--ops N] [--reps N]
+//! [--shapes scalar,tensor,...] [--extras]`. `--ops` is per shape
+//! (default 300,000); `--extras` adds the one-function streamed parse and
+//! `canonicalize,cse` on `nn` ops.
 
-use std::process::Command;
+mod shapes;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use ipuc_ir::pass::{parse_pipeline, PassManager, PassManagerOptions};
 use ipuc_ir::{parse_source, print_op, verify, Context, PrintOptions};
+use shapes::{Form, Shape};
 
-/// A module of `funcs` functions with `per_func` ops each, in the custom
-/// `func` syntax with generic-form unregistered body ops (which upstream
-/// parses with --allow-unregistered-dialect too).
-fn generate(total_ops: usize) -> String {
-    let per_func = 100;
-    let funcs = total_ops.div_ceil(per_func);
-    let mut s = String::with_capacity(total_ops * 80);
-    s.push_str("module {\n");
-    for f in 0..funcs {
-        s.push_str(&format!(
-            "  func.func @f{f}(%arg0: i32, %arg1: i32) -> i32 {{\n"
-        ));
-        s.push_str("    %0 = \"test.add\"(%arg0, %arg1) : (i32, i32) -> i32\n");
-        for i in 1..per_func - 1 {
-            if i % 10 == 0 {
-                s.push_str(&format!("    %{i} = \"test.mul\"(%{}, %arg1) {{scale = {i} : i64}} : (i32, i32) -> i32\n", i - 1));
-            } else {
-                s.push_str(&format!(
-                    "    %{i} = \"test.add\"(%{}, %arg0) : (i32, i32) -> i32\n",
-                    i - 1
-                ));
+/// Times and peak RSS of one process run.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    /// Wall-clock time.
+    seconds: f64,
+    /// User plus system CPU time: what the run itself cost, whatever else
+    /// the (shared) machine was doing.
+    cpu_seconds: f64,
+    peak_kib: u64,
+}
+
+/// Runs `program args input -o /dev/null` to completion under GNU time,
+/// which reports the CPU time and peak RSS of that process alone (a child
+/// spawned by this process would count this process's own peak: Linux
+/// folds the memory of the process that execs into the new program's
+/// maximum). Panics on failure: the inputs are valid IR, so a failure is a
+/// bug to see, not a number.
+fn run(program: &Path, args: &[&str], input: &Path) -> Run {
+    let report = std::env::temp_dir().join("ipuc-ir-throughput-time.txt");
+    let t = Instant::now();
+    let out = Command::new(TIME)
+        .args(["-f", "%U %S %M", "-o"])
+        .arg(&report)
+        .arg(program)
+        .args(args)
+        .arg(input)
+        .args(["-o", "/dev/null"])
+        .stdout(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {TIME} (GNU time, Debian package `time`): {e}"));
+    let seconds = t.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "{} {args:?} {} failed: {}",
+        program.display(),
+        input.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = std::fs::read_to_string(&report).expect("GNU time's report");
+    let fields: Vec<f64> = report
+        .lines()
+        .last()
+        .unwrap_or("")
+        .split_whitespace()
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let [user, system, peak_kib] = fields[..] else {
+        panic!("unexpected GNU time report {report:?}");
+    };
+    Run {
+        seconds,
+        cpu_seconds: user + system,
+        peak_kib: peak_kib as u64,
+    }
+}
+
+/// GNU time.
+const TIME: &str = "/usr/bin/time";
+
+/// CPU time of the calling thread, in seconds (the in-process phases are
+/// timed by it: wall time on a shared machine counts others' work too).
+fn thread_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for clock_gettime to fill.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn median_run(runs: &[Run]) -> Run {
+    Run {
+        seconds: median(runs.iter().map(|r| r.seconds).collect()),
+        cpu_seconds: median(runs.iter().map(|r| r.cpu_seconds).collect()),
+        peak_kib: median(runs.iter().map(|r| r.peak_kib as f64).collect()) as u64,
+    }
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+struct Args {
+    ops: usize,
+    reps: usize,
+    shapes: Vec<Shape>,
+    extras: bool,
+}
+
+fn parse_args() -> Args {
+    let args: Vec<String> = std::env::args().collect();
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+    };
+    let shapes = match value("--shapes") {
+        Some(list) => list
+            .split(',')
+            .map(|s| Shape::from_name(s).unwrap_or_else(|| panic!("unknown shape '{s}'")))
+            .collect(),
+        None => Shape::ALL.to_vec(),
+    };
+    Args {
+        ops: value("--ops")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(300_000),
+        reps: value("--reps").and_then(|v| v.parse().ok()).unwrap_or(3),
+        shapes,
+        extras: args.iter().any(|a| a == "--extras"),
+    }
+}
+
+/// One row of the table.
+struct Row {
+    shape: Shape,
+    ops: usize,
+    generic_mb: f64,
+    custom_mb: f64,
+    mlir: Option<Run>,
+    generic: Run,
+    custom: Run,
+}
+
+fn main() {
+    let args = parse_args();
+    let ipu_opt = PathBuf::from(env!("CARGO_BIN_EXE_ipu-opt"));
+    let mlir_opt = Command::new("mlir-opt-22")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+        .then(|| PathBuf::from("mlir-opt-22"));
+    if mlir_opt.is_none() {
+        println!("mlir-opt-22 not found: ipuc's times only, no ratios");
+    }
+    let dir = std::env::temp_dir().join("ipuc-ir-throughput");
+    std::fs::create_dir_all(&dir).expect("create the benchmark folder");
+    let generic_flags = [
+        "--allow-unregistered-dialect",
+        "--mlir-print-op-generic",
+        "--mlir-disable-threading",
+    ];
+    let custom_flags = ["--allow-unregistered-dialect", "--mlir-disable-threading"];
+    let mut rows = Vec::new();
+    for &shape in &args.shapes {
+        let generic_path = dir.join(format!("{}-{}-generic.mlir", shape.name(), args.ops));
+        let custom_path = dir.join(format!("{}-{}-custom.mlir", shape.name(), args.ops));
+        let generic = shapes::generate(shape, Form::Generic, args.ops);
+        let custom = shapes::generate(shape, Form::Custom, args.ops);
+        std::fs::write(&generic_path, &generic).expect("write the generic input");
+        std::fs::write(&custom_path, &custom).expect("write the custom input");
+        let ops = phases(shape, &generic, &custom);
+        let (mut mlir_runs, mut generic_runs, mut custom_runs) =
+            (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..args.reps {
+            if let Some(m) = &mlir_opt {
+                mlir_runs.push(run(m, &generic_flags, &generic_path));
             }
+            generic_runs.push(run(&ipu_opt, &generic_flags, &generic_path));
+            custom_runs.push(run(&ipu_opt, &custom_flags, &custom_path));
         }
-        s.push_str(&format!("    return %{} : i32\n  }}\n", per_func - 2));
+        rows.push(Row {
+            shape,
+            ops,
+            generic_mb: generic.len() as f64 / 1e6,
+            custom_mb: custom.len() as f64 / 1e6,
+            mlir: (!mlir_runs.is_empty()).then(|| median_run(&mlir_runs)),
+            generic: median_run(&generic_runs),
+            custom: median_run(&custom_runs),
+        });
     }
-    s.push_str("}\n");
-    s
+    print_table(&rows, args.reps);
+    if args.extras {
+        extras(args.ops);
+    }
 }
 
-/// A module of registered, pure `nn` ops in which every tenth op repeats the
-/// previous one (CSE has work to do) and every op feeds the next.
-fn generate_nn(total_ops: usize) -> String {
-    let per_func = 100;
-    let funcs = total_ops.div_ceil(per_func);
-    let t = "tensor<4xf32>";
-    let mut s = String::with_capacity(total_ops * 90);
-    s.push_str("module {\n");
-    for f in 0..funcs {
-        s.push_str(&format!(
-            "  func.func @f{f}(%arg0: {t}, %arg1: {t}) -> {t} {{\n"
-        ));
-        s.push_str(&format!("    %0 = nn.add %arg0, %arg1 : {t}, {t} -> {t}\n"));
-        for i in 1..per_func - 1 {
-            let src = if i % 10 == 0 { i - 2 } else { i - 1 };
-            let op = if i % 3 == 0 { "nn.mul" } else { "nn.add" };
-            s.push_str(&format!(
-                "    %{i} = {op} %{src}, %arg0 : {t}, {t} -> {t}\n"
-            ));
-        }
-        s.push_str(&format!("    return %{} : {t}\n  }}\n", per_func - 2));
+/// Parses, verifies and prints both texts in process, printing the time
+/// of each phase; returns the number of operations.
+fn phases(shape: Shape, generic: &str, custom: &str) -> usize {
+    let mut ops = 0;
+    let mut as_generic = Vec::new();
+    for (form, text, print_generic) in [("generic", generic, true), ("custom", custom, false)] {
+        let mut ctx = Context::new(ipuc_dialects::registry());
+        ctx.allow_unregistered = true;
+        let t = thread_cpu_seconds();
+        let parsed = parse_source(&mut ctx, "bench.mlir", text)
+            .unwrap_or_else(|d| panic!("{} {form} input does not parse: {d}", shape.name()));
+        let parse_s = thread_cpu_seconds() - t;
+        let t = thread_cpu_seconds();
+        verify(&ctx, parsed.module)
+            .unwrap_or_else(|d| panic!("{} {form} input does not verify: {d}", shape.name()));
+        let verify_s = thread_cpu_seconds() - t;
+        let t = thread_cpu_seconds();
+        let options = PrintOptions {
+            generic: print_generic,
+            ..PrintOptions::default()
+        };
+        let printed = print_op(&ctx, parsed.module, &options);
+        let print_s = thread_cpu_seconds() - t;
+        ops = ctx.num_ops();
+        assert!(
+            printed.len() > text.len() / 2,
+            "printed output is implausibly short"
+        );
+        // Both files must hold the same IR.
+        let generic_options = PrintOptions {
+            generic: true,
+            ..PrintOptions::default()
+        };
+        as_generic.push(print_op(&ctx, parsed.module, &generic_options));
+        println!(
+            "{:<9} {form:<7} in process, CPU: parse {parse_s:.3} s, verify {verify_s:.3} s, print {print_s:.3} s ({ops} ops)",
+            shape.name()
+        );
     }
-    s.push_str("}\n");
-    s
+    assert!(
+        as_generic[0] == as_generic[1],
+        "the {} generic and custom inputs differ",
+        shape.name()
+    );
+    ops
 }
 
-/// The same ops in one function (the shape of an imported model): its
-/// body is parsed op by op, so memory stays bounded per op.
-fn generate_single_function(total_ops: usize) -> String {
-    let mut s = String::with_capacity(total_ops * 60);
-    s.push_str("module {\n  func.func @f(%arg0: i32, %arg1: i32) -> i32 {\n");
-    s.push_str("    %0 = \"test.add\"(%arg0, %arg1) : (i32, i32) -> i32\n");
-    for i in 1..total_ops {
-        s.push_str(&format!(
-            "    %{i} = \"test.add\"(%{}, %arg0) : (i32, i32) -> i32\n",
-            i - 1
-        ));
+fn print_table(rows: &[Row], reps: usize) {
+    println!(
+        "\nmedians of {reps} interleaved runs; seconds of CPU (wall), ratio of CPU \
+         (wall) times, peak RSS in MiB:\n"
+    );
+    println!("| shape | ops | form (MB) | ipuc s | mlir-opt-22 s (generic) | ratio | ipuc MiB | mlir-opt-22 MiB |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for r in rows {
+        for (form, mb, ipuc) in [
+            ("generic", r.generic_mb, r.generic),
+            ("custom", r.custom_mb, r.custom),
+        ] {
+            let (mlir_s, ratio, mlir_mib) = match r.mlir {
+                Some(m) => (
+                    format!("{:.2} ({:.2})", m.cpu_seconds, m.seconds),
+                    format!(
+                        "{:.2} ({:.2})",
+                        ipuc.cpu_seconds / m.cpu_seconds,
+                        ipuc.seconds / m.seconds
+                    ),
+                    format!("{:.0}", mib(m.peak_kib)),
+                ),
+                None => ("-".into(), "-".into(), "-".into()),
+            };
+            println!(
+                "| {} | {} | {form} ({mb:.0}) | {:.2} ({:.2}) | {mlir_s} | {ratio} | {:.0} | {mlir_mib} |",
+                r.shape.name(),
+                r.ops,
+                ipuc.cpu_seconds,
+                ipuc.seconds,
+                mib(ipuc.peak_kib),
+            );
+        }
     }
-    s.push_str(&format!("    return %{} : i32\n  }}\n}}\n", total_ops - 1));
-    s
 }
 
 /// Current resident set size.
 fn rss_kib() -> Option<u64> {
+    proc_status_kib("VmRSS:")
+}
+
+fn peak_rss_kib() -> Option<u64> {
+    proc_status_kib("VmHWM:")
+}
+
+fn proc_status_kib(key: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
+        .find(|l| l.starts_with(key))?
         .split_whitespace()
         .nth(1)?
         .parse()
@@ -101,94 +330,64 @@ fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
-fn peak_rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let ops: usize = args
-        .iter()
-        .position(|a| a == "--ops")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
-    let text = generate(ops);
-    let path = std::env::temp_dir().join(format!("ipuc-bench-{ops}.mlir"));
-    std::fs::write(&path, &text).expect("write benchmark input");
-    let rss_before = peak_rss_kib().unwrap_or(0);
-    println!(
-        "input: {} ops (+ funcs/returns), {:.1} MB, {}",
-        ops,
-        text.len() as f64 / 1e6,
-        path.display()
-    );
-
+/// The same scalar ops in one function (the shape of an imported model,
+/// whose body is parsed in pieces), and `canonicalize,cse` on `nn` ops.
+fn extras(ops: usize) {
+    let mut one = String::with_capacity(ops * 60);
+    one.push_str("module {\n  func.func @f(%arg0: i32, %arg1: i32) -> i32 {\n");
+    one.push_str("    %0 = \"test.add\"(%arg0, %arg1) : (i32, i32) -> i32\n");
+    for i in 1..ops {
+        one.push_str(&format!(
+            "    %{i} = \"test.add\"(%{}, %arg0) : (i32, i32) -> i32\n",
+            i - 1
+        ));
+    }
+    one.push_str(&format!("    return %{} : i32\n  }}\n}}\n", ops - 1));
+    let base = rss_kib().unwrap_or(0);
+    let reset = reset_peak_rss();
     let mut ctx = Context::new(ipuc_dialects::registry());
     ctx.allow_unregistered = true;
     let t = Instant::now();
-    let parsed = parse_source(&mut ctx, "bench.mlir", &text).expect("benchmark input parses");
+    let parsed = parse_source(&mut ctx, "one.mlir", &one).expect("single-function input parses");
     let parse_s = t.elapsed().as_secs_f64();
-    let t = Instant::now();
-    verify(&ctx, parsed.module).expect("benchmark input verifies");
-    let verify_s = t.elapsed().as_secs_f64();
-    let t = Instant::now();
-    let printed = print_op(&ctx, parsed.module, &PrintOptions::default());
-    let print_s = t.elapsed().as_secs_f64();
     let peak = peak_rss_kib().unwrap_or(0);
-    let text_ops = ctx.num_ops();
-    assert!(
-        printed.len() > text.len() / 2,
-        "printed output is implausibly short"
+    let n = ctx.num_ops();
+    print!(
+        "\none function of {n} ops: parse {parse_s:.3} s, {} region bodies parsed piece by piece",
+        parsed.streamed_bodies
     );
+    if reset {
+        print!(
+            ", peak {:.0} bytes/op over the input text",
+            peak.saturating_sub(base) as f64 * 1024.0 / n as f64
+        );
+    }
+    println!();
     drop(ctx);
-    let total = parse_s + verify_s + print_s;
-    println!("ipuc   parse {parse_s:.3} s  verify {verify_s:.3} s  print {print_s:.3} s  = {total:.3} s  ({:.2} M ops/s)", text_ops as f64 / total / 1e6);
-    {
-        let one = generate_single_function(ops);
-        let base = rss_kib().unwrap_or(0);
-        let reset = reset_peak_rss();
-        let mut ctx = Context::new(ipuc_dialects::registry());
-        ctx.allow_unregistered = true;
-        let t = Instant::now();
-        let parsed =
-            parse_source(&mut ctx, "one.mlir", &one).expect("single-function input parses");
-        let parse_s = t.elapsed().as_secs_f64();
-        let peak = peak_rss_kib().unwrap_or(0);
-        let n = ctx.num_ops();
-        if reset {
-            println!(
-                "ipuc   same ops in one function: parse {parse_s:.3} s, {} region bodies parsed piece by piece, peak {:.0} bytes/op over the input text",
-                parsed.streamed_bodies,
-                peak.saturating_sub(base) as f64 * 1024.0 / n as f64
-            );
-        } else {
-            println!("ipuc   same ops in one function: parse {parse_s:.3} s");
+
+    // The passes run on registered pure ops, where they have work to do:
+    // every tenth op repeats the one before it (CSE has work to do).
+    let t = "tensor<4xf32>";
+    let mut nn = String::with_capacity(ops * 90);
+    nn.push_str("module {\n");
+    for f in 0..ops.div_ceil(100) {
+        nn.push_str(&format!(
+            "  func.func @f{f}(%arg0: {t}, %arg1: {t}) -> {t} {{\n"
+        ));
+        nn.push_str(&format!("    %0 = nn.add %arg0, %arg1 : {t}, {t} -> {t}\n"));
+        for i in 1..99 {
+            let src = if i % 10 == 0 { i - 2 } else { i - 1 };
+            let op = if i % 3 == 0 { "nn.mul" } else { "nn.add" };
+            nn.push_str(&format!(
+                "    %{i} = {op} %{src}, %arg0 : {t}, {t} -> {t}\n"
+            ));
         }
+        nn.push_str(&format!("    return %98 : {t}\n  }}\n"));
     }
-    if args.iter().any(|a| a == "--generic-only") {
-        // For profiling the generic-syntax parse alone.
-        return;
-    }
-    // The passes run on registered pure ops, where they have work to do.
-    let nn_text = generate_nn(ops);
+    nn.push_str("}\n");
     let mut ctx = Context::new(ipuc_dialects::registry());
-    let t = Instant::now();
-    let parsed =
-        parse_source(&mut ctx, "bench-nn.mlir", &nn_text).expect("nn benchmark input parses");
-    let nn_parse_s = t.elapsed().as_secs_f64();
+    let parsed = parse_source(&mut ctx, "bench-nn.mlir", &nn).expect("nn input parses");
     let n_ops = ctx.num_ops();
-    println!(
-        "ipuc   parse of {n_ops} custom-form nn ops: {nn_parse_s:.3} s ({:.2} M ops/s)",
-        n_ops as f64 / nn_parse_s / 1e6
-    );
     let mut pm = PassManager::new(PassManagerOptions {
         verify_each: false,
         threading: false,
@@ -201,69 +400,9 @@ fn main() {
     let t = Instant::now();
     pm.run(&mut ctx, parsed.module).expect("pipeline runs");
     let passes_s = t.elapsed().as_secs_f64();
-    let after = ctx.num_ops();
-    println!("ipuc   canonicalize,cse on {n_ops} nn ops: {passes_s:.3} s ({:.2} M ops/s), {} ops removed", n_ops as f64 / passes_s / 1e6, n_ops - after);
     println!(
-        "ipuc   peak RSS {:.1} MB, {:.0} bytes/op over the input text",
-        peak as f64 / 1024.0,
-        (peak.saturating_sub(rss_before)) as f64 * 1024.0 / text_ops as f64
-    );
-
-    let have_mlir = Command::new("mlir-opt-22")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !have_mlir {
-        println!("mlir-opt-22 not found: skipping the upstream comparison");
-        return;
-    }
-    let t = Instant::now();
-    let out = Command::new("/usr/bin/time")
-        .args(["-f", "%M"])
-        .arg("mlir-opt-22")
-        .args([
-            "--allow-unregistered-dialect",
-            "--mlir-disable-threading",
-            "-o",
-            "/dev/null",
-        ])
-        .arg(&path)
-        .output();
-    let (mlir_s, mlir_kib) = match out {
-        Ok(o) if o.status.success() => {
-            let kib: u64 = String::from_utf8_lossy(&o.stderr)
-                .lines()
-                .last()
-                .and_then(|l| l.trim().parse().ok())
-                .unwrap_or(0);
-            (t.elapsed().as_secs_f64(), kib)
-        }
-        _ => {
-            let t = Instant::now();
-            let o = Command::new("mlir-opt-22")
-                .args([
-                    "--allow-unregistered-dialect",
-                    "--mlir-disable-threading",
-                    "-o",
-                    "/dev/null",
-                ])
-                .arg(&path)
-                .output()
-                .expect("run mlir-opt-22");
-            assert!(
-                o.status.success(),
-                "mlir-opt-22 failed: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            (t.elapsed().as_secs_f64(), 0)
-        }
-    };
-    println!(
-        "mlir-opt-22 parse+verify+print {mlir_s:.3} s (process, incl. startup), peak RSS {:.1} MB",
-        mlir_kib as f64 / 1024.0
-    );
-    println!(
-        "ratio ipuc/mlir-opt (parse+verify+print): {:.2}",
-        total / mlir_s
+        "canonicalize,cse on {n_ops} nn ops: {passes_s:.3} s ({:.2} M ops/s), {} ops removed",
+        n_ops as f64 / passes_s / 1e6,
+        n_ops - ctx.num_ops()
     );
 }
