@@ -1,8 +1,9 @@
 //! Feeds arbitrary text to the parser, then verifies and prints whatever
 //! parses (both with and without unregistered dialects). Any panic is a
 //! bug, and so is valid IR whose printout does not parse back to the same
-//! printout, and so is a difference between a whole parse and one that
-//! parses every region body in pieces (as it does for operations over 1 MiB).
+//! printout, and so is a difference between pest's parse of each operation
+//! whole (the grammar of record) and the other ways of reading: every
+//! region body in pieces, and common generic ops by the hand-written reader.
 //!
 //! Run: `cargo +nightly fuzz run parse fuzz/corpus/parse` from the repository root.
 
@@ -34,27 +35,36 @@ fuzz_target!(|data: &[u8]| {
         ..PrintOptions::default()
     };
     for allow in [false, true] {
-        let mut ctx = context(allow);
-        let whole = parse_source(&mut ctx, "fuzz.mlir", text)
-            .map(|p| print_op(&ctx, p.module, &debug));
-        let mut ctx = context(allow);
-        let streamed = parse_source_with(
-            &mut ctx,
-            "fuzz.mlir",
-            text,
-            &ParseOptions {
+        // The grammar of record: pest alone, every operation whole.
+        let read = |options: &ParseOptions| {
+            let mut ctx = context(allow);
+            parse_source_with(&mut ctx, "fuzz.mlir", text, options)
+                .map(|p| print_op(&ctx, p.module, &debug))
+        };
+        let reference = read(&ParseOptions {
+            stream_body_bytes: usize::MAX,
+            hand_reader: false,
+        });
+        for options in [
+            ParseOptions::default(),
+            ParseOptions {
                 stream_body_bytes: 0,
+                hand_reader: true,
             },
-        )
-        .map(|p| print_op(&ctx, p.module, &debug));
-        match (&whole, &streamed) {
-            (Ok(a), Ok(b)) => assert_eq!(a, b, "streamed parse differs"),
-            (Err(_), Err(_)) => {}
-            _ => panic!(
-                "streamed parse disagrees: {:?} vs {:?}",
-                whole.map_err(|d| d.to_string()),
-                streamed.map_err(|d| d.to_string())
-            ),
+            ParseOptions {
+                stream_body_bytes: 0,
+                hand_reader: false,
+            },
+        ] {
+            match (&reference, read(&options)) {
+                (Ok(a), Ok(b)) => assert_eq!(*a, b, "{options:?} differs"),
+                (Err(_), Err(_)) => {}
+                (a, b) => panic!(
+                    "{options:?} disagrees: pest {:?} vs {:?}",
+                    a.as_ref().map_err(|d| d.to_string()),
+                    b.map_err(|d| d.to_string())
+                ),
+            }
         }
         let mut ctx = context(allow);
         if let Ok(parsed) = parse_source(&mut ctx, "fuzz.mlir", text) {

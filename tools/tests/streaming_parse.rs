@@ -14,7 +14,10 @@ fn printed(text: &str, stream_body_bytes: usize) -> Result<String, String> {
         &mut ctx,
         "in.mlir",
         text,
-        &ParseOptions { stream_body_bytes },
+        &ParseOptions {
+            stream_body_bytes,
+            ..ParseOptions::default()
+        },
     )
     .map_err(|d| d.to_string())?;
     let opts = PrintOptions {

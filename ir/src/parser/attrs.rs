@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use pest::iterators::Pair;
 
+use pest::Parser as _;
+
 use super::syntax::Rule;
 use super::Parser;
 use crate::affine::{AffineExpr, AffineMap, IntegerSet};
@@ -430,10 +432,35 @@ impl<'c> Parser<'c> {
         Ok(Type::function(inputs, results))
     }
 
+    /// The type spelled `text` (at source offset `off`), through the type
+    /// cache; `rule` (a `single_*` rule) reads it on a miss.
+    pub(crate) fn type_of_text(
+        &self,
+        text: &str,
+        off: usize,
+        rule: Rule,
+    ) -> Result<Type, Diagnostic> {
+        if let Some(t) = self.type_cache.borrow().get(text) {
+            return Ok(t.clone());
+        }
+        let t = self.with_base(off, |me| {
+            match super::syntax::MlirGrammar::parse(rule, text) {
+                Ok(mut pairs) => {
+                    let top = pairs.next().expect("single type rule");
+                    me.convert_type(top.into_inner().next().expect("type"))
+                }
+                Err(e) => Err(me.pest_error(e, "invalid type")),
+            }
+        })?;
+        self.type_cache
+            .borrow_mut()
+            .insert(text.to_string(), t.clone());
+        Ok(t)
+    }
+
     /// Parses the text of a type that was matched by extent only, with
     /// `rule` (a `single_*` rule wrapping the structured one).
     fn convert_type_text(&self, p: Pair<'_, Rule>, rule: Rule) -> Result<Type, Diagnostic> {
-        use pest::Parser as _;
         let offset = p.as_span().start();
         let text = p.as_str();
         self.with_base(

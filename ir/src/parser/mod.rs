@@ -9,6 +9,7 @@
 mod attrs;
 mod chunks;
 pub(crate) mod custom;
+mod fast;
 mod syntax;
 
 use std::sync::Arc;
@@ -36,12 +37,19 @@ pub struct ParseOptions {
     /// holds more than one of its operations (a model's single function can
     /// hold millions). The result is the same either way.
     pub stream_body_bytes: usize,
+    /// Read common generic operations with the hand-written reader
+    /// (`fast.rs`) before pest. The result is the same either way; off,
+    /// every byte goes through pest (for differential tests).
+    pub hand_reader: bool,
 }
 
 impl Default for ParseOptions {
     fn default() -> Self {
         ParseOptions {
-            stream_body_bytes: 1 << 20,
+            // Small enough that function bodies are read op by op, where
+            // the hand-written reader takes most ops.
+            stream_body_bytes: 2048,
+            hand_reader: true,
         }
     }
 }
@@ -55,6 +63,9 @@ pub struct ParsedSource {
     pub external_resources: Vec<(String, String, Attribute)>,
     /// How many region bodies were large enough to be parsed op by op.
     pub streamed_bodies: usize,
+    /// How many operations the hand-written reader read (see
+    /// [`ParseOptions::hand_reader`]).
+    pub hand_read_ops: usize,
 }
 
 /// Line start offsets, for converting byte offsets to line:col quickly.
@@ -127,6 +138,10 @@ pub struct Parser<'c> {
     literal_contents: std::cell::RefCell<Vec<(usize, std::ops::Range<usize>)>>,
     /// See [`ParseOptions::stream_body_bytes`].
     stream_body_bytes: usize,
+    /// See [`ParseOptions::hand_reader`].
+    hand_reader: bool,
+    /// Operations the hand-written reader read so far.
+    hand_read_ops: usize,
 }
 
 /// A gap in the text pest parses: from offset `at` on, the source lies
@@ -152,6 +167,21 @@ struct PendingBody {
     close: usize,
 }
 
+/// A generic operation read up to its regions: what the pest reader and
+/// the hand-written one (`fast`) hand to [`Parser::finish_generic`].
+pub(crate) struct GenericOp<'t> {
+    name: OperationName,
+    /// (name, result number, offset) of each operand.
+    operand_uses: Vec<(&'t str, usize, usize)>,
+    successors: Vec<BlockId>,
+    properties: Option<Dictionary>,
+    attributes: Dictionary,
+    fn_type: Type,
+    /// Source offset of the function type.
+    fn_off: usize,
+    loc: Location,
+}
+
 /// Where the text pest parses sits in the source: it starts at `start`,
 /// less the `cuts` taken out of it (a region body parsed on its own, see
 /// `parse_op_streaming`; long resource blobs, see `parse_metadata`).
@@ -175,6 +205,7 @@ pub fn parse_source_with(
 ) -> Result<ParsedSource, Diagnostic> {
     let mut p = Parser::new(ctx, file, text);
     p.stream_body_bytes = options.stream_body_bytes;
+    p.hand_reader = options.hand_reader;
     // The parser recurses once per bracket level (pest's rules, then ours);
     // bound the depth and make sure the stack holds it, on whatever thread
     // we were called (2 MiB test threads, debug builds).
@@ -214,6 +245,8 @@ impl<'c> Parser<'c> {
             streamed_bodies: 0,
             literal_contents: Default::default(),
             stream_body_bytes: ParseOptions::default().stream_body_bytes,
+            hand_reader: ParseOptions::default().hand_reader,
+            hand_read_ops: 0,
         }
     }
 
@@ -416,6 +449,7 @@ impl<'c> Parser<'c> {
             module,
             external_resources: external,
             streamed_bodies: self.streamed_bodies,
+            hand_read_ops: self.hand_read_ops,
         })
     }
 
@@ -494,6 +528,13 @@ impl<'c> Parser<'c> {
 
     /// Parses one operation from `text[start..end]`.
     fn parse_chunk_op(&mut self, start: usize, end: usize) -> Result<OpId, Diagnostic> {
+        if let Some(op) = self
+            .hand_reader
+            .then(|| self.read_fast_op(start, end))
+            .flatten()
+        {
+            return self.build_fast_op(op);
+        }
         let text = self.text;
         if end - start > self.stream_body_bytes {
             if let Some((open, close)) = chunks::region_body(text.as_bytes(), start, end) {
@@ -581,6 +622,18 @@ impl<'c> Parser<'c> {
         let mut i = chunks::skip_trivia(bytes, body.open + 1);
         while i < body.close {
             let (item_end, _) = chunks::scan_item_end(bytes, i);
+            if let Some(op) = self
+                .hand_reader
+                .then(|| self.read_fast_op(i, item_end))
+                .flatten()
+            {
+                self.flush_group(group.take(), region, named_entry_args, saw_label, current)?;
+                let op = self.build_fast_op(op)?;
+                let b = self.current_block(region, current);
+                self.ctx.append_op(b, op);
+                i = chunks::skip_trivia(bytes, item_end);
+                continue;
+            }
             let large = (bytes[i] != b'^' && item_end - i > self.stream_body_bytes)
                 .then(|| chunks::region_body(bytes, i, item_end))
                 .flatten();
@@ -592,15 +645,7 @@ impl<'c> Parser<'c> {
                 None => None,
             };
             if let Some(op) = streamed {
-                let b = match *current {
-                    Some(b) => b,
-                    None => {
-                        let b = self.ctx.create_block(&[]);
-                        self.ctx.append_block(region, b);
-                        *current = Some(b);
-                        b
-                    }
-                };
+                let b = self.current_block(region, current);
                 self.ctx.append_op(b, op);
             } else {
                 let (start, _) = group.unwrap_or((i, i));
@@ -612,6 +657,20 @@ impl<'c> Parser<'c> {
             i = chunks::skip_trivia(bytes, item_end);
         }
         self.flush_group(group, region, named_entry_args, saw_label, current)
+    }
+
+    /// The block ops of `region` are appended to: `current`, or a new
+    /// entry block.
+    fn current_block(&mut self, region: RegionId, current: &mut Option<BlockId>) -> BlockId {
+        match *current {
+            Some(b) => b,
+            None => {
+                let b = self.ctx.create_block(&[]);
+                self.ctx.append_block(region, b);
+                *current = Some(b);
+                b
+            }
+        }
     }
 
     /// Parses a group of body items (`start..end`) as `region_items`.
@@ -982,7 +1041,7 @@ impl<'c> Parser<'c> {
 
     /// Builds an operation from an `operation` pair (detached).
     pub(crate) fn build_operation(&mut self, pair: Pair<'_, Rule>) -> Result<OpId, Diagnostic> {
-        let mut results: Vec<(String, usize, usize)> = Vec::new();
+        let mut results: Vec<(&str, usize, usize)> = Vec::new();
         let mut op = None;
         let mut trailing = None;
         for p in pair.into_inner() {
@@ -992,12 +1051,12 @@ impl<'c> Parser<'c> {
                         let off = self.abs(r.as_span().start());
                         let (name, count) = match r.as_str().split_once(':') {
                             Some((n, c)) => (
-                                n.to_string(),
+                                n,
                                 c.parse::<usize>().map_err(|_| {
                                     Diagnostic::error(self.loc_at(off), "invalid result count")
                                 })?,
                             ),
-                            None => (r.as_str().to_string(), 1),
+                            None => (r.as_str(), 1),
                         };
                         if count == 0 {
                             return Err(Diagnostic::error(
@@ -1027,43 +1086,42 @@ impl<'c> Parser<'c> {
             let l = self.convert_trailing_location(t, op)?;
             self.ctx.set_loc(op, l);
         }
+        self.bind_results(op, &results)?;
+        Ok(op)
+    }
+
+    /// Names the results of `op`: `results` are (name, count, offset) of
+    /// each `%name` or `%name:count` written before `=`.
+    pub(crate) fn bind_results(
+        &mut self,
+        op: OpId,
+        results: &[(&str, usize, usize)],
+    ) -> Result<(), Diagnostic> {
         let total: usize = results.iter().map(|r| r.1).sum();
         let nres = self.ctx.results(op).len();
         // As upstream, results need not be bound at all (`"a.b"() : () -> i32`).
-        if total != nres && !results.is_empty() {
-            let (_, _, off) = results
-                .first()
-                .cloned()
-                .unwrap_or((String::new(), 0, self.abs(0)));
-            return Err(Diagnostic::error(
-                self.loc_at(off),
-                format!("operation defines {nres} results but was provided {total} to bind"),
-            ));
+        if let Some(&(_, _, off)) = results.first() {
+            if total != nres {
+                return Err(Diagnostic::error(
+                    self.loc_at(off),
+                    format!("operation defines {nres} results but was provided {total} to bind"),
+                ));
+            }
         }
         let mut next = 0;
-        for (name, count, off) in results {
+        for &(name, count, off) in results {
             let vals = SmallVec::from_slice(&self.ctx.results(op)[next..next + count]);
             next += count;
-            self.define_values(&name, vals, off)?;
+            self.define_values(name, vals, off)?;
         }
-        Ok(op)
+        Ok(())
     }
 
     fn build_generic(&mut self, pair: Pair<'_, Rule>, loc: Location) -> Result<OpId, Diagnostic> {
         let mut inner = pair.into_inner();
         let name_pair = inner.next().expect("op name");
-        // Op names repeat: resolve each spelling once.
-        let name = match self.op_name_cache.get(name_pair.as_str()) {
-            Some(n) => n.clone(),
-            None => {
-                let name_text =
-                    attrs::unescape(name_pair.as_str()).map_err(|m| self.err(&name_pair, m))?;
-                let n = self.op_name_checked(&name_text, &name_pair)?;
-                self.op_name_cache
-                    .insert(name_pair.as_str().to_string(), n.clone());
-                n
-            }
-        };
+        let name_off = self.abs(name_pair.as_span().start());
+        let name = self.generic_op_name(name_pair.as_str(), name_off)?;
         let mut operand_uses = Vec::new();
         let mut successors = Vec::new();
         let mut properties = None;
@@ -1090,16 +1148,65 @@ impl<'c> Parser<'c> {
                 Rule::region_list => region_pairs.extend(p.into_inner()),
                 Rule::dict_attr => attributes = self.convert_dict(p)?,
                 Rule::function_type | Rule::function_type_text => {
-                    fn_type = Some((self.convert_function_type(p.clone())?, p))
+                    let off = self.abs(p.as_span().start());
+                    fn_type = Some((self.convert_function_type(p)?, off))
                 }
                 _ => unreachable!("unexpected rule in generic operation"),
             }
         }
-        let (fn_type, fn_pair) = fn_type.expect("generic op has a function type");
+        let (fn_type, fn_off) = fn_type.expect("generic op has a function type");
+        let op = GenericOp {
+            name,
+            operand_uses,
+            successors,
+            properties,
+            attributes,
+            fn_type,
+            fn_off,
+            loc,
+        };
+        self.finish_generic(op, region_pairs)
+    }
+
+    /// The operation name a generic form spells as the string literal
+    /// `literal` (at source offset `off`), checked against the registry.
+    pub(crate) fn generic_op_name(
+        &mut self,
+        literal: &str,
+        off: usize,
+    ) -> Result<OperationName, Diagnostic> {
+        // Op names repeat: resolve each spelling once.
+        if let Some(n) = self.op_name_cache.get(literal) {
+            return Ok(n.clone());
+        }
+        let name_text =
+            attrs::unescape(literal).map_err(|m| Diagnostic::error(self.loc_at(off), m))?;
+        let n = self.op_name_checked(&name_text, off)?;
+        self.op_name_cache.insert(literal.to_string(), n.clone());
+        Ok(n)
+    }
+
+    /// Builds a generic operation from its parts; `region_pairs` are its
+    /// regions as pest read them.
+    pub(crate) fn finish_generic(
+        &mut self,
+        op: GenericOp<'_>,
+        region_pairs: Vec<Pair<'_, Rule>>,
+    ) -> Result<OpId, Diagnostic> {
+        let GenericOp {
+            name,
+            operand_uses,
+            successors,
+            mut properties,
+            mut attributes,
+            fn_type,
+            fn_off,
+            loc,
+        } = op;
         let (inputs, result_types) = fn_type.function_signature().expect("function type");
         if inputs.len() != operand_uses.len() {
-            return Err(self.err(
-                &fn_pair,
+            return Err(Diagnostic::error(
+                self.loc_at(fn_off),
                 format!(
                     "expected {} operand types but had {}",
                     operand_uses.len(),
@@ -1107,12 +1214,11 @@ impl<'c> Parser<'c> {
                 ),
             ));
         }
-        let inputs = inputs.to_vec();
-        let result_types = result_types.to_vec();
         let mut operands = Vec::with_capacity(operand_uses.len());
-        for ((n, idx, off), ty) in operand_uses.iter().zip(&inputs) {
+        for ((n, idx, off), ty) in operand_uses.iter().zip(inputs) {
             operands.push(self.resolve_value(n, *idx, ty, *off)?);
         }
+        let result_types = result_types.to_vec();
         // Registered ops keep inherent attributes in properties, as upstream does.
         if name.is_registered() && properties.is_none() {
             let inherent: Vec<(String, Attribute)> = attributes
@@ -1218,33 +1324,26 @@ impl<'c> Parser<'c> {
         None
     }
 
-    fn op_name_checked(
-        &self,
-        name: &str,
-        pair: &Pair<'_, Rule>,
-    ) -> Result<OperationName, Diagnostic> {
+    fn op_name_checked(&self, name: &str, off: usize) -> Result<OperationName, Diagnostic> {
+        let err = |msg: String| Diagnostic::error(self.loc_at(off), msg);
         let n = self.ctx.op_name(name);
         if n.is_registered() {
             return Ok(n);
         }
         if !name.contains('.') {
-            return Err(self.err(
-                pair,
-                format!("operation name '{name}' must be of the form 'dialect.op'"),
-            ));
+            return Err(err(format!(
+                "operation name '{name}' must be of the form 'dialect.op'"
+            )));
         }
         let dialect = n.dialect();
         if let Some(d) = self.ctx.registry().dialect(dialect) {
             if d.allow_unknown_operations {
                 return Ok(n);
             }
-            return Err(self.err(pair, format!("unregistered operation '{name}' found in dialect ('{dialect}') that does not allow unknown operations")));
+            return Err(err(format!("unregistered operation '{name}' found in dialect ('{dialect}') that does not allow unknown operations")));
         }
         if !self.ctx.allow_unregistered {
-            return Err(self.err(
-                pair,
-                format!("operation '{name}' of unregistered dialect '{dialect}' (use --allow-unregistered-dialect to accept it)"),
-            ));
+            return Err(err(format!("operation '{name}' of unregistered dialect '{dialect}' (use --allow-unregistered-dialect to accept it)")));
         }
         Ok(n)
     }
@@ -1335,15 +1434,7 @@ impl<'c> Parser<'c> {
         for p in items {
             match p.as_rule() {
                 Rule::operation => {
-                    let b = match *current {
-                        Some(b) => b,
-                        None => {
-                            let b = self.ctx.create_block(&[]);
-                            self.ctx.append_block(region, b);
-                            *current = Some(b);
-                            b
-                        }
-                    };
+                    let b = self.current_block(region, current);
                     let op = self.build_operation(p)?;
                     self.ctx.append_op(b, op);
                 }
