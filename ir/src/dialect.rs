@@ -16,6 +16,7 @@ use crate::attributes::Attribute;
 use crate::context::{Context, OpId, OperationState};
 use crate::diagnostics::Diagnostic;
 use crate::dialect_symbols::{AttrDef, SymbolDef, TypeDef};
+use crate::interfaces::{InterfaceSet, OpInterface};
 use crate::location::Location;
 use crate::rewrite::RewritePatternSet;
 use crate::types::Type;
@@ -227,6 +228,8 @@ pub struct OpDefinition {
     /// Dialect whose ops may drop their prefix inside this op's regions
     /// (`return` inside `func.func`).
     pub default_dialect: Option<&'static str>,
+    /// The interfaces the op implements (see [`crate::interfaces`]).
+    pub interfaces: InterfaceSet,
 }
 
 impl OpDefinition {
@@ -251,6 +254,7 @@ impl OpDefinition {
             region_names: Vec::new(),
             successor_names: Vec::new(),
             default_dialect: None,
+            interfaces: InterfaceSet::default(),
         }
     }
     /// Sets the default dialect of nested regions.
@@ -292,6 +296,20 @@ impl OpDefinition {
     pub fn successors(mut self, n: Option<usize>) -> Self {
         self.num_successors = n;
         self
+    }
+    /// Implements interface `I` with `model`
+    /// (`.implement::<dyn Contraction>(Box::new(MatmulContraction))`).
+    pub fn implement<I>(mut self, model: Box<I>) -> Self
+    where
+        I: ?Sized + OpInterface,
+        Box<I>: Send + Sync,
+    {
+        self.interfaces.insert(model);
+        self
+    }
+    /// The op's model of interface `I`, if it implements it.
+    pub fn interface<I: ?Sized + OpInterface>(&self) -> Option<&I> {
+        self.interfaces.get::<I>()
     }
     /// Sets the verifier.
     pub fn verifier(mut self, f: VerifyFn) -> Self {
@@ -384,6 +402,12 @@ impl OperationName {
     #[inline]
     pub fn has_trait(&self, t: Traits) -> bool {
         self.def.as_ref().is_some_and(|d| d.traits.contains(t))
+    }
+    /// The op's model of interface `I` (`None` if the op does not implement
+    /// it or is unregistered): how passes ask an op what it does.
+    #[inline]
+    pub fn interface<I: ?Sized + OpInterface>(&self) -> Option<&I> {
+        self.def.as_ref().and_then(|d| d.interface::<I>())
     }
     /// Whether `attr` is declared inherent (stored as a property).
     pub fn is_inherent_attr(&self, attr: &str) -> bool {

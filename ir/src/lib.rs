@@ -33,6 +33,7 @@ pub mod dialect;
 pub mod dialect_symbols;
 pub mod entity;
 pub mod float_format;
+pub mod interfaces;
 pub mod location;
 pub use ipuc_numeric as numeric;
 pub mod parser;

@@ -11,6 +11,10 @@
 //! `scale` defaults to `1 / sqrt(head_dim)`.
 
 use ipuc_ir::dialect::{OpDefinition, Traits};
+use ipuc_ir::interfaces::{
+    CombiningKind, Contraction, ContractionShape, ElementWork, OpSignature, Reduction,
+    ReductionShape,
+};
 use ipuc_ir::types::DYNAMIC;
 use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
@@ -19,7 +23,8 @@ use ipuc_ir::{
 use super::assembly::STANDARD_FORMAT;
 use super::support::{
     attr_i64, broadcasts_to, build_error, f32_attr, f32_attribute, i64_attr, make_state, one,
-    op_wrapper, optional, ranked, shape_str, tensor, value_types, InferResult, TENSOR,
+    op_wrapper, optional, ranked, shape_str, static_product, tensor, value_types, InferResult,
+    TENSOR,
 };
 
 /// `nn.attention`.
@@ -127,6 +132,75 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
     )
 }
 
+/// `nn.attention` as the products and the softmax it performs, per batch
+/// entry and head: `S = Q K^T` (`[seq_q, head_dim] x [head_dim, seq_kv]`),
+/// a softmax over each row of `S`, and `P V`.
+struct AttentionModel;
+
+/// `[batch * heads, seq_q, seq_kv, head_dim, value_dim]` of a well-formed
+/// signature with static dimensions.
+fn attention_dims(sig: &OpSignature<'_>) -> Option<[u64; 5]> {
+    let (q, k, v) = (sig.operand(0)?, sig.operand(1)?, sig.operand(2)?);
+    let heads = sig.i64_attr("heads", 0);
+    infer_attention(q, k, v, sig.operand(3), heads).ok()?;
+    let (sq, sk, sv) = (q.shape()?, k.shape()?, v.shape()?);
+    Some([
+        static_product(&[sq[0], heads])?,
+        static_product(&[sq[1]])?,
+        static_product(&[sk[1]])?,
+        static_product(&[sq[2] / heads])?,
+        static_product(&[sv[2] / heads])?,
+    ])
+}
+
+impl Contraction for AttentionModel {
+    fn contractions(&self, sig: &OpSignature<'_>) -> Option<Vec<ContractionShape>> {
+        let [batch, seq_q, seq_kv, head_dim, value_dim] = attention_dims(sig)?;
+        let element = |i: usize| sig.operand(i).and_then(|t| t.element_type()).cloned();
+        let (q, k, v) = (element(0)?, element(1)?, element(2)?);
+        // Scores and probabilities are computed in the query's type.
+        let result = sig
+            .result(0)
+            .and_then(|t| t.element_type())
+            .cloned()
+            .unwrap_or_else(|| q.clone());
+        Some(vec![
+            ContractionShape {
+                batch,
+                m: seq_q,
+                n: seq_kv,
+                k: head_dim,
+                lhs: q.clone(),
+                rhs: k,
+                result: q.clone(),
+            },
+            ContractionShape {
+                batch,
+                m: seq_q,
+                n: value_dim,
+                k: seq_kv,
+                lhs: q,
+                rhs: v,
+                result,
+            },
+        ])
+    }
+}
+
+impl Reduction for AttentionModel {
+    fn reduction(&self, sig: &OpSignature<'_>) -> Option<ReductionShape> {
+        let [batch, seq_q, seq_kv, _, _] = attention_dims(sig)?;
+        // The scale, the mask, the softmax's `s - max`, exp and normalisation.
+        let mask = u32::from(sig.operand(3).is_some());
+        Some(ReductionShape {
+            outer: batch.saturating_mul(seq_q),
+            inner: seq_kv,
+            passes: vec![CombiningKind::Max, CombiningKind::Add],
+            per_element: ElementWork::flops(3 + mask) + ElementWork::special(1),
+        })
+    }
+}
+
 pub(crate) fn register(d: Dialect) -> Dialect {
     d.op(OpDefinition::new(ATTENTION)
         .summary("Multi-head scaled dot-product attention with an optional additive mask")
@@ -141,6 +215,8 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         ])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
+        .implement::<dyn Contraction>(Box::new(AttentionModel))
+        .implement::<dyn Reduction>(Box::new(AttentionModel))
         .assembly_format(STANDARD_FORMAT))
 }
 

@@ -2,6 +2,7 @@
 //! (`strides`, `pads = [top, left, bottom, right]`, `dilations`, `groups`).
 
 use ipuc_ir::dialect::{OpDefinition, Traits};
+use ipuc_ir::interfaces::{Contraction, ContractionShape, OpSignature};
 use ipuc_ir::types::DYNAMIC;
 use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
@@ -9,8 +10,9 @@ use ipuc_ir::{
 
 use super::assembly::STANDARD_FORMAT;
 use super::support::{
-    attr_i64, attr_i64_list, build_error, i64_array_attr, i64_attr, make_state, one, op_wrapper,
-    optional, ranked, shape_str, tensor, value_types, InferResult, TENSOR,
+    attr_i64, attr_i64_list, build_error, contraction, i64_array_attr, i64_attr, make_state, one,
+    op_wrapper, optional, ranked, shape_str, static_product, tensor, value_types, InferResult,
+    TENSOR,
 };
 
 /// `nn.conv2d`.
@@ -58,16 +60,22 @@ fn fixed<const N: usize>(
 impl Conv2dParams {
     /// Reads the attributes of a `nn.conv2d` op.
     pub fn of(ctx: &Context, op: OpId) -> InferResult<Conv2dParams> {
+        Self::read(
+            |name| attr_i64_list(ctx, op, name),
+            attr_i64(ctx, op, "groups", 1),
+        )
+    }
+    /// Reads the attributes of a `nn.conv2d` signature.
+    pub fn of_signature(sig: &OpSignature<'_>) -> InferResult<Conv2dParams> {
+        Self::read(|name| sig.i64_list(name), sig.i64_attr("groups", 1))
+    }
+    fn read(list: impl Fn(&str) -> Option<Vec<i64>>, groups: i64) -> InferResult<Conv2dParams> {
         let d = Conv2dParams::default();
         Ok(Conv2dParams {
-            strides: fixed("strides", attr_i64_list(ctx, op, "strides"), d.strides)?,
-            pads: fixed("pads", attr_i64_list(ctx, op, "pads"), d.pads)?,
-            dilations: fixed(
-                "dilations",
-                attr_i64_list(ctx, op, "dilations"),
-                d.dilations,
-            )?,
-            groups: attr_i64(ctx, op, "groups", 1),
+            strides: fixed("strides", list("strides"), d.strides)?,
+            pads: fixed("pads", list("pads"), d.pads)?,
+            dilations: fixed("dilations", list("dilations"), d.dilations)?,
+            groups,
         })
     }
     /// The attributes that differ from the defaults.
@@ -202,6 +210,32 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
     )
 }
 
+/// `nn.conv2d` as a matrix product per group (im2col): M is the output
+/// positions `N * H_out * W_out`, N the output channels of a group, K the
+/// receptive field `C / groups * kH * kW`; the output shape comes from
+/// [`infer_conv2d`].
+struct ConvContraction;
+
+impl Contraction for ConvContraction {
+    fn contractions(&self, sig: &OpSignature<'_>) -> Option<Vec<ContractionShape>> {
+        let (x, w) = (sig.operand(0)?, sig.operand(1)?);
+        let p = Conv2dParams::of_signature(sig).ok()?;
+        let out = infer_conv2d(x, w, None, &p).ok()?;
+        let (so, sw) = (out.shape()?, w.shape()?);
+        let groups = p.groups;
+        let n = so[1].checked_div(groups)?;
+        let k = static_product(&sw[1..])?;
+        let shape = contraction(
+            sig,
+            (0, 1),
+            &[groups],
+            &[so[0], so[2], so[3]],
+            [n, i64::try_from(k).ok()?],
+        )?;
+        Some(vec![shape])
+    }
+}
+
 pub(crate) fn register(d: Dialect) -> Dialect {
     d.op(OpDefinition::new(CONV2D)
         .summary("2-D convolution, NCHW input and MCHW weights (ONNX Conv)")
@@ -217,6 +251,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         ])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
+        .implement::<dyn Contraction>(Box::new(ConvContraction))
         .assembly_format(STANDARD_FORMAT))
 }
 

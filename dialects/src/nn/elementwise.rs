@@ -10,6 +10,7 @@
 //! folders compute: floats in `f64`, rounded once to the element type.
 
 use ipuc_ir::dialect::{FoldResult, OpDefinition, Traits};
+use ipuc_ir::interfaces::{ElementWork, Elementwise, OpSignature};
 use ipuc_ir::types::FloatKind;
 use ipuc_ir::{
     float_format, Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type,
@@ -606,6 +607,51 @@ fn fold_cast(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<Ve
 
 // ----- registration -------------------------------------------------------------
 
+// ----- interfaces ---------------------------------------------------------------
+
+impl Elementwise for BinaryKind {
+    fn work(&self, _: &OpSignature<'_>) -> ElementWork {
+        match self {
+            BinaryKind::Add
+            | BinaryKind::Sub
+            | BinaryKind::Mul
+            | BinaryKind::Max
+            | BinaryKind::Min => ElementWork::flops(1),
+            BinaryKind::Div | BinaryKind::Mod | BinaryKind::Pow => ElementWork::special(1),
+        }
+    }
+}
+
+impl Elementwise for UnaryKind {
+    fn work(&self, _: &OpSignature<'_>) -> ElementWork {
+        match self {
+            UnaryKind::Neg | UnaryKind::Abs | UnaryKind::Relu => ElementWork::flops(1),
+            UnaryKind::Sqrt
+            | UnaryKind::Reciprocal
+            | UnaryKind::Exp
+            | UnaryKind::Log
+            | UnaryKind::Tanh
+            | UnaryKind::Erf
+            | UnaryKind::Sigmoid => ElementWork::special(1),
+        }
+    }
+}
+
+impl Elementwise for CompareKind {
+    fn work(&self, _: &OpSignature<'_>) -> ElementWork {
+        ElementWork::flops(1)
+    }
+}
+
+/// `nn.where` (a select) and `nn.cast` (a conversion): one operation each.
+struct OneOperation;
+
+impl Elementwise for OneOperation {
+    fn work(&self, _: &OpSignature<'_>) -> ElementWork {
+        ElementWork::flops(1)
+    }
+}
+
 pub(crate) fn register(mut d: Dialect) -> Dialect {
     for k in BinaryKind::ALL {
         let mut def = OpDefinition::new(k.name())
@@ -615,6 +661,7 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
             .results(&[one("result", TENSOR)])
             .verifier(super::verify_op)
             .folder(fold_binary)
+            .implement::<dyn Elementwise>(Box::new(k))
             .assembly_format(STANDARD_FORMAT);
         if k.is_commutative() {
             def = def.traits(Traits::COMMUTATIVE);
@@ -632,6 +679,7 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
             .results(&[one("result", BOOL_TENSOR)])
             .verifier(super::verify_op)
             .folder(fold_compare)
+            .implement::<dyn Elementwise>(Box::new(k))
             .assembly_format(STANDARD_FORMAT);
         if k == CompareKind::Equal {
             def = def.traits(Traits::COMMUTATIVE);
@@ -646,6 +694,7 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
             .results(&[one("result", TENSOR)])
             .verifier(super::verify_op)
             .folder(fold_unary)
+            .implement::<dyn Elementwise>(Box::new(k))
             .assembly_format(STANDARD_FORMAT));
     }
     d.op(OpDefinition::new(WHERE)
@@ -659,6 +708,7 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
         .folder(fold_where)
+        .implement::<dyn Elementwise>(Box::new(OneOperation))
         .assembly_format(STANDARD_FORMAT))
         .op(OpDefinition::new(CAST)
             .summary("Elementwise conversion to the element type 'to' (ONNX Cast)")
@@ -669,6 +719,7 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
             .results(&[one("result", TENSOR)])
             .verifier(super::verify_op)
             .folder(fold_cast)
+            .implement::<dyn Elementwise>(Box::new(OneOperation))
             .assembly_format(STANDARD_FORMAT))
 }
 

@@ -7,6 +7,7 @@
 //! weights); the result takes the element type of the first operand.
 
 use ipuc_ir::dialect::{OpDefinition, Traits};
+use ipuc_ir::interfaces::{Contraction, ContractionShape, OpSignature};
 use ipuc_ir::types::DYNAMIC;
 use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
@@ -14,9 +15,9 @@ use ipuc_ir::{
 
 use super::assembly::STANDARD_FORMAT;
 use super::support::{
-    attr_f32, attr_i64, broadcast_shapes, broadcasts_to, build_error, f32_attr, f32_attribute,
-    i64_attr, make_state, one, op_wrapper, optional, ranked, shape_str, tensor, value_types,
-    InferResult, TENSOR,
+    attr_f32, attr_i64, broadcast_shapes, broadcasts_to, build_error, contraction, f32_attr,
+    f32_attribute, i64_attr, make_state, one, op_wrapper, optional, ranked, shape_str, tensor,
+    value_types, InferResult, TENSOR,
 };
 
 /// `nn.matmul`.
@@ -45,8 +46,41 @@ fn check_contraction(k1: i64, k2: i64) -> InferResult<()> {
     Ok(())
 }
 
-/// Result type of `nn.matmul(a, b)` (numpy `matmul`).
-pub fn infer_matmul(a: &Type, b: &Type) -> InferResult<Type> {
+/// The product `nn.matmul(a, b)` performs (numpy `matmul`, 1-D operands
+/// promoted): the result type and the contraction's dimensions are both
+/// read from it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MatmulDims {
+    /// The broadcast batch dimensions.
+    pub batch: Vec<i64>,
+    /// Rows of the product (1 for a 1-D lhs).
+    pub m: i64,
+    /// Columns of the product (1 for a 1-D rhs).
+    pub n: i64,
+    /// The contracted dimension (the static one when one side is dynamic).
+    pub k: i64,
+    /// Whether the lhs is 1-D (its row dimension is dropped from the result).
+    pub vector_lhs: bool,
+    /// Whether the rhs is 1-D (its column dimension is dropped).
+    pub vector_rhs: bool,
+}
+
+impl MatmulDims {
+    /// The result shape.
+    pub fn result_shape(&self) -> Vec<i64> {
+        let mut shape = self.batch.clone();
+        if !self.vector_lhs {
+            shape.push(self.m);
+        }
+        if !self.vector_rhs {
+            shape.push(self.n);
+        }
+        shape
+    }
+}
+
+/// The dimensions of `nn.matmul(a, b)`.
+pub fn matmul_dims(a: &Type, b: &Type) -> InferResult<MatmulDims> {
     let (sa, ea) = ranked(a, "lhs")?;
     let (sb, eb) = ranked(b, "rhs")?;
     check_contractable(ea, eb)?;
@@ -66,15 +100,23 @@ pub fn infer_matmul(a: &Type, b: &Type) -> InferResult<Type> {
     let (m, k1) = (a2[a2.len() - 2], a2[a2.len() - 1]);
     let (k2, n) = (b2[b2.len() - 2], b2[b2.len() - 1]);
     check_contraction(k1, k2)?;
-    let mut shape = broadcast_shapes(&a2[..a2.len() - 2], &b2[..b2.len() - 2])
+    let batch = broadcast_shapes(&a2[..a2.len() - 2], &b2[..b2.len() - 2])
         .map_err(|e| format!("batch dimensions: {e}"))?;
-    if sa.len() > 1 {
-        shape.push(m);
-    }
-    if sb.len() > 1 {
-        shape.push(n);
-    }
-    Ok(tensor(&shape, ea))
+    Ok(MatmulDims {
+        batch,
+        m,
+        n,
+        k: if k1 == DYNAMIC { k2 } else { k1 },
+        vector_lhs: sa.len() == 1,
+        vector_rhs: sb.len() == 1,
+    })
+}
+
+/// Result type of `nn.matmul(a, b)` (numpy `matmul`).
+pub fn infer_matmul(a: &Type, b: &Type) -> InferResult<Type> {
+    let dims = matmul_dims(a, b)?;
+    let (_, ea) = ranked(a, "lhs")?;
+    Ok(tensor(&dims.result_shape(), ea))
 }
 
 /// Attributes of `nn.gemm` (ONNX defaults: 1.0, 1.0, false, false).
@@ -130,14 +172,8 @@ impl GemmParams {
     }
 }
 
-/// Result type of `nn.gemm(a, b[, c])`: `[M, N]`; `c` must broadcast to it.
-pub fn infer_gemm(
-    a: &Type,
-    b: &Type,
-    c: Option<&Type>,
-    trans_a: bool,
-    trans_b: bool,
-) -> InferResult<Type> {
+/// `[M, N, K]` of `nn.gemm(a, b)`: `op(A)` is `[M, K]`, `op(B)` is `[K, N]`.
+pub fn gemm_dims(a: &Type, b: &Type, trans_a: bool, trans_b: bool) -> InferResult<[i64; 3]> {
     let (sa, ea) = ranked(a, "A")?;
     let (sb, eb) = ranked(b, "B")?;
     check_contractable(ea, eb)?;
@@ -159,6 +195,18 @@ pub fn infer_gemm(
         (sb[0], sb[1])
     };
     check_contraction(k1, k2)?;
+    Ok([m, n, if k1 == DYNAMIC { k2 } else { k1 }])
+}
+
+/// Result type of `nn.gemm(a, b[, c])`: `[M, N]`; `c` must broadcast to it.
+pub fn infer_gemm(
+    a: &Type,
+    b: &Type,
+    c: Option<&Type>,
+    trans_a: bool,
+    trans_b: bool,
+) -> InferResult<Type> {
+    let [m, n, _] = gemm_dims(a, b, trans_a, trans_b)?;
     if let Some(c) = c {
         let (sc, _) = ranked(c, "C")?;
         if !broadcasts_to(sc, &[m, n]) {
@@ -169,11 +217,12 @@ pub fn infer_gemm(
             ));
         }
     }
+    let (_, ea) = ranked(a, "A")?;
     Ok(tensor(&[m, n], ea))
 }
 
-/// Result type of `nn.linear(x[..., K], w[K, N][, b[N]])`: `[..., N]`.
-pub fn infer_linear(x: &Type, w: &Type, b: Option<&Type>) -> InferResult<Type> {
+/// The leading dimensions of `x`, then N and K, of `nn.linear(x[..., K], w[K, N])`.
+pub fn linear_dims(x: &Type, w: &Type) -> InferResult<(Vec<i64>, i64, i64)> {
     let (sx, ex) = ranked(x, "input")?;
     let (sw, ew) = ranked(w, "weight")?;
     check_contractable(ex, ew)?;
@@ -186,8 +235,15 @@ pub fn infer_linear(x: &Type, w: &Type, b: Option<&Type>) -> InferResult<Type> {
             sw.len()
         ));
     }
-    check_contraction(sx[sx.len() - 1], sw[0])?;
-    let n = sw[1];
+    let k1 = sx[sx.len() - 1];
+    check_contraction(k1, sw[0])?;
+    let k = if k1 == DYNAMIC { sw[0] } else { k1 };
+    Ok((sx[..sx.len() - 1].to_vec(), sw[1], k))
+}
+
+/// Result type of `nn.linear(x[..., K], w[K, N][, b[N]])`: `[..., N]`.
+pub fn infer_linear(x: &Type, w: &Type, b: Option<&Type>) -> InferResult<Type> {
+    let (mut shape, n, _) = linear_dims(x, w)?;
     if let Some(b) = b {
         let (sb, _) = ranked(b, "bias")?;
         if sb.len() != 1 || (sb[0] != n && sb[0] != DYNAMIC && n != DYNAMIC) {
@@ -198,9 +254,53 @@ pub fn infer_linear(x: &Type, w: &Type, b: Option<&Type>) -> InferResult<Type> {
             ));
         }
     }
-    let mut shape = sx[..sx.len() - 1].to_vec();
     shape.push(n);
+    let (_, ex) = ranked(x, "input")?;
     Ok(tensor(&shape, ex))
+}
+
+/// `nn.matmul`'s product, from [`matmul_dims`].
+struct MatmulContraction;
+
+impl Contraction for MatmulContraction {
+    fn contractions(&self, sig: &OpSignature<'_>) -> Option<Vec<ContractionShape>> {
+        let d = matmul_dims(sig.operand(0)?, sig.operand(1)?).ok()?;
+        Some(vec![contraction(
+            sig,
+            (0, 1),
+            &d.batch,
+            &[d.m],
+            [d.n, d.k],
+        )?])
+    }
+}
+
+/// `nn.gemm`'s product `op(A) op(B)`, from [`gemm_dims`] (the `beta * C`
+/// epilogue is not a contraction).
+struct GemmContraction;
+
+impl Contraction for GemmContraction {
+    fn contractions(&self, sig: &OpSignature<'_>) -> Option<Vec<ContractionShape>> {
+        let trans = |name| sig.i64_attr(name, 0) != 0;
+        let [m, n, k] = gemm_dims(
+            sig.operand(0)?,
+            sig.operand(1)?,
+            trans("transA"),
+            trans("transB"),
+        )
+        .ok()?;
+        Some(vec![contraction(sig, (0, 1), &[], &[m], [n, k])?])
+    }
+}
+
+/// `nn.linear`'s product: the leading dimensions of the input are its rows.
+struct LinearContraction;
+
+impl Contraction for LinearContraction {
+    fn contractions(&self, sig: &OpSignature<'_>) -> Option<Vec<ContractionShape>> {
+        let (leading, n, k) = linear_dims(sig.operand(0)?, sig.operand(1)?).ok()?;
+        Some(vec![contraction(sig, (0, 1), &[], &leading, [n, k])?])
+    }
 }
 
 pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<Type>>> {
@@ -224,6 +324,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .operands(&[one("lhs", TENSOR), one("rhs", TENSOR)])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
+        .implement::<dyn Contraction>(Box::new(MatmulContraction))
         .assembly_format(STANDARD_FORMAT))
         .op(OpDefinition::new(GEMM)
             .summary("General matrix multiply: alpha * op(A) * op(B) + beta * C (ONNX Gemm)")
@@ -235,6 +336,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
             .operands(&[one("a", TENSOR), one("b", TENSOR), optional("c", TENSOR)])
             .results(&[one("result", TENSOR)])
             .verifier(super::verify_op)
+            .implement::<dyn Contraction>(Box::new(GemmContraction))
             .assembly_format(STANDARD_FORMAT))
         .op(OpDefinition::new(LINEAR)
             .summary("Dense layer: x[..., K] * w[K, N] + b[N]")
@@ -246,6 +348,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
             ])
             .results(&[one("result", TENSOR)])
             .verifier(super::verify_op)
+            .implement::<dyn Contraction>(Box::new(LinearContraction))
             .assembly_format(STANDARD_FORMAT))
 }
 

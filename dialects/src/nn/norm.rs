@@ -3,6 +3,9 @@
 //! recognises from their decomposed ONNX forms).
 
 use ipuc_ir::dialect::{OpDefinition, Traits};
+use ipuc_ir::interfaces::{
+    CombiningKind, ElementWork, Elementwise, OpSignature, Reduction, ReductionShape,
+};
 use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
@@ -10,8 +13,8 @@ use ipuc_ir::{
 use super::assembly::STANDARD_FORMAT;
 use super::support::{
     attr_f32, attr_i64, attr_str, broadcasts_to, build_error, f32_attr, f32_attribute, i64_attr,
-    make_state, normalize_axis, one, op_wrapper, optional, ranked, shape_str, string_attr,
-    value_types, InferResult, TENSOR,
+    make_state, normalize_axis, one, op_wrapper, optional, ranked, reduction_extent, shape_str,
+    string_attr, value_types, InferResult, TENSOR,
 };
 
 /// `nn.softmax`.
@@ -126,6 +129,66 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
     Some(r.map(|ty| vec![ty]))
 }
 
+/// `nn.softmax` reduces each row along `axis` twice (the maximum, then the
+/// sum of `exp(x - max)`) and rescales every element.
+struct SoftmaxReduction;
+
+impl Reduction for SoftmaxReduction {
+    fn reduction(&self, sig: &OpSignature<'_>) -> Option<ReductionShape> {
+        let x = sig.operand(0)?;
+        let axis = sig.i64_attr("axis", -1);
+        infer_softmax(x, axis).ok()?;
+        let shape = x.shape()?;
+        let axis = normalize_axis(axis, shape.len()).ok()?;
+        let (outer, inner) = reduction_extent(shape, |d| d == axis)?;
+        Some(ReductionShape {
+            outer,
+            inner,
+            passes: vec![CombiningKind::Max, CombiningKind::Add],
+            // x - max, exp, times 1/sum.
+            per_element: ElementWork::flops(2) + ElementWork::special(1),
+        })
+    }
+}
+
+/// `nn.layer_normalization` reduces `x[axis..]` twice (the mean, then the
+/// variance) and normalises, scales and shifts every element.
+struct LayerNormReduction;
+
+impl Reduction for LayerNormReduction {
+    fn reduction(&self, sig: &OpSignature<'_>) -> Option<ReductionShape> {
+        let (x, scale) = (sig.operand(0)?, sig.operand(1)?);
+        let bias = sig.operand(2);
+        let axis = sig.i64_attr("axis", -1);
+        infer_layer_normalization(x, scale, bias, axis).ok()?;
+        let shape = x.shape()?;
+        let axis = normalize_axis(axis, shape.len()).ok()?;
+        let (outer, inner) = reduction_extent(shape, |d| d >= axis)?;
+        Some(ReductionShape {
+            outer,
+            inner,
+            passes: vec![CombiningKind::Add, CombiningKind::Add],
+            // x - mean, its square, times 1/std, times scale (plus bias).
+            per_element: ElementWork::flops(4 + u32::from(bias.is_some())),
+        })
+    }
+}
+
+/// `nn.gelu` counts the work of its decomposed form.
+struct GeluElementwise;
+
+impl Elementwise for GeluElementwise {
+    fn work(&self, sig: &OpSignature<'_>) -> ElementWork {
+        match GeluApproximation::parse(sig.str_attr("approximate", "none")) {
+            // x^3 (2), times 0.044715, plus x, times sqrt(2/pi), tanh, plus 1,
+            // times x, times 0.5.
+            Ok(GeluApproximation::Tanh) => ElementWork::flops(7) + ElementWork::special(1),
+            // x / sqrt 2 (as a product), erf, plus 1, times x, times 0.5.
+            _ => ElementWork::flops(4) + ElementWork::special(1),
+        }
+    }
+}
+
 pub(crate) fn register(d: Dialect) -> Dialect {
     d.op(OpDefinition::new(SOFTMAX)
         .summary("Softmax along 'axis' (default -1)")
@@ -134,6 +197,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .operands(&[one("operand", TENSOR)])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
+        .implement::<dyn Reduction>(Box::new(SoftmaxReduction))
         .assembly_format(STANDARD_FORMAT))
     .op(OpDefinition::new(LAYER_NORMALIZATION)
         .summary("Layer normalization over x[axis..] with scale and optional bias (ONNX LayerNormalization)")
@@ -143,6 +207,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .operands(&[one("input", TENSOR), one("scale", TENSOR), optional("bias", TENSOR)])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
+        .implement::<dyn Reduction>(Box::new(LayerNormReduction))
         .assembly_format(STANDARD_FORMAT))
     .op(OpDefinition::new(GELU)
         .summary("Gaussian error linear unit; 'approximate' = \"none\" (default) or \"tanh\"")
@@ -151,6 +216,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .operands(&[one("operand", TENSOR)])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
+        .implement::<dyn Elementwise>(Box::new(GeluElementwise))
         .assembly_format(STANDARD_FORMAT))
 }
 

@@ -2,6 +2,7 @@
 //! `axes` (default: all) with ONNX `keepdims` (default 1).
 
 use ipuc_ir::dialect::{FoldResult, OpDefinition, Traits};
+use ipuc_ir::interfaces::{CombiningKind, ElementWork, OpSignature, Reduction, ReductionShape};
 use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
@@ -12,7 +13,7 @@ use super::elements::{
 };
 use super::support::{
     attr_i64, attr_i64_list, build_error, i64_array_attr, i64_attr, make_state, normalize_axes,
-    one, ranked, tensor, value_types, InferResult, TENSOR,
+    one, ranked, reduction_extent, tensor, value_types, InferResult, TENSOR,
 };
 
 /// Reductions.
@@ -152,6 +153,31 @@ fn fold_reduce(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<
     Some(vec![FoldResult::Constant(attr)])
 }
 
+impl ReduceKind {
+    /// How the reduction combines elements (a mean sums, then scales each
+    /// result).
+    pub fn combining(self) -> CombiningKind {
+        match self {
+            ReduceKind::Mean | ReduceKind::Sum => CombiningKind::Add,
+            ReduceKind::Max => CombiningKind::Max,
+        }
+    }
+}
+
+impl Reduction for ReduceKind {
+    fn reduction(&self, sig: &OpSignature<'_>) -> Option<ReductionShape> {
+        let shape = sig.operand(0)?.shape()?;
+        let axes = reduce_axes(shape.len(), sig.i64_list("axes").as_deref()).ok()?;
+        let (outer, inner) = reduction_extent(shape, |d| axes.contains(&d))?;
+        Some(ReductionShape {
+            outer,
+            inner,
+            passes: vec![self.combining()],
+            per_element: ElementWork::NONE,
+        })
+    }
+}
+
 pub(crate) fn register(mut d: Dialect) -> Dialect {
     for k in ReduceKind::ALL {
         d = d.op(OpDefinition::new(k.name())
@@ -163,6 +189,7 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
             .results(&[one("result", TENSOR)])
             .verifier(super::verify_op)
             .folder(fold_reduce)
+            .implement::<dyn Reduction>(Box::new(k))
             .assembly_format(STANDARD_FORMAT));
     }
     d

@@ -9,6 +9,7 @@
 
 use ipuc_ir::attributes::DenseElements;
 use ipuc_ir::dialect::{FoldResult, OpDefinition, Traits};
+use ipuc_ir::interfaces::ViewLike;
 use ipuc_ir::types::DYNAMIC;
 use ipuc_ir::{
     float_format, Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type,
@@ -752,6 +753,12 @@ fn fold_identity(ctx: &Context, op: OpId, _: &[Option<Attribute>]) -> Option<Vec
 
 // ----- registration -------------------------------------------------------------
 
+/// Reshapes, squeezes, flattens and splits keep the operand's elements in
+/// row-major order: their results are views of its memory.
+struct View;
+
+impl ViewLike for View {}
+
 pub(crate) fn register(d: Dialect) -> Dialect {
     let unary = |name: &'static str, summary: &'static str| {
         OpDefinition::new(name)
@@ -764,7 +771,8 @@ pub(crate) fn register(d: Dialect) -> Dialect {
     };
     d.op(unary(RESHAPE, "Reshape to the static shape 'shape'")
         .attribute(i64_array_attr("shape", false))
-        .folder(fold_reshape_like))
+        .folder(fold_reshape_like)
+        .implement::<dyn ViewLike>(Box::new(View)))
         .op(unary(
             TRANSPOSE,
             "Permute dimensions: result[i] = operand[perm[i]] (default: reverse)",
@@ -789,6 +797,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
             .results(&[variadic("outputs", TENSOR)])
             .verifier(super::verify_op)
             .folder(fold_split)
+            .implement::<dyn ViewLike>(Box::new(View))
             // Results print as function results, `(T, U)`; see `assembly`.
             .assembly(print_standard, parse_standard))
         .op(unary(
@@ -812,14 +821,16 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .op(
             unary(SQUEEZE, "Remove size-1 dimensions ('axes', default: all)")
                 .attribute(i64_array_attr("axes", true))
-                .folder(fold_reshape_like),
+                .folder(fold_reshape_like)
+                .implement::<dyn ViewLike>(Box::new(View)),
         )
         .op(unary(
             UNSQUEEZE,
             "Insert size-1 dimensions at 'axes' (of the result)",
         )
         .attribute(i64_array_attr("axes", false))
-        .folder(fold_reshape_like))
+        .folder(fold_reshape_like)
+        .implement::<dyn ViewLike>(Box::new(View)))
         .op(unary(EXPAND, "Broadcast to 'shape' (ONNX Expand)")
             .attribute(i64_array_attr("shape", false))
             .folder(fold_expand))
@@ -830,7 +841,8 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         )
         .op(unary(FLATTEN, "Flatten to 2-D around 'axis' (default 1)")
             .attribute(i64_attr("axis", true))
-            .folder(fold_reshape_like))
+            .folder(fold_reshape_like)
+            .implement::<dyn ViewLike>(Box::new(View)))
         .op(
             unary(PAD, "Pad with a constant (pads = [begins..., ends...])")
                 .attribute(i64_array_attr("pads", false))
@@ -840,7 +852,8 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         )
         .op(unary(IDENTITY, "The operand, unchanged")
             .traits(Traits::SAME_OPERANDS_AND_RESULT_TYPE)
-            .folder(fold_identity))
+            .folder(fold_identity)
+            .implement::<dyn ViewLike>(Box::new(View)))
 }
 
 // ----- typed wrappers --------------------------------------------------------------

@@ -6,6 +6,7 @@ use std::fmt::Display;
 
 use ipuc_ir::attributes::{AttrKind, DenseArrayValues};
 use ipuc_ir::dialect::{Arity, AttrDecl, TypeConstraint, ValueDecl};
+use ipuc_ir::interfaces::{ContractionShape, OpSignature};
 use ipuc_ir::types::DYNAMIC;
 use ipuc_ir::{Attribute, Context, Diagnostic, Location, OpId, OperationState, Type, Value};
 
@@ -304,6 +305,59 @@ pub(crate) fn check_results(ctx: &Context, op: OpId, inferred: &[Type]) -> Resul
         }
     }
     Ok(())
+}
+
+// ----- interface models ---------------------------------------------------
+
+/// The product of `dims`; `None` if one is dynamic.
+pub(crate) fn static_product(dims: &[i64]) -> Option<u64> {
+    dims.iter().try_fold(1u64, |acc, &d| {
+        u64::try_from(d).ok().map(|d| acc.saturating_mul(d))
+    })
+}
+
+/// `(outer, inner)`: the products of the dimensions of `shape` that are
+/// kept and of those that are `reduced`; `None` if one is dynamic.
+pub(crate) fn reduction_extent(
+    shape: &[i64],
+    reduced: impl Fn(usize) -> bool,
+) -> Option<(u64, u64)> {
+    let pick = |want: bool| -> Vec<i64> {
+        (0..shape.len())
+            .filter(|&d| reduced(d) == want)
+            .map(|d| shape[d])
+            .collect()
+    };
+    Some((static_product(&pick(false))?, static_product(&pick(true))?))
+}
+
+/// The contraction of operands `lhs` and `rhs` over `batch` dimensions,
+/// with M the product of the `rows` dimensions, accumulated in the element
+/// type of result 0 (the lhs's when the signature has no result); `None` if
+/// a dimension is dynamic.
+pub(crate) fn contraction(
+    sig: &OpSignature<'_>,
+    (lhs, rhs): (usize, usize),
+    batch: &[i64],
+    rows: &[i64],
+    [n, k]: [i64; 2],
+) -> Option<ContractionShape> {
+    let element = |t: &Type| t.element_type().cloned();
+    let lhs = element(sig.operand(lhs)?)?;
+    let rhs = element(sig.operand(rhs)?)?;
+    let result = sig
+        .result(0)
+        .and_then(element)
+        .unwrap_or_else(|| lhs.clone());
+    Some(ContractionShape {
+        batch: static_product(batch)?,
+        m: static_product(rows)?,
+        n: static_product(&[n])?,
+        k: static_product(&[k])?,
+        lhs,
+        rhs,
+        result,
+    })
 }
 
 /// A state for `name` with operands, inferred result types and properties.
