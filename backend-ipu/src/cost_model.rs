@@ -1,55 +1,137 @@
-//! The IPU's extraction cost model for `eqsat-fuse`: estimated cycles of
-//! one `nn` op spread over the whole chip, from the machine model
-//! (`shared/ipu-machine.md`):
+//! The IPU's extraction cost model for `eqsat-fuse`: the cycles of one op
+//! spread evenly over the chip's tiles. Compute cycles come from the
+//! codelets' own estimates ([`crate::codelets::estimate`], the single source
+//! of cycle costs), chosen through what the op says it does (its
+//! interfaces, [`ipuc_ir::interfaces`]); the sync and the exchange come from
+//! the machine model (`shared/ipu-machine.md`):
 //!
-//! - matrix work at the AMP rate: per tile per cycle 64 MAC for FP16, 16 for
-//!   FP32, 128 for FP8 (E4M3) weights with FP16 partials;
-//! - elementwise work at the vector rate: 2 f32 or 4 f16 lanes per tile per
-//!   cycle, times a per-function instruction count;
-//! - every operand and result byte crosses the exchange once, at 4 bytes per
-//!   cycle per tile;
-//! - each op is one BSP superstep, paying the chip-wide sync.
+//! - the products of a [`Contraction`] run on the AMP: each is cut into
+//!   weight panels of the variant's input x output channels, the panels (or,
+//!   with fewer panels than tiles, their rows) are spread over the tiles, and
+//!   a tile pays the AMP codelet's estimate for its blocks. The variant
+//!   follows the operand and accumulator types ([`amp_kernel`]);
+//! - elementwise work (an [`Elementwise`] op's, and a reduction's work per
+//!   element) runs on the vector unit: its flops as the binary elementwise
+//!   codelet over `flops x elements`, its special functions as the GELU
+//!   codelet's polynomial sequence over `special x elements` (the machine has
+//!   no special-function instructions);
+//! - each pass of a [`Reduction`] is one row-reduction codelet launch;
+//! - every operand and result byte crosses the exchange once, and each op is
+//!   one BSP superstep, paying the chip-wide sync.
 //!
-//! Views (reshape, split, ...) are free apart from a nominal cycle: the
-//! planner picks layouts so that they move nothing. The model is for ranking
-//! alternative graphs, not a prediction of a compiled program's cycles.
+//! Views are free apart from a nominal cycle; ops that declare none of these
+//! interfaces (transposes, concatenations, gathers) pay the sync and the
+//! exchange. The model ranks alternative graphs; it is not a prediction of a
+//! compiled program's cycles (the planner will choose distributions that an
+//! even spread does not).
+//!
+//! [`Contraction`]: ipuc_ir::interfaces::Contraction
+//! [`Elementwise`]: ipuc_ir::interfaces::Elementwise
+//! [`Reduction`]: ipuc_ir::interfaces::Reduction
 
+use ipuc_ir::interfaces::{CombiningKind, ContractionShape, ElementWork, ReductionShape};
 use ipuc_ir::Type;
-use ipuc_passes::eqsat::cost::{is_view, tensor_bytes};
+use ipuc_passes::eqsat::cost::tensor_bytes;
 use ipuc_passes::eqsat::{CostModel, OpCostQuery};
 
 use ipuc_ipu_arch::machine::MachineModel;
 
-/// AMP multiply-accumulates per tile per cycle for an input element type.
-fn amp_macs_per_cycle(input: &Type, weight: &Type, has_fp8: bool) -> f64 {
-    let bits = |t: &Type| t.int_or_float_bit_width().unwrap_or(32);
-    match (bits(input), bits(weight)) {
-        (8, 8) if has_fp8 => 128.0,
-        (16 | 8, 16 | 8) => 64.0,
-        _ => 16.0,
+use crate::codelets::amp::{AmpVariant, MAX_ROWS};
+use crate::codelets::elementwise::VecType;
+use crate::codelets::estimate;
+use crate::codelets::reduce::ReduceOp;
+use crate::codelets::CodeletError;
+
+/// The AMP codelet that computes a product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AmpKernel {
+    /// An [`crate::codelets::amp::AmpBlock`] with this instruction.
+    Block(AmpVariant),
+    /// FP8 weights with f16 activations cast in the same launch
+    /// ([`crate::codelets::amp_f16acts::AmpF8WeightsF16Acts`]).
+    F8WeightsF16Acts,
+}
+
+impl AmpKernel {
+    /// The instruction the kernel's loop runs.
+    pub fn variant(self) -> AmpVariant {
+        match self {
+            AmpKernel::Block(v) => v,
+            AmpKernel::F8WeightsF16Acts => AmpVariant::F8,
+        }
+    }
+    /// Tile cycles of one block of `rows` rows.
+    fn block_cycles(self, rows: u32) -> u64 {
+        known(match self {
+            AmpKernel::Block(v) => estimate::amp_block_cycles(v, rows),
+            AmpKernel::F8WeightsF16Acts => estimate::amp_f8_f16acts_cycles(rows),
+        })
     }
 }
 
-/// Vector lanes per tile per cycle for an element type (2 f32, 4 f16).
-fn vector_lanes(element: &Type) -> f64 {
-    match element.int_or_float_bit_width() {
-        Some(w) if w <= 16 => 4.0,
-        _ => 2.0,
+/// The AMP kernel for a product, chosen by its input, weight and
+/// accumulator element types (not by the result type alone):
+///
+/// | inputs | weights | accumulator | kernel | MAC/tile cycle |
+/// |---|---|---|---|---|
+/// | FP8 | FP8 | any | `F8` | 128 |
+/// | f16 | FP8 | any | FP8 with the cast fused | 128 |
+/// | f16 or FP8 | f16 or FP8 | f16 | `F16` | 64 |
+/// | f16 or FP8 | f16 or FP8 | f32 | `F16F32Partials` | 32 |
+/// | anything else | | | `F32` | 16 |
+///
+/// Without FP8 instructions (`has_fp8` false) FP8 operands are widened to
+/// f16. Integer products have no AMP instruction; they are priced as f32.
+pub fn amp_kernel(product: &ContractionShape, has_fp8: bool) -> AmpKernel {
+    let bits = |t: &Type| t.is_float().then(|| t.int_or_float_bit_width()).flatten();
+    match (
+        bits(&product.lhs),
+        bits(&product.rhs),
+        bits(&product.result),
+    ) {
+        (Some(8), Some(8), _) if has_fp8 => AmpKernel::Block(AmpVariant::F8),
+        (Some(16), Some(8), _) if has_fp8 => AmpKernel::F8WeightsF16Acts,
+        (Some(8 | 16), Some(8 | 16), Some(32)) => AmpKernel::Block(AmpVariant::F16F32Partials),
+        (Some(8 | 16), Some(8 | 16), Some(8 | 16)) => AmpKernel::Block(AmpVariant::F16),
+        _ => AmpKernel::Block(AmpVariant::F32),
     }
 }
 
-/// Vector instructions per element of an op (transcendentals take several).
-fn instructions_per_element(name: &str) -> f64 {
-    match name {
-        "nn.exp" | "nn.tanh" | "nn.erf" | "nn.log" | "nn.sigmoid" | "nn.pow" => 8.0,
-        "nn.sqrt" | "nn.div" | "nn.reciprocal" => 4.0,
-        // max, subtract, exp, sum, scale.
-        "nn.softmax" => 12.0,
-        // the tanh form's polynomial and tanh.
-        "nn.gelu" => 12.0,
-        // mean, centre, square, mean, rsqrt, scale, shift.
-        "nn.layer_normalization" => 8.0,
-        _ => 1.0,
+/// `ceil(units / tiles)`: one tile's share of an even spread.
+fn share(units: u64, tiles: u64) -> u64 {
+    units.div_ceil(tiles.max(1))
+}
+
+/// A count as a codelet parameter (estimates of larger counts saturate).
+fn param(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// A codelet's estimate. The model only asks for valid parameters, so an
+/// error is a bug in it or in the codelet; it prices the op out of reach
+/// rather than stopping the compile.
+fn known(estimate: Result<u64, CodeletError>) -> u64 {
+    estimate.unwrap_or_else(|e| {
+        tracing::warn!("ipu cost model: no estimate: {e}");
+        u64::MAX
+    })
+}
+
+/// The cycles of an op, by where they go.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct OpCycles {
+    /// The BSP sync that ends the op's superstep.
+    pub sync: f64,
+    /// One tile's compute: the codelets' estimates for its share.
+    pub compute: f64,
+    /// Moving every operand and result byte once.
+    pub exchange: f64,
+}
+
+impl OpCycles {
+    /// The sum.
+    pub fn total(&self) -> f64 {
+        self.sync + self.compute + self.exchange
     }
 }
 
@@ -68,6 +150,119 @@ impl IpuCostModel {
     pub fn c600() -> Self {
         Self::new(MachineModel::c600())
     }
+
+    fn tiles(&self) -> u64 {
+        u64::from(self.machine.tiles)
+    }
+
+    /// One tile's AMP cycles for `product`: `batch x ceil(K / C) x
+    /// ceil(N / K_out)` weight panels, each applied to all M rows. With at
+    /// least as many panels as tiles a tile runs its share of the panels
+    /// over all rows; with fewer, the tiles of a panel split its rows. A
+    /// block holds at most [`MAX_ROWS`] rows.
+    pub fn contraction_cycles(&self, product: &ContractionShape) -> u64 {
+        let kernel = amp_kernel(product, self.machine.has_fp8);
+        let v = kernel.variant();
+        let panels = product
+            .batch
+            .saturating_mul(product.k.div_ceil(v.in_channels() as u64))
+            .saturating_mul(product.n.div_ceil(v.out_channels() as u64));
+        if panels == 0 || product.m == 0 {
+            return 0;
+        }
+        let tiles = self.tiles();
+        let (blocks, rows) = if panels >= tiles {
+            (share(panels, tiles), product.m)
+        } else {
+            (1, share(product.m, tiles / panels))
+        };
+        let max = u64::from(MAX_ROWS);
+        let full = (rows - 1) / max;
+        let last = rows - full * max;
+        let per_panel = full
+            .saturating_mul(kernel.block_cycles(MAX_ROWS))
+            .saturating_add(kernel.block_cycles(param(last)));
+        blocks.saturating_mul(per_panel)
+    }
+
+    /// One tile's vector cycles for `work` on each of `elements` elements of
+    /// type `element`.
+    pub fn elementwise_cycles(&self, work: ElementWork, elements: u64, element: &Type) -> u64 {
+        let per_tile = share(elements, self.tiles());
+        let ty = match element.int_or_float_bit_width() {
+            Some(w) if w <= 16 => VecType::F16,
+            _ => VecType::F32,
+        };
+        let mut cycles = 0u64;
+        if work.flops > 0 && per_tile > 0 {
+            let len = per_tile.saturating_mul(u64::from(work.flops));
+            cycles = cycles.saturating_add(known(estimate::binary_cycles(ty, param(len))));
+        }
+        if work.special > 0 && per_tile > 0 {
+            let len = per_tile.saturating_mul(u64::from(work.special));
+            cycles = cycles.saturating_add(known(estimate::gelu_cycles(param(len))));
+        }
+        cycles
+    }
+
+    /// One tile's cycles for `reduction` over elements of type `element`:
+    /// a row-reduction launch per pass over its share of the rows (with
+    /// fewer rows than tiles, the tiles of a row split it; combining their
+    /// partial results is exchange), then the work per element.
+    pub fn reduction_cycles(&self, reduction: &ReductionShape, element: &Type) -> u64 {
+        if reduction.outer == 0 || reduction.inner == 0 {
+            return 0;
+        }
+        let tiles = self.tiles();
+        let (rows, cols) = if reduction.outer >= tiles {
+            (share(reduction.outer, tiles), reduction.inner)
+        } else {
+            (1, share(reduction.inner, tiles / reduction.outer))
+        };
+        let passes = reduction.passes.iter().fold(0u64, |acc, pass| {
+            let op = match pass {
+                CombiningKind::Add | CombiningKind::Mul => ReduceOp::Sum,
+                CombiningKind::Max | CombiningKind::Min => ReduceOp::Max,
+            };
+            let launch = estimate::row_reduce_cycles(op, param(rows), param(cols));
+            acc.saturating_add(known(launch))
+        });
+        let per_element =
+            self.elementwise_cycles(reduction.per_element, reduction.elements(), element);
+        passes.saturating_add(per_element)
+    }
+
+    /// The cycles of `op`, by where they go.
+    pub fn cycles(&self, op: &OpCostQuery<'_>) -> OpCycles {
+        let element = op
+            .results
+            .first()
+            .and_then(|t| t.element_type())
+            .cloned()
+            .unwrap_or_else(Type::f32);
+        let mut compute = op.contractions().iter().fold(0u64, |acc, p| {
+            acc.saturating_add(self.contraction_cycles(p))
+        });
+        if let Some(work) = op.element_work() {
+            let elementwise = self.elementwise_cycles(work, op.result_elements(0), &element);
+            compute = compute.saturating_add(elementwise);
+        }
+        if let Some(r) = op.reduction() {
+            let input = op
+                .operands
+                .first()
+                .and_then(|t| t.element_type())
+                .unwrap_or(&element);
+            compute = compute.saturating_add(self.reduction_cycles(&r, input));
+        }
+        let bytes: u64 = op.operands.iter().chain(op.results).map(tensor_bytes).sum();
+        let tiles = self.tiles() as f64;
+        OpCycles {
+            sync: f64::from(self.machine.sync_latency),
+            compute: compute as f64,
+            exchange: bytes as f64 / (tiles * f64::from(self.machine.exchange_bytes_per_cycle)),
+        }
+    }
 }
 
 impl CostModel for IpuCostModel {
@@ -76,85 +271,12 @@ impl CostModel for IpuCostModel {
     }
 
     fn op_cost(&self, op: &OpCostQuery<'_>) -> f64 {
-        if is_view(op.name) {
+        if op.is_view() {
             return 1.0;
         }
-        let tiles = f64::from(self.machine.tiles);
-        let element = op
-            .results
-            .first()
-            .and_then(|t| t.element_type())
-            .cloned()
-            .unwrap_or_else(Type::f32);
-        let macs = op.macs() as f64;
-        let matrix = if macs > 0.0 {
-            let weight = op
-                .operands
-                .get(1)
-                .and_then(|t| t.element_type())
-                .cloned()
-                .unwrap_or_else(|| element.clone());
-            macs / (tiles * amp_macs_per_cycle(&element, &weight, self.machine.has_fp8))
-        } else {
-            0.0
-        };
-        // Contractions run on the AMP; their elementwise epilogue (a bias)
-        // overlaps with it.
-        let vector = if macs > 0.0 {
-            0.0
-        } else {
-            op.result_elements(0) as f64 * instructions_per_element(op.name)
-                / (tiles * vector_lanes(&element))
-        };
-        let bytes: u64 = op.operands.iter().chain(op.results).map(tensor_bytes).sum();
-        let exchange = bytes as f64 / (tiles * f64::from(self.machine.exchange_bytes_per_cycle));
-        f64::from(self.machine.sync_latency) + matrix + vector + exchange
+        self.cycles(op).total()
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use ipuc_ir::Dictionary;
-
-    fn cost(name: &str, operands: &[Type], results: &[Type]) -> f64 {
-        IpuCostModel::c600().op_cost(&OpCostQuery {
-            name,
-            operands,
-            results,
-            attributes: &Dictionary::new(),
-        })
-    }
-
-    #[test]
-    fn matmul_runs_at_the_amp_rate() {
-        let a = Type::tensor(&[1472, 64], Type::f16());
-        let b = Type::tensor(&[64, 64], Type::f16());
-        let c = Type::tensor(&[1472, 64], Type::f16());
-        // 1472*64*64 MACs at 64 MAC/cycle/tile over 1472 tiles: 64 cycles.
-        let bytes = (1472 * 64 + 64 * 64 + 1472 * 64) * 2;
-        let want = 600.0 + 64.0 + bytes as f64 / (1472.0 * 4.0);
-        let got = cost(
-            "nn.matmul",
-            &[a.clone(), b.clone()],
-            std::slice::from_ref(&c),
-        );
-        assert!((got - want).abs() < 1e-9, "{got} vs {want}");
-        // FP32 is four times slower on the AMP.
-        let f = |t: &Type| Type::tensor(t.shape().unwrap(), Type::f32());
-        let got32 = cost("nn.matmul", &[f(&a), f(&b)], &[f(&c)]);
-        assert!(got32 > got + 3.0 * 64.0 - 1e-9);
-    }
-
-    #[test]
-    fn fusion_saves_a_sync_and_views_are_free() {
-        let x = Type::tensor(&[729, 4304], Type::f32());
-        let one = std::slice::from_ref(&x);
-        let tanh = cost("nn.tanh", one, one);
-        let gelu = cost("nn.gelu", one, one);
-        let mul = cost("nn.mul", &[x.clone(), x.clone()], one);
-        assert!(gelu < tanh + 6.0 * mul);
-        let r = Type::tensor(&[729, 4, 1076], Type::f32());
-        assert_eq!(cost("nn.reshape", &[x], &[r]), 1.0);
-    }
-}
+mod tests;

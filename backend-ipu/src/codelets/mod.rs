@@ -11,6 +11,7 @@ pub mod cast;
 pub mod copy;
 pub mod elementwise;
 pub mod emitter;
+pub mod estimate;
 pub mod gelu;
 pub mod launch;
 pub mod layernorm;

@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap;
 
 use ipuc_dialects::nn::{self, elements};
 use ipuc_ir::attributes::{AttrKind, DenseElements, ResourceTable};
-use ipuc_ir::{float_format, Attribute, Dictionary, Type};
+use ipuc_ir::{float_format, Attribute, DialectRegistry, Dictionary, Type};
 
 use super::language::{Node, Op};
 
@@ -105,6 +105,9 @@ pub struct NnAnalysis {
     pub fold_constants: bool,
     /// Constants that rules made by fusing others (not fused again).
     pub fused_consts: rustc_hash::FxHashSet<u32>,
+    /// The dialects of the function's context: extraction asks the op
+    /// definitions of the nodes for their interfaces.
+    pub registry: Arc<DialectRegistry>,
 }
 
 impl std::fmt::Debug for NnAnalysis {
@@ -118,7 +121,9 @@ impl std::fmt::Debug for NnAnalysis {
 }
 
 impl NnAnalysis {
-    /// An empty analysis whose new resources go to `resources`.
+    /// An empty analysis whose new resources go to `resources`; its
+    /// registry is the builtin one until [`super::convert::FunctionGraph::build`]
+    /// sets the function's.
     pub fn new(resources: Arc<ResourceTable>) -> NnAnalysis {
         NnAnalysis {
             attrs: Interner::default(),
@@ -127,6 +132,7 @@ impl NnAnalysis {
             resources,
             fold_constants: true,
             fused_consts: Default::default(),
+            registry: Arc::new(DialectRegistry::new()),
         }
     }
 }

@@ -14,7 +14,8 @@
 use egg::Id;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use ipuc_ir::{BlockId, Context, Dictionary, Location, OpId, OperationState, Traits, Value};
+use ipuc_ir::interfaces::all_attributes;
+use ipuc_ir::{BlockId, Context, Location, OpId, OperationState, Traits, Value};
 
 use super::analysis::{add_attr, add_const, infer, ClassKind, EGraph};
 use super::language::{Node, Op};
@@ -49,20 +50,10 @@ pub enum RebuildError {
     InputNotDominating,
 }
 
-/// The attributes of `op` as one dictionary (properties and discardable).
-fn all_attributes(ctx: &Context, op: OpId) -> Dictionary {
-    let mut d = ctx.attributes(op).clone();
-    if let Some(p) = ctx.properties(op) {
-        for (k, v) in p.iter() {
-            d.set(k, v.clone());
-        }
-    }
-    d
-}
-
 impl FunctionGraph {
     /// Converts the ops of `block` into `egraph`.
     pub fn build(ctx: &Context, block: BlockId, mut egraph: EGraph) -> FunctionGraph {
+        egraph.analysis.registry = ctx.registry().clone();
         let mut value_class: FxHashMap<Value, Id> = FxHashMap::default();
         let mut inputs: Vec<Value> = Vec::new();
         let mut converted: Vec<Converted> = Vec::new();

@@ -1,10 +1,13 @@
 //! Extraction costs.
 //!
-//! [`CostModel`] is the target-independent interface: the cost of one `nn`
-//! op given its operand and result types and attributes. The pass ships
-//! [`DefaultCostModel`] (a target-neutral count of arithmetic and memory
-//! traffic); targets supply their own (the IPU's lives in
-//! `ipuc-backend-ipu`, wired in by the tools).
+//! [`CostModel`] is the target-independent interface: the cost of one op
+//! given its operand and result types and attributes, and its definition,
+//! through which a model asks what the op does ([`ipuc_ir::interfaces`]:
+//! view-like, contraction, elementwise, reduction), never which op it is.
+//! The pass ships [`DefaultCostModel`] (target-neutral counts of work and
+//! memory traffic); targets supply their own (the IPU's lives in
+//! `ipuc-backend-ipu` and prices ops with its codelets' cycle estimates,
+//! wired in by the tools).
 //!
 //! Extraction sums the costs of a term's ops ("tree cost"); the result of a
 //! multi-result op is shared by its `get`s, so each pays its share.
@@ -14,16 +17,23 @@
 use egg::{CostFunction, Id, Language};
 use rustc_hash::FxHashMap;
 
-use ipuc_ir::{Dictionary, Type};
+use ipuc_ir::interfaces::{
+    Contraction, ContractionShape, ElementWork, Elementwise, OpInterface, OpSignature, Reduction,
+    ReductionShape, ViewLike,
+};
+use ipuc_ir::{Dictionary, OpDefinition, Type};
 
 use super::analysis::{ClassKind, EGraph};
 use super::language::{Node, Op};
 
 /// One op whose cost is asked for.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct OpCostQuery<'a> {
-    /// The `nn` op name (`nn.matmul`).
+    /// The op name (`nn.matmul`), for logs.
     pub name: &'a str,
+    /// The op's definition (`None`: unregistered), whose interfaces say what
+    /// the op does.
+    pub def: Option<&'a OpDefinition>,
     /// Operand types.
     pub operands: &'a [Type],
     /// Result types.
@@ -32,7 +42,83 @@ pub struct OpCostQuery<'a> {
     pub attributes: &'a Dictionary,
 }
 
-impl OpCostQuery<'_> {
+impl std::fmt::Debug for OpCostQuery<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpCostQuery")
+            .field("name", &self.name)
+            .field("operands", &self.operands)
+            .field("results", &self.results)
+            .field("attributes", &self.attributes)
+            .finish()
+    }
+}
+
+/// Work counted target-independently from an op's interfaces: plain
+/// arithmetic (two per multiply-accumulate) and special-function
+/// evaluations (see [`ElementWork`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpWork {
+    /// Plain arithmetic operations.
+    pub flops: u64,
+    /// Special-function evaluations.
+    pub special: u64,
+}
+
+impl<'a> OpCostQuery<'a> {
+    /// What interface methods see of the op.
+    pub fn signature(&self) -> OpSignature<'a> {
+        OpSignature::new(self.operands, self.results, self.attributes)
+    }
+    /// The op's model of interface `I`, if it implements it.
+    pub fn interface<I: ?Sized + OpInterface>(&self) -> Option<&'a I> {
+        self.def.and_then(|d| d.interface::<I>())
+    }
+    /// Whether the op is a view of an operand's memory ([`ViewLike`]).
+    pub fn is_view(&self) -> bool {
+        self.interface::<dyn ViewLike>().is_some()
+    }
+    /// The matrix products the op performs ([`Contraction`]); empty for
+    /// other ops and for contractions with dynamic dimensions.
+    pub fn contractions(&self) -> Vec<ContractionShape> {
+        self.interface::<dyn Contraction>()
+            .and_then(|c| c.contractions(&self.signature()))
+            .unwrap_or_default()
+    }
+    /// The work per result element of an [`Elementwise`] op.
+    pub fn element_work(&self) -> Option<ElementWork> {
+        self.interface::<dyn Elementwise>()
+            .map(|e| e.work(&self.signature()))
+    }
+    /// The reductions of a [`Reduction`] op.
+    pub fn reduction(&self) -> Option<ReductionShape> {
+        self.interface::<dyn Reduction>()
+            .and_then(|r| r.reduction(&self.signature()))
+    }
+    /// Multiply-accumulates of the op's contractions (0 for other ops).
+    pub fn macs(&self) -> u64 {
+        self.contractions()
+            .iter()
+            .fold(0u64, |acc, c| acc.saturating_add(c.macs()))
+    }
+    /// The op's work: two flops per multiply-accumulate, each elementwise
+    /// op's work per result element, and for a reduction one flop per
+    /// element and pass plus its work per element.
+    pub fn work(&self) -> OpWork {
+        let mut flops = self.macs().saturating_mul(2);
+        let mut special = 0u64;
+        let mut add = |n: u64, w: ElementWork| {
+            flops = flops.saturating_add(n.saturating_mul(u64::from(w.flops)));
+            special = special.saturating_add(n.saturating_mul(u64::from(w.special)));
+        };
+        if let Some(w) = self.element_work() {
+            add(self.result_elements(0), w);
+        }
+        if let Some(r) = self.reduction() {
+            let passes = u32::try_from(r.passes.len()).unwrap_or(u32::MAX);
+            add(r.elements(), ElementWork::flops(passes) + r.per_element);
+        }
+        OpWork { flops, special }
+    }
     /// Elements of result `i` (0 if dynamic or absent).
     pub fn result_elements(&self, i: usize) -> u64 {
         self.results
@@ -47,47 +133,6 @@ impl OpCostQuery<'_> {
             .chain(self.results)
             .map(tensor_bytes)
             .sum()
-    }
-    /// Multiply-accumulates of a contraction (`nn.matmul`, `nn.linear`,
-    /// `nn.gemm`, `nn.attention`); 0 for other ops.
-    pub fn macs(&self) -> u64 {
-        let dim = |t: &Type, i: usize| -> u64 {
-            t.shape()
-                .and_then(|s| s.get(i).copied())
-                .map_or(1, |d| d.max(1) as u64)
-        };
-        let last = |t: &Type| t.shape().map_or(0, |s| s.len());
-        match self.name {
-            "nn.matmul" | "nn.linear" | "nn.gemm" => {
-                // Result elements times the contraction length.
-                let Some(a) = self.operands.first() else {
-                    return 0;
-                };
-                let k = if self.name == "nn.gemm"
-                    && self.attributes.get("transA").and_then(|v| v.as_int()) == Some(1)
-                {
-                    dim(a, 0)
-                } else {
-                    dim(a, last(a).saturating_sub(1))
-                };
-                self.result_elements(0) * k
-            }
-            "nn.attention" => {
-                // q.k for every (query, key) pair, then p.v.
-                let (Some(q), Some(k), Some(v)) = (
-                    self.operands.first(),
-                    self.operands.get(1),
-                    self.operands.get(2),
-                ) else {
-                    return 0;
-                };
-                let (b, sq, e) = (dim(q, 0), dim(q, 1), dim(q, 2));
-                let skv = dim(k, 1);
-                let ev = dim(v, 2);
-                b * sq * skv * (e + ev)
-            }
-            _ => 0,
-        }
     }
 }
 
@@ -113,46 +158,38 @@ pub trait CostModel: Send + Sync {
     fn op_cost(&self, op: &OpCostQuery<'_>) -> f64;
 }
 
-/// A target-neutral cost: each op pays a fixed overhead (a kernel launch,
-/// a pass over memory), one unit per multiply-accumulate, a few units per
-/// element for transcendental functions, and one unit per byte read or
-/// written. Fusing ops saves the overheads and the intermediate traffic.
+/// A target-neutral cost, counted from the op's interfaces and types
+/// alone: each op pays a fixed overhead (a kernel launch, a pass over
+/// memory), one unit per flop of its [`OpWork`], [`SPECIAL_FUNCTION_FLOPS`]
+/// per special-function evaluation, and one unit per byte read or written.
+/// Views cost one unit. Fusing ops saves the overheads and the
+/// intermediate traffic; it never changes the work.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DefaultCostModel;
 
 /// The fixed per-op overhead of [`DefaultCostModel`].
 pub const DEFAULT_OP_OVERHEAD: f64 = 1000.0;
 
+/// Flops a special-function evaluation counts as in [`DefaultCostModel`]:
+/// about a short polynomial or a few Newton steps, which is what hardware
+/// without a special-function unit runs (and what such a unit saves).
+pub const SPECIAL_FUNCTION_FLOPS: f64 = 8.0;
+
 impl CostModel for DefaultCostModel {
     fn name(&self) -> &str {
         "default"
     }
     fn op_cost(&self, op: &OpCostQuery<'_>) -> f64 {
-        if is_view(op.name) {
+        if op.is_view() {
             // A view of its operand's memory: no arithmetic, no traffic.
             return 1.0;
         }
-        let elems = op.result_elements(0) as f64;
-        let per_element = match op.name {
-            "nn.exp" | "nn.tanh" | "nn.erf" | "nn.log" | "nn.sigmoid" | "nn.pow" => 8.0,
-            "nn.sqrt" | "nn.div" | "nn.reciprocal" => 4.0,
-            "nn.softmax" => 12.0,
-            "nn.gelu" => 12.0,
-            "nn.layer_normalization" => 8.0,
-            _ => 1.0,
-        };
-        DEFAULT_OP_OVERHEAD + op.macs() as f64 + per_element * elems + op.bytes_moved() as f64
+        let work = op.work();
+        DEFAULT_OP_OVERHEAD
+            + work.flops as f64
+            + SPECIAL_FUNCTION_FLOPS * work.special as f64
+            + op.bytes_moved() as f64
     }
-}
-
-/// Whether an op only reinterprets or cuts its operand's memory in row-major
-/// order (reshapes and splits along any axis are views for a planner that
-/// chooses layouts; they move no data by themselves).
-pub fn is_view(name: &str) -> bool {
-    matches!(
-        name,
-        "nn.reshape" | "nn.squeeze" | "nn.unsqueeze" | "nn.identity" | "nn.flatten" | "nn.split"
-    )
 }
 
 /// The cost that makes a term unextractable (ill-typed nodes).
@@ -197,6 +234,7 @@ impl<'a> ExtractionCost<'a> {
         let Some(name) = node.op.ir_name() else {
             return UNEXTRACTABLE;
         };
+        let op_name = eg.analysis.registry.op_name(name);
         let mut operands = Vec::with_capacity(node.operands().len());
         for &c in node.operands() {
             match eg[c].data.ty() {
@@ -224,6 +262,7 @@ impl<'a> ExtractionCost<'a> {
         };
         let q = OpCostQuery {
             name,
+            def: op_name.def(),
             operands: &operands,
             results: &results,
             attributes,
@@ -260,5 +299,94 @@ impl CostFunction<Node> for ExtractionCost<'_> {
             .children
             .iter()
             .fold(own, |acc, &c| acc.saturating_add(costs(c)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query<'a>(
+        registry: &'a ipuc_ir::DialectRegistry,
+        name: &'a str,
+        operands: &'a [Type],
+        results: &'a [Type],
+        attributes: &'a Dictionary,
+    ) -> OpCostQuery<'a> {
+        OpCostQuery {
+            name,
+            def: registry.op_def(name),
+            operands,
+            results,
+            attributes,
+        }
+    }
+
+    #[test]
+    fn work_is_counted_from_the_interfaces() {
+        let registry = ipuc_dialects::registry();
+        let none = Dictionary::new();
+        let (a, b) = (
+            Type::tensor(&[4, 8], Type::f32()),
+            Type::tensor(&[8, 3], Type::f32()),
+        );
+        let c = Type::tensor(&[4, 3], Type::f32());
+        let (ab, cs) = ([a.clone(), b], [c.clone()]);
+        let matmul = query(&registry, "nn.matmul", &ab, &cs, &none);
+        assert_eq!(matmul.macs(), 4 * 3 * 8);
+        assert_eq!(
+            matmul.work(),
+            OpWork {
+                flops: 2 * 4 * 3 * 8,
+                special: 0
+            }
+        );
+        let one = [a.clone()];
+        let exp = query(&registry, "nn.exp", &one, &one, &none);
+        assert_eq!(
+            exp.work(),
+            OpWork {
+                flops: 0,
+                special: 32
+            }
+        );
+        // A row softmax: two passes over the 32 elements, then 2 flops and
+        // an exp per element.
+        let softmax = query(&registry, "nn.softmax", &one, &one, &none);
+        assert_eq!(
+            softmax.work(),
+            OpWork {
+                flops: 2 * 32 + 2 * 32,
+                special: 32
+            }
+        );
+        // Ops without interfaces do no counted work.
+        let t = [Type::tensor(&[8, 4], Type::f32())];
+        let transpose = query(&registry, "nn.transpose", &one, &t, &none);
+        assert_eq!(transpose.work(), OpWork::default());
+    }
+
+    #[test]
+    fn the_default_model_prices_work_overhead_and_traffic() {
+        let registry = ipuc_dialects::registry();
+        let none = Dictionary::new();
+        let x = [Type::tensor(&[4, 8], Type::f32())];
+        let bytes = 2.0 * 4.0 * 8.0 * 4.0;
+        let cost = |name| DefaultCostModel.op_cost(&query(&registry, name, &x, &x, &none));
+        assert_eq!(cost("nn.neg"), DEFAULT_OP_OVERHEAD + 32.0 + bytes);
+        assert_eq!(
+            cost("nn.tanh"),
+            DEFAULT_OP_OVERHEAD + SPECIAL_FUNCTION_FLOPS * 32.0 + bytes
+        );
+        assert_eq!(cost("nn.identity"), 1.0);
+        // An unregistered op pays the overhead and its traffic.
+        let unknown = OpCostQuery {
+            def: None,
+            ..query(&registry, "nn.frobnicate", &x, &x, &none)
+        };
+        assert_eq!(
+            DefaultCostModel.op_cost(&unknown),
+            DEFAULT_OP_OVERHEAD + bytes
+        );
     }
 }
