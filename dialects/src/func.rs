@@ -126,15 +126,20 @@ fn verify_func(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             .map(|&a| ctx.value_type(a))
             .collect();
         if args.len() != inputs.len() || args.iter().zip(&inputs).any(|(a, b)| *a != b) {
-            return Err(Diagnostic::error(
-                ctx.loc(op).clone(),
-                format!("'func.func' op type of entry block arguments ({}) does not match the function signature", join(&args)),
+            return Err(Diagnostic::op_error(
+                ctx,
+                op,
+                format!(
+                    "type of entry block arguments ({}) does not match the function signature",
+                    join(&args)
+                ),
             ));
         }
     } else if symbol_table::visibility(ctx, op) == symbol_table::Visibility::Public {
-        return Err(Diagnostic::error(
-            ctx.loc(op).clone(),
-            "'func.func' op symbol declaration cannot have public visibility",
+        return Err(Diagnostic::op_error(
+            ctx,
+            op,
+            "symbol declaration cannot have public visibility",
         ));
     }
     Ok(())
@@ -152,10 +157,11 @@ fn verify_return(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         return Ok(());
     };
     if ctx.name_str(parent) != FUNC {
-        return Err(Diagnostic::error(
-            ctx.loc(op).clone(),
+        return Err(Diagnostic::op_error(
+            ctx,
+            op,
             format!(
-                "'func.return' op expects parent op 'func.func', found '{}'",
+                "expects parent op 'func.func', found '{}'",
                 ctx.name_str(parent)
             ),
         ));
@@ -167,10 +173,11 @@ fn verify_return(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         .map(|&v| ctx.value_type(v))
         .collect();
     if got.len() != results.len() {
-        return Err(Diagnostic::error(
-            ctx.loc(op).clone(),
+        return Err(Diagnostic::op_error(
+            ctx,
+            op,
             format!(
-                "'func.return' op has {} operands, but enclosing function (@{}) returns {}",
+                "has {} operands, but enclosing function (@{}) returns {}",
                 got.len(),
                 symbol_table::symbol_name(ctx, parent).unwrap_or("?"),
                 results.len()
@@ -179,9 +186,10 @@ fn verify_return(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     }
     for (i, (g, r)) in got.iter().zip(&results).enumerate() {
         if *g != r {
-            return Err(Diagnostic::error(
-                ctx.loc(op).clone(),
-                format!("'func.return' op type of return operand {i} ({g}) doesn't match function result type ({r}) in function @{}", symbol_table::symbol_name(ctx, parent).unwrap_or("?")),
+            return Err(Diagnostic::op_error(
+                ctx,
+                op,
+                format!("type of return operand {i} ({g}) doesn't match function result type ({r}) in function @{}", symbol_table::symbol_name(ctx, parent).unwrap_or("?")),
             ));
         }
     }
@@ -201,30 +209,34 @@ fn verify_call(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let callee = ctx.attr(op, "callee").expect("checked").clone();
     let name = callee.as_symbol_root().unwrap_or("").to_string();
     let Some(f) = symbol_table::lookup_symbol(ctx, op, &callee) else {
-        return Err(Diagnostic::error(
-            ctx.loc(op).clone(),
-            format!("'func.call' op '{name}' does not reference a valid function"),
+        return Err(Diagnostic::op_error(
+            ctx,
+            op,
+            format!("'{name}' does not reference a valid function"),
         ));
     };
     if ctx.name_str(f) != FUNC {
-        return Err(Diagnostic::error(
-            ctx.loc(op).clone(),
-            format!("'func.call' op '{name}' does not reference a valid function"),
+        return Err(Diagnostic::op_error(
+            ctx,
+            op,
+            format!("'{name}' does not reference a valid function"),
         ));
     }
     let (inputs, results) = function_type(ctx, f).unwrap_or_default();
     let got: Vec<Type> = ctx.operand_types(op);
     if got != inputs {
-        return Err(Diagnostic::error(
-            ctx.loc(op).clone(),
-            "'func.call' op operand types do not match the callee's signature",
+        return Err(Diagnostic::op_error(
+            ctx,
+            op,
+            "operand types do not match the callee's signature",
         ));
     }
     let res: Vec<Type> = ctx.result_types(op);
     if res != results {
-        return Err(Diagnostic::error(
-            ctx.loc(op).clone(),
-            "'func.call' op result types do not match the callee's signature",
+        return Err(Diagnostic::op_error(
+            ctx,
+            op,
+            "result types do not match the callee's signature",
         ));
     }
     Ok(())

@@ -72,17 +72,11 @@ pub fn dialect() -> Dialect {
 fn verify_module(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let r = ctx.regions(op)[0];
     if ctx.region_blocks(r).len() > 1 {
-        return Err(Diagnostic::error(
-            ctx.loc(op).clone(),
-            "'builtin.module' expects a single block",
-        ));
+        return Err(Diagnostic::op_error(ctx, op, "expects a single block"));
     }
     if let Some(&b) = ctx.region_blocks(r).first() {
         if !ctx.block_args(b).is_empty() {
-            return Err(Diagnostic::error(
-                ctx.loc(op).clone(),
-                "'builtin.module' body may not have arguments",
-            ));
+            return Err(Diagnostic::op_error(ctx, op, "body may not have arguments"));
         }
     }
     Ok(())

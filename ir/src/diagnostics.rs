@@ -1,11 +1,12 @@
 //! Diagnostics: errors, warnings, notes and remarks with locations, rendered
 //! as `file:line:col: error: message` plus the source line and a caret.
 
-use std::fmt::Write;
+use std::fmt::{Display, Write};
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use crate::context::{Context, OpId};
 use crate::location::{LocKind, Location};
 
 /// Diagnostic severity.
@@ -73,6 +74,17 @@ impl Diagnostic {
             message: message.into(),
             notes: Vec::new(),
         }
+    }
+    /// An error about `op` at its location, in MLIR's `'dialect.op' op
+    /// message` form (MLIR's `emitOpError`): how the verifier, the dialects'
+    /// verifiers and the passes report what is wrong with an op.
+    pub fn op_error(ctx: &Context, op: OpId, message: impl Display) -> Diagnostic {
+        Diagnostic::op_error_at(ctx.name_str(op), ctx.loc(op), message)
+    }
+    /// [`Diagnostic::op_error`] for an op that does not exist yet (a builder
+    /// refusing its operands): the op's name and the location it would have.
+    pub fn op_error_at(name: &str, loc: &Location, message: impl Display) -> Diagnostic {
+        Diagnostic::error(loc.clone(), format!("'{name}' op {message}"))
     }
     /// Attaches a note.
     pub fn with_note(mut self, loc: Location, message: impl Into<String>) -> Diagnostic {
@@ -171,4 +183,28 @@ pub fn line_col(text: &str, offset: usize) -> (u32, u32) {
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let col = text[line_start..offset].chars().count() as u32 + 1;
     (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{parse_source, DialectRegistry};
+
+    #[test]
+    fn op_errors_name_the_op_at_its_location() {
+        let mut ctx = Context::new(std::sync::Arc::new(DialectRegistry::new()));
+        ctx.allow_unregistered = true;
+        let src = "\"t.first\"() : () -> ()\n  \"t.second\"() : () -> ()\n";
+        let module = parse_source(&mut ctx, "e.mlir", src).unwrap().module;
+        let block = ctx.region_blocks(ctx.regions(module)[0])[0];
+        let second = ctx.block_ops_vec(block)[1];
+        let d = Diagnostic::op_error(&ctx, second, "is wrong");
+        assert_eq!(d.severity, Severity::Error);
+        assert_eq!(d.message, "'t.second' op is wrong");
+        assert_eq!(location_prefix(&d.loc), "e.mlir:2:3");
+        // A builder's error: the op does not exist yet.
+        let d = Diagnostic::op_error_at("t.third", ctx.loc(second), 42);
+        assert_eq!(d.message, "'t.third' op 42");
+        assert_eq!(&d.loc, ctx.loc(second));
+    }
 }

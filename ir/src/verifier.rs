@@ -25,19 +25,16 @@ struct Verifier<'c> {
     positions: FxHashMap<OpId, u32>,
 }
 
-fn op_error(ctx: &Context, op: OpId, msg: impl std::fmt::Display) -> Diagnostic {
-    Diagnostic::error(
-        ctx.loc(op).clone(),
-        format!("'{}' op {msg}", ctx.name_str(op)),
-    )
-}
-
 impl Verifier<'_> {
     fn verify_op(&mut self, op: OpId) -> Result<(), Diagnostic> {
         let ctx = self.ctx;
         let name = ctx.name(op);
         if name.as_str() == "builtin.<<forward-reference>>" {
-            return Err(op_error(ctx, op, "is an unresolved forward reference"));
+            return Err(Diagnostic::op_error(
+                ctx,
+                op,
+                "is an unresolved forward reference",
+            ));
         }
         if let Some(def) = name.def() {
             if let Some(decls) = &def.operands {
@@ -56,14 +53,14 @@ impl Verifier<'_> {
             for a in &def.attributes {
                 match ctx.attr(op, a.name) {
                     None if !a.optional => {
-                        return Err(op_error(
+                        return Err(Diagnostic::op_error(
                             ctx,
                             op,
                             format!("requires attribute '{}'", a.name),
                         ));
                     }
                     Some(v) if !(a.check)(v) => {
-                        return Err(op_error(
+                        return Err(Diagnostic::op_error(
                             ctx,
                             op,
                             format!(
@@ -77,7 +74,7 @@ impl Verifier<'_> {
             }
             if let Some(n) = def.num_regions {
                 if ctx.regions(op).len() != n {
-                    return Err(op_error(
+                    return Err(Diagnostic::op_error(
                         ctx,
                         op,
                         format!("requires {n} region(s), found {}", ctx.regions(op).len()),
@@ -86,7 +83,7 @@ impl Verifier<'_> {
             }
             if let Some(n) = def.num_successors {
                 if ctx.successors(op).len() != n {
-                    return Err(op_error(
+                    return Err(Diagnostic::op_error(
                         ctx,
                         op,
                         format!(
@@ -104,14 +101,14 @@ impl Verifier<'_> {
                     .map(|&v| ctx.value_type(v));
                 if let Some(first) = all.next() {
                     if let Some(bad) = all.find(|t| *t != first) {
-                        return Err(op_error(ctx, op, format!("requires the same type for all operands and results (found {first} and {bad})")));
+                        return Err(Diagnostic::op_error(ctx, op, format!("requires the same type for all operands and results (found {first} and {bad})")));
                     }
                 }
             }
             if def.traits.contains(Traits::TERMINATOR) {
                 if let Some(b) = ctx.parent_block(op) {
                     if ctx.last_op(b) != Some(op) {
-                        return Err(op_error(
+                        return Err(Diagnostic::op_error(
                             ctx,
                             op,
                             "must be the last operation in the parent block",
@@ -122,7 +119,11 @@ impl Verifier<'_> {
             if def.traits.contains(Traits::SINGLE_BLOCK) {
                 for &r in ctx.regions(op) {
                     if ctx.region_blocks(r).len() > 1 {
-                        return Err(op_error(ctx, op, "expects regions with at most one block"));
+                        return Err(Diagnostic::op_error(
+                            ctx,
+                            op,
+                            "expects regions with at most one block",
+                        ));
                     }
                 }
             }
@@ -132,7 +133,7 @@ impl Verifier<'_> {
             if ctx.block_parent(s).is_none()
                 || ctx.block_parent(s) != ctx.parent_block(op).and_then(|b| ctx.block_parent(b))
             {
-                return Err(op_error(
+                return Err(Diagnostic::op_error(
                     ctx,
                     op,
                     "has a successor that is not in the same region",
@@ -146,7 +147,11 @@ impl Verifier<'_> {
         for &r in ctx.regions(op) {
             for &b in ctx.region_blocks(r) {
                 if b != ctx.region_blocks(r)[0] && graph {
-                    return Err(op_error(ctx, op, "graph regions must have a single block"));
+                    return Err(Diagnostic::op_error(
+                        ctx,
+                        op,
+                        "graph regions must have a single block",
+                    ));
                 }
                 if needs_terminator {
                     match ctx.last_op(b) {
@@ -165,7 +170,7 @@ impl Verifier<'_> {
                             ));
                         }
                         None => {
-                            return Err(op_error(
+                            return Err(Diagnostic::op_error(
                                 ctx,
                                 op,
                                 "has an empty block: every block needs a terminator",
@@ -195,14 +200,14 @@ impl Verifier<'_> {
         let ctx = self.ctx;
         for (i, &v) in ctx.operands(op).iter().enumerate() {
             if !ctx.value_is_live(v) {
-                return Err(op_error(
+                return Err(Diagnostic::op_error(
                     ctx,
                     op,
                     format!("operand #{i} refers to an erased value"),
                 ));
             }
             let Some(def_block) = ctx.value_block(v) else {
-                return Err(op_error(
+                return Err(Diagnostic::op_error(
                     ctx,
                     op,
                     format!("operand #{i} is defined in a detached block or operation"),
@@ -215,7 +220,7 @@ impl Verifier<'_> {
                 let use_block = ctx.parent_block(use_op).expect("nested op has a block");
                 if ctx.block_parent(use_block) == def_region {
                     if !self.dominates(v, def_block, use_op, use_block, graph) {
-                        return Err(op_error(
+                        return Err(Diagnostic::op_error(
                             ctx,
                             op,
                             format!("operand #{i} does not dominate this use"),
@@ -225,14 +230,14 @@ impl Verifier<'_> {
                     break;
                 }
                 let Some(parent) = ctx.parent_op(use_op) else {
-                    return Err(op_error(
+                    return Err(Diagnostic::op_error(
                         ctx,
                         op,
                         format!("operand #{i} is not defined in an enclosing region"),
                     ));
                 };
                 if ctx.name(parent).has_trait(Traits::ISOLATED_FROM_ABOVE) {
-                    return Err(op_error(
+                    return Err(Diagnostic::op_error(
                         ctx,
                         op,
                         format!("using value defined outside the region (operand #{i})"),
@@ -323,7 +328,7 @@ fn check_values(
         } else {
             fixed.to_string()
         };
-        return Err(op_error(
+        return Err(Diagnostic::op_error(
             ctx,
             op,
             format!("requires {expected} {what}s, but found {}", types.len()),
@@ -346,7 +351,7 @@ fn check_values(
         };
         for t in &types[i..i + n] {
             if !(d.constraint.check)(t) {
-                return Err(op_error(
+                return Err(Diagnostic::op_error(
                     ctx,
                     op,
                     format!(

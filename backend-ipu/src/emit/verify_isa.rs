@@ -54,10 +54,6 @@ impl DeclaredPass for VerifyIsa {
     }
 }
 
-fn error(ctx: &Context, op: OpId, msg: impl Into<String>) -> Diagnostic {
-    Diagnostic::error(ctx.loc(op).clone(), msg.into())
-}
-
 fn machine_of(ctx: &Context, tile: OpId) -> MachineModel {
     ctx.parent_op(tile)
         .and_then(|e| ctx.attr(e, "machine"))
@@ -88,14 +84,14 @@ pub fn check_tile(ctx: &Context, tile: OpId) -> Result<(), Diagnostic> {
                 }
                 ipu::BUNDLE => {
                     if !worker {
-                        return Err(error(ctx, item, "bundles are worker-only: the supervisor has no auxiliary pipeline (put the bundle in a worker section)"));
+                        return Err(Diagnostic::op_error(ctx, item, "bundles are worker-only: the supervisor has no auxiliary pipeline (put the bundle in a worker section)"));
                     }
                     let insts = ipu::body_ops(ctx, item);
                     for (k, &inst) in insts.iter().enumerate() {
                         let d = check_inst(ctx, inst, worker, &machine, &labels)?;
                         match (k, d.slot) {
-                            (0, SlotClass::Aux) => return Err(error(ctx, inst, format!("`{}` is an auxiliary-pipeline instruction and cannot be the first (main) half of a bundle", d.mnemonic))),
-                            (1, SlotClass::Main) => return Err(error(ctx, inst, format!("`{}` is a main-pipeline instruction and cannot be the second (auxiliary) half of a bundle", d.mnemonic))),
+                            (0, SlotClass::Aux) => return Err(Diagnostic::op_error(ctx, inst, format!("`{}` is an auxiliary-pipeline instruction and cannot be the first (main) half of a bundle", d.mnemonic))),
+                            (1, SlotClass::Main) => return Err(Diagnostic::op_error(ctx, inst, format!("`{}` is a main-pipeline instruction and cannot be the second (auxiliary) half of a bundle", d.mnemonic))),
                             _ => {}
                         }
                     }
@@ -123,7 +119,7 @@ fn check_symbol(
         // `.stack supervisor|worker, ...` names a context, not a symbol.
         let context_word = in_directive && (s == "supervisor" || s == "worker");
         if !labels.contains(s) && predefined_symbol(s).is_none() && !context_word {
-            return Err(error(
+            return Err(Diagnostic::op_error(
                 ctx,
                 op,
                 format!("symbol @{s} is neither a label of this tile nor an assembler constant"),
@@ -191,14 +187,22 @@ fn check_inst(
     for o in &operands {
         if let Operand::Reg(r) = o {
             if parse_register(&r.name).is_none() {
-                return Err(error(ctx, op, format!("unknown register `${}`", r.name)));
+                return Err(Diagnostic::op_error(
+                    ctx,
+                    op,
+                    format!("unknown register `${}`", r.name),
+                ));
             }
         }
         check_symbol(ctx, op, o, labels, false)?;
     }
     let forms: Vec<&'static InstrDesc> = forms_of(mnemonic).collect();
     if forms.is_empty() {
-        return Err(error(ctx, op, format!("unknown instruction `{mnemonic}`")));
+        return Err(Diagnostic::op_error(
+            ctx,
+            op,
+            format!("unknown instruction `{mnemonic}`"),
+        ));
     }
     let Some(desc) = forms.iter().copied().find(|f| {
         f.operands.len() == operands.len()
@@ -216,7 +220,7 @@ fn check_inst(
                     .to_string()
             })
             .collect();
-        return Err(error(
+        return Err(Diagnostic::op_error(
             ctx,
             op,
             format!(
@@ -227,7 +231,7 @@ fn check_inst(
     };
     match (desc.context, worker) {
         (ContextClass::Worker, false) => {
-            return Err(error(
+            return Err(Diagnostic::op_error(
                 ctx,
                 op,
                 format!(
@@ -236,7 +240,7 @@ fn check_inst(
             ))
         }
         (ContextClass::Supervisor, true) => {
-            return Err(error(
+            return Err(Diagnostic::op_error(
                 ctx,
                 op,
                 format!(
@@ -247,7 +251,7 @@ fn check_inst(
         _ => {}
     }
     if desc.needs_fp8() && !machine.has_fp8 {
-        return Err(error(
+        return Err(Diagnostic::op_error(
             ctx,
             op,
             format!(
@@ -267,7 +271,7 @@ fn check_inst(
                     CsrSpace::Lower
                 };
                 if csr_by_name(name, space).is_none() {
-                    return Err(error(
+                    return Err(Diagnostic::op_error(
                         ctx,
                         op,
                         format!("unknown control register `${name}` for `{mnemonic}`"),
@@ -294,7 +298,7 @@ fn check_inst(
                     }
                     other => format!("operand is not {}", other.describe()),
                 };
-                return Err(error(
+                return Err(Diagnostic::op_error(
                     ctx,
                     op,
                     format!("operand #{i} of `{mnemonic}`: {why}"),

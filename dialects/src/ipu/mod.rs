@@ -336,13 +336,6 @@ pub fn dialect() -> Dialect {
     d
 }
 
-fn op_error(ctx: &Context, op: OpId, msg: impl std::fmt::Display) -> Diagnostic {
-    Diagnostic::error(
-        ctx.loc(op).clone(),
-        format!("'{}' op {msg}", ctx.name_str(op)),
-    )
-}
-
 /// The ops of the single block of `op`'s first region (empty if none).
 pub fn body_ops(ctx: &Context, op: OpId) -> Vec<OpId> {
     ctx.regions(op)
@@ -355,7 +348,7 @@ pub fn body_ops(ctx: &Context, op: OpId) -> Vec<OpId> {
 fn expect_parent(ctx: &Context, op: OpId, parents: &[&str]) -> Result<(), Diagnostic> {
     match ctx.parent_op(op) {
         Some(p) if parents.contains(&ctx.name_str(p)) => Ok(()),
-        _ => Err(op_error(
+        _ => Err(Diagnostic::op_error(
             ctx,
             op,
             format!(
@@ -373,7 +366,7 @@ fn expect_parent(ctx: &Context, op: OpId, parents: &[&str]) -> Result<(), Diagno
 fn expect_children(ctx: &Context, op: OpId, allowed: &[&str]) -> Result<(), Diagnostic> {
     for child in body_ops(ctx, op) {
         if !allowed.contains(&ctx.name_str(child)) {
-            return Err(op_error(
+            return Err(Diagnostic::op_error(
                 ctx,
                 child,
                 format!(
@@ -433,10 +426,12 @@ fn verify_executable(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         }
         if let Some(t) = tile_index(ctx, child) {
             if let Some(&prev) = seen.get(&t) {
-                return Err(
-                    op_error(ctx, child, format!("tile {t} has a second program"))
-                        .with_note(ctx.loc(prev).clone(), "first program of the tile"),
-                );
+                return Err(Diagnostic::op_error(
+                    ctx,
+                    child,
+                    format!("tile {t} has a second program"),
+                )
+                .with_note(ctx.loc(prev).clone(), "first program of the tile"));
             }
             seen.insert(t, child);
         }
@@ -447,7 +442,7 @@ fn verify_executable(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         }
         for p in tensor_pieces(ctx, child) {
             if u32::try_from(p.tile).map_or(true, |t| !seen.contains_key(&t)) {
-                return Err(op_error(
+                return Err(Diagnostic::op_error(
                     ctx,
                     child,
                     format!("has a piece on tile {}, which has no 'ipu.tile'", p.tile),
@@ -471,16 +466,16 @@ fn verify_tensor(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     let total: i64 = shape.iter().product();
     let mut pieces = tensor_pieces(ctx, op);
     if pieces.is_empty() {
-        return Err(op_error(ctx, op, "needs at least one piece"));
+        return Err(Diagnostic::op_error(ctx, op, "needs at least one piece"));
     }
     pieces.sort_by_key(|p| p.first);
     let mut next = 0;
     for p in &pieces {
         if p.tile < 0 || p.address < 0 || p.address % 4 != 0 || p.count <= 0 || p.first < 0 {
-            return Err(op_error(ctx, op, format!("piece (tile {}, address {}, first {}, count {}) needs a non-negative tile, a 4-byte aligned address and a positive count", p.tile, p.address, p.first, p.count)));
+            return Err(Diagnostic::op_error(ctx, op, format!("piece (tile {}, address {}, first {}, count {}) needs a non-negative tile, a 4-byte aligned address and a positive count", p.tile, p.address, p.first, p.count)));
         }
         if p.first != next {
-            return Err(op_error(
+            return Err(Diagnostic::op_error(
                 ctx,
                 op,
                 format!(
@@ -496,7 +491,7 @@ fn verify_tensor(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         next = p.first + p.count;
     }
     if next != total {
-        return Err(op_error(
+        return Err(Diagnostic::op_error(
             ctx,
             op,
             format!("pieces cover {next} elements, but the tensor has {total}"),
@@ -516,7 +511,7 @@ fn verify_tile(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             }
             if let Some(name) = ctx.attr(item, "sym_name").and_then(Attribute::as_str) {
                 if let Some(&prev) = labels.get(name) {
-                    return Err(op_error(
+                    return Err(Diagnostic::op_error(
                         ctx,
                         item,
                         format!("label @{name} is already defined in this tile"),
@@ -549,7 +544,8 @@ fn verify_operand_list(ctx: &Context, op: OpId, key: &str) -> Result<Vec<Operand
         .iter()
         .enumerate()
         .map(|(i, a)| {
-            Operand::from_attr(a).map_err(|e| op_error(ctx, op, format!("{key} #{i}: {e}")))
+            Operand::from_attr(a)
+                .map_err(|e| Diagnostic::op_error(ctx, op, format!("{key} #{i}: {e}")))
         })
         .collect()
 }
@@ -558,7 +554,7 @@ fn verify_inst(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     expect_parent(ctx, op, &[SECTION, BUNDLE])?;
     for (i, o) in verify_operand_list(ctx, op, "operands")?.iter().enumerate() {
         if let Operand::At(k) = o {
-            return Err(op_error(
+            return Err(Diagnostic::op_error(
                 ctx,
                 op,
                 format!(
@@ -574,7 +570,7 @@ fn verify_bundle(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     expect_parent(ctx, op, &[SECTION])?;
     let ops = body_ops(ctx, op);
     if ops.len() != 2 || ops.iter().any(|&o| ctx.name_str(o) != INST) {
-        return Err(op_error(
+        return Err(Diagnostic::op_error(
             ctx,
             op,
             format!(
@@ -593,14 +589,14 @@ fn verify_directive(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
         .and_then(Attribute::as_str)
         .unwrap_or("");
     if matches!(name, "worker" | "supervisor" | "section" | "text" | "data") {
-        return Err(op_error(
+        return Err(Diagnostic::op_error(
             ctx,
             op,
             format!("`.{name}` is expressed by 'ipu.section' (its name, flags and kind), not by a directive"),
         ));
     }
     if !ipuc_ipu_arch::asm::DIRECTIVES.contains(&name) {
-        return Err(op_error(
+        return Err(Diagnostic::op_error(
             ctx,
             op,
             format!(
@@ -635,7 +631,11 @@ fn verify_directive(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
             "space" | "zero" => "an integer byte count",
             _ => "`supervisor` or `worker`, a top and a size",
         };
-        return Err(op_error(ctx, op, format!("`.{name}` expects {expected}")));
+        return Err(Diagnostic::op_error(
+            ctx,
+            op,
+            format!("`.{name}` expects {expected}"),
+        ));
     }
     Ok(())
 }

@@ -22,9 +22,8 @@ use ipuc_ir::{
 
 use super::assembly::STANDARD_FORMAT;
 use super::support::{
-    attr_i64, broadcasts_to, build_error, f32_attr, f32_attribute, i64_attr, make_state, one,
-    op_wrapper, optional, ranked, shape_str, static_product, tensor, value_types, InferResult,
-    TENSOR,
+    attr_i64, broadcasts_to, f32_attr, f32_attribute, i64_attr, make_state, one, op_wrapper,
+    optional, ranked, shape_str, static_product, tensor, value_types, InferResult, TENSOR,
 };
 
 /// `nn.attention`.
@@ -278,7 +277,7 @@ impl AttentionOp {
             mask.map(|m| ctx.value_type(m)),
             heads,
         )
-        .map_err(|m| build_error(ATTENTION, &loc, m))?;
+        .map_err(|m| Diagnostic::op_error_at(ATTENTION, &loc, m))?;
         let mut operands = vec![q, k, v];
         operands.extend(mask);
         let mut attrs = vec![("heads", Attribute::i64(heads))];

@@ -145,8 +145,7 @@ impl ConstantOp {
         value: Attribute,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty =
-            infer_constant(&value).map_err(|m| super::support::build_error(CONSTANT, &loc, m))?;
+        let ty = infer_constant(&value).map_err(|m| Diagnostic::op_error_at(CONSTANT, &loc, m))?;
         Ok(make_state(
             ctx,
             CONSTANT,

@@ -10,9 +10,8 @@ use ipuc_ir::{
 
 use super::assembly::STANDARD_FORMAT;
 use super::support::{
-    attr_i64, attr_i64_list, build_error, contraction, i64_array_attr, i64_attr, make_state, one,
-    op_wrapper, optional, ranked, shape_str, static_product, tensor, value_types, InferResult,
-    TENSOR,
+    attr_i64, attr_i64_list, contraction, i64_array_attr, i64_attr, make_state, one, op_wrapper,
+    optional, ranked, shape_str, static_product, tensor, value_types, InferResult, TENSOR,
 };
 
 /// `nn.conv2d`.
@@ -293,7 +292,7 @@ impl Conv2dOp {
             b.map(|b| ctx.value_type(b)),
             params,
         )
-        .map_err(|m| build_error(CONV2D, &loc, m))?;
+        .map_err(|m| Diagnostic::op_error_at(CONV2D, &loc, m))?;
         let mut operands = vec![x, w];
         operands.extend(b);
         Ok(make_state(

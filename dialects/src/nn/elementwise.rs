@@ -22,8 +22,8 @@ use super::elements::{
     broadcast_source, dense_data, floats, fold_target, from_floats, from_ints, ints, strides,
 };
 use super::support::{
-    attr_i64, broadcast_shapes, build_error, i64_attr, make_state, one, ranked, tensor, type_attr,
-    value_types, InferResult, BOOL_TENSOR, TENSOR,
+    attr_i64, broadcast_shapes, i64_attr, make_state, one, ranked, tensor, type_attr, value_types,
+    InferResult, BOOL_TENSOR, TENSOR,
 };
 
 /// `nn.where`.
@@ -764,7 +764,7 @@ impl BinaryOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_binary(kind, ctx.value_type(lhs), ctx.value_type(rhs))
-            .map_err(|m| build_error(kind.name(), &loc, m))?;
+            .map_err(|m| Diagnostic::op_error_at(kind.name(), &loc, m))?;
         Ok(make_state(
             ctx,
             kind.name(),
@@ -810,7 +810,7 @@ impl CompareOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_compare(ctx.value_type(lhs), ctx.value_type(rhs))
-            .map_err(|m| build_error(kind.name(), &loc, m))?;
+            .map_err(|m| Diagnostic::op_error_at(kind.name(), &loc, m))?;
         Ok(make_state(
             ctx,
             kind.name(),
@@ -850,8 +850,8 @@ impl UnaryOp {
         x: Value,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty =
-            infer_unary(kind, ctx.value_type(x)).map_err(|m| build_error(kind.name(), &loc, m))?;
+        let ty = infer_unary(kind, ctx.value_type(x))
+            .map_err(|m| Diagnostic::op_error_at(kind.name(), &loc, m))?;
         Ok(make_state(ctx, kind.name(), &[x], vec![ty], vec![], loc))
     }
 }
@@ -884,7 +884,7 @@ impl WhereOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_where(ctx.value_type(cond), ctx.value_type(x), ctx.value_type(y))
-            .map_err(|m| build_error(WHERE, &loc, m))?;
+            .map_err(|m| Diagnostic::op_error_at(WHERE, &loc, m))?;
         Ok(make_state(ctx, WHERE, &[cond, x, y], vec![ty], vec![], loc))
     }
 }
@@ -919,7 +919,8 @@ impl CastOp {
         saturate: bool,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_cast(ctx.value_type(x), to).map_err(|m| build_error(CAST, &loc, m))?;
+        let ty = infer_cast(ctx.value_type(x), to)
+            .map_err(|m| Diagnostic::op_error_at(CAST, &loc, m))?;
         let mut attrs = vec![("to", Attribute::type_attr(to.clone()))];
         if !saturate {
             attrs.push(("saturate", Attribute::i64(0)));

@@ -15,9 +15,9 @@ use ipuc_ir::{
 
 use super::assembly::STANDARD_FORMAT;
 use super::support::{
-    attr_f32, attr_i64, broadcast_shapes, broadcasts_to, build_error, contraction, f32_attr,
-    f32_attribute, i64_attr, make_state, one, op_wrapper, optional, ranked, shape_str, tensor,
-    value_types, InferResult, TENSOR,
+    attr_f32, attr_i64, broadcast_shapes, broadcasts_to, contraction, f32_attr, f32_attribute,
+    i64_attr, make_state, one, op_wrapper, optional, ranked, shape_str, tensor, value_types,
+    InferResult, TENSOR,
 };
 
 /// `nn.matmul`.
@@ -375,7 +375,7 @@ impl MatmulOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_matmul(ctx.value_type(lhs), ctx.value_type(rhs))
-            .map_err(|m| build_error(MATMUL, &loc, m))?;
+            .map_err(|m| Diagnostic::op_error_at(MATMUL, &loc, m))?;
         Ok(make_state(ctx, MATMUL, &[lhs, rhs], vec![ty], vec![], loc))
     }
 }
@@ -419,7 +419,7 @@ impl GemmOp {
             params.trans_a,
             params.trans_b,
         )
-        .map_err(|m| build_error(GEMM, &loc, m))?;
+        .map_err(|m| Diagnostic::op_error_at(GEMM, &loc, m))?;
         let mut operands = vec![a, b];
         operands.extend(c);
         Ok(make_state(
@@ -465,7 +465,7 @@ impl LinearOp {
             ctx.value_type(w),
             b.map(|b| ctx.value_type(b)),
         )
-        .map_err(|m| build_error(LINEAR, &loc, m))?;
+        .map_err(|m| Diagnostic::op_error_at(LINEAR, &loc, m))?;
         let mut operands = vec![x, w];
         operands.extend(b);
         Ok(make_state(ctx, LINEAR, &operands, vec![ty], vec![], loc))

@@ -130,8 +130,8 @@ fn check_operand_count(def: &ipuc_ir::OpDefinition, n: usize) -> Result<(), Stri
 pub(crate) fn verify_op(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     match infer_result_types(ctx, op) {
         Some(Ok(types)) => support::check_results(ctx, op, &types),
-        Some(Err(msg)) => Err(support::op_error(ctx, op, msg)),
-        None => Err(support::op_error(
+        Some(Err(msg)) => Err(Diagnostic::op_error(ctx, op, msg)),
+        None => Err(Diagnostic::op_error(
             ctx,
             op,
             "is missing a required attribute",

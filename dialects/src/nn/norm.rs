@@ -12,9 +12,9 @@ use ipuc_ir::{
 
 use super::assembly::STANDARD_FORMAT;
 use super::support::{
-    attr_f32, attr_i64, attr_str, broadcasts_to, build_error, f32_attr, f32_attribute, i64_attr,
-    make_state, normalize_axis, one, op_wrapper, optional, ranked, reduction_extent, shape_str,
-    string_attr, value_types, InferResult, TENSOR,
+    attr_f32, attr_i64, attr_str, broadcasts_to, f32_attr, f32_attribute, i64_attr, make_state,
+    normalize_axis, one, op_wrapper, optional, ranked, reduction_extent, shape_str, string_attr,
+    value_types, InferResult, TENSOR,
 };
 
 /// `nn.softmax`.
@@ -246,8 +246,8 @@ impl SoftmaxOp {
         axis: i64,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty =
-            infer_softmax(ctx.value_type(x), axis).map_err(|m| build_error(SOFTMAX, &loc, m))?;
+        let ty = infer_softmax(ctx.value_type(x), axis)
+            .map_err(|m| Diagnostic::op_error_at(SOFTMAX, &loc, m))?;
         Ok(make_state(
             ctx,
             SOFTMAX,
@@ -306,7 +306,7 @@ impl LayerNormalizationOp {
             bias.map(|b| ctx.value_type(b)),
             axis,
         )
-        .map_err(|m| build_error(LAYER_NORMALIZATION, &loc, m))?;
+        .map_err(|m| Diagnostic::op_error_at(LAYER_NORMALIZATION, &loc, m))?;
         let mut operands = vec![x, scale];
         operands.extend(bias);
         let attrs = vec![
@@ -347,7 +347,8 @@ impl GeluOp {
         approximate: GeluApproximation,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_gelu(ctx.value_type(x)).map_err(|m| build_error(GELU, &loc, m))?;
+        let ty =
+            infer_gelu(ctx.value_type(x)).map_err(|m| Diagnostic::op_error_at(GELU, &loc, m))?;
         let attrs = match approximate {
             GeluApproximation::None => vec![],
             GeluApproximation::Tanh => vec![("approximate", Attribute::string("tanh"))],

@@ -12,8 +12,8 @@ use super::elements::{
     dense_data, floats, fold_target, from_floats, from_ints, ints, strides, unravel,
 };
 use super::support::{
-    attr_i64, attr_i64_list, build_error, i64_array_attr, i64_attr, make_state, normalize_axes,
-    one, ranked, reduction_extent, tensor, value_types, InferResult, TENSOR,
+    attr_i64, attr_i64_list, i64_array_attr, i64_attr, make_state, normalize_axes, one, ranked,
+    reduction_extent, tensor, value_types, InferResult, TENSOR,
 };
 
 /// Reductions.
@@ -238,7 +238,7 @@ impl ReduceOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_reduce(ctx.value_type(x), axes, keepdims)
-            .map_err(|m| build_error(kind.name(), &loc, m))?;
+            .map_err(|m| Diagnostic::op_error_at(kind.name(), &loc, m))?;
         let mut attrs = Vec::new();
         if let Some(a) = axes {
             attrs.push(("axes", Attribute::dense_i64_array(a)));

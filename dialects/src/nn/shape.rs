@@ -21,10 +21,9 @@ use super::elements::{
     broadcast_source, dense_data, fold_target, from_element_bytes, rearrange, strides, unravel,
 };
 use super::support::{
-    attr_f32, attr_i64, attr_i64_list, attr_str, broadcast_shapes, build_error, f32_attr,
-    f32_attribute, i64_array_attr, i64_attr, make_state, normalize_axes, normalize_axis, one,
-    op_wrapper, ranked, shape_str, string_attr, tensor, value_types, variadic, InferResult,
-    INT_TENSOR, TENSOR,
+    attr_f32, attr_i64, attr_i64_list, attr_str, broadcast_shapes, f32_attr, f32_attribute,
+    i64_array_attr, i64_attr, make_state, normalize_axes, normalize_axis, one, op_wrapper, ranked,
+    shape_str, string_attr, tensor, value_types, variadic, InferResult, INT_TENSOR, TENSOR,
 };
 
 /// `nn.reshape`.
@@ -877,7 +876,7 @@ fn build1(
     attrs: Vec<(&str, Attribute)>,
     loc: Location,
 ) -> Result<OperationState, Diagnostic> {
-    let ty = ty.map_err(|m| build_error(name, &loc, m))?;
+    let ty = ty.map_err(|m| Diagnostic::op_error_at(name, &loc, m))?;
     Ok(make_state(ctx, name, &[x], vec![ty], attrs, loc))
 }
 
@@ -972,7 +971,7 @@ impl ConcatOp {
     ) -> Result<OperationState, Diagnostic> {
         let tys = value_types(ctx, inputs);
         let ty = infer_concat(&tys.iter().collect::<Vec<_>>(), axis)
-            .map_err(|m| build_error(CONCAT, &loc, m))?;
+            .map_err(|m| Diagnostic::op_error_at(CONCAT, &loc, m))?;
         Ok(make_state(
             ctx,
             CONCAT,
@@ -1015,8 +1014,8 @@ impl SplitOp {
         sizes: &[i64],
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let tys =
-            infer_split(ctx.value_type(x), axis, sizes).map_err(|m| build_error(SPLIT, &loc, m))?;
+        let tys = infer_split(ctx.value_type(x), axis, sizes)
+            .map_err(|m| Diagnostic::op_error_at(SPLIT, &loc, m))?;
         let attrs = vec![
             ("axis", Attribute::i64(axis)),
             ("sizes", Attribute::dense_i64_array(sizes)),
@@ -1088,7 +1087,7 @@ impl GatherOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_gather(ctx.value_type(data), ctx.value_type(indices), axis)
-            .map_err(|m| build_error(GATHER, &loc, m))?;
+            .map_err(|m| Diagnostic::op_error_at(GATHER, &loc, m))?;
         Ok(make_state(
             ctx,
             GATHER,

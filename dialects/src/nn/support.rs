@@ -2,8 +2,6 @@
 //! accessors, operand constraints, axis normalisation, numpy broadcasting and
 //! the check of declared against inferred result types.
 
-use std::fmt::Display;
-
 use ipuc_ir::attributes::{AttrKind, DenseArrayValues};
 use ipuc_ir::dialect::{Arity, AttrDecl, TypeConstraint, ValueDecl};
 use ipuc_ir::interfaces::{ContractionShape, OpSignature};
@@ -13,19 +11,6 @@ use ipuc_ir::{Attribute, Context, Diagnostic, Location, OpId, OperationState, Ty
 /// The outcome of type inference. The error text names the problem without
 /// the `'nn.op' op` prefix, which the verifier and the builders add.
 pub type InferResult<T> = Result<T, String>;
-
-/// An error about `op`, in MLIR's `'dialect.op' op message` form.
-pub(crate) fn op_error(ctx: &Context, op: OpId, msg: impl Display) -> Diagnostic {
-    Diagnostic::error(
-        ctx.loc(op).clone(),
-        format!("'{}' op {msg}", ctx.name_str(op)),
-    )
-}
-
-/// An error from a builder (the op does not exist yet).
-pub(crate) fn build_error(name: &str, loc: &Location, msg: impl Display) -> Diagnostic {
-    Diagnostic::error(loc.clone(), format!("'{name}' op {msg}"))
-}
 
 // ----- declarations ------------------------------------------------------
 
@@ -284,7 +269,7 @@ pub(crate) fn compatible(actual: &Type, inferred: &Type) -> bool {
 pub(crate) fn check_results(ctx: &Context, op: OpId, inferred: &[Type]) -> Result<(), Diagnostic> {
     let results = ctx.results(op);
     if results.len() != inferred.len() {
-        return Err(op_error(
+        return Err(Diagnostic::op_error(
             ctx,
             op,
             format!(
@@ -297,7 +282,7 @@ pub(crate) fn check_results(ctx: &Context, op: OpId, inferred: &[Type]) -> Resul
     for (i, (&r, want)) in results.iter().zip(inferred).enumerate() {
         let got = ctx.value_type(r);
         if !compatible(got, want) {
-            return Err(op_error(
+            return Err(Diagnostic::op_error(
                 ctx,
                 op,
                 format!("result #{i} has type '{got}', but the inferred type is '{want}'"),
