@@ -31,7 +31,6 @@
 
 use ipuc_ir::interfaces::{CombiningKind, ContractionShape, ElementWork, ReductionShape};
 use ipuc_ir::Type;
-use ipuc_passes::eqsat::cost::tensor_bytes;
 use ipuc_passes::eqsat::{CostModel, OpCostQuery};
 
 use ipuc_ipu_arch::machine::MachineModel;
@@ -255,7 +254,7 @@ impl IpuCostModel {
                 .unwrap_or(&element);
             compute = compute.saturating_add(self.reduction_cycles(&r, input));
         }
-        let bytes: u64 = op.operands.iter().chain(op.results).map(tensor_bytes).sum();
+        let bytes = op.bytes_moved();
         let tiles = self.tiles() as f64;
         OpCycles {
             sync: f64::from(self.machine.sync_latency),
