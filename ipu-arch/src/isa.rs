@@ -368,7 +368,7 @@ isa_table! {
     /// `fnop`: no operation (auxiliary slot).
     Fnop = "fnop" [] Aux Worker Alu;
     // ---- control ----
-    /// `br $mTarget`: branch to the address in a register.
+    /// `br $mTarget`: branch to the address in a register. Every taken branch, call and return costs the pipeline refill: its context issues again `MachineModel::branch_refill_cycles` after it (poplibs: `br $lr // 6 cycles`).
     Br = "br" [M] Main Any Control;
     /// `bri target`: branch to a label.
     Bri = "bri" [T] Main Any Control;
@@ -380,14 +380,14 @@ isa_table! {
     Brnzdec = "brnzdec" [M, T] Main Any Control;
     /// `call $mLink, target`: write the return address (pc + 4) into `$mLink` and branch.
     Call = "call" [M, T] Main Any Control;
-    /// `rpt $mCount, zimm8`: zero-overhead loop: run the next `imm + 1` bundles (8-byte aligned, bundles only, no control or system instructions) `count` times; a count of 0 branches over them.
+    /// `rpt $mCount, zimm8`: zero-overhead loop: run the next `imm + 1` bundles (8-byte aligned, bundles only, no control or system instructions) `count` times; a count of 0 branches over them. The repeat counter is 16-bit on ipu2/ipu21 (`MachineModel::rpt_count_max`): a larger count faults (the hardware's behaviour is not public; poplibs masks counts before `rpt`).
     Rpt = "rpt" [M, U(8)] Main Worker Control;
     /// `rpt zimm12, zimm8`: as `rpt $mCount, zimm8` with an immediate count.
     RptImm = "rpt" [U(12), U(8)] Main Worker Control;
     // ---- contexts ----
-    /// `run $mEntry, $mVBase, zimm16`: start one worker at `$mEntry` on the lowest free worker context, with `$mvertex_base = $mVBase + imm*4`. Faults when no worker context is free.
+    /// `run $mEntry, $mVBase, zimm16`: start one worker at `$mEntry` on the lowest free worker context, with `$mvertex_base = $mVBase + imm*4`. Faults when no worker context is free. The worker holds its barrel slot from the `run` on and first issues `MachineModel::worker_start_latency` cycles after it (model assumption).
     Run = "run" [M, M, U(16)] Main Supervisor System;
-    /// `runall $mEntry, $mVBase, zimm16`: start all six workers at `$mEntry`; worker n gets `$mvertex_base = $mVBase + n*imm*4` and `$m12` (`$mworker_base`) = n. Faults if any worker is still active.
+    /// `runall $mEntry, $mVBase, zimm16`: start all six workers at `$mEntry`; worker n gets `$mvertex_base = $mVBase + n*imm*4` and `$m12` (`$mworker_base`) = n. Faults if any worker is still active. Start timing as `run`.
     Runall = "runall" [M, M, U(16)] Main Supervisor System;
     /// `exitz $mSrc`: end the context; its exit status is `src == 0`. In the supervisor it ends the tile's program.
     Exitz = "exitz" [M] Main Any System;
@@ -395,7 +395,7 @@ isa_table! {
     Exitnz = "exitnz" [M] Main Any System;
     /// `sync zimm4`: wait on a sync zone: 2 (`TEXCH_SYNCZONE_LOCAL`) waits until every worker has exited; 3 (`TEXCH_SYNCZONE_INTERNAL`) is the chip-wide BSP barrier, released `sync_latency` cycles after the last participant arrives. Other zones are external and not modelled.
     Sync = "sync" [U(4)] Main Supervisor System;
-    /// `sans zimm4`: announce arrival at an internal sync zone without waiting; a later `sync` on the same zone waits for the release, counting arrival from the `sans` (model assumption: the public material names the instruction only).
+    /// `sans zimm4`: announce arrival at an internal sync zone without waiting; a later `sync` on the same zone waits for the release, which counts this tile's arrival from the `sans` (a second `sans` before the `sync` does not move it); the `sync` does not wait if the release came before it. Exchange data must still arrive by the release (model assumption: the public material names the instruction only).
     Sans = "sans" [U(4)] Main Supervisor System;
     // ---- control registers ----
     /// `put $CSR, $mSrc`: write a control register. A write to an exchange pointer register takes 13 cycles and takes effect when it completes.

@@ -14,10 +14,11 @@ pub mod float8;
 pub mod image;
 pub mod isa;
 pub mod machine;
+pub mod pipeline;
 pub mod printer;
 pub mod registers;
 
-pub use asm::{assemble, AsmError, AsmErrors, AsmOptions};
+pub use asm::{assemble, assemble_with_warnings, AsmError, AsmErrors, AsmOptions, Assembled};
 pub use encoding::{decode, encode, Instr};
 pub use exe::{ExeError, Executable, HostStream, StreamDirection, TensorBinding, TileProgram};
 pub use image::{ContextKind, Section, StackRegion, Symbol, TileImage};

@@ -28,6 +28,19 @@ pub struct MachineModel {
     pub worker_contexts: u32,
     /// Cycles between two issues of one barrel slot.
     pub slot_period: u32,
+    /// Cycles from a supervisor instruction's issue until an `$m` register
+    /// (or `$CCCSLOAD`) it writes can be read: the supervisor issues every
+    /// cycle and its pipeline has no bypass, so a reader issued earlier
+    /// stalls. Workers issue once per `slot_period` and never see it.
+    pub supervisor_result_latency: u32,
+    /// Cycles from a taken branch, call or return until the same context
+    /// issues again (the pipeline refill).
+    pub branch_refill_cycles: u32,
+    /// Cycles from `run`/`runall` until a started worker can first issue;
+    /// the worker holds its barrel slot from the `run` on.
+    pub worker_start_latency: u32,
+    /// Largest `rpt` count (the `$REPEAT_COUNT` field mask).
+    pub rpt_count_max: u32,
     /// Exchange bytes per cycle per tile, sending and receiving.
     pub exchange_bytes_per_cycle: u32,
     /// Fixed part of the exchange latency between two tiles.
@@ -64,6 +77,10 @@ impl MachineModel {
             element_bytes: 16 * 1024,
             worker_contexts: 6,
             slot_period: 6,
+            supervisor_result_latency: 6,
+            branch_refill_cycles: 6,
+            worker_start_latency: 6,
+            rpt_count_max: 0xffff,
             exchange_bytes_per_cycle: 4,
             exchange_latency_base: 52,
             exchange_latency_per_row: 2,
@@ -152,6 +169,11 @@ mod tests {
     fn constants_match_the_machine_table() {
         let m = MachineModel::c600();
         assert_eq!(m.sram_bytes(), 638_976);
+        assert_eq!(
+            (m.supervisor_result_latency, m.branch_refill_cycles),
+            (6, 6)
+        );
+        assert_eq!((m.worker_start_latency, m.rpt_count_max), (6, 0xffff));
         assert_eq!(m.exchange_latency(0, 15), 52);
         assert_eq!(m.exchange_latency(0, 16 * 3), 58);
         assert_eq!(m.exchange_latency(16 * 91, 0), 52 + 182);

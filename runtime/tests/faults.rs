@@ -1,5 +1,6 @@
 //! Every fault kind, provoked by a program, with its report checked.
 
+use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::testing::*;
 use ipuc_runtime::sim::{FaultKind, SimConfig};
 
@@ -23,12 +24,13 @@ fn misaligned_access() {
             size: 4
         }
     );
+    // The load reads $m0 six cycles after `setzi` wrote it (supervisor pipeline).
     assert_eq!(
         (f.tile, f.context.as_str(), f.pc, f.cycle),
-        (3, "supervisor", 0x4c004, 1)
+        (3, "supervisor", 0x4c004, 6)
     );
     assert_eq!(f.instruction, "ld32 $m1, $m0, $mzero, 0");
-    assert!(f.to_string().contains("tile 3 supervisor pc 0x4c004 `ld32 $m1, $m0, $mzero, 0` cycle 1: misaligned 4-byte access at 0x70002"));
+    assert!(f.to_string().contains("tile 3 supervisor pc 0x4c004 `ld32 $m1, $m0, $mzero, 0` cycle 6: misaligned 4-byte access at 0x70002"));
 }
 
 #[test]
@@ -124,10 +126,11 @@ fn lost_exchange_data_when_no_mux_selects_the_sender() {
     let sender = "main:\n    setzi $m0, 0x70000\n    send $m0, 2\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
     let receiver = "main:\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
     let f = run_fault(&[(0, sender), (1, receiver)], SimConfig::default());
+    // `send` waits for $m0 until cycle 6; its first word leaves at 7.
     assert_eq!(
         f.kind,
         FaultKind::LostExchangeData {
-            sent_at: 2,
+            sent_at: 7,
             words: 2
         }
     );
@@ -137,15 +140,66 @@ fn lost_exchange_data_when_no_mux_selects_the_sender() {
 
 #[test]
 fn missing_exchange_data_when_fewer_words_arrive() {
-    let sender = "main:\n    setzi $m0, 0x70000\n    send $m0, 2\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
-    // The mux is set before the sender's words arrive (cycle 1 + 13 < 2 + 52).
-    let receiver = "main:\n    setzi $m1, 5\n    put $INCOMING_DCOUNT, $m1\n    put $INCOMING_MUX, $mzero\n    setzi $m0, 0x70000\n    put $INCOMING_BASE, $m0\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
-    let f = run_fault(&[(0, sender), (1, receiver)], SimConfig::default());
+    let f = run_fault(&[(0, SEND_2), (1, &receiver(5))], SimConfig::default());
     assert_eq!(
         f.kind,
         FaultKind::MissingExchangeData {
             expected: 5,
             received: 2
+        }
+    );
+    assert_eq!(f.tile, 1);
+}
+
+/// Sends two words from 0x70000: `send` issues at 6 (it waits for $m0), the
+/// words leave at 7 and 8 and reach a tile of the same row 52 cycles later.
+const SEND_2: &str = "main:\n    setzi $m0, 0x70000\n    send $m0, 2\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
+
+/// Receives from tile 0 into 0x70000 with `$INCOMING_DCOUNT` = `count`:
+/// the count takes effect at 6 + 13 = 19, the mux at 32, the base at 51,
+/// all before the first word arrives at 59.
+fn receiver(count: u32) -> String {
+    format!("main:\n    setzi $m1, {count}\n    put $INCOMING_DCOUNT, $m1\n    put $INCOMING_MUX, $mzero\n    setzi $m0, 0x70000\n    put $INCOMING_BASE, $m0\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n")
+}
+
+#[test]
+fn surplus_exchange_data_beyond_incoming_dcount() {
+    let f = run_fault(&[(0, SEND_2), (1, &receiver(1))], SimConfig::default());
+    assert_eq!(
+        f.kind,
+        FaultKind::SurplusExchangeData {
+            expected: 1,
+            arrived_at: 60
+        }
+    );
+    assert_eq!((f.tile, f.cycle), (1, 60));
+}
+
+#[test]
+fn exchange_data_into_a_window_never_armed() {
+    // The mux takes effect at 13, the base at 32; no `$INCOMING_DCOUNT`.
+    let receiver = "main:\n    put $INCOMING_MUX, $mzero\n    setzi $m0, 0x70000\n    put $INCOMING_BASE, $m0\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
+    let f = run_fault(&[(0, SEND_2), (1, receiver)], SimConfig::default());
+    assert_eq!(f.kind, FaultKind::UnarmedExchangeWindow { arrived_at: 59 });
+    assert!(
+        f.to_string().contains("before $INCOMING_DCOUNT armed"),
+        "{f}"
+    );
+}
+
+#[test]
+fn exchange_data_arriving_after_the_closing_sync() {
+    // The sender announces its arrival with `sans` at 0 and keeps going:
+    // `setzi $m1` at 2, the loop's brnzdec at 8, 14, .., 728 (121 issues),
+    // `send` at 729, its word leaves at 730 and lands at 782. The receiver
+    // arrives at 51, so the sync releases at 651: the word is late.
+    let sender = "main:\n    sans 3\n    setzi $m0, 0x70000\n    setzi $m1, 120\nspin:\n    brnzdec $m1, spin\n    send $m0, 1\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
+    let f = run_fault(&[(0, sender), (1, &receiver(1))], SimConfig::default());
+    assert_eq!(
+        f.kind,
+        FaultKind::LateExchangeData {
+            arrived_at: 782,
+            closing: 651
         }
     );
     assert_eq!(f.tile, 1);
@@ -208,4 +262,49 @@ fn instruction_budget_exhaustion() {
         },
     );
     assert_eq!(f.kind, FaultKind::InstructionBudgetExhausted(500));
+}
+
+#[test]
+fn rpt_count_beyond_the_16_bit_repeat_counter() {
+    // ipu2/ipu21 repeat counts are 16-bit (llvm-project-fork ipuArchInfo:
+    // repeat-count mask 0xffff): 65535 repeats run, 65536 fault.
+    let body = |count: u32| {
+        format!("{WORKER_WRAP}    setzi $m1, {count}\n    nop\n    {{ rpt $m1, 0 ; fnop }}\n    {{ nop ; fnop }}\n    exitz $mzero\n")
+    };
+    let s = run_ok(&[(0, &body(0xffff))], vec![]);
+    assert_eq!(s.profile().unwrap().tiles[0].worker_issues, 4 + 0xffff);
+    let f = run_fault(&[(0, &body(0x10000))], SimConfig::default());
+    assert!(
+        matches!(&f.kind, FaultKind::IllegalOperand(s) if s.contains("rpt count 65536 exceeds the repeat counter's maximum 65535")),
+        "{f}"
+    );
+}
+
+#[test]
+fn a_bundle_of_two_main_instructions_faults_when_executed() {
+    // The assembler never builds one; a damaged image can hold one. Its
+    // second half must not be dropped silently.
+    let text = "main:\n    setzi $m0, worker\n    run $m0, $mzero, 0\n    sync TEXCH_SYNCZONE_LOCAL\n    exitz $mzero\n    .worker\n    .align 8\nworker:\n    { setzi $m1, 1 ; fnop }\n    exitz $mzero\n";
+    let mut exe = program(&[(0, text)], vec![]);
+    let image = &mut exe.tiles[0].image;
+    let at = image.symbol("worker").unwrap().address;
+    let sec = image
+        .sections
+        .iter_mut()
+        .find(|s| s.is_code && s.address <= at && at < s.end())
+        .unwrap();
+    let off = (at - sec.address) as usize + 4;
+    let main = ipuc_ipu_arch::encoding::Instr::new(ipuc_ipu_arch::isa::Opcode::SetziM, &[2, 7]);
+    sec.bytes[off..off + 4].copy_from_slice(&ipuc_ipu_arch::encode(&main, false).to_le_bytes());
+    let mut s = sim(&exe, SimConfig::default());
+    match s.run() {
+        Err(ipuc_runtime::device::DeviceError::Fault(f)) => {
+            assert!(
+                matches!(&f.kind, FaultKind::IllegalInstruction(m) if m.contains("bundle { setzi ; setzi } needs a main-pipeline instruction first")),
+                "{f}"
+            );
+            assert_eq!((f.context.as_str(), f.pc), ("worker 0", at));
+        }
+        other => panic!("expected a fault, got {other:?}"),
+    }
 }

@@ -13,9 +13,15 @@
 //! aligned, so the emitter inserts a `nop` (one issue) before a bundle or a
 //! loop head at an odd word; the body of a `rpt` is not counted where it is
 //! emitted (it repeats): [`Emitter::rpt`] returns its length instead.
+//! Supervisor code also keeps its instructions ([`Emitter::supervisor_code`])
+//! so that estimates can schedule them under the supervisor pipeline rules
+//! (`ipuc_ipu_arch::pipeline`): there an issue is not a cycle.
 
 use ipuc_dialects::ipu::{build, Operand, Register, SectionKind};
+use ipuc_ipu_arch::encoding::Instr;
 use ipuc_ir::{BlockId, Context, Location, OpId};
+
+use crate::emit::verify_isa::timing_instr;
 
 /// One instruction: mnemonic and operands.
 #[derive(Clone, Debug)]
@@ -117,6 +123,10 @@ pub struct Emitter<'c> {
     words: u64,
     /// Issues emitted outside `rpt` bodies since the section was opened.
     issues: u64,
+    /// Whether the current section is supervisor code.
+    supervisor: bool,
+    /// The supervisor section's solo instructions so far, for timing.
+    supervisor_code: Vec<Instr>,
 }
 
 impl<'c> Emitter<'c> {
@@ -129,7 +139,15 @@ impl<'c> Emitter<'c> {
             loc,
             words: 0,
             issues: 0,
+            supervisor: false,
+            supervisor_code: Vec::new(),
         }
+    }
+
+    /// The supervisor instructions emitted since the current supervisor
+    /// section began (operands as [`timing_instr`] resolves them).
+    pub fn supervisor_code(&self) -> &[Instr] {
+        &self.supervisor_code
     }
 
     /// Issues emitted outside `rpt` bodies since the current section began.
@@ -151,6 +169,8 @@ impl<'c> Emitter<'c> {
         self.section = Some(body);
         self.words = 0;
         self.issues = 0;
+        self.supervisor = kind == SectionKind::Supervisor;
+        self.supervisor_code.clear();
         body
     }
 
@@ -214,6 +234,13 @@ impl<'c> Emitter<'c> {
 
     /// A solo instruction: one issue.
     pub fn solo(&mut self, i: Inst) {
+        if self.supervisor {
+            // An instruction the ISA does not know is reported by
+            // `ipu-verify-isa` at emission; timing just skips it.
+            if let Some(t) = timing_instr(i.mnemonic, &i.operands) {
+                self.supervisor_code.push(t);
+            }
+        }
         let op = self.inst_op(i);
         self.append(op);
         self.words += 1;

@@ -4,27 +4,60 @@
 //! `sync TEXCH_SYNCZONE_LOCAL`.
 
 use ipuc_dialects::ipu::SectionKind;
+use ipuc_ipu_arch::encoding::Instr;
+use ipuc_ipu_arch::pipeline::{launch_cycles_after, supervisor_schedule};
+use ipuc_ipu_arch::MachineModel;
 
 use super::emitter::{inst, op, Emitter};
 
 /// Workers of a tile.
 pub const WORKERS: usize = 6;
 
-/// Supervisor issues of a launch, counted while emitting it.
+/// The supervisor's part of a launch, scheduled under the supervisor
+/// pipeline rules (`ipuc_ipu_arch::pipeline`) from its emitted code.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct SupervisorCounts {
-    /// Issues up to and including `runall`.
-    pub before_run: u64,
-    /// Issues after the workers are started (`sync` completes, `exitz`).
-    pub after_run: u64,
+    /// Cycle `runall` issues in (its code from cycle 0).
+    pub runall: u64,
+    /// Cycles of the code after the `sync` (`exitz`).
+    pub epilogue: u64,
 }
 
 impl SupervisorCounts {
+    /// The counts of supervisor code `code` (as [`Emitter::supervisor_code`]
+    /// gives it) whose `runall` is at `runall_at`, followed by `sync`.
+    pub fn of(code: &[Instr], runall_at: usize) -> Self {
+        let m = Self::machine();
+        let last = |c: &[Instr]| {
+            supervisor_schedule(c, &m)
+                .issue
+                .last()
+                .map_or(0, |&t| t + 1)
+        };
+        SupervisorCounts {
+            runall: last(&code[..=runall_at]) - 1,
+            epilogue: last(code.get(runall_at + 2..).unwrap_or(&[])),
+        }
+    }
+
+    /// The machine whose rules the estimates follow (every model has the
+    /// same supervisor pipeline).
+    fn machine() -> MachineModel {
+        MachineModel::c600()
+    }
+
+    /// Tile cycles of a launch whose workers issue `worker_issues[w]` times
+    /// each, once per barrel round from their start after `runall`; the
+    /// `sync` completes after the last one and the supervisor finishes.
+    pub fn cycles_per_worker(&self, worker_issues: &[u64; WORKERS]) -> u64 {
+        launch_cycles_after(self.runall, worker_issues, self.epilogue, &Self::machine())
+    }
+
     /// Tile cycles of a launch whose slowest worker issues `worker_issues`
-    /// times: the supervisor issues once per cycle while no worker holds a
-    /// slot, each worker once per 6 cycles.
+    /// times, counted as if every worker did (a few cycles over when they
+    /// differ).
     pub fn cycles(&self, worker_issues: u64) -> u64 {
-        self.before_run + 6 * worker_issues + self.after_run
+        self.cycles_per_worker(&[worker_issues; WORKERS])
     }
 }
 
@@ -54,15 +87,10 @@ impl StreamCounts {
         }
     }
 
-    /// Tile cycles when the workers take `shares` units each (the slowest
-    /// decides).
+    /// Tile cycles when the workers take `shares` units each.
     pub fn cycles(&self, shares: &[u32; WORKERS]) -> u64 {
-        let worst = shares
-            .iter()
-            .map(|&n| self.worker_issues(n))
-            .max()
-            .unwrap_or(0);
-        self.supervisor.cycles(worst)
+        self.supervisor
+            .cycles_per_worker(&shares.map(|n| self.worker_issues(n)))
     }
 }
 
@@ -104,12 +132,8 @@ impl RowLaunchCounts {
 
     /// Tile cycles when the workers take `shares` rows each.
     pub fn cycles(&self, shares: &[u32; WORKERS], body: u64) -> u64 {
-        let worst = shares
-            .iter()
-            .map(|&n| self.worker_issues(n, body))
-            .max()
-            .unwrap_or(0);
-        self.supervisor.cycles(worst)
+        self.supervisor
+            .cycles_per_worker(&shares.map(|n| self.worker_issues(n, body)))
     }
 }
 
@@ -132,17 +156,14 @@ pub fn emit_supervisor_and_worker_entry(
         "runall",
         [op::m(1), op::m(2), op::imm(state_words as i64)],
     ));
-    let before_run = e.issues();
+    let runall_at = e.supervisor_code().len() - 1;
     e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_LOCAL")]));
     e.solo(inst("exitz", [op::mzero()]));
-    let after_run = e.issues() - before_run;
+    let counts = SupervisorCounts::of(e.supervisor_code(), runall_at);
     e.size_of("main");
     e.code_section(&format!(".text.{tag}_worker"), SectionKind::Worker);
     e.worker_entry(&format!("{tag}_worker"));
-    SupervisorCounts {
-        before_run,
-        after_run,
-    }
+    counts
 }
 
 /// Ends the worker (`.size`) and emits the six vertex states (`words[w]`

@@ -139,7 +139,21 @@ pub fn build_executable(ctx: &Context, exe: OpId) -> Result<Executable, Vec<Diag
             }
         };
         match assemble_statements(statements.stmts.clone(), &opts) {
-            Ok(image) => tiles.push(TileProgram { tile: index, image }),
+            Ok(a) => {
+                // Pipeline stalls do not stop the build; they are reported
+                // at the op that waits.
+                for w in &a.warnings {
+                    let op = statements.op_at(w.pos, tile);
+                    tracing::warn!(
+                        "{}",
+                        Diagnostic::warning(ctx.loc(op).clone(), w.message.clone())
+                    );
+                }
+                tiles.push(TileProgram {
+                    tile: index,
+                    image: a.image,
+                })
+            }
             Err(errors) => {
                 for e in errors.0 {
                     let op = statements.op_at(e.pos, tile);

@@ -19,7 +19,7 @@ use ipuc_ir::{Context, Diagnostic, OpId, WalkOrder};
 
 use ipuc_ipu_arch::asm::predefined_symbol;
 use ipuc_ipu_arch::csr::{csr_by_name, CsrSpace};
-use ipuc_ipu_arch::encoding::fits;
+use ipuc_ipu_arch::encoding::{fits, Instr};
 use ipuc_ipu_arch::isa::{forms_of, ContextClass, InstrDesc, OperandKind, SlotClass};
 use ipuc_ipu_arch::registers::{parse_register, RegFile};
 use ipuc_ipu_arch::MachineModel;
@@ -164,6 +164,29 @@ fn matches_kind(kind: OperandKind, o: &Operand) -> bool {
     }
 }
 
+/// The form of `mnemonic` whose operand kinds `operands` have, if any.
+pub(crate) fn form_of(mnemonic: &str, operands: &[Operand]) -> Option<&'static InstrDesc> {
+    forms_of(mnemonic).find(|f| {
+        f.operands.len() == operands.len()
+            && f.operands
+                .iter()
+                .zip(operands)
+                .all(|(k, o)| matches_kind(*k, o))
+    })
+}
+
+/// The instruction `mnemonic operands` for timing: its form, register
+/// numbers as written and every other operand 0 (labels are not resolved;
+/// register use and issue cycles do not depend on them).
+pub(crate) fn timing_instr(mnemonic: &str, operands: &[Operand]) -> Option<Instr> {
+    let desc = form_of(mnemonic, operands)?;
+    let values: Vec<i32> = operands
+        .iter()
+        .map(|o| register(o).map_or(0, |(_, n, _, _)| i32::from(n)))
+        .collect();
+    Some(Instr::new(desc.opcode, &values))
+}
+
 /// An operand kind as messages spell it, immediates with their width.
 fn kind_text(k: OperandKind) -> String {
     match k {
@@ -204,13 +227,7 @@ fn check_inst(
             format!("unknown instruction `{mnemonic}`"),
         ));
     }
-    let Some(desc) = forms.iter().copied().find(|f| {
-        f.operands.len() == operands.len()
-            && f.operands
-                .iter()
-                .zip(&operands)
-                .all(|(k, o)| matches_kind(*k, o))
-    }) else {
+    let Some(desc) = form_of(mnemonic, &operands) else {
         let list: Vec<String> = forms
             .iter()
             .map(|f| {

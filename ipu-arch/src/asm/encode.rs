@@ -41,6 +41,8 @@ pub(super) fn encode_items(
         .collect();
     let mut code_units: Vec<CodeUnit> = Vec::new();
     let mut rpts: Vec<(u32, i64, Pos)> = Vec::new();
+    // Supervisor instructions by address, for the pipeline check.
+    let mut supervisor: Vec<(u32, Instr, Pos)> = Vec::new();
     for item in &layout.items {
         let sec = &sections[item.section];
         let addr = sec.address + item.offset;
@@ -56,6 +58,10 @@ pub(super) fn encode_items(
                 for k in 0..(*n / 4) as usize {
                     out[k * 4..k * 4 + 4].copy_from_slice(&nop.to_le_bytes());
                     code_units.push((addr + k as u32 * 4, 4, false, true));
+                    if item.mode == ContextKind::Supervisor {
+                        let nop = Instr::new(Opcode::Nop, &[]);
+                        supervisor.push((addr + k as u32 * 4, nop, item.pos));
+                    }
                 }
             }
             ItemKind::Words(ws) => {
@@ -71,6 +77,9 @@ pub(super) fn encode_items(
             ItemKind::Instr(pi) => {
                 if let Some((instr, desc)) = encode_operands(pi, &ctx, item.mode, opts, diag) {
                     out[..4].copy_from_slice(&encode(&instr, false).to_le_bytes());
+                    if item.mode == ContextKind::Supervisor {
+                        supervisor.push((addr, instr, pi.pos));
+                    }
                     code_units.push((addr, 4, false, desc.allowed_in_rpt()));
                     if matches!(desc.opcode, Opcode::Rpt | Opcode::RptImm) {
                         rpts.push((addr + 4, i64::from(instr.ops[1]), pi.pos));
@@ -111,6 +120,7 @@ pub(super) fn encode_items(
         }
     }
     check_rpt_bodies(code_units, rpts, diag);
+    super::stalls::warn_supervisor_stalls(&mut supervisor, &opts.machine, diag);
     bytes
 }
 

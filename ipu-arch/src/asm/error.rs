@@ -1,4 +1,5 @@
-//! Assembly errors: values with file:line:col and a caret-rendered message.
+//! Assembly errors and warnings: values with file:line:col and a
+//! caret-rendered message.
 
 use std::fmt;
 
@@ -13,9 +14,20 @@ pub struct Pos {
     pub len: u32,
 }
 
-/// One assembly error.
+/// Whether a message stops the assembly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    /// The input is rejected.
+    Error,
+    /// The input assembles, but runs worse than it reads (a pipeline stall).
+    Warning,
+}
+
+/// One assembly error or warning.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AsmError {
+    /// Error or warning.
+    pub severity: Severity,
     /// File name as given to the assembler.
     pub file: String,
     /// Where.
@@ -30,8 +42,15 @@ impl fmt::Display for AsmError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "{}:{}:{}: error: {}",
-            self.file, self.pos.line, self.pos.col, self.message
+            "{}:{}:{}: {}: {}",
+            self.file,
+            self.pos.line,
+            self.pos.col,
+            match self.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+            },
+            self.message
         )?;
         writeln!(f, "{}", self.source_line)?;
         // Keep tabs so the caret lines up under tab-indented source.
@@ -67,12 +86,14 @@ impl fmt::Display for AsmErrors {
 
 impl std::error::Error for AsmErrors {}
 
-/// Collects the errors of one assembly (at most [`super::MAX_ERRORS`]),
-/// each with its source line when there is source text.
+/// Collects the errors and warnings of one assembly (at most
+/// [`super::MAX_ERRORS`] of each), each with its source line when there is
+/// source text.
 pub(super) struct Diag<'a> {
     pub(super) file: &'a str,
     pub(super) lines: Vec<&'a str>,
     pub(super) errors: Vec<AsmError>,
+    pub(super) warnings: Vec<AsmError>,
 }
 
 impl<'a> Diag<'a> {
@@ -86,13 +107,11 @@ impl<'a> Diag<'a> {
                 text.split('\n').collect()
             },
             errors: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
-    pub(super) fn error(&mut self, pos: Pos, message: impl Into<String>) {
-        if self.errors.len() >= super::MAX_ERRORS {
-            return;
-        }
+    fn message(&self, severity: Severity, pos: Pos, message: String) -> AsmError {
         let source_line = self
             .lines
             .get(pos.line.saturating_sub(1) as usize)
@@ -100,18 +119,33 @@ impl<'a> Diag<'a> {
             .unwrap_or("")
             .trim_end_matches('\r')
             .to_string();
-        self.errors.push(AsmError {
+        AsmError {
+            severity,
             file: self.file.to_string(),
             pos,
-            message: message.into(),
+            message,
             source_line,
-        });
+        }
     }
 
-    /// The errors so far, if any.
-    pub(super) fn into_result(self) -> Result<(), AsmErrors> {
+    pub(super) fn error(&mut self, pos: Pos, message: impl Into<String>) {
+        if self.errors.len() < super::MAX_ERRORS {
+            let e = self.message(Severity::Error, pos, message.into());
+            self.errors.push(e);
+        }
+    }
+
+    pub(super) fn warning(&mut self, pos: Pos, message: impl Into<String>) {
+        if self.warnings.len() < super::MAX_ERRORS {
+            let w = self.message(Severity::Warning, pos, message.into());
+            self.warnings.push(w);
+        }
+    }
+
+    /// The warnings, or the errors if there are any.
+    pub(super) fn into_result(self) -> Result<Vec<AsmError>, AsmErrors> {
         if self.errors.is_empty() {
-            Ok(())
+            Ok(self.warnings)
         } else {
             Err(AsmErrors(self.errors))
         }

@@ -6,17 +6,18 @@ use std::collections::BTreeMap;
 use super::encode::{eval_reported, Ctx};
 use super::error::{AsmErrors, Diag, Pos};
 use super::layout::Layout;
-use super::AsmOptions;
+use super::{AsmOptions, Assembled};
 use crate::image::{ContextKind, Section, StackRegion, Symbol, TileImage};
 
-/// The image of `layout` with its encoded `bytes`, or every error so far.
+/// The image of `layout` with its encoded `bytes` and the warnings, or
+/// every error so far.
 pub(super) fn finish(
     mut layout: Layout,
     symbols: &BTreeMap<String, i64>,
     mut bytes: Vec<Vec<u8>>,
     opts: &AsmOptions,
     mut diag: Diag,
-) -> Result<TileImage, AsmErrors> {
+) -> Result<Assembled, AsmErrors> {
     let out_symbols = symbol_table(&layout, symbols, &mut diag);
     let out_stacks = stack_regions(&layout, symbols, opts, &mut diag);
     let file_pos = Pos {
@@ -40,7 +41,7 @@ pub(super) fn finish(
         }
     };
 
-    diag.into_result()?;
+    let warnings = diag.into_result()?;
     let sections = &mut layout.sections;
     let mut out_sections: Vec<Section> = layout
         .order
@@ -59,13 +60,17 @@ pub(super) fn finish(
         })
         .collect();
     out_sections.sort_by_key(|s| s.address);
-    Ok(TileImage {
-        sections: out_sections,
-        symbols: out_symbols,
-        stacks: out_stacks,
-        entry,
+    Ok(Assembled {
+        image: TileImage {
+            sections: out_sections,
+            symbols: out_symbols,
+            stacks: out_stacks,
+            entry,
+        },
+        warnings,
     })
 }
+
 /// Labels (not `.L` locals) as symbols, with `.globl`, `.type` and `.size`.
 fn symbol_table(layout: &Layout, symbols: &BTreeMap<String, i64>, diag: &mut Diag) -> Vec<Symbol> {
     let mut out_symbols = Vec::new();

@@ -33,9 +33,10 @@ mod finish;
 mod layout;
 mod lexer;
 mod parse;
+mod stalls;
 pub mod syntax;
 
-pub use error::{AsmError, AsmErrors, Pos};
+pub use error::{AsmError, AsmErrors, Pos, Severity};
 pub use parse::{parse, parse_expr};
 pub use syntax::{DirArg, Expr, Operand, ParsedInstr, Stmt};
 
@@ -105,8 +106,25 @@ pub fn predefined_symbol(name: &str) -> Option<i64> {
     PREDEFINED.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
 }
 
+/// A successful assembly and what it warns about.
+#[derive(Clone, Debug)]
+pub struct Assembled {
+    /// The image.
+    pub image: TileImage,
+    /// Supervisor pipeline stalls the code will take (a reader issued
+    /// before the result it reads is ready, see [`crate::pipeline`]), in
+    /// address order.
+    pub warnings: Vec<AsmError>,
+}
+
 /// Assembles one tile's program.
 pub fn assemble(text: &str, opts: &AsmOptions) -> Result<TileImage, AsmErrors> {
+    assemble_with_warnings(text, opts).map(|a| a.image)
+}
+
+/// Assembles one tile's program and reports the supervisor pipeline stalls
+/// it contains.
+pub fn assemble_with_warnings(text: &str, opts: &AsmOptions) -> Result<Assembled, AsmErrors> {
     let mut diag = Diag::new(&opts.file, text);
     let stmts = parse::parse_with(text, &mut diag);
     assemble_with(stmts, opts, diag)
@@ -114,8 +132,8 @@ pub fn assemble(text: &str, opts: &AsmOptions) -> Result<TileImage, AsmErrors> {
 
 /// Assembles statements built without text (errors carry the statements'
 /// own positions and no source line). Gives the same image as assembling
-/// their printed text.
-pub fn assemble_statements(stmts: Vec<Stmt>, opts: &AsmOptions) -> Result<TileImage, AsmErrors> {
+/// their printed text, and the same warnings.
+pub fn assemble_statements(stmts: Vec<Stmt>, opts: &AsmOptions) -> Result<Assembled, AsmErrors> {
     assemble_with(stmts, opts, Diag::new(&opts.file, ""))
 }
 
@@ -123,7 +141,7 @@ fn assemble_with(
     stmts: Vec<Stmt>,
     opts: &AsmOptions,
     mut diag: Diag,
-) -> Result<TileImage, AsmErrors> {
+) -> Result<Assembled, AsmErrors> {
     let layout = layout::layout(stmts, opts, &mut diag);
     let symbols = layout.symbols();
     let bytes = encode::encode_items(&layout, &symbols, opts, &mut diag);

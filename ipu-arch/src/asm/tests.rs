@@ -206,7 +206,7 @@ fn statements_assemble_to_the_same_image_as_text() {
     assert!(errors.is_empty(), "{errors:?}");
     assert!(!stmts.is_empty());
     let from_text = assemble(SAMPLE, &opts).unwrap();
-    let from_stmts = assemble_statements(stmts, &opts).unwrap();
+    let from_stmts = assemble_statements(stmts, &opts).unwrap().image;
     assert_eq!(from_text, from_stmts);
 
     let bad = "main:\n    setzi $m0, nowhere\n    exitz $mzero\n";
@@ -249,8 +249,9 @@ fn expressions_print_and_read_back_to_the_same_value() {
                 ],
                 &AsmOptions::default(),
             );
-            image.map(|i| {
-                i.sections
+            image.map(|a| {
+                a.image
+                    .sections
                     .iter()
                     .find(|s| !s.is_code)
                     .unwrap()
@@ -262,4 +263,33 @@ fn expressions_print_and_read_back_to_the_same_value() {
     }
     assert!(parse_expr("1 +").is_none());
     assert!(parse_expr("1 2").is_none());
+}
+
+#[test]
+fn supervisor_reads_before_the_pipeline_has_the_value_are_warned() {
+    // `runall` reads $m1, written by the instruction before it: it waits
+    // 5 cycles (the result is readable 6 cycles after `setzi` issues).
+    // Worker code is never warned: a worker issues once per barrel round.
+    let a = assemble_with_warnings(SAMPLE, &AsmOptions::default()).unwrap();
+    assert_eq!(a.warnings.len(), 1, "{:?}", a.warnings);
+    let w = &a.warnings[0];
+    assert_eq!(
+        (w.severity, w.pos.line, w.pos.col),
+        (Severity::Warning, 9, 5)
+    );
+    assert!(
+        w.message
+            .contains("stall of 5 cycle(s): $m1 is written 1 instruction(s) earlier (line 8)"),
+        "{}",
+        w.message
+    );
+    assert!(
+        w.to_string()
+            .starts_with("<input>:9:5: warning: supervisor stall"),
+        "{w}"
+    );
+    // Independent work in between removes the stall; so does a jump.
+    let spaced = "main:\n    setzi $m0, 1\n    setzi $m1, 2\n    setzi $m2, 3\n    setzi $m3, 4\n    setzi $m4, 5\n    setzi $m5, 6\n    add $m6, $m0, $m0\n    bri next\nnext:\n    add $m7, $m6, $m6\n    exitz $mzero\n";
+    let a = assemble_with_warnings(spaced, &AsmOptions::default()).unwrap();
+    assert!(a.warnings.is_empty(), "{:?}", a.warnings);
 }

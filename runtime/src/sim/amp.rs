@@ -13,6 +13,15 @@
 use half::f16;
 use ipuc_ipu_arch::float8::f8_to_f64;
 
+/// Weight-store entries the AMP instructions' semantics index (`$CWEI[k*4 + p]`
+/// for 16 outputs k and 4 phases p); a machine model with another CCCS size
+/// is refused at load.
+pub const CCCS_ENTRIES: u32 = 64;
+/// Instructions by which results lag their inputs: a position completes
+/// after its fourth phase and comes out over the next four instructions. A
+/// machine model with another AMP pipeline lag is refused at load.
+pub const PIPELINE_LAG: u32 = 4;
+
 /// Per-context AMP pipeline state.
 #[derive(Clone, Debug, Default)]
 pub struct AmpState {

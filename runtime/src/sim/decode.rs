@@ -17,7 +17,8 @@
 
 use ipuc_ipu_arch::csr;
 use ipuc_ipu_arch::encoding::{decode, Instr};
-use ipuc_ipu_arch::isa::{ContextClass, Opcode};
+use ipuc_ipu_arch::isa::{ContextClass, Opcode, SlotClass};
+use ipuc_ipu_arch::pipeline::{is_branch, reg_use};
 use ipuc_ipu_arch::registers::SP;
 use ipuc_ipu_arch::{ContextKind, MachineModel, TileImage};
 
@@ -394,6 +395,13 @@ pub struct CodeSlot {
     pub valid: bool,
     /// The word is in worker code (`.worker`).
     pub worker_code: bool,
+    /// Registers the slot reads and writes ([`ipuc_ipu_arch::pipeline::reg_use`]),
+    /// for the supervisor's pipeline stalls.
+    pub reads: u32,
+    /// See [`CodeSlot::reads`].
+    pub writes: u32,
+    /// The main half transfers control when taken (costs the pipeline refill).
+    pub branch: bool,
 }
 
 /// Pre-decoded code of a tile, plus the raw instructions for messages.
@@ -416,6 +424,9 @@ const INVALID: CodeSlot = CodeSlot {
     rpt_ok: false,
     valid: false,
     worker_code: false,
+    reads: 0,
+    writes: 0,
+    branch: false,
 };
 
 fn mw(r: i32) -> u8 {
@@ -535,6 +546,9 @@ impl Code {
             rpt_ok: false,
             valid: true,
             worker_code,
+            reads: 0,
+            writes: 0,
+            branch: false,
         };
         let mut halves = vec![first];
         if bundle {
@@ -548,8 +562,24 @@ impl Code {
                 }
             }
             s.size = 8;
+            // A bundle pairs one main-pipeline and one auxiliary-pipeline
+            // instruction, in that order; any other pairing cannot issue.
+            let (main, aux) = (first.opcode.desc(), halves[1].opcode.desc());
+            if main.slot != SlotClass::Main || aux.slot != SlotClass::Aux {
+                s.main = self.illegal(FaultKind::IllegalInstruction(format!(
+                    "bundle {{ {} ; {} }} needs a main-pipeline instruction first and an auxiliary-pipeline one second",
+                    main.mnemonic, aux.mnemonic
+                )));
+                return s;
+            }
             s.rpt_ok = halves.iter().all(|i| i.opcode.desc().allowed_in_rpt());
         }
+        for i in &halves {
+            let u = reg_use(i);
+            s.reads |= u.reads;
+            s.writes |= u.writes;
+        }
+        s.branch = is_branch(first.opcode);
         for i in &halves {
             match i.opcode.desc().context {
                 ContextClass::Worker => s.ctx_mask &= !CTX_SUPERVISOR,
@@ -564,7 +594,7 @@ impl Code {
             let is_aux = if bundle {
                 n == 1
             } else {
-                i.opcode.desc().slot == ipuc_ipu_arch::SlotClass::Aux
+                i.opcode.desc().slot == SlotClass::Aux
             };
             if is_aux {
                 s.aux = op;
@@ -627,7 +657,8 @@ impl Code {
             Ld64Putcs | Ld128Putcs => {
                 let idx = o[0] as usize;
                 let wide = i.opcode == Ld128Putcs;
-                if idx >= 64 || (wide && (!idx.is_multiple_of(2) || idx + 1 >= 64)) {
+                let entries = machine.cccs_entries as usize;
+                if idx >= entries || (wide && (!idx.is_multiple_of(2) || idx + 1 >= entries)) {
                     return self.illegal(FaultKind::IllegalOperand(format!(
                         "weight entry {idx} is not a valid $CWEI index"
                     )));
@@ -699,6 +730,12 @@ impl Code {
                     return self.illegal(FaultKind::IllegalInstruction(
                         "rpt body is not 8-byte aligned".into(),
                     ));
+                }
+                if i.opcode == RptImm && o[0] as u32 > machine.rpt_count_max {
+                    return self.illegal(FaultKind::IllegalOperand(format!(
+                        "rpt count {} exceeds the repeat counter's maximum {}",
+                        o[0], machine.rpt_count_max
+                    )));
                 }
                 Op::Rpt {
                     count: o[0] as u16,

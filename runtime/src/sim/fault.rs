@@ -45,6 +45,28 @@ pub enum FaultKind {
         /// Words lost (this one and the sender's later words this superstep).
         words: u32,
     },
+    /// A word arrived after the sync that closes its superstep (or after
+    /// its receiver finished): it would land while the receiver computes.
+    LateExchangeData {
+        /// Arrival cycle.
+        arrived_at: u64,
+        /// The closing sync's release (or the receiver's exit).
+        closing: u64,
+    },
+    /// A word arrived before `$INCOMING_DCOUNT` armed the receive window
+    /// this superstep.
+    UnarmedExchangeWindow {
+        /// Arrival cycle.
+        arrived_at: u64,
+    },
+    /// A word arrived after the window had received all the words
+    /// `$INCOMING_DCOUNT` announced.
+    SurplusExchangeData {
+        /// Words the window took.
+        expected: u32,
+        /// Arrival cycle of the first surplus word.
+        arrived_at: u64,
+    },
     /// A receiver got fewer words than `$INCOMING_DCOUNT` said.
     MissingExchangeData {
         /// Words expected.
@@ -78,6 +100,9 @@ impl fmt::Display for FaultKind {
             FaultKind::IllegalOperand(s) => write!(f, "illegal operand: {s}"),
             FaultKind::WorkerBusy(s) => write!(f, "worker started while busy: {s}"),
             FaultKind::LostExchangeData { sent_at, words } => write!(f, "lost exchange data: {words} word(s) sent from cycle {sent_at} arrived when no incoming mux selected this tile"),
+            FaultKind::LateExchangeData { arrived_at, closing } => write!(f, "late exchange data: a word arrived at cycle {arrived_at}, after the superstep closed at cycle {closing}"),
+            FaultKind::UnarmedExchangeWindow { arrived_at } => write!(f, "exchange word arrived at cycle {arrived_at} before $INCOMING_DCOUNT armed the receive window this superstep"),
+            FaultKind::SurplusExchangeData { expected, arrived_at } => write!(f, "surplus exchange data: a word arrived at cycle {arrived_at} after the {expected} word(s) $INCOMING_DCOUNT announced"),
             FaultKind::MissingExchangeData { expected, received } => write!(f, "missing exchange data: expected {expected} word(s), received {received}"),
             FaultKind::Deadlock(s) => write!(f, "deadlock: {s}"),
             FaultKind::StackOverflow { address, limit } => write!(f, "stack overflow: access at 0x{address:x} below the stack limit 0x{limit:x}"),

@@ -128,7 +128,9 @@ impl Simulator {
                     }
                 }
             }
-            self.resolve_exchange()?;
+            // The closing sync releases `sync_latency` after the last arrival.
+            let release = arrivals.iter().map(|a| a.1).max().map(|a| a + latency);
+            self.resolve_exchange(release)?;
             if arrivals.is_empty() {
                 return Ok(());
             }
@@ -143,20 +145,27 @@ impl Simulator {
                     )),
                 ));
             }
-            let release = arrivals.iter().map(|a| a.1).max().unwrap_or(0) + latency;
-            for (i, arrival) in arrivals {
+            let release = release.unwrap_or(0);
+            for (i, _) in arrivals {
                 let t = &mut self.tiles[i];
-                end_superstep(t, arrival, release - arrival);
-                t.cycle = release;
+                // A tile that announced its arrival with `sans` may reach
+                // its `sync` after the release and then does not wait.
+                let at_sync = t.cycle - 1;
+                let resume = release.max(t.cycle);
+                end_superstep(t, at_sync, resume - at_sync);
+                t.cycle = resume;
                 t.ctx[0].state = CtxState::Running;
-                t.ctx[0].ready_at = release;
+                t.ctx[0].ready_at = resume;
                 start_superstep(t);
             }
         }
     }
 
-    /// Delivers this superstep's exchange words, reporting lost and missing data.
-    fn resolve_exchange(&mut self) -> Result<(), Fault> {
+    /// Delivers this superstep's exchange words, reporting lost, late,
+    /// surplus, unexpected and missing data. `release` is the closing sync's
+    /// release (`None` when every tile finished instead): a word must arrive
+    /// by then, or by its receiver's exit.
+    fn resolve_exchange(&mut self, release: Option<u64>) -> Result<(), Fault> {
         // Which receivers ever select each sender.
         let mut listeners: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
         for (r, t) in self.tiles.iter().enumerate() {
@@ -218,9 +227,18 @@ impl Simulator {
                 events_of(csr::INCOMING_BASE),
                 events_of(csr::INCOMING_DELTA),
             );
+            let counts = events_of(csr::INCOMING_DCOUNT);
+            let closing = if t.done {
+                t.cycle
+            } else {
+                release.unwrap_or(t.cycle)
+            };
             let (mut ptr, mut delta) = (t.xch.base_at_start, t.xch.delta_at_start);
-            let (mut bi, mut di) = (0, 0);
+            let (mut bi, mut di, mut ci) = (0, 0, 0);
             let mut received = 0u32;
+            // `$INCOMING_DCOUNT` arms the receive window for this superstep
+            // and counts its words down.
+            let mut remaining: Option<u32> = None;
             for (arrival, word) in words {
                 while bi < bases.len() && bases[bi].0 <= arrival {
                     ptr = bases[bi].1;
@@ -229,6 +247,35 @@ impl Simulator {
                 while di < deltas.len() && deltas[di].0 <= arrival {
                     delta = deltas[di].1;
                     di += 1;
+                }
+                while ci < counts.len() && counts[ci].0 <= arrival {
+                    remaining = Some(counts[ci].1);
+                    ci += 1;
+                }
+                let kind = if arrival > closing {
+                    Some(FaultKind::LateExchangeData {
+                        arrived_at: arrival,
+                        closing,
+                    })
+                } else {
+                    match remaining {
+                        None => Some(FaultKind::UnarmedExchangeWindow {
+                            arrived_at: arrival,
+                        }),
+                        Some(0) => Some(FaultKind::SurplusExchangeData {
+                            expected: received,
+                            arrived_at: arrival,
+                        }),
+                        Some(n) => {
+                            remaining = Some(n - 1);
+                            None
+                        }
+                    }
+                };
+                if let Some(kind) = kind {
+                    let mut f = t.fault(0, kind);
+                    f.cycle = arrival;
+                    return Err(f);
                 }
                 let addr = ptr;
                 let result = if addr % 4 != 0 {
@@ -255,11 +302,14 @@ impl Simulator {
                 ptr = last.1;
             }
             t.xch.incoming_base = ptr;
-            if t.xch.incoming_dcount > received {
+            if let Some(last) = counts.get(ci..).and_then(|rest| rest.last()) {
+                remaining = Some(last.1);
+            }
+            if let Some(missing @ 1..) = remaining {
                 let mut f = t.fault(
                     0,
                     FaultKind::MissingExchangeData {
-                        expected: t.xch.incoming_dcount,
+                        expected: received + missing,
                         received,
                     },
                 );

@@ -11,7 +11,7 @@ use ipuc_ipu_arch::printer::instr_text;
 use ipuc_ipu_arch::registers::SP;
 use ipuc_ipu_arch::{ContextKind, MachineModel, TileImage};
 
-use super::amp::{AmpState, WeightCache};
+use super::amp::{AmpState, WeightCache, CCCS_ENTRIES, PIPELINE_LAG};
 use super::decode::{
     AluOp, Am, AmpKind, Code, CodeSlot, Op, Pace, Step, SysOp, VecOp, A_REGS, CTX_SUPERVISOR,
     CTX_WORKER, M_REGS,
@@ -260,8 +260,11 @@ pub struct Tile {
     pub trace_limit: usize,
     pub machine: MachineModel,
     pub done: bool,
-    /// Arrival cycle at the pending chip-wide sync.
-    pub sync_arrival: u64,
+    /// The `sans` cycle that announced arrival at the pending chip-wide sync.
+    sync_arrival: Option<u64>,
+    /// Cycle from which the supervisor may read each register (`$m0..15`,
+    /// then `$CCCSLOAD`): its pipeline has no bypass.
+    sup_ready: [u64; 17],
 }
 
 type R<T> = Result<T, FaultKind>;
@@ -427,6 +430,37 @@ impl Context {
     }
 }
 
+/// Refuses a machine model whose constants the interpreter's structure
+/// fixes differently, so that no constant here silently disagrees with the
+/// machine description.
+fn check_machine(m: &MachineModel) -> Result<(), String> {
+    let workers = (CONTEXTS - 1) as u32;
+    if m.worker_contexts != workers || m.slot_period != workers {
+        return Err(format!(
+            "machine `{}`: the simulator models {workers} worker contexts on {workers} barrel slots, the model says {} on {}",
+            m.name, m.worker_contexts, m.slot_period
+        ));
+    }
+    if m.cccs_entries != CCCS_ENTRIES || m.amp_pipeline_lag != PIPELINE_LAG {
+        return Err(format!(
+            "machine `{}`: the AMP instructions are modelled with {CCCS_ENTRIES} weight entries and a {PIPELINE_LAG}-instruction lag, the model says {} and {}",
+            m.name, m.cccs_entries, m.amp_pipeline_lag
+        ));
+    }
+    // Workers issue once per round, so these rules are applied to the
+    // supervisor only; that is exact while they fit in one round.
+    if m.supervisor_result_latency > m.slot_period || m.branch_refill_cycles > m.slot_period {
+        return Err(format!(
+            "machine `{}`: a result latency or branch refill longer than the barrel round ({} cycles) would stall workers, which the simulator does not model",
+            m.name, m.slot_period
+        ));
+    }
+    if m.exchange_bytes_per_cycle == 0 {
+        return Err(format!("machine `{}`: no exchange bandwidth", m.name));
+    }
+    Ok(())
+}
+
 impl Tile {
     /// A tile loaded with an image.
     pub fn new(id: u32, image: TileImage, machine: &MachineModel) -> Result<Tile, String> {
@@ -454,6 +488,7 @@ impl Tile {
             let o = (s.address - base) as usize;
             mem[o..o + s.bytes.len()].copy_from_slice(&s.bytes);
         }
+        check_machine(machine)?;
         let code = Code::new(&image, &mem, machine);
         Ok(Tile {
             id,
@@ -487,7 +522,8 @@ impl Tile {
             trace_limit: 0,
             machine: machine.clone(),
             done: false,
-            sync_arrival: 0,
+            sync_arrival: None,
+            sup_ready: [0; 17],
         })
     }
 
@@ -510,6 +546,8 @@ impl Tile {
         self.step_start = 0;
         self.step_exchange = 0;
         self.done = false;
+        self.sup_ready = [0; 17];
+        self.sync_arrival = None;
         let sup = &mut self.ctx[0];
         sup.state = CtxState::Running;
         sup.pc = self.image.entry;
@@ -629,11 +667,16 @@ impl Tile {
             }
             let w = slot + 1;
             let issued = if self.ctx[w].state == CtxState::Running {
-                self.issue(w, instr_budget)?;
-                true
+                // A started worker holds its slot before its first issue.
+                if self.cycle >= self.ctx[w].ready_at {
+                    self.issue(w, instr_budget)?;
+                    true
+                } else {
+                    false
+                }
             } else {
                 match self.ctx[0].state {
-                    CtxState::Running if self.cycle >= self.ctx[0].ready_at => {
+                    CtxState::Running if self.cycle >= self.supervisor_ready() => {
                         self.issue(0, instr_budget)?;
                         true
                     }
@@ -647,8 +690,11 @@ impl Tile {
             };
             match self.ctx[0].state {
                 CtxState::WaitInternal if self.workers_idle() => {
+                    // Arrival is the `sans` that announced it, else now (the
+                    // `sync`, or the last worker's exit after it).
+                    let arrival = self.sync_arrival.take().unwrap_or(self.cycle);
                     self.cycle += 1;
-                    return Ok(TileStop::Sync(self.sync_arrival.max(self.cycle - 1)));
+                    return Ok(TileStop::Sync(arrival));
                 }
                 CtxState::Idle if self.workers_idle() => {
                     self.cycle += 1;
@@ -659,16 +705,33 @@ impl Tile {
             }
             self.cycle += 1;
             slot = if slot + 1 == period { 0 } else { slot + 1 };
-            if !issued
-                && self.ctx[0].state == CtxState::Running
-                && self.ctx[0].ready_at > self.cycle
-                && self.workers_idle()
-            {
-                // Nothing can issue until the supervisor's stall ends.
-                self.cycle = self.ctx[0].ready_at;
-                slot = (self.cycle % period as u64) as usize;
+            if !issued && self.ctx[0].state == CtxState::Running && self.workers_idle() {
+                let ready = self.supervisor_ready();
+                if ready > self.cycle {
+                    // Nothing can issue until the supervisor's stall ends
+                    // (or the budget runs out, which is reported at its cycle).
+                    self.cycle = ready.min(cycle_budget);
+                    slot = (self.cycle % period as u64) as usize;
+                }
             }
         }
+    }
+
+    /// The first cycle the supervisor's next instruction may issue: after
+    /// its own wait (a taken branch's refill, an exchange register write)
+    /// and once every register it reads has left the pipeline.
+    #[inline]
+    fn supervisor_ready(&self) -> u64 {
+        let c = &self.ctx[0];
+        let mut at = c.ready_at;
+        if let Some(s) = self.slot(c.pc) {
+            let mut reads = s.reads;
+            while reads != 0 {
+                at = at.max(self.sup_ready[reads.trailing_zeros() as usize]);
+                reads &= reads - 1;
+            }
+        }
+        at
     }
 
     fn busiest_context(&self) -> usize {
@@ -710,12 +773,36 @@ impl Tile {
             self.worker_issues += 1;
         }
         match self.exec_slot(c, &slot, pc) {
-            Ok(()) => Ok(()),
+            Ok(taken) => {
+                if c == 0 {
+                    self.supervisor_pipeline(&slot, taken);
+                }
+                Ok(())
+            }
             Err(k) => {
                 // Report at the faulting instruction.
                 self.ctx[c].pc = pc;
                 Err(self.fault(c, k))
             }
+        }
+    }
+
+    /// Records when the registers a supervisor issue writes become readable
+    /// and, for a taken branch, when the refilled pipeline issues again.
+    #[inline]
+    fn supervisor_pipeline(&mut self, slot: &CodeSlot, taken: bool) {
+        let issued = self.cycle;
+        let mut writes = slot.writes;
+        let ready = issued + u64::from(self.machine.supervisor_result_latency);
+        while writes != 0 {
+            self.sup_ready[writes.trailing_zeros() as usize] = ready;
+            writes &= writes - 1;
+        }
+        if taken {
+            let sup = &mut self.ctx[0];
+            sup.ready_at = sup
+                .ready_at
+                .max(issued + u64::from(self.machine.branch_refill_cycles));
         }
     }
 
@@ -789,11 +876,13 @@ impl Tile {
     }
 
     /// Executes a slot: the auxiliary half computes, the main half runs, the
-    /// auxiliary result is written, the pc moves on.
+    /// auxiliary result is written, the pc moves on. Returns whether a
+    /// branch was taken.
     #[inline(always)]
-    fn exec_slot(&mut self, c: usize, slot: &CodeSlot, pc: u32) -> R<()> {
+    fn exec_slot(&mut self, c: usize, slot: &CodeSlot, pc: u32) -> R<bool> {
         let pending = self.exec_aux(c, slot.aux)?;
         let next = self.exec_main(c, slot.main, pc)?;
+        let taken = slot.branch && next.is_some();
         let ctx = &mut self.ctx[c];
         if pending.n > 0 {
             ctx.a[pending.idx as usize] = pending.v as u32;
@@ -803,18 +892,18 @@ impl Tile {
         }
         let fallthrough = pc + u32::from(slot.size);
         if ctx.state != CtxState::Running && ctx.state != CtxState::WaitInternal {
-            return Ok(());
+            return Ok(taken);
         }
         if next.is_none() && ctx.in_rpt && fallthrough == ctx.rpt_end {
             if ctx.rpt_left > 0 {
                 ctx.rpt_left -= 1;
                 ctx.pc = ctx.rpt_start;
-                return Ok(());
+                return Ok(taken);
             }
             ctx.in_rpt = false;
         }
         ctx.pc = next.unwrap_or(fallthrough);
-        Ok(())
+        Ok(taken)
     }
 
     /// Executes an auxiliary-pipeline operation; its register result is returned, not written.
@@ -1165,6 +1254,12 @@ impl Tile {
                 } else {
                     ctx.m[count as usize]
                 };
+                if count > self.machine.rpt_count_max {
+                    return Err(FaultKind::IllegalOperand(format!(
+                        "rpt count {count} exceeds the repeat counter's maximum {}",
+                        self.machine.rpt_count_max
+                    )));
+                }
                 if count == 0 {
                     return Ok(Some(end));
                 }
@@ -1223,9 +1318,13 @@ impl Tile {
             }
             SysOp::Sync(_) => {
                 self.ctx[c].state = CtxState::WaitInternal;
-                self.sync_arrival = self.ctx[c].sans_arrival.take().unwrap_or(self.cycle);
+                self.sync_arrival = self.ctx[c].sans_arrival.take();
             }
-            SysOp::Sans => self.ctx[c].sans_arrival = Some(self.cycle),
+            SysOp::Sans => {
+                // A second `sans` before the `sync` does not move the arrival.
+                let cycle = self.cycle;
+                self.ctx[c].sans_arrival.get_or_insert(cycle);
+            }
             SysOp::Put { csr, src } => self.put_csr(c, csr, m(self, src))?,
             SysOp::Get { dst, csr } => {
                 let v = self.get_csr(csr)?;
@@ -1241,20 +1340,24 @@ impl Tile {
 
     fn send(&mut self, c: usize, addr: u32, n: u32, pc: u32, outgoing: bool) -> R<()> {
         let start = self.xch.port_free.max(self.cycle + 1);
+        // The port moves `exchange_bytes_per_cycle` bytes a cycle: word k
+        // leaves at the cycle its first byte does.
+        let bpc = u64::from(self.machine.exchange_bytes_per_cycle);
         for k in 0..n {
             let w = self.mem.ld32(addr.wrapping_add(4 * k))?;
             self.xch.sent.push(SentWord {
-                cycle: start + u64::from(k),
+                cycle: start + 4 * u64::from(k) / bpc,
                 word: w,
                 pc,
             });
         }
-        self.xch.port_free = start + u64::from(n);
+        let cycles = (4 * u64::from(n)).div_ceil(bpc);
+        self.xch.port_free = start + cycles;
         if outgoing {
             self.xch.outgoing_base = addr.wrapping_add(4 * n);
         }
         // The supervisor streams the words out: it issues again when the port is free.
-        self.step_exchange += u64::from(n);
+        self.step_exchange += cycles;
         self.ctx[c].ready_at = self.xch.port_free;
         Ok(())
     }
@@ -1282,6 +1385,9 @@ impl Tile {
         let ctx = &mut self.ctx[w];
         *ctx = Context::default();
         ctx.state = CtxState::Running;
+        // The context is allocated now (it holds its barrel slot) and first
+        // issues once the `run` has left the supervisor's pipeline.
+        ctx.ready_at = self.cycle + u64::from(self.machine.worker_start_latency);
         ctx.pc = entry;
         ctx.m[13] = vbase;
         ctx.m[12] = (w - 1) as u32;
