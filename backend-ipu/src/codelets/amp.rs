@@ -380,27 +380,27 @@ impl AmpBlock {
         // Supervisor: load the weight panel into the CCCS, start the workers.
         e.code_section(&format!(".text.{tag}_supervisor"), SectionKind::Supervisor);
         e.function("main");
+        // All three `setzi` first: `put` then waits only for the first
+        // (results are readable 6 cycles after they issue) and `runall`
+        // for none.
         e.solo(inst("setzi", [op::m(0), op::imm(i64::from(self.weights))]));
-        e.solo(inst("put", [op::csr("CCCSLOAD"), op::m(0)]));
-        for i in 0..v.weight_bytes() / 16 {
-            e.solo(inst("ld128putcs", [op::imm(2 * i as i64)]));
-        }
         e.solo(inst("setzi", [op::m(1), op::sym(format!("{tag}_worker"))]));
         e.solo(inst(
             "setzi",
             [op::m(2), op::sym(format!("{tag}_vertex_state"))],
         ));
+        e.solo(inst("put", [op::csr("CCCSLOAD"), op::m(0)]));
+        for i in 0..v.weight_bytes() / 16 {
+            e.solo(inst("ld128putcs", [op::imm(2 * i as i64)]));
+        }
         e.solo(inst(
             "runall",
             [op::m(1), op::m(2), op::imm(state_words as i64)],
         ));
-        let before_run = e.issues();
+        let runall_at = e.supervisor_code().len() - 1;
         e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_LOCAL")]));
         e.solo(inst("exitz", [op::mzero()]));
-        let supervisor = SupervisorCounts {
-            before_run,
-            after_run: e.issues() - before_run,
-        };
+        let supervisor = SupervisorCounts::of(e.supervisor_code(), runall_at);
         e.size_of("main");
         // Workers.
         e.code_section(&format!(".text.{tag}_worker"), SectionKind::Worker);
@@ -539,9 +539,9 @@ impl Codelet for AmpBlock {
             .0)
     }
 
-    /// The supervisor issues one instruction per cycle until `runall`; then
-    /// each worker issues once per 6 cycles (the slowest decides); then the
-    /// supervisor resumes and exits.
+    /// The supervisor's code until `runall` under the pipeline rules, each
+    /// worker's issues once per barrel round, then the `sync` completes and
+    /// the supervisor exits.
     fn cycles(&self, counts: &StreamCounts) -> u64 {
         counts.cycles(&self.worker_rows())
     }

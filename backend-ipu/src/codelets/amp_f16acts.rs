@@ -155,8 +155,8 @@ impl AmpF8WeightsF16Acts {
         StreamCounts {
             // The supervisor is the block's; the pre-pass has none of its own.
             supervisor: SupervisorCounts {
-                before_run: 0,
-                after_run: 0,
+                runall: 0,
+                epilogue: 0,
             },
             empty,
             worker: e.issues() - start,
@@ -219,16 +219,12 @@ impl Codelet for AmpF8WeightsF16Acts {
             .emit_with_prepass(e, "_f16acts", |e| self.emit_prepass(e), &extra)
     }
 
-    /// The supervisor, then six cycles per issue of the slowest worker
-    /// (cast pre-pass and AMP).
+    /// The block's launch with each worker's cast pre-pass and AMP loop.
     fn cycles(&self, counts: &(StreamCounts, StreamCounts)) -> u64 {
-        let worst = self
+        let issues = self
             .block
             .worker_rows()
-            .iter()
-            .map(|&n| Self::worker_issues(counts, n))
-            .max()
-            .unwrap_or(0);
-        counts.0.supervisor.cycles(worst)
+            .map(|n| Self::worker_issues(counts, n));
+        counts.0.supervisor.cycles_per_worker(&issues)
     }
 }

@@ -175,14 +175,29 @@ pub(crate) fn form_of(mnemonic: &str, operands: &[Operand]) -> Option<&'static I
     })
 }
 
-/// The instruction `mnemonic operands` for timing: its form, register
-/// numbers as written and every other operand 0 (labels are not resolved;
-/// register use and issue cycles do not depend on them).
+/// The instruction `mnemonic operands` for timing: its form, with register
+/// and control-register numbers and literal immediates as written and
+/// labels and expressions as 0 (register use and issue cycles do not
+/// depend on them).
 pub(crate) fn timing_instr(mnemonic: &str, operands: &[Operand]) -> Option<Instr> {
     let desc = form_of(mnemonic, operands)?;
-    let values: Vec<i32> = operands
+    let values: Vec<i32> = desc
+        .operands
         .iter()
-        .map(|o| register(o).map_or(0, |(_, n, _, _)| i32::from(n)))
+        .zip(operands)
+        .map(|(kind, o)| match (o, register(o)) {
+            (_, Some((_, n, _, _))) => i32::from(n),
+            (Operand::Csr(name), None) => {
+                let space = if *kind == OperandKind::UCsr {
+                    CsrSpace::Upper
+                } else {
+                    CsrSpace::Lower
+                };
+                csr_by_name(name, space).map_or(0, |c| i32::from(c.number))
+            }
+            (Operand::Imm(v), None) => *v as i32,
+            _ => 0,
+        })
         .collect();
     Some(Instr::new(desc.opcode, &values))
 }
