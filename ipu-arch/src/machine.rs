@@ -1,7 +1,10 @@
 //! Machine-model constants (normative source: `shared/ipu-machine.md`).
 //!
 //! Every number here is the one in the table of `ipu-machine.md`; a change
-//! needs a cited public source in the same commit.
+//! needs a cited public source in the same commit. `ipu-arch/TIMING.md`
+//! lists every timing rule the simulator applies with the field that holds
+//! its number and its source (or the assumption and its reasoning), and
+//! the costs not modelled yet.
 
 use serde::{Deserialize, Serialize};
 

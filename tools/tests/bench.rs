@@ -87,3 +87,22 @@ fn amp_bench_runs_the_fused_f16_activation_fp8_block() {
     ]);
     assert!(run(cli).unwrap_err().to_string().contains("needs FP8"));
 }
+
+#[test]
+fn codelets_bench_runs_every_family_and_its_estimate_is_exact() {
+    let rows = ipuc_tools::bench::codelets::run_codelets(&MachineModel::c600()).unwrap();
+    assert_eq!(rows.len(), 10);
+    for r in &rows {
+        assert_eq!(r.simulated, r.estimate, "{}", r.codelet);
+        // A launch is at least the worker start and one barrel round.
+        assert!(r.simulated > 12, "{}", r.codelet);
+    }
+    let cli = Cli::parse_from(["ipu-bench", "codelets", "--json"]);
+    let out = run(cli).unwrap();
+    assert!(out.contains("\"codelet\": \"softmax, 12 x 728\""), "{out}");
+    let cli = Cli::parse_from(["ipu-bench", "codelets", "--machine", "ipu9"]);
+    assert!(run(cli)
+        .unwrap_err()
+        .to_string()
+        .contains("known: c600, bow"));
+}

@@ -5,6 +5,7 @@ use ipuc_backend_ipu::codelets::amp::{AmpMode, AmpVariant};
 use ipuc_ipu_arch::MachineModel;
 
 use super::amp::{format_amp_report, run_amp_report, AmpBench};
+use super::codelets::{format_codelets, run_codelets};
 use super::sim_speed::{format_speed, run_sim_speed};
 use super::BenchError;
 
@@ -64,6 +65,16 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Every codelet family once at a representative size on one tile:
+    /// simulated cycles beside the codelet's estimate.
+    Codelets {
+        /// Machine model: `c600` or `bow`.
+        #[arg(long, default_value = "c600")]
+        machine: String,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Simulated instructions per host second.
     SimSpeed {
         /// Loop iterations of the benchmark program (48 instructions each).
@@ -73,6 +84,16 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// The machine model called `name`, or a usage error naming the known ones.
+fn machine_named(name: &str) -> Result<MachineModel, BenchError> {
+    MachineModel::by_name(name).ok_or_else(|| {
+        BenchError::Usage(format!(
+            "unknown machine `{name}` (known: {})",
+            MachineModel::NAMES.join(", ")
+        ))
+    })
 }
 
 /// Runs a parsed command; returns what to print.
@@ -85,9 +106,7 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
             mode,
             json,
         } => {
-            let m = MachineModel::by_name(&machine).ok_or_else(|| {
-                BenchError::Usage(format!("unknown machine `{machine}` (known: c600, bow)"))
-            })?;
+            let m = machine_named(&machine)?;
             if n.is_empty() {
                 return Err(BenchError::Usage("--n needs at least one row count".into()));
             }
@@ -109,6 +128,17 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
                     .map_err(|e| BenchError::Other(e.to_string()))
             } else {
                 Ok(format_amp_report(&report))
+            }
+        }
+        Command::Codelets { machine, json } => {
+            let m = machine_named(&machine)?;
+            let rows = run_codelets(&m)?;
+            if json {
+                serde_json::to_string_pretty(&rows)
+                    .map(|s| s + "\n")
+                    .map_err(|e| BenchError::Other(e.to_string()))
+            } else {
+                Ok(format_codelets(&m, &rows))
             }
         }
         Command::SimSpeed { iterations, json } => {

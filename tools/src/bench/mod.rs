@@ -3,10 +3,13 @@
 //! - `amp`: the AMP matrix block on every tile at once, launched as a
 //!   compute set launches it (supervisor, weight load, six workers), with
 //!   the numerics of sample tiles checked against the float64 reference.
+//! - `codelets`: every codelet family once on one tile, simulated cycles
+//!   beside the codelet's estimate.
 //! - `sim-speed`: simulated instructions per host second.
 
 pub mod amp;
 pub mod cli;
+pub mod codelets;
 pub mod sim_speed;
 
 /// Why a benchmark failed.
