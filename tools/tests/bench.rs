@@ -106,3 +106,29 @@ fn codelets_bench_runs_every_family_and_its_estimate_is_exact() {
         .to_string()
         .contains("known: c600, bow"));
 }
+
+#[test]
+fn amp_bench_runs_the_poplibs_shaped_vertex_against_poplibs_formula() {
+    let m = MachineModel::bow();
+    let r = ipuc_tools::bench::amp::run_amp_poplibs(&m, 64, 3).unwrap();
+    assert_eq!(r.tiles_verified, 3);
+    assert!(r.worst_error_over_tolerance <= 1.0);
+    // The estimate column is poplibs' formula: 173 outside the workers,
+    // then six times the slowest worker (11 positions: 37 + 4 x 8 - 7).
+    assert_eq!(r.estimated_cycles, 173 + 6 * (37 + 4 * 8 - 7));
+    assert!(r.cycles_per_tile < r.estimated_cycles);
+    let cli = Cli::parse_from([
+        "ipu-bench",
+        "amp",
+        "--vertex",
+        "poplibs-shaped",
+        "--variant",
+        "f32",
+        "--n",
+        "16",
+    ]);
+    assert!(run(cli)
+        .unwrap_err()
+        .to_string()
+        .contains("--variant f16 --mode overwrite"));
+}

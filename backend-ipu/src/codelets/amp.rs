@@ -418,64 +418,7 @@ impl AmpBlock {
             "tapack",
             [op::m_pair(4), op::m(0), op::m(1), op::m(2)],
         ));
-        // Overwrite: the second packed address (the output) is read but never advanced.
-        let (prologue_sel, partials) = match self.mode {
-            AmpMode::Accumulate => (0, op::a_pair(2)),
-            AmpMode::Overwrite => (0b1100, op::azeros()),
-        };
-        let load = || {
-            inst(
-                "ld2x64pace",
-                [
-                    op::a_quad(0),
-                    op::m_pair_inc(4),
-                    op::mzero(),
-                    op::imm(prologue_sel),
-                ],
-            )
-        };
-        let amp = |phase: u8| {
-            inst(
-                v.mnemonic(),
-                [
-                    op::a_pair(4),
-                    op::a_pair(0),
-                    partials.clone(),
-                    op::sym(format!("TAMP_F16V4_E4_P{phase}")),
-                ],
-            )
-        };
-        e.solo(load());
-        for phase in [0, 1, 2, 3, 0] {
-            e.bundle(load(), amp(phase));
-        }
-        let mem = || match self.mode {
-            AmpMode::Accumulate => inst(
-                "ld2xst64pace",
-                [
-                    op::a_quad(0),
-                    op::a_pair(4),
-                    op::m_pair_inc(4),
-                    op::mzero(),
-                    op::imm(0),
-                ],
-            ),
-            AmpMode::Overwrite => inst(
-                "ldst64pace",
-                [
-                    op::a_pair(0),
-                    op::a_pair(4),
-                    op::m_pair_inc(4),
-                    op::mzero(),
-                    op::imm(0),
-                ],
-            ),
-        };
-        let body = e.rpt(
-            op::m(3),
-            &tag,
-            [1, 2, 3, 0].map(|phase| (mem(), amp(phase))).to_vec(),
-        );
+        let body = emit_row_pipeline(e, v, self.mode, &tag);
         e.solo(inst("exitz", [op::mzero()]));
         let worker = e.issues() - after_prepass;
         e.size_of(&format!("{tag}_worker"));
@@ -526,6 +469,79 @@ impl AmpBlock {
 
     /// Bytes past the end of each operand that the workers' loads touch.
     pub const READ_PAST_BYTES: u32 = 48;
+}
+
+/// Emits a worker's AMP row pipeline: the loads that fill the AMP, the
+/// `rpt` loop over the rows (each 4 bundles that load the next row and
+/// store the previous row's result) and nothing after it. Expects the
+/// packed addresses of input, partials (overwrite: the output, read and
+/// never advanced) and output in `$m4:5` and the row count in `$m3`; reads
+/// [`AmpBlock::READ_PAST_BYTES`] past the rows. Returns the loop body's
+/// issues per row. Shared by [`AmpBlock`] and the poplibs-shaped vertex.
+pub(crate) fn emit_row_pipeline(
+    e: &mut Emitter,
+    variant: AmpVariant,
+    mode: AmpMode,
+    tag: &str,
+) -> u64 {
+    // Overwrite: the second packed address (the output) is read but never advanced.
+    let (prologue_sel, partials) = match mode {
+        AmpMode::Accumulate => (0, op::a_pair(2)),
+        AmpMode::Overwrite => (0b1100, op::azeros()),
+    };
+    let load = || {
+        inst(
+            "ld2x64pace",
+            [
+                op::a_quad(0),
+                op::m_pair_inc(4),
+                op::mzero(),
+                op::imm(prologue_sel),
+            ],
+        )
+    };
+    let amp = |phase: u8| {
+        inst(
+            variant.mnemonic(),
+            [
+                op::a_pair(4),
+                op::a_pair(0),
+                partials.clone(),
+                op::sym(format!("TAMP_F16V4_E4_P{phase}")),
+            ],
+        )
+    };
+    e.solo(load());
+    for phase in [0, 1, 2, 3, 0] {
+        e.bundle(load(), amp(phase));
+    }
+    let mem = || match mode {
+        AmpMode::Accumulate => inst(
+            "ld2xst64pace",
+            [
+                op::a_quad(0),
+                op::a_pair(4),
+                op::m_pair_inc(4),
+                op::mzero(),
+                op::imm(0),
+            ],
+        ),
+        AmpMode::Overwrite => inst(
+            "ldst64pace",
+            [
+                op::a_pair(0),
+                op::a_pair(4),
+                op::m_pair_inc(4),
+                op::mzero(),
+                op::imm(0),
+            ],
+        ),
+    };
+    e.rpt(
+        op::m(3),
+        tag,
+        [1, 2, 3, 0].map(|phase| (mem(), amp(phase))).to_vec(),
+    )
 }
 
 impl Codelet for AmpBlock {

@@ -7,6 +7,7 @@
 
 pub mod amp;
 pub mod amp_f16acts;
+pub mod amp_poplibs;
 pub mod cast;
 pub mod copy;
 pub mod elementwise;

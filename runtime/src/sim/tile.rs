@@ -19,7 +19,7 @@ use super::decode::{
 use super::fault::{Fault, FaultKind};
 use super::profile::{SuperstepCycles, TraceEntry};
 
-/// Context 0 is the supervisor, 1..=6 the workers.
+/// Thread context 0 is the supervisor, 1..=6 the workers.
 pub const CONTEXTS: usize = 7;
 
 /// State of a context.
@@ -35,9 +35,10 @@ pub enum CtxState {
     WaitInternal,
 }
 
-/// One context's registers and state.
+/// One hardware thread context's registers and state (named apart from
+/// the IR's `ipuc_ir::Context`, which owns operations).
 #[derive(Clone, Debug)]
-pub struct Context {
+pub struct ThreadContext {
     pub state: CtxState,
     pub pc: u32,
     /// `$m0..15` plus the write sink of `$m15` (see `decode`).
@@ -60,9 +61,9 @@ pub struct Context {
     pub sans_arrival: Option<u64>,
 }
 
-impl Default for Context {
+impl Default for ThreadContext {
     fn default() -> Self {
-        Context {
+        ThreadContext {
             state: CtxState::Idle,
             pc: 0,
             m: [0; M_REGS],
@@ -243,7 +244,7 @@ pub struct Tile {
     pub end: u32,
     pub mem: Memory,
     code: Code,
-    pub ctx: [Context; CONTEXTS],
+    pub ctx: [ThreadContext; CONTEXTS],
     pub cccs: [u64; 64],
     weights: WeightCache,
     pub cccs_load: u32,
@@ -296,18 +297,18 @@ fn w64(idx: u8, v: u64) -> Pending {
 }
 
 #[inline(always)]
-fn a64(c: &Context, r: u8) -> u64 {
+fn a64(c: &ThreadContext, r: u8) -> u64 {
     u64::from(c.a[r as usize]) | (u64::from(c.a[r as usize + 1]) << 32)
 }
 
 #[inline(always)]
-fn set_a64(c: &mut Context, r: u8, v: u64) {
+fn set_a64(c: &mut ThreadContext, r: u8, v: u64) {
     c.a[r as usize] = v as u32;
     c.a[r as usize + 1] = (v >> 32) as u32;
 }
 
 #[inline(always)]
-fn m64(c: &Context, r: u8) -> u64 {
+fn m64(c: &ThreadContext, r: u8) -> u64 {
     u64::from(c.m[r as usize]) | (u64::from(c.m[r as usize + 1]) << 32)
 }
 
@@ -386,7 +387,7 @@ fn alu(op: AluOp, a: u32, b: u32) -> u32 {
     }
 }
 
-impl Context {
+impl ThreadContext {
     #[inline(always)]
     fn addr(&self, am: &Am) -> u32 {
         self.m[am.base as usize]
@@ -1277,7 +1278,7 @@ impl Tile {
         Ok(None)
     }
 
-    /// Context, sync, control-register and exchange instructions.
+    /// Context (`run`, `runall`, `exitz`), sync, control-register and exchange instructions.
     #[inline(never)]
     fn exec_system(&mut self, c: usize, op: SysOp, pc: u32) -> R<Option<u32>> {
         let m = |t: &Tile, r: u8| t.ctx[c].m[r as usize];
@@ -1383,7 +1384,7 @@ impl Tile {
         }
         let stack = self.worker_stack(w);
         let ctx = &mut self.ctx[w];
-        *ctx = Context::default();
+        *ctx = ThreadContext::default();
         ctx.state = CtxState::Running;
         // The context is allocated now (it holds its barrel slot) and first
         // issues once the `run` has left the supervisor's pipeline.

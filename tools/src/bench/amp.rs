@@ -4,6 +4,7 @@
 
 use ipuc_backend_ipu::codelets::amp::{AmpBlock, AmpMode, AmpVariant, Elem};
 use ipuc_backend_ipu::codelets::amp_f16acts::{AmpF8WeightsF16Acts, CHANNELS};
+use ipuc_backend_ipu::codelets::amp_poplibs::AmpPoplibsShaped;
 use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_ipu_arch::{assemble, AsmOptions, Executable, MachineModel, TileProgram};
 use ipuc_runtime::device::Device;
@@ -84,6 +85,9 @@ pub enum AmpBench {
     /// FP8 weights with f16 activations cast to FP8 in the same launch
     /// ([`AmpF8WeightsF16Acts`], activation scale 0).
     F8WeightsF16Acts,
+    /// The FP16 block as poplibs' `ConvPartial1x1Out` vertex runs it
+    /// ([`AmpPoplibsShaped`], overwrite); its estimate is poplibs' formula.
+    PoplibsShaped,
 }
 
 impl AmpBench {
@@ -92,6 +96,7 @@ impl AmpBench {
         match self {
             AmpBench::Block(v) => v,
             AmpBench::F8WeightsF16Acts => AmpVariant::F8,
+            AmpBench::PoplibsShaped => AmpVariant::F16,
         }
     }
 
@@ -100,6 +105,7 @@ impl AmpBench {
         match self {
             AmpBench::Block(v) => v.mnemonic().into(),
             AmpBench::F8WeightsF16Acts => "f16v4tof8 + f8v8hihov4amp".into(),
+            AmpBench::PoplibsShaped => "f16v4hihov4amp, poplibs-shaped vertex".into(),
         }
     }
 }
@@ -179,7 +185,7 @@ pub fn run_amp_f8_f16acts(
     finish(
         machine,
         AmpVariant::F8,
-        block,
+        (block.rows, block.macs()),
         c.estimate_cycles()?,
         &sim,
         inputs.len() as u32,
@@ -217,7 +223,7 @@ fn check(
 fn finish(
     machine: &MachineModel,
     variant: AmpVariant,
-    block: &AmpBlock,
+    (rows, macs): (u32, u64),
     estimated_cycles: u64,
     sim: &Simulator,
     tiles_verified: u32,
@@ -228,10 +234,10 @@ fn finish(
         .profile()
         .ok_or_else(|| BenchError::Other("the simulator kept no profile".into()))?;
     let cycles = profile.tiles.iter().map(|t| t.end_cycle).max().unwrap_or(0);
-    let flops = 2.0 * block.macs() as f64 * f64::from(machine.tiles);
+    let flops = 2.0 * macs as f64 * f64::from(machine.tiles);
     let achieved = flops / (cycles as f64 / machine.clock_hz);
     Ok(AmpResult {
-        n: block.rows,
+        n: rows,
         cycles_per_tile: cycles,
         estimated_cycles,
         tflops: achieved / 1e12,
@@ -323,8 +329,56 @@ pub fn run_amp(
     finish(
         machine,
         variant,
-        &block,
+        (block.rows, block.macs()),
         block.estimate_cycles()?,
+        &sim,
+        inputs.len() as u32,
+        worst,
+        host_seconds,
+    )
+}
+
+/// Runs the poplibs-shaped vertex ([`AmpPoplibsShaped`]: one conv group,
+/// one output group, f16 partials zeroed) with `n` rows on every tile of
+/// `machine`, checking three tiles against float64; the estimate column is
+/// poplibs' published formula for `ConvPartial1x1Out`.
+pub fn run_amp_poplibs(machine: &MachineModel, n: u32, seed: u64) -> Result<AmpResult, BenchError> {
+    let v = AmpPoplibsShaped::place(n, 1, 1, machine)?;
+    let text = v.program(0, machine)?.assembly();
+    let mut sim = load_on_every_tile(machine, &text, "amp_poplibs.S".into())?;
+    let rows = n as usize;
+    let checked = [0, machine.tiles / 2, machine.tiles - 1];
+    let (input_at, panel_at, output_at) = (
+        v.input_field(0, machine),
+        v.panel(0, 0),
+        v.output_field(0, 0, machine),
+    );
+    let mut inputs = Vec::new();
+    for tile in 0..machine.tiles {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (u64::from(tile) << 20));
+        let input = random_bytes(&mut rng, Elem::F16, rows * 16, 0.01, 1.0);
+        let weights = random_bytes(&mut rng, Elem::F16, 256, 0.01, 1.0);
+        sim.write_memory(tile, input_at, &input)?;
+        sim.write_memory(tile, panel_at, &weights)?;
+        sim.write_memory(tile, output_at, &vec![0x5a; rows * 32])?;
+        if checked.contains(&tile) {
+            inputs.push((tile, input, weights));
+        }
+    }
+    let start = std::time::Instant::now();
+    sim.run()?;
+    let host_seconds = start.elapsed().as_secs_f64();
+    let mut worst: f64 = 0.0;
+    for (tile, input, weights) in &inputs {
+        let got = Elem::F16.decode(&sim.read_memory(*tile, output_at, n * 32)?);
+        let want = AmpVariant::F16.reference(input, weights, None);
+        worst = worst.max(check(AmpVariant::F16, *tile, n, &got, &want)?);
+    }
+    finish(
+        machine,
+        AmpVariant::F16,
+        (n, v.macs()),
+        v.poplibs_estimate(),
         &sim,
         inputs.len() as u32,
         worst,
@@ -347,6 +401,7 @@ pub fn run_amp_report(
         results.push(match bench {
             AmpBench::Block(v) => run_amp(machine, v, mode, n, seed)?,
             AmpBench::F8WeightsF16Acts => run_amp_f8_f16acts(machine, mode, n, seed)?,
+            AmpBench::PoplibsShaped => run_amp_poplibs(machine, n, seed)?,
         });
     }
     Ok(AmpReport {
@@ -379,7 +434,14 @@ pub fn format_amp_report(r: &AmpReport) -> String {
         r.clock_hz / 1e9,
         r.fp16_peak_tflops
     );
-    s.push_str("     N  cycles/tile  estimate   TFLOPS  % FP16 peak  % instr peak  verified\n");
+    let estimate = if r.instruction.contains("poplibs") {
+        "  poplibs"
+    } else {
+        " estimate"
+    };
+    s.push_str(&format!(
+        "     N  cycles/tile {estimate}   TFLOPS  % FP16 peak  % instr peak  verified\n"
+    ));
     for x in &r.results {
         s.push_str(&format!(
             "{:>6}  {:>11}  {:>8}  {:>7.1}  {:>11.1}  {:>12.1}  {} tiles (worst {:.2} of tolerance)\n",

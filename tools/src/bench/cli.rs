@@ -35,6 +35,18 @@ pub enum VariantArg {
     F8F16acts,
 }
 
+/// How the FP16 block is launched.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum VertexArg {
+    /// The lean block: weights loaded, six workers on their own vertex
+    /// states, one `sync`.
+    Lean,
+    /// As poplibs' `ConvPartial1x1Out` vertex: called with a supervisor
+    /// state it parses, a worklist, output-group loop, weight reload per
+    /// pass (f16 only, overwrite); the estimate column is poplibs' formula.
+    PoplibsShaped,
+}
+
 /// Accumulate into partials or overwrite.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum ModeArg {
@@ -58,9 +70,13 @@ pub enum Command {
         /// The AMP instruction.
         #[arg(long, value_enum, default_value = "f16")]
         variant: VariantArg,
-        /// Accumulate into partials or overwrite.
-        #[arg(long, value_enum, default_value = "accumulate")]
-        mode: ModeArg,
+        /// Accumulate into partials or overwrite (default: accumulate for
+        /// the lean block, overwrite for the poplibs-shaped vertex).
+        #[arg(long, value_enum)]
+        mode: Option<ModeArg>,
+        /// The lean block or the poplibs-shaped vertex (f16, overwrite).
+        #[arg(long, value_enum, default_value = "lean")]
+        vertex: VertexArg,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -104,6 +120,7 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
             n,
             variant,
             mode,
+            vertex,
             json,
         } => {
             let m = machine_named(&machine)?;
@@ -117,9 +134,22 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
                 VariantArg::F8 => AmpBench::Block(AmpVariant::F8),
                 VariantArg::F8F16acts => AmpBench::F8WeightsF16Acts,
             };
-            let mode = match mode {
-                ModeArg::Accumulate => AmpMode::Accumulate,
-                ModeArg::Overwrite => AmpMode::Overwrite,
+            let mode = match (mode, vertex) {
+                (Some(ModeArg::Accumulate), _) | (None, VertexArg::Lean) => AmpMode::Accumulate,
+                (Some(ModeArg::Overwrite), _) | (None, VertexArg::PoplibsShaped) => {
+                    AmpMode::Overwrite
+                }
+            };
+            let variant = match (vertex, variant, mode) {
+                (VertexArg::Lean, v, _) => v,
+                (VertexArg::PoplibsShaped, AmpBench::Block(AmpVariant::F16), AmpMode::Overwrite) => {
+                    AmpBench::PoplibsShaped
+                }
+                (VertexArg::PoplibsShaped, ..) => {
+                    return Err(BenchError::Usage(
+                        "--vertex poplibs-shaped runs the f16 block zeroing its partials: use --variant f16 --mode overwrite".into(),
+                    ))
+                }
             };
             let report = run_amp_report(&m, variant, mode, &n)?;
             if json {
