@@ -245,7 +245,7 @@ pub struct Tile {
     pub mem: Memory,
     code: Code,
     pub ctx: [ThreadContext; CONTEXTS],
-    pub cccs: [u64; 64],
+    pub cccs: [u64; CCCS_ENTRIES as usize],
     weights: WeightCache,
     pub cccs_load: u32,
     pub cycle: u64,
@@ -503,7 +503,7 @@ impl Tile {
             },
             code,
             ctx: Default::default(),
-            cccs: [0; 64],
+            cccs: [0; CCCS_ENTRIES as usize],
             weights: WeightCache::default(),
             cccs_load: 0,
             cycle: 0,
@@ -531,7 +531,7 @@ impl Tile {
     /// Resets contexts and counters for a new run (memory is kept).
     pub fn reset(&mut self) {
         self.ctx = Default::default();
-        self.cccs = [0; 64];
+        self.cccs = [0; CCCS_ENTRIES as usize];
         self.weights.invalidate();
         self.cccs_load = 0;
         self.cycle = 0;
