@@ -403,6 +403,41 @@ impl AmpBlock {
         let supervisor = SupervisorCounts::of(e.supervisor_code(), runall_at);
         e.size_of("main");
         // Workers.
+        let (worker, body, pre) = self.emit_worker(e, &tag, prepass);
+        e.data_section(".data");
+        e.directive("align", &[op::imm(4)]);
+        e.label(&format!("{tag}_vertex_state"));
+        for (w, words) in self.vertex_states().into_iter().enumerate() {
+            let mut words = words.to_vec();
+            words.extend(&extra_state[w]);
+            e.words(&words);
+        }
+        Ok((
+            StreamCounts {
+                supervisor,
+                // No rows: the `rpt` runs zero times; the code is the same.
+                empty: worker,
+                worker,
+                body,
+                prologue_units: 0,
+            },
+            pre,
+        ))
+    }
+
+    /// Emits the worker `{tag}_worker` (its own code section): `prepass`,
+    /// then the AMP loop over the rows its vertex state names. The code
+    /// depends only on the variant and mode, so one copy serves every launch
+    /// on a tile. Returns the worker's issues outside the `rpt` (without the
+    /// prepass's), the `rpt` body's issues per row, and what `prepass`
+    /// returned.
+    pub(crate) fn emit_worker<T>(
+        &self,
+        e: &mut Emitter,
+        tag: &str,
+        prepass: impl FnOnce(&mut Emitter) -> T,
+    ) -> (u64, u64, T) {
+        let v = self.variant;
         e.code_section(&format!(".text.{tag}_worker"), SectionKind::Worker);
         e.worker_entry(&format!("{tag}_worker"));
         let pre = prepass(e);
@@ -422,32 +457,24 @@ impl AmpBlock {
         e.solo(inst("exitz", [op::mzero()]));
         let worker = e.issues() - after_prepass;
         e.size_of(&format!("{tag}_worker"));
-        e.data_section(".data");
-        e.directive("align", &[op::imm(4)]);
-        e.label(&format!("{tag}_vertex_state"));
-        let mut row = 0;
-        for (w, n) in self.worker_rows().into_iter().enumerate() {
-            let off = row * 32;
+        (worker, body, pre)
+    }
+
+    /// The vertex state of each worker: input, partials (overwrite: the
+    /// output, read but never advanced), output, rows; each worker starts
+    /// at its first row.
+    pub fn vertex_states(&self) -> [[u32; 4]; 6] {
+        let rows = self.worker_rows();
+        let mut first = 0;
+        std::array::from_fn(|w| {
+            let off = first * 32;
+            first += rows[w];
             let partials = match self.mode {
                 AmpMode::Accumulate => self.partials + off,
                 AmpMode::Overwrite => self.output + off,
             };
-            let mut words = vec![self.input + off, partials, self.output + off, n];
-            words.extend(&extra_state[w]);
-            e.words(&words);
-            row += n;
-        }
-        Ok((
-            StreamCounts {
-                supervisor,
-                // No rows: the `rpt` runs zero times; the code is the same.
-                empty: worker,
-                worker,
-                body,
-                prologue_units: 0,
-            },
-            pre,
-        ))
+            [self.input + off, partials, self.output + off, rows[w]]
+        })
     }
 
     /// The block's assembly, printed from its ops (supervisor entry `main`).

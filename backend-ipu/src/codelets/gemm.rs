@@ -1,0 +1,345 @@
+//! The tile GEMM vertex: `Y[rows, N] = X[rows, K] · W[K, N]` on one tile,
+//! as a sequence of AMP launches ([`super::amp`]) driven by a supervisor
+//! loop, the way poplibs' conv-partial supervisor walks its output groups
+//! and input-channel passes.
+//!
+//! Operands are in *panel order*, the layout the AMP reads and writes
+//! without any rearrangement (C input channels and K' output channels per
+//! panel, both fixed by the [`AmpVariant`]):
+//!
+//! - input: `[k_groups][rows][C]`: panel `g` holds channels `g·C .. g·C+C`
+//!   of every row, 32 bytes per row;
+//! - weights: `[n_groups][k_groups][K'][C]`: one CCCS load per launch, in
+//!   launch order, `panel[o][c] = W[g·C + c][j·K' + o]`;
+//! - output: `[n_groups][rows][K']`: output group `j`, 32 bytes per row,
+//!   groups [`TileGemm::group_stride`] bytes apart, group `j` at
+//!   [`TileGemm::output_group`]`(j)`.
+//!
+//! For each output group the first launch overwrites (the AMP adds zeros)
+//! and the other `k_groups - 1` accumulate, alternating between the two
+//! halves of the group's buffer: each reads the partials where the previous
+//! launch wrote them and writes the other half. In place, a bundle's store
+//! (six words behind its load) would hit the bank of its own partials load
+//! in interleaved memory, and a worker's store would overwrite partials the
+//! next worker has not read yet; the second half starts 8 mod 16 bytes
+//! after the first, so the two accesses differ in bank parity (poplibs
+//! offsets its partials buffers by 8 mod 16 for the same reason). Each launch has its own vertex state (six workers,
+//! four words each, [`AmpBlock::vertex_states`]), 96 bytes per launch in
+//! launch order, so the supervisor only advances two pointers:
+//!
+//! ```text
+//!     setzi $m0, weights ; setzi $m2, states ; setzi $m1, ovw ; setzi $m6, acc
+//!     setzi $m5, n_groups - 1
+//! ng: put $CCCSLOAD, $m0 ; ld128putcs ×P ; runall $m1, $m2, 4 ; sync local
+//!     add $m0, $m0, panel ; add $m2, $m2, 96 ; setzi $m4, k_groups - 2
+//! kg: put $CCCSLOAD, $m0 ; ld128putcs ×P ; runall $m6, $m2, 4 ; sync local
+//!     add $m0, $m0, panel ; add $m2, $m2, 96 ; brnzdec $m4, kg
+//!     brnzdec $m5, ng
+//! ```
+//!
+//! The loads of a launch run [`AmpBlock::READ_PAST_BYTES`] past the end of
+//! its input and output panels; the caller keeps those bytes inside tile
+//! memory. Input and output must lie in different 32 KiB element pairs of
+//! interleaved memory, the weights in interleaved memory (16-byte aligned).
+
+use ipuc_dialects::ipu::SectionKind;
+use ipuc_ipu_arch::MachineModel;
+
+use super::amp::{AmpBlock, AmpMode, AmpVariant};
+use super::emitter::{inst, op, Emitter};
+use super::launch::WORKERS;
+use super::program::Codelet;
+use super::CodeletError;
+
+/// Bytes of vertex state per launch: six workers, four words each.
+pub const STATE_BYTES_PER_LAUNCH: u32 = (WORKERS * 4 * 4) as u32;
+
+/// One tile's GEMM.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TileGemm {
+    /// The AMP instruction.
+    pub variant: AmpVariant,
+    /// Rows of X and Y on this tile.
+    pub rows: u32,
+    /// Input-channel panels (K padded to a multiple of C, over C).
+    pub k_groups: u32,
+    /// Output-channel panels (N padded to a multiple of K', over K').
+    pub n_groups: u32,
+    /// X in panel order, 8-byte aligned.
+    pub input: u32,
+    /// The weight panels in launch order, 16-byte aligned.
+    pub weights: u32,
+    /// Y in panel order, 8-byte aligned.
+    pub output: u32,
+}
+
+impl TileGemm {
+    fn err(&self, msg: String) -> CodeletError {
+        CodeletError::new(format!("gemm_{}", self.variant.name()), msg)
+    }
+
+    /// Launches: one per (output group, input panel).
+    pub fn launches(&self) -> u32 {
+        self.n_groups * self.k_groups
+    }
+
+    /// Bytes of X in panel order.
+    pub fn input_bytes(&self) -> u32 {
+        self.k_groups * self.rows * 32
+    }
+
+    /// Bytes of the weight panels.
+    pub fn weight_bytes(&self) -> u32 {
+        self.launches() * self.variant.weight_bytes() as u32
+    }
+
+    /// Bytes of one half of a group's buffer: its rows and one word, so
+    /// the second half starts 8 mod 16 bytes after the first.
+    fn half(&self) -> u32 {
+        self.rows * 32 + 8
+    }
+
+    /// Bytes between output groups (16-byte multiples).
+    pub fn group_stride(&self) -> u32 {
+        2 * self.half() + 8
+    }
+
+    /// Offset from a group's base of the half launch `g` writes.
+    fn write_offset(&self, g: u32) -> u32 {
+        if g % 2 == 0 {
+            0
+        } else {
+            self.half()
+        }
+    }
+
+    /// Address of output group `j`'s result: `rows` rows of 32 bytes.
+    pub fn output_group(&self, j: u32) -> u32 {
+        self.output + j * self.group_stride() + self.write_offset(self.k_groups - 1)
+    }
+
+    /// Bytes of the output buffer.
+    pub fn output_bytes(&self) -> u32 {
+        self.n_groups * self.group_stride()
+    }
+
+    /// Bytes of the vertex states.
+    pub fn state_bytes(&self) -> u32 {
+        self.launches() * STATE_BYTES_PER_LAUNCH
+    }
+
+    /// Multiply-accumulates, padding included.
+    pub fn macs(&self) -> u64 {
+        u64::from(self.launches()) * u64::from(self.rows) * self.variant.macs_per_row()
+    }
+
+    /// Checks the parameters.
+    pub fn validate(&self) -> Result<(), CodeletError> {
+        if self.k_groups == 0 || self.n_groups == 0 {
+            return Err(self.err(format!(
+                "needs at least one panel, got {} input and {} output groups",
+                self.k_groups, self.n_groups
+            )));
+        }
+        // The loop counters are set with `setzi` (20 bits).
+        if self.k_groups > 1 << 19 || self.n_groups > 1 << 19 {
+            return Err(self.err("too many panels for the supervisor's loop counters".into()));
+        }
+        self.block(0, 0).validate()
+    }
+
+    /// The AMP block of launch (`j`, `g`): output group `j`, input panel `g`.
+    pub fn block(&self, j: u32, g: u32) -> AmpBlock {
+        let base = self.output + j * self.group_stride();
+        let partials = base + if g == 0 { 0 } else { self.write_offset(g - 1) };
+        AmpBlock {
+            variant: self.variant,
+            mode: if g == 0 {
+                AmpMode::Overwrite
+            } else {
+                AmpMode::Accumulate
+            },
+            rows: self.rows,
+            input: self.input + g * self.rows * 32,
+            partials,
+            output: base + self.write_offset(g),
+            weights: self.weights + (j * self.k_groups + g) * self.variant.weight_bytes() as u32,
+        }
+    }
+
+    /// The weight panels in launch order from `w`, the row-major `[K, N]`
+    /// weights as elements (any type: the caller encodes them), zero past
+    /// `k` rows and `n` columns.
+    pub fn weight_panels<T: Copy>(&self, w: &[T], k: usize, n: usize, zero: T) -> Vec<T> {
+        let (c, ko) = (self.variant.in_channels(), self.variant.out_channels());
+        let mut out = Vec::with_capacity(self.weight_bytes() as usize);
+        for j in 0..self.n_groups as usize {
+            for g in 0..self.k_groups as usize {
+                for o in 0..ko {
+                    for i in 0..c {
+                        let (kk, nn) = (g * c + i, j * ko + o);
+                        out.push(if kk < k && nn < n {
+                            w[kk * n + nn]
+                        } else {
+                            zero
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Emits the supervisor's launch loop into the open supervisor section
+    /// (no entry label, no exit: the caller's program runs it where the
+    /// compute set belongs). [`TileGemm::emit_workers`] emits what it runs.
+    pub fn emit_supervisor(
+        &self,
+        e: &mut Emitter,
+        tag: &str,
+    ) -> Result<GemmSupervisorCounts, CodeletError> {
+        self.validate()?;
+        let panel = self.variant.weight_bytes() as i64;
+        let loads = self.variant.weight_bytes() / 16;
+        let state_step = i64::from(STATE_BYTES_PER_LAUNCH);
+        let (ovw, acc) = (format!("{tag}_ovw"), format!("{tag}_acc"));
+        let start = e.issues();
+        e.solo(inst("setzi", [op::m(0), op::imm(i64::from(self.weights))]));
+        e.solo(inst(
+            "setzi",
+            [op::m(2), op::sym(format!("{tag}_vertex_state"))],
+        ));
+        e.solo(inst("setzi", [op::m(1), op::sym(format!("{ovw}_worker"))]));
+        e.solo(inst("setzi", [op::m(6), op::sym(format!("{acc}_worker"))]));
+        e.solo(inst(
+            "setzi",
+            [op::m(5), op::imm(i64::from(self.n_groups - 1))],
+        ));
+        let setup = e.issues() - start;
+        let launch = |e: &mut Emitter, entry: u8| {
+            e.solo(inst("put", [op::csr("CCCSLOAD"), op::m(0)]));
+            for i in 0..loads {
+                e.solo(inst("ld128putcs", [op::imm(2 * i as i64)]));
+            }
+            e.solo(inst("runall", [op::m(entry), op::m(2), op::imm(4)]));
+            e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_LOCAL")]));
+            e.solo(inst("add", [op::m(0), op::m(0), op::imm(panel)]));
+            e.solo(inst("add", [op::m(2), op::m(2), op::imm(state_step)]));
+        };
+        e.label(&format!(".L{tag}_ng"));
+        let before = e.issues();
+        launch(e, 1);
+        let per_launch = e.issues() - before;
+        if self.k_groups > 1 {
+            e.solo(inst(
+                "setzi",
+                [op::m(4), op::imm(i64::from(self.k_groups - 2))],
+            ));
+            e.label(&format!(".L{tag}_kg"));
+            launch(e, 6);
+            e.solo(inst("brnzdec", [op::m(4), op::sym(format!(".L{tag}_kg"))]));
+        }
+        e.solo(inst("brnzdec", [op::m(5), op::sym(format!(".L{tag}_ng"))]));
+        Ok(GemmSupervisorCounts { setup, per_launch })
+    }
+
+    /// Emits the two workers (overwrite and accumulate, each in its own
+    /// section) and the vertex states at `{tag}_vertex_state` in `.data`.
+    pub fn emit_workers(&self, e: &mut Emitter, tag: &str) -> GemmWorkerCounts {
+        let (ovw, acc) = (format!("{tag}_ovw"), format!("{tag}_acc"));
+        let block = self.block(0, 0);
+        let (worker, body, ()) = block.emit_worker(e, &ovw, |_| ());
+        let (acc_worker, _, ()) = AmpBlock {
+            mode: AmpMode::Accumulate,
+            ..block.clone()
+        }
+        .emit_worker(e, &acc, |_| ());
+        e.data_section(".data");
+        e.directive("align", &[op::imm(8)]);
+        e.label(&format!("{tag}_vertex_state"));
+        for j in 0..self.n_groups {
+            for g in 0..self.k_groups {
+                for words in self.block(j, g).vertex_states() {
+                    e.words(&words);
+                }
+            }
+        }
+        GemmWorkerCounts {
+            worker: worker.max(acc_worker),
+            body,
+        }
+    }
+}
+
+/// Supervisor issue counts of a tile GEMM, as emitted.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct GemmSupervisorCounts {
+    /// Issues before the loops.
+    pub setup: u64,
+    /// Issues of one launch, the `sync` included (the loop's `setzi` and
+    /// `brnzdec`s are added per pass).
+    pub per_launch: u64,
+}
+
+/// Worker issue counts of a tile GEMM, as emitted.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct GemmWorkerCounts {
+    /// A worker's issues outside its `rpt` (the larger of the two workers).
+    pub worker: u64,
+    /// `rpt` body issues per row.
+    pub body: u64,
+}
+
+/// Issue counts of a tile GEMM, as emitted.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct GemmCounts {
+    /// The supervisor's.
+    pub supervisor: GemmSupervisorCounts,
+    /// The workers'.
+    pub workers: GemmWorkerCounts,
+}
+
+impl GemmCounts {
+    /// Tile cycles of `gemm` from these counts. Per launch: the supervisor
+    /// issues its CCCS loads and `runall` (one per cycle), the slowest
+    /// worker issues once per barrel round (`slot_period` cycles), then the
+    /// `sync` and pointer updates; plus the loops' bookkeeping.
+    pub fn cycles(&self, gemm: &TileGemm, machine: &MachineModel) -> u64 {
+        let period = u64::from(machine.slot_period);
+        let rows = *gemm.block(0, 0).worker_rows().iter().max().unwrap_or(&0);
+        let worker = self.workers.worker + u64::from(rows) * self.workers.body;
+        let launch = self.supervisor.per_launch + period * worker;
+        let launches = u64::from(gemm.launches());
+        let groups = u64::from(gemm.n_groups);
+        // Per output group: its `brnzdec` and (with more than one input
+        // panel) the inner counter's `setzi`; per other launch its
+        // `brnzdec`.
+        let bookkeeping = groups * (1 + u64::from(gemm.k_groups > 1)) + (launches - groups);
+        self.supervisor.setup + launches * launch + bookkeeping
+    }
+}
+
+impl Codelet for TileGemm {
+    type Counts = GemmCounts;
+
+    /// The launch loop as a whole program: entry `main`, the loop, `exitz`,
+    /// then the workers and vertex states.
+    fn emit(&self, e: &mut Emitter) -> Result<GemmCounts, CodeletError> {
+        let tag = format!("gemm_{}", self.variant.name());
+        e.code_section(&format!(".text.{tag}_supervisor"), SectionKind::Supervisor);
+        e.function("main");
+        let supervisor = self.emit_supervisor(e, &tag)?;
+        e.solo(inst("exitz", [op::mzero()]));
+        e.size_of("main");
+        let workers = self.emit_workers(e, &tag);
+        Ok(GemmCounts {
+            supervisor,
+            workers,
+        })
+    }
+
+    fn cycles(&self, c: &GemmCounts) -> u64 {
+        // `exitz` after the loops.
+        c.cycles(self, &MachineModel::c600()) + 1
+    }
+}

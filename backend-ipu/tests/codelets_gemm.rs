@@ -1,0 +1,134 @@
+//! The tile GEMM vertex on the simulator: random `[rows, K] · [K, N]`
+//! products (K and N not multiples of the panel sizes, rows not a multiple
+//! of six) against float64, and simulated cycles against the estimate from
+//! the emitted code.
+
+mod common;
+
+use common::executable_of;
+use ipuc_backend_ipu::codelets::amp::{AmpBlock, AmpVariant};
+use ipuc_backend_ipu::codelets::gemm::TileGemm;
+use ipuc_backend_ipu::codelets::program::Codelet;
+use ipuc_ipu_arch::MachineModel;
+use ipuc_runtime::device::Device;
+use ipuc_runtime::sim::testing::*;
+use rand::{Rng, SeedableRng};
+
+/// Places X, Y and the weights in interleaved memory: X and Y on their own
+/// 32 KiB element pairs (with the AMP's read-past bytes), the weights after.
+fn place(variant: AmpVariant, rows: u32, k: usize, n: usize) -> TileGemm {
+    let m = MachineModel::c600();
+    let pair = 2 * m.element_bytes;
+    let k_groups = k.div_ceil(variant.in_channels()) as u32;
+    let n_groups = n.div_ceil(variant.out_channels()) as u32;
+    let span = |bytes: u32| (bytes + AmpBlock::READ_PAST_BYTES).div_ceil(pair) * pair;
+    let input = m.interleaved_base;
+    let output = input + span(k_groups * rows * 32);
+    let weights = output + span(n_groups * rows * 32);
+    TileGemm {
+        variant,
+        rows,
+        k_groups,
+        n_groups,
+        input,
+        weights,
+        output,
+    }
+}
+
+fn run(variant: AmpVariant, rows: usize, k: usize, n: usize, seed: u64) {
+    let g = place(variant, rows as u32, k, n);
+    let elem = variant.input_elem();
+    let (c, ko) = (variant.in_channels(), variant.out_channels());
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut value = || rng.gen_range(-1.0..1.0f64);
+    let x: Vec<f64> =
+        elem.decode(&elem.encode(&(0..rows * k).map(|_| value()).collect::<Vec<_>>()));
+    let w: Vec<f64> = elem.decode(&elem.encode(&(0..k * n).map(|_| value()).collect::<Vec<_>>()));
+    // X in panel order, zero-padded to whole panels.
+    let mut xp = vec![0.0; g.k_groups as usize * rows * c];
+    for r in 0..rows {
+        for kk in 0..k {
+            xp[((kk / c) * rows + r) * c + kk % c] = x[r * k + kk];
+        }
+    }
+    let wp = g.weight_panels(&w, k, n, 0.0);
+    let (prog, counts) = g.program(3, &MachineModel::c600()).unwrap();
+    let mut s = sim(&executable_of(&prog), Default::default());
+    s.write_memory(3, g.input, &elem.encode(&xp)).unwrap();
+    s.write_memory(3, g.weights, &elem.encode(&wp)).unwrap();
+    s.write_memory(3, g.output, &vec![0x5a; g.output_bytes() as usize])
+        .unwrap();
+    s.run().unwrap_or_else(|e| panic!("{e}"));
+    let out = variant
+        .output_elem()
+        .decode(&s.read_memory(3, g.output, g.output_bytes()).unwrap());
+    let u = variant.output_elem().unit_roundoff();
+    for r in 0..rows {
+        for j in 0..n {
+            let (mut want, mut mag) = (0.0, 0.0);
+            for kk in 0..k {
+                want += x[r * k + kk] * w[kk * n + j];
+                mag += (x[r * k + kk] * w[kk * n + j]).abs();
+            }
+            let at = (g.output_group((j / ko) as u32) - g.output) as usize
+                / variant.output_elem().size();
+            let got = out[at + r * ko + j % ko];
+            // One rounding to the output type per input panel.
+            let tol = (g.k_groups as f64 + 1.0) * u * mag + 1e-6;
+            assert!(
+                (got - want).abs() <= tol,
+                "{variant:?} {rows}x{k}x{n}: Y[{r}][{j}] = {got}, want {want} (tolerance {tol:e})"
+            );
+        }
+    }
+    let simulated = s.profile().unwrap().total_cycles;
+    let estimate = g.cycles(&counts);
+    assert!(
+        simulated <= estimate + estimate / 20 && estimate <= simulated + simulated / 20,
+        "{variant:?} {rows}x{k}x{n}: simulated {simulated} cycles, estimated {estimate}"
+    );
+}
+
+#[test]
+fn f16_products_of_odd_shapes() {
+    run(AmpVariant::F16, 7, 40, 20, 1);
+    run(AmpVariant::F16, 13, 16, 16, 2);
+    run(AmpVariant::F16, 30, 72, 50, 3);
+}
+
+#[test]
+fn f32_products_of_odd_shapes() {
+    run(AmpVariant::F32, 9, 20, 12, 4);
+    run(AmpVariant::F32, 25, 33, 17, 5);
+}
+
+#[test]
+fn f16_with_f32_partials() {
+    run(AmpVariant::F16F32Partials, 11, 48, 24, 6);
+}
+
+#[test]
+fn one_panel_is_a_single_overwrite_launch() {
+    let g = place(AmpVariant::F16, 6, 16, 16);
+    assert_eq!(g.launches(), 1);
+    run(AmpVariant::F16, 6, 16, 16, 7);
+}
+
+#[test]
+fn weight_panels_are_in_launch_order_and_zero_padded() {
+    let g = place(AmpVariant::F32, 1, 10, 9);
+    // W[k][n] = 100 k + n.
+    let w: Vec<i32> = (0..10 * 9).map(|i| 100 * (i / 9) + i % 9).collect();
+    let p = g.weight_panels(&w, 10, 9, -1);
+    assert_eq!((g.k_groups, g.n_groups), (2, 2));
+    assert_eq!(p.len(), 4 * 8 * 8);
+    // Launch (j=0, g=0): panel[o][c] = W[c][o].
+    assert_eq!(&p[0..3], &[0, 100, 200]);
+    assert_eq!(p[8], 1);
+    // Launch (0, 1): channels 8, 9 then padding.
+    assert_eq!(&p[64..67], &[800, 900, -1]);
+    // Launch (1, 0): output column 8, then padded columns.
+    assert_eq!(p[128], 8);
+    assert_eq!(p[128 + 8], -1);
+}
