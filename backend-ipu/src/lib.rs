@@ -6,6 +6,7 @@
 pub mod codelets;
 pub mod cost_model;
 pub mod emit;
+pub mod lower;
 
 use ipuc_ir::pass::{PassRegistry, RegistrationError};
 

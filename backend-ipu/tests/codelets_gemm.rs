@@ -24,7 +24,7 @@ fn place(variant: AmpVariant, rows: u32, k: usize, n: usize) -> TileGemm {
     let span = |bytes: u32| (bytes + AmpBlock::READ_PAST_BYTES).div_ceil(pair) * pair;
     let input = m.interleaved_base;
     let output = input + span(k_groups * rows * 32);
-    let weights = output + span(n_groups * rows * 32);
+    let weights = output + span(n_groups * (2 * (rows * 32 + 8) + 8));
     TileGemm {
         variant,
         rows,
@@ -62,7 +62,7 @@ fn run(variant: AmpVariant, rows: usize, k: usize, n: usize, seed: u64) {
     s.run().unwrap_or_else(|e| panic!("{e}"));
     let out = variant
         .output_elem()
-        .decode(&s.read_memory(3, g.output, g.output_bytes()).unwrap());
+        .decode(&s.read_memory(3, g.output, g.output_bytes() as u32).unwrap());
     let u = variant.output_elem().unit_roundoff();
     for r in 0..rows {
         for j in 0..n {

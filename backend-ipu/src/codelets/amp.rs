@@ -453,7 +453,7 @@ impl AmpBlock {
             "tapack",
             [op::m_pair(4), op::m(0), op::m(1), op::m(2)],
         ));
-        let body = emit_row_pipeline(e, v, self.mode, &tag);
+        let body = emit_row_pipeline(e, v, self.mode, tag);
         e.solo(inst("exitz", [op::mzero()]));
         let worker = e.issues() - after_prepass;
         e.size_of(&format!("{tag}_worker"));

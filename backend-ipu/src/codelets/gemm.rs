@@ -42,7 +42,7 @@
 //! memory. Input and output must lie in different 32 KiB element pairs of
 //! interleaved memory, the weights in interleaved memory (16-byte aligned).
 
-use ipuc_dialects::ipu::SectionKind;
+use ipuc_dialects::ipu::{Operand, SectionKind};
 use ipuc_ipu_arch::MachineModel;
 
 use super::amp::{AmpBlock, AmpMode, AmpVariant};
@@ -84,13 +84,13 @@ impl TileGemm {
     }
 
     /// Bytes of X in panel order.
-    pub fn input_bytes(&self) -> u32 {
-        self.k_groups * self.rows * 32
+    pub fn input_bytes(&self) -> u64 {
+        u64::from(self.k_groups) * u64::from(self.rows) * 32
     }
 
     /// Bytes of the weight panels.
-    pub fn weight_bytes(&self) -> u32 {
-        self.launches() * self.variant.weight_bytes() as u32
+    pub fn weight_bytes(&self) -> u64 {
+        u64::from(self.n_groups) * u64::from(self.k_groups) * self.variant.weight_bytes() as u64
     }
 
     /// Bytes of one half of a group's buffer: its rows and one word, so
@@ -106,7 +106,7 @@ impl TileGemm {
 
     /// Offset from a group's base of the half launch `g` writes.
     fn write_offset(&self, g: u32) -> u32 {
-        if g % 2 == 0 {
+        if g.is_multiple_of(2) {
             0
         } else {
             self.half()
@@ -119,13 +119,13 @@ impl TileGemm {
     }
 
     /// Bytes of the output buffer.
-    pub fn output_bytes(&self) -> u32 {
-        self.n_groups * self.group_stride()
+    pub fn output_bytes(&self) -> u64 {
+        u64::from(self.n_groups) * u64::from(self.group_stride())
     }
 
     /// Bytes of the vertex states.
-    pub fn state_bytes(&self) -> u32 {
-        self.launches() * STATE_BYTES_PER_LAUNCH
+    pub fn state_bytes(&self) -> u64 {
+        u64::from(self.n_groups) * u64::from(self.k_groups) * u64::from(STATE_BYTES_PER_LAUNCH)
     }
 
     /// Multiply-accumulates, padding included.
@@ -198,13 +198,24 @@ impl TileGemm {
         e: &mut Emitter,
         tag: &str,
     ) -> Result<GemmSupervisorCounts, CodeletError> {
+        self.emit_supervisor_with(e, tag, op::imm(i64::from(self.weights)))
+    }
+
+    /// [`TileGemm::emit_supervisor`] with the weights' address given as an
+    /// operand (a label of the section that holds them, or an immediate).
+    pub fn emit_supervisor_with(
+        &self,
+        e: &mut Emitter,
+        tag: &str,
+        weights: Operand,
+    ) -> Result<GemmSupervisorCounts, CodeletError> {
         self.validate()?;
         let panel = self.variant.weight_bytes() as i64;
         let loads = self.variant.weight_bytes() / 16;
         let state_step = i64::from(STATE_BYTES_PER_LAUNCH);
         let (ovw, acc) = (format!("{tag}_ovw"), format!("{tag}_acc"));
         let start = e.issues();
-        e.solo(inst("setzi", [op::m(0), op::imm(i64::from(self.weights))]));
+        e.solo(inst("setzi", [op::m(0), weights]));
         e.solo(inst(
             "setzi",
             [op::m(2), op::sym(format!("{tag}_vertex_state"))],

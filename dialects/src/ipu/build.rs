@@ -128,3 +128,23 @@ pub fn directive(ctx: &mut Context, name: &str, args: &[Operand], loc: Location)
         );
     ctx.create_op(state)
 }
+
+/// `ipu.tensor` `direction` `@name : ty pieces [...]`.
+pub fn tensor(
+    ctx: &mut Context,
+    name: &str,
+    ty: ipuc_ir::Type,
+    direction: super::TensorDirection,
+    pieces: &[super::TensorPiece],
+    loc: Location,
+) -> OpId {
+    let state = OperationState::new(ctx.op_name(super::TENSOR), loc)
+        .attr("sym_name", Attribute::string(name))
+        .attr("tensor_type", Attribute::type_attr(ty))
+        .attr("direction", Attribute::string(direction.as_str()))
+        .attr(
+            "pieces",
+            Attribute::array(pieces.iter().map(|p| p.to_attr()).collect()),
+        );
+    ctx.create_op(state)
+}

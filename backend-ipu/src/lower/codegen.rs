@@ -1,0 +1,211 @@
+//! Code generation for a planned product: the `ipu.executable` that runs
+//! `Y = X · W` on the plan's tiles.
+//!
+//! Every tile of the grid gets the same memory layout: the weight panels
+//! of its column block in `.interleaved.{tag}_weights` (placed by the
+//! assembler from the start of interleaved memory), Y and X each in whole
+//! 32 KiB element pairs at the top of memory (X and Y never share a pair,
+//! so the AMP's loads and stores never share a bank), the vertex states in
+//! `.data`. After assembly every tile is checked: the sections must end
+//! below the lowest tensor.
+//!
+//! Supersteps: with more than one grid column, the X block of each grid
+//! row enters on the row's first tile (host input `input0`) and is
+//! broadcast to the row ([`super::exchange`]); a sync closes the exchange;
+//! then every tile runs the GEMM vertex. Y leaves as host output
+//! `output0`, read where the vertex wrote it.
+
+use ipuc_dialects::ipu::{self, build, SectionKind, TensorDirection, TensorPiece};
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::{BlockId, Context, Diagnostic, Location, OpId, Type};
+
+use super::exchange::Broadcast;
+use super::plan::GemmPlan;
+use crate::codelets::amp::AmpBlock;
+use crate::codelets::emitter::{inst, op, Emitter};
+use crate::codelets::gemm::TileGemm;
+
+/// Where a tile's tensors live (the same on every tile of the plan).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TileLayout {
+    /// X in panel order.
+    pub input: u32,
+    /// Y's buffer.
+    pub output: u32,
+    /// Lowest tensor address: sections must end at or below it.
+    pub tensors_start: u32,
+}
+
+/// Lays out the plan's tensors from the top of tile memory.
+pub fn layout(plan: &GemmPlan, machine: &MachineModel) -> TileLayout {
+    let v = plan.vertex();
+    let pair = 2 * machine.element_bytes;
+    // The plan fits the tile, so every size is below 4 GiB.
+    let whole = |b: u64| (b as u32 + AmpBlock::READ_PAST_BYTES).div_ceil(pair) * pair;
+    let output = machine.sram_end - whole(v.output_bytes());
+    let input = output - whole(v.input_bytes());
+    TileLayout {
+        input,
+        output,
+        tensors_start: input,
+    }
+}
+
+/// The element values of the weights, row-major `[K, N]`.
+pub type Weights<'a> = &'a [f64];
+
+/// Builds the `ipu.executable` for `plan` with weights `w`, appended to
+/// `block`; the host tensors get types `x_ty` and `y_ty`.
+pub fn emit_gemm(
+    ctx: &mut Context,
+    block: BlockId,
+    plan: &GemmPlan,
+    w: Weights<'_>,
+    (x_ty, y_ty): (Type, Type),
+    machine: &MachineModel,
+    loc: Location,
+) -> Result<OpId, Diagnostic> {
+    let shape = plan.shape;
+    let v = shape.variant;
+    let (c, ko) = (v.in_channels() as u32, v.out_channels() as u32);
+    let lay = layout(plan, machine);
+    let (exe, exe_body) = build::executable(ctx, &machine.name, loc.clone());
+    ctx.append_op(block, exe);
+    let tag = "gemm0";
+    let elem = v.input_elem();
+    let mut input_pieces = Vec::new();
+    let mut output_pieces = Vec::new();
+    for i in 0..plan.grid_rows {
+        let rows = plan.rows_of(i);
+        let home = plan.tile(i, 0);
+        let receivers: Vec<u32> = (1..plan.grid_cols).map(|j| plan.tile(i, j)).collect();
+        let vertex = TileGemm {
+            input: lay.input,
+            output: lay.output,
+            ..plan.vertex()
+        };
+        let broadcast = Broadcast {
+            sender: home,
+            receivers: receivers.clone(),
+            address: lay.input,
+            bytes: vertex.input_bytes() as u32,
+        };
+        for g in 0..shape.k_groups() {
+            for r in 0..rows {
+                let first = u64::from(i * plan.rows + r) * u64::from(shape.k) + u64::from(g * c);
+                input_pieces.push(TensorPiece {
+                    tile: i64::from(home),
+                    address: i64::from(lay.input + (g * plan.rows + r) * 32),
+                    first: first as i64,
+                    count: i64::from(c.min(shape.k - g * c)),
+                });
+            }
+        }
+        for j in 0..plan.grid_cols {
+            let tile = plan.tile(i, j);
+            let groups = plan.groups_of(j);
+            for gl in 0..groups {
+                let col = (j * plan.groups + gl) * ko;
+                for r in 0..rows {
+                    let first = u64::from(i * plan.rows + r) * u64::from(shape.n) + u64::from(col);
+                    output_pieces.push(TensorPiece {
+                        tile: i64::from(tile),
+                        address: i64::from(vertex.output_group(gl) + r * 32),
+                        first: first as i64,
+                        count: i64::from(ko.min(shape.n - col)),
+                    });
+                }
+            }
+            // This tile's weight panels: its column block, zero-padded.
+            let first_col = (j * plan.groups * ko) as usize;
+            let cols = ((groups * ko) as usize).min(shape.n as usize - first_col);
+            let block_w: Vec<f64> = (0..shape.k as usize)
+                .flat_map(|kk| {
+                    let row = kk * shape.n as usize + first_col;
+                    w[row..row + cols].iter().copied()
+                })
+                .collect();
+            let panels = vertex.weight_panels(&block_w, shape.k as usize, cols, 0.0);
+            let (tile_op, tile_body) = build::tile(ctx, tile, None, loc.clone());
+            ctx.append_op(exe_body, tile_op);
+            let mut e = Emitter::new(ctx, tile_body, loc.clone());
+            e.code_section(".text.main", SectionKind::Supervisor);
+            e.function("main");
+            if plan.grid_cols > 1 {
+                if j == 0 {
+                    broadcast.emit_send(&mut e, machine);
+                } else {
+                    broadcast.emit_receive(&mut e);
+                }
+                e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
+            }
+            vertex
+                .emit_supervisor_with(&mut e, tag, op::sym(format!("{tag}_weights")))
+                .map_err(|err| Diagnostic::error(loc.clone(), err.to_string()))?;
+            e.solo(inst("exitz", [op::mzero()]));
+            e.size_of("main");
+            vertex.emit_workers(&mut e, tag);
+            e.data_section(&format!(".interleaved.{tag}_weights"));
+            e.directive("align", &[op::imm(16)]);
+            e.label(&format!("{tag}_weights"));
+            let bytes = elem.encode(&panels);
+            let words: Vec<u32> = bytes
+                .chunks(4)
+                .map(|b| {
+                    let mut q = [0u8; 4];
+                    q[..b.len()].copy_from_slice(b);
+                    u32::from_le_bytes(q)
+                })
+                .collect();
+            e.words(&words);
+        }
+    }
+    let x = build::tensor(
+        ctx,
+        "input0",
+        x_ty,
+        TensorDirection::Input,
+        &input_pieces,
+        loc.clone(),
+    );
+    let y = build::tensor(
+        ctx,
+        "output0",
+        y_ty,
+        TensorDirection::Output,
+        &output_pieces,
+        loc,
+    );
+    ctx.append_op(exe_body, x);
+    ctx.append_op(exe_body, y);
+    Ok(exe)
+}
+
+/// Checks that every tile's sections end below the tensors of `lay`.
+pub fn check_fits(exe: &ipuc_ipu_arch::Executable, lay: &TileLayout) -> Result<(), String> {
+    for t in &exe.tiles {
+        if let Some(s) = t
+            .image
+            .sections
+            .iter()
+            .find(|s| s.end() > lay.tensors_start)
+        {
+            return Err(format!(
+                "tile {}: section `{}` ends at 0x{:x}, past the first tensor at 0x{:x}",
+                t.tile,
+                s.name,
+                s.end(),
+                lay.tensors_start
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `ipu.executable` ops of a module body, for callers that look them up.
+pub fn executables(ctx: &Context, block: BlockId) -> Vec<OpId> {
+    ctx.block_ops_vec(block)
+        .into_iter()
+        .filter(|&o| ctx.name_str(o) == ipu::EXECUTABLE)
+        .collect()
+}

@@ -1,0 +1,130 @@
+//! Exchange code for one superstep of broadcasts: each sender multicasts a
+//! buffer to its receivers, which take it at the same address.
+//!
+//! The exchange is time-deterministic: a word a tile sends at cycle t lands
+//! at a receiver at t + latency only if the receiver's incoming mux selects
+//! the sender then. Receivers arm first (`$INCOMING_BASE`,
+//! `$INCOMING_DCOUNT`, `$INCOMING_MUX`); a sender delays its first `send`
+//! until its first word cannot arrive before the slowest receiver is armed.
+//! [`Broadcast::first_send_cycle`] proves this from bounds, before any code
+//! is emitted: the receiver's arming is bounded above (every supervisor
+//! instruction at most the result latency, every exchange-register write
+//! its documented cost) and the arrival below (one cycle per sender
+//! instruction, the latency of the nearest receiver).
+//!
+//! A receiver takes one sender per superstep; `send` moves at most 4095
+//! words, so a buffer goes out in chunks.
+
+use ipuc_ipu_arch::MachineModel;
+
+use crate::codelets::emitter::{inst, op, Emitter};
+
+/// Words one `send` moves at most (its count is a 12-bit immediate).
+pub const MAX_SEND_WORDS: u32 = 4095;
+
+/// One multicast of `bytes` at `address` from `sender` to `receivers`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Broadcast {
+    /// The sending tile.
+    pub sender: u32,
+    /// The receiving tiles (not the sender).
+    pub receivers: Vec<u32>,
+    /// Address of the buffer on every tile, 4-byte aligned.
+    pub address: u32,
+    /// Bytes, a multiple of 4.
+    pub bytes: u32,
+}
+
+/// Supervisor instructions a receiver issues to arm: three `setzi`, three
+/// `put`s.
+const ARM_SETZI: u64 = 3;
+const ARM_PUTS: u64 = 3;
+
+impl Broadcast {
+    /// Words sent.
+    pub fn words(&self) -> u32 {
+        self.bytes / 4
+    }
+
+    /// Upper bound on the cycle (from the superstep's start) by which every
+    /// receiver's mux selects the sender.
+    pub fn armed_by(machine: &MachineModel) -> u64 {
+        // A supervisor instruction waits at most one barrel round for a result.
+        let latency = u64::from(machine.slot_period);
+        ARM_SETZI * latency + ARM_PUTS * (latency + u64::from(machine.exchange_csr_put_cycles))
+    }
+
+    /// The sender's first `send` issue cycle: the earliest at which its
+    /// first word cannot reach the nearest receiver before every receiver
+    /// is armed (strictly after).
+    pub fn first_send_cycle(&self, machine: &MachineModel) -> u64 {
+        let nearest = self
+            .receivers
+            .iter()
+            .map(|&r| machine.exchange_latency(self.sender, r))
+            .min()
+            .unwrap_or(0);
+        // A word issued at t lands at t + 1 + latency at the earliest.
+        (Self::armed_by(machine) + 1).saturating_sub(nearest + 1)
+    }
+
+    /// Cycles the sender's port is busy (one word per cycle).
+    pub fn send_cycles(&self) -> u64 {
+        u64::from(self.words())
+    }
+
+    /// Emits the receiver's arming into the open supervisor section.
+    pub fn emit_receive(&self, e: &mut Emitter) {
+        e.solo(inst("setzi", [op::m(0), op::imm(i64::from(self.address))]));
+        e.solo(inst("setzi", [op::m(1), op::imm(i64::from(self.words()))]));
+        e.solo(inst("setzi", [op::m(2), op::imm(i64::from(self.sender))]));
+        e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(0)]));
+        e.solo(inst("put", [op::csr("INCOMING_DCOUNT"), op::m(1)]));
+        e.solo(inst("put", [op::csr("INCOMING_MUX"), op::m(2)]));
+    }
+
+    /// Emits the sender's delay and `send`s into the open supervisor
+    /// section: one instruction issues per cycle at most, so `nop`s up to
+    /// [`Broadcast::first_send_cycle`] guarantee the delay.
+    pub fn emit_send(&self, e: &mut Emitter, machine: &MachineModel) {
+        let mut issued = 0u64;
+        let mut chunk = self.address;
+        let mut left = self.words();
+        let first = self.first_send_cycle(machine);
+        let mut reg = 0;
+        e.solo(inst("setzi", [op::m(reg), op::imm(i64::from(chunk))]));
+        issued += 1;
+        while issued < first {
+            e.solo(inst("nop", []));
+            issued += 1;
+        }
+        while left > 0 {
+            let n = left.min(MAX_SEND_WORDS);
+            if chunk != self.address {
+                e.solo(inst("setzi", [op::m(reg), op::imm(i64::from(chunk))]));
+            }
+            e.solo(inst("send", [op::m(reg), op::imm(i64::from(n))]));
+            chunk += 4 * n;
+            left -= n;
+            reg ^= 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_word_lands_after_the_receivers_are_armed() {
+        let m = MachineModel::c600();
+        let b = Broadcast {
+            sender: 0,
+            receivers: vec![1, 2, 1000],
+            address: 0x80000,
+            bytes: 64,
+        };
+        let t = b.first_send_cycle(&m);
+        assert!(t + 1 + m.exchange_latency(0, 1) > Broadcast::armed_by(&m));
+    }
+}

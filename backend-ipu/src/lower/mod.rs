@@ -1,0 +1,12 @@
+//! The `nn` → tile lowering: planning over the tiles ([`plan`]), exchange
+//! code ([`exchange`]) and code generation into the `ipu` dialect
+//! ([`codegen`]).
+//!
+//! This first slice lowers one matrix product with constant weights;
+//! the stages it shares with the whole-model lowering (plan search, the
+//! exchange timing proof, per-tile memory layout, the GEMM vertex) are the
+//! ones the rest of the model builds on.
+
+pub mod codegen;
+pub mod exchange;
+pub mod plan;

@@ -1,0 +1,372 @@
+//! Planning a matrix product `Y[M, N] = X[M, K] · W[K, N]` over the tiles:
+//! which tiles compute which block of Y, found by search over the cost
+//! model (the GEMM vertex's estimate from its emitted code, the exchange
+//! at the machine's bytes per cycle, the syncs), under the tile-memory
+//! constraint.
+//!
+//! The plan is output-stationary with no split of K: a grid of `grid_rows
+//! × grid_cols` tiles, tile (i, j) computing rows `i·rows ..` and output
+//! groups `j·groups ..` of Y. Each grid row's X block enters on the row's
+//! first tile and is broadcast to the others (one multicast per grid row);
+//! each tile keeps the weight panels of its column block.
+//!
+//! The search is exhaustive over the grid shapes (at most a few thousand
+//! for 1472 tiles): cost = exchange + compute + syncs, ties broken by fewer
+//! tiles; the best rejected candidates and why they lost are kept for the
+//! plan report.
+
+use std::fmt;
+
+use ipuc_ipu_arch::MachineModel;
+
+use crate::codelets::amp::{AmpBlock, AmpVariant};
+use crate::codelets::gemm::{GemmCounts, TileGemm};
+use crate::codelets::program::Codelet;
+
+/// The product to plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmShape {
+    /// Rows of X and Y.
+    pub m: u32,
+    /// The contracted dimension.
+    pub k: u32,
+    /// Columns of W and Y.
+    pub n: u32,
+    /// The AMP instruction (from the element types).
+    pub variant: AmpVariant,
+}
+
+impl GemmShape {
+    /// Input-channel panels.
+    pub fn k_groups(&self) -> u32 {
+        self.k.div_ceil(self.variant.in_channels() as u32)
+    }
+
+    /// Output-channel groups.
+    pub fn n_groups(&self) -> u32 {
+        self.n.div_ceil(self.variant.out_channels() as u32)
+    }
+}
+
+/// Estimated cycles of a plan, per part.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Estimate {
+    /// The broadcast of X blocks (0 with one grid column).
+    pub exchange: u64,
+    /// The GEMM vertex on the busiest tile.
+    pub compute: u64,
+    /// Syncs between the supersteps.
+    pub sync: u64,
+}
+
+impl Estimate {
+    /// All of it.
+    pub fn total(&self) -> u64 {
+        self.exchange + self.compute + self.sync
+    }
+}
+
+/// A choice of tiles for one product.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GemmPlan {
+    /// The product.
+    pub shape: GemmShape,
+    /// Grid rows (blocks of M).
+    pub grid_rows: u32,
+    /// Grid columns (blocks of output groups).
+    pub grid_cols: u32,
+    /// Rows of X and Y per tile (the last grid row may hold fewer real rows).
+    pub rows: u32,
+    /// Output groups per tile (the last grid column may hold fewer).
+    pub groups: u32,
+    /// Estimated cycles.
+    pub estimate: Estimate,
+    /// Bytes of the busiest tile.
+    pub tile_bytes: u32,
+}
+
+impl GemmPlan {
+    /// Tiles used.
+    pub fn tiles(&self) -> u32 {
+        self.grid_rows * self.grid_cols
+    }
+
+    /// Tile number of grid position (i, j): row-major from tile 0.
+    pub fn tile(&self, i: u32, j: u32) -> u32 {
+        i * self.grid_cols + j
+    }
+
+    /// Real rows of grid row `i`.
+    pub fn rows_of(&self, i: u32) -> u32 {
+        self.rows.min(self.shape.m - i * self.rows)
+    }
+
+    /// Real output groups of grid column `j`.
+    pub fn groups_of(&self, j: u32) -> u32 {
+        self.groups.min(self.shape.n_groups() - j * self.groups)
+    }
+
+    /// The GEMM vertex every tile runs (addresses zero: placement comes later).
+    pub fn vertex(&self) -> TileGemm {
+        TileGemm {
+            variant: self.shape.variant,
+            rows: self.rows,
+            k_groups: self.shape.k_groups(),
+            n_groups: self.groups,
+            input: 0,
+            weights: 0,
+            output: 0,
+        }
+    }
+}
+
+/// A grid shape that lost, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejected {
+    /// Grid rows × columns.
+    pub grid: (u32, u32),
+    /// Its estimate, when it fits.
+    pub estimate: Option<Estimate>,
+    /// Why it lost.
+    pub reason: String,
+}
+
+/// The chosen plan and the best of the rest.
+#[derive(Clone, Debug)]
+pub struct PlanChoice {
+    /// The chosen plan.
+    pub plan: GemmPlan,
+    /// The next best candidates (by estimate) and the first few that did
+    /// not fit.
+    pub rejected: Vec<Rejected>,
+}
+
+/// Why no plan exists.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// Even the smallest blocks do not fit a tile.
+    #[error("no tile grid fits: the smallest blocks need {needed} bytes per tile, {available} are available")]
+    DoesNotFit {
+        /// Bytes the smallest candidate needs.
+        needed: u64,
+        /// Bytes a tile offers.
+        available: u64,
+    },
+    /// The shape is empty.
+    #[error("the product {m}x{k}x{n} is empty")]
+    Empty {
+        /// M.
+        m: u32,
+        /// K.
+        k: u32,
+        /// N.
+        n: u32,
+    },
+}
+
+/// Bytes a tile offers for code, vertex state and stacks before tensors:
+/// the planner keeps this much of region 0 free (the code of one GEMM
+/// vertex and its supervisor is under 2 KiB).
+pub const RESERVED_CODE_BYTES: u32 = 8 * 1024;
+
+/// The tile bytes a plan needs: X, the output's two halves and the weights
+/// in whole 32 KiB element pairs of interleaved memory (X and Y must not
+/// share a pair), the vertex states in region 0.
+pub fn tile_bytes(g: &TileGemm, machine: &MachineModel) -> (u64, u64) {
+    let pair = u64::from(2 * machine.element_bytes);
+    let past = u64::from(AmpBlock::READ_PAST_BYTES);
+    let whole = |b: u64| (b + past).div_ceil(pair) * pair;
+    let interleaved = whole(g.input_bytes()) + whole(g.output_bytes()) + g.weight_bytes();
+    let region0 = g.state_bytes() + u64::from(RESERVED_CODE_BYTES);
+    (interleaved, region0)
+}
+
+/// The GEMM vertex's issue counts (they do not depend on the sizes: one
+/// small instance is emitted and counted).
+pub fn vertex_counts(variant: AmpVariant) -> GemmCounts {
+    let probe = TileGemm {
+        variant,
+        rows: 6,
+        k_groups: 2,
+        n_groups: 1,
+        input: 0x80000,
+        weights: 0x90000,
+        output: 0xa0000,
+    };
+    probe
+        .counts()
+        .expect("the probe's parameters are valid for every variant")
+}
+
+/// Plans `shape` on `machine`, searching every grid shape.
+pub fn plan_gemm(shape: GemmShape, machine: &MachineModel) -> Result<PlanChoice, PlanError> {
+    if shape.m == 0 || shape.k == 0 || shape.n == 0 {
+        return Err(PlanError::Empty {
+            m: shape.m,
+            k: shape.k,
+            n: shape.n,
+        });
+    }
+    let counts = vertex_counts(shape.variant);
+    let interleaved_avail = u64::from(machine.sram_end - machine.interleaved_base);
+    let region0_avail = u64::from(machine.interleaved_base - machine.sram_base);
+    let ng = shape.n_groups();
+    let mut fits: Vec<GemmPlan> = Vec::new();
+    let mut too_big: Vec<Rejected> = Vec::new();
+    let mut smallest_need = u64::MAX;
+    for grid_rows in 1..=shape.m.min(machine.tiles) {
+        let rows = shape.m.div_ceil(grid_rows);
+        // Only grids without empty rows: the same rows with fewer grid rows.
+        if shape.m.div_ceil(rows) != grid_rows {
+            continue;
+        }
+        for grid_cols in 1..=ng.min(machine.tiles / grid_rows) {
+            let groups = ng.div_ceil(grid_cols);
+            if ng.div_ceil(groups) != grid_cols {
+                continue;
+            }
+            let plan = GemmPlan {
+                shape,
+                grid_rows,
+                grid_cols,
+                rows,
+                groups,
+                estimate: Estimate::default(),
+                tile_bytes: 0,
+            };
+            let vertex = plan.vertex();
+            let (inter, r0) = tile_bytes(&vertex, machine);
+            smallest_need = smallest_need.min(inter + r0);
+            if inter > interleaved_avail || r0 > region0_avail {
+                if too_big.len() < 3 {
+                    too_big.push(Rejected {
+                        grid: (grid_rows, grid_cols),
+                        estimate: None,
+                        reason: format!(
+                            "does not fit: {inter} bytes of interleaved memory (of {interleaved_avail}) and {r0} of region 0 (of {region0_avail}) per tile"
+                        ),
+                    });
+                }
+                continue;
+            }
+            let x_bytes = vertex.input_bytes();
+            let exchange = if grid_cols > 1 {
+                // The row's first tile sends the block once (multicast),
+                // four bytes per cycle, after the farthest latency.
+                x_bytes.div_ceil(u64::from(machine.exchange_bytes_per_cycle))
+                    + machine.exchange_latency(0, machine.tiles - 1)
+            } else {
+                0
+            };
+            // The exchange superstep ends in a sync; the compute ends the
+            // program.
+            let syncs = u64::from(grid_cols > 1);
+            let estimate = Estimate {
+                exchange,
+                compute: counts.cycles(&vertex, machine),
+                sync: syncs * u64::from(machine.sync_latency),
+            };
+            fits.push(GemmPlan {
+                estimate,
+                tile_bytes: (inter + r0) as u32,
+                ..plan
+            });
+        }
+    }
+    fits.sort_by_key(|p| (p.estimate.total(), p.tiles(), p.grid_rows));
+    let Some(best) = fits.first().cloned() else {
+        return Err(PlanError::DoesNotFit {
+            needed: smallest_need,
+            available: interleaved_avail + region0_avail,
+        });
+    };
+    let mut rejected: Vec<Rejected> = fits
+        .iter()
+        .skip(1)
+        .take(4)
+        .map(|p| Rejected {
+            grid: (p.grid_rows, p.grid_cols),
+            estimate: Some(p.estimate),
+            reason: format!(
+                "{} cycles more than the chosen plan",
+                p.estimate.total() - best.estimate.total()
+            ),
+        })
+        .collect();
+    rejected.extend(too_big);
+    Ok(PlanChoice {
+        plan: best,
+        rejected,
+    })
+}
+
+impl fmt::Display for GemmPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let e = &self.estimate;
+        write!(
+            f,
+            "{}x{}x{} {}: grid {}x{} ({} tiles), {} rows x {} groups per tile; {} cycles (exchange {}, compute {}, sync {}), {} bytes on the busiest tile",
+            self.shape.m,
+            self.shape.k,
+            self.shape.n,
+            self.shape.variant.mnemonic(),
+            self.grid_rows,
+            self.grid_cols,
+            self.tiles(),
+            self.rows,
+            self.groups,
+            e.total(),
+            e.exchange,
+            e.compute,
+            e.sync,
+            self.tile_bytes
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(m: u32, k: u32, n: u32) -> GemmShape {
+        GemmShape {
+            m,
+            k,
+            n,
+            variant: AmpVariant::F16,
+        }
+    }
+
+    #[test]
+    fn a_tiny_product_splits_rows_but_never_broadcasts() {
+        // A broadcast and its sync cost more than the compute they save;
+        // splitting rows costs nothing (each row block enters on its tile).
+        let c = plan_gemm(shape(7, 40, 20), &MachineModel::c600()).unwrap();
+        assert_eq!(c.plan.grid_cols, 1, "{}", c.plan);
+        assert_eq!(c.plan.estimate.sync, 0);
+        assert!(c.plan.grid_rows > 1, "{}", c.plan);
+    }
+
+    #[test]
+    fn the_mlp_up_projection_spreads_over_the_chip() {
+        let m = MachineModel::c600();
+        let c = plan_gemm(shape(729, 1152, 4304), &m).unwrap();
+        let p = &c.plan;
+        assert!(p.tiles() > m.tiles / 2, "{p}");
+        assert!(p.tiles() <= m.tiles);
+        // Every row and group is covered, none twice.
+        assert!(p.grid_rows * p.rows >= 729 && (p.grid_rows - 1) * p.rows < 729);
+        assert!(p.grid_cols * p.groups >= 269 && (p.grid_cols - 1) * p.groups < 269);
+        assert!(!c.rejected.is_empty());
+        // The compute alone at the AMP's peak on every tile.
+        let peak = 729 * 1152 * 4304 / (64 * u64::from(m.tiles));
+        assert!(p.estimate.compute >= peak, "{p}");
+    }
+
+    #[test]
+    fn a_product_whose_weights_cannot_fit_is_an_error() {
+        let e = plan_gemm(shape(1, 1 << 16, 1 << 16), &MachineModel::c600()).unwrap_err();
+        assert!(matches!(e, PlanError::DoesNotFit { .. }), "{e}");
+        assert!(plan_gemm(shape(0, 4, 4), &MachineModel::c600()).is_err());
+    }
+}

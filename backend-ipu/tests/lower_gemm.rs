@@ -1,0 +1,120 @@
+//! A planned product lowered to an executable and run on the simulator:
+//! the output against float64 over random inputs, for one-tile and
+//! multi-tile plans (exchange included), shapes not multiples of the panel
+//! sizes.
+
+use ipuc_backend_ipu::codelets::amp::AmpVariant;
+use ipuc_backend_ipu::emit::build_executable;
+use ipuc_backend_ipu::lower::codegen::{check_fits, emit_gemm, layout};
+use ipuc_backend_ipu::lower::plan::{plan_gemm, GemmPlan, GemmShape};
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::{Context, FloatKind, Location, Type};
+use ipuc_runtime::device::Device;
+use ipuc_runtime::sim::{SimConfig, Simulator};
+use rand::{Rng, SeedableRng};
+
+fn tensor_ty(shape: &[i64], v: AmpVariant) -> Type {
+    let f = match v {
+        AmpVariant::F32 => FloatKind::F32,
+        _ => FloatKind::F16,
+    };
+    Type::tensor(shape, Type::float(f))
+}
+
+/// Runs `plan` on random X and W; returns the simulated cycles.
+fn run(plan: &GemmPlan, seed: u64) -> u64 {
+    let s = plan.shape;
+    let (m, k, n) = (s.m as usize, s.k as usize, s.n as usize);
+    let elem = s.variant.input_elem();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut value = || rng.gen_range(-1.0..1.0f64);
+    let x = elem.decode(&elem.encode(&(0..m * k).map(|_| value()).collect::<Vec<_>>()));
+    let w = elem.decode(&elem.encode(&(0..k * n).map(|_| value()).collect::<Vec<_>>()));
+    let machine = MachineModel::c600();
+    let mut ctx = Context::new(ipuc_dialects::registry());
+    let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
+        .unwrap()
+        .module;
+    let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
+    let tys = (
+        tensor_ty(&[m as i64, k as i64], s.variant),
+        tensor_ty(&[m as i64, n as i64], s.variant),
+    );
+    let exe_op = emit_gemm(&mut ctx, body, plan, &w, tys, &machine, Location::unknown())
+        .unwrap_or_else(|d| panic!("{}", d.message));
+    ipuc_ir::verify(&ctx, exe_op).unwrap_or_else(|d| panic!("{}", d.message));
+    let exe = build_executable(&ctx, exe_op).unwrap_or_else(|d| panic!("{}", d[0].message));
+    check_fits(&exe, &layout(plan, &machine)).unwrap();
+    let mut sim = Simulator::new(machine, SimConfig::default());
+    sim.load(&exe).unwrap();
+    sim.write_tensor("input0", &elem.encode(&x)).unwrap();
+    sim.run().unwrap_or_else(|e| panic!("{e}"));
+    let y = s
+        .variant
+        .output_elem()
+        .decode(&sim.read_tensor("output0").unwrap());
+    let u = s.variant.output_elem().unit_roundoff();
+    for r in 0..m {
+        for j in 0..n {
+            let (mut want, mut mag) = (0.0, 0.0);
+            for kk in 0..k {
+                want += x[r * k + kk] * w[kk * n + j];
+                mag += (x[r * k + kk] * w[kk * n + j]).abs();
+            }
+            let tol = (f64::from(s.k_groups()) + 1.0) * u * mag + 1e-6;
+            assert!(
+                (y[r * n + j] - want).abs() <= tol,
+                "{plan}: Y[{r}][{j}] = {}, want {want}",
+                y[r * n + j]
+            );
+        }
+    }
+    sim.profile().unwrap().total_cycles
+}
+
+fn shape(m: u32, k: u32, n: u32, variant: AmpVariant) -> GemmShape {
+    GemmShape { m, k, n, variant }
+}
+
+/// A plan with a forced grid.
+fn grid(s: GemmShape, grid_rows: u32, grid_cols: u32) -> GemmPlan {
+    let mut p = plan_gemm(s, &MachineModel::c600()).unwrap().plan;
+    p.rows = s.m.div_ceil(grid_rows);
+    p.groups = s.n_groups().div_ceil(grid_cols);
+    p.grid_rows = s.m.div_ceil(p.rows);
+    p.grid_cols = s.n_groups().div_ceil(p.groups);
+    p
+}
+
+#[test]
+fn the_planned_small_product_runs_on_one_tile() {
+    let p = plan_gemm(shape(7, 40, 20, AmpVariant::F16), &MachineModel::c600())
+        .unwrap()
+        .plan;
+    let cycles = run(&p, 1);
+    // The estimate (compute and syncs) within a quarter of the simulation.
+    let e = p.estimate.total();
+    assert!(
+        cycles <= e + e / 4 && e <= cycles + cycles / 4,
+        "{p}: simulated {cycles}"
+    );
+}
+
+#[test]
+fn a_grid_with_broadcast_x_blocks() {
+    // 3 grid rows (the last with fewer rows) x 4 grid columns (the last with
+    // fewer groups): X blocks multicast along each grid row.
+    run(&grid(shape(20, 40, 56, AmpVariant::F16), 3, 4), 2);
+}
+
+#[test]
+fn f32_products_on_a_grid() {
+    run(&grid(shape(13, 20, 30, AmpVariant::F32), 2, 3), 3);
+}
+
+#[test]
+fn a_block_larger_than_one_send() {
+    // 16 rows x 36 panels x 32 bytes = 18 KiB: more than 4095 words.
+    run(&grid(shape(32, 576, 16, AmpVariant::F16), 2, 1), 4);
+    run(&grid(shape(16, 576, 32, AmpVariant::F16), 1, 2), 5);
+}
