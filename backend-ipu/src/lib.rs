@@ -14,5 +14,7 @@ use ipuc_ir::pass::{PassRegistry, RegistrationError};
 /// tools install it on `eqsat-fuse`'s cost-model hook
 /// ([`cost_model::IpuCostModel`]).
 pub fn register_passes(r: &mut PassRegistry) -> Result<(), RegistrationError> {
-    r.register::<emit::verify_isa::VerifyIsa>()
+    r.register::<emit::verify_isa::VerifyIsa>()?;
+    r.register::<lower::passes::PlanGemms>()?;
+    r.register::<lower::passes::LowerToIpu>()
 }

@@ -6,7 +6,7 @@
 use ipuc_backend_ipu::codelets::amp::AmpVariant;
 use ipuc_backend_ipu::emit::build_executable;
 use ipuc_backend_ipu::lower::codegen::{check_fits, emit_gemm, layout};
-use ipuc_backend_ipu::lower::plan::{plan_gemm, GemmPlan, GemmShape};
+use ipuc_backend_ipu::lower::plan::{evaluate, plan_gemm, GemmPlan, GemmShape};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
 use ipuc_runtime::device::Device;
@@ -78,12 +78,7 @@ fn shape(m: u32, k: u32, n: u32, variant: AmpVariant) -> GemmShape {
 
 /// A plan with a forced grid.
 fn grid(s: GemmShape, grid_rows: u32, grid_cols: u32) -> GemmPlan {
-    let mut p = plan_gemm(s, &MachineModel::c600()).unwrap().plan;
-    p.rows = s.m.div_ceil(grid_rows);
-    p.groups = s.n_groups().div_ceil(grid_cols);
-    p.grid_rows = s.m.div_ceil(p.rows);
-    p.grid_cols = s.n_groups().div_ceil(p.groups);
-    p
+    evaluate(s, grid_rows, grid_cols, &MachineModel::c600()).unwrap()
 }
 
 #[test]

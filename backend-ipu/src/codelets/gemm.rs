@@ -43,6 +43,8 @@
 //! interleaved memory, the weights in interleaved memory (16-byte aligned).
 
 use ipuc_dialects::ipu::{Operand, SectionKind};
+use ipuc_ipu_arch::encoding::Instr;
+use ipuc_ipu_arch::pipeline::{launch_cycles_after, supervisor_schedule};
 use ipuc_ipu_arch::MachineModel;
 
 use super::amp::{AmpBlock, AmpMode, AmpVariant};
@@ -215,6 +217,7 @@ impl TileGemm {
         let state_step = i64::from(STATE_BYTES_PER_LAUNCH);
         let (ovw, acc) = (format!("{tag}_ovw"), format!("{tag}_acc"));
         let start = e.issues();
+        let code_start = e.supervisor_code().len();
         e.solo(inst("setzi", [op::m(0), weights]));
         e.solo(inst(
             "setzi",
@@ -241,6 +244,12 @@ impl TileGemm {
         let before = e.issues();
         launch(e, 1);
         let per_launch = e.issues() - before;
+        let code = e.supervisor_code();
+        let base = code.len() - (per_launch as usize);
+        // [put, ld128putcs x P, runall] and [sync, add, add].
+        let prologue = code[base..base + 2 + loads].to_vec();
+        let epilogue = code[base + 2 + loads..].to_vec();
+        let setup_code = code[code_start..base].to_vec();
         if self.k_groups > 1 {
             e.solo(inst(
                 "setzi",
@@ -251,7 +260,13 @@ impl TileGemm {
             e.solo(inst("brnzdec", [op::m(4), op::sym(format!(".L{tag}_kg"))]));
         }
         e.solo(inst("brnzdec", [op::m(5), op::sym(format!(".L{tag}_ng"))]));
-        Ok(GemmSupervisorCounts { setup, per_launch })
+        Ok(GemmSupervisorCounts {
+            setup,
+            per_launch,
+            setup_code,
+            prologue,
+            epilogue,
+        })
     }
 
     /// Emits the two workers (overwrite and accumulate, each in its own
@@ -282,14 +297,21 @@ impl TileGemm {
     }
 }
 
-/// Supervisor issue counts of a tile GEMM, as emitted.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+/// Supervisor issue counts of a tile GEMM, as emitted, with the code the
+/// estimate schedules under the pipeline rules.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GemmSupervisorCounts {
     /// Issues before the loops.
     pub setup: u64,
     /// Issues of one launch, the `sync` included (the loop's `setzi` and
     /// `brnzdec`s are added per pass).
     pub per_launch: u64,
+    /// The setup's instructions.
+    pub setup_code: Vec<Instr>,
+    /// A launch's instructions up to `runall`.
+    pub prologue: Vec<Instr>,
+    /// A launch's instructions from `sync` on.
+    pub epilogue: Vec<Instr>,
 }
 
 /// Worker issue counts of a tile GEMM, as emitted.
@@ -302,7 +324,7 @@ pub struct GemmWorkerCounts {
 }
 
 /// Issue counts of a tile GEMM, as emitted.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GemmCounts {
     /// The supervisor's.
     pub supervisor: GemmSupervisorCounts,
@@ -311,22 +333,31 @@ pub struct GemmCounts {
 }
 
 impl GemmCounts {
-    /// Tile cycles of `gemm` from these counts. Per launch: the supervisor
-    /// issues its CCCS loads and `runall` (one per cycle), the slowest
-    /// worker issues once per barrel round (`slot_period` cycles), then the
-    /// `sync` and pointer updates; plus the loops' bookkeeping.
+    /// Tile cycles of `gemm` from these counts, under the pipeline rules
+    /// (`ipuc_ipu_arch::pipeline`). A launch: the supervisor's CCCS loads
+    /// and `runall` scheduled from a ready pipeline (every launch but the
+    /// first follows a taken `brnzdec`, whose refill hides the hazards),
+    /// the workers from their start, each issuing once per barrel round,
+    /// then the `sync`, the pointer updates and the loop branch with its
+    /// refill. The setup runs once before.
     pub fn cycles(&self, gemm: &TileGemm, machine: &MachineModel) -> u64 {
-        let period = u64::from(machine.slot_period);
-        let rows = *gemm.block(0, 0).worker_rows().iter().max().unwrap_or(&0);
-        let worker = self.workers.worker + u64::from(rows) * self.workers.body;
-        let launch = self.supervisor.per_launch + period * worker;
+        let s = &self.supervisor;
+        let rows = gemm.block(0, 0).worker_rows();
+        let workers: [u64; WORKERS] =
+            std::array::from_fn(|w| self.workers.worker + u64::from(rows[w]) * self.workers.body);
+        let last = |code: &[Instr]| {
+            supervisor_schedule(code, machine)
+                .issue
+                .last()
+                .map_or(0, |&c| c + 1)
+        };
+        let runall = last(&s.prologue).saturating_sub(1);
+        // After `sync`: the two `add`s and the loop's `brnzdec` (taken),
+        // whose refill the next launch waits for.
+        let epilogue = last(&s.epilogue[1..]) + u64::from(machine.branch_refill_cycles);
+        let launch = launch_cycles_after(runall, &workers, epilogue, machine) - 1;
         let launches = u64::from(gemm.launches());
-        let groups = u64::from(gemm.n_groups);
-        // Per output group: its `brnzdec` and (with more than one input
-        // panel) the inner counter's `setzi`; per other launch its
-        // `brnzdec`.
-        let bookkeeping = groups * (1 + u64::from(gemm.k_groups > 1)) + (launches - groups);
-        self.supervisor.setup + launches * launch + bookkeeping
+        last(&s.setup_code) + launches * launch
     }
 }
 

@@ -49,8 +49,8 @@ impl Broadcast {
     /// Upper bound on the cycle (from the superstep's start) by which every
     /// receiver's mux selects the sender.
     pub fn armed_by(machine: &MachineModel) -> u64 {
-        // A supervisor instruction waits at most one barrel round for a result.
-        let latency = u64::from(machine.slot_period);
+        // A supervisor instruction waits at most the result latency.
+        let latency = u64::from(machine.supervisor_result_latency.max(1));
         ARM_SETZI * latency + ARM_PUTS * (latency + u64::from(machine.exchange_csr_put_cycles))
     }
 

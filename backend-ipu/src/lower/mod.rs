@@ -9,4 +9,5 @@
 
 pub mod codegen;
 pub mod exchange;
+pub mod passes;
 pub mod plan;

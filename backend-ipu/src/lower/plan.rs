@@ -145,7 +145,7 @@ pub struct PlanChoice {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
     /// Even the smallest blocks do not fit a tile.
-    #[error("no tile grid fits: the smallest blocks need {needed} bytes per tile, {available} are available")]
+    #[error("no tile grid fits: the smallest blocks need {needed} bytes per tile, {available} are available (plans do not split K yet, so the weights of a column block are replicated on every grid row)")]
     DoesNotFit {
         /// Bytes the smallest candidate needs.
         needed: u64,
@@ -208,76 +208,36 @@ pub fn plan_gemm(shape: GemmShape, machine: &MachineModel) -> Result<PlanChoice,
         });
     }
     let counts = vertex_counts(shape.variant);
-    let interleaved_avail = u64::from(machine.sram_end - machine.interleaved_base);
-    let region0_avail = u64::from(machine.interleaved_base - machine.sram_base);
     let ng = shape.n_groups();
     let mut fits: Vec<GemmPlan> = Vec::new();
     let mut too_big: Vec<Rejected> = Vec::new();
     let mut smallest_need = u64::MAX;
     for grid_rows in 1..=shape.m.min(machine.tiles) {
-        let rows = shape.m.div_ceil(grid_rows);
-        // Only grids without empty rows: the same rows with fewer grid rows.
-        if shape.m.div_ceil(rows) != grid_rows {
+        // Only grids without empty rows or columns: the same blocks with
+        // fewer grid rows or columns are the same plan.
+        if shape.m.div_ceil(shape.m.div_ceil(grid_rows)) != grid_rows {
             continue;
         }
         for grid_cols in 1..=ng.min(machine.tiles / grid_rows) {
-            let groups = ng.div_ceil(grid_cols);
-            if ng.div_ceil(groups) != grid_cols {
+            if ng.div_ceil(ng.div_ceil(grid_cols)) != grid_cols {
                 continue;
             }
-            let plan = GemmPlan {
-                shape,
-                grid_rows,
-                grid_cols,
-                rows,
-                groups,
-                estimate: Estimate::default(),
-                tile_bytes: 0,
-            };
-            let vertex = plan.vertex();
-            let (inter, r0) = tile_bytes(&vertex, machine);
-            smallest_need = smallest_need.min(inter + r0);
-            if inter > interleaved_avail || r0 > region0_avail {
-                if too_big.len() < 3 {
-                    too_big.push(Rejected {
-                        grid: (grid_rows, grid_cols),
-                        estimate: None,
-                        reason: format!(
-                            "does not fit: {inter} bytes of interleaved memory (of {interleaved_avail}) and {r0} of region 0 (of {region0_avail}) per tile"
-                        ),
-                    });
+            match evaluate_with(shape, grid_rows, grid_cols, machine, &counts) {
+                Ok(p) => fits.push(p),
+                Err((need, r)) => {
+                    smallest_need = smallest_need.min(need);
+                    if too_big.len() < 3 {
+                        too_big.push(r);
+                    }
                 }
-                continue;
             }
-            let x_bytes = vertex.input_bytes();
-            let exchange = if grid_cols > 1 {
-                // The row's first tile sends the block once (multicast),
-                // four bytes per cycle, after the farthest latency.
-                x_bytes.div_ceil(u64::from(machine.exchange_bytes_per_cycle))
-                    + machine.exchange_latency(0, machine.tiles - 1)
-            } else {
-                0
-            };
-            // The exchange superstep ends in a sync; the compute ends the
-            // program.
-            let syncs = u64::from(grid_cols > 1);
-            let estimate = Estimate {
-                exchange,
-                compute: counts.cycles(&vertex, machine),
-                sync: syncs * u64::from(machine.sync_latency),
-            };
-            fits.push(GemmPlan {
-                estimate,
-                tile_bytes: (inter + r0) as u32,
-                ..plan
-            });
         }
     }
     fits.sort_by_key(|p| (p.estimate.total(), p.tiles(), p.grid_rows));
     let Some(best) = fits.first().cloned() else {
         return Err(PlanError::DoesNotFit {
             needed: smallest_need,
-            available: interleaved_avail + region0_avail,
+            available: u64::from(machine.sram_end - machine.sram_base),
         });
     };
     let mut rejected: Vec<Rejected> = fits
@@ -297,6 +257,84 @@ pub fn plan_gemm(shape: GemmShape, machine: &MachineModel) -> Result<PlanChoice,
     Ok(PlanChoice {
         plan: best,
         rejected,
+    })
+}
+
+/// The plan of `shape` on a `grid_rows x grid_cols` grid (the blocks are
+/// the even split; a grid with empty rows or columns shrinks to the grid
+/// its blocks need), with its estimate; `Err` with the reason when it does
+/// not fit a tile.
+pub fn evaluate(
+    shape: GemmShape,
+    grid_rows: u32,
+    grid_cols: u32,
+    machine: &MachineModel,
+) -> Result<GemmPlan, Rejected> {
+    evaluate_with(
+        shape,
+        grid_rows,
+        grid_cols,
+        machine,
+        &vertex_counts(shape.variant),
+    )
+    .map_err(|(_, r)| r)
+}
+
+fn evaluate_with(
+    shape: GemmShape,
+    grid_rows: u32,
+    grid_cols: u32,
+    machine: &MachineModel,
+    counts: &GemmCounts,
+) -> Result<GemmPlan, (u64, Rejected)> {
+    let rows = shape.m.div_ceil(grid_rows);
+    let groups = shape.n_groups().div_ceil(grid_cols);
+    let (grid_rows, grid_cols) = (shape.m.div_ceil(rows), shape.n_groups().div_ceil(groups));
+    let plan = GemmPlan {
+        shape,
+        grid_rows,
+        grid_cols,
+        rows,
+        groups,
+        estimate: Estimate::default(),
+        tile_bytes: 0,
+    };
+    let vertex = plan.vertex();
+    let (inter, r0) = tile_bytes(&vertex, machine);
+    let interleaved_avail = u64::from(machine.sram_end - machine.interleaved_base);
+    let region0_avail = u64::from(machine.interleaved_base - machine.sram_base);
+    if inter > interleaved_avail || r0 > region0_avail {
+        return Err((
+            inter + r0,
+            Rejected {
+                grid: (grid_rows, grid_cols),
+                estimate: None,
+                reason: format!(
+                    "does not fit: {inter} bytes of interleaved memory (of {interleaved_avail}) and {r0} of region 0 (of {region0_avail}) per tile"
+                ),
+            },
+        ));
+    }
+    let exchange = if grid_cols > 1 {
+        // The row's first tile sends the block once (multicast), four
+        // bytes per cycle, after the farthest latency.
+        vertex
+            .input_bytes()
+            .div_ceil(u64::from(machine.exchange_bytes_per_cycle))
+            + machine.exchange_latency(0, machine.tiles - 1)
+    } else {
+        0
+    };
+    // The exchange superstep ends in a sync; the compute ends the program.
+    let syncs = u64::from(grid_cols > 1);
+    Ok(GemmPlan {
+        estimate: Estimate {
+            exchange,
+            compute: counts.cycles(&vertex, machine),
+            sync: syncs * u64::from(machine.sync_latency),
+        },
+        tile_bytes: (inter + r0) as u32,
+        ..plan
     })
 }
 

@@ -1,0 +1,324 @@
+//! The lowering's passes: `ipu-plan` records each product's plan on the op
+//! (`ipu.plan`, a dictionary the report and later stages read, and that a
+//! user may edit to force a grid), and `ipu-lower` turns a planned function
+//! into an `ipu.executable` beside it in the module.
+//!
+//! This slice lowers functions whose body is one `nn.matmul` of the
+//! function's argument by an `nn.constant` (f16 or f32, 2-D). Anything else
+//! is refused with one error that lists every op it cannot lower yet.
+//!
+//! ```text
+//! %w = nn.constant dense<...> : tensor<40x20xf16>
+//! %y = nn.matmul %x, %w {ipu.plan = {grid = array<i64: 2, 1>, rows = 4,
+//!        groups = 2, instruction = "f16v4hihov4amp", cycles = 1068, ...}}
+//! ```
+
+use ipuc_dialects::func;
+use ipuc_dialects::nn;
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
+use ipuc_ir::attributes::{AttrKind, DenseElements, Dictionary};
+use ipuc_ir::pass::{DeclaredPass, PassHooks};
+use ipuc_ir::{Attribute, Context, Diagnostic, FloatKind, OpId};
+
+use super::codegen::emit_gemm;
+use super::plan::{evaluate, plan_gemm, GemmPlan, GemmShape};
+use crate::codelets::amp::AmpVariant;
+
+/// The discardable attribute holding a product's plan.
+pub const PLAN_ATTR: &str = "ipu.plan";
+
+/// The `ipu-plan` pass (its machine).
+#[derive(Clone)]
+pub struct PlanGemms(String);
+
+/// The `ipu-lower` pass (its machine).
+#[derive(Clone)]
+pub struct LowerToIpu(String);
+
+ipuc_ir::declare_pass! {
+    PlanGemms => "ipu-plan" {
+        summary: "Choose each nn.matmul's tile grid by search over the IPU cost model and record it as `ipu.plan`",
+        options PlanOptions {
+            /// Machine model (c600, bow)
+            machine: String = "c600".to_string() => "machine",
+        }
+    }
+}
+
+ipuc_ir::declare_pass! {
+    LowerToIpu => "ipu-lower" {
+        summary: "Lower each function (one nn.matmul by a constant, for now) to an ipu.executable appended to the module",
+        options LowerOptions {
+            /// Machine model (c600, bow)
+            machine: String = "c600".to_string() => "machine",
+        }
+    }
+}
+
+fn machine(name: &str) -> Result<MachineModel, String> {
+    MachineModel::by_name(name).ok_or_else(|| {
+        format!(
+            "unknown machine '{name}' (known: {})",
+            MachineModel::NAMES.join(", ")
+        )
+    })
+}
+
+/// The product a supported `nn.matmul` performs.
+fn gemm_shape(ctx: &Context, op: OpId) -> Result<GemmShape, Diagnostic> {
+    let operands = ctx.operands(op);
+    let types: Vec<_> = operands
+        .iter()
+        .map(|&v| ctx.value_type(v).clone())
+        .collect();
+    let dims = |i: usize| types[i].shape().map(<[i64]>::to_vec).unwrap_or_default();
+    let (a, b) = (dims(0), dims(1));
+    if a.len() != 2 || b.len() != 2 || a.iter().chain(&b).any(|&d| d <= 0) {
+        return Err(Diagnostic::op_error(
+            ctx,
+            op,
+            "can only lower 2-D products of static shape to the IPU yet",
+        ));
+    }
+    let element = |i: usize| types[i].element_type().and_then(|t| t.float_kind());
+    let variant = match (element(0), element(1)) {
+        (Some(FloatKind::F16), Some(FloatKind::F16)) => AmpVariant::F16,
+        (Some(FloatKind::F32), Some(FloatKind::F32)) => AmpVariant::F32,
+        _ => {
+            return Err(Diagnostic::op_error(
+                ctx,
+                op,
+                format!(
+                    "can only lower f16 x f16 and f32 x f32 products to the IPU yet, not {} x {}",
+                    types[0], types[1]
+                ),
+            ))
+        }
+    };
+    let dim =
+        |d: i64| u32::try_from(d).map_err(|_| Diagnostic::op_error(ctx, op, "dimension too large"));
+    Ok(GemmShape {
+        m: dim(a[0])?,
+        k: dim(a[1])?,
+        n: dim(b[1])?,
+        variant,
+    })
+}
+
+/// The `ipu.plan` dictionary of `plan`.
+fn plan_attr(plan: &GemmPlan) -> Attribute {
+    let e = plan.estimate;
+    let int = |v: u64| Attribute::i64(v as i64);
+    Attribute::dictionary(Dictionary::from_entries([
+        (
+            "grid".into(),
+            Attribute::dense_i64_array(&[i64::from(plan.grid_rows), i64::from(plan.grid_cols)]),
+        ),
+        ("rows".into(), int(u64::from(plan.rows))),
+        ("groups".into(), int(u64::from(plan.groups))),
+        (
+            "instruction".into(),
+            Attribute::string(plan.shape.variant.mnemonic()),
+        ),
+        ("cycles".into(), int(e.total())),
+        ("exchange_cycles".into(), int(e.exchange)),
+        ("compute_cycles".into(), int(e.compute)),
+        ("sync_cycles".into(), int(e.sync)),
+        ("tile_bytes".into(), int(u64::from(plan.tile_bytes))),
+    ]))
+}
+
+/// The plan of `op`: its `ipu.plan` grid if it has one (re-estimated),
+/// else the search's choice.
+fn plan_of(ctx: &Context, op: OpId, m: &MachineModel) -> Result<GemmPlan, Diagnostic> {
+    let shape = gemm_shape(ctx, op)?;
+    let Some(dict) = ctx.attr(op, PLAN_ATTR).and_then(Attribute::as_dictionary) else {
+        return plan_gemm(shape, m)
+            .map(|c| c.plan)
+            .map_err(|e| Diagnostic::op_error(ctx, op, e.to_string()));
+    };
+    let grid = dict.get("grid").and_then(Attribute::as_i64_list);
+    let Some(&[gr, gc]) = grid.as_deref() else {
+        return Err(Diagnostic::op_error(
+            ctx,
+            op,
+            "'ipu.plan' needs grid = array<i64: rows, columns>",
+        ));
+    };
+    let (ng, mm) = (i64::from(shape.n_groups()), i64::from(shape.m));
+    if !(1..=mm).contains(&gr) || !(1..=ng).contains(&gc) || gr * gc > i64::from(m.tiles) {
+        return Err(Diagnostic::op_error(
+            ctx,
+            op,
+            format!(
+                "'ipu.plan' grid {gr}x{gc} is not possible: rows in 1..={mm}, columns in 1..={ng}, at most {} tiles",
+                m.tiles
+            ),
+        ));
+    }
+    evaluate(shape, gr as u32, gc as u32, m).map_err(|r| {
+        Diagnostic::op_error(ctx, op, format!("'ipu.plan' grid {gr}x{gc}: {}", r.reason))
+    })
+}
+
+fn matmuls(ctx: &Context, func_op: OpId) -> Vec<OpId> {
+    ctx.collect_ops(func_op, ipuc_ir::WalkOrder::PreOrder)
+        .into_iter()
+        .filter(|&o| ctx.name_str(o) == nn::MATMUL)
+        .collect()
+}
+
+impl DeclaredPass for PlanGemms {
+    fn create(options: &PlanOptions, _hooks: &PassHooks) -> Result<Self, String> {
+        machine(&options.machine)?;
+        Ok(PlanGemms(options.machine.clone()))
+    }
+
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        _am: &mut AnalysisManager,
+        _stats: &mut (),
+    ) -> Result<PreservedAnalyses, Diagnostic> {
+        let m = machine(&self.0).map_err(|e| Diagnostic::error(ctx.loc(op).clone(), e))?;
+        for mm in matmuls(ctx, op) {
+            let plan = plan_of(ctx, mm, &m)?;
+            tracing::debug!(target: "ipu-plan", "{plan}");
+            ctx.set_attr(mm, PLAN_ATTR, plan_attr(&plan));
+        }
+        Ok(PreservedAnalyses::all())
+    }
+}
+
+/// The float values of a tensor constant, row-major.
+fn constant_values(value: &Attribute) -> Result<Vec<f64>, String> {
+    let dense = match value.kind() {
+        AttrKind::DenseElements(d) => d.clone(),
+        AttrKind::DenseResource { resource, ty } => {
+            let blob = resource
+                .blob()
+                .ok_or_else(|| format!("resource '{}' has no data", resource.name()))?;
+            DenseElements::new(ty.clone(), blob.data.clone(), false)?
+        }
+        _ => return Err(format!("{value} is not a tensor constant")),
+    };
+    if dense.element_type().float_kind().is_none() {
+        return Err("the weights are not floats".into());
+    }
+    let count: usize = dense
+        .ty
+        .shape()
+        .map(|s| s.iter().product::<i64>() as usize)
+        .unwrap_or(0);
+    Ok((0..count).map(|i| dense.float_at(i)).collect())
+}
+
+/// What a function lowers to: its one product and the weights' values.
+fn lowerable(ctx: &Context, f: OpId) -> Result<(OpId, Vec<f64>), Diagnostic> {
+    let body = func::entry_block(ctx, f)
+        .ok_or_else(|| Diagnostic::op_error(ctx, f, "has no body to lower"))?;
+    let ops = ctx.block_ops_vec(body);
+    let unsupported: Vec<OpId> = ops
+        .iter()
+        .copied()
+        .filter(|&o| ![nn::CONSTANT, nn::MATMUL, func::RETURN].contains(&ctx.name_str(o)))
+        .collect();
+    if let Some(&first) = unsupported.first() {
+        let mut d = Diagnostic::op_error(
+            ctx,
+            first,
+            format!(
+                "cannot be lowered to the IPU yet ({} op(s) in this function cannot; the lowering handles one nn.matmul by an nn.constant so far)",
+                unsupported.len()
+            ),
+        );
+        for &o in &unsupported[1..] {
+            d = d.with_note(
+                ctx.loc(o).clone(),
+                format!("'{}' cannot be lowered yet", ctx.name_str(o)),
+            );
+        }
+        return Err(d);
+    }
+    let mms: Vec<OpId> = ops
+        .iter()
+        .copied()
+        .filter(|&o| ctx.name_str(o) == nn::MATMUL)
+        .collect();
+    let [mm] = mms.as_slice() else {
+        return Err(Diagnostic::op_error(
+            ctx,
+            f,
+            format!("needs exactly one nn.matmul to lower, has {}", mms.len()),
+        ));
+    };
+    let args = ctx.block_args(body);
+    let operands = ctx.operands(*mm).to_vec();
+    if args.len() != 1 || operands[0] != args[0] {
+        return Err(Diagnostic::op_error(
+            ctx,
+            *mm,
+            "the lowering needs the product's left operand to be the function's only argument",
+        ));
+    }
+    let w = ctx
+        .defining_op(operands[1])
+        .filter(|&d| ctx.name_str(d) == nn::CONSTANT)
+        .and_then(|d| ctx.attr(d, "value").cloned())
+        .ok_or_else(|| {
+            Diagnostic::op_error(
+                ctx,
+                *mm,
+                "the lowering needs the product's right operand to be an nn.constant",
+            )
+        })?;
+    let values = constant_values(&w).map_err(|e| Diagnostic::op_error(ctx, *mm, e))?;
+    let ret = ops
+        .last()
+        .copied()
+        .filter(|&o| ctx.name_str(o) == func::RETURN);
+    if ret.is_none_or(|r| ctx.operands(r) != ctx.results(*mm)) {
+        return Err(Diagnostic::op_error(
+            ctx,
+            *mm,
+            "the function must return the product",
+        ));
+    }
+    Ok((*mm, values))
+}
+
+impl DeclaredPass for LowerToIpu {
+    fn create(options: &LowerOptions, _hooks: &PassHooks) -> Result<Self, String> {
+        machine(&options.machine)?;
+        Ok(LowerToIpu(options.machine.clone()))
+    }
+
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        _am: &mut AnalysisManager,
+        _stats: &mut (),
+    ) -> Result<PreservedAnalyses, Diagnostic> {
+        let m = machine(&self.0).map_err(|e| Diagnostic::error(ctx.loc(op).clone(), e))?;
+        let Some(block) = ctx.regions(op).first().and_then(|&r| ctx.entry_block(r)) else {
+            return Ok(PreservedAnalyses::all());
+        };
+        let funcs: Vec<OpId> = ctx
+            .block_ops_vec(block)
+            .into_iter()
+            .filter(|&o| ctx.name_str(o) == func::FUNC)
+            .collect();
+        for f in funcs {
+            let (mm, w) = lowerable(ctx, f)?;
+            let plan = plan_of(ctx, mm, &m)?;
+            let x_ty = ctx.value_type(ctx.operands(mm)[0]).clone();
+            let y_ty = ctx.value_type(ctx.results(mm)[0]).clone();
+            let loc = ctx.loc(mm).clone();
+            emit_gemm(ctx, block, &plan, &w, (x_ty, y_ty), &m, loc)?;
+        }
+        Ok(PreservedAnalyses::none())
+    }
+}
