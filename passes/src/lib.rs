@@ -3,6 +3,7 @@
 pub mod canonicalize;
 pub mod cse;
 pub mod eqsat;
+pub mod extract;
 pub mod print_op_stats;
 pub mod symbol_dce;
 
@@ -13,6 +14,7 @@ pub fn register_passes(r: &mut PassRegistry) -> Result<(), RegistrationError> {
     r.register::<canonicalize::Canonicalize>()?;
     r.register::<cse::Cse>()?;
     r.register::<eqsat::EqsatFuse>()?;
+    r.register::<extract::ExtractBlock>()?;
     r.register::<symbol_dce::SymbolDce>()?;
     r.register::<print_op_stats::PrintOpStats>()
 }

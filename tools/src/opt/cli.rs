@@ -42,6 +42,8 @@ pub struct OptArgs {
     pub upstream: bool,
     /// `--emit`: what to write after the pipeline.
     pub emit: Emit,
+    /// `--extract KIND:N`: fuse, then cut one encoder block out before the pipeline.
+    pub extract: Option<String>,
     /// `--weights`, `--seed` and `--input-shape` for ONNX input.
     pub onnx: crate::import::OnnxFlags,
 }
@@ -105,6 +107,16 @@ fn command(tool: &'static str, registry: &PassRegistry) -> Command {
                 .value_parser(["mlir", "asm", "exe", "tosa"])
                 .default_value("mlir")
                 .help("What to write after the pipeline: the IR (mlir); the assembly of every tile of the module's ipu.executable, each after a '// tile N' line (asm); the serialized executable (exe, binary: needs -o FILE, and '-o -' only when stdout is not a terminal); or the nn function as TOSA, verified by upstream MLIR (tosa; needs the mlir feature)"),
+        )
+        .arg(
+            Arg::new("extract")
+                .long("extract")
+                .value_name("KIND:N")
+                .value_parser(|s: &str| {
+                    s.parse::<ipuc_passes::extract::BlockSpec>()
+                        .map(|b| b.to_string())
+                })
+                .help("Before the pipeline, fuse the model (eqsat-fuse, canonicalize) and replace its function by one block of encoder layer N, found through the ONNX node scopes in op locations: mlp:N (LayerNorm, MLP, residual add), attention:N (LayerNorm, attention, residual add) or layer:N. Without fusing: --extract-block=block=KIND:N"),
         )
         .arg(flag(
             "upstream",
@@ -369,6 +381,7 @@ pub fn parse(
         crash_reproducer: s("mlir-pass-pipeline-crash-reproducer"),
         run_reproducer: b("run-reproducer"),
         upstream: b("upstream"),
+        extract: s("extract"),
         emit: match s("emit").as_deref() {
             Some("asm") => Emit::Asm,
             Some("exe") => Emit::Exe,

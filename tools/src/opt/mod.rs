@@ -315,6 +315,12 @@ fn process_chunk(
     }
     let mut pm = PassManager::new(options.clone());
     let invalid = |msg: String| vec![Diagnostic::error(ipuc_ir::Location::unknown(), msg)];
+    if let Some(block) = &a.extract {
+        let p = ipuc_passes::extract::extract_pipeline(block);
+        let elems = parse_pipeline(&p).map_err(|(_, msg)| invalid(format!("--extract: {msg}")))?;
+        pm.add_pipeline(&tool.passes, &elems)
+            .map_err(|e| invalid(pipeline_error_text(&e)))?;
+    }
     if let Some(p) = &pipeline_text {
         let elems = parse_pipeline(p).map_err(|(off, msg)| {
             invalid(format!(

@@ -75,6 +75,17 @@ pub struct RunArgs {
     /// The function to run (default: `@main`, or the only public function).
     #[arg(long, value_name = "NAME")]
     pub function: Option<String>,
+    /// Run one block of encoder layer N instead of the model: fuse the model
+    /// (eqsat-fuse, canonicalize) and cut out `mlp:N` (LayerNorm, MLP,
+    /// residual add), `attention:N` (LayerNorm, attention, residual add) or
+    /// `layer:N`, found through the ONNX node scopes in op locations.
+    #[arg(long, value_name = "KIND:N", value_parser = parse_block)]
+    pub extract: Option<String>,
+}
+
+fn parse_block(s: &str) -> Result<String, String> {
+    s.parse::<ipuc_passes::extract::BlockSpec>()
+        .map(|b| b.to_string())
 }
 
 /// `--weights`.

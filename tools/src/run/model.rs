@@ -53,7 +53,36 @@ pub fn load(args: &RunArgs) -> Result<LoadedModel, String> {
             ))
         }
     };
+    if let Some(block) = &args.extract {
+        run_pipeline(
+            &mut ctx,
+            root,
+            &ipuc_passes::extract::extract_pipeline(block),
+        )?;
+    }
     Ok(LoadedModel { ctx, root })
+}
+
+/// Runs a pass pipeline of the tools' registry on the loaded model (the
+/// transformations `ipu-run`'s flags ask for before running).
+fn run_pipeline(ctx: &mut Context, root: OpId, pipeline: &str) -> Result<(), String> {
+    use ipuc_ir::pass::{
+        parse_pipeline, PassManager, PassManagerOptions, PassRegistry, PipelineError,
+    };
+    let mut registry = PassRegistry::new();
+    crate::registry::register_passes(&mut registry).map_err(|e| format!("{e:?}"))?;
+    let elems = parse_pipeline(pipeline).map_err(|(_, msg)| format!("{pipeline}: {msg}"))?;
+    let mut pm = PassManager::new(PassManagerOptions::default());
+    pm.add_pipeline(&registry, &elems)
+        .map_err(|e| format!("{pipeline}: {e:?}"))?;
+    pm.run(ctx, root).map_err(|e| match e {
+        PipelineError::PassFailed { diagnostic, .. } => SourceMgr::new().render(&diagnostic),
+        PipelineError::VerifyFailed { pass, diagnostic } => format!(
+            "verification failed after pass '{pass}': {}",
+            SourceMgr::new().render(&diagnostic)
+        ),
+        other => format!("{other:?}"),
+    })
 }
 
 fn load_mlir(ctx: &mut Context, path: &Path) -> Result<OpId, String> {
