@@ -327,6 +327,33 @@ impl Dictionary {
     }
 }
 
+/// Why [`DenseElements::new`] refused its type or bytes.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DenseElementsError {
+    /// The type has no element type (not a tensor or vector).
+    #[error("dense elements need a shaped type, got {0}")]
+    NotShaped(Type),
+    /// The element type has no dense byte layout.
+    #[error("unsupported dense element type {0}")]
+    UnsupportedElement(Type),
+    /// A dynamic dimension, or more than 2^64 elements.
+    #[error("dense elements need a static shape of at most 2^64 elements, got {0}")]
+    NotStatic(Type),
+    /// The byte count overflows the address space.
+    #[error("dense elements of {0} need more bytes than memory holds")]
+    TooLarge(Type),
+    /// The data does not hold one element (splat) or every element.
+    #[error("dense elements of {ty} need {expected} bytes, got {found}")]
+    ByteCount {
+        /// The shaped type.
+        ty: Type,
+        /// The bytes it needs.
+        expected: usize,
+        /// The bytes given.
+        found: usize,
+    },
+}
+
 /// Dense elements: a shaped type plus little-endian element bytes.
 ///
 /// Integers take `ceil(width / 8)` bytes (`i1` one byte, 0 or 1), `index`
@@ -348,31 +375,36 @@ impl DenseElements {
             .int_or_float_bit_width()
             .map(|w| w.div_ceil(8) as usize)
     }
-    /// Builds dense elements, checking the byte count.
-    pub fn new(ty: Type, data: Arc<[u8]>, splat: bool) -> Result<DenseElements, String> {
+    /// Builds dense elements, checking the byte count (MLIR's
+    /// `DenseElementsAttr::getChecked`): the caller renders the error at
+    /// the location of what it was building from.
+    pub fn new(
+        ty: Type,
+        data: Arc<[u8]>,
+        splat: bool,
+    ) -> Result<DenseElements, DenseElementsError> {
         let elem = ty
             .element_type()
-            .ok_or_else(|| format!("dense elements need a shaped type, got {ty}"))?;
+            .ok_or_else(|| DenseElementsError::NotShaped(ty.clone()))?;
         let size = Self::element_size(elem)
-            .ok_or_else(|| format!("unsupported dense element type {elem}"))?;
-        let n = ty.num_elements().ok_or_else(|| {
-            format!("dense elements need a static shape of at most 2^64 elements, got {ty}")
-        })?;
+            .ok_or_else(|| DenseElementsError::UnsupportedElement(elem.clone()))?;
+        let n = ty
+            .num_elements()
+            .ok_or_else(|| DenseElementsError::NotStatic(ty.clone()))?;
         let expected = if splat {
             size
         } else {
             usize::try_from(n)
                 .ok()
                 .and_then(|n| n.checked_mul(size))
-                .ok_or_else(|| {
-                    format!("dense elements of {ty} need more bytes than memory holds")
-                })?
+                .ok_or_else(|| DenseElementsError::TooLarge(ty.clone()))?
         };
         if data.len() != expected {
-            return Err(format!(
-                "dense elements of {ty} need {expected} bytes, got {}",
-                data.len()
-            ));
+            return Err(DenseElementsError::ByteCount {
+                ty,
+                expected,
+                found: data.len(),
+            });
         }
         Ok(DenseElements { ty, data, splat })
     }

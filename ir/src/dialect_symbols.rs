@@ -11,7 +11,7 @@
 //! one.
 //!
 //! ```
-//! use ipuc_ir::dialect_symbols::{split_params, SymbolParams, TypeDef};
+//! use ipuc_ir::dialect_symbols::{split_params, ParamError, SymbolParams, TypeDef};
 //! use ipuc_ir::Type;
 //!
 //! /// `!demo.vec<N>`: N > 0 lanes.
@@ -20,17 +20,17 @@
 //! impl SymbolParams for Lanes {
 //!     const DIALECT: &'static str = "demo";
 //!     const MNEMONIC: &'static str = "vec";
-//!     fn parse_params(params: &str) -> Result<Self, String> {
+//!     fn parse_params(params: &str) -> Result<Self, ParamError> {
 //!         let [n] = split_params(params)[..] else {
-//!             return Err("expected one parameter".into());
+//!             return Err(ParamError::Count { expected: "one parameter (a lane count)", found: split_params(params).len() });
 //!         };
-//!         n.parse().map(Lanes).map_err(|_| format!("expected a lane count, found '{n}'"))
+//!         n.parse().map(Lanes).map_err(|_| ParamError::invalid(format!("expected a lane count, found '{n}'")))
 //!     }
 //!     fn print_params(&self, out: &mut String) {
 //!         out.push_str(&self.0.to_string());
 //!     }
-//!     fn verify(&self) -> Result<(), String> {
-//!         if self.0 == 0 { Err("a vector needs at least one lane".into()) } else { Ok(()) }
+//!     fn verify(&self) -> Result<(), ParamError> {
+//!         if self.0 == 0 { Err(ParamError::invalid("a vector needs at least one lane")) } else { Ok(()) }
 //!     }
 //! }
 //! impl TypeDef for Lanes {}
@@ -45,6 +45,45 @@ use crate::dialect::DialectRegistry;
 use crate::types::{Type, TypeKind};
 use crate::Context;
 
+/// Why a dialect type's or attribute's parameters were refused (MLIR's
+/// `getChecked` with its `emitError`): the parser renders it at the
+/// symbol's location in the source.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ParamError {
+    /// The wrong number of parameters.
+    #[error("expected {expected}, found {found}")]
+    Count {
+        /// What the symbol takes (`"2 parameters (lo, hi)"`).
+        expected: &'static str,
+        /// How many were written.
+        found: usize,
+    },
+    /// A parameter that does not parse as a builtin attribute or type.
+    #[error("invalid parameter '{text}' at '{rest}'")]
+    Syntax {
+        /// The parameter.
+        text: String,
+        /// Its text from the first character that does not parse.
+        rest: String,
+    },
+    /// A parameter that should be a type is another attribute.
+    #[error("expected a type, found '{0}'")]
+    NotAType(String),
+    /// A parameter spanning lines.
+    #[error("a parameter must be on one line")]
+    MultiLine,
+    /// A value the dialect refuses; the text says what is allowed.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ParamError {
+    /// A dialect-specific refusal.
+    pub fn invalid(message: impl Into<String>) -> ParamError {
+        ParamError::Invalid(message.into())
+    }
+}
+
 /// What dialect types and attributes have in common: a name and
 /// parameters that parse, print and verify.
 pub trait SymbolParams: Sized {
@@ -53,13 +92,14 @@ pub trait SymbolParams: Sized {
     /// The mnemonic after the dot.
     const MNEMONIC: &'static str;
     /// Parses the parameter text between `<` and `>` (empty when written
-    /// without them). The message says what is wrong.
-    fn parse_params(params: &str) -> Result<Self, String>;
+    /// without them). The error says what is wrong; the parser reports it
+    /// at the symbol's location.
+    fn parse_params(params: &str) -> Result<Self, ParamError>;
     /// Writes the parameters, without `<>`, such that `parse_params` reads
     /// them back; nothing when there are none.
     fn print_params(&self, out: &mut String);
     /// Invariants beyond syntax.
-    fn verify(&self) -> Result<(), String> {
+    fn verify(&self) -> Result<(), ParamError> {
         Ok(())
     }
     /// The parameters as printed.
@@ -123,7 +163,7 @@ pub trait AttrDef: SymbolParams {
 }
 
 /// Checks parameter text and returns it in canonical spelling.
-pub type NormalizeFn = fn(&str) -> Result<String, String>;
+pub type NormalizeFn = fn(&str) -> Result<String, ParamError>;
 
 /// A registered type or attribute mnemonic.
 #[derive(Clone, Copy, Debug)]
@@ -151,7 +191,7 @@ impl SymbolDef {
     }
 }
 
-fn normalize<T: SymbolParams>(params: &str) -> Result<String, String> {
+fn normalize<T: SymbolParams>(params: &str) -> Result<String, ParamError> {
     let t = T::parse_params(params)?;
     t.verify()?;
     Ok(t.params_text())
@@ -196,17 +236,17 @@ pub fn split_params(params: &str) -> Vec<&str> {
 
 /// Parses a builtin type from text (a parameter of a dialect type). Dialect
 /// types inside it are kept opaque.
-pub fn parse_type(text: &str) -> Result<Type, String> {
+pub fn parse_type(text: &str) -> Result<Type, ParamError> {
     parse_attribute(text)?
         .as_type()
         .cloned()
-        .ok_or_else(|| format!("expected a type, found '{text}'"))
+        .ok_or_else(|| ParamError::NotAType(text.to_string()))
 }
 
 /// Parses an attribute from text (a parameter of a dialect symbol).
-pub fn parse_attribute(text: &str) -> Result<Attribute, String> {
+pub fn parse_attribute(text: &str) -> Result<Attribute, ParamError> {
     if text.contains('\n') {
-        return Err("a parameter must be on one line".into());
+        return Err(ParamError::MultiLine);
     }
     let mut ctx = Context::new(Arc::new(DialectRegistry::new()));
     ctx.allow_unregistered = true;
@@ -216,7 +256,10 @@ pub fn parse_attribute(text: &str) -> Result<Attribute, String> {
         // Columns are 1-based; the parameter starts after the prefix.
         let col = d.loc.file_line_col_of().map_or(0, |(_, _, c)| c as usize);
         let at = col.saturating_sub(PREFIX.len() + 1).min(text.len());
-        format!("invalid parameter '{text}' at '{}'", &text[at..])
+        ParamError::Syntax {
+            text: text.to_string(),
+            rest: text[at..].to_string(),
+        }
     })?;
     let mut found = None;
     ctx.walk(parsed.module, crate::WalkOrder::PreOrder, &mut |c, o| {
@@ -224,7 +267,10 @@ pub fn parse_attribute(text: &str) -> Result<Attribute, String> {
             found = c.attributes(o).get("p").cloned();
         }
     });
-    found.ok_or_else(|| format!("invalid parameter '{text}'"))
+    found.ok_or_else(|| ParamError::Syntax {
+        text: text.to_string(),
+        rest: text.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -248,12 +294,13 @@ mod tests {
         assert!(parse_type("tensor<2x?xf16>").is_ok());
         assert!(parse_type("!other.t<1>").is_ok());
         assert_eq!(
-            parse_type("i32x").unwrap_err(),
+            parse_type("i32x").unwrap_err().to_string(),
             "invalid parameter 'i32x' at 'i32x'"
         );
-        assert!(parse_type("1 : i32")
-            .unwrap_err()
-            .contains("expected a type"));
+        assert_eq!(
+            parse_type("1 : i32").unwrap_err(),
+            ParamError::NotAType("1 : i32".into())
+        );
         assert_eq!(parse_attribute("7 : i8").unwrap().as_int(), Some(7));
         assert!(parse_attribute("i32\nx").is_err());
     }

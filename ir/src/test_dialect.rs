@@ -48,7 +48,9 @@ use crate::diagnostics::Diagnostic;
 use crate::dialect::{
     Arity, AttrDecl, Dialect, FoldResult, OpDefinition, Traits, TypeConstraint, ValueDecl,
 };
-use crate::dialect_symbols::{parse_type, split_params, AttrDef, SymbolParams, TypeDef};
+use crate::dialect_symbols::{
+    parse_type, split_params, AttrDef, ParamError, SymbolParams, TypeDef,
+};
 use crate::location::Location;
 use crate::types::Type;
 
@@ -94,12 +96,12 @@ impl TypeDef for PairType {}
 impl SymbolParams for PairType {
     const DIALECT: &'static str = "test";
     const MNEMONIC: &'static str = "pair";
-    fn parse_params(params: &str) -> Result<Self, String> {
+    fn parse_params(params: &str) -> Result<Self, ParamError> {
         let [a, b] = split_params(params)[..] else {
-            return Err(format!(
-                "expected 2 parameters (two types), found {}",
-                split_params(params).len()
-            ));
+            return Err(ParamError::Count {
+                expected: "2 parameters (two types)",
+                found: split_params(params).len(),
+            });
         };
         Ok(PairType {
             first: parse_type(a)?,
@@ -128,16 +130,16 @@ impl AttrDef for RangeAttr {}
 impl SymbolParams for RangeAttr {
     const DIALECT: &'static str = "test";
     const MNEMONIC: &'static str = "range";
-    fn parse_params(params: &str) -> Result<Self, String> {
+    fn parse_params(params: &str) -> Result<Self, ParamError> {
         let [lo, hi] = split_params(params)[..] else {
-            return Err(format!(
-                "expected 2 parameters (lo, hi), found {}",
-                split_params(params).len()
-            ));
+            return Err(ParamError::Count {
+                expected: "2 parameters (lo, hi)",
+                found: split_params(params).len(),
+            });
         };
         let int = |s: &str| {
             s.parse::<i64>()
-                .map_err(|_| format!("expected an integer bound, found '{s}'"))
+                .map_err(|_| ParamError::invalid(format!("expected an integer bound, found '{s}'")))
         };
         Ok(RangeAttr {
             lo: int(lo)?,
@@ -147,12 +149,12 @@ impl SymbolParams for RangeAttr {
     fn print_params(&self, out: &mut String) {
         out.push_str(&format!("{}, {}", self.lo, self.hi));
     }
-    fn verify(&self) -> Result<(), String> {
+    fn verify(&self) -> Result<(), ParamError> {
         if self.lo > self.hi {
-            return Err(format!(
+            return Err(ParamError::invalid(format!(
                 "empty range: lower bound {} exceeds upper bound {}",
                 self.lo, self.hi
-            ));
+            )));
         }
         Ok(())
     }

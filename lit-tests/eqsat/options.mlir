@@ -1,5 +1,5 @@
 // RUN: not ipu-opt %s --pass-pipeline='builtin.module(func.func(eqsat-fuse{rules=gelu,fast}))' 2>&1 | filecheck %s --check-prefix=BAD
-// BAD: unknown rule group 'fast' for pass 'eqsat-fuse' (groups: algebra, gelu, layernorm, softmax, linear, attention, qkv)
+// BAD: invalid value 'fast' for option 'rules' of pass 'eqsat-fuse': expected a list of rule groups (algebra, gelu, layernorm, softmax, linear, attention, qkv)
 
 // RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(eqsat-fuse{max-iterations=1}))' --mlir-pass-statistics 2>&1 >/dev/null | filecheck %s --check-prefix=STATS
 // STATS: eqsat-fuse

@@ -114,6 +114,19 @@ ipu.executable machine = "c600" {
 
 // -----
 
+// An operand attribute whose parameters the dialect refuses: the error lands
+// on the attribute, not at the end of the op.
+ipu.executable machine = "c600" {
+  ipu.tile 0 {
+    ipu.section ".text" supervisor {
+      // expected-error @+1 {{invalid attribute 'ipu.reg': `16` in register `a0:16` is not a register number below 16}}
+      ipu.inst ld64 #ipu.reg<a0:16>, m0, mzero, 0
+    }
+  }
+}
+
+// -----
+
 ipu.executable machine = "c600" {
   ipu.tile 0 {
     ipu.section ".text" supervisor {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
-use ipuc_ir::pass::{DeclaredPass, PassHooks};
+use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
 use ipuc_ir::rewrite::{
     apply_patterns_greedily, FrozenPatternSet, GreedyConfig, RewritePatternSet,
 };
@@ -43,7 +43,7 @@ ipuc_ir::declare_pass! {
 }
 
 impl DeclaredPass for Canonicalize {
-    fn create(o: &CanonicalizeOptions, _hooks: &PassHooks) -> Result<Self, String> {
+    fn create(o: &CanonicalizeOptions, _hooks: &PassHooks) -> Result<Self, PassCreateError> {
         Ok(Canonicalize {
             config: GreedyConfig {
                 max_iterations: o.max_iterations,

@@ -16,7 +16,7 @@
 use rustc_hash::FxHashMap;
 
 use ipuc_ir::analysis::{AnalysisManager, DominanceInfo, PreservedAnalyses};
-use ipuc_ir::pass::{DeclaredPass, PassHooks};
+use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
 use ipuc_ir::{BlockId, Context, Diagnostic, Dictionary, OpId, RegionId, Traits, Type, Value};
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -145,7 +145,7 @@ impl Run<'_> {
 }
 
 impl DeclaredPass for Cse {
-    fn create(_options: &(), _hooks: &PassHooks) -> Result<Self, String> {
+    fn create(_options: &(), _hooks: &PassHooks) -> Result<Self, PassCreateError> {
         Ok(Cse)
     }
     fn run(

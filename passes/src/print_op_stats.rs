@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
-use ipuc_ir::pass::{DeclaredPass, PassHooks};
+use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
 use ipuc_ir::{Context, Diagnostic, OpId, WalkOrder};
 
 /// The op statistics printer.
@@ -53,7 +53,7 @@ pub fn format_json(counts: &BTreeMap<String, u64>) -> String {
 }
 
 impl DeclaredPass for PrintOpStats {
-    fn create(options: &PrintOpStatsOptions, _hooks: &PassHooks) -> Result<Self, String> {
+    fn create(options: &PrintOpStatsOptions, _hooks: &PassHooks) -> Result<Self, PassCreateError> {
         Ok(PrintOpStats { json: options.json })
     }
     fn run(

@@ -3,7 +3,7 @@
 use rustc_hash::FxHashSet;
 
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
-use ipuc_ir::pass::{DeclaredPass, PassHooks};
+use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
 use ipuc_ir::symbol_table::{collect_symbol_uses, symbol_name, visibility, Visibility};
 use ipuc_ir::{Context, Diagnostic, OpId, Traits};
 
@@ -22,7 +22,7 @@ ipuc_ir::declare_pass! {
 }
 
 impl DeclaredPass for SymbolDce {
-    fn create(_options: &(), _hooks: &PassHooks) -> Result<Self, String> {
+    fn create(_options: &(), _hooks: &PassHooks) -> Result<Self, PassCreateError> {
         Ok(SymbolDce)
     }
     fn run(

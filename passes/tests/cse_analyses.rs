@@ -32,7 +32,7 @@ ipuc_ir::declare_pass! {
 }
 
 impl DeclaredPass for Probe {
-    fn create(_options: &(), hooks: &PassHooks) -> Result<Self, String> {
+    fn create(_options: &(), hooks: &PassHooks) -> Result<Self, ipuc_ir::pass::PassCreateError> {
         Ok(Probe {
             log: hooks.get(&LOG),
         })

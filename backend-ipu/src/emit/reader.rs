@@ -48,7 +48,8 @@ impl Reader<'_, '_> {
 
     /// The operand written at `pos`.
     fn operand(&self, pos: Pos) -> Result<Operand, Diagnostic> {
-        Operand::from_asm(&self.text_at(pos)).map_err(|e| Diagnostic::error(self.loc(pos), e))
+        Operand::from_asm(&self.text_at(pos))
+            .map_err(|e| Diagnostic::error(self.loc(pos), e.to_string()))
     }
 
     fn open_section(&mut self, name: &str, flags: Option<String>, loc: Location) {

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use ipuc_dialects::ipu::{self, Operand};
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
 use ipuc_ir::attributes::Attribute;
-use ipuc_ir::pass::{DeclaredPass, PassHooks};
+use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
 use ipuc_ir::{Context, Diagnostic, OpId, WalkOrder};
 
 use ipuc_ipu_arch::asm::predefined_symbol;
@@ -35,7 +35,7 @@ ipuc_ir::declare_pass! {
 }
 
 impl DeclaredPass for VerifyIsa {
-    fn create(_options: &(), _hooks: &PassHooks) -> Result<Self, String> {
+    fn create(_options: &(), _hooks: &PassHooks) -> Result<Self, PassCreateError> {
         Ok(VerifyIsa)
     }
     fn run(

@@ -377,7 +377,7 @@ fn parse_operand(p: &mut CustomParser<'_, '_>) -> Result<Operand, Diagnostic> {
         return Ok(Operand::Csr(word));
     }
     let a = p.parse_attribute()?;
-    Operand::from_attr(&a).map_err(|e| Diagnostic::error(at, e))
+    Operand::from_attr(&a).map_err(|e| Diagnostic::error(at, e.to_string()))
 }
 
 fn parse_mnemonic_and_operands(

@@ -49,7 +49,7 @@ use ipuc_ir::dialect_symbols::SymbolDef;
 use ipuc_ir::{Context, Diagnostic, OpId, TypeKind};
 
 pub use build::SectionKind;
-pub use operand::{format_imm, is_register_name, Operand, Register};
+pub use operand::{format_imm, is_register_name, Operand, OperandError, Register};
 
 /// `ipu.executable`.
 pub const EXECUTABLE: &str = "ipu.executable";
@@ -322,15 +322,15 @@ pub fn dialect() -> Dialect {
     d.attributes = vec![
         SymbolDef {
             mnemonic: "reg",
-            normalize: |b| operand::verify_reg_body(b).map(|()| b.to_string()),
+            normalize: |b| Ok(operand::verify_reg_body(b).map(|()| b.to_string())?),
         },
         SymbolDef {
             mnemonic: "csr",
-            normalize: |b| operand::verify_csr_body(b).map(|()| b.to_string()),
+            normalize: |b| Ok(operand::verify_csr_body(b).map(|()| b.to_string())?),
         },
         SymbolDef {
             mnemonic: "at",
-            normalize: |b| operand::verify_at_body(b).map(|()| b.to_string()),
+            normalize: |b| Ok(operand::verify_at_body(b).map(|()| b.to_string())?),
         },
     ];
     d

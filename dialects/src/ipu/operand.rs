@@ -27,6 +27,59 @@ pub fn is_register_name(name: &str) -> bool {
     ipuc_ipu_arch::registers::parse_register(name).is_some()
 }
 
+/// Why an operand's text or attribute is not an operand. Callers render
+/// it at the location of the text they read (the attribute in the IR, the
+/// operand in an assembly file).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OperandError {
+    /// A register group's last number that is not a register number.
+    #[error("`{last}` in register `{text}` is not a register number below 16")]
+    RegisterNumber {
+        /// The number as written.
+        last: String,
+        /// The whole register text.
+        text: String,
+    },
+    /// A name that is no register of the target.
+    #[error("`{0}` is not a register name (expected m0..m15, a0..a15 or an alias such as mzero, azeros, sp, mvertex_base)")]
+    NotARegister(String),
+    /// A `$` name spelled neither as a register nor as a control register.
+    #[error("`{0}` is neither a register nor a control register")]
+    NotADollarName(String),
+    /// A name that cannot be a control register.
+    #[error("`{0}` is not a control register name")]
+    NotAControlRegister(String),
+    /// A name that cannot be a symbol kind.
+    #[error("`{0}` is not a symbol kind such as `function`")]
+    NotASymbolKind(String),
+    /// An immediate outside `i64`.
+    #[error("immediate {0} does not fit in 64 bits")]
+    ImmediateRange(i128),
+    /// An empty operand or expression.
+    #[error("an operand may not be empty")]
+    Empty,
+    /// An expression with characters that would split the statement.
+    #[error("expression \"{0}\" may not contain newlines, `,`, `;` or braces")]
+    ExpressionCharacters(String),
+    /// An `ipu` attribute that is no operand.
+    #[error("`#ipu.{mnemonic}<{body}>` is not an operand")]
+    NotAnOperandAttribute {
+        /// Its mnemonic.
+        mnemonic: String,
+        /// Its parameters.
+        body: String,
+    },
+    /// Any other attribute.
+    #[error("expected a register (#ipu.reg<..>), control register (#ipu.csr<..>), integer, symbol (@name), expression string or #ipu.at<..>")]
+    NotAnOperand,
+}
+
+impl From<OperandError> for ipuc_ir::dialect_symbols::ParamError {
+    fn from(e: OperandError) -> Self {
+        ipuc_ir::dialect_symbols::ParamError::invalid(e.to_string())
+    }
+}
+
 /// A register operand: `$m0`, a group `$a0:3`, or post-incremented `$m2+=`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Register {
@@ -40,7 +93,7 @@ pub struct Register {
 
 impl Register {
     /// Parses the attribute body / custom text `m2`, `a0:1`, `m0:1+=`.
-    pub fn parse(text: &str) -> Result<Register, String> {
+    pub fn parse(text: &str) -> Result<Register, OperandError> {
         let (rest, inc) = match text.strip_suffix("+=") {
             Some(r) => (r, true),
             None => (text, false),
@@ -48,14 +101,17 @@ impl Register {
         let (name, last) = match rest.split_once(':') {
             Some((n, l)) => {
                 let last: u8 = l.parse().ok().filter(|&v| v < 16).ok_or_else(|| {
-                    format!("`{l}` in register `{text}` is not a register number below 16")
+                    OperandError::RegisterNumber {
+                        last: l.to_string(),
+                        text: text.to_string(),
+                    }
                 })?;
                 (n, Some(last))
             }
             None => (rest, None),
         };
         if !is_register_name(name) {
-            return Err(format!("`{name}` is not a register name (expected m0..m15, a0..a15 or an alias such as mzero, azeros, sp, mvertex_base)"));
+            return Err(OperandError::NotARegister(name.to_string()));
         }
         Ok(Register {
             name: name.to_string(),
@@ -116,21 +172,19 @@ pub fn format_imm(v: i64) -> String {
 
 impl Operand {
     /// The structured view of an operand attribute.
-    pub fn from_attr(a: &Attribute) -> Result<Operand, String> {
+    pub fn from_attr(a: &Attribute) -> Result<Operand, OperandError> {
         match a.kind() {
             AttrKind::Integer { value, .. } => i64::try_from(*value)
                 .map(Operand::Imm)
-                .map_err(|_| format!("immediate {value} does not fit in 64 bits")),
+                .map_err(|_| OperandError::ImmediateRange(*value)),
             AttrKind::SymbolRef { root, nested } if nested.is_empty() => {
                 Ok(Operand::Symbol(root.to_string()))
             }
             AttrKind::String { value, ty: None } => {
                 if value.trim().is_empty() {
-                    Err("an expression operand may not be empty".into())
+                    Err(OperandError::Empty)
                 } else if value.contains(['\n', ',', ';', '{', '}']) {
-                    Err(format!(
-                        "expression \"{value}\" may not contain newlines, `,`, `;` or braces"
-                    ))
+                    Err(OperandError::ExpressionCharacters(value.to_string()))
                 } else {
                     Ok(Operand::Expr(value.to_string()))
                 }
@@ -145,9 +199,12 @@ impl Operand {
                     Ok(Operand::Csr(body.to_string()))
                 }
                 "at" if is_identifier(body) => Ok(Operand::At(body.to_string())),
-                _ => Err(format!("`#ipu.{m}<{body}>` is not an operand")),
+                _ => Err(OperandError::NotAnOperandAttribute {
+                    mnemonic: m.to_string(),
+                    body: body.to_string(),
+                }),
             },
-            _ => Err("expected a register (#ipu.reg<..>), control register (#ipu.csr<..>), integer, symbol (@name), expression string or #ipu.at<..>".into()),
+            _ => Err(OperandError::NotAnOperand),
         }
     }
 
@@ -185,10 +242,10 @@ impl Operand {
     /// Reads one operand written in assembler syntax (the inverse of
     /// [`Operand::asm_text`]): `$` names, integers, identifiers, `@kind`, and
     /// anything else as an expression.
-    pub fn from_asm(text: &str) -> Result<Operand, String> {
+    pub fn from_asm(text: &str) -> Result<Operand, OperandError> {
         let t = text.trim();
         if t.is_empty() {
-            return Err("empty operand".into());
+            return Err(OperandError::Empty);
         }
         if let Some(name) = t.strip_prefix('$') {
             let base = name.split([':', '+']).next().unwrap_or("");
@@ -198,9 +255,7 @@ impl Operand {
             if is_identifier(name) {
                 return Ok(Operand::Csr(name.to_string()));
             }
-            return Err(format!(
-                "`{t}` is neither a register nor a control register"
-            ));
+            return Err(OperandError::NotADollarName(t.to_string()));
         }
         if let Some(kind) = t.strip_prefix('@') {
             if is_identifier(kind) {
@@ -237,25 +292,25 @@ fn parse_int(t: &str) -> Option<i64> {
 }
 
 /// Verifies the body of an `#ipu.reg<..>` attribute.
-pub fn verify_reg_body(body: &str) -> Result<(), String> {
+pub fn verify_reg_body(body: &str) -> Result<(), OperandError> {
     Register::parse(body).map(|_| ())
 }
 
 /// Verifies the body of an `#ipu.csr<..>` attribute.
-pub fn verify_csr_body(body: &str) -> Result<(), String> {
+pub fn verify_csr_body(body: &str) -> Result<(), OperandError> {
     if is_identifier(body) && !is_register_name(body) {
         Ok(())
     } else {
-        Err(format!("`{body}` is not a control register name"))
+        Err(OperandError::NotAControlRegister(body.to_string()))
     }
 }
 
 /// Verifies the body of an `#ipu.at<..>` attribute.
-pub fn verify_at_body(body: &str) -> Result<(), String> {
+pub fn verify_at_body(body: &str) -> Result<(), OperandError> {
     if is_identifier(body) {
         Ok(())
     } else {
-        Err(format!("`{body}` is not a symbol kind such as `function`"))
+        Err(OperandError::NotASymbolKind(body.to_string()))
     }
 }
 
@@ -291,10 +346,14 @@ mod tests {
     fn register_spelling_is_checked() {
         assert!(is_register_name("m15") && is_register_name("a0") && is_register_name("sp"));
         assert!(!is_register_name("m16") && !is_register_name("m01") && !is_register_name("TAS"));
-        assert!(Register::parse("a0:16").unwrap_err().contains("below 16"));
-        assert!(Register::parse("q1")
+        assert!(Register::parse("a0:16")
             .unwrap_err()
-            .contains("not a register name"));
+            .to_string()
+            .contains("below 16"));
+        assert_eq!(
+            Register::parse("q1").unwrap_err(),
+            OperandError::NotARegister("q1".into())
+        );
         assert!(Operand::from_asm("$1x").is_err());
         assert_eq!(
             Operand::from_asm("$TAS").unwrap(),

@@ -21,6 +21,7 @@ use ipuc_ir::{
 };
 
 use super::assembly::STANDARD_FORMAT;
+use super::support::shape_err;
 use super::support::{
     attr_i64, broadcasts_to, f32_attr, f32_attribute, i64_attr, make_state, one, op_wrapper,
     optional, ranked, shape_str, static_product, tensor, value_types, InferResult, TENSOR,
@@ -46,43 +47,47 @@ pub fn infer_attention(
     let (sv, ev) = ranked(v, "value")?;
     for (what, e) in [("query", eq), ("key", ek), ("value", ev)] {
         if !e.is_float() {
-            return Err(format!(
+            return Err(shape_err!(
                 "{what} must have a floating-point element type, but got '{e}'"
             ));
         }
     }
     for (what, s) in [("query", sq), ("key", sk), ("value", sv)] {
         if s.len() != 3 {
-            return Err(format!(
+            return Err(shape_err!(
                 "{what} must have rank 3 ([batch, seq, heads * head_dim]), but has shape [{}]",
                 shape_str(s)
             ));
         }
     }
     if heads < 1 {
-        return Err(format!("'heads' must be positive, but is {heads}"));
+        return Err(shape_err!("'heads' must be positive, but is {heads}"));
     }
     if !same(sq[0], sk[0]) || !same(sq[0], sv[0]) {
-        return Err(format!(
+        return Err(shape_err!(
             "batch sizes differ: query {}, key {}, value {}",
-            sq[0], sk[0], sv[0]
+            sq[0],
+            sk[0],
+            sv[0]
         ));
     }
     if !same(sk[1], sv[1]) {
-        return Err(format!(
+        return Err(shape_err!(
             "key and value sequence lengths differ: {} vs {}",
-            sk[1], sv[1]
+            sk[1],
+            sv[1]
         ));
     }
     if !same(sq[2], sk[2]) {
-        return Err(format!(
+        return Err(shape_err!(
             "query and key hidden sizes differ: {} vs {}",
-            sq[2], sk[2]
+            sq[2],
+            sk[2]
         ));
     }
     for (what, h) in [("query", sq[2]), ("value", sv[2])] {
         if h != DYNAMIC && h % heads != 0 {
-            return Err(format!(
+            return Err(shape_err!(
                 "{what} hidden size {h} is not divisible by {heads} heads"
             ));
         }
@@ -90,13 +95,13 @@ pub fn infer_attention(
     if let Some(m) = mask {
         let (sm, em) = ranked(m, "mask")?;
         if !em.is_float() {
-            return Err(format!(
+            return Err(shape_err!(
                 "mask must be additive (floating-point), but has element type '{em}'"
             ));
         }
         let full = [sq[0], heads, sq[1], sk[1]];
         if !broadcasts_to(sm, &full) {
-            return Err(format!(
+            return Err(shape_err!(
                 "mask of shape [{}] does not broadcast to [batch, heads, seq_q, seq_kv] = [{}]",
                 shape_str(sm),
                 shape_str(&full)
@@ -277,7 +282,7 @@ impl AttentionOp {
             mask.map(|m| ctx.value_type(m)),
             heads,
         )
-        .map_err(|m| Diagnostic::op_error_at(ATTENTION, &loc, m))?;
+        .map_err(|m| m.at(ATTENTION, &loc))?;
         let mut operands = vec![q, k, v];
         operands.extend(mask);
         let mut attrs = vec![("heads", Attribute::i64(heads))];

@@ -11,6 +11,7 @@ use ipuc_ir::attributes::AttrKind;
 use ipuc_ir::dialect::{AttrDecl, OpDefinition, Traits};
 use ipuc_ir::{Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type};
 
+use super::support::shape_err;
 use super::support::{make_state, one, op_wrapper, InferResult, TENSOR};
 
 /// `nn.constant`.
@@ -34,7 +35,7 @@ const VALUE: AttrDecl = AttrDecl {
 /// Result type of `nn.constant {value}`: the type of the value.
 pub fn infer_constant(value: &Attribute) -> InferResult<Type> {
     if !is_tensor_constant(value) {
-        return Err(format!(
+        return Err(shape_err!(
             "'value' must be a dense or dense_resource tensor, but is {value}"
         ));
     }
@@ -145,7 +146,7 @@ impl ConstantOp {
         value: Attribute,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_constant(&value).map_err(|m| Diagnostic::op_error_at(CONSTANT, &loc, m))?;
+        let ty = infer_constant(&value).map_err(|m| m.at(CONSTANT, &loc))?;
         Ok(make_state(
             ctx,
             CONSTANT,

@@ -9,6 +9,7 @@ use ipuc_ir::{
 };
 
 use super::assembly::STANDARD_FORMAT;
+use super::support::shape_err;
 use super::support::{
     attr_i64, attr_i64_list, contraction, i64_array_attr, i64_attr, make_state, one, op_wrapper,
     optional, ranked, shape_str, static_product, tensor, value_types, InferResult, TENSOR,
@@ -52,7 +53,7 @@ fn fixed<const N: usize>(
         Some(v) => v
             .as_slice()
             .try_into()
-            .map_err(|_| format!("'{name}' must have {N} elements, but has {}", v.len())),
+            .map_err(|_| shape_err!("'{name}' must have {N} elements, but has {}", v.len())),
     }
 }
 
@@ -112,7 +113,7 @@ fn out_dim(
     let effective = dilation * (k - 1) + 1;
     let padded = input + pad;
     if effective > padded {
-        return Err(format!(
+        return Err(shape_err!(
             "kernel extent {effective} exceeds the padded input extent {padded} along {axis}"
         ));
     }
@@ -124,46 +125,52 @@ pub fn infer_conv2d(x: &Type, w: &Type, b: Option<&Type>, p: &Conv2dParams) -> I
     let (sx, ex) = ranked(x, "input")?;
     let (sw, ew) = ranked(w, "weight")?;
     if !(ex.is_float() && ew.is_float()) && ex != ew {
-        return Err(format!(
+        return Err(shape_err!(
             "input and weight element types '{ex}' and '{ew}' are incompatible"
         ));
     }
     if sx.len() != 4 || sw.len() != 4 {
-        return Err(format!(
+        return Err(shape_err!(
             "input and weight must have rank 4 (NCHW, MCHW), but have ranks {} and {}",
             sx.len(),
             sw.len()
         ));
     }
     if p.strides.iter().any(|&s| s < 1) {
-        return Err(format!("strides must be positive, but are {:?}", p.strides));
+        return Err(shape_err!(
+            "strides must be positive, but are {:?}",
+            p.strides
+        ));
     }
     if p.dilations.iter().any(|&s| s < 1) {
-        return Err(format!(
+        return Err(shape_err!(
             "dilations must be positive, but are {:?}",
             p.dilations
         ));
     }
     if p.pads.iter().any(|&s| s < 0) {
-        return Err(format!("pads must be non-negative, but are {:?}", p.pads));
+        return Err(shape_err!(
+            "pads must be non-negative, but are {:?}",
+            p.pads
+        ));
     }
     let g = p.groups;
     if g < 1 {
-        return Err(format!("groups must be positive, but is {g}"));
+        return Err(shape_err!("groups must be positive, but is {g}"));
     }
     let (c, m) = (sx[1], sw[0]);
     if c != DYNAMIC && c % g != 0 {
-        return Err(format!(
+        return Err(shape_err!(
             "input channels {c} are not divisible by groups {g}"
         ));
     }
     if m != DYNAMIC && m % g != 0 {
-        return Err(format!(
+        return Err(shape_err!(
             "output channels {m} are not divisible by groups {g}"
         ));
     }
     if c != DYNAMIC && sw[1] != DYNAMIC && c / g != sw[1] {
-        return Err(format!(
+        return Err(shape_err!(
             "weight expects {} input channels per group, but the input has {c} channels in {g} group(s)",
             sw[1]
         ));
@@ -171,7 +178,7 @@ pub fn infer_conv2d(x: &Type, w: &Type, b: Option<&Type>, p: &Conv2dParams) -> I
     if let Some(b) = b {
         let (sb, _) = ranked(b, "bias")?;
         if sb.len() != 1 || (sb[0] != m && sb[0] != DYNAMIC && m != DYNAMIC) {
-            return Err(format!(
+            return Err(shape_err!(
                 "bias must have shape [{}], but has shape [{}]",
                 shape_str(&[m]),
                 shape_str(sb)
@@ -292,7 +299,7 @@ impl Conv2dOp {
             b.map(|b| ctx.value_type(b)),
             params,
         )
-        .map_err(|m| Diagnostic::op_error_at(CONV2D, &loc, m))?;
+        .map_err(|m| m.at(CONV2D, &loc))?;
         let mut operands = vec![x, w];
         operands.extend(b);
         Ok(make_state(

@@ -21,6 +21,7 @@ use super::assembly::STANDARD_FORMAT;
 use super::elements::{
     broadcast_source, dense_data, floats, fold_target, from_floats, from_ints, ints, strides,
 };
+use super::support::shape_err;
 use super::support::{
     attr_i64, broadcast_shapes, i64_attr, make_state, one, ranked, tensor, type_attr, value_types,
     InferResult, BOOL_TENSOR, TENSOR,
@@ -289,7 +290,7 @@ fn broadcast_pair<'t>(lhs: &'t Type, rhs: &Type) -> InferResult<(Vec<i64>, &'t T
     let (ls, le) = ranked(lhs, "lhs")?;
     let (rs, re) = ranked(rhs, "rhs")?;
     if le != re {
-        return Err(format!(
+        return Err(shape_err!(
             "operands have different element types: '{le}' vs '{re}'"
         ));
     }
@@ -300,7 +301,7 @@ fn broadcast_pair<'t>(lhs: &'t Type, rhs: &Type) -> InferResult<(Vec<i64>, &'t T
 pub fn infer_binary(kind: BinaryKind, lhs: &Type, rhs: &Type) -> InferResult<Type> {
     let (shape, e) = broadcast_pair(lhs, rhs)?;
     if !numeric(e) {
-        return Err(format!(
+        return Err(shape_err!(
             "'{}' requires numeric operands, got '{e}'",
             kind.name()
         ));
@@ -318,12 +319,12 @@ pub fn infer_compare(lhs: &Type, rhs: &Type) -> InferResult<Type> {
 pub fn infer_unary(kind: UnaryKind, x: &Type) -> InferResult<Type> {
     let (_, e) = ranked(x, "operand")?;
     if kind.requires_float() && !e.is_float() {
-        return Err(format!(
+        return Err(shape_err!(
             "operand must have a floating-point element type, but got '{e}'"
         ));
     }
     if !numeric(e) {
-        return Err(format!(
+        return Err(shape_err!(
             "operand must have a numeric element type, but got '{e}'"
         ));
     }
@@ -335,7 +336,7 @@ pub fn infer_unary(kind: UnaryKind, x: &Type) -> InferResult<Type> {
 pub fn infer_where(cond: &Type, x: &Type, y: &Type) -> InferResult<Type> {
     let (cs, ce) = ranked(cond, "condition")?;
     if !ce.is_integer_of_width(1) {
-        return Err(format!(
+        return Err(shape_err!(
             "condition must be a tensor of i1, but got '{cond}'"
         ));
     }
@@ -347,12 +348,12 @@ pub fn infer_where(cond: &Type, x: &Type, y: &Type) -> InferResult<Type> {
 pub fn infer_cast(x: &Type, to: &Type) -> InferResult<Type> {
     let (s, e) = ranked(x, "operand")?;
     if !numeric(e) {
-        return Err(format!(
+        return Err(shape_err!(
             "operand must have a numeric element type, but got '{e}'"
         ));
     }
     if !numeric(to) {
-        return Err(format!(
+        return Err(shape_err!(
             "'to' must be an integer or float type, but got '{to}'"
         ));
     }
@@ -764,7 +765,7 @@ impl BinaryOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_binary(kind, ctx.value_type(lhs), ctx.value_type(rhs))
-            .map_err(|m| Diagnostic::op_error_at(kind.name(), &loc, m))?;
+            .map_err(|m| m.at(kind.name(), &loc))?;
         Ok(make_state(
             ctx,
             kind.name(),
@@ -810,7 +811,7 @@ impl CompareOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_compare(ctx.value_type(lhs), ctx.value_type(rhs))
-            .map_err(|m| Diagnostic::op_error_at(kind.name(), &loc, m))?;
+            .map_err(|m| m.at(kind.name(), &loc))?;
         Ok(make_state(
             ctx,
             kind.name(),
@@ -850,8 +851,7 @@ impl UnaryOp {
         x: Value,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_unary(kind, ctx.value_type(x))
-            .map_err(|m| Diagnostic::op_error_at(kind.name(), &loc, m))?;
+        let ty = infer_unary(kind, ctx.value_type(x)).map_err(|m| m.at(kind.name(), &loc))?;
         Ok(make_state(ctx, kind.name(), &[x], vec![ty], vec![], loc))
     }
 }
@@ -884,7 +884,7 @@ impl WhereOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_where(ctx.value_type(cond), ctx.value_type(x), ctx.value_type(y))
-            .map_err(|m| Diagnostic::op_error_at(WHERE, &loc, m))?;
+            .map_err(|m| m.at(WHERE, &loc))?;
         Ok(make_state(ctx, WHERE, &[cond, x, y], vec![ty], vec![], loc))
     }
 }
@@ -919,8 +919,7 @@ impl CastOp {
         saturate: bool,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_cast(ctx.value_type(x), to)
-            .map_err(|m| Diagnostic::op_error_at(CAST, &loc, m))?;
+        let ty = infer_cast(ctx.value_type(x), to).map_err(|m| m.at(CAST, &loc))?;
         let mut attrs = vec![("to", Attribute::type_attr(to.clone()))];
         if !saturate {
             attrs.push(("saturate", Attribute::i64(0)));

@@ -19,6 +19,7 @@ use super::support::{
     i64_attr, make_state, one, op_wrapper, optional, ranked, shape_str, tensor, value_types,
     InferResult, TENSOR,
 };
+use super::support::{shape_err, ShapeError};
 
 /// `nn.matmul`.
 pub const MATMUL: &str = "nn.matmul";
@@ -33,7 +34,7 @@ fn check_contractable(a: &Type, b: &Type) -> InferResult<()> {
     if (a.is_float() && b.is_float()) || (a == b && a.is_integer()) {
         Ok(())
     } else {
-        Err(format!(
+        Err(shape_err!(
             "operand element types '{a}' and '{b}' cannot be contracted together"
         ))
     }
@@ -41,7 +42,7 @@ fn check_contractable(a: &Type, b: &Type) -> InferResult<()> {
 
 fn check_contraction(k1: i64, k2: i64) -> InferResult<()> {
     if k1 != k2 && k1 != DYNAMIC && k2 != DYNAMIC {
-        return Err(format!("contraction dimensions differ: {k1} vs {k2}"));
+        return Err(shape_err!("contraction dimensions differ: {k1} vs {k2}"));
     }
     Ok(())
 }
@@ -85,7 +86,7 @@ pub fn matmul_dims(a: &Type, b: &Type) -> InferResult<MatmulDims> {
     let (sb, eb) = ranked(b, "rhs")?;
     check_contractable(ea, eb)?;
     if sa.is_empty() || sb.is_empty() {
-        return Err("operands must have rank >= 1".into());
+        return Err(ShapeError::invalid("operands must have rank >= 1"));
     }
     let a2: Vec<i64> = if sa.len() == 1 {
         vec![1, sa[0]]
@@ -101,7 +102,7 @@ pub fn matmul_dims(a: &Type, b: &Type) -> InferResult<MatmulDims> {
     let (k2, n) = (b2[b2.len() - 2], b2[b2.len() - 1]);
     check_contraction(k1, k2)?;
     let batch = broadcast_shapes(&a2[..a2.len() - 2], &b2[..b2.len() - 2])
-        .map_err(|e| format!("batch dimensions: {e}"))?;
+        .map_err(|e| e.within("batch dimensions"))?;
     Ok(MatmulDims {
         batch,
         m,
@@ -178,7 +179,7 @@ pub fn gemm_dims(a: &Type, b: &Type, trans_a: bool, trans_b: bool) -> InferResul
     let (sb, eb) = ranked(b, "B")?;
     check_contractable(ea, eb)?;
     if sa.len() != 2 || sb.len() != 2 {
-        return Err(format!(
+        return Err(shape_err!(
             "A and B must have rank 2, but have ranks {} and {}",
             sa.len(),
             sb.len()
@@ -210,7 +211,7 @@ pub fn infer_gemm(
     if let Some(c) = c {
         let (sc, _) = ranked(c, "C")?;
         if !broadcasts_to(sc, &[m, n]) {
-            return Err(format!(
+            return Err(shape_err!(
                 "C of shape [{}] does not broadcast to the result shape [{}]",
                 shape_str(sc),
                 shape_str(&[m, n])
@@ -227,10 +228,10 @@ pub fn linear_dims(x: &Type, w: &Type) -> InferResult<(Vec<i64>, i64, i64)> {
     let (sw, ew) = ranked(w, "weight")?;
     check_contractable(ex, ew)?;
     if sx.is_empty() {
-        return Err("input must have rank >= 1".into());
+        return Err(ShapeError::invalid("input must have rank >= 1"));
     }
     if sw.len() != 2 {
-        return Err(format!(
+        return Err(shape_err!(
             "weight must have rank 2, but has rank {}",
             sw.len()
         ));
@@ -247,7 +248,7 @@ pub fn infer_linear(x: &Type, w: &Type, b: Option<&Type>) -> InferResult<Type> {
     if let Some(b) = b {
         let (sb, _) = ranked(b, "bias")?;
         if sb.len() != 1 || (sb[0] != n && sb[0] != DYNAMIC && n != DYNAMIC) {
-            return Err(format!(
+            return Err(shape_err!(
                 "bias must have shape [{}], but has shape [{}]",
                 shape_str(&[n]),
                 shape_str(sb)
@@ -375,7 +376,7 @@ impl MatmulOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_matmul(ctx.value_type(lhs), ctx.value_type(rhs))
-            .map_err(|m| Diagnostic::op_error_at(MATMUL, &loc, m))?;
+            .map_err(|m| m.at(MATMUL, &loc))?;
         Ok(make_state(ctx, MATMUL, &[lhs, rhs], vec![ty], vec![], loc))
     }
 }
@@ -419,7 +420,7 @@ impl GemmOp {
             params.trans_a,
             params.trans_b,
         )
-        .map_err(|m| Diagnostic::op_error_at(GEMM, &loc, m))?;
+        .map_err(|m| m.at(GEMM, &loc))?;
         let mut operands = vec![a, b];
         operands.extend(c);
         Ok(make_state(
@@ -465,7 +466,7 @@ impl LinearOp {
             ctx.value_type(w),
             b.map(|b| ctx.value_type(b)),
         )
-        .map_err(|m| Diagnostic::op_error_at(LINEAR, &loc, m))?;
+        .map_err(|m| m.at(LINEAR, &loc))?;
         let mut operands = vec![x, w];
         operands.extend(b);
         Ok(make_state(ctx, LINEAR, &operands, vec![ty], vec![], loc))

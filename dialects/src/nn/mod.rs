@@ -57,7 +57,9 @@ pub use matmul::*;
 pub use norm::*;
 pub use reduce::*;
 pub use shape::*;
-pub use support::{broadcast_shapes, broadcasts_to, normalize_axes, normalize_axis, InferResult};
+pub use support::{
+    broadcast_shapes, broadcasts_to, normalize_axes, normalize_axis, InferResult, ShapeError,
+};
 
 /// The dialect namespace.
 pub const NAMESPACE: &str = "nn";
@@ -103,7 +105,7 @@ pub fn infer_result_types(ctx: &Context, op: OpId) -> Option<InferResult<Vec<Typ
 
 /// Checks the operand count against the declarations (the core verifier
 /// accepts any number of trailing optional operands).
-fn check_operand_count(def: &ipuc_ir::OpDefinition, n: usize) -> Result<(), String> {
+fn check_operand_count(def: &ipuc_ir::OpDefinition, n: usize) -> InferResult<()> {
     use ipuc_ir::dialect::Arity;
     let Some(decls) = &def.operands else {
         return Ok(());
@@ -120,7 +122,7 @@ fn check_operand_count(def: &ipuc_ir::OpDefinition, n: usize) -> Result<(), Stri
             (false, true) => format!("at least {min}"),
             (false, false) => format!("{min} to {max}"),
         };
-        return Err(format!("requires {expected} operands, but found {n}"));
+        return Err(ShapeError::OperandCount { expected, found: n });
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ use ipuc_ir::{
 };
 
 use super::assembly::STANDARD_FORMAT;
+use super::support::shape_err;
 use super::support::{
     attr_f32, attr_i64, attr_str, broadcasts_to, f32_attr, f32_attribute, i64_attr, make_state,
     normalize_axis, one, op_wrapper, optional, ranked, reduction_extent, shape_str, string_attr,
@@ -30,7 +31,7 @@ pub const DEFAULT_LAYER_NORM_EPSILON: f32 = 1e-5;
 fn float_tensor<'t>(x: &'t Type, what: &str) -> InferResult<&'t [i64]> {
     let (s, e) = ranked(x, what)?;
     if !e.is_float() {
-        return Err(format!(
+        return Err(shape_err!(
             "{what} must have a floating-point element type, but got '{e}'"
         ));
     }
@@ -60,7 +61,7 @@ pub fn infer_layer_normalization(
         let Some(t) = t else { continue };
         let st = float_tensor(t, what)?;
         if !broadcasts_to(st, normalized) {
-            return Err(format!(
+            return Err(shape_err!(
                 "{what} of shape [{}] does not broadcast to the normalized shape [{}]",
                 shape_str(st),
                 shape_str(normalized)
@@ -85,7 +86,7 @@ impl GeluApproximation {
         match s {
             "none" => Ok(GeluApproximation::None),
             "tanh" => Ok(GeluApproximation::Tanh),
-            _ => Err(format!(
+            _ => Err(shape_err!(
                 "'approximate' must be \"none\" or \"tanh\", but is \"{s}\""
             )),
         }
@@ -246,8 +247,7 @@ impl SoftmaxOp {
         axis: i64,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_softmax(ctx.value_type(x), axis)
-            .map_err(|m| Diagnostic::op_error_at(SOFTMAX, &loc, m))?;
+        let ty = infer_softmax(ctx.value_type(x), axis).map_err(|m| m.at(SOFTMAX, &loc))?;
         Ok(make_state(
             ctx,
             SOFTMAX,
@@ -306,7 +306,7 @@ impl LayerNormalizationOp {
             bias.map(|b| ctx.value_type(b)),
             axis,
         )
-        .map_err(|m| Diagnostic::op_error_at(LAYER_NORMALIZATION, &loc, m))?;
+        .map_err(|m| m.at(LAYER_NORMALIZATION, &loc))?;
         let mut operands = vec![x, scale];
         operands.extend(bias);
         let attrs = vec![
@@ -347,8 +347,7 @@ impl GeluOp {
         approximate: GeluApproximation,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty =
-            infer_gelu(ctx.value_type(x)).map_err(|m| Diagnostic::op_error_at(GELU, &loc, m))?;
+        let ty = infer_gelu(ctx.value_type(x)).map_err(|m| m.at(GELU, &loc))?;
         let attrs = match approximate {
             GeluApproximation::None => vec![],
             GeluApproximation::Tanh => vec![("approximate", Attribute::string("tanh"))],

@@ -11,6 +11,7 @@ use super::assembly::STANDARD_FORMAT;
 use super::elements::{
     dense_data, floats, fold_target, from_floats, from_ints, ints, strides, unravel,
 };
+use super::support::shape_err;
 use super::support::{
     attr_i64, attr_i64_list, i64_array_attr, i64_attr, make_state, normalize_axes, one, ranked,
     reduction_extent, tensor, value_types, InferResult, TENSOR,
@@ -60,7 +61,7 @@ pub fn reduce_axes(rank: usize, axes: Option<&[i64]>) -> InferResult<Vec<usize>>
 pub fn infer_reduce(x: &Type, axes: Option<&[i64]>, keepdims: bool) -> InferResult<Type> {
     let (s, e) = ranked(x, "operand")?;
     if !(e.is_float() || e.is_integer()) {
-        return Err(format!(
+        return Err(shape_err!(
             "operand must have a numeric element type, but got '{e}'"
         ));
     }
@@ -237,8 +238,8 @@ impl ReduceOp {
         keepdims: bool,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_reduce(ctx.value_type(x), axes, keepdims)
-            .map_err(|m| Diagnostic::op_error_at(kind.name(), &loc, m))?;
+        let ty =
+            infer_reduce(ctx.value_type(x), axes, keepdims).map_err(|m| m.at(kind.name(), &loc))?;
         let mut attrs = Vec::new();
         if let Some(a) = axes {
             attrs.push(("axes", Attribute::dense_i64_array(a)));

@@ -25,6 +25,7 @@ use super::support::{
     i64_array_attr, i64_attr, make_state, normalize_axes, normalize_axis, one, op_wrapper, ranked,
     shape_str, string_attr, tensor, value_types, variadic, InferResult, INT_TENSOR, TENSOR,
 };
+use super::support::{shape_err, ShapeError};
 
 /// `nn.reshape`.
 pub const RESHAPE: &str = "nn.reshape";
@@ -71,15 +72,17 @@ pub fn onnx_reshape_shape(input: &[i64], target: &[i64], allowzero: bool) -> Inf
     let mut infer_at = None;
     for (i, &d) in target.iter().enumerate() {
         match d {
-            -1 if infer_at.is_some() => return Err("reshape target has more than one -1".into()),
+            -1 if infer_at.is_some() => {
+                return Err(ShapeError::invalid("reshape target has more than one -1"))
+            }
             -1 => {
                 infer_at = Some(i);
                 out.push(1);
             }
             0 if !allowzero => out.push(*input.get(i).ok_or_else(|| {
-                format!("reshape target copies dimension {i}, which the input lacks")
+                shape_err!("reshape target copies dimension {i}, which the input lacks")
             })?),
-            d if d < 0 => return Err(format!("invalid reshape target dimension {d}")),
+            d if d < 0 => return Err(shape_err!("invalid reshape target dimension {d}")),
             d => out.push(d),
         }
     }
@@ -89,7 +92,7 @@ pub fn onnx_reshape_shape(input: &[i64], target: &[i64], allowzero: bool) -> Inf
         if total == DYNAMIC || known == DYNAMIC {
             out[i] = DYNAMIC;
         } else if known == 0 || total % known != 0 {
-            return Err(format!(
+            return Err(shape_err!(
                 "cannot infer -1 in reshape of [{}] to [{}]",
                 shape_str(input),
                 shape_str(target)
@@ -106,7 +109,7 @@ pub fn onnx_reshape_shape(input: &[i64], target: &[i64], allowzero: bool) -> Inf
 pub fn infer_reshape(x: &Type, shape: &[i64]) -> InferResult<Type> {
     let (s, e) = ranked(x, "operand")?;
     if shape.iter().any(|&d| d < 0) {
-        return Err(format!(
+        return Err(shape_err!(
             "'shape' must be static and non-negative, but is [{}]",
             shape
                 .iter()
@@ -117,7 +120,7 @@ pub fn infer_reshape(x: &Type, shape: &[i64]) -> InferResult<Type> {
     }
     let (n_in, n_out) = (product(s), product(shape));
     if n_in != DYNAMIC && n_in != n_out {
-        return Err(format!(
+        return Err(shape_err!(
             "cannot reshape [{}] ({n_in} elements) to [{}] ({n_out} elements)",
             shape_str(s),
             shape_str(shape)
@@ -132,7 +135,7 @@ pub fn transpose_perm(rank: usize, perm: Option<&[i64]>) -> InferResult<Vec<usiz
         return Ok((0..rank).rev().collect());
     };
     if perm.len() != rank {
-        return Err(format!(
+        return Err(shape_err!(
             "'perm' has {} entries, but the operand has rank {rank}",
             perm.len()
         ));
@@ -141,7 +144,9 @@ pub fn transpose_perm(rank: usize, perm: Option<&[i64]>) -> InferResult<Vec<usiz
     let mut out = Vec::with_capacity(rank);
     for &p in perm {
         if p < 0 || p as usize >= rank || seen[p as usize] {
-            return Err(format!("'perm' {perm:?} is not a permutation of 0..{rank}"));
+            return Err(shape_err!(
+                "'perm' {perm:?} is not a permutation of 0..{rank}"
+            ));
         }
         seen[p as usize] = true;
         out.push(p as usize);
@@ -160,7 +165,7 @@ pub fn infer_transpose(x: &Type, perm: Option<&[i64]>) -> InferResult<Type> {
 /// Result type of `nn.concat {axis}`.
 pub fn infer_concat(inputs: &[&Type], axis: i64) -> InferResult<Type> {
     let Some(first) = inputs.first() else {
-        return Err("requires at least one operand".into());
+        return Err(ShapeError::invalid("requires at least one operand"));
     };
     let (s0, e0) = ranked(first, "operand #0")?;
     let a = normalize_axis(axis, s0.len())?;
@@ -168,12 +173,12 @@ pub fn infer_concat(inputs: &[&Type], axis: i64) -> InferResult<Type> {
     for (i, t) in inputs.iter().enumerate().skip(1) {
         let (s, e) = ranked(t, &format!("operand #{i}"))?;
         if e != e0 {
-            return Err(format!(
+            return Err(shape_err!(
                 "operand #{i} has element type '{e}', but operand #0 has '{e0}'"
             ));
         }
         if s.len() != s0.len() {
-            return Err(format!(
+            return Err(shape_err!(
                 "operand #{i} has rank {}, but operand #0 has rank {}",
                 s.len(),
                 s0.len()
@@ -187,7 +192,7 @@ pub fn infer_concat(inputs: &[&Type], axis: i64) -> InferResult<Type> {
                     shape[d] + s[d]
                 };
             } else if s[d] != s0[d] && s[d] != DYNAMIC && s0[d] != DYNAMIC {
-                return Err(format!(
+                return Err(shape_err!(
                     "operand #{i} has shape [{}], which differs from [{}] outside axis {a}",
                     shape_str(s),
                     shape_str(s0)
@@ -203,13 +208,13 @@ pub fn infer_split(x: &Type, axis: i64, sizes: &[i64]) -> InferResult<Vec<Type>>
     let (s, e) = ranked(x, "operand")?;
     let a = normalize_axis(axis, s.len())?;
     if sizes.is_empty() || sizes.iter().any(|&n| n < 0) {
-        return Err(format!(
+        return Err(shape_err!(
             "'sizes' must be non-empty and non-negative, but is {sizes:?}"
         ));
     }
     let total: i64 = sizes.iter().sum();
     if s[a] != DYNAMIC && total != s[a] {
-        return Err(format!(
+        return Err(shape_err!(
             "'sizes' {sizes:?} sum to {total}, but axis {a} has size {}",
             s[a]
         ));
@@ -278,7 +283,7 @@ pub struct SliceRange {
 pub fn slice_ranges(shape: &[i64], p: &SliceParams) -> InferResult<Vec<SliceRange>> {
     let n = p.starts.len();
     if p.ends.len() != n {
-        return Err(format!(
+        return Err(shape_err!(
             "'starts' has {n} entries, but 'ends' has {}",
             p.ends.len()
         ));
@@ -286,7 +291,7 @@ pub fn slice_ranges(shape: &[i64], p: &SliceParams) -> InferResult<Vec<SliceRang
     let axes: Vec<i64> = p.axes.clone().unwrap_or_else(|| (0..n as i64).collect());
     let steps: Vec<i64> = p.steps.clone().unwrap_or_else(|| vec![1; n]);
     if axes.len() != n || steps.len() != n {
-        return Err(format!(
+        return Err(shape_err!(
             "'starts', 'ends', 'axes' and 'steps' must have the same length, but have {n}, {n}, {} and {}",
             axes.len(),
             steps.len()
@@ -304,7 +309,7 @@ pub fn slice_ranges(shape: &[i64], p: &SliceParams) -> InferResult<Vec<SliceRang
     for i in 0..n {
         let (a, step) = (axes[i], steps[i]);
         if step == 0 {
-            return Err(format!("slice step for axis {a} is zero"));
+            return Err(shape_err!("slice step for axis {a} is zero"));
         }
         let d = shape[a];
         if d == DYNAMIC {
@@ -355,12 +360,12 @@ pub fn infer_gather(data: &Type, indices: &Type, axis: i64) -> InferResult<Type>
     let (s, e) = ranked(data, "data")?;
     let (si, ei) = ranked(indices, "indices")?;
     if !ei.is_integer() {
-        return Err(format!(
+        return Err(shape_err!(
             "indices must be integers, but have element type '{ei}'"
         ));
     }
     if s.is_empty() {
-        return Err("data must have rank >= 1".into());
+        return Err(ShapeError::invalid("data must have rank >= 1"));
     }
     let a = normalize_axis(axis, s.len())?;
     let mut shape = s[..a].to_vec();
@@ -377,7 +382,7 @@ pub fn infer_squeeze(x: &Type, axes: Option<&[i64]>) -> InferResult<Type> {
             let axes = normalize_axes(axes, s.len())?;
             for &a in &axes {
                 if s[a] != 1 && s[a] != DYNAMIC {
-                    return Err(format!("cannot squeeze axis {a} of size {}", s[a]));
+                    return Err(shape_err!("cannot squeeze axis {a} of size {}", s[a]));
                 }
             }
             axes
@@ -414,7 +419,7 @@ pub fn infer_unsqueeze(x: &Type, axes: &[i64]) -> InferResult<Type> {
 pub fn infer_expand(x: &Type, shape: &[i64]) -> InferResult<Type> {
     let (s, e) = ranked(x, "operand")?;
     if shape.iter().any(|&d| d < 0) {
-        return Err(format!("'shape' must be non-negative, but is {shape:?}"));
+        return Err(shape_err!("'shape' must be non-negative, but is {shape:?}"));
     }
     Ok(tensor(&broadcast_shapes(s, shape)?, e))
 }
@@ -423,14 +428,14 @@ pub fn infer_expand(x: &Type, shape: &[i64]) -> InferResult<Type> {
 pub fn infer_tile(x: &Type, repeats: &[i64]) -> InferResult<Type> {
     let (s, e) = ranked(x, "operand")?;
     if repeats.len() != s.len() {
-        return Err(format!(
+        return Err(shape_err!(
             "'repeats' has {} entries, but the operand has rank {}",
             repeats.len(),
             s.len()
         ));
     }
     if repeats.iter().any(|&r| r < 0) {
-        return Err(format!(
+        return Err(shape_err!(
             "'repeats' must be non-negative, but is {repeats:?}"
         ));
     }
@@ -448,7 +453,7 @@ pub fn infer_flatten(x: &Type, axis: i64) -> InferResult<Type> {
     let (s, e) = ranked(x, "operand")?;
     let r = s.len() as i64;
     if axis < -r || axis > r {
-        return Err(format!(
+        return Err(shape_err!(
             "axis {axis} is out of range for rank {r} (expected [{}, {r}])",
             -r
         ));
@@ -463,7 +468,7 @@ pub fn infer_pad(x: &Type, pads: &[i64]) -> InferResult<Type> {
     let (s, e) = ranked(x, "operand")?;
     let r = s.len();
     if pads.len() != 2 * r {
-        return Err(format!(
+        return Err(shape_err!(
             "'pads' has {} entries, but a rank-{r} operand needs {}",
             pads.len(),
             2 * r
@@ -477,7 +482,7 @@ pub fn infer_pad(x: &Type, pads: &[i64]) -> InferResult<Type> {
         }
         let n = d + pads[i] + pads[i + r];
         if n < 0 {
-            return Err(format!(
+            return Err(shape_err!(
                 "padding axis {i} of size {d} by {} and {} leaves a negative size",
                 pads[i],
                 pads[i + r]
@@ -512,7 +517,7 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
         PAD => {
             let mode = attr_str(ctx, op, "mode", "constant");
             if mode != "constant" {
-                Err(format!(
+                Err(shape_err!(
                     "'mode' \"{mode}\" is not supported (only \"constant\")"
                 ))
             } else {
@@ -876,7 +881,7 @@ fn build1(
     attrs: Vec<(&str, Attribute)>,
     loc: Location,
 ) -> Result<OperationState, Diagnostic> {
-    let ty = ty.map_err(|m| Diagnostic::op_error_at(name, &loc, m))?;
+    let ty = ty.map_err(|m| m.at(name, &loc))?;
     Ok(make_state(ctx, name, &[x], vec![ty], attrs, loc))
 }
 
@@ -970,8 +975,8 @@ impl ConcatOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let tys = value_types(ctx, inputs);
-        let ty = infer_concat(&tys.iter().collect::<Vec<_>>(), axis)
-            .map_err(|m| Diagnostic::op_error_at(CONCAT, &loc, m))?;
+        let ty =
+            infer_concat(&tys.iter().collect::<Vec<_>>(), axis).map_err(|m| m.at(CONCAT, &loc))?;
         Ok(make_state(
             ctx,
             CONCAT,
@@ -1014,8 +1019,7 @@ impl SplitOp {
         sizes: &[i64],
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let tys = infer_split(ctx.value_type(x), axis, sizes)
-            .map_err(|m| Diagnostic::op_error_at(SPLIT, &loc, m))?;
+        let tys = infer_split(ctx.value_type(x), axis, sizes).map_err(|m| m.at(SPLIT, &loc))?;
         let attrs = vec![
             ("axis", Attribute::i64(axis)),
             ("sizes", Attribute::dense_i64_array(sizes)),
@@ -1087,7 +1091,7 @@ impl GatherOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_gather(ctx.value_type(data), ctx.value_type(indices), axis)
-            .map_err(|m| Diagnostic::op_error_at(GATHER, &loc, m))?;
+            .map_err(|m| m.at(GATHER, &loc))?;
         Ok(make_state(
             ctx,
             GATHER,

@@ -8,9 +8,102 @@ use ipuc_ir::interfaces::{ContractionShape, OpSignature};
 use ipuc_ir::types::DYNAMIC;
 use ipuc_ir::{Attribute, Context, Diagnostic, Location, OpId, OperationState, Type, Value};
 
-/// The outcome of type inference. The error text names the problem without
-/// the `'nn.op' op` prefix, which the verifier and the builders add.
-pub type InferResult<T> = Result<T, String>;
+/// The outcome of type inference.
+pub type InferResult<T> = Result<T, ShapeError>;
+
+/// Why a shape rule refused its operands or attributes. The rules are pure
+/// (the builders, the verifier, the importer and the e-graph share them), so
+/// the error carries no location: each caller renders it where it stands,
+/// MLIR's `emitOpError` at the op, the builder's location or the ONNX node
+/// ([`ShapeError::at`]). The text names the problem without the
+/// `'nn.op' op` prefix, which the rendering adds.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    /// An operand that must be a ranked tensor is not.
+    #[error("{what} must be a ranked tensor, but got '{ty}'")]
+    NotRanked {
+        /// The operand (`lhs`, `operand #2`).
+        what: String,
+        /// Its type.
+        ty: Type,
+    },
+    /// An ONNX axis outside `[-rank, rank)`.
+    #[error("axis {axis} is out of range for rank {rank} (expected [{}, {}])", -(*rank as i64), *rank as i64 - 1)]
+    AxisOutOfRange {
+        /// The axis as written.
+        axis: i64,
+        /// The rank it indexes.
+        rank: usize,
+    },
+    /// An axis listed twice.
+    #[error("axis {axis} appears more than once in {axes:?}")]
+    RepeatedAxis {
+        /// The repeated axis.
+        axis: i64,
+        /// The list.
+        axes: Vec<i64>,
+    },
+    /// Two shapes that numpy broadcasting cannot combine.
+    #[error("shapes [{}] and [{}] are not broadcast-compatible: dimension {} vs {} at result axis {axis}", shape_str(lhs), shape_str(rhs), dim_str(*lhs_dim), dim_str(*rhs_dim))]
+    NotBroadcastable {
+        /// One shape.
+        lhs: Vec<i64>,
+        /// The other.
+        rhs: Vec<i64>,
+        /// The clashing dimension of `lhs`.
+        lhs_dim: i64,
+        /// The clashing dimension of `rhs`.
+        rhs_dim: i64,
+        /// The result axis where they clash.
+        axis: usize,
+    },
+    /// An operand count outside the op's declaration.
+    #[error("requires {expected} operands, but found {found}")]
+    OperandCount {
+        /// The count the op takes (`2`, `at least 1`, `2 to 3`).
+        expected: String,
+        /// The count it has.
+        found: usize,
+    },
+    /// A refusal from a part of the rule (`batch dimensions: ...`).
+    #[error("{context}: {source}")]
+    In {
+        /// The part.
+        context: &'static str,
+        /// What the part refused.
+        source: Box<ShapeError>,
+    },
+    /// An op-specific rule; the text says what is wrong.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ShapeError {
+    /// An op-specific refusal.
+    pub fn invalid(message: impl Into<String>) -> ShapeError {
+        ShapeError::Invalid(message.into())
+    }
+    /// The error of a part of a rule.
+    pub fn within(self, context: &'static str) -> ShapeError {
+        ShapeError::In {
+            context,
+            source: Box::new(self),
+        }
+    }
+    /// The error as an op error of `op_name` at `loc` (a builder's or an
+    /// importer's location; the verifier uses [`Diagnostic::op_error`]).
+    pub fn at(&self, op_name: &str, loc: &Location) -> Diagnostic {
+        Diagnostic::op_error_at(op_name, loc, self)
+    }
+}
+
+/// `Err(ShapeError::Invalid(format!(...)))`.
+macro_rules! shape_err {
+    ($($t:tt)*) => {
+        $crate::nn::support::ShapeError::Invalid(format!($($t)*))
+    };
+}
+pub(crate) use shape_err;
 
 // ----- declarations ------------------------------------------------------
 
@@ -159,7 +252,10 @@ pub(crate) fn f32_attribute(value: f32) -> Attribute {
 pub(crate) fn ranked<'t>(ty: &'t Type, what: &str) -> InferResult<(&'t [i64], &'t Type)> {
     match (ty.is_tensor(), ty.shape(), ty.element_type()) {
         (true, Some(s), Some(e)) => Ok((s, e)),
-        _ => Err(format!("{what} must be a ranked tensor, but got '{ty}'")),
+        _ => Err(ShapeError::NotRanked {
+            what: what.to_string(),
+            ty: ty.clone(),
+        }),
     }
 }
 
@@ -172,11 +268,7 @@ pub(crate) fn tensor(shape: &[i64], element: &Type) -> Type {
 pub fn normalize_axis(axis: i64, rank: usize) -> InferResult<usize> {
     let r = rank as i64;
     if axis < -r || axis >= r {
-        return Err(format!(
-            "axis {axis} is out of range for rank {rank} (expected [{}, {}])",
-            -r,
-            r - 1
-        ));
+        return Err(ShapeError::AxisOutOfRange { axis, rank });
     }
     Ok(if axis < 0 { axis + r } else { axis } as usize)
 }
@@ -187,7 +279,10 @@ pub fn normalize_axes(axes: &[i64], rank: usize) -> InferResult<Vec<usize>> {
     for &a in axes {
         let n = normalize_axis(a, rank)?;
         if out.contains(&n) {
-            return Err(format!("axis {a} appears more than once in {axes:?}"));
+            return Err(ShapeError::RepeatedAxis {
+                axis: a,
+                axes: axes.to_vec(),
+            });
         }
         out.push(n);
     }
@@ -229,11 +324,13 @@ pub fn broadcast_shapes(a: &[i64], b: &[i64]) -> InferResult<Vec<i64>> {
             (1, d) | (d, 1) => d,
             (DYNAMIC, d) | (d, DYNAMIC) => d,
             _ => {
-                return Err(format!(
-                    "shapes [{}] and [{}] are not broadcast-compatible: dimension {da} vs {db} at result axis {i}",
-                    shape_str(a),
-                    shape_str(b)
-                ))
+                return Err(ShapeError::NotBroadcastable {
+                    lhs: a.to_vec(),
+                    rhs: b.to_vec(),
+                    lhs_dim: da,
+                    rhs_dim: db,
+                    axis: i,
+                })
             }
         };
     }
@@ -411,7 +508,10 @@ mod tests {
             vec![DYNAMIC, 4]
         );
         let e = broadcast_shapes(&[2, 3], &[4]).unwrap_err();
-        assert!(e.contains("dimension 3 vs 4 at result axis 1"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "shapes [2x3] and [4] are not broadcast-compatible: dimension 3 vs 4 at result axis 1"
+        );
         assert!(broadcasts_to(&[4], &[3, 4]));
         assert!(!broadcasts_to(&[3, 4], &[4]));
         assert!(!broadcasts_to(&[2, 4], &[1, 4]));
@@ -420,11 +520,16 @@ mod tests {
     #[test]
     fn axes_normalise_and_reject_duplicates() {
         assert_eq!(normalize_axis(-1, 3).unwrap(), 2);
-        assert!(normalize_axis(3, 3)
-            .unwrap_err()
-            .contains("out of range for rank 3"));
-        assert!(normalize_axes(&[0, -3], 3)
-            .unwrap_err()
-            .contains("more than once"));
+        assert_eq!(
+            normalize_axis(3, 3).unwrap_err().to_string(),
+            "axis 3 is out of range for rank 3 (expected [-3, 2])"
+        );
+        assert_eq!(
+            normalize_axes(&[0, -3], 3).unwrap_err(),
+            ShapeError::RepeatedAxis {
+                axis: -3,
+                axes: vec![0, -3]
+            }
+        );
     }
 }

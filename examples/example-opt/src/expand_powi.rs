@@ -4,7 +4,7 @@
 
 use ipuc_dialects::nn::{BinaryKind, BinaryOp};
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
-use ipuc_ir::pass::{DeclaredPass, PassHooks};
+use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
 use ipuc_ir::{Context, Diagnostic, OpId, Value, WalkOrder};
 
 use crate::dialect::{exponent, POWI};
@@ -67,7 +67,7 @@ impl ExpandPowi {
 }
 
 impl DeclaredPass for ExpandPowi {
-    fn create(options: &ExpandPowiOptions, _hooks: &PassHooks) -> Result<Self, String> {
+    fn create(options: &ExpandPowiOptions, _hooks: &PassHooks) -> Result<Self, PassCreateError> {
         Ok(ExpandPowi {
             max_exponent: options.max_exponent,
         })

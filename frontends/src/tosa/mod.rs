@@ -87,8 +87,8 @@ impl<'c> Builder<'c> {
     }
 
     /// An error at the anchor's location.
-    pub fn error(&self, msg: impl Into<String>) -> Diagnostic {
-        Diagnostic::error(self.loc.clone(), msg)
+    pub fn error(&self, msg: impl std::fmt::Display) -> Diagnostic {
+        Diagnostic::error(self.loc.clone(), msg.to_string())
     }
 }
 

@@ -20,7 +20,7 @@
 use ipuc_dialects::nn::{self, elements, BinaryKind, CompareKind, ReduceKind, UnaryKind};
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
 use ipuc_ir::attributes::DenseElements;
-use ipuc_ir::pass::{DeclaredPass, PassHooks};
+use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
 use ipuc_ir::{Context, Diagnostic, OpId, Type, Value, WalkOrder};
 
 use super::coverage::{is_readable, READ_SOURCES};
@@ -41,7 +41,7 @@ ipuc_ir::declare_pass! {
 }
 
 impl DeclaredPass for ConvertTosaToNn {
-    fn create(_options: &(), _hooks: &PassHooks) -> Result<Self, String> {
+    fn create(_options: &(), _hooks: &PassHooks) -> Result<Self, PassCreateError> {
         Ok(ConvertTosaToNn)
     }
     fn run(

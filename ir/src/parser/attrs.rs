@@ -790,7 +790,7 @@ impl<'c> Parser<'c> {
                 ));
             }
             let d = DenseElements::new(ty, Arc::from(Vec::new()), false)
-                .map_err(|m| self.err(&p, m))?;
+                .map_err(|m| self.err(&p, m.to_string()))?;
             return Ok(Attribute::new(AttrKind::DenseElements(d)));
         };
         if lit.as_rule() == Rule::string_lit {
@@ -814,8 +814,8 @@ impl<'c> Parser<'c> {
                     ),
                 ));
             }
-            let d =
-                DenseElements::new(ty, Arc::from(bytes), splat).map_err(|m| self.err(&lit, m))?;
+            let d = DenseElements::new(ty, Arc::from(bytes), splat)
+                .map_err(|m| self.err(&lit, m.to_string()))?;
             return Ok(Attribute::new(AttrKind::DenseElements(d)));
         }
         // Element literal: splat scalar or nested lists matching the shape.
@@ -825,7 +825,7 @@ impl<'c> Parser<'c> {
             let mut bytes = Vec::with_capacity(esize);
             self.push_dense_scalar(&inner, &element, &mut bytes)?;
             let d = DenseElements::new(ty, Arc::from(bytes), n != 1)
-                .map_err(|m| self.err(&inner, m))?;
+                .map_err(|m| self.err(&inner, m.to_string()))?;
             return Ok(Attribute::new(AttrKind::DenseElements(d)));
         }
         // Each element takes at least one byte of text: reserve no more
@@ -833,7 +833,8 @@ impl<'c> Parser<'c> {
         let reserve = n.min(inner.as_str().len()) * esize;
         let mut bytes = Vec::with_capacity(reserve);
         self.push_dense_list(inner, &shape, &element, &mut bytes)?;
-        let d = DenseElements::new(ty, Arc::from(bytes), false).map_err(|m| self.err(&p, m))?;
+        let d = DenseElements::new(ty, Arc::from(bytes), false)
+            .map_err(|m| self.err(&p, m.to_string()))?;
         Ok(Attribute::new(AttrKind::DenseElements(d)))
     }
 

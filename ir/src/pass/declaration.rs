@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
-//! use ipuc_ir::pass::{DeclaredPass, PassHooks, PassRegistry};
+//! use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks, PassRegistry};
 //! use ipuc_ir::{Context, Diagnostic, OpId, WalkOrder};
 //!
 //! /// Counts the ops of one name.
@@ -31,7 +31,7 @@
 //! }
 //!
 //! impl DeclaredPass for CountOps {
-//!     fn create(options: &CountOpsOptions, _hooks: &PassHooks) -> Result<Self, String> {
+//!     fn create(options: &CountOpsOptions, _hooks: &PassHooks) -> Result<Self, PassCreateError> {
 //!         Ok(CountOps { name: options.op_name.clone() })
 //!     }
 //!     fn run(
@@ -60,7 +60,7 @@
 use std::any::Any;
 
 use super::hooks::{HookInfo, PassHooks};
-use super::options::PassOptionSet;
+use super::options::{PassCreateError, PassOptionSet};
 use super::statistics::{PassStatisticSet, Statistic};
 use super::Pass;
 use crate::analysis::{AnalysisManager, PreservedAnalyses};
@@ -90,8 +90,9 @@ pub trait PassDeclaration: Sized + Send + Sync + 'static {
 /// kept apart by the pass manager, so a clone starts them at zero).
 pub trait DeclaredPass: PassDeclaration + Clone {
     /// Builds the pass from validated options and the installed hooks;
-    /// errors (e.g. an option value outside its set) say what to write instead.
-    fn create(options: &Self::Options, hooks: &PassHooks) -> Result<Self, String>;
+    /// errors (e.g. an option value outside its set,
+    /// [`PassCreateError::InvalidValue`]) say what to write instead.
+    fn create(options: &Self::Options, hooks: &PassHooks) -> Result<Self, PassCreateError>;
 
     /// Runs on `op`, counting into `stats`. Returns the analyses that are
     /// still valid (they stay cached for the next pass), or an error.
@@ -114,7 +115,7 @@ pub struct PassInstance<P: DeclaredPass> {
 
 impl<P: DeclaredPass> PassInstance<P> {
     /// Builds `P` with `options`.
-    pub fn new(options: P::Options, hooks: &PassHooks) -> Result<Self, String> {
+    pub fn new(options: P::Options, hooks: &PassHooks) -> Result<Self, PassCreateError> {
         Ok(PassInstance {
             pass: P::create(&options, hooks)?,
             options,
@@ -241,7 +242,7 @@ macro_rules! declare_pass {
                         },
                     )*]
                 }
-                fn set(&mut self, key: &str, value: &str) -> ::core::result::Result<bool, ::std::string::String> {
+                fn set(&mut self, key: &str, value: &str) -> ::core::result::Result<bool, $crate::pass::OptionValueError> {
                     match key {
                         $( $oname => {
                             self.$ofield = <$oty as $crate::pass::PassOptionValue>::parse_option(value)?;
@@ -350,7 +351,7 @@ mod tests {
     }
 
     impl DeclaredPass for Probe {
-        fn create(_options: &ProbeOptions, hooks: &PassHooks) -> Result<Self, String> {
+        fn create(_options: &ProbeOptions, hooks: &PassHooks) -> Result<Self, PassCreateError> {
             Ok(Probe {
                 flavour: hooks.get(&FLAVOUR).map_or("plain", |f| f.name()),
             })
@@ -409,12 +410,20 @@ mod tests {
         assert_eq!(o.to_text(), "skip=x,y loud=true");
         let e = ProbeOptions::parse("probe", &[("limit".into(), "-2".into())]).unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "invalid value '-2' for option 'limit' of pass 'probe': expected uint (from 0 to 4294967295)"
         );
         let e = ProbeOptions::parse("probe", &[("limits".into(), "2".into())]).unwrap_err();
         assert_eq!(
             e,
+            crate::pass::PassCreateError::UnknownOption {
+                pass: "probe".into(),
+                key: "limits".into(),
+                known: vec!["limit", "skip", "loud"],
+            }
+        );
+        assert_eq!(
+            e.to_string(),
             "unknown option 'limits' for pass 'probe' (options: limit, skip, loud)"
         );
     }

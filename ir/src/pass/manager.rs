@@ -6,6 +6,7 @@ use std::panic::AssertUnwindSafe;
 use rayon::prelude::*;
 
 use super::instrumentation::PassInstrumentation;
+use super::options::PassCreateError;
 use super::pipeline::PipelineElement;
 use super::registry::PassRegistry;
 use super::Pass;
@@ -40,8 +41,10 @@ impl Default for PassManagerOptions {
 /// Why a pipeline failed.
 #[derive(Debug)]
 pub enum PipelineError {
-    /// The pipeline text or a pass option is invalid.
+    /// The pipeline's nesting is invalid.
     Invalid(String),
+    /// A pass of the pipeline could not be built (unknown name or option).
+    Create(PassCreateError),
     /// A pass reported an error.
     PassFailed {
         pass: String,
@@ -65,7 +68,7 @@ impl PipelineError {
     /// The pass involved, if any.
     pub fn pass(&self) -> Option<&str> {
         match self {
-            PipelineError::Invalid(_) => None,
+            PipelineError::Invalid(_) | PipelineError::Create(_) => None,
             PipelineError::PassFailed { pass, .. }
             | PipelineError::VerifyFailed { pass, .. }
             | PipelineError::Panicked { pass, .. }
@@ -270,7 +273,7 @@ fn build_entries(
             PipelineElement::Pass { name, options } => {
                 let pass = registry
                     .create(name, options)
-                    .map_err(PipelineError::Invalid)?;
+                    .map_err(PipelineError::Create)?;
                 check_anchor(pass.as_ref(), anchor)?;
                 out.push(Entry::Pass(pass));
             }

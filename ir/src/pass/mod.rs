@@ -24,7 +24,10 @@ pub use declaration::{DeclaredPass, PassDeclaration, PassInstance};
 pub use hooks::{HookInfo, PassHook, PassHooks};
 pub use instrumentation::{IrPrinting, PassFilter, PassInstrumentation, PassTiming, TimingDisplay};
 pub use manager::{PassManager, PassManagerOptions, PipelineError};
-pub use options::{PassOptionDecl, PassOptionKind, PassOptionSet, PassOptionValue};
+pub use options::{
+    OptionValueError, PassCreateError, PassOptionDecl, PassOptionKind, PassOptionSet,
+    PassOptionValue,
+};
 pub use pipeline::{parse_pipeline, PipelineElement};
 pub use registry::{PassConstructor, PassInfo, PassRegistry, RegistrationError};
 pub use reproducer::{parse_reproducer_config, write_reproducer, ReproducerConfig};

@@ -31,24 +31,97 @@ impl PassOptionKind {
     }
 }
 
+/// An option value that does not parse: what the option takes instead.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("expected {expected}")]
+pub struct OptionValueError {
+    /// What a valid value looks like (`uint (from 0 to 4294967295)`).
+    pub expected: String,
+}
+
+impl OptionValueError {
+    /// A value that should have been `expected`.
+    pub fn expected(expected: impl Into<String>) -> OptionValueError {
+        OptionValueError {
+            expected: expected.into(),
+        }
+    }
+}
+
+/// Why a pass could not be built from a pipeline's `name{key=value ...}`.
+/// The pipeline is command-line text, so the error names the pass and the
+/// option rather than a file position.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PassCreateError {
+    /// No pass or pipeline has this name.
+    #[error(
+        "'{name}' does not refer to a registered pass or pass pipeline{}",
+        did_you_mean(suggestions)
+    )]
+    UnknownPass {
+        /// The name as written.
+        name: String,
+        /// Registered names within a small edit distance.
+        suggestions: Vec<&'static str>,
+    },
+    /// An option given to a pass that declares none.
+    #[error("pass '{pass}' takes no options, got '{key}'")]
+    NoOptions {
+        /// The pass.
+        pass: String,
+        /// The option as written.
+        key: String,
+    },
+    /// An option the pass does not declare.
+    #[error("unknown option '{key}' for pass '{pass}' (options: {})", known.join(", "))]
+    UnknownOption {
+        /// The pass.
+        pass: String,
+        /// The option as written.
+        key: String,
+        /// The options it declares.
+        known: Vec<&'static str>,
+    },
+    /// A value outside what the option takes.
+    #[error("invalid value '{value}' for option '{key}' of pass '{pass}': {error}")]
+    InvalidValue {
+        /// The pass.
+        pass: String,
+        /// The option.
+        key: String,
+        /// The value as written.
+        value: String,
+        /// What it should have been.
+        error: OptionValueError,
+    },
+}
+
+fn did_you_mean(suggestions: &[&str]) -> String {
+    if suggestions.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean '{}'?", suggestions.join("', '"))
+    }
+}
+
 /// A Rust type that can be the type of a pass option.
 pub trait PassOptionValue: Sized {
     /// How `--list-passes` names the type.
     const KIND: PassOptionKind;
     /// Parses the text after `key=`; on error, says what was expected.
-    fn parse_option(text: &str) -> Result<Self, String>;
+    fn parse_option(text: &str) -> Result<Self, OptionValueError>;
     /// The value as it would be written in a pipeline.
     fn print_option(&self) -> String;
 }
 
 impl PassOptionValue for bool {
     const KIND: PassOptionKind = PassOptionKind::Bool;
-    fn parse_option(text: &str) -> Result<Self, String> {
+    fn parse_option(text: &str) -> Result<Self, OptionValueError> {
         match text {
             // A bare `{flag}` means true, as in MLIR.
             "true" | "1" | "" => Ok(true),
             "false" | "0" => Ok(false),
-            _ => Err("bool".into()),
+            _ => Err(OptionValueError::expected("bool")),
         }
     }
     fn print_option(&self) -> String {
@@ -60,9 +133,9 @@ macro_rules! integer_option {
     ($($t:ty => $kind:ident),*) => {$(
         impl PassOptionValue for $t {
             const KIND: PassOptionKind = PassOptionKind::$kind;
-            fn parse_option(text: &str) -> Result<Self, String> {
+            fn parse_option(text: &str) -> Result<Self, OptionValueError> {
                 text.parse().map_err(|_| {
-                    format!("{} (from {} to {})", PassOptionKind::$kind.describe(), <$t>::MIN, <$t>::MAX)
+                    OptionValueError::expected(format!("{} (from {} to {})", PassOptionKind::$kind.describe(), <$t>::MIN, <$t>::MAX))
                 })
             }
             fn print_option(&self) -> String {
@@ -76,7 +149,7 @@ integer_option!(u32 => UInt, u64 => UInt, usize => UInt, i32 => Int, i64 => Int)
 
 impl PassOptionValue for String {
     const KIND: PassOptionKind = PassOptionKind::String;
-    fn parse_option(text: &str) -> Result<Self, String> {
+    fn parse_option(text: &str) -> Result<Self, OptionValueError> {
         Ok(text.to_string())
     }
     fn print_option(&self) -> String {
@@ -86,7 +159,7 @@ impl PassOptionValue for String {
 
 impl PassOptionValue for Vec<String> {
     const KIND: PassOptionKind = PassOptionKind::StringList;
-    fn parse_option(text: &str) -> Result<Self, String> {
+    fn parse_option(text: &str) -> Result<Self, OptionValueError> {
         Ok(if text.is_empty() {
             Vec::new()
         } else {
@@ -134,14 +207,14 @@ pub trait PassOptionSet: Clone + Default + Send + Sync + 'static {
     /// Every option with its kind, default and doc, in declaration order.
     fn declarations() -> Vec<PassOptionDecl>;
     /// Sets the option `key` from pipeline text. `Ok(false)`: no such
-    /// option; `Err(expected)`: the text is not a valid value.
-    fn set(&mut self, key: &str, value: &str) -> Result<bool, String>;
+    /// option; `Err`: the text is not a valid value.
+    fn set(&mut self, key: &str, value: &str) -> Result<bool, OptionValueError>;
     /// Every option as `(name, pipeline text)`, in declaration order.
     fn values(&self) -> Vec<(&'static str, String)>;
 
     /// The defaults overridden by `pairs` (`key=value` from a pipeline),
     /// with errors naming the pass, the option and what was expected.
-    fn parse(pass: &str, pairs: &[(String, String)]) -> Result<Self, String> {
+    fn parse(pass: &str, pairs: &[(String, String)]) -> Result<Self, PassCreateError> {
         let mut options = Self::default();
         for (key, value) in pairs {
             match options.set(key, value) {
@@ -149,18 +222,25 @@ pub trait PassOptionSet: Clone + Default + Send + Sync + 'static {
                 Ok(false) => {
                     let known: Vec<&str> = Self::declarations().iter().map(|d| d.name).collect();
                     return Err(if known.is_empty() {
-                        format!("pass '{pass}' takes no options, got '{key}'")
+                        PassCreateError::NoOptions {
+                            pass: pass.into(),
+                            key: key.clone(),
+                        }
                     } else {
-                        format!(
-                            "unknown option '{key}' for pass '{pass}' (options: {})",
-                            known.join(", ")
-                        )
+                        PassCreateError::UnknownOption {
+                            pass: pass.into(),
+                            key: key.clone(),
+                            known,
+                        }
                     });
                 }
-                Err(expected) => {
-                    return Err(format!(
-                        "invalid value '{value}' for option '{key}' of pass '{pass}': expected {expected}"
-                    ))
+                Err(error) => {
+                    return Err(PassCreateError::InvalidValue {
+                        pass: pass.into(),
+                        key: key.clone(),
+                        value: value.clone(),
+                        error,
+                    })
                 }
             }
         }
@@ -192,7 +272,7 @@ impl PassOptionSet for () {
     fn declarations() -> Vec<PassOptionDecl> {
         Vec::new()
     }
-    fn set(&mut self, _key: &str, _value: &str) -> Result<bool, String> {
+    fn set(&mut self, _key: &str, _value: &str) -> Result<bool, OptionValueError> {
         Ok(false)
     }
     fn values(&self) -> Vec<(&'static str, String)> {
@@ -212,7 +292,7 @@ mod tests {
         assert_eq!(u32::parse_option("7"), Ok(7));
         assert_eq!(
             u32::parse_option("-1"),
-            Err("uint (from 0 to 4294967295)".to_string())
+            Err(OptionValueError::expected("uint (from 0 to 4294967295)"))
         );
         assert_eq!(i64::parse_option("-3"), Ok(-3));
         let list = Vec::<String>::parse_option("a, b,c").unwrap();
@@ -224,7 +304,7 @@ mod tests {
     #[test]
     fn no_options_reject_every_key() {
         let e = <()>::parse("cse", &[("x".into(), "1".into())]).unwrap_err();
-        assert_eq!(e, "pass 'cse' takes no options, got 'x'");
+        assert_eq!(e.to_string(), "pass 'cse' takes no options, got 'x'");
         assert_eq!(().to_text(), "");
     }
 }

@@ -11,11 +11,12 @@ use std::sync::Arc;
 
 use super::declaration::{DeclaredPass, PassInstance};
 use super::hooks::{HookInfo, PassHook, PassHooks};
-use super::options::{PassOptionDecl, PassOptionSet};
+use super::options::{PassCreateError, PassOptionDecl, PassOptionSet};
 use super::Pass;
 
 /// Builds a pass from `key=value` options and the installed hooks.
-pub type PassConstructor = fn(&[(String, String)], &PassHooks) -> Result<Box<dyn Pass>, String>;
+pub type PassConstructor =
+    fn(&[(String, String)], &PassHooks) -> Result<Box<dyn Pass>, PassCreateError>;
 
 /// A registered pass, as its declaration states it.
 #[derive(Clone)]
@@ -66,7 +67,7 @@ pub enum RegistrationError {
 fn construct<P: DeclaredPass>(
     pairs: &[(String, String)],
     hooks: &PassHooks,
-) -> Result<Box<dyn Pass>, String> {
+) -> Result<Box<dyn Pass>, PassCreateError> {
     let options = P::Options::parse(P::NAME, pairs)?;
     Ok(Box::new(PassInstance::<P>::new(options, hooks)?))
 }
@@ -146,22 +147,15 @@ impl PassRegistry {
         &self,
         name: &str,
         options: &[(String, String)],
-    ) -> Result<Box<dyn Pass>, String> {
-        let info = self.get(name).ok_or_else(|| {
-            let close: Vec<&str> = self
+    ) -> Result<Box<dyn Pass>, PassCreateError> {
+        let info = self.get(name).ok_or_else(|| PassCreateError::UnknownPass {
+            name: name.to_string(),
+            suggestions: self
                 .passes
                 .keys()
                 .copied()
                 .filter(|k| edit_distance(k, name) <= 2)
-                .collect();
-            if close.is_empty() {
-                format!("'{name}' does not refer to a registered pass or pass pipeline")
-            } else {
-                format!(
-                    "'{name}' does not refer to a registered pass or pass pipeline; did you mean '{}'?",
-                    close.join("', '")
-                )
-            }
+                .collect(),
         })?;
         (info.create)(options, &self.hooks)
     }

@@ -31,7 +31,7 @@ use crate::conversion::{
 };
 use crate::diagnostics::Diagnostic;
 use crate::location::Location;
-use crate::pass::{DeclaredPass, PassHooks};
+use crate::pass::{DeclaredPass, PassCreateError, PassHooks};
 use crate::types::{Type, TypeKind, DYNAMIC};
 
 /// The pass.
@@ -279,7 +279,10 @@ fn target(converter: Arc<TypeConverter>) -> ConversionTarget {
 }
 
 impl DeclaredPass for TestOneToNConversion {
-    fn create(options: &TestOneToNConversionOptions, _hooks: &PassHooks) -> Result<Self, String> {
+    fn create(
+        options: &TestOneToNConversionOptions,
+        _hooks: &PassHooks,
+    ) -> Result<Self, PassCreateError> {
         Ok(TestOneToNConversion {
             options: options.clone(),
             converter: Arc::new(type_converter(options)),

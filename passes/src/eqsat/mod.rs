@@ -55,7 +55,10 @@ use std::time::Duration;
 use egg::{Extractor, Runner, SimpleScheduler, StopReason};
 
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
-use ipuc_ir::pass::{DeclaredPass, KeyedCounters, PassDeclaration, PassHook, PassHooks};
+use ipuc_ir::pass::{
+    DeclaredPass, KeyedCounters, OptionValueError, PassCreateError, PassDeclaration, PassHook,
+    PassHooks,
+};
 use ipuc_ir::{Context, Diagnostic, OpId};
 
 pub use cost::{CostModel, DefaultCostModel, OpCostQuery};
@@ -132,7 +135,10 @@ ipuc_ir::declare_pass! {
 
 impl EqsatFuse {
     /// The pass with validated `options` and extraction costs from `model`.
-    pub fn new(o: &EqsatFuseOptions, model: Arc<dyn CostModel>) -> Result<EqsatFuse, String> {
+    pub fn new(
+        o: &EqsatFuseOptions,
+        model: Arc<dyn CostModel>,
+    ) -> Result<EqsatFuse, PassCreateError> {
         let mut groups = Vec::new();
         for g in &o.rules {
             if g.is_empty() {
@@ -140,11 +146,15 @@ impl EqsatFuse {
             }
             let group = RuleGroup::from_name(g).ok_or_else(|| {
                 let known: Vec<&str> = RuleGroup::ALL.iter().map(|g| g.name()).collect();
-                format!(
-                    "unknown rule group '{g}' for pass '{}' (groups: {})",
-                    <Self as PassDeclaration>::NAME,
-                    known.join(", ")
-                )
+                PassCreateError::InvalidValue {
+                    pass: <Self as PassDeclaration>::NAME.into(),
+                    key: "rules".into(),
+                    value: g.clone(),
+                    error: OptionValueError::expected(format!(
+                        "a list of rule groups ({})",
+                        known.join(", ")
+                    )),
+                }
             })?;
             if !groups.contains(&group) {
                 groups.push(group);
@@ -261,7 +271,7 @@ impl EqsatFuse {
 }
 
 impl DeclaredPass for EqsatFuse {
-    fn create(options: &EqsatFuseOptions, hooks: &PassHooks) -> Result<Self, String> {
+    fn create(options: &EqsatFuseOptions, hooks: &PassHooks) -> Result<Self, PassCreateError> {
         let model = hooks
             .get(&COST_MODEL)
             .unwrap_or_else(|| Arc::new(DefaultCostModel));

@@ -501,6 +501,7 @@ fn filter(all: bool, names: &[String]) -> ipuc_ir::pass::PassFilter {
 fn pipeline_error_text(e: &PipelineError) -> String {
     match e {
         PipelineError::Invalid(m) => m.clone(),
+        PipelineError::Create(e) => e.to_string(),
         PipelineError::PassFailed { pass, diagnostic } => {
             format!("pass '{pass}' failed: {}", diagnostic.message)
         }

@@ -51,7 +51,8 @@ fn tensor_type(kind: ElementKind, dims: &[usize]) -> Type {
 
 /// `dense<...>` holding a copy of `t`'s bytes (for small tensors).
 pub(crate) fn tensor_attribute(t: &Tensor) -> Result<Attribute, String> {
-    let d = DenseElements::new(tensor_type(t.kind, &t.dims), Arc::from(&t.data[..]), false)?;
+    let d = DenseElements::new(tensor_type(t.kind, &t.dims), Arc::from(&t.data[..]), false)
+        .map_err(|e| e.to_string())?;
     Ok(Attribute::new(AttrKind::DenseElements(d)))
 }
 

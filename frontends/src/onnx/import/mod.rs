@@ -508,10 +508,10 @@ impl<'a> Importer<'a> {
 }
 
 /// An error about `node`.
-pub(crate) fn error(node: &Node, detail: impl Into<String>) -> ImportError {
+pub(crate) fn error(node: &Node, detail: impl std::fmt::Display) -> ImportError {
     ImportError::Node {
         node: node.name.clone(),
         op_type: node.op_type.clone(),
-        detail: detail.into(),
+        detail: detail.to_string(),
     }
 }
