@@ -39,7 +39,7 @@ use ipuc_dialects::func;
 use ipuc_dialects::nn;
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
 use ipuc_ir::location::LocKind;
-use ipuc_ir::pass::{DeclaredPass, PassHooks};
+use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
 use ipuc_ir::{Context, Diagnostic, Location, OpId, OperationState, Type, Value};
 
 /// Which part of an encoder layer to cut out.
@@ -481,12 +481,14 @@ ipuc_ir::declare_pass! {
 }
 
 impl DeclaredPass for ExtractBlock {
-    fn create(o: &ExtractBlockOptions, _hooks: &PassHooks) -> Result<Self, String> {
+    fn create(o: &ExtractBlockOptions, _hooks: &PassHooks) -> Result<Self, PassCreateError> {
         if o.block.is_empty() {
-            return Err("extract-block needs a block, e.g. extract-block{block=mlp:3}".into());
+            return Err(PassCreateError::Refused(
+                "extract-block needs a block, e.g. extract-block{block=mlp:3}".into(),
+            ));
         }
         Ok(ExtractBlock {
-            spec: o.block.parse()?,
+            spec: o.block.parse().map_err(PassCreateError::Refused)?,
         })
     }
     fn run(

@@ -18,7 +18,7 @@ use ipuc_dialects::nn;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
 use ipuc_ir::attributes::{AttrKind, DenseElements, Dictionary};
-use ipuc_ir::pass::{DeclaredPass, PassHooks};
+use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
 use ipuc_ir::{Attribute, Context, Diagnostic, FloatKind, OpId};
 
 use super::codegen::emit_gemm;
@@ -170,8 +170,8 @@ fn matmuls(ctx: &Context, func_op: OpId) -> Vec<OpId> {
 }
 
 impl DeclaredPass for PlanGemms {
-    fn create(options: &PlanOptions, _hooks: &PassHooks) -> Result<Self, String> {
-        machine(&options.machine)?;
+    fn create(options: &PlanOptions, _hooks: &PassHooks) -> Result<Self, PassCreateError> {
+        machine(&options.machine).map_err(PassCreateError::Refused)?;
         Ok(PlanGemms(options.machine.clone()))
     }
 
@@ -200,7 +200,7 @@ fn constant_values(value: &Attribute) -> Result<Vec<f64>, String> {
             let blob = resource
                 .blob()
                 .ok_or_else(|| format!("resource '{}' has no data", resource.name()))?;
-            DenseElements::new(ty.clone(), blob.data.clone(), false)?
+            DenseElements::new(ty.clone(), blob.data.clone(), false).map_err(|e| e.to_string())?
         }
         _ => return Err(format!("{value} is not a tensor constant")),
     };
@@ -290,8 +290,8 @@ fn lowerable(ctx: &Context, f: OpId) -> Result<(OpId, Vec<f64>), Diagnostic> {
 }
 
 impl DeclaredPass for LowerToIpu {
-    fn create(options: &LowerOptions, _hooks: &PassHooks) -> Result<Self, String> {
-        machine(&options.machine)?;
+    fn create(options: &LowerOptions, _hooks: &PassHooks) -> Result<Self, PassCreateError> {
+        machine(&options.machine).map_err(PassCreateError::Refused)?;
         Ok(LowerToIpu(options.machine.clone()))
     }
 

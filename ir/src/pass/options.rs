@@ -94,6 +94,10 @@ pub enum PassCreateError {
         /// What it should have been.
         error: OptionValueError,
     },
+    /// The pass refused its options as a whole (a missing option, or one
+    /// that names something unknown); the text says what to write.
+    #[error("{0}")]
+    Refused(String),
 }
 
 fn did_you_mean(suggestions: &[&str]) -> String {
