@@ -60,7 +60,7 @@ pub fn dialect() -> Dialect {
             .regions(Some(1))
             .default_dialect("func")
             .verifier(verify_func)
-            .assembly(print_func, parse_func))
+            .custom_assembly_format(print_func, parse_func))
         .op(OpDefinition::new(RETURN)
             .summary("Returns from a function")
             .traits(Traits::TERMINATOR | Traits::RETURN_LIKE | Traits::PURE)
@@ -71,7 +71,7 @@ pub fn dialect() -> Dialect {
             }])
             .results(&[])
             .verifier(verify_return)
-            .assembly(print_return, parse_return))
+            .custom_assembly_format(print_return, parse_return))
         .op(OpDefinition::new(CALL)
             .summary("Calls a function by symbol")
             .attribute(CALLEE)
@@ -81,7 +81,7 @@ pub fn dialect() -> Dialect {
                 arity: Arity::Variadic,
             }])
             .verifier(verify_call)
-            .assembly(print_call, parse_call))
+            .custom_assembly_format(print_call, parse_call))
 }
 
 /// The signature of a `func.func`.

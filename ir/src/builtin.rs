@@ -52,7 +52,7 @@ pub fn dialect() -> Dialect {
         .results(&[])
         .regions(Some(1))
         .verifier(verify_module)
-        .assembly(print_module, parse_module))
+        .custom_assembly_format(print_module, parse_module))
     .op(OpDefinition::new(UNREALIZED_CONVERSION_CAST)
         .summary("A cast between types that a partial conversion left behind")
         .traits(Traits::PURE)
@@ -66,7 +66,7 @@ pub fn dialect() -> Dialect {
             constraint: TypeConstraint::ANY,
             arity: Arity::Variadic,
         }])
-        .assembly(print_cast, parse_cast))
+        .custom_assembly_format(print_cast, parse_cast))
 }
 
 fn verify_module(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {

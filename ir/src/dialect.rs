@@ -326,8 +326,10 @@ impl OpDefinition {
         self.canonicalize = Some(f);
         self
     }
-    /// Sets the custom assembly format.
-    pub fn assembly(mut self, print: PrintFn, parse: ParseFn) -> Self {
+    /// Sets a hand-written custom assembly format (MLIR's
+    /// `hasCustomAssemblyFormat`): the op's printer and parser. Not to be
+    /// confused with IPU assembly text, which the `ipu` dialect prints.
+    pub fn custom_assembly_format(mut self, print: PrintFn, parse: ParseFn) -> Self {
         self.print = Some(print);
         self.parse = Some(parse);
         self
@@ -362,7 +364,7 @@ impl OpDefinition {
                 op: self.name,
                 source,
                 offset: 0,
-                message: "the op has both print/parse hooks (`assembly`) and a declarative format; keep one".into(),
+                message: "the op has both print/parse hooks (`custom_assembly_format`) and a declarative format; keep one".into(),
             });
         }
         self.assembly_format = Some(Arc::new(AssemblyFormat::compile(self, source)?));

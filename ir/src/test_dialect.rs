@@ -307,7 +307,7 @@ fn binary_op(name: &'static str, summary: &'static str, c: TypeConstraint) -> Op
         .traits(Traits::PURE)
         .operands(&[one("lhs", c), one("rhs", c)])
         .results(&[one("result", c)])
-        .assembly(print_binary, parse_binary)
+        .custom_assembly_format(print_binary, parse_binary)
 }
 
 /// Builds a `test.constant` for a folded value.

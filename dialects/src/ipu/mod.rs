@@ -38,8 +38,8 @@
 //!   `.space`, `.stack` and friends (attribute `name` without the dot, and
 //!   `args`). Mode switches are the section's `kind`, not directives.
 
-mod assembly;
 pub mod build;
+mod custom_format;
 pub mod operand;
 
 use ipuc_ir::attributes::{AttrKind, Attribute};
@@ -252,7 +252,10 @@ pub fn dialect() -> Dialect {
         .results(&[])
         .regions(Some(1))
         .verifier(verify_executable)
-        .assembly(assembly::print_executable, assembly::parse_executable))
+        .custom_assembly_format(
+            custom_format::print_executable,
+            custom_format::parse_executable,
+        ))
     .op(OpDefinition::new(TENSOR)
         .summary("A host-visible tensor and where its pieces live")
         .traits(Traits::SYMBOL)
@@ -264,7 +267,7 @@ pub fn dialect() -> Dialect {
         .operands(&[])
         .results(&[])
         .verifier(verify_tensor)
-        .assembly(assembly::print_tensor, assembly::parse_tensor))
+        .custom_assembly_format(custom_format::print_tensor, custom_format::parse_tensor))
     .op(OpDefinition::new(TILE)
         .summary("One tile's program")
         .traits(container | Traits::ISOLATED_FROM_ABOVE)
@@ -274,7 +277,7 @@ pub fn dialect() -> Dialect {
         .results(&[])
         .regions(Some(1))
         .verifier(verify_tile)
-        .assembly(assembly::print_tile, assembly::parse_tile))
+        .custom_assembly_format(custom_format::print_tile, custom_format::parse_tile))
     .op(OpDefinition::new(SECTION)
         .summary("A section of a tile program, run by one kind of context")
         .traits(container)
@@ -285,7 +288,7 @@ pub fn dialect() -> Dialect {
         .results(&[])
         .regions(Some(1))
         .verifier(verify_section)
-        .assembly(assembly::print_section, assembly::parse_section))
+        .custom_assembly_format(custom_format::print_section, custom_format::parse_section))
     .op(OpDefinition::new(LABEL)
         .summary("A code or data label")
         .traits(Traits::SYMBOL)
@@ -293,7 +296,7 @@ pub fn dialect() -> Dialect {
         .operands(&[])
         .results(&[])
         .verifier(verify_label)
-        .assembly(assembly::print_label, assembly::parse_label))
+        .custom_assembly_format(custom_format::print_label, custom_format::parse_label))
     .op(OpDefinition::new(INST)
         .summary("One tile instruction: mnemonic and structured operands")
         .attribute(MNEMONIC)
@@ -301,7 +304,7 @@ pub fn dialect() -> Dialect {
         .operands(&[])
         .results(&[])
         .verifier(verify_inst)
-        .assembly(assembly::print_inst, assembly::parse_inst))
+        .custom_assembly_format(custom_format::print_inst, custom_format::parse_inst))
     .op(OpDefinition::new(BUNDLE)
         .summary("A main and an auxiliary instruction issued together")
         .traits(container)
@@ -309,7 +312,7 @@ pub fn dialect() -> Dialect {
         .results(&[])
         .regions(Some(1))
         .verifier(verify_bundle)
-        .assembly(assembly::print_bundle, assembly::parse_bundle))
+        .custom_assembly_format(custom_format::print_bundle, custom_format::parse_bundle))
     .op(OpDefinition::new(DIRECTIVE)
         .summary("An assembler directive (.globl, .type, .size, .align, data, ...)")
         .attribute(DIRECTIVE_NAME)
@@ -317,7 +320,10 @@ pub fn dialect() -> Dialect {
         .operands(&[])
         .results(&[])
         .verifier(verify_directive)
-        .assembly(assembly::print_directive, assembly::parse_directive));
+        .custom_assembly_format(
+            custom_format::print_directive,
+            custom_format::parse_directive,
+        ));
     // Checked as written (their spelling is already canonical).
     d.attributes = vec![
         SymbolDef {

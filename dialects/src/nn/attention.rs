@@ -20,7 +20,7 @@ use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::assembly::STANDARD_FORMAT;
+use super::custom_format::STANDARD_FORMAT;
 use super::support::shape_err;
 use super::support::{
     attr_i64, broadcasts_to, f32_attr, f32_attribute, i64_attr, make_state, one, op_wrapper,

@@ -124,7 +124,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .operands(&[])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
-        .assembly(print_constant, parse_constant))
+        .custom_assembly_format(print_constant, parse_constant))
 }
 
 op_wrapper!(

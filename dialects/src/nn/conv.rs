@@ -8,7 +8,7 @@ use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::assembly::STANDARD_FORMAT;
+use super::custom_format::STANDARD_FORMAT;
 use super::support::shape_err;
 use super::support::{
     attr_i64, attr_i64_list, contraction, i64_array_attr, i64_attr, make_state, one, op_wrapper,

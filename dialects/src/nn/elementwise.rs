@@ -17,7 +17,7 @@ use ipuc_ir::{
     Value,
 };
 
-use super::assembly::STANDARD_FORMAT;
+use super::custom_format::STANDARD_FORMAT;
 use super::elements::{
     broadcast_source, dense_data, floats, fold_target, from_floats, from_ints, ints, strides,
 };

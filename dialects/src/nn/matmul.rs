@@ -13,7 +13,7 @@ use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::assembly::STANDARD_FORMAT;
+use super::custom_format::STANDARD_FORMAT;
 use super::support::{
     attr_f32, attr_i64, broadcast_shapes, broadcasts_to, contraction, f32_attr, f32_attribute,
     i64_attr, make_state, one, op_wrapper, optional, ranked, shape_str, tensor, value_types,

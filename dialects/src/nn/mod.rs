@@ -10,7 +10,7 @@
 //! - a verifier that compares the declared result types with the inferred
 //!   ones and reports the first problem precisely,
 //! - the custom assembly `operands attr-dict : operand-types -> result-types`
-//!   (declarative, `assembly::STANDARD_FORMAT`, but for `nn.split`)
+//!   (declarative, `custom_format::STANDARD_FORMAT`, but for `nn.split`)
 //!   (the generic form is accepted too),
 //! - a typed wrapper (`MatmulOp`, `BinaryOp`, ...) with accessors that apply
 //!   the ONNX defaults, and a `build` function returning an
@@ -34,10 +34,10 @@
 //! verify(&ctx, parsed.module).unwrap();
 //! ```
 
-mod assembly;
 pub mod attention;
 pub mod constant;
 pub mod conv;
+mod custom_format;
 pub mod elements;
 pub mod elementwise;
 pub mod matmul;

@@ -10,7 +10,7 @@ use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::assembly::STANDARD_FORMAT;
+use super::custom_format::STANDARD_FORMAT;
 use super::support::shape_err;
 use super::support::{
     attr_f32, attr_i64, attr_str, broadcasts_to, f32_attr, f32_attribute, i64_attr, make_state,

@@ -16,7 +16,7 @@ use ipuc_ir::{
     Value,
 };
 
-use super::assembly::{parse_standard, print_standard, STANDARD_FORMAT};
+use super::custom_format::{parse_standard, print_standard, STANDARD_FORMAT};
 use super::elements::{
     broadcast_source, dense_data, fold_target, from_element_bytes, rearrange, strides, unravel,
 };
@@ -802,8 +802,8 @@ pub(crate) fn register(d: Dialect) -> Dialect {
             .verifier(super::verify_op)
             .folder(fold_split)
             .implement::<dyn ViewLike>(Box::new(View))
-            // Results print as function results, `(T, U)`; see `assembly`.
-            .assembly(print_standard, parse_standard))
+            // Results print as function results, `(T, U)`; see `custom_format`.
+            .custom_assembly_format(print_standard, parse_standard))
         .op(unary(
             SLICE,
             "Strided slice with ONNX clamping (starts, ends, axes, steps)",

@@ -463,7 +463,7 @@ fn registration_reports_a_bad_format() {
     assert!(r.op_def("t.op").is_none(), "nothing is registered");
     let both = def()
         .assembly_format(OK)
-        .assembly(super::print_op, super::parse_op);
+        .custom_assembly_format(super::print_op, super::parse_op);
     let e = r.try_register(dialect_with(both)).unwrap_err();
     assert!(e.message.contains("both print/parse hooks"), "{e}");
 }

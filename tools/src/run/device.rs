@@ -1,4 +1,5 @@
-//! The devices `ipu-run` can run on.
+//! The kinds of device `ipu-run` can run on (`--device`); not to be confused
+//! with the runtime's `Device` trait, which a loaded device implements.
 
 use ipuc_ir::{Context, OpId};
 use ipuc_runtime::reference::interpreter::{self, RunStats};
@@ -7,30 +8,32 @@ use ipuc_runtime::reference::HostTensor;
 /// Why a model cannot run on the simulator directly.
 pub const SIM_NEEDS_EXECUTABLE: &str = "device 'sim' runs executables: compile the program to the ipu dialect and save it with `ipu-opt --emit=exe -o prog.ipuexe`, then run `ipu-run prog.ipuexe`";
 
-/// A device a model runs on.
+/// A kind of device a model runs on, as `--device` names it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Device {
+pub enum DeviceKind {
     /// The host reference executor (the `nn` interpreter).
     Reference,
     /// The IPU simulator: runs executables built by `ipu-opt --emit=exe`.
     Sim,
 }
 
-impl Device {
+impl DeviceKind {
     /// Every device, by name.
-    pub const ALL: [(&'static str, Device); 2] =
-        [("reference", Device::Reference), ("sim", Device::Sim)];
+    pub const ALL: [(&'static str, DeviceKind); 2] = [
+        ("reference", DeviceKind::Reference),
+        ("sim", DeviceKind::Sim),
+    ];
 
     /// The device called `name`.
-    pub fn parse(name: &str) -> Result<Device, String> {
-        Device::ALL
+    pub fn parse(name: &str) -> Result<DeviceKind, String> {
+        DeviceKind::ALL
             .iter()
             .find(|(n, _)| *n == name)
             .map(|&(_, d)| d)
             .ok_or_else(|| {
                 format!(
                     "unknown device '{name}' (known devices: {})",
-                    Device::ALL.map(|(n, _)| n).join(", ")
+                    DeviceKind::ALL.map(|(n, _)| n).join(", ")
                 )
             })
     }
@@ -38,8 +41,8 @@ impl Device {
     /// The device's name.
     pub fn name(self) -> &'static str {
         match self {
-            Device::Reference => "reference",
-            Device::Sim => "sim",
+            DeviceKind::Reference => "reference",
+            DeviceKind::Sim => "sim",
         }
     }
 
@@ -51,11 +54,11 @@ impl Device {
         inputs: &[HostTensor],
     ) -> Result<(Vec<HostTensor>, RunStats), String> {
         match self {
-            Device::Reference => {
+            DeviceKind::Reference => {
                 interpreter::run_function_with_stats(ctx, func, inputs).map_err(|e| e.to_string())
             }
             // `ipu-run` checks this before loading the model; kept for callers of the library.
-            Device::Sim => Err(SIM_NEEDS_EXECUTABLE.into()),
+            DeviceKind::Sim => Err(SIM_NEEDS_EXECUTABLE.into()),
         }
     }
 }
@@ -66,10 +69,10 @@ mod tests {
 
     #[test]
     fn unknown_devices_list_the_known_ones() {
-        assert_eq!(Device::parse("reference"), Ok(Device::Reference));
-        assert_eq!(Device::parse("sim"), Ok(Device::Sim));
+        assert_eq!(DeviceKind::parse("reference"), Ok(DeviceKind::Reference));
+        assert_eq!(DeviceKind::parse("sim"), Ok(DeviceKind::Sim));
         assert_eq!(
-            Device::parse("gpu").unwrap_err(),
+            DeviceKind::parse("gpu").unwrap_err(),
             "unknown device 'gpu' (known devices: reference, sim)"
         );
     }

@@ -20,7 +20,7 @@ use clap::Parser;
 pub use crate::import::parse_input_shape;
 pub use cli::{RunArgs, WeightsArg};
 pub use compare::{compare, Metrics, Tolerance};
-pub use device::Device;
+pub use device::DeviceKind;
 pub use report::{OutputReport, ProfileSummary, Report, SuperstepSummary};
 
 use data::{DataSet, Named};
@@ -70,14 +70,13 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
         return Err("--atol and --rtol must be non-negative".into());
     }
     let is_exe = executable::is_executable(&args.model);
-    let device =
-        Device::parse(
-            args.device
-                .as_deref()
-                .unwrap_or(if is_exe { "sim" } else { "reference" }),
-        )?;
+    let device = DeviceKind::parse(args.device.as_deref().unwrap_or(if is_exe {
+        "sim"
+    } else {
+        "reference"
+    }))?;
     match (is_exe, device) {
-        (true, Device::Sim) => return executable::run(args, tolerance),
+        (true, DeviceKind::Sim) => return executable::run(args, tolerance),
         (true, d) => {
             return Err(format!(
                 "{} is an executable: it runs on device 'sim', not '{}'",
@@ -85,8 +84,8 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
                 d.name()
             ))
         }
-        (false, Device::Sim) => return Err(device::SIM_NEEDS_EXECUTABLE.into()),
-        (false, Device::Reference) => {}
+        (false, DeviceKind::Sim) => return Err(device::SIM_NEEDS_EXECUTABLE.into()),
+        (false, DeviceKind::Reference) => {}
     }
     let started = Instant::now();
     let loaded = model::load(args)?;

@@ -1,5 +1,7 @@
-//! Custom assembly formats of the `ipu` ops (see the module docs of
-//! [`super`] for an example). Every printer falls back to the generic form
+//! Custom assembly formats of the `ipu` ops: their MLIR custom syntax in
+//! `.mlir` text (see the module docs of [`super`] for an example). The IPU
+//! assembly text the ops stand for is printed elsewhere (backend-ipu's
+//! `emit::asm_view`, through `ipuc_ipu_arch::printer`). Every printer falls back to the generic form
 //! when the op's attributes are not in the shape its format needs, so any
 //! op prints in a form that reads back.
 
