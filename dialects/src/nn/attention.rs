@@ -23,8 +23,9 @@ use ipuc_ir::{
 use super::custom_format::STANDARD_FORMAT;
 use super::support::shape_err;
 use super::support::{
-    attr_i64, broadcasts_to, f32_attr, f32_attribute, i64_attr, make_state, one, op_wrapper,
-    optional, ranked, shape_str, static_product, tensor, value_types, InferResult, TENSOR,
+    attr_i64, broadcasts_to, check_acc_type, f32_attr, f32_attribute, i64_attr, make_state, one,
+    op_wrapper, optional, ranked, shape_str, static_product, tensor, value_types, InferResult,
+    ACC_TYPE_ATTR, TENSOR,
 };
 
 /// `nn.attention`.
@@ -131,8 +132,12 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
     }
     let t = value_types(ctx, ctx.operands(op));
     Some(
-        infer_attention(&t[0], &t[1], &t[2], t.get(3), attr_i64(ctx, op, "heads", 0))
-            .map(|ty| vec![ty]),
+        infer_attention(&t[0], &t[1], &t[2], t.get(3), attr_i64(ctx, op, "heads", 0)).and_then(
+            |ty| {
+                check_acc_type(ctx, op, &t[0])?;
+                Ok(vec![ty])
+            },
+        ),
     )
 }
 
@@ -211,6 +216,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .traits(Traits::PURE)
         .attribute(i64_attr("heads", false))
         .attribute(f32_attr("scale", true))
+        .attribute(ACC_TYPE_ATTR)
         .operands(&[
             one("query", TENSOR),
             one("key", TENSOR),

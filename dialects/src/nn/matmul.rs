@@ -4,7 +4,11 @@
 //! b[N]`, the fusion target of matmul + bias).
 //!
 //! Float operands may differ in format (f16 activations times f8E4M3FNUZ
-//! weights); the result takes the element type of the first operand.
+//! weights); the result takes the element type of the first operand. An
+//! 8-bit float right operand of `nn.matmul` or `nn.linear` may carry a
+//! per-tensor power-of-two scale, `rhs_scale = s`: it stands for its
+//! elements times `2^s` (the FP8 tensor scale of the IPU and of
+//! `convert-precision`).
 
 use ipuc_ir::dialect::{OpDefinition, Traits};
 use ipuc_ir::interfaces::{Contraction, ContractionShape, OpSignature};
@@ -27,6 +31,28 @@ pub const MATMUL: &str = "nn.matmul";
 pub const GEMM: &str = "nn.gemm";
 /// `nn.linear`.
 pub const LINEAR: &str = "nn.linear";
+
+/// The FP8 tensor scale attribute of `nn.matmul` and `nn.linear`.
+pub const RHS_SCALE: &str = "rhs_scale";
+
+/// The power-of-two scale exponent of `op`'s right operand (0 without
+/// `rhs_scale`).
+pub fn rhs_scale(ctx: &Context, op: OpId) -> i64 {
+    attr_i64(ctx, op, RHS_SCALE, 0)
+}
+
+/// `rhs_scale` is only meaningful on 8-bit float weights.
+fn check_rhs_scale(ctx: &Context, op: OpId, rhs: &Type) -> InferResult<()> {
+    if ctx.attr(op, RHS_SCALE).is_none() {
+        return Ok(());
+    }
+    match rhs.element_type().and_then(|e| e.float_kind()) {
+        Some(k) if k.bit_width() == 8 => Ok(()),
+        _ => Err(ShapeError::Invalid(format!(
+            "'{RHS_SCALE}' scales 8-bit float weights, but the right operand is '{rhs}'"
+        ))),
+    }
+}
 
 /// Checks that two element types may be contracted together: both floats
 /// (any formats) or the same integer type.
@@ -315,13 +341,17 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
         LINEAR => infer_linear(&t[0], &t[1], t.get(2)),
         _ => return None,
     };
-    Some(r.map(|ty| vec![ty]))
+    Some(r.and_then(|ty| {
+        check_rhs_scale(ctx, op, &t[1])?;
+        Ok(vec![ty])
+    }))
 }
 
 pub(crate) fn register(d: Dialect) -> Dialect {
     d.op(OpDefinition::new(MATMUL)
         .summary("Matrix product with numpy semantics (batched, broadcast batch dimensions)")
         .traits(Traits::PURE)
+        .attribute(i64_attr(RHS_SCALE, true))
         .operands(&[one("lhs", TENSOR), one("rhs", TENSOR)])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
@@ -342,6 +372,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .op(OpDefinition::new(LINEAR)
             .summary("Dense layer: x[..., K] * w[K, N] + b[N]")
             .traits(Traits::PURE)
+            .attribute(i64_attr(RHS_SCALE, true))
             .operands(&[
                 one("input", TENSOR),
                 one("weight", TENSOR),

@@ -58,7 +58,8 @@ pub use norm::*;
 pub use reduce::*;
 pub use shape::*;
 pub use support::{
-    broadcast_shapes, broadcasts_to, normalize_axes, normalize_axis, InferResult, ShapeError,
+    accumulator_type, broadcast_shapes, broadcasts_to, normalize_axes, normalize_axis, InferResult,
+    ShapeError, ACC_TYPE,
 };
 
 /// The dialect namespace.

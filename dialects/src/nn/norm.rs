@@ -13,9 +13,9 @@ use ipuc_ir::{
 use super::custom_format::STANDARD_FORMAT;
 use super::support::shape_err;
 use super::support::{
-    attr_f32, attr_i64, attr_str, broadcasts_to, f32_attr, f32_attribute, i64_attr, make_state,
-    normalize_axis, one, op_wrapper, optional, ranked, reduction_extent, shape_str, string_attr,
-    value_types, InferResult, TENSOR,
+    attr_f32, attr_i64, attr_str, broadcasts_to, check_acc_type, f32_attr, f32_attribute, i64_attr,
+    make_state, normalize_axis, one, op_wrapper, optional, ranked, reduction_extent, shape_str,
+    string_attr, value_types, InferResult, ACC_TYPE_ATTR, TENSOR,
 };
 
 /// `nn.softmax`.
@@ -127,7 +127,10 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
             .and_then(|_| infer_gelu(&t[0])),
         _ => return None,
     };
-    Some(r.map(|ty| vec![ty]))
+    Some(r.and_then(|ty| {
+        check_acc_type(ctx, op, &t[0])?;
+        Ok(vec![ty])
+    }))
 }
 
 /// `nn.softmax` reduces each row along `axis` twice (the maximum, then the
@@ -195,6 +198,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .summary("Softmax along 'axis' (default -1)")
         .traits(Traits::PURE | Traits::SAME_OPERANDS_AND_RESULT_TYPE)
         .attribute(i64_attr("axis", true))
+        .attribute(ACC_TYPE_ATTR)
         .operands(&[one("operand", TENSOR)])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
@@ -205,6 +209,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .traits(Traits::PURE)
         .attribute(i64_attr("axis", true))
         .attribute(f32_attr("epsilon", true))
+        .attribute(ACC_TYPE_ATTR)
         .operands(&[one("input", TENSOR), one("scale", TENSOR), optional("bias", TENSOR)])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)

@@ -169,6 +169,42 @@ pub(crate) const fn type_attr(name: &'static str, optional: bool) -> AttrDecl {
     }
 }
 
+/// `acc_type`: the type in which an op accumulates its reductions
+/// (LayerNorm statistics, softmax sums) when its element type is too narrow
+/// for them; absent, it accumulates in its element type.
+pub const ACC_TYPE: &str = "acc_type";
+
+/// The optional `acc_type` declaration.
+pub(crate) const ACC_TYPE_ATTR: AttrDecl = type_attr(ACC_TYPE, true);
+
+/// The `acc_type` that `op` states, if any.
+pub fn accumulator_type(ctx: &Context, op: OpId) -> Option<Type> {
+    ctx.attr(op, ACC_TYPE).and_then(|a| a.as_type()).cloned()
+}
+
+/// Checks `op`'s `acc_type` against its input type `x`: a float type at
+/// least as wide as the input's elements.
+pub(crate) fn check_acc_type(ctx: &Context, op: OpId, x: &Type) -> InferResult<()> {
+    let Some(acc) = accumulator_type(ctx, op) else {
+        return Ok(());
+    };
+    let (Some(a), Some(e)) = (
+        acc.float_kind(),
+        x.element_type().and_then(|e| e.float_kind()),
+    ) else {
+        return Err(ShapeError::Invalid(format!(
+            "'{ACC_TYPE}' must be a float type for a float input, but is '{acc}'"
+        )));
+    };
+    if a.bit_width() < e.bit_width() {
+        return Err(ShapeError::Invalid(format!(
+            "'{ACC_TYPE}' {acc} is narrower than the input's element type {}",
+            e.keyword()
+        )));
+    }
+    Ok(())
+}
+
 /// Any ranked tensor.
 pub(crate) const TENSOR: TypeConstraint = TypeConstraint::RANKED_TENSOR;
 /// A ranked tensor of integers.

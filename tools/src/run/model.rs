@@ -60,6 +60,13 @@ pub fn load(args: &RunArgs) -> Result<LoadedModel, String> {
             &ipuc_passes::extract::extract_pipeline(block),
         )?;
     }
+    if let Some(precision) = &args.precision {
+        run_pipeline(
+            &mut ctx,
+            root,
+            &format!("builtin.module(func.func(convert-precision{{precision={precision}}}))"),
+        )?;
+    }
     Ok(LoadedModel { ctx, root })
 }
 

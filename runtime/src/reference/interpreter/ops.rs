@@ -73,6 +73,25 @@ fn scalar(kind: ipuc_ir::numeric::ElementKind, value: f64) -> HostTensor {
     HostTensor::new(kind, vec![], data.into())
 }
 
+/// The right operand of a contraction with its FP8 tensor scale
+/// (`rhs_scale = s`: the elements stand for `code * 2^s`) applied, in f32,
+/// where FP8 codes times a power of two are exact.
+fn scaled_rhs<'t>(
+    ctx: &Context,
+    op: OpId,
+    rhs: &'t HostTensor,
+) -> Result<std::borrow::Cow<'t, HostTensor>, OpError> {
+    if ctx.attr(op, nn::RHS_SCALE).is_none() {
+        return Ok(std::borrow::Cow::Borrowed(rhs));
+    }
+    let f32 = ipuc_ir::numeric::ElementKind::F32;
+    let factor = scalar(f32, 2f64.powi(nn::rhs_scale(ctx, op) as i32));
+    Ok(std::borrow::Cow::Owned(k::mul(
+        &k::cast(rhs, f32, false),
+        &factor,
+    )?))
+}
+
 /// Runs `op` on `args` (its operand values, in order).
 pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult {
     let name = ctx.name_str(op);
@@ -142,7 +161,7 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
             let to = tensor_kind(ctx.value_type(ctx.result(op, 0)))?;
             one(k::cast(args[0], to, cast.saturate(ctx)))
         }
-        nn::MATMUL => one(k::matmul(args[0], args[1])?),
+        nn::MATMUL => one(k::matmul(args[0], &*scaled_rhs(ctx, op, args[1])?)?),
         nn::GEMM => {
             let p = GemmOp(op).params(ctx);
             let params = k::GemmParams {
@@ -153,7 +172,11 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
             };
             one(k::gemm(args[0], args[1], args.get(2).copied(), params)?)
         }
-        nn::LINEAR => one(k::linear(args[0], args[1], args.get(2).copied())?),
+        nn::LINEAR => one(k::linear(
+            args[0],
+            &*scaled_rhs(ctx, op, args[1])?,
+            args.get(2).copied(),
+        )?),
         nn::CONV2D => {
             let p = Conv2dOp(op).params(ctx);
             let params = k::Conv2dParams {

@@ -1,0 +1,92 @@
+// convert-precision rewrites an nn function to fp16 or fp8; the reference
+// executor runs the converted IR as it is, so its numbers are the
+// precision's, not f32's.
+
+// RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision))' | filecheck %s --check-prefix=FP16
+// RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=fp16 keep-interface=false}))' | filecheck %s --check-prefix=SIG
+// RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=fp8}))' | filecheck %s --check-prefix=FP8
+// RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=fp8}))' -o %t.fp8.mlir
+// RUN: ipu-run %t.fp8.mlir --function quantized_weights --print-outputs | filecheck %s --check-prefix=RUN8
+// RUN: ipu-run %s --function quantized_weights --precision fp16 --print-outputs | filecheck %s --check-prefix=RUN16
+// RUN: not ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=bf16}))' 2>&1 | filecheck %s --check-prefix=BAD
+// RUN: ipu-opt %S/Inputs/precision-attributes-invalid.mlir --split-input-file --verify-diagnostics
+// RUN: ipu-opt --list-passes | filecheck %s --check-prefix=LIST
+
+// An encoder-like function: the interface stays f32 (cast at entry and
+// return), every constant and value becomes f16, and the ops whose row
+// reductions need it (LayerNorm, softmax, attention) state an f32
+// accumulator; the linear does not (its accumulator is the target's).
+// FP16-LABEL: func.func @block(%arg0: tensor<2x4xf32>) -> tensor<2x4xf32>
+// FP16-NEXT: %[[X:.*]] = nn.cast %arg0 {to = f16} : tensor<2x4xf32> -> tensor<2x4xf16>
+// FP16-NEXT: %[[G:.*]] = nn.constant dense<1.000000e+00> : tensor<4xf16>
+// FP16-NEXT: %[[W:.*]] = nn.constant dense<{{\[\[}}5.000000e-01, -2.500000e-01, 1.250000e-01, 1.000000e+00]
+// FP16-SAME: tensor<4x4xf16>
+// FP16-NEXT: %[[LN:.*]] = nn.layer_normalization %[[X]], %[[G]] {acc_type = f32, axis = -1 : i64, epsilon = 1.000000e-06 : f32} : tensor<2x4xf16>, tensor<4xf16> -> tensor<2x4xf16>
+// FP16-NEXT: %[[L:.*]] = nn.linear %[[LN]], %[[W]] : tensor<2x4xf16>, tensor<4x4xf16> -> tensor<2x4xf16>
+// FP16-NEXT: %[[S:.*]] = nn.softmax %[[L]] {acc_type = f32, axis = -1 : i64} : tensor<2x4xf16> -> tensor<2x4xf16>
+// FP16-NEXT: %[[C:.*]] = nn.cast %[[S]] {to = f32} : tensor<2x4xf16> -> tensor<2x4xf32>
+// FP16-NEXT: return %[[C]] : tensor<2x4xf32>
+func.func @block(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %g = nn.constant dense<1.0> : tensor<4xf32>
+  %w = nn.constant dense<[[0.5, -0.25, 0.125, 1.0], [1.0, 0.5, 0.25, 0.125], [0.0, 1.0, 0.0, 1.0], [0.5, 0.5, 0.5, 0.5]]> : tensor<4x4xf32>
+  %0 = nn.layer_normalization %x, %g {axis = -1 : i64, epsilon = 1.0e-06 : f32} : tensor<2x4xf32>, tensor<4xf32> -> tensor<2x4xf32>
+  %1 = nn.linear %0, %w : tensor<2x4xf32>, tensor<4x4xf32> -> tensor<2x4xf32>
+  %2 = nn.softmax %1 {axis = -1 : i64} : tensor<2x4xf32> -> tensor<2x4xf32>
+  return %2 : tensor<2x4xf32>
+}
+
+// Attention accumulates its softmax in f32 too; a cast to f32 in the model
+// (the exporter's no-op casts) becomes a cast to f16 and disappears, and
+// integer tensors (the gather indices) stay as they are.
+// FP16-LABEL: func.func @attention(
+// FP16: nn.attention {{.*}}acc_type = f32
+// FP16-NOT: nn.cast {{.*}} -> tensor<1x2x4xf32>
+// FP16: nn.gather {{.*}} : tensor<1x2x4xf16>, tensor<1xi64> -> tensor<1x1x4xf16>
+func.func @attention(%q: tensor<1x2x4xf32>) -> tensor<1x1x4xf32> {
+  %0 = nn.attention %q, %q, %q {heads = 2 : i64} : tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32> -> tensor<1x2x4xf32>
+  %1 = nn.cast %0 {to = f32} : tensor<1x2x4xf32> -> tensor<1x2x4xf32>
+  %i = nn.constant dense<[1]> : tensor<1xi64>
+  %2 = nn.gather %1, %i {axis = 1 : i64} : tensor<1x2x4xf32>, tensor<1xi64> -> tensor<1x1x4xf32>
+  return %2 : tensor<1x1x4xf32>
+}
+
+// keep-interface=false converts the signature instead of casting.
+// SIG-LABEL: func.func @block(%arg0: tensor<2x4xf16>) -> tensor<2x4xf16>
+// SIG-NOT: nn.cast
+// SIG: return %{{.*}} : tensor<2x4xf16>
+
+// fp8: the linear's constant weights become f8E4M3FNUZ codes with the
+// smallest power-of-two scale that keeps max |w| = 1.0 within 240:
+// 2^-7 (1.0 * 2^7 = 128), recorded as rhs_scale. Activations stay f16.
+// FP8-LABEL: func.func @block(
+// FP8: %[[Q:.*]] = nn.constant dense<{{\[\[}}6.400000e+01, -3.200000e+01, 1.600000e+01, 1.280000e+02]{{.*}} : tensor<4x4xf8E4M3FNUZ>
+// FP8-NEXT: nn.linear %{{.*}}, %[[Q]] {rhs_scale = -7 : i64} : tensor<2x4xf16>, tensor<4x4xf8E4M3FNUZ> -> tensor<2x4xf16>
+
+// A product of two activations has no weights to quantize.
+// FP8-LABEL: func.func @activations(
+// FP8: nn.matmul %{{.*}}, %{{.*}} : tensor<2x4xf16>, tensor<4x2xf16> -> tensor<2x2xf16>
+func.func @activations(%a: tensor<2x4xf32>, %b: tensor<4x2xf32>) -> tensor<2x2xf32> {
+  %0 = nn.matmul %a, %b : tensor<2x4xf32>, tensor<4x2xf32> -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// The reference executor applies the scale: x = [1, 2] times w = [0.3, 1.0]
+// is 2.3 in f32, but 0.3 is the FP8 code 40 at scale 2^-7 (0.3125: the
+// codes between 32 and 64 are 4 apart), so the fp8 result is 2.3125. In
+// fp16 (0.30004883) it rounds to 2.3008 (f16 steps of 2^-9 near 2.3).
+// FP8-LABEL: func.func @quantized_weights(
+// FP8: nn.constant dense<{{\[\[}}4.000000e+01], [1.280000e+02]]> : tensor<2x1xf8E4M3FNUZ>
+// FP8: nn.matmul {{.*}} {rhs_scale = -7 : i64}
+// RUN8: output_0 = [2.3125]
+// RUN16: output_0 = [2.3008]
+func.func @quantized_weights() -> tensor<1x1xf32> {
+  %x = nn.constant dense<[[1.0, 2.0]]> : tensor<1x2xf32>
+  %w = nn.constant dense<[[0.3], [1.0]]> : tensor<2x1xf32>
+  %0 = nn.matmul %x, %w : tensor<1x2xf32>, tensor<2x1xf32> -> tensor<1x1xf32>
+  return %0 : tensor<1x1xf32>
+}
+
+// BAD: unknown precision 'bf16' (precisions: fp16, fp8)
+// LIST: --convert-precision
+// LIST-NEXT: precision=<string>
+// LIST-NEXT: keep-interface=<bool>

@@ -1,0 +1,440 @@
+//! `convert-precision`: rewrites an `nn` function from f32 (or f64) to the
+//! precision a target runs it in, so that the reference executor and the
+//! backend run the same converted IR and their comparison isolates the
+//! lowering from the precision change.
+//!
+//! - `precision=fp16`: every f32/f64 tensor becomes f16: constants are
+//!   rounded (weights into new resources), casts to f32 cast to f16, and
+//!   every other op's result types are inferred again from its converted
+//!   operands. Ops whose row reductions need a wider accumulator than f16
+//!   state it with `acc_type = f32`: LayerNorm (mean and variance), softmax
+//!   (its sum) and attention (its softmax). Contractions carry no
+//!   `acc_type`: their accumulator is the target's choice (the IPU's AMP
+//!   accumulates f16 products in f32 inside a block either way).
+//! - `precision=fp8`: as fp16, and the 2-D constant right operands of
+//!   `nn.linear` and `nn.matmul` (the weights) become `f8E4M3FNUZ` (the
+//!   IPU's F143) codes with a per-tensor power-of-two scale chosen from the
+//!   weights' range: the smallest `s` with `max|w| * 2^-s <= 240` (the
+//!   format's largest finite value), so the largest weight uses the top of
+//!   the range and nothing saturates. The contraction records the scale as
+//!   `rhs_scale = s`: its right operand stands for `code * 2^s`. Activations
+//!   stay f16; whether they are cast to FP8 for the AMP is the backend's
+//!   choice.
+//!
+//! With `keep-interface=true` (the default) the function keeps its f32
+//! arguments and results, converted by `nn.cast` at its entry and return,
+//! so the converted model runs on the same inputs and compares with the
+//! same outputs as the original; `keep-interface=false` converts the
+//! signature too.
+//!
+//! Run it after `eqsat-fuse`: the fused ops are the ones that carry
+//! `acc_type`, and the e-graph does not keep attributes it does not know.
+
+use std::sync::Arc;
+
+use ipuc_dialects::func;
+use ipuc_dialects::nn::{self, elements, CastOp};
+use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
+use ipuc_ir::attributes::{AttrKind, ResourceBlob};
+use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
+use ipuc_ir::types::FloatKind;
+use ipuc_ir::{Attribute, Context, Diagnostic, OpId, Type, Value};
+
+/// The precision to convert to.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Precision {
+    /// f16 weights and activations.
+    Fp16,
+    /// f8E4M3FNUZ weights with power-of-two scales, f16 activations.
+    Fp8,
+}
+
+impl Precision {
+    /// Every precision, as options list them.
+    pub const ALL: [Precision; 2] = [Precision::Fp16, Precision::Fp8];
+
+    /// The option value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Fp16 => "fp16",
+            Precision::Fp8 => "fp8",
+        }
+    }
+
+    /// Parses an option value.
+    pub fn parse(s: &str) -> Result<Precision, String> {
+        Precision::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("unknown precision '{s}' (precisions: fp16, fp8)"))
+    }
+}
+
+pub use nn::{ACC_TYPE, RHS_SCALE};
+
+/// The largest finite `f8E4M3FNUZ` value.
+const F8_MAX: f64 = 240.0;
+
+/// Constants up to this many elements stay inline `dense<...>`; larger ones
+/// (weights) go to resources, as the importer does.
+const INLINE_ELEMENTS: u64 = 64;
+
+/// The FP8 scale exponent of a tensor whose largest magnitude is
+/// `max_abs`: the smallest `s` with `max_abs * 2^-s <= 240` (0 for a zero
+/// tensor).
+pub fn fp8_scale(max_abs: f64) -> i32 {
+    if max_abs == 0.0 || !max_abs.is_finite() {
+        return 0;
+    }
+    let mut s = (max_abs / F8_MAX).log2().ceil() as i32;
+    // log2 may be off by one ulp at exact powers of two.
+    while max_abs * 2f64.powi(-s) > F8_MAX {
+        s += 1;
+    }
+    while max_abs * 2f64.powi(-(s - 1)) <= F8_MAX {
+        s -= 1;
+    }
+    s
+}
+
+/// Whether element type `e` is converted: f32 or f64.
+fn is_wide_element(e: &Type) -> bool {
+    matches!(e.float_kind(), Some(FloatKind::F32 | FloatKind::F64))
+}
+
+/// Whether values of type `t` are converted: tensors of f32 or f64.
+fn is_wide(t: &Type) -> bool {
+    t.element_type().is_some_and(is_wide_element)
+}
+
+/// `t` with element type `e`.
+fn with_element(t: &Type, e: Type) -> Type {
+    Type::tensor(t.shape().expect("a ranked tensor"), e)
+}
+
+/// The pass.
+#[derive(Clone)]
+pub struct ConvertPrecision {
+    precision: Precision,
+    keep_interface: bool,
+}
+
+ipuc_ir::declare_pass! {
+    ConvertPrecision => "convert-precision" {
+        summary: "Convert an nn function to fp16 (f16 everywhere, f32 accumulation in LayerNorm, softmax and attention) or fp8 (f8E4M3FNUZ weights with power-of-two scales, f16 activations)",
+        anchor: "func.func",
+        options ConvertPrecisionOptions {
+            /// fp16 or fp8
+            precision: String = "fp16".to_string() => "precision",
+            /// Keep f32 arguments and results, converted by nn.cast at entry and return
+            keep_interface: bool = true => "keep-interface",
+        }
+        statistics ConvertPrecisionStatistics {
+            /// Constants converted to f16
+            constants: u64 => "num-f16-constants",
+            /// Weights converted to FP8 with a scale
+            fp8_weights: u64 => "num-fp8-weights",
+            /// Ops given an f32 accumulator
+            accumulators: u64 => "num-f32-accumulators",
+        }
+    }
+}
+
+impl DeclaredPass for ConvertPrecision {
+    fn create(o: &ConvertPrecisionOptions, _hooks: &PassHooks) -> Result<Self, PassCreateError> {
+        Ok(ConvertPrecision {
+            precision: Precision::parse(&o.precision).map_err(PassCreateError::Refused)?,
+            keep_interface: o.keep_interface,
+        })
+    }
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        _am: &mut AnalysisManager,
+        stats: &mut ConvertPrecisionStatistics,
+    ) -> Result<PreservedAnalyses, Diagnostic> {
+        let Some(body) = func::entry_block(ctx, op) else {
+            return Ok(PreservedAnalyses::all());
+        };
+        let (inputs, results) = func::function_type(ctx, op).expect("a verified function");
+        let half = Type::f16();
+        // Arguments: cast at entry (in argument order), or retyped.
+        let mut last_cast: Option<OpId> = None;
+        for arg in ctx.block_args(body).to_vec() {
+            let ty = ctx.value_type(arg).clone();
+            if !is_wide(&ty) {
+                continue;
+            }
+            if self.keep_interface {
+                let loc = ctx
+                    .value_loc(arg)
+                    .cloned()
+                    .unwrap_or_else(|| ctx.loc(op).clone());
+                let cast = ctx.create_op(CastOp::build(ctx, arg, &half, true, loc)?);
+                match last_cast {
+                    Some(prev) => ctx.insert_op_after(prev, cast),
+                    None => ctx.prepend_op(body, cast),
+                }
+                last_cast = Some(cast);
+                let converted = ctx.result(cast, 0);
+                ctx.replace_uses_if(arg, converted, |_, u| u.op != cast);
+            } else {
+                ctx.set_value_type(arg, with_element(&ty, half.clone()));
+            }
+        }
+        if self.precision == Precision::Fp8 {
+            for o in ctx.block_ops_vec(body) {
+                if quantize_weight(ctx, o)? {
+                    stats.fp8_weights += 1;
+                }
+            }
+        }
+        for o in ctx.block_ops_vec(body) {
+            let name = ctx.name_str(o);
+            if name == nn::CONSTANT {
+                if convert_constant(ctx, o)? {
+                    stats.constants += 1;
+                }
+                continue;
+            }
+            if name == func::RETURN {
+                if self.keep_interface {
+                    restore_results(ctx, o, &results)?;
+                }
+                continue;
+            }
+            if name == nn::CAST && is_wide_element(&CastOp(o).to(ctx)) {
+                ctx.set_attr(o, "to", Attribute::type_attr(half.clone()));
+                let input = CastOp(o).operand(ctx);
+                if ctx.value_type(input).element_type() == Some(&half) {
+                    // Now a cast from f16 to f16: gone.
+                    let result = ctx.result(o, 0);
+                    ctx.replace_all_uses(result, input);
+                    ctx.erase_op(o);
+                    continue;
+                }
+            }
+            reinfer(ctx, o)?;
+            if [nn::LAYER_NORMALIZATION, nn::SOFTMAX, nn::ATTENTION].contains(&ctx.name_str(o)) {
+                ctx.set_attr(o, ACC_TYPE, Attribute::type_attr(Type::f32()));
+                stats.accumulators += 1;
+            }
+        }
+        if !self.keep_interface {
+            let args: Vec<Type> = ctx
+                .block_args(body)
+                .iter()
+                .map(|&a| ctx.value_type(a).clone())
+                .collect();
+            let ret = ctx
+                .terminator(body)
+                .expect("a function body ends in a return");
+            let res: Vec<Type> = ctx
+                .operands(ret)
+                .iter()
+                .map(|&v| ctx.value_type(v).clone())
+                .collect();
+            debug_assert_eq!(args.len(), inputs.len());
+            ctx.set_attr(
+                op,
+                "function_type",
+                Attribute::type_attr(Type::function(args, res)),
+            );
+        }
+        Ok(PreservedAnalyses::none())
+    }
+}
+
+/// Sets `op`'s result types to what its (converted) operands imply.
+fn reinfer(ctx: &mut Context, op: OpId) -> Result<(), Diagnostic> {
+    let types = match nn::infer_result_types(ctx, op) {
+        Some(Ok(t)) => t,
+        Some(Err(msg)) => {
+            return Err(Diagnostic::op_error(
+                ctx,
+                op,
+                format!("cannot be converted to the new precision: {msg}"),
+            ))
+        }
+        None => {
+            // Not an nn op: only ops without float tensors pass through.
+            let touches_float = ctx.operands(op).iter().chain(ctx.results(op)).any(|&v| {
+                ctx.value_type(v)
+                    .element_type()
+                    .is_some_and(|e| e.is_float())
+            });
+            if touches_float {
+                return Err(Diagnostic::op_error(
+                    ctx,
+                    op,
+                    "convert-precision converts nn ops only; this op's float tensors cannot be retyped",
+                ));
+            }
+            return Ok(());
+        }
+    };
+    for (r, t) in ctx.results(op).to_vec().into_iter().zip(types) {
+        ctx.set_value_type(r, t);
+    }
+    Ok(())
+}
+
+/// Casts the returned values back to the function's declared result types.
+fn restore_results(ctx: &mut Context, ret: OpId, results: &[Type]) -> Result<(), Diagnostic> {
+    for (i, v) in ctx.operands(ret).to_vec().into_iter().enumerate() {
+        let want = &results[i];
+        if ctx.value_type(v) == want {
+            continue;
+        }
+        let to = want.element_type().expect("a tensor result").clone();
+        let loc = ctx.loc(ret).clone();
+        let cast = ctx.create_op(CastOp::build(ctx, v, &to, true, loc)?);
+        ctx.insert_op_before(ret, cast);
+        let converted = ctx.result(cast, 0);
+        ctx.set_operand(ret, i, converted);
+    }
+    Ok(())
+}
+
+/// The attribute of `value` rounded to element type `element`, or `None` if
+/// it is not a float constant whose data is available.
+fn rounded(
+    ctx: &Context,
+    value: &Attribute,
+    values: &[f64],
+    element: Type,
+    hint: &str,
+) -> Option<Attribute> {
+    let ty = with_element(value.ty()?, element);
+    let is_resource = matches!(value.kind(), AttrKind::DenseResource { .. });
+    if !is_resource || ty.num_elements()? <= INLINE_ELEMENTS {
+        return elements::from_floats(&ty, values);
+    }
+    let kind = ty.element_type()?.float_kind()?;
+    let mut bytes = Vec::with_capacity(values.len() * (kind.bit_width() / 8) as usize);
+    for &v in values {
+        ipuc_ir::float_format::push_bytes(kind, v, &mut bytes);
+    }
+    let blob = ResourceBlob {
+        alignment: (kind.bit_width() / 8).max(1),
+        data: Arc::from(bytes),
+    };
+    let resource = ctx.resources().insert_unique(hint, blob);
+    Some(Attribute::new(AttrKind::DenseResource { resource, ty }))
+}
+
+/// The float values of a constant op's value and a name hint for a new
+/// resource holding its converted data.
+fn constant_values(ctx: &Context, op: OpId) -> Result<(Attribute, Vec<f64>, String), Diagnostic> {
+    let value = ctx
+        .attr(op, "value")
+        .cloned()
+        .expect("a verified nn.constant");
+    let hint = match value.kind() {
+        AttrKind::DenseResource { resource, .. } => resource.name().to_string(),
+        _ => "converted".to_string(),
+    };
+    let data = elements::dense_data(&value).ok_or_else(|| {
+        Diagnostic::op_error(
+            ctx,
+            op,
+            "has no data to convert (its dense_resource blob is missing)",
+        )
+    })?;
+    let values = elements::floats(&data).expect("a float constant");
+    Ok((value, values, hint))
+}
+
+/// Rounds an f32/f64 constant to f16; `false` if it is not one.
+fn convert_constant(ctx: &mut Context, op: OpId) -> Result<bool, Diagnostic> {
+    let result = ctx.result(op, 0);
+    if !is_wide(ctx.value_type(result)) {
+        return Ok(false);
+    }
+    let (value, values, hint) = constant_values(ctx, op)?;
+    let converted = rounded(ctx, &value, &values, Type::f16(), &format!("{hint}_f16"))
+        .expect("f16 holds any float tensor");
+    let ty = converted.ty().expect("typed").clone();
+    ctx.set_attr(op, "value", converted);
+    ctx.set_value_type(result, ty);
+    Ok(true)
+}
+
+/// Replaces the constant 2-D right operand of an `nn.linear` or `nn.matmul`
+/// by FP8 codes with a power-of-two scale; `false` if `op` has none.
+fn quantize_weight(ctx: &mut Context, op: OpId) -> Result<bool, Diagnostic> {
+    if ![nn::LINEAR, nn::MATMUL].contains(&ctx.name_str(op)) {
+        return Ok(false);
+    }
+    let w: Value = ctx.operand(op, 1);
+    let Some(c) = ctx
+        .defining_op(w)
+        .filter(|&d| ctx.name_str(d) == nn::CONSTANT)
+    else {
+        return Ok(false);
+    };
+    let ty = ctx.value_type(w).clone();
+    if !is_wide(&ty) || ty.shape().map_or(0, |s| s.len()) != 2 {
+        return Ok(false);
+    }
+    let (value, values, hint) = constant_values(ctx, c)?;
+    let max_abs = values.iter().fold(0f64, |m, v| m.max(v.abs()));
+    if !max_abs.is_finite() {
+        return Err(Diagnostic::op_error(
+            ctx,
+            c,
+            "holds a NaN or infinite weight, which no FP8 scale represents",
+        ));
+    }
+    let scale = fp8_scale(max_abs);
+    let factor = 2f64.powi(-scale);
+    let scaled: Vec<f64> = values.iter().map(|v| v * factor).collect();
+    let codes = rounded(
+        ctx,
+        &value,
+        &scaled,
+        Type::float(FloatKind::F8E4M3FNUZ),
+        &format!("{hint}_f8"),
+    )
+    .expect("FP8 holds the scaled weights");
+    let loc = ctx.loc(c).clone();
+    let state = nn::ConstantOp::build(ctx, codes, loc)?;
+    let q = ctx.create_op(state);
+    ctx.insert_op_before(op, q);
+    let qv = ctx.result(q, 0);
+    ctx.set_operand(op, 1, qv);
+    ctx.set_attr(op, RHS_SCALE, Attribute::i64(i64::from(scale)));
+    if ctx.use_empty(w) {
+        ctx.erase_op(c);
+    }
+    tracing::debug!("convert-precision: FP8 weight {hint}: max |w| {max_abs:e}, scale 2^{scale}");
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fp8_scale_uses_the_top_of_the_range() {
+        assert_eq!(fp8_scale(240.0), 0);
+        assert_eq!(fp8_scale(240.1), 1);
+        assert_eq!(fp8_scale(120.0), -1);
+        assert_eq!(fp8_scale(0.1), -11); // 0.1 * 2^11 = 204.8
+        assert_eq!(fp8_scale(0.0), 0);
+        for m in [1e-3, 0.02, 0.5, 3.0, 1e4] {
+            let s = fp8_scale(m);
+            assert!(
+                m * 2f64.powi(-s) <= 240.0 && m * 2f64.powi(-s) > 120.0,
+                "{m}: {s}"
+            );
+        }
+    }
+
+    #[test]
+    fn parses_precisions() {
+        assert_eq!(Precision::parse("fp8").unwrap(), Precision::Fp8);
+        assert!(Precision::parse("bf16").unwrap_err().contains("fp16, fp8"));
+    }
+}
