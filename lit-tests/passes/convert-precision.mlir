@@ -5,6 +5,7 @@
 // RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision))' | filecheck %s --check-prefix=FP16
 // RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=fp16 keep-interface=false}))' | filecheck %s --check-prefix=SIG
 // RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=fp8}))' | filecheck %s --check-prefix=FP8
+// RUN: ipu-opt %s --precision fp8 | filecheck %s --check-prefix=FP8
 // RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=fp8}))' -o %t.fp8.mlir
 // RUN: ipu-run %t.fp8.mlir --function quantized_weights --print-outputs | filecheck %s --check-prefix=RUN8
 // RUN: ipu-run %s --function quantized_weights --precision fp16 --print-outputs | filecheck %s --check-prefix=RUN16

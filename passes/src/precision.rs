@@ -112,6 +112,12 @@ fn with_element(t: &Type, e: Type) -> Type {
     Type::tensor(t.shape().expect("a ranked tensor"), e)
 }
 
+/// The pipeline of the tools' `--precision P`: the conversion of every
+/// function of the module.
+pub fn precision_pipeline(precision: &str) -> String {
+    format!("builtin.module(func.func(convert-precision{{precision={precision}}}))")
+}
+
 /// The pass.
 #[derive(Clone)]
 pub struct ConvertPrecision {

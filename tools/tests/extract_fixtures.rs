@@ -10,7 +10,9 @@
 //! by `eqsat-fuse` first, as `--extract` does, and unfused) then runs on
 //! that input and must give that output.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 
 use ipuc_dialects::func;
 use ipuc_frontends::onnx::import::{import_file, ImportOptions};
@@ -23,16 +25,6 @@ use ipuc_passes::extract::extract_pipeline;
 use ipuc_runtime::reference::interpreter::run_function;
 use ipuc_runtime::reference::HostTensor;
 use ipuc_tools::run::{compare, Tolerance};
-
-fn fixture() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/models/siglip-small");
-    if dir.exists() {
-        Some(dir)
-    } else {
-        ipuc_test_support::missing("siglip-small", &format!("{} not found", dir.display()));
-        None
-    }
-}
 
 fn import(dir: &Path) -> (Context, OpId) {
     let mut ctx = Context::new(ipuc_tools::registry::dialects());
@@ -113,7 +105,9 @@ fn run_extracted(dir: &Path, pipeline: &str, expected_name: &str, x: &HostTensor
 }
 
 fn check(block: &str, function_name: &str, input_of: &str, output_of: &str) {
-    let Some(dir) = fixture() else { return };
+    let Some(dir) = common::fixture_dir("siglip-small") else {
+        return;
+    };
     let (x, y) = intermediates(&dir, input_of, output_of);
     // A block that passed its input through would fail: the block moves it.
     let moved = compare(

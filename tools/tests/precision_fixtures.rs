@@ -5,18 +5,10 @@
 //! --precision`) and the fused one (`eqsat-fuse`, then the conversion, as
 //! the lowering sees it) are measured.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn fixture() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/models/siglip-small");
-    if dir.exists() {
-        Some(dir)
-    } else {
-        ipuc_test_support::missing("siglip-small", &format!("{} not found", dir.display()));
-        None
-    }
-}
+use std::path::Path;
+use std::process::Command;
 
 /// `(output name, rel L2, cosine)` of `ipu-run MODEL --input ... --json ARGS`.
 fn accuracy(model: &Path, dir: &Path, args: &[&str]) -> Vec<(String, f64, f64)> {
@@ -65,7 +57,9 @@ fn check(what: &str, outputs: &[(String, f64, f64)], max_rel_l2: f64, min_cosine
 
 #[test]
 fn fp16_and_fp8_accuracy_on_siglip_small() {
-    let Some(dir) = fixture() else { return };
+    let Some(dir) = common::fixture_dir("siglip-small") else {
+        return;
+    };
     let model = dir.join("model.onnx");
     let f32_run = accuracy(&model, &dir, &[]);
     let fp16 = accuracy(&model, &dir, &["--precision", "fp16"]);

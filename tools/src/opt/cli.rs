@@ -44,6 +44,8 @@ pub struct OptArgs {
     pub emit: Emit,
     /// `--extract KIND:N`: fuse, then cut one encoder block out before the pipeline.
     pub extract: Option<String>,
+    /// `--precision fp16|fp8`: convert-precision after `--extract`, before the pipeline.
+    pub precision: Option<String>,
     /// `--weights`, `--seed` and `--input-shape` for ONNX input.
     pub onnx: crate::import::OnnxFlags,
 }
@@ -117,6 +119,13 @@ fn command(tool: &'static str, registry: &PassRegistry) -> Command {
                         .map(|b| b.to_string())
                 })
                 .help("Before the pipeline, fuse the model (eqsat-fuse, canonicalize) and replace its function by one block of encoder layer N, found through the ONNX node scopes in op locations: mlp:N (LayerNorm, MLP, residual add), attention:N (LayerNorm, attention, residual add) or layer:N. Without fusing: --extract-block=block=KIND:N"),
+        )
+        .arg(
+            Arg::new("precision")
+                .long("precision")
+                .value_name("fp16|fp8")
+                .value_parser(["fp16", "fp8"])
+                .help("Before the pipeline (after --extract), convert every function with convert-precision: fp16 (f16 values, f32 accumulation in LayerNorm, softmax and attention) or fp8 (f8E4M3FNUZ weights with power-of-two scales, f16 activations)"),
         )
         .arg(flag(
             "upstream",
@@ -382,6 +391,7 @@ pub fn parse(
         run_reproducer: b("run-reproducer"),
         upstream: b("upstream"),
         extract: s("extract"),
+        precision: s("precision"),
         emit: match s("emit").as_deref() {
             Some("asm") => Emit::Asm,
             Some("exe") => Emit::Exe,

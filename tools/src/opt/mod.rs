@@ -315,9 +315,16 @@ fn process_chunk(
     }
     let mut pm = PassManager::new(options.clone());
     let invalid = |msg: String| vec![Diagnostic::error(ipuc_ir::Location::unknown(), msg)];
-    if let Some(block) = &a.extract {
-        let p = ipuc_passes::extract::extract_pipeline(block);
-        let elems = parse_pipeline(&p).map_err(|(_, msg)| invalid(format!("--extract: {msg}")))?;
+    let before = [
+        a.extract
+            .as_deref()
+            .map(ipuc_passes::extract::extract_pipeline),
+        a.precision
+            .as_deref()
+            .map(ipuc_passes::precision::precision_pipeline),
+    ];
+    for p in before.into_iter().flatten() {
+        let elems = parse_pipeline(&p).map_err(|(_, msg)| invalid(format!("{p}: {msg}")))?;
         pm.add_pipeline(&tool.passes, &elems)
             .map_err(|e| invalid(pipeline_error_text(&e)))?;
     }

@@ -64,7 +64,7 @@ pub fn load(args: &RunArgs) -> Result<LoadedModel, String> {
         run_pipeline(
             &mut ctx,
             root,
-            &format!("builtin.module(func.func(convert-precision{{precision={precision}}}))"),
+            &ipuc_passes::precision::precision_pipeline(precision),
         )?;
     }
     Ok(LoadedModel { ctx, root })

@@ -1,5 +1,8 @@
 //! Helpers shared by the fixture tests.
 
+// Each test binary compiles this module and uses a part of it.
+#![allow(dead_code)]
+
 use std::path::PathBuf;
 use std::process::Output;
 
