@@ -11,6 +11,7 @@
 // RUN: ipu-run %s --function quantized_weights --precision fp16 --print-outputs | filecheck %s --check-prefix=RUN16
 // RUN: not ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=bf16}))' 2>&1 | filecheck %s --check-prefix=BAD
 // RUN: ipu-opt %S/Inputs/precision-attributes-invalid.mlir --split-input-file --verify-diagnostics
+// RUN: not ipu-opt %S/Inputs/precision-unknown-op.mlir --precision fp16 2>&1 | filecheck %s --check-prefix=OPAQUE
 // RUN: ipu-opt --list-passes | filecheck %s --check-prefix=LIST
 
 // An encoder-like function: the interface stays f32 (cast at entry and
@@ -87,6 +88,7 @@ func.func @quantized_weights() -> tensor<1x1xf32> {
   return %0 : tensor<1x1xf32>
 }
 
+// OPAQUE: precision-unknown-op.mlir:4:8: error: 'test.opaque' op convert-precision converts nn ops only; this op's float tensors cannot be retyped
 // BAD: unknown precision 'bf16' (precisions: fp16, fp8)
 // LIST: --convert-precision
 // LIST-NEXT: precision=<string>

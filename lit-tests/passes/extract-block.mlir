@@ -13,6 +13,9 @@
 // RUN: not ipu-opt %S/Inputs/two-layer-encoder.mlir --extract-block=block=mlp:2 2>&1 | filecheck %s --check-prefix=RANGE
 // RUN: not ipu-run %S/Inputs/two-layer-encoder.mlir --extract attention:7 2>&1 | filecheck %s --check-prefix=RANGE
 // RUN: not ipu-opt %s --extract-block=block=mlp:0 2>&1 | filecheck %s --check-prefix=NOSCOPE
+// RUN: not ipu-opt %S/Inputs/post-norm-layer.mlir --extract-block=block=mlp:0 2>&1 | filecheck %s --check-prefix=NONORM
+// RUN: not ipu-opt %S/Inputs/post-norm-layer.mlir --extract-block=block=attention:0 2>&1 | filecheck %s --check-prefix=NOSCOPE-ATTN
+// RUN: ipu-opt %S/Inputs/post-norm-layer.mlir --extract-block=block=layer:0 | filecheck %s --check-prefix=POSTNORM-LAYER
 // RUN: not ipu-opt %S/Inputs/straddling-layers.mlir --extract-block=block=layer:1 2>&1 | filecheck %s --check-prefix=STRADDLE
 
 // The MLP of layer 1: its LayerNorm, fc1, GELU, fc2 and the residual add of
@@ -70,6 +73,11 @@
 // SYNTAX: block 'mlp' must be KIND:LAYER, e.g. mlp:3 (kinds: mlp, attention, layer)
 // RANGE: two-layer-encoder.mlir:5:1: error: cannot extract {{.*}}: layer {{[27]}} is out of range, the model has 2 encoder layers (0..=1)
 // NOSCOPE: error: cannot extract mlp:0: no op location names an encoder layer
+// A residual block needs its LayerNorm; the whole layer needs none.
+// NONORM: error: cannot extract mlp:0: the 'mlp' scope of layer 0 is not fed by a LayerNormalization of that layer
+// NOSCOPE-ATTN: error: cannot extract attention:0: layer 0 has no op in a 'self_attn' scope (its scopes: mlp)
+// POSTNORM-LAYER-LABEL: func.func @layer0(%arg0: tensor<2x4xf32>) -> tensor<2x4xf32>
+// POSTNORM-LAYER: nn.add %arg0,
 // STRADDLE: '/model/encoder/layers.0/Add_1': error: 'nn.add' op cannot extract layer:1: this op belongs to layers 0 and 1 at once
 
 // A function without ONNX node scopes in its locations.
