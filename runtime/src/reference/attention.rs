@@ -7,7 +7,7 @@
 //!
 //! on `q [batch, seq_q, heads·dh]`, `k [batch, seq_kv, heads·dh]` and
 //! `v [batch, seq_kv, heads·dv]`. Heads are strided views of the operands (no
-//! split or merge copies); the two products run on `matrixmultiply` with those
+//! split or merge copies); the two products run on `gemm` with those
 //! strides, one task per (batch, head) on rayon. Products compute in the domain
 //! of the query's kind (f32 for f32/f16/bf16/f8, f64 for f64); each softmax row
 //! is computed in f64 and rounded once to that domain; the result is rounded

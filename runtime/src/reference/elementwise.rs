@@ -5,6 +5,7 @@ use ipuc_ir::numeric::{storage, ElementKind};
 use rayon::prelude::*;
 
 use super::error::{KernelError, KernelResult};
+use super::fast_f32;
 use super::host_tensor::{HostTensor, Values, PARALLEL_THRESHOLD};
 use super::shape::{broadcast_indices, broadcast_shapes};
 
@@ -73,6 +74,11 @@ pub fn binary(op: BinaryOp, a: &HostTensor, b: &HostTensor) -> KernelResult<Host
         });
     }
     let shape = broadcast_shapes(name, &[&a.shape, &b.shape])?;
+    if a.kind == ElementKind::F32 && b.kind == ElementKind::F32 && !op.is_comparison() {
+        if let Some(t) = binary_f32(op, a, b, &shape) {
+            return Ok(t);
+        }
+    }
     let ia = broadcast_indices(&a.shape, &shape);
     let ib = broadcast_indices(&b.shape, &shape);
     let out_kind = if op.is_comparison() {
@@ -116,11 +122,76 @@ pub fn binary(op: BinaryOp, a: &HostTensor, b: &HostTensor) -> KernelResult<Host
     Ok(HostTensor::from_values(out_kind, shape, values))
 }
 
+/// The f32 fast path of [`binary`] (see [`fast_f32`]).
+fn binary_f32(op: BinaryOp, a: &HostTensor, b: &HostTensor, shape: &[usize]) -> Option<HostTensor> {
+    let (x, y) = (fast_f32::f32_elements(a), fast_f32::f32_elements(b));
+    // One monomorphic closure per common op, so their loops vectorise.
+    macro_rules! run {
+        ($f:expr) => {
+            fast_f32::broadcast_binary(&x, &a.shape, &y, &b.shape, shape, $f)
+        };
+    }
+    let values = match op {
+        BinaryOp::Add => run!(|p, q| p + q),
+        BinaryOp::Sub => run!(|p, q| p - q),
+        BinaryOp::Mul => run!(|p, q| p * q),
+        BinaryOp::Div => run!(|p, q| p / q),
+        _ => run!(|p, q| float_op(op, p, q)),
+    }?;
+    Some(fast_f32::f32_tensor(shape.to_vec(), &values))
+}
+
 fn as_f64(values: Values) -> Vec<f64> {
     match values {
         Values::F32(v) => v.into_iter().map(f64::from).collect(),
         Values::F64(v) => v,
         Values::Int(v) => v.into_iter().map(|x| x as f64).collect(),
+    }
+}
+
+/// One float operation, shared by the generic kernel and the f32 fast path
+/// (so both compute exactly the same values).
+fn float_op<T: Float>(op: BinaryOp, a: T, b: T) -> T {
+    match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => a * b,
+        BinaryOp::Div => a / b,
+        BinaryOp::Mod { fmod: true } => a % b,
+        BinaryOp::Mod { fmod: false } => {
+            // numpy's mod: the remainder takes the divisor's sign.
+            let r = a % b;
+            if r != T::zero() && (r < T::zero()) != (b < T::zero()) {
+                r + b
+            } else if r == T::zero() {
+                // Zero remainder carries the divisor's sign, as numpy does.
+                T::zero().copysign(b)
+            } else {
+                r
+            }
+        }
+        BinaryOp::Pow => a.powf(b),
+        BinaryOp::Max => {
+            if a.is_nan() || b.is_nan() {
+                T::nan()
+            } else if a >= b {
+                a
+            } else {
+                b
+            }
+        }
+        BinaryOp::Min => {
+            if a.is_nan() || b.is_nan() {
+                T::nan()
+            } else if a <= b {
+                a
+            } else {
+                b
+            }
+        }
+        BinaryOp::Equal => T::from_bool(a == b),
+        BinaryOp::Less => T::from_bool(a < b),
+        BinaryOp::Greater => T::from_bool(a > b),
     }
 }
 
@@ -136,49 +207,7 @@ fn float_binary<T>(
 where
     T: Float,
 {
-    let f = |a: T, b: T| -> T {
-        match op {
-            BinaryOp::Add => a + b,
-            BinaryOp::Sub => a - b,
-            BinaryOp::Mul => a * b,
-            BinaryOp::Div => a / b,
-            BinaryOp::Mod { fmod: true } => a % b,
-            BinaryOp::Mod { fmod: false } => {
-                // numpy's mod: the remainder takes the divisor's sign.
-                let r = a % b;
-                if r != T::zero() && (r < T::zero()) != (b < T::zero()) {
-                    r + b
-                } else if r == T::zero() {
-                    // Zero remainder carries the divisor's sign, as numpy does.
-                    T::zero().copysign(b)
-                } else {
-                    r
-                }
-            }
-            BinaryOp::Pow => a.powf(b),
-            BinaryOp::Max => {
-                if a.is_nan() || b.is_nan() {
-                    T::nan()
-                } else if a >= b {
-                    a
-                } else {
-                    b
-                }
-            }
-            BinaryOp::Min => {
-                if a.is_nan() || b.is_nan() {
-                    T::nan()
-                } else if a <= b {
-                    a
-                } else {
-                    b
-                }
-            }
-            BinaryOp::Equal => T::from_bool(a == b),
-            BinaryOp::Less => T::from_bool(a < b),
-            BinaryOp::Greater => T::from_bool(a > b),
-        }
-    };
+    let f = |a: T, b: T| float_op(op, a, b);
     let out: Vec<T> = if ia.len() >= PARALLEL_THRESHOLD {
         ia.par_iter()
             .zip(ib.par_iter())
@@ -413,6 +442,18 @@ pub fn unary(op: UnaryOp, x: &HostTensor) -> KernelResult<HostTensor> {
             }
         }
     };
+    if x.kind == ElementKind::F32 {
+        let v = fast_f32::f32_elements(x);
+        let out = match op {
+            // Exactly rounded in f32 already; skip the f64 detour.
+            UnaryOp::Neg => fast_f32::map(&v, |a| -a),
+            UnaryOp::Abs => fast_f32::map(&v, f32::abs),
+            UnaryOp::Sqrt => fast_f32::map(&v, f32::sqrt),
+            UnaryOp::Reciprocal => fast_f32::map(&v, |a| 1.0 / a),
+            _ => fast_f32::map(&v, |a| f(f64::from(a)) as f32),
+        };
+        return Ok(fast_f32::f32_tensor(x.shape.clone(), &out));
+    }
     let values = match x.values() {
         Values::F32(v) => {
             let g = |a: &f32| -> f32 {

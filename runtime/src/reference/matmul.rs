@@ -5,9 +5,9 @@
 //! Float operands may differ in format (f16 activations times f8 weights): the
 //! product computes in the domain of the first operand's kind and takes its kind.
 //!
-//! f32 and f64 products run on `matrixmultiply`'s blocked kernels (arbitrary
-//! strides, so transposes cost nothing), parallel over batches and row blocks with
-//! rayon. Integer products are exact (i128 accumulation, wrapping on store).
+//! f32 and f64 products run on `gemm`'s blocked kernels (arbitrary strides, so
+//! transposes cost nothing; AVX-512 or AVX2/FMA as the CPU has), one product on
+//! all threads, batches of products one per thread. Integer products are exact (i128 accumulation, wrapping on store).
 
 use ipuc_ir::numeric::ElementKind;
 use rayon::prelude::*;
@@ -41,77 +41,68 @@ impl Product {
     }
 }
 
-/// Rows per parallel task: a few tasks per thread for balance, but never thin
-/// slivers (a GEMM kernel needs tall blocks to reach its speed) and no parallelism
-/// at all for small products.
-fn row_block(p: &Product) -> usize {
-    let work = p.m * p.k * p.n;
-    if work < 1 << 20 {
-        return p.m.max(1);
+/// Products below this many multiply-adds run on the calling thread: the
+/// GEMM's own threading costs more than it saves there, and batched products
+/// (attention heads, convolution groups) are already spread over threads.
+const PARALLEL_MACS: usize = 1 << 22;
+
+/// The threading of one product: the whole rayon pool for large ones.
+fn parallelism(p: &Product) -> gemm::Parallelism {
+    let threads = rayon::current_num_threads();
+    if threads > 1 && p.m * p.k * p.n >= PARALLEL_MACS && rayon::current_thread_index().is_none() {
+        gemm::Parallelism::Rayon(threads)
+    } else {
+        gemm::Parallelism::None
     }
-    p.m.div_ceil(2 * rayon::current_num_threads())
-        .max(64)
-        .min(p.m.max(1))
 }
 
-pub(super) fn product_f32(p: Product, a: &[f32], b: &[f32], c: &mut [f32]) {
-    let block = row_block(&p);
-    c.par_chunks_mut(block * p.n.max(1))
-        .enumerate()
-        .for_each(|(i, c_block)| {
-            let rows = c_block.len() / p.n.max(1);
-            let row0 = i * block;
-            if rows == 0 || p.n == 0 {
+/// `C = A · B` on `gemm`'s kernels (AVX-512 where the CPU has it, chosen at
+/// run time), which take arbitrary strides, so transposed operands cost
+/// nothing. Only products issued from outside a rayon task use the pool:
+/// inside one (batched heads, groups) they already run in parallel.
+macro_rules! product {
+    ($name:ident, $t:ty) => {
+        pub(super) fn $name(p: Product, a: &[$t], b: &[$t], c: &mut [$t]) {
+            if p.m == 0 || p.n == 0 {
                 return;
             }
-            // SAFETY: the pointers and strides describe in-bounds views: A rows
-            // row0..row0+rows of an m×k matrix, all of the k×n B, and a dense
-            // rows×n block of C that this task owns exclusively.
+            if p.k == 0 {
+                c.fill(0.0);
+                return;
+            }
+            assert!(c.len() >= p.m * p.n, "C holds the m x n result");
+            // SAFETY: the strides describe in-bounds views of `a` (m x k),
+            // `b` (k x n) and the dense row-major m x n `c`, which the call
+            // writes without reading (`read_dst` false).
             unsafe {
-                matrixmultiply::sgemm(
-                    rows,
-                    p.k,
+                gemm::gemm(
+                    p.m,
                     p.n,
-                    1.0,
-                    a.as_ptr().offset(row0 as isize * p.a_strides.0),
-                    p.a_strides.0,
-                    p.a_strides.1,
-                    b.as_ptr(),
-                    p.b_strides.0,
-                    p.b_strides.1,
-                    0.0,
-                    c_block.as_mut_ptr(),
-                    p.n as isize,
+                    p.k,
+                    c.as_mut_ptr(),
                     1,
+                    p.n as isize,
+                    false,
+                    a.as_ptr(),
+                    p.a_strides.1,
+                    p.a_strides.0,
+                    b.as_ptr(),
+                    p.b_strides.1,
+                    p.b_strides.0,
+                    0.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    parallelism(&p),
                 );
             }
-        });
+        }
+    };
 }
 
-pub(super) fn product_f64(p: Product, a: &[f64], b: &[f64], c: &mut [f64]) {
-    if p.m == 0 || p.n == 0 {
-        return;
-    }
-    // SAFETY: as in `product_f32`, for the whole m×n result.
-    unsafe {
-        matrixmultiply::dgemm(
-            p.m,
-            p.k,
-            p.n,
-            1.0,
-            a.as_ptr(),
-            p.a_strides.0,
-            p.a_strides.1,
-            b.as_ptr(),
-            p.b_strides.0,
-            p.b_strides.1,
-            0.0,
-            c.as_mut_ptr(),
-            p.n as isize,
-            1,
-        );
-    }
-}
+product!(product_f32, f32);
+product!(product_f64, f64);
 
 fn product_int(p: Product, a: &[i128], b: &[i128], c: &mut [i128]) {
     let at =
@@ -133,7 +124,15 @@ fn batched(p: Product, a: &Values, b: &Values, ia: &[usize], ib: &[usize]) -> Va
     macro_rules! run {
         ($x:expr, $y:expr, $zero:expr, $f:ident, $wrap:path) => {{
             let mut out = vec![$zero; ia.len() * c_size];
-            if c_size > 0 {
+            if let ([i], [j]) = (ia, ib) {
+                // One product: issued from this thread, so it may use the pool.
+                $f(
+                    p,
+                    &$x[i * a_size..(i + 1) * a_size],
+                    &$y[j * b_size..(j + 1) * b_size],
+                    &mut out,
+                );
+            } else if c_size > 0 {
                 out.par_chunks_mut(c_size)
                     .zip(ia.par_iter().zip(ib.par_iter()))
                     .for_each(|(c, (&i, &j))| {

@@ -4,7 +4,7 @@
 //! attribute meanings) over [`HostTensor`]s. Floats compute in f32 (f16, bf16 and
 //! the 8-bit floats are stored exactly as their formats require, through
 //! [`ipuc_ir::numeric`]), f64 in f64, integers exactly. Large loops run on rayon;
-//! matrix products use `matrixmultiply`.
+//! matrix products use the `gemm` crate.
 //!
 //! The kernels are independent of the IR: the `nn` interpreter ([`interpreter`])
 //! maps ops onto them,
@@ -15,6 +15,7 @@ mod attention;
 mod conv;
 mod elementwise;
 mod error;
+mod fast_f32;
 mod host_tensor;
 pub mod interpreter;
 mod layout;

@@ -41,7 +41,7 @@ use ipuc_dialects::func;
 use ipuc_ir::diagnostics::location_prefix;
 use ipuc_ir::{Context, OpId, Value};
 
-pub use tensors::{describe, element_kind_of};
+pub use tensors::{describe, element_kind_of, matches_type};
 
 use super::HostTensor;
 use ops::OpError;

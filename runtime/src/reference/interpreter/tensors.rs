@@ -58,7 +58,7 @@ pub(crate) fn tensor_kind(ty: &Type) -> Result<ElementKind, String> {
 }
 
 /// Whether `t` has the kind and (where static) the shape of `ty`.
-pub(crate) fn matches_type(t: &HostTensor, ty: &Type) -> bool {
+pub fn matches_type(t: &HostTensor, ty: &Type) -> bool {
     let Some(shape) = ty.shape() else {
         return false;
     };
