@@ -294,7 +294,36 @@ fn errors_are_clear_and_exit_two() {
     let (code, _, err) = ipu_run(&[m, "--input", bad.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("input #1 of @main must be tensor<3x2xf32>, but is tensor<2x3xf32>"),
+        err.contains(
+            "data set bad: input #1 ('w') is tensor<2x3xf32>, but the function's parameter #1 \
+             is tensor<3x2xf32>"
+        ),
+        "{err}"
+    );
+
+    // An expected output of the wrong shape is refused before anything runs.
+    let wrong = tmp.path().join("wrong-output");
+    write_set(&wrong, 0.0, true);
+    write_tensor_pb(
+        &wrong.join("output_1.pb"),
+        "s",
+        &Tensor::from_f32(vec![3], &[0.0; 3]),
+    )
+    .unwrap();
+    let (code, _, err) = ipu_run(&[m, "--input", wrong.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(
+            "data set wrong-output: expected output #1 ('s') is tensor<3xf32>, but the \
+             function's result #1 is tensor<2xf32>"
+        ),
+        "{err}"
+    );
+    std::fs::remove_file(wrong.join("output_1.pb")).unwrap();
+    let (code, _, err) = ipu_run(&[m, "--input", wrong.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("holds 1 expected output(s), but the function returns 2"),
         "{err}"
     );
 

@@ -9,7 +9,7 @@ use ipuc_frontends::onnx::{read_test_data_set, write_tensor_pb, NamedTensor, Ten
 use ipuc_ir::location::LocKind;
 use ipuc_ir::numeric::ElementKind;
 use ipuc_ir::{Context, OpId};
-use ipuc_runtime::reference::interpreter::element_kind_of;
+use ipuc_runtime::reference::interpreter::{describe, element_kind_of, matches_type};
 use ipuc_runtime::reference::{HostTensor, Values};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -122,43 +122,110 @@ pub fn parameter_names(ctx: &Context, func: OpId) -> Vec<Option<String>> {
         .collect()
 }
 
-/// The function's inputs from `set`: by name when every stored input and
-/// every parameter is named (and the names agree), else by position.
-pub fn bind(ctx: &Context, func: OpId, set: &DataSet) -> Result<Vec<HostTensor>, String> {
+/// The function's inputs from `inputs` (the data set's, or those a bound
+/// ONNX model still takes): by name when every input and every parameter is
+/// named (and the names agree), else by position. Each is checked against its
+/// parameter's type, and `set`'s expected outputs against the results, before
+/// anything runs.
+pub fn bind(
+    ctx: &Context,
+    func: OpId,
+    set: &DataSet,
+    inputs: &[&Named],
+) -> Result<Vec<HostTensor>, String> {
     let params = parameter_names(ctx, func);
-    if params.len() != set.inputs.len() {
+    if params.len() != inputs.len() {
         return Err(format!(
             "data set {} holds {} input(s), but the function takes {}",
             set.name,
-            set.inputs.len(),
+            inputs.len(),
             params.len()
         ));
     }
-    let named = params.iter().all(Option::is_some) && set.inputs.iter().all(|t| !t.name.is_empty());
-    if !named {
-        return Ok(set.inputs.iter().map(|t| t.tensor.clone()).collect());
-    }
-    params
-        .iter()
-        .map(|p| {
-            let p = p.as_deref().expect("all parameters are named");
-            set.inputs
-                .iter()
-                .find(|t| t.name == p)
-                .map(|t| t.tensor.clone())
-                .ok_or_else(|| {
+    let named = params.iter().all(Option::is_some) && inputs.iter().all(|t| !t.name.is_empty());
+    let ordered: Vec<&Named> = if named {
+        params
+            .iter()
+            .map(|p| {
+                let p = p.as_deref().expect("all parameters are named");
+                inputs.iter().copied().find(|t| t.name == p).ok_or_else(|| {
                     format!(
                         "data set {} has no input named '{p}' (it has: {})",
                         set.name,
-                        set.inputs
+                        inputs
                             .iter()
                             .map(|t| t.name.as_str())
                             .collect::<Vec<_>>()
                             .join(", ")
                     )
                 })
-        })
-        .collect()
+            })
+            .collect::<Result<_, _>>()?
+    } else {
+        inputs.to_vec()
+    };
+    check_signature(ctx, func, set, &ordered)?;
+    Ok(ordered.into_iter().map(|t| t.tensor.clone()).collect())
+}
+
+/// Checks `inputs` (in parameter order) against the parameter types and the
+/// set's expected outputs against the result types: counts, element types
+/// and static dimensions.
+fn check_signature(
+    ctx: &Context,
+    func: OpId,
+    set: &DataSet,
+    inputs: &[&Named],
+) -> Result<(), String> {
+    let Some(body) = ipuc_dialects::func::entry_block(ctx, func) else {
+        return Ok(());
+    };
+    let label = |t: &Named, what: &str, k: usize| {
+        if t.name.is_empty() {
+            format!("{what} #{k}")
+        } else {
+            format!("{what} #{k} ('{}')", t.name)
+        }
+    };
+    for (k, (&arg, t)) in ctx.block_args(body).iter().zip(inputs).enumerate() {
+        let ty = ctx.value_type(arg);
+        if !matches_type(&t.tensor, ty) {
+            return Err(format!(
+                "data set {}: {} is {}, but the function's parameter #{k} is {ty}",
+                set.name,
+                label(t, "input", k),
+                describe(&t.tensor)
+            ));
+        }
+    }
+    if set.expected.is_empty() {
+        return Ok(());
+    }
+    let results: Vec<ipuc_ir::Type> = ctx
+        .attr(func, "function_type")
+        .and_then(|a| a.as_type())
+        .and_then(|t| t.function_signature())
+        .map(|(_, results)| results.to_vec())
+        .unwrap_or_default();
+    if results.len() != set.expected.len() {
+        return Err(format!(
+            "data set {} holds {} expected output(s), but the function returns {}",
+            set.name,
+            set.expected.len(),
+            results.len()
+        ));
+    }
+    for (k, (ty, t)) in results.iter().zip(&set.expected).enumerate() {
+        if !matches_type(&t.tensor, ty) {
+            return Err(format!(
+                "data set {}: expected {} is {}, but the function's result #{k} is {ty}",
+                set.name,
+                label(t, "output", k),
+                describe(&t.tensor)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// One synthesised input: floats uniform in [-1, 1), integers and booleans zero.

@@ -87,22 +87,24 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
         (false, DeviceKind::Sim) => return Err(device::SIM_NEEDS_EXECUTABLE.into()),
         (false, DeviceKind::Reference) => {}
     }
+    // Data sets are read first: an ONNX model is bound to them on import.
+    let read: Option<Vec<DataSet>> = args.input.as_deref().map(data::discover).transpose()?;
     let started = Instant::now();
-    let loaded = model::load(args)?;
+    let mut loaded = model::load(args, read.as_ref().and_then(|s| s.first()))?;
     let import_s = started.elapsed().as_secs_f64();
-    let ctx = &loaded.ctx;
-    let func = match &args.function {
-        Some(name) => find_function(ctx, loaded.root, name)?,
-        None => interpreter::entry_function(ctx, loaded.root).map_err(|e| e.to_string())?,
+    let entry = |loaded: &model::LoadedModel| match &args.function {
+        Some(name) => find_function(&loaded.ctx, loaded.root, name),
+        None => interpreter::entry_function(&loaded.ctx, loaded.root).map_err(|e| e.to_string()),
     };
-    let sets: Vec<DataSet> = match &args.input {
-        Some(dir) => data::discover(dir)?,
-        None => vec![data::synthesize(ctx, func, args.seed)?],
+    let func = entry(&loaded)?;
+    let sets: Vec<DataSet> = match read {
+        Some(sets) => sets,
+        None => vec![data::synthesize(&loaded.ctx, func, args.seed)?],
     };
     let mut report = Report {
         model: args.model.display().to_string(),
         device: device.name().to_string(),
-        function: interpreter::function_name(ctx, func),
+        function: interpreter::function_name(&loaded.ctx, func),
         import_s,
         run_s: 0.0,
         ops: 0,
@@ -113,7 +115,9 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
         profile: None,
     };
     for set in &sets {
-        let inputs = data::bind(ctx, func, set)?;
+        loaded = model::rebind(args, loaded, set)?;
+        let (ctx, func) = (&loaded.ctx, entry(&loaded)?);
+        let inputs = data::bind(ctx, func, set, &loaded.fed_inputs(set))?;
         let started = Instant::now();
         let (outputs, stats) = device
             .run(ctx, func, &inputs)

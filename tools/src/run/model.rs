@@ -1,14 +1,20 @@
 //! Loading the model to run: ipuc IR (`.mlir`) is parsed and verified; ONNX
-//! (`.onnx`) goes through the frontend's importer.
+//! (`.onnx`) goes through the frontend's importer, bound to the data set
+//! first as onnxruntime binds at run time: dynamic dimensions take the data's
+//! sizes, and inputs an operator reads as a shape, axes or sizes become
+//! constants holding their data (`ipuc_frontends::onnx::import::bind_inputs`).
+//! A later data set that binds differently (other shapes or other shape
+//! values) re-imports the model.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use ipuc_frontends::onnx::import::{import_file, ImportOptions};
-use ipuc_frontends::onnx::LoadOptions;
+use ipuc_frontends::onnx::import::{import_file_with_data, BoundInputs, ImportOptions};
+use ipuc_frontends::onnx::{LoadOptions, NamedTensor};
 use ipuc_ir::{parse_source, verify, Context, OpId, SourceMgr};
 
 use super::cli::RunArgs;
+use super::data::{to_onnx, DataSet};
 
 /// A loaded model: the context and its top-level operation.
 pub struct LoadedModel {
@@ -16,13 +22,49 @@ pub struct LoadedModel {
     pub ctx: Context,
     /// The top-level operation (a `builtin.module`).
     pub root: OpId,
+    /// How an ONNX model was bound to a data set (`None`: not bound), and
+    /// to which set's tensors.
+    pub binding: Option<(BoundInputs, DataSet)>,
 }
 
-/// Loads `args.model` by its extension.
-pub fn load(args: &RunArgs) -> Result<LoadedModel, String> {
+impl LoadedModel {
+    /// The data set's inputs the function takes, in parameter order: all of
+    /// them, or for a bound ONNX model those not made constants.
+    pub fn fed_inputs<'s>(&self, set: &'s DataSet) -> Vec<&'s super::data::Named> {
+        match &self.binding {
+            Some((bound, _)) => bound.fed.iter().map(|&k| &set.inputs[k]).collect(),
+            None => set.inputs.iter().collect(),
+        }
+    }
+
+    /// Whether `set` binds this model as the set it was imported with did:
+    /// the same shapes and kinds, and the same values where they became constants.
+    fn binds_like(&self, set: &DataSet) -> bool {
+        let Some((bound, first)) = &self.binding else {
+            return true;
+        };
+        first.inputs.len() == set.inputs.len()
+            && first
+                .inputs
+                .iter()
+                .zip(&set.inputs)
+                .enumerate()
+                .all(|(k, (a, b))| {
+                    let (a, b) = (&a.tensor, &b.tensor);
+                    a.kind == b.kind
+                        && a.shape == b.shape
+                        && (bound.fed.contains(&k) || a.data == b.data)
+                })
+    }
+}
+
+/// Loads `args.model` by its extension; an ONNX model is bound to `set`
+/// when given (see the module documentation).
+pub fn load(args: &RunArgs, set: Option<&DataSet>) -> Result<LoadedModel, String> {
     let path = &args.model;
     let mut ctx = Context::new(crate::registry::dialects());
     let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let mut binding = None;
     let root = match extension {
         "mlir" => {
             if !args.input_shapes.is_empty() {
@@ -44,7 +86,22 @@ pub fn load(args: &RunArgs) -> Result<LoadedModel, String> {
                 crate::import::save_weights(&path.display().to_string(), load.weights, dir)
                     .map_err(|d| SourceMgr::new().render(&d))?;
             }
-            import_onnx(&mut ctx, path, &load, &args.input_shapes)?
+            let data: Vec<NamedTensor> = set.map_or_else(Vec::new, |s| {
+                s.inputs
+                    .iter()
+                    .map(|t| NamedTensor {
+                        name: t.name.clone(),
+                        tensor: to_onnx(&t.tensor),
+                    })
+                    .collect()
+            });
+            let (root, bound) = import_onnx(&mut ctx, path, &load, &args.input_shapes, &data)
+                .map_err(|e| match set {
+                    Some(s) => format!("data set {}: {e}", s.name),
+                    None => e,
+                })?;
+            binding = set.map(|s| (bound, s.clone()));
+            root
         }
         _ => {
             return Err(format!(
@@ -67,7 +124,18 @@ pub fn load(args: &RunArgs) -> Result<LoadedModel, String> {
             &ipuc_passes::precision::precision_pipeline(precision),
         )?;
     }
-    Ok(LoadedModel { ctx, root })
+    Ok(LoadedModel { ctx, root, binding })
+}
+
+/// `loaded`, or the model imported again when `set` binds it differently
+/// from the set it was imported with.
+pub fn rebind(args: &RunArgs, loaded: LoadedModel, set: &DataSet) -> Result<LoadedModel, String> {
+    if loaded.binds_like(set) {
+        return Ok(loaded);
+    }
+    tracing::info!(data_set = %set.name, "the data set binds the model differently; importing again");
+    drop(loaded);
+    load(args, Some(set))
 }
 
 /// Runs a pass pipeline of the tools' registry on the loaded model (the
@@ -117,16 +185,19 @@ fn load_upstream(ctx: &mut Context, path: &Path) -> Result<OpId, String> {
     Ok(module)
 }
 
-/// Imports an ONNX model into `ctx` with the frontend's importer.
+/// Imports an ONNX model into `ctx` with the frontend's importer, bound to
+/// `data` when it is not empty.
 fn import_onnx(
     ctx: &mut Context,
     path: &Path,
     load: &LoadOptions,
     input_shapes: &[(String, Vec<i64>)],
-) -> Result<OpId, String> {
+    data: &[NamedTensor],
+) -> Result<(OpId, BoundInputs), String> {
     let opts = ImportOptions {
         input_shapes: input_shapes.to_vec(),
         file_name: path.display().to_string(),
     };
-    import_file(ctx, path, load, &opts).map_err(|e| SourceMgr::new().render(&e.to_diagnostic()))
+    import_file_with_data(ctx, path, load, &opts, data)
+        .map_err(|e| SourceMgr::new().render(&e.to_diagnostic()))
 }

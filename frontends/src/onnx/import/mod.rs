@@ -30,6 +30,7 @@
 //! as `dense<...>`, the rest as `dense_resource<name>` blobs in the
 //! context's resource table.
 
+pub mod binding;
 mod constants;
 mod elementwise;
 mod error;
@@ -50,6 +51,7 @@ use ipuc_ir::{
     Attribute, BlockId, Context, Diagnostic, Location, OpId, OperationState, Type, Value,
 };
 
+pub use binding::{bind_inputs, BoundInputs};
 pub use constants::SMALL_CONSTANT_ELEMENTS;
 pub use error::ImportError;
 
@@ -100,6 +102,21 @@ pub fn import_file(
     load: &LoadOptions,
     opts: &ImportOptions,
 ) -> Result<OpId, ImportError> {
+    import_file_with_data(ctx, path, load, opts, &[]).map(|(module, _)| module)
+}
+
+/// Loads `path` with `load`, binds its runtime inputs to `data` (one tensor
+/// per runtime input; see [`bind_inputs`]: shapes from the data, inputs used
+/// as shapes or axes become constants) and imports it (see [`import_file`]).
+/// Empty `data` binds nothing. Shapes bound from the data take precedence
+/// over `opts.input_shapes`.
+pub fn import_file_with_data(
+    ctx: &mut Context,
+    path: &Path,
+    load: &LoadOptions,
+    opts: &ImportOptions,
+    data: &[super::NamedTensor],
+) -> Result<(OpId, BoundInputs), ImportError> {
     // Missing weights load as untouched zero pages; random values are
     // written once, into the final buffers.
     let load_zeros = LoadOptions {
@@ -109,6 +126,14 @@ pub fn import_file(
         },
     };
     let mut model = Model::load(path, &load_zeros)?;
+    let mut opts = opts.clone();
+    let bound = if data.is_empty() {
+        BoundInputs::default()
+    } else {
+        let bound = bind_inputs(&mut model, data)?;
+        opts.input_shapes.extend(bound.input_shapes.iter().cloned());
+        bound
+    };
     let mut moved: Vec<Option<Arc<[u8]>>> = Vec::with_capacity(model.graph.initializers.len());
     for init in &mut model.graph.initializers {
         let synthesized = matches!(init.source, WeightSource::Synthesized(_));
@@ -131,7 +156,6 @@ pub fn import_file(
             moved.push(None);
         }
     }
-    let mut opts = opts.clone();
     if opts.file_name.is_empty() {
         opts.file_name = path.display().to_string();
     }
@@ -141,7 +165,8 @@ pub fn import_file(
             None => Arc::from(&model.graph.initializers[index].tensor.data[..]),
         }
     };
-    import_with_weights(ctx, &model, &opts, &mut weights)
+    let module = import_with_weights(ctx, &model, &opts, &mut weights)?;
+    Ok((module, bound))
 }
 
 /// Whether the importer handles `op_type` of `domain`.
