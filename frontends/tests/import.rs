@@ -5,19 +5,17 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use bytes::Bytes;
-use ipuc_frontends::onnx::import::{import_file, import_model, ImportError, ImportOptions};
+use ipuc_frontends::onnx::import::{import_file, import_model, ImportOptions};
 use ipuc_frontends::onnx::proto::StringStringEntryProto;
-use ipuc_frontends::onnx::proto::{
-    attribute_proto::AttributeType, tensor_shape_proto::dimension, tensor_shape_proto::Dimension,
-    type_proto, AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
-    TensorShapeProto, TypeProto, ValueInfoProto,
-};
+use ipuc_frontends::onnx::proto::TensorProto;
 use ipuc_frontends::onnx::{LoadOptions, Model, WeightsPolicy};
 use ipuc_ir::attributes::AttrKind;
 use ipuc_ir::rewrite::constant_value;
 use ipuc_ir::{print_op, verify, Context, OpId, PrintOptions, Type, WalkOrder};
 use prost::Message;
+
+mod common;
+use common::graph_builder::*;
 
 // ----- helpers ------------------------------------------------------------------
 
@@ -26,10 +24,6 @@ fn fixture(name: &str) -> PathBuf {
         .join("../../shared/models")
         .join(name)
         .join("model.onnx")
-}
-
-fn new_context() -> Context {
-    Context::new(ipuc_dialects::registry())
 }
 
 /// Op name → count over everything nested in `module`.
@@ -245,180 +239,7 @@ fn import_model_and_import_file_agree_and_locations_name_nodes() {
     );
 }
 
-// ----- hand-built graphs -----------------------------------------------------------
-
-const F32: i32 = 1;
-const I64: i32 = 7;
-
-enum A<'a> {
-    I(i64),
-    Is(&'a [i64]),
-    F(f32),
-    S(&'a str),
-    T(Box<TensorProto>),
-}
-
-fn node(
-    op: &str,
-    name: &str,
-    inputs: &[&str],
-    outputs: &[&str],
-    attrs: Vec<(&str, A)>,
-) -> NodeProto {
-    NodeProto {
-        op_type: Some(op.into()),
-        name: Some(name.into()),
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        output: outputs.iter().map(|s| s.to_string()).collect(),
-        attribute: attrs
-            .into_iter()
-            .map(|(n, a)| {
-                let mut p = AttributeProto {
-                    name: Some(n.into()),
-                    ..Default::default()
-                };
-                match a {
-                    A::I(v) => {
-                        p.r#type = Some(AttributeType::Int as i32);
-                        p.i = Some(v);
-                    }
-                    A::Is(v) => {
-                        p.r#type = Some(AttributeType::Ints as i32);
-                        p.ints = v.to_vec();
-                    }
-                    A::F(v) => {
-                        p.r#type = Some(AttributeType::Float as i32);
-                        p.f = Some(v);
-                    }
-                    A::S(v) => {
-                        p.r#type = Some(AttributeType::String as i32);
-                        p.s = Some(Bytes::from(v.as_bytes().to_vec()));
-                    }
-                    A::T(t) => {
-                        p.r#type = Some(AttributeType::Tensor as i32);
-                        p.t = Some(*t);
-                    }
-                }
-                p
-            })
-            .collect(),
-        ..Default::default()
-    }
-}
-
-/// A tensor value info; dims `< 0` are symbolic, named `d{index}` (or `batch` at 0).
-fn value(name: &str, elem: i32, dims: &[i64]) -> ValueInfoProto {
-    let dim = dims
-        .iter()
-        .enumerate()
-        .map(|(i, &d)| Dimension {
-            value: Some(if d >= 0 {
-                dimension::Value::DimValue(d)
-            } else if i == 0 {
-                dimension::Value::DimParam("batch".into())
-            } else {
-                dimension::Value::DimParam(format!("d{i}"))
-            }),
-            ..Default::default()
-        })
-        .collect();
-    ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(elem),
-                shape: Some(TensorShapeProto { dim }),
-            })),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
-
-fn ints(name: &str, dims: &[i64], values: &[i64]) -> TensorProto {
-    TensorProto {
-        name: Some(name.into()),
-        dims: dims.to_vec(),
-        data_type: Some(I64),
-        int64_data: values.to_vec(),
-        ..Default::default()
-    }
-}
-
-fn floats(name: &str, dims: &[i64], values: &[f32]) -> TensorProto {
-    TensorProto {
-        name: Some(name.into()),
-        dims: dims.to_vec(),
-        data_type: Some(F32),
-        float_data: values.to_vec(),
-        ..Default::default()
-    }
-}
-
-struct G {
-    opset: i64,
-    nodes: Vec<NodeProto>,
-    inputs: Vec<ValueInfoProto>,
-    outputs: Vec<&'static str>,
-    inits: Vec<TensorProto>,
-}
-
-impl G {
-    fn new(opset: i64) -> G {
-        G {
-            opset,
-            nodes: vec![],
-            inputs: vec![],
-            outputs: vec![],
-            inits: vec![],
-        }
-    }
-    fn model(&self) -> Model {
-        let bytes = Bytes::from(self.proto().encode_to_vec());
-        Model::decode(bytes, "test", None, &LoadOptions::default()).unwrap()
-    }
-    fn proto(&self) -> ModelProto {
-        ModelProto {
-            ir_version: Some(8),
-            opset_import: vec![OperatorSetIdProto {
-                domain: Some(String::new()),
-                version: Some(self.opset),
-            }],
-            graph: Some(GraphProto {
-                name: Some("g".into()),
-                node: self.nodes.clone(),
-                input: self.inputs.clone(),
-                output: self
-                    .outputs
-                    .iter()
-                    .map(|o| ValueInfoProto {
-                        name: Some(o.to_string()),
-                        ..Default::default()
-                    })
-                    .collect(),
-                initializer: self.inits.clone(),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-    fn import_with(&self, opts: &ImportOptions) -> Result<(Context, OpId), ImportError> {
-        let mut ctx = new_context();
-        let module = import_model(&mut ctx, &self.model(), opts)?;
-        verify(&ctx, module).unwrap();
-        Ok((ctx, module))
-    }
-    fn import(&self) -> (Context, OpId) {
-        self.import_with(&Default::default())
-            .unwrap_or_else(|e| panic!("{e}"))
-    }
-    fn error(&self) -> String {
-        match self.import_with(&Default::default()) {
-            Ok(_) => panic!("import succeeded"),
-            Err(e) => e.to_string(),
-        }
-    }
-}
+// ----- hand-built graphs (builder in common/graph_builder.rs) ------------------
 
 /// The integer values of result `i` of `@main`, which must be a constant.
 fn returned_ints(ctx: &Context, module: OpId, i: usize) -> Vec<i128> {

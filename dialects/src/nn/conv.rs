@@ -110,8 +110,13 @@ fn out_dim(
     if input == DYNAMIC || k == DYNAMIC {
         return Ok(DYNAMIC);
     }
-    let effective = dilation * (k - 1) + 1;
-    let padded = input + pad;
+    // Attributes come from files: overflow is an error, not a panic.
+    let overflow = || format!("the extent of the kernel or padding along {axis} overflows");
+    let effective = dilation
+        .checked_mul(k - 1)
+        .and_then(|e| e.checked_add(1))
+        .ok_or_else(overflow)?;
+    let padded = input.checked_add(pad).ok_or_else(overflow)?;
     if effective > padded {
         return Err(shape_err!(
             "kernel extent {effective} exceeds the padded input extent {padded} along {axis}"
@@ -189,7 +194,7 @@ pub fn infer_conv2d(x: &Type, w: &Type, b: Option<&Type>, p: &Conv2dParams) -> I
         "H",
         sx[2],
         sw[2],
-        p.pads[0] + p.pads[2],
+        p.pads[0].saturating_add(p.pads[2]),
         p.strides[0],
         p.dilations[0],
     )?;
@@ -197,7 +202,7 @@ pub fn infer_conv2d(x: &Type, w: &Type, b: Option<&Type>, p: &Conv2dParams) -> I
         "W",
         sx[3],
         sw[3],
-        p.pads[1] + p.pads[3],
+        p.pads[1].saturating_add(p.pads[3]),
         p.strides[1],
         p.dilations[1],
     )?;

@@ -3,5 +3,6 @@
 #![allow(dead_code)]
 
 pub mod expectations;
+pub mod graph_builder;
 pub mod import_runner;
 pub mod node_runner;

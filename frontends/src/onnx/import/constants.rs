@@ -223,10 +223,13 @@ impl OkOrDefault for Option<Attribute> {
     }
 }
 
-/// `Range(start, limit, delta)` on constant scalars.
+/// The most elements a `Range` may produce at import: its values become a
+/// constant, so a runaway limit must be an error, not an allocation failure.
+const MAX_RANGE_ELEMENTS: u128 = 1 << 26;
+
+/// `Range(start, limit, delta)` on constant scalars of one element type.
 fn range(imp: &mut Importer<'_>, node: &Node) -> Result<Attribute, super::ImportError> {
     let mut scalars = Vec::with_capacity(3);
-    let mut element = None;
     for (i, what) in ["start", "limit", "delta"].into_iter().enumerate() {
         let v = imp.input(node, i)?;
         let d = imp
@@ -240,32 +243,66 @@ fn range(imp: &mut Importer<'_>, node: &Node) -> Result<Attribute, super::Import
                     format!("`{what}` (input #{i}) must be a constant scalar at import"),
                 )
             })?;
-        element.get_or_insert_with(|| d.element_type().clone());
         scalars.push(d);
     }
-    let element = element.expect("three inputs");
+    let element = scalars[0].element_type().clone();
+    if let Some((i, other)) = scalars
+        .iter()
+        .enumerate()
+        .find(|(_, d)| d.element_type() != &element)
+    {
+        return Err(error(
+            node,
+            format!(
+                "`start` is {element} but input #{i} is {}; Range needs one element type                  for start, limit and delta (insert a Cast)",
+                other.element_type()
+            ),
+        ));
+    }
+    let count = |n: u128| -> Result<usize, super::ImportError> {
+        if n > MAX_RANGE_ELEMENTS {
+            return Err(error(
+                node,
+                format!(
+                    "would produce {n} elements (more than {MAX_RANGE_ELEMENTS}); check                      `start`, `limit` and `delta`"
+                ),
+            ));
+        }
+        Ok(n as usize)
+    };
     let out = |n: usize| Type::tensor(&[n as i64], element.clone());
     let attr = if element.is_float() {
         let v: Vec<f64> = scalars
             .iter()
-            .map(|d| floats(d).expect("float")[0])
+            .map(|d| floats(d).expect("one float type")[0])
             .collect();
         let (start, limit, delta) = (v[0], v[1], v[2]);
-        if delta == 0.0 {
-            return Err(error(node, "delta is zero"));
+        if delta == 0.0 || !(start.is_finite() && limit.is_finite() && delta.is_finite()) {
+            return Err(error(
+                node,
+                format!("needs finite values and a nonzero delta, but has start {start}, limit {limit}, delta {delta}"),
+            ));
         }
-        let n = ((limit - start) / delta).ceil().max(0.0) as usize;
+        let n = count(
+            ((limit - start) / delta)
+                .ceil()
+                .max(0.0)
+                .min(u128::MAX as f64) as u128,
+        )?;
         let values: Vec<f64> = (0..n).map(|i| start + i as f64 * delta).collect();
         from_floats(&out(n), &values)
     } else {
-        let v: Vec<i128> = scalars.iter().map(|d| ints(d).expect("int")[0]).collect();
+        let v: Vec<i128> = scalars
+            .iter()
+            .map(|d| ints(d).expect("one integer type")[0])
+            .collect();
         let (start, limit, delta) = (v[0], v[1], v[2]);
         if delta == 0 {
             return Err(error(node, "delta is zero"));
         }
         let span = limit - start;
         let n = if (span > 0) == (delta > 0) && span != 0 {
-            ((span.abs() + delta.abs() - 1) / delta.abs()) as usize
+            count(span.unsigned_abs().div_ceil(delta.unsigned_abs()))?
         } else {
             0
         };

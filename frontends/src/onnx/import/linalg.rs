@@ -73,6 +73,15 @@ fn conv(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     }
     let strides = pair(node, "strides")?;
     let dilations = pair(node, "dilations")?;
+    // Checked here too: the auto_pad arithmetic below divides by the strides.
+    for (name, values) in [("strides", strides), ("dilations", dilations)] {
+        if values
+            .iter()
+            .any(|&v| !(1..=i64::from(u32::MAX)).contains(&v))
+        {
+            return Err(error(node, format!("`{name}` {values:?} must be positive")));
+        }
+    }
     let explicit = match node.ints_attr("pads")? {
         None => [0; 4],
         Some([t, l, b, r]) => [*t, *l, *b, *r],
