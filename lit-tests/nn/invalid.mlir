@@ -237,3 +237,19 @@ func.func @constant_type() -> tensor<3xf32> {
   %0 = "nn.constant"() <{value = dense<1.0> : tensor<2xf32>}> : () -> tensor<3xf32>
   return %0 : tensor<3xf32>
 }
+
+// -----
+
+func.func @and_needs_i1(%arg0: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'nn.and' op 'nn.and' requires i1 operands, got 'f32'}}
+  %0 = nn.and %arg0, %arg0 : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @not_needs_i1(%arg0: tensor<3xi32>) -> tensor<3xi32> {
+  // expected-error @+1 {{'nn.not' op operand must be a tensor of i1, but got 'tensor<3xi32>'}}
+  %0 = nn.not %arg0 : tensor<3xi32> -> tensor<3xi32>
+  return %0 : tensor<3xi32>
+}

@@ -53,11 +53,17 @@ pub enum BinaryKind {
     Max,
     /// `nn.min` (NaN-propagating)
     Min,
+    /// `nn.and` (logical, on `i1`)
+    And,
+    /// `nn.or` (logical, on `i1`)
+    Or,
+    /// `nn.xor` (logical, on `i1`)
+    Xor,
 }
 
 impl BinaryKind {
     /// All binary kinds.
-    pub const ALL: [BinaryKind; 8] = [
+    pub const ALL: [BinaryKind; 11] = [
         BinaryKind::Add,
         BinaryKind::Sub,
         BinaryKind::Mul,
@@ -66,6 +72,9 @@ impl BinaryKind {
         BinaryKind::Pow,
         BinaryKind::Max,
         BinaryKind::Min,
+        BinaryKind::And,
+        BinaryKind::Or,
+        BinaryKind::Xor,
     ];
     /// The op name.
     pub fn name(self) -> &'static str {
@@ -78,7 +87,14 @@ impl BinaryKind {
             BinaryKind::Pow => "nn.pow",
             BinaryKind::Max => "nn.max",
             BinaryKind::Min => "nn.min",
+            BinaryKind::And => "nn.and",
+            BinaryKind::Or => "nn.or",
+            BinaryKind::Xor => "nn.xor",
         }
+    }
+    /// Whether the op is logical: defined on `i1` only.
+    pub fn is_logical(self) -> bool {
+        matches!(self, BinaryKind::And | BinaryKind::Or | BinaryKind::Xor)
     }
     /// The kind of an op name.
     pub fn from_name(name: &str) -> Option<BinaryKind> {
@@ -88,7 +104,13 @@ impl BinaryKind {
     pub fn is_commutative(self) -> bool {
         matches!(
             self,
-            BinaryKind::Add | BinaryKind::Mul | BinaryKind::Max | BinaryKind::Min
+            BinaryKind::Add
+                | BinaryKind::Mul
+                | BinaryKind::Max
+                | BinaryKind::Min
+                | BinaryKind::And
+                | BinaryKind::Or
+                | BinaryKind::Xor
         )
     }
     /// The float semantics. `fmod` is only read by `Mod`: C `fmod` when set,
@@ -115,6 +137,9 @@ impl BinaryKind {
             BinaryKind::Min if a.is_nan() || b.is_nan() => f64::NAN,
             BinaryKind::Max => a.max(b),
             BinaryKind::Min => a.min(b),
+            BinaryKind::And => f64::from(a != 0.0 && b != 0.0),
+            BinaryKind::Or => f64::from(a != 0.0 || b != 0.0),
+            BinaryKind::Xor => f64::from((a != 0.0) != (b != 0.0)),
         }
     }
     /// The integer semantics before wrapping to the element width; `None`
@@ -137,6 +162,9 @@ impl BinaryKind {
             BinaryKind::Pow => a.wrapping_pow(u32::try_from(b).ok()?),
             BinaryKind::Max => a.max(b),
             BinaryKind::Min => a.min(b),
+            BinaryKind::And => i128::from(a != 0 && b != 0),
+            BinaryKind::Or => i128::from(a != 0 || b != 0),
+            BinaryKind::Xor => i128::from((a != 0) != (b != 0)),
         })
     }
 }
@@ -150,17 +178,29 @@ pub enum CompareKind {
     Less,
     /// `nn.greater`
     Greater,
+    /// `nn.less_equal`
+    LessEqual,
+    /// `nn.greater_equal`
+    GreaterEqual,
 }
 
 impl CompareKind {
     /// All comparison kinds.
-    pub const ALL: [CompareKind; 3] = [CompareKind::Equal, CompareKind::Less, CompareKind::Greater];
+    pub const ALL: [CompareKind; 5] = [
+        CompareKind::Equal,
+        CompareKind::Less,
+        CompareKind::Greater,
+        CompareKind::LessEqual,
+        CompareKind::GreaterEqual,
+    ];
     /// The op name.
     pub fn name(self) -> &'static str {
         match self {
             CompareKind::Equal => "nn.equal",
             CompareKind::Less => "nn.less",
             CompareKind::Greater => "nn.greater",
+            CompareKind::LessEqual => "nn.less_equal",
+            CompareKind::GreaterEqual => "nn.greater_equal",
         }
     }
     /// The kind of an op name.
@@ -173,6 +213,8 @@ impl CompareKind {
             CompareKind::Equal => a == b,
             CompareKind::Less => a < b,
             CompareKind::Greater => a > b,
+            CompareKind::LessEqual => a <= b,
+            CompareKind::GreaterEqual => a >= b,
         }
     }
     /// Integer comparison.
@@ -181,6 +223,8 @@ impl CompareKind {
             CompareKind::Equal => a == b,
             CompareKind::Less => a < b,
             CompareKind::Greater => a > b,
+            CompareKind::LessEqual => a <= b,
+            CompareKind::GreaterEqual => a >= b,
         }
     }
 }
@@ -208,11 +252,13 @@ pub enum UnaryKind {
     Relu,
     /// `nn.sigmoid`
     Sigmoid,
+    /// `nn.not` (logical, on `i1`)
+    Not,
 }
 
 impl UnaryKind {
     /// All unary kinds.
-    pub const ALL: [UnaryKind; 10] = [
+    pub const ALL: [UnaryKind; 11] = [
         UnaryKind::Sqrt,
         UnaryKind::Reciprocal,
         UnaryKind::Exp,
@@ -223,6 +269,7 @@ impl UnaryKind {
         UnaryKind::Abs,
         UnaryKind::Relu,
         UnaryKind::Sigmoid,
+        UnaryKind::Not,
     ];
     /// The op name.
     pub fn name(self) -> &'static str {
@@ -237,6 +284,7 @@ impl UnaryKind {
             UnaryKind::Abs => "nn.abs",
             UnaryKind::Relu => "nn.relu",
             UnaryKind::Sigmoid => "nn.sigmoid",
+            UnaryKind::Not => "nn.not",
         }
     }
     /// The kind of an op name.
@@ -245,7 +293,10 @@ impl UnaryKind {
     }
     /// Whether the op is only defined on floats.
     pub fn requires_float(self) -> bool {
-        !matches!(self, UnaryKind::Neg | UnaryKind::Abs | UnaryKind::Relu)
+        !matches!(
+            self,
+            UnaryKind::Neg | UnaryKind::Abs | UnaryKind::Relu | UnaryKind::Not
+        )
     }
     /// The float semantics.
     pub fn apply_f64(self, x: f64) -> f64 {
@@ -266,6 +317,7 @@ impl UnaryKind {
                 }
             }
             UnaryKind::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            UnaryKind::Not => f64::from(x == 0.0),
         }
     }
     /// The integer semantics (before wrapping), for the kinds defined on integers.
@@ -274,6 +326,7 @@ impl UnaryKind {
             UnaryKind::Neg => Some(x.wrapping_neg()),
             UnaryKind::Abs => Some(x.wrapping_abs()),
             UnaryKind::Relu => Some(x.max(0)),
+            UnaryKind::Not => Some(i128::from(x == 0)),
             _ => None,
         }
     }
@@ -300,6 +353,9 @@ fn broadcast_pair<'t>(lhs: &'t Type, rhs: &Type) -> InferResult<(Vec<i64>, &'t T
 /// Result type of a binary arithmetic op: the broadcast shape, same element type.
 pub fn infer_binary(kind: BinaryKind, lhs: &Type, rhs: &Type) -> InferResult<Type> {
     let (shape, e) = broadcast_pair(lhs, rhs)?;
+    if kind.is_logical() && !e.is_integer_of_width(1) {
+        return Err(format!("'{}' requires i1 operands, got '{e}'", kind.name()));
+    }
     if !numeric(e) {
         return Err(shape_err!(
             "'{}' requires numeric operands, got '{e}'",
@@ -318,6 +374,9 @@ pub fn infer_compare(lhs: &Type, rhs: &Type) -> InferResult<Type> {
 /// Result type of a unary op: the operand type.
 pub fn infer_unary(kind: UnaryKind, x: &Type) -> InferResult<Type> {
     let (_, e) = ranked(x, "operand")?;
+    if kind == UnaryKind::Not && !e.is_integer_of_width(1) {
+        return Err(format!("operand must be a tensor of i1, but got '{x}'"));
+    }
     if kind.requires_float() && !e.is_float() {
         return Err(shape_err!(
             "operand must have a floating-point element type, but got '{e}'"

@@ -39,6 +39,16 @@ pub enum BinaryOp {
     Less,
     /// `a > b`, a bool tensor.
     Greater,
+    /// `a <= b`, a bool tensor.
+    LessEqual,
+    /// `a >= b`, a bool tensor.
+    GreaterEqual,
+    /// Logical and of two bool tensors.
+    And,
+    /// Logical or of two bool tensors.
+    Or,
+    /// Logical exclusive or of two bool tensors.
+    Xor,
 }
 
 impl BinaryOp {
@@ -55,11 +65,23 @@ impl BinaryOp {
             BinaryOp::Equal => "equal",
             BinaryOp::Less => "less",
             BinaryOp::Greater => "greater",
+            BinaryOp::LessEqual => "less_equal",
+            BinaryOp::GreaterEqual => "greater_equal",
+            BinaryOp::And => "and",
+            BinaryOp::Or => "or",
+            BinaryOp::Xor => "xor",
         }
     }
 
     fn is_comparison(self) -> bool {
-        matches!(self, BinaryOp::Equal | BinaryOp::Less | BinaryOp::Greater)
+        matches!(
+            self,
+            BinaryOp::Equal
+                | BinaryOp::Less
+                | BinaryOp::Greater
+                | BinaryOp::LessEqual
+                | BinaryOp::GreaterEqual
+        )
     }
 }
 
@@ -192,6 +214,11 @@ fn float_op<T: Float>(op: BinaryOp, a: T, b: T) -> T {
         BinaryOp::Equal => T::from_bool(a == b),
         BinaryOp::Less => T::from_bool(a < b),
         BinaryOp::Greater => T::from_bool(a > b),
+        BinaryOp::LessEqual => T::from_bool(a <= b),
+        BinaryOp::GreaterEqual => T::from_bool(a >= b),
+        BinaryOp::And => T::from_bool(a != T::zero() && b != T::zero()),
+        BinaryOp::Or => T::from_bool(a != T::zero() || b != T::zero()),
+        BinaryOp::Xor => T::from_bool((a != T::zero()) != (b != T::zero())),
     }
 }
 
@@ -251,6 +278,11 @@ fn int_binary(op: BinaryOp, a: i128, b: i128) -> KernelResult<i128> {
         BinaryOp::Equal => i128::from(a == b),
         BinaryOp::Less => i128::from(a < b),
         BinaryOp::Greater => i128::from(a > b),
+        BinaryOp::LessEqual => i128::from(a <= b),
+        BinaryOp::GreaterEqual => i128::from(a >= b),
+        BinaryOp::And => i128::from(a != 0 && b != 0),
+        BinaryOp::Or => i128::from(a != 0 || b != 0),
+        BinaryOp::Xor => i128::from((a != 0) != (b != 0)),
     })
 }
 
@@ -410,12 +442,16 @@ pub enum UnaryOp {
     Gelu,
     /// GELU, tanh approximation (floats)
     GeluTanh,
+    /// Logical not (bool)
+    Not,
 }
 
-/// Applies a unary operation. Integer kinds support `Neg`, `Abs` and `Relu`.
+/// Applies a unary operation. Integer kinds support `Neg`, `Abs` and `Relu`,
+/// bool `Not`.
 ///
 /// Transcendental functions of f32-compute kinds are evaluated in f64 and rounded
-/// once, which keeps them within 1 ulp of the exact result.
+/// once, which keeps them within 1 ulp of the exact result; `exp` and `tanh` of
+/// f32 tensors use the platform's f32 functions (within 2 ulp).
 pub fn unary(op: UnaryOp, x: &HostTensor) -> KernelResult<HostTensor> {
     let f = move |v: f64| -> f64 {
         match op {
@@ -440,6 +476,7 @@ pub fn unary(op: UnaryOp, x: &HostTensor) -> KernelResult<HostTensor> {
                 let c = (2.0 / std::f64::consts::PI).sqrt();
                 0.5 * v * (1.0 + (c * (v + 0.044715 * v * v * v)).tanh())
             }
+            UnaryOp::Not => f64::from(v == 0.0),
         }
     };
     if x.kind == ElementKind::F32 {
@@ -450,6 +487,11 @@ pub fn unary(op: UnaryOp, x: &HostTensor) -> KernelResult<HostTensor> {
             UnaryOp::Abs => fast_f32::map(&v, f32::abs),
             UnaryOp::Sqrt => fast_f32::map(&v, f32::sqrt),
             UnaryOp::Reciprocal => fast_f32::map(&v, |a| 1.0 / a),
+            // The platform's f32 functions are within an ulp or two and
+            // several times cheaper than the f64 detour (a whole model's
+            // GELU and softmax exponentials add up).
+            UnaryOp::Exp => fast_f32::map(&v, f32::exp),
+            UnaryOp::Tanh => fast_f32::map(&v, f32::tanh),
             _ => fast_f32::map(&v, |a| f(f64::from(a)) as f32),
         };
         return Ok(fast_f32::f32_tensor(x.shape.clone(), &out));
@@ -477,6 +519,9 @@ pub fn unary(op: UnaryOp, x: &HostTensor) -> KernelResult<HostTensor> {
             UnaryOp::Neg => v.into_iter().map(|a| a.wrapping_neg()).collect(),
             UnaryOp::Abs => v.into_iter().map(|a| a.abs()).collect(),
             UnaryOp::Relu => v.into_iter().map(|a| a.max(0)).collect(),
+            UnaryOp::Not if x.kind == ElementKind::Bool => {
+                v.into_iter().map(|a| i128::from(a == 0)).collect()
+            }
             _ => {
                 return Err(KernelError::ElementType {
                     op: "unary",

@@ -22,6 +22,12 @@ pub fn softmax(x: &HostTensor, axis: i64) -> KernelResult<HostTensor> {
     let inner = strides(&x.shape)[axis];
     let v = x.to_f64_vec();
     let mut out = vec![0f64; v.len()];
+    // f32-domain inputs take the exponential in f32 (within an ulp, and far
+    // cheaper); the sum and the division stay in f64.
+    let exp: fn(f64) -> f64 = match HostTensor::domain_of(x.kind) {
+        Values::F64(_) => f64::exp,
+        _ => |d| f64::from((d as f32).exp()),
+    };
     if dim > 0 && inner > 0 {
         // Each chunk is one outer index: `dim × inner` elements, reduced along `dim`.
         out.par_chunks_mut(dim * inner)
@@ -30,9 +36,14 @@ pub fn softmax(x: &HostTensor, axis: i64) -> KernelResult<HostTensor> {
                 for i in 0..inner {
                     let at = |k: usize| xs[k * inner + i];
                     let max = (0..dim).map(at).fold(f64::NEG_INFINITY, f64::max);
-                    let sum: f64 = (0..dim).map(|k| (at(k) - max).exp()).sum();
+                    let mut sum = 0f64;
                     for k in 0..dim {
-                        o[k * inner + i] = (at(k) - max).exp() / sum;
+                        let e = exp(at(k) - max);
+                        o[k * inner + i] = e;
+                        sum += e;
+                    }
+                    for k in 0..dim {
+                        o[k * inner + i] /= sum;
                     }
                 }
             });

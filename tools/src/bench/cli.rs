@@ -6,6 +6,7 @@ use ipuc_ipu_arch::MachineModel;
 
 use super::amp::{format_amp_report, run_amp_report, AmpBench};
 use super::codelets::{format_codelets, run_codelets};
+use super::reference::{format_reference_report, run_reference, ReferenceBench};
 use super::sim_speed::{format_speed, run_sim_speed};
 use super::BenchError;
 
@@ -91,6 +92,36 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The host reference executor against onnxruntime (from PyPI) on one
+    /// ONNX model: same weights and inputs, medians of wall and CPU time per
+    /// thread count, their ratios, and the outputs' largest difference.
+    Reference {
+        /// The `.onnx` model.
+        model: std::path::PathBuf,
+        /// Missing external weights: `require`, `zeros` or `random` (saved
+        /// next to the model copy so onnxruntime runs the same values).
+        #[arg(long, default_value = "require")]
+        weights: String,
+        /// Seed of random weights and of the synthesised inputs.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Thread counts, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "1,2")]
+        threads: Vec<usize>,
+        /// Runs per side and thread count (the median is reported).
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// A static shape for a graph input (repeatable), `name=1x3x384x384`.
+        #[arg(long = "input-shape", value_parser = crate::import::parse_input_shape)]
+        input_shapes: Vec<(String, Vec<i64>)>,
+        /// Where to write the model copy, weights and data (default: a
+        /// temporary directory; use a RAM disk such as /dev/shm for so400m).
+        #[arg(long)]
+        work_dir: Option<std::path::PathBuf>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Simulated instructions per host second.
     SimSpeed {
         /// Loop iterations of the benchmark program (48 instructions each).
@@ -169,6 +200,39 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
                     .map_err(|e| BenchError::Other(e.to_string()))
             } else {
                 Ok(format_codelets(&m, &rows))
+            }
+        }
+        Command::Reference {
+            model,
+            weights,
+            seed,
+            threads,
+            runs,
+            input_shapes,
+            work_dir,
+            json,
+        } => {
+            let weights = crate::import::weights_policy(&crate::import::OnnxFlags {
+                weights,
+                seed,
+                ..Default::default()
+            })
+            .map_err(BenchError::Usage)?;
+            let report = run_reference(&ReferenceBench {
+                model,
+                weights,
+                threads,
+                runs,
+                seed,
+                input_shapes,
+                work_dir,
+            })?;
+            if json {
+                serde_json::to_string_pretty(&report)
+                    .map(|s| s + "\n")
+                    .map_err(|e| BenchError::Other(e.to_string()))
+            } else {
+                Ok(format_reference_report(&report))
             }
         }
         Command::SimSpeed { iterations, json } => {

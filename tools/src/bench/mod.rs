@@ -6,10 +6,13 @@
 //! - `codelets`: every codelet family once on one tile, simulated cycles
 //!   beside the codelet's estimate.
 //! - `sim-speed`: simulated instructions per host second.
+//! - `reference`: the host reference executor against onnxruntime on the
+//!   same model, weights and inputs.
 
 pub mod amp;
 pub mod cli;
 pub mod codelets;
+pub mod reference;
 pub mod sim_speed;
 
 /// Why a benchmark failed.

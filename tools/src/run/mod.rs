@@ -20,10 +20,10 @@ use clap::Parser;
 pub use crate::import::parse_input_shape;
 pub use cli::{RunArgs, WeightsArg};
 pub use compare::{compare, Metrics, Tolerance};
+pub use data::{synthesize, DataSet, Named};
 pub use device::DeviceKind;
 pub use report::{OutputReport, ProfileSummary, Report, SuperstepSummary};
 
-use data::{DataSet, Named};
 use ipuc_runtime::reference::interpreter;
 
 /// Exit status when an output exceeds the tolerances.

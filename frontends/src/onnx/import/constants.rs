@@ -1,6 +1,6 @@
 //! Constants: initializers and `Constant` nodes as `nn.constant`, and the
 //! ops the importer computes itself because their results depend only on
-//! static shapes or constants (`Shape`, `ConstantOfShape`, `Range`).
+//! static shapes or constants (`Shape`, `Size`, `ConstantOfShape`, `Range`).
 
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ use crate::onnx::{element_kind_of, Attribute as OnnxAttribute, Node, Tensor};
 pub const SMALL_CONSTANT_ELEMENTS: usize = 64;
 
 /// The ops of this family.
-pub(super) const OPS: &[&str] = &["Constant", "ConstantOfShape", "Shape", "Range"];
+pub(super) const OPS: &[&str] = &["Constant", "ConstantOfShape", "Shape", "Size", "Range"];
 
 /// The IR element type of an ONNX element kind.
 pub(crate) fn element_type(kind: ElementKind) -> Type {
@@ -143,6 +143,11 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
                 .collect();
             from_ints(&Type::tensor(&[dims.len() as i64], Type::i64()), &dims)
                 .expect("i64 elements")
+        }
+        "Size" => {
+            let x = imp.input(node, 0)?;
+            let n: i64 = imp.shape(x).iter().product();
+            from_ints(&Type::tensor(&[], Type::i64()), &[i128::from(n)]).expect("an i64 scalar")
         }
         "ConstantOfShape" => {
             let shape = imp.const_ints(node, 0, "shape")?;

@@ -1,5 +1,6 @@
-//! Elementwise ops: arithmetic, comparisons, `Where`, unary math, `Cast`,
-//! `Identity`.
+//! Elementwise ops: arithmetic, logic, comparisons, `Where`, unary math,
+//! `Cast` and `CastLike` (whose ONNX function body is a `Cast` to the
+//! second input's element type), `Identity`.
 
 use ipuc_dialects::nn::{
     BinaryKind, BinaryOp, CastOp, CompareKind, CompareOp, UnaryKind, UnaryOp, WhereOp,
@@ -23,6 +24,12 @@ pub(super) const OPS: &[&str] = &[
     "Equal",
     "Less",
     "Greater",
+    "LessOrEqual",
+    "GreaterOrEqual",
+    "And",
+    "Or",
+    "Xor",
+    "Not",
     "Where",
     "Sqrt",
     "Reciprocal",
@@ -35,6 +42,7 @@ pub(super) const OPS: &[&str] = &[
     "Relu",
     "Sigmoid",
     "Cast",
+    "CastLike",
     "Identity",
 ];
 
@@ -48,6 +56,9 @@ fn binary_kind(op: &str) -> Option<BinaryKind> {
         "Pow" => BinaryKind::Pow,
         "Max" => BinaryKind::Max,
         "Min" => BinaryKind::Min,
+        "And" => BinaryKind::And,
+        "Or" => BinaryKind::Or,
+        "Xor" => BinaryKind::Xor,
         _ => return None,
     })
 }
@@ -57,6 +68,8 @@ fn compare_kind(op: &str) -> Option<CompareKind> {
         "Equal" => CompareKind::Equal,
         "Less" => CompareKind::Less,
         "Greater" => CompareKind::Greater,
+        "LessOrEqual" => CompareKind::LessEqual,
+        "GreaterOrEqual" => CompareKind::GreaterEqual,
         _ => return None,
     })
 }
@@ -73,6 +86,7 @@ fn unary_kind(op: &str) -> Option<UnaryKind> {
         "Abs" => UnaryKind::Abs,
         "Relu" => UnaryKind::Relu,
         "Sigmoid" => UnaryKind::Sigmoid,
+        "Not" => UnaryKind::Not,
         _ => return None,
     })
 }
@@ -107,6 +121,16 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
             let x = imp.input(node, 0)?;
             let to = onnx_type_attr(node, "to")?;
             // `saturate` exists from opset 19 (default 1) and only matters for 8-bit floats.
+            let saturate = node.int_attr("saturate", 1)? != 0;
+            cast(imp, node, x, &to, saturate).map(|v| vec![v])
+        }
+        "CastLike" => {
+            let (x, like) = (imp.input(node, 0)?, imp.input(node, 1)?);
+            let to = imp
+                .ty(like)
+                .element_type()
+                .cloned()
+                .ok_or_else(|| error(node, "input #1 (`target_type`) must be a tensor"))?;
             let saturate = node.int_attr("saturate", 1)? != 0;
             cast(imp, node, x, &to, saturate).map(|v| vec![v])
         }

@@ -197,6 +197,7 @@ pub fn run_function_with_stats(
     if ctx.name_str(func) != func::FUNC {
         return Err(InterpretError::NotAFunction(ctx.name_str(func).to_string()));
     }
+    keep_freed_tensor_memory();
     let name = function_name(ctx, func);
     let region = ctx.regions(func)[0];
     let blocks = ctx.region_blocks(region);
@@ -320,6 +321,27 @@ pub fn run_function_with_stats(
     Err(InterpretError::NoBody(format!(
         "{name} (its body does not end in func.return)"
     )))
+}
+
+/// Asks the allocator to keep freed tensor memory for the next op (as
+/// onnxruntime's arena does), once per process: by default glibc maps every
+/// large block afresh and unmaps it on free, and page faults on the new
+/// mappings then cost a quarter of a whole so400m run. Peak memory is
+/// unchanged (freed blocks are reused, not added to).
+fn keep_freed_tensor_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // glibc's largest mmap threshold (32 MiB on 64-bit targets).
+            const LARGEST: libc::c_int = 32 << 20;
+            // SAFETY: mallopt only changes allocator thresholds.
+            unsafe {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, LARGEST);
+                libc::mallopt(libc::M_TRIM_THRESHOLD, 4 * LARGEST);
+            }
+        });
+    }
 }
 
 /// For each value used in `ops`, the position of its last user.

@@ -107,6 +107,9 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
             BinaryKind::Pow => k::BinaryOp::Pow,
             BinaryKind::Max => k::BinaryOp::Max,
             BinaryKind::Min => k::BinaryOp::Min,
+            BinaryKind::And => k::BinaryOp::And,
+            BinaryKind::Or => k::BinaryOp::Or,
+            BinaryKind::Xor => k::BinaryOp::Xor,
         };
         return one(k::binary(binary, args[0], args[1])?);
     }
@@ -115,6 +118,8 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
             CompareKind::Equal => k::BinaryOp::Equal,
             CompareKind::Less => k::BinaryOp::Less,
             CompareKind::Greater => k::BinaryOp::Greater,
+            CompareKind::LessEqual => k::BinaryOp::LessEqual,
+            CompareKind::GreaterEqual => k::BinaryOp::GreaterEqual,
         };
         return one(k::binary(compare, args[0], args[1])?);
     }
@@ -130,6 +135,7 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
             UnaryKind::Abs => k::UnaryOp::Abs,
             UnaryKind::Relu => k::UnaryOp::Relu,
             UnaryKind::Sigmoid => k::UnaryOp::Sigmoid,
+            UnaryKind::Not => k::UnaryOp::Not,
         };
         return one(k::unary(unary, args[0])?);
     }
