@@ -25,6 +25,7 @@ fn registry() -> Arc<DialectRegistry> {
 const EXPECTED: &[(&str, &[&str])] = &[
     ("nn.abs", &["Elementwise"]),
     ("nn.add", &["Elementwise"]),
+    ("nn.and", &["Elementwise"]),
     ("nn.attention", &["Contraction", "Reduction"]),
     ("nn.cast", &["Elementwise"]),
     ("nn.concat", &[]),
@@ -40,9 +41,11 @@ const EXPECTED: &[(&str, &[&str])] = &[
     ("nn.gelu", &["Elementwise"]),
     ("nn.gemm", &["Contraction"]),
     ("nn.greater", &["Elementwise"]),
+    ("nn.greater_equal", &["Elementwise"]),
     ("nn.identity", &["ViewLike"]),
     ("nn.layer_normalization", &["Reduction"]),
     ("nn.less", &["Elementwise"]),
+    ("nn.less_equal", &["Elementwise"]),
     ("nn.linear", &["Contraction"]),
     ("nn.log", &["Elementwise"]),
     ("nn.matmul", &["Contraction"]),
@@ -51,6 +54,8 @@ const EXPECTED: &[(&str, &[&str])] = &[
     ("nn.mod", &["Elementwise"]),
     ("nn.mul", &["Elementwise"]),
     ("nn.neg", &["Elementwise"]),
+    ("nn.not", &["Elementwise"]),
+    ("nn.or", &["Elementwise"]),
     ("nn.pad", &[]),
     ("nn.pow", &["Elementwise"]),
     ("nn.reciprocal", &["Elementwise"]),
@@ -71,6 +76,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
     ("nn.transpose", &[]),
     ("nn.unsqueeze", &["ViewLike"]),
     ("nn.where", &["Elementwise"]),
+    ("nn.xor", &["Elementwise"]),
 ];
 
 #[test]

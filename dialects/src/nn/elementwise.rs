@@ -676,7 +676,10 @@ impl Elementwise for BinaryKind {
             | BinaryKind::Sub
             | BinaryKind::Mul
             | BinaryKind::Max
-            | BinaryKind::Min => ElementWork::flops(1),
+            | BinaryKind::Min
+            | BinaryKind::And
+            | BinaryKind::Or
+            | BinaryKind::Xor => ElementWork::flops(1),
             BinaryKind::Div | BinaryKind::Mod | BinaryKind::Pow => ElementWork::special(1),
         }
     }
@@ -685,7 +688,9 @@ impl Elementwise for BinaryKind {
 impl Elementwise for UnaryKind {
     fn work(&self, _: &OpSignature<'_>) -> ElementWork {
         match self {
-            UnaryKind::Neg | UnaryKind::Abs | UnaryKind::Relu => ElementWork::flops(1),
+            UnaryKind::Neg | UnaryKind::Abs | UnaryKind::Relu | UnaryKind::Not => {
+                ElementWork::flops(1)
+            }
             UnaryKind::Sqrt
             | UnaryKind::Reciprocal
             | UnaryKind::Exp
