@@ -54,12 +54,20 @@ pub const PAD: &str = "nn.pad";
 /// `nn.identity`.
 pub const IDENTITY: &str = "nn.identity";
 
-fn product(dims: &[i64]) -> i64 {
+/// The element count of `dims` (`DYNAMIC` if any dimension is); an error
+/// when it does not fit in 64 bits (crafted models declare such shapes).
+fn product(dims: &[i64]) -> InferResult<i64> {
     if dims.contains(&DYNAMIC) {
-        DYNAMIC
-    } else {
-        dims.iter().product()
+        return Ok(DYNAMIC);
     }
+    dims.iter()
+        .try_fold(1i64, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| {
+            format!(
+                "the element count of [{}] does not fit in 64 bits",
+                shape_str(dims)
+            )
+        })
 }
 
 // ----- inference --------------------------------------------------------------
@@ -87,8 +95,8 @@ pub fn onnx_reshape_shape(input: &[i64], target: &[i64], allowzero: bool) -> Inf
         }
     }
     if let Some(i) = infer_at {
-        let total = product(input);
-        let known = product(&out);
+        let total = product(input)?;
+        let known = product(&out)?;
         if total == DYNAMIC || known == DYNAMIC {
             out[i] = DYNAMIC;
         } else if known == 0 || total % known != 0 {
@@ -118,7 +126,7 @@ pub fn infer_reshape(x: &Type, shape: &[i64]) -> InferResult<Type> {
                 .join(", ")
         ));
     }
-    let (n_in, n_out) = (product(s), product(shape));
+    let (n_in, n_out) = (product(s)?, product(shape)?);
     if n_in != DYNAMIC && n_in != n_out {
         return Err(shape_err!(
             "cannot reshape [{}] ({n_in} elements) to [{}] ({n_out} elements)",
@@ -459,7 +467,7 @@ pub fn infer_flatten(x: &Type, axis: i64) -> InferResult<Type> {
         ));
     }
     let a = if axis < 0 { axis + r } else { axis } as usize;
-    Ok(tensor(&[product(&s[..a]), product(&s[a..])], e))
+    Ok(tensor(&[product(&s[..a])?, product(&s[a..])?], e))
 }
 
 /// Result type of `nn.pad {pads}` (`pads = [begin_0, ..., begin_n, end_0, ...,
