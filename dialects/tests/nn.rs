@@ -586,6 +586,21 @@ fn shape_op_inference() {
         .unwrap_err()
         .to_string()
         .contains("zero"));
+    // Extreme steps take one element; they never overflow the count.
+    for step in [i64::MAX, i64::MIN] {
+        let (start, end) = if step > 0 { (0, 10) } else { (9, -11) };
+        assert_eq!(
+            infer_slice(&t(&[10]), &slice(&[start], &[end], None, Some(&[step]))).unwrap(),
+            t(&[1]),
+            "step {step}"
+        );
+    }
+    // Sizes past 64 bits (crafted models) are errors, not overflows.
+    let huge = i64::MAX / 2 + 1;
+    assert!(infer_concat(&[&t(&[huge]), &t(&[huge])], 0).is_err());
+    assert!(infer_split(&t(&[4]), 0, &[i64::MAX, 1]).is_err());
+    assert!(infer_tile(&t(&[huge]), &[2]).is_err());
+    assert!(infer_pad(&t(&[huge]), &[huge, huge]).is_err());
 
     assert_eq!(
         infer_gather(&t(&[5, 4, 3]), &ti(&[2, 7], 64), 1).unwrap(),

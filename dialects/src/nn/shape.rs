@@ -197,7 +197,9 @@ pub fn infer_concat(inputs: &[&Type], axis: i64) -> InferResult<Type> {
                 shape[d] = if shape[d] == DYNAMIC || s[d] == DYNAMIC {
                     DYNAMIC
                 } else {
-                    shape[d] + s[d]
+                    shape[d].checked_add(s[d]).ok_or_else(|| {
+                        format!("the concatenated axis {a} is longer than 64 bits can count")
+                    })?
                 };
             } else if s[d] != s0[d] && s[d] != DYNAMIC && s0[d] != DYNAMIC {
                 return Err(shape_err!(
@@ -220,7 +222,10 @@ pub fn infer_split(x: &Type, axis: i64, sizes: &[i64]) -> InferResult<Vec<Type>>
             "'sizes' must be non-empty and non-negative, but is {sizes:?}"
         ));
     }
-    let total: i64 = sizes.iter().sum();
+    let total = sizes
+        .iter()
+        .try_fold(0i64, |acc, &n| acc.checked_add(n))
+        .ok_or_else(|| format!("'sizes' {sizes:?} sum past 64 bits"))?;
     if s[a] != DYNAMIC && total != s[a] {
         return Err(shape_err!(
             "'sizes' {sizes:?} sum to {total}, but axis {a} has size {}",
@@ -334,7 +339,8 @@ pub fn slice_ranges(shape: &[i64], p: &SliceParams) -> InferResult<Vec<SliceRang
             s = s.clamp(0, d);
             e = e.clamp(0, d);
             if e > s {
-                (e - s + step - 1) / step
+                // (e - s - 1) / step + 1 cannot overflow, whatever the step.
+                (e - s - 1) / step + 1
             } else {
                 0
             }
@@ -342,7 +348,7 @@ pub fn slice_ranges(shape: &[i64], p: &SliceParams) -> InferResult<Vec<SliceRang
             s = s.clamp(0, (d - 1).max(0));
             e = e.clamp(-1, d - 1);
             if s > e {
-                (s - e + (-step) - 1) / (-step)
+                ((s - e - 1) as u64 / step.unsigned_abs()) as i64 + 1
             } else {
                 0
             }
@@ -450,8 +456,12 @@ pub fn infer_tile(x: &Type, repeats: &[i64]) -> InferResult<Type> {
     let shape: Vec<i64> = s
         .iter()
         .zip(repeats)
-        .map(|(&d, &r)| if d == DYNAMIC { DYNAMIC } else { d * r })
-        .collect();
+        .map(|(&d, &r)| match d {
+            DYNAMIC => Some(DYNAMIC),
+            d => d.checked_mul(r),
+        })
+        .collect::<Option<_>>()
+        .ok_or_else(|| format!("tiling [{}] by {repeats:?} overflows 64 bits", shape_str(s)))?;
     Ok(tensor(&shape, e))
 }
 
@@ -488,7 +498,10 @@ pub fn infer_pad(x: &Type, pads: &[i64]) -> InferResult<Type> {
             shape.push(DYNAMIC);
             continue;
         }
-        let n = d + pads[i] + pads[i + r];
+        let n = d
+            .checked_add(pads[i])
+            .and_then(|n| n.checked_add(pads[i + r]))
+            .ok_or_else(|| format!("padding axis {i} overflows 64 bits"))?;
         if n < 0 {
             return Err(shape_err!(
                 "padding axis {i} of size {d} by {} and {} leaves a negative size",
