@@ -111,7 +111,7 @@ fn out_dim(
         return Ok(DYNAMIC);
     }
     // Attributes come from files: overflow is an error, not a panic.
-    let overflow = || format!("the extent of the kernel or padding along {axis} overflows");
+    let overflow = || shape_err!("the extent of the kernel or padding along {axis} overflows");
     let effective = dilation
         .checked_mul(k - 1)
         .and_then(|e| e.checked_add(1))

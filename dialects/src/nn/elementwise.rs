@@ -354,7 +354,10 @@ fn broadcast_pair<'t>(lhs: &'t Type, rhs: &Type) -> InferResult<(Vec<i64>, &'t T
 pub fn infer_binary(kind: BinaryKind, lhs: &Type, rhs: &Type) -> InferResult<Type> {
     let (shape, e) = broadcast_pair(lhs, rhs)?;
     if kind.is_logical() && !e.is_integer_of_width(1) {
-        return Err(format!("'{}' requires i1 operands, got '{e}'", kind.name()));
+        return Err(shape_err!(
+            "'{}' requires i1 operands, got '{e}'",
+            kind.name()
+        ));
     }
     if !numeric(e) {
         return Err(shape_err!(
@@ -375,7 +378,7 @@ pub fn infer_compare(lhs: &Type, rhs: &Type) -> InferResult<Type> {
 pub fn infer_unary(kind: UnaryKind, x: &Type) -> InferResult<Type> {
     let (_, e) = ranked(x, "operand")?;
     if kind == UnaryKind::Not && !e.is_integer_of_width(1) {
-        return Err(format!("operand must be a tensor of i1, but got '{x}'"));
+        return Err(shape_err!("operand must be a tensor of i1, but got '{x}'"));
     }
     if kind.requires_float() && !e.is_float() {
         return Err(shape_err!(

@@ -63,7 +63,7 @@ fn product(dims: &[i64]) -> InferResult<i64> {
     dims.iter()
         .try_fold(1i64, |acc, &d| acc.checked_mul(d))
         .ok_or_else(|| {
-            format!(
+            shape_err!(
                 "the element count of [{}] does not fit in 64 bits",
                 shape_str(dims)
             )
@@ -198,7 +198,7 @@ pub fn infer_concat(inputs: &[&Type], axis: i64) -> InferResult<Type> {
                     DYNAMIC
                 } else {
                     shape[d].checked_add(s[d]).ok_or_else(|| {
-                        format!("the concatenated axis {a} is longer than 64 bits can count")
+                        shape_err!("the concatenated axis {a} is longer than 64 bits can count")
                     })?
                 };
             } else if s[d] != s0[d] && s[d] != DYNAMIC && s0[d] != DYNAMIC {
@@ -225,7 +225,7 @@ pub fn infer_split(x: &Type, axis: i64, sizes: &[i64]) -> InferResult<Vec<Type>>
     let total = sizes
         .iter()
         .try_fold(0i64, |acc, &n| acc.checked_add(n))
-        .ok_or_else(|| format!("'sizes' {sizes:?} sum past 64 bits"))?;
+        .ok_or_else(|| shape_err!("'sizes' {sizes:?} sum past 64 bits"))?;
     if s[a] != DYNAMIC && total != s[a] {
         return Err(shape_err!(
             "'sizes' {sizes:?} sum to {total}, but axis {a} has size {}",
@@ -461,7 +461,7 @@ pub fn infer_tile(x: &Type, repeats: &[i64]) -> InferResult<Type> {
             d => d.checked_mul(r),
         })
         .collect::<Option<_>>()
-        .ok_or_else(|| format!("tiling [{}] by {repeats:?} overflows 64 bits", shape_str(s)))?;
+        .ok_or_else(|| shape_err!("tiling [{}] by {repeats:?} overflows 64 bits", shape_str(s)))?;
     Ok(tensor(&shape, e))
 }
 
@@ -501,7 +501,7 @@ pub fn infer_pad(x: &Type, pads: &[i64]) -> InferResult<Type> {
         let n = d
             .checked_add(pads[i])
             .and_then(|n| n.checked_add(pads[i + r]))
-            .ok_or_else(|| format!("padding axis {i} overflows 64 bits"))?;
+            .ok_or_else(|| shape_err!("padding axis {i} overflows 64 bits"))?;
         if n < 0 {
             return Err(shape_err!(
                 "padding axis {i} of size {d} by {} and {} leaves a negative size",
