@@ -151,3 +151,42 @@ ipu.executable machine = "c600" {
 // expected-error @+1 {{'ipu.tile' op expects parent op 'ipu.executable'}}
 ipu.tile 0 {
 }
+
+// -----
+
+// A constant tensor carries its value.
+ipu.executable machine = "c600" {
+  // expected-error @+1 {{'ipu.tensor' op a constant tensor needs a value}}
+  ipu.tensor constant @k : tensor<4xf32> pieces [(0, 0x80000, 0, 4)]
+  ipu.tile 0 {
+  }
+}
+
+// -----
+
+// Only a constant has a value: a host tensor is written by the host.
+ipu.executable machine = "c600" {
+  // expected-error @+1 {{'ipu.tensor' op only a constant tensor has a value}}
+  ipu.tensor input @k : tensor<4xf32> = dense<1.0> : tensor<4xf32> pieces [(0, 0x80000, 0, 4)]
+  ipu.tile 0 {
+  }
+}
+
+// -----
+
+ipu.executable machine = "c600" {
+  // expected-error @+1 {{'ipu.tensor' op value of type tensor<2xf32> does not match the tensor type tensor<4xf32>}}
+  ipu.tensor constant @k : tensor<4xf32> = dense<1.0> : tensor<2xf32> pieces [(0, 0x80000, 0, 4)]
+  ipu.tile 0 {
+  }
+}
+
+// -----
+
+// Replicas may repeat elements, but no piece runs past the tensor.
+ipu.executable machine = "c600" {
+  // expected-error @+1 {{'ipu.tensor' op piece (tile 0, first 2, count 4) runs past the tensor's 4 elements}}
+  ipu.tensor constant @k : tensor<4xf32> = dense<1.0> : tensor<4xf32> pieces [(0, 0x80000, 2, 4)]
+  ipu.tile 0 {
+  }
+}

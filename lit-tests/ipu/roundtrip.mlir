@@ -9,6 +9,8 @@
 // CHECK-LABEL: ipu.executable machine = "c600" {
 // CHECK-NEXT:    ipu.tensor input @a : tensor<8xf32> pieces [(0, 0x70000, 0, 4), (1, 0x70000, 4, 4)]
 // CHECK-NEXT:    ipu.tensor output @w : tensor<16xf8E4M3FNUZ> fp8_scale -2 pieces [(1, 0x80000, 0, 16)]
+// A constant may be replicated: the same elements on two tiles.
+// CHECK-NEXT:    ipu.tensor constant @k : tensor<4xf16> = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf16> pieces [(0, 0x80000, 0, 4), (1, 0x80000, 0, 4)]
 // CHECK-NEXT:    ipu.tile 0 {
 // CHECK-NEXT:      ipu.section ".text.main", "ax" supervisor {
 // CHECK-NEXT:        ipu.directive globl @main
@@ -59,6 +61,7 @@
 ipu.executable machine = "c600" {
   ipu.tensor input @a : tensor<8xf32> pieces [(0, 0x70000, 0, 4), (1, 458752, 4, 4)]
   ipu.tensor output @w : tensor<16xf8E4M3FNUZ> fp8_scale -2 pieces [(1, 0x80000, 0, 16)]
+  ipu.tensor constant @k : tensor<4xf16> = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf16> pieces [(0, 0x80000, 0, 4), (1, 0x80000, 0, 4)]
   ipu.tile 0 {
     ipu.section ".text.main", "ax" supervisor {
       ipu.directive globl @main

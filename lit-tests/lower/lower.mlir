@@ -26,8 +26,8 @@ func.func @mm(%x: tensor<8x24xf16>) -> tensor<8x32xf16> {
 // CHECK-NEXT:     ipu.inst nop
 // CHECK:          ipu.inst send m0, 64
 // CHECK-NEXT:     ipu.inst sync @TEXCH_SYNCZONE_INTERNAL
+// CHECK:          ipu.inst setzi m0, 0x80000
 // CHECK:          ipu.inst runall m1, m2, 4
-// CHECK:          ipu.label @gemm0_weights
 // A receiver arms its window for the home tile's words.
 // CHECK:        ipu.tile 1 {
 // CHECK:          ipu.label @main
@@ -43,6 +43,10 @@ func.func @mm(%x: tensor<8x24xf16>) -> tensor<8x32xf16> {
 // CHECK:          ipu.inst setzi m2, 2
 // X enters on tiles 0 and 2 only, 16 elements per piece (one panel row);
 // Y leaves from all four tiles.
+// Each grid column's weight panels are one constant, loaded with the
+// program at the start of interleaved memory on every tile of the column.
+// CHECK:        ipu.tensor constant @gemm0_weights_col0 : tensor<512xf16> = dense_resource<gemm0_weights_col0> : tensor<512xf16> pieces [(0, 0x80000, 0, 512), (2, 0x80000, 0, 512)]
+// CHECK:        ipu.tensor constant @gemm0_weights_col1 : tensor<512xf16> = dense_resource<gemm0_weights_col1> : tensor<512xf16> pieces [(1, 0x80000, 0, 512), (3, 0x80000, 0, 512)]
 // The second panel holds channels 16..23 and padding.
 // CHECK:        ipu.tensor input @input0 : tensor<8x24xf16> pieces [(0, 0xd8000, 0, 16), (0, 0xd8020, 24, 16),
 // CHECK-SAME:     (0, 0xd8080, 16, 8)

@@ -9,11 +9,12 @@
 //! op order (inputs first).
 
 use ipuc_dialects::ipu::{self, TensorDirection};
-use ipuc_ir::attributes::Attribute;
+use ipuc_ir::attributes::{AttrKind, Attribute};
 use ipuc_ir::{Context, Diagnostic, FloatKind, OpId, TypeKind, WalkOrder};
 
 use super::statements::tile_statements;
 use ipuc_ipu_arch::exe::DType;
+use ipuc_ipu_arch::image::Section;
 use ipuc_ipu_arch::{
     asm::assemble_statements, AsmOptions, Executable, HostStream, MachineModel, StreamDirection,
     TensorBinding, TileProgram,
@@ -83,6 +84,95 @@ fn dtype_of(ctx: &Context, tensor: OpId) -> Result<(DType, Vec<u64>), Diagnostic
         }
     };
     Ok((dtype, shape.iter().map(|&d| d as u64).collect()))
+}
+
+/// The bytes of a tensor constant's value (a splat expanded to `count`
+/// elements of `size` bytes).
+fn constant_bytes(value: &Attribute, count: usize, size: usize) -> Result<Vec<u8>, String> {
+    match value.kind() {
+        AttrKind::DenseElements(d) if d.splat => Ok(d.data.repeat(count)),
+        AttrKind::DenseElements(d) => Ok(d.data.to_vec()),
+        AttrKind::DenseResource { resource, .. } => resource
+            .blob()
+            .map(|b| b.data.to_vec())
+            .ok_or_else(|| format!("resource '{}' has no data", resource.name())),
+        _ => Err(format!("{value} is not a tensor constant")),
+    }
+    .and_then(|bytes| {
+        if bytes.len() == count * size {
+            Ok(bytes)
+        } else {
+            Err(format!(
+                "the value holds {} bytes, the tensor {}",
+                bytes.len(),
+                count * size
+            ))
+        }
+    })
+}
+
+/// Adds each piece of constant `tensor` to its tile's image as a data
+/// section `.const.NAME` at the piece's address; a piece on a tile without
+/// a program, or overlapping a section, is an error.
+fn load_constant(
+    ctx: &Context,
+    tensor: OpId,
+    name: &str,
+    size: u32,
+    tiles: &mut [TileProgram],
+) -> Result<(), Diagnostic> {
+    let err = |msg: String| Diagnostic::op_error(ctx, tensor, msg);
+    let ty = ctx
+        .attr(tensor, "tensor_type")
+        .and_then(Attribute::as_type)
+        .cloned()
+        .ok_or_else(|| err("has no tensor_type".into()))?;
+    let count = ty.shape().map_or(0, |s| s.iter().product::<i64>() as usize);
+    let value = ctx
+        .attr(tensor, "value")
+        .ok_or_else(|| err("a constant tensor needs a value".into()))?;
+    let bytes = constant_bytes(value, count, size as usize).map_err(err)?;
+    for p in ipu::tensor_pieces(ctx, tensor) {
+        let Some(program) = tiles.iter_mut().find(|t| i64::from(t.tile) == p.tile) else {
+            return Err(err(format!(
+                "has a piece on tile {}, which has no program",
+                p.tile
+            )));
+        };
+        let (from, len) = (
+            p.first as usize * size as usize,
+            p.count as usize * size as usize,
+        );
+        let section = Section {
+            name: format!(".const.{name}"),
+            flags: "a".into(),
+            is_code: false,
+            address: p.address as u32,
+            bytes: bytes[from..from + len].to_vec(),
+            modes: Vec::new(),
+        };
+        let image = &mut program.image;
+        if let Some(o) = image
+            .sections
+            .iter()
+            .find(|s| s.address < section.end() && section.address < s.end())
+        {
+            return Err(err(format!(
+                "piece on tile {} at 0x{:x}..0x{:x} overlaps section `{}` at 0x{:x}..0x{:x}",
+                p.tile,
+                section.address,
+                section.end(),
+                o.name,
+                o.address,
+                o.end()
+            )));
+        }
+        let at = image
+            .sections
+            .partition_point(|s| s.address < section.address);
+        image.sections.insert(at, section);
+    }
+    Ok(())
 }
 
 /// The `ipu.tile` ops of `exe` with their tile numbers, in tile order.
@@ -186,6 +276,16 @@ pub fn build_executable(ctx: &Context, exe: OpId) -> Result<Executable, Vec<Diag
                 continue;
             }
         };
+        let direction = ctx
+            .attr(tensor, "direction")
+            .and_then(Attribute::as_str)
+            .and_then(TensorDirection::parse);
+        if direction == Some(TensorDirection::Constant) {
+            if let Err(d) = load_constant(ctx, tensor, &name, dtype.size(), &mut tiles) {
+                diags.push(d);
+            }
+            continue;
+        }
         for p in ipu::tensor_pieces(ctx, tensor) {
             bindings.push(TensorBinding {
                 name: name.clone(),
@@ -197,10 +297,6 @@ pub fn build_executable(ctx: &Context, exe: OpId) -> Result<Executable, Vec<Diag
                 element_offset: p.first as u64,
             });
         }
-        let direction = ctx
-            .attr(tensor, "direction")
-            .and_then(Attribute::as_str)
-            .and_then(TensorDirection::parse);
         let stream = |direction| HostStream {
             name: name.clone(),
             tensor: name.clone(),

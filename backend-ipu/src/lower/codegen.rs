@@ -2,12 +2,13 @@
 //! `Y = X · W` on the plan's tiles.
 //!
 //! Every tile of the grid gets the same memory layout: the weight panels
-//! of its column block in `.interleaved.{tag}_weights` (placed by the
-//! assembler from the start of interleaved memory), Y and X each in whole
-//! 32 KiB element pairs at the top of memory (X and Y never share a pair,
-//! so the AMP's loads and stores never share a bank), the vertex states in
-//! `.data`. After assembly every tile is checked: the sections must end
-//! below the lowest tensor.
+//! of its column block at the start of interleaved memory (a `constant`
+//! `ipu.tensor` per grid column, its value a resource blob, one piece per
+//! grid row: the executable loads it with the program), Y and X each in
+//! whole 32 KiB element pairs at the top of memory (X and Y never share a
+//! pair, so the AMP's loads and stores never share a bank), code and the
+//! vertex states in region 0 (placed by the assembler). After assembly
+//! every tile is checked: the sections must end below the lowest tensor.
 //!
 //! Supersteps: with more than one grid column, the X block of each grid
 //! row enters on the row's first tile (host input `input0`) and is
@@ -17,17 +18,20 @@
 
 use ipuc_dialects::ipu::{self, build, SectionKind, TensorDirection, TensorPiece};
 use ipuc_ipu_arch::MachineModel;
-use ipuc_ir::{BlockId, Context, Diagnostic, Location, OpId, Type};
+use ipuc_ir::attributes::{AttrKind, ResourceBlob};
+use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
 use super::exchange::Broadcast;
 use super::plan::GemmPlan;
-use crate::codelets::amp::AmpBlock;
+use crate::codelets::amp::{AmpBlock, AmpVariant, Elem};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::gemm::TileGemm;
 
 /// Where a tile's tensors live (the same on every tile of the plan).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TileLayout {
+    /// The weight panels.
+    pub weights: u32,
     /// X in panel order.
     pub input: u32,
     /// Y's buffer.
@@ -45,9 +49,10 @@ pub fn layout(plan: &GemmPlan, machine: &MachineModel) -> TileLayout {
     let output = machine.sram_end - whole(v.output_bytes());
     let input = output - whole(v.input_bytes());
     TileLayout {
+        weights: machine.interleaved_base,
         input,
         output,
-        tensors_start: input,
+        tensors_start: machine.interleaved_base,
     }
 }
 
@@ -82,6 +87,7 @@ pub fn emit_gemm(
         let vertex = TileGemm {
             input: lay.input,
             output: lay.output,
+            weights: lay.weights,
             ..plan.vertex()
         };
         let broadcast = Broadcast {
@@ -116,16 +122,6 @@ pub fn emit_gemm(
                     });
                 }
             }
-            // This tile's weight panels: its column block, zero-padded.
-            let first_col = (j * plan.groups * ko) as usize;
-            let cols = ((groups * ko) as usize).min(shape.n as usize - first_col);
-            let block_w: Vec<f64> = (0..shape.k as usize)
-                .flat_map(|kk| {
-                    let row = kk * shape.n as usize + first_col;
-                    w[row..row + cols].iter().copied()
-                })
-                .collect();
-            let panels = vertex.weight_panels(&block_w, shape.k as usize, cols, 0.0);
             let (tile_op, tile_body) = build::tile(ctx, tile, None, loc.clone());
             ctx.append_op(exe_body, tile_op);
             let mut e = Emitter::new(ctx, tile_body, loc.clone());
@@ -140,25 +136,58 @@ pub fn emit_gemm(
                 e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
             }
             vertex
-                .emit_supervisor_with(&mut e, tag, op::sym(format!("{tag}_weights")))
+                .emit_supervisor(&mut e, tag)
                 .map_err(|err| Diagnostic::error(loc.clone(), err.to_string()))?;
             e.solo(inst("exitz", [op::mzero()]));
             e.size_of("main");
             vertex.emit_workers(&mut e, tag);
-            e.data_section(&format!(".interleaved.{tag}_weights"));
-            e.directive("align", &[op::imm(16)]);
-            e.label(&format!("{tag}_weights"));
-            let bytes = elem.encode(&panels);
-            let words: Vec<u32> = bytes
-                .chunks(4)
-                .map(|b| {
-                    let mut q = [0u8; 4];
-                    q[..b.len()].copy_from_slice(b);
-                    u32::from_le_bytes(q)
-                })
-                .collect();
-            e.words(&words);
         }
+    }
+    for j in 0..plan.grid_cols {
+        // Column block j's weight panels, zero-padded, on every grid row.
+        let vertex = plan.vertex();
+        let groups = plan.groups_of(j);
+        let first_col = (j * plan.groups * ko) as usize;
+        let cols = ((groups * ko) as usize).min(shape.n as usize - first_col);
+        let block_w: Vec<f64> = (0..shape.k as usize)
+            .flat_map(|kk| {
+                let row = kk * shape.n as usize + first_col;
+                w[row..row + cols].iter().copied()
+            })
+            .collect();
+        let bytes = elem.encode(&vertex.weight_panels(&block_w, shape.k as usize, cols, 0.0));
+        let count = (bytes.len() / elem.size()) as i64;
+        let ty = Type::tensor(&[count], element_type(v));
+        let name = format!("{tag}_weights_col{j}");
+        let resource = ctx.resources().insert_unique(
+            &name,
+            ResourceBlob {
+                alignment: 16,
+                data: bytes.into(),
+            },
+        );
+        let value = Attribute::new(AttrKind::DenseResource {
+            resource,
+            ty: ty.clone(),
+        });
+        let pieces: Vec<TensorPiece> = (0..plan.grid_rows)
+            .map(|i| TensorPiece {
+                tile: i64::from(plan.tile(i, j)),
+                address: i64::from(lay.weights),
+                first: 0,
+                count,
+            })
+            .collect();
+        let t = build::tensor(
+            ctx,
+            &name,
+            ty,
+            TensorDirection::Constant,
+            &pieces,
+            loc.clone(),
+        );
+        ctx.set_attr(t, "value", value);
+        ctx.append_op(exe_body, t);
     }
     let x = build::tensor(
         ctx,
@@ -181,13 +210,24 @@ pub fn emit_gemm(
     Ok(exe)
 }
 
-/// Checks that every tile's sections end below the tensors of `lay`.
+/// The IR element type of the AMP's input format.
+fn element_type(v: AmpVariant) -> Type {
+    Type::float(match v.input_elem() {
+        Elem::F16 => FloatKind::F16,
+        Elem::F32 => FloatKind::F32,
+        Elem::F8 => FloatKind::F8E4M3FNUZ,
+    })
+}
+
+/// Checks that every tile's code and data sections end below the tensors
+/// of `lay` (constant sections are the weights, placed there on purpose).
 pub fn check_fits(exe: &ipuc_ipu_arch::Executable, lay: &TileLayout) -> Result<(), String> {
     for t in &exe.tiles {
         if let Some(s) = t
             .image
             .sections
             .iter()
+            .filter(|s| !s.name.starts_with(".const."))
             .find(|s| s.end() > lay.tensors_start)
         {
             return Err(format!(

@@ -112,6 +112,7 @@ pub(super) fn print_tensor(p: &mut OpPrinter<'_, '_>, op: OpId) -> std::fmt::Res
     };
     let (name, ty) = (name.to_string(), ty.clone());
     let scale = ctx.attr(op, "fp8_scale").and_then(Attribute::as_int);
+    let value = ctx.attr(op, "value").cloned();
     p.write_str(" ");
     p.write_str(dir.as_str());
     p.write_str(" ");
@@ -120,6 +121,10 @@ pub(super) fn print_tensor(p: &mut OpPrinter<'_, '_>, op: OpId) -> std::fmt::Res
     p.ty(&ty);
     if let Some(s) = scale {
         p.write_str(&format!(" fp8_scale {s}"));
+    }
+    if let Some(v) = value {
+        p.write_str(" = ");
+        p.attr(&v);
     }
     p.write_str(" pieces [");
     for (i, pc) in pieces.iter().enumerate() {
@@ -144,7 +149,7 @@ pub(super) fn parse_tensor(
     p: &mut CustomParser<'_, '_>,
     state: &mut OperationState,
 ) -> Result<(), Diagnostic> {
-    let dir_err = p.error("expected the tensor direction: input, output or internal");
+    let dir_err = p.error("expected the tensor direction: input, output, internal or constant");
     let dir = p.parse_keyword().map_err(|_| dir_err.clone())?;
     if TensorDirection::parse(&dir).is_none() {
         return Err(dir_err);
@@ -157,6 +162,10 @@ pub(super) fn parse_tensor(
     if p.parse_optional_keyword("fp8_scale") {
         let s = parse_int(p, "an FP8 scale exponent")?;
         set_prop(state, "fp8_scale", Attribute::i64(s));
+    }
+    if p.parse_optional_punct("=") {
+        let v = p.parse_attribute()?;
+        set_prop(state, "value", v);
     }
     p.expect_keyword("pieces")?;
     let pieces = p.parse_square(|q| {

@@ -21,7 +21,8 @@
 //!   or `"bow"`); a symbol table holding `ipu.tile` and `ipu.tensor` ops.
 //! - `ipu.tensor`: a host-visible tensor (symbol): its type, its direction
 //!   (`input`: streamed to the tiles before the run, `output`: streamed back
-//!   after it, `internal`: neither) and its pieces, each `(tile, address,
+//!   after it, `internal`: neither, `constant`: its `value` is loaded with
+//!   the program, and its pieces may repeat elements on several tiles) and its pieces, each `(tile, address,
 //!   first element, element count)` of the row-major elements. FP8 tensors
 //!   carry their power-of-two scale in `fp8_scale`.
 //! - `ipu.tile`: one tile's program (attribute `tile`, optional `entry`
@@ -77,6 +78,10 @@ pub enum TensorDirection {
     Output,
     /// Neither (state that stays on the device).
     Internal,
+    /// Data loaded with the program (weights): its `value` is written to
+    /// every piece. A constant's pieces may repeat elements (replicas on
+    /// several tiles).
+    Constant,
 }
 
 impl TensorDirection {
@@ -86,6 +91,7 @@ impl TensorDirection {
             TensorDirection::Input => "input",
             TensorDirection::Output => "output",
             TensorDirection::Internal => "internal",
+            TensorDirection::Constant => "constant",
         }
     }
     /// Parses the keyword.
@@ -94,6 +100,7 @@ impl TensorDirection {
             "input" => Some(TensorDirection::Input),
             "output" => Some(TensorDirection::Output),
             "internal" => Some(TensorDirection::Internal),
+            "constant" => Some(TensorDirection::Constant),
             _ => None,
         }
     }
@@ -217,7 +224,7 @@ const TENSOR_TYPE: AttrDecl = AttrDecl {
 };
 const DIRECTION: AttrDecl = AttrDecl {
     name: "direction",
-    description: "string \"input\", \"output\" or \"internal\"",
+    description: "string \"input\", \"output\", \"internal\" or \"constant\"",
     check: |a| a.as_str().and_then(TensorDirection::parse).is_some(),
     optional: false,
 };
@@ -229,6 +236,17 @@ const PIECES: AttrDecl = AttrDecl {
             .is_some_and(|ps| ps.iter().all(|p| TensorPiece::from_attr(p).is_some()))
     },
     optional: false,
+};
+const VALUE: AttrDecl = AttrDecl {
+    name: "value",
+    description: "dense or dense_resource elements (constant tensors)",
+    check: |a| {
+        matches!(
+            a.kind(),
+            AttrKind::DenseElements(_) | AttrKind::DenseResource { .. }
+        )
+    },
+    optional: true,
 };
 const FP8_SCALE: AttrDecl = AttrDecl {
     name: "fp8_scale",
@@ -263,6 +281,7 @@ pub fn dialect() -> Dialect {
         .attribute(TENSOR_TYPE)
         .attribute(DIRECTION)
         .attribute(PIECES)
+        .attribute(VALUE)
         .attribute(FP8_SCALE)
         .operands(&[])
         .results(&[])
@@ -474,12 +493,57 @@ fn verify_tensor(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     if pieces.is_empty() {
         return Err(Diagnostic::op_error(ctx, op, "needs at least one piece"));
     }
-    pieces.sort_by_key(|p| p.first);
-    let mut next = 0;
     for p in &pieces {
         if p.tile < 0 || p.address < 0 || p.address % 4 != 0 || p.count <= 0 || p.first < 0 {
             return Err(Diagnostic::op_error(ctx, op, format!("piece (tile {}, address {}, first {}, count {}) needs a non-negative tile, a 4-byte aligned address and a positive count", p.tile, p.address, p.first, p.count)));
         }
+    }
+    let direction = ctx
+        .attr(op, "direction")
+        .and_then(Attribute::as_str)
+        .and_then(TensorDirection::parse);
+    let value = ctx.attr(op, "value");
+    if direction == Some(TensorDirection::Constant) {
+        let Some(value) = value else {
+            return Err(Diagnostic::op_error(
+                ctx,
+                op,
+                "a constant tensor needs a value",
+            ));
+        };
+        if value.ty() != Some(&ty) {
+            return Err(Diagnostic::op_error(
+                ctx,
+                op,
+                format!(
+                    "value of type {} does not match the tensor type {ty}",
+                    value.ty().map_or("none".to_string(), |t| t.to_string())
+                ),
+            ));
+        }
+        // Replicas may repeat elements; each piece stays inside the tensor.
+        if let Some(p) = pieces.iter().find(|p| p.first + p.count > total) {
+            return Err(Diagnostic::op_error(
+                ctx,
+                op,
+                format!(
+                    "piece (tile {}, first {}, count {}) runs past the tensor's {total} elements",
+                    p.tile, p.first, p.count
+                ),
+            ));
+        }
+        return Ok(());
+    }
+    if value.is_some() {
+        return Err(Diagnostic::op_error(
+            ctx,
+            op,
+            "only a constant tensor has a value",
+        ));
+    }
+    pieces.sort_by_key(|p| p.first);
+    let mut next = 0;
+    for p in &pieces {
         if p.first != next {
             return Err(Diagnostic::op_error(
                 ctx,
