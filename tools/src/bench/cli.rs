@@ -6,6 +6,7 @@ use ipuc_ipu_arch::MachineModel;
 
 use super::amp::{format_amp_report, run_amp_report, AmpBench};
 use super::codelets::{format_codelets, run_codelets};
+use super::gemm::{format_gemm, run_gemm};
 use super::reference::{format_reference_report, run_reference, ReferenceBench};
 use super::sim_speed::{format_speed, run_sim_speed};
 use super::BenchError;
@@ -122,6 +123,31 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// One matrix product planned over the tiles, lowered and simulated:
+    /// plan, estimate, simulated cycles per superstep, TFLOPS, % of peak.
+    Gemm {
+        /// Machine model: `c600` or `bow`.
+        #[arg(long, default_value = "c600")]
+        machine: String,
+        /// Rows of X (so400m's tokens).
+        #[arg(long, default_value_t = 729)]
+        m: u32,
+        /// The contracted dimension.
+        #[arg(long, default_value_t = 1152)]
+        k: u32,
+        /// Columns of W.
+        #[arg(long, default_value_t = 4304)]
+        n: u32,
+        /// Element type: `f16` or `f32`.
+        #[arg(long, default_value = "f16")]
+        dtype: String,
+        /// Force a grid `ROWSxCOLS` instead of the planner's choice.
+        #[arg(long)]
+        grid: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Simulated instructions per host second.
     SimSpeed {
         /// Loop iterations of the benchmark program (48 instructions each).
@@ -233,6 +259,36 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
                     .map_err(|e| BenchError::Other(e.to_string()))
             } else {
                 Ok(format_reference_report(&report))
+            }
+        }
+        Command::Gemm {
+            machine,
+            m,
+            k,
+            n,
+            dtype,
+            grid,
+            json,
+        } => {
+            let mm = machine_named(&machine)?;
+            let grid = grid
+                .map(|g| {
+                    g.split_once('x')
+                        .and_then(|(r, c)| Some((r.parse().ok()?, c.parse().ok()?)))
+                        .ok_or_else(|| {
+                            BenchError::Usage(format!(
+                                "--grid must be ROWSxCOLS, e.g. 16x90, not `{g}`"
+                            ))
+                        })
+                })
+                .transpose()?;
+            let r = run_gemm(&mm, (m, k, n), &dtype, grid)?;
+            if json {
+                serde_json::to_string(&r)
+                    .map(|s| s + "\n")
+                    .map_err(|e| BenchError::Other(e.to_string()))
+            } else {
+                Ok(format_gemm(&r))
             }
         }
         Command::SimSpeed { iterations, json } => {

@@ -5,6 +5,8 @@
 //!   the numerics of sample tiles checked against the float64 reference.
 //! - `codelets`: every codelet family once on one tile, simulated cycles
 //!   beside the codelet's estimate.
+//! - `gemm`: a matrix product planned over the tiles, lowered and
+//!   simulated, beside the plan's estimate.
 //! - `sim-speed`: simulated instructions per host second.
 //! - `reference`: the host reference executor against onnxruntime on the
 //!   same model, weights and inputs.
@@ -12,6 +14,7 @@
 pub mod amp;
 pub mod cli;
 pub mod codelets;
+pub mod gemm;
 pub mod reference;
 pub mod sim_speed;
 

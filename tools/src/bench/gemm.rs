@@ -1,0 +1,217 @@
+//! `ipu-bench gemm`: one matrix product `[M, K] · [K, N]` planned over the
+//! tiles, lowered to an executable and run on the simulator: the plan and
+//! its estimate beside the simulated cycles (split per superstep into
+//! compute, exchange and sync), TFLOPS and the share of the AMP's peak,
+//! and the compile time. Sampled outputs are checked against float64.
+
+use std::time::Instant;
+
+use ipuc_backend_ipu::codelets::amp::AmpVariant;
+use ipuc_backend_ipu::emit::build_executable;
+use ipuc_backend_ipu::lower::codegen::{check_fits, emit_gemm, layout};
+use ipuc_backend_ipu::lower::plan::{evaluate, plan_gemm, GemmPlan, GemmShape};
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::{Context, FloatKind, Location, Type};
+use ipuc_runtime::device::Device;
+use ipuc_runtime::sim::{SimConfig, Simulator};
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use super::BenchError;
+
+/// What `ipu-bench gemm` measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct GemmReport {
+    /// `MxKxN`.
+    pub shape: String,
+    /// The AMP instruction.
+    pub instruction: String,
+    /// Grid rows x columns.
+    pub grid: (u32, u32),
+    /// Tiles used.
+    pub tiles: u32,
+    /// The plan's estimate: exchange, compute, sync, total.
+    pub estimate: (u64, u64, u64, u64),
+    /// Simulated device cycles.
+    pub cycles: u64,
+    /// Per superstep, the largest compute, exchange and sync-wait cycles
+    /// over the tiles.
+    pub supersteps: Vec<(u64, u64, u64)>,
+    /// Achieved TFLOPS at the machine's clock.
+    pub tflops: f64,
+    /// Share of the instruction's peak on every tile, in percent.
+    pub percent_of_peak: f64,
+    /// Cycles the product takes at that peak.
+    pub peak_cycles: u64,
+    /// Plan, lowering and encoding, seconds.
+    pub compile_s: f64,
+    /// Simulation, host seconds.
+    pub simulate_s: f64,
+    /// Bytes of the busiest tile's image (code, data, weights).
+    pub max_image_bytes: u32,
+    /// Output elements checked against float64.
+    pub checked: usize,
+}
+
+/// Plans, lowers and simulates `[m, k] · [k, n]` in `dtype` (`f16`,
+/// `f32`), on `grid` if given.
+pub fn run_gemm(
+    machine: &MachineModel,
+    (m, k, n): (u32, u32, u32),
+    dtype: &str,
+    grid: Option<(u32, u32)>,
+) -> Result<GemmReport, BenchError> {
+    let variant = match dtype {
+        "f16" => AmpVariant::F16,
+        "f32" => AmpVariant::F32,
+        _ => {
+            return Err(BenchError::Usage(format!(
+                "--dtype must be f16 or f32, not `{dtype}`"
+            )))
+        }
+    };
+    let shape = GemmShape { m, k, n, variant };
+    let started = Instant::now();
+    let plan: GemmPlan = match grid {
+        Some((r, c)) => evaluate(shape, r, c, machine).map_err(|r| BenchError::Usage(r.reason))?,
+        None => {
+            plan_gemm(shape, machine)
+                .map_err(|e| BenchError::Usage(e.to_string()))?
+                .plan
+        }
+    };
+    let elem = variant.input_elem();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let (mu, ku, nu) = (m as usize, k as usize, n as usize);
+    let mut value = || rng.random_range(-1.0..1.0f64);
+    let x = elem.decode(&elem.encode(&(0..mu * ku).map(|_| value()).collect::<Vec<_>>()));
+    let w = elem.decode(&elem.encode(&(0..ku * nu).map(|_| value()).collect::<Vec<_>>()));
+    let float = Type::float(match variant {
+        AmpVariant::F32 => FloatKind::F32,
+        _ => FloatKind::F16,
+    });
+    let mut ctx = Context::new(ipuc_dialects::registry());
+    let module = ipuc_ir::parse_source(&mut ctx, "gemm.mlir", "module {}")
+        .map_err(|d| BenchError::Other(format!("{d:?}")))?
+        .module;
+    let body = ctx
+        .entry_block(ctx.regions(module)[0])
+        .ok_or_else(|| BenchError::Other("empty module has no block".into()))?;
+    let tys = (
+        Type::tensor(&[i64::from(m), i64::from(k)], float.clone()),
+        Type::tensor(&[i64::from(m), i64::from(n)], float),
+    );
+    let exe_op = emit_gemm(&mut ctx, body, &plan, &w, tys, machine, Location::unknown())
+        .map_err(|d| BenchError::Other(d.message))?;
+    let exe = build_executable(&ctx, exe_op).map_err(|d| {
+        BenchError::Other(
+            d.iter()
+                .map(|d| d.message.clone())
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    })?;
+    check_fits(&exe, &layout(&plan, machine)).map_err(BenchError::Other)?;
+    let compile_s = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let mut sim = Simulator::new(machine.clone(), SimConfig::default());
+    sim.load(&exe)?;
+    sim.write_tensor("input0", &elem.encode(&x))?;
+    sim.run()?;
+    let simulate_s = started.elapsed().as_secs_f64();
+    let y = variant.output_elem().decode(&sim.read_tensor("output0")?);
+    let u = variant.output_elem().unit_roundoff();
+    let mut checked = 0;
+    let mut pick = rand::rngs::StdRng::seed_from_u64(11);
+    for _ in 0..64 {
+        let (r, j) = (pick.random_range(0..mu), pick.random_range(0..nu));
+        let (mut want, mut mag) = (0.0, 0.0);
+        for kk in 0..ku {
+            want += x[r * ku + kk] * w[kk * nu + j];
+            mag += (x[r * ku + kk] * w[kk * nu + j]).abs();
+        }
+        let tol = (f64::from(shape.k_groups()) + 1.0) * u * mag + 1e-6;
+        if (y[r * nu + j] - want).abs() > tol {
+            return Err(BenchError::WrongResults(format!(
+                "Y[{r}][{j}] = {}, want {want} (tolerance {tol:e})",
+                y[r * nu + j]
+            )));
+        }
+        checked += 1;
+    }
+    let p = sim
+        .profile()
+        .ok_or_else(|| BenchError::Other("the simulator kept no profile".into()))?;
+    let steps = p
+        .tiles
+        .iter()
+        .map(|t| t.supersteps.len())
+        .max()
+        .unwrap_or(0);
+    let supersteps = (0..steps)
+        .map(|s| {
+            let of = |f: fn(&ipuc_runtime::sim::SuperstepCycles) -> u64| {
+                p.tiles
+                    .iter()
+                    .filter_map(|t| t.supersteps.get(s))
+                    .map(f)
+                    .max()
+                    .unwrap_or(0)
+            };
+            (of(|c| c.compute), of(|c| c.exchange), of(|c| c.sync_wait))
+        })
+        .collect();
+    let flops = 2.0 * f64::from(m) * f64::from(k) * f64::from(n);
+    let seconds = p.total_cycles as f64 / machine.clock_hz;
+    let peak = variant.peak_flops(machine);
+    let e = plan.estimate;
+    Ok(GemmReport {
+        shape: format!("{m}x{k}x{n}"),
+        instruction: variant.mnemonic().into(),
+        grid: (plan.grid_rows, plan.grid_cols),
+        tiles: plan.tiles(),
+        estimate: (e.exchange, e.compute, e.sync, e.total()),
+        cycles: p.total_cycles,
+        supersteps,
+        tflops: flops / seconds / 1e12,
+        percent_of_peak: 100.0 * flops / seconds / peak,
+        peak_cycles: (flops / peak * machine.clock_hz).ceil() as u64,
+        compile_s,
+        simulate_s,
+        max_image_bytes: exe
+            .tiles
+            .iter()
+            .map(|t| t.image.total_bytes())
+            .max()
+            .unwrap_or(0),
+        checked,
+    })
+}
+
+/// The report as text.
+pub fn format_gemm(r: &GemmReport) -> String {
+    let mut s = format!(
+        "{} {} on a {}x{} grid ({} tiles)\nestimate {} cycles (exchange {}, compute {}, sync {})\nsimulated {} cycles: {:.1} TFLOPS, {:.1} % of peak ({} cycles at peak)\n",
+        r.shape,
+        r.instruction,
+        r.grid.0,
+        r.grid.1,
+        r.tiles,
+        r.estimate.3,
+        r.estimate.0,
+        r.estimate.1,
+        r.estimate.2,
+        r.cycles,
+        r.tflops,
+        r.percent_of_peak,
+        r.peak_cycles
+    );
+    for (i, (c, x, w)) in r.supersteps.iter().enumerate() {
+        s += &format!("  superstep {i}: compute {c}, exchange {x}, sync wait {w}\n");
+    }
+    s += &format!(
+        "compile {:.2} s, simulate {:.2} s, busiest image {} bytes, {} outputs checked against float64\n",
+        r.compile_s, r.simulate_s, r.max_image_bytes, r.checked
+    );
+    s
+}
