@@ -113,10 +113,7 @@ fn check(block: &str, function_name: &str, input_of: &str, output_of: &str) {
     let moved = compare(
         &x.to_f64_vec(),
         &y.to_f64_vec(),
-        Tolerance {
-            atol: 0.0,
-            rtol: 0.0,
-        },
+        Tolerance::allclose(0.0, 0.0),
     );
     assert!(moved.rel_l2_err > 1e-2, "{block}: {moved:?}");
     for (pipeline, max_rel_l2) in [
@@ -135,10 +132,7 @@ fn check(block: &str, function_name: &str, input_of: &str, output_of: &str) {
         let m = compare(
             &out.to_f64_vec(),
             &y.to_f64_vec(),
-            Tolerance {
-                atol: 1e-4,
-                rtol: 1e-3,
-            },
+            Tolerance::allclose(1e-4, 1e-3),
         );
         eprintln!(
             "{block} ({pipeline}): rel L2 {:.2e}, cosine {:.9}",

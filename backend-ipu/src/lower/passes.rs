@@ -289,6 +289,24 @@ fn lowerable(ctx: &Context, f: OpId) -> Result<(OpId, Vec<f64>), Diagnostic> {
     Ok((*mm, values))
 }
 
+/// Lowers `f` (a `func.func` of `module`'s body) to an `ipu.executable`
+/// appended to that body, planning its product if it has no `ipu.plan`:
+/// what `ipu-lower` does per function, for drivers such as `ipu-run
+/// --device sim`.
+pub fn lower_function(
+    ctx: &mut Context,
+    module_body: ipuc_ir::BlockId,
+    f: OpId,
+    m: &MachineModel,
+) -> Result<OpId, Diagnostic> {
+    let (mm, w) = lowerable(ctx, f)?;
+    let plan = plan_of(ctx, mm, m)?;
+    let x_ty = ctx.value_type(ctx.operands(mm)[0]).clone();
+    let y_ty = ctx.value_type(ctx.results(mm)[0]).clone();
+    let loc = ctx.loc(mm).clone();
+    emit_gemm(ctx, module_body, &plan, &w, (x_ty, y_ty), m, loc)
+}
+
 impl DeclaredPass for LowerToIpu {
     fn create(options: &LowerOptions, _hooks: &PassHooks) -> Result<Self, PassCreateError> {
         machine(&options.machine).map_err(PassCreateError::Refused)?;
@@ -312,12 +330,7 @@ impl DeclaredPass for LowerToIpu {
             .filter(|&o| ctx.name_str(o) == func::FUNC)
             .collect();
         for f in funcs {
-            let (mm, w) = lowerable(ctx, f)?;
-            let plan = plan_of(ctx, mm, &m)?;
-            let x_ty = ctx.value_type(ctx.operands(mm)[0]).clone();
-            let y_ty = ctx.value_type(ctx.results(mm)[0]).clone();
-            let loc = ctx.loc(mm).clone();
-            emit_gemm(ctx, block, &plan, &w, (x_ty, y_ty), &m, loc)?;
+            lower_function(ctx, block, f, &m)?;
         }
         Ok(PreservedAnalyses::none())
     }

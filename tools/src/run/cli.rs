@@ -34,19 +34,29 @@ pub struct RunArgs {
     #[arg(value_name = "MODEL")]
     pub model: PathBuf,
     /// The device to run on: `reference` (the host `nn` interpreter; the
-    /// default for models) or `sim` (the IPU simulator; runs executables,
-    /// and is their default).
+    /// default for models) or `sim` (the IPU simulator: a model or IR is
+    /// compiled first and compared with the reference executor's outputs;
+    /// the default for executables).
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,
     /// A test data set directory, or a directory of `test_data_set_*` folders.
     #[arg(long, value_name = "DIR")]
     pub input: Option<PathBuf>,
-    /// Absolute tolerance.
-    #[arg(long, value_name = "A", default_value_t = 1e-4)]
-    pub atol: f64,
-    /// Relative tolerance.
-    #[arg(long, value_name = "R", default_value_t = 1e-3)]
-    pub rtol: f64,
+    /// Absolute tolerance of the elementwise comparison [default: 1e-4].
+    #[arg(long, value_name = "A")]
+    pub atol: Option<f64>,
+    /// Relative tolerance of the elementwise comparison [default: 1e-3].
+    #[arg(long, value_name = "R")]
+    pub rtol: Option<f64>,
+    /// Judge outputs as whole tensors instead: the smallest accepted cosine
+    /// similarity [default: 0.999]. A model compiled for `--device sim` is
+    /// judged this way unless `--atol`/`--rtol` are given.
+    #[arg(long, value_name = "C")]
+    pub min_cosine: Option<f64>,
+    /// Judge outputs as whole tensors: the largest accepted relative L2
+    /// error [default: 1e-2].
+    #[arg(long, value_name = "E")]
+    pub max_rel_l2: Option<f64>,
     /// Print one JSON object instead of the human summary.
     #[arg(long)]
     pub json: bool,

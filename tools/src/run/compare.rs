@@ -3,13 +3,62 @@
 
 use serde::Serialize;
 
-/// Tolerances of the comparison (numpy `allclose`: `|a - b| <= atol + rtol·|b|`).
+/// Tolerances of the comparison: numpy `allclose` (`|a - b| <= atol +
+/// rtol·|b|` for every element), or, when `statistical` is set, the
+/// whole-tensor criteria of a reduced-precision lowering (cosine and
+/// relative L2 error; non-finite values must still match).
 #[derive(Copy, Clone, Debug, PartialEq, Serialize)]
 pub struct Tolerance {
     /// Absolute tolerance.
     pub atol: f64,
     /// Relative tolerance (relative to the expected value).
     pub rtol: f64,
+    /// Whole-tensor criteria that replace the elementwise test.
+    pub statistical: Option<Statistical>,
+}
+
+/// Whole-tensor acceptance: cosine similarity at least `min_cosine` and
+/// relative L2 error at most `max_rel_l2`.
+#[derive(Copy, Clone, Debug, PartialEq, Serialize)]
+pub struct Statistical {
+    /// Smallest accepted cosine similarity.
+    pub min_cosine: f64,
+    /// Largest accepted relative L2 error.
+    pub max_rel_l2: f64,
+}
+
+impl Tolerance {
+    /// Elementwise `allclose` tolerances.
+    pub const fn allclose(atol: f64, rtol: f64) -> Tolerance {
+        Tolerance {
+            atol,
+            rtol,
+            statistical: None,
+        }
+    }
+
+    /// Whether an output with metrics `m` passes.
+    pub fn passes(&self, m: &Metrics) -> bool {
+        match self.statistical {
+            None => m.mismatches == 0,
+            Some(s) => {
+                m.non_finite_mismatches == 0
+                    && m.cosine >= s.min_cosine
+                    && m.rel_l2_err <= s.max_rel_l2
+            }
+        }
+    }
+
+    /// The criteria in words, for reports.
+    pub fn describe(&self) -> String {
+        match self.statistical {
+            None => format!("atol {:e}, rtol {:e}", self.atol, self.rtol),
+            Some(s) => format!(
+                "cosine >= {}, relative L2 error <= {:e}",
+                s.min_cosine, s.max_rel_l2
+            ),
+        }
+    }
 }
 
 /// How far an output is from its expected value.
@@ -26,6 +75,8 @@ pub struct Metrics {
     /// Elements outside the tolerance (non-finite values must match exactly;
     /// NaN matches NaN).
     pub mismatches: usize,
+    /// Of those, the non-finite ones.
+    pub non_finite_mismatches: usize,
 }
 
 /// Compares `actual` with `expected` (same length) elementwise.
@@ -41,12 +92,14 @@ pub fn compare(actual: &[f64], expected: &[f64], tol: Tolerance) -> Metrics {
         rel_l2_err: 0.0,
         cosine: 0.0,
         mismatches: 0,
+        non_finite_mismatches: 0,
     };
     let (mut diff2, mut a2, mut b2, mut ab) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     for (&a, &b) in actual.iter().zip(expected) {
         if !(a.is_finite() && b.is_finite()) {
             let same = (a.is_nan() && b.is_nan()) || a == b;
             m.mismatches += usize::from(!same);
+            m.non_finite_mismatches += usize::from(!same);
             continue;
         }
         let d = (a - b).abs();
@@ -82,10 +135,7 @@ pub fn compare(actual: &[f64], expected: &[f64], tol: Tolerance) -> Metrics {
 mod tests {
     use super::*;
 
-    const TOL: Tolerance = Tolerance {
-        atol: 1e-4,
-        rtol: 1e-3,
-    };
+    const TOL: Tolerance = Tolerance::allclose(1e-4, 1e-3);
 
     #[test]
     fn metrics_of_a_known_difference() {

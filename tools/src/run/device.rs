@@ -6,7 +6,7 @@ use ipuc_runtime::reference::interpreter::{self, RunStats};
 use ipuc_runtime::reference::HostTensor;
 
 /// Why a model cannot run on the simulator directly.
-pub const SIM_NEEDS_EXECUTABLE: &str = "device 'sim' runs executables: compile the program to the ipu dialect and save it with `ipu-opt --emit=exe -o prog.ipuexe`, then run `ipu-run prog.ipuexe`";
+pub const SIM_NEEDS_EXECUTABLE: &str = "device 'sim' runs compiled programs: `ipu-run MODEL --device sim` compiles the function (ipu-plan, ipu-lower) before running it, and `ipu-run prog.ipuexe` runs a saved executable";
 
 /// A kind of device a model runs on, as `--device` names it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -57,7 +57,7 @@ impl DeviceKind {
             DeviceKind::Reference => {
                 interpreter::run_function_with_stats(ctx, func, inputs).map_err(|e| e.to_string())
             }
-            // `ipu-run` checks this before loading the model; kept for callers of the library.
+            // `ipu-run` compiles for the simulator itself; kept for callers of the library.
             DeviceKind::Sim => Err(SIM_NEEDS_EXECUTABLE.into()),
         }
     }

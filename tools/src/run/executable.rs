@@ -155,11 +155,8 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
     let bytes =
         std::fs::read(path).map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
     let exe = Executable::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-    let machine = MachineModel::by_name(&exe.machine)
-        .ok_or_else(|| format!("{}: unknown machine '{}'", path.display(), exe.machine))?;
     let import_s = started.elapsed().as_secs_f64();
     let inputs = streams(&exe, StreamDirection::HostToDevice);
-    let outputs = streams(&exe, StreamDirection::DeviceToHost);
     let sets: Vec<DataSet> = match &args.input {
         Some(dir) => data::discover(dir)?,
         None => {
@@ -178,8 +175,27 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
             }]
         }
     };
+    let model = path.display().to_string();
+    run_executable(&exe, &model, import_s, &sets, args, tolerance)
+}
+
+/// Runs `exe` on the simulator once per data set (inputs bound to its
+/// input streams by name or position), compares with each set's expected
+/// outputs, and reports them with the profile of the last run.
+pub fn run_executable(
+    exe: &Executable,
+    model: &str,
+    import_s: f64,
+    sets: &[DataSet],
+    args: &RunArgs,
+    tolerance: Tolerance,
+) -> Result<Report, String> {
+    let machine = MachineModel::by_name(&exe.machine)
+        .ok_or_else(|| format!("{model}: unknown machine '{}'", exe.machine))?;
+    let inputs = streams(exe, StreamDirection::HostToDevice);
+    let outputs = streams(exe, StreamDirection::DeviceToHost);
     let mut report = Report {
-        model: path.display().to_string(),
+        model: model.to_string(),
         device: "sim".into(),
         function: String::new(),
         import_s,
@@ -191,11 +207,11 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         outputs: Vec::new(),
         profile: None,
     };
-    for set in &sets {
+    for set in sets {
         let tensors = bind(set, &inputs)?;
         let started = std::time::Instant::now();
         let mut sim = Simulator::new(machine.clone(), SimConfig::default());
-        sim.load(&exe).map_err(|e| e.to_string())?;
+        sim.load(exe).map_err(|e| e.to_string())?;
         for (s, t) in inputs.iter().zip(&tensors) {
             sim.write_tensor(&s.name, &t.data)
                 .map_err(|e| format!("data set {}: {e}", set.name))?;

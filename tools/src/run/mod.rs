@@ -7,6 +7,7 @@
 
 mod cli;
 mod compare;
+mod compiled;
 mod data;
 mod device;
 mod executable;
@@ -19,12 +20,21 @@ use clap::Parser;
 
 pub use crate::import::parse_input_shape;
 pub use cli::{RunArgs, WeightsArg};
-pub use compare::{compare, Metrics, Tolerance};
+pub use compare::{compare, Metrics, Statistical, Tolerance};
 pub use data::{synthesize, DataSet, Named};
 pub use device::DeviceKind;
 pub use report::{OutputReport, ProfileSummary, Report, SuperstepSummary};
 
 use ipuc_runtime::reference::interpreter;
+
+/// `--atol` when not given.
+pub const DEFAULT_ATOL: f64 = 1e-4;
+/// `--rtol` when not given.
+pub const DEFAULT_RTOL: f64 = 1e-3;
+/// `--min-cosine` when not given (and the criteria of a compiled run).
+pub const DEFAULT_MIN_COSINE: f64 = 0.999;
+/// `--max-rel-l2` when not given (and the criteria of a compiled run).
+pub const DEFAULT_MAX_REL_L2: f64 = 1e-2;
 
 /// Exit status when an output exceeds the tolerances.
 pub const EXIT_MISMATCH: i32 = 1;
@@ -63,8 +73,15 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
 /// Loads, runs and compares as `args` say.
 pub fn run(args: &RunArgs) -> Result<Report, String> {
     let tolerance = Tolerance {
-        atol: args.atol,
-        rtol: args.rtol,
+        atol: args.atol.unwrap_or(DEFAULT_ATOL),
+        rtol: args.rtol.unwrap_or(DEFAULT_RTOL),
+        statistical: match (args.min_cosine, args.max_rel_l2) {
+            (None, None) => None,
+            (c, l) => Some(Statistical {
+                min_cosine: c.unwrap_or(DEFAULT_MIN_COSINE),
+                max_rel_l2: l.unwrap_or(DEFAULT_MAX_REL_L2),
+            }),
+        },
     };
     if !(tolerance.atol >= 0.0 && tolerance.rtol >= 0.0) {
         return Err("--atol and --rtol must be non-negative".into());
@@ -84,7 +101,7 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
                 d.name()
             ))
         }
-        (false, DeviceKind::Sim) => return Err(device::SIM_NEEDS_EXECUTABLE.into()),
+        (false, DeviceKind::Sim) => return compiled::run(args, tolerance),
         (false, DeviceKind::Reference) => {}
     }
     // Data sets are read first: an ONNX model is bound to them on import.
@@ -268,6 +285,6 @@ fn output_report(
     r.rel_l2_err = Some(m.rel_l2_err);
     r.cosine = Some(m.cosine);
     r.mismatches = Some(m.mismatches);
-    r.passed = Some(m.mismatches == 0);
+    r.passed = Some(tolerance.passes(&m));
     r
 }

@@ -162,10 +162,7 @@ impl Report {
             }
             s.push('\n');
         }
-        let tol = format!(
-            "atol {:e}, rtol {:e}",
-            self.tolerance.atol, self.tolerance.rtol
-        );
+        let tol = self.tolerance.describe();
         let _ = match self.passed {
             Some(true) => writeln!(s, "PASS: every output is within {tol}"),
             Some(false) => {

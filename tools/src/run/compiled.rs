@@ -1,0 +1,94 @@
+//! `ipu-run MODEL --device sim` for IR and models: the function is lowered
+//! to an executable (`ipu-plan` and `ipu-lower`, in process), run on the
+//! simulator, and compared with the reference executor's outputs for the
+//! same inputs (a data set's, or seeded random ones). The comparison
+//! isolates the lowering: both sides run the same IR.
+//!
+//! What the lowering cannot handle yet is refused with its one error that
+//! lists every op it cannot lower.
+
+use std::time::Instant;
+
+use ipuc_backend_ipu::emit::build_executable;
+use ipuc_backend_ipu::lower::passes::lower_function;
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::SourceMgr;
+use ipuc_runtime::reference::interpreter;
+
+use super::data::{self, DataSet, Named};
+use super::executable::run_executable;
+use super::{model, RunArgs, Statistical, Tolerance, DEFAULT_MAX_REL_L2, DEFAULT_MIN_COSINE};
+use crate::run::Report;
+
+/// Compiles the model's function for the simulated chip and runs it. The
+/// outputs are judged as whole tensors (cosine and relative L2 error, the
+/// criteria of a reduced-precision lowering) unless `--atol`/`--rtol` ask
+/// for the elementwise test.
+pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
+    let tolerance = match (args.atol, args.rtol, tolerance.statistical) {
+        (None, None, None) => Tolerance {
+            statistical: Some(Statistical {
+                min_cosine: DEFAULT_MIN_COSINE,
+                max_rel_l2: DEFAULT_MAX_REL_L2,
+            }),
+            ..tolerance
+        },
+        _ => tolerance,
+    };
+    let started = Instant::now();
+    // Data sets are read first: an ONNX model is bound to them on import.
+    let read: Option<Vec<DataSet>> = args.input.as_deref().map(data::discover).transpose()?;
+    let mut loaded = model::load(args, read.as_ref().and_then(|s| s.first()))?;
+    let entry = |loaded: &model::LoadedModel| match &args.function {
+        Some(name) => super::find_function(&loaded.ctx, loaded.root, name),
+        None => interpreter::entry_function(&loaded.ctx, loaded.root).map_err(|e| e.to_string()),
+    };
+    let func = entry(&loaded)?;
+    let sets: Vec<DataSet> = match read {
+        Some(sets) => sets,
+        None => vec![data::synthesize(&loaded.ctx, func, args.seed)?],
+    };
+    // The reference executor's outputs are what the device must produce.
+    let mut checked = Vec::new();
+    for set in sets {
+        loaded = model::rebind(args, loaded, &set)?;
+        let func = entry(&loaded)?;
+        let inputs = data::bind(&loaded.ctx, func, &set, &loaded.fed_inputs(&set))?;
+        let (outputs, _) = interpreter::run_function_with_stats(&loaded.ctx, func, &inputs)
+            .map_err(|e| format!("reference executor, data set {}: {e}", set.name))?;
+        checked.push(DataSet {
+            expected: outputs
+                .into_iter()
+                .enumerate()
+                .map(|(k, tensor)| Named {
+                    name: format!("output_{k}"),
+                    tensor,
+                })
+                .collect(),
+            ..set
+        });
+    }
+    let func = entry(&loaded)?;
+    let machine = MachineModel::c600();
+    let body = loaded
+        .ctx
+        .regions(loaded.root)
+        .first()
+        .and_then(|&r| loaded.ctx.entry_block(r))
+        .ok_or("the model has no body to compile")?;
+    let render = |d: &ipuc_ir::Diagnostic| SourceMgr::new().render(d);
+    let exe_op = lower_function(&mut loaded.ctx, body, func, &machine).map_err(|d| render(&d))?;
+    let exe = build_executable(&loaded.ctx, exe_op)
+        .map_err(|ds| ds.iter().map(render).collect::<Vec<_>>().join("\n"))?;
+    let compile_s = started.elapsed().as_secs_f64();
+    let mut report = run_executable(
+        &exe,
+        &args.model.display().to_string(),
+        compile_s,
+        &checked,
+        args,
+        tolerance,
+    )?;
+    report.function = interpreter::function_name(&loaded.ctx, func);
+    Ok(report)
+}
