@@ -9,63 +9,19 @@
 
 #![no_main]
 
-use std::sync::Arc;
-
-use ipuc_ir::{
-    parse_source, parse_source_with, print_op, verify, Context, DialectRegistry, ParseOptions,
-    PrintOptions,
-};
+use ipuc_ir::{parse_source, print_op, verify, PrintOptions};
 use libfuzzer_sys::fuzz_target;
 
-fn context(allow_unregistered: bool) -> Context {
-    let mut reg = DialectRegistry::new();
-    reg.register(ipuc_ir::test_dialect::dialect());
-    let mut ctx = Context::new(Arc::new(reg));
-    ctx.allow_unregistered = allow_unregistered;
-    ctx
-}
+#[path = "../../ir/tests/support/readers.rs"]
+mod readers;
+use readers::{check_readers_agree, context};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let debug = PrintOptions {
-        generic: true,
-        debug_info: true,
-        ..PrintOptions::default()
-    };
     for allow in [false, true] {
-        // The grammar of record: pest alone, every operation whole.
-        let read = |options: &ParseOptions| {
-            let mut ctx = context(allow);
-            parse_source_with(&mut ctx, "fuzz.mlir", text, options)
-                .map(|p| print_op(&ctx, p.module, &debug))
-        };
-        let reference = read(&ParseOptions {
-            stream_body_bytes: usize::MAX,
-            hand_reader: false,
-        });
-        for options in [
-            ParseOptions::default(),
-            ParseOptions {
-                stream_body_bytes: 0,
-                hand_reader: true,
-            },
-            ParseOptions {
-                stream_body_bytes: 0,
-                hand_reader: false,
-            },
-        ] {
-            match (&reference, read(&options)) {
-                (Ok(a), Ok(b)) => assert_eq!(*a, b, "{options:?} differs"),
-                (Err(_), Err(_)) => {}
-                (a, b) => panic!(
-                    "{options:?} disagrees: pest {:?} vs {:?}",
-                    a.as_ref().map_err(|d| d.to_string()),
-                    b.map_err(|d| d.to_string())
-                ),
-            }
-        }
+        check_readers_agree(allow, text);
         let mut ctx = context(allow);
         if let Ok(parsed) = parse_source(&mut ctx, "fuzz.mlir", text) {
             let verified = verify(&ctx, parsed.module).is_ok();

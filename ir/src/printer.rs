@@ -160,19 +160,28 @@ pub fn write_type(out: &mut String, ty: &Type, opts: Option<&PrintOptions>) {
             dialect,
             mnemonic,
             body,
-        } => {
-            out.push('!');
-            out.push_str(dialect);
-            if let Some(m) = mnemonic {
-                out.push('.');
-                out.push_str(m);
-            }
-            if !body.is_empty() {
-                out.push('<');
-                out.push_str(body);
-                out.push('>');
-            }
-        }
+        } => write_dialect_symbol(out, '!', dialect, mnemonic.as_deref(), body),
+    }
+}
+
+/// A dialect type (`!`) or attribute (`#`): `dialect.mnemonic<body>`.
+fn write_dialect_symbol(
+    out: &mut String,
+    sigil: char,
+    dialect: &str,
+    mnemonic: Option<&str>,
+    body: &str,
+) {
+    out.push(sigil);
+    out.push_str(dialect);
+    if let Some(m) = mnemonic {
+        out.push('.');
+        out.push_str(m);
+    }
+    if !body.is_empty() {
+        out.push('<');
+        out.push_str(body);
+        out.push('>');
     }
 }
 
@@ -484,19 +493,7 @@ pub fn write_attribute(out: &mut String, attr: &Attribute, opts: &PrintOptions) 
             dialect,
             mnemonic,
             body,
-        } => {
-            out.push('#');
-            out.push_str(dialect);
-            if let Some(m) = mnemonic {
-                out.push('.');
-                out.push_str(m);
-            }
-            if !body.is_empty() {
-                out.push('<');
-                out.push_str(body);
-                out.push('>');
-            }
-        }
+        } => write_dialect_symbol(out, '#', dialect, mnemonic.as_deref(), body),
     }
 }
 

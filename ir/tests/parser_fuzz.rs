@@ -3,13 +3,13 @@
 //! verification) and print without panicking.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
 
-use ipuc_ir::{
-    parse_source, parse_source_with, print_op, verify, Context, DialectRegistry, ParseOptions,
-    PrintOptions,
-};
+use ipuc_ir::{parse_source, print_op, verify, PrintOptions};
 use proptest::prelude::*;
+
+#[path = "support/readers.rs"]
+mod readers;
+use readers::{check_readers_agree, context};
 
 /// Valid inputs covering the syntax; mutations of these reach deep into the parser.
 const CORPUS: &[&str] = &[
@@ -68,67 +68,11 @@ const CORPUS: &[&str] = &[
 "#,
 ];
 
-fn context(allow_unregistered: bool) -> Context {
-    let mut reg = DialectRegistry::new();
-    reg.register(ipuc_ir::test_dialect::dialect());
-    let mut ctx = Context::new(Arc::new(reg));
-    ctx.allow_unregistered = allow_unregistered;
-    ctx
-}
-
-/// Every way of reading must give what the grammar of record gives (pest
-/// alone, each operation whole): the default (function bodies op by op,
-/// common generic ops by the hand-written reader), every region body op by
-/// op with and without that reader. The same IR, or an error.
-fn check_streaming_agrees(allow: bool, input: &str) {
-    let read = |options: &ParseOptions| {
-        let mut ctx = context(allow);
-        parse_source_with(&mut ctx, "fuzz.mlir", input, options).map(|p| {
-            let opts = PrintOptions {
-                generic: true,
-                debug_info: true,
-                ..PrintOptions::default()
-            };
-            print_op(&ctx, p.module, &opts)
-        })
-    };
-    let reference = read(&ParseOptions {
-        stream_body_bytes: usize::MAX,
-        hand_reader: false,
-    });
-    for options in [
-        ParseOptions::default(),
-        ParseOptions {
-            stream_body_bytes: 0,
-            hand_reader: true,
-        },
-        ParseOptions {
-            stream_body_bytes: 0,
-            hand_reader: false,
-        },
-    ] {
-        match (&reference, read(&options)) {
-            (Ok(a), Ok(b)) => assert_eq!(*a, b, "{options:?} differs; input {input:?}"),
-            // With several errors the two may report different ones first
-            // (a streamed parse reads an op's header and trailer before its
-            // body, the hand-written reader builds an op before pest reads
-            // the next); single errors are located the same
-            // (tests/large_regions.rs, tests/parse_errors.rs).
-            (Err(_), Err(_)) => {}
-            (a, b) => panic!(
-                "{options:?} disagrees: pest {:?}, {options:?} {:?}; input {input:?}",
-                a.as_ref().map_err(|d| d.to_string()),
-                b.map_err(|d| d.to_string())
-            ),
-        }
-    }
-}
-
 /// Parses, verifies and prints `input`; panics (with the input) if any step panics.
 fn exercise(input: &str) {
     for allow in [false, true] {
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            check_streaming_agrees(allow, input);
+            check_readers_agree(allow, input);
             let mut ctx = context(allow);
             if let Ok(parsed) = parse_source(&mut ctx, "fuzz.mlir", input) {
                 let verified = verify(&ctx, parsed.module).is_ok();

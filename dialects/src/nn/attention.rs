@@ -21,6 +21,7 @@ use ipuc_ir::{
 };
 
 use super::custom_format::STANDARD_FORMAT;
+use super::support::operand_accessors;
 use super::support::shape_err;
 use super::support::{
     attr_i64, broadcasts_to, check_acc_type, f32_attr, f32_attribute, i64_attr, make_state, one,
@@ -236,19 +237,16 @@ op_wrapper!(
     ATTENTION
 );
 
-impl AttentionOp {
+operand_accessors!(AttentionOp {
     /// `q[batch, seq_q, heads * head_dim]`.
-    pub fn query(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 0)
-    }
+    query = 0,
     /// `k[batch, seq_kv, heads * head_dim]`.
-    pub fn key(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 1)
-    }
+    key = 1,
     /// `v[batch, seq_kv, heads * value_dim]`.
-    pub fn value(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 2)
-    }
+    value = 2,
+});
+
+impl AttentionOp {
     /// The additive mask, if given.
     pub fn mask(self, ctx: &Context) -> Option<Value> {
         ctx.operands(self.0).get(3).copied()

@@ -9,6 +9,7 @@ use ipuc_ir::{
 };
 
 use super::custom_format::STANDARD_FORMAT;
+use super::support::operand_accessors;
 use super::support::shape_err;
 use super::support::{
     attr_i64, attr_i64_list, contraction, i64_array_attr, i64_attr, make_state, one, op_wrapper,
@@ -272,15 +273,14 @@ op_wrapper!(
     CONV2D
 );
 
-impl Conv2dOp {
+operand_accessors!(Conv2dOp {
     /// `x[N, C, H, W]`.
-    pub fn input(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 0)
-    }
+    input = 0,
     /// `w[M, C/groups, kH, kW]`.
-    pub fn weight(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 1)
-    }
+    weight = 1,
+});
+
+impl Conv2dOp {
     /// `b[M]`, if given.
     pub fn bias(self, ctx: &Context) -> Option<Value> {
         ctx.operands(self.0).get(2).copied()

@@ -21,6 +21,8 @@ use super::custom_format::STANDARD_FORMAT;
 use super::elements::{
     broadcast_source, dense_data, floats, fold_target, from_floats, from_ints, ints, strides,
 };
+use super::support::op_family_wrapper;
+use super::support::operand_accessors;
 use super::support::shape_err;
 use super::support::{
     attr_i64, broadcast_shapes, i64_attr, make_state, one, ranked, tensor, type_attr, value_types,
@@ -793,31 +795,21 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
 
 // ----- typed wrappers --------------------------------------------------------------
 
-/// Any binary arithmetic op.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct BinaryOp(pub OpId);
+op_family_wrapper!(
+    /// Any binary arithmetic op.
+    BinaryOp,
+    BinaryKind,
+    "binary op"
+);
+
+operand_accessors!(BinaryOp {
+    /// The left operand.
+    lhs = 0,
+    /// The right operand.
+    rhs = 1,
+});
 
 impl BinaryOp {
-    /// Wraps `op` if it is a binary arithmetic op.
-    pub fn cast(ctx: &Context, op: OpId) -> Option<BinaryOp> {
-        BinaryKind::from_name(ctx.name_str(op)).map(|_| BinaryOp(op))
-    }
-    /// Which op.
-    pub fn kind(self, ctx: &Context) -> BinaryKind {
-        BinaryKind::from_name(ctx.name_str(self.0)).expect("binary op")
-    }
-    /// The left operand.
-    pub fn lhs(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 0)
-    }
-    /// The right operand.
-    pub fn rhs(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 1)
-    }
-    /// The result.
-    pub fn result(self, ctx: &Context) -> Value {
-        ctx.result(self.0, 0)
-    }
     /// `nn.mod`'s `fmod` (default 0).
     pub fn fmod(self, ctx: &Context) -> bool {
         attr_i64(ctx, self.0, "fmod", 0) == 1
@@ -844,31 +836,21 @@ impl BinaryOp {
     }
 }
 
-/// Any comparison op.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct CompareOp(pub OpId);
+op_family_wrapper!(
+    /// Any comparison op.
+    CompareOp,
+    CompareKind,
+    "comparison op"
+);
+
+operand_accessors!(CompareOp {
+    /// The left operand.
+    lhs = 0,
+    /// The right operand.
+    rhs = 1,
+});
 
 impl CompareOp {
-    /// Wraps `op` if it is a comparison.
-    pub fn cast(ctx: &Context, op: OpId) -> Option<CompareOp> {
-        CompareKind::from_name(ctx.name_str(op)).map(|_| CompareOp(op))
-    }
-    /// Which comparison.
-    pub fn kind(self, ctx: &Context) -> CompareKind {
-        CompareKind::from_name(ctx.name_str(self.0)).expect("comparison op")
-    }
-    /// The left operand.
-    pub fn lhs(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 0)
-    }
-    /// The right operand.
-    pub fn rhs(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 1)
-    }
-    /// The result.
-    pub fn result(self, ctx: &Context) -> Value {
-        ctx.result(self.0, 0)
-    }
     /// A state for `kind(lhs, rhs)`.
     pub fn build(
         ctx: &Context,
@@ -890,27 +872,19 @@ impl CompareOp {
     }
 }
 
-/// Any unary elementwise op.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct UnaryOp(pub OpId);
+op_family_wrapper!(
+    /// Any unary elementwise op.
+    UnaryOp,
+    UnaryKind,
+    "unary op"
+);
+
+operand_accessors!(UnaryOp {
+    /// The operand.
+    operand = 0,
+});
 
 impl UnaryOp {
-    /// Wraps `op` if it is a unary elementwise op.
-    pub fn cast(ctx: &Context, op: OpId) -> Option<UnaryOp> {
-        UnaryKind::from_name(ctx.name_str(op)).map(|_| UnaryOp(op))
-    }
-    /// Which op.
-    pub fn kind(self, ctx: &Context) -> UnaryKind {
-        UnaryKind::from_name(ctx.name_str(self.0)).expect("unary op")
-    }
-    /// The operand.
-    pub fn operand(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 0)
-    }
-    /// The result.
-    pub fn result(self, ctx: &Context) -> Value {
-        ctx.result(self.0, 0)
-    }
     /// A state for `kind(x)`.
     pub fn build(
         ctx: &Context,
@@ -929,19 +903,16 @@ super::support::op_wrapper!(
     WHERE
 );
 
-impl WhereOp {
+operand_accessors!(WhereOp {
     /// The `i1` condition.
-    pub fn condition(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 0)
-    }
+    condition = 0,
     /// Taken where the condition holds.
-    pub fn x(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 1)
-    }
+    x = 1,
     /// Taken elsewhere.
-    pub fn y(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 2)
-    }
+    y = 2,
+});
+
+impl WhereOp {
     /// A state for `where(cond, x, y)`.
     pub fn build(
         ctx: &Context,
@@ -962,11 +933,12 @@ super::support::op_wrapper!(
     CAST
 );
 
-impl CastOp {
+operand_accessors!(CastOp {
     /// The operand.
-    pub fn operand(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 0)
-    }
+    operand = 0,
+});
+
+impl CastOp {
     /// The target element type.
     pub fn to(self, ctx: &Context) -> Type {
         ctx.value_type(ctx.result(self.0, 0))

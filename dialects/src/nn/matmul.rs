@@ -18,6 +18,7 @@ use ipuc_ir::{
 };
 
 use super::custom_format::STANDARD_FORMAT;
+use super::support::operand_accessors;
 use super::support::{
     attr_f32, attr_i64, broadcast_shapes, broadcasts_to, contraction, f32_attr, f32_attribute,
     i64_attr, make_state, one, op_wrapper, optional, ranked, shape_str, tensor, value_types,
@@ -390,15 +391,14 @@ op_wrapper!(
     MATMUL
 );
 
-impl MatmulOp {
+operand_accessors!(MatmulOp {
     /// The left operand.
-    pub fn lhs(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 0)
-    }
+    lhs = 0,
     /// The right operand.
-    pub fn rhs(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 1)
-    }
+    rhs = 1,
+});
+
+impl MatmulOp {
     /// A state for `matmul(lhs, rhs)`.
     pub fn build(
         ctx: &Context,
@@ -418,15 +418,14 @@ op_wrapper!(
     GEMM
 );
 
-impl GemmOp {
+operand_accessors!(GemmOp {
     /// `A`.
-    pub fn a(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 0)
-    }
+    a = 0,
     /// `B`.
-    pub fn b(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 1)
-    }
+    b = 1,
+});
+
+impl GemmOp {
     /// `C`, if given.
     pub fn c(self, ctx: &Context) -> Option<Value> {
         ctx.operands(self.0).get(2).copied()
@@ -471,15 +470,14 @@ op_wrapper!(
     LINEAR
 );
 
-impl LinearOp {
+operand_accessors!(LinearOp {
     /// `x[..., K]`.
-    pub fn input(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 0)
-    }
+    input = 0,
     /// `w[K, N]`.
-    pub fn weight(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 1)
-    }
+    weight = 1,
+});
+
+impl LinearOp {
     /// `b[N]`, if given.
     pub fn bias(self, ctx: &Context) -> Option<Value> {
         ctx.operands(self.0).get(2).copied()

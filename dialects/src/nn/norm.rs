@@ -11,6 +11,7 @@ use ipuc_ir::{
 };
 
 use super::custom_format::STANDARD_FORMAT;
+use super::support::operand_accessors;
 use super::support::shape_err;
 use super::support::{
     attr_f32, attr_i64, attr_str, broadcasts_to, check_acc_type, f32_attr, f32_attribute, i64_attr,
@@ -232,11 +233,12 @@ op_wrapper!(
     SOFTMAX
 );
 
-impl SoftmaxOp {
+operand_accessors!(SoftmaxOp {
     /// The operand.
-    pub fn input(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 0)
-    }
+    input = 0,
+});
+
+impl SoftmaxOp {
     /// The softmax axis (normalised).
     pub fn axis(self, ctx: &Context) -> usize {
         let rank = ctx
@@ -270,15 +272,14 @@ op_wrapper!(
     LAYER_NORMALIZATION
 );
 
-impl LayerNormalizationOp {
+operand_accessors!(LayerNormalizationOp {
     /// `x`.
-    pub fn input(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 0)
-    }
+    input = 0,
     /// `scale`.
-    pub fn scale(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 1)
-    }
+    scale = 1,
+});
+
+impl LayerNormalizationOp {
     /// `bias`, if given.
     pub fn bias(self, ctx: &Context) -> Option<Value> {
         ctx.operands(self.0).get(2).copied()
@@ -335,11 +336,12 @@ op_wrapper!(
     GELU
 );
 
-impl GeluOp {
+operand_accessors!(GeluOp {
     /// The operand.
-    pub fn input(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 0)
-    }
+    input = 0,
+});
+
+impl GeluOp {
     /// The approximation (of a verified op).
     pub fn approximate(self, ctx: &Context) -> GeluApproximation {
         GeluApproximation::parse(attr_str(ctx, self.0, "approximate", "none"))

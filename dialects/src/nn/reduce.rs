@@ -11,6 +11,8 @@ use super::custom_format::STANDARD_FORMAT;
 use super::elements::{
     dense_data, floats, fold_target, from_floats, from_ints, ints, strides, unravel,
 };
+use super::support::op_family_wrapper;
+use super::support::operand_accessors;
 use super::support::shape_err;
 use super::support::{
     attr_i64, attr_i64_list, i64_array_attr, i64_attr, make_state, normalize_axes, one, ranked,
@@ -196,27 +198,19 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
     d
 }
 
-/// Any reduction op.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ReduceOp(pub OpId);
+op_family_wrapper!(
+    /// Any reduction op.
+    ReduceOp,
+    ReduceKind,
+    "reduction op"
+);
+
+operand_accessors!(ReduceOp {
+    /// The operand.
+    input = 0,
+});
 
 impl ReduceOp {
-    /// Wraps `op` if it is a reduction.
-    pub fn cast(ctx: &Context, op: OpId) -> Option<ReduceOp> {
-        ReduceKind::from_name(ctx.name_str(op)).map(|_| ReduceOp(op))
-    }
-    /// Which reduction.
-    pub fn kind(self, ctx: &Context) -> ReduceKind {
-        ReduceKind::from_name(ctx.name_str(self.0)).expect("reduction op")
-    }
-    /// The operand.
-    pub fn input(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 0)
-    }
-    /// The result.
-    pub fn result(self, ctx: &Context) -> Value {
-        ctx.result(self.0, 0)
-    }
     /// The reduced axes, normalised and sorted (of a verified op).
     pub fn axes(self, ctx: &Context) -> Vec<usize> {
         let rank = ctx

@@ -20,6 +20,7 @@ use super::custom_format::{parse_standard, print_standard, STANDARD_FORMAT};
 use super::elements::{
     broadcast_source, dense_data, fold_target, from_element_bytes, rearrange, strides, unravel,
 };
+use super::support::operand_accessors;
 use super::support::{
     attr_f32, attr_i64, attr_i64_list, attr_str, broadcast_shapes, f32_attr, f32_attribute,
     i64_array_attr, i64_attr, make_state, normalize_axes, normalize_axis, one, op_wrapper, ranked,
@@ -1086,15 +1087,14 @@ op_wrapper!(
     GatherOp,
     GATHER
 );
-impl GatherOp {
+operand_accessors!(GatherOp {
     /// The gathered tensor.
-    pub fn data(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 0)
-    }
+    data = 0,
     /// The integer indices (negative count from the end).
-    pub fn indices(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 1)
-    }
+    indices = 1,
+});
+
+impl GatherOp {
     /// The gather axis (normalised).
     pub fn axis(self, ctx: &Context) -> usize {
         let rank = ctx

@@ -528,6 +528,48 @@ macro_rules! op_wrapper {
 }
 pub(crate) use op_wrapper;
 
+/// Defines a typed wrapper around an `OpId` for a family of ops that a
+/// kind enum names (`$kind::from_name`), such as every binary op.
+macro_rules! op_family_wrapper {
+    ($(#[$m:meta])* $name:ident, $kind:ident, $what:literal) => {
+        $(#[$m])*
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+        pub struct $name(pub ipuc_ir::OpId);
+
+        impl $name {
+            #[doc = concat!("Wraps `op` if it is a ", $what, ".")]
+            pub fn cast(ctx: &ipuc_ir::Context, op: ipuc_ir::OpId) -> Option<Self> {
+                $kind::from_name(ctx.name_str(op)).map(|_| $name(op))
+            }
+            /// Which op of the family.
+            pub fn kind(self, ctx: &ipuc_ir::Context) -> $kind {
+                $kind::from_name(ctx.name_str(self.0)).expect($what)
+            }
+            /// The result.
+            pub fn result(self, ctx: &ipuc_ir::Context) -> ipuc_ir::Value {
+                ctx.result(self.0, 0)
+            }
+        }
+    };
+}
+pub(crate) use op_family_wrapper;
+
+/// Accessors of an op wrapper's required operands by position, as ODS
+/// generates them from an op's operand list.
+macro_rules! operand_accessors {
+    ($wrapper:ident { $($(#[$m:meta])* $name:ident = $index:literal),* $(,)? }) => {
+        impl $wrapper {
+            $(
+                $(#[$m])*
+                pub fn $name(self, ctx: &ipuc_ir::Context) -> ipuc_ir::Value {
+                    ctx.operand(self.0, $index)
+                }
+            )*
+        }
+    };
+}
+pub(crate) use operand_accessors;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,7 @@ use ipuc_ir::types::TypeKind;
 use ipuc_ir::{AttrKind, Attribute, Context, Diagnostic, OpId, Type, Value, WalkOrder};
 
 use super::coverage::is_writable;
-use super::{tensor_parts, Builder};
+use super::{tensor_parts, unsupported_ops, Builder};
 
 /// Rewrites every `nn` op under `root` into TOSA; returns how many were
 /// rewritten. The context must allow unregistered ops (TOSA's).
@@ -35,23 +35,12 @@ pub fn convert_nn_to_tosa(ctx: &mut Context, root: OpId) -> Result<usize, Diagno
         .copied()
         .filter(|&op| !is_writable(ctx.name_str(op)) || unsupported_form(ctx, op).is_some())
         .collect();
-    if let Some(&first) = unsupported.first() {
-        let mut kinds: Vec<&str> = unsupported.iter().map(|&o| ctx.name_str(o)).collect();
-        kinds.sort_unstable();
-        kinds.dedup();
-        let mut d = Diagnostic::error(
-            ctx.loc(first).clone(),
-            format!(
-                "cannot write as TOSA: {} op{} without a TOSA form ({})",
-                unsupported.len(),
-                if unsupported.len() == 1 { "" } else { "s" },
-                kinds.join(", ")
-            ),
-        );
-        for &op in &unsupported {
-            let why = unsupported_form(ctx, op).unwrap_or_else(|| "has no TOSA form".into());
-            d = d.with_note(ctx.loc(op).clone(), format!("'{}' {why}", ctx.name_str(op)));
-        }
+    if let Some(d) = unsupported_ops(
+        ctx,
+        &unsupported,
+        |n, s, kinds| format!("cannot write as TOSA: {n} op{s} without a TOSA form ({kinds})"),
+        |op| unsupported_form(ctx, op).unwrap_or_else(|| "has no TOSA form".into()),
+    ) {
         return Err(d);
     }
     for &op in &ops {

@@ -92,6 +92,32 @@ impl<'c> Builder<'c> {
     }
 }
 
+/// One error for every op a conversion cannot handle (MLIR's partial
+/// conversion reports them all): at the first, with a note at each saying
+/// `why`. `headline` gets the count, the plural `s` (or nothing) and the
+/// sorted op names.
+pub(crate) fn unsupported_ops(
+    ctx: &Context,
+    unsupported: &[OpId],
+    headline: impl FnOnce(usize, &str, String) -> String,
+    why: impl Fn(OpId) -> String,
+) -> Option<Diagnostic> {
+    let &first = unsupported.first()?;
+    let mut kinds: Vec<&str> = unsupported.iter().map(|&o| ctx.name_str(o)).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let n = unsupported.len();
+    let message = headline(n, if n == 1 { "" } else { "s" }, kinds.join(", "));
+    let mut d = Diagnostic::error(ctx.loc(first).clone(), message);
+    for &op in unsupported {
+        d = d.with_note(
+            ctx.loc(op).clone(),
+            format!("'{}' {}", ctx.name_str(op), why(op)),
+        );
+    }
+    Some(d)
+}
+
 /// The shape and element type of a statically shaped tensor type.
 pub(crate) fn tensor_parts(ty: &Type) -> Option<(Vec<i64>, Type)> {
     if !ty.has_static_shape() {

@@ -24,7 +24,7 @@ use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
 use ipuc_ir::{Context, Diagnostic, OpId, Type, Value, WalkOrder};
 
 use super::coverage::{is_readable, READ_SOURCES};
-use super::{tensor_parts, Builder};
+use super::{tensor_parts, unsupported_ops, Builder};
 
 /// The pass.
 #[derive(Clone)]
@@ -80,25 +80,14 @@ pub fn convert_tosa_to_nn(ctx: &mut Context, root: OpId) -> Result<usize, Diagno
         .copied()
         .filter(|&op| !is_readable(ctx.name_str(op)))
         .collect();
-    if let Some(&first) = unsupported.first() {
-        let mut kinds: Vec<&str> = unsupported.iter().map(|&o| ctx.name_str(o)).collect();
-        kinds.sort_unstable();
-        kinds.dedup();
-        let mut d = Diagnostic::error(
-            ctx.loc(first).clone(),
-            format!(
-                "cannot convert to nn: {} unsupported op{} ({}); see the TOSA coverage table in the README",
-                unsupported.len(),
-                if unsupported.len() == 1 { "" } else { "s" },
-                kinds.join(", ")
-            ),
-        );
-        for &op in &unsupported {
-            d = d.with_note(
-                ctx.loc(op).clone(),
-                format!("'{}' is not supported", ctx.name_str(op)),
-            );
-        }
+    if let Some(d) = unsupported_ops(
+        ctx,
+        &unsupported,
+        |n, s, kinds| {
+            format!("cannot convert to nn: {n} unsupported op{s} ({kinds}); see the TOSA coverage table in the README")
+        },
+        |_| "is not supported".into(),
+    ) {
         return Err(d);
     }
     let mut shapes = Vec::new();

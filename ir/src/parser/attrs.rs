@@ -926,8 +926,12 @@ impl<'c> Parser<'c> {
         ids
     }
 
-    fn convert_affine_map(&self, p: Pair<'_, Rule>) -> Result<AffineMap, Diagnostic> {
-        let mut it = p.into_inner().peekable();
+    /// The `(dims)[symbols]` that open an affine map or integer set: their
+    /// counts and the identifiers the expressions after them use.
+    fn affine_header<'i>(
+        &self,
+        it: &mut std::iter::Peekable<pest::iterators::Pairs<'i, Rule>>,
+    ) -> (u32, u32, Vec<(String, AffineExpr)>) {
         let dims = it.next().expect("dims");
         let syms = if it.peek().is_some_and(|q| q.as_rule() == Rule::symbol_list) {
             it.next()
@@ -938,7 +942,12 @@ impl<'c> Parser<'c> {
         let num_symbols = syms
             .as_ref()
             .map_or(0, |s| s.clone().into_inner().count() as u32);
-        let ids = self.affine_ids(dims, syms);
+        (num_dims, num_symbols, self.affine_ids(dims, syms))
+    }
+
+    fn convert_affine_map(&self, p: Pair<'_, Rule>) -> Result<AffineMap, Diagnostic> {
+        let mut it = p.into_inner().peekable();
+        let (num_dims, num_symbols, ids) = self.affine_header(&mut it);
         let results = it
             .map(|e| self.convert_affine_expr(e, &ids))
             .collect::<Result<_, _>>()?;
@@ -951,17 +960,7 @@ impl<'c> Parser<'c> {
 
     fn convert_integer_set(&self, p: Pair<'_, Rule>) -> Result<IntegerSet, Diagnostic> {
         let mut it = p.into_inner().peekable();
-        let dims = it.next().expect("dims");
-        let syms = if it.peek().is_some_and(|q| q.as_rule() == Rule::symbol_list) {
-            it.next()
-        } else {
-            None
-        };
-        let num_dims = dims.clone().into_inner().count() as u32;
-        let num_symbols = syms
-            .as_ref()
-            .map_or(0, |s| s.clone().into_inner().count() as u32);
-        let ids = self.affine_ids(dims, syms);
+        let (num_dims, num_symbols, ids) = self.affine_header(&mut it);
         let mut constraints = Vec::new();
         for c in it {
             let mut ci = c.clone().into_inner();

@@ -203,29 +203,8 @@ pub fn matmul(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
     Ok(HostTensor::from_values(a.kind, shape, values))
 }
 
-/// ONNX `Gemm` attributes.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct GemmParams {
-    /// Scale of `A·B`.
-    pub alpha: f32,
-    /// Scale of `C`.
-    pub beta: f32,
-    /// Use `Aᵀ`.
-    pub trans_a: bool,
-    /// Use `Bᵀ`.
-    pub trans_b: bool,
-}
-
-impl Default for GemmParams {
-    fn default() -> Self {
-        GemmParams {
-            alpha: 1.0,
-            beta: 1.0,
-            trans_a: false,
-            trans_b: false,
-        }
-    }
-}
+/// ONNX `Gemm` attributes: the `nn` dialect's, which the kernel computes.
+pub use ipuc_dialects::nn::GemmParams;
 
 /// ONNX `Gemm`: `alpha · op(A) · op(B) + beta · C`, with `C` (optional)
 /// unidirectionally broadcast to `[M, N]`.

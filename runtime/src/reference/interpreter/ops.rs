@@ -169,13 +169,7 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
         }
         nn::MATMUL => one(k::matmul(args[0], &*scaled_rhs(ctx, op, args[1])?)?),
         nn::GEMM => {
-            let p = GemmOp(op).params(ctx);
-            let params = k::GemmParams {
-                alpha: p.alpha,
-                beta: p.beta,
-                trans_a: p.trans_a,
-                trans_b: p.trans_b,
-            };
+            let params = GemmOp(op).params(ctx);
             one(k::gemm(args[0], args[1], args.get(2).copied(), params)?)
         }
         nn::LINEAR => one(k::linear(

@@ -1,0 +1,64 @@
+//! The parser's ways of reading agree: shared by the parser's property
+//! tests (`tests/parser_fuzz.rs`) and the `parse` fuzz target
+//! (`fuzz/fuzz_targets/parse.rs`, which includes this file by path).
+
+use std::sync::Arc;
+
+use ipuc_ir::{parse_source_with, print_op, Context, DialectRegistry, ParseOptions, PrintOptions};
+
+/// A context with the test dialect, accepting unregistered ops or not.
+pub fn context(allow_unregistered: bool) -> Context {
+    let mut reg = DialectRegistry::new();
+    reg.register(ipuc_ir::test_dialect::dialect());
+    let mut ctx = Context::new(Arc::new(reg));
+    ctx.allow_unregistered = allow_unregistered;
+    ctx
+}
+
+/// Every way of reading must give what the grammar of record gives (pest
+/// alone, each operation whole): the default (function bodies op by op,
+/// common generic ops by the hand-written reader), every region body op by
+/// op with and without that reader. The same IR, or an error.
+pub fn check_readers_agree(allow: bool, input: &str) {
+    let read = |options: &ParseOptions| {
+        let mut ctx = context(allow);
+        parse_source_with(&mut ctx, "fuzz.mlir", input, options).map(|p| {
+            let opts = PrintOptions {
+                generic: true,
+                debug_info: true,
+                ..PrintOptions::default()
+            };
+            print_op(&ctx, p.module, &opts)
+        })
+    };
+    let reference = read(&ParseOptions {
+        stream_body_bytes: usize::MAX,
+        hand_reader: false,
+    });
+    for options in [
+        ParseOptions::default(),
+        ParseOptions {
+            stream_body_bytes: 0,
+            hand_reader: true,
+        },
+        ParseOptions {
+            stream_body_bytes: 0,
+            hand_reader: false,
+        },
+    ] {
+        match (&reference, read(&options)) {
+            (Ok(a), Ok(b)) => assert_eq!(*a, b, "{options:?} differs; input {input:?}"),
+            // With several errors the two may report different ones first
+            // (a streamed parse reads an op's header and trailer before its
+            // body, the hand-written reader builds an op before pest reads
+            // the next); single errors are located the same
+            // (tests/large_regions.rs, tests/parse_errors.rs).
+            (Err(_), Err(_)) => {}
+            (a, b) => panic!(
+                "{options:?} disagrees: pest {:?}, {options:?} {:?}; input {input:?}",
+                a.as_ref().map_err(|d| d.to_string()),
+                b.map_err(|d| d.to_string())
+            ),
+        }
+    }
+}
