@@ -113,3 +113,28 @@ fn a_block_larger_than_one_send() {
     run(&grid(shape(32, 576, 16, AmpVariant::F16), 2, 1), 4);
     run(&grid(shape(16, 576, 32, AmpVariant::F16), 1, 2), 5);
 }
+
+/// The executable of `plan` with weights `w`, built in a fresh context.
+fn lowered(plan: &GemmPlan, w: &[f64]) -> Vec<u8> {
+    let s = plan.shape;
+    let mut ctx = Context::new(ipuc_dialects::registry());
+    let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
+        .unwrap()
+        .module;
+    let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
+    let tys = (
+        tensor_ty(&[i64::from(s.m), i64::from(s.k)], s.variant),
+        tensor_ty(&[i64::from(s.m), i64::from(s.n)], s.variant),
+    );
+    let machine = MachineModel::c600();
+    let exe = emit_gemm(&mut ctx, body, plan, w, tys, &machine, Location::unknown()).unwrap();
+    build_executable(&ctx, exe).unwrap().to_bytes()
+}
+
+#[test]
+fn lowering_is_deterministic() {
+    // Same plan and weights, two contexts: byte-identical executables.
+    let p = grid(shape(20, 40, 56, AmpVariant::F16), 3, 4);
+    let w: Vec<f64> = (0..40 * 56).map(|i| f64::from(i % 7) - 3.0).collect();
+    assert_eq!(lowered(&p, &w), lowered(&p, &w));
+}

@@ -200,16 +200,23 @@ impl TileGemm {
         e: &mut Emitter,
         tag: &str,
     ) -> Result<GemmSupervisorCounts, CodeletError> {
-        self.emit_supervisor_with(e, tag, op::imm(i64::from(self.weights)))
+        self.emit_supervisor_with(
+            e,
+            tag,
+            op::imm(i64::from(self.weights)),
+            op::sym(format!("{tag}_vertex_state")),
+        )
     }
 
-    /// [`TileGemm::emit_supervisor`] with the weights' address given as an
-    /// operand (a label of the section that holds them, or an immediate).
+    /// [`TileGemm::emit_supervisor`] with the addresses of the weights and
+    /// of the vertex states ([`TileGemm::state_words`]) given as operands
+    /// (labels, or immediates where the caller placed them).
     pub fn emit_supervisor_with(
         &self,
         e: &mut Emitter,
         tag: &str,
         weights: Operand,
+        states: Operand,
     ) -> Result<GemmSupervisorCounts, CodeletError> {
         self.validate()?;
         let panel = self.variant.weight_bytes() as i64;
@@ -219,10 +226,7 @@ impl TileGemm {
         let start = e.issues();
         let code_start = e.supervisor_code().len();
         e.solo(inst("setzi", [op::m(0), weights]));
-        e.solo(inst(
-            "setzi",
-            [op::m(2), op::sym(format!("{tag}_vertex_state"))],
-        ));
+        e.solo(inst("setzi", [op::m(2), states]));
         e.solo(inst("setzi", [op::m(1), op::sym(format!("{ovw}_worker"))]));
         e.solo(inst("setzi", [op::m(6), op::sym(format!("{acc}_worker"))]));
         e.solo(inst(
@@ -272,6 +276,32 @@ impl TileGemm {
     /// Emits the two workers (overwrite and accumulate, each in its own
     /// section) and the vertex states at `{tag}_vertex_state` in `.data`.
     pub fn emit_workers(&self, e: &mut Emitter, tag: &str) -> GemmWorkerCounts {
+        let counts = self.emit_worker_code(e, tag);
+        e.data_section(".data");
+        e.directive("align", &[op::imm(8)]);
+        e.label(&format!("{tag}_vertex_state"));
+        e.words(&self.state_words());
+        counts
+    }
+
+    /// The vertex states of every launch in launch order (six workers, four
+    /// words each): the same on every tile with the same layout, so a
+    /// lowering can place them once as a replicated constant.
+    pub fn state_words(&self) -> Vec<u32> {
+        let mut words = Vec::with_capacity(self.state_bytes() as usize / 4);
+        for j in 0..self.n_groups {
+            for g in 0..self.k_groups {
+                for w in self.block(j, g).vertex_states() {
+                    words.extend(w);
+                }
+            }
+        }
+        words
+    }
+
+    /// Emits the two workers (overwrite and accumulate), each in its own
+    /// section, without the vertex states.
+    pub fn emit_worker_code(&self, e: &mut Emitter, tag: &str) -> GemmWorkerCounts {
         let (ovw, acc) = (format!("{tag}_ovw"), format!("{tag}_acc"));
         let block = self.block(0, 0);
         let (worker, body, ()) = block.emit_worker(e, &ovw, |_| ());
@@ -280,16 +310,6 @@ impl TileGemm {
             ..block.clone()
         }
         .emit_worker(e, &acc, |_| ());
-        e.data_section(".data");
-        e.directive("align", &[op::imm(8)]);
-        e.label(&format!("{tag}_vertex_state"));
-        for j in 0..self.n_groups {
-            for g in 0..self.k_groups {
-                for words in self.block(j, g).vertex_states() {
-                    e.words(&words);
-                }
-            }
-        }
         GemmWorkerCounts {
             worker: worker.max(acc_worker),
             body,

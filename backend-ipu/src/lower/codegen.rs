@@ -32,6 +32,8 @@ use crate::codelets::gemm::TileGemm;
 pub struct TileLayout {
     /// The weight panels.
     pub weights: u32,
+    /// The GEMM's vertex states, at the top of region 0.
+    pub states: u32,
     /// X in panel order.
     pub input: u32,
     /// Y's buffer.
@@ -48,11 +50,13 @@ pub fn layout(plan: &GemmPlan, machine: &MachineModel) -> TileLayout {
     let whole = |b: u64| (b as u32 + AmpBlock::READ_PAST_BYTES).div_ceil(pair) * pair;
     let output = machine.sram_end - whole(v.output_bytes());
     let input = output - whole(v.input_bytes());
+    let states = (machine.interleaved_base - v.state_bytes() as u32) & !7;
     TileLayout {
         weights: machine.interleaved_base,
+        states,
         input,
         output,
-        tensors_start: machine.interleaved_base,
+        tensors_start: states,
     }
 }
 
@@ -136,12 +140,61 @@ pub fn emit_gemm(
                 e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
             }
             vertex
-                .emit_supervisor(&mut e, tag)
+                .emit_supervisor_with(
+                    &mut e,
+                    tag,
+                    op::imm(i64::from(lay.weights)),
+                    op::imm(i64::from(lay.states)),
+                )
                 .map_err(|err| Diagnostic::error(loc.clone(), err.to_string()))?;
             e.solo(inst("exitz", [op::mzero()]));
             e.size_of("main");
-            vertex.emit_workers(&mut e, tag);
+            vertex.emit_worker_code(&mut e, tag);
         }
+    }
+    // The vertex states: the same words on every tile (same layout, same
+    // rows), one resource shared by all.
+    {
+        let vertex = TileGemm {
+            input: lay.input,
+            output: lay.output,
+            weights: lay.weights,
+            ..plan.vertex()
+        };
+        let words = vertex.state_words();
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let ty = Type::tensor(&[words.len() as i64], Type::i32());
+        let name = format!("{tag}_vertex_states");
+        let resource = ctx.resources().insert_unique(
+            &name,
+            ResourceBlob {
+                alignment: 8,
+                data: bytes.into(),
+            },
+        );
+        let value = Attribute::new(AttrKind::DenseResource {
+            resource,
+            ty: ty.clone(),
+        });
+        let pieces: Vec<TensorPiece> = (0..plan.grid_rows)
+            .flat_map(|i| (0..plan.grid_cols).map(move |j| (i, j)))
+            .map(|(i, j)| TensorPiece {
+                tile: i64::from(plan.tile(i, j)),
+                address: i64::from(lay.states),
+                first: 0,
+                count: words.len() as i64,
+            })
+            .collect();
+        let t = build::tensor(
+            ctx,
+            &name,
+            ty,
+            TensorDirection::Constant,
+            &pieces,
+            loc.clone(),
+        );
+        ctx.set_attr(t, "value", value);
+        ctx.append_op(exe_body, t);
     }
     for j in 0..plan.grid_cols {
         // Column block j's weight panels, zero-padded, on every grid row.
