@@ -30,10 +30,13 @@
 //! as `dense<...>`, the rest as `dense_resource<name>` blobs in the
 //! context's resource table.
 
+mod attention;
 pub mod binding;
+mod body;
 mod constants;
 mod elementwise;
 mod error;
+mod functions;
 mod inputs;
 mod linalg;
 mod normalization;
@@ -178,6 +181,8 @@ pub fn is_supported(domain: &str, op_type: &str) -> bool {
             shape::OPS,
             normalization::OPS,
             constants::OPS,
+            functions::OPS,
+            attention::OPS,
         ]
         .iter()
         .any(|ops| ops.contains(&op_type))
@@ -323,6 +328,10 @@ impl<'a> Importer<'a> {
             normalization::import(self, node)?
         } else if constants::OPS.contains(&op) {
             constants::import(self, node)?
+        } else if functions::OPS.contains(&op) {
+            functions::import(self, node)?
+        } else if attention::OPS.contains(&op) {
+            attention::import(self, node)?
         } else {
             unreachable!("check_supported rejected `{op}` before import")
         };

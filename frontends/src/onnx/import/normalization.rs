@@ -34,22 +34,9 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
                 _ => ReduceKind::Max,
             };
             let x = imp.input(node, 0)?;
-            // Axes moved from an attribute to an input in opset 13 (ReduceSum)
-            // and 18 (the others), together with `noop_with_empty_axes`.
-            let axes_as_input = imp.opset >= 18 || (op == "ReduceSum" && imp.opset >= 13);
-            let axes = if axes_as_input {
-                imp.optional_const_ints(node, 1, "axes")?
-            } else {
-                node.ints_attr("axes")?.map(<[i64]>::to_vec)
-            };
-            let keepdims = node.int_attr("keepdims", 1)? != 0;
-            let axes = match axes {
-                Some(a) if a.is_empty() => None,
-                a => a,
-            };
-            if axes.is_none() && node.int_attr("noop_with_empty_axes", 0)? != 0 {
+            let Some((axes, keepdims)) = reduce_params(imp, node)? else {
                 return Ok(vec![x]);
-            }
+            };
             let state = ReduceOp::build(imp.ctx, kind, x, axes.as_deref(), keepdims, loc);
             imp.emit(node, state)
         }
@@ -109,6 +96,31 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
         }
         other => unreachable!("`{other}` is not a reduction or normalisation"),
     }
+}
+
+/// The axes (`None`: all) and `keepdims` of an ONNX reduction, or `None`
+/// when it is a no-op (no axes and `noop_with_empty_axes`). Axes moved from
+/// an attribute to an input in opset 13 (`ReduceSum`) and 18 (the others),
+/// together with `noop_with_empty_axes`.
+pub(super) fn reduce_params(
+    imp: &mut Importer<'_>,
+    node: &Node,
+) -> Result<Option<(Option<Vec<i64>>, bool)>, ImportError> {
+    let axes_as_input = imp.opset >= 18 || (node.op_type == "ReduceSum" && imp.opset >= 13);
+    let axes = if axes_as_input {
+        imp.optional_const_ints(node, 1, "axes")?
+    } else {
+        node.ints_attr("axes")?.map(<[i64]>::to_vec)
+    };
+    let keepdims = node.int_attr("keepdims", 1)? != 0;
+    let axes = match axes {
+        Some(a) if a.is_empty() => None,
+        a => a,
+    };
+    if axes.is_none() && node.int_attr("noop_with_empty_axes", 0)? != 0 {
+        return Ok(None);
+    }
+    Ok(Some((axes, keepdims)))
 }
 
 /// The optional `Mean` and `InvStdDev` outputs of `LayerNormalization`, as the
