@@ -25,6 +25,8 @@ fn registry() -> Arc<DialectRegistry> {
 const EXPECTED: &[(&str, &[&str])] = &[
     ("nn.abs", &["Elementwise"]),
     ("nn.add", &["Elementwise"]),
+    ("nn.argmax", &["Reduction"]),
+    ("nn.argmin", &["Reduction"]),
     ("nn.and", &["Elementwise"]),
     ("nn.attention", &["Contraction", "Reduction"]),
     ("nn.cast", &["Elementwise"]),
@@ -38,6 +40,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
     ("nn.expand", &[]),
     ("nn.flatten", &["ViewLike"]),
     ("nn.gather", &[]),
+    ("nn.gather_elements", &[]),
     ("nn.gelu", &["Elementwise"]),
     ("nn.gemm", &["Contraction"]),
     ("nn.greater", &["Elementwise"]),

@@ -253,3 +253,30 @@ func.func @not_needs_i1(%arg0: tensor<3xi32>) -> tensor<3xi32> {
   %0 = nn.not %arg0 : tensor<3xi32> -> tensor<3xi32>
   return %0 : tensor<3xi32>
 }
+
+// -----
+
+// nn.gather_elements: data and indices must have the same rank.
+func.func @gather_elements_rank(%arg0: tensor<3x4xf32>, %arg1: tensor<4xi64>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.gather_elements' op data and indices must have the same rank >= 1, but have ranks 2 and 1}}
+  %0 = nn.gather_elements %arg0, %arg1 {axis = 0 : i64} : tensor<3x4xf32>, tensor<4xi64> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// nn.argmax: the result is i64, whatever the operand's element type.
+func.func @argmax_result_type(%arg0: tensor<3x4xf32>) -> tensor<3x1xf32> {
+  // expected-error @+1 {{'nn.argmax' op result #0 has type 'tensor<3x1xf32>', but the inferred type is 'tensor<3x1xi64>'}}
+  %0 = nn.argmax %arg0 {axis = 1 : i64} : tensor<3x4xf32> -> tensor<3x1xf32>
+  return %0 : tensor<3x1xf32>
+}
+
+// -----
+
+// nn.argmin: the axis must index the operand.
+func.func @argmin_axis(%arg0: tensor<3x4xf32>) -> tensor<3xi64> {
+  // expected-error @+1 {{'nn.argmin' op axis 2 is out of range for rank 2 (expected [-2, 1])}}
+  %0 = nn.argmin %arg0 {axis = 2 : i64, keepdims = 0 : i64} : tensor<3x4xf32> -> tensor<3xi64>
+  return %0 : tensor<3xi64>
+}

@@ -40,6 +40,7 @@ pub mod conv;
 mod custom_format;
 pub mod elements;
 pub mod elementwise;
+pub mod index;
 pub mod matmul;
 pub mod norm;
 pub mod reduce;
@@ -53,6 +54,7 @@ pub use constant::*;
 pub use conv::*;
 pub use elements::FOLD_ELEMENT_LIMIT;
 pub use elementwise::*;
+pub use index::*;
 pub use matmul::*;
 pub use norm::*;
 pub use reduce::*;
@@ -78,6 +80,7 @@ pub fn dialect() -> Dialect {
     d = reduce::register(d);
     d = norm::register(d);
     d = attention::register(d);
+    d = index::register(d);
     d = constant::register(d);
     d.materialize_constant = Some(constant::materialize);
     d
@@ -101,6 +104,7 @@ pub fn infer_result_types(ctx: &Context, op: OpId) -> Option<InferResult<Vec<Typ
         .or_else(|| reduce::infer_from_op(ctx, op))
         .or_else(|| norm::infer_from_op(ctx, op))
         .or_else(|| attention::infer_from_op(ctx, op))
+        .or_else(|| index::infer_from_op(ctx, op))
         .or_else(|| constant::infer_from_op(ctx, op))
 }
 

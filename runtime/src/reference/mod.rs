@@ -17,6 +17,7 @@ mod elementwise;
 mod error;
 mod fast_f32;
 mod host_tensor;
+mod index;
 pub mod interpreter;
 mod layout;
 mod matmul;
@@ -32,6 +33,7 @@ pub use elementwise::{
 };
 pub use error::{KernelError, KernelResult};
 pub use host_tensor::{HostTensor, Values};
+pub use index::{arg_reduce, gather_elements};
 pub use layout::{
     concat, constant_of_shape, expand, flatten, gather, pad, range, reshape, shape_of, slice,
     split, squeeze, tile, transpose, unsqueeze, PadMode,

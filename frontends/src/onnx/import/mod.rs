@@ -37,6 +37,7 @@ mod constants;
 mod elementwise;
 mod error;
 mod functions;
+mod index;
 mod inputs;
 mod linalg;
 mod normalization;
@@ -183,6 +184,7 @@ pub fn is_supported(domain: &str, op_type: &str) -> bool {
             constants::OPS,
             functions::OPS,
             attention::OPS,
+            index::OPS,
         ]
         .iter()
         .any(|ops| ops.contains(&op_type))
@@ -332,6 +334,8 @@ impl<'a> Importer<'a> {
             functions::import(self, node)?
         } else if attention::OPS.contains(&op) {
             attention::import(self, node)?
+        } else if index::OPS.contains(&op) {
+            index::import(self, node)?
         } else {
             unreachable!("check_supported rejected `{op}` before import")
         };

@@ -98,14 +98,17 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     }
 }
 
-/// The axes (`None`: all) and `keepdims` of an ONNX reduction, or `None`
+/// The axes (`None`: all) and `keepdims` of an ONNX reduction.
+pub(super) type ReduceParams = (Option<Vec<i64>>, bool);
+
+/// The [`ReduceParams`] of an ONNX reduction, or `None`
 /// when it is a no-op (no axes and `noop_with_empty_axes`). Axes moved from
 /// an attribute to an input in opset 13 (`ReduceSum`) and 18 (the others),
 /// together with `noop_with_empty_axes`.
 pub(super) fn reduce_params(
     imp: &mut Importer<'_>,
     node: &Node,
-) -> Result<Option<(Option<Vec<i64>>, bool)>, ImportError> {
+) -> Result<Option<ReduceParams>, ImportError> {
     let axes_as_input = imp.opset >= 18 || (node.op_type == "ReduceSum" && imp.opset >= 13);
     let axes = if axes_as_input {
         imp.optional_const_ints(node, 1, "axes")?

@@ -3,9 +3,10 @@
 //! matching reference kernel. No arithmetic lives here.
 
 use ipuc_dialects::nn::{
-    self, AttentionOp, BinaryKind, CastOp, CompareKind, ConcatOp, ConstantOp, Conv2dOp, GatherOp,
-    GeluApproximation, GeluOp, GemmOp, LayerNormalizationOp, PadOp, ReduceKind, ReduceOp,
-    ReshapeOp, SliceOp, SoftmaxOp, SplitOp, TileOp, TransposeOp, UnaryKind,
+    self, ArgReduceOp, AttentionOp, BinaryKind, CastOp, CompareKind, ConcatOp, ConstantOp,
+    Conv2dOp, GatherElementsOp, GatherOp, GeluApproximation, GeluOp, GemmOp, LayerNormalizationOp,
+    PadOp, ReduceKind, ReduceOp, ReshapeOp, SliceOp, SoftmaxOp, SplitOp, TileOp, TransposeOp,
+    UnaryKind,
 };
 use ipuc_ir::{Context, OpId};
 
@@ -220,6 +221,21 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
             )?)
         }
         nn::GATHER => one(k::gather(args[0], args[1], GatherOp(op).axis(ctx) as i64)?),
+        nn::GATHER_ELEMENTS => one(k::gather_elements(
+            args[0],
+            args[1],
+            GatherElementsOp(op).axis(ctx) as i64,
+        )?),
+        n if nn::ArgKind::from_name(n).is_some() => {
+            let a = ArgReduceOp(op);
+            one(k::arg_reduce(
+                args[0],
+                a.kind(ctx) == nn::ArgKind::Max,
+                a.axis(ctx) as i64,
+                a.keepdims(ctx),
+                a.select_last_index(ctx),
+            )?)
+        }
         nn::SQUEEZE => one(k::squeeze(args[0], i64_list(ctx, op, "axes").as_deref())?),
         nn::UNSQUEEZE => one(k::unsqueeze(args[0], &required_list(ctx, op, "axes")?)?),
         nn::EXPAND => one(k::expand(args[0], &required_list(ctx, op, "shape")?)?),
