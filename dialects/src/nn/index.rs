@@ -13,8 +13,9 @@ use ipuc_ir::{
 
 use super::custom_format::STANDARD_FORMAT;
 use super::support::{
-    attr_i64, i64_attr, make_state, normalize_axis, one, op_wrapper, ranked, reduction_extent,
-    shape_err, tensor, value_types, InferResult, ShapeError, INT_TENSOR, TENSOR,
+    attr_i64, i64_attr, make_state, normalize_axis, one, op_family_wrapper, op_wrapper,
+    operand_accessors, ranked, reduction_extent, shape_err, tensor, value_types, InferResult,
+    ShapeError, INT_TENSOR, TENSOR,
 };
 
 /// `nn.gather_elements`.
@@ -156,15 +157,13 @@ op_wrapper!(
     GatherElementsOp,
     GATHER_ELEMENTS
 );
-impl GatherElementsOp {
+operand_accessors!(GatherElementsOp {
     /// The gathered tensor.
-    pub fn data(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 0)
-    }
+    data = 0,
     /// The positions along the axis.
-    pub fn indices(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 1)
-    }
+    indices = 1,
+});
+impl GatherElementsOp {
     /// The gather axis (normalised).
     pub fn axis(self, ctx: &Context) -> usize {
         let rank = ctx
@@ -194,23 +193,17 @@ impl GatherElementsOp {
     }
 }
 
-/// `nn.argmax` or `nn.argmin`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ArgReduceOp(pub OpId);
-
-impl ArgReduceOp {
-    /// Wraps `op` if it is an index reduction.
-    pub fn cast(ctx: &Context, op: OpId) -> Option<ArgReduceOp> {
-        ArgKind::from_name(ctx.name_str(op)).map(|_| ArgReduceOp(op))
-    }
-    /// Which index reduction.
-    pub fn kind(self, ctx: &Context) -> ArgKind {
-        ArgKind::from_name(ctx.name_str(self.0)).expect("an index reduction")
-    }
+op_family_wrapper!(
+    /// `nn.argmax` or `nn.argmin`.
+    ArgReduceOp,
+    ArgKind,
+    "index reduction"
+);
+operand_accessors!(ArgReduceOp {
     /// The operand.
-    pub fn input(self, ctx: &Context) -> Value {
-        ctx.operand(self.0, 0)
-    }
+    input = 0,
+});
+impl ArgReduceOp {
     /// The reduced axis (normalised).
     pub fn axis(self, ctx: &Context) -> usize {
         let rank = ctx
