@@ -289,6 +289,44 @@ fn lowerable(ctx: &Context, f: OpId) -> Result<(OpId, Vec<f64>), Diagnostic> {
     Ok((*mm, values))
 }
 
+/// The plan report of `f`: for each `nn.matmul`, the plan the lowering
+/// uses (the search's choice, or the grid its `ipu.plan` forces) with its
+/// estimate, then the best rejected candidates and why they lost.
+pub fn plan_report(ctx: &Context, f: OpId, m: &MachineModel) -> Result<String, Diagnostic> {
+    let mut out = String::new();
+    for mm in matmuls(ctx, f) {
+        let shape = gemm_shape(ctx, mm)?;
+        let search =
+            plan_gemm(shape, m).map_err(|e| Diagnostic::op_error(ctx, mm, e.to_string()))?;
+        let used = plan_of(ctx, mm, m)?;
+        let loc = ipuc_ir::diagnostics::location_prefix(ctx.loc(mm));
+        let forced = ctx.attr(mm, PLAN_ATTR).is_some() && used != search.plan;
+        out += &format!(
+            "{loc}: nn.matmul: {used}{}\n",
+            if forced { " (forced by ipu.plan)" } else { "" }
+        );
+        if forced {
+            out += &format!("  the search's choice: {}\n", search.plan);
+        }
+        for r in &search.rejected {
+            let estimate = r.estimate.map_or(String::new(), |e| {
+                format!(
+                    "{} cycles (exchange {}, compute {}, sync {}): ",
+                    e.total(),
+                    e.exchange,
+                    e.compute,
+                    e.sync
+                )
+            });
+            out += &format!(
+                "  rejected grid {}x{}: {estimate}{}\n",
+                r.grid.0, r.grid.1, r.reason
+            );
+        }
+    }
+    Ok(out)
+}
+
 /// Lowers `f` (a `func.func` of `module`'s body) to an `ipu.executable`
 /// appended to that body, planning its product if it has no `ipu.plan`:
 /// what `ipu-lower` does per function, for drivers such as `ipu-run

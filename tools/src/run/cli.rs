@@ -48,6 +48,11 @@ pub struct RunArgs {
     /// Relative tolerance of the elementwise comparison [default: 1e-3].
     #[arg(long, value_name = "R")]
     pub rtol: Option<f64>,
+    /// With `--device sim` on a model or IR: print the plan of every
+    /// product (its grid, estimate per part, tile bytes) and the best
+    /// rejected candidates with the reason, on stderr.
+    #[arg(long)]
+    pub plan_report: bool,
     /// Judge outputs as whole tensors instead: the smallest accepted cosine
     /// similarity [default: 0.999]. A model compiled for `--device sim` is
     /// judged this way unless `--atol`/`--rtol` are given.

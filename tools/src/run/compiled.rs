@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use ipuc_backend_ipu::emit::build_executable;
-use ipuc_backend_ipu::lower::passes::lower_function;
+use ipuc_backend_ipu::lower::passes::{lower_function, plan_report};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::SourceMgr;
 use ipuc_runtime::reference::interpreter;
@@ -77,6 +77,10 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         .and_then(|&r| loaded.ctx.entry_block(r))
         .ok_or("the model has no body to compile")?;
     let render = |d: &ipuc_ir::Diagnostic| SourceMgr::new().render(d);
+    if args.plan_report {
+        let report = plan_report(&loaded.ctx, func, &machine).map_err(|d| render(&d))?;
+        eprint!("{report}");
+    }
     let exe_op = lower_function(&mut loaded.ctx, body, func, &machine).map_err(|d| render(&d))?;
     let exe = build_executable(&loaded.ctx, exe_op)
         .map_err(|ds| ds.iter().map(render).collect::<Vec<_>>().join("\n"))?;
