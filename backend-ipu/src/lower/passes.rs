@@ -289,6 +289,18 @@ fn lowerable(ctx: &Context, f: OpId) -> Result<(OpId, Vec<f64>), Diagnostic> {
     Ok((*mm, values))
 }
 
+/// The plans the lowering uses for `f`'s products, in op order.
+pub fn planned_products(
+    ctx: &Context,
+    f: OpId,
+    m: &MachineModel,
+) -> Result<Vec<GemmPlan>, Diagnostic> {
+    matmuls(ctx, f)
+        .into_iter()
+        .map(|mm| plan_of(ctx, mm, m))
+        .collect()
+}
+
 /// The plan report of `f`: for each `nn.matmul`, the plan the lowering
 /// uses (the search's choice, or the grid its `ipu.plan` forces) with its
 /// estimate, then the best rejected candidates and why they lost.

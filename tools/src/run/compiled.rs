@@ -10,7 +10,9 @@
 use std::time::Instant;
 
 use ipuc_backend_ipu::emit::build_executable;
-use ipuc_backend_ipu::lower::passes::{lower_function, plan_report};
+use ipuc_backend_ipu::lower::passes::{lower_function, plan_report, planned_products};
+use ipuc_backend_ipu::lower::plan::GemmPlan;
+use ipuc_ipu_arch::Executable;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::SourceMgr;
 use ipuc_runtime::reference::interpreter;
@@ -18,7 +20,7 @@ use ipuc_runtime::reference::interpreter;
 use super::data::{self, DataSet, Named};
 use super::executable::run_executable;
 use super::{model, RunArgs, Statistical, Tolerance, DEFAULT_MAX_REL_L2, DEFAULT_MIN_COSINE};
-use crate::run::Report;
+use crate::run::{CompiledSummary, ProfileSummary, Report};
 
 /// Compiles the model's function for the simulated chip and runs it. The
 /// outputs are judged as whole tensors (cosine and relative L2 error, the
@@ -94,5 +96,53 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         tolerance,
     )?;
     report.function = interpreter::function_name(&loaded.ctx, func);
+    let plans = planned_products(&loaded.ctx, func, &machine).map_err(|d| render(&d))?;
+    report.compiled = report
+        .profile
+        .as_ref()
+        .map(|p| summarize(p, &plans, &exe, &machine, compile_s));
     Ok(report)
+}
+
+/// The compiled run's figures from its profile, plans and executable.
+fn summarize(
+    p: &ProfileSummary,
+    plans: &[GemmPlan],
+    exe: &Executable,
+    machine: &MachineModel,
+    compile_s: f64,
+) -> CompiledSummary {
+    let seconds = p.total_cycles as f64 / machine.clock_hz;
+    // FLOPs over the time the device ran, against the peak of the AMP
+    // instruction (the products' common one; the first when they differ).
+    let flops: f64 = plans
+        .iter()
+        .map(|g| 2.0 * f64::from(g.shape.m) * f64::from(g.shape.k) * f64::from(g.shape.n))
+        .sum();
+    let peak = plans
+        .first()
+        .map_or(f64::INFINITY, |g| g.shape.variant.peak_flops(machine));
+    let mut tile_bytes: std::collections::BTreeMap<u32, u64> = exe
+        .tiles
+        .iter()
+        .map(|t| (t.tile, u64::from(t.image.total_bytes())))
+        .collect();
+    for b in &exe.tensors {
+        *tile_bytes.entry(b.tile).or_default() += u64::from(b.size);
+    }
+    CompiledSummary {
+        cycles: p.total_cycles,
+        host_io_s: p.host_cycles as f64 / machine.clock_hz,
+        mfu: if seconds > 0.0 {
+            flops / seconds / peak
+        } else {
+            0.0
+        },
+        compute_cycles: p.supersteps.iter().map(|s| s.compute).sum(),
+        exchange_cycles: p.supersteps.iter().map(|s| s.exchange).sum(),
+        sync_cycles: p.supersteps.iter().map(|s| s.sync).sum(),
+        tiles_used: p.tiles,
+        max_tile_bytes: tile_bytes.values().copied().max().unwrap_or(0),
+        compile_s,
+    }
 }

@@ -206,6 +206,7 @@ pub fn run_executable(
         passed: None,
         outputs: Vec::new(),
         profile: None,
+        compiled: None,
     };
     for set in sets {
         let tensors = bind(set, &inputs)?;

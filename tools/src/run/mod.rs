@@ -23,7 +23,7 @@ pub use cli::{RunArgs, WeightsArg};
 pub use compare::{compare, Metrics, Statistical, Tolerance};
 pub use data::{synthesize, DataSet, Named};
 pub use device::DeviceKind;
-pub use report::{OutputReport, ProfileSummary, Report, SuperstepSummary};
+pub use report::{CompiledSummary, OutputReport, ProfileSummary, Report, SuperstepSummary};
 
 use ipuc_runtime::reference::interpreter;
 
@@ -130,6 +130,7 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
         passed: None,
         outputs: Vec::new(),
         profile: None,
+        compiled: None,
     };
     for set in &sets {
         loaded = model::rebind(args, loaded, set)?;

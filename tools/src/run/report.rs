@@ -33,6 +33,35 @@ pub struct Report {
     /// The simulator's profile of the last run (device `sim` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileSummary>,
+    /// What a compiled run measured (a model or IR on `--device sim`),
+    /// flattened into the JSON object.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub compiled: Option<CompiledSummary>,
+}
+
+/// The figures of a model compiled for and run on the simulator.
+#[derive(Clone, Debug, Serialize)]
+pub struct CompiledSummary {
+    /// Device cycles of the last run.
+    pub cycles: u64,
+    /// Host link time of the streams, seconds.
+    pub host_io_s: f64,
+    /// Model FLOPs per device second over the peak of the AMP instruction
+    /// the products use.
+    pub mfu: f64,
+    /// Sum over supersteps of the most compute cycles of any tile.
+    pub compute_cycles: u64,
+    /// Sum over supersteps of the most exchange cycles of any tile.
+    pub exchange_cycles: u64,
+    /// Sum over supersteps of the longest sync wait of any tile.
+    pub sync_cycles: u64,
+    /// Tiles with code.
+    pub tiles_used: usize,
+    /// Bytes of the fullest tile: its image (code, data, constants) and
+    /// its host tensors' pieces.
+    pub max_tile_bytes: u64,
+    /// Seconds to load, plan, lower and encode.
+    pub compile_s: f64,
 }
 
 /// A summary of a simulated run.
