@@ -138,3 +138,28 @@ fn lowering_is_deterministic() {
     let w: Vec<f64> = (0..40 * 56).map(|i| f64::from(i % 7) - 3.0).collect();
     assert_eq!(lowered(&p, &w), lowered(&p, &w));
 }
+
+/// One receiving tile's program, as assembly printed from the lowered IR:
+/// the exchange arming, the sync, the GEMM launch loop and both workers.
+/// Changes to the lowering or the codelets show here as a reviewed diff.
+#[test]
+fn a_receiving_tiles_assembly() {
+    let p = grid(shape(8, 24, 32, AmpVariant::F16), 2, 2);
+    let w = vec![0.25; 24 * 32];
+    let mut ctx = Context::new(ipuc_dialects::registry());
+    let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
+        .unwrap()
+        .module;
+    let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
+    let tys = (
+        tensor_ty(&[8, 24], AmpVariant::F16),
+        tensor_ty(&[8, 32], AmpVariant::F16),
+    );
+    let machine = MachineModel::c600();
+    let exe = emit_gemm(&mut ctx, body, &p, &w, tys, &machine, Location::unknown()).unwrap();
+    let tile = ipuc_dialects::ipu::body_ops(&ctx, exe)
+        .into_iter()
+        .find(|&t| ipuc_dialects::ipu::tile_index(&ctx, t) == Some(1))
+        .unwrap();
+    insta::assert_snapshot!(ipuc_backend_ipu::emit::tile_asm(&ctx, tile).text);
+}
