@@ -359,7 +359,7 @@ fn build_materializations(
                 }
                 ctx.erase_op(cast);
             }
-            Some(Err(message)) => state.errors.push(Diagnostic::error(loc, message)),
+            Some(Err(d)) => state.errors.push(d),
         }
     }
 }

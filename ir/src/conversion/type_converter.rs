@@ -12,6 +12,7 @@ use std::ops::Range;
 
 use crate::builtin::UNREALIZED_CONVERSION_CAST;
 use crate::context::{BlockId, Context, OpId, OperationState, Value};
+use crate::diagnostics::Diagnostic;
 use crate::location::Location;
 use crate::types::Type;
 
@@ -238,8 +239,8 @@ impl TypeConverter {
 
     /// Builds one value of type `to` from `inputs` (of converted types)
     /// with the source materialization hooks, most recent first. `None`
-    /// when no hook answered; `Err` when the answering hook built a value
-    /// of another type (its ops are left unused).
+    /// when no hook answered; `Err`, at `loc`, when the answering hook built
+    /// a value of another type (its ops are left unused).
     pub fn materialize_source(
         &self,
         ctx: &mut Context,
@@ -247,15 +248,18 @@ impl TypeConverter {
         inputs: &[Value],
         to: &Type,
         loc: &Location,
-    ) -> Option<Result<Value, String>> {
+    ) -> Option<Result<Value, Diagnostic>> {
         for (i, f) in self.source_materializations.iter().enumerate().rev() {
             if let Some(v) = f(ctx, at, inputs, to, loc) {
                 if ctx.value_type(v) == to {
                     return Some(Ok(v));
                 }
-                return Some(Err(format!(
-                    "source materialization #{i} built a value of type '{}' where '{to}' was asked for",
-                    ctx.value_type(v)
+                return Some(Err(Diagnostic::error(
+                    loc.clone(),
+                    format!(
+                        "source materialization #{i} built a value of type '{}' where '{to}' was asked for",
+                        ctx.value_type(v)
+                    ),
                 )));
             }
         }
@@ -264,8 +268,8 @@ impl TypeConverter {
 
     /// Builds values of the converted types `to` from `input` with the
     /// target materialization hooks, most recent first. `None` when no
-    /// hook answered; `Err` when the answering hook built values of other
-    /// types (its ops are left unused).
+    /// hook answered; `Err`, at `loc`, when the answering hook built values
+    /// of other types (its ops are left unused).
     pub fn materialize_target(
         &self,
         ctx: &mut Context,
@@ -273,7 +277,7 @@ impl TypeConverter {
         input: Value,
         to: &[Type],
         loc: &Location,
-    ) -> Option<Result<Vec<Value>, String>> {
+    ) -> Option<Result<Vec<Value>, Diagnostic>> {
         for (i, f) in self.target_materializations.iter().enumerate().rev() {
             if let Some(vs) = f(ctx, at, input, to, loc) {
                 if vs.len() == to.len() && vs.iter().zip(to).all(|(&v, t)| ctx.value_type(v) == t) {
@@ -281,10 +285,13 @@ impl TypeConverter {
                 }
                 let got: Vec<String> = vs.iter().map(|&v| ctx.value_type(v).to_string()).collect();
                 let want: Vec<String> = to.iter().map(Type::to_string).collect();
-                return Some(Err(format!(
-                    "target materialization #{i} built values of types ({}) where ({}) were asked for",
-                    got.join(", "),
-                    want.join(", ")
+                return Some(Err(Diagnostic::error(
+                    loc.clone(),
+                    format!(
+                        "target materialization #{i} built values of types ({}) where ({}) were asked for",
+                        got.join(", "),
+                        want.join(", ")
+                    ),
                 )));
             }
         }
