@@ -64,6 +64,8 @@ const EXPECTED: &[(&str, &[&str])] = &[
     ("nn.reciprocal", &["Elementwise"]),
     ("nn.reduce_max", &["Reduction"]),
     ("nn.reduce_mean", &["Reduction"]),
+    ("nn.reduce_min", &["Reduction"]),
+    ("nn.reduce_prod", &["Reduction"]),
     ("nn.reduce_sum", &["Reduction"]),
     ("nn.relu", &["Elementwise"]),
     ("nn.reshape", &["ViewLike"]),

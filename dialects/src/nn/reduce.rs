@@ -1,4 +1,5 @@
-//! Reductions: `nn.reduce_mean`, `nn.reduce_sum`, `nn.reduce_max` over
+//! Reductions: `nn.reduce_mean`, `nn.reduce_sum`, `nn.reduce_max`,
+//! `nn.reduce_min`, `nn.reduce_prod` over
 //! `axes` (default: all) with ONNX `keepdims` (default 1).
 
 use ipuc_ir::dialect::{FoldResult, OpDefinition, Traits};
@@ -28,17 +29,29 @@ pub enum ReduceKind {
     Sum,
     /// `nn.reduce_max`
     Max,
+    /// `nn.reduce_min`
+    Min,
+    /// `nn.reduce_prod`
+    Prod,
 }
 
 impl ReduceKind {
     /// All reductions.
-    pub const ALL: [ReduceKind; 3] = [ReduceKind::Mean, ReduceKind::Sum, ReduceKind::Max];
+    pub const ALL: [ReduceKind; 5] = [
+        ReduceKind::Mean,
+        ReduceKind::Sum,
+        ReduceKind::Max,
+        ReduceKind::Min,
+        ReduceKind::Prod,
+    ];
     /// The op name.
     pub fn name(self) -> &'static str {
         match self {
             ReduceKind::Mean => "nn.reduce_mean",
             ReduceKind::Sum => "nn.reduce_sum",
             ReduceKind::Max => "nn.reduce_max",
+            ReduceKind::Min => "nn.reduce_min",
+            ReduceKind::Prod => "nn.reduce_prod",
         }
     }
     /// The kind of an op name.
@@ -120,17 +133,20 @@ fn fold_reduce(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<
     let n_out = out.num_elements()? as usize;
     let count: i64 = axes.iter().map(|&a| in_shape[a]).product();
     let attr = if d.element_type().is_float() {
-        let init = if kind == ReduceKind::Max {
-            f64::NEG_INFINITY
-        } else {
-            0.0
+        let init = match kind {
+            ReduceKind::Max => f64::NEG_INFINITY,
+            ReduceKind::Min => f64::INFINITY,
+            ReduceKind::Prod => 1.0,
+            ReduceKind::Mean | ReduceKind::Sum => 0.0,
         };
         let mut acc = vec![init; n_out];
         for (v, &t) in floats(&d)?.into_iter().zip(&targets) {
             acc[t] = match kind {
-                ReduceKind::Max if v.is_nan() || acc[t].is_nan() => f64::NAN,
+                ReduceKind::Max | ReduceKind::Min if v.is_nan() || acc[t].is_nan() => f64::NAN,
                 ReduceKind::Max => acc[t].max(v),
-                _ => acc[t] + v,
+                ReduceKind::Min => acc[t].min(v),
+                ReduceKind::Prod => acc[t] * v,
+                ReduceKind::Mean | ReduceKind::Sum => acc[t] + v,
             };
         }
         if kind == ReduceKind::Mean {
@@ -147,7 +163,9 @@ fn fold_reduce(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<
             acc[t] = Some(match (kind, acc[t]) {
                 (_, None) => v,
                 (ReduceKind::Max, Some(a)) => a.max(v),
-                (_, Some(a)) => a.wrapping_add(v),
+                (ReduceKind::Min, Some(a)) => a.min(v),
+                (ReduceKind::Prod, Some(a)) => a.wrapping_mul(v),
+                (ReduceKind::Mean | ReduceKind::Sum, Some(a)) => a.wrapping_add(v),
             });
         }
         let acc: Option<Vec<i128>> = acc.into_iter().collect();
@@ -163,6 +181,8 @@ impl ReduceKind {
         match self {
             ReduceKind::Mean | ReduceKind::Sum => CombiningKind::Add,
             ReduceKind::Max => CombiningKind::Max,
+            ReduceKind::Min => CombiningKind::Min,
+            ReduceKind::Prod => CombiningKind::Mul,
         }
     }
 }

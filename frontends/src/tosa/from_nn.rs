@@ -438,10 +438,12 @@ fn convert_op(b: &mut Builder, op: OpId) -> Result<Vec<Value>, Diagnostic> {
             match r.kind(b.ctx) {
                 ReduceKind::Mean => v = b.mean(v, &axes)?,
                 kind => {
-                    let tosa = if kind == ReduceKind::Sum {
-                        "tosa.reduce_sum"
-                    } else {
-                        "tosa.reduce_max"
+                    let tosa = match kind {
+                        ReduceKind::Sum => "tosa.reduce_sum",
+                        ReduceKind::Max => "tosa.reduce_max",
+                        ReduceKind::Min => "tosa.reduce_min",
+                        ReduceKind::Prod => "tosa.reduce_product",
+                        ReduceKind::Mean => unreachable!("handled above"),
                     };
                     for &a in &axes {
                         v = b.reduce(tosa, v, a)?;

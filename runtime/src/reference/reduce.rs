@@ -17,6 +17,10 @@ pub enum Reduction {
     Mean,
     /// Maximum (the lowest value of the type, -Inf for floats, for an empty set).
     Max,
+    /// Minimum (the highest value of the type, +Inf for floats, for an empty set).
+    Min,
+    /// Product (1 for an empty set).
+    Prod,
 }
 
 /// Reduces `x` over `axes` (`None` or empty: all axes, unless
@@ -67,26 +71,27 @@ pub fn reduce(
         ),
         Values::F64(v) => Values::F64(reduce_float(&v, reduction, out_count, group, target)),
         Values::Int(v) => {
-            let (lowest, _) = x
-                .kind
-                .integer_range()
-                .ok_or_else(|| KernelError::ElementType {
-                    op: "reduce",
-                    kind: x.kind.to_string(),
-                })?;
-            let mut acc = vec![
-                if reduction == Reduction::Max {
-                    lowest
-                } else {
-                    0
-                };
-                out_count
-            ];
+            let (lowest, highest) =
+                x.kind
+                    .integer_range()
+                    .ok_or_else(|| KernelError::ElementType {
+                        op: "reduce",
+                        kind: x.kind.to_string(),
+                    })?;
+            let init = match reduction {
+                Reduction::Max => lowest,
+                Reduction::Min => highest,
+                Reduction::Prod => 1,
+                Reduction::Sum | Reduction::Mean => 0,
+            };
+            let mut acc = vec![init; out_count];
             for (i, &a) in v.iter().enumerate() {
                 let o = &mut acc[target(i)];
                 *o = match reduction {
                     Reduction::Sum | Reduction::Mean => o.wrapping_add(a),
                     Reduction::Max => (*o).max(a),
+                    Reduction::Min => (*o).min(a),
+                    Reduction::Prod => o.wrapping_mul(a),
                 };
             }
             if reduction == Reduction::Mean {
@@ -115,10 +120,11 @@ fn reduce_float(
     group: usize,
     target: impl Fn(usize) -> usize,
 ) -> Vec<f64> {
-    let init = if reduction == Reduction::Max {
-        f64::NEG_INFINITY
-    } else {
-        0.0
+    let init = match reduction {
+        Reduction::Max => f64::NEG_INFINITY,
+        Reduction::Min => f64::INFINITY,
+        Reduction::Prod => 1.0,
+        Reduction::Sum | Reduction::Mean => 0.0,
     };
     let mut acc = vec![init; out_count];
     for (i, &a) in v.iter().enumerate() {
@@ -127,6 +133,9 @@ fn reduce_float(
             Reduction::Sum | Reduction::Mean => *o + a,
             Reduction::Max if a.is_nan() || o.is_nan() => f64::NAN,
             Reduction::Max => o.max(a),
+            Reduction::Min if a.is_nan() || o.is_nan() => f64::NAN,
+            Reduction::Min => o.min(a),
+            Reduction::Prod => *o * a,
         };
     }
     if reduction == Reduction::Mean {

@@ -19,6 +19,8 @@ pub(super) const OPS: &[&str] = &[
     "ReduceMean",
     "ReduceSum",
     "ReduceMax",
+    "ReduceMin",
+    "ReduceProd",
     "Softmax",
     "LayerNormalization",
     "Gelu",
@@ -27,11 +29,13 @@ pub(super) const OPS: &[&str] = &[
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let loc = Importer::loc(node);
     match node.op_type.as_str() {
-        op @ ("ReduceMean" | "ReduceSum" | "ReduceMax") => {
+        op @ ("ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd") => {
             let kind = match op {
                 "ReduceMean" => ReduceKind::Mean,
                 "ReduceSum" => ReduceKind::Sum,
-                _ => ReduceKind::Max,
+                "ReduceMax" => ReduceKind::Max,
+                "ReduceMin" => ReduceKind::Min,
+                _ => ReduceKind::Prod,
             };
             let x = imp.input(node, 0)?;
             let Some((axes, keepdims)) = reduce_params(imp, node)? else {

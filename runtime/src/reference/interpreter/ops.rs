@@ -145,6 +145,8 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
             ReduceKind::Mean => Reduction::Mean,
             ReduceKind::Sum => Reduction::Sum,
             ReduceKind::Max => Reduction::Max,
+            ReduceKind::Min => Reduction::Min,
+            ReduceKind::Prod => Reduction::Prod,
         };
         // The wrapper resolves absent axes to every axis.
         let axes: Vec<i64> = r.axes(ctx).into_iter().map(|a| a as i64).collect();
