@@ -5,7 +5,9 @@
 //! `Sum`/`Mean`, `LogSoftmax`, the derived reductions (`ReduceL1`,
 //! `ReduceL2`, `ReduceLogSum`, `ReduceLogSumExp`, `ReduceSumSquare`),
 //! `RMSNormalization`, `Trilu`, inference-mode `Dropout`, and the losses
-//! `NegativeLogLikelihoodLoss` and `SoftmaxCrossEntropyLoss`.
+//! `NegativeLogLikelihoodLoss` and `SoftmaxCrossEntropyLoss`, global pooling
+//! (`GlobalAveragePool`, `GlobalMaxPool`), `LpNormalization`,
+//! `MeanVarianceNormalization`, `Hardmax` and `OneHot`.
 //!
 //! Each body is written with `nn` ops only, so every later layer (the
 //! e-graph rules, the reference executor, the lowering) sees ops it knows;
@@ -48,6 +50,12 @@ pub(super) const OPS: &[&str] = &[
     "Dropout",
     "NegativeLogLikelihoodLoss",
     "SoftmaxCrossEntropyLoss",
+    "GlobalAveragePool",
+    "GlobalMaxPool",
+    "LpNormalization",
+    "MeanVarianceNormalization",
+    "Hardmax",
+    "OneHot",
 ];
 
 type Built = Result<Value, ImportError>;
@@ -81,8 +89,143 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
             let loss = nll_loss(&mut b, log_prob, labels, weight)?;
             Ok(vec![loss, log_prob])
         }
+        "GlobalAveragePool" | "GlobalMaxPool" => {
+            // Over every spatial axis of [N, C, spatial...], kept as 1s.
+            let x = b.input(0)?;
+            let axes: Vec<i64> = (2..b.shape(x).len() as i64).collect();
+            let kind = if op == "GlobalMaxPool" {
+                ReduceKind::Max
+            } else {
+                ReduceKind::Mean
+            };
+            b.reduce(kind, x, Some(&axes), true).map(|v| vec![v])
+        }
+        "LpNormalization" => lp_normalization(&mut b).map(|v| vec![v]),
+        "MeanVarianceNormalization" => mean_variance_normalization(&mut b).map(|v| vec![v]),
+        "Hardmax" => hardmax(&mut b).map(|v| vec![v]),
+        "OneHot" => one_hot(&mut b).map(|v| vec![v]),
         _ => activation(&mut b, op).map(|v| vec![v]),
     }
+}
+
+/// `LpNormalization`: `x / ||x||_p` along `axis` (p = 1 or 2).
+fn lp_normalization(b: &mut Body<'_, '_, '_>) -> Built {
+    let x = b.input(0)?;
+    let axis = b.node.int_attr("axis", -1)?;
+    let norm = match b.node.int_attr("p", 2)? {
+        1 => {
+            let a = b.unary(UnaryKind::Abs, x)?;
+            b.reduce(ReduceKind::Sum, a, Some(&[axis]), true)?
+        }
+        2 => {
+            let sq = b.binary(BinaryKind::Mul, x, x)?;
+            let s = b.reduce(ReduceKind::Sum, sq, Some(&[axis]), true)?;
+            b.unary(UnaryKind::Sqrt, s)?
+        }
+        p => return Err(b.error(format!("`p` must be 1 or 2, but is {p}"))),
+    };
+    b.binary(BinaryKind::Div, x, norm)
+}
+
+/// `MeanVarianceNormalization` by its body: `(x - mean) / (sqrt(mean(x²) -
+/// mean²) + 1e-9)` over `axes` (default `[0, 2, 3]`).
+fn mean_variance_normalization(b: &mut Body<'_, '_, '_>) -> Built {
+    let x = b.input(0)?;
+    let axes = b
+        .node
+        .ints_attr("axes")?
+        .map_or_else(|| vec![0, 2, 3], <[i64]>::to_vec);
+    let mean = b.reduce(ReduceKind::Mean, x, Some(&axes), true)?;
+    let sq = b.binary(BinaryKind::Mul, x, x)?;
+    let mean_sq = b.reduce(ReduceKind::Mean, sq, Some(&axes), true)?;
+    let sq_mean = b.binary(BinaryKind::Mul, mean, mean)?;
+    let var = b.binary(BinaryKind::Sub, mean_sq, sq_mean)?;
+    let std = b.unary(UnaryKind::Sqrt, var)?;
+    let eps = scalar(b, x, 1e-9)?;
+    let denom = b.binary(BinaryKind::Add, std, eps)?;
+    let centered = b.binary(BinaryKind::Sub, x, mean)?;
+    b.binary(BinaryKind::Div, centered, denom)
+}
+
+/// A constant `[0, 1, ..., n - 1]` of element type `elem`, shaped as 1s
+/// but for `n` at `axis` of a rank-`rank` tensor.
+fn iota_along(b: &mut Body<'_, '_, '_>, n: i64, axis: usize, rank: usize, elem: &Type) -> Built {
+    let mut shape = vec![1; rank];
+    shape[axis] = n;
+    let values: Vec<f64> = (0..n).map(|i| i as f64).collect();
+    b.constant(&shape, elem, &values)
+}
+
+/// `Hardmax` (opset 13): 1 at the first largest element along `axis`, 0
+/// elsewhere: an index compare against `argmax`.
+fn hardmax(b: &mut Body<'_, '_, '_>) -> Built {
+    let x = b.input(0)?;
+    let rank = b.shape(x).len();
+    if b.imp.opset < 13 {
+        return Err(b.error(
+            "Hardmax before opset 13 works on the input coerced to 2-D; convert the model \
+             to opset 13 (onnx.version_converter)",
+        ));
+    }
+    let axis = b.node.int_attr("axis", -1)?;
+    let a = ipuc_dialects::nn::normalize_axis(axis, rank).map_err(|e| b.error(e))?;
+    let state = ipuc_dialects::nn::ArgReduceOp::build(
+        b.imp.ctx,
+        ipuc_dialects::nn::ArgKind::Max,
+        x,
+        a as i64,
+        true,
+        false,
+        Importer::loc(b.node),
+    );
+    let arg = b.imp.emit1(b.node, state)?;
+    let ids = iota_along(b, b.shape(x)[a], a, rank, &Type::i64())?;
+    let hit = b.compare(CompareKind::Equal, arg, ids)?;
+    let elem = b.element(x)?;
+    b.cast(hit, &elem)
+}
+
+/// `OneHot`: `values[1]` where an index (negative ones count from `depth`)
+/// equals the position along the new `axis`, `values[0]` elsewhere.
+fn one_hot(b: &mut Body<'_, '_, '_>) -> Built {
+    let (indices, values) = (b.input(0)?, b.input(2)?);
+    // `depth` may be any numeric type (the ONNX tests use floats).
+    let depth_value = b.input(1)?;
+    let depth = b
+        .imp
+        .constant_of(depth_value)
+        .as_ref()
+        .and_then(ipuc_dialects::nn::elements::dense_data)
+        .and_then(|d| {
+            ipuc_dialects::nn::elements::floats(&d).or_else(|| {
+                ipuc_dialects::nn::elements::ints(&d)
+                    .map(|v| v.into_iter().map(|i| i as f64).collect())
+            })
+        })
+        .filter(|f| f.len() == 1 && f[0] >= 1.0 && f[0] <= i32::MAX as f64)
+        .ok_or_else(|| b.error("`depth` must be one positive constant"))?[0] as i64;
+    let rank = b.shape(indices).len() + 1;
+    let axis = b.node.int_attr("axis", -1)?;
+    let a = ipuc_dialects::nn::normalize_axis(axis, rank).map_err(|e| b.error(e))?;
+    let ielem = b.element(indices)?;
+    let zero = scalar(b, indices, 0.0)?;
+    let n = scalar(b, indices, depth as f64)?;
+    let negative = b.compare(CompareKind::Less, indices, zero)?;
+    let wrapped = b.binary(BinaryKind::Add, indices, n)?;
+    let idx = b.select(negative, wrapped, indices)?;
+    let idx = b.unsqueeze(idx, &[a as i64])?;
+    let ids = iota_along(b, depth, a, rank, &ielem)?;
+    let hit = b.compare(CompareKind::Equal, idx, ids)?;
+    let vs = b.shape(values);
+    if vs != [2] {
+        return Err(b.error(format!("`values` must be [off, on], but has shape {vs:?}")));
+    }
+    let off = b.reshape(values, &[2])?;
+    let pieces =
+        ipuc_dialects::nn::SplitOp::build(b.imp.ctx, off, 0, &[1, 1], Importer::loc(b.node));
+    let halves = b.imp.emit(b.node, pieces)?;
+    let (off, on) = (b.reshape(halves[0], &[])?, b.reshape(halves[1], &[])?);
+    b.select(hit, on, off)
 }
 
 /// `scalar(v)`: a rank-0 constant of `like`'s element type.
