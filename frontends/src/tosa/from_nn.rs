@@ -20,7 +20,7 @@ use ipuc_ir::types::TypeKind;
 use ipuc_ir::{AttrKind, Attribute, Context, Diagnostic, OpId, Type, Value, WalkOrder};
 
 use super::coverage::is_writable;
-use super::{tensor_parts, unsupported_ops, Builder};
+use super::{replace_op, tensor_parts, unsupported_ops, Builder};
 
 /// Rewrites every `nn` op under `root` into TOSA; returns how many were
 /// rewritten. The context must allow unregistered ops (TOSA's).
@@ -44,15 +44,7 @@ pub fn convert_nn_to_tosa(ctx: &mut Context, root: OpId) -> Result<usize, Diagno
         return Err(d);
     }
     for &op in &ops {
-        let replacement = {
-            let mut b = Builder::new(ctx, op);
-            convert_op(&mut b, op)?
-        };
-        let results = ctx.results(op).to_vec();
-        for (r, v) in results.into_iter().zip(replacement) {
-            ctx.replace_all_uses(r, v);
-        }
-        ctx.erase_op(op);
+        replace_op(ctx, op, convert_op)?;
     }
     Ok(ops.len())
 }

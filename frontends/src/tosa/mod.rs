@@ -92,6 +92,21 @@ impl<'c> Builder<'c> {
     }
 }
 
+/// Replaces `op` by what `convert` builds in front of it.
+pub(crate) fn replace_op(
+    ctx: &mut Context,
+    op: OpId,
+    convert: fn(&mut Builder, OpId) -> Result<Vec<Value>, Diagnostic>,
+) -> Result<(), Diagnostic> {
+    let replacement = convert(&mut Builder::new(ctx, op), op)?;
+    let results = ctx.results(op).to_vec();
+    for (r, v) in results.into_iter().zip(replacement) {
+        ctx.replace_all_uses(r, v);
+    }
+    ctx.erase_op(op);
+    Ok(())
+}
+
 /// One error for every op a conversion cannot handle (MLIR's partial
 /// conversion reports them all): at the first, with a note at each saying
 /// `why`. `headline` gets the count, the plural `s` (or nothing) and the

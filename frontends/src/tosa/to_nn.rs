@@ -24,7 +24,7 @@ use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
 use ipuc_ir::{Context, Diagnostic, OpId, Type, Value, WalkOrder};
 
 use super::coverage::{is_readable, READ_SOURCES};
-use super::{tensor_parts, unsupported_ops, Builder};
+use super::{replace_op, tensor_parts, unsupported_ops, Builder};
 
 /// The pass.
 #[derive(Clone)]
@@ -97,15 +97,7 @@ pub fn convert_tosa_to_nn(ctx: &mut Context, root: OpId) -> Result<usize, Diagno
             shapes.push(op);
             continue;
         }
-        let replacement = {
-            let mut b = Builder::new(ctx, op);
-            convert_op(&mut b, op)?
-        };
-        let results = ctx.results(op).to_vec();
-        for (r, v) in results.into_iter().zip(replacement) {
-            ctx.replace_all_uses(r, v);
-        }
-        ctx.erase_op(op);
+        replace_op(ctx, op, convert_op)?;
     }
     for op in shapes {
         if ctx.use_empty(ctx.result(op, 0)) {

@@ -930,6 +930,24 @@ impl<'c> Parser<'c> {
         Ok(())
     }
 
+    /// `v`, if a use of `name` at `offset` that expects `ty` agrees with its type.
+    fn check_use_type(
+        &self,
+        v: Value,
+        name: &str,
+        ty: &Type,
+        offset: usize,
+    ) -> Result<Value, Diagnostic> {
+        let vt = self.ctx.value_type(v);
+        if vt != ty {
+            return Err(Diagnostic::error(
+                self.loc_at(offset),
+                format!("use of value '{name}' expects different type than prior uses: '{ty}' vs '{vt}'"),
+            ));
+        }
+        Ok(v)
+    }
+
     /// Looks up a value use, creating a forward reference of type `ty` if unknown.
     pub(crate) fn resolve_value(
         &mut self,
@@ -949,14 +967,7 @@ impl<'c> Parser<'c> {
                         ),
                     ));
                 };
-                let vt = self.ctx.value_type(v);
-                if vt != ty {
-                    return Err(Diagnostic::error(
-                        self.loc_at(offset),
-                        format!("use of value '{name}' expects different type than prior uses: '{ty}' vs '{vt}'"),
-                    ));
-                }
-                return Ok(v);
+                return self.check_use_type(v, name, ty, offset);
             }
             if let Some((op, _)) = scope.forward.get(name) {
                 let v = self.ctx.result(*op, 0);
@@ -966,14 +977,7 @@ impl<'c> Parser<'c> {
                         "result-number forward references are not supported",
                     ));
                 }
-                let vt = self.ctx.value_type(v);
-                if vt != ty {
-                    return Err(Diagnostic::error(
-                        self.loc_at(offset),
-                        format!("use of value '{name}' expects different type than prior uses: '{ty}' vs '{vt}'"),
-                    ));
-                }
-                return Ok(v);
+                return self.check_use_type(v, name, ty, offset);
             }
             if scope.isolated {
                 break;
