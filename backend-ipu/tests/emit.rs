@@ -4,6 +4,7 @@
 
 use ipuc_backend_ipu::emit::{
     build_executable, executable_asm, find_executable, read_executable, read_tile, tile_asm,
+    CONSTANT_SECTION_PREFIX,
 };
 use ipuc_ipu_arch::{assemble, AsmOptions};
 use ipuc_ir::{parse_source, print_op, verify, Context, OpId, PrintOptions};
@@ -190,7 +191,7 @@ fn ir_encodes_to_the_same_bytes_as_its_printed_assembly() {
             let mut assembled = program.image.clone();
             assembled
                 .sections
-                .retain(|s| !s.name.starts_with(".const."));
+                .retain(|s| !s.name.starts_with(CONSTANT_SECTION_PREFIX));
             assert_eq!(assembled, via_text, "{file}, tile {}", program.tile);
         }
     }

@@ -86,6 +86,11 @@ fn dtype_of(ctx: &Context, tensor: OpId) -> Result<(DType, Vec<u64>), Diagnostic
     Ok((dtype, shape.iter().map(|&d| d as u64).collect()))
 }
 
+/// Names of the image sections that hold constant tensors' pieces: the
+/// prefix, then the tensor's name. They are loaded with the program beside
+/// the assembled sections.
+pub const CONSTANT_SECTION_PREFIX: &str = ".const.";
+
 /// The bytes of a tensor constant's value (a splat expanded to `count`
 /// elements of `size` bytes).
 fn constant_bytes(value: &Attribute, count: usize, size: usize) -> Result<Vec<u8>, String> {
@@ -144,7 +149,7 @@ fn load_constant(
             p.count as usize * size as usize,
         );
         let section = Section {
-            name: format!(".const.{name}"),
+            name: format!("{CONSTANT_SECTION_PREFIX}{name}"),
             flags: "a".into(),
             is_code: false,
             address: p.address as u32,

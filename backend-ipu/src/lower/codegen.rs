@@ -26,6 +26,7 @@ use super::plan::GemmPlan;
 use crate::codelets::amp::{AmpBlock, AmpVariant, Elem};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::gemm::TileGemm;
+use crate::emit::CONSTANT_SECTION_PREFIX;
 
 /// Where a tile's tensors live (the same on every tile of the plan).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,37 +164,17 @@ pub fn emit_gemm(
         };
         let words = vertex.state_words();
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let ty = Type::tensor(&[words.len() as i64], Type::i32());
-        let name = format!("{tag}_vertex_states");
-        let resource = ctx.resources().insert_unique(
-            &name,
-            ResourceBlob {
-                alignment: 8,
-                data: bytes.into(),
-            },
-        );
-        let value = Attribute::new(AttrKind::DenseResource {
-            resource,
-            ty: ty.clone(),
-        });
-        let pieces: Vec<TensorPiece> = (0..plan.grid_rows)
-            .flat_map(|i| (0..plan.grid_cols).map(move |j| (i, j)))
-            .map(|(i, j)| TensorPiece {
-                tile: i64::from(plan.tile(i, j)),
-                address: i64::from(lay.states),
-                first: 0,
-                count: words.len() as i64,
-            })
+        let tiles: Vec<u32> = (0..plan.grid_rows)
+            .flat_map(|i| (0..plan.grid_cols).map(move |j| plan.tile(i, j)))
             .collect();
-        let t = build::tensor(
+        let t = replicated_constant(
             ctx,
-            &name,
-            ty,
-            TensorDirection::Constant,
-            &pieces,
+            &format!("{tag}_vertex_states"),
+            (Type::i32(), 4, 8),
+            bytes,
+            (&tiles, lay.states),
             loc.clone(),
         );
-        ctx.set_attr(t, "value", value);
         ctx.append_op(exe_body, t);
     }
     for j in 0..plan.grid_cols {
@@ -209,37 +190,15 @@ pub fn emit_gemm(
             })
             .collect();
         let bytes = elem.encode(&vertex.weight_panels(&block_w, shape.k as usize, cols, 0.0));
-        let count = (bytes.len() / elem.size()) as i64;
-        let ty = Type::tensor(&[count], element_type(v));
-        let name = format!("{tag}_weights_col{j}");
-        let resource = ctx.resources().insert_unique(
-            &name,
-            ResourceBlob {
-                alignment: 16,
-                data: bytes.into(),
-            },
-        );
-        let value = Attribute::new(AttrKind::DenseResource {
-            resource,
-            ty: ty.clone(),
-        });
-        let pieces: Vec<TensorPiece> = (0..plan.grid_rows)
-            .map(|i| TensorPiece {
-                tile: i64::from(plan.tile(i, j)),
-                address: i64::from(lay.weights),
-                first: 0,
-                count,
-            })
-            .collect();
-        let t = build::tensor(
+        let tiles: Vec<u32> = (0..plan.grid_rows).map(|i| plan.tile(i, j)).collect();
+        let t = replicated_constant(
             ctx,
-            &name,
-            ty,
-            TensorDirection::Constant,
-            &pieces,
+            &format!("{tag}_weights_col{j}"),
+            (element_type(v), elem.size(), 16),
+            bytes,
+            (&tiles, lay.weights),
             loc.clone(),
         );
-        ctx.set_attr(t, "value", value);
         ctx.append_op(exe_body, t);
     }
     let x = build::tensor(
@@ -263,6 +222,44 @@ pub fn emit_gemm(
     Ok(exe)
 }
 
+/// A `constant` `ipu.tensor` named `name` of `bytes` (elements of type
+/// `element`, `size` bytes each) in a resource blob aligned to `alignment`,
+/// one piece of all of it at `address` on each of `tiles`.
+fn replicated_constant(
+    ctx: &mut Context,
+    name: &str,
+    (element, size, alignment): (Type, usize, u32),
+    bytes: Vec<u8>,
+    (tiles, address): (&[u32], u32),
+    loc: Location,
+) -> OpId {
+    let count = (bytes.len() / size) as i64;
+    let ty = Type::tensor(&[count], element);
+    let resource = ctx.resources().insert_unique(
+        name,
+        ResourceBlob {
+            alignment,
+            data: bytes.into(),
+        },
+    );
+    let value = Attribute::new(AttrKind::DenseResource {
+        resource,
+        ty: ty.clone(),
+    });
+    let pieces: Vec<TensorPiece> = tiles
+        .iter()
+        .map(|&tile| TensorPiece {
+            tile: i64::from(tile),
+            address: i64::from(address),
+            first: 0,
+            count,
+        })
+        .collect();
+    let t = build::tensor(ctx, name, ty, TensorDirection::Constant, &pieces, loc);
+    ctx.set_attr(t, "value", value);
+    t
+}
+
 /// The IR element type of the AMP's input format.
 fn element_type(v: AmpVariant) -> Type {
     Type::float(match v.input_elem() {
@@ -280,7 +277,7 @@ pub fn check_fits(exe: &ipuc_ipu_arch::Executable, lay: &TileLayout) -> Result<(
             .image
             .sections
             .iter()
-            .filter(|s| !s.name.starts_with(".const."))
+            .filter(|s| !s.name.starts_with(CONSTANT_SECTION_PREFIX))
             .find(|s| s.end() > lay.tensors_start)
         {
             return Err(format!(

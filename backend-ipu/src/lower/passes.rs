@@ -30,11 +30,11 @@ pub const PLAN_ATTR: &str = "ipu.plan";
 
 /// The `ipu-plan` pass (its machine).
 #[derive(Clone)]
-pub struct PlanGemms(String);
+pub struct PlanGemms(MachineModel);
 
 /// The `ipu-lower` pass (its machine).
 #[derive(Clone)]
-pub struct LowerToIpu(String);
+pub struct LowerToIpu(MachineModel);
 
 ipuc_ir::declare_pass! {
     PlanGemms => "ipu-plan" {
@@ -171,8 +171,9 @@ fn matmuls(ctx: &Context, func_op: OpId) -> Vec<OpId> {
 
 impl DeclaredPass for PlanGemms {
     fn create(options: &PlanOptions, _hooks: &PassHooks) -> Result<Self, PassCreateError> {
-        machine(&options.machine).map_err(PassCreateError::Refused)?;
-        Ok(PlanGemms(options.machine.clone()))
+        machine(&options.machine)
+            .map(PlanGemms)
+            .map_err(PassCreateError::Refused)
     }
 
     fn run(
@@ -182,7 +183,7 @@ impl DeclaredPass for PlanGemms {
         _am: &mut AnalysisManager,
         _stats: &mut (),
     ) -> Result<PreservedAnalyses, Diagnostic> {
-        let m = machine(&self.0).map_err(|e| Diagnostic::error(ctx.loc(op).clone(), e))?;
+        let m = self.0.clone();
         for mm in matmuls(ctx, op) {
             let plan = plan_of(ctx, mm, &m)?;
             tracing::debug!(target: "ipu-plan", "{plan}");
@@ -359,8 +360,9 @@ pub fn lower_function(
 
 impl DeclaredPass for LowerToIpu {
     fn create(options: &LowerOptions, _hooks: &PassHooks) -> Result<Self, PassCreateError> {
-        machine(&options.machine).map_err(PassCreateError::Refused)?;
-        Ok(LowerToIpu(options.machine.clone()))
+        machine(&options.machine)
+            .map(LowerToIpu)
+            .map_err(PassCreateError::Refused)
     }
 
     fn run(
@@ -370,7 +372,7 @@ impl DeclaredPass for LowerToIpu {
         _am: &mut AnalysisManager,
         _stats: &mut (),
     ) -> Result<PreservedAnalyses, Diagnostic> {
-        let m = machine(&self.0).map_err(|e| Diagnostic::error(ctx.loc(op).clone(), e))?;
+        let m = self.0.clone();
         let Some(block) = ctx.regions(op).first().and_then(|&r| ctx.entry_block(r)) else {
             return Ok(PreservedAnalyses::all());
         };

@@ -142,24 +142,10 @@ pub fn run_gemm(
     let p = sim
         .profile()
         .ok_or_else(|| BenchError::Other("the simulator kept no profile".into()))?;
-    let steps = p
-        .tiles
+    let supersteps = crate::run::profile_summary(p)
+        .supersteps
         .iter()
-        .map(|t| t.supersteps.len())
-        .max()
-        .unwrap_or(0);
-    let supersteps = (0..steps)
-        .map(|s| {
-            let of = |f: fn(&ipuc_runtime::sim::SuperstepCycles) -> u64| {
-                p.tiles
-                    .iter()
-                    .filter_map(|t| t.supersteps.get(s))
-                    .map(f)
-                    .max()
-                    .unwrap_or(0)
-            };
-            (of(|c| c.compute), of(|c| c.exchange), of(|c| c.sync_wait))
-        })
+        .map(|s| (s.compute, s.exchange, s.sync))
         .collect();
     let flops = 2.0 * f64::from(m) * f64::from(k) * f64::from(n);
     let seconds = p.total_cycles as f64 / machine.clock_hz;

@@ -115,7 +115,7 @@ fn bind<'s>(set: &'s DataSet, inputs: &[Stream]) -> Result<Vec<&'s HostTensor>, 
 
 /// Summarises a simulator profile: per superstep, the largest compute,
 /// exchange and sync-wait cycles over the tiles.
-fn summary(p: &Profile) -> ProfileSummary {
+pub fn summary(p: &Profile) -> ProfileSummary {
     let steps = p
         .tiles
         .iter()

@@ -23,6 +23,7 @@ pub use cli::{RunArgs, WeightsArg};
 pub use compare::{compare, Metrics, Statistical, Tolerance};
 pub use data::{synthesize, DataSet, Named};
 pub use device::DeviceKind;
+pub use executable::summary as profile_summary;
 pub use report::{CompiledSummary, OutputReport, ProfileSummary, Report, SuperstepSummary};
 
 use ipuc_runtime::reference::interpreter;
