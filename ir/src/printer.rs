@@ -543,6 +543,9 @@ fn write_dense(out: &mut String, d: &DenseElements, opts: &PrintOptions) {
         out.push('"');
     } else if d.splat {
         write_dense_element(out, d, 0, elem);
+    } else if n == 0 {
+        // Upstream prints every zero-element literal as `dense<>`: a nested
+        // `[]` would infer the shape [0] whatever the type's rank.
     } else {
         let shape = d.ty.shape().unwrap_or(&[]).to_vec();
         let mut index = 0usize;
