@@ -280,3 +280,27 @@ func.func @argmin_axis(%arg0: tensor<3x4xf32>) -> tensor<3xi64> {
   %0 = nn.argmin %arg0 {axis = 2 : i64, keepdims = 0 : i64} : tensor<3x4xf32> -> tensor<3xi64>
   return %0 : tensor<3xi64>
 }
+
+// -----
+
+func.func @bitwise_on_floats(%arg0: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'nn.bitwise_and' op 'nn.bitwise_and' requires integer operands, got 'f32'}}
+  %0 = nn.bitwise_and %arg0, %arg0 : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @bitwise_not_on_i1(%arg0: tensor<3xi1>) -> tensor<3xi1> {
+  // expected-error @+1 {{'nn.bitwise_not' op operand must have an integer element type, but got 'i1'}}
+  %0 = nn.bitwise_not %arg0 : tensor<3xi1> -> tensor<3xi1>
+  return %0 : tensor<3xi1>
+}
+
+// -----
+
+func.func @sin_on_integers(%arg0: tensor<3xi32>) -> tensor<3xi32> {
+  // expected-error @+1 {{'nn.sin' op operand must have a floating-point element type, but got 'i32'}}
+  %0 = nn.sin %arg0 : tensor<3xi32> -> tensor<3xi32>
+  return %0 : tensor<3xi32>
+}

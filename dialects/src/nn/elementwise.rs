@@ -2,8 +2,11 @@
 //! `nn.sub`, `nn.mul`, `nn.div`, `nn.mod`, `nn.pow`, `nn.max`, `nn.min`),
 //! comparisons with `i1` results (`nn.equal`, `nn.less`, `nn.greater`),
 //! `nn.where`, unary math (`nn.sqrt`, `nn.reciprocal`, `nn.exp`, `nn.log`,
-//! `nn.tanh`, `nn.erf`, `nn.neg`, `nn.abs`, `nn.relu`, `nn.sigmoid`) and
-//! `nn.cast`.
+//! `nn.tanh`, `nn.erf`, `nn.neg`, `nn.abs`, `nn.relu`, `nn.sigmoid`, the
+//! trigonometric and hyperbolic functions and their inverses, `nn.floor`,
+//! `nn.ceil`, `nn.round`), bit operations on integers (`nn.bitwise_and`,
+//! `nn.bitwise_or`, `nn.bitwise_xor`, `nn.bitwise_not`, `nn.shift_left`,
+//! `nn.shift_right`) and `nn.cast`.
 //!
 //! The scalar semantics ([`BinaryKind::apply_f64`], [`UnaryKind::apply_f64`],
 //! ...) are public so that the reference interpreter computes exactly what the
@@ -61,11 +64,21 @@ pub enum BinaryKind {
     Or,
     /// `nn.xor` (logical, on `i1`)
     Xor,
+    /// `nn.bitwise_and` (integers)
+    BitAnd,
+    /// `nn.bitwise_or` (integers)
+    BitOr,
+    /// `nn.bitwise_xor` (integers)
+    BitXor,
+    /// `nn.shift_left` (integers; bits shifted past the width are lost)
+    ShiftLeft,
+    /// `nn.shift_right` (integers; arithmetic on signed, logical on unsigned)
+    ShiftRight,
 }
 
 impl BinaryKind {
     /// All binary kinds.
-    pub const ALL: [BinaryKind; 11] = [
+    pub const ALL: [BinaryKind; 16] = [
         BinaryKind::Add,
         BinaryKind::Sub,
         BinaryKind::Mul,
@@ -77,6 +90,11 @@ impl BinaryKind {
         BinaryKind::And,
         BinaryKind::Or,
         BinaryKind::Xor,
+        BinaryKind::BitAnd,
+        BinaryKind::BitOr,
+        BinaryKind::BitXor,
+        BinaryKind::ShiftLeft,
+        BinaryKind::ShiftRight,
     ];
     /// The op name.
     pub fn name(self) -> &'static str {
@@ -92,11 +110,27 @@ impl BinaryKind {
             BinaryKind::And => "nn.and",
             BinaryKind::Or => "nn.or",
             BinaryKind::Xor => "nn.xor",
+            BinaryKind::BitAnd => "nn.bitwise_and",
+            BinaryKind::BitOr => "nn.bitwise_or",
+            BinaryKind::BitXor => "nn.bitwise_xor",
+            BinaryKind::ShiftLeft => "nn.shift_left",
+            BinaryKind::ShiftRight => "nn.shift_right",
         }
     }
     /// Whether the op is logical: defined on `i1` only.
     pub fn is_logical(self) -> bool {
         matches!(self, BinaryKind::And | BinaryKind::Or | BinaryKind::Xor)
+    }
+    /// Whether the op works on the bits of integers (not `i1`, not floats).
+    pub fn is_bitwise(self) -> bool {
+        matches!(
+            self,
+            BinaryKind::BitAnd
+                | BinaryKind::BitOr
+                | BinaryKind::BitXor
+                | BinaryKind::ShiftLeft
+                | BinaryKind::ShiftRight
+        )
     }
     /// The kind of an op name.
     pub fn from_name(name: &str) -> Option<BinaryKind> {
@@ -113,9 +147,12 @@ impl BinaryKind {
                 | BinaryKind::And
                 | BinaryKind::Or
                 | BinaryKind::Xor
+                | BinaryKind::BitAnd
+                | BinaryKind::BitOr
+                | BinaryKind::BitXor
         )
     }
-    /// The float semantics. `fmod` is only read by `Mod`: C `fmod` when set,
+    /// The float semantics (NaN for the bitwise kinds, which are integer-only). `fmod` is only read by `Mod`: C `fmod` when set,
     /// else Python's `%` (a zero remainder takes the divisor's sign, as numpy's).
     pub fn apply_f64(self, a: f64, b: f64, fmod: bool) -> f64 {
         match self {
@@ -142,6 +179,11 @@ impl BinaryKind {
             BinaryKind::And => f64::from(a != 0.0 && b != 0.0),
             BinaryKind::Or => f64::from(a != 0.0 || b != 0.0),
             BinaryKind::Xor => f64::from((a != 0.0) != (b != 0.0)),
+            BinaryKind::BitAnd
+            | BinaryKind::BitOr
+            | BinaryKind::BitXor
+            | BinaryKind::ShiftLeft
+            | BinaryKind::ShiftRight => f64::NAN,
         }
     }
     /// The integer semantics before wrapping to the element width; `None`
@@ -167,6 +209,18 @@ impl BinaryKind {
             BinaryKind::And => i128::from(a != 0 && b != 0),
             BinaryKind::Or => i128::from(a != 0 || b != 0),
             BinaryKind::Xor => i128::from((a != 0) != (b != 0)),
+            BinaryKind::BitAnd => a & b,
+            BinaryKind::BitOr => a | b,
+            BinaryKind::BitXor => a ^ b,
+            // Values are held sign- or zero-extended, so shifting the wide
+            // value and wrapping to the element width is the narrow shift.
+            BinaryKind::ShiftLeft => u32::try_from(b)
+                .ok()
+                .map_or(0, |s| a.checked_shl(s).unwrap_or(0)),
+            BinaryKind::ShiftRight => {
+                let s = u32::try_from(b).unwrap_or(u32::MAX).min(127);
+                a >> s
+            }
         })
     }
 }
@@ -256,11 +310,41 @@ pub enum UnaryKind {
     Sigmoid,
     /// `nn.not` (logical, on `i1`)
     Not,
+    /// `nn.sin`
+    Sin,
+    /// `nn.cos`
+    Cos,
+    /// `nn.tan`
+    Tan,
+    /// `nn.asin`
+    Asin,
+    /// `nn.acos`
+    Acos,
+    /// `nn.atan`
+    Atan,
+    /// `nn.sinh`
+    Sinh,
+    /// `nn.cosh`
+    Cosh,
+    /// `nn.asinh`
+    Asinh,
+    /// `nn.acosh`
+    Acosh,
+    /// `nn.atanh`
+    Atanh,
+    /// `nn.floor`
+    Floor,
+    /// `nn.ceil`
+    Ceil,
+    /// `nn.round` (halves to even, as ONNX and numpy)
+    Round,
+    /// `nn.bitwise_not` (integers)
+    BitNot,
 }
 
 impl UnaryKind {
     /// All unary kinds.
-    pub const ALL: [UnaryKind; 11] = [
+    pub const ALL: [UnaryKind; 26] = [
         UnaryKind::Sqrt,
         UnaryKind::Reciprocal,
         UnaryKind::Exp,
@@ -272,6 +356,21 @@ impl UnaryKind {
         UnaryKind::Relu,
         UnaryKind::Sigmoid,
         UnaryKind::Not,
+        UnaryKind::Sin,
+        UnaryKind::Cos,
+        UnaryKind::Tan,
+        UnaryKind::Asin,
+        UnaryKind::Acos,
+        UnaryKind::Atan,
+        UnaryKind::Sinh,
+        UnaryKind::Cosh,
+        UnaryKind::Asinh,
+        UnaryKind::Acosh,
+        UnaryKind::Atanh,
+        UnaryKind::Floor,
+        UnaryKind::Ceil,
+        UnaryKind::Round,
+        UnaryKind::BitNot,
     ];
     /// The op name.
     pub fn name(self) -> &'static str {
@@ -287,6 +386,21 @@ impl UnaryKind {
             UnaryKind::Relu => "nn.relu",
             UnaryKind::Sigmoid => "nn.sigmoid",
             UnaryKind::Not => "nn.not",
+            UnaryKind::Sin => "nn.sin",
+            UnaryKind::Cos => "nn.cos",
+            UnaryKind::Tan => "nn.tan",
+            UnaryKind::Asin => "nn.asin",
+            UnaryKind::Acos => "nn.acos",
+            UnaryKind::Atan => "nn.atan",
+            UnaryKind::Sinh => "nn.sinh",
+            UnaryKind::Cosh => "nn.cosh",
+            UnaryKind::Asinh => "nn.asinh",
+            UnaryKind::Acosh => "nn.acosh",
+            UnaryKind::Atanh => "nn.atanh",
+            UnaryKind::Floor => "nn.floor",
+            UnaryKind::Ceil => "nn.ceil",
+            UnaryKind::Round => "nn.round",
+            UnaryKind::BitNot => "nn.bitwise_not",
         }
     }
     /// The kind of an op name.
@@ -297,7 +411,7 @@ impl UnaryKind {
     pub fn requires_float(self) -> bool {
         !matches!(
             self,
-            UnaryKind::Neg | UnaryKind::Abs | UnaryKind::Relu | UnaryKind::Not
+            UnaryKind::Neg | UnaryKind::Abs | UnaryKind::Relu | UnaryKind::Not | UnaryKind::BitNot
         )
     }
     /// The float semantics.
@@ -320,6 +434,21 @@ impl UnaryKind {
             }
             UnaryKind::Sigmoid => 1.0 / (1.0 + (-x).exp()),
             UnaryKind::Not => f64::from(x == 0.0),
+            UnaryKind::Sin => x.sin(),
+            UnaryKind::Cos => x.cos(),
+            UnaryKind::Tan => x.tan(),
+            UnaryKind::Asin => x.asin(),
+            UnaryKind::Acos => x.acos(),
+            UnaryKind::Atan => x.atan(),
+            UnaryKind::Sinh => x.sinh(),
+            UnaryKind::Cosh => x.cosh(),
+            UnaryKind::Asinh => x.asinh(),
+            UnaryKind::Acosh => x.acosh(),
+            UnaryKind::Atanh => x.atanh(),
+            UnaryKind::Floor => x.floor(),
+            UnaryKind::Ceil => x.ceil(),
+            UnaryKind::Round => x.round_ties_even(),
+            UnaryKind::BitNot => f64::NAN,
         }
     }
     /// The integer semantics (before wrapping), for the kinds defined on integers.
@@ -329,6 +458,7 @@ impl UnaryKind {
             UnaryKind::Abs => Some(x.wrapping_abs()),
             UnaryKind::Relu => Some(x.max(0)),
             UnaryKind::Not => Some(i128::from(x == 0)),
+            UnaryKind::BitNot => Some(!x),
             _ => None,
         }
     }
@@ -355,6 +485,12 @@ fn broadcast_pair<'t>(lhs: &'t Type, rhs: &Type) -> InferResult<(Vec<i64>, &'t T
 /// Result type of a binary arithmetic op: the broadcast shape, same element type.
 pub fn infer_binary(kind: BinaryKind, lhs: &Type, rhs: &Type) -> InferResult<Type> {
     let (shape, e) = broadcast_pair(lhs, rhs)?;
+    if kind.is_bitwise() && (!e.is_integer() || e.is_integer_of_width(1)) {
+        return Err(shape_err!(
+            "'{}' requires integer operands, got '{e}'",
+            kind.name()
+        ));
+    }
     if kind.is_logical() && !e.is_integer_of_width(1) {
         return Err(shape_err!(
             "'{}' requires i1 operands, got '{e}'",
@@ -381,6 +517,11 @@ pub fn infer_unary(kind: UnaryKind, x: &Type) -> InferResult<Type> {
     let (_, e) = ranked(x, "operand")?;
     if kind == UnaryKind::Not && !e.is_integer_of_width(1) {
         return Err(shape_err!("operand must be a tensor of i1, but got '{x}'"));
+    }
+    if kind == UnaryKind::BitNot && (!e.is_integer() || e.is_integer_of_width(1)) {
+        return Err(shape_err!(
+            "operand must have an integer element type, but got '{e}'"
+        ));
     }
     if kind.requires_float() && !e.is_float() {
         return Err(shape_err!(
@@ -684,7 +825,12 @@ impl Elementwise for BinaryKind {
             | BinaryKind::Min
             | BinaryKind::And
             | BinaryKind::Or
-            | BinaryKind::Xor => ElementWork::flops(1),
+            | BinaryKind::Xor
+            | BinaryKind::BitAnd
+            | BinaryKind::BitOr
+            | BinaryKind::BitXor
+            | BinaryKind::ShiftLeft
+            | BinaryKind::ShiftRight => ElementWork::flops(1),
             BinaryKind::Div | BinaryKind::Mod | BinaryKind::Pow => ElementWork::special(1),
         }
     }
@@ -693,16 +839,32 @@ impl Elementwise for BinaryKind {
 impl Elementwise for UnaryKind {
     fn work(&self, _: &OpSignature<'_>) -> ElementWork {
         match self {
-            UnaryKind::Neg | UnaryKind::Abs | UnaryKind::Relu | UnaryKind::Not => {
-                ElementWork::flops(1)
-            }
+            UnaryKind::Neg
+            | UnaryKind::Abs
+            | UnaryKind::Relu
+            | UnaryKind::Not
+            | UnaryKind::BitNot
+            | UnaryKind::Floor
+            | UnaryKind::Ceil
+            | UnaryKind::Round => ElementWork::flops(1),
             UnaryKind::Sqrt
             | UnaryKind::Reciprocal
             | UnaryKind::Exp
             | UnaryKind::Log
             | UnaryKind::Tanh
             | UnaryKind::Erf
-            | UnaryKind::Sigmoid => ElementWork::special(1),
+            | UnaryKind::Sigmoid
+            | UnaryKind::Sin
+            | UnaryKind::Cos
+            | UnaryKind::Tan
+            | UnaryKind::Asin
+            | UnaryKind::Acos
+            | UnaryKind::Atan
+            | UnaryKind::Sinh
+            | UnaryKind::Cosh
+            | UnaryKind::Asinh
+            | UnaryKind::Acosh
+            | UnaryKind::Atanh => ElementWork::special(1),
         }
     }
 }

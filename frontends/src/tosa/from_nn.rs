@@ -314,7 +314,15 @@ fn convert_op(b: &mut Builder, op: OpId) -> Result<Vec<Value>, Diagnostic> {
                 }
                 BinaryKind::Div => b.binary("tosa.intdiv", l, r, None)?,
                 // Not in the coverage list, so refused before any rewrite.
-                k @ (BinaryKind::Mod | BinaryKind::And | BinaryKind::Or | BinaryKind::Xor) => {
+                k @ (BinaryKind::Mod
+                | BinaryKind::And
+                | BinaryKind::Or
+                | BinaryKind::Xor
+                | BinaryKind::BitAnd
+                | BinaryKind::BitOr
+                | BinaryKind::BitXor
+                | BinaryKind::ShiftLeft
+                | BinaryKind::ShiftRight) => {
                     return Err(b.error(format!("{} has no TOSA form", k.name())))
                 }
             }
@@ -345,7 +353,25 @@ fn convert_op(b: &mut Builder, op: OpId) -> Result<Vec<Value>, Diagnostic> {
                 UnaryKind::Erf => b.unary("tosa.erf", v)?,
                 UnaryKind::Abs => b.unary("tosa.abs", v)?,
                 UnaryKind::Sigmoid => b.unary("tosa.sigmoid", v)?,
-                UnaryKind::Not => return Err(b.error("nn.not has no TOSA form")),
+                // Not in the coverage list, so refused before any rewrite.
+                k @ (UnaryKind::Not
+                | UnaryKind::BitNot
+                | UnaryKind::Sin
+                | UnaryKind::Cos
+                | UnaryKind::Tan
+                | UnaryKind::Asin
+                | UnaryKind::Acos
+                | UnaryKind::Atan
+                | UnaryKind::Sinh
+                | UnaryKind::Cosh
+                | UnaryKind::Asinh
+                | UnaryKind::Acosh
+                | UnaryKind::Atanh
+                | UnaryKind::Floor
+                | UnaryKind::Ceil
+                | UnaryKind::Round) => {
+                    return Err(b.error(format!("{} has no TOSA form", k.name())))
+                }
                 UnaryKind::Neg => {
                     let z = b.zero_point(&out_elem)?;
                     b.generic("tosa.negate", &[v, z, z], result_ty.clone(), vec![])

@@ -49,6 +49,16 @@ pub enum BinaryOp {
     Or,
     /// Logical exclusive or of two bool tensors.
     Xor,
+    /// Bitwise and of two integer tensors.
+    BitAnd,
+    /// Bitwise or of two integer tensors.
+    BitOr,
+    /// Bitwise exclusive or of two integer tensors.
+    BitXor,
+    /// `a << b` on integers (bits past the width are lost).
+    ShiftLeft,
+    /// `a >> b` on integers (logical on unsigned kinds).
+    ShiftRight,
 }
 
 impl BinaryOp {
@@ -70,7 +80,23 @@ impl BinaryOp {
             BinaryOp::And => "and",
             BinaryOp::Or => "or",
             BinaryOp::Xor => "xor",
+            BinaryOp::BitAnd => "bitwise_and",
+            BinaryOp::BitOr => "bitwise_or",
+            BinaryOp::BitXor => "bitwise_xor",
+            BinaryOp::ShiftLeft => "shift_left",
+            BinaryOp::ShiftRight => "shift_right",
         }
+    }
+
+    fn is_bitwise(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::BitAnd
+                | BinaryOp::BitOr
+                | BinaryOp::BitXor
+                | BinaryOp::ShiftLeft
+                | BinaryOp::ShiftRight
+        )
     }
 
     fn is_comparison(self) -> bool {
@@ -93,6 +119,12 @@ pub fn binary(op: BinaryOp, a: &HostTensor, b: &HostTensor) -> KernelResult<Host
         return Err(KernelError::ElementType {
             op: name,
             kind: format!("{} with {}", a.kind, b.kind),
+        });
+    }
+    if op.is_bitwise() && (a.kind.is_float() || a.kind == ElementKind::Bool) {
+        return Err(KernelError::ElementType {
+            op: name,
+            kind: a.kind.to_string(),
         });
     }
     let shape = broadcast_shapes(name, &[&a.shape, &b.shape])?;
@@ -219,6 +251,12 @@ fn float_op<T: Float>(op: BinaryOp, a: T, b: T) -> T {
         BinaryOp::And => T::from_bool(a != T::zero() && b != T::zero()),
         BinaryOp::Or => T::from_bool(a != T::zero() || b != T::zero()),
         BinaryOp::Xor => T::from_bool((a != T::zero()) != (b != T::zero())),
+        // Integer-only: `binary` refuses float operands before this.
+        BinaryOp::BitAnd
+        | BinaryOp::BitOr
+        | BinaryOp::BitXor
+        | BinaryOp::ShiftLeft
+        | BinaryOp::ShiftRight => T::nan(),
     }
 }
 
@@ -283,6 +321,15 @@ fn int_binary(op: BinaryOp, a: i128, b: i128) -> KernelResult<i128> {
         BinaryOp::And => i128::from(a != 0 && b != 0),
         BinaryOp::Or => i128::from(a != 0 || b != 0),
         BinaryOp::Xor => i128::from((a != 0) != (b != 0)),
+        BinaryOp::BitAnd => a & b,
+        BinaryOp::BitOr => a | b,
+        BinaryOp::BitXor => a ^ b,
+        // Values are held sign- or zero-extended, so the wide shift wrapped to
+        // the element width (when stored) is the narrow shift.
+        BinaryOp::ShiftLeft => u32::try_from(b)
+            .ok()
+            .map_or(0, |s| a.checked_shl(s).unwrap_or(0)),
+        BinaryOp::ShiftRight => a >> u32::try_from(b).unwrap_or(u32::MAX).min(127),
     })
 }
 
@@ -444,10 +491,40 @@ pub enum UnaryOp {
     GeluTanh,
     /// Logical not (bool)
     Not,
+    /// Bitwise not (integers)
+    BitNot,
+    /// `sin x` (floats)
+    Sin,
+    /// `cos x` (floats)
+    Cos,
+    /// `tan x` (floats)
+    Tan,
+    /// `asin x` (floats)
+    Asin,
+    /// `acos x` (floats)
+    Acos,
+    /// `atan x` (floats)
+    Atan,
+    /// `sinh x` (floats)
+    Sinh,
+    /// `cosh x` (floats)
+    Cosh,
+    /// `asinh x` (floats)
+    Asinh,
+    /// `acosh x` (floats)
+    Acosh,
+    /// `atanh x` (floats)
+    Atanh,
+    /// Largest integer not above `x` (floats)
+    Floor,
+    /// Smallest integer not below `x` (floats)
+    Ceil,
+    /// Nearest integer, halves to even (floats)
+    Round,
 }
 
-/// Applies a unary operation. Integer kinds support `Neg`, `Abs` and `Relu`,
-/// bool `Not`.
+/// Applies a unary operation. Integer kinds support `Neg`, `Abs`, `Relu` and
+/// `BitNot`, bool `Not`.
 ///
 /// Transcendental functions of f32-compute kinds are evaluated in f64 and rounded
 /// once, which keeps them within 1 ulp of the exact result; `exp` and `tanh` of
@@ -477,6 +554,21 @@ pub fn unary(op: UnaryOp, x: &HostTensor) -> KernelResult<HostTensor> {
                 0.5 * v * (1.0 + (c * (v + 0.044715 * v * v * v)).tanh())
             }
             UnaryOp::Not => f64::from(v == 0.0),
+            UnaryOp::BitNot => f64::NAN,
+            UnaryOp::Sin => v.sin(),
+            UnaryOp::Cos => v.cos(),
+            UnaryOp::Tan => v.tan(),
+            UnaryOp::Asin => v.asin(),
+            UnaryOp::Acos => v.acos(),
+            UnaryOp::Atan => v.atan(),
+            UnaryOp::Sinh => v.sinh(),
+            UnaryOp::Cosh => v.cosh(),
+            UnaryOp::Asinh => v.asinh(),
+            UnaryOp::Acosh => v.acosh(),
+            UnaryOp::Atanh => v.atanh(),
+            UnaryOp::Floor => v.floor(),
+            UnaryOp::Ceil => v.ceil(),
+            UnaryOp::Round => v.round_ties_even(),
         }
     };
     if x.kind == ElementKind::F32 {
@@ -522,6 +614,7 @@ pub fn unary(op: UnaryOp, x: &HostTensor) -> KernelResult<HostTensor> {
             UnaryOp::Not if x.kind == ElementKind::Bool => {
                 v.into_iter().map(|a| i128::from(a == 0)).collect()
             }
+            UnaryOp::BitNot if x.kind != ElementKind::Bool => v.into_iter().map(|a| !a).collect(),
             _ => {
                 return Err(KernelError::ElementType {
                     op: "unary",

@@ -1,14 +1,16 @@
 //! Elementwise ops: arithmetic, logic, comparisons, `Where`, unary math,
 //! `Cast` and `CastLike` (whose ONNX function body is a `Cast` to the
-//! second input's element type), `Identity`.
+//! second input's element type), `Identity`; `Sign`, `IsNaN` and `IsInf`
+//! are built of comparisons and selects.
 
 use ipuc_dialects::nn::{
     BinaryKind, BinaryOp, CastOp, CompareKind, CompareOp, UnaryKind, UnaryOp, WhereOp,
 };
-use ipuc_ir::{Attribute, Value};
+use ipuc_ir::{Attribute, Type, Value};
 
+use super::body::Body;
 use super::constants::onnx_type_attr;
-use super::{error, Importer, NodeResult};
+use super::{error, ImportError, Importer, NodeResult};
 use crate::onnx::Node;
 
 /// The ops of this family.
@@ -41,6 +43,28 @@ pub(super) const OPS: &[&str] = &[
     "Abs",
     "Relu",
     "Sigmoid",
+    "Sin",
+    "Cos",
+    "Tan",
+    "Asin",
+    "Acos",
+    "Atan",
+    "Sinh",
+    "Cosh",
+    "Asinh",
+    "Acosh",
+    "Atanh",
+    "Floor",
+    "Ceil",
+    "Round",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+    "BitwiseNot",
+    "BitShift",
+    "Sign",
+    "IsNaN",
+    "IsInf",
     "Cast",
     "CastLike",
     "Identity",
@@ -59,6 +83,9 @@ fn binary_kind(op: &str) -> Option<BinaryKind> {
         "And" => BinaryKind::And,
         "Or" => BinaryKind::Or,
         "Xor" => BinaryKind::Xor,
+        "BitwiseAnd" => BinaryKind::BitAnd,
+        "BitwiseOr" => BinaryKind::BitOr,
+        "BitwiseXor" => BinaryKind::BitXor,
         _ => return None,
     })
 }
@@ -87,6 +114,21 @@ fn unary_kind(op: &str) -> Option<UnaryKind> {
         "Relu" => UnaryKind::Relu,
         "Sigmoid" => UnaryKind::Sigmoid,
         "Not" => UnaryKind::Not,
+        "BitwiseNot" => UnaryKind::BitNot,
+        "Sin" => UnaryKind::Sin,
+        "Cos" => UnaryKind::Cos,
+        "Tan" => UnaryKind::Tan,
+        "Asin" => UnaryKind::Asin,
+        "Acos" => UnaryKind::Acos,
+        "Atan" => UnaryKind::Atan,
+        "Sinh" => UnaryKind::Sinh,
+        "Cosh" => UnaryKind::Cosh,
+        "Asinh" => UnaryKind::Asinh,
+        "Acosh" => UnaryKind::Acosh,
+        "Atanh" => UnaryKind::Atanh,
+        "Floor" => UnaryKind::Floor,
+        "Ceil" => UnaryKind::Ceil,
+        "Round" => UnaryKind::Round,
         _ => return None,
     })
 }
@@ -134,9 +176,82 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
             let saturate = node.int_attr("saturate", 1)? != 0;
             cast(imp, node, x, &to, saturate).map(|v| vec![v])
         }
+        "BitShift" => {
+            let kind = match node.string_attr("direction", "")? {
+                "LEFT" => BinaryKind::ShiftLeft,
+                "RIGHT" => BinaryKind::ShiftRight,
+                other => {
+                    return Err(error(
+                        node,
+                        format!("`direction` must be \"LEFT\" or \"RIGHT\", but is {other:?}"),
+                    ))
+                }
+            };
+            binary(imp, node, kind).map(|v| vec![v])
+        }
+        "Sign" | "IsNaN" | "IsInf" => {
+            let mut b = Body::new(imp, node);
+            match op {
+                "Sign" => sign(&mut b),
+                "IsNaN" => is_nan(&mut b),
+                _ => is_inf(&mut b),
+            }
+            .map(|v| vec![v])
+        }
         // Forwarding the value is what Identity means; no op is needed.
         "Identity" => Ok(vec![imp.input(node, 0)?]),
         other => unreachable!("`{other}` is not an elementwise op"),
+    }
+}
+
+/// `Sign`: 1, -1 or 0 by the sign of `x` (`x * 0` for the rest keeps zeros
+/// and NaNs as they are, as numpy's `sign`).
+fn sign(b: &mut Body<'_, '_, '_>) -> Result<Value, ImportError> {
+    let x = b.input(0)?;
+    let (zero, one, minus_one) = (
+        b.scalar_like(x, 0.0)?,
+        b.scalar_like(x, 1.0)?,
+        b.scalar_like(x, -1.0)?,
+    );
+    let positive = b.compare(CompareKind::Greater, x, zero)?;
+    let negative = b.compare(CompareKind::Less, x, zero)?;
+    let rest = b.binary(BinaryKind::Mul, x, zero)?;
+    let below = b.select(negative, minus_one, rest)?;
+    b.select(positive, one, below)
+}
+
+/// `IsNaN`: NaN is the only value unequal to itself.
+fn is_nan(b: &mut Body<'_, '_, '_>) -> Result<Value, ImportError> {
+    let x = b.input(0)?;
+    let same = b.compare(CompareKind::Equal, x, x)?;
+    b.unary(UnaryKind::Not, same)
+}
+
+/// `IsInf`: equal to +inf (`detect_positive`) or -inf (`detect_negative`).
+fn is_inf(b: &mut Body<'_, '_, '_>) -> Result<Value, ImportError> {
+    let x = b.input(0)?;
+    let positive = b.node.int_attr("detect_positive", 1)? != 0;
+    let negative = b.node.int_attr("detect_negative", 1)? != 0;
+    let mut found = None;
+    for (wanted, inf) in [(positive, f64::INFINITY), (negative, f64::NEG_INFINITY)] {
+        if !wanted {
+            continue;
+        }
+        let c = b.scalar_like(x, inf)?;
+        let hit = b.compare(CompareKind::Equal, x, c)?;
+        found = Some(match found {
+            None => hit,
+            Some(f) => b.binary(BinaryKind::Or, f, hit)?,
+        });
+    }
+    match found {
+        Some(v) => Ok(v),
+        // Neither sign wanted: every element is false.
+        None => {
+            let shape = b.shape(x);
+            let count: i64 = shape.iter().product();
+            b.constant(&shape, &Type::i1(), &vec![0.0; count as usize])
+        }
     }
 }
 

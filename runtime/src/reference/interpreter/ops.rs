@@ -111,6 +111,11 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
             BinaryKind::And => k::BinaryOp::And,
             BinaryKind::Or => k::BinaryOp::Or,
             BinaryKind::Xor => k::BinaryOp::Xor,
+            BinaryKind::BitAnd => k::BinaryOp::BitAnd,
+            BinaryKind::BitOr => k::BinaryOp::BitOr,
+            BinaryKind::BitXor => k::BinaryOp::BitXor,
+            BinaryKind::ShiftLeft => k::BinaryOp::ShiftLeft,
+            BinaryKind::ShiftRight => k::BinaryOp::ShiftRight,
         };
         return one(k::binary(binary, args[0], args[1])?);
     }
@@ -137,6 +142,21 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
             UnaryKind::Relu => k::UnaryOp::Relu,
             UnaryKind::Sigmoid => k::UnaryOp::Sigmoid,
             UnaryKind::Not => k::UnaryOp::Not,
+            UnaryKind::BitNot => k::UnaryOp::BitNot,
+            UnaryKind::Sin => k::UnaryOp::Sin,
+            UnaryKind::Cos => k::UnaryOp::Cos,
+            UnaryKind::Tan => k::UnaryOp::Tan,
+            UnaryKind::Asin => k::UnaryOp::Asin,
+            UnaryKind::Acos => k::UnaryOp::Acos,
+            UnaryKind::Atan => k::UnaryOp::Atan,
+            UnaryKind::Sinh => k::UnaryOp::Sinh,
+            UnaryKind::Cosh => k::UnaryOp::Cosh,
+            UnaryKind::Asinh => k::UnaryOp::Asinh,
+            UnaryKind::Acosh => k::UnaryOp::Acosh,
+            UnaryKind::Atanh => k::UnaryOp::Atanh,
+            UnaryKind::Floor => k::UnaryOp::Floor,
+            UnaryKind::Ceil => k::UnaryOp::Ceil,
+            UnaryKind::Round => k::UnaryOp::Round,
         };
         return one(k::unary(unary, args[0])?);
     }
