@@ -37,6 +37,7 @@
 pub mod attention;
 pub mod constant;
 pub mod conv;
+pub mod cumulative;
 mod custom_format;
 pub mod elements;
 pub mod elementwise;
@@ -52,6 +53,7 @@ use ipuc_ir::{Context, Diagnostic, Dialect, OpId, Type};
 pub use attention::*;
 pub use constant::*;
 pub use conv::*;
+pub use cumulative::*;
 pub use elements::FOLD_ELEMENT_LIMIT;
 pub use elementwise::*;
 pub use index::*;
@@ -81,6 +83,7 @@ pub fn dialect() -> Dialect {
     d = norm::register(d);
     d = attention::register(d);
     d = index::register(d);
+    d = cumulative::register(d);
     d = constant::register(d);
     d.materialize_constant = Some(constant::materialize);
     d
@@ -105,6 +108,7 @@ pub fn infer_result_types(ctx: &Context, op: OpId) -> Option<InferResult<Vec<Typ
         .or_else(|| norm::infer_from_op(ctx, op))
         .or_else(|| attention::infer_from_op(ctx, op))
         .or_else(|| index::infer_from_op(ctx, op))
+        .or_else(|| cumulative::infer_from_op(ctx, op))
         .or_else(|| constant::infer_from_op(ctx, op))
 }
 

@@ -13,6 +13,7 @@
 
 mod attention;
 mod conv;
+mod cumulative;
 mod elementwise;
 mod error;
 mod fast_f32;
@@ -27,6 +28,7 @@ pub mod shape;
 
 pub use attention::attention;
 pub use conv::{conv2d, resolve_pads, AutoPad, Conv2dParams};
+pub use cumulative::cumulative;
 pub use elementwise::{
     add, binary, cast, div, equal, greater, less, max, min, modulo, mul, pow, sub, unary, where_,
     BinaryOp, UnaryOp,

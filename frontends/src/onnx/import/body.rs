@@ -5,8 +5,9 @@
 
 use ipuc_dialects::nn::elements::{from_floats, from_ints};
 use ipuc_dialects::nn::{
-    BinaryKind, BinaryOp, CompareKind, CompareOp, ConcatOp, ExpandOp, MatmulOp, ReduceKind,
-    ReduceOp, ReshapeOp, SoftmaxOp, TransposeOp, UnaryKind, UnaryOp, UnsqueezeOp, WhereOp,
+    BinaryKind, BinaryOp, CompareKind, CompareOp, ConcatOp, ExpandOp, GatherOp, MatmulOp, PadOp,
+    ReduceKind, ReduceOp, ReshapeOp, SliceOp, SliceParams, SoftmaxOp, TransposeOp, UnaryKind,
+    UnaryOp, UnsqueezeOp, WhereOp,
 };
 use ipuc_ir::{Location, Type, Value};
 
@@ -145,6 +146,32 @@ impl<'i, 'a, 'n> Body<'i, 'a, 'n> {
 
     pub(crate) fn concat(&mut self, inputs: &[Value], axis: i64) -> Built {
         let state = ConcatOp::build(self.imp.ctx, inputs, axis, self.loc.clone());
+        self.imp.emit1(self.node, state)
+    }
+
+    /// Elements `start..end` (step 1) of `x` along `axis`.
+    pub(crate) fn slice(&mut self, x: Value, axis: i64, start: i64, end: i64) -> Built {
+        let params = SliceParams {
+            starts: vec![start],
+            ends: vec![end],
+            axes: Some(vec![axis]),
+            steps: None,
+        };
+        let state = SliceOp::build(self.imp.ctx, x, &params, self.loc.clone());
+        self.imp.emit1(self.node, state)
+    }
+
+    /// `x` padded with `value` by `pads` (`[begins..., ends...]`).
+    pub(crate) fn pad(&mut self, x: Value, pads: &[i64], value: f32) -> Built {
+        let state = PadOp::build(self.imp.ctx, x, pads, value, self.loc.clone());
+        self.imp.emit1(self.node, state)
+    }
+
+    /// The elements of `x` at the constant positions `indices` along `axis`.
+    pub(crate) fn gather(&mut self, x: Value, axis: i64, indices: &[i64]) -> Built {
+        let values: Vec<f64> = indices.iter().map(|&i| i as f64).collect();
+        let indices = self.constant(&[indices.len() as i64], &Type::i64(), &values)?;
+        let state = GatherOp::build(self.imp.ctx, x, indices, axis, self.loc.clone());
         self.imp.emit1(self.node, state)
     }
 

@@ -7,7 +7,7 @@
 //! `RMSNormalization`, `Trilu`, inference-mode `Dropout`, and the losses
 //! `NegativeLogLikelihoodLoss` and `SoftmaxCrossEntropyLoss`, global pooling
 //! (`GlobalAveragePool`, `GlobalMaxPool`), `LpNormalization`,
-//! `MeanVarianceNormalization`, `Hardmax` and `OneHot`.
+//! `MeanVarianceNormalization`, `Hardmax`, `OneHot` and `Shrink`.
 //!
 //! Each body is written with `nn` ops only, so every later layer (the
 //! e-graph rules, the reference executor, the lowering) sees ops it knows;
@@ -56,6 +56,7 @@ pub(super) const OPS: &[&str] = &[
     "MeanVarianceNormalization",
     "Hardmax",
     "OneHot",
+    "Shrink",
 ];
 
 type Built = Result<Value, ImportError>;
@@ -104,8 +105,24 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
         "MeanVarianceNormalization" => mean_variance_normalization(&mut b).map(|v| vec![v]),
         "Hardmax" => hardmax(&mut b).map(|v| vec![v]),
         "OneHot" => one_hot(&mut b).map(|v| vec![v]),
+        "Shrink" => shrink(&mut b).map(|v| vec![v]),
         _ => activation(&mut b, op).map(|v| vec![v]),
     }
+}
+
+/// `Shrink`: `x + bias` below `-lambd`, `x - bias` above `lambd`, else 0.
+fn shrink(b: &mut Body<'_, '_, '_>) -> Built {
+    let x = b.input(0)?;
+    let lambd = f64::from(b.node.float_attr("lambd", 0.5)?);
+    let bias = f64::from(b.node.float_attr("bias", 0.0)?);
+    let (lo, hi) = (b.scalar_like(x, -lambd)?, b.scalar_like(x, lambd)?);
+    let (bias, zero) = (b.scalar_like(x, bias)?, b.scalar_like(x, 0.0)?);
+    let below = b.compare(CompareKind::Less, x, lo)?;
+    let above = b.compare(CompareKind::Greater, x, hi)?;
+    let raised = b.binary(BinaryKind::Add, x, bias)?;
+    let lowered = b.binary(BinaryKind::Sub, x, bias)?;
+    let outer = b.select(above, lowered, zero)?;
+    b.select(below, raised, outer)
 }
 
 /// `LpNormalization`: `x / ||x||_p` along `axis` (p = 1 or 2).

@@ -34,13 +34,18 @@ mod attention;
 pub mod binding;
 mod body;
 mod constants;
+mod cumulative;
 mod elementwise;
 mod error;
+mod feature_norms;
 mod functions;
+mod generators;
 mod index;
 mod inputs;
 mod linalg;
 mod normalization;
+mod rearrange;
+mod resize;
 mod shape;
 
 use std::collections::{HashMap, HashSet};
@@ -185,6 +190,11 @@ pub fn is_supported(domain: &str, op_type: &str) -> bool {
             functions::OPS,
             attention::OPS,
             index::OPS,
+            rearrange::OPS,
+            generators::OPS,
+            feature_norms::OPS,
+            cumulative::OPS,
+            resize::OPS,
         ]
         .iter()
         .any(|ops| ops.contains(&op_type))
@@ -336,6 +346,16 @@ impl<'a> Importer<'a> {
             attention::import(self, node)?
         } else if index::OPS.contains(&op) {
             index::import(self, node)?
+        } else if rearrange::OPS.contains(&op) {
+            rearrange::import(self, node)?
+        } else if generators::OPS.contains(&op) {
+            generators::import(self, node)?
+        } else if feature_norms::OPS.contains(&op) {
+            feature_norms::import(self, node)?
+        } else if cumulative::OPS.contains(&op) {
+            cumulative::import(self, node)?
+        } else if resize::OPS.contains(&op) {
+            resize::import(self, node)?
         } else {
             unreachable!("check_supported rejected `{op}` before import")
         };

@@ -148,6 +148,10 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
         "Flatten" => FlattenOp::build(imp.ctx, x, node.int_attr("axis", 1)?, loc),
         "Pad" => {
             let (pads, value) = pad_operands(imp, node, shape.len())?;
+            let mode = node.string_attr("mode", "constant")?;
+            if mode != "constant" {
+                return super::rearrange::pad_by_gather(imp, node, x, mode, &pads);
+            }
             PadOp::build(imp.ctx, x, &pads, value, loc)
         }
         other => unreachable!("`{other}` is not a shape op"),
@@ -161,13 +165,6 @@ fn pad_operands(
     node: &Node,
     rank: usize,
 ) -> Result<(Vec<i64>, f32), ImportError> {
-    let mode = node.string_attr("mode", "constant")?;
-    if mode != "constant" {
-        return Err(error(
-            node,
-            format!("mode \"{mode}\" is not supported (only \"constant\")"),
-        ));
-    }
     if imp.opset < 11 {
         let pads = node
             .ints_attr("pads")?

@@ -4,9 +4,9 @@
 
 use ipuc_dialects::nn::{
     self, ArgReduceOp, AttentionOp, BinaryKind, CastOp, CompareKind, ConcatOp, ConstantOp,
-    Conv2dOp, GatherElementsOp, GatherOp, GeluApproximation, GeluOp, GemmOp, LayerNormalizationOp,
-    PadOp, ReduceKind, ReduceOp, ReshapeOp, SliceOp, SoftmaxOp, SplitOp, TileOp, TransposeOp,
-    UnaryKind,
+    Conv2dOp, CumulativeKind, CumulativeOp, GatherElementsOp, GatherOp, GeluApproximation, GeluOp,
+    GemmOp, LayerNormalizationOp, PadOp, ReduceKind, ReduceOp, ReshapeOp, SliceOp, SoftmaxOp,
+    SplitOp, TileOp, TransposeOp, UnaryKind,
 };
 use ipuc_ir::{Context, OpId};
 
@@ -248,6 +248,14 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
             args[1],
             GatherElementsOp(op).axis(ctx) as i64,
         )?),
+        n if CumulativeKind::from_name(n).is_some() => {
+            let c = CumulativeOp(op);
+            one(k::cumulative(
+                args[0],
+                c.kind(ctx) == CumulativeKind::Prod,
+                c.params(ctx),
+            )?)
+        }
         n if nn::ArgKind::from_name(n).is_some() => {
             let a = ArgReduceOp(op);
             one(k::arg_reduce(
