@@ -308,7 +308,7 @@ func.func @sin_on_integers(%arg0: tensor<3xi32>) -> tensor<3xi32> {
 // -----
 
 func.func @cumsum_axis(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
-  // expected-error @+1 {{'nn.cumsum' op axis 2 is out of range for rank 2}}
+  // expected-error @+1 {{'nn.cumsum' op axis 2 is out of range for rank 2 (expected [-2, 1])}}
   %0 = nn.cumsum %arg0 {axis = 2 : i64} : tensor<2x3xf32> -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
