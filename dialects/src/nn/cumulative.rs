@@ -8,7 +8,6 @@
 //! element type; integers exactly, wrapped to the element width).
 
 use ipuc_ir::dialect::{FoldResult, OpDefinition, Traits};
-use ipuc_ir::interfaces::{ElementWork, Elementwise, OpSignature};
 use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
@@ -142,13 +141,8 @@ fn fold_cumulative(
 
 // ----- registration -------------------------------------------------------------
 
-/// One combination per element.
-impl Elementwise for CumulativeKind {
-    fn work(&self, _: &OpSignature<'_>) -> ElementWork {
-        ElementWork::flops(1)
-    }
-}
-
+/// No op interface: a scan is neither elementwise (each result depends on
+/// a whole prefix) nor a reduction (the axis stays).
 pub(crate) fn register(mut d: Dialect) -> Dialect {
     for k in CumulativeKind::ALL {
         d = d.op(OpDefinition::new(k.name())
@@ -161,7 +155,6 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
             .results(&[one("result", TENSOR)])
             .verifier(super::verify_op)
             .folder(fold_cumulative)
-            .implement::<dyn Elementwise>(Box::new(k))
             .assembly_format(STANDARD_FORMAT));
     }
     d
