@@ -44,6 +44,7 @@ mod index;
 mod inputs;
 mod linalg;
 mod normalization;
+mod quantize;
 mod rearrange;
 mod resize;
 mod shape;
@@ -195,6 +196,7 @@ pub fn is_supported(domain: &str, op_type: &str) -> bool {
             feature_norms::OPS,
             cumulative::OPS,
             resize::OPS,
+            quantize::OPS,
         ]
         .iter()
         .any(|ops| ops.contains(&op_type))
@@ -356,6 +358,8 @@ impl<'a> Importer<'a> {
             cumulative::import(self, node)?
         } else if resize::OPS.contains(&op) {
             resize::import(self, node)?
+        } else if quantize::OPS.contains(&op) {
+            quantize::import(self, node)?
         } else {
             unreachable!("check_supported rejected `{op}` before import")
         };
