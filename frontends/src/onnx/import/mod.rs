@@ -34,7 +34,9 @@ mod attention;
 pub mod binding;
 mod body;
 mod constants;
+mod conv_transpose;
 mod cumulative;
+mod einsum;
 mod elementwise;
 mod error;
 mod feature_norms;
@@ -47,6 +49,7 @@ mod normalization;
 mod quantize;
 mod rearrange;
 mod resize;
+mod rotary;
 mod shape;
 
 use std::collections::{HashMap, HashSet};
@@ -197,6 +200,9 @@ pub fn is_supported(domain: &str, op_type: &str) -> bool {
             cumulative::OPS,
             resize::OPS,
             quantize::OPS,
+            conv_transpose::OPS,
+            rotary::OPS,
+            einsum::OPS,
         ]
         .iter()
         .any(|ops| ops.contains(&op_type))
@@ -360,6 +366,12 @@ impl<'a> Importer<'a> {
             resize::import(self, node)?
         } else if quantize::OPS.contains(&op) {
             quantize::import(self, node)?
+        } else if conv_transpose::OPS.contains(&op) {
+            conv_transpose::import(self, node)?
+        } else if rotary::OPS.contains(&op) {
+            rotary::import(self, node)?
+        } else if einsum::OPS.contains(&op) {
+            einsum::import(self, node)?
         } else {
             unreachable!("check_supported rejected `{op}` before import")
         };
