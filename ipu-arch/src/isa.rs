@@ -449,6 +449,37 @@ isa_table! {
     F16v4ToF8 = "f16v4tof8" [A, AP, S(6)] Aux Worker Float;
     /// `f8v4tof16 $aDst:Dst+1, $aSrc, simm6`: four f8E4M3FNUZ bytes to four f16, each multiplied by 2^s.
     F8v4ToF16 = "f8v4tof16" [AP, A, S(6)] Aux Worker Float;
+    // ---- transcendentals (graphcore/ipu_assembly_support hover docs give the
+    // operand forms `$aDst0, $aSrc0`; results are the float64 function
+    // rounded to nearest-even in the destination format: our model, the
+    // hardware's accuracy is not public). Each holds its worker for
+    // `MachineModel::transcendental_issues` issue slots (poplibs' averages).
+    /// `f16v2exp $aDst, $aSrc`: `e^x` of both f16 halves.
+    F16v2Exp = "f16v2exp" [A, A] Aux Worker Float;
+    /// `f16v2exp2 $aDst, $aSrc`: `2^x` of both f16 halves.
+    F16v2Exp2 = "f16v2exp2" [A, A] Aux Worker Float;
+    /// `f16v2ln $aDst, $aSrc`: natural logarithm of both f16 halves (NaN below 0, -inf at 0).
+    F16v2Ln = "f16v2ln" [A, A] Aux Worker Float;
+    /// `f16v2log2 $aDst, $aSrc`: base-2 logarithm of both f16 halves.
+    F16v2Log2 = "f16v2log2" [A, A] Aux Worker Float;
+    /// `f16v2tanh $aDst, $aSrc`: hyperbolic tangent of both f16 halves (poplibs' GELU kernel issues it).
+    F16v2Tanh = "f16v2tanh" [A, A] Aux Worker Float;
+    /// `f16v2sigm $aDst, $aSrc`: logistic sigmoid `1 / (1 + e^-x)` of both f16 halves.
+    F16v2Sigm = "f16v2sigm" [A, A] Aux Worker Float;
+    /// `f32exp $aDst, $aSrc`: `e^x` of an f32.
+    F32Exp = "f32exp" [A, A] Aux Worker Float;
+    /// `f32ln $aDst, $aSrc`: natural logarithm of an f32.
+    F32Ln = "f32ln" [A, A] Aux Worker Float;
+    /// `f32oox $aDst, $aSrc`: single-precision reciprocal `1 / x` (hover doc: "reciprocal").
+    F32Oox = "f32oox" [A, A] Aux Worker Float;
+    /// `f32oorx $aDst, $aSrc`: single-precision reciprocal square root `1 / sqrt(x)` (hover doc).
+    F32Oorx = "f32oorx" [A, A] Aux Worker Float;
+    /// `f32sqrt $aDst, $aSrc`: square root of an f32 (hover doc).
+    F32Sqrt = "f32sqrt" [A, A] Aux Worker Float;
+    /// `f32tanh $aDst, $aSrc`: hyperbolic tangent of an f32 (hover doc).
+    F32Tanh = "f32tanh" [A, A] Aux Worker Float;
+    /// `f32sigm $aDst, $aSrc`: logistic sigmoid of an f32.
+    F32Sigm = "f32sigm" [A, A] Aux Worker Float;
     // ---- accumulating matrix product (AMP) ----
     /// `f32sisov2amp $aDst:Dst+1, $aSrc0:Src0+1, $aSrc1:Src1+1, zimm4`: f32 AMP, 16 MAC: 2 f32 inputs (input channels 2p, 2p+1 of the current position, p = phase = imm & 3) times 8 output channels; 2 f32 partials added to output channels 2p, 2p+1. After phase 3 the position completes; dst receives 2 results of the previous position per instruction (4-instruction lag). Weights: `$CWEI[k*4 + p]` holds the 2 f32 weights for output k, inputs 2p..2p+1.
     F32SisoV2Amp = "f32sisov2amp" [AP, AP, AP, U(4)] Aux Worker Amp;

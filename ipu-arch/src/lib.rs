@@ -23,5 +23,5 @@ pub use encoding::{decode, encode, Instr};
 pub use exe::{ExeError, Executable, HostStream, StreamDirection, TensorBinding, TileProgram};
 pub use image::{ContextKind, Section, StackRegion, Symbol, TileImage};
 pub use isa::{Category, ContextClass, InstrDesc, Opcode, OperandKind, SlotClass, ISA};
-pub use machine::MachineModel;
+pub use machine::{MachineModel, TranscendentalIssues};
 pub use printer::print_image;

@@ -64,6 +64,62 @@ pub struct MachineModel {
     pub host_transfer_overhead_s: f64,
     /// Whether the FP8 instructions (`f8v8hihov4amp`, FP8 conversions) exist.
     pub has_fp8: bool,
+    /// Issue slots each transcendental instruction holds its worker for.
+    pub transcendental_issues: TranscendentalIssues,
+}
+
+/// Issue slots (barrel rounds) a transcendental instruction holds its
+/// worker for: the worker's next instruction issues that many rounds after
+/// it. Poplibs' elementwise cycle table (`lib/popops/popopsCycleEstimators.hpp`,
+/// `unaryOpPerfInfo`, averaged on Graphcore's simulator over random inputs:
+/// "NOT single cycle and NOT even constant cycle number") costs the loops of
+/// `lib/popops/codelets/inlineAssemblerUnaryOps.hpp`, which issue one such
+/// instruction per bundle; subtracting the loops' other bundles gives these
+/// numbers (`ipu-arch/TIMING.md` derives each). The hardware's cost depends
+/// on the data; these are poplibs' averages.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TranscendentalIssues {
+    /// `f16v2exp`, `f16v2exp2` (poplibs: EXPONENT half, 4 per 4 halves).
+    pub f16v2_exp: u32,
+    /// `f16v2ln`, `f16v2log2` (LOGARITHM half, 4 per 4 halves).
+    pub f16v2_log: u32,
+    /// `f16v2tanh` (TANH half, 4 per 4 halves).
+    pub f16v2_tanh: u32,
+    /// `f16v2sigm` (SIGMOID half, 6 per 4 halves).
+    pub f16v2_sigm: u32,
+    /// `f32exp` (EXPONENT float, 6 per 2 floats).
+    pub f32_exp: u32,
+    /// `f32ln` (LOGARITHM float, 12 per 2 floats).
+    pub f32_ln: u32,
+    /// `f32oox` (INVERSE float, 6 per 2 floats).
+    pub f32_oox: u32,
+    /// `f32oorx` (RSQRT float, 8 per 2 floats).
+    pub f32_oorx: u32,
+    /// `f32sqrt` (SQRT float, 10 per 2 floats).
+    pub f32_sqrt: u32,
+    /// `f32tanh` (TANH float, 12 per 2 floats).
+    pub f32_tanh: u32,
+    /// `f32sigm` (SIGMOID float, 12 per 2 floats).
+    pub f32_sigm: u32,
+}
+
+impl TranscendentalIssues {
+    /// The numbers derived from poplibs' table.
+    pub fn poplibs() -> Self {
+        TranscendentalIssues {
+            f16v2_exp: 2,
+            f16v2_log: 2,
+            f16v2_tanh: 2,
+            f16v2_sigm: 3,
+            f32_exp: 3,
+            f32_ln: 6,
+            f32_oox: 3,
+            f32_oorx: 4,
+            f32_sqrt: 5,
+            f32_tanh: 6,
+            f32_sigm: 6,
+        }
+    }
 }
 
 impl MachineModel {
@@ -94,6 +150,7 @@ impl MachineModel {
             host_link_bytes_per_s: 25e9,
             host_transfer_overhead_s: 10e-6,
             has_fp8: true,
+            transcendental_issues: TranscendentalIssues::poplibs(),
         }
     }
 
@@ -184,6 +241,8 @@ mod tests {
         assert_eq!(m.host_transfer_cycles(25_000), 16_500);
         let bow = MachineModel::by_name("bow").unwrap();
         assert!(!bow.has_fp8);
+        // Codelet estimates count with c600's transcendental costs.
+        assert_eq!(bow.transcendental_issues, m.transcendental_issues);
         assert_eq!(bow.clock_hz, 1.85e9);
         assert!(MachineModel::by_name("ipu1").is_none());
     }

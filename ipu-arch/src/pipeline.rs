@@ -91,6 +91,28 @@ pub fn is_branch(op: Opcode) -> bool {
     )
 }
 
+/// Issue slots (barrel rounds) `op` holds its context for: 1, except the
+/// transcendentals, which take [`MachineModel::transcendental_issues`]. A
+/// bundle holds its context for the larger of its halves'.
+pub fn issue_slots(op: Opcode, m: &MachineModel) -> u32 {
+    let t = &m.transcendental_issues;
+    match op {
+        Opcode::F16v2Exp | Opcode::F16v2Exp2 => t.f16v2_exp,
+        Opcode::F16v2Ln | Opcode::F16v2Log2 => t.f16v2_log,
+        Opcode::F16v2Tanh => t.f16v2_tanh,
+        Opcode::F16v2Sigm => t.f16v2_sigm,
+        Opcode::F32Exp => t.f32_exp,
+        Opcode::F32Ln => t.f32_ln,
+        Opcode::F32Oox => t.f32_oox,
+        Opcode::F32Oorx => t.f32_oorx,
+        Opcode::F32Sqrt => t.f32_sqrt,
+        Opcode::F32Tanh => t.f32_tanh,
+        Opcode::F32Sigm => t.f32_sigm,
+        _ => 1,
+    }
+    .max(1)
+}
+
 /// Whether control never falls through `op` (the next instruction in
 /// address order is reached only by a jump).
 fn ends_straight_line(op: Opcode) -> bool {
@@ -304,6 +326,23 @@ mod tests {
             i(Opcode::AddImm, &[1, 0, 1]),
         ];
         assert_eq!(supervisor_schedule(&code, &m).issue, vec![0, 1, 7]);
+    }
+
+    #[test]
+    fn transcendentals_hold_their_worker_for_poplibs_counts() {
+        let m = MachineModel::c600();
+        // poplibs' EXPONENT half loop: 2 bundles per 4 halves, 4 cycles.
+        assert_eq!(issue_slots(Opcode::F16v2Exp, &m), 2);
+        // SQRT half: 2 conversions in, 4 x f32sqrt, 1 conversion out = 23.
+        assert_eq!(3 + 4 * issue_slots(Opcode::F32Sqrt, &m), 23);
+        // RSQRT half = 19, INVERSE half = 15 (the same cast loop).
+        assert_eq!(3 + 4 * issue_slots(Opcode::F32Oorx, &m), 19);
+        assert_eq!(3 + 4 * issue_slots(Opcode::F32Oox, &m), 15);
+        assert_eq!(issue_slots(Opcode::F32v2Add, &m), 1);
+        // Every machine has a transcendental cost of at least one slot.
+        for d in ISA {
+            assert!(issue_slots(d.opcode, &m) >= 1);
+        }
     }
 
     #[test]

@@ -186,3 +186,188 @@ fn sort4x16_packs_low_and_high_halves() {
     assert_eq!(word(&s, 0, 0x7000c), (a >> 16) | (b & 0xffff_0000));
     assert_eq!(word(&s, 0, 0x70010), b >> 16);
 }
+
+/// A mnemonic and its float64 function.
+type Transcendental = (&'static str, fn(f64) -> f64);
+
+/// The 13 transcendentals in the order the test program stores them.
+const TRANSCENDENTALS: [Transcendental; 13] = [
+    ("f16v2exp", f64::exp),
+    ("f16v2exp2", f64::exp2),
+    ("f16v2ln", f64::ln),
+    ("f16v2log2", f64::log2),
+    ("f16v2tanh", f64::tanh),
+    ("f16v2sigm", |x| 1.0 / (1.0 + (-x).exp())),
+    ("f32exp", f64::exp),
+    ("f32ln", f64::ln),
+    ("f32oox", |x| 1.0 / x),
+    ("f32oorx", |x| 1.0 / x.sqrt()),
+    ("f32sqrt", f64::sqrt),
+    ("f32tanh", f64::tanh),
+    ("f32sigm", |x| 1.0 / (1.0 + (-x).exp())),
+];
+
+/// Whether `got` is `want` rounded to nearest-even in a format whose
+/// values next to `got` are `down` and `up` (None past the largest finite
+/// value), checked from the neighbours, not by converting `want`.
+fn is_nearest(
+    got: f64,
+    down: Option<f64>,
+    up: Option<f64>,
+    even: bool,
+    max: f64,
+    want: f64,
+) -> bool {
+    if want.is_nan() {
+        return got.is_nan();
+    }
+    if got.is_infinite() {
+        // Overflow: beyond the largest finite value plus half its ulp.
+        let half_ulp = (max - down.unwrap_or(max)) / 2.0;
+        return got.signum() == want.signum() && want.abs() >= max + half_ulp;
+    }
+    let d = (got - want).abs();
+    [down, up].into_iter().flatten().all(|n| {
+        let dn = (n - want).abs();
+        d < dn || (d == dn && even)
+    })
+}
+
+fn f16_nearest(got: f16, want: f64) -> bool {
+    let b = got.to_bits();
+    let step = |delta: i32| -> Option<f64> {
+        let n = f16::from_bits((i32::from(b) + delta) as u16);
+        (n.is_finite()).then(|| n.to_f64())
+    };
+    // Sign-magnitude: a larger bit pattern is a larger magnitude.
+    let (mag_up, mag_down) = (step(1), if b & 0x7fff == 0 { None } else { step(-1) });
+    let (down, up) = if got.is_sign_negative() {
+        (mag_up, mag_down)
+    } else {
+        (mag_down, mag_up)
+    };
+    is_nearest(got.to_f64(), down, up, b & 1 == 0, 65504.0, want)
+}
+
+fn f32_nearest(got: f32, want: f64) -> bool {
+    let b = got.to_bits();
+    let step = |delta: i64| -> Option<f64> {
+        let n = f32::from_bits((i64::from(b) + delta) as u32);
+        n.is_finite().then(|| f64::from(n))
+    };
+    let (mag_up, mag_down) = (step(1), if b & 0x7fff_ffff == 0 { None } else { step(-1) });
+    let (down, up) = if got.is_sign_negative() {
+        (mag_up, mag_down)
+    } else {
+        (mag_down, mag_up)
+    };
+    is_nearest(
+        f64::from(got),
+        down,
+        up,
+        b & 1 == 0,
+        f64::from(f32::MAX),
+        want,
+    )
+}
+
+#[test]
+fn transcendentals_round_the_float64_function_to_nearest() {
+    // N items: an f16 pair (lane 0 in [-12, 12], lane 1 in [2^-10, 1000])
+    // and an f32 (alternately in [-30, 30] and [2^-20, 1e6]), each through
+    // all 13 instructions; then known values and the special cases.
+    const N: usize = 64;
+    let mut body = String::new();
+    for (k, (mn, _)) in TRANSCENDENTALS.iter().enumerate() {
+        let src = if mn.starts_with("f16v2") { 0 } else { 1 };
+        body += &format!("    {mn} $a2, $a{src}\n    st32 $a2, $m5, $mzero, {k}\n");
+    }
+    let text = format!(
+        "{WORKER}    setzi $m4, 0x70000\n    setzi $m5, 0x74000\n    setzi $m6, {}\n\
+         .Lloop:\n    ld32 $a0, $m4, $mzero, 0\n    ld32 $a1, $m4, $mzero, {N}\n{body}\
+         \x20   add $m4, $m4, 4\n    add $m5, $m5, {}\n    brnzdec $m6, .Lloop\n    exitz $mzero\n",
+        N - 1,
+        4 * TRANSCENDENTALS.len()
+    );
+    let exe = program(&[(0, &text)], vec![]);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1013);
+    let mut pairs: Vec<[f16; 2]> = (0..N - 8)
+        .map(|_| {
+            [
+                f16::from_f64(rng.gen_range(-12.0..12.0)),
+                f16::from_f64(2f64.powf(rng.gen_range(-10.0..10.0))),
+            ]
+        })
+        .collect();
+    let mut singles: Vec<f32> = (0..N - 8)
+        .map(|i| {
+            if i % 2 == 0 {
+                rng.gen_range(-30.0..30.0)
+            } else {
+                2f32.powf(rng.gen_range(-20.0..20.0))
+            }
+        })
+        .collect();
+    // Exact cases (each function's value is representable) and specials:
+    // ln of a negative number is NaN, ln 0 is -inf, 1/0 is +inf, exp
+    // overflows to +inf (f16 beyond 65520) and underflows to 0.
+    for (p, s) in [
+        ([0.0, 1.0], 4.0),
+        ([3.0, 8.0], 9.0),
+        ([-1.0, 0.0], 0.0),
+        ([12.0, 0.25], -1.0),
+        ([-20.0, 2.0], 100.0),
+        ([f16::MAX.to_f64(), 1024.0], 1e-30),
+        ([-0.0, 0.5], -0.0),
+        ([11.0, 16.0], 2.0),
+    ] {
+        pairs.push([f16::from_f64(p[0]), f16::from_f64(p[1])]);
+        singles.push(s as f32);
+    }
+    let mut data: Vec<u8> = pairs.iter().flat_map(|p| f16_bytes(p)).collect();
+    data.extend(singles.iter().flat_map(|v| v.to_le_bytes()));
+    let mut s = sim(&exe, Default::default());
+    s.write_memory(0, 0x70000, &data).unwrap();
+    s.run().unwrap_or_else(|e| panic!("{e}"));
+    let width = TRANSCENDENTALS.len() as u32;
+    for i in 0..N {
+        for (k, (mn, f)) in TRANSCENDENTALS.iter().enumerate() {
+            let w = word(&s, 0, 0x74000 + 4 * (i as u32 * width + k as u32));
+            if mn.starts_with("f16v2") {
+                for (lane, x) in pairs[i].iter().enumerate() {
+                    let got = f16::from_bits((w >> (16 * lane)) as u16);
+                    let x = x.to_f64();
+                    assert!(
+                        f16_nearest(got, f(x)),
+                        "{mn}({x}) = {got}, float64 {}",
+                        f(x)
+                    );
+                }
+            } else {
+                let got = f32::from_bits(w);
+                let x = f64::from(singles[i]);
+                assert!(
+                    f32_nearest(got, f(x)),
+                    "{mn}({x}) = {got}, float64 {}",
+                    f(x)
+                );
+            }
+        }
+    }
+    // Known values, read back directly.
+    let at = |i: usize, k: usize| word(&s, 0, 0x74000 + 4 * (i as u32 * width + k as u32));
+    let base = N - 8;
+    assert_eq!(at(base, 0), 0x3c00 | (0x4170 << 16)); // exp(0) = 1, exp(1) rounds to 2.719
+    assert_eq!(at(base, 5) & 0xffff, 0x3800); // sigm(0) = 0.5
+    assert_eq!(f32::from_bits(at(base, 8)), 0.25); // 1/4
+    assert_eq!(f32::from_bits(at(base, 9)), 0.5); // 1/sqrt(4)
+    assert_eq!(f32::from_bits(at(base + 1, 10)), 3.0); // sqrt(9)
+    assert_eq!(at(base + 1, 3) >> 16, 0x4200); // log2(8) = 3
+    assert_eq!(at(base + 1, 1) & 0xffff, 0x4800); // 2^3 = 8
+    assert!(f16::from_bits(at(base + 2, 2) as u16).is_nan()); // ln(-1)
+    assert_eq!(at(base + 2, 2) >> 16, 0xfc00); // ln(0) = -inf
+    assert_eq!(f32::from_bits(at(base + 2, 8)), f32::INFINITY); // 1/0
+    assert_eq!(at(base + 3, 0) & 0xffff, 0x7c00); // exp(12) = 162755 overflows f16
+    assert!(f32::from_bits(at(base + 3, 7)).is_nan()); // f32ln(-1)
+    assert_eq!(at(base + 4, 0) & 0xffff, 0); // exp(-20) = 2e-9 underflows f16
+}

@@ -13,7 +13,7 @@
 
 use ipuc_ipu_arch::encoding::Instr;
 use ipuc_ipu_arch::isa::Opcode;
-use ipuc_ipu_arch::pipeline::{launch_cycles, supervisor_schedule};
+use ipuc_ipu_arch::pipeline::{self, launch_cycles, supervisor_schedule};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::testing::*;
@@ -79,6 +79,31 @@ fn workers_start_six_cycles_after_runall_in_their_own_slots() {
     // whose slot comes back at 31: `sync` issues there, completes at 32;
     // `exitz` at 33.
     assert_eq!(s.profile().unwrap().total_cycles, 34);
+}
+
+#[test]
+fn a_transcendental_holds_its_worker_for_its_issue_slots() {
+    // One worker reads $COUNT_L, issues the instruction under test in a
+    // bundle, and reads $COUNT_L again: the gap is 6 cycles per issue slot
+    // the bundle holds (poplibs' averages in `MachineModel::transcendental_issues`).
+    let m = MachineModel::c600();
+    for (mn, op) in [
+        ("f32v2add $a2:3, $a0:1, $a0:1", Opcode::F32v2Add),
+        ("f16v2exp $a2, $a0", Opcode::F16v2Exp),
+        ("f16v2sigm $a2, $a0", Opcode::F16v2Sigm),
+        ("f32exp $a2, $a0", Opcode::F32Exp),
+        ("f32oorx $a2, $a0", Opcode::F32Oorx),
+        ("f32sqrt $a2, $a0", Opcode::F32Sqrt),
+        ("f32ln $a2, $a0", Opcode::F32Ln),
+    ] {
+        let text = format!(
+            "main:\n    setzi $m0, worker\n    setzi $m1, 0x70000\n    run $m0, $m1, 0\n    sync TEXCH_SYNCZONE_LOCAL\n    exitz $mzero\n    .worker\n    .align 8\nworker:\n    get $m2, $COUNT_L\n    nop\n    {{ nop ; {mn} }}\n    get $m3, $COUNT_L\n    st32 $m2, $mvertex_base, $mzero, 0\n    st32 $m3, $mvertex_base, $mzero, 1\n    exitz $mzero\n"
+        );
+        let s = run_ok(&[(0, &text)], vec![]);
+        let gap = word(&s, 0, 0x70004) - word(&s, 0, 0x70000);
+        let slots = pipeline::issue_slots(op, &m);
+        assert_eq!(gap, 6 * (2 + slots), "{mn}");
+    }
 }
 
 #[test]

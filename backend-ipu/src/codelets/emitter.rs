@@ -9,7 +9,10 @@
 //! is encoded from them directly.
 //!
 //! Counting rules (the tile's issue model, `ipu-machine.md`): a solo
-//! instruction or a bundle is one issue; a bundle must start 8-byte
+//! instruction or a bundle is one issue, except that a transcendental
+//! holds its worker for `pipeline::issue_slots` issues (the machine
+//! model's `transcendental_issues`; every machine model has the same, a
+//! test in `ipu-arch` holds them equal); a bundle must start 8-byte
 //! aligned, so the emitter inserts a `nop` (one issue) before a bundle or a
 //! loop head at an odd word; the body of a `rpt` is not counted where it is
 //! emitted (it repeats): [`Emitter::rpt`] returns its length instead.
@@ -19,6 +22,9 @@
 
 use ipuc_dialects::ipu::{build, Operand, Register, SectionKind};
 use ipuc_ipu_arch::encoding::Instr;
+use ipuc_ipu_arch::isa::forms_of;
+use ipuc_ipu_arch::pipeline::issue_slots;
+use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Location, OpId};
 
 use crate::emit::verify_isa::timing_instr;
@@ -127,6 +133,8 @@ pub struct Emitter<'c> {
     supervisor: bool,
     /// The supervisor section's solo instructions so far, for timing.
     supervisor_code: Vec<Instr>,
+    /// The machine whose issue costs are counted.
+    machine: MachineModel,
 }
 
 impl<'c> Emitter<'c> {
@@ -141,6 +149,7 @@ impl<'c> Emitter<'c> {
             issues: 0,
             supervisor: false,
             supervisor_code: Vec::new(),
+            machine: MachineModel::c600(),
         }
     }
 
@@ -228,12 +237,26 @@ impl<'c> Emitter<'c> {
         self.directive("word", &args);
     }
 
+    /// Issues `i` holds its context for (1 unless it is a transcendental).
+    fn slots(&self, i: &Inst) -> u64 {
+        forms_of(i.mnemonic)
+            .map(|d| u64::from(issue_slots(d.opcode, &self.machine)))
+            .max()
+            .unwrap_or(1)
+    }
+
+    /// Issues of a bundle: the larger of its halves'.
+    fn bundle_slots(&self, main: &Inst, aux: &Inst) -> u64 {
+        self.slots(main).max(self.slots(aux))
+    }
+
     fn inst_op(&mut self, i: Inst) -> OpId {
         build::inst(self.ctx, i.mnemonic, &i.operands, self.loc.clone())
     }
 
-    /// A solo instruction: one issue.
+    /// A solo instruction: one issue (a transcendental's issue slots).
     pub fn solo(&mut self, i: Inst) {
+        let slots = self.slots(&i);
         if self.supervisor {
             // An instruction the ISA does not know is reported by
             // `ipu-verify-isa` at emission; timing just skips it.
@@ -244,7 +267,7 @@ impl<'c> Emitter<'c> {
         let op = self.inst_op(i);
         self.append(op);
         self.words += 1;
-        self.issues += 1;
+        self.issues += slots;
     }
 
     /// Pads with a `nop` to an 8-byte boundary (one issue when it pads).
@@ -261,11 +284,13 @@ impl<'c> Emitter<'c> {
         self.words += 2;
     }
 
-    /// `{ main ; aux }`: one issue (a `nop` first if misaligned).
+    /// `{ main ; aux }`: one issue, or the transcendental's slots (a `nop`
+    /// first if misaligned).
     pub fn bundle(&mut self, main: Inst, aux: Inst) {
         self.align_code();
+        let slots = self.bundle_slots(&main, &aux);
         self.bundle_op(main, aux);
-        self.issues += 1;
+        self.issues += slots;
     }
 
     /// `{ rpt count, body/8 - 1 ; fnop }` over `body` bundles between
@@ -279,8 +304,9 @@ impl<'c> Emitter<'c> {
             inst("fnop", []),
         );
         self.label(&start);
-        let n = body.len() as u64;
+        let mut n = 0;
         for (m, a) in body {
+            n += self.bundle_slots(&m, &a);
             self.bundle_op(m, a);
         }
         self.label(&end);

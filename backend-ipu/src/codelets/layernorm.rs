@@ -8,10 +8,10 @@
 //!    `1/C` to the mean; `-mean` is rounded to f16 and broadcast (`ldb16`).
 //! 2. `{ ld64step ; f16v4add d = x - mean } { nop ; f16v4cmac d, d }`
 //!    accumulates squared deviations in f32 (two-pass variance).
-//! 3. `1/sqrt(var + eps)`: the bit-level initial guess
-//!    `0x5f3759df - (bits >> 1)` on the integer registers, then three
-//!    Newton steps `y (1.5 - 0.5 v y^2)` in f32 (`f32v2axpy` with
-//!    `$TAS = -0.5`): relative error below 1e-7.
+//! 3. `1/sqrt(var + eps)`: `f32oorx`, the instruction poplibs' RSQRT
+//!    kernel issues (`lib/popops/codelets/inlineAssemblerUnaryOps.hpp`),
+//!    4 issue slots under poplibs' costs (`MachineModel::transcendental_issues`),
+//!    in place of a bit-level initial guess and three Newton steps (19 issues).
 //! 4. Apply, software-pipelined at 4 bundles per 4 halves:
 //!    `d = x - mean`, `n = d * rstd`, `g = n * gamma`, `out = g + beta`,
 //!    all f16 operations (four roundings).
@@ -113,14 +113,6 @@ impl LayerNorm {
                 "ld32",
                 [op::m(4), op::vertex_base(), op::mzero(), op::imm(4)],
             ), // C/4
-            inst("setzi", [op::m(8), op::imm(0x5f375)]),
-            inst("shl", [op::m(8), op::m(8), op::imm(12)]),
-            inst("or", [op::m(8), op::m(8), op::imm(0x9df)]), // 0x5f3759df
-            inst(
-                "ld32",
-                [op::a(12), op::vertex_base(), op::mzero(), op::imm(10)],
-            ), // -0.5
-            inst("uput", [op::csr("TAS"), op::a(12)]),
         ] {
             e.solo(s);
         }
@@ -211,37 +203,11 @@ impl LayerNorm {
                 [op::a(6), op::vertex_base(), op::mzero(), op::imm(8)],
             ), // eps
             inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
-            inst("mov", [op::a(5), op::a(4)]), // v = var + eps, both lanes
-            // 1/sqrt(v): initial guess on the integer registers, three Newton steps.
-            inst("atom", [op::m(9), op::a(4)]),
-            inst("shr", [op::m(9), op::m(9), op::imm(1)]),
-            inst("sub", [op::m(9), op::m(8), op::m(9)]),
-            inst(
-                "st32",
-                [op::m(9), op::vertex_base(), op::mzero(), op::imm(9)],
-            ),
-            inst(
-                "ld32",
-                [op::a(6), op::vertex_base(), op::mzero(), op::imm(9)],
-            ),
+            // 1/sqrt(var + eps), broadcast to four f16 lanes below.
+            inst("f32oorx", [op::a(6), op::a(4)]),
             inst("mov", [op::a(7), op::a(6)]),
-            inst(
-                "ld32",
-                [op::a(10), op::vertex_base(), op::mzero(), op::imm(11)],
-            ), // 1.5
-            inst("mov", [op::a(11), op::a(10)]),
         ] {
             e.solo(s);
-        }
-        for _ in 0..3 {
-            for s in [
-                inst("f32v2mul", [op::a_pair(0), op::a_pair(6), op::a_pair(6)]),
-                inst("f32v2mul", [op::a_pair(0), op::a_pair(0), op::a_pair(4)]),
-                inst("f32v2axpy", [op::a_pair(0), op::a_pair(0), op::a_pair(10)]),
-                inst("f32v2mul", [op::a_pair(6), op::a_pair(6), op::a_pair(0)]),
-            ] {
-                e.solo(s);
-            }
         }
         for s in [
             inst("f32v2tof16", [op::a(10), op::a_pair(6)]),
@@ -372,7 +338,7 @@ impl Codelet for LayerNorm {
     /// the issue counts its estimate is made of.
     fn emit(&self, e: &mut Emitter) -> Result<RowLaunchCounts, CodeletError> {
         self.validate()?;
-        let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 12);
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 10);
         let (empty, rows) = self.emit_worker(e);
         let shares = self.worker_rows();
         let offs = offsets(&shares);
@@ -387,9 +353,7 @@ impl Codelet for LayerNorm {
                 self.beta,
                 (1.0 / self.cols as f32).to_bits(),
                 self.eps.to_bits(),
-                0,
-                (-0.5f32).to_bits(),
-                1.5f32.to_bits(),
+                0, // scratch
             ]
         });
         launch::emit_vertex_state(e, TAG, &states);

@@ -5,17 +5,16 @@
 //! 1. The row maximum: `{ ld64step ; f16v4max }`, the lanes folded as in
 //!    the row-max reduction.
 //! 2. `e = exp(x - max)` for each element, written to the output as f16 and
-//!    summed in f32. There is no exp instruction in our ISA subset, so
-//!    `exp(u) = q(u / 64)^64` with `u = max(x - max, -64)`: `q` is a degree-6
-//!    polynomial (Chebyshev interpolation of exp on [-1, 0], Horner in
-//!    f32), raised to the 64th power by six squarings. Max relative error of
-//!    the f32 sequence against float64 exp over [-64, 0]: 1.8e-5
-//!    ([`exp_f32`] models it bit-exactly; a unit test re-measures it).
-//!    `e^-64` stands for anything smaller (relative to the row maximum's
-//!    weight 1, below f16 resolution). 24 auxiliary instructions per f32
-//!    pair; constants are loaded one bundle ahead as in the GELU codelet.
-//! 3. `1/sum`: integer initial guess `0x7ef311c3 - bits` and three Newton
-//!    steps `r (2 - s r)` (`f32v2axpy` with `$TAS = -1`).
+//!    summed in f32: `x - max` in f32 (exact), then `f32exp` per lane, the
+//!    instruction poplibs' float exponent kernel issues
+//!    (`lib/popops/codelets/inlineAssemblerUnaryOps.hpp`), 3 issue slots
+//!    each under poplibs' costs (`MachineModel::transcendental_issues`).
+//!    Per word 8 bundles and 4 `f32exp`: 20 issues, against 49 for the
+//!    polynomial (`q(u/64)^64`) the codelet used before. We keep f32 for
+//!    `x - max` and `e` rather than poplibs' half kernel (`f16v2exp`, 1
+//!    issue per element against 3 here): rounding `x - max` to f16 would
+//!    cost up to `|x - max| 2^-11` of relative error in `e`.
+//! 3. `1/sum`: `f32oox` (poplibs' INVERSE kernel), broadcast as f16.
 //! 4. `out = e * (1/sum)` in f16, `{ ld64step ; f16v4mul } { st64step }`.
 //!
 //! The loads read 8 bytes past the input and the output of a worker's share.
@@ -26,38 +25,11 @@ use super::emitter::{inst, op, Emitter, Inst};
 use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
 use super::program::Codelet;
 use super::CodeletError;
-use ipuc_dialects::ipu::Operand;
 
 const TAG: &str = "softmax_f16";
 
-/// Polynomial `q(v) ~ exp(v)` on [-1, 0], coefficients c0..c6.
-const EXP_COEFFS: [f32; 7] = [
-    1.0,
-    0.999_998_45,
-    0.499_975_1,
-    0.166_515_17,
-    0.041_223_317,
-    0.007_654_325,
-    0.000_849_007_86,
-];
-
-/// Documented relative error bound of [`exp_f32`] on [-64, 0].
-pub const EXP_MAX_REL_ERROR: f64 = 2e-5;
-
-/// The codelet's exp sequence on one f32 value `u <= 0`, operation by
-/// operation as the simulator executes it.
-pub fn exp_f32(u: f32) -> f32 {
-    let v = u.max(-64.0) * (1.0 / 64.0);
-    let c = &EXP_COEFFS;
-    let mut p = v * c[6] + c[5];
-    for k in (0..5).rev() {
-        p = p * v + c[k];
-    }
-    for _ in 0..6 {
-        p *= p;
-    }
-    p
-}
+/// Relative error bound of the exp step: `f32exp` rounds once to f32.
+pub const EXP_MAX_REL_ERROR: f64 = 6e-8;
 
 /// One softmax launch.
 #[derive(Clone, Debug)]
@@ -71,9 +43,6 @@ pub struct Softmax {
     /// Output f16 `[rows, C]`, 8-byte aligned, not overlapping the input.
     pub output: u32,
 }
-
-/// Auxiliary instructions per f32 pair in the exp pass.
-const EXP_PAIR_OPS: usize = 24;
 
 impl Softmax {
     /// Rows per worker.
@@ -102,31 +71,19 @@ impl Softmax {
         Ok(())
     }
 
-    /// The exp pass's auxiliary instructions for one pair, with the
-    /// constant-table index each reads through `$a12:13`.
-    fn exp_pair_ops(half: u8) -> Vec<(Inst, Option<usize>)> {
+    /// The exp pass's auxiliary instructions for one pair: `$a4:5 =
+    /// exp(x - max)` of half `half` of `$a0:1` (`-max` in `$a10:11`),
+    /// rounded to f16 into `$a{2 + half}`, added to the sum `$a8:9`.
+    fn exp_pair_ops(half: u8) -> [Inst; 6] {
         let p = op::a_pair;
-        let f32v2 = |m: &'static str, d: u8, x: Operand, y: Operand| inst(m, [p(d), x, y]);
-        let mut ops: Vec<(Inst, Option<usize>)> = vec![
-            (inst("f16v2tof32", [p(4), op::a(half)]), None),
-            (f32v2("f32v2add", 4, p(4), p(10)), None),
-            (f32v2("f32v2max", 4, p(4), p(12)), Some(0)),
-            (f32v2("f32v2mul", 4, p(4), p(12)), Some(1)),
-            (f32v2("f32v2mul", 6, p(4), p(12)), Some(2)),
-            (f32v2("f32v2add", 6, p(6), p(12)), Some(3)),
-        ];
-        // Table index 2 + (6 - k) holds c_k: indices 4..=8 are c4..c0.
-        for idx in 4..=8 {
-            ops.push((f32v2("f32v2mul", 6, p(6), p(4)), None));
-            ops.push((f32v2("f32v2add", 6, p(6), p(12)), Some(idx)));
-        }
-        for _ in 0..6 {
-            ops.push((f32v2("f32v2mul", 6, p(6), p(6)), None));
-        }
-        ops.push((f32v2("f32v2add", 8, p(8), p(6)), None));
-        ops.push((inst("f32v2tof16", [op::a(2 + half), p(6)]), None));
-        debug_assert_eq!(ops.len(), EXP_PAIR_OPS);
-        ops
+        [
+            inst("f16v2tof32", [p(4), op::a(half)]),
+            inst("f32v2add", [p(4), p(4), p(10)]),
+            inst("f32exp", [op::a(4), op::a(4)]),
+            inst("f32exp", [op::a(5), op::a(5)]),
+            inst("f32v2tof16", [op::a(2 + half), p(4)]),
+            inst("f32v2add", [p(8), p(8), p(4)]),
+        ]
     }
 
     /// The worker: its issues when it has no rows, its row loop's counts,
@@ -153,15 +110,6 @@ impl Softmax {
                 [op::m(3), op::vertex_base(), op::mzero(), op::imm(3)],
             ), // C/4
             inst("sub", [op::m(4), op::m(3), op::imm(1)]),
-            inst("setzi", [op::m(7), op::sym(format!("{TAG}_constants"))]),
-            inst("setzi", [op::m(8), op::imm(0x7ef31)]),
-            inst("shl", [op::m(8), op::m(8), op::imm(12)]),
-            inst("or", [op::m(8), op::m(8), op::imm(0x1c3)]), // 0x7ef311c3
-            inst(
-                "ld32",
-                [op::a(12), op::vertex_base(), op::mzero(), op::imm(5)],
-            ), // -1
-            inst("uput", [op::csr("TAS"), op::a(12)]),
         ] {
             e.solo(s);
         }
@@ -218,80 +166,40 @@ impl Softmax {
         ] {
             e.solo(s);
         }
-        let mut aux = Self::exp_pair_ops(0);
-        let second = aux.len();
-        aux.extend(Self::exp_pair_ops(1));
+        // Main slots: the first half's store once it is rounded, the next
+        // input word once the second pair has converted `$a1`, the second
+        // half's store.
+        let aux: Vec<Inst> = Self::exp_pair_ops(0)
+            .into_iter()
+            .chain(Self::exp_pair_ops(1))
+            .collect();
         let mut main: Vec<Inst> = vec![inst("nop", []); aux.len()];
-        for (slot, next) in main.iter_mut().zip(aux.iter().skip(1)) {
-            if let Some(k) = next.1 {
-                *slot = inst(
-                    "ld64",
-                    [op::a_pair(12), op::m(7), op::mzero(), op::imm(k as i64)],
-                );
-            }
-        }
-        // The next input word once the second pair has converted `$a1`, and
-        // the first result half once the first pair has produced it.
-        debug_assert_eq!(main[second].mnemonic, "nop");
-        main[second] = inst(
-            "ld64step",
-            [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
-        );
-        let free = (second + 1..aux.len())
-            .find(|&i| main[i].mnemonic == "nop")
-            .unwrap_or(second + 1);
-        main[free] = inst(
+        main[5] = inst(
             "st32step",
             [op::a(2), op::mzero(), op::m_inc(1), op::imm(1)],
         );
-        let mut body: Vec<(Inst, Inst)> = main
-            .into_iter()
-            .zip(aux.into_iter().map(|(a, _)| a))
-            .collect();
-        body.push((
-            inst(
-                "st32step",
-                [op::a(3), op::mzero(), op::m_inc(1), op::imm(1)],
-            ),
-            inst("fnop", []),
-        ));
+        main[7] = inst(
+            "ld64step",
+            [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
+        );
+        main[11] = inst(
+            "st32step",
+            [op::a(3), op::mzero(), op::m_inc(1), op::imm(1)],
+        );
+        let body: Vec<(Inst, Inst)> = main.into_iter().zip(aux).collect();
         let exp_body = e.rpt(op::m(3), &format!("{TAG}_exp"), body);
         for s in [
             inst("mov", [op::a(4), op::a(9)]),
-            inst("f32v2add", [op::a_pair(8), op::a_pair(8), op::a_pair(4)]),
-            inst("mov", [op::a(9), op::a(8)]), // sum, both lanes
-            // 1/sum: integer initial guess, three Newton steps.
-            inst("atom", [op::m(9), op::a(8)]),
-            inst("sub", [op::m(9), op::m(8), op::m(9)]),
-            inst(
-                "st32",
-                [op::m(9), op::vertex_base(), op::mzero(), op::imm(4)],
-            ),
-            inst(
-                "ld32",
-                [op::a(6), op::vertex_base(), op::mzero(), op::imm(4)],
-            ),
-            inst("mov", [op::a(7), op::a(6)]),
-            inst(
-                "ld32",
-                [op::a(10), op::vertex_base(), op::mzero(), op::imm(6)],
-            ), // 2.0
-            inst("mov", [op::a(11), op::a(10)]),
+            inst("f32v2add", [op::a_pair(8), op::a_pair(8), op::a_pair(4)]), // sum in $a8
         ] {
             e.solo(s);
         }
-        for _ in 0..3 {
-            for s in [
-                inst("f32v2mul", [op::a_pair(4), op::a_pair(8), op::a_pair(6)]),
-                inst("f32v2axpy", [op::a_pair(4), op::a_pair(4), op::a_pair(10)]),
-                inst("f32v2mul", [op::a_pair(6), op::a_pair(6), op::a_pair(4)]),
-            ] {
-                e.solo(s);
-            }
-        }
+        // 1/sum, broadcast to four f16 lanes.
+        e.solo(inst("f32oox", [op::a(6), op::a(8)]));
+        e.solo(inst("mov", [op::a(7), op::a(6)]));
         e.solo(inst("f32v2tof16", [op::a(10), op::a_pair(6)]));
-        e.solo(inst("mov", [op::a(11), op::a(10)])); // 1/sum, 4 lanes
-                                                     // Pass 3: scale the row in place in the output.
+        e.solo(inst("mov", [op::a(11), op::a(10)]));
+        // Pass 3: scale the row in place in the output.
         e.solo(inst("mov", [op::m(5), op::m(6)]));
         e.solo(inst(
             "ld64step",
@@ -358,10 +266,11 @@ impl Codelet for Softmax {
     /// of one row.
     fn emit(&self, e: &mut Emitter) -> Result<(RowLaunchCounts, u64), CodeletError> {
         self.validate()?;
-        let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 8);
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 5);
         let (empty, rows, body) = self.emit_worker(e);
         let shares = self.worker_rows();
         let offs = offsets(&shares);
+        // Input, output, rows, C/4 and a scratch word for the row maximum.
         let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
             vec![
                 self.input + offs[w] * self.cols * 2,
@@ -369,19 +278,9 @@ impl Codelet for Softmax {
                 shares[w],
                 self.cols / 4,
                 0,
-                (-1.0f32).to_bits(),
-                2.0f32.to_bits(),
-                0,
             ]
         });
         launch::emit_vertex_state(e, TAG, &states);
-        let mut table = vec![-64.0f32, 1.0 / 64.0];
-        table.extend(EXP_COEFFS.iter().rev());
-        e.directive("align", &[op::imm(8)]);
-        e.label(&format!("{TAG}_constants"));
-        for v in table {
-            e.words(&[v.to_bits(), v.to_bits()]);
-        }
         Ok((
             RowLaunchCounts {
                 supervisor,
@@ -394,23 +293,5 @@ impl Codelet for Softmax {
 
     fn cycles(&self, counts: &(RowLaunchCounts, u64)) -> u64 {
         counts.0.cycles(&self.worker_rows(), counts.1)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_exp_sequence_meets_its_documented_bound() {
-        let mut worst: f64 = 0.0;
-        for i in 0..=64_000 {
-            let u = -(i as f32) / 1000.0;
-            let got = f64::from(exp_f32(u));
-            let want = f64::from(u).exp();
-            worst = worst.max((got - want).abs() / want);
-        }
-        assert!(worst <= EXP_MAX_REL_ERROR, "{worst:e}");
-        assert!(worst > 1e-7, "suspiciously exact: {worst:e}");
     }
 }

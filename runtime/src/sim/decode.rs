@@ -18,7 +18,7 @@
 use ipuc_ipu_arch::csr;
 use ipuc_ipu_arch::encoding::{decode, Instr};
 use ipuc_ipu_arch::isa::{ContextClass, Opcode, SlotClass};
-use ipuc_ipu_arch::pipeline::{is_branch, reg_use};
+use ipuc_ipu_arch::pipeline::{is_branch, issue_slots, reg_use};
 use ipuc_ipu_arch::registers::SP;
 use ipuc_ipu_arch::{ContextKind, MachineModel, TileImage};
 
@@ -95,6 +95,39 @@ pub enum VecOp {
     Axpy,
     Max,
     Min,
+}
+
+/// The function a transcendental instruction evaluates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransFn {
+    Exp,
+    Exp2,
+    Ln,
+    Log2,
+    Tanh,
+    Sigm,
+    Recip,
+    Rsqrt,
+    Sqrt,
+}
+
+impl TransFn {
+    /// The function in float64, which the simulator rounds once to the
+    /// destination format (model assumption: the hardware's accuracy is
+    /// not public).
+    pub fn eval(self, x: f64) -> f64 {
+        match self {
+            TransFn::Exp => x.exp(),
+            TransFn::Exp2 => x.exp2(),
+            TransFn::Ln => x.ln(),
+            TransFn::Log2 => x.log2(),
+            TransFn::Tanh => x.tanh(),
+            TransFn::Sigm => 1.0 / (1.0 + (-x).exp()),
+            TransFn::Recip => 1.0 / x,
+            TransFn::Rsqrt => 1.0 / x.sqrt(),
+            TransFn::Sqrt => x.sqrt(),
+        }
+    }
 }
 
 /// The AMP instruction variants.
@@ -364,6 +397,18 @@ pub enum Op {
         s: u8,
         scale: i8,
     },
+    /// `f16v2exp`, `f16v2ln`, ...: `f` of both f16 halves of `$a[s]`.
+    F16v2Trans {
+        f: TransFn,
+        d: u8,
+        s: u8,
+    },
+    /// `f32exp`, `f32oox`, ...: `f` of the f32 in `$a[s]`.
+    F32Trans {
+        f: TransFn,
+        d: u8,
+        s: u8,
+    },
     Amp {
         kind: AmpKind,
         d: u8,
@@ -402,6 +447,10 @@ pub struct CodeSlot {
     pub writes: u32,
     /// The main half transfers control when taken (costs the pipeline refill).
     pub branch: bool,
+    /// Issue slots the slot holds its context for
+    /// ([`ipuc_ipu_arch::pipeline::issue_slots`]; more than 1 only for
+    /// transcendentals).
+    pub issue_slots: u8,
 }
 
 /// Pre-decoded code of a tile, plus the raw instructions for messages.
@@ -427,6 +476,7 @@ const INVALID: CodeSlot = CodeSlot {
     reads: 0,
     writes: 0,
     branch: false,
+    issue_slots: 1,
 };
 
 fn mw(r: i32) -> u8 {
@@ -549,6 +599,7 @@ impl Code {
             reads: 0,
             writes: 0,
             branch: false,
+            issue_slots: 1,
         };
         let mut halves = vec![first];
         if bundle {
@@ -580,6 +631,12 @@ impl Code {
             s.writes |= u.writes;
         }
         s.branch = is_branch(first.opcode);
+        let slots = halves
+            .iter()
+            .map(|i| issue_slots(i.opcode, machine))
+            .max()
+            .unwrap_or(1);
+        s.issue_slots = u8::try_from(slots).unwrap_or(u8::MAX);
         for i in &halves {
             match i.opcode.desc().context {
                 ContextClass::Worker => s.ctx_mask &= !CTX_SUPERVISOR,
@@ -842,6 +899,26 @@ impl Code {
                     _ => AmpKind::F8HihoV4,
                 };
                 Op::Amp { kind, d: o[0] as u8, x: ap(o[1]), p: ap(o[2]), phase: o[3] as u8 }
+            }
+            F16v2Exp | F16v2Exp2 | F16v2Ln | F16v2Log2 | F16v2Tanh | F16v2Sigm | F32Exp | F32Ln
+            | F32Oox | F32Oorx | F32Sqrt | F32Tanh | F32Sigm => {
+                let f = match i.opcode {
+                    F16v2Exp | F32Exp => TransFn::Exp,
+                    F16v2Exp2 => TransFn::Exp2,
+                    F16v2Ln | F32Ln => TransFn::Ln,
+                    F16v2Log2 => TransFn::Log2,
+                    F16v2Tanh | F32Tanh => TransFn::Tanh,
+                    F16v2Sigm | F32Sigm => TransFn::Sigm,
+                    F32Oox => TransFn::Recip,
+                    F32Oorx => TransFn::Rsqrt,
+                    _ => TransFn::Sqrt,
+                };
+                let (d, s) = (o[0] as u8, ar(o[1]));
+                if i.opcode.desc().mnemonic.starts_with("f16v2") {
+                    Op::F16v2Trans { f, d, s }
+                } else {
+                    Op::F32Trans { f, d, s }
+                }
             }
             Send => Op::Sys(SysOp::Send { src: o[0] as u8, words: o[1] as u32 }),
             SendOutgoing => Op::Sys(SysOp::SendOutgoing { words: o[0] as u32 }),

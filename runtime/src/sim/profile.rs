@@ -22,7 +22,9 @@ pub struct TileProfile {
     pub instructions: u64,
     /// Issue units executed by the supervisor.
     pub supervisor_issues: u64,
-    /// Issue units executed by workers.
+    /// Issue slots workers used: one per instruction or bundle, a
+    /// transcendental's `MachineModel::transcendental_issues` (the slots it
+    /// holds its worker for), as codelet estimates count them.
     pub worker_issues: u64,
     /// Cycle the tile finished.
     pub end_cycle: u64,

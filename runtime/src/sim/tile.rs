@@ -771,12 +771,18 @@ impl Tile {
         if c == 0 {
             self.supervisor_issues += 1;
         } else {
-            self.worker_issues += 1;
+            self.worker_issues += u64::from(slot.issue_slots);
         }
         match self.exec_slot(c, &slot, pc) {
             Ok(taken) => {
                 if c == 0 {
                     self.supervisor_pipeline(&slot, taken);
+                } else if slot.issue_slots > 1 {
+                    // A transcendental holds the worker's slot: it issues
+                    // again `issue_slots` rounds after this one.
+                    let period = u64::from(self.machine.slot_period);
+                    self.ctx[c].ready_at =
+                        self.cycle + period * u64::from(slot.issue_slots - 1) + 1;
                 }
                 Ok(())
             }
@@ -1018,6 +1024,18 @@ impl Tile {
             Op::F16v2ToF32 { d, s } => {
                 let [lo, hi] = f16x2(ctx.a[s as usize]);
                 w64(d, u64::from(lo.to_bits()) | (u64::from(hi.to_bits()) << 32))
+            }
+            Op::F16v2Trans { f, d, s } => {
+                let x = ctx.a[s as usize];
+                let lane = |h: u32| {
+                    let v = f.eval(f16::from_bits(h as u16).to_f64());
+                    u32::from(f16::from_f64(v).to_bits())
+                };
+                w32(d, lane(x) | (lane(x >> 16) << 16))
+            }
+            Op::F32Trans { f, d, s } => {
+                let x = f64::from(f32::from_bits(ctx.a[s as usize]));
+                w32(d, (f.eval(x) as f32).to_bits())
             }
             Op::Sort4x16 { d, a, b, hi } => {
                 let shift = if hi { 16 } else { 0 };
