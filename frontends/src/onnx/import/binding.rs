@@ -36,6 +36,7 @@ pub fn value_positions(op_type: &str) -> &'static [usize] {
         "ReduceMax" | "ReduceMean" | "ReduceSum" | "ReduceMin" | "ReduceProd" | "ReduceL1"
         | "ReduceL2" | "ReduceLogSum" | "ReduceLogSumExp" | "ReduceSumSquare" => &[1],
         "Range" => &[0, 1, 2],
+        "RNN" | "GRU" | "LSTM" => &[4],
         "Slice" => &[1, 2, 3, 4],
         "Pad" => &[1, 2, 3],
         "Resize" => &[1, 2, 3],

@@ -48,9 +48,11 @@ mod linalg;
 mod normalization;
 mod quantize;
 mod rearrange;
+mod recurrent;
 mod resize;
 mod rotary;
 mod shape;
+mod signal;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -203,6 +205,8 @@ pub fn is_supported(domain: &str, op_type: &str) -> bool {
             conv_transpose::OPS,
             rotary::OPS,
             einsum::OPS,
+            signal::OPS,
+            recurrent::OPS,
         ]
         .iter()
         .any(|ops| ops.contains(&op_type))
@@ -372,6 +376,10 @@ impl<'a> Importer<'a> {
             rotary::import(self, node)?
         } else if einsum::OPS.contains(&op) {
             einsum::import(self, node)?
+        } else if signal::OPS.contains(&op) {
+            signal::import(self, node)?
+        } else if recurrent::OPS.contains(&op) {
+            recurrent::import(self, node)?
         } else {
             unreachable!("check_supported rejected `{op}` before import")
         };
