@@ -211,8 +211,8 @@ fn recurrent(b: &mut Body<'_, '_, '_>) -> NodeResult {
         for step in 0..seq {
             let t = if reverse { seq - 1 - step } else { step };
             let mut pre = Vec::new();
-            for g in 0..gates as usize {
-                let xt = b.slice(xw[g], 0, t, t + 1)?;
+            for &proj in &xw {
+                let xt = b.slice(proj, 0, t, t + 1)?;
                 pre.push(b.reshape(xt, &[batch, h])?);
             }
             // hidden · R_g (+ Rb_g)
