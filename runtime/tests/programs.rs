@@ -178,5 +178,26 @@ main:
     assert!(t17.supersteps[1].exchange >= 4);
     let t40 = &p.tiles[1];
     assert!(t40.supersteps[1].exchange >= 3 * 13, "{:?}", t40.supersteps);
+    // The receiver's workers never ran: nothing overlapped the exchange.
+    assert_eq!(t40.incoming_words_during_compute, 0);
     assert!(t17.supersteps[0].sync_wait >= 600);
+}
+
+#[test]
+fn words_arriving_while_a_worker_runs_are_counted() {
+    // Tile 1 starts a worker that spins about 240 cycles, then arms its
+    // receive window; tile 0's two words land at 59 and 60, while the
+    // worker runs. The simulator charges nothing for the overlap but
+    // reports it, and still delivers the words.
+    let sender = "main:\n    setzi $m0, 0x70000\n    send $m0, 2\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
+    let receiver = "main:\n    setzi $m2, spin\n    setzi $m3, 0x72000\n    run $m2, $m3, 0\n    setzi $m1, 2\n    put $INCOMING_DCOUNT, $m1\n    put $INCOMING_MUX, $mzero\n    setzi $m0, 0x71000\n    put $INCOMING_BASE, $m0\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n    .worker\nspin:\n    setzi $m1, 40\nloop:\n    brnzdec $m1, loop\n    exitz $mzero\n";
+    let exe = program(&[(0, sender), (1, receiver)], vec![]);
+    let mut s = sim(&exe, Default::default());
+    s.write_memory(0, 0x70000, &[1, 0, 0, 0, 2, 0, 0, 0])
+        .unwrap();
+    s.run().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((word(&s, 1, 0x71000), word(&s, 1, 0x71004)), (1, 2));
+    let p = s.profile().unwrap();
+    assert_eq!(p.tiles[1].incoming_words_during_compute, 2);
+    assert_eq!(p.tiles[0].incoming_words_during_compute, 0);
 }

@@ -296,6 +296,9 @@ impl Simulator {
                     return Err(f);
                 }
                 received += 1;
+                if t.worker_ran_at(arrival) {
+                    t.incoming_during_compute += 1;
+                }
                 ptr = addr.wrapping_add(4 * delta.max(1));
             }
             if let Some(last) = bases.get(bi..).and_then(|rest| rest.last()) {
@@ -324,6 +327,7 @@ impl Simulator {
             t.xch.mux_at_start = t.xch.incoming_mux;
             t.xch.base_at_start = t.xch.incoming_base;
             t.xch.delta_at_start = t.xch.incoming_delta;
+            t.busy.clear();
         }
         Ok(())
     }
@@ -356,6 +360,7 @@ impl Simulator {
                     instructions: t.instructions,
                     supervisor_issues: t.supervisor_issues,
                     worker_issues: t.worker_issues,
+                    incoming_words_during_compute: t.incoming_during_compute,
                     end_cycle: t.cycle,
                 })
                 .collect(),

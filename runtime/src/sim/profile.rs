@@ -26,6 +26,12 @@ pub struct TileProfile {
     /// transcendental's `MachineModel::transcendental_issues` (the slots it
     /// holds its worker for), as codelet estimates count them.
     pub worker_issues: u64,
+    /// Incoming exchange words written while one of the tile's workers
+    /// ran. The simulator charges them nothing (`ipu-arch/TIMING.md`, "Not
+    /// modelled yet"); ipuc's lowering receives only while workers are
+    /// idle, so a nonzero count marks a program whose figures may be
+    /// optimistic.
+    pub incoming_words_during_compute: u64,
     /// Cycle the tile finished.
     pub end_cycle: u64,
 }

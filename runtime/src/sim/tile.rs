@@ -254,6 +254,12 @@ pub struct Tile {
     pub instructions: u64,
     pub supervisor_issues: u64,
     pub worker_issues: u64,
+    /// The cycle since which at least one worker has been running, if any.
+    pub busy_since: Option<u64>,
+    /// This superstep's closed intervals with a worker running.
+    pub busy: Vec<(u64, u64)>,
+    /// Incoming exchange words that arrived while a worker ran.
+    pub incoming_during_compute: u64,
     pub supersteps: Vec<SuperstepCycles>,
     pub step_start: u64,
     pub step_exchange: u64,
@@ -516,6 +522,9 @@ impl Tile {
             instructions: 0,
             supervisor_issues: 0,
             worker_issues: 0,
+            busy_since: None,
+            busy: Vec::new(),
+            incoming_during_compute: 0,
             supersteps: Vec::new(),
             step_start: 0,
             step_exchange: 0,
@@ -543,6 +552,9 @@ impl Tile {
         self.instructions = 0;
         self.supervisor_issues = 0;
         self.worker_issues = 0;
+        self.busy_since = None;
+        self.busy.clear();
+        self.incoming_during_compute = 0;
         self.supersteps.clear();
         self.step_start = 0;
         self.step_exchange = 0;
@@ -651,6 +663,13 @@ impl Tile {
     }
 
     // ---------------------------------------------------------------- barrel
+
+    /// Whether a worker was running at `cycle` of this superstep (its
+    /// start to its exit, both included).
+    pub fn worker_ran_at(&self, cycle: u64) -> bool {
+        self.busy.iter().any(|&(s, e)| (s..=e).contains(&cycle))
+            || self.busy_since.is_some_and(|s| cycle >= s)
+    }
 
     fn workers_idle(&self) -> bool {
         self.ctx[1..].iter().all(|c| c.state == CtxState::Idle)
@@ -1329,6 +1348,11 @@ impl Tile {
                 ctx.exit_status = if nz { v != 0 } else { v == 0 };
                 ctx.state = CtxState::Idle;
                 ctx.in_rpt = false;
+                if c != 0 && self.workers_idle() {
+                    if let Some(since) = self.busy_since.take() {
+                        self.busy.push((since, self.cycle));
+                    }
+                }
             }
             SysOp::Sync(2) => {
                 self.ctx[c].state = CtxState::WaitLocal;
@@ -1401,6 +1425,7 @@ impl Tile {
             }
         }
         let stack = self.worker_stack(w);
+        self.busy_since.get_or_insert(self.cycle);
         let ctx = &mut self.ctx[w];
         *ctx = ThreadContext::default();
         ctx.state = CtxState::Running;
