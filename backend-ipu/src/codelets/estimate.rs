@@ -114,7 +114,7 @@ pub fn binary_cycles(ty: VecType, len: u32) -> Result<u64, CodeletError> {
 
 /// One GELU launch over `len` f16 elements (rounded up to whole words),
 /// costed as the erf form (a degree-10 polynomial, clamped): the dearer
-/// of the two, since the tanh form issues `f16v2sigm` (17 against 59
+/// of the two, since the tanh form issues `f16v2sigm` (19 against 59
 /// issues per 4 halves), so a tanh GELU is overestimated, never under.
 pub fn gelu_cycles(len: u32) -> Result<u64, CodeletError> {
     let len = len.max(1).div_ceil(4).saturating_mul(4);

@@ -10,8 +10,8 @@
 //! negative x (poplibs' form loses all relative accuracy there). Per f32
 //! pair: `f16v2tof32`, `x^2`, `c1 x^2 + c0` (`f32v2axpy`, `$TAS = c1`),
 //! `* x`, `f32v2tof16`; then per word two `f16v2sigm` and one `f16v4mul`
-//! by x: 11 bundles and 2 sigmoids (2 x 3 issue slots under poplibs'
-//! costs, `MachineModel::transcendental_issues`), 17 issues per 4 halves
+//! by x: 11 bundles and 2 sigmoids (2 x 4 issue slots,
+//! `MachineModel::transcendental_issues`), 19 issues per 4 halves
 //! against 59 for the polynomial the codelet used before. Error: `z`
 //! rounded to f16 (relative 2^-11, moving the sigmoid by
 //! `|z| (1 - sigmoid(z))` times that), the sigmoid's and the product's f16
