@@ -51,6 +51,8 @@ mod rearrange;
 mod recurrent;
 mod resize;
 mod rotary;
+mod scatter;
+mod selection;
 mod shape;
 mod signal;
 
@@ -207,6 +209,8 @@ pub fn is_supported(domain: &str, op_type: &str) -> bool {
             einsum::OPS,
             signal::OPS,
             recurrent::OPS,
+            selection::OPS,
+            scatter::OPS,
         ]
         .iter()
         .any(|ops| ops.contains(&op_type))
@@ -380,6 +384,10 @@ impl<'a> Importer<'a> {
             signal::import(self, node)?
         } else if recurrent::OPS.contains(&op) {
             recurrent::import(self, node)?
+        } else if selection::OPS.contains(&op) {
+            selection::import(self, node)?
+        } else if scatter::OPS.contains(&op) {
+            scatter::import(self, node)?
         } else {
             unreachable!("check_supported rejected `{op}` before import")
         };
