@@ -55,7 +55,7 @@ pub(super) fn loser(b: &mut Body<'_, '_, '_>, like: Value, largest: bool) -> Bui
         };
         return b.scalar_like(like, inf);
     }
-    let bits = elem.int_or_float_bit_width().unwrap_or(64) as u32;
+    let bits = elem.int_or_float_bit_width().unwrap_or(64);
     let unsigned = matches!(
         elem.kind(),
         TypeKind::Integer {
