@@ -42,6 +42,7 @@ mod error;
 mod feature_norms;
 mod functions;
 mod generators;
+mod grid_sample;
 mod index;
 mod inputs;
 mod linalg;
@@ -211,6 +212,7 @@ pub fn is_supported(domain: &str, op_type: &str) -> bool {
             recurrent::OPS,
             selection::OPS,
             scatter::OPS,
+            grid_sample::OPS,
         ]
         .iter()
         .any(|ops| ops.contains(&op_type))
@@ -388,6 +390,8 @@ impl<'a> Importer<'a> {
             selection::import(self, node)?
         } else if scatter::OPS.contains(&op) {
             scatter::import(self, node)?
+        } else if grid_sample::OPS.contains(&op) {
+            grid_sample::import(self, node)?
         } else {
             unreachable!("check_supported rejected `{op}` before import")
         };
