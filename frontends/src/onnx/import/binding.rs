@@ -37,6 +37,8 @@ pub fn value_positions(op_type: &str) -> &'static [usize] {
         | "ReduceL2" | "ReduceLogSum" | "ReduceLogSumExp" | "ReduceSumSquare" => &[1],
         "Range" => &[0, 1, 2],
         "RNN" | "GRU" | "LSTM" => &[4],
+        "ReverseSequence" => &[1],
+        "TensorScatter" => &[2],
         "Slice" => &[1, 2, 3, 4],
         "Pad" => &[1, 2, 3],
         "Resize" => &[1, 2, 3],

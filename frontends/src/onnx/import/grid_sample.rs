@@ -7,6 +7,10 @@
 //! `nn.gather_elements` on the flattened spatial input (indices outside read
 //! zero, the edge or the reflection as `padding_mode` says), weighted and
 //! summed.
+//!
+//! `AffineGrid` makes such grids: the constant normalized coordinates of
+//! every output position (with a trailing 1) times each batch's `theta`,
+//! one batched `nn.matmul`.
 
 use ipuc_dialects::nn::{BinaryKind, CompareKind, GatherElementsOp, UnaryKind};
 use ipuc_ir::{Type, Value};
@@ -16,7 +20,7 @@ use super::{ImportError, Importer, NodeResult};
 use crate::onnx::Node;
 
 /// The ops of this family.
-pub(super) const OPS: &[&str] = &["GridSample"];
+pub(super) const OPS: &[&str] = &["GridSample", "AffineGrid"];
 
 type Built = Result<Value, ImportError>;
 
@@ -29,6 +33,9 @@ enum Padding {
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let mut b = Body::new(imp, node);
+    if node.op_type == "AffineGrid" {
+        return affine_grid(&mut b).map(|v| vec![v]);
+    }
     grid_sample(&mut b).map(|v| vec![v])
 }
 
@@ -282,4 +289,54 @@ fn clamp_int(b: &mut Body<'_, '_, '_>, idx: Value, d: i64) -> Built {
     let hi = b.constant(&[], &i64t, &[(d - 1) as f64])?;
     let v = b.binary(BinaryKind::Max, idx, lo)?;
     b.binary(BinaryKind::Min, v, hi)
+}
+
+/// `AffineGrid(theta [N, nd, nd + 1], size [N, C, spatial...])`: the grid
+/// `[N, spatial..., nd]` of `theta` applied to the normalized coordinates.
+fn affine_grid(b: &mut Body<'_, '_, '_>) -> Built {
+    let theta = b.input(0)?;
+    let size = b.imp.const_ints(b.node, 1, "output size")?;
+    let ts = b.shape(theta);
+    let nd = size.len().saturating_sub(2);
+    if !matches!(nd, 2 | 3) || ts != [size[0], nd as i64, nd as i64 + 1] {
+        return Err(b.error(format!(
+            "theta {ts:?} does not fit the size {size:?} (2-D or 3-D)"
+        )));
+    }
+    let align = b.node.int_attr("align_corners", 0)? != 0;
+    let dims = &size[2..];
+    let coordinate = |i: i64, d: i64| -> f64 {
+        if align {
+            if d == 1 {
+                0.0
+            } else {
+                -1.0 + 2.0 * i as f64 / (d - 1) as f64
+            }
+        } else {
+            (2 * i + 1) as f64 / d as f64 - 1.0
+        }
+    };
+    let count: i64 = dims.iter().product();
+    // Row-major over the spatial dims; columns x (last dim), y, [z], 1.
+    let mut base = Vec::with_capacity((count as usize) * (nd + 1));
+    for flat in 0..count {
+        let mut rest = flat;
+        let mut coords = vec![0i64; nd];
+        for k in (0..nd).rev() {
+            coords[k] = rest % dims[k];
+            rest /= dims[k];
+        }
+        for k in (0..nd).rev() {
+            base.push(coordinate(coords[k], dims[k]));
+        }
+        base.push(1.0);
+    }
+    let elem = b.element(theta)?;
+    let base = b.constant(&[1, count, nd as i64 + 1], &elem, &base)?;
+    let theta_t = b.transpose(theta, &[0, 2, 1])?;
+    let grid = b.matmul(base, theta_t)?;
+    let mut shape = vec![size[0]];
+    shape.extend_from_slice(dims);
+    shape.push(nd as i64);
+    b.reshape(grid, &shape)
 }

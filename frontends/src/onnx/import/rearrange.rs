@@ -4,7 +4,10 @@
 //! or a pad per axis, as its function body), and `Pad` in the `edge`,
 //! `reflect` and `wrap` modes (one constant-index gather per padded axis:
 //! the padded position `j` of an axis reads the source position the mode
-//! maps `j` to).
+//! maps `j` to). `ReverseSequence` and `TensorScatter`, whose lengths and
+//! write positions are bound as constants, are one `nn.gather_elements`
+//! each with a constant index map (`TensorScatter` over the cache
+//! concatenated with the update).
 
 use ipuc_ir::Value;
 
@@ -14,7 +17,13 @@ use crate::onnx::Node;
 
 /// The ops of this family (`Pad` is imported by `shape.rs`, which hands the
 /// non-constant modes to [`pad_by_gather`]).
-pub(super) const OPS: &[&str] = &["SpaceToDepth", "DepthToSpace", "CenterCropPad"];
+pub(super) const OPS: &[&str] = &[
+    "SpaceToDepth",
+    "DepthToSpace",
+    "CenterCropPad",
+    "ReverseSequence",
+    "TensorScatter",
+];
 
 type Built = Result<Value, ImportError>;
 
@@ -24,6 +33,8 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
         "SpaceToDepth" => space_to_depth(&mut b),
         "DepthToSpace" => depth_to_space(&mut b),
         "CenterCropPad" => center_crop_pad(&mut b),
+        "ReverseSequence" => reverse_sequence(&mut b),
+        "TensorScatter" => tensor_scatter(&mut b),
         other => unreachable!("`{other}` is not a rearrangement op"),
     }
     .map(|v| vec![v])
@@ -129,6 +140,121 @@ fn center_crop_pad(b: &mut Body<'_, '_, '_>) -> Built {
         }
     }
     Ok(x)
+}
+
+/// One `nn.gather_elements` of `x` along `axis` by the constant `map`
+/// (shaped as the result).
+fn gather_map(
+    b: &mut Body<'_, '_, '_>,
+    x: Value,
+    axis: usize,
+    shape: &[i64],
+    map: &[i64],
+) -> Built {
+    let values: Vec<f64> = map.iter().map(|&i| i as f64).collect();
+    let indices = b.constant(shape, &ipuc_ir::Type::i64(), &values)?;
+    let state = ipuc_dialects::nn::GatherElementsOp::build(
+        b.imp.ctx,
+        x,
+        indices,
+        axis as i64,
+        Importer::loc(b.node),
+    );
+    b.imp.emit1(b.node, state)
+}
+
+/// The coordinates of flat position `flat` in `shape`.
+fn unravel(mut flat: i64, shape: &[i64]) -> Vec<i64> {
+    let mut coords = vec![0; shape.len()];
+    for k in (0..shape.len()).rev() {
+        coords[k] = flat % shape[k];
+        flat /= shape[k];
+    }
+    coords
+}
+
+/// `ReverseSequence`: the first `sequence_lens[b]` steps of each batch
+/// element reversed along the time axis.
+fn reverse_sequence(b: &mut Body<'_, '_, '_>) -> Built {
+    let x = b.input(0)?;
+    let lens = b.imp.const_ints(b.node, 1, "sequence lengths")?;
+    let shape = b.shape(x);
+    let rank = shape.len();
+    let batch = ipuc_dialects::nn::normalize_axis(b.node.int_attr("batch_axis", 1)?, rank)
+        .map_err(|m| b.error(m))?;
+    let time = ipuc_dialects::nn::normalize_axis(b.node.int_attr("time_axis", 0)?, rank)
+        .map_err(|m| b.error(m))?;
+    if lens.len() as i64 != shape[batch] || lens.iter().any(|&l| l < 0 || l > shape[time]) {
+        return Err(b.error(format!(
+            "sequence lengths {lens:?} do not fit batch size {} and time size {}",
+            shape[batch], shape[time]
+        )));
+    }
+    let count: i64 = shape.iter().product();
+    let map: Vec<i64> = (0..count)
+        .map(|flat| {
+            let c = unravel(flat, &shape);
+            let (t, len) = (c[time], lens[c[batch] as usize]);
+            if t < len {
+                len - 1 - t
+            } else {
+                t
+            }
+        })
+        .collect();
+    gather_map(b, x, time, &shape, &map)
+}
+
+/// `TensorScatter(past_cache, update, write_indices)`: each batch row of the
+/// cache with the update written from its write index along `axis`
+/// (wrapping around in `circular` mode).
+fn tensor_scatter(b: &mut Body<'_, '_, '_>) -> Built {
+    let (cache, update) = (b.input(0)?, b.input(1)?);
+    let (cs, us) = (b.shape(cache), b.shape(update));
+    let rank = cs.len();
+    let axis = ipuc_dialects::nn::normalize_axis(b.node.int_attr("axis", -2)?, rank)
+        .map_err(|m| b.error(m))?;
+    if axis == 0 || us.len() != rank || (0..rank).any(|d| d != axis && us[d] != cs[d]) {
+        return Err(b.error(format!(
+            "update {us:?} does not fit the cache {cs:?} along axis {axis}"
+        )));
+    }
+    let writes = match b.imp.optional_const_ints(b.node, 2, "write indices")? {
+        Some(w) => w,
+        None => vec![0; cs[0] as usize],
+    };
+    let circular = match b.node.string_attr("mode", "linear")? {
+        "linear" => false,
+        "circular" => true,
+        other => return Err(b.error(format!("`mode` \"{other}\" is not linear or circular"))),
+    };
+    let (max, len) = (cs[axis], us[axis]);
+    if writes.len() as i64 != cs[0] || (!circular && writes.iter().any(|&w| w < 0 || w + len > max))
+    {
+        return Err(b.error(format!(
+            "write indices {writes:?} do not fit {} rows of {max} positions",
+            cs[0]
+        )));
+    }
+    let joined = b.concat(&[cache, update], axis as i64)?;
+    let count: i64 = cs.iter().product();
+    let map: Vec<i64> = (0..count)
+        .map(|flat| {
+            let c = unravel(flat, &cs);
+            let (s, w) = (c[axis], writes[c[0] as usize]);
+            let offset = if circular {
+                (s - w).rem_euclid(max)
+            } else {
+                s - w
+            };
+            if (0..len).contains(&offset) {
+                max + offset
+            } else {
+                s
+            }
+        })
+        .collect();
+    gather_map(b, joined, axis, &cs, &map)
 }
 
 /// `Pad` in mode `edge`, `reflect` or `wrap` (`pads`: `[begins..., ends...]`,
