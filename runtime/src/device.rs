@@ -35,11 +35,19 @@ pub enum DeviceError {
 pub trait Device {
     /// Loads an executable (tile images into memory).
     fn load(&mut self, exe: &Executable) -> Result<(), DeviceError>;
-    /// Writes a whole tensor (row-major bytes) to every tile piece bound to `name`.
+    /// Stages the host bytes of host-to-device stream `name` (its whole
+    /// tensor, row-major): they reach the tiles at the stream's step of the
+    /// next run, which the run's cycles count.
+    fn write_stream(&mut self, name: &str, bytes: &[u8]) -> Result<(), DeviceError>;
+    /// What device-to-host stream `name` delivered to the host in the last run.
+    fn read_stream(&self, name: &str) -> Result<Vec<u8>, DeviceError>;
+    /// Test helper: writes a whole tensor (row-major bytes) to every tile
+    /// piece bound to `name` at once, outside the run's timeline.
     fn write_tensor(&mut self, name: &str, bytes: &[u8]) -> Result<(), DeviceError>;
     /// Runs the loaded program to completion.
     fn run(&mut self) -> Result<(), DeviceError>;
-    /// Reads a whole tensor back from its tile pieces.
+    /// Test helper: reads a whole tensor back from its tile pieces, outside
+    /// the run's timeline.
     fn read_tensor(&mut self, name: &str) -> Result<Vec<u8>, DeviceError>;
     /// The profile of the last run.
     fn profile(&self) -> Option<&Profile>;

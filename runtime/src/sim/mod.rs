@@ -11,6 +11,7 @@ mod amp;
 pub mod bench;
 mod decode;
 mod fault;
+mod host;
 mod profile;
 pub mod testing;
 mod tile;
@@ -21,7 +22,7 @@ use ipuc_ipu_arch::csr;
 use ipuc_ipu_arch::{Executable, MachineModel};
 
 pub use fault::{Fault, FaultKind};
-pub use profile::{Profile, SuperstepCycles, TileProfile, TraceEntry};
+pub use profile::{HostStep, Profile, SuperstepCycles, TileProfile, TraceEntry};
 use tile::{CtxState, Tile, TileStop, MUX_NONE};
 
 use crate::device::{Device, DeviceError};
@@ -57,6 +58,10 @@ pub struct Simulator {
     tiles: Vec<Tile>,
     exe: Option<Executable>,
     profile: Option<Profile>,
+    /// Host bytes staged for host-to-device streams, by stream name.
+    staged: BTreeMap<String, Vec<u8>>,
+    /// What the last run's device-to-host streams delivered.
+    delivered: BTreeMap<String, Vec<u8>>,
 }
 
 impl Simulator {
@@ -68,6 +73,8 @@ impl Simulator {
             tiles: Vec::new(),
             exe: None,
             profile: None,
+            staged: BTreeMap::new(),
+            delivered: BTreeMap::new(),
         }
     }
 
@@ -332,24 +339,14 @@ impl Simulator {
         Ok(())
     }
 
-    fn build_profile(&self) -> Profile {
-        let mut host_cycles = 0;
-        if let Some(exe) = &self.exe {
-            for s in &exe.streams {
-                let bytes: u64 = exe
-                    .tensors
-                    .iter()
-                    .filter(|b| b.name == s.tensor)
-                    .map(|b| u64::from(b.size))
-                    .sum();
-                host_cycles += self.machine.host_transfer_cycles(bytes);
-            }
-        }
+    fn build_profile(&self, host_steps: Vec<HostStep>) -> Profile {
         let trace = self
             .tiles
             .iter()
             .find_map(|t| t.trace.clone())
             .unwrap_or_default();
+        let total_cycles = self.tiles.iter().map(|t| t.cycle).max().unwrap_or(0);
+        let host_cycles = host_steps.iter().map(|s| s.cycles).sum();
         Profile {
             tiles: self
                 .tiles
@@ -364,8 +361,10 @@ impl Simulator {
                     end_cycle: t.cycle,
                 })
                 .collect(),
-            total_cycles: self.tiles.iter().map(|t| t.cycle).max().unwrap_or(0),
+            total_cycles,
             host_cycles,
+            run_cycles: total_cycles + host_cycles,
+            host_steps,
             trace,
         }
     }
@@ -437,6 +436,8 @@ impl Device for Simulator {
         }
         self.exe = Some(exe.clone());
         self.profile = None;
+        self.staged.clear();
+        self.delivered.clear();
         Ok(())
     }
 
@@ -473,8 +474,15 @@ impl Device for Simulator {
         if self.exe.is_none() {
             return Err(DeviceError::NotLoaded);
         }
+        self.delivered.clear();
+        let mut steps = self.run_input_streams()?;
         let result = self.run_chip();
-        self.profile = Some(self.build_profile());
+        if result.is_ok() {
+            let device = self.tiles.iter().map(|t| t.cycle).max().unwrap_or(0);
+            let input: u64 = steps.iter().map(|s| s.cycles).sum();
+            steps.extend(self.run_output_streams(input + device)?);
+        }
+        self.profile = Some(self.build_profile(steps));
         result.map_err(|f| DeviceError::Fault(Box::new(f)))
     }
 
@@ -504,5 +512,13 @@ impl Device for Simulator {
 
     fn profile(&self) -> Option<&Profile> {
         self.profile.as_ref()
+    }
+
+    fn write_stream(&mut self, name: &str, bytes: &[u8]) -> Result<(), DeviceError> {
+        self.stage_input(name, bytes)
+    }
+
+    fn read_stream(&self, name: &str) -> Result<Vec<u8>, DeviceError> {
+        self.delivered_output(name)
     }
 }

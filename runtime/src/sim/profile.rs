@@ -49,6 +49,22 @@ pub struct TraceEntry {
     pub text: String,
 }
 
+/// One host stream's transfer on the run's timeline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostStep {
+    /// Stream name.
+    pub stream: String,
+    /// Direction.
+    pub direction: ipuc_ipu_arch::StreamDirection,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Run cycle the transfer starts (inputs from 0; outputs after the
+    /// device program).
+    pub start: u64,
+    /// Cycles it takes on the host link.
+    pub cycles: u64,
+}
+
 /// A whole run's profile.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Profile {
@@ -56,8 +72,13 @@ pub struct Profile {
     pub tiles: Vec<TileProfile>,
     /// Device cycles of the run (the latest tile end).
     pub total_cycles: u64,
-    /// Host link cycles for the streams (before and after the run).
+    /// Host link cycles of the stream steps (before and after the device
+    /// program), apart from the device cycles.
     pub host_cycles: u64,
+    /// The stream steps in run order.
+    pub host_steps: Vec<HostStep>,
+    /// The whole run: input steps, device program, output steps.
+    pub run_cycles: u64,
     /// Instruction trace of the configured tile.
     pub trace: Vec<TraceEntry>,
 }
