@@ -34,6 +34,7 @@ mod attention;
 pub mod binding;
 mod body;
 mod constants;
+mod control;
 mod conv_transpose;
 mod cumulative;
 mod einsum;
@@ -213,6 +214,7 @@ pub fn is_supported(domain: &str, op_type: &str) -> bool {
             selection::OPS,
             scatter::OPS,
             grid_sample::OPS,
+            control::OPS,
         ]
         .iter()
         .any(|ops| ops.contains(&op_type))
@@ -392,6 +394,8 @@ impl<'a> Importer<'a> {
             scatter::import(self, node)?
         } else if grid_sample::OPS.contains(&op) {
             grid_sample::import(self, node)?
+        } else if control::OPS.contains(&op) {
+            control::import(self, node)?
         } else {
             unreachable!("check_supported rejected `{op}` before import")
         };
