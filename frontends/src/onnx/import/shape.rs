@@ -85,11 +85,20 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
                         Some(_) => node.int_attr("num_outputs", 0)?,
                         None => node.outputs.len() as i64,
                     };
-                    if n <= 0 {
-                        return Err(error(node, format!("cannot split into {n} pieces")));
+                    if n <= 0 || n as usize != node.outputs.len() {
+                        return Err(error(
+                            node,
+                            format!(
+                                "cannot split into {n} pieces for {} outputs",
+                                node.outputs.len()
+                            ),
+                        ));
                     }
                     let dim = shape[a];
-                    let piece = (dim + n - 1) / n;
+                    let piece = dim
+                        .checked_add(n - 1)
+                        .map(|v| v / n)
+                        .ok_or_else(|| error(node, format!("axis size {dim} is out of range")))?;
                     let mut sizes = vec![piece; n as usize - 1];
                     sizes.push(dim - piece * (n - 1));
                     if sizes.iter().any(|&s| s < 0) {
