@@ -1,3 +1,7 @@
+//! `If`: with a condition known at import (the usual case once shapes are
+//! static) only the taken branch is imported; otherwise both are, and each
+//! output is an `nn.where` of the two.
+//!
 //! `Scan`, unrolled: with static shapes its trip count is the scanned
 //! axis's size, so the body graph is imported once per iteration with its
 //! inputs bound to the current state values and to the iteration's slices
@@ -13,14 +17,75 @@ use super::{error, ImportError, Importer, NodeResult};
 use crate::onnx::{Attribute, Graph, Node};
 
 /// The ops of this family.
-pub(super) const OPS: &[&str] = &["Scan"];
+pub(super) const OPS: &[&str] = &["Scan", "If"];
+
+/// The graph attribute `name` of `node`.
+fn graph_attr<'n>(node: &'n Node, name: &str) -> Result<&'n Graph, ImportError> {
+    match node.attribute(name) {
+        Some(Attribute::Graph(g)) => Ok(g.as_ref()),
+        _ => Err(error(node, format!("needs the `{name}` graph attribute"))),
+    }
+}
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
-    let body = match node.attribute("body") {
-        Some(Attribute::Graph(g)) => g.as_ref(),
-        _ => return Err(error(node, "needs the `body` graph attribute")),
-    };
+    if node.op_type == "If" {
+        return if_(imp, node);
+    }
+    let body = graph_attr(node, "body")?;
     scan(imp, node, body)
+}
+
+/// Imports the nodes of `graph` (no inputs of its own) and returns its outputs.
+fn branch(imp: &mut Importer<'_>, node: &Node, graph: &Graph) -> NodeResult {
+    if !graph.initializers.is_empty() {
+        return Err(error(node, "a branch with initializers is not supported"));
+    }
+    for i in graph.topological_order()? {
+        imp.import_node(&graph.nodes[i])?;
+    }
+    graph
+        .outputs
+        .iter()
+        .map(|o| imp.value(&o.name).map_err(|m| error(node, m)))
+        .collect()
+}
+
+fn if_(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
+    let cond = imp.input(node, 0)?;
+    let (then_graph, else_graph) = (
+        graph_attr(node, "then_branch")?,
+        graph_attr(node, "else_branch")?,
+    );
+    let known = imp
+        .constant_of(cond)
+        .as_ref()
+        .and_then(ipuc_dialects::nn::elements::dense_data)
+        .and_then(|d| ipuc_dialects::nn::elements::ints(&d))
+        .filter(|v| v.len() == 1)
+        .map(|v| v[0] != 0);
+    match known {
+        Some(true) => branch(imp, node, then_graph),
+        Some(false) => branch(imp, node, else_graph),
+        None => {
+            let taken = branch(imp, node, then_graph)?;
+            let other = branch(imp, node, else_graph)?;
+            let mut b = Body::new(imp, node);
+            taken
+                .into_iter()
+                .zip(other)
+                .map(|(t, e)| {
+                    if b.imp.ty(t) != b.imp.ty(e) {
+                        return Err(b.error(format!(
+                            "the branches give '{}' and '{}'; with a condition known only at run time they must agree",
+                            b.imp.ty(t),
+                            b.imp.ty(e)
+                        )));
+                    }
+                    b.select(cond, t, e)
+                })
+                .collect()
+        }
+    }
 }
 
 /// An integer-list attribute of `count` entries, default all zeros.
