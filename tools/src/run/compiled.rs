@@ -132,7 +132,7 @@ fn summarize(
     }
     CompiledSummary {
         cycles: p.total_cycles,
-        host_io_s: p.host_cycles as f64 / machine.clock_hz,
+        host_io_s: p.host_io_s,
         mfu: if seconds > 0.0 {
             flops / seconds / peak
         } else {

@@ -1,6 +1,8 @@
-//! Running a saved executable (`ipu-opt --emit=exe`) on the simulator: its
-//! input tensors are written by binding name from the test data, the program
-//! runs, its output tensors are read back and compared like a model's.
+//! Running a saved executable (`ipu-opt --emit=exe`) on the simulator: the
+//! test data's tensors are staged on its host-to-device streams, the run
+//! moves them to the tiles, runs the program and streams the outputs back
+//! (every transfer a timed host step of the profile, reported apart from
+//! the device cycles), and the outputs are compared like a model's.
 //!
 //! Inputs bind to the executable's input streams by name when every input
 //! file is named and the names are those of the streams, else by position
@@ -50,8 +52,10 @@ fn element_kind(d: DType) -> ElementKind {
     }
 }
 
-/// A streamed tensor: its name, element kind and shape.
+/// A streamed tensor: its stream's name, its tensor's name, element kind
+/// and shape.
 struct Stream {
+    stream: String,
     name: String,
     kind: ElementKind,
     shape: Vec<usize>,
@@ -64,6 +68,7 @@ fn streams(exe: &Executable, direction: StreamDirection) -> Vec<Stream> {
         .filter_map(|s| {
             let b: &TensorBinding = exe.tensors.iter().find(|b| b.name == s.tensor)?;
             Some(Stream {
+                stream: s.name.clone(),
                 name: s.tensor.clone(),
                 kind: element_kind(b.dtype),
                 shape: b.shape.iter().map(|&d| d as usize).collect(),
@@ -114,8 +119,9 @@ fn bind<'s>(set: &'s DataSet, inputs: &[Stream]) -> Result<Vec<&'s HostTensor>, 
 }
 
 /// Summarises a simulator profile: per superstep, the largest compute,
-/// exchange and sync-wait cycles over the tiles.
-pub fn summary(p: &Profile) -> ProfileSummary {
+/// exchange and sync-wait cycles over the tiles; the host link's steps
+/// apart, in cycles and in seconds at `clock_hz`.
+pub fn summary(p: &Profile, clock_hz: f64) -> ProfileSummary {
     let steps = p
         .tiles
         .iter()
@@ -142,6 +148,8 @@ pub fn summary(p: &Profile) -> ProfileSummary {
     ProfileSummary {
         total_cycles: p.total_cycles,
         host_cycles: p.host_cycles,
+        host_steps: p.host_steps.len(),
+        host_io_s: p.host_cycles as f64 / clock_hz,
         instructions: p.tiles.iter().map(|t| t.instructions).sum(),
         tiles: p.tiles.len(),
         supersteps,
@@ -213,15 +221,19 @@ pub fn run_executable(
         let started = std::time::Instant::now();
         let mut sim = Simulator::new(machine.clone(), SimConfig::default());
         sim.load(exe).map_err(|e| e.to_string())?;
+        // Inputs and outputs go through the executable's host streams, so
+        // the run's profile counts their link time as host steps.
         for (s, t) in inputs.iter().zip(&tensors) {
-            sim.write_tensor(&s.name, &t.data)
+            sim.write_stream(&s.stream, &t.data)
                 .map_err(|e| format!("data set {}: {e}", set.name))?;
         }
         sim.run()
             .map_err(|e| format!("data set {}: {e}", set.name))?;
         let mut named = Vec::new();
         for s in &outputs {
-            let data = sim.read_tensor(&s.name).map_err(|e| e.to_string())?;
+            let data = sim
+                .read_stream(&s.stream)
+                .map_err(|e| format!("data set {}: {e}", set.name))?;
             named.push(Named {
                 name: s.name.clone(),
                 tensor: HostTensor::new(s.kind, s.shape.clone(), Arc::from(data)),
@@ -238,7 +250,7 @@ pub fn run_executable(
         }
         record_outputs(&mut report, args, set, sets.len(), &named, tolerance)?;
         if let Some(p) = sim.profile() {
-            let s = summary(p);
+            let s = summary(p, machine.clock_hz);
             report.ops = s.instructions as usize;
             report.profile = Some(s);
         }

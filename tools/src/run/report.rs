@@ -71,6 +71,10 @@ pub struct ProfileSummary {
     pub total_cycles: u64,
     /// Host link cycles of the streams (before and after the run).
     pub host_cycles: u64,
+    /// Host stream steps (one per stream and direction).
+    pub host_steps: usize,
+    /// The host steps' time at the machine's clock, seconds.
+    pub host_io_s: f64,
     /// Instructions executed on all tiles (a bundle counts as 2).
     pub instructions: u64,
     /// Tiles that ran code.
@@ -143,8 +147,15 @@ impl Report {
         if let Some(p) = &self.profile {
             let _ = writeln!(
                 s,
-                "profile  {} cycles, {} instructions on {} tile(s), {} host-link cycles",
-                p.total_cycles, p.instructions, p.tiles, p.host_cycles
+                "profile  {} device cycles, {} instructions on {} tile(s)",
+                p.total_cycles, p.instructions, p.tiles
+            );
+            let _ = writeln!(
+                s,
+                "host io  {:.1} us in {} stream step(s) ({} host-link cycles, apart from the device's)",
+                p.host_io_s * 1e6,
+                p.host_steps,
+                p.host_cycles
             );
             for (k, st) in p.supersteps.iter().enumerate() {
                 let _ = writeln!(
