@@ -3,7 +3,9 @@
 //! rules and verifiers, then the folders and canonicalization patterns on
 //! whatever verifies. Any panic is a bug (bad input must be a located
 //! error), and so is verified IR whose printout does not read back to the
-//! same printout, or that canonicalization leaves unverifiable.
+//! same printout, or that canonicalization leaves unverifiable, and so is
+//! a difference between pest's reading and the hand-written reader's
+//! (which also reads the `nn` ops' custom forms).
 //!
 //! Run: `cargo +nightly fuzz run dialects fuzz/corpus/dialects` from the
 //! repository root (seed it with `lit-tests/{nn,ipu,passes,eqsat}/*.mlir`).
@@ -15,6 +17,9 @@ use std::sync::Arc;
 use ipuc_ir::rewrite::{apply_patterns_greedily, GreedyConfig, RewritePatternSet};
 use ipuc_ir::{parse_source, print_op, verify, Context, DialectRegistry, PrintOptions};
 use libfuzzer_sys::fuzz_target;
+
+#[path = "../../ir/tests/support/readers.rs"]
+mod readers;
 
 fn context() -> Context {
     let mut reg = DialectRegistry::new();
@@ -28,6 +33,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
+    readers::check_readers_agree_in(context, text);
     let mut ctx = context();
     let Ok(parsed) = parse_source(&mut ctx, "fuzz.mlir", text) else {
         return;

@@ -306,6 +306,17 @@ impl Dictionary {
             }
         }
     }
+    /// [`Dictionary::set`] with a name already shared (readers share the
+    /// names they see).
+    pub fn set_shared(&mut self, name: &Arc<str>, value: Attribute) -> Option<Attribute> {
+        match self.0.binary_search_by(|(k, _)| (**k).cmp(&**name)) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, value)),
+            Err(i) => {
+                self.0.insert(i, (name.clone(), value));
+                None
+            }
+        }
+    }
     /// Removes an entry.
     pub fn remove(&mut self, name: &str) -> Option<Attribute> {
         match self.0.binary_search_by(|(k, _)| (**k).cmp(name)) {

@@ -66,7 +66,38 @@ const CORPUS: &[&str] = &[
   : (f32, tensor<2xi8>) -> ((i32) -> i32)
 "a.d"(%1) {k = "\FF\00" : i32} : ((i32) -> i32) -> ()
 "#,
+    // The hand-written reader's regions, labels, successors, `dense`
+    // literals and declarative custom forms.
+    r#"%arg = "a.a"() : () -> i32
+%0 = test.format_operands %arg, %arg {k = 1 : i64, "s t" = "x"} : i32, i32 -> f32
+%1 = test.format_operands %0#0 : f32 -> tensor<2x?xf16>
+%2 = test.format_operands : -> i1
+"a.r"(%arg) ({
+^bb0(%a: i32, %b-c.d: tensor<?x2xf32>):
+  %3 = "a.s"(%a) {d = dense<[1.5, 2.0]> : tensor<2xf32>, e = dense<7> : tensor<3xi8>} : (i32) -> i32
+  "a.br"(%3)[^bb1, ^bb2] : (i32) -> ()
+^bb1:  // a comment
+  "a.t"(%3) ({
+    "a.y"() : () -> ()
+  }, {
+  ^bb7():
+    "a.z"() {w = "}"} : () -> ()
+  }) : (i32) -> ()
+^bb2(%x: i32): "a.u"(%x) : (i32) -> ()
+}) {f = (i32, f16) -> tensor<2xi8>, g = dense_resource<blob> : tensor<2xi32>} : (i32) -> ()
+{-#
+  dialect_resources: {
+    builtin: {
+      blob: "0x040000000100000002000000"
+    }
+  }
+#-}
+"#,
 ];
+
+/// Corpus entries of the hand-written reader's subset, with the number of
+/// operations it reads in each.
+const HAND_READ: [(usize, usize); 2] = [(CORPUS.len() - 2, 4), (CORPUS.len() - 1, 11)];
 
 /// Parses, verifies and prints `input`; panics (with the input) if any step panics.
 fn exercise(input: &str) {
@@ -272,10 +303,12 @@ proptest! {
 /// with itself).
 #[test]
 fn hand_reader_takes_its_subset() {
-    let src = CORPUS[CORPUS.len() - 1];
-    let mut ctx = context(true);
-    let parsed = parse_source(&mut ctx, "corpus.mlir", src).unwrap_or_else(|d| panic!("{d}"));
-    assert_eq!(parsed.hand_read_ops, 4);
+    for (entry, ops) in HAND_READ {
+        let mut ctx = context(true);
+        let parsed =
+            parse_source(&mut ctx, "corpus.mlir", CORPUS[entry]).unwrap_or_else(|d| panic!("{d}"));
+        assert_eq!(parsed.hand_read_ops, ops, "corpus entry {entry}");
+    }
 }
 
 #[test]

@@ -110,6 +110,26 @@ impl AssemblyFormat {
         self.source
     }
 
+    /// Whether this is `operands attr-dict : type(operands) -> type(results)`,
+    /// the format the parser's hand-written reader reads itself (`nn`'s
+    /// ops use it): parsed by it, such an op is built as its generic form
+    /// would be.
+    pub(crate) fn is_operands_dict_types(&self) -> bool {
+        matches!(
+            self.elements.as_slice(),
+            [
+                Element::Operands,
+                Element::AttrDict {
+                    with_keyword: false
+                },
+                Element::Literal(Literal::Punct(":")),
+                Element::Type(TypeArg::Operands),
+                Element::Literal(Literal::Punct("->")),
+                Element::Type(TypeArg::Results),
+            ]
+        )
+    }
+
     /// Compiles `source` against the declarations of `def` (its operands,
     /// results, attributes, regions, successors and traits).
     pub fn compile(

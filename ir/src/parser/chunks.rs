@@ -51,6 +51,15 @@ pub(crate) fn scan_item_end(text: &[u8], start: usize) -> (usize, bool) {
     let mut depth: i64 = 0;
     let mut i = start;
     while i < text.len() {
+        // Skip what cannot end or nest an item in a tight loop: every
+        // region body is scanned this way, so the scan is a pass over
+        // most of the input.
+        while i < text.len() && !ITEM_SPECIAL[text[i] as usize] {
+            i += 1;
+        }
+        if i == text.len() {
+            break;
+        }
         match text[i] {
             b'"' | b'/' if let Some(next) = skip_literal(text, i, text.len()) => {
                 i = next;
@@ -246,16 +255,55 @@ pub(crate) fn closer_of(opener: u8) -> u8 {
 }
 
 /// The bytes [`nesting_depth`] looks at.
-static SPECIAL: [bool; 256] = {
+static SPECIAL: [bool; 256] = byte_set(b"\"/([{<)]}>");
+
+/// The bytes [`scan_item_end`] looks at.
+static ITEM_SPECIAL: [bool; 256] = byte_set(b"\"/([{)]}\n");
+
+/// The bytes [`matching_brace`] and [`region_body`] look at.
+static BRACE_SPECIAL: [bool; 256] = byte_set(b"\"/([{)]}");
+
+const fn byte_set(bytes: &[u8]) -> [bool; 256] {
     let mut t = [false; 256];
-    let bytes = b"\"/([{<)]}>";
     let mut i = 0;
     while i < bytes.len() {
         t[bytes[i] as usize] = true;
         i += 1;
     }
     t
-};
+}
+
+/// The `}` that closes the `{` at `open` (before `end`), skipping strings
+/// and comments; `None` if it is not there. The caller has checked the
+/// brackets with [`nesting_depth`], so counting all three kinds together
+/// finds it.
+pub(crate) fn matching_brace(text: &[u8], open: usize, end: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = open + 1;
+    while i < end {
+        while i < end && !BRACE_SPECIAL[text[i] as usize] {
+            i += 1;
+        }
+        if i == end {
+            break;
+        }
+        match text[i] {
+            b'"' | b'/' if let Some(next) = skip_literal(text, i, end) => {
+                i = next;
+                continue;
+            }
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' => depth = depth.checked_sub(1)?,
+            b'}' => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return Some(i),
+            },
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
 
 /// The region body worth parsing op by op in the operation at
 /// `start..end`: the first `{` that ends its line (a region opener, not a
@@ -266,6 +314,12 @@ pub(crate) fn region_body(text: &[u8], start: usize, end: usize) -> Option<(usiz
     let mut open: Option<(usize, i64)> = None;
     let mut i = start;
     while i < end {
+        while i < end && !BRACE_SPECIAL[text[i] as usize] {
+            i += 1;
+        }
+        if i == end {
+            break;
+        }
         match text[i] {
             b'"' | b'/' if let Some(next) = skip_literal(text, i, end) => {
                 i = next;

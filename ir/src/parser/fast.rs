@@ -1,81 +1,212 @@
-//! A hand-written reader for the generic operations most IR is made of:
-//! `%r = "dialect.op"(%a, %b#1) <{props}> {attrs} : (T, U) -> R` on its
-//! own, with attribute values that are strings, numbers, booleans, `unit`,
-//! types, `array<T: ...>`, and arrays and dictionaries of those.
+//! A hand-written reader for the operations most IR is made of:
+//!
+//! - generic ops, `%r = "dialect.op"(%a, %b#1)[^bb1] <{props}> ({ region
+//!   }) {attrs} : (T, U) -> R`, with attribute values that are strings,
+//!   numbers, booleans, `unit`, types, `array<T: ...>`, `dense<...>` and
+//!   `dense_resource<...>`, and arrays and dictionaries of those;
+//! - custom forms of ops whose declarative format is
+//!   `operands attr-dict : type(operands) -> type(results)` (every `nn` op
+//!   but two);
+//! - block labels `^bb1(%a: T):` in region bodies.
 //!
 //! pest stays the grammar of record. This reader only takes the fast lane:
-//! anything outside that subset (regions, successors, locations, `dense`,
-//! symbol references, aliases, non-ASCII text, any syntax or conversion
-//! error, ...) makes it answer "not mine" before it changes any state, and
-//! the item goes to pest, which also reports every error. So what it
-//! accepts must be a subset of what pest accepts, built into the same IR:
-//! the `parse` fuzz target and `ir/tests/parser_fuzz.rs` compare the two
-//! readers on every input ([`ParseOptions::hand_reader`](super::ParseOptions)).
+//! anything outside that subset (locations, symbol references, aliases,
+//! non-ASCII text, any syntax or conversion error, ...) makes it answer
+//! "not mine" before it changes any state, and the item goes to pest,
+//! which also reports every error. So what it accepts must be a subset of
+//! what pest accepts, built into the same IR: the `parse` fuzz target and
+//! `ir/tests/parser_fuzz.rs` compare the two readers on every input
+//! ([`ParseOptions::hand_reader`](super::ParseOptions)). The bodies of the
+//! regions it reads are parsed item by item when the op is built, as
+//! every large region body is (`Parser::stream_body`); `dense` literals
+//! are read by pest, once per distinct text (`Parser::attribute_of_text`).
+//!
+//! Attribute values and dictionary names are shared by their text within
+//! a parse: IR repeats them (every layer's ops carry the same
+//! attributes), and one copy of each keeps memory near upstream's, which
+//! uniques every attribute.
 //!
 //! Why it exists: pest spends most of a generic op's parse time in rule
 //! calls and per-literal comparisons (`ir_throughput`'s profile), and
 //! these ops are most of every file.
 
+use std::sync::Arc;
+
 use smallvec::SmallVec;
 
 use super::attrs::{dense_array_element, typed_number, unescape, unescape_bytes, Number};
 use super::syntax::Rule;
-use super::{GenericOp, Parser};
+use super::{chunks, GenericOp, Parser, PendingBody, Signature};
 use crate::attributes::{AttrKind, Attribute, DenseArrayValues, Dictionary};
-use crate::context::OpId;
+use crate::context::{BlockId, OpId, RegionId};
 use crate::diagnostics::Diagnostic;
+use crate::dialect::OperationName;
 use crate::types::Type;
 
-/// A generic operation read by the fast reader, not yet built.
+/// An operation read by the fast reader, not yet built.
 pub(crate) struct FastOp<'t> {
     /// (name, count, offset) of each result group before `=`.
     results: SmallVec<[(&'t str, usize, usize); 2]>,
-    /// The op name's string literal, quotes included, and its offset.
-    name: (&'t str, usize),
+    name: FastName<'t>,
     operand_uses: Vec<(&'t str, usize, usize)>,
+    /// `^name` and offset of each successor.
+    successors: SmallVec<[(&'t str, usize); 2]>,
     properties: Option<Dictionary>,
+    /// The `{` and matching `}` of each region.
+    regions: SmallVec<[PendingBody; 1]>,
     attributes: Dictionary,
-    fn_type: Type,
-    fn_off: usize,
+    signature: Signature,
+    /// Offset of the function type (generic form) or of the first type.
+    types_off: usize,
+}
+
+/// How the op names itself.
+enum FastName<'t> {
+    /// The generic form's string literal, quotes included, and its offset.
+    Generic(&'t str, usize),
+    /// A custom form's resolved name and the offset of its spelling.
+    Custom(OperationName, usize),
+}
+
+/// A block label `^name(%a: T, ...):` read by the fast reader.
+pub(crate) struct FastLabel<'t> {
+    name: &'t str,
+    off: usize,
+    /// (name, offset, type) of each argument.
+    args: Vec<(&'t str, usize, Type)>,
+}
+
+/// One item of a region body: a label or an operation.
+// Pieces live on the stack for one item: boxing the op would cost an
+// allocation per op for nothing.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum FastPiece<'t> {
+    Label(FastLabel<'t>),
+    Op(FastOp<'t>),
 }
 
 impl<'c> Parser<'c> {
     /// Reads the operation item `start..end` with the fast reader: `None`
     /// if it is not in the reader's subset (nothing has changed then).
     pub(crate) fn read_fast_op(&self, start: usize, end: usize) -> Option<FastOp<'c>> {
-        let mut r = Reader {
-            p: self,
-            src: self.text,
-            t: self.text.as_bytes(),
-            i: start,
-            end,
-        };
+        let mut r = Reader::new(self, start, end);
         let op = r.op()?;
         r.ws();
         (r.i == end).then_some(op)
+    }
+
+    /// Reads the region-body item `start..end` (labels and operations)
+    /// with the fast reader: `None` if any of it is not in the subset.
+    pub(crate) fn read_fast_pieces(
+        &self,
+        start: usize,
+        end: usize,
+    ) -> Option<SmallVec<[FastPiece<'c>; 2]>> {
+        let mut r = Reader::new(self, start, end);
+        let mut pieces = SmallVec::new();
+        loop {
+            r.ws();
+            match r.peek() {
+                None => return Some(pieces),
+                Some(b'^') => pieces.push(FastPiece::Label(r.label()?)),
+                Some(_) => pieces.push(FastPiece::Op(r.op()?)),
+            }
+        }
     }
 
     /// Builds an operation [`Parser::read_fast_op`] read, as the pest
     /// reader would build it (same checks, same errors).
     pub(crate) fn build_fast_op(&mut self, op: FastOp<'_>) -> Result<OpId, Diagnostic> {
         self.hand_read_ops += 1;
-        let name = self.generic_op_name(op.name.0, op.name.1)?;
-        let loc = self.loc_at(op.name.1);
+        let (name, name_off) = match op.name {
+            FastName::Generic(literal, off) => (self.generic_op_name(literal, off)?, off),
+            FastName::Custom(name, off) => (name, off),
+        };
+        let loc = self.loc_at(name_off);
+        let successors = op
+            .successors
+            .iter()
+            .map(|&(s, off)| self.block_ref(s, off))
+            .collect();
         let id = self.finish_generic(
             GenericOp {
                 name,
                 operand_uses: op.operand_uses,
-                successors: Vec::new(),
+                successors,
                 properties: op.properties,
                 attributes: op.attributes,
-                fn_type: op.fn_type,
-                fn_off: op.fn_off,
+                signature: op.signature,
+                fn_off: op.types_off,
                 loc,
             },
-            Vec::new(),
+            super::RegionSource::Bodies(op.regions),
         )?;
         self.bind_results(id, &op.results)?;
         Ok(id)
+    }
+
+    /// Builds a region from its body's text, item by item (counted with
+    /// the streamed bodies when it is large enough to be one).
+    pub(crate) fn build_region_body(
+        &mut self,
+        body: PendingBody,
+        isolated: bool,
+    ) -> Result<RegionId, Diagnostic> {
+        let region = self.ctx.create_region();
+        if body.close - body.open > self.stream_body_bytes {
+            self.streamed_bodies += 1;
+        }
+        self.push_scope(isolated);
+        let (mut saw_label, mut current) = (false, None);
+        let saved = self.base.borrow().clone();
+        self.stream_body(body, region, false, &mut saw_label, &mut current)?;
+        self.base.replace(saved);
+        self.finish_scope()?;
+        Ok(region)
+    }
+
+    /// Starts the block a label [`Parser::read_fast_pieces`] read defines.
+    pub(crate) fn build_fast_label(
+        &mut self,
+        label: FastLabel<'_>,
+        region: RegionId,
+        first_after_entry_args: bool,
+        current: Option<BlockId>,
+    ) -> Result<BlockId, Diagnostic> {
+        let b = self.start_block(
+            label.name,
+            label.off,
+            region,
+            first_after_entry_args,
+            current,
+        )?;
+        for (name, off, ty) in label.args {
+            self.add_block_argument(b, name, off, ty, None)?;
+        }
+        Ok(b)
+    }
+
+    /// The attribute spelled `text` (at source offset `off`) by pest, once
+    /// per distinct text: for the keyword-led attributes the fast reader
+    /// leaves to the grammar (`dense<...> : T`, `dense_resource<...> : T`).
+    fn attribute_of_text(&self, text: &'c str, off: usize) -> Option<Attribute> {
+        if let Some(a) = self.interned.borrow().attributes.get(text) {
+            return Some(a.clone());
+        }
+        let a = self
+            .with_base(off, |me| {
+                use pest::Parser as _;
+                let mut pairs = super::syntax::MlirGrammar::parse(Rule::single_attribute, text)
+                    .map_err(|e| me.pest_error(e, "invalid attribute"))?;
+                let top = pairs.next().expect("single attribute rule");
+                me.convert_attribute(top.into_inner().next().expect("attribute"))
+            })
+            .ok()?;
+        self.interned
+            .borrow_mut()
+            .attributes
+            .insert(text, a.clone());
+        Some(a)
     }
 }
 
@@ -92,12 +223,22 @@ fn is_ident(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'.')
 }
 
-/// Characters of SSA names after the first (`[A-Za-z0-9$._-]`).
+/// Characters of SSA and block names after the first (`[A-Za-z0-9$._-]`).
 fn is_name(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'.' | b'-')
 }
 
 impl<'p, 'c> Reader<'p, 'c> {
+    fn new(p: &'p Parser<'c>, start: usize, end: usize) -> Self {
+        Reader {
+            p,
+            src: p.text,
+            t: p.text.as_bytes(),
+            i: start,
+            end,
+        }
+    }
+
     fn peek(&self) -> Option<u8> {
         (self.i < self.end).then(|| self.t[self.i])
     }
@@ -126,6 +267,14 @@ impl<'p, 'c> Reader<'p, 'c> {
         }
     }
 
+    /// Skips blanks within a line: what separates the tokens of a custom
+    /// form (the grammar's `hspace`).
+    fn hspace(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\r')) {
+            self.i += 1;
+        }
+    }
+
     fn digits(&mut self) -> usize {
         let s = self.i;
         while self.peek().is_some_and(|b| b.is_ascii_digit()) {
@@ -134,11 +283,11 @@ impl<'p, 'c> Reader<'p, 'c> {
         self.i - s
     }
 
-    /// `%name` (digits, or a letter-like first character then name
-    /// characters); returns it with the `%`.
-    fn percent_name(&mut self) -> Option<&'c str> {
+    /// `sigil` then a name (digits, or a letter-like first character then
+    /// name characters): `%0`, `%arg0`, `^bb1`; returns it with the sigil.
+    fn sigil_name(&mut self, sigil: u8) -> Option<&'c str> {
         let s = self.i;
-        self.eat(b'%')?;
+        self.eat(sigil)?;
         match self.peek()? {
             b'0'..=b'9' => {
                 self.digits();
@@ -158,6 +307,18 @@ impl<'p, 'c> Reader<'p, 'c> {
         let s = self.i;
         (self.digits() > 0).then_some(())?;
         self.src[s..self.i].parse().ok()
+    }
+
+    /// `%name` or `%name#N`: (name, result number, offset).
+    fn value_use(&mut self) -> Option<(&'c str, usize, usize)> {
+        let off = self.i;
+        let name = self.sigil_name(b'%')?;
+        let index = if self.eat(b'#').is_some() {
+            self.count()?
+        } else {
+            0
+        };
+        Some((name, index, off))
     }
 
     /// A string literal, quotes included.
@@ -254,6 +415,16 @@ impl<'p, 'c> Reader<'p, 'c> {
         }
     }
 
+    /// A region `{ ... }` at the cursor: its braces, the cursor moved past
+    /// the closing one.
+    fn region(&mut self) -> Option<PendingBody> {
+        let open = self.i;
+        self.eat(b'{')?;
+        let close = chunks::matching_brace(self.t, open, self.end)?;
+        self.i = close + 1;
+        Some(PendingBody { open, close })
+    }
+
     /// A type that is a word (`i64`, `f16`, `index`) or a word with a
     /// bracketed body (`tensor<4x?xf32>`), converted through the type
     /// cache.
@@ -280,7 +451,16 @@ impl<'p, 'c> Reader<'p, 'c> {
         self.simple_type().map(Some)
     }
 
+    /// An attribute value, shared with every earlier one of the same text.
     fn attribute(&mut self) -> Option<Attribute> {
+        let s = self.i;
+        let a = self.attribute_value()?;
+        let text = &self.src[s..self.i];
+        let mut interned = self.p.interned.borrow_mut();
+        Some(interned.attributes.entry(text).or_insert(a).clone())
+    }
+
+    fn attribute_value(&mut self) -> Option<Attribute> {
         match self.peek()? {
             b'"' => {
                 let lit = self.string()?;
@@ -311,6 +491,7 @@ impl<'p, 'c> Reader<'p, 'c> {
                 Some(Attribute::array(items))
             }
             b'{' => Some(Attribute::dictionary(self.dictionary()?)),
+            b'(' => Some(Attribute::type_attr(self.function_type()?.0)),
             b if b.is_ascii_alphabetic() || b == b'_' => {
                 let s = self.i;
                 let word = self.bare_id()?;
@@ -318,9 +499,9 @@ impl<'p, 'c> Reader<'p, 'c> {
                     "true" | "false" => Some(Attribute::bool(word == "true")),
                     "unit" => Some(Attribute::unit()),
                     "array" => self.dense_array(),
+                    "dense" | "dense_resource" => self.dense(s),
                     // Other keyword-led attributes are pest's.
-                    "dense" | "dense_resource" | "affine_map" | "affine_set" | "strided"
-                    | "loc" => None,
+                    "affine_map" | "affine_set" | "strided" | "loc" => None,
                     _ => {
                         self.i = s;
                         Some(Attribute::type_attr(self.simple_type()?))
@@ -329,6 +510,29 @@ impl<'p, 'c> Reader<'p, 'c> {
             }
             _ => None,
         }
+    }
+
+    /// `dense<...> : T` or `dense_resource<...> : T` from its keyword at
+    /// `s`: the extent here, the value from pest (once per text).
+    fn dense(&mut self, s: usize) -> Option<Attribute> {
+        self.ws();
+        if self.peek() != Some(b'<') {
+            return None;
+        }
+        self.balanced()?;
+        self.ws();
+        self.eat(b':')?;
+        self.ws();
+        let ty = self.i;
+        self.bare_id()?;
+        if self.peek() == Some(b'<') {
+            self.balanced()?;
+        }
+        // The type must be one the reader knows (no aliases).
+        self.p
+            .type_of_text(&self.src[ty..self.i], ty, Rule::single_type)
+            .ok()?;
+        self.p.attribute_of_text(&self.src[s..self.i], s)
     }
 
     /// `array<T: e, ...>` after its keyword.
@@ -373,6 +577,26 @@ impl<'p, 'c> Reader<'p, 'c> {
         Some(Attribute::new(AttrKind::DenseArray { element, values }))
     }
 
+    /// A dictionary name, shared with every earlier one of the same text.
+    fn dictionary_key(&mut self) -> Option<Arc<str>> {
+        let text = match self.peek()? {
+            b'"' => self.string()?,
+            _ => self.bare_id()?,
+        };
+        if let Some(k) = self.p.interned.borrow().names.get(text) {
+            return Some(k.clone());
+        }
+        let key: Arc<str> = match text.as_bytes()[0] {
+            b'"' => unescape(text).ok()?.into(),
+            _ => text.into(),
+        };
+        if key.is_empty() {
+            return None;
+        }
+        self.p.interned.borrow_mut().names.insert(text, key.clone());
+        Some(key)
+    }
+
     /// `{key = value, key, ...}`.
     fn dictionary(&mut self) -> Option<Dictionary> {
         self.eat(b'{')?;
@@ -382,13 +606,7 @@ impl<'p, 'c> Reader<'p, 'c> {
             return Some(d);
         }
         loop {
-            let key = match self.peek()? {
-                b'"' => unescape(self.string()?).ok()?,
-                _ => self.bare_id()?.to_string(),
-            };
-            if key.is_empty() {
-                return None;
-            }
+            let key = self.dictionary_key()?;
             self.ws();
             let value = if self.eat(b'=').is_some() {
                 self.ws();
@@ -396,7 +614,7 @@ impl<'p, 'c> Reader<'p, 'c> {
             } else {
                 Attribute::unit()
             };
-            if d.set(&key, value).is_some() {
+            if d.set_shared(&key, value).is_some() {
                 return None;
             }
             self.ws();
@@ -437,12 +655,42 @@ impl<'p, 'c> Reader<'p, 'c> {
         Some((ty, s))
     }
 
+    /// `^name(%a: T, ...):`.
+    fn label(&mut self) -> Option<FastLabel<'c>> {
+        let off = self.i;
+        let name = self.sigil_name(b'^')?;
+        let mut args = Vec::new();
+        self.ws();
+        if self.eat(b'(').is_some() {
+            self.ws();
+            if self.eat(b')').is_none() {
+                loop {
+                    let aoff = self.i;
+                    let a = self.sigil_name(b'%')?;
+                    self.ws();
+                    self.eat(b':')?;
+                    self.ws();
+                    args.push((a, aoff, self.simple_type()?));
+                    self.ws();
+                    if self.eat(b')').is_some() {
+                        break;
+                    }
+                    self.eat(b',')?;
+                    self.ws();
+                }
+            }
+            self.ws();
+        }
+        self.eat(b':')?;
+        Some(FastLabel { name, off, args })
+    }
+
     fn op(&mut self) -> Option<FastOp<'c>> {
         let mut results = SmallVec::new();
         if self.peek() == Some(b'%') {
             loop {
                 let off = self.i;
-                let name = self.percent_name()?;
+                let name = self.sigil_name(b'%')?;
                 let count = if self.eat(b':').is_some() {
                     self.count().filter(|&c| c > 0)?
                 } else {
@@ -458,6 +706,9 @@ impl<'p, 'c> Reader<'p, 'c> {
             }
             self.ws();
         }
+        if self.peek() != Some(b'"') {
+            return self.custom_op(results);
+        }
         let name_off = self.i;
         let name = self.string()?;
         self.ws();
@@ -466,14 +717,7 @@ impl<'p, 'c> Reader<'p, 'c> {
         let mut operand_uses = Vec::new();
         if self.eat(b')').is_none() {
             loop {
-                let off = self.i;
-                let name = self.percent_name()?;
-                let index = if self.eat(b'#').is_some() {
-                    self.count()?
-                } else {
-                    0
-                };
-                operand_uses.push((name, index, off));
+                operand_uses.push(self.value_use()?);
                 self.ws();
                 if self.eat(b')').is_some() {
                     break;
@@ -483,12 +727,39 @@ impl<'p, 'c> Reader<'p, 'c> {
             }
         }
         self.ws();
+        let mut successors = SmallVec::new();
+        if self.eat(b'[').is_some() {
+            loop {
+                self.ws();
+                let off = self.i;
+                successors.push((self.sigil_name(b'^')?, off));
+                self.ws();
+                if self.eat(b']').is_some() {
+                    break;
+                }
+                self.eat(b',')?;
+            }
+            self.ws();
+        }
         let mut properties = None;
         if self.eat(b'<').is_some() {
             self.ws();
             properties = Some(self.dictionary()?);
             self.ws();
             self.eat(b'>')?;
+            self.ws();
+        }
+        let mut regions = SmallVec::new();
+        if self.eat(b'(').is_some() {
+            loop {
+                self.ws();
+                regions.push(self.region()?);
+                self.ws();
+                if self.eat(b')').is_some() {
+                    break;
+                }
+                self.eat(b',')?;
+            }
             self.ws();
         }
         let attributes = if self.peek() == Some(b'{') {
@@ -501,14 +772,104 @@ impl<'p, 'c> Reader<'p, 'c> {
         self.eat(b':')?;
         self.ws();
         let (fn_type, fn_off) = self.function_type()?;
+        let inputs = fn_type.function_signature().expect("function type").0.len();
+        (inputs == operand_uses.len()).then_some(())?;
         Some(FastOp {
             results,
-            name: (name, name_off),
+            name: FastName::Generic(name, name_off),
             operand_uses,
+            successors,
             properties,
+            regions,
             attributes,
-            fn_type,
-            fn_off,
+            signature: Signature::Function(fn_type),
+            types_off: fn_off,
         })
+    }
+
+    /// The custom form of an op whose declarative format is
+    /// `operands attr-dict : type(operands) -> type(results)`, on one
+    /// line, its tokens separated by blanks (the grammar's
+    /// `custom_operation`).
+    fn custom_op(&mut self, results: SmallVec<[(&'c str, usize, usize); 2]>) -> Option<FastOp<'c>> {
+        let name_off = self.i;
+        let written = self.bare_id()?;
+        let name = self.p.resolve_custom_name(written)?;
+        if !name
+            .def()?
+            .assembly_format
+            .as_ref()
+            .is_some_and(|f| f.is_operands_dict_types())
+        {
+            return None;
+        }
+        self.hspace();
+        let mut operand_uses = Vec::new();
+        if self.peek() == Some(b'%') {
+            loop {
+                operand_uses.push(self.value_use()?);
+                self.hspace();
+                if self.eat(b',').is_none() {
+                    break;
+                }
+                self.hspace();
+            }
+        }
+        let mut attributes = Dictionary::new();
+        if self.peek() == Some(b'{') {
+            // A `{` ending its line would open a region.
+            let mut j = self.i + 1;
+            while j < self.end && matches!(self.t[j], b' ' | b'\t' | b'\r') {
+                j += 1;
+            }
+            if j >= self.end || self.t[j] == b'\n' || self.t[j..self.end].starts_with(b"//") {
+                return None;
+            }
+            attributes = self.dictionary()?;
+            self.hspace();
+        }
+        self.eat(b':')?;
+        if self.peek() == Some(b':') {
+            return None;
+        }
+        self.hspace();
+        let types_off = self.i;
+        let inputs = if operand_uses.is_empty() {
+            Vec::new()
+        } else {
+            self.custom_types()?
+        };
+        (inputs.len() == operand_uses.len()).then_some(())?;
+        self.hspace();
+        self.at(b"->").then_some(())?;
+        self.i += 2;
+        self.hspace();
+        let outputs = self.custom_types()?;
+        Some(FastOp {
+            results,
+            name: FastName::Custom(name, name_off),
+            operand_uses,
+            successors: SmallVec::new(),
+            properties: None,
+            regions: SmallVec::new(),
+            attributes,
+            signature: Signature::Lists(inputs, outputs),
+            types_off,
+        })
+    }
+
+    /// `T, U, ...` in a custom form: simple types only.
+    fn custom_types(&mut self) -> Option<Vec<Type>> {
+        let mut types = vec![self.simple_type()?];
+        loop {
+            let save = self.i;
+            self.hspace();
+            if self.eat(b',').is_none() {
+                self.i = save;
+                return Some(types);
+            }
+            self.hspace();
+            types.push(self.simple_type()?);
+        }
     }
 }

@@ -142,6 +142,17 @@ pub struct Parser<'c> {
     hand_reader: bool,
     /// Operations the hand-written reader read so far.
     hand_read_ops: usize,
+    /// What the hand-written reader shares by text (see `fast.rs`).
+    interned: std::cell::RefCell<Interned<'c>>,
+}
+
+/// Attribute values and dictionary names by their text: IR repeats them,
+/// and one shared copy of each keeps memory near upstream's (which uniques
+/// every attribute).
+#[derive(Default)]
+pub(crate) struct Interned<'c> {
+    attributes: FxHashMap<&'c str, Attribute>,
+    names: FxHashMap<&'c str, Arc<str>>,
 }
 
 /// A gap in the text pest parses: from offset `at` on, the source lies
@@ -162,7 +173,7 @@ const CUT_LITERAL_BYTES: usize = 4096;
 /// Source offsets of a region body parsed op by op: `open` is its `{`,
 /// `close` the matching `}`.
 #[derive(Clone, Copy, Debug)]
-struct PendingBody {
+pub(crate) struct PendingBody {
     open: usize,
     close: usize,
 }
@@ -176,10 +187,26 @@ pub(crate) struct GenericOp<'t> {
     successors: Vec<BlockId>,
     properties: Option<Dictionary>,
     attributes: Dictionary,
-    fn_type: Type,
+    signature: Signature,
     /// Source offset of the function type.
     fn_off: usize,
     loc: Location,
+}
+
+/// The operand and result types of an operation as written.
+pub(crate) enum Signature {
+    /// The generic form's function type.
+    Function(Type),
+    /// Operand types and result types, as custom forms list them.
+    Lists(Vec<Type>, Vec<Type>),
+}
+
+/// Where the regions of a generic operation come from.
+pub(crate) enum RegionSource<'i> {
+    /// As pest read them.
+    Pairs(Vec<Pair<'i, Rule>>),
+    /// The braces of each region body, to be read item by item.
+    Bodies(SmallVec<[PendingBody; 1]>),
 }
 
 /// Where the text pest parses sits in the source: it starts at `start`,
@@ -247,6 +274,7 @@ impl<'c> Parser<'c> {
             stream_body_bytes: ParseOptions::default().stream_body_bytes,
             hand_reader: ParseOptions::default().hand_reader,
             hand_read_ops: 0,
+            interned: Default::default(),
         }
     }
 
@@ -622,15 +650,27 @@ impl<'c> Parser<'c> {
         let mut i = chunks::skip_trivia(bytes, body.open + 1);
         while i < body.close {
             let (item_end, _) = chunks::scan_item_end(bytes, i);
-            if let Some(op) = self
+            if let Some(pieces) = self
                 .hand_reader
-                .then(|| self.read_fast_op(i, item_end))
+                .then(|| self.read_fast_pieces(i, item_end))
                 .flatten()
             {
                 self.flush_group(group.take(), region, named_entry_args, saw_label, current)?;
-                let op = self.build_fast_op(op)?;
-                let b = self.current_block(region, current);
-                self.ctx.append_op(b, op);
+                for piece in pieces {
+                    match piece {
+                        fast::FastPiece::Label(label) => {
+                            let first = named_entry_args && !*saw_label;
+                            let b = self.build_fast_label(label, region, first, *current)?;
+                            *saw_label = true;
+                            *current = Some(b);
+                        }
+                        fast::FastPiece::Op(op) => {
+                            let op = self.build_fast_op(op)?;
+                            let b = self.current_block(region, current);
+                            self.ctx.append_op(b, op);
+                        }
+                    }
+                }
                 i = chunks::skip_trivia(bytes, item_end);
                 continue;
             }
@@ -1165,11 +1205,11 @@ impl<'c> Parser<'c> {
             successors,
             properties,
             attributes,
-            fn_type,
+            signature: Signature::Function(fn_type),
             fn_off,
             loc,
         };
-        self.finish_generic(op, region_pairs)
+        self.finish_generic(op, RegionSource::Pairs(region_pairs))
     }
 
     /// The operation name a generic form spells as the string literal
@@ -1190,12 +1230,13 @@ impl<'c> Parser<'c> {
         Ok(n)
     }
 
-    /// Builds a generic operation from its parts; `region_pairs` are its
-    /// regions as pest read them.
+    /// Builds a generic operation from its parts and its regions (the
+    /// hand-written reader's custom forms end here too: they differ from
+    /// the generic form only in spelling).
     pub(crate) fn finish_generic(
         &mut self,
         op: GenericOp<'_>,
-        region_pairs: Vec<Pair<'_, Rule>>,
+        region_source: RegionSource<'_>,
     ) -> Result<OpId, Diagnostic> {
         let GenericOp {
             name,
@@ -1203,11 +1244,14 @@ impl<'c> Parser<'c> {
             successors,
             mut properties,
             mut attributes,
-            fn_type,
+            signature,
             fn_off,
             loc,
         } = op;
-        let (inputs, result_types) = fn_type.function_signature().expect("function type");
+        let (inputs, result_types) = match &signature {
+            Signature::Function(t) => t.function_signature().expect("function type"),
+            Signature::Lists(inputs, results) => (&inputs[..], &results[..]),
+        };
         if inputs.len() != operand_uses.len() {
             return Err(Diagnostic::error(
                 self.loc_at(fn_off),
@@ -1245,8 +1289,17 @@ impl<'c> Parser<'c> {
         if let Some(d) = default_dialect {
             self.default_dialects.push(d);
         }
-        for r in region_pairs {
-            regions.push(self.build_region(r, isolated, &[])?);
+        match region_source {
+            RegionSource::Pairs(pairs) => {
+                for r in pairs {
+                    regions.push(self.build_region(r, isolated, &[])?);
+                }
+            }
+            RegionSource::Bodies(bodies) => {
+                for body in bodies {
+                    regions.push(self.build_region_body(body, isolated)?);
+                }
+            }
         }
         if default_dialect.is_some() {
             self.default_dialects.pop();
@@ -1308,7 +1361,7 @@ impl<'c> Parser<'c> {
 
     /// Resolves a custom-form op name: as written, then under the enclosing
     /// default dialect, then under `builtin`.
-    fn resolve_custom_name(&self, written: &str) -> Option<OperationName> {
+    pub(crate) fn resolve_custom_name(&self, written: &str) -> Option<OperationName> {
         let reg = self.ctx.registry();
         if reg.op_def(written).is_some() {
             return Some(reg.op_name(written));
@@ -1474,56 +1527,88 @@ impl<'c> Parser<'c> {
         let mut lit = label.into_inner();
         let name_pair = lit.next().expect("caret id");
         let off = self.abs(name_pair.as_span().start());
-        if first_after_entry_args
-            && current.is_some()
-            && self.ctx.block_is_empty(current.expect("block"))
-        {
-            return Err(self.err(
-                &name_pair,
-                "invalid block name in region with named arguments",
-            ));
-        }
-        let b = self.block_ref(name_pair.as_str(), off);
-        {
-            let scope = self.scopes.last_mut().expect("scope");
-            let entry = scope
-                .blocks
-                .get_mut(name_pair.as_str())
-                .expect("just referenced");
-            if entry.1 {
-                return Err(self.err(
-                    &name_pair,
-                    format!("redefinition of block '{}'", name_pair.as_str()),
-                ));
-            }
-            entry.1 = true;
-        }
-        if self.ctx.block_parent(b).is_some() {
-            return Err(self.err(&name_pair, "block defined in another region"));
-        }
-        self.ctx.append_block(region, b);
+        let b = self.start_block(
+            name_pair.as_str(),
+            off,
+            region,
+            first_after_entry_args,
+            current,
+        )?;
         if let Some(args) = lit.next() {
             for a in args.into_inner() {
                 let aoff = self.abs(a.as_span().start());
                 let mut ai = a.into_inner();
-                let vname = ai.next().expect("value id").as_str().to_string();
+                let vname = ai.next().expect("value id").as_str();
                 let ty = self.convert_type(ai.next().expect("type"))?;
                 let loc = match ai.next() {
-                    Some(l) => self.convert_location(
-                        l.into_inner()
-                            .next()
-                            .expect("loc")
-                            .into_inner()
-                            .next()
-                            .expect("body"),
-                    )?,
-                    None => self.loc_at(aoff),
+                    Some(l) => Some(
+                        self.convert_location(
+                            l.into_inner()
+                                .next()
+                                .expect("loc")
+                                .into_inner()
+                                .next()
+                                .expect("body"),
+                        )?,
+                    ),
+                    None => None,
                 };
-                let v = self.ctx.add_block_argument(b, ty, Some(loc));
-                self.define_values(&vname, smallvec::smallvec![v], aoff)?;
+                self.add_block_argument(b, vname, aoff, ty, loc)?;
             }
         }
         Ok(b)
+    }
+
+    /// The checks and bookkeeping of a block label `^name` at `off` (see
+    /// [`Parser::begin_block`]), shared with the hand-written reader.
+    pub(crate) fn start_block(
+        &mut self,
+        name: &str,
+        off: usize,
+        region: RegionId,
+        first_after_entry_args: bool,
+        current: Option<BlockId>,
+    ) -> Result<BlockId, Diagnostic> {
+        let err = |me: &Self, msg: String| Diagnostic::error(me.loc_at(off), msg);
+        if first_after_entry_args
+            && current.is_some()
+            && self.ctx.block_is_empty(current.expect("block"))
+        {
+            return Err(err(
+                self,
+                "invalid block name in region with named arguments".into(),
+            ));
+        }
+        let b = self.block_ref(name, off);
+        {
+            let scope = self.scopes.last_mut().expect("scope");
+            let entry = scope.blocks.get_mut(name).expect("just referenced");
+            if entry.1 {
+                return Err(err(self, format!("redefinition of block '{name}'")));
+            }
+            entry.1 = true;
+        }
+        if self.ctx.block_parent(b).is_some() {
+            return Err(err(self, "block defined in another region".into()));
+        }
+        self.ctx.append_block(region, b);
+        Ok(b)
+    }
+
+    /// Adds the argument `%name: ty` written at `off` to block `b`; as
+    /// upstream, an argument without `loc(...)` is located where it is
+    /// written.
+    pub(crate) fn add_block_argument(
+        &mut self,
+        b: BlockId,
+        name: &str,
+        off: usize,
+        ty: Type,
+        loc: Option<Location>,
+    ) -> Result<(), Diagnostic> {
+        let loc = loc.unwrap_or_else(|| self.loc_at(off));
+        let v = self.ctx.add_block_argument(b, ty, Some(loc));
+        self.define_values(name, smallvec::smallvec![v], off)
     }
 
     fn convert_trailing_location(

@@ -1,6 +1,9 @@
 //! The parser's ways of reading agree: shared by the parser's property
-//! tests (`tests/parser_fuzz.rs`) and the `parse` fuzz target
-//! (`fuzz/fuzz_targets/parse.rs`, which includes this file by path).
+//! tests (`tests/parser_fuzz.rs`), the dialects' (`dialects/tests/readers.rs`)
+//! and the `parse` and `dialects` fuzz targets (which include this file by
+//! path).
+
+#![allow(dead_code)] // each includer uses part of it
 
 use std::sync::Arc;
 
@@ -20,8 +23,14 @@ pub fn context(allow_unregistered: bool) -> Context {
 /// common generic ops by the hand-written reader), every region body op by
 /// op with and without that reader. The same IR, or an error.
 pub fn check_readers_agree(allow: bool, input: &str) {
+    check_readers_agree_in(|| context(allow), input)
+}
+
+/// [`check_readers_agree`] in the contexts `new_context` makes (e.g. with
+/// real dialects, whose custom forms the hand-written reader also reads).
+pub fn check_readers_agree_in(new_context: impl Fn() -> Context, input: &str) {
     let read = |options: &ParseOptions| {
-        let mut ctx = context(allow);
+        let mut ctx = new_context();
         parse_source_with(&mut ctx, "fuzz.mlir", input, options).map(|p| {
             let opts = PrintOptions {
                 generic: true,

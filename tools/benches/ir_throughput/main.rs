@@ -19,8 +19,10 @@
 //! show where ipuc's time goes.
 //!
 //! `cargo bench -p ipuc-tools --bench ir_throughput -- [--ops N] [--reps N]
-//! [--shapes scalar,tensor,...] [--extras]`. `--ops` is per shape
-//! (default 300,000); `--extras` adds the one-function streamed parse and
+//! [--shapes scalar,tensor,...] [--before PATH] [--extras]`. `--ops` is per
+//! shape (default 300,000); `--before` also runs another `ipu-opt` build
+//! (say, main's, copied aside) in the same interleaving, for before/after
+//! tables; `--extras` adds the one-function streamed parse and
 //! `canonicalize,cse` on `nn` ops.
 
 mod shapes;
@@ -131,6 +133,7 @@ struct Args {
     ops: usize,
     reps: usize,
     shapes: Vec<Shape>,
+    before: Option<PathBuf>,
     extras: bool,
 }
 
@@ -154,6 +157,7 @@ fn parse_args() -> Args {
             .unwrap_or(300_000),
         reps: value("--reps").and_then(|v| v.parse().ok()).unwrap_or(3),
         shapes,
+        before: value("--before").map(PathBuf::from),
         extras: args.iter().any(|a| a == "--extras"),
     }
 }
@@ -167,6 +171,8 @@ struct Row {
     mlir: Option<Run>,
     generic: Run,
     custom: Run,
+    /// The `--before` build's runs (generic, custom).
+    before: Option<(Run, Run)>,
 }
 
 fn main() {
@@ -199,12 +205,17 @@ fn main() {
         let ops = phases(shape, &generic, &custom);
         let (mut mlir_runs, mut generic_runs, mut custom_runs) =
             (Vec::new(), Vec::new(), Vec::new());
+        let (mut before_generic, mut before_custom) = (Vec::new(), Vec::new());
         for _ in 0..args.reps {
             if let Some(m) = &mlir_opt {
                 mlir_runs.push(run(m, &generic_flags, &generic_path));
             }
             generic_runs.push(run(&ipu_opt, &generic_flags, &generic_path));
             custom_runs.push(run(&ipu_opt, &custom_flags, &custom_path));
+            if let Some(b) = &args.before {
+                before_generic.push(run(b, &generic_flags, &generic_path));
+                before_custom.push(run(b, &custom_flags, &custom_path));
+            }
         }
         rows.push(Row {
             shape,
@@ -214,6 +225,10 @@ fn main() {
             mlir: (!mlir_runs.is_empty()).then(|| median_run(&mlir_runs)),
             generic: median_run(&generic_runs),
             custom: median_run(&custom_runs),
+            before: args
+                .before
+                .is_some()
+                .then(|| (median_run(&before_generic), median_run(&before_custom))),
         });
     }
     print_table(&rows, args.reps);
@@ -274,12 +289,12 @@ fn print_table(rows: &[Row], reps: usize) {
         "\nmedians of {reps} interleaved runs; seconds of CPU (wall), ratio of CPU \
          (wall) times, peak RSS in MiB:\n"
     );
-    println!("| shape | ops | form (MB) | ipuc s | mlir-opt-22 s (generic) | ratio | ipuc MiB | mlir-opt-22 MiB |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("| shape | ops | form (MB) | ipuc s | mlir-opt-22 s (generic) | ratio | ipuc MiB | mlir-opt-22 MiB | before: s, ratio, MiB |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for r in rows {
-        for (form, mb, ipuc) in [
-            ("generic", r.generic_mb, r.generic),
-            ("custom", r.custom_mb, r.custom),
+        for (form, mb, ipuc, before) in [
+            ("generic", r.generic_mb, r.generic, r.before.map(|b| b.0)),
+            ("custom", r.custom_mb, r.custom, r.before.map(|b| b.1)),
         ] {
             let (mlir_s, ratio, mlir_mib) = match r.mlir {
                 Some(m) => (
@@ -293,8 +308,18 @@ fn print_table(rows: &[Row], reps: usize) {
                 ),
                 None => ("-".into(), "-".into(), "-".into()),
             };
+            let before = match (before, r.mlir) {
+                (Some(b), Some(m)) => format!(
+                    "{:.2}, {:.2}, {:.0}",
+                    b.cpu_seconds,
+                    b.cpu_seconds / m.cpu_seconds,
+                    mib(b.peak_kib)
+                ),
+                (Some(b), None) => format!("{:.2}, -, {:.0}", b.cpu_seconds, mib(b.peak_kib)),
+                (None, _) => "-".into(),
+            };
             println!(
-                "| {} | {} | {form} ({mb:.0}) | {:.2} ({:.2}) | {mlir_s} | {ratio} | {:.0} | {mlir_mib} |",
+                "| {} | {} | {form} ({mb:.0}) | {:.2} ({:.2}) | {mlir_s} | {ratio} | {:.0} | {mlir_mib} | {before} |",
                 r.shape.name(),
                 r.ops,
                 ipuc.cpu_seconds,
