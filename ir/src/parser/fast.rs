@@ -845,6 +845,14 @@ impl<'p, 'c> Reader<'p, 'c> {
         self.i += 2;
         self.hspace();
         let outputs = self.custom_types()?;
+        // A custom form runs to the end of its line: anything but blanks
+        // or a comment after it is pest's to reject.
+        let save = self.i;
+        self.hspace();
+        if self.i < self.end && self.t[self.i] != b'\n' && !self.at(b"//") {
+            return None;
+        }
+        self.i = save;
         Some(FastOp {
             results,
             name: FastName::Custom(name, name_off),
