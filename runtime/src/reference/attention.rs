@@ -9,13 +9,18 @@
 //! `v [batch, seq_kv, heads·dv]`. Heads are strided views of the operands (no
 //! split or merge copies); the two products run on `gemm` with those
 //! strides, one task per (batch, head) on rayon. Products compute in the domain
-//! of the query's kind (f32 for f32/f16/bf16/f8, f64 for f64); each softmax row
-//! is computed in f64 and rounded once to that domain; the result is rounded
-//! once to the query's kind.
+//! of the query's kind (f32 for f32/f16/bf16/f8, f64 for f64); in f64 each
+//! softmax row is computed in f64, in f32 by the vectorised row softmax
+//! (exponentials in f32, their sum in f64); the result is rounded once to
+//! the query's kind. f32 operands are read in place, without copies.
 
 use rayon::prelude::*;
 
+use ipuc_ir::numeric::ElementKind;
+
 use super::error::{attribute_error, shape_error, KernelError, KernelResult};
+use super::fast_f32::{f32_elements, f32_tensor_with};
+use super::fast_math;
 use super::host_tensor::{HostTensor, Values};
 use super::matmul::{product_f32, product_f64, Product};
 use super::shape::{broadcast_shapes, strides};
@@ -23,19 +28,26 @@ use super::shape::{broadcast_shapes, strides};
 /// The compute domains attention runs in.
 trait Domain: Copy + Send + Sync + Default {
     fn product(p: Product, a: &[Self], b: &[Self], c: &mut [Self]);
-    fn to_f64(self) -> f64;
-    fn from_f64(v: f64) -> Self;
+    /// `row[t] = softmax_t(scale · row[t] + mask(t))` in place.
+    fn softmax_row(row: &mut [Self], scale: f32, mask: Option<impl Fn(usize) -> f64>);
 }
 
 impl Domain for f32 {
     fn product(p: Product, a: &[f32], b: &[f32], c: &mut [f32]) {
         product_f32(p, a, b, c)
     }
-    fn to_f64(self) -> f64 {
-        f64::from(self)
-    }
-    fn from_f64(v: f64) -> f32 {
-        v as f32
+    /// The scaled, masked scores rounded to f32, then the vectorised softmax
+    /// (exponentials in f32, their sum in f64; see `fast_math`).
+    fn softmax_row(row: &mut [f32], scale: f32, mask: Option<impl Fn(usize) -> f64>) {
+        match mask {
+            None => fast_math::softmax_row(row, scale),
+            Some(mask) => {
+                for (t, x) in row.iter_mut().enumerate() {
+                    *x = (f64::from(*x) * f64::from(scale) + mask(t)) as f32;
+                }
+                fast_math::softmax_row(row, 1.0);
+            }
+        }
     }
 }
 
@@ -43,11 +55,14 @@ impl Domain for f64 {
     fn product(p: Product, a: &[f64], b: &[f64], c: &mut [f64]) {
         product_f64(p, a, b, c)
     }
-    fn to_f64(self) -> f64 {
-        self
-    }
-    fn from_f64(v: f64) -> f64 {
-        v
+    fn softmax_row(row: &mut [f64], scale: f32, mask: Option<impl Fn(usize) -> f64>) {
+        for (t, x) in row.iter_mut().enumerate() {
+            *x = *x * f64::from(scale) + mask.as_ref().map_or(0.0, |m| m(t));
+        }
+        let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        row.iter_mut().for_each(|x| *x = (*x - max).exp());
+        let sum: f64 = row.iter().sum();
+        row.iter_mut().for_each(|x| *x /= sum);
     }
 }
 
@@ -171,23 +186,32 @@ pub fn attention(
             })
         }
     };
+    let shape = vec![batch, seq_q, hidden_v];
+    if [q, k, v].iter().all(|t| t.kind == ElementKind::F32) {
+        // Read in place from the tensors' bytes, written into the result's.
+        let (q, k, v) = (f32_elements(q), f32_elements(k), f32_elements(v));
+        return Ok(f32_tensor_with(shape, |out| {
+            heads_attention(dims, &q, &k, &v, mask.as_ref(), scale, out)
+        }));
+    }
     let values = match (q.values(), k.values_in(q.kind), v.values_in(q.kind)) {
         (Values::F32(q), Values::F32(k), Values::F32(v)) => {
-            Values::F32(heads_attention(dims, &q, &k, &v, mask.as_ref(), scale))
+            let mut out = vec![0f32; batch * seq_q * hidden_v];
+            heads_attention(dims, &q, &k, &v, mask.as_ref(), scale, &mut out);
+            Values::F32(out)
         }
         (Values::F64(q), Values::F64(k), Values::F64(v)) => {
-            Values::F64(heads_attention(dims, &q, &k, &v, mask.as_ref(), scale))
+            let mut out = vec![0f64; batch * seq_q * hidden_v];
+            heads_attention(dims, &q, &k, &v, mask.as_ref(), scale, &mut out);
+            Values::F64(out)
         }
         _ => unreachable!("float operands widen into the query's domain"),
     };
-    Ok(HostTensor::from_values(
-        q.kind,
-        vec![batch, seq_q, hidden_v],
-        values,
-    ))
+    Ok(HostTensor::from_values(q.kind, shape, values))
 }
 
-/// Attention over every (batch, head) pair; returns `[batch, seq_q, heads·dv]`.
+/// Attention over every (batch, head) pair into `out`, `[batch, seq_q,
+/// heads·dv]` (zeroed by the caller).
 fn heads_attention<T: Domain>(
     d: Dims,
     q: &[T],
@@ -195,14 +219,13 @@ fn heads_attention<T: Domain>(
     v: &[T],
     mask: Option<&Mask>,
     scale: f32,
-) -> Vec<T> {
+    out: &mut [T],
+) {
     let (hq, hv) = (d.heads * d.head_dim, d.heads * d.value_dim);
-    let mut out = vec![T::default(); d.batch * d.seq_q * hv];
     if out.is_empty() || d.seq_kv == 0 {
         // No keys: every weighted sum is empty.
-        return out;
+        return;
     }
-    let scale = f64::from(scale);
     let per_head: Vec<Vec<T>> = (0..d.batch * d.heads)
         .into_par_iter()
         .map(|task| {
@@ -224,16 +247,8 @@ fn heads_attention<T: Domain>(
                     &mut scores,
                 );
             }
-            let mut row = vec![0f64; d.seq_kv];
             for (i, s) in scores.chunks_mut(d.seq_kv).enumerate() {
-                for (t, r) in row.iter_mut().enumerate() {
-                    *r = s[t].to_f64() * scale + mask.map_or(0.0, |m| m.at(b, h, i, t));
-                }
-                let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                let sum: f64 = row.iter().map(|x| (x - max).exp()).sum();
-                for (o, x) in s.iter_mut().zip(&row) {
-                    *o = T::from_f64((x - max).exp() / sum);
-                }
+                T::softmax_row(s, scale, mask.map(|m| move |t| m.at(b, h, i, t)));
             }
             // out_h = probabilities[seq_q, seq_kv] · v_h[seq_kv, dv] (rows of v
             // with stride hv).
@@ -266,5 +281,4 @@ fn heads_attention<T: Domain>(
             out[at..at + d.value_dim].copy_from_slice(row);
         }
     }
-    out
 }

@@ -39,6 +39,33 @@ pub(super) fn f32_tensor(shape: Vec<usize>, values: &[f32]) -> HostTensor {
     HostTensor::new(ElementKind::F32, shape, bytes)
 }
 
+/// An f32 tensor of `shape` whose elements `fill` computes in place (see
+/// [`HostTensor::filled_with`]).
+pub(super) fn f32_tensor_with(shape: Vec<usize>, fill: impl FnOnce(&mut [f32])) -> HostTensor {
+    HostTensor::filled_with(ElementKind::F32, shape, |bytes| {
+        // Shared buffers are allocated with the 8-byte alignment of their
+        // reference counts, so the cast cannot fail.
+        fill(bytemuck::cast_slice_mut(bytes))
+    })
+}
+
+/// Elements per parallel task of the element-wise maps: large enough that
+/// rayon's overhead vanishes, small enough to balance two to a few dozen
+/// threads on a model's tensors.
+const MAP_CHUNK: usize = 1 << 14;
+
+/// `out[i] = f(x[i])` over a chunk; `f` works on whole slices so it can
+/// vectorise.
+pub(super) fn map_into(x: &[f32], out: &mut [f32], f: impl Fn(&[f32], &mut [f32]) + Sync) {
+    if x.len() >= PARALLEL_THRESHOLD {
+        out.par_chunks_mut(MAP_CHUNK)
+            .zip(x.par_chunks(MAP_CHUNK))
+            .for_each(|(o, i)| f(i, o));
+    } else {
+        f(x, out)
+    }
+}
+
 /// How one operand is read along the result: per run (innermost result
 /// dimension after merging), a base offset and a stride of 0 or 1.
 struct OperandWalk {
@@ -121,9 +148,9 @@ fn run_base(run: usize, outer_dims: &[usize], walk: &OperandWalk) -> usize {
     base
 }
 
-/// `out[i] = f(a[..], b[..])` over the broadcast of `a` and `b` into
-/// `out_shape`, or `None` when an inner stride is not 0 or 1 (never for
-/// row-major operands; kept as a guard).
+/// The tensor `out[i] = f(a[..], b[..])` over the broadcast of `a` and `b`
+/// into `out_shape`, or `None` when an inner stride is not 0 or 1 (never
+/// for row-major operands; kept as a guard).
 pub(super) fn broadcast_binary(
     a: &[f32],
     a_shape: &[usize],
@@ -131,7 +158,7 @@ pub(super) fn broadcast_binary(
     b_shape: &[usize],
     out_shape: &[usize],
     f: impl Fn(f32, f32) -> f32 + Sync,
-) -> Option<Vec<f32>> {
+) -> Option<HostTensor> {
     let n: usize = out_shape.iter().product();
     let (dims, walks) = plan(out_shape, &[a_shape, b_shape]);
     let (wa, wb) = (&walks[0], &walks[1]);
@@ -140,9 +167,8 @@ pub(super) fn broadcast_binary(
     }
     let inner = *dims.last().expect("at least one dimension");
     let outer = &dims[..dims.len() - 1];
-    let mut out = vec![0f32; n];
     if n == 0 {
-        return Some(out);
+        return Some(f32_tensor(out_shape.to_vec(), &[]));
     }
     let fill = |run: usize, row: &mut [f32]| {
         let (ba, bb) = (run_base(run, outer, wa), run_base(run, outer, wb));
@@ -164,31 +190,32 @@ pub(super) fn broadcast_binary(
             _ => row.fill(f(a[ba], b[bb])),
         }
     };
-    if n >= PARALLEL_THRESHOLD {
-        // Runs of at least a few thousand elements per task.
-        let rows_per_task = (PARALLEL_THRESHOLD / 8).div_ceil(inner).max(1);
-        out.par_chunks_mut(inner * rows_per_task)
-            .enumerate()
-            .for_each(|(t, chunk)| {
-                for (r, row) in chunk.chunks_mut(inner).enumerate() {
-                    fill(t * rows_per_task + r, row);
-                }
-            });
-    } else {
-        for (run, row) in out.chunks_mut(inner).enumerate() {
-            fill(run, row);
+    Some(f32_tensor_with(out_shape.to_vec(), |out| {
+        if n >= PARALLEL_THRESHOLD {
+            // Runs of at least a few thousand elements per task.
+            let rows_per_task = (PARALLEL_THRESHOLD / 8).div_ceil(inner).max(1);
+            out.par_chunks_mut(inner * rows_per_task)
+                .enumerate()
+                .for_each(|(t, chunk)| {
+                    for (r, row) in chunk.chunks_mut(inner).enumerate() {
+                        fill(t * rows_per_task + r, row);
+                    }
+                });
+        } else {
+            for (run, row) in out.chunks_mut(inner).enumerate() {
+                fill(run, row);
+            }
         }
-    }
-    Some(out)
+    }))
 }
 
-/// `out[i] = f(x[i])`, in parallel when large.
-pub(super) fn map(x: &[f32], f: impl Fn(f32) -> f32 + Sync) -> Vec<f32> {
-    if x.len() >= PARALLEL_THRESHOLD {
-        x.par_iter().map(|&v| f(v)).collect()
-    } else {
-        x.iter().map(|&v| f(v)).collect()
-    }
+/// The tensor `out[i] = f(x[i])` of `shape`, in parallel when large.
+pub(super) fn map(x: &[f32], shape: Vec<usize>, f: impl Fn(f32) -> f32 + Sync) -> HostTensor {
+    f32_tensor_with(shape, |out| {
+        map_into(x, out, |i, o| {
+            o.iter_mut().zip(i).for_each(|(o, &v)| *o = f(v));
+        })
+    })
 }
 
 #[cfg(test)]
@@ -231,7 +258,11 @@ mod tests {
                     .collect::<Vec<_>>(),
             );
             let got = broadcast_binary(&a, sa, &b, sb, &out, |x, y| x - y).expect("row-major");
-            assert_eq!(got, naive(&a, sa, &b, sb, &out), "{sa:?} with {sb:?}");
+            assert_eq!(
+                f32_elements(&got).to_vec(),
+                naive(&a, sa, &b, sb, &out),
+                "{sa:?} with {sb:?}"
+            );
         }
     }
 
@@ -242,6 +273,6 @@ mod tests {
         let a = iota(sa.iter().product());
         let b = iota(sb.iter().product());
         let got = broadcast_binary(&a, &sa, &b, &sb, &out, |x, y| x - y).expect("row-major");
-        assert_eq!(got, naive(&a, &sa, &b, &sb, &out));
+        assert_eq!(f32_elements(&got).to_vec(), naive(&a, &sa, &b, &sb, &out));
     }
 }

@@ -208,6 +208,28 @@ impl HostTensor {
         }
     }
 
+    /// A tensor of `kind` and `shape` whose bytes `fill` writes into the
+    /// tensor's own shared buffer (zeroed first), so a kernel's result is
+    /// never copied after it is computed.
+    pub(crate) fn filled_with(
+        kind: ElementKind,
+        shape: Vec<usize>,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> HostTensor {
+        let bytes = shape.iter().product::<usize>() * kind.byte_size();
+        let mut buffer = Arc::<[u8]>::new_uninit_slice(bytes);
+        Arc::get_mut(&mut buffer)
+            .expect("a fresh buffer has one owner")
+            .iter_mut()
+            .for_each(|b| {
+                b.write(0);
+            });
+        // SAFETY: every byte was initialised just above.
+        let mut data = unsafe { buffer.assume_init() };
+        fill(Arc::get_mut(&mut data).expect("a fresh buffer has one owner"));
+        HostTensor { kind, shape, data }
+    }
+
     /// The same data with another shape of equal element count (no copy).
     pub fn with_shape(&self, shape: Vec<usize>) -> HostTensor {
         assert_eq!(

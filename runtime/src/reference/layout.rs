@@ -18,28 +18,14 @@ fn take(t: &HostTensor, shape: Vec<usize>, src: impl Iterator<Item = usize>) -> 
     HostTensor::new(t.kind, shape, data.into())
 }
 
-/// Source indices of a strided view: `offset + Σ index[d]·view_strides[d]` in
-/// row-major order of `shape`.
-fn strided_indices<'a>(
-    shape: &'a [usize],
-    view_strides: &'a [isize],
-    offset: isize,
-) -> impl Iterator<Item = usize> + 'a {
-    let n: usize = shape.iter().product();
-    let mut counter = vec![0usize; shape.len()];
-    let mut index = offset;
-    (0..n).map(move |_| {
-        let current = index as usize;
-        for d in (0..shape.len()).rev() {
-            counter[d] += 1;
-            index += view_strides[d];
-            if counter[d] < shape[d] {
-                break;
-            }
-            index -= view_strides[d] * counter[d] as isize;
-            counter[d] = 0;
-        }
-        current
+/// The strided view of `t` (`shape`, element strides `view` from `offset`)
+/// as a new tensor, copied in rows and blocks (see [`strided`](super::strided)).
+fn view_copy(t: &HostTensor, shape: Vec<usize>, view: &[isize], offset: isize) -> HostTensor {
+    let size = t.kind.byte_size();
+    let src = &t.data[..];
+    let dims = shape.clone();
+    HostTensor::filled_with(t.kind, shape, |dst| {
+        super::strided::copy_view(src, size, &dims, view, offset, dst)
     })
 }
 
@@ -123,7 +109,7 @@ pub fn transpose(x: &HostTensor, perm: Option<&[i64]>) -> KernelResult<HostTenso
     let in_strides = strides(&x.shape);
     let shape: Vec<usize> = perm.iter().map(|&p| x.shape[p]).collect();
     let view: Vec<isize> = perm.iter().map(|&p| in_strides[p] as isize).collect();
-    Ok(take(x, shape.clone(), strided_indices(&shape, &view, 0)))
+    Ok(view_copy(x, shape, &view, 0))
 }
 
 /// ONNX `Concat` along `axis`.
@@ -216,11 +202,7 @@ pub fn slice(
         }
         view[axis] = in_strides[axis] as isize * step as isize;
     }
-    Ok(take(
-        x,
-        shape.clone(),
-        strided_indices(&shape, &view, offset),
-    ))
+    Ok(view_copy(x, shape, &view, offset))
 }
 
 /// ONNX `Split` along `axis` into pieces of `sizes`, or into `num_outputs` pieces

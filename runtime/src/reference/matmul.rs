@@ -14,6 +14,7 @@ use rayon::prelude::*;
 
 use super::elementwise::{add, cast, mul};
 use super::error::{shape_error, KernelError, KernelResult};
+use super::fast_f32::{f32_elements, f32_tensor_with};
 use super::host_tensor::{HostTensor, Values};
 use super::shape::{broadcast_indices, broadcast_shapes};
 
@@ -118,32 +119,47 @@ fn product_int(p: Product, a: &[i128], b: &[i128], c: &mut [i128]) {
     }
 }
 
+/// Runs `ia.len()` 2-D products into `out`: operand `a` batch `ia[t]`, `b`
+/// batch `ib[t]`, with `product` (one of the typed products above).
+fn batched_into<T: Send + Sync>(
+    p: Product,
+    x: &[T],
+    y: &[T],
+    ia: &[usize],
+    ib: &[usize],
+    out: &mut [T],
+    product: fn(Product, &[T], &[T], &mut [T]),
+) {
+    let (a_size, b_size, c_size) = (p.m * p.k, p.k * p.n, p.m * p.n);
+    if let ([i], [j]) = (ia, ib) {
+        // One product: issued from this thread, so it may use the pool.
+        product(
+            p,
+            &x[i * a_size..(i + 1) * a_size],
+            &y[j * b_size..(j + 1) * b_size],
+            out,
+        );
+    } else if c_size > 0 {
+        out.par_chunks_mut(c_size)
+            .zip(ia.par_iter().zip(ib.par_iter()))
+            .for_each(|(c, (&i, &j))| {
+                product(
+                    p,
+                    &x[i * a_size..(i + 1) * a_size],
+                    &y[j * b_size..(j + 1) * b_size],
+                    c,
+                )
+            });
+    }
+}
+
 /// Runs `products` 2-D products: operand `a` batch `ia[t]`, `b` batch `ib[t]`.
 fn batched(p: Product, a: &Values, b: &Values, ia: &[usize], ib: &[usize]) -> Values {
-    let (a_size, b_size, c_size) = (p.m * p.k, p.k * p.n, p.m * p.n);
+    let c_size = p.m * p.n;
     macro_rules! run {
         ($x:expr, $y:expr, $zero:expr, $f:ident, $wrap:path) => {{
             let mut out = vec![$zero; ia.len() * c_size];
-            if let ([i], [j]) = (ia, ib) {
-                // One product: issued from this thread, so it may use the pool.
-                $f(
-                    p,
-                    &$x[i * a_size..(i + 1) * a_size],
-                    &$y[j * b_size..(j + 1) * b_size],
-                    &mut out,
-                );
-            } else if c_size > 0 {
-                out.par_chunks_mut(c_size)
-                    .zip(ia.par_iter().zip(ib.par_iter()))
-                    .for_each(|(c, (&i, &j))| {
-                        $f(
-                            p,
-                            &$x[i * a_size..(i + 1) * a_size],
-                            &$y[j * b_size..(j + 1) * b_size],
-                            c,
-                        )
-                    });
-            }
+            batched_into(p, $x, $y, ia, ib, &mut out, $f);
             $wrap(out)
         }};
     }
@@ -153,6 +169,16 @@ fn batched(p: Product, a: &Values, b: &Values, ia: &[usize], ib: &[usize]) -> Va
         (Values::Int(x), Values::Int(y)) => run!(x, y, 0i128, product_int, Values::Int),
         _ => unreachable!("operands share an element kind"),
     }
+}
+
+/// Whether a contraction takes the f32 fast path: every operand f32, read
+/// in place from the tensors' bytes, the result written into its own
+/// buffer (no widening copies of activations or weights).
+fn all_f32(operands: &[Option<&HostTensor>]) -> bool {
+    operands
+        .iter()
+        .flatten()
+        .all(|t| t.kind == ElementKind::F32)
 }
 
 /// ONNX `MatMul` (numpy `matmul`): 1-D operands are promoted to a row/column and
@@ -185,14 +211,7 @@ pub fn matmul(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
     let batch = broadcast_shapes("matmul", &[a_batch, b_batch])?;
     let ia = broadcast_indices(a_batch, &batch);
     let ib = broadcast_indices(b_batch, &batch);
-    let p = Product {
-        m,
-        k,
-        n,
-        a_strides: (k as isize, 1),
-        b_strides: (n as isize, 1),
-    };
-    let values = batched(p, &a.values(), &b.values_in(a.kind), &ia, &ib);
+    let p = Product::dense(m, k, n);
     let mut shape = batch;
     if a.rank() > 1 {
         shape.push(m);
@@ -200,6 +219,13 @@ pub fn matmul(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
     if b.rank() > 1 {
         shape.push(n);
     }
+    if all_f32(&[Some(a), Some(b)]) {
+        let (x, y) = (f32_elements(a), f32_elements(b));
+        return Ok(f32_tensor_with(shape, |out| {
+            batched_into(p, &x, &y, &ia, &ib, out, product_f32)
+        }));
+    }
+    let values = batched(p, &a.values(), &b.values_in(a.kind), &ia, &ib);
     Ok(HostTensor::from_values(a.kind, shape, values))
 }
 
@@ -335,13 +361,6 @@ pub fn linear(x: &HostTensor, w: &HostTensor, b: Option<&HostTensor>) -> KernelR
         ));
     }
     let m: usize = x.shape[..x.rank() - 1].iter().product();
-    let mut values = batched(
-        Product::dense(m, k, n),
-        &x.values(),
-        &w.values_in(x.kind),
-        &[0],
-        &[0],
-    );
     if let Some(b) = b {
         if b.shape != [n] {
             return Err(shape_error(
@@ -355,6 +374,32 @@ pub fn linear(x: &HostTensor, w: &HostTensor, b: Option<&HostTensor>) -> KernelR
                 kind: format!("{} with bias {}", x.kind, b.kind),
             });
         }
+    }
+    let mut shape = x.shape.clone();
+    *shape.last_mut().expect("rank >= 1") = n;
+    let rows_per_task = (1usize << 14).div_ceil(n.max(1));
+    if all_f32(&[Some(x), Some(w), b]) {
+        let (xs, ws) = (f32_elements(x), f32_elements(w));
+        let bias = b.map(f32_elements);
+        return Ok(f32_tensor_with(shape, |out| {
+            product_f32(Product::dense(m, k, n), &xs, &ws, out);
+            if let (Some(bias), true) = (bias, n > 0) {
+                out.par_chunks_mut(n * rows_per_task).for_each(|rows| {
+                    for row in rows.chunks_mut(n) {
+                        row.iter_mut().zip(bias.iter()).for_each(|(o, b)| *o += b);
+                    }
+                })
+            }
+        }));
+    }
+    let mut values = batched(
+        Product::dense(m, k, n),
+        &x.values(),
+        &w.values_in(x.kind),
+        &[0],
+        &[0],
+    );
+    if let Some(b) = b {
         let n = n.max(1);
         match (&mut values, b.values_in(x.kind)) {
             (Values::F32(v), Values::F32(bias)) => v
@@ -371,7 +416,5 @@ pub fn linear(x: &HostTensor, w: &HostTensor, b: Option<&HostTensor>) -> KernelR
             _ => unreachable!("bias widened into the product's domain"),
         }
     }
-    let mut shape = x.shape.clone();
-    *shape.last_mut().expect("rank >= 1") = n;
     Ok(HostTensor::from_values(x.kind, shape, values))
 }

@@ -17,6 +17,7 @@ mod cumulative;
 mod elementwise;
 mod error;
 mod fast_f32;
+mod fast_math;
 mod host_tensor;
 mod index;
 pub mod interpreter;
@@ -25,6 +26,7 @@ mod matmul;
 mod normalization;
 mod reduce;
 pub mod shape;
+mod strided;
 
 pub use attention::attention;
 pub use conv::{conv2d, resolve_pads, AutoPad, Conv2dParams};

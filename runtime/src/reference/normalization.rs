@@ -1,13 +1,25 @@
 //! Softmax and LayerNormalization.
 //!
 //! Both normalise rows (a contiguous inner block), computed in f64 per row and
-//! rounded once to the compute type, in parallel over rows.
+//! rounded once to the compute type, in parallel over rows. f32 tensors
+//! normalised along their innermost axis (every softmax and LayerNorm of a
+//! transformer) take a fast path straight from and into the tensors' bytes:
+//! LayerNorm keeps its f64 statistics and arithmetic, softmax takes its
+//! exponentials in f32 and its sum in f64 (see `fast_math`).
 
+use ipuc_ir::numeric::ElementKind;
 use rayon::prelude::*;
 
 use super::error::{shape_error, KernelError, KernelResult};
+use super::fast_f32::{f32_elements, f32_tensor_with};
+use super::fast_math;
 use super::host_tensor::{HostTensor, Values};
 use super::shape::{normalize_axis, strides};
+
+/// Rows per parallel task of the row-wise fast paths.
+fn rows_per_task(row: usize) -> usize {
+    (1usize << 14).div_ceil(row.max(1))
+}
 
 /// ONNX `Softmax` (opset 13+): along one `axis`, max-subtracted for stability.
 pub fn softmax(x: &HostTensor, axis: i64) -> KernelResult<HostTensor> {
@@ -20,6 +32,17 @@ pub fn softmax(x: &HostTensor, axis: i64) -> KernelResult<HostTensor> {
     let axis = normalize_axis("softmax", axis, x.rank())?;
     let dim = x.shape[axis];
     let inner = strides(&x.shape)[axis];
+    if x.kind == ElementKind::F32 && inner == 1 && dim > 0 {
+        let v = f32_elements(x);
+        return Ok(f32_tensor_with(x.shape.clone(), |out| {
+            out.copy_from_slice(&v);
+            out.par_chunks_mut(dim * rows_per_task(dim))
+                .for_each(|rows| {
+                    rows.chunks_mut(dim)
+                        .for_each(|row| fast_math::softmax_row(row, 1.0))
+                });
+        }));
+    }
     let v = x.to_f64_vec();
     let mut out = vec![0f64; v.len()];
     // f32-domain inputs take the exponential in f32 (within an ulp, and far
@@ -119,6 +142,16 @@ pub fn layer_normalization(
     };
     let gamma = spread(scale, "scale")?;
     let beta = bias.map(|b| spread(b, "bias")).transpose()?;
+    if x.kind == ElementKind::F32 && row > 0 {
+        return Ok(layer_normalization_f32(
+            x,
+            axis,
+            row,
+            &gamma,
+            beta.as_deref(),
+            epsilon,
+        ));
+    }
     let v = x.to_f64_vec();
     let eps = f64::from(epsilon);
     let mut y = vec![0f64; v.len()];
@@ -152,4 +185,47 @@ pub fn layer_normalization(
         mean: stat(|s| s.0),
         inv_std_dev: stat(|s| s.1),
     })
+}
+
+/// [`layer_normalization`] of an f32 tensor: the same f64 statistics and
+/// arithmetic, read from and written into the tensors' bytes, `row`
+/// elements at a time.
+fn layer_normalization_f32(
+    x: &HostTensor,
+    axis: usize,
+    row: usize,
+    gamma: &[f64],
+    beta: Option<&[f64]>,
+    epsilon: f32,
+) -> LayerNormOutputs {
+    let v = f32_elements(x);
+    let rows = v.len() / row;
+    let eps = f64::from(epsilon);
+    let mut stats = vec![(0f32, 0f32); rows];
+    let chunk = rows_per_task(row);
+    let y = f32_tensor_with(x.shape.clone(), |out| {
+        out.par_chunks_mut(row * chunk)
+            .zip(v.par_chunks(row * chunk))
+            .zip(stats.par_chunks_mut(chunk))
+            .for_each(|((o, xs), s)| {
+                for ((o, xs), s) in o.chunks_mut(row).zip(xs.chunks(row)).zip(s) {
+                    let (mean, var) = fast_math::mean_variance(xs);
+                    let inv = 1.0 / (var + eps).sqrt();
+                    fast_math::normalize_row(xs, o, mean, inv, gamma, beta);
+                    *s = (mean as f32, inv as f32);
+                }
+            });
+    });
+    let stat_shape: Vec<usize> = (0..x.rank())
+        .map(|d| if d < axis { x.shape[d] } else { 1 })
+        .collect();
+    let stat = |f: fn(&(f32, f32)) -> f32| {
+        let values: Vec<f32> = stats.iter().map(f).collect();
+        super::fast_f32::f32_tensor(stat_shape.clone(), &values)
+    };
+    LayerNormOutputs {
+        mean: stat(|s| s.0),
+        inv_std_dev: stat(|s| s.1),
+        y,
+    }
 }

@@ -119,6 +119,12 @@ pub enum Command {
         /// temporary directory; use a RAM disk such as /dev/shm for so400m).
         #[arg(long)]
         work_dir: Option<std::path::PathBuf>,
+        /// Run the imported graph as it is, instead of the graph fused by
+        /// `eqsat-fuse` (the fused LayerNorm, GELU, linear and attention
+        /// kernels replace element-wise chains, as onnxruntime's own graph
+        /// fusions do on its side).
+        #[arg(long)]
+        unfused: bool,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -236,6 +242,7 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
             runs,
             input_shapes,
             work_dir,
+            unfused,
             json,
         } => {
             let weights = crate::import::weights_policy(&crate::import::OnnxFlags {
@@ -252,6 +259,7 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
                 seed,
                 input_shapes,
                 work_dir,
+                fuse: !unfused,
             })?;
             if json {
                 serde_json::to_string_pretty(&report)

@@ -3,7 +3,9 @@
 //!
 //! The model is imported once (with `--weights`; synthesised weights are
 //! first saved next to a copy of the model, so onnxruntime loads the very
-//! same values), inputs are synthesised from `--seed`, and for each thread
+//! same values) and, unless `--unfused`, fused by `eqsat-fuse` and
+//! `canonicalize` (untimed, as onnxruntime's session creation and graph
+//! fusions are), inputs are synthesised from `--seed`, and for each thread
 //! count both run `--runs` times: ipuc in-process on a rayon pool of that
 //! size, onnxruntime (CPU execution provider, sequential executor, that many
 //! intra-op threads) through a Python script. Medians of wall and process
@@ -99,6 +101,8 @@ pub struct ThreadResult {
 pub struct ReferenceReport {
     /// The model run.
     pub model: String,
+    /// Whether ipuc ran the graph fused by `eqsat-fuse` (else as imported).
+    pub fused: bool,
     /// onnxruntime's version.
     pub onnxruntime_version: String,
     /// Per thread count.
@@ -123,7 +127,12 @@ pub struct ReferenceBench {
     /// Where to put the model copy, weights, inputs and outputs (a fresh
     /// temporary directory when `None`; on a RAM disk for large models).
     pub work_dir: Option<PathBuf>,
+    /// Run the graph fused by `eqsat-fuse` rather than the imported one.
+    pub fuse: bool,
 }
+
+/// What `fuse` runs before the timed runs.
+const FUSE_PIPELINE: &str = "builtin.module(func.func(eqsat-fuse,canonicalize))";
 
 fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
@@ -204,6 +213,9 @@ pub fn run_reference(opts: &ReferenceBench) -> Result<ReferenceReport, BenchErro
         weights: WeightsPolicy::Require,
     };
     let module = import_file(&mut ctx, &model_path, &load, &import).map_err(other)?;
+    if opts.fuse {
+        crate::run::model::run_pipeline(&mut ctx, module, FUSE_PIPELINE).map_err(other)?;
+    }
     let func = entry_function(&ctx, module).map_err(other)?;
     let mut set = crate::run::synthesize(&ctx, func, opts.seed).map_err(BenchError::Other)?;
     for (input, name) in set.inputs.iter_mut().zip(names) {
@@ -273,6 +285,7 @@ pub fn run_reference(opts: &ReferenceBench) -> Result<ReferenceReport, BenchErro
     }
     Ok(ReferenceReport {
         model: opts.model.display().to_string(),
+        fused: opts.fuse,
         onnxruntime_version: version,
         results,
     })
@@ -333,9 +346,11 @@ fn compare_outputs(dir: &Path, outputs: &[HostTensor]) -> Result<f64, BenchError
 /// The human summary.
 pub fn format_reference_report(r: &ReferenceReport) -> String {
     let mut s = format!(
-        "{} on the reference executor vs onnxruntime {} (medians of each run)\n\
+        "{} ({}) on the reference executor vs onnxruntime {} (medians of each run)\n\
          threads | ipuc wall s | ort wall s | wall ratio | ipuc cpu s | ort cpu s | cpu ratio | max |diff|\n",
-        r.model, r.onnxruntime_version
+        r.model,
+        if r.fused { "fused by eqsat-fuse" } else { "as imported" },
+        r.onnxruntime_version
     );
     for t in &r.results {
         s += &format!(

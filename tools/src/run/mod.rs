@@ -11,7 +11,7 @@ mod compiled;
 mod data;
 mod device;
 mod executable;
-mod model;
+pub(crate) mod model;
 mod report;
 
 use std::time::Instant;

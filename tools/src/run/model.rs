@@ -140,7 +140,7 @@ pub fn rebind(args: &RunArgs, loaded: LoadedModel, set: &DataSet) -> Result<Load
 
 /// Runs a pass pipeline of the tools' registry on the loaded model (the
 /// transformations `ipu-run`'s flags ask for before running).
-fn run_pipeline(ctx: &mut Context, root: OpId, pipeline: &str) -> Result<(), String> {
+pub(crate) fn run_pipeline(ctx: &mut Context, root: OpId, pipeline: &str) -> Result<(), String> {
     use ipuc_ir::pass::{
         parse_pipeline, PassManager, PassManagerOptions, PassRegistry, PipelineError,
     };
