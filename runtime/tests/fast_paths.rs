@@ -1,4 +1,4 @@
-//! The f32 fast paths of the hot kernels (LayerNorm, softmax, GELU, linear,
+//! The f32 fast paths of the hot kernels (LayerNorm, softmax, GELU, tanh, linear,
 //! matmul, attention, transpose, slice) at a transformer's sizes: each
 //! against its float64 definition (or, for data movement, the index
 //! definition), and bit-identical on one, two and three threads.
@@ -111,6 +111,20 @@ fn gelu_tanh_matches_float64() {
         .map(|&v| 0.5 * v * (1.0 + (c * (v + 0.044715 * v * v * v)).tanh()))
         .collect();
     assert_close("gelu", &y, &want, 1e-30, 5e-6);
+}
+
+#[test]
+fn tanh_matches_float64() {
+    let x = HostTensor::from_f32(
+        vec![100, 431],
+        &pseudo_random(43_100, 14)
+            .iter()
+            .map(|v| v * 3.0)
+            .collect::<Vec<_>>(),
+    );
+    let y = same_on_every_thread_count("tanh", || k::unary(k::UnaryOp::Tanh, &x).unwrap());
+    let want: Vec<f64> = x.to_f64_vec().iter().map(|v| v.tanh()).collect();
+    assert_close("tanh", &y, &want, 1e-30, 4e-7);
 }
 
 fn product_f64(a: &[f64], b: &[f64], m: usize, kk: usize, n: usize) -> Vec<f64> {
