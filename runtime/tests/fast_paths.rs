@@ -91,7 +91,9 @@ fn softmax_matches_float64_on_attention_rows() {
         let s: f64 = r.iter().map(|v| (v - m).exp()).sum();
         want.extend(r.iter().map(|v| (v - m).exp() / s));
     }
-    assert_close("softmax", &y, &want, 1e-12, 5e-7);
+    // A few ulp, plus x - max rounded to f32 (|x - max| <= 4 here) turned
+    // into a relative error by the exponential.
+    assert_close("softmax", &y, &want, 1e-12, 7e-7);
 }
 
 #[test]
@@ -105,12 +107,20 @@ fn gelu_tanh_matches_float64() {
     );
     let y = same_on_every_thread_count("gelu", || k::unary(k::UnaryOp::GeluTanh, &x).unwrap());
     let c = (2.0 / std::f64::consts::PI).sqrt();
-    let want: Vec<f64> = x
-        .to_f64_vec()
-        .iter()
-        .map(|&v| 0.5 * v * (1.0 + (c * (v + 0.044715 * v * v * v)).tanh()))
-        .collect();
-    assert_close("gelu", &y, &want, 1e-30, 5e-6);
+    let got = y.to_f64_vec();
+    for (&v, g) in x.to_f64_vec().iter().zip(got) {
+        let u = c * (v + 0.044715 * v * v * v);
+        // x/2 · (1 + tanh u), in the form that does not cancel in f64 where
+        // tanh u is near -1.
+        let want = v / (1.0 + (-2.0 * u).exp());
+        // A few ulp, plus the rounding of the f32 argument u amplified by
+        // e^(-2u) (about |2u| times u's relative error) where GELU is tiny.
+        let tolerance = 4e-7 * (1.0 + 2.0 * u.abs()) * want.abs() + 1e-37;
+        assert!(
+            (g - want).abs() <= tolerance,
+            "gelu({v}) = {g}, float64 gives {want}"
+        );
+    }
 }
 
 #[test]
@@ -152,12 +162,13 @@ fn linear_and_matmul_match_float64_at_model_sizes() {
         .enumerate()
         .map(|(i, v)| v + bias[i % n])
         .collect();
-    // Sums of 1152 products of values in [-2, 2]: a few f32 ulp of the
-    // largest partial sums.
+    // Sums of 1152 products of values in [-2, 2] (tens in magnitude),
+    // accumulated in f32: well under 1e-3 off, where a wrong element is off
+    // by whole units.
     let y = same_on_every_thread_count("linear", || k::linear(&x, &w, Some(&b)).unwrap());
-    assert_close("linear", &y, &with_bias, 2e-4, 1e-5);
+    assert_close("linear", &y, &with_bias, 1e-3, 1e-5);
     let y = same_on_every_thread_count("matmul", || k::matmul(&x, &w).unwrap());
-    assert_close("matmul", &y, &product, 2e-4, 1e-5);
+    assert_close("matmul", &y, &product, 1e-3, 1e-5);
 }
 
 #[test]
