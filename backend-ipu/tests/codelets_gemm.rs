@@ -33,11 +33,24 @@ fn place(variant: AmpVariant, rows: u32, k: usize, n: usize) -> TileGemm {
         input,
         weights,
         output,
+        bias: None,
     }
 }
 
 fn run(variant: AmpVariant, rows: usize, k: usize, n: usize, seed: u64) {
-    let g = place(variant, rows as u32, k, n);
+    run_with(variant, rows, k, n, seed, false)
+}
+
+/// With `bias`, the product starts from a random bias row (initial
+/// partials placed 8 mod 16 bytes from the output, after it).
+fn run_with(variant: AmpVariant, rows: usize, k: usize, n: usize, seed: u64, bias: bool) {
+    let mut g = place(variant, rows as u32, k, n);
+    if bias {
+        let end = g.output + g.output_bytes() as u32 + AmpBlock::READ_PAST_BYTES;
+        g.bias = Some(end.next_multiple_of(16) + 8);
+        g.weights = (g.bias.unwrap() + g.bias_bytes() as u32 + AmpBlock::READ_PAST_BYTES)
+            .next_multiple_of(16);
+    }
     let elem = variant.input_elem();
     let (c, ko) = (variant.in_channels(), variant.out_channels());
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
@@ -52,9 +65,19 @@ fn run(variant: AmpVariant, rows: usize, k: usize, n: usize, seed: u64) {
             xp[((kk / c) * rows + r) * c + kk % c] = x[r * k + kk];
         }
     }
+    let b: Vec<f64> = variant.output_elem().decode(
+        &variant
+            .output_elem()
+            .encode(&(0..n).map(|_| value()).collect::<Vec<_>>()),
+    );
     let wp = g.weight_panels(&w, k, n, 0.0);
     let (prog, counts) = g.program(3, &MachineModel::c600()).unwrap();
     let mut s = sim(&executable_of(&prog), Default::default());
+    if let Some(at) = g.bias {
+        let block = g.bias_block(&b);
+        s.write_memory(3, at, &variant.output_elem().encode(&block))
+            .unwrap();
+    }
     s.write_memory(3, g.input, &elem.encode(&xp)).unwrap();
     s.write_memory(3, g.weights, &elem.encode(&wp)).unwrap();
     s.write_memory(3, g.output, &vec![0x5a; g.output_bytes() as usize])
@@ -66,7 +89,8 @@ fn run(variant: AmpVariant, rows: usize, k: usize, n: usize, seed: u64) {
     let u = variant.output_elem().unit_roundoff();
     for r in 0..rows {
         for j in 0..n {
-            let (mut want, mut mag) = (0.0, 0.0);
+            let b0 = if bias { b[j] } else { 0.0 };
+            let (mut want, mut mag) = (b0, b0.abs());
             for kk in 0..k {
                 want += x[r * k + kk] * w[kk * n + j];
                 mag += (x[r * k + kk] * w[kk * n + j]).abs();
@@ -95,6 +119,13 @@ fn f16_products_of_odd_shapes() {
     run(AmpVariant::F16, 7, 40, 20, 1);
     run(AmpVariant::F16, 13, 16, 16, 2);
     run(AmpVariant::F16, 30, 72, 50, 3);
+}
+
+#[test]
+fn products_start_from_a_bias() {
+    run_with(AmpVariant::F16, 7, 40, 20, 8, true);
+    run_with(AmpVariant::F16, 13, 16, 16, 9, true);
+    run_with(AmpVariant::F32, 9, 20, 12, 10, true);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use ipuc_backend_ipu::codelets::amp::AmpVariant;
 use ipuc_backend_ipu::emit::build_executable;
-use ipuc_backend_ipu::lower::codegen::{check_fits, emit_gemm, layout};
+use ipuc_backend_ipu::lower::codegen::{check_fits, emit_gemm, layout, Constants};
 use ipuc_backend_ipu::lower::plan::{evaluate, plan_gemm, GemmPlan, GemmShape};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
@@ -40,8 +40,19 @@ fn run(plan: &GemmPlan, seed: u64) -> u64 {
         tensor_ty(&[m as i64, k as i64], s.variant),
         tensor_ty(&[m as i64, n as i64], s.variant),
     );
-    let exe_op = emit_gemm(&mut ctx, body, plan, &w, tys, &machine, Location::unknown())
-        .unwrap_or_else(|d| panic!("{}", d.message));
+    let exe_op = emit_gemm(
+        &mut ctx,
+        body,
+        plan,
+        Constants {
+            weights: &w,
+            bias: None,
+        },
+        tys,
+        &machine,
+        Location::unknown(),
+    )
+    .unwrap_or_else(|d| panic!("{}", d.message));
     ipuc_ir::verify(&ctx, exe_op).unwrap_or_else(|d| panic!("{}", d.message));
     let exe = build_executable(&ctx, exe_op).unwrap_or_else(|d| panic!("{}", d[0].message));
     check_fits(&exe, &layout(plan, &machine)).unwrap();
@@ -82,7 +93,13 @@ fn run(plan: &GemmPlan, seed: u64) -> u64 {
 }
 
 fn shape(m: u32, k: u32, n: u32, variant: AmpVariant) -> GemmShape {
-    GemmShape { m, k, n, variant }
+    GemmShape {
+        m,
+        k,
+        n,
+        variant,
+        epilogue: Default::default(),
+    }
 }
 
 /// A plan with a forced grid.
@@ -136,7 +153,19 @@ fn lowered(plan: &GemmPlan, w: &[f64]) -> Vec<u8> {
         tensor_ty(&[i64::from(s.m), i64::from(s.n)], s.variant),
     );
     let machine = MachineModel::c600();
-    let exe = emit_gemm(&mut ctx, body, plan, w, tys, &machine, Location::unknown()).unwrap();
+    let exe = emit_gemm(
+        &mut ctx,
+        body,
+        plan,
+        Constants {
+            weights: w,
+            bias: None,
+        },
+        tys,
+        &machine,
+        Location::unknown(),
+    )
+    .unwrap();
     build_executable(&ctx, exe).unwrap().to_bytes()
 }
 
@@ -165,7 +194,19 @@ fn a_receiving_tiles_assembly() {
         tensor_ty(&[8, 32], AmpVariant::F16),
     );
     let machine = MachineModel::c600();
-    let exe = emit_gemm(&mut ctx, body, &p, &w, tys, &machine, Location::unknown()).unwrap();
+    let exe = emit_gemm(
+        &mut ctx,
+        body,
+        &p,
+        Constants {
+            weights: &w,
+            bias: None,
+        },
+        tys,
+        &machine,
+        Location::unknown(),
+    )
+    .unwrap();
     let tile = ipuc_dialects::ipu::body_ops(&ctx, exe)
         .into_iter()
         .find(|&t| ipuc_dialects::ipu::tile_index(&ctx, t) == Some(1))

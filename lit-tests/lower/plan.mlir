@@ -8,7 +8,7 @@
 // A small product splits its rows over tiles (each row block enters on its
 // own tile: no exchange, no sync) and keeps all columns together.
 // CHECK-LABEL: func.func @small
-// CHECK: nn.matmul %arg0, %0 {ipu.plan = {compute_cycles = [[C:[0-9]+]] : i64, cycles = [[C]] : i64, exchange_cycles = 0 : i64, grid = array<i64: 7, 1>, groups = 2 : i64, instruction = "f16v4hihov4amp", rows = 1 : i64, sync_cycles = 0 : i64, tile_bytes = {{[0-9]+}} : i64}}
+// CHECK: nn.matmul %arg0, %0 {ipu.plan = {compute_cycles = [[C:[0-9]+]] : i64, cycles = [[C]] : i64, epilogue_cycles = 0 : i64, exchange_cycles = 0 : i64, grid = array<i64: 7, 1>, groups = 2 : i64, instruction = "f16v4hihov4amp", rows = 1 : i64, sync_cycles = 0 : i64, tile_bytes = {{[0-9]+}} : i64}}
 func.func @small(%x: tensor<7x40xf16>) -> tensor<7x20xf16> {
   %w = nn.constant dense<0.5> : tensor<40x20xf16>
   %y = nn.matmul %x, %w : tensor<7x40xf16>, tensor<40x20xf16> -> tensor<7x20xf16>

@@ -93,6 +93,10 @@ pub mod op {
     pub fn azeros() -> Operand {
         reg("azeros".into(), None, false)
     }
+    /// `$lr`, the link register of `call` and `br`.
+    pub fn reg_lr() -> Operand {
+        reg("lr".into(), None, false)
+    }
     /// `$mvertex_base`.
     pub fn vertex_base() -> Operand {
         reg("mvertex_base".into(), None, false)
@@ -157,6 +161,17 @@ impl<'c> Emitter<'c> {
     /// section began (operands as [`timing_instr`] resolves them).
     pub fn supervisor_code(&self) -> &[Instr] {
         &self.supervisor_code
+    }
+
+    /// The ops of the tile body so far (its sections), in order.
+    pub fn tile_ops(&self) -> Vec<OpId> {
+        self.ctx.block_ops_vec(self.tile)
+    }
+
+    /// The context, for rewrites of what was emitted (see
+    /// [`super::subroutine`]).
+    pub fn context(&mut self) -> &mut Context {
+        self.ctx
     }
 
     /// Issues emitted outside `rpt` bodies since the current section began.

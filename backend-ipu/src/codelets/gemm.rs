@@ -73,6 +73,12 @@ pub struct TileGemm {
     pub weights: u32,
     /// Y in panel order, 8-byte aligned.
     pub output: u32,
+    /// Initial partials (a bias): `[n_groups][rows][K']` in the output's
+    /// format, 32 bytes per row, at [`TileGemm::bias_group`]; `None` starts
+    /// every group from zero. The first launch of each group then
+    /// accumulates onto it instead of overwriting, which costs nothing.
+    /// It must start 8 mod 16 bytes from the output (see the module doc).
+    pub bias: Option<u32>,
 }
 
 impl TileGemm {
@@ -150,13 +156,52 @@ impl TileGemm {
         self.block(0, 0).validate()
     }
 
+    /// Bytes between the bias block's groups: a group's rows and one word,
+    /// so that (like the output groups, [`TileGemm::group_stride`]) they
+    /// alternate 8 mod 16 and each stays 8 mod 16 from its output group.
+    fn bias_stride(&self) -> u32 {
+        self.rows * 32 + 8
+    }
+
+    /// Address of output group `j`'s initial partials, if there is a bias.
+    pub fn bias_group(&self, j: u32) -> Option<u32> {
+        self.bias.map(|b| b + j * self.bias_stride())
+    }
+
+    /// Bytes of the bias block (zero without one).
+    pub fn bias_bytes(&self) -> u64 {
+        self.bias.map_or(0, |_| {
+            u64::from(self.n_groups) * u64::from(self.bias_stride())
+        })
+    }
+
+    /// The bias block's elements (output format) from the bias values of
+    /// this tile's columns (`b[j·K' + o]`, zero past its end): each group's
+    /// row repeated `rows` times, zeros in the word between groups.
+    pub fn bias_block(&self, b: &[f64]) -> Vec<f64> {
+        let ko = self.variant.out_channels();
+        let gap = 8 / self.variant.output_elem().size();
+        let mut out = Vec::with_capacity(self.bias_bytes() as usize);
+        for j in 0..self.n_groups as usize {
+            for _ in 0..self.rows {
+                out.extend((0..ko).map(|o| b.get(j * ko + o).copied().unwrap_or(0.0)));
+            }
+            out.extend(std::iter::repeat_n(0.0, gap));
+        }
+        out
+    }
+
     /// The AMP block of launch (`j`, `g`): output group `j`, input panel `g`.
     pub fn block(&self, j: u32, g: u32) -> AmpBlock {
         let base = self.output + j * self.group_stride();
-        let partials = base + if g == 0 { 0 } else { self.write_offset(g - 1) };
+        let partials = match (g, self.bias_group(j)) {
+            (0, Some(b)) => b,
+            (0, None) => base,
+            _ => base + self.write_offset(g - 1),
+        };
         AmpBlock {
             variant: self.variant,
-            mode: if g == 0 {
+            mode: if g == 0 && self.bias.is_none() {
                 AmpMode::Overwrite
             } else {
                 AmpMode::Accumulate
@@ -227,7 +272,12 @@ impl TileGemm {
         let code_start = e.supervisor_code().len();
         e.solo(inst("setzi", [op::m(0), weights]));
         e.solo(inst("setzi", [op::m(2), states]));
-        e.solo(inst("setzi", [op::m(1), op::sym(format!("{ovw}_worker"))]));
+        // With a bias, every launch accumulates.
+        let first = if self.bias.is_some() { &acc } else { &ovw };
+        e.solo(inst(
+            "setzi",
+            [op::m(1), op::sym(format!("{first}_worker"))],
+        ));
         e.solo(inst("setzi", [op::m(6), op::sym(format!("{acc}_worker"))]));
         e.solo(inst(
             "setzi",

@@ -20,6 +20,7 @@ pub mod layernorm;
 pub mod program;
 pub mod reduce;
 pub mod softmax;
+pub mod subroutine;
 pub mod transpose;
 
 /// A codelet cannot be built with the given parameters.

@@ -22,10 +22,12 @@ use ipuc_ir::attributes::{AttrKind, ResourceBlob};
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
 use super::exchange::Broadcast;
-use super::plan::GemmPlan;
+use super::plan::{bias_offset, output_span, GemmPlan};
 use crate::codelets::amp::{AmpBlock, AmpVariant, Elem};
 use crate::codelets::emitter::{inst, op, Emitter};
+use crate::codelets::gelu::Gelu;
 use crate::codelets::gemm::TileGemm;
+use crate::codelets::subroutine::{emit_call, emit_subroutine};
 use crate::emit::CONSTANT_SECTION_PREFIX;
 
 /// Where a tile's tensors live (the same on every tile of the plan).
@@ -39,6 +41,8 @@ pub struct TileLayout {
     pub input: u32,
     /// Y's buffer.
     pub output: u32,
+    /// The bias block (initial partials), 8 mod 16 bytes after Y's buffer.
+    pub bias: Option<u32>,
     /// Lowest tensor address: sections must end at or below it.
     pub tensors_start: u32,
 }
@@ -49,32 +53,42 @@ pub fn layout(plan: &GemmPlan, machine: &MachineModel) -> TileLayout {
     let pair = 2 * machine.element_bytes;
     // The plan fits the tile, so every size is below 4 GiB.
     let whole = |b: u64| (b as u32 + AmpBlock::READ_PAST_BYTES).div_ceil(pair) * pair;
-    let output = machine.sram_end - whole(v.output_bytes());
+    let output = machine.sram_end - output_span(&v, machine) as u32;
     let input = output - whole(v.input_bytes());
+    let bias = v.bias.map(|_| output + bias_offset(&v) as u32);
     let states = (machine.interleaved_base - v.state_bytes() as u32) & !7;
     TileLayout {
         weights: machine.interleaved_base,
         states,
         input,
         output,
+        bias,
         tensors_start: states,
     }
 }
 
-/// The element values of the weights, row-major `[K, N]`.
-pub type Weights<'a> = &'a [f64];
+/// The constant operands of a product: the weights' element values,
+/// row-major `[K, N]`, and the bias's `[N]` if the plan's epilogue has one.
+#[derive(Clone, Copy, Debug)]
+pub struct Constants<'a> {
+    /// W, row-major `[K, N]`.
+    pub weights: &'a [f64],
+    /// b `[N]`.
+    pub bias: Option<&'a [f64]>,
+}
 
-/// Builds the `ipu.executable` for `plan` with weights `w`, appended to
+/// Builds the `ipu.executable` for `plan` with its constants, appended to
 /// `block`; the host tensors get types `x_ty` and `y_ty`.
 pub fn emit_gemm(
     ctx: &mut Context,
     block: BlockId,
     plan: &GemmPlan,
-    w: Weights<'_>,
+    constants: Constants<'_>,
     (x_ty, y_ty): (Type, Type),
     machine: &MachineModel,
     loc: Location,
 ) -> Result<OpId, Diagnostic> {
+    let w = constants.weights;
     let shape = plan.shape;
     let v = shape.variant;
     let (c, ko) = (v.in_channels() as u32, v.out_channels() as u32);
@@ -93,6 +107,7 @@ pub fn emit_gemm(
             input: lay.input,
             output: lay.output,
             weights: lay.weights,
+            bias: lay.bias,
             ..plan.vertex()
         };
         let broadcast = Broadcast {
@@ -148,9 +163,32 @@ pub fn emit_gemm(
                     op::imm(i64::from(lay.states)),
                 )
                 .map_err(|err| Diagnostic::error(loc.clone(), err.to_string()))?;
+            let gelus: Vec<(String, Gelu)> = match shape.epilogue.gelu {
+                Some(form) => (0..groups)
+                    .map(|gl| {
+                        let at = vertex.output_group(gl);
+                        let len = plan.rows * ko;
+                        let g = Gelu {
+                            form,
+                            len,
+                            input: at,
+                            output: at,
+                        };
+                        (format!("gelu{gl}"), g)
+                    })
+                    .collect(),
+                None => Vec::new(),
+            };
+            for (name, _) in &gelus {
+                emit_call(&mut e, name);
+            }
             e.solo(inst("exitz", [op::mzero()]));
             e.size_of("main");
             vertex.emit_worker_code(&mut e, tag);
+            for (name, g) in &gelus {
+                emit_subroutine(&mut e, name, g)
+                    .map_err(|err| Diagnostic::error(loc.clone(), err.to_string()))?;
+            }
         }
     }
     // The vertex states: the same words on every tile (same layout, same
@@ -160,6 +198,7 @@ pub fn emit_gemm(
             input: lay.input,
             output: lay.output,
             weights: lay.weights,
+            bias: lay.bias,
             ..plan.vertex()
         };
         let words = vertex.state_words();
@@ -176,6 +215,25 @@ pub fn emit_gemm(
             loc.clone(),
         );
         ctx.append_op(exe_body, t);
+    }
+    if let (Some(at), Some(b)) = (lay.bias, constants.bias) {
+        // Column block j's bias rows, the same on every grid row.
+        let v = plan.vertex();
+        for j in 0..plan.grid_cols {
+            let first = (j * plan.groups * ko) as usize;
+            let values = v.bias_block(b.get(first..).unwrap_or(&[]));
+            let tiles: Vec<u32> = (0..plan.grid_rows).map(|i| plan.tile(i, j)).collect();
+            let out = v.variant.output_elem();
+            let t = replicated_constant(
+                ctx,
+                &format!("{tag}_bias_col{j}"),
+                (output_type(v.variant), out.size(), 8),
+                out.encode(&values),
+                (&tiles, at),
+                loc.clone(),
+            );
+            ctx.append_op(exe_body, t);
+        }
     }
     for j in 0..plan.grid_cols {
         // Column block j's weight panels, zero-padded, on every grid row.
@@ -262,7 +320,16 @@ fn replicated_constant(
 
 /// The IR element type of the AMP's input format.
 fn element_type(v: AmpVariant) -> Type {
-    Type::float(match v.input_elem() {
+    elem_type(v.input_elem())
+}
+
+/// The IR element type of the AMP's output (and partials) format.
+fn output_type(v: AmpVariant) -> Type {
+    elem_type(v.output_elem())
+}
+
+fn elem_type(e: Elem) -> Type {
+    Type::float(match e {
         Elem::F16 => FloatKind::F16,
         Elem::F32 => FloatKind::F32,
         Elem::F8 => FloatKind::F8E4M3FNUZ,

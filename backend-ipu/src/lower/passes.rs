@@ -3,9 +3,13 @@
 //! user may edit to force a grid), and `ipu-lower` turns a planned function
 //! into an `ipu.executable` beside it in the module.
 //!
-//! This slice lowers functions whose body is one `nn.matmul` of the
-//! function's argument by an `nn.constant` (f16 or f32, 2-D). Anything else
-//! is refused with one error that lists every op it cannot lower yet.
+//! This slice lowers functions whose body is one product of the function's
+//! argument by an `nn.constant` (`nn.matmul`, or `nn.linear` with an
+//! optional constant bias; f16 or f32; the argument's leading dimensions
+//! are the product's rows), optionally followed by the add of a constant
+//! bias row `[N]` and by `nn.gelu` (f16): the epilogue runs in place on the
+//! product's tiles. Anything else is refused with one error that lists
+//! every op it cannot lower yet.
 //!
 //! ```text
 //! %w = nn.constant dense<...> : tensor<40x20xf16>
@@ -19,11 +23,12 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
 use ipuc_ir::attributes::{AttrKind, DenseElements, Dictionary};
 use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
-use ipuc_ir::{Attribute, Context, Diagnostic, FloatKind, OpId};
+use ipuc_ir::{Attribute, Context, Diagnostic, FloatKind, OpId, Value};
 
-use super::codegen::emit_gemm;
-use super::plan::{evaluate, plan_gemm, GemmPlan, GemmShape};
+use super::codegen::{emit_gemm, Constants};
+use super::plan::{evaluate, plan_gemm, Epilogue, GemmPlan, GemmShape};
 use crate::codelets::amp::AmpVariant;
+use crate::codelets::gelu::GeluForm;
 
 /// The discardable attribute holding a product's plan.
 pub const PLAN_ATTR: &str = "ipu.plan";
@@ -65,7 +70,16 @@ fn machine(name: &str) -> Result<MachineModel, String> {
     })
 }
 
-/// The product a supported `nn.matmul` performs.
+/// `nn.add`.
+const ADD: &str = "nn.add";
+
+/// The product ops the lowering plans.
+fn is_product(ctx: &Context, op: OpId) -> bool {
+    [nn::MATMUL, nn::LINEAR].contains(&ctx.name_str(op))
+}
+
+/// The product a supported `nn.matmul` or `nn.linear` performs, with the
+/// epilogue that follows it.
 fn gemm_shape(ctx: &Context, op: OpId) -> Result<GemmShape, Diagnostic> {
     let operands = ctx.operands(op);
     let types: Vec<_> = operands
@@ -74,11 +88,11 @@ fn gemm_shape(ctx: &Context, op: OpId) -> Result<GemmShape, Diagnostic> {
         .collect();
     let dims = |i: usize| types[i].shape().map(<[i64]>::to_vec).unwrap_or_default();
     let (a, b) = (dims(0), dims(1));
-    if a.len() != 2 || b.len() != 2 || a.iter().chain(&b).any(|&d| d <= 0) {
+    if a.len() < 2 || b.len() != 2 || a.iter().chain(&b).any(|&d| d <= 0) {
         return Err(Diagnostic::op_error(
             ctx,
             op,
-            "can only lower 2-D products of static shape to the IPU yet",
+            "can only lower products of a static input of rank 2 or more by a 2-D weight to the IPU yet",
         ));
     }
     let element = |i: usize| types[i].element_type().and_then(|t| t.float_kind());
@@ -98,12 +112,112 @@ fn gemm_shape(ctx: &Context, op: OpId) -> Result<GemmShape, Diagnostic> {
     };
     let dim =
         |d: i64| u32::try_from(d).map_err(|_| Diagnostic::op_error(ctx, op, "dimension too large"));
+    let rows: i64 = a[..a.len() - 1].iter().product();
+    let chain = chain(ctx, op)?;
+    if chain.epilogue.gelu.is_some() && variant != AmpVariant::F16 {
+        return Err(Diagnostic::op_error(
+            ctx,
+            chain.last,
+            "GELU after a product lowers to the IPU in f16 only yet (convert the function with --precision fp16)",
+        ));
+    }
     Ok(GemmShape {
-        m: dim(a[0])?,
-        k: dim(a[1])?,
+        m: dim(rows)?,
+        k: dim(a[a.len() - 1])?,
         n: dim(b[1])?,
         variant,
+        epilogue: chain.epilogue,
     })
+}
+
+/// A product and the ops after it that the lowering runs in place.
+struct Chain {
+    /// The epilogue.
+    epilogue: Epilogue,
+    /// The bias row's constant, if any.
+    bias: Option<Attribute>,
+    /// The op whose result is the chain's (the product without epilogue).
+    last: OpId,
+}
+
+/// The constant `value` defining `v`, if `nn.constant` defines it.
+fn constant_of(ctx: &Context, v: Value) -> Option<Attribute> {
+    ctx.defining_op(v)
+        .filter(|&d| ctx.name_str(d) == nn::CONSTANT)
+        .and_then(|d| ctx.attr(d, "value").cloned())
+}
+
+/// The only user of `op`'s result, if it has exactly one use.
+fn only_user(ctx: &Context, op: OpId) -> Option<OpId> {
+    match ctx.uses(ctx.results(op)[0]) {
+        [u] => Some(u.op),
+        _ => None,
+    }
+}
+
+/// The epilogue of product `op`: its bias (the `nn.linear` operand or an
+/// `nn.add` of a constant `[N]` or `[1, N]`), then an `nn.gelu`, each the
+/// only user of what precedes it.
+fn chain(ctx: &Context, op: OpId) -> Result<Chain, Diagnostic> {
+    let n = ctx
+        .value_type(ctx.results(op)[0])
+        .shape()
+        .and_then(|s| s.last().copied())
+        .unwrap_or(0);
+    let mut chain = Chain {
+        epilogue: Epilogue::default(),
+        bias: None,
+        last: op,
+    };
+    if let Some(&b) = ctx.operands(op).get(2) {
+        chain.bias = Some(constant_of(ctx, b).ok_or_else(|| {
+            Diagnostic::op_error(
+                ctx,
+                op,
+                "the lowering needs the bias of nn.linear to be an nn.constant",
+            )
+        })?);
+        chain.epilogue.bias = true;
+    }
+    let is_bias_row = |v: Value| {
+        let dims = ctx
+            .value_type(v)
+            .shape()
+            .map(<[i64]>::to_vec)
+            .unwrap_or_default();
+        matches!(dims.as_slice(), [d] | [1, d] if *d == n)
+    };
+    if let Some(add) = only_user(ctx, chain.last).filter(|&u| ctx.name_str(u) == ADD) {
+        let ops = ctx.operands(add);
+        let other = if ops[0] == ctx.results(chain.last)[0] {
+            ops[1]
+        } else {
+            ops[0]
+        };
+        if !chain.epilogue.bias && is_bias_row(other) {
+            if let Some(c) = constant_of(ctx, other) {
+                chain.bias = Some(c);
+                chain.epilogue.bias = true;
+                chain.last = add;
+            }
+        }
+    }
+    if let Some(g) = only_user(ctx, chain.last).filter(|&u| ctx.name_str(u) == nn::GELU) {
+        let form = match ctx.attr(g, "approximate").and_then(Attribute::as_str) {
+            None | Some("none") => GeluForm::Erf,
+            Some("tanh") => GeluForm::Tanh,
+            Some(other) => {
+                return Err(Diagnostic::op_error(
+                    ctx,
+                    g,
+                    format!("unknown GELU approximation '{other}'"),
+                ))
+            }
+        };
+        chain.epilogue.gelu = Some(form);
+        chain.last = g;
+    }
+    Ok(chain)
 }
 
 /// The `ipu.plan` dictionary of `plan`.
@@ -124,6 +238,7 @@ fn plan_attr(plan: &GemmPlan) -> Attribute {
         ("cycles".into(), int(e.total())),
         ("exchange_cycles".into(), int(e.exchange)),
         ("compute_cycles".into(), int(e.compute)),
+        ("epilogue_cycles".into(), int(e.epilogue)),
         ("sync_cycles".into(), int(e.sync)),
         ("tile_bytes".into(), int(u64::from(plan.tile_bytes))),
     ]))
@@ -162,10 +277,10 @@ fn plan_of(ctx: &Context, op: OpId, m: &MachineModel) -> Result<GemmPlan, Diagno
     })
 }
 
-fn matmuls(ctx: &Context, func_op: OpId) -> Vec<OpId> {
+fn products(ctx: &Context, func_op: OpId) -> Vec<OpId> {
     ctx.collect_ops(func_op, ipuc_ir::WalkOrder::PreOrder)
         .into_iter()
-        .filter(|&o| ctx.name_str(o) == nn::MATMUL)
+        .filter(|&o| is_product(ctx, o))
         .collect()
 }
 
@@ -184,7 +299,7 @@ impl DeclaredPass for PlanGemms {
         _stats: &mut (),
     ) -> Result<PreservedAnalyses, Diagnostic> {
         let m = self.0.clone();
-        for mm in matmuls(ctx, op) {
+        for mm in products(ctx, op) {
             let plan = plan_of(ctx, mm, &m)?;
             tracing::debug!(target: "ipu-plan", "{plan}");
             ctx.set_attr(mm, PLAN_ATTR, plan_attr(&plan));
@@ -216,22 +331,40 @@ fn constant_values(value: &Attribute) -> Result<Vec<f64>, String> {
     Ok((0..count).map(|i| dense.float_at(i)).collect())
 }
 
-/// What a function lowers to: its one product and the weights' values.
-fn lowerable(ctx: &Context, f: OpId) -> Result<(OpId, Vec<f64>), Diagnostic> {
+/// What a function lowers to: its product, the constants' values and the
+/// op whose result the function returns.
+struct Lowerable {
+    product: OpId,
+    weights: Vec<f64>,
+    bias: Option<Vec<f64>>,
+    last: OpId,
+}
+
+/// The ops the lowering handles, by name.
+const LOWERABLE_OPS: [&str; 6] = [
+    nn::CONSTANT,
+    nn::MATMUL,
+    nn::LINEAR,
+    ADD,
+    nn::GELU,
+    func::RETURN,
+];
+
+fn lowerable(ctx: &Context, f: OpId) -> Result<Lowerable, Diagnostic> {
     let body = func::entry_block(ctx, f)
         .ok_or_else(|| Diagnostic::op_error(ctx, f, "has no body to lower"))?;
     let ops = ctx.block_ops_vec(body);
     let unsupported: Vec<OpId> = ops
         .iter()
         .copied()
-        .filter(|&o| ![nn::CONSTANT, nn::MATMUL, func::RETURN].contains(&ctx.name_str(o)))
+        .filter(|&o| !LOWERABLE_OPS.contains(&ctx.name_str(o)))
         .collect();
     if let Some(&first) = unsupported.first() {
         let mut d = Diagnostic::op_error(
             ctx,
             first,
             format!(
-                "cannot be lowered to the IPU yet ({} op(s) in this function cannot; the lowering handles one nn.matmul by an nn.constant so far)",
+                "cannot be lowered to the IPU yet ({} op(s) in this function cannot; the lowering handles one nn.matmul or nn.linear by an nn.constant, with a bias and GELU after it, so far)",
                 unsupported.len()
             ),
         );
@@ -246,13 +379,16 @@ fn lowerable(ctx: &Context, f: OpId) -> Result<(OpId, Vec<f64>), Diagnostic> {
     let mms: Vec<OpId> = ops
         .iter()
         .copied()
-        .filter(|&o| ctx.name_str(o) == nn::MATMUL)
+        .filter(|&o| is_product(ctx, o))
         .collect();
     let [mm] = mms.as_slice() else {
         return Err(Diagnostic::op_error(
             ctx,
             f,
-            format!("needs exactly one nn.matmul to lower, has {}", mms.len()),
+            format!(
+                "needs exactly one nn.matmul or nn.linear to lower, has {}",
+                mms.len()
+            ),
         ));
     };
     let args = ctx.block_args(body);
@@ -264,30 +400,67 @@ fn lowerable(ctx: &Context, f: OpId) -> Result<(OpId, Vec<f64>), Diagnostic> {
             "the lowering needs the product's left operand to be the function's only argument",
         ));
     }
-    let w = ctx
-        .defining_op(operands[1])
-        .filter(|&d| ctx.name_str(d) == nn::CONSTANT)
-        .and_then(|d| ctx.attr(d, "value").cloned())
-        .ok_or_else(|| {
-            Diagnostic::op_error(
-                ctx,
-                *mm,
-                "the lowering needs the product's right operand to be an nn.constant",
-            )
-        })?;
-    let values = constant_values(&w).map_err(|e| Diagnostic::op_error(ctx, *mm, e))?;
+    let w = constant_of(ctx, operands[1]).ok_or_else(|| {
+        Diagnostic::op_error(
+            ctx,
+            *mm,
+            "the lowering needs the product's right operand to be an nn.constant",
+        )
+    })?;
+    let weights = constant_values(&w).map_err(|e| Diagnostic::op_error(ctx, *mm, e))?;
+    let chain = chain(ctx, *mm)?;
+    let bias = chain
+        .bias
+        .as_ref()
+        .map(constant_values)
+        .transpose()
+        .map_err(|e| Diagnostic::op_error(ctx, *mm, format!("the bias: {e}")))?;
+    // Every other op must be a constant the chain uses.
+    if let Some(&stray) = ops.iter().find(|&&o| {
+        ![nn::CONSTANT, func::RETURN].contains(&ctx.name_str(o))
+            && o != *mm
+            && !chain_ops(ctx, *mm, chain.last).contains(&o)
+    }) {
+        return Err(Diagnostic::op_error(
+            ctx,
+            stray,
+            "is not part of the product's epilogue (a bias row, then GELU), which is all the lowering runs after a product yet",
+        ));
+    }
     let ret = ops
         .last()
         .copied()
         .filter(|&o| ctx.name_str(o) == func::RETURN);
-    if ret.is_none_or(|r| ctx.operands(r) != ctx.results(*mm)) {
+    if ret.is_none_or(|r| ctx.operands(r) != ctx.results(chain.last)) {
         return Err(Diagnostic::op_error(
             ctx,
-            *mm,
-            "the function must return the product",
+            chain.last,
+            "the function must return the product (after its epilogue)",
         ));
     }
-    Ok((*mm, values))
+    Ok(Lowerable {
+        product: *mm,
+        weights,
+        bias,
+        last: chain.last,
+    })
+}
+
+/// The ops from the product (exclusive) to `last` (inclusive), following
+/// the only users.
+fn chain_ops(ctx: &Context, product: OpId, last: OpId) -> Vec<OpId> {
+    let mut out = Vec::new();
+    let mut at = product;
+    while at != last {
+        match only_user(ctx, at) {
+            Some(u) => {
+                out.push(u);
+                at = u;
+            }
+            None => break,
+        }
+    }
+    out
 }
 
 /// The plans the lowering uses for `f`'s products, in op order.
@@ -296,7 +469,7 @@ pub fn planned_products(
     f: OpId,
     m: &MachineModel,
 ) -> Result<Vec<GemmPlan>, Diagnostic> {
-    matmuls(ctx, f)
+    products(ctx, f)
         .into_iter()
         .map(|mm| plan_of(ctx, mm, m))
         .collect()
@@ -307,7 +480,7 @@ pub fn planned_products(
 /// estimate, then the best rejected candidates and why they lost.
 pub fn plan_report(ctx: &Context, f: OpId, m: &MachineModel) -> Result<String, Diagnostic> {
     let mut out = String::new();
-    for mm in matmuls(ctx, f) {
+    for mm in products(ctx, f) {
         let shape = gemm_shape(ctx, mm)?;
         let search =
             plan_gemm(shape, m).map_err(|e| Diagnostic::op_error(ctx, mm, e.to_string()))?;
@@ -315,22 +488,15 @@ pub fn plan_report(ctx: &Context, f: OpId, m: &MachineModel) -> Result<String, D
         let loc = ipuc_ir::diagnostics::location_prefix(ctx.loc(mm));
         let forced = ctx.attr(mm, PLAN_ATTR).is_some() && used != search.plan;
         out += &format!(
-            "{loc}: nn.matmul: {used}{}\n",
+            "{loc}: {}: {used}{}\n",
+            ctx.name_str(mm),
             if forced { " (forced by ipu.plan)" } else { "" }
         );
         if forced {
             out += &format!("  the search's choice: {}\n", search.plan);
         }
         for r in &search.rejected {
-            let estimate = r.estimate.map_or(String::new(), |e| {
-                format!(
-                    "{} cycles (exchange {}, compute {}, sync {}): ",
-                    e.total(),
-                    e.exchange,
-                    e.compute,
-                    e.sync
-                )
-            });
+            let estimate = r.estimate.map_or(String::new(), |e| format!("{e}: "));
             out += &format!(
                 "  rejected grid {}x{}: {estimate}{}\n",
                 r.grid.0, r.grid.1, r.reason
@@ -350,12 +516,16 @@ pub fn lower_function(
     f: OpId,
     m: &MachineModel,
 ) -> Result<OpId, Diagnostic> {
-    let (mm, w) = lowerable(ctx, f)?;
-    let plan = plan_of(ctx, mm, m)?;
-    let x_ty = ctx.value_type(ctx.operands(mm)[0]).clone();
-    let y_ty = ctx.value_type(ctx.results(mm)[0]).clone();
-    let loc = ctx.loc(mm).clone();
-    emit_gemm(ctx, module_body, &plan, &w, (x_ty, y_ty), m, loc)
+    let l = lowerable(ctx, f)?;
+    let plan = plan_of(ctx, l.product, m)?;
+    let x_ty = ctx.value_type(ctx.operands(l.product)[0]).clone();
+    let y_ty = ctx.value_type(ctx.results(l.last)[0]).clone();
+    let loc = ctx.loc(l.product).clone();
+    let constants = Constants {
+        weights: &l.weights,
+        bias: l.bias.as_deref(),
+    };
+    emit_gemm(ctx, module_body, &plan, constants, (x_ty, y_ty), m, loc)
 }
 
 impl DeclaredPass for LowerToIpu {

@@ -20,8 +20,22 @@ use std::fmt;
 use ipuc_ipu_arch::MachineModel;
 
 use crate::codelets::amp::{AmpBlock, AmpVariant};
+use crate::codelets::gelu::{Gelu, GeluForm};
 use crate::codelets::gemm::{GemmCounts, TileGemm};
+use crate::codelets::launch::{split, StreamCounts};
 use crate::codelets::program::Codelet;
+use crate::codelets::subroutine::call_cycles;
+
+/// What a product's tiles do to Y after the product, in place: a bias
+/// added along N (the product's initial partials, free), then GELU on
+/// every output group (f16 only).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Epilogue {
+    /// Y starts from a bias row.
+    pub bias: bool,
+    /// GELU on Y.
+    pub gelu: Option<GeluForm>,
+}
 
 /// The product to plan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,6 +48,8 @@ pub struct GemmShape {
     pub n: u32,
     /// The AMP instruction (from the element types).
     pub variant: AmpVariant,
+    /// What follows the product on its tiles.
+    pub epilogue: Epilogue,
 }
 
 impl GemmShape {
@@ -55,6 +71,9 @@ pub struct Estimate {
     pub exchange: u64,
     /// The GEMM vertex on the busiest tile.
     pub compute: u64,
+    /// The epilogue's launches after it (GELU per output group, with
+    /// their calls).
+    pub epilogue: u64,
     /// Syncs between the supersteps.
     pub sync: u64,
 }
@@ -62,7 +81,7 @@ pub struct Estimate {
 impl Estimate {
     /// All of it.
     pub fn total(&self) -> u64 {
-        self.exchange + self.compute + self.sync
+        self.exchange + self.compute + self.epilogue + self.sync
     }
 }
 
@@ -116,6 +135,7 @@ impl GemmPlan {
             input: 0,
             weights: 0,
             output: 0,
+            bias: self.shape.epilogue.bias.then_some(0),
         }
     }
 }
@@ -176,9 +196,64 @@ pub fn tile_bytes(g: &TileGemm, machine: &MachineModel) -> (u64, u64) {
     let pair = u64::from(2 * machine.element_bytes);
     let past = u64::from(AmpBlock::READ_PAST_BYTES);
     let whole = |b: u64| (b + past).div_ceil(pair) * pair;
-    let interleaved = whole(g.input_bytes()) + whole(g.output_bytes()) + g.weight_bytes();
+    let interleaved = whole(g.input_bytes()) + output_span(g, machine) + g.weight_bytes();
     let region0 = g.state_bytes() + u64::from(RESERVED_CODE_BYTES);
     (interleaved, region0)
+}
+
+/// Bytes from Y's address to the end of its whole element pairs: Y's
+/// buffer, then the bias block (if any) 8 mod 16 bytes after it (its loads
+/// and Y's stores share bundles), each with the AMP's read-past bytes.
+pub fn output_span(g: &TileGemm, machine: &MachineModel) -> u64 {
+    let pair = u64::from(2 * machine.element_bytes);
+    let past = u64::from(AmpBlock::READ_PAST_BYTES);
+    (bias_offset(g) + g.bias_bytes() + past).div_ceil(pair) * pair
+}
+
+/// Offset of the bias block from Y's address (where it would start).
+pub fn bias_offset(g: &TileGemm) -> u64 {
+    (g.output_bytes() + u64::from(AmpBlock::READ_PAST_BYTES)).next_multiple_of(16) + 8
+}
+
+/// Cycles of the epilogue on one tile of `plan` (the GELU launches, one
+/// per output group, each called as a subroutine).
+pub fn epilogue_cycles(shape: &GemmShape, rows: u32, groups: u32, gelu: &StreamCounts) -> u64 {
+    if shape.epilogue.gelu.is_none() {
+        return 0;
+    }
+    let words = rows * shape.variant.out_channels() as u32 / 4;
+    let machine = MachineModel::c600();
+    u64::from(groups) * (gelu.cycles(&split(words)) + call_cycles(&machine))
+}
+
+/// The GELU codelet's issue counts (independent of the length).
+pub fn gelu_counts(form: GeluForm) -> StreamCounts {
+    Gelu {
+        form,
+        len: 4,
+        input: 0x80000,
+        output: 0x80000,
+    }
+    .counts()
+    .expect("the probe's parameters are valid")
+}
+
+/// The issue counts a plan's estimate is made of.
+pub struct PlanCounts {
+    /// The GEMM vertex's.
+    pub gemm: GemmCounts,
+    /// The GELU codelet's, if the epilogue has one.
+    pub gelu: Option<StreamCounts>,
+}
+
+impl PlanCounts {
+    /// The counts for `shape`.
+    pub fn of(shape: &GemmShape) -> Self {
+        PlanCounts {
+            gemm: vertex_counts(shape.variant),
+            gelu: shape.epilogue.gelu.map(gelu_counts),
+        }
+    }
 }
 
 /// The GEMM vertex's issue counts (they do not depend on the sizes: one
@@ -192,6 +267,7 @@ pub fn vertex_counts(variant: AmpVariant) -> GemmCounts {
         input: 0x80000,
         weights: 0x90000,
         output: 0xa0000,
+        bias: None,
     };
     probe
         .counts()
@@ -207,7 +283,7 @@ pub fn plan_gemm(shape: GemmShape, machine: &MachineModel) -> Result<PlanChoice,
             n: shape.n,
         });
     }
-    let counts = vertex_counts(shape.variant);
+    let counts = PlanCounts::of(&shape);
     let ng = shape.n_groups();
     let mut fits: Vec<GemmPlan> = Vec::new();
     let mut too_big: Vec<Rejected> = Vec::new();
@@ -275,7 +351,7 @@ pub fn evaluate(
         grid_rows,
         grid_cols,
         machine,
-        &vertex_counts(shape.variant),
+        &PlanCounts::of(&shape),
     )
     .map_err(|(_, r)| r)
 }
@@ -285,7 +361,7 @@ fn evaluate_with(
     grid_rows: u32,
     grid_cols: u32,
     machine: &MachineModel,
-    counts: &GemmCounts,
+    counts: &PlanCounts,
 ) -> Result<GemmPlan, (u64, Rejected)> {
     let rows = shape.m.div_ceil(grid_rows);
     let groups = shape.n_groups().div_ceil(grid_cols);
@@ -330,7 +406,11 @@ fn evaluate_with(
     Ok(GemmPlan {
         estimate: Estimate {
             exchange,
-            compute: counts.cycles(&vertex, machine),
+            compute: counts.gemm.cycles(&vertex, machine),
+            epilogue: counts
+                .gelu
+                .as_ref()
+                .map_or(0, |g| epilogue_cycles(&shape, rows, groups, g)),
             sync: syncs * u64::from(machine.sync_latency),
         },
         tile_bytes: (inter + r0) as u32,
@@ -338,25 +418,51 @@ fn evaluate_with(
     })
 }
 
-impl fmt::Display for GemmPlan {
+impl fmt::Display for Estimate {
+    /// `T cycles (exchange E, compute C, epilogue P, sync S)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let e = &self.estimate;
         write!(
             f,
-            "{}x{}x{} {}: grid {}x{} ({} tiles), {} rows x {} groups per tile; {} cycles (exchange {}, compute {}, sync {}), {} bytes on the busiest tile",
+            "{} cycles (exchange {}, compute {}, epilogue {}, sync {})",
+            self.total(),
+            self.exchange,
+            self.compute,
+            self.epilogue,
+            self.sync
+        )
+    }
+}
+
+impl fmt::Display for Epilogue {
+    /// ` + bias`, ` + GELU (erf)`, nothing for none.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.bias {
+            write!(f, " + bias")?;
+        }
+        match self.gelu {
+            Some(GeluForm::Erf) => write!(f, ", GELU (erf)"),
+            Some(GeluForm::Tanh) => write!(f, ", GELU (tanh)"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl fmt::Display for GemmPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}x{}x{} {}{}: grid {}x{} ({} tiles), {} rows x {} groups per tile; {}, {} bytes on the busiest tile",
             self.shape.m,
             self.shape.k,
             self.shape.n,
             self.shape.variant.mnemonic(),
+            self.shape.epilogue,
             self.grid_rows,
             self.grid_cols,
             self.tiles(),
             self.rows,
             self.groups,
-            e.total(),
-            e.exchange,
-            e.compute,
-            e.sync,
+            self.estimate,
             self.tile_bytes
         )
     }
@@ -372,6 +478,7 @@ mod tests {
             k,
             n,
             variant: AmpVariant::F16,
+            epilogue: Epilogue::default(),
         }
     }
 

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use ipuc_backend_ipu::codelets::amp::AmpVariant;
 use ipuc_backend_ipu::emit::build_executable;
-use ipuc_backend_ipu::lower::codegen::{check_fits, emit_gemm, layout};
+use ipuc_backend_ipu::lower::codegen::{check_fits, emit_gemm, layout, Constants};
 use ipuc_backend_ipu::lower::plan::{evaluate, plan_gemm, GemmPlan, GemmShape};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
@@ -73,7 +73,13 @@ pub fn run_gemm(
             )))
         }
     };
-    let shape = GemmShape { m, k, n, variant };
+    let shape = GemmShape {
+        m,
+        k,
+        n,
+        variant,
+        epilogue: Default::default(),
+    };
     let started = Instant::now();
     let plan: GemmPlan = match grid {
         Some((r, c)) => evaluate(shape, r, c, machine).map_err(|r| BenchError::Usage(r.reason))?,
@@ -104,8 +110,19 @@ pub fn run_gemm(
         Type::tensor(&[i64::from(m), i64::from(k)], float.clone()),
         Type::tensor(&[i64::from(m), i64::from(n)], float),
     );
-    let exe_op = emit_gemm(&mut ctx, body, &plan, &w, tys, machine, Location::unknown())
-        .map_err(|d| BenchError::Other(d.message))?;
+    let exe_op = emit_gemm(
+        &mut ctx,
+        body,
+        &plan,
+        Constants {
+            weights: &w,
+            bias: None,
+        },
+        tys,
+        machine,
+        Location::unknown(),
+    )
+    .map_err(|d| BenchError::Other(d.message))?;
     let exe = build_executable(&ctx, exe_op).map_err(|d| {
         BenchError::Other(
             d.iter()

@@ -1,0 +1,138 @@
+//! Codelets as subroutines of one tile program: the same codelet twice and
+//! another between them, called from one supervisor `main`, compute what
+//! the codelets' references compose to, and cost their estimates plus the
+//! calls.
+
+mod common;
+
+use common::executable_of;
+use half::f16;
+use ipuc_backend_ipu::codelets::elementwise::{Binary, BinaryOp, VecType};
+use ipuc_backend_ipu::codelets::emitter::{inst, op};
+use ipuc_backend_ipu::codelets::gelu::{Gelu, GeluForm};
+use ipuc_backend_ipu::codelets::program::{Codelet, CodeletProgram};
+use ipuc_backend_ipu::codelets::subroutine::{call_cycles, emit_call, emit_subroutine};
+use ipuc_dialects::ipu::SectionKind;
+use ipuc_ipu_arch::MachineModel;
+use ipuc_runtime::device::Device;
+use ipuc_runtime::sim::testing::sim;
+use rand::{Rng, SeedableRng};
+
+fn halves(b: &[u8]) -> Vec<f16> {
+    b.chunks_exact(2)
+        .map(|c| f16::from_bits(u16::from_le_bytes([c[0], c[1]])))
+        .collect()
+}
+
+#[test]
+fn two_instances_of_one_codelet_and_another_run_in_sequence() {
+    let m = MachineModel::c600();
+    let len = 4 * 37;
+    let (a, b, c) = (0x80000, 0x90000, 0xa0000);
+    // out = gelu_tanh(gelu_erf(a) + b), the first GELU in place.
+    let g1 = Gelu {
+        form: GeluForm::Erf,
+        len,
+        input: a,
+        output: a,
+    };
+    let add = Binary {
+        op: BinaryOp::Add,
+        ty: VecType::F16,
+        len,
+        x: a,
+        y: b,
+        out: c,
+    };
+    let g2 = Gelu {
+        form: GeluForm::Tanh,
+        len,
+        input: c,
+        output: c,
+    };
+    let (prog, ()) = CodeletProgram::build(3, &m, |e| {
+        e.code_section(".text.main", SectionKind::Supervisor);
+        e.function("main");
+        for name in ["g1", "add", "g2"] {
+            emit_call(e, name);
+        }
+        e.solo(inst("exitz", [op::mzero()]));
+        e.size_of("main");
+        emit_subroutine(e, "g1", &g1)?;
+        emit_subroutine(e, "add", &add)?;
+        emit_subroutine(e, "g2", &g2)?;
+        Ok(())
+    })
+    .unwrap();
+    let text = prog.assembly();
+    assert!(text.contains("call $lr, g1_main"), "{text}");
+    assert!(text.contains("br $lr"), "{text}");
+    let exe = executable_of(&prog);
+
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    let xs: Vec<f16> = (0..len)
+        .map(|_| f16::from_f64(rng.gen_range(-4.0..4.0)))
+        .collect();
+    let ys: Vec<f16> = (0..len)
+        .map(|_| f16::from_f64(rng.gen_range(-4.0..4.0)))
+        .collect();
+    let bytes =
+        |v: &[f16]| -> Vec<u8> { v.iter().flat_map(|h| h.to_bits().to_le_bytes()).collect() };
+    let mut s = sim(&exe, Default::default());
+    s.write_memory(3, a, &bytes(&xs)).unwrap();
+    s.write_memory(3, b, &bytes(&ys)).unwrap();
+    s.run().unwrap_or_else(|e| panic!("{e}"));
+    let got = halves(&s.read_memory(3, c, len * 2).unwrap());
+    for i in 0..len as usize {
+        let first = g1.reference(xs[i]);
+        let first16 = f16::from_f64(first);
+        let tol1 = g1.tolerance(xs[i], first);
+        let sum = add.reference(&[first16.to_f64()], &[ys[i].to_f64()])[0];
+        let want = g2.reference(f16::from_f64(sum));
+        // The first GELU may be off by its bound; propagate it through the
+        // add (one f16 rounding) and the second GELU (slope below 1.13).
+        let tol =
+            g2.tolerance(f16::from_f64(sum), want) + 1.13 * (tol1 + sum.abs() * 2f64.powi(-11));
+        assert!(
+            (got[i].to_f64() - want).abs() <= tol,
+            "element {i}: got {} want {want} (tolerance {tol:e})",
+            got[i]
+        );
+    }
+    let est = g1.estimate_cycles().unwrap()
+        + add.estimate_cycles().unwrap()
+        + g2.estimate_cycles().unwrap()
+        + 3 * call_cycles(&m);
+    let cycles = s.profile().unwrap().total_cycles;
+    let rel = (cycles as f64 - est as f64).abs() / est as f64;
+    assert!(rel <= 0.05, "simulated {cycles} cycles, estimate {est}");
+}
+
+#[test]
+fn a_codelet_that_writes_the_link_register_is_refused() {
+    // The GEMM's inline supervisor uses $m6 (= $lr); a codelet whose own
+    // `main` writes it cannot return. Build one by hand.
+    struct Clobber;
+    impl Codelet for Clobber {
+        type Counts = ();
+        fn emit(
+            &self,
+            e: &mut ipuc_backend_ipu::codelets::emitter::Emitter,
+        ) -> Result<(), ipuc_backend_ipu::codelets::CodeletError> {
+            e.code_section(".text.x", SectionKind::Supervisor);
+            e.function("main");
+            e.solo(inst("setzi", [op::m(6), op::imm(1)]));
+            e.solo(inst("exitz", [op::mzero()]));
+            Ok(())
+        }
+        fn cycles(&self, _: &()) -> u64 {
+            0
+        }
+    }
+    let err = CodeletProgram::build(0, &MachineModel::c600(), |e| {
+        emit_subroutine(e, "x", &Clobber)
+    })
+    .err()
+    .expect("refused");
+    assert!(err.to_string().contains("$lr"), "{err}");
+}
