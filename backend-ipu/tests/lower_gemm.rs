@@ -6,7 +6,7 @@
 use ipuc_backend_ipu::codelets::amp::AmpVariant;
 use ipuc_backend_ipu::emit::build_executable;
 use ipuc_backend_ipu::lower::codegen::{check_fits, emit_gemm, layout, Constants};
-use ipuc_backend_ipu::lower::plan::{evaluate, plan_gemm, GemmPlan, GemmShape};
+use ipuc_backend_ipu::lower::plan::{evaluate, plan_gemm, GemmPlan, GemmShape, Grid};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
 use ipuc_runtime::device::Device;
@@ -59,7 +59,7 @@ fn run(plan: &GemmPlan, seed: u64) -> u64 {
     let mut sim = Simulator::new(machine, SimConfig::default());
     sim.load(&exe).unwrap();
     sim.write_tensor("input0", &elem.encode(&x)).unwrap();
-    sim.run().unwrap_or_else(|e| panic!("{e}"));
+    sim.run().unwrap_or_else(|e| panic!("{plan}: {e}"));
     let y = s
         .variant
         .output_elem()
@@ -72,7 +72,9 @@ fn run(plan: &GemmPlan, seed: u64) -> u64 {
                 want += x[r * k + kk] * w[kk * n + j];
                 mag += (x[r * k + kk] * w[kk * n + j]).abs();
             }
-            let tol = (f64::from(s.k_groups()) + 1.0) * u * mag + 1e-6;
+            // One rounding per input panel, one per reduction round.
+            let roundings = s.k_groups() + 1 + plan.grid_k.trailing_zeros();
+            let tol = f64::from(roundings) * u * mag + 1e-6;
             assert!(
                 (y[r * n + j] - want).abs() <= tol,
                 "{plan}: Y[{r}][{j}] = {}, want {want}",
@@ -103,8 +105,13 @@ fn shape(m: u32, k: u32, n: u32, variant: AmpVariant) -> GemmShape {
 }
 
 /// A plan with a forced grid.
-fn grid(s: GemmShape, grid_rows: u32, grid_cols: u32) -> GemmPlan {
-    evaluate(s, grid_rows, grid_cols, &MachineModel::c600()).unwrap()
+fn grid(s: GemmShape, rows: u32, cols: u32) -> GemmPlan {
+    split(s, rows, cols, 1)
+}
+
+/// A plan with a forced grid and K split.
+fn split(s: GemmShape, rows: u32, cols: u32, k: u32) -> GemmPlan {
+    evaluate(s, Grid { rows, cols, k }, &MachineModel::c600()).unwrap()
 }
 
 #[test]
@@ -126,6 +133,18 @@ fn a_grid_with_broadcast_x_blocks() {
     // 3 grid rows (the last with fewer rows) x 4 grid columns (the last with
     // fewer groups): X blocks multicast along each grid row.
     run(&grid(shape(20, 40, 56, AmpVariant::F16), 3, 4), 2);
+}
+
+#[test]
+fn k_splits_sum_their_partials_by_recursive_halving() {
+    // 7 input panels: parts of 4+3 and 2+2+2+1 panels; 9 rows split
+    // unevenly by the halving (5/4, then 3/2/2/2).
+    let s = shape(9, 100, 40, AmpVariant::F16);
+    run(&split(s, 1, 1, 2), 31);
+    run(&split(s, 2, 3, 4), 32);
+    run(&split(shape(5, 40, 24, AmpVariant::F32), 1, 2, 2), 33);
+    // More K parts than a block has rows: some tiles own no rows at the end.
+    run(&split(shape(3, 128, 16, AmpVariant::F16), 1, 1, 8), 34);
 }
 
 #[test]

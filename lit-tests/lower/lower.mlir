@@ -15,7 +15,7 @@ func.func @mm(%x: tensor<8x24xf16>) -> tensor<8x32xf16> {
 }
 
 // The plan is re-estimated for the forced grid.
-// CHECK: nn.matmul %arg0, %0 {ipu.plan = {{.*}}exchange_cycles = {{[1-9][0-9]*}} : i64, grid = array<i64: 2, 2>, groups = 1 : i64, instruction = "f16v4hihov4amp", rows = 4 : i64, sync_cycles = 600 : i64
+// CHECK: nn.matmul %arg0, %0 {ipu.plan = {{.*}}exchange_cycles = {{[1-9][0-9]*}} : i64, grid = array<i64: 2, 2>, groups = 1 : i64, instruction = "f16v4hihov4amp", k_panels = 2 : i64, reduction_cycles = 0 : i64, rows = 4 : i64, sync_cycles = 600 : i64
 
 // CHECK:      ipu.executable machine = "c600" {
 // The home tile sends its X block (2 panels x 4 rows x 32 bytes = 64

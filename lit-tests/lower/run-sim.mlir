@@ -33,9 +33,9 @@
 
 // --plan-report shows the plan used (here forced by ipu.plan), the
 // search's own choice, and the best rejected grids with their estimates.
-// REPORT: run-sim.mlir:[[@LINE+5]]:8: nn.matmul: 12x40x20 f16v4hihov4amp: grid 1x2 (2 tiles), 12 rows x 1 groups per tile; {{[0-9]+}} cycles (exchange {{[0-9]+}}, compute {{[0-9]+}}, epilogue 0, sync 600), {{[0-9]+}} bytes on the busiest tile (forced by ipu.plan)
+// REPORT: run-sim.mlir:[[@LINE+5]]:8: nn.matmul: 12x40x20 f16v4hihov4amp: grid 1x2 (2 tiles), 12 rows x 1 groups per tile; {{[0-9]+}} cycles (exchange {{[0-9]+}}, compute {{[0-9]+}}, reduction 0, epilogue 0, sync 600), {{[0-9]+}} bytes on the busiest tile (forced by ipu.plan)
 // REPORT-NEXT: the search's choice: 12x40x20 f16v4hihov4amp: grid 12x1
-// REPORT-NEXT: rejected grid {{[0-9]+}}x1: {{[0-9]+}} cycles (exchange 0, compute {{[0-9]+}}, epilogue 0, sync 0): {{[0-9]+}} cycles more than the chosen plan
+// REPORT-NEXT: rejected grid {{[0-9x]+}}: {{[0-9]+}} cycles (exchange {{[0-9]+}}, compute {{[0-9]+}}, reduction {{[0-9]+}}, epilogue 0, sync {{[0-9]+}}): {{[0-9]+}} cycles more than the chosen plan
 func.func @mm(%x: tensor<12x40xf16>) -> tensor<12x20xf16> {
   %w = nn.constant dense<0.25> : tensor<40x20xf16>
   %y = nn.matmul %x, %w {ipu.plan = {grid = array<i64: 1, 2>}} : tensor<12x40xf16>, tensor<40x20xf16> -> tensor<12x20xf16>

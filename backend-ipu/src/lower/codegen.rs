@@ -21,12 +21,16 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::attributes::{AttrKind, ResourceBlob};
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
-use super::exchange::Broadcast;
-use super::plan::{bias_offset, output_span, GemmPlan};
-use crate::codelets::amp::{AmpBlock, AmpVariant, Elem};
+use super::exchange::{emit_arm, emit_disarm, emit_sends, Broadcast, ARM_ISSUES};
+use super::plan::{
+    bias_offset, output_span, reduction_add, reduction_buffer, whole_pairs, GemmPlan,
+};
+use super::reduce;
+use crate::codelets::amp::{AmpVariant, Elem};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::gelu::Gelu;
 use crate::codelets::gemm::TileGemm;
+use crate::codelets::program::Codelet;
 use crate::codelets::subroutine::{emit_call, emit_subroutine};
 use crate::emit::CONSTANT_SECTION_PREFIX;
 
@@ -43,6 +47,9 @@ pub struct TileLayout {
     pub output: u32,
     /// The bias block (initial partials), 8 mod 16 bytes after Y's buffer.
     pub bias: Option<u32>,
+    /// With a K split: the reduction's receive buffer and its two result
+    /// buffers, each in its own element pairs.
+    pub reduction: Option<[u32; 3]>,
     /// Lowest tensor address: sections must end at or below it.
     pub tensors_start: u32,
 }
@@ -50,12 +57,12 @@ pub struct TileLayout {
 /// Lays out the plan's tensors from the top of tile memory.
 pub fn layout(plan: &GemmPlan, machine: &MachineModel) -> TileLayout {
     let v = plan.vertex();
-    let pair = 2 * machine.element_bytes;
     // The plan fits the tile, so every size is below 4 GiB.
-    let whole = |b: u64| (b as u32 + AmpBlock::READ_PAST_BYTES).div_ceil(pair) * pair;
     let output = machine.sram_end - output_span(&v, machine) as u32;
-    let input = output - whole(v.input_bytes());
+    let input = output - whole_pairs(v.input_bytes(), machine) as u32;
     let bias = v.bias.map(|_| output + bias_offset(&v) as u32);
+    let buffer = reduction_buffer(&v, plan.grid_k, machine) as u32;
+    let reduction = (buffer > 0).then(|| std::array::from_fn(|b| input - (b as u32 + 1) * buffer));
     let states = (machine.interleaved_base - v.state_bytes() as u32) & !7;
     TileLayout {
         weights: machine.interleaved_base,
@@ -63,6 +70,7 @@ pub fn layout(plan: &GemmPlan, machine: &MachineModel) -> TileLayout {
         input,
         output,
         bias,
+        reduction,
         tensors_start: states,
     }
 }
@@ -77,6 +85,21 @@ pub struct Constants<'a> {
     pub bias: Option<&'a [f64]>,
 }
 
+/// Where a tile's share of Y is: output group `g`'s row `r` (of the rows
+/// the tile owns, from `lo`) at `base + g * group_stride + (r - lo) * 32`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct View {
+    base: u32,
+    group_stride: u32,
+    lo: u32,
+}
+
+impl View {
+    fn at(&self, g: u32, r: u32) -> u32 {
+        self.base + g * self.group_stride + (r - self.lo) * 32
+    }
+}
+
 /// Builds the `ipu.executable` for `plan` with its constants, appended to
 /// `block`; the host tensors get types `x_ty` and `y_ty`.
 pub fn emit_gemm(
@@ -88,7 +111,6 @@ pub fn emit_gemm(
     machine: &MachineModel,
     loc: Location,
 ) -> Result<OpId, Diagnostic> {
-    let w = constants.weights;
     let shape = plan.shape;
     let v = shape.variant;
     let (c, ko) = (v.in_channels() as u32, v.out_channels() as u32);
@@ -96,168 +118,234 @@ pub fn emit_gemm(
     let (exe, exe_body) = build::executable(ctx, &machine.name, loc.clone());
     ctx.append_op(block, exe);
     let tag = "gemm0";
-    let elem = v.input_elem();
+    let vertex = TileGemm {
+        input: lay.input,
+        output: lay.output,
+        weights: lay.weights,
+        bias: lay.bias,
+        ..plan.vertex()
+    };
+    let fail = |err: crate::codelets::CodeletError| Diagnostic::error(loc.clone(), err.to_string());
     let mut input_pieces = Vec::new();
     let mut output_pieces = Vec::new();
     for i in 0..plan.grid_rows {
         let rows = plan.rows_of(i);
-        let home = plan.tile(i, 0);
-        let receivers: Vec<u32> = (1..plan.grid_cols).map(|j| plan.tile(i, j)).collect();
-        let vertex = TileGemm {
-            input: lay.input,
-            output: lay.output,
-            weights: lay.weights,
-            bias: lay.bias,
-            ..plan.vertex()
-        };
-        let broadcast = Broadcast {
-            sender: home,
-            receivers: receivers.clone(),
-            address: lay.input,
-            bytes: vertex.input_bytes() as u32,
-        };
-        for g in 0..shape.k_groups() {
-            for r in 0..rows {
-                let first = u64::from(i * plan.rows + r) * u64::from(shape.k) + u64::from(g * c);
-                input_pieces.push(TensorPiece {
-                    tile: i64::from(home),
-                    address: i64::from(lay.input + (g * plan.rows + r) * 32),
-                    first: first as i64,
-                    count: i64::from(c.min(shape.k - g * c)),
-                });
-            }
-        }
-        for j in 0..plan.grid_cols {
-            let tile = plan.tile(i, j);
-            let groups = plan.groups_of(j);
-            for gl in 0..groups {
-                let col = (j * plan.groups + gl) * ko;
+        for k in 0..plan.grid_k {
+            // X[rows of i, panels of k] enters on tile (i, 0, k).
+            let home = plan.tile(i, 0, k);
+            for g in 0..plan.k_panels_of(k) {
+                let panel = k * plan.k_panels + g;
                 for r in 0..rows {
-                    let first = u64::from(i * plan.rows + r) * u64::from(shape.n) + u64::from(col);
-                    output_pieces.push(TensorPiece {
-                        tile: i64::from(tile),
-                        address: i64::from(vertex.output_group(gl) + r * 32),
+                    let first =
+                        u64::from(i * plan.rows + r) * u64::from(shape.k) + u64::from(panel * c);
+                    input_pieces.push(TensorPiece {
+                        tile: i64::from(home),
+                        address: i64::from(lay.input + (g * plan.rows + r) * 32),
                         first: first as i64,
-                        count: i64::from(ko.min(shape.n - col)),
+                        count: i64::from(c.min(shape.k - panel * c)),
                     });
                 }
             }
-            let (tile_op, tile_body) = build::tile(ctx, tile, None, loc.clone());
-            ctx.append_op(exe_body, tile_op);
-            let mut e = Emitter::new(ctx, tile_body, loc.clone());
-            e.code_section(".text.main", SectionKind::Supervisor);
-            e.function("main");
-            if plan.grid_cols > 1 {
-                if j == 0 {
-                    broadcast.emit_send(&mut e, machine);
-                } else {
-                    broadcast.emit_receive(&mut e);
+        }
+        for j in 0..plan.grid_cols {
+            let groups = plan.groups_of(j);
+            for k in 0..plan.grid_k {
+                let tile = plan.tile(i, j, k);
+                let (tile_op, tile_body) = build::tile(ctx, tile, None, loc.clone());
+                ctx.append_op(exe_body, tile_op);
+                let mut e = Emitter::new(ctx, tile_body, loc.clone());
+                e.code_section(".text.main", SectionKind::Supervisor);
+                e.function("main");
+                if plan.grid_cols > 1 {
+                    let broadcast = Broadcast {
+                        sender: plan.tile(i, 0, k),
+                        receivers: (1..plan.grid_cols).map(|jj| plan.tile(i, jj, k)).collect(),
+                        address: lay.input,
+                        bytes: vertex.input_bytes() as u32,
+                    };
+                    if j == 0 {
+                        broadcast.emit_send(&mut e, machine);
+                    } else {
+                        broadcast.emit_receive(&mut e);
+                    }
+                    e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
                 }
-                e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
-            }
-            vertex
-                .emit_supervisor_with(
-                    &mut e,
-                    tag,
-                    op::imm(i64::from(lay.weights)),
-                    op::imm(i64::from(lay.states)),
-                )
-                .map_err(|err| Diagnostic::error(loc.clone(), err.to_string()))?;
-            let gelus: Vec<(String, Gelu)> = match shape.epilogue.gelu {
-                Some(form) => (0..groups)
-                    .map(|gl| {
-                        let at = vertex.output_group(gl);
-                        let len = plan.rows * ko;
-                        let g = Gelu {
+                vertex
+                    .emit_supervisor_with(
+                        &mut e,
+                        tag,
+                        op::imm(i64::from(lay.weights)),
+                        op::imm(i64::from(lay.states)),
+                    )
+                    .map_err(fail)?;
+                // The K split's reduction rounds, then the epilogue, on the
+                // rows this tile owns.
+                let mut view = View {
+                    base: vertex.output_group(0),
+                    group_stride: vertex.group_stride(),
+                    lo: 0,
+                };
+                let mut calls: Vec<(String, Box<dyn Instance>)> = Vec::new();
+                let rounds = reduce::rounds(k, plan.grid_k, plan.rows);
+                for (t, round) in rounds.iter().enumerate() {
+                    let [recv, res0, res1] = lay.reduction.expect("a K split has buffers");
+                    let result = if t % 2 == 0 { res0 } else { res1 };
+                    let (keep, give) = (reduce::len(round.keep), reduce::len(round.give));
+                    let partner = plan.tile(i, j, round.partner);
+                    // Compute, sync, exchange, sync: every tile reaches the
+                    // exchange together.
+                    e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
+                    let mut issued = 0;
+                    if keep > 0 {
+                        emit_arm(&mut e, partner, recv, groups * keep * 8);
+                        issued += ARM_ISSUES;
+                    } else {
+                        emit_disarm(&mut e, machine);
+                        issued += 2;
+                    }
+                    let chunks: Vec<(u32, u32)> = (0..groups)
+                        .filter(|_| give > 0)
+                        .map(|g| (view.at(g, round.give.0), give * 8))
+                        .collect();
+                    let to = Broadcast {
+                        sender: tile,
+                        receivers: vec![partner],
+                        address: 0,
+                        bytes: 0,
+                    };
+                    emit_sends(&mut e, to.first_send_cycle(machine), issued, &chunks);
+                    e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
+                    for g in (0..groups).filter(|_| keep > 0) {
+                        let add = reduction_add(
+                            v,
+                            keep,
+                            view.at(g, round.keep.0),
+                            recv + g * keep * 32,
+                            result + g * keep * 32,
+                        );
+                        let name = format!("red{t}_{g}");
+                        emit_call(&mut e, &name);
+                        calls.push((name, Box::new(add)));
+                    }
+                    view = View {
+                        base: result,
+                        group_stride: keep * 32,
+                        lo: round.keep.0,
+                    };
+                }
+                let (lo, hi) = reduce::owned(k, plan.grid_k, plan.rows);
+                if let (Some(form), true) = (shape.epilogue.gelu, hi > lo) {
+                    for g in 0..groups {
+                        let at = view.at(g, lo);
+                        let gelu = Gelu {
                             form,
-                            len,
+                            len: (hi - lo) * ko,
                             input: at,
                             output: at,
                         };
-                        (format!("gelu{gl}"), g)
-                    })
-                    .collect(),
-                None => Vec::new(),
-            };
-            for (name, _) in &gelus {
-                emit_call(&mut e, name);
-            }
-            e.solo(inst("exitz", [op::mzero()]));
-            e.size_of("main");
-            vertex.emit_worker_code(&mut e, tag);
-            for (name, g) in &gelus {
-                emit_subroutine(&mut e, name, g)
-                    .map_err(|err| Diagnostic::error(loc.clone(), err.to_string()))?;
+                        let name = format!("gelu{g}");
+                        emit_call(&mut e, &name);
+                        calls.push((name, Box::new(gelu)));
+                    }
+                }
+                e.solo(inst("exitz", [op::mzero()]));
+                e.size_of("main");
+                vertex.emit_worker_code(&mut e, tag);
+                for (name, instance) in &calls {
+                    instance.emit_as(&mut e, name).map_err(fail)?;
+                }
+                // Y's rows this tile owns.
+                for g in 0..groups {
+                    let col = (j * plan.groups + g) * ko;
+                    for r in lo..hi.min(rows) {
+                        let first =
+                            u64::from(i * plan.rows + r) * u64::from(shape.n) + u64::from(col);
+                        output_pieces.push(TensorPiece {
+                            tile: i64::from(tile),
+                            address: i64::from(view.at(g, r)),
+                            first: first as i64,
+                            count: i64::from(ko.min(shape.n - col)),
+                        });
+                    }
+                }
             }
         }
     }
+    let every_tile: Vec<u32> = (0..plan.tiles()).collect();
     // The vertex states: the same words on every tile (same layout, same
     // rows), one resource shared by all.
     {
-        let vertex = TileGemm {
-            input: lay.input,
-            output: lay.output,
-            weights: lay.weights,
-            bias: lay.bias,
-            ..plan.vertex()
-        };
         let words = vertex.state_words();
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let tiles: Vec<u32> = (0..plan.grid_rows)
-            .flat_map(|i| (0..plan.grid_cols).map(move |j| plan.tile(i, j)))
-            .collect();
         let t = replicated_constant(
             ctx,
             &format!("{tag}_vertex_states"),
             (Type::i32(), 4, 8),
             bytes,
-            (&tiles, lay.states),
+            (&every_tile, lay.states),
             loc.clone(),
         );
         ctx.append_op(exe_body, t);
     }
+    let tiles_of =
+        |j: u32, k: u32| -> Vec<u32> { (0..plan.grid_rows).map(|i| plan.tile(i, j, k)).collect() };
+    let suffix = |j: u32, k: u32| {
+        if plan.grid_k > 1 {
+            format!("col{j}_k{k}")
+        } else {
+            format!("col{j}")
+        }
+    };
     if let (Some(at), Some(b)) = (lay.bias, constants.bias) {
-        // Column block j's bias rows, the same on every grid row.
-        let v = plan.vertex();
+        // Column block j's bias rows on the K part 0 tiles, zeros on the
+        // others (the bias is added once), the same on every grid row.
+        let out = v.output_elem();
         for j in 0..plan.grid_cols {
-            let first = (j * plan.groups * ko) as usize;
-            let values = v.bias_block(b.get(first..).unwrap_or(&[]));
-            let tiles: Vec<u32> = (0..plan.grid_rows).map(|i| plan.tile(i, j)).collect();
-            let out = v.variant.output_elem();
+            for k in 0..plan.grid_k {
+                let first = (j * plan.groups * ko) as usize;
+                let values = if k == 0 {
+                    vertex.bias_block(b.get(first..).unwrap_or(&[]))
+                } else {
+                    vertex.bias_block(&[])
+                };
+                let t = replicated_constant(
+                    ctx,
+                    &format!("{tag}_bias_{}", suffix(j, k)),
+                    (output_type(v), out.size(), 8),
+                    out.encode(&values),
+                    (&tiles_of(j, k), at),
+                    loc.clone(),
+                );
+                ctx.append_op(exe_body, t);
+            }
+        }
+    }
+    let elem = v.input_elem();
+    for j in 0..plan.grid_cols {
+        for k in 0..plan.grid_k {
+            // The weight panels of column block j and K part k, zero-padded,
+            // on every grid row.
+            let first_col = (j * plan.groups * ko) as usize;
+            let cols = ((plan.groups_of(j) * ko) as usize).min(shape.n as usize - first_col);
+            let first_row = (k * plan.k_panels * c) as usize;
+            let k_rows = ((plan.k_panels_of(k) * c) as usize).min(shape.k as usize - first_row);
+            let block_w: Vec<f64> = (first_row..first_row + k_rows)
+                .flat_map(|kk| {
+                    let row = kk * shape.n as usize + first_col;
+                    constants.weights[row..row + cols].iter().copied()
+                })
+                .collect();
+            let bytes = elem.encode(&vertex.weight_panels(&block_w, k_rows, cols, 0.0));
             let t = replicated_constant(
                 ctx,
-                &format!("{tag}_bias_col{j}"),
-                (output_type(v.variant), out.size(), 8),
-                out.encode(&values),
-                (&tiles, at),
+                &format!("{tag}_weights_{}", suffix(j, k)),
+                (element_type(v), elem.size(), 16),
+                bytes,
+                (&tiles_of(j, k), lay.weights),
                 loc.clone(),
             );
             ctx.append_op(exe_body, t);
         }
-    }
-    for j in 0..plan.grid_cols {
-        // Column block j's weight panels, zero-padded, on every grid row.
-        let vertex = plan.vertex();
-        let groups = plan.groups_of(j);
-        let first_col = (j * plan.groups * ko) as usize;
-        let cols = ((groups * ko) as usize).min(shape.n as usize - first_col);
-        let block_w: Vec<f64> = (0..shape.k as usize)
-            .flat_map(|kk| {
-                let row = kk * shape.n as usize + first_col;
-                w[row..row + cols].iter().copied()
-            })
-            .collect();
-        let bytes = elem.encode(&vertex.weight_panels(&block_w, shape.k as usize, cols, 0.0));
-        let tiles: Vec<u32> = (0..plan.grid_rows).map(|i| plan.tile(i, j)).collect();
-        let t = replicated_constant(
-            ctx,
-            &format!("{tag}_weights_col{j}"),
-            (element_type(v), elem.size(), 16),
-            bytes,
-            (&tiles, lay.weights),
-            loc.clone(),
-        );
-        ctx.append_op(exe_body, t);
     }
     let x = build::tensor(
         ctx,
@@ -278,6 +366,17 @@ pub fn emit_gemm(
     ctx.append_op(exe_body, x);
     ctx.append_op(exe_body, y);
     Ok(exe)
+}
+
+/// A codelet instance a tile's program calls: emitted as a subroutine.
+trait Instance {
+    fn emit_as(&self, e: &mut Emitter, name: &str) -> Result<(), crate::codelets::CodeletError>;
+}
+
+impl<C: Codelet> Instance for C {
+    fn emit_as(&self, e: &mut Emitter, name: &str) -> Result<(), crate::codelets::CodeletError> {
+        emit_subroutine(e, name, self).map(|_| ())
+    }
 }
 
 /// A `constant` `ipu.tensor` named `name` of `bytes` (elements of type

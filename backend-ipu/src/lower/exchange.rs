@@ -75,38 +75,79 @@ impl Broadcast {
 
     /// Emits the receiver's arming into the open supervisor section.
     pub fn emit_receive(&self, e: &mut Emitter) {
-        e.solo(inst("setzi", [op::m(0), op::imm(i64::from(self.address))]));
-        e.solo(inst("setzi", [op::m(1), op::imm(i64::from(self.words()))]));
-        e.solo(inst("setzi", [op::m(2), op::imm(i64::from(self.sender))]));
-        e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(0)]));
-        e.solo(inst("put", [op::csr("INCOMING_DCOUNT"), op::m(1)]));
-        e.solo(inst("put", [op::csr("INCOMING_MUX"), op::m(2)]));
+        emit_arm(e, self.sender, self.address, self.words());
     }
 
     /// Emits the sender's delay and `send`s into the open supervisor
     /// section: one instruction issues per cycle at most, so `nop`s up to
     /// [`Broadcast::first_send_cycle`] guarantee the delay.
     pub fn emit_send(&self, e: &mut Emitter, machine: &MachineModel) {
-        let mut issued = 0u64;
-        let mut chunk = self.address;
-        let mut left = self.words();
-        let first = self.first_send_cycle(machine);
-        let mut reg = 0;
-        e.solo(inst("setzi", [op::m(reg), op::imm(i64::from(chunk))]));
+        emit_sends(
+            e,
+            self.first_send_cycle(machine),
+            0,
+            &[(self.address, self.words())],
+        );
+    }
+}
+
+/// Emits the arming of this tile's receive window: `words` words from
+/// `sender`, written from `address` on (three `setzi`, three `put`s).
+pub fn emit_arm(e: &mut Emitter, sender: u32, address: u32, words: u32) {
+    e.solo(inst("setzi", [op::m(0), op::imm(i64::from(address))]));
+    e.solo(inst("setzi", [op::m(1), op::imm(i64::from(words))]));
+    e.solo(inst("setzi", [op::m(2), op::imm(i64::from(sender))]));
+    e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(0)]));
+    e.solo(inst("put", [op::csr("INCOMING_DCOUNT"), op::m(1)]));
+    e.solo(inst("put", [op::csr("INCOMING_MUX"), op::m(2)]));
+}
+
+/// Emits the pointing of this tile's incoming mux at no tile (the id
+/// `machine.tiles`, which no tile has), for a superstep in which it
+/// receives nothing: a mux left on an earlier sender would take that
+/// sender's words to its other receivers as well. Two instructions, a
+/// prefix of the arming's shape, so the write completes within
+/// [`Broadcast::armed_by`], before any sender of the superstep starts. The
+/// id is a model convention: the simulator delivers to a mux only the words
+/// of the tile it names.
+pub fn emit_disarm(e: &mut Emitter, machine: &MachineModel) {
+    e.solo(inst("setzi", [op::m(2), op::imm(i64::from(machine.tiles))]));
+    e.solo(inst("put", [op::csr("INCOMING_MUX"), op::m(2)]));
+}
+
+/// Issues of [`emit_arm`].
+pub const ARM_ISSUES: u64 = ARM_SETZI + ARM_PUTS;
+
+/// Emits the delay and the `send`s of `chunks` (address, words): `nop`s
+/// until `first` instructions have issued since the superstep began
+/// (`issued` already have; one instruction issues per cycle at most, so
+/// the first word leaves at cycle `first` or later), then the chunks in
+/// `send`s of at most [`MAX_SEND_WORDS`] words.
+pub fn emit_sends(e: &mut Emitter, first: u64, issued: u64, chunks: &[(u32, u32)]) {
+    let mut issued = issued;
+    let mut reg = 0;
+    let Some(&(start, _)) = chunks.first() else {
+        return;
+    };
+    e.solo(inst("setzi", [op::m(reg), op::imm(i64::from(start))]));
+    issued += 1;
+    while issued < first {
+        e.solo(inst("nop", []));
         issued += 1;
-        while issued < first {
-            e.solo(inst("nop", []));
-            issued += 1;
-        }
+    }
+    let mut loaded = start;
+    for &(address, words) in chunks {
+        let (mut at, mut left) = (address, words);
         while left > 0 {
             let n = left.min(MAX_SEND_WORDS);
-            if chunk != self.address {
-                e.solo(inst("setzi", [op::m(reg), op::imm(i64::from(chunk))]));
+            if at != loaded {
+                reg ^= 1;
+                e.solo(inst("setzi", [op::m(reg), op::imm(i64::from(at))]));
+                loaded = at;
             }
             e.solo(inst("send", [op::m(reg), op::imm(i64::from(n))]));
-            chunk += 4 * n;
+            at += 4 * n;
             left -= n;
-            reg ^= 1;
         }
     }
 }

@@ -11,3 +11,4 @@ pub mod codegen;
 pub mod exchange;
 pub mod passes;
 pub mod plan;
+pub mod reduce;

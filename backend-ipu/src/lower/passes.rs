@@ -26,7 +26,7 @@ use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
 use ipuc_ir::{Attribute, Context, Diagnostic, FloatKind, OpId, Value};
 
 use super::codegen::{emit_gemm, Constants};
-use super::plan::{evaluate, plan_gemm, Epilogue, GemmPlan, GemmShape};
+use super::plan::{evaluate, plan_gemm, Epilogue, GemmPlan, GemmShape, Grid};
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::gelu::GeluForm;
 
@@ -227,8 +227,17 @@ fn plan_attr(plan: &GemmPlan) -> Attribute {
     Attribute::dictionary(Dictionary::from_entries([
         (
             "grid".into(),
-            Attribute::dense_i64_array(&[i64::from(plan.grid_rows), i64::from(plan.grid_cols)]),
+            Attribute::dense_i64_array(&if plan.grid_k > 1 {
+                vec![
+                    i64::from(plan.grid_rows),
+                    i64::from(plan.grid_cols),
+                    i64::from(plan.grid_k),
+                ]
+            } else {
+                vec![i64::from(plan.grid_rows), i64::from(plan.grid_cols)]
+            }),
         ),
+        ("k_panels".into(), int(u64::from(plan.k_panels))),
         ("rows".into(), int(u64::from(plan.rows))),
         ("groups".into(), int(u64::from(plan.groups))),
         (
@@ -239,6 +248,7 @@ fn plan_attr(plan: &GemmPlan) -> Attribute {
         ("exchange_cycles".into(), int(e.exchange)),
         ("compute_cycles".into(), int(e.compute)),
         ("epilogue_cycles".into(), int(e.epilogue)),
+        ("reduction_cycles".into(), int(e.reduction)),
         ("sync_cycles".into(), int(e.sync)),
         ("tile_bytes".into(), int(u64::from(plan.tile_bytes))),
     ]))
@@ -254,27 +264,44 @@ fn plan_of(ctx: &Context, op: OpId, m: &MachineModel) -> Result<GemmPlan, Diagno
             .map_err(|e| Diagnostic::op_error(ctx, op, e.to_string()));
     };
     let grid = dict.get("grid").and_then(Attribute::as_i64_list);
-    let Some(&[gr, gc]) = grid.as_deref() else {
-        return Err(Diagnostic::op_error(
-            ctx,
-            op,
-            "'ipu.plan' needs grid = array<i64: rows, columns>",
-        ));
+    let (gr, gc, gk) = match grid.as_deref() {
+        Some(&[gr, gc]) => (gr, gc, 1),
+        Some(&[gr, gc, gk]) => (gr, gc, gk),
+        _ => {
+            return Err(Diagnostic::op_error(
+                ctx,
+                op,
+                "'ipu.plan' needs grid = array<i64: rows, columns> or array<i64: rows, columns, k_parts>",
+            ))
+        }
     };
-    let (ng, mm) = (i64::from(shape.n_groups()), i64::from(shape.m));
-    if !(1..=mm).contains(&gr) || !(1..=ng).contains(&gc) || gr * gc > i64::from(m.tiles) {
+    let (ng, mm, kg) = (
+        i64::from(shape.n_groups()),
+        i64::from(shape.m),
+        i64::from(shape.k_groups()),
+    );
+    let tiles = gr.saturating_mul(gc).saturating_mul(gk);
+    if !(1..=mm).contains(&gr)
+        || !(1..=ng).contains(&gc)
+        || !(1..=kg).contains(&gk)
+        || tiles > i64::from(m.tiles)
+    {
         return Err(Diagnostic::op_error(
             ctx,
             op,
             format!(
-                "'ipu.plan' grid {gr}x{gc} is not possible: rows in 1..={mm}, columns in 1..={ng}, at most {} tiles",
+                "'ipu.plan' grid {gr}x{gc}x{gk} is not possible: rows in 1..={mm}, columns in 1..={ng}, K parts in 1..={kg}, at most {} tiles",
                 m.tiles
             ),
         ));
     }
-    evaluate(shape, gr as u32, gc as u32, m).map_err(|r| {
-        Diagnostic::op_error(ctx, op, format!("'ipu.plan' grid {gr}x{gc}: {}", r.reason))
-    })
+    let grid = Grid {
+        rows: gr as u32,
+        cols: gc as u32,
+        k: gk as u32,
+    };
+    evaluate(shape, grid, m)
+        .map_err(|r| Diagnostic::op_error(ctx, op, format!("'ipu.plan' grid {grid}: {}", r.reason)))
 }
 
 fn products(ctx: &Context, func_op: OpId) -> Vec<OpId> {
@@ -497,10 +524,7 @@ pub fn plan_report(ctx: &Context, f: OpId, m: &MachineModel) -> Result<String, D
         }
         for r in &search.rejected {
             let estimate = r.estimate.map_or(String::new(), |e| format!("{e}: "));
-            out += &format!(
-                "  rejected grid {}x{}: {estimate}{}\n",
-                r.grid.0, r.grid.1, r.reason
-            );
+            out += &format!("  rejected grid {}: {estimate}{}\n", r.grid, r.reason);
         }
     }
     Ok(out)

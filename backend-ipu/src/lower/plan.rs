@@ -4,11 +4,14 @@
 //! at the machine's bytes per cycle, the syncs), under the tile-memory
 //! constraint.
 //!
-//! The plan is output-stationary with no split of K: a grid of `grid_rows
-//! × grid_cols` tiles, tile (i, j) computing rows `i·rows ..` and output
-//! groups `j·groups ..` of Y. Each grid row's X block enters on the row's
-//! first tile and is broadcast to the others (one multicast per grid row);
-//! each tile keeps the weight panels of its column block.
+//! The plan is a grid of `grid_rows × grid_cols × grid_k` tiles: tile
+//! (i, j, k) computes rows `i·rows ..` and output groups `j·groups ..` of
+//! Y over input panels `k·k_panels ..` of K. Each (i, k) X block enters on
+//! tile (i, 0, k) and is broadcast to the tiles (i, j, k) (one multicast
+//! per block); each tile keeps the weight panels of its (K part, column
+//! block). With a K split (`grid_k` a power of two) the `grid_k` tiles of
+//! an output block sum their partials by recursive halving
+//! ([`super::reduce`]), after which each owns some of the block's rows.
 //!
 //! The search is exhaustive over the grid shapes (at most a few thousand
 //! for 1472 tiles): cost = exchange + compute + syncs, ties broken by fewer
@@ -19,7 +22,9 @@ use std::fmt;
 
 use ipuc_ipu_arch::MachineModel;
 
-use crate::codelets::amp::{AmpBlock, AmpVariant};
+use super::exchange::Broadcast;
+use crate::codelets::amp::{AmpBlock, AmpVariant, Elem};
+use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
 use crate::codelets::gelu::{Gelu, GeluForm};
 use crate::codelets::gemm::{GemmCounts, TileGemm};
 use crate::codelets::launch::{split, StreamCounts};
@@ -71,6 +76,8 @@ pub struct Estimate {
     pub exchange: u64,
     /// The GEMM vertex on the busiest tile.
     pub compute: u64,
+    /// The K split's adds (recursive halving, every round).
+    pub reduction: u64,
     /// The epilogue's launches after it (GELU per output group, with
     /// their calls).
     pub epilogue: u64,
@@ -81,7 +88,7 @@ pub struct Estimate {
 impl Estimate {
     /// All of it.
     pub fn total(&self) -> u64 {
-        self.exchange + self.compute + self.epilogue + self.sync
+        self.exchange + self.compute + self.reduction + self.epilogue + self.sync
     }
 }
 
@@ -94,6 +101,10 @@ pub struct GemmPlan {
     pub grid_rows: u32,
     /// Grid columns (blocks of output groups).
     pub grid_cols: u32,
+    /// Parts of K (a power of two; 1: no split).
+    pub grid_k: u32,
+    /// Input panels per K part (the last may hold fewer real ones).
+    pub k_panels: u32,
     /// Rows of X and Y per tile (the last grid row may hold fewer real rows).
     pub rows: u32,
     /// Output groups per tile (the last grid column may hold fewer).
@@ -107,12 +118,28 @@ pub struct GemmPlan {
 impl GemmPlan {
     /// Tiles used.
     pub fn tiles(&self) -> u32 {
-        self.grid_rows * self.grid_cols
+        self.grid_rows * self.grid_cols * self.grid_k
     }
 
-    /// Tile number of grid position (i, j): row-major from tile 0.
-    pub fn tile(&self, i: u32, j: u32) -> u32 {
-        i * self.grid_cols + j
+    /// Tile number of grid position (i, j, k): row-major from tile 0, the
+    /// K parts of one output block adjacent (the reduction's partners are
+    /// near each other).
+    pub fn tile(&self, i: u32, j: u32, k: u32) -> u32 {
+        (i * self.grid_cols + j) * self.grid_k + k
+    }
+
+    /// The grid shape.
+    pub fn grid(&self) -> Grid {
+        Grid {
+            rows: self.grid_rows,
+            cols: self.grid_cols,
+            k: self.grid_k,
+        }
+    }
+
+    /// Real input panels of K part `k`.
+    pub fn k_panels_of(&self, k: u32) -> u32 {
+        self.k_panels.min(self.shape.k_groups() - k * self.k_panels)
     }
 
     /// Real rows of grid row `i`.
@@ -130,7 +157,7 @@ impl GemmPlan {
         TileGemm {
             variant: self.shape.variant,
             rows: self.rows,
-            k_groups: self.shape.k_groups(),
+            k_groups: self.k_panels,
             n_groups: self.groups,
             input: 0,
             weights: 0,
@@ -143,8 +170,8 @@ impl GemmPlan {
 /// A grid shape that lost, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rejected {
-    /// Grid rows × columns.
-    pub grid: (u32, u32),
+    /// Grid rows × columns × K parts.
+    pub grid: Grid,
     /// Its estimate, when it fits.
     pub estimate: Option<Estimate>,
     /// Why it lost.
@@ -191,14 +218,31 @@ pub const RESERVED_CODE_BYTES: u32 = 8 * 1024;
 
 /// The tile bytes a plan needs: X, the output's two halves and the weights
 /// in whole 32 KiB element pairs of interleaved memory (X and Y must not
-/// share a pair), the vertex states in region 0.
-pub fn tile_bytes(g: &TileGemm, machine: &MachineModel) -> (u64, u64) {
-    let pair = u64::from(2 * machine.element_bytes);
-    let past = u64::from(AmpBlock::READ_PAST_BYTES);
-    let whole = |b: u64| (b + past).div_ceil(pair) * pair;
-    let interleaved = whole(g.input_bytes()) + output_span(g, machine) + g.weight_bytes();
+/// share a pair), with a K split the reduction's receive buffer and its
+/// two result buffers (each its own pairs: an add reads two of them and
+/// writes the third), the vertex states in region 0.
+pub fn tile_bytes(g: &TileGemm, grid_k: u32, machine: &MachineModel) -> (u64, u64) {
+    let interleaved = whole_pairs(g.input_bytes(), machine)
+        + output_span(g, machine)
+        + g.weight_bytes()
+        + 3 * reduction_buffer(g, grid_k, machine);
     let region0 = g.state_bytes() + u64::from(RESERVED_CODE_BYTES);
     (interleaved, region0)
+}
+
+/// `bytes` and the AMP's read-past bytes, in whole element pairs.
+pub fn whole_pairs(bytes: u64, machine: &MachineModel) -> u64 {
+    let pair = u64::from(2 * machine.element_bytes);
+    (bytes + u64::from(AmpBlock::READ_PAST_BYTES)).div_ceil(pair) * pair
+}
+
+/// Bytes of one reduction buffer (zero without a K split): every output
+/// group's rows that a tile keeps in a round, 32 bytes per row.
+pub fn reduction_buffer(g: &TileGemm, grid_k: u32, machine: &MachineModel) -> u64 {
+    match super::reduce::max_keep(grid_k, g.rows) {
+        0 => 0,
+        keep => whole_pairs(u64::from(g.n_groups) * u64::from(keep) * 32, machine),
+    }
 }
 
 /// Bytes from Y's address to the end of its whole element pairs: Y's
@@ -244,6 +288,8 @@ pub struct PlanCounts {
     pub gemm: GemmCounts,
     /// The GELU codelet's, if the epilogue has one.
     pub gelu: Option<StreamCounts>,
+    /// The add codelet's (the K split's reduction).
+    pub add: StreamCounts,
 }
 
 impl PlanCounts {
@@ -252,7 +298,35 @@ impl PlanCounts {
         PlanCounts {
             gemm: vertex_counts(shape.variant),
             gelu: shape.epilogue.gelu.map(gelu_counts),
+            add: reduction_add(shape.variant, 1, 0x80000, 0x90000, 0xa0000)
+                .counts()
+                .expect("the probe's parameters are valid"),
         }
+    }
+
+    /// Cycles of one reduction round's adds on a tile keeping `rows` rows
+    /// of `groups` output groups: one add launch per group, each called.
+    pub fn reduction_cycles(&self, shape: GemmShape, rows: u32, groups: u32) -> u64 {
+        let add = reduction_add(shape.variant, rows, 0, 0, 0);
+        let machine = MachineModel::c600();
+        u64::from(groups) * (self.add.cycles(&add.worker_words()) + call_cycles(&machine))
+    }
+}
+
+/// The add of one output group's `rows` rows in a reduction round:
+/// `out = x + y` in the product's output format.
+pub fn reduction_add(variant: AmpVariant, rows: u32, x: u32, y: u32, out: u32) -> Binary {
+    let ty = match variant.output_elem() {
+        Elem::F32 => VecType::F32,
+        _ => VecType::F16,
+    };
+    Binary {
+        op: BinaryOp::Add,
+        ty,
+        len: rows * variant.out_channels() as u32,
+        x,
+        y,
+        out,
     }
 }
 
@@ -274,7 +348,30 @@ pub fn vertex_counts(variant: AmpVariant) -> GemmCounts {
         .expect("the probe's parameters are valid for every variant")
 }
 
-/// Plans `shape` on `machine`, searching every grid shape.
+/// A grid shape: blocks of M, of output groups and of K.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Grid {
+    /// Blocks of M.
+    pub rows: u32,
+    /// Blocks of output groups.
+    pub cols: u32,
+    /// Parts of K (a power of two).
+    pub k: u32,
+}
+
+impl fmt::Display for Grid {
+    /// `RxC`, or `RxCxK` with a K split.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}", self.rows, self.cols)?;
+        if self.k > 1 {
+            write!(f, "x{}", self.k)?;
+        }
+        Ok(())
+    }
+}
+
+/// Plans `shape` on `machine`, searching every grid shape: blocks of M and
+/// of output groups without empty blocks, and K splits in powers of two.
 pub fn plan_gemm(shape: GemmShape, machine: &MachineModel) -> Result<PlanChoice, PlanError> {
     if shape.m == 0 || shape.k == 0 || shape.n == 0 {
         return Err(PlanError::Empty {
@@ -284,32 +381,46 @@ pub fn plan_gemm(shape: GemmShape, machine: &MachineModel) -> Result<PlanChoice,
         });
     }
     let counts = PlanCounts::of(&shape);
-    let ng = shape.n_groups();
+    let (ng, kg) = (shape.n_groups(), shape.k_groups());
     let mut fits: Vec<GemmPlan> = Vec::new();
     let mut too_big: Vec<Rejected> = Vec::new();
     let mut smallest_need = u64::MAX;
-    for grid_rows in 1..=shape.m.min(machine.tiles) {
-        // Only grids without empty rows or columns: the same blocks with
-        // fewer grid rows or columns are the same plan.
-        if shape.m.div_ceil(shape.m.div_ceil(grid_rows)) != grid_rows {
+    let splits = (0..)
+        .map(|e| 1u32 << e)
+        .take_while(|&k| k <= kg && k <= machine.tiles);
+    for grid_k in splits {
+        // Every K part holds at least one real panel.
+        if kg.div_ceil(kg.div_ceil(grid_k)) != grid_k {
             continue;
         }
-        for grid_cols in 1..=ng.min(machine.tiles / grid_rows) {
-            if ng.div_ceil(ng.div_ceil(grid_cols)) != grid_cols {
+        for grid_rows in 1..=shape.m.min(machine.tiles / grid_k) {
+            // Only grids without empty rows or columns: the same blocks with
+            // fewer grid rows or columns are the same plan.
+            if shape.m.div_ceil(shape.m.div_ceil(grid_rows)) != grid_rows {
                 continue;
             }
-            match evaluate_with(shape, grid_rows, grid_cols, machine, &counts) {
-                Ok(p) => fits.push(p),
-                Err((need, r)) => {
-                    smallest_need = smallest_need.min(need);
-                    if too_big.len() < 3 {
-                        too_big.push(r);
+            for grid_cols in 1..=ng.min(machine.tiles / (grid_rows * grid_k)) {
+                if ng.div_ceil(ng.div_ceil(grid_cols)) != grid_cols {
+                    continue;
+                }
+                let grid = Grid {
+                    rows: grid_rows,
+                    cols: grid_cols,
+                    k: grid_k,
+                };
+                match evaluate_with(shape, grid, machine, &counts) {
+                    Ok(p) => fits.push(p),
+                    Err((need, r)) => {
+                        smallest_need = smallest_need.min(need);
+                        if too_big.len() < 3 {
+                            too_big.push(r);
+                        }
                     }
                 }
             }
         }
     }
-    fits.sort_by_key(|p| (p.estimate.total(), p.tiles(), p.grid_rows));
+    fits.sort_by_key(|p| (p.estimate.total(), p.tiles(), p.grid_k, p.grid_rows));
     let Some(best) = fits.first().cloned() else {
         return Err(PlanError::DoesNotFit {
             needed: smallest_need,
@@ -321,7 +432,7 @@ pub fn plan_gemm(shape: GemmShape, machine: &MachineModel) -> Result<PlanChoice,
         .skip(1)
         .take(4)
         .map(|p| Rejected {
-            grid: (p.grid_rows, p.grid_cols),
+            grid: p.grid(),
             estimate: Some(p.estimate),
             reason: format!(
                 "{} cycles more than the chosen plan",
@@ -336,54 +447,74 @@ pub fn plan_gemm(shape: GemmShape, machine: &MachineModel) -> Result<PlanChoice,
     })
 }
 
-/// The plan of `shape` on a `grid_rows x grid_cols` grid (the blocks are
-/// the even split; a grid with empty rows or columns shrinks to the grid
-/// its blocks need), with its estimate; `Err` with the reason when it does
-/// not fit a tile.
+/// The plan of `shape` on `grid` (the blocks are the even split; a grid
+/// with empty blocks shrinks to the grid its blocks need), with its
+/// estimate; `Err` with the reason when it does not fit a tile or the K
+/// split is not a power of two.
 pub fn evaluate(
     shape: GemmShape,
-    grid_rows: u32,
-    grid_cols: u32,
+    grid: Grid,
     machine: &MachineModel,
 ) -> Result<GemmPlan, Rejected> {
-    evaluate_with(
-        shape,
-        grid_rows,
-        grid_cols,
-        machine,
-        &PlanCounts::of(&shape),
-    )
-    .map_err(|(_, r)| r)
+    if !grid.k.is_power_of_two() || grid.k > shape.k_groups() {
+        return Err(Rejected {
+            grid,
+            estimate: None,
+            reason: format!(
+                "a K split must be a power of two of at most {} (the input panels)",
+                shape.k_groups()
+            ),
+        });
+    }
+    evaluate_with(shape, grid, machine, &PlanCounts::of(&shape)).map_err(|(_, r)| r)
 }
 
 fn evaluate_with(
     shape: GemmShape,
-    grid_rows: u32,
-    grid_cols: u32,
+    grid: Grid,
     machine: &MachineModel,
     counts: &PlanCounts,
 ) -> Result<GemmPlan, (u64, Rejected)> {
-    let rows = shape.m.div_ceil(grid_rows);
-    let groups = shape.n_groups().div_ceil(grid_cols);
-    let (grid_rows, grid_cols) = (shape.m.div_ceil(rows), shape.n_groups().div_ceil(groups));
+    let rows = shape.m.div_ceil(grid.rows);
+    let groups = shape.n_groups().div_ceil(grid.cols);
+    let k_panels = shape.k_groups().div_ceil(grid.k);
     let plan = GemmPlan {
         shape,
-        grid_rows,
-        grid_cols,
+        grid_rows: shape.m.div_ceil(rows),
+        grid_cols: shape.n_groups().div_ceil(groups),
+        grid_k: shape.k_groups().div_ceil(k_panels),
+        k_panels,
         rows,
         groups,
         estimate: Estimate::default(),
         tile_bytes: 0,
     };
+    let grid = plan.grid();
+    if !plan.grid_k.is_power_of_two() {
+        // E.g. 5 panels in 4 parts: 2+2+1, three parts.
+        return Err((
+            0,
+            Rejected {
+                grid,
+                estimate: None,
+                reason: format!(
+                    "{} input panels in parts of {} make {} parts, not a power of two",
+                    shape.k_groups(),
+                    k_panels,
+                    plan.grid_k
+                ),
+            },
+        ));
+    }
     let vertex = plan.vertex();
-    let (inter, r0) = tile_bytes(&vertex, machine);
+    let (inter, r0) = tile_bytes(&vertex, plan.grid_k, machine);
     let interleaved_avail = u64::from(machine.sram_end - machine.interleaved_base);
     let region0_avail = u64::from(machine.interleaved_base - machine.sram_base);
     if inter > interleaved_avail || r0 > region0_avail {
         return Err((
             inter + r0,
             Rejected {
-                grid: (grid_rows, grid_cols),
+                grid,
                 estimate: None,
                 reason: format!(
                     "does not fit: {inter} bytes of interleaved memory (of {interleaved_avail}) and {r0} of region 0 (of {region0_avail}) per tile"
@@ -391,26 +522,38 @@ fn evaluate_with(
             },
         ));
     }
-    let exchange = if grid_cols > 1 {
-        // The row's first tile sends the block once (multicast), four
-        // bytes per cycle, after the farthest latency.
-        vertex
-            .input_bytes()
-            .div_ceil(u64::from(machine.exchange_bytes_per_cycle))
-            + machine.exchange_latency(0, machine.tiles - 1)
+    let bpc = u64::from(machine.exchange_bytes_per_cycle);
+    let mut exchange = if plan.grid_cols > 1 {
+        // The block's home tile sends it once (multicast), four bytes per
+        // cycle, after the farthest latency.
+        vertex.input_bytes().div_ceil(bpc) + machine.exchange_latency(0, machine.tiles - 1)
     } else {
         0
     };
-    // The exchange superstep ends in a sync; the compute ends the program.
-    let syncs = u64::from(grid_cols > 1);
+    // The broadcast's superstep ends in a sync; each reduction round is an
+    // exchange and the adds, each closed by a sync (the last adds by the
+    // end of the program).
+    let rounds = u64::from(plan.grid_k.trailing_zeros());
+    let syncs = u64::from(plan.grid_cols > 1) + rounds.saturating_mul(2).saturating_sub(1);
+    let mut reduction = 0;
+    let mut keep = rows;
+    for t in 0..rounds {
+        keep = keep.div_ceil(2);
+        let bytes = u64::from(groups) * u64::from(keep) * 32;
+        exchange += Broadcast::armed_by(machine)
+            + bytes.div_ceil(bpc)
+            + machine.exchange_latency(0, 1 << t);
+        reduction += counts.reduction_cycles(shape, keep, groups);
+    }
     Ok(GemmPlan {
         estimate: Estimate {
             exchange,
             compute: counts.gemm.cycles(&vertex, machine),
-            epilogue: counts
-                .gelu
-                .as_ref()
-                .map_or(0, |g| epilogue_cycles(&shape, rows, groups, g)),
+            reduction,
+            epilogue: counts.gelu.as_ref().map_or(0, |g| {
+                let owned = if rounds == 0 { rows } else { keep };
+                epilogue_cycles(&shape, owned, groups, g)
+            }),
             sync: syncs * u64::from(machine.sync_latency),
         },
         tile_bytes: (inter + r0) as u32,
@@ -423,10 +566,11 @@ impl fmt::Display for Estimate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} cycles (exchange {}, compute {}, epilogue {}, sync {})",
+            "{} cycles (exchange {}, compute {}, reduction {}, epilogue {}, sync {})",
             self.total(),
             self.exchange,
             self.compute,
+            self.reduction,
             self.epilogue,
             self.sync
         )
@@ -451,17 +595,21 @@ impl fmt::Display for GemmPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}x{}x{} {}{}: grid {}x{} ({} tiles), {} rows x {} groups per tile; {}, {} bytes on the busiest tile",
+            "{}x{}x{} {}{}: grid {} ({} tiles), {} rows x {} groups{} per tile; {}, {} bytes on the busiest tile",
             self.shape.m,
             self.shape.k,
             self.shape.n,
             self.shape.variant.mnemonic(),
             self.shape.epilogue,
-            self.grid_rows,
-            self.grid_cols,
+            self.grid(),
             self.tiles(),
             self.rows,
             self.groups,
+            if self.grid_k > 1 {
+                format!(" x {} input panels", self.k_panels)
+            } else {
+                String::new()
+            },
             self.estimate,
             self.tile_bytes
         )

@@ -10,6 +10,7 @@ use super::gemm::{format_gemm, run_gemm};
 use super::reference::{format_reference_report, run_reference, ReferenceBench};
 use super::sim_speed::{format_speed, run_sim_speed};
 use super::BenchError;
+use ipuc_backend_ipu::lower::plan::Grid;
 
 /// Performance benchmarks on the simulated IPU.
 #[derive(Debug, Parser)]
@@ -147,7 +148,8 @@ pub enum Command {
         /// Element type: `f16` or `f32`.
         #[arg(long, default_value = "f16")]
         dtype: String,
-        /// Force a grid `ROWSxCOLS` instead of the planner's choice.
+        /// Force a grid `ROWSxCOLS` or `ROWSxCOLSxKPARTS` (a K split, a
+        /// power of two) instead of the planner's choice.
         #[arg(long)]
         grid: Option<String>,
         /// Print JSON instead of text.
@@ -281,13 +283,14 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
             let mm = machine_named(&machine)?;
             let grid = grid
                 .map(|g| {
-                    g.split_once('x')
-                        .and_then(|(r, c)| Some((r.parse().ok()?, c.parse().ok()?)))
-                        .ok_or_else(|| {
-                            BenchError::Usage(format!(
-                                "--grid must be ROWSxCOLS, e.g. 16x90, not `{g}`"
-                            ))
-                        })
+                    let parts: Option<Vec<u32>> = g.split('x').map(|p| p.parse().ok()).collect();
+                    match parts.as_deref() {
+                        Some(&[rows, cols]) => Ok(Grid { rows, cols, k: 1 }),
+                        Some(&[rows, cols, k]) => Ok(Grid { rows, cols, k }),
+                        _ => Err(BenchError::Usage(format!(
+                            "--grid must be ROWSxCOLS or ROWSxCOLSxKPARTS, e.g. 16x90 or 8x18x8, not `{g}`"
+                        ))),
+                    }
                 })
                 .transpose()?;
             let r = run_gemm(&mm, (m, k, n), &dtype, grid)?;

@@ -9,7 +9,7 @@ use std::time::Instant;
 use ipuc_backend_ipu::codelets::amp::AmpVariant;
 use ipuc_backend_ipu::emit::build_executable;
 use ipuc_backend_ipu::lower::codegen::{check_fits, emit_gemm, layout, Constants};
-use ipuc_backend_ipu::lower::plan::{evaluate, plan_gemm, GemmPlan, GemmShape};
+use ipuc_backend_ipu::lower::plan::{evaluate, plan_gemm, GemmPlan, GemmShape, Grid};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
 use ipuc_runtime::device::Device;
@@ -26,12 +26,12 @@ pub struct GemmReport {
     pub shape: String,
     /// The AMP instruction.
     pub instruction: String,
-    /// Grid rows x columns.
-    pub grid: (u32, u32),
+    /// The grid: `RxC`, or `RxCxK` with a K split.
+    pub grid: String,
     /// Tiles used.
     pub tiles: u32,
-    /// The plan's estimate: exchange, compute, sync, total.
-    pub estimate: (u64, u64, u64, u64),
+    /// The plan's estimate.
+    pub estimate: EstimateReport,
     /// Simulated device cycles (the host streams apart).
     pub cycles: u64,
     /// The host streams' link time (input before, output after the device
@@ -56,13 +56,30 @@ pub struct GemmReport {
     pub checked: usize,
 }
 
+/// A plan's estimated cycles, per part.
+#[derive(Clone, Debug, Serialize)]
+pub struct EstimateReport {
+    /// Broadcasts of X blocks and the reduction's exchanges.
+    pub exchange: u64,
+    /// The GEMM vertex.
+    pub compute: u64,
+    /// The K split's adds.
+    pub reduction: u64,
+    /// The epilogue.
+    pub epilogue: u64,
+    /// The syncs.
+    pub sync: u64,
+    /// All of it.
+    pub total: u64,
+}
+
 /// Plans, lowers and simulates `[m, k] · [k, n]` in `dtype` (`f16`,
 /// `f32`), on `grid` if given.
 pub fn run_gemm(
     machine: &MachineModel,
     (m, k, n): (u32, u32, u32),
     dtype: &str,
-    grid: Option<(u32, u32)>,
+    grid: Option<Grid>,
 ) -> Result<GemmReport, BenchError> {
     let variant = match dtype {
         "f16" => AmpVariant::F16,
@@ -82,7 +99,7 @@ pub fn run_gemm(
     };
     let started = Instant::now();
     let plan: GemmPlan = match grid {
-        Some((r, c)) => evaluate(shape, r, c, machine).map_err(|r| BenchError::Usage(r.reason))?,
+        Some(g) => evaluate(shape, g, machine).map_err(|r| BenchError::Usage(r.reason))?,
         None => {
             plan_gemm(shape, machine)
                 .map_err(|e| BenchError::Usage(e.to_string()))?
@@ -177,9 +194,16 @@ pub fn run_gemm(
     Ok(GemmReport {
         shape: format!("{m}x{k}x{n}"),
         instruction: variant.mnemonic().into(),
-        grid: (plan.grid_rows, plan.grid_cols),
+        grid: plan.grid().to_string(),
         tiles: plan.tiles(),
-        estimate: (e.exchange, e.compute, e.sync, e.total()),
+        estimate: EstimateReport {
+            exchange: e.exchange,
+            compute: e.compute,
+            reduction: e.reduction,
+            epilogue: e.epilogue,
+            sync: e.sync,
+            total: e.total(),
+        },
         cycles: p.total_cycles,
         host_io_s: summary.host_io_s,
         supersteps,
@@ -201,16 +225,16 @@ pub fn run_gemm(
 /// The report as text.
 pub fn format_gemm(r: &GemmReport) -> String {
     let mut s = format!(
-        "{} {} on a {}x{} grid ({} tiles)\nestimate {} cycles (exchange {}, compute {}, sync {})\nsimulated {} cycles: {:.1} TFLOPS, {:.1} % of peak ({} cycles at peak)\n",
+        "{} {} on a {} grid ({} tiles)\nestimate {} cycles (exchange {}, compute {}, reduction {}, sync {})\nsimulated {} cycles: {:.1} TFLOPS, {:.1} % of peak ({} cycles at peak)\n",
         r.shape,
         r.instruction,
-        r.grid.0,
-        r.grid.1,
+        r.grid,
         r.tiles,
-        r.estimate.3,
-        r.estimate.0,
-        r.estimate.1,
-        r.estimate.2,
+        r.estimate.total,
+        r.estimate.exchange,
+        r.estimate.compute,
+        r.estimate.reduction,
+        r.estimate.sync,
         r.cycles,
         r.tflops,
         r.percent_of_peak,
