@@ -35,6 +35,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
     ("nn.atan", &["Elementwise"]),
     ("nn.atanh", &["Elementwise"]),
     ("nn.attention", &["Contraction", "Reduction"]),
+    ("nn.average_pool", &["Reduction"]),
     ("nn.bitwise_and", &["Elementwise"]),
     ("nn.bitwise_not", &["Elementwise"]),
     ("nn.bitwise_or", &["Elementwise"]),
@@ -69,6 +70,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
     ("nn.log", &["Elementwise"]),
     ("nn.matmul", &["Contraction"]),
     ("nn.max", &["Elementwise"]),
+    ("nn.max_pool", &["Reduction"]),
     ("nn.min", &["Elementwise"]),
     ("nn.mod", &["Elementwise"]),
     ("nn.mul", &["Elementwise"]),
@@ -292,6 +294,22 @@ fn reductions_report_kept_and_reduced_extents() {
     let mean = reduction(src, "nn.reduce_mean").unwrap();
     assert_eq!((mean.outer, mean.inner, mean.elements()), (24, 5, 120));
     assert_eq!(mean.passes, [CombiningKind::Add]);
+}
+
+#[test]
+fn pooling_reduces_one_window_per_output() {
+    let src = r#"
+%x = "test.x"() : () -> tensor<2x3x10x10xf32>
+%0 = nn.max_pool %x {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<2x3x10x10xf32> -> tensor<2x3x5x5xf32>
+%1 = nn.average_pool %x {kernel_shape = array<i64: 2, 5>} : tensor<2x3x10x10xf32> -> tensor<2x3x9x6xf32>
+"#;
+    let max = reduction(src, "nn.max_pool").unwrap();
+    assert_eq!((max.outer, max.inner), (2 * 3 * 5 * 5, 9));
+    assert_eq!(max.passes, [CombiningKind::Max]);
+    let avg = reduction(src, "nn.average_pool").unwrap();
+    assert_eq!((avg.outer, avg.inner), (2 * 3 * 9 * 6, 10));
+    assert_eq!(avg.passes, [CombiningKind::Add]);
+    assert_eq!(avg.per_element, ElementWork::NONE);
 }
 
 #[test]

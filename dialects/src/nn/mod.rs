@@ -44,6 +44,7 @@ pub mod elementwise;
 pub mod index;
 pub mod matmul;
 pub mod norm;
+pub mod pool;
 pub mod reduce;
 pub mod shape;
 mod support;
@@ -59,6 +60,7 @@ pub use elementwise::*;
 pub use index::*;
 pub use matmul::*;
 pub use norm::*;
+pub use pool::*;
 pub use reduce::*;
 pub use shape::*;
 pub use support::{
@@ -84,6 +86,7 @@ pub fn dialect() -> Dialect {
     d = attention::register(d);
     d = index::register(d);
     d = cumulative::register(d);
+    d = pool::register(d);
     d = constant::register(d);
     d.materialize_constant = Some(constant::materialize);
     d
@@ -109,6 +112,7 @@ pub fn infer_result_types(ctx: &Context, op: OpId) -> Option<InferResult<Vec<Typ
         .or_else(|| attention::infer_from_op(ctx, op))
         .or_else(|| index::infer_from_op(ctx, op))
         .or_else(|| cumulative::infer_from_op(ctx, op))
+        .or_else(|| pool::infer_from_op(ctx, op))
         .or_else(|| constant::infer_from_op(ctx, op))
 }
 

@@ -24,6 +24,7 @@ pub mod interpreter;
 mod layout;
 mod matmul;
 mod normalization;
+mod pool;
 mod reduce;
 pub mod shape;
 mod strided;
@@ -44,4 +45,5 @@ pub use layout::{
 };
 pub use matmul::{gemm, linear, matmul, GemmParams};
 pub use normalization::{layer_normalization, softmax, LayerNormOutputs};
+pub use pool::{pool, PoolParams, Pooling};
 pub use reduce::{reduce, reduce_max, reduce_mean, reduce_sum, Reduction};

@@ -4,7 +4,8 @@
 use ipuc_dialects::nn::{Conv2dOp, Conv2dParams, GemmOp, GemmParams, MatmulOp, ReshapeOp};
 
 use super::body::Body;
-use super::{error, ImportError, Importer, NodeResult};
+use super::window::{per_axis, resolve_pads};
+use super::{error, Importer, NodeResult};
 use crate::onnx::Node;
 
 /// The ops of this family.
@@ -33,18 +34,6 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
         "Conv" => conv(imp, node),
         "CausalConvWithState" => causal_conv_with_state(&mut Body::new(imp, node)),
         other => unreachable!("`{other}` is not a contraction"),
-    }
-}
-
-/// A per-spatial-axis attribute of `n` entries (default all 1).
-fn per_axis(node: &Node, name: &str, n: usize) -> Result<Vec<i64>, ImportError> {
-    match node.ints_attr(name)? {
-        None => Ok(vec![1; n]),
-        Some(v) if v.len() == n => Ok(v.to_vec()),
-        Some(v) => Err(error(
-            node,
-            format!("`{name}` {v:?} must have {n} entries, one per spatial axis"),
-        )),
     }
 }
 
@@ -89,51 +78,7 @@ fn conv(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
             return Err(error(node, format!("`{name}` {values:?} must be positive")));
         }
     }
-    let explicit = match node.ints_attr("pads")? {
-        None => vec![0; 2 * n],
-        Some(p) if p.len() == 2 * n => p.to_vec(),
-        Some(p) => {
-            return Err(error(
-                node,
-                format!(
-                    "`pads` {p:?} must have {} entries (begins, then ends)",
-                    2 * n
-                ),
-            ))
-        }
-    };
-    let pads = match node.string_attr("auto_pad", "NOTSET")? {
-        "NOTSET" => explicit,
-        "VALID" => vec![0; 2 * n],
-        mode @ ("SAME_UPPER" | "SAME_LOWER") => {
-            // The output size is ceil(in / stride); the padding that achieves
-            // it is split evenly, the odd element at the end (UPPER) or start (LOWER).
-            let mut p = vec![0i64; 2 * n];
-            for axis in 0..n {
-                let (input, k) = (xs[2 + axis], ws[2 + axis]);
-                let out = (input + strides[axis] - 1) / strides[axis];
-                let extent = dilations[axis] * (k - 1) + 1;
-                let total = ((out - 1) * strides[axis] + extent - input).max(0);
-                let (small, large) = (total / 2, total - total / 2);
-                let (begin, end) = if mode == "SAME_UPPER" {
-                    (small, large)
-                } else {
-                    (large, small)
-                };
-                p[axis] = begin;
-                p[axis + n] = end;
-            }
-            p
-        }
-        other => {
-            return Err(error(
-                node,
-                format!(
-                "unknown `auto_pad` \"{other}\" (expected NOTSET, VALID, SAME_UPPER or SAME_LOWER)"
-            ),
-            ))
-        }
-    };
+    let pads = resolve_pads(node, &xs[2..], &ws[2..], &strides, &dilations)?;
     let groups = node.int_attr("group", 1)?;
     let loc = Importer::loc(node);
     if n == 2 {

@@ -48,6 +48,7 @@ mod index;
 mod inputs;
 mod linalg;
 mod normalization;
+mod pool;
 mod quantize;
 mod rearrange;
 mod recurrent;
@@ -57,6 +58,7 @@ mod scatter;
 mod selection;
 mod shape;
 mod signal;
+mod window;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -215,6 +217,7 @@ pub fn is_supported(domain: &str, op_type: &str) -> bool {
             scatter::OPS,
             grid_sample::OPS,
             control::OPS,
+            pool::OPS,
         ]
         .iter()
         .any(|ops| ops.contains(&op_type))
@@ -396,6 +399,8 @@ impl<'a> Importer<'a> {
             grid_sample::import(self, node)?
         } else if control::OPS.contains(&op) {
             control::import(self, node)?
+        } else if pool::OPS.contains(&op) {
+            pool::import(self, node)?
         } else {
             unreachable!("check_supported rejected `{op}` before import")
         };

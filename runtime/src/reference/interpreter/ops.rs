@@ -5,8 +5,8 @@
 use ipuc_dialects::nn::{
     self, ArgReduceOp, AttentionOp, BinaryKind, CastOp, CompareKind, ConcatOp, ConstantOp,
     Conv2dOp, CumulativeKind, CumulativeOp, GatherElementsOp, GatherOp, GeluApproximation, GeluOp,
-    GemmOp, LayerNormalizationOp, PadOp, ReduceKind, ReduceOp, ReshapeOp, SliceOp, SoftmaxOp,
-    SplitOp, TileOp, TransposeOp, UnaryKind,
+    GemmOp, LayerNormalizationOp, PadOp, PoolKind, PoolOp, ReduceKind, ReduceOp, ReshapeOp,
+    SliceOp, SoftmaxOp, SplitOp, TileOp, TransposeOp, UnaryKind,
 };
 use ipuc_ir::{Context, OpId};
 
@@ -265,6 +265,32 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
                 a.keepdims(ctx),
                 a.select_last_index(ctx),
             )?)
+        }
+        n if PoolKind::from_name(n).is_some() => {
+            let pool = PoolOp(op);
+            let p = pool.params(ctx);
+            let list = |what: &str, v: &[i64]| -> Result<Vec<usize>, OpError> {
+                v.iter()
+                    .map(|&x| usize::try_from(x))
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| {
+                        OpError::Failed(format!("'{what}' must be non-negative, but is {v:?}"))
+                    })
+            };
+            let params = k::PoolParams {
+                kernel: list("kernel_shape", &p.kernel_shape)?,
+                strides: list("strides", &p.strides)?,
+                pads: list("pads", &p.pads)?,
+                dilations: list("dilations", &p.dilations)?,
+                ceil_mode: p.ceil_mode,
+            };
+            let pooling = match pool.kind(ctx) {
+                PoolKind::Max => k::Pooling::Max,
+                PoolKind::Average => k::Pooling::Average {
+                    count_include_pad: p.count_include_pad,
+                },
+            };
+            one(k::pool(args[0], pooling, &params)?)
         }
         nn::SQUEEZE => one(k::squeeze(args[0], i64_list(ctx, op, "axes").as_deref())?),
         nn::UNSQUEEZE => one(k::unsqueeze(args[0], &required_list(ctx, op, "axes")?)?),
