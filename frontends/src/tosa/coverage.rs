@@ -114,7 +114,11 @@ pub const TOSA_OPS: &[TosaOp] = &[
         Some("nn.reduce_max (keepdims)"),
         Some("nn.reduce_max; softmax"),
     ),
-    op("tosa.argmax", None, None),
+    op(
+        "tosa.argmax",
+        Some("nn.argmax (then nn.cast for i32 positions)"),
+        Some("nn.argmax (first largest)"),
+    ),
     op(
         "tosa.reshape",
         Some("nn.reshape"),
@@ -153,9 +157,21 @@ pub const TOSA_OPS: &[TosaOp] = &[
         Some("nn.where; gather index wrap"),
     ),
     op("tosa.identity", Some("its operand"), None),
-    op("tosa.avg_pool2d", None, None),
-    op("tosa.max_pool2d", None, None),
-    op("tosa.rescale", None, None),
+    op(
+        "tosa.avg_pool2d",
+        Some("nn.average_pool between NHWC/NCHW transposes (zero points 0)"),
+        Some("nn.average_pool (2-D, no dilation; counted padding as a tosa.pad of zeros)"),
+    ),
+    op(
+        "tosa.max_pool2d",
+        Some("nn.max_pool between NHWC/NCHW transposes"),
+        Some("nn.max_pool (2-D, no dilation)"),
+    ),
+    op(
+        "tosa.rescale",
+        Some("i64 nn.mul (+ rounding nn.add/mod/sub/div), clamp, nn.cast: one multiplier and shift, zero points 0, signed"),
+        None,
+    ),
 ];
 
 /// The non-TOSA ops `convert-tosa-to-nn` reads (they come with TOSA models).
@@ -170,7 +186,8 @@ pub const OTHER_READ_OPS: &[(&str, &str)] = &[
 ];
 
 /// `nn` ops `--emit=tosa` writes (some instances may still be refused:
-/// float-to-int casts, strided slices, grouped convolutions).
+/// float-to-int casts, strided slices, grouped convolutions, pools that are
+/// not 2-D or dilated, argmax picking the last of equal elements).
 pub const WRITTEN_NN_OPS: &[&str] = &[
     "nn.constant",
     "nn.add",
@@ -218,6 +235,9 @@ pub const WRITTEN_NN_OPS: &[&str] = &[
     "nn.gemm",
     "nn.linear",
     "nn.conv2d",
+    "nn.max_pool",
+    "nn.average_pool",
+    "nn.argmax",
 ];
 
 /// Whether `convert-tosa-to-nn` converts ops named `name`.

@@ -78,6 +78,14 @@ fn unsupported_form(ctx: &Context, op: OpId) -> Option<String> {
             (p.groups != 1 && p.groups != channels)
                 .then(|| "is a grouped convolution that is neither plain nor depthwise".into())
         }
+        nn::MAX_POOL | nn::AVERAGE_POOL => super::pool::unsupported(ctx, op),
+        n if nn::ArgKind::from_name(n).is_some() => {
+            let a = nn::ArgReduceOp(op);
+            (a.kind(ctx) != nn::ArgKind::Max || a.select_last_index(ctx)).then(|| {
+                "is an argmin or picks the last of equal elements; tosa.argmax picks the first largest"
+                    .into()
+            })
+        }
         "nn.div" => {
             let elem = ctx.value_type(ctx.result(op, 0)).element_type()?;
             (!elem.is_float() && !elem.is_integer_of_width(32))
@@ -113,7 +121,7 @@ fn tensor_ty(shape: &[i64], elem: &Type) -> Type {
 
 impl Builder<'_> {
     /// `tosa.const_shape` of `dims`.
-    fn shape_value(&mut self, dims: &[i64]) -> Result<Value, Diagnostic> {
+    pub(super) fn shape_value(&mut self, dims: &[i64]) -> Result<Value, Diagnostic> {
         let ty = Type::tensor(&[dims.len() as i64], Type::index());
         let values = elements::from_ints(&ty, &dims.iter().map(|&d| d as i128).collect::<Vec<_>>())
             .ok_or_else(|| self.error("cannot build a shape constant"))?;
@@ -132,7 +140,12 @@ impl Builder<'_> {
     }
 
     /// A constant of `shape` filled with `value`.
-    fn splat(&mut self, shape: &[i64], elem: &Type, value: f64) -> Result<Value, Diagnostic> {
+    pub(super) fn splat(
+        &mut self,
+        shape: &[i64],
+        elem: &Type,
+        value: f64,
+    ) -> Result<Value, Diagnostic> {
         let ty = tensor_ty(shape, elem);
         let n = shape.iter().product::<i64>() as usize;
         let attr = if elem.is_float() {
@@ -155,7 +168,7 @@ impl Builder<'_> {
     }
 
     /// The zero point operand of element type `elem`.
-    fn zero_point(&mut self, elem: &Type) -> Result<Value, Diagnostic> {
+    pub(super) fn zero_point(&mut self, elem: &Type) -> Result<Value, Diagnostic> {
         self.splat(&[1], elem, 0.0)
     }
 
@@ -179,7 +192,7 @@ impl Builder<'_> {
         self.reshape(v, &shape)
     }
 
-    fn transpose(&mut self, v: Value, perm: &[i64]) -> Result<Value, Diagnostic> {
+    pub(super) fn transpose(&mut self, v: Value, perm: &[i64]) -> Result<Value, Diagnostic> {
         let (s, elem) = self.shape(v)?;
         let shape: Vec<i64> = perm.iter().map(|&p| s[p as usize]).collect();
         Ok(self.generic(
@@ -557,6 +570,21 @@ fn convert_op(b: &mut Builder, op: OpId) -> Result<Vec<Value>, Diagnostic> {
             }
         }
         nn::CONV2D => conv2d(b, op)?,
+        nn::MAX_POOL | nn::AVERAGE_POOL => super::pool::write(b, op)?,
+        n if nn::ArgKind::from_name(n).is_some() => {
+            // tosa.argmax drops the axis; upstream takes the i64 positions nn has.
+            let a = nn::ArgReduceOp(op);
+            let axis = a.axis(b.ctx);
+            let mut dropped = b.shape(x0())?.0;
+            dropped.remove(axis);
+            let y = b.generic(
+                "tosa.argmax",
+                &[x0()],
+                tensor_ty(&dropped, &out_elem),
+                vec![("axis", i32_attr(axis as i64))],
+            );
+            b.reshape(y, &out_shape)?
+        }
         other => return Err(b.error(format!("'{other}' has no TOSA form"))),
     };
     if b.ctx.value_type(v) != &result_ty {
@@ -613,13 +641,15 @@ fn conv2d(b: &mut Builder, op: OpId) -> Result<Value, Diagnostic> {
     // 14-pixel patches). Trim them: bottom/right padding first, then input.
     let mut pads = p.pads; // top, left, bottom, right
     let mut extent = [xs[2], xs[3]];
+    let out_nchw = b.shape(b.ctx.result(op, 0))?.0;
     for (d, k) in [kh, kw].into_iter().enumerate() {
-        let reach = extent[d] - 1 + pads[d] + pads[d + 2] - (k - 1) * p.dilations[d];
-        let mut excess = reach.rem_euclid(p.strides[d]);
-        let from_pad = excess.min(pads[d + 2]);
-        pads[d + 2] -= from_pad;
-        excess -= from_pad;
-        extent[d] -= excess;
+        (extent[d], pads[d + 2]) = super::pool::fit_windows(
+            extent[d],
+            (pads[d], pads[d + 2]),
+            (k - 1) * p.dilations[d] + 1,
+            p.strides[d],
+            out_nchw[2 + d],
+        );
     }
     let x = if extent != [xs[2], xs[3]] {
         let st = b.shape_value(&[0, 0, 0, 0])?;
@@ -640,7 +670,6 @@ fn conv2d(b: &mut Builder, op: OpId) -> Result<Value, Diagnostic> {
     };
     let zx = b.zero_point(&elem)?;
     let zw = b.zero_point(&elem)?;
-    let out_nchw = b.shape(b.ctx.result(op, 0))?.0;
     let out = [out_nchw[0], out_nchw[2], out_nchw[3], out_nchw[1]];
     let attrs = vec![
         ("acc_type", Attribute::type_attr(elem.clone())),

@@ -18,6 +18,8 @@
 
 pub mod coverage;
 pub mod from_nn;
+mod pool;
+mod rescale;
 pub mod to_nn;
 
 pub use from_nn::convert_nn_to_tosa;

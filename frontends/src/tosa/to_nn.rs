@@ -11,13 +11,18 @@
 //!   quantized arithmetic `nn` does not model, and is an error;
 //! - `tosa.gather` is batched (`values[N, K, C]`, `indices[N, W]`), ONNX's
 //!   Gather is not: it becomes a gather of the flattened values with the
-//!   batch offset added to the indices.
+//!   batch offset added to the indices;
+//! - pools are NHWC too (see [`super::pool`]); `tosa.argmax` gives the
+//!   first largest position as `nn.argmax` does (with NaNs, TOSA's default
+//!   `nan_mode` returns a NaN's position, ONNX's kernels skip NaNs);
+//! - `tosa.rescale` is read where it is a pure integer scale (see
+//!   [`super::rescale`]).
 //!
 //! Before converting anything the pass collects every op it cannot convert
 //! and reports them all in one error, each with its location, as the ONNX
 //! importer does; the IR is then left untouched.
 
-use ipuc_dialects::nn::{self, elements, BinaryKind, CompareKind, ReduceKind, UnaryKind};
+use ipuc_dialects::nn::{self, elements, BinaryKind, CompareKind, PoolKind, ReduceKind, UnaryKind};
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
 use ipuc_ir::attributes::DenseElements;
 use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
@@ -128,7 +133,7 @@ fn shape_operand(b: &Builder, op: OpId, i: usize, what: &str) -> Result<Vec<i64>
 }
 
 /// Checks that operand `i` (a zero point or the `mul` shift) is a constant zero.
-fn require_zero(b: &Builder, op: OpId, i: usize, what: &str) -> Result<(), Diagnostic> {
+pub(super) fn require_zero(b: &Builder, op: OpId, i: usize, what: &str) -> Result<(), Diagnostic> {
     let v = b.ctx.operand(op, i);
     let zero = constant_of(b.ctx, v).is_some_and(|d| {
         (0..d.len()).all(|k| {
@@ -149,7 +154,7 @@ fn require_zero(b: &Builder, op: OpId, i: usize, what: &str) -> Result<(), Diagn
     }
 }
 
-fn attr_i64(b: &Builder, op: OpId, name: &str) -> Result<i64, Diagnostic> {
+pub(super) fn attr_i64(b: &Builder, op: OpId, name: &str) -> Result<i64, Diagnostic> {
     b.ctx
         .attr(op, name)
         .and_then(|a| a.as_int())
@@ -162,7 +167,7 @@ fn attr_i64(b: &Builder, op: OpId, name: &str) -> Result<i64, Diagnostic> {
         })
 }
 
-fn attr_list(b: &Builder, op: OpId, name: &str) -> Result<Vec<i64>, Diagnostic> {
+pub(super) fn attr_list(b: &Builder, op: OpId, name: &str) -> Result<Vec<i64>, Diagnostic> {
     b.ctx
         .attr(op, name)
         .and_then(|a| a.as_i64_list())
@@ -421,6 +426,31 @@ fn convert_op(b: &mut Builder, op: OpId) -> Result<Vec<Value>, Diagnostic> {
         }
         "tosa.gather" => gather(b, x(b, 0), x(b, 1))?,
         "tosa.conv2d" | "tosa.depthwise_conv2d" => conv(b, op, name == "tosa.depthwise_conv2d")?,
+        "tosa.max_pool2d" => super::pool::read(b, op, PoolKind::Max, |b, n| attr_list(b, op, n))?,
+        "tosa.avg_pool2d" => {
+            require_zero(b, op, 1, "the input zero point")?;
+            require_zero(b, op, 2, "the output zero point")?;
+            super::pool::read(b, op, PoolKind::Average, |b, n| attr_list(b, op, n))?
+        }
+        "tosa.argmax" => {
+            let axis = attr_i64(b, op, "axis")?;
+            let v = x(b, 0);
+            let positions = b.nn(nn::ArgReduceOp::build(
+                b.ctx,
+                nn::ArgKind::Max,
+                v,
+                axis,
+                false,
+                false,
+                loc.clone(),
+            ))?;
+            if out_elem == Type::i64() {
+                positions
+            } else {
+                b.nn(nn::CastOp::build(b.ctx, positions, &out_elem, false, loc))?
+            }
+        }
+        "tosa.rescale" => super::rescale::read(b, op)?,
         other => return Err(b.error(format!("'{other}' is not supported"))),
     };
     if b.ctx.value_type(v) != &result_ty {
