@@ -38,6 +38,14 @@ pub const TILE_ID: u8 = 0x40;
 pub const COUNT_L: u8 = 0x41;
 /// `$COUNT_U`: high 32 bits of the tile cycle counter (read-only).
 pub const COUNT_U: u8 = 0x42;
+/// `$WSR`: the worker status register; bits 0..2 (`CTXTID_M1`) hold the
+/// reading worker's context number minus one (0..5), the field poplibs'
+/// workers read their partition index from (`get $WSR` and a mask, as
+/// `conv_partial_1x1_half_float_8_and_half_half_h16.S` does). The number
+/// and the other bits (read as 0) are a model assumption.
+pub const WSR: u8 = 0x43;
+/// Mask of the `CTXTID_M1` field of `$WSR`.
+pub const WSR_CTXTID_M1_MASK: u32 = 0x7;
 /// `$INCOMING_MUX`: the tile whose exchange words this tile receives.
 pub const INCOMING_MUX: u8 = 0xa0;
 /// `$INCOMING_DELTA`: added to `$INCOMING_BASE` after each received word, in words (0 means 1).
@@ -78,6 +86,12 @@ pub static CSRS: &[CsrDesc] = &[
         number: COUNT_U,
         space: CsrSpace::Lower,
         doc: "cycle counter, high word (read-only)",
+    },
+    CsrDesc {
+        name: "WSR",
+        number: WSR,
+        space: CsrSpace::Lower,
+        doc: "worker status: bits 0..2 = the worker's context number minus one (workers only, read-only)",
     },
     CsrDesc {
         name: "INCOMING_MUX",

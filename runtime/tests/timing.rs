@@ -82,6 +82,28 @@ fn workers_start_six_cycles_after_runall_in_their_own_slots() {
 }
 
 #[test]
+fn a_worker_reads_its_context_number_from_wsr() {
+    // poplibs' workers find their partition entry from `get $WSR` masked
+    // with CTXTID_M1 (conv_partial_1x1_half_float_8_and_half_half_h16.S):
+    // worker w reads w, one issue each for the `get` and the `and`.
+    let s = run_ok(
+        &[(
+            0,
+            "main:\n    setzi $m0, worker\n    setzi $m1, 0x70000\n    runall $m0, $m1, 1\n    sync TEXCH_SYNCZONE_LOCAL\n    exitz $mzero\n    .worker\nworker:\n    get $m2, $WSR\n    and $m2, $m2, 7\n    st32 $m2, $mvertex_base, $mzero, 0\n    exitz $mzero\n",
+        )],
+        vec![],
+    );
+    let ids: Vec<u32> = (0..6).map(|w| word(&s, 0, 0x70000 + 4 * w)).collect();
+    assert_eq!(ids, vec![0, 1, 2, 3, 4, 5]);
+    // The supervisor has no worker status: reading it is a fault.
+    let f = run_fault(
+        &[(0, "main:\n    get $m2, $WSR\n    exitz $mzero\n")],
+        SimConfig::default(),
+    );
+    assert!(f.to_string().contains("WSR"), "{f}");
+}
+
+#[test]
 fn a_transcendental_holds_its_worker_for_its_issue_slots() {
     // One worker reads $COUNT_L, issues the instruction under test in a
     // bundle, and reads $COUNT_L again: the gap is 6 cycles per issue slot

@@ -25,7 +25,7 @@
 //!   pointers and runs the lean block's row pipeline.
 
 use ipuc_dialects::ipu::SectionKind;
-use ipuc_ipu_arch::registers::LR;
+use ipuc_ipu_arch::registers::{LR, SP};
 use ipuc_ipu_arch::MachineModel;
 
 use super::amp::{emit_row_pipeline, AmpBlock, AmpMode, AmpVariant};
@@ -39,6 +39,11 @@ const TAG: &str = "amp_poplibs";
 const PANEL_BYTES: u32 = 512;
 /// Bytes of one row of a field (16 f16 channels).
 const ROW_BYTES: u32 = 32;
+/// The supervisor's stack frame: the shared worker vertex state (input
+/// field, output field, partition table, a spare word) and the two
+/// callee-saved registers it uses, `$m9` and `$m10` (the two poplibs'
+/// supervisor saves).
+const FRAME_BYTES: u32 = 24;
 
 /// One poplibs-shaped AMP vertex: its sizes and where its operands live.
 #[derive(Clone, Debug)]
@@ -152,7 +157,6 @@ impl AmpPoplibsShaped {
     fn emit(&self, e: &mut Emitter, machine: &MachineModel) -> Result<(), CodeletError> {
         let worker = format!("{TAG}_worker");
         let state = format!("{TAG}_state");
-        let wkr_vertex = format!("{TAG}_worker_vertex");
         // Poplar's control code: call the vertex with its state in $m0.
         e.code_section(&format!(".text.{TAG}_main"), SectionKind::Supervisor);
         e.function("main");
@@ -160,17 +164,24 @@ impl AmpPoplibsShaped {
         e.solo(inst("call", [op::m(LR), op::sym(TAG)]));
         e.solo(inst("exitz", [op::mzero()]));
         e.size_of("main");
-        self.emit_supervisor(e, &worker, &wkr_vertex);
+        self.emit_supervisor(e, &worker);
         emit_worker(e, &worker);
-        self.emit_state(e, machine, &state, &wkr_vertex);
+        self.emit_state(e, machine, &state);
         Ok(())
     }
 
     /// The supervisor vertex. Registers: $m0 state, $m1 input field, $m2
-    /// output field, $m3 partition table, $m4 worker entry, $m5 out-group
-    /// count, $m6 link, $m7 next panel, $m8..$m10 table cursors (weights,
-    /// inputs, outputs), $m11 conv-group count, $m14 worker vertex state.
-    fn emit_supervisor(&self, e: &mut Emitter, worker: &str, wkr_vertex: &str) {
+    /// output field, $m3 partition table then conv-group count, $m4 worker
+    /// entry, $m5 out-group count, $m6 link, $m7 `$sp`, $m8..$m10 table
+    /// cursors (weights, inputs, outputs), $m14 next panel.
+    ///
+    /// As poplibs' supervisor does, it keeps the shared worker vertex
+    /// state in a frame on its own stack ([`FRAME_BYTES`]: the four state
+    /// words at `$sp`, then the callee-saved `$m9` and `$m10`, which it
+    /// uses as cursors and restores before returning), so that a vertex
+    /// called by control code leaves `$sp` and the caller's registers as
+    /// it found them.
+    fn emit_supervisor(&self, e: &mut Emitter, worker: &str) {
         let cg_loop = format!(".L{TAG}_conv_groups");
         let og_loop = format!(".L{TAG}_out_groups");
         let ld32 =
@@ -183,49 +194,75 @@ impl AmpPoplibsShaped {
         };
         e.code_section(&format!(".text.{TAG}"), SectionKind::Supervisor);
         e.function(TAG);
-        // Parse the state; independent loads first so that each result
-        // has left the pipeline when it is read.
-        e.solo(ld32(9, 0));
+        let sp = op::m(SP);
+        let frame = i64::from(FRAME_BYTES);
+        // Open the frame and parse the state; independent loads first so
+        // that each result has left the pipeline when it is read.
+        e.solo(inst("add", [sp.clone(), sp.clone(), op::imm(-frame)]));
         e.solo(ld32(8, 1));
-        e.solo(ld32(10, 2));
         e.solo(ld32(3, 3));
-        e.solo(inst(
-            "ldz16",
-            [op::m(11), op::m(0), op::mzero(), op::imm(8)],
-        ));
-        e.solo(inst("setzi", [op::m(14), op::sym(wkr_vertex)]));
         e.solo(inst("setzi", [op::m(4), op::sym(worker)]));
-        e.solo(step(7, 8));
-        e.solo(inst("st32", [op::m(3), op::m(14), op::mzero(), op::imm(2)]));
-        e.solo(inst("put", [op::csr("CCCSLOAD"), op::m(7)]));
+        e.solo(step(14, 8));
+        e.solo(inst(
+            "st32",
+            [op::m(9), sp.clone(), op::mzero(), op::imm(4)],
+        ));
+        e.solo(inst(
+            "st32",
+            [op::m(10), sp.clone(), op::mzero(), op::imm(5)],
+        ));
+        e.solo(ld32(9, 0));
+        e.solo(ld32(10, 2));
+        e.solo(inst(
+            "st32",
+            [op::m(3), sp.clone(), op::mzero(), op::imm(2)],
+        ));
+        e.solo(inst("ldz16", [op::m(3), op::m(0), op::mzero(), op::imm(8)]));
+        e.solo(inst("put", [op::csr("CCCSLOAD"), op::m(14)]));
         e.label(&cg_loop);
         e.solo(step(1, 9));
         e.solo(inst("ldz16", [op::m(5), op::m(0), op::mzero(), op::imm(9)]));
         e.label(&og_loop);
         e.solo(step(2, 10));
         // The panel after this one (the table ends with a spare entry).
-        e.solo(step(7, 8));
+        e.solo(step(14, 8));
         // The previous pass's workers must be done with the weight store
         // and the worker state before either is rewritten.
         e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_LOCAL")]));
-        e.solo(inst("st32", [op::m(1), op::m(14), op::mzero(), op::imm(0)]));
+        e.solo(inst(
+            "st32",
+            [op::m(1), sp.clone(), op::mzero(), op::imm(0)],
+        ));
         for k in 0..32 {
             if k == 16 {
-                e.solo(inst("st32", [op::m(2), op::m(14), op::mzero(), op::imm(1)]));
+                e.solo(inst(
+                    "st32",
+                    [op::m(2), sp.clone(), op::mzero(), op::imm(1)],
+                ));
             }
             e.solo(inst("ld128putcs", [op::imm(2 * k)]));
         }
-        e.solo(inst("runall", [op::m(4), op::m(14), op::imm(0)]));
-        e.solo(inst("put", [op::csr("CCCSLOAD"), op::m(7)]));
+        e.solo(inst("runall", [op::m(4), sp.clone(), op::imm(0)]));
+        e.solo(inst("put", [op::csr("CCCSLOAD"), op::m(14)]));
         e.solo(inst("brnzdec", [op::m(5), op::sym(&og_loop)]));
-        e.solo(inst("brnzdec", [op::m(11), op::sym(&cg_loop)]));
+        e.solo(inst("brnzdec", [op::m(3), op::sym(&cg_loop)]));
         e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_LOCAL")]));
+        // Restore the caller's registers and close the frame.
+        e.solo(inst(
+            "ld32",
+            [op::m(9), sp.clone(), op::mzero(), op::imm(4)],
+        ));
+        e.solo(inst(
+            "ld32",
+            [op::m(10), sp.clone(), op::mzero(), op::imm(5)],
+        ));
+        e.solo(inst("add", [sp.clone(), sp.clone(), op::imm(frame)]));
         e.solo(inst("br", [op::m(LR)]));
         e.size_of(TAG);
     }
 
     /// The supervisor state, its tables and the shared worker state.
-    fn emit_state(&self, e: &mut Emitter, machine: &MachineModel, state: &str, wkr_vertex: &str) {
+    fn emit_state(&self, e: &mut Emitter, machine: &MachineModel, state: &str) {
         let (ins, panels, outs, partition) = (
             format!("{TAG}_inputs"),
             format!("{TAG}_panels"),
@@ -245,8 +282,20 @@ impl AmpPoplibsShaped {
             ],
         );
         e.words(&[(self.conv_groups - 1) | ((self.out_groups - 1) << 16)]);
-        e.label(wkr_vertex);
-        e.words(&[0, 0, 0, 0]);
+        // The supervisor's stack, which holds its frame.
+        let (stack_lo, stack_top) = (format!("{TAG}_stack"), format!("{TAG}_stack_top"));
+        e.directive("align", &[op::imm(8)]);
+        e.label(&stack_lo);
+        e.words(&[0; (FRAME_BYTES / 4) as usize]);
+        e.label(&stack_top);
+        e.directive(
+            "stack",
+            &[
+                op::sym("supervisor"),
+                op::sym(&stack_top),
+                op::imm(i64::from(FRAME_BYTES)),
+            ],
+        );
         // Tables; the input and panel tables carry a spare last entry for
         // the supervisor's read-ahead.
         e.label(&ins);
@@ -312,8 +361,20 @@ fn emit_worker(e: &mut Emitter, worker: &str) {
         )
     };
     let half = |d: u8, k: i64| inst("ldz16", [op::m(d), op::m(2), op::mzero(), op::imm(k)]);
-    // Entry w is three halfwords at partition + 6 w.
-    e.solo(inst("mul", [op::m(6), op::worker_base(), op::imm(6)]));
+    // The context number from the worker status register, as poplibs'
+    // worker reads it (not from `$mworker_base`, which only the
+    // simulator's `runall` sets to it); entry w is three halfwords at
+    // partition + 6 w.
+    e.solo(inst("get", [op::m(6), op::csr("WSR")]));
+    e.solo(inst(
+        "and",
+        [
+            op::m(6),
+            op::m(6),
+            op::imm(i64::from(ipuc_ipu_arch::csr::WSR_CTXTID_M1_MASK)),
+        ],
+    ));
+    e.solo(inst("mul", [op::m(6), op::m(6), op::imm(6)]));
     e.solo(vs(2, 2));
     e.solo(vs(0, 0));
     e.solo(vs(1, 1));

@@ -1370,7 +1370,7 @@ impl Tile {
             }
             SysOp::Put { csr, src } => self.put_csr(c, csr, m(self, src))?,
             SysOp::Get { dst, csr } => {
-                let v = self.get_csr(csr)?;
+                let v = self.get_csr(c, csr)?;
                 self.ctx[c].m[dst as usize] = v;
             }
             SysOp::Send { src, words } => self.send(c, m(self, src), words, pc, false)?,
@@ -1480,8 +1480,15 @@ impl Tile {
         Ok(())
     }
 
-    fn get_csr(&self, n: u8) -> R<u32> {
+    fn get_csr(&self, c: usize, n: u8) -> R<u32> {
         Ok(match n {
+            // Context 0 is the supervisor; workers are 1..=6.
+            csr::WSR if c > 0 => (c - 1) as u32 & csr::WSR_CTXTID_M1_MASK,
+            csr::WSR => {
+                return Err(FaultKind::IllegalOperand(
+                    "$WSR is a worker's status register; the supervisor cannot read it".into(),
+                ))
+            }
             csr::CCCSLOAD => self.cccs_load,
             csr::TILE_ID => self.id,
             csr::COUNT_L => self.cycle as u32,
