@@ -21,7 +21,7 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::attributes::{AttrKind, ResourceBlob};
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
-use super::exchange::{emit_arm, emit_disarm, emit_sends, Broadcast, ARM_ISSUES};
+use super::exchange::{emit_arm, emit_disarm, emit_sends, first_send_cycle, Broadcast, ARM_ISSUES};
 use super::plan::{
     bias_offset, output_span, reduction_add, reduction_buffer, whole_pairs, GemmPlan,
 };
@@ -207,13 +207,8 @@ pub fn emit_gemm(
                         .filter(|_| give > 0)
                         .map(|g| (view.at(g, round.give.0), give * 8))
                         .collect();
-                    let to = Broadcast {
-                        sender: tile,
-                        receivers: vec![partner],
-                        address: 0,
-                        bytes: 0,
-                    };
-                    emit_sends(&mut e, to.first_send_cycle(machine), issued, &chunks);
+                    let first = first_send_cycle(machine, tile, &[partner]);
+                    emit_sends(&mut e, first, issued, &chunks);
                     e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
                     for g in (0..groups).filter(|_| keep > 0) {
                         let add = reduction_add(

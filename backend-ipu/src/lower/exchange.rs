@@ -54,18 +54,9 @@ impl Broadcast {
         ARM_SETZI * latency + ARM_PUTS * (latency + u64::from(machine.exchange_csr_put_cycles))
     }
 
-    /// The sender's first `send` issue cycle: the earliest at which its
-    /// first word cannot reach the nearest receiver before every receiver
-    /// is armed (strictly after).
+    /// The sender's first `send` issue cycle ([`first_send_cycle`]).
     pub fn first_send_cycle(&self, machine: &MachineModel) -> u64 {
-        let nearest = self
-            .receivers
-            .iter()
-            .map(|&r| machine.exchange_latency(self.sender, r))
-            .min()
-            .unwrap_or(0);
-        // A word issued at t lands at t + 1 + latency at the earliest.
-        (Self::armed_by(machine) + 1).saturating_sub(nearest + 1)
+        first_send_cycle(machine, self.sender, &self.receivers)
     }
 
     /// Cycles the sender's port is busy (one word per cycle).
@@ -89,6 +80,20 @@ impl Broadcast {
             &[(self.address, self.words())],
         );
     }
+}
+
+/// The first `send` issue cycle of `sender` in a superstep whose
+/// `receivers` arm first: the earliest at which its first word cannot
+/// reach the nearest receiver before every receiver is armed (strictly
+/// after).
+pub fn first_send_cycle(machine: &MachineModel, sender: u32, receivers: &[u32]) -> u64 {
+    let nearest = receivers
+        .iter()
+        .map(|&r| machine.exchange_latency(sender, r))
+        .min()
+        .unwrap_or(0);
+    // A word issued at t lands at t + 1 + latency at the earliest.
+    (Broadcast::armed_by(machine) + 1).saturating_sub(nearest + 1)
 }
 
 /// Emits the arming of this tile's receive window: `words` words from
