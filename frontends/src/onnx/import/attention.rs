@@ -143,20 +143,8 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
         Some(bias) => b.binary(BinaryKind::Add, capped, bias)?,
         None => capped,
     };
-    let precise = match b.node.attribute("softmax_precision") {
-        Some(_) => {
-            let code = b.node.int_attr("softmax_precision", 1)?;
-            let ty = element_kind_of(code as i32)
-                .map(element_type)
-                .filter(Type::is_float)
-                .ok_or_else(|| {
-                    b.error(format!(
-                        "`softmax_precision` = {code} ({}) is not a floating-point type",
-                        data_type_name(code as i32)
-                    ))
-                })?;
-            b.cast(with_bias, &ty)?
-        }
+    let precise = match softmax_precision(&b)? {
+        Some(ty) => b.cast(with_bias, &ty)?,
         None => with_bias,
     };
     let probs = b.softmax(precise, -1)?;
@@ -197,7 +185,7 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
 }
 
 /// `[B, S, heads·D]` → `[B, heads, S, D]`.
-fn split_heads(b: &mut Body<'_, '_, '_>, x: Value, heads: i64) -> Built {
+pub(super) fn split_heads(b: &mut Body<'_, '_, '_>, x: Value, heads: i64) -> Built {
     let s = b.shape(x);
     if s[2] % heads != 0 {
         return Err(b.error(format!(
@@ -209,9 +197,27 @@ fn split_heads(b: &mut Body<'_, '_, '_>, x: Value, heads: i64) -> Built {
     b.transpose(r, &[0, 2, 1, 3])
 }
 
+/// The element type the `softmax_precision` attribute asks for, if given.
+pub(super) fn softmax_precision(b: &Body<'_, '_, '_>) -> Result<Option<Type>, ImportError> {
+    if b.node.attribute("softmax_precision").is_none() {
+        return Ok(None);
+    }
+    let code = b.node.int_attr("softmax_precision", 1)?;
+    element_kind_of(code as i32)
+        .map(element_type)
+        .filter(Type::is_float)
+        .map(Some)
+        .ok_or_else(|| {
+            b.error(format!(
+                "`softmax_precision` = {code} ({}) is not a floating-point type",
+                data_type_name(code as i32)
+            ))
+        })
+}
+
 /// `[B, H, S, D]` → `[B, H·group, S, D]`, each head repeated `group` times
 /// in place (numpy's `repeat` along axis 1).
-fn repeat_heads(b: &mut Body<'_, '_, '_>, x: Value, group: i64) -> Built {
+pub(super) fn repeat_heads(b: &mut Body<'_, '_, '_>, x: Value, group: i64) -> Built {
     let s = b.shape(x);
     let u = b.unsqueeze(x, &[2])?;
     let e = b.expand(u, &[s[0], s[1], group, s[2], s[3]])?;

@@ -1,7 +1,8 @@
 //! ONNX function ops that `nn` has no op for, inlined from their ONNX
 //! function bodies the way onnxruntime expands function ops: activations
 //! (`Elu`, `Selu`, `LeakyRelu`, `HardSigmoid`, `HardSwish`, `Softplus`,
-//! `Softsign`, `Celu`, `ThresholdedRelu`, `PRelu`, `Swish`, `Mish`), `Clip`,
+//! `Softsign`, `Celu`, `ThresholdedRelu`, `PRelu`, `Swish`, `Mish`,
+//! `SwiGLU`), `Clip`,
 //! `Sum`/`Mean`, `LogSoftmax`, the derived reductions (`ReduceL1`,
 //! `ReduceL2`, `ReduceLogSum`, `ReduceLogSumExp`, `ReduceSumSquare`),
 //! `RMSNormalization`, `Trilu`, inference-mode `Dropout`, and the losses
@@ -35,6 +36,7 @@ pub(super) const OPS: &[&str] = &[
     "ThresholdedRelu",
     "PRelu",
     "Swish",
+    "SwiGLU",
     "Mish",
     "Clip",
     "Sum",
@@ -334,13 +336,25 @@ fn activation(b: &mut Body<'_, '_, '_>, op: &str) -> Built {
             let above = b.compare(CompareKind::Greater, x, alpha)?;
             b.select(above, x, zero)
         }
-        // x * sigmoid(alpha * x)
-        "Swish" => {
+        // x * sigmoid(alpha * x); SwiGLU's body multiplies that gate by its second input
+        "Swish" | "SwiGLU" => {
             let alpha = attr(b, "alpha", 1.0)?;
             let alpha = scalar(b, x, alpha)?;
             let ax = b.binary(Mul, alpha, x)?;
             let s = b.unary(UnaryKind::Sigmoid, ax)?;
-            b.binary(Mul, x, s)
+            let gate = b.binary(Mul, x, s)?;
+            if op != "SwiGLU" {
+                return Ok(gate);
+            }
+            let value = b.input(1)?;
+            if b.imp.ty(value) != b.imp.ty(x) {
+                return Err(b.error(format!(
+                    "A is '{}' but B is '{}'; SwiGLU needs equal shapes and types (no broadcasting)",
+                    b.imp.ty(x),
+                    b.imp.ty(value)
+                )));
+            }
+            b.binary(Mul, gate, value)
         }
         // x * tanh(softplus(x))
         "Mish" => {

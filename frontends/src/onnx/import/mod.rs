@@ -41,12 +41,14 @@ mod einsum;
 mod elementwise;
 mod error;
 mod feature_norms;
+mod flex_attention;
 mod functions;
 mod generators;
 mod grid_sample;
 mod index;
 mod inputs;
 mod linalg;
+mod linear_attention;
 mod normalization;
 mod pool;
 mod quantize;
@@ -192,6 +194,9 @@ pub fn import_file_with_data(
 
 /// Whether the importer handles `op_type` of `domain`.
 pub fn is_supported(domain: &str, op_type: &str) -> bool {
+    if domain == flex_attention::DOMAIN {
+        return flex_attention::OPS.contains(&op_type);
+    }
     matches!(domain, "" | "ai.onnx")
         && [
             elementwise::OPS,
@@ -218,6 +223,7 @@ pub fn is_supported(domain: &str, op_type: &str) -> bool {
             grid_sample::OPS,
             control::OPS,
             pool::OPS,
+            linear_attention::OPS,
         ]
         .iter()
         .any(|ops| ops.contains(&op_type))
@@ -353,7 +359,9 @@ pub(crate) type NodeResult = Result<Vec<Value>, ImportError>;
 impl<'a> Importer<'a> {
     fn import_node(&mut self, node: &Node) -> Result<(), ImportError> {
         let op = node.op_type.as_str();
-        let outputs = if elementwise::OPS.contains(&op) {
+        let outputs = if node.domain == flex_attention::DOMAIN {
+            flex_attention::import(self, node)?
+        } else if elementwise::OPS.contains(&op) {
             elementwise::import(self, node)?
         } else if linalg::OPS.contains(&op) {
             linalg::import(self, node)?
@@ -401,6 +409,8 @@ impl<'a> Importer<'a> {
             control::import(self, node)?
         } else if pool::OPS.contains(&op) {
             pool::import(self, node)?
+        } else if linear_attention::OPS.contains(&op) {
+            linear_attention::import(self, node)?
         } else {
             unreachable!("check_supported rejected `{op}` before import")
         };
@@ -455,6 +465,24 @@ impl<'a> Importer<'a> {
         let v = self.constant(attr, loc).map_err(|d| d.message)?;
         self.values.insert(name.to_string(), v);
         Ok(v)
+    }
+
+    /// Defines the initializers of `graph` (a subgraph of `node`) as
+    /// constants, visible by name to the nodes imported after.
+    pub(crate) fn define_initializers(
+        &mut self,
+        node: &Node,
+        graph: &super::Graph,
+    ) -> Result<(), ImportError> {
+        for init in &graph.initializers {
+            let attr = constants::tensor_attribute(&init.tensor)
+                .map_err(|m| error(node, format!("initializer `{}`: {m}", init.name)))?;
+            let v = self
+                .constant(attr, Location::name(&init.name, None))
+                .map_err(|d| error(node, d.message))?;
+            self.values.insert(init.name.clone(), v);
+        }
+        Ok(())
     }
 
     /// Required input `i` of `node`.

@@ -2,15 +2,21 @@
 //! `nn.max_pool` / `nn.average_pool` with `auto_pad` resolved to explicit
 //! pads. `MaxPool`'s optional `Indices` output is not computed (a model
 //! that uses it gets the importer's "not computed" error).
+//!
+//! `LpPool` is `(Σ |x|ᵖ)^(1/p)` over each window, as its definition builds
+//! it: the window sums of `|x|ᵖ` are an `nn.average_pool` counting the
+//! (zero) padding times the kernel size.
 
-use ipuc_dialects::nn::{PoolKind, PoolOp, PoolParams};
+use ipuc_dialects::nn::{BinaryKind, PoolKind, PoolOp, PoolParams, UnaryKind};
+use ipuc_ir::Value;
 
+use super::body::Body;
 use super::window::{per_axis, resolve_pads};
 use super::{error, Importer, NodeResult};
 use crate::onnx::Node;
 
 /// The ops of this family.
-pub(super) const OPS: &[&str] = &["MaxPool", "AveragePool"];
+pub(super) const OPS: &[&str] = &["MaxPool", "AveragePool", "LpPool"];
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let kind = match node.op_type.as_str() {
@@ -45,6 +51,51 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
         ceil_mode: node.int_attr("ceil_mode", 0)? != 0,
         count_include_pad: node.int_attr("count_include_pad", 0)? != 0,
     };
+    if node.op_type == "LpPool" {
+        return lp_pool(imp, node, x, params);
+    }
     let state = PoolOp::build(imp.ctx, kind, x, &params, Importer::loc(node));
     imp.emit(node, state)
+}
+
+/// `LpPool`: the `p`-norm of each window (zero padding adds nothing).
+fn lp_pool(imp: &mut Importer<'_>, node: &Node, x: Value, params: PoolParams) -> NodeResult {
+    let p = node.int_attr("p", 2)?;
+    if p < 1 {
+        return Err(error(node, format!("`p` = {p} must be positive")));
+    }
+    let mut b = Body::new(imp, node);
+    let magnitude = b.unary(UnaryKind::Abs, x)?;
+    let powered = match p {
+        1 => magnitude,
+        2 => b.binary(BinaryKind::Mul, x, x)?,
+        _ => {
+            let exponent = b.scalar_like(x, p as f64)?;
+            b.binary(BinaryKind::Pow, magnitude, exponent)?
+        }
+    };
+    let window: i64 = params.kernel_shape.iter().product();
+    let params = PoolParams {
+        count_include_pad: true,
+        ..params
+    };
+    let state = PoolOp::build(
+        b.imp.ctx,
+        PoolKind::Average,
+        powered,
+        &params,
+        Importer::loc(node),
+    );
+    let mean = b.imp.emit1(node, state)?;
+    let count = b.scalar_like(x, window as f64)?;
+    let sum = b.binary(BinaryKind::Mul, mean, count)?;
+    let y = match p {
+        1 => sum,
+        2 => b.unary(UnaryKind::Sqrt, sum)?,
+        _ => {
+            let root = b.scalar_like(x, 1.0 / p as f64)?;
+            b.binary(BinaryKind::Pow, sum, root)?
+        }
+    };
+    Ok(vec![y])
 }
