@@ -36,6 +36,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
     ("nn.atanh", &["Elementwise"]),
     ("nn.attention", &["Contraction", "Reduction"]),
     ("nn.average_pool", &["Reduction"]),
+    ("nn.bitcast", &[]),
     ("nn.bitwise_and", &["Elementwise"]),
     ("nn.bitwise_not", &["Elementwise"]),
     ("nn.bitwise_or", &["Elementwise"]),

@@ -35,6 +35,7 @@
 //! ```
 
 pub mod attention;
+pub mod bitcast;
 pub mod constant;
 pub mod conv;
 pub mod cumulative;
@@ -52,6 +53,7 @@ mod support;
 use ipuc_ir::{Context, Diagnostic, Dialect, OpId, Type};
 
 pub use attention::*;
+pub use bitcast::*;
 pub use constant::*;
 pub use conv::*;
 pub use cumulative::*;
@@ -86,6 +88,7 @@ pub fn dialect() -> Dialect {
     d = attention::register(d);
     d = index::register(d);
     d = cumulative::register(d);
+    d = bitcast::register(d);
     d = pool::register(d);
     d = constant::register(d);
     d.materialize_constant = Some(constant::materialize);
@@ -112,6 +115,7 @@ pub fn infer_result_types(ctx: &Context, op: OpId) -> Option<InferResult<Vec<Typ
         .or_else(|| attention::infer_from_op(ctx, op))
         .or_else(|| index::infer_from_op(ctx, op))
         .or_else(|| cumulative::infer_from_op(ctx, op))
+        .or_else(|| bitcast::infer_from_op(ctx, op))
         .or_else(|| pool::infer_from_op(ctx, op))
         .or_else(|| constant::infer_from_op(ctx, op))
 }

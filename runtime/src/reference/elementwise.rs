@@ -660,6 +660,19 @@ pub fn where_(condition: &HostTensor, x: &HostTensor, y: &HostTensor) -> KernelR
     Ok(HostTensor::new(x.kind, shape, data.into()))
 }
 
+/// ONNX `BitCast` to `to` (`nn.bitcast`): the same bytes read as `to`, which
+/// must be as wide as the operand's kind; a bool result needs a bool operand
+/// (other bytes are no bool).
+pub fn bitcast(x: &HostTensor, to: ElementKind) -> KernelResult<HostTensor> {
+    if to.byte_size() != x.kind.byte_size() || (to == ElementKind::Bool && x.kind != to) {
+        return Err(KernelError::ElementType {
+            op: "bitcast",
+            kind: format!("{} to {}", x.kind, to),
+        });
+    }
+    Ok(HostTensor::new(to, x.shape.clone(), x.data.clone()))
+}
+
 /// ONNX `Cast` to `to`. Floats convert from their exact value with one rounding;
 /// `saturate` is the ONNX attribute for 8-bit float targets. Conversion rules are
 /// those of [`ipuc_ir::numeric::storage`].

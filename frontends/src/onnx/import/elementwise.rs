@@ -1,10 +1,10 @@
 //! Elementwise ops: arithmetic, logic, comparisons, `Where`, unary math,
 //! `Cast` and `CastLike` (whose ONNX function body is a `Cast` to the
-//! second input's element type), `Identity`; `Sign`, `IsNaN` and `IsInf`
+//! second input's element type), `BitCast` (`nn.bitcast`), `Identity`; `Sign`, `IsNaN` and `IsInf`
 //! are built of comparisons and selects.
 
 use ipuc_dialects::nn::{
-    BinaryKind, BinaryOp, CastOp, CompareKind, CompareOp, UnaryKind, UnaryOp, WhereOp,
+    BinaryKind, BinaryOp, BitcastOp, CastOp, CompareKind, CompareOp, UnaryKind, UnaryOp, WhereOp,
 };
 use ipuc_ir::{Attribute, Type, Value};
 
@@ -67,6 +67,7 @@ pub(super) const OPS: &[&str] = &[
     "IsInf",
     "Cast",
     "CastLike",
+    "BitCast",
     "Identity",
 ];
 
@@ -165,6 +166,12 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
             // `saturate` exists from opset 19 (default 1) and only matters for 8-bit floats.
             let saturate = node.int_attr("saturate", 1)? != 0;
             cast(imp, node, x, &to, saturate).map(|v| vec![v])
+        }
+        "BitCast" => {
+            let x = imp.input(node, 0)?;
+            let to = onnx_type_attr(node, "to")?;
+            let state = BitcastOp::build(imp.ctx, x, &to, Importer::loc(node));
+            imp.emit1(node, state).map(|v| vec![v])
         }
         "CastLike" => {
             let (x, like) = (imp.input(node, 0)?, imp.input(node, 1)?);

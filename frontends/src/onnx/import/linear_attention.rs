@@ -148,8 +148,9 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
         }
         None => None,
     };
+    // 0 (the default) asks for 1/sqrt(d_k).
     let scale = match f64::from(node.float_attr("scale", 0.0)?) {
-        s if s == 0.0 => 1.0 / (dk as f64).sqrt(),
+        0.0 => 1.0 / (dk as f64).sqrt(),
         s => s,
     };
     let mut outputs = Vec::with_capacity(steps as usize);

@@ -190,6 +190,10 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
             let to = tensor_kind(ctx.value_type(ctx.result(op, 0)))?;
             one(k::cast(args[0], to, cast.saturate(ctx)))
         }
+        nn::BITCAST => {
+            let to = tensor_kind(ctx.value_type(ctx.result(op, 0)))?;
+            one(k::bitcast(args[0], to)?)
+        }
         nn::MATMUL => one(k::matmul(args[0], &*scaled_rhs(ctx, op, args[1])?)?),
         nn::GEMM => {
             let params = GemmOp(op).params(ctx);

@@ -1,0 +1,143 @@
+//! `nn.bitcast {to}`: the operand's bits read as element type `to` (ONNX
+//! `BitCast`, numpy's `view`). Both element types must be as wide as each
+//! other; `i1` counts as the byte ONNX stores a bool in, and is a result
+//! only of an `i1` operand (any other byte would be a bool that is neither
+//! true nor false). The result has the operand's shape.
+//!
+//! Every layer reinterprets the same little-endian bytes: the folder wraps
+//! the constant's bytes in the new type, the reference executor relabels
+//! its buffer.
+
+use ipuc_ir::attributes::{AttrKind, DenseElements};
+use ipuc_ir::dialect::{FoldResult, OpDefinition, Traits};
+use ipuc_ir::{
+    Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
+};
+
+use super::custom_format::STANDARD_FORMAT;
+use super::elements::{dense_data, fold_target};
+use super::support::{
+    make_state, one, op_wrapper, operand_accessors, ranked, shape_err, tensor, type_attr,
+    value_types, InferResult, TENSOR,
+};
+
+/// `nn.bitcast`.
+pub const BITCAST: &str = "nn.bitcast";
+
+/// The bits of one element of `e` as stored (a bool takes a byte), if `e`
+/// is an integer or float type.
+fn stored_bits(e: &Type) -> Option<u32> {
+    if !(e.is_integer() || e.is_float()) {
+        return None;
+    }
+    e.int_or_float_bit_width().map(|w| w.max(8))
+}
+
+// ----- inference --------------------------------------------------------------
+
+/// Result type of `nn.bitcast` to element type `to`: the operand shape.
+pub fn infer_bitcast(x: &Type, to: &Type) -> InferResult<Type> {
+    let (s, e) = ranked(x, "operand")?;
+    let (Some(from_bits), Some(to_bits)) = (stored_bits(e), stored_bits(to)) else {
+        return Err(shape_err!(
+            "operand and 'to' must be integer or float types, but got '{e}' and '{to}'"
+        ));
+    };
+    if from_bits != to_bits {
+        return Err(shape_err!(
+            "'{e}' ({from_bits} bits) and '{to}' ({to_bits} bits) must have the same width"
+        ));
+    }
+    if to.is_integer_of_width(1) && !e.is_integer_of_width(1) {
+        return Err(shape_err!(
+            "a bitcast to 'i1' needs an 'i1' operand (a byte other than 0 or 1 is no bool), but \
+             got '{e}'"
+        ));
+    }
+    Ok(tensor(s, to))
+}
+
+pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<Type>>> {
+    if ctx.name_str(op) != BITCAST {
+        return None;
+    }
+    let to = ctx.attr(op, "to").and_then(|a| a.as_type()).cloned()?;
+    let t = value_types(ctx, ctx.operands(op));
+    Some(infer_bitcast(&t[0], &to).map(|t| vec![t]))
+}
+
+// ----- folding ----------------------------------------------------------------
+
+fn fold_bitcast(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<Vec<FoldResult>> {
+    let x = ctx.operand(op, 0);
+    let out = ctx.value_type(ctx.result(op, 0)).clone();
+    if *ctx.value_type(x) == out {
+        return Some(vec![FoldResult::Value(x)]);
+    }
+    let out = fold_target(ctx, op, 0)?;
+    let d = dense_data(consts[0].as_ref()?)?;
+    let e = DenseElements::new(out, d.data.clone(), d.splat).ok()?;
+    Some(vec![FoldResult::Constant(Attribute::new(
+        AttrKind::DenseElements(e),
+    ))])
+}
+
+// ----- registration -------------------------------------------------------------
+
+pub(crate) fn register(d: Dialect) -> Dialect {
+    d.op(OpDefinition::new(BITCAST)
+        .summary("Reinterprets the operand's bits as element type 'to' (ONNX BitCast)")
+        .traits(Traits::PURE)
+        .attribute(type_attr("to", false))
+        .operands(&[one("operand", TENSOR)])
+        .results(&[one("result", TENSOR)])
+        .verifier(super::verify_op)
+        .folder(fold_bitcast)
+        .assembly_format(STANDARD_FORMAT))
+}
+
+// ----- typed wrapper ------------------------------------------------------------
+
+op_wrapper!(
+    /// `nn.bitcast {to = T}`.
+    BitcastOp,
+    BITCAST
+);
+
+operand_accessors!(BitcastOp {
+    /// The operand.
+    operand = 0,
+});
+
+impl BitcastOp {
+    /// A state for reading `x`'s bits as element type `to`.
+    pub fn build(
+        ctx: &Context,
+        x: Value,
+        to: &Type,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
+        let ty = infer_bitcast(ctx.value_type(x), to).map_err(|m| m.at(BITCAST, &loc))?;
+        let attrs = vec![("to", Attribute::type_attr(to.clone()))];
+        Ok(make_state(ctx, BITCAST, &[x], vec![ty], attrs, loc))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::infer_bitcast;
+    use ipuc_ir::Type;
+
+    #[test]
+    fn widths_must_match_and_bools_stay_bools() {
+        let t = |e: Type| Type::tensor(&[3], e);
+        assert_eq!(
+            infer_bitcast(&t(Type::f32()), &Type::i32()).unwrap(),
+            t(Type::i32())
+        );
+        assert!(infer_bitcast(&t(Type::i1()), &Type::int(8)).is_ok());
+        assert!(infer_bitcast(&t(Type::f32()), &Type::i64()).is_err());
+        assert!(infer_bitcast(&t(Type::int(8)), &Type::i1()).is_err());
+        assert!(infer_bitcast(&t(Type::index()), &Type::i64()).is_err());
+    }
+}
