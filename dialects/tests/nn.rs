@@ -1148,7 +1148,7 @@ fn dialect_registers_traits() {
         .traits
         .contains(Traits::SAME_OPERANDS_AND_RESULT_TYPE));
     assert!(d.materialize_constant.is_some());
-    assert_eq!(d.ops.len(), 83);
+    assert_eq!(d.ops.len(), 84);
 }
 
 #[test]
