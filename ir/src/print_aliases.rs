@@ -6,10 +6,17 @@
 //! The printer learns the order by printing: the first pass records every
 //! aliasable attribute it writes (inline); when it recorded any, the IR is
 //! printed again with the names. IR without such attributes is printed once.
+//! A printer that streams its text (`print_op_to`) cannot take back what
+//! it wrote, so it asks [`may_use_aliases`] first and, if so, makes its
+//! recording pass into the void.
 
 use std::sync::{Arc, Mutex};
 
 use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::attributes::{AttrKind, Attribute};
+use crate::context::{Context, OpId, WalkOrder};
+use crate::types::{Type, TypeKind};
 
 /// The alias state of a printer pass, carried in
 /// [`PrintOptions`](crate::PrintOptions) so that nested attribute printing
@@ -101,6 +108,96 @@ impl AliasState {
             names.insert(text.to_string(), name);
         }
         Some((AliasState::Named(names), header))
+    }
+}
+
+/// Whether printing `root` may write an aliasable attribute: one held,
+/// at any depth, by an attribute or a value type of `root` or of an op
+/// nested in it. Conservative where it must be (it looks at every
+/// operand's type, even of values defined outside `root`); what it misses
+/// would be an attribute a custom printer makes up, which the streaming
+/// printer detects after the fact (see `AsmPrinter::print_top_level_to`).
+pub(crate) fn may_use_aliases(ctx: &Context, root: OpId) -> bool {
+    let mut found = false;
+    ctx.walk(root, WalkOrder::PreOrder, &mut |ctx, op| {
+        if found {
+            return;
+        }
+        let attrs = ctx.attributes(op).iter();
+        let props = ctx.properties(op).into_iter().flat_map(|p| p.iter());
+        found = attrs.chain(props).any(|(_, a)| attribute_may_alias(a))
+            || ctx
+                .operands(op)
+                .iter()
+                .chain(ctx.results(op))
+                .any(|&v| type_may_alias(ctx.value_type(v)))
+            || ctx.regions(op).iter().any(|&r| {
+                ctx.region_blocks(r).iter().any(|&b| {
+                    ctx.block_args(b)
+                        .iter()
+                        .any(|&v| type_may_alias(ctx.value_type(v)))
+                })
+            });
+    });
+    found
+}
+
+/// Whether `a` is or holds an affine map or integer set.
+fn attribute_may_alias(a: &Attribute) -> bool {
+    match a.kind() {
+        AttrKind::AffineMap(_) | AttrKind::IntegerSet(_) => true,
+        AttrKind::Array(items) => items.iter().any(attribute_may_alias),
+        AttrKind::Dictionary(d) => d.iter().any(|(_, v)| attribute_may_alias(v)),
+        AttrKind::Type(t) => type_may_alias(t),
+        AttrKind::DenseElements(d) => type_may_alias(&d.ty),
+        AttrKind::DenseResource { ty, .. } => type_may_alias(ty),
+        AttrKind::String { ty, .. } | AttrKind::Bytes { ty, .. } => {
+            ty.as_ref().is_some_and(type_may_alias)
+        }
+        // Scalar types hold no attributes; locations and dialect
+        // attributes print without aliases (their bodies are text).
+        AttrKind::Unit
+        | AttrKind::Bool(_)
+        | AttrKind::Integer { .. }
+        | AttrKind::Float { .. }
+        | AttrKind::DenseArray { .. }
+        | AttrKind::SymbolRef { .. }
+        | AttrKind::Strided { .. }
+        | AttrKind::Location(_)
+        | AttrKind::Dialect { .. } => false,
+    }
+}
+
+/// Whether `t` holds an aliasable attribute (a layout, an encoding, ...).
+fn type_may_alias(t: &Type) -> bool {
+    match t.kind() {
+        TypeKind::Integer { .. }
+        | TypeKind::Index
+        | TypeKind::Float(_)
+        | TypeKind::None
+        | TypeKind::Dialect { .. } => false,
+        TypeKind::Function { inputs, results } => inputs.iter().chain(results).any(type_may_alias),
+        TypeKind::RankedTensor {
+            element, encoding, ..
+        } => type_may_alias(element) || encoding.as_ref().is_some_and(attribute_may_alias),
+        TypeKind::UnrankedTensor { element }
+        | TypeKind::Vector { element, .. }
+        | TypeKind::Complex(element) => type_may_alias(element),
+        TypeKind::MemRef {
+            element,
+            layout,
+            memory_space,
+            ..
+        } => {
+            type_may_alias(element)
+                || layout.as_ref().is_some_and(attribute_may_alias)
+                || memory_space.as_ref().is_some_and(attribute_may_alias)
+        }
+        TypeKind::UnrankedMemRef {
+            element,
+            memory_space,
+        } => type_may_alias(element) || memory_space.as_ref().is_some_and(attribute_may_alias),
+        TypeKind::Tuple(ts) => ts.iter().any(type_may_alias),
     }
 }
 

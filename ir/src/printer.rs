@@ -4,6 +4,11 @@
 //! [`PrintOptions::generic`]), otherwise in the generic form that always
 //! round-trips. SSA values are numbered as MLIR numbers them: results `%N`,
 //! entry-block arguments `%argN`, restarting in every isolated-from-above op.
+//!
+//! [`print_op`] returns the text; [`print_op_to`] streams it to a writer in
+//! pieces of about [`FLUSH_BYTES`], handed over between operations, so
+//! that printing a large module never holds its whole text (it is the
+//! largest allocation of `ipu-opt` on attribute-heavy IR otherwise).
 
 use std::fmt::Write;
 
@@ -16,7 +21,7 @@ use crate::context::{BlockId, Context, OpId, RegionId, Value};
 use crate::dialect::Traits;
 use crate::float_format;
 use crate::location::{LocKind, Location};
-use crate::print_aliases::{AliasState, PrinterAliases};
+use crate::print_aliases::{may_use_aliases, AliasState, PrinterAliases};
 use crate::types::{FloatKind, Signedness, Type, TypeKind, DYNAMIC};
 
 /// Printer options (the `--mlir-print-*` flags).
@@ -661,6 +666,11 @@ struct ValueName {
     group_index: u32,
 }
 
+/// How much text a streaming printer gathers before writing it: large
+/// enough that the writer's per-call cost vanishes, small next to any IR
+/// worth streaming.
+pub const FLUSH_BYTES: usize = 1 << 16;
+
 /// Prints operations; holds SSA naming state and collects referenced resources.
 pub struct AsmPrinter<'c> {
     pub(crate) ctx: &'c Context,
@@ -672,9 +682,18 @@ pub struct AsmPrinter<'c> {
     resources: Vec<Resource>,
     seen_resources: FxHashSet<String>,
     default_dialects: Vec<&'static str>,
-    /// Output length before the op name of the custom form being printed,
-    /// so that [`OpPrinter::generic`] can replace it with the generic form.
+    /// Output position (counting text already flushed) before the op
+    /// name of the custom form being printed, so that
+    /// [`OpPrinter::generic`] can replace it with the generic form.
     custom_start: usize,
+    /// Where `out` goes between operations when streaming; `None`: `out`
+    /// holds the whole text.
+    sink: Option<Box<dyn std::io::Write + 'c>>,
+    /// Bytes of text already handed to `sink`.
+    flushed: usize,
+    /// The sink's first error: printing ends quietly (nothing more is
+    /// written) and returns it.
+    sink_error: Option<std::io::Error>,
 }
 
 impl<'c> AsmPrinter<'c> {
@@ -691,14 +710,39 @@ impl<'c> AsmPrinter<'c> {
             seen_resources: FxHashSet::default(),
             default_dialects: Vec::new(),
             custom_start: 0,
+            sink: None,
+            flushed: 0,
+            sink_error: None,
+        }
+    }
+
+    /// Hands the text gathered so far to the sink, if streaming.
+    fn flush(&mut self) {
+        let Some(sink) = self.sink.as_mut() else {
+            return;
+        };
+        if self.sink_error.is_none() {
+            if let Err(e) = sink.write_all(self.out.as_bytes()) {
+                self.sink_error = Some(e);
+            }
+        }
+        self.flushed += self.out.len();
+        self.out.clear();
+    }
+
+    /// [`AsmPrinter::flush`] once enough text has gathered. Called only
+    /// between operations (and resource chunks): a custom printer may
+    /// still take back what it printed of its own op.
+    fn maybe_flush(&mut self) {
+        if self.out.len() >= FLUSH_BYTES {
+            self.flush();
         }
     }
 
     /// Prints `op` as a top-level operation followed by the resource section.
     pub fn print_top_level(mut self, op: OpId) -> String {
         self.print_ir_with_aliases(op);
-        self.print_resources(None)
-            .expect("writing to a String cannot fail");
+        self.print_resources();
         self.out
     }
 
@@ -725,16 +769,58 @@ impl<'c> AsmPrinter<'c> {
         }
     }
 
-    /// Prints `op` and the resource section to `sink`. The IR text is built
-    /// in memory, the resource blobs are streamed in chunks, so printing a
-    /// model never holds its weights twice.
+    /// Prints `op` and the resource section to `sink`, streamed: the
+    /// text goes out in pieces of about [`FLUSH_BYTES`], the resource
+    /// blobs in chunks, so printing never holds the module's text nor its
+    /// weights twice. The same bytes as [`AsmPrinter::print_top_level`].
+    ///
+    /// Alias definitions come first but are known only once everything is
+    /// printed; so when the IR may use aliases (`may_use_aliases`), the
+    /// recording pass prints into the void and the named pass streams.
     pub fn print_top_level_to(
-        mut self,
+        self,
         op: OpId,
         sink: &mut dyn std::io::Write,
     ) -> std::io::Result<()> {
-        self.print_ir_with_aliases(op);
-        self.print_resources(Some(sink))
+        // `AsmPrinter` is covariant in its lifetime: narrow it to the sink's.
+        let mut p: AsmPrinter<'_> = self;
+        p.number_op_tree(op);
+        let scan_says_aliases = !p.opts.local_scope && may_use_aliases(p.ctx, op);
+        if scan_says_aliases {
+            p.opts.aliases = Some(PrinterAliases(std::sync::Arc::new(AliasState::recording())));
+            p.sink = Some(Box::new(std::io::sink()));
+            p.print_operation(op);
+            p.flush();
+            let recorded = p.opts.aliases.take().and_then(|a| a.0.finish());
+            p.resources.clear();
+            p.seen_resources.clear();
+            p.flushed = 0;
+            if let Some((named, header)) = recorded {
+                p.out = header;
+                p.opts.aliases = Some(PrinterAliases(std::sync::Arc::new(named)));
+            }
+        } else if !p.opts.local_scope {
+            // Records nothing unless the scan missed an aliasable attribute.
+            p.opts.aliases = Some(PrinterAliases(std::sync::Arc::new(AliasState::recording())));
+        }
+        p.sink = Some(Box::new(sink));
+        p.print_operation(op);
+        p.out.push('\n');
+        let missed =
+            !scan_says_aliases && p.opts.aliases.take().and_then(|a| a.0.finish()).is_some();
+        if missed {
+            // Valid IR still (the attributes are written inline), but not
+            // upstream's text: `may_use_aliases` must learn where it was.
+            tracing::warn!("a custom printer wrote an affine map or integer set that `may_use_aliases` did not find; printed without aliases");
+            debug_assert!(false, "may_use_aliases missed an aliasable attribute");
+        }
+        p.opts.aliases = None;
+        p.print_resources();
+        p.flush();
+        match p.sink_error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     fn name_slot(&mut self, v: Value) -> &mut ValueName {
@@ -942,7 +1028,7 @@ impl<'c> AsmPrinter<'c> {
             Some(print) => {
                 let name = ctx.name(op);
                 let dialect = name.dialect();
-                self.custom_start = self.out.len();
+                self.custom_start = self.flushed + self.out.len();
                 let enclosing = self
                     .default_dialects
                     .len()
@@ -1064,6 +1150,7 @@ impl<'c> AsmPrinter<'c> {
             for op in ctx.block_ops(b) {
                 self.newline();
                 self.print_operation(op);
+                self.maybe_flush();
             }
             self.indent -= 1;
         }
@@ -1071,23 +1158,13 @@ impl<'c> AsmPrinter<'c> {
         self.out.push('}');
     }
 
-    /// Writes the `dialect_resources` section: into `self.out`, or, with a
-    /// sink, everything printed so far followed by the blobs in chunks.
-    fn print_resources(
-        &mut self,
-        mut sink: Option<&mut dyn std::io::Write>,
-    ) -> std::io::Result<()> {
-        let blobs: Vec<&Resource> = self
-            .resources
-            .iter()
-            .filter(|r| r.blob().is_some())
-            .collect();
+    /// Writes the `dialect_resources` section, the blobs in chunks (each
+    /// flushed when streaming).
+    fn print_resources(&mut self) {
+        let resources = std::mem::take(&mut self.resources);
+        let blobs: Vec<&Resource> = resources.iter().filter(|r| r.blob().is_some()).collect();
         if blobs.is_empty() {
-            if let Some(w) = sink {
-                w.write_all(self.out.as_bytes())?;
-                self.out.clear();
-            }
-            return Ok(());
+            return;
         }
         self.out
             .push_str("\n{-#\n  dialect_resources: {\n    builtin: {\n");
@@ -1105,17 +1182,15 @@ impl<'c> AsmPrinter<'c> {
             } else {
                 self.out.push_str("0x");
                 push_hex(&mut self.out, &blob.alignment.to_le_bytes());
-                match sink.as_deref_mut() {
-                    Some(w) => {
-                        w.write_all(self.out.as_bytes())?;
-                        self.out.clear();
-                        for chunk in blob.data.chunks(1 << 16) {
-                            push_hex(&mut self.out, chunk);
-                            w.write_all(self.out.as_bytes())?;
-                            self.out.clear();
-                        }
+                if self.sink.is_some() {
+                    // Hex doubles the bytes: chunks of FLUSH_BYTES of text.
+                    self.flush();
+                    for chunk in blob.data.chunks(FLUSH_BYTES / 2) {
+                        push_hex(&mut self.out, chunk);
+                        self.flush();
                     }
-                    None => push_hex(&mut self.out, &blob.data),
+                } else {
+                    push_hex(&mut self.out, &blob.data);
                 }
             }
             self.out.push('"');
@@ -1125,11 +1200,6 @@ impl<'c> AsmPrinter<'c> {
             self.out.push('\n');
         }
         self.out.push_str("    }\n  }\n#-}\n");
-        if let Some(w) = sink {
-            w.write_all(self.out.as_bytes())?;
-            self.out.clear();
-        }
-        Ok(())
     }
 }
 
@@ -1221,9 +1291,15 @@ impl<'a, 'c> OpPrinter<'a, 'c> {
         }
     }
     /// Writes the generic form of the op (fallback from a custom printer).
+    /// Call it before printing any region of the op: a streaming printer
+    /// may have written out the text before a nested op's end.
     pub fn generic(&mut self, op: OpId) {
         // Drop the custom op name (and anything printed after it).
-        let start = self.printer.custom_start;
+        let start = self
+            .printer
+            .custom_start
+            .checked_sub(self.printer.flushed)
+            .expect("a custom printer falls back to the generic form before printing its regions");
         self.printer.out.truncate(start);
         self.printer.print_generic_body(op);
     }
