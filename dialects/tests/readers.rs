@@ -156,3 +156,54 @@ fn custom_forms_end_their_line() {
         .expect("two custom forms on one line");
     assert!(err.to_string().contains("2:53"), "{err}");
 }
+
+/// `nn.constant`'s form `attr-dict $value` is read by the hand-written
+/// reader (it declares it with `attr_dict_value_form`), building what its
+/// parse hook builds: `value` a property, `{attrs}` discardable. What the
+/// reader leaves to pest (a hex string, a value over two lines, a trailing
+/// location, a `value` in the dictionary, a value the declaration's check
+/// refuses)
+/// reads the same, or fails the same, both ways.
+#[test]
+fn nn_constant_is_hand_read() {
+    let header = "func.func @f() -> tensor<2xf32> {\n";
+    let hand_read = [
+        "  %0 = nn.constant dense<[1.0, 2.5]> : tensor<2xf32>\n",
+        "  %0 = nn.constant dense_resource<w0> : tensor<2xf32>  // a weight\n",
+        "  %0 = nn.constant {onnx.name = \"/c\", k} dense<1.0> : tensor<2xf32>\n",
+        "  %0 = nn.constant{}dense<2.0> : tensor<2xf32>\n",
+    ];
+    let left_to_pest = [
+        "  %0 = nn.constant dense<\"0x0000803F00000040\"> : tensor<2xf32>\n",
+        "  %0 = nn.constant dense<[1.0, 2.5]>\n    : tensor<2xf32>\n",
+        "  %0 = nn.constant dense<1.0> : tensor<2xf32> loc(\"x\":1:2)\n",
+        "  %0 = nn.constant {value = 1 : i64} dense<1.0> : tensor<2xf32>\n",
+        "  %0 = nn.constant 1.0 : f32\n",
+        "  %0 = nn.constant dense<1.0> : tensor<2xf32> %1\n",
+        "  %0 = nn.constant {\n    k} dense<1.0> : tensor<2xf32>\n",
+    ];
+    for (line, expect_hand_read) in hand_read
+        .iter()
+        .map(|l| (l, 1))
+        .chain(left_to_pest.iter().map(|l| (l, 0)))
+    {
+        let src = format!("{header}{line}  return %0 : tensor<2xf32>\n}}\n");
+        check_readers_agree_in(context, &src);
+        let mut ctx = context();
+        match parse_source_with(&mut ctx, "c.mlir", &src, &item_by_item()) {
+            Ok(parsed) => {
+                assert_eq!(parsed.hand_read_ops, expect_hand_read, "{line}");
+                let text = ipuc_ir::print_op(
+                    &ctx,
+                    parsed.module,
+                    &ipuc_ir::PrintOptions {
+                        generic: true,
+                        ..Default::default()
+                    },
+                );
+                assert!(text.contains("\"nn.constant\"() <{value = dense"), "{text}");
+            }
+            Err(d) => assert_eq!(expect_hand_read, 0, "{line}: {d}"),
+        }
+    }
+}

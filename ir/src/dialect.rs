@@ -221,6 +221,9 @@ pub struct OpDefinition {
     pub format_source: Option<&'static str>,
     /// The compiled declarative format; `print`/`parse` then run it.
     pub assembly_format: Option<Arc<AssemblyFormat>>,
+    /// The attribute of a hand-written custom form `attr-dict $name` (see
+    /// [`OpDefinition::attr_dict_value_form`]).
+    pub value_form: Option<&'static str>,
     /// Names of the regions, in order (for `$name` in a declarative format).
     pub region_names: Vec<&'static str>,
     /// Names of the successors, in order (for `$name` in a declarative format).
@@ -251,6 +254,7 @@ impl OpDefinition {
             parse: None,
             format_source: None,
             assembly_format: None,
+            value_form: None,
             region_names: Vec::new(),
             successor_names: Vec::new(),
             default_dialect: None,
@@ -332,6 +336,21 @@ impl OpDefinition {
     pub fn custom_assembly_format(mut self, print: PrintFn, parse: ParseFn) -> Self {
         self.print = Some(print);
         self.parse = Some(parse);
+        self
+    }
+    /// Declares that the hand-written custom form (set with
+    /// [`OpDefinition::custom_assembly_format`]) is `attr-dict $name`, as
+    /// upstream's `arith.constant`: an optional dictionary of discardable
+    /// attributes, then the declared attribute `name`, kept as a property,
+    /// whose type is the op's single result type; no operands. The
+    /// parser's hand-written reader (`parser/fast.rs`) then reads the
+    /// common case of that form itself (constants are a tenth of a
+    /// model's ops), building what the op's parse hook builds; the hook
+    /// stays the grammar of record. So the hook must accept exactly such
+    /// a value when the declaration's `check` does, and keep the other
+    /// attributes as they are.
+    pub fn attr_dict_value_form(mut self, name: &'static str) -> Self {
+        self.value_form = Some(name);
         self
     }
     /// Sets a declarative assembly format (syntax in

@@ -124,7 +124,8 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .operands(&[])
         .results(&[one("result", TENSOR)])
         .verifier(super::verify_op)
-        .custom_assembly_format(print_constant, parse_constant))
+        .custom_assembly_format(print_constant, parse_constant)
+        .attr_dict_value_form("value"))
 }
 
 op_wrapper!(

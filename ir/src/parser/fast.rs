@@ -6,7 +6,9 @@
 //!   `dense_resource<...>`, and arrays and dictionaries of those;
 //! - custom forms of ops whose declarative format is
 //!   `operands attr-dict : type(operands) -> type(results)` (every `nn` op
-//!   but two);
+//!   but two), and of ops that declare their hand-written form to be
+//!   `attr-dict $value` (`nn.constant`,
+//!   [`OpDefinition::attr_dict_value_form`](crate::dialect::OpDefinition::attr_dict_value_form));
 //! - block labels `^bb1(%a: T):` in region bodies.
 //!
 //! pest stays the grammar of record. This reader only takes the fast lane:
@@ -795,8 +797,12 @@ impl<'p, 'c> Reader<'p, 'c> {
         let name_off = self.i;
         let written = self.bare_id()?;
         let name = self.p.resolve_custom_name(written)?;
-        if !name
-            .def()?
+        let def = name.def()?;
+        if let Some(attr) = def.value_form {
+            let check = def.attributes.iter().find(|d| d.name == attr)?.check;
+            return self.value_form_op(results, name, name_off, attr, check);
+        }
+        if !def
             .assembly_format
             .as_ref()
             .is_some_and(|f| f.is_operands_dict_types())
@@ -815,19 +821,7 @@ impl<'p, 'c> Reader<'p, 'c> {
                 self.hspace();
             }
         }
-        let mut attributes = Dictionary::new();
-        if self.peek() == Some(b'{') {
-            // A `{` ending its line would open a region.
-            let mut j = self.i + 1;
-            while j < self.end && matches!(self.t[j], b' ' | b'\t' | b'\r') {
-                j += 1;
-            }
-            if j >= self.end || self.t[j] == b'\n' || self.t[j..self.end].starts_with(b"//") {
-                return None;
-            }
-            attributes = self.dictionary()?;
-            self.hspace();
-        }
+        let attributes = self.custom_attr_dict()?;
         self.eat(b':')?;
         if self.peek() == Some(b':') {
             return None;
@@ -845,14 +839,7 @@ impl<'p, 'c> Reader<'p, 'c> {
         self.i += 2;
         self.hspace();
         let outputs = self.custom_types()?;
-        // A custom form runs to the end of its line: anything but blanks
-        // or a comment after it is pest's to reject.
-        let save = self.i;
-        self.hspace();
-        if self.i < self.end && self.t[self.i] != b'\n' && !self.at(b"//") {
-            return None;
-        }
-        self.i = save;
+        self.custom_line_end()?;
         Some(FastOp {
             results,
             name: FastName::Custom(name, name_off),
@@ -863,6 +850,77 @@ impl<'p, 'c> Reader<'p, 'c> {
             attributes,
             signature: Signature::Lists(inputs, outputs),
             types_off,
+        })
+    }
+
+    /// The optional `{attr-dict}` of a custom form, and the blanks after it.
+    fn custom_attr_dict(&mut self) -> Option<Dictionary> {
+        if self.peek() != Some(b'{') {
+            return Some(Dictionary::new());
+        }
+        // A `{` ending its line would open a region.
+        let mut j = self.i + 1;
+        while j < self.end && matches!(self.t[j], b' ' | b'\t' | b'\r') {
+            j += 1;
+        }
+        if j >= self.end || self.t[j] == b'\n' || self.t[j..self.end].starts_with(b"//") {
+            return None;
+        }
+        let d = self.dictionary()?;
+        self.hspace();
+        Some(d)
+    }
+
+    /// A custom form runs to the end of its line: anything but blanks or
+    /// a comment after it is pest's to reject. The cursor stays put.
+    fn custom_line_end(&mut self) -> Option<()> {
+        let save = self.i;
+        self.hspace();
+        let end = self.i >= self.end || self.t[self.i] == b'\n' || self.at(b"//");
+        self.i = save;
+        end.then_some(())
+    }
+
+    /// The custom form `attr-dict $value` of an op that declares it (see
+    /// [`OpDefinition::attr_dict_value_form`](crate::dialect::OpDefinition::attr_dict_value_form)),
+    /// on one line: `{attrs}` as discardable attributes, the value, passing
+    /// its declaration's `check`, as the property `attr`, and its type as
+    /// the result's, as the op's parse hook builds it.
+    fn value_form_op(
+        &mut self,
+        results: SmallVec<[(&'c str, usize, usize); 2]>,
+        name: OperationName,
+        name_off: usize,
+        attr: &'static str,
+        check: fn(&Attribute) -> bool,
+    ) -> Option<FastOp<'c>> {
+        self.hspace();
+        let attributes = self.custom_attr_dict()?;
+        // The hook would keep a written `value` among the attributes too.
+        if attributes.get(attr).is_some() {
+            return None;
+        }
+        let value_off = self.i;
+        let value = self.attribute()?;
+        // `dense<...> : T` may break lines where the custom form's tokens
+        // may not; leave any such value to pest.
+        if self.t[value_off..self.i].contains(&b'\n') || !check(&value) {
+            return None;
+        }
+        let ty = value.ty()?.clone();
+        self.custom_line_end()?;
+        let mut properties = Dictionary::new();
+        properties.set(attr, value);
+        Some(FastOp {
+            results,
+            name: FastName::Custom(name, name_off),
+            operand_uses: Vec::new(),
+            successors: SmallVec::new(),
+            properties: Some(properties),
+            regions: SmallVec::new(),
+            attributes,
+            signature: Signature::Lists(Vec::new(), vec![ty]),
+            types_off: value_off,
         })
     }
 
