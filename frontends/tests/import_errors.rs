@@ -102,3 +102,45 @@ fn conv_with_overflowing_pads_is_an_error() {
     let err = conv_graph(vec![("pads", A::Is(&[i64::MAX, 0, i64::MAX, 0]))]).error();
     assert!(err.contains("node `stem` (Conv)"), "{err}");
 }
+
+/// The storage-only element types (INT4, ..., FLOAT8E8M0) go through Cast and
+/// data movement, but an op that computes on them is refused with the way out.
+#[test]
+fn arithmetic_on_a_storage_only_type_is_an_error() {
+    use ipuc_frontends::onnx::proto::tensor_proto::DataType;
+    let mut g = G::new(21);
+    g.inputs.push(value("q", DataType::Int4 as i32, &[4]));
+    g.nodes = vec![node("Add", "add_q", &["q", "q"], &["y"], vec![])];
+    g.outputs = vec!["y"];
+    let err = g.error();
+    assert!(
+        err.contains("node `add_q` (Add): input #0 (`q`) has element type i4"),
+        "{err}"
+    );
+    assert!(err.contains("Cast it to a wider type"), "{err}");
+
+    // The same for an initializer (packed, two per byte), which must not be
+    // materialised first; through Cast and Reshape it is fine.
+    let packed = TensorProto {
+        name: Some("w".into()),
+        dims: vec![4],
+        data_type: Some(DataType::Uint4 as i32),
+        raw_data: Some(vec![0x21, 0x43].into()),
+        ..Default::default()
+    };
+    let mut g = G::new(21);
+    g.inits = vec![packed.clone()];
+    g.nodes = vec![node("Mul", "scale_w", &["w", "w"], &["y"], vec![])];
+    g.outputs = vec!["y"];
+    assert!(g
+        .error()
+        .contains("node `scale_w` (Mul): input #0 (`w`) has element type ui4"));
+    let mut g = G::new(21);
+    g.inits = vec![packed, ints("shape", &[2], &[2, 2])];
+    g.nodes = vec![
+        node("Reshape", "r", &["w", "shape"], &["w2"], vec![]),
+        node("Cast", "c", &["w2"], &["y"], vec![("to", A::I(F32 as i64))]),
+    ];
+    g.outputs = vec!["y"];
+    g.import();
+}

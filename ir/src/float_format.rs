@@ -3,7 +3,7 @@
 //! The formats themselves live in [`crate::numeric`]; this module maps
 //! [`FloatKind`] onto them.
 
-use crate::numeric::{rounding, Float8Format};
+use crate::numeric::{float4, float8_e8m0, rounding, E8M0Rounding, Float8Format};
 use crate::types::FloatKind;
 
 fn float8(kind: FloatKind) -> Option<Float8Format> {
@@ -23,17 +23,23 @@ pub fn decode(kind: FloatKind, bytes: &[u8]) -> f64 {
         FloatKind::BF16 => half::bf16::from_bits(u16::from_le_bytes([bytes[0], bytes[1]])).to_f64(),
         FloatKind::F32 => f32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as f64,
         FloatKind::F64 => f64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")),
+        FloatKind::F4E2M1FN => float4::decode(bytes[0]),
+        FloatKind::F8E8M0FNU => float8_e8m0::decode(bytes[0]),
         _ => float8(kind).expect("8-bit float").decode_f64(bytes[0]),
     }
 }
 
-/// Rounds `v` to `kind` (nearest, ties to even) and returns the storage bits.
+/// Rounds `v` to `kind` (nearest, ties to even; `f8E8M0FNU`, a bare exponent,
+/// rounds to the nearest power of two, ties up) and returns the storage bits.
 pub fn encode_bits(kind: FloatKind, v: f64) -> u64 {
     match kind {
         FloatKind::F16 => rounding::f16_from_f64(v).to_bits() as u64,
         FloatKind::BF16 => rounding::bf16_from_f64(v).to_bits() as u64,
         FloatKind::F32 => (v as f32).to_bits() as u64,
         FloatKind::F64 => v.to_bits(),
+        FloatKind::F4E2M1FN => float4::encode(v) as u64,
+        // Out-of-range values clamp, as for the other formats without infinity.
+        FloatKind::F8E8M0FNU => float8_e8m0::encode(v, true, E8M0Rounding::Nearest) as u64,
         _ => {
             // Out-of-range values clamp to the largest finite value; an
             // infinity stays one where the format has them (E5M2).
@@ -59,12 +65,32 @@ pub fn round_to(kind: FloatKind, v: f64) -> f64 {
 /// Appends the storage bytes of `v` rounded to `kind`.
 pub fn push_bytes(kind: FloatKind, v: f64, out: &mut Vec<u8>) {
     let bits = encode_bits(kind, v);
-    out.extend_from_slice(&bits.to_le_bytes()[..(kind.bit_width() / 8) as usize]);
+    out.extend_from_slice(&bits.to_le_bytes()[..kind.byte_size()]);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn microscaling_formats_round_trip_every_code() {
+        for code in 0u64..16 {
+            let v = decode_bits(FloatKind::F4E2M1FN, code);
+            assert_eq!(encode_bits(FloatKind::F4E2M1FN, v), code);
+        }
+        assert_eq!(round_to(FloatKind::F4E2M1FN, 5.5), 6.0);
+        assert_eq!(round_to(FloatKind::F4E2M1FN, 100.0), 6.0);
+        for code in 0u64..255 {
+            let v = decode_bits(FloatKind::F8E8M0FNU, code);
+            assert_eq!(encode_bits(FloatKind::F8E8M0FNU, v), code);
+        }
+        assert!(decode_bits(FloatKind::F8E8M0FNU, 0xFF).is_nan());
+        assert_eq!(round_to(FloatKind::F8E8M0FNU, 3.0), 4.0);
+        assert_eq!(round_to(FloatKind::F8E8M0FNU, 2.9), 2.0);
+        let mut bytes = Vec::new();
+        push_bytes(FloatKind::F4E2M1FN, -6.0, &mut bytes);
+        assert_eq!(bytes, [0x0F]);
+    }
 
     #[test]
     fn f8e4m3fnuz_extremes() {

@@ -43,11 +43,15 @@ pub enum FloatKind {
     F8E4M3FNUZ,
     /// FP8 E5M2 with bias 16, no infinities, NaN = 0x80.
     F8E5M2FNUZ,
+    /// OCP MX scale: an unsigned 8-bit exponent (bias 127), NaN = 0xff (ONNX FLOAT8E8M0).
+    F8E8M0FNU,
+    /// OCP MXFP4: 4 bits, E2M1, finite only (ONNX FLOAT4E2M1).
+    F4E2M1FN,
 }
 
 impl FloatKind {
     /// All float kinds, for keyword lookup.
-    pub const ALL: [FloatKind; 8] = [
+    pub const ALL: [FloatKind; 10] = [
         FloatKind::F16,
         FloatKind::BF16,
         FloatKind::F32,
@@ -56,6 +60,8 @@ impl FloatKind {
         FloatKind::F8E5M2,
         FloatKind::F8E4M3FNUZ,
         FloatKind::F8E5M2FNUZ,
+        FloatKind::F8E8M0FNU,
+        FloatKind::F4E2M1FN,
     ];
 
     /// The MLIR keyword of this format.
@@ -69,6 +75,8 @@ impl FloatKind {
             FloatKind::F8E5M2 => "f8E5M2",
             FloatKind::F8E4M3FNUZ => "f8E4M3FNUZ",
             FloatKind::F8E5M2FNUZ => "f8E5M2FNUZ",
+            FloatKind::F8E8M0FNU => "f8E8M0FNU",
+            FloatKind::F4E2M1FN => "f4E2M1FN",
         }
     }
 
@@ -77,12 +85,19 @@ impl FloatKind {
         FloatKind::ALL.into_iter().find(|k| k.keyword() == s)
     }
 
+    /// Bytes one element takes in memory and in dense attributes (`f4E2M1FN`
+    /// takes a whole byte, as MLIR stores it).
+    pub fn byte_size(self) -> usize {
+        self.bit_width().div_ceil(8) as usize
+    }
+
     /// Storage width in bits.
     pub fn bit_width(self) -> u32 {
         match self {
             FloatKind::F16 | FloatKind::BF16 => 16,
             FloatKind::F32 => 32,
             FloatKind::F64 => 64,
+            FloatKind::F4E2M1FN => 4,
             _ => 8,
         }
     }

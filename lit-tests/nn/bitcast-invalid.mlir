@@ -31,3 +31,12 @@ func.func @shape(%x: tensor<3xf32>) -> tensor<4xi32> {
   %0 = nn.bitcast %x {to = i32} : tensor<3xf32> -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }
+
+// -----
+
+// ONNX's BitCast counts a 4-bit element as four bits, though it takes a byte.
+func.func @sub_byte_width(%x: tensor<3xi4>) -> tensor<3xi8> {
+  // expected-error @+1 {{'nn.bitcast' op 'i4' (4 bits) and 'i8' (8 bits) must have the same width}}
+  %0 = nn.bitcast %x {to = i8} : tensor<3xi4> -> tensor<3xi8>
+  return %0 : tensor<3xi8>
+}

@@ -312,3 +312,28 @@ func.func @cumsum_axis(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = nn.cumsum %arg0 {axis = 2 : i64} : tensor<2x3xf32> -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
+
+// -----
+
+// Storage-only element types are converted and moved, never computed on.
+func.func @add_int4(%arg0: tensor<4xi4>) -> tensor<4xi4> {
+  // expected-error @+1 {{'nn.add' op operand #0 has element type 'i4', a storage format with no arithmetic; convert it with nn.cast first}}
+  %0 = nn.add %arg0, %arg0 : tensor<4xi4>, tensor<4xi4> -> tensor<4xi4>
+  return %0 : tensor<4xi4>
+}
+
+// -----
+
+func.func @matmul_float4(%arg0: tensor<2x4xf32>, %arg1: tensor<4x3xf4E2M1FN>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'nn.matmul' op operand #1 has element type 'f4E2M1FN', a storage format with no arithmetic; convert it with nn.cast first}}
+  %0 = nn.matmul %arg0, %arg1 : tensor<2x4xf32>, tensor<4x3xf4E2M1FN> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @cast_round_mode(%arg0: tensor<4xf32>) -> tensor<4xf8E8M0FNU> {
+  // expected-error @+1 {{'nn.cast' op 'round_mode' must be "up", "down" or "nearest", but is "odd"}}
+  %0 = nn.cast %arg0 {to = f8E8M0FNU, round_mode = "odd"} : tensor<4xf32> -> tensor<4xf8E8M0FNU>
+  return %0 : tensor<4xf8E8M0FNU>
+}

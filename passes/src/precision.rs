@@ -318,12 +318,12 @@ fn rounded(
         return elements::from_floats(&ty, values);
     }
     let kind = ty.element_type()?.float_kind()?;
-    let mut bytes = Vec::with_capacity(values.len() * (kind.bit_width() / 8) as usize);
+    let mut bytes = Vec::with_capacity(values.len() * kind.byte_size());
     for &v in values {
         ipuc_ir::float_format::push_bytes(kind, v, &mut bytes);
     }
     let blob = ResourceBlob {
-        alignment: (kind.bit_width() / 8).max(1),
+        alignment: kind.byte_size() as u32,
         data: Arc::from(bytes),
     };
     let resource = ctx.resources().insert_unique(hint, blob);

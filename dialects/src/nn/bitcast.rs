@@ -24,13 +24,15 @@ use super::support::{
 /// `nn.bitcast`.
 pub const BITCAST: &str = "nn.bitcast";
 
-/// The bits of one element of `e` as stored (a bool takes a byte), if `e`
-/// is an integer or float type.
+/// The bits of one element of `e` as stored (a bool takes a byte; the 4- and
+/// 2-bit types are their width, as ONNX's BitCast counts them: `i4` casts to
+/// `ui4` or `f4E2M1FN`, not to `i8`), if `e` is an integer or float type.
 fn stored_bits(e: &Type) -> Option<u32> {
     if !(e.is_integer() || e.is_float()) {
         return None;
     }
-    e.int_or_float_bit_width().map(|w| w.max(8))
+    e.int_or_float_bit_width()
+        .map(|w| if w == 1 { 8 } else { w })
 }
 
 // ----- inference --------------------------------------------------------------

@@ -58,7 +58,7 @@ pub(crate) fn from_element_bytes(ty: &Type, bytes: Vec<u8>, size: usize) -> Opti
 /// `dense<values> : ty` for a float element type (values are rounded to it).
 pub fn from_floats(ty: &Type, values: &[f64]) -> Option<Attribute> {
     let kind = ty.element_type()?.float_kind()?;
-    let size = (kind.bit_width() / 8) as usize;
+    let size = kind.byte_size();
     let mut bytes = Vec::with_capacity(values.len() * size);
     for &v in values {
         float_format::push_bytes(kind, v, &mut bytes);

@@ -14,6 +14,7 @@
 
 use ipuc_ir::dialect::{FoldResult, OpDefinition, Traits};
 use ipuc_ir::interfaces::{ElementWork, Elementwise, OpSignature};
+use ipuc_ir::numeric::E8M0Rounding;
 use ipuc_ir::types::FloatKind;
 use ipuc_ir::{
     float_format, Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type,
@@ -28,8 +29,8 @@ use super::support::op_family_wrapper;
 use super::support::operand_accessors;
 use super::support::shape_err;
 use super::support::{
-    attr_i64, broadcast_shapes, i64_attr, make_state, one, ranked, tensor, type_attr, value_types,
-    InferResult, BOOL_TENSOR, TENSOR,
+    attr_i64, attr_str, broadcast_shapes, i64_attr, make_state, one, ranked, string_attr, tensor,
+    type_attr, value_types, InferResult, BOOL_TENSOR, TENSOR,
 };
 
 /// `nn.where`.
@@ -549,6 +550,16 @@ pub fn infer_where(cond: &Type, x: &Type, y: &Type) -> InferResult<Type> {
     Ok(tensor(&broadcast_shapes(cs, &xy)?, e))
 }
 
+/// `nn.cast`'s attribute for rounding to `f8E8M0FNU` (ONNX `round_mode`).
+pub const ROUND_MODE: &str = "round_mode";
+
+/// Parses `round_mode` (`up`, `down`, `nearest`).
+fn parse_round_mode(s: &str) -> InferResult<E8M0Rounding> {
+    E8M0Rounding::from_onnx(s).ok_or_else(|| {
+        shape_err!("'round_mode' must be \"up\", \"down\" or \"nearest\", but is \"{s}\"")
+    })
+}
+
 /// Result type of `nn.cast` to element type `to`: the operand shape.
 pub fn infer_cast(x: &Type, to: &Type) -> InferResult<Type> {
     let (s, e) = ranked(x, "operand")?;
@@ -580,7 +591,7 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
         infer_where(&t[0], &t[1], &t[2])
     } else if name == CAST {
         let to = ctx.attr(op, "to").and_then(|a| a.as_type()).cloned()?;
-        infer_cast(&t[0], &to)
+        parse_round_mode(attr_str(ctx, op, ROUND_MODE, "up")).and_then(|_| infer_cast(&t[0], &to))
     } else {
         return None;
     };
@@ -771,6 +782,11 @@ fn fold_cast(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<Ve
     let out = fold_target(ctx, op, 0)?;
     let d = dense_data(consts[0].as_ref()?)?;
     let to = out.element_type()?.clone();
+    if to.float_kind() == Some(FloatKind::F8E8M0FNU) {
+        // The result depends on 'round_mode' and follows ONNX's reference bit for
+        // bit (through f32); the reference executor's kernel is that definition.
+        return None;
+    }
     let saturate = attr_i64(ctx, op, "saturate", 1) != 0;
     let attr = match (d.element_type().is_float(), to.float_kind()) {
         (true, Some(k)) => {
@@ -947,6 +963,7 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
             .traits(Traits::PURE)
             .attribute(type_attr("to", false))
             .attribute(i64_attr("saturate", true))
+            .attribute(string_attr(ROUND_MODE, true))
             .operands(&[one("operand", TENSOR)])
             .results(&[one("result", TENSOR)])
             .verifier(super::verify_op)
@@ -1090,7 +1107,7 @@ impl WhereOp {
 }
 
 super::support::op_wrapper!(
-    /// `nn.cast {to = T, saturate = 0|1}`.
+    /// `nn.cast {to = T, saturate = 0|1, round_mode = "up"|"down"|"nearest"}`.
     CastOp,
     CAST
 );
@@ -1112,7 +1129,11 @@ impl CastOp {
     pub fn saturate(self, ctx: &Context) -> bool {
         attr_i64(ctx, self.0, "saturate", 1) != 0
     }
-    /// A state for casting `x` to element type `to`.
+    /// ONNX `round_mode` (default `up`; only affects `f8E8M0FNU` targets).
+    pub fn e8m0_rounding(self, ctx: &Context) -> E8M0Rounding {
+        parse_round_mode(attr_str(ctx, self.0, ROUND_MODE, "up")).unwrap_or_default()
+    }
+    /// A state for casting `x` to element type `to` (rounding up to `f8E8M0FNU`).
     pub fn build(
         ctx: &Context,
         x: Value,
@@ -1120,10 +1141,24 @@ impl CastOp {
         saturate: bool,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
+        Self::build_rounding(ctx, x, to, saturate, E8M0Rounding::Up, loc)
+    }
+    /// [`CastOp::build`] with ONNX's `round_mode` for `f8E8M0FNU` targets.
+    pub fn build_rounding(
+        ctx: &Context,
+        x: Value,
+        to: &Type,
+        saturate: bool,
+        rounding: E8M0Rounding,
+        loc: Location,
+    ) -> Result<OperationState, Diagnostic> {
         let ty = infer_cast(ctx.value_type(x), to).map_err(|m| m.at(CAST, &loc))?;
         let mut attrs = vec![("to", Attribute::type_attr(to.clone()))];
         if !saturate {
             attrs.push(("saturate", Attribute::i64(0)));
+        }
+        if rounding != E8M0Rounding::Up {
+            attrs.push((ROUND_MODE, Attribute::string(rounding.onnx_name())));
         }
         Ok(make_state(ctx, CAST, &[x], vec![ty], attrs, loc))
     }

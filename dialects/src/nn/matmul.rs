@@ -48,7 +48,8 @@ fn check_rhs_scale(ctx: &Context, op: OpId, rhs: &Type) -> InferResult<()> {
         return Ok(());
     }
     match rhs.element_type().and_then(|e| e.float_kind()) {
-        Some(k) if k.bit_width() == 8 => Ok(()),
+        // A bare exponent (f8E8M0FNU) is a scale, not a weight format.
+        Some(k) if k.bit_width() == 8 && k != ipuc_ir::FloatKind::F8E8M0FNU => Ok(()),
         _ => Err(ShapeError::Invalid(format!(
             "'{RHS_SCALE}' scales 8-bit float weights, but the right operand is '{rhs}'"
         ))),

@@ -48,6 +48,7 @@ pub mod norm;
 pub mod pool;
 pub mod reduce;
 pub mod shape;
+pub mod storage_types;
 mod support;
 
 use ipuc_ir::{Context, Diagnostic, Dialect, OpId, Type};
@@ -104,6 +105,9 @@ pub fn infer_result_types(ctx: &Context, op: OpId) -> Option<InferResult<Vec<Typ
         return None;
     }
     if let Err(msg) = check_operand_count(def, ctx.operands(op).len()) {
+        return Some(Err(msg));
+    }
+    if let Err(msg) = storage_types::check(ctx, op, def.name) {
         return Some(Err(msg));
     }
     elementwise::infer_from_op(ctx, op)

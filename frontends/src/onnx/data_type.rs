@@ -6,8 +6,8 @@ use super::proto::tensor_proto::DataType;
 
 /// The ipuc element kind of an ONNX data type code, if ipuc supports it.
 ///
-/// Strings, complex numbers, 4-bit/2-bit integers, FLOAT4E2M1, FLOAT8E8M0 and the
-/// 6-bit floats have no element kind and return `None`.
+/// Strings, complex numbers and the 6-bit floats have no element kind and return
+/// `None`.
 pub fn element_kind_of(data_type: i32) -> Option<ElementKind> {
     Some(match DataType::try_from(data_type).ok()? {
         DataType::Float => ElementKind::F32,
@@ -27,6 +27,12 @@ pub fn element_kind_of(data_type: i32) -> Option<ElementKind> {
         DataType::Float8e4m3fnuz => ElementKind::F8E4M3FNUZ,
         DataType::Float8e5m2 => ElementKind::F8E5M2,
         DataType::Float8e5m2fnuz => ElementKind::F8E5M2FNUZ,
+        DataType::Float8e8m0 => ElementKind::F8E8M0FNU,
+        DataType::Float4e2m1 => ElementKind::F4E2M1FN,
+        DataType::Int4 => ElementKind::I4,
+        DataType::Uint4 => ElementKind::U4,
+        DataType::Int2 => ElementKind::I2,
+        DataType::Uint2 => ElementKind::U2,
         _ => return None,
     })
 }
@@ -51,6 +57,12 @@ pub fn data_type_of(kind: ElementKind) -> i32 {
         ElementKind::F8E4M3FNUZ => DataType::Float8e4m3fnuz,
         ElementKind::F8E5M2 => DataType::Float8e5m2,
         ElementKind::F8E5M2FNUZ => DataType::Float8e5m2fnuz,
+        ElementKind::F8E8M0FNU => DataType::Float8e8m0,
+        ElementKind::F4E2M1FN => DataType::Float4e2m1,
+        ElementKind::I4 => DataType::Int4,
+        ElementKind::U4 => DataType::Uint4,
+        ElementKind::I2 => DataType::Int2,
+        ElementKind::U2 => DataType::Uint2,
     };
     data_type as i32
 }

@@ -11,7 +11,7 @@ use super::error::{OnnxError, Result};
 use super::external_data::{ExternalData, ExternalFiles};
 use super::graph::{Graph, WeightSource};
 use super::proto::{ModelProto, TensorProto};
-use super::tensor::{is_external, kind_and_dims, Tensor};
+use super::tensor::{is_external, kind_and_dims, stored_len, unpack_stored, Tensor};
 use super::weights::{synthesize, WeightRole, WeightsPolicy};
 
 /// Options for loading a model.
@@ -65,7 +65,7 @@ impl LoadContext {
         let (kind, dims) = kind_and_dims(proto)?;
         let reference = ExternalData::from_proto(proto)?;
         let count: usize = dims.iter().product();
-        let expected = count * kind.byte_size();
+        let expected = stored_len(kind, &dims).expect("kind_and_dims checked the size");
         if let Some(length) = reference.length {
             if length != expected as u64 {
                 return Err(OnnxError::InvalidExternalData {
@@ -115,8 +115,9 @@ impl LoadContext {
                 ),
             });
         };
-        // A slice of the file buffer: no copy of the weight bytes.
-        let data: Bytes = file.slice(range);
+        // A slice of the file buffer: no copy of the weight bytes (but for the
+        // packed 4- and 2-bit kinds, unpacked to a byte per element).
+        let data: Bytes = unpack_stored(kind, file.slice(range), count);
         Ok((
             Tensor { kind, dims, data },
             WeightSource::External(reference),
@@ -246,10 +247,11 @@ impl Model {
                         ),
                     });
                 }
+                let stored = tensor.stored_bytes();
                 file.seek(SeekFrom::Start(reference.offset))
-                    .and_then(|_| file.write_all(&tensor.data))
+                    .and_then(|_| file.write_all(&stored))
                     .map_err(|e| OnnxError::io(&path, e))?;
-                end = reference.offset + tensor.data.len() as u64;
+                end = reference.offset + stored.len() as u64;
             }
             file.set_len(end)
                 .and_then(|_| file.sync_all())

@@ -1,7 +1,7 @@
 //! Host tensors decoded from `TensorProto`s.
 
 use bytes::Bytes;
-use ipuc_ir::numeric::{storage, ElementKind};
+use ipuc_ir::numeric::{packing, storage, ElementKind};
 
 use super::data_type::{data_type_name, data_type_of, element_kind_of};
 use super::error::{OnnxError, Result};
@@ -10,7 +10,9 @@ use super::proto::{tensor_proto, TensorProto};
 /// A dense tensor in host memory: element kind, dims and little-endian bytes.
 ///
 /// The bytes are a shared, reference-counted buffer: cloning a `Tensor` or slicing
-/// weights out of a model file never copies element data.
+/// weights out of a model file never copies element data. The 4- and 2-bit kinds,
+/// which ONNX files pack two or four to a byte, are unpacked to a byte each on
+/// loading (a copy) and packed again by [`Tensor::to_proto`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tensor {
     /// Element type.
@@ -106,22 +108,24 @@ impl Tensor {
             ));
         }
         let count: usize = dims.iter().product();
-        let expected = count * kind.byte_size();
+        let expected = stored_len(kind, &dims).expect("kind_and_dims checked the size");
         if let Some(raw) = &proto.raw_data {
             if raw.len() != expected {
                 return Err(OnnxError::tensor_data(
                     name,
                     format!(
-                        "raw_data has {} bytes but dims {dims:?} of {kind} need {expected}",
-                        raw.len()
+                        "raw_data has {} bytes but dims {dims:?} of {kind} need {expected}{}",
+                        raw.len(),
+                        packing_note(kind)
                     ),
                 ));
             }
-            // Zero-copy: `raw` is a slice of the buffer the model was decoded from.
+            // Zero-copy (but for packed kinds): `raw` is a slice of the buffer the
+            // model was decoded from.
             return Ok(Tensor {
                 kind,
                 dims,
-                data: raw.clone(),
+                data: unpack_stored(kind, raw.clone(), count),
             });
         }
         let data = typed_field_bytes(proto, kind, count, name)?;
@@ -132,15 +136,58 @@ impl Tensor {
         })
     }
 
-    /// Encodes as a `TensorProto` with `raw_data` (sharing the bytes).
+    /// Encodes as a `TensorProto` with `raw_data` (sharing the bytes; the 4- and
+    /// 2-bit kinds are packed as ONNX requires).
     pub fn to_proto(&self, name: &str) -> TensorProto {
         TensorProto {
             name: Some(name.to_string()),
             dims: self.dims.iter().map(|&d| d as i64).collect(),
             data_type: Some(data_type_of(self.kind)),
-            raw_data: Some(self.data.clone()),
+            raw_data: Some(self.stored_bytes()),
             ..Default::default()
         }
+    }
+
+    /// The bytes as an ONNX file stores them: packed for the 4- and 2-bit kinds
+    /// (a new buffer), the shared bytes otherwise.
+    pub fn stored_bytes(&self) -> Bytes {
+        if self.kind.is_sub_byte() {
+            packing::pack(self.kind, &self.data).into()
+        } else {
+            self.data.clone()
+        }
+    }
+}
+
+/// Bytes the elements of `dims` take in an ONNX file (`raw_data`, external data):
+/// packed for the 4- and 2-bit kinds. `None` on overflow.
+pub(crate) fn stored_len(kind: ElementKind, dims: &[usize]) -> Option<usize> {
+    let count = dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))?;
+    packing::packed_len(kind, count)
+}
+
+/// The in-memory bytes of `count` elements stored as an ONNX file stores them
+/// (`stored` holds at least [`stored_len`] bytes): unpacked for the 4- and 2-bit
+/// kinds, shared as they are otherwise.
+pub(crate) fn unpack_stored(kind: ElementKind, stored: Bytes, count: usize) -> Bytes {
+    if kind.is_sub_byte() {
+        packing::unpack(kind, &stored, count)
+            .expect("caller checked the stored length")
+            .into()
+    } else {
+        stored
+    }
+}
+
+/// Explains the expected size of a packed kind in an error message.
+fn packing_note(kind: ElementKind) -> String {
+    if kind.is_sub_byte() {
+        format!(
+            " (packed {} elements per byte, as ONNX stores {kind})",
+            packing::elements_per_byte(kind)
+        )
+    } else {
+        String::new()
     }
 }
 
@@ -175,6 +222,7 @@ pub(crate) fn kind_and_dims(proto: &TensorProto) -> Result<(ElementKind, Vec<usi
         .collect::<Result<Vec<usize>>>()?;
     // Reject dims whose byte size overflows (or is absurd for host memory).
     byte_len(kind, &dims)
+        .filter(|_| stored_len(kind, &dims).is_some())
         .filter(|&n| n <= isize::MAX as usize)
         .ok_or_else(invalid)?;
     Ok((kind, dims))
@@ -231,6 +279,23 @@ fn typed_field_bytes(
                     out.extend(v.to_le_bytes());
                 }
             }
+        }
+        // The 4- and 2-bit kinds: each int32_data entry holds one packed byte (two or
+        // four elements, low bits first).
+        _ if kind.is_sub_byte() => {
+            let packed = packing::packed_len(kind, count).expect("kind_and_dims checked");
+            if proto.int32_data.len() != packed {
+                return Err(OnnxError::tensor_data(
+                    name,
+                    format!(
+                        "int32_data has {} entries but dims need {packed}{}",
+                        proto.int32_data.len(),
+                        packing_note(kind)
+                    ),
+                ));
+            }
+            let bytes: Vec<u8> = proto.int32_data.iter().map(|&v| v as u8).collect();
+            out = packing::unpack(kind, &bytes, count).expect("length checked");
         }
         // Every other kind is one element per int32_data entry: the value itself for
         // integers and bool, the bit pattern for f16/bf16/f8.
@@ -338,6 +403,51 @@ mod tests {
         };
         let err = Tensor::from_proto(&proto).unwrap_err().to_string();
         assert!(err.contains("float_data has 0 element(s)"), "{err}");
+    }
+
+    #[test]
+    fn packed_kinds_unpack_low_bits_first_and_pack_back() {
+        // test_cast_FLOAT16_to_INT4's expected output: 7, -8, -7, ... in 5x5.
+        let raw = Bytes::from_static(&[0x87, 0xA9, 0xCB, 0xED, 0x0F]);
+        let proto = TensorProto {
+            name: Some("q".into()),
+            dims: vec![3, 3],
+            data_type: Some(tensor_proto::DataType::Int4 as i32),
+            raw_data: Some(raw.clone()),
+            ..Default::default()
+        };
+        let t = Tensor::from_proto(&proto).unwrap();
+        assert_eq!(t.kind, ElementKind::I4);
+        assert_eq!(t.to_i64_vec(), vec![7, -8, -7, -6, -5, -4, -3, -2, -1]);
+        assert_eq!(t.to_proto("q").raw_data, Some(raw));
+        // The same data in int32_data: one packed byte per entry.
+        let typed = TensorProto {
+            raw_data: None,
+            int32_data: vec![0x87, 0xA9, 0xCB, 0xED, 0x0F],
+            ..proto.clone()
+        };
+        assert_eq!(Tensor::from_proto(&typed).unwrap(), t);
+        // Four per byte for 2-bit kinds.
+        let proto = TensorProto {
+            dims: vec![5],
+            data_type: Some(tensor_proto::DataType::Uint2 as i32),
+            raw_data: Some(Bytes::from_static(&[0xE4, 0x03])),
+            ..Default::default()
+        };
+        assert_eq!(
+            Tensor::from_proto(&proto).unwrap().to_i64_vec(),
+            vec![0, 1, 2, 3, 3]
+        );
+        // A wrong size says how the kind is packed.
+        let proto = TensorProto {
+            name: Some("f".into()),
+            dims: vec![5],
+            data_type: Some(tensor_proto::DataType::Float4e2m1 as i32),
+            raw_data: Some(Bytes::from_static(&[0; 5])),
+            ..Default::default()
+        };
+        let err = Tensor::from_proto(&proto).unwrap_err().to_string();
+        assert!(err.contains("need 3 (packed 2 elements per byte"), "{err}");
     }
 
     #[test]

@@ -15,7 +15,8 @@ use ipuc_frontends::onnx::Tensor;
 use ipuc_runtime::reference::HostTensor;
 
 /// Compares an output with its expected value (floats: rtol 1e-3 / atol 1e-5,
-/// NaN where NaN is expected; integers, bools and 8-bit floats: exact bytes).
+/// NaN where NaN is expected; integers, bools and floats of at most 8 bits:
+/// exact bytes).
 /// `Err` says how it differs.
 pub fn compare(name: &str, got: &HostTensor, want: &Tensor) -> Result<(), String> {
     if got.kind != want.kind {
@@ -30,7 +31,7 @@ pub fn compare(name: &str, got: &HostTensor, want: &Tensor) -> Result<(), String
             got.shape, want.dims
         ));
     }
-    let exact = !got.kind.is_float() || got.kind.float8_format().is_some();
+    let exact = !got.kind.is_float() || got.kind.bit_width() <= 8;
     if exact {
         return match got
             .data

@@ -1,7 +1,7 @@
 //! Element-wise kernels with numpy broadcasting: arithmetic, comparisons,
 //! activations, `Where` and `Cast`.
 
-use ipuc_ir::numeric::{storage, ElementKind};
+use ipuc_ir::numeric::{storage, E8M0Rounding, ElementKind};
 use rayon::prelude::*;
 
 use super::error::{KernelError, KernelResult};
@@ -664,7 +664,16 @@ pub fn where_(condition: &HostTensor, x: &HostTensor, y: &HostTensor) -> KernelR
 /// must be as wide as the operand's kind; a bool result needs a bool operand
 /// (other bytes are no bool).
 pub fn bitcast(x: &HostTensor, to: ElementKind) -> KernelResult<HostTensor> {
-    if to.byte_size() != x.kind.byte_size() || (to == ElementKind::Bool && x.kind != to) {
+    // A bool takes a byte; the 4- and 2-bit kinds count their width (their byte
+    // holds the bits in its low end, which is all any reader of them looks at).
+    let bits = |k: ElementKind| {
+        if k == ElementKind::Bool {
+            8
+        } else {
+            k.bit_width()
+        }
+    };
+    if bits(to) != bits(x.kind) || (to == ElementKind::Bool && x.kind != to) {
         return Err(KernelError::ElementType {
             op: "bitcast",
             kind: format!("{} to {}", x.kind, to),
@@ -675,15 +684,33 @@ pub fn bitcast(x: &HostTensor, to: ElementKind) -> KernelResult<HostTensor> {
 
 /// ONNX `Cast` to `to`. Floats convert from their exact value with one rounding;
 /// `saturate` is the ONNX attribute for 8-bit float targets. Conversion rules are
-/// those of [`ipuc_ir::numeric::storage`].
+/// those of [`ipuc_ir::numeric::storage`]. FLOAT8E8M0 targets round up (ONNX's
+/// default `round_mode`; see [`cast_rounding`]).
 pub fn cast(x: &HostTensor, to: ElementKind, saturate: bool) -> HostTensor {
+    cast_rounding(x, to, saturate, E8M0Rounding::Up)
+}
+
+/// [`cast`] with ONNX `Cast`'s `round_mode` for FLOAT8E8M0 targets.
+pub fn cast_rounding(
+    x: &HostTensor,
+    to: ElementKind,
+    saturate: bool,
+    rounding: E8M0Rounding,
+) -> HostTensor {
     let n = x.element_count();
     let size = to.byte_size();
     let mut data = vec![0u8; n * size];
     let (kind, src) = (x.kind, &x.data[..]);
     if kind.is_float() {
         data.par_chunks_mut(size).enumerate().for_each(|(i, c)| {
-            storage::store_f64(to, c, 0, storage::load_f64(kind, src, i), saturate)
+            let v = storage::load_f64(kind, src, i);
+            storage::store_f64_rounding(to, c, 0, v, saturate, rounding)
+        });
+    } else if to == ElementKind::F8E8M0FNU {
+        // Integers round once on their way to the f32 the E8M0 encoding starts from.
+        data.par_chunks_mut(size).enumerate().for_each(|(i, c)| {
+            let v = storage::i128_to_f64_round_to_odd(storage::load_i128(kind, src, i));
+            storage::store_f64_rounding(to, c, 0, v, saturate, rounding)
         });
     } else {
         data.par_chunks_mut(size)

@@ -41,6 +41,12 @@ pub(crate) fn element_type(kind: ElementKind) -> Type {
         ElementKind::F8E5M2 => Type::float(FloatKind::F8E5M2),
         ElementKind::F8E4M3FNUZ => Type::float(FloatKind::F8E4M3FNUZ),
         ElementKind::F8E5M2FNUZ => Type::float(FloatKind::F8E5M2FNUZ),
+        ElementKind::F8E8M0FNU => Type::float(FloatKind::F8E8M0FNU),
+        ElementKind::F4E2M1FN => Type::float(FloatKind::F4E2M1FN),
+        ElementKind::I2 => Type::int(2),
+        ElementKind::I4 => Type::int(4),
+        ElementKind::U2 => int(2, Signedness::Unsigned),
+        ElementKind::U4 => int(4, Signedness::Unsigned),
     }
 }
 

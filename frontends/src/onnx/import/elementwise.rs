@@ -6,6 +6,7 @@
 use ipuc_dialects::nn::{
     BinaryKind, BinaryOp, BitcastOp, CastOp, CompareKind, CompareOp, UnaryKind, UnaryOp, WhereOp,
 };
+use ipuc_ir::numeric::E8M0Rounding;
 use ipuc_ir::{Attribute, Type, Value};
 
 use super::body::Body;
@@ -165,7 +166,7 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
             let to = onnx_type_attr(node, "to")?;
             // `saturate` exists from opset 19 (default 1) and only matters for 8-bit floats.
             let saturate = node.int_attr("saturate", 1)? != 0;
-            cast(imp, node, x, &to, saturate).map(|v| vec![v])
+            cast_rounding(imp, node, x, &to, saturate).map(|v| vec![v])
         }
         "BitCast" => {
             let x = imp.input(node, 0)?;
@@ -181,7 +182,7 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
                 .cloned()
                 .ok_or_else(|| error(node, "input #1 (`target_type`) must be a tensor"))?;
             let saturate = node.int_attr("saturate", 1)? != 0;
-            cast(imp, node, x, &to, saturate).map(|v| vec![v])
+            cast_rounding(imp, node, x, &to, saturate).map(|v| vec![v])
         }
         "BitShift" => {
             let kind = match node.string_attr("direction", "")? {
@@ -270,11 +271,42 @@ pub(super) fn cast(
     to: &ipuc_ir::Type,
     saturate: bool,
 ) -> Result<Value, super::ImportError> {
+    cast_with_rounding(imp, node, x, to, saturate, E8M0Rounding::Up)
+}
+
+/// [`cast`] with `rounding` for FLOAT8E8M0 targets.
+fn cast_with_rounding(
+    imp: &mut Importer<'_>,
+    node: &Node,
+    x: Value,
+    to: &ipuc_ir::Type,
+    saturate: bool,
+    rounding: E8M0Rounding,
+) -> Result<Value, super::ImportError> {
     if imp.ty(x).element_type() == Some(to) {
         return Ok(x);
     }
-    let state = CastOp::build(imp.ctx, x, to, saturate, Importer::loc(node));
+    let state = CastOp::build_rounding(imp.ctx, x, to, saturate, rounding, Importer::loc(node));
     imp.emit1(node, state)
+}
+
+/// `Cast`/`CastLike` of `x` to `to`, with the node's `round_mode` (opset 24+,
+/// default `up`; only FLOAT8E8M0 targets use it).
+fn cast_rounding(
+    imp: &mut Importer<'_>,
+    node: &Node,
+    x: Value,
+    to: &ipuc_ir::Type,
+    saturate: bool,
+) -> Result<Value, super::ImportError> {
+    let mode = node.string_attr("round_mode", "up")?;
+    let rounding = E8M0Rounding::from_onnx(mode).ok_or_else(|| {
+        error(
+            node,
+            format!("'round_mode' must be \"up\", \"down\" or \"nearest\", but is \"{mode}\""),
+        )
+    })?;
+    cast_with_rounding(imp, node, x, to, saturate, rounding)
 }
 
 /// A binary op; `Max`/`Min` take any number of operands (folded pairwise),

@@ -60,6 +60,7 @@ mod scatter;
 mod selection;
 mod shape;
 mod signal;
+mod storage_types;
 mod window;
 
 use std::collections::{HashMap, HashSet};
@@ -358,6 +359,7 @@ pub(crate) type NodeResult = Result<Vec<Value>, ImportError>;
 
 impl<'a> Importer<'a> {
     fn import_node(&mut self, node: &Node) -> Result<(), ImportError> {
+        self.check_storage_only_inputs(node)?;
         let op = node.op_type.as_str();
         let outputs = if node.domain == flex_attention::DOMAIN {
             flex_attention::import(self, node)?
@@ -429,6 +431,26 @@ impl<'a> Importer<'a> {
                     ))
                 }
                 None => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses a node that computes on a storage-only element type (see
+    /// [`storage_types`]). Inputs not defined yet (subgraph captures) are checked
+    /// where they are read.
+    fn check_storage_only_inputs(&self, node: &Node) -> Result<(), ImportError> {
+        for (i, name) in node.inputs.iter().enumerate() {
+            let kind = if let Some(&v) = self.values.get(name.as_str()) {
+                storage_types::storage_only_kind(self.ctx.value_type(v))
+            } else if let Some(&index) = self.initializers.get(name.as_str()) {
+                Some(self.model.graph.initializers[index].tensor.kind)
+                    .filter(|k| k.is_storage_only())
+            } else {
+                None
+            };
+            if let Some(kind) = kind {
+                storage_types::check_input(node, i, kind)?;
             }
         }
         Ok(())

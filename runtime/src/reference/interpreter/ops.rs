@@ -188,7 +188,12 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
         nn::CAST => {
             let cast = CastOp(op);
             let to = tensor_kind(ctx.value_type(ctx.result(op, 0)))?;
-            one(k::cast(args[0], to, cast.saturate(ctx)))
+            one(k::cast_rounding(
+                args[0],
+                to,
+                cast.saturate(ctx),
+                cast.e8m0_rounding(ctx),
+            ))
         }
         nn::BITCAST => {
             let to = tensor_kind(ctx.value_type(ctx.result(op, 0)))?;

@@ -20,6 +20,10 @@ pub fn element_kind_of(ty: &Type) -> Option<ElementKind> {
             let unsigned = *signedness == Signedness::Unsigned;
             match (width, unsigned) {
                 (1, _) => ElementKind::Bool,
+                (2, false) => ElementKind::I2,
+                (4, false) => ElementKind::I4,
+                (2, true) => ElementKind::U2,
+                (4, true) => ElementKind::U4,
                 (8, false) => ElementKind::I8,
                 (16, false) => ElementKind::I16,
                 (32, false) => ElementKind::I32,
@@ -41,6 +45,8 @@ pub fn element_kind_of(ty: &Type) -> Option<ElementKind> {
             FloatKind::F8E5M2 => ElementKind::F8E5M2,
             FloatKind::F8E4M3FNUZ => ElementKind::F8E4M3FNUZ,
             FloatKind::F8E5M2FNUZ => ElementKind::F8E5M2FNUZ,
+            FloatKind::F8E8M0FNU => ElementKind::F8E8M0FNU,
+            FloatKind::F4E2M1FN => ElementKind::F4E2M1FN,
         },
         _ => return None,
     })
