@@ -6,8 +6,9 @@
 //!   verifies, and prints, turning upstream's diagnostics into ipuc
 //!   [`Diagnostic`](ipuc_ir::Diagnostic)s with their file:line:col.
 //! - [`read_upstream`]: an upstream file (a TOSA model) parsed and verified by
-//!   upstream, then handed to an ipuc context through upstream's generic
-//!   printout, where `convert-tosa-to-nn` takes it to `nn`.
+//!   upstream, then handed to an ipuc context: its weights as bytes
+//!   ([`elements`]), its IR through upstream's generic printout; there
+//!   `convert-tosa-to-nn` takes it to `nn`.
 //! - [`write_tosa`]: an ipuc `nn` module rewritten into TOSA, verified by
 //!   upstream and printed in upstream's custom syntax.
 //! - [`check_printout`]: ipuc's generic printout parsed by upstream (with
@@ -18,7 +19,8 @@
 //! it in (see the README for the system packages).
 
 mod bridge;
+pub mod elements;
 mod upstream;
 
-pub use bridge::{check_printout, read_upstream, write_tosa};
+pub use bridge::{check_printout, read_upstream, write_tosa, UpstreamRead};
 pub use upstream::{Upstream, UpstreamModule};

@@ -4,12 +4,15 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use ipuc_ir::attributes::ResourceTable;
 use ipuc_ir::{Diagnostic, Location};
 use melior::dialect::{DialectHandle, DialectRegistry};
 use melior::ir::block::BlockLike;
 use melior::ir::operation::{OperationLike, OperationPrintingFlags};
 use melior::ir::{Module, Operation};
 use melior::StringRef;
+
+use crate::elements::{self, Handover};
 
 /// An upstream MLIR context knowing `func`, `arith`, `tensor` and `tosa`.
 pub struct Upstream {
@@ -120,12 +123,26 @@ impl UpstreamModule<'_> {
         }
     }
 
-    /// The generic form with locations: what ipuc's parser reads.
+    /// Hands the module's weights to `resources` as bytes and makes every
+    /// large `dense<...>` a `dense_resource` reference to them (see
+    /// [`crate::elements`]); call before [`Self::print_generic`].
+    pub fn hand_over_elements(
+        &mut self,
+        resources: &ResourceTable,
+    ) -> Result<Handover, Vec<Diagnostic>> {
+        elements::hand_over(&mut self.module, resources).map_err(|d| vec![d])
+    }
+
+    /// The generic form with locations: what ipuc's parser reads. The local
+    /// scope leaves out the `dialect_resources` section (and inlines the
+    /// location aliases), so no weight is printed: they cross as bytes
+    /// through [`Self::hand_over_elements`].
     pub fn print_generic(&self) -> String {
         self.print(
             OperationPrintingFlags::new()
                 .print_generic_operation_form()
-                .enable_debug_info(true, false),
+                .enable_debug_info(true, false)
+                .use_local_scope(),
         )
     }
 

@@ -3,14 +3,18 @@
 //! checking printed IR with upstream's parser. Built without the feature,
 //! each entry point says how to get it.
 
+use std::borrow::Cow;
+
 use ipuc_ir::{Context, Diagnostic, Location, OpId};
 
 /// Reads an upstream MLIR file (e.g. TOSA) into `ctx` through upstream's
-/// parser and verifier; `convert-tosa-to-nn` takes it on to `nn`.
-pub fn read(ctx: &mut Context, file: &str, text: &str) -> Result<OpId, Vec<Diagnostic>> {
+/// parser and verifier; `convert-tosa-to-nn` takes it on to `nn`. Its
+/// weights cross as bytes, not text; an owned `text` is dropped once
+/// upstream has parsed it.
+pub fn read(ctx: &mut Context, file: &str, text: Cow<'_, str>) -> Result<OpId, Vec<Diagnostic>> {
     #[cfg(feature = "mlir")]
     {
-        ipuc_mlir_interop::read_upstream(ctx, file, text)
+        ipuc_mlir_interop::read_upstream(ctx, file, text).map(|read| read.module)
     }
     #[cfg(not(feature = "mlir"))]
     {
@@ -84,4 +88,97 @@ fn missing(what: &str) -> Diagnostic {
              (LLVM/MLIR 22 installed; see the README)"
         ),
     )
+}
+
+#[cfg(all(test, feature = "mlir"))]
+mod tests {
+    use std::borrow::Cow;
+    use std::fmt::Write;
+
+    use ipuc_ir::attributes::AttrKind;
+    use ipuc_ir::{Context, WalkOrder};
+
+    /// Weights of `n` f32s, distinct per `seed`, as little-endian bytes.
+    fn weights(n: usize, seed: u32) -> Vec<u8> {
+        (0..n as u32)
+            .flat_map(|i| ((i.wrapping_mul(2_654_435_761) ^ seed) as f32 / 4e9).to_le_bytes())
+            .collect()
+    }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().fold(String::from("0x"), |mut s, b| {
+            let _ = write!(s, "{b:02X}");
+            s
+        })
+    }
+
+    /// A TOSA function whose weights are one `dense_resource` (used twice)
+    /// and one inline `dense<"0x...">`, each of `n` f32s, plus a small
+    /// constant that stays in the printout.
+    fn model(n: usize, resource: &[u8], inline: &[u8]) -> String {
+        let t = format!("tensor<1x{n}xf32>");
+        format!(
+            r#"func.func @main(%x: {t}) -> {t} {{
+  %w = "tosa.const"() <{{values = dense_resource<w> : {t}}}> : () -> {t}
+  %v = "tosa.const"() <{{values = dense<"{inline}"> : {t}}}> : () -> {t}
+  %u = "tosa.const"() <{{values = dense_resource<w> : {t}}}> : () -> {t}
+  %b = "tosa.const"() <{{values = dense<[[1.0, 2.0]]> : tensor<1x2xf32>}}> : () -> tensor<1x2xf32>
+  %0 = tosa.add %x, %w : ({t}, {t}) -> {t}
+  %1 = tosa.add %0, %v : ({t}, {t}) -> {t}
+  %2 = tosa.add %1, %u : ({t}, {t}) -> {t}
+  return %2 : {t}
+}}
+{{-#
+  dialect_resources: {{ builtin: {{ w: "0x04000000{resource}" }} }}
+#-}}
+"#,
+            inline = hex(inline),
+            resource = &hex(resource)[2..],
+        )
+    }
+
+    /// The weights of a model read from upstream reach ipuc as bytes, not
+    /// text: upstream's printout that ipuc parses holds the IR alone (a
+    /// regression to the text path would put the weights in it twice over,
+    /// as hex), and ipuc's resources hold exactly the file's bytes, a
+    /// resource used twice shared by both uses.
+    #[test]
+    fn weights_cross_from_upstream_as_bytes_not_text() {
+        let n = 1 << 18; // 1 MiB of f32 per tensor
+        let (resource, inline) = (weights(n, 1), weights(n, 2));
+        let text = model(n, &resource, &inline);
+        let mut ctx = Context::new(crate::registry::dialects());
+        let read =
+            ipuc_mlir_interop::read_upstream(&mut ctx, "weights.mlir", Cow::Owned(text)).unwrap();
+
+        let weight_bytes = resource.len() + inline.len();
+        assert_eq!(read.handover.bytes, weight_bytes);
+        assert_eq!((read.handover.resources, read.handover.from_dense), (2, 1));
+        assert!(
+            read.printout_bytes < 4096,
+            "{} bytes of printout for {weight_bytes} bytes of weights: weights went through text",
+            read.printout_bytes
+        );
+
+        let mut seen = Vec::new();
+        for op in ctx.collect_ops(read.module, WalkOrder::PreOrder) {
+            if ctx.name_str(op) != "tosa.const" {
+                continue;
+            }
+            match ctx.attr(op, "values").unwrap().kind() {
+                AttrKind::DenseResource { resource: r, .. } => {
+                    let blob = r.blob().expect("the resource has its bytes");
+                    assert_eq!(blob.alignment, 4);
+                    seen.push((r.name().to_string(), blob.data.clone()));
+                }
+                AttrKind::DenseElements(d) => assert_eq!(d.len(), 2, "only the small constant"),
+                other => panic!("unexpected constant {other:?}"),
+            }
+        }
+        assert_eq!(seen.len(), 3);
+        assert_eq!(&*seen[0].1, &resource[..]);
+        assert_eq!(&*seen[1].1, &inline[..]);
+        assert_eq!(seen[0].0, seen[2].0);
+        assert!(std::sync::Arc::ptr_eq(&seen[0].1, &seen[2].1));
+    }
 }

@@ -337,3 +337,105 @@ fn errors_are_clear_and_exit_two() {
     assert_eq!(code, 2);
     assert!(err.contains("--atol"), "{err}");
 }
+
+/// A TOSA model of `layers` chained `1x1xK · 1xKxK` products, each weight a
+/// `dense_resource` of K·K small f32s: a file that is almost all weights.
+#[cfg(feature = "mlir")]
+fn write_weighty_tosa(path: &Path, k: usize, layers: usize) -> usize {
+    use std::io::Write;
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let (x, w) = (
+        format!("tensor<1x1x{k}xf32>"),
+        format!("tensor<1x{k}x{k}xf32>"),
+    );
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    writeln!(f, "func.func @main(%x: {x}) -> {x} {{").unwrap();
+    writeln!(
+        f,
+        "  %zp = \"tosa.const\"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>"
+    )
+    .unwrap();
+    let mut last = "%x".to_string();
+    for l in 0..layers {
+        writeln!(
+            f,
+            "  %w{l} = \"tosa.const\"() <{{values = dense_resource<w{l}> : {w}}}> : () -> {w}"
+        )
+        .unwrap();
+        writeln!(f, "  %y{l} = tosa.matmul {last}, %w{l}, %zp, %zp : ({x}, {w}, tensor<1xf32>, tensor<1xf32>) -> {x}").unwrap();
+        last = format!("%y{l}");
+    }
+    writeln!(
+        f,
+        "  return {last} : {x}\n}}\n{{-#\n  dialect_resources: {{\n    builtin: {{"
+    )
+    .unwrap();
+    let mut line = Vec::with_capacity(8 * k * k + 8);
+    for l in 0..layers {
+        line.clear();
+        line.extend_from_slice(b"0x04000000");
+        for i in 0..k * k {
+            // Small values, so the chain stays finite.
+            let v = (((i * 7 + l) % 13) as f32 - 6.0) / (8.0 * k as f32);
+            for b in v.to_le_bytes() {
+                line.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+            }
+        }
+        let sep = if l == 0 { "" } else { ",\n" };
+        write!(f, "{sep}      w{l}: \"").unwrap();
+        f.write_all(&line).unwrap();
+        write!(f, "\"").unwrap();
+    }
+    writeln!(f, "\n    }}\n  }}\n#-}}").unwrap();
+    layers * k * k * 4
+}
+
+/// Runs `ipu-run MODEL --upstream` and returns its peak resident set size
+/// in bytes (`wait4`'s `ru_maxrss`, this child's alone).
+#[cfg(feature = "mlir")]
+#[allow(clippy::zombie_processes)] // `wait4` reaps it
+fn upstream_run_peak_rss(model: &Path) -> usize {
+    let child = Command::new(env!("CARGO_BIN_EXE_ipu-run"))
+        .arg(model)
+        .arg("--upstream")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn ipu-run");
+    let mut status = 0;
+    // SAFETY: plain syscall on our own child's pid with valid out-pointers.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as libc::pid_t, "wait4");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "ipu-run --upstream {} failed: {status:#x}",
+        model.display()
+    );
+    usage.ru_maxrss as usize * 1024
+}
+
+/// Reading a TOSA model back through upstream MLIR costs about the file's
+/// text plus the weights once (upstream's copy while it parses, ipuc's
+/// after): the weights cross as bytes and the text goes once upstream has
+/// parsed it. The text path it replaces held the file twice, upstream's
+/// weights, upstream's generic printout (the weights as hex again) and
+/// ipuc's copy at once, 8 or more times the weights (it ran so400m out of
+/// memory at 14.2 GB). Measured against the same model with tiny weights,
+/// so the tool's own footprint cancels.
+#[cfg(feature = "mlir")]
+#[test]
+fn upstream_read_back_peak_memory_stays_near_the_weights() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (small, big) = (tmp.path().join("small.mlir"), tmp.path().join("big.mlir"));
+    write_weighty_tosa(&small, 16, 16);
+    let weights = write_weighty_tosa(&big, 1024, 16); // 64 MiB
+    let base = upstream_run_peak_rss(&small);
+    let peak = upstream_run_peak_rss(&big);
+    let ratio = peak.saturating_sub(base) as f64 / weights as f64;
+    eprintln!("ipu-run --upstream: peak RSS {peak} B, {base} B with tiny weights: {ratio:.2}x the {weights} B of weights");
+    assert!(
+        ratio < 4.5,
+        "reading {weights} B of weights back from upstream took {ratio:.2}x their size (text 2x + weights 1x expected)"
+    );
+}

@@ -279,7 +279,7 @@ fn process_chunk(
             let mut ctx = Context::new(tool.dialects.clone());
             ctx.allow_unregistered = a.allow_unregistered_dialect;
             if a.upstream {
-                let module = crate::upstream::read(&mut ctx, name, text)?;
+                let module = crate::upstream::read(&mut ctx, name, text.into())?;
                 (ctx, module, Default::default())
             } else {
                 let parsed = parse_source(&mut ctx, name, text).map_err(|d| vec![d])?;

@@ -171,17 +171,22 @@ fn load_mlir(ctx: &mut Context, path: &Path) -> Result<OpId, String> {
 }
 
 /// Reads an upstream MLIR model (TOSA) through upstream's parser and
-/// verifier, converts it to `nn` and verifies that.
+/// verifier, converts it to `nn` and verifies that. The file's text goes to
+/// upstream and is dropped once parsed (a model's text is about twice its
+/// weights); diagnostics read it again to show their source lines.
 fn load_upstream(ctx: &mut Context, path: &Path) -> Result<OpId, String> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read '{name}': {e}"))?;
-    let mut sources = SourceMgr::new();
-    sources.add(&name, Arc::from(text.as_str()));
-    let render =
-        |d: &[ipuc_ir::Diagnostic]| d.iter().map(|d| sources.render(d)).collect::<String>();
-    let module = crate::upstream::read(ctx, &name, &text).map_err(|d| render(&d))?;
+    let render = |d: &[ipuc_ir::Diagnostic]| {
+        let mut sources = SourceMgr::new();
+        if let Ok(text) = std::fs::read_to_string(path) {
+            sources.add(&name, Arc::from(text));
+        }
+        d.iter().map(|d| sources.render(d)).collect::<String>()
+    };
+    let module = crate::upstream::read(ctx, &name, text.into()).map_err(|d| render(&d))?;
     ipuc_frontends::tosa::to_nn::convert_tosa_to_nn(ctx, module).map_err(|d| render(&[d]))?;
-    verify(ctx, module).map_err(|d| sources.render(&d))?;
+    verify(ctx, module).map_err(|d| render(&[d]))?;
     Ok(module)
 }
 
