@@ -9,8 +9,9 @@
 //!
 //! Which inputs need their value is found by walking back from the operator
 //! inputs the importer reads as constants ([`value_positions`]) through the
-//! nodes that compute them; the walk stops at inputs of which only the shape
-//! or type matters (`Shape`, `Size`, `CastLike`'s target, ...).
+//! nodes that compute them (and the outer-scope values their subgraphs
+//! read); the walk stops at inputs of which only the shape or type matters
+//! (`Shape`, `Size`, `CastLike`'s target, ...).
 //!
 //! The data is checked against the graph's declared inputs first (count,
 //! element types, ranks, fixed dimensions), so a wrong data set is an error
@@ -101,6 +102,20 @@ pub fn value_inputs(graph: &Graph) -> HashSet<String> {
                     .filter(|(k, n)| !n.is_empty() && !skip.contains(k))
                     .map(|(_, n)| n.as_str()),
             );
+            // An `If` branch or a loop body computes the node's outputs
+            // from outer-scope values too.
+            let mut subgraphs: Vec<&Graph> = node.subgraphs().collect();
+            while let Some(g) = subgraphs.pop() {
+                for n in &g.nodes {
+                    stack.extend(
+                        n.inputs
+                            .iter()
+                            .filter(|i| !i.is_empty())
+                            .map(String::as_str),
+                    );
+                    subgraphs.extend(n.subgraphs());
+                }
+            }
         }
     }
     needed

@@ -6,6 +6,12 @@
 //! axis's size, so the body graph is imported once per iteration with its
 //! inputs bound to the current state values and to the iteration's slices
 //! of the scanned inputs; the scan outputs of all iterations are stacked.
+//!
+//! `Loop`, unrolled the same way while its trip count and its condition
+//! are known at import (a constant `M`, a condition that folds to a
+//! constant after each iteration): the body is imported once per
+//! iteration with the iteration number, the condition and the carried
+//! values bound; its scan outputs are stacked along a new first axis.
 //! Body nodes go through the same importer as the outer graph (the
 //! supported-op check already looked inside subgraphs), and values of the
 //! outer scope are visible in the body by name, as ONNX scoping says.
@@ -17,7 +23,7 @@ use super::{error, ImportError, Importer, NodeResult};
 use crate::onnx::{Attribute, Graph, Node};
 
 /// The ops of this family.
-pub(super) const OPS: &[&str] = &["Scan", "If"];
+pub(super) const OPS: &[&str] = &["Scan", "If", "Loop"];
 
 /// The graph attribute `name` of `node`.
 fn graph_attr<'n>(node: &'n Node, name: &str) -> Result<&'n Graph, ImportError> {
@@ -30,6 +36,9 @@ fn graph_attr<'n>(node: &'n Node, name: &str) -> Result<&'n Graph, ImportError> 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     if node.op_type == "If" {
         return if_(imp, node);
+    }
+    if node.op_type == "Loop" {
+        return loop_(imp, node);
     }
     let body = graph_attr(node, "body")?;
     scan(imp, node, body)
@@ -56,13 +65,7 @@ fn if_(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
         graph_attr(node, "then_branch")?,
         graph_attr(node, "else_branch")?,
     );
-    let known = imp
-        .constant_of(cond)
-        .as_ref()
-        .and_then(ipuc_dialects::nn::elements::dense_data)
-        .and_then(|d| ipuc_dialects::nn::elements::ints(&d))
-        .filter(|v| v.len() == 1)
-        .map(|v| v[0] != 0);
+    let known = known_int(imp, cond).map(|v| v != 0);
     match known {
         Some(true) => branch(imp, node, then_graph),
         Some(false) => branch(imp, node, else_graph),
@@ -203,6 +206,106 @@ fn scan(imp: &mut Importer<'_>, node: &Node, body: &Graph) -> NodeResult {
             .map(|v| b.unsqueeze(v, &[axis as i64]))
             .collect::<Result<_, _>>()?;
         outputs.push(b.concat(&lifted, axis as i64)?);
+    }
+    Ok(outputs)
+}
+
+/// The most iterations a `Loop` is unrolled to: a bound on the imported
+/// ops, far above what a loop with static shapes computes in practice.
+const MAX_LOOP_TRIPS: i64 = 4096;
+
+/// The value of a constant boolean or integer scalar.
+fn known_int(imp: &Importer<'_>, v: Value) -> Option<i128> {
+    imp.constant_of(v)
+        .as_ref()
+        .and_then(ipuc_dialects::nn::elements::dense_data)
+        .and_then(|d| ipuc_dialects::nn::elements::ints(&d))
+        .filter(|v| v.len() == 1)
+        .map(|v| v[0])
+}
+
+fn loop_(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
+    let body = graph_attr(node, "body")?;
+    let carried: Vec<Value> = (2..node.inputs.len())
+        .map(|i| imp.input(node, i))
+        .collect::<Result<_, _>>()?;
+    if body.inputs.len() != carried.len() + 2 || body.outputs.len() < carried.len() + 1 {
+        return Err(error(
+            node,
+            format!(
+                "{} carried values do not match the body's {} inputs and {} outputs",
+                carried.len(),
+                body.inputs.len(),
+                body.outputs.len()
+            ),
+        ));
+    }
+    let not_known = |what: &str| {
+        error(
+            node,
+            format!(
+                "the {what} must be known at import (ipuc unrolls loops over static shapes);                  bind the inputs it depends on, or fix the shapes with --input-shape"
+            ),
+        )
+    };
+    let trips = match imp.optional_input(node, 0)? {
+        Some(m) => Some(known_int(imp, m).ok_or_else(|| not_known("trip count `M`"))?),
+        None => None,
+    };
+    let mut cond = match imp.optional_input(node, 1)? {
+        Some(c) => known_int(imp, c).ok_or_else(|| not_known("initial condition"))? != 0,
+        None => true,
+    };
+    let order = body.topological_order()?;
+    let scanned = body.outputs.len() - 1 - carried.len();
+    let mut state = carried;
+    let mut collected: Vec<Vec<Value>> = vec![Vec::new(); scanned];
+    let mut b = Body::new(imp, node);
+    let mut step: i64 = 0;
+    while cond && trips.is_none_or(|m| i128::from(step) < m) {
+        if step >= MAX_LOOP_TRIPS {
+            return Err(b.error(format!(
+                "the loop runs more than {MAX_LOOP_TRIPS} iterations; ipuc unrolls loops and \
+                 stops there"
+            )));
+        }
+        let i = b.constant(&[], &ipuc_ir::Type::i64(), &[step as f64])?;
+        let c = b.constant(&[], &ipuc_ir::Type::i1(), &[1.0])?;
+        b.imp.values.insert(body.inputs[0].name.clone(), i);
+        b.imp.values.insert(body.inputs[1].name.clone(), c);
+        for (k, &v) in state.iter().enumerate() {
+            b.imp.values.insert(body.inputs[k + 2].name.clone(), v);
+        }
+        b.imp.define_initializers(node, body)?;
+        for &n in &order {
+            b.imp.import_node(&body.nodes[n])?;
+        }
+        let results: Vec<Value> = body
+            .outputs
+            .iter()
+            .map(|o| b.imp.value(&o.name).map_err(|m| b.error(m)))
+            .collect::<Result<_, _>>()?;
+        cond = known_int(b.imp, results[0])
+            .ok_or_else(|| not_known("condition after an iteration"))?
+            != 0;
+        state = results[1..1 + state.len()].to_vec();
+        for (k, &v) in results[1 + state.len()..].iter().enumerate() {
+            collected[k].push(v);
+        }
+        step += 1;
+    }
+    let mut outputs = state;
+    for per_step in collected {
+        if per_step.is_empty() {
+            return Err(
+                b.error("the loop runs no iteration, so the shape of its scan outputs is unknown")
+            );
+        }
+        let lifted: Vec<Value> = per_step
+            .into_iter()
+            .map(|v| b.unsqueeze(v, &[0]))
+            .collect::<Result<_, _>>()?;
+        outputs.push(b.concat(&lifted, 0)?);
     }
     Ok(outputs)
 }

@@ -143,7 +143,11 @@ fn lp_normalization(b: &mut Body<'_, '_, '_>) -> Built {
         }
         p => return Err(b.error(format!("`p` must be 1 or 2, but is {p}"))),
     };
-    b.binary(BinaryKind::Div, x, norm)
+    // A zero norm gives zeros, not 0/0 (as the ONNX reference defines it).
+    let zero = b.scalar_like(x, 0.0)?;
+    let vanishes = b.compare(CompareKind::Equal, norm, zero)?;
+    let scaled = b.binary(BinaryKind::Div, x, norm)?;
+    b.select(vanishes, zero, scaled)
 }
 
 /// `MeanVarianceNormalization` by its body: `(x - mean) / (sqrt(mean(x²) -

@@ -37,6 +37,7 @@ mod constants;
 mod control;
 mod conv_transpose;
 mod cumulative;
+mod determinant;
 mod einsum;
 mod elementwise;
 mod error;
@@ -225,6 +226,7 @@ pub fn is_supported(domain: &str, op_type: &str) -> bool {
             control::OPS,
             pool::OPS,
             linear_attention::OPS,
+            determinant::OPS,
         ]
         .iter()
         .any(|ops| ops.contains(&op_type))
@@ -413,6 +415,8 @@ impl<'a> Importer<'a> {
             pool::import(self, node)?
         } else if linear_attention::OPS.contains(&op) {
             linear_attention::import(self, node)?
+        } else if determinant::OPS.contains(&op) {
+            determinant::import(self, node)?
         } else {
             unreachable!("check_supported rejected `{op}` before import")
         };
