@@ -33,7 +33,8 @@ pub fn value_positions(op_type: &str) -> &'static [usize] {
         "ConstantOfShape" => &[0],
         "Reshape" | "Expand" | "Tile" | "Split" | "Squeeze" | "Unsqueeze" | "Upsample" | "TopK"
         | "OneHot" | "Trilu" | "CumSum" | "CumProd" | "Compress" | "CenterCropPad"
-        | "AffineGrid" | "MaxUnpool" => &[1],
+        | "AffineGrid" => &[1],
+        "MaxUnpool" => &[1, 2],
         "ReduceMax" | "ReduceMean" | "ReduceSum" | "ReduceMin" | "ReduceProd" | "ReduceL1"
         | "ReduceL2" | "ReduceLogSum" | "ReduceLogSumExp" | "ReduceSumSquare" => &[1],
         "Range" => &[0, 1, 2],

@@ -41,7 +41,7 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     }
     let batch = shape[..rank - 2].to_vec();
     // Element (i, j) of every matrix, shaped as the batch.
-    let mut element = |b: &mut Body<'_, '_, '_>, i: usize, j: usize| -> Result<Value, _> {
+    let element = |b: &mut Body<'_, '_, '_>, i: usize, j: usize| -> Result<Value, _> {
         let row = b.slice(x, rank as i64 - 2, i as i64, i as i64 + 1)?;
         let e = b.slice(row, rank as i64 - 1, j as i64, j as i64 + 1)?;
         b.reshape(e, &batch)

@@ -2,7 +2,8 @@
 //! shapes they are constants computed at import: `EyeLike` and the window
 //! functions `HannWindow`, `HammingWindow` and `BlackmanWindow` (their ONNX
 //! function bodies evaluated in float64 and rounded once to the output
-//! type).
+//! type), and `MelWeightMatrix` (its inputs are sizes and frequencies, bound
+//! at import; the triangular filters as the ONNX reference builds them).
 
 use std::f64::consts::PI;
 
@@ -14,12 +15,19 @@ use super::{ImportError, Importer, NodeResult};
 use crate::onnx::{data_type_name, element_kind_of, Node};
 
 /// The ops of this family.
-pub(super) const OPS: &[&str] = &["EyeLike", "HannWindow", "HammingWindow", "BlackmanWindow"];
+pub(super) const OPS: &[&str] = &[
+    "EyeLike",
+    "HannWindow",
+    "HammingWindow",
+    "BlackmanWindow",
+    "MelWeightMatrix",
+];
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let mut b = Body::new(imp, node);
     match node.op_type.as_str() {
         "EyeLike" => eye_like(&mut b),
+        "MelWeightMatrix" => mel_weight_matrix(&mut b),
         op => window(&mut b, op),
     }
     .map(|v| vec![v])
@@ -98,4 +106,85 @@ fn window(b: &mut Body<'_, '_, '_>, op: &str) -> Result<ipuc_ir::Value, ImportEr
         })
         .collect();
     b.constant(&[size], &elem, &values)
+}
+
+/// Input `i` as a constant scalar (integer or float), or an error naming `what`.
+fn const_scalar(b: &mut Body<'_, '_, '_>, i: usize, what: &str) -> Result<f64, ImportError> {
+    use ipuc_dialects::nn::elements::{dense_data, floats, ints};
+    let v = b.input(i)?;
+    let values = b
+        .imp
+        .constant_of(v)
+        .as_ref()
+        .and_then(dense_data)
+        .and_then(|d| {
+            floats(&d).or_else(|| ints(&d).map(|v| v.into_iter().map(|x| x as f64).collect()))
+        });
+    match values.as_deref() {
+        Some(&[x]) => Ok(x),
+        Some(other) => Err(b.error(format!(
+            "input #{i} (the {what}) must be one value, but has {}",
+            other.len()
+        ))),
+        None => Err(b.error(format!(
+            "input #{i} (the {what}) must be a constant at import, but it is computed at run time"
+        ))),
+    }
+}
+
+/// `MelWeightMatrix`: `[dft_length / 2 + 1, num_mel_bins]` triangular
+/// filters between mel-spaced frequency bins, as `op_mel_weight_matrix.py`.
+fn mel_weight_matrix(b: &mut Body<'_, '_, '_>) -> Result<ipuc_ir::Value, ImportError> {
+    let bins = const_scalar(b, 0, "number of mel bins")?;
+    let dft = const_scalar(b, 1, "DFT length")?;
+    let rate = const_scalar(b, 2, "sample rate")?;
+    let (low, high) = (
+        const_scalar(b, 3, "lower edge")?,
+        const_scalar(b, 4, "upper edge")?,
+    );
+    if bins < 1.0 || dft < 1.0 || rate <= 0.0 || bins > 65536.0 || dft > 1e7 {
+        return Err(b.error(format!(
+            "needs positive sizes and sample rate, but has {bins} mel bins, a DFT length of \
+             {dft} and a sample rate of {rate}"
+        )));
+    }
+    let (bins, dft) = (bins as usize, dft as i64);
+    let spectrogram = (dft / 2 + 1) as usize;
+    let to_mel = |hz: f64| 2595.0 * (hz / 700.0).ln_1p() / 10f64.ln();
+    let (low_mel, high_mel) = (to_mel(low), to_mel(high));
+    let step = (high_mel - low_mel) / (bins + 2) as f64;
+    let edges: Vec<i64> = (0..bins + 2)
+        .map(|k| {
+            let hz = 700.0 * ((k as f64 * step + low_mel) / 2595.0 * 10f64.ln()).exp_m1();
+            ((dft + 1) as f64 * hz / rate).floor() as i64
+        })
+        .collect();
+    let mut out = vec![0.0; spectrogram * bins];
+    let mut set = |j: i64, i: usize, v: f64| -> Result<(), ImportError> {
+        match usize::try_from(j).ok().filter(|&j| j < spectrogram) {
+            Some(j) => {
+                out[j * bins + i] = v;
+                Ok(())
+            }
+            None => Err(b.error(format!(
+                "the filter edge {j} falls outside the {spectrogram} spectrogram bins; \
+                 the upper edge frequency must be at most half the sample rate"
+            ))),
+        }
+    };
+    for i in 0..bins {
+        let (left, center, right) = (edges[i], edges[i + 1], edges[i + 2]);
+        if center == left {
+            set(center, i, 1.0)?;
+        } else {
+            for j in left..=center {
+                set(j, i, (j - left) as f64 / (center - left) as f64)?;
+            }
+        }
+        for j in center..right {
+            set(j, i, (right - j) as f64 / (right - center) as f64)?;
+        }
+    }
+    let elem = dtype_attr(b, "output_datatype", Some(Type::f32()))?;
+    b.constant(&[spectrogram as i64, bins as i64], &elem, &out)
 }

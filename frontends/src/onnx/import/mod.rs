@@ -33,6 +33,7 @@
 mod attention;
 pub mod binding;
 mod body;
+mod col2im;
 mod constants;
 mod control;
 mod conv_transpose;
@@ -62,6 +63,7 @@ mod selection;
 mod shape;
 mod signal;
 mod storage_types;
+mod tfidf;
 mod window;
 
 use std::collections::{HashMap, HashSet};
@@ -227,6 +229,8 @@ pub fn is_supported(domain: &str, op_type: &str) -> bool {
             pool::OPS,
             linear_attention::OPS,
             determinant::OPS,
+            col2im::OPS,
+            tfidf::OPS,
         ]
         .iter()
         .any(|ops| ops.contains(&op_type))
@@ -417,6 +421,10 @@ impl<'a> Importer<'a> {
             linear_attention::import(self, node)?
         } else if determinant::OPS.contains(&op) {
             determinant::import(self, node)?
+        } else if col2im::OPS.contains(&op) {
+            col2im::import(self, node)?
+        } else if tfidf::OPS.contains(&op) {
+            tfidf::import(self, node)?
         } else {
             unreachable!("check_supported rejected `{op}` before import")
         };

@@ -3,6 +3,12 @@
 //! pads. `MaxPool`'s optional `Indices` output is not computed (a model
 //! that uses it gets the importer's "not computed" error).
 //!
+//! `MaxUnpool` puts each input element at its index into zeros, as the
+//! ONNX reference does (`op_max_unpool.py`: the flat indices address the
+//! pooled-back shape, which then sits at the start of `output_shape`); the
+//! indices must be known at import (the harness and `ipu-run` bind them),
+//! so the scatter is one `nn.gather` from the input and a zero.
+//!
 //! `LpPool` is `(Σ |x|ᵖ)^(1/p)` over each window, as its definition builds
 //! it: the window sums of `|x|ᵖ` are an `nn.average_pool` counting the
 //! (zero) padding times the kernel size.
@@ -16,7 +22,7 @@ use super::{error, Importer, NodeResult};
 use crate::onnx::Node;
 
 /// The ops of this family.
-pub(super) const OPS: &[&str] = &["MaxPool", "AveragePool", "LpPool"];
+pub(super) const OPS: &[&str] = &["MaxPool", "AveragePool", "LpPool", "MaxUnpool"];
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let kind = match node.op_type.as_str() {
@@ -24,6 +30,9 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
         _ => PoolKind::Average,
     };
     let x = imp.input(node, 0)?;
+    if node.op_type == "MaxUnpool" {
+        return max_unpool(imp, node, x);
+    }
     let shape = imp.shape(x);
     let kernel_shape = node
         .ints_attr("kernel_shape")?
@@ -96,6 +105,84 @@ fn lp_pool(imp: &mut Importer<'_>, node: &Node, x: Value, params: PoolParams) ->
             let root = b.scalar_like(x, 1.0 / p as f64)?;
             b.binary(BinaryKind::Pow, sum, root)?
         }
+    };
+    Ok(vec![y])
+}
+
+/// `MaxUnpool` with indices known at import.
+fn max_unpool(imp: &mut Importer<'_>, node: &Node, x: Value) -> NodeResult {
+    let shape = imp.shape(x);
+    let kernel = node
+        .ints_attr("kernel_shape")?
+        .ok_or_else(|| error(node, "the required attribute `kernel_shape` is missing"))?
+        .to_vec();
+    let n = kernel.len();
+    if shape.len() != n + 2 {
+        return Err(error(
+            node,
+            format!("`kernel_shape` {kernel:?} does not fit the input {shape:?} [N, C, ...]"),
+        ));
+    }
+    let strides = per_axis(node, "strides", n)?;
+    let pads = match node.ints_attr("pads")? {
+        None => vec![0; 2 * n],
+        Some(p) if p.len() == 2 * n => p.to_vec(),
+        Some(p) => {
+            return Err(error(
+                node,
+                format!("`pads` {p:?} must have {} entries", 2 * n),
+            ))
+        }
+    };
+    let mut pooled = shape[..2].to_vec();
+    for d in 0..n {
+        pooled.push((shape[d + 2] - 1) * strides[d] - (pads[d] + pads[n + d]) + kernel[d]);
+    }
+    let indices = imp.const_ints(node, 1, "indices")?;
+    let count: i64 = shape.iter().product();
+    let total: i64 = pooled.iter().product();
+    if pooled.iter().any(|&d| d < 0) || indices.len() as i64 != count {
+        return Err(error(
+            node,
+            format!(
+                "{} indices for an input of {count} elements, unpooled to {pooled:?}",
+                indices.len()
+            ),
+        ));
+    }
+    let output = imp.optional_const_ints(node, 2, "output shape")?;
+    let output = output.unwrap_or_else(|| pooled.clone());
+    if output.len() != pooled.len() || output.iter().zip(&pooled).any(|(o, p)| o < p) {
+        return Err(error(
+            node,
+            format!("`output_shape` {output:?} must hold the unpooled shape {pooled:?}"),
+        ));
+    }
+    // Position j of the flat result reads input element source[j], or the
+    // zero appended after the input; a later index wins, as in the reference.
+    let mut source = vec![count; total as usize];
+    for (i, &j) in indices.iter().enumerate() {
+        if !(0..total).contains(&j) {
+            return Err(error(
+                node,
+                format!("index {j} is outside the unpooled shape {pooled:?}"),
+            ));
+        }
+        source[j as usize] = i as i64;
+    }
+    let mut b = Body::new(imp, node);
+    let flat = b.reshape(x, &[count])?;
+    let zero = b.scalar_like(x, 0.0)?;
+    let zero = b.reshape(zero, &[1])?;
+    let padded = b.concat(&[flat, zero], 0)?;
+    let y = b.gather(padded, 0, &source)?;
+    let y = b.reshape(y, &pooled)?;
+    let mut widen = vec![0; pooled.len()];
+    widen.extend(output.iter().zip(&pooled).map(|(o, p)| o - p));
+    let y = if widen.iter().any(|&p| p != 0) {
+        b.pad(y, &widen, 0.0)?
+    } else {
+        y
     };
     Ok(vec![y])
 }
