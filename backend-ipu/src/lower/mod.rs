@@ -12,3 +12,4 @@ pub mod exchange;
 pub mod passes;
 pub mod plan;
 pub mod reduce;
+pub mod schedule;

@@ -1,0 +1,599 @@
+//! Time-multiplexed exchange: one superstep in which every receiver takes
+//! words from many senders in turn, switching its incoming mux at
+//! compiler-chosen cycles, and every sender multicasts pieces of its
+//! memory at compiler-chosen cycles.
+//!
+//! The IPU's exchange carries no destination: a word a tile sends at cycle
+//! t reaches receiver r at t + latency(s, r), and r keeps it only if its
+//! incoming mux names s then (ipu-machine.md §4; `muxCycle = sendCycle +
+//! TimeToMux(src, dst)` in hand-scheduled IPU code). [`schedule`] places
+//! each [`Transfer`] in time, greedily in the order given, so that
+//!
+//! - a sender's pieces leave one word per cycle, never overlapping its
+//!   other sends;
+//! - at each receiver, a transfer's first word arrives after the previous
+//!   transfer's last one, and the mux switch (a `put $INCOMING_MUX`, 13
+//!   cycles until it takes effect) lands between the two: after the last
+//!   old word, by the first new one;
+//! - a transfer continues the receiver's write pointer when its
+//!   destination follows the previous one's (the pointer advances by
+//!   itself), and re-points it (`put $INCOMING_BASE`) otherwise;
+//! - each tile's supervisor does one thing at a time: its sends and its
+//!   switches (and the setup of their registers) occupy disjoint cycle
+//!   intervals, with delay loops in between.
+//!
+//! The cycles come from the machine model's issue rules, which the
+//! simulator applies: in an exchange superstep no worker runs, so the
+//! supervisor issues every cycle; a `setzi` result is readable
+//! [`MachineModel::supervisor_result_latency`] cycles after it issues; a
+//! `put` to an exchange register holds the supervisor
+//! [`MachineModel::exchange_csr_put_cycles`] and takes effect then; a
+//! `send` of n words issued at t moves word k at t + 1 + k and holds the
+//! supervisor until t + 1 + n; a taken `brnzdec` refills for
+//! [`MachineModel::branch_refill_cycles`]. The superstep starts when the
+//! sync before it releases every tile in the same cycle. Every tile first
+//! points its mux at no tile (the previous superstep's last sender may send
+//! again) and every receiver arms `$INCOMING_DCOUNT` with all the words it
+//! takes in the superstep; the simulator faults on any word that arrives
+//! unarmed, unselected, in surplus or late, so a wrong cycle cannot pass
+//! silently.
+//!
+//! Compared with poplibs: Poplar's exchange compiler chooses send and mux
+//! cycles the same way but also packs several receivers' switches into
+//! `$INCOMING_MUX` sequences and uses the receive side's `delta` strides;
+//! here a strided destination is several transfers.
+
+use std::collections::BTreeMap;
+
+use ipuc_ipu_arch::MachineModel;
+
+use crate::codelets::emitter::{inst, op, Emitter};
+
+/// A contiguous piece of a sender's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    /// Address, 4-byte aligned.
+    pub address: u32,
+    /// Words (at most [`super::exchange::MAX_SEND_WORDS`]).
+    pub words: u32,
+}
+
+/// Words a sender sends (its chunks, in order) to receivers, each of which
+/// writes them contiguously from its own address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    /// The sending tile.
+    pub sender: u32,
+    /// The sender's pieces, sent in order.
+    pub chunks: Vec<Chunk>,
+    /// (tile, address) of every receiver (a tile may receive its own words).
+    pub receivers: Vec<(u32, u32)>,
+}
+
+impl Transfer {
+    /// Words sent.
+    pub fn words(&self) -> u32 {
+        self.chunks.iter().map(|c| c.words).sum()
+    }
+}
+
+/// Registers: the receive side's (`$m0`..`$m3`), the sends' rotation
+/// (`$m4`..`$m6`), the delay loop's counter (`$m7`).
+const RECV_BASE: u8 = 3;
+const RECV_MUX: u8 = 2;
+const RECV_COUNT: u8 = 1;
+const SEND_REGS: [u8; 3] = [4, 5, 6];
+const DELAY_REG: u8 = 7;
+
+/// What a tile's supervisor does at a scheduled cycle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Event {
+    /// Points the mux at no tile; with `count`, arms `$INCOMING_DCOUNT`.
+    Start { count: Option<u32> },
+    /// Points the mux at `sender` (no tile for `None`) with a put issued
+    /// at `put`, then re-points the write pointer to `base` if given (its
+    /// put right after). Occupies [`Rules::switch_before`] cycles before
+    /// `put` and [`Rules::switch_after`] after, whatever it holds, so that
+    /// a closing switch can become the next transfer's in place.
+    Switch {
+        sender: Option<u32>,
+        base: Option<u32>,
+        put: u64,
+    },
+    /// Sends `chunks`, the first `send` issued at `first`.
+    Send { chunks: Vec<Chunk>, first: u64 },
+}
+
+/// The issue rules an exchange superstep's supervisor code follows.
+#[derive(Clone, Copy, Debug)]
+struct Rules {
+    /// Result latency of a `setzi`.
+    latency: u64,
+    /// A `put` to an exchange register: supervisor hold and effect delay.
+    put: u64,
+    /// Refill after a taken branch.
+    refill: u64,
+    /// Cycles a word holds the port.
+    word: u64,
+}
+
+impl Rules {
+    fn of(m: &MachineModel) -> Self {
+        Rules {
+            latency: u64::from(m.supervisor_result_latency.max(1)),
+            put: u64::from(m.exchange_csr_put_cycles.max(1)),
+            refill: u64::from(m.branch_refill_cycles.max(1)),
+            word: (4 / u64::from(m.exchange_bytes_per_cycle.clamp(1, 4))).max(1),
+        }
+    }
+
+    /// Cycles from the first `send`'s issue to each `send`'s issue, and to
+    /// the supervisor's next free cycle: one `setzi` after each send loads
+    /// the address of the send two places on (three rotating registers).
+    fn send_times(&self, chunks: &[Chunk]) -> (Vec<u64>, u64) {
+        let mut times = Vec::with_capacity(chunks.len());
+        // When each chunk's address register is readable.
+        let mut ready: Vec<u64> = vec![0; chunks.len()];
+        if chunks.len() > 1 {
+            ready[1] = 1;
+        }
+        let mut t = 0;
+        for (i, c) in chunks.iter().enumerate() {
+            t = t.max(ready[i]);
+            times.push(t);
+            t += 1 + u64::from(c.words) * self.word;
+            if i + 2 < chunks.len() {
+                ready[i + 2] = t + self.latency;
+                t += 1;
+            }
+        }
+        (times, t)
+    }
+
+    /// Cycles before the first `send` in which the first addresses load.
+    fn send_lead(&self) -> u64 {
+        self.latency
+    }
+
+    /// Cycles a switch occupies before its mux put: two `setzi`s, then
+    /// the wait for the result latency.
+    fn switch_before(&self) -> u64 {
+        self.latency + 1
+    }
+
+    /// Cycles a switch occupies from its mux put: the mux put and the base
+    /// put.
+    fn switch_after(&self) -> u64 {
+        2 * self.put
+    }
+
+    /// Cycles of the superstep's opening: the mux cleared, DCOUNT armed.
+    fn start_span(&self, arm: bool) -> u64 {
+        if arm {
+            self.latency + 2 * self.put
+        } else {
+            self.latency + self.put
+        }
+    }
+}
+
+/// A tile's supervisor intervals, disjoint, keyed by start.
+#[derive(Clone, Debug, Default)]
+struct Busy(BTreeMap<u64, u64>);
+
+impl Busy {
+    /// The earliest x >= `from` with [x - before, x + after) free.
+    fn fit(&self, from: u64, before: u64, after: u64) -> u64 {
+        let mut x = from.max(before);
+        loop {
+            let (lo, hi) = (x - before, x + after);
+            // The last interval starting before `hi`: if it ends after `lo`,
+            // it overlaps; move past it and try again.
+            match self.0.range(..hi).next_back() {
+                Some((_, &end)) if end > lo => x = end + before,
+                _ => return x,
+            }
+        }
+    }
+
+    fn insert(&mut self, start: u64, end: u64) {
+        debug_assert!(self.fit(start, 0, end - start) == start);
+        self.0.insert(start, end);
+    }
+
+    fn remove(&mut self, start: u64) {
+        self.0.remove(&start);
+    }
+}
+
+/// A receiver's state during scheduling.
+#[derive(Clone, Debug, Default)]
+struct Rx {
+    /// Last word's arrival so far (the DCOUNT arming's effect before any).
+    last: u64,
+    /// The write pointer after the words so far (`None`: never pointed).
+    next: Option<u32>,
+    /// The switch that closes the last transfer (points the mux at no
+    /// tile after its last word): its put cycle and index in the tile's
+    /// events. The next transfer's switch takes it over when it can.
+    close: Option<(u64, usize)>,
+}
+
+/// A sender's state during scheduling.
+#[derive(Clone, Copy, Debug, Default)]
+struct Tx {
+    /// When its last word left (no word yet: `None`).
+    last_word: Option<u64>,
+    /// Earliest first `send` of its next transfer: after its last one, and
+    /// late enough that no word reaches a past receiver before that
+    /// receiver's mux moved on.
+    free: u64,
+}
+
+/// The placed superstep: each tile's events, and its length.
+#[derive(Clone, Debug, Default)]
+pub struct Schedule {
+    events: BTreeMap<u32, Vec<(u64, Event)>>,
+    /// Cycle after the last word arrives and the last supervisor event
+    /// ends, from the superstep's start.
+    pub cycles: u64,
+    /// Words each receiver takes.
+    pub received: BTreeMap<u32, u32>,
+}
+
+/// Schedules `transfers` in order on `machine` (see the module doc);
+/// `tiles` are every tile that runs the superstep (each clears its mux).
+///
+/// A receiver's mux names a sender only from its switch to the closing
+/// switch after the transfer's last word; the sender's earlier words reach
+/// it before the switch and its later words after the close, so no tile
+/// ever takes a word meant for others.
+pub fn schedule(machine: &MachineModel, tiles: &[u32], transfers: &[Transfer]) -> Schedule {
+    let rules = Rules::of(machine);
+    let (before, after) = (rules.switch_before(), rules.switch_after());
+    let mut received: BTreeMap<u32, u32> = BTreeMap::new();
+    for t in transfers {
+        for &(r, _) in &t.receivers {
+            *received.entry(r).or_default() += t.words();
+        }
+    }
+    let mut busy: BTreeMap<u32, Busy> = BTreeMap::new();
+    let mut events: BTreeMap<u32, Vec<(u64, Event)>> = BTreeMap::new();
+    let mut rx: BTreeMap<u32, Rx> = BTreeMap::new();
+    let mut tx: BTreeMap<u32, Tx> = BTreeMap::new();
+    let mut all: Vec<u32> = tiles.to_vec();
+    all.extend(transfers.iter().map(|t| t.sender));
+    all.extend(received.keys());
+    all.sort_unstable();
+    all.dedup();
+    let mut end = 0;
+    for &t in &all {
+        let count = received.get(&t).copied();
+        let span = rules.start_span(count.is_some());
+        busy.entry(t).or_default().insert(0, span);
+        events
+            .entry(t)
+            .or_default()
+            .push((0, Event::Start { count }));
+        if count.is_some() {
+            rx.insert(
+                t,
+                Rx {
+                    last: span - 1,
+                    ..Rx::default()
+                },
+            );
+        }
+        end = end.max(span);
+    }
+    for t in transfers {
+        if t.chunks.is_empty() || t.words() == 0 {
+            continue;
+        }
+        let s = t.sender;
+        let (times, span) = rules.send_times(&t.chunks);
+        let last_word = times.last().copied().unwrap_or(0)
+            + u64::from(t.chunks.last().map_or(0, |c| c.words)) * rules.word;
+        let lead = rules.send_lead();
+        let sender = tx.get(&s).copied().unwrap_or_default();
+        let mut at = sender.free;
+        let (first, switches) = loop {
+            let first = busy[&s].fit(at, lead, span);
+            busy.get_mut(&s)
+                .expect("every sender has an interval list")
+                .insert(first - lead, first + span);
+            // Each receiver's switch: the last transfer's closing switch
+            // taken over, or a new one, earliest first.
+            let mut switches = Vec::with_capacity(t.receivers.len());
+            let mut need = first;
+            for &(r, addr) in &t.receivers {
+                let lat = machine.exchange_latency(s, r);
+                let arrival = first + 1 + lat;
+                let state = &rx[&r];
+                let base = (state.next != Some(addr)).then_some(addr);
+                // The mux moves after the receiver's last word and after
+                // the sender's earlier words passed this receiver.
+                let lo = (state.last + 1).max(sender.last_word.map_or(0, |w| w + lat + 1));
+                let (put, reuse) = match state.close {
+                    Some((p, idx)) if p + rules.put >= lo => (p, Some(idx)),
+                    _ => (
+                        busy[&r].fit(lo.saturating_sub(rules.put), before, after),
+                        None,
+                    ),
+                };
+                let settled = put + rules.put * if base.is_some() { 2 } else { 1 };
+                if settled > arrival {
+                    need = need.max(settled - 1 - lat);
+                }
+                switches.push((r, base, put, reuse));
+            }
+            if need == first {
+                break (first, switches);
+            }
+            busy.get_mut(&s)
+                .expect("inserted above")
+                .remove(first - lead);
+            at = need;
+        };
+        events.get_mut(&s).expect("every sender has events").push((
+            first - lead,
+            Event::Send {
+                chunks: t.chunks.clone(),
+                first,
+            },
+        ));
+        end = end.max(first + span);
+        let mut free = first + span;
+        for (&(_, addr), (r, base, put, reuse)) in t.receivers.iter().zip(switches) {
+            let switch = Event::Switch {
+                sender: Some(s),
+                base,
+                put,
+            };
+            let list = events.get_mut(&r).expect("every receiver has events");
+            match reuse {
+                Some(idx) => list[idx].1 = switch,
+                None => {
+                    busy.get_mut(&r)
+                        .expect("every receiver has an interval list")
+                        .insert(put - before, put + after);
+                    list.push((put - before, switch));
+                }
+            }
+            end = end.max(put + rules.put * if base.is_some() { 2 } else { 1 });
+            let lat = machine.exchange_latency(s, r);
+            let state = rx.get_mut(&r).expect("every receiver has a state");
+            state.last = first + last_word + lat;
+            state.next = Some(addr + 4 * t.words());
+            // Close: the mux leaves the sender after the last word.
+            let close = busy[&r].fit((state.last + 1).saturating_sub(rules.put), before, after);
+            busy.get_mut(&r)
+                .expect("every receiver has an interval list")
+                .insert(close - before, close + after);
+            list.push((
+                close - before,
+                Event::Switch {
+                    sender: None,
+                    base: None,
+                    put: close,
+                },
+            ));
+            state.close = Some((close, list.len() - 1));
+            free = free.max((close + rules.put).saturating_sub(1 + lat));
+            end = end.max(close + rules.put).max(state.last + 1);
+        }
+        tx.insert(
+            s,
+            Tx {
+                last_word: Some(first + last_word),
+                free,
+            },
+        );
+    }
+    for list in events.values_mut() {
+        list.sort_by_key(|e| e.0);
+    }
+    Schedule {
+        events,
+        cycles: end,
+        received,
+    }
+}
+
+impl Schedule {
+    /// The tiles that take part.
+    pub fn tiles(&self) -> impl Iterator<Item = u32> + '_ {
+        self.events.keys().copied()
+    }
+
+    /// Emits `tile`'s exchange code into the open supervisor section: from
+    /// the superstep's first cycle to its last event (the caller then
+    /// syncs). Delay loops use labels `.Lx{tag}_{n}`.
+    pub fn emit(&self, e: &mut Emitter, machine: &MachineModel, tile: u32, tag: &str) {
+        let rules = Rules::of(machine);
+        let Some(list) = self.events.get(&tile) else {
+            return;
+        };
+        let mut now = 0u64;
+        let mut delays = 0;
+        let mut wait = |e: &mut Emitter, now: &mut u64, until: u64| {
+            debug_assert!(until >= *now, "event at {until} before cycle {now}");
+            delay(e, &rules, until - *now, &format!(".Lx{tag}_{delays}"));
+            delays += 1;
+            *now = until;
+        };
+        for (start, ev) in list {
+            wait(e, &mut now, *start);
+            match ev {
+                Event::Start { count } => {
+                    e.solo(inst(
+                        "setzi",
+                        [op::m(RECV_MUX), op::imm(i64::from(machine.tiles))],
+                    ));
+                    if let Some(n) = count {
+                        e.solo(inst("setzi", [op::m(RECV_COUNT), op::imm(i64::from(*n))]));
+                    }
+                    now += if count.is_some() { 2 } else { 1 };
+                    wait(e, &mut now, *start + rules.latency);
+                    e.solo(inst("put", [op::csr("INCOMING_MUX"), op::m(RECV_MUX)]));
+                    now += rules.put;
+                    if count.is_some() {
+                        e.solo(inst("put", [op::csr("INCOMING_DCOUNT"), op::m(RECV_COUNT)]));
+                        now += rules.put;
+                    }
+                }
+                Event::Switch { sender, base, put } => {
+                    let mux = sender.unwrap_or(machine.tiles);
+                    e.solo(inst("setzi", [op::m(RECV_MUX), op::imm(i64::from(mux))]));
+                    now += 1;
+                    if let Some(b) = base {
+                        e.solo(inst("setzi", [op::m(RECV_BASE), op::imm(i64::from(*b))]));
+                        now += 1;
+                    }
+                    wait(e, &mut now, *put);
+                    e.solo(inst("put", [op::csr("INCOMING_MUX"), op::m(RECV_MUX)]));
+                    now += rules.put;
+                    if base.is_some() {
+                        e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(RECV_BASE)]));
+                        now += rules.put;
+                    }
+                }
+                Event::Send { chunks, first } => {
+                    let reg = |i: usize| SEND_REGS[i % SEND_REGS.len()];
+                    for (i, c) in chunks.iter().take(2).enumerate() {
+                        e.solo(inst(
+                            "setzi",
+                            [op::m(reg(i)), op::imm(i64::from(c.address))],
+                        ));
+                        now += 1;
+                    }
+                    let (times, _) = rules.send_times(chunks);
+                    for (i, c) in chunks.iter().enumerate() {
+                        wait(e, &mut now, first + times[i]);
+                        e.solo(inst("send", [op::m(reg(i)), op::imm(i64::from(c.words))]));
+                        now += 1 + u64::from(c.words) * rules.word;
+                        if let Some(next) = chunks.get(i + 2) {
+                            e.solo(inst(
+                                "setzi",
+                                [op::m(reg(i + 2)), op::imm(i64::from(next.address))],
+                            ));
+                            now += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Emits code that holds the supervisor exactly `cycles` cycles (no
+/// worker running): `nop`s, or a `brnzdec` loop on `$m7` and `nop`s.
+pub fn delay(e: &mut Emitter, rules_of: &impl DelayRules, cycles: u64, label: &str) {
+    let (latency, refill) = rules_of.delay_rules();
+    // setzi ; (wait latency) brnzdec × (n + 1): latency + n·period + 1.
+    let period = refill.max(latency);
+    let fixed = latency + 1;
+    if cycles < fixed + period + 4 {
+        for _ in 0..cycles {
+            e.solo(inst("nop", []));
+        }
+        return;
+    }
+    let n = (cycles - fixed) / period;
+    let rest = cycles - fixed - n * period;
+    e.solo(inst("setzi", [op::m(DELAY_REG), op::imm(n as i64)]));
+    e.label(label);
+    e.solo(inst("brnzdec", [op::m(DELAY_REG), op::sym(label)]));
+    for _ in 0..rest {
+        e.solo(inst("nop", []));
+    }
+}
+
+/// The two rules a delay loop's length depends on.
+pub trait DelayRules {
+    /// (result latency, taken-branch refill).
+    fn delay_rules(&self) -> (u64, u64);
+}
+
+impl DelayRules for Rules {
+    fn delay_rules(&self) -> (u64, u64) {
+        (self.latency, self.refill)
+    }
+}
+
+impl DelayRules for MachineModel {
+    fn delay_rules(&self) -> (u64, u64) {
+        let r = Rules::of(self);
+        (r.latency, r.refill)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_fit_skips_overlaps() {
+        let mut b = Busy::default();
+        b.insert(10, 20);
+        b.insert(25, 30);
+        assert_eq!(b.fit(0, 0, 5), 0);
+        assert_eq!(b.fit(8, 0, 5), 20);
+        assert_eq!(b.fit(8, 0, 6), 30);
+        assert_eq!(b.fit(21, 2, 2), 22);
+        assert_eq!(b.fit(21, 2, 4), 32);
+    }
+
+    #[test]
+    fn sends_are_one_word_per_cycle_plus_the_address_loads() {
+        let r = Rules::of(&MachineModel::c600());
+        let c = |w| Chunk {
+            address: 0,
+            words: w,
+        };
+        let (t, end) = r.send_times(&[c(10)]);
+        assert_eq!((t, end), (vec![0], 11));
+        let (t, end) = r.send_times(&[c(10), c(10), c(10)]);
+        assert_eq!(t, vec![0, 12, 23]);
+        assert_eq!(end, 34);
+    }
+
+    #[test]
+    fn receivers_take_transfers_one_after_another() {
+        let m = MachineModel::c600();
+        let chunk = |a, w| Chunk {
+            address: a,
+            words: w,
+        };
+        let ts = vec![
+            Transfer {
+                sender: 0,
+                chunks: vec![chunk(0x80000, 64)],
+                receivers: vec![(5, 0x90000), (6, 0x90000)],
+            },
+            Transfer {
+                sender: 1,
+                chunks: vec![chunk(0x80000, 64)],
+                receivers: vec![(5, 0x90100)],
+            },
+            Transfer {
+                sender: 5,
+                chunks: vec![chunk(0x80000, 16)],
+                receivers: vec![(0, 0x90000)],
+            },
+        ];
+        let s = schedule(&m, &[0, 1, 5, 6], &ts);
+        assert_eq!(s.received[&5], 128);
+        assert_eq!(s.received[&0], 16);
+        // Transfer 1 follows transfer 0 at tile 5: after 64 words.
+        assert!(s.cycles > 128);
+        let sends: Vec<u64> = s.events[&5]
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Event::Send { first, .. } => Some(*first),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sends.len(), 1);
+    }
+}
