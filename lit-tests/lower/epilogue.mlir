@@ -14,11 +14,11 @@
 // CHECK: nn.linear {{.*}}ipu.plan = {{.*}}epilogue_cycles = {{[1-9][0-9]*}} : i64
 // CHECK: ipu.tile 0 {
 // CHECK: ipu.inst runall m1, m2, 4
-// CHECK: ipu.inst call lr, @gelu0_main
-// CHECK-NEXT: ipu.inst call lr, @gelu1_main
+// CHECK: ipu.inst call lr, @gemm0_gelu0_main
+// CHECK-NEXT: ipu.inst call lr, @gemm0_gelu1_main
 // CHECK-NEXT: ipu.inst exitz mzero
-// CHECK: ipu.section ".text.gelu_tanh_f16_supervisor.gelu0"
-// CHECK: ipu.label @gelu0_main
+// CHECK: ipu.section ".text.gelu_tanh_f16_supervisor.gemm0_gelu0"
+// CHECK: ipu.label @gemm0_gelu0_main
 // CHECK: ipu.inst br lr
 // The bias rows of grid column 0 on both grid rows' tiles: two groups of
 // 6 rows x 16 channels, each group followed by a word of zeros.
@@ -39,7 +39,7 @@ func.func @linear_gelu(%x: tensor<12x24xf16>) -> tensor<12x20xf16> {
 // nn.matmul then nn.add of a constant [1, N] row is the same bias; the
 // erf GELU after it. Leading dimensions of the input are rows (1x10 -> 10).
 // CHECK-LABEL: func.func @matmul_add_gelu
-// CHECK: ipu.inst call lr, @gelu0_main
+// CHECK: ipu.inst call lr, @gemm0_gelu0_main
 // SIM2: (@matmul_add_gelu)
 // SIM2: PASS
 func.func @matmul_add_gelu(%x: tensor<1x10x24xf16>) -> tensor<1x10x40xf16> {

@@ -27,7 +27,7 @@
 // CHECK-NEXT:     ipu.inst setzi m0,
 // CHECK:          ipu.inst send m0, 8
 // CHECK-NEXT:     ipu.inst sync @TEXCH_SYNCZONE_INTERNAL
-// CHECK-NEXT:     ipu.inst call lr, @red0_0_main
+// CHECK-NEXT:     ipu.inst call lr, @gemm0_red0_0_main
 // Round 1 with tile 2.
 // CHECK-NEXT:     ipu.inst sync @TEXCH_SYNCZONE_INTERNAL
 // CHECK-NEXT:     ipu.inst setzi m0, [[RECV]]
@@ -35,7 +35,7 @@
 // CHECK-NEXT:     ipu.inst setzi m2, 2
 // Tile 3 keeps no rows in round 1: no window, the mux on no tile (1472).
 // CHECK:        ipu.tile 3 {
-// CHECK:          ipu.inst call lr, @red0_0_main
+// CHECK:          ipu.inst call lr, @gemm0_red0_0_main
 // CHECK-NEXT:     ipu.inst sync @TEXCH_SYNCZONE_INTERNAL
 // CHECK-NEXT:     ipu.inst setzi m2, 1472
 // CHECK-NEXT:     ipu.inst put INCOMING_MUX, m2

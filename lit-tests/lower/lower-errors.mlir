@@ -4,7 +4,7 @@
 
 // RUN: not ipu-opt %s --split-input-file --pass-pipeline='builtin.module(ipu-lower)' 2>&1 | filecheck %s
 
-// CHECK: lower-errors.mlir:[[@LINE+3]]:8: error: 'nn.tanh' op cannot be lowered to the IPU yet (2 op(s) in this function cannot; the lowering handles one nn.matmul or nn.linear by an nn.constant, with a bias and GELU after it, so far)
+// CHECK: lower-errors.mlir:[[@LINE+3]]:8: error: 'nn.tanh' op cannot be lowered to the IPU yet (2 op(s) in this function cannot; the lowering handles one nn.matmul or nn.linear by an nn.constant with a bias and GELU after it, and the MLP block (LayerNorm, two products, residual add), so far)
 // CHECK: lower-errors.mlir:[[@LINE+4]]:8: note: 'nn.mul' cannot be lowered yet
 func.func @block(%x: tensor<8x16xf16>) -> tensor<8x16xf16> {
   %g = nn.tanh %x : tensor<8x16xf16> -> tensor<8x16xf16>
@@ -35,4 +35,60 @@ func.func @gelu_f32(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
   %y = nn.matmul %x, %w : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
   %g = nn.gelu %y : tensor<8x16xf32> -> tensor<8x16xf32>
   return %g : tensor<8x16xf32>
+}
+
+// -----
+
+// A LayerNorm makes the function an MLP block candidate; the block must be
+// f16 (after --precision fp16), and an f32 one is refused at the LayerNorm.
+// CHECK: lower-errors.mlir:[[@LINE+4]]:9: error: 'nn.layer_normalization' op the MLP block lowers to the IPU in f16 only yet (convert the function with --precision fp16)
+func.func @mlp_f32(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %g = nn.constant dense<1.0> : tensor<16xf32>
+  %b = nn.constant dense<0.0> : tensor<16xf32>
+  %ln = nn.layer_normalization %x, %g, %b {axis = -1 : i64, epsilon = 1.000000e-06 : f32} : tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<4x16xf32>
+  %w1 = nn.constant dense<0.5> : tensor<16x32xf32>
+  %b1 = nn.constant dense<0.1> : tensor<32xf32>
+  %h = nn.linear %ln, %w1, %b1 : tensor<4x16xf32>, tensor<16x32xf32>, tensor<32xf32> -> tensor<4x32xf32>
+  %a = nn.gelu %h : tensor<4x32xf32> -> tensor<4x32xf32>
+  %w2 = nn.constant dense<0.5> : tensor<32x16xf32>
+  %y = nn.linear %a, %w2 : tensor<4x32xf32>, tensor<32x16xf32> -> tensor<4x16xf32>
+  %r = nn.add %x, %y : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+
+// -----
+
+// Without the residual add the function is not an MLP block: the error
+// names the op where the pattern stops.
+// CHECK: lower-errors.mlir:[[@LINE+10]]:8: error: 'nn.linear' op fc2's result is not added to the LayerNorm's input; the lowering takes LayerNorm, fc1 (bias, GELU), fc2, and the residual add of the LayerNorm's input as an MLP block
+func.func @mlp_no_residual(%x: tensor<4x16xf16>) -> tensor<4x16xf16> {
+  %g = nn.constant dense<1.0> : tensor<16xf16>
+  %b = nn.constant dense<0.0> : tensor<16xf16>
+  %ln = nn.layer_normalization %x, %g, %b {axis = -1 : i64, epsilon = 1.000000e-06 : f32} : tensor<4x16xf16>, tensor<16xf16>, tensor<16xf16> -> tensor<4x16xf16>
+  %w1 = nn.constant dense<0.5> : tensor<16x32xf16>
+  %b1 = nn.constant dense<0.1> : tensor<32xf16>
+  %h = nn.linear %ln, %w1, %b1 : tensor<4x16xf16>, tensor<16x32xf16>, tensor<32xf16> -> tensor<4x32xf16>
+  %a = nn.gelu %h : tensor<4x32xf16> -> tensor<4x32xf16>
+  %w2 = nn.constant dense<0.5> : tensor<32x16xf16>
+  %y = nn.linear %a, %w2 : tensor<4x32xf16>, tensor<32x16xf16> -> tensor<4x16xf16>
+  return %y : tensor<4x16xf16>
+}
+
+// -----
+
+// The hidden size must be a multiple of 16 (LayerNorm's rows feed fc1's
+// 16-channel panels whole).
+// CHECK: lower-errors.mlir:[[@LINE+4]]:9: error: 'nn.layer_normalization' op cannot plan the MLP block: the hidden size 24 is not a multiple of 16
+func.func @mlp_hidden_24(%x: tensor<4x24xf16>) -> tensor<4x24xf16> {
+  %g = nn.constant dense<1.0> : tensor<24xf16>
+  %b = nn.constant dense<0.0> : tensor<24xf16>
+  %ln = nn.layer_normalization %x, %g, %b {axis = -1 : i64, epsilon = 1.000000e-06 : f32} : tensor<4x24xf16>, tensor<24xf16>, tensor<24xf16> -> tensor<4x24xf16>
+  %w1 = nn.constant dense<0.5> : tensor<24x32xf16>
+  %b1 = nn.constant dense<0.1> : tensor<32xf16>
+  %h = nn.linear %ln, %w1, %b1 : tensor<4x24xf16>, tensor<24x32xf16>, tensor<32xf16> -> tensor<4x32xf16>
+  %a = nn.gelu %h : tensor<4x32xf16> -> tensor<4x32xf16>
+  %w2 = nn.constant dense<0.5> : tensor<32x24xf16>
+  %y = nn.linear %a, %w2 : tensor<4x32xf16>, tensor<32x24xf16> -> tensor<4x24xf16>
+  %r = nn.add %x, %y : tensor<4x24xf16>, tensor<4x24xf16> -> tensor<4x24xf16>
+  return %r : tensor<4x24xf16>
 }

@@ -75,6 +75,38 @@ pub fn layout(plan: &GemmPlan, machine: &MachineModel) -> TileLayout {
     }
 }
 
+/// A product's output and reduction buffers placed below `top`: the
+/// layout's other addresses are left for the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputPlacement {
+    /// Output, bias and reduction buffers set; the rest zero.
+    pub layout: TileLayout,
+    /// The lowest byte used.
+    pub bottom: u32,
+}
+
+/// Places `plan`'s output (whole element pairs, ending at `top`) and its
+/// reduction buffers below it.
+pub fn layout_in(plan: &GemmPlan, machine: &MachineModel, top: u32) -> OutputPlacement {
+    let v = plan.vertex();
+    let output = top - output_span(&v, machine) as u32;
+    let bias = v.bias.map(|_| output + bias_offset(&v) as u32);
+    let buffer = reduction_buffer(&v, plan.grid_k, machine) as u32;
+    let reduction = (buffer > 0).then(|| std::array::from_fn(|b| output - (b as u32 + 1) * buffer));
+    OutputPlacement {
+        layout: TileLayout {
+            weights: 0,
+            states: 0,
+            input: 0,
+            output,
+            bias,
+            reduction,
+            tensors_start: 0,
+        },
+        bottom: output - 3 * buffer,
+    }
+}
+
 /// The constant operands of a product: the weights' element values,
 /// row-major `[K, N]`, and the bias's `[N]` if the plan's epilogue has one.
 #[derive(Clone, Copy, Debug)]
@@ -88,15 +120,292 @@ pub struct Constants<'a> {
 /// Where a tile's share of Y is: output group `g`'s row `r` (of the rows
 /// the tile owns, from `lo`) at `base + g * group_stride + (r - lo) * 32`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct View {
-    base: u32,
-    group_stride: u32,
-    lo: u32,
+pub struct View {
+    /// Group 0's row `lo`.
+    pub base: u32,
+    /// Bytes between groups.
+    pub group_stride: u32,
+    /// The first row the view holds.
+    pub lo: u32,
 }
 
 impl View {
-    fn at(&self, g: u32, r: u32) -> u32 {
+    /// Address of group `g`'s row `r`.
+    pub fn at(&self, g: u32, r: u32) -> u32 {
         self.base + g * self.group_stride + (r - self.lo) * 32
+    }
+}
+
+/// A planned product placed on its tiles: the plan, where its tensors are
+/// on every tile, the vertex with those addresses, and a tag naming its
+/// code and constants (several products share a program).
+#[derive(Clone, Debug)]
+pub struct PlacedGemm {
+    /// The plan.
+    pub plan: GemmPlan,
+    /// The tensors' addresses (the same on every tile).
+    pub lay: TileLayout,
+    /// The vertex every tile runs.
+    pub vertex: TileGemm,
+    /// Names its code, subroutines and constants.
+    pub tag: String,
+}
+
+/// Subroutines a tile program calls, emitted after its `main`.
+pub type Calls = Vec<(String, Box<dyn Instance>)>;
+
+impl PlacedGemm {
+    /// Places `plan` at `lay`.
+    pub fn new(plan: &GemmPlan, lay: TileLayout, tag: &str) -> Self {
+        PlacedGemm {
+            plan: plan.clone(),
+            lay,
+            vertex: TileGemm {
+                input: lay.input,
+                output: lay.output,
+                weights: lay.weights,
+                bias: lay.bias,
+                ..plan.vertex()
+            },
+            tag: tag.to_string(),
+        }
+    }
+
+    /// Where X's panel `g` (of K part k's), row `r` (of the block) is.
+    pub fn input_at(&self, g: u32, r: u32) -> u32 {
+        self.lay.input + (g * self.plan.rows + r) * 32
+    }
+
+    /// The rows (of the block's `plan.rows`) the tile at K part `k` owns
+    /// after the reduction.
+    pub fn owned(&self, k: u32) -> (u32, u32) {
+        reduce::owned(k, self.plan.grid_k, self.plan.rows)
+    }
+
+    /// Where the tile at K part `k` holds its owned rows after the
+    /// reduction.
+    pub fn final_view(&self, k: u32) -> View {
+        let mut view = View {
+            base: self.vertex.output_group(0),
+            group_stride: self.vertex.group_stride(),
+            lo: 0,
+        };
+        for (t, round) in reduce::rounds(k, self.plan.grid_k, self.plan.rows)
+            .iter()
+            .enumerate()
+        {
+            let [_, res0, res1] = self.lay.reduction.expect("a K split has buffers");
+            view = View {
+                base: if t % 2 == 0 { res0 } else { res1 },
+                group_stride: reduce::len(round.keep) * 32,
+                lo: round.keep.0,
+            };
+        }
+        view
+    }
+
+    /// Emits tile (i, j, k)'s part of the product into the open supervisor
+    /// section: the vertex, the K split's rounds (each an exchange closed
+    /// by a sync, then the adds, after a sync), and the epilogue's GELU on
+    /// the rows the tile owns. The subroutines it calls go to `calls`.
+    pub fn emit_compute(
+        &self,
+        e: &mut Emitter,
+        (i, j, k): (u32, u32, u32),
+        machine: &MachineModel,
+        calls: &mut Calls,
+    ) -> Result<View, crate::codelets::CodeletError> {
+        let plan = &self.plan;
+        let (v, tag) = (plan.shape.variant, &self.tag);
+        let ko = v.out_channels() as u32;
+        let groups = plan.groups_of(j);
+        let tile = plan.tile(i, j, k);
+        self.vertex.emit_supervisor_with(
+            e,
+            tag,
+            op::imm(i64::from(self.lay.weights)),
+            op::imm(i64::from(self.lay.states)),
+        )?;
+        let mut view = View {
+            base: self.vertex.output_group(0),
+            group_stride: self.vertex.group_stride(),
+            lo: 0,
+        };
+        for (t, round) in reduce::rounds(k, plan.grid_k, plan.rows).iter().enumerate() {
+            let [recv, res0, res1] = self.lay.reduction.expect("a K split has buffers");
+            let result = if t % 2 == 0 { res0 } else { res1 };
+            let (keep, give) = (reduce::len(round.keep), reduce::len(round.give));
+            let partner = plan.tile(i, j, round.partner);
+            // Compute, sync, exchange, sync: every tile reaches the
+            // exchange together.
+            e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
+            let mut issued = 0;
+            if keep > 0 {
+                emit_arm(e, partner, recv, groups * keep * 8);
+                issued += ARM_ISSUES;
+            } else {
+                emit_disarm(e, machine);
+                issued += 2;
+            }
+            let chunks: Vec<(u32, u32)> = (0..groups)
+                .filter(|_| give > 0)
+                .map(|g| (view.at(g, round.give.0), give * 8))
+                .collect();
+            let first = first_send_cycle(machine, tile, &[partner]);
+            emit_sends(e, first, issued, &chunks);
+            e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
+            for g in (0..groups).filter(|_| keep > 0) {
+                let add = reduction_add(
+                    v,
+                    keep,
+                    view.at(g, round.keep.0),
+                    recv + g * keep * 32,
+                    result + g * keep * 32,
+                );
+                let name = format!("{tag}_red{t}_{g}");
+                emit_call(e, &name);
+                calls.push((name, Box::new(add)));
+            }
+            view = View {
+                base: result,
+                group_stride: keep * 32,
+                lo: round.keep.0,
+            };
+        }
+        debug_assert_eq!(view, self.final_view(k));
+        let (lo, hi) = self.owned(k);
+        if let (Some(form), true) = (plan.shape.epilogue.gelu, hi > lo) {
+            for g in 0..groups {
+                let at = view.at(g, lo);
+                let gelu = Gelu {
+                    form,
+                    len: (hi - lo) * ko,
+                    input: at,
+                    output: at,
+                };
+                let name = format!("{tag}_gelu{g}");
+                emit_call(e, &name);
+                calls.push((name, Box::new(gelu)));
+            }
+        }
+        Ok(view)
+    }
+
+    /// Emits the vertex's worker code (once per tile program).
+    pub fn emit_worker_code(&self, e: &mut Emitter) {
+        self.vertex.emit_worker_code(e, &self.tag);
+    }
+
+    /// Appends the product's constants to the executable's body: the
+    /// vertex states (the same words on every tile), the bias blocks and
+    /// the weight panels of each column block and K part.
+    pub fn emit_constants(
+        &self,
+        ctx: &mut Context,
+        exe_body: BlockId,
+        constants: Constants<'_>,
+        loc: &Location,
+    ) {
+        let (plan, vertex, tag) = (&self.plan, &self.vertex, &self.tag);
+        let shape = plan.shape;
+        let v = shape.variant;
+        let (c, ko) = (v.in_channels() as u32, v.out_channels() as u32);
+        let every_tile: Vec<u32> = (0..plan.tiles()).collect();
+        let words = vertex.state_words();
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let t = replicated_constant(
+            ctx,
+            &format!("{tag}_vertex_states"),
+            (Type::i32(), 4, 8),
+            bytes,
+            (&every_tile, self.lay.states),
+            loc.clone(),
+        );
+        ctx.append_op(exe_body, t);
+        let tiles_of = |j: u32, k: u32| -> Vec<u32> {
+            (0..plan.grid_rows).map(|i| plan.tile(i, j, k)).collect()
+        };
+        let suffix = |j: u32, k: u32| {
+            if plan.grid_k > 1 {
+                format!("col{j}_k{k}")
+            } else {
+                format!("col{j}")
+            }
+        };
+        if let (Some(at), Some(b)) = (self.lay.bias, constants.bias) {
+            // Column block j's bias rows on the K part 0 tiles, zeros on the
+            // others (the bias is added once), the same on every grid row.
+            let out = v.output_elem();
+            for j in 0..plan.grid_cols {
+                for k in 0..plan.grid_k {
+                    let first = (j * plan.groups * ko) as usize;
+                    let values = if k == 0 {
+                        vertex.bias_block(b.get(first..).unwrap_or(&[]))
+                    } else {
+                        vertex.bias_block(&[])
+                    };
+                    let t = replicated_constant(
+                        ctx,
+                        &format!("{tag}_bias_{}", suffix(j, k)),
+                        (output_type(v), out.size(), 8),
+                        out.encode(&values),
+                        (&tiles_of(j, k), at),
+                        loc.clone(),
+                    );
+                    ctx.append_op(exe_body, t);
+                }
+            }
+        }
+        let elem = v.input_elem();
+        for j in 0..plan.grid_cols {
+            for k in 0..plan.grid_k {
+                // The weight panels of column block j and K part k,
+                // zero-padded, on every grid row.
+                let first_col = (j * plan.groups * ko) as usize;
+                let cols = ((plan.groups_of(j) * ko) as usize).min(shape.n as usize - first_col);
+                let first_row = (k * plan.k_panels * c) as usize;
+                let k_rows = ((plan.k_panels_of(k) * c) as usize).min(shape.k as usize - first_row);
+                let block_w: Vec<f64> = (first_row..first_row + k_rows)
+                    .flat_map(|kk| {
+                        let row = kk * shape.n as usize + first_col;
+                        constants.weights[row..row + cols].iter().copied()
+                    })
+                    .collect();
+                let bytes = elem.encode(&vertex.weight_panels(&block_w, k_rows, cols, 0.0));
+                let t = replicated_constant(
+                    ctx,
+                    &format!("{tag}_weights_{}", suffix(j, k)),
+                    (element_type(v), elem.size(), 16),
+                    bytes,
+                    (&tiles_of(j, k), self.lay.weights),
+                    loc.clone(),
+                );
+                ctx.append_op(exe_body, t);
+            }
+        }
+    }
+
+    /// The host output pieces of Y held by tile (i, j, k) (its owned rows
+    /// of its column block) in `view`.
+    pub fn output_pieces(&self, (i, j, k): (u32, u32, u32), view: View) -> Vec<TensorPiece> {
+        let plan = &self.plan;
+        let shape = plan.shape;
+        let ko = shape.variant.out_channels() as u32;
+        let (lo, hi) = self.owned(k);
+        let mut out = Vec::new();
+        for g in 0..plan.groups_of(j) {
+            let col = (j * plan.groups + g) * ko;
+            for r in lo..hi.min(plan.rows_of(i)) {
+                let first = u64::from(i * plan.rows + r) * u64::from(shape.n) + u64::from(col);
+                out.push(TensorPiece {
+                    tile: i64::from(plan.tile(i, j, k)),
+                    address: i64::from(view.at(g, r)),
+                    first: first as i64,
+                    count: i64::from(ko.min(shape.n - col)),
+                });
+            }
+        }
+        out
     }
 }
 
@@ -113,18 +422,11 @@ pub fn emit_gemm(
 ) -> Result<OpId, Diagnostic> {
     let shape = plan.shape;
     let v = shape.variant;
-    let (c, ko) = (v.in_channels() as u32, v.out_channels() as u32);
-    let lay = layout(plan, machine);
+    let c = v.in_channels() as u32;
+    let placed = PlacedGemm::new(plan, layout(plan, machine), "gemm0");
+    let (lay, vertex) = (placed.lay, &placed.vertex);
     let (exe, exe_body) = build::executable(ctx, &machine.name, loc.clone());
     ctx.append_op(block, exe);
-    let tag = "gemm0";
-    let vertex = TileGemm {
-        input: lay.input,
-        output: lay.output,
-        weights: lay.weights,
-        bias: lay.bias,
-        ..plan.vertex()
-    };
     let fail = |err: crate::codelets::CodeletError| Diagnostic::error(loc.clone(), err.to_string());
     let mut input_pieces = Vec::new();
     let mut output_pieces = Vec::new();
@@ -140,7 +442,7 @@ pub fn emit_gemm(
                         u64::from(i * plan.rows + r) * u64::from(shape.k) + u64::from(panel * c);
                     input_pieces.push(TensorPiece {
                         tile: i64::from(home),
-                        address: i64::from(lay.input + (g * plan.rows + r) * 32),
+                        address: i64::from(placed.input_at(g, r)),
                         first: first as i64,
                         count: i64::from(c.min(shape.k - panel * c)),
                     });
@@ -148,7 +450,6 @@ pub fn emit_gemm(
             }
         }
         for j in 0..plan.grid_cols {
-            let groups = plan.groups_of(j);
             for k in 0..plan.grid_k {
                 let tile = plan.tile(i, j, k);
                 let (tile_op, tile_body) = build::tile(ctx, tile, None, loc.clone());
@@ -170,178 +471,21 @@ pub fn emit_gemm(
                     }
                     e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
                 }
-                vertex
-                    .emit_supervisor_with(
-                        &mut e,
-                        tag,
-                        op::imm(i64::from(lay.weights)),
-                        op::imm(i64::from(lay.states)),
-                    )
+                let mut calls = Calls::new();
+                let view = placed
+                    .emit_compute(&mut e, (i, j, k), machine, &mut calls)
                     .map_err(fail)?;
-                // The K split's reduction rounds, then the epilogue, on the
-                // rows this tile owns.
-                let mut view = View {
-                    base: vertex.output_group(0),
-                    group_stride: vertex.group_stride(),
-                    lo: 0,
-                };
-                let mut calls: Vec<(String, Box<dyn Instance>)> = Vec::new();
-                let rounds = reduce::rounds(k, plan.grid_k, plan.rows);
-                for (t, round) in rounds.iter().enumerate() {
-                    let [recv, res0, res1] = lay.reduction.expect("a K split has buffers");
-                    let result = if t % 2 == 0 { res0 } else { res1 };
-                    let (keep, give) = (reduce::len(round.keep), reduce::len(round.give));
-                    let partner = plan.tile(i, j, round.partner);
-                    // Compute, sync, exchange, sync: every tile reaches the
-                    // exchange together.
-                    e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
-                    let mut issued = 0;
-                    if keep > 0 {
-                        emit_arm(&mut e, partner, recv, groups * keep * 8);
-                        issued += ARM_ISSUES;
-                    } else {
-                        emit_disarm(&mut e, machine);
-                        issued += 2;
-                    }
-                    let chunks: Vec<(u32, u32)> = (0..groups)
-                        .filter(|_| give > 0)
-                        .map(|g| (view.at(g, round.give.0), give * 8))
-                        .collect();
-                    let first = first_send_cycle(machine, tile, &[partner]);
-                    emit_sends(&mut e, first, issued, &chunks);
-                    e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
-                    for g in (0..groups).filter(|_| keep > 0) {
-                        let add = reduction_add(
-                            v,
-                            keep,
-                            view.at(g, round.keep.0),
-                            recv + g * keep * 32,
-                            result + g * keep * 32,
-                        );
-                        let name = format!("red{t}_{g}");
-                        emit_call(&mut e, &name);
-                        calls.push((name, Box::new(add)));
-                    }
-                    view = View {
-                        base: result,
-                        group_stride: keep * 32,
-                        lo: round.keep.0,
-                    };
-                }
-                let (lo, hi) = reduce::owned(k, plan.grid_k, plan.rows);
-                if let (Some(form), true) = (shape.epilogue.gelu, hi > lo) {
-                    for g in 0..groups {
-                        let at = view.at(g, lo);
-                        let gelu = Gelu {
-                            form,
-                            len: (hi - lo) * ko,
-                            input: at,
-                            output: at,
-                        };
-                        let name = format!("gelu{g}");
-                        emit_call(&mut e, &name);
-                        calls.push((name, Box::new(gelu)));
-                    }
-                }
                 e.solo(inst("exitz", [op::mzero()]));
                 e.size_of("main");
-                vertex.emit_worker_code(&mut e, tag);
+                placed.emit_worker_code(&mut e);
                 for (name, instance) in &calls {
                     instance.emit_as(&mut e, name).map_err(fail)?;
                 }
-                // Y's rows this tile owns.
-                for g in 0..groups {
-                    let col = (j * plan.groups + g) * ko;
-                    for r in lo..hi.min(rows) {
-                        let first =
-                            u64::from(i * plan.rows + r) * u64::from(shape.n) + u64::from(col);
-                        output_pieces.push(TensorPiece {
-                            tile: i64::from(tile),
-                            address: i64::from(view.at(g, r)),
-                            first: first as i64,
-                            count: i64::from(ko.min(shape.n - col)),
-                        });
-                    }
-                }
+                output_pieces.extend(placed.output_pieces((i, j, k), view));
             }
         }
     }
-    let every_tile: Vec<u32> = (0..plan.tiles()).collect();
-    // The vertex states: the same words on every tile (same layout, same
-    // rows), one resource shared by all.
-    {
-        let words = vertex.state_words();
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let t = replicated_constant(
-            ctx,
-            &format!("{tag}_vertex_states"),
-            (Type::i32(), 4, 8),
-            bytes,
-            (&every_tile, lay.states),
-            loc.clone(),
-        );
-        ctx.append_op(exe_body, t);
-    }
-    let tiles_of =
-        |j: u32, k: u32| -> Vec<u32> { (0..plan.grid_rows).map(|i| plan.tile(i, j, k)).collect() };
-    let suffix = |j: u32, k: u32| {
-        if plan.grid_k > 1 {
-            format!("col{j}_k{k}")
-        } else {
-            format!("col{j}")
-        }
-    };
-    if let (Some(at), Some(b)) = (lay.bias, constants.bias) {
-        // Column block j's bias rows on the K part 0 tiles, zeros on the
-        // others (the bias is added once), the same on every grid row.
-        let out = v.output_elem();
-        for j in 0..plan.grid_cols {
-            for k in 0..plan.grid_k {
-                let first = (j * plan.groups * ko) as usize;
-                let values = if k == 0 {
-                    vertex.bias_block(b.get(first..).unwrap_or(&[]))
-                } else {
-                    vertex.bias_block(&[])
-                };
-                let t = replicated_constant(
-                    ctx,
-                    &format!("{tag}_bias_{}", suffix(j, k)),
-                    (output_type(v), out.size(), 8),
-                    out.encode(&values),
-                    (&tiles_of(j, k), at),
-                    loc.clone(),
-                );
-                ctx.append_op(exe_body, t);
-            }
-        }
-    }
-    let elem = v.input_elem();
-    for j in 0..plan.grid_cols {
-        for k in 0..plan.grid_k {
-            // The weight panels of column block j and K part k, zero-padded,
-            // on every grid row.
-            let first_col = (j * plan.groups * ko) as usize;
-            let cols = ((plan.groups_of(j) * ko) as usize).min(shape.n as usize - first_col);
-            let first_row = (k * plan.k_panels * c) as usize;
-            let k_rows = ((plan.k_panels_of(k) * c) as usize).min(shape.k as usize - first_row);
-            let block_w: Vec<f64> = (first_row..first_row + k_rows)
-                .flat_map(|kk| {
-                    let row = kk * shape.n as usize + first_col;
-                    constants.weights[row..row + cols].iter().copied()
-                })
-                .collect();
-            let bytes = elem.encode(&vertex.weight_panels(&block_w, k_rows, cols, 0.0));
-            let t = replicated_constant(
-                ctx,
-                &format!("{tag}_weights_{}", suffix(j, k)),
-                (element_type(v), elem.size(), 16),
-                bytes,
-                (&tiles_of(j, k), lay.weights),
-                loc.clone(),
-            );
-            ctx.append_op(exe_body, t);
-        }
-    }
+    placed.emit_constants(ctx, exe_body, constants, &loc);
     let x = build::tensor(
         ctx,
         "input0",
@@ -364,7 +508,8 @@ pub fn emit_gemm(
 }
 
 /// A codelet instance a tile's program calls: emitted as a subroutine.
-trait Instance {
+pub trait Instance {
+    /// Emits the instance as subroutine `name`.
     fn emit_as(&self, e: &mut Emitter, name: &str) -> Result<(), crate::codelets::CodeletError>;
 }
 
@@ -377,7 +522,7 @@ impl<C: Codelet> Instance for C {
 /// A `constant` `ipu.tensor` named `name` of `bytes` (elements of type
 /// `element`, `size` bytes each) in a resource blob aligned to `alignment`,
 /// one piece of all of it at `address` on each of `tiles`.
-fn replicated_constant(
+pub fn replicated_constant(
     ctx: &mut Context,
     name: &str,
     (element, size, alignment): (Type, usize, u32),

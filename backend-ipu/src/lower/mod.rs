@@ -7,8 +7,10 @@
 //! exchange timing proof, per-tile memory layout, the GEMM vertex) are the
 //! ones the rest of the model builds on.
 
+pub mod block;
 pub mod codegen;
 pub mod exchange;
+pub mod mlp;
 pub mod passes;
 pub mod plan;
 pub mod reduce;

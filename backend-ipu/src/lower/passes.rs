@@ -71,7 +71,7 @@ fn machine(name: &str) -> Result<MachineModel, String> {
 }
 
 /// `nn.add`.
-const ADD: &str = "nn.add";
+pub(super) const ADD: &str = "nn.add";
 
 /// The product ops the lowering plans.
 fn is_product(ctx: &Context, op: OpId) -> bool {
@@ -80,7 +80,7 @@ fn is_product(ctx: &Context, op: OpId) -> bool {
 
 /// The product a supported `nn.matmul` or `nn.linear` performs, with the
 /// epilogue that follows it.
-fn gemm_shape(ctx: &Context, op: OpId) -> Result<GemmShape, Diagnostic> {
+pub(super) fn gemm_shape(ctx: &Context, op: OpId) -> Result<GemmShape, Diagnostic> {
     let operands = ctx.operands(op);
     let types: Vec<_> = operands
         .iter()
@@ -131,24 +131,24 @@ fn gemm_shape(ctx: &Context, op: OpId) -> Result<GemmShape, Diagnostic> {
 }
 
 /// A product and the ops after it that the lowering runs in place.
-struct Chain {
+pub(super) struct Chain {
     /// The epilogue.
-    epilogue: Epilogue,
+    pub(super) epilogue: Epilogue,
     /// The bias row's constant, if any.
-    bias: Option<Attribute>,
+    pub(super) bias: Option<Attribute>,
     /// The op whose result is the chain's (the product without epilogue).
-    last: OpId,
+    pub(super) last: OpId,
 }
 
 /// The constant `value` defining `v`, if `nn.constant` defines it.
-fn constant_of(ctx: &Context, v: Value) -> Option<Attribute> {
+pub(super) fn constant_of(ctx: &Context, v: Value) -> Option<Attribute> {
     ctx.defining_op(v)
         .filter(|&d| ctx.name_str(d) == nn::CONSTANT)
         .and_then(|d| ctx.attr(d, "value").cloned())
 }
 
 /// The only user of `op`'s result, if it has exactly one use.
-fn only_user(ctx: &Context, op: OpId) -> Option<OpId> {
+pub(super) fn only_user(ctx: &Context, op: OpId) -> Option<OpId> {
     match ctx.uses(ctx.results(op)[0]) {
         [u] => Some(u.op),
         _ => None,
@@ -158,7 +158,7 @@ fn only_user(ctx: &Context, op: OpId) -> Option<OpId> {
 /// The epilogue of product `op`: its bias (the `nn.linear` operand or an
 /// `nn.add` of a constant `[N]` or `[1, N]`), then an `nn.gelu`, each the
 /// only user of what precedes it.
-fn chain(ctx: &Context, op: OpId) -> Result<Chain, Diagnostic> {
+pub(super) fn chain(ctx: &Context, op: OpId) -> Result<Chain, Diagnostic> {
     let n = ctx
         .value_type(ctx.results(op)[0])
         .shape()
@@ -326,6 +326,12 @@ impl DeclaredPass for PlanGemms {
         _stats: &mut (),
     ) -> Result<PreservedAnalyses, Diagnostic> {
         let m = self.0.clone();
+        if let Some(block) = super::mlp::match_mlp(ctx, op)? {
+            let plan = super::mlp::plan_of_block(ctx, &block, &m)?;
+            ctx.set_attr(block.fc1, PLAN_ATTR, plan_attr(&plan.fc1));
+            ctx.set_attr(block.fc2, PLAN_ATTR, plan_attr(&plan.fc2));
+            return Ok(PreservedAnalyses::all());
+        }
         for mm in products(ctx, op) {
             let plan = plan_of(ctx, mm, &m)?;
             tracing::debug!(target: "ipu-plan", "{plan}");
@@ -336,7 +342,7 @@ impl DeclaredPass for PlanGemms {
 }
 
 /// The float values of a tensor constant, row-major.
-fn constant_values(value: &Attribute) -> Result<Vec<f64>, String> {
+pub(super) fn constant_values(value: &Attribute) -> Result<Vec<f64>, String> {
     let dense = match value.kind() {
         AttrKind::DenseElements(d) => d.clone(),
         AttrKind::DenseResource { resource, ty } => {
@@ -368,12 +374,14 @@ struct Lowerable {
 }
 
 /// The ops the lowering handles, by name.
-const LOWERABLE_OPS: [&str; 6] = [
+const LOWERABLE_OPS: [&str; 8] = [
     nn::CONSTANT,
     nn::MATMUL,
     nn::LINEAR,
     ADD,
     nn::GELU,
+    nn::LAYER_NORMALIZATION,
+    nn::CAST,
     func::RETURN,
 ];
 
@@ -391,7 +399,7 @@ fn lowerable(ctx: &Context, f: OpId) -> Result<Lowerable, Diagnostic> {
             ctx,
             first,
             format!(
-                "cannot be lowered to the IPU yet ({} op(s) in this function cannot; the lowering handles one nn.matmul or nn.linear by an nn.constant, with a bias and GELU after it, so far)",
+                "cannot be lowered to the IPU yet ({} op(s) in this function cannot; the lowering handles one nn.matmul or nn.linear by an nn.constant with a bias and GELU after it, and the MLP block (LayerNorm, two products, residual add), so far)",
                 unsupported.len()
             ),
         );
@@ -475,7 +483,7 @@ fn lowerable(ctx: &Context, f: OpId) -> Result<Lowerable, Diagnostic> {
 
 /// The ops from the product (exclusive) to `last` (inclusive), following
 /// the only users.
-fn chain_ops(ctx: &Context, product: OpId, last: OpId) -> Vec<OpId> {
+pub(super) fn chain_ops(ctx: &Context, product: OpId, last: OpId) -> Vec<OpId> {
     let mut out = Vec::new();
     let mut at = product;
     while at != last {
@@ -496,6 +504,10 @@ pub fn planned_products(
     f: OpId,
     m: &MachineModel,
 ) -> Result<Vec<GemmPlan>, Diagnostic> {
+    if let Some(block) = super::mlp::match_mlp(ctx, f)? {
+        let plan = super::mlp::plan_of_block(ctx, &block, m)?;
+        return Ok(vec![plan.fc1, plan.fc2]);
+    }
     products(ctx, f)
         .into_iter()
         .map(|mm| plan_of(ctx, mm, m))
@@ -506,6 +518,9 @@ pub fn planned_products(
 /// uses (the search's choice, or the grid its `ipu.plan` forces) with its
 /// estimate, then the best rejected candidates and why they lost.
 pub fn plan_report(ctx: &Context, f: OpId, m: &MachineModel) -> Result<String, Diagnostic> {
+    if let Some(block) = super::mlp::match_mlp(ctx, f)? {
+        return super::mlp::block_report(ctx, &block, m);
+    }
     let mut out = String::new();
     for mm in products(ctx, f) {
         let shape = gemm_shape(ctx, mm)?;
@@ -540,6 +555,9 @@ pub fn lower_function(
     f: OpId,
     m: &MachineModel,
 ) -> Result<OpId, Diagnostic> {
+    if let Some(block) = super::mlp::match_mlp(ctx, f)? {
+        return super::mlp::lower_mlp(ctx, module_body, &block, m);
+    }
     let l = lowerable(ctx, f)?;
     let plan = plan_of(ctx, l.product, m)?;
     let x_ty = ctx.value_type(ctx.operands(l.product)[0]).clone();

@@ -408,12 +408,14 @@ impl Schedule {
 
     /// Emits `tile`'s exchange code into the open supervisor section: from
     /// the superstep's first cycle to its last event (the caller then
-    /// syncs). Delay loops use labels `.Lx{tag}_{n}`.
-    pub fn emit(&self, e: &mut Emitter, machine: &MachineModel, tile: u32, tag: &str) {
+    /// syncs). Delay loops use labels `.Lx{tag}_{n}`. Returns the bytes
+    /// of code emitted (every supervisor instruction is one 32-bit word).
+    pub fn emit(&self, e: &mut Emitter, machine: &MachineModel, tile: u32, tag: &str) -> u64 {
         let rules = Rules::of(machine);
         let Some(list) = self.events.get(&tile) else {
-            return;
+            return 0;
         };
+        let issued = e.issues();
         let mut now = 0u64;
         let mut delays = 0;
         let mut wait = |e: &mut Emitter, now: &mut u64, until: u64| {
@@ -483,6 +485,7 @@ impl Schedule {
                 }
             }
         }
+        4 * (e.issues() - issued)
     }
 }
 

@@ -7,6 +7,7 @@ use ipuc_ipu_arch::MachineModel;
 use super::amp::{format_amp_report, run_amp_report, AmpBench};
 use super::codelets::{format_codelets, run_codelets};
 use super::gemm::{format_gemm, run_gemm};
+use super::mlp::{format_mlp, run_mlp};
 use super::reference::{format_reference_report, run_reference, ReferenceBench};
 use super::sim_speed::{format_speed, run_sim_speed};
 use super::BenchError;
@@ -156,6 +157,26 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The transformer MLP block `x + fc2(gelu(fc1(layer_norm(x))))` in
+    /// f16, lowered whole and simulated: the plan, its estimate per step,
+    /// simulated cycles per superstep, % of the FP16 peak, compile time.
+    Mlp {
+        /// Machine model: `c600` or `bow`.
+        #[arg(long, default_value = "c600")]
+        machine: String,
+        /// Tokens (so400m: 729).
+        #[arg(long, default_value_t = 729)]
+        tokens: u32,
+        /// Hidden size (so400m: 1152).
+        #[arg(long, default_value_t = 1152)]
+        hidden: u32,
+        /// The MLP's inner size (so400m: 4304).
+        #[arg(long, default_value_t = 4304)]
+        mlp: u32,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Simulated instructions per host second.
     SimSpeed {
         /// Loop iterations of the benchmark program (48 instructions each).
@@ -300,6 +321,23 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
                     .map_err(|e| BenchError::Other(e.to_string()))
             } else {
                 Ok(format_gemm(&r))
+            }
+        }
+        Command::Mlp {
+            machine,
+            tokens,
+            hidden,
+            mlp,
+            json,
+        } => {
+            let mm = machine_named(&machine)?;
+            let r = run_mlp(&mm, (tokens, hidden, mlp))?;
+            if json {
+                serde_json::to_string(&r)
+                    .map(|s| s + "\n")
+                    .map_err(|e| BenchError::Other(e.to_string()))
+            } else {
+                Ok(format_mlp(&r))
             }
         }
         Command::SimSpeed { iterations, json } => {

@@ -7,6 +7,8 @@
 //!   beside the codelet's estimate.
 //! - `gemm`: a matrix product planned over the tiles, lowered and
 //!   simulated, beside the plan's estimate.
+//! - `mlp`: the transformer MLP block (LayerNorm, fc1, GELU, fc2, residual)
+//!   lowered whole and simulated, per superstep.
 //! - `sim-speed`: simulated instructions per host second.
 //! - `reference`: the host reference executor against onnxruntime on the
 //!   same model, weights and inputs.
@@ -15,6 +17,7 @@ pub mod amp;
 pub mod cli;
 pub mod codelets;
 pub mod gemm;
+pub mod mlp;
 pub mod reference;
 pub mod sim_speed;
 

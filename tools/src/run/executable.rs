@@ -77,8 +77,20 @@ fn streams(exe: &Executable, direction: StreamDirection) -> Vec<Stream> {
         .collect()
 }
 
-/// The tensors of `set` in the order of `inputs`.
-fn bind<'s>(set: &'s DataSet, inputs: &[Stream]) -> Result<Vec<&'s HostTensor>, String> {
+/// `t` in float format `kind`, rounded to nearest: the host converts
+/// between the function's float type and a stream's, as Poplar's host
+/// streams convert `float` data to `half` (a lowering whose function
+/// casts its f32 interface to f16 streams f16, and its casts are these).
+fn convert(t: &HostTensor, kind: ElementKind) -> HostTensor {
+    if t.kind == kind {
+        return t.clone();
+    }
+    HostTensor::from_values(kind, t.shape.clone(), t.values_in(kind))
+}
+
+/// The tensors of `set` in the order of `inputs`, converted to the
+/// streams' float formats where they differ.
+fn bind(set: &DataSet, inputs: &[Stream]) -> Result<Vec<HostTensor>, String> {
     if set.inputs.len() != inputs.len() {
         return Err(format!(
             "data set {} holds {} input(s), but the executable streams {} ({})",
@@ -107,13 +119,14 @@ fn bind<'s>(set: &'s DataSet, inputs: &[Stream]) -> Result<Vec<&'s HostTensor>, 
         } else {
             &set.inputs[k].tensor
         };
-        if t.kind != s.kind || t.shape != s.shape {
+        let floats = t.kind.is_float() && s.kind.is_float();
+        if (t.kind != s.kind && !floats) || t.shape != s.shape {
             return Err(format!(
                 "data set {}: input `{}` is {} {:?}, but the executable expects {} {:?}",
                 set.name, s.name, t.kind, t.shape, s.kind, s.shape
             ));
         }
-        out.push(t);
+        out.push(convert(t, s.kind));
     }
     Ok(out)
 }
@@ -234,9 +247,16 @@ pub fn run_executable(
             let data = sim
                 .read_stream(&s.stream)
                 .map_err(|e| format!("data set {}: {e}", set.name))?;
+            let tensor = HostTensor::new(s.kind, s.shape.clone(), Arc::from(data));
+            // Back in the expected output's float format, if it differs.
+            let want = set.expected.get(named.len()).map(|n| n.tensor.kind);
+            let tensor = match want {
+                Some(k) if k != s.kind && k.is_float() && s.kind.is_float() => convert(&tensor, k),
+                _ => tensor,
+            };
             named.push(Named {
                 name: s.name.clone(),
-                tensor: HostTensor::new(s.kind, s.shape.clone(), Arc::from(data)),
+                tensor,
             });
         }
         report.run_s += started.elapsed().as_secs_f64();

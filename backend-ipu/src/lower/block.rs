@@ -1,0 +1,845 @@
+//! The transformer MLP block on the tiles:
+//! `y = x + fc2(gelu(fc1(layer_norm(x))))`, all f16.
+//!
+//! Supersteps (every tile runs every sync):
+//!
+//! 1. **LayerNorm** on the *LN tiles*, [`LN_ROWS`] rows each (one per
+//!    worker), x entering from the host in rows. The LN tiles are the last
+//!    tiles of the chip, outside both products' grids.
+//! 2. **Exchange A** ([`super::schedule`]): each LN tile multicasts, for
+//!    every input panel of fc1 (16 channels) and fc1 row block, its rows'
+//!    pieces to the fc1 tiles of that row block and K part (every column
+//!    block), which receive them in panel order, the layout the AMP reads;
+//!    and it sends its rows of x, per output group of fc2, to the fc2 tiles
+//!    that own those rows after fc2's reduction (the residual).
+//! 3. **fc1**: the GEMM vertex, the K split's reduction rounds, the bias
+//!    as the AMP's initial partials, GELU in place on the owned rows.
+//! 4. **Exchange B**: each fc1 tile multicasts its owned rows of each
+//!    output group, which is one input panel of fc2 (the AMP's output and
+//!    input panels are both 16 channels of f16), to the fc2 tiles of that
+//!    panel's K part and row block (every column block).
+//! 5. **fc2**: the vertex and its reduction rounds, then on the owned rows
+//!    `+ x` (received in step 2) and `+ b2` (a constant): fc2 has no
+//!    in-place bias because its output overlays fc1's memory.
+//!
+//! Tile memory, from the top of interleaved memory: *R1* holds fc1's
+//! output and reduction buffers (steps 1–4), then fc2's output; *R3*
+//! holds fc1's input and the LN rows (steps 1–3), then fc2's input (4–5)
+//! and fc2's reduction buffers (5, after fc2's vertex read the input);
+//! the weights of both products sit at the bottom of interleaved memory.
+//! Region 0 holds the vertex states and, in three different 16 KiB banks
+//! (the add codelet's loads and store each need their own), the residual,
+//! the sum and the bias rows.
+
+use std::collections::BTreeMap;
+
+use ipuc_dialects::ipu::{build, SectionKind, TensorDirection, TensorPiece};
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
+
+use super::codegen::{
+    layout_in, replicated_constant, Calls, Constants, PlacedGemm, TileLayout, View,
+};
+use super::plan::{evaluate, plan_gemm, reduction_add, Epilogue, GemmPlan, GemmShape, Grid};
+use super::reduce;
+use super::schedule::{schedule, Chunk, Schedule, Transfer};
+use crate::codelets::amp::AmpVariant;
+use crate::codelets::emitter::{inst, op, Emitter};
+use crate::codelets::gelu::GeluForm;
+use crate::codelets::layernorm::LayerNorm;
+use crate::codelets::program::Codelet;
+use crate::codelets::subroutine::{call_cycles, emit_call};
+
+/// Rows of x per LN tile: one per worker.
+pub const LN_ROWS: u32 = 6;
+
+/// An MLP block's sizes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MlpShape {
+    /// Tokens (rows of x).
+    pub m: u32,
+    /// Hidden size (columns of x), a multiple of 16.
+    pub c: u32,
+    /// The MLP's inner size.
+    pub h: u32,
+    /// LayerNorm's epsilon.
+    pub eps: f32,
+    /// The GELU between the products.
+    pub gelu: GeluForm,
+}
+
+/// The block's constants, row-major.
+#[derive(Clone, Copy, Debug)]
+pub struct MlpConstants<'a> {
+    /// LayerNorm's scale `[c]`.
+    pub gamma: &'a [f64],
+    /// LayerNorm's shift `[c]`.
+    pub beta: &'a [f64],
+    /// fc1's weights `[c, h]`.
+    pub w1: &'a [f64],
+    /// fc1's bias `[h]`.
+    pub b1: &'a [f64],
+    /// fc2's weights `[h, c]`.
+    pub w2: &'a [f64],
+    /// fc2's bias `[c]`.
+    pub b2: &'a [f64],
+}
+
+/// Where the block's tensors live on every tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockLayout {
+    /// fc1's tensors.
+    pub fc1: TileLayout,
+    /// fc2's tensors.
+    pub fc2: TileLayout,
+    /// x's rows on an LN tile, row-major.
+    pub x: u32,
+    /// LayerNorm's output rows.
+    pub ln_out: u32,
+    /// gamma and beta.
+    pub gamma: u32,
+    /// beta.
+    pub beta: u32,
+    /// The residual rows an fc2 tile owns, in its final view's layout.
+    pub residual: u32,
+    /// `view + residual`.
+    pub sum: u32,
+    /// fc2's bias rows, in the same layout.
+    pub bias: u32,
+    /// Lowest tensor address: sections must end at or below it.
+    pub tensors_start: u32,
+}
+
+/// The block's plan: its products' plans, the LN tiles and the layout.
+#[derive(Clone, Debug)]
+pub struct MlpPlan {
+    /// The sizes.
+    pub shape: MlpShape,
+    /// fc1 (with bias and GELU).
+    pub fc1: GemmPlan,
+    /// fc2 (no epilogue).
+    pub fc2: GemmPlan,
+    /// The LN tiles, one per [`LN_ROWS`] rows.
+    pub ln_tiles: Vec<u32>,
+    /// Memory.
+    pub layout: BlockLayout,
+}
+
+impl MlpPlan {
+    /// Every tile the block uses, ascending.
+    pub fn tiles(&self) -> Vec<u32> {
+        let mut t: Vec<u32> = (0..self.fc1.tiles().max(self.fc2.tiles())).collect();
+        t.extend(&self.ln_tiles);
+        t.sort_unstable();
+        t.dedup();
+        t
+    }
+
+    /// Rows `[lo, hi)` of LN tile `q`.
+    pub fn ln_rows(&self, q: usize) -> (u32, u32) {
+        let lo = q as u32 * LN_ROWS;
+        (lo, (lo + LN_ROWS).min(self.shape.m))
+    }
+}
+
+/// Why a block cannot be planned.
+fn refuse(msg: impl Into<String>) -> String {
+    msg.into()
+}
+
+/// Plans the block: each product by its own search over the tiles left
+/// after the LN tiles, and the layout of [`block_layout`].
+pub fn plan_mlp(shape: MlpShape, machine: &MachineModel) -> Result<MlpPlan, String> {
+    plan_mlp_with(shape, machine, (None, None))
+}
+
+/// [`plan_mlp`], with fc1's and fc2's grids forced where given.
+pub fn plan_mlp_with(
+    shape: MlpShape,
+    machine: &MachineModel,
+    (grid1, grid2): (Option<Grid>, Option<Grid>),
+) -> Result<MlpPlan, String> {
+    if shape.m == 0 || shape.c == 0 || shape.h == 0 {
+        return Err(refuse("the block has an empty dimension"));
+    }
+    if !shape.c.is_multiple_of(16) {
+        return Err(refuse(format!(
+            "the hidden size {} is not a multiple of 16, which the block lowering needs yet (fc1's input panels come whole from LayerNorm's rows)",
+            shape.c
+        )));
+    }
+    let fc1_shape = GemmShape {
+        m: shape.m,
+        k: shape.c,
+        n: shape.h,
+        variant: AmpVariant::F16,
+        epilogue: Epilogue {
+            bias: true,
+            gelu: Some(shape.gelu),
+        },
+    };
+    let fc2_shape = GemmShape {
+        m: shape.m,
+        k: shape.h,
+        n: shape.c,
+        variant: AmpVariant::F16,
+        epilogue: Epilogue::default(),
+    };
+    let n_ln = shape.m.div_ceil(LN_ROWS);
+    // The LN tiles are the last tiles, outside both products' grids: in
+    // exchange A they only send and the products' tiles only receive, so
+    // no supervisor both sends and switches its mux (a `send` holds the
+    // supervisor, and a multicast waits for its slowest receiver).
+    let Some(gemm_tiles) = machine.tiles.checked_sub(n_ln).filter(|&t| t > 0) else {
+        return Err(refuse(format!(
+            "{} rows need {n_ln} LayerNorm tiles, and the products need tiles of their own: the machine has {}",
+            shape.m, machine.tiles
+        )));
+    };
+    let products = MachineModel {
+        tiles: gemm_tiles,
+        ..machine.clone()
+    };
+    let plan = |name: &str, shape: GemmShape, grid: Option<Grid>| match grid {
+        Some(g) => evaluate(shape, g, &products).map_err(|r| {
+            format!(
+                "{name}: grid {g}: {} (the block's products share the first {gemm_tiles} tiles)",
+                r.reason
+            )
+        }),
+        None => plan_gemm(shape, &products)
+            .map(|c| c.plan)
+            .map_err(|e| format!("{name}: {e}")),
+    };
+    let fc1 = plan("fc1", fc1_shape, grid1)?;
+    let fc2 = plan("fc2", fc2_shape, grid2)?;
+    let ln_tiles: Vec<u32> = (gemm_tiles..machine.tiles).collect();
+    let layout = block_layout(shape, &fc1, &fc2, machine)?;
+    Ok(MlpPlan {
+        shape,
+        fc1,
+        fc2,
+        ln_tiles,
+        layout,
+    })
+}
+
+/// Lays out the block's tensors (see the module doc).
+pub fn block_layout(
+    shape: MlpShape,
+    fc1_plan: &GemmPlan,
+    fc2_plan: &GemmPlan,
+    machine: &MachineModel,
+) -> Result<BlockLayout, String> {
+    let (fc1, fc2) = (fc1_plan, fc2_plan);
+    let pair = 2 * machine.element_bytes;
+    let (v1, v2) = (fc1.vertex(), fc2.vertex());
+    let w1 = machine.interleaved_base;
+    let w2 = (w1 + v1.weight_bytes() as u32).next_multiple_of(16);
+    let weights_end = w2 + v2.weight_bytes() as u32;
+    // Region 0: the vertex states from the top, then three banks.
+    let states1 = (machine.interleaved_base - v1.state_bytes() as u32) & !7;
+    let states2 = (states1 - v2.state_bytes() as u32) & !7;
+    let top = machine.sram_end;
+    // R1: fc1's output and reduction buffers; then fc2's output.
+    let fc1_lay = layout_in(fc1, machine, top);
+    let fc2_out = layout_in(fc2, machine, top);
+    let r1_bottom = fc1_lay.bottom.min(fc2_out.bottom);
+    // R3: fc1's input and the LN rows; then fc2's input, then its buffers.
+    let in1 = super::plan::whole_pairs(v1.input_bytes(), machine) as u32;
+    let row_bytes = shape.c * 2;
+    let ln_bytes = (LN_ROWS * row_bytes + 16).next_multiple_of(16);
+    let r3_a = in1 + 2 * ln_bytes;
+    let in2 = super::plan::whole_pairs(v2.input_bytes(), machine) as u32;
+    let buf2 = super::plan::reduction_buffer(&v2, fc2.grid_k, machine) as u32;
+    let r3 = r3_a.max(in2).max(3 * buf2).next_multiple_of(pair);
+    let r3_top = r1_bottom;
+    let Some(r3_bottom) = r3_top.checked_sub(r3).filter(|&b| b >= weights_end) else {
+        return Err(refuse(format!(
+            "the block does not fit a tile's interleaved memory: fc1 and fc2 need {} bytes for their weights, {} for outputs and reductions and {r3} for inputs, {} in all, against {}",
+            weights_end - w1,
+            top - r1_bottom,
+            weights_end - w1 + top - r1_bottom + r3,
+            top - machine.interleaved_base
+        )));
+    };
+    let fc1 = TileLayout {
+        weights: w1,
+        states: states1,
+        input: r3_top - in1,
+        ..fc1_lay.layout
+    };
+    let x = fc1.input - ln_bytes;
+    let ln_out = x - ln_bytes;
+    let fc2_reduction = (buf2 > 0).then(|| std::array::from_fn(|b| r3_top - (b as u32 + 1) * buf2));
+    let fc2 = TileLayout {
+        weights: w2,
+        states: states2,
+        input: r3_top - in2,
+        reduction: fc2_reduction,
+        ..fc2_out.layout
+    };
+    debug_assert!(ln_out >= r3_bottom);
+    // Region 0: the residual, sum and bias rows, each in whole banks.
+    let owned_bytes = owned_rows_max(fc2_plan) * v2.n_groups * 32 + 8;
+    let bank = machine.element_bytes;
+    let span = owned_bytes.next_multiple_of(bank);
+    let bias = (states2 & !(bank - 1)) - span;
+    let sum = bias - span;
+    let residual = sum - span;
+    let vec_bytes = (row_bytes + 8).next_multiple_of(8);
+    let gamma = residual - vec_bytes;
+    let beta = gamma - vec_bytes;
+    Ok(BlockLayout {
+        fc1: TileLayout {
+            tensors_start: beta,
+            ..fc1
+        },
+        fc2: TileLayout {
+            tensors_start: beta,
+            ..fc2
+        },
+        x,
+        ln_out,
+        gamma,
+        beta,
+        residual,
+        sum,
+        bias,
+        tensors_start: beta,
+    })
+}
+
+/// The most rows a tile of `plan` owns after its reduction.
+pub fn owned_rows_max(plan: &GemmPlan) -> u32 {
+    (0..plan.grid_k)
+        .map(|k| reduce::len(reduce::owned(k, plan.grid_k, plan.rows)))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Tile → grid position of a product's tiles.
+fn positions(plan: &GemmPlan) -> BTreeMap<u32, (u32, u32, u32)> {
+    let mut out = BTreeMap::new();
+    for i in 0..plan.grid_rows {
+        for j in 0..plan.grid_cols {
+            for k in 0..plan.grid_k {
+                out.insert(plan.tile(i, j, k), (i, j, k));
+            }
+        }
+    }
+    out
+}
+
+/// The products placed at the block's layout.
+pub fn placed(plan: &MlpPlan) -> (PlacedGemm, PlacedGemm) {
+    (
+        PlacedGemm::new(&plan.fc1, plan.layout.fc1, "fc1"),
+        PlacedGemm::new(&plan.fc2, plan.layout.fc2, "fc2"),
+    )
+}
+
+/// Rows `[lo, hi)` of the block owned by the fc2 tile at K part `k` of
+/// row block `i`, as rows of x (real rows only).
+fn owned_global(plan: &GemmPlan, i: u32, k: u32) -> (u32, u32) {
+    let (lo, hi) = reduce::owned(k, plan.grid_k, plan.rows);
+    let base = i * plan.rows;
+    (base + lo, base + hi.min(plan.rows_of(i)))
+}
+
+/// The residual's (and the sum's and bias rows') view on an fc2 tile at K
+/// part `k`: its owned rows of each output group, contiguous.
+fn residual_view(plan: &GemmPlan, base: u32, k: u32) -> View {
+    let (lo, hi) = reduce::owned(k, plan.grid_k, plan.rows);
+    View {
+        base,
+        group_stride: (hi - lo) * 32,
+        lo,
+    }
+}
+
+/// Intersection of two row ranges, if not empty.
+fn overlap((a, b): (u32, u32), (c, d): (u32, u32)) -> Option<(u32, u32)> {
+    let (lo, hi) = (a.max(c), b.min(d));
+    (lo < hi).then_some((lo, hi))
+}
+
+/// Exchange A: LayerNorm's rows to fc1's inputs, x's rows to fc2's owners.
+pub fn exchange_a(plan: &MlpPlan) -> Vec<Transfer> {
+    let (fc1, _) = placed(plan);
+    let (p1, p2) = (&plan.fc1, &plan.fc2);
+    let lay = &plan.layout;
+    let row_bytes = plan.shape.c * 2;
+    let row_chunks = |q: usize, base: u32, (a, b): (u32, u32), panel: u32| -> Vec<Chunk> {
+        let q_lo = plan.ln_rows(q).0;
+        (a..b)
+            .map(|r| Chunk {
+                address: base + (r - q_lo) * row_bytes + panel * 32,
+                words: 8,
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    // The residual first: small, one receiver each.
+    for i in 0..p2.grid_rows {
+        for j in 0..p2.grid_cols {
+            for k in 0..p2.grid_k {
+                let owned = owned_global(p2, i, k);
+                let view = residual_view(p2, lay.residual, k);
+                for g in 0..p2.groups_of(j) {
+                    let group = j * p2.groups + g;
+                    for q in 0..plan.ln_tiles.len() {
+                        let Some((a, b)) = overlap(owned, plan.ln_rows(q)) else {
+                            continue;
+                        };
+                        out.push(Transfer {
+                            sender: plan.ln_tiles[q],
+                            chunks: row_chunks(q, lay.x, (a, b), group),
+                            receivers: vec![(p2.tile(i, j, k), view.at(g, a - i * p2.rows))],
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let out = round_robin(out);
+    // fc1's input: panel by panel, each receiver group taking the LN tiles
+    // of its rows in turn, the groups rotated so they ask different LN
+    // tiles at once.
+    let mut keyed = Vec::new();
+    for i in 0..p1.grid_rows {
+        let rows = (i * p1.rows, i * p1.rows + p1.rows_of(i));
+        let sources: Vec<(usize, (u32, u32))> = (0..plan.ln_tiles.len())
+            .filter_map(|q| overlap(rows, plan.ln_rows(q)).map(|r| (q, r)))
+            .collect();
+        for k in 0..p1.grid_k {
+            for g in 0..p1.k_panels_of(k) {
+                let panel = k * p1.k_panels + g;
+                for (n, &(q, (a, b))) in sources.iter().enumerate() {
+                    let turn = (n + k as usize) % sources.len();
+                    let receivers = (0..p1.grid_cols)
+                        .map(|j| (p1.tile(i, j, k), fc1.input_at(g, a - i * p1.rows)))
+                        .collect();
+                    keyed.push((
+                        (g, turn, i, k),
+                        Transfer {
+                            sender: plan.ln_tiles[q],
+                            chunks: row_chunks(q, lay.ln_out, (a, b), panel),
+                            receivers,
+                        },
+                    ));
+                }
+            }
+        }
+    }
+    keyed.sort_by_key(|e| e.0);
+    let mut fc1_input: Vec<Transfer> = keyed.into_iter().map(|e| e.1).collect();
+    fc1_input.extend(out);
+    fc1_input
+}
+
+/// `transfers` reordered so that every sender's k-th transfer comes before
+/// any sender's (k+1)-th (each sender's own order kept): the greedy
+/// schedule then advances all senders together instead of finishing the
+/// receivers one after another.
+fn round_robin(transfers: Vec<Transfer>) -> Vec<Transfer> {
+    let mut rank: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut keyed: Vec<(usize, usize, Transfer)> = transfers
+        .into_iter()
+        .enumerate()
+        .map(|(n, t)| {
+            let r = rank.entry(t.sender).or_default();
+            *r += 1;
+            (*r, n, t)
+        })
+        .collect();
+    keyed.sort_by_key(|e| (e.0, e.1));
+    keyed.into_iter().map(|e| e.2).collect()
+}
+
+/// Exchange B: fc1's owned rows of each output group to the fc2 tiles whose
+/// input panel it is.
+pub fn exchange_b(plan: &MlpPlan) -> Vec<Transfer> {
+    let (fc1, fc2) = placed(plan);
+    let (p1, p2) = (&plan.fc1, &plan.fc2);
+    let mut keyed = Vec::new();
+    for i in 0..p1.grid_rows {
+        for j in 0..p1.grid_cols {
+            for k in 0..p1.grid_k {
+                let owned = owned_global(p1, i, k);
+                let view = fc1.final_view(k);
+                for g in 0..p1.groups_of(j) {
+                    let group = j * p1.groups + g;
+                    let (k2, panel) = (group / p2.k_panels, group % p2.k_panels);
+                    for i2 in 0..p2.grid_rows {
+                        let block = (i2 * p2.rows, i2 * p2.rows + p2.rows_of(i2));
+                        let Some((a, b)) = overlap(owned, block) else {
+                            continue;
+                        };
+                        let receivers = (0..p2.grid_cols)
+                            .map(|j2| (p2.tile(i2, j2, k2), fc2.input_at(panel, a - block.0)))
+                            .collect();
+                        keyed.push((
+                            (panel, a - block.0, i2, k2),
+                            Transfer {
+                                sender: p1.tile(i, j, k),
+                                chunks: vec![Chunk {
+                                    address: view.at(g, a - i * p1.rows),
+                                    words: (b - a) * 8,
+                                }],
+                                receivers,
+                            },
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    keyed.sort_by_key(|e| e.0);
+    keyed.into_iter().map(|e| e.1).collect()
+}
+
+/// The block's estimated cycles, superstep by superstep.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockEstimate {
+    /// LayerNorm on the LN tiles.
+    pub layer_norm: u64,
+    /// Exchange A (scheduled).
+    pub exchange_a: u64,
+    /// fc1's vertex, reduction and GELU.
+    pub fc1: u64,
+    /// Exchange B (scheduled).
+    pub exchange_b: u64,
+    /// fc2's vertex, reduction and the residual and bias adds.
+    pub fc2: u64,
+    /// The syncs between the steps.
+    pub sync: u64,
+}
+
+impl BlockEstimate {
+    /// All of it.
+    pub fn total(&self) -> u64 {
+        self.layer_norm + self.exchange_a + self.fc1 + self.exchange_b + self.fc2 + self.sync
+    }
+}
+
+impl std::fmt::Display for BlockEstimate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} cycles (layer norm {}, exchange A {}, fc1 {}, exchange B {}, fc2 {}, sync {})",
+            self.total(),
+            self.layer_norm,
+            self.exchange_a,
+            self.fc1,
+            self.exchange_b,
+            self.fc2,
+            self.sync
+        )
+    }
+}
+
+/// The lowered block: its executable op and estimate.
+#[derive(Clone, Debug)]
+pub struct LoweredMlp {
+    /// The `ipu.executable`.
+    pub executable: OpId,
+    /// Estimated cycles.
+    pub estimate: BlockEstimate,
+    /// The most bytes of exchange code (the two scheduled exchanges) on a
+    /// tile.
+    pub exchange_code_bytes_max: u64,
+}
+
+/// Builds the block's `ipu.executable` (see the module doc), appended to
+/// `block`; the host tensors get types `x_ty` and `y_ty`.
+#[allow(clippy::too_many_arguments)]
+pub fn emit_mlp(
+    ctx: &mut Context,
+    block: BlockId,
+    plan: &MlpPlan,
+    constants: MlpConstants<'_>,
+    (x_ty, y_ty): (Type, Type),
+    machine: &MachineModel,
+    loc: Location,
+) -> Result<LoweredMlp, Diagnostic> {
+    let shape = plan.shape;
+    let lay = plan.layout;
+    let (fc1, fc2) = placed(plan);
+    let (p1, p2) = (&plan.fc1, &plan.fc2);
+    let fail = |err: crate::codelets::CodeletError| Diagnostic::error(loc.clone(), err.to_string());
+    let tiles = plan.tiles();
+    let a = schedule(machine, &tiles, &exchange_a(plan));
+    let b = schedule(machine, &tiles, &exchange_b(plan));
+    let (at1, at2) = (positions(p1), positions(p2));
+    let ln_of: BTreeMap<u32, usize> = plan
+        .ln_tiles
+        .iter()
+        .enumerate()
+        .map(|(q, &t)| (t, q))
+        .collect();
+    let rounds = |p: &GemmPlan| p.grid_k.trailing_zeros();
+    let (exe, exe_body) = build::executable(ctx, &machine.name, loc.clone());
+    ctx.append_op(block, exe);
+    let mut output_pieces = Vec::new();
+    let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
+    let mut adds = 0u64;
+    let mut exchange_code_bytes_max = 0;
+    for &t in &tiles {
+        let (tile_op, tile_body) = build::tile(ctx, t, None, loc.clone());
+        ctx.append_op(exe_body, tile_op);
+        let mut e = Emitter::new(ctx, tile_body, loc.clone());
+        e.code_section(".text.main", SectionKind::Supervisor);
+        e.function("main");
+        let mut calls = Calls::new();
+        if let Some(&q) = ln_of.get(&t) {
+            let (lo, hi) = plan.ln_rows(q);
+            emit_call(&mut e, "ln");
+            calls.push((
+                "ln".into(),
+                Box::new(LayerNorm {
+                    rows: hi - lo,
+                    cols: shape.c,
+                    eps: shape.eps,
+                    input: lay.x,
+                    gamma: lay.gamma,
+                    beta: lay.beta,
+                    output: lay.ln_out,
+                }),
+            ));
+        }
+        sync(&mut e);
+        let mut xcode = a.emit(&mut e, machine, t, "a");
+        sync(&mut e);
+        match at1.get(&t) {
+            Some(&pos) => {
+                fc1.emit_compute(&mut e, pos, machine, &mut calls)
+                    .map_err(fail)?;
+            }
+            None => (0..2 * rounds(p1)).for_each(|_| sync(&mut e)),
+        }
+        sync(&mut e);
+        xcode += b.emit(&mut e, machine, t, "b");
+        exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
+        sync(&mut e);
+        match at2.get(&t) {
+            Some(&(i, j, k)) => {
+                let view = fc2
+                    .emit_compute(&mut e, (i, j, k), machine, &mut calls)
+                    .map_err(fail)?;
+                let (lo, hi) = reduce::owned(k, p2.grid_k, p2.rows);
+                let [res, sum, bias] =
+                    [lay.residual, lay.sum, lay.bias].map(|base| residual_view(p2, base, k));
+                if hi > lo {
+                    for g in 0..p2.groups_of(j) {
+                        let rows = hi - lo;
+                        let v = AmpVariant::F16;
+                        for (n, (x, y, out)) in [
+                            (view.at(g, lo), res.at(g, lo), sum.at(g, lo)),
+                            (sum.at(g, lo), bias.at(g, lo), res.at(g, lo)),
+                        ]
+                        .into_iter()
+                        .enumerate()
+                        {
+                            let add = reduction_add(v, rows, x, y, out);
+                            if t == 0 || adds == 0 {
+                                adds = adds.max(add.estimate_cycles().map_err(fail)?);
+                            }
+                            let name = format!("out{n}_{g}");
+                            emit_call(&mut e, &name);
+                            calls.push((name, Box::new(add)));
+                        }
+                    }
+                }
+                output_pieces.extend(fc2.output_pieces((i, j, k), res));
+            }
+            None => (0..2 * rounds(p2)).for_each(|_| sync(&mut e)),
+        }
+        e.solo(inst("exitz", [op::mzero()]));
+        e.size_of("main");
+        if at1.contains_key(&t) {
+            fc1.emit_worker_code(&mut e);
+        }
+        if at2.contains_key(&t) {
+            fc2.emit_worker_code(&mut e);
+        }
+        for (name, instance) in &calls {
+            instance.emit_as(&mut e, name).map_err(fail)?;
+        }
+    }
+    fc1.emit_constants(
+        ctx,
+        exe_body,
+        Constants {
+            weights: constants.w1,
+            bias: Some(constants.b1),
+        },
+        &loc,
+    );
+    fc2.emit_constants(
+        ctx,
+        exe_body,
+        Constants {
+            weights: constants.w2,
+            bias: None,
+        },
+        &loc,
+    );
+    let half_ty = Type::float(FloatKind::F16);
+    for (name, values, at) in [
+        ("ln_gamma", constants.gamma, lay.gamma),
+        ("ln_beta", constants.beta, lay.beta),
+    ] {
+        let t = replicated_constant(
+            ctx,
+            name,
+            (half_ty.clone(), 2, 8),
+            encode_f16(values),
+            (&plan.ln_tiles, at),
+            loc.clone(),
+        );
+        ctx.append_op(exe_body, t);
+    }
+    // fc2's bias rows: column block j's bias for each owned row, per K part.
+    for j in 0..p2.grid_cols {
+        for k in 0..p2.grid_k {
+            let (lo, hi) = reduce::owned(k, p2.grid_k, p2.rows);
+            if hi == lo {
+                continue;
+            }
+            let mut values = Vec::new();
+            for g in 0..p2.groups_of(j) {
+                let col = ((j * p2.groups + g) * 16) as usize;
+                for _ in lo..hi {
+                    values.extend(
+                        (col..col + 16).map(|c| constants.b2.get(c).copied().unwrap_or(0.0)),
+                    );
+                }
+            }
+            let tiles: Vec<u32> = (0..p2.grid_rows).map(|i| p2.tile(i, j, k)).collect();
+            let t = replicated_constant(
+                ctx,
+                &format!("fc2_bias_rows_col{j}_k{k}"),
+                (half_ty.clone(), 2, 8),
+                encode_f16(&values),
+                (&tiles, lay.bias),
+                loc.clone(),
+            );
+            ctx.append_op(exe_body, t);
+        }
+    }
+    let mut input_pieces = Vec::new();
+    for (q, &t) in plan.ln_tiles.iter().enumerate() {
+        let (lo, hi) = plan.ln_rows(q);
+        for r in lo..hi {
+            input_pieces.push(TensorPiece {
+                tile: i64::from(t),
+                address: i64::from(lay.x + (r - lo) * shape.c * 2),
+                first: i64::from(r) * i64::from(shape.c),
+                count: i64::from(shape.c),
+            });
+        }
+    }
+    let x = build::tensor(
+        ctx,
+        "input0",
+        x_ty,
+        TensorDirection::Input,
+        &input_pieces,
+        loc.clone(),
+    );
+    let y = build::tensor(
+        ctx,
+        "output0",
+        y_ty,
+        TensorDirection::Output,
+        &output_pieces,
+        loc.clone(),
+    );
+    ctx.append_op(exe_body, x);
+    ctx.append_op(exe_body, y);
+    let ln = LayerNorm {
+        rows: LN_ROWS.min(shape.m),
+        cols: shape.c,
+        eps: shape.eps,
+        input: lay.x,
+        gamma: lay.gamma,
+        beta: lay.beta,
+        output: lay.ln_out,
+    };
+    let sync_cycles = u64::from(machine.sync_latency);
+    let estimate = BlockEstimate {
+        layer_norm: ln.estimate_cycles().map_err(fail)? + call_cycles(machine),
+        exchange_a: a.cycles,
+        fc1: p1.estimate.compute + p1.estimate.reduction + p1.estimate.epilogue,
+        exchange_b: b.cycles,
+        fc2: p2.estimate.compute + p2.estimate.reduction + 2 * adds,
+        sync: 4 * sync_cycles,
+    };
+    Ok(LoweredMlp {
+        executable: exe,
+        estimate,
+        exchange_code_bytes_max,
+    })
+}
+
+/// f16 bytes of `values`, little-endian.
+fn encode_f16(values: &[f64]) -> Vec<u8> {
+    values
+        .iter()
+        .flat_map(|&v| half::f16::from_f64(v).to_bits().to_le_bytes())
+        .collect()
+}
+
+/// The schedules of the block's two exchanges.
+pub fn schedules(plan: &MlpPlan, machine: &MachineModel) -> (Schedule, Schedule) {
+    let tiles = plan.tiles();
+    (
+        schedule(machine, &tiles, &exchange_a(plan)),
+        schedule(machine, &tiles, &exchange_b(plan)),
+    )
+}
+
+/// The block in float64 for rows `rows` of `x` (`[m, c]`, f16 values):
+/// what a lowered block is checked against.
+pub fn reference_rows(
+    shape: MlpShape,
+    x: &[f64],
+    k: &MlpConstants<'_>,
+    rows: &[usize],
+) -> Vec<f64> {
+    let (c, h) = (shape.c as usize, shape.h as usize);
+    let mut y = Vec::with_capacity(rows.len() * c);
+    for &r in rows {
+        let row = &x[r * c..(r + 1) * c];
+        let mean = row.iter().sum::<f64>() / c as f64;
+        let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / c as f64;
+        let rstd = 1.0 / (var + f64::from(shape.eps)).sqrt();
+        let ln: Vec<f64> = (0..c)
+            .map(|i| (row[i] - mean) * rstd * k.gamma[i] + k.beta[i])
+            .collect();
+        let mut hidden: Vec<f64> = k.b1.to_vec();
+        for (i, &a) in ln.iter().enumerate() {
+            for (o, w) in hidden.iter_mut().zip(&k.w1[i * h..(i + 1) * h]) {
+                *o += a * w;
+            }
+        }
+        for z in &mut hidden {
+            *z = match shape.gelu {
+                GeluForm::Tanh => {
+                    let u = (2.0 / std::f64::consts::PI).sqrt() * (*z + 0.044715 * z.powi(3));
+                    0.5 * *z * (1.0 + u.tanh())
+                }
+                GeluForm::Erf => 0.5 * *z * (1.0 + libm::erf(*z / std::f64::consts::SQRT_2)),
+            };
+        }
+        let mut out: Vec<f64> = (0..c).map(|i| row[i] + k.b2[i]).collect();
+        for (j, &a) in hidden.iter().enumerate() {
+            for (o, w) in out.iter_mut().zip(&k.w2[j * c..(j + 1) * c]) {
+                *o += a * w;
+            }
+        }
+        y.extend(out);
+    }
+    y
+}

@@ -1,0 +1,294 @@
+//! Finding the transformer MLP block in a function and lowering it whole
+//! with [`super::block`]:
+//!
+//! ```text
+//! %x  = nn.cast %arg0 {to = f16}            (optional: a host conversion)
+//! %ln = nn.layer_normalization %x, %gamma, %beta {axis = -1, epsilon = ...}
+//! %h  = nn.linear %ln, %w1, %b1             (or nn.matmul + nn.add of a bias row)
+//! %g  = nn.gelu %h
+//! %y  = nn.linear %g, %w2, %b2              (bias optional)
+//! %r  = nn.add %x, %y                       (either order)
+//! %o  = nn.cast %r {to = f32}               (optional: a host conversion)
+//! return %o
+//! ```
+//!
+//! Every value f16 (`--precision fp16`), the weights and LayerNorm's scale
+//! and shift `nn.constant`s. The casts at the edges are the host's: the
+//! executable's streams carry f16, and `ipu-run` converts between the
+//! function's f32 and the streams' f16 as it writes and reads them.
+//! `ipu.plan` grids on the two products are honoured (the LN tiles stay
+//! outside them).
+
+use ipuc_dialects::func;
+use ipuc_dialects::nn;
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, OpId, Type, Value};
+
+use super::block::{emit_mlp, plan_mlp_with, MlpConstants, MlpPlan, MlpShape};
+use super::passes::{chain, constant_of, constant_values, gemm_shape, only_user, PLAN_ATTR};
+use super::plan::Grid;
+
+/// A matched block: its ops and constants.
+#[derive(Clone, Debug)]
+pub struct MlpMatch {
+    /// The sizes.
+    pub shape: MlpShape,
+    /// LayerNorm, fc1 and fc2 (the products), the residual add.
+    pub ln: OpId,
+    /// fc1.
+    pub fc1: OpId,
+    /// fc2.
+    pub fc2: OpId,
+    /// The residual add: its result is the block's.
+    pub add: OpId,
+    /// The block's input (f16).
+    pub input: Value,
+    /// Constants, row-major.
+    pub gamma: Vec<f64>,
+    /// LayerNorm's shift.
+    pub beta: Vec<f64>,
+    /// fc1's weights `[c, h]`.
+    pub w1: Vec<f64>,
+    /// fc1's bias.
+    pub b1: Vec<f64>,
+    /// fc2's weights `[h, c]`.
+    pub w2: Vec<f64>,
+    /// fc2's bias (zeros without one).
+    pub b2: Vec<f64>,
+}
+
+fn is_f16(ctx: &Context, v: Value) -> bool {
+    ctx.value_type(v)
+        .element_type()
+        .and_then(|t| t.float_kind())
+        == Some(FloatKind::F16)
+}
+
+fn dims(ctx: &Context, v: Value) -> Vec<i64> {
+    ctx.value_type(v)
+        .shape()
+        .map(<[i64]>::to_vec)
+        .unwrap_or_default()
+}
+
+fn values(ctx: &Context, op: OpId, what: &str, v: Value) -> Result<Vec<f64>, Diagnostic> {
+    let c = constant_of(ctx, v).ok_or_else(|| {
+        Diagnostic::op_error(ctx, op, format!("the MLP block lowering needs {what} to be an nn.constant"))
+    })?;
+    constant_values(&c).map_err(|e| Diagnostic::op_error(ctx, op, format!("{what}: {e}")))
+}
+
+/// The block of `f`, if `f` has a LayerNorm (`None` otherwise: the
+/// function is not a block); an error says what does not match.
+pub fn match_mlp(ctx: &Context, f: OpId) -> Result<Option<MlpMatch>, Diagnostic> {
+    let Some(body) = func::entry_block(ctx, f) else {
+        return Ok(None);
+    };
+    let ops = ctx.block_ops_vec(body);
+    let lns: Vec<OpId> = ops
+        .iter()
+        .copied()
+        .filter(|&o| ctx.name_str(o) == nn::LAYER_NORMALIZATION)
+        .collect();
+    let &[ln] = lns.as_slice() else {
+        if lns.len() > 1 {
+            return Err(Diagnostic::op_error(
+                ctx,
+                lns[1],
+                "the IPU lowering handles one MLP block (one LayerNorm) per function yet",
+            ));
+        }
+        return Ok(None);
+    };
+    let mismatch = |op: OpId, msg: &str| {
+        Diagnostic::op_error(
+            ctx,
+            op,
+            format!("{msg}; the lowering takes LayerNorm, fc1 (bias, GELU), fc2, and the residual add of the LayerNorm's input as an MLP block"),
+        )
+    };
+    let input = ctx.operands(ln)[0];
+    let args = ctx.block_args(body);
+    let from_arg = args.len() == 1
+        && (input == args[0]
+            || ctx.defining_op(input).is_some_and(|d| {
+                ctx.name_str(d) == nn::CAST && ctx.operands(d)[0] == args[0]
+            }));
+    if !from_arg {
+        return Err(mismatch(ln, "LayerNorm's input is not the function's only argument (or its cast)"));
+    }
+    if !is_f16(ctx, input) {
+        return Err(Diagnostic::op_error(
+            ctx,
+            ln,
+            "the MLP block lowers to the IPU in f16 only yet (convert the function with --precision fp16)",
+        ));
+    }
+    let x_dims = dims(ctx, input);
+    let axis = ctx
+        .attr(ln, "axis")
+        .and_then(Attribute::as_int)
+        .map_or(-1, |a| a as i64);
+    if x_dims.is_empty() || (axis != -1 && axis != x_dims.len() as i64 - 1) {
+        return Err(mismatch(ln, "LayerNorm must normalise the last axis"));
+    }
+    let eps = ctx
+        .attr(ln, "epsilon")
+        .and_then(Attribute::as_f64)
+        .unwrap_or(1e-5) as f32;
+    let fc1 = only_user(ctx, ln)
+        .filter(|&u| [nn::MATMUL, nn::LINEAR].contains(&ctx.name_str(u)))
+        .ok_or_else(|| mismatch(ln, "LayerNorm's only user is not a product"))?;
+    let s1 = gemm_shape(ctx, fc1)?;
+    let c1 = chain(ctx, fc1)?;
+    let Some(gelu) = s1.epilogue.gelu.filter(|_| s1.epilogue.bias) else {
+        return Err(mismatch(fc1, "fc1 is not followed by a bias and GELU"));
+    };
+    let fc2 = only_user(ctx, c1.last)
+        .filter(|&u| [nn::MATMUL, nn::LINEAR].contains(&ctx.name_str(u)))
+        .filter(|&u| ctx.operands(u)[0] == ctx.results(c1.last)[0])
+        .ok_or_else(|| mismatch(c1.last, "GELU's only user is not a product"))?;
+    let s2 = gemm_shape(ctx, fc2)?;
+    let c2 = chain(ctx, fc2)?;
+    if s2.epilogue.gelu.is_some() {
+        return Err(mismatch(fc2, "fc2 is followed by a GELU"));
+    }
+    let add = only_user(ctx, c2.last)
+        .filter(|&u| ctx.name_str(u) == super::passes::ADD)
+        .filter(|&u| {
+            let o = ctx.operands(u);
+            (o[0] == input && o[1] == ctx.results(c2.last)[0])
+                || (o[1] == input && o[0] == ctx.results(c2.last)[0])
+        })
+        .ok_or_else(|| mismatch(c2.last, "fc2's result is not added to the LayerNorm's input"))?;
+    // Whatever else is in the function must be the block's.
+    let mut block_ops = vec![ln, fc1, fc2, add];
+    block_ops.extend(super::passes::chain_ops(ctx, fc1, c1.last));
+    block_ops.extend(super::passes::chain_ops(ctx, fc2, c2.last));
+    let result = ctx.results(add)[0];
+    let ret = ops.last().copied().filter(|&o| ctx.name_str(o) == func::RETURN);
+    let out_cast = match ctx.uses(result) {
+        [u] if ctx.name_str(u.op) == nn::CAST => Some(u.op),
+        _ => None,
+    };
+    let returned = out_cast.map_or(result, |c| ctx.results(c)[0]);
+    if ret.is_none_or(|r| ctx.operands(r) != [returned]) {
+        return Err(mismatch(add, "the function must return the block's result"));
+    }
+    if let Some(stray) = ops.iter().copied().find(|&o| {
+        ![nn::CONSTANT, func::RETURN].contains(&ctx.name_str(o))
+            && !block_ops.contains(&o)
+            && Some(o) != out_cast
+            && ctx.results(o).first() != Some(&input)
+    }) {
+        return Err(mismatch(stray, "is not part of the block"));
+    }
+    let (m, c, h) = (s1.m, s1.k, s1.n);
+    if s2.k != h || s2.n != c {
+        return Err(mismatch(fc2, "fc2's shape does not invert fc1's"));
+    }
+    let ln_ops = ctx.operands(ln).to_vec();
+    let gamma = values(ctx, ln, "LayerNorm's scale", ln_ops[1])?;
+    let beta = match ln_ops.get(2) {
+        Some(&b) => values(ctx, ln, "LayerNorm's shift", b)?,
+        None => vec![0.0; c as usize],
+    };
+    let w1 = values(ctx, fc1, "fc1's weights", ctx.operands(fc1)[1])?;
+    let w2 = values(ctx, fc2, "fc2's weights", ctx.operands(fc2)[1])?;
+    let bias = |ch: &super::passes::Chain, op: OpId, n: u32| -> Result<Vec<f64>, Diagnostic> {
+        match &ch.bias {
+            Some(b) => constant_values(b).map_err(|e| Diagnostic::op_error(ctx, op, e)),
+            None => Ok(vec![0.0; n as usize]),
+        }
+    };
+    Ok(Some(MlpMatch {
+        shape: MlpShape {
+            m,
+            c,
+            h,
+            eps,
+            gelu,
+        },
+        ln,
+        fc1,
+        fc2,
+        add,
+        input,
+        gamma,
+        beta,
+        w1,
+        b1: bias(&c1, fc1, h)?,
+        w2,
+        b2: bias(&c2, fc2, c)?,
+    }))
+}
+
+/// The grid an `ipu.plan` attribute on `op` forces, if any.
+fn forced_grid(ctx: &Context, op: OpId) -> Option<Grid> {
+    let dict = ctx.attr(op, PLAN_ATTR)?.as_dictionary()?;
+    match dict.get("grid")?.as_i64_list()?.as_slice() {
+        &[r, c] => Some(Grid {
+            rows: r as u32,
+            cols: c as u32,
+            k: 1,
+        }),
+        &[r, c, k] => Some(Grid {
+            rows: r as u32,
+            cols: c as u32,
+            k: k as u32,
+        }),
+        _ => None,
+    }
+}
+
+/// The block's plan, honouring `ipu.plan` grids on its products.
+pub fn plan_of_block(ctx: &Context, b: &MlpMatch, m: &MachineModel) -> Result<MlpPlan, Diagnostic> {
+    plan_mlp_with(b.shape, m, (forced_grid(ctx, b.fc1), forced_grid(ctx, b.fc2)))
+        .map_err(|e| Diagnostic::op_error(ctx, b.ln, format!("cannot plan the MLP block: {e}")))
+}
+
+/// Lowers the matched block to an `ipu.executable` appended to
+/// `module_body`.
+pub fn lower_mlp(
+    ctx: &mut Context,
+    module_body: BlockId,
+    b: &MlpMatch,
+    m: &MachineModel,
+) -> Result<OpId, Diagnostic> {
+    let plan = plan_of_block(ctx, b, m)?;
+    let x_ty: Type = ctx.value_type(b.input).clone();
+    let y_ty: Type = ctx.value_type(ctx.results(b.add)[0]).clone();
+    let loc = ctx.loc(b.ln).clone();
+    let constants = MlpConstants {
+        gamma: &b.gamma,
+        beta: &b.beta,
+        w1: &b.w1,
+        b1: &b.b1,
+        w2: &b.w2,
+        b2: &b.b2,
+    };
+    let lowered = emit_mlp(ctx, module_body, &plan, constants, (x_ty, y_ty), m, loc)?;
+    tracing::debug!(target: "ipu-lower", "MLP block: {}", lowered.estimate);
+    Ok(lowered.executable)
+}
+
+/// The plan report of a block: its products' grids, the LN tiles and the
+/// estimate per step.
+pub fn block_report(ctx: &Context, b: &MlpMatch, m: &MachineModel) -> Result<String, Diagnostic> {
+    let plan = plan_of_block(ctx, b, m)?;
+    let (a, x) = super::block::schedules(&plan, m);
+    let loc = ipuc_ir::diagnostics::location_prefix(ctx.loc(b.ln));
+    Ok(format!(
+        "{loc}: MLP block {}x{}x{}: LayerNorm on tiles {}..={} ({} rows each)\n  fc1: {}\n  fc2: {}\n  exchange A {} cycles, exchange B {} cycles (scheduled)\n",
+        b.shape.m,
+        b.shape.c,
+        b.shape.h,
+        plan.ln_tiles.first().copied().unwrap_or(0),
+        plan.ln_tiles.last().copied().unwrap_or(0),
+        super::block::LN_ROWS,
+        plan.fc1,
+        plan.fc2,
+        a.cycles,
+        x.cycles
+    ))
+}

@@ -1,0 +1,283 @@
+//! `ipu-bench mlp`: the transformer MLP block `x + fc2(gelu(fc1(ln(x))))`
+//! in f16 planned over the tiles, lowered to one executable and run on the
+//! simulator: the plan and its per-step estimate beside the simulated
+//! cycles per superstep (compute, exchange, sync), the share of the FP16
+//! AMP peak, the compile time and the exchange code size. Sampled rows are
+//! checked against the block in float64.
+
+use std::time::Instant;
+
+use ipuc_backend_ipu::codelets::amp::AmpVariant;
+use ipuc_backend_ipu::codelets::gelu::GeluForm;
+use ipuc_backend_ipu::emit::build_executable;
+use ipuc_backend_ipu::lower::block::{
+    emit_mlp, plan_mlp, reference_rows, BlockEstimate, MlpConstants, MlpShape,
+};
+use ipuc_backend_ipu::lower::codegen::{check_fits, TileLayout};
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::{Context, FloatKind, Location, Type};
+use ipuc_runtime::device::Device;
+use ipuc_runtime::sim::{SimConfig, Simulator};
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use super::BenchError;
+
+/// What `ipu-bench mlp` measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct MlpReport {
+    /// `tokens x hidden x mlp`.
+    pub shape: String,
+    /// fc1's grid.
+    pub fc1_grid: String,
+    /// fc2's grid.
+    pub fc2_grid: String,
+    /// LayerNorm tiles.
+    pub ln_tiles: usize,
+    /// Tiles used.
+    pub tiles: usize,
+    /// The estimate, per step.
+    pub estimate: EstimateReport,
+    /// The estimate as text.
+    #[serde(skip)]
+    pub estimate_text: String,
+    /// Simulated device cycles (the host streams apart).
+    pub cycles: u64,
+    /// Per superstep, the largest compute, exchange and sync-wait cycles
+    /// over the tiles.
+    pub supersteps: Vec<(u64, u64, u64)>,
+    /// Sums over the supersteps of those maxima.
+    pub compute_cycles: u64,
+    /// See `compute_cycles`.
+    pub exchange_cycles: u64,
+    /// See `compute_cycles`.
+    pub sync_cycles: u64,
+    /// The host streams' link time, seconds.
+    pub host_io_s: f64,
+    /// Share of the FP16 AMP peak on every tile, in percent.
+    pub percent_of_peak: f64,
+    /// The block's two products at that peak, cycles.
+    pub peak_cycles: u64,
+    /// Plan, lowering and encoding, seconds.
+    pub compile_s: f64,
+    /// Simulation, host seconds.
+    pub simulate_s: f64,
+    /// The most bytes of (scheduled) exchange code on a tile.
+    pub exchange_code_bytes_max: u64,
+    /// Bytes of the busiest tile's image.
+    pub max_image_bytes: u32,
+    /// Cosine similarity of the checked rows with float64.
+    pub cosine: f64,
+    /// Relative L2 error of the checked rows.
+    pub rel_l2: f64,
+    /// Rows checked.
+    pub rows_checked: usize,
+}
+
+/// The block's estimated cycles, per step.
+#[derive(Clone, Debug, Serialize)]
+pub struct EstimateReport {
+    /// LayerNorm.
+    pub layer_norm: u64,
+    /// LayerNorm's rows to fc1, x to fc2's owners.
+    pub exchange_a: u64,
+    /// fc1 with its reduction and GELU.
+    pub fc1: u64,
+    /// fc1's output to fc2.
+    pub exchange_b: u64,
+    /// fc2 with its reduction, residual and bias.
+    pub fc2: u64,
+    /// The syncs between the steps.
+    pub sync: u64,
+    /// All of it.
+    pub total: u64,
+}
+
+impl From<BlockEstimate> for EstimateReport {
+    fn from(e: BlockEstimate) -> Self {
+        EstimateReport {
+            layer_norm: e.layer_norm,
+            exchange_a: e.exchange_a,
+            fc1: e.fc1,
+            exchange_b: e.exchange_b,
+            fc2: e.fc2,
+            sync: e.sync,
+            total: e.total(),
+        }
+    }
+}
+
+/// Plans, lowers and simulates the block of `(m, c, h)`.
+pub fn run_mlp(
+    machine: &MachineModel,
+    (m, c, h): (u32, u32, u32),
+) -> Result<MlpReport, BenchError> {
+    let shape = MlpShape {
+        m,
+        c,
+        h,
+        eps: 1e-6,
+        gelu: GeluForm::Tanh,
+    };
+    let (mu, cu, hu) = (m as usize, c as usize, h as usize);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let half = AmpVariant::F16.input_elem();
+    let mut vals = |n: usize, scale: f64, offset: f64| -> Vec<f64> {
+        let v: Vec<f64> = (0..n)
+            .map(|_| offset + scale * rng.random_range(-1.0..1.0))
+            .collect();
+        half.decode(&half.encode(&v))
+    };
+    let x = vals(mu * cu, 1.0, 0.0);
+    let gamma = vals(cu, 0.2, 1.0);
+    let beta = vals(cu, 0.1, 0.0);
+    let w1 = vals(cu * hu, 2.0 / (c as f64).sqrt(), 0.0);
+    let b1 = vals(hu, 0.1, 0.0);
+    let w2 = vals(hu * cu, 2.0 / (h as f64).sqrt(), 0.0);
+    let b2 = vals(cu, 0.1, 0.0);
+    let k = MlpConstants {
+        gamma: &gamma,
+        beta: &beta,
+        w1: &w1,
+        b1: &b1,
+        w2: &w2,
+        b2: &b2,
+    };
+    let started = Instant::now();
+    let plan = plan_mlp(shape, machine).map_err(BenchError::Usage)?;
+    let mut ctx = Context::new(ipuc_dialects::registry());
+    let module = ipuc_ir::parse_source(&mut ctx, "mlp.mlir", "module {}")
+        .map_err(|d| BenchError::Other(format!("{d:?}")))?
+        .module;
+    let body = ctx
+        .entry_block(ctx.regions(module)[0])
+        .ok_or_else(|| BenchError::Other("empty module has no block".into()))?;
+    let ty = Type::tensor(&[i64::from(m), i64::from(c)], Type::float(FloatKind::F16));
+    let lowered = emit_mlp(
+        &mut ctx,
+        body,
+        &plan,
+        k,
+        (ty.clone(), ty),
+        machine,
+        Location::unknown(),
+    )
+    .map_err(|d| BenchError::Other(d.message))?;
+    let exe = build_executable(&ctx, lowered.executable).map_err(|d| {
+        BenchError::Other(
+            d.iter()
+                .map(|d| d.message.clone())
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    })?;
+    let fits = TileLayout {
+        tensors_start: plan.layout.tensors_start,
+        ..plan.layout.fc1
+    };
+    check_fits(&exe, &fits).map_err(BenchError::Other)?;
+    let compile_s = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let mut sim = Simulator::new(machine.clone(), SimConfig::default());
+    sim.load(&exe)?;
+    sim.write_stream("input0", &half.encode(&x))?;
+    sim.run()?;
+    let simulate_s = started.elapsed().as_secs_f64();
+    let out = sim.read_stream("output0")?;
+    let y = half.decode(&out);
+    // Rows spread over the block: first, last and some between.
+    let mut rows: Vec<usize> = (0..8).map(|i| i * (mu - 1) / 7).collect();
+    rows.dedup();
+    let want = reference_rows(shape, &x, &k, &rows);
+    let got: Vec<f64> = rows
+        .iter()
+        .flat_map(|&r| y[r * cu..(r + 1) * cu].iter().copied())
+        .collect();
+    let dot: f64 = got.iter().zip(&want).map(|(a, b)| a * b).sum();
+    let norm = |v: &[f64]| v.iter().map(|a| a * a).sum::<f64>().sqrt();
+    let diff: Vec<f64> = got.iter().zip(&want).map(|(a, b)| a - b).collect();
+    let (cosine, rel_l2) = (dot / (norm(&got) * norm(&want)), norm(&diff) / norm(&want));
+    if !(cosine > 0.999 && rel_l2 < 1e-2) {
+        return Err(BenchError::WrongResults(format!(
+            "rows {rows:?}: cosine {cosine}, relative L2 {rel_l2} against float64"
+        )));
+    }
+    let p = sim
+        .profile()
+        .ok_or_else(|| BenchError::Other("the simulator kept no profile".into()))?;
+    let summary = crate::run::profile_summary(p, machine.clock_hz);
+    let supersteps: Vec<(u64, u64, u64)> = summary
+        .supersteps
+        .iter()
+        .map(|s| (s.compute, s.exchange, s.sync))
+        .collect();
+    let flops = 4.0 * f64::from(m) * f64::from(c) * f64::from(h);
+    let seconds = p.total_cycles as f64 / machine.clock_hz;
+    let peak = AmpVariant::F16.peak_flops(machine);
+    Ok(MlpReport {
+        shape: format!("{m}x{c}x{h}"),
+        fc1_grid: plan.fc1.grid().to_string(),
+        fc2_grid: plan.fc2.grid().to_string(),
+        ln_tiles: plan.ln_tiles.len(),
+        tiles: plan.tiles().len(),
+        estimate: lowered.estimate.into(),
+        estimate_text: lowered.estimate.to_string(),
+        cycles: p.total_cycles,
+        compute_cycles: supersteps.iter().map(|s| s.0).sum(),
+        exchange_cycles: supersteps.iter().map(|s| s.1).sum(),
+        sync_cycles: supersteps.iter().map(|s| s.2).sum(),
+        supersteps,
+        host_io_s: summary.host_io_s,
+        percent_of_peak: 100.0 * flops / seconds / peak,
+        peak_cycles: (flops / peak * machine.clock_hz).ceil() as u64,
+        compile_s,
+        simulate_s,
+        exchange_code_bytes_max: lowered.exchange_code_bytes_max,
+        max_image_bytes: exe
+            .tiles
+            .iter()
+            .map(|t| t.image.total_bytes())
+            .max()
+            .unwrap_or(0),
+        cosine,
+        rel_l2,
+        rows_checked: rows.len(),
+    })
+}
+
+/// The report as text.
+pub fn format_mlp(r: &MlpReport) -> String {
+    let mut s = format!(
+        "MLP block {} (f16): fc1 on {}, fc2 on {}, LayerNorm on {} tiles, {} tiles in all\nestimate {}\nsimulated {} cycles: {:.1} % of the FP16 peak ({} cycles at peak); compute {}, exchange {}, sync {}\n",
+        r.shape,
+        r.fc1_grid,
+        r.fc2_grid,
+        r.ln_tiles,
+        r.tiles,
+        r.estimate_text,
+        r.cycles,
+        r.percent_of_peak,
+        r.peak_cycles,
+        r.compute_cycles,
+        r.exchange_cycles,
+        r.sync_cycles
+    );
+    for (i, (c, x, w)) in r.supersteps.iter().enumerate() {
+        s += &format!("  superstep {i}: compute {c}, exchange {x}, sync wait {w}\n");
+    }
+    s += &format!(
+        "host io {:.1} us over the host link (not in the cycles above)\n",
+        r.host_io_s * 1e6
+    );
+    s += &format!(
+        "compile {:.2} s, simulate {:.2} s, exchange code at most {} bytes on a tile, busiest image {} bytes\n{} rows checked against float64: cosine {:.6}, relative L2 {:.2e}\n",
+        r.compile_s,
+        r.simulate_s,
+        r.exchange_code_bytes_max,
+        r.max_image_bytes,
+        r.rows_checked,
+        r.cosine,
+        r.rel_l2
+    );
+    s
+}
