@@ -73,7 +73,11 @@ fn dims(ctx: &Context, v: Value) -> Vec<i64> {
 
 fn values(ctx: &Context, op: OpId, what: &str, v: Value) -> Result<Vec<f64>, Diagnostic> {
     let c = constant_of(ctx, v).ok_or_else(|| {
-        Diagnostic::op_error(ctx, op, format!("the MLP block lowering needs {what} to be an nn.constant"))
+        Diagnostic::op_error(
+            ctx,
+            op,
+            format!("the MLP block lowering needs {what} to be an nn.constant"),
+        )
     })?;
     constant_values(&c).map_err(|e| Diagnostic::op_error(ctx, op, format!("{what}: {e}")))
 }
@@ -111,11 +115,14 @@ pub fn match_mlp(ctx: &Context, f: OpId) -> Result<Option<MlpMatch>, Diagnostic>
     let args = ctx.block_args(body);
     let from_arg = args.len() == 1
         && (input == args[0]
-            || ctx.defining_op(input).is_some_and(|d| {
-                ctx.name_str(d) == nn::CAST && ctx.operands(d)[0] == args[0]
-            }));
+            || ctx
+                .defining_op(input)
+                .is_some_and(|d| ctx.name_str(d) == nn::CAST && ctx.operands(d)[0] == args[0]));
     if !from_arg {
-        return Err(mismatch(ln, "LayerNorm's input is not the function's only argument (or its cast)"));
+        return Err(mismatch(
+            ln,
+            "LayerNorm's input is not the function's only argument (or its cast)",
+        ));
     }
     if !is_f16(ctx, input) {
         return Err(Diagnostic::op_error(
@@ -160,13 +167,21 @@ pub fn match_mlp(ctx: &Context, f: OpId) -> Result<Option<MlpMatch>, Diagnostic>
             (o[0] == input && o[1] == ctx.results(c2.last)[0])
                 || (o[1] == input && o[0] == ctx.results(c2.last)[0])
         })
-        .ok_or_else(|| mismatch(c2.last, "fc2's result is not added to the LayerNorm's input"))?;
+        .ok_or_else(|| {
+            mismatch(
+                c2.last,
+                "fc2's result is not added to the LayerNorm's input",
+            )
+        })?;
     // Whatever else is in the function must be the block's.
     let mut block_ops = vec![ln, fc1, fc2, add];
     block_ops.extend(super::passes::chain_ops(ctx, fc1, c1.last));
     block_ops.extend(super::passes::chain_ops(ctx, fc2, c2.last));
     let result = ctx.results(add)[0];
-    let ret = ops.last().copied().filter(|&o| ctx.name_str(o) == func::RETURN);
+    let ret = ops
+        .last()
+        .copied()
+        .filter(|&o| ctx.name_str(o) == func::RETURN);
     let out_cast = match ctx.uses(result) {
         [u] if ctx.name_str(u.op) == nn::CAST => Some(u.op),
         _ => None,
@@ -202,13 +217,7 @@ pub fn match_mlp(ctx: &Context, f: OpId) -> Result<Option<MlpMatch>, Diagnostic>
         }
     };
     Ok(Some(MlpMatch {
-        shape: MlpShape {
-            m,
-            c,
-            h,
-            eps,
-            gelu,
-        },
+        shape: MlpShape { m, c, h, eps, gelu },
         ln,
         fc1,
         fc2,
@@ -226,13 +235,13 @@ pub fn match_mlp(ctx: &Context, f: OpId) -> Result<Option<MlpMatch>, Diagnostic>
 /// The grid an `ipu.plan` attribute on `op` forces, if any.
 fn forced_grid(ctx: &Context, op: OpId) -> Option<Grid> {
     let dict = ctx.attr(op, PLAN_ATTR)?.as_dictionary()?;
-    match dict.get("grid")?.as_i64_list()?.as_slice() {
-        &[r, c] => Some(Grid {
+    match *dict.get("grid")?.as_i64_list()?.as_slice() {
+        [r, c] => Some(Grid {
             rows: r as u32,
             cols: c as u32,
             k: 1,
         }),
-        &[r, c, k] => Some(Grid {
+        [r, c, k] => Some(Grid {
             rows: r as u32,
             cols: c as u32,
             k: k as u32,
@@ -243,8 +252,12 @@ fn forced_grid(ctx: &Context, op: OpId) -> Option<Grid> {
 
 /// The block's plan, honouring `ipu.plan` grids on its products.
 pub fn plan_of_block(ctx: &Context, b: &MlpMatch, m: &MachineModel) -> Result<MlpPlan, Diagnostic> {
-    plan_mlp_with(b.shape, m, (forced_grid(ctx, b.fc1), forced_grid(ctx, b.fc2)))
-        .map_err(|e| Diagnostic::op_error(ctx, b.ln, format!("cannot plan the MLP block: {e}")))
+    plan_mlp_with(
+        b.shape,
+        m,
+        (forced_grid(ctx, b.fc1), forced_grid(ctx, b.fc2)),
+    )
+    .map_err(|e| Diagnostic::op_error(ctx, b.ln, format!("cannot plan the MLP block: {e}")))
 }
 
 /// Lowers the matched block to an `ipu.executable` appended to
