@@ -52,7 +52,8 @@ fn run(plan: &GemmPlan, seed: u64) -> u64 {
         &machine,
         Location::unknown(),
     )
-    .unwrap_or_else(|d| panic!("{}", d.message));
+    .unwrap_or_else(|d| panic!("{}", d.message))
+    .executable;
     ipuc_ir::verify(&ctx, exe_op).unwrap_or_else(|d| panic!("{}", d.message));
     let exe = build_executable(&ctx, exe_op).unwrap_or_else(|d| panic!("{}", d[0].message));
     check_fits(&exe, &layout(plan, &machine)).unwrap();
@@ -184,7 +185,8 @@ fn lowered(plan: &GemmPlan, w: &[f64]) -> Vec<u8> {
         &machine,
         Location::unknown(),
     )
-    .unwrap();
+    .unwrap()
+    .executable;
     build_executable(&ctx, exe).unwrap().to_bytes()
 }
 
@@ -225,7 +227,8 @@ fn a_receiving_tiles_assembly() {
         &machine,
         Location::unknown(),
     )
-    .unwrap();
+    .unwrap()
+    .executable;
     let tile = ipuc_dialects::ipu::body_ops(&ctx, exe)
         .into_iter()
         .find(|&t| ipuc_dialects::ipu::tile_index(&ctx, t) == Some(1))

@@ -546,8 +546,8 @@ pub struct LoweredMlp {
     pub executable: OpId,
     /// Estimated cycles.
     pub estimate: BlockEstimate,
-    /// The most bytes of exchange code (the two scheduled exchanges) on a
-    /// tile.
+    /// The most bytes of exchange code (the two scheduled exchanges and the
+    /// reductions' rounds) on a tile.
     pub exchange_code_bytes_max: u64,
 }
 
@@ -613,20 +613,22 @@ pub fn emit_mlp(
         sync(&mut e);
         match at1.get(&t) {
             Some(&pos) => {
-                fc1.emit_compute(&mut e, pos, machine, &mut calls)
-                    .map_err(fail)?;
+                xcode += fc1
+                    .emit_compute(&mut e, pos, machine, &mut calls)
+                    .map_err(fail)?
+                    .1;
             }
             None => (0..2 * rounds(p1)).for_each(|_| sync(&mut e)),
         }
         sync(&mut e);
         xcode += b.emit(&mut e, machine, t, "b");
-        exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
         sync(&mut e);
         match at2.get(&t) {
             Some(&(i, j, k)) => {
-                let view = fc2
+                let (view, rounds_bytes) = fc2
                     .emit_compute(&mut e, (i, j, k), machine, &mut calls)
                     .map_err(fail)?;
+                xcode += rounds_bytes;
                 let (lo, hi) = reduce::owned(k, p2.grid_k, p2.rows);
                 let [res, sum, bias] =
                     [lay.residual, lay.sum, lay.bias].map(|base| residual_view(p2, base, k));
@@ -655,6 +657,7 @@ pub fn emit_mlp(
             }
             None => (0..2 * rounds(p2)).for_each(|_| sync(&mut e)),
         }
+        exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
         e.solo(inst("exitz", [op::mzero()]));
         e.size_of("main");
         if at1.contains_key(&t) {

@@ -208,13 +208,16 @@ impl PlacedGemm {
     /// section: the vertex, the K split's rounds (each an exchange closed
     /// by a sync, then the adds, after a sync), and the epilogue's GELU on
     /// the rows the tile owns. The subroutines it calls go to `calls`.
+    /// Returns where the owned rows are and the bytes of exchange code the
+    /// rounds took.
     pub fn emit_compute(
         &self,
         e: &mut Emitter,
         (i, j, k): (u32, u32, u32),
         machine: &MachineModel,
         calls: &mut Calls,
-    ) -> Result<View, crate::codelets::CodeletError> {
+    ) -> Result<(View, u64), crate::codelets::CodeletError> {
+        let mut exchange_bytes = 0;
         let plan = &self.plan;
         let (v, tag) = (plan.shape.variant, &self.tag);
         let ko = v.out_channels() as u32;
@@ -239,6 +242,7 @@ impl PlacedGemm {
             // Compute, sync, exchange, sync: every tile reaches the
             // exchange together.
             e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
+            let before = e.issues();
             let mut issued = 0;
             if keep > 0 {
                 emit_arm(e, partner, recv, groups * keep * 8);
@@ -253,6 +257,7 @@ impl PlacedGemm {
                 .collect();
             let first = first_send_cycle(machine, tile, &[partner]);
             emit_sends(e, first, issued, &chunks);
+            exchange_bytes += 4 * (e.issues() - before);
             e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
             for g in (0..groups).filter(|_| keep > 0) {
                 let add = reduction_add(
@@ -288,7 +293,7 @@ impl PlacedGemm {
                 calls.push((name, Box::new(gelu)));
             }
         }
-        Ok(view)
+        Ok((view, exchange_bytes))
     }
 
     /// Emits the vertex's worker code (once per tile program).
@@ -419,7 +424,7 @@ pub fn emit_gemm(
     (x_ty, y_ty): (Type, Type),
     machine: &MachineModel,
     loc: Location,
-) -> Result<OpId, Diagnostic> {
+) -> Result<Lowered, Diagnostic> {
     let shape = plan.shape;
     let v = shape.variant;
     let c = v.in_channels() as u32;
@@ -430,6 +435,7 @@ pub fn emit_gemm(
     let fail = |err: crate::codelets::CodeletError| Diagnostic::error(loc.clone(), err.to_string());
     let mut input_pieces = Vec::new();
     let mut output_pieces = Vec::new();
+    let mut exchange_code_bytes_max = 0;
     for i in 0..plan.grid_rows {
         let rows = plan.rows_of(i);
         for k in 0..plan.grid_k {
@@ -457,6 +463,7 @@ pub fn emit_gemm(
                 let mut e = Emitter::new(ctx, tile_body, loc.clone());
                 e.code_section(".text.main", SectionKind::Supervisor);
                 e.function("main");
+                let before = e.issues();
                 if plan.grid_cols > 1 {
                     let broadcast = Broadcast {
                         sender: plan.tile(i, 0, k),
@@ -471,10 +478,13 @@ pub fn emit_gemm(
                     }
                     e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
                 }
+                let broadcast_bytes = 4 * (e.issues() - before);
                 let mut calls = Calls::new();
-                let view = placed
+                let (view, rounds_bytes) = placed
                     .emit_compute(&mut e, (i, j, k), machine, &mut calls)
                     .map_err(fail)?;
+                exchange_code_bytes_max =
+                    exchange_code_bytes_max.max(broadcast_bytes + rounds_bytes);
                 e.solo(inst("exitz", [op::mzero()]));
                 e.size_of("main");
                 placed.emit_worker_code(&mut e);
@@ -504,7 +514,20 @@ pub fn emit_gemm(
     );
     ctx.append_op(exe_body, x);
     ctx.append_op(exe_body, y);
-    Ok(exe)
+    Ok(Lowered {
+        executable: exe,
+        exchange_code_bytes_max,
+    })
+}
+
+/// A lowered function: its `ipu.executable` and figures of its code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lowered {
+    /// The `ipu.executable` op.
+    pub executable: OpId,
+    /// The most bytes of exchange code (sends, receive arming, mux
+    /// switches and their delays) on one tile.
+    pub exchange_code_bytes_max: u64,
 }
 
 /// A codelet instance a tile's program calls: emitted as a subroutine.

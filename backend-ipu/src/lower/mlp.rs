@@ -25,6 +25,7 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, OpId, Type, Value};
 
 use super::block::{emit_mlp, plan_mlp_with, MlpConstants, MlpPlan, MlpShape};
+use super::codegen::Lowered;
 use super::passes::{chain, constant_of, constant_values, gemm_shape, only_user, PLAN_ATTR};
 use super::plan::Grid;
 
@@ -267,7 +268,7 @@ pub fn lower_mlp(
     module_body: BlockId,
     b: &MlpMatch,
     m: &MachineModel,
-) -> Result<OpId, Diagnostic> {
+) -> Result<Lowered, Diagnostic> {
     let plan = plan_of_block(ctx, b, m)?;
     let x_ty: Type = ctx.value_type(b.input).clone();
     let y_ty: Type = ctx.value_type(ctx.results(b.add)[0]).clone();
@@ -282,7 +283,10 @@ pub fn lower_mlp(
     };
     let lowered = emit_mlp(ctx, module_body, &plan, constants, (x_ty, y_ty), m, loc)?;
     tracing::debug!(target: "ipu-lower", "MLP block: {}", lowered.estimate);
-    Ok(lowered.executable)
+    Ok(Lowered {
+        executable: lowered.executable,
+        exchange_code_bytes_max: lowered.exchange_code_bytes_max,
+    })
 }
 
 /// The plan report of a block: its products' grids, the LN tiles and the

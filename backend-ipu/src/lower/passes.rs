@@ -25,7 +25,7 @@ use ipuc_ir::attributes::{AttrKind, DenseElements, Dictionary};
 use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
 use ipuc_ir::{Attribute, Context, Diagnostic, FloatKind, OpId, Value};
 
-use super::codegen::{emit_gemm, Constants};
+use super::codegen::{emit_gemm, Constants, Lowered};
 use super::plan::{evaluate, plan_gemm, Epilogue, GemmPlan, GemmShape, Grid};
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::gelu::GeluForm;
@@ -554,7 +554,7 @@ pub fn lower_function(
     module_body: ipuc_ir::BlockId,
     f: OpId,
     m: &MachineModel,
-) -> Result<OpId, Diagnostic> {
+) -> Result<Lowered, Diagnostic> {
     if let Some(block) = super::mlp::match_mlp(ctx, f)? {
         return super::mlp::lower_mlp(ctx, module_body, &block, m);
     }

@@ -496,7 +496,9 @@ pub fn delay(e: &mut Emitter, rules_of: &impl DelayRules, cycles: u64, label: &s
     // setzi ; (wait latency) brnzdec × (n + 1): latency + n·period + 1.
     let period = refill.max(latency);
     let fixed = latency + 1;
-    if cycles < fixed + period + 4 {
+    // The loop is at most 2 + (period - 1) instructions, against `cycles`
+    // nops: exchange code is counted in bytes per tile.
+    if cycles < fixed {
         for _ in 0..cycles {
             e.solo(inst("nop", []));
         }

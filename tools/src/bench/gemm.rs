@@ -139,7 +139,8 @@ pub fn run_gemm(
         machine,
         Location::unknown(),
     )
-    .map_err(|d| BenchError::Other(d.message))?;
+    .map_err(|d| BenchError::Other(d.message))?
+    .executable;
     let exe = build_executable(&ctx, exe_op).map_err(|d| {
         BenchError::Other(
             d.iter()

@@ -83,8 +83,8 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         let report = plan_report(&loaded.ctx, func, &machine).map_err(|d| render(&d))?;
         eprint!("{report}");
     }
-    let exe_op = lower_function(&mut loaded.ctx, body, func, &machine).map_err(|d| render(&d))?;
-    let exe = build_executable(&loaded.ctx, exe_op)
+    let lowered = lower_function(&mut loaded.ctx, body, func, &machine).map_err(|d| render(&d))?;
+    let exe = build_executable(&loaded.ctx, lowered.executable)
         .map_err(|ds| ds.iter().map(render).collect::<Vec<_>>().join("\n"))?;
     let compile_s = started.elapsed().as_secs_f64();
     let mut report = run_executable(
@@ -100,7 +100,11 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
     report.compiled = report
         .profile
         .as_ref()
-        .map(|p| summarize(p, &plans, &exe, &machine, compile_s));
+        .map(|p| summarize(p, &plans, &exe, &machine, compile_s))
+        .map(|s| CompiledSummary {
+            exchange_code_bytes_max: lowered.exchange_code_bytes_max,
+            ..s
+        });
     Ok(report)
 }
 
@@ -143,6 +147,7 @@ fn summarize(
         sync_cycles: p.supersteps.iter().map(|s| s.sync).sum(),
         tiles_used: p.tiles,
         max_tile_bytes: tile_bytes.values().copied().max().unwrap_or(0),
+        exchange_code_bytes_max: 0,
         compile_s,
     }
 }

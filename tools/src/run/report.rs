@@ -60,6 +60,9 @@ pub struct CompiledSummary {
     /// Bytes of the fullest tile: its image (code, data, constants) and
     /// its host tensors' pieces.
     pub max_tile_bytes: u64,
+    /// The most bytes of exchange code (sends, receive arming, mux switches
+    /// and their delays) on one tile.
+    pub exchange_code_bytes_max: u64,
     /// Seconds to load, plan, lower and encode.
     pub compile_s: f64,
 }
