@@ -26,7 +26,7 @@
 // A compiled run adds the device's figures (cycles per phase are sums over
 // supersteps of the busiest tile's).
 // JSON-SAME: "host_cycles":30087,"host_steps":2,"host_io_s":0.000020058
-// JSON-SAME: "cycles":{{[0-9]+}},"host_io_s":0.000020058,"mfu":{{[0-9.e-]+}},"compute_cycles":{{[0-9]+}},"exchange_cycles":{{[1-9][0-9]*}},"sync_cycles":{{[0-9]+}},"tiles_used":2,"max_tile_bytes":{{[0-9]+}},"compile_s":{{[0-9.e-]+}}
+// JSON-SAME: "cycles":{{[0-9]+}},"host_io_s":0.000020058,"mfu":{{[0-9.e-]+}},"compute_cycles":{{[0-9]+}},"exchange_cycles":{{[1-9][0-9]*}},"sync_cycles":{{[0-9]+}},"tiles_used":2,"max_tile_bytes":{{[0-9]+}},"exchange_code_bytes_max":{{[1-9][0-9]*}},"compile_s":{{[0-9.e-]+}}
 
 // A product in f16 is not bit-exact against the reference.
 // STRICT: FAIL: 1 of 1 output(s) exceed cosine >= 1, relative L2 error <= 0e0
