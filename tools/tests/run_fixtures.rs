@@ -51,7 +51,13 @@ fn siglip_small_mlp_block_runs_on_the_simulator() {
     };
     let out = Command::new(env!("CARGO_BIN_EXE_ipu-run"))
         .arg(dir.join("model.onnx"))
-        .args(["--weights=random", "--extract", "mlp:0", "--precision", "fp16"])
+        .args([
+            "--weights=random",
+            "--extract",
+            "mlp:0",
+            "--precision",
+            "fp16",
+        ])
         .args(["--device", "sim", "--json"])
         .output()
         .expect("run ipu-run");
@@ -65,8 +71,15 @@ fn siglip_small_mlp_block_runs_on_the_simulator() {
     let report: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
     assert_eq!(report["passed"], true, "{stdout}");
     // The compiled figures are flattened into the report.
-    let num = |k: &str| report[k].as_f64().unwrap_or_else(|| panic!("{k} in {stdout}"));
-    assert!(num("cycles") > 0.0 && num("exchange_cycles") > 0.0, "{stdout}");
+    let num = |k: &str| {
+        report[k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{k} in {stdout}"))
+    };
+    assert!(
+        num("cycles") > 0.0 && num("exchange_cycles") > 0.0,
+        "{stdout}"
+    );
     assert!(num("exchange_code_bytes_max") > 0.0, "{stdout}");
     assert!(num("mfu") > 0.0 && num("mfu") < 1.0, "{stdout}");
     for o in report["outputs"].as_array().expect("outputs") {
