@@ -25,6 +25,7 @@ pub enum A<'a> {
     I(i64),
     Is(&'a [i64]),
     F(f32),
+    Fs(&'a [f32]),
     S(&'a str),
     T(Box<TensorProto>),
 }
@@ -60,6 +61,10 @@ pub fn node(
                     A::F(v) => {
                         p.r#type = Some(AttributeType::Float as i32);
                         p.f = Some(v);
+                    }
+                    A::Fs(v) => {
+                        p.r#type = Some(AttributeType::Floats as i32);
+                        p.floats = v.to_vec();
                     }
                     A::S(v) => {
                         p.r#type = Some(AttributeType::String as i32);

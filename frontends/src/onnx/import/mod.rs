@@ -57,6 +57,7 @@ mod quantize;
 mod rearrange;
 mod recurrent;
 mod resize;
+mod roi_align;
 mod rotary;
 mod scatter;
 mod selection;
@@ -231,6 +232,7 @@ pub fn is_supported(domain: &str, op_type: &str) -> bool {
             determinant::OPS,
             col2im::OPS,
             tfidf::OPS,
+            roi_align::OPS,
         ]
         .iter()
         .any(|ops| ops.contains(&op_type))
@@ -425,6 +427,8 @@ impl<'a> Importer<'a> {
             col2im::import(self, node)?
         } else if tfidf::OPS.contains(&op) {
             tfidf::import(self, node)?
+        } else if roi_align::OPS.contains(&op) {
+            roi_align::import(self, node)?
         } else {
             unreachable!("check_supported rejected `{op}` before import")
         };
