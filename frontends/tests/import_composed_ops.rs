@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::graph_builder::{ints, node, value, A, F32, G, I64};
+use common::graph_builder::{floats, ints, node, value, A, F32, G, I64};
 use ipuc_runtime::reference::interpreter::{entry_function, run_function};
 use ipuc_runtime::reference::HostTensor;
 
@@ -123,7 +123,7 @@ fn tfidf(mode: &str) -> G {
 fn tfidf_weights_in_idf_and_tfidf_modes_match_the_onnx_reference() {
     let x = HostTensor::from_i64(vec![2, 5], &[4, 5, 6, 5, 6, 6, 4, 9, 5, 4]);
     assert_close(
-        &run(&tfidf("IDF"), &[x.clone()])[0],
+        &run(&tfidf("IDF"), std::slice::from_ref(&x))[0],
         &[0.5, 2.0, 3.0, 1.5, 0.25, 0.5, 2.0, 3.0, 1.5, 0.0],
     );
     assert_close(
@@ -204,5 +204,55 @@ fn lp_pool_with_p3_matches_the_cube_root_of_cubed_sums() {
     assert_close(
         &run(&g, &[x])[0],
         &[cube_root(9.0), cube_root(35.0), cube_root(27.125)],
+    );
+}
+
+#[test]
+fn deform_conv_with_groups_dilations_and_pads_matches_the_onnx_reference() {
+    // Two groups of one channel, a dilated 2x2 kernel, pads [1, 0, 0, 1].
+    let mut g = G::new(22);
+    g.inputs.push(value("x", F32, &[1, 2, 3, 3]));
+    g.inputs.push(value("offset", F32, &[1, 8, 3, 2]));
+    g.inits = vec![floats(
+        "w",
+        &[2, 1, 2, 2],
+        &[1.0, -1.0, 0.5, 2.0, -0.5, 1.5, 1.0, -2.0],
+    )];
+    g.nodes = vec![node(
+        "DeformConv",
+        "deform",
+        &["x", "w", "offset"],
+        &["y"],
+        vec![
+            ("kernel_shape", A::Is(&[2, 2])),
+            ("group", A::I(2)),
+            ("dilations", A::Is(&[1, 2])),
+            ("pads", A::Is(&[1, 0, 0, 1])),
+        ],
+    )];
+    g.outputs = vec!["y"];
+    let x: Vec<f32> = (0..18).map(|v| v as f32 * 0.5 - 3.0).collect();
+    // numpy: (np.sin(np.arange(48)).astype(np.float32) * 1.3)
+    let offset: Vec<f32> = (0..48).map(|v| (f64::from(v).sin() as f32) * 1.3).collect();
+    let inputs = [
+        HostTensor::from_f32(vec![1, 2, 3, 3], &x),
+        HostTensor::from_f32(vec![1, 8, 3, 2], &offset),
+    ];
+    assert_close(
+        &run(&g, &inputs)[0],
+        &[
+            0.0,
+            -3.7426249980926514,
+            -0.25882774591445923,
+            -1.6920466423034668,
+            0.3073367476463318,
+            -0.5804597735404968,
+            0.0,
+            -0.6492239236831665,
+            -6.057828903198242,
+            1.6422852277755737,
+            8.064115524291992,
+            5.788928985595703,
+        ],
     );
 }

@@ -38,6 +38,7 @@ mod constants;
 mod control;
 mod conv_transpose;
 mod cumulative;
+mod deform_conv;
 mod determinant;
 mod einsum;
 mod elementwise;
@@ -233,6 +234,7 @@ pub fn is_supported(domain: &str, op_type: &str) -> bool {
             col2im::OPS,
             tfidf::OPS,
             roi_align::OPS,
+            deform_conv::OPS,
         ]
         .iter()
         .any(|ops| ops.contains(&op_type))
@@ -429,6 +431,8 @@ impl<'a> Importer<'a> {
             tfidf::import(self, node)?
         } else if roi_align::OPS.contains(&op) {
             roi_align::import(self, node)?
+        } else if deform_conv::OPS.contains(&op) {
+            deform_conv::import(self, node)?
         } else {
             unreachable!("check_supported rejected `{op}` before import")
         };
