@@ -189,8 +189,8 @@ impl<'c> Parser<'c> {
     }
 
     /// The attribute spelled `text` (at source offset `off`) by pest, once
-    /// per distinct text: for the keyword-led attributes the fast reader
-    /// leaves to the grammar (`dense<...> : T`, `dense_resource<...> : T`).
+    /// per distinct text: for `dense<...> : T`, whose literal the fast
+    /// reader leaves to the grammar.
     fn attribute_of_text(&self, text: &'c str, off: usize) -> Option<Attribute> {
         if let Some(a) = self.interned.borrow().attributes.get(text) {
             return Some(a.clone());
@@ -501,7 +501,8 @@ impl<'p, 'c> Reader<'p, 'c> {
                     "true" | "false" => Some(Attribute::bool(word == "true")),
                     "unit" => Some(Attribute::unit()),
                     "array" => self.dense_array(),
-                    "dense" | "dense_resource" => self.dense(s),
+                    "dense_resource" => self.dense_resource(),
+                    "dense" => self.dense(s),
                     // Other keyword-led attributes are pest's.
                     "affine_map" | "affine_set" | "strided" | "loc" => None,
                     _ => {
@@ -514,8 +515,29 @@ impl<'p, 'c> Reader<'p, 'c> {
         }
     }
 
-    /// `dense<...> : T` or `dense_resource<...> : T` from its keyword at
-    /// `s`: the extent here, the value from pest (once per text).
+    /// `dense_resource<name> : T` after its keyword, `name` a bare id and
+    /// `T` statically shaped (else pest reports the error). Read here, not
+    /// by pest once per text: every weight has a name of its own.
+    fn dense_resource(&mut self) -> Option<Attribute> {
+        self.ws();
+        self.eat(b'<')?;
+        self.ws();
+        let name = self.bare_id()?;
+        self.ws();
+        self.eat(b'>')?;
+        self.ws();
+        self.eat(b':')?;
+        self.ws();
+        let ty = self.simple_type()?;
+        if name == "__elided__" || !ty.has_static_shape() {
+            return None;
+        }
+        let resource = self.p.ctx.resources().get_or_create(name);
+        Some(Attribute::new(AttrKind::DenseResource { resource, ty }))
+    }
+
+    /// `dense<...> : T` from its keyword at `s`: the extent here, the
+    /// value from pest (once per text).
     fn dense(&mut self, s: usize) -> Option<Attribute> {
         self.ws();
         if self.peek() != Some(b'<') {
