@@ -45,7 +45,9 @@ pub const TOSA_OPS: &[TosaOp] = &[
     op(
         "tosa.matmul",
         Some("nn.matmul (zero points 0)"),
-        Some("nn.matmul, nn.gemm, nn.linear (batch broadcast by tosa.tile)"),
+        Some(
+            "nn.matmul, nn.gemm, nn.linear (batch folded into the rows for a weight without batch dimensions, else broadcast by tosa.tile)",
+        ),
     ),
     op(
         "tosa.conv2d",

@@ -5,8 +5,10 @@
 //! What TOSA asks that `nn` leaves implicit:
 //! - elementwise operands have equal ranks (broadcasting only along unit
 //!   dimensions): lower-rank operands are reshaped with leading ones;
-//! - `tosa.matmul` is batched 3-D with equal batches: operands are
-//!   broadcast (`tosa.tile`) and flattened to `[B, M, K]`, `[B, K, N]`;
+//! - `tosa.matmul` is batched 3-D with equal batches: a right operand
+//!   without batch dimensions takes the left's batch into its rows
+//!   (`[1, B·M, K]`, `[1, K, N]`); otherwise operands are broadcast
+//!   (`tosa.tile`) and flattened to `[B, M, K]`, `[B, K, N]`;
 //! - convolutions are NHWC: transposes go around them;
 //! - ops TOSA lacks are decomposed: softmax, layer normalization, GELU,
 //!   reduce_mean, division (`x * 1/y`), sqrt (`1/rsqrt`).
@@ -597,7 +599,8 @@ fn convert_op(b: &mut Builder, op: OpId) -> Result<Vec<Value>, Diagnostic> {
 }
 
 /// numpy `matmul` as `tosa.matmul`: 1-D operands promoted, batch
-/// dimensions broadcast by tiling and flattened into one.
+/// dimensions folded into the rows when the right operand has none, else
+/// broadcast by tiling and flattened into one.
 fn matmul(b: &mut Builder, l: Value, r: Value, out_shape: &[i64]) -> Result<Value, Diagnostic> {
     let (mut sl, _) = b.shape(l)?;
     let (mut sr, _) = b.shape(r)?;
@@ -612,6 +615,17 @@ fn matmul(b: &mut Builder, l: Value, r: Value, out_shape: &[i64]) -> Result<Valu
     let batch =
         nn::broadcast_shapes(&sl[..sl.len() - 2], &sr[..sr.len() - 2]).map_err(|e| b.error(e))?;
     let batch_size: i64 = batch.iter().product();
+    if sr[..sr.len() - 2].iter().all(|&d| d == 1) {
+        // A weight without batch dimensions of its own (a linear layer's)
+        // multiplies every row alike: the batch folds into the rows, one
+        // `[1, B·M, K] x [1, K, N]` product, where tiling the weight B times
+        // would cost B copies of it (a sequence-first attention's tokens
+        // are its batch: 7.7 GB for so400m's pooling head).
+        let a = b.reshape(l, &[1, batch_size * m, k])?;
+        let w = b.reshape(r, &[1, k, n])?;
+        let y = b.matmul3(a, w)?;
+        return b.reshape(y, out_shape);
+    }
     let operand =
         |b: &mut Builder, v: Value, s: &[i64], rows: i64, cols: i64| -> Result<Value, Diagnostic> {
             let v = b.reshape(v, s)?;
