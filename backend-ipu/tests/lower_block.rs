@@ -116,3 +116,48 @@ fn small_blocks_match_float64() {
         );
     }
 }
+
+/// One LN tile's whole program for a small block, as assembly: LayerNorm
+/// called as a subroutine, then exchange A's sends at their scheduled
+/// cycles (delay loops between them), the syncs of the steps it only
+/// joins, and the LayerNorm instance itself. Bless deliberately: a change
+/// here is a change of schedule or of codelet.
+#[test]
+fn an_ln_tiles_assembly() {
+    let s = shape(12, 16, 32, GeluForm::Tanh);
+    let machine = MachineModel::c600();
+    let plan = plan_mlp(s, &machine).unwrap_or_else(|e| panic!("{e}"));
+    let (c, h) = (16usize, 32usize);
+    let ones = |n: usize| vec![0.5; n];
+    let (g, b, w1, b1, w2, b2) = (ones(c), ones(c), ones(c * h), ones(h), ones(h * c), ones(c));
+    let k = MlpConstants {
+        gamma: &g,
+        beta: &b,
+        w1: &w1,
+        b1: &b1,
+        w2: &w2,
+        b2: &b2,
+    };
+    let mut ctx = Context::new(ipuc_dialects::registry());
+    let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
+        .unwrap()
+        .module;
+    let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
+    let ty = Type::tensor(&[12, 16], Type::float(FloatKind::F16));
+    let lowered = emit_mlp(
+        &mut ctx,
+        body,
+        &plan,
+        k,
+        (ty.clone(), ty),
+        &machine,
+        Location::unknown(),
+    )
+    .unwrap_or_else(|d| panic!("{}", d.message));
+    let last = *plan.ln_tiles.last().unwrap();
+    let tile = ipuc_dialects::ipu::body_ops(&ctx, lowered.executable)
+        .into_iter()
+        .find(|&t| ipuc_dialects::ipu::tile_index(&ctx, t) == Some(last))
+        .expect("the last LN tile");
+    insta::assert_snapshot!(ipuc_backend_ipu::emit::tile_asm(&ctx, tile).text);
+}

@@ -424,6 +424,10 @@ impl Schedule {
             delays += 1;
             *now = until;
         };
+        // Every register an instruction reads is loaded exactly `latency`
+        // cycles before the instruction's scheduled cycle, or earlier when
+        // the instruction must wait anyway: the supervisor's stall on the
+        // register is then the wait, and no `nop` is emitted for it.
         for (start, ev) in list {
             wait(e, &mut now, *start);
             match ev {
@@ -435,10 +439,9 @@ impl Schedule {
                     if let Some(n) = count {
                         e.solo(inst("setzi", [op::m(RECV_COUNT), op::imm(i64::from(*n))]));
                     }
-                    now += if count.is_some() { 2 } else { 1 };
-                    wait(e, &mut now, *start + rules.latency);
+                    // The put stalls until the mux register is readable.
                     e.solo(inst("put", [op::csr("INCOMING_MUX"), op::m(RECV_MUX)]));
-                    now += rules.put;
+                    now = *start + rules.latency + rules.put;
                     if count.is_some() {
                         e.solo(inst("put", [op::csr("INCOMING_DCOUNT"), op::m(RECV_COUNT)]));
                         now += rules.put;
@@ -446,15 +449,15 @@ impl Schedule {
                 }
                 Event::Switch { sender, base, put } => {
                     let mux = sender.unwrap_or(machine.tiles);
+                    wait(e, &mut now, *put - rules.latency);
                     e.solo(inst("setzi", [op::m(RECV_MUX), op::imm(i64::from(mux))]));
-                    now += 1;
                     if let Some(b) = base {
                         e.solo(inst("setzi", [op::m(RECV_BASE), op::imm(i64::from(*b))]));
-                        now += 1;
                     }
-                    wait(e, &mut now, *put);
+                    // Stalls until `put`, when the mux register is readable
+                    // (the setzis took one or two of those cycles).
                     e.solo(inst("put", [op::csr("INCOMING_MUX"), op::m(RECV_MUX)]));
-                    now += rules.put;
+                    now = *put + rules.put;
                     if base.is_some() {
                         e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(RECV_BASE)]));
                         now += rules.put;
@@ -462,6 +465,8 @@ impl Schedule {
                 }
                 Event::Send { chunks, first } => {
                     let reg = |i: usize| SEND_REGS[i % SEND_REGS.len()];
+                    // The event starts `latency` before the first send: the
+                    // first address is readable exactly then.
                     for (i, c) in chunks.iter().take(2).enumerate() {
                         e.solo(inst(
                             "setzi",
@@ -471,9 +476,11 @@ impl Schedule {
                     }
                     let (times, _) = rules.send_times(chunks);
                     for (i, c) in chunks.iter().enumerate() {
-                        wait(e, &mut now, first + times[i]);
+                        // `send_times` issues each send when the supervisor
+                        // is free and its address readable: the stall.
+                        debug_assert!(first + times[i] >= now);
                         e.solo(inst("send", [op::m(reg(i)), op::imm(i64::from(c.words))]));
-                        now += 1 + u64::from(c.words) * rules.word;
+                        now = first + times[i] + 1 + u64::from(c.words) * rules.word;
                         if let Some(next) = chunks.get(i + 2) {
                             e.solo(inst(
                                 "setzi",
