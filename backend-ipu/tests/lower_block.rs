@@ -6,7 +6,9 @@
 
 use ipuc_backend_ipu::codelets::gelu::GeluForm;
 use ipuc_backend_ipu::emit::build_executable;
-use ipuc_backend_ipu::lower::block::{emit_mlp, plan_mlp, reference_rows, MlpConstants, MlpShape};
+use ipuc_backend_ipu::lower::block::{
+    emit_mlp, plan_mlp, reference_rows, LoweredMlp, MlpConstants, MlpPlan, MlpShape,
+};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
 use ipuc_runtime::device::Device;
@@ -15,6 +17,29 @@ use rand::{Rng, SeedableRng};
 
 fn f16_round(v: f64) -> f64 {
     half::f16::from_f64(v).to_f64()
+}
+
+/// Lowers `plan`'s block with constants `k` into a fresh module; the host
+/// tensors are `[m, c]` f16.
+fn lower(plan: &MlpPlan, k: MlpConstants<'_>, machine: &MachineModel) -> (Context, LoweredMlp) {
+    let mut ctx = Context::new(ipuc_dialects::registry());
+    let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
+        .unwrap()
+        .module;
+    let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
+    let dims = [i64::from(plan.shape.m), i64::from(plan.shape.c)];
+    let ty = Type::tensor(&dims, Type::float(FloatKind::F16));
+    let lowered = emit_mlp(
+        &mut ctx,
+        body,
+        plan,
+        k,
+        (ty.clone(), ty),
+        machine,
+        Location::unknown(),
+    )
+    .unwrap_or_else(|d| panic!("{}", d.message));
+    (ctx, lowered)
 }
 
 /// Lowers and runs the block of `shape` on random values; returns (cosine,
@@ -44,22 +69,7 @@ fn run(shape: MlpShape, seed: u64) -> (f64, f64, u64, u64) {
     };
     let machine = MachineModel::c600();
     let plan = plan_mlp(shape, &machine).unwrap_or_else(|e| panic!("{e}"));
-    let mut ctx = Context::new(ipuc_dialects::registry());
-    let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
-        .unwrap()
-        .module;
-    let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
-    let ty = Type::tensor(&[m as i64, c as i64], Type::float(FloatKind::F16));
-    let lowered = emit_mlp(
-        &mut ctx,
-        body,
-        &plan,
-        k,
-        (ty.clone(), ty),
-        &machine,
-        Location::unknown(),
-    )
-    .unwrap_or_else(|d| panic!("{}", d.message));
+    let (ctx, lowered) = lower(&plan, k, &machine);
     ipuc_ir::verify(&ctx, lowered.executable).unwrap_or_else(|d| panic!("{}", d.message));
     let exe =
         build_executable(&ctx, lowered.executable).unwrap_or_else(|d| panic!("{}", d[0].message));
@@ -138,22 +148,7 @@ fn an_ln_tiles_assembly() {
         w2: &w2,
         b2: &b2,
     };
-    let mut ctx = Context::new(ipuc_dialects::registry());
-    let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
-        .unwrap()
-        .module;
-    let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
-    let ty = Type::tensor(&[12, 16], Type::float(FloatKind::F16));
-    let lowered = emit_mlp(
-        &mut ctx,
-        body,
-        &plan,
-        k,
-        (ty.clone(), ty),
-        &machine,
-        Location::unknown(),
-    )
-    .unwrap_or_else(|d| panic!("{}", d.message));
+    let (ctx, lowered) = lower(&plan, k, &machine);
     let last = *plan.ln_tiles.last().unwrap();
     let tile = ipuc_dialects::ipu::body_ops(&ctx, lowered.executable)
         .into_iter()

@@ -11,7 +11,7 @@ use ipuc_backend_ipu::emit::build_executable;
 use ipuc_backend_ipu::lower::schedule::{delay, schedule, Chunk, Schedule, Transfer};
 use ipuc_dialects::ipu::{build, SectionKind, TensorDirection, TensorPiece};
 use ipuc_ipu_arch::MachineModel;
-use ipuc_ir::{Context, Location, Type};
+use ipuc_ir::{BlockId, Context, Location, OpId, Type};
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::{SimConfig, Simulator};
 use rand::{Rng, SeedableRng};
@@ -20,6 +20,33 @@ const SRC: u32 = 0x80000;
 const DST: u32 = 0xa0000;
 /// Words of source memory per tile.
 const SRC_WORDS: u32 = 2048;
+
+/// A fresh module holding an empty `ipu.executable` for `m`: the context,
+/// the executable and its body.
+fn executable(m: &MachineModel) -> (Context, OpId, BlockId) {
+    let mut ctx = Context::new(ipuc_dialects::registry());
+    let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
+        .unwrap()
+        .module;
+    let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
+    let (exe, exe_body) = build::executable(&mut ctx, &m.name, Location::unknown());
+    ctx.append_op(body, exe);
+    (ctx, exe, exe_body)
+}
+
+/// Appends tile `t` whose supervisor `main` is what `body` emits, then
+/// `exitz`.
+fn tile_main(ctx: &mut Context, exe_body: BlockId, t: u32, body: impl FnOnce(&mut Emitter)) {
+    let loc = Location::unknown();
+    let (tile_op, tile_body) = build::tile(ctx, t, None, loc.clone());
+    ctx.append_op(exe_body, tile_op);
+    let mut e = Emitter::new(ctx, tile_body, loc);
+    e.code_section(".text.main", SectionKind::Supervisor);
+    e.function("main");
+    body(&mut e);
+    e.solo(inst("exitz", [op::mzero()]));
+    e.size_of("main");
+}
 
 /// Builds and runs one superstep of `s` on `tiles` whose source memory
 /// holds `src[t]`; returns each tile's destination memory (`dst_words`
@@ -31,26 +58,15 @@ fn run(
     src: &[Vec<u32>],
     dst_words: u32,
 ) -> (Vec<Vec<u32>>, u64) {
-    let mut ctx = Context::new(ipuc_dialects::registry());
-    let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
-        .unwrap()
-        .module;
-    let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
+    let (mut ctx, exe, exe_body) = executable(m);
     let loc = Location::unknown();
-    let (exe, exe_body) = build::executable(&mut ctx, &m.name, loc.clone());
-    ctx.append_op(body, exe);
     for &t in tiles {
-        let (tile_op, tile_body) = build::tile(&mut ctx, t, None, loc.clone());
-        ctx.append_op(exe_body, tile_op);
-        let mut e = Emitter::new(&mut ctx, tile_body, loc.clone());
-        e.code_section(".text.main", SectionKind::Supervisor);
-        e.function("main");
-        // Start the exchange superstep together.
-        e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
-        s.emit(&mut e, m, t, "0");
-        e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
-        e.solo(inst("exitz", [op::mzero()]));
-        e.size_of("main");
+        tile_main(&mut ctx, exe_body, t, |e| {
+            // Start the exchange superstep together.
+            e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
+            s.emit(e, m, t, "0");
+            e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
+        });
     }
     let piece = |i: usize, t: u32, at: u32, n: u32| TensorPiece {
         tile: i64::from(t),
@@ -264,22 +280,8 @@ fn a_receiver_fed_by_many_senders_back_to_back_runs_at_the_port_rate() {
 fn delays_hold_the_supervisor_exactly() {
     let m = MachineModel::c600();
     let cycles_of = |d: u64| -> u64 {
-        let mut ctx = Context::new(ipuc_dialects::registry());
-        let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
-            .unwrap()
-            .module;
-        let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
-        let loc = Location::unknown();
-        let (exe, exe_body) = build::executable(&mut ctx, &m.name, loc.clone());
-        ctx.append_op(body, exe);
-        let (tile_op, tile_body) = build::tile(&mut ctx, 0, None, loc.clone());
-        ctx.append_op(exe_body, tile_op);
-        let mut e = Emitter::new(&mut ctx, tile_body, loc);
-        e.code_section(".text.main", SectionKind::Supervisor);
-        e.function("main");
-        delay(&mut e, &m, d, ".Ld");
-        e.solo(inst("exitz", [op::mzero()]));
-        e.size_of("main");
+        let (mut ctx, exe, exe_body) = executable(&m);
+        tile_main(&mut ctx, exe_body, 0, |e| delay(e, &m, d, ".Ld"));
         let exe = build_executable(&ctx, exe).unwrap_or_else(|d| panic!("{}", d[0].message));
         let mut sim = Simulator::new(m.clone(), SimConfig::default());
         sim.load(&exe).unwrap();

@@ -33,12 +33,13 @@
 
 use std::collections::BTreeMap;
 
-use ipuc_dialects::ipu::{build, SectionKind, TensorDirection, TensorPiece};
+use ipuc_dialects::ipu::{build, SectionKind, TensorPiece};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
 use super::codegen::{
-    layout_in, replicated_constant, Calls, Constants, PlacedGemm, TileLayout, View,
+    append_host_tensors, layout_in, replicated_constant, Calls, Constants, PlacedGemm, TileLayout,
+    View,
 };
 use super::plan::{evaluate, plan_gemm, reduction_add, Epilogue, GemmPlan, GemmShape, Grid};
 use super::reduce;
@@ -142,11 +143,6 @@ impl MlpPlan {
     }
 }
 
-/// Why a block cannot be planned.
-fn refuse(msg: impl Into<String>) -> String {
-    msg.into()
-}
-
 /// Plans the block: each product by its own search over the tiles left
 /// after the LN tiles, and the layout of [`block_layout`].
 pub fn plan_mlp(shape: MlpShape, machine: &MachineModel) -> Result<MlpPlan, String> {
@@ -160,13 +156,13 @@ pub fn plan_mlp_with(
     (grid1, grid2): (Option<Grid>, Option<Grid>),
 ) -> Result<MlpPlan, String> {
     if shape.m == 0 || shape.c == 0 || shape.h == 0 {
-        return Err(refuse("the block has an empty dimension"));
+        return Err("the block has an empty dimension".into());
     }
     if !shape.c.is_multiple_of(16) {
-        return Err(refuse(format!(
+        return Err(format!(
             "the hidden size {} is not a multiple of 16, which the block lowering needs yet (fc1's input panels come whole from LayerNorm's rows)",
             shape.c
-        )));
+        ));
     }
     let fc1_shape = GemmShape {
         m: shape.m,
@@ -191,10 +187,10 @@ pub fn plan_mlp_with(
     // no supervisor both sends and switches its mux (a `send` holds the
     // supervisor, and a multicast waits for its slowest receiver).
     let Some(gemm_tiles) = machine.tiles.checked_sub(n_ln).filter(|&t| t > 0) else {
-        return Err(refuse(format!(
+        return Err(format!(
             "{} rows need {n_ln} LayerNorm tiles, and the products need tiles of their own: the machine has {}",
             shape.m, machine.tiles
-        )));
+        ));
     };
     let products = MachineModel {
         tiles: gemm_tiles,
@@ -255,13 +251,13 @@ pub fn block_layout(
     let r3 = r3_a.max(in2).max(3 * buf2).next_multiple_of(pair);
     let r3_top = r1_bottom;
     let Some(r3_bottom) = r3_top.checked_sub(r3).filter(|&b| b >= weights_end) else {
-        return Err(refuse(format!(
+        return Err(format!(
             "the block does not fit a tile's interleaved memory: fc1 and fc2 need {} bytes for their weights, {} for outputs and reductions and {r3} for inputs, {} in all, against {}",
             weights_end - w1,
             top - r1_bottom,
             weights_end - w1 + top - r1_bottom + r3,
             top - machine.interleaved_base
-        )));
+        ));
     };
     let fc1 = TileLayout {
         weights: w1,
@@ -569,8 +565,7 @@ pub fn emit_mlp(
     let (p1, p2) = (&plan.fc1, &plan.fc2);
     let fail = |err: crate::codelets::CodeletError| Diagnostic::error(loc.clone(), err.to_string());
     let tiles = plan.tiles();
-    let a = schedule(machine, &tiles, &exchange_a(plan));
-    let b = schedule(machine, &tiles, &exchange_b(plan));
+    let (a, b) = schedules(plan, machine);
     let (at1, at2) = (positions(p1), positions(p2));
     let ln_of: BTreeMap<u32, usize> = plan
         .ln_tiles
@@ -743,24 +738,12 @@ pub fn emit_mlp(
             });
         }
     }
-    let x = build::tensor(
+    append_host_tensors(
         ctx,
-        "input0",
-        x_ty,
-        TensorDirection::Input,
-        &input_pieces,
-        loc.clone(),
+        exe_body,
+        [(x_ty, input_pieces), (y_ty, output_pieces)],
+        &loc,
     );
-    let y = build::tensor(
-        ctx,
-        "output0",
-        y_ty,
-        TensorDirection::Output,
-        &output_pieces,
-        loc.clone(),
-    );
-    ctx.append_op(exe_body, x);
-    ctx.append_op(exe_body, y);
     let ln = LayerNorm {
         rows: LN_ROWS.min(shape.m),
         cols: shape.c,

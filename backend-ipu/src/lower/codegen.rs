@@ -496,28 +496,33 @@ pub fn emit_gemm(
         }
     }
     placed.emit_constants(ctx, exe_body, constants, &loc);
-    let x = build::tensor(
+    append_host_tensors(
         ctx,
-        "input0",
-        x_ty,
-        TensorDirection::Input,
-        &input_pieces,
-        loc.clone(),
+        exe_body,
+        [(x_ty, input_pieces), (y_ty, output_pieces)],
+        &loc,
     );
-    let y = build::tensor(
-        ctx,
-        "output0",
-        y_ty,
-        TensorDirection::Output,
-        &output_pieces,
-        loc,
-    );
-    ctx.append_op(exe_body, x);
-    ctx.append_op(exe_body, y);
     Ok(Lowered {
         executable: exe,
         exchange_code_bytes_max,
     })
+}
+
+/// Appends the executable's host tensors: `input0` and `output0` of the
+/// given types, at the given pieces.
+pub fn append_host_tensors(
+    ctx: &mut Context,
+    exe_body: BlockId,
+    [(x_ty, input), (y_ty, output)]: [(Type, Vec<TensorPiece>); 2],
+    loc: &Location,
+) {
+    for (name, ty, direction, pieces) in [
+        ("input0", x_ty, TensorDirection::Input, input),
+        ("output0", y_ty, TensorDirection::Output, output),
+    ] {
+        let t = build::tensor(ctx, name, ty, direction, &pieces, loc.clone());
+        ctx.append_op(exe_body, t);
+    }
 }
 
 /// A lowered function: its `ipu.executable` and figures of its code.
