@@ -7,7 +7,6 @@
 use std::time::Instant;
 
 use ipuc_backend_ipu::codelets::amp::AmpVariant;
-use ipuc_backend_ipu::emit::build_executable;
 use ipuc_backend_ipu::lower::codegen::{check_fits, emit_gemm, layout, Constants};
 use ipuc_backend_ipu::lower::plan::{evaluate, plan_gemm, GemmPlan, GemmShape, Grid};
 use ipuc_ipu_arch::MachineModel;
@@ -141,14 +140,7 @@ pub fn run_gemm(
     )
     .map_err(|d| BenchError::Other(d.message))?
     .executable;
-    let exe = build_executable(&ctx, exe_op).map_err(|d| {
-        BenchError::Other(
-            d.iter()
-                .map(|d| d.message.clone())
-                .collect::<Vec<_>>()
-                .join("; "),
-        )
-    })?;
+    let exe = super::encode(&ctx, exe_op)?;
     check_fits(&exe, &layout(&plan, machine)).map_err(BenchError::Other)?;
     let compile_s = started.elapsed().as_secs_f64();
     let started = Instant::now();
@@ -241,13 +233,7 @@ pub fn format_gemm(r: &GemmReport) -> String {
         r.percent_of_peak,
         r.peak_cycles
     );
-    for (i, (c, x, w)) in r.supersteps.iter().enumerate() {
-        s += &format!("  superstep {i}: compute {c}, exchange {x}, sync wait {w}\n");
-    }
-    s += &format!(
-        "host io {:.1} us over the host link (input and output streams, not in the cycles above)\n",
-        r.host_io_s * 1e6
-    );
+    s += &super::format_supersteps(&r.supersteps, r.host_io_s);
     s += &format!(
         "compile {:.2} s, simulate {:.2} s, busiest image {} bytes, {} outputs checked against float64\n",
         r.compile_s, r.simulate_s, r.max_image_bytes, r.checked

@@ -9,7 +9,6 @@ use std::time::Instant;
 
 use ipuc_backend_ipu::codelets::amp::AmpVariant;
 use ipuc_backend_ipu::codelets::gelu::GeluForm;
-use ipuc_backend_ipu::emit::build_executable;
 use ipuc_backend_ipu::lower::block::{
     emit_mlp, plan_mlp, reference_rows, BlockEstimate, MlpConstants, MlpShape,
 };
@@ -169,14 +168,7 @@ pub fn run_mlp(
     )
     .map_err(|d| BenchError::Other(d.message))?;
     let lower_s = started.elapsed().as_secs_f64() - plan_s;
-    let exe = build_executable(&ctx, lowered.executable).map_err(|d| {
-        BenchError::Other(
-            d.iter()
-                .map(|d| d.message.clone())
-                .collect::<Vec<_>>()
-                .join("; "),
-        )
-    })?;
+    let exe = super::encode(&ctx, lowered.executable)?;
     let fits = TileLayout {
         tensors_start: plan.layout.tensors_start,
         ..plan.layout.fc1
@@ -270,13 +262,7 @@ pub fn format_mlp(r: &MlpReport) -> String {
         r.exchange_cycles,
         r.sync_cycles
     );
-    for (i, (c, x, w)) in r.supersteps.iter().enumerate() {
-        s += &format!("  superstep {i}: compute {c}, exchange {x}, sync wait {w}\n");
-    }
-    s += &format!(
-        "host io {:.1} us over the host link (not in the cycles above)\n",
-        r.host_io_s * 1e6
-    );
+    s += &super::format_supersteps(&r.supersteps, r.host_io_s);
     s += &format!(
         "compile {:.2} s (plan {:.2} s, lowering to IR {:.2} s, the rest encoding), simulate {:.2} s, exchange code at most {} bytes on a tile, busiest image {} bytes\n{} rows checked against float64: cosine {:.6}, relative L2 {:.2e}\n",
         r.compile_s,

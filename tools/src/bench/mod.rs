@@ -40,3 +40,32 @@ pub enum BenchError {
     #[error("{0}")]
     Other(String),
 }
+
+/// The executable of `exe_op`, encoded from its ops; the encoder's
+/// diagnostics joined into one error.
+pub(crate) fn encode(
+    ctx: &ipuc_ir::Context,
+    exe_op: ipuc_ir::OpId,
+) -> Result<ipuc_ipu_arch::Executable, BenchError> {
+    ipuc_backend_ipu::emit::build_executable(ctx, exe_op).map_err(|d| {
+        BenchError::Other(
+            d.iter()
+                .map(|d| d.message.clone())
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    })
+}
+
+/// Report lines of a simulated run: each superstep's largest compute,
+/// exchange and sync-wait cycles over the tiles, then the host link's time.
+pub(crate) fn format_supersteps(supersteps: &[(u64, u64, u64)], host_io_s: f64) -> String {
+    let mut s = String::new();
+    for (i, (c, x, w)) in supersteps.iter().enumerate() {
+        s += &format!("  superstep {i}: compute {c}, exchange {x}, sync wait {w}\n");
+    }
+    s + &format!(
+        "host io {:.1} us over the host link (input and output streams, not in the cycles above)\n",
+        host_io_s * 1e6
+    )
+}
