@@ -72,6 +72,15 @@ impl Rng {
     }
 }
 
+/// The generic printout of `module` (what the readers are compared on).
+fn generic(ctx: &ipuc_ir::Context, module: ipuc_ir::OpId) -> String {
+    let options = ipuc_ir::PrintOptions {
+        generic: true,
+        ..Default::default()
+    };
+    ipuc_ir::print_op(ctx, module, &options)
+}
+
 #[test]
 fn lit_cases_read_the_same_both_ways() {
     let cases = lit_cases();
@@ -125,14 +134,7 @@ fn nn_custom_forms_are_hand_read() {
     let parsed = parse_source_with(&mut ctx, "f.mlir", src, &item_by_item())
         .unwrap_or_else(|d| panic!("{d}"));
     assert_eq!(parsed.hand_read_ops, 3);
-    let text = ipuc_ir::print_op(
-        &ctx,
-        parsed.module,
-        &ipuc_ir::PrintOptions {
-            generic: true,
-            ..Default::default()
-        },
-    );
+    let text = generic(&ctx, parsed.module);
     assert!(
         text.contains("<{axis = 1 : i64}> {onnx.name = \"/s\"}"),
         "{text}"
@@ -193,14 +195,7 @@ fn nn_constant_is_hand_read() {
         match parse_source_with(&mut ctx, "c.mlir", &src, &item_by_item()) {
             Ok(parsed) => {
                 assert_eq!(parsed.hand_read_ops, expect_hand_read, "{line}");
-                let text = ipuc_ir::print_op(
-                    &ctx,
-                    parsed.module,
-                    &ipuc_ir::PrintOptions {
-                        generic: true,
-                        ..Default::default()
-                    },
-                );
+                let text = generic(&ctx, parsed.module);
                 assert!(text.contains("\"nn.constant\"() <{value = dense"), "{text}");
             }
             Err(d) => assert_eq!(expect_hand_read, 0, "{line}: {d}"),

@@ -9,12 +9,11 @@
 
 #![no_main]
 
-use ipuc_ir::{parse_source, print_op, verify, PrintOptions};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "../../ir/tests/support/readers.rs"]
 mod readers;
-use readers::{check_readers_agree, context};
+use readers::{check_parse_and_print, check_readers_agree};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -22,26 +21,6 @@ fuzz_target!(|data: &[u8]| {
     };
     for allow in [false, true] {
         check_readers_agree(allow, text);
-        let mut ctx = context(allow);
-        if let Ok(parsed) = parse_source(&mut ctx, "fuzz.mlir", text) {
-            let verified = verify(&ctx, parsed.module).is_ok();
-            let printed = print_op(&ctx, parsed.module, &PrintOptions::default());
-            if verified {
-                let mut ctx2 = context(allow);
-                let reparsed = parse_source(&mut ctx2, "printed.mlir", &printed)
-                    .unwrap_or_else(|d| panic!("printout does not parse: {d}\n{printed}"));
-                let again = print_op(&ctx2, reparsed.module, &PrintOptions::default());
-                assert_eq!(printed, again, "printout is not a fixed point");
-            }
-            let _ = print_op(
-                &ctx,
-                parsed.module,
-                &PrintOptions {
-                    generic: true,
-                    debug_info: true,
-                    ..PrintOptions::default()
-                },
-            );
-        }
+        check_parse_and_print(allow, text);
     }
 });

@@ -4,12 +4,12 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use ipuc_ir::{parse_source, print_op, verify, PrintOptions};
+use ipuc_ir::{parse_source, print_op, PrintOptions};
 use proptest::prelude::*;
 
 #[path = "support/readers.rs"]
 mod readers;
-use readers::{check_readers_agree, context};
+use readers::{check_parse_and_print, check_readers_agree, context};
 
 /// Valid inputs covering the syntax; mutations of these reach deep into the parser.
 const CORPUS: &[&str] = &[
@@ -104,42 +104,11 @@ fn exercise(input: &str) {
     for allow in [false, true] {
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             check_readers_agree(allow, input);
-            let mut ctx = context(allow);
-            if let Ok(parsed) = parse_source(&mut ctx, "fuzz.mlir", input) {
-                let verified = verify(&ctx, parsed.module).is_ok();
-                let text = print_op(&ctx, parsed.module, &PrintOptions::default());
-                if verified {
-                    check_reparses(allow, input, &text);
-                }
-                print_op(
-                    &ctx,
-                    parsed.module,
-                    &PrintOptions {
-                        generic: true,
-                        debug_info: true,
-                        ..PrintOptions::default()
-                    },
-                );
-            }
+            check_parse_and_print(allow, input);
         }));
         if outcome.is_err() {
             panic!("panic with allow_unregistered={allow} on input {input:?}");
         }
-    }
-}
-
-/// Valid IR must print to text that parses back to the same printout.
-fn check_reparses(allow: bool, input: &str, text: &str) {
-    let mut ctx = context(allow);
-    match parse_source(&mut ctx, "printed.mlir", text) {
-        Ok(p) => {
-            let again = print_op(&ctx, p.module, &PrintOptions::default());
-            assert_eq!(
-                text, again,
-                "printout is not a fixed point; input {input:?}"
-            );
-        }
-        Err(d) => panic!("printout does not parse: {d}\ninput {input:?}\nprinted:\n{text}"),
     }
 }
 

@@ -78,6 +78,16 @@ pub fn load_i128(kind: ElementKind, bytes: &[u8], index: usize) -> i128 {
     }
 }
 
+/// The first `count` elements, each read as [`load_f64`] reads it.
+pub fn load_all_f64(kind: ElementKind, bytes: &[u8], count: usize) -> Vec<f64> {
+    (0..count).map(|i| load_f64(kind, bytes, i)).collect()
+}
+
+/// The first `count` elements, each read as [`load_i128`] reads it.
+pub fn load_all_i128(kind: ElementKind, bytes: &[u8], count: usize) -> Vec<i128> {
+    (0..count).map(|i| load_i128(kind, bytes, i)).collect()
+}
+
 /// Writes `value` as element `index`, converting as the module documentation says.
 /// `saturate` only matters for 8-bit float targets; FLOAT8E8M0 rounds up (ONNX's
 /// default `round_mode`, see [`store_f64_rounding`]).

@@ -4,18 +4,8 @@
 use ipuc_ir::numeric::ElementKind;
 use ipuc_runtime::reference::{self as k, HostTensor};
 
-/// Deterministic values in [-1, 1) (xorshift).
-fn pseudo_random(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
+mod common;
+use common::pseudo_random;
 
 fn assert_close(got: &[f64], want: &[f64], atol: f64, rtol: f64) {
     assert_eq!(got.len(), want.len());

@@ -5,6 +5,9 @@
 use ipuc_ir::numeric::{f16, ElementKind, Float8Format};
 use ipuc_runtime::reference::{self as k, HostTensor, UnaryOp, Values};
 
+mod common;
+use common::pseudo_random;
+
 fn f32s(shape: &[usize], v: &[f32]) -> HostTensor {
     HostTensor::from_f32(shape.to_vec(), v)
 }
@@ -149,18 +152,6 @@ fn matmul_ref(a: &[f64], b: &[f64], m: usize, kk: usize, n: usize) -> Vec<f64> {
         }
     }
     c
-}
-
-fn pseudo_random(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
 }
 
 #[test]

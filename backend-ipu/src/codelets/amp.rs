@@ -41,7 +41,7 @@ use ipuc_ipu_arch::MachineModel;
 use super::emitter::{inst, op, Emitter};
 use super::launch::{StreamCounts, SupervisorCounts};
 use super::program::Codelet;
-use super::CodeletError;
+use super::{check_alignment, CodeletError};
 
 /// Which AMP instruction a block uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -331,22 +331,20 @@ impl AmpBlock {
         if self.rows == 0 || self.rows > MAX_ROWS {
             return Err(self.err(format!("rows must be in 1..={MAX_ROWS}, got {}", self.rows)));
         }
-        for (what, a, align) in [
-            ("input", self.input, 8),
-            ("partials", self.partials, 8),
-            ("output", self.output, 8),
-            ("weights", self.weights, 16),
-        ] {
-            if what == "partials" && self.mode == AmpMode::Overwrite {
-                continue;
-            }
-            if a % align != 0 {
-                return Err(self.err(format!(
-                    "{what} address 0x{a:x} is not {align}-byte aligned"
-                )));
-            }
-        }
-        Ok(())
+        // Overwrite mode reads no partials, so their address is free.
+        let partials_align = match self.mode {
+            AmpMode::Accumulate => 8,
+            AmpMode::Overwrite => 1,
+        };
+        check_alignment(
+            &format!("amp_{}", self.variant.name()),
+            &[
+                ("input", self.input, 8),
+                ("partials", self.partials, partials_align),
+                ("output", self.output, 8),
+                ("weights", self.weights, 16),
+            ],
+        )
     }
 
     fn tag(&self, suffix: &str) -> String {
@@ -443,12 +441,7 @@ impl AmpBlock {
         let pre = prepass(e);
         let after_prepass = e.issues();
         // Vertex state: input, partials (overwrite: output), output, rows.
-        for (reg, word) in [(0, 0), (1, 1), (2, 2), (3, 3)] {
-            e.solo(inst(
-                "ld32",
-                [op::m(reg), op::vertex_base(), op::mzero(), op::imm(word)],
-            ));
-        }
+        e.load_state(&[(0, 0), (1, 1), (2, 2), (3, 3)]);
         e.solo(inst(
             "tapack",
             [op::m_pair(4), op::m(0), op::m(1), op::m(2)],

@@ -19,10 +19,10 @@
 //! is the weights' tensor scale.
 
 use super::amp::{AmpBlock, AmpMode, AmpVariant};
-use super::emitter::{inst, op, Emitter};
+use super::emitter::{inst, load_state_word, op, Emitter};
 use super::launch::{StreamCounts, SupervisorCounts};
 use super::program::Codelet;
-use super::CodeletError;
+use super::{check_alignment, CodeletError};
 use half::f16;
 use ipuc_ipu_arch::float8::encode_scaled;
 use ipuc_ipu_arch::MachineModel;
@@ -92,12 +92,7 @@ impl AmpF8WeightsF16Acts {
                 self.act_scale
             ));
         }
-        if !self.activations.is_multiple_of(8) {
-            return err(format!(
-                "activations address 0x{:x} is not 8-byte aligned",
-                self.activations
-            ));
-        }
+        check_alignment("amp_f8_f16acts", &[("activations", self.activations, 8)])?;
         self.block.validate()
     }
 
@@ -121,18 +116,9 @@ impl AmpF8WeightsF16Acts {
                 [op::a_pair(4), op::m(1), op::m_inc(9), op::imm(1)],
             )
         };
-        e.solo(inst(
-            "ld32",
-            [op::m(0), op::vertex_base(), op::mzero(), op::imm(4)],
-        )); // f16 activations
-        e.solo(inst(
-            "ld32",
-            [op::m(1), op::vertex_base(), op::mzero(), op::imm(0)],
-        )); // FP8 staging (the AMP input)
-        e.solo(inst(
-            "ld32",
-            [op::m(2), op::vertex_base(), op::mzero(), op::imm(5)],
-        )); // 16-byte blocks (4 per row)
+        e.solo(load_state_word(op::m(0), 4)); // f16 activations
+        e.solo(load_state_word(op::m(1), 0)); // FP8 staging (the AMP input)
+        e.solo(load_state_word(op::m(2), 5)); // 16-byte blocks (4 per row)
         e.solo(inst("setzi", [op::m(8), op::imm(0)]));
         e.solo(inst("setzi", [op::m(9), op::imm(0)]));
         e.solo(inst("brz", [op::m(2), op::sym(SKIP)]));

@@ -29,7 +29,7 @@ use ipuc_ipu_arch::registers::{LR, SP};
 use ipuc_ipu_arch::MachineModel;
 
 use super::amp::{emit_row_pipeline, AmpBlock, AmpMode, AmpVariant};
-use super::emitter::{inst, op, Emitter};
+use super::emitter::{inst, load_state_word, op, Emitter};
 use super::launch::WORKERS;
 use super::program::CodeletProgram;
 use super::CodeletError;
@@ -354,12 +354,7 @@ impl AmpPoplibsShaped {
 fn emit_worker(e: &mut Emitter, worker: &str) {
     e.code_section(&format!(".text.{worker}"), SectionKind::Worker);
     e.worker_entry(worker);
-    let vs = |d: u8, word: i64| {
-        inst(
-            "ld32",
-            [op::m(d), op::vertex_base(), op::mzero(), op::imm(word)],
-        )
-    };
+    let vs = |d: u8, word: i64| load_state_word(op::m(d), word);
     let half = |d: u8, k: i64| inst("ldz16", [op::m(d), op::m(2), op::mzero(), op::imm(k)]);
     // The context number from the worker status register, as poplibs'
     // worker reads it (not from `$mworker_base`, which only the

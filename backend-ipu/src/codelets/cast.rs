@@ -24,7 +24,7 @@ use half::f16;
 use super::emitter::{inst, op, Emitter};
 use super::launch::{self, split, StreamCounts, WORKERS};
 use super::program::Codelet;
-use super::CodeletError;
+use super::{check_alignment, CodeletError};
 use ipuc_ipu_arch::float8::{decode_scaled, encode_scaled, SCALE_RANGE};
 
 /// Which conversion.
@@ -115,19 +115,10 @@ impl Cast {
         } else {
             16
         };
-        if !self.input.is_multiple_of(in_align) {
-            return err(format!(
-                "input address 0x{:x} is not {in_align}-byte aligned",
-                self.input
-            ));
-        }
-        if !self.output.is_multiple_of(8) {
-            return err(format!(
-                "output address 0x{:x} is not 8-byte aligned",
-                self.output
-            ));
-        }
-        Ok(())
+        check_alignment(
+            self.kind.name(),
+            &[("input", self.input, in_align), ("output", self.output, 8)],
+        )
     }
 
     /// The exact reference: output bytes for the input bytes.
@@ -170,12 +161,7 @@ impl Codelet for Cast {
         let supervisor = launch::emit_supervisor_and_worker_entry(e, tag, 3);
         let done = format!(".L{tag}_done");
         // Vertex state: input, output, iterations.
-        for (reg, word) in [(0, 0), (2, 1), (3, 2)] {
-            e.solo(inst(
-                "ld32",
-                [op::m(reg), op::vertex_base(), op::mzero(), op::imm(word)],
-            ));
-        }
+        e.load_state(&[(0, 0), (2, 1), (3, 2)]);
         e.solo(inst("brz", [op::m(3), op::sym(done.clone())]));
         let at_branch = e.issues();
         e.solo(inst("sub", [op::m(3), op::m(3), op::imm(1)]));

@@ -96,12 +96,7 @@ impl Codelet for StridedCopy {
         self.validate()?;
         let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 6);
         // Vertex state: src, dst, rows, words per row - 1, src stride, dst stride.
-        for (reg, word) in [(0, 0), (1, 1), (2, 2), (3, 3), (6, 4), (7, 5)] {
-            e.solo(inst(
-                "ld32",
-                [op::m(reg), op::vertex_base(), op::mzero(), op::imm(word)],
-            ));
-        }
+        e.load_state(&[(0, 0), (1, 1), (2, 2), (3, 3), (6, 4), (7, 5)]);
         e.solo(inst("brz", [op::m(2), op::sym(format!(".L{TAG}_done"))]));
         let empty = e.issues() + 1;
         e.solo(inst("sub", [op::m(2), op::m(2), op::imm(1)]));

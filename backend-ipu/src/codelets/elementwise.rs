@@ -15,10 +15,10 @@
 
 use half::f16;
 
-use super::emitter::{inst, op, Emitter};
+use super::emitter::{inst, load_state_word, op, Emitter};
 use super::launch::{self, split, StreamCounts, WORKERS};
 use super::program::Codelet;
-use super::CodeletError;
+use super::{check_alignment, CodeletError};
 
 /// The operation.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -99,12 +99,10 @@ impl Binary {
         if matches!(self.op, BinaryOp::Axpy(_)) && self.ty != VecType::F32 {
             return err("axpy is f32 only (`f32v2axpy`)".into());
         }
-        for (what, a) in [("x", self.x), ("y", self.y), ("out", self.out)] {
-            if a % 8 != 0 {
-                return err(format!("{what} address 0x{a:x} is not 8-byte aligned"));
-            }
-        }
-        Ok(())
+        check_alignment(
+            &self.name(),
+            &[("x", self.x, 8), ("y", self.y, 8), ("out", self.out, 8)],
+        )
     }
 
     fn instruction(&self) -> &'static str {
@@ -149,12 +147,7 @@ impl Codelet for Binary {
         let supervisor = launch::emit_supervisor_and_worker_entry(e, &tag, 5);
         let done = format!(".L{tag}_done");
         // Vertex state: x, y, out, words (and a for axpy).
-        for (reg, word) in [(0, 0), (1, 1), (2, 2), (3, 3)] {
-            e.solo(inst(
-                "ld32",
-                [op::m(reg), op::vertex_base(), op::mzero(), op::imm(word)],
-            ));
-        }
+        e.load_state(&[(0, 0), (1, 1), (2, 2), (3, 3)]);
         e.solo(inst(
             "tapack",
             [op::m_pair(4), op::m(0), op::m(1), op::m(2)],
@@ -162,10 +155,7 @@ impl Codelet for Binary {
         e.solo(inst("brz", [op::m(3), op::sym(done.clone())]));
         let at_branch = e.issues();
         if axpy {
-            e.solo(inst(
-                "ld32",
-                [op::a(6), op::vertex_base(), op::mzero(), op::imm(4)],
-            ));
+            e.solo(load_state_word(op::a(6), 4));
             e.solo(inst("uput", [op::csr("TAS"), op::a(6)]));
         }
         let compute = || {

@@ -46,6 +46,13 @@ pub fn inst(mnemonic: &'static str, operands: impl Into<Vec<Operand>>) -> Inst {
     }
 }
 
+/// `ld32 dst, $mvertex_base, $mzero, word`: word `word` of the worker's
+/// vertex state (its pointers, counts and constants, see
+/// [`super::launch::emit_vertex_state`]).
+pub fn load_state_word(dst: Operand, word: i64) -> Inst {
+    inst("ld32", [dst, op::vertex_base(), op::mzero(), op::imm(word)])
+}
+
 /// Operand constructors, named after the assembler's spelling.
 pub mod op {
     use super::{Operand, Register};
@@ -283,6 +290,14 @@ impl<'c> Emitter<'c> {
         self.append(op);
         self.words += 1;
         self.issues += slots;
+    }
+
+    /// Loads vertex-state words into `$m` registers, one solo `ld32` per
+    /// `(register, word)`.
+    pub fn load_state(&mut self, regs: &[(u8, i64)]) {
+        for &(reg, word) in regs {
+            self.solo(load_state_word(op::m(reg), word));
+        }
     }
 
     /// Pads with a `nop` to an 8-byte boundary (one issue when it pads).

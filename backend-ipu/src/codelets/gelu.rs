@@ -44,7 +44,7 @@ use half::f16;
 use super::emitter::{inst, op, Emitter, Inst};
 use super::launch::{self, split, StreamCounts, WORKERS};
 use super::program::Codelet;
-use super::CodeletError;
+use super::{check_alignment, CodeletError};
 use ipuc_dialects::ipu::Operand;
 
 /// Which GELU formula.
@@ -161,19 +161,10 @@ impl Gelu {
                 self.len
             ));
         }
-        if !self.input.is_multiple_of(8) {
-            return err(format!(
-                "input address 0x{:x} is not 8-byte aligned",
-                self.input
-            ));
-        }
-        if !self.output.is_multiple_of(4) {
-            return err(format!(
-                "output address 0x{:x} is not 4-byte aligned",
-                self.output
-            ));
-        }
-        Ok(())
+        check_alignment(
+            self.tag(),
+            &[("input", self.input, 8), ("output", self.output, 4)],
+        )
     }
 
     /// The auxiliary instruction sequence of one f32 pair with, for each,
@@ -358,12 +349,7 @@ impl Codelet for Gelu {
         let supervisor = launch::emit_supervisor_and_worker_entry(e, tag, 3);
         let done = format!(".L{tag}_done");
         // Vertex state: input, output, words.
-        for (reg, word) in [(0, 0), (2, 1), (3, 2)] {
-            e.solo(inst(
-                "ld32",
-                [op::m(reg), op::vertex_base(), op::mzero(), op::imm(word)],
-            ));
-        }
+        e.load_state(&[(0, 0), (2, 1), (3, 2)]);
         e.solo(inst(
             "setzi",
             [op::m(1), op::sym(format!("{tag}_constants"))],

@@ -22,10 +22,10 @@
 
 use half::f16;
 
-use super::emitter::{inst, op, Emitter};
+use super::emitter::{inst, load_state_word, op, Emitter};
 use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
 use super::program::Codelet;
-use super::CodeletError;
+use super::{check_alignment, CodeletError};
 
 /// One LayerNorm launch.
 #[derive(Clone, Debug)]
@@ -69,50 +69,28 @@ impl LayerNorm {
                 self.eps
             ));
         }
-        if !self.input.is_multiple_of(16) {
-            return err(format!(
-                "input address 0x{:x} is not 16-byte aligned",
-                self.input
-            ));
-        }
-        for (what, a) in [
-            ("gamma", self.gamma),
-            ("beta", self.beta),
-            ("output", self.output),
-        ] {
-            if !a.is_multiple_of(8) {
-                return err(format!("{what} address 0x{a:x} is not 8-byte aligned"));
-            }
-        }
-        Ok(())
+        check_alignment(
+            TAG,
+            &[
+                ("input", self.input, 16),
+                ("gamma", self.gamma, 8),
+                ("beta", self.beta, 8),
+                ("output", self.output, 8),
+            ],
+        )
     }
 
     /// The worker: its issues when it has no rows, and its row loop's counts.
     fn emit_worker(&self, e: &mut Emitter) -> (u64, RowLoopCounts) {
-        e.solo(inst(
-            "ld32",
-            [op::m(2), op::vertex_base(), op::mzero(), op::imm(2)],
-        )); // rows
+        e.solo(load_state_word(op::m(2), 2)); // rows
         e.solo(inst("brz", [op::m(2), op::sym(format!(".L{TAG}_done"))]));
         let empty = e.issues() + 1;
         for s in [
             inst("sub", [op::m(2), op::m(2), op::imm(1)]),
-            inst(
-                "ld32",
-                [op::m(0), op::vertex_base(), op::mzero(), op::imm(0)],
-            ), // x
-            inst(
-                "ld32",
-                [op::m(1), op::vertex_base(), op::mzero(), op::imm(1)],
-            ), // out
-            inst(
-                "ld32",
-                [op::m(3), op::vertex_base(), op::mzero(), op::imm(3)],
-            ), // C/8
-            inst(
-                "ld32",
-                [op::m(4), op::vertex_base(), op::mzero(), op::imm(4)],
-            ), // C/4
+            load_state_word(op::m(0), 0), // x
+            load_state_word(op::m(1), 1), // out
+            load_state_word(op::m(3), 3), // C/8
+            load_state_word(op::m(4), 4), // C/4
         ] {
             e.solo(s);
         }
@@ -145,10 +123,7 @@ impl LayerNorm {
             inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
             inst("mov", [op::a(6), op::a(5)]),
             inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
-            inst(
-                "ld32",
-                [op::a(6), op::vertex_base(), op::mzero(), op::imm(7)],
-            ), // 1/C
+            load_state_word(op::a(6), 7), // 1/C
             inst("f32v2mul", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
             inst("f32v2sub", [op::a_pair(4), op::azeros(), op::a_pair(4)]),
             inst("f32tof16", [op::a(4), op::a(4)]),
@@ -193,15 +168,9 @@ impl LayerNorm {
             inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
             inst("mov", [op::a(6), op::a(5)]),
             inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
-            inst(
-                "ld32",
-                [op::a(6), op::vertex_base(), op::mzero(), op::imm(7)],
-            ), // 1/C
+            load_state_word(op::a(6), 7), // 1/C
             inst("f32v2mul", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
-            inst(
-                "ld32",
-                [op::a(6), op::vertex_base(), op::mzero(), op::imm(8)],
-            ), // eps
+            load_state_word(op::a(6), 8), // eps
             inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
             // 1/sqrt(var + eps), broadcast to four f16 lanes below.
             inst("f32oorx", [op::a(6), op::a(4)]),
@@ -214,14 +183,8 @@ impl LayerNorm {
             inst("mov", [op::a(11), op::a(10)]), // rstd, 4 lanes
             // Pass 3: apply.
             inst("mov", [op::m(5), op::m(0)]),
-            inst(
-                "ld32",
-                [op::m(6), op::vertex_base(), op::mzero(), op::imm(5)],
-            ), // gamma
-            inst(
-                "ld32",
-                [op::m(7), op::vertex_base(), op::mzero(), op::imm(6)],
-            ), // beta
+            load_state_word(op::m(6), 5), // gamma
+            load_state_word(op::m(7), 6), // beta
         ] {
             e.solo(s);
         }

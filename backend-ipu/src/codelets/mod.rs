@@ -42,3 +42,22 @@ impl CodeletError {
         }
     }
 }
+
+/// Checks that every `(what, address, alignment)` is a multiple of its
+/// alignment. The codelets' wide loads and stores (`ld64`, `ld128`, `st64`)
+/// fault on an unaligned address, so a launch that would fault is refused
+/// while it is built, naming the operand and the alignment it needs.
+pub(crate) fn check_alignment(
+    codelet: &str,
+    addresses: &[(&str, u32, u32)],
+) -> Result<(), CodeletError> {
+    for &(what, address, align) in addresses {
+        if !address.is_multiple_of(align) {
+            return Err(CodeletError::new(
+                codelet,
+                format!("{what} address 0x{address:x} is not {align}-byte aligned"),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -19,7 +19,7 @@ use half::f16;
 use super::emitter::{inst, op, Emitter};
 use super::launch::{self, offsets, split, RowLaunchCounts, WORKERS};
 use super::program::Codelet;
-use super::CodeletError;
+use super::{check_alignment, CodeletError};
 use ipuc_dialects::ipu::Operand;
 
 /// The reduction.
@@ -81,19 +81,10 @@ impl RowReduce {
             ));
         }
         let align = 2 * l;
-        if !self.input.is_multiple_of(align) {
-            return err(format!(
-                "input address 0x{:x} is not {align}-byte aligned",
-                self.input
-            ));
-        }
-        if !self.output.is_multiple_of(4) {
-            return err(format!(
-                "output address 0x{:x} is not 4-byte aligned",
-                self.output
-            ));
-        }
-        Ok(())
+        check_alignment(
+            self.tag(),
+            &[("input", self.input, align), ("output", self.output, 4)],
+        )
     }
 
     /// The `rpt` count of a row: sum runs one bundle per 8 halves; max's
@@ -150,12 +141,7 @@ impl Codelet for RowReduce {
         let tag = self.tag();
         let supervisor = launch::emit_supervisor_and_worker_entry(e, tag, 5);
         // Vertex state: input, output, rows, rpt count per row (and a scratch word).
-        for (reg, word) in [(0, 0), (1, 1), (2, 2), (3, 3)] {
-            e.solo(inst(
-                "ld32",
-                [op::m(reg), op::vertex_base(), op::mzero(), op::imm(word)],
-            ));
-        }
+        e.load_state(&[(0, 0), (1, 1), (2, 2), (3, 3)]);
         e.solo(inst("brz", [op::m(2), op::sym(format!(".L{tag}_done"))]));
         let empty = e.issues() + 1;
         e.solo(inst("sub", [op::m(2), op::m(2), op::imm(1)]));

@@ -21,10 +21,10 @@
 
 use half::f16;
 
-use super::emitter::{inst, op, Emitter, Inst};
+use super::emitter::{inst, load_state_word, op, Emitter, Inst};
 use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
 use super::program::Codelet;
-use super::CodeletError;
+use super::{check_alignment, CodeletError};
 
 const TAG: &str = "softmax_f16";
 
@@ -59,11 +59,7 @@ impl Softmax {
                 self.rows, self.cols
             ));
         }
-        for (what, a) in [("input", self.input), ("output", self.output)] {
-            if !a.is_multiple_of(8) {
-                return err(format!("{what} address 0x{a:x} is not 8-byte aligned"));
-            }
-        }
+        check_alignment(TAG, &[("input", self.input, 8), ("output", self.output, 8)])?;
         let bytes = self.rows * self.cols * 2;
         if self.input < self.output + bytes && self.output < self.input + bytes {
             return err("input and output overlap".into());
@@ -89,26 +85,14 @@ impl Softmax {
     /// The worker: its issues when it has no rows, its row loop's counts,
     /// and the `rpt` body issues of one row.
     fn emit_worker(&self, e: &mut Emitter) -> (u64, RowLoopCounts, u64) {
-        e.solo(inst(
-            "ld32",
-            [op::m(2), op::vertex_base(), op::mzero(), op::imm(2)],
-        )); // rows
+        e.solo(load_state_word(op::m(2), 2)); // rows
         e.solo(inst("brz", [op::m(2), op::sym(format!(".L{TAG}_done"))]));
         let empty = e.issues() + 1;
         for s in [
             inst("sub", [op::m(2), op::m(2), op::imm(1)]),
-            inst(
-                "ld32",
-                [op::m(0), op::vertex_base(), op::mzero(), op::imm(0)],
-            ), // x
-            inst(
-                "ld32",
-                [op::m(1), op::vertex_base(), op::mzero(), op::imm(1)],
-            ), // out
-            inst(
-                "ld32",
-                [op::m(3), op::vertex_base(), op::mzero(), op::imm(3)],
-            ), // C/4
+            load_state_word(op::m(0), 0), // x
+            load_state_word(op::m(1), 1), // out
+            load_state_word(op::m(3), 3), // C/4
             inst("sub", [op::m(4), op::m(3), op::imm(1)]),
         ] {
             e.solo(s);

@@ -34,7 +34,7 @@
 //! Every load and store is its own instruction, so no instruction makes two
 //! accesses and no bank conflict can arise whatever the placement.
 
-use super::emitter::{inst, op, Emitter};
+use super::emitter::{inst, load_state_word, op, Emitter};
 use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
 use super::program::Codelet;
 use super::CodeletError;
@@ -190,26 +190,11 @@ impl Transpose {
     fn emit_worker(&self, e: &mut Emitter) -> (u64, RowLoopCounts, u64) {
         let tag = self.tag();
         let cols = i64::from(self.cols);
-        e.solo(inst(
-            "ld32",
-            [op::m(0), op::vertex_base(), op::mzero(), op::imm(0)],
-        )); // src column
-        e.solo(inst(
-            "ld32",
-            [op::m(1), op::vertex_base(), op::mzero(), op::imm(1)],
-        )); // dst row
-        e.solo(inst(
-            "ld32",
-            [op::m(2), op::vertex_base(), op::mzero(), op::imm(2)],
-        )); // dst rows
-        e.solo(inst(
-            "ld32",
-            [op::m(3), op::vertex_base(), op::mzero(), op::imm(3)],
-        )); // rpt count
-        e.solo(inst(
-            "ld32",
-            [op::m(4), op::vertex_base(), op::mzero(), op::imm(4)],
-        )); // destination row bytes
+        e.solo(load_state_word(op::m(0), 0)); // src column
+        e.solo(load_state_word(op::m(1), 1)); // dst row
+        e.solo(load_state_word(op::m(2), 2)); // dst rows
+        e.solo(load_state_word(op::m(3), 3)); // rpt count
+        e.solo(load_state_word(op::m(4), 4)); // destination row bytes
         e.solo(inst("brz", [op::m(2), op::sym(format!(".L{tag}_done"))]));
         let empty = e.issues() + 1;
         e.solo(inst("sub", [op::m(2), op::m(2), op::imm(1)]));

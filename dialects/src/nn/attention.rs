@@ -10,7 +10,6 @@
 //! The mask is additive and broadcasts to `[batch, heads, seq_q, seq_kv]`;
 //! `scale` defaults to `1 / sqrt(head_dim)`.
 
-use ipuc_ir::dialect::{OpDefinition, Traits};
 use ipuc_ir::interfaces::{
     CombiningKind, Contraction, ContractionShape, ElementWork, OpSignature, Reduction,
     ReductionShape,
@@ -20,13 +19,12 @@ use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::custom_format::STANDARD_FORMAT;
 use super::support::operand_accessors;
 use super::support::shape_err;
 use super::support::{
-    attr_i64, broadcasts_to, check_acc_type, f32_attr, f32_attribute, i64_attr, make_state, one,
-    op_wrapper, optional, ranked, shape_str, static_product, tensor, value_types, InferResult,
-    ACC_TYPE_ATTR, TENSOR,
+    attr_i64, broadcasts_to, build_inferred, check_acc_type, f32_attr, f32_attribute, i64_attr,
+    nn_op, one, op_wrapper, optional, ranked, shape_str, static_product, tensor, value_types,
+    InferResult, ACC_TYPE_ATTR, TENSOR,
 };
 
 /// `nn.attention`.
@@ -212,23 +210,22 @@ impl Reduction for AttentionModel {
 }
 
 pub(crate) fn register(d: Dialect) -> Dialect {
-    d.op(OpDefinition::new(ATTENTION)
-        .summary("Multi-head scaled dot-product attention with an optional additive mask")
-        .traits(Traits::PURE)
-        .attribute(i64_attr("heads", false))
-        .attribute(f32_attr("scale", true))
-        .attribute(ACC_TYPE_ATTR)
-        .operands(&[
-            one("query", TENSOR),
-            one("key", TENSOR),
-            one("value", TENSOR),
-            optional("mask", TENSOR),
-        ])
-        .results(&[one("result", TENSOR)])
-        .verifier(super::verify_op)
-        .implement::<dyn Contraction>(Box::new(AttentionModel))
-        .implement::<dyn Reduction>(Box::new(AttentionModel))
-        .assembly_format(STANDARD_FORMAT))
+    d.op(nn_op(
+        ATTENTION,
+        "Multi-head scaled dot-product attention with an optional additive mask",
+    )
+    .attribute(i64_attr("heads", false))
+    .attribute(f32_attr("scale", true))
+    .attribute(ACC_TYPE_ATTR)
+    .operands(&[
+        one("query", TENSOR),
+        one("key", TENSOR),
+        one("value", TENSOR),
+        optional("mask", TENSOR),
+    ])
+    .results(&[one("result", TENSOR)])
+    .implement::<dyn Contraction>(Box::new(AttentionModel))
+    .implement::<dyn Reduction>(Box::new(AttentionModel)))
 }
 
 op_wrapper!(
@@ -285,14 +282,13 @@ impl AttentionOp {
             ctx.value_type(v),
             mask.map(|m| ctx.value_type(m)),
             heads,
-        )
-        .map_err(|m| m.at(ATTENTION, &loc))?;
+        );
         let mut operands = vec![q, k, v];
         operands.extend(mask);
         let mut attrs = vec![("heads", Attribute::i64(heads))];
         if let Some(s) = scale {
             attrs.push(("scale", f32_attribute(s)));
         }
-        Ok(make_state(ctx, ATTENTION, &operands, vec![ty], attrs, loc))
+        build_inferred(ctx, ATTENTION, &operands, ty, attrs, loc)
     }
 }

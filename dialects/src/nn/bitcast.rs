@@ -9,16 +9,15 @@
 //! its buffer.
 
 use ipuc_ir::attributes::{AttrKind, DenseElements};
-use ipuc_ir::dialect::{FoldResult, OpDefinition, Traits};
+use ipuc_ir::dialect::FoldResult;
 use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::custom_format::STANDARD_FORMAT;
 use super::elements::{dense_data, fold_target};
 use super::support::{
-    make_state, one, op_wrapper, operand_accessors, ranked, shape_err, tensor, type_attr,
-    value_types, InferResult, TENSOR,
+    build_inferred, nn_op, one, op_wrapper, operand_accessors, ranked, shape_err, tensor,
+    type_attr, value_types, InferResult, TENSOR,
 };
 
 /// `nn.bitcast`.
@@ -87,15 +86,14 @@ fn fold_bitcast(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option
 // ----- registration -------------------------------------------------------------
 
 pub(crate) fn register(d: Dialect) -> Dialect {
-    d.op(OpDefinition::new(BITCAST)
-        .summary("Reinterprets the operand's bits as element type 'to' (ONNX BitCast)")
-        .traits(Traits::PURE)
-        .attribute(type_attr("to", false))
-        .operands(&[one("operand", TENSOR)])
-        .results(&[one("result", TENSOR)])
-        .verifier(super::verify_op)
-        .folder(fold_bitcast)
-        .assembly_format(STANDARD_FORMAT))
+    d.op(nn_op(
+        BITCAST,
+        "Reinterprets the operand's bits as element type 'to' (ONNX BitCast)",
+    )
+    .attribute(type_attr("to", false))
+    .operands(&[one("operand", TENSOR)])
+    .results(&[one("result", TENSOR)])
+    .folder(fold_bitcast))
 }
 
 // ----- typed wrapper ------------------------------------------------------------
@@ -119,9 +117,9 @@ impl BitcastOp {
         to: &Type,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_bitcast(ctx.value_type(x), to).map_err(|m| m.at(BITCAST, &loc))?;
+        let ty = infer_bitcast(ctx.value_type(x), to);
         let attrs = vec![("to", Attribute::type_attr(to.clone()))];
-        Ok(make_state(ctx, BITCAST, &[x], vec![ty], attrs, loc))
+        build_inferred(ctx, BITCAST, &[x], ty, attrs, loc)
     }
 }
 

@@ -12,7 +12,7 @@ use ipuc_ir::dialect::{AttrDecl, OpDefinition, Traits};
 use ipuc_ir::{Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type};
 
 use super::support::shape_err;
-use super::support::{make_state, one, op_wrapper, InferResult, TENSOR};
+use super::support::{build_inferred, make_state, one, op_wrapper, InferResult, TENSOR};
 
 /// `nn.constant`.
 pub const CONSTANT: &str = "nn.constant";
@@ -147,14 +147,7 @@ impl ConstantOp {
         value: Attribute,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_constant(&value).map_err(|m| m.at(CONSTANT, &loc))?;
-        Ok(make_state(
-            ctx,
-            CONSTANT,
-            &[],
-            vec![ty],
-            vec![("value", value)],
-            loc,
-        ))
+        let ty = infer_constant(&value);
+        build_inferred(ctx, CONSTANT, &[], ty, vec![("value", value)], loc)
     }
 }

@@ -1,19 +1,18 @@
 //! `nn.conv2d`: 2-D convolution in NCHW layout with ONNX `Conv` semantics
 //! (`strides`, `pads = [top, left, bottom, right]`, `dilations`, `groups`).
 
-use ipuc_ir::dialect::{OpDefinition, Traits};
 use ipuc_ir::interfaces::{Contraction, ContractionShape, OpSignature};
 use ipuc_ir::types::DYNAMIC;
 use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::custom_format::STANDARD_FORMAT;
 use super::support::operand_accessors;
 use super::support::shape_err;
 use super::support::{
-    attr_i64, attr_i64_list, contraction, i64_array_attr, i64_attr, make_state, one, op_wrapper,
-    optional, ranked, shape_str, static_product, tensor, value_types, InferResult, TENSOR,
+    attr_i64, attr_i64_list, build_inferred, contraction, i64_array_attr, i64_attr, nn_op, one,
+    op_wrapper, optional, ranked, shape_str, static_product, tensor, value_types, InferResult,
+    TENSOR,
 };
 
 /// `nn.conv2d`.
@@ -249,22 +248,21 @@ impl Contraction for ConvContraction {
 }
 
 pub(crate) fn register(d: Dialect) -> Dialect {
-    d.op(OpDefinition::new(CONV2D)
-        .summary("2-D convolution, NCHW input and MCHW weights (ONNX Conv)")
-        .traits(Traits::PURE)
-        .attribute(i64_array_attr("strides", true))
-        .attribute(i64_array_attr("pads", true))
-        .attribute(i64_array_attr("dilations", true))
-        .attribute(i64_attr("groups", true))
-        .operands(&[
-            one("input", TENSOR),
-            one("weight", TENSOR),
-            optional("bias", TENSOR),
-        ])
-        .results(&[one("result", TENSOR)])
-        .verifier(super::verify_op)
-        .implement::<dyn Contraction>(Box::new(ConvContraction))
-        .assembly_format(STANDARD_FORMAT))
+    d.op(nn_op(
+        CONV2D,
+        "2-D convolution, NCHW input and MCHW weights (ONNX Conv)",
+    )
+    .attribute(i64_array_attr("strides", true))
+    .attribute(i64_array_attr("pads", true))
+    .attribute(i64_array_attr("dilations", true))
+    .attribute(i64_attr("groups", true))
+    .operands(&[
+        one("input", TENSOR),
+        one("weight", TENSOR),
+        optional("bias", TENSOR),
+    ])
+    .results(&[one("result", TENSOR)])
+    .implement::<dyn Contraction>(Box::new(ConvContraction)))
 }
 
 op_wrapper!(
@@ -303,17 +301,9 @@ impl Conv2dOp {
             ctx.value_type(w),
             b.map(|b| ctx.value_type(b)),
             params,
-        )
-        .map_err(|m| m.at(CONV2D, &loc))?;
+        );
         let mut operands = vec![x, w];
         operands.extend(b);
-        Ok(make_state(
-            ctx,
-            CONV2D,
-            &operands,
-            vec![ty],
-            params.attributes(),
-            loc,
-        ))
+        build_inferred(ctx, CONV2D, &operands, ty, params.attributes(), loc)
     }
 }

@@ -7,16 +7,15 @@
 //! the reference executor both call it (floats in `f64`, rounded once to the
 //! element type; integers exactly, wrapped to the element width).
 
-use ipuc_ir::dialect::{FoldResult, OpDefinition, Traits};
+use ipuc_ir::dialect::{FoldResult, Traits};
 use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::custom_format::STANDARD_FORMAT;
 use super::elements::{dense_data, floats, fold_target, from_floats, from_ints, ints};
 use super::support::{
-    attr_i64, i64_attr, make_state, normalize_axis, one, op_family_wrapper, operand_accessors,
-    ranked, shape_err, value_types, InferResult, TENSOR,
+    attr_i64, axis_attr, build_inferred, i64_attr, nn_op, normalize_axis, one, op_family_wrapper,
+    operand_accessors, ranked, shape_err, value_types, InferResult, TENSOR,
 };
 
 /// The running combinations.
@@ -145,17 +144,17 @@ fn fold_cumulative(
 /// a whole prefix) nor a reduction (the axis stays).
 pub(crate) fn register(mut d: Dialect) -> Dialect {
     for k in CumulativeKind::ALL {
-        d = d.op(OpDefinition::new(k.name())
-            .summary("Running sum or product along 'axis' (ONNX CumSum/CumProd)")
-            .traits(Traits::PURE | Traits::SAME_OPERANDS_AND_RESULT_TYPE)
-            .attribute(i64_attr("axis", false))
-            .attribute(i64_attr("exclusive", true))
-            .attribute(i64_attr("reverse", true))
-            .operands(&[one("operand", TENSOR)])
-            .results(&[one("result", TENSOR)])
-            .verifier(super::verify_op)
-            .folder(fold_cumulative)
-            .assembly_format(STANDARD_FORMAT));
+        d = d.op(nn_op(
+            k.name(),
+            "Running sum or product along 'axis' (ONNX CumSum/CumProd)",
+        )
+        .traits(Traits::SAME_OPERANDS_AND_RESULT_TYPE)
+        .attribute(i64_attr("axis", false))
+        .attribute(i64_attr("exclusive", true))
+        .attribute(i64_attr("reverse", true))
+        .operands(&[one("operand", TENSOR)])
+        .results(&[one("result", TENSOR)])
+        .folder(fold_cumulative));
     }
     d
 }
@@ -176,12 +175,8 @@ impl CumulativeOp {
     /// The scanned axis (normalised), `exclusive` and `reverse` (ONNX
     /// defaults: both off).
     pub fn params(self, ctx: &Context) -> ScanParams {
-        let rank = ctx
-            .value_type(self.input(ctx))
-            .shape()
-            .map_or(0, |s| s.len());
         ScanParams {
-            axis: normalize_axis(attr_i64(ctx, self.0, "axis", 0), rank).unwrap_or(0),
+            axis: axis_attr(ctx, self.0, self.input(ctx), 0),
             exclusive: attr_i64(ctx, self.0, "exclusive", 0) != 0,
             reverse: attr_i64(ctx, self.0, "reverse", 0) != 0,
         }
@@ -196,7 +191,7 @@ impl CumulativeOp {
         reverse: bool,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_cumulative(ctx.value_type(x), axis).map_err(|m| m.at(kind.name(), &loc))?;
+        let ty = infer_cumulative(ctx.value_type(x), axis);
         let mut attrs = vec![("axis", Attribute::i64(axis))];
         if exclusive {
             attrs.push(("exclusive", Attribute::i64(1)));
@@ -204,7 +199,7 @@ impl CumulativeOp {
         if reverse {
             attrs.push(("reverse", Attribute::i64(1)));
         }
-        Ok(make_state(ctx, kind.name(), &[x], vec![ty], attrs, loc))
+        build_inferred(ctx, kind.name(), &[x], ty, attrs, loc)
     }
 }
 

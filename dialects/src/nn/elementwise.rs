@@ -12,7 +12,7 @@
 //! ...) are public so that the reference interpreter computes exactly what the
 //! folders compute: floats in `f64`, rounded once to the element type.
 
-use ipuc_ir::dialect::{FoldResult, OpDefinition, Traits};
+use ipuc_ir::dialect::{FoldResult, Traits};
 use ipuc_ir::interfaces::{ElementWork, Elementwise, OpSignature};
 use ipuc_ir::numeric::E8M0Rounding;
 use ipuc_ir::types::FloatKind;
@@ -21,7 +21,6 @@ use ipuc_ir::{
     Value,
 };
 
-use super::custom_format::STANDARD_FORMAT;
 use super::elements::{
     broadcast_source, dense_data, floats, fold_target, from_floats, from_ints, ints, strides,
 };
@@ -29,8 +28,8 @@ use super::support::op_family_wrapper;
 use super::support::operand_accessors;
 use super::support::shape_err;
 use super::support::{
-    attr_i64, attr_str, broadcast_shapes, i64_attr, make_state, one, ranked, string_attr, tensor,
-    type_attr, value_types, InferResult, BOOL_TENSOR, TENSOR,
+    attr_i64, attr_str, broadcast_shapes, build_inferred, i64_attr, nn_op, one, ranked,
+    string_attr, tensor, type_attr, value_types, InferResult, BOOL_TENSOR, TENSOR,
 };
 
 /// `nn.where`.
@@ -902,15 +901,14 @@ impl Elementwise for OneOperation {
 
 pub(crate) fn register(mut d: Dialect) -> Dialect {
     for k in BinaryKind::ALL {
-        let mut def = OpDefinition::new(k.name())
-            .summary("Elementwise binary arithmetic with numpy broadcasting")
-            .traits(Traits::PURE)
-            .operands(&[one("lhs", TENSOR), one("rhs", TENSOR)])
-            .results(&[one("result", TENSOR)])
-            .verifier(super::verify_op)
-            .folder(fold_binary)
-            .implement::<dyn Elementwise>(Box::new(k))
-            .assembly_format(STANDARD_FORMAT);
+        let mut def = nn_op(
+            k.name(),
+            "Elementwise binary arithmetic with numpy broadcasting",
+        )
+        .operands(&[one("lhs", TENSOR), one("rhs", TENSOR)])
+        .results(&[one("result", TENSOR)])
+        .folder(fold_binary)
+        .implement::<dyn Elementwise>(Box::new(k));
         if k.is_commutative() {
             def = def.traits(Traits::COMMUTATIVE);
         }
@@ -920,56 +918,50 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
         d = d.op(def);
     }
     for k in CompareKind::ALL {
-        let mut def = OpDefinition::new(k.name())
-            .summary("Elementwise comparison with numpy broadcasting; i1 results")
-            .traits(Traits::PURE)
-            .operands(&[one("lhs", TENSOR), one("rhs", TENSOR)])
-            .results(&[one("result", BOOL_TENSOR)])
-            .verifier(super::verify_op)
-            .folder(fold_compare)
-            .implement::<dyn Elementwise>(Box::new(k))
-            .assembly_format(STANDARD_FORMAT);
+        let mut def = nn_op(
+            k.name(),
+            "Elementwise comparison with numpy broadcasting; i1 results",
+        )
+        .operands(&[one("lhs", TENSOR), one("rhs", TENSOR)])
+        .results(&[one("result", BOOL_TENSOR)])
+        .folder(fold_compare)
+        .implement::<dyn Elementwise>(Box::new(k));
         if k == CompareKind::Equal {
             def = def.traits(Traits::COMMUTATIVE);
         }
         d = d.op(def);
     }
     for k in UnaryKind::ALL {
-        d = d.op(OpDefinition::new(k.name())
-            .summary("Elementwise unary math")
-            .traits(Traits::PURE | Traits::SAME_OPERANDS_AND_RESULT_TYPE)
+        d = d.op(nn_op(k.name(), "Elementwise unary math")
+            .traits(Traits::SAME_OPERANDS_AND_RESULT_TYPE)
             .operands(&[one("operand", TENSOR)])
             .results(&[one("result", TENSOR)])
-            .verifier(super::verify_op)
             .folder(fold_unary)
-            .implement::<dyn Elementwise>(Box::new(k))
-            .assembly_format(STANDARD_FORMAT));
+            .implement::<dyn Elementwise>(Box::new(k)));
     }
-    d.op(OpDefinition::new(WHERE)
-        .summary("Elementwise select: cond ? x : y, with numpy broadcasting")
-        .traits(Traits::PURE)
-        .operands(&[
-            one("condition", BOOL_TENSOR),
-            one("x", TENSOR),
-            one("y", TENSOR),
-        ])
+    d.op(nn_op(
+        WHERE,
+        "Elementwise select: cond ? x : y, with numpy broadcasting",
+    )
+    .operands(&[
+        one("condition", BOOL_TENSOR),
+        one("x", TENSOR),
+        one("y", TENSOR),
+    ])
+    .results(&[one("result", TENSOR)])
+    .folder(fold_where)
+    .implement::<dyn Elementwise>(Box::new(OneOperation)))
+        .op(nn_op(
+            CAST,
+            "Elementwise conversion to the element type 'to' (ONNX Cast)",
+        )
+        .attribute(type_attr("to", false))
+        .attribute(i64_attr("saturate", true))
+        .attribute(string_attr(ROUND_MODE, true))
+        .operands(&[one("operand", TENSOR)])
         .results(&[one("result", TENSOR)])
-        .verifier(super::verify_op)
-        .folder(fold_where)
-        .implement::<dyn Elementwise>(Box::new(OneOperation))
-        .assembly_format(STANDARD_FORMAT))
-        .op(OpDefinition::new(CAST)
-            .summary("Elementwise conversion to the element type 'to' (ONNX Cast)")
-            .traits(Traits::PURE)
-            .attribute(type_attr("to", false))
-            .attribute(i64_attr("saturate", true))
-            .attribute(string_attr(ROUND_MODE, true))
-            .operands(&[one("operand", TENSOR)])
-            .results(&[one("result", TENSOR)])
-            .verifier(super::verify_op)
-            .folder(fold_cast)
-            .implement::<dyn Elementwise>(Box::new(OneOperation))
-            .assembly_format(STANDARD_FORMAT))
+        .folder(fold_cast)
+        .implement::<dyn Elementwise>(Box::new(OneOperation)))
 }
 
 // ----- typed wrappers --------------------------------------------------------------
@@ -1002,16 +994,8 @@ impl BinaryOp {
         rhs: Value,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_binary(kind, ctx.value_type(lhs), ctx.value_type(rhs))
-            .map_err(|m| m.at(kind.name(), &loc))?;
-        Ok(make_state(
-            ctx,
-            kind.name(),
-            &[lhs, rhs],
-            vec![ty],
-            Vec::new(),
-            loc,
-        ))
+        let ty = infer_binary(kind, ctx.value_type(lhs), ctx.value_type(rhs));
+        build_inferred(ctx, kind.name(), &[lhs, rhs], ty, Vec::new(), loc)
     }
 }
 
@@ -1038,16 +1022,8 @@ impl CompareOp {
         rhs: Value,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_compare(ctx.value_type(lhs), ctx.value_type(rhs))
-            .map_err(|m| m.at(kind.name(), &loc))?;
-        Ok(make_state(
-            ctx,
-            kind.name(),
-            &[lhs, rhs],
-            vec![ty],
-            vec![],
-            loc,
-        ))
+        let ty = infer_compare(ctx.value_type(lhs), ctx.value_type(rhs));
+        build_inferred(ctx, kind.name(), &[lhs, rhs], ty, vec![], loc)
     }
 }
 
@@ -1071,8 +1047,8 @@ impl UnaryOp {
         x: Value,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_unary(kind, ctx.value_type(x)).map_err(|m| m.at(kind.name(), &loc))?;
-        Ok(make_state(ctx, kind.name(), &[x], vec![ty], vec![], loc))
+        let ty = infer_unary(kind, ctx.value_type(x));
+        build_inferred(ctx, kind.name(), &[x], ty, vec![], loc)
     }
 }
 
@@ -1100,9 +1076,8 @@ impl WhereOp {
         y: Value,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_where(ctx.value_type(cond), ctx.value_type(x), ctx.value_type(y))
-            .map_err(|m| m.at(WHERE, &loc))?;
-        Ok(make_state(ctx, WHERE, &[cond, x, y], vec![ty], vec![], loc))
+        let ty = infer_where(ctx.value_type(cond), ctx.value_type(x), ctx.value_type(y));
+        build_inferred(ctx, WHERE, &[cond, x, y], ty, vec![], loc)
     }
 }
 
@@ -1152,7 +1127,7 @@ impl CastOp {
         rounding: E8M0Rounding,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_cast(ctx.value_type(x), to).map_err(|m| m.at(CAST, &loc))?;
+        let ty = infer_cast(ctx.value_type(x), to);
         let mut attrs = vec![("to", Attribute::type_attr(to.clone()))];
         if !saturate {
             attrs.push(("saturate", Attribute::i64(0)));
@@ -1160,7 +1135,7 @@ impl CastOp {
         if rounding != E8M0Rounding::Up {
             attrs.push((ROUND_MODE, Attribute::string(rounding.onnx_name())));
         }
-        Ok(make_state(ctx, CAST, &[x], vec![ty], attrs, loc))
+        build_inferred(ctx, CAST, &[x], ty, attrs, loc)
     }
 }
 

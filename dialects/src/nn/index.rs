@@ -5,17 +5,15 @@
 //! of the largest or smallest element along `axis`, the first one unless
 //! `select_last_index`).
 
-use ipuc_ir::dialect::{OpDefinition, Traits};
 use ipuc_ir::interfaces::{CombiningKind, ElementWork, OpSignature, Reduction, ReductionShape};
 use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::custom_format::STANDARD_FORMAT;
 use super::support::{
-    attr_i64, i64_attr, make_state, normalize_axis, one, op_family_wrapper, op_wrapper,
-    operand_accessors, ranked, reduction_extent, shape_err, tensor, value_types, InferResult,
-    ShapeError, INT_TENSOR, TENSOR,
+    attr_i64, axis_attr, build_inferred, i64_attr, nn_op, normalize_axis, one, op_family_wrapper,
+    op_wrapper, operand_accessors, ranked, reduction_extent, shape_err, tensor, value_types,
+    InferResult, ShapeError, INT_TENSOR, TENSOR,
 };
 
 /// `nn.gather_elements`.
@@ -126,26 +124,24 @@ impl Reduction for ArgKind {
 // ----- registration -------------------------------------------------------------
 
 pub(crate) fn register(mut d: Dialect) -> Dialect {
-    d = d.op(OpDefinition::new(GATHER_ELEMENTS)
-        .summary("Elements of 'data' at 'indices' along 'axis' (ONNX GatherElements)")
-        .traits(Traits::PURE)
-        .attribute(i64_attr("axis", true))
-        .operands(&[one("data", TENSOR), one("indices", INT_TENSOR)])
-        .results(&[one("result", TENSOR)])
-        .verifier(super::verify_op)
-        .assembly_format(STANDARD_FORMAT));
+    d = d.op(nn_op(
+        GATHER_ELEMENTS,
+        "Elements of 'data' at 'indices' along 'axis' (ONNX GatherElements)",
+    )
+    .attribute(i64_attr("axis", true))
+    .operands(&[one("data", TENSOR), one("indices", INT_TENSOR)])
+    .results(&[one("result", TENSOR)]));
     for k in ArgKind::ALL {
-        d = d.op(OpDefinition::new(k.name())
-            .summary("Index of the extreme element along 'axis' (ONNX ArgMax/ArgMin); i64 results")
-            .traits(Traits::PURE)
-            .attribute(i64_attr("axis", true))
-            .attribute(i64_attr("keepdims", true))
-            .attribute(i64_attr("select_last_index", true))
-            .operands(&[one("operand", TENSOR)])
-            .results(&[one("result", TENSOR)])
-            .verifier(super::verify_op)
-            .implement::<dyn Reduction>(Box::new(k))
-            .assembly_format(STANDARD_FORMAT));
+        d = d.op(nn_op(
+            k.name(),
+            "Index of the extreme element along 'axis' (ONNX ArgMax/ArgMin); i64 results",
+        )
+        .attribute(i64_attr("axis", true))
+        .attribute(i64_attr("keepdims", true))
+        .attribute(i64_attr("select_last_index", true))
+        .operands(&[one("operand", TENSOR)])
+        .results(&[one("result", TENSOR)])
+        .implement::<dyn Reduction>(Box::new(k)));
     }
     d
 }
@@ -166,11 +162,7 @@ operand_accessors!(GatherElementsOp {
 impl GatherElementsOp {
     /// The gather axis (normalised).
     pub fn axis(self, ctx: &Context) -> usize {
-        let rank = ctx
-            .value_type(self.data(ctx))
-            .shape()
-            .map_or(0, |s| s.len());
-        normalize_axis(attr_i64(ctx, self.0, "axis", 0), rank).unwrap_or(0)
+        axis_attr(ctx, self.0, self.data(ctx), 0)
     }
     /// A state gathering the elements of `data` at `indices` along `axis`.
     pub fn build(
@@ -180,16 +172,15 @@ impl GatherElementsOp {
         axis: i64,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_gather_elements(ctx.value_type(data), ctx.value_type(indices), axis)
-            .map_err(|m| m.at(GATHER_ELEMENTS, &loc))?;
-        Ok(make_state(
+        let ty = infer_gather_elements(ctx.value_type(data), ctx.value_type(indices), axis);
+        build_inferred(
             ctx,
             GATHER_ELEMENTS,
             &[data, indices],
-            vec![ty],
+            ty,
             vec![("axis", Attribute::i64(axis))],
             loc,
-        ))
+        )
     }
 }
 
@@ -206,11 +197,7 @@ operand_accessors!(ArgReduceOp {
 impl ArgReduceOp {
     /// The reduced axis (normalised).
     pub fn axis(self, ctx: &Context) -> usize {
-        let rank = ctx
-            .value_type(self.input(ctx))
-            .shape()
-            .map_or(0, |s| s.len());
-        normalize_axis(attr_i64(ctx, self.0, "axis", 0), rank).unwrap_or(0)
+        axis_attr(ctx, self.0, self.input(ctx), 0)
     }
     /// Whether the reduced axis stays as a 1 (ONNX default: yes).
     pub fn keepdims(self, ctx: &Context) -> bool {
@@ -230,13 +217,12 @@ impl ArgReduceOp {
         select_last_index: bool,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_arg_reduce(ctx.value_type(x), axis, keepdims)
-            .map_err(|m| m.at(kind.name(), &loc))?;
-        Ok(make_state(
+        let ty = infer_arg_reduce(ctx.value_type(x), axis, keepdims);
+        build_inferred(
             ctx,
             kind.name(),
             &[x],
-            vec![ty],
+            ty,
             vec![
                 ("axis", Attribute::i64(axis)),
                 ("keepdims", Attribute::i64(i64::from(keepdims))),
@@ -246,6 +232,6 @@ impl ArgReduceOp {
                 ),
             ],
             loc,
-        ))
+        )
     }
 }

@@ -10,19 +10,17 @@
 //! elements times `2^s` (the FP8 tensor scale of the IPU and of
 //! `convert-precision`).
 
-use ipuc_ir::dialect::{OpDefinition, Traits};
 use ipuc_ir::interfaces::{Contraction, ContractionShape, OpSignature};
 use ipuc_ir::types::DYNAMIC;
 use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::custom_format::STANDARD_FORMAT;
 use super::support::operand_accessors;
 use super::support::{
-    attr_f32, attr_i64, broadcast_shapes, broadcasts_to, contraction, f32_attr, f32_attribute,
-    i64_attr, make_state, one, op_wrapper, optional, ranked, shape_str, tensor, value_types,
-    InferResult, TENSOR,
+    attr_f32, attr_i64, broadcast_shapes, broadcasts_to, build_inferred, contraction, f32_attr,
+    f32_attribute, i64_attr, nn_op, one, op_wrapper, optional, ranked, shape_str, tensor,
+    value_types, InferResult, TENSOR,
 };
 use super::support::{shape_err, ShapeError};
 
@@ -350,30 +348,26 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
 }
 
 pub(crate) fn register(d: Dialect) -> Dialect {
-    d.op(OpDefinition::new(MATMUL)
-        .summary("Matrix product with numpy semantics (batched, broadcast batch dimensions)")
-        .traits(Traits::PURE)
-        .attribute(i64_attr(RHS_SCALE, true))
-        .operands(&[one("lhs", TENSOR), one("rhs", TENSOR)])
+    d.op(nn_op(
+        MATMUL,
+        "Matrix product with numpy semantics (batched, broadcast batch dimensions)",
+    )
+    .attribute(i64_attr(RHS_SCALE, true))
+    .operands(&[one("lhs", TENSOR), one("rhs", TENSOR)])
+    .results(&[one("result", TENSOR)])
+    .implement::<dyn Contraction>(Box::new(MatmulContraction)))
+        .op(nn_op(
+            GEMM,
+            "General matrix multiply: alpha * op(A) * op(B) + beta * C (ONNX Gemm)",
+        )
+        .attribute(f32_attr("alpha", true))
+        .attribute(f32_attr("beta", true))
+        .attribute(i64_attr("transA", true))
+        .attribute(i64_attr("transB", true))
+        .operands(&[one("a", TENSOR), one("b", TENSOR), optional("c", TENSOR)])
         .results(&[one("result", TENSOR)])
-        .verifier(super::verify_op)
-        .implement::<dyn Contraction>(Box::new(MatmulContraction))
-        .assembly_format(STANDARD_FORMAT))
-        .op(OpDefinition::new(GEMM)
-            .summary("General matrix multiply: alpha * op(A) * op(B) + beta * C (ONNX Gemm)")
-            .traits(Traits::PURE)
-            .attribute(f32_attr("alpha", true))
-            .attribute(f32_attr("beta", true))
-            .attribute(i64_attr("transA", true))
-            .attribute(i64_attr("transB", true))
-            .operands(&[one("a", TENSOR), one("b", TENSOR), optional("c", TENSOR)])
-            .results(&[one("result", TENSOR)])
-            .verifier(super::verify_op)
-            .implement::<dyn Contraction>(Box::new(GemmContraction))
-            .assembly_format(STANDARD_FORMAT))
-        .op(OpDefinition::new(LINEAR)
-            .summary("Dense layer: x[..., K] * w[K, N] + b[N]")
-            .traits(Traits::PURE)
+        .implement::<dyn Contraction>(Box::new(GemmContraction)))
+        .op(nn_op(LINEAR, "Dense layer: x[..., K] * w[K, N] + b[N]")
             .attribute(i64_attr(RHS_SCALE, true))
             .operands(&[
                 one("input", TENSOR),
@@ -381,9 +375,7 @@ pub(crate) fn register(d: Dialect) -> Dialect {
                 optional("bias", TENSOR),
             ])
             .results(&[one("result", TENSOR)])
-            .verifier(super::verify_op)
-            .implement::<dyn Contraction>(Box::new(LinearContraction))
-            .assembly_format(STANDARD_FORMAT))
+            .implement::<dyn Contraction>(Box::new(LinearContraction)))
 }
 
 op_wrapper!(
@@ -407,9 +399,8 @@ impl MatmulOp {
         rhs: Value,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_matmul(ctx.value_type(lhs), ctx.value_type(rhs))
-            .map_err(|m| m.at(MATMUL, &loc))?;
-        Ok(make_state(ctx, MATMUL, &[lhs, rhs], vec![ty], vec![], loc))
+        let ty = infer_matmul(ctx.value_type(lhs), ctx.value_type(rhs));
+        build_inferred(ctx, MATMUL, &[lhs, rhs], ty, vec![], loc)
     }
 }
 
@@ -450,18 +441,10 @@ impl GemmOp {
             c.map(|c| ctx.value_type(c)),
             params.trans_a,
             params.trans_b,
-        )
-        .map_err(|m| m.at(GEMM, &loc))?;
+        );
         let mut operands = vec![a, b];
         operands.extend(c);
-        Ok(make_state(
-            ctx,
-            GEMM,
-            &operands,
-            vec![ty],
-            params.attributes(),
-            loc,
-        ))
+        build_inferred(ctx, GEMM, &operands, ty, params.attributes(), loc)
     }
 }
 
@@ -495,10 +478,9 @@ impl LinearOp {
             ctx.value_type(x),
             ctx.value_type(w),
             b.map(|b| ctx.value_type(b)),
-        )
-        .map_err(|m| m.at(LINEAR, &loc))?;
+        );
         let mut operands = vec![x, w];
         operands.extend(b);
-        Ok(make_state(ctx, LINEAR, &operands, vec![ty], vec![], loc))
+        build_inferred(ctx, LINEAR, &operands, ty, vec![], loc)
     }
 }

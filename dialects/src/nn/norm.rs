@@ -2,7 +2,7 @@
 //! `nn.layer_normalization` and `nn.gelu` (the targets the graph rewriter
 //! recognises from their decomposed ONNX forms).
 
-use ipuc_ir::dialect::{OpDefinition, Traits};
+use ipuc_ir::dialect::Traits;
 use ipuc_ir::interfaces::{
     CombiningKind, ElementWork, Elementwise, OpSignature, Reduction, ReductionShape,
 };
@@ -10,13 +10,12 @@ use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::custom_format::STANDARD_FORMAT;
 use super::support::operand_accessors;
 use super::support::shape_err;
 use super::support::{
-    attr_f32, attr_i64, attr_str, broadcasts_to, check_acc_type, f32_attr, f32_attribute, i64_attr,
-    make_state, normalize_axis, one, op_wrapper, optional, ranked, reduction_extent, shape_str,
-    string_attr, value_types, InferResult, ACC_TYPE_ATTR, TENSOR,
+    attr_f32, attr_i64, attr_str, axis_attr, broadcasts_to, build_inferred, check_acc_type,
+    f32_attr, f32_attribute, i64_attr, nn_op, normalize_axis, one, op_wrapper, optional, ranked,
+    reduction_extent, shape_str, string_attr, value_types, InferResult, ACC_TYPE_ATTR, TENSOR,
 };
 
 /// `nn.softmax`.
@@ -195,36 +194,9 @@ impl Elementwise for GeluElementwise {
 }
 
 pub(crate) fn register(d: Dialect) -> Dialect {
-    d.op(OpDefinition::new(SOFTMAX)
-        .summary("Softmax along 'axis' (default -1)")
-        .traits(Traits::PURE | Traits::SAME_OPERANDS_AND_RESULT_TYPE)
-        .attribute(i64_attr("axis", true))
-        .attribute(ACC_TYPE_ATTR)
-        .operands(&[one("operand", TENSOR)])
-        .results(&[one("result", TENSOR)])
-        .verifier(super::verify_op)
-        .implement::<dyn Reduction>(Box::new(SoftmaxReduction))
-        .assembly_format(STANDARD_FORMAT))
-    .op(OpDefinition::new(LAYER_NORMALIZATION)
-        .summary("Layer normalization over x[axis..] with scale and optional bias (ONNX LayerNormalization)")
-        .traits(Traits::PURE)
-        .attribute(i64_attr("axis", true))
-        .attribute(f32_attr("epsilon", true))
-        .attribute(ACC_TYPE_ATTR)
-        .operands(&[one("input", TENSOR), one("scale", TENSOR), optional("bias", TENSOR)])
-        .results(&[one("result", TENSOR)])
-        .verifier(super::verify_op)
-        .implement::<dyn Reduction>(Box::new(LayerNormReduction))
-        .assembly_format(STANDARD_FORMAT))
-    .op(OpDefinition::new(GELU)
-        .summary("Gaussian error linear unit; 'approximate' = \"none\" (default) or \"tanh\"")
-        .traits(Traits::PURE | Traits::SAME_OPERANDS_AND_RESULT_TYPE)
-        .attribute(string_attr("approximate", true))
-        .operands(&[one("operand", TENSOR)])
-        .results(&[one("result", TENSOR)])
-        .verifier(super::verify_op)
-        .implement::<dyn Elementwise>(Box::new(GeluElementwise))
-        .assembly_format(STANDARD_FORMAT))
+    d.op(nn_op(SOFTMAX, "Softmax along 'axis' (default -1)").traits(Traits::SAME_OPERANDS_AND_RESULT_TYPE).attribute(i64_attr("axis", true)).attribute(ACC_TYPE_ATTR).operands(&[one("operand", TENSOR)]).results(&[one("result", TENSOR)]).implement::<dyn Reduction>(Box::new(SoftmaxReduction)))
+    .op(nn_op(LAYER_NORMALIZATION, "Layer normalization over x[axis..] with scale and optional bias (ONNX LayerNormalization)").attribute(i64_attr("axis", true)).attribute(f32_attr("epsilon", true)).attribute(ACC_TYPE_ATTR).operands(&[one("input", TENSOR), one("scale", TENSOR), optional("bias", TENSOR)]).results(&[one("result", TENSOR)]).implement::<dyn Reduction>(Box::new(LayerNormReduction)))
+    .op(nn_op(GELU, "Gaussian error linear unit; 'approximate' = \"none\" (default) or \"tanh\"").traits(Traits::SAME_OPERANDS_AND_RESULT_TYPE).attribute(string_attr("approximate", true)).operands(&[one("operand", TENSOR)]).results(&[one("result", TENSOR)]).implement::<dyn Elementwise>(Box::new(GeluElementwise)))
 }
 
 op_wrapper!(
@@ -241,11 +213,7 @@ operand_accessors!(SoftmaxOp {
 impl SoftmaxOp {
     /// The softmax axis (normalised).
     pub fn axis(self, ctx: &Context) -> usize {
-        let rank = ctx
-            .value_type(self.input(ctx))
-            .shape()
-            .map_or(0, |s| s.len());
-        normalize_axis(attr_i64(ctx, self.0, "axis", -1), rank).unwrap_or(0)
+        axis_attr(ctx, self.0, self.input(ctx), -1)
     }
     /// A state for softmax of `x` along `axis`.
     pub fn build(
@@ -254,15 +222,15 @@ impl SoftmaxOp {
         axis: i64,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_softmax(ctx.value_type(x), axis).map_err(|m| m.at(SOFTMAX, &loc))?;
-        Ok(make_state(
+        let ty = infer_softmax(ctx.value_type(x), axis);
+        build_inferred(
             ctx,
             SOFTMAX,
             &[x],
-            vec![ty],
+            ty,
             vec![("axis", Attribute::i64(axis))],
             loc,
-        ))
+        )
     }
 }
 
@@ -286,11 +254,7 @@ impl LayerNormalizationOp {
     }
     /// The first normalized axis (normalised).
     pub fn axis(self, ctx: &Context) -> usize {
-        let rank = ctx
-            .value_type(self.input(ctx))
-            .shape()
-            .map_or(0, |s| s.len());
-        normalize_axis(attr_i64(ctx, self.0, "axis", -1), rank).unwrap_or(0)
+        axis_attr(ctx, self.0, self.input(ctx), -1)
     }
     /// `epsilon` (default 1e-5).
     pub fn epsilon(self, ctx: &Context) -> f32 {
@@ -311,22 +275,14 @@ impl LayerNormalizationOp {
             ctx.value_type(scale),
             bias.map(|b| ctx.value_type(b)),
             axis,
-        )
-        .map_err(|m| m.at(LAYER_NORMALIZATION, &loc))?;
+        );
         let mut operands = vec![x, scale];
         operands.extend(bias);
         let attrs = vec![
             ("axis", Attribute::i64(axis)),
             ("epsilon", f32_attribute(epsilon)),
         ];
-        Ok(make_state(
-            ctx,
-            LAYER_NORMALIZATION,
-            &operands,
-            vec![ty],
-            attrs,
-            loc,
-        ))
+        build_inferred(ctx, LAYER_NORMALIZATION, &operands, ty, attrs, loc)
     }
 }
 
@@ -354,12 +310,12 @@ impl GeluOp {
         approximate: GeluApproximation,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_gelu(ctx.value_type(x)).map_err(|m| m.at(GELU, &loc))?;
+        let ty = infer_gelu(ctx.value_type(x));
         let attrs = match approximate {
             GeluApproximation::None => vec![],
             GeluApproximation::Tanh => vec![("approximate", Attribute::string("tanh"))],
         };
-        Ok(make_state(ctx, GELU, &[x], vec![ty], attrs, loc))
+        build_inferred(ctx, GELU, &[x], ty, attrs, loc)
     }
 }
 

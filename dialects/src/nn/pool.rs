@@ -12,17 +12,16 @@
 //! are ignored by both. `auto_pad` is the importer's business: the op holds
 //! explicit pads.
 
-use ipuc_ir::dialect::{OpDefinition, Traits};
 use ipuc_ir::interfaces::{CombiningKind, ElementWork, OpSignature, Reduction, ReductionShape};
 use ipuc_ir::types::DYNAMIC;
 use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::custom_format::STANDARD_FORMAT;
 use super::support::{
-    attr_i64, attr_i64_list, i64_array_attr, i64_attr, make_state, one, op_family_wrapper,
-    operand_accessors, ranked, shape_err, static_product, tensor, value_types, InferResult, TENSOR,
+    attr_i64, attr_i64_list, build_inferred, i64_array_attr, i64_attr, nn_op, one,
+    op_family_wrapper, operand_accessors, ranked, shape_err, static_product, tensor, value_types,
+    InferResult, TENSOR,
 };
 
 /// The pooling ops.
@@ -293,14 +292,11 @@ impl Reduction for PoolKind {
 
 pub(crate) fn register(mut d: Dialect) -> Dialect {
     for k in PoolKind::ALL {
-        let mut def = OpDefinition::new(k.name())
-            .summary(match k {
-                PoolKind::Max => "Maximum over sliding windows (ONNX MaxPool, any spatial rank)",
-                PoolKind::Average => {
-                    "Mean over sliding windows (ONNX AveragePool, any spatial rank)"
-                }
-            })
-            .traits(Traits::PURE)
+        let summary = match k {
+            PoolKind::Max => "Maximum over sliding windows (ONNX MaxPool, any spatial rank)",
+            PoolKind::Average => "Mean over sliding windows (ONNX AveragePool, any spatial rank)",
+        };
+        let mut def = nn_op(k.name(), summary)
             .attribute(i64_array_attr("kernel_shape", false))
             .attribute(i64_array_attr("strides", true))
             .attribute(i64_array_attr("pads", true))
@@ -312,9 +308,7 @@ pub(crate) fn register(mut d: Dialect) -> Dialect {
         d = d.op(def
             .operands(&[one("input", TENSOR)])
             .results(&[one("result", TENSOR)])
-            .verifier(super::verify_op)
-            .implement::<dyn Reduction>(Box::new(k))
-            .assembly_format(STANDARD_FORMAT));
+            .implement::<dyn Reduction>(Box::new(k)));
     }
     d
 }
@@ -343,16 +337,8 @@ impl PoolOp {
         params: &PoolParams,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty =
-            infer_pool(kind, ctx.value_type(x), params).map_err(|m| m.at(kind.name(), &loc))?;
-        Ok(make_state(
-            ctx,
-            kind.name(),
-            &[x],
-            vec![ty],
-            params.attributes(kind),
-            loc,
-        ))
+        let ty = infer_pool(kind, ctx.value_type(x), params);
+        build_inferred(ctx, kind.name(), &[x], ty, params.attributes(kind), loc)
     }
 }
 

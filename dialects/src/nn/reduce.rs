@@ -2,13 +2,12 @@
 //! `nn.reduce_min`, `nn.reduce_prod` over
 //! `axes` (default: all) with ONNX `keepdims` (default 1).
 
-use ipuc_ir::dialect::{FoldResult, OpDefinition, Traits};
+use ipuc_ir::dialect::FoldResult;
 use ipuc_ir::interfaces::{CombiningKind, ElementWork, OpSignature, Reduction, ReductionShape};
 use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::custom_format::STANDARD_FORMAT;
 use super::elements::{
     dense_data, floats, fold_target, from_floats, from_ints, ints, strides, unravel,
 };
@@ -16,8 +15,8 @@ use super::support::op_family_wrapper;
 use super::support::operand_accessors;
 use super::support::shape_err;
 use super::support::{
-    attr_i64, attr_i64_list, i64_array_attr, i64_attr, make_state, normalize_axes, one, ranked,
-    reduction_extent, tensor, value_types, InferResult, TENSOR,
+    attr_i64, attr_i64_list, build_inferred, i64_array_attr, i64_attr, nn_op, normalize_axes, one,
+    ranked, reduction_extent, tensor, value_types, InferResult, TENSOR,
 };
 
 /// Reductions.
@@ -203,17 +202,16 @@ impl Reduction for ReduceKind {
 
 pub(crate) fn register(mut d: Dialect) -> Dialect {
     for k in ReduceKind::ALL {
-        d = d.op(OpDefinition::new(k.name())
-            .summary("Reduction over 'axes' (default: all) keeping dimensions when 'keepdims' (default 1)")
-            .traits(Traits::PURE)
-            .attribute(i64_array_attr("axes", true))
-            .attribute(i64_attr("keepdims", true))
-            .operands(&[one("operand", TENSOR)])
-            .results(&[one("result", TENSOR)])
-            .verifier(super::verify_op)
-            .folder(fold_reduce)
-            .implement::<dyn Reduction>(Box::new(k))
-            .assembly_format(STANDARD_FORMAT));
+        d = d.op(nn_op(
+            k.name(),
+            "Reduction over 'axes' (default: all) keeping dimensions when 'keepdims' (default 1)",
+        )
+        .attribute(i64_array_attr("axes", true))
+        .attribute(i64_attr("keepdims", true))
+        .operands(&[one("operand", TENSOR)])
+        .results(&[one("result", TENSOR)])
+        .folder(fold_reduce)
+        .implement::<dyn Reduction>(Box::new(k)));
     }
     d
 }
@@ -252,13 +250,12 @@ impl ReduceOp {
         keepdims: bool,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty =
-            infer_reduce(ctx.value_type(x), axes, keepdims).map_err(|m| m.at(kind.name(), &loc))?;
+        let ty = infer_reduce(ctx.value_type(x), axes, keepdims);
         let mut attrs = Vec::new();
         if let Some(a) = axes {
             attrs.push(("axes", Attribute::dense_i64_array(a)));
         }
         attrs.push(("keepdims", Attribute::i64(keepdims as i64)));
-        Ok(make_state(ctx, kind.name(), &[x], vec![ty], attrs, loc))
+        build_inferred(ctx, kind.name(), &[x], ty, attrs, loc)
     }
 }

@@ -16,15 +16,16 @@ use ipuc_ir::{
     Value,
 };
 
-use super::custom_format::{parse_standard, print_standard, STANDARD_FORMAT};
+use super::custom_format::{parse_standard, print_standard};
 use super::elements::{
     broadcast_source, dense_data, fold_target, from_element_bytes, rearrange, strides, unravel,
 };
 use super::support::operand_accessors;
 use super::support::{
-    attr_f32, attr_i64, attr_i64_list, attr_str, broadcast_shapes, f32_attr, f32_attribute,
-    i64_array_attr, i64_attr, make_state, normalize_axes, normalize_axis, one, op_wrapper, ranked,
-    shape_str, string_attr, tensor, value_types, variadic, InferResult, INT_TENSOR, TENSOR,
+    attr_f32, attr_i64, attr_i64_list, attr_str, axis_attr, broadcast_shapes, build_inferred,
+    f32_attr, f32_attribute, i64_array_attr, i64_attr, make_state, nn_op, normalize_axes,
+    normalize_axis, one, op_wrapper, ranked, shape_str, string_attr, tensor, value_types, variadic,
+    InferResult, INT_TENSOR, TENSOR,
 };
 use super::support::{shape_err, ShapeError};
 
@@ -787,13 +788,9 @@ impl ViewLike for View {}
 
 pub(crate) fn register(d: Dialect) -> Dialect {
     let unary = |name: &'static str, summary: &'static str| {
-        OpDefinition::new(name)
-            .summary(summary)
-            .traits(Traits::PURE)
+        nn_op(name, summary)
             .operands(&[one("operand", TENSOR)])
             .results(&[one("result", TENSOR)])
-            .verifier(super::verify_op)
-            .assembly_format(STANDARD_FORMAT)
     };
     d.op(unary(RESHAPE, "Reshape to the static shape 'shape'")
         .attribute(i64_array_attr("shape", false))
@@ -805,15 +802,11 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         )
         .attribute(i64_array_attr("perm", true))
         .folder(fold_transpose))
-        .op(OpDefinition::new(CONCAT)
-            .summary("Concatenate along 'axis'")
-            .traits(Traits::PURE)
+        .op(nn_op(CONCAT, "Concatenate along 'axis'")
             .attribute(i64_attr("axis", false))
             .operands(&[variadic("inputs", TENSOR)])
             .results(&[one("result", TENSOR)])
-            .verifier(super::verify_op)
-            .folder(fold_concat)
-            .assembly_format(STANDARD_FORMAT))
+            .folder(fold_concat))
         .op(OpDefinition::new(SPLIT)
             .summary("Split along 'axis' into pieces of 'sizes'")
             .traits(Traits::PURE)
@@ -835,15 +828,14 @@ pub(crate) fn register(d: Dialect) -> Dialect {
         .attribute(i64_array_attr("axes", true))
         .attribute(i64_array_attr("steps", true))
         .folder(fold_slice))
-        .op(OpDefinition::new(GATHER)
-            .summary("Gather slices of 'data' along 'axis' at 'indices' (ONNX Gather)")
-            .traits(Traits::PURE)
-            .attribute(i64_attr("axis", true))
-            .operands(&[one("data", TENSOR), one("indices", INT_TENSOR)])
-            .results(&[one("result", TENSOR)])
-            .verifier(super::verify_op)
-            .folder(fold_gather)
-            .assembly_format(STANDARD_FORMAT))
+        .op(nn_op(
+            GATHER,
+            "Gather slices of 'data' along 'axis' at 'indices' (ONNX Gather)",
+        )
+        .attribute(i64_attr("axis", true))
+        .operands(&[one("data", TENSOR), one("indices", INT_TENSOR)])
+        .results(&[one("result", TENSOR)])
+        .folder(fold_gather))
         .op(
             unary(SQUEEZE, "Remove size-1 dimensions ('axes', default: all)")
                 .attribute(i64_array_attr("axes", true))
@@ -895,18 +887,6 @@ macro_rules! single_operand {
     };
 }
 
-fn build1(
-    ctx: &Context,
-    name: &str,
-    x: Value,
-    ty: InferResult<Type>,
-    attrs: Vec<(&str, Attribute)>,
-    loc: Location,
-) -> Result<OperationState, Diagnostic> {
-    let ty = ty.map_err(|m| m.at(name, &loc))?;
-    Ok(make_state(ctx, name, &[x], vec![ty], attrs, loc))
-}
-
 op_wrapper!(
     /// `nn.reshape {shape}`.
     ReshapeOp,
@@ -926,10 +906,10 @@ impl ReshapeOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_reshape(ctx.value_type(x), shape);
-        build1(
+        build_inferred(
             ctx,
             RESHAPE,
-            x,
+            &[x],
             ty,
             vec![("shape", Attribute::dense_i64_array(shape))],
             loc,
@@ -960,10 +940,10 @@ impl TransposeOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_transpose(ctx.value_type(x), Some(perm));
-        build1(
+        build_inferred(
             ctx,
             TRANSPOSE,
-            x,
+            &[x],
             ty,
             vec![("perm", Attribute::dense_i64_array(perm))],
             loc,
@@ -983,11 +963,7 @@ impl ConcatOp {
     }
     /// The concatenation axis (normalised).
     pub fn axis(self, ctx: &Context) -> usize {
-        let rank = ctx
-            .value_type(self.result(ctx))
-            .shape()
-            .map_or(0, |s| s.len());
-        normalize_axis(attr_i64(ctx, self.0, "axis", 0), rank).unwrap_or(0)
+        axis_attr(ctx, self.0, self.result(ctx), 0)
     }
     /// A state concatenating `inputs` along `axis`.
     pub fn build(
@@ -997,16 +973,15 @@ impl ConcatOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let tys = value_types(ctx, inputs);
-        let ty =
-            infer_concat(&tys.iter().collect::<Vec<_>>(), axis).map_err(|m| m.at(CONCAT, &loc))?;
-        Ok(make_state(
+        let ty = infer_concat(&tys.iter().collect::<Vec<_>>(), axis);
+        build_inferred(
             ctx,
             CONCAT,
             inputs,
-            vec![ty],
+            ty,
             vec![("axis", Attribute::i64(axis))],
             loc,
-        ))
+        )
     }
 }
 
@@ -1019,11 +994,7 @@ single_operand!(SplitOp);
 impl SplitOp {
     /// The split axis (normalised).
     pub fn axis(self, ctx: &Context) -> usize {
-        let rank = ctx
-            .value_type(self.input(ctx))
-            .shape()
-            .map_or(0, |s| s.len());
-        normalize_axis(attr_i64(ctx, self.0, "axis", 0), rank).unwrap_or(0)
+        axis_attr(ctx, self.0, self.input(ctx), 0)
     }
     /// The piece sizes.
     pub fn sizes(self, ctx: &Context) -> Vec<i64> {
@@ -1078,7 +1049,7 @@ impl SliceOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_slice(ctx.value_type(x), params);
-        build1(ctx, SLICE, x, ty, params.attributes(), loc)
+        build_inferred(ctx, SLICE, &[x], ty, params.attributes(), loc)
     }
 }
 
@@ -1097,11 +1068,7 @@ operand_accessors!(GatherOp {
 impl GatherOp {
     /// The gather axis (normalised).
     pub fn axis(self, ctx: &Context) -> usize {
-        let rank = ctx
-            .value_type(self.data(ctx))
-            .shape()
-            .map_or(0, |s| s.len());
-        normalize_axis(attr_i64(ctx, self.0, "axis", 0), rank).unwrap_or(0)
+        axis_attr(ctx, self.0, self.data(ctx), 0)
     }
     /// A state gathering `data[indices]` along `axis`.
     pub fn build(
@@ -1111,16 +1078,15 @@ impl GatherOp {
         axis: i64,
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_gather(ctx.value_type(data), ctx.value_type(indices), axis)
-            .map_err(|m| m.at(GATHER, &loc))?;
-        Ok(make_state(
+        let ty = infer_gather(ctx.value_type(data), ctx.value_type(indices), axis);
+        build_inferred(
             ctx,
             GATHER,
             &[data, indices],
-            vec![ty],
+            ty,
             vec![("axis", Attribute::i64(axis))],
             loc,
-        ))
+        )
     }
 }
 
@@ -1143,7 +1109,7 @@ impl SqueezeOp {
             .map(|a| ("axes", Attribute::dense_i64_array(a)))
             .into_iter()
             .collect();
-        build1(ctx, SQUEEZE, x, ty, attrs, loc)
+        build_inferred(ctx, SQUEEZE, &[x], ty, attrs, loc)
     }
 }
 
@@ -1162,10 +1128,10 @@ impl UnsqueezeOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_unsqueeze(ctx.value_type(x), axes);
-        build1(
+        build_inferred(
             ctx,
             UNSQUEEZE,
-            x,
+            &[x],
             ty,
             vec![("axes", Attribute::dense_i64_array(axes))],
             loc,
@@ -1188,10 +1154,10 @@ impl ExpandOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_expand(ctx.value_type(x), shape);
-        build1(
+        build_inferred(
             ctx,
             EXPAND,
-            x,
+            &[x],
             ty,
             vec![("shape", Attribute::dense_i64_array(shape))],
             loc,
@@ -1218,10 +1184,10 @@ impl TileOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_tile(ctx.value_type(x), repeats);
-        build1(
+        build_inferred(
             ctx,
             TILE,
-            x,
+            &[x],
             ty,
             vec![("repeats", Attribute::dense_i64_array(repeats))],
             loc,
@@ -1244,10 +1210,10 @@ impl FlattenOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_flatten(ctx.value_type(x), axis);
-        build1(
+        build_inferred(
             ctx,
             FLATTEN,
-            x,
+            &[x],
             ty,
             vec![("axis", Attribute::i64(axis))],
             loc,
@@ -1283,7 +1249,7 @@ impl PadOp {
         if value != 0.0 {
             attrs.push(("value", f32_attribute(value)));
         }
-        build1(ctx, PAD, x, ty, attrs, loc)
+        build_inferred(ctx, PAD, &[x], ty, attrs, loc)
     }
 }
 

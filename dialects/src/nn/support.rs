@@ -3,7 +3,9 @@
 //! the check of declared against inferred result types.
 
 use ipuc_ir::attributes::{AttrKind, DenseArrayValues};
-use ipuc_ir::dialect::{Arity, AttrDecl, TypeConstraint, ValueDecl};
+use ipuc_ir::dialect::{Arity, AttrDecl, OpDefinition, Traits, TypeConstraint, ValueDecl};
+
+use super::custom_format::STANDARD_FORMAT;
 use ipuc_ir::interfaces::{ContractionShape, OpSignature};
 use ipuc_ir::types::DYNAMIC;
 use ipuc_ir::{Attribute, Context, Diagnostic, Location, OpId, OperationState, Type, Value};
@@ -494,6 +496,40 @@ pub(crate) fn make_state(
         s = s.attr(k, v);
     }
     s
+}
+
+/// The definition an `nn` op starts from: pure, with `summary`, the
+/// dialect's one verifier (operand count, storage types, inferred result
+/// types, [`super::verify_op`]) and the standard declarative assembly format.
+pub(crate) fn nn_op(name: &'static str, summary: &'static str) -> OpDefinition {
+    OpDefinition::new(name)
+        .summary(summary)
+        .traits(Traits::PURE)
+        .verifier(super::verify_op)
+        .assembly_format(STANDARD_FORMAT)
+}
+
+/// A state for the one-result op `name` whose result type `ty` was
+/// inferred from its operands, or the inference's error, named after the
+/// op and located at `loc`.
+pub(crate) fn build_inferred(
+    ctx: &Context,
+    name: &str,
+    operands: &[Value],
+    ty: InferResult<Type>,
+    attrs: Vec<(&str, Attribute)>,
+    loc: Location,
+) -> Result<OperationState, Diagnostic> {
+    let ty = ty.map_err(|m| m.at(name, &loc))?;
+    Ok(make_state(ctx, name, operands, vec![ty], attrs, loc))
+}
+
+/// The `axis` attribute of `op` (`default` when absent) normalised against
+/// the rank of `of`. An out-of-range axis reads as 0: the op's verifier
+/// reports it, and accessors are only asked of verified ops.
+pub(crate) fn axis_attr(ctx: &Context, op: OpId, of: Value, default: i64) -> usize {
+    let rank = ctx.value_type(of).shape().map_or(0, |s| s.len());
+    normalize_axis(attr_i64(ctx, op, "axis", default), rank).unwrap_or(0)
 }
 
 /// The types of `values`.

@@ -45,31 +45,29 @@ impl Tensor {
     /// An f32 tensor from values (little-endian encoding). Panics if the count
     /// does not match the dims (a programming error, not input).
     pub fn from_f32(dims: Vec<usize>, values: &[f32]) -> Tensor {
-        assert_eq!(
-            values.len(),
-            dims.iter().product::<usize>(),
-            "values do not fill dims"
-        );
-        let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        Tensor {
-            kind: ElementKind::F32,
-            dims,
-            data: data.into(),
-        }
+        Self::from_values(ElementKind::F32, dims, values, f32::to_le_bytes)
     }
 
     /// An i64 tensor from values. Panics if the count does not match the dims.
     pub fn from_i64(dims: Vec<usize>, values: &[i64]) -> Tensor {
+        Self::from_values(ElementKind::I64, dims, values, i64::to_le_bytes)
+    }
+
+    fn from_values<T: Copy, const N: usize>(
+        kind: ElementKind,
+        dims: Vec<usize>,
+        values: &[T],
+        to_le: fn(T) -> [u8; N],
+    ) -> Tensor {
         assert_eq!(
             values.len(),
             dims.iter().product::<usize>(),
             "values do not fill dims"
         );
-        let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         Tensor {
-            kind: ElementKind::I64,
+            kind,
             dims,
-            data: data.into(),
+            data: le_bytes(values, to_le).into(),
         }
     }
 
@@ -80,15 +78,14 @@ impl Tensor {
 
     /// Every element converted to f64 (exact for floats and integers up to 2^53).
     pub fn to_f64_vec(&self) -> Vec<f64> {
-        (0..self.element_count())
-            .map(|i| storage::load_f64(self.kind, &self.data, i))
-            .collect()
+        storage::load_all_f64(self.kind, &self.data, self.element_count())
     }
 
     /// Every element as an integer (floats truncated toward zero).
     pub fn to_i64_vec(&self) -> Vec<i64> {
-        (0..self.element_count())
-            .map(|i| storage::load_i128(self.kind, &self.data, i) as i64)
+        storage::load_all_i128(self.kind, &self.data, self.element_count())
+            .into_iter()
+            .map(|v| v as i64)
             .collect()
     }
 
@@ -228,6 +225,11 @@ pub(crate) fn kind_and_dims(proto: &TensorProto) -> Result<(ElementKind, Vec<usi
     Ok((kind, dims))
 }
 
+/// `values` as little-endian bytes, element after element.
+fn le_bytes<T: Copy, const N: usize>(values: &[T], to_le: fn(T) -> [u8; N]) -> Vec<u8> {
+    values.iter().flat_map(|&v| to_le(v)).collect()
+}
+
 /// Re-encodes the typed repeated fields into little-endian element bytes.
 fn typed_field_bytes(
     proto: &TensorProto,
@@ -251,24 +253,15 @@ fn typed_field_bytes(
     match kind {
         ElementKind::F32 => {
             check("float_data", proto.float_data.len())?;
-            proto
-                .float_data
-                .iter()
-                .for_each(|v| out.extend(v.to_le_bytes()));
+            out = le_bytes(&proto.float_data, f32::to_le_bytes);
         }
         ElementKind::F64 => {
             check("double_data", proto.double_data.len())?;
-            proto
-                .double_data
-                .iter()
-                .for_each(|v| out.extend(v.to_le_bytes()));
+            out = le_bytes(&proto.double_data, f64::to_le_bytes);
         }
         ElementKind::I64 => {
             check("int64_data", proto.int64_data.len())?;
-            proto
-                .int64_data
-                .iter()
-                .for_each(|v| out.extend(v.to_le_bytes()));
+            out = le_bytes(&proto.int64_data, i64::to_le_bytes);
         }
         ElementKind::U32 | ElementKind::U64 => {
             check("uint64_data", proto.uint64_data.len())?;

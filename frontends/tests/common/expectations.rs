@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use ipuc_frontends::onnx::Tensor;
+use ipuc_frontends::onnx::{NamedTensor, Tensor};
 use ipuc_runtime::reference::HostTensor;
 
 /// Compares an output with its expected value (floats: rtol 1e-3 / atol 1e-5,
@@ -60,6 +60,27 @@ pub fn compare(name: &str, got: &HostTensor, want: &Tensor) -> Result<(), String
         if !ok {
             return Err(format!("{name}: element {i} is {a}, expected {b}"));
         }
+    }
+    Ok(())
+}
+
+/// Compares each expected output with the result at its position; a
+/// node may return more outputs than the test expects (optional ones it
+/// computes anyway) only where `extra_allowed`.
+pub fn compare_outputs(
+    results: &[HostTensor],
+    outputs: &[NamedTensor],
+    extra_allowed: bool,
+) -> Result<(), String> {
+    if results.len() < outputs.len() || (!extra_allowed && results.len() != outputs.len()) {
+        return Err(format!(
+            "{} outputs, expected {}",
+            results.len(),
+            outputs.len()
+        ));
+    }
+    for (i, (got, want)) in results.iter().zip(outputs).enumerate() {
+        compare(&format!("output {i}"), got, &want.tensor)?;
     }
     Ok(())
 }

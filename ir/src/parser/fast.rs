@@ -253,6 +253,32 @@ impl<'p, 'c> Reader<'p, 'c> {
         (self.peek() == Some(b)).then(|| self.i += 1)
     }
 
+    /// A comma-separated list after its opener, through `close`, each item
+    /// read by `item` after whitespace. An empty list is read only where
+    /// `empty` allows it (the grammar wants at least one successor, region
+    /// or result name); anything else is left to pest.
+    fn comma_list<T, C: Default + Extend<T>>(
+        &mut self,
+        close: u8,
+        empty: bool,
+        mut item: impl FnMut(&mut Self) -> Option<T>,
+    ) -> Option<C> {
+        let mut items = C::default();
+        self.ws();
+        if empty && self.eat(close).is_some() {
+            return Some(items);
+        }
+        loop {
+            items.extend(Some(item(self)?));
+            self.ws();
+            if self.eat(close).is_some() {
+                return Some(items);
+            }
+            self.eat(b',')?;
+            self.ws();
+        }
+    }
+
     /// Skips ASCII whitespace and `//` comments (pest's `ws`; other
     /// Unicode whitespace is left for pest).
     fn ws(&mut self) {
@@ -477,19 +503,7 @@ impl<'p, 'c> Reader<'p, 'c> {
             }
             b'[' => {
                 self.i += 1;
-                let mut items = Vec::new();
-                self.ws();
-                if self.eat(b']').is_none() {
-                    loop {
-                        items.push(self.attribute()?);
-                        self.ws();
-                        if self.eat(b']').is_some() {
-                            break;
-                        }
-                        self.eat(b',')?;
-                        self.ws();
-                    }
-                }
+                let items = self.comma_list(b']', true, Self::attribute)?;
                 Some(Attribute::array(items))
             }
             b'{' => Some(Attribute::dictionary(self.dictionary()?)),
@@ -568,31 +582,23 @@ impl<'p, 'c> Reader<'p, 'c> {
         if !element.is_integer() && element.float_kind().is_none() {
             return None;
         }
-        let mut values = Vec::new();
         self.ws();
-        if self.eat(b':').is_some() {
-            self.ws();
-            if self.peek() != Some(b'>') {
-                loop {
-                    let value = match self.peek()? {
-                        b't' | b'f' => match self.bare_id()? {
-                            "true" => Err(true),
-                            "false" => Err(false),
-                            _ => return None,
-                        },
-                        _ => Ok(self.number()?),
-                    };
-                    values.push(dense_array_element(&element, value).ok()?);
-                    self.ws();
-                    if self.peek() == Some(b'>') {
-                        break;
-                    }
-                    self.eat(b',')?;
-                    self.ws();
-                }
-            }
-        }
-        self.eat(b'>')?;
+        let values: Vec<u64> = if self.eat(b':').is_some() {
+            self.comma_list(b'>', true, |r| {
+                let value = match r.peek()? {
+                    b't' | b'f' => match r.bare_id()? {
+                        "true" => Err(true),
+                        "false" => Err(false),
+                        _ => return None,
+                    },
+                    _ => Ok(r.number()?),
+                };
+                dense_array_element(&element, value).ok()
+            })?
+        } else {
+            self.eat(b'>')?;
+            Vec::new()
+        };
         let values = if element.float_kind().is_some() {
             DenseArrayValues::Float(values)
         } else {
@@ -625,29 +631,19 @@ impl<'p, 'c> Reader<'p, 'c> {
     fn dictionary(&mut self) -> Option<Dictionary> {
         self.eat(b'{')?;
         let mut d = Dictionary::new();
-        self.ws();
-        if self.eat(b'}').is_some() {
-            return Some(d);
-        }
-        loop {
-            let key = self.dictionary_key()?;
-            self.ws();
-            let value = if self.eat(b'=').is_some() {
-                self.ws();
-                self.attribute()?
+        let _: Vec<()> = self.comma_list(b'}', true, |r| {
+            let key = r.dictionary_key()?;
+            r.ws();
+            let value = if r.eat(b'=').is_some() {
+                r.ws();
+                r.attribute()?
             } else {
                 Attribute::unit()
             };
-            if d.set_shared(&key, value).is_some() {
-                return None;
-            }
-            self.ws();
-            if self.eat(b'}').is_some() {
-                return Some(d);
-            }
-            self.eat(b',')?;
-            self.ws();
-        }
+            // A key written twice is pest's to report.
+            d.set_shared(&key, value).is_none().then_some(())
+        })?;
+        Some(d)
     }
 
     /// `(T, U) -> R` or `(T) -> (R, S)`.
@@ -686,23 +682,14 @@ impl<'p, 'c> Reader<'p, 'c> {
         let mut args = Vec::new();
         self.ws();
         if self.eat(b'(').is_some() {
-            self.ws();
-            if self.eat(b')').is_none() {
-                loop {
-                    let aoff = self.i;
-                    let a = self.sigil_name(b'%')?;
-                    self.ws();
-                    self.eat(b':')?;
-                    self.ws();
-                    args.push((a, aoff, self.simple_type()?));
-                    self.ws();
-                    if self.eat(b')').is_some() {
-                        break;
-                    }
-                    self.eat(b',')?;
-                    self.ws();
-                }
-            }
+            args = self.comma_list(b')', true, |r| {
+                let aoff = r.i;
+                let a = r.sigil_name(b'%')?;
+                r.ws();
+                r.eat(b':')?;
+                r.ws();
+                Some((a, aoff, r.simple_type()?))
+            })?;
             self.ws();
         }
         self.eat(b':')?;
@@ -712,22 +699,16 @@ impl<'p, 'c> Reader<'p, 'c> {
     fn op(&mut self) -> Option<FastOp<'c>> {
         let mut results = SmallVec::new();
         if self.peek() == Some(b'%') {
-            loop {
-                let off = self.i;
-                let name = self.sigil_name(b'%')?;
-                let count = if self.eat(b':').is_some() {
-                    self.count().filter(|&c| c > 0)?
+            results = self.comma_list(b'=', false, |r| {
+                let off = r.i;
+                let name = r.sigil_name(b'%')?;
+                let count = if r.eat(b':').is_some() {
+                    r.count().filter(|&c| c > 0)?
                 } else {
                     1
                 };
-                results.push((name, count, off));
-                self.ws();
-                if self.eat(b'=').is_some() {
-                    break;
-                }
-                self.eat(b',')?;
-                self.ws();
-            }
+                Some((name, count, off))
+            })?;
             self.ws();
         }
         if self.peek() != Some(b'"') {
@@ -737,32 +718,14 @@ impl<'p, 'c> Reader<'p, 'c> {
         let name = self.string()?;
         self.ws();
         self.eat(b'(')?;
-        self.ws();
-        let mut operand_uses = Vec::new();
-        if self.eat(b')').is_none() {
-            loop {
-                operand_uses.push(self.value_use()?);
-                self.ws();
-                if self.eat(b')').is_some() {
-                    break;
-                }
-                self.eat(b',')?;
-                self.ws();
-            }
-        }
+        let operand_uses: Vec<_> = self.comma_list(b')', true, Self::value_use)?;
         self.ws();
         let mut successors = SmallVec::new();
         if self.eat(b'[').is_some() {
-            loop {
-                self.ws();
-                let off = self.i;
-                successors.push((self.sigil_name(b'^')?, off));
-                self.ws();
-                if self.eat(b']').is_some() {
-                    break;
-                }
-                self.eat(b',')?;
-            }
+            successors = self.comma_list(b']', false, |r| {
+                let off = r.i;
+                Some((r.sigil_name(b'^')?, off))
+            })?;
             self.ws();
         }
         let mut properties = None;
@@ -775,15 +738,7 @@ impl<'p, 'c> Reader<'p, 'c> {
         }
         let mut regions = SmallVec::new();
         if self.eat(b'(').is_some() {
-            loop {
-                self.ws();
-                regions.push(self.region()?);
-                self.ws();
-                if self.eat(b')').is_some() {
-                    break;
-                }
-                self.eat(b',')?;
-            }
+            regions = self.comma_list(b')', false, Self::region)?;
             self.ws();
         }
         let attributes = if self.peek() == Some(b'{') {

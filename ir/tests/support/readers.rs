@@ -1,13 +1,16 @@
 //! The parser's ways of reading agree: shared by the parser's property
 //! tests (`tests/parser_fuzz.rs`), the dialects' (`dialects/tests/readers.rs`)
 //! and the `parse` and `dialects` fuzz targets (which include this file by
-//! path).
+//! path), with the parse-print-reparse check they share.
 
 #![allow(dead_code)] // each includer uses part of it
 
 use std::sync::Arc;
 
-use ipuc_ir::{parse_source_with, print_op, Context, DialectRegistry, ParseOptions, PrintOptions};
+use ipuc_ir::{
+    parse_source, parse_source_with, print_op, verify, Context, DialectRegistry, ParseOptions,
+    PrintOptions,
+};
 
 /// A context with the test dialect, accepting unregistered ops or not.
 pub fn context(allow_unregistered: bool) -> Context {
@@ -70,4 +73,38 @@ pub fn check_readers_agree_in(new_context: impl Fn() -> Context, input: &str) {
             ),
         }
     }
+}
+
+/// Parses `input` (unregistered ops allowed or not); what parses is verified
+/// and printed, generic with locations too, and valid IR must print to
+/// text that parses back to the same printout. Panics name the input.
+pub fn check_parse_and_print(allow: bool, input: &str) {
+    let mut ctx = context(allow);
+    let Ok(parsed) = parse_source(&mut ctx, "fuzz.mlir", input) else {
+        return;
+    };
+    let verified = verify(&ctx, parsed.module).is_ok();
+    let text = print_op(&ctx, parsed.module, &PrintOptions::default());
+    if verified {
+        let mut ctx2 = context(allow);
+        match parse_source(&mut ctx2, "printed.mlir", &text) {
+            Ok(p) => {
+                let again = print_op(&ctx2, p.module, &PrintOptions::default());
+                assert_eq!(
+                    text, again,
+                    "printout is not a fixed point; input {input:?}"
+                );
+            }
+            Err(d) => panic!("printout does not parse: {d}\ninput {input:?}\nprinted:\n{text}"),
+        }
+    }
+    print_op(
+        &ctx,
+        parsed.module,
+        &PrintOptions {
+            generic: true,
+            debug_info: true,
+            ..PrintOptions::default()
+        },
+    );
 }

@@ -105,16 +105,14 @@ impl HostTensor {
                     .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
                     .collect(),
             ),
-            ElementKind::F64 => {
-                Values::F64((0..n).map(|i| storage::load_f64(kind, data, i)).collect())
-            }
+            ElementKind::F64 => Values::F64(storage::load_all_f64(kind, data, n)),
             k if k.is_float() => Values::F32(
                 (0..n)
                     .into_par_iter()
                     .map(|i| storage::load_f32(kind, data, i))
                     .collect(),
             ),
-            _ => Values::Int((0..n).map(|i| storage::load_i128(kind, data, i)).collect()),
+            _ => Values::Int(storage::load_all_i128(kind, data, n)),
         }
     }
 
@@ -135,26 +133,21 @@ impl HostTensor {
                     .map(|i| storage::load_f32(own, data, i))
                     .collect(),
             ),
-            (_, Values::F64(_)) => {
-                Values::F64((0..n).map(|i| storage::load_f64(own, data, i)).collect())
-            }
-            (_, Values::Int(_)) => {
-                Values::Int((0..n).map(|i| storage::load_i128(own, data, i)).collect())
-            }
+            (_, Values::F64(_)) => Values::F64(storage::load_all_f64(own, data, n)),
+            (_, Values::Int(_)) => Values::Int(storage::load_all_i128(own, data, n)),
         }
     }
 
     /// Every element as f64 (for comparisons and tests).
     pub fn to_f64_vec(&self) -> Vec<f64> {
-        (0..self.element_count())
-            .map(|i| storage::load_f64(self.kind, &self.data, i))
-            .collect()
+        storage::load_all_f64(self.kind, &self.data, self.element_count())
     }
 
     /// Every element as i64 (floats truncated); for shape-like operands.
     pub fn to_i64_vec(&self) -> Vec<i64> {
-        (0..self.element_count())
-            .map(|i| storage::load_i128(self.kind, &self.data, i) as i64)
+        storage::load_all_i128(self.kind, &self.data, self.element_count())
+            .into_iter()
+            .map(|v| v as i64)
             .collect()
     }
 

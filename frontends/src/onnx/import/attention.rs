@@ -99,20 +99,7 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     // Grouped-query attention: each KV head serves q_heads / kv_heads
     // consecutive query heads.
     let kv_heads = ks[1];
-    let (k, v) = if kv_heads != q_heads {
-        if kv_heads == 0 || q_heads % kv_heads != 0 {
-            return Err(b.error(format!(
-                "{q_heads} query heads cannot share {kv_heads} key/value heads evenly"
-            )));
-        }
-        let group = q_heads / kv_heads;
-        (
-            repeat_heads(&mut b, k, group)?,
-            repeat_heads(&mut b, v, group)?,
-        )
-    } else {
-        (k, v)
-    };
+    let (k, v) = share_kv_heads(&mut b, k, v, q_heads, kv_heads)?;
 
     // Q·Kᵀ, each side scaled by sqrt(scale) as the definition does.
     let root = b.scalar_like(q, scale.sqrt())?;
@@ -215,9 +202,31 @@ pub(super) fn softmax_precision(b: &Body<'_, '_, '_>) -> Result<Option<Type>, Im
         })
 }
 
+/// Grouped-query attention: K and V with `kv_heads` heads, each repeated
+/// to serve `q_heads / kv_heads` consecutive query heads (unchanged when
+/// the counts agree); an error when they do not divide.
+pub(super) fn share_kv_heads(
+    b: &mut Body<'_, '_, '_>,
+    k: Value,
+    v: Value,
+    q_heads: i64,
+    kv_heads: i64,
+) -> Result<(Value, Value), ImportError> {
+    if kv_heads == q_heads {
+        return Ok((k, v));
+    }
+    if kv_heads == 0 || q_heads % kv_heads != 0 {
+        return Err(b.error(format!(
+            "{q_heads} query heads cannot share {kv_heads} key/value heads evenly"
+        )));
+    }
+    let group = q_heads / kv_heads;
+    Ok((repeat_heads(b, k, group)?, repeat_heads(b, v, group)?))
+}
+
 /// `[B, H, S, D]` → `[B, H·group, S, D]`, each head repeated `group` times
 /// in place (numpy's `repeat` along axis 1).
-pub(super) fn repeat_heads(b: &mut Body<'_, '_, '_>, x: Value, group: i64) -> Built {
+fn repeat_heads(b: &mut Body<'_, '_, '_>, x: Value, group: i64) -> Built {
     let s = b.shape(x);
     let u = b.unsqueeze(x, &[2])?;
     let e = b.expand(u, &[s[0], s[1], group, s[2], s[3]])?;

@@ -10,7 +10,7 @@ use ipuc_dialects::nn::BinaryKind;
 use ipuc_ir::Value;
 
 use super::body::Body;
-use super::window::per_axis;
+use super::window::{explicit_pads, per_axis};
 use super::{error, ImportError, Importer, NodeResult};
 use crate::onnx::Node;
 
@@ -34,16 +34,7 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     }
     let strides = per_axis(node, "strides", n)?;
     let dilations = per_axis(node, "dilations", n)?;
-    let pads = match node.ints_attr("pads")? {
-        None => vec![0; 2 * n],
-        Some(p) if p.len() == 2 * n => p.to_vec(),
-        Some(p) => {
-            return Err(error(
-                node,
-                format!("`pads` {p:?} must have {} entries", 2 * n),
-            ))
-        }
-    };
+    let pads = explicit_pads(node, n)?;
     let positive = |v: &[i64]| v.iter().all(|&x| x >= 1);
     if !positive(&image) || !positive(&block) || !positive(&strides) || !positive(&dilations) {
         return Err(error(

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use ipuc_dialects::nn::elements::{dense_data, floats, from_floats, from_ints, ints};
+use ipuc_dialects::nn::elements::{floats, from_floats, from_ints, ints};
 use ipuc_ir::attributes::{AttrKind, DenseElements, ResourceBlob};
 use ipuc_ir::numeric::ElementKind;
 use ipuc_ir::types::Signedness;
@@ -243,18 +243,7 @@ fn range(imp: &mut Importer<'_>, node: &Node) -> Result<Attribute, super::Import
     let mut scalars = Vec::with_capacity(3);
     for (i, what) in ["start", "limit", "delta"].into_iter().enumerate() {
         let v = imp.input(node, i)?;
-        let d = imp
-            .constant_of(v)
-            .as_ref()
-            .and_then(dense_data)
-            .filter(|d| d.len() == 1)
-            .ok_or_else(|| {
-                error(
-                    node,
-                    format!("`{what}` (input #{i}) must be a constant scalar at import"),
-                )
-            })?;
-        scalars.push(d);
+        scalars.push(imp.constant_scalar(node, v, format!("`{what}` (input #{i})"))?);
     }
     let element = scalars[0].element_type().clone();
     if let Some((i, other)) = scalars

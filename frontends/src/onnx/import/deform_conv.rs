@@ -15,7 +15,7 @@ use ipuc_dialects::nn::{BinaryKind, CompareKind, GatherElementsOp, UnaryKind};
 use ipuc_ir::{Type, Value};
 
 use super::body::Body;
-use super::window::per_axis;
+use super::window::{explicit_pads, per_axis};
 use super::{ImportError, Importer, NodeResult};
 use crate::onnx::Node;
 
@@ -48,11 +48,7 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let offset_group = node.int_attr("offset_group", 1)?;
     let strides = per_axis(node, "strides", 2)?;
     let dilations = per_axis(node, "dilations", 2)?;
-    let pads = match node.ints_attr("pads")? {
-        None => vec![0; 4],
-        Some(p) if p.len() == 4 => p.to_vec(),
-        Some(p) => return Err(b.error(format!("`pads` {p:?} must have 4 entries"))),
-    };
+    let pads = explicit_pads(node, 2)?;
     let taps = kh * kw;
     let (oh, ow) = (os[2], os[3]);
     let fits = |o: i64, i: i64, k: i64, s: i64, d: i64, p: i64| {

@@ -13,7 +13,7 @@
 use ipuc_dialects::nn::BinaryKind;
 use ipuc_ir::{Type, Value};
 
-use super::attention::{repeat_heads, softmax_precision};
+use super::attention::{share_kv_heads, softmax_precision};
 use super::body::Body;
 use super::{ImportError, Importer, NodeResult};
 use crate::onnx::{Attribute, Node};
@@ -42,20 +42,7 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
         )));
     }
     let (q_heads, kv_heads) = (qs[1], ks[1]);
-    let (k, v) = if q_heads != kv_heads {
-        if kv_heads == 0 || q_heads % kv_heads != 0 {
-            return Err(b.error(format!(
-                "{q_heads} query heads cannot share {kv_heads} key/value heads evenly"
-            )));
-        }
-        let group = q_heads / kv_heads;
-        (
-            repeat_heads(&mut b, k, group)?,
-            repeat_heads(&mut b, v, group)?,
-        )
-    } else {
-        (k, v)
-    };
+    let (k, v) = share_kv_heads(&mut b, k, v, q_heads, kv_heads)?;
     let scale = match node.attribute("scale") {
         Some(_) => f64::from(node.float_attr("scale", 1.0)?),
         None => 1.0 / (qs[3] as f64).sqrt(),

@@ -562,6 +562,21 @@ impl<'a> Importer<'a> {
         constant_value(self.ctx, v)
     }
 
+    /// The one element of `v`, a constant at import, or an error naming it
+    /// `what` (`` `start` (input #0) ``).
+    pub(crate) fn constant_scalar(
+        &self,
+        node: &Node,
+        v: Value,
+        what: impl std::fmt::Display,
+    ) -> Result<ipuc_ir::attributes::DenseElements, ImportError> {
+        self.constant_of(v)
+            .as_ref()
+            .and_then(ipuc_dialects::nn::elements::dense_data)
+            .filter(|d| d.len() == 1)
+            .ok_or_else(|| error(node, format!("{what} must be a constant scalar at import")))
+    }
+
     /// Optional input `i` of `node` read as constant integers; an error naming
     /// `what` if it is present but not a constant.
     pub(crate) fn optional_const_ints(

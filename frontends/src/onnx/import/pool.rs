@@ -17,7 +17,7 @@ use ipuc_dialects::nn::{BinaryKind, PoolKind, PoolOp, PoolParams, UnaryKind};
 use ipuc_ir::Value;
 
 use super::body::Body;
-use super::window::{per_axis, resolve_pads};
+use super::window::{explicit_pads, per_axis, resolve_pads};
 use super::{error, Importer, NodeResult};
 use crate::onnx::Node;
 
@@ -124,16 +124,7 @@ fn max_unpool(imp: &mut Importer<'_>, node: &Node, x: Value) -> NodeResult {
         ));
     }
     let strides = per_axis(node, "strides", n)?;
-    let pads = match node.ints_attr("pads")? {
-        None => vec![0; 2 * n],
-        Some(p) if p.len() == 2 * n => p.to_vec(),
-        Some(p) => {
-            return Err(error(
-                node,
-                format!("`pads` {p:?} must have {} entries", 2 * n),
-            ))
-        }
-    };
+    let pads = explicit_pads(node, n)?;
     let mut pooled = shape[..2].to_vec();
     for d in 0..n {
         pooled.push((shape[d + 2] - 1) * strides[d] - (pads[d] + pads[n + d]) + kernel[d]);

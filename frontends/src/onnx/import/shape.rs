@@ -2,7 +2,7 @@
 //! newer opsets and as attributes in older ones; either way they must be
 //! constants at import and become the `nn` ops' static attributes.
 
-use ipuc_dialects::nn::elements::{dense_data, floats, ints};
+use ipuc_dialects::nn::elements::{floats, ints};
 use ipuc_dialects::nn::{
     normalize_axis, onnx_reshape_shape, ConcatOp, ExpandOp, FlattenOp, GatherOp, PadOp, ReshapeOp,
     SliceOp, SliceParams, SplitOp, SqueezeOp, TileOp, TransposeOp, UnsqueezeOp,
@@ -185,17 +185,7 @@ fn pad_operands(
     let value = match imp.optional_input(node, 2)? {
         None => 0.0,
         Some(v) => {
-            let d = imp
-                .constant_of(v)
-                .as_ref()
-                .and_then(dense_data)
-                .filter(|d| d.len() == 1)
-                .ok_or_else(|| {
-                    error(
-                        node,
-                        "the constant value (input #2) must be a constant scalar at import",
-                    )
-                })?;
+            let d = imp.constant_scalar(node, v, "the constant value (input #2)")?;
             match floats(&d) {
                 Some(f) => f[0] as f32,
                 None => ints(&d).map_or(0.0, |i| i[0] as f32),

@@ -17,6 +17,22 @@ pub(super) fn per_axis(node: &Node, name: &str, n: usize) -> Result<Vec<i64>, Im
     }
 }
 
+/// The `pads` attribute over `n` spatial axes (all begins, then all
+/// ends), zeros when absent.
+pub(super) fn explicit_pads(node: &Node, n: usize) -> Result<Vec<i64>, ImportError> {
+    match node.ints_attr("pads")? {
+        None => Ok(vec![0; 2 * n]),
+        Some(p) if p.len() == 2 * n => Ok(p.to_vec()),
+        Some(p) => Err(error(
+            node,
+            format!(
+                "`pads` {p:?} must have {} entries (begin and end of {n} spatial axes)",
+                2 * n
+            ),
+        )),
+    }
+}
+
 /// The explicit pads of a windowed op over `input` (its spatial extents):
 /// all begins, then all ends. `auto_pad` `SAME_UPPER`/`SAME_LOWER` pad to
 /// `ceil(input / stride)` windows, splitting the padding evenly with the
@@ -31,17 +47,7 @@ pub(super) fn resolve_pads(
 ) -> Result<Vec<i64>, ImportError> {
     let n = input.len();
     match node.string_attr("auto_pad", "NOTSET")? {
-        "NOTSET" => match node.ints_attr("pads")? {
-            None => Ok(vec![0; 2 * n]),
-            Some(p) if p.len() == 2 * n => Ok(p.to_vec()),
-            Some(p) => Err(error(
-                node,
-                format!(
-                    "`pads` {p:?} must have {} entries (begin and end of {n} spatial axes)",
-                    2 * n
-                ),
-            )),
-        },
+        "NOTSET" => explicit_pads(node, n),
         "VALID" => Ok(vec![0; 2 * n]),
         mode @ ("SAME_UPPER" | "SAME_LOWER") => {
             let mut pads = vec![0; 2 * n];
