@@ -23,19 +23,48 @@ fn run(bin: &str, args: &[&str]) -> (i32, Vec<u8>, String) {
     )
 }
 
+/// `ipu-run exe --input data --json`, compared exactly (`--atol 0 --rtol
+/// 0`): exit code, the JSON report and stderr.
+fn run_exact(exe: &Path, data: &Path) -> (i32, Vec<u8>, String) {
+    let args = [
+        exe.to_str().unwrap(),
+        "--input",
+        data.to_str().unwrap(),
+        "--json",
+        "--atol",
+        "0",
+        "--rtol",
+        "0",
+    ];
+    run(env!("CARGO_BIN_EXE_ipu-run"), &args)
+}
+
+/// The float64 sums of `a` and `b`, each rounded once to f32.
+fn sum_f32(a: &[f32], b: &[f32]) -> Vec<f32> {
+    a.iter()
+        .zip(b)
+        .map(|(a, b)| (f64::from(*a) + f64::from(*b)) as f32)
+        .collect()
+}
+
 fn compile(dir: &Path, name: &str) -> PathBuf {
     let exe = dir.join(name);
+    compile_to(&program(), &exe);
+    exe
+}
+
+/// `ipu-opt source --emit=exe -o exe`, which must succeed.
+fn compile_to(source: &Path, exe: &Path) {
     let (code, _, err) = run(
         env!("CARGO_BIN_EXE_ipu-opt"),
         &[
-            program().to_str().unwrap(),
+            source.to_str().unwrap(),
             "--emit=exe",
             "-o",
             exe.to_str().unwrap(),
         ],
     );
     assert_eq!(code, 0, "{err}");
-    exe
 }
 
 fn write_f32(dir: &Path, file: &str, name: &str, values: &[f32]) {
@@ -56,26 +85,10 @@ fn two_tile_vector_add_matches_sums_computed_here() {
     // Inputs are bound by name: write them in the other order.
     write_f32(&data, "input_0.pb", "b", &B);
     write_f32(&data, "input_1.pb", "a", &A);
-    let c: Vec<f32> = A
-        .iter()
-        .zip(&B)
-        .map(|(a, b)| (f64::from(*a) + f64::from(*b)) as f32)
-        .collect();
+    let c = sum_f32(&A, &B);
     write_f32(&data, "output_0.pb", "c", &c);
 
-    let (code, out, err) = run(
-        env!("CARGO_BIN_EXE_ipu-run"),
-        &[
-            exe.to_str().unwrap(),
-            "--input",
-            data.to_str().unwrap(),
-            "--json",
-            "--atol",
-            "0",
-            "--rtol",
-            "0",
-        ],
-    );
+    let (code, out, err) = run_exact(&exe, &data);
     assert_eq!(code, 0, "{err}");
     let j: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(j["device"], "sim");
@@ -167,39 +180,15 @@ fn exchange_program() -> PathBuf {
 fn two_tile_exchange_then_add_matches_sums_computed_here() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = tmp.path().join("xadd.ipuexe");
-    let (code, _, err) = run(
-        env!("CARGO_BIN_EXE_ipu-opt"),
-        &[
-            exchange_program().to_str().unwrap(),
-            "--emit=exe",
-            "-o",
-            exe.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(code, 0, "{err}");
+    compile_to(&exchange_program(), &exe);
     let data = tmp.path().join("test_data_set_0");
     std::fs::create_dir_all(&data).unwrap();
     let x = [1.5f32, -2.25, 1e-3, 640.0];
     let y = [0.25f32, 7.0, -3e-3, -0.5];
     write_f32(&data, "input_0.pb", "x", &x);
     write_f32(&data, "input_1.pb", "y", &y);
-    let z: Vec<f32> = x
-        .iter()
-        .zip(&y)
-        .map(|(a, b)| (f64::from(*a) + f64::from(*b)) as f32)
-        .collect();
-    write_f32(&data, "output_0.pb", "z", &z);
-    let args = [
-        exe.to_str().unwrap(),
-        "--input",
-        data.to_str().unwrap(),
-        "--json",
-        "--atol",
-        "0",
-        "--rtol",
-        "0",
-    ];
-    let (code, out, err) = run(env!("CARGO_BIN_EXE_ipu-run"), &args);
+    write_f32(&data, "output_0.pb", "z", &sum_f32(&x, &y));
+    let (code, out, err) = run_exact(&exe, &data);
     assert_eq!(code, 0, "{err}");
     let j: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(j["passed"], true, "{j:#}");
@@ -214,7 +203,7 @@ fn two_tile_exchange_then_add_matches_sums_computed_here() {
 
     // The sum needs the exchanged words: expecting y alone is a mismatch.
     write_f32(&data, "output_0.pb", "z", &y);
-    let (code, out, _) = run(env!("CARGO_BIN_EXE_ipu-run"), &args);
+    let (code, out, _) = run_exact(&exe, &data);
     assert_eq!(code, 1);
     let j: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(j["passed"], false);

@@ -3,10 +3,11 @@
 //! outputs and error messages.
 
 use std::path::Path;
-use std::process::Command;
 
 use ipuc_frontends::onnx::{read_tensor_pb, write_tensor_pb, Tensor};
 use serde_json::Value;
+
+mod common;
 
 /// `y = relu(x · w + b)` and `s = sum(y, axis 1)` for x: 2x3, w: 3x2.
 const MODEL: &str = r#"
@@ -48,46 +49,30 @@ fn write_model(dir: &Path) -> std::path::PathBuf {
 /// Writes a test data set; `perturb` is added to the first expected element.
 fn write_set(dir: &Path, perturb: f32, with_outputs: bool) {
     std::fs::create_dir_all(dir).unwrap();
-    write_tensor_pb(
-        &dir.join("input_0.pb"),
-        "x",
-        &Tensor::from_f32(vec![2, 3], &X),
-    )
-    .unwrap();
-    write_tensor_pb(
-        &dir.join("input_1.pb"),
-        "w",
-        &Tensor::from_f32(vec![3, 2], &W),
-    )
-    .unwrap();
+    write_f32(&dir.join("input_0.pb"), "x", vec![2, 3], &X);
+    write_f32(&dir.join("input_1.pb"), "w", vec![3, 2], &W);
     if with_outputs {
         let (mut y, s) = expected();
         y[0] += perturb;
-        write_tensor_pb(
-            &dir.join("output_0.pb"),
-            "y",
-            &Tensor::from_f32(vec![2, 2], &y),
-        )
-        .unwrap();
-        write_tensor_pb(
-            &dir.join("output_1.pb"),
-            "s",
-            &Tensor::from_f32(vec![2], &s),
-        )
-        .unwrap();
+        write_f32(&dir.join("output_0.pb"), "y", vec![2, 2], &y);
+        write_f32(&dir.join("output_1.pb"), "s", vec![2], &s);
     }
 }
 
 fn ipu_run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ipu-run"))
-        .args(args)
-        .output()
-        .expect("spawn ipu-run");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::run_tool(env!("CARGO_BIN_EXE_ipu-run"), args)
+}
+
+/// Writes an f32 tensor `name` to the `.pb` file `path`.
+fn write_f32(path: &Path, name: &str, dims: Vec<usize>, values: &[f32]) {
+    write_tensor_pb(path, name, &Tensor::from_f32(dims, values)).unwrap();
+}
+
+/// `ipu-run args` fails with exit code 2 and an error saying `says`.
+fn refused(args: &[&str], says: &str) {
+    let (code, _, err) = ipu_run(args);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(says), "{err}");
 }
 
 fn json(stdout: &str) -> Value {
@@ -251,91 +236,59 @@ fn errors_are_clear_and_exit_two() {
     let tmp = tempfile::tempdir().unwrap();
     let model = write_model(tmp.path());
     let m = model.to_str().unwrap();
-    let (code, _, err) = ipu_run(&[m, "--device", "ipu"]);
-    assert_eq!(code, 2);
-    assert!(
-        err.contains("unknown device 'ipu' (known devices: reference, sim)"),
-        "{err}"
+    refused(
+        &[m, "--device", "ipu"],
+        "unknown device 'ipu' (known devices: reference, sim)",
     );
 
     let onnx = tmp.path().join("model.onnx");
     std::fs::write(&onnx, b"").unwrap();
-    let (code, _, err) = ipu_run(&[onnx.to_str().unwrap()]);
-    assert_eq!(code, 2);
-    assert!(err.contains("error: "), "{err}");
+    refused(&[onnx.to_str().unwrap()], "error: ");
 
-    let (code, _, err) = ipu_run(&[m, "--input", tmp.path().to_str().unwrap()]);
-    assert_eq!(code, 2);
-    assert!(
-        err.contains("neither input_K.pb/output_K.pb files nor test_data_set_*"),
-        "{err}"
+    refused(
+        &[m, "--input", tmp.path().to_str().unwrap()],
+        "neither input_K.pb/output_K.pb files nor test_data_set_*",
     );
 
     // One input too few.
     let set = tmp.path().join("short");
     write_set(&set, 0.0, true);
     std::fs::remove_file(set.join("input_1.pb")).unwrap();
-    let (code, _, err) = ipu_run(&[m, "--input", set.to_str().unwrap()]);
-    assert_eq!(code, 2);
-    assert!(
-        err.contains("holds 1 input(s), but the function takes 2"),
-        "{err}"
+    refused(
+        &[m, "--input", set.to_str().unwrap()],
+        "holds 1 input(s), but the function takes 2",
     );
 
     // An input of the wrong shape names the parameter and both types.
     let bad = tmp.path().join("bad");
     write_set(&bad, 0.0, true);
-    write_tensor_pb(
-        &bad.join("input_1.pb"),
-        "w",
-        &Tensor::from_f32(vec![2, 3], &W),
-    )
-    .unwrap();
-    let (code, _, err) = ipu_run(&[m, "--input", bad.to_str().unwrap()]);
-    assert_eq!(code, 2);
-    assert!(
-        err.contains(
-            "data set bad: input #1 ('w') is tensor<2x3xf32>, but the function's parameter #1 \
-             is tensor<3x2xf32>"
-        ),
-        "{err}"
+    write_f32(&bad.join("input_1.pb"), "w", vec![2, 3], &W);
+    refused(
+        &[m, "--input", bad.to_str().unwrap()],
+        "data set bad: input #1 ('w') is tensor<2x3xf32>, but the function's parameter #1 \
+             is tensor<3x2xf32>",
     );
 
     // An expected output of the wrong shape is refused before anything runs.
     let wrong = tmp.path().join("wrong-output");
     write_set(&wrong, 0.0, true);
-    write_tensor_pb(
-        &wrong.join("output_1.pb"),
-        "s",
-        &Tensor::from_f32(vec![3], &[0.0; 3]),
-    )
-    .unwrap();
-    let (code, _, err) = ipu_run(&[m, "--input", wrong.to_str().unwrap()]);
-    assert_eq!(code, 2);
-    assert!(
-        err.contains(
-            "data set wrong-output: expected output #1 ('s') is tensor<3xf32>, but the \
-             function's result #1 is tensor<2xf32>"
-        ),
-        "{err}"
+    write_f32(&wrong.join("output_1.pb"), "s", vec![3], &[0.0; 3]);
+    refused(
+        &[m, "--input", wrong.to_str().unwrap()],
+        "data set wrong-output: expected output #1 ('s') is tensor<3xf32>, but the \
+             function's result #1 is tensor<2xf32>",
     );
     std::fs::remove_file(wrong.join("output_1.pb")).unwrap();
-    let (code, _, err) = ipu_run(&[m, "--input", wrong.to_str().unwrap()]);
-    assert_eq!(code, 2);
-    assert!(
-        err.contains("holds 1 expected output(s), but the function returns 2"),
-        "{err}"
+    refused(
+        &[m, "--input", wrong.to_str().unwrap()],
+        "holds 1 expected output(s), but the function returns 2",
     );
 
     let broken = tmp.path().join("broken.mlir");
     std::fs::write(&broken, "func.func @main() {\n  %0 = nn.bogus\n}\n").unwrap();
-    let (code, _, err) = ipu_run(&[broken.to_str().unwrap()]);
-    assert_eq!(code, 2);
-    assert!(err.contains("broken.mlir:2:"), "{err}");
+    refused(&[broken.to_str().unwrap()], "broken.mlir:2:");
 
-    let (code, _, err) = ipu_run(&[m, "--atol", "lots"]);
-    assert_eq!(code, 2);
-    assert!(err.contains("--atol"), "{err}");
+    refused(&[m, "--atol", "lots"], "--atol");
 }
 
 /// A TOSA model of `layers` chained `1x1xK · 1xKxK` products, each weight a

@@ -4,25 +4,21 @@
 //! model's declared inputs is refused with an error naming the input.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use ipuc_frontends::onnx::{read_tensor_pb, write_tensor_pb, Tensor};
 use serde_json::Value;
+
+mod common;
 
 fn shared() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared")
 }
 
 fn ipu_run(args: &[&Path]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ipu-run"))
-        .args(args)
-        .arg("--json")
-        .output()
-        .expect("spawn ipu-run");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+    let args = args.iter().map(|a| a.as_os_str());
+    common::run_tool(
+        env!("CARGO_BIN_EXE_ipu-run"),
+        args.chain([std::ffi::OsStr::new("--json")]),
     )
 }
 
@@ -84,45 +80,31 @@ fn an_input_used_as_a_shape_is_bound_from_its_value() {
 fn data_that_does_not_fit_the_declared_inputs_is_refused() {
     let fixture = shared().join("models/siglip-tiny");
     let tmp = tempfile::tempdir().unwrap();
+    // `pixel_values` as `t` is refused with an error saying `says`.
+    let refused = |t: Tensor, says: &str| {
+        write_tensor_pb(&tmp.path().join("input_0.pb"), "pixel_values", &t).unwrap();
+        let (code, _, stderr) = ipu_run(&[
+            &fixture.join("model.onnx"),
+            Path::new("--input"),
+            tmp.path(),
+        ]);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    };
     // The model fixes 3 channels.
-    write_tensor_pb(
-        &tmp.path().join("input_0.pb"),
-        "pixel_values",
-        &Tensor::from_f32(vec![1, 4, 32, 32], &vec![0.0; 4 * 32 * 32]),
-    )
-    .unwrap();
-    let (code, _, stderr) = ipu_run(&[
-        &fixture.join("model.onnx"),
-        Path::new("--input"),
-        tmp.path(),
-    ]);
-    assert_eq!(code, 2);
-    assert!(
-        stderr.contains("graph input `pixel_values`: dimension 1 is fixed to 3 by the model, but the data has shape [1, 4, 32, 32]"),
-        "{stderr}"
+    refused(
+        Tensor::from_f32(vec![1, 4, 32, 32], &vec![0.0; 4 * 32 * 32]),
+        "graph input `pixel_values`: dimension 1 is fixed to 3 by the model, but the data has \
+         shape [1, 4, 32, 32]",
     );
     // A wrong element type.
-    write_tensor_pb(
-        &tmp.path().join("input_0.pb"),
-        "pixel_values",
-        &Tensor::new(
+    refused(
+        Tensor::new(
             ipuc_ir::numeric::ElementKind::F64,
             vec![1, 3, 32, 32],
             vec![0u8; 8 * 3 * 32 * 32].into(),
         )
         .unwrap(),
-    )
-    .unwrap();
-    let (code, _, stderr) = ipu_run(&[
-        &fixture.join("model.onnx"),
-        Path::new("--input"),
-        tmp.path(),
-    ]);
-    assert_eq!(code, 2);
-    assert!(
-        stderr.contains(
-            "graph input `pixel_values`: is declared with element type f32, but the data holds f64"
-        ),
-        "{stderr}"
+        "graph input `pixel_values`: is declared with element type f32, but the data holds f64",
     );
 }

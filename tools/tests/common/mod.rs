@@ -3,8 +3,26 @@
 // Each test binary compiles this module and uses a part of it.
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
-use std::process::Output;
+use std::process::{Command, Output};
+
+/// Runs the tool `exe` with `args`: its exit code (-1 when a signal ended
+/// it), stdout and stderr.
+pub fn run_tool<S: AsRef<OsStr>>(
+    exe: &str,
+    args: impl IntoIterator<Item = S>,
+) -> (i32, String, String) {
+    let out = Command::new(exe)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("spawn {exe}: {e}"));
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
 
 /// `../shared/models` (the SigLIP fixtures with onnxruntime outputs).
 pub fn models_dir() -> PathBuf {
