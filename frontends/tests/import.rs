@@ -226,12 +226,7 @@ fn import_model_and_import_file_agree_and_locations_name_nodes() {
     let text = print_op(&ctx, module, &debug);
     assert_eq!(text, print_op(&ctx2, module2, &debug));
     // The conv's location is the ONNX node's name.
-    let conv = model
-        .graph
-        .nodes
-        .iter()
-        .find(|n| n.op_type == "Conv")
-        .unwrap();
+    let conv = model.graph.first_node("Conv").unwrap();
     assert!(
         text.contains(&format!("loc(\"{}\")", conv.name)),
         "no location naming {}",

@@ -62,13 +62,7 @@ fn tiny_model_matches_its_published_description() {
         .check_supported(|_, op| !matches!(op, "Tile" | "Mod" | "Unsqueeze"))
         .unwrap_err()
         .to_string();
-    let first_unsqueeze = &model
-        .graph
-        .nodes
-        .iter()
-        .find(|n| n.op_type == "Unsqueeze")
-        .unwrap()
-        .name;
+    let first_unsqueeze = &model.graph.first_node("Unsqueeze").unwrap().name;
     assert!(
         err.starts_with(
             "3 unsupported operator type(s) (38 node(s)):\n  Unsqueeze x36 (first: node `"
@@ -95,19 +89,9 @@ fn tiny_model_matches_its_published_description() {
     names.sort();
     names.dedup();
     assert_eq!(names.len(), 340);
-    let ln = model
-        .graph
-        .nodes
-        .iter()
-        .find(|n| n.op_type == "LayerNormalization")
-        .unwrap();
+    let ln = model.graph.first_node("LayerNormalization").unwrap();
     assert!((ln.float_attr("epsilon", 0.0).unwrap() - 1e-6).abs() < 1e-12);
-    let conv = model
-        .graph
-        .nodes
-        .iter()
-        .find(|n| n.op_type == "Conv")
-        .unwrap();
+    let conv = model.graph.first_node("Conv").unwrap();
     assert_eq!(conv.ints_attr("strides").unwrap(), Some(&[8i64, 8][..]));
     assert!(conv
         .float_attr("strides", 0.0)

@@ -5,18 +5,12 @@
 
 use std::path::Path;
 
+mod common;
+
 use ipuc_frontends::onnx::import::{import_file, ImportOptions};
 use ipuc_frontends::onnx::{LoadOptions, WeightsPolicy};
 use ipuc_ir::attributes::AttrKind;
 use ipuc_ir::{Context, WalkOrder};
-
-/// Peak resident set size of this process (Linux `VmHWM`), in bytes.
-fn peak_rss() -> Option<usize> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
 
 #[test]
 fn so400m_import_with_random_weights_holds_them_once() {
@@ -38,14 +32,5 @@ fn so400m_import_with_random_weights_holds_them_once() {
     let weights = 428_225_600 * 4;
     // Everything but the small inline constants lives in resources.
     assert!(resource_bytes > weights * 99 / 100, "{resource_bytes}");
-    let Some(peak) = peak_rss() else {
-        eprintln!("no /proc/self/status: peak memory not checked");
-        return;
-    };
-    let ratio = peak as f64 / weights as f64;
-    eprintln!("peak RSS {peak} bytes = {ratio:.3} x weight bytes {weights}");
-    assert!(
-        ratio < 1.3,
-        "peak RSS {peak} is {ratio:.2}x the weight bytes"
-    );
+    common::memory::assert_weights_held_once(weights);
 }

@@ -66,6 +66,29 @@ pub fn fits(kind: OperandKind, value: i64) -> bool {
     }
 }
 
+/// Why `value` does not fit an operand of `kind` (`None` when it
+/// [`fits`]), as the assembler and the IR's ISA check report it.
+pub fn misfit(kind: OperandKind, value: i64) -> Option<String> {
+    if fits(kind, value) {
+        return None;
+    }
+    Some(match kind {
+        OperandKind::UImm(b) => format!(
+            "{value} does not fit an unsigned {b}-bit immediate (0..={})",
+            (1i64 << b) - 1
+        ),
+        OperandKind::SImm(b) => format!(
+            "{value} does not fit a signed {b}-bit immediate ({}..={})",
+            -(1i64 << (b - 1)),
+            (1i64 << (b - 1)) - 1
+        ),
+        OperandKind::Target => {
+            format!("branch target 0x{value:x} is not a 4-byte aligned code address")
+        }
+        other => format!("operand is not {}", other.describe()),
+    })
+}
+
 /// Encodes one instruction. Operands must satisfy [`fits`] (the assembler
 /// checks that first); out-of-range bits are masked.
 pub fn encode(instr: &Instr, bundle_first: bool) -> u32 {

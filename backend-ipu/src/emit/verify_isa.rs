@@ -19,7 +19,7 @@ use ipuc_ir::{Context, Diagnostic, OpId, WalkOrder};
 
 use ipuc_ipu_arch::asm::predefined_symbol;
 use ipuc_ipu_arch::csr::{csr_by_name, CsrSpace};
-use ipuc_ipu_arch::encoding::{fits, Instr};
+use ipuc_ipu_arch::encoding::{misfit, Instr};
 use ipuc_ipu_arch::isa::{forms_of, ContextClass, InstrDesc, OperandKind, SlotClass};
 use ipuc_ipu_arch::registers::{parse_register, RegFile};
 use ipuc_ipu_arch::MachineModel;
@@ -314,22 +314,7 @@ fn check_inst(
             _ => None,
         };
         if let Some(v) = value {
-            if !fits(*kind, v) {
-                let why = match kind {
-                    OperandKind::UImm(b) => format!(
-                        "{v} does not fit an unsigned {b}-bit immediate (0..={})",
-                        (1i64 << b) - 1
-                    ),
-                    OperandKind::SImm(b) => format!(
-                        "{v} does not fit a signed {b}-bit immediate ({}..={})",
-                        -(1i64 << (b - 1)),
-                        (1i64 << (b - 1)) - 1
-                    ),
-                    OperandKind::Target => {
-                        format!("branch target {v} is not a 4-byte aligned code address")
-                    }
-                    other => format!("operand is not {}", other.describe()),
-                };
+            if let Some(why) = misfit(*kind, v) {
                 return Err(Diagnostic::op_error(
                     ctx,
                     op,

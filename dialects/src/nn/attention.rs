@@ -19,13 +19,7 @@ use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::support::operand_accessors;
-use super::support::shape_err;
-use super::support::{
-    attr_i64, broadcasts_to, build_inferred, check_acc_type, f32_attr, f32_attribute, i64_attr,
-    nn_op, one, op_wrapper, optional, ranked, shape_str, static_product, tensor, value_types,
-    InferResult, ACC_TYPE_ATTR, TENSOR,
-};
+use super::support::*;
 
 /// `nn.attention`.
 pub const ATTENTION: &str = "nn.attention";

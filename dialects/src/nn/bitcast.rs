@@ -15,10 +15,7 @@ use ipuc_ir::{
 };
 
 use super::elements::{dense_data, fold_target};
-use super::support::{
-    build_inferred, nn_op, one, op_wrapper, operand_accessors, ranked, shape_err, tensor,
-    type_attr, value_types, InferResult, TENSOR,
-};
+use super::support::*;
 
 /// `nn.bitcast`.
 pub const BITCAST: &str = "nn.bitcast";

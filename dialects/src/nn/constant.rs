@@ -11,8 +11,7 @@ use ipuc_ir::attributes::AttrKind;
 use ipuc_ir::dialect::{AttrDecl, OpDefinition, Traits};
 use ipuc_ir::{Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type};
 
-use super::support::shape_err;
-use super::support::{build_inferred, make_state, one, op_wrapper, InferResult, TENSOR};
+use super::support::*;
 
 /// `nn.constant`.
 pub const CONSTANT: &str = "nn.constant";

@@ -7,13 +7,7 @@ use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::support::operand_accessors;
-use super::support::shape_err;
-use super::support::{
-    attr_i64, attr_i64_list, build_inferred, contraction, i64_array_attr, i64_attr, nn_op, one,
-    op_wrapper, optional, ranked, shape_str, static_product, tensor, value_types, InferResult,
-    TENSOR,
-};
+use super::support::*;
 
 /// `nn.conv2d`.
 pub const CONV2D: &str = "nn.conv2d";

@@ -13,10 +13,7 @@ use ipuc_ir::{
 };
 
 use super::elements::{dense_data, floats, fold_target, from_floats, from_ints, ints};
-use super::support::{
-    attr_i64, axis_attr, build_inferred, i64_attr, nn_op, normalize_axis, one, op_family_wrapper,
-    operand_accessors, ranked, shape_err, value_types, InferResult, TENSOR,
-};
+use super::support::*;
 
 /// The running combinations.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

@@ -24,13 +24,7 @@ use ipuc_ir::{
 use super::elements::{
     broadcast_source, dense_data, floats, fold_target, from_floats, from_ints, ints, strides,
 };
-use super::support::op_family_wrapper;
-use super::support::operand_accessors;
-use super::support::shape_err;
-use super::support::{
-    attr_i64, attr_str, broadcast_shapes, build_inferred, i64_attr, nn_op, one, ranked,
-    string_attr, tensor, type_attr, value_types, InferResult, BOOL_TENSOR, TENSOR,
-};
+use super::support::*;
 
 /// `nn.where`.
 pub const WHERE: &str = "nn.where";

@@ -10,11 +10,7 @@ use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::support::{
-    attr_i64, axis_attr, build_inferred, i64_attr, nn_op, normalize_axis, one, op_family_wrapper,
-    op_wrapper, operand_accessors, ranked, reduction_extent, shape_err, tensor, value_types,
-    InferResult, ShapeError, INT_TENSOR, TENSOR,
-};
+use super::support::*;
 
 /// `nn.gather_elements`.
 pub const GATHER_ELEMENTS: &str = "nn.gather_elements";

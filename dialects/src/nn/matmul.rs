@@ -16,13 +16,7 @@ use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::support::operand_accessors;
-use super::support::{
-    attr_f32, attr_i64, broadcast_shapes, broadcasts_to, build_inferred, contraction, f32_attr,
-    f32_attribute, i64_attr, nn_op, one, op_wrapper, optional, ranked, shape_str, tensor,
-    value_types, InferResult, TENSOR,
-};
-use super::support::{shape_err, ShapeError};
+use super::support::*;
 
 /// `nn.matmul`.
 pub const MATMUL: &str = "nn.matmul";

@@ -10,13 +10,7 @@ use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::support::operand_accessors;
-use super::support::shape_err;
-use super::support::{
-    attr_f32, attr_i64, attr_str, axis_attr, broadcasts_to, build_inferred, check_acc_type,
-    f32_attr, f32_attribute, i64_attr, nn_op, normalize_axis, one, op_wrapper, optional, ranked,
-    reduction_extent, shape_str, string_attr, value_types, InferResult, ACC_TYPE_ATTR, TENSOR,
-};
+use super::support::*;
 
 /// `nn.softmax`.
 pub const SOFTMAX: &str = "nn.softmax";

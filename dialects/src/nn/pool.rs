@@ -18,11 +18,7 @@ use ipuc_ir::{
     Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
 };
 
-use super::support::{
-    attr_i64, attr_i64_list, build_inferred, i64_array_attr, i64_attr, nn_op, one,
-    op_family_wrapper, operand_accessors, ranked, shape_err, static_product, tensor, value_types,
-    InferResult, TENSOR,
-};
+use super::support::*;
 
 /// The pooling ops.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

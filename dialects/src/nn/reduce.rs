@@ -11,13 +11,7 @@ use ipuc_ir::{
 use super::elements::{
     dense_data, floats, fold_target, from_floats, from_ints, ints, strides, unravel,
 };
-use super::support::op_family_wrapper;
-use super::support::operand_accessors;
-use super::support::shape_err;
-use super::support::{
-    attr_i64, attr_i64_list, build_inferred, i64_array_attr, i64_attr, nn_op, normalize_axes, one,
-    ranked, reduction_extent, tensor, value_types, InferResult, TENSOR,
-};
+use super::support::*;
 
 /// Reductions.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

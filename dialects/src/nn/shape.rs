@@ -20,14 +20,7 @@ use super::custom_format::{parse_standard, print_standard};
 use super::elements::{
     broadcast_source, dense_data, fold_target, from_element_bytes, rearrange, strides, unravel,
 };
-use super::support::operand_accessors;
-use super::support::{
-    attr_f32, attr_i64, attr_i64_list, attr_str, axis_attr, broadcast_shapes, build_inferred,
-    f32_attr, f32_attribute, i64_array_attr, i64_attr, make_state, nn_op, normalize_axes,
-    normalize_axis, one, op_wrapper, ranked, shape_str, string_attr, tensor, value_types, variadic,
-    InferResult, INT_TENSOR, TENSOR,
-};
-use super::support::{shape_err, ShapeError};
+use super::support::*;
 
 /// `nn.reshape`.
 pub const RESHAPE: &str = "nn.reshape";

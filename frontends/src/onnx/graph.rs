@@ -213,6 +213,11 @@ impl Node {
 }
 
 impl Graph {
+    /// The first node (in file order) of `op_type`.
+    pub fn first_node(&self, op_type: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.op_type == op_type)
+    }
+
     /// The initializer named `name`.
     pub fn initializer(&self, name: &str) -> Option<&Initializer> {
         self.initializers.iter().find(|i| i.name == name)

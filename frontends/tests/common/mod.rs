@@ -5,4 +5,5 @@
 pub mod expectations;
 pub mod graph_builder;
 pub mod import_runner;
+pub mod memory;
 pub mod node_runner;

@@ -13,7 +13,7 @@ use super::layout::{ItemKind, Layout};
 use super::syntax::{Expr, Operand, ParsedInstr};
 use super::AsmOptions;
 use crate::csr::{csr_by_name, CsrSpace};
-use crate::encoding::{encode, fits, Instr, MAX_OPERANDS};
+use crate::encoding::{encode, misfit, Instr, MAX_OPERANDS};
 use crate::image::ContextKind;
 use crate::isa::{forms_of, ContextClass, InstrDesc, Opcode, OperandKind, SlotClass};
 use crate::registers::RegFile;
@@ -407,22 +407,7 @@ fn encode_operands(
             ok = false;
             continue;
         };
-        if !fits(*kind, v) {
-            let why = match kind {
-                OperandKind::UImm(b) => format!(
-                    "{v} does not fit an unsigned {b}-bit immediate (0..={})",
-                    (1i64 << b) - 1
-                ),
-                OperandKind::SImm(b) => format!(
-                    "{v} does not fit a signed {b}-bit immediate ({}..={})",
-                    -(1i64 << (b - 1)),
-                    (1i64 << (b - 1)) - 1
-                ),
-                OperandKind::Target => {
-                    format!("branch target 0x{v:x} is not a 4-byte aligned code address")
-                }
-                _ => format!("operand is not {}", kind.describe()),
-            };
+        if let Some(why) = misfit(*kind, v) {
             diag.error(op.pos(), why);
             ok = false;
             continue;

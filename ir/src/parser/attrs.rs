@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use pest::iterators::Pair;
+use rustc_hash::FxHashMap;
 
 use pest::Parser as _;
 
@@ -122,6 +123,43 @@ enum DialectSymbol {
         mnemonic: Option<Arc<str>>,
         body: Arc<str>,
     },
+}
+
+/// A type or attribute of a dialect the context does not know, kept as
+/// its text (`!dialect.mnemonic<body>`, `#dialect.mnemonic<body>`).
+trait OpaqueSymbol {
+    fn opaque(dialect: Arc<str>, mnemonic: Option<Arc<str>>, body: Arc<str>) -> Self;
+}
+
+impl OpaqueSymbol for Type {
+    fn opaque(dialect: Arc<str>, mnemonic: Option<Arc<str>>, body: Arc<str>) -> Self {
+        Type::new(TypeKind::Dialect {
+            dialect,
+            mnemonic,
+            body,
+        })
+    }
+}
+
+impl OpaqueSymbol for Attribute {
+    fn opaque(dialect: Arc<str>, mnemonic: Option<Arc<str>>, body: Arc<str>) -> Self {
+        Attribute::new(AttrKind::Dialect {
+            dialect,
+            mnemonic,
+            body,
+        })
+    }
+}
+
+/// The body of a `loc(...)` pair (an attribute or an op's trailing
+/// location): what its parentheses hold.
+pub(super) fn loc_body(pair: Pair<'_, Rule>) -> Pair<'_, Rule> {
+    pair.into_inner()
+        .next()
+        .expect("location")
+        .into_inner()
+        .next()
+        .expect("loc body")
 }
 
 /// A parsed numeric literal.
@@ -323,28 +361,34 @@ impl<'c> Parser<'c> {
                 }
                 Ok(Type::new(TypeKind::Tuple(types)))
             }
-            Rule::dialect_type => match self.dialect_symbol(&p, true)? {
-                DialectSymbol::Alias(name) => self
-                    .type_aliases
-                    .get(&name)
-                    .cloned()
-                    .ok_or_else(|| self.err(&p, format!("undefined symbol alias id '{name}'"))),
-                DialectSymbol::Opaque {
-                    dialect,
-                    mnemonic,
-                    body,
-                } => Ok(Type::new(TypeKind::Dialect {
-                    dialect,
-                    mnemonic,
-                    body,
-                })),
-            },
+            Rule::dialect_type => self.dialect_symbol_value(&p, true, &self.type_aliases),
             r => unreachable!("not a type rule: {r:?}"),
         }
     }
 
     /// Reads `!ident<body>` / `#ident<body>`: an alias reference (no body, no
     /// dot) or an opaque dialect symbol, checked against its dialect.
+    /// The value of a dialect type or attribute: an alias's definition
+    /// from `aliases`, or the opaque symbol.
+    fn dialect_symbol_value<T: Clone + OpaqueSymbol>(
+        &self,
+        p: &Pair<'_, Rule>,
+        is_type: bool,
+        aliases: &FxHashMap<String, T>,
+    ) -> Result<T, Diagnostic> {
+        match self.dialect_symbol(p, is_type)? {
+            DialectSymbol::Alias(name) => aliases
+                .get(&name)
+                .cloned()
+                .ok_or_else(|| self.err(p, format!("undefined symbol alias id '{name}'"))),
+            DialectSymbol::Opaque {
+                dialect,
+                mnemonic,
+                body,
+            } => Ok(T::opaque(dialect, mnemonic, body)),
+        }
+    }
+
     fn dialect_symbol(
         &self,
         p: &Pair<'_, Rule>,
@@ -607,31 +651,10 @@ impl<'c> Parser<'c> {
                 Ok(Attribute::array(items))
             }
             Rule::dict_attr => Ok(Attribute::dictionary(self.convert_dict(p)?)),
-            Rule::dialect_attr => match self.dialect_symbol(&p, false)? {
-                DialectSymbol::Alias(name) => self
-                    .attr_aliases
-                    .get(&name)
-                    .cloned()
-                    .ok_or_else(|| self.err(&p, format!("undefined symbol alias id '{name}'"))),
-                DialectSymbol::Opaque {
-                    dialect,
-                    mnemonic,
-                    body,
-                } => Ok(Attribute::new(AttrKind::Dialect {
-                    dialect,
-                    mnemonic,
-                    body,
-                })),
-            },
+            Rule::dialect_attr => self.dialect_symbol_value(&p, false, &self.attr_aliases),
             Rule::any_type => Ok(Attribute::type_attr(self.convert_type(p)?)),
             Rule::loc_attr => {
-                let body = p
-                    .into_inner()
-                    .next()
-                    .expect("location")
-                    .into_inner()
-                    .next()
-                    .expect("loc body");
+                let body = loc_body(p);
                 Ok(Attribute::new(AttrKind::Location(
                     self.convert_location(body)?,
                 )))

@@ -1616,13 +1616,7 @@ impl<'c> Parser<'c> {
         pair: Pair<'_, Rule>,
         op: OpId,
     ) -> Result<Location, Diagnostic> {
-        let body = pair
-            .into_inner()
-            .next()
-            .expect("location")
-            .into_inner()
-            .next()
-            .expect("loc body");
+        let body = attrs::loc_body(pair);
         let inner = body.clone().into_inner().next().expect("loc body kind");
         if inner.as_rule() == Rule::loc_alias {
             let name = inner.as_str()[1..].to_string();

@@ -13,6 +13,8 @@
 use half::f16;
 use ipuc_ipu_arch::float8::f8_to_f64;
 
+use super::decode::AmpKind;
+
 /// Weight-store entries the AMP instructions' semantics index (`$CWEI[k*4 + p]`
 /// for 16 outputs k and 4 phases p); a machine model with another CCCS size
 /// is refused at load.
@@ -121,6 +123,33 @@ fn pack_floats(v: &[f32]) -> u64 {
 }
 
 impl AmpState {
+    /// One phase of an AMP instruction: returns the phase's `N` finished
+    /// outputs packed into the destination word, adds the `N` partials in,
+    /// then adds to each of `outputs` accumulators the `dot` product of its
+    /// weights for this phase (row `k * 4 + phase` of the weight cache)
+    /// with the input. The variants differ in element formats and output
+    /// counts only.
+    #[inline(always)]
+    fn phase<const N: usize, const L: usize>(
+        &mut self,
+        phase: usize,
+        partials: [f32; N],
+        pack: fn(&[f32]) -> u64,
+        outputs: usize,
+        weights: &[[f32; L]; 64],
+        dot: impl Fn(&[f32; L]) -> f32,
+    ) -> u64 {
+        let out = pack(&self.done[N * phase..N * phase + N]);
+        for (i, p) in partials.iter().enumerate() {
+            self.acc[N * phase + i] += p;
+        }
+        for k in 0..outputs {
+            self.acc[k] += dot(&weights[k * 4 + phase]);
+        }
+        self.finish_phase(phase);
+        out
+    }
+
     #[inline(always)]
     fn finish_phase(&mut self, phase: usize) {
         if phase == 3 {
@@ -129,100 +158,58 @@ impl AmpState {
         }
     }
 
-    /// `f16v4hihov4amp`: returns the 64-bit dst value.
-    pub fn f16v4hihov4(
+    /// Executes phase `phase` of the AMP instruction `kind` on the input
+    /// word `x` and the partials word `partials`; returns the 64-bit
+    /// destination value.
+    #[inline(always)]
+    pub fn exec(
         &mut self,
+        kind: AmpKind,
         wc: &mut WeightCache,
         cccs: &[u64; 64],
         phase: usize,
         x: u64,
         partials: u64,
     ) -> u64 {
-        let out = pack_halves(&self.done[4 * phase..4 * phase + 4]);
-        let x = halves(x);
-        for (i, p) in halves(partials).iter().enumerate() {
-            self.acc[4 * phase + i] += p;
-        }
-        let w = wc.f16(cccs);
-        for k in 0..16 {
-            let w = &w[k * 4 + phase];
-            self.acc[k] += w[0] * x[0] + w[1] * x[1] + w[2] * x[2] + w[3] * x[3];
-        }
-        self.finish_phase(phase);
-        out
-    }
-
-    /// `f16v4sisoamp`: 8 outputs, f32 partials and results.
-    pub fn f16v4siso(
-        &mut self,
-        wc: &mut WeightCache,
-        cccs: &[u64; 64],
-        phase: usize,
-        x: u64,
-        partials: u64,
-    ) -> u64 {
-        let out = pack_floats(&self.done[2 * phase..2 * phase + 2]);
-        let x = halves(x);
-        for (i, p) in floats(partials).iter().enumerate() {
-            self.acc[2 * phase + i] += p;
-        }
-        let w = wc.f16(cccs);
-        for k in 0..8 {
-            let w = &w[k * 4 + phase];
-            self.acc[k] += w[0] * x[0] + w[1] * x[1] + w[2] * x[2] + w[3] * x[3];
-        }
-        self.finish_phase(phase);
-        out
-    }
-
-    /// `f32sisov2amp`: 2 f32 inputs, 8 outputs.
-    pub fn f32sisov2(
-        &mut self,
-        wc: &mut WeightCache,
-        cccs: &[u64; 64],
-        phase: usize,
-        x: u64,
-        partials: u64,
-    ) -> u64 {
-        let out = pack_floats(&self.done[2 * phase..2 * phase + 2]);
-        let x = floats(x);
-        for (i, p) in floats(partials).iter().enumerate() {
-            self.acc[2 * phase + i] += p;
-        }
-        let w = wc.f32(cccs);
-        for k in 0..8 {
-            let w = &w[k * 4 + phase];
-            self.acc[k] += w[0] * x[0] + w[1] * x[1];
-        }
-        self.finish_phase(phase);
-        out
-    }
-
-    /// `f8v8hihov4amp`: 8 FP8 inputs, 16 outputs, f16 partials and results.
-    pub fn f8v8hihov4(
-        &mut self,
-        wc: &mut WeightCache,
-        cccs: &[u64; 64],
-        phase: usize,
-        x: u64,
-        partials: u64,
-    ) -> u64 {
-        let out = pack_halves(&self.done[4 * phase..4 * phase + 4]);
-        let t = f8_table();
-        let xs: [f32; 8] = std::array::from_fn(|i| t[((x >> (8 * i)) & 0xff) as usize]);
-        for (i, p) in halves(partials).iter().enumerate() {
-            self.acc[4 * phase + i] += p;
-        }
-        let w = wc.f8(cccs);
-        for k in 0..16 {
-            let w = &w[k * 4 + phase];
-            let mut s = 0.0f32;
-            for (wi, xi) in w.iter().zip(&xs) {
-                s += wi * xi;
+        match kind {
+            // `f16v4hihov4amp`: 4 f16 inputs, 16 outputs, f16 partials and results.
+            AmpKind::F16HihoV4 => {
+                let x = halves(x);
+                self.phase(
+                    phase,
+                    halves(partials),
+                    pack_halves,
+                    16,
+                    wc.f16(cccs),
+                    |w| w[0] * x[0] + w[1] * x[1] + w[2] * x[2] + w[3] * x[3],
+                )
             }
-            self.acc[k] += s;
+            // `f16v4sisoamp`: 8 outputs, f32 partials and results.
+            AmpKind::F16Siso => {
+                let x = halves(x);
+                self.phase(phase, floats(partials), pack_floats, 8, wc.f16(cccs), |w| {
+                    w[0] * x[0] + w[1] * x[1] + w[2] * x[2] + w[3] * x[3]
+                })
+            }
+            // `f32sisov2amp`: 2 f32 inputs, 8 outputs.
+            AmpKind::F32SisoV2 => {
+                let x = floats(x);
+                self.phase(phase, floats(partials), pack_floats, 8, wc.f32(cccs), |w| {
+                    w[0] * x[0] + w[1] * x[1]
+                })
+            }
+            // `f8v8hihov4amp`: 8 FP8 inputs, 16 outputs, f16 partials and results.
+            AmpKind::F8HihoV4 => {
+                let t = f8_table();
+                let xs: [f32; 8] = std::array::from_fn(|i| t[((x >> (8 * i)) & 0xff) as usize]);
+                self.phase(phase, halves(partials), pack_halves, 16, wc.f8(cccs), |w| {
+                    let mut s = 0.0f32;
+                    for (wi, xi) in w.iter().zip(&xs) {
+                        s += wi * xi;
+                    }
+                    s
+                })
+            }
         }
-        self.finish_phase(phase);
-        out
     }
 }

@@ -27,13 +27,23 @@ pub struct SpeedReport {
 
 /// CPU time consumed by the calling thread, in seconds.
 pub fn thread_cpu_seconds() -> f64 {
+    cpu_seconds(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// CPU time consumed by this process so far (all threads), in seconds.
+pub fn process_cpu_seconds() -> f64 {
+    cpu_seconds(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// The CPU-time clock `clock` in seconds (NaN if it cannot be read).
+fn cpu_seconds(clock: libc::clockid_t) -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `clock_gettime` writes one `timespec` through the valid
     // pointer we pass and has no other effect.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
     if rc != 0 {
         return f64::NAN;
     }

@@ -13,8 +13,8 @@ use ipuc_ipu_arch::{ContextKind, MachineModel, TileImage};
 
 use super::amp::{AmpState, WeightCache, CCCS_ENTRIES, PIPELINE_LAG};
 use super::decode::{
-    AluOp, Am, AmpKind, Code, CodeSlot, Op, Pace, Step, SysOp, VecOp, A_REGS, CTX_SUPERVISOR,
-    CTX_WORKER, M_REGS,
+    AluOp, Am, Code, CodeSlot, Op, Pace, Step, SysOp, VecOp, A_REGS, CTX_SUPERVISOR, CTX_WORKER,
+    M_REGS,
 };
 use super::fault::{Fault, FaultKind};
 use super::profile::{SuperstepCycles, TraceEntry};
@@ -948,13 +948,7 @@ impl Tile {
                 let (x, p) = (a64(ctx, x), a64(ctx, p));
                 let ph = phase as usize;
                 let (wc, cccs) = (&mut self.weights, &self.cccs);
-                let r = match kind {
-                    AmpKind::F16HihoV4 => ctx.amp.f16v4hihov4(wc, cccs, ph, x, p),
-                    AmpKind::F16Siso => ctx.amp.f16v4siso(wc, cccs, ph, x, p),
-                    AmpKind::F32SisoV2 => ctx.amp.f32sisov2(wc, cccs, ph, x, p),
-                    AmpKind::F8HihoV4 => ctx.amp.f8v8hihov4(wc, cccs, ph, x, p),
-                };
-                w64(d, r)
+                w64(d, ctx.amp.exec(kind, wc, cccs, ph, x, p))
             }
             Op::F32v2 { op, d, x, y } => {
                 let (x, y) = (a64(ctx, x), a64(ctx, y));

@@ -97,14 +97,9 @@ const TIME: &str = "/usr/bin/time";
 /// CPU time of the calling thread, in seconds (the in-process phases are
 /// timed by it: wall time on a shared machine counts others' work too).
 fn thread_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec for clock_gettime to fill.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    let t = ipuc_runtime::sim::bench::thread_cpu_seconds();
+    assert!(!t.is_nan(), "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    t
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

@@ -10,9 +10,7 @@ use ipuc_backend_ipu::codelets::amp::AmpVariant;
 use ipuc_backend_ipu::lower::codegen::{check_fits, emit_gemm, layout, Constants};
 use ipuc_backend_ipu::lower::plan::{evaluate, plan_gemm, GemmPlan, GemmShape, Grid};
 use ipuc_ipu_arch::MachineModel;
-use ipuc_ir::{Context, FloatKind, Location, Type};
-use ipuc_runtime::device::Device;
-use ipuc_runtime::sim::{SimConfig, Simulator};
+use ipuc_ir::{FloatKind, Location, Type};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
@@ -115,13 +113,7 @@ pub fn run_gemm(
         AmpVariant::F32 => FloatKind::F32,
         _ => FloatKind::F16,
     });
-    let mut ctx = Context::new(ipuc_dialects::registry());
-    let module = ipuc_ir::parse_source(&mut ctx, "gemm.mlir", "module {}")
-        .map_err(|d| BenchError::Other(format!("{d:?}")))?
-        .module;
-    let body = ctx
-        .entry_block(ctx.regions(module)[0])
-        .ok_or_else(|| BenchError::Other("empty module has no block".into()))?;
+    let (mut ctx, body) = super::empty_module("gemm.mlir")?;
     let tys = (
         Type::tensor(&[i64::from(m), i64::from(k)], float.clone()),
         Type::tensor(&[i64::from(m), i64::from(n)], float),
@@ -143,15 +135,8 @@ pub fn run_gemm(
     let exe = super::encode(&ctx, exe_op)?;
     check_fits(&exe, &layout(&plan, machine)).map_err(BenchError::Other)?;
     let compile_s = started.elapsed().as_secs_f64();
-    let started = Instant::now();
-    let mut sim = Simulator::new(machine.clone(), SimConfig::default());
-    sim.load(&exe)?;
-    // Through the executable's host streams, as ipu-run does: the link time
-    // is reported apart from the device cycles.
-    sim.write_stream("input0", &elem.encode(&x))?;
-    sim.run()?;
-    let simulate_s = started.elapsed().as_secs_f64();
-    let y = variant.output_elem().decode(&sim.read_stream("output0")?);
+    let run = super::simulate(machine, &exe, &elem.encode(&x))?;
+    let y = variant.output_elem().decode(&run.output);
     let u = variant.output_elem().unit_roundoff();
     let mut checked = 0;
     let mut pick = rand::rngs::StdRng::seed_from_u64(11);
@@ -171,18 +156,10 @@ pub fn run_gemm(
         }
         checked += 1;
     }
-    let p = sim
-        .profile()
-        .ok_or_else(|| BenchError::Other("the simulator kept no profile".into()))?;
-    let summary = crate::run::profile_summary(p, machine.clock_hz);
-    let supersteps = summary
-        .supersteps
-        .iter()
-        .map(|s| (s.compute, s.exchange, s.sync))
-        .collect();
     let flops = 2.0 * f64::from(m) * f64::from(k) * f64::from(n);
-    let seconds = p.total_cycles as f64 / machine.clock_hz;
-    let peak = variant.peak_flops(machine);
+    let seconds = run.cycles as f64 / machine.clock_hz;
+    let (percent_of_peak, peak_cycles) =
+        super::peak_share(flops, run.cycles, variant.peak_flops(machine), machine);
     let e = plan.estimate;
     Ok(GemmReport {
         shape: format!("{m}x{k}x{n}"),
@@ -197,20 +174,15 @@ pub fn run_gemm(
             sync: e.sync,
             total: e.total(),
         },
-        cycles: p.total_cycles,
-        host_io_s: summary.host_io_s,
-        supersteps,
+        cycles: run.cycles,
+        host_io_s: run.host_io_s,
+        supersteps: run.supersteps,
         tflops: flops / seconds / 1e12,
-        percent_of_peak: 100.0 * flops / seconds / peak,
-        peak_cycles: (flops / peak * machine.clock_hz).ceil() as u64,
+        percent_of_peak,
+        peak_cycles,
         compile_s,
-        simulate_s,
-        max_image_bytes: exe
-            .tiles
-            .iter()
-            .map(|t| t.image.total_bytes())
-            .max()
-            .unwrap_or(0),
+        simulate_s: run.simulate_s,
+        max_image_bytes: super::max_image_bytes(&exe),
         checked,
     })
 }

@@ -14,9 +14,7 @@ use ipuc_backend_ipu::lower::block::{
 };
 use ipuc_backend_ipu::lower::codegen::{check_fits, TileLayout};
 use ipuc_ipu_arch::MachineModel;
-use ipuc_ir::{Context, FloatKind, Location, Type};
-use ipuc_runtime::device::Device;
-use ipuc_runtime::sim::{SimConfig, Simulator};
+use ipuc_ir::{FloatKind, Location, Type};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
@@ -149,13 +147,7 @@ pub fn run_mlp(
     let started = Instant::now();
     let plan = plan_mlp(shape, machine).map_err(BenchError::Usage)?;
     let plan_s = started.elapsed().as_secs_f64();
-    let mut ctx = Context::new(ipuc_dialects::registry());
-    let module = ipuc_ir::parse_source(&mut ctx, "mlp.mlir", "module {}")
-        .map_err(|d| BenchError::Other(format!("{d:?}")))?
-        .module;
-    let body = ctx
-        .entry_block(ctx.regions(module)[0])
-        .ok_or_else(|| BenchError::Other("empty module has no block".into()))?;
+    let (mut ctx, body) = super::empty_module("mlp.mlir")?;
     let ty = Type::tensor(&[i64::from(m), i64::from(c)], Type::float(FloatKind::F16));
     let lowered = emit_mlp(
         &mut ctx,
@@ -175,14 +167,8 @@ pub fn run_mlp(
     };
     check_fits(&exe, &fits).map_err(BenchError::Other)?;
     let compile_s = started.elapsed().as_secs_f64();
-    let started = Instant::now();
-    let mut sim = Simulator::new(machine.clone(), SimConfig::default());
-    sim.load(&exe)?;
-    sim.write_stream("input0", &half.encode(&x))?;
-    sim.run()?;
-    let simulate_s = started.elapsed().as_secs_f64();
-    let out = sim.read_stream("output0")?;
-    let y = half.decode(&out);
+    let run = super::simulate(machine, &exe, &half.encode(&x))?;
+    let y = half.decode(&run.output);
     // Rows spread over the block: first, last and some between.
     let mut rows: Vec<usize> = (0..8).map(|i| i * (mu - 1) / 7).collect();
     rows.dedup();
@@ -200,18 +186,14 @@ pub fn run_mlp(
             "rows {rows:?}: cosine {cosine}, relative L2 {rel_l2} against float64"
         )));
     }
-    let p = sim
-        .profile()
-        .ok_or_else(|| BenchError::Other("the simulator kept no profile".into()))?;
-    let summary = crate::run::profile_summary(p, machine.clock_hz);
-    let supersteps: Vec<(u64, u64, u64)> = summary
-        .supersteps
-        .iter()
-        .map(|s| (s.compute, s.exchange, s.sync))
-        .collect();
     let flops = 4.0 * f64::from(m) * f64::from(c) * f64::from(h);
-    let seconds = p.total_cycles as f64 / machine.clock_hz;
-    let peak = AmpVariant::F16.peak_flops(machine);
+    let (percent_of_peak, peak_cycles) = super::peak_share(
+        flops,
+        run.cycles,
+        AmpVariant::F16.peak_flops(machine),
+        machine,
+    );
+    let supersteps = run.supersteps;
     Ok(MlpReport {
         shape: format!("{m}x{c}x{h}"),
         fc1_grid: plan.fc1.grid().to_string(),
@@ -220,25 +202,20 @@ pub fn run_mlp(
         tiles: plan.tiles().len(),
         estimate: lowered.estimate.into(),
         estimate_text: lowered.estimate.to_string(),
-        cycles: p.total_cycles,
+        cycles: run.cycles,
         compute_cycles: supersteps.iter().map(|s| s.0).sum(),
         exchange_cycles: supersteps.iter().map(|s| s.1).sum(),
         sync_cycles: supersteps.iter().map(|s| s.2).sum(),
         supersteps,
-        host_io_s: summary.host_io_s,
-        percent_of_peak: 100.0 * flops / seconds / peak,
-        peak_cycles: (flops / peak * machine.clock_hz).ceil() as u64,
+        host_io_s: run.host_io_s,
+        percent_of_peak,
+        peak_cycles,
         compile_s,
         plan_s,
         lower_s,
-        simulate_s,
+        simulate_s: run.simulate_s,
         exchange_code_bytes_max: lowered.exchange_code_bytes_max,
-        max_image_bytes: exe
-            .tiles
-            .iter()
-            .map(|t| t.image.total_bytes())
-            .max()
-            .unwrap_or(0),
+        max_image_bytes: super::max_image_bytes(&exe),
         cosine,
         rel_l2,
         rows_checked: rows.len(),

@@ -57,6 +57,91 @@ pub(crate) fn encode(
     })
 }
 
+/// A new context holding an empty module, and the module's body block for
+/// a bench to lower into.
+pub(crate) fn empty_module(file: &str) -> Result<(ipuc_ir::Context, ipuc_ir::BlockId), BenchError> {
+    let mut ctx = ipuc_ir::Context::new(ipuc_dialects::registry());
+    let module = ipuc_ir::parse_source(&mut ctx, file, "module {}")
+        .map_err(|d| BenchError::Other(format!("{d:?}")))?
+        .module;
+    let body = ctx
+        .entry_block(ctx.regions(module)[0])
+        .ok_or_else(|| BenchError::Other("empty module has no block".into()))?;
+    Ok((ctx, body))
+}
+
+/// A simulated run of a lowered executable, as `ipu-run` makes it: the
+/// input through the host stream `input0`, the output read from `output0`
+/// (the link time is reported apart from the device cycles).
+pub(crate) struct SimulatedRun {
+    /// The bytes of `output0`.
+    pub output: Vec<u8>,
+    /// Host seconds the simulation took.
+    pub simulate_s: f64,
+    /// Device cycles of the whole run.
+    pub cycles: u64,
+    /// Seconds on the host link.
+    pub host_io_s: f64,
+    /// Each superstep's largest compute, exchange and sync-wait cycles.
+    pub supersteps: Vec<(u64, u64, u64)>,
+}
+
+/// Runs `exe` on the simulator of `machine` with `input` on `input0`.
+pub(crate) fn simulate(
+    machine: &ipuc_ipu_arch::MachineModel,
+    exe: &ipuc_ipu_arch::Executable,
+    input: &[u8],
+) -> Result<SimulatedRun, BenchError> {
+    use ipuc_runtime::device::Device;
+    let started = std::time::Instant::now();
+    let mut sim =
+        ipuc_runtime::sim::Simulator::new(machine.clone(), ipuc_runtime::sim::SimConfig::default());
+    sim.load(exe)?;
+    sim.write_stream("input0", input)?;
+    sim.run()?;
+    let simulate_s = started.elapsed().as_secs_f64();
+    let output = sim.read_stream("output0")?;
+    let p = sim
+        .profile()
+        .ok_or_else(|| BenchError::Other("the simulator kept no profile".into()))?;
+    let summary = crate::run::profile_summary(p, machine.clock_hz);
+    Ok(SimulatedRun {
+        output,
+        simulate_s,
+        cycles: p.total_cycles,
+        host_io_s: summary.host_io_s,
+        supersteps: summary
+            .supersteps
+            .iter()
+            .map(|s| (s.compute, s.exchange, s.sync))
+            .collect(),
+    })
+}
+
+/// Bytes of the busiest tile's image.
+pub(crate) fn max_image_bytes(exe: &ipuc_ipu_arch::Executable) -> u32 {
+    exe.tiles
+        .iter()
+        .map(|t| t.image.total_bytes())
+        .max()
+        .unwrap_or(0)
+}
+
+/// `flops` done in `cycles` of `machine` against `peak` FLOP/s: the percent
+/// of the peak reached, and the cycles the work would take at the peak.
+pub(crate) fn peak_share(
+    flops: f64,
+    cycles: u64,
+    peak: f64,
+    machine: &ipuc_ipu_arch::MachineModel,
+) -> (f64, u64) {
+    let seconds = cycles as f64 / machine.clock_hz;
+    (
+        100.0 * flops / seconds / peak,
+        (flops / peak * machine.clock_hz).ceil() as u64,
+    )
+}
+
 /// Report lines of a simulated run: each superstep's largest compute,
 /// exchange and sync-wait cycles over the tiles, then the host link's time.
 pub(crate) fn format_supersteps(supersteps: &[(u64, u64, u64)], host_io_s: f64) -> String {

@@ -25,6 +25,7 @@ use ipuc_frontends::onnx::{LoadOptions, Model, WeightsPolicy};
 use ipuc_ir::Context;
 use ipuc_runtime::reference::interpreter::{entry_function, run_function};
 use ipuc_runtime::reference::HostTensor;
+use ipuc_runtime::sim::bench::process_cpu_seconds;
 use serde::Serialize;
 
 use super::BenchError;
@@ -142,20 +143,6 @@ fn median(v: &[f64]) -> f64 {
         n if n % 2 == 1 => s[n / 2],
         n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
     }
-}
-
-/// CPU seconds used by this process so far (all threads).
-fn process_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `clock_gettime` writes one `timespec` through the valid pointer.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return f64::NAN;
-    }
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 fn other(e: impl std::fmt::Display) -> BenchError {

@@ -24,7 +24,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::data::{self, DataSet, Named};
 use super::report::{ProfileSummary, Report, SuperstepSummary};
-use super::{finish, record_outputs, RunArgs, Tolerance};
+use super::{check_expected_count, finish, record_outputs, RunArgs, Tolerance};
 
 /// The file extension of saved executables.
 pub const EXTENSION: &str = "ipuexe";
@@ -215,20 +215,13 @@ pub fn run_executable(
         .ok_or_else(|| format!("{model}: unknown machine '{}'", exe.machine))?;
     let inputs = streams(exe, StreamDirection::HostToDevice);
     let outputs = streams(exe, StreamDirection::DeviceToHost);
-    let mut report = Report {
-        model: model.to_string(),
-        device: "sim".into(),
-        function: String::new(),
+    let mut report = Report::new(
+        model.to_string(),
+        "sim".into(),
+        String::new(),
         import_s,
-        run_s: 0.0,
-        ops: 0,
-        peak_live_bytes: 0,
         tolerance,
-        passed: None,
-        outputs: Vec::new(),
-        profile: None,
-        compiled: None,
-    };
+    );
     for set in sets {
         let tensors = bind(set, &inputs)?;
         let started = std::time::Instant::now();
@@ -260,14 +253,7 @@ pub fn run_executable(
             });
         }
         report.run_s += started.elapsed().as_secs_f64();
-        if !set.expected.is_empty() && set.expected.len() != named.len() {
-            return Err(format!(
-                "data set {} holds {} expected output(s), but the executable streams {}",
-                set.name,
-                set.expected.len(),
-                named.len()
-            ));
-        }
+        check_expected_count(set, named.len(), "the executable streams")?;
         record_outputs(&mut report, args, set, sets.len(), &named, tolerance)?;
         if let Some(p) = sim.profile() {
             let s = summary(p, machine.clock_hz);

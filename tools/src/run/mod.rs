@@ -119,20 +119,13 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
         Some(sets) => sets,
         None => vec![data::synthesize(&loaded.ctx, func, args.seed)?],
     };
-    let mut report = Report {
-        model: args.model.display().to_string(),
-        device: device.name().to_string(),
-        function: interpreter::function_name(&loaded.ctx, func),
+    let mut report = Report::new(
+        args.model.display().to_string(),
+        device.name().to_string(),
+        interpreter::function_name(&loaded.ctx, func),
         import_s,
-        run_s: 0.0,
-        ops: 0,
-        peak_live_bytes: 0,
         tolerance,
-        passed: None,
-        outputs: Vec::new(),
-        profile: None,
-        compiled: None,
-    };
+    );
     for set in &sets {
         loaded = model::rebind(args, loaded, set)?;
         let (ctx, func) = (&loaded.ctx, entry(&loaded)?);
@@ -144,14 +137,7 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
         report.run_s += started.elapsed().as_secs_f64();
         report.ops = stats.ops;
         report.peak_live_bytes = report.peak_live_bytes.max(stats.peak_live_bytes);
-        if !set.expected.is_empty() && set.expected.len() != outputs.len() {
-            return Err(format!(
-                "data set {} holds {} expected output(s), but the function returns {}",
-                set.name,
-                set.expected.len(),
-                outputs.len()
-            ));
-        }
+        check_expected_count(set, outputs.len(), "the function returns")?;
         let named: Vec<Named> = outputs
             .into_iter()
             .enumerate()
@@ -168,6 +154,19 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
         record_outputs(&mut report, args, set, sets.len(), &named, tolerance)?;
     }
     Ok(finish(report))
+}
+
+/// A data set that names expected outputs names one per output (`source`
+/// says who gives `count`: "the function returns").
+fn check_expected_count(set: &DataSet, count: usize, source: &str) -> Result<(), String> {
+    if !set.expected.is_empty() && set.expected.len() != count {
+        return Err(format!(
+            "data set {} holds {} expected output(s), but {source} {count}",
+            set.name,
+            set.expected.len()
+        ));
+    }
+    Ok(())
 }
 
 /// Compares one data set's outputs with its expected ones (into `report`)

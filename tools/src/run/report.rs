@@ -125,6 +125,31 @@ pub struct OutputReport {
 }
 
 impl Report {
+    /// A report of no run yet: `function` of `model` on `device`, imported
+    /// in `import_s` seconds, to be compared within `tolerance`.
+    pub fn new(
+        model: String,
+        device: String,
+        function: String,
+        import_s: f64,
+        tolerance: Tolerance,
+    ) -> Report {
+        Report {
+            model,
+            device,
+            function,
+            import_s,
+            run_s: 0.0,
+            ops: 0,
+            peak_live_bytes: 0,
+            tolerance,
+            passed: None,
+            outputs: Vec::new(),
+            profile: None,
+            compiled: None,
+        }
+    }
+
     /// The JSON object, on one line.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("reports serialize")

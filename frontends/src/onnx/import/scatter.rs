@@ -88,6 +88,25 @@ fn wrapped(b: &mut Body<'_, '_, '_>, indices: Value, dims: Value) -> Built {
     b.select(negative, shifted, idx)
 }
 
+/// The row-major position within `dims` of each index tuple of `idx`
+/// (along its axis `last`): the tuple's dot product with the strides.
+pub(super) fn flat_positions(
+    b: &mut Body<'_, '_, '_>,
+    idx: Value,
+    dims: &[i64],
+    last: i64,
+) -> Built {
+    let depth = dims.len();
+    let mut strides = vec![1i64; depth];
+    for j in (0..depth.saturating_sub(1)).rev() {
+        strides[j] = strides[j + 1] * dims[j + 1];
+    }
+    let strides: Vec<f64> = strides.iter().map(|&s| s as f64).collect();
+    let strides = b.constant(&[depth as i64], &Type::i64(), &strides)?;
+    let scaled = b.binary(BinaryKind::Mul, idx, strides)?;
+    b.reduce(ReduceKind::Sum, scaled, Some(&[last]), false)
+}
+
 fn scatter_elements(b: &mut Body<'_, '_, '_>) -> Built {
     let (data, indices, updates) = (b.input(0)?, b.input(1)?, b.input(2)?);
     let (ds, is) = (b.shape(data), b.shape(indices));
@@ -140,14 +159,7 @@ fn scatter_nd(b: &mut Body<'_, '_, '_>) -> Built {
     let dims: Vec<f64> = indexed.iter().map(|&x| x as f64).collect();
     let dims = b.constant(&[depth as i64], &Type::i64(), &dims)?;
     let idx = wrapped(b, indices, dims)?;
-    let mut strides = vec![1i64; depth];
-    for j in (0..depth.saturating_sub(1)).rev() {
-        strides[j] = strides[j + 1] * indexed[j + 1];
-    }
-    let strides: Vec<f64> = strides.iter().map(|&s| s as f64).collect();
-    let strides = b.constant(&[depth as i64], &Type::i64(), &strides)?;
-    let scaled = b.binary(BinaryKind::Mul, idx, strides)?;
-    let flat = b.reduce(ReduceKind::Sum, scaled, Some(&[is.len() as i64 - 1]), false)?;
+    let flat = flat_positions(b, idx, indexed, is.len() as i64 - 1)?;
     let flat = b.reshape(flat, &[tuples, 1])?;
     let positions: Vec<f64> = (0..rows).map(|p| p as f64).collect();
     let positions = b.constant(&[1, rows], &Type::i64(), &positions)?;

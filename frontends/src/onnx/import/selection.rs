@@ -12,11 +12,11 @@
 use ipuc_dialects::nn::elements::from_ints;
 use ipuc_dialects::nn::{
     normalize_axis, ArgKind, ArgReduceOp, BinaryKind, CompareKind, GatherElementsOp, GatherOp,
-    ReduceKind,
 };
 use ipuc_ir::{Type, TypeKind, Value};
 
 use super::body::Body;
+use super::scatter::flat_positions;
 use super::{ImportError, Importer, NodeResult};
 use crate::onnx::Node;
 
@@ -178,15 +178,7 @@ fn gather_nd(b: &mut Body<'_, '_, '_>) -> Built {
     let negative = b.compare(CompareKind::Less, idx, zero)?;
     let wrapped = b.binary(BinaryKind::Add, idx, dims)?;
     let idx = b.select(negative, wrapped, idx)?;
-    let mut strides = vec![1i64; depth];
-    for j in (0..depth.saturating_sub(1)).rev() {
-        strides[j] = strides[j + 1] * indexed[j + 1];
-    }
-    let strides: Vec<f64> = strides.iter().map(|&s| s as f64).collect();
-    let strides = b.constant(&[depth as i64], &Type::i64(), &strides)?;
-    let scaled = b.binary(BinaryKind::Mul, idx, strides)?;
-    let last = is.len() as i64 - 1;
-    let mut flat = b.reduce(ReduceKind::Sum, scaled, Some(&[last]), false)?;
+    let mut flat = flat_positions(b, idx, indexed, is.len() as i64 - 1)?;
     if batch > 0 {
         // Each batch element reads its own block of `count` rows.
         let mut shape = is[..is.len() - 1].to_vec();
