@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::executable_of;
+use common::{assert_near_estimate, assert_worker_issues, executable_of};
 use ipuc_backend_ipu::codelets::amp::{AmpMode, AmpVariant, Elem};
 use ipuc_backend_ipu::codelets::amp_f16acts::{AmpF8WeightsF16Acts, CHANNELS};
 use ipuc_backend_ipu::codelets::program::Codelet;
@@ -74,19 +74,15 @@ fn run(c: &AmpF8WeightsF16Acts, seed: u64) {
         );
     }
     let profile = s.profile().unwrap();
-    let issues: u64 = b
-        .worker_rows()
-        .iter()
-        .map(|&n| AmpF8WeightsF16Acts::worker_issues(&counts, n))
-        .sum();
-    assert_eq!(profile.tiles[0].worker_issues, issues, "rows {rows}");
+    assert_worker_issues(
+        profile.tiles[0].worker_issues,
+        &b.worker_rows(),
+        |n| AmpF8WeightsF16Acts::worker_issues(&counts, n),
+        format_args!("rows {rows}"),
+    );
     let cycles = profile.total_cycles;
     let est = c.estimate_cycles().unwrap();
-    let rel = (cycles as f64 - est as f64).abs() / est as f64;
-    assert!(
-        rel <= 0.05,
-        "rows {rows}: simulated {cycles} cycles, estimate {est}"
-    );
+    assert_near_estimate(cycles, est, format_args!("rows {rows}"));
 }
 
 #[test]

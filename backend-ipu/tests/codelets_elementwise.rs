@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::executable_of;
+use common::{assert_near_estimate, assert_worker_issues, executable_of};
 use half::f16;
 use ipuc_backend_ipu::codelets::cast::{Cast, CastKind};
 use ipuc_backend_ipu::codelets::elementwise::{Binary, BinaryOp, VecType};
@@ -36,12 +36,8 @@ fn run_exe_and_check_cycles(
     setup(&mut s);
     s.run().unwrap_or_else(|e| panic!("{e}"));
     let cycles = s.profile().unwrap().total_cycles;
-    let rel = (cycles as f64 - est as f64).abs() / est as f64;
-    assert!(
-        rel <= 0.05,
-        "simulated {cycles} cycles, estimate {est}; worker issues {}",
-        s.profile().unwrap().tiles[0].worker_issues
-    );
+    let issues = s.profile().unwrap().tiles[0].worker_issues;
+    assert_near_estimate(cycles, est, format_args!("worker issues {issues}"));
     s
 }
 
@@ -112,12 +108,12 @@ fn binary_ops_match_the_reference_and_estimate() {
                 });
                 let got = decode(ty, &s.read_memory(2, out, len * (8 / ty.lanes())).unwrap());
                 let want = b.reference(&decode(ty, &xs), &decode(ty, &ys));
-                let issues: u64 = b
-                    .worker_words()
-                    .iter()
-                    .map(|&n| counts.worker_issues(n))
-                    .sum();
-                assert_eq!(s.profile().unwrap().tiles[0].worker_issues, issues);
+                assert_worker_issues(
+                    s.profile().unwrap().tiles[0].worker_issues,
+                    &b.worker_words(),
+                    |n| counts.worker_issues(n),
+                    "",
+                );
                 for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                     // One rounding; f32 axpy may differ from the f64-then-f32
                     // double rounding by one unit in rare ties.
@@ -205,15 +201,11 @@ fn casts_match_the_exact_reference_and_estimate() {
             });
             let got = s.read_memory(2, c.output, len * osz).unwrap();
             assert_eq!(got, c.reference(&input), "{kind:?} len {len}");
-            let issues: u64 = c
-                .worker_iterations()
-                .iter()
-                .map(|&n| counts.worker_issues(n))
-                .sum();
-            assert_eq!(
+            assert_worker_issues(
                 s.profile().unwrap().tiles[0].worker_issues,
-                issues,
-                "{kind:?}"
+                &c.worker_iterations(),
+                |n| counts.worker_issues(n),
+                format_args!("{kind:?}"),
             );
         }
     }
@@ -292,12 +284,12 @@ fn gelu_matches_float64_within_its_documented_bound_and_estimate() {
                         "{form:?} element {i}: gelu({x}) = {gv}, want {want} (tolerance {tol:e})"
                     );
                 }
-                let issues: u64 = g
-                    .worker_words()
-                    .iter()
-                    .map(|&n| counts.worker_issues(n))
-                    .sum();
-                assert_eq!(s.profile().unwrap().tiles[0].worker_issues, issues);
+                assert_worker_issues(
+                    s.profile().unwrap().tiles[0].worker_issues,
+                    &g.worker_words(),
+                    |n| counts.worker_issues(n),
+                    "",
+                );
             }
         }
     }

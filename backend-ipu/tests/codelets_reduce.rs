@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::executable_of;
+use common::{assert_near_estimate, assert_worker_issues, executable_of};
 use half::f16;
 use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_backend_ipu::codelets::reduce::{ReduceOp, RowReduce};
@@ -50,19 +50,17 @@ fn row_sums_and_maxima_match_the_reference_and_estimate() {
                 );
             }
             let p = s.profile().unwrap();
-            let est = r.estimate_cycles().unwrap();
-            let rel = (p.total_cycles as f64 - est as f64).abs() / est as f64;
-            assert!(
-                rel <= 0.05,
-                "{op:?} {rows}x{cols}: {} cycles, estimate {est}",
-                p.total_cycles
+            assert_near_estimate(
+                p.total_cycles,
+                r.estimate_cycles().unwrap(),
+                format_args!("{op:?} {rows}x{cols}"),
             );
-            let issues: u64 = r
-                .worker_rows()
-                .iter()
-                .map(|&n| r.worker_issues(&counts, n))
-                .sum();
-            assert_eq!(p.tiles[0].worker_issues, issues, "{op:?} {rows}x{cols}");
+            assert_worker_issues(
+                p.tiles[0].worker_issues,
+                &r.worker_rows(),
+                |n| r.worker_issues(&counts, n),
+                format_args!("{op:?} {rows}x{cols}"),
+            );
         }
     }
 }
@@ -207,19 +205,17 @@ fn layernorm_matches_float64_and_its_estimate() {
             );
         }
         let p = s.profile().unwrap();
-        let est = ln.estimate_cycles().unwrap();
-        let rel = (p.total_cycles as f64 - est as f64).abs() / est as f64;
-        assert!(
-            rel <= 0.05,
-            "{rows}x{cols}: {} cycles, estimate {est}",
-            p.total_cycles
+        assert_near_estimate(
+            p.total_cycles,
+            ln.estimate_cycles().unwrap(),
+            format_args!("{rows}x{cols}"),
         );
-        let issues: u64 = ln
-            .worker_rows()
-            .iter()
-            .map(|&n| ln.worker_issues(&counts, n))
-            .sum();
-        assert_eq!(p.tiles[0].worker_issues, issues, "{rows}x{cols}");
+        assert_worker_issues(
+            p.tiles[0].worker_issues,
+            &ln.worker_rows(),
+            |n| ln.worker_issues(&counts, n),
+            format_args!("{rows}x{cols}"),
+        );
     }
 }
 
@@ -269,18 +265,16 @@ fn softmax_matches_float64_and_its_estimate() {
             );
         }
         let p = s.profile().unwrap();
-        let est = sm.estimate_cycles().unwrap();
-        let rel = (p.total_cycles as f64 - est as f64).abs() / est as f64;
-        assert!(
-            rel <= 0.05,
-            "{rows}x{cols}: {} cycles, estimate {est}",
-            p.total_cycles
+        assert_near_estimate(
+            p.total_cycles,
+            sm.estimate_cycles().unwrap(),
+            format_args!("{rows}x{cols}"),
         );
-        let issues: u64 = sm
-            .worker_rows()
-            .iter()
-            .map(|&n| counts.worker_issues(n, body))
-            .sum();
-        assert_eq!(p.tiles[0].worker_issues, issues, "{rows}x{cols}");
+        assert_worker_issues(
+            p.tiles[0].worker_issues,
+            &sm.worker_rows(),
+            |n| counts.worker_issues(n, body),
+            format_args!("{rows}x{cols}"),
+        );
     }
 }

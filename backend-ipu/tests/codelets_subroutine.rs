@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::executable_of;
+use common::{assert_near_estimate, executable_of};
 use half::f16;
 use ipuc_backend_ipu::codelets::elementwise::{Binary, BinaryOp, VecType};
 use ipuc_backend_ipu::codelets::emitter::{inst, op};
@@ -104,8 +104,7 @@ fn two_instances_of_one_codelet_and_another_run_in_sequence() {
         + g2.estimate_cycles().unwrap()
         + 3 * call_cycles(&m);
     let cycles = s.profile().unwrap().total_cycles;
-    let rel = (cycles as f64 - est as f64).abs() / est as f64;
-    assert!(rel <= 0.05, "simulated {cycles} cycles, estimate {est}");
+    assert_near_estimate(cycles, est, "three codelets and their calls");
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::executable_of;
+use common::{assert_near_estimate, assert_worker_issues, executable_of};
 use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_backend_ipu::codelets::transpose::{Transpose, TransposeElem};
 use ipuc_ipu_arch::MachineModel;
@@ -66,19 +66,17 @@ fn transposes_match_the_reference_and_estimate() {
         let got = s.read_memory(4, c.dst, src.len() as u32).unwrap();
         assert_eq!(got, c.reference(&src), "{elem:?} {rows} x {cols}");
         let p = s.profile().unwrap();
-        let est = c.estimate_cycles().unwrap();
-        let rel = (p.total_cycles as f64 - est as f64).abs() / est as f64;
-        assert!(
-            rel <= 0.05,
-            "{elem:?} {rows} x {cols}: {} cycles, estimate {est}",
-            p.total_cycles
+        assert_near_estimate(
+            p.total_cycles,
+            c.estimate_cycles().unwrap(),
+            format_args!("{elem:?} {rows} x {cols}"),
         );
-        let issues: u64 = c
-            .worker_rows()
-            .iter()
-            .map(|&n| c.worker_issues(&counts, n))
-            .sum();
-        assert_eq!(p.tiles[0].worker_issues, issues, "{elem:?} {rows} x {cols}");
+        assert_worker_issues(
+            p.tiles[0].worker_issues,
+            &c.worker_rows(),
+            |n| c.worker_issues(&counts, n),
+            format_args!("{elem:?} {rows} x {cols}"),
+        );
     }
 }
 

@@ -127,20 +127,20 @@ fn hand_written_assembly_reads_into_ir_that_assembles_to_the_same_image() {
 #[test]
 fn reader_errors_carry_file_line_and_column() {
     let mut ctx = Context::new(ipuc_dialects::registry());
-    let e = read_tile(&mut ctx, 0, "main:\n  { nop }\n", "bad.s").unwrap_err();
-    assert!(
-        e.message
-            .contains("a bundle holds exactly two instructions"),
-        "{}",
-        e.message
+    // `src` is refused with an error saying `says`.
+    let mut refused = |src: &str, says: &str| {
+        let e = read_tile(&mut ctx, 0, src, "bad.s").unwrap_err();
+        assert!(e.message.contains(says), "{}", e.message);
+        e
+    };
+    let e = refused(
+        "main:\n  { nop }\n",
+        "a bundle holds exactly two instructions",
     );
     assert_eq!(e.loc.file_line_col_of(), Some(("bad.s", 2, 3)));
-    let e = read_tile(&mut ctx, 0, "main:\n  add $1x, $m0, 1\n", "bad.s").unwrap_err();
-    assert!(
-        e.message
-            .contains("neither a register nor a control register"),
-        "{}",
-        e.message
+    refused(
+        "main:\n  add $1x, $m0, 1\n",
+        "neither a register nor a control register",
     );
 }
 

@@ -21,6 +21,36 @@ fn tensor_ty(shape: &[i64], v: AmpVariant) -> Type {
     Type::tensor(shape, Type::float(f))
 }
 
+/// `plan` lowered for the C600 with weights `w` (no bias) into a fresh
+/// context: the context and the `ipu.executable` op.
+fn emit(plan: &GemmPlan, w: &[f64]) -> (Context, ipuc_ir::OpId) {
+    let s = plan.shape;
+    let mut ctx = Context::new(ipuc_dialects::registry());
+    let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
+        .unwrap()
+        .module;
+    let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
+    let tys = (
+        tensor_ty(&[i64::from(s.m), i64::from(s.k)], s.variant),
+        tensor_ty(&[i64::from(s.m), i64::from(s.n)], s.variant),
+    );
+    let exe = emit_gemm(
+        &mut ctx,
+        body,
+        plan,
+        Constants {
+            weights: w,
+            bias: None,
+        },
+        tys,
+        &MachineModel::c600(),
+        Location::unknown(),
+    )
+    .unwrap_or_else(|d| panic!("{}", d.message))
+    .executable;
+    (ctx, exe)
+}
+
 /// Runs `plan` on random X and W; returns the simulated cycles.
 fn run(plan: &GemmPlan, seed: u64) -> u64 {
     let s = plan.shape;
@@ -31,29 +61,7 @@ fn run(plan: &GemmPlan, seed: u64) -> u64 {
     let x = elem.decode(&elem.encode(&(0..m * k).map(|_| value()).collect::<Vec<_>>()));
     let w = elem.decode(&elem.encode(&(0..k * n).map(|_| value()).collect::<Vec<_>>()));
     let machine = MachineModel::c600();
-    let mut ctx = Context::new(ipuc_dialects::registry());
-    let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
-        .unwrap()
-        .module;
-    let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
-    let tys = (
-        tensor_ty(&[m as i64, k as i64], s.variant),
-        tensor_ty(&[m as i64, n as i64], s.variant),
-    );
-    let exe_op = emit_gemm(
-        &mut ctx,
-        body,
-        plan,
-        Constants {
-            weights: &w,
-            bias: None,
-        },
-        tys,
-        &machine,
-        Location::unknown(),
-    )
-    .unwrap_or_else(|d| panic!("{}", d.message))
-    .executable;
+    let (ctx, exe_op) = emit(plan, &w);
     ipuc_ir::verify(&ctx, exe_op).unwrap_or_else(|d| panic!("{}", d.message));
     let exe = build_executable(&ctx, exe_op).unwrap_or_else(|d| panic!("{}", d[0].message));
     check_fits(&exe, &layout(plan, &machine)).unwrap();
@@ -162,31 +170,7 @@ fn a_block_larger_than_one_send() {
 
 /// The executable of `plan` with weights `w`, built in a fresh context.
 fn lowered(plan: &GemmPlan, w: &[f64]) -> Vec<u8> {
-    let s = plan.shape;
-    let mut ctx = Context::new(ipuc_dialects::registry());
-    let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
-        .unwrap()
-        .module;
-    let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
-    let tys = (
-        tensor_ty(&[i64::from(s.m), i64::from(s.k)], s.variant),
-        tensor_ty(&[i64::from(s.m), i64::from(s.n)], s.variant),
-    );
-    let machine = MachineModel::c600();
-    let exe = emit_gemm(
-        &mut ctx,
-        body,
-        plan,
-        Constants {
-            weights: w,
-            bias: None,
-        },
-        tys,
-        &machine,
-        Location::unknown(),
-    )
-    .unwrap()
-    .executable;
+    let (ctx, exe) = emit(plan, w);
     build_executable(&ctx, exe).unwrap().to_bytes()
 }
 
@@ -205,30 +189,7 @@ fn lowering_is_deterministic() {
 fn a_receiving_tiles_assembly() {
     let p = grid(shape(8, 24, 32, AmpVariant::F16), 2, 2);
     let w = vec![0.25; 24 * 32];
-    let mut ctx = Context::new(ipuc_dialects::registry());
-    let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
-        .unwrap()
-        .module;
-    let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
-    let tys = (
-        tensor_ty(&[8, 24], AmpVariant::F16),
-        tensor_ty(&[8, 32], AmpVariant::F16),
-    );
-    let machine = MachineModel::c600();
-    let exe = emit_gemm(
-        &mut ctx,
-        body,
-        &p,
-        Constants {
-            weights: &w,
-            bias: None,
-        },
-        tys,
-        &machine,
-        Location::unknown(),
-    )
-    .unwrap()
-    .executable;
+    let (ctx, exe) = emit(&p, &w);
     let tile = ipuc_dialects::ipu::body_ops(&ctx, exe)
         .into_iter()
         .find(|&t| ipuc_dialects::ipu::tile_index(&ctx, t) == Some(1))

@@ -68,41 +68,25 @@ fn run(
             e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
         });
     }
-    let piece = |i: usize, t: u32, at: u32, n: u32| TensorPiece {
-        tile: i64::from(t),
-        address: i64::from(at),
-        first: (i as i64) * i64::from(n),
-        count: i64::from(n),
-    };
+    // The host tensor `name`: `words` words at `at` on each tile, in tile order.
     let n = tiles.len() as i64;
-    let input: Vec<TensorPiece> = tiles
-        .iter()
-        .enumerate()
-        .map(|(i, &t)| piece(i, t, SRC, SRC_WORDS))
-        .collect();
-    let output: Vec<TensorPiece> = tiles
-        .iter()
-        .enumerate()
-        .map(|(i, &t)| piece(i, t, DST, dst_words))
-        .collect();
-    let x = build::tensor(
-        &mut ctx,
-        "input0",
-        Type::tensor(&[n * i64::from(SRC_WORDS)], Type::i32()),
-        TensorDirection::Input,
-        &input,
-        loc.clone(),
-    );
-    let y = build::tensor(
-        &mut ctx,
-        "output0",
-        Type::tensor(&[n * i64::from(dst_words)], Type::i32()),
-        TensorDirection::Output,
-        &output,
-        loc,
-    );
-    ctx.append_op(exe_body, x);
-    ctx.append_op(exe_body, y);
+    let mut tensor = |name: &str, at: u32, words: u32, direction: TensorDirection| {
+        let pieces: Vec<TensorPiece> = tiles
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| TensorPiece {
+                tile: i64::from(t),
+                address: i64::from(at),
+                first: (i as i64) * i64::from(words),
+                count: i64::from(words),
+            })
+            .collect();
+        let ty = Type::tensor(&[n * i64::from(words)], Type::i32());
+        let op = build::tensor(&mut ctx, name, ty, direction, &pieces, loc.clone());
+        ctx.append_op(exe_body, op);
+    };
+    tensor("input0", SRC, SRC_WORDS, TensorDirection::Input);
+    tensor("output0", DST, dst_words, TensorDirection::Output);
     ipuc_ir::verify(&ctx, exe).unwrap_or_else(|d| panic!("{}", d.message));
     let exe = build_executable(&ctx, exe).unwrap_or_else(|d| panic!("{}", d[0].message));
     let mut sim = Simulator::new(m.clone(), SimConfig::default());

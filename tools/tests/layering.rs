@@ -4,29 +4,25 @@
 
 use std::process::Command;
 
+mod common;
+
 /// The normal (non-dev) dependency closure of `package`, as crate names.
 fn closure(package: &str) -> Vec<String> {
-    let out = Command::new(env!("CARGO"))
-        .args([
-            "tree",
-            "--offline",
-            "-p",
-            package,
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-            "--format",
-            "{p}",
-        ])
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .expect("cargo tree runs");
-    assert!(
-        out.status.success(),
-        "cargo tree -p {package} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut tree = Command::new(env!("CARGO"));
+    tree.args([
+        "tree",
+        "--offline",
+        "-p",
+        package,
+        "-e",
+        "normal",
+        "--prefix",
+        "none",
+        "--format",
+        "{p}",
+    ])
+    .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    let out = common::output_ok(&mut tree, &format!("cargo tree -p {package} failed"));
     let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.split_whitespace().next().map(str::to_string))

@@ -76,19 +76,15 @@ fn fp16_and_fp8_accuracy_on_siglip_small() {
     let tmp = tempfile::tempdir().unwrap();
     for precision in ["fp16", "fp8"] {
         let fused = tmp.path().join(format!("fused-{precision}.mlir"));
-        let opt = Command::new(env!("CARGO_BIN_EXE_ipu-opt"))
-            .arg(&model)
-            .arg(format!(
-                "--pass-pipeline=builtin.module(func.func(eqsat-fuse,canonicalize,convert-precision{{precision={precision}}}))"
-            ))
-            .arg("-o")
-            .arg(&fused)
-            .output()
-            .expect("run ipu-opt");
-        assert!(
-            opt.status.success(),
-            "{}",
-            String::from_utf8_lossy(&opt.stderr)
+        common::output_ok(
+            Command::new(env!("CARGO_BIN_EXE_ipu-opt"))
+                .arg(&model)
+                .arg(format!(
+                    "--pass-pipeline=builtin.module(func.func(eqsat-fuse,canonicalize,convert-precision{{precision={precision}}}))"
+                ))
+                .arg("-o")
+                .arg(&fused),
+            "ipu-opt",
         );
         let outputs = accuracy(&fused, &dir, &[]);
         let (max_rel_l2, min_cosine) = if precision == "fp16" {

@@ -110,17 +110,13 @@ fn fixtures_survive_tosa_round_trip_through_upstream_mlir() {
         };
         let tmp = tempfile::tempdir().unwrap();
         let tosa = tmp.path().join("model.tosa.mlir");
-        let out = Command::new(env!("CARGO_BIN_EXE_ipu-opt"))
-            .arg(dir.join("model.onnx"))
-            .arg("--emit=tosa")
-            .arg("-o")
-            .arg(&tosa)
-            .output()
-            .expect("run ipu-opt");
-        assert!(
-            out.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        common::output_ok(
+            Command::new(env!("CARGO_BIN_EXE_ipu-opt"))
+                .arg(dir.join("model.onnx"))
+                .arg("--emit=tosa")
+                .arg("-o")
+                .arg(&tosa),
+            name,
         );
         let text = std::fs::read_to_string(&tosa).unwrap();
         assert!(

@@ -267,14 +267,9 @@ impl Codelet for Cast {
             let e = offs[w] * per;
             vec![self.input + e * isz, self.output + e * osz, shares[w]]
         });
-        launch::emit_vertex_state(e, tag, &states);
-        Ok(StreamCounts {
-            supervisor,
-            empty: at_branch + 1,
-            worker,
-            body,
-            prologue_units: 1,
-        })
+        Ok(launch::end_stream_launch(
+            e, tag, &states, supervisor, at_branch, worker, body,
+        ))
     }
 
     fn cycles(&self, counts: &StreamCounts) -> u64 {

@@ -207,15 +207,9 @@ impl Codelet for Binary {
             let b = offs[w] * 8;
             vec![self.x + b, self.y + b, self.out + b, shares[w], scale]
         });
-        launch::emit_vertex_state(e, &tag, &states);
-        Ok(StreamCounts {
-            supervisor,
-            // An empty share branches from `brz` straight to `exitz`.
-            empty: at_branch + 1,
-            worker,
-            body,
-            prologue_units: 1,
-        })
+        Ok(launch::end_stream_launch(
+            e, &tag, &states, supervisor, at_branch, worker, body,
+        ))
     }
 
     fn cycles(&self, counts: &StreamCounts) -> u64 {

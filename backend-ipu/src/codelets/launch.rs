@@ -178,6 +178,47 @@ pub fn emit_vertex_state(e: &mut Emitter, tag: &str, words: &[Vec<u32>; WORKERS]
     }
 }
 
+/// Ends a row-loop launch: the six vertex states (`words[w]` for worker
+/// w) after the worker, and the launch's counts.
+pub fn end_row_launch(
+    e: &mut Emitter,
+    tag: &str,
+    words: &[Vec<u32>; WORKERS],
+    supervisor: SupervisorCounts,
+    empty: u64,
+    rows: RowLoopCounts,
+) -> RowLaunchCounts {
+    emit_vertex_state(e, tag, words);
+    RowLaunchCounts {
+        supervisor,
+        empty,
+        rows,
+    }
+}
+
+/// Ends a streaming launch whose worker branches from its `brz` at issue
+/// `at_branch` straight to `exitz` when its share is empty, and does one
+/// unit before its `rpt`: the six vertex states after the worker, and the
+/// launch's counts.
+pub fn end_stream_launch(
+    e: &mut Emitter,
+    tag: &str,
+    words: &[Vec<u32>; WORKERS],
+    supervisor: SupervisorCounts,
+    at_branch: u64,
+    worker: u64,
+    body: u64,
+) -> StreamCounts {
+    emit_vertex_state(e, tag, words);
+    StreamCounts {
+        supervisor,
+        empty: at_branch + 1,
+        worker,
+        body,
+        prologue_units: 1,
+    }
+}
+
 /// Splits `units` of work over the six workers: contiguous shares, the
 /// first `units % 6` workers one more.
 pub fn split(units: u32) -> [u32; WORKERS] {

@@ -319,12 +319,9 @@ impl Codelet for LayerNorm {
                 0, // scratch
             ]
         });
-        launch::emit_vertex_state(e, TAG, &states);
-        Ok(RowLaunchCounts {
-            supervisor,
-            empty,
-            rows,
-        })
+        Ok(launch::end_row_launch(
+            e, TAG, &states, supervisor, empty, rows,
+        ))
     }
 
     fn cycles(&self, counts: &RowLaunchCounts) -> u64 {

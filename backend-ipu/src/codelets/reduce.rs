@@ -228,12 +228,9 @@ impl Codelet for RowReduce {
                 0,
             ]
         });
-        launch::emit_vertex_state(e, tag, &states);
-        Ok(RowLaunchCounts {
-            supervisor,
-            empty,
-            rows,
-        })
+        Ok(launch::end_row_launch(
+            e, tag, &states, supervisor, empty, rows,
+        ))
     }
 
     fn cycles(&self, counts: &RowLaunchCounts) -> u64 {

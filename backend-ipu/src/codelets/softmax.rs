@@ -264,15 +264,8 @@ impl Codelet for Softmax {
                 0,
             ]
         });
-        launch::emit_vertex_state(e, TAG, &states);
-        Ok((
-            RowLaunchCounts {
-                supervisor,
-                empty,
-                rows,
-            },
-            body,
-        ))
+        let counts = launch::end_row_launch(e, TAG, &states, supervisor, empty, rows);
+        Ok((counts, body))
     }
 
     fn cycles(&self, counts: &(RowLaunchCounts, u64)) -> u64 {

@@ -401,15 +401,8 @@ impl Codelet for Transpose {
                 self.rows * size,
             ]
         });
-        launch::emit_vertex_state(e, &tag, &states);
-        Ok((
-            RowLaunchCounts {
-                supervisor,
-                empty,
-                rows,
-            },
-            body,
-        ))
+        let counts = launch::end_row_launch(e, &tag, &states, supervisor, empty, rows);
+        Ok((counts, body))
     }
 
     fn cycles(&self, counts: &(RowLaunchCounts, u64)) -> u64 {

@@ -7,6 +7,20 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+/// Runs `command`, which must succeed; `what` and its stderr are the
+/// failure message.
+pub fn output_ok(command: &mut Command, what: &str) -> Output {
+    let out = command
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run: {e}"));
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Runs the tool `exe` with `args`: its exit code (-1 when a signal ended
 /// it), stdout and stderr.
 pub fn run_tool<S: AsRef<OsStr>>(

@@ -10,15 +10,13 @@
 use ipuc_dialects::nn::{BinaryKind, CompareKind, UnaryKind};
 use ipuc_ir::{Type, Value};
 
-use super::body::Body;
+use super::body::{Body, Built};
 use super::constants::element_type;
 use super::{ImportError, Importer, NodeResult};
 use crate::onnx::{data_type_name, element_kind_of, Node};
 
 /// The ops of this family.
 pub(super) const OPS: &[&str] = &["Attention"];
-
-type Built = Result<Value, ImportError>;
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let mut b = Body::new(imp, node);

@@ -21,7 +21,8 @@ pub(crate) struct Body<'i, 'a, 'n> {
     loc: Location,
 }
 
-type Built = Result<Value, ImportError>;
+/// What a body-building step gives: the value it built, or why it could not.
+pub(super) type Built = Result<Value, ImportError>;
 
 impl<'i, 'a, 'n> Body<'i, 'a, 'n> {
     pub(crate) fn new(imp: &'i mut Importer<'a>, node: &'n Node) -> Self {

@@ -7,16 +7,13 @@
 //! products with the inserted zeros).
 
 use ipuc_dialects::nn::{Conv2dOp, Conv2dParams};
-use ipuc_ir::Value;
 
-use super::body::Body;
+use super::body::{Body, Built};
 use super::{ImportError, Importer, NodeResult};
 use crate::onnx::Node;
 
 /// The ops of this family.
 pub(super) const OPS: &[&str] = &["ConvTranspose"];
-
-type Built = Result<Value, ImportError>;
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let mut b = Body::new(imp, node);

@@ -14,15 +14,13 @@
 use ipuc_dialects::nn::{BinaryKind, CompareKind, GatherElementsOp, UnaryKind};
 use ipuc_ir::{Type, Value};
 
-use super::body::Body;
+use super::body::{Body, Built};
 use super::window::{explicit_pads, per_axis};
 use super::{ImportError, Importer, NodeResult};
 use crate::onnx::Node;
 
 /// The ops of this family.
 pub(super) const OPS: &[&str] = &["DeformConv"];
-
-type Built = Result<Value, ImportError>;
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let mut b = Body::new(imp, node);

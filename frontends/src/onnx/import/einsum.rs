@@ -10,14 +10,12 @@ use std::collections::BTreeMap;
 use ipuc_dialects::nn::ReduceKind;
 use ipuc_ir::{Type, Value};
 
-use super::body::Body;
+use super::body::{Body, Built};
 use super::{ImportError, Importer, NodeResult};
 use crate::onnx::Node;
 
 /// The ops of this family.
 pub(super) const OPS: &[&str] = &["Einsum"];
-
-type Built = Result<Value, ImportError>;
 
 /// A subscript label: a letter, or the position of an ellipsis dimension
 /// counted from the right (`ELLIPSIS + k`).

@@ -8,7 +8,7 @@
 use ipuc_dialects::nn::{BinaryKind, ReduceKind, UnaryKind};
 use ipuc_ir::Value;
 
-use super::body::Body;
+use super::body::{Body, Built};
 use super::{ImportError, Importer, NodeResult};
 use crate::onnx::Node;
 
@@ -19,8 +19,6 @@ pub(super) const OPS: &[&str] = &[
     "GroupNormalization",
     "LRN",
 ];
-
-type Built = Result<Value, ImportError>;
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let mut b = Body::new(imp, node);

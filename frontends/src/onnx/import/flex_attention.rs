@@ -14,8 +14,8 @@ use ipuc_dialects::nn::BinaryKind;
 use ipuc_ir::{Type, Value};
 
 use super::attention::{share_kv_heads, softmax_precision};
-use super::body::Body;
-use super::{ImportError, Importer, NodeResult};
+use super::body::{Body, Built};
+use super::{Importer, NodeResult};
 use crate::onnx::{Attribute, Node};
 
 /// The domain of this family's ops.
@@ -23,8 +23,6 @@ pub(super) const DOMAIN: &str = "ai.onnx.preview";
 
 /// The ops of this family (in [`DOMAIN`]).
 pub(super) const OPS: &[&str] = &["FlexAttention"];
-
-type Built = Result<Value, ImportError>;
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let mut b = Body::new(imp, node);

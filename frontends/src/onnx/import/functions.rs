@@ -18,7 +18,7 @@
 use ipuc_dialects::nn::{BinaryKind, CompareKind, ReduceKind, UnaryKind};
 use ipuc_ir::{Type, Value};
 
-use super::body::Body;
+use super::body::{Body, Built};
 use super::normalization::reduce_params;
 use super::{ImportError, Importer, NodeResult};
 use crate::onnx::{data_type_name, element_kind_of, Node};
@@ -60,8 +60,6 @@ pub(super) const OPS: &[&str] = &[
     "OneHot",
     "Shrink",
 ];
-
-type Built = Result<Value, ImportError>;
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let mut b = Body::new(imp, node);

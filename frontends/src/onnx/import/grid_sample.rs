@@ -15,14 +15,12 @@
 use ipuc_dialects::nn::{BinaryKind, CompareKind, GatherElementsOp, UnaryKind};
 use ipuc_ir::{Type, Value};
 
-use super::body::Body;
+use super::body::{Body, Built};
 use super::{ImportError, Importer, NodeResult};
 use crate::onnx::Node;
 
 /// The ops of this family.
 pub(super) const OPS: &[&str] = &["GridSample", "AffineGrid"];
-
-type Built = Result<Value, ImportError>;
 
 #[derive(Copy, Clone, PartialEq, Eq)]
 enum Padding {

@@ -17,14 +17,12 @@ use ipuc_dialects::nn::{BinaryKind, UnaryKind};
 use ipuc_ir::{Type, Value};
 
 use super::attention::split_heads;
-use super::body::Body;
+use super::body::{Body, Built};
 use super::{ImportError, Importer, NodeResult};
 use crate::onnx::Node;
 
 /// The ops of this family.
 pub(super) const OPS: &[&str] = &["LinearAttention"];
-
-type Built = Result<Value, ImportError>;
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let mut b = Body::new(imp, node);

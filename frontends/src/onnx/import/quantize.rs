@@ -22,7 +22,7 @@ use ipuc_dialects::nn::{
 };
 use ipuc_ir::{Type, Value};
 
-use super::body::Body;
+use super::body::{Body, Built};
 use super::constants::element_type;
 use super::{ImportError, Importer, NodeResult};
 use crate::onnx::{data_type_name, element_kind_of, Node};
@@ -37,8 +37,6 @@ pub(super) const OPS: &[&str] = &[
     "ConvInteger",
     "QLinearConv",
 ];
-
-type Built = Result<Value, ImportError>;
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let mut b = Body::new(imp, node);

@@ -11,7 +11,7 @@
 
 use ipuc_ir::Value;
 
-use super::body::Body;
+use super::body::{Body, Built};
 use super::{ImportError, Importer, NodeResult};
 use crate::onnx::Node;
 
@@ -24,8 +24,6 @@ pub(super) const OPS: &[&str] = &[
     "ReverseSequence",
     "TensorScatter",
 ];
-
-type Built = Result<Value, ImportError>;
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let mut b = Body::new(imp, node);

@@ -9,14 +9,12 @@
 use ipuc_dialects::nn::{BinaryKind, UnaryKind};
 use ipuc_ir::Value;
 
-use super::body::Body;
+use super::body::{Body, Built};
 use super::{ImportError, NodeResult};
 use crate::onnx::{Attribute, Node};
 
 /// The ops of this family.
 pub(super) const OPS: &[&str] = &["RNN", "GRU", "LSTM"];
-
-type Built = Result<Value, ImportError>;
 
 /// A gate activation.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

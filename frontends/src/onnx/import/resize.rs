@@ -21,14 +21,12 @@ use ipuc_dialects::nn::elements::{dense_data, floats};
 use ipuc_dialects::nn::normalize_axis;
 use ipuc_ir::{Type, Value};
 
-use super::body::Body;
+use super::body::{Body, Built};
 use super::{ImportError, Importer, NodeResult};
 use crate::onnx::Node;
 
 /// The ops of this family.
 pub(super) const OPS: &[&str] = &["Resize", "Upsample"];
-
-type Built = Result<Value, ImportError>;
 
 /// How output coordinates map to input coordinates.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

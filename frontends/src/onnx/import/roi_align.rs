@@ -18,14 +18,12 @@ use ipuc_dialects::nn::{
 };
 use ipuc_ir::{Type, Value};
 
-use super::body::Body;
+use super::body::{Body, Built};
 use super::{ImportError, Importer, NodeResult};
 use crate::onnx::Node;
 
 /// The ops of this family.
 pub(super) const OPS: &[&str] = &["RoiAlign"];
-
-type Built = Result<Value, ImportError>;
 
 /// One axis of the samples: the two neighbours' indices, their weights
 /// (already zero for samples outside), each `[R, samples]`.

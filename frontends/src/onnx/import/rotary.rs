@@ -4,16 +4,13 @@
 //! two halves or, with `interleaved`, neighbouring features.
 
 use ipuc_dialects::nn::{BinaryKind, GatherOp};
-use ipuc_ir::Value;
 
-use super::body::Body;
-use super::{ImportError, Importer, NodeResult};
+use super::body::{Body, Built};
+use super::{Importer, NodeResult};
 use crate::onnx::Node;
 
 /// The ops of this family.
 pub(super) const OPS: &[&str] = &["RotaryEmbedding"];
-
-type Built = Result<Value, ImportError>;
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let mut b = Body::new(imp, node);

@@ -10,14 +10,12 @@
 use ipuc_dialects::nn::{normalize_axis, BinaryKind, CompareKind, ReduceKind};
 use ipuc_ir::{Type, Value};
 
-use super::body::Body;
-use super::{ImportError, NodeResult};
+use super::body::{Body, Built};
+use super::NodeResult;
 use crate::onnx::Node;
 
 /// The ops of this family.
 pub(super) const OPS: &[&str] = &["ScatterElements", "Scatter", "ScatterND"];
-
-type Built = Result<Value, ImportError>;
 
 pub(super) fn import(imp: &mut super::Importer<'_>, node: &Node) -> NodeResult {
     let mut b = Body::new(imp, node);

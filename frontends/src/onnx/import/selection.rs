@@ -15,15 +15,13 @@ use ipuc_dialects::nn::{
 };
 use ipuc_ir::{Type, TypeKind, Value};
 
-use super::body::Body;
+use super::body::{Body, Built};
 use super::scatter::flat_positions;
-use super::{ImportError, Importer, NodeResult};
+use super::{Importer, NodeResult};
 use crate::onnx::Node;
 
 /// The ops of this family.
 pub(super) const OPS: &[&str] = &["TopK", "GatherND"];
-
-type Built = Result<Value, ImportError>;
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let mut b = Body::new(imp, node);

@@ -13,14 +13,12 @@ use std::f64::consts::PI;
 use ipuc_dialects::nn::{normalize_axis, BinaryKind, GatherOp};
 use ipuc_ir::Value;
 
-use super::body::Body;
+use super::body::{Body, Built};
 use super::{ImportError, Importer, NodeResult};
 use crate::onnx::Node;
 
 /// The ops of this family.
 pub(super) const OPS: &[&str] = &["DFT", "STFT"];
-
-type Built = Result<Value, ImportError>;
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let mut b = Body::new(imp, node);

@@ -12,14 +12,12 @@
 use ipuc_dialects::nn::{BinaryKind, CompareKind, ReduceKind};
 use ipuc_ir::{Type, Value};
 
-use super::body::Body;
-use super::{ImportError, Importer, NodeResult};
+use super::body::{Body, Built};
+use super::{Importer, NodeResult};
 use crate::onnx::Node;
 
 /// The ops of this family.
 pub(super) const OPS: &[&str] = &["TfIdfVectorizer"];
-
-type Built = Result<Value, ImportError>;
 
 pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
     let mut b = Body::new(imp, node);
