@@ -144,15 +144,7 @@ pub fn print_image(image: &TileImage) -> String {
         while off < len {
             while let Some((o, m)) = mode_iter.peek() {
                 if *o <= off {
-                    let _ = writeln!(
-                        out,
-                        "\t{}",
-                        if *m == ContextKind::Worker {
-                            ".worker"
-                        } else {
-                            ".supervisor"
-                        }
-                    );
+                    let _ = writeln!(out, "\t{}", mode_directive(*m));
                     mode_iter.next();
                 } else {
                     break;
@@ -212,15 +204,7 @@ pub fn print_image(image: &TileImage) -> String {
         }
         // Remaining mode changes at the end and labels just past the end.
         for (_, m) in mode_iter {
-            let _ = writeln!(
-                out,
-                "\t{}",
-                if *m == ContextKind::Worker {
-                    ".worker"
-                } else {
-                    ".supervisor"
-                }
-            );
+            let _ = writeln!(out, "\t{}", mode_directive(*m));
         }
         if !image
             .sections
@@ -231,4 +215,13 @@ pub fn print_image(image: &TileImage) -> String {
         }
     }
     out
+}
+
+/// The directive that switches the assembler to code of `kind`'s context.
+fn mode_directive(kind: ContextKind) -> &'static str {
+    if kind == ContextKind::Worker {
+        ".worker"
+    } else {
+        ".supervisor"
+    }
 }

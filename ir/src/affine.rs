@@ -115,22 +115,22 @@ impl fmt::Display for AffineExpr {
 
 fn write_dims_syms(out: &mut String, num_dims: u32, num_symbols: u32) {
     out.push('(');
-    for i in 0..num_dims {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        write!(out, "d{i}").unwrap();
-    }
+    write_ids(out, 'd', num_dims);
     out.push(')');
     if num_symbols > 0 {
         out.push('[');
-        for i in 0..num_symbols {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            write!(out, "s{i}").unwrap();
-        }
+        write_ids(out, 's', num_symbols);
         out.push(']');
+    }
+}
+
+/// `{prefix}0, {prefix}1, ...`: `n` dimension or symbol identifiers.
+fn write_ids(out: &mut String, prefix: char, n: u32) {
+    for i in 0..n {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write!(out, "{prefix}{i}").unwrap();
     }
 }
 

@@ -184,22 +184,19 @@ pub fn infer_conv2d(x: &Type, w: &Type, b: Option<&Type>, p: &Conv2dParams) -> I
             ));
         }
     }
-    let h = out_dim(
-        "H",
-        sx[2],
-        sw[2],
-        p.pads[0].saturating_add(p.pads[2]),
-        p.strides[0],
-        p.dilations[0],
-    )?;
-    let wd = out_dim(
-        "W",
-        sx[3],
-        sw[3],
-        p.pads[1].saturating_add(p.pads[3]),
-        p.strides[1],
-        p.dilations[1],
-    )?;
+    // Spatial axis `i` (0: H, 1: W) of the output.
+    let spatial = |i: usize, name: &str| {
+        out_dim(
+            name,
+            sx[2 + i],
+            sw[2 + i],
+            p.pads[i].saturating_add(p.pads[2 + i]),
+            p.strides[i],
+            p.dilations[i],
+        )
+    };
+    let h = spatial(0, "H")?;
+    let wd = spatial(1, "W")?;
     Ok(tensor(&[sx[0], m, h, wd], ex))
 }
 

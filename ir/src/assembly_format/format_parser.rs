@@ -59,25 +59,15 @@ fn tokenize(src: &'static str) -> Result<Vec<(usize, Tok)>, Error> {
                 i = end;
                 Tok::Variable(&src[start + 1..end])
             }
-            b'(' => {
+            c @ (b'(' | b')' | b'?' | b'^' | b',') => {
                 i += 1;
-                Tok::LParen
-            }
-            b')' => {
-                i += 1;
-                Tok::RParen
-            }
-            b'?' => {
-                i += 1;
-                Tok::Question
-            }
-            b'^' => {
-                i += 1;
-                Tok::Caret
-            }
-            b',' => {
-                i += 1;
-                Tok::Comma
+                match c {
+                    b'(' => Tok::LParen,
+                    b')' => Tok::RParen,
+                    b'?' => Tok::Question,
+                    b'^' => Tok::Caret,
+                    _ => Tok::Comma,
+                }
             }
             c if c.is_ascii_alphabetic() => {
                 i = ident_end(i, true);

@@ -19,7 +19,7 @@ mod tile;
 use std::collections::BTreeMap;
 
 use ipuc_ipu_arch::csr;
-use ipuc_ipu_arch::{Executable, MachineModel};
+use ipuc_ipu_arch::{Executable, MachineModel, TensorBinding};
 
 pub use fault::{Fault, FaultKind};
 pub use profile::{HostStep, Profile, SuperstepCycles, TileProfile, TraceEntry};
@@ -81,6 +81,23 @@ impl Simulator {
     /// The machine.
     pub fn machine(&self) -> &MachineModel {
         &self.machine
+    }
+
+    /// The loaded executable's pieces of tensor `name`, and the whole
+    /// tensor's size in bytes.
+    fn tensor_pieces(&self, name: &str) -> Result<(Vec<TensorBinding>, u64), DeviceError> {
+        let exe = self.exe.as_ref().ok_or(DeviceError::NotLoaded)?;
+        let pieces: Vec<_> = exe
+            .tensors
+            .iter()
+            .filter(|b| b.name == name)
+            .cloned()
+            .collect();
+        let first = pieces
+            .first()
+            .ok_or_else(|| DeviceError::UnknownTensor(name.into()))?;
+        let bytes = first.shape.iter().product::<u64>() * u64::from(first.dtype.size());
+        Ok((pieces, bytes))
     }
 
     fn tile_index(&self, id: u32) -> Option<usize> {
@@ -442,17 +459,7 @@ impl Device for Simulator {
     }
 
     fn write_tensor(&mut self, name: &str, bytes: &[u8]) -> Result<(), DeviceError> {
-        let exe = self.exe.as_ref().ok_or(DeviceError::NotLoaded)?;
-        let pieces: Vec<_> = exe
-            .tensors
-            .iter()
-            .filter(|b| b.name == name)
-            .cloned()
-            .collect();
-        let first = pieces
-            .first()
-            .ok_or_else(|| DeviceError::UnknownTensor(name.into()))?;
-        let expected = first.shape.iter().product::<u64>() * u64::from(first.dtype.size());
+        let (pieces, expected) = self.tensor_pieces(name)?;
         if bytes.len() as u64 != expected {
             return Err(DeviceError::SizeMismatch {
                 name: name.into(),
@@ -487,17 +494,7 @@ impl Device for Simulator {
     }
 
     fn read_tensor(&mut self, name: &str) -> Result<Vec<u8>, DeviceError> {
-        let exe = self.exe.as_ref().ok_or(DeviceError::NotLoaded)?;
-        let pieces: Vec<_> = exe
-            .tensors
-            .iter()
-            .filter(|b| b.name == name)
-            .cloned()
-            .collect();
-        let first = pieces
-            .first()
-            .ok_or_else(|| DeviceError::UnknownTensor(name.into()))?;
-        let total = first.shape.iter().product::<u64>() * u64::from(first.dtype.size());
+        let (pieces, total) = self.tensor_pieces(name)?;
         let mut out = vec![0u8; total as usize];
         for b in pieces {
             let off = (b.element_offset * u64::from(b.dtype.size())) as usize;
