@@ -8,7 +8,7 @@
 
 use ipuc_backend_ipu::codelets::emitter::{inst, op, Emitter};
 use ipuc_backend_ipu::emit::build_executable;
-use ipuc_backend_ipu::lower::schedule::{delay, schedule, Chunk, Schedule, Transfer};
+use ipuc_backend_ipu::lower::schedule::{delay, schedule, Chunk, Schedule, Segment, Transfer};
 use ipuc_dialects::ipu::{build, SectionKind, TensorDirection, TensorPiece};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Location, OpId, Type};
@@ -131,9 +131,15 @@ fn random_case(seed: u64, tiles: &[u32]) -> Case {
     let mut transfers = Vec::new();
     for _ in 0..24 {
         let s = rng.gen_range(0..tiles.len());
+        // Sometimes a strided destination: equal chunks, one per segment,
+        // segments `gap_words` apart at the receivers.
+        let segment = rng.gen_bool(0.3).then(|| {
+            let words = rng.gen_range(1..40);
+            (words, words + rng.gen_range(0..6))
+        });
         let chunks: Vec<Chunk> = (0..rng.gen_range(1..4))
             .map(|_| {
-                let words = rng.gen_range(1..40);
+                let words = segment.map_or_else(|| rng.gen_range(1..40), |(w, _)| w);
                 Chunk {
                     address: SRC + 4 * rng.gen_range(0..SRC_WORDS - words),
                     words,
@@ -141,35 +147,47 @@ fn random_case(seed: u64, tiles: &[u32]) -> Case {
             })
             .collect();
         let words: u32 = chunks.iter().map(|c| c.words).sum();
+        // Where word k of the transfer lands, from the receiver's start.
+        let offset = |k: u32| segment.map_or(k, |(w, stride)| k / w * stride + k % w);
+        let span = offset(words - 1) + 1;
         let mut receivers = Vec::new();
         for r in 0..tiles.len() {
-            if rng.gen_bool(0.4) {
+            // A sender takes its own words only unsegmented (it cannot
+            // re-point while it sends).
+            if rng.gen_bool(0.4) && (segment.is_none() || r != s) {
                 let gap = if rng.gen_bool(0.3) {
                     rng.gen_range(1..8)
                 } else {
                     0
                 };
-                if cursor[r] + gap + words > dst_words {
+                if cursor[r] + gap + span > dst_words {
                     continue;
                 }
                 let at = cursor[r] + gap;
-                let mut k = at as usize;
+                let mut k = 0;
                 for c in &chunks {
                     let from = ((c.address - SRC) / 4) as usize;
-                    want[r][k..k + c.words as usize]
-                        .copy_from_slice(&src[s][from..from + c.words as usize]);
-                    k += c.words as usize;
+                    for w in 0..c.words as usize {
+                        want[r][(at + offset(k)) as usize] = src[s][from + w];
+                        k += 1;
+                    }
                 }
-                cursor[r] = at + words;
+                cursor[r] = at + span;
                 receivers.push((tiles[r], DST + 4 * at));
             }
         }
         if !receivers.is_empty() {
-            transfers.push(Transfer {
+            let t = Transfer {
                 sender: tiles[s],
                 chunks,
                 receivers,
-            });
+                segment: segment.map(|(words, stride)| Segment {
+                    words,
+                    stride: 4 * stride,
+                }),
+            };
+            t.check().unwrap();
+            transfers.push(t);
         }
     }
     Case {
@@ -231,6 +249,7 @@ fn a_receiver_fed_by_many_senders_back_to_back_runs_at_the_port_rate() {
                     .iter()
                     .map(|&r| (r, DST + 4 * 64 * (round * 16 + i as u32)))
                     .collect(),
+                segment: None,
             })
         })
         .collect();

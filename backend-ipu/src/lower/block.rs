@@ -43,7 +43,7 @@ use super::codegen::{
 };
 use super::plan::{evaluate, plan_gemm, reduction_add, Epilogue, GemmPlan, GemmShape, Grid};
 use super::reduce;
-use super::schedule::{schedule, Chunk, Schedule, Transfer};
+use super::schedule::{schedule, Chunk, Schedule, Segment, Transfer};
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::gelu::GeluForm;
@@ -382,26 +382,33 @@ pub fn exchange_a(plan: &MlpPlan) -> Vec<Transfer> {
             for k in 0..p2.grid_k {
                 let owned = owned_global(p2, i, k);
                 let view = residual_view(p2, lay.residual, k);
-                for g in 0..p2.groups_of(j) {
-                    let group = j * p2.groups + g;
-                    for q in 0..plan.ln_tiles.len() {
-                        let Some((a, b)) = overlap(owned, plan.ln_rows(q)) else {
-                            continue;
-                        };
-                        out.push(Transfer {
-                            sender: plan.ln_tiles[q],
-                            chunks: row_chunks(q, lay.x, (a, b), group),
-                            receivers: vec![(p2.tile(i, j, k), view.at(g, a - i * p2.rows))],
-                        });
-                    }
+                // One transfer per LN tile: its rows of every output group,
+                // a segment per group.
+                for q in 0..plan.ln_tiles.len() {
+                    let Some((a, b)) = overlap(owned, plan.ln_rows(q)) else {
+                        continue;
+                    };
+                    out.push(Transfer {
+                        sender: plan.ln_tiles[q],
+                        chunks: (0..p2.groups_of(j))
+                            .flat_map(|g| row_chunks(q, lay.x, (a, b), j * p2.groups + g))
+                            .collect(),
+                        receivers: vec![(p2.tile(i, j, k), view.at(0, a - i * p2.rows))],
+                        segment: Some(Segment {
+                            words: 8 * (b - a),
+                            stride: view.group_stride,
+                        }),
+                    });
                 }
             }
         }
     }
     let out = round_robin(out);
-    // fc1's input: panel by panel, each receiver group taking the LN tiles
-    // of its rows in turn, the groups rotated so they ask different LN
-    // tiles at once.
+    // fc1's input: each receiver group (a row block and K part, all its
+    // grid columns) takes the LN tiles of its rows in turn, each LN tile
+    // sending its rows of every panel of the K part in one transfer whose
+    // segments (one per panel) the receivers lay out a panel apart. The
+    // groups are rotated so that they ask different LN tiles at once.
     let mut keyed = Vec::new();
     for i in 0..p1.grid_rows {
         let rows = (i * p1.rows, i * p1.rows + p1.rows_of(i));
@@ -409,22 +416,23 @@ pub fn exchange_a(plan: &MlpPlan) -> Vec<Transfer> {
             .filter_map(|q| overlap(rows, plan.ln_rows(q)).map(|r| (q, r)))
             .collect();
         for k in 0..p1.grid_k {
-            for g in 0..p1.k_panels_of(k) {
-                let panel = k * p1.k_panels + g;
-                for (n, &(q, (a, b))) in sources.iter().enumerate() {
-                    let turn = (n + k as usize) % sources.len();
-                    let receivers = (0..p1.grid_cols)
-                        .map(|j| (p1.tile(i, j, k), fc1.input_at(g, a - i * p1.rows)))
-                        .collect();
-                    keyed.push((
-                        (g, turn, i, k),
-                        Transfer {
-                            sender: plan.ln_tiles[q],
-                            chunks: row_chunks(q, lay.ln_out, (a, b), panel),
-                            receivers,
-                        },
-                    ));
-                }
+            for (n, &(q, (a, b))) in sources.iter().enumerate() {
+                let turn = (n + k as usize) % sources.len();
+                let receivers = (0..p1.grid_cols)
+                    .map(|j| (p1.tile(i, j, k), fc1.input_at(0, a - i * p1.rows)))
+                    .collect();
+                let transfer = Transfer {
+                    sender: plan.ln_tiles[q],
+                    chunks: (0..p1.k_panels_of(k))
+                        .flat_map(|g| row_chunks(q, lay.ln_out, (a, b), k * p1.k_panels + g))
+                        .collect(),
+                    receivers,
+                    segment: Some(Segment {
+                        words: 8 * (b - a),
+                        stride: p1.rows * 32,
+                    }),
+                };
+                keyed.push(((turn, i, k), transfer));
             }
         }
     }
@@ -484,6 +492,7 @@ pub fn exchange_b(plan: &MlpPlan) -> Vec<Transfer> {
                                     words: (b - a) * 8,
                                 }],
                                 receivers,
+                                segment: None,
                             },
                         ));
                     }
@@ -628,8 +637,15 @@ pub fn emit_mlp(
                 let [res, sum, bias] =
                     [lay.residual, lay.sum, lay.bias].map(|base| residual_view(p2, base, k));
                 if hi > lo {
-                    for g in 0..p2.groups_of(j) {
-                        let rows = hi - lo;
+                    // One add over every group where the final view's
+                    // groups are contiguous, as the residual's are (after
+                    // a reduction); one per group otherwise.
+                    let (calls_n, rows) = if view.group_stride == (hi - lo) * 32 {
+                        (1, (hi - lo) * p2.groups_of(j))
+                    } else {
+                        (p2.groups_of(j), hi - lo)
+                    };
+                    for g in 0..calls_n {
                         let v = AmpVariant::F16;
                         for (n, (x, y, out)) in [
                             (view.at(g, lo), res.at(g, lo), sum.at(g, lo)),

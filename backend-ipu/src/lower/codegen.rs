@@ -280,11 +280,18 @@ impl PlacedGemm {
         debug_assert_eq!(view, self.final_view(k));
         let (lo, hi) = self.owned(k);
         if let (Some(form), true) = (plan.shape.epilogue.gelu, hi > lo) {
-            for g in 0..groups {
+            // One launch over every group where they are contiguous (after
+            // a reduction), one per group otherwise.
+            let (launches, len) = if view.group_stride == (hi - lo) * 32 {
+                (1, (hi - lo) * ko * groups)
+            } else {
+                (groups, (hi - lo) * ko)
+            };
+            for g in 0..launches {
                 let at = view.at(g, lo);
                 let gelu = Gelu {
                     form,
-                    len: (hi - lo) * ko,
+                    len,
                     input: at,
                     output: at,
                 };

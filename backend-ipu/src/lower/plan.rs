@@ -259,15 +259,26 @@ pub fn bias_offset(g: &TileGemm) -> u64 {
     (g.output_bytes() + u64::from(AmpBlock::READ_PAST_BYTES)).next_multiple_of(16) + 8
 }
 
-/// Cycles of the epilogue on one tile of `plan` (the GELU launches, one
-/// per output group, each called as a subroutine).
-pub fn epilogue_cycles(shape: &GemmShape, rows: u32, groups: u32, gelu: &StreamCounts) -> u64 {
+/// Cycles of the epilogue on one tile of `plan`: the GELU launches, each
+/// called as a subroutine, one over every group where the groups are
+/// contiguous (`reduced`: after a reduction), else one per group.
+pub fn epilogue_cycles(
+    shape: &GemmShape,
+    (rows, groups): (u32, u32),
+    reduced: bool,
+    gelu: &StreamCounts,
+) -> u64 {
     if shape.epilogue.gelu.is_none() {
         return 0;
     }
     let words = rows * shape.variant.out_channels() as u32 / 4;
     let machine = MachineModel::c600();
-    u64::from(groups) * (gelu.cycles(&split(words)) + call_cycles(&machine))
+    let (launches, words) = if reduced {
+        (1, words * groups)
+    } else {
+        (groups, words)
+    };
+    u64::from(launches) * (gelu.cycles(&split(words)) + call_cycles(&machine))
 }
 
 /// The GELU codelet's issue counts (independent of the length).
@@ -552,7 +563,7 @@ fn evaluate_with(
             reduction,
             epilogue: counts.gelu.as_ref().map_or(0, |g| {
                 let owned = if rounds == 0 { rows } else { keep };
-                epilogue_cycles(&shape, owned, groups, g)
+                epilogue_cycles(&shape, (owned, groups), rounds > 0, g)
             }),
             sync: syncs * u64::from(machine.sync_latency),
         },

@@ -17,7 +17,11 @@
 //!   old word, by the first new one;
 //! - a transfer continues the receiver's write pointer when its
 //!   destination follows the previous one's (the pointer advances by
-//!   itself), and re-points it (`put $INCOMING_BASE`) otherwise;
+//!   itself), and re-points it (`put $INCOMING_BASE`) otherwise; a
+//!   [`Segment`]ed transfer is re-pointed between its segments too, each
+//!   put timed to take effect as its segment's first word arrives, so one
+//!   transfer (one mux switch) can fill a strided destination such as a
+//!   GEMM's input panels;
 //! - each tile's supervisor does one thing at a time: its sends and its
 //!   switches (and the setup of their registers) occupy disjoint cycle
 //!   intervals, with delay loops in between.
@@ -41,7 +45,8 @@
 //! Compared with poplibs: Poplar's exchange compiler chooses send and mux
 //! cycles the same way but also packs several receivers' switches into
 //! `$INCOMING_MUX` sequences and uses the receive side's `delta` strides;
-//! here a strided destination is several transfers.
+//! here a strided destination is a segmented transfer, re-pointed by the
+//! receiver's supervisor.
 
 use std::collections::BTreeMap;
 
@@ -59,7 +64,7 @@ pub struct Chunk {
 }
 
 /// Words a sender sends (its chunks, in order) to receivers, each of which
-/// writes them contiguously from its own address.
+/// writes them from its own address: contiguously, or in [`Segment`]s.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transfer {
     /// The sending tile.
@@ -68,12 +73,81 @@ pub struct Transfer {
     pub chunks: Vec<Chunk>,
     /// (tile, address) of every receiver (a tile may receive its own words).
     pub receivers: Vec<(u32, u32)>,
+    /// How the receivers lay the words out (`None`: contiguously).
+    pub segment: Option<Segment>,
+}
+
+/// A strided destination: every `words` words the receivers' write pointer
+/// jumps to the previous segment's start plus `stride` bytes (a `put
+/// $INCOMING_BASE` timed to take effect as the segment's first word
+/// arrives). Segments start on chunk boundaries ([`Transfer::check`]), so
+/// the sender's `send` between them leaves the receiver a cycle of slack;
+/// the sender spaces segments at least [`Rules::segment_cycles`] apart,
+/// pausing after a short one, so that the receiver can load and put the
+/// next base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Words per segment (the last may be shorter).
+    pub words: u32,
+    /// Bytes from one segment's start to the next's.
+    pub stride: u32,
 }
 
 impl Transfer {
     /// Words sent.
     pub fn words(&self) -> u32 {
         self.chunks.iter().map(|c| c.words).sum()
+    }
+
+    /// The receiver's address of word `w`, for a receiver writing from
+    /// `addr`.
+    pub fn word_address(&self, addr: u32, w: u32) -> u32 {
+        match self.segment {
+            None => addr + 4 * w,
+            Some(s) => addr + (w / s.words) * s.stride + 4 * (w % s.words),
+        }
+    }
+
+    /// Index of the chunk where each segment after the first starts.
+    fn segment_starts(&self) -> Vec<usize> {
+        let Some(seg) = self.segment else {
+            return Vec::new();
+        };
+        let mut starts = Vec::new();
+        let mut w = 0;
+        for (i, c) in self.chunks.iter().enumerate() {
+            if w > 0 && w % seg.words == 0 {
+                starts.push(i);
+            }
+            w += c.words;
+        }
+        starts
+    }
+
+    /// Checks that every segment starts on a chunk boundary and that the
+    /// sender is not among the receivers (its supervisor, busy sending,
+    /// could not re-point).
+    pub fn check(&self) -> Result<(), String> {
+        let Some(seg) = self.segment else {
+            return Ok(());
+        };
+        if self.receivers.iter().any(|&(r, _)| r == self.sender) {
+            return Err(format!(
+                "tile {} receives its own segmented transfer",
+                self.sender
+            ));
+        }
+        let mut w = 0;
+        for c in self.chunks.iter().filter(|c| c.words > 0) {
+            if w / seg.words != (w + c.words - 1) / seg.words {
+                return Err(format!(
+                    "a chunk of {} words at word {w} crosses a segment boundary (segments of {} words)",
+                    c.words, seg.words
+                ));
+            }
+            w += c.words;
+        }
+        Ok(())
     }
 }
 
@@ -100,8 +174,17 @@ enum Event {
         base: Option<u32>,
         put: u64,
     },
-    /// Sends `chunks`, the first `send` issued at `first`.
-    Send { chunks: Vec<Chunk>, first: u64 },
+    /// Sends `chunks`, the first `send` issued at `first`; the chunks at
+    /// `starts` begin segments ([`Rules::send_times`]).
+    Send {
+        chunks: Vec<Chunk>,
+        starts: Vec<usize>,
+        first: u64,
+    },
+    /// Re-points the write pointer to `base` with a put issued at `put`
+    /// (a segmented transfer's next segment). Occupies
+    /// [`Rules::repoint_before`] cycles before `put` and the put after.
+    Repoint { base: u32, put: u64 },
 }
 
 /// The issue rules an exchange superstep's supervisor code follows.
@@ -130,7 +213,10 @@ impl Rules {
     /// Cycles from the first `send`'s issue to each `send`'s issue, and to
     /// the supervisor's next free cycle: one `setzi` after each send loads
     /// the address of the send two places on (three rotating registers).
-    fn send_times(&self, chunks: &[Chunk]) -> (Vec<u64>, u64) {
+    /// The chunks at `starts` begin segments: each is sent at least
+    /// [`Rules::segment_cycles`] after the previous segment's first, so
+    /// that the receivers can re-point between them.
+    fn send_times(&self, chunks: &[Chunk], starts: &[usize]) -> (Vec<u64>, u64) {
         let mut times = Vec::with_capacity(chunks.len());
         // When each chunk's address register is readable.
         let mut ready: Vec<u64> = vec![0; chunks.len()];
@@ -138,8 +224,13 @@ impl Rules {
             ready[1] = 1;
         }
         let mut t = 0;
+        let mut segment = 0;
         for (i, c) in chunks.iter().enumerate() {
             t = t.max(ready[i]);
+            if starts.contains(&i) {
+                t = t.max(segment + self.segment_cycles());
+                segment = t;
+            }
             times.push(t);
             t += 1 + u64::from(c.words) * self.word;
             if i + 2 < chunks.len() {
@@ -159,6 +250,17 @@ impl Rules {
     /// the wait for the result latency.
     fn switch_before(&self) -> u64 {
         self.latency + 1
+    }
+
+    /// The least cycles from one segment's first word to the next's: the
+    /// receiver's re-point (a `setzi`, then the put) fits between.
+    fn segment_cycles(&self) -> u64 {
+        self.repoint_before() + self.put
+    }
+
+    /// Cycles a re-point occupies before its put: one `setzi`'s latency.
+    fn repoint_before(&self) -> u64 {
+        self.latency
     }
 
     /// Cycles a switch occupies from its mux put: the mux put and the base
@@ -291,7 +393,16 @@ pub fn schedule(machine: &MachineModel, tiles: &[u32], transfers: &[Transfer]) -
             continue;
         }
         let s = t.sender;
-        let (times, span) = rules.send_times(&t.chunks);
+        let starts = t.segment_starts();
+        assert!(
+            starts.is_empty() || t.receivers.iter().all(|&(r, _)| r != s),
+            "tile {s} cannot re-point its own receive while it sends a segmented transfer"
+        );
+        let (times, span) = rules.send_times(&t.chunks, &starts);
+        // The cycle, from the first send, at which each later segment's
+        // first word leaves the sender.
+        let segment_leaves: Vec<u64> = starts.iter().map(|&i| times[i] + 1).collect();
+        let repoint = |first: u64, lat: u64, leaves: u64| first + leaves + lat - rules.put;
         let last_word = times.last().copied().unwrap_or(0)
             + u64::from(t.chunks.last().map_or(0, |c| c.words)) * rules.word;
         let lead = rules.send_lead();
@@ -327,6 +438,21 @@ pub fn schedule(machine: &MachineModel, tiles: &[u32], transfers: &[Transfer]) -
                 }
                 switches.push((r, base, put, reuse));
             }
+            // Each re-point is at a fixed cycle once `first` is: where a
+            // receiver's supervisor is busy then, start later.
+            if need == first {
+                'receivers: for &(r, _) in &t.receivers {
+                    let lat = machine.exchange_latency(s, r);
+                    for &leaves in &segment_leaves {
+                        let put = repoint(first, lat, leaves);
+                        let free = busy[&r].fit(put, rules.repoint_before(), rules.put);
+                        if free != put {
+                            need = first + (free - put);
+                            break 'receivers;
+                        }
+                    }
+                }
+            }
             if need == first {
                 break (first, switches);
             }
@@ -339,6 +465,7 @@ pub fn schedule(machine: &MachineModel, tiles: &[u32], transfers: &[Transfer]) -
             first - lead,
             Event::Send {
                 chunks: t.chunks.clone(),
+                starts,
                 first,
             },
         ));
@@ -362,9 +489,23 @@ pub fn schedule(machine: &MachineModel, tiles: &[u32], transfers: &[Transfer]) -
             }
             end = end.max(put + rules.put * if base.is_some() { 2 } else { 1 });
             let lat = machine.exchange_latency(s, r);
+            for (n, &leaves) in segment_leaves.iter().enumerate() {
+                let put = repoint(first, lat, leaves);
+                busy.get_mut(&r)
+                    .expect("every receiver has an interval list")
+                    .insert(put - rules.repoint_before(), put + rules.put);
+                let seg = t.segment.expect("segment starts come from a segment");
+                list.push((
+                    put - rules.repoint_before(),
+                    Event::Repoint {
+                        base: addr + (n as u32 + 1) * seg.stride,
+                        put,
+                    },
+                ));
+            }
             let state = rx.get_mut(&r).expect("every receiver has a state");
             state.last = first + last_word + lat;
-            state.next = Some(addr + 4 * t.words());
+            state.next = Some(t.word_address(addr, t.words() - 1) + 4);
             // Close: the mux leaves the sender after the last word.
             let close = busy[&r].fit((state.last + 1).saturating_sub(rules.put), before, after);
             busy.get_mut(&r)
@@ -463,7 +604,18 @@ impl Schedule {
                         now += rules.put;
                     }
                 }
-                Event::Send { chunks, first } => {
+                Event::Repoint { base, put } => {
+                    wait(e, &mut now, *put - rules.latency);
+                    e.solo(inst("setzi", [op::m(RECV_BASE), op::imm(i64::from(*base))]));
+                    // Stalls until the base register is readable, at `put`.
+                    e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(RECV_BASE)]));
+                    now = *put + rules.put;
+                }
+                Event::Send {
+                    chunks,
+                    starts,
+                    first,
+                } => {
                     let reg = |i: usize| SEND_REGS[i % SEND_REGS.len()];
                     // The event starts `latency` before the first send: the
                     // first address is readable exactly then.
@@ -474,11 +626,16 @@ impl Schedule {
                         ));
                         now += 1;
                     }
-                    let (times, _) = rules.send_times(chunks);
+                    let (times, _) = rules.send_times(chunks, starts);
                     for (i, c) in chunks.iter().enumerate() {
                         // `send_times` issues each send when the supervisor
                         // is free and its address readable: the stall.
                         debug_assert!(first + times[i] >= now);
+                        // A segment's pause is explicit: the register is
+                        // readable before its end, so no stall adds to it.
+                        if starts.contains(&i) && first + times[i] > now {
+                            wait(e, &mut now, first + times[i]);
+                        }
                         e.solo(inst("send", [op::m(reg(i)), op::imm(i64::from(c.words))]));
                         now = first + times[i] + 1 + u64::from(c.words) * rules.word;
                         if let Some(next) = chunks.get(i + 2) {
@@ -563,11 +720,58 @@ mod tests {
             address: 0,
             words: w,
         };
-        let (t, end) = r.send_times(&[c(10)]);
+        let (t, end) = r.send_times(&[c(10)], &[]);
         assert_eq!((t, end), (vec![0], 11));
-        let (t, end) = r.send_times(&[c(10), c(10), c(10)]);
+        let (t, end) = r.send_times(&[c(10), c(10), c(10)], &[]);
         assert_eq!(t, vec![0, 12, 23]);
         assert_eq!(end, 34);
+    }
+
+    #[test]
+    fn short_segments_are_spaced_for_the_receivers_re_pointing() {
+        let r = Rules::of(&MachineModel::c600());
+        let c = |w| Chunk {
+            address: 0,
+            words: w,
+        };
+        // Three segments of 4 words: each starts a re-point's length after
+        // the one before, not when the port is free.
+        let (t, _) = r.send_times(&[c(4), c(4), c(4)], &[1, 2]);
+        assert_eq!(t, vec![0, r.segment_cycles(), 2 * r.segment_cycles()]);
+        // Long segments need no pause.
+        let (t, _) = r.send_times(&[c(40), c(40)], &[1]);
+        assert_eq!(t, vec![0, 41]);
+    }
+
+    #[test]
+    fn segments_must_follow_chunks_and_leave_out_the_sender() {
+        let c = |w| Chunk {
+            address: 0,
+            words: w,
+        };
+        let mut t = Transfer {
+            sender: 0,
+            chunks: vec![c(8), c(8)],
+            receivers: vec![(1, 0x90000)],
+            segment: Some(Segment {
+                words: 8,
+                stride: 64,
+            }),
+        };
+        assert_eq!(t.check(), Ok(()));
+        assert_eq!(t.segment_starts(), vec![1]);
+        assert_eq!(t.word_address(0x90000, 9), 0x90000 + 64 + 4);
+        t.chunks = vec![c(6), c(10)];
+        assert!(t
+            .check()
+            .unwrap_err()
+            .contains("crosses a segment boundary"));
+        t.chunks = vec![c(8), c(8)];
+        t.receivers.push((0, 0x90000));
+        assert!(t
+            .check()
+            .unwrap_err()
+            .contains("its own segmented transfer"));
     }
 
     #[test]
@@ -582,16 +786,19 @@ mod tests {
                 sender: 0,
                 chunks: vec![chunk(0x80000, 64)],
                 receivers: vec![(5, 0x90000), (6, 0x90000)],
+                segment: None,
             },
             Transfer {
                 sender: 1,
                 chunks: vec![chunk(0x80000, 64)],
                 receivers: vec![(5, 0x90100)],
+                segment: None,
             },
             Transfer {
                 sender: 5,
                 chunks: vec![chunk(0x80000, 16)],
                 receivers: vec![(0, 0x90000)],
+                segment: None,
             },
         ];
         let s = schedule(&m, &[0, 1, 5, 6], &ts);

@@ -2,6 +2,12 @@
 
 use clap::Parser;
 
+/// The compile allocates millions of small IR objects; mimalloc's thread-local
+/// free lists halve its time against glibc's malloc (measured on the so400m
+/// MLP block: 46 s -> 20 s of CPU).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("IPUC_LOG"))
