@@ -517,6 +517,21 @@ fn evaluate_with(
             },
         ));
     }
+    if plan.tiles() > machine.tiles {
+        // Only a forced grid can ask for more: the search stays within.
+        return Err((
+            0,
+            Rejected {
+                grid,
+                estimate: None,
+                reason: format!(
+                    "needs {} tiles, {} are available",
+                    plan.tiles(),
+                    machine.tiles
+                ),
+            },
+        ));
+    }
     let vertex = plan.vertex();
     let (inter, r0) = tile_bytes(&vertex, plan.grid_k, machine);
     let interleaved_avail = u64::from(machine.sram_end - machine.interleaved_base);
@@ -665,6 +680,32 @@ mod tests {
         // The compute alone at the AMP's peak on every tile.
         let peak = 729 * 1152 * 4304 / (64 * u64::from(m.tiles));
         assert!(p.estimate.compute >= peak, "{p}");
+    }
+
+    #[test]
+    fn a_forced_grid_larger_than_the_machine_is_rejected() {
+        let m = MachineModel::c600();
+        let r = evaluate(
+            shape(729, 4304, 1152),
+            Grid {
+                rows: 4,
+                cols: 24,
+                k: 16,
+            },
+            &m,
+        )
+        .unwrap_err();
+        assert_eq!(r.reason, "needs 1536 tiles, 1472 are available");
+        assert!(evaluate(
+            shape(729, 4304, 1152),
+            Grid {
+                rows: 7,
+                cols: 12,
+                k: 16
+            },
+            &m
+        )
+        .is_ok());
     }
 
     #[test]
