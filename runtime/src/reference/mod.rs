@@ -46,4 +46,4 @@ pub use layout::{
 pub use matmul::{gemm, linear, matmul, GemmParams};
 pub use normalization::{layer_normalization, softmax, LayerNormOutputs};
 pub use pool::{pool, PoolParams, Pooling};
-pub use reduce::{reduce, reduce_max, reduce_mean, reduce_sum, Reduction};
+pub use reduce::{reduce, Reduction};

@@ -143,33 +143,3 @@ fn reduce_float(
     }
     acc
 }
-
-/// `ReduceSum`.
-pub fn reduce_sum(
-    x: &HostTensor,
-    axes: Option<&[i64]>,
-    keepdims: bool,
-    noop_with_empty_axes: bool,
-) -> KernelResult<HostTensor> {
-    reduce(x, Reduction::Sum, axes, keepdims, noop_with_empty_axes)
-}
-
-/// `ReduceMean`.
-pub fn reduce_mean(
-    x: &HostTensor,
-    axes: Option<&[i64]>,
-    keepdims: bool,
-    noop_with_empty_axes: bool,
-) -> KernelResult<HostTensor> {
-    reduce(x, Reduction::Mean, axes, keepdims, noop_with_empty_axes)
-}
-
-/// `ReduceMax`.
-pub fn reduce_max(
-    x: &HostTensor,
-    axes: Option<&[i64]>,
-    keepdims: bool,
-    noop_with_empty_axes: bool,
-) -> KernelResult<HostTensor> {
-    reduce(x, Reduction::Max, axes, keepdims, noop_with_empty_axes)
-}

@@ -111,6 +111,31 @@ impl AmpBench {
 }
 
 /// Assembles `text` for every tile of `machine` and loads it.
+/// Writes one tile's operands of `block`: the input at `input_at`, the
+/// weights, the partials, and an output poisoned with 0x5a that the block
+/// must overwrite.
+fn write_operands(
+    sim: &mut Simulator,
+    tile: u32,
+    block: &AmpBlock,
+    input_at: u32,
+    [input, weights, partials]: [&[u8]; 3],
+    rows: usize,
+) -> Result<(), BenchError> {
+    sim.write_memory(tile, input_at, input)?;
+    sim.write_memory(tile, block.weights, weights)?;
+    sim.write_memory(tile, block.partials, partials)?;
+    sim.write_memory(tile, block.output, &vec![0x5a; rows * 32])?;
+    Ok(())
+}
+
+/// Runs the simulator; the host seconds it took.
+fn timed_run(sim: &mut Simulator) -> Result<f64, BenchError> {
+    let start = std::time::Instant::now();
+    sim.run()?;
+    Ok(start.elapsed().as_secs_f64())
+}
+
 fn load_on_every_tile(
     machine: &MachineModel,
     text: &str,
@@ -161,17 +186,19 @@ pub fn run_amp_f8_f16acts(
         let acts = random_bytes(&mut rng, Elem::F16, rows * CHANNELS, 0.05, 2.0);
         let weights = random_bytes(&mut rng, Elem::F8, AmpVariant::F8.weight_bytes(), 0.05, 2.0);
         let partials = random_bytes(&mut rng, Elem::F16, rows * 16, 0.01, 4.0);
-        sim.write_memory(tile, c.activations, &acts)?;
-        sim.write_memory(tile, block.weights, &weights)?;
-        sim.write_memory(tile, block.partials, &partials)?;
-        sim.write_memory(tile, block.output, &vec![0x5a; rows * 32])?;
+        write_operands(
+            &mut sim,
+            tile,
+            block,
+            c.activations,
+            [&acts, &weights, &partials],
+            rows,
+        )?;
         if checked.contains(&tile) {
             inputs.push((tile, acts, weights, partials));
         }
     }
-    let start = std::time::Instant::now();
-    sim.run()?;
-    let host_seconds = start.elapsed().as_secs_f64();
+    let host_seconds = timed_run(&mut sim)?;
     let mut worst: f64 = 0.0;
     for (tile, acts, weights, partials) in &inputs {
         let got = Elem::F16.decode(&sim.read_memory(*tile, block.output, n * 32)?);
@@ -303,17 +330,19 @@ pub fn run_amp(
             0.01,
             4.0,
         );
-        sim.write_memory(tile, block.input, &input)?;
-        sim.write_memory(tile, block.weights, &weights)?;
-        sim.write_memory(tile, block.partials, &partials)?;
-        sim.write_memory(tile, block.output, &vec![0x5a; rows * 32])?;
+        write_operands(
+            &mut sim,
+            tile,
+            &block,
+            block.input,
+            [&input, &weights, &partials],
+            rows,
+        )?;
         if checked.contains(&tile) {
             inputs.push((tile, input, weights, partials));
         }
     }
-    let start = std::time::Instant::now();
-    sim.run()?;
-    let host_seconds = start.elapsed().as_secs_f64();
+    let host_seconds = timed_run(&mut sim)?;
     let mut worst: f64 = 0.0;
     for (tile, input, weights, partials) in &inputs {
         let got = variant
@@ -365,9 +394,7 @@ pub fn run_amp_poplibs(machine: &MachineModel, n: u32, seed: u64) -> Result<AmpR
             inputs.push((tile, input, weights));
         }
     }
-    let start = std::time::Instant::now();
-    sim.run()?;
-    let host_seconds = start.elapsed().as_secs_f64();
+    let host_seconds = timed_run(&mut sim)?;
     let mut worst: f64 = 0.0;
     for (tile, input, weights) in &inputs {
         let got = Elem::F16.decode(&sim.read_memory(*tile, output_at, n * 32)?);
