@@ -317,6 +317,11 @@ impl Dictionary {
             }
         }
     }
+    /// Moves the entries whose name satisfies `pred` into a dictionary of
+    /// their own (both stay sorted; the names move, shared, not copied).
+    pub fn split_off_where(&mut self, mut pred: impl FnMut(&str) -> bool) -> Dictionary {
+        Dictionary(self.0.extract_if(.., |(k, _)| pred(k)).collect())
+    }
     /// Removes an entry.
     pub fn remove(&mut self, name: &str) -> Option<Attribute> {
         match self.0.binary_search_by(|(k, _)| (**k).cmp(name)) {
@@ -325,7 +330,7 @@ impl Dictionary {
         }
     }
     /// Entries in name order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &Attribute)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Attribute)> + Clone {
         self.0.iter().map(|(k, v)| (&**k, v))
     }
     /// Number of entries.
