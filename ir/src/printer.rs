@@ -249,16 +249,35 @@ fn write_result_types(out: &mut String, results: &[Type], opts: &PrintOptions) {
 }
 
 /// Appends `bytes` as uppercase hex digits. Weight blobs run to gigabytes,
-/// so this avoids the formatting machinery: a table lookup per nibble into
-/// one reserved buffer.
+/// so this avoids the formatting machinery: see [`hex_pieces`].
 pub fn push_hex(out: &mut String, bytes: &[u8]) {
-    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
-    let mut buf = Vec::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        buf.push(DIGITS[(b >> 4) as usize]);
-        buf.push(DIGITS[(b & 15) as usize]);
+    out.reserve(2 * bytes.len());
+    hex_pieces(bytes, |digits| {
+        out.push_str(std::str::from_utf8(digits).expect("hex digits are ASCII"))
+    });
+}
+
+/// Hands `bytes` as uppercase hex digits to `put`, a few KiB at a time:
+/// one table lookup per byte into a buffer on the stack, no allocation.
+fn hex_pieces(bytes: &[u8], mut put: impl FnMut(&[u8])) {
+    static PAIRS: [[u8; 2]; 256] = {
+        const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+        let mut t = [[0; 2]; 256];
+        let mut i = 0;
+        while i < 256 {
+            t[i] = [DIGITS[i >> 4], DIGITS[i & 15]];
+            i += 1;
+        }
+        t
+    };
+    const PIECE: usize = 4096;
+    let mut buf = [0u8; 2 * PIECE];
+    for piece in bytes.chunks(PIECE) {
+        for (pair, &b) in buf.chunks_exact_mut(2).zip(piece) {
+            pair.copy_from_slice(&PAIRS[b as usize]);
+        }
+        put(&buf[..2 * piece.len()]);
     }
-    out.push_str(std::str::from_utf8(&buf).expect("hex digits are ASCII"));
 }
 
 /// Writes a string literal with MLIR escapes.
@@ -513,8 +532,18 @@ fn write_aliasable(out: &mut String, text: &str, opts: &PrintOptions) {
 
 /// Writes `{a = 1, b}` skipping names in `elide`; writes nothing if empty.
 pub fn write_dictionary(out: &mut String, d: &Dictionary, elide: &[&str], opts: &PrintOptions) {
+    write_dictionary_entries(out, d.iter(), elide, opts);
+}
+
+/// [`write_dictionary`] of entries in name order.
+fn write_dictionary_entries<'d>(
+    out: &mut String,
+    entries: impl Iterator<Item = (&'d str, &'d Attribute)>,
+    elide: &[&str],
+    opts: &PrintOptions,
+) {
     let mut first = true;
-    for (k, v) in d.iter() {
+    for (k, v) in entries {
         if elide.contains(&k) {
             continue;
         }
@@ -531,6 +560,29 @@ pub fn write_dictionary(out: &mut String, d: &Dictionary, elide: &[&str], opts: 
     } else {
         out.push('}');
     }
+}
+
+/// The entries of `attrs` with those of `props` merged in (a name in both
+/// takes `props`' value), in name order: the dictionary a custom form's
+/// `attr-dict` shows, without building it.
+fn merged_entries<'d>(
+    attrs: &'d Dictionary,
+    props: Option<&'d Dictionary>,
+) -> impl Iterator<Item = (&'d str, &'d Attribute)> + Clone {
+    let mut a = attrs.iter().peekable();
+    let mut b = props.into_iter().flat_map(Dictionary::iter).peekable();
+    std::iter::from_fn(move || match (a.peek(), b.peek()) {
+        (Some(&(ka, _)), Some(&(kb, _))) => match ka.cmp(kb) {
+            std::cmp::Ordering::Less => a.next(),
+            std::cmp::Ordering::Greater => b.next(),
+            std::cmp::Ordering::Equal => {
+                a.next();
+                b.next()
+            }
+        },
+        (Some(_), None) => a.next(),
+        (None, _) => b.next(),
+    })
 }
 
 fn write_dense(out: &mut String, d: &DenseElements, opts: &PrintOptions) {
@@ -961,9 +1013,11 @@ impl<'c> AsmPrinter<'c> {
 
     fn note_resources(&mut self, a: &Attribute) {
         match a.kind() {
+            // Looked up before an owned name is made: most uses are repeats.
             AttrKind::DenseResource { resource, .. }
-                if self.seen_resources.insert(resource.name().to_string()) =>
+                if !self.seen_resources.contains(resource.name()) =>
             {
+                self.seen_resources.insert(resource.name().to_string());
                 self.resources.push(resource.clone());
             }
             AttrKind::Array(items) => {
@@ -1183,12 +1237,18 @@ impl<'c> AsmPrinter<'c> {
                 self.out.push_str("0x");
                 push_hex(&mut self.out, &blob.alignment.to_le_bytes());
                 if self.sink.is_some() {
-                    // Hex doubles the bytes: chunks of FLUSH_BYTES of text.
+                    // Straight to the sink, bypassing `out`: no copy and no
+                    // UTF-8 check of what is known to be ASCII.
                     self.flush();
-                    for chunk in blob.data.chunks(FLUSH_BYTES / 2) {
-                        push_hex(&mut self.out, chunk);
-                        self.flush();
-                    }
+                    let sink = self.sink.as_mut().expect("streaming");
+                    let mut error = self.sink_error.take();
+                    hex_pieces(&blob.data, |digits| {
+                        if error.is_none() {
+                            error = sink.write_all(digits).err();
+                        }
+                    });
+                    self.sink_error = error;
+                    self.flushed += 2 * blob.data.len();
                 } else {
                     push_hex(&mut self.out, &blob.data);
                 }
@@ -1254,6 +1314,39 @@ impl<'a, 'c> OpPrinter<'a, 'c> {
     /// Writes ` {dict}` without the elided names; nothing if empty.
     pub fn attr_dict(&mut self, d: &Dictionary, elide: &[&str]) {
         self.printer.write_optional_attr_dict(d, elide);
+    }
+    /// [`OpPrinter::attr_dict`] of `attrs` with `props` merged in (a
+    /// name in both shows `props`' value), without building the merge.
+    pub fn merged_attr_dict(
+        &mut self,
+        attrs: &Dictionary,
+        props: Option<&Dictionary>,
+        elide: &[&str],
+    ) {
+        let entries = merged_entries(attrs, props);
+        if entries.clone().all(|(k, _)| elide.contains(&k)) {
+            return;
+        }
+        for (_, v) in entries.clone() {
+            self.printer.note_resources(v);
+        }
+        self.printer.out.push(' ');
+        write_dictionary_entries(&mut self.printer.out, entries, elide, &self.printer.opts);
+    }
+    /// Writes the types of `vs` separated by `, ` (no copies of them).
+    pub fn value_types(&mut self, vs: &[Value]) {
+        let ctx = self.printer.ctx;
+        for (i, &v) in vs.iter().enumerate() {
+            if i > 0 {
+                self.write_str(", ");
+            }
+            self.printer.write_type(ctx.value_type(v));
+        }
+    }
+    /// The context, for as long as the printer (so that what it lends can
+    /// be printed).
+    pub fn context(&self) -> &'c Context {
+        self.printer.ctx
     }
     /// Writes ` attributes {dict}` without the elided names; nothing if empty.
     pub fn attr_dict_with_keyword(&mut self, d: &Dictionary, elide: &[&str]) {

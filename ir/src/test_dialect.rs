@@ -234,6 +234,14 @@ pub fn dialect() -> Dialect {
         .summary("Declarative format: a variadic operand list and its types")
         .operands(&[variadic("inputs")])
         .results(&[one("output", TypeConstraint::ANY)])
+        // Inherent, so kept in properties: `attr-dict` shows it merged
+        // in name order with the discardable attributes.
+        .attribute(AttrDecl {
+            name: "level",
+            description: "any attribute",
+            check: |_| true,
+            optional: true,
+        })
         .assembly_format("operands attr-dict `:` type(operands) `->` type(results)"))
     .op(OpDefinition::new("test.format_optional")
         .summary("Declarative format: an optional operand in an optional group")

@@ -264,19 +264,7 @@ pub(crate) enum RawKind {
 /// one range per declaration, or `None` when `n` values cannot match them.
 /// Unambiguous only with at most one optional/variadic declaration.
 pub(crate) fn segments(decls: &[ValueDecl], n: usize) -> Option<Vec<std::ops::Range<usize>>> {
-    let fixed = decls.iter().filter(|d| d.arity == Arity::One).count();
-    let flexible: Vec<Arity> = decls
-        .iter()
-        .map(|d| d.arity)
-        .filter(|a| *a != Arity::One)
-        .collect();
-    let extra = n.checked_sub(fixed)?;
-    match flexible.as_slice() {
-        [] if extra != 0 => return None,
-        [Arity::Optional] if extra > 1 => return None,
-        [] | [_] => {}
-        _ => return None,
-    }
+    let extra = flexible_count(decls, n)?;
     let mut start = 0;
     Some(
         decls
@@ -288,6 +276,20 @@ pub(crate) fn segments(decls: &[ValueDecl], n: usize) -> Option<Vec<std::ops::Ra
             })
             .collect(),
     )
+}
+
+/// How many of `n` values the one variadic or optional declaration of
+/// `decls` takes (0 without one); `None` if `n` values cannot match them.
+pub(crate) fn flexible_count(decls: &[ValueDecl], n: usize) -> Option<usize> {
+    let fixed = decls.iter().filter(|d| d.arity == Arity::One).count();
+    let mut flexible = decls.iter().map(|d| d.arity).filter(|a| *a != Arity::One);
+    let extra = n.checked_sub(fixed)?;
+    match (flexible.next(), flexible.next()) {
+        (None, _) if extra != 0 => None,
+        (Some(Arity::Optional), None) if extra > 1 => None,
+        (_, None) => Some(extra),
+        (_, Some(_)) => None,
+    }
 }
 
 /// Which kind of declared thing a `$name` refers to.

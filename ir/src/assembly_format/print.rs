@@ -2,7 +2,9 @@
 
 use std::ops::Range;
 
-use super::{segments, Anchor, AssemblyFormat, Brackets, Element, Literal, TypeArg};
+use super::{
+    flexible_count, segments, Anchor, AssemblyFormat, Brackets, Element, Literal, TypeArg,
+};
 use crate::asm::OpPrinter;
 use crate::attributes::{Attribute, Dictionary};
 use crate::context::{OpId, Value};
@@ -20,6 +22,9 @@ pub(crate) fn print_op(p: &mut OpPrinter<'_, '_>, op: OpId) -> std::fmt::Result 
         .assembly_format
         .clone()
         .expect("print_op is installed only with a format");
+    if format.is_operands_dict_types() && print_operands_dict_types(p, op, def, &format) {
+        return Ok(());
+    }
     match OpView::new(p, op, def) {
         Some(view) => {
             let mut printer = FormatPrinter {
@@ -35,6 +40,59 @@ pub(crate) fn print_op(p: &mut OpPrinter<'_, '_>, op: OpId) -> std::fmt::Result 
         None => p.generic(op),
     }
     Ok(())
+}
+
+/// Prints an op whose format is `operands attr-dict : type(operands) ->
+/// type(results)` (most `nn` ops) straight from the context: `false`
+/// (nothing printed) if the op is malformed for its definition, which
+/// [`OpView::new`] then finds too. The same text as the format's elements
+/// through [`FormatPrinter`] (whose spacing rules give ` %a, %b {dict} :
+/// T, U -> R`), without the view's copies of the operands, their types
+/// and the dictionary merged from properties and attributes: a quarter of
+/// printing such IR went to them.
+fn print_operands_dict_types(
+    p: &mut OpPrinter<'_, '_>,
+    op: OpId,
+    def: &OpDefinition,
+    format: &AssemblyFormat,
+) -> bool {
+    let ctx = p.context();
+    let (operands, results) = (ctx.operands(op), ctx.results(op));
+    let (attrs, props) = (ctx.attributes(op), ctx.properties(op));
+    let fits = |decls: &Option<Vec<crate::dialect::ValueDecl>>, n: usize| {
+        decls
+            .as_ref()
+            .is_none_or(|d| flexible_count(d, n).is_some())
+    };
+    let well_formed = fits(&def.operands, operands.len())
+        && fits(&def.results, results.len())
+        && def.attributes.iter().all(|a| {
+            a.optional
+                || attrs.get(a.name).is_some()
+                || props.is_some_and(|d| d.get(a.name).is_some())
+        })
+        && (def.region_names.is_empty() || ctx.regions(op).len() == def.region_names.len())
+        && (def.successor_names.is_empty()
+            || ctx.successors(op).len() == def.successor_names.len());
+    if !well_formed {
+        return false;
+    }
+    if !operands.is_empty() {
+        p.write_str(" ");
+        p.values(operands);
+    }
+    p.merged_attr_dict(attrs, props, &format.format_attrs);
+    p.write_str(" :");
+    if !operands.is_empty() {
+        p.write_str(" ");
+        p.value_types(operands);
+    }
+    p.write_str(" ->");
+    if !results.is_empty() {
+        p.write_str(" ");
+        p.value_types(results);
+    }
+    true
 }
 
 /// The parts of an op, split per declaration.

@@ -516,6 +516,8 @@ const CORPUS: &[&str] = &[
     "%0 = test.add %a, %b {tag = \"x\"} : i32",
     "%0 = test.format_operands %a, %b, %c : i32, i32, f32 -> i32",
     "%0 = test.format_operands : -> i32",
+    "%0 = test.format_operands %a {level = 2 : i64, other} : i32 -> i32",
+    "%0 = test.format_operands %c {a = \"x\", level, z = [1 : i64]} : f32 -> f32",
     "%0 = test.format_optional %a, %b : i32 : i32 -> i32",
     "%0 = test.format_optional %a {k} : i32 -> i32",
     "%0 = test.format_attr %a by 3 : i64 scale = \"s\" {other} : i32 -> i32",
@@ -597,7 +599,7 @@ fn properties_and_discardable_attributes_are_split_on_parse() {
 fn malformed_ops_print_generically() {
     // A required attribute missing, and a count the declarations refuse.
     let src = wrap(
-        "%0 = \"test.format_attr\"(%a) : (i32) -> i32\n%1 = \"test.format_functional\"(%a) : (i32) -> i32",
+        "%0 = \"test.format_attr\"(%a) : (i32) -> i32\n%1 = \"test.format_functional\"(%a) : (i32) -> i32\n%2:2 = \"test.format_operands\"(%a) <{level = 1 : i64}> : (i32) -> (i32, i32)",
     );
     let mut ctx = context();
     let m = parse_source(&mut ctx, "t.mlir", &src).unwrap().module;
@@ -608,6 +610,12 @@ fn malformed_ops_print_generically() {
     );
     assert!(
         printed.contains("%1 = \"test.format_functional\"(%arg0) : (i32) -> i32"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains(
+            "%2:2 = \"test.format_operands\"(%arg0) <{level = 1 : i64}> : (i32) -> (i32, i32)"
+        ),
         "{printed}"
     );
 }
