@@ -155,3 +155,62 @@ fn a_very_large_function_round_trips() {
     assert_eq!(code, 0, "{err}");
     assert!(out == src, "the printout differs from the input");
 }
+
+/// `ipu-opt` leaves the IR to the process's exit instead of freeing it
+/// (`OptTool::teardown`); the output must still be complete, flushed to
+/// `-o` files and stdout alike, and the same as with `IPUC_TEARDOWN` set.
+/// The module is larger than the writer's buffer and the printer's
+/// pieces, and holds a resource blob (streamed apart from the text).
+#[test]
+fn skipping_teardown_still_writes_everything() {
+    let mut src =
+        String::from("module {\n  func.func @f(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n");
+    src.push_str("    %0 = nn.constant dense_resource<w> : tensor<4xf32>\n");
+    let n = 20_000;
+    for i in 1..n {
+        src.push_str(&format!(
+            "    %{i} = nn.add %{}, %arg0 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>\n",
+            i - 1
+        ));
+    }
+    src.push_str(&format!(
+        "    return %{} : tensor<4xf32>\n  }}\n}}\n\n{{-#\n  dialect_resources: {{\n    builtin: {{\n      w: \"0x04000000{}\"\n    }}\n  }}\n#-}}\n",
+        n - 1,
+        "0000803F".repeat(4)
+    ));
+    assert!(src.len() > 1 << 20);
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.mlir");
+    std::fs::write(&input, &src).unwrap();
+    let run = |teardown: bool, to_file: bool| {
+        let out_file = dir.path().join(format!("out-{teardown}.mlir"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ipu-opt"));
+        cmd.arg(&input);
+        if to_file {
+            cmd.arg("-o").arg(&out_file);
+        }
+        cmd.env_remove(ipuc_tools::opt::TEARDOWN_ENV);
+        if teardown {
+            cmd.env(ipuc_tools::opt::TEARDOWN_ENV, "1");
+        }
+        let out = cmd.output().expect("run ipu-opt");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if to_file {
+            std::fs::read_to_string(&out_file).unwrap()
+        } else {
+            String::from_utf8(out.stdout).unwrap()
+        }
+    };
+    for to_file in [false, true] {
+        let quick = run(false, to_file);
+        assert!(
+            quick == src,
+            "the printout (to_file: {to_file}) differs from the input"
+        );
+        assert!(quick == run(true, to_file), "teardown changes the output");
+    }
+}
