@@ -9,19 +9,16 @@ use ipuc_backend_ipu::emit::build_executable;
 use ipuc_backend_ipu::lower::block::{
     emit_mlp, plan_mlp, reference_rows, LoweredMlp, MlpConstants, MlpPlan, MlpShape,
 };
+use ipuc_backend_ipu::lower::block_values::MlpValues;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::{SimConfig, Simulator};
 use rand::{Rng, SeedableRng};
 
-fn f16_round(v: f64) -> f64 {
-    half::f16::from_f64(v).to_f64()
-}
-
 /// Lowers `plan`'s block with constants `k` into a fresh module; the host
 /// tensors are `[m, c]` f16.
-fn lower(plan: &MlpPlan, k: MlpConstants<'_>, machine: &MachineModel) -> (Context, LoweredMlp) {
+fn lower(plan: &MlpPlan, k: &MlpConstants, machine: &MachineModel) -> (Context, LoweredMlp) {
     let mut ctx = Context::new(ipuc_dialects::registry());
     let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
         .unwrap()
@@ -45,28 +42,10 @@ fn lower(plan: &MlpPlan, k: MlpConstants<'_>, machine: &MachineModel) -> (Contex
 /// Lowers and runs the block of `shape` on random values; returns (cosine,
 /// relative L2 error, simulated cycles, estimated cycles).
 fn run(shape: MlpShape, seed: u64) -> (f64, f64, u64, u64) {
-    let (m, c, h) = (shape.m as usize, shape.c as usize, shape.h as usize);
+    let m = shape.m as usize;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let mut vals = |n: usize, scale: f64, offset: f64| -> Vec<f64> {
-        (0..n)
-            .map(|_| f16_round(offset + scale * rng.gen_range(-1.0..1.0)))
-            .collect()
-    };
-    let x = vals(m * c, 1.0, 0.0);
-    let gamma = vals(c, 0.2, 1.0);
-    let beta = vals(c, 0.1, 0.0);
-    let w1 = vals(c * h, 2.0 / (c as f64).sqrt(), 0.0);
-    let b1 = vals(h, 0.1, 0.0);
-    let w2 = vals(h * c, 2.0 / (h as f64).sqrt(), 0.0);
-    let b2 = vals(c, 0.1, 0.0);
-    let k = MlpConstants {
-        gamma: &gamma,
-        beta: &beta,
-        w1: &w1,
-        b1: &b1,
-        w2: &w2,
-        b2: &b2,
-    };
+    let values = MlpValues::random(shape, || rng.gen_range(-1.0..1.0));
+    let (x, k) = (&values.x[..], &values.constants);
     let machine = MachineModel::c600();
     let plan = plan_mlp(shape, &machine).unwrap_or_else(|e| panic!("{e}"));
     let (ctx, lowered) = lower(&plan, k, &machine);
@@ -86,7 +65,7 @@ fn run(shape: MlpShape, seed: u64) -> (f64, f64, u64, u64) {
         .chunks_exact(2)
         .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
         .collect();
-    let want = reference_rows(shape, &x, &k, &(0..m).collect::<Vec<_>>());
+    let want = reference_rows(shape, x, k, &(0..m).collect::<Vec<_>>());
     let dot: f64 = y.iter().zip(&want).map(|(a, b)| a * b).sum();
     let norm = |v: &[f64]| v.iter().map(|a| a * a).sum::<f64>().sqrt();
     let diff: Vec<f64> = y.iter().zip(&want).map(|(a, b)| a - b).collect();
@@ -139,16 +118,15 @@ fn an_ln_tiles_assembly() {
     let plan = plan_mlp(s, &machine).unwrap_or_else(|e| panic!("{e}"));
     let (c, h) = (16usize, 32usize);
     let ones = |n: usize| vec![0.5; n];
-    let (g, b, w1, b1, w2, b2) = (ones(c), ones(c), ones(c * h), ones(h), ones(h * c), ones(c));
     let k = MlpConstants {
-        gamma: &g,
-        beta: &b,
-        w1: &w1,
-        b1: &b1,
-        w2: &w2,
-        b2: &b2,
+        gamma: ones(c),
+        beta: ones(c),
+        w1: ones(c * h),
+        b1: ones(h),
+        w2: ones(h * c),
+        b2: ones(c),
     };
-    let (ctx, lowered) = lower(&plan, k, &machine);
+    let (ctx, lowered) = lower(&plan, &k, &machine);
     let last = *plan.ln_tiles.last().unwrap();
     let tile = ipuc_dialects::ipu::body_ops(&ctx, lowered.executable)
         .into_iter()

@@ -11,3 +11,12 @@ pub mod opt;
 pub mod registry;
 pub mod run;
 pub mod upstream;
+
+/// Sends `tracing`'s logs to stderr, as `IPUC_LOG` selects (e.g.
+/// `IPUC_LOG=debug`). A process that set up its own subscriber keeps it.
+pub fn init_logging() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("IPUC_LOG"))
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -7,6 +7,12 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_tools::bench::amp::run_amp;
 use ipuc_tools::bench::cli::{run, Cli};
 
+/// `ipu-bench ARGS`: its output, or its error's message.
+fn bench(args: &[&str]) -> Result<String, String> {
+    let cli = Cli::parse_from(std::iter::once(&"ipu-bench").chain(args));
+    run(cli).map_err(|e| e.to_string())
+}
+
 #[test]
 fn amp_bench_runs_every_tile_and_verifies_numerics() {
     let m = MachineModel::c600();
@@ -23,26 +29,16 @@ fn amp_bench_runs_every_tile_and_verifies_numerics() {
 
 #[test]
 fn amp_bench_rejects_bad_options() {
-    let cli = Cli::parse_from(["ipu-bench", "amp", "--machine", "ipu1", "--n", "16"]);
-    assert!(run(cli)
+    assert!(bench(&["amp", "--machine", "ipu1", "--n", "16"])
         .unwrap_err()
-        .to_string()
         .contains("unknown machine `ipu1`"));
-    let cli = Cli::parse_from([
-        "ipu-bench",
-        "amp",
-        "--machine",
-        "bow",
-        "--variant",
-        "f8",
-        "--n",
-        "16",
-    ]);
-    assert!(run(cli).unwrap_err().to_string().contains("needs FP8"));
-    let cli = Cli::parse_from(["ipu-bench", "amp", "--n", "100000"]);
-    assert!(run(cli)
+    assert!(
+        bench(&["amp", "--machine", "bow", "--variant", "f8", "--n", "16"])
+            .unwrap_err()
+            .contains("needs FP8")
+    );
+    assert!(bench(&["amp", "--n", "100000"])
         .unwrap_err()
-        .to_string()
         .contains("interleaved memory"));
     assert!(Cli::try_parse_from(["ipu-bench", "amp", "--n", "x"]).is_err());
 }
@@ -64,28 +60,19 @@ fn amp_bench_runs_the_fused_f16_activation_fp8_block() {
     // The cast pass costs more than the FP8 AMP loop it feeds.
     let plain = run_amp(&m, AmpVariant::F8, AmpMode::Accumulate, 12, 7).unwrap();
     assert!(r.cycles_per_tile > plain.cycles_per_tile);
-    let cli = Cli::parse_from([
-        "ipu-bench",
-        "amp",
-        "--variant",
-        "f8-f16acts",
-        "--n",
-        "6",
-        "--json",
-    ]);
-    let out = run(cli).unwrap();
+    let out = bench(&["amp", "--variant", "f8-f16acts", "--n", "6", "--json"]).unwrap();
     assert!(out.contains("f16v4tof8 + f8v8hihov4amp"), "{out}");
-    let cli = Cli::parse_from([
-        "ipu-bench",
+    assert!(bench(&[
         "amp",
         "--machine",
         "bow",
         "--variant",
         "f8-f16acts",
         "--n",
-        "6",
-    ]);
-    assert!(run(cli).unwrap_err().to_string().contains("needs FP8"));
+        "6"
+    ])
+    .unwrap_err()
+    .contains("needs FP8"));
 }
 
 #[test]
@@ -97,13 +84,10 @@ fn codelets_bench_runs_every_family_and_its_estimate_is_exact() {
         // A launch is at least the worker start and one barrel round.
         assert!(r.simulated > 12, "{}", r.codelet);
     }
-    let cli = Cli::parse_from(["ipu-bench", "codelets", "--json"]);
-    let out = run(cli).unwrap();
+    let out = bench(&["codelets", "--json"]).unwrap();
     assert!(out.contains("\"codelet\": \"softmax, 12 x 728\""), "{out}");
-    let cli = Cli::parse_from(["ipu-bench", "codelets", "--machine", "ipu9"]);
-    assert!(run(cli)
+    assert!(bench(&["codelets", "--machine", "ipu9"])
         .unwrap_err()
-        .to_string()
         .contains("known: c600, bow"));
 }
 
@@ -117,18 +101,15 @@ fn amp_bench_runs_the_poplibs_shaped_vertex_against_poplibs_formula() {
     // then six times the slowest worker (11 positions: 37 + 4 x 8 - 7).
     assert_eq!(r.estimated_cycles, 173 + 6 * (37 + 4 * 8 - 7));
     assert!(r.cycles_per_tile < r.estimated_cycles);
-    let cli = Cli::parse_from([
-        "ipu-bench",
+    assert!(bench(&[
         "amp",
         "--vertex",
         "poplibs-shaped",
         "--variant",
         "f32",
         "--n",
-        "16",
-    ]);
-    assert!(run(cli)
-        .unwrap_err()
-        .to_string()
-        .contains("--variant f16 --mode overwrite"));
+        "16"
+    ])
+    .unwrap_err()
+    .contains("--variant f16 --mode overwrite"));
 }

@@ -70,20 +70,20 @@ pub struct MlpShape {
 }
 
 /// The block's constants, row-major.
-#[derive(Clone, Copy, Debug)]
-pub struct MlpConstants<'a> {
+#[derive(Clone, Debug, PartialEq)]
+pub struct MlpConstants {
     /// LayerNorm's scale `[c]`.
-    pub gamma: &'a [f64],
+    pub gamma: Vec<f64>,
     /// LayerNorm's shift `[c]`.
-    pub beta: &'a [f64],
+    pub beta: Vec<f64>,
     /// fc1's weights `[c, h]`.
-    pub w1: &'a [f64],
+    pub w1: Vec<f64>,
     /// fc1's bias `[h]`.
-    pub b1: &'a [f64],
+    pub b1: Vec<f64>,
     /// fc2's weights `[h, c]`.
-    pub w2: &'a [f64],
-    /// fc2's bias `[c]`.
-    pub b2: &'a [f64],
+    pub w2: Vec<f64>,
+    /// fc2's bias `[c]` (zeros without one).
+    pub b2: Vec<f64>,
 }
 
 /// Where the block's tensors live on every tile.
@@ -140,6 +140,21 @@ impl MlpPlan {
     pub fn ln_rows(&self, q: usize) -> (u32, u32) {
         let lo = q as u32 * LN_ROWS;
         (lo, (lo + LN_ROWS).min(self.shape.m))
+    }
+
+    /// The LayerNorm instance of an LN tile holding `rows` rows, on the
+    /// tile's layout.
+    fn layer_norm(&self, rows: u32) -> LayerNorm {
+        let lay = &self.layout;
+        LayerNorm {
+            rows,
+            cols: self.shape.c,
+            eps: self.shape.eps,
+            input: lay.x,
+            gamma: lay.gamma,
+            beta: lay.beta,
+            output: lay.ln_out,
+        }
     }
 }
 
@@ -505,7 +520,7 @@ pub fn exchange_b(plan: &MlpPlan) -> Vec<Transfer> {
 }
 
 /// The block's estimated cycles, superstep by superstep.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct BlockEstimate {
     /// LayerNorm on the LN tiles.
     pub layer_norm: u64,
@@ -563,7 +578,7 @@ pub fn emit_mlp(
     ctx: &mut Context,
     block: BlockId,
     plan: &MlpPlan,
-    constants: MlpConstants<'_>,
+    constants: &MlpConstants,
     (x_ty, y_ty): (Type, Type),
     machine: &MachineModel,
     loc: Location,
@@ -599,18 +614,7 @@ pub fn emit_mlp(
         if let Some(&q) = ln_of.get(&t) {
             let (lo, hi) = plan.ln_rows(q);
             emit_call(&mut e, "ln");
-            calls.push((
-                "ln".into(),
-                Box::new(LayerNorm {
-                    rows: hi - lo,
-                    cols: shape.c,
-                    eps: shape.eps,
-                    input: lay.x,
-                    gamma: lay.gamma,
-                    beta: lay.beta,
-                    output: lay.ln_out,
-                }),
-            ));
+            calls.push(("ln".into(), Box::new(plan.layer_norm(hi - lo))));
         }
         sync(&mut e);
         let mut xcode = a.emit(&mut e, machine, t, "a");
@@ -685,8 +689,8 @@ pub fn emit_mlp(
         ctx,
         exe_body,
         Constants {
-            weights: constants.w1,
-            bias: Some(constants.b1),
+            weights: &constants.w1,
+            bias: Some(&constants.b1),
         },
         &loc,
     );
@@ -694,15 +698,15 @@ pub fn emit_mlp(
         ctx,
         exe_body,
         Constants {
-            weights: constants.w2,
+            weights: &constants.w2,
             bias: None,
         },
         &loc,
     );
     let half_ty = Type::float(FloatKind::F16);
     for (name, values, at) in [
-        ("ln_gamma", constants.gamma, lay.gamma),
-        ("ln_beta", constants.beta, lay.beta),
+        ("ln_gamma", &constants.gamma, lay.gamma),
+        ("ln_beta", &constants.beta, lay.beta),
     ] {
         let t = replicated_constant(
             ctx,
@@ -760,15 +764,7 @@ pub fn emit_mlp(
         [(x_ty, input_pieces), (y_ty, output_pieces)],
         &loc,
     );
-    let ln = LayerNorm {
-        rows: LN_ROWS.min(shape.m),
-        cols: shape.c,
-        eps: shape.eps,
-        input: lay.x,
-        gamma: lay.gamma,
-        beta: lay.beta,
-        output: lay.ln_out,
-    };
+    let ln = plan.layer_norm(LN_ROWS.min(shape.m));
     let sync_cycles = u64::from(machine.sync_latency);
     let estimate = BlockEstimate {
         layer_norm: ln.estimate_cycles().map_err(fail)? + call_cycles(machine),
@@ -804,12 +800,7 @@ pub fn schedules(plan: &MlpPlan, machine: &MachineModel) -> (Schedule, Schedule)
 
 /// The block in float64 for rows `rows` of `x` (`[m, c]`, f16 values):
 /// what a lowered block is checked against.
-pub fn reference_rows(
-    shape: MlpShape,
-    x: &[f64],
-    k: &MlpConstants<'_>,
-    rows: &[usize],
-) -> Vec<f64> {
+pub fn reference_rows(shape: MlpShape, x: &[f64], k: &MlpConstants, rows: &[usize]) -> Vec<f64> {
     let (c, h) = (shape.c as usize, shape.h as usize);
     let mut y = Vec::with_capacity(rows.len() * c);
     for &r in rows {

@@ -44,18 +44,8 @@ pub struct MlpMatch {
     pub add: OpId,
     /// The block's input (f16).
     pub input: Value,
-    /// Constants, row-major.
-    pub gamma: Vec<f64>,
-    /// LayerNorm's shift.
-    pub beta: Vec<f64>,
-    /// fc1's weights `[c, h]`.
-    pub w1: Vec<f64>,
-    /// fc1's bias.
-    pub b1: Vec<f64>,
-    /// fc2's weights `[h, c]`.
-    pub w2: Vec<f64>,
-    /// fc2's bias (zeros without one).
-    pub b2: Vec<f64>,
+    /// LayerNorm's and the products' constants.
+    pub constants: MlpConstants,
 }
 
 fn is_f16(ctx: &Context, v: Value) -> bool {
@@ -224,12 +214,14 @@ pub fn match_mlp(ctx: &Context, f: OpId) -> Result<Option<MlpMatch>, Diagnostic>
         fc2,
         add,
         input,
-        gamma,
-        beta,
-        w1,
-        b1: bias(&c1, fc1, h)?,
-        w2,
-        b2: bias(&c2, fc2, c)?,
+        constants: MlpConstants {
+            gamma,
+            beta,
+            w1,
+            b1: bias(&c1, fc1, h)?,
+            w2,
+            b2: bias(&c2, fc2, c)?,
+        },
     }))
 }
 
@@ -273,15 +265,7 @@ pub fn lower_mlp(
     let x_ty: Type = ctx.value_type(b.input).clone();
     let y_ty: Type = ctx.value_type(ctx.results(b.add)[0]).clone();
     let loc = ctx.loc(b.ln).clone();
-    let constants = MlpConstants {
-        gamma: &b.gamma,
-        beta: &b.beta,
-        w1: &b.w1,
-        b1: &b.b1,
-        w2: &b.w2,
-        b2: &b.b2,
-    };
-    let lowered = emit_mlp(ctx, module_body, &plan, constants, (x_ty, y_ty), m, loc)?;
+    let lowered = emit_mlp(ctx, module_body, &plan, &b.constants, (x_ty, y_ty), m, loc)?;
     tracing::debug!(target: "ipu-lower", "MLP block: {}", lowered.estimate);
     Ok(Lowered {
         executable: lowered.executable,

@@ -70,7 +70,7 @@ impl GemmShape {
 }
 
 /// Estimated cycles of a plan, per part.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Estimate {
     /// The broadcast of X blocks (0 with one grid column).
     pub exchange: u64,
@@ -176,6 +176,17 @@ pub struct Rejected {
     pub estimate: Option<Estimate>,
     /// Why it lost.
     pub reason: String,
+}
+
+impl Rejected {
+    /// `grid`, which cannot be used at all (no estimate), for `reason`.
+    fn unusable(grid: Grid, reason: String) -> Self {
+        Rejected {
+            grid,
+            estimate: None,
+            reason,
+        }
+    }
 }
 
 /// The chosen plan and the best of the rest.
@@ -468,14 +479,13 @@ pub fn evaluate(
     machine: &MachineModel,
 ) -> Result<GemmPlan, Rejected> {
     if !grid.k.is_power_of_two() || grid.k > shape.k_groups() {
-        return Err(Rejected {
+        return Err(Rejected::unusable(
             grid,
-            estimate: None,
-            reason: format!(
+            format!(
                 "a K split must be a power of two of at most {} (the input panels)",
                 shape.k_groups()
             ),
-        });
+        ));
     }
     evaluate_with(shape, grid, machine, &PlanCounts::of(&shape)).map_err(|(_, r)| r)
 }
@@ -505,31 +515,29 @@ fn evaluate_with(
         // E.g. 5 panels in 4 parts: 2+2+1, three parts.
         return Err((
             0,
-            Rejected {
+            Rejected::unusable(
                 grid,
-                estimate: None,
-                reason: format!(
+                format!(
                     "{} input panels in parts of {} make {} parts, not a power of two",
                     shape.k_groups(),
                     k_panels,
                     plan.grid_k
                 ),
-            },
+            ),
         ));
     }
     if plan.tiles() > machine.tiles {
         // Only a forced grid can ask for more: the search stays within.
         return Err((
             0,
-            Rejected {
+            Rejected::unusable(
                 grid,
-                estimate: None,
-                reason: format!(
+                format!(
                     "needs {} tiles, {} are available",
                     plan.tiles(),
                     machine.tiles
                 ),
-            },
+            ),
         ));
     }
     let vertex = plan.vertex();
@@ -539,13 +547,12 @@ fn evaluate_with(
     if inter > interleaved_avail || r0 > region0_avail {
         return Err((
             inter + r0,
-            Rejected {
+            Rejected::unusable(
                 grid,
-                estimate: None,
-                reason: format!(
+                format!(
                     "does not fit: {inter} bytes of interleaved memory (of {interleaved_avail}) and {r0} of region 0 (of {region0_avail}) per tile"
                 ),
-            },
+            ),
         ));
     }
     let bpc = u64::from(machine.exchange_bytes_per_cycle);

@@ -8,13 +8,13 @@ use std::time::Instant;
 
 use ipuc_backend_ipu::codelets::amp::AmpVariant;
 use ipuc_backend_ipu::lower::codegen::{check_fits, emit_gemm, layout, Constants};
-use ipuc_backend_ipu::lower::plan::{evaluate, plan_gemm, GemmPlan, GemmShape, Grid};
+use ipuc_backend_ipu::lower::plan::{evaluate, plan_gemm, Estimate, GemmPlan, GemmShape, Grid};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{FloatKind, Location, Type};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use super::BenchError;
+use super::{BenchError, EstimateReport};
 
 /// What `ipu-bench gemm` measured.
 #[derive(Clone, Debug, Serialize)]
@@ -28,7 +28,7 @@ pub struct GemmReport {
     /// Tiles used.
     pub tiles: u32,
     /// The plan's estimate.
-    pub estimate: EstimateReport,
+    pub estimate: EstimateReport<Estimate>,
     /// Simulated device cycles (the host streams apart).
     pub cycles: u64,
     /// The host streams' link time (input before, output after the device
@@ -51,23 +51,6 @@ pub struct GemmReport {
     pub max_image_bytes: u32,
     /// Output elements checked against float64.
     pub checked: usize,
-}
-
-/// A plan's estimated cycles, per part.
-#[derive(Clone, Debug, Serialize)]
-pub struct EstimateReport {
-    /// Broadcasts of X blocks and the reduction's exchanges.
-    pub exchange: u64,
-    /// The GEMM vertex.
-    pub compute: u64,
-    /// The K split's adds.
-    pub reduction: u64,
-    /// The epilogue.
-    pub epilogue: u64,
-    /// The syncs.
-    pub sync: u64,
-    /// All of it.
-    pub total: u64,
 }
 
 /// Plans, lowers and simulates `[m, k] · [k, n]` in `dtype` (`f16`,
@@ -167,11 +150,7 @@ pub fn run_gemm(
         grid: plan.grid().to_string(),
         tiles: plan.tiles(),
         estimate: EstimateReport {
-            exchange: e.exchange,
-            compute: e.compute,
-            reduction: e.reduction,
-            epilogue: e.epilogue,
-            sync: e.sync,
+            parts: e,
             total: e.total(),
         },
         cycles: run.cycles,
@@ -196,10 +175,10 @@ pub fn format_gemm(r: &GemmReport) -> String {
         r.grid,
         r.tiles,
         r.estimate.total,
-        r.estimate.exchange,
-        r.estimate.compute,
-        r.estimate.reduction,
-        r.estimate.sync,
+        r.estimate.parts.exchange,
+        r.estimate.parts.compute,
+        r.estimate.parts.reduction,
+        r.estimate.parts.sync,
         r.cycles,
         r.tflops,
         r.percent_of_peak,

@@ -9,16 +9,15 @@ use std::time::Instant;
 
 use ipuc_backend_ipu::codelets::amp::AmpVariant;
 use ipuc_backend_ipu::codelets::gelu::GeluForm;
-use ipuc_backend_ipu::lower::block::{
-    emit_mlp, plan_mlp, reference_rows, BlockEstimate, MlpConstants, MlpShape,
-};
+use ipuc_backend_ipu::lower::block::{emit_mlp, plan_mlp, reference_rows, BlockEstimate, MlpShape};
+use ipuc_backend_ipu::lower::block_values::MlpValues;
 use ipuc_backend_ipu::lower::codegen::{check_fits, TileLayout};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{FloatKind, Location, Type};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use super::BenchError;
+use super::{BenchError, EstimateReport};
 
 /// What `ipu-bench mlp` measured.
 #[derive(Clone, Debug, Serialize)]
@@ -34,7 +33,7 @@ pub struct MlpReport {
     /// Tiles used.
     pub tiles: usize,
     /// The estimate, per step.
-    pub estimate: EstimateReport,
+    pub estimate: EstimateReport<BlockEstimate>,
     /// The estimate as text.
     #[serde(skip)]
     pub estimate_text: String,
@@ -75,39 +74,6 @@ pub struct MlpReport {
     pub rows_checked: usize,
 }
 
-/// The block's estimated cycles, per step.
-#[derive(Clone, Debug, Serialize)]
-pub struct EstimateReport {
-    /// LayerNorm.
-    pub layer_norm: u64,
-    /// LayerNorm's rows to fc1, x to fc2's owners.
-    pub exchange_a: u64,
-    /// fc1 with its reduction and GELU.
-    pub fc1: u64,
-    /// fc1's output to fc2.
-    pub exchange_b: u64,
-    /// fc2 with its reduction, residual and bias.
-    pub fc2: u64,
-    /// The syncs between the steps.
-    pub sync: u64,
-    /// All of it.
-    pub total: u64,
-}
-
-impl From<BlockEstimate> for EstimateReport {
-    fn from(e: BlockEstimate) -> Self {
-        EstimateReport {
-            layer_norm: e.layer_norm,
-            exchange_a: e.exchange_a,
-            fc1: e.fc1,
-            exchange_b: e.exchange_b,
-            fc2: e.fc2,
-            sync: e.sync,
-            total: e.total(),
-        }
-    }
-}
-
 /// Plans, lowers and simulates the block of `(m, c, h)`.
 pub fn run_mlp(
     machine: &MachineModel,
@@ -120,30 +86,11 @@ pub fn run_mlp(
         eps: 1e-6,
         gelu: GeluForm::Tanh,
     };
-    let (mu, cu, hu) = (m as usize, c as usize, h as usize);
+    let (mu, cu) = (m as usize, c as usize);
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let half = AmpVariant::F16.input_elem();
-    let mut vals = |n: usize, scale: f64, offset: f64| -> Vec<f64> {
-        let v: Vec<f64> = (0..n)
-            .map(|_| offset + scale * rng.random_range(-1.0..1.0))
-            .collect();
-        half.decode(&half.encode(&v))
-    };
-    let x = vals(mu * cu, 1.0, 0.0);
-    let gamma = vals(cu, 0.2, 1.0);
-    let beta = vals(cu, 0.1, 0.0);
-    let w1 = vals(cu * hu, 2.0 / (c as f64).sqrt(), 0.0);
-    let b1 = vals(hu, 0.1, 0.0);
-    let w2 = vals(hu * cu, 2.0 / (h as f64).sqrt(), 0.0);
-    let b2 = vals(cu, 0.1, 0.0);
-    let k = MlpConstants {
-        gamma: &gamma,
-        beta: &beta,
-        w1: &w1,
-        b1: &b1,
-        w2: &w2,
-        b2: &b2,
-    };
+    let values = MlpValues::random(shape, || rng.random_range(-1.0..1.0));
+    let (x, k) = (&values.x[..], &values.constants);
     let started = Instant::now();
     let plan = plan_mlp(shape, machine).map_err(BenchError::Usage)?;
     let plan_s = started.elapsed().as_secs_f64();
@@ -167,12 +114,12 @@ pub fn run_mlp(
     };
     check_fits(&exe, &fits).map_err(BenchError::Other)?;
     let compile_s = started.elapsed().as_secs_f64();
-    let run = super::simulate(machine, &exe, &half.encode(&x))?;
+    let run = super::simulate(machine, &exe, &half.encode(x))?;
     let y = half.decode(&run.output);
     // Rows spread over the block: first, last and some between.
     let mut rows: Vec<usize> = (0..8).map(|i| i * (mu - 1) / 7).collect();
     rows.dedup();
-    let want = reference_rows(shape, &x, &k, &rows);
+    let want = reference_rows(shape, x, k, &rows);
     let got: Vec<f64> = rows
         .iter()
         .flat_map(|&r| y[r * cu..(r + 1) * cu].iter().copied())
@@ -200,7 +147,10 @@ pub fn run_mlp(
         fc2_grid: plan.fc2.grid().to_string(),
         ln_tiles: plan.ln_tiles.len(),
         tiles: plan.tiles().len(),
-        estimate: lowered.estimate.into(),
+        estimate: EstimateReport {
+            parts: lowered.estimate,
+            total: lowered.estimate.total(),
+        },
         estimate_text: lowered.estimate.to_string(),
         cycles: run.cycles,
         compute_cycles: supersteps.iter().map(|s| s.0).sum(),

@@ -41,6 +41,17 @@ pub enum BenchError {
     Other(String),
 }
 
+/// A plan's estimated cycles, its parts as the backend reports them (each
+/// a field of the JSON object) and their sum.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct EstimateReport<Parts> {
+    /// The parts.
+    #[serde(flatten)]
+    pub parts: Parts,
+    /// All of it.
+    pub total: u64,
+}
+
 /// The executable of `exe_op`, encoded from its ops; the encoder's
 /// diagnostics joined into one error.
 pub(crate) fn encode(

@@ -9,10 +9,7 @@ use clap::Parser;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("IPUC_LOG"))
-        .with_writer(std::io::stderr)
-        .init();
+    ipuc_tools::init_logging();
     let cli = ipuc_tools::bench::cli::Cli::parse();
     match ipuc_tools::bench::cli::run(cli) {
         Ok(out) => print!("{out}"),

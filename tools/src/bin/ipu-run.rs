@@ -7,9 +7,6 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("IPUC_LOG"))
-        .with_writer(std::io::stderr)
-        .init();
+    ipuc_tools::init_logging();
     std::process::exit(ipuc_tools::run::main_with_args(std::env::args().collect()));
 }

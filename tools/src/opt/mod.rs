@@ -104,11 +104,7 @@ pub fn opt_main(
     name: &'static str,
     extend: impl FnOnce(&mut DialectRegistry, &mut PassRegistry) -> Result<(), RegistrationError>,
 ) -> ExitCode {
-    // A tool that set up its own subscriber keeps it.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("IPUC_LOG"))
-        .with_writer(std::io::stderr)
-        .try_init();
+    crate::init_logging();
     let mut tool = match OptTool::ipuc(name, extend) {
         Ok(t) => t,
         Err(e) => {

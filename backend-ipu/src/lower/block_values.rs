@@ -1,0 +1,44 @@
+//! An MLP block's input and constants held by value, drawn at random at the
+//! scales of a trained block: the data the block's tests and `ipu-bench mlp`
+//! run it on.
+
+use half::f16;
+
+use super::block::{MlpConstants, MlpShape};
+
+/// The block's input `x` (`[m, c]`, row-major) and its constants, every
+/// value representable in f16 (the block's element type).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MlpValues {
+    /// The block's input.
+    pub x: Vec<f64>,
+    /// LayerNorm's and the products' constants.
+    pub constants: MlpConstants,
+}
+
+impl MlpValues {
+    /// Values for `shape` from `uniform`, a source of numbers in `[-1, 1)`
+    /// (the caller's seeded generator, so that its stream stays its own):
+    /// `x` of unit scale, LayerNorm's scale near 1, weights scaled by
+    /// `2/sqrt(fan-in)` so that activations keep their size, small biases.
+    /// Each value is rounded to f16. Drawn in the order `x`, `gamma`,
+    /// `beta`, `w1`, `b1`, `w2`, `b2`.
+    pub fn random(shape: MlpShape, mut uniform: impl FnMut() -> f64) -> Self {
+        let (m, c, h) = (shape.m as usize, shape.c as usize, shape.h as usize);
+        let mut vals = |n: usize, scale: f64, offset: f64| -> Vec<f64> {
+            (0..n)
+                .map(|_| f16::from_f64(offset + scale * uniform()).to_f64())
+                .collect()
+        };
+        let x = vals(m * c, 1.0, 0.0);
+        let constants = MlpConstants {
+            gamma: vals(c, 0.2, 1.0),
+            beta: vals(c, 0.1, 0.0),
+            w1: vals(c * h, 2.0 / (c as f64).sqrt(), 0.0),
+            b1: vals(h, 0.1, 0.0),
+            w2: vals(h * c, 2.0 / (h as f64).sqrt(), 0.0),
+            b2: vals(c, 0.1, 0.0),
+        };
+        MlpValues { x, constants }
+    }
+}
