@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_near_estimate, assert_worker_issues, executable_of};
+use common::{assert_launch_as_estimated, executable_of};
 use ipuc_backend_ipu::codelets::copy::StridedCopy;
 use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_ipu_arch::MachineModel;
@@ -40,17 +40,12 @@ fn strided_copies_match_the_reference_and_estimate() {
         s.run().unwrap_or_else(|e| panic!("{e}"));
         let got = s.read_memory(4, c.dst, dst_len as u32).unwrap();
         assert_eq!(got, c.reference(&src, &dst), "{rows} rows of {row_bytes}");
-        let p = s.profile().unwrap();
-        assert_near_estimate(
-            p.total_cycles,
+        assert_launch_as_estimated(
+            &s,
             c.estimate_cycles().unwrap(),
-            format_args!("{rows} rows of {row_bytes}"),
-        );
-        assert_worker_issues(
-            p.tiles[0].worker_issues,
             &c.worker_rows(),
             |n| c.worker_issues(&counts, n),
-            "",
+            format_args!("{rows} rows of {row_bytes}"),
         );
     }
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_near_estimate, assert_worker_issues, executable_of};
+use common::{assert_launch_as_estimated, executable_of, f16_bytes, f16_values};
 use half::f16;
 use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_backend_ipu::codelets::reduce::{ReduceOp, RowReduce};
@@ -31,10 +31,9 @@ fn row_sums_and_maxima_match_the_reference_and_estimate() {
                     f16::from_f64(if rng.gen_bool(0.5) { m } else { -m })
                 })
                 .collect();
-            let bytes: Vec<u8> = xs.iter().flat_map(|h| h.to_bits().to_le_bytes()).collect();
             let (prog, counts) = r.program(1, &MachineModel::c600()).unwrap();
             let mut s = sim(&executable_of(&prog), Default::default());
-            s.write_memory(1, r.input, &bytes).unwrap();
+            s.write_memory(1, r.input, &f16_bytes(&xs)).unwrap();
             s.run().unwrap_or_else(|e| panic!("{e}"));
             let got: Vec<f32> = s
                 .read_memory(1, r.output, rows * 4)
@@ -49,14 +48,9 @@ fn row_sums_and_maxima_match_the_reference_and_estimate() {
                     "{op:?} {rows}x{cols} row {i}: got {g} want {w}"
                 );
             }
-            let p = s.profile().unwrap();
-            assert_near_estimate(
-                p.total_cycles,
+            assert_launch_as_estimated(
+                &s,
                 r.estimate_cycles().unwrap(),
-                format_args!("{op:?} {rows}x{cols}"),
-            );
-            assert_worker_issues(
-                p.tiles[0].worker_issues,
                 &r.worker_rows(),
                 |n| r.worker_issues(&counts, n),
                 format_args!("{op:?} {rows}x{cols}"),
@@ -183,20 +177,13 @@ fn layernorm_matches_float64_and_its_estimate() {
             .collect();
         let gamma: Vec<f16> = (0..cols).map(|_| h(&mut rng, 0.5, 2.0)).collect();
         let beta: Vec<f16> = (0..cols).map(|_| h(&mut rng, 0.01, 1.0)).collect();
-        let enc =
-            |v: &[f16]| -> Vec<u8> { v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect() };
         let (prog, counts) = ln.program(3, &MachineModel::c600()).unwrap();
         let mut s = sim(&executable_of(&prog), Default::default());
-        s.write_memory(3, ln.input, &enc(&xs)).unwrap();
-        s.write_memory(3, ln.gamma, &enc(&gamma)).unwrap();
-        s.write_memory(3, ln.beta, &enc(&beta)).unwrap();
+        s.write_memory(3, ln.input, &f16_bytes(&xs)).unwrap();
+        s.write_memory(3, ln.gamma, &f16_bytes(&gamma)).unwrap();
+        s.write_memory(3, ln.beta, &f16_bytes(&beta)).unwrap();
         s.run().unwrap_or_else(|e| panic!("{e}"));
-        let got: Vec<f64> = s
-            .read_memory(3, ln.output, rows * cols * 2)
-            .unwrap()
-            .chunks_exact(2)
-            .map(|b| f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
-            .collect();
+        let got = f16_values(&s.read_memory(3, ln.output, rows * cols * 2).unwrap());
         for (i, (g, (w, mag))) in got.iter().zip(ln.reference(&xs, &gamma, &beta)).enumerate() {
             let tol = ln.tolerance(mag);
             assert!(
@@ -204,14 +191,9 @@ fn layernorm_matches_float64_and_its_estimate() {
                 "{rows}x{cols} element {i}: got {g} want {w} (tolerance {tol:e})"
             );
         }
-        let p = s.profile().unwrap();
-        assert_near_estimate(
-            p.total_cycles,
+        assert_launch_as_estimated(
+            &s,
             ln.estimate_cycles().unwrap(),
-            format_args!("{rows}x{cols}"),
-        );
-        assert_worker_issues(
-            p.tiles[0].worker_issues,
             &ln.worker_rows(),
             |n| ln.worker_issues(&counts, n),
             format_args!("{rows}x{cols}"),
@@ -237,7 +219,6 @@ fn softmax_matches_float64_and_its_estimate() {
                 f16::from_f64(if rng.gen_bool(0.5) { m } else { -m })
             })
             .collect();
-        let bytes: Vec<u8> = xs.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect();
         let (prog, (counts, body)) = sm.program(2, &MachineModel::c600()).unwrap();
         // Per row: C/4 - 1 max bundles, C/4 exp passes of 2 x (conversion,
         // subtraction, two `f32exp`, rounding, sum), 2 C/4 scale bundles
@@ -249,14 +230,9 @@ fn softmax_matches_float64_and_its_estimate() {
         let w = u64::from(cols / 4);
         assert_eq!(body, (w - 1) + (8 + 4 * exp) * w + 2 * w);
         let mut s = sim(&executable_of(&prog), Default::default());
-        s.write_memory(2, sm.input, &bytes).unwrap();
+        s.write_memory(2, sm.input, &f16_bytes(&xs)).unwrap();
         s.run().unwrap_or_else(|e| panic!("{e}"));
-        let got: Vec<f64> = s
-            .read_memory(2, sm.output, rows * cols * 2)
-            .unwrap()
-            .chunks_exact(2)
-            .map(|b| f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
-            .collect();
+        let got = f16_values(&s.read_memory(2, sm.output, rows * cols * 2).unwrap());
         for (i, (g, w)) in got.iter().zip(sm.reference(&xs)).enumerate() {
             let tol = sm.tolerance(w);
             assert!(
@@ -264,14 +240,9 @@ fn softmax_matches_float64_and_its_estimate() {
                 "{rows}x{cols} element {i}: got {g} want {w} (tolerance {tol:e})"
             );
         }
-        let p = s.profile().unwrap();
-        assert_near_estimate(
-            p.total_cycles,
+        assert_launch_as_estimated(
+            &s,
             sm.estimate_cycles().unwrap(),
-            format_args!("{rows}x{cols}"),
-        );
-        assert_worker_issues(
-            p.tiles[0].worker_issues,
             &sm.worker_rows(),
             |n| counts.worker_issues(n, body),
             format_args!("{rows}x{cols}"),

@@ -75,6 +75,16 @@ fn refused(args: &[&str], says: &str) {
     assert!(err.contains(says), "{err}");
 }
 
+/// `ipu-run MODEL --input DATA --json`: exit code, stdout and stderr.
+fn ipu_run_json(model: &Path, data: &Path) -> (i32, String, String) {
+    ipu_run(&[
+        model.to_str().unwrap(),
+        "--input",
+        data.to_str().unwrap(),
+        "--json",
+    ])
+}
+
 fn json(stdout: &str) -> Value {
     assert_eq!(stdout.lines().count(), 1, "exactly one JSON line: {stdout}");
     serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
@@ -86,12 +96,7 @@ fn matching_outputs_pass_with_exit_zero_and_full_json() {
     let model = write_model(tmp.path());
     let set = tmp.path().join("test_data_set_0");
     write_set(&set, 0.0, true);
-    let (code, out, err) = ipu_run(&[
-        model.to_str().unwrap(),
-        "--input",
-        set.to_str().unwrap(),
-        "--json",
-    ]);
+    let (code, out, err) = ipu_run_json(&model, &set);
     assert_eq!(code, 0, "{err}");
     let j = json(&out);
     assert_eq!(j["model"], model.to_str().unwrap());
@@ -120,8 +125,7 @@ fn outputs_beyond_tolerance_fail_with_exit_one() {
     let model = write_model(tmp.path());
     let set = tmp.path().join("set");
     write_set(&set, 0.01, true);
-    let args = [model.to_str().unwrap(), "--input", set.to_str().unwrap()];
-    let (code, out, _) = ipu_run(&[&args[..], &["--json"]].concat());
+    let (code, out, _) = ipu_run_json(&model, &set);
     assert_eq!(code, 1);
     let j = json(&out);
     assert_eq!(j["passed"], false);
@@ -132,6 +136,7 @@ fn outputs_beyond_tolerance_fail_with_exit_one() {
     assert!((abs - 0.01).abs() < 1e-6, "{abs}");
     assert_eq!(j["outputs"][1]["passed"], true);
     // A looser tolerance accepts the same data.
+    let args = [model.to_str().unwrap(), "--input", set.to_str().unwrap()];
     let (code, out, _) = ipu_run(&[&args[..], &["--atol", "0.02"]].concat());
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("PASS: every output is within"), "{out}");
@@ -149,12 +154,7 @@ fn a_directory_of_data_sets_runs_each() {
     write_set(&tmp.path().join("sets/test_data_set_0"), 0.0, true);
     write_set(&tmp.path().join("sets/test_data_set_1"), 1.0, true);
     let sets = tmp.path().join("sets");
-    let (code, out, err) = ipu_run(&[
-        model.to_str().unwrap(),
-        "--input",
-        sets.to_str().unwrap(),
-        "--json",
-    ]);
+    let (code, out, err) = ipu_run_json(&model, &sets);
     assert_eq!(code, 1, "{err}");
     let j = json(&out);
     let outputs = j["outputs"].as_array().unwrap();
@@ -208,12 +208,7 @@ fn synthesised_inputs_make_a_reusable_data_set() {
     }
     let x = read_tensor_pb(&set.join("input_0.pb")).unwrap().tensor;
     assert!(x.to_f64_vec().iter().all(|v| (-1.0..1.0).contains(v)));
-    let (code, out, err) = ipu_run(&[
-        model.to_str().unwrap(),
-        "--input",
-        set.to_str().unwrap(),
-        "--json",
-    ]);
+    let (code, out, err) = ipu_run_json(&model, &set);
     assert_eq!(code, 0, "{err}");
     assert_eq!(json(&out)["outputs"][0]["max_abs_err"], 0.0);
     // The same seed gives the same inputs.

@@ -21,7 +21,7 @@
 
 use half::f16;
 
-use super::emitter::{inst, op, Emitter};
+use super::emitter::{inst, op, st64_next, Emitter};
 use super::launch::{self, split, StreamCounts, WORKERS};
 use super::program::Codelet;
 use super::{check_alignment, CodeletError};
@@ -182,12 +182,7 @@ impl Codelet for Cast {
                         [op::a_quad(0), op::mzero(), op::m_inc(0), op::imm(1)],
                     )
                 };
-                let store = || {
-                    inst(
-                        "st64step",
-                        [op::a_pair(4), op::mzero(), op::m_inc(2), op::imm(1)],
-                    )
-                };
+                let store = || st64_next(4, 2);
                 e.solo(load());
                 e.bundle(inst("nop", []), convert(4, 0));
                 e.bundle(load(), convert(5, 2));

@@ -53,6 +53,34 @@ pub fn load_state_word(dst: Operand, word: i64) -> Inst {
     inst("ld32", [dst, op::vertex_base(), op::mzero(), op::imm(word)])
 }
 
+/// `ld64step $aDST:DST+1, $mzero, $mPTR+=, 1`: the next 64 bits at `$mPTR`
+/// into a register pair, `$mPTR` stepping on by 8 bytes.
+pub fn ld64_next(dst_pair: u8, ptr: u8) -> Inst {
+    inst(
+        "ld64step",
+        [
+            op::a_pair(dst_pair),
+            op::mzero(),
+            op::m_inc(ptr),
+            op::imm(1),
+        ],
+    )
+}
+
+/// `st64step $aSRC:SRC+1, $mzero, $mPTR+=, 1`: a register pair to the next
+/// 64 bits at `$mPTR`, `$mPTR` stepping on by 8 bytes.
+pub fn st64_next(src_pair: u8, ptr: u8) -> Inst {
+    inst(
+        "st64step",
+        [
+            op::a_pair(src_pair),
+            op::mzero(),
+            op::m_inc(ptr),
+            op::imm(1),
+        ],
+    )
+}
+
 /// Operand constructors, named after the assembler's spelling.
 pub mod op {
     use super::{Operand, Register};

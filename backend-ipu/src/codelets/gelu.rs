@@ -41,7 +41,7 @@
 
 use half::f16;
 
-use super::emitter::{inst, op, Emitter, Inst};
+use super::emitter::{inst, ld64_next, op, Emitter, Inst};
 use super::launch::{self, split, StreamCounts, WORKERS};
 use super::program::Codelet;
 use super::{check_alignment, CodeletError};
@@ -242,18 +242,12 @@ impl Gelu {
         // of the previous iteration (and from the prologue): none is needed.
         debug_assert!(aux[0].1.is_none());
         debug_assert!(main[second].mnemonic == "nop" && main[second + 1].mnemonic == "nop");
-        main[second] = inst(
-            "ld64step",
-            [op::a_pair(0), op::mzero(), op::m_inc(0), op::imm(1)],
-        );
+        main[second] = ld64_next(0, 0);
         main[second + 1] = inst(
             "st32step",
             [op::a(2), op::mzero(), op::m_inc(2), op::imm(1)],
         );
-        e.solo(inst(
-            "ld64step",
-            [op::a_pair(0), op::mzero(), op::m_inc(0), op::imm(1)],
-        ));
+        e.solo(ld64_next(0, 0));
         let mut body: Vec<(Inst, Inst)> = main
             .into_iter()
             .zip(aux.into_iter().map(|(a, _)| a))
@@ -295,12 +289,7 @@ impl Gelu {
     /// and loading the next word with the product), the last word's
     /// stores. Returns the `rpt` body's issues.
     fn emit_tanh_loop(e: &mut Emitter, tag: &str) -> u64 {
-        let next_word = || {
-            inst(
-                "ld64step",
-                [op::a_pair(0), op::mzero(), op::m_inc(0), op::imm(1)],
-            )
-        };
+        let next_word = || ld64_next(0, 0);
         let store = |r: u8| {
             inst(
                 "st32step",

@@ -22,7 +22,7 @@
 
 use half::f16;
 
-use super::emitter::{inst, load_state_word, op, Emitter};
+use super::emitter::{inst, ld64_next, load_state_word, op, st64_next, Emitter};
 use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
 use super::program::Codelet;
 use super::{check_alignment, CodeletError};
@@ -138,10 +138,7 @@ impl LayerNorm {
             inst("mov", [op::a(9), op::a(8)]), // -mean, 4 lanes
             // Pass 2: the variance.
             inst("mov", [op::m(5), op::m(0)]),
-            inst(
-                "ld64step",
-                [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
-            ),
+            ld64_next(0, 5),
         ] {
             e.solo(s);
         }
@@ -150,10 +147,7 @@ impl LayerNorm {
             &format!("{TAG}_var"),
             vec![
                 (
-                    inst(
-                        "ld64step",
-                        [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
-                    ),
+                    ld64_next(0, 5),
                     inst("f16v4add", [op::a_pair(6), op::a_pair(0), op::a_pair(8)]),
                 ),
                 (
@@ -188,25 +182,10 @@ impl LayerNorm {
         ] {
             e.solo(s);
         }
+        e.bundle(ld64_next(0, 5), inst("fnop", []));
+        e.bundle(ld64_next(2, 6), inst("fnop", []));
         e.bundle(
-            inst(
-                "ld64step",
-                [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
-            ),
-            inst("fnop", []),
-        );
-        e.bundle(
-            inst(
-                "ld64step",
-                [op::a_pair(2), op::mzero(), op::m_inc(6), op::imm(1)],
-            ),
-            inst("fnop", []),
-        );
-        e.bundle(
-            inst(
-                "ld64step",
-                [op::a_pair(4), op::mzero(), op::m_inc(7), op::imm(1)],
-            ),
+            ld64_next(4, 7),
             inst("f16v4add", [op::a_pair(6), op::a_pair(0), op::a_pair(8)]),
         );
         e.bundle(
@@ -218,31 +197,19 @@ impl LayerNorm {
             &format!("{TAG}_apply"),
             vec![
                 (
-                    inst(
-                        "ld64step",
-                        [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
-                    ),
+                    ld64_next(0, 5),
                     inst("f16v4mul", [op::a_pair(12), op::a_pair(6), op::a_pair(2)]),
                 ),
                 (
-                    inst(
-                        "ld64step",
-                        [op::a_pair(2), op::mzero(), op::m_inc(6), op::imm(1)],
-                    ),
+                    ld64_next(2, 6),
                     inst("f16v4add", [op::a_pair(12), op::a_pair(12), op::a_pair(4)]),
                 ),
                 (
-                    inst(
-                        "ld64step",
-                        [op::a_pair(4), op::mzero(), op::m_inc(7), op::imm(1)],
-                    ),
+                    ld64_next(4, 7),
                     inst("f16v4add", [op::a_pair(6), op::a_pair(0), op::a_pair(8)]),
                 ),
                 (
-                    inst(
-                        "st64step",
-                        [op::a_pair(12), op::mzero(), op::m_inc(1), op::imm(1)],
-                    ),
+                    st64_next(12, 1),
                     inst("f16v4mul", [op::a_pair(6), op::a_pair(6), op::a_pair(10)]),
                 ),
             ],

@@ -16,7 +16,7 @@
 
 use half::f16;
 
-use super::emitter::{inst, op, Emitter};
+use super::emitter::{inst, ld64_next, op, Emitter};
 use super::launch::{self, offsets, split, RowLaunchCounts, WORKERS};
 use super::program::Codelet;
 use super::{check_alignment, CodeletError};
@@ -181,12 +181,7 @@ impl Codelet for RowReduce {
                 e.solo(inst("nop", []));
             }
             ReduceOp::Max => {
-                let load = || {
-                    inst(
-                        "ld64step",
-                        [op::a_pair(0), op::mzero(), op::m_inc(0), op::imm(1)],
-                    )
-                };
+                let load = || ld64_next(0, 0);
                 let max = |x: Operand, y: Operand| inst("f16v4max", [op::a_pair(2), x, y]);
                 e.solo(load());
                 e.align_code();

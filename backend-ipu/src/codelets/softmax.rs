@@ -21,7 +21,7 @@
 
 use half::f16;
 
-use super::emitter::{inst, load_state_word, op, Emitter, Inst};
+use super::emitter::{inst, ld64_next, load_state_word, op, st64_next, Emitter, Inst};
 use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
 use super::program::Codelet;
 use super::{check_alignment, CodeletError};
@@ -101,25 +101,16 @@ impl Softmax {
         let setup = e.issues();
         // Pass 1: the row maximum.
         e.solo(inst("mov", [op::m(5), op::m(0)]));
-        e.solo(inst(
-            "ld64step",
-            [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
-        ));
+        e.solo(ld64_next(0, 5));
         e.bundle(
-            inst(
-                "ld64step",
-                [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
-            ),
+            ld64_next(0, 5),
             inst("f16v4max", [op::a_pair(2), op::a_pair(0), op::a_pair(0)]),
         );
         let max_body = e.rpt(
             op::m(4),
             &format!("{TAG}_max"),
             vec![(
-                inst(
-                    "ld64step",
-                    [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
-                ),
+                ld64_next(0, 5),
                 inst("f16v4max", [op::a_pair(2), op::a_pair(2), op::a_pair(0)]),
             )],
         );
@@ -143,10 +134,7 @@ impl Softmax {
             // Pass 2: exp and sum.
             inst("mov", [op::m(5), op::m(0)]),
             inst("mov", [op::m(6), op::m(1)]),
-            inst(
-                "ld64step",
-                [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
-            ),
+            ld64_next(0, 5),
         ] {
             e.solo(s);
         }
@@ -162,10 +150,7 @@ impl Softmax {
             "st32step",
             [op::a(2), op::mzero(), op::m_inc(1), op::imm(1)],
         );
-        main[7] = inst(
-            "ld64step",
-            [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
-        );
+        main[7] = ld64_next(0, 5);
         main[11] = inst(
             "st32step",
             [op::a(3), op::mzero(), op::m_inc(1), op::imm(1)],
@@ -185,28 +170,16 @@ impl Softmax {
         e.solo(inst("mov", [op::a(11), op::a(10)]));
         // Pass 3: scale the row in place in the output.
         e.solo(inst("mov", [op::m(5), op::m(6)]));
-        e.solo(inst(
-            "ld64step",
-            [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
-        ));
+        e.solo(ld64_next(0, 5));
         let scale_body = e.rpt(
             op::m(3),
             &format!("{TAG}_scale"),
             vec![
                 (
-                    inst(
-                        "ld64step",
-                        [op::a_pair(0), op::mzero(), op::m_inc(5), op::imm(1)],
-                    ),
+                    ld64_next(0, 5),
                     inst("f16v4mul", [op::a_pair(2), op::a_pair(0), op::a_pair(10)]),
                 ),
-                (
-                    inst(
-                        "st64step",
-                        [op::a_pair(2), op::mzero(), op::m_inc(6), op::imm(1)],
-                    ),
-                    inst("fnop", []),
-                ),
+                (st64_next(2, 6), inst("fnop", [])),
             ],
         );
         e.solo(inst("shl", [op::m(9), op::m(3), op::imm(3)]));

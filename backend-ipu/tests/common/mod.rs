@@ -39,3 +39,36 @@ pub fn assert_worker_issues(
     let issues: u64 = shares.iter().map(|&n| per_worker(n)).sum();
     assert_eq!(simulated, issues, "{what}");
 }
+
+/// The launch `s` just simulated on tile 0 took cycles near the codelet's
+/// `estimate` ([`assert_near_estimate`]) and issued, worker by worker,
+/// what its counts say ([`assert_worker_issues`] over `shares`); `what`
+/// names the case.
+pub fn assert_launch_as_estimated(
+    s: &ipuc_runtime::sim::Simulator,
+    estimate: u64,
+    shares: &[u32; 6],
+    per_worker: impl Fn(u32) -> u64,
+    what: impl std::fmt::Display,
+) {
+    use ipuc_runtime::device::Device;
+    let p = s.profile().unwrap();
+    assert_near_estimate(p.total_cycles, estimate, &what);
+    assert_worker_issues(p.tiles[0].worker_issues, shares, per_worker, what);
+}
+
+/// f16 values as the tile stores them: little-endian, two bytes each.
+pub fn f16_bytes(values: &[half::f16]) -> Vec<u8> {
+    values
+        .iter()
+        .flat_map(|x| x.to_bits().to_le_bytes())
+        .collect()
+}
+
+/// The values of little-endian f16 `bytes`, widened to f64.
+pub fn f16_values(bytes: &[u8]) -> Vec<f64> {
+    bytes
+        .chunks_exact(2)
+        .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
+        .collect()
+}

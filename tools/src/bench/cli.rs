@@ -238,24 +238,18 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
                 }
             };
             let report = run_amp_report(&m, variant, mode, &n)?;
-            if json {
-                serde_json::to_string_pretty(&report)
-                    .map(|s| s + "\n")
-                    .map_err(|e| BenchError::Other(e.to_string()))
-            } else {
-                Ok(format_amp_report(&report))
-            }
+            render(
+                &report,
+                json.then_some(JsonLayout::Pretty),
+                format_amp_report,
+            )
         }
         Command::Codelets { machine, json } => {
             let m = machine_named(&machine)?;
             let rows = run_codelets(&m)?;
-            if json {
-                serde_json::to_string_pretty(&rows)
-                    .map(|s| s + "\n")
-                    .map_err(|e| BenchError::Other(e.to_string()))
-            } else {
-                Ok(format_codelets(&m, &rows))
-            }
+            render(&rows, json.then_some(JsonLayout::Pretty), |r| {
+                format_codelets(&m, r)
+            })
         }
         Command::Reference {
             model,
@@ -284,13 +278,11 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
                 work_dir,
                 fuse: !unfused,
             })?;
-            if json {
-                serde_json::to_string_pretty(&report)
-                    .map(|s| s + "\n")
-                    .map_err(|e| BenchError::Other(e.to_string()))
-            } else {
-                Ok(format_reference_report(&report))
-            }
+            render(
+                &report,
+                json.then_some(JsonLayout::Pretty),
+                format_reference_report,
+            )
         }
         Command::Gemm {
             machine,
@@ -315,13 +307,7 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
                 })
                 .transpose()?;
             let r = run_gemm(&mm, (m, k, n), &dtype, grid)?;
-            if json {
-                serde_json::to_string(&r)
-                    .map(|s| s + "\n")
-                    .map_err(|e| BenchError::Other(e.to_string()))
-            } else {
-                Ok(format_gemm(&r))
-            }
+            render(&r, json.then_some(JsonLayout::OneLine), format_gemm)
         }
         Command::Mlp {
             machine,
@@ -332,13 +318,7 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
         } => {
             let mm = machine_named(&machine)?;
             let r = run_mlp(&mm, (tokens, hidden, mlp))?;
-            if json {
-                serde_json::to_string(&r)
-                    .map(|s| s + "\n")
-                    .map_err(|e| BenchError::Other(e.to_string()))
-            } else {
-                Ok(format_mlp(&r))
-            }
+            render(&r, json.then_some(JsonLayout::OneLine), format_mlp)
         }
         Command::SimSpeed { iterations, json } => {
             if iterations == 0 || iterations >= 1 << 20 {
@@ -362,4 +342,31 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
             }
         }
     }
+}
+
+/// How a report is laid out as JSON.
+#[derive(Clone, Copy)]
+enum JsonLayout {
+    /// Indented, one field a line.
+    Pretty,
+    /// On one line.
+    OneLine,
+}
+
+/// `r` as JSON laid out by `json` (followed by a newline), or without it
+/// as `text` formats it.
+fn render<R: serde::Serialize>(
+    r: &R,
+    json: Option<JsonLayout>,
+    text: impl FnOnce(&R) -> String,
+) -> Result<String, BenchError> {
+    let Some(layout) = json else {
+        return Ok(text(r));
+    };
+    match layout {
+        JsonLayout::Pretty => serde_json::to_string_pretty(r),
+        JsonLayout::OneLine => serde_json::to_string(r),
+    }
+    .map(|s| s + "\n")
+    .map_err(|e| BenchError::Other(e.to_string()))
 }
