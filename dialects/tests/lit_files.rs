@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use ipuc_ir::{parse_source, print_op, verify, Context, DialectRegistry, PrintOptions};
+use ipuc_ir::{parse_source, print_op, verify, Context, DialectRegistry, OpId, PrintOptions};
 
 fn lit_file(name: &str) -> String {
     let path = format!("{}/../lit-tests/nn/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -98,6 +98,51 @@ fn strip_values(s: &str) -> String {
     out
 }
 
+/// Each function of `text` (`file`) parsed alone, as its own SSA scope,
+/// verified and handed to `then` (with its index, to rewrite it); the ops
+/// of all of them as `then` left them, printed, trimmed and without value
+/// names.
+fn printed_per_function(
+    text: &str,
+    file: &str,
+    mut then: impl FnMut(&mut Context, OpId, usize),
+) -> Vec<String> {
+    let mut printed = Vec::new();
+    for (i, function) in text.split("\nfunc.func").enumerate().skip(1) {
+        let src = flatten_functions(&format!("func.func{function}"));
+        let mut ctx = context();
+        let parsed = parse_source(&mut ctx, file, &src)
+            .unwrap_or_else(|d| panic!("function {i}: {}\n{src}", d.message));
+        verify(&ctx, parsed.module).unwrap_or_else(|d| panic!("function {i}: {}", d.message));
+        then(&mut ctx, parsed.module, i);
+        printed.extend(
+            print_op(&ctx, parsed.module, &PrintOptions::default())
+                .lines()
+                .map(|l| strip_values(l.trim())),
+        );
+    }
+    printed
+}
+
+/// Asserts that every op a line of `text` asks for (`wanted` of the line:
+/// a `CHECK`ed op in printed form) is among `printed`; returns how many.
+fn assert_printed(
+    text: &str,
+    printed: &[String],
+    wanted: impl Fn(&str) -> Option<String>,
+) -> usize {
+    let mut checked = 0;
+    for want in text.lines().filter_map(wanted) {
+        assert!(
+            printed.contains(&want),
+            "no printed op matches\n  {want}\nprinted:\n{}",
+            printed.join("\n")
+        );
+        checked += 1;
+    }
+    checked
+}
+
 #[test]
 fn invalid_cases_report_their_expected_errors() {
     let text = lit_file("invalid.mlir");
@@ -124,36 +169,13 @@ fn invalid_cases_report_their_expected_errors() {
 #[test]
 fn roundtrip_cases_verify_and_match_their_checks() {
     let text = lit_file("roundtrip.mlir");
-    // Each function is its own SSA scope: parse them one by one.
-    let mut printed: Vec<String> = Vec::new();
-    for (i, function) in text.split("\nfunc.func").enumerate().skip(1) {
-        let src = flatten_functions(&format!("func.func{function}"));
-        let mut ctx = context();
-        let parsed = parse_source(&mut ctx, "roundtrip.mlir", &src)
-            .unwrap_or_else(|d| panic!("function {i}: {}\n{src}", d.message));
-        verify(&ctx, parsed.module).unwrap_or_else(|d| panic!("function {i}: {}", d.message));
-        printed.extend(
-            print_op(&ctx, parsed.module, &PrintOptions::default())
-                .lines()
-                .map(|l| strip_values(l.trim())),
-        );
-    }
-    let mut checked = 0;
-    for line in text.lines() {
-        let Some((_, pattern)) = line.split_once("// CHECK-NEXT: ") else {
-            continue;
-        };
-        if !pattern.contains(" = nn.") {
-            continue;
-        }
-        let want = strip_values(pattern.trim());
-        assert!(
-            printed.contains(&want),
-            "no printed op matches\n  {pattern}\nprinted:\n{}",
-            printed.join("\n")
-        );
-        checked += 1;
-    }
+    let printed = printed_per_function(&text, "roundtrip.mlir", |_, _, _| {});
+    let checked = assert_printed(&text, &printed, |line| {
+        let (_, pattern) = line.split_once("// CHECK-NEXT: ")?;
+        pattern
+            .contains(" = nn.")
+            .then(|| strip_values(pattern.trim()))
+    });
     assert!(checked >= 45, "{checked}");
 }
 
@@ -161,45 +183,23 @@ fn roundtrip_cases_verify_and_match_their_checks() {
 fn fold_cases_produce_their_checked_constants() {
     use ipuc_ir::rewrite::{apply_patterns_greedily, GreedyConfig, RewritePatternSet};
     let text = lit_file("fold.mlir");
-    let mut printed: Vec<String> = Vec::new();
-    for (i, function) in text.split("\nfunc.func").enumerate().skip(1) {
-        let src = flatten_functions(&format!("func.func{function}"));
-        let mut ctx = context();
-        let parsed = parse_source(&mut ctx, "fold.mlir", &src)
-            .unwrap_or_else(|d| panic!("function {i}: {}\n{src}", d.message));
-        verify(&ctx, parsed.module).unwrap_or_else(|d| panic!("function {i}: {}", d.message));
+    let printed = printed_per_function(&text, "fold.mlir", |ctx, module, i| {
         let stats = apply_patterns_greedily(
-            &mut ctx,
-            parsed.module,
+            ctx,
+            module,
             &RewritePatternSet::new().freeze(),
             &GreedyConfig::default(),
         );
         assert!(stats.converged);
-        verify(&ctx, parsed.module).unwrap_or_else(|d| panic!("function {i}: {}", d.message));
-        printed.extend(
-            print_op(&ctx, parsed.module, &PrintOptions::default())
-                .lines()
-                .map(|l| strip_values(l.trim())),
-        );
-    }
-    let mut checked = 0;
-    for line in text.lines() {
-        let Some((_, pattern)) = line
+        verify(ctx, module).unwrap_or_else(|d| panic!("function {i}: {}", d.message));
+    });
+    let checked = assert_printed(&text, &printed, |line| {
+        let (_, pattern) = line
             .split_once(": ")
-            .filter(|(k, _)| k.trim_start().starts_with("// CHECK"))
-        else {
-            continue;
-        };
-        if !pattern.contains("nn.constant") {
-            continue;
-        }
-        let want = strip_values(&strip_filecheck(pattern.trim()));
-        assert!(
-            printed.contains(&want),
-            "no printed op matches\n  {want}\nprinted:\n{}",
-            printed.join("\n")
-        );
-        checked += 1;
-    }
+            .filter(|(k, _)| k.trim_start().starts_with("// CHECK"))?;
+        pattern
+            .contains("nn.constant")
+            .then(|| strip_values(&strip_filecheck(pattern.trim())))
+    });
     assert!(checked >= 8, "{checked}");
 }

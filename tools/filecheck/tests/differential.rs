@@ -108,6 +108,19 @@ fn run_ours(case: &Case) -> (i32, String) {
     }
 }
 
+/// Whether LLVM's FileCheck cannot be run; if so, says so for `test`,
+/// followed by `note` (a failure where CI asks for every oracle).
+fn llvm_filecheck_missing(test: &str, note: &str) -> bool {
+    let missing = Command::new(LLVM_FILECHECK)
+        .arg("--version")
+        .output()
+        .is_err();
+    if missing {
+        ipuc_test_support::missing(test, &format!("{LLVM_FILECHECK} is not installed{note}"));
+    }
+    missing
+}
+
 /// Runs LLVM FileCheck; returns its exit code and stderr.
 fn run_llvm_raw(case: &Case, dir: &Path, dump_input: &str) -> Option<(i32, String)> {
     std::fs::write(dir.join("check.txt"), &case.check).ok()?;
@@ -223,15 +236,10 @@ fn ours_prints_recorded_llvm_reports() {
 
 #[test]
 fn llvm_filecheck_agrees_with_recorded_outcomes() {
-    if Command::new(LLVM_FILECHECK)
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        ipuc_test_support::missing(
-            "llvm_filecheck_agrees_with_recorded_outcomes",
-            &format!("{LLVM_FILECHECK} is not installed; recorded outcomes were checked against ours only"),
-        );
+    if llvm_filecheck_missing(
+        "llvm_filecheck_agrees_with_recorded_outcomes",
+        "; recorded outcomes were checked against ours only",
+    ) {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -252,15 +260,7 @@ fn llvm_filecheck_agrees_with_recorded_outcomes() {
 
 #[test]
 fn reports_are_identical_to_llvm() {
-    if Command::new(LLVM_FILECHECK)
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        ipuc_test_support::missing(
-            module_path!(),
-            &format!("{LLVM_FILECHECK} is not installed"),
-        );
+    if llvm_filecheck_missing(module_path!(), "") {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -364,15 +364,7 @@ fn random_case(rng: &mut Rng, index: usize) -> Case {
 
 #[test]
 fn random_cases_print_identical_reports_to_llvm() {
-    if Command::new(LLVM_FILECHECK)
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        ipuc_test_support::missing(
-            module_path!(),
-            &format!("{LLVM_FILECHECK} is not installed"),
-        );
+    if llvm_filecheck_missing(module_path!(), "") {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
