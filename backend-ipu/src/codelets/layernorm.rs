@@ -25,7 +25,7 @@ use half::f16;
 use super::emitter::{inst, ld64_next, load_state_word, op, st64_next, Emitter};
 use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
 use super::program::Codelet;
-use super::{check_alignment, CodeletError};
+use super::{check_alignment, check_rows, CodeletError};
 
 /// One LayerNorm launch.
 #[derive(Clone, Debug)]
@@ -57,12 +57,7 @@ impl LayerNorm {
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), CodeletError> {
         let err = |m: String| Err(CodeletError::new(TAG, m));
-        if self.rows == 0 || self.cols == 0 || !self.cols.is_multiple_of(8) {
-            return err(format!(
-                "needs rows > 0 and columns a positive multiple of 8, got {}x{}",
-                self.rows, self.cols
-            ));
-        }
+        check_rows(TAG, self.rows, self.cols, 8)?;
         if !(self.eps >= 0.0 && self.eps.is_finite()) {
             return err(format!(
                 "epsilon {} is not a finite non-negative number",

@@ -43,6 +43,25 @@ impl CodeletError {
     }
 }
 
+/// Checks a row codelet's shape: at least one row, and a positive number
+/// of columns that is a multiple of `multiple` (its vector width).
+pub(crate) fn check_rows(
+    codelet: &str,
+    rows: u32,
+    cols: u32,
+    multiple: u32,
+) -> Result<(), CodeletError> {
+    if rows == 0 || cols == 0 || !cols.is_multiple_of(multiple) {
+        return Err(CodeletError::new(
+            codelet,
+            format!(
+                "needs rows > 0 and columns a positive multiple of {multiple}, got {rows}x{cols}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks that every `(what, address, alignment)` is a multiple of its
 /// alignment. The codelets' wide loads and stores (`ld64`, `ld128`, `st64`)
 /// fault on an unaligned address, so a launch that would fault is refused

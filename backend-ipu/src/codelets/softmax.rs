@@ -24,7 +24,7 @@ use half::f16;
 use super::emitter::{inst, ld64_next, load_state_word, op, st64_next, Emitter, Inst};
 use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
 use super::program::Codelet;
-use super::{check_alignment, CodeletError};
+use super::{check_alignment, check_rows, CodeletError};
 
 const TAG: &str = "softmax_f16";
 
@@ -53,12 +53,7 @@ impl Softmax {
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), CodeletError> {
         let err = |m: String| Err(CodeletError::new(TAG, m));
-        if self.rows == 0 || self.cols == 0 || !self.cols.is_multiple_of(4) {
-            return err(format!(
-                "needs rows > 0 and columns a positive multiple of 4, got {}x{}",
-                self.rows, self.cols
-            ));
-        }
+        check_rows(TAG, self.rows, self.cols, 4)?;
         check_alignment(TAG, &[("input", self.input, 8), ("output", self.output, 8)])?;
         let bytes = self.rows * self.cols * 2;
         if self.input < self.output + bytes && self.output < self.input + bytes {
