@@ -61,14 +61,7 @@ fn siglip_small_mlp_block_runs_on_the_simulator() {
         .args(["--device", "sim", "--json"])
         .output()
         .expect("run ipu-run");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+    let (report, stdout) = common::passed_report("siglip-small's MLP block", &out);
     assert_eq!(report["passed"], true, "{stdout}");
     // The compiled figures are flattened into the report.
     let num = |k: &str| {

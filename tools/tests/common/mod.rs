@@ -55,18 +55,26 @@ pub fn fixture_dir(name: &str) -> Option<PathBuf> {
     }
 }
 
-/// Checks an `ipu-run --json` run against the fixture's onnxruntime outputs
-/// (issue bar: relative L2 error < 1e-5 and cosine > 0.99999 per output);
-/// returns each output's name and relative L2 error.
-pub fn assert_matches_onnxruntime(name: &str, out: &Output) -> Vec<(String, f64)> {
-    let stdout = String::from_utf8_lossy(&out.stdout);
+/// The JSON report of an `ipu-run --json` run that must have passed (exit
+/// 0; `name`, its stdout and stderr are the failure message), and its
+/// stdout.
+pub fn passed_report(name: &str, out: &Output) -> (serde_json::Value, String) {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(
         out.status.code(),
         Some(0),
         "{name}: {stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let report: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+    let report = serde_json::from_str(&stdout).expect("one JSON object");
+    (report, stdout)
+}
+
+/// Checks an `ipu-run --json` run against the fixture's onnxruntime outputs
+/// (issue bar: relative L2 error < 1e-5 and cosine > 0.99999 per output);
+/// returns each output's name and relative L2 error.
+pub fn assert_matches_onnxruntime(name: &str, out: &Output) -> Vec<(String, f64)> {
+    let (report, _) = passed_report(name, out);
     let outputs = report["outputs"].as_array().expect("outputs array");
     assert_eq!(
         outputs.len(),
