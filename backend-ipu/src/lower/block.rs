@@ -41,7 +41,9 @@ use super::codegen::{
     append_host_tensors, layout_in, replicated_constant, Calls, Constants, PlacedGemm, TileLayout,
     View,
 };
-use super::plan::{evaluate, plan_gemm, reduction_add, Epilogue, GemmPlan, GemmShape, Grid};
+use super::plan::{
+    evaluate, plan_gemm, reduction_add, Epilogue, GemmPlan, GemmShape, Grid, Rejected,
+};
 use super::reduce;
 use super::schedule::{schedule, Chunk, Schedule, Segment, Transfer};
 use crate::codelets::amp::AmpVariant;
@@ -120,6 +122,9 @@ pub struct MlpPlan {
     pub fc1: GemmPlan,
     /// fc2 (no epilogue).
     pub fc2: GemmPlan,
+    /// The best candidates each product's search rejected, and why (empty
+    /// for a grid forced by the caller).
+    pub rejected: [Vec<Rejected>; 2],
     /// The LN tiles, one per [`LN_ROWS`] rows.
     pub ln_tiles: Vec<u32>,
     /// Memory.
@@ -211,25 +216,30 @@ pub fn plan_mlp_with(
         tiles: gemm_tiles,
         ..machine.clone()
     };
-    let plan = |name: &str, shape: GemmShape, grid: Option<Grid>| match grid {
-        Some(g) => evaluate(shape, g, &products).map_err(|r| {
-            format!(
-                "{name}: grid {g}: {} (the block's products share the first {gemm_tiles} tiles)",
-                r.reason
-            )
-        }),
+    let plan = |name: &str, shape: GemmShape, grid: Option<Grid>| {
+        match grid {
+        Some(g) => evaluate(shape, g, &products)
+            .map(|p| (p, Vec::new()))
+            .map_err(|r| {
+                format!(
+                    "{name}: grid {g}: {} (the block's products share the first {gemm_tiles} tiles)",
+                    r.reason
+                )
+            }),
         None => plan_gemm(shape, &products)
-            .map(|c| c.plan)
+            .map(|c| (c.plan, c.rejected))
             .map_err(|e| format!("{name}: {e}")),
+    }
     };
-    let fc1 = plan("fc1", fc1_shape, grid1)?;
-    let fc2 = plan("fc2", fc2_shape, grid2)?;
+    let (fc1, rejected1) = plan("fc1", fc1_shape, grid1)?;
+    let (fc2, rejected2) = plan("fc2", fc2_shape, grid2)?;
     let ln_tiles: Vec<u32> = (gemm_tiles..machine.tiles).collect();
     let layout = block_layout(shape, &fc1, &fc2, machine)?;
     Ok(MlpPlan {
         shape,
         fc1,
         fc2,
+        rejected: [rejected1, rejected2],
         ln_tiles,
         layout,
     })

@@ -26,7 +26,9 @@ use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, OpId, Type, Va
 
 use super::block::{emit_mlp, plan_mlp_with, MlpConstants, MlpPlan, MlpShape};
 use super::codegen::Lowered;
-use super::passes::{chain, constant_of, constant_values, gemm_shape, only_user, PLAN_ATTR};
+use super::passes::{
+    chain, constant_of, constant_values, gemm_shape, only_user, rejected_lines, PLAN_ATTR,
+};
 use super::plan::Grid;
 
 /// A matched block: its ops and constants.
@@ -279,16 +281,35 @@ pub fn block_report(ctx: &Context, b: &MlpMatch, m: &MachineModel) -> Result<Str
     let plan = plan_of_block(ctx, b, m)?;
     let (a, x) = super::block::schedules(&plan, m);
     let loc = ipuc_ir::diagnostics::location_prefix(ctx.loc(b.ln));
+    // The search's own choice and rejected candidates, also when
+    // `ipu.plan` forces a grid (as `ipu-plan` records its choice).
+    let search = plan_mlp_with(b.shape, m, (None, None)).ok();
+    let product = |name: &str, p: &super::plan::GemmPlan, i: usize| {
+        let chosen = search
+            .as_ref()
+            .map(|s| if i == 0 { &s.fc1 } else { &s.fc2 });
+        let mut out = format!("  {name}: {p}");
+        match chosen {
+            Some(c) if c.grid() != p.grid() => {
+                out += &format!(" (forced by ipu.plan)\n    the search's choice: {c}\n");
+            }
+            _ => out += "\n",
+        }
+        if let Some(s) = &search {
+            out += &rejected_lines(&s.rejected[i]);
+        }
+        out
+    };
     Ok(format!(
-        "{loc}: MLP block {}x{}x{}: LayerNorm on tiles {}..={} ({} rows each)\n  fc1: {}\n  fc2: {}\n  exchange A {} cycles, exchange B {} cycles (scheduled)\n",
+        "{loc}: MLP block {}x{}x{}: LayerNorm on tiles {}..={} ({} rows each)\n{}{}  exchange A {} cycles, exchange B {} cycles (scheduled)\n",
         b.shape.m,
         b.shape.c,
         b.shape.h,
         plan.ln_tiles.first().copied().unwrap_or(0),
         plan.ln_tiles.last().copied().unwrap_or(0),
         super::block::LN_ROWS,
-        plan.fc1,
-        plan.fc2,
+        product("fc1", &plan.fc1, 0),
+        product("fc2", &plan.fc2, 1),
         a.cycles,
         x.cycles
     ))

@@ -26,7 +26,7 @@ use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
 use ipuc_ir::{Attribute, Context, Diagnostic, FloatKind, OpId, Value};
 
 use super::codegen::{emit_gemm, Constants, Lowered};
-use super::plan::{evaluate, plan_gemm, Epilogue, GemmPlan, GemmShape, Grid};
+use super::plan::{evaluate, plan_gemm, Epilogue, GemmPlan, GemmShape, Grid, Rejected};
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::gelu::GeluForm;
 
@@ -537,12 +537,21 @@ pub fn plan_report(ctx: &Context, f: OpId, m: &MachineModel) -> Result<String, D
         if forced {
             out += &format!("  the search's choice: {}\n", search.plan);
         }
-        for r in &search.rejected {
-            let estimate = r.estimate.map_or(String::new(), |e| format!("{e}: "));
-            out += &format!("  rejected grid {}: {estimate}{}\n", r.grid, r.reason);
-        }
+        out += &rejected_lines(&search.rejected);
     }
     Ok(out)
+}
+
+/// The report's lines for a search's rejected candidates: grid, estimate
+/// where it fits, and why it lost.
+pub fn rejected_lines(rejected: &[Rejected]) -> String {
+    rejected
+        .iter()
+        .map(|r| {
+            let estimate = r.estimate.map_or(String::new(), |e| format!("{e}: "));
+            format!("  rejected grid {}: {estimate}{}\n", r.grid, r.reason)
+        })
+        .collect()
 }
 
 /// Lowers `f` (a `func.func` of `module`'s body) to an `ipu.executable`
