@@ -136,6 +136,49 @@ fn timed_run(sim: &mut Simulator) -> Result<f64, BenchError> {
     Ok(start.elapsed().as_secs_f64())
 }
 
+/// What [`run_every_tile`] checked and measured.
+struct Checked {
+    /// Tiles whose numerics were checked.
+    tiles: u32,
+    /// The largest error over tolerance among them.
+    worst: f64,
+    /// The run's host time, seconds.
+    host_seconds: f64,
+}
+
+/// Writes every tile's operands (`fill` draws them from the tile's own
+/// generator, writes them and returns them), runs all the tiles at once,
+/// then checks the first, one in the middle and the last (`check` of a
+/// tile and its operands: the largest error over tolerance, or the first
+/// element beyond it).
+fn run_every_tile<T>(
+    sim: &mut Simulator,
+    machine: &MachineModel,
+    seed: u64,
+    mut fill: impl FnMut(&mut Simulator, u32, &mut rand::rngs::StdRng) -> Result<T, BenchError>,
+    check: impl Fn(&Simulator, u32, &T) -> Result<f64, BenchError>,
+) -> Result<Checked, BenchError> {
+    let checked = [0, machine.tiles / 2, machine.tiles - 1];
+    let mut inputs = Vec::new();
+    for tile in 0..machine.tiles {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (u64::from(tile) << 20));
+        let operands = fill(sim, tile, &mut rng)?;
+        if checked.contains(&tile) {
+            inputs.push((tile, operands));
+        }
+    }
+    let host_seconds = timed_run(sim)?;
+    let mut worst: f64 = 0.0;
+    for (tile, operands) in &inputs {
+        worst = worst.max(check(sim, *tile, operands)?);
+    }
+    Ok(Checked {
+        tiles: inputs.len() as u32,
+        worst,
+        host_seconds,
+    })
+}
+
 fn load_on_every_tile(
     machine: &MachineModel,
     text: &str,
@@ -179,45 +222,41 @@ pub fn run_amp_f8_f16acts(
     let block = &c.block;
     let mut sim = load_on_every_tile(machine, &c.assembly()?, "amp_f8_f16acts.S".into())?;
     let rows = n as usize;
-    let checked = [0, machine.tiles / 2, machine.tiles - 1];
-    let mut inputs = Vec::new();
-    for tile in 0..machine.tiles {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (u64::from(tile) << 20));
-        let acts = random_bytes(&mut rng, Elem::F16, rows * CHANNELS, 0.05, 2.0);
-        let weights = random_bytes(&mut rng, Elem::F8, AmpVariant::F8.weight_bytes(), 0.05, 2.0);
-        let partials = random_bytes(&mut rng, Elem::F16, rows * 16, 0.01, 4.0);
-        write_operands(
-            &mut sim,
-            tile,
-            block,
-            c.activations,
-            [&acts, &weights, &partials],
-            rows,
-        )?;
-        if checked.contains(&tile) {
-            inputs.push((tile, acts, weights, partials));
-        }
-    }
-    let host_seconds = timed_run(&mut sim)?;
-    let mut worst: f64 = 0.0;
-    for (tile, acts, weights, partials) in &inputs {
-        let got = Elem::F16.decode(&sim.read_memory(*tile, block.output, n * 32)?);
-        let want = c.reference(
-            acts,
-            weights,
-            (mode == AmpMode::Accumulate).then_some(&partials[..]),
-        );
-        worst = worst.max(check(AmpVariant::F8, *tile, n, &got, &want)?);
-    }
+    let checked = run_every_tile(
+        &mut sim,
+        machine,
+        seed,
+        |sim, tile, rng| {
+            let acts = random_bytes(rng, Elem::F16, rows * CHANNELS, 0.05, 2.0);
+            let weights = random_bytes(rng, Elem::F8, AmpVariant::F8.weight_bytes(), 0.05, 2.0);
+            let partials = random_bytes(rng, Elem::F16, rows * 16, 0.01, 4.0);
+            write_operands(
+                sim,
+                tile,
+                block,
+                c.activations,
+                [&acts, &weights, &partials],
+                rows,
+            )?;
+            Ok((acts, weights, partials))
+        },
+        |sim, tile, (acts, weights, partials)| {
+            let got = Elem::F16.decode(&sim.read_memory(tile, block.output, n * 32)?);
+            let want = c.reference(
+                acts,
+                weights,
+                (mode == AmpMode::Accumulate).then_some(&partials[..]),
+            );
+            check(AmpVariant::F8, tile, n, &got, &want)
+        },
+    )?;
     finish(
         machine,
         AmpVariant::F8,
         (block.rows, block.macs()),
         c.estimate_cycles()?,
         &sim,
-        inputs.len() as u32,
-        worst,
-        host_seconds,
+        checked,
     )
 }
 
@@ -246,16 +285,13 @@ fn check(
 }
 
 /// The measured result of a finished run.
-#[allow(clippy::too_many_arguments)]
 fn finish(
     machine: &MachineModel,
     variant: AmpVariant,
     (rows, macs): (u32, u64),
     estimated_cycles: u64,
     sim: &Simulator,
-    tiles_verified: u32,
-    worst: f64,
-    host_seconds: f64,
+    checked: Checked,
 ) -> Result<AmpResult, BenchError> {
     let profile = sim
         .profile()
@@ -270,10 +306,10 @@ fn finish(
         tflops: achieved / 1e12,
         percent_of_fp16_peak: 100.0 * achieved / AmpVariant::F16.peak_flops(machine),
         percent_of_variant_peak: 100.0 * achieved / variant.peak_flops(machine),
-        tiles_verified,
-        worst_error_over_tolerance: worst,
+        tiles_verified: checked.tiles,
+        worst_error_over_tolerance: checked.worst,
         instructions: sim.instructions(),
-        host_seconds,
+        host_seconds: checked.host_seconds,
     })
 }
 
@@ -304,66 +340,61 @@ pub fn run_amp(
     } else {
         (0.01, 1.0)
     };
-    // Tiles whose numerics are checked: the first, one in the middle, the last.
-    let checked = [0, machine.tiles / 2, machine.tiles - 1];
-    let mut inputs = Vec::new();
-    for tile in 0..machine.tiles {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (u64::from(tile) << 20));
-        let input = random_bytes(
-            &mut rng,
-            variant.input_elem(),
-            rows * variant.in_channels(),
-            lo,
-            hi,
-        );
-        let weights = random_bytes(
-            &mut rng,
-            variant.input_elem(),
-            variant.weight_bytes() / variant.input_elem().size(),
-            lo,
-            hi,
-        );
-        let partials = random_bytes(
-            &mut rng,
-            variant.output_elem(),
-            rows * variant.out_channels(),
-            0.01,
-            4.0,
-        );
-        write_operands(
-            &mut sim,
-            tile,
-            &block,
-            block.input,
-            [&input, &weights, &partials],
-            rows,
-        )?;
-        if checked.contains(&tile) {
-            inputs.push((tile, input, weights, partials));
-        }
-    }
-    let host_seconds = timed_run(&mut sim)?;
-    let mut worst: f64 = 0.0;
-    for (tile, input, weights, partials) in &inputs {
-        let got = variant
-            .output_elem()
-            .decode(&sim.read_memory(*tile, block.output, n * 32)?);
-        let want = variant.reference(
-            input,
-            weights,
-            (mode == AmpMode::Accumulate).then_some(&partials[..]),
-        );
-        worst = worst.max(check(variant, *tile, n, &got, &want)?);
-    }
+    let checked = run_every_tile(
+        &mut sim,
+        machine,
+        seed,
+        |sim, tile, rng| {
+            let input = random_bytes(
+                rng,
+                variant.input_elem(),
+                rows * variant.in_channels(),
+                lo,
+                hi,
+            );
+            let weights = random_bytes(
+                rng,
+                variant.input_elem(),
+                variant.weight_bytes() / variant.input_elem().size(),
+                lo,
+                hi,
+            );
+            let partials = random_bytes(
+                rng,
+                variant.output_elem(),
+                rows * variant.out_channels(),
+                0.01,
+                4.0,
+            );
+            write_operands(
+                sim,
+                tile,
+                &block,
+                block.input,
+                [&input, &weights, &partials],
+                rows,
+            )?;
+            Ok((input, weights, partials))
+        },
+        |sim, tile, (input, weights, partials)| {
+            let got = variant
+                .output_elem()
+                .decode(&sim.read_memory(tile, block.output, n * 32)?);
+            let want = variant.reference(
+                input,
+                weights,
+                (mode == AmpMode::Accumulate).then_some(&partials[..]),
+            );
+            check(variant, tile, n, &got, &want)
+        },
+    )?;
     finish(
         machine,
         variant,
         (block.rows, block.macs()),
         block.estimate_cycles()?,
         &sim,
-        inputs.len() as u32,
-        worst,
-        host_seconds,
+        checked,
     )
 }
 
@@ -376,40 +407,36 @@ pub fn run_amp_poplibs(machine: &MachineModel, n: u32, seed: u64) -> Result<AmpR
     let text = v.program(0, machine)?.assembly();
     let mut sim = load_on_every_tile(machine, &text, "amp_poplibs.S".into())?;
     let rows = n as usize;
-    let checked = [0, machine.tiles / 2, machine.tiles - 1];
     let (input_at, panel_at, output_at) = (
         v.input_field(0, machine),
         v.panel(0, 0),
         v.output_field(0, 0, machine),
     );
-    let mut inputs = Vec::new();
-    for tile in 0..machine.tiles {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ (u64::from(tile) << 20));
-        let input = random_bytes(&mut rng, Elem::F16, rows * 16, 0.01, 1.0);
-        let weights = random_bytes(&mut rng, Elem::F16, 256, 0.01, 1.0);
-        sim.write_memory(tile, input_at, &input)?;
-        sim.write_memory(tile, panel_at, &weights)?;
-        sim.write_memory(tile, output_at, &vec![0x5a; rows * 32])?;
-        if checked.contains(&tile) {
-            inputs.push((tile, input, weights));
-        }
-    }
-    let host_seconds = timed_run(&mut sim)?;
-    let mut worst: f64 = 0.0;
-    for (tile, input, weights) in &inputs {
-        let got = Elem::F16.decode(&sim.read_memory(*tile, output_at, n * 32)?);
-        let want = AmpVariant::F16.reference(input, weights, None);
-        worst = worst.max(check(AmpVariant::F16, *tile, n, &got, &want)?);
-    }
+    let checked = run_every_tile(
+        &mut sim,
+        machine,
+        seed,
+        |sim, tile, rng| {
+            let input = random_bytes(rng, Elem::F16, rows * 16, 0.01, 1.0);
+            let weights = random_bytes(rng, Elem::F16, 256, 0.01, 1.0);
+            sim.write_memory(tile, input_at, &input)?;
+            sim.write_memory(tile, panel_at, &weights)?;
+            sim.write_memory(tile, output_at, &vec![0x5a; rows * 32])?;
+            Ok((input, weights))
+        },
+        |sim, tile, (input, weights)| {
+            let got = Elem::F16.decode(&sim.read_memory(tile, output_at, n * 32)?);
+            let want = AmpVariant::F16.reference(input, weights, None);
+            check(AmpVariant::F16, tile, n, &got, &want)
+        },
+    )?;
     finish(
         machine,
         AmpVariant::F16,
         (n, v.macs()),
         v.poplibs_estimate(),
         &sim,
-        inputs.len() as u32,
-        worst,
-        host_seconds,
+        checked,
     )
 }
 
