@@ -701,6 +701,14 @@ impl DelayRules for MachineModel {
 mod tests {
     use super::*;
 
+    /// A chunk of `n` words at address 0.
+    fn words(n: u32) -> Chunk {
+        Chunk {
+            address: 0,
+            words: n,
+        }
+    }
+
     #[test]
     fn busy_fit_skips_overlaps() {
         let mut b = Busy::default();
@@ -716,13 +724,9 @@ mod tests {
     #[test]
     fn sends_are_one_word_per_cycle_plus_the_address_loads() {
         let r = Rules::of(&MachineModel::c600());
-        let c = |w| Chunk {
-            address: 0,
-            words: w,
-        };
-        let (t, end) = r.send_times(&[c(10)], &[]);
+        let (t, end) = r.send_times(&[words(10)], &[]);
         assert_eq!((t, end), (vec![0], 11));
-        let (t, end) = r.send_times(&[c(10), c(10), c(10)], &[]);
+        let (t, end) = r.send_times(&[words(10), words(10), words(10)], &[]);
         assert_eq!(t, vec![0, 12, 23]);
         assert_eq!(end, 34);
     }
@@ -730,28 +734,20 @@ mod tests {
     #[test]
     fn short_segments_are_spaced_for_the_receivers_re_pointing() {
         let r = Rules::of(&MachineModel::c600());
-        let c = |w| Chunk {
-            address: 0,
-            words: w,
-        };
         // Three segments of 4 words: each starts a re-point's length after
         // the one before, not when the port is free.
-        let (t, _) = r.send_times(&[c(4), c(4), c(4)], &[1, 2]);
+        let (t, _) = r.send_times(&[words(4), words(4), words(4)], &[1, 2]);
         assert_eq!(t, vec![0, r.segment_cycles(), 2 * r.segment_cycles()]);
         // Long segments need no pause.
-        let (t, _) = r.send_times(&[c(40), c(40)], &[1]);
+        let (t, _) = r.send_times(&[words(40), words(40)], &[1]);
         assert_eq!(t, vec![0, 41]);
     }
 
     #[test]
     fn segments_must_follow_chunks_and_leave_out_the_sender() {
-        let c = |w| Chunk {
-            address: 0,
-            words: w,
-        };
         let mut t = Transfer {
             sender: 0,
-            chunks: vec![c(8), c(8)],
+            chunks: vec![words(8), words(8)],
             receivers: vec![(1, 0x90000)],
             segment: Some(Segment {
                 words: 8,
@@ -761,12 +757,12 @@ mod tests {
         assert_eq!(t.check(), Ok(()));
         assert_eq!(t.segment_starts(), vec![1]);
         assert_eq!(t.word_address(0x90000, 9), 0x90000 + 64 + 4);
-        t.chunks = vec![c(6), c(10)];
+        t.chunks = vec![words(6), words(10)];
         assert!(t
             .check()
             .unwrap_err()
             .contains("crosses a segment boundary"));
-        t.chunks = vec![c(8), c(8)];
+        t.chunks = vec![words(8), words(8)];
         t.receivers.push((0, 0x90000));
         assert!(t
             .check()
