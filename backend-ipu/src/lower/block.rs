@@ -6,12 +6,13 @@
 //! 1. **LayerNorm** on the *LN tiles*, [`LN_ROWS`] rows each (one per
 //!    worker), x entering from the host in rows. The LN tiles are the last
 //!    tiles of the chip, outside both products' grids.
-//! 2. **Exchange A** ([`super::schedule`]): each LN tile multicasts, for
-//!    every input panel of fc1 (16 channels) and fc1 row block, its rows'
-//!    pieces to the fc1 tiles of that row block and K part (every column
-//!    block), which receive them in panel order, the layout the AMP reads;
-//!    and it sends its rows of x, per output group of fc2, to the fc2 tiles
-//!    that own those rows after fc2's reduction (the residual).
+//! 2. **Exchange A** ([`super::block_exchange`], scheduled by
+//!    [`super::schedule`]): each LN tile multicasts its rows of every
+//!    input panel of an fc1 K part to the fc1 tiles of that row block and
+//!    K part (every column block), in one segmented transfer that the
+//!    receivers lay out in panel order, the layout the AMP reads; and it
+//!    sends its rows of x, a segment per output group of fc2, to the fc2
+//!    tiles that own those rows after fc2's reduction (the residual).
 //! 3. **fc1**: the GEMM vertex, the K split's reduction rounds, the bias
 //!    as the AMP's initial partials, GELU in place on the owned rows.
 //! 4. **Exchange B**: each fc1 tile multicasts its owned rows of each
@@ -37,15 +38,15 @@ use ipuc_dialects::ipu::{build, SectionKind, TensorPiece};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
+use super::block_exchange::residual_view;
+pub use super::block_exchange::{exchange_a, exchange_b, schedules};
 use super::codegen::{
     append_host_tensors, layout_in, replicated_constant, Calls, Constants, PlacedGemm, TileLayout,
-    View,
 };
 use super::plan::{
     evaluate, plan_gemm, reduction_add, Epilogue, GemmPlan, GemmShape, Grid, Rejected,
 };
 use super::reduce;
-use super::schedule::{schedule, Chunk, Schedule, Segment, Transfer};
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::gelu::GeluForm;
@@ -360,175 +361,6 @@ pub fn placed(plan: &MlpPlan) -> (PlacedGemm, PlacedGemm) {
     )
 }
 
-/// Rows `[lo, hi)` of the block owned by the fc2 tile at K part `k` of
-/// row block `i`, as rows of x (real rows only).
-fn owned_global(plan: &GemmPlan, i: u32, k: u32) -> (u32, u32) {
-    let (lo, hi) = reduce::owned(k, plan.grid_k, plan.rows);
-    let base = i * plan.rows;
-    (base + lo, base + hi.min(plan.rows_of(i)))
-}
-
-/// The residual's (and the sum's and bias rows') view on an fc2 tile at K
-/// part `k`: its owned rows of each output group, contiguous.
-fn residual_view(plan: &GemmPlan, base: u32, k: u32) -> View {
-    let (lo, hi) = reduce::owned(k, plan.grid_k, plan.rows);
-    View {
-        base,
-        group_stride: (hi - lo) * 32,
-        lo,
-    }
-}
-
-/// Intersection of two row ranges, if not empty.
-fn overlap((a, b): (u32, u32), (c, d): (u32, u32)) -> Option<(u32, u32)> {
-    let (lo, hi) = (a.max(c), b.min(d));
-    (lo < hi).then_some((lo, hi))
-}
-
-/// Exchange A: LayerNorm's rows to fc1's inputs, x's rows to fc2's owners.
-pub fn exchange_a(plan: &MlpPlan) -> Vec<Transfer> {
-    let (fc1, _) = placed(plan);
-    let (p1, p2) = (&plan.fc1, &plan.fc2);
-    let lay = &plan.layout;
-    let row_bytes = plan.shape.c * 2;
-    let row_chunks = |q: usize, base: u32, (a, b): (u32, u32), panel: u32| -> Vec<Chunk> {
-        let q_lo = plan.ln_rows(q).0;
-        (a..b)
-            .map(|r| Chunk {
-                address: base + (r - q_lo) * row_bytes + panel * 32,
-                words: 8,
-            })
-            .collect()
-    };
-    let mut out = Vec::new();
-    // The residual first: small, one receiver each.
-    for i in 0..p2.grid_rows {
-        for j in 0..p2.grid_cols {
-            for k in 0..p2.grid_k {
-                let owned = owned_global(p2, i, k);
-                let view = residual_view(p2, lay.residual, k);
-                // One transfer per LN tile: its rows of every output group,
-                // a segment per group.
-                for q in 0..plan.ln_tiles.len() {
-                    let Some((a, b)) = overlap(owned, plan.ln_rows(q)) else {
-                        continue;
-                    };
-                    out.push(Transfer {
-                        sender: plan.ln_tiles[q],
-                        chunks: (0..p2.groups_of(j))
-                            .flat_map(|g| row_chunks(q, lay.x, (a, b), j * p2.groups + g))
-                            .collect(),
-                        receivers: vec![(p2.tile(i, j, k), view.at(0, a - i * p2.rows))],
-                        segment: Some(Segment {
-                            words: 8 * (b - a),
-                            stride: view.group_stride,
-                        }),
-                    });
-                }
-            }
-        }
-    }
-    let out = round_robin(out);
-    // fc1's input: each receiver group (a row block and K part, all its
-    // grid columns) takes the LN tiles of its rows in turn, each LN tile
-    // sending its rows of every panel of the K part in one transfer whose
-    // segments (one per panel) the receivers lay out a panel apart. The
-    // groups are rotated so that they ask different LN tiles at once.
-    let mut keyed = Vec::new();
-    for i in 0..p1.grid_rows {
-        let rows = (i * p1.rows, i * p1.rows + p1.rows_of(i));
-        let sources: Vec<(usize, (u32, u32))> = (0..plan.ln_tiles.len())
-            .filter_map(|q| overlap(rows, plan.ln_rows(q)).map(|r| (q, r)))
-            .collect();
-        for k in 0..p1.grid_k {
-            for (n, &(q, (a, b))) in sources.iter().enumerate() {
-                let turn = (n + k as usize) % sources.len();
-                let receivers = (0..p1.grid_cols)
-                    .map(|j| (p1.tile(i, j, k), fc1.input_at(0, a - i * p1.rows)))
-                    .collect();
-                let transfer = Transfer {
-                    sender: plan.ln_tiles[q],
-                    chunks: (0..p1.k_panels_of(k))
-                        .flat_map(|g| row_chunks(q, lay.ln_out, (a, b), k * p1.k_panels + g))
-                        .collect(),
-                    receivers,
-                    segment: Some(Segment {
-                        words: 8 * (b - a),
-                        stride: p1.rows * 32,
-                    }),
-                };
-                keyed.push(((turn, i, k), transfer));
-            }
-        }
-    }
-    keyed.sort_by_key(|e| e.0);
-    let mut fc1_input: Vec<Transfer> = keyed.into_iter().map(|e| e.1).collect();
-    fc1_input.extend(out);
-    fc1_input
-}
-
-/// `transfers` reordered so that every sender's k-th transfer comes before
-/// any sender's (k+1)-th (each sender's own order kept): the greedy
-/// schedule then advances all senders together instead of finishing the
-/// receivers one after another.
-fn round_robin(transfers: Vec<Transfer>) -> Vec<Transfer> {
-    let mut rank: BTreeMap<u32, usize> = BTreeMap::new();
-    let mut keyed: Vec<(usize, usize, Transfer)> = transfers
-        .into_iter()
-        .enumerate()
-        .map(|(n, t)| {
-            let r = rank.entry(t.sender).or_default();
-            *r += 1;
-            (*r, n, t)
-        })
-        .collect();
-    keyed.sort_by_key(|e| (e.0, e.1));
-    keyed.into_iter().map(|e| e.2).collect()
-}
-
-/// Exchange B: fc1's owned rows of each output group to the fc2 tiles whose
-/// input panel it is.
-pub fn exchange_b(plan: &MlpPlan) -> Vec<Transfer> {
-    let (fc1, fc2) = placed(plan);
-    let (p1, p2) = (&plan.fc1, &plan.fc2);
-    let mut keyed = Vec::new();
-    for i in 0..p1.grid_rows {
-        for j in 0..p1.grid_cols {
-            for k in 0..p1.grid_k {
-                let owned = owned_global(p1, i, k);
-                let view = fc1.final_view(k);
-                for g in 0..p1.groups_of(j) {
-                    let group = j * p1.groups + g;
-                    let (k2, panel) = (group / p2.k_panels, group % p2.k_panels);
-                    for i2 in 0..p2.grid_rows {
-                        let block = (i2 * p2.rows, i2 * p2.rows + p2.rows_of(i2));
-                        let Some((a, b)) = overlap(owned, block) else {
-                            continue;
-                        };
-                        let receivers = (0..p2.grid_cols)
-                            .map(|j2| (p2.tile(i2, j2, k2), fc2.input_at(panel, a - block.0)))
-                            .collect();
-                        keyed.push((
-                            (panel, a - block.0, i2, k2),
-                            Transfer {
-                                sender: p1.tile(i, j, k),
-                                chunks: vec![Chunk {
-                                    address: view.at(g, a - i * p1.rows),
-                                    words: (b - a) * 8,
-                                }],
-                                receivers,
-                                segment: None,
-                            },
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    keyed.sort_by_key(|e| e.0);
-    keyed.into_iter().map(|e| e.1).collect()
-}
-
 /// The block's estimated cycles, superstep by superstep.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct BlockEstimate {
@@ -797,15 +629,6 @@ fn encode_f16(values: &[f64]) -> Vec<u8> {
         .iter()
         .flat_map(|&v| half::f16::from_f64(v).to_bits().to_le_bytes())
         .collect()
-}
-
-/// The schedules of the block's two exchanges.
-pub fn schedules(plan: &MlpPlan, machine: &MachineModel) -> (Schedule, Schedule) {
-    let tiles = plan.tiles();
-    (
-        schedule(machine, &tiles, &exchange_a(plan)),
-        schedule(machine, &tiles, &exchange_b(plan)),
-    )
 }
 
 /// The block in float64 for rows `rows` of `x` (`[m, c]`, f16 values):

@@ -8,6 +8,7 @@
 //! ones the rest of the model builds on.
 
 pub mod block;
+pub mod block_exchange;
 pub mod block_values;
 pub mod codegen;
 pub mod exchange;
