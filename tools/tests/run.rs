@@ -343,7 +343,7 @@ fn write_weighty_tosa(path: &Path, k: usize, layers: usize) -> usize {
 #[cfg(feature = "mlir")]
 #[allow(clippy::zombie_processes)] // `wait4` reaps it
 fn upstream_run_peak_rss(model: &Path) -> usize {
-    let child = Command::new(env!("CARGO_BIN_EXE_ipu-run"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_ipu-run"))
         .arg(model)
         .arg("--upstream")
         .stdout(std::process::Stdio::null())
