@@ -486,7 +486,7 @@ pub fn emit_mlp(
                     // One add over every group where the final view's
                     // groups are contiguous, as the residual's are (after
                     // a reduction); one per group otherwise.
-                    let (calls_n, rows) = if view.group_stride == (hi - lo) * 32 {
+                    let (calls_n, rows) = if view.groups_contiguous(hi - lo) {
                         (1, (hi - lo) * p2.groups_of(j))
                     } else {
                         (p2.groups_of(j), hi - lo)

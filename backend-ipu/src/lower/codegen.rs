@@ -134,6 +134,12 @@ impl View {
     pub fn at(&self, g: u32, r: u32) -> u32 {
         self.base + g * self.group_stride + (r - self.lo) * 32
     }
+
+    /// Whether groups of `rows` rows follow one another with no gap, so
+    /// that one launch can run over all of them as one block of rows.
+    pub fn groups_contiguous(&self, rows: u32) -> bool {
+        self.group_stride == rows * 32
+    }
 }
 
 /// A planned product placed on its tiles: the plan, where its tensors are
@@ -282,7 +288,7 @@ impl PlacedGemm {
         if let (Some(form), true) = (plan.shape.epilogue.gelu, hi > lo) {
             // One launch over every group where they are contiguous (after
             // a reduction), one per group otherwise.
-            let (launches, len) = if view.group_stride == (hi - lo) * 32 {
+            let (launches, len) = if view.groups_contiguous(hi - lo) {
                 (1, (hi - lo) * ko * groups)
             } else {
                 (groups, (hi - lo) * ko)
