@@ -88,6 +88,15 @@ pub fn load_all_i128(kind: ElementKind, bytes: &[u8], count: usize) -> Vec<i128>
     (0..count).map(|i| load_i128(kind, bytes, i)).collect()
 }
 
+/// The first `count` elements as 64-bit integers (shape-like values): each read as
+/// [`load_i128`] reads it, then cut to its low 64 bits as `as` casts (a `u64` above
+/// `i64::MAX` wraps negative).
+pub fn load_all_i64(kind: ElementKind, bytes: &[u8], count: usize) -> Vec<i64> {
+    (0..count)
+        .map(|i| load_i128(kind, bytes, i) as i64)
+        .collect()
+}
+
 /// Writes `value` as element `index`, converting as the module documentation says.
 /// `saturate` only matters for 8-bit float targets; FLOAT8E8M0 rounds up (ONNX's
 /// default `round_mode`, see [`store_f64_rounding`]).
@@ -194,6 +203,19 @@ pub fn i128_to_f64_round_to_odd(value: i128) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn load_all_i64_truncates_floats_and_wraps_u64() {
+        let floats: Vec<u8> = [-2.7f32, 3.9, 0.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(load_all_i64(ElementKind::F32, &floats, 3), [-2, 3, 0]);
+        let big: Vec<u8> = [u64::MAX, 5].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(load_all_i64(ElementKind::U64, &big, 2), [-1, 5]);
+        // Only the first `count` elements are read.
+        assert_eq!(load_all_i64(ElementKind::U64, &big, 1), [-1]);
+    }
 
     /// Correct rounding of `x` to f16, by exact comparison with the two neighbours of
     /// a candidate: independent of how `half` implements `from_f64`.

@@ -3,7 +3,7 @@
 //! convolution), checked against direct float64 formulas.
 
 use ipuc_ir::numeric::{f16, ElementKind, Float8Format};
-use ipuc_runtime::reference::{self as k, HostTensor, UnaryOp, Values};
+use ipuc_runtime::reference::{self as k, HostTensor, UnaryKind, Values};
 
 mod common;
 use common::pseudo_random;
@@ -33,25 +33,31 @@ fn activations_and_logs() {
             .collect::<Vec<_>>()
     };
     close(
-        &k::unary(UnaryOp::Relu, &x).unwrap().to_f64_vec(),
+        &k::unary(UnaryKind::Relu, &x).unwrap().to_f64_vec(),
         &want(|v| v.max(0.0)),
     );
     close(
-        &k::unary(UnaryOp::Sigmoid, &x).unwrap().to_f64_vec(),
+        &k::unary(UnaryKind::Sigmoid, &x).unwrap().to_f64_vec(),
         &want(|v| 1.0 / (1.0 + (-v).exp())),
     );
     close(
-        &k::unary(UnaryOp::Abs, &x).unwrap().to_f64_vec(),
+        &k::unary(UnaryKind::Abs, &x).unwrap().to_f64_vec(),
         &want(f64::abs),
     );
-    let logs = k::unary(UnaryOp::Log, &x).unwrap().to_f64_vec();
+    let logs = k::unary(UnaryKind::Log, &x).unwrap().to_f64_vec();
     assert!(logs[0].is_nan() && logs[2] == f64::NEG_INFINITY);
     close(&logs[3..], &want(f64::ln)[3..]);
     // Integers: exact, and Sqrt is rejected with a clear error.
     let i = HostTensor::from_i64(vec![3], &[-4, 0, 7]);
-    assert_eq!(k::unary(UnaryOp::Relu, &i).unwrap().to_i64_vec(), [0, 0, 7]);
-    assert_eq!(k::unary(UnaryOp::Abs, &i).unwrap().to_i64_vec(), [4, 0, 7]);
-    assert!(k::unary(UnaryOp::Sqrt, &i)
+    assert_eq!(
+        k::unary(UnaryKind::Relu, &i).unwrap().to_i64_vec(),
+        [0, 0, 7]
+    );
+    assert_eq!(
+        k::unary(UnaryKind::Abs, &i).unwrap().to_i64_vec(),
+        [4, 0, 7]
+    );
+    assert!(k::unary(UnaryKind::Sqrt, &i)
         .unwrap_err()
         .to_string()
         .contains("unsupported element type i64"));
@@ -202,7 +208,7 @@ fn grouped_dilated_strided_conv_matches_direct_loops() {
         strides: [2, 1],
         pads: [1, 0, 2, 1],
         dilations: [2, 1],
-        groups: g,
+        groups: g as i64,
     };
     let x = pseudo_random(n * c * h * w, 4);
     let wt = pseudo_random(m * (c / g) * kh * kw, 5);
@@ -251,6 +257,20 @@ fn grouped_dilated_strided_conv_matches_direct_loops() {
         &k::Conv2dParams::default(),
     );
     assert!(bad.unwrap_err().to_string().contains("do not agree"));
+    // The parameters are nn's signed attributes: a negative one is refused, not wrapped.
+    let negative = k::conv2d(
+        &f32s(&[1, 1, 4, 4], &[0.0; 16]),
+        &f32s(&[1, 1, 1, 1], &[0.0; 1]),
+        None,
+        &k::Conv2dParams {
+            pads: [0, -1, 0, 0],
+            ..k::Conv2dParams::default()
+        },
+    );
+    assert!(negative
+        .unwrap_err()
+        .to_string()
+        .contains("'pads' must be non-negative, but is [0, -1, 0, 0]"),);
 }
 
 #[test]

@@ -83,10 +83,7 @@ impl Tensor {
 
     /// Every element as an integer (floats truncated toward zero).
     pub fn to_i64_vec(&self) -> Vec<i64> {
-        storage::load_all_i128(self.kind, &self.data, self.element_count())
-            .into_iter()
-            .map(|v| v as i64)
-            .collect()
+        storage::load_all_i64(self.kind, &self.data, self.element_count())
     }
 
     /// Decodes a `TensorProto` whose data is inside the message (`raw_data` or the

@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use ipuc_frontends::onnx::{Attribute, Node, Tensor};
-use ipuc_runtime::reference::{self as k, BinaryOp, HostTensor, UnaryOp};
+use ipuc_runtime::reference::{
+    self as k, BinaryOp, GeluApproximation, HostTensor, UnaryKind, UnaryOp,
+};
 
 /// A runtime host tensor sharing nothing with the loader's tensor (one copy).
 pub fn host(t: &Tensor) -> HostTensor {
@@ -68,22 +70,22 @@ pub fn run_node(
                 k::min(&operands)
             })
         }
-        "Sqrt" => unary(UnaryOp::Sqrt),
-        "Reciprocal" => unary(UnaryOp::Reciprocal),
-        "Exp" => unary(UnaryOp::Exp),
-        "Log" => unary(UnaryOp::Log),
-        "Tanh" => unary(UnaryOp::Tanh),
-        "Erf" => unary(UnaryOp::Erf),
-        "Neg" => unary(UnaryOp::Neg),
-        "Abs" => unary(UnaryOp::Abs),
-        "Relu" => unary(UnaryOp::Relu),
-        "Sigmoid" => unary(UnaryOp::Sigmoid),
+        "Sqrt" => unary(UnaryKind::Sqrt.into()),
+        "Reciprocal" => unary(UnaryKind::Reciprocal.into()),
+        "Exp" => unary(UnaryKind::Exp.into()),
+        "Log" => unary(UnaryKind::Log.into()),
+        "Tanh" => unary(UnaryKind::Tanh.into()),
+        "Erf" => unary(UnaryKind::Erf.into()),
+        "Neg" => unary(UnaryKind::Neg.into()),
+        "Abs" => unary(UnaryKind::Abs.into()),
+        "Relu" => unary(UnaryKind::Relu.into()),
+        "Sigmoid" => unary(UnaryKind::Sigmoid.into()),
         "Gelu" => match node
             .string_attr("approximate", "none")
             .map_err(|e| e.to_string())?
         {
-            "none" => unary(UnaryOp::Gelu),
-            "tanh" => unary(UnaryOp::GeluTanh),
+            "none" => unary(UnaryOp::Gelu(GeluApproximation::None)),
+            "tanh" => unary(UnaryOp::Gelu(GeluApproximation::Tanh)),
             other => Err(format!("unknown approximate `{other}`")),
         },
         "Where" => one(k::where_(input(0)?, input(1)?, input(2)?)),
@@ -156,10 +158,10 @@ pub fn run_node(
                 explicit,
             );
             let params = k::Conv2dParams {
-                strides,
-                pads,
-                dilations,
-                groups: int("group", 1)? as usize,
+                strides: strides.map(|x| x as i64),
+                pads: pads.map(|x| x as i64),
+                dilations: dilations.map(|x| x as i64),
+                groups: int("group", 1)?,
             };
             one(k::conv2d(
                 x,

@@ -49,22 +49,10 @@ pub(crate) fn skip_trivia(text: &[u8], mut i: usize) -> usize {
 /// region).
 pub(crate) fn scan_item_end(text: &[u8], start: usize) -> (usize, bool) {
     let mut depth: i64 = 0;
-    let mut i = start;
-    while i < text.len() {
-        // Skip what cannot end or nest an item in a tight loop: every
-        // region body is scanned this way, so the scan is a pass over
-        // most of the input.
-        while i < text.len() && !ITEM_SPECIAL[text[i] as usize] {
-            i += 1;
-        }
-        if i == text.len() {
-            break;
-        }
+    // Every region body is scanned this way, so the scan is a pass over
+    // most of the input.
+    for i in significant(text, start, text.len(), &ITEM_SPECIAL) {
         match text[i] {
-            b'"' | b'/' if let Some(next) = skip_literal(text, i, text.len()) => {
-                i = next;
-                continue;
-            }
             b'(' | b'[' | b'{' => depth += 1,
             b')' | b']' | b'}' => {
                 depth -= 1;
@@ -80,7 +68,6 @@ pub(crate) fn scan_item_end(text: &[u8], start: usize) -> (usize, bool) {
             }
             _ => {}
         }
-        i += 1;
     }
     (text.len(), false)
 }
@@ -200,21 +187,9 @@ pub(crate) fn nesting_depth(text: &[u8]) -> Result<usize, BracketError> {
     let mut open: Vec<usize> = Vec::new();
     let mut angles: usize = 0;
     let mut deepest = 0;
-    let mut i = 0;
-    while i < text.len() {
-        // Most bytes are neither brackets, quotes nor slashes: skip them in
-        // a tight loop (this scan runs over the whole input).
-        while i < text.len() && !SPECIAL[text[i] as usize] {
-            i += 1;
-        }
-        if i == text.len() {
-            break;
-        }
+    // This scan runs over the whole input.
+    for i in significant(text, 0, text.len(), &SPECIAL) {
         match text[i] {
-            b'"' | b'/' if let Some(next) = skip_literal(text, i, text.len()) => {
-                i = next;
-                continue;
-            }
             c @ (b'(' | b'[' | b'{' | b'<') => {
                 if c == b'<' {
                     angles += 1;
@@ -244,7 +219,6 @@ pub(crate) fn nesting_depth(text: &[u8]) -> Result<usize, BracketError> {
             }
             _ => {}
         }
-        i += 1;
     }
     Ok(deepest)
 }
@@ -256,6 +230,35 @@ pub(crate) fn closer_of(opener: u8) -> u8 {
         b'[' => b']',
         _ => b'}',
     }
+}
+
+/// The offsets in `from..end` of the bytes in `set` that stand outside string
+/// literals and `//` comments: the walk every bracket scan here makes (each
+/// set holds `"` and `/`, so literals are seen and skipped). Most bytes are in
+/// no set and are passed in a tight loop, as the scans cover the whole input.
+fn significant<'t>(
+    text: &'t [u8],
+    from: usize,
+    end: usize,
+    set: &'static [bool; 256],
+) -> impl Iterator<Item = usize> + 't {
+    let mut i = from;
+    std::iter::from_fn(move || loop {
+        while i < end && !set[text[i] as usize] {
+            i += 1;
+        }
+        if i >= end {
+            return None;
+        }
+        let at = i;
+        match text[at] {
+            b'"' | b'/' if let Some(next) = skip_literal(text, at, end) => i = next,
+            _ => {
+                i = at + 1;
+                return Some(at);
+            }
+        }
+    })
 }
 
 /// The bytes [`nesting_depth`] looks at.
@@ -283,19 +286,8 @@ const fn byte_set(bytes: &[u8]) -> [bool; 256] {
 /// finds it.
 pub(crate) fn matching_brace(text: &[u8], open: usize, end: usize) -> Option<usize> {
     let mut depth = 0usize;
-    let mut i = open + 1;
-    while i < end {
-        while i < end && !BRACE_SPECIAL[text[i] as usize] {
-            i += 1;
-        }
-        if i == end {
-            break;
-        }
+    for i in significant(text, open + 1, end, &BRACE_SPECIAL) {
         match text[i] {
-            b'"' | b'/' if let Some(next) = skip_literal(text, i, end) => {
-                i = next;
-                continue;
-            }
             b'(' | b'[' | b'{' => depth += 1,
             b')' | b']' => depth = depth.checked_sub(1)?,
             b'}' => match depth.checked_sub(1) {
@@ -304,7 +296,6 @@ pub(crate) fn matching_brace(text: &[u8], open: usize, end: usize) -> Option<usi
             },
             _ => {}
         }
-        i += 1;
     }
     None
 }
@@ -316,19 +307,8 @@ pub(crate) fn matching_brace(text: &[u8], open: usize, end: usize) -> Option<usi
 pub(crate) fn region_body(text: &[u8], start: usize, end: usize) -> Option<(usize, usize)> {
     let mut depth: i64 = 0;
     let mut open: Option<(usize, i64)> = None;
-    let mut i = start;
-    while i < end {
-        while i < end && !BRACE_SPECIAL[text[i] as usize] {
-            i += 1;
-        }
-        if i == end {
-            break;
-        }
+    for i in significant(text, start, end, &BRACE_SPECIAL) {
         match text[i] {
-            b'"' | b'/' if let Some(next) = skip_literal(text, i, end) => {
-                i = next;
-                continue;
-            }
             b'{' if open.is_none() && ends_line(text, i + 1, end) => {
                 if starts_dictionary_entry(text, skip_trivia(text, i + 1)) {
                     return None;
@@ -348,7 +328,6 @@ pub(crate) fn region_body(text: &[u8], start: usize, end: usize) -> Option<(usiz
             }
             _ => {}
         }
-        i += 1;
     }
     None
 }

@@ -41,28 +41,22 @@ impl AutoPad {
     }
 }
 
-/// Resolved 2-D convolution parameters.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Conv2dParams {
-    /// (height, width) strides.
-    pub strides: [usize; 2],
-    /// Pads: [top, left, bottom, right] (ONNX order: all begins, then all ends).
-    pub pads: [usize; 4],
-    /// (height, width) dilations.
-    pub dilations: [usize; 2],
-    /// Number of groups.
-    pub groups: usize,
-}
+/// The parameters of `nn.conv2d` (signed, as attributes hold them; the kernel
+/// rejects negative ones).
+pub use ipuc_dialects::nn::Conv2dParams;
 
-impl Default for Conv2dParams {
-    fn default() -> Self {
-        Conv2dParams {
-            strides: [1, 1],
-            pads: [0; 4],
-            dilations: [1, 1],
-            groups: 1,
-        }
+/// `v` as the sizes the kernel indexes with: a negative one is an attribute error.
+fn unsigned<const N: usize>(what: &str, v: [i64; N]) -> KernelResult<[usize; N]> {
+    let mut out = [0usize; N];
+    for (o, &x) in out.iter_mut().zip(&v) {
+        *o = usize::try_from(x).map_err(|_| {
+            attribute_error(
+                "conv",
+                format!("'{what}' must be non-negative, but is {v:?}"),
+            )
+        })?;
     }
+    Ok(out)
 }
 
 /// Pads that `auto_pad` implies for an input of spatial size `input` and a kernel of
@@ -127,7 +121,7 @@ pub fn conv2d(
     }
     let [n, c, h, wd] = [x.shape[0], x.shape[1], x.shape[2], x.shape[3]];
     let [m, cg, kh, kw] = [w.shape[0], w.shape[1], w.shape[2], w.shape[3]];
-    let g = params.groups;
+    let [g] = unsigned("groups", [params.groups])?;
     if g == 0 || c != cg * g || m % g != 0 {
         return Err(shape_error(
             "conv",
@@ -137,15 +131,17 @@ pub fn conv2d(
             ),
         ));
     }
-    if params.strides.contains(&0) || params.dilations.contains(&0) {
+    let strides = unsigned("strides", params.strides)?;
+    let dilations = unsigned("dilations", params.dilations)?;
+    if strides.contains(&0) || dilations.contains(&0) {
         return Err(attribute_error(
             "conv",
             "strides and dilations must be positive",
         ));
     }
-    let [pt, pl, pb, pr] = params.pads;
-    let [sh, sw] = params.strides;
-    let [dh, dw] = params.dilations;
+    let [pt, pl, pb, pr] = unsigned("pads", params.pads)?;
+    let [sh, sw] = strides;
+    let [dh, dw] = dilations;
     let span = |k: usize, d: usize| (k - 1) * d + 1;
     let (ph, pw) = (h + pt + pb, wd + pl + pr);
     if kh == 0 || kw == 0 || ph < span(kh, dh) || pw < span(kw, dw) {

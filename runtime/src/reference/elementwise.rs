@@ -1,6 +1,8 @@
 //! Element-wise kernels with numpy broadcasting: arithmetic, comparisons,
 //! activations, `Where` and `Cast`.
 
+use ipuc_dialects::nn::UnaryKind as K;
+pub use ipuc_dialects::nn::{GeluApproximation, UnaryKind};
 use ipuc_ir::numeric::{storage, E8M0Rounding, ElementKind};
 use rayon::prelude::*;
 
@@ -461,65 +463,20 @@ fn fold(op: BinaryOp, operands: &[&HostTensor]) -> KernelResult<HostTensor> {
         .try_fold((*first).clone(), |acc, x| binary(op, &acc, x))
 }
 
-/// A unary element-wise operation.
+/// A unary element-wise operation: one of `nn`'s unary kinds, or GELU (its own
+/// op in `nn`, as the approximation is an attribute).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UnaryOp {
-    /// `-x`
-    Neg,
-    /// `|x|`
-    Abs,
-    /// `max(x, 0)`
-    Relu,
-    /// `sqrt(x)` (floats)
-    Sqrt,
-    /// `1 / x` (floats)
-    Reciprocal,
-    /// `e^x` (floats)
-    Exp,
-    /// `ln x` (floats)
-    Log,
-    /// `tanh x` (floats)
-    Tanh,
-    /// The error function (floats)
-    Erf,
-    /// `1 / (1 + e^-x)` (floats)
-    Sigmoid,
-    /// GELU, exact: `x/2 · (1 + erf(x/√2))` (floats)
-    Gelu,
-    /// GELU, tanh approximation (floats)
-    GeluTanh,
-    /// Logical not (bool)
-    Not,
-    /// Bitwise not (integers)
-    BitNot,
-    /// `sin x` (floats)
-    Sin,
-    /// `cos x` (floats)
-    Cos,
-    /// `tan x` (floats)
-    Tan,
-    /// `asin x` (floats)
-    Asin,
-    /// `acos x` (floats)
-    Acos,
-    /// `atan x` (floats)
-    Atan,
-    /// `sinh x` (floats)
-    Sinh,
-    /// `cosh x` (floats)
-    Cosh,
-    /// `asinh x` (floats)
-    Asinh,
-    /// `acosh x` (floats)
-    Acosh,
-    /// `atanh x` (floats)
-    Atanh,
-    /// Largest integer not above `x` (floats)
-    Floor,
-    /// Smallest integer not below `x` (floats)
-    Ceil,
-    /// Nearest integer, halves to even (floats)
-    Round,
+    /// `nn.neg`, `nn.exp`, ... (see [`UnaryKind`] for each one's meaning).
+    Kind(UnaryKind),
+    /// GELU, exact (`x/2 · (1 + erf(x/√2))`) or in its tanh form.
+    Gelu(GeluApproximation),
+}
+
+impl From<UnaryKind> for UnaryOp {
+    fn from(kind: UnaryKind) -> UnaryOp {
+        UnaryOp::Kind(kind)
+    }
 }
 
 /// Applies a unary operation. Integer kinds support `Neg`, `Abs`, `Relu` and
@@ -530,46 +487,52 @@ pub enum UnaryOp {
 /// tensors uses the platform's f32 function (within 2 ulp), and `tanh` and the
 /// tanh form of GELU on f32 tensors are vectorised in f32 (a few ulp; see
 /// `fast_math`).
-pub fn unary(op: UnaryOp, x: &HostTensor) -> KernelResult<HostTensor> {
+pub fn unary(op: impl Into<UnaryOp>, x: &HostTensor) -> KernelResult<HostTensor> {
+    let op = op.into();
     let f = move |v: f64| -> f64 {
-        match op {
-            UnaryOp::Neg => -v,
-            UnaryOp::Abs => v.abs(),
-            UnaryOp::Relu => {
+        let kind = match op {
+            UnaryOp::Kind(kind) => kind,
+            UnaryOp::Gelu(GeluApproximation::None) => {
+                return 0.5 * v * (1.0 + libm::erf(v / std::f64::consts::SQRT_2))
+            }
+            UnaryOp::Gelu(GeluApproximation::Tanh) => {
+                let c = (2.0 / std::f64::consts::PI).sqrt();
+                return 0.5 * v * (1.0 + (c * (v + 0.044715 * v * v * v)).tanh());
+            }
+        };
+        match kind {
+            K::Neg => -v,
+            K::Abs => v.abs(),
+            K::Relu => {
                 if v > 0.0 {
                     v
                 } else {
                     0.0
                 }
             }
-            UnaryOp::Sqrt => v.sqrt(),
-            UnaryOp::Reciprocal => 1.0 / v,
-            UnaryOp::Exp => v.exp(),
-            UnaryOp::Log => v.ln(),
-            UnaryOp::Tanh => v.tanh(),
-            UnaryOp::Erf => libm::erf(v),
-            UnaryOp::Sigmoid => 1.0 / (1.0 + (-v).exp()),
-            UnaryOp::Gelu => 0.5 * v * (1.0 + libm::erf(v / std::f64::consts::SQRT_2)),
-            UnaryOp::GeluTanh => {
-                let c = (2.0 / std::f64::consts::PI).sqrt();
-                0.5 * v * (1.0 + (c * (v + 0.044715 * v * v * v)).tanh())
-            }
-            UnaryOp::Not => f64::from(v == 0.0),
-            UnaryOp::BitNot => f64::NAN,
-            UnaryOp::Sin => v.sin(),
-            UnaryOp::Cos => v.cos(),
-            UnaryOp::Tan => v.tan(),
-            UnaryOp::Asin => v.asin(),
-            UnaryOp::Acos => v.acos(),
-            UnaryOp::Atan => v.atan(),
-            UnaryOp::Sinh => v.sinh(),
-            UnaryOp::Cosh => v.cosh(),
-            UnaryOp::Asinh => v.asinh(),
-            UnaryOp::Acosh => v.acosh(),
-            UnaryOp::Atanh => v.atanh(),
-            UnaryOp::Floor => v.floor(),
-            UnaryOp::Ceil => v.ceil(),
-            UnaryOp::Round => v.round_ties_even(),
+            K::Sqrt => v.sqrt(),
+            K::Reciprocal => 1.0 / v,
+            K::Exp => v.exp(),
+            K::Log => v.ln(),
+            K::Tanh => v.tanh(),
+            K::Erf => libm::erf(v),
+            K::Sigmoid => 1.0 / (1.0 + (-v).exp()),
+            K::Not => f64::from(v == 0.0),
+            K::BitNot => f64::NAN,
+            K::Sin => v.sin(),
+            K::Cos => v.cos(),
+            K::Tan => v.tan(),
+            K::Asin => v.asin(),
+            K::Acos => v.acos(),
+            K::Atan => v.atan(),
+            K::Sinh => v.sinh(),
+            K::Cosh => v.cosh(),
+            K::Asinh => v.asinh(),
+            K::Acosh => v.acosh(),
+            K::Atanh => v.atanh(),
+            K::Floor => v.floor(),
+            K::Ceil => v.ceil(),
+            K::Round => v.round_ties_even(),
         }
     };
     if x.kind == ElementKind::F32 {
@@ -577,19 +540,19 @@ pub fn unary(op: UnaryOp, x: &HostTensor) -> KernelResult<HostTensor> {
         let shape = x.shape.clone();
         return Ok(match op {
             // Exactly rounded in f32 already; skip the f64 detour.
-            UnaryOp::Neg => fast_f32::map(&v, shape, |a| -a),
-            UnaryOp::Abs => fast_f32::map(&v, shape, f32::abs),
-            UnaryOp::Sqrt => fast_f32::map(&v, shape, f32::sqrt),
-            UnaryOp::Reciprocal => fast_f32::map(&v, shape, |a| 1.0 / a),
+            UnaryOp::Kind(K::Neg) => fast_f32::map(&v, shape, |a| -a),
+            UnaryOp::Kind(K::Abs) => fast_f32::map(&v, shape, f32::abs),
+            UnaryOp::Kind(K::Sqrt) => fast_f32::map(&v, shape, f32::sqrt),
+            UnaryOp::Kind(K::Reciprocal) => fast_f32::map(&v, shape, |a| 1.0 / a),
             // The platform's f32 function is within an ulp or two and
             // several times cheaper than the f64 detour.
-            UnaryOp::Exp => fast_f32::map(&v, shape, f32::exp),
+            UnaryOp::Kind(K::Exp) => fast_f32::map(&v, shape, f32::exp),
             // The unfused GELU's tanh: vectorised, a few ulp.
-            UnaryOp::Tanh => {
+            UnaryOp::Kind(K::Tanh) => {
                 fast_f32::f32_tensor_with(shape, |out| fast_f32::map_into(&v, out, fast_math::tanh))
             }
             // The fused GELU of every MLP: vectorised, a few ulp.
-            UnaryOp::GeluTanh => fast_f32::f32_tensor_with(shape, |out| {
+            UnaryOp::Gelu(GeluApproximation::Tanh) => fast_f32::f32_tensor_with(shape, |out| {
                 fast_f32::map_into(&v, out, fast_math::gelu_tanh)
             }),
             _ => fast_f32::map(&v, shape, |a| f(f64::from(a)) as f32),
@@ -600,10 +563,10 @@ pub fn unary(op: UnaryOp, x: &HostTensor) -> KernelResult<HostTensor> {
             let g = |a: &f32| -> f32 {
                 match op {
                     // Exactly rounded in f32 already; skip the f64 detour.
-                    UnaryOp::Neg => -a,
-                    UnaryOp::Abs => a.abs(),
-                    UnaryOp::Sqrt => a.sqrt(),
-                    UnaryOp::Reciprocal => 1.0 / a,
+                    UnaryOp::Kind(K::Neg) => -a,
+                    UnaryOp::Kind(K::Abs) => a.abs(),
+                    UnaryOp::Kind(K::Sqrt) => a.sqrt(),
+                    UnaryOp::Kind(K::Reciprocal) => 1.0 / a,
                     _ => f(f64::from(*a)) as f32,
                 }
             };
@@ -615,13 +578,15 @@ pub fn unary(op: UnaryOp, x: &HostTensor) -> KernelResult<HostTensor> {
         }
         Values::F64(v) => Values::F64(v.into_iter().map(f).collect()),
         Values::Int(v) => Values::Int(match op {
-            UnaryOp::Neg => v.into_iter().map(|a| a.wrapping_neg()).collect(),
-            UnaryOp::Abs => v.into_iter().map(|a| a.abs()).collect(),
-            UnaryOp::Relu => v.into_iter().map(|a| a.max(0)).collect(),
-            UnaryOp::Not if x.kind == ElementKind::Bool => {
+            UnaryOp::Kind(K::Neg) => v.into_iter().map(|a| a.wrapping_neg()).collect(),
+            UnaryOp::Kind(K::Abs) => v.into_iter().map(|a| a.abs()).collect(),
+            UnaryOp::Kind(K::Relu) => v.into_iter().map(|a| a.max(0)).collect(),
+            UnaryOp::Kind(K::Not) if x.kind == ElementKind::Bool => {
                 v.into_iter().map(|a| i128::from(a == 0)).collect()
             }
-            UnaryOp::BitNot if x.kind != ElementKind::Bool => v.into_iter().map(|a| !a).collect(),
+            UnaryOp::Kind(K::BitNot) if x.kind != ElementKind::Bool => {
+                v.into_iter().map(|a| !a).collect()
+            }
             _ => {
                 return Err(KernelError::ElementType {
                     op: "unary",

@@ -145,10 +145,7 @@ impl HostTensor {
 
     /// Every element as i64 (floats truncated); for shape-like operands.
     pub fn to_i64_vec(&self) -> Vec<i64> {
-        storage::load_all_i128(self.kind, &self.data, self.element_count())
-            .into_iter()
-            .map(|v| v as i64)
-            .collect()
+        storage::load_all_i64(self.kind, &self.data, self.element_count())
     }
 
     /// Stores computed values as elements of `kind` (rounding once to the storage

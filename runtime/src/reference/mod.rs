@@ -34,7 +34,7 @@ pub use conv::{conv2d, resolve_pads, AutoPad, Conv2dParams};
 pub use cumulative::cumulative;
 pub use elementwise::{
     add, binary, bitcast, cast, cast_rounding, div, equal, greater, less, max, min, modulo, mul,
-    pow, sub, unary, where_, BinaryOp, UnaryOp,
+    pow, sub, unary, where_, BinaryOp, GeluApproximation, UnaryKind, UnaryOp,
 };
 pub use error::{KernelError, KernelResult};
 pub use host_tensor::{HostTensor, Values};

@@ -4,9 +4,9 @@
 
 use ipuc_dialects::nn::{
     self, ArgReduceOp, AttentionOp, BinaryKind, CastOp, CompareKind, ConcatOp, ConstantOp,
-    Conv2dOp, CumulativeKind, CumulativeOp, GatherElementsOp, GatherOp, GeluApproximation, GeluOp,
-    GemmOp, LayerNormalizationOp, PadOp, PoolKind, PoolOp, ReduceKind, ReduceOp, ReshapeOp,
-    SliceOp, SoftmaxOp, SplitOp, TileOp, TransposeOp, UnaryKind,
+    Conv2dOp, CumulativeKind, CumulativeOp, GatherElementsOp, GatherOp, GeluOp, GemmOp,
+    LayerNormalizationOp, PadOp, PoolKind, PoolOp, ReduceKind, ReduceOp, ReshapeOp, SliceOp,
+    SoftmaxOp, SplitOp, TileOp, TransposeOp, UnaryKind,
 };
 use ipuc_ir::{Context, OpId};
 
@@ -55,16 +55,6 @@ fn i64_attr(ctx: &Context, op: OpId, name: &str, default: i64) -> i64 {
     ctx.attr(op, name)
         .and_then(|a| a.as_int())
         .map_or(default, |v| v as i64)
-}
-
-/// Non-negative attribute values as sizes.
-fn sizes<const N: usize>(what: &str, v: [i64; N]) -> Result<[usize; N], OpError> {
-    let mut out = [0usize; N];
-    for (o, &x) in out.iter_mut().zip(&v) {
-        *o = usize::try_from(x)
-            .map_err(|_| OpError::Failed(format!("'{what}' must be non-negative, but is {v:?}")))?;
-    }
-    Ok(out)
 }
 
 /// A scalar of `kind` holding `value` (pad fill values).
@@ -130,35 +120,7 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
         return one(k::binary(compare, args[0], args[1])?);
     }
     if let Some(kind) = UnaryKind::from_name(name) {
-        let unary = match kind {
-            UnaryKind::Sqrt => k::UnaryOp::Sqrt,
-            UnaryKind::Reciprocal => k::UnaryOp::Reciprocal,
-            UnaryKind::Exp => k::UnaryOp::Exp,
-            UnaryKind::Log => k::UnaryOp::Log,
-            UnaryKind::Tanh => k::UnaryOp::Tanh,
-            UnaryKind::Erf => k::UnaryOp::Erf,
-            UnaryKind::Neg => k::UnaryOp::Neg,
-            UnaryKind::Abs => k::UnaryOp::Abs,
-            UnaryKind::Relu => k::UnaryOp::Relu,
-            UnaryKind::Sigmoid => k::UnaryOp::Sigmoid,
-            UnaryKind::Not => k::UnaryOp::Not,
-            UnaryKind::BitNot => k::UnaryOp::BitNot,
-            UnaryKind::Sin => k::UnaryOp::Sin,
-            UnaryKind::Cos => k::UnaryOp::Cos,
-            UnaryKind::Tan => k::UnaryOp::Tan,
-            UnaryKind::Asin => k::UnaryOp::Asin,
-            UnaryKind::Acos => k::UnaryOp::Acos,
-            UnaryKind::Atan => k::UnaryOp::Atan,
-            UnaryKind::Sinh => k::UnaryOp::Sinh,
-            UnaryKind::Cosh => k::UnaryOp::Cosh,
-            UnaryKind::Asinh => k::UnaryOp::Asinh,
-            UnaryKind::Acosh => k::UnaryOp::Acosh,
-            UnaryKind::Atanh => k::UnaryOp::Atanh,
-            UnaryKind::Floor => k::UnaryOp::Floor,
-            UnaryKind::Ceil => k::UnaryOp::Ceil,
-            UnaryKind::Round => k::UnaryOp::Round,
-        };
-        return one(k::unary(unary, args[0])?);
+        return one(k::unary(kind, args[0])?);
     }
     if let Some(r) = ReduceOp::cast(ctx, op) {
         let reduction = match r.kind(ctx) {
@@ -210,13 +172,7 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
             args.get(2).copied(),
         )?),
         nn::CONV2D => {
-            let p = Conv2dOp(op).params(ctx);
-            let params = k::Conv2dParams {
-                strides: sizes("strides", p.strides)?,
-                pads: sizes("pads", p.pads)?,
-                dilations: sizes("dilations", p.dilations)?,
-                groups: sizes("groups", [p.groups])?[0],
-            };
+            let params = Conv2dOp(op).params(ctx);
             one(k::conv2d(args[0], args[1], args.get(2).copied(), &params)?)
         }
         nn::RESHAPE => {
@@ -331,11 +287,8 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
             one(out.y)
         }
         nn::GELU => {
-            let unary = match GeluOp(op).approximate(ctx) {
-                GeluApproximation::None => k::UnaryOp::Gelu,
-                GeluApproximation::Tanh => k::UnaryOp::GeluTanh,
-            };
-            one(k::unary(unary, args[0])?)
+            let gelu = k::UnaryOp::Gelu(GeluOp(op).approximate(ctx));
+            one(k::unary(gelu, args[0])?)
         }
         nn::ATTENTION => {
             let attn = AttentionOp(op);
