@@ -135,3 +135,110 @@ fn a_codelet_that_writes_the_link_register_is_refused() {
     .expect("refused");
     assert!(err.to_string().contains("$lr"), "{err}");
 }
+
+#[test]
+fn launches_of_one_shape_share_their_code_and_keep_their_own_vertex_states() {
+    let m = MachineModel::c600();
+    let (n1, n2) = (4 * 37, 4 * 20);
+    let (a, b, c, d) = (0x80000, 0x90000, 0xa0000, 0xb0000);
+    // c = a + b; c = gelu(c); d = c + b over the first n2 elements: the
+    // two adds have one shape (their lengths and addresses are vertex
+    // state), the GELU between them another.
+    let add1 = Binary {
+        op: BinaryOp::Add,
+        ty: VecType::F16,
+        len: n1,
+        x: a,
+        y: b,
+        out: c,
+    };
+    let g = Gelu {
+        form: GeluForm::Tanh,
+        len: n1,
+        input: c,
+        output: c,
+    };
+    let add2 = Binary {
+        len: n2,
+        x: c,
+        y: b,
+        out: d,
+        ..add1.clone()
+    };
+    let (prog, ()) = CodeletProgram::build(3, &m, |e| {
+        e.code_section(".text.main", SectionKind::Supervisor);
+        e.function("main");
+        for name in ["add1", "g", "add2"] {
+            emit_call(e, name);
+        }
+        e.solo(inst("exitz", [op::mzero()]));
+        e.size_of("main");
+        emit_subroutine(e, "add1", &add1)?;
+        emit_subroutine(e, "g", &g)?;
+        emit_subroutine(e, "add2", &add2)?;
+        Ok(())
+    })
+    .unwrap();
+    let text = prog.assembly();
+    // One copy of the add's worker code, which both `main`s start.
+    assert_eq!(text.matches("add_f16_worker:").count(), 1, "{text}");
+    assert!(text.contains("add1_add_f16_worker:"), "{text}");
+    assert_eq!(
+        text.matches("setzi $m1, add1_add_f16_worker").count(),
+        2,
+        "{text}"
+    );
+    // Each add has its own `main` and vertex states.
+    for own in [
+        "add2_main:",
+        "add2_add_f16_vertex_state:",
+        "setzi $m2, add2_add_f16_vertex_state",
+    ] {
+        assert!(text.contains(own), "{own} missing:\n{text}");
+    }
+    let exe = executable_of(&prog);
+
+    let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+    let mut random = |n: u32| -> Vec<f16> {
+        (0..n)
+            .map(|_| f16::from_f64(rng.gen_range(-4.0..4.0)))
+            .collect()
+    };
+    let (xs, ys) = (random(n1), random(n1));
+    let bytes =
+        |v: &[f16]| -> Vec<u8> { v.iter().flat_map(|h| h.to_bits().to_le_bytes()).collect() };
+    let mut s = sim(&exe, Default::default());
+    s.write_memory(3, a, &bytes(&xs)).unwrap();
+    s.write_memory(3, b, &bytes(&ys)).unwrap();
+    s.write_memory(3, d, &bytes(&vec![f16::ZERO; n1 as usize]))
+        .unwrap();
+    s.run().unwrap_or_else(|e| panic!("{e}"));
+    let got_c = halves(&s.read_memory(3, c, n1 * 2).unwrap());
+    let got_d = halves(&s.read_memory(3, d, n1 * 2).unwrap());
+    for i in 0..n1 as usize {
+        let sum = add1.reference(&[xs[i].to_f64()], &[ys[i].to_f64()])[0];
+        let want_c = g.reference(f16::from_f64(sum));
+        let tol = g.tolerance(f16::from_f64(sum), want_c);
+        assert!(
+            (got_c[i].to_f64() - want_c).abs() <= tol,
+            "c[{i}]: got {} want {want_c} (tolerance {tol:e})",
+            got_c[i]
+        );
+        // The second add reads what the device computed for c, over its
+        // own length only.
+        let want_d = if i < n2 as usize {
+            add2.reference(&[got_c[i].to_f64()], &[ys[i].to_f64()])[0]
+        } else {
+            0.0
+        };
+        assert_eq!(got_d[i].to_f64(), want_d, "d[{i}]");
+    }
+    let est = 2 * add1
+        .estimate_cycles()
+        .unwrap()
+        .max(add2.estimate_cycles().unwrap())
+        + g.estimate_cycles().unwrap()
+        + 3 * call_cycles(&m);
+    let cycles = s.profile().unwrap().total_cycles;
+    assert_near_estimate(cycles, est, "a shared add, a GELU and the add again");
+}

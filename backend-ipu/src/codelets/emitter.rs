@@ -20,12 +20,15 @@
 //! so that estimates can schedule them under the supervisor pipeline rules
 //! (`ipuc_ipu_arch::pipeline`): there an issue is not a cycle.
 
-use ipuc_dialects::ipu::{build, Operand, Register, SectionKind};
+use std::collections::HashMap;
+
+use ipuc_dialects::ipu::{self, build, Operand, Register, SectionKind};
 use ipuc_ipu_arch::encoding::Instr;
 use ipuc_ipu_arch::isa::forms_of;
 use ipuc_ipu_arch::pipeline::issue_slots;
 use ipuc_ipu_arch::MachineModel;
-use ipuc_ir::{BlockId, Context, Location, OpId};
+
+use ipuc_ir::{Attribute, BlockId, Context, Location, OpId, OperationName, OperationState};
 
 use crate::emit::verify_isa::timing_instr;
 
@@ -174,11 +177,61 @@ pub struct Emitter<'c> {
     supervisor_code: Vec<Instr>,
     /// The machine whose issue costs are counted.
     machine: MachineModel,
+    /// Launch shapes emitted on this tile as subroutines, each with the
+    /// instance that holds its code (see [`super::subroutine`]).
+    launches: HashMap<super::subroutine::ShapeKey, String>,
+    /// The attributes of the instructions emitted so far, shared.
+    attrs: InstAttrs,
+}
+
+/// The attributes of `ipu.inst` ops, made once per tile and shared by
+/// every op that has them: a tile's code repeats the same mnemonics and
+/// registers thousands of times (a `nop` per delay cycle), and building
+/// an operand's attribute takes several allocations.
+struct InstAttrs {
+    name: OperationName,
+    mnemonics: HashMap<&'static str, Attribute>,
+    operands: HashMap<Operand, Attribute>,
+}
+
+impl InstAttrs {
+    fn new(ctx: &Context) -> Self {
+        InstAttrs {
+            name: ctx.op_name(ipu::INST),
+            mnemonics: HashMap::new(),
+            operands: HashMap::new(),
+        }
+    }
+
+    /// The state of `ipu.inst` `i`, as [`build::inst`] makes it.
+    fn state(&mut self, i: Inst, loc: Location) -> OperationState {
+        let mnemonic = self
+            .mnemonics
+            .entry(i.mnemonic)
+            .or_insert_with(|| Attribute::string(i.mnemonic))
+            .clone();
+        let operands = i
+            .operands
+            .into_iter()
+            .map(|o| match self.operands.get(&o) {
+                Some(a) => a.clone(),
+                None => {
+                    let a = o.to_attr();
+                    self.operands.insert(o, a.clone());
+                    a
+                }
+            })
+            .collect();
+        OperationState::new(self.name.clone(), loc)
+            .attr("mnemonic", mnemonic)
+            .attr("operands", Attribute::array(operands))
+    }
 }
 
 impl<'c> Emitter<'c> {
     /// Emits into the body block of an `ipu.tile`, every op at `loc`.
     pub fn new(ctx: &'c mut Context, tile_body: BlockId, loc: Location) -> Self {
+        let attrs = InstAttrs::new(ctx);
         Emitter {
             ctx,
             tile: tile_body,
@@ -189,7 +242,22 @@ impl<'c> Emitter<'c> {
             supervisor: false,
             supervisor_code: Vec::new(),
             machine: MachineModel::c600(),
+            launches: HashMap::new(),
+            attrs,
         }
+    }
+
+    /// The subroutine instance on this tile whose code a launch of `shape`
+    /// shares, if one was emitted.
+    pub fn shared_launch(&self, shape: &super::subroutine::ShapeKey) -> Option<&str> {
+        self.launches.get(shape).map(String::as_str)
+    }
+
+    /// Records subroutine `name` as the holder of `shape`'s code.
+    pub fn record_launch(&mut self, shape: super::subroutine::ShapeKey, name: &str) {
+        self.launches
+            .entry(shape)
+            .or_insert_with(|| name.to_string());
     }
 
     /// The supervisor instructions emitted since the current supervisor
@@ -301,7 +369,8 @@ impl<'c> Emitter<'c> {
     }
 
     fn inst_op(&mut self, i: Inst) -> OpId {
-        build::inst(self.ctx, i.mnemonic, &i.operands, self.loc.clone())
+        let state = self.attrs.state(i, self.loc.clone());
+        self.ctx.create_op(state)
     }
 
     /// A solo instruction: one issue (a transcendental's issue slots).

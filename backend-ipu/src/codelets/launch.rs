@@ -166,13 +166,18 @@ pub fn emit_supervisor_and_worker_entry(
     counts
 }
 
+/// The suffix of the label of a launch's vertex states (`{tag}_vertex_state`):
+/// the `.word`s after it are the only part of a launch that differs between
+/// launches of one shape (see [`super::subroutine`]).
+pub const VERTEX_STATE_SUFFIX: &str = "_vertex_state";
+
 /// Ends the worker (`.size`) and emits the six vertex states (`words[w]`
 /// for worker w) at `{tag}_vertex_state`.
 pub fn emit_vertex_state(e: &mut Emitter, tag: &str, words: &[Vec<u32>; WORKERS]) {
     e.size_of(&format!("{tag}_worker"));
     e.data_section(".data");
     e.directive("align", &[op::imm(8)]);
-    e.label(&format!("{tag}_vertex_state"));
+    e.label(&format!("{tag}{VERTEX_STATE_SUFFIX}"));
     for w in words {
         e.words(w);
     }

@@ -18,6 +18,20 @@
 //! The codelet's supervisor code must leave `$lr` alone; this is checked.
 //! A call and its return each cost the supervisor's pipeline refill:
 //! [`call_cycles`] is what an estimate adds per instance.
+//!
+//! Launches of one *shape* share their code. Codelets read their addresses
+//! and counts from the vertex state, so two launches of one codelet with
+//! other tensors usually differ only in the `.word`s after the label
+//! `{tag}_vertex_state` ([`VERTEX_STATE_SUFFIX`]); everything else they emit
+//! (supervisor `main`, worker code, constant tables) is the launch's shape.
+//! The first instance of a shape on a tile keeps all of it; a later one
+//! keeps only its own `main` (renamed to it, its worker entry the first
+//! instance's) and its vertex states, and the rest of what it emitted is
+//! erased. A tile that runs fifty reduction adds thus holds one copy of the
+//! add's worker code. Whether two launches share is decided on what they
+//! emitted, so a codelet that bakes an address into its code simply gets a
+//! shape of its own; a worker that names its own vertex states by label
+//! (instead of `$mvertex_base`) is never shared.
 
 use std::collections::HashMap;
 
@@ -25,9 +39,10 @@ use ipuc_dialects::ipu::{self, Operand, SectionKind};
 use ipuc_ipu_arch::pipeline::reg_use;
 use ipuc_ipu_arch::registers::LR;
 use ipuc_ipu_arch::MachineModel;
-use ipuc_ir::{Attribute, Context, OpId};
+use ipuc_ir::{AttrKind, Attribute, Context, OpId};
 
 use super::emitter::{inst, op, Emitter};
+use super::launch::VERTEX_STATE_SUFFIX;
 use super::program::Codelet;
 use super::CodeletError;
 use crate::emit::verify_isa::timing_instr;
@@ -48,8 +63,203 @@ pub fn emit_subroutine<C: Codelet>(
     let before = e.tile_ops().len();
     let counts = codelet.emit(e)?;
     let sections = e.tile_ops()[before..].to_vec();
-    rename_instance(e.context(), &sections, name)?;
+    let shape = launch_shape(e.context(), &sections);
+    let first = shape
+        .as_ref()
+        .and_then(|s| e.shared_launch(&s.key))
+        .map(str::to_string);
+    let ctx = e.context();
+    let defined = defined_labels(ctx, &sections);
+    match (first, shape) {
+        (Some(first), Some(shape)) => {
+            // Labels of the kept parts are the instance's, those of the
+            // erased code the first instance's.
+            let kept = keep_own_parts(ctx, &sections, &shape);
+            let own = defined_labels(ctx, &kept);
+            let labels = defined
+                .into_iter()
+                .map(|l| {
+                    let holder = if own.contains(&l) { name } else { &first };
+                    let renamed = instance_label(&l, holder);
+                    (l, renamed)
+                })
+                .collect::<HashMap<_, _>>();
+            rename_instance(ctx, &kept, name, &labels)?;
+        }
+        (None, shape) => {
+            let labels = defined
+                .into_iter()
+                .map(|l| {
+                    let renamed = instance_label(&l, name);
+                    (l, renamed)
+                })
+                .collect::<HashMap<_, _>>();
+            rename_instance(ctx, &sections, name, &labels)?;
+            if let Some(s) = shape {
+                e.record_launch(s.key, name);
+            }
+        }
+        (Some(_), None) => unreachable!("a shared launch has a shape"),
+    }
     Ok(counts)
+}
+
+/// What a launch emitted, apart from its vertex states: each section's
+/// name and kind, each op's kind and attributes, the vertex states'
+/// `.word`s by their count only. The attributes are compared by value (and
+/// mostly by pointer: the emitter shares them).
+pub type ShapeKey = Vec<(u8, Option<Attribute>)>;
+
+/// A launch's shape and where its vertex states are.
+struct LaunchShape {
+    /// The shape.
+    key: ShapeKey,
+    /// The label of the vertex states (before renaming).
+    state_label: String,
+    /// The section holding it.
+    state_section: OpId,
+}
+
+fn label_of(ctx: &Context, o: OpId) -> Option<&str> {
+    if ctx.name_str(o) == ipu::LABEL {
+        ctx.attr(o, "sym_name").and_then(Attribute::as_str)
+    } else {
+        None
+    }
+}
+
+fn is_directive(ctx: &Context, o: OpId, name: &str) -> bool {
+    ctx.name_str(o) == ipu::DIRECTIVE
+        && ctx.attr(o, "name").and_then(Attribute::as_str) == Some(name)
+}
+
+/// The shape of the launch emitted as `sections`, or `None` when it has
+/// no vertex states at a `{tag}_vertex_state` label or names them from
+/// outside its supervisor `main` (a worker that does would read the first
+/// instance's states).
+fn launch_shape(ctx: &Context, sections: &[OpId]) -> Option<LaunchShape> {
+    let mut key = ShapeKey::new();
+    let mut state: Option<(String, OpId)> = None;
+    let mut main_section = None;
+    for &s in sections {
+        key.push((0, ctx.attr(s, "name").cloned()));
+        key.push((1, ctx.attr(s, "kind").cloned()));
+        let mut in_state = false;
+        for o in ipu::body_ops(ctx, s) {
+            if let Some(label) = label_of(ctx, o) {
+                if label == "main" {
+                    main_section = Some(s);
+                }
+                in_state = label.ends_with(VERTEX_STATE_SUFFIX);
+                if in_state {
+                    if state.is_some() {
+                        return None;
+                    }
+                    state = Some((label.to_string(), s));
+                }
+                key.push((2, ctx.attr(o, "sym_name").cloned()));
+                continue;
+            }
+            if in_state && is_directive(ctx, o, "word") {
+                let n = ctx
+                    .attr(o, "args")
+                    .and_then(Attribute::as_array)
+                    .map_or(0, <[_]>::len);
+                key.push((3, Some(Attribute::i64(n as i64))));
+                continue;
+            }
+            in_state = false;
+            let item = |o: OpId, key: &mut ShapeKey| {
+                let tag = match ctx.name_str(o) {
+                    ipu::INST => 4,
+                    ipu::DIRECTIVE => 5,
+                    _ => 6,
+                };
+                for a in ["mnemonic", "name", "operands", "args"] {
+                    key.push((tag, ctx.attr(o, a).cloned()));
+                }
+            };
+            if ctx.name_str(o) == ipu::BUNDLE {
+                key.push((7, None));
+                for inner in ipu::body_ops(ctx, o) {
+                    item(inner, &mut key);
+                }
+            } else {
+                item(o, &mut key);
+            }
+        }
+    }
+    let (state_label, state_section) = state?;
+    // Only the supervisor `main` may name the vertex states.
+    let mut named_elsewhere = false;
+    walk(ctx, sections, &mut |s, o| {
+        if Some(s) != main_section && names(ctx, o, &state_label) {
+            named_elsewhere = true;
+        }
+    });
+    (!named_elsewhere).then_some(LaunchShape {
+        key,
+        state_label,
+        state_section,
+    })
+}
+
+/// Whether op `o` names `label` in an operand.
+fn names(ctx: &Context, o: OpId, label: &str) -> bool {
+    let n = ctx.name_str(o);
+    (n == ipu::INST || n == ipu::DIRECTIVE)
+        && ipu::operands_of(ctx, o).iter().any(|x| match x {
+            Operand::Symbol(s) => s == label,
+            Operand::Expr(text) => text.contains(label),
+            _ => false,
+        })
+}
+
+/// Erases what a launch of an already emitted shape shares with the first
+/// instance: every section but its supervisor `main`'s and its vertex
+/// states', and in the states' section everything but the states (their
+/// label, the `.word`s after it and the `.align` before it). Returns the
+/// sections kept.
+fn keep_own_parts(ctx: &mut Context, sections: &[OpId], shape: &LaunchShape) -> Vec<OpId> {
+    let mut kept = Vec::new();
+    for &s in sections {
+        let ops = ipu::body_ops(ctx, s);
+        let is_main = ops.iter().any(|&o| {
+            ctx.name_str(o) == ipu::LABEL
+                && string_attr(ctx, o, "sym_name").as_deref() == Some("main")
+        });
+        if is_main {
+            kept.push(s);
+        } else if s == shape.state_section {
+            let at = ops
+                .iter()
+                .position(|&o| {
+                    ctx.name_str(o) == ipu::LABEL
+                        && string_attr(ctx, o, "sym_name").as_deref() == Some(&shape.state_label)
+                })
+                .expect("the state section holds the state label");
+            let words = ops[at + 1..]
+                .iter()
+                .take_while(|&&o| {
+                    ctx.name_str(o) == ipu::DIRECTIVE
+                        && string_attr(ctx, o, "name").as_deref() == Some("word")
+                })
+                .count();
+            let align = at > 0
+                && ctx.name_str(ops[at - 1]) == ipu::DIRECTIVE
+                && string_attr(ctx, ops[at - 1], "name").as_deref() == Some("align");
+            let first = if align { at - 1 } else { at };
+            for (i, &o) in ops.iter().enumerate() {
+                if i < first || i > at + words {
+                    ctx.erase_op(o);
+                }
+            }
+            kept.push(s);
+        } else {
+            ctx.erase_op(s);
+        }
+    }
+    kept
 }
 
 /// Emits `call $lr, NAME_main` into the open supervisor section.
@@ -83,22 +293,40 @@ fn string_attr(ctx: &Context, op: OpId, key: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-fn rename_instance(ctx: &mut Context, sections: &[OpId], name: &str) -> Result<(), CodeletError> {
+/// Label `l` of a codelet as instance `name` spells it.
+fn instance_label(l: &str, name: &str) -> String {
+    match l.strip_prefix(".L") {
+        Some(rest) => format!(".L{name}_{rest}"),
+        None => format!("{name}_{l}"),
+    }
+}
+
+/// The labels `sections` define.
+fn defined_labels(ctx: &Context, sections: &[OpId]) -> Vec<String> {
+    let mut out = Vec::new();
+    walk(ctx, sections, &mut |_, o| {
+        if ctx.name_str(o) == ipu::LABEL {
+            out.extend(string_attr(ctx, o, "sym_name"));
+        }
+    });
+    out
+}
+
+/// Renames what instance `name` emitted (`sections`) as the module doc
+/// says, each label as `labels` maps it.
+fn rename_instance(
+    ctx: &mut Context,
+    sections: &[OpId],
+    name: &str,
+    labels: &HashMap<String, String>,
+) -> Result<(), CodeletError> {
     let err = |m: String| CodeletError::new(format!("subroutine {name}"), m);
-    let mut labels: HashMap<String, String> = HashMap::new();
     let mut main_section = None;
     walk(ctx, sections, &mut |s, o| {
-        if ctx.name_str(o) == ipu::LABEL {
-            if let Some(l) = string_attr(ctx, o, "sym_name") {
-                if l == "main" {
-                    main_section = Some(s);
-                }
-                let renamed = match l.strip_prefix(".L") {
-                    Some(rest) => format!(".L{name}_{rest}"),
-                    None => format!("{name}_{l}"),
-                };
-                labels.insert(l, renamed);
-            }
+        if ctx.name_str(o) == ipu::LABEL
+            && string_attr(ctx, o, "sym_name").as_deref() == Some("main")
+        {
+            main_section = Some(s);
         }
     });
     let main_section = main_section.ok_or_else(|| err("the codelet defines no `main`".into()))?;
@@ -149,9 +377,24 @@ fn rename_instance(ctx: &mut Context, sections: &[OpId], name: &str) -> Result<(
                 } else {
                     "operands"
                 };
+                // Most instructions name registers and numbers only.
+                let names_any = ctx
+                    .attr(o, key)
+                    .and_then(Attribute::as_array)
+                    .is_some_and(|xs| {
+                        xs.iter().any(|a| {
+                            matches!(
+                                a.kind(),
+                                AttrKind::SymbolRef { .. } | AttrKind::String { .. }
+                            )
+                        })
+                    });
+                if !names_any {
+                    continue;
+                }
                 let renamed: Vec<Attribute> = ipu::operands_of(ctx, o)
                     .into_iter()
-                    .map(|x| rename_operand(x, &labels).to_attr())
+                    .map(|x| rename_operand(x, labels).to_attr())
                     .collect();
                 ctx.set_attr(o, key, Attribute::array(renamed));
             }

@@ -114,6 +114,13 @@ pub fn run_mlp(
     };
     check_fits(&exe, &fits).map_err(BenchError::Other)?;
     let compile_s = started.elapsed().as_secs_f64();
+    tracing::info!(
+        compile_s,
+        plan_s,
+        lower_s,
+        encode_s = compile_s - plan_s - lower_s,
+        "compiled the block; simulating it"
+    );
     let run = super::simulate(machine, &exe, &half.encode(x))?;
     let y = half.decode(&run.output);
     // Rows spread over the block: first, last and some between.
