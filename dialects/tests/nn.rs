@@ -410,6 +410,10 @@ fn contraction_inference() {
         Type::tensor(&[4, 16], Type::f16())
     );
     assert_eq!(
+        infer_matmul(&t(&[4, 1152]), &w8).unwrap(),
+        t(&[4, 16]) // f32 lhs: f32
+    );
+    assert_eq!(
         infer_matmul(&t(&[4, 1152]), &t(&[1024, 8]))
             .unwrap_err()
             .to_string(),
@@ -448,6 +452,44 @@ fn contraction_inference() {
         .unwrap_err()
         .to_string()
         .contains("bias must have shape [4]"));
+}
+
+#[test]
+fn fp8_contractions_give_f16() {
+    use ipuc_ir::FloatKind::{F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ};
+    use nn::{contraction_element, infer_gemm, infer_linear, infer_matmul};
+    let f8 = |shape: &[i64]| Type::tensor(shape, Type::float(F8E4M3FNUZ));
+    let h = |shape: &[i64]| Type::tensor(shape, Type::f16());
+    // FP8 on both sides, or an FP8 lhs with f16 weights: f16, never FP8
+    // (FP8 is a storage format; the FP8 AMP's products come out in f16).
+    assert_eq!(
+        infer_matmul(&f8(&[4, 64]), &f8(&[64, 8])).unwrap(),
+        h(&[4, 8])
+    );
+    assert_eq!(
+        infer_matmul(&f8(&[2, 4, 64]), &h(&[64, 8])).unwrap(),
+        h(&[2, 4, 8])
+    );
+    assert_eq!(
+        infer_linear(&f8(&[3, 4, 64]), &f8(&[64, 8]), Some(&h(&[8]))).unwrap(),
+        h(&[3, 4, 8])
+    );
+    assert_eq!(
+        infer_gemm(&f8(&[64, 4]), &f8(&[8, 64]), Some(&h(&[8])), true, true).unwrap(),
+        h(&[4, 8])
+    );
+    // Every 8-bit float format; wider formats keep their own type.
+    for k in [F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ] {
+        assert_eq!(contraction_element(&Type::float(k)), Type::f16());
+    }
+    for e in [
+        Type::f16(),
+        Type::f32(),
+        Type::float(ipuc_ir::FloatKind::BF16),
+    ] {
+        assert_eq!(contraction_element(&e), e);
+    }
+    assert_eq!(contraction_element(&Type::int(8)), Type::int(8));
 }
 
 #[test]

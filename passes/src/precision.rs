@@ -17,9 +17,33 @@
 //!   weights' range: the smallest `s` with `max|w| * 2^-s <= 240` (the
 //!   format's largest finite value), so the largest weight uses the top of
 //!   the range and nothing saturates. The contraction records the scale as
-//!   `rhs_scale = s`: its right operand stands for `code * 2^s`. Activations
-//!   stay f16; whether they are cast to FP8 for the AMP is the backend's
-//!   choice.
+//!   `rhs_scale = s`: its right operand stands for `code * 2^s`. With
+//!   `fp8-activations=true` (the default) the left operand of each such
+//!   contraction is cast to FP8 too, `nn.cast %x {to = f8E4M3FNUZ}`, at
+//!   scale 0 (the code is the value), ONNX `Cast` with `saturate = 1`:
+//!   round to nearest even; magnitudes above 240 and infinities saturate
+//!   to +-240 (the format has no infinity); NaN becomes the format's one
+//!   NaN (code 0x80); magnitudes up to 2^-11 (half the smallest subnormal,
+//!   2^-10, the tie going to the even zero) become +0, whatever their sign
+//!   (the format has no -0). The reference executor's `nn.cast` does
+//!   exactly this (tested in `runtime/tests/fp8_contractions.rs`). The
+//!   contraction then takes FP8 on both sides and its result is f16 (the
+//!   `nn` dialect's rule for 8-bit float operands); activations elsewhere
+//!   stay f16.
+//!
+//!   Why the cast is in the IR rather than left to the backend: the IPU's
+//!   FP8 AMP (`f8v8hihov4amp`) multiplies FP8 by FP8, so a backend that
+//!   uses it must quantize the activations; if the IR did not say so, the
+//!   reference executor would compute with f16 activations and a
+//!   backend-vs-reference comparison would measure the activation
+//!   quantization as if it were a lowering error. With the cast explicit,
+//!   the reference runs the same quantization and the comparison isolates
+//!   the lowering again. One cast serves every FP8 contraction of the same
+//!   activation (the QKV projections of one LayerNorm output share it),
+//!   placed before the first of them. `fp8-activations=false` keeps the
+//!   f16 activations: f16 x FP8 products, which the reference computes as
+//!   written and a backend runs on the FP8 AMP only by quantizing the
+//!   activations itself (the mismatch the default removes).
 //!
 //! With `keep-interface=true` (the default) the function keeps its f32
 //! arguments and results, converted by `nn.cast` at its entry and return,
@@ -30,6 +54,7 @@
 //! Run it after `eqsat-fuse`: the fused ops are the ones that carry
 //! `acc_type`, and the e-graph does not keep attributes it does not know.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use ipuc_dialects::func;
@@ -45,7 +70,8 @@ use ipuc_ir::{Attribute, Context, Diagnostic, OpId, Type, Value};
 pub enum Precision {
     /// f16 weights and activations.
     Fp16,
-    /// f8E4M3FNUZ weights with power-of-two scales, f16 activations.
+    /// f8E4M3FNUZ weights with power-of-two scales; the activations
+    /// multiplied by them cast to f8E4M3FNUZ unless `fp8-activations=false`.
     Fp8,
 }
 
@@ -123,23 +149,28 @@ pub fn precision_pipeline(precision: &str) -> String {
 pub struct ConvertPrecision {
     precision: Precision,
     keep_interface: bool,
+    fp8_activations: bool,
 }
 
 ipuc_ir::declare_pass! {
     ConvertPrecision => "convert-precision" {
-        summary: "Convert an nn function to fp16 (f16 everywhere, f32 accumulation in LayerNorm, softmax and attention) or fp8 (f8E4M3FNUZ weights with power-of-two scales, f16 activations)",
+        summary: "Convert an nn function to fp16 (f16 everywhere, f32 accumulation in LayerNorm, softmax and attention) or fp8 (f8E4M3FNUZ weights with power-of-two scales, and the activations they multiply cast to f8E4M3FNUZ; f16 elsewhere)",
         anchor: "func.func",
         options ConvertPrecisionOptions {
             /// fp16 or fp8
             precision: String = "fp16".to_string() => "precision",
             /// Keep f32 arguments and results, converted by nn.cast at entry and return
             keep_interface: bool = true => "keep-interface",
+            /// With fp8: cast the left operand of every FP8-weight contraction to f8E4M3FNUZ (the AMP multiplies FP8 by FP8)
+            fp8_activations: bool = true => "fp8-activations",
         }
         statistics ConvertPrecisionStatistics {
             /// Constants converted to f16
             constants: u64 => "num-f16-constants",
             /// Weights converted to FP8 with a scale
             fp8_weights: u64 => "num-fp8-weights",
+            /// Activations cast to FP8 (one per distinct value)
+            fp8_activations: u64 => "num-fp8-activation-casts",
             /// Ops given an f32 accumulator
             accumulators: u64 => "num-f32-accumulators",
         }
@@ -151,6 +182,7 @@ impl DeclaredPass for ConvertPrecision {
         Ok(ConvertPrecision {
             precision: Precision::parse(&o.precision).map_err(PassCreateError::Refused)?,
             keep_interface: o.keep_interface,
+            fp8_activations: o.fp8_activations,
         })
     }
     fn run(
@@ -190,9 +222,15 @@ impl DeclaredPass for ConvertPrecision {
             }
         }
         if self.precision == Precision::Fp8 {
+            // The FP8 cast of each activation value, once made.
+            let mut casts: HashMap<Value, Value> = HashMap::new();
             for o in ctx.block_ops_vec(body) {
-                if quantize_weight(ctx, o)? {
-                    stats.fp8_weights += 1;
+                if !quantize_weight(ctx, o)? {
+                    continue;
+                }
+                stats.fp8_weights += 1;
+                if self.fp8_activations && quantize_activation(ctx, o, &mut casts)? {
+                    stats.fp8_activations += 1;
                 }
             }
         }
@@ -415,6 +453,41 @@ fn quantize_weight(ctx: &mut Context, op: OpId) -> Result<bool, Diagnostic> {
         ctx.erase_op(c);
     }
     tracing::debug!("convert-precision: FP8 weight {hint}: max |w| {max_abs:e}, scale 2^{scale}");
+    Ok(true)
+}
+
+/// Casts the left operand of contraction `op` (whose right operand is now
+/// FP8) to `f8E4M3FNUZ` at scale 0, reusing the cast in `casts` when the
+/// same value fed an earlier FP8 contraction; `true` if a cast was made.
+/// The cast goes right before `op`: the ops are visited in block order, so
+/// the first contraction to use a value precedes every later one.
+fn quantize_activation(
+    ctx: &mut Context,
+    op: OpId,
+    casts: &mut HashMap<Value, Value>,
+) -> Result<bool, Diagnostic> {
+    let x = ctx.operand(op, 0);
+    if let Some(&cast) = casts.get(&x) {
+        ctx.set_operand(op, 0, cast);
+        return Ok(false);
+    }
+    let element = ctx.value_type(x).element_type().cloned();
+    if element
+        .as_ref()
+        .and_then(|e| e.float_kind())
+        .map(|k| k.bit_width())
+        == Some(8)
+    {
+        // Already FP8 (IR converted before): nothing to cast.
+        return Ok(false);
+    }
+    let loc = ctx.loc(op).clone();
+    let f8 = Type::float(FloatKind::F8E4M3FNUZ);
+    let cast = ctx.create_op(CastOp::build(ctx, x, &f8, true, loc)?);
+    ctx.insert_op_before(op, cast);
+    let q = ctx.result(cast, 0);
+    ctx.set_operand(op, 0, q);
+    casts.insert(x, q);
     Ok(true)
 }
 

@@ -270,6 +270,31 @@ fn contractions_accept_mixed_float_formats() {
         assert_eq!(out.kind, ElementKind::F16);
         assert_eq!(out.to_f64_vec(), want);
     }
+    // FP8 on both sides (the activations are on the FP8 grid): FP8 is a
+    // storage format, the products come out in f16 (not in the lhs's FP8,
+    // which could not even hold 10.5), and an f16 bias or C joins them.
+    let x8 = k::cast(&x, ElementKind::F8E4M3FNUZ, true);
+    assert_eq!(x8.to_f64_vec(), x.to_f64_vec());
+    assert_eq!(k::product_kind(ElementKind::F8E4M3FNUZ), ElementKind::F16);
+    assert_eq!(k::product_kind(ElementKind::F8E5M2), ElementKind::F16);
+    assert_eq!(k::product_kind(ElementKind::F32), ElementKind::F32);
+    let bias = k::cast(
+        &HostTensor::from_f32(vec![2], &[0.25, -1.0]),
+        ElementKind::F16,
+        true,
+    );
+    let biased = [10.75, 1.125, -1.75, -0.96875];
+    for (out, want) in [
+        (k::matmul(&x8, &w).unwrap(), &want),
+        (k::linear(&x8, &w, Some(&bias)).unwrap(), &biased),
+        (
+            k::gemm(&x8, &w, Some(&bias), k::GemmParams::default()).unwrap(),
+            &biased,
+        ),
+    ] {
+        assert_eq!(out.kind, ElementKind::F16);
+        assert_eq!(out.to_f64_vec(), want);
+    }
     // Integers with floats do not mix.
     let i = HostTensor::from_i64(vec![3, 2], &[1; 6]);
     assert!(k::matmul(&x, &i).is_err());

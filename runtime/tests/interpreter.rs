@@ -623,3 +623,146 @@ func.func @main(%q: tensor<1x4x6xf32>, %k: tensor<1x5x6xf32>, %v: tensor<1x5x6xf
     .unwrap();
     check(&out[1], &[1, 4, 6], &out[0].to_f64_vec(), 1e-6, 1e-6);
 }
+
+/// `v` rounded to f8E4M3FNUZ as `nn.cast` with `saturate = 1` defines it,
+/// written out independently of the numeric crate: 3 significand bits
+/// below the leading one, subnormal quantum 2^-10, nearest with ties to
+/// even, magnitudes above 240 and infinities to +-240, no -0, NaN stays NaN.
+fn f8_e4m3fnuz(v: f64) -> f64 {
+    if v.is_nan() {
+        return f64::NAN;
+    }
+    if v.is_infinite() {
+        return 240f64.copysign(v);
+    }
+    let a = v.abs();
+    let exponent = if a > 0.0 {
+        a.log2().floor().max(-7.0)
+    } else {
+        -7.0
+    };
+    let quantum = 2f64.powf(exponent - 3.0);
+    let r = ((a / quantum).round_ties_even() * quantum).min(240.0);
+    if r == 0.0 {
+        0.0
+    } else {
+        r.copysign(v)
+    }
+}
+
+/// Rounds an f64 to f16 and back.
+fn r16(v: f64) -> f64 {
+    half::f16::from_f64(v).to_f64()
+}
+
+#[test]
+fn fp8_cast_rounds_saturates_and_keeps_nan() {
+    let src = r#"
+func.func @main(%x: tensor<12xf16>) -> tensor<12xf8E4M3FNUZ> {
+  %0 = nn.cast %x {to = f8E4M3FNUZ} : tensor<12xf16> -> tensor<12xf8E4M3FNUZ>
+  return %0 : tensor<12xf8E4M3FNUZ>
+}
+"#;
+    let tiny = 2f32.powi(-11);
+    let v = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        250.0,      // above 240: saturates
+        -1000.0,    // far above: saturates
+        239.0,      // rounds to 240 (steps of 16 in [128, 256))
+        3.3,        // 3.25 (steps of 0.25 in [2, 4))
+        -0.0,       // no -0: +0
+        tiny,       // half the smallest subnormal: ties to the even zero
+        -tiny,      // the same, negative: +0, not NaN
+        1.5 * tiny, // nearer the smallest subnormal 2^-10
+        17.0,       // tie between 16 and 18: the even code, 16
+    ];
+    let x = k::cast(&f32s(&[12], &v), ElementKind::F16, true);
+    let out = run(src, std::slice::from_ref(&x)).unwrap();
+    assert_eq!(out[0].kind, ElementKind::F8E4M3FNUZ);
+    // The independent rounding agrees with the values worked out by hand
+    // above, and the kernel with both.
+    let want: Vec<f64> = x.to_f64_vec().into_iter().map(f8_e4m3fnuz).collect();
+    let by_hand = [
+        f64::NAN,
+        240.0,
+        -240.0,
+        240.0,
+        -240.0,
+        240.0,
+        3.25,
+        0.0,
+        0.0,
+        0.0,
+        2f64.powi(-10),
+        16.0,
+    ];
+    for (w, h) in want.iter().zip(&by_hand) {
+        assert!(w == h || (w.is_nan() && h.is_nan()), "{want:?}");
+    }
+    exact(&out[0], &[12], &want);
+    // No code is -0's: FNUZ's 0x80 is NaN, so +0 must be 0x00.
+    for i in 7..10 {
+        assert_eq!(out[0].data[i], 0x00, "element {i}");
+    }
+}
+
+#[test]
+fn fp8_contractions_give_f16_against_float64() {
+    // What `convert-precision{precision=fp8}` produces: the activation cast
+    // to FP8 at scale 0, FP8 weights at scale 2^-6, an f16 bias; every
+    // product comes out in f16.
+    let src = r#"
+func.func @main(%x: tensor<4x64xf16>, %w: tensor<64x8xf8E4M3FNUZ>, %b: tensor<8xf16>) -> (tensor<4x64xf8E4M3FNUZ>, tensor<4x8xf16>, tensor<4x8xf16>) {
+  %q = nn.cast %x {to = f8E4M3FNUZ} : tensor<4x64xf16> -> tensor<4x64xf8E4M3FNUZ>
+  %0 = nn.linear %q, %w, %b {rhs_scale = -6 : i64} : tensor<4x64xf8E4M3FNUZ>, tensor<64x8xf8E4M3FNUZ>, tensor<8xf16> -> tensor<4x8xf16>
+  %1 = nn.matmul %q, %w {rhs_scale = -6 : i64} : tensor<4x64xf8E4M3FNUZ>, tensor<64x8xf8E4M3FNUZ> -> tensor<4x8xf16>
+  return %q, %0, %1 : tensor<4x64xf8E4M3FNUZ>, tensor<4x8xf16>, tensor<4x8xf16>
+}
+"#;
+    // Deterministic pseudo-random values: activations over a wide range (a
+    // few beyond 240, some below the subnormals), weights already FP8 codes.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    };
+    let x: Vec<f32> = (0..256)
+        .map(|i| (next() * 2f64.powi(i % 19 - 10)) as f32)
+        .collect();
+    let codes: Vec<f32> = (0..512)
+        .map(|_| f8_e4m3fnuz(next() * 240.0) as f32)
+        .collect();
+    let bias: Vec<f32> = (0..8).map(|_| (next() * 4.0) as f32).collect();
+    let x16 = k::cast(&f32s(&[4, 64], &x), ElementKind::F16, true);
+    let w8 = k::cast(&f32s(&[64, 8], &codes), ElementKind::F8E4M3FNUZ, true);
+    let b16 = k::cast(&f32s(&[8], &bias), ElementKind::F16, true);
+    // The codes are on the grid: the weight tensor holds them exactly.
+    let wv: Vec<f64> = codes.iter().map(|&c| f64::from(c)).collect();
+    assert_eq!(w8.to_f64_vec(), wv);
+    let out = run(src, &[x16.clone(), w8, b16.clone()]).unwrap();
+
+    let q: Vec<f64> = x16.to_f64_vec().into_iter().map(f8_e4m3fnuz).collect();
+    assert!(q.iter().any(|v| v.abs() == 240.0) && q.contains(&0.0));
+    exact(&out[0], &[4, 64], &q);
+    let b = b16.to_f64_vec();
+    let product = matmul_f64(&q, &wv, 4, 64, 8);
+    let with = |scale: f64, bias: bool| -> Vec<f64> {
+        product
+            .iter()
+            .enumerate()
+            .map(|(i, p)| r16(p * scale + if bias { b[i % 8] } else { 0.0 }))
+            .collect()
+    };
+    for t in &out[1..] {
+        assert_eq!(t.kind, ElementKind::F16);
+    }
+    // f32 accumulation then one rounding to f16: within one f16 ulp (2^-10
+    // relative) of float64 math rounded once.
+    let scale = 2f64.powi(-6);
+    check(&out[1], &[4, 8], &with(scale, true), 1e-6, 2f64.powi(-10));
+    check(&out[2], &[4, 8], &with(scale, false), 1e-6, 2f64.powi(-10));
+}

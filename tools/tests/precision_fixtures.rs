@@ -66,7 +66,9 @@ fn fp16_and_fp8_accuracy_on_siglip_small() {
     let fp8 = accuracy(&model, &dir, &["--precision", "fp8"]);
     check("f32", &f32_run, 1e-5, 0.999_999);
     // The conversions must cost something (they ran), and stay within what
-    // f16 (11-bit significands) and FP8 weights (4-bit) allow.
+    // f16 (11-bit significands) and FP8 weights and activations (4-bit)
+    // allow: fp8 measures cosine 0.99885 / 0.99697 (0.99934 / 0.99789
+    // with f16 activations, before the activation casts).
     check("fp16", &fp16, 5e-3, 0.999_99);
     check("fp8", &fp8, 0.1, 0.995);
     for ((a, b), c) in f32_run.iter().zip(&fp16).zip(&fp8) {

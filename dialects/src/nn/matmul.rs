@@ -4,11 +4,17 @@
 //! b[N]`, the fusion target of matmul + bias).
 //!
 //! Float operands may differ in format (f16 activations times f8E4M3FNUZ
-//! weights); the result takes the element type of the first operand. An
-//! 8-bit float right operand of `nn.matmul` or `nn.linear` may carry a
-//! per-tensor power-of-two scale, `rhs_scale = s`: it stands for its
-//! elements times `2^s` (the FP8 tensor scale of the IPU and of
-//! `convert-precision`).
+//! weights). The result element type is [`contraction_element`] of the
+//! first operand: its own type, except that an 8-bit float first operand
+//! gives an f16 result. FP8 is a storage format of operands, not of
+//! results: an FP8 product is accumulated wider and comes out in f16, as
+//! the IPU's FP8 AMP (`f8v8hihov4amp`) delivers it, and an FP8 result
+//! would lose all but 3 or 4 significand bits of every sum. The rule holds
+//! for `nn.matmul`, `nn.gemm` and `nn.linear` alike (and `nn.linear`'s
+//! bias joins the f16 result). An 8-bit float right operand of `nn.matmul`
+//! or `nn.linear` may carry a per-tensor power-of-two scale,
+//! `rhs_scale = s`: it stands for its elements times `2^s` (the FP8 tensor
+//! scale of the IPU and of `convert-precision`).
 
 use ipuc_ir::interfaces::{Contraction, ContractionShape, OpSignature};
 use ipuc_ir::types::DYNAMIC;
@@ -57,6 +63,16 @@ fn check_contractable(a: &Type, b: &Type) -> InferResult<()> {
         Err(shape_err!(
             "operand element types '{a}' and '{b}' cannot be contracted together"
         ))
+    }
+}
+
+/// The element type of a contraction whose first operand has element type
+/// `lhs`: `lhs` itself, except that 8-bit floats (FP8 storage formats)
+/// give f16, the format the FP8 AMP's products come out in.
+pub fn contraction_element(lhs: &Type) -> Type {
+    match lhs.float_kind() {
+        Some(k) if k.bit_width() == 8 => Type::f16(),
+        _ => lhs.clone(),
     }
 }
 
@@ -137,7 +153,7 @@ pub fn matmul_dims(a: &Type, b: &Type) -> InferResult<MatmulDims> {
 pub fn infer_matmul(a: &Type, b: &Type) -> InferResult<Type> {
     let dims = matmul_dims(a, b)?;
     let (_, ea) = ranked(a, "lhs")?;
-    Ok(tensor(&dims.result_shape(), ea))
+    Ok(tensor(&dims.result_shape(), &contraction_element(ea)))
 }
 
 /// Attributes of `nn.gemm` (ONNX defaults: 1.0, 1.0, false, false).
@@ -239,7 +255,7 @@ pub fn infer_gemm(
         }
     }
     let (_, ea) = ranked(a, "A")?;
-    Ok(tensor(&[m, n], ea))
+    Ok(tensor(&[m, n], &contraction_element(ea)))
 }
 
 /// The leading dimensions of `x`, then N and K, of `nn.linear(x[..., K], w[K, N])`.
@@ -277,7 +293,7 @@ pub fn infer_linear(x: &Type, w: &Type, b: Option<&Type>) -> InferResult<Type> {
     }
     shape.push(n);
     let (_, ex) = ranked(x, "input")?;
-    Ok(tensor(&shape, ex))
+    Ok(tensor(&shape, &contraction_element(ex)))
 }
 
 /// `nn.matmul`'s product, from [`matmul_dims`].

@@ -3,7 +3,13 @@
 //! MatMul + Add).
 //!
 //! Float operands may differ in format (f16 activations times f8 weights): the
-//! product computes in the domain of the first operand's kind and takes its kind.
+//! product computes in the domain of the first operand's kind and takes its
+//! kind, except that an 8-bit float first operand gives an f16 product
+//! ([`product_kind`], the `nn` dialect's `contraction_element`): FP8 is a
+//! storage format of operands, and the FP8 AMP's products come out in f16.
+//! FP8 codes (and FP8 codes times a power-of-two scale) are exact in f32,
+//! and so are their pairwise products (4-bit significands), so an FP8
+//! product's only roundings are the f32 accumulation and the final f16.
 //!
 //! f32 and f64 products run on `gemm`'s blocked kernels (arbitrary strides, so
 //! transposes cost nothing; AVX-512 or AVX2/FMA as the CPU has), one product on
@@ -17,6 +23,16 @@ use super::error::{shape_error, KernelError, KernelResult};
 use super::fast_f32::{f32_elements, f32_tensor_with};
 use super::host_tensor::{HostTensor, Values};
 use super::shape::{broadcast_indices, broadcast_shapes};
+
+/// The element kind of a contraction whose first operand has kind `lhs`:
+/// `lhs`, except f16 for 8-bit floats.
+pub fn product_kind(lhs: ElementKind) -> ElementKind {
+    if lhs.float8_format().is_some() {
+        ElementKind::F16
+    } else {
+        lhs
+    }
+}
 
 /// One 2-D product `C[m×n] = A[m×k] · B[k×n]` with element strides
 /// (row stride, column stride) for A and B; C is dense row-major.
@@ -226,7 +242,7 @@ pub fn matmul(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
         }));
     }
     let values = batched(p, &a.values(), &b.values_in(a.kind), &ia, &ib);
-    Ok(HostTensor::from_values(a.kind, shape, values))
+    Ok(HostTensor::from_values(product_kind(a.kind), shape, values))
 }
 
 /// ONNX `Gemm` attributes: the `nn` dialect's, which the kernel computes.
@@ -280,12 +296,13 @@ pub fn gemm(
         a_strides,
         b_strides,
     };
+    let kind = product_kind(a.kind);
     let product = HostTensor::from_values(
-        a.kind,
+        kind,
         vec![m, n],
         batched(p, &a.values(), &b.values_in(a.kind), &[0], &[0]),
     );
-    let scalar = |v: f32| HostTensor::from_values(a.kind, vec![], scale_values(a.kind, v));
+    let scalar = |v: f32| HostTensor::from_values(kind, vec![], scale_values(kind, v));
     let mut y = if params.alpha == 1.0 {
         product
     } else {
@@ -299,8 +316,8 @@ pub fn gemm(
             ));
         }
         // A C of another float format joins the result's format first.
-        let c = if c.kind != a.kind && c.kind.is_float() && a.kind.is_float() {
-            cast(c, a.kind, true)
+        let c = if c.kind != kind && c.kind.is_float() && kind.is_float() {
+            cast(c, kind, true)
         } else {
             c.clone()
         };
@@ -339,8 +356,9 @@ fn check_contractable(op: &'static str, a: &HostTensor, b: &HostTensor) -> Kerne
 
 /// A dense layer: `x[..., K] · w[K, N] (+ b[N])`, the fusion target of
 /// MatMul + Add. All leading dimensions of `x` form one `[M, K]` product. The
-/// bias is added in the compute domain and the sum rounded once to the kind of
-/// `x` (a fused kernel rounds once, where MatMul then Add would round twice).
+/// bias is added in the compute domain and the sum rounded once to the
+/// [`product_kind`] of `x` (a fused kernel rounds once, where MatMul then Add
+/// would round twice).
 pub fn linear(x: &HostTensor, w: &HostTensor, b: Option<&HostTensor>) -> KernelResult<HostTensor> {
     check_contractable("linear", x, w)?;
     if x.rank() == 0 || w.rank() != 2 {
@@ -399,9 +417,10 @@ pub fn linear(x: &HostTensor, w: &HostTensor, b: Option<&HostTensor>) -> KernelR
         &[0],
         &[0],
     );
+    let kind = product_kind(x.kind);
     if let Some(b) = b {
         let n = n.max(1);
-        match (&mut values, b.values_in(x.kind)) {
+        match (&mut values, b.values_in(kind)) {
             (Values::F32(v), Values::F32(bias)) => v
                 .par_chunks_mut(n)
                 .for_each(|row| row.iter_mut().zip(&bias).for_each(|(o, b)| *o += b)),
@@ -416,5 +435,5 @@ pub fn linear(x: &HostTensor, w: &HostTensor, b: Option<&HostTensor>) -> KernelR
             _ => unreachable!("bias widened into the product's domain"),
         }
     }
-    Ok(HostTensor::from_values(x.kind, shape, values))
+    Ok(HostTensor::from_values(kind, shape, values))
 }

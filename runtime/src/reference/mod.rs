@@ -43,7 +43,7 @@ pub use layout::{
     concat, constant_of_shape, expand, flatten, gather, pad, range, reshape, shape_of, slice,
     split, squeeze, tile, transpose, unsqueeze, PadMode,
 };
-pub use matmul::{gemm, linear, matmul, GemmParams};
+pub use matmul::{gemm, linear, matmul, product_kind, GemmParams};
 pub use normalization::{layer_normalization, softmax, LayerNormOutputs};
 pub use pool::{pool, PoolParams, Pooling};
 pub use reduce::{reduce, Reduction};

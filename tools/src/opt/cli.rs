@@ -125,7 +125,7 @@ fn command(tool: &'static str, registry: &PassRegistry) -> Command {
                 .long("precision")
                 .value_name("fp16|fp8")
                 .value_parser(["fp16", "fp8"])
-                .help("Before the pipeline (after --extract), convert every function with convert-precision: fp16 (f16 values, f32 accumulation in LayerNorm, softmax and attention) or fp8 (f8E4M3FNUZ weights with power-of-two scales, f16 activations)"),
+                .help("Before the pipeline (after --extract), convert every function with convert-precision: fp16 (f16 values, f32 accumulation in LayerNorm, softmax and attention) or fp8 (f8E4M3FNUZ weights with power-of-two scales, the activations they multiply cast to f8E4M3FNUZ, f16 elsewhere)"),
         )
         .arg(flag(
             "upstream",

@@ -98,9 +98,10 @@ pub struct RunArgs {
     pub extract: Option<String>,
     /// Run the model converted to `fp16` (f16 weights and activations, f32
     /// accumulation in LayerNorm, softmax and attention) or `fp8`
-    /// (f8E4M3FNUZ weights with power-of-two scales, f16 activations) by
-    /// the `convert-precision` pass, after `--extract`; inputs and outputs
-    /// stay f32.
+    /// (f8E4M3FNUZ weights with power-of-two scales, the activations they
+    /// multiply cast to f8E4M3FNUZ, f16 elsewhere) by the
+    /// `convert-precision` pass, after `--extract`; inputs and outputs stay
+    /// f32.
     #[arg(long, value_name = "fp16|fp8", value_parser = ["fp16", "fp8"])]
     pub precision: Option<String>,
 }
