@@ -257,18 +257,9 @@ impl CompareKind {
     pub fn from_name(name: &str) -> Option<CompareKind> {
         CompareKind::ALL.into_iter().find(|k| k.name() == name)
     }
-    /// Float comparison (false when either side is NaN).
-    pub fn apply_f64(self, a: f64, b: f64) -> bool {
-        match self {
-            CompareKind::Equal => a == b,
-            CompareKind::Less => a < b,
-            CompareKind::Greater => a > b,
-            CompareKind::LessEqual => a <= b,
-            CompareKind::GreaterEqual => a >= b,
-        }
-    }
-    /// Integer comparison.
-    pub fn apply_int(self, a: i128, b: i128) -> bool {
+    /// Whether `a kind b` holds, on integers or floats (where a NaN on either
+    /// side makes it false).
+    pub fn holds<T: PartialOrd>(self, a: T, b: T) -> bool {
         match self {
             CompareKind::Equal => a == b,
             CompareKind::Less => a < b,
@@ -643,14 +634,10 @@ fn fold_compare(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option
     let (sa, sb) = (a.ty.shape()?.to_vec(), b.ty.shape()?.to_vec());
     let v: Vec<bool> = if a.element_type().is_float() {
         let (va, vb) = (floats(&a)?, floats(&b)?);
-        zip_broadcast(&out, (&sa, &va), (&sb, &vb), |x, y| {
-            Some(kind.apply_f64(x, y))
-        })?
+        zip_broadcast(&out, (&sa, &va), (&sb, &vb), |x, y| Some(kind.holds(x, y)))?
     } else {
         let (va, vb) = (ints(&a)?, ints(&b)?);
-        zip_broadcast(&out, (&sa, &va), (&sb, &vb), |x, y| {
-            Some(kind.apply_int(x, y))
-        })?
+        zip_broadcast(&out, (&sa, &va), (&sb, &vb), |x, y| Some(kind.holds(x, y)))?
     };
     let v: Vec<i128> = v.into_iter().map(i128::from).collect();
     Some(vec![FoldResult::Constant(from_ints(&out, &v)?)])

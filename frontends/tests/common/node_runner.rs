@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ipuc_frontends::onnx::{Attribute, Node, Tensor};
 use ipuc_runtime::reference::{
-    self as k, BinaryOp, GeluApproximation, HostTensor, UnaryKind, UnaryOp,
+    self as k, BinaryKind, BinaryOp, CompareKind, GeluApproximation, HostTensor, UnaryKind, UnaryOp,
 };
 
 /// A runtime host tensor sharing nothing with the loader's tensor (one copy).
@@ -51,17 +51,15 @@ pub fn run_node(
         }
     };
     match node.op_type.as_str() {
-        "Add" => binary(BinaryOp::Add),
-        "Sub" => binary(BinaryOp::Sub),
-        "Mul" => binary(BinaryOp::Mul),
-        "Div" => binary(BinaryOp::Div),
-        "Pow" => binary(BinaryOp::Pow),
-        "Mod" => binary(BinaryOp::Mod {
-            fmod: int("fmod", 0)? != 0,
-        }),
-        "Equal" => binary(BinaryOp::Equal),
-        "Less" => binary(BinaryOp::Less),
-        "Greater" => binary(BinaryOp::Greater),
+        "Add" => binary(BinaryKind::Add.into()),
+        "Sub" => binary(BinaryKind::Sub.into()),
+        "Mul" => binary(BinaryKind::Mul.into()),
+        "Div" => binary(BinaryKind::Div.into()),
+        "Pow" => binary(BinaryKind::Pow.into()),
+        "Mod" => binary(BinaryOp::modulo(int("fmod", 0)? != 0)),
+        "Equal" => binary(CompareKind::Equal.into()),
+        "Less" => binary(CompareKind::Less.into()),
+        "Greater" => binary(CompareKind::Greater.into()),
         "Max" | "Min" => {
             let operands: Vec<&HostTensor> = inputs.iter().flatten().collect();
             one(if node.op_type == "Max" {

@@ -1,8 +1,7 @@
 //! Element-wise kernels with numpy broadcasting: arithmetic, comparisons,
 //! activations, `Where` and `Cast`.
 
-use ipuc_dialects::nn::UnaryKind as K;
-pub use ipuc_dialects::nn::{GeluApproximation, UnaryKind};
+pub use ipuc_dialects::nn::{BinaryKind, CompareKind, GeluApproximation, UnaryKind};
 use ipuc_ir::numeric::{storage, E8M0Rounding, ElementKind};
 use rayon::prelude::*;
 
@@ -11,113 +10,65 @@ use super::host_tensor::{HostTensor, Values, PARALLEL_THRESHOLD};
 use super::shape::{broadcast_indices, broadcast_shapes};
 use super::{fast_f32, fast_math};
 
-/// A binary element-wise operation.
+/// A binary element-wise operation: one of `nn`'s binary or comparison kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BinaryOp {
-    /// `a + b` (integers wrap).
-    Add,
-    /// `a - b` (integers wrap).
-    Sub,
-    /// `a * b` (integers wrap).
-    Mul,
-    /// `a / b`; integers truncate toward zero, division by zero is an error.
-    Div,
-    /// ONNX `Mod`: with `fmod` the remainder has the sign of the dividend (C `fmod`),
-    /// without it the sign of the divisor (Python/numpy `%`).
-    Mod {
-        /// The ONNX `fmod` attribute.
-        fmod: bool,
-    },
-    /// ONNX `Pow`: the result has the base's element type; the exponent may be of
-    /// any numeric type.
-    Pow,
-    /// Larger of the two (NaN propagates).
-    Max,
-    /// Smaller of the two (NaN propagates).
-    Min,
-    /// `a == b`, a bool tensor.
-    Equal,
-    /// `a < b`, a bool tensor.
-    Less,
-    /// `a > b`, a bool tensor.
-    Greater,
-    /// `a <= b`, a bool tensor.
-    LessEqual,
-    /// `a >= b`, a bool tensor.
-    GreaterEqual,
-    /// Logical and of two bool tensors.
-    And,
-    /// Logical or of two bool tensors.
-    Or,
-    /// Logical exclusive or of two bool tensors.
-    Xor,
-    /// Bitwise and of two integer tensors.
-    BitAnd,
-    /// Bitwise or of two integer tensors.
-    BitOr,
-    /// Bitwise exclusive or of two integer tensors.
-    BitXor,
-    /// `a << b` on integers (bits past the width are lost).
-    ShiftLeft,
-    /// `a >> b` on integers (logical on unsigned kinds).
-    ShiftRight,
+    /// `nn.add`, `nn.pow`, ... (see [`BinaryKind`]); `Mod` is `nn.mod`'s default
+    /// form, whose remainder takes the divisor's sign (Python/numpy `%`).
+    Kind(BinaryKind),
+    /// `nn.mod {fmod = 1}`: the remainder takes the dividend's sign (C `fmod`).
+    Fmod,
+    /// `nn.equal`, `nn.less`, ...: a bool tensor.
+    Compare(CompareKind),
+}
+
+impl From<BinaryKind> for BinaryOp {
+    fn from(kind: BinaryKind) -> BinaryOp {
+        BinaryOp::Kind(kind)
+    }
+}
+
+impl From<CompareKind> for BinaryOp {
+    fn from(kind: CompareKind) -> BinaryOp {
+        BinaryOp::Compare(kind)
+    }
 }
 
 impl BinaryOp {
-    fn name(self) -> &'static str {
-        match self {
-            BinaryOp::Add => "add",
-            BinaryOp::Sub => "sub",
-            BinaryOp::Mul => "mul",
-            BinaryOp::Div => "div",
-            BinaryOp::Mod { .. } => "mod",
-            BinaryOp::Pow => "pow",
-            BinaryOp::Max => "max",
-            BinaryOp::Min => "min",
-            BinaryOp::Equal => "equal",
-            BinaryOp::Less => "less",
-            BinaryOp::Greater => "greater",
-            BinaryOp::LessEqual => "less_equal",
-            BinaryOp::GreaterEqual => "greater_equal",
-            BinaryOp::And => "and",
-            BinaryOp::Or => "or",
-            BinaryOp::Xor => "xor",
-            BinaryOp::BitAnd => "bitwise_and",
-            BinaryOp::BitOr => "bitwise_or",
-            BinaryOp::BitXor => "bitwise_xor",
-            BinaryOp::ShiftLeft => "shift_left",
-            BinaryOp::ShiftRight => "shift_right",
+    /// ONNX `Mod` with its `fmod` attribute.
+    pub fn modulo(fmod: bool) -> BinaryOp {
+        if fmod {
+            BinaryOp::Fmod
+        } else {
+            BinaryOp::Kind(BinaryKind::Mod)
         }
     }
 
+    /// The op's name without the dialect (`add`, `less_equal`) for errors.
+    fn name(self) -> &'static str {
+        let full = match self {
+            BinaryOp::Kind(kind) => kind.name(),
+            BinaryOp::Fmod => BinaryKind::Mod.name(),
+            BinaryOp::Compare(kind) => kind.name(),
+        };
+        full.trim_start_matches("nn.")
+    }
+
     fn is_bitwise(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::BitAnd
-                | BinaryOp::BitOr
-                | BinaryOp::BitXor
-                | BinaryOp::ShiftLeft
-                | BinaryOp::ShiftRight
-        )
+        matches!(self, BinaryOp::Kind(kind) if kind.is_bitwise())
     }
 
     fn is_comparison(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::Equal
-                | BinaryOp::Less
-                | BinaryOp::Greater
-                | BinaryOp::LessEqual
-                | BinaryOp::GreaterEqual
-        )
+        matches!(self, BinaryOp::Compare(_))
     }
 }
 
 /// Applies a binary operation with numpy broadcasting. Both operands must have the
 /// same element kind, except for `Pow`.
-pub fn binary(op: BinaryOp, a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
+pub fn binary(op: impl Into<BinaryOp>, a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
+    let op = op.into();
     let name = op.name();
-    if op != BinaryOp::Pow && a.kind != b.kind {
+    if op != BinaryOp::Kind(BinaryKind::Pow) && a.kind != b.kind {
         return Err(KernelError::ElementType {
             op: name,
             kind: format!("{} with {}", a.kind, b.kind),
@@ -188,10 +139,10 @@ fn binary_f32(op: BinaryOp, a: &HostTensor, b: &HostTensor, shape: &[usize]) -> 
         };
     }
     match op {
-        BinaryOp::Add => run!(|p, q| p + q),
-        BinaryOp::Sub => run!(|p, q| p - q),
-        BinaryOp::Mul => run!(|p, q| p * q),
-        BinaryOp::Div => run!(|p, q| p / q),
+        BinaryOp::Kind(BinaryKind::Add) => run!(|p, q| p + q),
+        BinaryOp::Kind(BinaryKind::Sub) => run!(|p, q| p - q),
+        BinaryOp::Kind(BinaryKind::Mul) => run!(|p, q| p * q),
+        BinaryOp::Kind(BinaryKind::Div) => run!(|p, q| p / q),
         _ => run!(|p, q| float_op(op, p, q)),
     }
 }
@@ -207,13 +158,17 @@ fn as_f64(values: Values) -> Vec<f64> {
 /// One float operation, shared by the generic kernel and the f32 fast path
 /// (so both compute exactly the same values).
 fn float_op<T: Float>(op: BinaryOp, a: T, b: T) -> T {
-    match op {
-        BinaryOp::Add => a + b,
-        BinaryOp::Sub => a - b,
-        BinaryOp::Mul => a * b,
-        BinaryOp::Div => a / b,
-        BinaryOp::Mod { fmod: true } => a % b,
-        BinaryOp::Mod { fmod: false } => {
+    let kind = match op {
+        BinaryOp::Kind(kind) => kind,
+        BinaryOp::Fmod => return a % b,
+        BinaryOp::Compare(kind) => return T::from_bool(kind.holds(a, b)),
+    };
+    match kind {
+        BinaryKind::Add => a + b,
+        BinaryKind::Sub => a - b,
+        BinaryKind::Mul => a * b,
+        BinaryKind::Div => a / b,
+        BinaryKind::Mod => {
             // numpy's mod: the remainder takes the divisor's sign.
             let r = a % b;
             if r != T::zero() && (r < T::zero()) != (b < T::zero()) {
@@ -225,8 +180,8 @@ fn float_op<T: Float>(op: BinaryOp, a: T, b: T) -> T {
                 r
             }
         }
-        BinaryOp::Pow => a.powf(b),
-        BinaryOp::Max => {
+        BinaryKind::Pow => a.powf(b),
+        BinaryKind::Max => {
             if a.is_nan() || b.is_nan() {
                 T::nan()
             } else if a >= b {
@@ -235,7 +190,7 @@ fn float_op<T: Float>(op: BinaryOp, a: T, b: T) -> T {
                 b
             }
         }
-        BinaryOp::Min => {
+        BinaryKind::Min => {
             if a.is_nan() || b.is_nan() {
                 T::nan()
             } else if a <= b {
@@ -244,20 +199,15 @@ fn float_op<T: Float>(op: BinaryOp, a: T, b: T) -> T {
                 b
             }
         }
-        BinaryOp::Equal => T::from_bool(a == b),
-        BinaryOp::Less => T::from_bool(a < b),
-        BinaryOp::Greater => T::from_bool(a > b),
-        BinaryOp::LessEqual => T::from_bool(a <= b),
-        BinaryOp::GreaterEqual => T::from_bool(a >= b),
-        BinaryOp::And => T::from_bool(a != T::zero() && b != T::zero()),
-        BinaryOp::Or => T::from_bool(a != T::zero() || b != T::zero()),
-        BinaryOp::Xor => T::from_bool((a != T::zero()) != (b != T::zero())),
+        BinaryKind::And => T::from_bool(a != T::zero() && b != T::zero()),
+        BinaryKind::Or => T::from_bool(a != T::zero() || b != T::zero()),
+        BinaryKind::Xor => T::from_bool((a != T::zero()) != (b != T::zero())),
         // Integer-only: `binary` refuses float operands before this.
-        BinaryOp::BitAnd
-        | BinaryOp::BitOr
-        | BinaryOp::BitXor
-        | BinaryOp::ShiftLeft
-        | BinaryOp::ShiftRight => T::nan(),
+        BinaryKind::BitAnd
+        | BinaryKind::BitOr
+        | BinaryKind::BitXor
+        | BinaryKind::ShiftLeft
+        | BinaryKind::ShiftRight => T::nan(),
     }
 }
 
@@ -292,46 +242,23 @@ where
     Ok(wrap(out))
 }
 
+/// One integer operation: `nn`'s folder semantics ([`BinaryKind::apply_int`]),
+/// except that a negative or huge `Pow` exponent is computed rather than left alone.
 fn int_binary(op: BinaryOp, a: i128, b: i128) -> KernelResult<i128> {
-    let by_zero = || KernelError::Arithmetic {
-        op: op.name(),
-        detail: "integer division by zero".to_string(),
+    let (kind, fmod) = match op {
+        BinaryOp::Kind(kind) => (kind, false),
+        BinaryOp::Fmod => (BinaryKind::Mod, true),
+        BinaryOp::Compare(kind) => return Ok(i128::from(kind.holds(a, b))),
     };
-    Ok(match op {
-        BinaryOp::Add => a.wrapping_add(b),
-        BinaryOp::Sub => a.wrapping_sub(b),
-        BinaryOp::Mul => a.wrapping_mul(b),
-        BinaryOp::Div => a.checked_div(b).ok_or_else(by_zero)?,
-        BinaryOp::Mod { fmod: true } => a.checked_rem(b).ok_or_else(by_zero)?,
-        BinaryOp::Mod { fmod: false } => {
-            let r = a.checked_rem(b).ok_or_else(by_zero)?;
-            if r != 0 && (r < 0) != (b < 0) {
-                r + b
-            } else {
-                r
-            }
-        }
-        BinaryOp::Pow => int_pow(a, b),
-        BinaryOp::Max => a.max(b),
-        BinaryOp::Min => a.min(b),
-        BinaryOp::Equal => i128::from(a == b),
-        BinaryOp::Less => i128::from(a < b),
-        BinaryOp::Greater => i128::from(a > b),
-        BinaryOp::LessEqual => i128::from(a <= b),
-        BinaryOp::GreaterEqual => i128::from(a >= b),
-        BinaryOp::And => i128::from(a != 0 && b != 0),
-        BinaryOp::Or => i128::from(a != 0 || b != 0),
-        BinaryOp::Xor => i128::from((a != 0) != (b != 0)),
-        BinaryOp::BitAnd => a & b,
-        BinaryOp::BitOr => a | b,
-        BinaryOp::BitXor => a ^ b,
-        // Values are held sign- or zero-extended, so the wide shift wrapped to
-        // the element width (when stored) is the narrow shift.
-        BinaryOp::ShiftLeft => u32::try_from(b)
-            .ok()
-            .map_or(0, |s| a.checked_shl(s).unwrap_or(0)),
-        BinaryOp::ShiftRight => a >> u32::try_from(b).unwrap_or(u32::MAX).min(127),
-    })
+    if kind == BinaryKind::Pow {
+        return Ok(int_pow(a, b));
+    }
+    // Past `Pow`, only a division by zero is undefined.
+    kind.apply_int(a, b, fmod)
+        .ok_or_else(|| KernelError::Arithmetic {
+            op: op.name(),
+            detail: "integer division by zero".to_string(),
+        })
 }
 
 /// Integer power with wrapping; negative exponents give the truncated reciprocal.
@@ -409,49 +336,49 @@ impl_float!(f64);
 
 /// `a + b`.
 pub fn add(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
-    binary(BinaryOp::Add, a, b)
+    binary(BinaryKind::Add, a, b)
 }
 /// `a - b`.
 pub fn sub(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
-    binary(BinaryOp::Sub, a, b)
+    binary(BinaryKind::Sub, a, b)
 }
 /// `a * b`.
 pub fn mul(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
-    binary(BinaryOp::Mul, a, b)
+    binary(BinaryKind::Mul, a, b)
 }
 /// `a / b`.
 pub fn div(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
-    binary(BinaryOp::Div, a, b)
+    binary(BinaryKind::Div, a, b)
 }
 /// ONNX `Mod`.
 pub fn modulo(a: &HostTensor, b: &HostTensor, fmod: bool) -> KernelResult<HostTensor> {
-    binary(BinaryOp::Mod { fmod }, a, b)
+    binary(BinaryOp::modulo(fmod), a, b)
 }
 /// ONNX `Pow`.
 pub fn pow(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
-    binary(BinaryOp::Pow, a, b)
+    binary(BinaryKind::Pow, a, b)
 }
 /// `a == b`.
 pub fn equal(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
-    binary(BinaryOp::Equal, a, b)
+    binary(CompareKind::Equal, a, b)
 }
 /// `a < b`.
 pub fn less(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
-    binary(BinaryOp::Less, a, b)
+    binary(CompareKind::Less, a, b)
 }
 /// `a > b`.
 pub fn greater(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
-    binary(BinaryOp::Greater, a, b)
+    binary(CompareKind::Greater, a, b)
 }
 
 /// ONNX variadic `Max` (at least one operand).
 pub fn max(operands: &[&HostTensor]) -> KernelResult<HostTensor> {
-    fold(BinaryOp::Max, operands)
+    fold(BinaryOp::Kind(BinaryKind::Max), operands)
 }
 
 /// ONNX variadic `Min` (at least one operand).
 pub fn min(operands: &[&HostTensor]) -> KernelResult<HostTensor> {
-    fold(BinaryOp::Min, operands)
+    fold(BinaryOp::Kind(BinaryKind::Min), operands)
 }
 
 fn fold(op: BinaryOp, operands: &[&HostTensor]) -> KernelResult<HostTensor> {
@@ -501,38 +428,38 @@ pub fn unary(op: impl Into<UnaryOp>, x: &HostTensor) -> KernelResult<HostTensor>
             }
         };
         match kind {
-            K::Neg => -v,
-            K::Abs => v.abs(),
-            K::Relu => {
+            UnaryKind::Neg => -v,
+            UnaryKind::Abs => v.abs(),
+            UnaryKind::Relu => {
                 if v > 0.0 {
                     v
                 } else {
                     0.0
                 }
             }
-            K::Sqrt => v.sqrt(),
-            K::Reciprocal => 1.0 / v,
-            K::Exp => v.exp(),
-            K::Log => v.ln(),
-            K::Tanh => v.tanh(),
-            K::Erf => libm::erf(v),
-            K::Sigmoid => 1.0 / (1.0 + (-v).exp()),
-            K::Not => f64::from(v == 0.0),
-            K::BitNot => f64::NAN,
-            K::Sin => v.sin(),
-            K::Cos => v.cos(),
-            K::Tan => v.tan(),
-            K::Asin => v.asin(),
-            K::Acos => v.acos(),
-            K::Atan => v.atan(),
-            K::Sinh => v.sinh(),
-            K::Cosh => v.cosh(),
-            K::Asinh => v.asinh(),
-            K::Acosh => v.acosh(),
-            K::Atanh => v.atanh(),
-            K::Floor => v.floor(),
-            K::Ceil => v.ceil(),
-            K::Round => v.round_ties_even(),
+            UnaryKind::Sqrt => v.sqrt(),
+            UnaryKind::Reciprocal => 1.0 / v,
+            UnaryKind::Exp => v.exp(),
+            UnaryKind::Log => v.ln(),
+            UnaryKind::Tanh => v.tanh(),
+            UnaryKind::Erf => libm::erf(v),
+            UnaryKind::Sigmoid => 1.0 / (1.0 + (-v).exp()),
+            UnaryKind::Not => f64::from(v == 0.0),
+            UnaryKind::BitNot => f64::NAN,
+            UnaryKind::Sin => v.sin(),
+            UnaryKind::Cos => v.cos(),
+            UnaryKind::Tan => v.tan(),
+            UnaryKind::Asin => v.asin(),
+            UnaryKind::Acos => v.acos(),
+            UnaryKind::Atan => v.atan(),
+            UnaryKind::Sinh => v.sinh(),
+            UnaryKind::Cosh => v.cosh(),
+            UnaryKind::Asinh => v.asinh(),
+            UnaryKind::Acosh => v.acosh(),
+            UnaryKind::Atanh => v.atanh(),
+            UnaryKind::Floor => v.floor(),
+            UnaryKind::Ceil => v.ceil(),
+            UnaryKind::Round => v.round_ties_even(),
         }
     };
     if x.kind == ElementKind::F32 {
@@ -540,15 +467,15 @@ pub fn unary(op: impl Into<UnaryOp>, x: &HostTensor) -> KernelResult<HostTensor>
         let shape = x.shape.clone();
         return Ok(match op {
             // Exactly rounded in f32 already; skip the f64 detour.
-            UnaryOp::Kind(K::Neg) => fast_f32::map(&v, shape, |a| -a),
-            UnaryOp::Kind(K::Abs) => fast_f32::map(&v, shape, f32::abs),
-            UnaryOp::Kind(K::Sqrt) => fast_f32::map(&v, shape, f32::sqrt),
-            UnaryOp::Kind(K::Reciprocal) => fast_f32::map(&v, shape, |a| 1.0 / a),
+            UnaryOp::Kind(UnaryKind::Neg) => fast_f32::map(&v, shape, |a| -a),
+            UnaryOp::Kind(UnaryKind::Abs) => fast_f32::map(&v, shape, f32::abs),
+            UnaryOp::Kind(UnaryKind::Sqrt) => fast_f32::map(&v, shape, f32::sqrt),
+            UnaryOp::Kind(UnaryKind::Reciprocal) => fast_f32::map(&v, shape, |a| 1.0 / a),
             // The platform's f32 function is within an ulp or two and
             // several times cheaper than the f64 detour.
-            UnaryOp::Kind(K::Exp) => fast_f32::map(&v, shape, f32::exp),
+            UnaryOp::Kind(UnaryKind::Exp) => fast_f32::map(&v, shape, f32::exp),
             // The unfused GELU's tanh: vectorised, a few ulp.
-            UnaryOp::Kind(K::Tanh) => {
+            UnaryOp::Kind(UnaryKind::Tanh) => {
                 fast_f32::f32_tensor_with(shape, |out| fast_f32::map_into(&v, out, fast_math::tanh))
             }
             // The fused GELU of every MLP: vectorised, a few ulp.
@@ -563,10 +490,10 @@ pub fn unary(op: impl Into<UnaryOp>, x: &HostTensor) -> KernelResult<HostTensor>
             let g = |a: &f32| -> f32 {
                 match op {
                     // Exactly rounded in f32 already; skip the f64 detour.
-                    UnaryOp::Kind(K::Neg) => -a,
-                    UnaryOp::Kind(K::Abs) => a.abs(),
-                    UnaryOp::Kind(K::Sqrt) => a.sqrt(),
-                    UnaryOp::Kind(K::Reciprocal) => 1.0 / a,
+                    UnaryOp::Kind(UnaryKind::Neg) => -a,
+                    UnaryOp::Kind(UnaryKind::Abs) => a.abs(),
+                    UnaryOp::Kind(UnaryKind::Sqrt) => a.sqrt(),
+                    UnaryOp::Kind(UnaryKind::Reciprocal) => 1.0 / a,
                     _ => f(f64::from(*a)) as f32,
                 }
             };
@@ -578,13 +505,13 @@ pub fn unary(op: impl Into<UnaryOp>, x: &HostTensor) -> KernelResult<HostTensor>
         }
         Values::F64(v) => Values::F64(v.into_iter().map(f).collect()),
         Values::Int(v) => Values::Int(match op {
-            UnaryOp::Kind(K::Neg) => v.into_iter().map(|a| a.wrapping_neg()).collect(),
-            UnaryOp::Kind(K::Abs) => v.into_iter().map(|a| a.abs()).collect(),
-            UnaryOp::Kind(K::Relu) => v.into_iter().map(|a| a.max(0)).collect(),
-            UnaryOp::Kind(K::Not) if x.kind == ElementKind::Bool => {
+            UnaryOp::Kind(UnaryKind::Neg) => v.into_iter().map(|a| a.wrapping_neg()).collect(),
+            UnaryOp::Kind(UnaryKind::Abs) => v.into_iter().map(|a| a.abs()).collect(),
+            UnaryOp::Kind(UnaryKind::Relu) => v.into_iter().map(|a| a.max(0)).collect(),
+            UnaryOp::Kind(UnaryKind::Not) if x.kind == ElementKind::Bool => {
                 v.into_iter().map(|a| i128::from(a == 0)).collect()
             }
-            UnaryOp::Kind(K::BitNot) if x.kind != ElementKind::Bool => {
+            UnaryOp::Kind(UnaryKind::BitNot) if x.kind != ElementKind::Bool => {
                 v.into_iter().map(|a| !a).collect()
             }
             _ => {

@@ -88,36 +88,13 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
     let name = ctx.name_str(op);
     if let Some(kind) = BinaryKind::from_name(name) {
         let binary = match kind {
-            BinaryKind::Add => k::BinaryOp::Add,
-            BinaryKind::Sub => k::BinaryOp::Sub,
-            BinaryKind::Mul => k::BinaryOp::Mul,
-            BinaryKind::Div => k::BinaryOp::Div,
-            BinaryKind::Mod => k::BinaryOp::Mod {
-                fmod: nn::BinaryOp(op).fmod(ctx),
-            },
-            BinaryKind::Pow => k::BinaryOp::Pow,
-            BinaryKind::Max => k::BinaryOp::Max,
-            BinaryKind::Min => k::BinaryOp::Min,
-            BinaryKind::And => k::BinaryOp::And,
-            BinaryKind::Or => k::BinaryOp::Or,
-            BinaryKind::Xor => k::BinaryOp::Xor,
-            BinaryKind::BitAnd => k::BinaryOp::BitAnd,
-            BinaryKind::BitOr => k::BinaryOp::BitOr,
-            BinaryKind::BitXor => k::BinaryOp::BitXor,
-            BinaryKind::ShiftLeft => k::BinaryOp::ShiftLeft,
-            BinaryKind::ShiftRight => k::BinaryOp::ShiftRight,
+            BinaryKind::Mod => k::BinaryOp::modulo(nn::BinaryOp(op).fmod(ctx)),
+            kind => kind.into(),
         };
         return one(k::binary(binary, args[0], args[1])?);
     }
     if let Some(kind) = CompareKind::from_name(name) {
-        let compare = match kind {
-            CompareKind::Equal => k::BinaryOp::Equal,
-            CompareKind::Less => k::BinaryOp::Less,
-            CompareKind::Greater => k::BinaryOp::Greater,
-            CompareKind::LessEqual => k::BinaryOp::LessEqual,
-            CompareKind::GreaterEqual => k::BinaryOp::GreaterEqual,
-        };
-        return one(k::binary(compare, args[0], args[1])?);
+        return one(k::binary(kind, args[0], args[1])?);
     }
     if let Some(kind) = UnaryKind::from_name(name) {
         return one(k::unary(kind, args[0])?);
