@@ -17,8 +17,8 @@ use rand::{Rng, SeedableRng};
 fn random_values(rng: &mut rand::rngs::StdRng, elem: Elem, n: usize, lo: f64, hi: f64) -> Vec<u8> {
     let values: Vec<f64> = (0..n)
         .map(|_| {
-            let m = rng.gen_range(lo..hi);
-            if rng.gen_bool(0.5) {
+            let m = rng.random_range(lo..hi);
+            if rng.random_bool(0.5) {
                 m
             } else {
                 -m

@@ -17,8 +17,8 @@ use ipuc_runtime::sim::testing::*;
 use rand::{Rng, SeedableRng};
 
 fn signed(rng: &mut rand::rngs::StdRng, lo: f64, hi: f64) -> f64 {
-    let m = rng.gen_range(lo..hi);
-    if rng.gen_bool(0.5) {
+    let m = rng.random_range(lo..hi);
+    if rng.random_bool(0.5) {
         m
     } else {
         -m

@@ -16,8 +16,8 @@ use rand::{Rng, SeedableRng};
 fn random_f16(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<u8> {
     let v: Vec<f64> = (0..n)
         .map(|_| {
-            let m = rng.gen_range(0.01..1.0);
-            if rng.gen_bool(0.5) {
+            let m = rng.random_range(0.01..1.0);
+            if rng.random_bool(0.5) {
                 m
             } else {
                 -m

@@ -32,9 +32,12 @@ fn f32_vector_ops_match_float64() {
     let exe = program(&[(0, &text)], vec![]);
     let mut rng = rand::rngs::StdRng::seed_from_u64(3);
     for _ in 0..20 {
-        let x: [f32; 2] = [rng.gen_range(-100.0..100.0), rng.gen_range(-1e-3..1e-3)];
-        let y: [f32; 2] = [rng.gen_range(-100.0..100.0), rng.gen_range(-1e3..1e3)];
-        let tas: f32 = rng.gen_range(-4.0..4.0);
+        let x: [f32; 2] = [
+            rng.random_range(-100.0..100.0),
+            rng.random_range(-1e-3..1e-3),
+        ];
+        let y: [f32; 2] = [rng.random_range(-100.0..100.0), rng.random_range(-1e3..1e3)];
+        let tas: f32 = rng.random_range(-4.0..4.0);
         let mut s = sim(&exe, Default::default());
         let data: Vec<u8> = x
             .iter()
@@ -108,14 +111,16 @@ fn conversions_f32_f16_f8_are_exactly_rounded() {
         let mut s = sim(&exe, Default::default());
         let mut rng = rand::rngs::StdRng::seed_from_u64((scale + 20) as u64);
         let mut halves: Vec<f16> = (0..256)
-            .map(|_| f16::from_f64(rng.gen_range(-300.0..300.0) * 10f64.powi(rng.gen_range(-4..1))))
+            .map(|_| {
+                f16::from_f64(rng.random_range(-300.0..300.0) * 10f64.powi(rng.random_range(-4..1)))
+            })
             .collect();
         halves[0] = f16::INFINITY;
         halves[1] = f16::NAN;
         halves[2] = f16::from_f64(1.0625 * 2f64.powi(scale)); // a tie: rounds to even (1.0)
         halves[3] = f16::from_f64(-1e4); // saturates to -240
         let floats: Vec<f32> = (0..128)
-            .map(|_| rng.gen_range(-7e4f32..7e4) * 10f32.powi(rng.gen_range(-9..1)))
+            .map(|_| rng.random_range(-7e4f32..7e4) * 10f32.powi(rng.random_range(-9..1)))
             .collect();
         s.write_memory(0, 0x70000, &f16_bytes(&halves)).unwrap();
         s.write_memory(
@@ -169,7 +174,7 @@ fn sort4x16_packs_low_and_high_halves() {
     // (reads as zero) as a source.
     let mut rng = rand::rngs::StdRng::seed_from_u64(416);
     let words: Vec<u32> = (0..2)
-        .map(|_| (rng.gen_range(1u32..0xffff) << 16) | rng.gen_range(1u32..0xffff))
+        .map(|_| (rng.random_range(1u32..0xffff) << 16) | rng.random_range(1u32..0xffff))
         .collect();
     let text = format!(
         "{WORKER}    setzi $m4, 0x70000\n    ld32 $a0, $m4, $mzero, 0\n    ld32 $a1, $m4, $mzero, 1\n\
@@ -294,17 +299,17 @@ fn transcendentals_round_the_float64_function_to_nearest() {
     let mut pairs: Vec<[f16; 2]> = (0..N - 8)
         .map(|_| {
             [
-                f16::from_f64(rng.gen_range(-12.0..12.0)),
-                f16::from_f64(2f64.powf(rng.gen_range(-10.0..10.0))),
+                f16::from_f64(rng.random_range(-12.0..12.0)),
+                f16::from_f64(2f64.powf(rng.random_range(-10.0..10.0))),
             ]
         })
         .collect();
     let mut singles: Vec<f32> = (0..N - 8)
         .map(|i| {
             if i % 2 == 0 {
-                rng.gen_range(-30.0..30.0)
+                rng.random_range(-30.0..30.0)
             } else {
-                2f32.powf(rng.gen_range(-20.0..20.0))
+                2f32.powf(rng.random_range(-20.0..20.0))
             }
         })
         .collect();

@@ -18,33 +18,9 @@ use rayon::prelude::*;
 use super::error::{attribute_error, shape_error, KernelError, KernelResult};
 use super::host_tensor::{HostTensor, Values};
 
-/// Which pooling.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pooling {
-    /// The largest data element of each window.
-    Max,
-    /// The mean of each window.
-    Average {
-        /// Whether the padding positions count (as zeros).
-        count_include_pad: bool,
-    },
-}
-
-/// The window, one entry per spatial axis (`pads`: all begins, then all ends).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PoolParams {
-    /// Window extent.
-    pub kernel: Vec<usize>,
-    /// Step between windows.
-    pub strides: Vec<usize>,
-    /// Begin paddings, then end paddings.
-    pub pads: Vec<usize>,
-    /// Step between window elements.
-    pub dilations: Vec<usize>,
-    /// Round the window count up (the last window still starts before the
-    /// end padding).
-    pub ceil_mode: bool,
-}
+/// The pooling ops and their windows are `nn`'s (signed, as attributes hold
+/// them; the kernel rejects negative ones).
+pub use ipuc_dialects::nn::{PoolKind, PoolParams};
 
 /// One spatial axis's windows: for each output position, the input
 /// positions that hold data and the window's size with padding.
@@ -59,9 +35,20 @@ fn axis_windows(
     p: &PoolParams,
     axis: usize,
 ) -> KernelResult<AxisWindows> {
-    let spatial = p.kernel.len();
-    let (k, s, d) = (p.kernel[axis], p.strides[axis], p.dilations[axis]);
-    let (begin, end) = (p.pads[axis], p.pads[spatial + axis]);
+    let spatial = p.kernel_shape.len();
+    let size = |what: &str, v: i64| {
+        usize::try_from(v)
+            .map_err(|_| attribute_error(op, format!("'{what}' must be non-negative, but is {v}")))
+    };
+    let k = size("kernel_shape", p.kernel_shape[axis])?;
+    let (s, d) = (
+        size("strides", p.strides[axis])?,
+        size("dilations", p.dilations[axis])?,
+    );
+    let (begin, end) = (
+        size("pads", p.pads[axis])?,
+        size("pads", p.pads[spatial + axis])?,
+    );
     if k == 0 || s == 0 || d == 0 {
         return Err(attribute_error(
             op,
@@ -106,12 +93,9 @@ fn axis_windows(
 }
 
 /// Pools `x [N, C, D1, ..., Dn]` over the windows `p`.
-pub fn pool(x: &HostTensor, pooling: Pooling, p: &PoolParams) -> KernelResult<HostTensor> {
-    let op = match pooling {
-        Pooling::Max => "max_pool",
-        Pooling::Average { .. } => "average_pool",
-    };
-    let spatial = p.kernel.len();
+pub fn pool(x: &HostTensor, kind: PoolKind, p: &PoolParams) -> KernelResult<HostTensor> {
+    let op = kind.name().trim_start_matches("nn.");
+    let spatial = p.kernel_shape.len();
     if x.rank() != spatial + 2
         || spatial == 0
         || p.strides.len() != spatial
@@ -122,11 +106,11 @@ pub fn pool(x: &HostTensor, pooling: Pooling, p: &PoolParams) -> KernelResult<Ho
             op,
             format!(
                 "input {:?} does not fit a window of {spatial} spatial axes (kernel {:?}, strides {:?}, pads {:?}, dilations {:?})",
-                x.shape, p.kernel, p.strides, p.pads, p.dilations
+                x.shape, p.kernel_shape, p.strides, p.pads, p.dilations
             ),
         ));
     }
-    let averaging = matches!(pooling, Pooling::Average { .. });
+    let averaging = kind == PoolKind::Average;
     if averaging && !x.kind.is_float() {
         return Err(KernelError::ElementType {
             op,
@@ -189,11 +173,10 @@ pub fn pool(x: &HostTensor, pooling: Pooling, p: &PoolParams) -> KernelResult<Ho
         for a in (0..spatial).rev() {
             let c = rest % out_spatial[a];
             rest /= out_spatial[a];
-            size *= match pooling {
-                Pooling::Average {
-                    count_include_pad: true,
-                } => axes[a].padded_size[c],
-                _ => axes[a].data[c].len(),
+            size *= if p.count_include_pad {
+                axes[a].padded_size[c]
+            } else {
+                axes[a].data[c].len()
             };
         }
         size
@@ -250,19 +233,12 @@ pub fn pool(x: &HostTensor, pooling: Pooling, p: &PoolParams) -> KernelResult<Ho
 mod tests {
     use super::*;
 
-    fn params(kernel: &[usize]) -> PoolParams {
-        let n = kernel.len();
-        PoolParams {
-            kernel: kernel.to_vec(),
-            strides: vec![1; n],
-            pads: vec![0; 2 * n],
-            dilations: vec![1; n],
-            ceil_mode: false,
-        }
+    fn params(kernel: &[i64]) -> PoolParams {
+        PoolParams::new(kernel)
     }
 
-    fn run(x: &[f32], shape: &[usize], pooling: Pooling, p: &PoolParams) -> (Vec<usize>, Vec<f64>) {
-        let y = pool(&HostTensor::from_f32(shape.to_vec(), x), pooling, p).unwrap();
+    fn run(x: &[f32], shape: &[usize], kind: PoolKind, p: &PoolParams) -> (Vec<usize>, Vec<f64>) {
+        let y = pool(&HostTensor::from_f32(shape.to_vec(), x), kind, p).unwrap();
         (y.shape.clone(), y.to_f64_vec())
     }
 
@@ -272,13 +248,20 @@ mod tests {
         let mut p = params(&[2]);
         p.pads = vec![1, 1];
         let x = [1.0, 2.0, 3.0];
-        let avg = |count_include_pad| Pooling::Average { count_include_pad };
-        assert_eq!(run(&x, &[1, 1, 3], avg(false), &p).1, [1.0, 1.5, 2.5, 3.0]);
-        assert_eq!(run(&x, &[1, 1, 3], avg(true), &p).1, [0.5, 1.5, 2.5, 1.5]);
+        let avg = |count_include_pad| {
+            let p = PoolParams {
+                count_include_pad,
+                ..p.clone()
+            };
+            run(&x, &[1, 1, 3], PoolKind::Average, &p).1
+        };
+        assert_eq!(avg(false), [1.0, 1.5, 2.5, 3.0]);
+        assert_eq!(avg(true), [0.5, 1.5, 2.5, 1.5]);
         let neg = [-1.0, -2.0, -3.0];
-        // Padding is not a value for the maximum.
+        // Padding is not a value for the maximum, even when an average would count it.
+        p.count_include_pad = true;
         assert_eq!(
-            run(&neg, &[1, 1, 3], Pooling::Max, &p).1,
+            run(&neg, &[1, 1, 3], PoolKind::Max, &p).1,
             [-1.0, -1.0, -2.0, -3.0]
         );
     }
@@ -290,15 +273,13 @@ mod tests {
         let mut p = params(&[3]);
         p.strides = vec![2];
         p.ceil_mode = true;
+        p.count_include_pad = true;
         let x = [1.0, 2.0, 3.0, 5.0];
-        let avg = Pooling::Average {
-            count_include_pad: true,
-        };
         assert_eq!(
-            run(&x, &[1, 1, 4], avg, &p),
+            run(&x, &[1, 1, 4], PoolKind::Average, &p),
             (vec![1, 1, 2], vec![2.0, 4.0])
         );
-        assert_eq!(run(&x, &[1, 1, 4], Pooling::Max, &p).1, [3.0, 5.0]);
+        assert_eq!(run(&x, &[1, 1, 4], PoolKind::Max, &p).1, [3.0, 5.0]);
     }
 
     #[test]
@@ -308,39 +289,34 @@ mod tests {
         let x: Vec<f32> = (0..12).map(|v| v as f32).collect();
         let mut p = params(&[2, 2]);
         p.dilations = vec![1, 2];
-        let (shape, y) = run(
-            &x,
-            &[1, 1, 3, 4],
-            Pooling::Average {
-                count_include_pad: false,
-            },
-            &p,
-        );
+        let (shape, y) = run(&x, &[1, 1, 3, 4], PoolKind::Average, &p);
         assert_eq!(shape, [1, 1, 2, 2]);
         assert_eq!(y, [3.0, 4.0, 7.0, 8.0]);
         // Each (n, c) plane pools alone.
-        let (_, y) = run(&x, &[2, 3, 2], Pooling::Max, &params(&[2]));
+        let (_, y) = run(&x, &[2, 3, 2], PoolKind::Max, &params(&[2]));
         assert_eq!(y, [1.0, 3.0, 5.0, 7.0, 9.0, 11.0]);
     }
 
     #[test]
     fn integers_pool_exactly_and_bad_windows_are_errors() {
         let x = HostTensor::from_i64(vec![1, 1, 3], &[i64::MIN + 1, 7, -3]);
-        let y = pool(&x, Pooling::Max, &params(&[2])).unwrap();
+        let y = pool(&x, PoolKind::Max, &params(&[2])).unwrap();
         assert_eq!(y.to_i64_vec(), [7, 7]);
-        assert!(pool(
-            &x,
-            Pooling::Average {
-                count_include_pad: false
-            },
-            &params(&[2])
-        )
-        .is_err());
-        let e = pool(&x, Pooling::Max, &params(&[4])).unwrap_err();
+        assert!(pool(&x, PoolKind::Average, &params(&[2])).is_err());
+        let e = pool(&x, PoolKind::Max, &params(&[4])).unwrap_err();
         assert_eq!(
             e.to_string(),
             "max_pool: window extent 4 exceeds the padded input extent 3 along spatial axis 0"
         );
-        assert!(pool(&x, Pooling::Max, &params(&[2, 2])).is_err());
+        assert!(pool(&x, PoolKind::Max, &params(&[2, 2])).is_err());
+        // nn's windows are signed: a negative entry is refused, not wrapped.
+        let mut negative = params(&[2]);
+        negative.pads = vec![0, -1];
+        let e = pool(&x, PoolKind::Max, &negative).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("'pads' must be non-negative, but is -1"),
+            "{e}"
+        );
     }
 }

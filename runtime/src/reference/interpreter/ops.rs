@@ -210,29 +210,7 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
         }
         n if PoolKind::from_name(n).is_some() => {
             let pool = PoolOp(op);
-            let p = pool.params(ctx);
-            let list = |what: &str, v: &[i64]| -> Result<Vec<usize>, OpError> {
-                v.iter()
-                    .map(|&x| usize::try_from(x))
-                    .collect::<Result<_, _>>()
-                    .map_err(|_| {
-                        OpError::Failed(format!("'{what}' must be non-negative, but is {v:?}"))
-                    })
-            };
-            let params = k::PoolParams {
-                kernel: list("kernel_shape", &p.kernel_shape)?,
-                strides: list("strides", &p.strides)?,
-                pads: list("pads", &p.pads)?,
-                dilations: list("dilations", &p.dilations)?,
-                ceil_mode: p.ceil_mode,
-            };
-            let pooling = match pool.kind(ctx) {
-                PoolKind::Max => k::Pooling::Max,
-                PoolKind::Average => k::Pooling::Average {
-                    count_include_pad: p.count_include_pad,
-                },
-            };
-            one(k::pool(args[0], pooling, &params)?)
+            one(k::pool(args[0], pool.kind(ctx), &pool.params(ctx))?)
         }
         nn::SQUEEZE => one(k::squeeze(args[0], i64_list(ctx, op, "axes").as_deref())?),
         nn::UNSQUEEZE => one(k::unsqueeze(args[0], &required_list(ctx, op, "axes")?)?),
