@@ -14,18 +14,10 @@ use ipuc_ipu_arch::{Executable, MachineModel};
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::testing::*;
 use ipuc_runtime::sim::Simulator;
+use ipuc_test_support::random::nonzero;
 use rand::{Rng, SeedableRng};
 
 type Rng64 = rand::rngs::StdRng;
-
-fn nonzero(rng: &mut Rng64, lo: f64, hi: f64) -> f64 {
-    let m = rng.random_range(lo..hi);
-    if rng.random_bool(0.5) {
-        m
-    } else {
-        -m
-    }
-}
 
 fn run_exe_and_check_cycles(
     exe: &Executable,

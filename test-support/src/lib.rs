@@ -16,6 +16,8 @@
 
 use std::io::Write;
 
+pub mod random;
+
 /// The environment variable that turns a skip into a failure.
 pub const REQUIRE_ENV: &str = "IPUC_REQUIRE_ORACLES";
 

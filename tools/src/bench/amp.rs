@@ -9,7 +9,7 @@ use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_ipu_arch::{assemble, AsmOptions, Executable, MachineModel, TileProgram};
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::{SimConfig, Simulator};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use serde::Serialize;
 
 use super::BenchError;
@@ -64,17 +64,7 @@ pub struct AmpReport {
 
 /// Random values in +-[lo, hi]: never zero.
 fn random_bytes(rng: &mut rand::rngs::StdRng, elem: Elem, n: usize, lo: f64, hi: f64) -> Vec<u8> {
-    let v: Vec<f64> = (0..n)
-        .map(|_| {
-            let m = rng.random_range(lo..hi);
-            if rng.random_bool(0.5) {
-                m
-            } else {
-                -m
-            }
-        })
-        .collect();
-    elem.encode(&v)
+    elem.encode(&ipuc_test_support::random::nonzeros(rng, n, lo, hi))
 }
 
 /// What `ipu-bench amp` runs.
