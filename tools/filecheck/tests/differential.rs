@@ -4,6 +4,9 @@
 //! installed, through LLVM's; both must agree with the recorded exit code and
 //! the location of the first error.
 
+mod common;
+
+use common::DIRECTIVES;
 use ipuc_filecheck::{check, DumpInput, Options};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -307,16 +310,6 @@ impl Rng {
 /// variable and whitespace fragments.
 fn random_case(rng: &mut Rng, index: usize) -> Case {
     const WORDS: [&str; 9] = ["a", "b", "c", "ab", "a b", "x1", "%0", "%arg0", "foo(%a)"];
-    const DIRECTIVES: [&str; 8] = [
-        "CHECK:",
-        "CHECK-NEXT:",
-        "CHECK-SAME:",
-        "CHECK-NOT:",
-        "CHECK-DAG:",
-        "CHECK-LABEL:",
-        "CHECK-EMPTY:",
-        "CHECK-COUNT-2:",
-    ];
     const REGEXES: [&str; 6] = ["[a-c]+", "a|b", ".*", "[0-9]", "^a", "b$"];
     const ARGS: [&str; 7] = [
         "",

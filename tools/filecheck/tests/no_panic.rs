@@ -2,29 +2,31 @@
 //! checker panic; every run ends in success, a check failure (1) or a usage
 //! error (2).
 
+mod common;
+
+use common::DIRECTIVES;
 use ipuc_filecheck::{check, DumpInput, Options};
 use proptest::prelude::*;
 
 /// Lines that look like directives, with bodies drawn from the characters
 /// that are special to FileCheck patterns.
 fn check_line() -> impl Strategy<Value = String> {
-    let directive = prop::sample::select(vec![
-        "CHECK:",
-        "CHECK-NEXT:",
-        "CHECK-SAME:",
-        "CHECK-NOT:",
-        "CHECK-DAG:",
-        "CHECK-LABEL:",
-        "CHECK-EMPTY:",
-        "CHECK-COUNT-2:",
-        "CHECK{LITERAL}:",
-        "CHECK_NEXT:",
-        "CHECK-NXT:",
-        "COM:",
-        "RUN:",
-        "// CHECK:",
-        "",
-    ]);
+    // Every directive, then a literal one, misspellings, comments and no directive.
+    let directive = prop::sample::select(
+        [
+            &DIRECTIVES[..],
+            &[
+                "CHECK{LITERAL}:",
+                "CHECK_NEXT:",
+                "CHECK-NXT:",
+                "COM:",
+                "RUN:",
+                "// CHECK:",
+                "",
+            ],
+        ]
+        .concat(),
+    );
     let body = "[a-c {}\\[\\]:#%@$.*|()^+?\\\\,=-]{0,16}";
     (directive, body).prop_map(|(d, b)| format!("{d} {b}"))
 }
