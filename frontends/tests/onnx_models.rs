@@ -336,32 +336,43 @@ fn tempdir(name: &str) -> PathBuf {
 /// Rewrites a model so that every initializer of 256 bytes or more lives in an external
 /// file `location` (not written), as `onnx.save_model(save_as_external_data=True)` does.
 fn externalize(path: &Path, location: &str) -> Vec<u8> {
-    use ipuc_frontends::onnx::proto::{
-        tensor_proto::DataLocation, ModelProto, StringStringEntryProto,
-    };
+    externalize_with_data(path, location).0
+}
+
+/// The model bytes [`externalize`] makes, and the external file's bytes.
+fn externalize_with_data(path: &Path, location: &str) -> (Vec<u8>, Vec<u8>) {
+    use ipuc_frontends::onnx::proto::ModelProto;
     use prost::Message;
     let mut proto = ModelProto::decode(std::fs::read(path).unwrap().as_slice()).unwrap();
-    let mut offset = 0usize;
-    for t in &mut proto.graph.as_mut().unwrap().initializer {
-        let Some(raw) = t.raw_data.take() else {
-            continue;
-        };
-        if raw.len() < 256 {
-            t.raw_data = Some(raw);
-            continue;
-        }
-        offset = offset.div_ceil(4096) * 4096;
-        let entry = |k: &str, v: String| StringStringEntryProto {
-            key: Some(k.into()),
-            value: Some(v),
-        };
-        t.external_data = vec![
-            entry("location", location.to_string()),
-            entry("offset", offset.to_string()),
-            entry("length", raw.len().to_string()),
-        ];
-        t.data_location = Some(DataLocation::External as i32);
-        offset += raw.len();
+    let data = ipuc_frontends::onnx::externalize_initializers(&mut proto, location, 256, 4096);
+    (proto.encode_to_vec(), data)
+}
+
+#[test]
+fn externalized_initializers_load_back_from_their_file() {
+    let dir = tempdir("externalized");
+    let (model, data) = externalize_with_data(&fixture("siglip-tiny"), "w.bin");
+    std::fs::write(dir.join("model.onnx"), model).unwrap();
+    std::fs::write(dir.join("w.bin"), data).unwrap();
+    let original = Model::load(&fixture("siglip-tiny"), &LoadOptions::default()).unwrap();
+    let moved = Model::load(&dir.join("model.onnx"), &LoadOptions::default()).unwrap();
+    let external = moved
+        .graph
+        .initializers
+        .iter()
+        .filter(|i| matches!(i.source, WeightSource::External(_)))
+        .count();
+    assert!(external > 0, "no initializer moved out");
+    assert_eq!(
+        original.graph.initializers.len(),
+        moved.graph.initializers.len()
+    );
+    for (x, y) in original
+        .graph
+        .initializers
+        .iter()
+        .zip(&moved.graph.initializers)
+    {
+        assert_eq!(x.tensor, y.tensor, "{}", x.name);
     }
-    proto.encode_to_vec()
 }

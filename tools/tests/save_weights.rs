@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ipuc_frontends::onnx::proto::{tensor_proto::DataLocation, ModelProto, StringStringEntryProto};
+use ipuc_frontends::onnx::proto::ModelProto;
 use prost::Message;
 
 /// The tiny fixture with every large initializer moved to a missing external file.
@@ -13,27 +13,7 @@ fn graph_only_tiny(dir: &Path) -> PathBuf {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../shared/models/siglip-tiny/model.onnx");
     let mut proto = ModelProto::decode(std::fs::read(src).unwrap().as_slice()).unwrap();
-    let mut offset = 0usize;
-    for t in &mut proto.graph.as_mut().unwrap().initializer {
-        let Some(raw) = t.raw_data.take() else {
-            continue;
-        };
-        if raw.len() < 256 {
-            t.raw_data = Some(raw);
-            continue;
-        }
-        let entry = |k: &str, v: String| StringStringEntryProto {
-            key: Some(k.into()),
-            value: Some(v),
-        };
-        t.external_data = vec![
-            entry("location", "weights.bin".into()),
-            entry("offset", offset.to_string()),
-            entry("length", raw.len().to_string()),
-        ];
-        t.data_location = Some(DataLocation::External as i32);
-        offset += raw.len();
-    }
+    ipuc_frontends::onnx::externalize_initializers(&mut proto, "weights.bin", 256, 1);
     let path = dir.join("model.onnx");
     std::fs::write(&path, proto.encode_to_vec()).unwrap();
     path

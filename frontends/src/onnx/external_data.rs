@@ -6,7 +6,8 @@ use std::path::{Component, Path, PathBuf};
 use bytes::Bytes;
 
 use super::error::{OnnxError, Result};
-use super::proto::TensorProto;
+use super::proto::tensor_proto::DataLocation;
+use super::proto::{ModelProto, StringStringEntryProto, TensorProto};
 
 /// Where an externally stored tensor's bytes are: `location` (relative to the model
 /// file's directory), byte `offset` and `length`.
@@ -70,6 +71,41 @@ impl ExternalData {
     pub fn path(&self, model_dir: &Path) -> PathBuf {
         model_dir.join(&self.location)
     }
+}
+
+/// Moves the raw data of every initializer of `min_bytes` or more out of
+/// `model` into the external file `location`, each at the next multiple of
+/// `align` bytes, as onnx's `convert_model_to_external_data` does. Returns
+/// the file's bytes: the caller writes them next to the model, or leaves the
+/// file missing to make a graph-only model.
+pub fn externalize_initializers(
+    model: &mut ModelProto,
+    location: &str,
+    min_bytes: usize,
+    align: usize,
+) -> Vec<u8> {
+    let mut file = Vec::new();
+    let Some(graph) = model.graph.as_mut() else {
+        return file;
+    };
+    for t in &mut graph.initializer {
+        let Some(raw) = t.raw_data.take_if(|raw| raw.len() >= min_bytes) else {
+            continue;
+        };
+        file.resize(file.len().next_multiple_of(align.max(1)), 0);
+        let entry = |key: &str, value: String| StringStringEntryProto {
+            key: Some(key.into()),
+            value: Some(value),
+        };
+        t.external_data = vec![
+            entry("location", location.to_string()),
+            entry("offset", file.len().to_string()),
+            entry("length", raw.len().to_string()),
+        ];
+        t.data_location = Some(DataLocation::External as i32);
+        file.extend_from_slice(&raw);
+    }
+    file
 }
 
 /// Reads each external data file at most once and hands out zero-copy slices.

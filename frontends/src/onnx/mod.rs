@@ -30,7 +30,7 @@ mod weights;
 pub use attribute::Attribute;
 pub use data_type::{data_type_name, data_type_of, element_kind_of};
 pub use error::{OnnxError, Result};
-pub use external_data::ExternalData;
+pub use external_data::{externalize_initializers, ExternalData};
 pub use graph::{Dim, Graph, Initializer, Node, ValueInfo, ValueType, WeightSource};
 pub use model::{LoadOptions, Model};
 pub use op_histogram::OpCount;
