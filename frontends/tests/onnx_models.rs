@@ -251,13 +251,13 @@ fn random_weights_are_seeded_scaled_by_role_and_saved_in_the_expected_layout() {
     let written = a.save_weights(&dir).unwrap();
     assert_eq!(written, vec![dir.join("weights.bin")]);
     let reloaded = Model::load(&dir.join("model.onnx"), &LoadOptions::default()).unwrap();
+    assert_same_tensors(&a, &reloaded);
     for (x, y) in a
         .graph
         .initializers
         .iter()
         .zip(&reloaded.graph.initializers)
     {
-        assert_eq!(x.tensor, y.tensor, "{}", x.name);
         assert_eq!(
             matches!(x.source, WeightSource::Synthesized(_)),
             matches!(y.source, WeightSource::External(_))
@@ -283,12 +283,13 @@ fn random_weights_are_seeded_scaled_by_role_and_saved_in_the_expected_layout() {
     }
     with_original.save_weights(&dir).unwrap();
     let reloaded = Model::load(&dir.join("model.onnx"), &LoadOptions::default()).unwrap();
-    for (x, y) in model
-        .graph
-        .initializers
-        .iter()
-        .zip(&reloaded.graph.initializers)
-    {
+    assert_same_tensors(&model, &reloaded);
+}
+
+/// Asserts that two models hold the same initializer tensors, in order.
+fn assert_same_tensors(a: &Model, b: &Model) {
+    assert_eq!(a.graph.initializers.len(), b.graph.initializers.len());
+    for (x, y) in a.graph.initializers.iter().zip(&b.graph.initializers) {
         assert_eq!(x.tensor, y.tensor, "{}", x.name);
     }
 }
@@ -363,16 +364,5 @@ fn externalized_initializers_load_back_from_their_file() {
         .filter(|i| matches!(i.source, WeightSource::External(_)))
         .count();
     assert!(external > 0, "no initializer moved out");
-    assert_eq!(
-        original.graph.initializers.len(),
-        moved.graph.initializers.len()
-    );
-    for (x, y) in original
-        .graph
-        .initializers
-        .iter()
-        .zip(&moved.graph.initializers)
-    {
-        assert_eq!(x.tensor, y.tensor, "{}", x.name);
-    }
+    assert_same_tensors(&original, &moved);
 }

@@ -76,22 +76,28 @@ pub const NAMESPACE: &str = "nn";
 
 /// The `nn` dialect definition, ready to register.
 pub fn dialect() -> Dialect {
-    let mut d = Dialect::new(
-        NAMESPACE,
-        "Graph-level tensor operations on ranked tensors with ONNX semantics",
+    // Each file of the dialect adds its ops.
+    let files: [fn(Dialect) -> Dialect; 12] = [
+        elementwise::register,
+        matmul::register,
+        conv::register,
+        shape::register,
+        reduce::register,
+        norm::register,
+        attention::register,
+        index::register,
+        cumulative::register,
+        bitcast::register,
+        pool::register,
+        constant::register,
+    ];
+    let mut d = files.into_iter().fold(
+        Dialect::new(
+            NAMESPACE,
+            "Graph-level tensor operations on ranked tensors with ONNX semantics",
+        ),
+        |d, add_ops| add_ops(d),
     );
-    d = elementwise::register(d);
-    d = matmul::register(d);
-    d = conv::register(d);
-    d = shape::register(d);
-    d = reduce::register(d);
-    d = norm::register(d);
-    d = attention::register(d);
-    d = index::register(d);
-    d = cumulative::register(d);
-    d = bitcast::register(d);
-    d = pool::register(d);
-    d = constant::register(d);
     d.materialize_constant = Some(constant::materialize);
     d
 }
