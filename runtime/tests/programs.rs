@@ -201,3 +201,33 @@ fn words_arriving_while_a_worker_runs_are_counted() {
     assert_eq!(p.tiles[1].incoming_words_during_compute, 2);
     assert_eq!(p.tiles[0].incoming_words_during_compute, 0);
 }
+
+#[test]
+fn narrow_loads_sign_or_zero_extend() {
+    // Half-word 0x8001 is negative as an i16, its byte 1 (0x80) as an i8; byte 0 is 1.
+    let s = run_ok(
+        &[(
+            0,
+            r#"
+main:
+    setzi $m2, 0x70000
+    setzi $m1, 0x8001
+    st32 $m1, $m2, $mzero, 0
+    lds16 $m3, $m2, $mzero, 0
+    ldz16 $m4, $m2, $mzero, 0
+    lds8 $m5, $m2, $mzero, 1
+    ldz8 $m6, $m2, $mzero, 1
+    lds8 $m7, $m2, $mzero, 0
+    st32 $m3, $m2, $mzero, 4
+    st32 $m4, $m2, $mzero, 5
+    st32 $m5, $m2, $mzero, 6
+    st32 $m6, $m2, $mzero, 7
+    st32 $m7, $m2, $mzero, 8
+    exitz $mzero
+"#,
+        )],
+        vec![],
+    );
+    let loaded: Vec<u32> = (4..=8).map(|i| word(&s, 0, 0x70000 + 4 * i)).collect();
+    assert_eq!(loaded, [0xFFFF_8001, 0x8001, 0xFFFF_FF80, 0x80, 1]);
+}

@@ -313,6 +313,18 @@ fn set_a64(c: &mut ThreadContext, r: u8, v: u64) {
     c.a[r as usize + 1] = (v >> 32) as u32;
 }
 
+/// A loaded `bits`-wide value (8 or 16) as a 32-bit register holds it:
+/// sign-extended for the signed loads, zero-extended for the others.
+#[inline(always)]
+fn widen(value: u32, bits: u32, signed: bool) -> u32 {
+    let shift = 32 - bits;
+    if signed {
+        ((value << shift) as i32 >> shift) as u32
+    } else {
+        value
+    }
+}
+
 #[inline(always)]
 fn m64(c: &ThreadContext, r: u8) -> u64 {
     u64::from(c.m[r as usize]) | (u64::from(c.m[r as usize + 1]) << 32)
@@ -1178,12 +1190,7 @@ impl Tile {
                 set_a64(ctx, d + 2, hi);
             }
             Op::Ld16 { d, am, signed } => {
-                let v = mem.ld16(ctx.addr(&am))?;
-                ctx.m[d as usize] = if signed {
-                    v as i16 as i32 as u32
-                } else {
-                    u32::from(v)
-                };
+                ctx.m[d as usize] = widen(u32::from(mem.ld16(ctx.addr(&am))?), 16, signed);
             }
             Op::Ldz16Step { d, s } => {
                 let addr = ctx.m[s.base as usize].wrapping_add(ctx.m[s.delta as usize]);
@@ -1192,12 +1199,7 @@ impl Tile {
                 ctx.m[d as usize] = u32::from(v);
             }
             Op::Ld8 { d, am, signed } => {
-                let v = mem.ld8(ctx.addr(&am))?;
-                ctx.m[d as usize] = if signed {
-                    v as i8 as i32 as u32
-                } else {
-                    u32::from(v)
-                };
+                ctx.m[d as usize] = widen(u32::from(mem.ld8(ctx.addr(&am))?), 8, signed);
             }
             Op::Ldb16 { d, am } => {
                 let v = u32::from(mem.ld16(ctx.addr(&am))?);
