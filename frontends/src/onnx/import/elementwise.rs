@@ -164,9 +164,7 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
         "Cast" => {
             let x = imp.input(node, 0)?;
             let to = onnx_type_attr(node, "to")?;
-            // `saturate` exists from opset 19 (default 1) and only matters for 8-bit floats.
-            let saturate = node.int_attr("saturate", 1)? != 0;
-            cast_rounding(imp, node, x, &to, saturate).map(|v| vec![v])
+            cast_node(imp, node, x, &to).map(|v| vec![v])
         }
         "BitCast" => {
             let x = imp.input(node, 0)?;
@@ -181,8 +179,7 @@ pub(super) fn import(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
                 .element_type()
                 .cloned()
                 .ok_or_else(|| error(node, "input #1 (`target_type`) must be a tensor"))?;
-            let saturate = node.int_attr("saturate", 1)? != 0;
-            cast_rounding(imp, node, x, &to, saturate).map(|v| vec![v])
+            cast_node(imp, node, x, &to).map(|v| vec![v])
         }
         "BitShift" => {
             let kind = match node.string_attr("direction", "")? {
@@ -290,15 +287,16 @@ fn cast_with_rounding(
     imp.emit1(node, state)
 }
 
-/// `Cast`/`CastLike` of `x` to `to`, with the node's `round_mode` (opset 24+,
+/// `Cast`/`CastLike` of `x` to `to`, with the node's `saturate` (opset 19+,
+/// default 1; only 8-bit float targets use it) and `round_mode` (opset 24+,
 /// default `up`; only FLOAT8E8M0 targets use it).
-fn cast_rounding(
+fn cast_node(
     imp: &mut Importer<'_>,
     node: &Node,
     x: Value,
     to: &ipuc_ir::Type,
-    saturate: bool,
 ) -> Result<Value, super::ImportError> {
+    let saturate = node.int_attr("saturate", 1)? != 0;
     let mode = node.string_attr("round_mode", "up")?;
     let rounding = E8M0Rounding::from_onnx(mode).ok_or_else(|| {
         error(
