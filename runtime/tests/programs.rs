@@ -231,3 +231,13 @@ main:
     let loaded: Vec<u32> = (4..=8).map(|i| word(&s, 0, 0x70000 + 4 * i)).collect();
     assert_eq!(loaded, [0xFFFF_8001, 0x8001, 0xFFFF_FF80, 0x80, 1]);
 }
+
+#[test]
+fn memory_of_a_tile_without_a_program_is_a_load_error() {
+    let mut s = run_ok(&[(0, "main:\n    exitz $mzero\n")], vec![]);
+    let write = s.write_memory(3, 0x70000, &[1]).unwrap_err();
+    let read = s.read_memory(3, 0x70000, 4).unwrap_err();
+    for e in [write, read] {
+        assert!(e.to_string().contains("tile 3 has no program"), "{e}");
+    }
+}

@@ -102,10 +102,7 @@ pub fn label(ctx: &mut Context, name: &str, loc: Location) -> OpId {
 pub fn inst(ctx: &mut Context, mnemonic: &str, operands: &[Operand], loc: Location) -> OpId {
     let state = OperationState::new(ctx.op_name(INST), loc)
         .attr("mnemonic", Attribute::string(mnemonic))
-        .attr(
-            "operands",
-            Attribute::array(operands.iter().map(Operand::to_attr).collect()),
-        );
+        .attr("operands", Operand::list_attr(operands));
     ctx.create_op(state)
 }
 
@@ -122,10 +119,7 @@ pub fn bundle(ctx: &mut Context, main: OpId, aux: OpId, loc: Location) -> OpId {
 pub fn directive(ctx: &mut Context, name: &str, args: &[Operand], loc: Location) -> OpId {
     let state = OperationState::new(ctx.op_name(DIRECTIVE), loc)
         .attr("name", Attribute::string(name))
-        .attr(
-            "args",
-            Attribute::array(args.iter().map(Operand::to_attr).collect()),
-        );
+        .attr("args", Operand::list_attr(args));
     ctx.create_op(state)
 }
 

@@ -208,6 +208,11 @@ impl Operand {
         }
     }
 
+    /// The array attribute of `operands` (as `ipu.inst` and `ipu.directive`
+    /// hold their operand lists).
+    pub fn list_attr(operands: &[Operand]) -> Attribute {
+        Attribute::array(operands.iter().map(Operand::to_attr).collect())
+    }
     /// The attribute that stores this operand.
     pub fn to_attr(&self) -> Attribute {
         let dialect = |m: &str, body: String| {

@@ -104,11 +104,16 @@ impl Simulator {
         self.tiles.binary_search_by_key(&id, |t| t.id).ok()
     }
 
+    /// [`Self::tile_index`] of a tile that memory is read or written on: one
+    /// without a program is a load error.
+    fn programmed_tile(&self, tile: u32) -> Result<usize, DeviceError> {
+        self.tile_index(tile)
+            .ok_or_else(|| DeviceError::Load(format!("tile {tile} has no program")))
+    }
+
     /// Writes raw bytes at a tile address.
     pub fn write_memory(&mut self, tile: u32, addr: u32, bytes: &[u8]) -> Result<(), DeviceError> {
-        let i = self
-            .tile_index(tile)
-            .ok_or_else(|| DeviceError::Load(format!("tile {tile} has no program")))?;
+        let i = self.programmed_tile(tile)?;
         self.tiles[i]
             .write_bytes(addr, bytes)
             .map_err(DeviceError::Load)
@@ -116,9 +121,7 @@ impl Simulator {
 
     /// Reads raw bytes at a tile address.
     pub fn read_memory(&self, tile: u32, addr: u32, len: u32) -> Result<Vec<u8>, DeviceError> {
-        let i = self
-            .tile_index(tile)
-            .ok_or_else(|| DeviceError::Load(format!("tile {tile} has no program")))?;
+        let i = self.programmed_tile(tile)?;
         self.tiles[i]
             .read_bytes(addr, len)
             .map_err(DeviceError::Load)
