@@ -27,8 +27,8 @@ fn row_sums_and_maxima_match_the_reference_and_estimate() {
             };
             let xs: Vec<f16> = (0..rows * cols)
                 .map(|_| {
-                    let m: f64 = rng.random_range(0.01..30.0);
-                    f16::from_f64(if rng.random_bool(0.5) { m } else { -m })
+                    let m: f64 = rng.gen_range(0.01..30.0);
+                    f16::from_f64(if rng.gen_bool(0.5) { m } else { -m })
                 })
                 .collect();
             let (prog, counts) = r.program(1, &MachineModel::c600()).unwrap();
@@ -91,14 +91,14 @@ fn cmac_acc_and_aop_accumulate_as_documented() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(8);
     for _ in 0..10 {
         let x: Vec<f16> = (0..4)
-            .map(|_| f16::from_f64(rng.random_range(0.1..4.0)))
+            .map(|_| f16::from_f64(rng.gen_range(0.1..4.0)))
             .collect();
         let y: Vec<f16> = (0..4)
-            .map(|_| f16::from_f64(-rng.random_range(0.1..4.0)))
+            .map(|_| f16::from_f64(-rng.gen_range(0.1..4.0)))
             .collect();
-        let q: Vec<f32> = (0..4).map(|_| rng.random_range(-100.0f32..100.0)).collect();
-        let a: Vec<f32> = (0..2).map(|_| rng.random_range(-10.0f32..10.0)).collect();
-        let b: Vec<f32> = (0..2).map(|_| rng.random_range(0.5f32..10.0)).collect();
+        let q: Vec<f32> = (0..4).map(|_| rng.gen_range(-100.0f32..100.0)).collect();
+        let a: Vec<f32> = (0..2).map(|_| rng.gen_range(-10.0f32..10.0)).collect();
+        let b: Vec<f32> = (0..2).map(|_| rng.gen_range(0.5f32..10.0)).collect();
         let mut data: Vec<u8> = x
             .iter()
             .chain(&y)
@@ -168,8 +168,8 @@ fn layernorm_matches_float64_and_its_estimate() {
             output,
         };
         let h = |rng: &mut rand::rngs::StdRng, lo: f64, hi: f64| {
-            let m: f64 = rng.random_range(lo..hi);
-            f16::from_f64(if rng.random_bool(0.5) { m } else { -m })
+            let m: f64 = rng.gen_range(lo..hi);
+            f16::from_f64(if rng.gen_bool(0.5) { m } else { -m })
         };
         // Rows with an offset mean, as activations have.
         let xs: Vec<f16> = (0..rows * cols)
@@ -215,8 +215,8 @@ fn softmax_matches_float64_and_its_estimate() {
         // Logits with a spread that makes some probabilities tiny.
         let xs: Vec<f16> = (0..rows * cols)
             .map(|_| {
-                let m: f64 = rng.random_range(0.01..12.0);
-                f16::from_f64(if rng.random_bool(0.5) { m } else { -m })
+                let m: f64 = rng.gen_range(0.01..12.0);
+                f16::from_f64(if rng.gen_bool(0.5) { m } else { -m })
             })
             .collect();
         let (prog, (counts, body)) = sm.program(2, &MachineModel::c600()).unwrap();

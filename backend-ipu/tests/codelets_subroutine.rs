@@ -71,10 +71,10 @@ fn two_instances_of_one_codelet_and_another_run_in_sequence() {
 
     let mut rng = rand::rngs::StdRng::seed_from_u64(5);
     let xs: Vec<f16> = (0..len)
-        .map(|_| f16::from_f64(rng.random_range(-4.0..4.0)))
+        .map(|_| f16::from_f64(rng.gen_range(-4.0..4.0)))
         .collect();
     let ys: Vec<f16> = (0..len)
-        .map(|_| f16::from_f64(rng.random_range(-4.0..4.0)))
+        .map(|_| f16::from_f64(rng.gen_range(-4.0..4.0)))
         .collect();
     let bytes =
         |v: &[f16]| -> Vec<u8> { v.iter().flat_map(|h| h.to_bits().to_le_bytes()).collect() };

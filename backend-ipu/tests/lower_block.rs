@@ -44,7 +44,7 @@ fn lower(plan: &MlpPlan, k: &MlpConstants, machine: &MachineModel) -> (Context, 
 fn run(shape: MlpShape, seed: u64) -> (f64, f64, u64, u64) {
     let m = shape.m as usize;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let values = MlpValues::random(shape, || rng.random_range(-1.0..1.0));
+    let values = MlpValues::random(shape, || rng.gen_range(-1.0..1.0));
     let (x, k) = (&values.x[..], &values.constants);
     let machine = MachineModel::c600();
     let plan = plan_mlp(shape, &machine).unwrap_or_else(|e| panic!("{e}"));
