@@ -73,6 +73,12 @@ fn binary_ops_match_the_reference_and_estimate() {
         (BinaryOp::Add, VecType::F32),
         (BinaryOp::Mul, VecType::F32),
         (BinaryOp::Axpy(-1.75), VecType::F32),
+        // The FP8 block's residual add: exact scalings, scalings into
+        // f16's subnormals (x * 2^e rounds) and to its largest power.
+        (BinaryOp::ScaledAdd(-3), VecType::F16),
+        (BinaryOp::ScaledAdd(4), VecType::F16),
+        (BinaryOp::ScaledAdd(-22), VecType::F16),
+        (BinaryOp::ScaledAdd(12), VecType::F16),
     ];
     // Interleaved and region-0 placements (x, y, out in different banks).
     let placements = [(0x80000, 0x90000, 0xa0000), (0x5c000, 0x60000, 0x68000)];
@@ -101,6 +107,13 @@ fn binary_ops_match_the_reference_and_estimate() {
                         .collect::<Vec<_>>(),
                 );
                 let (prog, counts) = b.program(2, &MachineModel::c600()).unwrap();
+                // One bundle per word; the scaled add's two operations take two.
+                let per_word = if matches!(op, BinaryOp::ScaledAdd(_)) {
+                    2
+                } else {
+                    1
+                };
+                assert_eq!(counts.body, per_word, "{op:?}");
                 let est = b.estimate_cycles().unwrap();
                 let s = run_exe_and_check_cycles(&executable_of(&prog), est, |s| {
                     s.write_memory(2, x, &xs).unwrap();
@@ -152,6 +165,43 @@ fn binary_parameters_are_checked() {
         ..b
     };
     assert!(message(&b).contains("f32 only"));
+    let b = Binary {
+        op: BinaryOp::ScaledAdd(2),
+        ty: VecType::F32,
+        ..b
+    };
+    assert!(message(&b).contains("f16 only"));
+    let b = Binary {
+        op: BinaryOp::ScaledAdd(16),
+        ty: VecType::F16,
+        ..b
+    };
+    assert!(message(&b).contains("outside -24..=15"));
+}
+
+#[test]
+fn the_scaled_add_reference_rounds_the_scaling_then_the_sum() {
+    // Hand-computed values of the two-step sequence the codelet runs.
+    let b = |e| Binary {
+        op: BinaryOp::ScaledAdd(e),
+        ty: VecType::F16,
+        len: 4,
+        x: 0,
+        y: 0,
+        out: 0,
+    };
+    let unit = 2f64.powi(-24); // f16's smallest subnormal
+                               // 1.5 units is a tie: x * 2^e rounds to 2 units (even) before the add.
+    assert_eq!(b(-24).reference(&[1.5], &[0.0]), vec![2.0 * unit]);
+    // 60000 * 2 overflows f16 before the add could bring it back.
+    assert_eq!(b(1).reference(&[60000.0], &[-65504.0]), vec![f64::INFINITY]);
+    // In range, one rounding: 3/2 + 1 exactly, 1/3 + 1 to the nearest f16.
+    assert_eq!(b(-1).reference(&[3.0], &[1.0]), vec![2.5]);
+    let third = f16::from_f64(1.0 / 3.0).to_f64();
+    assert_eq!(
+        b(0).reference(&[third], &[1.0]),
+        vec![f16::from_f64(third + 1.0).to_f64()]
+    );
 }
 
 #[test]
