@@ -166,6 +166,7 @@ fn layernorm_matches_float64_and_its_estimate() {
             gamma: 0xb0000,
             beta: 0xb8000,
             output,
+            output_f8_scale: None,
         };
         let h = |rng: &mut rand::rngs::StdRng, lo: f64, hi: f64| {
             let m: f64 = rng.gen_range(lo..hi);
@@ -199,6 +200,129 @@ fn layernorm_matches_float64_and_its_estimate() {
             format_args!("{rows}x{cols}"),
         );
     }
+}
+
+#[test]
+fn layernorm_with_fp8_output_converts_the_f16_result_and_matches_float64() {
+    use ipuc_backend_ipu::codelets::layernorm::LayerNorm;
+    use ipuc_ipu_arch::float8::{decode_scaled, encode_scaled};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(43);
+    // Shares of 0 (rows < 6), 1 and uneven ones; scales that put values
+    // into the FP8 subnormals (3) and use the upper range (-3).
+    for (rows, cols, scale) in [
+        (1u32, 8u32, 0),
+        (5, 40, -3),
+        (6, 64, 3),
+        (7, 1152, -1),
+        (13, 24, 2),
+    ] {
+        let f16_ln = LayerNorm {
+            rows,
+            cols,
+            eps: 1e-6,
+            input: 0x80000,
+            gamma: 0xb0000,
+            beta: 0xb8000,
+            output: 0xc0000,
+            output_f8_scale: None,
+        };
+        // 4-byte (not 8-byte) aligned: the FP8 output needs only st32.
+        let ln = LayerNorm {
+            output: 0xd0004,
+            output_f8_scale: Some(scale),
+            ..f16_ln.clone()
+        };
+        let h = |rng: &mut rand::rngs::StdRng, lo: f64, hi: f64| {
+            let m: f64 = rng.gen_range(lo..hi);
+            f16::from_f64(if rng.gen_bool(0.5) { m } else { -m })
+        };
+        let xs: Vec<f16> = (0..rows * cols)
+            .map(|i| f16::from_f64(h(&mut rng, 0.01, 3.0).to_f64() + f64::from(i / cols % 3)))
+            .collect();
+        let gamma: Vec<f16> = (0..cols).map(|_| h(&mut rng, 0.5, 2.0)).collect();
+        let beta: Vec<f16> = (0..cols).map(|_| h(&mut rng, 0.01, 1.0)).collect();
+        let run = |ln: &LayerNorm, bytes: u32| {
+            let (prog, counts) = ln.program(3, &MachineModel::c600()).unwrap();
+            let mut s = sim(&executable_of(&prog), Default::default());
+            s.write_memory(3, ln.input, &f16_bytes(&xs)).unwrap();
+            s.write_memory(3, ln.gamma, &f16_bytes(&gamma)).unwrap();
+            s.write_memory(3, ln.beta, &f16_bytes(&beta)).unwrap();
+            s.run().unwrap_or_else(|e| panic!("{e}"));
+            assert_launch_as_estimated(
+                &s,
+                ln.estimate_cycles().unwrap(),
+                &ln.worker_rows(),
+                |n| ln.worker_issues(&counts, n),
+                format_args!("{rows}x{cols} {:?}", ln.output_f8_scale),
+            );
+            s.read_memory(3, ln.output, bytes).unwrap()
+        };
+        let out16 = f16_values(&run(&f16_ln, rows * cols * 2));
+        let codes = run(&ln, rows * cols);
+        for (i, ((&code, o), (w, mag))) in codes
+            .iter()
+            .zip(&out16)
+            .zip(ln.reference(&xs, &gamma, &beta))
+            .enumerate()
+        {
+            // Bit-exact: the f16 variant's result, converted.
+            assert_eq!(
+                code,
+                encode_scaled(*o, scale),
+                "{rows}x{cols} element {i}: f16 result {o}"
+            );
+            let got = decode_scaled(code, scale);
+            let tol = ln.tolerance_f8(w, mag);
+            assert!(
+                (got - w).abs() <= tol,
+                "{rows}x{cols} element {i}: got {got} want {w} (tolerance {tol:e})"
+            );
+        }
+    }
+}
+
+#[test]
+fn layernorm_fp8_output_is_checked() {
+    use ipuc_backend_ipu::codelets::layernorm::LayerNorm;
+    let ln = LayerNorm {
+        rows: 4,
+        cols: 16,
+        eps: 1e-6,
+        input: 0x80000,
+        gamma: 0xb0000,
+        beta: 0xb8000,
+        output: 0x80000 + 4 * 16 * 2 - 4,
+        output_f8_scale: Some(0),
+    };
+    let c600 = MachineModel::c600();
+    let message = |ln: &LayerNorm| ln.program(0, &c600).err().unwrap().to_string();
+    assert!(
+        message(&ln).contains("overlaps the input"),
+        "{}",
+        message(&ln)
+    );
+    let ln = LayerNorm {
+        output: 0xc0002,
+        ..ln
+    };
+    assert!(message(&ln).contains("4-byte aligned"));
+    let ln = LayerNorm {
+        output: 0xc0000,
+        output_f8_scale: Some(32),
+        ..ln
+    };
+    assert!(message(&ln).contains("outside -31..=31"));
+    // Apply pass: 5 bundles per word against 4 for f16 output.
+    let f16_ln = LayerNorm {
+        output_f8_scale: None,
+        ..ln.clone()
+    };
+    let f8_ln = LayerNorm {
+        output_f8_scale: Some(-2),
+        ..ln
+    };
+    assert_eq!(f16_ln.apply_bundles_per_word(), 4);
+    assert_eq!(f8_ln.apply_bundles_per_word(), 5);
 }
 
 #[test]

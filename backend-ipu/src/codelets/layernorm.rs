@@ -16,6 +16,18 @@
 //!    `d = x - mean`, `n = d * rstd`, `g = n * gamma`, `out = g + beta`,
 //!    all f16 operations (four roundings).
 //!
+//! **FP8 output** ([`LayerNorm::output_f8_scale`] `= Some(s)`, the input of
+//! the FP8 block's first product): the apply pass computes the same f16
+//! `out` and converts each word with `f16v4tof8 ..., s` (code =
+//! f8(out * 2^-s), RNE, saturating to +-240: one more rounding, exact
+//! otherwise), storing 4 codes per word. The conversion is a fifth
+//! auxiliary instruction per word, so the apply pass takes 5 bundles per
+//! 4 values (the auxiliary slot is the limit; the loads and the `st32`
+//! use 4 of the 5 main slots). The output is `[rows, C]` bytes, C per
+//! row; since its rows are half as long as the input's, writing it over
+//! the input would overwrite rows another worker has yet to read, so it
+//! must not overlap the input.
+//!
 //! The input must be 16-byte aligned in interleaved memory with C a
 //! multiple of 8; the loads read up to 16 bytes past the end of the input
 //! and 8 bytes past gamma and beta.
@@ -26,6 +38,7 @@ use super::emitter::{inst, ld64_next, load_state_word, op, st64_next, Emitter};
 use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
 use super::program::Codelet;
 use super::{check_alignment, check_rows, CodeletError};
+use ipuc_ipu_arch::float8::SCALE_RANGE;
 
 /// One LayerNorm launch.
 #[derive(Clone, Debug)]
@@ -42,13 +55,34 @@ pub struct LayerNorm {
     pub gamma: u32,
     /// beta f16 `[C]`, 8-byte aligned.
     pub beta: u32,
-    /// Output f16 `[rows, C]`, 8-byte aligned (may equal the input).
+    /// Output `[rows, C]`: f16, 8-byte aligned (may equal the input); or
+    /// with [`LayerNorm::output_f8_scale`], FP8 codes, 4-byte aligned, not
+    /// overlapping the input.
     pub output: u32,
+    /// `None`: f16 output. `Some(s)`: f8E4M3FNUZ output with tensor scale
+    /// `s` in -31..=31 (code = f8(out * 2^-s)).
+    pub output_f8_scale: Option<i32>,
 }
 
 const TAG: &str = "layernorm_f16";
+const TAG_F8: &str = "layernorm_f16_f8";
 
 impl LayerNorm {
+    fn tag(&self) -> &'static str {
+        match self.output_f8_scale {
+            None => TAG,
+            Some(_) => TAG_F8,
+        }
+    }
+
+    /// Bytes per output element (2 for f16, 1 for FP8).
+    pub fn output_elem_bytes(&self) -> u32 {
+        match self.output_f8_scale {
+            None => 2,
+            Some(_) => 1,
+        }
+    }
+
     /// Rows per worker.
     pub fn worker_rows(&self) -> [u32; WORKERS] {
         split(self.rows)
@@ -56,29 +90,48 @@ impl LayerNorm {
 
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), CodeletError> {
-        let err = |m: String| Err(CodeletError::new(TAG, m));
-        check_rows(TAG, self.rows, self.cols, 8)?;
+        let tag = self.tag();
+        let err = |m: String| Err(CodeletError::new(tag, m));
+        check_rows(tag, self.rows, self.cols, 8)?;
         if !(self.eps >= 0.0 && self.eps.is_finite()) {
             return err(format!(
                 "epsilon {} is not a finite non-negative number",
                 self.eps
             ));
         }
+        if let Some(scale) = self.output_f8_scale {
+            if !SCALE_RANGE.contains(&scale) {
+                return err(format!(
+                    "FP8 output scale {scale} is outside {SCALE_RANGE:?}"
+                ));
+            }
+            let bytes = u64::from(self.rows) * u64::from(self.cols);
+            let input_end = u64::from(self.input) + 2 * bytes;
+            let output_end = u64::from(self.output) + bytes;
+            if u64::from(self.output) < input_end && u64::from(self.input) < output_end {
+                return err(format!(
+                    "the FP8 output 0x{:x}..0x{output_end:x} overlaps the input \
+                     0x{:x}..0x{input_end:x} (its rows are shorter: place it apart)",
+                    self.output, self.input
+                ));
+            }
+        }
         check_alignment(
-            TAG,
+            tag,
             &[
                 ("input", self.input, 16),
                 ("gamma", self.gamma, 8),
                 ("beta", self.beta, 8),
-                ("output", self.output, 8),
+                ("output", self.output, 4 * self.output_elem_bytes()),
             ],
         )
     }
 
     /// The worker: its issues when it has no rows, and its row loop's counts.
     fn emit_worker(&self, e: &mut Emitter) -> (u64, RowLoopCounts) {
+        let tag = self.tag();
         e.solo(load_state_word(op::m(2), 2)); // rows
-        e.solo(inst("brz", [op::m(2), op::sym(format!(".L{TAG}_done"))]));
+        e.solo(inst("brz", [op::m(2), op::sym(format!(".L{tag}_done"))]));
         let empty = e.issues() + 1;
         for s in [
             inst("sub", [op::m(2), op::m(2), op::imm(1)]),
@@ -89,7 +142,7 @@ impl LayerNorm {
         ] {
             e.solo(s);
         }
-        e.aligned_label(&format!(".L{TAG}_row"));
+        e.aligned_label(&format!(".L{tag}_row"));
         let setup = e.issues();
         // Pass 1: the mean.
         e.solo(inst("mov", [op::m(5), op::m(0)]));
@@ -99,7 +152,7 @@ impl LayerNorm {
         ));
         e.rpt(
             op::m(3),
-            &format!("{TAG}_sum"),
+            &format!("{tag}_sum"),
             vec![(
                 inst(
                     "ld128step",
@@ -139,7 +192,7 @@ impl LayerNorm {
         }
         e.rpt(
             op::m(4),
-            &format!("{TAG}_var"),
+            &format!("{tag}_var"),
             vec![
                 (
                     ld64_next(0, 5),
@@ -187,36 +240,65 @@ impl LayerNorm {
             inst("nop", []),
             inst("f16v4mul", [op::a_pair(6), op::a_pair(6), op::a_pair(10)]),
         );
-        e.rpt(
-            op::m(4),
-            &format!("{TAG}_apply"),
-            vec![
+        let normalise = (
+            ld64_next(0, 5),
+            inst("f16v4mul", [op::a_pair(12), op::a_pair(6), op::a_pair(2)]),
+        );
+        let shift = (
+            ld64_next(2, 6),
+            inst("f16v4add", [op::a_pair(12), op::a_pair(12), op::a_pair(4)]),
+        );
+        let centre_next = (
+            ld64_next(4, 7),
+            inst("f16v4add", [op::a_pair(6), op::a_pair(0), op::a_pair(8)]),
+        );
+        let scale_next = inst("f16v4mul", [op::a_pair(6), op::a_pair(6), op::a_pair(10)]);
+        let apply = match self.output_f8_scale {
+            None => vec![
+                normalise,
+                shift,
+                centre_next,
+                (st64_next(12, 1), scale_next),
+            ],
+            // The word's four codes into $a12, stored in the next bundle.
+            Some(scale) => vec![
+                normalise,
+                shift,
+                centre_next,
                 (
-                    ld64_next(0, 5),
-                    inst("f16v4mul", [op::a_pair(12), op::a_pair(6), op::a_pair(2)]),
+                    inst("nop", []),
+                    inst(
+                        "f16v4tof8",
+                        [op::a(12), op::a_pair(12), op::imm(i64::from(scale))],
+                    ),
                 ),
                 (
-                    ld64_next(2, 6),
-                    inst("f16v4add", [op::a_pair(12), op::a_pair(12), op::a_pair(4)]),
-                ),
-                (
-                    ld64_next(4, 7),
-                    inst("f16v4add", [op::a_pair(6), op::a_pair(0), op::a_pair(8)]),
-                ),
-                (
-                    st64_next(12, 1),
-                    inst("f16v4mul", [op::a_pair(6), op::a_pair(6), op::a_pair(10)]),
+                    inst(
+                        "st32step",
+                        [op::a(12), op::mzero(), op::m_inc(1), op::imm(1)],
+                    ),
+                    scale_next,
                 ),
             ],
-        );
+        };
+        e.rpt(op::m(4), &format!("{tag}_apply"), apply);
         e.solo(inst("sub", [op::m(0), op::m(5), op::imm(8)]));
-        (empty, launch::emit_end_row_loop(e, TAG, setup))
+        (empty, launch::emit_end_row_loop(e, tag, setup))
+    }
+
+    /// Bundles of the apply pass per word (4 values): 4, or 5 with the
+    /// FP8 conversion.
+    pub fn apply_bundles_per_word(&self) -> u64 {
+        match self.output_f8_scale {
+            None => 4,
+            Some(_) => 5,
+        }
     }
 
     /// `rpt` body issues per row: C/8 sum bundles, 2 C/4 variance bundles
-    /// and 4 C/4 apply bundles.
+    /// and 4 (5 with FP8 output) C/4 apply bundles.
     fn body_issues_per_row(&self) -> u64 {
-        u64::from(self.cols / 8) + 6 * u64::from(self.cols / 4)
+        u64::from(self.cols / 8) + (2 + self.apply_bundles_per_word()) * u64::from(self.cols / 4)
     }
 
     /// Issues of a worker with `n` rows, from the emitted counts.
@@ -254,6 +336,17 @@ impl LayerNorm {
     pub fn tolerance(&self, mag: f64) -> f64 {
         6.0 * 2f64.powi(-11) * mag + 2f64.powi(-20)
     }
+
+    /// Largest error against the reference `want` (magnitude `mag`) of
+    /// the FP8 output's value `code * 2^s`: [`LayerNorm::tolerance`], then
+    /// the conversion's one rounding, half a step of the 3 mantissa bits
+    /// (2^-4 relative) or of the subnormal spacing (2^(s-10)). Saturation
+    /// (|out| beyond 240 * 2^s) is not covered: the scale must leave room.
+    pub fn tolerance_f8(&self, want: f64, mag: f64) -> f64 {
+        let s = self.output_f8_scale.unwrap_or(0);
+        let tol = self.tolerance(mag);
+        tol + 2f64.powi(-4) * (want.abs() + tol) + 2f64.powi(s - 11)
+    }
 }
 
 impl Codelet for LayerNorm {
@@ -263,14 +356,14 @@ impl Codelet for LayerNorm {
     /// the issue counts its estimate is made of.
     fn emit(&self, e: &mut Emitter) -> Result<RowLaunchCounts, CodeletError> {
         self.validate()?;
-        let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 10);
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, self.tag(), 10);
         let (empty, rows) = self.emit_worker(e);
         let shares = self.worker_rows();
         let offs = offsets(&shares);
         let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
             vec![
                 self.input + offs[w] * self.cols * 2,
-                self.output + offs[w] * self.cols * 2,
+                self.output + offs[w] * self.cols * self.output_elem_bytes(),
                 shares[w],
                 self.cols / 8,
                 self.cols / 4,
@@ -282,7 +375,12 @@ impl Codelet for LayerNorm {
             ]
         });
         Ok(launch::end_row_launch(
-            e, TAG, &states, supervisor, empty, rows,
+            e,
+            self.tag(),
+            &states,
+            supervisor,
+            empty,
+            rows,
         ))
     }
 

@@ -160,6 +160,7 @@ impl MlpPlan {
             gamma: lay.gamma,
             beta: lay.beta,
             output: lay.ln_out,
+            output_f8_scale: None,
         }
     }
 }

@@ -123,6 +123,7 @@ pub fn run_codelets(machine: &MachineModel) -> Result<Vec<CodeletCycles>, BenchE
         gamma: o(1),
         beta: o(2),
         output: o(3),
+        output_f8_scale: None,
     };
     out.push(measure(machine, "layernorm, 12 x 1152".into(), &ln)?);
     let sm = Softmax {
