@@ -344,3 +344,145 @@ fn gelu_matches_float64_within_its_documented_bound_and_estimate() {
         }
     }
 }
+
+#[test]
+fn gelu_to_fp8_panels_matches_its_sequence_and_float64_and_estimate() {
+    use ipuc_backend_ipu::codelets::gelu::{GeluForm, DEGREE};
+    use ipuc_backend_ipu::codelets::gelu_f8::{sequence, GeluF8};
+    use ipuc_ipu_arch::float8::decode_scaled;
+    let mut rng = Rng64::seed_from_u64(23);
+    let sigm = ipuc_ipu_arch::pipeline::issue_slots(
+        ipuc_ipu_arch::Opcode::F16v2Sigm,
+        &MachineModel::c600(),
+    );
+    // Rows giving workers shares of 0, 1 and uneven ones; in place and
+    // apart; input exponents (down to an FP8 product's) and output scales
+    // of both signs.
+    for (form, rows, pairs, in_place, input_exp, output_scale) in [
+        (GeluForm::Tanh, 1u32, 1u32, false, 0, 0),
+        (GeluForm::Tanh, 5, 2, true, -3, -1),
+        (GeluForm::Tanh, 6, 1, false, 2, 3),
+        (GeluForm::Tanh, 7, 3, true, -1, -2),
+        (GeluForm::Tanh, 13, 2, false, -14, -3),
+        (GeluForm::Erf, 1, 2, true, -14, -2),
+        (GeluForm::Erf, 7, 1, false, 3, -3),
+        (GeluForm::Erf, 13, 2, true, 0, -1),
+    ] {
+        // Groups padded apart (as a tile's AMP output may be).
+        let group_stride = rows * 32 + 32;
+        let input = 0x80000;
+        let (output, pair_stride) = if in_place {
+            (input, 2 * group_stride)
+        } else {
+            (0xa0004, rows * 32 + 8)
+        };
+        let g = GeluF8 {
+            form,
+            rows,
+            pairs,
+            input,
+            group_stride,
+            input_exp,
+            output,
+            pair_stride,
+            output_scale,
+        };
+        // True inputs x in +-6 and a few specials, stored as u = x 2^-e.
+        let specials: [f64; 6] = [4.5, -4.5, -7.0, 12.0, -300.0, 0.0];
+        let groups: Vec<Vec<f16>> = (0..2 * pairs)
+            .map(|_| {
+                (0..rows * 16)
+                    .map(|i| {
+                        // (The AMP's f16 output bounds |u|: at e = -14
+                        // the true values stay within +-4.)
+                        let limit = 6.0f64.min(65504.0 * 2f64.powi(input_exp));
+                        let x = specials
+                            .get(i as usize)
+                            .copied()
+                            .filter(|x| x.abs() < 65504.0 * 2f64.powi(input_exp))
+                            .unwrap_or_else(|| nonzero(&mut rng, 0.001, limit));
+                        f16::from_f64(x * 2f64.powi(-input_exp))
+                    })
+                    .collect()
+            })
+            .collect();
+        let (prog, counts) = g.program(2, &MachineModel::c600()).unwrap();
+        // Per pass (half a row): 4 words of the f16 GELU's bundles plus
+        // the conversion (and the erf form's scaling of each f32 pair to
+        // x), and the last word's store.
+        let per_word = match form {
+            GeluForm::Tanh => 12 + 2 * u64::from(sigm),
+            // Each f32 pair: the f16 erf GELU's 2 DEGREE + 9, and the scaling.
+            GeluForm::Erf => 2 * (2 * DEGREE as u64 + 9 + 1) + 1,
+        };
+        assert_eq!(counts.body, 4 * per_word + 1, "{form:?}");
+        // The outputs and the 8 bytes after the last one.
+        let out_span = pairs * pair_stride;
+        let guard = 0xee;
+        let s =
+            run_exe_and_check_cycles(&executable_of(&prog), g.estimate_cycles().unwrap(), |s| {
+                if !in_place {
+                    s.write_memory(2, output, &vec![guard; out_span as usize])
+                        .unwrap();
+                }
+                for (k, grp) in groups.iter().enumerate() {
+                    let bytes: Vec<u8> =
+                        grp.iter().flat_map(|h| h.to_bits().to_le_bytes()).collect();
+                    s.write_memory(2, input + k as u32 * group_stride, &bytes)
+                        .unwrap();
+                }
+            });
+        let case = format!("{form:?}, {rows} rows, {pairs} pairs, in place {in_place}");
+        assert_worker_issues(
+            s.profile().unwrap().tiles[0].worker_issues,
+            &g.worker_rows(),
+            |n| counts.worker_issues(n, pairs),
+            &case,
+        );
+        for q in 0..pairs {
+            let at = output + q * pair_stride;
+            let got = s.read_memory(2, at, rows * 32).unwrap();
+            for r in 0..rows as usize {
+                for half in 0..2 {
+                    for c in 0..16 {
+                        let u = groups[2 * q as usize + half][16 * r + c];
+                        let code = got[32 * r + 16 * half + c];
+                        assert_eq!(
+                            code,
+                            sequence(form, u, input_exp, output_scale),
+                            "{case}: pair {q} row {r} group {half} channel {c}, u {u}"
+                        );
+                        let want = g.reference(u);
+                        assert!(
+                            want.abs() < 200.0 * 2f64.powi(output_scale),
+                            "{case}: saturates"
+                        );
+                        let value = decode_scaled(code, output_scale);
+                        let tol = g.tolerance(u, want);
+                        assert!(
+                            (value - want).abs() <= tol,
+                            "{case}: gelu({u} * 2^{input_exp}) = {value}, want {want} ({tol:e})"
+                        );
+                    }
+                }
+            }
+            if in_place {
+                // The pair's second group is read, never written.
+                let second = s
+                    .read_memory(2, input + (2 * q + 1) * group_stride, rows * 32)
+                    .unwrap();
+                let bytes: Vec<u8> = groups[2 * q as usize + 1]
+                    .iter()
+                    .flat_map(|h| h.to_bits().to_le_bytes())
+                    .collect();
+                assert_eq!(second, bytes, "{case}: pair {q}'s second group");
+            } else {
+                // The gap after each pair's output is untouched.
+                let gap = s
+                    .read_memory(2, at + rows * 32, pair_stride - rows * 32)
+                    .unwrap();
+                assert!(gap.iter().all(|&b| b == guard), "{case}: after pair {q}");
+            }
+        }
+    }
+}

@@ -81,7 +81,7 @@ pub const MAX_ERROR: f64 = 2.5e-5;
 
 /// The tanh form's `c0 = 2 sqrt(2/pi)` and `c1 = 0.044715 c0` (`$TAS`):
 /// `z = x (c0 + c1 x^2)` is twice the tanh argument.
-fn tanh_form_constants() -> (f32, f32) {
+pub(super) fn tanh_form_constants() -> (f32, f32) {
     let c0 = 2.0 * (2.0 / std::f64::consts::PI).sqrt();
     (c0 as f32, (0.044715 * c0) as f32)
 }
@@ -124,6 +124,34 @@ pub fn sequence_f32(form: GeluForm, x: f32) -> f32 {
             f16::from_f32(s.to_f32() * x).to_f32()
         }
     }
+}
+
+/// The erf form's constant table, in the order [`Gelu::pair_ops`] indexes
+/// it: the clamp, `c10..c0`, 1 and 0.5.
+pub(super) fn erf_table() -> Vec<f32> {
+    let mut table = vec![CLAMP];
+    table.extend(ERF_COEFFS.iter().rev());
+    table.extend([1.0, 0.5]);
+    table
+}
+
+/// The erf form's bound at `x` (reference `want`) once rounded to f16:
+/// the f32 sequence's [`MAX_ERROR`] bound, one f16 rounding, and half of
+/// f16's subnormal spacing.
+pub(super) fn erf_tolerance(x: f64, want: f64) -> f64 {
+    let seq = MAX_ERROR * x.abs().max(1.0);
+    seq + 2f64.powi(-11) * (want.abs() + seq) + 2f64.powi(-25)
+}
+
+/// The tanh form's relative error bound at `x` in f16 arithmetic (see
+/// [`Gelu::tolerance`]): `z` rounded to f16 moves the sigmoid by
+/// `|z| (1 - sigmoid(z))` relative roundings, the sigmoid and the product
+/// round once each, and the f32 steps add a few 2^-24.
+pub(super) fn tanh_relative_error(x: f64) -> f64 {
+    let (c0, c1) = tanh_form_constants();
+    let z = x * (f64::from(c0) + f64::from(c1) * x * x);
+    let sigmoid = 1.0 / (1.0 + (-z).exp());
+    2f64.powi(-11) * (2.0 + z.abs() * (1.0 - sigmoid)) + 2f64.powi(-20)
 }
 
 /// One GELU launch over f16 data.
@@ -169,7 +197,7 @@ impl Gelu {
 
     /// The auxiliary instruction sequence of one f32 pair with, for each,
     /// the constant-table index it reads through `$a12:13` (if any).
-    fn pair_ops(half: u8) -> Vec<(Inst, Option<usize>)> {
+    pub(super) fn pair_ops(half: u8) -> Vec<(Inst, Option<usize>)> {
         let f32v2 = |m: &'static str, d: u8, x: Operand, y: Operand| inst(m, [op::a_pair(d), x, y]);
         let (c, p) = (|| op::a_pair(12), op::a_pair);
         let mut ops = vec![
@@ -207,16 +235,9 @@ impl Gelu {
     pub fn tolerance(&self, x: f16, want: f64) -> f64 {
         let x = x.to_f64();
         match self.form {
-            GeluForm::Erf => {
-                let seq = MAX_ERROR * x.abs().max(1.0);
-                seq + 2f64.powi(-11) * (want.abs() + seq) + 2f64.powi(-25)
-            }
+            GeluForm::Erf => erf_tolerance(x, want),
             GeluForm::Tanh => {
-                let (c0, c1) = tanh_form_constants();
-                let z = x * (f64::from(c0) + f64::from(c1) * x * x);
-                let sigmoid = 1.0 / (1.0 + (-z).exp());
-                let rel = 2f64.powi(-11) * (2.0 + z.abs() * (1.0 - sigmoid)) + 2f64.powi(-20);
-                rel * want.abs() + 2f64.powi(-25) * (x.abs() + 1.0)
+                tanh_relative_error(x) * want.abs() + 2f64.powi(-25) * (x.abs() + 1.0)
             }
         }
     }
@@ -265,7 +286,7 @@ impl Gelu {
     /// The tanh form's per-word auxiliary sequence: `z` for both pairs of
     /// `$a0:1` into `$a8`, `$a9` as f16, their sigmoids, the product by x
     /// into `$a8:9`.
-    fn tanh_word_ops() -> Vec<Inst> {
+    pub(super) fn tanh_word_ops() -> Vec<Inst> {
         let p = op::a_pair;
         let mut ops = Vec::new();
         for half in 0..2 {
@@ -367,10 +388,7 @@ impl Codelet for Gelu {
         match self.form {
             // Each value twice (one per lane): clamp, c10..c0, 1, 0.5.
             GeluForm::Erf => {
-                let mut table = vec![CLAMP];
-                table.extend(ERF_COEFFS.iter().rev());
-                table.extend([1.0, 0.5]);
-                for v in table {
+                for v in erf_table() {
                     e.words(&[v.to_bits(), v.to_bits()]);
                 }
             }

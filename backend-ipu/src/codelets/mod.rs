@@ -14,6 +14,7 @@ pub mod elementwise;
 pub mod emitter;
 pub mod estimate;
 pub mod gelu;
+pub mod gelu_f8;
 pub mod gemm;
 pub mod launch;
 pub mod layernorm;
