@@ -78,7 +78,7 @@ fn amp_bench_runs_the_fused_f16_activation_fp8_block() {
 #[test]
 fn codelets_bench_runs_every_family_and_its_estimate_is_exact() {
     let rows = ipuc_tools::bench::codelets::run_codelets(&MachineModel::c600()).unwrap();
-    assert_eq!(rows.len(), 10);
+    assert_eq!(rows.len(), 13);
     for r in &rows {
         assert_eq!(r.simulated, r.estimate, "{}", r.codelet);
         // A launch is at least the worker start and one barrel round.

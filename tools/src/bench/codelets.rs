@@ -13,6 +13,7 @@ use ipuc_backend_ipu::codelets::cast::{Cast, CastKind};
 use ipuc_backend_ipu::codelets::copy::StridedCopy;
 use ipuc_backend_ipu::codelets::elementwise::{Binary, BinaryOp, VecType};
 use ipuc_backend_ipu::codelets::gelu::{Gelu, GeluForm};
+use ipuc_backend_ipu::codelets::gelu_f8::GeluF8;
 use ipuc_backend_ipu::codelets::layernorm::LayerNorm;
 use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_backend_ipu::codelets::reduce::{ReduceOp, RowReduce};
@@ -72,6 +73,11 @@ pub fn run_codelets(machine: &MachineModel) -> Result<Vec<CodeletCycles>, BenchE
     out.push(measure(machine, "amp f16 accumulate, N=512".into(), &amp)?);
     for (op, ty, label) in [
         (BinaryOp::Add, VecType::F16, "binary f16 add"),
+        (
+            BinaryOp::ScaledAdd(-3),
+            VecType::F16,
+            "binary f16 scaled add",
+        ),
         (BinaryOp::Axpy(0.5), VecType::F32, "binary f32 axpy"),
     ] {
         let c = Binary {
@@ -107,6 +113,23 @@ pub fn run_codelets(machine: &MachineModel) -> Result<Vec<CodeletCycles>, BenchE
         output: o(1),
     };
     out.push(measure(machine, "gelu tanh f16, 4096".into(), &gelu)?);
+    // The same 4096 values as 8 unscaled AMP output groups of 32 rows.
+    let gelu_f8 = GeluF8 {
+        form: GeluForm::Tanh,
+        rows: 32,
+        pairs: 4,
+        input: o(0),
+        group_stride: 32 * 32,
+        input_exp: -2,
+        output: o(1),
+        pair_stride: 32 * 32,
+        output_scale: -1,
+    };
+    out.push(measure(
+        machine,
+        "gelu tanh to fp8 panels, 32 rows x 8 groups".into(),
+        &gelu_f8,
+    )?);
     let reduce = RowReduce {
         op: ReduceOp::Sum,
         rows: 64,
@@ -126,6 +149,15 @@ pub fn run_codelets(machine: &MachineModel) -> Result<Vec<CodeletCycles>, BenchE
         output_f8_scale: None,
     };
     out.push(measure(machine, "layernorm, 12 x 1152".into(), &ln)?);
+    let ln_f8 = LayerNorm {
+        output_f8_scale: Some(-2),
+        ..ln
+    };
+    out.push(measure(
+        machine,
+        "layernorm to fp8, 12 x 1152".into(),
+        &ln_f8,
+    )?);
     let sm = Softmax {
         rows: 12,
         cols: 728,
