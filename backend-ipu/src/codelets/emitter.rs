@@ -21,6 +21,7 @@
 //! (`ipuc_ipu_arch::pipeline`): there an issue is not a cycle.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use ipuc_dialects::ipu::{self, build, Operand, Register, SectionKind};
 use ipuc_ipu_arch::encoding::Instr;
@@ -28,7 +29,9 @@ use ipuc_ipu_arch::isa::forms_of;
 use ipuc_ipu_arch::pipeline::issue_slots;
 use ipuc_ipu_arch::MachineModel;
 
-use ipuc_ir::{Attribute, BlockId, Context, Location, OpId, OperationName, OperationState};
+use ipuc_ir::{
+    Attribute, BlockId, Context, Dictionary, Location, OpId, OperationName, OperationState,
+};
 
 use crate::emit::verify_isa::timing_instr;
 
@@ -190,14 +193,23 @@ pub struct Emitter<'c> {
 /// an operand's attribute takes several allocations.
 struct InstAttrs {
     name: OperationName,
+    /// Whether `mnemonic` and `operands` are inherent (properties).
+    inherent: bool,
+    /// `mnemonic` and `operands`.
+    keys: [Arc<str>; 2],
     mnemonics: HashMap<&'static str, Attribute>,
     operands: HashMap<Operand, Attribute>,
 }
 
 impl InstAttrs {
     fn new(ctx: &Context) -> Self {
+        let name = ctx.op_name(ipu::INST);
+        let inherent = name.is_inherent_attr("mnemonic");
+        debug_assert_eq!(inherent, name.is_inherent_attr("operands"));
         InstAttrs {
-            name: ctx.op_name(ipu::INST),
+            name,
+            inherent,
+            keys: [Arc::from("mnemonic"), Arc::from("operands")],
             mnemonics: HashMap::new(),
             operands: HashMap::new(),
         }
@@ -222,9 +234,18 @@ impl InstAttrs {
                 }
             })
             .collect();
-        OperationState::new(self.name.clone(), loc)
-            .attr("mnemonic", mnemonic)
-            .attr("operands", Attribute::array(operands))
+        // The names are shared too; they go where `OperationState::attr`
+        // would put them (properties, when the op declares them).
+        let mut attrs = Dictionary::new();
+        attrs.set_shared(&self.keys[0], mnemonic);
+        attrs.set_shared(&self.keys[1], Attribute::array(operands));
+        let mut state = OperationState::new(self.name.clone(), loc);
+        if self.inherent {
+            state.properties = Some(attrs);
+        } else {
+            state.attributes = attrs;
+        }
+        state
     }
 }
 
@@ -438,5 +459,41 @@ impl<'c> Emitter<'c> {
         }
         self.label(&end);
         n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ipuc_ir::{print_op, PrintOptions};
+
+    #[test]
+    fn shared_attributes_make_the_op_build_inst_makes() {
+        let mut ctx = Context::new(ipuc_dialects::registry());
+        let loc = Location::unknown();
+        let (_tile, body) = build::tile(&mut ctx, 0, None, loc.clone());
+        let sample = || {
+            [
+                inst("setzi", [op::m(1), op::imm(0x4_0000)]),
+                inst("nop", []),
+                inst("setzi", [op::m(1), op::imm(0x4_0000)]),
+                inst("brnzdec", [op::m(7), op::sym(".Lx")]),
+                inst("put", [op::csr("INCOMING_MUX"), op::m(2)]),
+            ]
+        };
+        let mut e = Emitter::new(&mut ctx, body, loc.clone());
+        e.code_section(".text", SectionKind::Supervisor);
+        for i in sample() {
+            e.solo(i);
+        }
+        let section = ctx.block_ops_vec(body)[0];
+        let emitted = ipu::body_ops(&ctx, section);
+        let opts = PrintOptions::default();
+        for (&got, want) in emitted.iter().zip(sample()) {
+            let want = build::inst(&mut ctx, want.mnemonic, &want.operands, loc.clone());
+            assert_eq!(print_op(&ctx, got, &opts), print_op(&ctx, want, &opts));
+            assert_eq!(ctx.attr(got, "operands"), ctx.attr(want, "operands"));
+        }
+        assert_eq!(emitted.len(), 5);
     }
 }

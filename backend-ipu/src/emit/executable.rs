@@ -226,14 +226,16 @@ pub fn build_executable(ctx: &Context, exe: OpId) -> Result<Executable, Vec<Diag
             entry,
             machine: machine.clone(),
         };
-        let statements = match tile_statements(ctx, tile) {
+        let mut statements = match tile_statements(ctx, tile) {
             Ok(s) => s,
             Err(d) => {
                 diags.push(d);
                 continue;
             }
         };
-        match assemble_statements(statements.stmts.clone(), &opts) {
+        // The assembler takes the statements; positions map back through
+        // `statements.ops`.
+        match assemble_statements(std::mem::take(&mut statements.stmts), &opts) {
             Ok(a) => {
                 // Pipeline stalls do not stop the build; they are reported
                 // at the op that waits.
