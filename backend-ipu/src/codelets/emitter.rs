@@ -185,6 +185,8 @@ pub struct Emitter<'c> {
     launches: HashMap<super::subroutine::ShapeKey, String>,
     /// The attributes of the instructions emitted so far, shared.
     attrs: InstAttrs,
+    /// Issue slots per mnemonic (the ISA table is searched by name).
+    slots: HashMap<&'static str, u64>,
 }
 
 /// The attributes of `ipu.inst` ops, made once per tile and shared by
@@ -265,6 +267,7 @@ impl<'c> Emitter<'c> {
             machine: MachineModel::c600(),
             launches: HashMap::new(),
             attrs,
+            slots: HashMap::new(),
         }
     }
 
@@ -377,15 +380,18 @@ impl<'c> Emitter<'c> {
     }
 
     /// Issues `i` holds its context for (1 unless it is a transcendental).
-    fn slots(&self, i: &Inst) -> u64 {
-        forms_of(i.mnemonic)
-            .map(|d| u64::from(issue_slots(d.opcode, &self.machine)))
-            .max()
-            .unwrap_or(1)
+    fn slots(&mut self, i: &Inst) -> u64 {
+        let machine = &self.machine;
+        *self.slots.entry(i.mnemonic).or_insert_with(|| {
+            forms_of(i.mnemonic)
+                .map(|d| u64::from(issue_slots(d.opcode, machine)))
+                .max()
+                .unwrap_or(1)
+        })
     }
 
     /// Issues of a bundle: the larger of its halves'.
-    fn bundle_slots(&self, main: &Inst, aux: &Inst) -> u64 {
+    fn bundle_slots(&mut self, main: &Inst, aux: &Inst) -> u64 {
         self.slots(main).max(self.slots(aux))
     }
 

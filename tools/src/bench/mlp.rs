@@ -115,6 +115,7 @@ pub fn run_mlp(
     check_fits(&exe, &fits).map_err(BenchError::Other)?;
     let compile_s = started.elapsed().as_secs_f64();
     tracing::info!(
+        ops = ctx.num_ops(),
         compile_s,
         plan_s,
         lower_s,
