@@ -134,6 +134,14 @@ fn f32_products_of_odd_shapes() {
     run(AmpVariant::F32, 25, 33, 17, 5);
 }
 
+/// The FP8 block's products: 32-channel input panels, f16 output groups,
+/// from a bias (its initial partials), K and N not multiples of a panel.
+#[test]
+fn fp8_products_of_odd_shapes() {
+    run(AmpVariant::F8, 7, 72, 20, 11);
+    run_with(AmpVariant::F8, 13, 40, 48, 12, true);
+}
+
 #[test]
 fn f16_with_f32_partials() {
     run(AmpVariant::F16F32Partials, 11, 48, 24, 6);

@@ -39,9 +39,10 @@ func.func @gelu_f32(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
 
 // -----
 
-// A LayerNorm makes the function an MLP block candidate; the block must be
-// f16 (after --precision fp16), and an f32 one is refused at the LayerNorm.
-// CHECK: lower-errors.mlir:[[@LINE+4]]:9: error: 'nn.layer_normalization' op the MLP block lowers to the IPU in f16 only yet (convert the function with --precision fp16)
+// A LayerNorm makes the function an MLP block candidate; the block's input
+// must be f16 (after --precision fp16 or fp8), and an f32 one is refused
+// at the LayerNorm.
+// CHECK: lower-errors.mlir:[[@LINE+4]]:9: error: 'nn.layer_normalization' op the MLP block's input must be f16 (convert the function with --precision fp16 or fp8)
 func.func @mlp_f32(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
   %g = nn.constant dense<1.0> : tensor<16xf32>
   %b = nn.constant dense<0.0> : tensor<16xf32>
@@ -91,4 +92,27 @@ func.func @mlp_hidden_24(%x: tensor<4x24xf16>) -> tensor<4x24xf16> {
   %y = nn.linear %a, %w2 : tensor<4x32xf16>, tensor<32x24xf16> -> tensor<4x24xf16>
   %r = nn.add %x, %y : tensor<4x24xf16>, tensor<4x24xf16> -> tensor<4x24xf16>
   return %r : tensor<4x24xf16>
+}
+
+// -----
+
+// FP8 products lower inside an MLP block only: a lone one (its scale would
+// have no consumer to undo it) is refused at the product.
+// CHECK: lower-errors.mlir:[[@LINE+4]]:8: error: 'nn.matmul' op FP8 products lower to the IPU inside an MLP block only yet
+func.func @fp8_alone(%x: tensor<8x32xf16>) -> tensor<8x16xf16> {
+  %a = nn.cast %x {to = f8E4M3FNUZ} : tensor<8x32xf16> -> tensor<8x32xf8E4M3FNUZ>
+  %w = nn.constant dense<0.5> : tensor<32x16xf8E4M3FNUZ>
+  %y = nn.matmul %a, %w {rhs_scale = -3 : i64} : tensor<8x32xf8E4M3FNUZ>, tensor<32x16xf8E4M3FNUZ> -> tensor<8x16xf16>
+  return %y : tensor<8x16xf16>
+}
+
+// -----
+
+// FP8 weights with f16 activations (convert-precision with
+// fp8-activations=false): the FP8 AMP needs FP8 on both sides.
+// CHECK: lower-errors.mlir:[[@LINE+3]]:8: error: 'nn.matmul' op FP8 weights with f16 activations do not lower to the IPU yet
+func.func @fp8_weights_f16_activations(%x: tensor<8x32xf16>) -> tensor<8x16xf16> {
+  %w = nn.constant dense<0.5> : tensor<32x16xf8E4M3FNUZ>
+  %y = nn.matmul %x, %w {rhs_scale = -3 : i64} : tensor<8x32xf16>, tensor<32x16xf8E4M3FNUZ> -> tensor<8x16xf16>
+  return %y : tensor<8x16xf16>
 }

@@ -14,7 +14,7 @@ func.func @huge(%x: tensor<8x65536xf32>) -> tensor<8x65536xf32> {
 
 // Mixed formats have no AMP block yet.
 func.func @mixed(%x: tensor<8x16xf16>, %w: tensor<16x16xf32>) -> tensor<8x16xf16> {
-  // expected-error @+1 {{can only lower f16 x f16 and f32 x f32 products to the IPU yet, not tensor<8x16xf16> x tensor<16x16xf32>}}
+  // expected-error @+1 {{can only lower f16 x f16, f32 x f32 and (in an MLP block) f8E4M3FNUZ x f8E4M3FNUZ products to the IPU yet, not tensor<8x16xf16> x tensor<16x16xf32>}}
   %y = nn.matmul %x, %w : tensor<8x16xf16>, tensor<16x16xf32> -> tensor<8x16xf16>
   return %y : tensor<8x16xf16>
 }

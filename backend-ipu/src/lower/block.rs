@@ -1,5 +1,12 @@
 //! The transformer MLP block on the tiles:
-//! `y = x + fc2(gelu(fc1(layer_norm(x))))`, all f16.
+//! `y = x + fc2(gelu(fc1(layer_norm(x))))`, f16, or with FP8 products
+//! ([`Fp8Domains`]): then LayerNorm writes FP8 codes (32-channel panels,
+//! the same 32 bytes per panel row as f16's 16 channels), fc1's inner size
+//! is padded to whole pairs of output groups, GELU writes each pair of
+//! fc1's output groups as one FP8 panel of fc2's input over the pair's
+//! first group ([`crate::codelets::gelu_f8`]), exchange B sends one panel
+//! per pair, and the residual add scales fc2's output back from its
+//! unscaled domain.
 //!
 //! Supersteps (every tile runs every sync):
 //!
@@ -35,6 +42,7 @@
 use std::collections::BTreeMap;
 
 use ipuc_dialects::ipu::{build, SectionKind, TensorPiece};
+use ipuc_ipu_arch::float8::{f64_to_f8, f8_to_f64};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
@@ -43,11 +51,10 @@ pub use super::block_exchange::{exchange_a, exchange_b, schedules};
 use super::codegen::{
     append_host_tensors, layout_in, replicated_constant, Calls, Constants, PlacedGemm, TileLayout,
 };
-use super::plan::{
-    evaluate, plan_gemm, reduction_add, Epilogue, GemmPlan, GemmShape, Grid, Rejected,
-};
+use super::plan::{evaluate, plan_gemm, Epilogue, F8Pairs, GemmPlan, GemmShape, Grid, Rejected};
 use super::reduce;
 use crate::codelets::amp::AmpVariant;
+use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::gelu::GeluForm;
 use crate::codelets::layernorm::LayerNorm;
@@ -70,6 +77,83 @@ pub struct MlpShape {
     pub eps: f32,
     /// The GELU between the products.
     pub gelu: GeluForm,
+    /// FP8 products (`None`: f16 products).
+    pub fp8: Option<Fp8Domains>,
+}
+
+/// An FP8 block's numbers. Both products run `f8v8hihov4amp` on FP8 codes:
+/// the activations' codes are their values (LayerNorm and GELU write
+/// `f8(y)`, scale 0, the IR's `nn.cast` to `f8E4M3FNUZ`), the weights'
+/// codes are `w * 2^D`. The AMP multiplies codes, so a product's f16
+/// output, bias and reduction partials are in its *unscaled domain*:
+/// `true = unscaled * 2^-D`. GELU reads fc1's unscaled output and writes
+/// true-valued codes; the residual add brings fc2's back with `2^-D`.
+///
+/// `D` trades the weights' code range against the outputs' f16 range: the
+/// partials overflow f16 where `|true| >= 65504 * 2^-D`, and weights below
+/// `2^-7 * 2^-D` (the format's smallest normal) lose bits.
+/// [`Fp8Domains::from_scales`] keeps the largest weight code at most 15
+/// (4 binades below the format's top, 240): weights lose bits only where
+/// they are below `2^-11` of the largest, and with weights of a trained
+/// layer (largest around 0.1) outputs up to a few hundred fit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fp8Domains {
+    /// fc1's `D`.
+    pub fc1: i32,
+    /// fc2's `D`.
+    pub fc2: i32,
+}
+
+/// The largest relative L2 error an FP8 block is allowed against float64
+/// with the same FP8 roundings ([`reference_rows`]), where f16 blocks are
+/// held to 1e-2. The f16 arithmetic before each rounding to FP8
+/// (LayerNorm's, fc1's f16 partials, GELU's) differs from float64 by about
+/// 1e-3 relative, which moves about 2 % of the values across an FP8
+/// rounding boundary, each by a whole FP8 step (6–12 %): the random blocks
+/// of the tests and `ipu-bench mlp`, whose MLP output is as large as the
+/// residual, measure 1.5e-2 to 1.7e-2.
+pub const FP8_MAX_REL_L2: f64 = 3e-2;
+
+/// Binades between the format's largest value and the largest weight code
+/// of [`Fp8Domains::from_scales`].
+pub const FP8_WEIGHT_HEADROOM: i32 = 4;
+
+impl Fp8Domains {
+    /// The domains for weights whose per-tensor FP8 scales (the IR's
+    /// `rhs_scale`: the smallest `s` with `max|w| * 2^-s <= 240`) are
+    /// `s1` and `s2`.
+    pub fn from_scales(s1: i32, s2: i32) -> Self {
+        Fp8Domains {
+            fc1: -s1 - FP8_WEIGHT_HEADROOM,
+            fc2: -s2 - FP8_WEIGHT_HEADROOM,
+        }
+    }
+}
+
+impl MlpShape {
+    /// The products' AMP instruction.
+    pub fn variant(&self) -> AmpVariant {
+        if self.fp8.is_some() {
+            AmpVariant::F8
+        } else {
+            AmpVariant::F16
+        }
+    }
+
+    /// The MLP's inner size as the products hold it: FP8 pads it to whole
+    /// 32-channel panels of fc2 (two of fc1's 16-channel output groups
+    /// each), with zero weights and bias.
+    pub fn h_padded(&self) -> u32 {
+        match self.fp8 {
+            Some(_) => self.h.next_multiple_of(32),
+            None => self.h,
+        }
+    }
+
+    /// Bytes of one row of LayerNorm's output (f16, or FP8 codes).
+    pub fn ln_row_bytes(&self) -> u32 {
+        self.c * self.variant().input_elem().size() as u32
+    }
 }
 
 /// The block's constants, row-major.
@@ -160,7 +244,7 @@ impl MlpPlan {
             gamma: lay.gamma,
             beta: lay.beta,
             output: lay.ln_out,
-            output_f8_scale: None,
+            output_f8_scale: self.shape.fp8.map(|_| 0),
         }
     }
 }
@@ -180,27 +264,34 @@ pub fn plan_mlp_with(
     if shape.m == 0 || shape.c == 0 || shape.h == 0 {
         return Err("the block has an empty dimension".into());
     }
-    if !shape.c.is_multiple_of(16) {
+    let variant = shape.variant();
+    let panel = variant.in_channels() as u32;
+    if !shape.c.is_multiple_of(panel) {
         return Err(format!(
-            "the hidden size {} is not a multiple of 16, which the block lowering needs yet (fc1's input panels come whole from LayerNorm's rows)",
-            shape.c
+            "the hidden size {} is not a multiple of {panel}, which the {} block lowering needs yet (fc1's input panels come whole from LayerNorm's rows)",
+            shape.c,
+            if shape.fp8.is_some() { "FP8" } else { "f16" }
         ));
     }
     let fc1_shape = GemmShape {
         m: shape.m,
         k: shape.c,
-        n: shape.h,
-        variant: AmpVariant::F16,
+        n: shape.h_padded(),
+        variant,
         epilogue: Epilogue {
             bias: true,
             gelu: Some(shape.gelu),
+            f8_pairs: shape.fp8.map(|d| F8Pairs {
+                input_exp: -d.fc1,
+                output_scale: 0,
+            }),
         },
     };
     let fc2_shape = GemmShape {
         m: shape.m,
-        k: shape.h,
+        k: shape.h_padded(),
         n: shape.c,
-        variant: AmpVariant::F16,
+        variant,
         epilogue: Epilogue::default(),
     };
     let n_ln = shape.m.div_ceil(LN_ROWS);
@@ -272,7 +363,8 @@ pub fn block_layout(
     let in1 = super::plan::whole_pairs(v1.input_bytes(), machine) as u32;
     let row_bytes = shape.c * 2;
     let ln_bytes = (LN_ROWS * row_bytes + 16).next_multiple_of(16);
-    let r3_a = in1 + 2 * ln_bytes;
+    let ln_out_bytes = (LN_ROWS * shape.ln_row_bytes() + 16).next_multiple_of(16);
+    let r3_a = in1 + ln_bytes + ln_out_bytes;
     let in2 = super::plan::whole_pairs(v2.input_bytes(), machine) as u32;
     let buf2 = super::plan::reduction_buffer(&v2, fc2.grid_k, machine) as u32;
     let r3 = r3_a.max(in2).max(3 * buf2).next_multiple_of(pair);
@@ -293,7 +385,7 @@ pub fn block_layout(
         ..fc1_lay.layout
     };
     let x = fc1.input - ln_bytes;
-    let ln_out = x - ln_bytes;
+    let ln_out = x - ln_out_bytes;
     let fc2_reduction = (buf2 > 0).then(|| std::array::from_fn(|b| r3_top - (b as u32 + 1) * buf2));
     let fc2 = TileLayout {
         weights: w2,
@@ -445,7 +537,7 @@ pub fn emit_mlp(
     ctx.append_op(block, exe);
     let mut output_pieces = Vec::new();
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
-    let mut adds = 0u64;
+    let mut adds = [0u64; 2];
     let mut exchange_code_bytes_max = 0;
     for &t in &tiles {
         let (tile_op, tile_body) = build::tile(ctx, t, None, loc.clone());
@@ -492,18 +584,29 @@ pub fn emit_mlp(
                     } else {
                         (p2.groups_of(j), hi - lo)
                     };
+                    // FP8: fc2's output is unscaled (see `Fp8Domains`).
+                    let first = match shape.fp8 {
+                        Some(d) => BinaryOp::ScaledAdd(-d.fc2),
+                        None => BinaryOp::Add,
+                    };
                     for g in 0..calls_n {
-                        let v = AmpVariant::F16;
-                        for (n, (x, y, out)) in [
-                            (view.at(g, lo), res.at(g, lo), sum.at(g, lo)),
-                            (sum.at(g, lo), bias.at(g, lo), res.at(g, lo)),
+                        for (n, (op, x, y, out)) in [
+                            (first, view.at(g, lo), res.at(g, lo), sum.at(g, lo)),
+                            (BinaryOp::Add, sum.at(g, lo), bias.at(g, lo), res.at(g, lo)),
                         ]
                         .into_iter()
                         .enumerate()
                         {
-                            let add = reduction_add(v, rows, x, y, out);
-                            if t == 0 || adds == 0 {
-                                adds = adds.max(add.estimate_cycles().map_err(fail)?);
+                            let add = Binary {
+                                op,
+                                ty: VecType::F16,
+                                len: rows * 16,
+                                x,
+                                y,
+                                out,
+                            };
+                            if t == 0 || adds[n] == 0 {
+                                adds[n] = adds[n].max(add.estimate_cycles().map_err(fail)?);
                             }
                             let name = format!("out{n}_{g}");
                             emit_call(&mut e, &name);
@@ -528,12 +631,13 @@ pub fn emit_mlp(
             instance.emit_as(&mut e, name).map_err(fail)?;
         }
     }
+    let held = ProductConstants::of(shape, constants);
     fc1.emit_constants(
         ctx,
         exe_body,
         Constants {
-            weights: &constants.w1,
-            bias: Some(&constants.b1),
+            weights: &held.w1,
+            bias: Some(&held.b1),
         },
         &loc,
     );
@@ -541,7 +645,7 @@ pub fn emit_mlp(
         ctx,
         exe_body,
         Constants {
-            weights: &constants.w2,
+            weights: &held.w2,
             bias: None,
         },
         &loc,
@@ -614,7 +718,7 @@ pub fn emit_mlp(
         exchange_a: a.cycles,
         fc1: p1.estimate.compute + p1.estimate.reduction + p1.estimate.epilogue,
         exchange_b: b.cycles,
-        fc2: p2.estimate.compute + p2.estimate.reduction + 2 * adds,
+        fc2: p2.estimate.compute + p2.estimate.reduction + adds[0] + adds[1],
         sync: 4 * sync_cycles,
     };
     Ok(LoweredMlp {
@@ -622,6 +726,45 @@ pub fn emit_mlp(
         estimate,
         exchange_code_bytes_max,
     })
+}
+
+/// The products' constants as their tiles hold them: f16 as given; FP8
+/// in each product's unscaled domain (times `2^D`, see [`Fp8Domains`]),
+/// the inner size padded to [`MlpShape::h_padded`] with zeros.
+struct ProductConstants {
+    w1: Vec<f64>,
+    b1: Vec<f64>,
+    w2: Vec<f64>,
+}
+
+impl ProductConstants {
+    fn of(shape: MlpShape, k: &MlpConstants) -> Self {
+        let Some(d) = shape.fp8 else {
+            return ProductConstants {
+                w1: k.w1.clone(),
+                b1: k.b1.clone(),
+                w2: k.w2.clone(),
+            };
+        };
+        let (c, h, hp) = (
+            shape.c as usize,
+            shape.h as usize,
+            shape.h_padded() as usize,
+        );
+        let (s1, s2) = (2f64.powi(d.fc1), 2f64.powi(d.fc2));
+        let mut w1 = vec![0.0; c * hp];
+        for (row, src) in w1.chunks_exact_mut(hp).zip(k.w1.chunks_exact(h)) {
+            row[..h].iter_mut().zip(src).for_each(|(o, w)| *o = w * s1);
+        }
+        let mut b1 = vec![0.0; hp];
+        b1[..h].iter_mut().zip(&k.b1).for_each(|(o, b)| *o = b * s1);
+        let mut w2 = vec![0.0; hp * c];
+        w2[..h * c]
+            .iter_mut()
+            .zip(&k.w2)
+            .for_each(|(o, w)| *o = w * s2);
+        ProductConstants { w1, b1, w2 }
+    }
 }
 
 /// f16 bytes of `values`, little-endian.
@@ -633,9 +776,15 @@ fn encode_f16(values: &[f64]) -> Vec<u8> {
 }
 
 /// The block in float64 for rows `rows` of `x` (`[m, c]`, f16 values):
-/// what a lowered block is checked against.
+/// what a lowered block is checked against. FP8 blocks quantize
+/// LayerNorm's and GELU's outputs to FP8 codes (scale 0) as the IR's casts
+/// do; their weights are taken as given (FP8 values already).
 pub fn reference_rows(shape: MlpShape, x: &[f64], k: &MlpConstants, rows: &[usize]) -> Vec<f64> {
     let (c, h) = (shape.c as usize, shape.h as usize);
+    let quantize = |v: f64| match shape.fp8 {
+        Some(_) => f8_to_f64(f64_to_f8(v)),
+        None => v,
+    };
     let mut y = Vec::with_capacity(rows.len() * c);
     for &r in rows {
         let row = &x[r * c..(r + 1) * c];
@@ -643,7 +792,7 @@ pub fn reference_rows(shape: MlpShape, x: &[f64], k: &MlpConstants, rows: &[usiz
         let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / c as f64;
         let rstd = 1.0 / (var + f64::from(shape.eps)).sqrt();
         let ln: Vec<f64> = (0..c)
-            .map(|i| (row[i] - mean) * rstd * k.gamma[i] + k.beta[i])
+            .map(|i| quantize((row[i] - mean) * rstd * k.gamma[i] + k.beta[i]))
             .collect();
         let mut hidden: Vec<f64> = k.b1.to_vec();
         for (i, &a) in ln.iter().enumerate() {
@@ -659,6 +808,7 @@ pub fn reference_rows(shape: MlpShape, x: &[f64], k: &MlpConstants, rows: &[usiz
                 }
                 GeluForm::Erf => 0.5 * *z * (1.0 + libm::erf(*z / std::f64::consts::SQRT_2)),
             };
+            *z = quantize(*z);
         }
         let mut out: Vec<f64> = (0..c).map(|i| row[i] + k.b2[i]).collect();
         for (j, &a) in hidden.iter().enumerate() {

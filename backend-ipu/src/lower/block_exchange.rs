@@ -7,7 +7,8 @@
 //!   fc2 tiles that own them after fc2's reduction, one segmented
 //!   transfer per LN tile and owner (a segment per output group).
 //! - **Exchange B**: fc1's owned rows of each output group (one input
-//!   panel of fc2) to the fc2 tiles of that panel's K part and row block,
+//!   panel of fc2; FP8: each pair of groups, which GELU wrote as one
+//!   panel) to the fc2 tiles of that panel's K part and row block,
 //!   one transfer per panel: these tiles both send and receive, and a
 //!   segmented receive would collide with the receiver's own sends.
 
@@ -51,16 +52,19 @@ pub fn exchange_a(plan: &MlpPlan) -> Vec<Transfer> {
     let (fc1, _) = placed(plan);
     let (p1, p2) = (&plan.fc1, &plan.fc2);
     let lay = &plan.layout;
-    let row_bytes = plan.shape.c * 2;
-    let row_chunks = |q: usize, base: u32, (a, b): (u32, u32), panel: u32| -> Vec<Chunk> {
-        let q_lo = plan.ln_rows(q).0;
-        (a..b)
-            .map(|r| Chunk {
-                address: base + (r - q_lo) * row_bytes + panel * 32,
-                words: 8,
-            })
-            .collect()
-    };
+    // x is f16; LayerNorm's output f16 or FP8 codes. Either way a panel
+    // row is 32 bytes (16 f16 or 32 FP8 channels).
+    let (x_row, ln_row) = (plan.shape.c * 2, plan.shape.ln_row_bytes());
+    let row_chunks =
+        |q: usize, (base, row_bytes): (u32, u32), (a, b): (u32, u32), panel: u32| -> Vec<Chunk> {
+            let q_lo = plan.ln_rows(q).0;
+            (a..b)
+                .map(|r| Chunk {
+                    address: base + (r - q_lo) * row_bytes + panel * 32,
+                    words: 8,
+                })
+                .collect()
+        };
     let mut out = Vec::new();
     // The residual first: small, one receiver each.
     for i in 0..p2.grid_rows {
@@ -77,7 +81,7 @@ pub fn exchange_a(plan: &MlpPlan) -> Vec<Transfer> {
                     out.push(Transfer {
                         sender: plan.ln_tiles[q],
                         chunks: (0..p2.groups_of(j))
-                            .flat_map(|g| row_chunks(q, lay.x, (a, b), j * p2.groups + g))
+                            .flat_map(|g| row_chunks(q, (lay.x, x_row), (a, b), j * p2.groups + g))
                             .collect(),
                         receivers: vec![(p2.tile(i, j, k), view.at(0, a - i * p2.rows))],
                         segment: Some(Segment {
@@ -110,7 +114,9 @@ pub fn exchange_a(plan: &MlpPlan) -> Vec<Transfer> {
                 let transfer = Transfer {
                     sender: plan.ln_tiles[q],
                     chunks: (0..p1.k_panels_of(k))
-                        .flat_map(|g| row_chunks(q, lay.ln_out, (a, b), k * p1.k_panels + g))
+                        .flat_map(|g| {
+                            row_chunks(q, (lay.ln_out, ln_row), (a, b), k * p1.k_panels + g)
+                        })
                         .collect(),
                     receivers,
                     segment: Some(Segment {
@@ -158,8 +164,16 @@ pub fn exchange_b(plan: &MlpPlan) -> Vec<Transfer> {
             for k in 0..p1.grid_k {
                 let owned = owned_global(p1, i, k);
                 let view = fc1.final_view(k);
-                for g in 0..p1.groups_of(j) {
-                    let group = j * p1.groups + g;
+                // An f16 fc2 input panel is one fc1 output group; an FP8
+                // one is a pair of groups, which fc1's GELU wrote over the
+                // pair's first group.
+                let per_panel = if p1.shape.epilogue.f8_pairs.is_some() {
+                    2
+                } else {
+                    1
+                };
+                for g in (0..p1.groups_of(j)).step_by(per_panel) {
+                    let group = (j * p1.groups + g) / per_panel as u32;
                     let (k2, panel) = (group / p2.k_panels, group % p2.k_panels);
                     for i2 in 0..p2.grid_rows {
                         let block = (i2 * p2.rows, i2 * p2.rows + p2.rows_of(i2));

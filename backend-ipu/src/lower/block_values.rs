@@ -4,7 +4,9 @@
 
 use half::f16;
 
-use super::block::{MlpConstants, MlpShape};
+use ipuc_ipu_arch::float8::{decode_scaled, encode_scaled};
+
+use super::block::{Fp8Domains, MlpConstants, MlpShape};
 
 /// The block's input `x` (`[m, c]`, row-major) and its constants, every
 /// value representable in f16 (the block's element type).
@@ -40,5 +42,25 @@ impl MlpValues {
             b2: vals(c, 0.1, 0.0),
         };
         MlpValues { x, constants }
+    }
+}
+
+impl MlpValues {
+    /// Rounds both products' weights to FP8 values as `convert-precision`
+    /// does (per-tensor power-of-two scale from the weights' range, codes
+    /// rounded to nearest even) and returns the domains the block's FP8
+    /// lowering runs them in.
+    pub fn quantize_fp8(&mut self) -> Fp8Domains {
+        let scale = |w: &mut Vec<f64>| -> i32 {
+            let max = w.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let s = ipuc_passes::precision::fp8_scale(max);
+            for v in w.iter_mut() {
+                *v = decode_scaled(encode_scaled(*v, s), s);
+            }
+            s
+        };
+        let s1 = scale(&mut self.constants.w1);
+        let s2 = scale(&mut self.constants.w2);
+        Fp8Domains::from_scales(s1, s2)
     }
 }

@@ -23,7 +23,7 @@ use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, Location, OpId
 
 use super::exchange::{emit_arm, emit_disarm, emit_sends, first_send_cycle, Broadcast, ARM_ISSUES};
 use super::plan::{
-    bias_offset, output_span, reduction_add, reduction_buffer, whole_pairs, GemmPlan,
+    bias_offset, gelu_f8, output_span, reduction_add, reduction_buffer, whole_pairs, GemmPlan,
 };
 use super::reduce;
 use crate::codelets::amp::{AmpVariant, Elem};
@@ -285,7 +285,23 @@ impl PlacedGemm {
         }
         debug_assert_eq!(view, self.final_view(k));
         let (lo, hi) = self.owned(k);
-        if let (Some(form), true) = (plan.shape.epilogue.gelu, hi > lo) {
+        if let (Some(form), Some(f8), true) = (
+            plan.shape.epilogue.gelu,
+            plan.shape.epilogue.f8_pairs,
+            hi > lo,
+        ) {
+            // FP8: one launch over every pair of groups, in place.
+            let gelu = gelu_f8(
+                form,
+                f8,
+                (hi - lo, groups),
+                view.at(0, lo),
+                view.group_stride,
+            );
+            let name = format!("{tag}_gelu_f8");
+            emit_call(e, &name);
+            calls.push((name, Box::new(gelu)));
+        } else if let (Some(form), true) = (plan.shape.epilogue.gelu, hi > lo) {
             // One launch over every group where they are contiguous (after
             // a reduction), one per group otherwise.
             let (launches, len) = if view.groups_contiguous(hi - lo) {

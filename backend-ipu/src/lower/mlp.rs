@@ -13,7 +13,10 @@
 //! ```
 //!
 //! Every value f16 (`--precision fp16`), the weights and LayerNorm's scale
-//! and shift `nn.constant`s. The casts at the edges are the host's: the
+//! and shift `nn.constant`s. With `--precision fp8` the weights are
+//! `f8E4M3FNUZ` codes with `rhs_scale`, and LayerNorm's and GELU's outputs
+//! reach the products through `nn.cast {to = f8E4M3FNUZ}`: the block then
+//! runs both products on the FP8 AMP ([`super::block::Fp8Domains`]). The casts at the edges are the host's: the
 //! executable's streams carry f16, and `ipu-run` converts between the
 //! function's f32 and the streams' f16 as it writes and reads them.
 //! `ipu.plan` grids on the two products are honoured (the LN tiles stay
@@ -24,12 +27,13 @@ use ipuc_dialects::nn;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, OpId, Type, Value};
 
-use super::block::{emit_mlp, plan_mlp_with, MlpConstants, MlpPlan, MlpShape};
+use super::block::{emit_mlp, plan_mlp_with, Fp8Domains, MlpConstants, MlpPlan, MlpShape};
 use super::codegen::Lowered;
 use super::passes::{
     chain, constant_of, constant_values, gemm_shape, only_user, rejected_lines, PLAN_ATTR,
 };
 use super::plan::Grid;
+use crate::codelets::amp::AmpVariant;
 
 /// A matched block: its ops and constants.
 #[derive(Clone, Debug)]
@@ -51,10 +55,7 @@ pub struct MlpMatch {
 }
 
 fn is_f16(ctx: &Context, v: Value) -> bool {
-    ctx.value_type(v)
-        .element_type()
-        .and_then(|t| t.float_kind())
-        == Some(FloatKind::F16)
+    element_kind(ctx, v) == Some(FloatKind::F16)
 }
 
 fn dims(ctx: &Context, v: Value) -> Vec<i64> {
@@ -73,6 +74,27 @@ fn values(ctx: &Context, op: OpId, what: &str, v: Value) -> Result<Vec<f64>, Dia
         )
     })?;
     constant_values(&c).map_err(|e| Diagnostic::op_error(ctx, op, format!("{what}: {e}")))
+}
+
+/// The product that consumes `op`'s result, directly or through an
+/// `nn.cast` to `f8E4M3FNUZ` (FP8 blocks), with that cast.
+fn product_after(ctx: &Context, op: OpId) -> (Option<OpId>, Option<OpId>) {
+    let is_product = |u: &OpId| [nn::MATMUL, nn::LINEAR].contains(&ctx.name_str(*u));
+    match only_user(ctx, op) {
+        Some(c)
+            if ctx.name_str(c) == nn::CAST
+                && element_kind(ctx, ctx.results(c)[0]) == Some(FloatKind::F8E4M3FNUZ) =>
+        {
+            (Some(c), only_user(ctx, c).filter(is_product))
+        }
+        u => (None, u.filter(is_product)),
+    }
+}
+
+fn element_kind(ctx: &Context, v: Value) -> Option<FloatKind> {
+    ctx.value_type(v)
+        .element_type()
+        .and_then(|t| t.float_kind())
 }
 
 /// The block of `f`, if `f` has a LayerNorm (`None` otherwise: the
@@ -121,7 +143,7 @@ pub fn match_mlp(ctx: &Context, f: OpId) -> Result<Option<MlpMatch>, Diagnostic>
         return Err(Diagnostic::op_error(
             ctx,
             ln,
-            "the MLP block lowers to the IPU in f16 only yet (convert the function with --precision fp16)",
+            "the MLP block's input must be f16 (convert the function with --precision fp16 or fp8)",
         ));
     }
     let x_dims = dims(ctx, input);
@@ -136,20 +158,37 @@ pub fn match_mlp(ctx: &Context, f: OpId) -> Result<Option<MlpMatch>, Diagnostic>
         .attr(ln, "epsilon")
         .and_then(Attribute::as_f64)
         .unwrap_or(1e-5) as f32;
-    let fc1 = only_user(ctx, ln)
-        .filter(|&u| [nn::MATMUL, nn::LINEAR].contains(&ctx.name_str(u)))
-        .ok_or_else(|| mismatch(ln, "LayerNorm's only user is not a product"))?;
+    let (cast1, fc1) = product_after(ctx, ln);
+    let fc1 = fc1.ok_or_else(|| mismatch(ln, "LayerNorm's only user is not a product"))?;
     let s1 = gemm_shape(ctx, fc1)?;
     let c1 = chain(ctx, fc1)?;
     let Some(gelu) = s1.epilogue.gelu.filter(|_| s1.epilogue.bias) else {
         return Err(mismatch(fc1, "fc1 is not followed by a bias and GELU"));
     };
-    let fc2 = only_user(ctx, c1.last)
-        .filter(|&u| [nn::MATMUL, nn::LINEAR].contains(&ctx.name_str(u)))
-        .filter(|&u| ctx.operands(u)[0] == ctx.results(c1.last)[0])
+    let (cast2, fc2) = product_after(ctx, c1.last);
+    let fc2 = fc2
+        .filter(|&u| ctx.operands(u)[0] == ctx.results(cast2.unwrap_or(c1.last))[0])
         .ok_or_else(|| mismatch(c1.last, "GELU's only user is not a product"))?;
     let s2 = gemm_shape(ctx, fc2)?;
     let c2 = chain(ctx, fc2)?;
+    let fp8 = match (s1.variant, s2.variant, cast1.is_some() && cast2.is_some()) {
+        (AmpVariant::F16, AmpVariant::F16, _) => None,
+        (AmpVariant::F8, AmpVariant::F8, true) => {
+            let scale = |op: OpId| i32::try_from(nn::rhs_scale(ctx, op)).unwrap_or(i32::MAX);
+            Some(Fp8Domains::from_scales(scale(fc1), scale(fc2)))
+        }
+        _ => {
+            return Err(Diagnostic::op_error(
+                ctx,
+                fc1,
+                format!(
+                    "the MLP block lowers with both products f16 x f16, or both FP8 x FP8 with LayerNorm's and GELU's outputs cast to f8E4M3FNUZ (--precision fp16 or fp8), not {} and {}",
+                    s1.variant.mnemonic(),
+                    s2.variant.mnemonic()
+                ),
+            ))
+        }
+    };
     if s2.epilogue.gelu.is_some() {
         return Err(mismatch(fc2, "fc2 is followed by a GELU"));
     }
@@ -168,6 +207,7 @@ pub fn match_mlp(ctx: &Context, f: OpId) -> Result<Option<MlpMatch>, Diagnostic>
         })?;
     // Whatever else is in the function must be the block's.
     let mut block_ops = vec![ln, fc1, fc2, add];
+    block_ops.extend(cast1.into_iter().chain(cast2));
     block_ops.extend(super::passes::chain_ops(ctx, fc1, c1.last));
     block_ops.extend(super::passes::chain_ops(ctx, fc2, c2.last));
     let result = ctx.results(add)[0];
@@ -201,8 +241,15 @@ pub fn match_mlp(ctx: &Context, f: OpId) -> Result<Option<MlpMatch>, Diagnostic>
         Some(&b) => values(ctx, ln, "LayerNorm's shift", b)?,
         None => vec![0.0; c as usize],
     };
-    let w1 = values(ctx, fc1, "fc1's weights", ctx.operands(fc1)[1])?;
-    let w2 = values(ctx, fc2, "fc2's weights", ctx.operands(fc2)[1])?;
+    // FP8 weights are codes standing for `code * 2^rhs_scale`.
+    let weights = |op: OpId, what: &str| -> Result<Vec<f64>, Diagnostic> {
+        let scale = 2f64.powi(i32::try_from(nn::rhs_scale(ctx, op)).unwrap_or(0));
+        let mut w = values(ctx, op, what, ctx.operands(op)[1])?;
+        w.iter_mut().for_each(|v| *v *= scale);
+        Ok(w)
+    };
+    let w1 = weights(fc1, "fc1's weights")?;
+    let w2 = weights(fc2, "fc2's weights")?;
     let bias = |ch: &super::passes::Chain, op: OpId, n: u32| -> Result<Vec<f64>, Diagnostic> {
         match &ch.bias {
             Some(b) => constant_values(b).map_err(|e| Diagnostic::op_error(ctx, op, e)),
@@ -210,7 +257,14 @@ pub fn match_mlp(ctx: &Context, f: OpId) -> Result<Option<MlpMatch>, Diagnostic>
         }
     };
     Ok(Some(MlpMatch {
-        shape: MlpShape { m, c, h, eps, gelu },
+        shape: MlpShape {
+            m,
+            c,
+            h,
+            eps,
+            gelu,
+            fp8,
+        },
         ln,
         fc1,
         fc2,

@@ -99,12 +99,20 @@ pub(super) fn gemm_shape(ctx: &Context, op: OpId) -> Result<GemmShape, Diagnosti
     let variant = match (element(0), element(1)) {
         (Some(FloatKind::F16), Some(FloatKind::F16)) => AmpVariant::F16,
         (Some(FloatKind::F32), Some(FloatKind::F32)) => AmpVariant::F32,
+        (Some(FloatKind::F8E4M3FNUZ), Some(FloatKind::F8E4M3FNUZ)) => AmpVariant::F8,
+        (Some(FloatKind::F16), Some(FloatKind::F8E4M3FNUZ)) => {
+            return Err(Diagnostic::op_error(
+                ctx,
+                op,
+                "FP8 weights with f16 activations do not lower to the IPU yet: the FP8 AMP takes FP8 on both sides (convert-precision's fp8-activations=true, the default, casts the activations)",
+            ))
+        }
         _ => {
             return Err(Diagnostic::op_error(
                 ctx,
                 op,
                 format!(
-                    "can only lower f16 x f16 and f32 x f32 products to the IPU yet, not {} x {}",
+                    "can only lower f16 x f16, f32 x f32 and (in an MLP block) f8E4M3FNUZ x f8E4M3FNUZ products to the IPU yet, not {} x {}",
                     types[0], types[1]
                 ),
             ))
@@ -114,7 +122,7 @@ pub(super) fn gemm_shape(ctx: &Context, op: OpId) -> Result<GemmShape, Diagnosti
         |d: i64| u32::try_from(d).map_err(|_| Diagnostic::op_error(ctx, op, "dimension too large"));
     let rows: i64 = a[..a.len() - 1].iter().product();
     let chain = chain(ctx, op)?;
-    if chain.epilogue.gelu.is_some() && variant != AmpVariant::F16 {
+    if chain.epilogue.gelu.is_some() && variant == AmpVariant::F32 {
         return Err(Diagnostic::op_error(
             ctx,
             chain.last,
@@ -128,6 +136,21 @@ pub(super) fn gemm_shape(ctx: &Context, op: OpId) -> Result<GemmShape, Diagnosti
         variant,
         epilogue: chain.epilogue,
     })
+}
+
+/// [`gemm_shape`] of a product lowered on its own: FP8 products lower
+/// inside an MLP block only (their scales are handled by the block's
+/// LayerNorm, GELU and residual add).
+fn standalone_gemm_shape(ctx: &Context, op: OpId) -> Result<GemmShape, Diagnostic> {
+    let shape = gemm_shape(ctx, op)?;
+    if shape.variant == AmpVariant::F8 {
+        return Err(Diagnostic::op_error(
+            ctx,
+            op,
+            "FP8 products lower to the IPU inside an MLP block only yet (LayerNorm, fc1, GELU, fc2 and the residual add in one function; --extract mlp:N cuts one out)",
+        ));
+    }
+    Ok(shape)
 }
 
 /// A product and the ops after it that the lowering runs in place.
@@ -257,7 +280,7 @@ fn plan_attr(plan: &GemmPlan) -> Attribute {
 /// The plan of `op`: its `ipu.plan` grid if it has one (re-estimated),
 /// else the search's choice.
 fn plan_of(ctx: &Context, op: OpId, m: &MachineModel) -> Result<GemmPlan, Diagnostic> {
-    let shape = gemm_shape(ctx, op)?;
+    let shape = standalone_gemm_shape(ctx, op)?;
     let Some(dict) = ctx.attr(op, PLAN_ATTR).and_then(Attribute::as_dictionary) else {
         return plan_gemm(shape, m)
             .map(|c| c.plan)
@@ -426,6 +449,9 @@ fn lowerable(ctx: &Context, f: OpId) -> Result<Lowerable, Diagnostic> {
             ),
         ));
     };
+    // What the product is comes first: an FP8 one is refused as such,
+    // whatever feeds it.
+    standalone_gemm_shape(ctx, *mm)?;
     let args = ctx.block_args(body);
     let operands = ctx.operands(*mm).to_vec();
     if args.len() != 1 || operands[0] != args[0] {
@@ -523,7 +549,7 @@ pub fn plan_report(ctx: &Context, f: OpId, m: &MachineModel) -> Result<String, D
     }
     let mut out = String::new();
     for mm in products(ctx, f) {
-        let shape = gemm_shape(ctx, mm)?;
+        let shape = standalone_gemm_shape(ctx, mm)?;
         let search =
             plan_gemm(shape, m).map_err(|e| Diagnostic::op_error(ctx, mm, e.to_string()))?;
         let used = plan_of(ctx, mm, m)?;

@@ -26,6 +26,7 @@ use super::exchange::Broadcast;
 use crate::codelets::amp::{AmpBlock, AmpVariant, Elem};
 use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
 use crate::codelets::gelu::{Gelu, GeluForm};
+use crate::codelets::gelu_f8::GeluF8;
 use crate::codelets::gemm::{GemmCounts, TileGemm};
 use crate::codelets::launch::{split, StreamCounts};
 use crate::codelets::program::Codelet;
@@ -33,13 +34,29 @@ use crate::codelets::subroutine::call_cycles;
 
 /// What a product's tiles do to Y after the product, in place: a bias
 /// added along N (the product's initial partials, free), then GELU on
-/// every output group (f16 only).
+/// every output group (f16 output), or on pairs of output groups into FP8
+/// panels ([`F8Pairs`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Epilogue {
     /// Y starts from a bias row.
     pub bias: bool,
     /// GELU on Y.
     pub gelu: Option<GeluForm>,
+    /// The GELU writes FP8 codes, two output groups per 32-byte row (the
+    /// next FP8 product's input panels, [`GeluF8`]); the plan's tiles then
+    /// hold whole pairs of groups.
+    pub f8_pairs: Option<F8Pairs>,
+}
+
+/// How an FP8 product's GELU epilogue scales: Y is in the product's
+/// unscaled domain, `true = y * 2^input_exp`, and the codes it writes are
+/// `f8(gelu(true) * 2^-output_scale)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct F8Pairs {
+    /// The unscaled domain's exponent.
+    pub input_exp: i32,
+    /// The codes' scale.
+    pub output_scale: i32,
 }
 
 /// The product to plan.
@@ -292,6 +309,57 @@ pub fn epilogue_cycles(
     u64::from(launches) * (gelu.cycles(&split(words)) + call_cycles(&machine))
 }
 
+/// Cycles of an FP8 pairs epilogue ([`F8Pairs`]) on one tile holding
+/// `rows` rows of `groups` output groups (contiguous after a reduction):
+/// one [`GeluF8`] launch over every pair, called.
+pub fn gelu_f8_cycles(
+    shape: &GemmShape,
+    f8: F8Pairs,
+    (rows, groups): (u32, u32),
+    reduced: bool,
+) -> u64 {
+    let Some(form) = shape.epilogue.gelu else {
+        return 0;
+    };
+    if rows == 0 || groups == 0 {
+        return 0;
+    }
+    let machine = MachineModel::c600();
+    let group_stride = if reduced {
+        rows * 32
+    } else {
+        // The GEMM vertex's output groups: two halves and a word.
+        2 * (rows * 32 + 8) + 8
+    };
+    let gelu = gelu_f8(form, f8, (rows, groups), 0x80000, group_stride);
+    // The planner only asks for valid parameters; an invalid one costs
+    // nothing here and fails the emission with its reason.
+    gelu.estimate_cycles().unwrap_or(0) + call_cycles(&machine)
+}
+
+/// The FP8 pairs GELU over `groups` (even) output groups of `rows` rows
+/// from `base`, `group_stride` apart, in place: pair `q`'s panel rows
+/// overlay group `2q`'s rows.
+pub fn gelu_f8(
+    form: GeluForm,
+    f8: F8Pairs,
+    (rows, groups): (u32, u32),
+    base: u32,
+    group_stride: u32,
+) -> GeluF8 {
+    GeluF8 {
+        form,
+        rows,
+        pairs: groups / 2,
+        input: base,
+        group_stride,
+        input_exp: f8.input_exp,
+        output: base,
+        pair_stride: 2 * group_stride,
+        output_scale: f8.output_scale,
+    }
+}
+
 /// The GELU codelet's issue counts (independent of the length).
 pub fn gelu_counts(form: GeluForm) -> StreamCounts {
     Gelu {
@@ -319,7 +387,11 @@ impl PlanCounts {
     pub fn of(shape: &GemmShape) -> Self {
         PlanCounts {
             gemm: vertex_counts(shape.variant),
-            gelu: shape.epilogue.gelu.map(gelu_counts),
+            gelu: shape
+                .epilogue
+                .gelu
+                .filter(|_| shape.epilogue.f8_pairs.is_none())
+                .map(gelu_counts),
             add: reduction_add(shape.variant, 1, 0x80000, 0x90000, 0xa0000)
                 .counts()
                 .expect("the probe's parameters are valid"),
@@ -497,7 +569,12 @@ fn evaluate_with(
     counts: &PlanCounts,
 ) -> Result<GemmPlan, (u64, Rejected)> {
     let rows = shape.m.div_ceil(grid.rows);
-    let groups = shape.n_groups().div_ceil(grid.cols);
+    let mut groups = shape.n_groups().div_ceil(grid.cols);
+    if shape.epilogue.f8_pairs.is_some() {
+        // Whole pairs of output groups per tile (the GELU writes a pair's
+        // rows as one 32-byte FP8 panel row).
+        groups = groups.next_multiple_of(2);
+    }
     let k_panels = shape.k_groups().div_ceil(grid.k);
     let plan = GemmPlan {
         shape,
@@ -583,10 +660,14 @@ fn evaluate_with(
             exchange,
             compute: counts.gemm.cycles(&vertex, machine),
             reduction,
-            epilogue: counts.gelu.as_ref().map_or(0, |g| {
+            epilogue: {
                 let owned = if rounds == 0 { rows } else { keep };
-                epilogue_cycles(&shape, (owned, groups), rounds > 0, g)
-            }),
+                match (counts.gelu.as_ref(), shape.epilogue.f8_pairs) {
+                    (_, Some(f8)) => gelu_f8_cycles(&shape, f8, (owned, groups), rounds > 0),
+                    (Some(g), None) => epilogue_cycles(&shape, (owned, groups), rounds > 0, g),
+                    (None, None) => 0,
+                }
+            },
             sync: syncs * u64::from(machine.sync_latency),
         },
         tile_bytes: (inter + r0) as u32,

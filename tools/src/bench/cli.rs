@@ -158,8 +158,9 @@ pub enum Command {
         json: bool,
     },
     /// The transformer MLP block `x + fc2(gelu(fc1(layer_norm(x))))` in
-    /// f16, lowered whole and simulated: the plan, its estimate per step,
-    /// simulated cycles per superstep, % of the FP16 peak, compile time.
+    /// f16 or FP8, lowered whole and simulated: the plan, its estimate per
+    /// step, simulated cycles per superstep, % of the precision's AMP peak,
+    /// compile time.
     Mlp {
         /// Machine model: `c600` or `bow`.
         #[arg(long, default_value = "c600")]
@@ -173,6 +174,10 @@ pub enum Command {
         /// The MLP's inner size (so400m: 4304).
         #[arg(long, default_value_t = 4304)]
         mlp: u32,
+        /// The products' precision: `fp16`, or `fp8` (FP8 weights and
+        /// activations on the FP8 AMP, f16 everywhere else).
+        #[arg(long, default_value = "fp16", value_parser = ["fp16", "fp8"])]
+        precision: String,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -314,10 +319,11 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
             tokens,
             hidden,
             mlp,
+            precision,
             json,
         } => {
             let mm = machine_named(&machine)?;
-            let r = run_mlp(&mm, (tokens, hidden, mlp))?;
+            let r = run_mlp(&mm, (tokens, hidden, mlp), precision == "fp8")?;
             render(&r, json.then_some(JsonLayout::OneLine), format_mlp)
         }
         Command::SimSpeed { iterations, json } => {

@@ -9,7 +9,9 @@ use std::time::Instant;
 
 use ipuc_backend_ipu::codelets::amp::AmpVariant;
 use ipuc_backend_ipu::codelets::gelu::GeluForm;
-use ipuc_backend_ipu::lower::block::{emit_mlp, plan_mlp, reference_rows, BlockEstimate, MlpShape};
+use ipuc_backend_ipu::lower::block::{
+    emit_mlp, plan_mlp, reference_rows, BlockEstimate, MlpShape, FP8_MAX_REL_L2,
+};
 use ipuc_backend_ipu::lower::block_values::MlpValues;
 use ipuc_backend_ipu::lower::codegen::{check_fits, TileLayout};
 use ipuc_ipu_arch::MachineModel;
@@ -24,6 +26,8 @@ use super::{BenchError, EstimateReport};
 pub struct MlpReport {
     /// `tokens x hidden x mlp`.
     pub shape: String,
+    /// `fp16` or `fp8`.
+    pub precision: String,
     /// fc1's grid.
     pub fc1_grid: String,
     /// fc2's grid.
@@ -50,7 +54,8 @@ pub struct MlpReport {
     pub sync_cycles: u64,
     /// The host streams' link time, seconds.
     pub host_io_s: f64,
-    /// Share of the FP16 AMP peak on every tile, in percent.
+    /// Share of the precision's AMP peak (FP16 or FP8) on every tile, in
+    /// percent.
     pub percent_of_peak: f64,
     /// The block's two products at that peak, cycles.
     pub peak_cycles: u64,
@@ -78,18 +83,23 @@ pub struct MlpReport {
 pub fn run_mlp(
     machine: &MachineModel,
     (m, c, h): (u32, u32, u32),
+    fp8: bool,
 ) -> Result<MlpReport, BenchError> {
-    let shape = MlpShape {
+    let mut shape = MlpShape {
         m,
         c,
         h,
         eps: 1e-6,
         gelu: GeluForm::Tanh,
+        fp8: None,
     };
     let (mu, cu) = (m as usize, c as usize);
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let half = AmpVariant::F16.input_elem();
-    let values = MlpValues::random(shape, || rng.random_range(-1.0..1.0));
+    let mut values = MlpValues::random(shape, || rng.random_range(-1.0..1.0));
+    if fp8 {
+        shape.fp8 = Some(values.quantize_fp8());
+    }
     let (x, k) = (&values.x[..], &values.constants);
     let started = Instant::now();
     let plan = plan_mlp(shape, machine).map_err(BenchError::Usage)?;
@@ -136,7 +146,8 @@ pub fn run_mlp(
     let norm = |v: &[f64]| v.iter().map(|a| a * a).sum::<f64>().sqrt();
     let diff: Vec<f64> = got.iter().zip(&want).map(|(a, b)| a - b).collect();
     let (cosine, rel_l2) = (dot / (norm(&got) * norm(&want)), norm(&diff) / norm(&want));
-    if !(cosine > 0.999 && rel_l2 < 1e-2) {
+    let max_rel_l2 = if fp8 { FP8_MAX_REL_L2 } else { 1e-2 };
+    if !(cosine > 0.999 && rel_l2 < max_rel_l2) {
         return Err(BenchError::WrongResults(format!(
             "rows {rows:?}: cosine {cosine}, relative L2 {rel_l2} against float64"
         )));
@@ -145,12 +156,13 @@ pub fn run_mlp(
     let (percent_of_peak, peak_cycles) = super::peak_share(
         flops,
         run.cycles,
-        AmpVariant::F16.peak_flops(machine),
+        shape.variant().peak_flops(machine),
         machine,
     );
     let supersteps = run.supersteps;
     Ok(MlpReport {
         shape: format!("{m}x{c}x{h}"),
+        precision: if fp8 { "fp8" } else { "fp16" }.to_string(),
         fc1_grid: plan.fc1.grid().to_string(),
         fc2_grid: plan.fc2.grid().to_string(),
         ln_tiles: plan.ln_tiles.len(),
@@ -183,8 +195,9 @@ pub fn run_mlp(
 /// The report as text.
 pub fn format_mlp(r: &MlpReport) -> String {
     let mut s = format!(
-        "MLP block {} (f16): fc1 on {}, fc2 on {}, LayerNorm on {} tiles, {} tiles in all\nestimate {}\nsimulated {} cycles: {:.1} % of the FP16 peak ({} cycles at peak); compute {}, exchange {}, sync {}\n",
+        "MLP block {} ({}): fc1 on {}, fc2 on {}, LayerNorm on {} tiles, {} tiles in all\nestimate {}\nsimulated {} cycles: {:.1} % of the {} peak ({} cycles at peak); compute {}, exchange {}, sync {}\n",
         r.shape,
+        r.precision,
         r.fc1_grid,
         r.fc2_grid,
         r.ln_tiles,
@@ -192,6 +205,7 @@ pub fn format_mlp(r: &MlpReport) -> String {
         r.estimate_text,
         r.cycles,
         r.percent_of_peak,
+        r.precision.to_uppercase(),
         r.peak_cycles,
         r.compute_cycles,
         r.exchange_cycles,
