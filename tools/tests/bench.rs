@@ -113,3 +113,31 @@ fn amp_bench_runs_the_poplibs_shaped_vertex_against_poplibs_formula() {
     .unwrap_err()
     .contains("--variant f16 --mode overwrite"));
 }
+
+/// `ipu-bench mlp` on a small block in both precisions: the report names
+/// the precision and its peak, and the run checked its rows against float64
+/// (it fails otherwise); a bad precision is refused by the parser.
+#[test]
+fn mlp_bench_runs_a_small_block_in_both_precisions() {
+    for (precision, peak) in [("fp16", "FP16 peak"), ("fp8", "FP8 peak")] {
+        let out = bench(&[
+            "mlp",
+            "--tokens",
+            "37",
+            "--hidden",
+            "64",
+            "--mlp",
+            "200",
+            "--precision",
+            precision,
+        ])
+        .unwrap_or_else(|e| panic!("{precision}: {e}"));
+        assert!(
+            out.contains(&format!("MLP block 37x64x200 ({precision})")),
+            "{out}"
+        );
+        assert!(out.contains(peak), "{out}");
+        assert!(out.contains("rows checked against float64"), "{out}");
+    }
+    assert!(Cli::try_parse_from(["ipu-bench", "mlp", "--precision", "fp4"]).is_err());
+}
