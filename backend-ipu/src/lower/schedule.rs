@@ -427,14 +427,18 @@ pub fn schedule(machine: &MachineModel, tiles: &[u32], transfers: &[Transfer]) -
                 // The mux moves after the receiver's last word and after
                 // the sender's earlier words passed this receiver.
                 let lo = (state.last + 1).max(sender.last_word.map_or(0, |w| w + lat + 1));
+                // A new switch reserves just its puts (the mux, and the
+                // base where it re-points): a segment's re-point may start
+                // as soon as its last put ends.
+                let puts = rules.put * if base.is_some() { 2 } else { 1 };
                 let (put, reuse) = match state.close {
                     Some((p, idx)) if p + rules.put >= lo => (p, Some(idx)),
                     _ => (
-                        busy[&r].fit(lo.saturating_sub(rules.put), before, after),
+                        busy[&r].fit(lo.saturating_sub(rules.put), before, puts),
                         None,
                     ),
                 };
-                let settled = put + rules.put * if base.is_some() { 2 } else { 1 };
+                let settled = put + puts;
                 if settled > arrival {
                     need = need.max(settled - 1 - lat);
                 }
@@ -483,9 +487,10 @@ pub fn schedule(machine: &MachineModel, tiles: &[u32], transfers: &[Transfer]) -
             match reuse {
                 Some(idx) => list[idx].1 = switch,
                 None => {
+                    let puts = rules.put * if base.is_some() { 2 } else { 1 };
                     busy.get_mut(&r)
                         .expect("every receiver has an interval list")
-                        .insert(put - before, put + after);
+                        .insert(put - before, put + puts);
                     list.push((put - before, switch));
                 }
             }
