@@ -26,7 +26,7 @@ use super::exchange::Broadcast;
 use crate::codelets::amp::{AmpBlock, AmpVariant, Elem};
 use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
 use crate::codelets::gelu::{Gelu, GeluForm};
-use crate::codelets::gelu_f8::GeluF8;
+use crate::codelets::gelu_f8::{GeluF8, GeluF8Counts};
 use crate::codelets::gemm::{GemmCounts, TileGemm};
 use crate::codelets::launch::{split, StreamCounts};
 use crate::codelets::program::Codelet;
@@ -310,31 +310,13 @@ pub fn epilogue_cycles(
 }
 
 /// Cycles of an FP8 pairs epilogue ([`F8Pairs`]) on one tile holding
-/// `rows` rows of `groups` output groups (contiguous after a reduction):
-/// one [`GeluF8`] launch over every pair, called.
-pub fn gelu_f8_cycles(
-    shape: &GemmShape,
-    f8: F8Pairs,
-    (rows, groups): (u32, u32),
-    reduced: bool,
-) -> u64 {
-    let Some(form) = shape.epilogue.gelu else {
-        return 0;
-    };
+/// `rows` rows of `groups` output groups: one [`GeluF8`] launch over every
+/// pair, called (its counts do not depend on the strides).
+pub fn gelu_f8_cycles(counts: &GeluF8Counts, (rows, groups): (u32, u32)) -> u64 {
     if rows == 0 || groups == 0 {
         return 0;
     }
-    let machine = MachineModel::c600();
-    let group_stride = if reduced {
-        rows * 32
-    } else {
-        // The GEMM vertex's output groups: two halves and a word.
-        2 * (rows * 32 + 8) + 8
-    };
-    let gelu = gelu_f8(form, f8, (rows, groups), 0x80000, group_stride);
-    // The planner only asks for valid parameters; an invalid one costs
-    // nothing here and fails the emission with its reason.
-    gelu.estimate_cycles().unwrap_or(0) + call_cycles(&machine)
+    counts.cycles(rows, groups / 2) + call_cycles(&MachineModel::c600())
 }
 
 /// The FP8 pairs GELU over `groups` (even) output groups of `rows` rows
@@ -378,6 +360,8 @@ pub struct PlanCounts {
     pub gemm: GemmCounts,
     /// The GELU codelet's, if the epilogue has one.
     pub gelu: Option<StreamCounts>,
+    /// The FP8 pairs GELU's, if the epilogue has one ([`F8Pairs`]).
+    pub gelu_f8: Option<GeluF8Counts>,
     /// The add codelet's (the K split's reduction).
     pub add: StreamCounts,
 }
@@ -392,6 +376,11 @@ impl PlanCounts {
                 .gelu
                 .filter(|_| shape.epilogue.f8_pairs.is_none())
                 .map(gelu_counts),
+            gelu_f8: shape
+                .epilogue
+                .gelu
+                .filter(|_| shape.epilogue.f8_pairs.is_some())
+                .map(|form| GeluF8::probe_counts(form).expect("the probe's parameters are valid")),
             add: reduction_add(shape.variant, 1, 0x80000, 0x90000, 0xa0000)
                 .counts()
                 .expect("the probe's parameters are valid"),
@@ -662,8 +651,8 @@ fn evaluate_with(
             reduction,
             epilogue: {
                 let owned = if rounds == 0 { rows } else { keep };
-                match (counts.gelu.as_ref(), shape.epilogue.f8_pairs) {
-                    (_, Some(f8)) => gelu_f8_cycles(&shape, f8, (owned, groups), rounds > 0),
+                match (counts.gelu.as_ref(), counts.gelu_f8.as_ref()) {
+                    (_, Some(g)) => gelu_f8_cycles(g, (owned, groups)),
                     (Some(g), None) => epilogue_cycles(&shape, (owned, groups), rounds > 0, g),
                     (None, None) => 0,
                 }
