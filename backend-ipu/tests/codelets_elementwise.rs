@@ -4,7 +4,9 @@
 
 mod common;
 
-use common::{assert_near_estimate, assert_worker_issues, executable_of};
+use common::{
+    assert_near_estimate, assert_refused, assert_within, assert_worker_issues, executable_of,
+};
 use half::f16;
 use ipuc_backend_ipu::codelets::cast::{Cast, CastKind};
 use ipuc_backend_ipu::codelets::elementwise::{Binary, BinaryOp, VecType};
@@ -135,9 +137,11 @@ fn binary_ops_match_the_reference_and_estimate() {
                     } else {
                         0.0
                     };
-                    assert!(
-                        (g - w).abs() <= tol,
-                        "{op:?} {ty:?} len {len} element {i}: got {g} want {w}"
+                    assert_within(
+                        *g,
+                        *w,
+                        tol,
+                        format_args!("{op:?} {ty:?} len {len} element {i}"),
                     );
                 }
             }
@@ -155,28 +159,26 @@ fn binary_parameters_are_checked() {
         y: 0x90000,
         out: 0xa0000,
     };
-    let c600 = MachineModel::c600();
-    let message = |b: &Binary| b.program(0, &c600).err().unwrap().to_string();
-    assert!(message(&b).contains("multiple of 4"));
+    assert_refused(&b, "multiple of 4");
     let b = Binary {
         op: BinaryOp::Axpy(2.0),
         ty: VecType::F16,
         len: 8,
         ..b
     };
-    assert!(message(&b).contains("f32 only"));
+    assert_refused(&b, "f32 only");
     let b = Binary {
         op: BinaryOp::ScaledAdd(2),
         ty: VecType::F32,
         ..b
     };
-    assert!(message(&b).contains("f16 only"));
+    assert_refused(&b, "f16 only");
     let b = Binary {
         op: BinaryOp::ScaledAdd(16),
         ty: VecType::F16,
         ..b
     };
-    assert!(message(&b).contains("outside -24..=15"));
+    assert_refused(&b, "outside -24..=15");
 }
 
 #[test]
@@ -269,16 +271,14 @@ fn cast_parameters_are_checked() {
         input: 0x80000,
         output: 0xa0000,
     };
-    let c600 = MachineModel::c600();
-    let message = |c: &Cast| c.program(0, &c600).err().unwrap().to_string();
-    assert!(message(&c).contains("outside -31..=31"));
+    assert_refused(&c, "outside -31..=31");
     let c = Cast {
         kind: CastKind::F32ToF16,
         len: 4,
         input: 0x80008,
         output: 0xa0000,
     };
-    assert!(message(&c).contains("16-byte aligned"));
+    assert_refused(&c, "16-byte aligned");
 }
 
 #[test]

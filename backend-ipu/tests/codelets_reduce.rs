@@ -4,7 +4,10 @@
 
 mod common;
 
-use common::{assert_launch_as_estimated, executable_of, f16_bytes, f16_values};
+use common::{
+    assert_launch_as_estimated, assert_refused, assert_within, executable_of, f16_bytes,
+    f16_values, signed_f16,
+};
 use half::f16;
 use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_backend_ipu::codelets::reduce::{ReduceOp, RowReduce};
@@ -26,10 +29,7 @@ fn row_sums_and_maxima_match_the_reference_and_estimate() {
                 output: 0xb0000,
             };
             let xs: Vec<f16> = (0..rows * cols)
-                .map(|_| {
-                    let m: f64 = rng.gen_range(0.01..30.0);
-                    f16::from_f64(if rng.gen_bool(0.5) { m } else { -m })
-                })
+                .map(|_| signed_f16(&mut rng, 0.01, 30.0))
                 .collect();
             let (prog, counts) = r.program(1, &MachineModel::c600()).unwrap();
             let mut s = sim(&executable_of(&prog), Default::default());
@@ -42,11 +42,8 @@ fn row_sums_and_maxima_match_the_reference_and_estimate() {
                 .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                 .collect();
             for (i, (g, (w, mag))) in got.iter().zip(r.reference(&xs)).enumerate() {
-                let tol = r.tolerance(mag);
-                assert!(
-                    (f64::from(*g) - w).abs() <= tol,
-                    "{op:?} {rows}x{cols} row {i}: got {g} want {w}"
-                );
+                let what = format_args!("{op:?} {rows}x{cols} row {i}");
+                assert_within(f64::from(*g), w, r.tolerance(mag), what);
             }
             assert_launch_as_estimated(
                 &s,
@@ -168,38 +165,58 @@ fn layernorm_matches_float64_and_its_estimate() {
             output,
             output_f8_scale: None,
         };
-        let h = |rng: &mut rand::rngs::StdRng, lo: f64, hi: f64| {
-            let m: f64 = rng.gen_range(lo..hi);
-            f16::from_f64(if rng.gen_bool(0.5) { m } else { -m })
-        };
-        // Rows with an offset mean, as activations have.
-        let xs: Vec<f16> = (0..rows * cols)
-            .map(|i| f16::from_f64(h(&mut rng, 0.01, 3.0).to_f64() + f64::from(i / cols % 3)))
-            .collect();
-        let gamma: Vec<f16> = (0..cols).map(|_| h(&mut rng, 0.5, 2.0)).collect();
-        let beta: Vec<f16> = (0..cols).map(|_| h(&mut rng, 0.01, 1.0)).collect();
-        let (prog, counts) = ln.program(3, &MachineModel::c600()).unwrap();
-        let mut s = sim(&executable_of(&prog), Default::default());
-        s.write_memory(3, ln.input, &f16_bytes(&xs)).unwrap();
-        s.write_memory(3, ln.gamma, &f16_bytes(&gamma)).unwrap();
-        s.write_memory(3, ln.beta, &f16_bytes(&beta)).unwrap();
-        s.run().unwrap_or_else(|e| panic!("{e}"));
-        let got = f16_values(&s.read_memory(3, ln.output, rows * cols * 2).unwrap());
+        let (xs, gamma, beta) = layernorm_inputs(&mut rng, rows, cols);
+        let out = run_layernorm(&ln, &xs, &gamma, &beta, rows * cols * 2);
+        let got = f16_values(&out);
         for (i, (g, (w, mag))) in got.iter().zip(ln.reference(&xs, &gamma, &beta)).enumerate() {
-            let tol = ln.tolerance(mag);
-            assert!(
-                (g - w).abs() <= tol,
-                "{rows}x{cols} element {i}: got {g} want {w} (tolerance {tol:e})"
+            assert_within(
+                *g,
+                w,
+                ln.tolerance(mag),
+                format_args!("{rows}x{cols} element {i}"),
             );
         }
-        assert_launch_as_estimated(
-            &s,
-            ln.estimate_cycles().unwrap(),
-            &ln.worker_rows(),
-            |n| ln.worker_issues(&counts, n),
-            format_args!("{rows}x{cols}"),
-        );
     }
+}
+
+/// LayerNorm inputs `(x, gamma, beta)` for `[rows, cols]`: rows with an
+/// offset mean, as activations have.
+fn layernorm_inputs(
+    rng: &mut rand::rngs::StdRng,
+    rows: u32,
+    cols: u32,
+) -> (Vec<f16>, Vec<f16>, Vec<f16>) {
+    let xs: Vec<f16> = (0..rows * cols)
+        .map(|i| f16::from_f64(signed_f16(rng, 0.01, 3.0).to_f64() + f64::from(i / cols % 3)))
+        .collect();
+    let gamma: Vec<f16> = (0..cols).map(|_| signed_f16(rng, 0.5, 2.0)).collect();
+    let beta: Vec<f16> = (0..cols).map(|_| signed_f16(rng, 0.01, 1.0)).collect();
+    (xs, gamma, beta)
+}
+
+/// Runs `ln` on tile 3 of the simulator, holds its cycles and worker
+/// issues to its estimate and returns the first `bytes` of its output.
+fn run_layernorm(
+    ln: &ipuc_backend_ipu::codelets::layernorm::LayerNorm,
+    xs: &[f16],
+    gamma: &[f16],
+    beta: &[f16],
+    bytes: u32,
+) -> Vec<u8> {
+    let (prog, counts) = ln.program(3, &MachineModel::c600()).unwrap();
+    let mut s = sim(&executable_of(&prog), Default::default());
+    s.write_memory(3, ln.input, &f16_bytes(xs)).unwrap();
+    s.write_memory(3, ln.gamma, &f16_bytes(gamma)).unwrap();
+    s.write_memory(3, ln.beta, &f16_bytes(beta)).unwrap();
+    s.run().unwrap_or_else(|e| panic!("{e}"));
+    assert_launch_as_estimated(
+        &s,
+        ln.estimate_cycles().unwrap(),
+        &ln.worker_rows(),
+        |n| ln.worker_issues(&counts, n),
+        format_args!("{}x{} {:?}", ln.rows, ln.cols, ln.output_f8_scale),
+    );
+    s.read_memory(3, ln.output, bytes).unwrap()
 }
 
 #[test]
@@ -232,31 +249,8 @@ fn layernorm_with_fp8_output_converts_the_f16_result_and_matches_float64() {
             output_f8_scale: Some(scale),
             ..f16_ln.clone()
         };
-        let h = |rng: &mut rand::rngs::StdRng, lo: f64, hi: f64| {
-            let m: f64 = rng.gen_range(lo..hi);
-            f16::from_f64(if rng.gen_bool(0.5) { m } else { -m })
-        };
-        let xs: Vec<f16> = (0..rows * cols)
-            .map(|i| f16::from_f64(h(&mut rng, 0.01, 3.0).to_f64() + f64::from(i / cols % 3)))
-            .collect();
-        let gamma: Vec<f16> = (0..cols).map(|_| h(&mut rng, 0.5, 2.0)).collect();
-        let beta: Vec<f16> = (0..cols).map(|_| h(&mut rng, 0.01, 1.0)).collect();
-        let run = |ln: &LayerNorm, bytes: u32| {
-            let (prog, counts) = ln.program(3, &MachineModel::c600()).unwrap();
-            let mut s = sim(&executable_of(&prog), Default::default());
-            s.write_memory(3, ln.input, &f16_bytes(&xs)).unwrap();
-            s.write_memory(3, ln.gamma, &f16_bytes(&gamma)).unwrap();
-            s.write_memory(3, ln.beta, &f16_bytes(&beta)).unwrap();
-            s.run().unwrap_or_else(|e| panic!("{e}"));
-            assert_launch_as_estimated(
-                &s,
-                ln.estimate_cycles().unwrap(),
-                &ln.worker_rows(),
-                |n| ln.worker_issues(&counts, n),
-                format_args!("{rows}x{cols} {:?}", ln.output_f8_scale),
-            );
-            s.read_memory(3, ln.output, bytes).unwrap()
-        };
+        let (xs, gamma, beta) = layernorm_inputs(&mut rng, rows, cols);
+        let run = |ln: &LayerNorm, bytes: u32| run_layernorm(ln, &xs, &gamma, &beta, bytes);
         let out16 = f16_values(&run(&f16_ln, rows * cols * 2));
         let codes = run(&ln, rows * cols);
         for (i, ((&code, o), (w, mag))) in codes
@@ -272,11 +266,8 @@ fn layernorm_with_fp8_output_converts_the_f16_result_and_matches_float64() {
                 "{rows}x{cols} element {i}: f16 result {o}"
             );
             let got = decode_scaled(code, scale);
-            let tol = ln.tolerance_f8(w, mag);
-            assert!(
-                (got - w).abs() <= tol,
-                "{rows}x{cols} element {i}: got {got} want {w} (tolerance {tol:e})"
-            );
+            let what = format_args!("{rows}x{cols} element {i}");
+            assert_within(got, w, ln.tolerance_f8(w, mag), what);
         }
     }
 }
@@ -294,24 +285,18 @@ fn layernorm_fp8_output_is_checked() {
         output: 0x80000 + 4 * 16 * 2 - 4,
         output_f8_scale: Some(0),
     };
-    let c600 = MachineModel::c600();
-    let message = |ln: &LayerNorm| ln.program(0, &c600).err().unwrap().to_string();
-    assert!(
-        message(&ln).contains("overlaps the input"),
-        "{}",
-        message(&ln)
-    );
+    assert_refused(&ln, "overlaps the input");
     let ln = LayerNorm {
         output: 0xc0002,
         ..ln
     };
-    assert!(message(&ln).contains("4-byte aligned"));
+    assert_refused(&ln, "4-byte aligned");
     let ln = LayerNorm {
         output: 0xc0000,
         output_f8_scale: Some(32),
         ..ln
     };
-    assert!(message(&ln).contains("outside -31..=31"));
+    assert_refused(&ln, "outside -31..=31");
     // Apply pass: 5 bundles per word against 4 for f16 output.
     let f16_ln = LayerNorm {
         output_f8_scale: None,
@@ -338,10 +323,7 @@ fn softmax_matches_float64_and_its_estimate() {
         };
         // Logits with a spread that makes some probabilities tiny.
         let xs: Vec<f16> = (0..rows * cols)
-            .map(|_| {
-                let m: f64 = rng.gen_range(0.01..12.0);
-                f16::from_f64(if rng.gen_bool(0.5) { m } else { -m })
-            })
+            .map(|_| signed_f16(&mut rng, 0.01, 12.0))
             .collect();
         let (prog, (counts, body)) = sm.program(2, &MachineModel::c600()).unwrap();
         // Per row: C/4 - 1 max bundles, C/4 exp passes of 2 x (conversion,
@@ -358,10 +340,11 @@ fn softmax_matches_float64_and_its_estimate() {
         s.run().unwrap_or_else(|e| panic!("{e}"));
         let got = f16_values(&s.read_memory(2, sm.output, rows * cols * 2).unwrap());
         for (i, (g, w)) in got.iter().zip(sm.reference(&xs)).enumerate() {
-            let tol = sm.tolerance(w);
-            assert!(
-                (g - w).abs() <= tol,
-                "{rows}x{cols} element {i}: got {g} want {w} (tolerance {tol:e})"
+            assert_within(
+                *g,
+                w,
+                sm.tolerance(w),
+                format_args!("{rows}x{cols} element {i}"),
             );
         }
         assert_launch_as_estimated(

@@ -603,34 +603,15 @@ mod tests {
 
     #[test]
     fn parameters_are_checked() {
-        let msg = |g: GeluF8| g.validate().err().unwrap().to_string();
         let tanh = |e, s| launch(GeluForm::Tanh, e, s);
-        assert!(msg(tanh(-20, 12)).contains("outside -31..=31"));
+        // The unscaled tanh launch with one field changed.
+        let edited = |edit: fn(&mut GeluF8)| {
+            let mut g = tanh(0, 0);
+            edit(&mut g);
+            g
+        };
         // The erf form converts true values: its scale is the output's.
         launch(GeluForm::Erf, -20, 12).validate().unwrap();
-        assert!(msg(launch(GeluForm::Erf, -20, 32)).contains("outside -31..=31"));
-        assert!(msg(tanh(45, 45)).contains("normal range"));
-        assert!(msg(launch(GeluForm::Erf, -130, 0)).contains("normal range"));
-        assert!(msg(GeluF8 {
-            rows: 2,
-            ..tanh(0, 0)
-        })
-        .contains("at least 32 x 2 rows"));
-        assert!(msg(GeluF8 {
-            pairs: 0,
-            ..tanh(0, 0)
-        })
-        .contains("pairs > 0"));
-        assert!(msg(GeluF8 {
-            output: 0x80010,
-            ..tanh(0, 0)
-        })
-        .contains("overlaps the input"));
-        assert!(msg(GeluF8 {
-            output: 0x90002,
-            ..tanh(0, 0)
-        })
-        .contains("4-byte aligned"));
         // Exactly in place is allowed.
         GeluF8 {
             output: 0x80000,
@@ -639,6 +620,19 @@ mod tests {
         }
         .validate()
         .unwrap();
+        for (g, want) in [
+            (tanh(-20, 12), "outside -31..=31"),
+            (launch(GeluForm::Erf, -20, 32), "outside -31..=31"),
+            (tanh(45, 45), "normal range"),
+            (launch(GeluForm::Erf, -130, 0), "normal range"),
+            (edited(|g| g.rows = 2), "at least 32 x 2 rows"),
+            (edited(|g| g.pairs = 0), "pairs > 0"),
+            (edited(|g| g.output = 0x80010), "overlaps the input"),
+            (edited(|g| g.output = 0x90002), "4-byte aligned"),
+        ] {
+            let message = g.validate().expect_err(want).to_string();
+            assert!(message.contains(want), "{message}");
+        }
     }
 
     #[test]

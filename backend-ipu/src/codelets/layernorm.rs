@@ -34,7 +34,7 @@
 
 use half::f16;
 
-use super::emitter::{inst, ld64_next, load_state_word, op, st64_next, Emitter};
+use super::emitter::{inst, ld64_next, load_state_word, op, st64_next, Emitter, Inst};
 use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
 use super::program::Codelet;
 use super::{check_alignment, check_rows, CodeletError};
@@ -161,18 +161,7 @@ impl LayerNorm {
                 inst("f16v8acc", [op::a_quad(0)]),
             )],
         );
-        for s in [
-            inst("f32v2gina", [op::a_pair(4), op::azeros(), op::imm(0)]),
-            inst("f32v2gina", [op::a_pair(6), op::azeros(), op::imm(1)]),
-            inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
-            inst("f32v2gina", [op::a_pair(6), op::azeros(), op::imm(2)]),
-            inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
-            inst("f32v2gina", [op::a_pair(6), op::azeros(), op::imm(3)]),
-            inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
-            inst("mov", [op::a(6), op::a(5)]),
-            inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
-            load_state_word(op::a(6), 7), // 1/C
-            inst("f32v2mul", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
+        for s in row_mean_of_accumulators(4).into_iter().chain([
             inst("f32v2sub", [op::a_pair(4), op::azeros(), op::a_pair(4)]),
             inst("f32tof16", [op::a(4), op::a(4)]),
             inst(
@@ -187,7 +176,7 @@ impl LayerNorm {
             // Pass 2: the variance.
             inst("mov", [op::m(5), op::m(0)]),
             ld64_next(0, 5),
-        ] {
+        ]) {
             e.solo(s);
         }
         e.rpt(
@@ -204,20 +193,13 @@ impl LayerNorm {
                 ),
             ],
         );
-        for s in [
-            inst("f32v2gina", [op::a_pair(4), op::azeros(), op::imm(0)]),
-            inst("f32v2gina", [op::a_pair(6), op::azeros(), op::imm(1)]),
-            inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
-            inst("mov", [op::a(6), op::a(5)]),
-            inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
-            load_state_word(op::a(6), 7), // 1/C
-            inst("f32v2mul", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
+        for s in row_mean_of_accumulators(2).into_iter().chain([
             load_state_word(op::a(6), 8), // eps
             inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
             // 1/sqrt(var + eps), broadcast to four f16 lanes below.
             inst("f32oorx", [op::a(6), op::a(4)]),
             inst("mov", [op::a(7), op::a(6)]),
-        ] {
+        ]) {
             e.solo(s);
         }
         for s in [
@@ -347,6 +329,26 @@ impl LayerNorm {
         let tol = self.tolerance(mag);
         tol + 2f64.powi(-4) * (want.abs() + tol) + 2f64.powi(s - 11)
     }
+}
+
+/// Reads the first `pairs` f32 accumulator pairs (`f32v2gina`) and sums
+/// them, then their two lanes, into `$a4`, times `1/C` (vertex state word
+/// 7): the row's mean of what the pass accumulated, x for the mean and
+/// (x - mean)^2 for the variance.
+fn row_mean_of_accumulators(pairs: i64) -> Vec<Inst> {
+    let add = || inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]);
+    let mut s = vec![inst("f32v2gina", [op::a_pair(4), op::azeros(), op::imm(0)])];
+    for k in 1..pairs {
+        s.push(inst("f32v2gina", [op::a_pair(6), op::azeros(), op::imm(k)]));
+        s.push(add());
+    }
+    s.extend([
+        inst("mov", [op::a(6), op::a(5)]),
+        add(),
+        load_state_word(op::a(6), 7), // 1/C
+        inst("f32v2mul", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
+    ]);
+    s
 }
 
 impl Codelet for LayerNorm {

@@ -1,7 +1,7 @@
 //! Shared by the codelet tests.
 #![allow(dead_code)]
 
-use ipuc_backend_ipu::codelets::program::CodeletProgram;
+use ipuc_backend_ipu::codelets::program::{Codelet, CodeletProgram};
 use ipuc_ipu_arch::Executable;
 
 /// The codelet's executable, encoded from its ops; checked to be exactly
@@ -71,4 +71,33 @@ pub fn f16_values(bytes: &[u8]) -> Vec<f64> {
         .chunks_exact(2)
         .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
         .collect()
+}
+
+/// Building `c` is refused with a message that contains `want` (the
+/// parameter checks of every codelet test state their cases this way).
+pub fn assert_refused(c: &impl Codelet, want: &str) {
+    let machine = ipuc_ipu_arch::MachineModel::c600();
+    let message = match c.program(0, &machine) {
+        Ok(_) => panic!("accepted; want a refusal containing {want:?}"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        message.contains(want),
+        "{message:?} does not contain {want:?}"
+    );
+}
+
+/// An f16 whose magnitude is drawn from `[lo, hi)`, with a random sign
+/// (with `lo > 0` never zero, which would hide sign and scaling errors).
+pub fn signed_f16(rng: &mut impl rand::Rng, lo: f64, hi: f64) -> half::f16 {
+    let m: f64 = rng.gen_range(lo..hi);
+    half::f16::from_f64(if rng.gen_bool(0.5) { m } else { -m })
+}
+
+/// `got` is within `tol` of `want`; `what` names the element.
+pub fn assert_within(got: f64, want: f64, tol: f64, what: impl std::fmt::Display) {
+    assert!(
+        (got - want).abs() <= tol,
+        "{what}: got {got} want {want} (tolerance {tol:e})"
+    );
 }
