@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_launch_as_estimated, executable_of};
+use common::{assert_launch_as_estimated, executable_of, simulate};
 use ipuc_backend_ipu::codelets::copy::StridedCopy;
 use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_ipu_arch::MachineModel;
@@ -34,10 +34,7 @@ fn strided_copies_match_the_reference_and_estimate() {
         let src: Vec<u8> = (0..src_len).map(|_| rng.gen_range(1..=255)).collect();
         let dst: Vec<u8> = (0..dst_len).map(|_| rng.gen_range(1..=255)).collect();
         let (prog, counts) = c.program(4, &MachineModel::c600()).unwrap();
-        let mut s = sim(&executable_of(&prog), Default::default());
-        s.write_memory(4, c.src, &src).unwrap();
-        s.write_memory(4, c.dst, &dst).unwrap();
-        s.run().unwrap_or_else(|e| panic!("{e}"));
+        let s = simulate(&prog, 4, &[(c.src, &src), (c.dst, &dst)]);
         let got = s.read_memory(4, c.dst, dst_len as u32).unwrap();
         assert_eq!(got, c.reference(&src, &dst), "{rows} rows of {row_bytes}");
         assert_launch_as_estimated(

@@ -5,8 +5,8 @@
 mod common;
 
 use common::{
-    assert_launch_as_estimated, assert_refused, assert_within, executable_of, f16_bytes,
-    f16_values, signed_f16,
+    assert_launch_as_estimated, assert_refused, assert_within, f16_bytes, f16_values, signed_f16,
+    simulate,
 };
 use half::f16;
 use ipuc_backend_ipu::codelets::program::Codelet;
@@ -32,9 +32,7 @@ fn row_sums_and_maxima_match_the_reference_and_estimate() {
                 .map(|_| signed_f16(&mut rng, 0.01, 30.0))
                 .collect();
             let (prog, counts) = r.program(1, &MachineModel::c600()).unwrap();
-            let mut s = sim(&executable_of(&prog), Default::default());
-            s.write_memory(1, r.input, &f16_bytes(&xs)).unwrap();
-            s.run().unwrap_or_else(|e| panic!("{e}"));
+            let s = simulate(&prog, 1, &[(r.input, &f16_bytes(&xs))]);
             let got: Vec<f32> = s
                 .read_memory(1, r.output, rows * 4)
                 .unwrap()
@@ -204,11 +202,8 @@ fn run_layernorm(
     bytes: u32,
 ) -> Vec<u8> {
     let (prog, counts) = ln.program(3, &MachineModel::c600()).unwrap();
-    let mut s = sim(&executable_of(&prog), Default::default());
-    s.write_memory(3, ln.input, &f16_bytes(xs)).unwrap();
-    s.write_memory(3, ln.gamma, &f16_bytes(gamma)).unwrap();
-    s.write_memory(3, ln.beta, &f16_bytes(beta)).unwrap();
-    s.run().unwrap_or_else(|e| panic!("{e}"));
+    let (x, g, b) = (f16_bytes(xs), f16_bytes(gamma), f16_bytes(beta));
+    let s = simulate(&prog, 3, &[(ln.input, &x), (ln.gamma, &g), (ln.beta, &b)]);
     assert_launch_as_estimated(
         &s,
         ln.estimate_cycles().unwrap(),
@@ -335,9 +330,7 @@ fn softmax_matches_float64_and_its_estimate() {
         ));
         let w = u64::from(cols / 4);
         assert_eq!(body, (w - 1) + (8 + 4 * exp) * w + 2 * w);
-        let mut s = sim(&executable_of(&prog), Default::default());
-        s.write_memory(2, sm.input, &f16_bytes(&xs)).unwrap();
-        s.run().unwrap_or_else(|e| panic!("{e}"));
+        let s = simulate(&prog, 2, &[(sm.input, &f16_bytes(&xs))]);
         let got = f16_values(&s.read_memory(2, sm.output, rows * cols * 2).unwrap());
         for (i, (g, w)) in got.iter().zip(sm.reference(&xs)).enumerate() {
             assert_within(

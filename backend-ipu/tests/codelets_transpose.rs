@@ -4,12 +4,10 @@
 
 mod common;
 
-use common::{assert_launch_as_estimated, executable_of};
+use common::{assert_launch_as_estimated, simulate};
 use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_backend_ipu::codelets::transpose::{Transpose, TransposeElem};
 use ipuc_ipu_arch::MachineModel;
-use ipuc_runtime::device::Device;
-use ipuc_runtime::sim::testing::*;
 use rand::{Rng, SeedableRng};
 
 #[test]
@@ -60,9 +58,7 @@ fn transposes_match_the_reference_and_estimate() {
             (TransposeElem::F16, _) => 4,
         };
         assert_eq!(counts.1, pass, "{elem:?} {rows} x {cols}");
-        let mut s = sim(&executable_of(&prog), Default::default());
-        s.write_memory(4, c.src, &src).unwrap();
-        s.run().unwrap_or_else(|e| panic!("{e}"));
+        let s = simulate(&prog, 4, &[(c.src, &src)]);
         let got = s.read_memory(4, c.dst, src.len() as u32).unwrap();
         assert_eq!(got, c.reference(&src), "{elem:?} {rows} x {cols}");
         assert_launch_as_estimated(

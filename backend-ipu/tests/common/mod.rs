@@ -101,3 +101,19 @@ pub fn assert_within(got: f64, want: f64, tol: f64, what: impl std::fmt::Display
         "{what}: got {got} want {want} (tolerance {tol:e})"
     );
 }
+
+/// The simulator after running `prog` (on `tile`) over `inputs`, each
+/// `(address, bytes)` written to the tile first; a fault fails the test.
+pub fn simulate(
+    prog: &CodeletProgram,
+    tile: u32,
+    inputs: &[(u32, &[u8])],
+) -> ipuc_runtime::sim::Simulator {
+    use ipuc_runtime::device::Device;
+    let mut s = ipuc_runtime::sim::testing::sim(&executable_of(prog), Default::default());
+    for &(address, bytes) in inputs {
+        s.write_memory(tile, address, bytes).unwrap();
+    }
+    s.run().unwrap_or_else(|e| panic!("{e}"));
+    s
+}
