@@ -166,3 +166,49 @@ fn an_ln_tiles_assembly() {
         .expect("the last LN tile");
     insta::assert_snapshot!(ipuc_backend_ipu::emit::tile_asm(&ctx, tile).text);
 }
+
+/// The reduction and residual adds of a tile are launches of one shape:
+/// the tile holds one copy of the add's worker code, which every add's
+/// `main` starts. And the block lowers to the same bytes every time.
+#[test]
+fn a_tiles_adds_share_one_worker_and_the_bytes_repeat() {
+    let s = shape(37, 48, 200, GeluForm::Tanh);
+    let machine = MachineModel::c600();
+    let plan = plan_mlp(s, &machine).unwrap_or_else(|e| panic!("{e}"));
+    let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+    let values = MlpValues::random(s, || rng.gen_range(-1.0..1.0));
+    let (ctx, lowered) = lower(&plan, &values.constants, &machine);
+    let mut shared = 0;
+    for tile in ipuc_dialects::ipu::body_ops(&ctx, lowered.executable)
+        .into_iter()
+        .filter(|&t| ctx.name_str(t) == ipuc_dialects::ipu::TILE)
+    {
+        let text = ipuc_backend_ipu::emit::tile_asm(&ctx, tile).text;
+        let workers = text
+            .lines()
+            .filter(|l| l.ends_with("add_f16_worker:"))
+            .count();
+        let starts = text
+            .lines()
+            .filter(|l| l.contains("setzi $m1, ") && l.ends_with("add_f16_worker"))
+            .count();
+        assert!(
+            workers <= 1,
+            "{workers} copies of the add's worker:\n{text}"
+        );
+        if starts > 1 {
+            shared += 1;
+        }
+    }
+    assert!(shared > 0, "no tile runs two adds");
+    let bytes = |ctx: &Context, exe| {
+        build_executable(ctx, exe)
+            .unwrap_or_else(|d| panic!("{}", d[0].message))
+            .to_bytes()
+    };
+    let (again, relowered) = lower(&plan, &values.constants, &machine);
+    assert_eq!(
+        bytes(&ctx, lowered.executable),
+        bytes(&again, relowered.executable)
+    );
+}
