@@ -210,6 +210,10 @@ impl Simulator {
                 listeners.entry(m).or_default().push(r);
             }
         }
+        // Each tile's mux over the superstep, searched by cycle per word
+        // (a scan of its events per word made the exchange half of a large
+        // program's simulation time).
+        let timelines: Vec<MuxTimeline> = self.tiles.iter().map(MuxTimeline::of).collect();
         // (receiver) -> [(arrival, word)]
         let mut deliveries: Vec<Vec<(u64, u32)>> = vec![Vec::new(); self.tiles.len()];
         for t in &self.tiles {
@@ -218,7 +222,7 @@ impl Simulator {
                 for &r in listeners.get(&t.id).map(|v| v.as_slice()).unwrap_or(&[]) {
                     let rt = &self.tiles[r];
                     let arrival = sw.cycle + self.machine.exchange_latency(t.id, rt.id);
-                    if mux_at(rt, arrival) == t.id {
+                    if timelines[r].at(arrival) == t.id {
                         deliveries[r].push((arrival, sw.word));
                         taken = true;
                     }
@@ -406,13 +410,38 @@ fn end_superstep(t: &mut Tile, arrival: u64, wait: u64) {
 }
 
 /// The receiver's incoming mux at `cycle` (register writes take effect when they complete).
-fn mux_at(t: &Tile, cycle: u64) -> u32 {
-    t.xch
-        .events
-        .iter()
-        .rfind(|e| e.1 == csr::INCOMING_MUX && e.0 <= cycle)
-        .map(|e| e.2)
-        .unwrap_or(t.xch.mux_at_start)
+/// A tile's `$INCOMING_MUX` over a superstep: the value it started with
+/// and its puts (cycle each takes effect, value) in time order.
+struct MuxTimeline {
+    start: u32,
+    puts: Vec<(u64, u32)>,
+}
+
+impl MuxTimeline {
+    fn of(t: &Tile) -> Self {
+        let mut puts: Vec<(u64, u32)> = t
+            .xch
+            .events
+            .iter()
+            .filter(|e| e.1 == csr::INCOMING_MUX)
+            .map(|e| (e.0, e.2))
+            .collect();
+        // Stable: puts taking effect in the same cycle keep their order,
+        // and the last one wins.
+        puts.sort_by_key(|e| e.0);
+        MuxTimeline {
+            start: t.xch.mux_at_start,
+            puts,
+        }
+    }
+
+    /// The tile the mux names at `cycle`: the latest put in effect by then.
+    fn at(&self, cycle: u64) -> u32 {
+        match self.puts.partition_point(|e| e.0 <= cycle) {
+            0 => self.start,
+            k => self.puts[k - 1].1,
+        }
+    }
 }
 
 impl Device for Simulator {
@@ -520,5 +549,25 @@ impl Device for Simulator {
 
     fn read_stream(&self, name: &str) -> Result<Vec<u8>, DeviceError> {
         self.delivered_output(name)
+    }
+}
+
+#[cfg(test)]
+mod mux_timeline_tests {
+    use super::MuxTimeline;
+
+    /// Before any put the start value; a put counts from the cycle it takes
+    /// effect; of two puts in one cycle the later one.
+    #[test]
+    fn the_mux_at_a_cycle_is_the_latest_put_in_effect() {
+        let t = MuxTimeline {
+            start: 7,
+            puts: vec![(10, 1), (20, 2), (20, 3), (35, 4)],
+        };
+        let at: Vec<u32> = [0, 9, 10, 19, 20, 34, 35, 1000]
+            .iter()
+            .map(|&c| t.at(c))
+            .collect();
+        assert_eq!(at, [7, 7, 1, 1, 3, 3, 4, 4]);
     }
 }
