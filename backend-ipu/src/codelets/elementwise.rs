@@ -26,7 +26,7 @@
 
 use half::f16;
 
-use super::emitter::{inst, load_state_word, op, Emitter};
+use super::emitter::{inst, ld2xst64_stream, load_state_word, op, Emitter};
 use super::launch::{self, split, StreamCounts, WORKERS};
 use super::program::Codelet;
 use super::{check_alignment, CodeletError};
@@ -216,18 +216,6 @@ impl Codelet for Binary {
                 [op::a_quad(0), op::m_pair_inc(4), op::mzero(), op::imm(0)],
             )
         };
-        let load_store = || {
-            inst(
-                "ld2xst64pace",
-                [
-                    op::a_quad(0),
-                    op::a_pair(4),
-                    op::m_pair_inc(4),
-                    op::mzero(),
-                    op::imm(0),
-                ],
-            )
-        };
         e.solo(inst("sub", [op::m(3), op::m(3), op::imm(1)]));
         e.solo(load());
         let body = if let BinaryOp::ScaledAdd(_) = self.op {
@@ -240,11 +228,11 @@ impl Codelet for Binary {
             e.rpt(
                 op::m(3),
                 &tag,
-                vec![(inst("nop", []), scale()), (load_store(), add())],
+                vec![(inst("nop", []), scale()), (ld2xst64_stream(), add())],
             )
         } else {
             e.bundle(load(), compute());
-            e.rpt(op::m(3), &tag, vec![(load_store(), compute())])
+            e.rpt(op::m(3), &tag, vec![(ld2xst64_stream(), compute())])
         };
         e.solo(inst(
             "st64",

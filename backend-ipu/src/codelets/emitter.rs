@@ -87,6 +87,22 @@ pub fn st64_next(src_pair: u8, ptr: u8) -> Inst {
     )
 }
 
+/// `ld2xst64pace $a0:3, $a4:5, $m4:5+=, $mzero, 0`: a paced stream's
+/// bundle, loading the next two words (of the streams `tapack`ed into
+/// `$m4:5`) into `$a0:1` and `$a2:3` and storing `$a4:5`.
+pub fn ld2xst64_stream() -> Inst {
+    inst(
+        "ld2xst64pace",
+        [
+            op::a_quad(0),
+            op::a_pair(4),
+            op::m_pair_inc(4),
+            op::mzero(),
+            op::imm(0),
+        ],
+    )
+}
+
 /// Operand constructors, named after the assembler's spelling.
 pub mod op {
     use super::{Operand, Register};

@@ -266,7 +266,13 @@ impl Rules {
     /// Cycles a switch occupies from its mux put: the mux put and the base
     /// put.
     fn switch_after(&self) -> u64 {
-        2 * self.put
+        self.switch_puts(true)
+    }
+
+    /// Cycles a switch holds the supervisor from its mux put: the mux put,
+    /// and the base put where it re-points the write pointer.
+    fn switch_puts(&self, repoints: bool) -> u64 {
+        self.put * if repoints { 2 } else { 1 }
     }
 
     /// Cycles of the superstep's opening: the mux cleared, DCOUNT armed.
@@ -430,7 +436,7 @@ pub fn schedule(machine: &MachineModel, tiles: &[u32], transfers: &[Transfer]) -
                 // A new switch reserves just its puts (the mux, and the
                 // base where it re-points): a segment's re-point may start
                 // as soon as its last put ends.
-                let puts = rules.put * if base.is_some() { 2 } else { 1 };
+                let puts = rules.switch_puts(base.is_some());
                 let (put, reuse) = match state.close {
                     Some((p, idx)) if p + rules.put >= lo => (p, Some(idx)),
                     _ => (
@@ -487,14 +493,14 @@ pub fn schedule(machine: &MachineModel, tiles: &[u32], transfers: &[Transfer]) -
             match reuse {
                 Some(idx) => list[idx].1 = switch,
                 None => {
-                    let puts = rules.put * if base.is_some() { 2 } else { 1 };
+                    let puts = rules.switch_puts(base.is_some());
                     busy.get_mut(&r)
                         .expect("every receiver has an interval list")
                         .insert(put - before, put + puts);
                     list.push((put - before, switch));
                 }
             }
-            end = end.max(put + rules.put * if base.is_some() { 2 } else { 1 });
+            end = end.max(put + rules.switch_puts(base.is_some()));
             let lat = machine.exchange_latency(s, r);
             for (n, &leaves) in segment_leaves.iter().enumerate() {
                 let put = repoint(first, lat, leaves);
