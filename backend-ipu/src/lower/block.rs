@@ -39,6 +39,7 @@
 //! (the add codelet's loads and store each need their own), the residual,
 //! the sum and the bias rows.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use ipuc_dialects::ipu::{build, SectionKind, TensorPiece};
@@ -728,22 +729,23 @@ pub fn emit_mlp(
     })
 }
 
-/// The products' constants as their tiles hold them: f16 as given; FP8
-/// in each product's unscaled domain (times `2^D`, see [`Fp8Domains`]),
-/// the inner size padded to [`MlpShape::h_padded`] with zeros.
-struct ProductConstants {
-    w1: Vec<f64>,
-    b1: Vec<f64>,
-    w2: Vec<f64>,
+/// The products' constants as their tiles hold them: f16 as given
+/// (borrowed); FP8 in each product's unscaled domain (times `2^D`, see
+/// [`Fp8Domains`]), the inner size padded to [`MlpShape::h_padded`] with
+/// zeros.
+struct ProductConstants<'a> {
+    w1: Cow<'a, [f64]>,
+    b1: Cow<'a, [f64]>,
+    w2: Cow<'a, [f64]>,
 }
 
-impl ProductConstants {
-    fn of(shape: MlpShape, k: &MlpConstants) -> Self {
+impl<'a> ProductConstants<'a> {
+    fn of(shape: MlpShape, k: &'a MlpConstants) -> Self {
         let Some(d) = shape.fp8 else {
             return ProductConstants {
-                w1: k.w1.clone(),
-                b1: k.b1.clone(),
-                w2: k.w2.clone(),
+                w1: Cow::Borrowed(&k.w1),
+                b1: Cow::Borrowed(&k.b1),
+                w2: Cow::Borrowed(&k.w2),
             };
         };
         let (c, h, hp) = (
@@ -763,7 +765,11 @@ impl ProductConstants {
             .iter_mut()
             .zip(&k.w2)
             .for_each(|(o, w)| *o = w * s2);
-        ProductConstants { w1, b1, w2 }
+        ProductConstants {
+            w1: Cow::Owned(w1),
+            b1: Cow::Owned(b1),
+            w2: Cow::Owned(w2),
+        }
     }
 }
 
