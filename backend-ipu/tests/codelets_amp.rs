@@ -11,21 +11,12 @@ use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::testing::*;
-use rand::{Rng, SeedableRng};
+use ipuc_test_support::random::nonzeros;
+use rand::SeedableRng;
 
 /// Random values in +-[lo, hi] (never zero), exactly representable in `elem`.
 fn random_values(rng: &mut rand::rngs::StdRng, elem: Elem, n: usize, lo: f64, hi: f64) -> Vec<u8> {
-    let values: Vec<f64> = (0..n)
-        .map(|_| {
-            let m = rng.gen_range(lo..hi);
-            if rng.gen_bool(0.5) {
-                m
-            } else {
-                -m
-            }
-        })
-        .collect();
-    elem.encode(&values)
+    elem.encode(&nonzeros(rng, n, lo, hi))
 }
 
 fn run_block(block: &AmpBlock, seed: u64) {

@@ -14,16 +14,8 @@ use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::testing::*;
-use rand::{Rng, SeedableRng};
-
-fn signed(rng: &mut rand::rngs::StdRng, lo: f64, hi: f64) -> f64 {
-    let m = rng.gen_range(lo..hi);
-    if rng.gen_bool(0.5) {
-        m
-    } else {
-        -m
-    }
-}
+use ipuc_test_support::random::nonzero;
+use rand::SeedableRng;
 
 fn run(c: &AmpF8WeightsF16Acts, seed: u64) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
@@ -33,19 +25,19 @@ fn run(c: &AmpF8WeightsF16Acts, seed: u64) {
     let acts: Vec<f64> = (0..rows * CHANNELS)
         .map(|i| {
             if i % 64 == 17 {
-                signed(&mut rng, 300.0, 400.0) * scale
+                nonzero(&mut rng, 300.0, 400.0) * scale
             } else {
-                signed(&mut rng, 0.05, 2.0) * scale
+                nonzero(&mut rng, 0.05, 2.0) * scale
             }
         })
         .collect();
     let acts = Elem::F16.encode(&acts);
     let weights: Vec<f64> = (0..AmpVariant::F8.weight_bytes())
-        .map(|_| signed(&mut rng, 0.05, 2.0))
+        .map(|_| nonzero(&mut rng, 0.05, 2.0))
         .collect();
     let weights = Elem::F8.encode(&weights);
     let partials: Vec<f64> = (0..rows * 16)
-        .map(|_| signed(&mut rng, 0.01, 4.0))
+        .map(|_| nonzero(&mut rng, 0.01, 4.0))
         .collect();
     let partials = Elem::F16.encode(&partials);
     let b = &c.block;

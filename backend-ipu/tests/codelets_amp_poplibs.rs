@@ -11,20 +11,11 @@ use ipuc_backend_ipu::codelets::amp_poplibs::{poplibs_estimate, AmpPoplibsShaped
 use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::testing::*;
-use rand::{Rng, SeedableRng};
+use ipuc_test_support::random::nonzeros;
+use rand::SeedableRng;
 
 fn random_f16(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<u8> {
-    let v: Vec<f64> = (0..n)
-        .map(|_| {
-            let m = rng.gen_range(0.01..1.0);
-            if rng.gen_bool(0.5) {
-                m
-            } else {
-                -m
-            }
-        })
-        .collect();
-    Elem::F16.encode(&v)
+    Elem::F16.encode(&nonzeros(rng, n, 0.01, 1.0))
 }
 
 /// Runs the vertex on tile 3, checks every output element; returns the

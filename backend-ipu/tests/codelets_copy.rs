@@ -31,8 +31,8 @@ fn strided_copies_match_the_reference_and_estimate() {
         };
         let src_len = (rows * src_stride) as usize;
         let dst_len = (rows * dst_stride) as usize;
-        let src: Vec<u8> = (0..src_len).map(|_| rng.gen_range(1..=255)).collect();
-        let dst: Vec<u8> = (0..dst_len).map(|_| rng.gen_range(1..=255)).collect();
+        let src: Vec<u8> = (0..src_len).map(|_| rng.random_range(1..=255)).collect();
+        let dst: Vec<u8> = (0..dst_len).map(|_| rng.random_range(1..=255)).collect();
         let (prog, counts) = c.program(4, &MachineModel::c600()).unwrap();
         let s = simulate(&prog, 4, &[(c.src, &src), (c.dst, &dst)]);
         let got = s.read_memory(4, c.dst, dst_len as u32).unwrap();

@@ -16,18 +16,10 @@ use ipuc_ipu_arch::{Executable, MachineModel};
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::testing::*;
 use ipuc_runtime::sim::Simulator;
+use ipuc_test_support::random::nonzero;
 use rand::{Rng, SeedableRng};
 
 type Rng64 = rand::rngs::StdRng;
-
-fn nonzero(rng: &mut Rng64, lo: f64, hi: f64) -> f64 {
-    let m = rng.gen_range(lo..hi);
-    if rng.gen_bool(0.5) {
-        m
-    } else {
-        -m
-    }
-}
 
 fn run_exe_and_check_cycles(
     exe: &Executable,
@@ -230,7 +222,7 @@ fn casts_match_the_exact_reference_and_estimate() {
             let input: Vec<u8> = match kind {
                 CastKind::F32ToF16 => (0..len)
                     .flat_map(|_| {
-                        let v = nonzero(&mut rng, 1e-3, 1.0) * 10f64.powi(rng.gen_range(-6..5));
+                        let v = nonzero(&mut rng, 1e-3, 1.0) * 10f64.powi(rng.random_range(-6..5));
                         (v as f32).to_le_bytes()
                     })
                     .collect(),

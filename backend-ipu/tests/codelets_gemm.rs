@@ -54,7 +54,7 @@ fn run_with(variant: AmpVariant, rows: usize, k: usize, n: usize, seed: u64, bia
     let elem = variant.input_elem();
     let (c, ko) = (variant.in_channels(), variant.out_channels());
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let mut value = || rng.gen_range(-1.0..1.0f64);
+    let mut value = || rng.random_range(-1.0..1.0f64);
     let x: Vec<f64> =
         elem.decode(&elem.encode(&(0..rows * k).map(|_| value()).collect::<Vec<_>>()));
     let w: Vec<f64> = elem.decode(&elem.encode(&(0..k * n).map(|_| value()).collect::<Vec<_>>()));

@@ -86,14 +86,14 @@ fn cmac_acc_and_aop_accumulate_as_documented() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(8);
     for _ in 0..10 {
         let x: Vec<f16> = (0..4)
-            .map(|_| f16::from_f64(rng.gen_range(0.1..4.0)))
+            .map(|_| f16::from_f64(rng.random_range(0.1..4.0)))
             .collect();
         let y: Vec<f16> = (0..4)
-            .map(|_| f16::from_f64(-rng.gen_range(0.1..4.0)))
+            .map(|_| f16::from_f64(-rng.random_range(0.1..4.0)))
             .collect();
-        let q: Vec<f32> = (0..4).map(|_| rng.gen_range(-100.0f32..100.0)).collect();
-        let a: Vec<f32> = (0..2).map(|_| rng.gen_range(-10.0f32..10.0)).collect();
-        let b: Vec<f32> = (0..2).map(|_| rng.gen_range(0.5f32..10.0)).collect();
+        let q: Vec<f32> = (0..4).map(|_| rng.random_range(-100.0f32..100.0)).collect();
+        let a: Vec<f32> = (0..2).map(|_| rng.random_range(-10.0f32..10.0)).collect();
+        let b: Vec<f32> = (0..2).map(|_| rng.random_range(0.5f32..10.0)).collect();
         let mut data: Vec<u8> = x
             .iter()
             .chain(&y)

@@ -71,10 +71,10 @@ fn two_instances_of_one_codelet_and_another_run_in_sequence() {
 
     let mut rng = rand::rngs::StdRng::seed_from_u64(5);
     let xs: Vec<f16> = (0..len)
-        .map(|_| f16::from_f64(rng.gen_range(-4.0..4.0)))
+        .map(|_| f16::from_f64(rng.random_range(-4.0..4.0)))
         .collect();
     let ys: Vec<f16> = (0..len)
-        .map(|_| f16::from_f64(rng.gen_range(-4.0..4.0)))
+        .map(|_| f16::from_f64(rng.random_range(-4.0..4.0)))
         .collect();
     let bytes =
         |v: &[f16]| -> Vec<u8> { v.iter().flat_map(|h| h.to_bits().to_le_bytes()).collect() };
@@ -201,7 +201,7 @@ fn launches_of_one_shape_share_their_code_and_keep_their_own_vertex_states() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(9);
     let mut random = |n: u32| -> Vec<f16> {
         (0..n)
-            .map(|_| f16::from_f64(rng.gen_range(-4.0..4.0)))
+            .map(|_| f16::from_f64(rng.random_range(-4.0..4.0)))
             .collect()
     };
     let (xs, ys) = (random(n1), random(n1));

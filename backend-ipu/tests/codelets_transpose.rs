@@ -42,10 +42,10 @@ fn transposes_match_the_reference_and_estimate() {
         // Nonzero random elements: zero-filled memory could not hide a miss.
         let src: Vec<u8> = match elem {
             TransposeElem::F16 => (0..n)
-                .flat_map(|_| half::f16::from_f32(rng.gen_range(0.5f32..4.0)).to_le_bytes())
+                .flat_map(|_| half::f16::from_f32(rng.random_range(0.5f32..4.0)).to_le_bytes())
                 .collect(),
             TransposeElem::F32 => (0..n)
-                .flat_map(|_| rng.gen_range(-8.0f32..-0.25).to_le_bytes())
+                .flat_map(|_| rng.random_range(-8.0f32..-0.25).to_le_bytes())
                 .collect(),
         };
         let (prog, counts) = c.program(4, &MachineModel::c600()).unwrap();

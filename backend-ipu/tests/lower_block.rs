@@ -45,7 +45,7 @@ fn lower(plan: &MlpPlan, k: &MlpConstants, machine: &MachineModel) -> (Context, 
 fn run(mut shape: MlpShape, seed: u64) -> (f64, f64, u64, u64) {
     let m = shape.m as usize;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let mut values = MlpValues::random(shape, || rng.gen_range(-1.0..1.0));
+    let mut values = MlpValues::random(shape, || rng.random_range(-1.0..1.0));
     if shape.fp8.is_some() {
         shape.fp8 = Some(values.quantize_fp8());
     }
@@ -176,7 +176,7 @@ fn a_tiles_adds_share_one_worker_and_the_bytes_repeat() {
     let machine = MachineModel::c600();
     let plan = plan_mlp(s, &machine).unwrap_or_else(|e| panic!("{e}"));
     let mut rng = rand::rngs::StdRng::seed_from_u64(4);
-    let values = MlpValues::random(s, || rng.gen_range(-1.0..1.0));
+    let values = MlpValues::random(s, || rng.random_range(-1.0..1.0));
     let (ctx, lowered) = lower(&plan, &values.constants, &machine);
     let mut shared = 0;
     for tile in ipuc_dialects::ipu::body_ops(&ctx, lowered.executable)

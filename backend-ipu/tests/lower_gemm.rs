@@ -57,7 +57,7 @@ fn run(plan: &GemmPlan, seed: u64) -> u64 {
     let (m, k, n) = (s.m as usize, s.k as usize, s.n as usize);
     let elem = s.variant.input_elem();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let mut value = || rng.gen_range(-1.0..1.0f64);
+    let mut value = || rng.random_range(-1.0..1.0f64);
     let x = elem.decode(&elem.encode(&(0..m * k).map(|_| value()).collect::<Vec<_>>()));
     let w = elem.decode(&elem.encode(&(0..k * n).map(|_| value()).collect::<Vec<_>>()));
     let machine = MachineModel::c600();

@@ -121,7 +121,7 @@ fn random_case(seed: u64, tiles: &[u32]) -> Case {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let src: Vec<Vec<u32>> = tiles
         .iter()
-        .map(|_| (0..SRC_WORDS).map(|_| rng.gen()).collect())
+        .map(|_| (0..SRC_WORDS).map(|_| rng.random()).collect())
         .collect();
     let dst_words = 1024u32;
     let mut want: Vec<Vec<u32>> = vec![vec![0; dst_words as usize]; tiles.len()];
@@ -130,18 +130,18 @@ fn random_case(seed: u64, tiles: &[u32]) -> Case {
     let mut cursor = vec![0u32; tiles.len()];
     let mut transfers = Vec::new();
     for _ in 0..24 {
-        let s = rng.gen_range(0..tiles.len());
+        let s = rng.random_range(0..tiles.len());
         // Sometimes a strided destination: equal chunks, one per segment,
         // segments `gap_words` apart at the receivers.
-        let segment = rng.gen_bool(0.3).then(|| {
-            let words = rng.gen_range(1..40);
-            (words, words + rng.gen_range(0..6))
+        let segment = rng.random_bool(0.3).then(|| {
+            let words = rng.random_range(1..40);
+            (words, words + rng.random_range(0..6))
         });
-        let chunks: Vec<Chunk> = (0..rng.gen_range(1..4))
+        let chunks: Vec<Chunk> = (0..rng.random_range(1..4))
             .map(|_| {
-                let words = segment.map_or_else(|| rng.gen_range(1..40), |(w, _)| w);
+                let words = segment.map_or_else(|| rng.random_range(1..40), |(w, _)| w);
                 Chunk {
-                    address: SRC + 4 * rng.gen_range(0..SRC_WORDS - words),
+                    address: SRC + 4 * rng.random_range(0..SRC_WORDS - words),
                     words,
                 }
             })
@@ -154,9 +154,9 @@ fn random_case(seed: u64, tiles: &[u32]) -> Case {
         for r in 0..tiles.len() {
             // A sender takes its own words only unsegmented (it cannot
             // re-point while it sends).
-            if rng.gen_bool(0.4) && (segment.is_none() || r != s) {
-                let gap = if rng.gen_bool(0.3) {
-                    rng.gen_range(1..8)
+            if rng.random_bool(0.4) && (segment.is_none() || r != s) {
+                let gap = if rng.random_bool(0.3) {
+                    rng.random_range(1..8)
                 } else {
                     0
                 };

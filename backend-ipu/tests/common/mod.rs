@@ -90,8 +90,7 @@ pub fn assert_refused(c: &impl Codelet, want: &str) {
 /// An f16 whose magnitude is drawn from `[lo, hi)`, with a random sign
 /// (with `lo > 0` never zero, which would hide sign and scaling errors).
 pub fn signed_f16(rng: &mut impl rand::Rng, lo: f64, hi: f64) -> half::f16 {
-    let m: f64 = rng.gen_range(lo..hi);
-    half::f16::from_f64(if rng.gen_bool(0.5) { m } else { -m })
+    half::f16::from_f64(ipuc_test_support::random::nonzero(rng, lo, hi))
 }
 
 /// `got` is within `tol` of `want`; `what` names the element.
