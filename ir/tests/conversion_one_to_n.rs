@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use ipuc_ir::conversion::{
-    apply_partial_conversion, ConversionPatternSet, ConversionRewriter, ConversionTarget,
-    FnConversionPattern, TypeConversion, TypeConverter,
+    apply_partial_conversion, ConversionPatternSet, ConversionRewriter, ConversionStats,
+    ConversionTarget, FnConversionPattern, TypeConversion, TypeConverter,
 };
-use ipuc_ir::{verify, OpId, OperationState, Type, Value};
+use ipuc_ir::{verify, Context, Diagnostic, OpId, OperationState, Type, Value};
 use support::{parse, print};
 
 fn whole() -> Type {
@@ -49,6 +49,18 @@ fn target(tc: &Arc<TypeConverter>, names: &[&'static str]) -> ConversionTarget {
     t
 }
 
+/// Converts what `root` holds with `patterns`, ops named `names` legal
+/// once all their types are.
+fn convert(
+    ctx: &mut Context,
+    root: OpId,
+    tc: &Arc<TypeConverter>,
+    names: &[&'static str],
+    patterns: &ConversionPatternSet,
+) -> Result<ConversionStats, Diagnostic> {
+    apply_partial_conversion(ctx, root, &target(tc, names), patterns, Some(tc))
+}
+
 /// Builds `name(operands) -> results` before `op` through the rewriter.
 fn create(
     rw: &mut ConversionRewriter<'_>,
@@ -81,19 +93,7 @@ fn a_piece_converted_again_reaches_later_users_as_its_replacement() {
     let mut target = target(&tc, &["test.relu", "test.use"]);
     target.add_illegal_op("test.relu_tmp");
     let mut patterns = ConversionPatternSet::new();
-    patterns.add(FnConversionPattern::one_to_n(
-        "relu",
-        Some("test.relu"),
-        1,
-        |op, operands, rw| {
-            let pieces: Vec<Value> = operands[0]
-                .iter()
-                .flat_map(|&p| create(rw, op, "test.relu_tmp", &[p], &[piece()]))
-                .collect();
-            rw.replace_op_with_multiple(op, &[pieces]);
-            true
-        },
-    ));
+    per_piece(&mut patterns, "test.relu", "test.relu_tmp");
     patterns.add(FnConversionPattern::new(
         "tmp",
         Some("test.relu_tmp"),
@@ -129,16 +129,17 @@ fn a_piece_converted_again_reaches_later_users_as_its_replacement() {
     assert_eq!(stats.casts_remaining, 2);
 }
 
-/// `test.map` per piece (1:N).
-fn map_pattern(set: &mut ConversionPatternSet) {
+/// A 1:N pattern that replaces each `root` op with one `into` op per piece
+/// of its operand.
+fn per_piece(set: &mut ConversionPatternSet, root: &'static str, into: &'static str) {
     set.add(FnConversionPattern::one_to_n(
-        "map",
-        Some("test.map"),
+        root,
+        Some(root),
         1,
-        |op, operands, rw| {
+        move |op, operands, rw| {
             let pieces: Vec<Value> = operands[0]
                 .iter()
-                .flat_map(|&p| create(rw, op, "test.map", &[p], &[piece()]))
+                .flat_map(|&p| create(rw, op, into, &[p], &[piece()]))
                 .collect();
             rw.replace_op_with_multiple(op, &[pieces]);
             true
@@ -184,15 +185,9 @@ fn hooks_replace_only_the_casts_that_survive() {
     with_hooks(&mut tc, calls.clone());
     let tc = Arc::new(tc);
     let mut patterns = ConversionPatternSet::new();
-    map_pattern(&mut patterns);
-    let stats = apply_partial_conversion(
-        &mut ctx,
-        m,
-        &target(&tc, &["test.map"]),
-        &patterns,
-        Some(&tc),
-    )
-    .unwrap_or_else(|d| panic!("{d}"));
+    per_piece(&mut patterns, "test.map", "test.map");
+    let stats =
+        convert(&mut ctx, m, &tc, &["test.map"], &patterns).unwrap_or_else(|d| panic!("{d}"));
     verify(&ctx, m).unwrap_or_else(|d| panic!("{d}"));
     let out = print(&ctx, m);
     assert_eq!(calls.load(Ordering::Relaxed), 2, "{out}");
@@ -220,15 +215,8 @@ fn a_hook_that_builds_the_wrong_types_fails_the_conversion_at_the_op() {
     }));
     let tc = Arc::new(tc);
     let mut patterns = ConversionPatternSet::new();
-    map_pattern(&mut patterns);
-    let err = apply_partial_conversion(
-        &mut ctx,
-        m,
-        &target(&tc, &["test.map"]),
-        &patterns,
-        Some(&tc),
-    )
-    .unwrap_err();
+    per_piece(&mut patterns, "test.map", "test.map");
+    let err = convert(&mut ctx, m, &tc, &["test.map"], &patterns).unwrap_err();
     assert_eq!(
         err.message,
         "target materialization #0 built values of types (tensor<4xf32>) where (tensor<4xf32>, tensor<4xf32>) were asked for"
@@ -255,14 +243,7 @@ fn a_result_converted_to_nothing_keeps_its_users_through_a_cast_of_no_values() {
             true
         },
     ));
-    apply_partial_conversion(
-        &mut ctx,
-        m,
-        &target(&tc, &["test.empty"]),
-        &patterns,
-        Some(&tc),
-    )
-    .unwrap_or_else(|d| panic!("{d}"));
+    convert(&mut ctx, m, &tc, &["test.empty"], &patterns).unwrap_or_else(|d| panic!("{d}"));
     verify(&ctx, m).unwrap_or_else(|d| panic!("{d}"));
     let out = print(&ctx, m);
     assert!(
@@ -308,14 +289,7 @@ fn a_failed_region_signature_conversion_changes_nothing() {
             }
         },
     ));
-    let err = apply_partial_conversion(
-        &mut ctx,
-        m,
-        &target(&tc, &["test.region"]),
-        &patterns,
-        Some(&tc),
-    )
-    .unwrap_err();
+    let err = convert(&mut ctx, m, &tc, &["test.region"], &patterns).unwrap_err();
     assert_eq!(
         err.message,
         "block argument type 'tensor<?x4xf32>' has no conversion"
@@ -334,15 +308,8 @@ fn a_target_materialization_is_reused_by_every_converted_user() {
     let (mut ctx, m) = parse(src);
     let tc = Arc::new(splitter());
     let mut patterns = ConversionPatternSet::new();
-    map_pattern(&mut patterns);
-    apply_partial_conversion(
-        &mut ctx,
-        m,
-        &target(&tc, &["test.map"]),
-        &patterns,
-        Some(&tc),
-    )
-    .unwrap_or_else(|d| panic!("{d}"));
+    per_piece(&mut patterns, "test.map", "test.map");
+    convert(&mut ctx, m, &tc, &["test.map"], &patterns).unwrap_or_else(|d| panic!("{d}"));
     let out = print(&ctx, m);
     assert_eq!(
         out.matches("unrealized_conversion_cast").count(),
