@@ -39,7 +39,7 @@ use ipuc_ipu_arch::float8::{f64_to_f8, f8_to_f64};
 use ipuc_ipu_arch::MachineModel;
 
 use super::emitter::{inst, ld2xst64_stream, op, Emitter};
-use super::launch::{StreamCounts, SupervisorCounts};
+use super::launch::{emit_launch_operands, emit_runall_and_exit, StreamCounts};
 use super::program::Codelet;
 use super::{check_alignment, CodeletError};
 
@@ -382,24 +382,12 @@ impl AmpBlock {
         // (results are readable 6 cycles after they issue) and `runall`
         // for none.
         e.solo(inst("setzi", [op::m(0), op::imm(i64::from(self.weights))]));
-        e.solo(inst("setzi", [op::m(1), op::sym(format!("{tag}_worker"))]));
-        e.solo(inst(
-            "setzi",
-            [op::m(2), op::sym(format!("{tag}_vertex_state"))],
-        ));
+        emit_launch_operands(e, &tag);
         e.solo(inst("put", [op::csr("CCCSLOAD"), op::m(0)]));
         for i in 0..v.weight_bytes() / 16 {
             e.solo(inst("ld128putcs", [op::imm(2 * i as i64)]));
         }
-        e.solo(inst(
-            "runall",
-            [op::m(1), op::m(2), op::imm(state_words as i64)],
-        ));
-        let runall_at = e.supervisor_code().len() - 1;
-        e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_LOCAL")]));
-        e.solo(inst("exitz", [op::mzero()]));
-        let supervisor = SupervisorCounts::of(e.supervisor_code(), runall_at);
-        e.size_of("main");
+        let supervisor = emit_runall_and_exit(e, state_words);
         // Workers.
         let (worker, body, pre) = self.emit_worker(e, &tag, prepass);
         e.data_section(".data");

@@ -147,11 +147,28 @@ pub fn emit_supervisor_and_worker_entry(
 ) -> SupervisorCounts {
     e.code_section(&format!(".text.{tag}_supervisor"), SectionKind::Supervisor);
     e.function("main");
+    emit_launch_operands(e, tag);
+    let counts = emit_runall_and_exit(e, state_words);
+    e.code_section(&format!(".text.{tag}_worker"), SectionKind::Worker);
+    e.worker_entry(&format!("{tag}_worker"));
+    counts
+}
+
+/// Points the supervisor's `$m1` at the worker entry `{tag}_worker` and
+/// `$m2` at the vertex states `{tag}_vertex_state`, the operands of
+/// [`emit_runall_and_exit`]'s `runall`.
+pub fn emit_launch_operands(e: &mut Emitter, tag: &str) {
     e.solo(inst("setzi", [op::m(1), op::sym(format!("{tag}_worker"))]));
     e.solo(inst(
         "setzi",
         [op::m(2), op::sym(format!("{tag}_vertex_state"))],
     ));
+}
+
+/// Ends the supervisor `main`: starts the six workers (`state_words`
+/// words of vertex state each) with `runall`, joins them with `sync` and
+/// exits; returns the counts of the supervisor code emitted so far.
+pub fn emit_runall_and_exit(e: &mut Emitter, state_words: usize) -> SupervisorCounts {
     e.solo(inst(
         "runall",
         [op::m(1), op::m(2), op::imm(state_words as i64)],
@@ -161,8 +178,6 @@ pub fn emit_supervisor_and_worker_entry(
     e.solo(inst("exitz", [op::mzero()]));
     let counts = SupervisorCounts::of(e.supervisor_code(), runall_at);
     e.size_of("main");
-    e.code_section(&format!(".text.{tag}_worker"), SectionKind::Worker);
-    e.worker_entry(&format!("{tag}_worker"));
     counts
 }
 
