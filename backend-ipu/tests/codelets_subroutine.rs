@@ -5,23 +5,59 @@
 
 mod common;
 
-use common::{assert_near_estimate, executable_of};
+use common::{assert_near_estimate, f16_bytes, simulate};
 use half::f16;
 use ipuc_backend_ipu::codelets::elementwise::{Binary, BinaryOp, VecType};
-use ipuc_backend_ipu::codelets::emitter::{inst, op};
+use ipuc_backend_ipu::codelets::emitter::{inst, op, Emitter};
 use ipuc_backend_ipu::codelets::gelu::{Gelu, GeluForm};
 use ipuc_backend_ipu::codelets::program::{Codelet, CodeletProgram};
 use ipuc_backend_ipu::codelets::subroutine::{call_cycles, emit_call, emit_subroutine};
+use ipuc_backend_ipu::codelets::CodeletError;
 use ipuc_dialects::ipu::SectionKind;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;
-use ipuc_runtime::sim::testing::sim;
 use rand::{Rng, SeedableRng};
 
 fn halves(b: &[u8]) -> Vec<f16> {
     b.chunks_exact(2)
         .map(|c| f16::from_bits(u16::from_le_bytes([c[0], c[1]])))
         .collect()
+}
+
+/// `n` halves drawn from [-4, 4).
+fn random_halves(rng: &mut impl Rng, n: u32) -> Vec<f16> {
+    (0..n)
+        .map(|_| f16::from_f64(rng.random_range(-4.0..4.0)))
+        .collect()
+}
+
+/// A codelet emitted as a subroutine under a name of its own.
+trait Subroutine {
+    fn emit_as(&self, e: &mut Emitter, name: &str) -> Result<(), CodeletError>;
+}
+
+impl<C: Codelet> Subroutine for C {
+    fn emit_as(&self, e: &mut Emitter, name: &str) -> Result<(), CodeletError> {
+        emit_subroutine(e, name, self).map(drop)
+    }
+}
+
+/// The program of tile 3 whose supervisor `main` calls `subroutines` in
+/// order, each emitted after it.
+fn program_calling(m: &MachineModel, subroutines: &[(&str, &dyn Subroutine)]) -> CodeletProgram {
+    let build = CodeletProgram::build(3, m, |e| {
+        e.code_section(".text.main", SectionKind::Supervisor);
+        e.function("main");
+        for (name, _) in subroutines {
+            emit_call(e, name);
+        }
+        e.solo(inst("exitz", [op::mzero()]));
+        e.size_of("main");
+        subroutines
+            .iter()
+            .try_for_each(|(name, codelet)| codelet.emit_as(e, name))
+    });
+    build.unwrap_or_else(|e| panic!("{e}")).0
 }
 
 #[test]
@@ -50,38 +86,15 @@ fn two_instances_of_one_codelet_and_another_run_in_sequence() {
         input: c,
         output: c,
     };
-    let (prog, ()) = CodeletProgram::build(3, &m, |e| {
-        e.code_section(".text.main", SectionKind::Supervisor);
-        e.function("main");
-        for name in ["g1", "add", "g2"] {
-            emit_call(e, name);
-        }
-        e.solo(inst("exitz", [op::mzero()]));
-        e.size_of("main");
-        emit_subroutine(e, "g1", &g1)?;
-        emit_subroutine(e, "add", &add)?;
-        emit_subroutine(e, "g2", &g2)?;
-        Ok(())
-    })
-    .unwrap();
+    let prog = program_calling(&m, &[("g1", &g1), ("add", &add), ("g2", &g2)]);
     let text = prog.assembly();
     assert!(text.contains("call $lr, g1_main"), "{text}");
     assert!(text.contains("br $lr"), "{text}");
-    let exe = executable_of(&prog);
 
     let mut rng = rand::rngs::StdRng::seed_from_u64(5);
-    let xs: Vec<f16> = (0..len)
-        .map(|_| f16::from_f64(rng.random_range(-4.0..4.0)))
-        .collect();
-    let ys: Vec<f16> = (0..len)
-        .map(|_| f16::from_f64(rng.random_range(-4.0..4.0)))
-        .collect();
-    let bytes =
-        |v: &[f16]| -> Vec<u8> { v.iter().flat_map(|h| h.to_bits().to_le_bytes()).collect() };
-    let mut s = sim(&exe, Default::default());
-    s.write_memory(3, a, &bytes(&xs)).unwrap();
-    s.write_memory(3, b, &bytes(&ys)).unwrap();
-    s.run().unwrap_or_else(|e| panic!("{e}"));
+    let xs = random_halves(&mut rng, len);
+    let ys = random_halves(&mut rng, len);
+    let s = simulate(&prog, 3, &[(a, &f16_bytes(&xs)), (b, &f16_bytes(&ys))]);
     let got = halves(&s.read_memory(3, c, len * 2).unwrap());
     for i in 0..len as usize {
         let first = g1.reference(xs[i]);
@@ -117,7 +130,7 @@ fn a_codelet_that_writes_the_link_register_is_refused() {
         fn emit(
             &self,
             e: &mut ipuc_backend_ipu::codelets::emitter::Emitter,
-        ) -> Result<(), ipuc_backend_ipu::codelets::CodeletError> {
+        ) -> Result<(), CodeletError> {
             e.code_section(".text.x", SectionKind::Supervisor);
             e.function("main");
             e.solo(inst("setzi", [op::m(6), op::imm(1)]));
@@ -165,20 +178,7 @@ fn launches_of_one_shape_share_their_code_and_keep_their_own_vertex_states() {
         out: d,
         ..add1.clone()
     };
-    let (prog, ()) = CodeletProgram::build(3, &m, |e| {
-        e.code_section(".text.main", SectionKind::Supervisor);
-        e.function("main");
-        for name in ["add1", "g", "add2"] {
-            emit_call(e, name);
-        }
-        e.solo(inst("exitz", [op::mzero()]));
-        e.size_of("main");
-        emit_subroutine(e, "add1", &add1)?;
-        emit_subroutine(e, "g", &g)?;
-        emit_subroutine(e, "add2", &add2)?;
-        Ok(())
-    })
-    .unwrap();
+    let prog = program_calling(&m, &[("add1", &add1), ("g", &g), ("add2", &add2)]);
     let text = prog.assembly();
     // One copy of the add's worker code, which both `main`s start.
     assert_eq!(text.matches("add_f16_worker:").count(), 1, "{text}");
@@ -196,23 +196,12 @@ fn launches_of_one_shape_share_their_code_and_keep_their_own_vertex_states() {
     ] {
         assert!(text.contains(own), "{own} missing:\n{text}");
     }
-    let exe = executable_of(&prog);
 
     let mut rng = rand::rngs::StdRng::seed_from_u64(9);
-    let mut random = |n: u32| -> Vec<f16> {
-        (0..n)
-            .map(|_| f16::from_f64(rng.random_range(-4.0..4.0)))
-            .collect()
-    };
-    let (xs, ys) = (random(n1), random(n1));
-    let bytes =
-        |v: &[f16]| -> Vec<u8> { v.iter().flat_map(|h| h.to_bits().to_le_bytes()).collect() };
-    let mut s = sim(&exe, Default::default());
-    s.write_memory(3, a, &bytes(&xs)).unwrap();
-    s.write_memory(3, b, &bytes(&ys)).unwrap();
-    s.write_memory(3, d, &bytes(&vec![f16::ZERO; n1 as usize]))
-        .unwrap();
-    s.run().unwrap_or_else(|e| panic!("{e}"));
+    let (xs, ys) = (random_halves(&mut rng, n1), random_halves(&mut rng, n1));
+    let zeros = vec![f16::ZERO; n1 as usize];
+    let (x, y, z) = (f16_bytes(&xs), f16_bytes(&ys), f16_bytes(&zeros));
+    let s = simulate(&prog, 3, &[(a, &x), (b, &y), (d, &z)]);
     let got_c = halves(&s.read_memory(3, c, n1 * 2).unwrap());
     let got_d = halves(&s.read_memory(3, d, n1 * 2).unwrap());
     for i in 0..n1 as usize {
