@@ -3,25 +3,21 @@
 //! against its float64 definition (or, for data movement, the index
 //! definition), and bit-identical on one, two and three threads.
 
+mod common;
+
+use common::pseudo_random;
 use ipuc_runtime::reference::{self as k, HostTensor};
 
-fn pseudo_random(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
-        })
-        .collect()
+/// A tensor of `shape` whose values are drawn from [-bound, bound).
+fn f32s_within(shape: &[usize], seed: u64, bound: f32) -> HostTensor {
+    let n = shape.iter().product();
+    let values: Vec<f32> = pseudo_random(n, seed).iter().map(|v| v * bound).collect();
+    HostTensor::from_f32(shape.to_vec(), &values)
 }
 
+/// A tensor of `shape` whose values are drawn from [-2, 2).
 fn f32s(shape: &[usize], seed: u64) -> HostTensor {
-    let n = shape.iter().product();
-    HostTensor::from_f32(shape.to_vec(), &pseudo_random(n, seed))
+    f32s_within(shape, seed, 2.0)
 }
 
 /// Every element within `rtol` of the float64 value (plus `atol`).
@@ -98,13 +94,7 @@ fn softmax_matches_float64_on_attention_rows() {
 
 #[test]
 fn gelu_tanh_matches_float64() {
-    let x = HostTensor::from_f32(
-        vec![100, 431],
-        &pseudo_random(43_100, 5)
-            .iter()
-            .map(|v| v * 4.0)
-            .collect::<Vec<_>>(),
-    );
+    let x = f32s_within(&[100, 431], 5, 8.0);
     let y = same_on_every_thread_count("gelu", || {
         k::unary(k::UnaryOp::Gelu(k::GeluApproximation::Tanh), &x).unwrap()
     });
@@ -127,13 +117,7 @@ fn gelu_tanh_matches_float64() {
 
 #[test]
 fn tanh_matches_float64() {
-    let x = HostTensor::from_f32(
-        vec![100, 431],
-        &pseudo_random(43_100, 14)
-            .iter()
-            .map(|v| v * 3.0)
-            .collect::<Vec<_>>(),
-    );
+    let x = f32s_within(&[100, 431], 14, 6.0);
     let y = same_on_every_thread_count("tanh", || k::unary(k::UnaryKind::Tanh, &x).unwrap());
     let want: Vec<f64> = x.to_f64_vec().iter().map(|v| v.tanh()).collect();
     assert_close("tanh", &y, &want, 1e-30, 4e-7);

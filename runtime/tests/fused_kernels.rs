@@ -120,15 +120,19 @@ fn attention_mask_broadcasts_and_masks_out_keys() {
             }
         })
         .collect();
-    let got = k::attention(
-        &HostTensor::from_f32(vec![b, sq, heads * dh], &q),
-        &HostTensor::from_f32(vec![b, skv, heads * dh], &kk),
-        &HostTensor::from_f32(vec![b, skv, heads * dh], &v),
-        Some(&HostTensor::from_f32(vec![sq, skv], &mask)),
-        heads,
-        0.5,
-    )
-    .unwrap();
+    // The kernel over these q, keys and mask, with the value rows `v`.
+    let attend = |v: &[f32]| {
+        k::attention(
+            &HostTensor::from_f32(vec![b, sq, heads * dh], &q),
+            &HostTensor::from_f32(vec![b, skv, heads * dh], &kk),
+            &HostTensor::from_f32(vec![b, skv, heads * dh], v),
+            Some(&HostTensor::from_f32(vec![sq, skv], &mask)),
+            heads,
+            0.5,
+        )
+        .unwrap()
+    };
+    let got = attend(&v);
     let want = attention_f64(
         &widen(&q),
         &widen(&kk),
@@ -146,15 +150,7 @@ fn attention_mask_broadcasts_and_masks_out_keys() {
     for x in &mut v2[(skv - 1) * heads * dh..] {
         *x += 100.0;
     }
-    let again = k::attention(
-        &HostTensor::from_f32(vec![b, sq, heads * dh], &q),
-        &HostTensor::from_f32(vec![b, skv, heads * dh], &kk),
-        &HostTensor::from_f32(vec![b, skv, heads * dh], &v2),
-        Some(&HostTensor::from_f32(vec![sq, skv], &mask)),
-        heads,
-        0.5,
-    )
-    .unwrap();
+    let again = attend(&v2);
     assert_close(&again.to_f64_vec(), &got.to_f64_vec(), 1e-6, 0.0);
 }
 
