@@ -17,11 +17,26 @@ use ipuc_ipu_arch::pipeline::{self, launch_cycles, supervisor_schedule};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::testing::*;
-use ipuc_runtime::sim::SimConfig;
+use ipuc_runtime::sim::{SimConfig, Simulator};
 use proptest::prelude::*;
 
 fn total_cycles(text: &str) -> u64 {
     run_ok(&[(0, text)], vec![]).profile().unwrap().total_cycles
+}
+
+/// Runs the worker code `worker` on all six workers of tile 0: the
+/// supervisor sets `$m0` to the entry (cycle 0) and `$m1` to the vertex
+/// states at 0x70000, one word each (cycle 1), then `runall`, `sync`, `exitz`.
+fn run_six_workers(worker: &str) -> Simulator {
+    let text = format!(
+        "main:\n    setzi $m0, worker\n    setzi $m1, 0x70000\n    runall $m0, $m1, 1\n    sync TEXCH_SYNCZONE_LOCAL\n    exitz $mzero\n    .worker\nworker:\n{worker}"
+    );
+    run_ok(&[(0, &text)], vec![])
+}
+
+/// The vertex-state word of each of the six workers of [`run_six_workers`].
+fn worker_words(s: &Simulator) -> Vec<u32> {
+    (0..6).map(|w| word(s, 0, 0x70000 + 4 * w)).collect()
 }
 
 #[test]
@@ -64,17 +79,12 @@ fn bri_and_call_return_cost_six_cycles_each() {
 
 #[test]
 fn workers_start_six_cycles_after_runall_in_their_own_slots() {
-    let s = run_ok(
-        &[(
-            0,
-            "main:\n    setzi $m0, worker\n    setzi $m1, 0x70000\n    runall $m0, $m1, 1\n    sync TEXCH_SYNCZONE_LOCAL\n    exitz $mzero\n    .worker\nworker:\n    get $m2, $COUNT_L\n    st32 $m2, $mvertex_base, $mzero, 0\n    exitz $mzero\n",
-        )],
-        vec![],
+    let s = run_six_workers(
+        "    get $m2, $COUNT_L\n    st32 $m2, $mvertex_base, $mzero, 0\n    exitz $mzero\n",
     );
     // runall reads $m1 (written at 1): issues at 7. Workers may issue from
     // 13, worker w in the cycles w mod 6: w1..w5 at 13..17, w0 at 18.
-    let first: Vec<u32> = (0..6).map(|w| word(&s, 0, 0x70000 + 4 * w)).collect();
-    assert_eq!(first, vec![18, 13, 14, 15, 16, 17]);
+    assert_eq!(worker_words(&s), vec![18, 13, 14, 15, 16, 17]);
     // Each worker issues 3 times, once a round: w0 exits at 30, w1 at 25,
     // whose slot comes back at 31: `sync` issues there, completes at 32;
     // `exitz` at 33.
@@ -86,15 +96,10 @@ fn a_worker_reads_its_context_number_from_wsr() {
     // poplibs' workers find their partition entry from `get $WSR` masked
     // with CTXTID_M1 (conv_partial_1x1_half_float_8_and_half_half_h16.S):
     // worker w reads w, one issue each for the `get` and the `and`.
-    let s = run_ok(
-        &[(
-            0,
-            "main:\n    setzi $m0, worker\n    setzi $m1, 0x70000\n    runall $m0, $m1, 1\n    sync TEXCH_SYNCZONE_LOCAL\n    exitz $mzero\n    .worker\nworker:\n    get $m2, $WSR\n    and $m2, $m2, 7\n    st32 $m2, $mvertex_base, $mzero, 0\n    exitz $mzero\n",
-        )],
-        vec![],
+    let s = run_six_workers(
+        "    get $m2, $WSR\n    and $m2, $m2, 7\n    st32 $m2, $mvertex_base, $mzero, 0\n    exitz $mzero\n",
     );
-    let ids: Vec<u32> = (0..6).map(|w| word(&s, 0, 0x70000 + 4 * w)).collect();
-    assert_eq!(ids, vec![0, 1, 2, 3, 4, 5]);
+    assert_eq!(worker_words(&s), vec![0, 1, 2, 3, 4, 5]);
     // The supervisor has no worker status: reading it is a fault.
     let f = run_fault(
         &[(0, "main:\n    get $m2, $WSR\n    exitz $mzero\n")],
