@@ -8,6 +8,7 @@ use common::{
     assert_near_estimate, assert_refused, assert_within, assert_worker_issues, executable_of,
 };
 use half::f16;
+use ipuc_backend_ipu::codelets::amp::Elem;
 use ipuc_backend_ipu::codelets::cast::{Cast, CastKind};
 use ipuc_backend_ipu::codelets::elementwise::{Binary, BinaryOp, VecType};
 use ipuc_backend_ipu::codelets::program::Codelet;
@@ -16,7 +17,7 @@ use ipuc_ipu_arch::{Executable, MachineModel};
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::testing::*;
 use ipuc_runtime::sim::Simulator;
-use ipuc_test_support::random::nonzero;
+use ipuc_test_support::random::{nonzero, nonzeros};
 use rand::{Rng, SeedableRng};
 
 type Rng64 = rand::rngs::StdRng;
@@ -35,26 +36,11 @@ fn run_exe_and_check_cycles(
     s
 }
 
-fn encode(ty: VecType, v: &[f64]) -> Vec<u8> {
+/// The element format of an elementwise codelet's vectors.
+fn elem(ty: VecType) -> Elem {
     match ty {
-        VecType::F16 => v
-            .iter()
-            .flat_map(|&x| f16::from_f64(x).to_bits().to_le_bytes())
-            .collect(),
-        VecType::F32 => v.iter().flat_map(|&x| (x as f32).to_le_bytes()).collect(),
-    }
-}
-
-fn decode(ty: VecType, b: &[u8]) -> Vec<f64> {
-    match ty {
-        VecType::F16 => b
-            .chunks_exact(2)
-            .map(|c| f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f64())
-            .collect(),
-        VecType::F32 => b
-            .chunks_exact(4)
-            .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
-            .collect(),
+        VecType::F16 => Elem::F16,
+        VecType::F32 => Elem::F32,
     }
 }
 
@@ -88,18 +74,8 @@ fn binary_ops_match_the_reference_and_estimate() {
                     y,
                     out,
                 };
-                let xs = encode(
-                    ty,
-                    &(0..len)
-                        .map(|_| nonzero(&mut rng, 0.01, 8.0))
-                        .collect::<Vec<_>>(),
-                );
-                let ys = encode(
-                    ty,
-                    &(0..len)
-                        .map(|_| nonzero(&mut rng, 0.01, 8.0))
-                        .collect::<Vec<_>>(),
-                );
+                let xs = elem(ty).encode(&nonzeros(&mut rng, len as usize, 0.01, 8.0));
+                let ys = elem(ty).encode(&nonzeros(&mut rng, len as usize, 0.01, 8.0));
                 let (prog, counts) = b.program(2, &MachineModel::c600()).unwrap();
                 // One bundle per word; the scaled add's two operations take two.
                 let per_word = if matches!(op, BinaryOp::ScaledAdd(_)) {
@@ -113,8 +89,8 @@ fn binary_ops_match_the_reference_and_estimate() {
                     s.write_memory(2, x, &xs).unwrap();
                     s.write_memory(2, y, &ys).unwrap();
                 });
-                let got = decode(ty, &s.read_memory(2, out, len * (8 / ty.lanes())).unwrap());
-                let want = b.reference(&decode(ty, &xs), &decode(ty, &ys));
+                let got = elem(ty).decode(&s.read_memory(2, out, len * (8 / ty.lanes())).unwrap());
+                let want = b.reference(&elem(ty).decode(&xs), &elem(ty).decode(&ys));
                 assert_worker_issues(
                     s.profile().unwrap().tiles[0].worker_issues,
                     &b.worker_words(),
@@ -317,7 +293,7 @@ fn gelu_matches_float64_within_its_documented_bound_and_estimate() {
                 let s = run_exe_and_check_cycles(&executable_of(&prog), est, |s| {
                     s.write_memory(2, input, &bytes).unwrap();
                 });
-                let got = decode(VecType::F16, &s.read_memory(2, output, len * 2).unwrap());
+                let got = Elem::F16.decode(&s.read_memory(2, output, len * 2).unwrap());
                 for (i, (x, gv)) in xs.iter().zip(&got).enumerate() {
                     let want = g.reference(*x);
                     let tol = g.tolerance(*x, want);
