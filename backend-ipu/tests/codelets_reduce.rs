@@ -33,12 +33,7 @@ fn row_sums_and_maxima_match_the_reference_and_estimate() {
                 .collect();
             let (prog, counts) = r.program(1, &MachineModel::c600()).unwrap();
             let s = simulate(&prog, 1, &[(r.input, &f16_bytes(&xs))]);
-            let got: Vec<f32> = s
-                .read_memory(1, r.output, rows * 4)
-                .unwrap()
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
+            let got = f32s(&s, 1, r.output, rows);
             for (i, (g, (w, mag))) in got.iter().zip(r.reference(&xs)).enumerate() {
                 let what = format_args!("{op:?} {rows}x{cols} row {i}");
                 assert_within(f64::from(*g), w, r.tolerance(mag), what);
@@ -56,8 +51,9 @@ fn row_sums_and_maxima_match_the_reference_and_estimate() {
 
 const WORKER: &str = "main:\n    setzi $m0, worker\n    setzi $m1, 0x70000\n    run $m0, $m1, 0\n    sync TEXCH_SYNCZONE_LOCAL\n    exitz $mzero\n    .worker\nworker:\n";
 
-fn f32s(s: &ipuc_runtime::sim::Simulator, addr: u32, n: u32) -> Vec<f32> {
-    s.read_memory(0, addr, 4 * n)
+/// The `n` f32 values at `addr` of `tile`.
+fn f32s(s: &ipuc_runtime::sim::Simulator, tile: u32, addr: u32, n: u32) -> Vec<f32> {
+    s.read_memory(tile, addr, 4 * n)
         .unwrap()
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -103,18 +99,18 @@ fn cmac_acc_and_aop_accumulate_as_documented() {
         let mut s = sim(&exe, Default::default());
         s.write_memory(0, 0x70000, &data).unwrap();
         s.run().unwrap_or_else(|e| panic!("{e}"));
-        let cmac = f32s(&s, 0x70040, 4);
+        let cmac = f32s(&s, 0, 0x70040, 4);
         for k in 0..4 {
             // Two products, each exact in f32, summed once: exact.
             let p = x[k].to_f32() * y[k].to_f32();
             assert_eq!(cmac[k], p + p, "cmac lane {k}");
         }
-        let acc = f32s(&s, 0x70050, 4);
+        let acc = f32s(&s, 0, 0x70050, 4);
         for k in 0..4 {
             // $a12:15 reads $a12:13 and the zero pair $azeros.
             assert_eq!(acc[k], q[k] + q[k], "f32v4acc lane {k}");
         }
-        let aop = f32s(&s, 0x70060, 4);
+        let aop = f32s(&s, 0, 0x70060, 4);
         for i in 0..2 {
             for j in 0..2 {
                 let p = a[i] * b[j];
@@ -122,7 +118,7 @@ fn cmac_acc_and_aop_accumulate_as_documented() {
             }
         }
         // f16v8acc of the quad $a4:7 (q's f32 bits read as 8 halves): lanes 0, 1.
-        let acc8 = f32s(&s, 0x70070, 2);
+        let acc8 = f32s(&s, 0, 0x70070, 2);
         let halves: Vec<f32> = q
             .iter()
             .flat_map(|v| {

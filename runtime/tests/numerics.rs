@@ -18,6 +18,14 @@ fn read_f16(s: &ipuc_runtime::sim::Simulator, tile: u32, addr: u32, n: u32) -> V
         .collect()
 }
 
+fn read_f32(s: &ipuc_runtime::sim::Simulator, tile: u32, addr: u32, n: u32) -> Vec<f32> {
+    s.read_memory(tile, addr, n * 4)
+        .unwrap()
+        .chunks(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
 const WORKER: &str = "main:\n    setzi $m0, worker\n    setzi $m1, 0x70000\n    run $m0, $m1, 0\n    sync TEXCH_SYNCZONE_LOCAL\n    exitz $mzero\n    .worker\nworker:\n";
 
 #[test]
@@ -47,12 +55,7 @@ fn f32_vector_ops_match_float64() {
             .collect();
         s.write_memory(0, 0x70000, &data).unwrap();
         s.run().unwrap();
-        let out: Vec<f32> = s
-            .read_memory(0, 0x70020, 32)
-            .unwrap()
-            .chunks(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let out = read_f32(&s, 0, 0x70020, 8);
         for l in 0..2 {
             let (a, b, t) = (f64::from(x[l]), f64::from(y[l]), f64::from(tas));
             assert_eq!(out[l], (a + b) as f32);
@@ -148,12 +151,7 @@ fn conversions_f32_f16_f8_are_exactly_rounded() {
         assert_eq!(f8[3], 0xff);
         assert_eq!((f8[0], f8[1]), (0x80, 0x80));
         let h = read_f16(&s, 0, 0x74000, 128);
-        let f: Vec<f32> = s
-            .read_memory(0, 0x75000, 512)
-            .unwrap()
-            .chunks(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let f = read_f32(&s, 0, 0x75000, 128);
         for i in 0..128 {
             // f64 -> f16 rounding of the exact f32 value is the reference.
             let want = f16::from_f64(f64::from(floats[i]));
