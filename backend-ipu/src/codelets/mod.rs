@@ -8,6 +8,7 @@
 pub mod amp;
 pub mod amp_f16acts;
 pub mod amp_poplibs;
+pub mod attention;
 pub mod cast;
 pub mod copy;
 pub mod elementwise;
@@ -21,6 +22,7 @@ pub mod layernorm;
 pub mod program;
 pub mod reduce;
 pub mod softmax;
+pub mod softmax_panels;
 pub mod subroutine;
 pub mod transpose;
 

@@ -1,0 +1,400 @@
+//! Scaled softmax over the rows of a matrix held in AMP output panels:
+//! attention's `P = softmax(scale * S)` between its two products, with no
+//! rearrangement on either side.
+//!
+//! The input is what `f16v4sisoamp` writes ([`super::gemm::TileGemm`]
+//! with f32 partials, 8 output channels per group): `S` as
+//! `[2 groups][rows][8]` f32, input group `h` row `r` at
+//! `input + h * input_stride + 32 r`. The output is what the next product
+//! reads as its input panels (16 channels): `P` as `[groups][rows][16]`
+//! f16, at `output + g * output_stride + 32 r`, output group `g` holding
+//! input groups `2g` and `2g + 1` side by side. Row `r`'s columns are the
+//! `16 * groups` values of every group's row `r`:
+//!
+//! ```text
+//! P[r, j] = exp(scale * (S[r, j] - m_r)) / sum_j' exp(scale * (S[r, j'] - m_r)),
+//! m_r = max_j S[r, j]      (scale > 0, so m_r also maximises scale * S)
+//! ```
+//!
+//! Columns that must not count (keys padded to a whole group, an additive
+//! mask) are the caller's: a large negative input (the product's initial
+//! partials, e.g. -1e30) makes `exp` exactly 0.
+//!
+//! Per row (workers take contiguous shares of rows), three passes over the
+//! groups, each a `brnzdec` loop whose body handles one group's 16 values
+//! with immediate offsets (no pointer steps inside a group, so nothing is
+//! read outside the matrix):
+//! 1. the row maximum in f32: `ld64` and `f32v2max` per pair, software
+//!    pipelined by one pair (a body reads input groups `2g` and `2g + 1`,
+//!    the second at an immediate offset of one input stride);
+//! 2. `e = exp(scale * (x - m))` per f32 lane (`f32v2add` of `-m`,
+//!    `f32v2mul`, two `f32exp`), summed in f32 and written as f16 pairs
+//!    (`f32v2tof16`, `st32`);
+//! 3. `P = e * (1/sum)` in f16 (`f32oox`, broadcast to four lanes),
+//!    `ld64`/`f16v4mul`/`st64` in place in the output.
+//!
+//! Against [`super::softmax::Softmax`] (f16 row-major input) this reads
+//! the product's f32 partials directly: the scores are never rounded to
+//! f16, which would cost `|S| 2^-11 * scale` in every exponent.
+
+use super::emitter::{inst, load_state_word, op, Emitter, Inst};
+use super::launch::{self, offsets, split, RowLaunchCounts, WORKERS};
+use super::program::Codelet;
+use super::softmax::EXP_MAX_REL_ERROR;
+use super::{check_alignment, CodeletError};
+
+const TAG: &str = "softmax_panels";
+
+/// Values per group row (the AMP's output channels).
+pub const GROUP: u32 = 16;
+/// Bytes of one group row of the f32 input (8 values).
+const IN_ROW: u32 = 32;
+/// f32 pairs per output group row: 4 from each of two input groups.
+const PAIRS: u32 = 8;
+/// Bytes of one group row of the f16 output.
+const OUT_ROW: u32 = 32;
+
+/// One launch.
+#[derive(Clone, Debug)]
+pub struct SoftmaxPanels {
+    /// Rows (split over the workers).
+    pub rows: u32,
+    /// Output groups of 16 columns (pairs of input groups of 8).
+    pub groups: u32,
+    /// The scale (positive, finite).
+    pub scale: f32,
+    /// Input group 0 row 0 (f32), 8-byte aligned.
+    pub input: u32,
+    /// Bytes between input groups (of 8 columns): a multiple of 8, at
+    /// least `32 * rows`, at most 16,376.
+    pub input_stride: u32,
+    /// Group 0 row 0 of the f16 output, 8-byte aligned.
+    pub output: u32,
+    /// Bytes between output groups: a multiple of 8, at least `32 * rows`.
+    pub output_stride: u32,
+}
+
+/// Issue counts of a launch, as emitted: the row loop's straight-line
+/// issues and the issues of one group's body in each pass.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SoftmaxPanelsCounts {
+    /// The launch's (per-row issues include one pass of each group body).
+    pub launch: RowLaunchCounts,
+    /// One group's body in the max, exp and normalising passes.
+    pub group: [u64; 3],
+}
+
+impl SoftmaxPanelsCounts {
+    /// Issues per row beyond the row loop's straight-line count: the other
+    /// `groups - 1` passes of each group body.
+    pub fn repeated(&self, groups: u32) -> u64 {
+        u64::from(groups - 1) * self.group.iter().sum::<u64>()
+    }
+}
+
+impl SoftmaxPanels {
+    /// Rows per worker.
+    pub fn worker_rows(&self) -> [u32; WORKERS] {
+        split(self.rows)
+    }
+
+    fn span(start: u32, stride: u32, groups: u32, last: u32) -> (u64, u64) {
+        let s = u64::from(start);
+        (
+            s,
+            s + u64::from(stride) * u64::from(groups - 1) + u64::from(last),
+        )
+    }
+
+    /// Checks the parameters.
+    pub fn validate(&self) -> Result<(), CodeletError> {
+        let err = |m: String| Err(CodeletError::new(TAG, m));
+        if self.rows == 0 || self.groups == 0 {
+            return err(format!(
+                "needs at least one row and one group, got {} rows and {} groups",
+                self.rows, self.groups
+            ));
+        }
+        if !(self.scale.is_finite() && self.scale > 0.0) {
+            return err(format!(
+                "the scale must be positive and finite, got {}",
+                self.scale
+            ));
+        }
+        check_alignment(TAG, &[("input", self.input, 8), ("output", self.output, 8)])?;
+        // Steps of two input strides and one output stride are `add`
+        // immediates (16 bits, signed).
+        let most = (i16::MAX as u32 / 2) & !7;
+        for (what, stride, row, most) in [
+            ("input", self.input_stride, IN_ROW, most),
+            ("output", self.output_stride, OUT_ROW, 2 * most),
+        ] {
+            let least = u64::from(row) * u64::from(self.rows);
+            if u64::from(stride) < least || stride % 8 != 0 || stride > most {
+                return err(format!(
+                    "the {what} group stride {stride} must be a multiple of 8, at least \
+                     {least} ({} rows of {row} bytes) and at most {most}",
+                    self.rows,
+                ));
+            }
+        }
+        let a = Self::span(
+            self.input,
+            self.input_stride,
+            2 * self.groups,
+            IN_ROW * self.rows,
+        );
+        let b = Self::span(
+            self.output,
+            self.output_stride,
+            self.groups,
+            OUT_ROW * self.rows,
+        );
+        if a.0 < b.1 && b.0 < a.1 {
+            return err("the input and output spans overlap".into());
+        }
+        Ok(())
+    }
+
+    /// The `ld64` of pair `w` (of [`PAIRS`]) of an output group's row of
+    /// input at `$m5`: the first four from input group `2g`, the others
+    /// one input stride further.
+    fn ld_pair(&self, pair: u8, w: u32) -> Inst {
+        let word = if w < PAIRS / 2 {
+            w
+        } else {
+            self.input_stride / 8 + w - PAIRS / 2
+        };
+        Self::ld64(pair, 5, word)
+    }
+
+    /// `ld64 $aPAIR, $mBASE, $mzero, word`.
+    fn ld64(pair: u8, base: u8, word: u32) -> Inst {
+        inst(
+            "ld64",
+            [
+                op::a_pair(pair),
+                op::m(base),
+                op::mzero(),
+                op::imm(i64::from(word)),
+            ],
+        )
+    }
+
+    /// `add $m5, $m5, 2 * input_stride`: the next output group's input.
+    fn next_input(&self) -> Inst {
+        inst(
+            "add",
+            [
+                op::m(5),
+                op::m(5),
+                op::imm(i64::from(2 * self.input_stride)),
+            ],
+        )
+    }
+
+    /// Pass 1's group body: the f32 maximum of the group's 8 pairs into
+    /// `$a2:3` (read at `$m5`, which then steps to the next group).
+    fn emit_max_group(&self, e: &mut Emitter) -> u64 {
+        let before = e.issues();
+        let max = || inst("f32v2max", [op::a_pair(2), op::a_pair(2), op::a_pair(0)]);
+        e.solo(self.ld_pair(0, 0));
+        for w in 1..PAIRS {
+            e.bundle(self.ld_pair(0, w), max());
+        }
+        e.bundle(self.next_input(), max());
+        e.solo(inst("brnzdec", [op::m(3), op::sym(format!(".L{TAG}_max"))]));
+        e.issues() - before
+    }
+
+    /// Pass 2's group body: per pair `e = exp(scale (x - m))` (`-m` in
+    /// `$a10:11`, the scale in `$a6:7`) summed into `$a8:9` and stored as
+    /// two f16 at `$m6`; both pointers step to the next group.
+    fn emit_exp_group(&self, e: &mut Emitter) -> u64 {
+        let before = e.issues();
+        let p = op::a_pair;
+        e.solo(self.ld_pair(0, 0));
+        for w in 0..PAIRS {
+            let next = if w + 1 < PAIRS {
+                self.ld_pair(0, w + 1)
+            } else {
+                self.next_input()
+            };
+            e.bundle(next, inst("f32v2add", [p(4), p(0), p(10)]));
+            for i in [
+                inst("f32v2mul", [p(4), p(4), p(6)]),
+                inst("f32exp", [op::a(4), op::a(4)]),
+                inst("f32exp", [op::a(5), op::a(5)]),
+                inst("f32v2add", [p(8), p(8), p(4)]),
+                inst("f32v2tof16", [op::a(2), p(4)]),
+            ] {
+                e.solo(i);
+            }
+            e.solo(inst(
+                "st32",
+                [op::a(2), op::m(6), op::mzero(), op::imm(i64::from(w))],
+            ));
+        }
+        e.solo(inst(
+            "add",
+            [op::m(6), op::m(6), op::imm(i64::from(self.output_stride))],
+        ));
+        e.solo(inst("brnzdec", [op::m(3), op::sym(format!(".L{TAG}_exp"))]));
+        e.issues() - before
+    }
+
+    /// Pass 3's group body: the group's 16 f16 at `$m6` times `1/sum`
+    /// (`$a10:11`, four f16 lanes), in place; `$m6` steps to the next group.
+    fn emit_norm_group(&self, e: &mut Emitter) -> u64 {
+        let before = e.issues();
+        let p = op::a_pair;
+        for w in 0..OUT_ROW / 8 {
+            e.solo(Self::ld64(0, 6, w));
+            e.solo(inst("f16v4mul", [p(0), p(0), p(10)]));
+            e.solo(inst(
+                "st64",
+                [p(0), op::m(6), op::mzero(), op::imm(i64::from(w))],
+            ));
+        }
+        e.solo(inst(
+            "add",
+            [op::m(6), op::m(6), op::imm(i64::from(self.output_stride))],
+        ));
+        e.solo(inst(
+            "brnzdec",
+            [op::m(3), op::sym(format!(".L{TAG}_norm"))],
+        ));
+        e.issues() - before
+    }
+
+    /// The worker: its issues when it has no rows, its row loop's counts
+    /// and the three group bodies' issues.
+    fn emit_worker(&self, e: &mut Emitter) -> (u64, launch::RowLoopCounts, [u64; 3]) {
+        let p = op::a_pair;
+        let groups_minus_one = i64::from(self.groups - 1);
+        e.solo(load_state_word(op::m(2), 2)); // rows
+        e.solo(inst("brz", [op::m(2), op::sym(format!(".L{TAG}_done"))]));
+        let empty = e.issues() + 1;
+        for s in [
+            inst("sub", [op::m(2), op::m(2), op::imm(1)]),
+            load_state_word(op::m(0), 0), // S row 0
+            load_state_word(op::m(1), 1), // P row 0
+            load_state_word(op::a(6), 3), // the scale
+            inst("mov", [op::a(7), op::a(6)]),
+        ] {
+            e.solo(s);
+        }
+        e.aligned_label(&format!(".L{TAG}_row"));
+        let setup = e.issues();
+        // Pass 1: the maximum, from the row's first pair.
+        e.solo(Self::ld64(2, 0, 0));
+        e.solo(inst("mov", [op::m(5), op::m(0)]));
+        e.solo(inst("setzi", [op::m(3), op::imm(groups_minus_one)]));
+        e.aligned_label(&format!(".L{TAG}_max"));
+        let max = self.emit_max_group(e);
+        for s in [
+            // Both lanes to the row's maximum, negated into $a10:11.
+            inst("mov", [op::a(4), op::a(3)]),
+            inst("mov", [op::a(5), op::a(2)]),
+            inst("f32v2max", [p(2), p(2), p(4)]),
+            inst("f32v2sub", [p(10), op::azeros(), p(2)]),
+            inst("mov", [op::a(8), op::azero()]),
+            inst("mov", [op::a(9), op::azero()]),
+            inst("mov", [op::m(5), op::m(0)]),
+            inst("mov", [op::m(6), op::m(1)]),
+            inst("setzi", [op::m(3), op::imm(groups_minus_one)]),
+        ] {
+            e.solo(s);
+        }
+        // Pass 2: exp and sum.
+        e.aligned_label(&format!(".L{TAG}_exp"));
+        let exp = self.emit_exp_group(e);
+        for s in [
+            // The sum of both lanes, its reciprocal as four f16 lanes.
+            inst("mov", [op::a(4), op::a(9)]),
+            inst("f32v2add", [p(8), p(8), p(4)]),
+            inst("f32oox", [op::a(4), op::a(8)]),
+            inst("mov", [op::a(5), op::a(4)]),
+            inst("f32v2tof16", [op::a(10), p(4)]),
+            inst("mov", [op::a(11), op::a(10)]),
+            inst("mov", [op::m(6), op::m(1)]),
+            inst("setzi", [op::m(3), op::imm(groups_minus_one)]),
+        ] {
+            e.solo(s);
+        }
+        // Pass 3: normalise in place.
+        e.aligned_label(&format!(".L{TAG}_norm"));
+        let norm = self.emit_norm_group(e);
+        e.solo(inst(
+            "add",
+            [op::m(0), op::m(0), op::imm(i64::from(IN_ROW))],
+        ));
+        e.solo(inst(
+            "add",
+            [op::m(1), op::m(1), op::imm(i64::from(OUT_ROW))],
+        ));
+        let rows = launch::emit_end_row_loop(e, TAG, setup);
+        (empty, rows, [max, exp, norm])
+    }
+
+    /// Float64 reference of `s` (`[2 groups][rows][8]`, the input's order,
+    /// without gaps), in the output's order (`[groups][rows][16]`).
+    pub fn reference(&self, s: &[f64]) -> Vec<f64> {
+        let (rows, cols) = (self.rows as usize, (self.groups * GROUP) as usize);
+        let s_at = |r: usize, j: usize| (j / 8 * rows + r) * 8 + j % 8;
+        let p_at = |r: usize, j: usize| (j / 16 * rows + r) * 16 + j % 16;
+        let mut out = vec![0.0; s.len()];
+        let scale = f64::from(self.scale);
+        for r in 0..rows {
+            let m = (0..cols)
+                .map(|j| s[s_at(r, j)])
+                .fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = (0..cols)
+                .map(|j| (scale * (s[s_at(r, j)] - m)).exp())
+                .collect();
+            let sum: f64 = e.iter().sum();
+            for (j, e) in e.iter().enumerate() {
+                out[p_at(r, j)] = e / sum;
+            }
+        }
+        out
+    }
+
+    /// Largest error of an output against the reference `want`, when the
+    /// exponents `scale * (x - m)` are at most `spread` in magnitude: their
+    /// two f32 roundings (`x - m`, the product), the exp, three f16
+    /// roundings (e, 1/sum, the product) and f16's subnormal spacing.
+    pub fn tolerance(&self, want: f64, spread: f64) -> f64 {
+        (EXP_MAX_REL_ERROR + spread * 2f64.powi(-23) + 4.0 * 2f64.powi(-11)) * want + 2f64.powi(-24)
+    }
+}
+
+impl Codelet for SoftmaxPanels {
+    type Counts = SoftmaxPanelsCounts;
+
+    /// Emits the launch (supervisor entry `main`, six workers).
+    fn emit(&self, e: &mut Emitter) -> Result<SoftmaxPanelsCounts, CodeletError> {
+        self.validate()?;
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 4);
+        let (empty, rows, group) = self.emit_worker(e);
+        let shares = self.worker_rows();
+        let offs = offsets(&shares);
+        // S row, P row, rows, the scale.
+        let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
+            vec![
+                self.input + offs[w] * IN_ROW,
+                self.output + offs[w] * OUT_ROW,
+                shares[w],
+                self.scale.to_bits(),
+            ]
+        });
+        let launch = launch::end_row_launch(e, TAG, &states, supervisor, empty, rows);
+        Ok(SoftmaxPanelsCounts { launch, group })
+    }
+
+    fn cycles(&self, counts: &SoftmaxPanelsCounts) -> u64 {
+        counts
+            .launch
+            .cycles(&self.worker_rows(), counts.repeated(self.groups))
+    }
+}

@@ -1,0 +1,264 @@
+//! Attention's tile codelets on the simulator: the softmax over AMP output
+//! panels, against float64.
+
+mod common;
+
+use common::{
+    assert_launch_as_estimated, assert_refused, assert_within, f16_bytes, f16_values, simulate,
+};
+use half::f16;
+use ipuc_backend_ipu::codelets::program::Codelet;
+use ipuc_backend_ipu::codelets::softmax_panels::{SoftmaxPanels, GROUP};
+use ipuc_ipu_arch::MachineModel;
+use rand::{Rng, SeedableRng};
+
+/// The padding value the lowering puts in the scores of keys that do not
+/// exist (the S product's initial partials).
+const MASKED: f32 = -1e30;
+
+#[test]
+fn softmax_over_panels_matches_float64_and_its_estimate() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(71);
+    // (rows, groups, masked columns at the end of each row, scale, extra
+    // bytes between groups): one group; several rows per worker; a row
+    // count that leaves workers idle; attention's 729 keys (46 groups, 7
+    // padded) with so400m's scale 1/sqrt(72).
+    for (rows, groups, masked, scale, gap) in [
+        (1u32, 1u32, 0u32, 1.0f32, 0u32),
+        (13, 3, 5, 0.25, 8),
+        (4, 2, 0, 0.5, 64),
+        (8, 46, 7, 1.0 / 72f32.sqrt(), 0),
+    ] {
+        let sm = SoftmaxPanels {
+            rows,
+            groups,
+            scale,
+            input: 0x60000,
+            input_stride: rows * 32 + gap,
+            output: 0x90000,
+            output_stride: rows * 32 + gap,
+        };
+        let cols = groups * GROUP;
+        // Scores in [-30, 30]: scale * (x - max) reaches -60, so some
+        // probabilities are far below f16's normal range.
+        // S in the input's order, [2 groups][rows][8].
+        let column = |i: usize, width: usize| (i / width / rows as usize) * width + i % width;
+        let mut s = vec![0f32; (rows * cols) as usize];
+        for (i, v) in s.iter_mut().enumerate() {
+            *v = if column(i, 8) as u32 >= cols - masked {
+                MASKED
+            } else {
+                rng.gen_range(-30.0..30.0)
+            };
+        }
+        // Lay the groups out with the stride's gap between them.
+        let mut bytes = vec![0u8; (sm.input_stride * 2 * groups) as usize];
+        for h in 0..2 * groups as usize {
+            for (k, v) in s[h * rows as usize * 8..(h + 1) * rows as usize * 8]
+                .iter()
+                .enumerate()
+            {
+                let at = h * sm.input_stride as usize + 4 * k;
+                bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        let (prog, counts) = sm.program(3, &MachineModel::c600()).unwrap();
+        let sim = simulate(&prog, 3, &[(sm.input, &bytes)]);
+        let raw = sim
+            .read_memory(3, sm.output, sm.output_stride * groups)
+            .unwrap();
+        let want = sm.reference(&s.iter().map(|&v| f64::from(v)).collect::<Vec<_>>());
+        let what = format!("{rows}x{groups} groups, {masked} masked");
+        let mut checked = 0;
+        for g in 0..groups as usize {
+            let at = g * sm.output_stride as usize;
+            let got = f16_values(&raw[at..at + (rows * 32) as usize]);
+            for (k, got) in got.iter().enumerate() {
+                let i = g * rows as usize * 16 + k;
+                let w = want[i];
+                if column(i, 16) as u32 >= cols - masked {
+                    assert_eq!(*got, 0.0, "{what}: a masked column is exactly 0");
+                } else {
+                    assert_within(*got, w, sm.tolerance(w, 60.0), format_args!("{what} {i}"));
+                }
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, rows * cols);
+        assert_launch_as_estimated(
+            &sim,
+            sm.estimate_cycles().unwrap(),
+            &sm.worker_rows(),
+            |n| counts.launch.worker_issues(n, counts.repeated(groups)),
+            &what,
+        );
+    }
+}
+
+#[test]
+fn softmax_over_panels_refuses_what_it_cannot_run() {
+    let ok = SoftmaxPanels {
+        rows: 4,
+        groups: 2,
+        scale: 0.5,
+        input: 0x60000,
+        input_stride: 128,
+        output: 0x70000,
+        output_stride: 128,
+    };
+    assert!(ok.validate().is_ok());
+    assert_refused(
+        &SoftmaxPanels {
+            input_stride: 120,
+            ..ok.clone()
+        },
+        "the input group stride 120 must be a multiple of 8, at least 128",
+    );
+    assert_refused(
+        &SoftmaxPanels {
+            scale: -1.0,
+            ..ok.clone()
+        },
+        "the scale must be positive and finite",
+    );
+    assert_refused(
+        &SoftmaxPanels {
+            output: 0x60000 + 128,
+            ..ok.clone()
+        },
+        "overlap",
+    );
+    assert_refused(
+        &SoftmaxPanels {
+            output: 0x70004,
+            ..ok.clone()
+        },
+        "output address 0x70004 is not 8-byte aligned",
+    );
+}
+
+/// `x` row-major `[rows, cols]` as f16 input panels `[ceil(cols/16)][rows][16]`,
+/// zero-padded.
+fn panels(x: &[f16], rows: usize, cols: usize) -> Vec<f16> {
+    let mut out = Vec::new();
+    for g in 0..cols.div_ceil(16) {
+        for r in 0..rows {
+            out.extend((0..16).map(|c| {
+                let j = g * 16 + c;
+                if j < cols {
+                    x[r * cols + j]
+                } else {
+                    f16::ZERO
+                }
+            }));
+        }
+    }
+    out
+}
+
+#[test]
+fn one_head_on_a_tile_matches_float64_and_its_estimate() {
+    use ipuc_backend_ipu::codelets::attention::TileAttention;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(72);
+    let machine = MachineModel::c600();
+    let pair = 2 * machine.element_bytes;
+    // (rows, head dim, keys, value dim): head dimensions and keys that are
+    // not whole panels (padding in every operand, masked keys); so400m's
+    // head dimension 72 over a few hundred keys; one query row.
+    for (rows, d, keys, dv) in [
+        (5u32, 24u32, 40u32, 24u32),
+        (12, 72, 200, 72),
+        (1, 16, 16, 16),
+    ] {
+        let mut att = TileAttention {
+            rows,
+            head_dim: d,
+            keys,
+            value_dim: dv,
+            scale: 1.0 / (d as f32).sqrt(),
+            q: 0,
+            k: machine.interleaved_base,
+            v: 0,
+            s: 0,
+            mask: 0,
+            p: 0,
+            o: 0,
+        };
+        // Weights from the bottom of interleaved memory, then Q, S (with
+        // its mask), P and O each from a fresh element pair.
+        att.v = (att.k + att.scores().weight_bytes() as u32).next_multiple_of(16);
+        let mut next = (att.v + att.values().weight_bytes() as u32).next_multiple_of(pair);
+        let mut take = |bytes: u32| {
+            let at = next;
+            next = (next + bytes + 64).next_multiple_of(pair);
+            at
+        };
+        att.q = take(att.scores().input_bytes() as u32);
+        att.s = take(0);
+        att.mask = att.s + att.mask_offset();
+        next = (att.mask + att.scores().bias_bytes() as u32 + 64).next_multiple_of(pair);
+        let mut take = |bytes: u32| {
+            let at = next;
+            next = (next + bytes + 64).next_multiple_of(pair);
+            at
+        };
+        att.p = take(att.values().input_bytes() as u32);
+        att.o = take(att.values().output_bytes() as u32);
+        assert!(next <= machine.sram_end, "the test's layout fits the tile");
+
+        let draw = |rng: &mut rand::rngs::StdRng, n: u32, mag: f64| -> Vec<f16> {
+            (0..n)
+                .map(|_| f16::from_f64(rng.gen_range(-mag..mag)))
+                .collect()
+        };
+        // Scores of a few units: softmax rows that are neither flat nor
+        // one-hot.
+        let (q, k, v) = (
+            draw(&mut rng, rows * d, 2.0),
+            draw(&mut rng, keys * d, 2.0),
+            draw(&mut rng, keys * dv, 1.0),
+        );
+        let f32_bytes =
+            |x: &[f64]| -> Vec<u8> { x.iter().flat_map(|&v| (v as f32).to_le_bytes()).collect() };
+        let (prog, counts) = att.program(0, &machine).unwrap();
+        let sim = simulate(
+            &prog,
+            0,
+            &[
+                (att.q, &f16_bytes(&panels(&q, rows as usize, d as usize))),
+                (att.k, &f16_bytes(&att.key_panels(&k, f16::ZERO))),
+                (att.v, &f16_bytes(&att.value_panels(&v, f16::ZERO))),
+                (att.mask, &f32_bytes(&att.mask_block())),
+            ],
+        );
+        let wide = |x: &[f16]| x.iter().map(|h| h.to_f64()).collect::<Vec<_>>();
+        let want = att.reference(&wide(&q), &wide(&k), &wide(&v));
+        let pv = att.values();
+        let what = format!("{rows} rows, d {d}, {keys} keys, dv {dv}");
+        // Bound: f16 partials round once per key panel (each partial at
+        // most max |v|, P summing to 1), P's softmax roundings (4 ulps of
+        // f16 each), the output's rounding.
+        let vmax = v.iter().map(|h| h.to_f64().abs()).fold(0.0, f64::max);
+        let bound = f64::from(att.key_panels_count() + 6) * 2f64.powi(-11) * vmax;
+        let (mut err2, mut ref2, mut checked) = (0.0, 0.0, 0);
+        for j in 0..pv.n_groups {
+            let raw = sim.read_memory(0, pv.output_group(j), rows * 32).unwrap();
+            for (i, got) in f16_values(&raw).into_iter().enumerate() {
+                let (r, c) = (i / 16, j as usize * 16 + i % 16);
+                if c >= dv as usize {
+                    continue;
+                }
+                let w = want[r * dv as usize + c];
+                assert_within(got, w, bound, format_args!("{what}: O[{r}][{c}]"));
+                err2 += (got - w).powi(2);
+                ref2 += w * w;
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, rows * dv);
+        let rel = (err2 / ref2).sqrt();
+        assert!(rel < 2e-3, "{what}: relative L2 error {rel:e}");
+        let p = ipuc_runtime::device::Device::profile(&sim).unwrap();
+        common::assert_near_estimate(p.total_cycles, att.cycles(&counts), &what);
+    }
+}
