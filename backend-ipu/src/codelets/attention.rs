@@ -44,7 +44,7 @@ pub const MASKED: f64 = -1e30;
 const KEY_PANEL: u32 = 16;
 
 /// One head, one block of query rows.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TileAttention {
     /// Query rows.
     pub rows: u32,

@@ -435,7 +435,7 @@ pub fn owned_rows_max(plan: &GemmPlan) -> u32 {
 }
 
 /// Tile → grid position of a product's tiles.
-fn positions(plan: &GemmPlan) -> BTreeMap<u32, (u32, u32, u32)> {
+pub(super) fn positions(plan: &GemmPlan) -> BTreeMap<u32, (u32, u32, u32)> {
     let mut out = BTreeMap::new();
     for i in 0..plan.grid_rows {
         for j in 0..plan.grid_cols {
@@ -774,7 +774,7 @@ impl<'a> ProductConstants<'a> {
 }
 
 /// f16 bytes of `values`, little-endian.
-fn encode_f16(values: &[f64]) -> Vec<u8> {
+pub(super) fn encode_f16(values: &[f64]) -> Vec<u8> {
     values
         .iter()
         .flat_map(|&v| half::f16::from_f64(v).to_bits().to_le_bytes())

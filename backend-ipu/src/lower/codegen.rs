@@ -330,6 +330,24 @@ impl PlacedGemm {
         self.vertex.emit_worker_code(e, &self.tag);
     }
 
+    /// Appends the vertex states (the same words on every tile of the
+    /// plan) to the executable's body.
+    pub fn emit_states(&self, ctx: &mut Context, exe_body: BlockId, loc: &Location) {
+        let plan = &self.plan;
+        let every_tile: Vec<u32> = (plan.first_tile..plan.first_tile + plan.tiles()).collect();
+        let words = self.vertex.state_words();
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let t = replicated_constant(
+            ctx,
+            &format!("{}_vertex_states", self.tag),
+            (Type::i32(), 4, 8),
+            bytes,
+            (&every_tile, self.lay.states),
+            loc.clone(),
+        );
+        ctx.append_op(exe_body, t);
+    }
+
     /// Appends the product's constants to the executable's body: the
     /// vertex states (the same words on every tile), the bias blocks and
     /// the weight panels of each column block and K part.
@@ -344,18 +362,7 @@ impl PlacedGemm {
         let shape = plan.shape;
         let v = shape.variant;
         let (c, ko) = (v.in_channels() as u32, v.out_channels() as u32);
-        let every_tile: Vec<u32> = (0..plan.tiles()).collect();
-        let words = vertex.state_words();
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let t = replicated_constant(
-            ctx,
-            &format!("{tag}_vertex_states"),
-            (Type::i32(), 4, 8),
-            bytes,
-            (&every_tile, self.lay.states),
-            loc.clone(),
-        );
-        ctx.append_op(exe_body, t);
+        self.emit_states(ctx, exe_body, loc);
         let tiles_of = |j: u32, k: u32| -> Vec<u32> {
             (0..plan.grid_rows).map(|i| plan.tile(i, j, k)).collect()
         };
@@ -624,7 +631,7 @@ fn output_type(v: AmpVariant) -> Type {
     elem_type(v.output_elem())
 }
 
-fn elem_type(e: Elem) -> Type {
+pub(super) fn elem_type(e: Elem) -> Type {
     Type::float(match e {
         Elem::F16 => FloatKind::F16,
         Elem::F32 => FloatKind::F32,

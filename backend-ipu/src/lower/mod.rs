@@ -7,6 +7,9 @@
 //! exchange timing proof, per-tile memory layout, the GEMM vertex) are the
 //! ones the rest of the model builds on.
 
+pub mod attention;
+pub mod attention_block;
+pub mod attention_exchange;
 pub mod block;
 pub mod block_exchange;
 pub mod block_values;

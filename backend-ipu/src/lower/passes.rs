@@ -349,6 +349,24 @@ impl DeclaredPass for PlanGemms {
         _stats: &mut (),
     ) -> Result<PreservedAnalyses, Diagnostic> {
         let m = self.0.clone();
+        if let Some(block) = super::attention::match_attention(ctx, op)? {
+            // The QKV op holds qk's plan and the output op out's; the
+            // attention holds its tiles and the swapped value product.
+            let plan = super::attention::plan_of_block(ctx, &block, &m)?;
+            ctx.set_attr(block.qkv, PLAN_ATTR, plan_attr(&plan.qk));
+            ctx.set_attr(block.out, PLAN_ATTR, plan_attr(&plan.out));
+            let core = Attribute::dictionary(Dictionary::from_entries([
+                ("form".into(), Attribute::string("materialised")),
+                (
+                    "tiles_per_head".into(),
+                    Attribute::i64(i64::from(plan.core.blocks)),
+                ),
+                ("rows".into(), Attribute::i64(i64::from(plan.core.rows))),
+                ("values".into(), plan_attr(&plan.vt)),
+            ]));
+            ctx.set_attr(block.attention, PLAN_ATTR, core);
+            return Ok(PreservedAnalyses::all());
+        }
         if let Some(block) = super::mlp::match_mlp(ctx, op)? {
             let plan = super::mlp::plan_of_block(ctx, &block, &m)?;
             ctx.set_attr(block.fc1, PLAN_ATTR, plan_attr(&plan.fc1));
@@ -530,6 +548,10 @@ pub fn planned_products(
     f: OpId,
     m: &MachineModel,
 ) -> Result<Vec<GemmPlan>, Diagnostic> {
+    if let Some(block) = super::attention::match_attention(ctx, f)? {
+        let plan = super::attention::plan_of_block(ctx, &block, m)?;
+        return Ok(vec![plan.qk, plan.vt, plan.out]);
+    }
     if let Some(block) = super::mlp::match_mlp(ctx, f)? {
         let plan = super::mlp::plan_of_block(ctx, &block, m)?;
         return Ok(vec![plan.fc1, plan.fc2]);
@@ -544,6 +566,9 @@ pub fn planned_products(
 /// uses (the search's choice, or the grid its `ipu.plan` forces) with its
 /// estimate, then the best rejected candidates and why they lost.
 pub fn plan_report(ctx: &Context, f: OpId, m: &MachineModel) -> Result<String, Diagnostic> {
+    if let Some(block) = super::attention::match_attention(ctx, f)? {
+        return super::attention::attention_report(ctx, &block, m);
+    }
     if let Some(block) = super::mlp::match_mlp(ctx, f)? {
         return super::mlp::block_report(ctx, &block, m);
     }
@@ -590,6 +615,9 @@ pub fn lower_function(
     f: OpId,
     m: &MachineModel,
 ) -> Result<Lowered, Diagnostic> {
+    if let Some(block) = super::attention::match_attention(ctx, f)? {
+        return super::attention::lower_attention(ctx, module_body, &block, m);
+    }
     if let Some(block) = super::mlp::match_mlp(ctx, f)? {
         return super::mlp::lower_mlp(ctx, module_body, &block, m);
     }

@@ -130,6 +130,9 @@ pub struct GemmPlan {
     pub estimate: Estimate,
     /// Bytes of the busiest tile.
     pub tile_bytes: u32,
+    /// The grid's first tile: a block that runs several products on
+    /// disjoint tiles places each at its own offset (0 from the search).
+    pub first_tile: u32,
 }
 
 impl GemmPlan {
@@ -142,7 +145,15 @@ impl GemmPlan {
     /// K parts of one output block adjacent (the reduction's partners are
     /// near each other).
     pub fn tile(&self, i: u32, j: u32, k: u32) -> u32 {
-        (i * self.grid_cols + j) * self.grid_k + k
+        self.first_tile + (i * self.grid_cols + j) * self.grid_k + k
+    }
+
+    /// The plan on the tiles from `first`.
+    pub fn placed_at(self, first: u32) -> Self {
+        GemmPlan {
+            first_tile: first,
+            ..self
+        }
     }
 
     /// The grid shape.
@@ -575,6 +586,7 @@ fn evaluate_with(
         groups,
         estimate: Estimate::default(),
         tile_bytes: 0,
+        first_tile: 0,
     };
     let grid = plan.grid();
     if !plan.grid_k.is_power_of_two() {
@@ -698,7 +710,7 @@ impl fmt::Display for GemmPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}x{}x{} {}{}: grid {} ({} tiles), {} rows x {} groups{} per tile; {}, {} bytes on the busiest tile",
+            "{}x{}x{} {}{}: grid {} ({} tiles{}), {} rows x {} groups{} per tile; {}, {} bytes on the busiest tile",
             self.shape.m,
             self.shape.k,
             self.shape.n,
@@ -706,6 +718,11 @@ impl fmt::Display for GemmPlan {
             self.shape.epilogue,
             self.grid(),
             self.tiles(),
+            if self.first_tile > 0 {
+                format!(" from tile {}", self.first_tile)
+            } else {
+                String::new()
+            },
             self.rows,
             self.groups,
             if self.grid_k > 1 {

@@ -1,0 +1,338 @@
+//! Finding the transformer attention block in a function and lowering it
+//! whole with [`super::attention_block`]:
+//!
+//! ```text
+//! %x    = nn.cast %arg0 {to = f16}                 (optional: a host conversion)
+//! %ln   = nn.layer_normalization %x, %gamma, %beta {axis = -1, epsilon = ...}
+//! %qkv  = nn.linear %ln, %w_qkv, %b_qkv            (bias optional)
+//! %s:3  = nn.split %qkv {axis = -1, sizes = [H d, H d, H d]}
+//! %a    = nn.attention %s#0, %s#1, %s#2 {heads = H, scale = ...}
+//! %o    = nn.linear %a, %w_o, %b_o                 (bias optional)
+//! %r    = nn.add %x, %o                            (either order)
+//! %y    = nn.cast %r {to = f32}                    (optional: a host conversion)
+//! return %y
+//! ```
+//!
+//! Every value f16 (`--precision fp16`), the weights and LayerNorm's scale
+//! and shift `nn.constant`s, one batch entry. The match hands the
+//! constants over as the IR holds them; [`AttentionConstants`] documents
+//! their layout and [`super::attention_block`] how the tiles hold them.
+
+use ipuc_dialects::func;
+use ipuc_dialects::nn;
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, OpId, Type, Value};
+
+use super::attention_block::{
+    emit_attention, plan_attention, AttentionConstants, AttentionPlan, AttentionShape,
+};
+use super::codegen::Lowered;
+use super::passes::{chain, chain_ops, constant_of, constant_values, gemm_shape, only_user, ADD};
+use crate::codelets::amp::AmpVariant;
+
+/// A matched block: its ops and constants.
+#[derive(Clone, Debug)]
+pub struct AttentionMatch {
+    /// The sizes.
+    pub shape: AttentionShape,
+    /// The LayerNorm.
+    pub ln: OpId,
+    /// The QKV product.
+    pub qkv: OpId,
+    /// The `nn.attention`.
+    pub attention: OpId,
+    /// The output projection.
+    pub out: OpId,
+    /// The residual add: its result is the block's.
+    pub add: OpId,
+    /// The block's input (f16).
+    pub input: Value,
+    /// The constants.
+    pub constants: AttentionConstants,
+}
+
+fn values(ctx: &Context, op: OpId, what: &str, v: Value) -> Result<Vec<f64>, Diagnostic> {
+    let c = constant_of(ctx, v).ok_or_else(|| {
+        Diagnostic::op_error(
+            ctx,
+            op,
+            format!("the attention block lowering needs {what} to be an nn.constant"),
+        )
+    })?;
+    constant_values(&c).map_err(|e| Diagnostic::op_error(ctx, op, format!("{what}: {e}")))
+}
+
+fn is_f16(ctx: &Context, v: Value) -> bool {
+    ctx.value_type(v)
+        .element_type()
+        .and_then(|t| t.float_kind())
+        == Some(FloatKind::F16)
+}
+
+/// The attention block of `f`, if `f` has an `nn.attention` (`None`
+/// otherwise); an error says what does not match.
+pub fn match_attention(ctx: &Context, f: OpId) -> Result<Option<AttentionMatch>, Diagnostic> {
+    let Some(body) = func::entry_block(ctx, f) else {
+        return Ok(None);
+    };
+    let ops = ctx.block_ops_vec(body);
+    let atts: Vec<OpId> = ops
+        .iter()
+        .copied()
+        .filter(|&o| ctx.name_str(o) == nn::ATTENTION)
+        .collect();
+    let &[att] = atts.as_slice() else {
+        if atts.len() > 1 {
+            return Err(Diagnostic::op_error(
+                ctx,
+                atts[1],
+                "the IPU lowering handles one attention block per function yet",
+            ));
+        }
+        return Ok(None);
+    };
+    let mismatch = |op: OpId, msg: &str| {
+        Diagnostic::op_error(
+            ctx,
+            op,
+            format!("{msg}; the lowering takes LayerNorm, the fused QKV product (split in three), nn.attention, the output product and the residual add of the LayerNorm's input as an attention block"),
+        )
+    };
+    let operands = ctx.operands(att).to_vec();
+    if operands.len() != 3 {
+        return Err(mismatch(att, "the attention has a mask"));
+    }
+    let split = ctx
+        .defining_op(operands[0])
+        .filter(|&s| ctx.name_str(s) == nn::SPLIT)
+        .filter(|&s| {
+            let r = ctx.results(s);
+            r.len() == 3 && operands == r
+        })
+        .ok_or_else(|| {
+            mismatch(
+                att,
+                "the attention's query, key and value are not the three parts of one nn.split, in order",
+            )
+        })?;
+    let qkv = ctx
+        .defining_op(ctx.operands(split)[0])
+        .filter(|&p| [nn::MATMUL, nn::LINEAR].contains(&ctx.name_str(p)))
+        .ok_or_else(|| mismatch(split, "the split's input is not a product"))?;
+    let qkv_chain = chain(ctx, qkv)?;
+    if qkv_chain.last != qkv && qkv_chain.epilogue.gelu.is_some() {
+        return Err(mismatch(qkv, "the QKV product is followed by a GELU"));
+    }
+    if only_user(ctx, qkv_chain.last) != Some(split) {
+        return Err(mismatch(
+            qkv,
+            "the QKV product's only user must be the split",
+        ));
+    }
+    let ln = ctx
+        .defining_op(ctx.operands(qkv)[0])
+        .filter(|&l| ctx.name_str(l) == nn::LAYER_NORMALIZATION)
+        .ok_or_else(|| mismatch(qkv, "the QKV product's input is not a LayerNorm"))?;
+    if only_user(ctx, ln) != Some(qkv) {
+        return Err(mismatch(
+            ln,
+            "the LayerNorm's only user must be the QKV product",
+        ));
+    }
+    let input = ctx.operands(ln)[0];
+    let args = ctx.block_args(body);
+    let from_arg = args.len() == 1
+        && (input == args[0]
+            || ctx
+                .defining_op(input)
+                .is_some_and(|d| ctx.name_str(d) == nn::CAST && ctx.operands(d)[0] == args[0]));
+    if !from_arg {
+        return Err(mismatch(
+            ln,
+            "LayerNorm's input is not the function's only argument (or its cast)",
+        ));
+    }
+    if !is_f16(ctx, input) {
+        return Err(Diagnostic::op_error(
+            ctx,
+            ln,
+            "the attention block's input must be f16 (convert the function with --precision fp16)",
+        ));
+    }
+    let x_dims: Vec<i64> = ctx
+        .value_type(input)
+        .shape()
+        .map(<[i64]>::to_vec)
+        .unwrap_or_default();
+    if x_dims.len() != 3 || x_dims[0] != 1 {
+        return Err(mismatch(
+            ln,
+            "the block's input must be [1, tokens, hidden] (one batch entry)",
+        ));
+    }
+    let axis = ctx
+        .attr(ln, "axis")
+        .and_then(Attribute::as_int)
+        .map_or(-1, |a| a as i64);
+    if axis != -1 && axis != 2 {
+        return Err(mismatch(ln, "LayerNorm must normalise the last axis"));
+    }
+    let eps = ctx
+        .attr(ln, "epsilon")
+        .and_then(Attribute::as_f64)
+        .unwrap_or(1e-5) as f32;
+    let out = only_user(ctx, att)
+        .filter(|&u| [nn::MATMUL, nn::LINEAR].contains(&ctx.name_str(u)))
+        .ok_or_else(|| mismatch(att, "the attention's only user is not a product"))?;
+    let out_chain = chain(ctx, out)?;
+    if out_chain.epilogue.gelu.is_some() {
+        return Err(mismatch(out, "the output product is followed by a GELU"));
+    }
+    let add = only_user(ctx, out_chain.last)
+        .filter(|&u| ctx.name_str(u) == ADD)
+        .filter(|&u| {
+            let o = ctx.operands(u);
+            let r = ctx.results(out_chain.last)[0];
+            (o[0] == input && o[1] == r) || (o[1] == input && o[0] == r)
+        })
+        .ok_or_else(|| {
+            mismatch(
+                out_chain.last,
+                "the output product's result is not added to the LayerNorm's input",
+            )
+        })?;
+    let (s1, s2) = (gemm_shape(ctx, qkv)?, gemm_shape(ctx, out)?);
+    if s1.variant != AmpVariant::F16 || s2.variant != AmpVariant::F16 {
+        return Err(Diagnostic::op_error(
+            ctx,
+            qkv,
+            "the attention block lowers f16 products only yet (--precision fp16)",
+        ));
+    }
+    let heads = ctx
+        .attr(att, "heads")
+        .and_then(Attribute::as_int)
+        .unwrap_or(0) as u32;
+    let (m, c) = (x_dims[1] as u32, x_dims[2] as u32);
+    if s1.k != c || s1.n != 3 * c || s2.k != c || s2.n != c || heads == 0 || c % heads != 0 {
+        return Err(mismatch(
+            att,
+            "the products must map the hidden size C to 3 C (QKV) and C to C (output), with C divisible by the heads",
+        ));
+    }
+    let head_dim = c / heads;
+    let scale = nn::attention_scale(
+        ctx.attr(att, "scale")
+            .and_then(Attribute::as_f64)
+            .map(|s| s as f32),
+        i64::from(head_dim),
+    );
+    // Whatever else is in the function must be the block's.
+    let mut block_ops = vec![ln, qkv, split, att, out, add];
+    block_ops.extend(chain_ops(ctx, qkv, qkv_chain.last));
+    block_ops.extend(chain_ops(ctx, out, out_chain.last));
+    let result = ctx.results(add)[0];
+    let ret = ops
+        .last()
+        .copied()
+        .filter(|&o| ctx.name_str(o) == func::RETURN);
+    let out_cast = match ctx.uses(result) {
+        [u] if ctx.name_str(u.op) == nn::CAST => Some(u.op),
+        _ => None,
+    };
+    let returned = out_cast.map_or(result, |c| ctx.results(c)[0]);
+    if ret.is_none_or(|r| ctx.operands(r) != [returned]) {
+        return Err(mismatch(add, "the function must return the block's result"));
+    }
+    if let Some(stray) = ops.iter().copied().find(|&o| {
+        ![nn::CONSTANT, func::RETURN].contains(&ctx.name_str(o))
+            && !block_ops.contains(&o)
+            && Some(o) != out_cast
+            && ctx.results(o).first() != Some(&input)
+    }) {
+        return Err(mismatch(stray, "is not part of the block"));
+    }
+    let ln_ops = ctx.operands(ln).to_vec();
+    let gamma = values(ctx, ln, "LayerNorm's scale", ln_ops[1])?;
+    let beta = match ln_ops.get(2) {
+        Some(&b) => values(ctx, ln, "LayerNorm's shift", b)?,
+        None => vec![0.0; c as usize],
+    };
+    let bias = |ch: &super::passes::Chain, op: OpId, n: u32| -> Result<Vec<f64>, Diagnostic> {
+        match &ch.bias {
+            Some(b) => constant_values(b).map_err(|e| Diagnostic::op_error(ctx, op, e)),
+            None => Ok(vec![0.0; n as usize]),
+        }
+    };
+    Ok(Some(AttentionMatch {
+        shape: AttentionShape {
+            m,
+            c,
+            heads,
+            head_dim,
+            eps,
+            scale,
+        },
+        ln,
+        qkv,
+        attention: att,
+        out,
+        add,
+        input,
+        constants: AttentionConstants {
+            gamma,
+            beta,
+            w_qkv: values(ctx, qkv, "the QKV weights", ctx.operands(qkv)[1])?,
+            b_qkv: bias(&qkv_chain, qkv, 3 * c)?,
+            w_o: values(ctx, out, "the output weights", ctx.operands(out)[1])?,
+            b_o: bias(&out_chain, out, c)?,
+        },
+    }))
+}
+
+/// The block's plan.
+pub fn plan_of_block(
+    ctx: &Context,
+    b: &AttentionMatch,
+    m: &MachineModel,
+) -> Result<AttentionPlan, Diagnostic> {
+    plan_attention(b.shape, m).map_err(|e| {
+        Diagnostic::op_error(
+            ctx,
+            b.attention,
+            format!("cannot plan the attention block: {e}"),
+        )
+    })
+}
+
+/// Lowers the matched block to an `ipu.executable` appended to
+/// `module_body`.
+pub fn lower_attention(
+    ctx: &mut Context,
+    module_body: BlockId,
+    b: &AttentionMatch,
+    m: &MachineModel,
+) -> Result<Lowered, Diagnostic> {
+    let plan = plan_of_block(ctx, b, m)?;
+    let x_ty: Type = ctx.value_type(b.input).clone();
+    let y_ty: Type = ctx.value_type(ctx.results(b.add)[0]).clone();
+    let loc = ctx.loc(b.attention).clone();
+    let lowered = emit_attention(ctx, module_body, &plan, &b.constants, (x_ty, y_ty), m, loc)?;
+    tracing::debug!(target: "ipu-lower", "attention block: {}", lowered.estimate);
+    Ok(Lowered {
+        executable: lowered.executable,
+        exchange_code_bytes_max: lowered.exchange_code_bytes_max,
+    })
+}
+
+/// The plan report of a block: the products, the attention tiles and the
+/// estimate per step.
+pub fn attention_report(
+    ctx: &Context,
+    b: &AttentionMatch,
+    m: &MachineModel,
+) -> Result<String, Diagnostic> {
+    let plan = plan_of_block(ctx, b, m)?;
+    let loc = ipuc_ir::diagnostics::location_prefix(ctx.loc(b.attention));
+    Ok(format!("{loc}: {}", plan.report(m)))
+}
