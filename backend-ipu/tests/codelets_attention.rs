@@ -48,7 +48,7 @@ fn softmax_over_panels_matches_float64_and_its_estimate() {
             *v = if column(i, 8) as u32 >= cols - masked {
                 MASKED
             } else {
-                rng.gen_range(-30.0..30.0)
+                rng.random_range(-30.0..30.0)
             };
         }
         // Lay the groups out with the stride's gap between them.
@@ -208,7 +208,7 @@ fn one_head_on_a_tile_matches_float64_and_its_estimate() {
 
         let draw = |rng: &mut rand::rngs::StdRng, n: u32, mag: f64| -> Vec<f16> {
             (0..n)
-                .map(|_| f16::from_f64(rng.gen_range(-mag..mag)))
+                .map(|_| f16::from_f64(rng.random_range(-mag..mag)))
                 .collect()
         };
         // Scores of a few units: softmax rows that are neither flat nor

@@ -25,7 +25,7 @@ fn constants(s: AttentionShape, rng: &mut impl Rng) -> AttentionConstants {
     let c = s.c as usize;
     let w = 1.5 / (c as f64).sqrt();
     let mut draw = |n: usize, mag: f64| -> Vec<f64> {
-        (0..n).map(|_| f16(rng.gen_range(-mag..mag))).collect()
+        (0..n).map(|_| f16(rng.random_range(-mag..mag))).collect()
     };
     AttentionConstants {
         gamma: (0..c).map(|_| f16(1.0)).collect::<Vec<_>>(),
@@ -43,7 +43,7 @@ fn run(s: AttentionShape, seed: u64) -> (f64, f64, u64, u64) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let k = constants(s, &mut rng);
     let x: Vec<f64> = (0..s.m * s.c)
-        .map(|_| f16(rng.gen_range(-2.0..2.0)))
+        .map(|_| f16(rng.random_range(-2.0..2.0)))
         .collect();
     let machine = MachineModel::c600();
     let plan = plan_attention(s, &machine).unwrap_or_else(|e| panic!("{e}"));
