@@ -13,6 +13,7 @@ mod decode;
 mod fault;
 mod host;
 mod profile;
+mod recorder;
 pub mod testing;
 mod tile;
 
@@ -23,6 +24,7 @@ use ipuc_ipu_arch::{Executable, MachineModel, TensorBinding};
 
 pub use fault::{Fault, FaultKind};
 pub use profile::{HostStep, Profile, SuperstepCycles, TileProfile, TraceEntry};
+pub use recorder::{Launch, SendSpan, StepSpan, TileTimeline};
 use tile::{CtxState, Tile, TileStop, MUX_NONE};
 
 use crate::device::{Device, DeviceError};
@@ -38,6 +40,10 @@ pub struct SimConfig {
     pub trace_tile: Option<u32>,
     /// Most trace entries kept.
     pub trace_limit: usize,
+    /// Record every tile's timeline ([`Profile::timelines`]): supersteps,
+    /// worker launches, exchange sends. Off by default; it never changes
+    /// a cycle count.
+    pub record: bool,
 }
 
 impl Default for SimConfig {
@@ -47,6 +53,7 @@ impl Default for SimConfig {
             max_instructions: 1 << 40,
             trace_tile: None,
             trace_limit: 100_000,
+            record: false,
         }
     }
 }
@@ -138,6 +145,10 @@ impl Simulator {
             t.reset();
             t.trace = (Some(t.id) == self.config.trace_tile).then(Vec::new);
             t.trace_limit = self.config.trace_limit;
+            t.recorder = self
+                .config
+                .record
+                .then(|| recorder::TileRecorder::new(t.id));
             start_superstep(t);
         }
         let latency = u64::from(self.machine.sync_latency);
@@ -351,8 +362,16 @@ impl Simulator {
                 return Err(f);
             }
             t.xch.incoming_dcount = 0;
+            if let Some(rec) = t.recorder.as_deref_mut() {
+                rec.received(t.supersteps.len() - usize::from(t.done), received);
+            }
         }
         for t in &mut self.tiles {
+            if let Some(r) = t.recorder.as_deref_mut() {
+                // A tile that finished has closed its last superstep already.
+                let k = t.supersteps.len() - usize::from(t.done);
+                r.sent(k, &t.xch.sent);
+            }
             t.xch.sent.clear();
             t.xch.events.clear();
             t.xch.mux_at_start = t.xch.incoming_mux;
@@ -390,6 +409,11 @@ impl Simulator {
             run_cycles: total_cycles + host_cycles,
             host_steps,
             trace,
+            timelines: self
+                .tiles
+                .iter()
+                .filter_map(|t| t.recorder.as_ref().map(|r| r.finish()))
+                .collect(),
         }
     }
 }
@@ -400,6 +424,13 @@ fn start_superstep(t: &mut Tile) {
 }
 
 fn end_superstep(t: &mut Tile, arrival: u64, wait: u64) {
+    if let Some(r) = t.recorder.as_deref_mut() {
+        r.superstep_ended(recorder::StepSpan {
+            start: t.step_start,
+            sync: arrival,
+            release: arrival + wait,
+        });
+    }
     let active = arrival.saturating_sub(t.step_start);
     let exchange = t.step_exchange.min(active);
     t.supersteps.push(SuperstepCycles {

@@ -81,4 +81,7 @@ pub struct Profile {
     pub run_cycles: u64,
     /// Instruction trace of the configured tile.
     pub trace: Vec<TraceEntry>,
+    /// Every tile's recorded timeline, by tile number (empty unless
+    /// `SimConfig::record`).
+    pub timelines: Vec<super::TileTimeline>,
 }

@@ -265,6 +265,8 @@ pub struct Tile {
     pub step_exchange: u64,
     pub trace: Option<Vec<TraceEntry>>,
     pub trace_limit: usize,
+    /// The timeline recorder (`SimConfig::record`), `None` when off.
+    pub(super) recorder: Option<Box<super::recorder::TileRecorder>>,
     pub machine: MachineModel,
     pub done: bool,
     /// The `sans` cycle that announced arrival at the pending chip-wide sync.
@@ -542,6 +544,7 @@ impl Tile {
             step_exchange: 0,
             trace: None,
             trace_limit: 0,
+            recorder: None,
             machine: machine.clone(),
             done: false,
             sync_arrival: None,
@@ -1344,6 +1347,9 @@ impl Tile {
                 ctx.exit_status = if nz { v != 0 } else { v == 0 };
                 ctx.state = CtxState::Idle;
                 ctx.in_rpt = false;
+                if let (true, Some(r)) = (c != 0, self.recorder.as_deref_mut()) {
+                    r.worker_exited(c, self.cycle);
+                }
                 if c != 0 && self.workers_idle() {
                     if let Some(since) = self.busy_since.take() {
                         self.busy.push((since, self.cycle));
@@ -1422,6 +1428,9 @@ impl Tile {
         }
         let stack = self.worker_stack(w);
         self.busy_since.get_or_insert(self.cycle);
+        if let Some(r) = self.recorder.as_deref_mut() {
+            r.worker_started(w, entry, self.cycle);
+        }
         let ctx = &mut self.ctx[w];
         *ctx = ThreadContext::default();
         ctx.state = CtxState::Running;
