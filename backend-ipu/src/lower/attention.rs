@@ -322,6 +322,7 @@ pub fn lower_attention(
     Ok(Lowered {
         executable: lowered.executable,
         exchange_code_bytes_max: lowered.exchange_code_bytes_max,
+        block_estimate: None,
     })
 }
 

@@ -541,6 +541,7 @@ pub fn emit_gemm(
     Ok(Lowered {
         executable: exe,
         exchange_code_bytes_max,
+        block_estimate: None,
     })
 }
 
@@ -569,6 +570,10 @@ pub struct Lowered {
     /// The most bytes of exchange code (sends, receive arming, mux
     /// switches and their delays) on one tile.
     pub exchange_code_bytes_max: u64,
+    /// An MLP block's estimate per step (profiles compare it with the
+    /// simulated cycles); `None` for a lone product, whose estimate is its
+    /// plan's.
+    pub block_estimate: Option<super::block::BlockEstimate>,
 }
 
 /// A codelet instance a tile's program calls: emitted as a subroutine.

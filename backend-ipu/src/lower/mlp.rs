@@ -326,6 +326,7 @@ pub fn lower_mlp(
     Ok(Lowered {
         executable: lowered.executable,
         exchange_code_bytes_max: lowered.exchange_code_bytes_max,
+        block_estimate: Some(lowered.estimate),
     })
 }
 
