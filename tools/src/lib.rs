@@ -1,5 +1,5 @@
 //! ipuc command-line tools: the shared driver code behind `ipu-opt`,
-//! `ipu-run`, `ipu-bench`, `ipu-lit` and `filecheck`.
+//! `ipu-run`, `ipu-bench`, `ipu-prof`, `ipu-lit` and `filecheck`.
 
 /// `ipu-bench`: AMP throughput and simulator speed, measured on the simulator.
 pub mod bench;
@@ -8,6 +8,8 @@ pub mod import;
 /// and regeneration of CHECK lines.
 pub mod lit;
 pub mod opt;
+/// Profiles of simulated runs (`ipu-run --profile`) and `ipu-prof`.
+pub mod prof;
 pub mod registry;
 pub mod run;
 pub mod upstream;

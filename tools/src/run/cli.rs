@@ -104,6 +104,13 @@ pub struct RunArgs {
     /// f32.
     #[arg(long, value_name = "fp16|fp8", value_parser = ["fp16", "fp8"])]
     pub precision: Option<String>,
+    /// With `--device sim` on a model or IR: record the run and write its
+    /// profile into DIR: `profile.json` (the data, schema in the README),
+    /// `trace.json` (Chrome trace events for Perfetto or
+    /// chrome://tracing) and `report.html` (a self-contained report).
+    /// `ipu-prof DIR` reads it.
+    #[arg(long, value_name = "DIR")]
+    pub profile: Option<PathBuf>,
 }
 
 fn parse_block(s: &str) -> Result<String, String> {

@@ -84,6 +84,15 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         eprint!("{report}");
     }
     let lowered = lower_function(&mut loaded.ctx, body, func, &machine).map_err(|d| render(&d))?;
+    let attribution = match &args.profile {
+        Some(_) => Some(crate::prof::attribution::of_function(
+            &loaded.ctx,
+            func,
+            &machine,
+            &lowered,
+        )?),
+        None => None,
+    };
     let exe = build_executable(&loaded.ctx, lowered.executable)
         .map_err(|ds| ds.iter().map(render).collect::<Vec<_>>().join("\n"))?;
     let compile_s = started.elapsed().as_secs_f64();
@@ -96,6 +105,19 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         tolerance,
     )?;
     report.function = interpreter::function_name(&loaded.ctx, func);
+    if let (Some(dir), Some(attribution), Some(sim)) =
+        (&args.profile, &attribution, report.recorded.take())
+    {
+        let inputs = crate::prof::collect::Inputs {
+            model: &report.model,
+            function: &report.function,
+            machine: &machine,
+            exe: &exe,
+            sim: &sim,
+            attribution,
+        };
+        report.profile_files = Some(crate::prof::write(dir, &inputs)?);
+    }
     let plans = planned_products(&loaded.ctx, func, &machine).map_err(|d| render(&d))?;
     report.compiled = report
         .profile

@@ -225,7 +225,11 @@ pub fn run_executable(
     for set in sets {
         let tensors = bind(set, &inputs)?;
         let started = std::time::Instant::now();
-        let mut sim = Simulator::new(machine.clone(), SimConfig::default());
+        let config = SimConfig {
+            record: args.profile.is_some(),
+            ..SimConfig::default()
+        };
+        let mut sim = Simulator::new(machine.clone(), config);
         sim.load(exe).map_err(|e| e.to_string())?;
         // Inputs and outputs go through the executable's host streams, so
         // the run's profile counts their link time as host steps.
@@ -259,6 +263,9 @@ pub fn run_executable(
             let s = summary(p, machine.clock_hz);
             report.ops = s.instructions as usize;
             report.profile = Some(s);
+            if args.profile.is_some() {
+                report.recorded = Some(Box::new(p.clone()));
+            }
         }
     }
     Ok(finish(report))

@@ -93,6 +93,11 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
     } else {
         "reference"
     }))?;
+    if args.profile.is_some() && (is_exe || device != DeviceKind::Sim) {
+        return Err(
+            "--profile needs a model or IR compiled for the simulator (--device sim): an executable carries no attribution to ops, and the reference device no cycles".into(),
+        );
+    }
     match (is_exe, device) {
         (true, DeviceKind::Sim) => return executable::run(args, tolerance),
         (true, d) => {

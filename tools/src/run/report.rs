@@ -37,6 +37,13 @@ pub struct Report {
     /// flattened into the JSON object.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub compiled: Option<CompiledSummary>,
+    /// The files `--profile` wrote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile_files: Option<crate::prof::Written>,
+    /// The last run's recorded simulator profile (`--profile`), for the
+    /// profile writer; not part of the report.
+    #[serde(skip)]
+    pub recorded: Option<Box<ipuc_runtime::sim::Profile>>,
 }
 
 /// The figures of a model compiled for and run on the simulator.
@@ -147,6 +154,8 @@ impl Report {
             outputs: Vec::new(),
             profile: None,
             compiled: None,
+            profile_files: None,
+            recorded: None,
         }
     }
 
@@ -192,6 +201,20 @@ impl Report {
                     st.compute, st.exchange, st.sync
                 );
             }
+        }
+        if let Some(w) = &self.profile_files {
+            let files: Vec<String> = w
+                .files
+                .iter()
+                .map(|(name, bytes)| format!("{name} {}", human_bytes(*bytes as usize)))
+                .collect();
+            let _ = writeln!(
+                s,
+                "profile  {} ({}) written in {:.3} s",
+                w.dir,
+                files.join(", "),
+                w.write_s
+            );
         }
         let mut set = None;
         for o in &self.outputs {

@@ -1,0 +1,286 @@
+//! What the lowering tells a profile: its steps (the granularity of its
+//! estimate) with their `nn` ops, which `nn` op each codelet instance
+//! computes, and the buffers it placed in tile memory with the steps they
+//! live in.
+//!
+//! Instances are named by the lowering (`backend-ipu/src/lower/block.rs`
+//! and `codegen.rs`: `ln`, `fc1`/`fc2` for a product's vertex,
+//! `{fc}_red{t}_{g}` for its reduction adds, `{fc}_gelu*` for its GELU,
+//! `out0_*` for the residual add and `out1_*` for fc2's bias add); a
+//! rename there shows up here as an `unattributed` instance, which the
+//! `ipu-prof` snapshots would catch. Buffer addresses are the block's
+//! `BlockLayout`; their sizes come from the planner's own size functions.
+
+use ipuc_backend_ipu::lower::block::{owned_rows_max, MlpPlan, LN_ROWS};
+use ipuc_backend_ipu::lower::codegen::{layout, Lowered};
+use ipuc_backend_ipu::lower::mlp::{match_mlp, plan_of_block};
+use ipuc_backend_ipu::lower::passes::planned_products;
+use ipuc_backend_ipu::lower::plan::{output_span, reduction_buffer, whole_pairs, GemmPlan};
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::{Context, OpId, WalkOrder};
+
+/// A step of the lowering.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepInfo {
+    /// Name.
+    pub name: String,
+    /// Its `nn` ops.
+    pub ops: Vec<String>,
+    /// The lowering's estimate.
+    pub estimate: Option<u64>,
+    /// Whether it is an exchange step (launch-free supersteps go to the
+    /// next one in program order).
+    pub exchange: bool,
+}
+
+/// A buffer the lowering placed on some tiles, live from one step to another.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Buffer {
+    /// Name.
+    pub name: String,
+    /// Tiles holding it.
+    pub tiles: Vec<u32>,
+    /// Address.
+    pub address: u32,
+    /// Bytes.
+    pub size: u32,
+    /// First and last step (indices into the steps) it is live in.
+    pub live: (usize, usize),
+}
+
+/// Everything the profile learns from the lowering.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attribution {
+    /// Steps in program order; the last one is `sync`.
+    pub steps: Vec<StepInfo>,
+    /// Instance-name prefixes and the (step, `nn` op) they belong to,
+    /// longest prefix first.
+    pub instances: Vec<(String, usize, String)>,
+    /// Buffers.
+    pub buffers: Vec<Buffer>,
+}
+
+impl Attribution {
+    /// The (step, `nn` op) of codelet instance `instance`.
+    pub fn classify(&self, instance: &str) -> Option<(usize, String)> {
+        self.instances
+            .iter()
+            .find(|(prefix, ..)| instance.starts_with(prefix.as_str()))
+            .map(|(_, s, op)| (*s, op.clone()))
+    }
+
+    /// The index of the `sync` step.
+    pub fn sync_step(&self) -> usize {
+        self.steps.len() - 1
+    }
+}
+
+fn op_label(ctx: &Context, op: OpId) -> String {
+    format!(
+        "{} @ {}",
+        ctx.name_str(op),
+        ipuc_ir::diagnostics::location_prefix(ctx.loc(op))
+    )
+}
+
+fn step(name: &str, ops: Vec<String>, estimate: Option<u64>, exchange: bool) -> StepInfo {
+    StepInfo {
+        name: name.into(),
+        ops,
+        estimate,
+        exchange,
+    }
+}
+
+/// The attribution of function `f` as `lowered` (from the same context,
+/// before the lowering changed nothing of `f`).
+pub fn of_function(
+    ctx: &Context,
+    f: OpId,
+    machine: &MachineModel,
+    lowered: &Lowered,
+) -> Result<Attribution, String> {
+    let render = |d: ipuc_ir::Diagnostic| d.to_string();
+    if let Some(b) = match_mlp(ctx, f).map_err(render)? {
+        let plan = plan_of_block(ctx, &b, machine).map_err(render)?;
+        let gelu = ctx
+            .collect_ops(f, WalkOrder::PreOrder)
+            .into_iter()
+            .find(|&o| ctx.name_str(o) == "nn.gelu");
+        let (ln, fc1, fc2, add) = (
+            op_label(ctx, b.ln),
+            op_label(ctx, b.fc1),
+            op_label(ctx, b.fc2),
+            op_label(ctx, b.add),
+        );
+        let gelu = gelu.map_or_else(|| fc1.clone(), |g| op_label(ctx, g));
+        // The estimate's fc1 covers its vertex, reduction and GELU; fc2
+        // its vertex, reduction and both adds.
+        let e = lowered.block_estimate;
+        let steps = vec![
+            step(
+                "layer_norm",
+                vec![ln.clone()],
+                e.map(|e| e.layer_norm),
+                false,
+            ),
+            step("exchange_a", vec![], e.map(|e| e.exchange_a), true),
+            step(
+                "fc1",
+                vec![fc1.clone(), gelu.clone()],
+                e.map(|e| e.fc1),
+                false,
+            ),
+            step("exchange_b", vec![], e.map(|e| e.exchange_b), true),
+            step(
+                "fc2",
+                vec![fc2.clone(), add.clone()],
+                e.map(|e| e.fc2),
+                false,
+            ),
+            step("sync", vec![], e.map(|e| e.sync), false),
+        ];
+        let instances = vec![
+            ("fc1_gelu".to_string(), 2, gelu),
+            ("fc1".to_string(), 2, fc1),
+            ("fc2".to_string(), 4, fc2.clone()),
+            ("out0".to_string(), 4, add),
+            ("out1".to_string(), 4, fc2),
+            ("ln".to_string(), 0, ln),
+        ];
+        return Ok(Attribution {
+            steps,
+            instances,
+            buffers: block_buffers(&plan, machine),
+        });
+    }
+    // A lone product: its vertex, reduction and epilogue are one step.
+    let plans = planned_products(ctx, f, machine).map_err(render)?;
+    let product = ctx
+        .collect_ops(f, WalkOrder::PreOrder)
+        .into_iter()
+        .find(|&o| matches!(ctx.name_str(o), "nn.matmul" | "nn.linear"));
+    let (Some(plan), Some(product)) = (plans.first(), product) else {
+        return Err("the function has no product to profile".into());
+    };
+    let label = op_label(ctx, product);
+    let est = plan.estimate;
+    Ok(Attribution {
+        steps: vec![
+            step("exchange", vec![], Some(est.exchange), true),
+            step(
+                "product",
+                vec![label.clone()],
+                Some(est.compute + est.reduction + est.epilogue),
+                false,
+            ),
+            step("sync", vec![], Some(est.sync), false),
+        ],
+        instances: vec![(String::new(), 1, label)],
+        buffers: product_buffers(plan, machine, "", (0, 1), (1, 1)),
+    })
+}
+
+/// A product's input, output and reduction buffers on its tiles, at the
+/// addresses of its standalone layout (`codegen::layout`).
+fn product_buffers(
+    plan: &GemmPlan,
+    machine: &MachineModel,
+    tag: &str,
+    input_live: (usize, usize),
+    output_live: (usize, usize),
+) -> Vec<Buffer> {
+    placed_buffers(
+        plan,
+        machine,
+        tag,
+        &layout(plan, machine),
+        input_live,
+        output_live,
+    )
+}
+
+fn placed_buffers(
+    plan: &GemmPlan,
+    machine: &MachineModel,
+    tag: &str,
+    lay: &ipuc_backend_ipu::lower::codegen::TileLayout,
+    input_live: (usize, usize),
+    output_live: (usize, usize),
+) -> Vec<Buffer> {
+    let v = plan.vertex();
+    let tiles: Vec<u32> = (0..plan.tiles()).collect();
+    let name = |n: &str| {
+        if tag.is_empty() {
+            n.to_string()
+        } else {
+            format!("{tag} {n}")
+        }
+    };
+    let buffer = |n: &str, address: u32, size: u64, live| Buffer {
+        name: name(n),
+        tiles: tiles.clone(),
+        address,
+        size: size as u32,
+        live,
+    };
+    let mut out = vec![
+        buffer(
+            "input",
+            lay.input,
+            whole_pairs(v.input_bytes(), machine),
+            input_live,
+        ),
+        buffer("output", lay.output, output_span(&v, machine), output_live),
+    ];
+    if let Some(r) = lay.reduction {
+        let size = reduction_buffer(&v, plan.grid_k, machine);
+        for (i, a) in r.iter().enumerate() {
+            out.push(buffer(
+                &format!("reduction {i}"),
+                *a,
+                size,
+                (output_live.0, output_live.0),
+            ));
+        }
+    }
+    out
+}
+
+/// The MLP block's buffers (`block.rs`'s module doc: R1 holds fc1's
+/// output, then fc2's; R3 fc1's input and the LN rows, then fc2's input
+/// and reduction buffers), live over the steps
+/// `layer_norm (0), exchange_a (1), fc1 (2), exchange_b (3), fc2 (4)`.
+fn block_buffers(plan: &MlpPlan, machine: &MachineModel) -> Vec<Buffer> {
+    let lay = &plan.layout;
+    let mut out = placed_buffers(&plan.fc1, machine, "fc1", &lay.fc1, (1, 2), (2, 3));
+    out.extend(placed_buffers(
+        &plan.fc2,
+        machine,
+        "fc2",
+        &lay.fc2,
+        (3, 4),
+        (4, 4),
+    ));
+    let ln_out = (LN_ROWS * plan.shape.ln_row_bytes() + 16).next_multiple_of(16);
+    out.push(Buffer {
+        name: "layer_norm output".into(),
+        tiles: plan.ln_tiles.clone(),
+        address: lay.ln_out,
+        size: ln_out,
+        live: (0, 1),
+    });
+    let owned = owned_rows_max(&plan.fc2) * plan.fc2.vertex().n_groups * 32 + 8;
+    let span = owned.next_multiple_of(machine.element_bytes);
+    let fc2_tiles: Vec<u32> = (0..plan.fc2.tiles()).collect();
+    for (name, address, live) in [("residual", lay.residual, (1, 4)), ("sum", lay.sum, (4, 4))] {
+        out.push(Buffer {
+            name: name.into(),
+            tiles: fc2_tiles.clone(),
+            address,
+            size: span,
+            live,
+        });
+    }
+    out
+}

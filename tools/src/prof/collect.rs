@@ -1,0 +1,398 @@
+//! Builds a [`ProfileData`] from a recorded simulator run, the executable
+//! it ran and the lowering's [`Attribution`].
+//!
+//! - A launch's codelet instance is the section holding its entry
+//!   (`.text.CODELET_worker.INSTANCE`, or `.text.TAG_ovw_worker` /
+//!   `.text.TAG_acc_worker` for a product's vertex).
+//! - A compute set is one instance's launches on one tile in one
+//!   superstep, merged.
+//! - A superstep belongs to the step whose codelets took the most worker
+//!   cycles in it over the chip; a superstep without launches to the next
+//!   exchange step in program order.
+
+use std::collections::BTreeMap;
+
+use ipuc_ipu_arch::{ContextKind, Executable, MachineModel, StreamDirection};
+use ipuc_runtime::sim::{Profile, TileTimeline};
+
+use super::attribution::Attribution;
+use super::schema::{self, Allocation, Codelet, ProfileData, Step, Superstep, Tile};
+
+/// The codelet and instance of a worker section's name.
+pub fn codelet_of_section(name: &str) -> (String, String) {
+    let stem = name.strip_prefix(".text.").unwrap_or(name);
+    if let Some((codelet, instance)) = stem.split_once('.') {
+        let codelet = codelet.strip_suffix("_worker").unwrap_or(codelet);
+        return (codelet.to_string(), instance.to_string());
+    }
+    for kind in ["ovw", "acc"] {
+        if let Some(tag) = stem.strip_suffix(&format!("_{kind}_worker")) {
+            return (format!("tile_gemm_{kind}"), tag.to_string());
+        }
+    }
+    (stem.to_string(), stem.to_string())
+}
+
+/// What a profile is built from.
+pub struct Inputs<'a> {
+    /// Model file, for the record.
+    pub model: &'a str,
+    /// Function name.
+    pub function: &'a str,
+    /// The machine.
+    pub machine: &'a MachineModel,
+    /// The executable that ran.
+    pub exe: &'a Executable,
+    /// The simulator's profile of the run, recorded (`SimConfig::record`).
+    pub sim: &'a Profile,
+    /// The lowering's attribution.
+    pub attribution: &'a Attribution,
+}
+
+/// Builds the profile. Fails if the run was not recorded.
+pub fn collect(inp: &Inputs) -> Result<ProfileData, String> {
+    let sim = inp.sim;
+    if sim.timelines.len() != sim.tiles.len() {
+        return Err("the simulator did not record this run's timeline".into());
+    }
+    let mut steps: Vec<Step> = inp
+        .attribution
+        .steps
+        .iter()
+        .map(|s| Step {
+            name: s.name.clone(),
+            ops: s.ops.clone(),
+            estimate_cycles: s.estimate,
+            simulated_cycles: 0,
+        })
+        .collect();
+    let mut codelets: Vec<Codelet> = Vec::new();
+    let mut codelet_ids: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let images: BTreeMap<u32, &ipuc_ipu_arch::TileImage> =
+        inp.exe.tiles.iter().map(|t| (t.tile, &t.image)).collect();
+    let n_steps = sim
+        .tiles
+        .iter()
+        .map(|t| t.supersteps.len())
+        .max()
+        .unwrap_or(0);
+    let mut tiles = Vec::with_capacity(sim.timelines.len());
+    for (tl, tp) in sim.timelines.iter().zip(&sim.tiles) {
+        let image = images
+            .get(&tl.tile)
+            .ok_or_else(|| format!("tile {} ran but has no program", tl.tile))?;
+        let mut sets: BTreeMap<(u32, usize), [u64; 6]> = BTreeMap::new();
+        for l in &tl.launches {
+            let section = image.section_at(l.entry).map_or("?", |s| s.name.as_str());
+            let key = codelet_of_section(section);
+            let id = match codelet_ids.get(&key) {
+                Some(&id) => id,
+                None => {
+                    let (step, op) = match inp.attribution.classify(&key.1) {
+                        Some(c) => c,
+                        None => (unattributed(&mut steps), String::new()),
+                    };
+                    codelets.push(Codelet {
+                        codelet: key.0.clone(),
+                        instance: key.1.clone(),
+                        step,
+                        op,
+                    });
+                    codelet_ids.insert(key, codelets.len() - 1);
+                    codelets.len() - 1
+                }
+            };
+            let e = sets.entry((l.superstep, id)).or_insert([
+                u64::from(l.superstep),
+                id as u64,
+                l.start,
+                l.end,
+                0,
+                0,
+            ]);
+            e[2] = e[2].min(l.start);
+            e[3] = e[3].max(l.end);
+            e[4] += 1;
+            e[5] += l.end - l.start;
+        }
+        let mut compute_sets: Vec<[u64; 6]> = sets.into_values().collect();
+        compute_sets.sort_by_key(|s| (s[0], s[2], s[1]));
+        tiles.push(Tile {
+            tile: tl.tile,
+            supersteps: tl
+                .supersteps
+                .iter()
+                .zip(&tp.supersteps)
+                .map(|(s, c)| [s.start, s.sync, s.release, c.compute, c.exchange])
+                .collect(),
+            compute_sets,
+            sends: sends_per_superstep(tl),
+            received_words: tl.received_words.clone(),
+            memory: memory_of(inp, image, tl.tile, n_steps),
+        });
+    }
+    let supersteps = supersteps_of(&tiles, &codelets, n_steps, inp.attribution, &mut steps);
+    let mut data = ProfileData {
+        schema: schema::SCHEMA.into(),
+        version: schema::VERSION,
+        model: inp.model.into(),
+        function: inp.function.into(),
+        machine: inp.machine.name.clone(),
+        clock_hz: inp.machine.clock_hz,
+        total_cycles: sim.total_cycles,
+        memory_base: inp.machine.sram_base,
+        memory_end: inp.machine.sram_end,
+        steps,
+        codelets,
+        supersteps,
+        tiles,
+    };
+    place_buffers(&mut data, inp.attribution);
+    Ok(data)
+}
+
+/// The `unattributed` step (made on first use, after `sync`).
+fn unattributed(steps: &mut Vec<Step>) -> usize {
+    if let Some(i) = steps.iter().position(|s| s.name == "unattributed") {
+        return i;
+    }
+    steps.push(Step {
+        name: "unattributed".into(),
+        ops: Vec::new(),
+        estimate_cycles: None,
+        simulated_cycles: 0,
+    });
+    steps.len() - 1
+}
+
+/// One send record per superstep: first word, after the last, words.
+fn sends_per_superstep(tl: &TileTimeline) -> Vec<[u64; 4]> {
+    let mut out: Vec<[u64; 4]> = Vec::new();
+    for s in &tl.sends {
+        match out.last_mut() {
+            Some(o) if o[0] == u64::from(s.superstep) => {
+                o[2] = o[2].max(s.end);
+                o[3] += u64::from(s.words);
+            }
+            _ => out.push([u64::from(s.superstep), s.start, s.end, u64::from(s.words)]),
+        }
+    }
+    out
+}
+
+fn supersteps_of(
+    tiles: &[Tile],
+    codelets: &[Codelet],
+    n: usize,
+    attribution: &Attribution,
+    steps: &mut [Step],
+) -> Vec<Superstep> {
+    let mut out = Vec::with_capacity(n);
+    let mut previous_step = 0usize;
+    for k in 0..n {
+        let mut s = Superstep {
+            index: k,
+            step: 0,
+            start: u64::MAX,
+            end: 0,
+            compute_max: 0,
+            exchange_max: 0,
+            sync_wait_max: 0,
+            busiest_tile: 0,
+            exchange_bytes: 0,
+            tiles_computing: 0,
+            codelets: Vec::new(),
+        };
+        let mut last_arrival = 0u64;
+        let mut active_max = 0u64;
+        let mut per_codelet: BTreeMap<usize, u64> = BTreeMap::new();
+        let mut worker_cycles_per_step: BTreeMap<usize, u64> = BTreeMap::new();
+        for t in tiles {
+            let Some(&[start, sync, release, compute, exchange]) = t.supersteps.get(k) else {
+                continue;
+            };
+            s.start = s.start.min(start);
+            s.end = s.end.max(release);
+            s.compute_max = s.compute_max.max(compute);
+            s.exchange_max = s.exchange_max.max(exchange);
+            s.sync_wait_max = s.sync_wait_max.max(release - sync);
+            if sync >= last_arrival {
+                last_arrival = sync;
+                s.busiest_tile = t.tile;
+            }
+            active_max = active_max.max(sync - start);
+            let mut on_tile: BTreeMap<usize, u64> = BTreeMap::new();
+            for set in t.compute_sets.iter().filter(|c| c[0] == k as u64) {
+                let c = set[1] as usize;
+                *on_tile.entry(c).or_default() += set[3] - set[2];
+                *worker_cycles_per_step.entry(codelets[c].step).or_default() += set[5];
+            }
+            if !on_tile.is_empty() {
+                s.tiles_computing += 1;
+            }
+            for (c, cycles) in on_tile {
+                let e = per_codelet.entry(c).or_default();
+                *e = (*e).max(cycles);
+            }
+            s.exchange_bytes += t
+                .sends
+                .iter()
+                .filter(|x| x[0] == k as u64)
+                .map(|x| 4 * x[3])
+                .sum::<u64>();
+        }
+        if s.start == u64::MAX {
+            s.start = 0;
+        }
+        s.codelets = per_codelet
+            .into_iter()
+            .map(|(c, cycles)| [c as u64, cycles])
+            .collect();
+        s.step = match worker_cycles_per_step
+            .iter()
+            .max_by_key(|(step, w)| (**w, usize::MAX - **step))
+        {
+            Some((&step, _)) => step,
+            None => attribution
+                .steps
+                .iter()
+                .enumerate()
+                .skip(previous_step)
+                .find(|(_, st)| st.exchange)
+                .or_else(|| {
+                    attribution
+                        .steps
+                        .iter()
+                        .enumerate()
+                        .rev()
+                        .find(|(_, st)| st.exchange)
+                })
+                .map_or(previous_step, |(i, _)| i),
+        };
+        previous_step = s.step;
+        steps[s.step].simulated_cycles += active_max;
+        steps[attribution.sync_step()].simulated_cycles += s.end.saturating_sub(last_arrival);
+        out.push(s);
+    }
+    out
+}
+
+/// The image's sections, stacks and host tensors on `tile`, live for the
+/// whole run.
+fn memory_of(
+    inp: &Inputs,
+    image: &ipuc_ipu_arch::TileImage,
+    tile: u32,
+    n: usize,
+) -> Vec<Allocation> {
+    let last = n.saturating_sub(1);
+    let mut out = Vec::new();
+    for s in &image.sections {
+        let kind = if s.is_code {
+            "code"
+        } else if s
+            .name
+            .starts_with(ipuc_backend_ipu::emit::CONSTANT_SECTION_PREFIX)
+        {
+            "constant"
+        } else {
+            "data"
+        };
+        out.push(Allocation {
+            name: s.name.clone(),
+            kind: kind.into(),
+            address: s.address,
+            size: s.bytes.len() as u32,
+            from: 0,
+            to: last,
+        });
+    }
+    for st in &image.stacks {
+        let (who, contexts) = match st.context {
+            ContextKind::Supervisor => ("supervisor stack", 1),
+            ContextKind::Worker => ("worker stacks", 6),
+        };
+        out.push(Allocation {
+            name: who.into(),
+            kind: "stack".into(),
+            address: st.top - contexts * st.size,
+            size: contexts * st.size,
+            from: 0,
+            to: last,
+        });
+    }
+    let direction: BTreeMap<&str, StreamDirection> = inp
+        .exe
+        .streams
+        .iter()
+        .map(|s| (s.tensor.as_str(), s.direction))
+        .collect();
+    for b in inp.exe.tensors.iter().filter(|b| b.tile == tile) {
+        let kind = match direction.get(b.name.as_str()) {
+            Some(StreamDirection::HostToDevice) => "input",
+            Some(StreamDirection::DeviceToHost) => "output",
+            None => "tensor",
+        };
+        out.push(Allocation {
+            name: b.name.clone(),
+            kind: kind.into(),
+            address: b.address,
+            size: b.size,
+            from: 0,
+            to: last,
+        });
+    }
+    out
+}
+
+/// Adds the lowering's buffers to their tiles, their steps turned into
+/// the supersteps attributed to them.
+fn place_buffers(data: &mut ProfileData, attribution: &Attribution) {
+    let range = |step: usize, first: bool| {
+        let mut it = data
+            .supersteps
+            .iter()
+            .filter(|s| s.step == step)
+            .map(|s| s.index);
+        if first {
+            it.next()
+        } else {
+            it.next_back()
+        }
+    };
+    let placed: Vec<(Vec<u32>, Allocation)> = attribution
+        .buffers
+        .iter()
+        .filter_map(|b| {
+            let from = range(b.live.0, true)?;
+            let to = range(b.live.1, false)?;
+            Some((
+                b.tiles.clone(),
+                Allocation {
+                    name: b.name.clone(),
+                    kind: "buffer".into(),
+                    address: b.address,
+                    size: b.size,
+                    from,
+                    to: to.max(from),
+                },
+            ))
+        })
+        .collect();
+    let index: BTreeMap<u32, usize> = data
+        .tiles
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.tile, i))
+        .collect();
+    for (tiles, a) in placed {
+        for t in tiles {
+            if let Some(&i) = index.get(&t) {
+                data.tiles[i].memory.push(a.clone());
+            }
+        }
+    }
+    for t in &mut data.tiles {
+        t.memory.sort_by_key(|a| (a.address, a.from));
+    }
+}

@@ -1,0 +1,72 @@
+//! Profiles of simulated runs: `ipu-run --device sim --profile DIR` records
+//! the run ([`ipuc_runtime::sim::SimConfig::record`]) and writes
+//!
+//! - `profile.json` ([`schema`]): per tile and superstep, the compute sets
+//!   (codelet instances attributed to `nn` ops), sends, sync waits and the
+//!   memory map; per step of the lowering, its estimate against the
+//!   simulated cycles;
+//! - `trace.json` ([`trace`]): Chrome trace events, one track per tile;
+//!
+//! and `ipu-prof DIR` ([`cli`]) answers questions about it ([`views`]).
+
+pub mod attribution;
+pub mod cli;
+pub mod collect;
+pub mod schema;
+pub mod trace;
+pub mod views;
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde::Serialize;
+
+/// What [`write`] wrote.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Written {
+    /// The directory.
+    pub dir: String,
+    /// Each file's name and bytes.
+    pub files: Vec<(String, u64)>,
+    /// Seconds to build and write them.
+    pub write_s: f64,
+}
+
+/// Builds the profile of a recorded run and writes its files into `dir`
+/// (created if missing).
+pub fn write(dir: &Path, inputs: &collect::Inputs) -> Result<Written, String> {
+    let started = Instant::now();
+    let data = collect::collect(inputs)?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create profile directory '{}': {e}", dir.display()))?;
+    let mut files = Vec::new();
+    let mut put = |name: &str, bytes: Vec<u8>| -> Result<(), String> {
+        let path = dir.join(name);
+        std::fs::write(&path, &bytes)
+            .map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
+        files.push((name.to_string(), bytes.len() as u64));
+        Ok(())
+    };
+    let json = serde_json::to_vec(&data).map_err(|e| e.to_string())?;
+    put("profile.json", json)?;
+    let trace = serde_json::to_vec(&trace::trace(&data)).map_err(|e| e.to_string())?;
+    put("trace.json", trace)?;
+    Ok(Written {
+        dir: dir.display().to_string(),
+        files,
+        write_s: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Reads `DIR/profile.json`.
+pub fn read(dir: &Path) -> Result<schema::ProfileData, String> {
+    let path = dir.join("profile.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "cannot read '{}': {e} (write a profile with `ipu-run MODEL --device sim --profile {}`)",
+            path.display(),
+            dir.display()
+        )
+    })?;
+    schema::ProfileData::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
+}

@@ -1,0 +1,213 @@
+//! `ipu-run --profile` and `ipu-prof` on the FP8 MLP block of
+//! `lit-tests/lower/mlp-fp8.mlir`: the profile agrees with the run's own
+//! report, the trace is well-formed, `ipu-prof`'s answers are
+//! snapshotted, and bad input gets an error.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use common::run_tool;
+use serde_json::Value;
+
+const MODEL: &str = "../lit-tests/lower/mlp-fp8.mlir";
+
+fn ipu_prof(args: &[&str]) -> (i32, String, String) {
+    run_tool(env!("CARGO_BIN_EXE_ipu-prof"), args)
+}
+
+/// The profile directory of one recorded run (made once per test binary),
+/// and that run's `ipu-run --json` report.
+fn profiled() -> &'static (tempfile::TempDir, Value) {
+    static DIR: OnceLock<(tempfile::TempDir, Value)> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("prof");
+        let (code, stdout, stderr) = run_tool(
+            env!("CARGO_BIN_EXE_ipu-run"),
+            [
+                MODEL,
+                "--device",
+                "sim",
+                "--precision",
+                "fp8",
+                "--json",
+                "--profile",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(code, 0, "ipu-run --profile: {stderr}");
+        (dir, serde_json::from_str(&stdout).unwrap())
+    })
+}
+
+fn prof_dir() -> PathBuf {
+    profiled().0.path().join("prof")
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The per-superstep figures and the total agree with `ipu-run`'s own
+/// report of the same run (computed from the simulator's counters, not
+/// from the recording), and the steps' simulated cycles add up to the run.
+#[test]
+fn the_profile_agrees_with_the_runs_report() {
+    let report = &profiled().1;
+    let p = read_json(&prof_dir().join("profile.json"));
+    assert_eq!(p["schema"], "ipuc-profile");
+    assert_eq!(p["version"], 1);
+    assert_eq!(p["total_cycles"], report["cycles"]);
+    let steps: u64 = p["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["simulated_cycles"].as_u64().unwrap())
+        .sum();
+    assert_eq!(steps, report["cycles"].as_u64().unwrap());
+    let theirs = report["profile"]["supersteps"].as_array().unwrap();
+    let ours = p["supersteps"].as_array().unwrap();
+    assert_eq!(ours.len(), theirs.len());
+    for (o, t) in ours.iter().zip(theirs) {
+        assert_eq!(o["compute_max"], t["compute"]);
+        assert_eq!(o["exchange_max"], t["exchange"]);
+        assert_eq!(o["sync_wait_max"], t["sync"]);
+    }
+    // Every codelet instance of the block is attributed to an `nn` op.
+    for c in p["codelets"].as_array().unwrap() {
+        assert!(c["op"].as_str().unwrap().starts_with("nn."), "{c}");
+    }
+}
+
+/// Every tile that ran has a named track in a 16-tile group; each compute
+/// set, send and sync wait is one complete event; the metadata states the
+/// aggregation.
+#[test]
+fn the_trace_has_a_track_per_tile_and_a_span_per_compute_set() {
+    let p = read_json(&prof_dir().join("profile.json"));
+    let t = read_json(&prof_dir().join("trace.json"));
+    let events = t["traceEvents"].as_array().unwrap();
+    let tiles = p["tiles"].as_array().unwrap();
+    let named: Vec<(u64, u64)> = events
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(named.len(), tiles.len());
+    assert!(named.iter().all(|(pid, tid)| *pid == tid / 16));
+    let count = |cat: &str| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["cat"] == cat)
+            .count()
+    };
+    let sets: usize = tiles
+        .iter()
+        .map(|t| t["compute_sets"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(count("compute"), sets);
+    let sends: usize = tiles
+        .iter()
+        .map(|t| t["sends"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(count("exchange"), sends);
+    assert!(events.iter().any(|e| e["ph"] == "X"
+        && e["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("nn.gelu · gelu_tanh_f8")));
+    assert!(events
+        .iter()
+        .any(|e| e["ph"] == "C" && e["name"] == "active workers"));
+    assert!(t["otherData"]["aggregation"]
+        .as_str()
+        .unwrap()
+        .contains("nothing is sampled"));
+}
+
+#[test]
+fn ipu_prof_answers() {
+    let dir = prof_dir();
+    let dir = dir.to_str().unwrap();
+    for (name, args) in [
+        ("summary", vec![dir]),
+        ("top", vec![dir, "top", "--limit", "3"]),
+        (
+            "memory_fc_tile",
+            vec![dir, "memory", "--tile", "0", "--superstep", "3"],
+        ),
+        ("memory_ln_tile", vec![dir, "memory", "--tile", "1470"]),
+    ] {
+        let (code, stdout, stderr) = ipu_prof(&args);
+        assert_eq!(code, 0, "{name}: {stderr}");
+        insta::assert_snapshot!(name, stdout);
+    }
+}
+
+/// `--json` prints one parseable line for every question.
+#[test]
+fn ipu_prof_json() {
+    let dir = prof_dir();
+    let dir = dir.to_str().unwrap();
+    for args in [
+        vec![dir, "--json"],
+        vec![dir, "top", "--json"],
+        vec![dir, "supersteps", "--json"],
+        vec![dir, "memory", "--tile", "0", "--superstep", "2", "--json"],
+        vec![dir, "error", "--json"],
+    ] {
+        let (code, stdout, stderr) = ipu_prof(&args);
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+        assert_eq!(stdout.lines().count(), 1, "{args:?}");
+        let v: Value = serde_json::from_str(&stdout).unwrap();
+        assert!(!v.is_null());
+    }
+    let (_, stdout, _) = ipu_prof(&[dir, "error", "--json"]);
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let kinds: Vec<&str> = v["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["exchange", "nn.layer_normalization", "nn.linear", "sync"]
+    );
+}
+
+/// Missing profiles, other schema versions, tiles and supersteps that do
+/// not exist, and `--profile` where nothing can be attributed.
+#[test]
+fn bad_input_gets_an_error() {
+    let (code, _, stderr) = ipu_prof(&["/nonexistent/profile"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("cannot read") && stderr.contains("--profile"),
+        "{stderr}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(prof_dir().join("profile.json"))
+        .unwrap()
+        .replacen("\"version\":1", "\"version\":99", 1);
+    std::fs::write(dir.path().join("profile.json"), text).unwrap();
+    let (code, _, stderr) = ipu_prof(&[dir.path().to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("version 99"), "{stderr}");
+    let d = prof_dir();
+    let d = d.to_str().unwrap();
+    let (code, _, stderr) = ipu_prof(&[d, "memory", "--tile", "900"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("tile 900 did not run"), "{stderr}");
+    let (code, _, stderr) = ipu_prof(&[d, "memory", "--tile", "0", "--superstep", "40"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("superstep 40 does not exist"), "{stderr}");
+    let (code, _, stderr) = run_tool(
+        env!("CARGO_BIN_EXE_ipu-run"),
+        [MODEL, "--profile", dir.path().to_str().unwrap()],
+    );
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--profile needs"), "{stderr}");
+}
