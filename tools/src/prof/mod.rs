@@ -6,12 +6,16 @@
 //!   memory map; per step of the lowering, its estimate against the
 //!   simulated cycles;
 //! - `trace.json` ([`trace`]): Chrome trace events, one track per tile;
+//! - `report.html` ([`html`]): a self-contained page of timelines, the
+//!   occupancy heat map, the cost model's error, exchange volume and
+//!   memory maps;
 //!
 //! and `ipu-prof DIR` ([`cli`]) answers questions about it ([`views`]).
 
 pub mod attribution;
 pub mod cli;
 pub mod collect;
+pub mod html;
 pub mod schema;
 pub mod trace;
 pub mod views;
@@ -51,6 +55,7 @@ pub fn write(dir: &Path, inputs: &collect::Inputs) -> Result<Written, String> {
     put("profile.json", json)?;
     let trace = serde_json::to_vec(&trace::trace(&data)).map_err(|e| e.to_string())?;
     put("trace.json", trace)?;
+    put("report.html", html::report(&data).into_bytes())?;
     Ok(Written {
         dir: dir.display().to_string(),
         files,
