@@ -11,6 +11,7 @@
 //! `ipu-prof` snapshots would catch. Buffer addresses are the block's
 //! `BlockLayout`; their sizes come from the planner's own size functions.
 
+use ipuc_backend_ipu::lower::attention::match_attention;
 use ipuc_backend_ipu::lower::block::{owned_rows_max, MlpPlan, LN_ROWS};
 use ipuc_backend_ipu::lower::codegen::{layout, Lowered};
 use ipuc_backend_ipu::lower::mlp::{match_mlp, plan_of_block};
@@ -101,6 +102,23 @@ pub fn of_function(
     lowered: &Lowered,
 ) -> Result<Attribution, String> {
     let render = |d: ipuc_ir::Diagnostic| d.to_string();
+    if let Some(b) = match_attention(ctx, f).map_err(render)? {
+        // The attention block's steps, estimates and buffers are not
+        // exposed to profiles yet: its codelets all count as the block.
+        let ops: Vec<String> = [b.ln, b.qkv, b.attention, b.out, b.add]
+            .iter()
+            .map(|&o| op_label(ctx, o))
+            .collect();
+        return Ok(Attribution {
+            steps: vec![
+                step("exchange", vec![], None, true),
+                step("attention_block", ops, None, false),
+                step("sync", vec![], None, false),
+            ],
+            instances: vec![(String::new(), 1, op_label(ctx, b.attention))],
+            buffers: Vec::new(),
+        });
+    }
     if let Some(b) = match_mlp(ctx, f).map_err(render)? {
         let plan = plan_of_block(ctx, &b, machine).map_err(render)?;
         let gelu = ctx
