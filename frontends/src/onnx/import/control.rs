@@ -49,7 +49,14 @@ fn branch(imp: &mut Importer<'_>, node: &Node, graph: &Graph) -> NodeResult {
     if !graph.initializers.is_empty() {
         return Err(error(node, "a branch with initializers is not supported"));
     }
-    for i in graph.topological_order()? {
+    import_graph(imp, node, graph, &graph.topological_order()?)
+}
+
+/// Imports the nodes of `node`'s subgraph `graph` in `order` (its
+/// topological order; a loop's body once per iteration) and returns the
+/// values of its outputs.
+fn import_graph(imp: &mut Importer<'_>, node: &Node, graph: &Graph, order: &[usize]) -> NodeResult {
+    for &i in order {
         imp.import_node(&graph.nodes[i])?;
     }
     graph
@@ -178,14 +185,7 @@ fn scan(imp: &mut Importer<'_>, node: &Node, body: &Graph) -> NodeResult {
                 .values
                 .insert(body.inputs[states + k].name.clone(), slice);
         }
-        for &i in &order {
-            b.imp.import_node(&body.nodes[i])?;
-        }
-        let results: Vec<Value> = body
-            .outputs
-            .iter()
-            .map(|o| b.imp.value(&o.name).map_err(|m| b.error(m)))
-            .collect::<Result<_, _>>()?;
+        let results = import_graph(b.imp, node, body, &order)?;
         state = results[..states].to_vec();
         for (k, &v) in results[states..].iter().enumerate() {
             collected[k].push(v);
@@ -277,14 +277,7 @@ fn loop_(imp: &mut Importer<'_>, node: &Node) -> NodeResult {
             b.imp.values.insert(body.inputs[k + 2].name.clone(), v);
         }
         b.imp.define_initializers(node, body)?;
-        for &n in &order {
-            b.imp.import_node(&body.nodes[n])?;
-        }
-        let results: Vec<Value> = body
-            .outputs
-            .iter()
-            .map(|o| b.imp.value(&o.name).map_err(|m| b.error(m)))
-            .collect::<Result<_, _>>()?;
+        let results = import_graph(b.imp, node, body, &order)?;
         cond = known_int(b.imp, results[0])
             .ok_or_else(|| not_known("condition after an iteration"))?
             != 0;
