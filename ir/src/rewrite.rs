@@ -275,27 +275,28 @@ pub fn constant_value(ctx: &Context, v: Value) -> Option<Attribute> {
     }
 }
 
+/// What `op`'s folder makes of it, given the constant values of its
+/// operands ([`constant_value`]): one result per result of `op`, or `None`
+/// where the op has no folder or the folder declines.
+pub fn fold_op(ctx: &Context, op: OpId) -> Option<Vec<FoldResult>> {
+    let fold = ctx.name(op).def().and_then(|d| d.fold)?;
+    let consts: Vec<Option<Attribute>> = ctx
+        .operands(op)
+        .iter()
+        .map(|&v| constant_value(ctx, v))
+        .collect();
+    fold(ctx, op, &consts).filter(|results| results.len() == ctx.results(op).len())
+}
+
 /// Tries to fold `op`; on success the op is replaced and erased (or updated in place).
 fn try_fold(rw: &mut Rewriter<'_>, op: OpId) -> bool {
-    let Some(fold) = rw.ctx.name(op).def().and_then(|d| d.fold) else {
-        return false;
-    };
     if rw.ctx.name(op).has_trait(Traits::CONSTANT_LIKE) {
         return false;
     }
-    let consts: Vec<Option<Attribute>> = rw
-        .ctx
-        .operands(op)
-        .iter()
-        .map(|&v| constant_value(rw.ctx, v))
-        .collect();
-    let Some(results) = fold(rw.ctx, op, &consts) else {
+    let Some(results) = fold_op(rw.ctx, op) else {
         return false;
     };
-    let nres = rw.ctx.results(op).len();
-    if results.len() != nres {
-        return false;
-    }
+    let nres = results.len();
     let loc = rw.ctx.loc(op).clone();
     let dialect = rw.ctx.name(op).dialect().to_string();
     let materialize = rw

@@ -75,7 +75,9 @@ use std::sync::Arc;
 use ipuc_dialects::func;
 use ipuc_dialects::nn::ConstantOp;
 use ipuc_ir::dialect::FoldResult;
-use ipuc_ir::rewrite::{apply_patterns_greedily, constant_value, GreedyConfig, RewritePatternSet};
+use ipuc_ir::rewrite::{
+    apply_patterns_greedily, constant_value, fold_op, GreedyConfig, RewritePatternSet,
+};
 use ipuc_ir::{
     Attribute, BlockId, Context, Diagnostic, Location, OpId, OperationState, Type, Value,
 };
@@ -658,21 +660,9 @@ impl<'a> Importer<'a> {
     /// values (new constants or existing values) and erased.
     fn fold(&mut self, op: OpId) -> Vec<Value> {
         let results = self.ctx.results(op).to_vec();
-        let Some(folder) = self.ctx.name(op).def().and_then(|d| d.fold) else {
+        let Some(folded) = fold_op(self.ctx, op) else {
             return results;
         };
-        let consts: Vec<Option<Attribute>> = self
-            .ctx
-            .operands(op)
-            .iter()
-            .map(|&v| constant_value(self.ctx, v))
-            .collect();
-        let Some(folded) = folder(self.ctx, op, &consts) else {
-            return results;
-        };
-        if folded.len() != results.len() {
-            return results;
-        }
         let loc = self.ctx.loc(op).clone();
         let mut values = Vec::with_capacity(results.len());
         for (r, f) in results.iter().zip(folded) {
