@@ -7,44 +7,21 @@
 
 use ipuc_backend_ipu::emit::build_executable;
 use ipuc_backend_ipu::lower::attention_block::{
-    emit_attention, plan_attention, reference, AttentionConstants, AttentionShape,
+    emit_attention, plan_attention, reference, AttentionShape,
 };
+use ipuc_backend_ipu::lower::block_values::AttentionValues;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
 use ipuc_runtime::device::Device;
 use ipuc_runtime::sim::{SimConfig, Simulator};
 use rand::{Rng, SeedableRng};
 
-fn f16(v: f64) -> f64 {
-    half::f16::from_f64(v).to_f64()
-}
-
-/// Random f16 constants: weights of about 1/sqrt(c), so the scores spread
-/// over a few units.
-fn constants(s: AttentionShape, rng: &mut impl Rng) -> AttentionConstants {
-    let c = s.c as usize;
-    let w = 1.5 / (c as f64).sqrt();
-    let mut draw = |n: usize, mag: f64| -> Vec<f64> {
-        (0..n).map(|_| f16(rng.random_range(-mag..mag))).collect()
-    };
-    AttentionConstants {
-        gamma: (0..c).map(|_| f16(1.0)).collect::<Vec<_>>(),
-        beta: draw(c, 0.1),
-        w_qkv: draw(c * 3 * c, w),
-        b_qkv: draw(3 * c, 0.2),
-        w_o: draw(c * c, w),
-        b_o: draw(c, 0.2),
-    }
-}
-
 /// Lowers and runs the block of `s`; returns (cosine, relative L2 error,
 /// simulated cycles, estimated cycles).
 fn run(s: AttentionShape, seed: u64) -> (f64, f64, u64, u64) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let k = constants(s, &mut rng);
-    let x: Vec<f64> = (0..s.m * s.c)
-        .map(|_| f16(rng.random_range(-2.0..2.0)))
-        .collect();
+    let AttentionValues { x, constants: k } =
+        AttentionValues::random(s, || rng.random_range(-1.0..1.0));
     let machine = MachineModel::c600();
     let plan = plan_attention(s, &machine).unwrap_or_else(|e| panic!("{e}"));
     let mut ctx = Context::new(ipuc_dialects::registry());
@@ -130,10 +107,25 @@ fn attention_blocks_match_float64() {
 
 #[test]
 fn a_block_whose_head_does_not_fit_a_tile_is_refused_with_the_sizes() {
-    // so400m's layer: 729 keys of 16 heads of 72.
-    let err = plan_attention(shape(729, 1152, 16), &MachineModel::c600()).unwrap_err();
+    // 2048 keys of heads of 72 (padded to 80): 655 KB of keys and values
+    // per head.
+    let err = plan_attention(shape(2048, 1152, 16), &MachineModel::c600()).unwrap_err();
     assert!(
         err.contains("an attention tile does not fit") && err.contains("keys and values take"),
         "{err}"
     );
+}
+
+#[test]
+fn an_attention_tile_holds_as_many_rows_as_fit_and_no_more() {
+    use ipuc_backend_ipu::lower::attention_block::core_tile;
+    // so400m's heads: 235 KB of keys and values leave room for about 16
+    // query rows' scores; 255 rows' scores alone would fill the tile.
+    let m = MachineModel::c600();
+    let s = shape(729, 1152, 16);
+    let t = core_tile(s, 8, &m).unwrap_or_else(|e| panic!("{e}"));
+    assert!(t.o + t.values().output_bytes() as u32 <= m.sram_end);
+    assert!(t.q >= t.v + t.values().weight_bytes() as u32);
+    let err = core_tile(s, 255, &m).unwrap_err();
+    assert!(err.contains("255 query rows"), "{err}");
 }

@@ -141,3 +141,43 @@ fn mlp_bench_runs_a_small_block_in_both_precisions() {
     }
     assert!(Cli::try_parse_from(["ipu-bench", "mlp", "--precision", "fp4"]).is_err());
 }
+
+/// `ipu-bench attention` on a small block with padded heads and tokens: the
+/// report shows every stage's plan and the run checked its rows against
+/// float64 (it fails otherwise); heads that do not divide the hidden size
+/// are a usage error.
+#[test]
+fn attention_bench_runs_a_small_block() {
+    let out = bench(&[
+        "attention",
+        "--tokens",
+        "37",
+        "--hidden",
+        "96",
+        "--heads",
+        "4",
+    ])
+    .unwrap_or_else(|e| panic!("{e}"));
+    for want in [
+        "attention block 37x96, 4 heads of 24 (padded to 32)",
+        "  attention: tiles ",
+        "FP16 peak",
+        "rows checked against float64",
+    ] {
+        assert!(out.contains(want), "{want:?} in {out}");
+    }
+    let err = bench(&[
+        "attention",
+        "--tokens",
+        "8",
+        "--hidden",
+        "96",
+        "--heads",
+        "5",
+    ])
+    .unwrap_err();
+    assert!(
+        err.contains("must be a positive multiple of --heads 5"),
+        "{err}"
+    );
+}

@@ -295,7 +295,9 @@ fn plan_on(
     };
     plan_gemm(shape, &part)
         .map(|c| c.plan.placed_at(first))
-        .map_err(|e| format!("{name} (on {tiles} tiles from tile {first}): {e}"))
+        .map_err(|e| {
+            format!("{name} (on {tiles} tiles from tile {first}, its share of the tiles the attention tiles leave): {e}")
+        })
 }
 
 /// Plans the block (see the module doc): the tiles after the LN tiles
@@ -323,10 +325,31 @@ pub fn plan_attention(
     };
     let (m, c, hp) = (u64::from(s.m), u64::from(s.c), u64::from(s.hp()));
     let keys = u64::from(s.key_panels() * 16);
-    let macs = [2 * m * c * hp, m * c * hp, 2 * m * keys * hp, m * hp * c];
-    let total: u64 = macs.iter().sum();
-    let share = |i: usize| ((u64::from(avail) * macs[i] / total) as u32).max(1);
+    // The attention tiles first: their share of the multiply-accumulates,
+    // at most one row each, at least as many as the rows that fit a tile
+    // need. The products share the rest in proportion to theirs.
+    let macs = [2 * m * c * hp, m * c * hp, m * hp * c];
+    let core_macs = 2 * m * keys * hp;
+    let total: u64 = macs.iter().sum::<u64>() + core_macs;
+    let fit = rows_that_fit(s, machine)?;
+    let core_share = (u64::from(avail) * core_macs / total) as u32;
+    let per_head = (core_share / s.heads).clamp(s.m.div_ceil(fit), s.m);
+    let rows = s.m.div_ceil(per_head);
+    let blocks = s.m.div_ceil(rows);
+    let Some(rest) = avail.checked_sub(s.heads * blocks).filter(|&r| r >= 3) else {
+        return Err(format!(
+            "the attention needs {} tiles ({} heads x {blocks} blocks of at most {fit} query rows, what fits a tile), which leaves the three products fewer than 3 of the {avail} tiles before the {n_ln} LayerNorm tiles",
+            s.heads * blocks,
+            s.heads
+        ));
+    };
+    let products: u64 = macs.iter().sum();
+    let share = |i: usize| ((u64::from(rest) * macs[i] / products) as u32).max(1);
     let f16 = AmpVariant::F16;
+    let with_bias = Epilogue {
+        bias: true,
+        ..Epilogue::default()
+    };
     let qk = plan_on(
         "qk",
         GemmShape {
@@ -334,10 +357,7 @@ pub fn plan_attention(
             k: s.c,
             n: 2 * s.hp(),
             variant: f16,
-            epilogue: Epilogue {
-                bias: true,
-                ..Epilogue::default()
-            },
+            epilogue: with_bias,
         },
         machine,
         0,
@@ -357,17 +377,12 @@ pub fn plan_attention(
         vt_first,
         share(1),
     )?;
-    let core_first = vt_first + vt.tiles();
-    // Row blocks per head: the share's tiles, at most one per row.
-    let per_head = (share(2) / s.heads).clamp(1, s.m);
-    let rows = s.m.div_ceil(per_head);
     let core = CorePlan {
-        first_tile: core_first,
+        first_tile: vt_first + vt.tiles(),
         rows,
-        blocks: s.m.div_ceil(rows),
+        blocks,
     };
-    let out_first = core_first + s.heads * core.blocks;
-    let out_budget = avail.saturating_sub(out_first).max(1);
+    let out_first = core.first_tile + s.heads * blocks;
     let out = plan_on(
         "out",
         GemmShape {
@@ -375,22 +390,13 @@ pub fn plan_attention(
             k: s.hp(),
             n: s.c,
             variant: f16,
-            epilogue: Epilogue {
-                bias: true,
-                ..Epilogue::default()
-            },
+            epilogue: with_bias,
         },
         machine,
         out_first,
-        out_budget.min(share(3).max(out_budget / 2)),
+        avail.saturating_sub(out_first).min(share(2).max(1)),
     )?;
-    if out.first_tile + out.tiles() > avail {
-        return Err(format!(
-            "the four stages need {} tiles before the {n_ln} LayerNorm tiles: the machine has {}",
-            out.first_tile + out.tiles(),
-            machine.tiles
-        ));
-    }
+    debug_assert!(out.first_tile + out.tiles() <= avail);
     let ln_tiles: Vec<u32> = (machine.tiles - n_ln..machine.tiles).collect();
     let layout = attention_layout(s, [&qk, &vt, &out], core, machine)?;
     Ok(AttentionPlan {
@@ -404,28 +410,18 @@ pub fn plan_attention(
     })
 }
 
-/// Lays out every kind of tile (see [`AttentionLayout`]).
-fn attention_layout(
+/// One attention tile's tensors for `rows` query rows: the key and value
+/// panels from the bottom of interleaved memory; from the top, S (with its
+/// mask) and O in element pairs of their own, Q and P in others (each
+/// product's input and output in different pairs).
+pub fn core_tile(
     s: AttentionShape,
-    [qk, vt, out]: [&GemmPlan; 3],
-    core: CorePlan,
+    rows: u32,
     machine: &MachineModel,
-) -> Result<AttentionLayout, String> {
+) -> Result<TileAttention, String> {
     let pair = 2 * machine.element_bytes;
-    let bank = machine.element_bytes;
-    let out_lay = layout(out, machine);
-    // Region 0 of the out tiles: the residual and the sum, each in whole
-    // banks below the vertex states (the add's loads and store each need
-    // their own bank).
-    let owned_bytes = owned_rows_max(out) * out.vertex().n_groups * 32 + 8;
-    let span = owned_bytes.next_multiple_of(bank);
-    let residual = (out_lay.states & !(bank - 1)) - span;
-    let sum = residual - span;
-    // The attention tiles: K and V panels from the bottom of interleaved
-    // memory, Q, S (and its mask), P and O each in element pairs of their
-    // own from the top.
     let mut att = TileAttention {
-        rows: core.rows,
+        rows,
         head_dim: s.dp(),
         keys: s.m,
         value_dim: s.dp(),
@@ -439,32 +435,75 @@ fn attention_layout(
         o: 0,
     };
     att.v = (att.k + att.scores().weight_bytes() as u32).next_multiple_of(16);
-    let weights_end = att.v + att.values().weight_bytes() as u32;
-    let read_past = crate::codelets::amp::AmpBlock::READ_PAST_BYTES;
-    let whole = |bytes: u64| (bytes as u32 + read_past).next_multiple_of(pair);
-    let o_bytes = whole(att.values().output_bytes());
-    let p_bytes = whole(att.values().input_bytes());
-    let s_bytes = whole(u64::from(att.mask_offset()) + att.scores().bias_bytes());
-    let q_bytes = whole(att.scores().input_bytes());
-    let need = o_bytes + p_bytes + s_bytes + q_bytes;
-    let Some(q) = machine
-        .sram_end
-        .checked_sub(need)
+    let weights_end = u64::from(att.v) + att.values().weight_bytes();
+    let past = u64::from(crate::codelets::amp::AmpBlock::READ_PAST_BYTES);
+    let after = |at: u64, bytes: u64| (at + bytes + past).next_multiple_of(16);
+    // Offsets within each group of pairs.
+    let mask = u64::from(att.mask_offset());
+    let o = after(mask, att.scores().bias_bytes());
+    let y = (o + att.values().output_bytes() + past).next_multiple_of(u64::from(pair));
+    let p = after(0, att.scores().input_bytes());
+    let x = (p + att.values().input_bytes() + past).next_multiple_of(u64::from(pair));
+    let top = u64::from(machine.sram_end);
+    match top
+        .checked_sub(y)
+        .and_then(|t| t.checked_sub(x))
         .filter(|&b| b >= weights_end)
-    else {
-        return Err(format!(
-            "an attention tile does not fit: one head's keys and values take {} bytes, its {} query rows' Q, scores, probabilities and output {need}, against {} bytes of interleaved memory (the keys are not split over tiles yet)",
-            weights_end - machine.interleaved_base,
-            core.rows,
+    {
+        Some(x0) => {
+            let y0 = top - y;
+            att.q = x0 as u32;
+            att.p = (x0 + p) as u32;
+            att.s = y0 as u32;
+            att.mask = (y0 + mask) as u32;
+            att.o = (y0 + o) as u32;
+            att.validate().map_err(|e| e.to_string())?;
+            Ok(att)
+        }
+        None => Err(format!(
+            "an attention tile does not fit: one head's keys and values take {} bytes, {rows} query rows' Q, scores, probabilities and output {}, against {} bytes of interleaved memory (the keys are not split over tiles yet)",
+            weights_end - u64::from(machine.interleaved_base),
+            x + y,
             machine.sram_end - machine.interleaved_base
-        ));
-    };
-    att.q = q;
-    att.s = q + q_bytes;
-    att.mask = att.s + att.mask_offset();
-    att.p = att.s + s_bytes;
-    att.o = att.p + p_bytes;
-    att.validate().map_err(|e| e.to_string())?;
+        )),
+    }
+}
+
+/// The most query rows an attention tile holds (see [`core_tile`]), if
+/// one row fits.
+fn rows_that_fit(s: AttentionShape, machine: &MachineModel) -> Result<u32, String> {
+    core_tile(s, 1, machine)?;
+    // The softmax's group stride (64 rows + 24 bytes) must stay an `add`
+    // immediate: at most 255 rows.
+    let (mut lo, mut hi) = (1, s.m.min(255));
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if core_tile(s, mid, machine).is_ok() {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    Ok(lo)
+}
+
+/// Lays out every kind of tile (see [`AttentionLayout`]).
+fn attention_layout(
+    s: AttentionShape,
+    [qk, vt, out]: [&GemmPlan; 3],
+    core: CorePlan,
+    machine: &MachineModel,
+) -> Result<AttentionLayout, String> {
+    let bank = machine.element_bytes;
+    let out_lay = layout(out, machine);
+    // Region 0 of the out tiles: the residual and the sum, each in whole
+    // banks below the vertex states (the add's loads and store each need
+    // their own bank).
+    let owned_bytes = owned_rows_max(out) * out.vertex().n_groups * 32 + 8;
+    let span = owned_bytes.next_multiple_of(bank);
+    let residual = (out_lay.states & !(bank - 1)) - span;
+    let sum = residual - span;
+    let att = core_tile(s, core.rows, machine)?;
     // LN tiles: x's rows, LayerNorm's output, gamma and beta.
     let row_bytes = s.c * 2;
     let x = machine.interleaved_base;
@@ -489,7 +528,7 @@ fn attention_layout(
 }
 
 /// The block's estimated cycles, step by step.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct AttentionEstimate {
     /// LayerNorm.
     pub layer_norm: u64,
@@ -924,63 +963,60 @@ fn emit_vt_input(
 /// The block in float64 (`x` `[m, c]`, f16 values): what a lowered block
 /// is checked against.
 pub fn reference(s: AttentionShape, x: &[f64], k: &AttentionConstants) -> Vec<f64> {
-    let (m, c, h, d) = (
-        s.m as usize,
-        s.c as usize,
-        s.heads as usize,
-        s.head_dim as usize,
-    );
-    let mut ln = vec![0.0; m * c];
+    reference_rows(s, x, k, &(0..s.m as usize).collect::<Vec<_>>())
+}
+
+/// [`reference`] for rows `rows` only (every row's keys and values are
+/// still computed), row after row.
+pub fn reference_rows(
+    s: AttentionShape,
+    x: &[f64],
+    k: &AttentionConstants,
+    rows: &[usize],
+) -> Vec<f64> {
+    let (m, c, d) = (s.m as usize, s.c as usize, s.head_dim as usize);
+    let mut qkv = vec![0.0; m * 3 * c];
     for r in 0..m {
         let row = &x[r * c..(r + 1) * c];
         let mean = row.iter().sum::<f64>() / c as f64;
         let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / c as f64;
         let rstd = 1.0 / (var + f64::from(s.eps)).sqrt();
-        for i in 0..c {
-            ln[r * c + i] = (row[i] - mean) * rstd * k.gamma[i] + k.beta[i];
+        let out = &mut qkv[r * 3 * c..(r + 1) * 3 * c];
+        out.copy_from_slice(&k.b_qkv);
+        for (i, (&v, w_row)) in row.iter().zip(k.w_qkv.chunks_exact(3 * c)).enumerate() {
+            let ln = (v - mean) * rstd * k.gamma[i] + k.beta[i];
+            for (o, w) in out.iter_mut().zip(w_row) {
+                *o += ln * w;
+            }
         }
     }
-    let mut qkv = vec![0.0; m * 3 * c];
-    for r in 0..m {
-        for o in 0..3 * c {
-            qkv[r * 3 * c + o] = k.b_qkv[o]
-                + (0..c)
-                    .map(|i| ln[r * c + i] * k.w_qkv[i * 3 * c + o])
-                    .sum::<f64>();
-        }
-    }
-    let mut att = vec![0.0; m * c];
     let scale = f64::from(s.scale);
-    for hh in 0..h {
-        for r in 0..m {
-            let q = |i: usize| qkv[r * 3 * c + hh * d + i];
+    let mut y = Vec::with_capacity(rows.len() * c);
+    for &r in rows {
+        let mut att = vec![0.0; c];
+        for h in 0..s.heads as usize {
+            let q = &qkv[r * 3 * c + h * d..r * 3 * c + (h + 1) * d];
+            let key = |t: usize| &qkv[t * 3 * c + c + h * d..t * 3 * c + c + (h + 1) * d];
             let sc: Vec<f64> = (0..m)
-                .map(|t| {
-                    scale
-                        * (0..d)
-                            .map(|i| q(i) * qkv[t * 3 * c + c + hh * d + i])
-                            .sum::<f64>()
-                })
+                .map(|t| scale * q.iter().zip(key(t)).map(|(a, b)| a * b).sum::<f64>())
                 .collect();
             let mx = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let e: Vec<f64> = sc.iter().map(|v| (v - mx).exp()).collect();
             let sum: f64 = e.iter().sum();
-            for i in 0..d {
-                att[r * c + hh * d + i] = (0..m)
-                    .map(|t| e[t] / sum * qkv[t * 3 * c + 2 * c + hh * d + i])
-                    .sum::<f64>();
+            for (t, e) in e.iter().enumerate() {
+                let v = &qkv[t * 3 * c + 2 * c + h * d..t * 3 * c + 2 * c + (h + 1) * d];
+                for (o, v) in att[h * d..(h + 1) * d].iter_mut().zip(v) {
+                    *o += e / sum * v;
+                }
             }
         }
-    }
-    let mut y = vec![0.0; m * c];
-    for r in 0..m {
-        for o in 0..c {
-            y[r * c + o] = x[r * c + o]
-                + k.b_o[o]
-                + (0..c)
-                    .map(|i| att[r * c + i] * k.w_o[i * c + o])
-                    .sum::<f64>();
+        let mut out: Vec<f64> = (0..c).map(|o| x[r * c + o] + k.b_o[o]).collect();
+        for (i, a) in att.iter().enumerate() {
+            for (o, w) in out.iter_mut().zip(&k.w_o[i * c..(i + 1) * c]) {
+                *o += a * w;
+            }
         }
+        y.extend(out);
     }
     y
 }

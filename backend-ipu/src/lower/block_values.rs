@@ -1,11 +1,12 @@
-//! An MLP block's input and constants held by value, drawn at random at the
-//! scales of a trained block: the data the block's tests and `ipu-bench mlp`
-//! run it on.
+//! A block's input and constants held by value, drawn at random at the
+//! scales of a trained block: the data the blocks' tests and `ipu-bench
+//! mlp` / `ipu-bench attention` run them on.
 
 use half::f16;
 
 use ipuc_ipu_arch::float8::{decode_scaled, encode_scaled};
 
+use super::attention_block::{AttentionConstants, AttentionShape};
 use super::block::{Fp8Domains, MlpConstants, MlpShape};
 
 /// The block's input `x` (`[m, c]`, row-major) and its constants, every
@@ -62,5 +63,41 @@ impl MlpValues {
         let s1 = scale(&mut self.constants.w1);
         let s2 = scale(&mut self.constants.w2);
         Fp8Domains::from_scales(s1, s2)
+    }
+}
+
+/// An attention block's input `x` (`[m, c]`) and constants, f16 values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttentionValues {
+    /// The block's input.
+    pub x: Vec<f64>,
+    /// LayerNorm's and the products' constants.
+    pub constants: AttentionConstants,
+}
+
+impl AttentionValues {
+    /// Values for `shape` from `uniform` (numbers in `[-1, 1)`), as
+    /// [`MlpValues::random`]: `x` of unit scale, LayerNorm's scale near 1,
+    /// weights scaled by `2/sqrt(c)` (scores of a few units: softmax rows
+    /// neither flat nor one-hot), small biases. Drawn in the order `x`,
+    /// `gamma`, `beta`, `w_qkv`, `b_qkv`, `w_o`, `b_o`.
+    pub fn random(shape: AttentionShape, mut uniform: impl FnMut() -> f64) -> Self {
+        let (m, c) = (shape.m as usize, shape.c as usize);
+        let mut vals = |n: usize, scale: f64, offset: f64| -> Vec<f64> {
+            (0..n)
+                .map(|_| f16::from_f64(offset + scale * uniform()).to_f64())
+                .collect()
+        };
+        let w = 2.0 / (c as f64).sqrt();
+        let x = vals(m * c, 1.0, 0.0);
+        let constants = AttentionConstants {
+            gamma: vals(c, 0.2, 1.0),
+            beta: vals(c, 0.1, 0.0),
+            w_qkv: vals(c * 3 * c, w, 0.0),
+            b_qkv: vals(3 * c, 0.2, 0.0),
+            w_o: vals(c * c, w, 0.0),
+            b_o: vals(c, 0.1, 0.0),
+        };
+        AttentionValues { x, constants }
     }
 }

@@ -5,6 +5,7 @@ use ipuc_backend_ipu::codelets::amp::{AmpMode, AmpVariant};
 use ipuc_ipu_arch::MachineModel;
 
 use super::amp::{format_amp_report, run_amp_report, AmpBench};
+use super::attention::{format_attention, run_attention};
 use super::codelets::{format_codelets, run_codelets};
 use super::gemm::{format_gemm, run_gemm};
 use super::mlp::{format_mlp, run_mlp};
@@ -182,6 +183,27 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The transformer attention block `x + attention(qkv(layer_norm(x)))
+    /// W_o + b_o` in f16, lowered whole and simulated: the plan, its
+    /// estimate per step, simulated cycles per superstep, % of the FP16 AMP
+    /// peak, compile time.
+    Attention {
+        /// Machine model: `c600` or `bow`.
+        #[arg(long, default_value = "c600")]
+        machine: String,
+        /// Tokens (so400m: 729).
+        #[arg(long, default_value_t = 729)]
+        tokens: u32,
+        /// Hidden size (so400m: 1152).
+        #[arg(long, default_value_t = 1152)]
+        hidden: u32,
+        /// Heads (so400m: 16).
+        #[arg(long, default_value_t = 16)]
+        heads: u32,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Simulated instructions per host second.
     SimSpeed {
         /// Loop iterations of the benchmark program (48 instructions each).
@@ -325,6 +347,17 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
             let mm = machine_named(&machine)?;
             let r = run_mlp(&mm, (tokens, hidden, mlp), precision == "fp8")?;
             render(&r, json.then_some(JsonLayout::OneLine), format_mlp)
+        }
+        Command::Attention {
+            machine,
+            tokens,
+            hidden,
+            heads,
+            json,
+        } => {
+            let mm = machine_named(&machine)?;
+            let r = run_attention(&mm, (tokens, hidden, heads))?;
+            render(&r, json.then_some(JsonLayout::OneLine), format_attention)
         }
         Command::SimSpeed { iterations, json } => {
             if iterations == 0 || iterations >= 1 << 20 {

@@ -7,6 +7,8 @@
 //!   beside the codelet's estimate.
 //! - `gemm`: a matrix product planned over the tiles, lowered and
 //!   simulated, beside the plan's estimate.
+//! - `attention`: the transformer attention block (LayerNorm, QKV,
+//!   attention, output product, residual), as `mlp` below;
 //! - `mlp`: the transformer MLP block (LayerNorm, fc1, GELU, fc2, residual)
 //!   lowered whole and simulated, per superstep.
 //! - `sim-speed`: simulated instructions per host second.
@@ -14,6 +16,7 @@
 //!   same model, weights and inputs.
 
 pub mod amp;
+pub mod attention;
 pub mod cli;
 pub mod codelets;
 pub mod gemm;

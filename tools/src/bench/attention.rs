@@ -1,0 +1,178 @@
+//! `ipu-bench attention`: the transformer attention block
+//! `x + attention(qkv(ln(x))) W_o + b_o` in f16 planned over the tiles,
+//! lowered to one executable and run on the simulator: the plan and its
+//! per-step estimate beside the simulated cycles per superstep, the share
+//! of the FP16 AMP peak, the compile time and the exchange code size.
+//! Sampled rows are checked against the block in float64.
+
+use std::time::Instant;
+
+use ipuc_backend_ipu::codelets::amp::AmpVariant;
+use ipuc_backend_ipu::lower::attention_block::{
+    emit_attention, plan_attention, reference_rows, AttentionEstimate, AttentionShape,
+};
+use ipuc_backend_ipu::lower::block_values::AttentionValues;
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::{FloatKind, Location, Type};
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use super::{BenchError, EstimateReport};
+
+/// What `ipu-bench attention` measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct AttentionReport {
+    /// `tokens x hidden, heads`.
+    pub shape: String,
+    /// The plan, as `--plan-report` shows it.
+    #[serde(skip)]
+    pub plan_text: String,
+    /// Tiles used.
+    pub tiles: usize,
+    /// The estimate, per step.
+    pub estimate: EstimateReport<AttentionEstimate>,
+    /// The estimate as text.
+    #[serde(skip)]
+    pub estimate_text: String,
+    /// Simulated device cycles (the host streams apart).
+    pub cycles: u64,
+    /// Per superstep, the largest compute, exchange and sync-wait cycles
+    /// over the tiles.
+    pub supersteps: Vec<(u64, u64, u64)>,
+    /// The host streams' link time, seconds.
+    pub host_io_s: f64,
+    /// Share of the FP16 AMP peak on every tile, in percent (the block's
+    /// multiply-accumulates with the heads unpadded).
+    pub percent_of_peak: f64,
+    /// The block's products at that peak, cycles.
+    pub peak_cycles: u64,
+    /// Plan, lowering and encoding, seconds.
+    pub compile_s: f64,
+    /// Simulation, host seconds.
+    pub simulate_s: f64,
+    /// The most bytes of (scheduled) exchange code on a tile.
+    pub exchange_code_bytes_max: u64,
+    /// Bytes of the busiest tile's image.
+    pub max_image_bytes: u32,
+    /// Cosine similarity of the checked rows with float64.
+    pub cosine: f64,
+    /// Relative L2 error of the checked rows.
+    pub rel_l2: f64,
+    /// Rows checked.
+    pub rows_checked: usize,
+}
+
+/// Plans, lowers and simulates the block of `(m, c, heads)`.
+pub fn run_attention(
+    machine: &MachineModel,
+    (m, c, heads): (u32, u32, u32),
+) -> Result<AttentionReport, BenchError> {
+    if heads == 0 || c % heads != 0 {
+        return Err(BenchError::Usage(format!(
+            "--hidden {c} must be a positive multiple of --heads {heads}"
+        )));
+    }
+    let shape = AttentionShape {
+        m,
+        c,
+        heads,
+        head_dim: c / heads,
+        eps: 1e-6,
+        scale: 1.0 / ((c / heads) as f32).sqrt(),
+    };
+    let (mu, cu) = (m as usize, c as usize);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let half = AmpVariant::F16.input_elem();
+    let values = AttentionValues::random(shape, || rng.random_range(-1.0..1.0));
+    let (x, k) = (&values.x[..], &values.constants);
+    let started = Instant::now();
+    let plan = plan_attention(shape, machine).map_err(BenchError::Usage)?;
+    let (mut ctx, body) = super::empty_module("attention.mlir")?;
+    let ty = Type::tensor(&[i64::from(m), i64::from(c)], Type::float(FloatKind::F16));
+    let lowered = emit_attention(
+        &mut ctx,
+        body,
+        &plan,
+        k,
+        (ty.clone(), ty),
+        machine,
+        Location::unknown(),
+    )
+    .map_err(|d| BenchError::Other(d.message))?;
+    let exe = super::encode(&ctx, lowered.executable)?;
+    let compile_s = started.elapsed().as_secs_f64();
+    tracing::info!(
+        ops = ctx.num_ops(),
+        compile_s,
+        "compiled the block; simulating it"
+    );
+    let run = super::simulate(machine, &exe, &half.encode(x))?;
+    let y = half.decode(&run.output);
+    let mut rows: Vec<usize> = (0..8).map(|i| i * (mu - 1) / 7).collect();
+    rows.dedup();
+    let want = reference_rows(shape, x, k, &rows);
+    let got: Vec<f64> = rows
+        .iter()
+        .flat_map(|&r| y[r * cu..(r + 1) * cu].iter().copied())
+        .collect();
+    let dot: f64 = got.iter().zip(&want).map(|(a, b)| a * b).sum();
+    let norm = |v: &[f64]| v.iter().map(|a| a * a).sum::<f64>().sqrt();
+    let diff: Vec<f64> = got.iter().zip(&want).map(|(a, b)| a - b).collect();
+    let (cosine, rel_l2) = (dot / (norm(&got) * norm(&want)), norm(&diff) / norm(&want));
+    if !(cosine > 0.999 && rel_l2 < 1e-2) {
+        return Err(BenchError::WrongResults(format!(
+            "rows {rows:?}: cosine {cosine}, relative L2 {rel_l2} against float64"
+        )));
+    }
+    // QKV, the output projection, Q K^T and P V.
+    let (mf, cf) = (f64::from(m), f64::from(c));
+    let flops = 2.0 * (4.0 * mf * cf * cf + 2.0 * mf * mf * cf);
+    let (percent_of_peak, peak_cycles) = super::peak_share(
+        flops,
+        run.cycles,
+        AmpVariant::F16.peak_flops(machine),
+        machine,
+    );
+    Ok(AttentionReport {
+        shape: format!("{m}x{c}, {heads} heads"),
+        plan_text: plan.report(machine),
+        tiles: plan.tiles().len(),
+        estimate: EstimateReport {
+            parts: lowered.estimate,
+            total: lowered.estimate.total(),
+        },
+        estimate_text: lowered.estimate.to_string(),
+        cycles: run.cycles,
+        supersteps: run.supersteps,
+        host_io_s: run.host_io_s,
+        percent_of_peak,
+        peak_cycles,
+        compile_s,
+        simulate_s: run.simulate_s,
+        exchange_code_bytes_max: lowered.exchange_code_bytes_max,
+        max_image_bytes: super::max_image_bytes(&exe),
+        cosine,
+        rel_l2,
+        rows_checked: rows.len(),
+    })
+}
+
+/// The report as text.
+pub fn format_attention(r: &AttentionReport) -> String {
+    let mut s = format!(
+        "{}estimate {}\nsimulated {} cycles on {} tiles: {:.1} % of the FP16 peak ({} cycles at peak)\n",
+        r.plan_text, r.estimate_text, r.cycles, r.tiles, r.percent_of_peak, r.peak_cycles,
+    );
+    s += &super::format_supersteps(&r.supersteps, r.host_io_s);
+    s += &format!(
+        "compile {:.2} s, simulate {:.2} s, exchange code at most {} bytes on a tile, busiest image {} bytes\n{} rows checked against float64: cosine {:.6}, relative L2 {:.2e}\n",
+        r.compile_s,
+        r.simulate_s,
+        r.exchange_code_bytes_max,
+        r.max_image_bytes,
+        r.rows_checked,
+        r.cosine,
+        r.rel_l2
+    );
+    s
+}
