@@ -5,7 +5,9 @@
 //! padded in the weights), token counts that are not multiples of 8 or 16
 //! (padded keys, tokens and query rows), several heads per chip share.
 
-use ipuc_backend_ipu::emit::build_executable;
+mod common;
+
+use common::{assert_block_accuracy, cosine_and_rel_l2, run_lowered};
 use ipuc_backend_ipu::lower::attention_block::{
     emit_attention, plan_attention, reference, AttentionShape,
 };
@@ -13,7 +15,6 @@ use ipuc_backend_ipu::lower::block_values::AttentionValues;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
 use ipuc_runtime::device::Device;
-use ipuc_runtime::sim::{SimConfig, Simulator};
 use rand::{Rng, SeedableRng};
 
 /// Lowers and runs the block of `s`; returns (cosine, relative L2 error,
@@ -43,34 +44,10 @@ fn run(s: AttentionShape, seed: u64) -> (f64, f64, u64, u64) {
         Location::unknown(),
     )
     .unwrap_or_else(|d| panic!("{}", d.message));
-    ipuc_ir::verify(&ctx, lowered.executable).unwrap_or_else(|d| panic!("{}", d.message));
-    let exe =
-        build_executable(&ctx, lowered.executable).unwrap_or_else(|d| panic!("{}", d[0].message));
-    let mut sim = Simulator::new(machine, SimConfig::default());
-    sim.load(&exe).unwrap();
-    let bytes: Vec<u8> = x
-        .iter()
-        .flat_map(|&v| half::f16::from_f64(v).to_bits().to_le_bytes())
-        .collect();
-    sim.write_tensor("input0", &bytes).unwrap();
-    sim.run().unwrap_or_else(|e| panic!("{s:?}: {e}"));
-    let y: Vec<f64> = sim
-        .read_tensor("output0")
-        .unwrap()
-        .chunks_exact(2)
-        .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
-        .collect();
-    let want = reference(s, &x, &k);
-    assert_eq!(y.len(), want.len());
-    let dot: f64 = y.iter().zip(&want).map(|(a, b)| a * b).sum();
-    let norm = |v: &[f64]| v.iter().map(|a| a * a).sum::<f64>().sqrt();
-    let diff: Vec<f64> = y.iter().zip(&want).map(|(a, b)| a - b).collect();
-    (
-        dot / (norm(&y) * norm(&want)),
-        norm(&diff) / norm(&want),
-        sim.profile().unwrap().total_cycles,
-        lowered.estimate.total(),
-    )
+    let (y, sim) = run_lowered(&ctx, lowered.executable, machine, &x, s);
+    let (cos, rel) = cosine_and_rel_l2(&y, &reference(s, &x, &k));
+    let cycles = sim.profile().unwrap().total_cycles;
+    (cos, rel, cycles, lowered.estimate.total())
 }
 
 fn shape(m: u32, c: u32, heads: u32) -> AttentionShape {
@@ -94,14 +71,7 @@ fn attention_blocks_match_float64() {
         (shape(37, 96, 4), 2),
         (shape(21, 48, 1), 3),
     ] {
-        let (cos, rel, cycles, estimate) = run(s, seed);
-        eprintln!(
-            "{s:?}: cosine {cos:.6}, rel L2 {rel:.2e}, {cycles} cycles (estimate {estimate})"
-        );
-        assert!(
-            cos > 0.9999 && rel < 5e-3,
-            "{s:?}: cosine {cos}, rel L2 {rel}"
-        );
+        assert_block_accuracy(s, run(s, seed), 0.9999, 5e-3);
     }
 }
 

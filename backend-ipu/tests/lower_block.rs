@@ -4,6 +4,9 @@
 //! not multiples of 16, one or several K parts, LN tiles feeding many
 //! receivers.
 
+mod common;
+
+use common::{assert_block_accuracy, cosine_and_rel_l2, run_lowered};
 use ipuc_backend_ipu::codelets::gelu::GeluForm;
 use ipuc_backend_ipu::emit::build_executable;
 use ipuc_backend_ipu::lower::block::{
@@ -14,7 +17,6 @@ use ipuc_backend_ipu::lower::block_values::MlpValues;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
 use ipuc_runtime::device::Device;
-use ipuc_runtime::sim::{SimConfig, Simulator};
 use rand::{Rng, SeedableRng};
 
 /// Lowers `plan`'s block with constants `k` into a fresh module; the host
@@ -53,33 +55,11 @@ fn run(mut shape: MlpShape, seed: u64) -> (f64, f64, u64, u64) {
     let machine = MachineModel::c600();
     let plan = plan_mlp(shape, &machine).unwrap_or_else(|e| panic!("{e}"));
     let (ctx, lowered) = lower(&plan, k, &machine);
-    ipuc_ir::verify(&ctx, lowered.executable).unwrap_or_else(|d| panic!("{}", d.message));
-    let exe =
-        build_executable(&ctx, lowered.executable).unwrap_or_else(|d| panic!("{}", d[0].message));
-    let mut sim = Simulator::new(machine, SimConfig::default());
-    sim.load(&exe).unwrap();
-    let bytes: Vec<u8> = x
-        .iter()
-        .flat_map(|&v| half::f16::from_f64(v).to_bits().to_le_bytes())
-        .collect();
-    sim.write_tensor("input0", &bytes).unwrap();
-    sim.run().unwrap_or_else(|e| panic!("{shape:?}: {e}"));
-    let out = sim.read_tensor("output0").unwrap();
-    let y: Vec<f64> = out
-        .chunks_exact(2)
-        .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
-        .collect();
+    let (y, sim) = run_lowered(&ctx, lowered.executable, machine, x, shape);
     let want = reference_rows(shape, x, k, &(0..m).collect::<Vec<_>>());
-    let dot: f64 = y.iter().zip(&want).map(|(a, b)| a * b).sum();
-    let norm = |v: &[f64]| v.iter().map(|a| a * a).sum::<f64>().sqrt();
-    let diff: Vec<f64> = y.iter().zip(&want).map(|(a, b)| a - b).collect();
+    let (cos, rel) = cosine_and_rel_l2(&y, &want);
     let cycles = sim.profile().unwrap().total_cycles;
-    (
-        dot / (norm(&y) * norm(&want)),
-        norm(&diff) / norm(&want),
-        cycles,
-        lowered.estimate.total(),
-    )
+    (cos, rel, cycles, lowered.estimate.total())
 }
 
 fn shape(m: u32, c: u32, h: u32, gelu: GeluForm) -> MlpShape {
@@ -100,14 +80,7 @@ fn small_blocks_match_float64() {
         (shape(50, 64, 80, GeluForm::Erf), 2),
         (shape(37, 48, 200, GeluForm::Tanh), 3),
     ] {
-        let (cos, rel, cycles, estimate) = run(s, seed);
-        eprintln!(
-            "{s:?}: cosine {cos:.6}, rel L2 {rel:.2e}, {cycles} cycles (estimate {estimate})"
-        );
-        assert!(
-            cos > 0.999 && rel < 1e-2,
-            "{s:?}: cosine {cos}, rel L2 {rel}"
-        );
+        assert_block_accuracy(s, run(s, seed), 0.999, 1e-2);
     }
 }
 
@@ -127,14 +100,7 @@ fn fp8_blocks_match_float64() {
         (fp8(shape(37, 64, 200, GeluForm::Tanh)), 22),
         (fp8(shape(100, 96, 272, GeluForm::Tanh)), 23),
     ] {
-        let (cos, rel, cycles, estimate) = run(s, seed);
-        eprintln!(
-            "{s:?}: cosine {cos:.6}, rel L2 {rel:.2e}, {cycles} cycles (estimate {estimate})"
-        );
-        assert!(
-            cos > 0.999 && rel < FP8_MAX_REL_L2,
-            "{s:?}: cosine {cos}, rel L2 {rel}"
-        );
+        assert_block_accuracy(s, run(s, seed), 0.999, FP8_MAX_REL_L2);
     }
 }
 

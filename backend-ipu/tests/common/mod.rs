@@ -1,4 +1,4 @@
-//! Shared by the codelet tests.
+//! Shared by the codelet and lowering tests.
 #![allow(dead_code)]
 
 use ipuc_backend_ipu::codelets::program::{Codelet, CodeletProgram};
@@ -15,6 +15,55 @@ pub fn executable_of(prog: &CodeletProgram) -> Executable {
     assert_eq!(exe.tiles.len(), 1);
     assert_eq!(exe.tiles[0].image, via_text, "{text}");
     exe
+}
+
+/// Verifies and encodes the lowered `executable`, runs it on the simulator
+/// of `machine` with `x` as the f16 tensor `input0`, and returns `output0`
+/// widened to f64 with the simulator; `what` names the case.
+pub fn run_lowered(
+    ctx: &ipuc_ir::Context,
+    executable: ipuc_ir::OpId,
+    machine: ipuc_ipu_arch::MachineModel,
+    x: &[f64],
+    what: impl std::fmt::Debug,
+) -> (Vec<f64>, ipuc_runtime::sim::Simulator) {
+    use ipuc_runtime::device::Device;
+    ipuc_ir::verify(ctx, executable).unwrap_or_else(|d| panic!("{}", d.message));
+    let exe = ipuc_backend_ipu::emit::build_executable(ctx, executable)
+        .unwrap_or_else(|d| panic!("{}", d[0].message));
+    let mut sim = ipuc_runtime::sim::Simulator::new(machine, Default::default());
+    sim.load(&exe).unwrap();
+    let input: Vec<half::f16> = x.iter().map(|&v| half::f16::from_f64(v)).collect();
+    sim.write_tensor("input0", &f16_bytes(&input)).unwrap();
+    sim.run().unwrap_or_else(|e| panic!("{what:?}: {e}"));
+    let y = f16_values(&sim.read_tensor("output0").unwrap());
+    (y, sim)
+}
+
+/// The cosine of `got` with `want`, and the L2 norm of their difference
+/// relative to `want`'s.
+pub fn cosine_and_rel_l2(got: &[f64], want: &[f64]) -> (f64, f64) {
+    assert_eq!(got.len(), want.len());
+    let dot: f64 = got.iter().zip(want).map(|(a, b)| a * b).sum();
+    let norm = |v: &[f64]| v.iter().map(|a| a * a).sum::<f64>().sqrt();
+    let diff: Vec<f64> = got.iter().zip(want).map(|(a, b)| a - b).collect();
+    (dot / (norm(got) * norm(want)), norm(&diff) / norm(want))
+}
+
+/// Reports a lowered block's `(cosine, relative L2 error)` against float64
+/// and its `(simulated, estimated)` cycles, and asserts the cosine is above
+/// `min_cos` and the error below `max_rel`; `what` names the case.
+pub fn assert_block_accuracy(
+    what: impl std::fmt::Debug,
+    (cos, rel, cycles, estimate): (f64, f64, u64, u64),
+    min_cos: f64,
+    max_rel: f64,
+) {
+    eprintln!("{what:?}: cosine {cos:.6}, rel L2 {rel:.2e}, {cycles} cycles (estimate {estimate})");
+    assert!(
+        cos > min_cos && rel < max_rel,
+        "{what:?}: cosine {cos}, rel L2 {rel}"
+    );
 }
 
 /// The simulated `cycles` are within 5 % of the `estimate` (the bar every
