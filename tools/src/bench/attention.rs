@@ -108,22 +108,8 @@ pub fn run_attention(
     );
     let run = super::simulate(machine, &exe, &half.encode(x))?;
     let y = half.decode(&run.output);
-    let mut rows: Vec<usize> = (0..8).map(|i| i * (mu - 1) / 7).collect();
-    rows.dedup();
-    let want = reference_rows(shape, x, k, &rows);
-    let got: Vec<f64> = rows
-        .iter()
-        .flat_map(|&r| y[r * cu..(r + 1) * cu].iter().copied())
-        .collect();
-    let dot: f64 = got.iter().zip(&want).map(|(a, b)| a * b).sum();
-    let norm = |v: &[f64]| v.iter().map(|a| a * a).sum::<f64>().sqrt();
-    let diff: Vec<f64> = got.iter().zip(&want).map(|(a, b)| a - b).collect();
-    let (cosine, rel_l2) = (dot / (norm(&got) * norm(&want)), norm(&diff) / norm(&want));
-    if !(cosine > 0.999 && rel_l2 < 1e-2) {
-        return Err(BenchError::WrongResults(format!(
-            "rows {rows:?}: cosine {cosine}, relative L2 {rel_l2} against float64"
-        )));
-    }
+    let (cosine, rel_l2, rows_checked) =
+        super::check_sampled_rows(&y, (mu, cu), 1e-2, |rows| reference_rows(shape, x, k, rows))?;
     // QKV, the output projection, Q K^T and P V.
     let (mf, cf) = (f64::from(m), f64::from(c));
     let flops = 2.0 * (4.0 * mf * cf * cf + 2.0 * mf * mf * cf);
@@ -153,7 +139,7 @@ pub fn run_attention(
         max_image_bytes: super::max_image_bytes(&exe),
         cosine,
         rel_l2,
-        rows_checked: rows.len(),
+        rows_checked,
     })
 }
 

@@ -134,24 +134,11 @@ pub fn run_mlp(
     );
     let run = super::simulate(machine, &exe, &half.encode(x))?;
     let y = half.decode(&run.output);
-    // Rows spread over the block: first, last and some between.
-    let mut rows: Vec<usize> = (0..8).map(|i| i * (mu - 1) / 7).collect();
-    rows.dedup();
-    let want = reference_rows(shape, x, k, &rows);
-    let got: Vec<f64> = rows
-        .iter()
-        .flat_map(|&r| y[r * cu..(r + 1) * cu].iter().copied())
-        .collect();
-    let dot: f64 = got.iter().zip(&want).map(|(a, b)| a * b).sum();
-    let norm = |v: &[f64]| v.iter().map(|a| a * a).sum::<f64>().sqrt();
-    let diff: Vec<f64> = got.iter().zip(&want).map(|(a, b)| a - b).collect();
-    let (cosine, rel_l2) = (dot / (norm(&got) * norm(&want)), norm(&diff) / norm(&want));
     let max_rel_l2 = if fp8 { FP8_MAX_REL_L2 } else { 1e-2 };
-    if !(cosine > 0.999 && rel_l2 < max_rel_l2) {
-        return Err(BenchError::WrongResults(format!(
-            "rows {rows:?}: cosine {cosine}, relative L2 {rel_l2} against float64"
-        )));
-    }
+    let (cosine, rel_l2, rows_checked) =
+        super::check_sampled_rows(&y, (mu, cu), max_rel_l2, |rows| {
+            reference_rows(shape, x, k, rows)
+        })?;
     let flops = 4.0 * f64::from(m) * f64::from(c) * f64::from(h);
     let (percent_of_peak, peak_cycles) = super::peak_share(
         flops,
@@ -188,7 +175,7 @@ pub fn run_mlp(
         max_image_bytes: super::max_image_bytes(&exe),
         cosine,
         rel_l2,
-        rows_checked: rows.len(),
+        rows_checked,
     })
 }
 

@@ -156,6 +156,35 @@ pub(crate) fn peak_share(
     )
 }
 
+/// Checks rows spread over a block's `[m, c]` output `y` (the first, the
+/// last and some between) against `reference` (float64 values of the given
+/// rows): the cosine above 0.999 and the relative L2 error below
+/// `max_rel_l2`. Returns (cosine, relative L2 error, rows checked).
+pub(crate) fn check_sampled_rows(
+    y: &[f64],
+    (m, c): (usize, usize),
+    max_rel_l2: f64,
+    reference: impl FnOnce(&[usize]) -> Vec<f64>,
+) -> Result<(f64, f64, usize), BenchError> {
+    let mut rows: Vec<usize> = (0..8).map(|i| i * (m - 1) / 7).collect();
+    rows.dedup();
+    let want = reference(&rows);
+    let got: Vec<f64> = rows
+        .iter()
+        .flat_map(|&r| y[r * c..(r + 1) * c].iter().copied())
+        .collect();
+    let dot: f64 = got.iter().zip(&want).map(|(a, b)| a * b).sum();
+    let norm = |v: &[f64]| v.iter().map(|a| a * a).sum::<f64>().sqrt();
+    let diff: Vec<f64> = got.iter().zip(&want).map(|(a, b)| a - b).collect();
+    let (cosine, rel_l2) = (dot / (norm(&got) * norm(&want)), norm(&diff) / norm(&want));
+    if !(cosine > 0.999 && rel_l2 < max_rel_l2) {
+        return Err(BenchError::WrongResults(format!(
+            "rows {rows:?}: cosine {cosine}, relative L2 {rel_l2} against float64"
+        )));
+    }
+    Ok((cosine, rel_l2, rows.len()))
+}
+
 /// Report lines of a simulated run: each superstep's largest compute,
 /// exchange and sync-wait cycles over the tiles, then the host link's time.
 pub(crate) fn format_supersteps(supersteps: &[(u64, u64, u64)], host_io_s: f64) -> String {
