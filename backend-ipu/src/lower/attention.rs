@@ -26,6 +26,7 @@ use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, OpId, Type, Va
 use super::attention_block::{
     emit_attention, plan_attention, AttentionConstants, AttentionPlan, AttentionShape,
 };
+use super::block_match::{check_function_holds, from_only_argument};
 use super::codegen::Lowered;
 use super::passes::{chain, chain_ops, constant_of, constant_values, gemm_shape, only_user, ADD};
 use crate::codelets::amp::AmpVariant;
@@ -33,6 +34,8 @@ use crate::codelets::amp::AmpVariant;
 /// A matched block: its ops and constants.
 #[derive(Clone, Debug)]
 pub struct AttentionMatch {
+    /// Every op of the block.
+    pub ops: Vec<OpId>,
     /// The sizes.
     pub shape: AttentionShape,
     /// The LayerNorm.
@@ -91,13 +94,36 @@ pub fn match_attention(ctx: &Context, f: OpId) -> Result<Option<AttentionMatch>,
         }
         return Ok(None);
     };
-    let mismatch = |op: OpId, msg: &str| {
-        Diagnostic::op_error(
+    let b = attention_from(ctx, att)?;
+    if !from_only_argument(ctx, body, b.input) {
+        return Err(mismatch(
             ctx,
-            op,
-            format!("{msg}; the lowering takes LayerNorm, the fused QKV product (split in three), nn.attention, the output product and the residual add of the LayerNorm's input as an attention block"),
-        )
-    };
+            b.ln,
+            "LayerNorm's input is not the function's only argument (or its cast)",
+        ));
+    }
+    check_function_holds(
+        ctx,
+        body,
+        (b.input, ctx.results(b.add)[0], b.add),
+        &b.ops,
+        &|op, msg| mismatch(ctx, op, msg),
+    )?;
+    Ok(Some(b))
+}
+
+fn mismatch(ctx: &Context, op: OpId, msg: &str) -> Diagnostic {
+    Diagnostic::op_error(
+        ctx,
+        op,
+        format!("{msg}; the lowering takes LayerNorm, the fused QKV product (split in three), nn.attention, the output product and the residual add of the LayerNorm's input as an attention block"),
+    )
+}
+
+/// The attention block around `att` (from its LayerNorm to its residual
+/// add); an error says what does not match.
+pub fn attention_from(ctx: &Context, att: OpId) -> Result<AttentionMatch, Diagnostic> {
+    let mismatch = |op: OpId, msg: &str| mismatch(ctx, op, msg);
     let operands = ctx.operands(att).to_vec();
     if operands.len() != 3 {
         return Err(mismatch(att, "the attention has a mask"));
@@ -140,18 +166,6 @@ pub fn match_attention(ctx: &Context, f: OpId) -> Result<Option<AttentionMatch>,
         ));
     }
     let input = ctx.operands(ln)[0];
-    let args = ctx.block_args(body);
-    let from_arg = args.len() == 1
-        && (input == args[0]
-            || ctx
-                .defining_op(input)
-                .is_some_and(|d| ctx.name_str(d) == nn::CAST && ctx.operands(d)[0] == args[0]));
-    if !from_arg {
-        return Err(mismatch(
-            ln,
-            "LayerNorm's input is not the function's only argument (or its cast)",
-        ));
-    }
     if !is_f16(ctx, input) {
         return Err(Diagnostic::op_error(
             ctx,
@@ -227,31 +241,9 @@ pub fn match_attention(ctx: &Context, f: OpId) -> Result<Option<AttentionMatch>,
             .map(|s| s as f32),
         i64::from(head_dim),
     );
-    // Whatever else is in the function must be the block's.
     let mut block_ops = vec![ln, qkv, split, att, out, add];
     block_ops.extend(chain_ops(ctx, qkv, qkv_chain.last));
     block_ops.extend(chain_ops(ctx, out, out_chain.last));
-    let result = ctx.results(add)[0];
-    let ret = ops
-        .last()
-        .copied()
-        .filter(|&o| ctx.name_str(o) == func::RETURN);
-    let out_cast = match ctx.uses(result) {
-        [u] if ctx.name_str(u.op) == nn::CAST => Some(u.op),
-        _ => None,
-    };
-    let returned = out_cast.map_or(result, |c| ctx.results(c)[0]);
-    if ret.is_none_or(|r| ctx.operands(r) != [returned]) {
-        return Err(mismatch(add, "the function must return the block's result"));
-    }
-    if let Some(stray) = ops.iter().copied().find(|&o| {
-        ![nn::CONSTANT, func::RETURN].contains(&ctx.name_str(o))
-            && !block_ops.contains(&o)
-            && Some(o) != out_cast
-            && ctx.results(o).first() != Some(&input)
-    }) {
-        return Err(mismatch(stray, "is not part of the block"));
-    }
     let ln_ops = ctx.operands(ln).to_vec();
     let gamma = values(ctx, ln, "LayerNorm's scale", ln_ops[1])?;
     let beta = match ln_ops.get(2) {
@@ -264,7 +256,8 @@ pub fn match_attention(ctx: &Context, f: OpId) -> Result<Option<AttentionMatch>,
             None => Ok(vec![0.0; n as usize]),
         }
     };
-    Ok(Some(AttentionMatch {
+    Ok(AttentionMatch {
+        ops: block_ops,
         shape: AttentionShape {
             m,
             c,
@@ -287,7 +280,7 @@ pub fn match_attention(ctx: &Context, f: OpId) -> Result<Option<AttentionMatch>,
             w_o: values(ctx, out, "the output weights", ctx.operands(out)[1])?,
             b_o: bias(&out_chain, out, c)?,
         },
-    }))
+    })
 }
 
 /// The block's plan.

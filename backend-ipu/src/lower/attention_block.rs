@@ -52,10 +52,11 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
 use super::attention_exchange::{exchange_a, exchange_b, exchange_c, ZeroRun};
-use super::block::{encode_f16, owned_rows_max, positions, LN_ROWS};
+use super::block::{encode_f16, ln_input_pieces, owned_rows_max, positions, LN_ROWS};
 use super::block_exchange::residual_view;
 use super::codegen::{
-    append_host_tensors, layout, replicated_constant, Calls, Constants, PlacedGemm, TileLayout,
+    append_host_tensors, layout, replicated_constant, Calls, Constants, Frame, PlacedGemm,
+    TileLayout,
 };
 use super::plan::{plan_gemm, Epilogue, GemmPlan, GemmShape};
 use super::reduce;
@@ -196,7 +197,8 @@ pub struct AttentionPlan {
 impl AttentionPlan {
     /// Every tile the block uses, ascending.
     pub fn tiles(&self) -> Vec<u32> {
-        let mut t: Vec<u32> = (0..self.out.first_tile + self.out.tiles()).collect();
+        let first = self.qk.first_tile;
+        let mut t: Vec<u32> = (first..self.out.first_tile + self.out.tiles()).collect();
         t.extend(&self.ln_tiles);
         t
     }
@@ -205,6 +207,30 @@ impl AttentionPlan {
     pub fn ln_rows(&self, q: usize) -> (u32, u32) {
         let lo = q as u32 * LN_ROWS;
         (lo, (lo + LN_ROWS).min(self.shape.m))
+    }
+
+    /// Where x enters: each row on its LN tile.
+    pub fn input_pieces(&self) -> Vec<TensorPiece> {
+        ln_input_pieces(&self.ln_tiles, self.shape.m, self.shape.c, self.layout.x)
+    }
+
+    /// Where y is when the block ends: each out tile's owned rows of its
+    /// output groups (the sum's buffer).
+    pub fn output_pieces(&self) -> Vec<TensorPiece> {
+        let [_, _, out] = self.placed();
+        positions(&self.out)
+            .into_values()
+            .flat_map(|(i, j, k)| {
+                let sum = residual_view(&self.out, self.layout.sum, k);
+                out.output_pieces((i, j, k), sum)
+            })
+            .collect()
+    }
+
+    /// Syncs every tile of the block runs.
+    pub fn syncs(&self) -> u32 {
+        let r = |p: &GemmPlan| p.grid_k.trailing_zeros();
+        6 + 2 * (r(&self.qk).max(r(&self.vt)) + r(&self.out))
     }
 
     /// The products placed at their layouts.
@@ -306,6 +332,20 @@ pub fn plan_attention(
     shape: AttentionShape,
     machine: &MachineModel,
 ) -> Result<AttentionPlan, String> {
+    plan_attention_in(shape, machine, (0, machine.tiles))
+}
+
+/// [`plan_attention`] on the `count` tiles from `first` (a block of a
+/// program whose blocks run on tiles of their own).
+pub fn plan_attention_in(
+    shape: AttentionShape,
+    whole: &MachineModel,
+    (first, count): (u32, u32),
+) -> Result<AttentionPlan, String> {
+    let machine = &MachineModel {
+        tiles: count,
+        ..whole.clone()
+    };
     let s = shape;
     if s.m == 0 || s.c == 0 || s.heads == 0 {
         return Err("the block has an empty dimension".into());
@@ -360,10 +400,10 @@ pub fn plan_attention(
             epilogue: with_bias,
         },
         machine,
-        0,
+        first,
         share(0),
     )?;
-    let vt_first = qk.tiles();
+    let vt_first = first + qk.tiles();
     let vt = plan_on(
         "vt",
         GemmShape {
@@ -394,10 +434,12 @@ pub fn plan_attention(
         },
         machine,
         out_first,
-        avail.saturating_sub(out_first).min(share(2).max(1)),
+        (first + avail)
+            .saturating_sub(out_first)
+            .min(share(2).max(1)),
     )?;
-    debug_assert!(out.first_tile + out.tiles() <= avail);
-    let ln_tiles: Vec<u32> = (machine.tiles - n_ln..machine.tiles).collect();
+    debug_assert!(out.first_tile + out.tiles() <= first + avail);
+    let ln_tiles: Vec<u32> = (first + machine.tiles - n_ln..first + machine.tiles).collect();
     let layout = attention_layout(s, [&qk, &vt, &out], core, machine)?;
     Ok(AttentionPlan {
         shape,
@@ -691,6 +733,34 @@ pub fn emit_attention(
     machine: &MachineModel,
     loc: Location,
 ) -> Result<LoweredAttention, Diagnostic> {
+    let (executable, exe_body) = build::executable(ctx, &machine.name, loc.clone());
+    ctx.append_op(block, executable);
+    let frame = Frame {
+        executable,
+        exe_body,
+        around: &|_, _, _| 0,
+    };
+    let lowered = emit_attention_in(ctx, &frame, plan, constants, machine, loc.clone())?;
+    append_host_tensors(
+        ctx,
+        exe_body,
+        [(x_ty, plan.input_pieces()), (y_ty, plan.output_pieces())],
+        &loc,
+    );
+    Ok(lowered)
+}
+
+/// [`emit_attention`] into `frame`'s executable, without host tensors
+/// (the block's input and output are [`AttentionPlan::input_pieces`] and
+/// [`AttentionPlan::output_pieces`]).
+pub fn emit_attention_in(
+    ctx: &mut Context,
+    frame: &Frame<'_>,
+    plan: &AttentionPlan,
+    constants: &AttentionConstants,
+    machine: &MachineModel,
+    loc: Location,
+) -> Result<LoweredAttention, Diagnostic> {
     let s = plan.shape;
     let lay = plan.layout;
     let [qk, vt, out] = plan.placed();
@@ -711,10 +781,8 @@ pub fn emit_attention(
     let core_end = plan.core.first_tile + s.heads * plan.core.blocks;
     let rounds = |p: &GemmPlan| p.grid_k.trailing_zeros();
     let qkv_rounds = rounds(&plan.qk).max(rounds(&plan.vt));
-    let (exe, exe_body) = build::executable(ctx, &machine.name, loc.clone());
-    ctx.append_op(block, exe);
+    let (exe, exe_body) = (frame.executable, frame.exe_body);
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
-    let mut output_pieces = Vec::new();
     let mut add_cycles = 0u64;
     let mut exchange_code_bytes_max = 0;
     let att = lay.core;
@@ -725,6 +793,7 @@ pub fn emit_attention(
         let mut e = Emitter::new(ctx, tile_body, loc.clone());
         e.code_section(".text.main", SectionKind::Supervisor);
         e.function("main");
+        let mut xcode = (frame.around)(&mut e, t, false);
         let mut calls = Calls::new();
         if let Some(&q) = ln_of.get(&t) {
             let (lo, hi) = plan.ln_rows(q);
@@ -732,7 +801,7 @@ pub fn emit_attention(
             calls.push(("ln".into(), Box::new(plan.layer_norm(hi - lo))));
         }
         sync(&mut e);
-        let mut xcode = a.emit(&mut e, machine, t, "a");
+        xcode += a.emit(&mut e, machine, t, "a");
         sync(&mut e);
         // qk and vt on their tiles, the rounds of the one with fewer
         // padded with syncs.
@@ -797,10 +866,10 @@ pub fn emit_attention(
                         calls.push((name, Box::new(add)));
                     }
                 }
-                output_pieces.extend(out.output_pieces((i, j, k), sum));
             }
             None => (0..2 * rounds(&plan.out)).for_each(|_| sync(&mut e)),
         }
+        xcode += (frame.around)(&mut e, t, true);
         exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
         e.solo(inst("exitz", [op::mzero()]));
         e.size_of("main");
@@ -877,24 +946,6 @@ pub fn emit_attention(
         exe_body,
         &super::attention_exchange::zero_runs(plan),
         "zero_pad",
-        &loc,
-    );
-    let mut input_pieces = Vec::new();
-    for (q, &t) in plan.ln_tiles.iter().enumerate() {
-        let (lo, hi) = plan.ln_rows(q);
-        for r in lo..hi {
-            input_pieces.push(TensorPiece {
-                tile: i64::from(t),
-                address: i64::from(lay.x + (r - lo) * s.c * 2),
-                first: i64::from(r) * i64::from(s.c),
-                count: i64::from(s.c),
-            });
-        }
-    }
-    append_host_tensors(
-        ctx,
-        exe_body,
-        [(x_ty, input_pieces), (y_ty, output_pieces)],
         &loc,
     );
     let ln = plan.layer_norm(LN_ROWS.min(s.m));

@@ -50,7 +50,8 @@ use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 use super::block_exchange::residual_view;
 pub use super::block_exchange::{exchange_a, exchange_b, schedules};
 use super::codegen::{
-    append_host_tensors, layout_in, replicated_constant, Calls, Constants, PlacedGemm, TileLayout,
+    append_host_tensors, layout_in, replicated_constant, Calls, Constants, Frame, PlacedGemm,
+    TileLayout,
 };
 use super::plan::{evaluate, plan_gemm, Epilogue, F8Pairs, GemmPlan, GemmShape, Grid, Rejected};
 use super::reduce;
@@ -220,7 +221,8 @@ pub struct MlpPlan {
 impl MlpPlan {
     /// Every tile the block uses, ascending.
     pub fn tiles(&self) -> Vec<u32> {
-        let mut t: Vec<u32> = (0..self.fc1.tiles().max(self.fc2.tiles())).collect();
+        let first = self.fc1.first_tile;
+        let mut t: Vec<u32> = (first..first + self.fc1.tiles().max(self.fc2.tiles())).collect();
         t.extend(&self.ln_tiles);
         t.sort_unstable();
         t.dedup();
@@ -231,6 +233,29 @@ impl MlpPlan {
     pub fn ln_rows(&self, q: usize) -> (u32, u32) {
         let lo = q as u32 * LN_ROWS;
         (lo, (lo + LN_ROWS).min(self.shape.m))
+    }
+
+    /// Where x enters: each row on its LN tile.
+    pub fn input_pieces(&self) -> Vec<TensorPiece> {
+        ln_input_pieces(&self.ln_tiles, self.shape.m, self.shape.c, self.layout.x)
+    }
+
+    /// Where y is when the block ends: each fc2 tile's owned rows of its
+    /// output groups (the residual's buffer, where the last add writes).
+    pub fn output_pieces(&self) -> Vec<TensorPiece> {
+        let (_, fc2) = placed(self);
+        positions(&self.fc2)
+            .into_values()
+            .flat_map(|(i, j, k)| {
+                let res = residual_view(&self.fc2, self.layout.residual, k);
+                fc2.output_pieces((i, j, k), res)
+            })
+            .collect()
+    }
+
+    /// Syncs every tile of the block runs.
+    pub fn syncs(&self) -> u32 {
+        4 + 2 * (self.fc1.grid_k.trailing_zeros() + self.fc2.grid_k.trailing_zeros())
     }
 
     /// The LayerNorm instance of an LN tile holding `rows` rows, on the
@@ -260,8 +285,23 @@ pub fn plan_mlp(shape: MlpShape, machine: &MachineModel) -> Result<MlpPlan, Stri
 pub fn plan_mlp_with(
     shape: MlpShape,
     machine: &MachineModel,
-    (grid1, grid2): (Option<Grid>, Option<Grid>),
+    grids: (Option<Grid>, Option<Grid>),
 ) -> Result<MlpPlan, String> {
+    plan_mlp_in(shape, machine, grids, (0, machine.tiles))
+}
+
+/// [`plan_mlp_with`] on the `count` tiles from `first` (a block of a
+/// program whose blocks run on tiles of their own).
+pub fn plan_mlp_in(
+    shape: MlpShape,
+    whole: &MachineModel,
+    (grid1, grid2): (Option<Grid>, Option<Grid>),
+    (first, count): (u32, u32),
+) -> Result<MlpPlan, String> {
+    let machine = &MachineModel {
+        tiles: count,
+        ..whole.clone()
+    };
     if shape.m == 0 || shape.c == 0 || shape.h == 0 {
         return Err("the block has an empty dimension".into());
     }
@@ -327,7 +367,8 @@ pub fn plan_mlp_with(
     };
     let (fc1, rejected1) = plan("fc1", fc1_shape, grid1)?;
     let (fc2, rejected2) = plan("fc2", fc2_shape, grid2)?;
-    let ln_tiles: Vec<u32> = (gemm_tiles..machine.tiles).collect();
+    let (fc1, fc2) = (fc1.placed_at(first), fc2.placed_at(first));
+    let ln_tiles: Vec<u32> = (first + gemm_tiles..first + machine.tiles).collect();
     let layout = block_layout(shape, &fc1, &fc2, machine)?;
     Ok(MlpPlan {
         shape,
@@ -426,6 +467,24 @@ pub fn block_layout(
     })
 }
 
+/// Rows of `[m, c]` f16 on LN tiles, [`LN_ROWS`] each, row-major from
+/// `x`: a block's input pieces.
+pub fn ln_input_pieces(ln_tiles: &[u32], m: u32, c: u32, x: u32) -> Vec<TensorPiece> {
+    let mut pieces = Vec::new();
+    for (q, &t) in ln_tiles.iter().enumerate() {
+        let lo = q as u32 * LN_ROWS;
+        for r in lo..(lo + LN_ROWS).min(m) {
+            pieces.push(TensorPiece {
+                tile: i64::from(t),
+                address: i64::from(x + (r - lo) * c * 2),
+                first: i64::from(r) * i64::from(c),
+                count: i64::from(c),
+            });
+        }
+    }
+    pieces
+}
+
 /// The most rows a tile of `plan` owns after its reduction.
 pub fn owned_rows_max(plan: &GemmPlan) -> u32 {
     (0..plan.grid_k)
@@ -519,6 +578,34 @@ pub fn emit_mlp(
     machine: &MachineModel,
     loc: Location,
 ) -> Result<LoweredMlp, Diagnostic> {
+    let (executable, exe_body) = build::executable(ctx, &machine.name, loc.clone());
+    ctx.append_op(block, executable);
+    let frame = Frame {
+        executable,
+        exe_body,
+        around: &|_, _, _| 0,
+    };
+    let lowered = emit_mlp_in(ctx, &frame, plan, constants, machine, loc.clone())?;
+    append_host_tensors(
+        ctx,
+        exe_body,
+        [(x_ty, plan.input_pieces()), (y_ty, plan.output_pieces())],
+        &loc,
+    );
+    Ok(lowered)
+}
+
+/// [`emit_mlp`] into `frame`'s executable, without host tensors (the
+/// block's input and output are [`MlpPlan::input_pieces`] and
+/// [`MlpPlan::output_pieces`]).
+pub fn emit_mlp_in(
+    ctx: &mut Context,
+    frame: &Frame<'_>,
+    plan: &MlpPlan,
+    constants: &MlpConstants,
+    machine: &MachineModel,
+    loc: Location,
+) -> Result<LoweredMlp, Diagnostic> {
     let shape = plan.shape;
     let lay = plan.layout;
     let (fc1, fc2) = placed(plan);
@@ -534,9 +621,7 @@ pub fn emit_mlp(
         .map(|(q, &t)| (t, q))
         .collect();
     let rounds = |p: &GemmPlan| p.grid_k.trailing_zeros();
-    let (exe, exe_body) = build::executable(ctx, &machine.name, loc.clone());
-    ctx.append_op(block, exe);
-    let mut output_pieces = Vec::new();
+    let (exe, exe_body) = (frame.executable, frame.exe_body);
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
     let mut adds = [0u64; 2];
     let mut exchange_code_bytes_max = 0;
@@ -546,6 +631,7 @@ pub fn emit_mlp(
         let mut e = Emitter::new(ctx, tile_body, loc.clone());
         e.code_section(".text.main", SectionKind::Supervisor);
         e.function("main");
+        let mut xcode = (frame.around)(&mut e, t, false);
         let mut calls = Calls::new();
         if let Some(&q) = ln_of.get(&t) {
             let (lo, hi) = plan.ln_rows(q);
@@ -553,7 +639,7 @@ pub fn emit_mlp(
             calls.push(("ln".into(), Box::new(plan.layer_norm(hi - lo))));
         }
         sync(&mut e);
-        let mut xcode = a.emit(&mut e, machine, t, "a");
+        xcode += a.emit(&mut e, machine, t, "a");
         sync(&mut e);
         match at1.get(&t) {
             Some(&pos) => {
@@ -615,10 +701,10 @@ pub fn emit_mlp(
                         }
                     }
                 }
-                output_pieces.extend(fc2.output_pieces((i, j, k), res));
             }
             None => (0..2 * rounds(p2)).for_each(|_| sync(&mut e)),
         }
+        xcode += (frame.around)(&mut e, t, true);
         exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
         e.solo(inst("exitz", [op::mzero()]));
         e.size_of("main");
@@ -694,24 +780,6 @@ pub fn emit_mlp(
             ctx.append_op(exe_body, t);
         }
     }
-    let mut input_pieces = Vec::new();
-    for (q, &t) in plan.ln_tiles.iter().enumerate() {
-        let (lo, hi) = plan.ln_rows(q);
-        for r in lo..hi {
-            input_pieces.push(TensorPiece {
-                tile: i64::from(t),
-                address: i64::from(lay.x + (r - lo) * shape.c * 2),
-                first: i64::from(r) * i64::from(shape.c),
-                count: i64::from(shape.c),
-            });
-        }
-    }
-    append_host_tensors(
-        ctx,
-        exe_body,
-        [(x_ty, input_pieces), (y_ty, output_pieces)],
-        &loc,
-    );
     let ln = plan.layer_norm(LN_ROWS.min(shape.m));
     let sync_cycles = u64::from(machine.sync_latency);
     let estimate = BlockEstimate {

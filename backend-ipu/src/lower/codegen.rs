@@ -562,6 +562,21 @@ pub fn append_host_tensors(
     }
 }
 
+/// Where a block's tile programs sit in a larger program whose blocks run
+/// one after another, each on tiles of its own ([`super::chain`]): the
+/// executable to emit into, and what each of the block's tiles runs before
+/// and after the block's supersteps (the other blocks' syncs and the
+/// exchanges between blocks).
+pub struct Frame<'a> {
+    /// The program's `ipu.executable`.
+    pub executable: OpId,
+    /// Its body.
+    pub exe_body: BlockId,
+    /// Emits tile `t`'s code before (`false`) or after (`true`) the
+    /// block's; returns the bytes of exchange code it emitted.
+    pub around: &'a dyn Fn(&mut Emitter, u32, bool) -> u64,
+}
+
 /// A lowered function: its `ipu.executable` and figures of its code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lowered {

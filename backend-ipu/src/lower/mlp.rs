@@ -28,6 +28,7 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, OpId, Type, Value};
 
 use super::block::{emit_mlp, plan_mlp_with, Fp8Domains, MlpConstants, MlpPlan, MlpShape};
+use super::block_match::{check_function_holds, from_only_argument};
 use super::codegen::Lowered;
 use super::passes::{
     chain, constant_of, constant_values, gemm_shape, only_user, rejected_lines, PLAN_ATTR,
@@ -38,6 +39,8 @@ use crate::codelets::amp::AmpVariant;
 /// A matched block: its ops and constants.
 #[derive(Clone, Debug)]
 pub struct MlpMatch {
+    /// Every op of the block.
+    pub ops: Vec<OpId>,
     /// The sizes.
     pub shape: MlpShape,
     /// LayerNorm, fc1 and fc2 (the products), the residual add.
@@ -97,6 +100,14 @@ fn element_kind(ctx: &Context, v: Value) -> Option<FloatKind> {
         .and_then(|t| t.float_kind())
 }
 
+fn mismatch(ctx: &Context, op: OpId, msg: &str) -> Diagnostic {
+    Diagnostic::op_error(
+        ctx,
+        op,
+        format!("{msg}; the lowering takes LayerNorm, fc1 (bias, GELU), fc2, and the residual add of the LayerNorm's input as an MLP block"),
+    )
+}
+
 /// The block of `f`, if `f` has a LayerNorm (`None` otherwise: the
 /// function is not a block); an error says what does not match.
 pub fn match_mlp(ctx: &Context, f: OpId) -> Result<Option<MlpMatch>, Diagnostic> {
@@ -119,26 +130,30 @@ pub fn match_mlp(ctx: &Context, f: OpId) -> Result<Option<MlpMatch>, Diagnostic>
         }
         return Ok(None);
     };
-    let mismatch = |op: OpId, msg: &str| {
-        Diagnostic::op_error(
-            ctx,
-            op,
-            format!("{msg}; the lowering takes LayerNorm, fc1 (bias, GELU), fc2, and the residual add of the LayerNorm's input as an MLP block"),
-        )
-    };
     let input = ctx.operands(ln)[0];
-    let args = ctx.block_args(body);
-    let from_arg = args.len() == 1
-        && (input == args[0]
-            || ctx
-                .defining_op(input)
-                .is_some_and(|d| ctx.name_str(d) == nn::CAST && ctx.operands(d)[0] == args[0]));
-    if !from_arg {
+    if !from_only_argument(ctx, body, input) {
         return Err(mismatch(
+            ctx,
             ln,
             "LayerNorm's input is not the function's only argument (or its cast)",
         ));
     }
+    let m = mlp_from(ctx, ln)?;
+    check_function_holds(
+        ctx,
+        body,
+        (m.input, ctx.results(m.add)[0], m.add),
+        &m.ops,
+        &|op, msg| mismatch(ctx, op, msg),
+    )?;
+    Ok(Some(m))
+}
+
+/// The MLP block that starts at LayerNorm `ln` (its input the block's, its
+/// residual add's result the block's); an error says what does not match.
+pub fn mlp_from(ctx: &Context, ln: OpId) -> Result<MlpMatch, Diagnostic> {
+    let mismatch = |op: OpId, msg: &str| mismatch(ctx, op, msg);
+    let input = ctx.operands(ln)[0];
     if !is_f16(ctx, input) {
         return Err(Diagnostic::op_error(
             ctx,
@@ -205,32 +220,10 @@ pub fn match_mlp(ctx: &Context, f: OpId) -> Result<Option<MlpMatch>, Diagnostic>
                 "fc2's result is not added to the LayerNorm's input",
             )
         })?;
-    // Whatever else is in the function must be the block's.
     let mut block_ops = vec![ln, fc1, fc2, add];
     block_ops.extend(cast1.into_iter().chain(cast2));
     block_ops.extend(super::passes::chain_ops(ctx, fc1, c1.last));
     block_ops.extend(super::passes::chain_ops(ctx, fc2, c2.last));
-    let result = ctx.results(add)[0];
-    let ret = ops
-        .last()
-        .copied()
-        .filter(|&o| ctx.name_str(o) == func::RETURN);
-    let out_cast = match ctx.uses(result) {
-        [u] if ctx.name_str(u.op) == nn::CAST => Some(u.op),
-        _ => None,
-    };
-    let returned = out_cast.map_or(result, |c| ctx.results(c)[0]);
-    if ret.is_none_or(|r| ctx.operands(r) != [returned]) {
-        return Err(mismatch(add, "the function must return the block's result"));
-    }
-    if let Some(stray) = ops.iter().copied().find(|&o| {
-        ![nn::CONSTANT, func::RETURN].contains(&ctx.name_str(o))
-            && !block_ops.contains(&o)
-            && Some(o) != out_cast
-            && ctx.results(o).first() != Some(&input)
-    }) {
-        return Err(mismatch(stray, "is not part of the block"));
-    }
     let (m, c, h) = (s1.m, s1.k, s1.n);
     if s2.k != h || s2.n != c {
         return Err(mismatch(fc2, "fc2's shape does not invert fc1's"));
@@ -256,7 +249,8 @@ pub fn match_mlp(ctx: &Context, f: OpId) -> Result<Option<MlpMatch>, Diagnostic>
             None => Ok(vec![0.0; n as usize]),
         }
     };
-    Ok(Some(MlpMatch {
+    Ok(MlpMatch {
+        ops: block_ops,
         shape: MlpShape {
             m,
             c,
@@ -278,7 +272,7 @@ pub fn match_mlp(ctx: &Context, f: OpId) -> Result<Option<MlpMatch>, Diagnostic>
             w2,
             b2: bias(&c2, fc2, c)?,
         },
-    }))
+    })
 }
 
 /// The grid an `ipu.plan` attribute on `op` forces, if any.

@@ -334,6 +334,29 @@ fn products(ctx: &Context, func_op: OpId) -> Vec<OpId> {
         .collect()
 }
 
+/// Records an attention block's plan: the QKV op holds qk's plan and the
+/// output op out's; the attention holds its tiles and the swapped value
+/// product's plan. (The attention block's plan is the search's: editing
+/// these does not force it yet.)
+fn record_attention_plan(
+    ctx: &mut Context,
+    block: &super::attention::AttentionMatch,
+    plan: &super::attention_block::AttentionPlan,
+) {
+    ctx.set_attr(block.qkv, PLAN_ATTR, plan_attr(&plan.qk));
+    ctx.set_attr(block.out, PLAN_ATTR, plan_attr(&plan.out));
+    let core = Attribute::dictionary(Dictionary::from_entries([
+        ("form".into(), Attribute::string("materialised")),
+        (
+            "tiles_per_head".into(),
+            Attribute::i64(i64::from(plan.core.blocks)),
+        ),
+        ("rows".into(), Attribute::i64(i64::from(plan.core.rows))),
+        ("values".into(), plan_attr(&plan.vt)),
+    ]));
+    ctx.set_attr(block.attention, PLAN_ATTR, core);
+}
+
 impl DeclaredPass for PlanGemms {
     fn create(options: &PlanOptions, _hooks: &PassHooks) -> Result<Self, PassCreateError> {
         machine(&options.machine)
@@ -349,22 +372,26 @@ impl DeclaredPass for PlanGemms {
         _stats: &mut (),
     ) -> Result<PreservedAnalyses, Diagnostic> {
         let m = self.0.clone();
+        if let Some(chain) = super::chain::match_chain(ctx, op)? {
+            let plans = super::chain::plan_chain(ctx, &chain, &m)?;
+            for (block, plan) in chain.blocks.iter().zip(&plans) {
+                match (block, plan) {
+                    (
+                        super::chain::ChainBlock::Attention(b),
+                        super::chain::PlannedBlock::Attention(p),
+                    ) => record_attention_plan(ctx, b, p),
+                    (super::chain::ChainBlock::Mlp(b), super::chain::PlannedBlock::Mlp(p)) => {
+                        ctx.set_attr(b.fc1, PLAN_ATTR, plan_attr(&p.fc1));
+                        ctx.set_attr(b.fc2, PLAN_ATTR, plan_attr(&p.fc2));
+                    }
+                    _ => unreachable!("plans follow the blocks"),
+                }
+            }
+            return Ok(PreservedAnalyses::all());
+        }
         if let Some(block) = super::attention::match_attention(ctx, op)? {
-            // The QKV op holds qk's plan and the output op out's; the
-            // attention holds its tiles and the swapped value product.
             let plan = super::attention::plan_of_block(ctx, &block, &m)?;
-            ctx.set_attr(block.qkv, PLAN_ATTR, plan_attr(&plan.qk));
-            ctx.set_attr(block.out, PLAN_ATTR, plan_attr(&plan.out));
-            let core = Attribute::dictionary(Dictionary::from_entries([
-                ("form".into(), Attribute::string("materialised")),
-                (
-                    "tiles_per_head".into(),
-                    Attribute::i64(i64::from(plan.core.blocks)),
-                ),
-                ("rows".into(), Attribute::i64(i64::from(plan.core.rows))),
-                ("values".into(), plan_attr(&plan.vt)),
-            ]));
-            ctx.set_attr(block.attention, PLAN_ATTR, core);
+            record_attention_plan(ctx, &block, &plan);
             return Ok(PreservedAnalyses::all());
         }
         if let Some(block) = super::mlp::match_mlp(ctx, op)? {
@@ -548,6 +575,16 @@ pub fn planned_products(
     f: OpId,
     m: &MachineModel,
 ) -> Result<Vec<GemmPlan>, Diagnostic> {
+    if let Some(chain) = super::chain::match_chain(ctx, f)? {
+        let plans = super::chain::plan_chain(ctx, &chain, m)?;
+        return Ok(plans
+            .into_iter()
+            .flat_map(|p| match p {
+                super::chain::PlannedBlock::Attention(p) => vec![p.qk, p.vt, p.out],
+                super::chain::PlannedBlock::Mlp(p) => vec![p.fc1, p.fc2],
+            })
+            .collect());
+    }
     if let Some(block) = super::attention::match_attention(ctx, f)? {
         let plan = super::attention::plan_of_block(ctx, &block, m)?;
         return Ok(vec![plan.qk, plan.vt, plan.out]);
@@ -566,6 +603,9 @@ pub fn planned_products(
 /// uses (the search's choice, or the grid its `ipu.plan` forces) with its
 /// estimate, then the best rejected candidates and why they lost.
 pub fn plan_report(ctx: &Context, f: OpId, m: &MachineModel) -> Result<String, Diagnostic> {
+    if let Some(chain) = super::chain::match_chain(ctx, f)? {
+        return super::chain::chain_report(ctx, &chain, m);
+    }
     if let Some(block) = super::attention::match_attention(ctx, f)? {
         return super::attention::attention_report(ctx, &block, m);
     }
@@ -615,6 +655,9 @@ pub fn lower_function(
     f: OpId,
     m: &MachineModel,
 ) -> Result<Lowered, Diagnostic> {
+    if let Some(chain) = super::chain::match_chain(ctx, f)? {
+        return super::chain::lower_chain(ctx, module_body, &chain, m);
+    }
     if let Some(block) = super::attention::match_attention(ctx, f)? {
         return super::attention::lower_attention(ctx, module_body, &block, m);
     }

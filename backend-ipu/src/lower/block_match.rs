@@ -1,0 +1,58 @@
+//! What the block matchers ([`super::mlp`], [`super::attention`],
+//! [`super::chain`]) check of the function around their blocks: that the
+//! first block reads the function's only argument (or its cast), that the
+//! function returns the last block's result (or its cast), and that every
+//! other op is a block's, a constant or the return.
+
+use ipuc_dialects::func;
+use ipuc_dialects::nn;
+use ipuc_ir::{Context, Diagnostic, OpId, Value};
+
+/// Whether `input` is the only argument of the function whose body is
+/// `body`, or an `nn.cast` of it.
+pub fn from_only_argument(ctx: &Context, body: ipuc_ir::BlockId, input: Value) -> bool {
+    let args = ctx.block_args(body);
+    args.len() == 1
+        && (input == args[0]
+            || ctx
+                .defining_op(input)
+                .is_some_and(|d| ctx.name_str(d) == nn::CAST && ctx.operands(d)[0] == args[0]))
+}
+
+/// Checks that the function whose body is `body` returns `result` (or its
+/// only user, an `nn.cast`) and holds nothing but `block_ops`, constants,
+/// the return, the input's cast and that cast; `mismatch` words the error
+/// at an op.
+pub fn check_function_holds(
+    ctx: &Context,
+    body: ipuc_ir::BlockId,
+    (input, result, last): (Value, Value, OpId),
+    block_ops: &[OpId],
+    mismatch: &dyn Fn(OpId, &str) -> Diagnostic,
+) -> Result<(), Diagnostic> {
+    let ops = ctx.block_ops_vec(body);
+    let ret = ops
+        .last()
+        .copied()
+        .filter(|&o| ctx.name_str(o) == func::RETURN);
+    let out_cast = match ctx.uses(result) {
+        [u] if ctx.name_str(u.op) == nn::CAST => Some(u.op),
+        _ => None,
+    };
+    let returned = out_cast.map_or(result, |c| ctx.results(c)[0]);
+    if ret.is_none_or(|r| ctx.operands(r) != [returned]) {
+        return Err(mismatch(
+            last,
+            "the function must return the block's result",
+        ));
+    }
+    if let Some(stray) = ops.iter().copied().find(|&o| {
+        ![nn::CONSTANT, func::RETURN].contains(&ctx.name_str(o))
+            && !block_ops.contains(&o)
+            && Some(o) != out_cast
+            && ctx.results(o).first() != Some(&input)
+    }) {
+        return Err(mismatch(stray, "is not part of the block"));
+    }
+    Ok(())
+}

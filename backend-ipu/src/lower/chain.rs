@@ -1,0 +1,407 @@
+//! A chain of transformer blocks in one executable: an encoder layer
+//! (`--extract layer:N`: the attention block, then the MLP block) or any
+//! sequence of attention and MLP blocks, each reading the previous one's
+//! result.
+//!
+//! Each block is lowered as it is alone ([`super::attention_block`],
+//! [`super::block`]), on tiles of its own: the chip's tiles are split
+//! evenly between the blocks in order, so no block's memory meets
+//! another's. Between two blocks one scheduled exchange (a *link*) moves
+//! the first block's result, as its output tiles hold it (16-channel runs
+//! of their owned rows), into the next block's input rows on its LN tiles.
+//! Every tile runs every superstep: a tile runs the syncs of the blocks
+//! that are not its own and the links' supersteps, so each tile's program
+//! is
+//!
+//! ```text
+//! [block 0 or its syncs] sync [link 0] sync [block 1 or its syncs] ... exitz
+//! ```
+//!
+//! Known limits, each a plan to lift: blocks do not share tiles (a layer's
+//! two blocks get half the chip each; a model's blocks would get a few
+//! dozen tiles each), and repeated layers are lowered once each rather
+//! than as one body run in a loop.
+
+use std::collections::BTreeSet;
+
+use ipuc_dialects::ipu::{self, build, TensorPiece};
+use ipuc_dialects::{func, nn};
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, OpId, Type, Value};
+
+use super::attention::{attention_from, AttentionMatch};
+use super::attention_block::{emit_attention_in, plan_attention_in, AttentionPlan};
+use super::block::{emit_mlp_in, plan_mlp_in, MlpPlan};
+use super::block_match::{check_function_holds, from_only_argument};
+use super::codegen::{append_host_tensors, Frame, Lowered};
+use super::mlp::{mlp_from, MlpMatch};
+use super::passes::{chain, only_user};
+use super::schedule::{schedule, Chunk, Schedule, Transfer};
+use crate::codelets::emitter::{inst, op, Emitter};
+
+/// One block of a chain.
+#[derive(Clone, Debug)]
+pub enum ChainBlock {
+    /// An attention block.
+    Attention(AttentionMatch),
+    /// An MLP block.
+    Mlp(MlpMatch),
+}
+
+impl ChainBlock {
+    fn add(&self) -> OpId {
+        match self {
+            ChainBlock::Attention(b) => b.add,
+            ChainBlock::Mlp(b) => b.add,
+        }
+    }
+
+    fn ops(&self) -> &[OpId] {
+        match self {
+            ChainBlock::Attention(b) => &b.ops,
+            ChainBlock::Mlp(b) => &b.ops,
+        }
+    }
+}
+
+/// A matched chain: its blocks in order and the chain's input.
+#[derive(Clone, Debug)]
+pub struct ChainMatch {
+    /// The blocks.
+    pub blocks: Vec<ChainBlock>,
+    /// The first block's input (f16).
+    pub input: Value,
+}
+
+/// The block that starts at LayerNorm `ln`: an attention block when the
+/// LayerNorm's product feeds an `nn.split`, else an MLP block.
+fn block_from(ctx: &Context, ln: OpId) -> Result<ChainBlock, Diagnostic> {
+    let attention = only_user(ctx, ln)
+        .filter(|&p| [nn::MATMUL, nn::LINEAR].contains(&ctx.name_str(p)))
+        .and_then(|p| chain(ctx, p).ok())
+        .and_then(|c| only_user(ctx, c.last))
+        .filter(|&s| ctx.name_str(s) == nn::SPLIT)
+        .and_then(|s| ctx.uses(ctx.results(s)[0]).first().map(|u| u.op))
+        .filter(|&a| ctx.name_str(a) == nn::ATTENTION);
+    match attention {
+        Some(att) => {
+            let b = attention_from(ctx, att)?;
+            Ok(ChainBlock::Attention(b))
+        }
+        None => Ok(ChainBlock::Mlp(mlp_from(ctx, ln)?)),
+    }
+}
+
+/// The chain of `f`, if `f` holds two or more LayerNorms (`None`
+/// otherwise: one block or none); an error says what does not match.
+pub fn match_chain(ctx: &Context, f: OpId) -> Result<Option<ChainMatch>, Diagnostic> {
+    let Some(body) = func::entry_block(ctx, f) else {
+        return Ok(None);
+    };
+    let lns: Vec<OpId> = ctx
+        .block_ops_vec(body)
+        .into_iter()
+        .filter(|&o| ctx.name_str(o) == nn::LAYER_NORMALIZATION)
+        .collect();
+    if lns.len() < 2 {
+        return Ok(None);
+    }
+    let mismatch = |op: OpId, msg: &str| {
+        Diagnostic::op_error(
+            ctx,
+            op,
+            format!("{msg}; the lowering takes a chain of attention and MLP blocks, each LayerNorm reading the previous block's result"),
+        )
+    };
+    let Some(&first) = lns
+        .iter()
+        .find(|&&ln| from_only_argument(ctx, body, ctx.operands(ln)[0]))
+    else {
+        return Err(mismatch(
+            lns[0],
+            "no LayerNorm reads the function's only argument (or its cast)",
+        ));
+    };
+    let input = ctx.operands(first)[0];
+    let mut blocks = Vec::new();
+    let mut ln = first;
+    loop {
+        let block = block_from(ctx, ln)?;
+        let result = ctx.results(block.add())[0];
+        blocks.push(block);
+        let next: Vec<OpId> = ctx
+            .uses(result)
+            .iter()
+            .map(|u| u.op)
+            .filter(|&u| ctx.name_str(u) == nn::LAYER_NORMALIZATION)
+            .collect();
+        match next.as_slice() {
+            [] => break,
+            [n] => ln = *n,
+            [_, n, ..] => return Err(mismatch(*n, "a block's result feeds two LayerNorms")),
+        }
+    }
+    let last = blocks
+        .last()
+        .map(ChainBlock::add)
+        .expect("one block at least");
+    let ops: Vec<OpId> = blocks.iter().flat_map(|b| b.ops().to_vec()).collect();
+    check_function_holds(
+        ctx,
+        body,
+        (input, ctx.results(last)[0], last),
+        &ops,
+        &mismatch,
+    )?;
+    Ok(Some(ChainMatch { blocks, input }))
+}
+
+/// A planned block.
+#[derive(Clone, Debug)]
+pub enum PlannedBlock {
+    /// An attention block's plan.
+    Attention(AttentionPlan),
+    /// An MLP block's plan.
+    Mlp(MlpPlan),
+}
+
+impl PlannedBlock {
+    fn input_pieces(&self) -> Vec<TensorPiece> {
+        match self {
+            PlannedBlock::Attention(p) => p.input_pieces(),
+            PlannedBlock::Mlp(p) => p.input_pieces(),
+        }
+    }
+
+    fn output_pieces(&self) -> Vec<TensorPiece> {
+        match self {
+            PlannedBlock::Attention(p) => p.output_pieces(),
+            PlannedBlock::Mlp(p) => p.output_pieces(),
+        }
+    }
+
+    fn syncs(&self) -> u32 {
+        match self {
+            PlannedBlock::Attention(p) => p.syncs(),
+            PlannedBlock::Mlp(p) => p.syncs(),
+        }
+    }
+
+    fn tiles(&self) -> Vec<u32> {
+        match self {
+            PlannedBlock::Attention(p) => p.tiles(),
+            PlannedBlock::Mlp(p) => p.tiles(),
+        }
+    }
+
+    /// The plan report's lines.
+    pub fn report(&self, machine: &MachineModel) -> String {
+        match self {
+            PlannedBlock::Attention(p) => p.report(machine),
+            PlannedBlock::Mlp(p) => format!(
+                "MLP block {}x{}x{}: LayerNorm on tiles {}..={}\n  fc1: {}\n  fc2: {}\n",
+                p.shape.m,
+                p.shape.c,
+                p.shape.h,
+                p.ln_tiles.first().copied().unwrap_or(0),
+                p.ln_tiles.last().copied().unwrap_or(0),
+                p.fc1,
+                p.fc2
+            ),
+        }
+    }
+}
+
+/// Plans each block of `chain` on its share of the tiles.
+pub fn plan_chain(
+    ctx: &Context,
+    chain: &ChainMatch,
+    machine: &MachineModel,
+) -> Result<Vec<PlannedBlock>, Diagnostic> {
+    let n = chain.blocks.len() as u32;
+    let count = machine.tiles / n;
+    chain
+        .blocks
+        .iter()
+        .enumerate()
+        .map(|(k, b)| {
+            let range = (k as u32 * count, count);
+            match b {
+                ChainBlock::Attention(a) => plan_attention_in(a.shape, machine, range)
+                    .map(PlannedBlock::Attention)
+                    .map_err(|e| {
+                        Diagnostic::op_error(
+                            ctx,
+                            a.attention,
+                            format!(
+                                "cannot plan the attention block on tiles {}..{}: {e}",
+                                range.0,
+                                range.0 + count
+                            ),
+                        )
+                    }),
+                ChainBlock::Mlp(m) => plan_mlp_in(m.shape, machine, (None, None), range)
+                    .map(PlannedBlock::Mlp)
+                    .map_err(|e| {
+                        Diagnostic::op_error(
+                            ctx,
+                            m.ln,
+                            format!(
+                                "cannot plan the MLP block on tiles {}..{}: {e}",
+                                range.0,
+                                range.0 + count
+                            ),
+                        )
+                    }),
+            }
+        })
+        .collect()
+}
+
+/// The link from `from`'s output to `to`'s input rows (`c` channels):
+/// one transfer per run of an output tile.
+pub fn link(from: &[TensorPiece], to: &[TensorPiece], c: i64) -> Vec<Transfer> {
+    let rows: std::collections::BTreeMap<i64, &TensorPiece> =
+        to.iter().map(|p| (p.first / c, p)).collect();
+    from.iter()
+        .map(|p| {
+            let row = rows[&(p.first / c)];
+            Transfer {
+                sender: p.tile as u32,
+                chunks: vec![Chunk {
+                    address: p.address as u32,
+                    words: (p.count * 2 / 4) as u32,
+                }],
+                receivers: vec![(
+                    row.tile as u32,
+                    (row.address + (p.first - row.first) * 2) as u32,
+                )],
+                segment: None,
+            }
+        })
+        .collect()
+}
+
+/// Lowers the chain to one `ipu.executable` appended to `module_body`.
+pub fn lower_chain(
+    ctx: &mut Context,
+    module_body: BlockId,
+    chain: &ChainMatch,
+    machine: &MachineModel,
+) -> Result<Lowered, Diagnostic> {
+    let plans = plan_chain(ctx, chain, machine)?;
+    let c = i64::from(match &plans[0] {
+        PlannedBlock::Attention(p) => p.shape.c,
+        PlannedBlock::Mlp(p) => p.shape.c,
+    });
+    let every: Vec<u32> = plans
+        .iter()
+        .flat_map(PlannedBlock::tiles)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let links: Vec<Schedule> = plans
+        .windows(2)
+        .map(|w| {
+            schedule(
+                machine,
+                &every,
+                &link(&w[0].output_pieces(), &w[1].input_pieces(), c),
+            )
+        })
+        .collect();
+    let syncs: Vec<u32> = plans.iter().map(PlannedBlock::syncs).collect();
+    let last = chain.blocks.last().expect("a chain has blocks");
+    let loc = ctx.loc(last.add()).clone();
+    let (executable, exe_body) = build::executable(ctx, &machine.name, loc.clone());
+    ctx.append_op(module_body, executable);
+    let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
+    // What tile `t` of block `k` runs before (`after` false) or after its
+    // block: the other blocks' syncs and every link, in program order.
+    let around = |k: usize, e: &mut Emitter, t: u32, after: bool| -> u64 {
+        let mut bytes = 0;
+        let steps: Vec<usize> = if after {
+            (k..plans.len()).collect()
+        } else {
+            (0..k).collect()
+        };
+        for j in steps {
+            if j != k {
+                (0..syncs[j]).for_each(|_| sync(e));
+            }
+            if let Some(l) = links.get(j) {
+                sync(e);
+                bytes += l.emit(e, machine, t, &format!("link{j}"));
+                sync(e);
+            }
+        }
+        bytes
+    };
+    let mut exchange_code_bytes_max = 0;
+    for (k, plan) in plans.iter().enumerate() {
+        let before: BTreeSet<OpId> = ctx.block_ops_vec(exe_body).into_iter().collect();
+        let around_k = |e: &mut Emitter, t: u32, after: bool| around(k, e, t, after);
+        let frame = Frame {
+            executable,
+            exe_body,
+            around: &around_k,
+        };
+        let bytes = match (plan, &chain.blocks[k]) {
+            (PlannedBlock::Attention(p), ChainBlock::Attention(b)) => {
+                emit_attention_in(ctx, &frame, p, &b.constants, machine, loc.clone())?
+                    .exchange_code_bytes_max
+            }
+            (PlannedBlock::Mlp(p), ChainBlock::Mlp(b)) => {
+                emit_mlp_in(ctx, &frame, p, &b.constants, machine, loc.clone())?
+                    .exchange_code_bytes_max
+            }
+            _ => unreachable!("plans follow the blocks"),
+        };
+        exchange_code_bytes_max = exchange_code_bytes_max.max(bytes);
+        // Each block names its constants alone: prefix them with the
+        // block's index.
+        for o in ctx.block_ops_vec(exe_body) {
+            if !before.contains(&o) && ctx.name_str(o) == ipu::TENSOR {
+                let name = ctx
+                    .attr(o, "sym_name")
+                    .and_then(Attribute::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                ctx.set_attr(o, "sym_name", Attribute::string(&format!("b{k}_{name}")));
+            }
+        }
+    }
+    let x_ty: Type = ctx.value_type(chain.input).clone();
+    let y_ty: Type = ctx.value_type(ctx.results(last.add())[0]).clone();
+    let input = plans[0].input_pieces();
+    let output = plans.last().expect("a chain has blocks").output_pieces();
+    append_host_tensors(ctx, exe_body, [(x_ty, input), (y_ty, output)], &loc);
+    Ok(Lowered {
+        executable,
+        exchange_code_bytes_max,
+        block_estimate: None,
+    })
+}
+
+/// The plan report of a chain: each block's.
+pub fn chain_report(
+    ctx: &Context,
+    chain: &ChainMatch,
+    machine: &MachineModel,
+) -> Result<String, Diagnostic> {
+    let plans = plan_chain(ctx, chain, machine)?;
+    let loc = chain
+        .blocks
+        .first()
+        .map(|b| ipuc_ir::diagnostics::location_prefix(ctx.loc(b.add())))
+        .unwrap_or_default();
+    let mut out = format!(
+        "{loc}: a chain of {} blocks, {} tiles each\n",
+        plans.len(),
+        machine.tiles / plans.len() as u32
+    );
+    for (k, p) in plans.iter().enumerate() {
+        out += &format!("block {k}: {}", p.report(machine));
+    }
+    Ok(out)
+}
