@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{assert_block_accuracy, cosine_and_rel_l2, run_lowered};
+use common::{assert_block_accuracy, cosine_and_rel_l2, f16_bytes, run_lowered};
 use ipuc_backend_ipu::codelets::gelu::GeluForm;
 use ipuc_backend_ipu::emit::build_executable;
 use ipuc_backend_ipu::lower::block::{
@@ -17,6 +17,7 @@ use ipuc_backend_ipu::lower::block_values::MlpValues;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
 use ipuc_runtime::device::Device;
+use ipuc_runtime::sim::{SimConfig, Simulator};
 use rand::{Rng, SeedableRng};
 
 /// Lowers `plan`'s block with constants `k` into a fresh module; the host
@@ -177,4 +178,59 @@ fn a_tiles_adds_share_one_worker_and_the_bytes_repeat() {
         bytes(&ctx, lowered.executable),
         bytes(&again, relowered.executable)
     );
+}
+
+/// The simulator gives the same run on any number of host threads: an f16
+/// and an FP8 block, many tiles exchanging over several supersteps, run on
+/// 1, 2 and 3 threads, agree on the profile (every tile's cycles per
+/// superstep, instructions, issues), the output and every byte of every
+/// tile's memory.
+#[test]
+fn simulating_on_more_threads_changes_nothing() {
+    let machine = MachineModel::c600();
+    let mut fp8 = shape(37, 64, 200, GeluForm::Tanh);
+    fp8.fp8 = Some(Fp8Domains { fc1: 0, fc2: 0 });
+    for (mut s, seed) in [(shape(50, 64, 80, GeluForm::Erf), 31), (fp8, 32)] {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut values = MlpValues::random(s, || rng.random_range(-1.0..1.0));
+        if s.fp8.is_some() {
+            s.fp8 = Some(values.quantize_fp8());
+        }
+        let plan = plan_mlp(s, &machine).unwrap_or_else(|e| panic!("{e}"));
+        let (ctx, lowered) = lower(&plan, &values.constants, &machine);
+        let exe = build_executable(&ctx, lowered.executable)
+            .unwrap_or_else(|d| panic!("{}", d[0].message));
+        assert!(exe.tiles.len() > 8, "{s:?}: {} tiles", exe.tiles.len());
+        let x: Vec<half::f16> = values.x.iter().map(|&v| half::f16::from_f64(v)).collect();
+        let input = f16_bytes(&x);
+        let runs: Vec<_> = [1, 2, 3]
+            .into_iter()
+            .map(|threads| {
+                let config = SimConfig {
+                    threads: std::num::NonZeroUsize::new(threads),
+                    ..SimConfig::default()
+                };
+                let mut sim = Simulator::new(machine.clone(), config);
+                sim.load(&exe).unwrap();
+                sim.write_tensor("input0", &input).unwrap();
+                sim.run().unwrap_or_else(|e| panic!("{s:?}: {e}"));
+                let memory: Vec<Vec<u8>> = exe
+                    .tiles
+                    .iter()
+                    .map(|t| {
+                        let size = machine.sram_end - machine.sram_base;
+                        sim.read_memory(t.tile, machine.sram_base, size).unwrap()
+                    })
+                    .collect();
+                let profile = sim.profile().unwrap().clone();
+                (profile, sim.read_tensor("output0").unwrap(), memory)
+            })
+            .collect();
+        assert!(runs[0].0.tiles.iter().any(|t| t.supersteps.len() > 2));
+        for (threads, run) in [2, 3].into_iter().zip(&runs[1..]) {
+            assert!(run.0 == runs[0].0, "{s:?}: profile on {threads} threads");
+            assert!(run.1 == runs[0].1, "{s:?}: output on {threads} threads");
+            assert!(run.2 == runs[0].2, "{s:?}: memory on {threads} threads");
+        }
+    }
 }

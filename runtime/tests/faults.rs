@@ -308,3 +308,48 @@ fn a_bundle_of_two_main_instructions_faults_when_executed() {
         other => panic!("expected a fault, got {other:?}"),
     }
 }
+
+/// Tiles run their supersteps on several host threads; the fault reported
+/// is the lowest-numbered tile's, whichever faults first in cycles or in
+/// host time, and what the run leaves behind (profile, memory) is the same
+/// for every thread count. Tile 1 faults at cycle 6, tile 0 at cycle 60,
+/// tile 2 finishes normally after writing memory.
+#[test]
+fn the_lowest_tile_faults_whatever_the_thread_count() {
+    let spin = |n: u32| format!("    setzi $m1, {n}\nspin:\n    brnzdec $m1, spin\n");
+    let late = sup(&format!(
+        "{}    setzi $m0, 0x70002\n    ld32 $m1, $m0, $mzero, 0",
+        spin(8)
+    ));
+    let early = sup("    setzi $m0, 0x70006\n    ld32 $m1, $m0, $mzero, 0");
+    let fine = sup(&format!(
+        "{}    setzi $m0, 0x70000\n    st32 $m0, $m0, $mzero, 0",
+        spin(100)
+    ));
+    let exe = program(&[(0, &late), (1, &early), (2, &fine)], vec![]);
+    let mut runs = Vec::new();
+    for threads in [1, 2, 3] {
+        let config = SimConfig {
+            threads: std::num::NonZeroUsize::new(threads),
+            ..SimConfig::default()
+        };
+        let mut s = sim(&exe, config);
+        let Err(ipuc_runtime::device::DeviceError::Fault(f)) = s.run() else {
+            panic!("expected a fault");
+        };
+        assert_eq!(
+            (f.tile, &f.kind),
+            (
+                0,
+                &FaultKind::MisalignedAccess {
+                    address: 0x70002,
+                    size: 4
+                }
+            ),
+            "{threads} threads: {f}"
+        );
+        runs.push((f, s.profile().cloned(), word(&s, 2, 0x70000)));
+    }
+    assert_eq!(runs[2].2, 0x70000, "tile 2 ran its superstep to the end");
+    assert!(runs.windows(2).all(|w| w[0] == w[1]));
+}

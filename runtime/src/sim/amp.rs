@@ -5,10 +5,16 @@
 //! its results come out during the next four instructions (the 4-instruction
 //! lag). Accumulation is in f32.
 //!
-//! The weight store (CCCS) holds raw 64-bit entries; [`WeightCache`] keeps
-//! them decoded to f32 per format so that an AMP instruction does not
-//! convert its 64 (or 128) weights on every issue. The cache is invalidated
-//! whenever an entry is written.
+//! The weight store (CCCS) holds raw 64-bit entries; [`WeightStore`] keeps
+//! them decoded to f32 per format as they are written, so that an AMP
+//! instruction does not convert its 64 (or 128) weights on every issue.
+//! The decoded weights are laid out input-major per phase (`[phase][input]
+//! [output]`): a phase then adds each input times a row of 16 weights to
+//! 16 sums, which the compiler turns into vector instructions, where the
+//! output-major layout made 16 dot products of serial scalar additions (the
+//! FP8 AMP's were most of the simulation time of an FP8 block). Each sum
+//! adds its products in the order the dot products did, so every result is
+//! bit-identical.
 
 use half::f16;
 use ipuc_ipu_arch::float8::f8_to_f64;
@@ -31,66 +37,46 @@ pub struct AmpState {
     done: [f32; 16],
 }
 
-/// The CCCS entries decoded to f32, per weight format, computed on first use.
+/// Outputs a phase computes (an AMP instruction's widest: 16).
+const OUTPUTS: usize = 16;
+/// Phases of an AMP position.
+const PHASES: usize = 4;
+
+/// The weight store, its entries decoded to f32 for each weight format,
+/// input-major per phase (nothing reads the raw entries back). Entry
+/// `k * 4 + p` holds the weights of output `k` for phase `p`.
 #[derive(Clone, Debug)]
-pub struct WeightCache {
-    f16: [[f32; 4]; 64],
-    f32: [[f32; 2]; 64],
-    f8: [[f32; 8]; 64],
-    valid: u8,
+pub struct WeightStore {
+    f16: [[[f32; OUTPUTS]; 4]; PHASES],
+    f32: [[[f32; OUTPUTS]; 2]; PHASES],
+    f8: [[[f32; OUTPUTS]; 8]; PHASES],
 }
 
-const F16_VALID: u8 = 1;
-const F32_VALID: u8 = 2;
-const F8_VALID: u8 = 4;
-
-impl Default for WeightCache {
+impl Default for WeightStore {
     fn default() -> Self {
-        WeightCache {
-            f16: [[0.0; 4]; 64],
-            f32: [[0.0; 2]; 64],
-            f8: [[0.0; 8]; 64],
-            valid: 0,
+        WeightStore {
+            f16: [[[0.0; OUTPUTS]; 4]; PHASES],
+            f32: [[[0.0; OUTPUTS]; 2]; PHASES],
+            f8: [[[0.0; OUTPUTS]; 8]; PHASES],
         }
     }
 }
 
-impl WeightCache {
-    /// Forgets the decoded weights (the CCCS changed).
-    #[inline(always)]
-    pub fn invalidate(&mut self) {
-        self.valid = 0;
-    }
-
-    fn f16(&mut self, cccs: &[u64; 64]) -> &[[f32; 4]; 64] {
-        if self.valid & F16_VALID == 0 {
-            for (d, &w) in self.f16.iter_mut().zip(cccs) {
-                *d = halves(w);
-            }
-            self.valid |= F16_VALID;
+impl WeightStore {
+    /// Writes entry `idx` (below [`CCCS_ENTRIES`]).
+    #[inline]
+    pub fn store(&mut self, idx: usize, v: u64) {
+        let (k, p) = (idx / PHASES, idx % PHASES);
+        for (i, w) in halves(v).into_iter().enumerate() {
+            self.f16[p][i][k] = w;
         }
-        &self.f16
-    }
-
-    fn f32(&mut self, cccs: &[u64; 64]) -> &[[f32; 2]; 64] {
-        if self.valid & F32_VALID == 0 {
-            for (d, &w) in self.f32.iter_mut().zip(cccs) {
-                *d = floats(w);
-            }
-            self.valid |= F32_VALID;
+        for (i, w) in floats(v).into_iter().enumerate() {
+            self.f32[p][i][k] = w;
         }
-        &self.f32
-    }
-
-    fn f8(&mut self, cccs: &[u64; 64]) -> &[[f32; 8]; 64] {
-        if self.valid & F8_VALID == 0 {
-            for (d, &w) in self.f8.iter_mut().zip(cccs) {
-                let t = f8_table();
-                *d = std::array::from_fn(|i| t[((w >> (8 * i)) & 0xff) as usize]);
-            }
-            self.valid |= F8_VALID;
+        let t = f8_table();
+        for i in 0..8 {
+            self.f8[p][i][k] = t[((v >> (8 * i)) & 0xff) as usize];
         }
-        &self.f8
     }
 }
 
@@ -122,29 +108,48 @@ fn pack_floats(v: &[f32]) -> u64 {
     u64::from(v[0].to_bits()) | (u64::from(v[1].to_bits()) << 32)
 }
 
+/// How a phase's sum of products starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SumFrom {
+    /// From 0.0, adding every product (the FP8 AMP).
+    Zero,
+    /// From the first product, adding the others.
+    FirstProduct,
+}
+
 impl AmpState {
     /// One phase of an AMP instruction: returns the phase's `N` finished
     /// outputs packed into the destination word, adds the `N` partials in,
-    /// then adds to each of `outputs` accumulators the `dot` product of its
-    /// weights for this phase (row `k * 4 + phase` of the weight cache)
-    /// with the input. The variants differ in element formats and output
-    /// counts only.
+    /// then adds to each of the first `O` accumulators the sum of its
+    /// weights for this phase times the `L` inputs, in input order. The
+    /// variants differ in element formats and output counts only.
     #[inline(always)]
-    fn phase<const N: usize, const L: usize>(
+    fn phase<const N: usize, const L: usize, const O: usize>(
         &mut self,
         phase: usize,
         partials: [f32; N],
         pack: fn(&[f32]) -> u64,
-        outputs: usize,
-        weights: &[[f32; L]; 64],
-        dot: impl Fn(&[f32; L]) -> f32,
+        weights: &[[f32; OUTPUTS]; L],
+        x: [f32; L],
+        from: SumFrom,
     ) -> u64 {
         let out = pack(&self.done[N * phase..N * phase + N]);
         for (i, p) in partials.iter().enumerate() {
             self.acc[N * phase + i] += p;
         }
-        for k in 0..outputs {
-            self.acc[k] += dot(&weights[k * 4 + phase]);
+        // All 16 lanes are summed (what a vector unit does anyway); only
+        // the instruction's `O` outputs are kept.
+        let (mut sum, rest) = match from {
+            SumFrom::Zero => ([0.0f32; OUTPUTS], 0),
+            SumFrom::FirstProduct => (std::array::from_fn(|k| weights[0][k] * x[0]), 1),
+        };
+        for (w, xi) in weights.iter().zip(x).skip(rest) {
+            for (s, wk) in sum.iter_mut().zip(w) {
+                *s += wk * xi;
+            }
+        }
+        for (a, s) in self.acc[..O].iter_mut().zip(&sum) {
+            *a += s;
         }
         self.finish_phase(phase);
         out
@@ -165,50 +170,45 @@ impl AmpState {
     pub fn exec(
         &mut self,
         kind: AmpKind,
-        wc: &mut WeightCache,
-        cccs: &[u64; 64],
+        w: &WeightStore,
         phase: usize,
         x: u64,
         partials: u64,
     ) -> u64 {
+        use SumFrom::{FirstProduct, Zero};
         match kind {
             // `f16v4hihov4amp`: 4 f16 inputs, 16 outputs, f16 partials and results.
-            AmpKind::F16HihoV4 => {
-                let x = halves(x);
-                self.phase(
-                    phase,
-                    halves(partials),
-                    pack_halves,
-                    16,
-                    wc.f16(cccs),
-                    |w| w[0] * x[0] + w[1] * x[1] + w[2] * x[2] + w[3] * x[3],
-                )
-            }
+            AmpKind::F16HihoV4 => self.phase::<4, 4, 16>(
+                phase,
+                halves(partials),
+                pack_halves,
+                &w.f16[phase],
+                halves(x),
+                FirstProduct,
+            ),
             // `f16v4sisoamp`: 8 outputs, f32 partials and results.
-            AmpKind::F16Siso => {
-                let x = halves(x);
-                self.phase(phase, floats(partials), pack_floats, 8, wc.f16(cccs), |w| {
-                    w[0] * x[0] + w[1] * x[1] + w[2] * x[2] + w[3] * x[3]
-                })
-            }
+            AmpKind::F16Siso => self.phase::<2, 4, 8>(
+                phase,
+                floats(partials),
+                pack_floats,
+                &w.f16[phase],
+                halves(x),
+                FirstProduct,
+            ),
             // `f32sisov2amp`: 2 f32 inputs, 8 outputs.
-            AmpKind::F32SisoV2 => {
-                let x = floats(x);
-                self.phase(phase, floats(partials), pack_floats, 8, wc.f32(cccs), |w| {
-                    w[0] * x[0] + w[1] * x[1]
-                })
-            }
+            AmpKind::F32SisoV2 => self.phase::<2, 2, 8>(
+                phase,
+                floats(partials),
+                pack_floats,
+                &w.f32[phase],
+                floats(x),
+                FirstProduct,
+            ),
             // `f8v8hihov4amp`: 8 FP8 inputs, 16 outputs, f16 partials and results.
             AmpKind::F8HihoV4 => {
                 let t = f8_table();
                 let xs: [f32; 8] = std::array::from_fn(|i| t[((x >> (8 * i)) & 0xff) as usize]);
-                self.phase(phase, halves(partials), pack_halves, 16, wc.f8(cccs), |w| {
-                    let mut s = 0.0f32;
-                    for (wi, xi) in w.iter().zip(&xs) {
-                        s += wi * xi;
-                    }
-                    s
-                })
+                self.phase::<4, 8, 16>(phase, halves(partials), pack_halves, &w.f8[phase], xs, Zero)
             }
         }
     }

@@ -10,22 +10,25 @@
 mod amp;
 pub mod bench;
 mod decode;
+mod exchange;
 mod fault;
 mod host;
+mod parallel;
 mod profile;
 mod recorder;
 pub mod testing;
 mod tile;
 
 use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
 
-use ipuc_ipu_arch::csr;
 use ipuc_ipu_arch::{Executable, MachineModel, TensorBinding};
 
 pub use fault::{Fault, FaultKind};
+use parallel::TileThreads;
 pub use profile::{HostStep, Profile, SuperstepCycles, TileProfile, TraceEntry};
 pub use recorder::{Launch, SendSpan, StepSpan, TileTimeline};
-use tile::{CtxState, Tile, TileStop, MUX_NONE};
+use tile::{CtxState, Tile, TileStop};
 
 use crate::device::{Device, DeviceError};
 
@@ -34,7 +37,9 @@ use crate::device::{Device, DeviceError};
 pub struct SimConfig {
     /// Per-tile cycle budget.
     pub max_cycles: u64,
-    /// Chip-wide instruction budget.
+    /// Chip-wide instruction budget. Tiles run a superstep each on what
+    /// the chip had left when the superstep began, so a runaway superstep
+    /// may overrun it by up to one budget per tile before the fault.
     pub max_instructions: u64,
     /// Tile whose instructions are traced.
     pub trace_tile: Option<u32>,
@@ -44,6 +49,25 @@ pub struct SimConfig {
     /// worker launches, exchange sends. Off by default; it never changes
     /// a cycle count.
     pub record: bool,
+    /// Host threads that simulate the tiles between syncs (`None`:
+    /// rayon's global pool, `RAYON_NUM_THREADS` or the machine's available
+    /// parallelism). Every count gives the same results, cycles, faults
+    /// and profile. The default is [`SIM_THREADS_ENV`] when set.
+    pub threads: Option<NonZeroUsize>,
+}
+
+/// The environment variable that sets [`SimConfig::threads`]'s default
+/// (`ipu-run` and `ipu-bench` take `--sim-threads` as well).
+pub const SIM_THREADS_ENV: &str = "IPUC_SIM_THREADS";
+
+/// The thread count [`SIM_THREADS_ENV`] asks for, if it holds one.
+fn threads_from_env() -> Option<NonZeroUsize> {
+    let v = std::env::var(SIM_THREADS_ENV).ok()?;
+    let n = v.trim().parse().ok();
+    if n.is_none() {
+        tracing::warn!("{SIM_THREADS_ENV}={v:?} is not a positive thread count: ignored");
+    }
+    n
 }
 
 impl Default for SimConfig {
@@ -54,6 +78,7 @@ impl Default for SimConfig {
             trace_tile: None,
             trace_limit: 100_000,
             record: false,
+            threads: threads_from_env(),
         }
     }
 }
@@ -69,6 +94,8 @@ pub struct Simulator {
     staged: BTreeMap<String, Vec<u8>>,
     /// What the last run's device-to-host streams delivered.
     delivered: BTreeMap<String, Vec<u8>>,
+    /// The host threads that run the tiles, started by the first run.
+    threads: Option<TileThreads>,
 }
 
 impl Simulator {
@@ -82,6 +109,7 @@ impl Simulator {
             profile: None,
             staged: BTreeMap::new(),
             delivered: BTreeMap::new(),
+            threads: None,
         }
     }
 
@@ -140,7 +168,9 @@ impl Simulator {
     }
 
     fn run_chip(&mut self) -> Result<(), Fault> {
-        let mut budget = self.config.max_instructions;
+        let threads = &*self
+            .threads
+            .get_or_insert_with(|| TileThreads::new(self.config.threads));
         for t in &mut self.tiles {
             t.reset();
             t.trace = (Some(t.id) == self.config.trace_tile).then(Vec::new);
@@ -152,23 +182,23 @@ impl Simulator {
             start_superstep(t);
         }
         let latency = u64::from(self.machine.sync_latency);
+        let max_cycles = self.config.max_cycles;
         loop {
+            // Every tile runs its superstep, whichever faults, so that what
+            // the run leaves behind does not depend on the thread count;
+            // the fault reported is the lowest-numbered tile's.
+            let executed: u64 = self.tiles.iter().map(|t| t.instructions).sum();
+            let budget = self.config.max_instructions.saturating_sub(executed);
+            let stops = threads.map(&mut self.tiles, |t| run_superstep(t, max_cycles, budget));
             let mut arrivals: Vec<(usize, u64)> = Vec::new();
-            for (i, t) in self.tiles.iter_mut().enumerate() {
-                if t.done {
-                    continue;
-                }
-                match t.run(self.config.max_cycles, &mut budget)? {
-                    TileStop::Sync(a) => arrivals.push((i, a)),
-                    TileStop::Done => {
-                        let cyc = t.cycle;
-                        end_superstep(t, cyc, 0);
-                    }
+            for (i, stop) in stops.into_iter().enumerate() {
+                if let Some(arrival) = stop? {
+                    arrivals.push((i, arrival));
                 }
             }
             // The closing sync releases `sync_latency` after the last arrival.
             let release = arrivals.iter().map(|a| a.1).max().map(|a| a + latency);
-            self.resolve_exchange(release)?;
+            exchange::resolve(&mut self.tiles, &self.machine, threads, release)?;
             if arrivals.is_empty() {
                 return Ok(());
             }
@@ -197,189 +227,6 @@ impl Simulator {
                 start_superstep(t);
             }
         }
-    }
-
-    /// Delivers this superstep's exchange words, reporting lost, late,
-    /// surplus, unexpected and missing data. `release` is the closing sync's
-    /// release (`None` when every tile finished instead): a word must arrive
-    /// by then, or by its receiver's exit.
-    fn resolve_exchange(&mut self, release: Option<u64>) -> Result<(), Fault> {
-        // Which receivers ever select each sender.
-        let mut listeners: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for (r, t) in self.tiles.iter().enumerate() {
-            let mut muxes = vec![t.xch.mux_at_start];
-            muxes.extend(
-                t.xch
-                    .events
-                    .iter()
-                    .filter(|e| e.1 == csr::INCOMING_MUX)
-                    .map(|e| e.2),
-            );
-            muxes.sort_unstable();
-            muxes.dedup();
-            for m in muxes.into_iter().filter(|&m| m != MUX_NONE) {
-                listeners.entry(m).or_default().push(r);
-            }
-        }
-        // Each tile's mux over the superstep, searched by cycle per word
-        // (a scan of its events per word made the exchange half of a large
-        // program's simulation time).
-        let timelines: Vec<MuxTimeline> = self.tiles.iter().map(MuxTimeline::of).collect();
-        // (receiver) -> [(arrival, word)]
-        let mut deliveries: Vec<Vec<(u64, u32)>> = vec![Vec::new(); self.tiles.len()];
-        for t in &self.tiles {
-            for sw in &t.xch.sent {
-                let mut taken = false;
-                for &r in listeners.get(&t.id).map(|v| v.as_slice()).unwrap_or(&[]) {
-                    let rt = &self.tiles[r];
-                    let arrival = sw.cycle + self.machine.exchange_latency(t.id, rt.id);
-                    if timelines[r].at(arrival) == t.id {
-                        deliveries[r].push((arrival, sw.word));
-                        taken = true;
-                    }
-                }
-                if !taken {
-                    let words = t.xch.sent.iter().filter(|w| w.cycle >= sw.cycle).count() as u32;
-                    let mut f = t.fault(
-                        0,
-                        FaultKind::LostExchangeData {
-                            sent_at: sw.cycle,
-                            words,
-                        },
-                    );
-                    f.pc = sw.pc;
-                    f.instruction = t.instr_text_at(sw.pc);
-                    f.cycle = sw.cycle;
-                    return Err(f);
-                }
-            }
-        }
-        for (r, mut words) in deliveries.into_iter().enumerate() {
-            words.sort_by_key(|w| w.0);
-            let t = &mut self.tiles[r];
-            let events_of = |n: u8| -> Vec<(u64, u32)> {
-                t.xch
-                    .events
-                    .iter()
-                    .filter(|e| e.1 == n)
-                    .map(|e| (e.0, e.2))
-                    .collect()
-            };
-            let (bases, deltas) = (
-                events_of(csr::INCOMING_BASE),
-                events_of(csr::INCOMING_DELTA),
-            );
-            let counts = events_of(csr::INCOMING_DCOUNT);
-            let closing = if t.done {
-                t.cycle
-            } else {
-                release.unwrap_or(t.cycle)
-            };
-            let (mut ptr, mut delta) = (t.xch.base_at_start, t.xch.delta_at_start);
-            let (mut bi, mut di, mut ci) = (0, 0, 0);
-            let mut received = 0u32;
-            // `$INCOMING_DCOUNT` arms the receive window for this superstep
-            // and counts its words down.
-            let mut remaining: Option<u32> = None;
-            for (arrival, word) in words {
-                while bi < bases.len() && bases[bi].0 <= arrival {
-                    ptr = bases[bi].1;
-                    bi += 1;
-                }
-                while di < deltas.len() && deltas[di].0 <= arrival {
-                    delta = deltas[di].1;
-                    di += 1;
-                }
-                while ci < counts.len() && counts[ci].0 <= arrival {
-                    remaining = Some(counts[ci].1);
-                    ci += 1;
-                }
-                let kind = if arrival > closing {
-                    Some(FaultKind::LateExchangeData {
-                        arrived_at: arrival,
-                        closing,
-                    })
-                } else {
-                    match remaining {
-                        None => Some(FaultKind::UnarmedExchangeWindow {
-                            arrived_at: arrival,
-                        }),
-                        Some(0) => Some(FaultKind::SurplusExchangeData {
-                            expected: received,
-                            arrived_at: arrival,
-                        }),
-                        Some(n) => {
-                            remaining = Some(n - 1);
-                            None
-                        }
-                    }
-                };
-                if let Some(kind) = kind {
-                    let mut f = t.fault(0, kind);
-                    f.cycle = arrival;
-                    return Err(f);
-                }
-                let addr = ptr;
-                let result = if addr % 4 != 0 {
-                    Err(FaultKind::MisalignedAccess {
-                        address: addr,
-                        size: 4,
-                    })
-                } else {
-                    t.write_bytes(addr, &word.to_le_bytes())
-                        .map_err(|_| FaultKind::OutOfRange {
-                            address: addr,
-                            size: 4,
-                        })
-                };
-                if let Err(e) = result {
-                    let mut f = t.fault(0, e);
-                    f.cycle = arrival;
-                    return Err(f);
-                }
-                received += 1;
-                if t.worker_ran_at(arrival) {
-                    t.incoming_during_compute += 1;
-                }
-                ptr = addr.wrapping_add(4 * delta.max(1));
-            }
-            if let Some(last) = bases.get(bi..).and_then(|rest| rest.last()) {
-                ptr = last.1;
-            }
-            t.xch.incoming_base = ptr;
-            if let Some(last) = counts.get(ci..).and_then(|rest| rest.last()) {
-                remaining = Some(last.1);
-            }
-            if let Some(missing @ 1..) = remaining {
-                let mut f = t.fault(
-                    0,
-                    FaultKind::MissingExchangeData {
-                        expected: received + missing,
-                        received,
-                    },
-                );
-                f.cycle = t.cycle;
-                return Err(f);
-            }
-            t.xch.incoming_dcount = 0;
-            if let Some(rec) = t.recorder.as_deref_mut() {
-                rec.received(t.supersteps.len() - usize::from(t.done), received);
-            }
-        }
-        for t in &mut self.tiles {
-            if let Some(r) = t.recorder.as_deref_mut() {
-                // A tile that finished has closed its last superstep already.
-                let k = t.supersteps.len() - usize::from(t.done);
-                r.sent(k, &t.xch.sent);
-            }
-            t.xch.sent.clear();
-            t.xch.events.clear();
-            t.xch.mux_at_start = t.xch.incoming_mux;
-            t.xch.base_at_start = t.xch.incoming_base;
-            t.xch.delta_at_start = t.xch.incoming_delta;
-            t.busy.clear();
-        }
-        Ok(())
     }
 
     fn build_profile(&self, host_steps: Vec<HostStep>) -> Profile {
@@ -418,6 +265,23 @@ impl Simulator {
     }
 }
 
+/// Runs tile `t` to the end of its superstep with `budget` instructions:
+/// its arrival cycle at the closing sync, or `None` if it had finished or
+/// finishes now.
+fn run_superstep(t: &mut Tile, max_cycles: u64, mut budget: u64) -> Result<Option<u64>, Fault> {
+    if t.done {
+        return Ok(None);
+    }
+    match t.run(max_cycles, &mut budget)? {
+        TileStop::Sync(arrival) => Ok(Some(arrival)),
+        TileStop::Done => {
+            let cycle = t.cycle;
+            end_superstep(t, cycle, 0);
+            Ok(None)
+        }
+    }
+}
+
 fn start_superstep(t: &mut Tile) {
     t.step_start = t.cycle;
     t.step_exchange = 0;
@@ -438,41 +302,6 @@ fn end_superstep(t: &mut Tile, arrival: u64, wait: u64) {
         exchange,
         sync_wait: wait,
     });
-}
-
-/// The receiver's incoming mux at `cycle` (register writes take effect when they complete).
-/// A tile's `$INCOMING_MUX` over a superstep: the value it started with
-/// and its puts (cycle each takes effect, value) in time order.
-struct MuxTimeline {
-    start: u32,
-    puts: Vec<(u64, u32)>,
-}
-
-impl MuxTimeline {
-    fn of(t: &Tile) -> Self {
-        let mut puts: Vec<(u64, u32)> = t
-            .xch
-            .events
-            .iter()
-            .filter(|e| e.1 == csr::INCOMING_MUX)
-            .map(|e| (e.0, e.2))
-            .collect();
-        // Stable: puts taking effect in the same cycle keep their order,
-        // and the last one wins.
-        puts.sort_by_key(|e| e.0);
-        MuxTimeline {
-            start: t.xch.mux_at_start,
-            puts,
-        }
-    }
-
-    /// The tile the mux names at `cycle`: the latest put in effect by then.
-    fn at(&self, cycle: u64) -> u32 {
-        match self.puts.partition_point(|e| e.0 <= cycle) {
-            0 => self.start,
-            k => self.puts[k - 1].1,
-        }
-    }
 }
 
 impl Device for Simulator {
@@ -580,25 +409,5 @@ impl Device for Simulator {
 
     fn read_stream(&self, name: &str) -> Result<Vec<u8>, DeviceError> {
         self.delivered_output(name)
-    }
-}
-
-#[cfg(test)]
-mod mux_timeline_tests {
-    use super::MuxTimeline;
-
-    /// Before any put the start value; a put counts from the cycle it takes
-    /// effect; of two puts in one cycle the later one.
-    #[test]
-    fn the_mux_at_a_cycle_is_the_latest_put_in_effect() {
-        let t = MuxTimeline {
-            start: 7,
-            puts: vec![(10, 1), (20, 2), (20, 3), (35, 4)],
-        };
-        let at: Vec<u32> = [0, 9, 10, 19, 20, 34, 35, 1000]
-            .iter()
-            .map(|&c| t.at(c))
-            .collect();
-        assert_eq!(at, [7, 7, 1, 1, 3, 3, 4, 4]);
     }
 }

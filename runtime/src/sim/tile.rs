@@ -11,7 +11,7 @@ use ipuc_ipu_arch::printer::instr_text;
 use ipuc_ipu_arch::registers::SP;
 use ipuc_ipu_arch::{ContextKind, MachineModel, TileImage};
 
-use super::amp::{AmpState, WeightCache, CCCS_ENTRIES, PIPELINE_LAG};
+use super::amp::{AmpState, WeightStore, CCCS_ENTRIES, PIPELINE_LAG};
 use super::decode::{
     AluOp, Am, Code, CodeSlot, Op, Pace, Step, SysOp, VecOp, A_REGS, CTX_SUPERVISOR, CTX_WORKER,
     M_REGS,
@@ -245,8 +245,8 @@ pub struct Tile {
     pub mem: Memory,
     code: Code,
     pub ctx: [ThreadContext; CONTEXTS],
-    pub cccs: [u64; CCCS_ENTRIES as usize],
-    weights: WeightCache,
+    /// The AMP weight store (CCCS).
+    weights: WeightStore,
     pub cccs_load: u32,
     pub cycle: u64,
     pub xch: ExchangeState,
@@ -523,8 +523,7 @@ impl Tile {
             },
             code,
             ctx: Default::default(),
-            cccs: [0; CCCS_ENTRIES as usize],
-            weights: WeightCache::default(),
+            weights: WeightStore::default(),
             cccs_load: 0,
             cycle: 0,
             xch: ExchangeState {
@@ -555,8 +554,7 @@ impl Tile {
     /// Resets contexts and counters for a new run (memory is kept).
     pub fn reset(&mut self) {
         self.ctx = Default::default();
-        self.cccs = [0; CCCS_ENTRIES as usize];
-        self.weights.invalidate();
+        self.weights = WeightStore::default();
         self.cccs_load = 0;
         self.cycle = 0;
         self.xch = ExchangeState {
@@ -962,8 +960,7 @@ impl Tile {
             } => {
                 let (x, p) = (a64(ctx, x), a64(ctx, p));
                 let ph = phase as usize;
-                let (wc, cccs) = (&mut self.weights, &self.cccs);
-                w64(d, ctx.amp.exec(kind, wc, cccs, ph, x, p))
+                w64(d, ctx.amp.exec(kind, &self.weights, ph, x, p))
             }
             Op::F32v2 { op, d, x, y } => {
                 let (x, y) = (a64(ctx, x), a64(ctx, y));
@@ -1213,14 +1210,13 @@ impl Tile {
                 let idx = idx as usize;
                 if wide {
                     let (lo, hi) = mem.ld128(addr)?;
-                    self.cccs[idx] = lo;
-                    self.cccs[idx + 1] = hi;
+                    self.weights.store(idx, lo);
+                    self.weights.store(idx + 1, hi);
                     self.cccs_load = addr.wrapping_add(16);
                 } else {
-                    self.cccs[idx] = mem.ld64(addr)?;
+                    self.weights.store(idx, mem.ld64(addr)?);
                     self.cccs_load = addr.wrapping_add(8);
                 }
-                self.weights.invalidate();
             }
             Op::St32A { s, am } => {
                 let addr = ctx.addr(&am);

@@ -21,6 +21,11 @@ pub struct Cli {
     /// What to measure.
     #[command(subcommand)]
     pub command: Command,
+    /// Host threads that simulate the tiles (default: `IPUC_SIM_THREADS`,
+    /// else the available parallelism); every count gives the same cycles
+    /// and results.
+    #[arg(long, global = true, value_name = "N")]
+    pub sim_threads: Option<std::num::NonZeroUsize>,
 }
 
 /// The AMP instruction of `ipu-bench amp`.

@@ -92,6 +92,9 @@ pub(crate) struct SimulatedRun {
     pub output: Vec<u8>,
     /// Host seconds the simulation took.
     pub simulate_s: f64,
+    /// CPU seconds the process spent in it, all threads (on a loaded
+    /// machine, steadier than the wall time).
+    pub simulate_cpu_s: f64,
     /// Device cycles of the whole run.
     pub cycles: u64,
     /// Seconds on the host link.
@@ -108,12 +111,14 @@ pub(crate) fn simulate(
 ) -> Result<SimulatedRun, BenchError> {
     use ipuc_runtime::device::Device;
     let started = std::time::Instant::now();
+    let cpu_started = ipuc_runtime::sim::bench::process_cpu_seconds();
     let mut sim =
         ipuc_runtime::sim::Simulator::new(machine.clone(), ipuc_runtime::sim::SimConfig::default());
     sim.load(exe)?;
     sim.write_stream("input0", input)?;
     sim.run()?;
     let simulate_s = started.elapsed().as_secs_f64();
+    let simulate_cpu_s = ipuc_runtime::sim::bench::process_cpu_seconds() - cpu_started;
     let output = sim.read_stream("output0")?;
     let p = sim
         .profile()
@@ -122,6 +127,7 @@ pub(crate) fn simulate(
     Ok(SimulatedRun {
         output,
         simulate_s,
+        simulate_cpu_s,
         cycles: p.total_cycles,
         host_io_s: summary.host_io_s,
         supersteps: summary

@@ -11,6 +11,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() {
     ipuc_tools::init_logging();
     let cli = ipuc_tools::bench::cli::Cli::parse();
+    if let Some(n) = cli.sim_threads {
+        // Every simulator the benchmarks start reads its default thread
+        // count from here; no other thread runs yet.
+        std::env::set_var(ipuc_runtime::sim::SIM_THREADS_ENV, n.to_string());
+    }
     match ipuc_tools::bench::cli::run(cli) {
         Ok(out) => print!("{out}"),
         Err(e) => {

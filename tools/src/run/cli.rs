@@ -111,6 +111,11 @@ pub struct RunArgs {
     /// `ipu-prof DIR` reads it.
     #[arg(long, value_name = "DIR")]
     pub profile: Option<PathBuf>,
+    /// Host threads that simulate the tiles on `--device sim` (default:
+    /// `IPUC_SIM_THREADS`, else the available parallelism); every count
+    /// gives the same cycles and results.
+    #[arg(long, value_name = "N")]
+    pub sim_threads: Option<std::num::NonZeroUsize>,
 }
 
 fn parse_block(s: &str) -> Result<String, String> {

@@ -225,9 +225,11 @@ pub fn run_executable(
     for set in sets {
         let tensors = bind(set, &inputs)?;
         let started = std::time::Instant::now();
+        let defaults = SimConfig::default();
         let config = SimConfig {
             record: args.profile.is_some(),
-            ..SimConfig::default()
+            threads: args.sim_threads.or(defaults.threads),
+            ..defaults
         };
         let mut sim = Simulator::new(machine.clone(), config);
         sim.load(exe).map_err(|e| e.to_string())?;
