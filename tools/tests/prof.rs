@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use common::run_tool;
 use serde_json::Value;
 
-const MODEL: &str = "../lit-tests/lower/mlp-fp8.mlir";
+use common::PROFILED_BLOCK as MODEL;
 
 fn ipu_prof(args: &[&str]) -> (i32, String, String) {
     run_tool(env!("CARGO_BIN_EXE_ipu-prof"), args)
@@ -23,22 +23,8 @@ fn profiled() -> &'static (tempfile::TempDir, Value) {
     static DIR: OnceLock<(tempfile::TempDir, Value)> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("prof");
-        let (code, stdout, stderr) = run_tool(
-            env!("CARGO_BIN_EXE_ipu-run"),
-            [
-                MODEL,
-                "--device",
-                "sim",
-                "--precision",
-                "fp8",
-                "--json",
-                "--profile",
-                out.to_str().unwrap(),
-            ],
-        );
-        assert_eq!(code, 0, "ipu-run --profile: {stderr}");
-        (dir, serde_json::from_str(&stdout).unwrap())
+        let report = common::profile_block(env!("CARGO_BIN_EXE_ipu-run"), &dir.path().join("prof"));
+        (dir, report)
     })
 }
 

@@ -114,19 +114,7 @@ fn the_report_loads_and_draws_every_view() {
     };
     let dir = tempfile::tempdir().unwrap();
     let prof = dir.path().join("prof");
-    let (code, _, stderr) = common::run_tool(
-        env!("CARGO_BIN_EXE_ipu-run"),
-        [
-            "../lit-tests/lower/mlp-fp8.mlir",
-            "--device",
-            "sim",
-            "--precision",
-            "fp8",
-            "--profile",
-            prof.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(code, 0, "{stderr}");
+    common::profile_block(env!("CARGO_BIN_EXE_ipu-run"), &prof);
     let page = prof.join("report.html");
     let html = std::fs::read_to_string(&page).unwrap();
     // Self-contained: nothing to fetch.

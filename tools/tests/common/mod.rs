@@ -92,3 +92,26 @@ pub fn assert_matches_onnxruntime(name: &str, out: &Output) -> Vec<(String, f64)
         })
         .collect()
 }
+
+/// The FP8 MLP block the profile tests profile.
+pub const PROFILED_BLOCK: &str = "../lit-tests/lower/mlp-fp8.mlir";
+
+/// Runs `ipu-run` on [`PROFILED_BLOCK`] on the simulator with `--profile
+/// dir` and `--json`, which must pass; its JSON report.
+pub fn profile_block(ipu_run: &str, dir: &std::path::Path) -> serde_json::Value {
+    let (code, stdout, stderr) = run_tool(
+        ipu_run,
+        [
+            PROFILED_BLOCK,
+            "--device",
+            "sim",
+            "--precision",
+            "fp8",
+            "--json",
+            "--profile",
+            dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "ipu-run --profile: {stderr}");
+    serde_json::from_str(&stdout).unwrap()
+}
