@@ -64,7 +64,9 @@ fn the_timeline_holds_supersteps_launches_and_exchange() {
     workers.sort_unstable();
     assert_eq!(workers, [0, 1, 2, 3, 4, 5]);
     for l in &t0.launches {
-        assert_eq!((l.superstep, l.entry), (0, entry));
+        // runall's vertex bases: 0x70000 + worker * 1 * 4.
+        let vertex = 0x70000 + 4 * u32::from(l.worker);
+        assert_eq!((l.superstep, l.entry, l.vertex), (0, entry, vertex));
         assert!(l.start < l.end && l.end <= t0.supersteps[0].sync);
     }
     assert!(t1.launches.is_empty());

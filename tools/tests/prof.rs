@@ -61,10 +61,21 @@ fn the_profile_agrees_with_the_runs_report() {
         assert_eq!(o["exchange_max"], t["exchange"]);
         assert_eq!(o["sync_wait_max"], t["sync"]);
     }
-    // Every codelet instance of the block is attributed to an `nn` op.
-    for c in p["codelets"].as_array().unwrap() {
+    // Every codelet instance of the block is attributed to an `nn` op,
+    // also the instances that share another's worker code (the second
+    // residual add runs the first one's worker with its own vertex state).
+    let codelets = p["codelets"].as_array().unwrap();
+    for c in codelets {
         assert!(c["op"].as_str().unwrap().starts_with("nn."), "{c}");
     }
+    let instance = |i: &str| codelets.iter().find(|c| c["instance"] == i).cloned();
+    let (first, second) = (instance("out0_0").unwrap(), instance("out0_1").unwrap());
+    assert_eq!(first["codelet"], "scaled_add_f16");
+    assert_eq!(
+        (&second["codelet"], &second["op"]),
+        (&first["codelet"], &first["op"])
+    );
+    assert!(first["op"].as_str().unwrap().starts_with("nn.add @"));
 }
 
 /// Every tile that ran has a named track in a 16-tile group; each compute

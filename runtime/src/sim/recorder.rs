@@ -35,6 +35,9 @@ pub struct Launch {
     pub worker: u8,
     /// Entry address (the worker code's first instruction).
     pub entry: u32,
+    /// Its vertex base (`$mvertex_base`): launches of codelet instances
+    /// that share their code differ here.
+    pub vertex: u32,
     /// Cycle of the `run`/`runall` that started it.
     pub start: u64,
     /// Cycle of its `exitz`/`exitnz`.
@@ -74,7 +77,7 @@ pub struct TileTimeline {
 #[derive(Debug, Default)]
 pub(super) struct TileRecorder {
     timeline: TileTimeline,
-    running: [Option<(u32, u64)>; 6],
+    running: [Option<(u32, u32, u64)>; 6],
 }
 
 impl TileRecorder {
@@ -88,10 +91,11 @@ impl TileRecorder {
         })
     }
 
-    /// Worker context `context` (1..=6) started at `entry` at `cycle`.
-    pub(super) fn worker_started(&mut self, context: usize, entry: u32, cycle: u64) {
+    /// Worker context `context` (1..=6) started at `entry` with vertex
+    /// base `vertex` at `cycle`.
+    pub(super) fn worker_started(&mut self, context: usize, entry: u32, vertex: u32, cycle: u64) {
         if let Some(slot) = self.running.get_mut(context.wrapping_sub(1)) {
-            *slot = Some((entry, cycle));
+            *slot = Some((entry, vertex, cycle));
         }
     }
 
@@ -101,11 +105,12 @@ impl TileRecorder {
         let Some(slot) = self.running.get_mut(context.wrapping_sub(1)) else {
             return;
         };
-        if let Some((entry, start)) = slot.take() {
+        if let Some((entry, vertex, start)) = slot.take() {
             self.timeline.launches.push(Launch {
                 superstep,
                 worker: (context - 1) as u8,
                 entry,
+                vertex,
                 start,
                 end: cycle,
             });

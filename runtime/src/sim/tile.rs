@@ -1425,7 +1425,7 @@ impl Tile {
         let stack = self.worker_stack(w);
         self.busy_since.get_or_insert(self.cycle);
         if let Some(r) = self.recorder.as_deref_mut() {
-            r.worker_started(w, entry, self.cycle);
+            r.worker_started(w, entry, vbase, self.cycle);
         }
         let ctx = &mut self.ctx[w];
         *ctx = ThreadContext::default();

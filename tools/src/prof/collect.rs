@@ -1,9 +1,12 @@
 //! Builds a [`ProfileData`] from a recorded simulator run, the executable
 //! it ran and the lowering's [`Attribution`].
 //!
-//! - A launch's codelet instance is the section holding its entry
+//! - A launch's codelet is named by the section holding its entry
 //!   (`.text.CODELET_worker.INSTANCE`, or `.text.TAG_ovw_worker` /
-//!   `.text.TAG_acc_worker` for a product's vertex).
+//!   `.text.TAG_acc_worker` for a product's vertex), its instance by the
+//!   section holding its vertex state (`.data.INSTANCE`, or
+//!   `.const.TAG_vertex_states`): instances of one shape on a tile share
+//!   their worker code, so the entry alone would name the first of them.
 //! - A compute set is one instance's launches on one tile in one
 //!   superstep, merged.
 //! - A superstep belongs to the step whose codelets took the most worker
@@ -31,6 +34,18 @@ pub fn codelet_of_section(name: &str) -> (String, String) {
         }
     }
     (stem.to_string(), stem.to_string())
+}
+
+/// The instance whose vertex state a data or constant section holds.
+pub fn instance_of_vertex_section(name: &str) -> Option<String> {
+    let stem = name
+        .strip_prefix(".data.")
+        .or_else(|| name.strip_prefix(ipuc_backend_ipu::emit::CONSTANT_SECTION_PREFIX))?;
+    Some(
+        stem.strip_suffix("_vertex_states")
+            .unwrap_or(stem)
+            .to_string(),
+    )
 }
 
 /// What a profile is built from.
@@ -84,7 +99,12 @@ pub fn collect(inp: &Inputs) -> Result<ProfileData, String> {
         let mut sets: BTreeMap<(u32, usize), [u64; 6]> = BTreeMap::new();
         for l in &tl.launches {
             let section = image.section_at(l.entry).map_or("?", |s| s.name.as_str());
-            let key = codelet_of_section(section);
+            let (codelet, by_entry) = codelet_of_section(section);
+            let instance = image
+                .section_at(l.vertex)
+                .and_then(|s| instance_of_vertex_section(&s.name))
+                .unwrap_or(by_entry);
+            let key = (codelet, instance);
             let id = match codelet_ids.get(&key) {
                 Some(&id) => id,
                 None => {
@@ -188,7 +208,9 @@ fn supersteps_of(
     steps: &mut [Step],
 ) -> Vec<Superstep> {
     let mut out = Vec::with_capacity(n);
-    let mut previous_step = 0usize;
+    // Per superstep: the step its launches name, its busiest tile's
+    // cycles to the sync, the sync's release after the last arrival.
+    let mut active: Vec<(Option<usize>, u64, u64)> = Vec::with_capacity(n);
     for k in 0..n {
         let mut s = Superstep {
             index: k,
@@ -248,33 +270,50 @@ fn supersteps_of(
             .into_iter()
             .map(|(c, cycles)| [c as u64, cycles])
             .collect();
-        s.step = match worker_cycles_per_step
+        let by_launches = worker_cycles_per_step
             .iter()
             .max_by_key(|(step, w)| (**w, usize::MAX - **step))
-        {
-            Some((&step, _)) => step,
-            None => attribution
-                .steps
-                .iter()
-                .enumerate()
-                .skip(previous_step)
-                .find(|(_, st)| st.exchange)
-                .or_else(|| {
-                    attribution
-                        .steps
-                        .iter()
-                        .enumerate()
-                        .rev()
-                        .find(|(_, st)| st.exchange)
-                })
-                .map_or(previous_step, |(i, _)| i),
-        };
-        previous_step = s.step;
-        steps[s.step].simulated_cycles += active_max;
-        steps[attribution.sync_step()].simulated_cycles += s.end.saturating_sub(last_arrival);
+            .map(|(&step, _)| step);
+        // The superstep's share of the run: its busiest tile to the sync,
+        // then the sync's release after the last arrival.
+        active.push((by_launches, active_max, s.end.saturating_sub(last_arrival)));
         out.push(s);
     }
+    for k in 0..out.len() {
+        let step = match active[k].0 {
+            Some(step) => step,
+            None => {
+                let before = active[..k].iter().rev().find_map(|a| a.0);
+                let after = active[k + 1..].iter().find_map(|a| a.0);
+                launch_free_step(attribution, before, after)
+            }
+        };
+        out[k].step = step;
+        steps[step].simulated_cycles += active[k].1;
+        steps[attribution.sync_step()].simulated_cycles += active[k].2;
+    }
     out
+}
+
+/// The step of a superstep without launches, between supersteps of steps
+/// `before` and `after`: the step itself where both are one step (an
+/// exchange inside it, e.g. a reduction round's), else the first
+/// exchange step after `before` (the next exchange in program order).
+fn launch_free_step(a: &Attribution, before: Option<usize>, after: Option<usize>) -> usize {
+    if let (Some(b), Some(c)) = (before, after) {
+        if b == c {
+            return b;
+        }
+    }
+    let from = before.map_or(0, |b| b + 1);
+    a.steps
+        .iter()
+        .enumerate()
+        .skip(from)
+        .find(|(_, st)| st.exchange)
+        .map(|(i, _)| i)
+        .or(before)
+        .unwrap_or(0)
 }
 
 /// The image's sections, stacks and host tensors on `tile`, live for the
@@ -394,5 +433,64 @@ fn place_buffers(data: &mut ProfileData, attribution: &Attribution) {
     }
     for t in &mut data.tiles {
         t.memory.sort_by_key(|a| (a.address, a.from));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prof::attribution::StepInfo;
+
+    fn block_steps() -> Attribution {
+        let step = |name: &str, exchange| StepInfo {
+            name: name.into(),
+            ops: Vec::new(),
+            estimate: None,
+            exchange,
+        };
+        Attribution {
+            steps: vec![
+                step("layer_norm", false),
+                step("exchange_a", true),
+                step("fc1", false),
+                step("exchange_b", true),
+                step("fc2", false),
+                step("sync", false),
+            ],
+            instances: Vec::new(),
+            buffers: Vec::new(),
+        }
+    }
+
+    /// A reduction round's exchange stays with its product; an exchange
+    /// between two steps is the next exchange step; one after the last
+    /// exchange step stays with the step before it.
+    #[test]
+    fn supersteps_without_launches_join_their_step_or_the_next_exchange() {
+        let a = block_steps();
+        assert_eq!(launch_free_step(&a, Some(2), Some(2)), 2);
+        assert_eq!(launch_free_step(&a, Some(4), Some(4)), 4);
+        assert_eq!(launch_free_step(&a, Some(0), Some(2)), 1);
+        assert_eq!(launch_free_step(&a, Some(2), Some(4)), 3);
+        assert_eq!(launch_free_step(&a, Some(4), None), 4);
+        assert_eq!(launch_free_step(&a, None, Some(0)), 1);
+    }
+
+    #[test]
+    fn codelets_and_instances_from_section_names() {
+        let c = |n: &str| codelet_of_section(n);
+        assert_eq!(
+            c(".text.gelu_tanh_f8_worker.fc1_gelu_f8"),
+            ("gelu_tanh_f8".into(), "fc1_gelu_f8".into())
+        );
+        assert_eq!(
+            c(".text.fc2_acc_worker"),
+            ("tile_gemm_acc".into(), "fc2".into())
+        );
+        assert_eq!(c(".text.main"), ("main".into(), "main".into()));
+        let i = |n: &str| instance_of_vertex_section(n);
+        assert_eq!(i(".data.out0_1").as_deref(), Some("out0_1"));
+        assert_eq!(i(".const.fc1_vertex_states").as_deref(), Some("fc1"));
+        assert_eq!(i(".text.main"), None);
     }
 }
