@@ -12,11 +12,15 @@ use super::schema::{Allocation, FreeSpace, ProfileData};
 pub struct OpCycles {
     /// `nn.NAME @ location`.
     pub op: String,
-    /// Over the supersteps, the tile where its compute sets took longest.
+    /// Over the supersteps, on the tile where it took longest, the cycles
+    /// covered by its compute sets (each from its first launch to its last
+    /// exit).
     pub cycles: u64,
     /// Share of the run's device cycles.
     pub share: f64,
-    /// Its codelets (`codelet (instance)`) and their cycles, most first.
+    /// Its codelets (`codelet (instance)`) and their cycles, most first,
+    /// each counted the same way (codelets that interleave on a tile, as
+    /// a product's overwriting and accumulating launches do, overlap).
     pub codelets: Vec<(String, u64)>,
 }
 
@@ -28,7 +32,36 @@ pub fn top_ops(p: &ProfileData) -> Vec<OpCycles> {
             *per_codelet.entry(c as usize).or_default() += cycles;
         }
     }
+    // Per superstep and op, on the tile where it took longest, the union
+    // of its compute sets' spans (a product's interleaved overwriting and
+    // accumulating launches overlap; two adds with another op's between
+    // them do not).
+    let mut op_spans: BTreeMap<(u64, &str), u64> = BTreeMap::new();
+    for t in &p.tiles {
+        let mut on_tile: BTreeMap<(u64, &str), Vec<(u64, u64)>> = BTreeMap::new();
+        for &[k, c, start, end, ..] in &t.compute_sets {
+            on_tile
+                .entry((k, p.codelets[c as usize].op.as_str()))
+                .or_default()
+                .push((start, end));
+        }
+        for (key, spans) in on_tile {
+            let e = op_spans.entry(key).or_default();
+            *e = (*e).max(union_length(spans));
+        }
+    }
     let mut ops: BTreeMap<&str, OpCycles> = BTreeMap::new();
+    for ((_, op), cycles) in op_spans {
+        let name = if op.is_empty() { "(unattributed)" } else { op };
+        ops.entry(name)
+            .or_insert_with(|| OpCycles {
+                op: name.to_string(),
+                cycles: 0,
+                share: 0.0,
+                codelets: Vec::new(),
+            })
+            .cycles += cycles;
+    }
     for (c, cycles) in per_codelet {
         let k = &p.codelets[c];
         let name = if k.op.is_empty() {
@@ -36,15 +69,10 @@ pub fn top_ops(p: &ProfileData) -> Vec<OpCycles> {
         } else {
             &k.op
         };
-        let e = ops.entry(name).or_insert_with(|| OpCycles {
-            op: name.to_string(),
-            cycles: 0,
-            share: 0.0,
-            codelets: Vec::new(),
-        });
-        e.cycles += cycles;
-        e.codelets
-            .push((format!("{} ({})", k.codelet, k.instance), cycles));
+        if let Some(e) = ops.get_mut(name) {
+            e.codelets
+                .push((format!("{} ({})", k.codelet, k.instance), cycles));
+        }
     }
     let mut out: Vec<OpCycles> = ops.into_values().collect();
     for o in &mut out {
@@ -55,16 +83,40 @@ pub fn top_ops(p: &ProfileData) -> Vec<OpCycles> {
     out
 }
 
+/// The cycles covered by some of `spans` (`[start, end)` each).
+fn union_length(mut spans: Vec<(u64, u64)>) -> u64 {
+    spans.sort_unstable();
+    let mut total = 0;
+    let mut covered_to = 0;
+    for (start, end) in spans {
+        let from = start.max(covered_to);
+        if end > from {
+            total += end - from;
+        }
+        covered_to = covered_to.max(end);
+    }
+    total
+}
+
+/// Codelet instances listed under an op in the text of [`top_ops`].
+pub const TOP_CODELETS: usize = 5;
+
 /// Text of [`top_ops`].
 pub fn top_ops_text(p: &ProfileData, limit: usize) -> String {
     let mut s = format!(
-        "top ops by simulated cycles ({} device cycles; an op's cycles: per superstep, the tile where its compute sets took longest)\n",
+        "top ops by simulated cycles ({} device cycles; per superstep, on the tile where it took longest: a codelet's first launch to its last exit, an op's cycles covered by its codelets)\n",
         p.total_cycles
     );
     for o in top_ops(p).into_iter().take(limit) {
         s += &format!("{:>10}  {:>5.1}%  {}\n", o.cycles, 100.0 * o.share, o.op);
-        for (c, cycles) in &o.codelets {
+        for (c, cycles) in o.codelets.iter().take(TOP_CODELETS) {
             s += &format!("{:>10}          {c}\n", cycles);
+        }
+        if o.codelets.len() > TOP_CODELETS {
+            s += &format!(
+                "                    (+{} more codelet instances; --json lists them all)\n",
+                o.codelets.len() - TOP_CODELETS
+            );
         }
     }
     s
@@ -328,4 +380,15 @@ pub fn cost_error_text(p: &ProfileData) -> String {
     s += "per op kind\n  kind                       estimate  simulated    error  steps\n";
     s += &kinds.iter().map(row).collect::<String>();
     s
+}
+
+#[cfg(test)]
+mod tests {
+    /// Overlapping spans count once, disjoint ones add, gaps do not count.
+    #[test]
+    fn the_union_of_spans() {
+        assert_eq!(super::union_length(vec![(10, 20), (0, 5), (15, 30)]), 25);
+        assert_eq!(super::union_length(vec![(0, 10), (2, 4)]), 10);
+        assert_eq!(super::union_length(Vec::new()), 0);
+    }
 }
