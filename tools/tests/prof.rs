@@ -208,3 +208,48 @@ fn bad_input_gets_an_error() {
     assert_eq!(code, 2);
     assert!(stderr.contains("--profile needs"), "{stderr}");
 }
+
+/// An encoder layer (`--extract layer:0`, a chain of the attention and MLP
+/// blocks) profiles too, without the lowering's steps: every codelet
+/// counts as the chain, the steps still add up to the run.
+#[test]
+fn a_layer_of_blocks_profiles_as_one_step() {
+    let Some(tiny) = common::fixture_dir("siglip-tiny") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, stderr) = run_tool(
+        env!("CARGO_BIN_EXE_ipu-run"),
+        [
+            tiny.join("model.onnx").to_str().unwrap(),
+            "--extract",
+            "layer:0",
+            "--precision",
+            "fp16",
+            "--device",
+            "sim",
+            "--profile",
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let p = read_json(&dir.path().join("profile.json"));
+    let steps: Vec<&str> = p["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["exchange", "blocks", "sync"]);
+    let simulated: u64 = p["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["simulated_cycles"].as_u64().unwrap())
+        .sum();
+    assert_eq!(simulated, p["total_cycles"].as_u64().unwrap());
+    for c in p["codelets"].as_array().unwrap() {
+        assert_eq!(c["step"], 1, "{c}");
+        assert!(c["op"].as_str().unwrap().starts_with("2 blocks from nn.layer_normalization"), "{c}");
+    }
+}

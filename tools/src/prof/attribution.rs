@@ -13,6 +13,7 @@
 
 use ipuc_backend_ipu::lower::attention::match_attention;
 use ipuc_backend_ipu::lower::block::{owned_rows_max, MlpPlan, LN_ROWS};
+use ipuc_backend_ipu::lower::chain::{match_chain, ChainBlock};
 use ipuc_backend_ipu::lower::codegen::{layout, Lowered};
 use ipuc_backend_ipu::lower::mlp::{match_mlp, plan_of_block};
 use ipuc_backend_ipu::lower::passes::planned_products;
@@ -102,6 +103,27 @@ pub fn of_function(
     lowered: &Lowered,
 ) -> Result<Attribution, String> {
     let render = |d: ipuc_ir::Diagnostic| d.to_string();
+    if let Some(chain) = match_chain(ctx, f).map_err(render)? {
+        // A chain of blocks (an encoder layer): its steps, estimates and
+        // buffers are not exposed to profiles yet, nor which block an
+        // instance belongs to; its codelets all count as the chain.
+        let ops: Vec<String> = chain
+            .blocks
+            .iter()
+            .flat_map(|b| match b {
+                ChainBlock::Attention(a) => a.ops.iter(),
+                ChainBlock::Mlp(m) => m.ops.iter(),
+            })
+            .filter(|&&o| ctx.name_str(o) != "nn.constant")
+            .map(|&o| op_label(ctx, o))
+            .collect();
+        let label = format!(
+            "{} blocks from {}",
+            chain.blocks.len(),
+            ops.first().map_or("?", String::as_str)
+        );
+        return Ok(generic(ops, label, "blocks"));
+    }
     if let Some(b) = match_attention(ctx, f).map_err(render)? {
         // The attention block's steps, estimates and buffers are not
         // exposed to profiles yet: its codelets all count as the block.
@@ -109,15 +131,7 @@ pub fn of_function(
             .iter()
             .map(|&o| op_label(ctx, o))
             .collect();
-        return Ok(Attribution {
-            steps: vec![
-                step("exchange", vec![], None, true),
-                step("attention_block", ops, None, false),
-                step("sync", vec![], None, false),
-            ],
-            instances: vec![(String::new(), 1, op_label(ctx, b.attention))],
-            buffers: Vec::new(),
-        });
+        return Ok(generic(ops, op_label(ctx, b.attention), "attention_block"));
     }
     if let Some(b) = match_mlp(ctx, f).map_err(render)? {
         let plan = plan_of_block(ctx, &b, machine).map_err(render)?;
@@ -197,6 +211,20 @@ pub fn of_function(
         instances: vec![(String::new(), 1, label)],
         buffers: product_buffers(plan, machine, "", (0, 1), (1, 1)),
     })
+}
+
+/// An attribution without the lowering's steps: every codelet is `op`
+/// in one step `name` of `ops`, between an exchange step and `sync`.
+fn generic(ops: Vec<String>, op: String, name: &str) -> Attribution {
+    Attribution {
+        steps: vec![
+            step("exchange", vec![], None, true),
+            step(name, ops, None, false),
+            step("sync", vec![], None, false),
+        ],
+        instances: vec![(String::new(), 1, op)],
+        buffers: Vec::new(),
+    }
 }
 
 /// A product's input, output and reduction buffers on its tiles, at the
