@@ -161,7 +161,6 @@ fn one_head_on_a_tile_matches_float64_and_its_estimate() {
     use ipuc_backend_ipu::codelets::attention::TileAttention;
     let mut rng = rand::rngs::StdRng::seed_from_u64(72);
     let machine = MachineModel::c600();
-    let pair = 2 * machine.element_bytes;
     // (rows, head dim, keys, value dim): head dimensions and keys that are
     // not whole panels (padding in every operand, masked keys); so400m's
     // head dimension 72 over a few hundred keys; one query row.
@@ -170,42 +169,8 @@ fn one_head_on_a_tile_matches_float64_and_its_estimate() {
         (12, 72, 200, 72),
         (1, 16, 16, 16),
     ] {
-        let mut att = TileAttention {
-            rows,
-            head_dim: d,
-            keys,
-            value_dim: dv,
-            scale: 1.0 / (d as f32).sqrt(),
-            q: 0,
-            k: machine.interleaved_base,
-            v: 0,
-            s: 0,
-            mask: 0,
-            p: 0,
-            o: 0,
-        };
-        // Weights from the bottom of interleaved memory, then Q, S (with
-        // its mask), P and O each from a fresh element pair.
-        att.v = (att.k + att.scores().weight_bytes() as u32).next_multiple_of(16);
-        let mut next = (att.v + att.values().weight_bytes() as u32).next_multiple_of(pair);
-        let mut take = |bytes: u32| {
-            let at = next;
-            next = (next + bytes + 64).next_multiple_of(pair);
-            at
-        };
-        att.q = take(att.scores().input_bytes() as u32);
-        att.s = take(0);
-        att.mask = att.s + att.mask_offset();
-        next = (att.mask + att.scores().bias_bytes() as u32 + 64).next_multiple_of(pair);
-        let mut take = |bytes: u32| {
-            let at = next;
-            next = (next + bytes + 64).next_multiple_of(pair);
-            at
-        };
-        att.p = take(att.values().input_bytes() as u32);
-        att.o = take(att.values().output_bytes() as u32);
-        assert!(next <= machine.sram_end, "the test's layout fits the tile");
-
+        let att = TileAttention::packed((rows, d, keys, dv), 1.0 / (d as f32).sqrt(), &machine)
+            .unwrap_or_else(|e| panic!("{e}"));
         let draw = |rng: &mut rand::rngs::StdRng, n: u32, mag: f64| -> Vec<f16> {
             (0..n)
                 .map(|_| f16::from_f64(rng.random_range(-mag..mag)))

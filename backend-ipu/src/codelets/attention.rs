@@ -145,6 +145,67 @@ impl TileAttention {
         (s.output_bytes() as u32 + AmpBlock::READ_PAST_BYTES).next_multiple_of(16) + 8
     }
 
+    /// The tile for `rows` query rows, head dimension `head_dim`, `keys`
+    /// keys and value dimension `value_dim`, its tensors packed in the
+    /// tile's interleaved memory: the key and value panels from the
+    /// bottom; from the top, S (with its mask) and O in element pairs of
+    /// their own, Q and P in others (each product's input and output in
+    /// different pairs). An error gives the sizes when they do not fit.
+    pub fn packed(
+        (rows, head_dim, keys, value_dim): (u32, u32, u32, u32),
+        scale: f32,
+        machine: &MachineModel,
+    ) -> Result<Self, String> {
+        let pair = u64::from(2 * machine.element_bytes);
+        let mut att = TileAttention {
+            rows,
+            head_dim,
+            keys,
+            value_dim,
+            scale,
+            q: 0,
+            k: machine.interleaved_base,
+            v: 0,
+            s: 0,
+            mask: 0,
+            p: 0,
+            o: 0,
+        };
+        att.v = (att.k + att.scores().weight_bytes() as u32).next_multiple_of(16);
+        let weights_end = u64::from(att.v) + att.values().weight_bytes();
+        let past = u64::from(AmpBlock::READ_PAST_BYTES);
+        let after = |at: u64, bytes: u64| (at + bytes + past).next_multiple_of(16);
+        // Offsets within each group of pairs.
+        let mask = u64::from(att.mask_offset());
+        let o = after(mask, att.scores().bias_bytes());
+        let y = (o + att.values().output_bytes() + past).next_multiple_of(pair);
+        let p = after(0, att.scores().input_bytes());
+        let x = (p + att.values().input_bytes() + past).next_multiple_of(pair);
+        let top = u64::from(machine.sram_end);
+        match top
+            .checked_sub(y)
+            .and_then(|t| t.checked_sub(x))
+            .filter(|&b| b >= weights_end)
+        {
+            Some(x0) => {
+                let y0 = top - y;
+                att.q = x0 as u32;
+                att.p = (x0 + p) as u32;
+                att.s = y0 as u32;
+                att.mask = (y0 + mask) as u32;
+                att.o = (y0 + o) as u32;
+                att.validate().map_err(|e| e.to_string())?;
+                Ok(att)
+            }
+            None => Err(format!(
+                "an attention tile does not fit: one head's keys and values take {} bytes, {rows} query rows' Q, scores, probabilities and output {}, against {} bytes of interleaved memory (the keys are not split over tiles yet)",
+                weights_end - u64::from(machine.interleaved_base),
+                x + y,
+                machine.sram_end - machine.interleaved_base
+            )),
+        }
+    }
+
     /// Checks the parameters: each part's own checks, and the mask block
     /// where the scores' product needs it.
     pub fn validate(&self) -> Result<(), CodeletError> {

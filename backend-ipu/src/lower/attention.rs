@@ -18,7 +18,6 @@
 //! constants over as the IR holds them; [`AttentionConstants`] documents
 //! their layout and [`super::attention_block`] how the tiles hold them.
 
-use ipuc_dialects::func;
 use ipuc_dialects::nn;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, OpId, Type, Value};
@@ -26,7 +25,7 @@ use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, OpId, Type, Va
 use super::attention_block::{
     emit_attention, plan_attention, AttentionConstants, AttentionPlan, AttentionShape,
 };
-use super::block_match::{check_function_holds, from_only_argument};
+use super::block_match::{check_function_holds, from_only_argument, the_only};
 use super::codegen::Lowered;
 use super::passes::{chain, chain_ops, constant_of, constant_values, gemm_shape, only_user, ADD};
 use crate::codelets::amp::AmpVariant;
@@ -75,23 +74,13 @@ fn is_f16(ctx: &Context, v: Value) -> bool {
 /// The attention block of `f`, if `f` has an `nn.attention` (`None`
 /// otherwise); an error says what does not match.
 pub fn match_attention(ctx: &Context, f: OpId) -> Result<Option<AttentionMatch>, Diagnostic> {
-    let Some(body) = func::entry_block(ctx, f) else {
-        return Ok(None);
-    };
-    let ops = ctx.block_ops_vec(body);
-    let atts: Vec<OpId> = ops
-        .iter()
-        .copied()
-        .filter(|&o| ctx.name_str(o) == nn::ATTENTION)
-        .collect();
-    let &[att] = atts.as_slice() else {
-        if atts.len() > 1 {
-            return Err(Diagnostic::op_error(
-                ctx,
-                atts[1],
-                "the IPU lowering handles one attention block per function yet",
-            ));
-        }
+    let Some((body, att)) = the_only(
+        ctx,
+        f,
+        nn::ATTENTION,
+        "the IPU lowering handles one attention block per function yet",
+    )?
+    else {
         return Ok(None);
     };
     let b = attention_from(ctx, att)?;

@@ -52,12 +52,12 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
 use super::attention_exchange::{exchange_a, exchange_b, exchange_c, ZeroRun};
-use super::block::{encode_f16, ln_input_pieces, owned_rows_max, positions, LN_ROWS};
+use super::block::{encode_f16, owned_rows_max, positions, LN_ROWS};
 use super::block_exchange::residual_view;
 use super::codegen::{
-    append_host_tensors, layout, replicated_constant, Calls, Constants, Frame, PlacedGemm,
-    TileLayout,
+    emit_standalone, layout, replicated_constant, Calls, Constants, Frame, PlacedGemm, TileLayout,
 };
+use super::ln_tiles::LnTiles;
 use super::plan::{plan_gemm, Epilogue, GemmPlan, GemmShape};
 use super::reduce;
 use super::schedule::schedule;
@@ -65,9 +65,8 @@ use crate::codelets::amp::AmpVariant;
 use crate::codelets::attention::TileAttention;
 use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
 use crate::codelets::emitter::{inst, op, Emitter};
-use crate::codelets::layernorm::LayerNorm;
 use crate::codelets::program::Codelet;
-use crate::codelets::subroutine::{call_cycles, emit_call};
+use crate::codelets::subroutine::emit_call;
 
 /// The block's sizes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -203,15 +202,30 @@ impl AttentionPlan {
         t
     }
 
+    /// The LN tiles.
+    pub fn ln(&self) -> LnTiles<'_> {
+        let lay = &self.layout;
+        LnTiles {
+            tiles: &self.ln_tiles,
+            m: self.shape.m,
+            c: self.shape.c,
+            eps: self.shape.eps,
+            x: lay.x,
+            ln_out: lay.ln_out,
+            gamma: lay.gamma,
+            beta: lay.beta,
+            output_f8_scale: None,
+        }
+    }
+
     /// Rows `[lo, hi)` of LN tile `q`.
     pub fn ln_rows(&self, q: usize) -> (u32, u32) {
-        let lo = q as u32 * LN_ROWS;
-        (lo, (lo + LN_ROWS).min(self.shape.m))
+        self.ln().rows(q)
     }
 
     /// Where x enters: each row on its LN tile.
     pub fn input_pieces(&self) -> Vec<TensorPiece> {
-        ln_input_pieces(&self.ln_tiles, self.shape.m, self.shape.c, self.layout.x)
+        self.ln().input_pieces()
     }
 
     /// Where y is when the block ends: each out tile's owned rows of its
@@ -241,20 +255,6 @@ impl AttentionPlan {
             PlacedGemm::new(&self.vt, l.vt, "vt"),
             PlacedGemm::new(&self.out, l.out, "out"),
         ]
-    }
-
-    fn layer_norm(&self, rows: u32) -> LayerNorm {
-        let l = &self.layout;
-        LayerNorm {
-            rows,
-            cols: self.shape.c,
-            eps: self.shape.eps,
-            input: l.x,
-            gamma: l.gamma,
-            beta: l.beta,
-            output: l.ln_out,
-            output_f8_scale: None,
-        }
     }
 
     /// The report: each stage's tiles and estimate.
@@ -461,54 +461,7 @@ pub fn core_tile(
     rows: u32,
     machine: &MachineModel,
 ) -> Result<TileAttention, String> {
-    let pair = 2 * machine.element_bytes;
-    let mut att = TileAttention {
-        rows,
-        head_dim: s.dp(),
-        keys: s.m,
-        value_dim: s.dp(),
-        scale: s.scale,
-        q: 0,
-        k: machine.interleaved_base,
-        v: 0,
-        s: 0,
-        mask: 0,
-        p: 0,
-        o: 0,
-    };
-    att.v = (att.k + att.scores().weight_bytes() as u32).next_multiple_of(16);
-    let weights_end = u64::from(att.v) + att.values().weight_bytes();
-    let past = u64::from(crate::codelets::amp::AmpBlock::READ_PAST_BYTES);
-    let after = |at: u64, bytes: u64| (at + bytes + past).next_multiple_of(16);
-    // Offsets within each group of pairs.
-    let mask = u64::from(att.mask_offset());
-    let o = after(mask, att.scores().bias_bytes());
-    let y = (o + att.values().output_bytes() + past).next_multiple_of(u64::from(pair));
-    let p = after(0, att.scores().input_bytes());
-    let x = (p + att.values().input_bytes() + past).next_multiple_of(u64::from(pair));
-    let top = u64::from(machine.sram_end);
-    match top
-        .checked_sub(y)
-        .and_then(|t| t.checked_sub(x))
-        .filter(|&b| b >= weights_end)
-    {
-        Some(x0) => {
-            let y0 = top - y;
-            att.q = x0 as u32;
-            att.p = (x0 + p) as u32;
-            att.s = y0 as u32;
-            att.mask = (y0 + mask) as u32;
-            att.o = (y0 + o) as u32;
-            att.validate().map_err(|e| e.to_string())?;
-            Ok(att)
-        }
-        None => Err(format!(
-            "an attention tile does not fit: one head's keys and values take {} bytes, {rows} query rows' Q, scores, probabilities and output {}, against {} bytes of interleaved memory (the keys are not split over tiles yet)",
-            weights_end - u64::from(machine.interleaved_base),
-            x + y,
-            machine.sram_end - machine.interleaved_base
-        )),
-    }
+    TileAttention::packed((rows, s.dp(), s.m, s.dp()), s.scale, machine)
 }
 
 /// The most query rows an attention tile holds (see [`core_tile`]), if
@@ -733,21 +686,14 @@ pub fn emit_attention(
     machine: &MachineModel,
     loc: Location,
 ) -> Result<LoweredAttention, Diagnostic> {
-    let (executable, exe_body) = build::executable(ctx, &machine.name, loc.clone());
-    ctx.append_op(block, executable);
-    let frame = Frame {
-        executable,
-        exe_body,
-        around: &|_, _, _| 0,
-    };
-    let lowered = emit_attention_in(ctx, &frame, plan, constants, machine, loc.clone())?;
-    append_host_tensors(
+    emit_standalone(
         ctx,
-        exe_body,
+        block,
+        machine,
+        &loc.clone(),
         [(x_ty, plan.input_pieces()), (y_ty, plan.output_pieces())],
-        &loc,
-    );
-    Ok(lowered)
+        |ctx, frame| emit_attention_in(ctx, frame, plan, constants, machine, loc),
+    )
 }
 
 /// [`emit_attention`] into `frame`'s executable, without host tensors
@@ -772,12 +718,8 @@ pub fn emit_attention_in(
         positions(&plan.vt),
         positions(&plan.out),
     );
-    let ln_of: BTreeMap<u32, usize> = plan
-        .ln_tiles
-        .iter()
-        .enumerate()
-        .map(|(q, &t)| (t, q))
-        .collect();
+    let ln = plan.ln();
+    let ln_of = ln.index();
     let core_end = plan.core.first_tile + s.heads * plan.core.blocks;
     let rounds = |p: &GemmPlan| p.grid_k.trailing_zeros();
     let qkv_rounds = rounds(&plan.qk).max(rounds(&plan.vt));
@@ -795,11 +737,7 @@ pub fn emit_attention_in(
         e.function("main");
         let mut xcode = (frame.around)(&mut e, t, false);
         let mut calls = Calls::new();
-        if let Some(&q) = ln_of.get(&t) {
-            let (lo, hi) = plan.ln_rows(q);
-            emit_call(&mut e, "ln");
-            calls.push(("ln".into(), Box::new(plan.layer_norm(hi - lo))));
-        }
+        ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
         sync(&mut e);
         xcode += a.emit(&mut e, machine, t, "a");
         sync(&mut e);
@@ -910,21 +848,7 @@ pub fn emit_attention_in(
         &loc,
     );
     emit_vt_input(ctx, exe_body, plan, &vt, &held.w_vt, &loc);
-    let half_ty = Type::float(FloatKind::F16);
-    for (name, values, at) in [
-        ("ln_gamma", &constants.gamma, lay.gamma),
-        ("ln_beta", &constants.beta, lay.beta),
-    ] {
-        let t = replicated_constant(
-            ctx,
-            name,
-            (half_ty.clone(), 2, 8),
-            encode_f16(values),
-            (&plan.ln_tiles, at),
-            loc.clone(),
-        );
-        ctx.append_op(exe_body, t);
-    }
+    ln.emit_constants(ctx, exe_body, (&constants.gamma, &constants.beta), &loc);
     // The attention tiles' masks (the same on every one).
     let core_tiles: Vec<u32> = (plan.core.first_tile..core_end).collect();
     let mask: Vec<u8> = att
@@ -948,10 +872,9 @@ pub fn emit_attention_in(
         "zero_pad",
         &loc,
     );
-    let ln = plan.layer_norm(LN_ROWS.min(s.m));
     let est = |p: &GemmPlan| p.estimate.compute + p.estimate.reduction;
     let estimate = AttentionEstimate {
-        layer_norm: ln.estimate_cycles().map_err(fail)? + call_cycles(machine),
+        layer_norm: ln.estimate(machine).map_err(fail)?,
         exchange_a: a.cycles,
         qkv: est(&plan.qk).max(est(&plan.vt)),
         exchange_b: b.cycles,

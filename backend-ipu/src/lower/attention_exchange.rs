@@ -18,15 +18,9 @@
 //!   out tiles whose input panel it is.
 
 use super::attention_block::AttentionPlan;
-use super::block_exchange::{owned_global, residual_view};
+use super::block_exchange::{input_panel_transfers, overlap, owned_global, residual_transfers};
 use super::plan::GemmPlan;
 use super::schedule::{Chunk, Segment, Transfer};
-
-/// Intersection of two row ranges, if not empty.
-fn overlap((a, b): (u32, u32), (c, d): (u32, u32)) -> Option<(u32, u32)> {
-    let (lo, hi) = (a.max(c), b.min(d));
-    (lo < hi).then_some((lo, hi))
-}
 
 /// Rows `[a, b)` cut at multiples of `n`.
 fn runs((a, b): (u32, u32), n: u32) -> Vec<(u32, u32)> {
@@ -43,57 +37,32 @@ fn runs((a, b): (u32, u32), n: u32) -> Vec<(u32, u32)> {
 /// Exchange A.
 pub fn exchange_a(plan: &AttentionPlan) -> Vec<Transfer> {
     let [qk, vt, _] = plan.placed();
-    let (pq, pv, po) = (&plan.qk, &plan.vt, &plan.out);
-    let lay = &plan.layout;
+    let pv = &plan.vt;
+    let ln = plan.ln();
     let row_bytes = plan.shape.c * 2;
-    let ln_chunks = |q: usize, base: u32, (a, b): (u32, u32), panel: u32| -> Vec<Chunk> {
-        let q_lo = plan.ln_rows(q).0;
-        (a..b)
-            .map(|r| Chunk {
-                address: base + (r - q_lo) * row_bytes + panel * 32,
-                words: 8,
-            })
-            .collect()
-    };
-    let mut out = Vec::new();
-    // qk's input panels.
-    for i in 0..pq.grid_rows {
-        let rows = (i * pq.rows, i * pq.rows + pq.rows_of(i));
-        for q in 0..plan.ln_tiles.len() {
-            let Some((a, b)) = overlap(rows, plan.ln_rows(q)) else {
-                continue;
-            };
-            for k in 0..pq.grid_k {
-                out.push(Transfer {
-                    sender: plan.ln_tiles[q],
-                    chunks: (0..pq.k_panels_of(k))
-                        .flat_map(|g| ln_chunks(q, lay.ln_out, (a, b), k * pq.k_panels + g))
-                        .collect(),
-                    receivers: (0..pq.grid_cols)
-                        .map(|j| (pq.tile(i, j, k), qk.input_at(0, a - i * pq.rows)))
-                        .collect(),
-                    segment: Some(Segment {
-                        words: 8 * (b - a),
-                        stride: pq.rows * 32,
-                    }),
-                });
-            }
-        }
-    }
+    let mut out = input_panel_transfers(&qk, &ln, row_bytes);
     // vt's weight panels: token t of column block j is row t % 16 of
     // local group t / 16 - j groups; panel g of K part k at
     // ((group * k_panels + g) * 16 + t % 16) * 32.
-    for q in 0..plan.ln_tiles.len() {
-        for (a, b) in runs(plan.ln_rows(q), 16) {
+    for q in 0..ln.tiles.len() {
+        let q_lo = ln.rows(q).0;
+        for (a, b) in runs(ln.rows(q), 16) {
             let group = a / 16;
             let j = group / pv.groups;
             let local = group - j * pv.groups;
             for k in 0..pv.grid_k {
                 let at = vt.lay.weights + (local * pv.k_panels * 16 + a % 16) * 32;
                 out.push(Transfer {
-                    sender: plan.ln_tiles[q],
+                    sender: ln.tiles[q],
                     chunks: (0..pv.k_panels_of(k))
-                        .flat_map(|g| ln_chunks(q, lay.ln_out, (a, b), k * pv.k_panels + g))
+                        .flat_map(|g| {
+                            (a..b).map(move |r| Chunk {
+                                address: ln.ln_out
+                                    + (r - q_lo) * row_bytes
+                                    + (k * pv.k_panels + g) * 32,
+                                words: 8,
+                            })
+                        })
                         .collect(),
                     receivers: (0..pv.grid_rows).map(|i| (pv.tile(i, j, k), at)).collect(),
                     segment: Some(Segment {
@@ -104,31 +73,7 @@ pub fn exchange_a(plan: &AttentionPlan) -> Vec<Transfer> {
             }
         }
     }
-    // The residual: x's rows of every output group to each owner.
-    for i in 0..po.grid_rows {
-        for j in 0..po.grid_cols {
-            for k in 0..po.grid_k {
-                let owned = owned_global(po, i, k);
-                let view = residual_view(po, lay.residual, k);
-                for q in 0..plan.ln_tiles.len() {
-                    let Some((a, b)) = overlap(owned, plan.ln_rows(q)) else {
-                        continue;
-                    };
-                    out.push(Transfer {
-                        sender: plan.ln_tiles[q],
-                        chunks: (0..po.groups_of(j))
-                            .flat_map(|g| ln_chunks(q, lay.x, (a, b), j * po.groups + g))
-                            .collect(),
-                        receivers: vec![(po.tile(i, j, k), view.at(0, a - i * po.rows))],
-                        segment: Some(Segment {
-                            words: 8 * (b - a),
-                            stride: view.group_stride,
-                        }),
-                    });
-                }
-            }
-        }
-    }
+    out.extend(residual_transfers(&plan.out, plan.layout.residual, &ln));
     out
 }
 

@@ -50,21 +50,20 @@ use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 use super::block_exchange::residual_view;
 pub use super::block_exchange::{exchange_a, exchange_b, schedules};
 use super::codegen::{
-    append_host_tensors, layout_in, replicated_constant, Calls, Constants, Frame, PlacedGemm,
+    emit_standalone, layout_in, replicated_constant, Calls, Constants, Frame, PlacedGemm,
     TileLayout,
 };
+use super::ln_tiles::LnTiles;
 use super::plan::{evaluate, plan_gemm, Epilogue, F8Pairs, GemmPlan, GemmShape, Grid, Rejected};
 use super::reduce;
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::gelu::GeluForm;
-use crate::codelets::layernorm::LayerNorm;
 use crate::codelets::program::Codelet;
-use crate::codelets::subroutine::{call_cycles, emit_call};
+use crate::codelets::subroutine::emit_call;
 
-/// Rows of x per LN tile: one per worker.
-pub const LN_ROWS: u32 = 6;
+pub use super::ln_tiles::LN_ROWS;
 
 /// An MLP block's sizes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -229,15 +228,30 @@ impl MlpPlan {
         t
     }
 
+    /// The LN tiles.
+    pub fn ln(&self) -> LnTiles<'_> {
+        let lay = &self.layout;
+        LnTiles {
+            tiles: &self.ln_tiles,
+            m: self.shape.m,
+            c: self.shape.c,
+            eps: self.shape.eps,
+            x: lay.x,
+            ln_out: lay.ln_out,
+            gamma: lay.gamma,
+            beta: lay.beta,
+            output_f8_scale: self.shape.fp8.map(|_| 0),
+        }
+    }
+
     /// Rows `[lo, hi)` of LN tile `q`.
     pub fn ln_rows(&self, q: usize) -> (u32, u32) {
-        let lo = q as u32 * LN_ROWS;
-        (lo, (lo + LN_ROWS).min(self.shape.m))
+        self.ln().rows(q)
     }
 
     /// Where x enters: each row on its LN tile.
     pub fn input_pieces(&self) -> Vec<TensorPiece> {
-        ln_input_pieces(&self.ln_tiles, self.shape.m, self.shape.c, self.layout.x)
+        self.ln().input_pieces()
     }
 
     /// Where y is when the block ends: each fc2 tile's owned rows of its
@@ -256,22 +270,6 @@ impl MlpPlan {
     /// Syncs every tile of the block runs.
     pub fn syncs(&self) -> u32 {
         4 + 2 * (self.fc1.grid_k.trailing_zeros() + self.fc2.grid_k.trailing_zeros())
-    }
-
-    /// The LayerNorm instance of an LN tile holding `rows` rows, on the
-    /// tile's layout.
-    fn layer_norm(&self, rows: u32) -> LayerNorm {
-        let lay = &self.layout;
-        LayerNorm {
-            rows,
-            cols: self.shape.c,
-            eps: self.shape.eps,
-            input: lay.x,
-            gamma: lay.gamma,
-            beta: lay.beta,
-            output: lay.ln_out,
-            output_f8_scale: self.shape.fp8.map(|_| 0),
-        }
     }
 }
 
@@ -467,24 +465,6 @@ pub fn block_layout(
     })
 }
 
-/// Rows of `[m, c]` f16 on LN tiles, [`LN_ROWS`] each, row-major from
-/// `x`: a block's input pieces.
-pub fn ln_input_pieces(ln_tiles: &[u32], m: u32, c: u32, x: u32) -> Vec<TensorPiece> {
-    let mut pieces = Vec::new();
-    for (q, &t) in ln_tiles.iter().enumerate() {
-        let lo = q as u32 * LN_ROWS;
-        for r in lo..(lo + LN_ROWS).min(m) {
-            pieces.push(TensorPiece {
-                tile: i64::from(t),
-                address: i64::from(x + (r - lo) * c * 2),
-                first: i64::from(r) * i64::from(c),
-                count: i64::from(c),
-            });
-        }
-    }
-    pieces
-}
-
 /// The most rows a tile of `plan` owns after its reduction.
 pub fn owned_rows_max(plan: &GemmPlan) -> u32 {
     (0..plan.grid_k)
@@ -578,21 +558,14 @@ pub fn emit_mlp(
     machine: &MachineModel,
     loc: Location,
 ) -> Result<LoweredMlp, Diagnostic> {
-    let (executable, exe_body) = build::executable(ctx, &machine.name, loc.clone());
-    ctx.append_op(block, executable);
-    let frame = Frame {
-        executable,
-        exe_body,
-        around: &|_, _, _| 0,
-    };
-    let lowered = emit_mlp_in(ctx, &frame, plan, constants, machine, loc.clone())?;
-    append_host_tensors(
+    emit_standalone(
         ctx,
-        exe_body,
+        block,
+        machine,
+        &loc.clone(),
         [(x_ty, plan.input_pieces()), (y_ty, plan.output_pieces())],
-        &loc,
-    );
-    Ok(lowered)
+        |ctx, frame| emit_mlp_in(ctx, frame, plan, constants, machine, loc),
+    )
 }
 
 /// [`emit_mlp`] into `frame`'s executable, without host tensors (the
@@ -614,12 +587,8 @@ pub fn emit_mlp_in(
     let tiles = plan.tiles();
     let (a, b) = schedules(plan, machine);
     let (at1, at2) = (positions(p1), positions(p2));
-    let ln_of: BTreeMap<u32, usize> = plan
-        .ln_tiles
-        .iter()
-        .enumerate()
-        .map(|(q, &t)| (t, q))
-        .collect();
+    let ln = plan.ln();
+    let ln_of = ln.index();
     let rounds = |p: &GemmPlan| p.grid_k.trailing_zeros();
     let (exe, exe_body) = (frame.executable, frame.exe_body);
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
@@ -633,11 +602,7 @@ pub fn emit_mlp_in(
         e.function("main");
         let mut xcode = (frame.around)(&mut e, t, false);
         let mut calls = Calls::new();
-        if let Some(&q) = ln_of.get(&t) {
-            let (lo, hi) = plan.ln_rows(q);
-            emit_call(&mut e, "ln");
-            calls.push(("ln".into(), Box::new(plan.layer_norm(hi - lo))));
-        }
+        ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
         sync(&mut e);
         xcode += a.emit(&mut e, machine, t, "a");
         sync(&mut e);
@@ -737,21 +702,8 @@ pub fn emit_mlp_in(
         },
         &loc,
     );
+    ln.emit_constants(ctx, exe_body, (&constants.gamma, &constants.beta), &loc);
     let half_ty = Type::float(FloatKind::F16);
-    for (name, values, at) in [
-        ("ln_gamma", &constants.gamma, lay.gamma),
-        ("ln_beta", &constants.beta, lay.beta),
-    ] {
-        let t = replicated_constant(
-            ctx,
-            name,
-            (half_ty.clone(), 2, 8),
-            encode_f16(values),
-            (&plan.ln_tiles, at),
-            loc.clone(),
-        );
-        ctx.append_op(exe_body, t);
-    }
     // fc2's bias rows: column block j's bias for each owned row, per K part.
     for j in 0..p2.grid_cols {
         for k in 0..p2.grid_k {
@@ -780,10 +732,9 @@ pub fn emit_mlp_in(
             ctx.append_op(exe_body, t);
         }
     }
-    let ln = plan.layer_norm(LN_ROWS.min(shape.m));
     let sync_cycles = u64::from(machine.sync_latency);
     let estimate = BlockEstimate {
-        layer_norm: ln.estimate_cycles().map_err(fail)? + call_cycles(machine),
+        layer_norm: ln.estimate(machine).map_err(fail)?,
         exchange_a: a.cycles,
         fc1: p1.estimate.compute + p1.estimate.reduction + p1.estimate.epilogue,
         exchange_b: b.cycles,

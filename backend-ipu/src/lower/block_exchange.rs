@@ -17,7 +17,9 @@ use std::collections::BTreeMap;
 use ipuc_ipu_arch::MachineModel;
 
 use super::block::{placed, MlpPlan};
+use super::codegen::PlacedGemm;
 use super::codegen::View;
+use super::ln_tiles::LnTiles;
 use super::plan::GemmPlan;
 use super::reduce;
 use super::schedule::{schedule, Chunk, Schedule, Segment, Transfer};
@@ -42,7 +44,7 @@ pub(super) fn residual_view(plan: &GemmPlan, base: u32, k: u32) -> View {
 }
 
 /// Intersection of two row ranges, if not empty.
-fn overlap((a, b): (u32, u32), (c, d): (u32, u32)) -> Option<(u32, u32)> {
+pub(super) fn overlap((a, b): (u32, u32), (c, d): (u32, u32)) -> Option<(u32, u32)> {
     let (lo, hi) = (a.max(c), b.min(d));
     (lo < hi).then_some((lo, hi))
 }
@@ -50,40 +52,60 @@ fn overlap((a, b): (u32, u32), (c, d): (u32, u32)) -> Option<(u32, u32)> {
 /// Exchange A: LayerNorm's rows to fc1's inputs, x's rows to fc2's owners.
 pub fn exchange_a(plan: &MlpPlan) -> Vec<Transfer> {
     let (fc1, _) = placed(plan);
-    let (p1, p2) = (&plan.fc1, &plan.fc2);
-    let lay = &plan.layout;
+    let ln = plan.ln();
+    // The residual first: small, one receiver each.
+    let residual = round_robin(residual_transfers(&plan.fc2, plan.layout.residual, &ln));
     // x is f16; LayerNorm's output f16 or FP8 codes. Either way a panel
     // row is 32 bytes (16 f16 or 32 FP8 channels).
-    let (x_row, ln_row) = (plan.shape.c * 2, plan.shape.ln_row_bytes());
-    let row_chunks =
-        |q: usize, (base, row_bytes): (u32, u32), (a, b): (u32, u32), panel: u32| -> Vec<Chunk> {
-            let q_lo = plan.ln_rows(q).0;
-            (a..b)
-                .map(|r| Chunk {
-                    address: base + (r - q_lo) * row_bytes + panel * 32,
-                    words: 8,
-                })
-                .collect()
-        };
+    let mut out = input_panel_transfers(&fc1, &ln, plan.shape.ln_row_bytes());
+    out.extend(residual);
+    out
+}
+
+/// LN tile `q`'s rows `[a, b)` of panel `panel` (32 bytes each) in its
+/// rows of `row_bytes` from `base`: one chunk per row.
+fn row_chunks(
+    ln: &LnTiles<'_>,
+    q: usize,
+    (base, row_bytes): (u32, u32),
+    (a, b): (u32, u32),
+    panel: u32,
+) -> Vec<Chunk> {
+    let q_lo = ln.rows(q).0;
+    (a..b)
+        .map(|r| Chunk {
+            address: base + (r - q_lo) * row_bytes + panel * 32,
+            words: 8,
+        })
+        .collect()
+}
+
+/// x's rows (on the LN tiles) to the tiles of `plan` that own them after
+/// its reduction, in their residual buffer at `residual`: one transfer per
+/// LN tile and owner, a segment per output group.
+pub(super) fn residual_transfers(
+    plan: &GemmPlan,
+    residual: u32,
+    ln: &LnTiles<'_>,
+) -> Vec<Transfer> {
     let mut out = Vec::new();
-    // The residual first: small, one receiver each.
-    for i in 0..p2.grid_rows {
-        for j in 0..p2.grid_cols {
-            for k in 0..p2.grid_k {
-                let owned = owned_global(p2, i, k);
-                let view = residual_view(p2, lay.residual, k);
-                // One transfer per LN tile: its rows of every output group,
-                // a segment per group.
-                for q in 0..plan.ln_tiles.len() {
-                    let Some((a, b)) = overlap(owned, plan.ln_rows(q)) else {
+    for i in 0..plan.grid_rows {
+        for j in 0..plan.grid_cols {
+            for k in 0..plan.grid_k {
+                let owned = owned_global(plan, i, k);
+                let view = residual_view(plan, residual, k);
+                for q in 0..ln.tiles.len() {
+                    let Some((a, b)) = overlap(owned, ln.rows(q)) else {
                         continue;
                     };
                     out.push(Transfer {
-                        sender: plan.ln_tiles[q],
-                        chunks: (0..p2.groups_of(j))
-                            .flat_map(|g| row_chunks(q, (lay.x, x_row), (a, b), j * p2.groups + g))
+                        sender: ln.tiles[q],
+                        chunks: (0..plan.groups_of(j))
+                            .flat_map(|g| {
+                                row_chunks(ln, q, (ln.x, ln.c * 2), (a, b), j * plan.groups + g)
+                            })
                             .collect(),
-                        receivers: vec![(p2.tile(i, j, k), view.at(0, a - i * p2.rows))],
+                        receivers: vec![(plan.tile(i, j, k), view.at(0, a - i * plan.rows))],
                         segment: Some(Segment {
                             words: 8 * (b - a),
                             stride: view.group_stride,
@@ -93,35 +115,44 @@ pub fn exchange_a(plan: &MlpPlan) -> Vec<Transfer> {
             }
         }
     }
-    let out = round_robin(out);
-    // fc1's input: each receiver group (a row block and K part, all its
-    // grid columns) takes the LN tiles of its rows in turn, each LN tile
-    // sending its rows of every panel of the K part in one transfer whose
-    // segments (one per panel) the receivers lay out a panel apart. The
-    // groups are rotated so that they ask different LN tiles at once.
+    out
+}
+
+/// LayerNorm's rows (`row_bytes` each) into the input panels of
+/// `product`: each receiver group (a row block and K part, all its grid
+/// columns) takes the LN tiles of its rows in turn, each LN tile sending
+/// its rows of every panel of the K part in one transfer whose segments
+/// (one per panel) the receivers lay out a panel apart. The groups are
+/// rotated so that they ask different LN tiles at once.
+pub(super) fn input_panel_transfers(
+    product: &PlacedGemm,
+    ln: &LnTiles<'_>,
+    row_bytes: u32,
+) -> Vec<Transfer> {
+    let p = &product.plan;
     let mut keyed = Vec::new();
-    for i in 0..p1.grid_rows {
-        let rows = (i * p1.rows, i * p1.rows + p1.rows_of(i));
-        let sources: Vec<(usize, (u32, u32))> = (0..plan.ln_tiles.len())
-            .filter_map(|q| overlap(rows, plan.ln_rows(q)).map(|r| (q, r)))
+    for i in 0..p.grid_rows {
+        let rows = (i * p.rows, i * p.rows + p.rows_of(i));
+        let sources: Vec<(usize, (u32, u32))> = (0..ln.tiles.len())
+            .filter_map(|q| overlap(rows, ln.rows(q)).map(|r| (q, r)))
             .collect();
-        for k in 0..p1.grid_k {
+        for k in 0..p.grid_k {
             for (n, &(q, (a, b))) in sources.iter().enumerate() {
                 let turn = (n + k as usize) % sources.len();
-                let receivers = (0..p1.grid_cols)
-                    .map(|j| (p1.tile(i, j, k), fc1.input_at(0, a - i * p1.rows)))
+                let receivers = (0..p.grid_cols)
+                    .map(|j| (p.tile(i, j, k), product.input_at(0, a - i * p.rows)))
                     .collect();
                 let transfer = Transfer {
-                    sender: plan.ln_tiles[q],
-                    chunks: (0..p1.k_panels_of(k))
+                    sender: ln.tiles[q],
+                    chunks: (0..p.k_panels_of(k))
                         .flat_map(|g| {
-                            row_chunks(q, (lay.ln_out, ln_row), (a, b), k * p1.k_panels + g)
+                            row_chunks(ln, q, (ln.ln_out, row_bytes), (a, b), k * p.k_panels + g)
                         })
                         .collect(),
                     receivers,
                     segment: Some(Segment {
                         words: 8 * (b - a),
-                        stride: p1.rows * 32,
+                        stride: p.rows * 32,
                     }),
                 };
                 keyed.push(((turn, i, k), transfer));
@@ -129,9 +160,7 @@ pub fn exchange_a(plan: &MlpPlan) -> Vec<Transfer> {
         }
     }
     keyed.sort_by_key(|e| e.0);
-    let mut fc1_input: Vec<Transfer> = keyed.into_iter().map(|e| e.1).collect();
-    fc1_input.extend(out);
-    fc1_input
+    keyed.into_iter().map(|e| e.1).collect()
 }
 
 /// `transfers` reordered so that every sender's k-th transfer comes before

@@ -8,6 +8,30 @@ use ipuc_dialects::func;
 use ipuc_dialects::nn;
 use ipuc_ir::{Context, Diagnostic, OpId, Value};
 
+/// The function `f`'s body and its one op named `name`: `None` when the
+/// function has no body or no such op, an error (`too_many`, at the second)
+/// when it has several.
+pub fn the_only(
+    ctx: &Context,
+    f: OpId,
+    name: &str,
+    too_many: &str,
+) -> Result<Option<(ipuc_ir::BlockId, OpId)>, Diagnostic> {
+    let Some(body) = func::entry_block(ctx, f) else {
+        return Ok(None);
+    };
+    let found: Vec<OpId> = ctx
+        .block_ops_vec(body)
+        .into_iter()
+        .filter(|&o| ctx.name_str(o) == name)
+        .collect();
+    match found.as_slice() {
+        [] => Ok(None),
+        [op] => Ok(Some((body, *op))),
+        [_, second, ..] => Err(Diagnostic::op_error(ctx, *second, too_many)),
+    }
+}
+
 /// Whether `input` is the only argument of the function whose body is
 /// `body`, or an `nn.cast` of it.
 pub fn from_only_argument(ctx: &Context, body: ipuc_ir::BlockId, input: Value) -> bool {

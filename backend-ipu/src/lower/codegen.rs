@@ -577,6 +577,30 @@ pub struct Frame<'a> {
     pub around: &'a dyn Fn(&mut Emitter, u32, bool) -> u64,
 }
 
+/// Emits a block as a program of its own: a new `ipu.executable`
+/// appended to `block`, the block's code through `emit` with a frame that
+/// adds nothing, and host tensors `input0` and `output0` of types `x_ty`
+/// and `y_ty` at the block's input and output pieces.
+pub fn emit_standalone<T>(
+    ctx: &mut Context,
+    block: BlockId,
+    machine: &MachineModel,
+    loc: &Location,
+    [(x_ty, input), (y_ty, output)]: [(Type, Vec<TensorPiece>); 2],
+    emit: impl FnOnce(&mut Context, &Frame<'_>) -> Result<T, Diagnostic>,
+) -> Result<T, Diagnostic> {
+    let (executable, exe_body) = build::executable(ctx, &machine.name, loc.clone());
+    ctx.append_op(block, executable);
+    let frame = Frame {
+        executable,
+        exe_body,
+        around: &|_, _, _| 0,
+    };
+    let lowered = emit(ctx, &frame)?;
+    append_host_tensors(ctx, exe_body, [(x_ty, input), (y_ty, output)], loc);
+    Ok(lowered)
+}
+
 /// A lowered function: its `ipu.executable` and figures of its code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lowered {

@@ -22,13 +22,12 @@
 //! `ipu.plan` grids on the two products are honoured (the LN tiles stay
 //! outside them).
 
-use ipuc_dialects::func;
 use ipuc_dialects::nn;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, OpId, Type, Value};
 
 use super::block::{emit_mlp, plan_mlp_with, Fp8Domains, MlpConstants, MlpPlan, MlpShape};
-use super::block_match::{check_function_holds, from_only_argument};
+use super::block_match::{check_function_holds, from_only_argument, the_only};
 use super::codegen::Lowered;
 use super::passes::{
     chain, constant_of, constant_values, gemm_shape, only_user, rejected_lines, PLAN_ATTR,
@@ -111,23 +110,13 @@ fn mismatch(ctx: &Context, op: OpId, msg: &str) -> Diagnostic {
 /// The block of `f`, if `f` has a LayerNorm (`None` otherwise: the
 /// function is not a block); an error says what does not match.
 pub fn match_mlp(ctx: &Context, f: OpId) -> Result<Option<MlpMatch>, Diagnostic> {
-    let Some(body) = func::entry_block(ctx, f) else {
-        return Ok(None);
-    };
-    let ops = ctx.block_ops_vec(body);
-    let lns: Vec<OpId> = ops
-        .iter()
-        .copied()
-        .filter(|&o| ctx.name_str(o) == nn::LAYER_NORMALIZATION)
-        .collect();
-    let &[ln] = lns.as_slice() else {
-        if lns.len() > 1 {
-            return Err(Diagnostic::op_error(
-                ctx,
-                lns[1],
-                "the IPU lowering handles one MLP block (one LayerNorm) per function yet",
-            ));
-        }
+    let Some((body, ln)) = the_only(
+        ctx,
+        f,
+        nn::LAYER_NORMALIZATION,
+        "the IPU lowering handles one MLP block (one LayerNorm) per function yet",
+    )?
+    else {
         return Ok(None);
     };
     let input = ctx.operands(ln)[0];

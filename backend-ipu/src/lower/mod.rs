@@ -17,6 +17,7 @@ pub mod block_values;
 pub mod chain;
 pub mod codegen;
 pub mod exchange;
+pub mod ln_tiles;
 pub mod mlp;
 pub mod passes;
 pub mod plan;

@@ -1,0 +1,132 @@
+//! A block's *LN tiles*: the tiles where its input rows enter from the host
+//! (or the previous block), [`LN_ROWS`] rows each, and LayerNorm runs on
+//! them (one row per worker) before the block's first exchange. The MLP
+//! and attention blocks place them the same way; this is their one copy of
+//! the LN tiles' code, constants and input pieces.
+
+use std::collections::BTreeMap;
+
+use ipuc_dialects::ipu::TensorPiece;
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::{BlockId, Context, FloatKind, Location, Type};
+
+use super::codegen::{replicated_constant, Calls};
+use crate::codelets::emitter::Emitter;
+use crate::codelets::layernorm::LayerNorm;
+use crate::codelets::program::Codelet;
+use crate::codelets::subroutine::{call_cycles, emit_call};
+use crate::codelets::CodeletError;
+
+/// Rows per LN tile: one per worker.
+pub const LN_ROWS: u32 = 6;
+
+/// A block's LN tiles and where their tensors are.
+#[derive(Clone, Debug)]
+pub struct LnTiles<'a> {
+    /// The tiles, [`LN_ROWS`] rows each in order.
+    pub tiles: &'a [u32],
+    /// Rows.
+    pub m: u32,
+    /// Channels.
+    pub c: u32,
+    /// LayerNorm's epsilon.
+    pub eps: f32,
+    /// x's rows, row-major f16.
+    pub x: u32,
+    /// LayerNorm's output rows.
+    pub ln_out: u32,
+    /// gamma.
+    pub gamma: u32,
+    /// beta.
+    pub beta: u32,
+    /// `Some(s)`: LayerNorm writes FP8 codes at scale `s`.
+    pub output_f8_scale: Option<i32>,
+}
+
+impl LnTiles<'_> {
+    /// Rows `[lo, hi)` of LN tile `q`.
+    pub fn rows(&self, q: usize) -> (u32, u32) {
+        let lo = q as u32 * LN_ROWS;
+        (lo, (lo + LN_ROWS).min(self.m))
+    }
+
+    /// The LayerNorm of an LN tile holding `rows` rows.
+    pub fn layer_norm(&self, rows: u32) -> LayerNorm {
+        LayerNorm {
+            rows,
+            cols: self.c,
+            eps: self.eps,
+            input: self.x,
+            gamma: self.gamma,
+            beta: self.beta,
+            output: self.ln_out,
+            output_f8_scale: self.output_f8_scale,
+        }
+    }
+
+    /// Where x enters: each row on its LN tile.
+    pub fn input_pieces(&self) -> Vec<TensorPiece> {
+        let mut pieces = Vec::new();
+        for (q, &t) in self.tiles.iter().enumerate() {
+            let (lo, hi) = self.rows(q);
+            for r in lo..hi {
+                pieces.push(TensorPiece {
+                    tile: i64::from(t),
+                    address: i64::from(self.x + (r - lo) * self.c * 2),
+                    first: i64::from(r) * i64::from(self.c),
+                    count: i64::from(self.c),
+                });
+            }
+        }
+        pieces
+    }
+
+    /// Tile → its index among the LN tiles.
+    pub fn index(&self) -> BTreeMap<u32, usize> {
+        self.tiles
+            .iter()
+            .enumerate()
+            .map(|(q, &t)| (t, q))
+            .collect()
+    }
+
+    /// On LN tile `q` (of [`LnTiles::index`]), calls its LayerNorm (a
+    /// subroutine `ln` added to `calls`).
+    pub fn emit_call(&self, e: &mut Emitter, q: Option<usize>, calls: &mut Calls) {
+        if let Some(q) = q {
+            let (lo, hi) = self.rows(q);
+            emit_call(e, "ln");
+            calls.push(("ln".into(), Box::new(self.layer_norm(hi - lo))));
+        }
+    }
+
+    /// gamma and beta on every LN tile.
+    pub fn emit_constants(
+        &self,
+        ctx: &mut Context,
+        exe_body: BlockId,
+        (gamma, beta): (&[f64], &[f64]),
+        loc: &Location,
+    ) {
+        let half = Type::float(FloatKind::F16);
+        for (name, values, at) in [
+            ("ln_gamma", gamma, self.gamma),
+            ("ln_beta", beta, self.beta),
+        ] {
+            let t = replicated_constant(
+                ctx,
+                name,
+                (half.clone(), 2, 8),
+                super::block::encode_f16(values),
+                (self.tiles, at),
+                loc.clone(),
+            );
+            ctx.append_op(exe_body, t);
+        }
+    }
+
+    /// Estimated cycles of the busiest LN tile, its call included.
+    pub fn estimate(&self, machine: &MachineModel) -> Result<u64, CodeletError> {
+        Ok(self.layer_norm(LN_ROWS.min(self.m)).estimate_cycles()? + call_cycles(machine))
+    }
+}
