@@ -250,6 +250,12 @@ fn a_layer_of_blocks_profiles_as_one_step() {
     assert_eq!(simulated, p["total_cycles"].as_u64().unwrap());
     for c in p["codelets"].as_array().unwrap() {
         assert_eq!(c["step"], 1, "{c}");
-        assert!(c["op"].as_str().unwrap().starts_with("2 blocks from nn.layer_normalization"), "{c}");
+        assert!(
+            c["op"]
+                .as_str()
+                .unwrap()
+                .starts_with("2 blocks from nn.layer_normalization"),
+            "{c}"
+        );
     }
 }

@@ -881,7 +881,8 @@ pub fn emit_attention_in(
         attention: att.estimate_cycles().map_err(fail)?,
         exchange_c: c.cycles,
         out: est(&plan.out) + add_cycles,
-        sync: 6 * u64::from(machine.sync_latency),
+        // Every superstep's sync, the reduction rounds' included.
+        sync: u64::from(plan.syncs()) * u64::from(machine.sync_latency),
     };
     Ok(LoweredAttention {
         executable: exe,

@@ -739,7 +739,9 @@ pub fn emit_mlp_in(
         fc1: p1.estimate.compute + p1.estimate.reduction + p1.estimate.epilogue,
         exchange_b: b.cycles,
         fc2: p2.estimate.compute + p2.estimate.reduction + adds[0] + adds[1],
-        sync: 4 * sync_cycles,
+        // Every superstep's sync: the block's four and two per reduction
+        // round of either product.
+        sync: u64::from(plan.syncs()) * sync_cycles,
     };
     Ok(LoweredMlp {
         executable: exe,
