@@ -94,7 +94,7 @@ pub struct Simulator {
     staged: BTreeMap<String, Vec<u8>>,
     /// What the last run's device-to-host streams delivered.
     delivered: BTreeMap<String, Vec<u8>>,
-    /// The host threads that run the tiles, started by the first run.
+    /// The host threads that run the tiles, started by the first load.
     threads: Option<TileThreads>,
 }
 
@@ -168,9 +168,7 @@ impl Simulator {
     }
 
     fn run_chip(&mut self) -> Result<(), Fault> {
-        let threads = &*self
-            .threads
-            .get_or_insert_with(|| TileThreads::new(self.config.threads));
+        let threads = started(&mut self.threads, &self.config);
         for t in &mut self.tiles {
             t.reset();
             t.trace = (Some(t.id) == self.config.trace_tile).then(Vec::new);
@@ -265,6 +263,11 @@ impl Simulator {
     }
 }
 
+/// The simulator's threads, started on first use as `config` asks.
+fn started<'a>(threads: &'a mut Option<TileThreads>, config: &SimConfig) -> &'a TileThreads {
+    threads.get_or_insert_with(|| TileThreads::new(config.threads))
+}
+
 /// Runs tile `t` to the end of its superstep with `budget` instructions:
 /// its arrival cycle at the closing sync, or `None` if it had finished or
 /// finishes now.
@@ -314,19 +317,24 @@ impl Device for Simulator {
                 exe.machine, self.machine.name
             )));
         }
-        let mut tiles = Vec::with_capacity(exe.tiles.len());
-        for tp in &exe.tiles {
-            if tp.tile >= self.machine.tiles {
-                return Err(DeviceError::Load(format!(
-                    "tile {} does not exist (the chip has {})",
-                    tp.tile, self.machine.tiles
-                )));
-            }
-            tiles.push(
-                Tile::new(tp.tile, tp.image.clone(), &self.machine)
-                    .map_err(|e| DeviceError::Load(format!("tile {}: {e}", tp.tile)))?,
-            );
-        }
+        // Tiles decode their images on the simulator's threads; the first
+        // error in tile order is reported.
+        let threads = started(&mut self.threads, &self.config);
+        let machine = &self.machine;
+        let mut programs: Vec<&ipuc_ipu_arch::TileProgram> = exe.tiles.iter().collect();
+        let tiles = threads
+            .map(&mut programs, |tp| {
+                if tp.tile >= machine.tiles {
+                    return Err(DeviceError::Load(format!(
+                        "tile {} does not exist (the chip has {})",
+                        tp.tile, machine.tiles
+                    )));
+                }
+                Tile::new(tp.tile, &tp.image, machine)
+                    .map_err(|e| DeviceError::Load(format!("tile {}: {e}", tp.tile)))
+            })
+            .into_iter()
+            .collect::<Result<Vec<Tile>, DeviceError>>()?;
         self.tiles = tiles;
         for b in &exe.tensors {
             let i = self.tile_index(b.tile).ok_or_else(|| {
@@ -343,7 +351,13 @@ impl Device for Simulator {
                 )));
             }
         }
-        self.exe = Some(exe.clone());
+        // The tiles hold their images decoded: keep the rest.
+        self.exe = Some(Executable {
+            machine: exe.machine.clone(),
+            tiles: Vec::new(),
+            tensors: exe.tensors.clone(),
+            streams: exe.streams.clone(),
+        });
         self.profile = None;
         self.staged.clear();
         self.delivered.clear();

@@ -9,7 +9,7 @@ use ipuc_ipu_arch::float8::{decode_scaled, encode_scaled};
 use ipuc_ipu_arch::isa::ContextClass;
 use ipuc_ipu_arch::printer::instr_text;
 use ipuc_ipu_arch::registers::SP;
-use ipuc_ipu_arch::{ContextKind, MachineModel, TileImage};
+use ipuc_ipu_arch::{ContextKind, MachineModel, StackRegion, TileImage};
 
 use super::amp::{AmpState, WeightStore, CCCS_ENTRIES, PIPELINE_LAG};
 use super::decode::{
@@ -250,7 +250,10 @@ pub struct Tile {
     pub cccs_load: u32,
     pub cycle: u64,
     pub xch: ExchangeState,
-    pub image: TileImage,
+    /// The supervisor's entry address.
+    entry: u32,
+    /// The image's stack regions.
+    stacks: Vec<StackRegion>,
     pub instructions: u64,
     pub supervisor_issues: u64,
     pub worker_issues: u64,
@@ -484,7 +487,7 @@ fn check_machine(m: &MachineModel) -> Result<(), String> {
 
 impl Tile {
     /// A tile loaded with an image.
-    pub fn new(id: u32, image: TileImage, machine: &MachineModel) -> Result<Tile, String> {
+    pub fn new(id: u32, image: &TileImage, machine: &MachineModel) -> Result<Tile, String> {
         let base = machine.sram_base;
         let end = machine.sram_end;
         if !machine.element_bytes.is_power_of_two() || machine.element_bytes < 16 {
@@ -510,7 +513,7 @@ impl Tile {
             mem[o..o + s.bytes.len()].copy_from_slice(&s.bytes);
         }
         check_machine(machine)?;
-        let code = Code::new(&image, &mem, machine);
+        let code = Code::new(image, &mem, machine);
         Ok(Tile {
             id,
             base,
@@ -531,7 +534,8 @@ impl Tile {
                 mux_at_start: MUX_NONE,
                 ..Default::default()
             },
-            image,
+            entry: image.entry,
+            stacks: image.stacks.clone(),
             instructions: 0,
             supervisor_issues: 0,
             worker_issues: 0,
@@ -576,8 +580,8 @@ impl Tile {
         self.sync_arrival = None;
         let sup = &mut self.ctx[0];
         sup.state = CtxState::Running;
-        sup.pc = self.image.entry;
-        for st in &self.image.stacks {
+        sup.pc = self.entry;
+        for st in &self.stacks {
             if st.context == ContextKind::Supervisor {
                 sup.m[SP as usize] = st.top;
                 sup.stack_lo = st.top - st.size;
@@ -586,8 +590,7 @@ impl Tile {
     }
 
     fn worker_stack(&self, w: usize) -> Option<(u32, u32)> {
-        self.image
-            .stacks
+        self.stacks
             .iter()
             .find(|s| s.context == ContextKind::Worker)
             .map(|s| {

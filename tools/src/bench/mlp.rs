@@ -69,6 +69,8 @@ pub struct MlpReport {
     pub simulate_s: f64,
     /// CPU seconds of the simulation, all threads.
     pub simulate_cpu_s: f64,
+    /// Of `simulate_s`, loading the executable.
+    pub load_s: f64,
     /// The most bytes of (scheduled) exchange code on a tile.
     pub exchange_code_bytes_max: u64,
     /// Bytes of the busiest tile's image.
@@ -174,6 +176,7 @@ pub fn run_mlp(
         lower_s,
         simulate_s: run.simulate_s,
         simulate_cpu_s: run.simulate_cpu_s,
+        load_s: run.load_s,
         exchange_code_bytes_max: lowered.exchange_code_bytes_max,
         max_image_bytes: super::max_image_bytes(&exe),
         cosine,
@@ -203,12 +206,13 @@ pub fn format_mlp(r: &MlpReport) -> String {
     );
     s += &super::format_supersteps(&r.supersteps, r.host_io_s);
     s += &format!(
-        "compile {:.2} s (plan {:.2} s, lowering to IR {:.2} s, the rest encoding), simulate {:.2} s ({:.2} s CPU), exchange code at most {} bytes on a tile, busiest image {} bytes\n{} rows checked against float64: cosine {:.6}, relative L2 {:.2e}\n",
+        "compile {:.2} s (plan {:.2} s, lowering to IR {:.2} s, the rest encoding), simulate {:.2} s ({:.2} s CPU; load {:.2} s), exchange code at most {} bytes on a tile, busiest image {} bytes\n{} rows checked against float64: cosine {:.6}, relative L2 {:.2e}\n",
         r.compile_s,
         r.plan_s,
         r.lower_s,
         r.simulate_s,
         r.simulate_cpu_s,
+        r.load_s,
         r.exchange_code_bytes_max,
         r.max_image_bytes,
         r.rows_checked,

@@ -95,6 +95,9 @@ pub(crate) struct SimulatedRun {
     /// CPU seconds the process spent in it, all threads (on a loaded
     /// machine, steadier than the wall time).
     pub simulate_cpu_s: f64,
+    /// Of `simulate_s`, the load (tile memories and decoded code): a
+    /// program of many blocks pays it once.
+    pub load_s: f64,
     /// Device cycles of the whole run.
     pub cycles: u64,
     /// Seconds on the host link.
@@ -115,6 +118,7 @@ pub(crate) fn simulate(
     let mut sim =
         ipuc_runtime::sim::Simulator::new(machine.clone(), ipuc_runtime::sim::SimConfig::default());
     sim.load(exe)?;
+    let load_s = started.elapsed().as_secs_f64();
     sim.write_stream("input0", input)?;
     sim.run()?;
     let simulate_s = started.elapsed().as_secs_f64();
@@ -128,6 +132,7 @@ pub(crate) fn simulate(
         output,
         simulate_s,
         simulate_cpu_s,
+        load_s,
         cycles: p.total_cycles,
         host_io_s: summary.host_io_s,
         supersteps: summary
