@@ -117,9 +117,28 @@ pub fn match_chain(ctx: &Context, f: OpId) -> Result<Option<ChainMatch>, Diagnos
         .iter()
         .find(|&&ln| from_only_argument(ctx, body, ctx.operands(ln)[0]))
     else {
+        // Name what comes before the first block: the ops the lowering
+        // would have to handle first (a model's patch embedding, say).
+        let mut before: Vec<&str> = Vec::new();
+        for o in ctx.block_ops_vec(body) {
+            if o == lns[0] {
+                break;
+            }
+            let name = ctx.name_str(o);
+            if ![nn::CONSTANT, nn::CAST].contains(&name) && !before.contains(&name) {
+                before.push(name);
+            }
+        }
         return Err(mismatch(
             lns[0],
-            "no LayerNorm reads the function's only argument (or its cast)",
+            &format!(
+                "no LayerNorm reads the function's only argument (or its cast): the first is preceded by {}, which the IPU lowering does not lower yet",
+                if before.is_empty() {
+                    "nothing it can name".to_string()
+                } else {
+                    before.join(", ")
+                }
+            ),
         ));
     };
     let input = ctx.operands(first)[0];
