@@ -872,7 +872,7 @@ pub fn emit_attention_in(
         "zero_pad",
         &loc,
     );
-    let est = |p: &GemmPlan| p.estimate.compute + p.estimate.reduction;
+    let est = |p: &GemmPlan| p.estimate.compute + p.estimate.rounds_exchange + p.estimate.reduction;
     let estimate = AttentionEstimate {
         layer_norm: ln.estimate(machine).map_err(fail)?,
         exchange_a: a.cycles,

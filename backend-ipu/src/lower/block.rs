@@ -501,11 +501,12 @@ pub struct BlockEstimate {
     pub layer_norm: u64,
     /// Exchange A (scheduled).
     pub exchange_a: u64,
-    /// fc1's vertex, reduction and GELU.
+    /// fc1's vertex, its K split's rounds (exchanges and adds) and GELU.
     pub fc1: u64,
     /// Exchange B (scheduled).
     pub exchange_b: u64,
-    /// fc2's vertex, reduction and the residual and bias adds.
+    /// fc2's vertex, its K split's rounds (exchanges and adds), the residual
+    /// and bias adds.
     pub fc2: u64,
     /// The syncs between the steps.
     pub sync: u64,
@@ -736,9 +737,16 @@ pub fn emit_mlp_in(
     let estimate = BlockEstimate {
         layer_norm: ln.estimate(machine).map_err(fail)?,
         exchange_a: a.cycles,
-        fc1: p1.estimate.compute + p1.estimate.reduction + p1.estimate.epilogue,
+        fc1: p1.estimate.compute
+            + p1.estimate.rounds_exchange
+            + p1.estimate.reduction
+            + p1.estimate.epilogue,
         exchange_b: b.cycles,
-        fc2: p2.estimate.compute + p2.estimate.reduction + adds[0] + adds[1],
+        fc2: p2.estimate.compute
+            + p2.estimate.rounds_exchange
+            + p2.estimate.reduction
+            + adds[0]
+            + adds[1],
         // Every superstep's sync: the block's four and two per reduction
         // round of either product.
         sync: u64::from(plan.syncs()) * sync_cycles,

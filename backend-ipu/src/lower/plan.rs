@@ -89,8 +89,12 @@ impl GemmShape {
 /// Estimated cycles of a plan, per part.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Estimate {
-    /// The broadcast of X blocks (0 with one grid column).
+    /// The broadcast of X blocks (0 with one grid column) and the K
+    /// split's exchanges.
     pub exchange: u64,
+    /// Of `exchange`, the K split's rounds alone (what a block, whose own
+    /// exchange replaces the broadcast, adds to the product's compute).
+    pub rounds_exchange: u64,
     /// The GEMM vertex on the busiest tile.
     pub compute: u64,
     /// The K split's adds (recursive halving, every round).
@@ -647,18 +651,21 @@ fn evaluate_with(
     let rounds = u64::from(plan.grid_k.trailing_zeros());
     let syncs = u64::from(plan.grid_cols > 1) + rounds.saturating_mul(2).saturating_sub(1);
     let mut reduction = 0;
+    let mut rounds_exchange = 0;
     let mut keep = rows;
     for t in 0..rounds {
         keep = keep.div_ceil(2);
         let bytes = u64::from(groups) * u64::from(keep) * 32;
-        exchange += Broadcast::armed_by(machine)
+        rounds_exchange += Broadcast::armed_by(machine)
             + bytes.div_ceil(bpc)
             + machine.exchange_latency(0, 1 << t);
         reduction += counts.reduction_cycles(shape, keep, groups);
     }
+    exchange += rounds_exchange;
     Ok(GemmPlan {
         estimate: Estimate {
             exchange,
+            rounds_exchange,
             compute: counts.gemm.cycles(&vertex, machine),
             reduction,
             epilogue: {
