@@ -52,7 +52,7 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
 use super::attention_exchange::{exchange_a, exchange_b, exchange_c, ZeroRun};
-use super::block::{encode_f16, owned_rows_max, positions, LN_ROWS};
+use super::block::{emit_owned_adds, encode_f16, owned_rows_max, positions, LN_ROWS};
 use super::block_exchange::residual_view;
 use super::codegen::{
     emit_standalone, layout, replicated_constant, Calls, Constants, Frame, PlacedGemm, TileLayout,
@@ -63,7 +63,7 @@ use super::reduce;
 use super::schedule::schedule;
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::attention::TileAttention;
-use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
+use crate::codelets::elementwise::BinaryOp;
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::program::Codelet;
 use crate::codelets::subroutine::emit_call;
@@ -216,11 +216,6 @@ impl AttentionPlan {
             beta: lay.beta,
             output_f8_scale: None,
         }
-    }
-
-    /// Rows `[lo, hi)` of LN tile `q`.
-    pub fn ln_rows(&self, q: usize) -> (u32, u32) {
-        self.ln().rows(q)
     }
 
     /// Where x enters: each row on its LN tile.
@@ -781,28 +776,15 @@ pub fn emit_attention_in(
                 let (lo, hi) = reduce::owned(k, plan.out.grid_k, plan.out.rows);
                 let [res, sum] =
                     [lay.residual, lay.sum].map(|base| residual_view(&plan.out, base, k));
-                if hi > lo {
-                    let (calls_n, rows) = if view.groups_contiguous(hi - lo) {
-                        (1, (hi - lo) * plan.out.groups_of(j))
-                    } else {
-                        (plan.out.groups_of(j), hi - lo)
-                    };
-                    for g in 0..calls_n {
-                        let add = Binary {
-                            op: BinaryOp::Add,
-                            ty: VecType::F16,
-                            len: rows * 16,
-                            x: view.at(g, lo),
-                            y: res.at(g, lo),
-                            out: sum.at(g, lo),
-                        };
-                        if add_cycles == 0 {
-                            add_cycles = add.estimate_cycles().map_err(fail)?;
-                        }
-                        let name = format!("residual_{g}");
-                        emit_call(&mut e, &name);
-                        calls.push((name, Box::new(add)));
-                    }
+                let firsts = emit_owned_adds(
+                    &mut e,
+                    &mut calls,
+                    (view, (lo, hi), plan.out.groups_of(j)),
+                    &[(BinaryOp::Add, view, res, sum)],
+                    &|_, g| format!("residual_{g}"),
+                );
+                if let (Some(add), 0) = (firsts.first(), add_cycles) {
+                    add_cycles = add.estimate_cycles().map_err(fail)?;
                 }
             }
             None => (0..2 * rounds(&plan.out)).for_each(|_| sync(&mut e)),

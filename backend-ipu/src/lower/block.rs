@@ -51,7 +51,7 @@ use super::block_exchange::residual_view;
 pub use super::block_exchange::{exchange_a, exchange_b, schedules};
 use super::codegen::{
     emit_standalone, layout_in, replicated_constant, Calls, Constants, Frame, PlacedGemm,
-    TileLayout,
+    TileLayout, View,
 };
 use super::ln_tiles::LnTiles;
 use super::plan::{evaluate, plan_gemm, Epilogue, F8Pairs, GemmPlan, GemmShape, Grid, Rejected};
@@ -242,11 +242,6 @@ impl MlpPlan {
             beta: lay.beta,
             output_f8_scale: self.shape.fp8.map(|_| 0),
         }
-    }
-
-    /// Rows `[lo, hi)` of LN tile `q`.
-    pub fn ln_rows(&self, q: usize) -> (u32, u32) {
-        self.ln().rows(q)
     }
 
     /// Where x enters: each row on its LN tile.
@@ -465,6 +460,50 @@ pub fn block_layout(
     })
 }
 
+/// Emits elementwise f16 steps over the rows `(lo, hi)` a product's tile
+/// owns of its `groups` output groups, `view` being where its product left
+/// them: each `(op, x, y, out)` of `steps` computes `out = op(x, y)` (views
+/// of the same rows), in order. One launch covers every group where
+/// `view`'s groups are contiguous (after a reduction, as the residual's
+/// are), one per group otherwise; each is called as subroutine
+/// `name(step, launch)`. Returns each step's first launch (for estimates).
+pub(super) fn emit_owned_adds(
+    e: &mut Emitter,
+    calls: &mut Calls,
+    (view, (lo, hi), groups): (View, (u32, u32), u32),
+    steps: &[(BinaryOp, View, View, View)],
+    name: &dyn Fn(usize, u32) -> String,
+) -> Vec<Binary> {
+    if hi <= lo {
+        return Vec::new();
+    }
+    let (launches, rows) = if view.groups_contiguous(hi - lo) {
+        (1, (hi - lo) * groups)
+    } else {
+        (groups, hi - lo)
+    };
+    let mut firsts = Vec::new();
+    for g in 0..launches {
+        for (n, &(op, x, y, out)) in steps.iter().enumerate() {
+            let add = Binary {
+                op,
+                ty: VecType::F16,
+                len: rows * 16,
+                x: x.at(g, lo),
+                y: y.at(g, lo),
+                out: out.at(g, lo),
+            };
+            if g == 0 {
+                firsts.push(add.clone());
+            }
+            let name = name(n, g);
+            emit_call(e, &name);
+            calls.push((name, Box::new(add)));
+        }
+    }
+    firsts
+}
+
 /// The most rows a tile of `plan` owns after its reduction.
 pub fn owned_rows_max(plan: &GemmPlan) -> u32 {
     (0..plan.grid_k)
@@ -628,43 +667,21 @@ pub fn emit_mlp_in(
                 let (lo, hi) = reduce::owned(k, p2.grid_k, p2.rows);
                 let [res, sum, bias] =
                     [lay.residual, lay.sum, lay.bias].map(|base| residual_view(p2, base, k));
-                if hi > lo {
-                    // One add over every group where the final view's
-                    // groups are contiguous, as the residual's are (after
-                    // a reduction); one per group otherwise.
-                    let (calls_n, rows) = if view.groups_contiguous(hi - lo) {
-                        (1, (hi - lo) * p2.groups_of(j))
-                    } else {
-                        (p2.groups_of(j), hi - lo)
-                    };
-                    // FP8: fc2's output is unscaled (see `Fp8Domains`).
-                    let first = match shape.fp8 {
-                        Some(d) => BinaryOp::ScaledAdd(-d.fc2),
-                        None => BinaryOp::Add,
-                    };
-                    for g in 0..calls_n {
-                        for (n, (op, x, y, out)) in [
-                            (first, view.at(g, lo), res.at(g, lo), sum.at(g, lo)),
-                            (BinaryOp::Add, sum.at(g, lo), bias.at(g, lo), res.at(g, lo)),
-                        ]
-                        .into_iter()
-                        .enumerate()
-                        {
-                            let add = Binary {
-                                op,
-                                ty: VecType::F16,
-                                len: rows * 16,
-                                x,
-                                y,
-                                out,
-                            };
-                            if t == 0 || adds[n] == 0 {
-                                adds[n] = adds[n].max(add.estimate_cycles().map_err(fail)?);
-                            }
-                            let name = format!("out{n}_{g}");
-                            emit_call(&mut e, &name);
-                            calls.push((name, Box::new(add)));
-                        }
+                // FP8: fc2's output is unscaled (see `Fp8Domains`).
+                let first = match shape.fp8 {
+                    Some(d) => BinaryOp::ScaledAdd(-d.fc2),
+                    None => BinaryOp::Add,
+                };
+                let firsts = emit_owned_adds(
+                    &mut e,
+                    &mut calls,
+                    (view, (lo, hi), p2.groups_of(j)),
+                    &[(first, view, res, sum), (BinaryOp::Add, sum, bias, res)],
+                    &|n, g| format!("out{n}_{g}"),
+                );
+                for (n, add) in firsts.iter().enumerate() {
+                    if t == 0 || adds[n] == 0 {
+                        adds[n] = adds[n].max(add.estimate_cycles().map_err(fail)?);
                     }
                 }
             }
