@@ -394,7 +394,12 @@ pub fn lower_chain(
     let y_ty: Type = ctx.value_type(ctx.results(last.add())[0]).clone();
     let input = plans[0].input_pieces();
     let output = plans.last().expect("a chain has blocks").output_pieces();
-    append_host_tensors(ctx, exe_body, [(x_ty, input), (y_ty, output)], &loc);
+    append_host_tensors(
+        ctx,
+        exe_body,
+        (vec![(x_ty, input)], vec![(y_ty, output)]),
+        &loc,
+    );
     Ok(Lowered {
         executable,
         exchange_code_bytes_max,

@@ -535,7 +535,7 @@ pub fn emit_gemm(
     append_host_tensors(
         ctx,
         exe_body,
-        [(x_ty, input_pieces), (y_ty, output_pieces)],
+        (vec![(x_ty, input_pieces)], vec![(y_ty, output_pieces)]),
         &loc,
     );
     Ok(Lowered {
@@ -545,22 +545,30 @@ pub fn emit_gemm(
     })
 }
 
-/// Appends the executable's host tensors: `input0` and `output0` of the
-/// given types, at the given pieces.
+/// Appends the executable's host tensors: `input0`, `input1`, ... and
+/// `output0`, `output1`, ... of the given types, at the given pieces (the
+/// runner binds a function's arguments and results to them in order).
 pub fn append_host_tensors(
     ctx: &mut Context,
     exe_body: BlockId,
-    [(x_ty, input), (y_ty, output)]: [(Type, Vec<TensorPiece>); 2],
+    (inputs, outputs): (Vec<HostTensor>, Vec<HostTensor>),
     loc: &Location,
 ) {
-    for (name, ty, direction, pieces) in [
-        ("input0", x_ty, TensorDirection::Input, input),
-        ("output0", y_ty, TensorDirection::Output, output),
-    ] {
-        let t = build::tensor(ctx, name, ty, direction, &pieces, loc.clone());
+    let named = |prefix: &'static str, direction, list: Vec<HostTensor>| {
+        list.into_iter()
+            .enumerate()
+            .map(move |(k, (ty, pieces))| (format!("{prefix}{k}"), ty, direction, pieces))
+    };
+    for (name, ty, direction, pieces) in named("input", TensorDirection::Input, inputs)
+        .chain(named("output", TensorDirection::Output, outputs))
+    {
+        let t = build::tensor(ctx, &name, ty, direction, &pieces, loc.clone());
         ctx.append_op(exe_body, t);
     }
 }
+
+/// A host tensor of an executable: its type and where its elements are.
+pub type HostTensor = (Type, Vec<TensorPiece>);
 
 /// Where a block's tile programs sit in a larger program whose blocks run
 /// one after another, each on tiles of its own ([`super::chain`]): the
@@ -597,7 +605,12 @@ pub fn emit_standalone<T>(
         around: &|_, _, _| 0,
     };
     let lowered = emit(ctx, &frame)?;
-    append_host_tensors(ctx, exe_body, [(x_ty, input), (y_ty, output)], loc);
+    append_host_tensors(
+        ctx,
+        exe_body,
+        (vec![(x_ty, input)], vec![(y_ty, output)]),
+        loc,
+    );
     Ok(lowered)
 }
 
