@@ -9,6 +9,7 @@
 // RUN: ipu-run %s --device sim --plan-report 2>&1 | filecheck %s --check-prefix=REPORT
 
 // CHECK: device   sim
+// CHECK-NEXT: against  the reference executor on the same IR (synthesized)
 // CHECK: profile  {{[0-9]+}} device cycles, {{[0-9]+}} instructions on 2 tile(s)
 // The input (12x40 f16, 960 B) and output (12x20 f16, 480 B) move through
 // the host streams as two steps of 10 us + bytes / 25 GB/s each (the
@@ -27,6 +28,13 @@
 // supersteps of the busiest tile's).
 // JSON-SAME: "host_cycles":30087,"host_steps":2,"host_io_s":0.000020058
 // JSON-SAME: "cycles":{{[0-9]+}},"host_io_s":0.000020058,"mfu":{{[0-9.e-]+}},"compute_cycles":{{[0-9]+}},"exchange_cycles":{{[1-9][0-9]*}},"sync_cycles":{{[0-9]+}},"tiles_used":2,"max_tile_bytes":{{[0-9]+}},"exchange_code_bytes_max":{{[1-9][0-9]*}},"compile_s":{{[0-9.e-]+}}
+
+// A data set with stored outputs (here the reference device's, written by
+// -o) is judged against them, not against the reference executor: a
+// fixture's onnxruntime outputs are an oracle independent of ipuc.
+// RUN: rm -rf %t && ipu-run %s -o %t && ipu-run %s --device sim --input %t | filecheck %s --check-prefix=STORED
+// STORED: against  the outputs stored in
+// STORED: PASS
 
 // A product in f16 is not bit-exact against the reference.
 // STRICT: FAIL: 1 of 1 output(s) exceed cosine >= 1, relative L2 error <= 0e0

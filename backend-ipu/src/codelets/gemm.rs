@@ -179,12 +179,19 @@ impl TileGemm {
     /// this tile's columns (`b[j·K' + o]`, zero past its end): each group's
     /// row repeated `rows` times, zeros in the word between groups.
     pub fn bias_block(&self, b: &[f64]) -> Vec<f64> {
+        self.bias_block_with(|_, col| b.get(col).copied().unwrap_or(0.0))
+    }
+
+    /// The bias block whose row `r`, column `col` (of this tile's rows and
+    /// columns) starts at `value(r, col)`: initial partials that differ
+    /// from row to row (a bias plus a per-token table, say).
+    pub fn bias_block_with(&self, value: impl Fn(usize, usize) -> f64) -> Vec<f64> {
         let ko = self.variant.out_channels();
         let gap = 8 / self.variant.output_elem().size();
         let mut out = Vec::with_capacity(self.bias_bytes() as usize);
         for j in 0..self.n_groups as usize {
-            for _ in 0..self.rows {
-                out.extend((0..ko).map(|o| b.get(j * ko + o).copied().unwrap_or(0.0)));
+            for r in 0..self.rows as usize {
+                out.extend((0..ko).map(|o| value(r, j * ko + o)));
             }
             out.extend(std::iter::repeat_n(0.0, gap));
         }

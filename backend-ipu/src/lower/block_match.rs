@@ -8,6 +8,8 @@ use ipuc_dialects::func;
 use ipuc_dialects::nn;
 use ipuc_ir::{Context, Diagnostic, OpId, Value};
 
+use super::passes::{constant_of, constant_values};
+
 /// The function `f`'s body and its one op named `name`: `None` when the
 /// function has no body or no such op, an error (`too_many`, at the second)
 /// when it has several.
@@ -79,4 +81,23 @@ pub fn check_function_holds(
         return Err(mismatch(stray, "is not part of the block"));
     }
     Ok(())
+}
+
+/// The values of `v`, an operand of `op` that the `block` lowering needs
+/// to be an `nn.constant` (`what` names it in the error).
+pub fn constant_operand(
+    ctx: &Context,
+    op: OpId,
+    block: &str,
+    what: &str,
+    v: Value,
+) -> Result<Vec<f64>, Diagnostic> {
+    let c = constant_of(ctx, v).ok_or_else(|| {
+        Diagnostic::op_error(
+            ctx,
+            op,
+            format!("the {block} lowering needs {what} to be an nn.constant"),
+        )
+    })?;
+    constant_values(&c).map_err(|e| Diagnostic::op_error(ctx, op, format!("{what}: {e}")))
 }

@@ -8,6 +8,7 @@ use ipuc_ipu_arch::float8::{decode_scaled, encode_scaled};
 
 use super::attention_block::{AttentionConstants, AttentionShape};
 use super::block::{Fp8Domains, MlpConstants, MlpShape};
+use super::patch_embed::{PatchConstants, PatchShape};
 
 /// The block's input `x` (`[m, c]`, row-major) and its constants, every
 /// value representable in f16 (the block's element type).
@@ -99,5 +100,36 @@ impl AttentionValues {
             b_o: vals(c, 0.1, 0.0),
         };
         AttentionValues { x, constants }
+    }
+}
+
+/// A patch embedding's image (`[C, H, W]`, row-major) and constants,
+/// every value representable in f16.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PatchValues {
+    /// The image.
+    pub x: Vec<f64>,
+    /// The kernel as the product's weights and the per-token rows.
+    pub constants: PatchConstants,
+}
+
+impl PatchValues {
+    /// Values for `shape` from `uniform` (numbers in `[-1, 1)`): pixels of
+    /// unit scale, weights scaled by `2/sqrt(fan-in)`, per-token rows (a
+    /// bias plus a position table) of scale 0.5. Drawn in the order `x`,
+    /// `w`, `rows`.
+    pub fn random(shape: PatchShape, mut uniform: impl FnMut() -> f64) -> Self {
+        let mut vals = |n: u32, scale: f64| -> Vec<f64> {
+            (0..n)
+                .map(|_| f16::from_f64(scale * uniform()).to_f64())
+                .collect()
+        };
+        let x = vals(shape.channels * shape.height * shape.width, 1.0);
+        let w = vals(shape.k() * shape.d, 2.0 / f64::from(shape.k()).sqrt());
+        let rows = vals(shape.tokens() * shape.d, 0.5);
+        PatchValues {
+            x,
+            constants: PatchConstants { w, rows },
+        }
     }
 }

@@ -36,6 +36,8 @@ use super::block_match::{check_function_holds, from_only_argument};
 use super::codegen::{append_host_tensors, Frame, Lowered};
 use super::mlp::{mlp_from, MlpMatch};
 use super::passes::{chain, only_user};
+use super::patch_embed::{emit_patch_in, patch_from, plan_patch_in, PatchMatch, PatchPlan};
+use super::plan::GemmPlan;
 use super::schedule::{schedule, Chunk, Schedule, Transfer};
 use crate::codelets::emitter::{inst, op, Emitter};
 
@@ -46,6 +48,8 @@ pub enum ChainBlock {
     Attention(AttentionMatch),
     /// An MLP block.
     Mlp(MlpMatch),
+    /// A patch embedding (first, reading the image).
+    Patch(PatchMatch),
 }
 
 impl ChainBlock {
@@ -53,13 +57,16 @@ impl ChainBlock {
         match self {
             ChainBlock::Attention(b) => b.add,
             ChainBlock::Mlp(b) => b.add,
+            ChainBlock::Patch(b) => b.add,
         }
     }
 
-    fn ops(&self) -> &[OpId] {
+    /// Every op of the block.
+    pub fn ops(&self) -> &[OpId] {
         match self {
             ChainBlock::Attention(b) => &b.ops,
             ChainBlock::Mlp(b) => &b.ops,
+            ChainBlock::Patch(b) => &b.ops,
         }
     }
 }
@@ -92,8 +99,9 @@ fn block_from(ctx: &Context, ln: OpId) -> Result<ChainBlock, Diagnostic> {
     }
 }
 
-/// The chain of `f`, if `f` holds two or more LayerNorms (`None`
-/// otherwise: one block or none); an error says what does not match.
+/// The chain of `f`, if `f` starts with a patch embedding or holds two or
+/// more LayerNorms (`None` otherwise: one block or none); an error says
+/// what does not match.
 pub fn match_chain(ctx: &Context, f: OpId) -> Result<Option<ChainMatch>, Diagnostic> {
     let Some(body) = func::entry_block(ctx, f) else {
         return Ok(None);
@@ -103,7 +111,10 @@ pub fn match_chain(ctx: &Context, f: OpId) -> Result<Option<ChainMatch>, Diagnos
         .into_iter()
         .filter(|&o| ctx.name_str(o) == nn::LAYER_NORMALIZATION)
         .collect();
-    if lns.len() < 2 {
+    let patch = ctx.block_ops_vec(body).into_iter().find(|&o| {
+        ctx.name_str(o) == nn::CONV2D && from_only_argument(ctx, body, ctx.operands(o)[0])
+    });
+    if lns.len() < 2 && patch.is_none() {
         return Ok(None);
     }
     let mismatch = |op: OpId, msg: &str| {
@@ -113,12 +124,32 @@ pub fn match_chain(ctx: &Context, f: OpId) -> Result<Option<ChainMatch>, Diagnos
             format!("{msg}; the lowering takes a chain of attention and MLP blocks, each LayerNorm reading the previous block's result"),
         )
     };
-    let Some(&first) = lns
-        .iter()
-        .find(|&&ln| from_only_argument(ctx, body, ctx.operands(ln)[0]))
-    else {
+    let mut blocks = Vec::new();
+    let (input, first) = match patch {
+        Some(conv) => {
+            let p = patch_from(ctx, conv)?;
+            let input = p.input;
+            let tokens = ctx.results(p.add)[0];
+            let first = ctx
+                .uses(tokens)
+                .iter()
+                .map(|u| u.op)
+                .find(|&u| ctx.name_str(u) == nn::LAYER_NORMALIZATION);
+            blocks.push(ChainBlock::Patch(p));
+            (input, first)
+        }
+        None => {
+            let first = lns
+                .iter()
+                .copied()
+                .find(|&ln| from_only_argument(ctx, body, ctx.operands(ln)[0]));
+            let input = first.map_or_else(|| ctx.block_args(body)[0], |ln| ctx.operands(ln)[0]);
+            (input, first)
+        }
+    };
+    if blocks.is_empty() && first.is_none() {
         // Name what comes before the first block: the ops the lowering
-        // would have to handle first (a model's patch embedding, say).
+        // would have to handle first.
         let mut before: Vec<&str> = Vec::new();
         for o in ctx.block_ops_vec(body) {
             if o == lns[0] {
@@ -140,12 +171,10 @@ pub fn match_chain(ctx: &Context, f: OpId) -> Result<Option<ChainMatch>, Diagnos
                 }
             ),
         ));
-    };
-    let input = ctx.operands(first)[0];
-    let mut blocks = Vec::new();
+    }
     let mut ln = first;
-    loop {
-        let block = block_from(ctx, ln)?;
+    while let Some(at) = ln {
+        let block = block_from(ctx, at)?;
         let result = ctx.results(block.add())[0];
         blocks.push(block);
         let next: Vec<OpId> = ctx
@@ -154,11 +183,11 @@ pub fn match_chain(ctx: &Context, f: OpId) -> Result<Option<ChainMatch>, Diagnos
             .map(|u| u.op)
             .filter(|&u| ctx.name_str(u) == nn::LAYER_NORMALIZATION)
             .collect();
-        match next.as_slice() {
-            [] => break,
-            [n] => ln = *n,
+        ln = match next.as_slice() {
+            [] => None,
+            [n] => Some(*n),
             [_, n, ..] => return Err(mismatch(*n, "a block's result feeds two LayerNorms")),
-        }
+        };
     }
     let last = blocks
         .last()
@@ -182,6 +211,8 @@ pub enum PlannedBlock {
     Attention(AttentionPlan),
     /// An MLP block's plan.
     Mlp(MlpPlan),
+    /// A patch embedding's plan.
+    Patch(PatchPlan),
 }
 
 impl PlannedBlock {
@@ -189,6 +220,7 @@ impl PlannedBlock {
         match self {
             PlannedBlock::Attention(p) => p.input_pieces(),
             PlannedBlock::Mlp(p) => p.input_pieces(),
+            PlannedBlock::Patch(p) => p.input_pieces(),
         }
     }
 
@@ -196,6 +228,7 @@ impl PlannedBlock {
         match self {
             PlannedBlock::Attention(p) => p.output_pieces(),
             PlannedBlock::Mlp(p) => p.output_pieces(),
+            PlannedBlock::Patch(p) => p.output_pieces(),
         }
     }
 
@@ -203,13 +236,34 @@ impl PlannedBlock {
         match self {
             PlannedBlock::Attention(p) => p.syncs(),
             PlannedBlock::Mlp(p) => p.syncs(),
+            PlannedBlock::Patch(p) => p.syncs(),
         }
+    }
+
+    /// The block's products, in op order.
+    pub fn products(&self) -> Vec<GemmPlan> {
+        match self {
+            PlannedBlock::Attention(p) => vec![p.qk.clone(), p.vt.clone(), p.out.clone()],
+            PlannedBlock::Mlp(p) => vec![p.fc1.clone(), p.fc2.clone()],
+            PlannedBlock::Patch(p) => vec![p.product.clone()],
+        }
+    }
+
+    /// The width of the rows the block reads (a link into it moves rows
+    /// of this many channels).
+    fn width(&self) -> i64 {
+        i64::from(match self {
+            PlannedBlock::Attention(p) => p.shape.c,
+            PlannedBlock::Mlp(p) => p.shape.c,
+            PlannedBlock::Patch(p) => p.shape.k_padded(),
+        })
     }
 
     fn tiles(&self) -> Vec<u32> {
         match self {
             PlannedBlock::Attention(p) => p.tiles(),
             PlannedBlock::Mlp(p) => p.tiles(),
+            PlannedBlock::Patch(p) => p.tiles(),
         }
     }
 
@@ -217,6 +271,7 @@ impl PlannedBlock {
     pub fn report(&self, machine: &MachineModel) -> String {
         match self {
             PlannedBlock::Attention(p) => p.report(machine),
+            PlannedBlock::Patch(p) => p.report(machine),
             PlannedBlock::Mlp(p) => format!(
                 "MLP block {}x{}x{}: LayerNorm on tiles {}..={}\n  fc1: {}\n  fc2: {}\n",
                 p.shape.m,
@@ -245,34 +300,34 @@ pub fn plan_chain(
         .enumerate()
         .map(|(k, b)| {
             let range = (k as u32 * count, count);
-            match b {
-                ChainBlock::Attention(a) => plan_attention_in(a.shape, machine, range)
-                    .map(PlannedBlock::Attention)
-                    .map_err(|e| {
-                        Diagnostic::op_error(
-                            ctx,
-                            a.attention,
-                            format!(
-                                "cannot plan the attention block on tiles {}..{}: {e}",
-                                range.0,
-                                range.0 + count
-                            ),
-                        )
-                    }),
-                ChainBlock::Mlp(m) => plan_mlp_in(m.shape, machine, (None, None), range)
-                    .map(PlannedBlock::Mlp)
-                    .map_err(|e| {
-                        Diagnostic::op_error(
-                            ctx,
-                            m.ln,
-                            format!(
-                                "cannot plan the MLP block on tiles {}..{}: {e}",
-                                range.0,
-                                range.0 + count
-                            ),
-                        )
-                    }),
-            }
+            let (planned, at, what) = match b {
+                ChainBlock::Attention(a) => (
+                    plan_attention_in(a.shape, machine, range).map(PlannedBlock::Attention),
+                    a.attention,
+                    "attention block",
+                ),
+                ChainBlock::Mlp(m) => (
+                    plan_mlp_in(m.shape, machine, (None, None), range).map(PlannedBlock::Mlp),
+                    m.ln,
+                    "MLP block",
+                ),
+                ChainBlock::Patch(p) => (
+                    plan_patch_in(p.shape, machine, range).map(PlannedBlock::Patch),
+                    p.conv,
+                    "patch embedding",
+                ),
+            };
+            planned.map_err(|e| {
+                Diagnostic::op_error(
+                    ctx,
+                    at,
+                    format!(
+                        "cannot plan the {what} on tiles {}..{}: {e}",
+                        range.0,
+                        range.0 + count
+                    ),
+                )
+            })
         })
         .collect()
 }
@@ -309,10 +364,6 @@ pub fn lower_chain(
     machine: &MachineModel,
 ) -> Result<Lowered, Diagnostic> {
     let plans = plan_chain(ctx, chain, machine)?;
-    let c = i64::from(match &plans[0] {
-        PlannedBlock::Attention(p) => p.shape.c,
-        PlannedBlock::Mlp(p) => p.shape.c,
-    });
     let every: Vec<u32> = plans
         .iter()
         .flat_map(PlannedBlock::tiles)
@@ -325,7 +376,7 @@ pub fn lower_chain(
             schedule(
                 machine,
                 &every,
-                &link(&w[0].output_pieces(), &w[1].input_pieces(), c),
+                &link(&w[0].output_pieces(), &w[1].input_pieces(), w[1].width()),
             )
         })
         .collect();
@@ -372,6 +423,10 @@ pub fn lower_chain(
             }
             (PlannedBlock::Mlp(p), ChainBlock::Mlp(b)) => {
                 emit_mlp_in(ctx, &frame, p, &b.constants, machine, loc.clone())?
+                    .exchange_code_bytes_max
+            }
+            (PlannedBlock::Patch(p), ChainBlock::Patch(b)) => {
+                emit_patch_in(ctx, &frame, p, &b.constants, machine, loc.clone())?
                     .exchange_code_bytes_max
             }
             _ => unreachable!("plans follow the blocks"),

@@ -426,6 +426,54 @@ impl PlacedGemm {
         }
     }
 
+    /// Initial partials that differ from row to row, where the plan's
+    /// epilogue has a bias: `rows` is `[M, N]` row-major, and tile
+    /// (i, j, 0) starts its rows of column block j from them (the other K
+    /// parts from zero: the partials are added once). Emitted instead of a
+    /// per-column bias ([`Constants::bias`] `None`); one constant per tile.
+    pub fn emit_row_bias(
+        &self,
+        ctx: &mut Context,
+        exe_body: BlockId,
+        rows: &[f64],
+        loc: &Location,
+    ) {
+        let (plan, vertex, tag) = (&self.plan, &self.vertex, &self.tag);
+        let Some(at) = self.lay.bias else {
+            return;
+        };
+        let v = plan.shape.variant;
+        let (ko, n) = (v.out_channels(), plan.shape.n as usize);
+        let out = v.output_elem();
+        for i in 0..plan.grid_rows {
+            for j in 0..plan.grid_cols {
+                for k in 0..plan.grid_k {
+                    let values = vertex.bias_block_with(|r, col| {
+                        let (row, col) = (
+                            (i * plan.rows) as usize + r,
+                            (j * plan.groups) as usize * ko + col,
+                        );
+                        let real = k == 0 && row < plan.shape.m as usize && col < n;
+                        if real {
+                            rows[row * n + col]
+                        } else {
+                            0.0
+                        }
+                    });
+                    let t = replicated_constant(
+                        ctx,
+                        &format!("{tag}_row_bias_{i}_{j}_{k}"),
+                        (output_type(v), out.size(), 8),
+                        out.encode(&values),
+                        (&[plan.tile(i, j, k)], at),
+                        loc.clone(),
+                    );
+                    ctx.append_op(exe_body, t);
+                }
+            }
+        }
+    }
+
     /// The host output pieces of Y held by tile (i, j, k) (its owned rows
     /// of its column block) in `view`.
     pub fn output_pieces(&self, (i, j, k): (u32, u32, u32), view: View) -> Vec<TensorPiece> {

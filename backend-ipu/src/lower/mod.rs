@@ -20,6 +20,7 @@ pub mod exchange;
 pub mod ln_tiles;
 pub mod mlp;
 pub mod passes;
+pub mod patch_embed;
 pub mod plan;
 pub mod reduce;
 pub mod schedule;

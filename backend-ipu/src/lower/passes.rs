@@ -384,6 +384,9 @@ impl DeclaredPass for PlanGemms {
                         ctx.set_attr(b.fc1, PLAN_ATTR, plan_attr(&p.fc1));
                         ctx.set_attr(b.fc2, PLAN_ATTR, plan_attr(&p.fc2));
                     }
+                    (super::chain::ChainBlock::Patch(b), super::chain::PlannedBlock::Patch(p)) => {
+                        ctx.set_attr(b.conv, PLAN_ATTR, plan_attr(&p.product))
+                    }
                     _ => unreachable!("plans follow the blocks"),
                 }
             }
@@ -577,13 +580,7 @@ pub fn planned_products(
 ) -> Result<Vec<GemmPlan>, Diagnostic> {
     if let Some(chain) = super::chain::match_chain(ctx, f)? {
         let plans = super::chain::plan_chain(ctx, &chain, m)?;
-        return Ok(plans
-            .into_iter()
-            .flat_map(|p| match p {
-                super::chain::PlannedBlock::Attention(p) => vec![p.qk, p.vt, p.out],
-                super::chain::PlannedBlock::Mlp(p) => vec![p.fc1, p.fc2],
-            })
-            .collect());
+        return Ok(plans.into_iter().flat_map(|p| p.products()).collect());
     }
     if let Some(block) = super::attention::match_attention(ctx, f)? {
         let plan = super::attention::plan_of_block(ctx, &block, m)?;

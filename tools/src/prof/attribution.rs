@@ -13,7 +13,7 @@
 
 use ipuc_backend_ipu::lower::attention::match_attention;
 use ipuc_backend_ipu::lower::block::{owned_rows_max, MlpPlan, LN_ROWS};
-use ipuc_backend_ipu::lower::chain::{match_chain, ChainBlock};
+use ipuc_backend_ipu::lower::chain::match_chain;
 use ipuc_backend_ipu::lower::codegen::{layout, Lowered};
 use ipuc_backend_ipu::lower::mlp::{match_mlp, plan_of_block};
 use ipuc_backend_ipu::lower::passes::planned_products;
@@ -110,10 +110,7 @@ pub fn of_function(
         let ops: Vec<String> = chain
             .blocks
             .iter()
-            .flat_map(|b| match b {
-                ChainBlock::Attention(a) => a.ops.iter(),
-                ChainBlock::Mlp(m) => m.ops.iter(),
-            })
+            .flat_map(|b| b.ops().iter())
             .filter(|&&o| ctx.name_str(o) != "nn.constant")
             .map(|&o| op_label(ctx, o))
             .collect();

@@ -35,8 +35,9 @@ pub struct RunArgs {
     pub model: PathBuf,
     /// The device to run on: `reference` (the host `nn` interpreter; the
     /// default for models) or `sim` (the IPU simulator: a model or IR is
-    /// compiled first and compared with the reference executor's outputs;
-    /// the default for executables).
+    /// compiled first and compared with the data set's stored outputs, or
+    /// without any with the reference executor's; the default for
+    /// executables).
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,
     /// A test data set directory, or a directory of `test_data_set_*` folders.

@@ -1,8 +1,11 @@
 //! `ipu-run MODEL --device sim` for IR and models: the function is lowered
 //! to an executable (`ipu-plan` and `ipu-lower`, in process), run on the
-//! simulator, and compared with the reference executor's outputs for the
-//! same inputs (a data set's, or seeded random ones). The comparison
-//! isolates the lowering: both sides run the same IR.
+//! simulator, and compared with a data set's stored outputs (an
+//! independent runtime's: the fixtures hold onnxruntime's), or, for inputs
+//! without stored outputs (seeded random ones, `--extract`ed blocks), with
+//! the reference executor's outputs for the same inputs: that comparison
+//! isolates the lowering, both sides running the same IR. The report's
+//! `against` line (JSON `oracle`) says which.
 //!
 //! What the lowering cannot handle yet is refused with its one error that
 //! lists every op it cannot lower.
@@ -50,10 +53,22 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         Some(sets) => sets,
         None => vec![data::synthesize(&loaded.ctx, func, args.seed)?],
     };
-    // The reference executor's outputs are what the device must produce.
+    // What the device must produce: a data set's stored outputs (an
+    // independent runtime's, as the fixtures' onnxruntime outputs), else
+    // the reference executor's on the same IR.
     let mut checked = Vec::new();
+    let mut oracles = Vec::new();
     for set in sets {
         loaded = model::rebind(args, loaded, &set)?;
+        if !set.expected.is_empty() {
+            oracles.push(format!("the outputs stored in {}", set.name));
+            checked.push(set);
+            continue;
+        }
+        oracles.push(format!(
+            "the reference executor on the same IR ({})",
+            set.name
+        ));
         let func = entry(&loaded)?;
         let inputs = data::bind(&loaded.ctx, func, &set, &loaded.fed_inputs(&set))?;
         let (outputs, _) = interpreter::run_function_with_stats(&loaded.ctx, func, &inputs)
@@ -105,6 +120,7 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         tolerance,
     )?;
     report.function = interpreter::function_name(&loaded.ctx, func);
+    report.oracle = Some(oracles.join(", "));
     if let (Some(dir), Some(attribution), Some(sim)) =
         (&args.profile, &attribution, report.recorded.take())
     {

@@ -25,6 +25,11 @@ pub struct Report {
     pub peak_live_bytes: usize,
     /// The comparison tolerances.
     pub tolerance: Tolerance,
+    /// What a compiled run's outputs were compared with: the data set's
+    /// stored outputs, or (without any) the reference executor's on the
+    /// same IR; `None` for other runs, which compare with stored outputs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oracle: Option<String>,
     /// Whether every compared output is within tolerance; `None` when nothing
     /// was compared.
     pub passed: Option<bool>,
@@ -150,6 +155,7 @@ impl Report {
             ops: 0,
             peak_live_bytes: 0,
             tolerance,
+            oracle: None,
             passed: None,
             outputs: Vec::new(),
             profile: None,
@@ -173,6 +179,9 @@ impl Report {
             let _ = writeln!(s, "model    {} (@{})", self.model, self.function);
         }
         let _ = writeln!(s, "device   {}", self.device);
+        if let Some(o) = &self.oracle {
+            let _ = writeln!(s, "against  {o}");
+        }
         let _ = writeln!(s, "import   {:.3} s", self.import_s);
         let _ = writeln!(
             s,

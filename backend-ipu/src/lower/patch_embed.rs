@@ -1,0 +1,601 @@
+//! The vision transformer's patch embedding on the tiles: a convolution
+//! whose stride is its kernel (non-overlapping `p x p` patches), reshaped
+//! to tokens and plus a position table,
+//!
+//! ```text
+//! %e = nn.conv2d %x, %w, %b {strides = [p, p]}   x [1, C, H, W], w [D, C, p, p]
+//! %r = nn.reshape %e {shape = [1, D, T]}          T = (H / p) (W / p) tokens
+//! %t = nn.transpose %r {perm = [0, 2, 1]}
+//! %y = nn.add %t, %pos                            pos [1, T, D] (either order)
+//! ```
+//!
+//! is `y = patches(x) W + (b + pos)`: a rearrangement and one product.
+//!
+//! - **The rearrangement is the host's.** Every patch row (`C p p`
+//!   values, channel-major like the weights) is `C p` runs of `p`
+//!   contiguous pixels of the image, so the host input's pieces write each
+//!   run where its row lives: no tile ever moves a pixel into place. The
+//!   rows enter on *row tiles* ([`LnTiles`] that run no LayerNorm,
+//!   [`LN_ROWS`] rows each), padded to whole 16-channel panels with zero
+//!   columns loaded with the program (so no stale NaN meets a zero
+//!   weight).
+//! - **Exchange A** moves the rows into the product's input panels
+//!   ([`input_panel_transfers`], as the blocks' LayerNorm rows move).
+//! - **The product** starts from per-row initial partials `b + pos[t]`
+//!   ([`PlacedGemm::emit_row_bias`]): the bias and the position table cost
+//!   no cycle. Its output (16-channel runs of the rows each tile owns after
+//!   its K split's reduction) is the block's.
+//!
+//! Supersteps: `sync`, exchange A, `sync`, the product (and its reduction
+//! rounds, two syncs each).
+
+use std::collections::BTreeMap;
+
+use ipuc_dialects::ipu::{build, SectionKind, TensorPiece};
+use ipuc_dialects::nn;
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, Location, OpId, Type, Value};
+
+use super::block::positions;
+use super::block_exchange::input_panel_transfers;
+use super::block_match::constant_operand;
+use super::codegen::{
+    emit_standalone, layout, replicated_constant, Calls, Constants, Frame, PlacedGemm, TileLayout,
+};
+use super::ln_tiles::{LnTiles, LN_ROWS};
+use super::passes::{only_user, ADD};
+use super::plan::{plan_gemm, Epilogue, GemmPlan, GemmShape, Rejected};
+use super::schedule::{schedule, Schedule};
+use crate::codelets::amp::AmpVariant;
+use crate::codelets::emitter::{inst, op, Emitter};
+
+/// A patch embedding's sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PatchShape {
+    /// Image channels.
+    pub channels: u32,
+    /// Image height.
+    pub height: u32,
+    /// Image width.
+    pub width: u32,
+    /// The patch's side (the convolution's kernel and stride).
+    pub patch: u32,
+    /// The embedding's width (output channels), a multiple of 16.
+    pub d: u32,
+}
+
+impl PatchShape {
+    /// Patches across and down.
+    pub fn grid(&self) -> (u32, u32) {
+        (self.width / self.patch, self.height / self.patch)
+    }
+
+    /// Tokens: one per patch.
+    pub fn tokens(&self) -> u32 {
+        let (gw, gh) = self.grid();
+        gw * gh
+    }
+
+    /// Values of one patch row.
+    pub fn k(&self) -> u32 {
+        self.channels * self.patch * self.patch
+    }
+
+    /// A row as the row tiles hold it: whole 16-channel panels.
+    pub fn k_padded(&self) -> u32 {
+        self.k().next_multiple_of(16)
+    }
+}
+
+/// The constants, row-major.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PatchConstants {
+    /// `[k, d]`: row `c p p + y p + x` is the kernel's tap (c, y, x).
+    pub w: Vec<f64>,
+    /// `[tokens, d]`: the convolution's bias plus the position table.
+    pub rows: Vec<f64>,
+}
+
+/// A matched patch embedding.
+#[derive(Clone, Debug)]
+pub struct PatchMatch {
+    /// Its ops.
+    pub ops: Vec<OpId>,
+    /// The sizes.
+    pub shape: PatchShape,
+    /// The convolution.
+    pub conv: OpId,
+    /// The position add: its result is the block's.
+    pub add: OpId,
+    /// The image (f16).
+    pub input: Value,
+    /// The constants.
+    pub constants: PatchConstants,
+}
+
+/// The patch embedding that starts at convolution `conv`; an error says
+/// what does not match.
+pub fn patch_from(ctx: &Context, conv: OpId) -> Result<PatchMatch, Diagnostic> {
+    let mismatch = |op: OpId, msg: &str| {
+        Diagnostic::op_error(
+            ctx,
+            op,
+            format!("{msg}; the lowering takes a patch embedding: a convolution whose stride is its kernel, reshaped and transposed to tokens, plus a position table"),
+        )
+    };
+    let conv_op = nn::Conv2dOp(conv);
+    let params = conv_op.params(ctx);
+    let input = ctx.operands(conv)[0];
+    let shape_of = |v: Value| -> Vec<i64> {
+        ctx.value_type(v)
+            .shape()
+            .map(<[i64]>::to_vec)
+            .unwrap_or_default()
+    };
+    let (x, w) = (shape_of(input), shape_of(ctx.operands(conv)[1]));
+    let [1, channels, height, width] = x[..] else {
+        return Err(mismatch(conv, "the image must be one static [1, C, H, W]"));
+    };
+    let [d, wc, kh, kw] = w[..] else {
+        return Err(mismatch(conv, "the kernel must be [D, C, k, k]"));
+    };
+    let p = kh;
+    if kw != p || wc != channels || params.strides != [p, p] || params.groups != 1 {
+        return Err(mismatch(
+            conv,
+            "the kernel must be square, over every channel, with its side as its stride",
+        ));
+    }
+    if params.pads != [0; 4] || params.dilations != [1, 1] {
+        return Err(mismatch(
+            conv,
+            "the convolution must have no padding or dilation",
+        ));
+    }
+    if height % p != 0 || width % p != 0 {
+        return Err(mismatch(conv, "the image's sides must be whole patches"));
+    }
+    if d % 16 != 0 {
+        return Err(mismatch(
+            conv,
+            &format!("the embedding width {d} must be a multiple of 16"),
+        ));
+    }
+    let shape = PatchShape {
+        channels: channels as u32,
+        height: height as u32,
+        width: width as u32,
+        patch: p as u32,
+        d: d as u32,
+    };
+    let t = i64::from(shape.tokens());
+    let reshape = only_user(ctx, conv)
+        .filter(|&r| ctx.name_str(r) == nn::RESHAPE && shape_of(ctx.results(r)[0]) == [1, d, t])
+        .ok_or_else(|| {
+            mismatch(
+                conv,
+                &format!("the convolution's only user is not a reshape to [1, {d}, {t}]"),
+            )
+        })?;
+    let transpose = only_user(ctx, reshape)
+        .filter(|&r| {
+            ctx.name_str(r) == nn::TRANSPOSE
+                && ctx.attr(r, "perm").and_then(Attribute::as_i64_list) == Some(vec![0, 2, 1])
+        })
+        .ok_or_else(|| {
+            mismatch(
+                reshape,
+                "the reshape's only user is not a transpose [0, 2, 1]",
+            )
+        })?;
+    let add = only_user(ctx, transpose)
+        .filter(|&a| ctx.name_str(a) == ADD)
+        .ok_or_else(|| mismatch(transpose, "the tokens' only user is not the position add"))?;
+    let tokens = ctx.results(transpose)[0];
+    let pos = *ctx
+        .operands(add)
+        .iter()
+        .find(|&&v| v != tokens)
+        .ok_or_else(|| mismatch(add, "the position add adds the tokens to themselves"))?;
+    if shape_of(pos).iter().product::<i64>() != t * d || shape_of(ctx.results(add)[0]) != [1, t, d]
+    {
+        return Err(mismatch(
+            add,
+            &format!("the position table must be [1, {t}, {d}]"),
+        ));
+    }
+    let block = "patch embedding";
+    let kernel = constant_operand(ctx, conv, block, "the kernel", ctx.operands(conv)[1])?;
+    let bias = match conv_op.bias(ctx) {
+        Some(b) => constant_operand(ctx, conv, block, "the bias", b)?,
+        None => vec![0.0; d as usize],
+    };
+    let table = constant_operand(ctx, add, block, "the position table", pos)?;
+    // The kernel [D, K] transposed to the product's [K, D].
+    let (k, du) = (shape.k() as usize, d as usize);
+    let mut wt = vec![0.0; k * du];
+    for (o, row) in kernel.chunks_exact(k).enumerate() {
+        for (i, &v) in row.iter().enumerate() {
+            wt[i * du + o] = v;
+        }
+    }
+    let rows = table
+        .chunks_exact(du)
+        .flat_map(|r| r.iter().zip(&bias).map(|(p, b)| p + b))
+        .collect();
+    Ok(PatchMatch {
+        ops: vec![conv, reshape, transpose, add],
+        shape,
+        conv,
+        add,
+        input,
+        constants: PatchConstants { w: wt, rows },
+    })
+}
+
+/// The plan: the product, the row tiles, where the rows are.
+#[derive(Clone, Debug)]
+pub struct PatchPlan {
+    /// The sizes.
+    pub shape: PatchShape,
+    /// The product `[tokens, k] x [k, d]` with per-row initial partials.
+    pub product: GemmPlan,
+    /// Its search's best rejected candidates.
+    pub rejected: Vec<Rejected>,
+    /// The row tiles, [`LN_ROWS`] patch rows each.
+    pub row_tiles: Vec<u32>,
+    /// Where the rows are on a row tile (`k_padded` f16 each).
+    pub rows: u32,
+    /// Where the product's tensors are on its tiles.
+    pub layout: TileLayout,
+}
+
+impl PatchPlan {
+    /// The row tiles as [`LnTiles`] that run no LayerNorm (their rows are
+    /// the exchange's source as LayerNorm's output would be).
+    pub fn row_carriers(&self) -> LnTiles<'_> {
+        LnTiles {
+            tiles: &self.row_tiles,
+            m: self.shape.tokens(),
+            c: self.shape.k_padded(),
+            eps: 0.0,
+            x: self.rows,
+            ln_out: self.rows,
+            gamma: self.rows,
+            beta: self.rows,
+            output_f8_scale: None,
+        }
+    }
+
+    /// The product placed on its tiles.
+    pub fn placed(&self) -> PlacedGemm {
+        PlacedGemm::new(&self.product, self.layout, "patch")
+    }
+
+    /// Every tile of the block, ascending.
+    pub fn tiles(&self) -> Vec<u32> {
+        let first = self.product.first_tile;
+        let mut t: Vec<u32> = (first..first + self.product.tiles()).collect();
+        t.extend(&self.row_tiles);
+        t
+    }
+
+    /// The image's pieces (`[1, C, H, W]`, row-major): each run of `p`
+    /// pixels of one channel and image row, at its place in its patch's
+    /// row on the patch's row tile.
+    pub fn input_pieces(&self) -> Vec<TensorPiece> {
+        let s = self.shape;
+        let (p, (gw, _)) = (s.patch, s.grid());
+        let row_bytes = s.k_padded() * 2;
+        let mut out = Vec::new();
+        for c in 0..s.channels {
+            for y in 0..s.height {
+                for gx in 0..gw {
+                    let token = (y / p) * gw + gx;
+                    let tap = c * p * p + (y % p) * p;
+                    let q = (token / LN_ROWS) as usize;
+                    out.push(TensorPiece {
+                        tile: i64::from(self.row_tiles[q]),
+                        address: i64::from(self.rows + (token % LN_ROWS) * row_bytes + tap * 2),
+                        first: i64::from((c * s.height + y) * s.width + gx * p),
+                        count: i64::from(p),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Where `y` is when the block ends: each product tile's owned rows of
+    /// its output groups, 16 channels a piece.
+    pub fn output_pieces(&self) -> Vec<TensorPiece> {
+        let placed = self.placed();
+        positions(&self.product)
+            .into_values()
+            .flat_map(|(i, j, k)| placed.output_pieces((i, j, k), placed.final_view(k)))
+            .collect()
+    }
+
+    /// Syncs every tile of the block runs.
+    pub fn syncs(&self) -> u32 {
+        2 + 2 * self.product.grid_k.trailing_zeros()
+    }
+
+    /// Exchange A: the rows into the product's input panels.
+    pub fn exchange(&self, machine: &MachineModel) -> Schedule {
+        let rows = self.row_carriers();
+        let transfers = input_panel_transfers(&self.placed(), &rows, rows.c * 2);
+        schedule(machine, &self.tiles(), &transfers)
+    }
+
+    /// The estimate, superstep by superstep.
+    pub fn estimate(&self, machine: &MachineModel) -> PatchEstimate {
+        let e = &self.product.estimate;
+        PatchEstimate {
+            exchange: self.exchange(machine).cycles,
+            product: e.compute + e.rounds_exchange + e.reduction + e.epilogue,
+            sync: u64::from(self.syncs()) * u64::from(machine.sync_latency),
+        }
+    }
+
+    /// The plan report's lines.
+    pub fn report(&self, machine: &MachineModel) -> String {
+        let s = self.shape;
+        format!(
+            "patch embedding {}x{}x{} patches of {}, {} tokens x {} (rows of {} padded to {}): rows on tiles {}..={}\n  product: {}\n  estimate: {}\n",
+            s.channels,
+            s.height,
+            s.width,
+            s.patch,
+            s.tokens(),
+            s.d,
+            s.k(),
+            s.k_padded(),
+            self.row_tiles.first().copied().unwrap_or(0),
+            self.row_tiles.last().copied().unwrap_or(0),
+            self.product,
+            self.estimate(machine)
+        )
+    }
+}
+
+/// The block's estimated cycles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PatchEstimate {
+    /// Exchange A.
+    pub exchange: u64,
+    /// The product and its K split's rounds.
+    pub product: u64,
+    /// The syncs.
+    pub sync: u64,
+}
+
+impl PatchEstimate {
+    /// All of it.
+    pub fn total(&self) -> u64 {
+        self.exchange + self.product + self.sync
+    }
+}
+
+impl std::fmt::Display for PatchEstimate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} cycles (exchange {}, product {}, sync {})",
+            self.total(),
+            self.exchange,
+            self.product,
+            self.sync
+        )
+    }
+}
+
+/// Plans the block on the `count` tiles from `first`: the row tiles last,
+/// the product searched over the others.
+pub fn plan_patch_in(
+    shape: PatchShape,
+    whole: &MachineModel,
+    (first, count): (u32, u32),
+) -> Result<PatchPlan, String> {
+    if shape.d == 0 || shape.tokens() == 0 || shape.k() == 0 {
+        return Err("the patch embedding has an empty dimension".into());
+    }
+    let m = shape.tokens();
+    let n_rows = m.div_ceil(LN_ROWS);
+    let Some(gemm_tiles) = count.checked_sub(n_rows).filter(|&t| t > 0) else {
+        return Err(format!(
+            "{m} patch rows need {n_rows} row tiles and the product tiles of its own: the block has {count}"
+        ));
+    };
+    let products = MachineModel {
+        tiles: gemm_tiles,
+        ..whole.clone()
+    };
+    let gemm = GemmShape {
+        m,
+        k: shape.k(),
+        n: shape.d,
+        variant: AmpVariant::F16,
+        epilogue: Epilogue {
+            bias: true,
+            ..Epilogue::default()
+        },
+    };
+    let choice = plan_gemm(gemm, &products).map_err(|e| format!("the product: {e}"))?;
+    let row_bytes = shape.k_padded() * 2;
+    let rows = whole.interleaved_base;
+    if rows + LN_ROWS * row_bytes > whole.sram_end {
+        return Err(format!(
+            "{LN_ROWS} rows of {row_bytes} bytes do not fit a row tile"
+        ));
+    }
+    let product = choice.plan.placed_at(first);
+    Ok(PatchPlan {
+        shape,
+        layout: layout(&product, whole),
+        product,
+        rejected: choice.rejected,
+        row_tiles: (first + gemm_tiles..first + count).collect(),
+        rows,
+    })
+}
+
+/// What [`emit_patch_in`] reports.
+#[derive(Clone, Copy, Debug)]
+pub struct LoweredPatch {
+    /// The `ipu.executable` it was emitted into.
+    pub executable: OpId,
+    /// The estimate.
+    pub estimate: PatchEstimate,
+    /// The most bytes of exchange code on a tile.
+    pub exchange_code_bytes_max: u64,
+}
+
+/// The block as an executable of its own appended to `block`: host tensor
+/// `input0` (the image, of type `x_ty`) and `output0` (the tokens, `y_ty`).
+pub fn emit_patch(
+    ctx: &mut Context,
+    block: BlockId,
+    plan: &PatchPlan,
+    constants: &PatchConstants,
+    (x_ty, y_ty): (Type, Type),
+    machine: &MachineModel,
+    loc: Location,
+) -> Result<LoweredPatch, Diagnostic> {
+    emit_standalone(
+        ctx,
+        block,
+        machine,
+        &loc.clone(),
+        [(x_ty, plan.input_pieces()), (y_ty, plan.output_pieces())],
+        |ctx, frame| emit_patch_in(ctx, frame, plan, constants, machine, loc),
+    )
+}
+
+/// Emits the block's tile programs into `frame`'s executable (see the
+/// module doc); its input and output are [`PatchPlan::input_pieces`] and
+/// [`PatchPlan::output_pieces`].
+pub fn emit_patch_in(
+    ctx: &mut Context,
+    frame: &Frame<'_>,
+    plan: &PatchPlan,
+    constants: &PatchConstants,
+    machine: &MachineModel,
+    loc: Location,
+) -> Result<LoweredPatch, Diagnostic> {
+    let fail = |err: crate::codelets::CodeletError| Diagnostic::error(loc.clone(), err.to_string());
+    let placed = plan.placed();
+    let exchange = plan.exchange(machine);
+    let at = positions(&plan.product);
+    let rounds = plan.product.grid_k.trailing_zeros();
+    let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
+    let mut exchange_code_bytes_max = 0;
+    for t in plan.tiles() {
+        let (tile_op, tile_body) = build::tile(ctx, t, None, loc.clone());
+        ctx.append_op(frame.exe_body, tile_op);
+        let mut e = Emitter::new(ctx, tile_body, loc.clone());
+        e.code_section(".text.main", SectionKind::Supervisor);
+        e.function("main");
+        let mut xcode = (frame.around)(&mut e, t, false);
+        let mut calls = Calls::new();
+        sync(&mut e);
+        xcode += exchange.emit(&mut e, machine, t, "a");
+        sync(&mut e);
+        match at.get(&t) {
+            Some(&pos) => {
+                xcode += placed
+                    .emit_compute(&mut e, pos, machine, &mut calls)
+                    .map_err(fail)?
+                    .1;
+            }
+            None => (0..2 * rounds).for_each(|_| sync(&mut e)),
+        }
+        xcode += (frame.around)(&mut e, t, true);
+        exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
+        e.solo(inst("exitz", [op::mzero()]));
+        e.size_of("main");
+        if at.contains_key(&t) {
+            placed.emit_worker_code(&mut e);
+        }
+        for (name, instance) in &calls {
+            instance.emit_as(&mut e, name).map_err(fail)?;
+        }
+    }
+    placed.emit_constants(
+        ctx,
+        frame.exe_body,
+        Constants {
+            weights: &constants.w,
+            bias: None,
+        },
+        &loc,
+    );
+    placed.emit_row_bias(ctx, frame.exe_body, &constants.rows, &loc);
+    emit_padding(ctx, frame, plan, &loc);
+    Ok(LoweredPatch {
+        executable: frame.executable,
+        estimate: plan.estimate(machine),
+        exchange_code_bytes_max,
+    })
+}
+
+/// Zeros in the rows' padding columns (the last panel the exchange sends
+/// of each row), loaded with the program: one constant per distinct run,
+/// on the tiles that need it.
+fn emit_padding(ctx: &mut Context, frame: &Frame<'_>, plan: &PatchPlan, loc: &Location) {
+    let s = plan.shape;
+    let row_bytes = s.k_padded() * 2;
+    let pad = (s.k_padded() - s.k()) * 2;
+    let mut runs: BTreeMap<(u32, u32), Vec<u32>> = BTreeMap::new();
+    for (q, &tile) in plan.row_tiles.iter().enumerate() {
+        let (lo, hi) = plan.row_carriers().rows(q);
+        for r in 0..hi - lo {
+            if pad > 0 {
+                let at = plan.rows + r * row_bytes + s.k() * 2;
+                runs.entry((at, pad)).or_default().push(tile);
+            }
+        }
+    }
+    for (n, ((address, bytes), tiles)) in runs.into_iter().enumerate() {
+        let t = replicated_constant(
+            ctx,
+            &format!("patch_zero{n}"),
+            (Type::i32(), 4, 8),
+            vec![0; bytes as usize],
+            (&tiles, address),
+            loc.clone(),
+        );
+        ctx.append_op(frame.exe_body, t);
+    }
+}
+
+/// The block in float64 for tokens `rows` of the image `x` (`[C, H, W]`,
+/// f16 values): what a lowered block is checked against.
+pub fn reference_rows(
+    shape: PatchShape,
+    x: &[f64],
+    k: &PatchConstants,
+    rows: &[usize],
+) -> Vec<f64> {
+    let (p, d) = (shape.patch as usize, shape.d as usize);
+    let (gw, _) = shape.grid();
+    let (h, w) = (shape.height as usize, shape.width as usize);
+    let mut out = Vec::with_capacity(rows.len() * d);
+    for &t in rows {
+        let (py, px) = (t / gw as usize * p, t % gw as usize * p);
+        let mut y = k.rows[t * d..(t + 1) * d].to_vec();
+        for c in 0..shape.channels as usize {
+            for dy in 0..p {
+                for dx in 0..p {
+                    let v = x[(c * h + py + dy) * w + px + dx];
+                    let tap = (c * p + dy) * p + dx;
+                    for (o, wv) in y.iter_mut().zip(&k.w[tap * d..(tap + 1) * d]) {
+                        *o += v * wv;
+                    }
+                }
+            }
+        }
+        out.extend(y);
+    }
+    out
+}
