@@ -18,6 +18,7 @@
 // CHECK-NEXT: host io  20.1 us in 2 stream step(s) (30087 host-link cycles, apart from the device's)
 // CHECK: superstep 0 {{.*}}exchange {{ *}}{{[1-9][0-9]*}}
 // CHECK: superstep 1
+// CHECK: compiled {{[0-9.]+}} s, 2 tile(s), {{[0-9.]+}} % of the AMP's peak; batch 1, precision as-is: {{[0-9.]+}} images/s with host io, {{[0-9.]+}} on the device alone
 // CHECK: output0 {{.*}} cosine {{.*}} ok
 // CHECK: PASS: every output is within cosine >= 0.999, relative L2 error <= 1e-2
 
@@ -28,6 +29,9 @@
 // supersteps of the busiest tile's).
 // JSON-SAME: "host_cycles":30087,"host_steps":2,"host_io_s":0.000020058
 // JSON-SAME: "cycles":{{[0-9]+}},"host_io_s":0.000020058,"mfu":{{[0-9.e-]+}},"compute_cycles":{{[0-9]+}},"exchange_cycles":{{[1-9][0-9]*}},"sync_cycles":{{[0-9]+}},"tiles_used":2,"max_tile_bytes":{{[0-9]+}},"exchange_code_bytes_max":{{[1-9][0-9]*}},"compile_s":{{[0-9.e-]+}}
+// A matrix argument is one entry per run; the rates count the host link's
+// streams in, and the device alone.
+// JSON-SAME: "batch":1,"precision":"as-is","images_per_s":{{[0-9.e]+}},"device_images_per_s":{{[0-9.e]+}}
 
 // A data set with stored outputs (here the reference device's, written by
 // -o) is judged against them, not against the reference executor: a

@@ -98,6 +98,16 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         let report = plan_report(&loaded.ctx, func, &machine).map_err(|d| render(&d))?;
         eprint!("{report}");
     }
+    // Entries per run (see `CompiledSummary::batch`).
+    let batch = loaded
+        .ctx
+        .regions(func)
+        .first()
+        .and_then(|&r| loaded.ctx.entry_block(r))
+        .and_then(|b| loaded.ctx.block_args(b).first().copied())
+        .and_then(|a| loaded.ctx.value_type(a).shape().map(<[i64]>::to_vec))
+        .filter(|dims| dims.len() >= 3)
+        .map_or(1, |dims| dims[0].max(1) as u64);
     let lowered = lower_function(&mut loaded.ctx, body, func, &machine).map_err(|d| render(&d))?;
     let attribution = match &args.profile {
         Some(_) => Some(crate::prof::attribution::of_function(
@@ -139,9 +149,23 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         .profile
         .as_ref()
         .map(|p| summarize(p, &plans, &exe, &machine, compile_s))
-        .map(|s| CompiledSummary {
-            exchange_code_bytes_max: lowered.exchange_code_bytes_max,
-            ..s
+        .map(|s| {
+            let rate = |seconds: f64| {
+                if seconds > 0.0 {
+                    batch as f64 / seconds
+                } else {
+                    0.0
+                }
+            };
+            let device_s = s.cycles as f64 / machine.clock_hz;
+            CompiledSummary {
+                exchange_code_bytes_max: lowered.exchange_code_bytes_max,
+                batch,
+                precision: args.precision.clone().unwrap_or_else(|| "as-is".into()),
+                images_per_s: rate(device_s + s.host_io_s),
+                device_images_per_s: rate(device_s),
+                ..s
+            }
         });
     Ok(report)
 }
@@ -187,5 +211,9 @@ fn summarize(
         max_tile_bytes: tile_bytes.values().copied().max().unwrap_or(0),
         exchange_code_bytes_max: 0,
         compile_s,
+        batch: 1,
+        precision: String::new(),
+        images_per_s: 0.0,
+        device_images_per_s: 0.0,
     }
 }

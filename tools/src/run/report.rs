@@ -77,6 +77,17 @@ pub struct CompiledSummary {
     pub exchange_code_bytes_max: u64,
     /// Seconds to load, plan, lower and encode.
     pub compile_s: f64,
+    /// Entries per run: the leading dimension of the first input when it
+    /// has three or more dimensions (images `[N, C, H, W]`, token batches
+    /// `[N, T, C]`), else 1.
+    pub batch: u64,
+    /// The `--precision` the function was converted to (`as-is` without).
+    pub precision: String,
+    /// Entries (images, for an image model) per second, the host link's
+    /// input and output streams included: `batch / (device + host io)`.
+    pub images_per_s: f64,
+    /// Entries per second of the device alone: `batch / device seconds`.
+    pub device_images_per_s: f64,
 }
 
 /// A summary of a simulated run.
@@ -210,6 +221,19 @@ impl Report {
                     st.compute, st.exchange, st.sync
                 );
             }
+        }
+        if let Some(c) = &self.compiled {
+            let _ = writeln!(
+                s,
+                "compiled {:.3} s, {} tile(s), {:.2} % of the AMP's peak; batch {}, precision {}: {:.1} images/s with host io, {:.1} on the device alone",
+                c.compile_s,
+                c.tiles_used,
+                100.0 * c.mfu,
+                c.batch,
+                c.precision,
+                c.images_per_s,
+                c.device_images_per_s
+            );
         }
         if let Some(w) = &self.profile_files {
             let files: Vec<String> = w
