@@ -20,14 +20,16 @@ const MASKED: f32 = -1e30;
 fn softmax_over_panels_matches_float64_and_its_estimate() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(71);
     // (rows, groups, masked columns at the end of each row, scale, extra
-    // bytes between groups): one group; several rows per worker; a row
-    // count that leaves workers idle; attention's 729 keys (46 groups, 7
-    // padded) with so400m's scale 1/sqrt(72).
-    for (rows, groups, masked, scale, gap) in [
-        (1u32, 1u32, 0u32, 1.0f32, 0u32),
-        (13, 3, 5, 0.25, 8),
-        (4, 2, 0, 0.5, 64),
-        (8, 46, 7, 1.0 / 72f32.sqrt(), 0),
+    // bytes between groups, statistics): one group; several rows per
+    // worker; a row count that leaves workers idle; attention's 729 keys
+    // (46 groups, 7 padded) with so400m's scale 1/sqrt(72); the statistics
+    // a key-split attention tile writes, with masked keys in the block.
+    for (rows, groups, masked, scale, gap, stats) in [
+        (1u32, 1u32, 0u32, 1.0f32, 0u32, false),
+        (13, 3, 5, 0.25, 8, true),
+        (4, 2, 0, 0.5, 64, false),
+        (8, 46, 7, 1.0 / 72f32.sqrt(), 0, false),
+        (7, 6, 9, 1.0 / 72f32.sqrt(), 0, true),
     ] {
         let sm = SoftmaxPanels {
             rows,
@@ -37,6 +39,7 @@ fn softmax_over_panels_matches_float64_and_its_estimate() {
             input_stride: rows * 32 + gap,
             output: 0x90000,
             output_stride: rows * 32 + gap,
+            stats: stats.then_some(0x58000),
         };
         let cols = groups * GROUP;
         // Scores in [-30, 30]: scale * (x - max) reaches -60, so some
@@ -85,6 +88,21 @@ fn softmax_over_panels_matches_float64_and_its_estimate() {
             }
         }
         assert_eq!(checked, rows * cols);
+        if let Some(at) = sm.stats {
+            // -m exactly (an f32 of the scores), the sum of the f32 exps.
+            let wide: Vec<f64> = s.iter().map(|&v| f64::from(v)).collect();
+            let raw = sim.read_memory(3, at, rows * 8).unwrap();
+            for (r, (neg_max, sum)) in sm.reference_stats(&wide).into_iter().enumerate() {
+                let word = |i: usize| {
+                    f64::from(f32::from_le_bytes(
+                        raw[8 * r + 4 * i..8 * r + 4 * i + 4].try_into().unwrap(),
+                    ))
+                };
+                assert_eq!(word(0), neg_max, "{what}: row {r}'s -max");
+                let tol = f64::from(cols) * 2f64.powi(-20) * sum;
+                assert_within(word(1), sum, tol, format_args!("{what}: row {r}'s sum"));
+            }
+        }
         assert_launch_as_estimated(
             &sim,
             sm.estimate_cycles().unwrap(),
@@ -105,6 +123,7 @@ fn softmax_over_panels_refuses_what_it_cannot_run() {
         input_stride: 128,
         output: 0x70000,
         output_stride: 128,
+        stats: None,
     };
     assert!(ok.validate().is_ok());
     assert_refused(
@@ -134,6 +153,132 @@ fn softmax_over_panels_refuses_what_it_cannot_run() {
             ..ok.clone()
         },
         "output address 0x70004 is not 8-byte aligned",
+    );
+    assert_refused(
+        &SoftmaxPanels {
+            stats: Some(0x58004),
+            ..ok.clone()
+        },
+        "stats address 0x58004 is not 8-byte aligned",
+    );
+}
+
+#[test]
+fn combining_partial_attention_matches_float64_and_its_estimate() {
+    use ipuc_backend_ipu::codelets::attention_combine::AttentionCombine;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(73);
+    // (rows, partials, groups, gap between partials): two partials of one
+    // row; so400m's five value groups over seven key blocks with rows that
+    // leave workers idle; more rows than workers.
+    for (rows, parts, groups, gap) in [(1u32, 2u32, 1u32, 0u32), (9, 7, 5, 16), (13, 3, 2, 8)] {
+        let scale = 1.0 / 72f32.sqrt();
+        let c = AttentionCombine {
+            rows,
+            parts,
+            groups,
+            scale,
+            input: 0x90000,
+            part_stride: 0,
+            output: 0x60000,
+            output_stride: rows * 32 + 8,
+        };
+        let c = AttentionCombine {
+            part_stride: c.part_bytes() + gap,
+            ..c
+        };
+        let cols = (groups * 16) as usize;
+        // Each partial: O_i row-major, normalised values of V (|v| < 1), and
+        // per row -m_i in [-20, 20] (so the weights span exp(-40 scale))
+        // and a sum of exps in [1, 100].
+        let mut bytes = vec![0u8; (c.part_stride * parts) as usize];
+        let (mut o, mut stats) = (Vec::new(), Vec::new());
+        for i in 0..parts as usize {
+            let oi: Vec<f16> = (0..rows as usize * cols)
+                .map(|_| f16::from_f64(rng.random_range(-1.0..1.0)))
+                .collect();
+            let si: Vec<(f32, f32)> = (0..rows)
+                .map(|_| (rng.random_range(-20.0..20.0), rng.random_range(1.0..100.0)))
+                .collect();
+            let base = i * c.part_stride as usize;
+            let p = panels(&oi, rows as usize, cols);
+            bytes[base..base + 2 * p.len()].copy_from_slice(&f16_bytes(&p));
+            let at = base + (groups * rows * 32) as usize;
+            for (r, (a, b)) in si.iter().enumerate() {
+                bytes[at + 8 * r..at + 8 * r + 4].copy_from_slice(&a.to_le_bytes());
+                bytes[at + 8 * r + 4..at + 8 * r + 8].copy_from_slice(&b.to_le_bytes());
+            }
+            o.push(oi.iter().map(|h| h.to_f64()).collect::<Vec<_>>());
+            stats.push(
+                si.iter()
+                    .map(|&(a, b)| (f64::from(a), f64::from(b)))
+                    .collect::<Vec<_>>(),
+            );
+        }
+        let (prog, counts) = c.program(0, &MachineModel::c600()).unwrap();
+        let sim = simulate(&prog, 0, &[(c.input, &bytes)]);
+        let want = c.reference(&o, &stats);
+        let what = format!("{rows} rows, {parts} partials, {groups} groups");
+        // Each partial's weight rounds to f16, its product and the running
+        // sum round once per partial: |O| <= 1.
+        let bound = f64::from(3 * parts + 1) * 2f64.powi(-11);
+        for g in 0..groups {
+            let raw = sim
+                .read_memory(0, c.output + g * c.output_stride, rows * 32)
+                .unwrap();
+            for (k, got) in f16_values(&raw).into_iter().enumerate() {
+                let (r, col) = (k / 16, g as usize * 16 + k % 16);
+                let w = want[r * cols + col];
+                assert_within(got, w, bound, format_args!("{what}: O[{r}][{col}]"));
+            }
+        }
+        assert_launch_as_estimated(
+            &sim,
+            c.estimate_cycles().unwrap(),
+            &c.worker_rows(),
+            |n| {
+                counts
+                    .launch
+                    .worker_issues(n, counts.repeated(parts, groups))
+            },
+            &what,
+        );
+    }
+}
+
+#[test]
+fn combining_refuses_what_it_cannot_run() {
+    use ipuc_backend_ipu::codelets::attention_combine::AttentionCombine;
+    let ok = AttentionCombine {
+        rows: 4,
+        parts: 3,
+        groups: 2,
+        scale: 0.5,
+        input: 0x90000,
+        part_stride: 4 * 2 * 32 + 32,
+        output: 0x60000,
+        output_stride: 128,
+    };
+    assert!(ok.validate().is_ok());
+    assert_refused(
+        &AttentionCombine {
+            parts: 1,
+            ..ok.clone()
+        },
+        "two partials",
+    );
+    assert_refused(
+        &AttentionCombine {
+            part_stride: 4 * 2 * 32 + 24,
+            ..ok.clone()
+        },
+        "the partial stride 280 must be a multiple of 8, at least 288",
+    );
+    assert_refused(
+        &AttentionCombine {
+            output: 0x90000 + 64,
+            ..ok.clone()
+        },
+        "overlap",
     );
 }
 

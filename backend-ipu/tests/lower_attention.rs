@@ -9,7 +9,7 @@ mod common;
 
 use common::{assert_block_accuracy, cosine_and_rel_l2, run_lowered};
 use ipuc_backend_ipu::lower::attention_block::{
-    emit_attention, plan_attention, reference, AttentionShape,
+    emit_attention, plan_attention, plan_attention_with, reference, AttentionShape,
 };
 use ipuc_backend_ipu::lower::block_values::AttentionValues;
 use ipuc_ipu_arch::MachineModel;
@@ -20,11 +20,20 @@ use rand::{Rng, SeedableRng};
 /// Lowers and runs the block of `s`; returns (cosine, relative L2 error,
 /// simulated cycles, estimated cycles).
 fn run(s: AttentionShape, seed: u64) -> (f64, f64, u64, u64) {
+    run_with(s, seed, None)
+}
+
+/// [`run`] with the blocks of keys per head forced where given.
+fn run_with(s: AttentionShape, seed: u64, key_blocks: Option<u32>) -> (f64, f64, u64, u64) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let AttentionValues { x, constants: k } =
         AttentionValues::random(s, || rng.random_range(-1.0..1.0));
     let machine = MachineModel::c600();
-    let plan = plan_attention(s, &machine).unwrap_or_else(|e| panic!("{e}"));
+    let plan = plan_attention_with(s, &machine, (0, machine.tiles), key_blocks)
+        .unwrap_or_else(|e| panic!("{e}"));
+    if let Some(n) = key_blocks {
+        assert_eq!(plan.core.key_blocks, n, "{}", plan.report(&machine));
+    }
     let mut ctx = Context::new(ipuc_dialects::registry());
     let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
         .unwrap()
@@ -76,21 +85,52 @@ fn attention_blocks_match_float64() {
 }
 
 #[test]
-fn a_block_whose_head_does_not_fit_a_tile_is_refused_with_the_sizes() {
-    // 2048 keys of heads of 72 (padded to 80): 655 KB of keys and values
-    // per head.
-    let err = plan_attention(shape(2048, 1152, 16), &MachineModel::c600()).unwrap_err();
+fn key_split_attention_blocks_match_float64_and_their_estimate() {
+    // The keys of each head over several tiles, each tile's partial
+    // output combined on the tiles of its row block: (tokens, hidden,
+    // heads, blocks of keys). 37 tokens in 2 blocks (32 + 5 keys: the last
+    // block mostly padding, masked) of heads of 24 padded to 32; 70 tokens
+    // in 3 blocks (32 + 32 + 6) of one head of 48; 64 tokens in 4 whole
+    // blocks of 16 (no padded key) of 4 heads.
+    for (s, seed, blocks) in [
+        (shape(37, 96, 4), 4, 2),
+        (shape(70, 48, 1), 5, 3),
+        (shape(64, 64, 4), 6, 4),
+    ] {
+        assert_block_accuracy(s, run_with(s, seed, Some(blocks)), 0.9999, 5e-3);
+    }
+}
+
+#[test]
+fn the_planner_reports_both_forms_and_picks_the_cheaper() {
+    let m = MachineModel::c600();
+    // A block of 64 tokens: both forms plan; so400m's: only the key-split
+    // one (a head's keys and values alone fill the window the products
+    // leave).
+    let p = plan_attention(shape(64, 64, 4), &m).unwrap_or_else(|e| panic!("{e}"));
+    let est: Vec<u64> = p
+        .forms
+        .iter()
+        .map(|f| f.plan.as_ref().unwrap_or_else(|e| panic!("{e}")).1)
+        .collect();
+    assert_eq!(p.core.split(), est[1] < est[0], "{}", p.report(&m));
+    let report = p.report(&m);
     assert!(
-        err.contains("an attention tile does not fit") && err.contains("keys and values take"),
-        "{err}"
+        report.contains("forms: materialised: ") && report.contains("; key-split: "),
+        "{report}"
     );
+    let p = plan_attention(shape(729, 1152, 16), &m).unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.core.split());
+    let why = p.forms[0].plan.as_ref().unwrap_err();
+    assert!(why.contains("an attention tile does not fit"), "{why}");
 }
 
 #[test]
 fn an_attention_tile_holds_as_many_rows_as_fit_and_no_more() {
     use ipuc_backend_ipu::lower::attention_block::core_tile;
-    // so400m's heads: 235 KB of keys and values leave room for about 16
-    // query rows' scores; 255 rows' scores alone would fill the tile.
+    // so400m's heads alone on a tile: 235 KB of keys and values leave room
+    // for a few dozen query rows' scores; 255 rows' scores alone would fill
+    // the tile.
     let m = MachineModel::c600();
     let s = shape(729, 1152, 16);
     let t = core_tile(s, 8, &m).unwrap_or_else(|e| panic!("{e}"));

@@ -8,11 +8,14 @@
 //!    whole panels); the keys are the weights: output channel `t` is key
 //!    `t`, so weight panel `(j, g)` holds `K[8j + o][16g + c]` at `[o][c]`
 //!    ([`TileAttention::key_panels`]), 32-byte rows of K as they are.
-//!    The product starts from initial partials ([`TileAttention::mask_block`]):
-//!    0 for the keys, [`MASKED`] for the keys that pad the last group of
-//!    16, so their probabilities are exactly 0.
+//!    The last panel of 16 keys' launches start from initial partials
+//!    ([`TileAttention::mask_block`]): 0 for the keys, [`MASKED`] for the
+//!    keys that pad it, so their probabilities are exactly 0; the other
+//!    launches start from zero.
 //! 2. `P = softmax(scale * S)` over each row ([`SoftmaxPanels`]), written
-//!    as f16 input panels of the next product (16 keys per panel).
+//!    as f16 input panels of the next product (16 keys per panel), and
+//!    optionally each row's `(-max, sum)` (a key-split attention's tiles
+//!    each see some of the keys).
 //! 3. `O = P V` ([`TileGemm`], `f16v4hihov4amp`: f16 partials). The values
 //!    are the weights: weight panel `(j, g)` holds `V[16g + c][16j + o]` at
 //!    `[o][c]` ([`TileAttention::value_panels`]), V transposed in 16 x 16
@@ -30,7 +33,7 @@ use ipuc_ipu_arch::MachineModel;
 
 use super::amp::{AmpBlock, AmpVariant};
 use super::emitter::{inst, op, Emitter};
-use super::gemm::{GemmCounts, TileGemm};
+use super::gemm::{GemmCounts, GemmSupervisorCounts, GemmWorkerCounts, TileGemm};
 use super::program::Codelet;
 use super::softmax_panels::{SoftmaxPanels, SoftmaxPanelsCounts};
 use super::subroutine::{call_cycles, emit_call, emit_subroutine};
@@ -64,20 +67,37 @@ pub struct TileAttention {
     pub v: u32,
     /// S's buffer ([`TileGemm::output_bytes`] of [`TileAttention::scores`]).
     pub s: u32,
-    /// The mask block ([`TileAttention::mask_block`]): 8 mod 16 bytes from `s`.
+    /// The mask block ([`TileAttention::mask_block`]): 8 mod 16 bytes from
+    /// `q`, in another element pair than `s`.
     pub mask: u32,
     /// P in panel order.
     pub p: u32,
     /// O's buffer; its groups are at [`TileGemm::output_group`] of
     /// [`TileAttention::values`].
     pub o: u32,
+    /// Where the softmax writes each row's `(-max, sum)`
+    /// ([`SoftmaxPanels::stats`]), if anywhere: what a key-split
+    /// attention's combination needs.
+    pub stats: Option<u32>,
+}
+
+/// Where [`TileAttention::place`] put a tile's tensors: the end of what
+/// it placed in the window and the bottom of what it placed below the top.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// The first byte after the window's tensors (K, V, Q, the mask, O
+    /// and the statistics).
+    pub window_end: u32,
+    /// The lowest byte of S and P.
+    pub compute_bottom: u32,
 }
 
 /// Issue counts of a launch, as emitted.
 #[derive(Clone, Debug)]
 pub struct TileAttentionCounts {
-    /// The scores' product.
-    pub scores: GemmCounts,
+    /// The scores' products: the unmasked groups' (if any), the masked
+    /// groups'.
+    pub scores: Vec<GemmCounts>,
     /// The softmax.
     pub softmax: SoftmaxPanelsCounts,
     /// The values' product.
@@ -94,7 +114,9 @@ impl TileAttention {
         self.keys.div_ceil(KEY_PANEL)
     }
 
-    /// The scores' product `S = Q K^T`.
+    /// The scores' product `S = Q K^T` over every key, without the mask
+    /// (its layout: output groups, weights; [`TileAttention::score_parts`]
+    /// are the launches).
     pub fn scores(&self) -> TileGemm {
         let v = AmpVariant::F16F32Partials;
         TileGemm {
@@ -105,8 +127,48 @@ impl TileAttention {
             input: self.q,
             weights: self.k,
             output: self.s,
-            bias: Some(self.mask),
+            bias: None,
         }
+    }
+
+    /// Output groups of S the mask covers: the last panel of 16 keys,
+    /// where every padding key is.
+    fn masked_groups(&self) -> u32 {
+        KEY_PANEL / AmpVariant::F16F32Partials.out_channels() as u32
+    }
+
+    /// Bytes between the masked groups' initial partials: a group's rows
+    /// and a word, whole 16 bytes (each starts 8 mod 16 bytes from Q, whose
+    /// element pair it shares: the AMP loads both in one instruction).
+    fn mask_stride(&self) -> u32 {
+        (self.rows * 32 + 8).next_multiple_of(16)
+    }
+
+    /// The scores' launches: the groups before the last key panel (if
+    /// any) from zero, then each of the last panel's groups from its part
+    /// of the mask.
+    pub fn score_parts(&self) -> Vec<TileGemm> {
+        let all = self.scores();
+        let masked = self.masked_groups();
+        let head = all.n_groups - masked;
+        let mut parts = Vec::new();
+        if head > 0 {
+            parts.push(TileGemm {
+                n_groups: head,
+                ..all.clone()
+            });
+        }
+        for j in 0..masked {
+            parts.push(TileGemm {
+                n_groups: 1,
+                output: all.output + (head + j) * all.group_stride(),
+                weights: all.weights
+                    + (head + j) * all.k_groups * all.variant.weight_bytes() as u32,
+                bias: Some(self.mask + j * self.mask_stride()),
+                ..all.clone()
+            });
+        }
+        parts
     }
 
     /// The softmax from S's groups to P's panels.
@@ -120,6 +182,7 @@ impl TileAttention {
             input_stride: s.group_stride(),
             output: self.p,
             output_stride: self.rows * 32,
+            stats: self.stats,
         }
     }
 
@@ -138,25 +201,47 @@ impl TileAttention {
         }
     }
 
-    /// Where the mask block starts relative to S's buffer: past S and the
-    /// AMP's read-ahead, 8 mod 16 bytes (as [`TileGemm::bias`] needs).
-    pub fn mask_offset(&self) -> u32 {
-        let s = self.scores();
-        (s.output_bytes() as u32 + AmpBlock::READ_PAST_BYTES).next_multiple_of(16) + 8
+    /// Bytes of the mask block.
+    pub fn mask_bytes(&self) -> u64 {
+        u64::from(self.masked_groups() * self.mask_stride())
     }
 
     /// The tile for `rows` query rows, head dimension `head_dim`, `keys`
     /// keys and value dimension `value_dim`, its tensors packed in the
-    /// tile's interleaved memory: the key and value panels from the
-    /// bottom; from the top, S (with its mask) and O in element pairs of
-    /// their own, Q and P in others (each product's input and output in
-    /// different pairs). An error gives the sizes when they do not fit.
+    /// tile's interleaved memory ([`TileAttention::place`] over all of it).
     pub fn packed(
         (rows, head_dim, keys, value_dim): (u32, u32, u32, u32),
         scale: f32,
         machine: &MachineModel,
     ) -> Result<Self, String> {
+        Self::place(
+            (rows, head_dim, keys, value_dim),
+            (scale, false),
+            (machine.interleaved_base, machine.sram_end),
+            machine.sram_end,
+            machine,
+        )
+        .map(|(att, _)| att)
+    }
+
+    /// The tile for the given sizes (`stats`: with the softmax's
+    /// statistics), placed in interleaved memory: in the window
+    /// `[window.0, window.1)` what the exchanges write and the combination
+    /// reads (the key and value panels, Q, the mask, O and the
+    /// statistics), from its bottom; below `compute_top`, in element pairs
+    /// of their own above the window's, S and P, which live only while the
+    /// tile computes. Each product's input and output are then in
+    /// different element pairs. An error gives the sizes when they do not
+    /// fit.
+    pub fn place(
+        (rows, head_dim, keys, value_dim): (u32, u32, u32, u32),
+        (scale, stats): (f32, bool),
+        window: (u32, u32),
+        compute_top: u32,
+        machine: &MachineModel,
+    ) -> Result<(Self, Placement), String> {
         let pair = u64::from(2 * machine.element_bytes);
+        let past = u64::from(AmpBlock::READ_PAST_BYTES);
         let mut att = TileAttention {
             rows,
             head_dim,
@@ -164,46 +249,86 @@ impl TileAttention {
             value_dim,
             scale,
             q: 0,
-            k: machine.interleaved_base,
+            k: window.0.next_multiple_of(16),
             v: 0,
             s: 0,
             mask: 0,
             p: 0,
             o: 0,
+            stats: None,
         };
-        att.v = (att.k + att.scores().weight_bytes() as u32).next_multiple_of(16);
-        let weights_end = u64::from(att.v) + att.values().weight_bytes();
-        let past = u64::from(AmpBlock::READ_PAST_BYTES);
-        let after = |at: u64, bytes: u64| (at + bytes + past).next_multiple_of(16);
-        // Offsets within each group of pairs.
-        let mask = u64::from(att.mask_offset());
-        let o = after(mask, att.scores().bias_bytes());
-        let y = (o + att.values().output_bytes() + past).next_multiple_of(pair);
-        let p = after(0, att.scores().input_bytes());
-        let x = (p + att.values().input_bytes() + past).next_multiple_of(pair);
-        let top = u64::from(machine.sram_end);
-        match top
-            .checked_sub(y)
-            .and_then(|t| t.checked_sub(x))
-            .filter(|&b| b >= weights_end)
-        {
-            Some(x0) => {
-                let y0 = top - y;
-                att.q = x0 as u32;
-                att.p = (x0 + p) as u32;
-                att.s = y0 as u32;
-                att.mask = (y0 + mask) as u32;
-                att.o = (y0 + o) as u32;
-                att.validate().map_err(|e| e.to_string())?;
-                Ok(att)
-            }
-            None => Err(format!(
-                "an attention tile does not fit: one head's keys and values take {} bytes, {rows} query rows' Q, scores, probabilities and output {}, against {} bytes of interleaved memory (the keys are not split over tiles yet)",
-                weights_end - u64::from(machine.interleaved_base),
-                x + y,
-                machine.sram_end - machine.interleaved_base
-            )),
+        let after = |at: u64, bytes: u64, align: u64| (at + bytes + past).next_multiple_of(align);
+        att.v = after(u64::from(att.k), att.scores().weight_bytes(), 16) as u32;
+        let q = after(u64::from(att.v), att.values().weight_bytes(), 16);
+        let mask = after(q, att.scores().input_bytes(), 16) + 8;
+        let o = after(mask, att.mask_bytes(), 16);
+        let st = after(o, att.values().output_bytes(), 8);
+        let window_end = st + if stats { u64::from(rows) * 8 } else { 0 };
+        let top = u64::from(compute_top) / pair * pair;
+        let s_bytes = att.scores().output_bytes() + past;
+        let p_bytes = att.values().input_bytes() + past;
+        let fits = top
+            .checked_sub(s_bytes)
+            .map(|s| s / 16 * 16)
+            .and_then(|s| Some((s, s.checked_sub(p_bytes)? / 16 * 16)))
+            .filter(|&(_, p)| p / pair * pair >= window_end && window_end <= u64::from(window.1));
+        let Some((s, p)) = fits else {
+            return Err(format!(
+                "an attention tile does not fit: its keys and values take {} bytes, {rows} query rows' Q, mask, output and statistics {}, against a window of {} bytes; their scores and probabilities {} (in whole element pairs) above it, below 0x{compute_top:x}",
+                q - u64::from(att.k),
+                window_end - q,
+                u64::from(window.1 - window.0),
+                (s_bytes + p_bytes).div_ceil(pair) * pair,
+            ));
+        };
+        att.q = q as u32;
+        att.mask = mask as u32;
+        att.o = o as u32;
+        att.stats = stats.then_some(st as u32);
+        att.s = s as u32;
+        att.p = p as u32;
+        att.validate().map_err(|e| e.to_string())?;
+        Ok((
+            att,
+            Placement {
+                window_end: window_end as u32,
+                compute_bottom: p as u32,
+            },
+        ))
+    }
+
+    /// Emits the supervisor's part into the open supervisor section: the
+    /// scores' launch loops, a call of the softmax (subroutine
+    /// `{tag}_softmax`, which the caller emits: [`TileAttention::softmax`])
+    /// and the values' launch loop. [`TileAttention::emit_workers`] emits
+    /// what they run.
+    pub fn emit_supervisor(
+        &self,
+        e: &mut Emitter,
+        tag: &str,
+    ) -> Result<(Vec<GemmSupervisorCounts>, GemmSupervisorCounts), CodeletError> {
+        let mut scores = Vec::new();
+        for (i, part) in self.score_parts().iter().enumerate() {
+            scores.push(part.emit_supervisor(e, &format!("{tag}_s{i}"))?);
         }
+        emit_call(e, &format!("{tag}_softmax"));
+        let values = self.values().emit_supervisor(e, &format!("{tag}_pv"))?;
+        Ok((scores, values))
+    }
+
+    /// Emits the products' workers and vertex states.
+    pub fn emit_workers(
+        &self,
+        e: &mut Emitter,
+        tag: &str,
+    ) -> (Vec<GemmWorkerCounts>, GemmWorkerCounts) {
+        let scores = self
+            .score_parts()
+            .iter()
+            .enumerate()
+            .map(|(i, part)| part.emit_workers(e, &format!("{tag}_s{i}")))
+            .collect();
+        (scores, self.values().emit_workers(e, &format!("{tag}_pv")))
     }
 
     /// Checks the parameters: each part's own checks, and the mask block
@@ -215,13 +340,15 @@ impl TileAttention {
                 self.rows, self.head_dim, self.keys, self.value_dim
             )));
         }
-        if self.mask % 16 != self.s.wrapping_add(8) % 16 {
+        if self.mask % 16 != self.q.wrapping_add(8) % 16 {
             return Err(Self::err(format!(
-                "the mask block at 0x{:x} must start 8 mod 16 bytes from S at 0x{:x}",
-                self.mask, self.s
+                "the mask block at 0x{:x} must start 8 mod 16 bytes from Q at 0x{:x}",
+                self.mask, self.q
             )));
         }
-        self.scores().validate()?;
+        for part in self.score_parts() {
+            part.validate()?;
+        }
         self.softmax().validate()?;
         self.values().validate()
     }
@@ -241,14 +368,29 @@ impl TileAttention {
             .weight_panels(v, self.keys as usize, self.value_dim as usize, zero)
     }
 
-    /// The mask block's f32 values: 0 for every key, [`MASKED`] for the
-    /// padding keys, each group's row repeated for every query row.
+    /// The mask block's f32 values (the initial partials of the last
+    /// panel of keys' scores): 0 for its keys, [`MASKED`] for the padding
+    /// keys, each group's row repeated for every query row.
     pub fn mask_block(&self) -> Vec<f64> {
-        let s = self.scores();
-        let b: Vec<f64> = (0..s.n_groups * s.variant.out_channels() as u32)
-            .map(|t| if t < self.keys { 0.0 } else { MASKED })
-            .collect();
-        s.bias_block(&b)
+        let first = (self.key_panels_count() - 1) * KEY_PANEL;
+        let ko = AmpVariant::F16F32Partials.out_channels() as u32;
+        let parts = self.score_parts();
+        let mut out = Vec::new();
+        for (j, part) in parts[parts.len() - self.masked_groups() as usize..]
+            .iter()
+            .enumerate()
+        {
+            let lo = first + j as u32 * ko;
+            let b: Vec<f64> = (lo..lo + ko)
+                .map(|t| if t < self.keys { 0.0 } else { MASKED })
+                .collect();
+            out.extend(part.bias_block(&b));
+            out.resize(
+                out.len().next_multiple_of(self.mask_stride() as usize / 4),
+                0.0,
+            );
+        }
+        out
     }
 
     /// Float64 reference: `O` row-major `[rows, value_dim]` from Q
@@ -278,27 +420,27 @@ impl TileAttention {
 impl Codelet for TileAttention {
     type Counts = TileAttentionCounts;
 
-    /// `main`: the scores' launch loop, a call of the softmax, the values'
-    /// launch loop; then both products' workers and vertex states and the
-    /// softmax subroutine.
+    /// `main`: the scores' launch loops, a call of the softmax, the
+    /// values' launch loop; then the products' workers and vertex states
+    /// and the softmax subroutine.
     fn emit(&self, e: &mut Emitter) -> Result<TileAttentionCounts, CodeletError> {
         self.validate()?;
-        let (scores, softmax, values) = (self.scores(), self.softmax(), self.values());
         e.code_section(".text.attention_supervisor", SectionKind::Supervisor);
         e.function("main");
-        let s_sup = scores.emit_supervisor(e, "attn_s")?;
-        emit_call(e, "attn_softmax");
-        let v_sup = values.emit_supervisor(e, "attn_pv")?;
+        let (s_sup, v_sup) = self.emit_supervisor(e, "attn")?;
         e.solo(inst("exitz", [op::mzero()]));
         e.size_of("main");
-        let s_work = scores.emit_workers(e, "attn_s");
-        let v_work = values.emit_workers(e, "attn_pv");
-        let softmax_counts = emit_subroutine(e, "attn_softmax", &softmax)?;
+        let (s_work, v_work) = self.emit_workers(e, "attn");
+        let softmax_counts = emit_subroutine(e, "attn_softmax", &self.softmax())?;
         Ok(TileAttentionCounts {
-            scores: GemmCounts {
-                supervisor: s_sup,
-                workers: s_work,
-            },
+            scores: s_sup
+                .into_iter()
+                .zip(s_work)
+                .map(|(supervisor, workers)| GemmCounts {
+                    supervisor,
+                    workers,
+                })
+                .collect(),
             softmax: softmax_counts,
             values: GemmCounts {
                 supervisor: v_sup,
@@ -309,7 +451,13 @@ impl Codelet for TileAttention {
 
     fn cycles(&self, c: &TileAttentionCounts) -> u64 {
         let machine = MachineModel::c600();
-        c.scores.cycles(&self.scores(), &machine)
+        let scores: u64 = c
+            .scores
+            .iter()
+            .zip(self.score_parts())
+            .map(|(counts, part)| counts.cycles(&part, &machine))
+            .sum();
+        scores
             + call_cycles(&machine)
             + self.softmax().cycles(&c.softmax)
             + c.values.cycles(&self.values(), &machine)

@@ -9,6 +9,7 @@ pub mod amp;
 pub mod amp_f16acts;
 pub mod amp_poplibs;
 pub mod attention;
+pub mod attention_combine;
 pub mod cast;
 pub mod copy;
 pub mod elementwise;

@@ -72,6 +72,12 @@ pub struct SoftmaxPanels {
     pub output: u32,
     /// Bytes between output groups: a multiple of 8, at least `32 * rows`.
     pub output_stride: u32,
+    /// Where each row's statistics go, if anywhere: row `r`'s `(-m_r,
+    /// sum_r)` as two f32 at `stats + 8 r` (8-byte aligned), `m_r` the
+    /// row's maximum of S (unscaled) and `sum_r` the sum of its `exp`s,
+    /// which is what combining several blocks of keys needs
+    /// ([`super::attention_combine`]).
+    pub stats: Option<u32>,
 }
 
 /// Issue counts of a launch, as emitted: the row loop's straight-line
@@ -122,6 +128,9 @@ impl SoftmaxPanels {
             ));
         }
         check_alignment(TAG, &[("input", self.input, 8), ("output", self.output, 8)])?;
+        if let Some(at) = self.stats {
+            check_alignment(TAG, &[("stats", at, 8)])?;
+        }
         // Steps of two input strides and one output stride are `add`
         // immediates (16 bits, signed).
         let most = (i16::MAX as u32 / 2) & !7;
@@ -284,6 +293,9 @@ impl SoftmaxPanels {
         ] {
             e.solo(s);
         }
+        if self.stats.is_some() {
+            e.solo(load_state_word(op::m(4), 4)); // the stats row
+        }
         e.aligned_label(&format!(".L{TAG}_row"));
         let setup = e.issues();
         // Pass 1: the maximum, from the row's first pair.
@@ -313,6 +325,20 @@ impl SoftmaxPanels {
             // The sum of both lanes, its reciprocal as four f16 lanes.
             inst("mov", [op::a(4), op::a(9)]),
             inst("f32v2add", [p(8), p(8), p(4)]),
+        ] {
+            e.solo(s);
+        }
+        if self.stats.is_some() {
+            // (-m, sum) while both are in registers.
+            for s in [
+                inst("mov", [op::a(11), op::a(8)]),
+                inst("st64", [p(10), op::m(4), op::mzero(), op::imm(0)]),
+                inst("add", [op::m(4), op::m(4), op::imm(8)]),
+            ] {
+                e.solo(s);
+            }
+        }
+        for s in [
             inst("f32oox", [op::a(4), op::a(8)]),
             inst("mov", [op::a(5), op::a(4)]),
             inst("f32v2tof16", [op::a(10), p(4)]),
@@ -360,6 +386,23 @@ impl SoftmaxPanels {
         out
     }
 
+    /// Float64 reference of the statistics of `s` (as [`SoftmaxPanels::reference`]
+    /// takes it): per row `(-m_r, sum_j exp(scale (S[r, j] - m_r)))`.
+    pub fn reference_stats(&self, s: &[f64]) -> Vec<(f64, f64)> {
+        let (rows, cols) = (self.rows as usize, (self.groups * GROUP) as usize);
+        let s_at = |r: usize, j: usize| (j / 8 * rows + r) * 8 + j % 8;
+        let scale = f64::from(self.scale);
+        (0..rows)
+            .map(|r| {
+                let m = (0..cols)
+                    .map(|j| s[s_at(r, j)])
+                    .fold(f64::NEG_INFINITY, f64::max);
+                let sum = (0..cols).map(|j| (scale * (s[s_at(r, j)] - m)).exp()).sum();
+                (-m, sum)
+            })
+            .collect()
+    }
+
     /// Largest error of an output against the reference `want`, when the
     /// exponents `scale * (x - m)` are at most `spread` in magnitude: their
     /// two f32 roundings (`x - m`, the product), the exp, three f16
@@ -375,18 +418,21 @@ impl Codelet for SoftmaxPanels {
     /// Emits the launch (supervisor entry `main`, six workers).
     fn emit(&self, e: &mut Emitter) -> Result<SoftmaxPanelsCounts, CodeletError> {
         self.validate()?;
-        let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 4);
+        let words = 4 + usize::from(self.stats.is_some());
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, words);
         let (empty, rows, group) = self.emit_worker(e);
         let shares = self.worker_rows();
         let offs = offsets(&shares);
-        // S row, P row, rows, the scale.
+        // S row, P row, rows, the scale (and the stats row).
         let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
-            vec![
+            let mut words = vec![
                 self.input + offs[w] * IN_ROW,
                 self.output + offs[w] * OUT_ROW,
                 shares[w],
                 self.scale.to_bits(),
-            ]
+            ];
+            words.extend(self.stats.map(|at| at + offs[w] * 8));
+            words
         });
         let launch = launch::end_row_launch(e, TAG, &states, supervisor, empty, rows);
         Ok(SoftmaxPanelsCounts { launch, group })

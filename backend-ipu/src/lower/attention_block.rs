@@ -9,8 +9,8 @@
 //! channels are exact zeros all the way to the output product, whose
 //! weight rows for them are zeros too.
 //!
-//! **Four products on disjoint tiles** ([`AttentionPlan`]), each planned
-//! by the GEMM search on its share of the chip:
+//! **Three products and the attention tiles** ([`AttentionPlan`]), the
+//! products planned by the GEMM search:
 //!
 //! - *qk*: `[m, c] x [c, 2 H dp]`, Q and K with their biases;
 //! - *vt*: `V^T = W_v^T LN(x)^T`, `[H dp, c] x [c, m]`, the product
@@ -20,18 +20,35 @@
 //!   reads, with no transpose. The value bias is folded into the output
 //!   bias: the probabilities of a row sum to 1, so `P (V + 1 b_v) W_o =
 //!   P V W_o + b_v W_o`.
-//! - *attention*: one tile per head and block of query rows
-//!   ([`crate::codelets::attention::TileAttention`]), holding the head's
-//!   whole K and V (the materialised form: every score of its rows on the
-//!   tile, the softmax local);
+//! - *attention*: one tile per head, block of query rows and block of keys
+//!   ([`CorePlan`], [`crate::codelets::attention::TileAttention`]). With one
+//!   block of keys (*materialised*) a tile holds every key and value of its
+//!   head; with several (*key-split*) each tile's softmax covers its keys
+//!   and writes each row's maximum and sum, and the tiles of a row block
+//!   combine their partial outputs
+//!   ([`crate::codelets::attention_combine`]). The planner takes the form
+//!   with the lower estimate ([`FormEstimate`]; the report shows both).
 //! - *out*: `[m, H dp] x [H dp, c]` with the folded bias, then `+ x`.
+//!
+//! **Tiles shared in time.** qk and vt run together on disjoint tiles (2:1
+//! by their multiply-accumulates) before the LN tiles; out and the
+//! attention tiles each use all of those tiles, one after the other. A
+//! tile's interleaved memory, from the bottom: the weights (qk's or vt's,
+//! then out's) and the bias blocks, constants for the whole program; the
+//! attention's *window* (what exchange B writes, the masks and padding
+//! zeros, O, the statistics and the combined rows); from the top, each
+//! product's inputs, outputs and reduction buffers (live in turn), over
+//! which the attention's scores and probabilities and the partials'
+//! receive buffer lie while they are dead.
 //!
 //! Supersteps (every tile runs every sync): LayerNorm on the LN tiles;
 //! exchange A (LayerNorm's rows to qk's input panels and vt's weight
 //! panels, x's rows to the out tiles that own them); qk and vt with their
 //! reductions; exchange B (Q panels, key rows and value panels to the
-//! attention tiles); the attention; exchange C (the attention's output
-//! to out's input panels); out, its reduction and the residual add.
+//! attention tiles); the attention; with the keys split, exchange D (the
+//! partial rows and statistics to the tiles that combine them) and the
+//! combination; exchange C (the attention's output to out's input
+//! panels); out, its reduction and the residual add.
 //!
 //! Rows and keys that pad a block to whole groups are never written by
 //! an exchange: where a product would read them (vt's weight rows of the
@@ -39,11 +56,10 @@
 //! rows past the last), constant zeros are loaded with the program, so no
 //! stale word (a NaN times a zero probability) can reach a real result.
 //!
-//! Known limits, each a plan to lift: the four stages run on disjoint
-//! tiles (a quarter of the chip each at best); every attention tile
-//! receives its head's whole K and V, which for so400m (729 keys) is
-//! 235 KB per tile and an exchange of about 60k cycles (splitting the keys
-//! over tiles with a flash-style combination is the next step); f16 only.
+//! Known limits: f16 only (the MLP block's FP8 path is not used here
+//! yet); the exchanges are scheduled greedily, and wide multicasts (K and
+//! V to every row block, Q to every key block, out's input to every grid
+//! column) serialise, so for so400m they dominate the block.
 
 use std::collections::BTreeMap;
 
@@ -51,7 +67,7 @@ use ipuc_dialects::ipu::{build, SectionKind, TensorPiece};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
-use super::attention_exchange::{exchange_a, exchange_b, exchange_c, ZeroRun};
+use super::attention_exchange::{exchange_a, exchange_b, exchange_c, exchange_d, ZeroRun};
 use super::block::{emit_owned_adds, encode_f16, owned_rows_max, positions, LN_ROWS};
 use super::block_exchange::residual_view;
 use super::codegen::{
@@ -60,13 +76,14 @@ use super::codegen::{
 use super::ln_tiles::LnTiles;
 use super::plan::{plan_gemm, Epilogue, GemmPlan, GemmShape};
 use super::reduce;
-use super::schedule::schedule;
+use super::schedule::{schedule, Schedule};
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::attention::TileAttention;
+use crate::codelets::attention_combine::AttentionCombine;
 use crate::codelets::elementwise::BinaryOp;
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::program::Codelet;
-use crate::codelets::subroutine::emit_call;
+use crate::codelets::subroutine::{call_cycles, emit_call};
 
 /// The block's sizes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -125,7 +142,14 @@ pub struct AttentionConstants {
     pub b_o: Vec<f64>,
 }
 
-/// The attention tiles: one per head and block of query rows.
+/// The attention tiles: one per head, block of query rows and block of
+/// keys. With one block of keys (the *materialised* form) a tile holds
+/// every score of its rows; with several (the *key-split* form) each
+/// tile's softmax covers its keys alone and writes each row's maximum and
+/// sum of exponentials, and the tiles of a head and row block then combine
+/// their partial outputs: tile `kb` of the row block receives every
+/// tile's rows [`CorePlan::owned`] by it (exchange D) and combines them
+/// ([`crate::codelets::attention_combine`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CorePlan {
     /// The first.
@@ -134,18 +158,59 @@ pub struct CorePlan {
     pub rows: u32,
     /// Blocks of rows per head.
     pub blocks: u32,
+    /// Blocks of keys per head (1: materialised).
+    pub key_blocks: u32,
+    /// Keys per block, a multiple of 16 (the last block may hold fewer).
+    pub keys: u32,
 }
 
 impl CorePlan {
-    /// The tile of head `h`, block `b`.
-    pub fn tile(&self, h: u32, b: u32) -> u32 {
-        self.first_tile + h * self.blocks + b
+    /// The tile of head `h`, row block `b`, key block `kb`.
+    pub fn tile(&self, h: u32, b: u32, kb: u32) -> u32 {
+        self.first_tile + (h * self.blocks + b) * self.key_blocks + kb
+    }
+
+    /// Tiles.
+    pub fn tiles(&self, heads: u32) -> u32 {
+        heads * self.blocks * self.key_blocks
     }
 
     /// Real rows `[lo, hi)` of block `b`.
     pub fn rows_of(&self, b: u32, m: u32) -> (u32, u32) {
         let lo = b * self.rows;
         (lo, (lo + self.rows).min(m))
+    }
+
+    /// Real keys `[lo, hi)` of key block `kb`.
+    pub fn keys_of(&self, kb: u32, m: u32) -> (u32, u32) {
+        let lo = kb * self.keys;
+        (lo, (lo + self.keys).min(m))
+    }
+
+    /// Rows of a row block each key-block tile combines.
+    pub fn owned_rows(&self) -> u32 {
+        self.rows.div_ceil(self.key_blocks)
+    }
+
+    /// The rows `[lo, hi)` (of the block's `rows`) key-block tile `kb`
+    /// combines: all of them when materialised.
+    pub fn owned(&self, kb: u32) -> (u32, u32) {
+        let n = self.owned_rows();
+        ((kb * n).min(self.rows), ((kb + 1) * n).min(self.rows))
+    }
+
+    /// Whether the keys are split over tiles.
+    pub fn split(&self) -> bool {
+        self.key_blocks > 1
+    }
+
+    /// The form's name.
+    pub fn form(&self) -> &'static str {
+        if self.split() {
+            "key-split"
+        } else {
+            "materialised"
+        }
     }
 }
 
@@ -162,8 +227,10 @@ pub struct AttentionLayout {
     pub residual: u32,
     /// `out + residual` (region 0, another bank).
     pub sum: u32,
-    /// The attention tiles' tensors (sizes: every tile's).
+    /// The attention tiles' tensors (sizes: a whole block of keys').
     pub core: TileAttention,
+    /// With the keys split: where the partials and the combined rows are.
+    pub combine: Option<CombineLayout>,
     /// x's rows on an LN tile.
     pub x: u32,
     /// LayerNorm's output rows.
@@ -172,6 +239,46 @@ pub struct AttentionLayout {
     pub gamma: u32,
     /// beta.
     pub beta: u32,
+}
+
+/// A key-split attention tile's combination buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CombineLayout {
+    /// The partials' receive buffer: one slot per key block (exchange D
+    /// writes it over S and P, which are dead by then).
+    pub input: u32,
+    /// Bytes between slots.
+    pub part_stride: u32,
+    /// The combined rows, group `g` at `output + g output_stride` (beside
+    /// the window's tensors: exchange C reads them while it writes out's
+    /// input).
+    pub output: u32,
+    /// Bytes between the combined rows' groups.
+    pub output_stride: u32,
+}
+
+/// The best plan of one form of the attention and its estimated cycles
+/// (exchange B, the tiles, exchange D and the combination, their syncs),
+/// or why the form has none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FormEstimate {
+    /// `materialised` or `key-split`.
+    pub form: &'static str,
+    /// The tiles and the estimate, or the reason.
+    pub plan: Result<(CorePlan, u64), String>,
+}
+
+impl std::fmt::Display for FormEstimate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.plan {
+            Ok((c, cycles)) => write!(
+                f,
+                "{}: {} blocks of {} query rows x {} blocks of {} keys per head, about {cycles} cycles",
+                self.form, c.blocks, c.rows, c.key_blocks, c.keys
+            ),
+            Err(e) => write!(f, "{}: none ({e})", self.form),
+        }
+    }
 }
 
 /// The block's plan.
@@ -191,13 +298,25 @@ pub struct AttentionPlan {
     pub ln_tiles: Vec<u32>,
     /// Memory.
     pub layout: AttentionLayout,
+    /// The best plan of each form (materialised, key-split), the chosen
+    /// one among them.
+    pub forms: Box<[FormEstimate; 2]>,
 }
 
 impl AttentionPlan {
     /// Every tile the block uses, ascending.
     pub fn tiles(&self) -> Vec<u32> {
         let first = self.qk.first_tile;
-        let mut t: Vec<u32> = (first..self.out.first_tile + self.out.tiles()).collect();
+        let end = [
+            self.qk.first_tile + self.qk.tiles(),
+            self.vt.first_tile + self.vt.tiles(),
+            self.out.first_tile + self.out.tiles(),
+            self.core.first_tile + self.core.tiles(self.shape.heads),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(first);
+        let mut t: Vec<u32> = (first..end).collect();
         t.extend(&self.ln_tiles);
         t
     }
@@ -239,7 +358,26 @@ impl AttentionPlan {
     /// Syncs every tile of the block runs.
     pub fn syncs(&self) -> u32 {
         let r = |p: &GemmPlan| p.grid_k.trailing_zeros();
-        6 + 2 * (r(&self.qk).max(r(&self.vt)) + r(&self.out))
+        6 + 2 * (r(&self.qk).max(r(&self.vt)) + r(&self.out)) + 2 * u32::from(self.core.split())
+    }
+
+    /// The attention tile of key block `kb` (the last holds fewer keys).
+    pub fn core_of(&self, kb: u32) -> TileAttention {
+        let (lo, hi) = self.core.keys_of(kb, self.shape.m);
+        TileAttention {
+            keys: hi - lo,
+            ..self.layout.core
+        }
+    }
+
+    /// The combination on key-block tile `kb` (with the keys split and
+    /// rows to combine there).
+    pub fn combine_on(&self, b: u32, kb: u32) -> Option<AttentionCombine> {
+        let c = self.layout.combine?;
+        let (lo, hi) = self.core.owned(kb);
+        let (_, real) = self.core.rows_of(b, self.shape.m);
+        let hi = hi.min(real - b * self.core.rows);
+        (hi > lo).then(|| combine_of(self.shape, &self.core, &c, hi - lo))
     }
 
     /// The products placed at their layouts.
@@ -252,16 +390,40 @@ impl AttentionPlan {
         ]
     }
 
-    /// The report: each stage's tiles and estimate.
+    /// The report: each stage's tiles and estimate, both forms of the
+    /// attention, the memory of a tile.
     pub fn report(&self, machine: &MachineModel) -> String {
         let s = &self.shape;
-        let core = &self.layout.core;
-        let est = core
+        let core = &self.core;
+        let att = self.core_of(0);
+        let est = att
             .estimate_cycles()
             .map_or_else(|e| e.to_string(), |c| c.to_string());
-        let (a, b, c) = self.schedules(machine);
+        let combine = match self.combine_on(0, 0).map(|c| c.estimate_cycles()) {
+            Some(Ok(c)) => format!(", then {c} cycles to combine {} rows", core.owned_rows()),
+            Some(Err(e)) => format!(", combination: {e}"),
+            None => String::new(),
+        };
+        let x = self.schedules(machine);
+        let d =
+            x.d.as_ref()
+                .map_or_else(String::new, |d| format!(", exchange D {} cycles", d.cycles));
+        let l = &self.layout;
+        let lay = &l.core;
+        let window_end = l.combine.map_or(
+            lay.stats
+                .map_or(lay.o + lay.values().output_bytes() as u32, |st| {
+                    st + 8 * core.rows
+                }),
+            |c| c.output + s.dp() / 16 * c.output_stride,
+        );
+        let transient = [&l.qk, &l.vt, &l.out]
+            .iter()
+            .map(|t| t.reduction.map_or(t.input, |r| r[2]).min(t.input))
+            .min()
+            .unwrap_or(machine.sram_end);
         format!(
-            "attention block {}x{}, {} heads of {} (padded to {}): LayerNorm on tiles {}..={} ({} rows each)\n  qk: {}\n  vt: {}\n  attention: tiles {}..={} ({} per head, {} query rows x {} keys each, materialised): {est} cycles per tile\n  out: {}\n  exchange A {} cycles, exchange B {} cycles, exchange C {} cycles (scheduled)\n",
+            "attention block {}x{}, {} heads of {} (padded to {}): LayerNorm on tiles {}..={} ({} rows each)\n  qk: {}\n  vt: {}\n  attention: tiles {}..={} ({} per head: {} blocks of {} query rows x {} blocks of {} keys, {}): {est} cycles per tile{combine}\n  forms: {}; {}\n  out: {}\n  tile memory: weights 0x{:x}..0x{:x}, attention window 0x{:x}..0x{:x} (keys, values, Q, mask, O{}), products' buffers 0x{:x}..0x{:x}, scores and probabilities 0x{:x}..0x{:x}\n  exchange A {} cycles, exchange B {} cycles{d}, exchange C {} cycles (scheduled)\n",
             s.m,
             s.c,
             s.heads,
@@ -272,34 +434,57 @@ impl AttentionPlan {
             LN_ROWS,
             self.qk,
             self.vt,
-            self.core.first_tile,
-            self.core.first_tile + s.heads * self.core.blocks - 1,
-            self.core.blocks,
-            self.core.rows,
-            s.m,
+            core.first_tile,
+            core.first_tile + core.tiles(s.heads) - 1,
+            core.blocks * core.key_blocks,
+            core.blocks,
+            core.rows,
+            core.key_blocks,
+            core.keys,
+            core.form(),
+            self.forms[0],
+            self.forms[1],
             self.out,
-            a.cycles,
-            b.cycles,
-            c.cycles,
+            machine.interleaved_base,
+            lay.k,
+            lay.k,
+            window_end,
+            if core.split() { ", statistics, combined rows" } else { "" },
+            transient,
+            machine.sram_end,
+            lay.p,
+            machine.sram_end,
+            x.a.cycles,
+            x.b.cycles,
+            x.c.cycles,
         )
     }
 
-    /// The three exchanges' schedules.
-    pub fn schedules(
-        &self,
-        machine: &MachineModel,
-    ) -> (
-        super::schedule::Schedule,
-        super::schedule::Schedule,
-        super::schedule::Schedule,
-    ) {
+    /// The exchanges' schedules.
+    pub fn schedules(&self, machine: &MachineModel) -> AttentionSchedules {
         let tiles = self.tiles();
-        (
-            schedule(machine, &tiles, &exchange_a(self)),
-            schedule(machine, &tiles, &exchange_b(self)),
-            schedule(machine, &tiles, &exchange_c(self)),
-        )
+        AttentionSchedules {
+            a: schedule(machine, &tiles, &exchange_a(self)),
+            b: schedule(machine, &tiles, &exchange_b(self)),
+            d: self
+                .core
+                .split()
+                .then(|| schedule(machine, &tiles, &exchange_d(self))),
+            c: schedule(machine, &tiles, &exchange_c(self)),
+        }
     }
+}
+
+/// The block's scheduled exchanges.
+pub struct AttentionSchedules {
+    /// LayerNorm's rows to the products.
+    pub a: Schedule,
+    /// Q, K and V to the attention tiles.
+    pub b: Schedule,
+    /// With the keys split, the partials to the tiles that combine them.
+    pub d: Option<Schedule>,
+    /// The attention's output to out's input panels.
+    pub c: Schedule,
 }
 
 /// A product planned by the search on `tiles` tiles from `first`.
@@ -316,13 +501,11 @@ fn plan_on(
     };
     plan_gemm(shape, &part)
         .map(|c| c.plan.placed_at(first))
-        .map_err(|e| {
-            format!("{name} (on {tiles} tiles from tile {first}, its share of the tiles the attention tiles leave): {e}")
-        })
+        .map_err(|e| format!("{name} (on {tiles} tiles from tile {first}): {e}"))
 }
 
-/// Plans the block (see the module doc): the tiles after the LN tiles
-/// shared by the four stages in proportion to their multiply-accumulates.
+/// Plans the block (see the module doc): the products over the tiles
+/// before the LN tiles, the attention's form and tiles by estimate.
 pub fn plan_attention(
     shape: AttentionShape,
     machine: &MachineModel,
@@ -335,7 +518,18 @@ pub fn plan_attention(
 pub fn plan_attention_in(
     shape: AttentionShape,
     whole: &MachineModel,
+    range: (u32, u32),
+) -> Result<AttentionPlan, String> {
+    plan_attention_with(shape, whole, range, None)
+}
+
+/// [`plan_attention_in`] with the blocks of keys per head forced where
+/// given (1: the materialised form).
+pub fn plan_attention_with(
+    shape: AttentionShape,
+    whole: &MachineModel,
     (first, count): (u32, u32),
+    key_blocks: Option<u32>,
 ) -> Result<AttentionPlan, String> {
     let machine = &MachineModel {
         tiles: count,
@@ -352,34 +546,16 @@ pub fn plan_attention_in(
         ));
     }
     let n_ln = s.m.div_ceil(LN_ROWS);
-    let Some(avail) = machine.tiles.checked_sub(n_ln).filter(|&t| t >= 4) else {
+    let Some(gemm) = machine.tiles.checked_sub(n_ln).filter(|&t| t >= 2) else {
         return Err(format!(
-            "{} rows need {n_ln} LayerNorm tiles and the four stages at least one tile each: the machine has {}",
+            "{} rows need {n_ln} LayerNorm tiles and the products at least two: the machine has {}",
             s.m, machine.tiles
         ));
     };
-    let (m, c, hp) = (u64::from(s.m), u64::from(s.c), u64::from(s.hp()));
-    let keys = u64::from(s.key_panels() * 16);
-    // The attention tiles first: their share of the multiply-accumulates,
-    // at most one row each, at least as many as the rows that fit a tile
-    // need. The products share the rest in proportion to theirs.
-    let macs = [2 * m * c * hp, m * c * hp, m * hp * c];
-    let core_macs = 2 * m * keys * hp;
-    let total: u64 = macs.iter().sum::<u64>() + core_macs;
-    let fit = rows_that_fit(s, machine)?;
-    let core_share = (u64::from(avail) * core_macs / total) as u32;
-    let per_head = (core_share / s.heads).clamp(s.m.div_ceil(fit), s.m);
-    let rows = s.m.div_ceil(per_head);
-    let blocks = s.m.div_ceil(rows);
-    let Some(rest) = avail.checked_sub(s.heads * blocks).filter(|&r| r >= 3) else {
-        return Err(format!(
-            "the attention needs {} tiles ({} heads x {blocks} blocks of at most {fit} query rows, what fits a tile), which leaves the three products fewer than 3 of the {avail} tiles before the {n_ln} LayerNorm tiles",
-            s.heads * blocks,
-            s.heads
-        ));
-    };
-    let products: u64 = macs.iter().sum();
-    let share = |i: usize| ((u64::from(rest) * macs[i] / products) as u32).max(1);
+    // qk and vt run together on disjoint tiles, in proportion to their
+    // multiply-accumulates (2:1); out and the attention share all of
+    // them, one after the other.
+    let qk_tiles = (2 * gemm / 3).max(1);
     let f16 = AmpVariant::F16;
     let with_bias = Epilogue {
         bias: true,
@@ -396,9 +572,8 @@ pub fn plan_attention_in(
         },
         machine,
         first,
-        share(0),
+        qk_tiles,
     )?;
-    let vt_first = first + qk.tiles();
     let vt = plan_on(
         "vt",
         GemmShape {
@@ -409,15 +584,9 @@ pub fn plan_attention_in(
             epilogue: Epilogue::default(),
         },
         machine,
-        vt_first,
-        share(1),
+        first + qk_tiles,
+        gemm - qk_tiles,
     )?;
-    let core = CorePlan {
-        first_tile: vt_first + vt.tiles(),
-        rows,
-        blocks,
-    };
-    let out_first = core.first_tile + s.heads * blocks;
     let out = plan_on(
         "out",
         GemmShape {
@@ -428,93 +597,330 @@ pub fn plan_attention_in(
             epilogue: with_bias,
         },
         machine,
-        out_first,
-        (first + avail)
-            .saturating_sub(out_first)
-            .min(share(2).max(1)),
+        first,
+        gemm,
     )?;
-    debug_assert!(out.first_tile + out.tiles() <= first + avail);
-    let ln_tiles: Vec<u32> = (first + machine.tiles - n_ln..first + machine.tiles).collect();
-    let layout = attention_layout(s, [&qk, &vt, &out], core, machine)?;
+    let ln_tiles: Vec<u32> = (first + gemm..first + machine.tiles).collect();
+    let products = product_layouts(s, [&qk, &vt, &out], machine)?;
+    let forms =
+        [false, true].map(|split| best_core(s, &products, gemm, first, split, key_blocks, machine));
+    let chosen = forms
+        .iter()
+        .filter_map(|f| f.plan.as_ref().ok())
+        .min_by_key(|(_, cycles)| *cycles)
+        .map(|&(c, _)| c)
+        .ok_or_else(|| format!("no attention form fits: {}; {}", forms[0], forms[1]))?;
+    let layout = products.with_core(s, chosen, machine)?;
     Ok(AttentionPlan {
         shape,
         qk,
         vt,
-        core,
+        core: chosen,
         out,
         ln_tiles,
         layout,
+        forms: Box::new(forms),
     })
 }
 
-/// One attention tile's tensors for `rows` query rows: the key and value
-/// panels from the bottom of interleaved memory; from the top, S (with its
-/// mask) and O in element pairs of their own, Q and P in others (each
-/// product's input and output in different pairs).
-pub fn core_tile(
-    s: AttentionShape,
-    rows: u32,
-    machine: &MachineModel,
-) -> Result<TileAttention, String> {
-    TileAttention::packed((rows, s.dp(), s.m, s.dp()), s.scale, machine)
+/// The products' layouts on tiles they share with each other and with the
+/// attention (see the module doc): what is left for the attention tiles.
+struct ProductLayouts {
+    qk: TileLayout,
+    vt: TileLayout,
+    out: TileLayout,
+    /// The first byte above every product's weights and bias blocks.
+    weights_end: u32,
+    /// The lowest byte of any product's inputs, outputs and reduction
+    /// buffers.
+    transient_bottom: u32,
+    residual: u32,
+    sum: u32,
+    /// The LN tiles' tensors.
+    x: u32,
+    ln_out: u32,
+    gamma: u32,
+    beta: u32,
 }
 
-/// The most query rows an attention tile holds (see [`core_tile`]), if
-/// one row fits.
-fn rows_that_fit(s: AttentionShape, machine: &MachineModel) -> Result<u32, String> {
-    core_tile(s, 1, machine)?;
-    // The softmax's group stride (64 rows + 24 bytes) must stay an `add`
-    // immediate: at most 255 rows.
-    let (mut lo, mut hi) = (1, s.m.min(255));
-    while lo < hi {
-        let mid = (lo + hi).div_ceil(2);
-        if core_tile(s, mid, machine).is_ok() {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    Ok(lo)
-}
-
-/// Lays out every kind of tile (see [`AttentionLayout`]).
-fn attention_layout(
+/// Lays out the products: the weights of qk (or vt) and then out's at the
+/// bottom of interleaved memory, each product's inputs, outputs and
+/// reduction buffers from the top (they live at different times), the
+/// vertex states at the top of region 0, then out's residual and sum.
+fn product_layouts(
     s: AttentionShape,
     [qk, vt, out]: [&GemmPlan; 3],
-    core: CorePlan,
     machine: &MachineModel,
-) -> Result<AttentionLayout, String> {
+) -> Result<ProductLayouts, String> {
     let bank = machine.element_bytes;
-    let out_lay = layout(out, machine);
+    let (l_qk, l_vt, l_out) = (
+        layout(qk, machine),
+        layout(vt, machine),
+        layout(out, machine),
+    );
+    let (v_qk, v_vt, v_out) = (qk.vertex(), vt.vertex(), out.vertex());
+    let w_out = (machine.interleaved_base + v_qk.weight_bytes().max(v_vt.weight_bytes()) as u32)
+        .next_multiple_of(16);
+    // The bias blocks (constants, the products' initial partials) above
+    // the weights, out of every buffer's way: in other element pairs than
+    // the inputs and outputs, so no bank rule ties them to those.
+    let bias_qk = (w_out + v_out.weight_bytes() as u32).next_multiple_of(16);
+    let bias_out = (bias_qk + v_qk.bias_bytes() as u32).next_multiple_of(16);
+    let weights_end = bias_out + v_out.bias_bytes() as u32;
+    let bottom = |l: &TileLayout| l.reduction.map_or(l.input, |r| r[2]).min(l.input);
+    let transient_bottom = bottom(&l_qk).min(bottom(&l_vt)).min(bottom(&l_out));
+    if transient_bottom < weights_end {
+        return Err(format!(
+            "the products do not fit beside each other: their weights take {} bytes of interleaved memory and their inputs, outputs and reductions {}, against {}",
+            weights_end - machine.interleaved_base,
+            machine.sram_end - transient_bottom,
+            machine.sram_end - machine.interleaved_base
+        ));
+    }
+    let states_out = (l_qk.states.min(l_vt.states) - v_out.state_bytes() as u32) & !7;
     // Region 0 of the out tiles: the residual and the sum, each in whole
     // banks below the vertex states (the add's loads and store each need
     // their own bank).
-    let owned_bytes = owned_rows_max(out) * out.vertex().n_groups * 32 + 8;
+    let owned_bytes = owned_rows_max(out) * v_out.n_groups * 32 + 8;
     let span = owned_bytes.next_multiple_of(bank);
-    let residual = (out_lay.states & !(bank - 1)) - span;
+    let residual = (states_out & !(bank - 1)) - span;
     let sum = residual - span;
-    let att = core_tile(s, core.rows, machine)?;
     // LN tiles: x's rows, LayerNorm's output, gamma and beta.
     let row_bytes = s.c * 2;
     let x = machine.interleaved_base;
     let ln_out = (x + LN_ROWS * row_bytes + 16).next_multiple_of(16);
     let gamma = (ln_out + LN_ROWS * row_bytes + 16).next_multiple_of(16);
     let beta = gamma + row_bytes.next_multiple_of(8);
-    Ok(AttentionLayout {
-        qk: layout(qk, machine),
-        vt: layout(vt, machine),
-        out: TileLayout {
+    Ok(ProductLayouts {
+        qk: TileLayout {
+            bias: l_qk.bias.map(|_| bias_qk),
             tensors_start: sum,
-            ..out_lay
+            ..l_qk
         },
+        vt: TileLayout {
+            tensors_start: sum,
+            ..l_vt
+        },
+        out: TileLayout {
+            weights: w_out,
+            states: states_out,
+            bias: l_out.bias.map(|_| bias_out),
+            tensors_start: sum,
+            ..l_out
+        },
+        weights_end,
+        transient_bottom,
         residual,
         sum,
-        core: att,
         x,
         ln_out,
         gamma,
         beta,
     })
+}
+
+impl ProductLayouts {
+    /// The attention tile of `core` placed beside the products: its
+    /// window (what the exchanges write, the mask, O, the statistics and
+    /// the combined rows) between the weights and the products' inputs
+    /// and outputs, its scores and probabilities (and the partials'
+    /// receive buffer, once they are dead) over those.
+    fn core_tile(
+        &self,
+        s: AttentionShape,
+        core: CorePlan,
+        machine: &MachineModel,
+    ) -> Result<(TileAttention, Option<CombineLayout>), String> {
+        let (att, placed) = TileAttention::place(
+            (core.rows, s.dp(), core.keys, s.dp()),
+            (s.scale, core.split()),
+            (self.weights_end, self.transient_bottom),
+            machine.sram_end,
+            machine,
+        )?;
+        if !core.split() {
+            return Ok((att, None));
+        }
+        let groups = s.dp() / 16;
+        let n = core.owned_rows();
+        let output_stride = n * 32 + 8;
+        let output = placed.window_end.next_multiple_of(16);
+        let combined_end = output + groups * output_stride;
+        let part_stride = (groups * n * 32 + 8 * n).next_multiple_of(8);
+        let input = placed.compute_bottom.next_multiple_of(16);
+        let input_end = u64::from(input) + u64::from(part_stride) * u64::from(core.key_blocks);
+        if combined_end > self.transient_bottom || input_end > u64::from(machine.sram_end) {
+            return Err(format!(
+                "the combination's buffers do not fit: {} bytes of combined rows beside the window's {} (to 0x{:x}), {} of partials",
+                combined_end - output,
+                placed.window_end - self.weights_end,
+                self.transient_bottom,
+                input_end - u64::from(input)
+            ));
+        }
+        Ok((
+            att,
+            Some(CombineLayout {
+                input,
+                part_stride,
+                output,
+                output_stride,
+            }),
+        ))
+    }
+
+    /// The whole layout with `core`'s attention tiles.
+    fn with_core(
+        &self,
+        s: AttentionShape,
+        core: CorePlan,
+        machine: &MachineModel,
+    ) -> Result<AttentionLayout, String> {
+        let (att, combine) = self.core_tile(s, core, machine)?;
+        Ok(AttentionLayout {
+            qk: self.qk,
+            vt: self.vt,
+            out: self.out,
+            residual: self.residual,
+            sum: self.sum,
+            core: att,
+            combine,
+            x: self.x,
+            ln_out: self.ln_out,
+            gamma: self.gamma,
+            beta: self.beta,
+        })
+    }
+}
+
+/// The best attention tiles of one form (`split`: keys over several
+/// tiles) on the `gemm` tiles from `first`, by estimate: for each number
+/// of key blocks (`forced` if given), the most row blocks the tiles hold
+/// (and at most 255 rows a tile, the softmax's stride limit).
+fn best_core(
+    s: AttentionShape,
+    products: &ProductLayouts,
+    gemm: u32,
+    first: u32,
+    split: bool,
+    forced: Option<u32>,
+    machine: &MachineModel,
+) -> FormEstimate {
+    let form = if split { "key-split" } else { "materialised" };
+    let panels = s.key_panels();
+    let candidates: Vec<u32> = match forced {
+        Some(n) if (n > 1) == split => vec![n],
+        Some(_) => Vec::new(),
+        None if split => (2..=panels).collect(),
+        None => vec![1],
+    };
+    let mut best: Option<(CorePlan, u64)> = None;
+    let mut why = if candidates.is_empty() {
+        "not the forced form".to_string()
+    } else {
+        format!("{panels} panels of keys do not split")
+    };
+    for n in candidates {
+        let per = panels.div_ceil(n);
+        let key_blocks = panels.div_ceil(per);
+        if (key_blocks > 1) != split || forced.is_some_and(|f| f != key_blocks) {
+            continue;
+        }
+        let most = gemm / (s.heads * key_blocks);
+        if most == 0 {
+            why = format!(
+                "{} heads x {key_blocks} blocks of keys need more than the {gemm} tiles",
+                s.heads
+            );
+            continue;
+        }
+        let rows = s.m.div_ceil(most.min(s.m));
+        if rows > 255 {
+            why = format!("{rows} query rows a tile, more than 255");
+            continue;
+        }
+        let core = CorePlan {
+            first_tile: first,
+            rows,
+            blocks: s.m.div_ceil(rows),
+            key_blocks,
+            keys: per * 16,
+        };
+        match core_estimate(s, &core, products, machine) {
+            Ok(cycles) => {
+                if best.is_none_or(|(_, b)| cycles < b) {
+                    best = Some((core, cycles));
+                }
+            }
+            Err(e) => {
+                tracing::debug!(key_blocks, rows, "attention tiles refused: {e}");
+                why = e;
+            }
+        }
+    }
+    FormEstimate {
+        form,
+        plan: best.ok_or(why),
+    }
+}
+
+/// The attention's estimated cycles with `core` (what the search
+/// compares): exchange B at the exchange's bytes per cycle into the
+/// busiest tile, the tile's codelets, and with the keys split exchange D
+/// (out of and into the busiest tile), the combination and two more
+/// syncs.
+fn core_estimate(
+    s: AttentionShape,
+    core: &CorePlan,
+    products: &ProductLayouts,
+    machine: &MachineModel,
+) -> Result<u64, String> {
+    let (att, combine) = products.core_tile(s, *core, machine)?;
+    let bpc = u64::from(machine.exchange_bytes_per_cycle);
+    let dp = u64::from(s.dp());
+    let received = u64::from(core.rows) * dp * 2 + u64::from(core.keys) * dp * 4;
+    let compute = att.estimate_cycles().map_err(|e| e.to_string())?;
+    let mut cycles = received / bpc + compute;
+    if let Some(c) = combine {
+        let n = u64::from(core.owned_rows());
+        let row = dp * 2 + 8;
+        let kb = u64::from(core.key_blocks);
+        let moved = (n * (kb - 1) * row).max(u64::from(core.rows) * row);
+        let combine = combine_of(s, core, &c, n as u32)
+            .estimate_cycles()
+            .map_err(|e| e.to_string())?;
+        cycles += moved / bpc + combine + 2 * u64::from(machine.sync_latency);
+    }
+    Ok(cycles)
+}
+
+/// The combination of `rows` owned rows on a key-split attention tile.
+fn combine_of(
+    s: AttentionShape,
+    core: &CorePlan,
+    c: &CombineLayout,
+    rows: u32,
+) -> AttentionCombine {
+    AttentionCombine {
+        rows,
+        parts: core.key_blocks,
+        groups: s.dp() / 16,
+        scale: s.scale,
+        input: c.input,
+        part_stride: c.part_stride,
+        output: c.output,
+        output_stride: c.output_stride,
+    }
+}
+
+/// One attention tile's tensors for `rows` query rows over all the keys,
+/// alone on a tile (the materialised form's tile without the products).
+pub fn core_tile(
+    s: AttentionShape,
+    rows: u32,
+    machine: &MachineModel,
+) -> Result<TileAttention, String> {
+    TileAttention::packed((rows, s.dp(), s.m, s.dp()), s.scale, machine)
 }
 
 /// The block's estimated cycles, step by step.
@@ -530,6 +936,10 @@ pub struct AttentionEstimate {
     pub exchange_b: u64,
     /// The attention tiles.
     pub attention: u64,
+    /// Exchange D (scheduled; 0 when materialised).
+    pub exchange_d: u64,
+    /// The combination of the partials (0 when materialised).
+    pub combine: u64,
     /// Exchange C (scheduled).
     pub exchange_c: u64,
     /// out, its reduction and the residual add.
@@ -546,6 +956,8 @@ impl AttentionEstimate {
             + self.qkv
             + self.exchange_b
             + self.attention
+            + self.exchange_d
+            + self.combine
             + self.exchange_c
             + self.out
             + self.sync
@@ -556,13 +968,15 @@ impl std::fmt::Display for AttentionEstimate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} cycles (layer norm {}, exchange A {}, qkv {}, exchange B {}, attention {}, exchange C {}, out {}, sync {})",
+            "{} cycles (layer norm {}, exchange A {}, qkv {}, exchange B {}, attention {}, exchange D {}, combine {}, exchange C {}, out {}, sync {})",
             self.total(),
             self.layer_norm,
             self.exchange_a,
             self.qkv,
             self.exchange_b,
             self.attention,
+            self.exchange_d,
+            self.combine,
             self.exchange_c,
             self.out,
             self.sync
@@ -703,27 +1117,33 @@ pub fn emit_attention_in(
     loc: Location,
 ) -> Result<LoweredAttention, Diagnostic> {
     let s = plan.shape;
-    let lay = plan.layout;
+    let core = plan.core;
     let [qk, vt, out] = plan.placed();
     let fail = |err: crate::codelets::CodeletError| Diagnostic::error(loc.clone(), err.to_string());
     let tiles = plan.tiles();
-    let (a, b, c) = plan.schedules(machine);
+    let x = plan.schedules(machine);
     let (at_qk, at_vt, at_out) = (
         positions(&plan.qk),
         positions(&plan.vt),
         positions(&plan.out),
     );
+    // Attention tile -> (head, row block, key block).
+    let mut at_core = BTreeMap::new();
+    for h in 0..s.heads {
+        for b in 0..core.blocks {
+            for kb in 0..core.key_blocks {
+                at_core.insert(core.tile(h, b, kb), (b, kb));
+            }
+        }
+    }
     let ln = plan.ln();
     let ln_of = ln.index();
-    let core_end = plan.core.first_tile + s.heads * plan.core.blocks;
     let rounds = |p: &GemmPlan| p.grid_k.trailing_zeros();
     let qkv_rounds = rounds(&plan.qk).max(rounds(&plan.vt));
     let (exe, exe_body) = (frame.executable, frame.exe_body);
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
     let mut add_cycles = 0u64;
     let mut exchange_code_bytes_max = 0;
-    let att = lay.core;
-    let (scores, softmax, values) = (att.scores(), att.softmax(), att.values());
     for &t in &tiles {
         let (tile_op, tile_body) = build::tile(ctx, t, None, loc.clone());
         ctx.append_op(exe_body, tile_op);
@@ -734,7 +1154,7 @@ pub fn emit_attention_in(
         let mut calls = Calls::new();
         ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
         sync(&mut e);
-        xcode += a.emit(&mut e, machine, t, "a");
+        xcode += x.a.emit(&mut e, machine, t, "a");
         sync(&mut e);
         // qk and vt on their tiles, the rounds of the one with fewer
         // padded with syncs.
@@ -755,17 +1175,24 @@ pub fn emit_attention_in(
         };
         (0..2 * (qkv_rounds - own)).for_each(|_| sync(&mut e));
         sync(&mut e);
-        xcode += b.emit(&mut e, machine, t, "b");
+        xcode += x.b.emit(&mut e, machine, t, "b");
         sync(&mut e);
-        let is_core = (plan.core.first_tile..core_end).contains(&t);
-        if is_core {
-            scores.emit_supervisor(&mut e, "attn_s").map_err(fail)?;
-            emit_call(&mut e, "attn_softmax");
-            calls.push(("attn_softmax".into(), Box::new(softmax.clone())));
-            values.emit_supervisor(&mut e, "attn_pv").map_err(fail)?;
+        let att = at_core.get(&t).map(|&(b, kb)| (b, kb, plan.core_of(kb)));
+        if let Some((_, _, att)) = &att {
+            att.emit_supervisor(&mut e, "attn").map_err(fail)?;
+            calls.push(("attn_softmax".into(), Box::new(att.softmax())));
+        }
+        if let Some(d) = &x.d {
+            sync(&mut e);
+            xcode += d.emit(&mut e, machine, t, "d");
+            sync(&mut e);
+            if let Some(combine) = att.as_ref().and_then(|&(b, kb, _)| plan.combine_on(b, kb)) {
+                emit_call(&mut e, "attn_combine");
+                calls.push(("attn_combine".into(), Box::new(combine)));
+            }
         }
         sync(&mut e);
-        xcode += c.emit(&mut e, machine, t, "c");
+        xcode += x.c.emit(&mut e, machine, t, "c");
         sync(&mut e);
         match at_out.get(&t) {
             Some(&(i, j, k)) => {
@@ -774,8 +1201,8 @@ pub fn emit_attention_in(
                     .map_err(fail)?;
                 xcode += rounds_bytes;
                 let (lo, hi) = reduce::owned(k, plan.out.grid_k, plan.out.rows);
-                let [res, sum] =
-                    [lay.residual, lay.sum].map(|base| residual_view(&plan.out, base, k));
+                let [res, sum] = [plan.layout.residual, plan.layout.sum]
+                    .map(|base| residual_view(&plan.out, base, k));
                 let firsts = emit_owned_adds(
                     &mut e,
                     &mut calls,
@@ -802,9 +1229,8 @@ pub fn emit_attention_in(
         if at_out.contains_key(&t) {
             out.emit_worker_code(&mut e);
         }
-        if is_core {
-            scores.emit_workers(&mut e, "attn_s");
-            values.emit_workers(&mut e, "attn_pv");
+        if let Some((_, _, att)) = &att {
+            att.emit_workers(&mut e, "attn");
         }
         for (name, instance) in &calls {
             instance.emit_as(&mut e, name).map_err(fail)?;
@@ -831,22 +1257,30 @@ pub fn emit_attention_in(
     );
     emit_vt_input(ctx, exe_body, plan, &vt, &held.w_vt, &loc);
     ln.emit_constants(ctx, exe_body, (&constants.gamma, &constants.beta), &loc);
-    // The attention tiles' masks (the same on every one).
-    let core_tiles: Vec<u32> = (plan.core.first_tile..core_end).collect();
-    let mask: Vec<u8> = att
-        .mask_block()
-        .iter()
-        .flat_map(|&v| (v as f32).to_le_bytes())
-        .collect();
-    let t = replicated_constant(
-        ctx,
-        "attn_mask",
-        (Type::float(FloatKind::F32), 4, 8),
-        mask,
-        (&core_tiles, att.mask),
-        loc.clone(),
-    );
-    ctx.append_op(exe_body, t);
+    // The attention tiles' masks: one per block of keys (only the last
+    // masks any key).
+    for kb in 0..core.key_blocks {
+        let att = plan.core_of(kb);
+        let tiles: Vec<u32> = at_core
+            .iter()
+            .filter(|(_, &(_, k))| k == kb)
+            .map(|(&t, _)| t)
+            .collect();
+        let mask: Vec<u8> = att
+            .mask_block()
+            .iter()
+            .flat_map(|&v| (v as f32).to_le_bytes())
+            .collect();
+        let t = replicated_constant(
+            ctx,
+            &format!("attn_mask{kb}"),
+            (Type::float(FloatKind::F32), 4, 8),
+            mask,
+            (&tiles, att.mask),
+            loc.clone(),
+        );
+        ctx.append_op(exe_body, t);
+    }
     emit_zero_runs(
         ctx,
         exe_body,
@@ -855,13 +1289,19 @@ pub fn emit_attention_in(
         &loc,
     );
     let est = |p: &GemmPlan| p.estimate.compute + p.estimate.rounds_exchange + p.estimate.reduction;
+    let combine = match plan.combine_on(0, 0) {
+        Some(c) => c.estimate_cycles().map_err(fail)? + call_cycles(machine),
+        None => 0,
+    };
     let estimate = AttentionEstimate {
         layer_norm: ln.estimate(machine).map_err(fail)?,
-        exchange_a: a.cycles,
+        exchange_a: x.a.cycles,
         qkv: est(&plan.qk).max(est(&plan.vt)),
-        exchange_b: b.cycles,
-        attention: att.estimate_cycles().map_err(fail)?,
-        exchange_c: c.cycles,
+        exchange_b: x.b.cycles,
+        attention: plan.core_of(0).estimate_cycles().map_err(fail)?,
+        exchange_d: x.d.as_ref().map_or(0, |d| d.cycles),
+        combine,
+        exchange_c: x.c.cycles,
         out: est(&plan.out) + add_cycles,
         // Every superstep's sync, the reduction rounds' included.
         sync: u64::from(plan.syncs()) * u64::from(machine.sync_latency),

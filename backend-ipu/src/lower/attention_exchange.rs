@@ -8,14 +8,19 @@
 //!   tokens and K part, a segment per panel, multicast to every row block
 //!   of value channels); x's rows to the out tiles that own them after
 //!   out's reduction.
-//! - **B**: qk's owned rows of each Q group to the attention tile of that
-//!   head and row block; of each K group to every attention tile of that
-//!   head, as key rows of the scores' weight panels (8 keys per panel row
-//!   block, so a run is re-pointed every 8 keys); vt's owned rows (value
-//!   channels) of each block of 16 tokens to every attention tile of
-//!   their head, as the value panels.
-//! - **C**: each attention tile's output rows of each value group to the
-//!   out tiles whose input panel it is.
+//! - **B**: qk's owned rows of each Q group to the attention tiles of that
+//!   head and row block (every block of keys); of each K group to every
+//!   attention tile of that head and block of keys, as key rows of the
+//!   scores' weight panels (8 keys per panel row block, so a run is
+//!   re-pointed every 8 keys); vt's owned rows (value channels) of each
+//!   block of 16 tokens to every attention tile of their head and block of
+//!   keys, as the value panels.
+//! - **D** (keys split over tiles): each attention tile's partial output
+//!   rows and their statistics to the tile of its head and row block that
+//!   combines them.
+//! - **C**: the attention's output rows of each value group (an attention
+//!   tile's, or the combined rows of a key-split one) to the out tiles
+//!   whose input panel it is.
 
 use super::attention_block::AttentionPlan;
 use super::block_exchange::{input_panel_transfers, overlap, owned_global, residual_transfers};
@@ -119,7 +124,8 @@ pub fn exchange_b(plan: &AttentionPlan) -> Vec<Transfer> {
         let p = group % np;
         let src_at = |r: u32| src + (r - a) * 32;
         if group < q_groups {
-            // Q panel p of the head, to the tile of each row block.
+            // Q panel p of the head, to every key block's tile of each row
+            // block.
             for blk in 0..core.blocks {
                 let Some((lo, hi)) = overlap((a, b), core.rows_of(blk, s.m)) else {
                     continue;
@@ -130,42 +136,49 @@ pub fn exchange_b(plan: &AttentionPlan) -> Vec<Transfer> {
                         address: src_at(lo),
                         words: 8 * (hi - lo),
                     }],
-                    receivers: vec![(
-                        core.tile(head, blk),
-                        att.q + (p * core.rows + lo - blk * core.rows) * 32,
-                    )],
+                    receivers: (0..core.key_blocks)
+                        .map(|kb| {
+                            (
+                                core.tile(head, blk, kb),
+                                att.q + (p * core.rows + lo - blk * core.rows) * 32,
+                            )
+                        })
+                        .collect(),
                     segment: None,
                 });
             }
         } else {
-            // Key rows: key t, panel p at ((t / 8 * np + p) * 8 + t % 8) * 32.
-            let receivers = |t: u32| -> Vec<(u32, u32)> {
-                (0..core.blocks)
-                    .map(|blk| {
-                        (
-                            core.tile(head, blk),
-                            att.k + ((t / 8 * np + p) * 8 + t % 8) * 32,
-                        )
-                    })
-                    .collect()
-            };
+            // Key rows: key t (of its block), panel p at
+            // ((t / 8 * np + p) * 8 + t % 8) * 32, on every row block's
+            // tile of its key block.
             for (lo, hi) in runs((a, b), 8) {
+                let (kb, t) = (lo / core.keys, lo % core.keys);
                 out.push(Transfer {
                     sender,
                     chunks: vec![Chunk {
                         address: src_at(lo),
                         words: 8 * (hi - lo),
                     }],
-                    receivers: receivers(lo),
+                    receivers: (0..core.blocks)
+                        .map(|blk| {
+                            (
+                                core.tile(head, blk, kb),
+                                att.k + ((t / 8 * np + p) * 8 + t % 8) * 32,
+                            )
+                        })
+                        .collect(),
                     segment: None,
                 });
             }
         }
     });
     // Value panels: channel r (of head r / dp, group (r % dp) / 16) of
-    // token block G at ((group * key_panels + G) * 16 + r % 16) * 32.
-    let kp = s.key_panels();
+    // token block G (of its key block's kp) at ((group * kp + G) * 16 + r
+    // % 16) * 32.
     owned_groups(&plan.vt, &vt, |sender, (a, b), tokens, src| {
+        let kb = tokens * 16 / core.keys;
+        let local = tokens - kb * core.keys / 16;
+        let kp = plan.core_of(kb).key_panels_count();
         for (lo, hi) in runs((a, b), 16) {
             let head = lo / s.dp();
             let group = (lo % s.dp()) / 16;
@@ -178,8 +191,8 @@ pub fn exchange_b(plan: &AttentionPlan) -> Vec<Transfer> {
                 receivers: (0..core.blocks)
                     .map(|blk| {
                         (
-                            core.tile(head, blk),
-                            att.v + ((group * kp + tokens) * 16 + lo % 16) * 32,
+                            core.tile(head, blk, kb),
+                            att.v + ((group * kp + local) * 16 + lo % 16) * 32,
                         )
                     })
                     .collect(),
@@ -190,18 +203,98 @@ pub fn exchange_b(plan: &AttentionPlan) -> Vec<Transfer> {
     out
 }
 
+/// Exchange D (keys split): each attention tile's rows of every value
+/// group and their statistics to the tile of its head and row block that
+/// combines them, into the slot of its key block.
+pub fn exchange_d(plan: &AttentionPlan) -> Vec<Transfer> {
+    let s = plan.shape;
+    let core = plan.core;
+    let (Some(c), Some(stats)) = (plan.layout.combine, plan.layout.core.stats) else {
+        return Vec::new();
+    };
+    let groups = s.dp() / 16;
+    let mut out = Vec::new();
+    for h in 0..s.heads {
+        for blk in 0..core.blocks {
+            for owner in 0..core.key_blocks {
+                let Some(combine) = plan.combine_on(blk, owner) else {
+                    continue;
+                };
+                let (lo, n) = (core.owned(owner).0, combine.rows);
+                for kb in 0..core.key_blocks {
+                    // O's groups are where the last launch of the tile's
+                    // key panels wrote them (the last block may hold fewer).
+                    let values = plan.core_of(kb).values();
+                    let mut chunks: Vec<Chunk> = (0..groups)
+                        .map(|g| Chunk {
+                            address: values.output_group(g) + lo * 32,
+                            words: 8 * n,
+                        })
+                        .collect();
+                    chunks.push(Chunk {
+                        address: stats + lo * 8,
+                        words: 2 * n,
+                    });
+                    out.push(Transfer {
+                        sender: core.tile(h, blk, kb),
+                        chunks,
+                        receivers: vec![(core.tile(h, blk, owner), c.input + kb * c.part_stride)],
+                        segment: None,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Where the attention's output rows of head `h` are when exchange C
+/// starts: (tile, real rows `[lo, hi)`, address of group `g`'s row `lo`).
+fn output_sources(plan: &AttentionPlan, h: u32) -> Vec<(u32, (u32, u32), Vec<u32>)> {
+    let s = plan.shape;
+    let core = plan.core;
+    let groups = s.dp() / 16;
+    let mut out = Vec::new();
+    for blk in 0..core.blocks {
+        let rows = core.rows_of(blk, s.m);
+        match plan.layout.combine {
+            None => {
+                let values = plan.core_of(0).values();
+                out.push((
+                    core.tile(h, blk, 0),
+                    rows,
+                    (0..groups).map(|g| values.output_group(g)).collect(),
+                ));
+            }
+            Some(c) => {
+                for kb in 0..core.key_blocks {
+                    let Some(combine) = plan.combine_on(blk, kb) else {
+                        continue;
+                    };
+                    let lo = rows.0 + core.owned(kb).0;
+                    out.push((
+                        core.tile(h, blk, kb),
+                        (lo, lo + combine.rows),
+                        (0..groups)
+                            .map(|g| c.output + g * c.output_stride)
+                            .collect(),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Exchange C.
 pub fn exchange_c(plan: &AttentionPlan) -> Vec<Transfer> {
     let [_, _, out_p] = plan.placed();
     let s = plan.shape;
-    let core = plan.core;
     let po = &plan.out;
-    let values = plan.layout.core.values();
     let np = s.dp() / 16;
     let mut out = Vec::new();
     for h in 0..s.heads {
-        for blk in 0..core.blocks {
-            let rows = core.rows_of(blk, s.m);
+        for (sender, rows, at) in output_sources(plan, h) {
             for jd in 0..np {
                 let panel = h * np + jd;
                 let (k, g) = (panel / po.k_panels, panel % po.k_panels);
@@ -211,9 +304,9 @@ pub fn exchange_c(plan: &AttentionPlan) -> Vec<Transfer> {
                         continue;
                     };
                     out.push(Transfer {
-                        sender: core.tile(h, blk),
+                        sender,
                         chunks: vec![Chunk {
-                            address: values.output_group(jd) + (lo - rows.0) * 32,
+                            address: at[jd as usize] + (lo - rows.0) * 32,
                             words: 8 * (hi - lo),
                         }],
                         receivers: (0..po.grid_cols)
@@ -242,7 +335,8 @@ pub struct ZeroRun {
 
 /// The padding runs (see [`super::attention_block`]'s module doc): vt's
 /// weight rows of the tokens past `m` in the last group; the attention
-/// tiles' key rows past `m` and query rows past the last real one.
+/// tiles' key rows past `m` (in the last block of keys) and query rows
+/// past the last real one.
 pub fn zero_runs(plan: &AttentionPlan) -> Vec<ZeroRun> {
     let s = plan.shape;
     let pv = &plan.vt;
@@ -270,24 +364,28 @@ pub fn zero_runs(plan: &AttentionPlan) -> Vec<ZeroRun> {
     let np = s.dp() / 16;
     for h in 0..s.heads {
         for blk in 0..core.blocks {
-            let tile = core.tile(h, blk);
-            for (lo, hi) in runs((s.m, s.key_panels() * 16), 8) {
-                for p in 0..np {
-                    out.push(ZeroRun {
-                        tile,
-                        address: att.k + ((lo / 8 * np + p) * 8 + lo % 8) * 32,
-                        bytes: (hi - lo) * 32,
-                    });
+            for kb in 0..core.key_blocks {
+                let tile = core.tile(h, blk, kb);
+                let last = plan.core_of(kb);
+                let keys = last.keys;
+                for (lo, hi) in runs((keys, last.key_panels_count() * 16), 8) {
+                    for p in 0..np {
+                        out.push(ZeroRun {
+                            tile,
+                            address: att.k + ((lo / 8 * np + p) * 8 + lo % 8) * 32,
+                            bytes: (hi - lo) * 32,
+                        });
+                    }
                 }
-            }
-            let (lo, hi) = core.rows_of(blk, s.m);
-            if hi - lo < core.rows {
-                for p in 0..np {
-                    out.push(ZeroRun {
-                        tile,
-                        address: att.q + (p * core.rows + hi - lo) * 32,
-                        bytes: (core.rows - (hi - lo)) * 32,
-                    });
+                let (lo, hi) = core.rows_of(blk, s.m);
+                if hi - lo < core.rows {
+                    for p in 0..np {
+                        out.push(ZeroRun {
+                            tile,
+                            address: att.q + (p * core.rows + hi - lo) * 32,
+                            bytes: (core.rows - (hi - lo)) * 32,
+                        });
+                    }
                 }
             }
         }

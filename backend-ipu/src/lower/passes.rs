@@ -346,10 +346,14 @@ fn record_attention_plan(
     ctx.set_attr(block.qkv, PLAN_ATTR, plan_attr(&plan.qk));
     ctx.set_attr(block.out, PLAN_ATTR, plan_attr(&plan.out));
     let core = Attribute::dictionary(Dictionary::from_entries([
-        ("form".into(), Attribute::string("materialised")),
+        ("form".into(), Attribute::string(plan.core.form())),
         (
             "tiles_per_head".into(),
-            Attribute::i64(i64::from(plan.core.blocks)),
+            Attribute::i64(i64::from(plan.core.blocks * plan.core.key_blocks)),
+        ),
+        (
+            "key_blocks".into(),
+            Attribute::i64(i64::from(plan.core.key_blocks)),
         ),
         ("rows".into(), Attribute::i64(i64::from(plan.core.rows))),
         ("values".into(), plan_attr(&plan.vt)),
