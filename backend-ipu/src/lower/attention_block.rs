@@ -815,7 +815,7 @@ fn best_core(
         None => vec![1],
     };
     let mut best: Option<(CorePlan, u64)> = None;
-    let mut why = if candidates.is_empty() {
+    let mut why = if forced.is_some_and(|n| (n > 1) != split) {
         "not the forced form".to_string()
     } else {
         format!("{panels} panels of keys do not split")
