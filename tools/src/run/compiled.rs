@@ -22,6 +22,7 @@ use ipuc_runtime::reference::interpreter;
 
 use super::data::{self, DataSet, Named};
 use super::executable::run_executable;
+use super::progress::Phases;
 use super::{model, RunArgs, Statistical, Tolerance, DEFAULT_MAX_REL_L2, DEFAULT_MIN_COSINE};
 use crate::run::{CompiledSummary, ProfileSummary, Report};
 
@@ -41,6 +42,8 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         _ => tolerance,
     };
     let started = Instant::now();
+    let phases = Phases::new(5);
+    phases.start("importing");
     // Data sets are read first: an ONNX model is bound to them on import.
     let read: Option<Vec<DataSet>> = args.input.as_deref().map(data::discover).transpose()?;
     let mut loaded = model::load(args, read.as_ref().and_then(|s| s.first()))?;
@@ -56,6 +59,7 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
     // What the device must produce: a data set's stored outputs (an
     // independent runtime's, as the fixtures' onnxruntime outputs), else
     // the reference executor's on the same IR.
+    phases.start("reading data sets and reference outputs");
     let mut checked = Vec::new();
     let mut oracles = Vec::new();
     for set in sets {
@@ -98,6 +102,7 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         let report = plan_report(&loaded.ctx, func, &machine).map_err(|d| render(&d))?;
         eprint!("{report}");
     }
+    phases.start("planning and lowering");
     // Entries per run (see `CompiledSummary::batch`).
     let batch = loaded
         .ctx
@@ -118,9 +123,11 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         )?),
         None => None,
     };
+    phases.start("encoding");
     let exe = build_executable(&loaded.ctx, lowered.executable)
         .map_err(|ds| ds.iter().map(render).collect::<Vec<_>>().join("\n"))?;
     let compile_s = started.elapsed().as_secs_f64();
+    phases.start("simulating");
     let mut report = run_executable(
         &exe,
         &args.model.display().to_string(),
@@ -129,6 +136,7 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         args,
         tolerance,
     )?;
+    phases.finish();
     report.function = interpreter::function_name(&loaded.ctx, func);
     report.oracle = Some(oracles.join(", "));
     if let (Some(dir), Some(attribution), Some(sim)) =

@@ -12,6 +12,7 @@ mod data;
 mod device;
 mod executable;
 pub(crate) mod model;
+mod progress;
 mod report;
 
 use std::time::Instant;
