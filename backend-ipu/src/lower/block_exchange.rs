@@ -167,7 +167,7 @@ pub(super) fn input_panel_transfers(
 /// any sender's (k+1)-th (each sender's own order kept): the greedy
 /// schedule then advances all senders together instead of finishing the
 /// receivers one after another.
-fn round_robin(transfers: Vec<Transfer>) -> Vec<Transfer> {
+pub(super) fn round_robin(transfers: Vec<Transfer>) -> Vec<Transfer> {
     let mut rank: BTreeMap<u32, usize> = BTreeMap::new();
     let mut keyed: Vec<(usize, usize, Transfer)> = transfers
         .into_iter()
