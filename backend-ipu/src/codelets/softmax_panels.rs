@@ -27,20 +27,24 @@
 //! 1. the row maximum in f32: `ld64` and `f32v2max` per pair, software
 //!    pipelined by one pair (a body reads input groups `2g` and `2g + 1`,
 //!    the second at an immediate offset of one input stride);
-//! 2. `e = exp(scale * (x - m))` per f32 lane (`f32v2add` of `-m`,
-//!    `f32v2mul`, two `f32exp`), summed in f32 and written as f16 pairs
-//!    (`f32v2tof16`, `st32`);
+//! 2. `e = exp(scale * (x - m))`: the exponent in f32 (`f32v2add` of
+//!    `-m`, `f32v2mul` unless the scale is 1, as where the caller folded
+//!    it into S's operands), rounded to f16 and exponentiated two lanes at a
+//!    time (`f32v2tof16`, `f16v2exp`: 2 issue slots for two values, where
+//!    two `f32exp` take 6), written as f16 pairs (`st32`) and summed in
+//!    f32 as written (`f16v2tof32`, `f32v2add`);
 //! 3. `P = e * (1/sum)` in f16 (`f32oox`, broadcast to four lanes),
 //!    `ld64`/`f16v4mul`/`st64` in place in the output.
 //!
 //! Against [`super::softmax::Softmax`] (f16 row-major input) this reads
-//! the product's f32 partials directly: the scores are never rounded to
-//! f16, which would cost `|S| 2^-11 * scale` in every exponent.
+//! the product's f32 partials directly and subtracts the maximum before
+//! any rounding: only the exponent `scale (x - m)` is rounded to f16,
+//! which costs `|scale (x - m)| 2^-12` relative in each `e` (largest where
+//! `e` is smallest), not `|S| 2^-11 scale` as rounding the scores would.
 
 use super::emitter::{inst, load_state_word, op, Emitter, Inst};
 use super::launch::{self, offsets, split, RowLaunchCounts, WORKERS};
 use super::program::Codelet;
-use super::softmax::EXP_MAX_REL_ERROR;
 use super::{check_alignment, CodeletError};
 
 const TAG: &str = "softmax_panels";
@@ -230,19 +234,21 @@ impl SoftmaxPanels {
                 self.next_input()
             };
             e.bundle(next, inst("f32v2add", [p(4), p(0), p(10)]));
+            if self.scale != 1.0 {
+                e.solo(inst("f32v2mul", [p(4), p(4), p(6)]));
+            }
             for i in [
-                inst("f32v2mul", [p(4), p(4), p(6)]),
-                inst("f32exp", [op::a(4), op::a(4)]),
-                inst("f32exp", [op::a(5), op::a(5)]),
-                inst("f32v2add", [p(8), p(8), p(4)]),
                 inst("f32v2tof16", [op::a(2), p(4)]),
+                inst("f16v2exp", [op::a(2), op::a(2)]),
+                inst(
+                    "st32",
+                    [op::a(2), op::m(6), op::mzero(), op::imm(i64::from(w))],
+                ),
+                inst("f16v2tof32", [p(4), op::a(2)]),
+                inst("f32v2add", [p(8), p(8), p(4)]),
             ] {
                 e.solo(i);
             }
-            e.solo(inst(
-                "st32",
-                [op::a(2), op::m(6), op::mzero(), op::imm(i64::from(w))],
-            ));
         }
         e.solo(inst(
             "add",
@@ -405,10 +411,11 @@ impl SoftmaxPanels {
 
     /// Largest error of an output against the reference `want`, when the
     /// exponents `scale * (x - m)` are at most `spread` in magnitude: their
-    /// two f32 roundings (`x - m`, the product), the exp, three f16
-    /// roundings (e, 1/sum, the product) and f16's subnormal spacing.
+    /// f16 rounding (`spread 2^-12` relative in `e`, and in the sum),
+    /// `f16v2exp`'s rounding, three f16 roundings (1/sum, the product, one
+    /// ulp of slack) and f16's subnormal spacing.
     pub fn tolerance(&self, want: f64, spread: f64) -> f64 {
-        (EXP_MAX_REL_ERROR + spread * 2f64.powi(-23) + 4.0 * 2f64.powi(-11)) * want + 2f64.powi(-24)
+        (2.0 * spread * 2f64.powi(-12) + 4.0 * 2f64.powi(-11)) * want + 2f64.powi(-24)
     }
 }
 

@@ -12,7 +12,9 @@
 //! **Three products and the attention tiles** ([`AttentionPlan`]), the
 //! products planned by the GEMM search:
 //!
-//! - *qk*: `[m, c] x [c, 2 H dp]`, Q and K with their biases;
+//! - *qk*: `[m, c] x [c, 2 H dp]`, Q and K with their biases, Q's
+//!   weights and bias times the softmax scale (the scores come out
+//!   scaled, so the attention tiles' softmax skips a multiply);
 //! - *vt*: `V^T = W_v^T LN(x)^T`, `[H dp, c] x [c, m]`, the product
 //!   swapped: the value weights are its constant input panels and
 //!   LayerNorm's rows its weights, so its output groups (16 tokens by the
@@ -733,7 +735,7 @@ impl ProductLayouts {
     ) -> Result<(TileAttention, Option<CombineLayout>), String> {
         let (att, placed) = TileAttention::place(
             (core.rows, s.dp(), core.keys, s.dp()),
-            (s.scale, core.split()),
+            (1.0, core.split()),
             (self.weights_end, self.transient_bottom),
             machine.sram_end,
             machine,
@@ -905,7 +907,7 @@ fn combine_of(
         rows,
         parts: core.key_blocks,
         groups: s.dp() / 16,
-        scale: s.scale,
+        scale: 1.0,
         input: c.input,
         part_stride: c.part_stride,
         output: c.output,
@@ -998,7 +1000,7 @@ pub struct LoweredAttention {
 /// The products' constants as their tiles hold them (heads padded, the
 /// value bias folded into the output bias).
 pub struct HeldConstants {
-    /// qk's weights `[c, 2 hp]`.
+    /// qk's weights `[c, 2 hp]` (Q's times the softmax scale).
     pub w_qk: Vec<f64>,
     /// qk's bias `[2 hp]`.
     pub b_qk: Vec<f64>,
@@ -1017,12 +1019,14 @@ impl HeldConstants {
         let mut w_qk = vec![0.0; c * 2 * hp];
         let mut b_qk = vec![0.0; 2 * hp];
         let mut w_vt = vec![0.0; hp * c];
-        for part in 0..2 {
+        // Q times the softmax scale: S comes out scaled, and the attention
+        // tiles' softmax does not multiply (their scale is 1).
+        for (part, scale) in [f64::from(s.scale), 1.0].into_iter().enumerate() {
             for ch in 0..c {
                 let col = part * hp + s.padded(ch);
-                b_qk[col] = k.b_qkv[part * c + ch];
+                b_qk[col] = scale * k.b_qkv[part * c + ch];
                 for r in 0..c {
-                    w_qk[r * 2 * hp + col] = k.w_qkv[r * 3 * c + part * c + ch];
+                    w_qk[r * 2 * hp + col] = scale * k.w_qkv[r * 3 * c + part * c + ch];
                 }
             }
         }

@@ -82,7 +82,8 @@ pub fn exchange_a(plan: &AttentionPlan) -> Vec<Transfer> {
     }
     out.extend(residual_transfers(&plan.out, plan.layout.residual, &ln));
     // Senders in turn (so400m: 65k cycles in the senders' order, 59k
-    // rotated; the qk, vt and residual parts rotated each alone 61-62k).
+    // rotated; the qk, vt and residual parts rotated each alone 61-62k;
+    // each LN tile starting at a K part of its own 68k).
     round_robin(out)
 }
 
