@@ -210,10 +210,13 @@ fn bad_input_gets_an_error() {
 }
 
 /// An encoder layer (`--extract layer:0`, a chain of the attention and MLP
-/// blocks) profiles too, without the lowering's steps: every codelet
-/// counts as the chain, the steps still add up to the run.
+/// blocks on tiles of their own) profiles block by block: the MLP block's
+/// steps keep their estimates and ops, the attention block counts as one
+/// step, the link between them is an exchange step, and the same instance
+/// name (`ln`, the LayerNorm of both blocks) is attributed by the tile it
+/// ran on. The steps still add up to the run.
 #[test]
-fn a_layer_of_blocks_profiles_as_one_step() {
+fn a_layer_profiles_block_by_block() {
     let Some(tiny) = common::fixture_dir("siglip-tiny") else {
         return;
     };
@@ -234,28 +237,49 @@ fn a_layer_of_blocks_profiles_as_one_step() {
     );
     assert_eq!(code, 0, "{stderr}");
     let p = read_json(&dir.path().join("profile.json"));
-    let steps: Vec<&str> = p["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(steps, ["exchange", "blocks", "sync"]);
-    let simulated: u64 = p["steps"]
-        .as_array()
-        .unwrap()
+    let steps = p["steps"].as_array().unwrap();
+    let names: Vec<&str> = steps.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "b0 exchange",
+            "b0 attention_block",
+            "link0",
+            "b1 layer_norm",
+            "b1 exchange_a",
+            "b1 fc1",
+            "b1 exchange_b",
+            "b1 fc2",
+            "sync"
+        ]
+    );
+    let simulated: u64 = steps
         .iter()
         .map(|s| s["simulated_cycles"].as_u64().unwrap())
         .sum();
     assert_eq!(simulated, p["total_cycles"].as_u64().unwrap());
-    for c in p["codelets"].as_array().unwrap() {
-        assert_eq!(c["step"], 1, "{c}");
-        assert!(
-            c["op"]
-                .as_str()
-                .unwrap()
-                .starts_with("2 blocks from nn.layer_normalization"),
-            "{c}"
+    // The MLP block's products and LayerNorm: estimated, and near it.
+    for k in [3, 5, 7] {
+        let (e, s) = (
+            steps[k]["estimate_cycles"].as_u64().unwrap() as f64,
+            steps[k]["simulated_cycles"].as_u64().unwrap() as f64,
         );
+        assert!((e - s).abs() <= 0.1 * s, "{}: {e} vs {s}", names[k]);
+    }
+    let codelets = p["codelets"].as_array().unwrap();
+    let ln_steps: Vec<(u64, &str)> = codelets
+        .iter()
+        .filter(|c| c["instance"] == "ln")
+        .map(|c| (c["step"].as_u64().unwrap(), c["op"].as_str().unwrap()))
+        .collect();
+    assert_eq!(ln_steps.len(), 2, "{ln_steps:?}");
+    assert!(ln_steps[0].1.starts_with("nn.attention"), "{ln_steps:?}");
+    assert_eq!(ln_steps[1].0, 3, "{ln_steps:?}");
+    assert!(
+        ln_steps[1].1.contains("layer_norm2"),
+        "the MLP block's LayerNorm: {ln_steps:?}"
+    );
+    for c in codelets {
+        assert!(c["op"].as_str().unwrap().starts_with("nn."), "{c}");
     }
 }

@@ -305,6 +305,7 @@ pub fn lower_attention(
         executable: lowered.executable,
         exchange_code_bytes_max: lowered.exchange_code_bytes_max,
         block_estimate: None,
+        chain_estimates: Vec::new(),
     })
 }
 

@@ -259,7 +259,8 @@ impl PlannedBlock {
         })
     }
 
-    fn tiles(&self) -> Vec<u32> {
+    /// Every tile of the block.
+    pub fn tiles(&self) -> Vec<u32> {
         match self {
             PlannedBlock::Attention(p) => p.tiles(),
             PlannedBlock::Mlp(p) => p.tiles(),
@@ -408,6 +409,7 @@ pub fn lower_chain(
         bytes
     };
     let mut exchange_code_bytes_max = 0;
+    let mut chain_estimates = Vec::new();
     for (k, plan) in plans.iter().enumerate() {
         let before: BTreeSet<OpId> = ctx.block_ops_vec(exe_body).into_iter().collect();
         let around_k = |e: &mut Emitter, t: u32, after: bool| around(k, e, t, after);
@@ -422,8 +424,10 @@ pub fn lower_chain(
                     .exchange_code_bytes_max
             }
             (PlannedBlock::Mlp(p), ChainBlock::Mlp(b)) => {
-                emit_mlp_in(ctx, &frame, p, &b.constants, machine, loc.clone())?
-                    .exchange_code_bytes_max
+                let lowered = emit_mlp_in(ctx, &frame, p, &b.constants, machine, loc.clone())?;
+                chain_estimates.resize(k, None);
+                chain_estimates.push(Some(lowered.estimate));
+                lowered.exchange_code_bytes_max
             }
             (PlannedBlock::Patch(p), ChainBlock::Patch(b)) => {
                 emit_patch_in(ctx, &frame, p, &b.constants, machine, loc.clone())?
@@ -459,6 +463,7 @@ pub fn lower_chain(
         executable,
         exchange_code_bytes_max,
         block_estimate: None,
+        chain_estimates,
     })
 }
 

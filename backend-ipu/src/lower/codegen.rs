@@ -590,6 +590,7 @@ pub fn emit_gemm(
         executable: exe,
         exchange_code_bytes_max,
         block_estimate: None,
+        chain_estimates: Vec::new(),
     })
 }
 
@@ -663,7 +664,7 @@ pub fn emit_standalone<T>(
 }
 
 /// A lowered function: its `ipu.executable` and figures of its code.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Lowered {
     /// The `ipu.executable` op.
     pub executable: OpId,
@@ -674,6 +675,9 @@ pub struct Lowered {
     /// simulated cycles); `None` for a lone product, whose estimate is its
     /// plan's.
     pub block_estimate: Option<super::block::BlockEstimate>,
+    /// A chain's MLP blocks' estimates, by block (`None` for the other
+    /// kinds); empty for a function that is not a chain.
+    pub chain_estimates: Vec<Option<super::block::BlockEstimate>>,
 }
 
 /// A codelet instance a tile's program calls: emitted as a subroutine.

@@ -310,6 +310,7 @@ pub fn lower_mlp(
         executable: lowered.executable,
         exchange_code_bytes_max: lowered.exchange_code_bytes_max,
         block_estimate: Some(lowered.estimate),
+        chain_estimates: Vec::new(),
     })
 }
 

@@ -11,11 +11,13 @@
 //! `ipu-prof` snapshots would catch. Buffer addresses are the block's
 //! `BlockLayout`; their sizes come from the planner's own size functions.
 
-use ipuc_backend_ipu::lower::attention::match_attention;
-use ipuc_backend_ipu::lower::block::{owned_rows_max, MlpPlan, LN_ROWS};
-use ipuc_backend_ipu::lower::chain::match_chain;
-use ipuc_backend_ipu::lower::codegen::{layout, Lowered};
-use ipuc_backend_ipu::lower::mlp::{match_mlp, plan_of_block};
+use ipuc_backend_ipu::lower::attention::{match_attention, AttentionMatch};
+use ipuc_backend_ipu::lower::block::{owned_rows_max, BlockEstimate, MlpPlan, LN_ROWS};
+use ipuc_backend_ipu::lower::chain::{
+    match_chain, plan_chain, ChainBlock, ChainMatch, PlannedBlock,
+};
+use ipuc_backend_ipu::lower::codegen::{layout, Lowered, TileLayout};
+use ipuc_backend_ipu::lower::mlp::{match_mlp, plan_of_block, MlpMatch};
 use ipuc_backend_ipu::lower::passes::planned_products;
 use ipuc_backend_ipu::lower::plan::{output_span, reduction_buffer, whole_pairs, GemmPlan};
 use ipuc_ipu_arch::MachineModel;
@@ -50,31 +52,60 @@ pub struct Buffer {
     pub live: (usize, usize),
 }
 
+/// Which `nn` op a codelet instance computes: instances whose name starts
+/// with `prefix`, on `tiles` (`[first, end)`; `None`: any tile), belong to
+/// step `step` and op `op`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstanceRule {
+    /// The instance-name prefix.
+    pub prefix: String,
+    /// The tiles the rule covers (a block of a chain runs on its own).
+    pub tiles: Option<(u32, u32)>,
+    /// The step.
+    pub step: usize,
+    /// The `nn` op.
+    pub op: String,
+}
+
 /// Everything the profile learns from the lowering.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Attribution {
     /// Steps in program order; the last one is `sync`.
     pub steps: Vec<StepInfo>,
-    /// Instance-name prefixes and the (step, `nn` op) they belong to,
-    /// longest prefix first.
-    pub instances: Vec<(String, usize, String)>,
+    /// The instance rules, longest prefix first within a block.
+    pub instances: Vec<InstanceRule>,
     /// Buffers.
     pub buffers: Vec<Buffer>,
 }
 
 impl Attribution {
-    /// The (step, `nn` op) of codelet instance `instance`.
-    pub fn classify(&self, instance: &str) -> Option<(usize, String)> {
+    /// The (step, `nn` op) of codelet instance `instance` on `tile`.
+    pub fn classify(&self, tile: u32, instance: &str) -> Option<(usize, String)> {
         self.instances
             .iter()
-            .find(|(prefix, ..)| instance.starts_with(prefix.as_str()))
-            .map(|(_, s, op)| (*s, op.clone()))
+            .find(|r| {
+                instance.starts_with(r.prefix.as_str())
+                    && r.tiles.is_none_or(|(a, b)| (a..b).contains(&tile))
+            })
+            .map(|r| (r.step, r.op.clone()))
     }
 
     /// The index of the `sync` step.
     pub fn sync_step(&self) -> usize {
         self.steps.len() - 1
     }
+}
+
+/// Rules on any tile from `(prefix, step, op)` triples.
+fn rules(list: Vec<(&str, usize, String)>) -> Vec<InstanceRule> {
+    list.into_iter()
+        .map(|(prefix, step, op)| InstanceRule {
+            prefix: prefix.into(),
+            tiles: None,
+            step,
+            op,
+        })
+        .collect()
 }
 
 fn op_label(ctx: &Context, op: OpId) -> String {
@@ -104,84 +135,21 @@ pub fn of_function(
 ) -> Result<Attribution, String> {
     let render = |d: ipuc_ir::Diagnostic| d.to_string();
     if let Some(chain) = match_chain(ctx, f).map_err(render)? {
-        // A chain of blocks (an encoder layer): its steps, estimates and
-        // buffers are not exposed to profiles yet, nor which block an
-        // instance belongs to; its codelets all count as the chain.
-        let ops: Vec<String> = chain
-            .blocks
-            .iter()
-            .flat_map(|b| b.ops().iter())
-            .filter(|&&o| ctx.name_str(o) != "nn.constant")
-            .map(|&o| op_label(ctx, o))
-            .collect();
-        let label = format!(
-            "{} blocks from {}",
-            chain.blocks.len(),
-            ops.first().map_or("?", String::as_str)
-        );
-        return Ok(generic(ops, label, "blocks"));
+        let plans = plan_chain(ctx, &chain, machine).map_err(render)?;
+        return Ok(of_chain(
+            ctx,
+            &chain,
+            &plans,
+            &lowered.chain_estimates,
+            machine,
+        ));
     }
     if let Some(b) = match_attention(ctx, f).map_err(render)? {
-        // The attention block's steps, estimates and buffers are not
-        // exposed to profiles yet: its codelets all count as the block.
-        let ops: Vec<String> = [b.ln, b.qkv, b.attention, b.out, b.add]
-            .iter()
-            .map(|&o| op_label(ctx, o))
-            .collect();
-        return Ok(generic(ops, op_label(ctx, b.attention), "attention_block"));
+        return Ok(of_attention(ctx, &b));
     }
     if let Some(b) = match_mlp(ctx, f).map_err(render)? {
         let plan = plan_of_block(ctx, &b, machine).map_err(render)?;
-        let gelu = ctx
-            .collect_ops(f, WalkOrder::PreOrder)
-            .into_iter()
-            .find(|&o| ctx.name_str(o) == "nn.gelu");
-        let (ln, fc1, fc2, add) = (
-            op_label(ctx, b.ln),
-            op_label(ctx, b.fc1),
-            op_label(ctx, b.fc2),
-            op_label(ctx, b.add),
-        );
-        let gelu = gelu.map_or_else(|| fc1.clone(), |g| op_label(ctx, g));
-        // The estimate's fc1 covers its vertex, reduction and GELU; fc2
-        // its vertex, reduction and both adds.
-        let e = lowered.block_estimate;
-        let steps = vec![
-            step(
-                "layer_norm",
-                vec![ln.clone()],
-                e.map(|e| e.layer_norm),
-                false,
-            ),
-            step("exchange_a", vec![], e.map(|e| e.exchange_a), true),
-            step(
-                "fc1",
-                vec![fc1.clone(), gelu.clone()],
-                e.map(|e| e.fc1),
-                false,
-            ),
-            step("exchange_b", vec![], e.map(|e| e.exchange_b), true),
-            step(
-                "fc2",
-                vec![fc2.clone(), add.clone()],
-                e.map(|e| e.fc2),
-                false,
-            ),
-            step("sync", vec![], e.map(|e| e.sync), false),
-        ];
-        let instances = vec![
-            ("fc1_gelu".to_string(), 2, gelu),
-            ("fc1".to_string(), 2, fc1),
-            ("fc2".to_string(), 4, fc2.clone()),
-            ("out0".to_string(), 4, add),
-            ("out1".to_string(), 4, fc2),
-            ("ln".to_string(), 0, ln),
-        ];
-        return Ok(Attribution {
-            steps,
-            instances,
-            buffers: block_buffers(&plan, machine),
-        });
+        return Ok(of_mlp(ctx, &b, &plan, lowered.block_estimate, machine));
     }
     // A lone product: its vertex, reduction and epilogue are one step.
     let plans = planned_products(ctx, f, machine).map_err(render)?;
@@ -192,22 +160,189 @@ pub fn of_function(
     let (Some(plan), Some(product)) = (plans.first(), product) else {
         return Err("the function has no product to profile".into());
     };
-    let label = op_label(ctx, product);
+    Ok(of_product(
+        op_label(ctx, product),
+        plan,
+        &layout(plan, machine),
+        "",
+        machine,
+    ))
+}
+
+/// A product alone (a lone product's, or a patch embedding's: the
+/// instances named `tag`): its exchange, then its vertex, reduction and
+/// epilogue as one step.
+fn of_product(
+    label: String,
+    plan: &GemmPlan,
+    lay: &TileLayout,
+    tag: &str,
+    machine: &MachineModel,
+) -> Attribution {
     let est = plan.estimate;
-    Ok(Attribution {
+    Attribution {
         steps: vec![
             step("exchange", vec![], Some(est.exchange), true),
             step(
                 "product",
                 vec![label.clone()],
-                Some(est.compute + est.reduction + est.epilogue),
+                Some(est.compute + est.rounds_exchange + est.reduction + est.epilogue),
                 false,
             ),
             step("sync", vec![], Some(est.sync), false),
         ],
-        instances: vec![(String::new(), 1, label)],
-        buffers: product_buffers(plan, machine, "", (0, 1), (1, 1)),
-    })
+        instances: rules(vec![(tag, 1, label)]),
+        buffers: placed_buffers(plan, machine, tag, lay, (0, 1), (1, 1)),
+    }
+}
+
+/// The attention block: its steps, estimates and buffers are not exposed
+/// to profiles yet, so its codelets all count as the block.
+fn of_attention(ctx: &Context, b: &AttentionMatch) -> Attribution {
+    let ops: Vec<String> = [b.ln, b.qkv, b.attention, b.out, b.add]
+        .iter()
+        .map(|&o| op_label(ctx, o))
+        .collect();
+    generic(ops, op_label(ctx, b.attention), "attention_block")
+}
+
+/// The MLP block's steps (its estimate's), instances and buffers.
+fn of_mlp(
+    ctx: &Context,
+    b: &MlpMatch,
+    plan: &MlpPlan,
+    e: Option<BlockEstimate>,
+    machine: &MachineModel,
+) -> Attribution {
+    let gelu = b
+        .ops
+        .iter()
+        .copied()
+        .find(|&o| ctx.name_str(o) == "nn.gelu");
+    let (ln, fc1, fc2, add) = (
+        op_label(ctx, b.ln),
+        op_label(ctx, b.fc1),
+        op_label(ctx, b.fc2),
+        op_label(ctx, b.add),
+    );
+    let gelu = gelu.map_or_else(|| fc1.clone(), |g| op_label(ctx, g));
+    // The estimate's fc1 covers its vertex, reduction and GELU; fc2 its
+    // vertex, reduction and both adds.
+    let steps = vec![
+        step(
+            "layer_norm",
+            vec![ln.clone()],
+            e.map(|e| e.layer_norm),
+            false,
+        ),
+        step("exchange_a", vec![], e.map(|e| e.exchange_a), true),
+        step(
+            "fc1",
+            vec![fc1.clone(), gelu.clone()],
+            e.map(|e| e.fc1),
+            false,
+        ),
+        step("exchange_b", vec![], e.map(|e| e.exchange_b), true),
+        step(
+            "fc2",
+            vec![fc2.clone(), add.clone()],
+            e.map(|e| e.fc2),
+            false,
+        ),
+        step("sync", vec![], e.map(|e| e.sync), false),
+    ];
+    let instances = rules(vec![
+        ("fc1_gelu", 2, gelu),
+        ("fc1", 2, fc1),
+        ("fc2", 4, fc2.clone()),
+        ("out0", 4, add),
+        ("out1", 4, fc2),
+        ("ln", 0, ln),
+    ]);
+    Attribution {
+        steps,
+        instances,
+        buffers: block_buffers(plan, machine),
+    }
+}
+
+/// A chain: each block's attribution on its own tiles, its steps in
+/// program order with a `link` exchange step between two blocks, one
+/// `sync` step for all (its estimate the blocks' syncs; the links' are
+/// not estimated apart). `estimates` holds each block's estimate where the
+/// lowering gave one.
+fn of_chain(
+    ctx: &Context,
+    chain: &ChainMatch,
+    plans: &[PlannedBlock],
+    estimates: &[Option<BlockEstimate>],
+    machine: &MachineModel,
+) -> Attribution {
+    let mut out = Attribution {
+        steps: Vec::new(),
+        instances: Vec::new(),
+        buffers: Vec::new(),
+    };
+    let mut sync = Some(0);
+    for (k, (block, plan)) in chain.blocks.iter().zip(plans).enumerate() {
+        if k > 0 {
+            out.steps
+                .push(step(&format!("link{}", k - 1), vec![], None, true));
+        }
+        let estimate = estimates.get(k).copied().flatten();
+        let sub = match (block, plan) {
+            (ChainBlock::Mlp(b), PlannedBlock::Mlp(p)) => of_mlp(ctx, b, p, estimate, machine),
+            (ChainBlock::Patch(b), PlannedBlock::Patch(p)) => of_product(
+                op_label(ctx, b.conv),
+                &p.product,
+                &p.layout,
+                "patch",
+                machine,
+            ),
+            (ChainBlock::Attention(b), _) => of_attention(ctx, b),
+            _ => generic(Vec::new(), format!("block {k}"), "block"),
+        };
+        let tiles = plan.tiles();
+        let range = (
+            tiles.iter().copied().min().unwrap_or(0),
+            tiles.iter().copied().max().map_or(0, |t| t + 1),
+        );
+        let offset = out.steps.len();
+        let own = sub.steps.len() - 1;
+        for s in &sub.steps[..own] {
+            out.steps.push(StepInfo {
+                name: format!("b{k} {}", s.name),
+                ..s.clone()
+            });
+        }
+        sync = sync.zip(sub.steps[own].estimate).map(|(a, b)| a + b);
+        // The chain prefixes a block's constants with `b{k}_`, and with
+        // them the vertex states that name a product's instances; the
+        // codelets called as subroutines keep their names. Either way the
+        // block's tiles tell the blocks apart.
+        let placed = |r: &InstanceRule, prefix: String| InstanceRule {
+            prefix,
+            tiles: Some(range),
+            step: r.step + offset,
+            op: r.op.clone(),
+        };
+        let prefixed: Vec<InstanceRule> = sub
+            .instances
+            .iter()
+            .filter(|r| !r.prefix.is_empty())
+            .map(|r| placed(r, format!("b{k}_{}", r.prefix)))
+            .collect();
+        out.instances.extend(prefixed);
+        out.instances
+            .extend(sub.instances.iter().map(|r| placed(r, r.prefix.clone())));
+        out.buffers.extend(sub.buffers.into_iter().map(|b| Buffer {
+            name: format!("b{k} {}", b.name),
+            live: (b.live.0 + offset, b.live.1 + offset),
+            ..b
+        }));
+    }
+    out.steps.push(step("sync", vec![], sync, false));
+    out
 }
 
 /// An attribution without the lowering's steps: every codelet is `op`
@@ -219,40 +354,21 @@ fn generic(ops: Vec<String>, op: String, name: &str) -> Attribution {
             step(name, ops, None, false),
             step("sync", vec![], None, false),
         ],
-        instances: vec![(String::new(), 1, op)],
+        instances: rules(vec![("", 1, op)]),
         buffers: Vec::new(),
     }
-}
-
-/// A product's input, output and reduction buffers on its tiles, at the
-/// addresses of its standalone layout (`codegen::layout`).
-fn product_buffers(
-    plan: &GemmPlan,
-    machine: &MachineModel,
-    tag: &str,
-    input_live: (usize, usize),
-    output_live: (usize, usize),
-) -> Vec<Buffer> {
-    placed_buffers(
-        plan,
-        machine,
-        tag,
-        &layout(plan, machine),
-        input_live,
-        output_live,
-    )
 }
 
 fn placed_buffers(
     plan: &GemmPlan,
     machine: &MachineModel,
     tag: &str,
-    lay: &ipuc_backend_ipu::lower::codegen::TileLayout,
+    lay: &TileLayout,
     input_live: (usize, usize),
     output_live: (usize, usize),
 ) -> Vec<Buffer> {
     let v = plan.vertex();
-    let tiles: Vec<u32> = (0..plan.tiles()).collect();
+    let tiles: Vec<u32> = (plan.first_tile..plan.first_tile + plan.tiles()).collect();
     let name = |n: &str| {
         if tag.is_empty() {
             n.to_string()
@@ -315,7 +431,8 @@ fn block_buffers(plan: &MlpPlan, machine: &MachineModel) -> Vec<Buffer> {
     });
     let owned = owned_rows_max(&plan.fc2) * plan.fc2.vertex().n_groups * 32 + 8;
     let span = owned.next_multiple_of(machine.element_bytes);
-    let fc2_tiles: Vec<u32> = (0..plan.fc2.tiles()).collect();
+    let fc2_tiles: Vec<u32> =
+        (plan.fc2.first_tile..plan.fc2.first_tile + plan.fc2.tiles()).collect();
     for (name, address, live) in [("residual", lay.residual, (1, 4)), ("sum", lay.sum, (4, 4))] {
         out.push(Buffer {
             name: name.into(),

@@ -82,7 +82,8 @@ pub fn collect(inp: &Inputs) -> Result<ProfileData, String> {
         })
         .collect();
     let mut codelets: Vec<Codelet> = Vec::new();
-    let mut codelet_ids: BTreeMap<(String, String), usize> = BTreeMap::new();
+    type Key = (String, String, Option<(usize, String)>);
+    let mut codelet_ids: BTreeMap<Key, usize> = BTreeMap::new();
     let images: BTreeMap<u32, &ipuc_ipu_arch::TileImage> =
         inp.exe.tiles.iter().map(|t| (t.tile, &t.image)).collect();
     let n_steps = sim
@@ -104,12 +105,15 @@ pub fn collect(inp: &Inputs) -> Result<ProfileData, String> {
                 .section_at(l.vertex)
                 .and_then(|s| instance_of_vertex_section(&s.name))
                 .unwrap_or(by_entry);
-            let key = (codelet, instance);
+            // The same instance name on the tiles of two blocks of a
+            // chain is two codelets: the key holds the classification.
+            let class = inp.attribution.classify(tl.tile, &instance);
+            let key = (codelet, instance, class);
             let id = match codelet_ids.get(&key) {
                 Some(&id) => id,
                 None => {
-                    let (step, op) = match inp.attribution.classify(&key.1) {
-                        Some(c) => c,
+                    let (step, op) = match &key.2 {
+                        Some(c) => c.clone(),
                         None => (unattributed(&mut steps), String::new()),
                     };
                     codelets.push(Codelet {

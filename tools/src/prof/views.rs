@@ -319,8 +319,9 @@ fn error_of(estimate: Option<u64>, simulated: u64) -> Option<f64> {
 }
 
 /// The estimate against the simulation per step, then per op kind (the
-/// steps summed by the kind of their first `nn` op; exchange and sync
-/// steps by name).
+/// steps summed by the kind of their first `nn` op, a step of a whole
+/// block by its name; exchange steps, a chain's links among them, as
+/// `exchange`; sync by name).
 pub fn cost_error(p: &ProfileData) -> (Vec<ErrorRow>, Vec<ErrorRow>) {
     let steps: Vec<ErrorRow> = p
         .steps
@@ -335,10 +336,19 @@ pub fn cost_error(p: &ProfileData) -> (Vec<ErrorRow>, Vec<ErrorRow>) {
         .collect();
     let mut kinds: BTreeMap<String, ErrorRow> = BTreeMap::new();
     for s in &steps {
+        // A chain names its blocks' steps `b{k} {step}`.
+        let name = match s.name.split_once(' ') {
+            Some((b, rest)) if b.starts_with('b') && b[1..].parse::<u32>().is_ok() => rest,
+            _ => s.name.as_str(),
+        };
         let kind = match s.ops.first() {
+            // A whole block counted as one step is its own kind.
+            Some(_) if s.ops.len() > 2 => name.to_string(),
             Some(op) => op.split(" @ ").next().unwrap_or(op).to_string(),
-            None if s.name.starts_with("exchange") => "exchange".to_string(),
-            None => s.name.clone(),
+            None if name.starts_with("exchange") || name.starts_with("link") => {
+                "exchange".to_string()
+            }
+            None => name.to_string(),
         };
         let e = kinds.entry(kind.clone()).or_insert_with(|| ErrorRow {
             name: kind,
