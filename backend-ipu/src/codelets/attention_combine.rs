@@ -22,8 +22,9 @@
 //! Per row (workers take contiguous shares of rows): the least `-m_i`
 //! (pass 1), `L = sum_i u_i` in f32 (pass 2, `f32exp`), then per partial
 //! its weight `u_i / L` as four f16 lanes and, per group, `O += w_i O_i`
-//! in f16 (`ld64`/`f16v4mul`/`f16v4add`/`st64`), the first partial
-//! writing `O`. Every loop is a `brnzdec` loop with immediate offsets.
+//! in f16 (`ld64`/`f16v4mul`/`f16v4add`/`st64`, the loads bundled with
+//! the arithmetic), the first partial writing `O`. Every loop is a
+//! `brnzdec` loop with immediate offsets.
 
 use super::emitter::{inst, load_state_word, op, Emitter};
 use super::launch::{self, offsets, split, RowLaunchCounts, WORKERS};
@@ -169,19 +170,34 @@ impl AttentionCombine {
 
     /// A group's row of a partial (at `$m10`) times the weight, written
     /// (`first`) or added to the output's row (at `$m9`); both pointers
-    /// step to the next group. Returns the body's issues.
+    /// step to the next group. Two words in flight (`$a0:1` and `$a8:9`,
+    /// `$a4:5` the output's), each load bundled with the arithmetic of the
+    /// word before. Returns the body's issues.
     fn emit_group(&self, e: &mut Emitter, first: bool, label: &str) -> u64 {
         let p = op::a_pair;
+        let ld = |pair: u8, base: u8, w: i64| {
+            inst("ld64", [p(pair), op::m(base), op::mzero(), op::imm(w)])
+        };
+        let st = |pair: u8, w: i64| inst("st64", [p(pair), op::m(9), op::mzero(), op::imm(w)]);
+        let mul = |pair: u8| inst("f16v4mul", [p(pair), p(pair), p(12)]);
+        let add = |pair: u8| inst("f16v4add", [p(pair), p(pair), p(4)]);
         e.aligned_label(label);
         let before = e.issues();
-        for w in 0..i64::from(ROW / 8) {
-            e.solo(inst("ld64", [p(0), op::m(10), op::mzero(), op::imm(w)]));
-            e.solo(inst("f16v4mul", [p(0), p(0), p(12)]));
-            if !first {
-                e.solo(inst("ld64", [p(4), op::m(9), op::mzero(), op::imm(w)]));
-                e.solo(inst("f16v4add", [p(0), p(0), p(4)]));
+        // Words 2h and 2h + 1 in $a0:1 and $a8:9.
+        for h in 0..i64::from(ROW / 16) {
+            let (w0, w1) = (2 * h, 2 * h + 1);
+            e.solo(ld(0, 10, w0));
+            if first {
+                e.bundle(ld(8, 10, w1), mul(0));
+                e.bundle(st(0, w0), mul(8));
+                e.solo(st(8, w1));
+            } else {
+                e.bundle(ld(4, 9, w0), mul(0));
+                e.bundle(ld(8, 10, w1), add(0));
+                e.bundle(ld(4, 9, w1), mul(8));
+                e.bundle(st(0, w0), add(8));
+                e.solo(st(8, w1));
             }
-            e.solo(inst("st64", [p(0), op::m(9), op::mzero(), op::imm(w)]));
         }
         e.solo(Self::add(10, self.rows * ROW));
         e.solo(Self::add(9, self.output_stride));
