@@ -323,9 +323,10 @@ pub fn plan_chain(
                     ctx,
                     at,
                     format!(
-                        "cannot plan the {what} on tiles {}..{}: {e}",
+                        "cannot plan the {what} on tiles {}..{}: {e} (the chain gives each of its {n} blocks {count} of the machine's {} tiles: blocks do not share tiles in time yet)",
                         range.0,
-                        range.0 + count
+                        range.0 + count,
+                        machine.tiles
                     ),
                 )
             })
