@@ -69,8 +69,8 @@
 // EXEC: run {{.*}}(18 ops,
 // EXEC: output_0 [1, 2, 4] f32
 
-// BADKIND: unknown block kind 'ffn' in 'ffn:1' (kinds: mlp, attention, layer)
-// SYNTAX: block 'mlp' must be KIND:LAYER, e.g. mlp:3 (kinds: mlp, attention, layer)
+// BADKIND: unknown block kind 'ffn' in 'ffn:1' (kinds: mlp, attention, layer, head)
+// SYNTAX: block 'mlp' must be KIND:LAYER, e.g. mlp:3, or head (kinds: mlp, attention, layer, head)
 // RANGE: two-layer-encoder.mlir:5:1: error: cannot extract {{.*}}: layer {{[27]}} is out of range, the model has 2 encoder layers (0..=1)
 // NOSCOPE: error: cannot extract mlp:0: no op location names an encoder layer
 // A residual block needs its LayerNorm; the whole layer needs none.

@@ -22,7 +22,12 @@
 //!   LayerNorm's input: `x + fc2(gelu(fc1(layer_norm(x))))`;
 //! - `attention:N`: the same rule around the `self_attn` scope:
 //!   `x + out_proj(attention(qkv(layer_norm(x))))`;
-//! - `layer:N`: every op of layer `N`.
+//! - `layer:N`: every op of layer `N`;
+//! - `head`: what follows the encoder, outside every layer: the ops of the
+//!   model's `post_layernorm` and `head` scopes (SigLIP's final LayerNorm
+//!   and attention-pooling head, `/model/post_layernorm/...`,
+//!   `/model/head/attention/...`): a function of the last layer's output
+//!   returning the post-LayerNorm rows and the pooled output.
 //!
 //! The block's function (`@layerN_mlp`, `@layerN_attention`, `@layerN`)
 //! takes the values the block reads from outside (for these blocks, the one
@@ -51,11 +56,19 @@ pub enum BlockKind {
     Attention,
     /// The whole layer.
     Layer,
+    /// The model's tail after the last layer: the post-LayerNorm and the
+    /// pooling head (no layer number).
+    Head,
 }
 
 impl BlockKind {
     /// Every kind, in the order help texts list them.
-    pub const ALL: [BlockKind; 3] = [BlockKind::Mlp, BlockKind::Attention, BlockKind::Layer];
+    pub const ALL: [BlockKind; 4] = [
+        BlockKind::Mlp,
+        BlockKind::Attention,
+        BlockKind::Layer,
+        BlockKind::Head,
+    ];
 
     /// The name used in `KIND:N`.
     pub fn name(self) -> &'static str {
@@ -63,7 +76,13 @@ impl BlockKind {
             BlockKind::Mlp => "mlp",
             BlockKind::Attention => "attention",
             BlockKind::Layer => "layer",
+            BlockKind::Head => "head",
         }
+    }
+
+    /// Whether `KIND:N` names a layer (every kind but `head`).
+    pub fn has_layer(self) -> bool {
+        self != BlockKind::Head
     }
 
     /// The layer sub-scope holding the block's core (none: the whole layer).
@@ -71,17 +90,17 @@ impl BlockKind {
         match self {
             BlockKind::Mlp => Some("mlp"),
             BlockKind::Attention => Some("self_attn"),
-            BlockKind::Layer => None,
+            BlockKind::Layer | BlockKind::Head => None,
         }
     }
 }
 
-/// A block to extract: `KIND:N`.
+/// A block to extract: `KIND:N`, or `head`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct BlockSpec {
     /// What to cut.
     pub kind: BlockKind,
-    /// The encoder layer, counted from 0.
+    /// The encoder layer, counted from 0 (0 for `head`, which has none).
     pub layer: usize,
 }
 
@@ -90,6 +109,7 @@ impl BlockSpec {
     pub fn function_name(&self) -> String {
         match self.kind {
             BlockKind::Layer => format!("layer{}", self.layer),
+            BlockKind::Head => "head".to_string(),
             k => format!("layer{}_{}", self.layer, k.name()),
         }
     }
@@ -97,7 +117,10 @@ impl BlockSpec {
 
 impl fmt::Display for BlockSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.kind.name(), self.layer)
+        match self.kind.has_layer() {
+            true => write!(f, "{}:{}", self.kind.name(), self.layer),
+            false => f.write_str(self.kind.name()),
+        }
     }
 }
 
@@ -111,9 +134,15 @@ impl FromStr for BlockSpec {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        if s == BlockKind::Head.name() {
+            return Ok(BlockSpec {
+                kind: BlockKind::Head,
+                layer: 0,
+            });
+        }
         let Some((kind, layer)) = s.split_once(':') else {
             return Err(format!(
-                "block '{s}' must be KIND:LAYER, e.g. mlp:3 (kinds: {})",
+                "block '{s}' must be KIND:LAYER, e.g. mlp:3, or head (kinds: {})",
                 kinds()
             ));
         };
@@ -121,6 +150,13 @@ impl FromStr for BlockSpec {
             .into_iter()
             .find(|k| k.name() == kind)
             .ok_or_else(|| format!("unknown block kind '{kind}' in '{s}' (kinds: {})", kinds()))?;
+        if !kind.has_layer() {
+            return Err(format!(
+                "block '{s}': {} takes no layer (it follows the last one); write {}",
+                kind.name(),
+                kind.name()
+            ));
+        }
         let layer = layer.parse().map_err(|_| {
             format!("layer '{layer}' in '{s}' must be a non-negative integer (layers count from 0)")
         })?;
@@ -134,6 +170,9 @@ struct Placement {
     /// `(layer, sub-scope)` pairs; the sub-scope is `None` for ops directly
     /// in the layer.
     scopes: Vec<(usize, Option<String>)>,
+    /// Whether a name places the op in the model's tail (see
+    /// [`in_tail`]).
+    tail: bool,
 }
 
 impl Placement {
@@ -151,6 +190,7 @@ impl Placement {
                         self.scopes.push(scope);
                     }
                 }
+                self.tail |= in_tail(name);
                 if let Some(c) = child {
                     self.collect(c);
                 }
@@ -189,6 +229,28 @@ fn layer_scope(name: &str) -> Option<(usize, Option<String>)> {
     // The last component is the op itself, not a scope.
     let sub = (i + 2 < parts.len()).then(|| parts[i + 1].to_string());
     Some((layer, sub))
+}
+
+/// The scopes of the model's tail, after the encoder layers: SigLIP's
+/// final LayerNorm and its attention-pooling head.
+const TAIL_SCOPES: [&str; 2] = ["post_layernorm", "head"];
+
+/// Whether node name `name` is a path through one of [`TAIL_SCOPES`]
+/// outside every layer (`/model/head/attention/MatMul`), not a `Constant`
+/// node.
+fn in_tail(name: &str) -> bool {
+    if !name.starts_with('/') {
+        return false;
+    }
+    let parts: Vec<&str> = name.split('/').filter(|p| !p.is_empty()).collect();
+    let Some((op, scopes)) = parts.split_last() else {
+        return false;
+    };
+    if *op == "Constant" || op.starts_with("Constant_") {
+        return false;
+    }
+    !scopes.iter().any(|p| p.starts_with("layers."))
+        && scopes.iter().any(|p| TAIL_SCOPES.contains(p))
 }
 
 /// The model function: the first `func.func` with a body whose ops name
@@ -233,6 +295,9 @@ pub fn extract_block(ctx: &mut Context, module: OpId, spec: BlockSpec) -> Result
             ),
         )
     })?;
+    if spec.kind == BlockKind::Head {
+        return extract_tail(ctx, spec, source);
+    }
     if spec.layer >= num_layers {
         return Err(Diagnostic::error(
             ctx.loc(source).clone(),
@@ -272,6 +337,43 @@ pub fn extract_block(ctx: &mut Context, module: OpId, spec: BlockSpec) -> Result
         None => in_layer.iter().map(|&i| ops[i]).collect(),
         Some(scope) => residual_block(ctx, spec, scope, &ops, &placements, &in_layer, source)?,
     };
+    build_block_function(ctx, spec, source, &ops, &members)
+}
+
+/// `head`: every computing op whose location places it in the model's
+/// tail, none of them in a layer too.
+fn extract_tail(ctx: &mut Context, spec: BlockSpec, source: OpId) -> Result<OpId, Diagnostic> {
+    let entry = func::entry_block(ctx, source).expect("model_function has a body");
+    let ops: Vec<OpId> = ctx.block_ops_vec(entry);
+    let mut members: FxHashSet<OpId> = FxHashSet::default();
+    for &op in &ops {
+        let p = Placement::of(ctx.loc(op));
+        if is_constant(ctx, op) || !p.tail {
+            continue;
+        }
+        if let Some(&layer) = p.layers().first() {
+            return Err(Diagnostic::op_error(
+                ctx,
+                op,
+                format!(
+                    "cannot extract {spec}: this op belongs to layer {layer} and to the model's \
+                     tail at once (its location fuses nodes of both), so no boundary separates them"
+                ),
+            ));
+        }
+        members.insert(op);
+    }
+    if members.is_empty() {
+        return Err(Diagnostic::error(
+            ctx.loc(source).clone(),
+            format!(
+                "cannot extract {spec}: no op location names a '{}' scope outside the encoder \
+                 layers (e.g. '/model/head/attention/MatMul'); the model has no tail after its \
+                 layers that extraction can find",
+                TAIL_SCOPES.join("' or '")
+            ),
+        ));
+    }
     build_block_function(ctx, spec, source, &ops, &members)
 }
 
@@ -468,9 +570,9 @@ pub struct ExtractBlock {
 
 ipuc_ir::declare_pass! {
     ExtractBlock => "extract-block" {
-        summary: "Replace the model function by one block of an encoder layer (mlp:N, attention:N, layer:N), found through the ONNX node scopes in op locations",
+        summary: "Replace the model function by one block of an encoder layer (mlp:N, attention:N, layer:N) or its tail (head), found through the ONNX node scopes in op locations",
         options ExtractBlockOptions {
-            /// The block: mlp:N (LayerNorm, MLP, residual add), attention:N (LayerNorm, attention, residual add) or layer:N; layers count from 0
+            /// The block: mlp:N (LayerNorm, MLP, residual add), attention:N (LayerNorm, attention, residual add), layer:N, or head (the post-LayerNorm and pooling head after the last layer); layers count from 0
             block: String = String::new() => "block",
         }
         statistics ExtractBlockStatistics {
@@ -538,6 +640,32 @@ mod tests {
             .parse::<BlockSpec>()
             .unwrap_err()
             .contains("non-negative"));
+        // The tail has no layer number, and prints as it is written.
+        let head: BlockSpec = "head".parse().unwrap();
+        assert_eq!(head.kind, BlockKind::Head);
+        assert_eq!(
+            (head.to_string().as_str(), head.function_name().as_str()),
+            ("head", "head")
+        );
+        assert!("head:3"
+            .parse::<BlockSpec>()
+            .unwrap_err()
+            .contains("head takes no layer"));
+        assert_eq!("mlp:2".parse::<BlockSpec>().unwrap().to_string(), "mlp:2");
+    }
+
+    #[test]
+    fn reads_tail_scopes_from_node_names() {
+        assert!(in_tail("/model/post_layernorm/LayerNormalization"));
+        assert!(in_tail("/model/head/attention/MatMul_1"));
+        assert!(in_tail("/vision_model/head/mlp/fc1/MatMul"));
+        // A layer's own 'head'-named scope is not the model's tail.
+        assert!(!in_tail("/model/encoder/layers.3/head/MatMul"));
+        // Constants are shared after CSE; names that are not paths place nothing.
+        assert!(!in_tail("/model/head/attention/Constant_4"));
+        assert!(!in_tail("model.head.attention.in_proj_weight"));
+        assert!(!in_tail("/model/embeddings/patch_embedding/Conv"));
+        assert!(!in_tail("/model/head"));
     }
 
     #[test]

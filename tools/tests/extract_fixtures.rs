@@ -87,6 +87,18 @@ fn intermediates(dir: &Path, input_of: &str, output_of: &str) -> (HostTensor, Ho
 
 /// Runs `pipeline` on the imported model and the resulting function on `x`.
 fn run_extracted(dir: &Path, pipeline: &str, expected_name: &str, x: &HostTensor) -> HostTensor {
+    let mut out = run_extracted_all(dir, pipeline, expected_name, x);
+    assert_eq!(out.len(), 1, "{expected_name} returns one value");
+    out.pop().unwrap()
+}
+
+/// [`run_extracted`], every result.
+fn run_extracted_all(
+    dir: &Path,
+    pipeline: &str,
+    expected_name: &str,
+    x: &HostTensor,
+) -> Vec<HostTensor> {
     let (mut ctx, module) = import(dir);
     let mut registry = PassRegistry::new();
     ipuc_tools::registry::register_passes(&mut registry).unwrap();
@@ -99,9 +111,7 @@ fn run_extracted(dir: &Path, pipeline: &str, expected_name: &str, x: &HostTensor
         ctx.attr(f, "sym_name").and_then(|a| a.as_str()),
         Some(expected_name)
     );
-    let mut out = run_function(&ctx, f, std::slice::from_ref(x)).expect("run the block");
-    assert_eq!(out.len(), 1, "{expected_name} returns one value");
-    out.pop().unwrap()
+    run_function(&ctx, f, std::slice::from_ref(x)).expect("run the block")
 }
 
 fn check(block: &str, function_name: &str, input_of: &str, output_of: &str) {
@@ -173,4 +183,65 @@ fn layer_equals_the_models_values() {
         "/model/encoder/layers.3/layer_norm1/LayerNormalization",
         "/model/encoder/layers.3/Add_1",
     );
+}
+
+#[test]
+fn head_gives_the_models_outputs() {
+    let Some(dir) = common::fixture_dir("siglip-small") else {
+        return;
+    };
+    // The head's input: the post-LayerNorm's, the last layer's output;
+    // its outputs: the whole model's (last hidden state, pooled output).
+    let (mut ctx, module) = import(&dir);
+    let f = function(&ctx, module);
+    let ln = node(&ctx, f, "/model/post_layernorm/LayerNormalization");
+    let x: Value = ctx.operand(ln, 0);
+    let body = func::entry_block(&ctx, f).unwrap();
+    let ret = ctx.terminator(body).unwrap();
+    let mut returned = ctx.operands(ret).to_vec();
+    returned.insert(0, x);
+    ctx.set_operands(ret, &returned);
+    let (inputs, _) = func::function_type(&ctx, f).unwrap();
+    let results: Vec<Type> = returned
+        .iter()
+        .map(|&v| ctx.value_type(v).clone())
+        .collect();
+    ctx.set_attr(
+        f,
+        "function_type",
+        Attribute::type_attr(Type::function(inputs, results)),
+    );
+    let mut want = run_function(&ctx, f, &[test_input(&dir)]).expect("run the model");
+    let x = want.remove(0);
+    assert_eq!(want.len(), 2, "the model's two outputs");
+    for (pipeline, max_rel_l2) in [
+        (
+            "builtin.module(extract-block{block=head})".to_string(),
+            1e-7,
+        ),
+        (extract_pipeline("head"), 1e-5),
+    ] {
+        let got = run_extracted_all(&dir, &pipeline, "head", &x);
+        assert_eq!(
+            got.len(),
+            2,
+            "head returns the post-LayerNorm and the pooled row"
+        );
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.shape, w.shape);
+            let m = compare(
+                &g.to_f64_vec(),
+                &w.to_f64_vec(),
+                Tolerance::allclose(1e-4, 1e-3),
+            );
+            eprintln!(
+                "head ({pipeline}): rel L2 {:.2e}, cosine {:.9}",
+                m.rel_l2_err, m.cosine
+            );
+            assert!(
+                m.rel_l2_err < max_rel_l2 && m.mismatches == 0,
+                "head via {pipeline}: {m:?}"
+            );
+        }
+    }
 }

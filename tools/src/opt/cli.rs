@@ -113,12 +113,12 @@ fn command(tool: &'static str, registry: &PassRegistry) -> Command {
         .arg(
             Arg::new("extract")
                 .long("extract")
-                .value_name("KIND:N")
+                .value_name("KIND:N|head")
                 .value_parser(|s: &str| {
                     s.parse::<ipuc_passes::extract::BlockSpec>()
                         .map(|b| b.to_string())
                 })
-                .help("Before the pipeline, fuse the model (eqsat-fuse, canonicalize) and replace its function by one block of encoder layer N, found through the ONNX node scopes in op locations: mlp:N (LayerNorm, MLP, residual add), attention:N (LayerNorm, attention, residual add) or layer:N. Without fusing: --extract-block=block=KIND:N"),
+                .help("Before the pipeline, fuse the model (eqsat-fuse, canonicalize) and replace its function by one block of encoder layer N, found through the ONNX node scopes in op locations: mlp:N (LayerNorm, MLP, residual add), attention:N (LayerNorm, attention, residual add) or layer:N; or by the model's tail after its last layer: head (the post-LayerNorm and the attention-pooling head, returning both of the model's outputs). Without fusing: --extract-block=block=KIND:N"),
         )
         .arg(
             Arg::new("precision")

@@ -94,8 +94,10 @@ pub struct RunArgs {
     /// Run one block of encoder layer N instead of the model: fuse the model
     /// (eqsat-fuse, canonicalize) and cut out `mlp:N` (LayerNorm, MLP,
     /// residual add), `attention:N` (LayerNorm, attention, residual add) or
-    /// `layer:N`, found through the ONNX node scopes in op locations.
-    #[arg(long, value_name = "KIND:N", value_parser = parse_block)]
+    /// `layer:N`, or the model's tail after its last layer, `head` (the
+    /// post-LayerNorm and the pooling head, both of the model's outputs),
+    /// found through the ONNX node scopes in op locations.
+    #[arg(long, value_name = "KIND:N|head", value_parser = parse_block)]
     pub extract: Option<String>,
     /// Run the model converted to `fp16` (f16 weights and activations, f32
     /// accumulation in LayerNorm, softmax and attention) or `fp8`
