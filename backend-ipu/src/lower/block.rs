@@ -840,11 +840,9 @@ pub fn reference_rows(shape: MlpShape, x: &[f64], k: &MlpConstants, rows: &[usiz
     let mut y = Vec::with_capacity(rows.len() * c);
     for &r in rows {
         let row = &x[r * c..(r + 1) * c];
-        let mean = row.iter().sum::<f64>() / c as f64;
-        let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / c as f64;
-        let rstd = 1.0 / (var + f64::from(shape.eps)).sqrt();
-        let ln: Vec<f64> = (0..c)
-            .map(|i| quantize((row[i] - mean) * rstd * k.gamma[i] + k.beta[i]))
+        let ln: Vec<f64> = super::ln_tiles::layer_norm_reference(row, &k.gamma, &k.beta, shape.eps)
+            .into_iter()
+            .map(quantize)
             .collect();
         let mut hidden: Vec<f64> = k.b1.to_vec();
         for (i, &a) in ln.iter().enumerate() {

@@ -101,3 +101,55 @@ pub fn constant_operand(
     })?;
     constant_values(&c).map_err(|e| Diagnostic::op_error(ctx, op, format!("{what}: {e}")))
 }
+
+/// Checks that the function whose body is `body` holds nothing but
+/// `block_ops`, constants, the input's cast and the return, and that each
+/// value it returns is one of `results` (a block's value), possibly
+/// through views that keep its elements in order (a gather of a unit
+/// axis) and a cast: the host's conversions. Returns, per returned value,
+/// its index in `results` and the type the host stream carries (the
+/// value before the cast). `mismatch` words the error at an op.
+pub fn check_function_returns(
+    ctx: &Context,
+    body: ipuc_ir::BlockId,
+    input: Value,
+    (results, block_ops): (&[Value], &[OpId]),
+    mismatch: &dyn Fn(OpId, &str) -> Diagnostic,
+) -> Result<Vec<(usize, ipuc_ir::Type)>, Diagnostic> {
+    let ops = ctx.block_ops_vec(body);
+    let Some(ret) = ops
+        .last()
+        .copied()
+        .filter(|&o| ctx.name_str(o) == func::RETURN)
+    else {
+        return Err(mismatch(
+            *block_ops.last().unwrap_or(&ops[0]),
+            "the function must end with a return",
+        ));
+    };
+    let mut host_ops = Vec::new();
+    let mut out = Vec::new();
+    for &v in ctx.operands(ret) {
+        let cast = ctx.defining_op(v).filter(|&d| ctx.name_str(d) == nn::CAST);
+        let streamed = cast.map_or(v, |c| ctx.operands(c)[0]);
+        let (value, views) = super::pool::strip_order_keeping_views(ctx, streamed);
+        let Some(k) = results.iter().position(|&r| r == value) else {
+            return Err(mismatch(
+                ctx.defining_op(v).unwrap_or(ret),
+                "the function returns a value that is not a block's result",
+            ));
+        };
+        host_ops.extend(cast);
+        host_ops.extend(views);
+        out.push((k, ctx.value_type(streamed).clone()));
+    }
+    if let Some(stray) = ops.iter().copied().find(|&o| {
+        ![nn::CONSTANT, func::RETURN].contains(&ctx.name_str(o))
+            && !block_ops.contains(&o)
+            && !host_ops.contains(&o)
+            && ctx.results(o).first() != Some(&input)
+    }) {
+        return Err(mismatch(stray, "is not part of the block"));
+    }
+    Ok(out)
+}

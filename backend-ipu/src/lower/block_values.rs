@@ -9,6 +9,7 @@ use ipuc_ipu_arch::float8::{decode_scaled, encode_scaled};
 use super::attention_block::{AttentionConstants, AttentionShape};
 use super::block::{Fp8Domains, MlpConstants, MlpShape};
 use super::patch_embed::{PatchConstants, PatchShape};
+use super::pool_head::{PoolConstants, PoolShape};
 
 /// The block's input `x` (`[m, c]`, row-major) and its constants, every
 /// value representable in f16 (the block's element type).
@@ -29,11 +30,7 @@ impl MlpValues {
     /// `beta`, `w1`, `b1`, `w2`, `b2`.
     pub fn random(shape: MlpShape, mut uniform: impl FnMut() -> f64) -> Self {
         let (m, c, h) = (shape.m as usize, shape.c as usize, shape.h as usize);
-        let mut vals = |n: usize, scale: f64, offset: f64| -> Vec<f64> {
-            (0..n)
-                .map(|_| f16::from_f64(offset + scale * uniform()).to_f64())
-                .collect()
-        };
+        let mut vals = |n: usize, scale: f64, offset: f64| draw(&mut uniform, n, scale, offset);
         let x = vals(m * c, 1.0, 0.0);
         let constants = MlpConstants {
             gamma: vals(c, 0.2, 1.0),
@@ -84,11 +81,7 @@ impl AttentionValues {
     /// `gamma`, `beta`, `w_qkv`, `b_qkv`, `w_o`, `b_o`.
     pub fn random(shape: AttentionShape, mut uniform: impl FnMut() -> f64) -> Self {
         let (m, c) = (shape.m as usize, shape.c as usize);
-        let mut vals = |n: usize, scale: f64, offset: f64| -> Vec<f64> {
-            (0..n)
-                .map(|_| f16::from_f64(offset + scale * uniform()).to_f64())
-                .collect()
-        };
+        let mut vals = |n: usize, scale: f64, offset: f64| draw(&mut uniform, n, scale, offset);
         let w = 2.0 / (c as f64).sqrt();
         let x = vals(m * c, 1.0, 0.0);
         let constants = AttentionConstants {
@@ -132,4 +125,46 @@ impl PatchValues {
             constants: PatchConstants { w, rows },
         }
     }
+}
+
+/// A pooling head's input `x` (`[m, c]`) and constants, f16 values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolValues {
+    /// The block's input.
+    pub x: Vec<f64>,
+    /// The post-LayerNorm's and the head's constants.
+    pub constants: PoolConstants,
+}
+
+impl PoolValues {
+    /// Values for `shape` from `uniform` (numbers in `[-1, 1)`), as
+    /// [`AttentionValues::random`]; the query of unit scale (a trained
+    /// probe's projection), so that scores are a few units. Drawn in the
+    /// order `x`, `gamma`, `beta`, `query`, `w_k`, `b_k`, `w_v`, `b_v`,
+    /// `w_o`, `b_o`.
+    pub fn random(shape: PoolShape, mut uniform: impl FnMut() -> f64) -> Self {
+        let (m, c) = (shape.m as usize, shape.c as usize);
+        let mut vals = |n: usize, scale: f64, offset: f64| draw(&mut uniform, n, scale, offset);
+        let w = 2.0 / (c as f64).sqrt();
+        let x = vals(m * c, 1.0, 0.0);
+        let constants = PoolConstants {
+            gamma: vals(c, 0.2, 1.0),
+            beta: vals(c, 0.1, 0.0),
+            query: vals(c, 1.0, 0.0),
+            w_k: vals(c * c, w, 0.0),
+            b_k: vals(c, 0.2, 0.0),
+            w_v: vals(c * c, w, 0.0),
+            b_v: vals(c, 0.2, 0.0),
+            w_o: vals(c * c, w, 0.0),
+            b_o: vals(c, 0.1, 0.0),
+        };
+        PoolValues { x, constants }
+    }
+}
+
+/// `n` values `offset + scale * uniform()`, each rounded to f16.
+fn draw(uniform: &mut impl FnMut() -> f64, n: usize, scale: f64, offset: f64) -> Vec<f64> {
+    (0..n)
+        .map(|_| f16::from_f64(offset + scale * uniform()).to_f64())
+        .collect()
 }

@@ -1,7 +1,10 @@
 //! A chain of transformer blocks in one executable: an encoder layer
-//! (`--extract layer:N`: the attention block, then the MLP block) or any
-//! sequence of attention and MLP blocks, each reading the previous one's
-//! result.
+//! (`--extract layer:N`: the attention block, then the MLP block), the
+//! model's tail (`--extract head`: the post-LayerNorm and pooling head
+//! ([`super::pool_head`]), then the head's MLP block on its one row) or any
+//! sequence of such blocks, each reading the previous one's result. The
+//! function returns the last block's result and any pooling head's
+//! post-LayerNorm rows, in its own order (the chain's host outputs).
 //!
 //! Each block is lowered as it is alone ([`super::attention_block`],
 //! [`super::block`]), on tiles of its own: the chip's tiles are split
@@ -32,12 +35,14 @@ use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, OpId, Type, Value};
 use super::attention::{attention_from, AttentionMatch};
 use super::attention_block::{emit_attention_in, plan_attention_in, AttentionPlan};
 use super::block::{emit_mlp_in, plan_mlp_in, MlpPlan};
-use super::block_match::{check_function_holds, from_only_argument};
+use super::block_match::{check_function_returns, from_only_argument};
 use super::codegen::{append_host_tensors, Frame, Lowered};
 use super::mlp::{mlp_from, MlpMatch};
 use super::passes::{chain, only_user};
 use super::patch_embed::{emit_patch_in, patch_from, plan_patch_in, PatchMatch, PatchPlan};
 use super::plan::GemmPlan;
+use super::pool::{pool_attention, pool_from, PoolMatch};
+use super::pool_head::{emit_pool_in, plan_pool_in, PoolPlan};
 use super::schedule::{schedule, Chunk, Schedule, Transfer};
 use crate::codelets::emitter::{inst, op, Emitter};
 
@@ -50,14 +55,18 @@ pub enum ChainBlock {
     Mlp(MlpMatch),
     /// A patch embedding (first, reading the image).
     Patch(PatchMatch),
+    /// A post-LayerNorm and pooling head.
+    Pool(PoolMatch),
 }
 
 impl ChainBlock {
+    /// The op whose result is the block's.
     fn add(&self) -> OpId {
         match self {
             ChainBlock::Attention(b) => b.add,
             ChainBlock::Mlp(b) => b.add,
             ChainBlock::Patch(b) => b.add,
+            ChainBlock::Pool(b) => b.last,
         }
     }
 
@@ -67,17 +76,30 @@ impl ChainBlock {
             ChainBlock::Attention(b) => &b.ops,
             ChainBlock::Mlp(b) => &b.ops,
             ChainBlock::Patch(b) => &b.ops,
+            ChainBlock::Pool(b) => &b.ops,
         }
     }
 }
 
-/// A matched chain: its blocks in order and the chain's input.
+/// What a chain's host output holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChainOutput {
+    /// The last block's result.
+    Last,
+    /// The post-LayerNorm rows of the pooling head that is block `k`.
+    PostLn(usize),
+}
+
+/// A matched chain: its blocks in order, the chain's input and outputs.
 #[derive(Clone, Debug)]
 pub struct ChainMatch {
     /// The blocks.
     pub blocks: Vec<ChainBlock>,
     /// The first block's input (f16).
     pub input: Value,
+    /// The function's results in order: what each holds, and the type of
+    /// its host stream.
+    pub outputs: Vec<(ChainOutput, Type)>,
 }
 
 /// The block that starts at LayerNorm `ln`: an attention block when the
@@ -95,6 +117,7 @@ fn block_from(ctx: &Context, ln: OpId) -> Result<ChainBlock, Diagnostic> {
             let b = attention_from(ctx, att)?;
             Ok(ChainBlock::Attention(b))
         }
+        None if pool_attention(ctx, ln).is_some() => Ok(ChainBlock::Pool(pool_from(ctx, ln)?)),
         None => Ok(ChainBlock::Mlp(mlp_from(ctx, ln)?)),
     }
 }
@@ -121,7 +144,7 @@ pub fn match_chain(ctx: &Context, f: OpId) -> Result<Option<ChainMatch>, Diagnos
         Diagnostic::op_error(
             ctx,
             op,
-            format!("{msg}; the lowering takes a chain of attention and MLP blocks, each LayerNorm reading the previous block's result"),
+            format!("{msg}; the lowering takes a chain of attention, MLP and pooling-head blocks, each LayerNorm reading the previous block's result"),
         )
     };
     let mut blocks = Vec::new();
@@ -194,14 +217,24 @@ pub fn match_chain(ctx: &Context, f: OpId) -> Result<Option<ChainMatch>, Diagnos
         .map(ChainBlock::add)
         .expect("one block at least");
     let ops: Vec<OpId> = blocks.iter().flat_map(|b| b.ops().to_vec()).collect();
-    check_function_holds(
-        ctx,
-        body,
-        (input, ctx.results(last)[0], last),
-        &ops,
-        &mismatch,
-    )?;
-    Ok(Some(ChainMatch { blocks, input }))
+    // The values the function may return: the last block's result, and
+    // each pooling head's post-LayerNorm.
+    let mut results = vec![(ChainOutput::Last, ctx.results(last)[0])];
+    for (k, b) in blocks.iter().enumerate() {
+        if let ChainBlock::Pool(p) = b {
+            results.push((ChainOutput::PostLn(k), ctx.results(p.ln)[0]));
+        }
+    }
+    let values: Vec<Value> = results.iter().map(|r| r.1).collect();
+    let outputs = check_function_returns(ctx, body, input, (&values, &ops), &mismatch)?
+        .into_iter()
+        .map(|(k, ty)| (results[k].0, ty))
+        .collect();
+    Ok(Some(ChainMatch {
+        blocks,
+        input,
+        outputs,
+    }))
 }
 
 /// A planned block.
@@ -213,6 +246,8 @@ pub enum PlannedBlock {
     Mlp(MlpPlan),
     /// A patch embedding's plan.
     Patch(PatchPlan),
+    /// A pooling head's plan.
+    Pool(PoolPlan),
 }
 
 impl PlannedBlock {
@@ -221,6 +256,7 @@ impl PlannedBlock {
             PlannedBlock::Attention(p) => p.input_pieces(),
             PlannedBlock::Mlp(p) => p.input_pieces(),
             PlannedBlock::Patch(p) => p.input_pieces(),
+            PlannedBlock::Pool(p) => p.input_pieces(),
         }
     }
 
@@ -229,6 +265,7 @@ impl PlannedBlock {
             PlannedBlock::Attention(p) => p.output_pieces(),
             PlannedBlock::Mlp(p) => p.output_pieces(),
             PlannedBlock::Patch(p) => p.output_pieces(),
+            PlannedBlock::Pool(p) => p.output_pieces(),
         }
     }
 
@@ -237,6 +274,7 @@ impl PlannedBlock {
             PlannedBlock::Attention(p) => p.syncs(),
             PlannedBlock::Mlp(p) => p.syncs(),
             PlannedBlock::Patch(p) => p.syncs(),
+            PlannedBlock::Pool(p) => p.syncs(),
         }
     }
 
@@ -246,6 +284,7 @@ impl PlannedBlock {
             PlannedBlock::Attention(p) => vec![p.qk.clone(), p.vt.clone(), p.out.clone()],
             PlannedBlock::Mlp(p) => vec![p.fc1.clone(), p.fc2.clone()],
             PlannedBlock::Patch(p) => vec![p.product.clone()],
+            PlannedBlock::Pool(p) => vec![p.sv.clone(), p.out.clone()],
         }
     }
 
@@ -256,6 +295,7 @@ impl PlannedBlock {
             PlannedBlock::Attention(p) => p.shape.c,
             PlannedBlock::Mlp(p) => p.shape.c,
             PlannedBlock::Patch(p) => p.shape.k_padded(),
+            PlannedBlock::Pool(p) => p.shape.c,
         })
     }
 
@@ -265,6 +305,7 @@ impl PlannedBlock {
             PlannedBlock::Attention(p) => p.tiles(),
             PlannedBlock::Mlp(p) => p.tiles(),
             PlannedBlock::Patch(p) => p.tiles(),
+            PlannedBlock::Pool(p) => p.tiles(),
         }
     }
 
@@ -273,6 +314,7 @@ impl PlannedBlock {
         match self {
             PlannedBlock::Attention(p) => p.report(machine),
             PlannedBlock::Patch(p) => p.report(machine),
+            PlannedBlock::Pool(p) => p.report(machine),
             PlannedBlock::Mlp(p) => format!(
                 "MLP block {}x{}x{}: LayerNorm on tiles {}..={}\n  fc1: {}\n  fc2: {}\n",
                 p.shape.m,
@@ -311,6 +353,11 @@ pub fn plan_chain(
                     plan_mlp_in(m.shape, machine, (None, None), range).map(PlannedBlock::Mlp),
                     m.ln,
                     "MLP block",
+                ),
+                ChainBlock::Pool(p) => (
+                    plan_pool_in(p.shape, machine, range).map(PlannedBlock::Pool),
+                    p.attention,
+                    "pooling head",
                 ),
                 ChainBlock::Patch(p) => (
                     plan_patch_in(p.shape, machine, range).map(PlannedBlock::Patch),
@@ -434,6 +481,10 @@ pub fn lower_chain(
                 emit_patch_in(ctx, &frame, p, &b.constants, machine, loc.clone())?
                     .exchange_code_bytes_max
             }
+            (PlannedBlock::Pool(p), ChainBlock::Pool(b)) => {
+                emit_pool_in(ctx, &frame, p, &b.constants, machine, loc.clone())?
+                    .exchange_code_bytes_max
+            }
             _ => unreachable!("plans follow the blocks"),
         };
         exchange_code_bytes_max = exchange_code_bytes_max.max(bytes);
@@ -451,15 +502,23 @@ pub fn lower_chain(
         }
     }
     let x_ty: Type = ctx.value_type(chain.input).clone();
-    let y_ty: Type = ctx.value_type(ctx.results(last.add())[0]).clone();
     let input = plans[0].input_pieces();
-    let output = plans.last().expect("a chain has blocks").output_pieces();
-    append_host_tensors(
-        ctx,
-        exe_body,
-        (vec![(x_ty, input)], vec![(y_ty, output)]),
-        &loc,
-    );
+    let outputs = chain
+        .outputs
+        .iter()
+        .map(|(what, ty)| {
+            let pieces = match (what, &plans[..]) {
+                (ChainOutput::PostLn(k), plans) => match &plans[*k] {
+                    PlannedBlock::Pool(p) => p.ln_output_pieces(),
+                    _ => unreachable!("post-LayerNorm outputs are pooling heads'"),
+                },
+                (ChainOutput::Last, [.., last]) => last.output_pieces(),
+                (ChainOutput::Last, []) => unreachable!("a chain has blocks"),
+            };
+            (ty.clone(), pieces)
+        })
+        .collect();
+    append_host_tensors(ctx, exe_body, (vec![(x_ty, input)], outputs), &loc);
     Ok(Lowered {
         executable,
         exchange_code_bytes_max,

@@ -348,6 +348,54 @@ impl PlacedGemm {
         ctx.append_op(exe_body, t);
     }
 
+    /// Appends the bias blocks (if the plan's epilogue has a bias): column
+    /// block j's bias rows on the K part 0 tiles, zeros on the others (the
+    /// bias is added once), the same on every grid row. `b` is `[N]`.
+    pub fn emit_bias(&self, ctx: &mut Context, exe_body: BlockId, b: &[f64], loc: &Location) {
+        let (plan, vertex, tag) = (&self.plan, &self.vertex, &self.tag);
+        let Some(at) = self.lay.bias else {
+            return;
+        };
+        let v = plan.shape.variant;
+        let ko = v.out_channels() as u32;
+        let out = v.output_elem();
+        for j in 0..plan.grid_cols {
+            for k in 0..plan.grid_k {
+                let first = (j * plan.groups * ko) as usize;
+                let values = if k == 0 {
+                    vertex.bias_block(b.get(first..).unwrap_or(&[]))
+                } else {
+                    vertex.bias_block(&[])
+                };
+                let t = replicated_constant(
+                    ctx,
+                    &format!("{tag}_bias_{}", self.suffix(j, k)),
+                    (output_type(v), out.size(), 8),
+                    out.encode(&values),
+                    (&self.tiles_of(j, k), at),
+                    loc.clone(),
+                );
+                ctx.append_op(exe_body, t);
+            }
+        }
+    }
+
+    /// The tiles of column block `j` and K part `k`, one per grid row.
+    fn tiles_of(&self, j: u32, k: u32) -> Vec<u32> {
+        (0..self.plan.grid_rows)
+            .map(|i| self.plan.tile(i, j, k))
+            .collect()
+    }
+
+    /// The name suffix of column block `j` and K part `k`'s constants.
+    fn suffix(&self, j: u32, k: u32) -> String {
+        if self.plan.grid_k > 1 {
+            format!("col{j}_k{k}")
+        } else {
+            format!("col{j}")
+        }
+    }
+
     /// Appends the product's constants to the executable's body: the
     /// vertex states (the same words on every tile), the bias blocks and
     /// the weight panels of each column block and K part.
@@ -363,39 +411,8 @@ impl PlacedGemm {
         let v = shape.variant;
         let (c, ko) = (v.in_channels() as u32, v.out_channels() as u32);
         self.emit_states(ctx, exe_body, loc);
-        let tiles_of = |j: u32, k: u32| -> Vec<u32> {
-            (0..plan.grid_rows).map(|i| plan.tile(i, j, k)).collect()
-        };
-        let suffix = |j: u32, k: u32| {
-            if plan.grid_k > 1 {
-                format!("col{j}_k{k}")
-            } else {
-                format!("col{j}")
-            }
-        };
-        if let (Some(at), Some(b)) = (self.lay.bias, constants.bias) {
-            // Column block j's bias rows on the K part 0 tiles, zeros on the
-            // others (the bias is added once), the same on every grid row.
-            let out = v.output_elem();
-            for j in 0..plan.grid_cols {
-                for k in 0..plan.grid_k {
-                    let first = (j * plan.groups * ko) as usize;
-                    let values = if k == 0 {
-                        vertex.bias_block(b.get(first..).unwrap_or(&[]))
-                    } else {
-                        vertex.bias_block(&[])
-                    };
-                    let t = replicated_constant(
-                        ctx,
-                        &format!("{tag}_bias_{}", suffix(j, k)),
-                        (output_type(v), out.size(), 8),
-                        out.encode(&values),
-                        (&tiles_of(j, k), at),
-                        loc.clone(),
-                    );
-                    ctx.append_op(exe_body, t);
-                }
-            }
+        if let Some(b) = constants.bias {
+            self.emit_bias(ctx, exe_body, b, loc);
         }
         let elem = v.input_elem();
         for j in 0..plan.grid_cols {
@@ -415,10 +432,10 @@ impl PlacedGemm {
                 let bytes = elem.encode(&vertex.weight_panels(&block_w, k_rows, cols, 0.0));
                 let t = replicated_constant(
                     ctx,
-                    &format!("{tag}_weights_{}", suffix(j, k)),
+                    &format!("{tag}_weights_{}", self.suffix(j, k)),
                     (element_type(v), elem.size(), 16),
                     bytes,
-                    (&tiles_of(j, k), self.lay.weights),
+                    (&self.tiles_of(j, k), self.lay.weights),
                     loc.clone(),
                 );
                 ctx.append_op(exe_body, t);

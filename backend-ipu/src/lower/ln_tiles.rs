@@ -130,3 +130,16 @@ impl LnTiles<'_> {
         Ok(self.layer_norm(LN_ROWS.min(self.m)).estimate_cycles()? + call_cycles(machine))
     }
 }
+
+/// LayerNorm of one row in float64, `(x - mean) / sqrt(var + eps) * gamma
+/// + beta`: what the blocks' references compute for their LN tiles.
+pub fn layer_norm_reference(row: &[f64], gamma: &[f64], beta: &[f64], eps: f32) -> Vec<f64> {
+    let c = row.len() as f64;
+    let mean = row.iter().sum::<f64>() / c;
+    let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / c;
+    let rstd = 1.0 / (var + f64::from(eps)).sqrt();
+    row.iter()
+        .zip(gamma.iter().zip(beta))
+        .map(|(v, (g, b))| (v - mean) * rstd * g + b)
+        .collect()
+}

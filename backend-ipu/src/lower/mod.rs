@@ -22,5 +22,7 @@ pub mod mlp;
 pub mod passes;
 pub mod patch_embed;
 pub mod plan;
+pub mod pool;
+pub mod pool_head;
 pub mod reduce;
 pub mod schedule;

@@ -1,0 +1,930 @@
+//! SigLIP's post-LayerNorm and attention-pooling head on the tiles, f16,
+//! one batch entry: `y = LN(x)` (a result of its own, the model's last
+//! hidden state), then one constant query attending over every token of
+//! `y`, `o = attention(q, y W_k + b_k, y W_v + b_v)`, and the output
+//! projection `p = o W_o + b_o`, a `[1, c]` row that the head's MLP block
+//! ([`super::block`]) takes next in a chain ([`super::chain`]).
+//!
+//! **The query is a constant**, so the keys are never computed. Head `h`'s
+//! score of token `t` is `s·q_h·(y_t W_k,h + b_k,h) = y_t·a_h + s·q_h·b_k,h`
+//! with `a_h = s W_k,h q_h` (`s` the softmax scale): the second term is the
+//! same for every token and cancels in the softmax, and `a_h` is computed
+//! at compile time in float64 ([`HeldPool::of`]). The scores cost
+//! `m x c x heads` multiply-accumulates instead of the key projection's
+//! `m x c x c` (so400m: 13 M against 956 M), and no keys cross the
+//! exchange. The values need every token's projection, as in the
+//! attention block: `V^T` comes from a swapped product with LayerNorm's
+//! rows as its weights, whose output groups are the value panels the
+//! attention's product reads. The value bias folds into the output bias
+//! (the probabilities sum to 1), as in [`super::attention_block`].
+//!
+//! **One product for scores and values** (*sv*): `[sp + hp, c] x [c, m16]`,
+//! its constant input the rows `a_h` (heads padded to `sp`, a multiple of
+//! 16) over `W_v^T` (each head's channels padded to whole panels, `hp`),
+//! its weights LayerNorm's rows (tokens padded to `m16`, a multiple of 16,
+//! with zero rows loaded with the program). Its bias row is 0 for the
+//! tokens and [`MASKED`] for the padding tokens: their scores are far
+//! below any real one, so their probabilities are exactly 0, and their
+//! values (`MASKED` too) are finite, so `0 x value` stays 0.
+//!
+//! Supersteps (every tile runs every sync), on disjoint tiles from the
+//! block's first: sv's grid, one *head tile* per head, the out grid, the
+//! LN tiles last.
+//!
+//! 1. LayerNorm on the LN tiles ([`LnTiles`]); its rows stay there as the
+//!    block's first output ([`PoolPlan::ln_output_pieces`]).
+//! 2. Exchange A: LayerNorm's rows into sv's weight panels.
+//! 3. sv, with its K split's reduction rounds.
+//! 4. Exchange B: each head's row of scores, and its value channels, to
+//!    its head tile.
+//! 5. The head tiles: the softmax of the scores' row ([`Softmax`], f32
+//!    inside), written as the input panels of `P V_h` ([`TileGemm`], one
+//!    row).
+//! 6. Exchange C: each head's output to out's input panels.
+//! 7. out: `[1, hp] x [hp, c]` with the folded bias, and its rounds.
+//!
+//! Known limits: the softmax of a head's row runs on one worker of its
+//! tile (the codelet gives each worker whole rows); the blocks of a chain
+//! do not share tiles.
+
+use ipuc_dialects::ipu::{build, SectionKind, TensorPiece};
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
+
+use super::attention_block::AttentionShape;
+use super::block::{encode_f16, positions, LN_ROWS};
+use super::block_exchange::{owned_global, weight_panel_transfers};
+use super::codegen::{
+    append_host_tensors, layout, replicated_constant, Calls, Constants, Frame, PlacedGemm,
+    TileLayout,
+};
+use super::ln_tiles::{layer_norm_reference, LnTiles};
+use super::plan::{output_span, plan_gemm, whole_pairs, Epilogue, GemmPlan, GemmShape};
+use super::schedule::{schedule, Chunk, Schedule, Transfer};
+use crate::codelets::amp::AmpVariant;
+use crate::codelets::emitter::{inst, op, Emitter};
+use crate::codelets::gemm::TileGemm;
+use crate::codelets::program::Codelet;
+use crate::codelets::softmax::Softmax;
+use crate::codelets::subroutine::{call_cycles, emit_call};
+
+/// The scores' bias for tokens that pad the last group of 16: exact in
+/// f16, far below any real score (`exp` of it is 0 in f32), and small
+/// enough that a value accumulated onto it stays finite.
+pub const MASKED: f64 = -16384.0;
+
+/// The block's sizes: those of an attention block (tokens, hidden size,
+/// heads, head dimension, the LayerNorm's epsilon, the softmax scale),
+/// with one query row.
+pub type PoolShape = AttentionShape;
+
+/// sv's rows of scores: the heads padded to a multiple of 16.
+pub fn score_rows(s: PoolShape) -> u32 {
+    s.heads.next_multiple_of(16)
+}
+
+/// Tokens padded to whole groups of 16.
+pub fn tokens_padded(s: PoolShape) -> u32 {
+    s.key_panels() * 16
+}
+
+/// The padded channel of channel `ch` (of `c`): head `ch / d`'s channels
+/// start on a whole panel.
+fn padded(s: PoolShape, ch: usize) -> usize {
+    let d = s.head_dim as usize;
+    ch / d * s.dp() as usize + ch % d
+}
+
+/// The block's constants, row-major, as the model defines them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolConstants {
+    /// The post-LayerNorm's scale `[c]`.
+    pub gamma: Vec<f64>,
+    /// Its shift `[c]`.
+    pub beta: Vec<f64>,
+    /// The query `[c]` (the probe times the query projection, plus its
+    /// bias).
+    pub query: Vec<f64>,
+    /// The key projection `[c, c]` (input channel major).
+    pub w_k: Vec<f64>,
+    /// Its bias `[c]`.
+    pub b_k: Vec<f64>,
+    /// The value projection `[c, c]`.
+    pub w_v: Vec<f64>,
+    /// Its bias `[c]`.
+    pub b_v: Vec<f64>,
+    /// The output projection `[c, c]` (input channel major).
+    pub w_o: Vec<f64>,
+    /// Its bias `[c]`.
+    pub b_o: Vec<f64>,
+}
+
+/// The products' constants as the tiles hold them (see the module doc).
+pub struct HeldPool {
+    /// sv's input `[sp + hp, c]`: the rows `a_h`, then `W_v^T` padded.
+    pub sv_input: Vec<f64>,
+    /// sv's bias `[m16]`: 0, [`MASKED`] for the padding tokens.
+    pub sv_bias: Vec<f64>,
+    /// out's weights `[hp, c]`.
+    pub w_out: Vec<f64>,
+    /// out's bias `[c]`: `b_o + b_v W_o`.
+    pub b_out: Vec<f64>,
+}
+
+impl HeldPool {
+    /// From the model's constants, in float64.
+    pub fn of(s: PoolShape, k: &PoolConstants) -> Self {
+        let (c, d, hp) = (s.c as usize, s.head_dim as usize, s.hp() as usize);
+        let rows = score_rows(s) as usize + hp;
+        let mut sv_input = vec![0.0; rows * c];
+        let scale = f64::from(s.scale);
+        for h in 0..s.heads as usize {
+            for r in 0..c {
+                let a: f64 = (h * d..(h + 1) * d)
+                    .map(|e| k.w_k[r * c + e] * k.query[e])
+                    .sum();
+                sv_input[h * c + r] = scale * a;
+            }
+        }
+        for ch in 0..c {
+            let row = score_rows(s) as usize + padded(s, ch);
+            for r in 0..c {
+                sv_input[row * c + r] = k.w_v[r * c + ch];
+            }
+        }
+        let sv_bias = (0..tokens_padded(s))
+            .map(|t| if t < s.m { 0.0 } else { MASKED })
+            .collect();
+        let mut w_out = vec![0.0; hp * c];
+        let mut b_out = k.b_o.clone();
+        for ch in 0..c {
+            let row = padded(s, ch);
+            for o in 0..c {
+                let w = k.w_o[ch * c + o];
+                w_out[row * c + o] = w;
+                b_out[o] += k.b_v[ch] * w;
+            }
+        }
+        HeldPool {
+            sv_input,
+            sv_bias,
+            w_out,
+            b_out,
+        }
+    }
+}
+
+/// A head tile's tensors: the scores' row, the probabilities (the input
+/// panels of `P V_h`), the value panels and the output, the product's
+/// input and output in element pairs of their own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeadTile {
+    /// The scores, `[m16]` f16.
+    pub scores: u32,
+    /// `P V_h` on the tile (its input the probabilities).
+    pub values: TileGemm,
+}
+
+impl HeadTile {
+    /// The softmax from the scores to the probabilities.
+    pub fn softmax(&self) -> Softmax {
+        Softmax {
+            rows: 1,
+            cols: self.values.k_groups * 16,
+            input: self.scores,
+            output: self.values.input,
+        }
+    }
+
+    /// Places the tile's tensors for `s` (see [`HeadTile`]).
+    pub fn packed(s: PoolShape, machine: &MachineModel) -> Result<HeadTile, String> {
+        let mut values = TileGemm {
+            variant: AmpVariant::F16,
+            rows: 1,
+            k_groups: tokens_padded(s) / 16,
+            n_groups: s.dp() / 16,
+            input: 0,
+            weights: machine.interleaved_base,
+            output: 0,
+            bias: None,
+        };
+        values.output = machine.sram_end - output_span(&values, machine) as u32;
+        values.input = values.output - whole_pairs(values.input_bytes(), machine) as u32;
+        // The softmax reads 8 bytes past its input.
+        let scores = (values.input - tokens_padded(s) * 2 - 16) & !15;
+        let weights_end = u64::from(values.weights) + values.weight_bytes();
+        if weights_end > u64::from(scores) {
+            return Err(format!(
+                "a head tile does not fit: one head's value panels take {} bytes and its scores, probabilities and output {} against {} bytes of interleaved memory",
+                values.weight_bytes(),
+                machine.sram_end - scores,
+                machine.sram_end - machine.interleaved_base
+            ));
+        }
+        let tile = HeadTile { scores, values };
+        tile.values.validate().map_err(|e| e.to_string())?;
+        tile.softmax().validate().map_err(|e| e.to_string())?;
+        Ok(tile)
+    }
+
+    /// Estimated cycles: the softmax's call and the product.
+    pub fn estimate(&self, machine: &MachineModel) -> Result<u64, crate::codelets::CodeletError> {
+        Ok(self.softmax().estimate_cycles()?
+            + call_cycles(machine)
+            + self.values.estimate_cycles()?)
+    }
+}
+
+/// Where the block's tensors live, per kind of tile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolLayout {
+    /// sv's tiles.
+    pub sv: TileLayout,
+    /// out's tiles.
+    pub out: TileLayout,
+    /// The head tiles (every one's).
+    pub head: HeadTile,
+    /// x's rows on an LN tile.
+    pub x: u32,
+    /// LayerNorm's output rows (the block's first output).
+    pub ln_out: u32,
+    /// gamma.
+    pub gamma: u32,
+    /// beta.
+    pub beta: u32,
+}
+
+/// The block's plan.
+#[derive(Clone, Debug)]
+pub struct PoolPlan {
+    /// The sizes.
+    pub shape: PoolShape,
+    /// Scores and `V^T`.
+    pub sv: GemmPlan,
+    /// The first head tile (head `h` on `first_head + h`).
+    pub first_head: u32,
+    /// The output projection.
+    pub out: GemmPlan,
+    /// The LN tiles, one per [`LN_ROWS`] rows (the range's last tiles).
+    pub ln_tiles: Vec<u32>,
+    /// Memory.
+    pub layout: PoolLayout,
+}
+
+/// The block's estimated cycles, step by step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PoolEstimate {
+    /// LayerNorm.
+    pub layer_norm: u64,
+    /// Exchange A (scheduled).
+    pub exchange_a: u64,
+    /// sv with its reduction.
+    pub sv: u64,
+    /// Exchange B (scheduled).
+    pub exchange_b: u64,
+    /// The head tiles: softmax and `P V_h`.
+    pub heads: u64,
+    /// Exchange C (scheduled).
+    pub exchange_c: u64,
+    /// out with its reduction.
+    pub out: u64,
+    /// The syncs between the steps.
+    pub sync: u64,
+}
+
+impl PoolEstimate {
+    /// All of it.
+    pub fn total(&self) -> u64 {
+        self.layer_norm
+            + self.exchange_a
+            + self.sv
+            + self.exchange_b
+            + self.heads
+            + self.exchange_c
+            + self.out
+            + self.sync
+    }
+}
+
+impl std::fmt::Display for PoolEstimate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} cycles (layer norm {}, exchange A {}, sv {}, exchange B {}, heads {}, exchange C {}, out {}, sync {})",
+            self.total(),
+            self.layer_norm,
+            self.exchange_a,
+            self.sv,
+            self.exchange_b,
+            self.heads,
+            self.exchange_c,
+            self.out,
+            self.sync
+        )
+    }
+}
+
+impl PoolPlan {
+    /// Every tile the block uses, ascending.
+    pub fn tiles(&self) -> Vec<u32> {
+        let mut t: Vec<u32> =
+            (self.sv.first_tile..self.out.first_tile + self.out.tiles()).collect();
+        t.extend(&self.ln_tiles);
+        t
+    }
+
+    /// The head tiles.
+    pub fn head_tiles(&self) -> std::ops::Range<u32> {
+        self.first_head..self.first_head + self.shape.heads
+    }
+
+    /// The LN tiles.
+    pub fn ln(&self) -> LnTiles<'_> {
+        let lay = &self.layout;
+        LnTiles {
+            tiles: &self.ln_tiles,
+            m: self.shape.m,
+            c: self.shape.c,
+            eps: self.shape.eps,
+            x: lay.x,
+            ln_out: lay.ln_out,
+            gamma: lay.gamma,
+            beta: lay.beta,
+            output_f8_scale: None,
+        }
+    }
+
+    /// The products placed at their layouts.
+    pub fn placed(&self) -> [PlacedGemm; 2] {
+        [
+            PlacedGemm::new(&self.sv, self.layout.sv, "sv"),
+            PlacedGemm::new(&self.out, self.layout.out, "out"),
+        ]
+    }
+
+    /// Where x enters: each row on its LN tile.
+    pub fn input_pieces(&self) -> Vec<TensorPiece> {
+        self.ln().input_pieces()
+    }
+
+    /// Where the post-LayerNorm's rows are when the block ends: on the LN
+    /// tiles, where LayerNorm wrote them.
+    pub fn ln_output_pieces(&self) -> Vec<TensorPiece> {
+        self.ln()
+            .input_pieces()
+            .into_iter()
+            .map(|p| TensorPiece {
+                address: p.address - i64::from(self.layout.x) + i64::from(self.layout.ln_out),
+                ..p
+            })
+            .collect()
+    }
+
+    /// Where the pooled row `[1, c]` is when the block ends: out's owned
+    /// rows of its output groups.
+    pub fn output_pieces(&self) -> Vec<TensorPiece> {
+        let [_, out] = self.placed();
+        positions(&self.out)
+            .into_values()
+            .flat_map(|pos| out.output_pieces(pos, out.final_view(pos.2)))
+            .collect()
+    }
+
+    /// Syncs every tile of the block runs.
+    pub fn syncs(&self) -> u32 {
+        let r = |p: &GemmPlan| p.grid_k.trailing_zeros();
+        6 + 2 * (r(&self.sv) + r(&self.out))
+    }
+
+    /// The three exchanges' schedules.
+    pub fn schedules(&self, machine: &MachineModel) -> [Schedule; 3] {
+        let tiles = self.tiles();
+        [exchange_a(self), exchange_b(self), exchange_c(self)]
+            .map(|transfers| schedule(machine, &tiles, &transfers))
+    }
+
+    /// The block's estimate per step.
+    pub fn estimate(
+        &self,
+        machine: &MachineModel,
+    ) -> Result<PoolEstimate, crate::codelets::CodeletError> {
+        let [a, b, c] = self.schedules(machine);
+        let est =
+            |p: &GemmPlan| p.estimate.compute + p.estimate.rounds_exchange + p.estimate.reduction;
+        Ok(PoolEstimate {
+            layer_norm: self.ln().estimate(machine)?,
+            exchange_a: a.cycles,
+            sv: est(&self.sv),
+            exchange_b: b.cycles,
+            heads: self.layout.head.estimate(machine)?,
+            exchange_c: c.cycles,
+            out: est(&self.out),
+            sync: u64::from(self.syncs()) * u64::from(machine.sync_latency),
+        })
+    }
+
+    /// The report: each stage's tiles and the estimate per step.
+    pub fn report(&self, machine: &MachineModel) -> String {
+        let s = &self.shape;
+        let estimate = self
+            .estimate(machine)
+            .map_or_else(|e| e.to_string(), |e| e.to_string());
+        format!(
+            "pooling head {}x{}, {} heads of {} (padded to {}), a constant query: LayerNorm on tiles {}..={} ({} rows each, kept as the post-LayerNorm output)\n  sv (scores and V^T): {}\n  heads: tiles {}..={} (softmax over {} tokens, P V of {} channels)\n  out: {}\n  estimate {estimate}\n",
+            s.m,
+            s.c,
+            s.heads,
+            s.head_dim,
+            s.dp(),
+            self.ln_tiles.first().copied().unwrap_or(0),
+            self.ln_tiles.last().copied().unwrap_or(0),
+            LN_ROWS,
+            self.sv,
+            self.first_head,
+            self.first_head + s.heads - 1,
+            s.m,
+            s.dp(),
+            self.out,
+        )
+    }
+}
+
+/// A product planned by the search on `tiles` tiles from `first`.
+fn plan_on(
+    name: &str,
+    shape: GemmShape,
+    machine: &MachineModel,
+    (first, tiles): (u32, u32),
+) -> Result<GemmPlan, String> {
+    let part = MachineModel {
+        tiles: tiles.max(1),
+        ..machine.clone()
+    };
+    plan_gemm(shape, &part)
+        .map(|c| c.plan.placed_at(first))
+        .map_err(|e| format!("{name} (on {tiles} tiles from tile {first}): {e}"))
+}
+
+/// Plans the block on the `count` tiles from `first`: the LN tiles last,
+/// a head tile per head, and the products on the rest, out on a quarter
+/// (it has one row: its weights, not its work, set its tiles).
+pub fn plan_pool_in(
+    shape: PoolShape,
+    whole: &MachineModel,
+    (first, count): (u32, u32),
+) -> Result<PoolPlan, String> {
+    let machine = &MachineModel {
+        tiles: count,
+        ..whole.clone()
+    };
+    let s = shape;
+    if s.m == 0 || s.c == 0 || s.heads == 0 || s.head_dim == 0 {
+        return Err("the block has an empty dimension".into());
+    }
+    if !s.c.is_multiple_of(16) {
+        return Err(format!(
+            "the hidden size {} is not a multiple of 16, which the pooling head lowering needs yet (sv's weight panels come whole from LayerNorm's rows)",
+            s.c
+        ));
+    }
+    let n_ln = s.m.div_ceil(LN_ROWS);
+    let Some(avail) = count.checked_sub(n_ln + s.heads).filter(|&t| t >= 2) else {
+        return Err(format!(
+            "{} rows need {n_ln} LayerNorm tiles and {} heads a tile each, and the two products at least one tile each: the block has {count}",
+            s.m, s.heads
+        ));
+    };
+    let head = HeadTile::packed(s, machine)?;
+    let f16 = AmpVariant::F16;
+    let with_bias = Epilogue {
+        bias: true,
+        ..Epilogue::default()
+    };
+    let out_tiles = (avail / 4).max(1);
+    let sv = plan_on(
+        "sv",
+        GemmShape {
+            m: score_rows(s) + s.hp(),
+            k: s.c,
+            n: tokens_padded(s),
+            variant: f16,
+            epilogue: with_bias,
+        },
+        machine,
+        (first, avail - out_tiles),
+    )?;
+    let first_head = first + sv.tiles();
+    let out = plan_on(
+        "out",
+        GemmShape {
+            m: 1,
+            k: s.hp(),
+            n: s.c,
+            variant: f16,
+            epilogue: with_bias,
+        },
+        machine,
+        (first_head + s.heads, out_tiles),
+    )?;
+    let row_bytes = s.c * 2;
+    let x = machine.interleaved_base;
+    let ln_out = (x + LN_ROWS * row_bytes + 16).next_multiple_of(16);
+    let gamma = (ln_out + LN_ROWS * row_bytes + 16).next_multiple_of(16);
+    let beta = gamma + row_bytes.next_multiple_of(8);
+    let layout = PoolLayout {
+        sv: layout(&sv, machine),
+        out: layout(&out, machine),
+        head,
+        x,
+        ln_out,
+        gamma,
+        beta,
+    };
+    Ok(PoolPlan {
+        shape,
+        sv,
+        first_head,
+        out,
+        ln_tiles: (first + count - n_ln..first + count).collect(),
+        layout,
+    })
+}
+
+/// Exchange A: LayerNorm's rows into sv's weight panels.
+pub fn exchange_a(plan: &PoolPlan) -> Vec<Transfer> {
+    let [sv, _] = plan.placed();
+    weight_panel_transfers(&sv, &plan.ln(), plan.shape.c * 2)
+}
+
+/// Exchange B: each head's row of scores (sv's row `h`, every token
+/// group) to its head tile's scores at `16 x group`; each head's value
+/// channels (sv's rows from `sp`) to its head tile's value panels, token
+/// group `g` of value group `j` at panel `(j, g)`.
+pub fn exchange_b(plan: &PoolPlan) -> Vec<Transfer> {
+    let s = plan.shape;
+    let [sv, _] = plan.placed();
+    let p = &plan.sv;
+    let head = &plan.layout.head;
+    let (sp, dp) = (score_rows(s), s.dp());
+    let mut out = Vec::new();
+    for i in 0..p.grid_rows {
+        for j in 0..p.grid_cols {
+            for k in 0..p.grid_k {
+                let (a, b) = owned_global(p, i, k);
+                let view = sv.final_view(k);
+                let sender = p.tile(i, j, k);
+                for g in 0..p.groups_of(j) {
+                    let group = j * p.groups + g;
+                    let src = |r: u32| view.at(g, r - i * p.rows);
+                    for r in a..b.min(s.heads) {
+                        out.push(Transfer {
+                            sender,
+                            chunks: vec![Chunk {
+                                address: src(r),
+                                words: 8,
+                            }],
+                            receivers: vec![(plan.first_head + r, head.scores + group * 32)],
+                            segment: None,
+                        });
+                    }
+                    // Value channel `e` of head `h`: row `sp + h dp + e`,
+                    // cut where value groups of 16 end.
+                    let mut lo = a.max(sp);
+                    while lo < b.min(sp + s.hp()) {
+                        let e = lo - sp;
+                        let hi = (sp + (e / 16 + 1) * 16).min(b);
+                        let (h, vg) = (e / dp, (e % dp) / 16);
+                        let v = &head.values;
+                        out.push(Transfer {
+                            sender,
+                            chunks: vec![Chunk {
+                                address: src(lo),
+                                words: 8 * (hi - lo),
+                            }],
+                            receivers: vec![(
+                                plan.first_head + h,
+                                v.weights + ((vg * v.k_groups + group) * 16 + e % 16) * 32,
+                            )],
+                            segment: None,
+                        });
+                        lo = hi;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Exchange C: head `h`'s output group `j` (one row) to out's input panel
+/// `h dp / 16 + j`, on every column block of its K part.
+pub fn exchange_c(plan: &PoolPlan) -> Vec<Transfer> {
+    let s = plan.shape;
+    let [_, out] = plan.placed();
+    let po = &plan.out;
+    let v = &plan.layout.head.values;
+    let np = s.dp() / 16;
+    let mut transfers = Vec::new();
+    for h in 0..s.heads {
+        for jd in 0..np {
+            let panel = h * np + jd;
+            let (k, g) = (panel / po.k_panels, panel % po.k_panels);
+            transfers.push(Transfer {
+                sender: plan.first_head + h,
+                chunks: vec![Chunk {
+                    address: v.output_group(jd),
+                    words: 8,
+                }],
+                receivers: (0..po.grid_cols)
+                    .map(|j| (po.tile(0, j, k), out.input_at(g, 0)))
+                    .collect(),
+                segment: None,
+            });
+        }
+    }
+    transfers
+}
+
+/// The lowered block.
+#[derive(Clone, Debug)]
+pub struct LoweredPool {
+    /// The `ipu.executable`.
+    pub executable: OpId,
+    /// Estimated cycles.
+    pub estimate: PoolEstimate,
+    /// The most bytes of exchange code on a tile.
+    pub exchange_code_bytes_max: u64,
+}
+
+/// Builds the block as a program of its own, appended to `block`: host
+/// tensors `input0` (x, of type `x_ty`), `output0` (the post-LayerNorm's
+/// rows, `ln_ty`) and `output1` (the pooled row, `y_ty`).
+#[allow(clippy::too_many_arguments)]
+pub fn emit_pool(
+    ctx: &mut Context,
+    block: BlockId,
+    plan: &PoolPlan,
+    constants: &PoolConstants,
+    (x_ty, ln_ty, y_ty): (Type, Type, Type),
+    machine: &MachineModel,
+    loc: Location,
+) -> Result<LoweredPool, Diagnostic> {
+    let (executable, exe_body) = build::executable(ctx, &machine.name, loc.clone());
+    ctx.append_op(block, executable);
+    let frame = Frame {
+        executable,
+        exe_body,
+        around: &|_, _, _| 0,
+    };
+    let lowered = emit_pool_in(ctx, &frame, plan, constants, machine, loc.clone())?;
+    append_host_tensors(
+        ctx,
+        exe_body,
+        (
+            vec![(x_ty, plan.input_pieces())],
+            vec![
+                (ln_ty, plan.ln_output_pieces()),
+                (y_ty, plan.output_pieces()),
+            ],
+        ),
+        &loc,
+    );
+    Ok(lowered)
+}
+
+/// [`emit_pool`] into `frame`'s executable, without host tensors (the
+/// block's input and outputs are [`PoolPlan::input_pieces`],
+/// [`PoolPlan::ln_output_pieces`] and [`PoolPlan::output_pieces`]).
+pub fn emit_pool_in(
+    ctx: &mut Context,
+    frame: &Frame<'_>,
+    plan: &PoolPlan,
+    constants: &PoolConstants,
+    machine: &MachineModel,
+    loc: Location,
+) -> Result<LoweredPool, Diagnostic> {
+    let s = plan.shape;
+    let fail = |err: crate::codelets::CodeletError| Diagnostic::error(loc.clone(), err.to_string());
+    let [sv, out] = plan.placed();
+    let [a, b, c] = plan.schedules(machine);
+    let (at_sv, at_out) = (positions(&plan.sv), positions(&plan.out));
+    let ln = plan.ln();
+    let ln_of = ln.index();
+    let head = &plan.layout.head;
+    let rounds = |p: &GemmPlan| p.grid_k.trailing_zeros();
+    let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
+    let mut exchange_code_bytes_max = 0;
+    for t in plan.tiles() {
+        let (tile_op, tile_body) = build::tile(ctx, t, None, loc.clone());
+        ctx.append_op(frame.exe_body, tile_op);
+        let mut e = Emitter::new(ctx, tile_body, loc.clone());
+        e.code_section(".text.main", SectionKind::Supervisor);
+        e.function("main");
+        let mut xcode = (frame.around)(&mut e, t, false);
+        let mut calls = Calls::new();
+        ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
+        sync(&mut e);
+        xcode += a.emit(&mut e, machine, t, "a");
+        sync(&mut e);
+        match at_sv.get(&t) {
+            Some(&pos) => {
+                xcode += sv
+                    .emit_compute(&mut e, pos, machine, &mut calls)
+                    .map_err(fail)?
+                    .1
+            }
+            None => (0..2 * rounds(&plan.sv)).for_each(|_| sync(&mut e)),
+        }
+        sync(&mut e);
+        xcode += b.emit(&mut e, machine, t, "b");
+        sync(&mut e);
+        let is_head = plan.head_tiles().contains(&t);
+        if is_head {
+            emit_call(&mut e, "pool_softmax");
+            calls.push(("pool_softmax".into(), Box::new(head.softmax())));
+            head.values
+                .emit_supervisor(&mut e, "pool_pv")
+                .map_err(fail)?;
+        }
+        sync(&mut e);
+        xcode += c.emit(&mut e, machine, t, "c");
+        sync(&mut e);
+        match at_out.get(&t) {
+            Some(&pos) => {
+                xcode += out
+                    .emit_compute(&mut e, pos, machine, &mut calls)
+                    .map_err(fail)?
+                    .1
+            }
+            None => (0..2 * rounds(&plan.out)).for_each(|_| sync(&mut e)),
+        }
+        xcode += (frame.around)(&mut e, t, true);
+        exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
+        e.solo(inst("exitz", [op::mzero()]));
+        e.size_of("main");
+        if at_sv.contains_key(&t) {
+            sv.emit_worker_code(&mut e);
+        }
+        if at_out.contains_key(&t) {
+            out.emit_worker_code(&mut e);
+        }
+        if is_head {
+            head.values.emit_workers(&mut e, "pool_pv");
+        }
+        for (name, instance) in &calls {
+            instance.emit_as(&mut e, name).map_err(fail)?;
+        }
+    }
+    let held = HeldPool::of(s, constants);
+    emit_sv_input(ctx, frame.exe_body, plan, &sv, &held, &loc);
+    out.emit_constants(
+        ctx,
+        frame.exe_body,
+        Constants {
+            weights: &held.w_out,
+            bias: Some(&held.b_out),
+        },
+        &loc,
+    );
+    ln.emit_constants(
+        ctx,
+        frame.exe_body,
+        (&constants.gamma, &constants.beta),
+        &loc,
+    );
+    Ok(LoweredPool {
+        executable: frame.executable,
+        estimate: plan.estimate(machine).map_err(fail)?,
+        exchange_code_bytes_max,
+    })
+}
+
+/// sv's constants: the vertex states, its bias rows, its input panels
+/// (the rows `a_h` and `W_v^T` of each grid row block and K part, on
+/// every grid column) and the zero weight rows of the padding tokens
+/// (no exchange writes them; see the module doc).
+fn emit_sv_input(
+    ctx: &mut Context,
+    exe_body: BlockId,
+    plan: &PoolPlan,
+    sv: &PlacedGemm,
+    held: &HeldPool,
+    loc: &Location,
+) {
+    let p = &plan.sv;
+    let s = plan.shape;
+    let c = s.c as usize;
+    let rows = (score_rows(s) + s.hp()) as usize;
+    // The states and the bias; the weights come from exchange A.
+    sv.emit_states(ctx, exe_body, loc);
+    sv.emit_bias(ctx, exe_body, &held.sv_bias, loc);
+    let half = Type::float(FloatKind::F16);
+    for i in 0..p.grid_rows {
+        for k in 0..p.grid_k {
+            let mut values = Vec::with_capacity((p.k_panels * p.rows * 16) as usize);
+            for g in 0..p.k_panels {
+                let panel = k * p.k_panels + g;
+                for r in 0..p.rows {
+                    let row = (i * p.rows + r) as usize;
+                    values.extend((0..16).map(|ch| {
+                        let col = (panel * 16) as usize + ch;
+                        if row < rows && col < c {
+                            held.sv_input[row * c + col]
+                        } else {
+                            0.0
+                        }
+                    }));
+                }
+            }
+            let tiles: Vec<u32> = (0..p.grid_cols).map(|j| p.tile(i, j, k)).collect();
+            let t = replicated_constant(
+                ctx,
+                &format!("sv_input_row{i}_k{k}"),
+                (half.clone(), 2, 8),
+                encode_f16(&values),
+                (&tiles, sv.lay.input),
+                loc.clone(),
+            );
+            ctx.append_op(exe_body, t);
+        }
+    }
+    // The padding tokens' weight rows: rows `tail..16` of the last token
+    // group's panels.
+    let tail = s.m % 16;
+    if tail > 0 {
+        let group = s.m / 16;
+        let j = group / p.groups;
+        let local = group - j * p.groups;
+        for i in 0..p.grid_rows {
+            for k in 0..p.grid_k {
+                let tiles = [p.tile(i, j, k)];
+                for g in 0..p.k_panels {
+                    let t = replicated_constant(
+                        ctx,
+                        &format!("sv_zero_tokens_row{i}_k{k}_{g}"),
+                        (Type::i32(), 4, 8),
+                        vec![0; ((16 - tail) * 32) as usize],
+                        (
+                            &tiles,
+                            sv.lay.weights + ((local * p.k_panels + g) * 16 + tail) * 32,
+                        ),
+                        loc.clone(),
+                    );
+                    ctx.append_op(exe_body, t);
+                }
+            }
+        }
+    }
+}
+
+/// The block in float64 (`x` `[m, c]`, f16 values), computed as the model
+/// defines it (keys included): the post-LayerNorm's rows `[m, c]` and the
+/// pooled row `[c]`.
+pub fn reference(s: PoolShape, x: &[f64], k: &PoolConstants) -> (Vec<f64>, Vec<f64>) {
+    let (m, c, d) = (s.m as usize, s.c as usize, s.head_dim as usize);
+    let mut y = Vec::with_capacity(m * c);
+    for row in x.chunks_exact(c) {
+        y.extend(layer_norm_reference(row, &k.gamma, &k.beta, s.eps));
+    }
+    let project = |w: &[f64], b: &[f64]| -> Vec<f64> {
+        let mut out = Vec::with_capacity(m * c);
+        for row in y.chunks_exact(c) {
+            let mut o = b.to_vec();
+            for (a, w_row) in row.iter().zip(w.chunks_exact(c)) {
+                o.iter_mut().zip(w_row).for_each(|(o, w)| *o += a * w);
+            }
+            out.extend(o);
+        }
+        out
+    };
+    let (keys, values) = (project(&k.w_k, &k.b_k), project(&k.w_v, &k.b_v));
+    let mut att = vec![0.0; c];
+    for h in 0..s.heads as usize {
+        let q = &k.query[h * d..(h + 1) * d];
+        let scores: Vec<f64> = (0..m)
+            .map(|t| {
+                f64::from(s.scale)
+                    * q.iter()
+                        .zip(&keys[t * c + h * d..t * c + (h + 1) * d])
+                        .map(|(a, b)| a * b)
+                        .sum::<f64>()
+            })
+            .collect();
+        let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let e: Vec<f64> = scores.iter().map(|v| (v - max).exp()).collect();
+        let sum: f64 = e.iter().sum();
+        for (t, e) in e.iter().enumerate() {
+            for (o, v) in att[h * d..(h + 1) * d]
+                .iter_mut()
+                .zip(&values[t * c + h * d..t * c + (h + 1) * d])
+            {
+                *o += e / sum * v;
+            }
+        }
+    }
+    let mut pooled = k.b_o.clone();
+    for (a, w_row) in att.iter().zip(k.w_o.chunks_exact(c)) {
+        pooled.iter_mut().zip(w_row).for_each(|(o, w)| *o += a * w);
+    }
+    (y, pooled)
+}

@@ -1,0 +1,121 @@
+//! The post-LayerNorm and attention-pooling head lowered whole (LayerNorm,
+//! the scores-and-values product, a head tile per head, the output
+//! product) and run on the simulator, against the head in float64 from
+//! the same f16 inputs, keys computed as the model defines them (the
+//! lowering never computes them): token counts that are and are not
+//! multiples of 16 (masked padding tokens), head dimensions that are and
+//! are not whole panels (heads padded in the weights), and the estimate
+//! per step against the simulated cycles.
+
+mod common;
+
+use common::{
+    assert_block_accuracy, assert_near_estimate, cosine_and_rel_l2, f16_bytes, f16_values,
+};
+use ipuc_backend_ipu::lower::block_values::PoolValues;
+use ipuc_backend_ipu::lower::pool_head::{emit_pool, plan_pool_in, reference, PoolShape};
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::{Context, FloatKind, Location, Type};
+use ipuc_runtime::device::Device;
+use rand::{Rng, SeedableRng};
+
+fn shape(m: u32, c: u32, heads: u32) -> PoolShape {
+    PoolShape {
+        m,
+        c,
+        heads,
+        head_dim: c / heads,
+        eps: 1e-6,
+        scale: 1.0 / ((c / heads) as f32).sqrt(),
+    }
+}
+
+/// Lowers and runs the head of `s` on `tiles` tiles; returns the
+/// post-LayerNorm's and the pooled row's (cosine, relative L2 error)
+/// against float64, and the simulated and estimated cycles.
+fn run(s: PoolShape, tiles: u32, seed: u64) -> ((f64, f64), (f64, f64), u64, u64) {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let PoolValues { x, constants: k } = PoolValues::random(s, || rng.random_range(-1.0..1.0));
+    let machine = MachineModel::c600();
+    let plan = plan_pool_in(s, &machine, (0, tiles)).unwrap_or_else(|e| panic!("{e}"));
+    let mut ctx = Context::new(ipuc_dialects::registry());
+    let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
+        .unwrap()
+        .module;
+    let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
+    let half = Type::float(FloatKind::F16);
+    let rows = Type::tensor(&[i64::from(s.m), i64::from(s.c)], half.clone());
+    let pooled = Type::tensor(&[1, i64::from(s.c)], half);
+    let lowered = emit_pool(
+        &mut ctx,
+        body,
+        &plan,
+        &k,
+        (rows.clone(), rows, pooled),
+        &machine,
+        Location::unknown(),
+    )
+    .unwrap_or_else(|d| panic!("{}", d.message));
+    ipuc_ir::verify(&ctx, lowered.executable).unwrap_or_else(|d| panic!("{}", d.message));
+    let exe = ipuc_backend_ipu::emit::build_executable(&ctx, lowered.executable)
+        .unwrap_or_else(|d| panic!("{}", d[0].message));
+    let mut sim = ipuc_runtime::sim::Simulator::new(machine, Default::default());
+    sim.load(&exe).unwrap();
+    let input: Vec<half::f16> = x.iter().map(|&v| half::f16::from_f64(v)).collect();
+    sim.write_tensor("input0", &f16_bytes(&input)).unwrap();
+    sim.run().unwrap_or_else(|e| panic!("{s:?}: {e}"));
+    let post_ln = f16_values(&sim.read_tensor("output0").unwrap());
+    let y = f16_values(&sim.read_tensor("output1").unwrap());
+    let (want_ln, want_y) = reference(s, &x, &k);
+    let cycles = sim.profile().unwrap().total_cycles;
+    eprintln!("{s:?}: {}", lowered.estimate);
+    (
+        cosine_and_rel_l2(&post_ln, &want_ln),
+        cosine_and_rel_l2(&y, &want_y),
+        cycles,
+        lowered.estimate.total(),
+    )
+}
+
+#[test]
+fn pooling_heads_match_float64() {
+    // (tokens, hidden, heads): whole groups and panels; 37 tokens (padding
+    // tokens masked) with heads of 24 (padded to 32); 21 tokens, one head
+    // of 48, on 48 tiles (each product on a few).
+    for (s, tiles, seed) in [
+        (shape(16, 64, 4), 736, 1),
+        (shape(37, 96, 4), 736, 2),
+        (shape(21, 48, 1), 48, 3),
+    ] {
+        let (ln, y, cycles, estimate) = run(s, tiles, seed);
+        assert_block_accuracy(
+            (s, "post-LayerNorm"),
+            (ln.0, ln.1, cycles, estimate),
+            0.99999,
+            2e-3,
+        );
+        assert_block_accuracy((s, "pooled"), (y.0, y.1, cycles, estimate), 0.9999, 1e-2);
+        assert_near_estimate(cycles, estimate, format!("{s:?}"));
+    }
+}
+
+#[test]
+fn a_head_tile_that_does_not_fit_is_refused_with_the_sizes() {
+    // 4,096 tokens of heads of 128: 1 MB of value panels per head tile.
+    let err = plan_pool_in(shape(4096, 1024, 8), &MachineModel::c600(), (0, 1472)).unwrap_err();
+    assert!(err.contains("a head tile does not fit"), "{err}");
+}
+
+#[test]
+fn so400m_s_head_plans_on_half_the_chip() {
+    // 729 tokens, 16 heads of 72 (padded to 80): the head tiles hold 117 KB
+    // of value panels each; the block gets half the chip in the tail's
+    // chain.
+    let m = MachineModel::c600();
+    let plan = plan_pool_in(shape(729, 1152, 16), &m, (0, 736)).unwrap_or_else(|e| panic!("{e}"));
+    let est = plan.estimate(&m).unwrap();
+    eprintln!("{}", plan.report(&m));
+    assert!(plan.tiles().iter().all(|&t| t < 736));
+    assert_eq!(plan.ln_tiles.len(), 122);
+    assert!(est.total() > 0);
+}
