@@ -53,7 +53,7 @@ use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
 use super::attention_block::AttentionShape;
 use super::block::{encode_f16, positions, LN_ROWS};
-use super::block_exchange::{owned_global, weight_panel_transfers};
+use super::block_exchange::{owned_global, round_robin, weight_panel_transfers};
 use super::codegen::{
     append_host_tensors, layout, replicated_constant, Calls, Constants, Frame, PlacedGemm,
     TileLayout,
@@ -613,7 +613,7 @@ pub fn exchange_b(plan: &PoolPlan) -> Vec<Transfer> {
             }
         }
     }
-    out
+    round_robin(out)
 }
 
 /// Exchange C: head `h`'s output group `j` (one row) to out's input panel
