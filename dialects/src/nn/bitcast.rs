@@ -10,11 +10,9 @@
 
 use ipuc_ir::attributes::{AttrKind, DenseElements};
 use ipuc_ir::dialect::FoldResult;
-use ipuc_ir::{
-    Attribute, Context, Diagnostic, Dialect, Location, OpId, OperationState, Type, Value,
-};
+use ipuc_ir::{Attribute, Context, Dialect, OpId, Type};
 
-use super::elements::{dense_data, fold_target};
+use super::elements::{dense_data, fold_target, unchanged_operand};
 use super::support::*;
 
 /// `nn.bitcast`.
@@ -67,10 +65,8 @@ pub(crate) fn infer_from_op(ctx: &Context, op: OpId) -> Option<InferResult<Vec<T
 // ----- folding ----------------------------------------------------------------
 
 fn fold_bitcast(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<Vec<FoldResult>> {
-    let x = ctx.operand(op, 0);
-    let out = ctx.value_type(ctx.result(op, 0)).clone();
-    if *ctx.value_type(x) == out {
-        return Some(vec![FoldResult::Value(x)]);
+    if let Some(same) = unchanged_operand(ctx, op) {
+        return Some(same);
     }
     let out = fold_target(ctx, op, 0)?;
     let d = dense_data(consts[0].as_ref()?)?;
@@ -106,19 +102,10 @@ operand_accessors!(BitcastOp {
     operand = 0,
 });
 
-impl BitcastOp {
+inferred_builder!(BitcastOp {
     /// A state for reading `x`'s bits as element type `to`.
-    pub fn build(
-        ctx: &Context,
-        x: Value,
-        to: &Type,
-        loc: Location,
-    ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_bitcast(ctx.value_type(x), to);
-        let attrs = vec![("to", Attribute::type_attr(to.clone()))];
-        build_inferred(ctx, BITCAST, &[x], ty, attrs, loc)
-    }
-}
+    build(x; to: &Type => type_attribute) = infer_bitcast(x, to)
+});
 
 #[cfg(test)]
 mod tests {

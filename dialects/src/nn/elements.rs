@@ -145,3 +145,14 @@ pub(crate) fn fold_target(ctx: &ipuc_ir::Context, op: ipuc_ir::OpId, i: usize) -
     let n = ty.num_elements()? as usize;
     (n <= FOLD_ELEMENT_LIMIT).then_some(ty)
 }
+
+/// The fold of a one-operand op whose operand already has the result's
+/// type (a cast, bitcast or view that changes nothing): the operand itself.
+pub(crate) fn unchanged_operand(
+    ctx: &ipuc_ir::Context,
+    op: ipuc_ir::OpId,
+) -> Option<Vec<ipuc_ir::dialect::FoldResult>> {
+    let x = ctx.operand(op, 0);
+    (ctx.value_type(x) == ctx.value_type(ctx.result(op, 0)))
+        .then(|| vec![ipuc_ir::dialect::FoldResult::Value(x)])
+}

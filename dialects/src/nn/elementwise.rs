@@ -23,6 +23,7 @@ use ipuc_ir::{
 
 use super::elements::{
     broadcast_source, dense_data, floats, fold_target, from_floats, from_ints, ints, strides,
+    unchanged_operand,
 };
 use super::support::*;
 
@@ -754,10 +755,8 @@ pub fn cast_float_to_int(v: f64, width: u32, signed: bool) -> Option<i128> {
 }
 
 fn fold_cast(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<Vec<FoldResult>> {
-    let x = ctx.operand(op, 0);
-    let out_ty = ctx.value_type(ctx.result(op, 0)).clone();
-    if *ctx.value_type(x) == out_ty {
-        return Some(vec![FoldResult::Value(x)]);
+    if let Some(same) = unchanged_operand(ctx, op) {
+        return Some(same);
     }
     let out = fold_target(ctx, op, 0)?;
     let d = dense_data(consts[0].as_ref()?)?;
@@ -966,19 +965,12 @@ impl BinaryOp {
     pub fn fmod(self, ctx: &Context) -> bool {
         attr_i64(ctx, self.0, "fmod", 0) == 1
     }
+}
+inferred_builder!(BinaryOp {
     /// A state for `kind(lhs, rhs)` with the inferred result type (`nn.mod`
     /// without `fmod`, i.e. Python's `%`; add the attribute for C `fmod`).
-    pub fn build(
-        ctx: &Context,
-        kind: BinaryKind,
-        lhs: Value,
-        rhs: Value,
-        loc: Location,
-    ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_binary(kind, ctx.value_type(lhs), ctx.value_type(rhs));
-        build_inferred(ctx, kind.name(), &[lhs, rhs], ty, Vec::new(), loc)
-    }
-}
+    build(kind: BinaryKind; lhs, rhs) = infer_binary(kind, lhs, rhs)
+});
 
 op_family_wrapper!(
     /// Any comparison op.
@@ -994,19 +986,10 @@ operand_accessors!(CompareOp {
     rhs = 1,
 });
 
-impl CompareOp {
+inferred_builder!(CompareOp {
     /// A state for `kind(lhs, rhs)`.
-    pub fn build(
-        ctx: &Context,
-        kind: CompareKind,
-        lhs: Value,
-        rhs: Value,
-        loc: Location,
-    ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_compare(ctx.value_type(lhs), ctx.value_type(rhs));
-        build_inferred(ctx, kind.name(), &[lhs, rhs], ty, vec![], loc)
-    }
-}
+    build(kind: CompareKind; lhs, rhs) = infer_compare(lhs, rhs)
+});
 
 op_family_wrapper!(
     /// Any unary elementwise op.
@@ -1020,18 +1003,10 @@ operand_accessors!(UnaryOp {
     operand = 0,
 });
 
-impl UnaryOp {
+inferred_builder!(UnaryOp {
     /// A state for `kind(x)`.
-    pub fn build(
-        ctx: &Context,
-        kind: UnaryKind,
-        x: Value,
-        loc: Location,
-    ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_unary(kind, ctx.value_type(x));
-        build_inferred(ctx, kind.name(), &[x], ty, vec![], loc)
-    }
-}
+    build(kind: UnaryKind; x) = infer_unary(kind, x)
+});
 
 super::support::op_wrapper!(
     /// `nn.where(condition, x, y)`.
@@ -1048,19 +1023,10 @@ operand_accessors!(WhereOp {
     y = 2,
 });
 
-impl WhereOp {
+inferred_builder!(WhereOp {
     /// A state for `where(cond, x, y)`.
-    pub fn build(
-        ctx: &Context,
-        cond: Value,
-        x: Value,
-        y: Value,
-        loc: Location,
-    ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_where(ctx.value_type(cond), ctx.value_type(x), ctx.value_type(y));
-        build_inferred(ctx, WHERE, &[cond, x, y], ty, vec![], loc)
-    }
-}
+    build(cond, x, y) = infer_where(cond, x, y)
+});
 
 super::support::op_wrapper!(
     /// `nn.cast {to = T, saturate = 0|1, round_mode = "up"|"down"|"nearest"}`.
@@ -1109,7 +1075,7 @@ impl CastOp {
         loc: Location,
     ) -> Result<OperationState, Diagnostic> {
         let ty = infer_cast(ctx.value_type(x), to);
-        let mut attrs = vec![("to", Attribute::type_attr(to.clone()))];
+        let mut attrs = vec![("to", type_attribute(to))];
         if !saturate {
             attrs.push(("saturate", Attribute::i64(0)));
         }

@@ -160,25 +160,11 @@ impl GatherElementsOp {
     pub fn axis(self, ctx: &Context) -> usize {
         axis_attr(ctx, self.0, self.data(ctx), 0)
     }
-    /// A state gathering the elements of `data` at `indices` along `axis`.
-    pub fn build(
-        ctx: &Context,
-        data: Value,
-        indices: Value,
-        axis: i64,
-        loc: Location,
-    ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_gather_elements(ctx.value_type(data), ctx.value_type(indices), axis);
-        build_inferred(
-            ctx,
-            GATHER_ELEMENTS,
-            &[data, indices],
-            ty,
-            vec![("axis", Attribute::i64(axis))],
-            loc,
-        )
-    }
 }
+inferred_builder!(GatherElementsOp {
+    /// A state gathering the elements of `data` at `indices` along `axis`.
+    build(data, indices; axis: i64 => Attribute::i64) = infer_gather_elements(data, indices, axis)
+});
 
 op_family_wrapper!(
     /// `nn.argmax` or `nn.argmin`.

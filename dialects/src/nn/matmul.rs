@@ -401,18 +401,10 @@ operand_accessors!(MatmulOp {
     rhs = 1,
 });
 
-impl MatmulOp {
+inferred_builder!(MatmulOp {
     /// A state for `matmul(lhs, rhs)`.
-    pub fn build(
-        ctx: &Context,
-        lhs: Value,
-        rhs: Value,
-        loc: Location,
-    ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_matmul(ctx.value_type(lhs), ctx.value_type(rhs));
-        build_inferred(ctx, MATMUL, &[lhs, rhs], ty, vec![], loc)
-    }
-}
+    build(lhs, rhs) = infer_matmul(lhs, rhs)
+});
 
 op_wrapper!(
     /// `nn.gemm(a, b[, c])`.

@@ -209,24 +209,11 @@ impl SoftmaxOp {
     pub fn axis(self, ctx: &Context) -> usize {
         axis_attr(ctx, self.0, self.input(ctx), -1)
     }
-    /// A state for softmax of `x` along `axis`.
-    pub fn build(
-        ctx: &Context,
-        x: Value,
-        axis: i64,
-        loc: Location,
-    ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_softmax(ctx.value_type(x), axis);
-        build_inferred(
-            ctx,
-            SOFTMAX,
-            &[x],
-            ty,
-            vec![("axis", Attribute::i64(axis))],
-            loc,
-        )
-    }
 }
+inferred_builder!(SoftmaxOp {
+    /// A state for softmax of `x` along `axis`.
+    build(x; axis: i64 => Attribute::i64) = infer_softmax(x, axis)
+});
 
 op_wrapper!(
     /// `nn.layer_normalization(input, scale[, bias]) {axis, epsilon}`.

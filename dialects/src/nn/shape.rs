@@ -18,7 +18,8 @@ use ipuc_ir::{
 
 use super::custom_format::{parse_standard, print_standard};
 use super::elements::{
-    broadcast_source, dense_data, fold_target, from_element_bytes, rearrange, strides, unravel,
+    broadcast_source, dense_data, fold_target, from_element_bytes, rearrange, strides,
+    unchanged_operand, unravel,
 };
 use super::support::*;
 
@@ -561,10 +562,10 @@ fn fold_mapped(
     same_when_types_match: bool,
     map: impl Fn(&[i64], &[i64], usize) -> usize,
 ) -> Option<Vec<FoldResult>> {
-    let x = ctx.operand(op, 0);
-    let out_ty = ctx.value_type(ctx.result(op, 0));
-    if same_when_types_match && ctx.value_type(x) == out_ty {
-        return Some(vec![FoldResult::Value(x)]);
+    if same_when_types_match {
+        if let Some(same) = unchanged_operand(ctx, op) {
+            return Some(same);
+        }
     }
     let out = fold_target(ctx, op, 0)?;
     let d = const_operand(consts, 0)?;
@@ -891,24 +892,11 @@ impl ReshapeOp {
     pub fn shape(self, ctx: &Context) -> Vec<i64> {
         attr_i64_list(ctx, self.0, "shape").unwrap_or_default()
     }
-    /// A state reshaping `x` to the static `shape`.
-    pub fn build(
-        ctx: &Context,
-        x: Value,
-        shape: &[i64],
-        loc: Location,
-    ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_reshape(ctx.value_type(x), shape);
-        build_inferred(
-            ctx,
-            RESHAPE,
-            &[x],
-            ty,
-            vec![("shape", Attribute::dense_i64_array(shape))],
-            loc,
-        )
-    }
 }
+inferred_builder!(ReshapeOp {
+    /// A state reshaping `x` to the static `shape`.
+    build(x; shape: &[i64] => Attribute::dense_i64_array) = infer_reshape(x, shape)
+});
 
 op_wrapper!(
     /// `nn.transpose {perm}`.
@@ -925,24 +913,11 @@ impl TransposeOp {
             .map_or(0, |s| s.len());
         transpose_perm(rank, attr_i64_list(ctx, self.0, "perm").as_deref()).unwrap_or_default()
     }
-    /// A state transposing `x` by `perm`.
-    pub fn build(
-        ctx: &Context,
-        x: Value,
-        perm: &[i64],
-        loc: Location,
-    ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_transpose(ctx.value_type(x), Some(perm));
-        build_inferred(
-            ctx,
-            TRANSPOSE,
-            &[x],
-            ty,
-            vec![("perm", Attribute::dense_i64_array(perm))],
-            loc,
-        )
-    }
 }
+inferred_builder!(TransposeOp {
+    /// A state transposing `x` by `perm`.
+    build(x; perm: &[i64] => Attribute::dense_i64_array) = infer_transpose(x, Some(perm))
+});
 
 op_wrapper!(
     /// `nn.concat {axis}`.
@@ -1063,25 +1038,11 @@ impl GatherOp {
     pub fn axis(self, ctx: &Context) -> usize {
         axis_attr(ctx, self.0, self.data(ctx), 0)
     }
-    /// A state gathering `data[indices]` along `axis`.
-    pub fn build(
-        ctx: &Context,
-        data: Value,
-        indices: Value,
-        axis: i64,
-        loc: Location,
-    ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_gather(ctx.value_type(data), ctx.value_type(indices), axis);
-        build_inferred(
-            ctx,
-            GATHER,
-            &[data, indices],
-            ty,
-            vec![("axis", Attribute::i64(axis))],
-            loc,
-        )
-    }
 }
+inferred_builder!(GatherOp {
+    /// A state gathering `data[indices]` along `axis`.
+    build(data, indices; axis: i64 => Attribute::i64) = infer_gather(data, indices, axis)
+});
 
 op_wrapper!(
     /// `nn.squeeze {axes}`.
@@ -1112,25 +1073,10 @@ op_wrapper!(
     UNSQUEEZE
 );
 single_operand!(UnsqueezeOp);
-impl UnsqueezeOp {
+inferred_builder!(UnsqueezeOp {
     /// A state inserting size-1 axes at `axes` (of the result).
-    pub fn build(
-        ctx: &Context,
-        x: Value,
-        axes: &[i64],
-        loc: Location,
-    ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_unsqueeze(ctx.value_type(x), axes);
-        build_inferred(
-            ctx,
-            UNSQUEEZE,
-            &[x],
-            ty,
-            vec![("axes", Attribute::dense_i64_array(axes))],
-            loc,
-        )
-    }
-}
+    build(x; axes: &[i64] => Attribute::dense_i64_array) = infer_unsqueeze(x, axes)
+});
 
 op_wrapper!(
     /// `nn.expand {shape}`.
@@ -1138,25 +1084,10 @@ op_wrapper!(
     EXPAND
 );
 single_operand!(ExpandOp);
-impl ExpandOp {
+inferred_builder!(ExpandOp {
     /// A state broadcasting `x` with `shape`.
-    pub fn build(
-        ctx: &Context,
-        x: Value,
-        shape: &[i64],
-        loc: Location,
-    ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_expand(ctx.value_type(x), shape);
-        build_inferred(
-            ctx,
-            EXPAND,
-            &[x],
-            ty,
-            vec![("shape", Attribute::dense_i64_array(shape))],
-            loc,
-        )
-    }
-}
+    build(x; shape: &[i64] => Attribute::dense_i64_array) = infer_expand(x, shape)
+});
 
 op_wrapper!(
     /// `nn.tile {repeats}`.
@@ -1169,24 +1100,11 @@ impl TileOp {
     pub fn repeats(self, ctx: &Context) -> Vec<i64> {
         attr_i64_list(ctx, self.0, "repeats").unwrap_or_default()
     }
-    /// A state tiling `x`.
-    pub fn build(
-        ctx: &Context,
-        x: Value,
-        repeats: &[i64],
-        loc: Location,
-    ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_tile(ctx.value_type(x), repeats);
-        build_inferred(
-            ctx,
-            TILE,
-            &[x],
-            ty,
-            vec![("repeats", Attribute::dense_i64_array(repeats))],
-            loc,
-        )
-    }
 }
+inferred_builder!(TileOp {
+    /// A state tiling `x`.
+    build(x; repeats: &[i64] => Attribute::dense_i64_array) = infer_tile(x, repeats)
+});
 
 op_wrapper!(
     /// `nn.flatten {axis}`.
@@ -1194,25 +1112,10 @@ op_wrapper!(
     FLATTEN
 );
 single_operand!(FlattenOp);
-impl FlattenOp {
+inferred_builder!(FlattenOp {
     /// A state flattening `x` around `axis`.
-    pub fn build(
-        ctx: &Context,
-        x: Value,
-        axis: i64,
-        loc: Location,
-    ) -> Result<OperationState, Diagnostic> {
-        let ty = infer_flatten(ctx.value_type(x), axis);
-        build_inferred(
-            ctx,
-            FLATTEN,
-            &[x],
-            ty,
-            vec![("axis", Attribute::i64(axis))],
-            loc,
-        )
-    }
-}
+    build(x; axis: i64 => Attribute::i64) = infer_flatten(x, axis)
+});
 
 op_wrapper!(
     /// `nn.pad {pads, mode = "constant", value}`.

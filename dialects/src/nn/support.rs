@@ -284,6 +284,11 @@ pub(crate) fn f32_attribute(value: f32) -> Attribute {
     Attribute::float(value as f64, Type::f32())
 }
 
+/// A type attribute holding `ty`.
+pub(crate) fn type_attribute(ty: &Type) -> Attribute {
+    Attribute::type_attr(ty.clone())
+}
+
 // ----- shapes ----------------------------------------------------------------
 
 /// The shape and element type of a ranked tensor; `what` names it in errors.
@@ -605,6 +610,52 @@ macro_rules! operand_accessors {
     };
 }
 pub(crate) use operand_accessors;
+
+/// The `build` of an op wrapper whose one result type is inferred, as ODS
+/// generates a builder from an op's arguments: each operand is a `Value`
+/// argument, each attribute an argument stored under its own name through
+/// the given constructor, and the result type is `$infer`, in which each
+/// operand's name stands for its type (the attributes for their values).
+/// A wrapper of a family of ops takes the op's kind first (`kind: Kind;`),
+/// which names the op; otherwise the op is the wrapper's `NAME`.
+macro_rules! inferred_builder {
+    ($wrapper:ident {
+        $(#[$m:meta])*
+        build($kind:ident: $kind_ty:ty; $($operand:ident),+) = $infer:expr $(,)?
+    }) => {
+        inferred_builder!(@build $wrapper [$(#[$m])*] [$kind: $kind_ty,] ($kind.name())
+            [$($operand),+] [] $infer);
+    };
+    ($wrapper:ident {
+        $(#[$m:meta])*
+        build($($operand:ident),+ $(; $($attr:ident: $ty:ty => $to_attr:path),+)?) = $infer:expr $(,)?
+    }) => {
+        inferred_builder!(@build $wrapper [$(#[$m])*] [] (Self::NAME)
+            [$($operand),+] [$($($attr: $ty => $to_attr),+)?] $infer);
+    };
+    (@build $wrapper:ident [$(#[$m:meta])*] [$($kind:ident: $kind_ty:ty,)?] ($name:expr)
+        [$($operand:ident),+] [$($attr:ident: $ty:ty => $to_attr:path),*] $infer:expr) => {
+        impl $wrapper {
+            $(#[$m])*
+            pub fn build(
+                ctx: &ipuc_ir::Context,
+                $($kind: $kind_ty,)?
+                $($operand: ipuc_ir::Value,)+
+                $($attr: $ty,)*
+                loc: ipuc_ir::Location,
+            ) -> Result<ipuc_ir::OperationState, ipuc_ir::Diagnostic> {
+                let operands = [$($operand),+];
+                let ty = {
+                    $(let $operand = ctx.value_type($operand);)+
+                    $infer
+                };
+                let attrs = vec![$((stringify!($attr), $to_attr($attr))),*];
+                build_inferred(ctx, $name, &operands, ty, attrs, loc)
+            }
+        }
+    };
+}
+pub(crate) use inferred_builder;
 
 #[cfg(test)]
 mod tests {
