@@ -51,6 +51,27 @@ impl ReduceKind {
     pub fn from_name(name: &str) -> Option<ReduceKind> {
         ReduceKind::ALL.into_iter().find(|k| k.name() == name)
     }
+    /// Where a float reduction starts (an empty one's result, but for the
+    /// mean, whose sum is then divided by the count).
+    pub fn float_start(self) -> f64 {
+        match self {
+            ReduceKind::Max => f64::NEG_INFINITY,
+            ReduceKind::Min => f64::INFINITY,
+            ReduceKind::Prod => 1.0,
+            ReduceKind::Mean | ReduceKind::Sum => 0.0,
+        }
+    }
+    /// The float reduction so far, `acc`, with `v` taken in (a NaN wins
+    /// the maximum and the minimum, as ONNX's reference computes them).
+    pub fn float_step(self, acc: f64, v: f64) -> f64 {
+        match self {
+            ReduceKind::Max | ReduceKind::Min if v.is_nan() || acc.is_nan() => f64::NAN,
+            ReduceKind::Max => acc.max(v),
+            ReduceKind::Min => acc.min(v),
+            ReduceKind::Prod => acc * v,
+            ReduceKind::Mean | ReduceKind::Sum => acc + v,
+        }
+    }
 }
 
 /// The reduced axes: `axes` normalised, or every axis when absent or empty.
@@ -126,21 +147,9 @@ fn fold_reduce(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<
     let n_out = out.num_elements()? as usize;
     let count: i64 = axes.iter().map(|&a| in_shape[a]).product();
     let attr = if d.element_type().is_float() {
-        let init = match kind {
-            ReduceKind::Max => f64::NEG_INFINITY,
-            ReduceKind::Min => f64::INFINITY,
-            ReduceKind::Prod => 1.0,
-            ReduceKind::Mean | ReduceKind::Sum => 0.0,
-        };
-        let mut acc = vec![init; n_out];
+        let mut acc = vec![kind.float_start(); n_out];
         for (v, &t) in floats(&d)?.into_iter().zip(&targets) {
-            acc[t] = match kind {
-                ReduceKind::Max | ReduceKind::Min if v.is_nan() || acc[t].is_nan() => f64::NAN,
-                ReduceKind::Max => acc[t].max(v),
-                ReduceKind::Min => acc[t].min(v),
-                ReduceKind::Prod => acc[t] * v,
-                ReduceKind::Mean | ReduceKind::Sum => acc[t] + v,
-            };
+            acc[t] = kind.float_step(acc[t], v);
         }
         if kind == ReduceKind::Mean {
             acc.iter_mut().for_each(|a| *a /= count as f64);

@@ -236,9 +236,9 @@ pub fn run_node(
                 attr_ints("axes")?
             };
             let reduction = match node.op_type.as_str() {
-                "ReduceMean" => k::Reduction::Mean,
-                "ReduceSum" => k::Reduction::Sum,
-                _ => k::Reduction::Max,
+                "ReduceMean" => k::ReduceKind::Mean,
+                "ReduceSum" => k::ReduceKind::Sum,
+                _ => k::ReduceKind::Max,
             };
             one(k::reduce(
                 input(0)?,

@@ -47,4 +47,4 @@ pub use layout::{
 pub use matmul::{gemm, linear, matmul, product_kind, GemmParams};
 pub use normalization::{layer_normalization, softmax, LayerNormOutputs};
 pub use pool::{pool, PoolKind, PoolParams};
-pub use reduce::{reduce, Reduction};
+pub use reduce::{reduce, ReduceKind};

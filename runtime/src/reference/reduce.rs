@@ -8,26 +8,16 @@ use super::error::{KernelError, KernelResult};
 use super::host_tensor::{HostTensor, Values};
 use super::shape::{normalize_axes, strides};
 
-/// Which reduction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reduction {
-    /// Sum (0 for an empty set).
-    Sum,
-    /// Arithmetic mean (NaN for an empty set).
-    Mean,
-    /// Maximum (the lowest value of the type, -Inf for floats, for an empty set).
-    Max,
-    /// Minimum (the highest value of the type, +Inf for floats, for an empty set).
-    Min,
-    /// Product (1 for an empty set).
-    Prod,
-}
+/// Which reduction: `nn`'s kinds (the float ones start and step as
+/// [`ReduceKind::float_start`] and [`ReduceKind::float_step`] say, the
+/// folder's arithmetic).
+pub use ipuc_dialects::nn::ReduceKind;
 
 /// Reduces `x` over `axes` (`None` or empty: all axes, unless
 /// `noop_with_empty_axes`, which returns `x` unchanged).
 pub fn reduce(
     x: &HostTensor,
-    reduction: Reduction,
+    reduction: ReduceKind,
     axes: Option<&[i64]>,
     keepdims: bool,
     noop_with_empty_axes: bool,
@@ -79,22 +69,22 @@ pub fn reduce(
                         kind: x.kind.to_string(),
                     })?;
             let init = match reduction {
-                Reduction::Max => lowest,
-                Reduction::Min => highest,
-                Reduction::Prod => 1,
-                Reduction::Sum | Reduction::Mean => 0,
+                ReduceKind::Max => lowest,
+                ReduceKind::Min => highest,
+                ReduceKind::Prod => 1,
+                ReduceKind::Sum | ReduceKind::Mean => 0,
             };
             let mut acc = vec![init; out_count];
             for (i, &a) in v.iter().enumerate() {
                 let o = &mut acc[target(i)];
                 *o = match reduction {
-                    Reduction::Sum | Reduction::Mean => o.wrapping_add(a),
-                    Reduction::Max => (*o).max(a),
-                    Reduction::Min => (*o).min(a),
-                    Reduction::Prod => o.wrapping_mul(a),
+                    ReduceKind::Sum | ReduceKind::Mean => o.wrapping_add(a),
+                    ReduceKind::Max => (*o).max(a),
+                    ReduceKind::Min => (*o).min(a),
+                    ReduceKind::Prod => o.wrapping_mul(a),
                 };
             }
-            if reduction == Reduction::Mean {
+            if reduction == ReduceKind::Mean {
                 // Integer mean truncates toward zero, as numpy's mean cast back does.
                 acc.iter_mut()
                     .for_each(|a| *a = if group == 0 { 0 } else { *a / group as i128 });
@@ -115,30 +105,17 @@ pub fn reduce(
 
 fn reduce_float(
     v: &[f64],
-    reduction: Reduction,
+    reduction: ReduceKind,
     out_count: usize,
     group: usize,
     target: impl Fn(usize) -> usize,
 ) -> Vec<f64> {
-    let init = match reduction {
-        Reduction::Max => f64::NEG_INFINITY,
-        Reduction::Min => f64::INFINITY,
-        Reduction::Prod => 1.0,
-        Reduction::Sum | Reduction::Mean => 0.0,
-    };
-    let mut acc = vec![init; out_count];
+    let mut acc = vec![reduction.float_start(); out_count];
     for (i, &a) in v.iter().enumerate() {
         let o = &mut acc[target(i)];
-        *o = match reduction {
-            Reduction::Sum | Reduction::Mean => *o + a,
-            Reduction::Max if a.is_nan() || o.is_nan() => f64::NAN,
-            Reduction::Max => o.max(a),
-            Reduction::Min if a.is_nan() || o.is_nan() => f64::NAN,
-            Reduction::Min => o.min(a),
-            Reduction::Prod => *o * a,
-        };
+        *o = reduction.float_step(*o, a);
     }
-    if reduction == Reduction::Mean {
+    if reduction == ReduceKind::Mean {
         acc.iter_mut().for_each(|a| *a /= group as f64);
     }
     acc

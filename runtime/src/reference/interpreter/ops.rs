@@ -5,13 +5,13 @@
 use ipuc_dialects::nn::{
     self, ArgReduceOp, AttentionOp, BinaryKind, CastOp, CompareKind, ConcatOp, ConstantOp,
     Conv2dOp, CumulativeKind, CumulativeOp, GatherElementsOp, GatherOp, GeluOp, GemmOp,
-    LayerNormalizationOp, PadOp, PoolKind, PoolOp, ReduceKind, ReduceOp, ReshapeOp, SliceOp,
-    SoftmaxOp, SplitOp, TileOp, TransposeOp, UnaryKind,
+    LayerNormalizationOp, PadOp, PoolKind, PoolOp, ReduceOp, ReshapeOp, SliceOp, SoftmaxOp,
+    SplitOp, TileOp, TransposeOp, UnaryKind,
 };
 use ipuc_ir::{Context, OpId};
 
 use super::tensors::{constant_tensor, tensor_kind};
-use crate::reference::{self as k, HostTensor, KernelError, PadMode, Reduction};
+use crate::reference::{self as k, HostTensor, KernelError, PadMode};
 
 /// What went wrong running one op (the caller adds the op and its location).
 pub(super) enum OpError {
@@ -100,13 +100,6 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
         return one(k::unary(kind, args[0])?);
     }
     if let Some(r) = ReduceOp::cast(ctx, op) {
-        let reduction = match r.kind(ctx) {
-            ReduceKind::Mean => Reduction::Mean,
-            ReduceKind::Sum => Reduction::Sum,
-            ReduceKind::Max => Reduction::Max,
-            ReduceKind::Min => Reduction::Min,
-            ReduceKind::Prod => Reduction::Prod,
-        };
         // The wrapper resolves absent axes to every axis.
         let axes: Vec<i64> = r.axes(ctx).into_iter().map(|a| a as i64).collect();
         if axes.is_empty() {
@@ -115,7 +108,7 @@ pub(super) fn execute(ctx: &Context, op: OpId, args: &[&HostTensor]) -> OpResult
         }
         return one(k::reduce(
             args[0],
-            reduction,
+            r.kind(ctx),
             Some(&axes),
             r.keepdims(ctx),
             false,
