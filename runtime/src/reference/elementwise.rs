@@ -334,41 +334,9 @@ macro_rules! impl_float {
 impl_float!(f32);
 impl_float!(f64);
 
-/// `a + b`.
-pub fn add(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
-    binary(BinaryKind::Add, a, b)
-}
-/// `a - b`.
-pub fn sub(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
-    binary(BinaryKind::Sub, a, b)
-}
-/// `a * b`.
-pub fn mul(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
-    binary(BinaryKind::Mul, a, b)
-}
-/// `a / b`.
-pub fn div(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
-    binary(BinaryKind::Div, a, b)
-}
 /// ONNX `Mod`.
 pub fn modulo(a: &HostTensor, b: &HostTensor, fmod: bool) -> KernelResult<HostTensor> {
     binary(BinaryOp::modulo(fmod), a, b)
-}
-/// ONNX `Pow`.
-pub fn pow(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
-    binary(BinaryKind::Pow, a, b)
-}
-/// `a == b`.
-pub fn equal(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
-    binary(CompareKind::Equal, a, b)
-}
-/// `a < b`.
-pub fn less(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
-    binary(CompareKind::Less, a, b)
-}
-/// `a > b`.
-pub fn greater(a: &HostTensor, b: &HostTensor) -> KernelResult<HostTensor> {
-    binary(CompareKind::Greater, a, b)
 }
 
 /// ONNX variadic `Max` (at least one operand).

@@ -18,7 +18,7 @@
 use ipuc_ir::numeric::ElementKind;
 use rayon::prelude::*;
 
-use super::elementwise::{add, cast, mul};
+use super::elementwise::{binary, cast, BinaryKind};
 use super::error::{shape_error, KernelError, KernelResult};
 use super::fast_f32::{f32_elements, f32_tensor_with};
 use super::host_tensor::{HostTensor, Values};
@@ -306,7 +306,7 @@ pub fn gemm(
     let mut y = if params.alpha == 1.0 {
         product
     } else {
-        mul(&product, &scalar(params.alpha))?
+        binary(BinaryKind::Mul, &product, &scalar(params.alpha))?
     };
     if let Some(c) = c {
         if broadcast_shapes("gemm", &[&c.shape, &[m, n]])? != [m, n] {
@@ -324,9 +324,9 @@ pub fn gemm(
         let c = if params.beta == 1.0 {
             c
         } else {
-            mul(&c, &scalar(params.beta))?
+            binary(BinaryKind::Mul, &c, &scalar(params.beta))?
         };
-        y = add(&y, &c)?;
+        y = binary(BinaryKind::Add, &y, &c)?;
     }
     Ok(y)
 }

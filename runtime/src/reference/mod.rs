@@ -33,9 +33,8 @@ pub use attention::attention;
 pub use conv::{conv2d, resolve_pads, AutoPad, Conv2dParams};
 pub use cumulative::cumulative;
 pub use elementwise::{
-    add, binary, bitcast, cast, cast_rounding, div, equal, greater, less, max, min, modulo, mul,
-    pow, sub, unary, where_, BinaryKind, BinaryOp, CompareKind, GeluApproximation, UnaryKind,
-    UnaryOp,
+    binary, bitcast, cast, cast_rounding, max, min, modulo, unary, where_, BinaryKind, BinaryOp,
+    CompareKind, GeluApproximation, UnaryKind, UnaryOp,
 };
 pub use error::{KernelError, KernelResult};
 pub use host_tensor::{HostTensor, Values};

@@ -77,7 +77,8 @@ fn scaled_rhs<'t>(
     }
     let f32 = ipuc_ir::numeric::ElementKind::F32;
     let factor = scalar(f32, 2f64.powi(nn::rhs_scale(ctx, op) as i32));
-    Ok(std::borrow::Cow::Owned(k::mul(
+    Ok(std::borrow::Cow::Owned(k::binary(
+        BinaryKind::Mul,
         &k::cast(rhs, f32, false),
         &factor,
     )?))
