@@ -131,93 +131,91 @@ impl<'p, 'c> CustomParser<'p, 'c> {
         }
     }
 
+    /// Consumes the next token if `accepts` it.
+    fn eat_if(&mut self, accepts: impl FnOnce(&Pair<'p, Rule>) -> bool) -> bool {
+        let eaten = self.peek().is_some_and(accepts);
+        self.pos += usize::from(eaten);
+        eaten
+    }
+
+    /// `Ok` if the token `text` was `eaten`, else the error that it is expected.
+    fn expect_eaten(&self, eaten: bool, text: &str) -> Result<(), Diagnostic> {
+        if eaten {
+            Ok(())
+        } else {
+            Err(self.expected(&format!("'{text}'")))
+        }
+    }
+
     /// Consumes punctuation `p` (`,`, `:`, `->`, `=`, ...) if present.
     pub fn parse_optional_punct(&mut self, p: &str) -> bool {
-        if self
-            .peek()
-            .is_some_and(|t| t.as_rule() == Rule::punct && t.as_str() == p)
-        {
-            self.pos += 1;
-            true
-        } else {
-            false
-        }
+        self.eat_if(|t| t.as_rule() == Rule::punct && t.as_str() == p)
     }
 
     /// Consumes punctuation `p` or fails.
     pub fn expect_punct(&mut self, p: &str) -> Result<(), Diagnostic> {
-        if self.parse_optional_punct(p) {
-            Ok(())
-        } else {
-            Err(self.expected(&format!("'{p}'")))
-        }
+        let eaten = self.parse_optional_punct(p);
+        self.expect_eaten(eaten, p)
     }
 
     /// Consumes keyword `kw` if present.
     pub fn parse_optional_keyword(&mut self, kw: &str) -> bool {
-        if self.peek().is_some_and(|t| {
-            matches!(t.as_rule(), Rule::keyword | Rule::any_type) && t.as_str() == kw
-        }) {
-            self.pos += 1;
-            true
-        } else {
-            false
-        }
+        self.eat_if(|t| matches!(t.as_rule(), Rule::keyword | Rule::any_type) && t.as_str() == kw)
     }
 
     /// Consumes keyword `kw` or fails.
     pub fn expect_keyword(&mut self, kw: &str) -> Result<(), Diagnostic> {
-        if self.parse_optional_keyword(kw) {
-            Ok(())
-        } else {
-            Err(self.expected(&format!("'{kw}'")))
+        let eaten = self.parse_optional_keyword(kw);
+        self.expect_eaten(eaten, kw)
+    }
+
+    /// Consumes the next token if it is of kind `rule`, giving what `read`
+    /// makes of it; anything else is an error that `what` is expected.
+    fn parse_token<T>(
+        &mut self,
+        rule: Rule,
+        what: &str,
+        read: impl FnOnce(&Self, &Pair<'p, Rule>) -> Result<T, Diagnostic>,
+    ) -> Result<T, Diagnostic> {
+        match self.peek().cloned() {
+            Some(t) if t.as_rule() == rule => {
+                let v = read(self, &t)?;
+                self.pos += 1;
+                Ok(v)
+            }
+            _ => Err(self.expected(what)),
         }
     }
 
     /// Consumes any bare keyword.
     pub fn parse_keyword(&mut self) -> Result<String, Diagnostic> {
-        match self.peek() {
-            Some(t) if t.as_rule() == Rule::keyword => {
-                let s = t.as_str().to_string();
-                self.pos += 1;
-                Ok(s)
-            }
-            _ => Err(self.expected("a keyword")),
-        }
+        self.parse_token(Rule::keyword, "a keyword", |_, t| {
+            Ok(t.as_str().to_string())
+        })
     }
 
     /// Consumes a symbol name `@name`.
     pub fn parse_symbol_name(&mut self) -> Result<String, Diagnostic> {
-        match self.peek() {
-            Some(t) if t.as_rule() == Rule::symbol_ref_attr => {
-                let mut inner = t.clone().into_inner();
-                let first = inner.next().expect("symbol name");
-                if inner.next().is_some() {
-                    return Err(self.error("expected a flat symbol name, found a nested reference"));
-                }
-                let s = self.parser.symbol_name_text(&first)?;
-                self.pos += 1;
-                Ok(s)
+        self.parse_token(Rule::symbol_ref_attr, "a symbol name '@...'", |p, t| {
+            let mut inner = t.clone().into_inner();
+            let first = inner.next().expect("symbol name");
+            if inner.next().is_some() {
+                return Err(p.error("expected a flat symbol name, found a nested reference"));
             }
-            _ => Err(self.expected("a symbol name '@...'")),
-        }
+            p.parser.symbol_name_text(&first)
+        })
     }
 
     /// Consumes an operand `%name` or `%name#N`.
     pub fn parse_operand(&mut self) -> Result<UnresolvedOperand, Diagnostic> {
-        match self.peek() {
-            Some(t) if t.as_rule() == Rule::value_use => {
-                let (name, index, offset) = self.parser.value_use_parts(t)?;
-                let name = name.to_string();
-                self.pos += 1;
-                Ok(UnresolvedOperand {
-                    name,
-                    index,
-                    offset,
-                })
-            }
-            _ => Err(self.expected("an SSA operand")),
-        }
+        self.parse_token(Rule::value_use, "an SSA operand", |p, t| {
+            let (name, index, offset) = p.parser.value_use_parts(t)?;
+            Ok(UnresolvedOperand {
+                name: name.to_string(),
+                index,
+                offset,
+            })
+        })
     }
 
     /// Whether the next token is an operand.
@@ -371,16 +369,7 @@ impl<'p, 'c> CustomParser<'p, 'c> {
         &mut self,
         f: impl FnOnce(&mut CustomParser<'_, 'c>) -> Result<T, Diagnostic>,
     ) -> Result<T, Diagnostic> {
-        match self.peek().cloned() {
-            Some(t) if t.as_rule() == Rule::paren_group => {
-                self.pos += 1;
-                let mut sub = self.sub(t);
-                let v = f(&mut sub)?;
-                sub.expect_end()?;
-                Ok(v)
-            }
-            _ => Err(self.expected("'('")),
-        }
+        self.parse_group(Rule::paren_group, "'('", f)
     }
 
     /// Runs `f` over the contents of a square group `[ ... ]`.
@@ -388,15 +377,27 @@ impl<'p, 'c> CustomParser<'p, 'c> {
         &mut self,
         f: impl FnOnce(&mut CustomParser<'_, 'c>) -> Result<T, Diagnostic>,
     ) -> Result<T, Diagnostic> {
+        self.parse_group(Rule::square_group, "'['", f)
+    }
+
+    /// Runs `f` over the contents of the next token, a group of kind
+    /// `rule` (expected as `opening` when it is something else); `f` must
+    /// consume the whole group.
+    fn parse_group<T>(
+        &mut self,
+        rule: Rule,
+        opening: &str,
+        f: impl FnOnce(&mut CustomParser<'_, 'c>) -> Result<T, Diagnostic>,
+    ) -> Result<T, Diagnostic> {
         match self.peek().cloned() {
-            Some(t) if t.as_rule() == Rule::square_group => {
+            Some(t) if t.as_rule() == rule => {
                 self.pos += 1;
                 let mut sub = self.sub(t);
                 let v = f(&mut sub)?;
                 sub.expect_end()?;
                 Ok(v)
             }
-            _ => Err(self.expected("'['")),
+            _ => Err(self.expected(opening)),
         }
     }
 
