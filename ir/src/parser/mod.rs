@@ -407,6 +407,19 @@ impl<'c> Parser<'c> {
         }
     }
 
+    /// Parses `text[start..end]` as `rule`, its locations counted from `start`.
+    fn parse_rule_at(
+        &self,
+        rule: Rule,
+        start: usize,
+        end: usize,
+        what: &str,
+    ) -> Result<Pair<'c, Rule>, Diagnostic> {
+        self.set_base(start);
+        let text = self.text;
+        self.parse_rule(rule, &text[start..end], what)
+    }
+
     fn parse_file(&mut self) -> Result<ParsedSource, Diagnostic> {
         let text = self.text;
         // `nesting_depth` has already reported any closer that closes
@@ -416,10 +429,10 @@ impl<'c> Parser<'c> {
         })?;
         // Aliases first (location aliases are printed after the IR).
         for item in items.iter().filter(|i| i.kind == ItemKind::Alias) {
-            self.set_base(item.start);
-            let pair = self.parse_rule(
+            let pair = self.parse_rule_at(
                 Rule::single_alias,
-                &text[item.start..item.end],
+                item.start,
+                item.end,
                 "invalid alias definition",
             )?;
             self.define_alias(pair.into_inner().next().expect("alias_def"))?;
@@ -489,9 +502,12 @@ impl<'c> Parser<'c> {
         let Some(brace) = header_brace(src) else {
             return self.parse_chunk_op(start, end);
         };
-        self.set_base(start);
-        let header =
-            self.parse_rule(Rule::module_header, &src[..=brace], "invalid module header")?;
+        let header = self.parse_rule_at(
+            Rule::module_header,
+            start,
+            start + brace + 1,
+            "invalid module header",
+        )?;
         let loc = self.loc_at(start);
         let mut sym_name = None;
         let mut attrs = Dictionary::new();
@@ -527,12 +543,7 @@ impl<'c> Parser<'c> {
         self.default_dialects.pop();
         self.finish_scope()?;
         // Trailer: `}` and an optional location.
-        self.set_base(i);
-        let trailer = self.parse_rule(
-            Rule::module_trailer,
-            &text[i..end],
-            "invalid module trailer",
-        )?;
+        let trailer = self.parse_rule_at(Rule::module_trailer, i, end, "invalid module trailer")?;
         let mut state = OperationState::new(self.ctx.op_name("builtin.module"), loc).region(region);
         if let Some(n) = sym_name {
             state = state.attr("sym_name", Attribute::string(&n));
@@ -568,12 +579,7 @@ impl<'c> Parser<'c> {
                 }
             }
         }
-        self.set_base(start);
-        let pair = self.parse_rule(
-            Rule::single_operation,
-            &text[start..end],
-            "invalid operation",
-        )?;
+        let pair = self.parse_rule_at(Rule::single_operation, start, end, "invalid operation")?;
         let op_pair = pair.into_inner().next().expect("operation");
         self.build_operation(op_pair)
     }
@@ -722,9 +728,7 @@ impl<'c> Parser<'c> {
         let Some((start, end)) = group else {
             return Ok(());
         };
-        let text = self.text;
-        self.set_base(start);
-        let pair = self.parse_rule(Rule::region_items, &text[start..end], "invalid operation")?;
+        let pair = self.parse_rule_at(Rule::region_items, start, end, "invalid operation")?;
         self.build_region_items(
             pair.into_inner(),
             region,
