@@ -207,15 +207,7 @@ pub fn split_params(params: &str) -> Vec<&str> {
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            b'"' => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    if bytes[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-            }
+            b'"' => i = crate::parser::closing_quote(bytes, i),
             b'(' | b'[' | b'{' | b'<' => depth += 1,
             b')' | b']' | b'}' => depth -= 1,
             b'>' if !(i > 0 && bytes[i - 1] == b'-') => depth -= 1,

@@ -1658,6 +1658,20 @@ fn is_module_start(src: &str) -> bool {
         && s[6..].starts_with(|c: char| c.is_whitespace() || c == '{' || c == '@')
 }
 
+/// The offset of the `"` that closes the string literal opening at `open`
+/// (escaped characters skipped), or past the end of `bytes` when it is
+/// unterminated: how the scans that only need to step over strings do it.
+pub(crate) fn closing_quote(bytes: &[u8], open: usize) -> usize {
+    let mut i = open + 1;
+    while i < bytes.len() && bytes[i] != b'"' {
+        if bytes[i] == b'\\' {
+            i += 1;
+        }
+        i += 1;
+    }
+    i
+}
+
 /// Offset of the `{` opening a custom-form module's body (outside strings and nested braces).
 fn header_brace(src: &str) -> Option<usize> {
     let b = src.as_bytes();
@@ -1666,15 +1680,7 @@ fn header_brace(src: &str) -> Option<usize> {
     let mut saw_attributes = false;
     while i < b.len() {
         match b[i] {
-            b'"' => {
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    if b[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-            }
+            b'"' => i = closing_quote(b, i),
             b'{' => {
                 if depth == 0 {
                     let before = src[..i].trim_end();
