@@ -418,16 +418,7 @@ fn print_return(p: &mut OpPrinter<'_, '_>, op: OpId) -> std::fmt::Result {
     let operands = p.ctx().operands(op).to_vec();
     let attrs = p.ctx().attributes(op).clone();
     p.attr_dict(&attrs, &[]);
-    if !operands.is_empty() {
-        p.write_str(" ");
-        p.values(&operands);
-        p.write_str(" : ");
-        let tys: Vec<Type> = operands
-            .iter()
-            .map(|&v| p.ctx().value_type(v).clone())
-            .collect();
-        p.types(&tys);
-    }
+    p.values_with_types(&operands);
     Ok(())
 }
 

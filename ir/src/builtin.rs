@@ -126,23 +126,9 @@ fn parse_module(
 
 fn print_cast(p: &mut OpPrinter<'_, '_>, op: OpId) -> std::fmt::Result {
     let operands = p.ctx().operands(op).to_vec();
-    if !operands.is_empty() {
-        p.write_str(" ");
-        p.values(&operands);
-        p.write_str(" : ");
-        let tys: Vec<_> = operands
-            .iter()
-            .map(|&v| p.ctx().value_type(v).clone())
-            .collect();
-        p.types(&tys);
-    }
+    p.values_with_types(&operands);
     p.write_str(" to ");
-    let tys: Vec<_> = p
-        .ctx()
-        .results(op)
-        .iter()
-        .map(|&v| p.ctx().value_type(v).clone())
-        .collect();
+    let tys = p.ctx().result_types(op);
     p.types(&tys);
     let attrs = p.ctx().attributes(op).clone();
     p.attr_dict(&attrs, &[]);

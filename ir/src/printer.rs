@@ -1303,6 +1303,22 @@ impl<'a, 'c> OpPrinter<'a, 'c> {
             self.ty(t);
         }
     }
+    /// Writes ` %a, %b : T, U`: the values, then their types (nothing
+    /// when there are none), as `func.return` and
+    /// `builtin.unrealized_conversion_cast` print their operands.
+    pub fn values_with_types(&mut self, vs: &[Value]) {
+        if vs.is_empty() {
+            return;
+        }
+        self.write_str(" ");
+        self.values(vs);
+        self.write_str(" : ");
+        let tys: Vec<Type> = vs
+            .iter()
+            .map(|&v| self.ctx().value_type(v).clone())
+            .collect();
+        self.types(&tys);
+    }
     /// Writes function result types: `T` or `(T, U)`.
     pub fn result_types(&mut self, ts: &[Type]) {
         write_result_types(&mut self.printer.out, ts, &self.printer.opts);
