@@ -67,11 +67,7 @@ fn copy_rec(
     let state = OperationState {
         name: dest.op_name(src.name_str(op)),
         operands,
-        result_types: src
-            .results(op)
-            .iter()
-            .map(|&r| src.value_type(r).clone())
-            .collect(),
+        result_types: src.result_types(op),
         properties: src.properties(op).cloned(),
         attributes: src.attributes(op).clone(),
         regions,

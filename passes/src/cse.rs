@@ -58,11 +58,7 @@ fn key(ctx: &Context, op: OpId) -> Option<OpKey> {
     Some(OpKey {
         name: name.as_str().to_string(),
         operands,
-        results: ctx
-            .results(op)
-            .iter()
-            .map(|&r| ctx.value_type(r).clone())
-            .collect(),
+        results: ctx.result_types(op),
         properties: ctx.properties(op).cloned(),
         attributes: ctx.attributes(op).clone(),
     })

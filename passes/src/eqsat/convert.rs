@@ -104,11 +104,7 @@ impl FunctionGraph {
                 continue;
             };
             let refs: Vec<_> = operand_types.iter().collect();
-            let ir_types: Vec<_> = ctx
-                .results(op)
-                .iter()
-                .map(|&r| ctx.value_type(r).clone())
-                .collect();
+            let ir_types = ctx.result_types(op);
             if infer(kind, &refs, &attrs).as_ref() != Some(&ir_types) {
                 // The op is not in the form the language models (e.g. types
                 // refined beyond what inference gives): leave it in place.
