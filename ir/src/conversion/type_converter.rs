@@ -56,6 +56,22 @@ impl InsertPoint {
         ctx.results(op).to_vec()
     }
 
+    /// Creates the op `name(inputs) -> results` here and returns its
+    /// results: what a materialization builds (a cast of any arity).
+    pub fn build_op(
+        self,
+        ctx: &mut Context,
+        name: &str,
+        inputs: &[Value],
+        results: &[Type],
+        loc: &Location,
+    ) -> Vec<Value> {
+        let state = OperationState::new(ctx.op_name(name), loc.clone())
+            .operands(inputs)
+            .results(results);
+        self.build(ctx, state)
+    }
+
     /// The point right after the definition of `v`: after its defining op,
     /// or at the start of its block for a block argument.
     pub fn after_definition(ctx: &Context, v: Value) -> Option<InsertPoint> {
@@ -308,10 +324,7 @@ pub fn build_unrealized_cast(
     to: &[Type],
     loc: &Location,
 ) -> Vec<Value> {
-    let state = OperationState::new(ctx.op_name(UNREALIZED_CONVERSION_CAST), loc.clone())
-        .operands(inputs)
-        .results(to);
-    at.build(ctx, state)
+    at.build_op(ctx, UNREALIZED_CONVERSION_CAST, inputs, to, loc)
 }
 
 #[cfg(test)]

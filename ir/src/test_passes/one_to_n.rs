@@ -27,10 +27,9 @@ use crate::analysis::{AnalysisManager, PreservedAnalyses};
 use crate::context::{Context, OpId, OperationState, Value};
 use crate::conversion::{
     convert, ConversionConfig, ConversionMode, ConversionPatternSet, ConversionRewriter,
-    ConversionTarget, FnConversionPattern, InsertPoint, TypeConversion, TypeConverter,
+    ConversionTarget, FnConversionPattern, TypeConversion, TypeConverter,
 };
 use crate::diagnostics::Diagnostic;
-use crate::location::Location;
 use crate::pass::{DeclaredPass, PassCreateError, PassHooks};
 use crate::types::{Type, TypeKind, DYNAMIC};
 
@@ -90,37 +89,13 @@ fn type_converter(options: &TestOneToNConversionOptions) -> TypeConverter {
     });
     if !options.casts {
         tc.add_target_materialization(Box::new(|ctx, at, input, to, loc| {
-            Some(build(ctx, at, "test.split", &[input], to, loc))
+            Some(at.build_op(ctx, "test.split", &[input], to, loc))
         }));
         tc.add_source_materialization(Box::new(|ctx, at, inputs, to, loc| {
-            Some(
-                build(
-                    ctx,
-                    at,
-                    "test.concat",
-                    inputs,
-                    std::slice::from_ref(to),
-                    loc,
-                )[0],
-            )
+            Some(at.build_op(ctx, "test.concat", inputs, std::slice::from_ref(to), loc)[0])
         }));
     }
     tc
-}
-
-/// Builds `name(inputs) -> results` at `at`.
-fn build(
-    ctx: &mut Context,
-    at: InsertPoint,
-    name: &str,
-    inputs: &[Value],
-    results: &[Type],
-    loc: &Location,
-) -> Vec<Value> {
-    let state = OperationState::new(ctx.op_name(name), loc.clone())
-        .operands(inputs)
-        .results(results);
-    at.build(ctx, state)
 }
 
 /// `test.map` applied piece by piece.
