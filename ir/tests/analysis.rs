@@ -75,6 +75,16 @@ fn manager_caches_and_invalidates() {
     assert_eq!(am.computations, 3);
 }
 
+/// A pass that changed nothing keeps every analysis; one that changed the
+/// IR keeps none.
+#[test]
+fn all_unless_changed_keeps_everything_or_nothing() {
+    assert!(PreservedAnalyses::all_unless(false).is_all());
+    let changed = PreservedAnalyses::all_unless(true);
+    assert!(!changed.is_all());
+    assert!(!changed.is_preserved::<DominanceInfo>());
+}
+
 #[test]
 fn a_false_preservation_claim_is_found_by_recomputing() {
     let (mut ctx, func) = parse(DIAMOND);

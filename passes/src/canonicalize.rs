@@ -83,10 +83,8 @@ impl DeclaredPass for Canonicalize {
                 ),
             ));
         }
-        Ok(if stats.rewrites + stats.folds + stats.erased == 0 {
-            PreservedAnalyses::all()
-        } else {
-            PreservedAnalyses::none()
-        })
+        Ok(PreservedAnalyses::all_unless(
+            stats.rewrites + stats.folds + stats.erased != 0,
+        ))
     }
 }

@@ -79,10 +79,6 @@ impl DeclaredPass for SymbolDce {
                 stats.erased += 1;
             }
         }
-        Ok(if stats.erased == before {
-            PreservedAnalyses::all()
-        } else {
-            PreservedAnalyses::none()
-        })
+        Ok(PreservedAnalyses::all_unless(stats.erased != before))
     }
 }

@@ -98,10 +98,6 @@ impl DeclaredPass for ExpandPowi {
             ctx.erase_op(powi);
             stats.expanded += 1;
         }
-        Ok(if stats.expanded == before {
-            PreservedAnalyses::all()
-        } else {
-            PreservedAnalyses::none()
-        })
+        Ok(PreservedAnalyses::all_unless(stats.expanded != before))
     }
 }

@@ -58,11 +58,7 @@ impl DeclaredPass for ConvertTosaToNn {
     ) -> Result<PreservedAnalyses, Diagnostic> {
         let n = convert_tosa_to_nn(ctx, op)?;
         stats.converted += n as u64;
-        Ok(if n == 0 {
-            PreservedAnalyses::all()
-        } else {
-            PreservedAnalyses::none()
-        })
+        Ok(PreservedAnalyses::all_unless(n != 0))
     }
 }
 

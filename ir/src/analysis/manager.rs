@@ -52,6 +52,15 @@ impl PreservedAnalyses {
             kept: FxHashSet::default(),
         }
     }
+    /// Everything unless the pass `changed` the IR, nothing if it did: what
+    /// a pass that keeps no analysis up to date across its changes returns.
+    pub fn all_unless(changed: bool) -> Self {
+        if changed {
+            PreservedAnalyses::none()
+        } else {
+            PreservedAnalyses::all()
+        }
+    }
     /// Marks analysis `A` as preserved.
     pub fn preserve<A: Analysis>(&mut self) -> &mut Self {
         self.kept.insert(TypeId::of::<A>());

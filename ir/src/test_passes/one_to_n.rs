@@ -288,10 +288,6 @@ impl DeclaredPass for TestOneToNConversion {
         stats.rewrites += done.rewrites;
         stats.casts_removed += done.casts_removed;
         stats.casts_remaining += done.casts_remaining;
-        Ok(if done.rewrites == 0 {
-            PreservedAnalyses::all()
-        } else {
-            PreservedAnalyses::none()
-        })
+        Ok(PreservedAnalyses::all_unless(done.rewrites != 0))
     }
 }

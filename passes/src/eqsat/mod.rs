@@ -292,10 +292,6 @@ impl DeclaredPass for EqsatFuse {
                 index += 1;
             }
         }
-        Ok(if changed {
-            PreservedAnalyses::none()
-        } else {
-            PreservedAnalyses::all()
-        })
+        Ok(PreservedAnalyses::all_unless(changed))
     }
 }
