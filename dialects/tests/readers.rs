@@ -5,20 +5,14 @@
 //! `// -----` case of the lit tests, and seeded mutations of each, must
 //! read to the same IR (or fail) both ways.
 
-use std::sync::Arc;
-
-use ipuc_ir::{parse_source_with, Context, DialectRegistry, ParseOptions};
+use ipuc_ir::{parse_source_with, Context, ParseOptions};
 
 #[path = "../../ir/tests/support/readers.rs"]
 mod readers;
 use readers::check_readers_agree_in;
 
 fn context() -> Context {
-    let mut registry = DialectRegistry::new();
-    registry.register(ipuc_dialects::func::dialect());
-    registry.register(ipuc_dialects::nn::dialect());
-    registry.register(ipuc_dialects::ipu::dialect());
-    let mut ctx = Context::new(Arc::new(registry));
+    let mut ctx = Context::new(ipuc_dialects::registry());
     ctx.allow_unregistered = true;
     ctx
 }

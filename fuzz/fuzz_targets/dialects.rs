@@ -12,21 +12,15 @@
 
 #![no_main]
 
-use std::sync::Arc;
-
 use ipuc_ir::rewrite::{apply_patterns_greedily, GreedyConfig, RewritePatternSet};
-use ipuc_ir::{parse_source, print_op, verify, Context, DialectRegistry, PrintOptions};
+use ipuc_ir::{parse_source, print_op, verify, Context, PrintOptions};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "../../ir/tests/support/readers.rs"]
 mod readers;
 
 fn context() -> Context {
-    let mut reg = DialectRegistry::new();
-    reg.register(ipuc_dialects::func::dialect());
-    reg.register(ipuc_dialects::nn::dialect());
-    reg.register(ipuc_dialects::ipu::dialect());
-    Context::new(Arc::new(reg))
+    Context::new(ipuc_dialects::registry())
 }
 
 fuzz_target!(|data: &[u8]| {
