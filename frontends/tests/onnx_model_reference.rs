@@ -4,12 +4,10 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::path::Path;
 
-use common::node_runner::{host, run_node};
+use common::node_runner::{node_inputs, run_node, start_values};
 use ipuc_frontends::onnx::{read_test_data_set, LoadOptions, Model};
-use ipuc_runtime::reference::HostTensor;
 
 fn run_fixture(name: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -19,27 +17,10 @@ fn run_fixture(name: &str) {
     let (inputs, outputs) = read_test_data_set(&dir.join("test_data_set_0")).unwrap();
     let graph = &model.graph;
     let opset = model.opset_version("").unwrap();
-    let mut values: HashMap<&str, HostTensor> = HashMap::new();
-    for init in &graph.initializers {
-        values.insert(&init.name, host(&init.tensor));
-    }
-    for (info, data) in graph.runtime_inputs().zip(&inputs) {
-        values.insert(&info.name, host(&data.tensor));
-    }
+    let mut values = start_values(graph, &inputs);
     for index in graph.topological_order().unwrap() {
         let node = &graph.nodes[index];
-        let args: Vec<Option<HostTensor>> = node
-            .inputs
-            .iter()
-            .map(|i| {
-                if i.is_empty() {
-                    None
-                } else {
-                    Some(values[i.as_str()].clone())
-                }
-            })
-            .collect();
-        let results = run_node(node, opset, &args)
+        let results = run_node(node, opset, &node_inputs(node, &values))
             .unwrap_or_else(|e| panic!("{name}: node `{}` ({}): {e}", node.name, node.op_type));
         for (output, value) in node.outputs.iter().zip(results) {
             if !output.is_empty() {

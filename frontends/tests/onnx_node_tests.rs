@@ -10,13 +10,11 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::expectations::{compare_outputs, run_node_tests};
-use common::node_runner::{host, run_node};
+use common::node_runner::{node_inputs, run_node, start_values};
 use ipuc_frontends::onnx::{read_test_data_set, LoadOptions, Model};
-use ipuc_runtime::reference::HostTensor;
 
 fn run_test(dir: &Path) -> Result<(), String> {
     let model =
@@ -27,26 +25,9 @@ fn run_test(dir: &Path) -> Result<(), String> {
     };
     let (inputs, outputs) =
         read_test_data_set(&dir.join("test_data_set_0")).map_err(|e| e.to_string())?;
-    let mut values: BTreeMap<&str, HostTensor> = BTreeMap::new();
-    for init in &graph.initializers {
-        values.insert(&init.name, host(&init.tensor));
-    }
-    for (info, data) in graph.runtime_inputs().zip(&inputs) {
-        values.insert(&info.name, host(&data.tensor));
-    }
-    let node_inputs: Vec<Option<HostTensor>> = node
-        .inputs
-        .iter()
-        .map(|name| {
-            if name.is_empty() {
-                None
-            } else {
-                values.get(name.as_str()).cloned()
-            }
-        })
-        .collect();
+    let values = start_values(graph, &inputs);
     let opset = model.opset_version("").unwrap_or(1);
-    let results = run_node(node, opset, &node_inputs)?;
+    let results = run_node(node, opset, &node_inputs(node, &values))?;
     compare_outputs(&results, &outputs, true)
 }
 

@@ -3,9 +3,10 @@
 //! interpreter will live in the runtime and walk IR; this is test scaffolding over
 //! the ONNX view.)
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use ipuc_frontends::onnx::{Attribute, Node, Tensor};
+use ipuc_frontends::onnx::{Attribute, Graph, NamedTensor, Node, Tensor};
 use ipuc_runtime::reference::{
     self as k, BinaryKind, BinaryOp, CompareKind, GeluApproximation, HostTensor, UnaryKind, UnaryOp,
 };
@@ -13,6 +14,34 @@ use ipuc_runtime::reference::{
 /// A runtime host tensor sharing nothing with the loader's tensor (one copy).
 pub fn host(t: &Tensor) -> HostTensor {
     HostTensor::new(t.kind, t.dims.clone(), Arc::from(&t.data[..]))
+}
+
+/// The values a graph starts from: its initializers, then its runtime
+/// inputs bound in order to `inputs` (a test data set's).
+pub fn start_values<'g>(graph: &'g Graph, inputs: &[NamedTensor]) -> HashMap<&'g str, HostTensor> {
+    let mut values = HashMap::new();
+    for init in &graph.initializers {
+        values.insert(init.name.as_str(), host(&init.tensor));
+    }
+    for (info, data) in graph.runtime_inputs().zip(inputs) {
+        values.insert(info.name.as_str(), host(&data.tensor));
+    }
+    values
+}
+
+/// The inputs of `node` among `values`: `None` for an omitted optional
+/// input (and for one not computed, which [`run_node`] reports).
+pub fn node_inputs(node: &Node, values: &HashMap<&str, HostTensor>) -> Vec<Option<HostTensor>> {
+    node.inputs
+        .iter()
+        .map(|name| {
+            if name.is_empty() {
+                None
+            } else {
+                values.get(name.as_str()).cloned()
+            }
+        })
+        .collect()
 }
 
 /// Runs one node on its inputs (`None` for omitted optional inputs).
