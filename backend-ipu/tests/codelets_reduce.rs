@@ -6,9 +6,10 @@ mod common;
 
 use common::{
     assert_launch_as_estimated, assert_refused, assert_within, f16_bytes, f16_values, signed_f16,
-    simulate,
+    signed_f16s, simulate,
 };
 use half::f16;
+use ipuc_backend_ipu::codelets::layernorm::LayerNorm;
 use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_backend_ipu::codelets::reduce::{ReduceOp, RowReduce};
 use ipuc_ipu_arch::MachineModel;
@@ -28,9 +29,7 @@ fn row_sums_and_maxima_match_the_reference_and_estimate() {
                 input: 0x80000,
                 output: 0xb0000,
             };
-            let xs: Vec<f16> = (0..rows * cols)
-                .map(|_| signed_f16(&mut rng, 0.01, 30.0))
-                .collect();
+            let xs = signed_f16s(&mut rng, rows * cols, 0.01, 30.0);
             let (prog, counts) = r.program(1, &MachineModel::c600()).unwrap();
             let s = simulate(&prog, 1, &[(r.input, &f16_bytes(&xs))]);
             let got = f32s(&s, 1, r.output, rows);
@@ -140,7 +139,6 @@ fn cmac_acc_and_aop_accumulate_as_documented() {
 
 #[test]
 fn layernorm_matches_float64_and_its_estimate() {
-    use ipuc_backend_ipu::codelets::layernorm::LayerNorm;
     let mut rng = rand::rngs::StdRng::seed_from_u64(41);
     for (rows, cols, in_place) in [
         (1u32, 8u32, false),
@@ -149,16 +147,7 @@ fn layernorm_matches_float64_and_its_estimate() {
         (13, 24, false),
     ] {
         let output = if in_place { 0x80000 } else { 0xc0000 };
-        let ln = LayerNorm {
-            rows,
-            cols,
-            eps: 1e-6,
-            input: 0x80000,
-            gamma: 0xb0000,
-            beta: 0xb8000,
-            output,
-            output_f8_scale: None,
-        };
+        let ln = layernorm(rows, cols, output, None);
         let (xs, gamma, beta) = layernorm_inputs(&mut rng, rows, cols);
         let out = run_layernorm(&ln, &xs, &gamma, &beta, rows * cols * 2);
         let got = f16_values(&out);
@@ -183,20 +172,29 @@ fn layernorm_inputs(
     let xs: Vec<f16> = (0..rows * cols)
         .map(|i| f16::from_f64(signed_f16(rng, 0.01, 3.0).to_f64() + f64::from(i / cols % 3)))
         .collect();
-    let gamma: Vec<f16> = (0..cols).map(|_| signed_f16(rng, 0.5, 2.0)).collect();
-    let beta: Vec<f16> = (0..cols).map(|_| signed_f16(rng, 0.01, 1.0)).collect();
+    let gamma = signed_f16s(rng, cols, 0.5, 2.0);
+    let beta = signed_f16s(rng, cols, 0.01, 1.0);
     (xs, gamma, beta)
+}
+
+/// The LayerNorm the tests run: eps 1e-6, the input at 0x80000, gamma and
+/// beta at 0xb0000 and 0xb8000.
+fn layernorm(rows: u32, cols: u32, output: u32, output_f8_scale: Option<i32>) -> LayerNorm {
+    LayerNorm {
+        rows,
+        cols,
+        eps: 1e-6,
+        input: 0x80000,
+        gamma: 0xb0000,
+        beta: 0xb8000,
+        output,
+        output_f8_scale,
+    }
 }
 
 /// Runs `ln` on tile 3 of the simulator, holds its cycles and worker
 /// issues to its estimate and returns the first `bytes` of its output.
-fn run_layernorm(
-    ln: &ipuc_backend_ipu::codelets::layernorm::LayerNorm,
-    xs: &[f16],
-    gamma: &[f16],
-    beta: &[f16],
-    bytes: u32,
-) -> Vec<u8> {
+fn run_layernorm(ln: &LayerNorm, xs: &[f16], gamma: &[f16], beta: &[f16], bytes: u32) -> Vec<u8> {
     let (prog, counts) = ln.program(3, &MachineModel::c600()).unwrap();
     let (x, g, b) = (f16_bytes(xs), f16_bytes(gamma), f16_bytes(beta));
     let s = simulate(&prog, 3, &[(ln.input, &x), (ln.gamma, &g), (ln.beta, &b)]);
@@ -212,7 +210,6 @@ fn run_layernorm(
 
 #[test]
 fn layernorm_with_fp8_output_converts_the_f16_result_and_matches_float64() {
-    use ipuc_backend_ipu::codelets::layernorm::LayerNorm;
     use ipuc_ipu_arch::float8::{decode_scaled, encode_scaled};
     let mut rng = rand::rngs::StdRng::seed_from_u64(43);
     // Shares of 0 (rows < 6), 1 and uneven ones; scales that put values
@@ -224,16 +221,7 @@ fn layernorm_with_fp8_output_converts_the_f16_result_and_matches_float64() {
         (7, 1152, -1),
         (13, 24, 2),
     ] {
-        let f16_ln = LayerNorm {
-            rows,
-            cols,
-            eps: 1e-6,
-            input: 0x80000,
-            gamma: 0xb0000,
-            beta: 0xb8000,
-            output: 0xc0000,
-            output_f8_scale: None,
-        };
+        let f16_ln = layernorm(rows, cols, 0xc0000, None);
         // 4-byte (not 8-byte) aligned: the FP8 output needs only st32.
         let ln = LayerNorm {
             output: 0xd0004,
@@ -265,17 +253,7 @@ fn layernorm_with_fp8_output_converts_the_f16_result_and_matches_float64() {
 
 #[test]
 fn layernorm_fp8_output_is_checked() {
-    use ipuc_backend_ipu::codelets::layernorm::LayerNorm;
-    let ln = LayerNorm {
-        rows: 4,
-        cols: 16,
-        eps: 1e-6,
-        input: 0x80000,
-        gamma: 0xb0000,
-        beta: 0xb8000,
-        output: 0x80000 + 4 * 16 * 2 - 4,
-        output_f8_scale: Some(0),
-    };
+    let ln = layernorm(4, 16, 0x80000 + 4 * 16 * 2 - 4, Some(0));
     assert_refused(&ln, "overlaps the input");
     let ln = LayerNorm {
         output: 0xc0002,
@@ -313,9 +291,7 @@ fn softmax_matches_float64_and_its_estimate() {
             output: 0xa0000,
         };
         // Logits with a spread that makes some probabilities tiny.
-        let xs: Vec<f16> = (0..rows * cols)
-            .map(|_| signed_f16(&mut rng, 0.01, 12.0))
-            .collect();
+        let xs = signed_f16s(&mut rng, rows * cols, 0.01, 12.0);
         let (prog, (counts, body)) = sm.program(2, &MachineModel::c600()).unwrap();
         // Per row: C/4 - 1 max bundles, C/4 exp passes of 2 x (conversion,
         // subtraction, two `f32exp`, rounding, sum), 2 C/4 scale bundles

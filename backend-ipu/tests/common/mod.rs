@@ -142,6 +142,11 @@ pub fn signed_f16(rng: &mut impl rand::Rng, lo: f64, hi: f64) -> half::f16 {
     half::f16::from_f64(ipuc_test_support::random::nonzero(rng, lo, hi))
 }
 
+/// `n` draws of [`signed_f16`].
+pub fn signed_f16s(rng: &mut impl rand::Rng, n: u32, lo: f64, hi: f64) -> Vec<half::f16> {
+    (0..n).map(|_| signed_f16(rng, lo, hi)).collect()
+}
+
 /// `got` is within `tol` of `want`; `what` names the element.
 pub fn assert_within(got: f64, want: f64, tol: f64, what: impl std::fmt::Display) {
     assert!(
