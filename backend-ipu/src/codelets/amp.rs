@@ -38,7 +38,7 @@ use ipuc_dialects::ipu::SectionKind;
 use ipuc_ipu_arch::float8::{f64_to_f8, f8_to_f64};
 use ipuc_ipu_arch::MachineModel;
 
-use super::emitter::{inst, ld2xst64_stream, op, Emitter};
+use super::emitter::{inst, ld2xst64_stream, ldst64_stream, op, Emitter};
 use super::launch::{emit_launch_operands, emit_runall_and_exit, StreamCounts};
 use super::program::Codelet;
 use super::{check_alignment, CodeletError};
@@ -525,16 +525,7 @@ pub(crate) fn emit_row_pipeline(
     }
     let mem = || match mode {
         AmpMode::Accumulate => ld2xst64_stream(),
-        AmpMode::Overwrite => inst(
-            "ldst64pace",
-            [
-                op::a_pair(0),
-                op::a_pair(4),
-                op::m_pair_inc(4),
-                op::mzero(),
-                op::imm(0),
-            ],
-        ),
+        AmpMode::Overwrite => ldst64_stream(0, 4),
     };
     e.rpt(
         op::m(3),

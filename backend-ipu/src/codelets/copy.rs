@@ -10,7 +10,7 @@
 //! `dst + 8k`) must be in different banks; the simulator reports a
 //! conflict otherwise.
 
-use super::emitter::{inst, op, Emitter};
+use super::emitter::{inst, ldst64_stream, op, Emitter};
 use super::launch::{self, offsets, split, RowLaunchCounts, WORKERS};
 use super::program::Codelet;
 use super::CodeletError;
@@ -111,23 +111,7 @@ impl Codelet for StridedCopy {
             "ld64",
             [op::a_pair(0), op::m(0), op::mzero(), op::imm(0)],
         ));
-        e.rpt(
-            op::m(3),
-            TAG,
-            vec![(
-                inst(
-                    "ldst64pace",
-                    [
-                        op::a_pair(0),
-                        op::a_pair(0),
-                        op::m_pair_inc(4),
-                        op::mzero(),
-                        op::imm(0),
-                    ],
-                ),
-                inst("fnop", []),
-            )],
-        );
+        e.rpt(op::m(3), TAG, vec![(ldst64_stream(0, 0), inst("fnop", []))]);
         e.solo(inst(
             "st64",
             [op::a_pair(0), op::m(1), op::mzero(), op::m(3)],

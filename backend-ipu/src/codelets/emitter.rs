@@ -103,6 +103,23 @@ pub fn ld2xst64_stream() -> Inst {
     )
 }
 
+/// `ldst64pace $aL:L+1, $aS:S+1, $m4:5+=, $mzero, 0`: a paced stream's
+/// bundle of one word each way, loading the next word (of the streams
+/// `tapack`ed into `$m4:5`) into the pair at `load` and storing the pair
+/// at `store`.
+pub fn ldst64_stream(load: u8, store: u8) -> Inst {
+    inst(
+        "ldst64pace",
+        [
+            op::a_pair(load),
+            op::a_pair(store),
+            op::m_pair_inc(4),
+            op::mzero(),
+            op::imm(0),
+        ],
+    )
+}
+
 /// Operand constructors, named after the assembler's spelling.
 pub mod op {
     use super::{Operand, Register};
