@@ -196,6 +196,10 @@ impl AmpPoplibsShaped {
         e.function(TAG);
         let sp = op::m(SP);
         let frame = i64::from(FRAME_BYTES);
+        // `st32` or `ld32` of `$m{d}` to or from word `word` of the frame.
+        let frame_word = |mnemonic: &'static str, d: u8, word: i64| {
+            inst(mnemonic, [op::m(d), sp.clone(), op::mzero(), op::imm(word)])
+        };
         // Open the frame and parse the state; independent loads first so
         // that each result has left the pipeline when it is read.
         e.solo(inst("add", [sp.clone(), sp.clone(), op::imm(-frame)]));
@@ -203,20 +207,11 @@ impl AmpPoplibsShaped {
         e.solo(ld32(3, 3));
         e.solo(inst("setzi", [op::m(4), op::sym(worker)]));
         e.solo(step(14, 8));
-        e.solo(inst(
-            "st32",
-            [op::m(9), sp.clone(), op::mzero(), op::imm(4)],
-        ));
-        e.solo(inst(
-            "st32",
-            [op::m(10), sp.clone(), op::mzero(), op::imm(5)],
-        ));
+        e.solo(frame_word("st32", 9, 4));
+        e.solo(frame_word("st32", 10, 5));
         e.solo(ld32(9, 0));
         e.solo(ld32(10, 2));
-        e.solo(inst(
-            "st32",
-            [op::m(3), sp.clone(), op::mzero(), op::imm(2)],
-        ));
+        e.solo(frame_word("st32", 3, 2));
         e.solo(inst("ldz16", [op::m(3), op::m(0), op::mzero(), op::imm(8)]));
         e.solo(inst("put", [op::csr("CCCSLOAD"), op::m(14)]));
         e.label(&cg_loop);
@@ -229,16 +224,10 @@ impl AmpPoplibsShaped {
         // The previous pass's workers must be done with the weight store
         // and the worker state before either is rewritten.
         e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_LOCAL")]));
-        e.solo(inst(
-            "st32",
-            [op::m(1), sp.clone(), op::mzero(), op::imm(0)],
-        ));
+        e.solo(frame_word("st32", 1, 0));
         for k in 0..32 {
             if k == 16 {
-                e.solo(inst(
-                    "st32",
-                    [op::m(2), sp.clone(), op::mzero(), op::imm(1)],
-                ));
+                e.solo(frame_word("st32", 2, 1));
             }
             e.solo(inst("ld128putcs", [op::imm(2 * k)]));
         }
@@ -248,14 +237,8 @@ impl AmpPoplibsShaped {
         e.solo(inst("brnzdec", [op::m(3), op::sym(&cg_loop)]));
         e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_LOCAL")]));
         // Restore the caller's registers and close the frame.
-        e.solo(inst(
-            "ld32",
-            [op::m(9), sp.clone(), op::mzero(), op::imm(4)],
-        ));
-        e.solo(inst(
-            "ld32",
-            [op::m(10), sp.clone(), op::mzero(), op::imm(5)],
-        ));
+        e.solo(frame_word("ld32", 9, 4));
+        e.solo(frame_word("ld32", 10, 5));
         e.solo(inst("add", [sp.clone(), sp.clone(), op::imm(frame)]));
         e.solo(inst("br", [op::m(LR)]));
         e.size_of(TAG);
