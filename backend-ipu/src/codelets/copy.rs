@@ -97,9 +97,7 @@ impl Codelet for StridedCopy {
         let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 6);
         // Vertex state: src, dst, rows, words per row - 1, src stride, dst stride.
         e.load_state(&[(0, 0), (1, 1), (2, 2), (3, 3), (6, 4), (7, 5)]);
-        e.solo(inst("brz", [op::m(2), op::sym(format!(".L{TAG}_done"))]));
-        let empty = e.issues() + 1;
-        e.solo(inst("sub", [op::m(2), op::m(2), op::imm(1)]));
+        let empty = launch::emit_start_row_count(e, TAG);
         let setup = e.issues();
         e.label(&format!(".L{TAG}_row"));
         e.solo(inst("add", [op::m(8), op::m(0), op::imm(8)]));

@@ -94,6 +94,17 @@ impl StreamCounts {
     }
 }
 
+/// Starts a worker's row loop on the row count in `$m2`: `brz` to
+/// `.L{tag}_done` when there are no rows, else counts one row off for the
+/// loop's closing `brnzdec`. Returns the issues of a worker with no rows
+/// (its code so far and the taken branch).
+pub fn emit_start_row_count(e: &mut Emitter, tag: &str) -> u64 {
+    e.solo(inst("brz", [op::m(2), op::sym(format!(".L{tag}_done"))]));
+    let empty = e.issues() + 1;
+    e.solo(inst("sub", [op::m(2), op::m(2), op::imm(1)]));
+    empty
+}
+
 /// Ends a worker's row loop: `brnzdec $m2` back to `.L{tag}_row`, then
 /// `.L{tag}_done: exitz`. `setup` is the worker's issue count before the
 /// loop head; the per-row count is what was emitted since.

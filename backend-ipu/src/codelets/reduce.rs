@@ -142,9 +142,7 @@ impl Codelet for RowReduce {
         let supervisor = launch::emit_supervisor_and_worker_entry(e, tag, 5);
         // Vertex state: input, output, rows, rpt count per row (and a scratch word).
         e.load_state(&[(0, 0), (1, 1), (2, 2), (3, 3)]);
-        e.solo(inst("brz", [op::m(2), op::sym(format!(".L{tag}_done"))]));
-        let empty = e.issues() + 1;
-        e.solo(inst("sub", [op::m(2), op::m(2), op::imm(1)]));
+        let empty = launch::emit_start_row_count(e, tag);
         let row = format!(".L{tag}_row");
         let setup;
         match self.op {

@@ -81,10 +81,8 @@ impl Softmax {
     /// and the `rpt` body issues of one row.
     fn emit_worker(&self, e: &mut Emitter) -> (u64, RowLoopCounts, u64) {
         e.solo(load_state_word(op::m(2), 2)); // rows
-        e.solo(inst("brz", [op::m(2), op::sym(format!(".L{TAG}_done"))]));
-        let empty = e.issues() + 1;
+        let empty = launch::emit_start_row_count(e, TAG);
         for s in [
-            inst("sub", [op::m(2), op::m(2), op::imm(1)]),
             load_state_word(op::m(0), 0), // x
             load_state_word(op::m(1), 1), // out
             load_state_word(op::m(3), 3), // C/4

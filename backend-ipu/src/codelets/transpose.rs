@@ -195,9 +195,7 @@ impl Transpose {
         e.solo(load_state_word(op::m(2), 2)); // dst rows
         e.solo(load_state_word(op::m(3), 3)); // rpt count
         e.solo(load_state_word(op::m(4), 4)); // destination row bytes
-        e.solo(inst("brz", [op::m(2), op::sym(format!(".L{tag}_done"))]));
-        let empty = e.issues() + 1;
-        e.solo(inst("sub", [op::m(2), op::m(2), op::imm(1)]));
+        let empty = launch::emit_start_row_count(e, &tag);
         let setup = e.issues();
         e.label(&format!(".L{tag}_row"));
         e.solo(inst("setzi", [op::m(5), op::imm(0)])); // offset down the source column
