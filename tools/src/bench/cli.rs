@@ -1,6 +1,6 @@
 //! Command-line interface of `ipu-bench`.
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use ipuc_backend_ipu::codelets::amp::{AmpMode, AmpVariant};
 use ipuc_ipu_arch::MachineModel;
 
@@ -168,15 +168,8 @@ pub enum Command {
     /// step, simulated cycles per superstep, % of the precision's AMP peak,
     /// compile time.
     Mlp {
-        /// Machine model: `c600` or `bow`.
-        #[arg(long, default_value = "c600")]
-        machine: String,
-        /// Tokens (so400m: 729).
-        #[arg(long, default_value_t = 729)]
-        tokens: u32,
-        /// Hidden size (so400m: 1152).
-        #[arg(long, default_value_t = 1152)]
-        hidden: u32,
+        #[command(flatten)]
+        block: BlockArgs,
         /// The MLP's inner size (so400m: 4304).
         #[arg(long, default_value_t = 4304)]
         mlp: u32,
@@ -193,15 +186,8 @@ pub enum Command {
     /// estimate per step, simulated cycles per superstep, % of the FP16 AMP
     /// peak, compile time.
     Attention {
-        /// Machine model: `c600` or `bow`.
-        #[arg(long, default_value = "c600")]
-        machine: String,
-        /// Tokens (so400m: 729).
-        #[arg(long, default_value_t = 729)]
-        tokens: u32,
-        /// Hidden size (so400m: 1152).
-        #[arg(long, default_value_t = 1152)]
-        hidden: u32,
+        #[command(flatten)]
+        block: BlockArgs,
         /// Heads (so400m: 16).
         #[arg(long, default_value_t = 16)]
         heads: u32,
@@ -342,26 +328,18 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
             render(&r, json.then_some(JsonLayout::OneLine), format_gemm)
         }
         Command::Mlp {
-            machine,
-            tokens,
-            hidden,
+            block,
             mlp,
             precision,
             json,
         } => {
-            let mm = machine_named(&machine)?;
-            let r = run_mlp(&mm, (tokens, hidden, mlp), precision == "fp8")?;
+            let mm = machine_named(&block.machine)?;
+            let r = run_mlp(&mm, (block.tokens, block.hidden, mlp), precision == "fp8")?;
             render(&r, json.then_some(JsonLayout::OneLine), format_mlp)
         }
-        Command::Attention {
-            machine,
-            tokens,
-            hidden,
-            heads,
-            json,
-        } => {
-            let mm = machine_named(&machine)?;
-            let r = run_attention(&mm, (tokens, hidden, heads))?;
+        Command::Attention { block, heads, json } => {
+            let mm = machine_named(&block.machine)?;
+            let r = run_attention(&mm, (block.tokens, block.hidden, heads))?;
             render(&r, json.then_some(JsonLayout::OneLine), format_attention)
         }
         Command::SimSpeed { iterations, json } => {
@@ -386,6 +364,21 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
             }
         }
     }
+}
+
+/// The machine and the encoder's shape, as the block benchmarks (`mlp`,
+/// `attention`) both take them.
+#[derive(Debug, Args)]
+pub struct BlockArgs {
+    /// Machine model: `c600` or `bow`.
+    #[arg(long, default_value = "c600")]
+    pub machine: String,
+    /// Tokens (so400m: 729).
+    #[arg(long, default_value_t = 729)]
+    pub tokens: u32,
+    /// Hidden size (so400m: 1152).
+    #[arg(long, default_value_t = 1152)]
+    pub hidden: u32,
 }
 
 /// How a report is laid out as JSON.
