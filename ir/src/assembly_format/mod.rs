@@ -574,6 +574,26 @@ impl<'d> Validator<'d> {
         Ok(())
     }
 
+    /// A region or successor `$name` printed on its own: never in an
+    /// optional group, nor when the directive `list` (`regions`,
+    /// `successors`) prints `all` of them.
+    fn check_list_entry(
+        &self,
+        name: &str,
+        list: &str,
+        all: bool,
+        offset: usize,
+        in_optional: bool,
+    ) -> Result<(), FormatError> {
+        if in_optional {
+            return Err(self.err(offset, format!("{list} cannot be in an optional group")));
+        }
+        if all {
+            return Err(self.err(offset, format!("'${name}' is already printed by '{list}'")));
+        }
+        Ok(())
+    }
+
     fn variable(
         &mut self,
         name: &'static str,
@@ -616,22 +636,12 @@ impl<'d> Validator<'d> {
                 Ok(Element::Attribute(i))
             }
             Some(Named::Region(i)) => {
-                if in_optional {
-                    return Err(self.err(offset, "regions cannot be in an optional group"));
-                }
-                if self.all_regions {
-                    return Err(self.err(offset, format!("'${name}' is already printed by 'regions'")));
-                }
+                self.check_list_entry(name, "regions", self.all_regions, offset, in_optional)?;
                 Self::mark(&mut self.region_printed[i], || dup)?;
                 Ok(Element::Region(i))
             }
             Some(Named::Successor(i)) => {
-                if in_optional {
-                    return Err(self.err(offset, "successors cannot be in an optional group"));
-                }
-                if self.all_successors {
-                    return Err(self.err(offset, format!("'${name}' is already printed by 'successors'")));
-                }
+                self.check_list_entry(name, "successors", self.all_successors, offset, in_optional)?;
                 Self::mark(&mut self.successor_printed[i], || dup)?;
                 Ok(Element::Successor(i))
             }
@@ -766,6 +776,30 @@ impl<'d> Validator<'d> {
         Ok(arg)
     }
 
+    /// Unless the directive prints `all` of them, every named `what`
+    /// (region or successor) is `printed`, and an op that has some names
+    /// them.
+    fn check_list_printed(
+        &self,
+        what: &str,
+        all: bool,
+        printed: &[bool],
+        names: &[&str],
+        count: Option<usize>,
+        end: usize,
+    ) -> Result<(), FormatError> {
+        if all {
+            return Ok(());
+        }
+        if let Some(i) = printed.iter().position(|p| !p) {
+            return Err(self.err(end, format!("{what} '${}' is not printed", names[i])));
+        }
+        if names.is_empty() && count != Some(0) {
+            return Err(self.err(end, format!("the op has {what}s but the format prints none (add '{what}s', or name them with {what}_names and print '$name')")));
+        }
+        Ok(())
+    }
+
     fn finish(&self) -> Result<(), FormatError> {
         let def = self.def;
         let end = self.source.len();
@@ -831,28 +865,22 @@ impl<'d> Validator<'d> {
                 }
             }
         }
-        if !self.all_regions {
-            if let Some(i) = self.region_printed.iter().position(|p| !p) {
-                return Err(self.err(
-                    end,
-                    format!("region '${}' is not printed", def.region_names[i]),
-                ));
-            }
-            if def.region_names.is_empty() && def.num_regions != Some(0) {
-                return Err(self.err(end, "the op has regions but the format prints none (add 'regions', or name them with region_names and print '$name')"));
-            }
-        }
-        if !self.all_successors {
-            if let Some(i) = self.successor_printed.iter().position(|p| !p) {
-                return Err(self.err(
-                    end,
-                    format!("successor '${}' is not printed", def.successor_names[i]),
-                ));
-            }
-            if def.successor_names.is_empty() && def.num_successors != Some(0) {
-                return Err(self.err(end, "the op has successors but the format prints none (add 'successors', or name them with successor_names and print '$name')"));
-            }
-        }
+        self.check_list_printed(
+            "region",
+            self.all_regions,
+            &self.region_printed,
+            &def.region_names,
+            def.num_regions,
+            end,
+        )?;
+        self.check_list_printed(
+            "successor",
+            self.all_successors,
+            &self.successor_printed,
+            &def.successor_names,
+            def.num_successors,
+            end,
+        )?;
         Ok(())
     }
 }
