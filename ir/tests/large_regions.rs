@@ -4,12 +4,21 @@
 
 use std::sync::Arc;
 
-use ipuc_ir::{parse_source, print_op, Context, DialectRegistry, PrintOptions};
+use ipuc_ir::{parse_source, print_op, Context, Diagnostic, DialectRegistry, PrintOptions};
 
 fn context() -> Context {
     let mut ctx = Context::new(Arc::new(DialectRegistry::new()));
     ctx.allow_unregistered = true;
     ctx
+}
+
+/// The error of parsing `text` (named `file`), which must not parse.
+fn parse_error(file: &str, text: &str) -> Diagnostic {
+    let mut ctx = context();
+    match parse_source(&mut ctx, file, text) {
+        Err(err) => err,
+        Ok(_) => panic!("{file}: the broken input parsed"),
+    }
 }
 
 /// A generic op whose region holds `n` ops in two blocks (the second with
@@ -134,10 +143,7 @@ fn errors_in_and_after_a_streamed_body_point_at_the_source() {
     let broken = lines[20_000].replacen("(%", "(%nope", 1);
     bad[20_000] = &broken;
     let text = bad.join("\n") + "\n";
-    let mut ctx = context();
-    let Err(err) = parse_source(&mut ctx, "big.mlir", &text) else {
-        panic!("the broken input parsed")
-    };
+    let err = parse_error("big.mlir", &text);
     let (file, line, _) = err.loc.file_line_col_of().expect("located");
     assert_eq!((file, line), ("big.mlir", 20_001), "{err}");
     assert!(err.message.contains("%nope"), "{}", err.message);
@@ -146,10 +152,7 @@ fn errors_in_and_after_a_streamed_body_point_at_the_source() {
         "{tag = \"after the body\"}",
         "{tag = \"after the body\", = 1}",
     );
-    let mut ctx = context();
-    let Err(err) = parse_source(&mut ctx, "big.mlir", &text) else {
-        panic!("the broken input parsed")
-    };
+    let err = parse_error("big.mlir", &text);
     let last = text.lines().count();
     let col = text.lines().last().unwrap().find(", = 1").unwrap() + 3;
     assert_eq!(
@@ -180,30 +183,21 @@ fn large_resource_blobs_decode_and_errors_after_them_are_located() {
         printed.contains(&format!("big: \"0x04000000{blob}\"")),
         "blob lost"
     );
+    let rejected_at = |text: &str, message: &str, line: u32, col: u32| {
+        let err = parse_error("res.mlir", text);
+        assert_eq!(err.message, message);
+        assert_eq!(
+            err.loc.file_line_col_of(),
+            Some(("res.mlir", line, col)),
+            "{err}"
+        );
+    };
     // An entry after the long blob with a bad alignment word.
     let text = module(",\n      bad: \"0x03000000FF\"");
-    let mut ctx = context();
-    let Err(err) = parse_source(&mut ctx, "res.mlir", &text) else {
-        panic!("bad alignment accepted")
-    };
-    assert_eq!(err.message, "resource alignment 3 is not a power of two");
-    assert_eq!(
-        err.loc.file_line_col_of(),
-        Some(("res.mlir", 7, 12)),
-        "{err}"
-    );
+    rejected_at(&text, "resource alignment 3 is not a power of two", 7, 12);
     // A bad digit inside the long blob is reported at the blob.
     let text = module("")
         .replacen(&blob[..4], "0G", 1)
         .replacen("0x040000000G", "0x04000000G0", 1);
-    let mut ctx = context();
-    let Err(err) = parse_source(&mut ctx, "res.mlir", &text) else {
-        panic!("bad digit accepted")
-    };
-    assert_eq!(err.message, "invalid hex digit");
-    assert_eq!(
-        err.loc.file_line_col_of(),
-        Some(("res.mlir", 5, 12)),
-        "{err}"
-    );
+    rejected_at(&text, "invalid hex digit", 5, 12);
 }
