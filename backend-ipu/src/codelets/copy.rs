@@ -11,7 +11,7 @@
 //! conflict otherwise.
 
 use super::emitter::{inst, ldst64_stream, op, Emitter};
-use super::launch::{self, offsets, split, RowLaunchCounts, WORKERS};
+use super::launch::{self, split, RowLaunchCounts, WORKERS};
 use super::program::Codelet;
 use super::CodeletError;
 
@@ -117,13 +117,11 @@ impl Codelet for StridedCopy {
         e.solo(inst("add", [op::m(0), op::m(0), op::m(6)]));
         e.solo(inst("add", [op::m(1), op::m(1), op::m(7)]));
         let rows = launch::emit_end_row_loop(e, TAG, setup);
-        let shares = self.worker_rows();
-        let offs = offsets(&shares);
-        let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
+        let states = launch::worker_states(&self.worker_rows(), |first, count| {
             vec![
-                self.src + offs[w] * self.src_stride,
-                self.dst + offs[w] * self.dst_stride,
-                shares[w],
+                self.src + first * self.src_stride,
+                self.dst + first * self.dst_stride,
+                count,
                 self.row_bytes / 8 - 1,
                 self.src_stride,
                 self.dst_stride,

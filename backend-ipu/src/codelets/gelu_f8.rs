@@ -68,7 +68,7 @@ use super::gelu::{
     erf_table, erf_tolerance, sequence_f32, tanh_form_constants, tanh_relative_error, Gelu,
     GeluForm, DEGREE,
 };
-use super::launch::{self, offsets, split, SupervisorCounts, WORKERS};
+use super::launch::{self, split, SupervisorCounts, WORKERS};
 use super::program::Codelet;
 use super::{check_alignment, CodeletError};
 use ipuc_ipu_arch::float8::{encode_scaled, SCALE_RANGE};
@@ -471,13 +471,11 @@ impl Codelet for GeluF8 {
         e.label(&done);
         e.solo(inst("exitz", [op::mzero()]));
         let exit = e.issues() - setup - per_pair;
-        let shares = self.worker_rows();
-        let offs = offsets(&shares);
-        let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
+        let states = launch::worker_states(&self.worker_rows(), |first, count| {
             vec![
-                self.input + offs[w] * ROW_BYTES,
-                self.output + offs[w] * ROW_BYTES,
-                shares[w],
+                self.input + first * ROW_BYTES,
+                self.output + first * ROW_BYTES,
+                count,
                 self.pairs,
                 self.group_stride,
                 self.pair_stride,

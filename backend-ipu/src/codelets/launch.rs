@@ -257,6 +257,17 @@ pub fn split(units: u32) -> [u32; WORKERS] {
     std::array::from_fn(|i| units / w + u32::from((i as u32) < units % w))
 }
 
+/// Each worker's vertex state, `state(first, count)` of the `count` rows
+/// (or units) it takes from its `shares` entry, starting at row `first`
+/// (the shares laid end to end in worker order).
+pub fn worker_states(
+    shares: &[u32; WORKERS],
+    state: impl Fn(u32, u32) -> Vec<u32>,
+) -> [Vec<u32>; WORKERS] {
+    let offs = offsets(shares);
+    std::array::from_fn(|w| state(offs[w], shares[w]))
+}
+
 /// The first unit of each worker's share.
 pub fn offsets(shares: &[u32; WORKERS]) -> [u32; WORKERS] {
     let mut acc = 0;

@@ -35,7 +35,7 @@
 use half::f16;
 
 use super::emitter::{inst, ld64_next, load_state_word, op, st64_next, Emitter, Inst};
-use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
+use super::launch::{self, split, RowLaunchCounts, RowLoopCounts, WORKERS};
 use super::program::Codelet;
 use super::{check_alignment, check_rows, CodeletError};
 use ipuc_ipu_arch::float8::SCALE_RANGE;
@@ -358,13 +358,11 @@ impl Codelet for LayerNorm {
         self.validate()?;
         let supervisor = launch::emit_supervisor_and_worker_entry(e, self.tag(), 10);
         let (empty, rows) = self.emit_worker(e);
-        let shares = self.worker_rows();
-        let offs = offsets(&shares);
-        let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
+        let states = launch::worker_states(&self.worker_rows(), |first, count| {
             vec![
-                self.input + offs[w] * self.cols * 2,
-                self.output + offs[w] * self.cols * self.output_elem_bytes(),
-                shares[w],
+                self.input + first * self.cols * 2,
+                self.output + first * self.cols * self.output_elem_bytes(),
+                count,
                 self.cols / 8,
                 self.cols / 4,
                 self.gamma,

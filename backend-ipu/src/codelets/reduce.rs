@@ -17,7 +17,7 @@
 use half::f16;
 
 use super::emitter::{inst, ld64_next, op, Emitter};
-use super::launch::{self, offsets, split, RowLaunchCounts, WORKERS};
+use super::launch::{self, split, RowLaunchCounts, WORKERS};
 use super::program::Codelet;
 use super::{check_alignment, CodeletError};
 use ipuc_dialects::ipu::Operand;
@@ -210,13 +210,11 @@ impl Codelet for RowReduce {
             }
         }
         let rows = launch::emit_end_row_loop(e, tag, setup);
-        let shares = self.worker_rows();
-        let offs = offsets(&shares);
-        let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
+        let states = launch::worker_states(&self.worker_rows(), |first, count| {
             vec![
-                self.input + offs[w] * self.cols * 2,
-                self.output + offs[w] * 4,
-                shares[w],
+                self.input + first * self.cols * 2,
+                self.output + first * 4,
+                count,
                 self.rpt_count(),
                 0,
             ]

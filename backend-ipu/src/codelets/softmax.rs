@@ -22,7 +22,7 @@
 use half::f16;
 
 use super::emitter::{inst, ld64_next, load_state_word, op, st64_next, Emitter, Inst};
-use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
+use super::launch::{self, split, RowLaunchCounts, RowLoopCounts, WORKERS};
 use super::program::Codelet;
 use super::{check_alignment, check_rows, CodeletError};
 
@@ -218,14 +218,12 @@ impl Codelet for Softmax {
         self.validate()?;
         let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 5);
         let (empty, rows, body) = self.emit_worker(e);
-        let shares = self.worker_rows();
-        let offs = offsets(&shares);
         // Input, output, rows, C/4 and a scratch word for the row maximum.
-        let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
+        let states = launch::worker_states(&self.worker_rows(), |first, count| {
             vec![
-                self.input + offs[w] * self.cols * 2,
-                self.output + offs[w] * self.cols * 2,
-                shares[w],
+                self.input + first * self.cols * 2,
+                self.output + first * self.cols * 2,
+                count,
                 self.cols / 4,
                 0,
             ]

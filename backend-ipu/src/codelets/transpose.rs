@@ -35,7 +35,7 @@
 //! accesses and no bank conflict can arise whatever the placement.
 
 use super::emitter::{inst, load_state_word, op, Emitter};
-use super::launch::{self, offsets, split, RowLaunchCounts, RowLoopCounts, WORKERS};
+use super::launch::{self, split, RowLaunchCounts, RowLoopCounts, WORKERS};
 use super::program::Codelet;
 use super::CodeletError;
 
@@ -386,15 +386,13 @@ impl Codelet for Transpose {
         let tag = self.tag();
         let supervisor = launch::emit_supervisor_and_worker_entry(e, &tag, STATE_WORDS);
         let (empty, rows, body) = self.emit_worker(e);
-        let shares = self.worker_rows();
-        let offs = offsets(&shares);
         let size = self.elem.size();
         let per = self.rows_per_unit();
-        let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
+        let states = launch::worker_states(&self.worker_rows(), |first, count| {
             vec![
-                self.src + offs[w] * per * size,
-                self.dst + offs[w] * per * self.rows * size,
-                shares[w],
+                self.src + first * per * size,
+                self.dst + first * per * self.rows * size,
+                count,
                 self.rpt_count(),
                 self.rows * size,
             ]
