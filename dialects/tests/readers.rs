@@ -68,10 +68,7 @@ impl Rng {
 
 /// The generic printout of `module` (what the readers are compared on).
 fn generic(ctx: &ipuc_ir::Context, module: ipuc_ir::OpId) -> String {
-    let options = ipuc_ir::PrintOptions {
-        generic: true,
-        ..Default::default()
-    };
+    let options = ipuc_ir::PrintOptions::generic();
     ipuc_ir::print_op(ctx, module, &options)
 }
 

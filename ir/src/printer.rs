@@ -46,6 +46,16 @@ pub struct PrintOptions {
     pub aliases: Option<PrinterAliases>,
 }
 
+impl PrintOptions {
+    /// Every op in the generic form, the other options at their defaults.
+    pub fn generic() -> PrintOptions {
+        PrintOptions {
+            generic: true,
+            ..PrintOptions::default()
+        }
+    }
+}
+
 impl Default for PrintOptions {
     fn default() -> Self {
         PrintOptions {

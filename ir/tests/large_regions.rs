@@ -65,14 +65,7 @@ fn a_large_region_parses_op_by_op_into_the_same_ir() {
     let mut ctx = context();
     let parsed = parse_source(&mut ctx, "big.mlir", &text).unwrap_or_else(|d| panic!("{d}"));
     assert_eq!(parsed.streamed_bodies, 1);
-    let printed = print_op(
-        &ctx,
-        parsed.module,
-        &PrintOptions {
-            generic: true,
-            ..PrintOptions::default()
-        },
-    );
+    let printed = print_op(&ctx, parsed.module, &PrintOptions::generic());
     // The printer indents inside the module and drops the comment.
     let expected: String = text
         .lines()

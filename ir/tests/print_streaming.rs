@@ -79,16 +79,9 @@ fn both_ways(src: &str, opts: &PrintOptions) -> (String, Vec<usize>) {
     (text, w.calls)
 }
 
-fn generic() -> PrintOptions {
-    PrintOptions {
-        generic: true,
-        ..PrintOptions::default()
-    }
-}
-
 #[test]
 fn streams_large_modules_in_pieces_with_the_same_bytes() {
-    for opts in [PrintOptions::default(), generic()] {
+    for opts in [PrintOptions::default(), PrintOptions::generic()] {
         let (text, calls) = both_ways(&module(200, "1 : i32"), &opts);
         assert!(text.len() > 10 * FLUSH_BYTES, "{} bytes", text.len());
         // Written as it goes, in pieces of about FLUSH_BYTES (a piece ends
@@ -105,7 +98,7 @@ fn streams_large_modules_in_pieces_with_the_same_bytes() {
 #[test]
 fn aliases_first_used_after_a_flush_are_defined_first() {
     let map = "affine_map<(d0) -> (d0 * 2)>";
-    for opts in [PrintOptions::default(), generic()] {
+    for opts in [PrintOptions::default(), PrintOptions::generic()] {
         let (text, _) = both_ways(&module(200, map), &opts);
         assert!(
             text.starts_with(&format!("#map = {map}\n")),
@@ -138,7 +131,7 @@ fn resources_stream_after_the_ir() {
         src.push_str(&format!("{:08X}", i.swap_bytes()));
     }
     src.push_str("\"\n    }\n  }\n#-}\n");
-    for opts in [PrintOptions::default(), generic()] {
+    for opts in [PrintOptions::default(), PrintOptions::generic()] {
         let (text, calls) = both_ways(&src, &opts);
         assert!(text.contains("blob: \"0x0400000000000000010000000200"));
         assert!(calls.iter().all(|&n| n < FLUSH_BYTES + 4096), "{calls:?}");

@@ -98,14 +98,7 @@ fn generic_form_module_is_the_top_level() {
     let src = "module {\n  \"test.a\"() : () -> ()\n}\n";
     let mut c = ctx();
     let p = parse_source(&mut c, "in.mlir", src).unwrap();
-    let generic = print_op(
-        &c,
-        p.module,
-        &PrintOptions {
-            generic: true,
-            ..PrintOptions::default()
-        },
-    );
+    let generic = print_op(&c, p.module, &PrintOptions::generic());
     let mut c2 = ctx();
     let p2 = parse_source(&mut c2, "generic.mlir", &generic).unwrap();
     assert_eq!(print_op(&c2, p2.module, &PrintOptions::default()), src);
@@ -127,13 +120,7 @@ fn streaming_printer_matches_the_string_printer() {
 "#;
     let mut c = ctx();
     let p = parse_source(&mut c, "in.mlir", src).unwrap();
-    for opts in [
-        PrintOptions::default(),
-        PrintOptions {
-            generic: true,
-            ..Default::default()
-        },
-    ] {
+    for opts in [PrintOptions::default(), PrintOptions::generic()] {
         let text = print_op(&c, p.module, &opts);
         let mut streamed = Vec::new();
         ipuc_ir::printer::print_op_to(&c, p.module, &opts, &mut streamed).unwrap();

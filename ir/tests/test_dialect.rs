@@ -55,14 +55,7 @@ fn add_custom_form_round_trips_and_prints_generically() {
         custom.contains("  %2 = test.add %0, %1 {tag = \"x\"} : i32\n"),
         "{custom}"
     );
-    let generic = print_op(
-        &ctx,
-        m,
-        &PrintOptions {
-            generic: true,
-            ..PrintOptions::default()
-        },
-    );
+    let generic = print_op(&ctx, m, &PrintOptions::generic());
     assert!(
         generic.contains("%2 = \"test.add\"(%0, %1) {tag = \"x\"} : (i32, i32) -> i32"),
         "{generic}"

@@ -552,14 +552,7 @@ fn corpus_prints_as_written_and_is_a_fixed_point() {
         // The generic form parses back to the same custom text.
         let mut ctx = context();
         let m = parse_source(&mut ctx, "t.mlir", &printed).unwrap().module;
-        let generic = print_op(
-            &ctx,
-            m,
-            &PrintOptions {
-                generic: true,
-                ..PrintOptions::default()
-            },
-        );
+        let generic = print_op(&ctx, m, &PrintOptions::generic());
         assert_eq!(round(&generic).unwrap(), printed, "{generic}");
     }
 }

@@ -261,10 +261,7 @@ fn phases(shape: Shape, generic: &str, custom: &str) -> usize {
             "printed output is implausibly short"
         );
         // Both files must hold the same IR.
-        let generic_options = PrintOptions {
-            generic: true,
-            ..PrintOptions::default()
-        };
+        let generic_options = PrintOptions::generic();
         as_generic.push(print_op(&ctx, parsed.module, &generic_options));
         println!(
             "{:<9} {form:<7} in process, CPU: parse {parse_s:.3} s, verify {verify_s:.3} s, print {print_s:.3} s ({ops} ops)",
