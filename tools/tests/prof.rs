@@ -36,6 +36,25 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// The `name` of each entry of the JSON array `list`.
+fn names(list: &Value) -> Vec<&str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect()
+}
+
+/// The simulated cycles of profile `p`'s steps, summed.
+fn steps_cycles(p: &Value) -> u64 {
+    p["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["simulated_cycles"].as_u64().unwrap())
+        .sum()
+}
+
 /// The per-superstep figures and the total agree with `ipu-run`'s own
 /// report of the same run (computed from the simulator's counters, not
 /// from the recording), and the steps' simulated cycles add up to the run.
@@ -46,13 +65,7 @@ fn the_profile_agrees_with_the_runs_report() {
     assert_eq!(p["schema"], "ipuc-profile");
     assert_eq!(p["version"], 1);
     assert_eq!(p["total_cycles"], report["cycles"]);
-    let steps: u64 = p["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["simulated_cycles"].as_u64().unwrap())
-        .sum();
-    assert_eq!(steps, report["cycles"].as_u64().unwrap());
+    assert_eq!(steps_cycles(&p), report["cycles"].as_u64().unwrap());
     let theirs = report["profile"]["supersteps"].as_array().unwrap();
     let ours = p["supersteps"].as_array().unwrap();
     assert_eq!(ours.len(), theirs.len());
@@ -163,14 +176,8 @@ fn ipu_prof_json() {
     }
     let (_, stdout, _) = ipu_prof(&[dir, "error", "--json"]);
     let v: Value = serde_json::from_str(&stdout).unwrap();
-    let kinds: Vec<&str> = v["kinds"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| k["name"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        kinds,
+        names(&v["kinds"]),
         ["exchange", "nn.layer_normalization", "nn.linear", "sync"]
     );
 }
@@ -238,9 +245,9 @@ fn a_layer_profiles_block_by_block() {
     assert_eq!(code, 0, "{stderr}");
     let p = read_json(&dir.path().join("profile.json"));
     let steps = p["steps"].as_array().unwrap();
-    let names: Vec<&str> = steps.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let step_names = names(&p["steps"]);
     assert_eq!(
-        names,
+        step_names,
         [
             "b0 exchange",
             "b0 attention_block",
@@ -253,18 +260,14 @@ fn a_layer_profiles_block_by_block() {
             "sync"
         ]
     );
-    let simulated: u64 = steps
-        .iter()
-        .map(|s| s["simulated_cycles"].as_u64().unwrap())
-        .sum();
-    assert_eq!(simulated, p["total_cycles"].as_u64().unwrap());
+    assert_eq!(steps_cycles(&p), p["total_cycles"].as_u64().unwrap());
     // The MLP block's products and LayerNorm: estimated, and near it.
     for k in [3, 5, 7] {
         let (e, s) = (
             steps[k]["estimate_cycles"].as_u64().unwrap() as f64,
             steps[k]["simulated_cycles"].as_u64().unwrap() as f64,
         );
-        assert!((e - s).abs() <= 0.1 * s, "{}: {e} vs {s}", names[k]);
+        assert!((e - s).abs() <= 0.1 * s, "{}: {e} vs {s}", step_names[k]);
     }
     let codelets = p["codelets"].as_array().unwrap();
     let ln_steps: Vec<(u64, &str)> = codelets
