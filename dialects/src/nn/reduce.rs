@@ -234,10 +234,7 @@ operand_accessors!(ReduceOp {
 impl ReduceOp {
     /// The reduced axes, normalised and sorted (of a verified op).
     pub fn axes(self, ctx: &Context) -> Vec<usize> {
-        let rank = ctx
-            .value_type(self.input(ctx))
-            .shape()
-            .map_or(0, |s| s.len());
+        let rank = rank_of(ctx, self.input(ctx));
         reduce_axes(rank, attr_i64_list(ctx, self.0, "axes").as_deref()).unwrap_or_default()
     }
     /// Whether reduced dimensions are kept as size 1.

@@ -907,10 +907,7 @@ single_operand!(TransposeOp);
 impl TransposeOp {
     /// The permutation (resolved default).
     pub fn perm(self, ctx: &Context) -> Vec<usize> {
-        let rank = ctx
-            .value_type(self.input(ctx))
-            .shape()
-            .map_or(0, |s| s.len());
+        let rank = rank_of(ctx, self.input(ctx));
         transpose_perm(rank, attr_i64_list(ctx, self.0, "perm").as_deref()).unwrap_or_default()
     }
 }

@@ -533,8 +533,13 @@ pub(crate) fn build_inferred(
 /// the rank of `of`. An out-of-range axis reads as 0: the op's verifier
 /// reports it, and accessors are only asked of verified ops.
 pub(crate) fn axis_attr(ctx: &Context, op: OpId, of: Value, default: i64) -> usize {
-    let rank = ctx.value_type(of).shape().map_or(0, |s| s.len());
-    normalize_axis(attr_i64(ctx, op, "axis", default), rank).unwrap_or(0)
+    normalize_axis(attr_i64(ctx, op, "axis", default), rank_of(ctx, of)).unwrap_or(0)
+}
+
+/// The rank of `v`'s type (0 for a type without a shape, which the op's
+/// verifier reports: accessors are only asked of verified ops).
+pub(crate) fn rank_of(ctx: &Context, v: Value) -> usize {
+    ctx.value_type(v).shape().map_or(0, |s| s.len())
 }
 
 /// The types of `values`.
