@@ -57,19 +57,22 @@ fn print(ctx: &Context, m: OpId, generic: bool) -> String {
 /// Parses, verifies and prints `src`; checks that the custom form is a fixed
 /// point and that the generic form parses back to the same IR.
 fn roundtrip(src: &str) -> String {
+    // The custom form of what `text` parses to.
+    let custom_form_of = |text: &str| {
+        let (ctx, m) = parse_verified(text);
+        print(&ctx, m, false)
+    };
     let (ctx, m) = parse_verified(src);
     let once = print(&ctx, m, false);
-    let (ctx2, m2) = parse_verified(&once);
     assert_eq!(
         once,
-        print(&ctx2, m2, false),
+        custom_form_of(&once),
         "custom form is not a fixed point"
     );
     let generic = print(&ctx, m, true);
-    let (ctx3, m3) = parse_verified(&generic);
     assert_eq!(
         once,
-        print(&ctx3, m3, false),
+        custom_form_of(&generic),
         "generic form parses to different IR:\n{generic}"
     );
     once
