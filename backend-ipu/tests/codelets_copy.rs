@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_launch_as_estimated, executable_of, simulate};
+use common::{assert_rows_as_estimated, executable_of, simulate};
 use ipuc_backend_ipu::codelets::copy::StridedCopy;
 use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_ipu_arch::MachineModel;
@@ -37,13 +37,7 @@ fn strided_copies_match_the_reference_and_estimate() {
         let s = simulate(&prog, 4, &[(c.src, &src), (c.dst, &dst)]);
         let got = s.read_memory(4, c.dst, dst_len as u32).unwrap();
         assert_eq!(got, c.reference(&src, &dst), "{rows} rows of {row_bytes}");
-        assert_launch_as_estimated(
-            &s,
-            c.estimate_cycles().unwrap(),
-            &c.worker_rows(),
-            |n| c.worker_issues(&counts, n),
-            format_args!("{rows} rows of {row_bytes}"),
-        );
+        assert_rows_as_estimated(&s, &c, &counts, format_args!("{rows} rows of {row_bytes}"));
     }
 }
 

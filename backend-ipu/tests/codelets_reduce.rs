@@ -5,8 +5,8 @@
 mod common;
 
 use common::{
-    assert_launch_as_estimated, assert_refused, assert_within, f16_bytes, f16_values, signed_f16,
-    signed_f16s, simulate,
+    assert_launch_as_estimated, assert_refused, assert_rows_as_estimated, assert_within, f16_bytes,
+    f16_values, signed_f16, signed_f16s, simulate,
 };
 use half::f16;
 use ipuc_backend_ipu::codelets::layernorm::LayerNorm;
@@ -37,13 +37,7 @@ fn row_sums_and_maxima_match_the_reference_and_estimate() {
                 let what = format_args!("{op:?} {rows}x{cols} row {i}");
                 assert_within(f64::from(*g), w, r.tolerance(mag), what);
             }
-            assert_launch_as_estimated(
-                &s,
-                r.estimate_cycles().unwrap(),
-                &r.worker_rows(),
-                |n| r.worker_issues(&counts, n),
-                format_args!("{op:?} {rows}x{cols}"),
-            );
+            assert_rows_as_estimated(&s, &r, &counts, format_args!("{op:?} {rows}x{cols}"));
         }
     }
 }
@@ -198,11 +192,10 @@ fn run_layernorm(ln: &LayerNorm, xs: &[f16], gamma: &[f16], beta: &[f16], bytes:
     let (prog, counts) = ln.program(3, &MachineModel::c600()).unwrap();
     let (x, g, b) = (f16_bytes(xs), f16_bytes(gamma), f16_bytes(beta));
     let s = simulate(&prog, 3, &[(ln.input, &x), (ln.gamma, &g), (ln.beta, &b)]);
-    assert_launch_as_estimated(
+    assert_rows_as_estimated(
         &s,
-        ln.estimate_cycles().unwrap(),
-        &ln.worker_rows(),
-        |n| ln.worker_issues(&counts, n),
+        ln,
+        &counts,
         format_args!("{}x{} {:?}", ln.rows, ln.cols, ln.output_f8_scale),
     );
     s.read_memory(3, ln.output, bytes).unwrap()

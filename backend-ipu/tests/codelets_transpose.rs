@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_launch_as_estimated, simulate};
+use common::{assert_rows_as_estimated, simulate};
 use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_backend_ipu::codelets::transpose::{Transpose, TransposeElem};
 use ipuc_ipu_arch::MachineModel;
@@ -61,13 +61,7 @@ fn transposes_match_the_reference_and_estimate() {
         let s = simulate(&prog, 4, &[(c.src, &src)]);
         let got = s.read_memory(4, c.dst, src.len() as u32).unwrap();
         assert_eq!(got, c.reference(&src), "{elem:?} {rows} x {cols}");
-        assert_launch_as_estimated(
-            &s,
-            c.estimate_cycles().unwrap(),
-            &c.worker_rows(),
-            |n| c.worker_issues(&counts, n),
-            format_args!("{elem:?} {rows} x {cols}"),
-        );
+        assert_rows_as_estimated(&s, &c, &counts, format_args!("{elem:?} {rows} x {cols}"));
     }
 }
 

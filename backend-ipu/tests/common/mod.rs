@@ -106,6 +106,48 @@ pub fn assert_launch_as_estimated(
     assert_worker_issues(p.tiles[0].worker_issues, shares, per_worker, what);
 }
 
+/// A codelet that splits rows (or units of rows) over the six workers:
+/// the strided copy, the row reduction, the transpose and LayerNorm each
+/// give their shares and a worker's issues for `n` rows from the emitted
+/// counts.
+pub trait RowCodelet: Codelet {
+    /// Rows per worker.
+    fn shares(&self) -> [u32; 6];
+    /// A worker's issues for `n` rows.
+    fn issues(&self, counts: &Self::Counts, n: u32) -> u64;
+}
+
+macro_rules! row_codelets {
+    ($($codelet:ty),*) => {$(
+        impl RowCodelet for $codelet {
+            fn shares(&self) -> [u32; 6] {
+                self.worker_rows()
+            }
+            fn issues(&self, counts: &Self::Counts, n: u32) -> u64 {
+                self.worker_issues(counts, n)
+            }
+        }
+    )*};
+}
+row_codelets!(
+    ipuc_backend_ipu::codelets::copy::StridedCopy,
+    ipuc_backend_ipu::codelets::reduce::RowReduce,
+    ipuc_backend_ipu::codelets::transpose::Transpose,
+    ipuc_backend_ipu::codelets::layernorm::LayerNorm
+);
+
+/// [`assert_launch_as_estimated`] for the row codelet `c` that `s` just
+/// ran, with the `counts` its emission gave.
+pub fn assert_rows_as_estimated<C: RowCodelet>(
+    s: &ipuc_runtime::sim::Simulator,
+    c: &C,
+    counts: &C::Counts,
+    what: impl std::fmt::Display,
+) {
+    let estimate = c.estimate_cycles().unwrap();
+    assert_launch_as_estimated(s, estimate, &c.shares(), |n| c.issues(counts, n), what);
+}
+
 /// f16 values as the tile stores them: little-endian, two bytes each.
 pub fn f16_bytes(values: &[half::f16]) -> Vec<u8> {
     values
