@@ -10,7 +10,7 @@
 mod common;
 
 use common::{
-    assert_block_accuracy, assert_near_estimate, cosine_and_rel_l2, f16_bytes, f16_values,
+    assert_block_accuracy, assert_near_estimate, cosine_and_rel_l2, f16_values, run_lowered,
 };
 use ipuc_backend_ipu::lower::block_values::PoolValues;
 use ipuc_backend_ipu::lower::pool_head::{emit_pool, plan_pool_in, reference, PoolShape};
@@ -56,15 +56,7 @@ fn run(s: PoolShape, tiles: u32, seed: u64) -> ((f64, f64), (f64, f64), u64, u64
         Location::unknown(),
     )
     .unwrap_or_else(|d| panic!("{}", d.message));
-    ipuc_ir::verify(&ctx, lowered.executable).unwrap_or_else(|d| panic!("{}", d.message));
-    let exe = ipuc_backend_ipu::emit::build_executable(&ctx, lowered.executable)
-        .unwrap_or_else(|d| panic!("{}", d[0].message));
-    let mut sim = ipuc_runtime::sim::Simulator::new(machine, Default::default());
-    sim.load(&exe).unwrap();
-    let input: Vec<half::f16> = x.iter().map(|&v| half::f16::from_f64(v)).collect();
-    sim.write_tensor("input0", &f16_bytes(&input)).unwrap();
-    sim.run().unwrap_or_else(|e| panic!("{s:?}: {e}"));
-    let post_ln = f16_values(&sim.read_tensor("output0").unwrap());
+    let (post_ln, mut sim) = run_lowered(&ctx, lowered.executable, machine, &x, s);
     let y = f16_values(&sim.read_tensor("output1").unwrap());
     let (want_ln, want_y) = reference(s, &x, &k);
     let cycles = sim.profile().unwrap().total_cycles;
