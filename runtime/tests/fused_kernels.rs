@@ -5,17 +5,7 @@ use ipuc_ir::numeric::ElementKind;
 use ipuc_runtime::reference::{self as k, HostTensor};
 
 mod common;
-use common::pseudo_random;
-
-fn assert_close(got: &[f64], want: &[f64], atol: f64, rtol: f64) {
-    assert_eq!(got.len(), want.len());
-    for (i, (a, b)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (a - b).abs() <= atol + rtol * b.abs(),
-            "element {i}: got {a}, want {b}"
-        );
-    }
-}
+use common::{assert_close, pseudo_random};
 
 /// Attention in float64 with explicit head split, softmax and merge.
 #[allow(clippy::too_many_arguments)]

@@ -16,3 +16,15 @@ pub fn pseudo_random(n: usize, seed: u64) -> Vec<f32> {
         })
         .collect()
 }
+
+/// Every element of `got` within `atol + rtol·|want|` of `want`, and as
+/// many of them.
+pub fn assert_close(got: &[f64], want: &[f64], atol: f64, rtol: f64) {
+    assert_eq!(got.len(), want.len(), "element count");
+    for (i, (a, b)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (a - b).abs() <= atol + rtol * b.abs(),
+            "element {i}: got {a}, want {b}"
+        );
+    }
+}
