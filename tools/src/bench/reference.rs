@@ -132,9 +132,6 @@ pub struct ReferenceBench {
     pub fuse: bool,
 }
 
-/// What `fuse` runs before the timed runs.
-const FUSE_PIPELINE: &str = "builtin.module(func.func(eqsat-fuse,canonicalize))";
-
 fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -201,7 +198,8 @@ pub fn run_reference(opts: &ReferenceBench) -> Result<ReferenceReport, BenchErro
     };
     let module = import_file(&mut ctx, &model_path, &load, &import).map_err(other)?;
     if opts.fuse {
-        crate::run::model::run_pipeline(&mut ctx, module, FUSE_PIPELINE).map_err(other)?;
+        crate::run::model::run_pipeline(&mut ctx, module, crate::run::model::FUSE_PIPELINE)
+            .map_err(other)?;
     }
     let func = entry_function(&ctx, module).map_err(other)?;
     let mut set = crate::run::synthesize(&ctx, func, opts.seed).map_err(BenchError::Other)?;

@@ -58,6 +58,10 @@ impl LoadedModel {
     }
 }
 
+/// What an ONNX model compiled for the simulator runs before the lowering
+/// (and `ipu-bench reference --fuse` before its timed runs).
+pub const FUSE_PIPELINE: &str = "builtin.module(func.func(eqsat-fuse,canonicalize))";
+
 /// Loads `args.model` by its extension; an ONNX model is bound to `set`
 /// when given (see the module documentation).
 pub fn load(args: &RunArgs, set: Option<&DataSet>) -> Result<LoadedModel, String> {
@@ -116,6 +120,11 @@ pub fn load(args: &RunArgs, set: Option<&DataSet>) -> Result<LoadedModel, String
             root,
             &ipuc_passes::extract::extract_pipeline(block),
         )?;
+    } else if extension == "onnx" && args.device.as_deref() == Some("sim") {
+        // The lowering takes the fused ops (`nn.linear`, `nn.attention`,
+        // `nn.gelu`, ...) that an imported graph spells out in primitives,
+        // as `--extract` fuses before it cuts.
+        run_pipeline(&mut ctx, root, FUSE_PIPELINE)?;
     }
     if let Some(precision) = &args.precision {
         run_pipeline(
