@@ -286,3 +286,35 @@ fn a_layer_profiles_block_by_block() {
         assert!(c["op"].as_str().unwrap().starts_with("nn."), "{c}");
     }
 }
+
+/// The model's tail (`--extract head`: the pooling head, then its MLP
+/// block) profiles with every codelet attributed to an `nn` op: the
+/// pooling head, whose lowering exposes no steps yet, counts as one step
+/// of its ops.
+#[test]
+fn the_pooling_head_profiles_as_one_step_of_its_ops() {
+    let Some(tiny) = common::fixture_dir("siglip-tiny") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, stderr) = run_tool(
+        env!("CARGO_BIN_EXE_ipu-run"),
+        [
+            tiny.join("model.onnx").to_str().unwrap(),
+            "--extract",
+            "head",
+            "--precision",
+            "fp16",
+            "--device",
+            "sim",
+            "--profile",
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let p = read_json(&dir.path().join("profile.json"));
+    assert_eq!(p["steps"][1]["name"], "b0 block");
+    for c in p["codelets"].as_array().unwrap() {
+        assert!(c["op"].as_str().unwrap().starts_with("nn."), "{c}");
+    }
+}

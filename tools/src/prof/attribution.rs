@@ -300,7 +300,18 @@ fn of_chain(
                 machine,
             ),
             (ChainBlock::Attention(b), _) => of_attention(ctx, b),
-            _ => generic(Vec::new(), format!("block {k}"), "block"),
+            // Blocks whose lowering exposes no steps yet (the pooling
+            // head): one step of all their ops.
+            _ => {
+                let ops: Vec<String> = block
+                    .ops()
+                    .iter()
+                    .filter(|&&o| ctx.name_str(o) != "nn.constant")
+                    .map(|&o| op_label(ctx, o))
+                    .collect();
+                let first = ops.first().cloned().unwrap_or_else(|| format!("block {k}"));
+                generic(ops, first, "block")
+            }
         };
         let tiles = plan.tiles();
         let range = (
