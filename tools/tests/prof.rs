@@ -216,24 +216,17 @@ fn bad_input_gets_an_error() {
     assert!(stderr.contains("--profile needs"), "{stderr}");
 }
 
-/// An encoder layer (`--extract layer:0`, a chain of the attention and MLP
-/// blocks on tiles of their own) profiles block by block: the MLP block's
-/// steps keep their estimates and ops, the attention block counts as one
-/// step, the link between them is an exchange step, and the same instance
-/// name (`ln`, the LayerNorm of both blocks) is attributed by the tile it
-/// ran on. The steps still add up to the run.
-#[test]
-fn a_layer_profiles_block_by_block() {
-    let Some(tiny) = common::fixture_dir("siglip-tiny") else {
-        return;
-    };
+/// The `profile.json` of siglip-tiny's `--extract block` at FP16 on the
+/// simulator (`None` where the fixture is absent and may be).
+fn tiny_profile(block: &str) -> Option<Value> {
+    let tiny = common::fixture_dir("siglip-tiny")?;
     let dir = tempfile::tempdir().unwrap();
     let (code, _, stderr) = run_tool(
         env!("CARGO_BIN_EXE_ipu-run"),
         [
             tiny.join("model.onnx").to_str().unwrap(),
             "--extract",
-            "layer:0",
+            block,
             "--precision",
             "fp16",
             "--device",
@@ -242,8 +235,21 @@ fn a_layer_profiles_block_by_block() {
             dir.path().to_str().unwrap(),
         ],
     );
-    assert_eq!(code, 0, "{stderr}");
-    let p = read_json(&dir.path().join("profile.json"));
+    assert_eq!(code, 0, "{block}: {stderr}");
+    Some(read_json(&dir.path().join("profile.json")))
+}
+
+/// An encoder layer (`--extract layer:0`, a chain of the attention and MLP
+/// blocks on tiles of their own) profiles block by block: the MLP block's
+/// steps keep their estimates and ops, the attention block counts as one
+/// step, the link between them is an exchange step, and the same instance
+/// name (`ln`, the LayerNorm of both blocks) is attributed by the tile it
+/// ran on. The steps still add up to the run.
+#[test]
+fn a_layer_profiles_block_by_block() {
+    let Some(p) = tiny_profile("layer:0") else {
+        return;
+    };
     let steps = p["steps"].as_array().unwrap();
     let step_names = names(&p["steps"]);
     assert_eq!(
@@ -293,26 +299,9 @@ fn a_layer_profiles_block_by_block() {
 /// of its ops.
 #[test]
 fn the_pooling_head_profiles_as_one_step_of_its_ops() {
-    let Some(tiny) = common::fixture_dir("siglip-tiny") else {
+    let Some(p) = tiny_profile("head") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let (code, _, stderr) = run_tool(
-        env!("CARGO_BIN_EXE_ipu-run"),
-        [
-            tiny.join("model.onnx").to_str().unwrap(),
-            "--extract",
-            "head",
-            "--precision",
-            "fp16",
-            "--device",
-            "sim",
-            "--profile",
-            dir.path().to_str().unwrap(),
-        ],
-    );
-    assert_eq!(code, 0, "{stderr}");
-    let p = read_json(&dir.path().join("profile.json"));
     assert_eq!(p["steps"][1]["name"], "b0 block");
     for c in p["codelets"].as_array().unwrap() {
         assert!(c["op"].as_str().unwrap().starts_with("nn."), "{c}");
