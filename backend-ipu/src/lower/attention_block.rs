@@ -69,7 +69,7 @@ use ipuc_dialects::ipu::{build, SectionKind, TensorPiece};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
-use super::attention_exchange::{exchange_a, exchange_b, exchange_c, exchange_d, ZeroRun};
+use super::attention_exchange::{exchange_a, exchange_b, exchange_c, exchange_d};
 use super::block::{emit_owned_adds, encode_f16, owned_rows_max, positions, LN_ROWS};
 use super::block_exchange::residual_view;
 use super::codegen::{
@@ -1057,36 +1057,6 @@ impl HeldConstants {
     }
 }
 
-/// `bytes` of zeros at each `run` as constants (see the module doc).
-fn emit_zero_runs(
-    ctx: &mut Context,
-    exe_body: BlockId,
-    runs: &[ZeroRun],
-    name: &str,
-    loc: &Location,
-) {
-    // One constant per distinct (address, bytes), on every tile that
-    // needs it.
-    let mut by_place: BTreeMap<(u32, u32), Vec<u32>> = BTreeMap::new();
-    for r in runs {
-        by_place
-            .entry((r.address, r.bytes))
-            .or_default()
-            .push(r.tile);
-    }
-    for (n, ((address, bytes), tiles)) in by_place.into_iter().enumerate() {
-        let t = replicated_constant(
-            ctx,
-            &format!("{name}{n}"),
-            (Type::i32(), 4, 8),
-            vec![0; bytes as usize],
-            (&tiles, address),
-            loc.clone(),
-        );
-        ctx.append_op(exe_body, t);
-    }
-}
-
 /// Builds the block's `ipu.executable` (see the module doc), appended to
 /// `block`; the host tensors get types `x_ty` and `y_ty`.
 #[allow(clippy::too_many_arguments)]
@@ -1285,7 +1255,7 @@ pub fn emit_attention_in(
         );
         ctx.append_op(exe_body, t);
     }
-    emit_zero_runs(
+    super::codegen::emit_zero_runs(
         ctx,
         exe_body,
         &super::attention_exchange::zero_runs(plan),

@@ -335,17 +335,7 @@ pub fn exchange_c(plan: &AttentionPlan) -> Vec<Transfer> {
     round_robin(out)
 }
 
-/// Bytes no exchange writes that a product reads: zeros loaded with the
-/// program.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ZeroRun {
-    /// The tile.
-    pub tile: u32,
-    /// Where.
-    pub address: u32,
-    /// How many (a multiple of 4).
-    pub bytes: u32,
-}
+pub use super::codegen::ZeroRun;
 
 /// The padding runs (see [`super::attention_block`]'s module doc): vt's
 /// weight rows of the tokens past `m` in the last group; the attention

@@ -795,3 +795,46 @@ pub fn executables(ctx: &Context, block: BlockId) -> Vec<OpId> {
         .filter(|&o| ctx.name_str(o) == ipu::EXECUTABLE)
         .collect()
 }
+
+/// Bytes no exchange writes that a product reads (padding rows, columns
+/// and keys): zeros loaded with the program, so no stale word (a NaN times
+/// a zero weight or probability) reaches a real result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZeroRun {
+    /// The tile.
+    pub tile: u32,
+    /// Where.
+    pub address: u32,
+    /// How many (a multiple of 4).
+    pub bytes: u32,
+}
+
+/// `runs` as `constant` `ipu.tensor`s named `{name}{n}`: one per distinct
+/// (address, bytes), on every tile that needs it.
+pub fn emit_zero_runs(
+    ctx: &mut Context,
+    exe_body: BlockId,
+    runs: &[ZeroRun],
+    name: &str,
+    loc: &Location,
+) {
+    let mut by_place: std::collections::BTreeMap<(u32, u32), Vec<u32>> =
+        std::collections::BTreeMap::new();
+    for r in runs {
+        by_place
+            .entry((r.address, r.bytes))
+            .or_default()
+            .push(r.tile);
+    }
+    for (n, ((address, bytes), tiles)) in by_place.into_iter().enumerate() {
+        let t = replicated_constant(
+            ctx,
+            &format!("{name}{n}"),
+            (Type::i32(), 4, 8),
+            vec![0; bytes as usize],
+            (&tiles, address),
+            loc.clone(),
+        );
+        ctx.append_op(exe_body, t);
+    }
+}

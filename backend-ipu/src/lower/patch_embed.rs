@@ -29,8 +29,6 @@
 //! Supersteps: `sync`, exchange A, `sync`, the product (and its reduction
 //! rounds, two syncs each).
 
-use std::collections::BTreeMap;
-
 use ipuc_dialects::ipu::{build, SectionKind, TensorPiece};
 use ipuc_dialects::nn;
 use ipuc_ipu_arch::MachineModel;
@@ -40,7 +38,8 @@ use super::block::positions;
 use super::block_exchange::input_panel_transfers;
 use super::block_match::constant_operand;
 use super::codegen::{
-    emit_standalone, layout, replicated_constant, Calls, Constants, Frame, PlacedGemm, TileLayout,
+    emit_standalone, emit_zero_runs, layout, Calls, Constants, Frame, PlacedGemm, TileLayout,
+    ZeroRun,
 };
 use super::ln_tiles::{LnTiles, LN_ROWS};
 use super::passes::{only_user, ADD};
@@ -546,27 +545,19 @@ fn emit_padding(ctx: &mut Context, frame: &Frame<'_>, plan: &PatchPlan, loc: &Lo
     let s = plan.shape;
     let row_bytes = s.k_padded() * 2;
     let pad = (s.k_padded() - s.k()) * 2;
-    let mut runs: BTreeMap<(u32, u32), Vec<u32>> = BTreeMap::new();
+    if pad == 0 {
+        return;
+    }
+    let mut runs = Vec::new();
     for (q, &tile) in plan.row_tiles.iter().enumerate() {
         let (lo, hi) = plan.row_carriers().rows(q);
-        for r in 0..hi - lo {
-            if pad > 0 {
-                let at = plan.rows + r * row_bytes + s.k() * 2;
-                runs.entry((at, pad)).or_default().push(tile);
-            }
-        }
+        runs.extend((0..hi - lo).map(|r| ZeroRun {
+            tile,
+            address: plan.rows + r * row_bytes + s.k() * 2,
+            bytes: pad,
+        }));
     }
-    for (n, ((address, bytes), tiles)) in runs.into_iter().enumerate() {
-        let t = replicated_constant(
-            ctx,
-            &format!("patch_zero{n}"),
-            (Type::i32(), 4, 8),
-            vec![0; bytes as usize],
-            (&tiles, address),
-            loc.clone(),
-        );
-        ctx.append_op(frame.exe_body, t);
-    }
+    emit_zero_runs(ctx, frame.exe_body, &runs, "patch_zero", loc);
 }
 
 /// The block in float64 for tokens `rows` of the image `x` (`[C, H, W]`,
