@@ -26,7 +26,7 @@ use super::attention_block::{
     emit_attention, plan_attention, AttentionConstants, AttentionPlan, AttentionShape,
 };
 use super::block_match::{check_function_holds, from_only_argument, the_only};
-use super::codegen::Lowered;
+use super::codegen::{Lowered, StepEstimates};
 use super::passes::{chain, chain_ops, constant_of, constant_values, gemm_shape, only_user, ADD};
 use crate::codelets::amp::AmpVariant;
 
@@ -304,7 +304,7 @@ pub fn lower_attention(
     Ok(Lowered {
         executable: lowered.executable,
         exchange_code_bytes_max: lowered.exchange_code_bytes_max,
-        block_estimate: None,
+        block_estimate: Some(StepEstimates::Attention(lowered.estimate)),
         chain_estimates: Vec::new(),
     })
 }

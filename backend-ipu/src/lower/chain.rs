@@ -36,7 +36,7 @@ use super::attention::{attention_from, AttentionMatch};
 use super::attention_block::{emit_attention_in, plan_attention_in, AttentionPlan};
 use super::block::{emit_mlp_in, plan_mlp_in, MlpPlan};
 use super::block_match::{check_function_returns, from_only_argument};
-use super::codegen::{append_host_tensors, Frame, Lowered};
+use super::codegen::{append_host_tensors, Frame, Lowered, StepEstimates};
 use super::mlp::{mlp_from, MlpMatch};
 use super::passes::{chain, only_user};
 use super::patch_embed::{emit_patch_in, patch_from, plan_patch_in, PatchMatch, PatchPlan};
@@ -457,7 +457,7 @@ pub fn lower_chain(
         bytes
     };
     let mut exchange_code_bytes_max = 0;
-    let mut chain_estimates = Vec::new();
+    let mut chain_estimates = vec![None; plans.len()];
     for (k, plan) in plans.iter().enumerate() {
         let before: BTreeSet<OpId> = ctx.block_ops_vec(exe_body).into_iter().collect();
         let around_k = |e: &mut Emitter, t: u32, after: bool| around(k, e, t, after);
@@ -468,13 +468,14 @@ pub fn lower_chain(
         };
         let bytes = match (plan, &chain.blocks[k]) {
             (PlannedBlock::Attention(p), ChainBlock::Attention(b)) => {
-                emit_attention_in(ctx, &frame, p, &b.constants, machine, loc.clone())?
-                    .exchange_code_bytes_max
+                let lowered =
+                    emit_attention_in(ctx, &frame, p, &b.constants, machine, loc.clone())?;
+                chain_estimates[k] = Some(StepEstimates::Attention(lowered.estimate));
+                lowered.exchange_code_bytes_max
             }
             (PlannedBlock::Mlp(p), ChainBlock::Mlp(b)) => {
                 let lowered = emit_mlp_in(ctx, &frame, p, &b.constants, machine, loc.clone())?;
-                chain_estimates.resize(k, None);
-                chain_estimates.push(Some(lowered.estimate));
+                chain_estimates[k] = Some(StepEstimates::Mlp(lowered.estimate));
                 lowered.exchange_code_bytes_max
             }
             (PlannedBlock::Patch(p), ChainBlock::Patch(b)) => {

@@ -688,13 +688,22 @@ pub struct Lowered {
     /// The most bytes of exchange code (sends, receive arming, mux
     /// switches and their delays) on one tile.
     pub exchange_code_bytes_max: u64,
-    /// An MLP block's estimate per step (profiles compare it with the
+    /// A block's estimate per step (profiles compare it with the
     /// simulated cycles); `None` for a lone product, whose estimate is its
-    /// plan's.
-    pub block_estimate: Option<super::block::BlockEstimate>,
-    /// A chain's MLP blocks' estimates, by block (`None` for the other
-    /// kinds); empty for a function that is not a chain.
-    pub chain_estimates: Vec<Option<super::block::BlockEstimate>>,
+    /// plan's, and for the kinds whose steps are not exposed.
+    pub block_estimate: Option<StepEstimates>,
+    /// A chain's blocks' estimates, by block (`None` for the kinds whose
+    /// steps are not exposed); empty for a function that is not a chain.
+    pub chain_estimates: Vec<Option<StepEstimates>>,
+}
+
+/// A lowered block's estimate, step by step, by the kind of block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepEstimates {
+    /// An MLP block's.
+    Mlp(super::block::BlockEstimate),
+    /// An attention block's.
+    Attention(super::attention_block::AttentionEstimate),
 }
 
 /// A codelet instance a tile's program calls: emitted as a subroutine.

@@ -28,7 +28,7 @@ use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, OpId, Type, Va
 
 use super::block::{emit_mlp, plan_mlp_with, Fp8Domains, MlpConstants, MlpPlan, MlpShape};
 use super::block_match::{check_function_holds, from_only_argument, the_only};
-use super::codegen::Lowered;
+use super::codegen::{Lowered, StepEstimates};
 use super::passes::{
     chain, constant_of, constant_values, gemm_shape, only_user, rejected_lines, PLAN_ATTR,
 };
@@ -309,7 +309,7 @@ pub fn lower_mlp(
     Ok(Lowered {
         executable: lowered.executable,
         exchange_code_bytes_max: lowered.exchange_code_bytes_max,
-        block_estimate: Some(lowered.estimate),
+        block_estimate: Some(StepEstimates::Mlp(lowered.estimate)),
         chain_estimates: Vec::new(),
     })
 }

@@ -6,17 +6,23 @@
 //! Instances are named by the lowering (`backend-ipu/src/lower/block.rs`
 //! and `codegen.rs`: `ln`, `fc1`/`fc2` for a product's vertex,
 //! `{fc}_red{t}_{g}` for its reduction adds, `{fc}_gelu*` for its GELU,
-//! `out0_*` for the residual add and `out1_*` for fc2's bias add); a
-//! rename there shows up here as an `unattributed` instance, which the
-//! `ipu-prof` snapshots would catch. Buffer addresses are the block's
+//! `out0_*` for the residual add and `out1_*` for fc2's bias add;
+//! `attention_block.rs`: `qk`, `vt` and `out` for its products, `attn_*`
+//! for an attention tile's codelets, `attn_combine` for the key-split
+//! form's combination, `residual_*` for the residual add); a rename there
+//! shows up here as an `unattributed` instance, which the `ipu-prof`
+//! snapshots and `tools/tests/prof.rs` would catch. Buffer addresses are the block's
 //! `BlockLayout`; their sizes come from the planner's own size functions.
 
-use ipuc_backend_ipu::lower::attention::{match_attention, AttentionMatch};
+use ipuc_backend_ipu::lower::attention::{
+    match_attention, plan_of_block as attention_plan, AttentionMatch,
+};
+use ipuc_backend_ipu::lower::attention_block::{AttentionEstimate, AttentionPlan};
 use ipuc_backend_ipu::lower::block::{owned_rows_max, BlockEstimate, MlpPlan, LN_ROWS};
 use ipuc_backend_ipu::lower::chain::{
     match_chain, plan_chain, ChainBlock, ChainMatch, PlannedBlock,
 };
-use ipuc_backend_ipu::lower::codegen::{layout, Lowered, TileLayout};
+use ipuc_backend_ipu::lower::codegen::{layout, Lowered, StepEstimates, TileLayout};
 use ipuc_backend_ipu::lower::mlp::{match_mlp, plan_of_block, MlpMatch};
 use ipuc_backend_ipu::lower::passes::planned_products;
 use ipuc_backend_ipu::lower::plan::{output_span, reduction_buffer, whole_pairs, GemmPlan};
@@ -145,11 +151,23 @@ pub fn of_function(
         ));
     }
     if let Some(b) = match_attention(ctx, f).map_err(render)? {
-        return Ok(of_attention(ctx, &b));
+        let plan = attention_plan(ctx, &b, machine).map_err(render)?;
+        return Ok(of_attention(
+            ctx,
+            &b,
+            &plan,
+            attention_estimate(lowered.block_estimate),
+        ));
     }
     if let Some(b) = match_mlp(ctx, f).map_err(render)? {
         let plan = plan_of_block(ctx, &b, machine).map_err(render)?;
-        return Ok(of_mlp(ctx, &b, &plan, lowered.block_estimate, machine));
+        return Ok(of_mlp(
+            ctx,
+            &b,
+            &plan,
+            mlp_estimate(lowered.block_estimate),
+            machine,
+        ));
     }
     // A lone product: its vertex, reduction and epilogue are one step.
     let plans = planned_products(ctx, f, machine).map_err(render)?;
@@ -196,14 +214,62 @@ fn of_product(
     }
 }
 
-/// The attention block: its steps, estimates and buffers are not exposed
-/// to profiles yet, so its codelets all count as the block.
-fn of_attention(ctx: &Context, b: &AttentionMatch) -> Attribution {
-    let ops: Vec<String> = [b.ln, b.qkv, b.attention, b.out, b.add]
-        .iter()
-        .map(|&o| op_label(ctx, o))
-        .collect();
-    generic(ops, op_label(ctx, b.attention), "attention_block")
+/// The attention block's steps (its estimate's: `attention_block.rs`'s
+/// supersteps), instances and nn ops. The key-split form has two more
+/// steps, exchange D and the combination of the partial rows. Buffers are
+/// not exposed yet (the memory map shows the image's sections).
+fn of_attention(
+    ctx: &Context,
+    b: &AttentionMatch,
+    plan: &AttentionPlan,
+    e: Option<AttentionEstimate>,
+) -> Attribution {
+    let [ln, qkv, attention, out, add] =
+        [b.ln, b.qkv, b.attention, b.out, b.add].map(|o| op_label(ctx, o));
+    let est = |f: fn(&AttentionEstimate) -> u64| e.as_ref().map(f);
+    let mut steps = vec![
+        step("layer_norm", vec![ln.clone()], est(|e| e.layer_norm), false),
+        step("exchange_a", vec![], est(|e| e.exchange_a), true),
+        step("qkv", vec![qkv.clone()], est(|e| e.qkv), false),
+        step("exchange_b", vec![], est(|e| e.exchange_b), true),
+        step(
+            "attention",
+            vec![attention.clone()],
+            est(|e| e.attention),
+            false,
+        ),
+    ];
+    let mut instances = vec![
+        ("qk", 2, qkv.clone()),
+        ("vt", 2, qkv),
+        ("attn", 4, attention.clone()),
+        ("ln", 0, ln),
+    ];
+    if plan.core.split() {
+        steps.push(step("exchange_d", vec![], est(|e| e.exchange_d), true));
+        steps.push(step(
+            "combine",
+            vec![attention.clone()],
+            est(|e| e.combine),
+            false,
+        ));
+        instances.insert(2, ("attn_combine", steps.len() - 1, attention));
+    }
+    steps.push(step("exchange_c", vec![], est(|e| e.exchange_c), true));
+    steps.push(step(
+        "out",
+        vec![out.clone(), add.clone()],
+        est(|e| e.out),
+        false,
+    ));
+    let out_step = steps.len() - 1;
+    instances.extend([("out", out_step, out), ("residual", out_step, add)]);
+    steps.push(step("sync", vec![], est(|e| e.sync), false));
+    Attribution {
+        steps,
+        instances: rules(instances),
+        buffers: Vec::new(),
+    }
 }
 
 /// The MLP block's steps (its estimate's), instances and buffers.
@@ -266,6 +332,22 @@ fn of_mlp(
     }
 }
 
+/// An MLP block's estimate, if `e` is one.
+fn mlp_estimate(e: Option<StepEstimates>) -> Option<BlockEstimate> {
+    match e {
+        Some(StepEstimates::Mlp(e)) => Some(e),
+        _ => None,
+    }
+}
+
+/// An attention block's estimate, if `e` is one.
+fn attention_estimate(e: Option<StepEstimates>) -> Option<AttentionEstimate> {
+    match e {
+        Some(StepEstimates::Attention(e)) => Some(e),
+        _ => None,
+    }
+}
+
 /// A chain: each block's attribution on its own tiles, its steps in
 /// program order with a `link` exchange step between two blocks, one
 /// `sync` step for all (its estimate the blocks' syncs; the links' are
@@ -275,7 +357,7 @@ fn of_chain(
     ctx: &Context,
     chain: &ChainMatch,
     plans: &[PlannedBlock],
-    estimates: &[Option<BlockEstimate>],
+    estimates: &[Option<StepEstimates>],
     machine: &MachineModel,
 ) -> Attribution {
     let mut out = Attribution {
@@ -291,7 +373,9 @@ fn of_chain(
         }
         let estimate = estimates.get(k).copied().flatten();
         let sub = match (block, plan) {
-            (ChainBlock::Mlp(b), PlannedBlock::Mlp(p)) => of_mlp(ctx, b, p, estimate, machine),
+            (ChainBlock::Mlp(b), PlannedBlock::Mlp(p)) => {
+                of_mlp(ctx, b, p, mlp_estimate(estimate), machine)
+            }
             (ChainBlock::Patch(b), PlannedBlock::Patch(p)) => of_product(
                 op_label(ctx, b.conv),
                 &p.product,
@@ -299,7 +383,9 @@ fn of_chain(
                 "patch",
                 machine,
             ),
-            (ChainBlock::Attention(b), _) => of_attention(ctx, b),
+            (ChainBlock::Attention(b), PlannedBlock::Attention(p)) => {
+                of_attention(ctx, b, p, attention_estimate(estimate))
+            }
             // Blocks whose lowering exposes no steps yet (the pooling
             // head): one step of all their ops.
             _ => {
