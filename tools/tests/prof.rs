@@ -219,29 +219,24 @@ fn bad_input_gets_an_error() {
 /// The `profile.json` of siglip-tiny's `--extract block` at FP16 on the
 /// simulator (`None` where the fixture is absent and may be).
 fn tiny_profile(block: &str) -> Option<Value> {
-    profile_of("siglip-tiny", block)
+    profile_of("siglip-tiny", Some(block))
 }
 
 /// The profile of `--extract block` of siglip `model` at FP16 on the
-/// simulator (`None` where the fixture is absent and may be).
-fn profile_of(model: &str, block: &str) -> Option<Value> {
+/// simulator, the whole model where `block` is `None` (`None` where the
+/// fixture is absent and may be).
+fn profile_of(model: &str, block: Option<&str>) -> Option<Value> {
     let dir_of_model = common::fixture_dir(model)?;
     let dir = tempfile::tempdir().unwrap();
-    let (code, _, stderr) = run_tool(
-        env!("CARGO_BIN_EXE_ipu-run"),
-        [
-            dir_of_model.join("model.onnx").to_str().unwrap(),
-            "--extract",
-            block,
-            "--precision",
-            "fp16",
-            "--device",
-            "sim",
-            "--profile",
-            dir.path().to_str().unwrap(),
-        ],
-    );
-    assert_eq!(code, 0, "{model} {block}: {stderr}");
+    let onnx = dir_of_model.join("model.onnx");
+    let mut args = vec![onnx.to_str().unwrap().to_string()];
+    if let Some(b) = block {
+        args.extend(["--extract".to_string(), b.to_string()]);
+    }
+    args.extend(["--precision", "fp16", "--device", "sim", "--profile"].map(String::from));
+    args.push(dir.path().to_str().unwrap().to_string());
+    let (code, _, stderr) = run_tool(env!("CARGO_BIN_EXE_ipu-run"), &args);
+    assert_eq!(code, 0, "{model} {block:?}: {stderr}");
     Some(read_json(&dir.path().join("profile.json")))
 }
 
@@ -312,7 +307,7 @@ fn an_attention_block_profiles_step_by_step() {
 /// combination attributed to the attention.
 #[test]
 fn a_key_split_attention_profiles_its_exchange_d_and_combine() {
-    let Some(p) = profile_of("siglip-small", "attention:0") else {
+    let Some(p) = profile_of("siglip-small", Some("attention:0")) else {
         return;
     };
     let steps = [
@@ -402,16 +397,67 @@ fn a_layer_profiles_block_by_block() {
 }
 
 /// The model's tail (`--extract head`: the pooling head, then its MLP
-/// block) profiles with every codelet attributed to an `nn` op: the
-/// pooling head, whose lowering exposes no steps yet, counts as one step
-/// of its ops.
+/// block) profiles step by step: the pooling head's steps are its
+/// estimate's, every codelet attributed to an `nn` op.
 #[test]
-fn the_pooling_head_profiles_as_one_step_of_its_ops() {
+fn the_pooling_head_profiles_step_by_step() {
     let Some(p) = tiny_profile("head") else {
         return;
     };
-    assert_eq!(p["steps"][1]["name"], "b0 block");
+    let steps = [
+        "b0 layer_norm",
+        "b0 exchange_a",
+        "b0 sv",
+        "b0 exchange_b",
+        "b0 heads",
+        "b0 exchange_c",
+        "b0 out",
+    ];
+    assert_eq!(names(&p["steps"])[..steps.len()], steps);
+    assert_estimated(&p, &steps);
     for c in p["codelets"].as_array().unwrap() {
         assert!(c["op"].as_str().unwrap().starts_with("nn."), "{c}");
+    }
+}
+
+/// The whole model (patch embedding, both layers, the pooling head and
+/// its MLP) profiles with every step estimated: every block's exchanges,
+/// the links between blocks and the syncs exactly (the compiler schedules
+/// them), and every op kind's compute within 15 %.
+#[test]
+fn a_whole_model_profiles_with_every_step_estimated() {
+    let Some(p) = profile_of("siglip-tiny", None) else {
+        return;
+    };
+    assert_eq!(steps_cycles(&p), p["total_cycles"].as_u64().unwrap());
+    let steps = p["steps"].as_array().unwrap();
+    assert!(steps.len() > 40, "{}", steps.len());
+    for s in steps {
+        let name = s["name"].as_str().unwrap();
+        let e = s["estimate_cycles"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{name}: no estimate"));
+        if name.contains("exchange") || name.starts_with("link") || name == "sync" {
+            assert_eq!(e, s["simulated_cycles"].as_u64().unwrap(), "{name}");
+        }
+    }
+    let mut kinds: std::collections::BTreeMap<String, (f64, f64)> = Default::default();
+    for s in steps {
+        let Some(op) = s["ops"].as_array().and_then(|o| o.first()) else {
+            continue;
+        };
+        let kind = op.as_str().unwrap().split(' ').next().unwrap().to_string();
+        let k = kinds.entry(kind).or_default();
+        k.0 += s["estimate_cycles"].as_u64().unwrap() as f64;
+        k.1 += s["simulated_cycles"].as_u64().unwrap() as f64;
+    }
+    for kind in [
+        "nn.conv2d",
+        "nn.layer_normalization",
+        "nn.linear",
+        "nn.attention",
+    ] {
+        let (e, sim) = kinds[kind];
+        assert!((e - sim).abs() <= 0.15 * sim, "{kind}: {e} vs {sim}");
     }
 }

@@ -306,6 +306,7 @@ pub fn lower_attention(
         exchange_code_bytes_max: lowered.exchange_code_bytes_max,
         block_estimate: Some(StepEstimates::Attention(lowered.estimate)),
         chain_estimates: Vec::new(),
+        chain_links: Vec::new(),
     })
 }
 

@@ -483,8 +483,9 @@ pub fn lower_chain(
                     .exchange_code_bytes_max
             }
             (PlannedBlock::Pool(p), ChainBlock::Pool(b)) => {
-                emit_pool_in(ctx, &frame, p, &b.constants, machine, loc.clone())?
-                    .exchange_code_bytes_max
+                let lowered = emit_pool_in(ctx, &frame, p, &b.constants, machine, loc.clone())?;
+                chain_estimates[k] = Some(StepEstimates::Pool(lowered.estimate));
+                lowered.exchange_code_bytes_max
             }
             _ => unreachable!("plans follow the blocks"),
         };
@@ -525,6 +526,7 @@ pub fn lower_chain(
         exchange_code_bytes_max,
         block_estimate: None,
         chain_estimates,
+        chain_links: links.iter().map(|l| l.cycles).collect(),
     })
 }
 

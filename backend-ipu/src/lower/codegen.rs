@@ -608,6 +608,7 @@ pub fn emit_gemm(
         exchange_code_bytes_max,
         block_estimate: None,
         chain_estimates: Vec::new(),
+        chain_links: Vec::new(),
     })
 }
 
@@ -695,6 +696,9 @@ pub struct Lowered {
     /// A chain's blocks' estimates, by block (`None` for the kinds whose
     /// steps are not exposed); empty for a function that is not a chain.
     pub chain_estimates: Vec<Option<StepEstimates>>,
+    /// A chain's links' scheduled cycles, in order (empty for a function
+    /// that is not a chain).
+    pub chain_links: Vec<u64>,
 }
 
 /// A lowered block's estimate, step by step, by the kind of block.
@@ -704,6 +708,8 @@ pub enum StepEstimates {
     Mlp(super::block::BlockEstimate),
     /// An attention block's.
     Attention(super::attention_block::AttentionEstimate),
+    /// A pooling head's.
+    Pool(super::pool_head::PoolEstimate),
 }
 
 /// A codelet instance a tile's program calls: emitted as a subroutine.

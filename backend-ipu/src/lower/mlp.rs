@@ -311,6 +311,7 @@ pub fn lower_mlp(
         exchange_code_bytes_max: lowered.exchange_code_bytes_max,
         block_estimate: Some(StepEstimates::Mlp(lowered.estimate)),
         chain_estimates: Vec::new(),
+        chain_links: Vec::new(),
     })
 }
 

@@ -26,6 +26,8 @@ use ipuc_backend_ipu::lower::codegen::{layout, Lowered, StepEstimates, TileLayou
 use ipuc_backend_ipu::lower::mlp::{match_mlp, plan_of_block, MlpMatch};
 use ipuc_backend_ipu::lower::passes::planned_products;
 use ipuc_backend_ipu::lower::plan::{output_span, reduction_buffer, whole_pairs, GemmPlan};
+use ipuc_backend_ipu::lower::pool::PoolMatch;
+use ipuc_backend_ipu::lower::pool_head::PoolEstimate;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, OpId, WalkOrder};
 
@@ -146,7 +148,7 @@ pub fn of_function(
             ctx,
             &chain,
             &plans,
-            &lowered.chain_estimates,
+            (&lowered.chain_estimates, &lowered.chain_links),
             machine,
         ));
     }
@@ -348,6 +350,50 @@ fn attention_estimate(e: Option<StepEstimates>) -> Option<AttentionEstimate> {
     }
 }
 
+/// A pooling head's estimate, if `e` is one.
+fn pool_estimate(e: Option<StepEstimates>) -> Option<PoolEstimate> {
+    match e {
+        Some(StepEstimates::Pool(e)) => Some(e),
+        _ => None,
+    }
+}
+
+/// The pooling head's steps (its estimate's: `pool_head.rs`'s
+/// supersteps) and instances. Its query is a constant folded into sv's
+/// input, so sv (the scores and `V^T`) and the head tiles (softmax and
+/// `P V_h`) are the pooling attention's; out is the head's output
+/// product (its last). Buffers are not exposed yet.
+fn of_pool(ctx: &Context, b: &PoolMatch, e: Option<PoolEstimate>) -> Attribution {
+    let out = b
+        .ops
+        .iter()
+        .rev()
+        .find(|&&o| matches!(ctx.name_str(o), "nn.linear" | "nn.matmul"))
+        .copied()
+        .unwrap_or(b.last);
+    let [ln, attention, last] = [b.ln, b.attention, out].map(|o| op_label(ctx, o));
+    let est = |f: fn(&PoolEstimate) -> u64| e.as_ref().map(f);
+    Attribution {
+        steps: vec![
+            step("layer_norm", vec![ln.clone()], est(|e| e.layer_norm), false),
+            step("exchange_a", vec![], est(|e| e.exchange_a), true),
+            step("sv", vec![attention.clone()], est(|e| e.sv), false),
+            step("exchange_b", vec![], est(|e| e.exchange_b), true),
+            step("heads", vec![attention.clone()], est(|e| e.heads), false),
+            step("exchange_c", vec![], est(|e| e.exchange_c), true),
+            step("out", vec![last.clone()], est(|e| e.out), false),
+            step("sync", vec![], est(|e| e.sync), false),
+        ],
+        instances: rules(vec![
+            ("sv", 2, attention.clone()),
+            ("pool", 4, attention),
+            ("out", 6, last),
+            ("ln", 0, ln),
+        ]),
+        buffers: Vec::new(),
+    }
+}
+
 /// A chain: each block's attribution on its own tiles, its steps in
 /// program order with a `link` exchange step between two blocks, one
 /// `sync` step for all (its estimate the blocks' syncs; the links' are
@@ -357,7 +403,7 @@ fn of_chain(
     ctx: &Context,
     chain: &ChainMatch,
     plans: &[PlannedBlock],
-    estimates: &[Option<StepEstimates>],
+    (estimates, links): (&[Option<StepEstimates>], &[u64]),
     machine: &MachineModel,
 ) -> Attribution {
     let mut out = Attribution {
@@ -368,24 +414,39 @@ fn of_chain(
     let mut sync = Some(0);
     for (k, (block, plan)) in chain.blocks.iter().zip(plans).enumerate() {
         if k > 0 {
+            // A link is one scheduled exchange between two syncs.
+            let link = links.get(k - 1).copied();
             out.steps
-                .push(step(&format!("link{}", k - 1), vec![], None, true));
+                .push(step(&format!("link{}", k - 1), vec![], link, true));
+            sync = sync
+                .zip(link)
+                .map(|(s, _)| s + 2 * u64::from(machine.sync_latency));
         }
         let estimate = estimates.get(k).copied().flatten();
         let sub = match (block, plan) {
             (ChainBlock::Mlp(b), PlannedBlock::Mlp(p)) => {
                 of_mlp(ctx, b, p, mlp_estimate(estimate), machine)
             }
-            (ChainBlock::Patch(b), PlannedBlock::Patch(p)) => of_product(
-                op_label(ctx, b.conv),
-                &p.product,
-                &p.layout,
-                "patch",
-                machine,
-            ),
+            (ChainBlock::Patch(b), PlannedBlock::Patch(p)) => {
+                // A lone product's steps, with the patch embedding's own
+                // estimate (its exchange is scheduled).
+                let mut a = of_product(
+                    op_label(ctx, b.conv),
+                    &p.product,
+                    &p.layout,
+                    "patch",
+                    machine,
+                );
+                let e = p.estimate(machine);
+                for (s, cycles) in a.steps.iter_mut().zip([e.exchange, e.product, e.sync]) {
+                    s.estimate = Some(cycles);
+                }
+                a
+            }
             (ChainBlock::Attention(b), PlannedBlock::Attention(p)) => {
                 of_attention(ctx, b, p, attention_estimate(estimate))
             }
+            (ChainBlock::Pool(b), _) => of_pool(ctx, b, pool_estimate(estimate)),
             // Blocks whose lowering exposes no steps yet (the pooling
             // head): one step of all their ops.
             _ => {
