@@ -1,8 +1,10 @@
 // RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(eqsat-fuse))' --mlir-print-debuginfo | filecheck %s
 
-// The bias first; the fused op carries both locations.
+// The bias first; the fused op carries both locations, the op whose value
+// it replaces (the add) first: a diagnostic or a profile names the fused op
+// by its location's first part.
 // CHECK-LABEL: func.func @linear
-// CHECK-NEXT: %[[L:.*]] = nn.linear %arg0, %arg1, %arg2 : tensor<2x16x8xf32>, tensor<8x4xf32>, tensor<4xf32> -> tensor<2x16x4xf32> loc(fused["mm", "bias"])
+// CHECK-NEXT: %[[L:.*]] = nn.linear %arg0, %arg1, %arg2 : tensor<2x16x8xf32>, tensor<8x4xf32>, tensor<4xf32> -> tensor<2x16x4xf32> loc(fused["bias", "mm"])
 // CHECK-NEXT: return %[[L]]
 func.func @linear(%x: tensor<2x16x8xf32>, %w: tensor<8x4xf32>, %b: tensor<4xf32>) -> tensor<2x16x4xf32> {
   %0 = nn.matmul %x, %w : tensor<2x16x8xf32>, tensor<8x4xf32> -> tensor<2x16x4xf32> loc("mm")

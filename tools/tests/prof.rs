@@ -451,6 +451,17 @@ fn a_whole_model_profiles_with_every_step_estimated() {
         k.0 += s["estimate_cycles"].as_u64().unwrap() as f64;
         k.1 += s["simulated_cycles"].as_u64().unwrap() as f64;
     }
+    // Each layer's fused ops name their own layer (a fused location's
+    // first part is the op whose value it replaced, not a constant shared
+    // by every layer).
+    let attention: Vec<&str> = steps
+        .iter()
+        .filter(|s| s["name"].as_str().unwrap().ends_with(" attention"))
+        .map(|s| s["ops"][0].as_str().unwrap())
+        .collect();
+    assert_eq!(attention.len(), 2, "{attention:?}");
+    assert!(attention[0].contains("/layers.0/"), "{attention:?}");
+    assert!(attention[1].contains("/layers.1/"), "{attention:?}");
     for kind in [
         "nn.conv2d",
         "nn.layer_normalization",

@@ -323,8 +323,8 @@ impl FunctionGraph {
     }
 
     /// The location of each materialized class: the fused locations of the
-    /// original ops it replaces (those in its class and in the classes
-    /// below it that are not materialized themselves). Classes that no
+    /// original ops it replaces (those in its class, first, and in the
+    /// classes below it that are not materialized themselves). Classes that no
     /// original op was in (built by rules) take their users' locations.
     fn locations(
         &self,
@@ -359,6 +359,12 @@ impl FunctionGraph {
             }
             found.sort_unstable();
             found.dedup();
+            // The ops of the class itself (the op the class's value came
+            // from) first, then those below it in program order: a
+            // location's first part names the op a diagnostic or profile
+            // shows, and the leaves below (constants hash-consed across
+            // layers) would name another layer's op.
+            found.sort_by_key(|&i| eg.find(self.converted[i].class) != c);
             let loc = Location::fused(found.iter().map(|&i| ctx.loc(self.converted[i].op).clone()));
             if !loc.is_unknown() {
                 locs.insert(c, loc);
