@@ -264,6 +264,39 @@ fn assert_estimated(p: &Value, names: &[&str]) {
     }
 }
 
+/// Checks that no two allocations of a tile's memory map (sections,
+/// constants and the lowering's buffers; not the host tensors, which are
+/// views of the buffers that hold them) overlap while both are live, and
+/// returns the names of the buffers on tile `tile`.
+fn assert_no_live_overlap(p: &Value, tile: u64) -> Vec<String> {
+    let mut on_tile = Vec::new();
+    for t in p["tiles"].as_array().unwrap() {
+        let memory: Vec<&Value> = t["memory"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["kind"] != "input" && a["kind"] != "output")
+            .collect();
+        let field = |a: &Value, k: &str| a[k].as_u64().unwrap();
+        for (i, a) in memory.iter().enumerate() {
+            for b in memory[i + 1..].iter() {
+                let live = field(a, "from") <= field(b, "to") && field(b, "from") <= field(a, "to");
+                let (a0, b0) = (field(a, "address"), field(b, "address"));
+                let meet = a0 < b0 + field(b, "size") && b0 < a0 + field(a, "size");
+                assert!(!(live && meet), "tile {}: {a} and {b}", t["tile"]);
+            }
+        }
+        if t["tile"] == tile {
+            on_tile = memory
+                .iter()
+                .filter(|a| a["kind"] == "buffer")
+                .map(|a| a["name"].as_str().unwrap().to_string())
+                .collect();
+        }
+    }
+    on_tile
+}
+
 /// An attention block alone profiles step by step, with its estimate's
 /// steps: the materialised form (siglip-tiny's 16 keys, one panel) has
 /// seven, each codelet attributed to its `nn` op, the steps adding up to
@@ -295,6 +328,15 @@ fn an_attention_block_profiles_step_by_step() {
             .map(|c| c["op"].as_str().unwrap().to_string())
             .unwrap_or_else(|| panic!("no instance {instance}"))
     };
+    // The memory maps: the block's buffers, none over another while both
+    // are live; tile 0, an attention tile, holds Q, K, V, S, P and O.
+    let buffers = assert_no_live_overlap(&p, 0);
+    for name in ["Q", "K", "V", "S", "P", "O"] {
+        assert!(
+            buffers.contains(&format!("attention {name}")),
+            "{buffers:?}"
+        );
+    }
     assert!(op_of("ln").contains("layer_norm1"), "{}", op_of("ln"));
     assert!(op_of("attn_softmax").starts_with("nn.attention"));
     assert!(op_of("residual_0").starts_with("nn.add"));
@@ -332,6 +374,8 @@ fn a_key_split_attention_profiles_its_exchange_d_and_combine() {
         .find(|c| c["instance"] == "attn_combine")
         .expect("the combination's codelet");
     assert_eq!(combine["step"], 6);
+    let buffers = assert_no_live_overlap(&p, 0);
+    assert!(buffers.contains(&"qk input".to_string()), "{buffers:?}");
     assert!(combine["op"].as_str().unwrap().starts_with("nn.attention"));
 }
 
@@ -432,6 +476,7 @@ fn a_whole_model_profiles_with_every_step_estimated() {
     assert_eq!(steps_cycles(&p), p["total_cycles"].as_u64().unwrap());
     let steps = p["steps"].as_array().unwrap();
     assert!(steps.len() > 40, "{}", steps.len());
+    assert_no_live_overlap(&p, 0);
     for s in steps {
         let name = s["name"].as_str().unwrap();
         let e = s["estimate_cycles"]

@@ -58,6 +58,22 @@ pub struct Buffer {
     pub size: u32,
     /// First and last step (indices into the steps) it is live in.
     pub live: (usize, usize),
+    /// Which supersteps of those steps.
+    pub part: Part,
+}
+
+/// Which supersteps of its steps a buffer lives in: a product's step runs
+/// its vertex in its first superstep, then its K split's reduction rounds,
+/// whose buffers lie over the product's input.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Part {
+    /// Every superstep of its steps.
+    #[default]
+    Whole,
+    /// Until the first superstep of its last step (the vertex's input).
+    UntilVertex,
+    /// From the second superstep of its first step (a reduction's).
+    AfterVertex,
 }
 
 /// Which `nn` op a codelet instance computes: instances whose name starts
@@ -84,6 +100,10 @@ pub struct Attribution {
     pub instances: Vec<InstanceRule>,
     /// Buffers.
     pub buffers: Vec<Buffer>,
+    /// Constants the program overwrites once they are read, by name
+    /// prefix (`.const.PREFIX...` sections), each with the last step that
+    /// reads it: their memory is another buffer's afterwards.
+    pub consumed: Vec<(String, usize)>,
 }
 
 impl Attribution {
@@ -159,6 +179,7 @@ pub fn of_function(
             &b,
             &plan,
             attention_estimate(lowered.block_estimate),
+            machine,
         ));
     }
     if let Some(b) = match_mlp(ctx, f).map_err(render)? {
@@ -213,18 +234,20 @@ fn of_product(
         ],
         instances: rules(vec![(tag, 1, label)]),
         buffers: placed_buffers(plan, machine, tag, lay, (0, 1), (1, 1)),
+        consumed: Vec::new(),
     }
 }
 
 /// The attention block's steps (its estimate's: `attention_block.rs`'s
 /// supersteps), instances and nn ops. The key-split form has two more
-/// steps, exchange D and the combination of the partial rows. Buffers are
-/// not exposed yet (the memory map shows the image's sections).
+/// steps, exchange D and the combination of the partial rows. Its
+/// buffers are [`attention_buffers`].
 fn of_attention(
     ctx: &Context,
     b: &AttentionMatch,
     plan: &AttentionPlan,
     e: Option<AttentionEstimate>,
+    machine: &MachineModel,
 ) -> Attribution {
     let [ln, qkv, attention, out, add] =
         [b.ln, b.qkv, b.attention, b.out, b.add].map(|o| op_label(ctx, o));
@@ -267,11 +290,111 @@ fn of_attention(
     let out_step = steps.len() - 1;
     instances.extend([("out", out_step, out), ("residual", out_step, add)]);
     steps.push(step("sync", vec![], est(|e| e.sync), false));
+    let buffers = attention_buffers(plan, out_step, machine);
     Attribution {
         steps,
         instances: rules(instances),
-        buffers: Vec::new(),
+        buffers,
+        // vt's input (the value weights) is read by qkv, then out's input
+        // and the attention tiles' tensors may lie over it.
+        consumed: vec![("vt_input".into(), 2)],
     }
+}
+
+/// The attention block's buffers (`attention_block.rs`'s layout), live
+/// over its steps: `layer_norm (0), exchange_a (1), qkv (2), exchange_b
+/// (3), attention (4)`, with the keys split `exchange_d (5), combine
+/// (6)`, then `exchange_c` and `out` (`out_step`). Sizes are the
+/// codelets' own (the attention tile's of a whole block of keys).
+fn attention_buffers(plan: &AttentionPlan, out_step: usize, machine: &MachineModel) -> Vec<Buffer> {
+    let lay = &plan.layout;
+    let exchange_c = out_step - 1;
+    let mut out = placed_buffers(&plan.qk, machine, "qk", &lay.qk, (1, 2), (2, 3));
+    // vt's input is the value weights (a constant); exchange A writes
+    // LayerNorm's rows into its weights.
+    for mut b in placed_buffers(&plan.vt, machine, "vt", &lay.vt, (1, 2), (2, 3)) {
+        if b.name == "vt input" {
+            b.name = "vt weights (LayerNorm rows)".into();
+            b.address = lay.vt.weights;
+            b.size = plan.vt.vertex().weight_bytes() as u32;
+        }
+        out.push(b);
+    }
+    out.extend(placed_buffers(
+        &plan.out,
+        machine,
+        "out",
+        &lay.out,
+        (exchange_c, out_step),
+        (out_step, out_step),
+    ));
+    let row_bytes = LN_ROWS * plan.shape.c * 2;
+    let ln = |name: &str, address: u32, size: u32| Buffer {
+        name: name.into(),
+        tiles: plan.ln_tiles.clone(),
+        address,
+        size,
+        live: (0, 1),
+        part: Part::Whole,
+    };
+    out.push(ln("layer_norm input", lay.x, row_bytes));
+    out.push(ln(
+        "layer_norm output",
+        lay.ln_out,
+        (row_bytes + 16).next_multiple_of(16),
+    ));
+    let core_tiles: Vec<u32> =
+        (plan.core.first_tile..plan.core.first_tile + plan.core.tiles(plan.shape.heads)).collect();
+    let att = &lay.core;
+    let (scores, values) = (att.scores(), att.values());
+    // O stays until the exchange after the attention reads it: D with the
+    // keys split, else C.
+    let o_until = if plan.core.split() { 5 } else { exchange_c };
+    for (name, address, size, live) in [
+        ("attention Q", att.q, scores.input_bytes(), (3, 4)),
+        ("attention K", att.k, scores.weight_bytes(), (3, 4)),
+        ("attention V", att.v, values.weight_bytes(), (3, 4)),
+        ("attention S", att.s, scores.output_bytes(), (4, 4)),
+        ("attention P", att.p, values.input_bytes(), (4, 4)),
+        ("attention O", att.o, values.output_bytes(), (4, o_until)),
+    ] {
+        out.push(Buffer {
+            name: name.into(),
+            tiles: core_tiles.clone(),
+            address,
+            size: size as u32,
+            live,
+            part: Part::Whole,
+        });
+    }
+    if let Some(c) = &lay.combine {
+        out.push(Buffer {
+            name: "combine partials".into(),
+            tiles: core_tiles.clone(),
+            address: c.input,
+            size: c.part_stride * plan.core.key_blocks,
+            live: (5, 6),
+            part: Part::Whole,
+        });
+    }
+    let owned = owned_rows_max(&plan.out) * plan.out.vertex().n_groups * 32 + 8;
+    let span = owned.next_multiple_of(machine.element_bytes);
+    let out_tiles: Vec<u32> =
+        (plan.out.first_tile..plan.out.first_tile + plan.out.tiles()).collect();
+    for (name, address, live) in [
+        ("residual", lay.residual, (1, out_step)),
+        ("sum", lay.sum, (out_step, out_step)),
+    ] {
+        out.push(Buffer {
+            name: name.into(),
+            tiles: out_tiles.clone(),
+            address,
+            size: span,
+            live,
+            part: Part::Whole,
+        });
+    }
+    out
 }
 
 /// The MLP block's steps (its estimate's), instances and buffers.
@@ -331,6 +454,9 @@ fn of_mlp(
         steps,
         instances,
         buffers: block_buffers(plan, machine),
+        // fc1's bias block (its initial partials) is read by fc1 alone;
+        // fc2's output lies over fc1's buffers.
+        consumed: vec![("fc1_bias".into(), 2)],
     }
 }
 
@@ -391,6 +517,7 @@ fn of_pool(ctx: &Context, b: &PoolMatch, e: Option<PoolEstimate>) -> Attribution
             ("ln", 0, ln),
         ]),
         buffers: Vec::new(),
+        consumed: Vec::new(),
     }
 }
 
@@ -410,6 +537,7 @@ fn of_chain(
         steps: Vec::new(),
         instances: Vec::new(),
         buffers: Vec::new(),
+        consumed: Vec::new(),
     };
     let mut sync = Some(0);
     for (k, (block, plan)) in chain.blocks.iter().zip(plans).enumerate() {
@@ -444,7 +572,7 @@ fn of_chain(
                 a
             }
             (ChainBlock::Attention(b), PlannedBlock::Attention(p)) => {
-                of_attention(ctx, b, p, attention_estimate(estimate))
+                of_attention(ctx, b, p, attention_estimate(estimate), machine)
             }
             (ChainBlock::Pool(b), _) => of_pool(ctx, b, pool_estimate(estimate)),
             // Blocks whose lowering exposes no steps yet (the pooling
@@ -493,6 +621,11 @@ fn of_chain(
         out.instances.extend(prefixed);
         out.instances
             .extend(sub.instances.iter().map(|r| placed(r, r.prefix.clone())));
+        out.consumed.extend(
+            sub.consumed
+                .iter()
+                .map(|(prefix, last)| (format!("b{k}_{prefix}"), last + offset)),
+        );
         out.buffers.extend(sub.buffers.into_iter().map(|b| Buffer {
             name: format!("b{k} {}", b.name),
             live: (b.live.0 + offset, b.live.1 + offset),
@@ -514,6 +647,7 @@ fn generic(ops: Vec<String>, op: String, name: &str) -> Attribution {
         ],
         instances: rules(vec![("", 1, op)]),
         buffers: Vec::new(),
+        consumed: Vec::new(),
     }
 }
 
@@ -540,25 +674,43 @@ fn placed_buffers(
         address,
         size: size as u32,
         live,
+        part: Part::Whole,
     };
     let mut out = vec![
+        Buffer {
+            part: Part::UntilVertex,
+            ..buffer(
+                "input",
+                lay.input,
+                whole_pairs(v.input_bytes(), machine),
+                input_live,
+            )
+        },
+        // Y up to its bias block (a constant, its initial partials) where
+        // that follows it, else its whole element pairs.
         buffer(
-            "input",
-            lay.input,
-            whole_pairs(v.input_bytes(), machine),
-            input_live,
+            "output",
+            lay.output,
+            lay.bias
+                .filter(|&b| b > lay.output)
+                .map_or(output_span(&v, machine), |b| {
+                    output_span(&v, machine).min(u64::from(b - lay.output))
+                }),
+            output_live,
         ),
-        buffer("output", lay.output, output_span(&v, machine), output_live),
     ];
     if let Some(r) = lay.reduction {
         let size = reduction_buffer(&v, plan.grid_k, machine);
         for (i, a) in r.iter().enumerate() {
-            out.push(buffer(
-                &format!("reduction {i}"),
-                *a,
-                size,
-                (output_live.0, output_live.0),
-            ));
+            out.push(Buffer {
+                part: Part::AfterVertex,
+                ..buffer(
+                    &format!("reduction {i}"),
+                    *a,
+                    size,
+                    (output_live.0, output_live.0),
+                )
+            });
         }
     }
     out
@@ -586,6 +738,7 @@ fn block_buffers(plan: &MlpPlan, machine: &MachineModel) -> Vec<Buffer> {
         address: lay.ln_out,
         size: ln_out,
         live: (0, 1),
+        part: Part::Whole,
     });
     let owned = owned_rows_max(&plan.fc2) * plan.fc2.vertex().n_groups * 32 + 8;
     let span = owned.next_multiple_of(machine.element_bytes);
@@ -598,6 +751,7 @@ fn block_buffers(plan: &MlpPlan, machine: &MachineModel) -> Vec<Buffer> {
             address,
             size: span,
             live,
+            part: Part::Whole,
         });
     }
     out

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use ipuc_ipu_arch::{ContextKind, Executable, MachineModel, StreamDirection};
 use ipuc_runtime::sim::{Profile, TileTimeline};
 
-use super::attribution::Attribution;
+use super::attribution::{Attribution, Part};
 use super::schema::{self, Allocation, Codelet, ProfileData, Step, Superstep, Tile};
 
 /// The codelet and instance of a worker section's name.
@@ -403,12 +403,24 @@ fn place_buffers(data: &mut ProfileData, attribution: &Attribution) {
             it.next_back()
         }
     };
+    // The second superstep of a step, where it has one.
+    let second = |step: usize| {
+        data.supersteps
+            .iter()
+            .filter(|s| s.step == step)
+            .map(|s| s.index)
+            .nth(1)
+    };
     let placed: Vec<(Vec<u32>, Allocation)> = attribution
         .buffers
         .iter()
         .filter_map(|b| {
-            let from = range(b.live.0, true)?;
-            let to = range(b.live.1, false)?;
+            let (mut from, mut to) = (range(b.live.0, true)?, range(b.live.1, false)?);
+            match b.part {
+                Part::Whole => {}
+                Part::UntilVertex => to = range(b.live.1, true).unwrap_or(to),
+                Part::AfterVertex => from = second(b.live.0).unwrap_or(from),
+            }
             Some((
                 b.tiles.clone(),
                 Allocation {
@@ -435,7 +447,20 @@ fn place_buffers(data: &mut ProfileData, attribution: &Attribution) {
             }
         }
     }
+    let consumed: Vec<(String, Option<usize>)> = attribution
+        .consumed
+        .iter()
+        .map(|(prefix, last)| (format!(".const.{prefix}"), range(*last, false)))
+        .collect();
     for t in &mut data.tiles {
+        for a in t.memory.iter_mut().filter(|a| a.kind == "constant") {
+            if let Some((_, Some(last))) = consumed
+                .iter()
+                .find(|(p, _)| a.name.starts_with(p.as_str()))
+            {
+                a.to = (*last).max(a.from);
+            }
+        }
         t.memory.sort_by_key(|a| (a.address, a.from));
     }
 }
@@ -463,6 +488,7 @@ mod tests {
             ],
             instances: Vec::new(),
             buffers: Vec::new(),
+            consumed: Vec::new(),
         }
     }
 
