@@ -231,3 +231,74 @@ fn launches_of_one_shape_share_their_code_and_keep_their_own_vertex_states() {
     let cycles = s.profile().unwrap().total_cycles;
     assert_near_estimate(cycles, est, "a shared add, a GELU and the add again");
 }
+
+/// Two programs on one tile, each a block's whole program in a scope of
+/// its own (`codelets/scope.rs`): both define `main` and an instance
+/// `add` (with its vertex state and its own worker code: launches are
+/// not shared across scopes), the first ends with a branch to the
+/// second's `main` where a lone program would exit, and the tile's own
+/// `main` starts the first. Both adds run, in order: the second reads
+/// what the first wrote.
+#[test]
+fn two_scoped_programs_share_a_tile_and_run_in_turn() {
+    let m = MachineModel::c600();
+    let len = 4 * 37;
+    let (a, b, c, d) = (0x80000, 0x90000, 0xa0000, 0xb0000);
+    // c = a + b (scope b0), then d = c + b (scope b1).
+    let first = Binary {
+        op: BinaryOp::Add,
+        ty: VecType::F16,
+        len,
+        x: a,
+        y: b,
+        out: c,
+    };
+    let second = Binary {
+        x: c,
+        out: d,
+        ..first.clone()
+    };
+    let build = CodeletProgram::build(3, &m, |e| {
+        for (scope, add, end) in [("b0", &first, Some("b1_main")), ("b1", &second, None)] {
+            let before = e.tile_ops().len();
+            e.code_section(".text.main", SectionKind::Supervisor);
+            e.function("main");
+            emit_call(e, "add");
+            match end {
+                Some(next) => e.solo(inst("bri", [op::sym(next)])),
+                None => e.solo(inst("exitz", [op::mzero()])),
+            }
+            e.size_of("main");
+            emit_subroutine(e, "add", add)?;
+            e.scope_since(before, scope);
+        }
+        e.code_section(".text.entry", SectionKind::Supervisor);
+        e.function("main");
+        e.solo(inst("bri", [op::sym("b0_main")]));
+        Ok::<_, CodeletError>(())
+    });
+    let prog = build.unwrap_or_else(|e| panic!("{e}")).0;
+    let text = prog.assembly();
+    for want in [
+        "b0_main:",
+        "b1_main:",
+        "call $lr, b0_add_main",
+        "call $lr, b1_add_main",
+        "bri b1_main",
+        ".section .text.add_f16_worker.b0_add",
+        ".section .text.add_f16_worker.b1_add",
+    ] {
+        assert!(text.contains(want), "{want} missing:\n{text}");
+    }
+
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let xs = random_halves(&mut rng, len);
+    let ys = random_halves(&mut rng, len);
+    let s = simulate(&prog, 3, &[(a, &f16_bytes(&xs)), (b, &f16_bytes(&ys))]);
+    let got = halves(&s.read_memory(3, d, len * 2).unwrap());
+    for i in 0..len as usize {
+        let sum = f16::from_f64(first.reference(&[xs[i].to_f64()], &[ys[i].to_f64()])[0]);
+        let want = f16::from_f64(second.reference(&[sum.to_f64()], &[ys[i].to_f64()])[0]);
+        assert_eq!(got[i], want, "element {i}");
+    }
+}

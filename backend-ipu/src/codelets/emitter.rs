@@ -317,6 +317,17 @@ impl<'c> Emitter<'c> {
             .or_insert_with(|| name.to_string());
     }
 
+    /// Puts the sections emitted from tile op `first` on (an index into
+    /// [`Emitter::tile_ops`]) into scope `scope` ([`super::scope`]). Later
+    /// launches share no code with the scoped ones: their labels are the
+    /// scope's now.
+    pub fn scope_since(&mut self, first: usize, scope: &str) {
+        let sections = self.tile_ops()[first..].to_vec();
+        super::scope::scope_sections(self.ctx, &sections, scope);
+        self.launches.clear();
+        self.section = None;
+    }
+
     /// The supervisor instructions emitted since the current supervisor
     /// section began (operands as [`timing_instr`] resolves them).
     pub fn supervisor_code(&self) -> &[Instr] {

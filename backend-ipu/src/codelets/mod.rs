@@ -22,6 +22,7 @@ pub mod launch;
 pub mod layernorm;
 pub mod program;
 pub mod reduce;
+pub mod scope;
 pub mod softmax;
 pub mod softmax_panels;
 pub mod subroutine;

@@ -287,14 +287,14 @@ fn walk(ctx: &Context, sections: &[OpId], f: &mut impl FnMut(OpId, OpId)) {
     }
 }
 
-fn string_attr(ctx: &Context, op: OpId, key: &str) -> Option<String> {
+pub(super) fn string_attr(ctx: &Context, op: OpId, key: &str) -> Option<String> {
     ctx.attr(op, key)
         .and_then(Attribute::as_str)
         .map(str::to_string)
 }
 
 /// Label `l` of a codelet as instance `name` spells it.
-fn instance_label(l: &str, name: &str) -> String {
+pub(super) fn instance_label(l: &str, name: &str) -> String {
     match l.strip_prefix(".L") {
         Some(rest) => format!(".L{name}_{rest}"),
         None => format!("{name}_{l}"),
@@ -302,7 +302,7 @@ fn instance_label(l: &str, name: &str) -> String {
 }
 
 /// The labels `sections` define.
-fn defined_labels(ctx: &Context, sections: &[OpId]) -> Vec<String> {
+pub(super) fn defined_labels(ctx: &Context, sections: &[OpId]) -> Vec<String> {
     let mut out = Vec::new();
     walk(ctx, sections, &mut |_, o| {
         if ctx.name_str(o) == ipu::LABEL {
@@ -363,7 +363,25 @@ fn rename_instance(
         "operands",
         Attribute::array(vec![op::reg_lr().to_attr()]),
     );
-    for (_, o) in ops {
+    rename_labels(ctx, sections, labels);
+    for &s in sections {
+        if let Some(n) = string_attr(ctx, s, "name") {
+            ctx.set_attr(s, "name", Attribute::string(&format!("{n}.{name}")));
+        }
+    }
+    Ok(())
+}
+
+/// Renames every label `sections` define, and every use of one (operands
+/// and assembler expressions), as `labels` maps them.
+pub(super) fn rename_labels(
+    ctx: &mut Context,
+    sections: &[OpId],
+    labels: &HashMap<String, String>,
+) {
+    let mut ops = Vec::new();
+    walk(ctx, sections, &mut |_, o| ops.push(o));
+    for o in ops {
         match ctx.name_str(o) {
             n if n == ipu::LABEL => {
                 if let Some(new) = string_attr(ctx, o, "sym_name").and_then(|l| labels.get(&l)) {
@@ -401,12 +419,6 @@ fn rename_instance(
             _ => {}
         }
     }
-    for &s in sections {
-        if let Some(n) = string_attr(ctx, s, "name") {
-            ctx.set_attr(s, "name", Attribute::string(&format!("{n}.{name}")));
-        }
-    }
-    Ok(())
 }
 
 fn rename_operand(x: Operand, labels: &HashMap<String, String>) -> Operand {
