@@ -65,7 +65,7 @@
 
 use std::collections::BTreeMap;
 
-use ipuc_dialects::ipu::{build, SectionKind, TensorPiece};
+use ipuc_dialects::ipu::TensorPiece;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
@@ -1119,12 +1119,7 @@ pub fn emit_attention_in(
     let mut add_cycles = 0u64;
     let mut exchange_code_bytes_max = 0;
     for &t in &tiles {
-        let (tile_op, tile_body) = build::tile(ctx, t, None, loc.clone());
-        ctx.append_op(exe_body, tile_op);
-        let mut e = Emitter::new(ctx, tile_body, loc.clone());
-        e.code_section(".text.main", SectionKind::Supervisor);
-        e.function("main");
-        let mut xcode = (frame.around)(&mut e, t, false);
+        let (mut e, mut xcode) = frame.open_tile(ctx, t, &loc);
         let mut calls = Calls::new();
         ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
         sync(&mut e);
@@ -1190,10 +1185,8 @@ pub fn emit_attention_in(
             }
             None => (0..2 * rounds(&plan.out)).for_each(|_| sync(&mut e)),
         }
-        xcode += (frame.around)(&mut e, t, true);
+        xcode += frame.close_tile(&mut e, t);
         exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
-        e.solo(inst("exitz", [op::mzero()]));
-        e.size_of("main");
         if at_qk.contains_key(&t) {
             qk.emit_worker_code(&mut e);
         }

@@ -42,7 +42,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use ipuc_dialects::ipu::{build, SectionKind, TensorPiece};
+use ipuc_dialects::ipu::TensorPiece;
 use ipuc_ipu_arch::float8::{f64_to_f8, f8_to_f64};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
@@ -635,12 +635,7 @@ pub fn emit_mlp_in(
     let mut adds = [0u64; 2];
     let mut exchange_code_bytes_max = 0;
     for &t in &tiles {
-        let (tile_op, tile_body) = build::tile(ctx, t, None, loc.clone());
-        ctx.append_op(exe_body, tile_op);
-        let mut e = Emitter::new(ctx, tile_body, loc.clone());
-        e.code_section(".text.main", SectionKind::Supervisor);
-        e.function("main");
-        let mut xcode = (frame.around)(&mut e, t, false);
+        let (mut e, mut xcode) = frame.open_tile(ctx, t, &loc);
         let mut calls = Calls::new();
         ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
         sync(&mut e);
@@ -687,10 +682,8 @@ pub fn emit_mlp_in(
             }
             None => (0..2 * rounds(p2)).for_each(|_| sync(&mut e)),
         }
-        xcode += (frame.around)(&mut e, t, true);
+        xcode += frame.close_tile(&mut e, t);
         exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
-        e.solo(inst("exitz", [op::mzero()]));
-        e.size_of("main");
         if at1.contains_key(&t) {
             fc1.emit_worker_code(&mut e);
         }

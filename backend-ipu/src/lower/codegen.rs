@@ -652,6 +652,36 @@ pub struct Frame<'a> {
     pub around: &'a dyn Fn(&mut Emitter, u32, bool) -> u64,
 }
 
+impl Frame<'_> {
+    /// Opens tile `t`'s program: a new `ipu.tile` in the executable, an
+    /// emitter on it in section `.text.main` at its `main`, and what the
+    /// tile runs before the block. Returns the emitter and the bytes of
+    /// exchange code emitted so far.
+    pub fn open_tile<'c>(
+        &self,
+        ctx: &'c mut Context,
+        t: u32,
+        loc: &Location,
+    ) -> (Emitter<'c>, u64) {
+        let (tile_op, tile_body) = build::tile(ctx, t, None, loc.clone());
+        ctx.append_op(self.exe_body, tile_op);
+        let mut e = Emitter::new(ctx, tile_body, loc.clone());
+        e.code_section(".text.main", SectionKind::Supervisor);
+        e.function("main");
+        let xcode = (self.around)(&mut e, t, false);
+        (e, xcode)
+    }
+
+    /// Closes tile `t`'s `main`: what the tile runs after the block, then
+    /// `exitz`. Returns the bytes of exchange code emitted.
+    pub fn close_tile(&self, e: &mut Emitter, t: u32) -> u64 {
+        let xcode = (self.around)(e, t, true);
+        e.solo(inst("exitz", [op::mzero()]));
+        e.size_of("main");
+        xcode
+    }
+}
+
 /// Emits a block as a program of its own: a new `ipu.executable`
 /// appended to `block`, the block's code through `emit` with a frame that
 /// adds nothing, and host tensors `input0` and `output0` of types `x_ty`

@@ -29,7 +29,7 @@
 //! Supersteps: `sync`, exchange A, `sync`, the product (and its reduction
 //! rounds, two syncs each).
 
-use ipuc_dialects::ipu::{build, SectionKind, TensorPiece};
+use ipuc_dialects::ipu::TensorPiece;
 use ipuc_dialects::nn;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, Location, OpId, Type, Value};
@@ -490,12 +490,7 @@ pub fn emit_patch_in(
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
     let mut exchange_code_bytes_max = 0;
     for t in plan.tiles() {
-        let (tile_op, tile_body) = build::tile(ctx, t, None, loc.clone());
-        ctx.append_op(frame.exe_body, tile_op);
-        let mut e = Emitter::new(ctx, tile_body, loc.clone());
-        e.code_section(".text.main", SectionKind::Supervisor);
-        e.function("main");
-        let mut xcode = (frame.around)(&mut e, t, false);
+        let (mut e, mut xcode) = frame.open_tile(ctx, t, &loc);
         let mut calls = Calls::new();
         sync(&mut e);
         xcode += exchange.emit(&mut e, machine, t, "a");
@@ -509,10 +504,8 @@ pub fn emit_patch_in(
             }
             None => (0..2 * rounds).for_each(|_| sync(&mut e)),
         }
-        xcode += (frame.around)(&mut e, t, true);
+        xcode += frame.close_tile(&mut e, t);
         exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
-        e.solo(inst("exitz", [op::mzero()]));
-        e.size_of("main");
         if at.contains_key(&t) {
             placed.emit_worker_code(&mut e);
         }

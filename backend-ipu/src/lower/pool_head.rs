@@ -47,7 +47,7 @@
 //! tile (the codelet gives each worker whole rows); the blocks of a chain
 //! do not share tiles.
 
-use ipuc_dialects::ipu::{build, SectionKind, TensorPiece};
+use ipuc_dialects::ipu::{build, TensorPiece};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
@@ -715,12 +715,7 @@ pub fn emit_pool_in(
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
     let mut exchange_code_bytes_max = 0;
     for t in plan.tiles() {
-        let (tile_op, tile_body) = build::tile(ctx, t, None, loc.clone());
-        ctx.append_op(frame.exe_body, tile_op);
-        let mut e = Emitter::new(ctx, tile_body, loc.clone());
-        e.code_section(".text.main", SectionKind::Supervisor);
-        e.function("main");
-        let mut xcode = (frame.around)(&mut e, t, false);
+        let (mut e, mut xcode) = frame.open_tile(ctx, t, &loc);
         let mut calls = Calls::new();
         ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
         sync(&mut e);
@@ -758,10 +753,8 @@ pub fn emit_pool_in(
             }
             None => (0..2 * rounds(&plan.out)).for_each(|_| sync(&mut e)),
         }
-        xcode += (frame.around)(&mut e, t, true);
+        xcode += frame.close_tile(&mut e, t);
         exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
-        e.solo(inst("exitz", [op::mzero()]));
-        e.size_of("main");
         if at_sv.contains_key(&t) {
             sv.emit_worker_code(&mut e);
         }
