@@ -459,6 +459,28 @@ fn the_pooling_head_profiles_step_by_step() {
     ];
     assert_eq!(names(&p["steps"])[..steps.len()], steps);
     assert_estimated(&p, &steps);
+    // Its buffers in the memory maps, none over another while both are
+    // live: its LN tiles keep the post-LayerNorm rows to the end, its
+    // head tiles hold the scores, V, P and O.
+    assert_no_live_overlap(&p, 0);
+    let holding = |name: &str| {
+        p["tiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| {
+                t["memory"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|a| a["name"] == name)
+            })
+            .count()
+    };
+    assert!(holding("b0 layer_norm output") > 0);
+    for name in ["b0 head scores", "b0 head V", "b0 head P", "b0 head O"] {
+        assert_eq!(holding(name), 4, "{name}: one per head");
+    }
     for c in p["codelets"].as_array().unwrap() {
         assert!(c["op"].as_str().unwrap().starts_with("nn."), "{c}");
     }

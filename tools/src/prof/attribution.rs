@@ -27,7 +27,7 @@ use ipuc_backend_ipu::lower::mlp::{match_mlp, plan_of_block, MlpMatch};
 use ipuc_backend_ipu::lower::passes::planned_products;
 use ipuc_backend_ipu::lower::plan::{output_span, reduction_buffer, whole_pairs, GemmPlan};
 use ipuc_backend_ipu::lower::pool::PoolMatch;
-use ipuc_backend_ipu::lower::pool_head::PoolEstimate;
+use ipuc_backend_ipu::lower::pool_head::{tokens_padded, PoolEstimate, PoolPlan};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, OpId, WalkOrder};
 
@@ -488,8 +488,14 @@ fn pool_estimate(e: Option<StepEstimates>) -> Option<PoolEstimate> {
 /// supersteps) and instances. Its query is a constant folded into sv's
 /// input, so sv (the scores and `V^T`) and the head tiles (softmax and
 /// `P V_h`) are the pooling attention's; out is the head's output
-/// product (its last). Buffers are not exposed yet.
-fn of_pool(ctx: &Context, b: &PoolMatch, e: Option<PoolEstimate>) -> Attribution {
+/// product (its last). Its buffers are [`pool_buffers`].
+fn of_pool(
+    ctx: &Context,
+    b: &PoolMatch,
+    plan: &PoolPlan,
+    e: Option<PoolEstimate>,
+    machine: &MachineModel,
+) -> Attribution {
     let out = b
         .ops
         .iter()
@@ -516,9 +522,75 @@ fn of_pool(ctx: &Context, b: &PoolMatch, e: Option<PoolEstimate>) -> Attribution
             ("out", 6, last),
             ("ln", 0, ln),
         ]),
-        buffers: Vec::new(),
-        consumed: Vec::new(),
+        buffers: pool_buffers(plan, machine),
+        // sv's input (the folded query rows over the value weights) is
+        // read by sv alone.
+        consumed: vec![("sv_input".into(), 2)],
     }
+}
+
+/// The pooling head's buffers (`pool_head.rs`'s layout), live over its
+/// steps `layer_norm (0), exchange_a (1), sv (2), exchange_b (3), heads
+/// (4), exchange_c (5), out (6)`; LayerNorm's rows are the block's first
+/// output and stay to the end.
+fn pool_buffers(plan: &PoolPlan, machine: &MachineModel) -> Vec<Buffer> {
+    let lay = &plan.layout;
+    let mut out = Vec::new();
+    // sv's input is a constant; exchange A writes LayerNorm's rows into
+    // its weights.
+    for mut b in placed_buffers(&plan.sv, machine, "sv", &lay.sv, (1, 2), (2, 3)) {
+        if b.name == "sv input" {
+            b.name = "sv weights (LayerNorm rows)".into();
+            b.address = lay.sv.weights;
+            b.size = plan.sv.vertex().weight_bytes() as u32;
+        }
+        out.push(b);
+    }
+    out.extend(placed_buffers(
+        &plan.out,
+        machine,
+        "out",
+        &lay.out,
+        (5, 6),
+        (6, 6),
+    ));
+    let row_bytes = LN_ROWS * plan.shape.c * 2;
+    for (name, address, live) in [
+        ("layer_norm input", lay.x, (0, 1)),
+        ("layer_norm output", lay.ln_out, (0, 6)),
+    ] {
+        out.push(Buffer {
+            name: name.into(),
+            tiles: plan.ln_tiles.clone(),
+            address,
+            size: row_bytes,
+            live,
+            part: Part::Whole,
+        });
+    }
+    let heads: Vec<u32> = (plan.first_head..plan.first_head + plan.shape.heads).collect();
+    let v = &lay.head.values;
+    for (name, address, size, live) in [
+        (
+            "head scores",
+            lay.head.scores,
+            u64::from(tokens_padded(plan.shape)) * 2,
+            (3, 4),
+        ),
+        ("head V", v.weights, v.weight_bytes(), (3, 4)),
+        ("head P", v.input, v.input_bytes(), (4, 4)),
+        ("head O", v.output, v.output_bytes(), (4, 5)),
+    ] {
+        out.push(Buffer {
+            name: name.into(),
+            tiles: heads.clone(),
+            address,
+            size: size as u32,
+            live,
+            part: Part::Whole,
+        });
+    }
+    out
 }
 
 /// A chain: each block's attribution on its own tiles, its steps in
@@ -574,7 +646,9 @@ fn of_chain(
             (ChainBlock::Attention(b), PlannedBlock::Attention(p)) => {
                 of_attention(ctx, b, p, attention_estimate(estimate), machine)
             }
-            (ChainBlock::Pool(b), _) => of_pool(ctx, b, pool_estimate(estimate)),
+            (ChainBlock::Pool(b), PlannedBlock::Pool(p)) => {
+                of_pool(ctx, b, p, pool_estimate(estimate), machine)
+            }
             // Blocks whose lowering exposes no steps yet (the pooling
             // head): one step of all their ops.
             _ => {
