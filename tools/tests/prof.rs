@@ -539,3 +539,45 @@ fn a_whole_model_profiles_with_every_step_estimated() {
         assert!((e - sim).abs() <= 0.15 * sim, "{kind}: {e} vs {sim}");
     }
 }
+
+/// `ipu-prof DIR gemms`: each step that runs products, its
+/// multiply-accumulates from the model's own dimensions (siglip-tiny: 16
+/// tokens, 64 channels, 4 heads of 16, MLP 256; no padding counted) and
+/// its utilisation of the FP16 AMP's peak (64 per tile cycle on 1,472
+/// tiles) over the step's simulated cycles.
+#[test]
+fn ipu_prof_gemms_counts_the_models_multiply_accumulates() {
+    let Some(p) = tiny_profile("layer:0") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("profile.json"), p.to_string()).unwrap();
+    let path = dir.path().to_str().unwrap();
+    let (code, stdout, stderr) = ipu_prof(&[path, "gemms", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let rows: Value = serde_json::from_str(&stdout).unwrap();
+    let (m, c, h) = (16u64, 64u64, 256u64);
+    let want = [
+        ("b0 qkv", m * c * 3 * c),
+        ("b0 attention", 2 * m * m * c),
+        ("b0 out", m * c * c),
+        ("b1 fc1", m * c * h),
+        ("b1 fc2", m * h * c),
+    ];
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), want.len(), "{rows:?}");
+    for (r, (step, macs)) in rows.iter().zip(want) {
+        assert_eq!(r["step"], step);
+        assert_eq!(r["macs"].as_u64(), Some(macs), "{step}");
+        assert_eq!(r["peak_macs_per_cycle"].as_u64(), Some(64 * 1472), "{step}");
+        let sim = r["simulated"].as_u64().unwrap() as f64;
+        let u = r["utilisation"].as_f64().unwrap();
+        assert!(
+            (u - macs as f64 / (sim * 64.0 * 1472.0)).abs() < 1e-12,
+            "{step}"
+        );
+    }
+    let (code, text, _) = ipu_prof(&[path, "gemms"]);
+    assert_eq!(code, 0);
+    assert!(text.contains("b1 fc2") && text.contains('%'), "{text}");
+}

@@ -29,6 +29,8 @@ use ipuc_backend_ipu::lower::plan::{output_span, reduction_buffer, whole_pairs, 
 use ipuc_backend_ipu::lower::pool::PoolMatch;
 use ipuc_backend_ipu::lower::pool_head::{tokens_padded, PoolEstimate, PoolPlan};
 use ipuc_ipu_arch::MachineModel;
+
+use super::schema::Work;
 use ipuc_ir::{Context, OpId, WalkOrder};
 
 /// A step of the lowering.
@@ -43,6 +45,8 @@ pub struct StepInfo {
     /// Whether it is an exchange step (launch-free supersteps go to the
     /// next one in program order).
     pub exchange: bool,
+    /// Its products' work, if it runs products.
+    pub work: Option<Work>,
 }
 
 /// A buffer the lowering placed on some tiles, live from one step to another.
@@ -150,7 +154,34 @@ fn step(name: &str, ops: Vec<String>, estimate: Option<u64>, exchange: bool) -> 
         ops,
         estimate,
         exchange,
+        work: None,
     }
+}
+
+/// The work of `plans` on `machine`: their multiply-accumulates and the
+/// chip's AMP peak at the first one's instruction.
+fn work(plans: &[&GemmPlan], machine: &MachineModel) -> Option<Work> {
+    let first = plans.first()?;
+    Some(Work {
+        macs: plans
+            .iter()
+            .map(|p| u64::from(p.shape.m) * u64::from(p.shape.k) * u64::from(p.shape.n))
+            .sum(),
+        peak_macs_per_cycle: first.shape.variant.macs_per_tile_cycle() * u64::from(machine.tiles),
+    })
+}
+
+/// `s` with `work`.
+fn with_work(s: StepInfo, work: Option<Work>) -> StepInfo {
+    StepInfo { work, ..s }
+}
+
+/// `macs` at `plan`'s instruction on every tile of `machine`.
+fn work_at(macs: u64, plan: &GemmPlan, machine: &MachineModel) -> Option<Work> {
+    Some(Work {
+        macs,
+        peak_macs_per_cycle: plan.shape.variant.macs_per_tile_cycle() * u64::from(machine.tiles),
+    })
 }
 
 /// The attribution of function `f` as `lowered` (from the same context,
@@ -224,11 +255,14 @@ fn of_product(
     Attribution {
         steps: vec![
             step("exchange", vec![], Some(est.exchange), true),
-            step(
-                "product",
-                vec![label.clone()],
-                Some(est.compute + est.rounds_exchange + est.reduction + est.epilogue),
-                false,
+            with_work(
+                step(
+                    "product",
+                    vec![label.clone()],
+                    Some(est.compute + est.rounds_exchange + est.reduction + est.epilogue),
+                    false,
+                ),
+                work(&[plan], machine),
             ),
             step("sync", vec![], Some(est.sync), false),
         ],
@@ -252,16 +286,30 @@ fn of_attention(
     let [ln, qkv, attention, out, add] =
         [b.ln, b.qkv, b.attention, b.out, b.add].map(|o| op_label(ctx, o));
     let est = |f: fn(&AttentionEstimate) -> u64| e.as_ref().map(f);
+    // The work of the heads' real dimensions (the plans pad each head to
+    // whole panels): QKV, then Q K^T and P V, then out.
+    let sh = plan.shape;
+    let (m, c, hd) = (
+        u64::from(sh.m),
+        u64::from(sh.c),
+        u64::from(sh.heads) * u64::from(sh.head_dim),
+    );
     let mut steps = vec![
         step("layer_norm", vec![ln.clone()], est(|e| e.layer_norm), false),
         step("exchange_a", vec![], est(|e| e.exchange_a), true),
-        step("qkv", vec![qkv.clone()], est(|e| e.qkv), false),
+        with_work(
+            step("qkv", vec![qkv.clone()], est(|e| e.qkv), false),
+            work_at(m * c * 3 * hd, &plan.qk, machine),
+        ),
         step("exchange_b", vec![], est(|e| e.exchange_b), true),
-        step(
-            "attention",
-            vec![attention.clone()],
-            est(|e| e.attention),
-            false,
+        with_work(
+            step(
+                "attention",
+                vec![attention.clone()],
+                est(|e| e.attention),
+                false,
+            ),
+            work_at(2 * m * m * hd, &plan.out, machine),
         ),
     ];
     let mut instances = vec![
@@ -281,11 +329,9 @@ fn of_attention(
         instances.insert(2, ("attn_combine", steps.len() - 1, attention));
     }
     steps.push(step("exchange_c", vec![], est(|e| e.exchange_c), true));
-    steps.push(step(
-        "out",
-        vec![out.clone(), add.clone()],
-        est(|e| e.out),
-        false,
+    steps.push(with_work(
+        step("out", vec![out.clone(), add.clone()], est(|e| e.out), false),
+        work_at(m * hd * c, &plan.out, machine),
     ));
     let out_step = steps.len() - 1;
     instances.extend([("out", out_step, out), ("residual", out_step, add)]);
@@ -427,18 +473,24 @@ fn of_mlp(
             false,
         ),
         step("exchange_a", vec![], e.map(|e| e.exchange_a), true),
-        step(
-            "fc1",
-            vec![fc1.clone(), gelu.clone()],
-            e.map(|e| e.fc1),
-            false,
+        with_work(
+            step(
+                "fc1",
+                vec![fc1.clone(), gelu.clone()],
+                e.map(|e| e.fc1),
+                false,
+            ),
+            work(&[&plan.fc1], machine),
         ),
         step("exchange_b", vec![], e.map(|e| e.exchange_b), true),
-        step(
-            "fc2",
-            vec![fc2.clone(), add.clone()],
-            e.map(|e| e.fc2),
-            false,
+        with_work(
+            step(
+                "fc2",
+                vec![fc2.clone(), add.clone()],
+                e.map(|e| e.fc2),
+                false,
+            ),
+            work(&[&plan.fc2], machine),
         ),
         step("sync", vec![], e.map(|e| e.sync), false),
     ];
@@ -513,7 +565,10 @@ fn of_pool(
             step("exchange_b", vec![], est(|e| e.exchange_b), true),
             step("heads", vec![attention.clone()], est(|e| e.heads), false),
             step("exchange_c", vec![], est(|e| e.exchange_c), true),
-            step("out", vec![last.clone()], est(|e| e.out), false),
+            with_work(
+                step("out", vec![last.clone()], est(|e| e.out), false),
+                work(&[&plan.out], machine),
+            ),
             step("sync", vec![], est(|e| e.sync), false),
         ],
         instances: rules(vec![
@@ -641,6 +696,14 @@ fn of_chain(
                 for (s, cycles) in a.steps.iter_mut().zip([e.exchange, e.product, e.sync]) {
                     s.estimate = Some(cycles);
                 }
+                // The product's K is padded to whole panels: count the
+                // convolution's own.
+                let sh = p.shape;
+                a.steps[1].work = work_at(
+                    u64::from(sh.tokens()) * u64::from(sh.k()) * u64::from(sh.d),
+                    &p.product,
+                    machine,
+                );
                 a
             }
             (ChainBlock::Attention(b), PlannedBlock::Attention(p)) => {

@@ -50,6 +50,9 @@ pub enum Command {
     /// The cost model's estimate against the simulated cycles, per step
     /// and per op kind.
     Error,
+    /// Each step that runs products: its multiply-accumulates against the
+    /// chip's AMP peak over its simulated cycles.
+    Gemms,
 }
 
 fn json<T: serde::Serialize>(v: &T) -> String {
@@ -90,6 +93,8 @@ pub fn run(cli: Cli) -> Result<String, String> {
         }
         (Some(Command::Error), false) => views::cost_error_text(&p),
         (Some(Command::Error), true) => json(&cost_error_json(&p)),
+        (Some(Command::Gemms), false) => views::gemms_text(&p),
+        (Some(Command::Gemms), true) => json(&views::gemms(&p)),
     })
 }
 

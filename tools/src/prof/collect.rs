@@ -79,6 +79,7 @@ pub fn collect(inp: &Inputs) -> Result<ProfileData, String> {
             ops: s.ops.clone(),
             estimate_cycles: s.estimate,
             simulated_cycles: 0,
+            work: s.work,
         })
         .collect();
     let mut codelets: Vec<Codelet> = Vec::new();
@@ -185,6 +186,7 @@ fn unattributed(steps: &mut Vec<Step>) -> usize {
         ops: Vec::new(),
         estimate_cycles: None,
         simulated_cycles: 0,
+        work: None,
     });
     steps.len() - 1
 }
@@ -476,6 +478,7 @@ mod tests {
             ops: Vec::new(),
             estimate: None,
             exchange,
+            work: None,
         };
         Attribution {
             steps: vec![

@@ -61,6 +61,21 @@ pub struct Step {
     /// superstep's start to its sync (for `sync`: the syncs' releases
     /// after the last arrival).
     pub simulated_cycles: u64,
+    /// The multiply-accumulates of its products (real dimensions, no
+    /// padding) and the chip's AMP peak at their precision, for steps that
+    /// run products; absent in profiles written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<Work>,
+}
+
+/// A step's products' work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Work {
+    /// Multiply-accumulates.
+    pub macs: u64,
+    /// The AMP's multiply-accumulates per cycle on every tile of the chip
+    /// at the products' input precision (FP16: 64 per tile, FP8: 128).
+    pub peak_macs_per_cycle: u64,
 }
 
 /// One codelet instance: the worker code a launch entered.

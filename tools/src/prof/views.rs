@@ -392,6 +392,71 @@ pub fn cost_error_text(p: &ProfileData) -> String {
     s
 }
 
+/// A step that runs products: its work against the chip's AMP peak over
+/// its simulated cycles.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GemmRow {
+    /// The step.
+    pub step: String,
+    /// Its `nn` ops.
+    pub ops: Vec<String>,
+    /// Multiply-accumulates (real dimensions).
+    pub macs: u64,
+    /// Simulated cycles of the step (its products' vertices, K-split
+    /// rounds and epilogues).
+    pub simulated: u64,
+    /// The chip's AMP multiply-accumulates per cycle at the products'
+    /// precision.
+    pub peak_macs_per_cycle: u64,
+    /// `macs / (simulated * peak_macs_per_cycle)`.
+    pub utilisation: f64,
+}
+
+/// Every step with products' work, in program order.
+pub fn gemms(p: &ProfileData) -> Vec<GemmRow> {
+    p.steps
+        .iter()
+        .filter_map(|s| {
+            let w = s.work?;
+            let capacity = s.simulated_cycles as f64 * w.peak_macs_per_cycle as f64;
+            Some(GemmRow {
+                step: s.name.clone(),
+                ops: s.ops.clone(),
+                macs: w.macs,
+                simulated: s.simulated_cycles,
+                peak_macs_per_cycle: w.peak_macs_per_cycle,
+                utilisation: if capacity > 0.0 {
+                    w.macs as f64 / capacity
+                } else {
+                    0.0
+                },
+            })
+        })
+        .collect()
+}
+
+/// Text of [`gemms`].
+pub fn gemms_text(p: &ProfileData) -> String {
+    let mut s = String::from(
+        "products against the AMP's peak (utilisation = MACs / (simulated cycles x the chip's peak MACs per cycle))
+  step                            MACs  simulated  peak/cycle  utilisation  nn ops
+",
+    );
+    for r in gemms(p) {
+        s += &format!(
+            "  {:<24} {:>12} {:>10} {:>11} {:>11.1}%  {}
+",
+            r.step,
+            r.macs,
+            r.simulated,
+            r.peak_macs_per_cycle,
+            100.0 * r.utilisation,
+            r.ops.join(", ")
+        );
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     /// Overlapping spans count once, disjoint ones add, gaps do not count.
