@@ -356,16 +356,7 @@ fn attention_buffers(plan: &AttentionPlan, out_step: usize, machine: &MachineMod
     let lay = &plan.layout;
     let exchange_c = out_step - 1;
     let mut out = placed_buffers(&plan.qk, machine, "qk", &lay.qk, (1, 2), (2, 3));
-    // vt's input is the value weights (a constant); exchange A writes
-    // LayerNorm's rows into its weights.
-    for mut b in placed_buffers(&plan.vt, machine, "vt", &lay.vt, (1, 2), (2, 3)) {
-        if b.name == "vt input" {
-            b.name = "vt weights (LayerNorm rows)".into();
-            b.address = lay.vt.weights;
-            b.size = plan.vt.vertex().weight_bytes() as u32;
-        }
-        out.push(b);
-    }
+    out.extend(swapped_buffers(&plan.vt, machine, "vt", &lay.vt));
     out.extend(placed_buffers(
         &plan.out,
         machine,
@@ -584,23 +575,40 @@ fn of_pool(
     }
 }
 
+/// A swapped product's buffers (the attention block's vt, the pooling
+/// head's sv), live over `exchange_a (1)` to `exchange_b (3)`: its input
+/// is a constant (the value weights), and exchange A writes LayerNorm's
+/// rows into its weights.
+fn swapped_buffers(
+    plan: &GemmPlan,
+    machine: &MachineModel,
+    tag: &str,
+    lay: &TileLayout,
+) -> Vec<Buffer> {
+    placed_buffers(plan, machine, tag, lay, (1, 2), (2, 3))
+        .into_iter()
+        .map(|b| {
+            if b.name == format!("{tag} input") {
+                Buffer {
+                    name: format!("{tag} weights (LayerNorm rows)"),
+                    address: lay.weights,
+                    size: plan.vertex().weight_bytes() as u32,
+                    ..b
+                }
+            } else {
+                b
+            }
+        })
+        .collect()
+}
+
 /// The pooling head's buffers (`pool_head.rs`'s layout), live over its
 /// steps `layer_norm (0), exchange_a (1), sv (2), exchange_b (3), heads
 /// (4), exchange_c (5), out (6)`; LayerNorm's rows are the block's first
 /// output and stay to the end.
 fn pool_buffers(plan: &PoolPlan, machine: &MachineModel) -> Vec<Buffer> {
     let lay = &plan.layout;
-    let mut out = Vec::new();
-    // sv's input is a constant; exchange A writes LayerNorm's rows into
-    // its weights.
-    for mut b in placed_buffers(&plan.sv, machine, "sv", &lay.sv, (1, 2), (2, 3)) {
-        if b.name == "sv input" {
-            b.name = "sv weights (LayerNorm rows)".into();
-            b.address = lay.sv.weights;
-            b.size = plan.sv.vertex().weight_bytes() as u32;
-        }
-        out.push(b);
-    }
+    let mut out = swapped_buffers(&plan.sv, machine, "sv", &lay.sv);
     out.extend(placed_buffers(
         &plan.out,
         machine,
