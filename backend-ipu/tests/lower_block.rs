@@ -8,7 +8,7 @@ mod common;
 
 use common::{assert_block_accuracy, cosine_and_rel_l2, f16_bytes, run_lowered};
 use ipuc_backend_ipu::codelets::gelu::GeluForm;
-use ipuc_backend_ipu::emit::build_executable;
+use ipuc_backend_ipu::emit::{build_executable, build_executable_on};
 use ipuc_backend_ipu::lower::block::{
     emit_mlp, plan_mlp, reference_rows, Fp8Domains, LoweredMlp, MlpConstants, MlpPlan, MlpShape,
     FP8_MAX_REL_L2,
@@ -136,7 +136,8 @@ fn an_ln_tiles_assembly() {
 
 /// The reduction and residual adds of a tile are launches of one shape:
 /// the tile holds one copy of the add's worker code, which every add's
-/// `main` starts. And the block lowers to the same bytes every time.
+/// `main` starts. And the block lowers to the same bytes every time,
+/// its tiles assembled on any number of host threads.
 #[test]
 fn a_tiles_adds_share_one_worker_and_the_bytes_repeat() {
     let s = shape(37, 48, 200, GeluForm::Tanh);
@@ -174,10 +175,15 @@ fn a_tiles_adds_share_one_worker_and_the_bytes_repeat() {
             .to_bytes()
     };
     let (again, relowered) = lower(&plan, &values.constants, &machine);
-    assert_eq!(
-        bytes(&ctx, lowered.executable),
-        bytes(&again, relowered.executable)
-    );
+    let once = bytes(&ctx, lowered.executable);
+    assert_eq!(once, bytes(&again, relowered.executable));
+    // The tiles are assembled on host threads: any number gives the same
+    // executable.
+    for threads in [1, 3, 64] {
+        let exe = build_executable_on(&ctx, lowered.executable, threads)
+            .unwrap_or_else(|d| panic!("{}", d[0].message));
+        assert_eq!(exe.to_bytes(), once, "{threads} threads");
+    }
 }
 
 /// The simulator gives the same run on any number of host threads: an f16

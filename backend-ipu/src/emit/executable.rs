@@ -191,8 +191,92 @@ fn tile_ops(ctx: &Context, exe: OpId) -> Vec<(u32, OpId)> {
     tiles
 }
 
-/// Assembles every tile of `exe` (an `ipu.executable`) and builds the executable.
+/// A tile's assembly: its program and the supervisor stalls the assembler
+/// warns about, or the errors.
+type TileResult = Result<(TileProgram, Vec<Diagnostic>), Vec<Diagnostic>>;
+
+/// Assembles tile `index` (op `tile`) of `machine`.
+fn assemble_tile(ctx: &Context, machine: &MachineModel, index: u32, tile: OpId) -> TileResult {
+    if index >= machine.tiles {
+        return Err(vec![Diagnostic::error(
+            ctx.loc(tile).clone(),
+            format!(
+                "tile {index} does not exist: machine '{}' has {} tiles",
+                machine.name, machine.tiles
+            ),
+        )]);
+    }
+    let entry = ctx
+        .attr(tile, "entry")
+        .and_then(Attribute::as_symbol_root)
+        .unwrap_or("main")
+        .to_string();
+    let opts = AsmOptions {
+        file: format!("tile{index}"),
+        entry,
+        machine: machine.clone(),
+    };
+    let mut statements = tile_statements(ctx, tile).map_err(|d| vec![d])?;
+    // The assembler takes the statements; positions map back through
+    // `statements.ops`.
+    match assemble_statements(std::mem::take(&mut statements.stmts), &opts) {
+        Ok(a) => {
+            // Pipeline stalls do not stop the build; they are reported at
+            // the op that waits.
+            let warnings = a
+                .warnings
+                .iter()
+                .map(|w| {
+                    let op = statements.op_at(w.pos, tile);
+                    Diagnostic::warning(ctx.loc(op).clone(), w.message.clone())
+                })
+                .collect();
+            Ok((
+                TileProgram {
+                    tile: index,
+                    image: a.image,
+                },
+                warnings,
+            ))
+        }
+        Err(errors) => Err(errors
+            .0
+            .iter()
+            .map(|e| {
+                let op = statements.op_at(e.pos, tile);
+                Diagnostic::error(ctx.loc(op).clone(), e.message.clone()).with_note(
+                    ctx.loc(tile).clone(),
+                    format!("in the program of tile {index}"),
+                )
+            })
+            .collect()),
+    }
+}
+
+/// The host threads [`build_executable`] assembles tiles on:
+/// `IPUC_COMPILE_THREADS` if set to a positive number, else every core.
+pub fn compile_threads() -> usize {
+    std::env::var("IPUC_COMPILE_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
+/// Assembles every tile of `exe` (an `ipu.executable`) and builds the
+/// executable, the tiles spread over [`compile_threads`] host threads.
 pub fn build_executable(ctx: &Context, exe: OpId) -> Result<Executable, Vec<Diagnostic>> {
+    build_executable_on(ctx, exe, compile_threads())
+}
+
+/// [`build_executable`] on `threads` host threads: contiguous runs of
+/// tiles, results (programs, warnings, errors) in tile order, so the
+/// executable and its diagnostics do not depend on the thread count.
+pub fn build_executable_on(
+    ctx: &Context,
+    exe: OpId,
+    threads: usize,
+) -> Result<Executable, Vec<Diagnostic>> {
     let machine_name = ctx
         .attr(exe, "machine")
         .and_then(Attribute::as_str)
@@ -203,65 +287,36 @@ pub fn build_executable(ctx: &Context, exe: OpId) -> Result<Executable, Vec<Diag
             format!("unknown machine '{machine_name}'"),
         )]
     })?;
+    let ops = tile_ops(ctx, exe);
+    let chunk = ops.len().div_ceil(threads.max(1)).max(1);
+    let results: Vec<TileResult> = std::thread::scope(|scope| {
+        let machine = &machine;
+        let handles: Vec<_> = ops
+            .chunks(chunk)
+            .map(|run| {
+                scope.spawn(move || {
+                    run.iter()
+                        .map(|&(index, tile)| assemble_tile(ctx, machine, index, tile))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("assembling a tile panicked"))
+            .collect()
+    });
     let mut diags = Vec::new();
     let mut tiles = Vec::new();
-    for (index, tile) in tile_ops(ctx, exe) {
-        if index >= machine.tiles {
-            diags.push(Diagnostic::error(
-                ctx.loc(tile).clone(),
-                format!(
-                    "tile {index} does not exist: machine '{}' has {} tiles",
-                    machine.name, machine.tiles
-                ),
-            ));
-            continue;
-        }
-        let entry = ctx
-            .attr(tile, "entry")
-            .and_then(Attribute::as_symbol_root)
-            .unwrap_or("main")
-            .to_string();
-        let opts = AsmOptions {
-            file: format!("tile{index}"),
-            entry,
-            machine: machine.clone(),
-        };
-        let mut statements = match tile_statements(ctx, tile) {
-            Ok(s) => s,
-            Err(d) => {
-                diags.push(d);
-                continue;
-            }
-        };
-        // The assembler takes the statements; positions map back through
-        // `statements.ops`.
-        match assemble_statements(std::mem::take(&mut statements.stmts), &opts) {
-            Ok(a) => {
-                // Pipeline stalls do not stop the build; they are reported
-                // at the op that waits.
-                for w in &a.warnings {
-                    let op = statements.op_at(w.pos, tile);
-                    tracing::warn!(
-                        "{}",
-                        Diagnostic::warning(ctx.loc(op).clone(), w.message.clone())
-                    );
+    for r in results {
+        match r {
+            Ok((program, warnings)) => {
+                for w in warnings {
+                    tracing::warn!("{w}");
                 }
-                tiles.push(TileProgram {
-                    tile: index,
-                    image: a.image,
-                })
+                tiles.push(program);
             }
-            Err(errors) => {
-                for e in errors.0 {
-                    let op = statements.op_at(e.pos, tile);
-                    diags.push(
-                        Diagnostic::error(ctx.loc(op).clone(), e.message.clone()).with_note(
-                            ctx.loc(tile).clone(),
-                            format!("in the program of tile {index}"),
-                        ),
-                    );
-                }
-            }
+            Err(d) => diags.extend(d),
         }
     }
     let mut bindings = Vec::new();

@@ -12,7 +12,10 @@ pub mod statements;
 pub mod verify_isa;
 
 pub use asm_view::{executable_asm, tile_asm, TileAsm};
-pub use executable::{build_executable, find_executable, CONSTANT_SECTION_PREFIX};
+pub use executable::{
+    build_executable, build_executable_on, compile_threads, find_executable,
+    CONSTANT_SECTION_PREFIX,
+};
 pub use reader::{read_executable, read_tile};
 pub use statements::{tile_statements, TileStatements};
 pub use verify_isa::VerifyIsa;
