@@ -499,6 +499,20 @@ fn a_whole_model_profiles_with_every_step_estimated() {
     let steps = p["steps"].as_array().unwrap();
     assert!(steps.len() > 40, "{}", steps.len());
     assert_no_live_overlap(&p, 0);
+    // The patch embedding's row tiles hold the pixel rows the host wrote.
+    let rows = p["tiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| {
+            t["memory"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a["name"] == "b0 patch rows")
+        })
+        .count();
+    assert!(rows > 0);
     for s in steps {
         let name = s["name"].as_str().unwrap();
         let e = s["estimate_cycles"]

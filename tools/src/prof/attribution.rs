@@ -704,6 +704,16 @@ fn of_chain(
                 for (s, cycles) in a.steps.iter_mut().zip([e.exchange, e.product, e.sync]) {
                     s.estimate = Some(cycles);
                 }
+                // The pixel rows on the row tiles, where the host writes
+                // them, until the exchange moves them.
+                a.buffers.push(Buffer {
+                    name: "patch rows".into(),
+                    tiles: p.row_tiles.clone(),
+                    address: p.rows,
+                    size: LN_ROWS * p.shape.k_padded() * 2,
+                    live: (0, 0),
+                    part: Part::Whole,
+                });
                 // The product's K is padded to whole panels: count the
                 // convolution's own.
                 let sh = p.shape;
