@@ -1,9 +1,10 @@
-// ipu-run --device sim compiles the function (ipu-plan, ipu-lower), runs
-// it on the simulator and compares with the reference executor's outputs
-// for the same seeded inputs, judged as whole tensors (cosine, relative L2
-// error) because the lowering computes in the AMP's precision.
+// ipu-run on its default device, sim, compiles the function (ipu-plan,
+// ipu-lower), runs it on the simulator and compares with the reference
+// executor's outputs for the same seeded inputs, judged as whole tensors
+// (cosine, relative L2 error) because the lowering computes in the AMP's
+// precision. IR runs in the types it is written in (precision as-is).
 
-// RUN: ipu-run %s --device sim | filecheck %s
+// RUN: ipu-run %s | filecheck %s
 // RUN: ipu-run %s --device sim --json | filecheck %s --check-prefix=JSON
 // RUN: not ipu-run %s --device sim --min-cosine 1.0 --max-rel-l2 0 | filecheck %s --check-prefix=STRICT
 // RUN: ipu-run %s --device sim --plan-report 2>&1 | filecheck %s --check-prefix=REPORT
@@ -36,7 +37,7 @@
 // A data set with stored outputs (here the reference device's, written by
 // -o) is judged against them, not against the reference executor: a
 // fixture's onnxruntime outputs are an oracle independent of ipuc.
-// RUN: rm -rf %t && ipu-run %s -o %t && ipu-run %s --device sim --input %t | filecheck %s --check-prefix=STORED
+// RUN: rm -rf %t && ipu-run %s --device reference -o %t && ipu-run %s --device sim --input %t | filecheck %s --check-prefix=STORED
 // STORED: against  the outputs stored in
 // STORED: PASS
 

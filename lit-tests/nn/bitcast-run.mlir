@@ -1,6 +1,6 @@
 // The reference executor's nn.bitcast: the bytes of each element read as
 // the new type (values from numpy's `view`).
-// RUN: ipu-run %s --print-outputs | filecheck %s
+// RUN: ipu-run %s --device reference --print-outputs | filecheck %s
 
 // float32 [1.0, -2.0, 0.5].view(int32)
 // CHECK: output_0 = [1065353216.0000, -1073741824.0000, 1056964608.0000]

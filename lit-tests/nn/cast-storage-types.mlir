@@ -9,7 +9,7 @@
 // The folder must agree where it folds (f4E2M1FN; float -> int casts out of
 // range are undefined in ONNX and left to the executor; f8E8M0FNU depends on
 // round_mode and is not folded).
-// RUN: ipu-run %s --print-outputs | filecheck %s
+// RUN: ipu-run %s --device reference --print-outputs | filecheck %s
 // RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(canonicalize))' | filecheck %s --check-prefix=FOLD
 
 // CHECK: output_0 = [7.0000, -8.0000, -2.0000, 7.0000, -8.0000, -1.0000, 4.0000, 0.0000]

@@ -4,7 +4,7 @@
 // runs it (f32 accumulation, one rounding to f16).
 
 // RUN: ipu-opt %s | filecheck %s
-// RUN: ipu-run %s --function fp8_linear --print-outputs | filecheck %s --check-prefix=REF
+// RUN: ipu-run %s --device reference --function fp8_linear --print-outputs | filecheck %s --check-prefix=REF
 // RUN: ipu-opt %S/Inputs/contraction-fp8-invalid.mlir --split-input-file --verify-diagnostics
 
 // What convert-precision{precision=fp8} emits: FP8 on both sides with the

@@ -2,7 +2,7 @@
 // implementation computed in float64 (onnx 1.23 ReferenceEvaluator): pads
 // that the maximum skips, ceil-mode windows cut at the end, averages with
 // and without the padding counted, a dilated 1-D and a 3-D window.
-// RUN: ipu-run %s --print-outputs | filecheck %s
+// RUN: ipu-run %s --device reference --print-outputs | filecheck %s
 
 // Max, 2x2 stride 2, ceil mode, pads top 1 and right 1.
 // CHECK: output_0 = [3.5000, 2.2500, -2.7500, 4.0000, 5.5000, 2.0000, 2.5000, 3.0000, 1.5000]

@@ -7,12 +7,12 @@
 // RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=fp8}))' | filecheck %s --check-prefix=FP8
 // RUN: ipu-opt %s --precision fp8 | filecheck %s --check-prefix=FP8
 // RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=fp8}))' -o %t.fp8.mlir
-// RUN: ipu-run %t.fp8.mlir --function quantized_weights --print-outputs | filecheck %s --check-prefix=RUN8
-// RUN: ipu-run %s --function quantized_weights --precision fp16 --print-outputs | filecheck %s --check-prefix=RUN16
-// RUN: ipu-run %t.fp8.mlir --function quantized_activations --print-outputs | filecheck %s --check-prefix=RUNACT
+// RUN: ipu-run %t.fp8.mlir --device reference --function quantized_weights --print-outputs | filecheck %s --check-prefix=RUN8
+// RUN: ipu-run %s --device reference --function quantized_weights --precision fp16 --print-outputs | filecheck %s --check-prefix=RUN16
+// RUN: ipu-run %t.fp8.mlir --device reference --function quantized_activations --print-outputs | filecheck %s --check-prefix=RUNACT
 // RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=fp8 fp8-activations=false}))' | filecheck %s --check-prefix=WEIGHTS
 // RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=fp8 fp8-activations=false}))' -o %t.fp8w.mlir
-// RUN: ipu-run %t.fp8w.mlir --function quantized_activations --print-outputs | filecheck %s --check-prefix=RUNW
+// RUN: ipu-run %t.fp8w.mlir --device reference --function quantized_activations --print-outputs | filecheck %s --check-prefix=RUNW
 // RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=fp16 fp8-activations=true}))' | filecheck %s --check-prefix=FP16
 // RUN: not ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=bf16}))' 2>&1 | filecheck %s --check-prefix=BAD
 // RUN: ipu-opt %S/Inputs/precision-attributes-invalid.mlir --split-input-file --verify-diagnostics

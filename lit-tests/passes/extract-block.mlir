@@ -7,11 +7,11 @@
 // RUN: ipu-opt %S/Inputs/two-layer-encoder.mlir --pass-pipeline='builtin.module(extract-block{block=attention:0})' | filecheck %s --check-prefix=ATTN
 // RUN: ipu-opt %S/Inputs/two-layer-encoder.mlir --extract-block=block=layer:0 | filecheck %s --check-prefix=LAYER
 // RUN: ipu-opt %S/Inputs/two-layer-encoder.mlir --extract mlp:0 | filecheck %s --check-prefix=FUSED
-// RUN: ipu-run %S/Inputs/two-layer-encoder.mlir --extract layer:1 | filecheck %s --check-prefix=EXEC
+// RUN: ipu-run %S/Inputs/two-layer-encoder.mlir --device reference --extract layer:1 | filecheck %s --check-prefix=EXEC
 // RUN: not ipu-opt %S/Inputs/two-layer-encoder.mlir --extract-block=block=ffn:1 2>&1 | filecheck %s --check-prefix=BADKIND
 // RUN: not ipu-opt %S/Inputs/two-layer-encoder.mlir --extract mlp 2>&1 | filecheck %s --check-prefix=SYNTAX
 // RUN: not ipu-opt %S/Inputs/two-layer-encoder.mlir --extract-block=block=mlp:2 2>&1 | filecheck %s --check-prefix=RANGE
-// RUN: not ipu-run %S/Inputs/two-layer-encoder.mlir --extract attention:7 2>&1 | filecheck %s --check-prefix=RANGE
+// RUN: not ipu-run %S/Inputs/two-layer-encoder.mlir --device reference --extract attention:7 2>&1 | filecheck %s --check-prefix=RANGE
 // RUN: not ipu-opt %s --extract-block=block=mlp:0 2>&1 | filecheck %s --check-prefix=NOSCOPE
 // RUN: not ipu-opt %S/Inputs/post-norm-layer.mlir --extract-block=block=mlp:0 2>&1 | filecheck %s --check-prefix=NONORM
 // RUN: not ipu-opt %S/Inputs/post-norm-layer.mlir --extract-block=block=attention:0 2>&1 | filecheck %s --check-prefix=NOSCOPE-ATTN

@@ -3,7 +3,7 @@
 // Ties (2.0, 2.0 and 4.0, 4.0 and 0.0, 0.0, 0.0) pick the first.
 // REQUIRES: upstream-mlir
 // RUN: ipu-opt %s --upstream --convert-tosa-to-nn | filecheck %s
-// RUN: ipu-run %s --upstream --print-outputs | filecheck %s --check-prefix=VALUES
+// RUN: ipu-run %s --device reference --upstream --print-outputs | filecheck %s --check-prefix=VALUES
 // RUN: ipu-opt %s --upstream --convert-tosa-to-nn --emit=tosa | filecheck %s --check-prefix=TOSA
 
 // CHECK-LABEL: func.func @main

@@ -2,7 +2,7 @@
 // they convert with the TOSA ops.
 // REQUIRES: upstream-mlir
 // RUN: ipu-opt %s --upstream --convert-tosa-to-nn | filecheck %s
-// RUN: ipu-run %s --upstream --print-outputs | filecheck %s --check-prefix=VALUES
+// RUN: ipu-run %s --device reference --upstream --print-outputs | filecheck %s --check-prefix=VALUES
 
 // CHECK-LABEL: func.func @main
 // CHECK: nn.constant

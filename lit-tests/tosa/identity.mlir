@@ -1,7 +1,7 @@
 // tosa.identity is its operand: nothing is left of it.
 // REQUIRES: upstream-mlir
 // RUN: ipu-opt %s --upstream --convert-tosa-to-nn | filecheck %s
-// RUN: ipu-run %s --upstream --print-outputs | filecheck %s --check-prefix=VALUES
+// RUN: ipu-run %s --device reference --upstream --print-outputs | filecheck %s --check-prefix=VALUES
 
 // CHECK-LABEL: func.func @main
 // CHECK: nn.constant

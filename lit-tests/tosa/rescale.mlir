@@ -5,7 +5,7 @@
 // Values: the TOSA specification's apply_scale_32 on Python integers.
 // REQUIRES: upstream-mlir
 // RUN: ipu-opt %s --upstream --convert-tosa-to-nn | filecheck %s
-// RUN: ipu-run %s --upstream --print-outputs | filecheck %s --check-prefix=VALUES
+// RUN: ipu-run %s --device reference --upstream --print-outputs | filecheck %s --check-prefix=VALUES
 
 // CHECK-LABEL: func.func @main
 // Scale 3 * 2^-1 = 1.5, rounding half up: -383 >> 1 = -192.

@@ -1,7 +1,7 @@
 // tosa.reshape takes its shape from a tosa.const_shape; nn.reshape holds it as an attribute.
 // REQUIRES: upstream-mlir
 // RUN: ipu-opt %s --upstream --convert-tosa-to-nn | filecheck %s
-// RUN: ipu-run %s --upstream --print-outputs | filecheck %s --check-prefix=VALUES
+// RUN: ipu-run %s --device reference --upstream --print-outputs | filecheck %s --check-prefix=VALUES
 // RUN: ipu-opt %s --upstream --convert-tosa-to-nn --emit=tosa | filecheck %s --check-prefix=TOSA
 
 // CHECK-LABEL: func.func @main

@@ -2,7 +2,7 @@
 // file:line:col and show the line.
 // REQUIRES: upstream-mlir
 // RUN: not ipu-opt %s --upstream 2>&1 | filecheck %s
-// RUN: not ipu-run %s --upstream 2>&1 | filecheck %s
+// RUN: not ipu-run %s --device reference --upstream 2>&1 | filecheck %s
 
 // CHECK: upstream-verifier-errors.mlir:[[@LINE+3]]:8: error: upstream MLIR: 'tosa.add' op
 // CHECK-NEXT: %r = tosa.add

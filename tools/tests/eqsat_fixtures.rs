@@ -65,7 +65,7 @@ fn check(name: &str, layers: u64) {
         .arg(&fused)
         .arg("--input")
         .arg(dir.join("test_data_set_0"))
-        .arg("--json")
+        .args(["--device", "reference", "--json"])
         .output()
         .expect("run ipu-run");
     let stdout = String::from_utf8_lossy(&run.stdout);

@@ -10,13 +10,14 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-/// `(output name, rel L2, cosine)` of `ipu-run MODEL --input ... --json ARGS`.
+/// `(output name, rel L2, cosine)` of `ipu-run MODEL --input ...
+/// --device reference --json ARGS`.
 fn accuracy(model: &Path, dir: &Path, args: &[&str]) -> Vec<(String, f64, f64)> {
     let run = Command::new(env!("CARGO_BIN_EXE_ipu-run"))
         .arg(model)
         .arg("--input")
         .arg(dir.join("test_data_set_0"))
-        .arg("--json")
+        .args(["--device", "reference", "--json"])
         .args(args)
         .output()
         .expect("run ipu-run");

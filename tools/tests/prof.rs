@@ -210,7 +210,13 @@ fn bad_input_gets_an_error() {
     assert!(stderr.contains("superstep 40 does not exist"), "{stderr}");
     let (code, _, stderr) = run_tool(
         env!("CARGO_BIN_EXE_ipu-run"),
-        [MODEL, "--profile", dir.path().to_str().unwrap()],
+        [
+            MODEL,
+            "--device",
+            "reference",
+            "--profile",
+            dir.path().to_str().unwrap(),
+        ],
     );
     assert_eq!(code, 2);
     assert!(stderr.contains("--profile needs"), "{stderr}");

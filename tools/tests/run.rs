@@ -59,8 +59,14 @@ fn write_set(dir: &Path, perturb: f32, with_outputs: bool) {
     }
 }
 
+/// `ipu-run ARGS --device reference`: every test here runs IR on the host
+/// reference executor (the simulator, the default device, does not lower
+/// this model).
 fn ipu_run(args: &[&str]) -> (i32, String, String) {
-    common::run_tool(env!("CARGO_BIN_EXE_ipu-run"), args)
+    common::run_tool(
+        env!("CARGO_BIN_EXE_ipu-run"),
+        args.iter().chain(&["--device", "reference"]),
+    )
 }
 
 /// Writes an f32 tensor `name` to the `.pb` file `path`.
@@ -231,9 +237,11 @@ fn errors_are_clear_and_exit_two() {
     let tmp = tempfile::tempdir().unwrap();
     let model = write_model(tmp.path());
     let m = model.to_str().unwrap();
-    refused(
-        &[m, "--device", "ipu"],
-        "unknown device 'ipu' (known devices: reference, sim)",
+    let (code, _, err) = common::run_tool(env!("CARGO_BIN_EXE_ipu-run"), [m, "--device", "ipu"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("unknown device 'ipu' (known devices: reference, sim)"),
+        "{err}"
     );
 
     let onnx = tmp.path().join("model.onnx");

@@ -1,6 +1,7 @@
-//! `ipu-run` on the shared SigLIP fixtures: import, run on the reference
-//! device, and compare with the onnxruntime outputs stored with them
-//! (issue bar: relative L2 error < 1e-5 and cosine > 0.99999 per output).
+//! `ipu-run --device reference` on the shared SigLIP fixtures: import, run
+//! on the host reference executor (the simulator is the default device),
+//! and compare with the onnxruntime outputs stored with them (issue bar:
+//! relative L2 error < 1e-5 and cosine > 0.99999 per output).
 
 mod common;
 
@@ -14,10 +15,12 @@ fn check_fixture(name: &str) {
         .arg(dir.join("model.onnx"))
         .arg("--input")
         .arg(dir.join("test_data_set_0"))
-        .arg("--json")
+        .args(["--device", "reference", "--json"])
         .output()
         .expect("run ipu-run");
     common::assert_matches_onnxruntime(name, &out);
+    let (report, stdout) = common::passed_report(name, &out);
+    assert_eq!(report["device"], "reference", "{name}: {stdout}");
 }
 
 #[test]

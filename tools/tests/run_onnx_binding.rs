@@ -14,11 +14,14 @@ fn shared() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared")
 }
 
+/// `ipu-run ARGS --device reference --json`: the binding is the
+/// importer's, tested on the host reference executor (which runs any graph
+/// the importer reads).
 fn ipu_run(args: &[&Path]) -> (i32, String, String) {
     let args = args.iter().map(|a| a.as_os_str());
     common::run_tool(
         env!("CARGO_BIN_EXE_ipu-run"),
-        args.chain([std::ffi::OsStr::new("--json")]),
+        args.chain(["--device", "reference", "--json"].map(std::ffi::OsStr::new)),
     )
 }
 

@@ -42,7 +42,7 @@ fn saved_random_weights_reproduce_the_same_outputs() {
     let tmp = tempfile::tempdir().unwrap();
     let model = graph_only_tiny(tmp.path());
     let m = model.to_str().unwrap();
-    let (code, err) = run(env!("CARGO_BIN_EXE_ipu-run"), &[m]);
+    let (code, err) = run(env!("CARGO_BIN_EXE_ipu-run"), &[m, "--device", "reference"]);
     assert_eq!(code, 2, "missing weights must be an error");
     assert!(
         err.contains("weights.bin") && err.contains("--weights"),
@@ -55,6 +55,8 @@ fn saved_random_weights_reproduce_the_same_outputs() {
         env!("CARGO_BIN_EXE_ipu-run"),
         &[
             m,
+            "--device",
+            "reference",
             "--weights",
             "random",
             "--seed",
@@ -75,6 +77,8 @@ fn saved_random_weights_reproduce_the_same_outputs() {
         env!("CARGO_BIN_EXE_ipu-run"),
         &[
             saved.join("model.onnx").to_str().unwrap(),
+            "--device",
+            "reference",
             "--input",
             out_a.to_str().unwrap(),
             "-o",

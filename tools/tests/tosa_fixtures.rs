@@ -40,7 +40,7 @@ fn run_reference(name: &str, model: &Path, dir: &Path, extra: &[&str]) -> Vec<(S
         .args(extra)
         .arg("--input")
         .arg(dir.join("test_data_set_0"))
-        .arg("--json")
+        .args(["--device", "reference", "--json"])
         .output()
         .expect("run ipu-run");
     common::assert_matches_onnxruntime(name, &out)

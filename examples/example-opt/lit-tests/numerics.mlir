@@ -2,9 +2,9 @@
 // nn.pow(x, 5) on seeded inputs and stores inputs and outputs (%t), then
 // runs the expanded example.powi on the same inputs and compares.
 
-// RUN: rm -rf %t && ipu-run %S/Inputs/pow5-reference.mlir --seed 11 -o %t | filecheck %s --check-prefix=WRITE
+// RUN: rm -rf %t && ipu-run %S/Inputs/pow5-reference.mlir --device reference --seed 11 -o %t | filecheck %s --check-prefix=WRITE
 // RUN: example-opt %s --pass-pipeline='builtin.module(func.func(example-expand-powi))' -o %t.expanded.mlir
-// RUN: ipu-run %t.expanded.mlir --input %t --atol 1e-6 --rtol 1e-6 | filecheck %s
+// RUN: ipu-run %t.expanded.mlir --device reference --input %t --atol 1e-6 --rtol 1e-6 | filecheck %s
 // WRITE: output_0 [3, 8] f32
 // CHECK: PASS
 func.func @main(%x: tensor<3x8xf32>) -> tensor<3x8xf32> {

@@ -5,6 +5,13 @@ use std::path::PathBuf;
 use clap::{Parser, ValueEnum};
 use ipuc_frontends::onnx::WeightsPolicy;
 
+use super::device::DeviceKind;
+
+/// `--device` when not given, for every input.
+pub const DEFAULT_DEVICE: DeviceKind = DeviceKind::Sim;
+/// `--precision` when not given, for an ONNX model on `--device sim`.
+pub const DEFAULT_SIM_PRECISION: &str = "fp16";
+
 /// Run a model on a device and compare its outputs with reference outputs.
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -33,11 +40,13 @@ pub struct RunArgs {
     /// saved by `ipu-opt --emit=exe` (`.ipuexe`, or recognised by its magic bytes).
     #[arg(value_name = "MODEL")]
     pub model: PathBuf,
-    /// The device to run on: `reference` (the host `nn` interpreter; the
-    /// default for models) or `sim` (the IPU simulator: a model or IR is
-    /// compiled first and compared with the data set's stored outputs, or
-    /// without any with the reference executor's; the default for
-    /// executables).
+    /// The device to run on: `sim` (the default, for every input: the IPU
+    /// simulator; a model or IR is compiled first, which fails with the
+    /// lowering's error where it does not cover the graph yet, and is
+    /// compared with the data set's stored outputs, or without any with the
+    /// reference executor's) or `reference` (the host `nn` interpreter,
+    /// which runs any graph the importer reads, in the model's own
+    /// precision).
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,
     /// A test data set directory, or a directory of `test_data_set_*` folders.
@@ -104,9 +113,16 @@ pub struct RunArgs {
     /// (f8E4M3FNUZ weights with power-of-two scales, the activations they
     /// multiply cast to f8E4M3FNUZ, f16 elsewhere) by the
     /// `convert-precision` pass, after `--extract`; inputs and outputs stay
-    /// f32.
+    /// f32. Default: `fp16` for an ONNX model on `--device sim` (the
+    /// lowering's precision: the model's f32 does not lower); IR (`.mlir`)
+    /// runs in the types it is written in, and on `--device reference` a
+    /// model runs in its own precision.
     #[arg(long, value_name = "fp16|fp8", value_parser = ["fp16", "fp8"])]
     pub precision: Option<String>,
+    /// Whether `precision` is the device's default, not given (set by
+    /// [`RunArgs::with_defaults`]).
+    #[arg(skip)]
+    pub precision_is_default: bool,
     /// With `--device sim` on a model or IR: record the run and write its
     /// profile into DIR: `profile.json` (the data, schema in the README),
     /// `trace.json` (Chrome trace events for Perfetto or
@@ -138,6 +154,23 @@ pub enum WeightsArg {
 }
 
 impl RunArgs {
+    /// The flags as the run uses them: `device` named (`sim` when not
+    /// given), and for an ONNX model on the simulator `precision` set
+    /// (`fp16` when not given), so that what reports them shows what ran.
+    pub fn with_defaults(&self, device: DeviceKind, is_onnx: bool) -> RunArgs {
+        let default = self.precision.is_none() && device == DeviceKind::Sim && is_onnx;
+        RunArgs {
+            device: Some(device.name().to_string()),
+            precision: if default {
+                Some(DEFAULT_SIM_PRECISION.to_string())
+            } else {
+                self.precision.clone()
+            },
+            precision_is_default: default,
+            ..self.clone()
+        }
+    }
+
     /// The loader's weights policy.
     pub fn weights_policy(&self) -> WeightsPolicy {
         match self.weights {
@@ -145,5 +178,58 @@ impl RunArgs {
             WeightsArg::Zeros => WeightsPolicy::Zeros,
             WeightsArg::Random => WeightsPolicy::Random { seed: self.seed },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> RunArgs {
+        RunArgs::try_parse_from([&["ipu-run"], args].concat()).unwrap()
+    }
+
+    /// `(device, precision, precision_is_default)` as the run uses them.
+    fn resolved(
+        args: &[&str],
+        device: DeviceKind,
+        is_onnx: bool,
+    ) -> (String, Option<String>, bool) {
+        let a = parse(args).with_defaults(device, is_onnx);
+        (a.device.unwrap(), a.precision, a.precision_is_default)
+    }
+
+    #[test]
+    fn an_onnx_model_runs_at_fp16_on_the_simulator_unless_told_otherwise() {
+        let fp16 = Some("fp16".to_string());
+        assert_eq!(
+            resolved(&["m.onnx"], DeviceKind::Sim, true),
+            ("sim".into(), fp16.clone(), true)
+        );
+        assert_eq!(
+            resolved(&["m.onnx", "--precision", "fp8"], DeviceKind::Sim, true),
+            ("sim".into(), Some("fp8".into()), false)
+        );
+        assert_eq!(
+            resolved(&["m.onnx", "--precision", "fp16"], DeviceKind::Sim, true),
+            ("sim".into(), fp16.clone(), false)
+        );
+        // IR keeps its own types; the reference device keeps the model's.
+        assert_eq!(
+            resolved(&["m.mlir"], DeviceKind::Sim, false),
+            ("sim".into(), None, false)
+        );
+        assert_eq!(
+            resolved(&["m.onnx"], DeviceKind::Reference, true),
+            ("reference".into(), None, false)
+        );
+        assert_eq!(
+            resolved(
+                &["m.onnx", "--precision", "fp16"],
+                DeviceKind::Reference,
+                true
+            ),
+            ("reference".into(), fp16, false)
+        );
     }
 }

@@ -8,7 +8,9 @@
 //! `against` line (JSON `oracle`) says which.
 //!
 //! What the lowering cannot handle yet is refused with its one error that
-//! lists every op it cannot lower.
+//! lists every op it cannot lower, and a line saying how to run the model
+//! anyway (on the reference device): the simulator is the default device,
+//! and nothing falls back to another one silently.
 
 use std::time::Instant;
 
@@ -25,6 +27,15 @@ use super::executable::run_executable;
 use super::progress::Phases;
 use super::{model, RunArgs, Statistical, Tolerance, DEFAULT_MAX_REL_L2, DEFAULT_MIN_COSINE};
 use crate::run::{CompiledSummary, ProfileSummary, Report};
+
+/// The line an error of the way to the simulator ends with.
+pub const REFERENCE_HINT: &str = "help: to run it anyway, on the host reference executor (no lowering), add `--device reference`";
+
+/// `error` (a model or IR that does not lower to the IPU) with
+/// [`REFERENCE_HINT`] after it.
+pub fn with_reference_hint(error: String) -> String {
+    format!("{}\n{REFERENCE_HINT}", error.trim_end())
+}
 
 /// Compiles the model's function for the simulated chip and runs it. The
 /// outputs are judged as whole tensors (cosine and relative L2 error, the
@@ -96,8 +107,10 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         .regions(loaded.root)
         .first()
         .and_then(|&r| loaded.ctx.entry_block(r))
-        .ok_or("the model has no body to compile")?;
-    let render = |d: &ipuc_ir::Diagnostic| SourceMgr::new().render(d);
+        .ok_or_else(|| with_reference_hint("the model has no body to compile".into()))?;
+    // Every error of planning, lowering and encoding is one of the way to
+    // the simulator.
+    let render = |d: &ipuc_ir::Diagnostic| with_reference_hint(SourceMgr::new().render(d));
     if args.plan_report {
         let report = plan_report(&loaded.ctx, func, &machine).map_err(|d| render(&d))?;
         eprint!("{report}");
@@ -124,8 +137,14 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         None => None,
     };
     phases.start("encoding");
-    let exe = build_executable(&loaded.ctx, lowered.executable)
-        .map_err(|ds| ds.iter().map(render).collect::<Vec<_>>().join("\n"))?;
+    let exe = build_executable(&loaded.ctx, lowered.executable).map_err(|ds| {
+        with_reference_hint(
+            ds.iter()
+                .map(|d| SourceMgr::new().render(d))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    })?;
     let compile_s = started.elapsed().as_secs_f64();
     phases.start("simulating");
     let mut report = run_executable(

@@ -20,7 +20,7 @@ use std::time::Instant;
 use clap::Parser;
 
 pub use crate::import::parse_input_shape;
-pub use cli::{RunArgs, WeightsArg};
+pub use cli::{RunArgs, WeightsArg, DEFAULT_DEVICE, DEFAULT_SIM_PRECISION};
 pub use compare::{compare, Metrics, Statistical, Tolerance};
 pub use data::{synthesize, DataSet, Named};
 pub use device::DeviceKind;
@@ -89,11 +89,11 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
         return Err("--atol and --rtol must be non-negative".into());
     }
     let is_exe = executable::is_executable(&args.model);
-    let device = DeviceKind::parse(args.device.as_deref().unwrap_or(if is_exe {
-        "sim"
-    } else {
-        "reference"
-    }))?;
+    let device = match args.device.as_deref() {
+        Some(name) => DeviceKind::parse(name)?,
+        None => DEFAULT_DEVICE,
+    };
+    let args = &args.with_defaults(device, !is_exe && model::is_onnx(&args.model));
     if args.profile.is_some() && (is_exe || device != DeviceKind::Sim) {
         return Err(
             "--profile needs a model or IR compiled for the simulator (--device sim): an executable carries no attribution to ops, and the reference device no cycles".into(),

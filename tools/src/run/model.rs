@@ -14,7 +14,9 @@ use ipuc_frontends::onnx::{LoadOptions, NamedTensor};
 use ipuc_ir::{parse_source, verify, Context, OpId, SourceMgr};
 
 use super::cli::RunArgs;
+use super::compiled::with_reference_hint;
 use super::data::{to_onnx, DataSet};
+use super::device::DeviceKind;
 
 /// A loaded model: the context and its top-level operation.
 pub struct LoadedModel {
@@ -61,6 +63,11 @@ impl LoadedModel {
 /// What an ONNX model compiled for the simulator runs before the lowering
 /// (and `ipu-bench reference --fuse` before its timed runs).
 pub const FUSE_PIPELINE: &str = "builtin.module(func.func(eqsat-fuse,canonicalize))";
+
+/// Whether `path` names an ONNX model (by its extension, as [`load`] tells).
+pub fn is_onnx(path: &Path) -> bool {
+    path.extension().and_then(|e| e.to_str()) == Some("onnx")
+}
 
 /// Loads `args.model` by its extension; an ONNX model is bound to `set`
 /// when given (see the module documentation).
@@ -114,24 +121,30 @@ pub fn load(args: &RunArgs, set: Option<&DataSet>) -> Result<LoadedModel, String
             ))
         }
     };
+    // What fails in the transformations made only for the simulator (the
+    // fusion, the default precision) fails on the way to it: the error
+    // says how to run the model anyway.
+    let on_sim = args.device.as_deref() == Some(DeviceKind::Sim.name());
     if let Some(block) = &args.extract {
         run_pipeline(
             &mut ctx,
             root,
             &ipuc_passes::extract::extract_pipeline(block),
         )?;
-    } else if extension == "onnx" && args.device.as_deref() == Some("sim") {
+    } else if is_onnx(path) && on_sim {
         // The lowering takes the fused ops (`nn.linear`, `nn.attention`,
         // `nn.gelu`, ...) that an imported graph spells out in primitives,
         // as `--extract` fuses before it cuts.
-        run_pipeline(&mut ctx, root, FUSE_PIPELINE)?;
+        run_pipeline(&mut ctx, root, FUSE_PIPELINE).map_err(with_reference_hint)?;
     }
     if let Some(precision) = &args.precision {
-        run_pipeline(
-            &mut ctx,
-            root,
-            &ipuc_passes::precision::precision_pipeline(precision),
-        )?;
+        let pipeline = ipuc_passes::precision::precision_pipeline(precision);
+        let converted = run_pipeline(&mut ctx, root, &pipeline);
+        if args.precision_is_default {
+            converted.map_err(with_reference_hint)?;
+        } else {
+            converted?;
+        }
     }
     Ok(LoadedModel { ctx, root, binding })
 }

@@ -55,6 +55,19 @@ pub fn fixture_dir(name: &str) -> Option<PathBuf> {
     }
 }
 
+/// `../shared/onnx-node-tests/NAME` (an ONNX node test: one operator, a
+/// test data set with onnxruntime's outputs), or `None` when it is absent
+/// (a failure where fixtures are required).
+pub fn node_test_dir(name: &str) -> Option<PathBuf> {
+    let dir = models_dir().join("../onnx-node-tests").join(name);
+    if dir.exists() {
+        Some(dir)
+    } else {
+        ipuc_test_support::missing(name, &format!("{} not found", dir.display()));
+        None
+    }
+}
+
 /// The JSON report of an `ipu-run --json` run that must have passed (exit
 /// 0; `name`, its stdout and stderr are the failure message), and its
 /// stdout.
