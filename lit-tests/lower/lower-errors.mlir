@@ -4,7 +4,7 @@
 
 // RUN: not ipu-opt %s --split-input-file --pass-pipeline='builtin.module(ipu-lower)' 2>&1 | filecheck %s
 
-// CHECK: lower-errors.mlir:[[@LINE+3]]:8: error: 'nn.tanh' op cannot be lowered to the IPU yet (2 op(s) in this function cannot; the lowering handles one nn.matmul or nn.linear by an nn.constant with a bias and GELU after it, and the MLP block (LayerNorm, two products, residual add), so far)
+// CHECK: lower-errors.mlir:[[@LINE+3]]:8: error: 'nn.tanh' op cannot be lowered to the IPU yet (2 op(s) in this function cannot; the lowering handles one nn.matmul or nn.linear by an nn.constant with a bias and GELU after it, the MLP and attention blocks, and chains of blocks: a SigLIP encoder from its patch embedding to its pooling head)
 // CHECK: lower-errors.mlir:[[@LINE+4]]:8: note: 'nn.mul' cannot be lowered yet
 func.func @block(%x: tensor<8x16xf16>) -> tensor<8x16xf16> {
   %g = nn.tanh %x : tensor<8x16xf16> -> tensor<8x16xf16>

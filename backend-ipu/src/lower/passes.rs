@@ -474,7 +474,7 @@ fn lowerable(ctx: &Context, f: OpId) -> Result<Lowerable, Diagnostic> {
             ctx,
             first,
             format!(
-                "cannot be lowered to the IPU yet ({} op(s) in this function cannot; the lowering handles one nn.matmul or nn.linear by an nn.constant with a bias and GELU after it, and the MLP block (LayerNorm, two products, residual add), so far)",
+                "cannot be lowered to the IPU yet ({} op(s) in this function cannot; the lowering handles one nn.matmul or nn.linear by an nn.constant with a bias and GELU after it, the MLP and attention blocks, and chains of blocks: a SigLIP encoder from its patch embedding to its pooling head)",
                 unsupported.len()
             ),
         );
