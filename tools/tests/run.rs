@@ -346,14 +346,14 @@ fn write_weighty_tosa(path: &Path, k: usize, layers: usize) -> usize {
     layers * k * k * 4
 }
 
-/// Runs `ipu-run MODEL --upstream` and returns its peak resident set size
+/// Runs `ipu-run MODEL --upstream --device reference` and returns its peak resident set size
 /// in bytes (`wait4`'s `ru_maxrss`, this child's alone).
 #[cfg(feature = "mlir")]
 #[allow(clippy::zombie_processes)] // `wait4` reaps it
 fn upstream_run_peak_rss(model: &Path) -> usize {
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_ipu-run"))
         .arg(model)
-        .arg("--upstream")
+        .args(["--upstream", "--device", "reference"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
