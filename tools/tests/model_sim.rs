@@ -63,7 +63,15 @@ fn whole(fixture: &str) {
     let Some(report) = run(fixture, &[], true) else {
         return;
     };
-    // What ran: the simulator, the model converted to fp16.
+    // What ran: the simulator, the model converted to fp16; the outputs
+    // named as the model (and the data set) names them.
+    let names: Vec<&str> = report["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["last_hidden_state", "pooler_output"], "{fixture}");
     assert_eq!(report["device"], "sim", "{fixture}");
     assert_eq!(report["precision"], "fp16", "{fixture}");
     assert_eq!(

@@ -93,7 +93,8 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
                 .into_iter()
                 .enumerate()
                 .map(|(k, tensor)| Named {
-                    name: format!("output_{k}"),
+                    // The executable's stream names.
+                    name: format!("output{k}"),
                     tensor,
                 })
                 .collect(),

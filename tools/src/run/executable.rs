@@ -253,10 +253,14 @@ pub fn run_executable(
                 Some(k) if k != s.kind && k.is_float() && s.kind.is_float() => convert(&tensor, k),
                 _ => tensor,
             };
-            named.push(Named {
-                name: s.name.clone(),
-                tensor,
-            });
+            // Named as the data set names the output at this position (a
+            // model's own output names, as the reference device reports
+            // them), else as the stream.
+            let name = set
+                .expected
+                .get(named.len())
+                .map_or_else(|| s.name.clone(), |n| n.name.clone());
+            named.push(Named { name, tensor });
         }
         report.run_s += started.elapsed().as_secs_f64();
         check_expected_count(set, named.len(), "the executable streams")?;
