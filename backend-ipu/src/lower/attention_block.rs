@@ -70,7 +70,7 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
 use super::attention_exchange::{exchange_a, exchange_b, exchange_c, exchange_d};
-use super::block::{emit_owned_adds, encode_f16, owned_rows_max, positions, LN_ROWS};
+use super::block::{emit_owned_adds, encode_f16, owned_rows_span, positions, LN_ROWS};
 use super::block_exchange::residual_view;
 use super::codegen::{
     emit_standalone, layout, replicated_constant, Calls, Constants, Frame, PlacedGemm, TileLayout,
@@ -683,8 +683,7 @@ fn product_layouts(
     // Region 0 of the out tiles: the residual and the sum, each in whole
     // banks below the vertex states (the add's loads and store each need
     // their own bank).
-    let owned_bytes = owned_rows_max(out) * v_out.n_groups * 32 + 8;
-    let span = owned_bytes.next_multiple_of(bank);
+    let span = owned_rows_span(out, machine);
     let residual = (states_out & !(bank - 1)) - span;
     let sum = residual - span;
     // LN tiles: x's rows, LayerNorm's output, gamma and beta.

@@ -26,6 +26,7 @@ use super::attention_block::AttentionPlan;
 use super::block_exchange::{
     input_panel_transfers, overlap, owned_global, residual_transfers, round_robin,
 };
+use super::codegen::ZeroRun;
 use super::plan::GemmPlan;
 use super::schedule::{Chunk, Segment, Transfer};
 
@@ -334,8 +335,6 @@ pub fn exchange_c(plan: &AttentionPlan) -> Vec<Transfer> {
     }
     round_robin(out)
 }
-
-pub use super::codegen::ZeroRun;
 
 /// The padding runs (see [`super::attention_block`]'s module doc): vt's
 /// weight rows of the tokens past `m` in the last group; the attention

@@ -431,9 +431,8 @@ pub fn block_layout(
     };
     debug_assert!(ln_out >= r3_bottom);
     // Region 0: the residual, sum and bias rows, each in whole banks.
-    let owned_bytes = owned_rows_max(fc2_plan) * v2.n_groups * 32 + 8;
     let bank = machine.element_bytes;
-    let span = owned_bytes.next_multiple_of(bank);
+    let span = owned_rows_span(fc2_plan, machine);
     let bias = (states2 & !(bank - 1)) - span;
     let sum = bias - span;
     let residual = sum - span;
@@ -510,6 +509,15 @@ pub fn owned_rows_max(plan: &GemmPlan) -> u32 {
         .map(|k| reduce::len(reduce::owned(k, plan.grid_k, plan.rows)))
         .max()
         .unwrap_or(0)
+}
+
+/// Bytes of a region-0 buffer that holds, in `plan`'s final view, the
+/// rows a tile owns after the reduction (the residual, sum or bias rows
+/// the owned adds read and write): whole memory banks, so each of an
+/// add's loads and its store has a bank of its own.
+pub fn owned_rows_span(plan: &GemmPlan, machine: &MachineModel) -> u32 {
+    let owned_bytes = owned_rows_max(plan) * plan.vertex().n_groups * 32 + 8;
+    owned_bytes.next_multiple_of(machine.element_bytes)
 }
 
 /// Tile → grid position of a product's tiles.

@@ -721,10 +721,11 @@ pub struct Lowered {
     pub exchange_code_bytes_max: u64,
     /// A block's estimate per step (profiles compare it with the
     /// simulated cycles); `None` for a lone product, whose estimate is its
-    /// plan's, and for the kinds whose steps are not exposed.
+    /// plan's.
     pub block_estimate: Option<StepEstimates>,
-    /// A chain's blocks' estimates, by block (`None` for the kinds whose
-    /// steps are not exposed); empty for a function that is not a chain.
+    /// A chain's blocks' estimates, by block (`None` for a patch
+    /// embedding, whose estimate is its plan's, `PatchPlan::estimate`);
+    /// empty for a function that is not a chain.
     pub chain_estimates: Vec<Option<StepEstimates>>,
     /// A chain's links' scheduled cycles, in order (empty for a function
     /// that is not a chain).

@@ -9,16 +9,18 @@
 //! `out0_*` for the residual add and `out1_*` for fc2's bias add;
 //! `attention_block.rs`: `qk`, `vt` and `out` for its products, `attn_*`
 //! for an attention tile's codelets, `attn_combine` for the key-split
-//! form's combination, `residual_*` for the residual add); a rename there
-//! shows up here as an `unattributed` instance, which the `ipu-prof`
-//! snapshots and `tools/tests/prof.rs` would catch. Buffer addresses are the block's
-//! `BlockLayout`; their sizes come from the planner's own size functions.
+//! form's combination, `residual_*` for the residual add;
+//! `pool_head.rs`: `sv` and `out` for its products, `pool_*` for a head
+//! tile's codelets); a rename there shows up here as an `unattributed`
+//! instance, which the `ipu-prof` snapshots and `tools/tests/prof.rs`
+//! would catch. Buffer addresses are the blocks' layouts; their sizes
+//! come from the planner's and the codelets' own size functions.
 
 use ipuc_backend_ipu::lower::attention::{
     match_attention, plan_of_block as attention_plan, AttentionMatch,
 };
 use ipuc_backend_ipu::lower::attention_block::{AttentionEstimate, AttentionPlan};
-use ipuc_backend_ipu::lower::block::{owned_rows_max, BlockEstimate, MlpPlan, LN_ROWS};
+use ipuc_backend_ipu::lower::block::{owned_rows_span, BlockEstimate, MlpPlan, LN_ROWS};
 use ipuc_backend_ipu::lower::chain::{
     match_chain, plan_chain, ChainBlock, ChainMatch, PlannedBlock,
 };
@@ -29,9 +31,9 @@ use ipuc_backend_ipu::lower::plan::{output_span, reduction_buffer, whole_pairs, 
 use ipuc_backend_ipu::lower::pool::PoolMatch;
 use ipuc_backend_ipu::lower::pool_head::{tokens_padded, PoolEstimate, PoolPlan};
 use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::{Context, OpId, WalkOrder};
 
 use super::schema::Work;
-use ipuc_ir::{Context, OpId, WalkOrder};
 
 /// A step of the lowering.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +66,21 @@ pub struct Buffer {
     pub live: (usize, usize),
     /// Which supersteps of those steps.
     pub part: Part,
+}
+
+impl Buffer {
+    /// `name` on `tiles` at `address`, `size` bytes, live in every
+    /// superstep of steps `live`.
+    fn whole(name: &str, tiles: &[u32], address: u32, size: u64, live: (usize, usize)) -> Self {
+        Buffer {
+            name: name.into(),
+            tiles: tiles.to_vec(),
+            address,
+            size: size as u32,
+            live,
+            part: Part::Whole,
+        }
+    }
 }
 
 /// Which supersteps of its steps a buffer lives in: a product's step runs
@@ -158,19 +175,6 @@ fn step(name: &str, ops: Vec<String>, estimate: Option<u64>, exchange: bool) -> 
     }
 }
 
-/// The work of `plans` on `machine`: their multiply-accumulates and the
-/// chip's AMP peak at the first one's instruction.
-fn work(plans: &[&GemmPlan], machine: &MachineModel) -> Option<Work> {
-    let first = plans.first()?;
-    Some(Work {
-        macs: plans
-            .iter()
-            .map(|p| u64::from(p.shape.m) * u64::from(p.shape.k) * u64::from(p.shape.n))
-            .sum(),
-        peak_macs_per_cycle: first.shape.variant.macs_per_tile_cycle() * u64::from(machine.tiles),
-    })
-}
-
 /// `s` with `work`.
 fn with_work(s: StepInfo, work: Option<Work>) -> StepInfo {
     StepInfo { work, ..s }
@@ -182,6 +186,21 @@ fn work_at(macs: u64, plan: &GemmPlan, machine: &MachineModel) -> Option<Work> {
         macs,
         peak_macs_per_cycle: plan.shape.variant.macs_per_tile_cycle() * u64::from(machine.tiles),
     })
+}
+
+/// Every tile of `plan`'s grid.
+fn product_tiles(plan: &GemmPlan) -> Vec<u32> {
+    (plan.first_tile..plan.first_tile + plan.tiles()).collect()
+}
+
+/// `plan`'s own multiply-accumulates (`m k n`) at its instruction.
+fn work(plan: &GemmPlan, machine: &MachineModel) -> Option<Work> {
+    let s = plan.shape;
+    work_at(
+        u64::from(s.m) * u64::from(s.k) * u64::from(s.n),
+        plan,
+        machine,
+    )
 }
 
 /// The attribution of function `f` as `lowered` (from the same context,
@@ -262,7 +281,7 @@ fn of_product(
                     Some(est.compute + est.rounds_exchange + est.reduction + est.epilogue),
                     false,
                 ),
-                work(&[plan], machine),
+                work(plan, machine),
             ),
             step("sync", vec![], Some(est.sync), false),
         ],
@@ -366,13 +385,8 @@ fn attention_buffers(plan: &AttentionPlan, out_step: usize, machine: &MachineMod
         (out_step, out_step),
     ));
     let row_bytes = LN_ROWS * plan.shape.c * 2;
-    let ln = |name: &str, address: u32, size: u32| Buffer {
-        name: name.into(),
-        tiles: plan.ln_tiles.clone(),
-        address,
-        size,
-        live: (0, 1),
-        part: Part::Whole,
+    let ln = |name: &str, address: u32, size: u32| {
+        Buffer::whole(name, &plan.ln_tiles, address, u64::from(size), (0, 1))
     };
     out.push(ln("layer_norm input", lay.x, row_bytes));
     out.push(ln(
@@ -395,41 +409,24 @@ fn attention_buffers(plan: &AttentionPlan, out_step: usize, machine: &MachineMod
         ("attention P", att.p, values.input_bytes(), (4, 4)),
         ("attention O", att.o, values.output_bytes(), (4, o_until)),
     ] {
-        out.push(Buffer {
-            name: name.into(),
-            tiles: core_tiles.clone(),
-            address,
-            size: size as u32,
-            live,
-            part: Part::Whole,
-        });
+        out.push(Buffer::whole(name, &core_tiles, address, size, live));
     }
     if let Some(c) = &lay.combine {
-        out.push(Buffer {
-            name: "combine partials".into(),
-            tiles: core_tiles.clone(),
-            address: c.input,
-            size: c.part_stride * plan.core.key_blocks,
-            live: (5, 6),
-            part: Part::Whole,
-        });
+        out.push(Buffer::whole(
+            "combine partials",
+            &core_tiles,
+            c.input,
+            u64::from(c.part_stride * plan.core.key_blocks),
+            (5, 6),
+        ));
     }
-    let owned = owned_rows_max(&plan.out) * plan.out.vertex().n_groups * 32 + 8;
-    let span = owned.next_multiple_of(machine.element_bytes);
-    let out_tiles: Vec<u32> =
-        (plan.out.first_tile..plan.out.first_tile + plan.out.tiles()).collect();
+    let span = u64::from(owned_rows_span(&plan.out, machine));
+    let out_tiles = product_tiles(&plan.out);
     for (name, address, live) in [
         ("residual", lay.residual, (1, out_step)),
         ("sum", lay.sum, (out_step, out_step)),
     ] {
-        out.push(Buffer {
-            name: name.into(),
-            tiles: out_tiles.clone(),
-            address,
-            size: span,
-            live,
-            part: Part::Whole,
-        });
+        out.push(Buffer::whole(name, &out_tiles, address, span, live));
     }
     out
 }
@@ -471,7 +468,7 @@ fn of_mlp(
                 e.map(|e| e.fc1),
                 false,
             ),
-            work(&[&plan.fc1], machine),
+            work(&plan.fc1, machine),
         ),
         step("exchange_b", vec![], e.map(|e| e.exchange_b), true),
         with_work(
@@ -481,7 +478,7 @@ fn of_mlp(
                 e.map(|e| e.fc2),
                 false,
             ),
-            work(&[&plan.fc2], machine),
+            work(&plan.fc2, machine),
         ),
         step("sync", vec![], e.map(|e| e.sync), false),
     ];
@@ -558,7 +555,7 @@ fn of_pool(
             step("exchange_c", vec![], est(|e| e.exchange_c), true),
             with_work(
                 step("out", vec![last.clone()], est(|e| e.out), false),
-                work(&[&plan.out], machine),
+                work(&plan.out, machine),
             ),
             step("sync", vec![], est(|e| e.sync), false),
         ],
@@ -622,14 +619,13 @@ fn pool_buffers(plan: &PoolPlan, machine: &MachineModel) -> Vec<Buffer> {
         ("layer_norm input", lay.x, (0, 1)),
         ("layer_norm output", lay.ln_out, (0, 6)),
     ] {
-        out.push(Buffer {
-            name: name.into(),
-            tiles: plan.ln_tiles.clone(),
+        out.push(Buffer::whole(
+            name,
+            &plan.ln_tiles,
             address,
-            size: row_bytes,
+            u64::from(row_bytes),
             live,
-            part: Part::Whole,
-        });
+        ));
     }
     let heads: Vec<u32> = (plan.first_head..plan.first_head + plan.shape.heads).collect();
     let v = &lay.head.values;
@@ -644,23 +640,16 @@ fn pool_buffers(plan: &PoolPlan, machine: &MachineModel) -> Vec<Buffer> {
         ("head P", v.input, v.input_bytes(), (4, 4)),
         ("head O", v.output, v.output_bytes(), (4, 5)),
     ] {
-        out.push(Buffer {
-            name: name.into(),
-            tiles: heads.clone(),
-            address,
-            size: size as u32,
-            live,
-            part: Part::Whole,
-        });
+        out.push(Buffer::whole(name, &heads, address, size, live));
     }
     out
 }
 
 /// A chain: each block's attribution on its own tiles, its steps in
-/// program order with a `link` exchange step between two blocks, one
-/// `sync` step for all (its estimate the blocks' syncs; the links' are
-/// not estimated apart). `estimates` holds each block's estimate where the
-/// lowering gave one.
+/// program order with a `link` exchange step between two blocks (its
+/// estimate the link's scheduled cycles, from `links`), one `sync` step
+/// for all (its estimate the blocks' syncs and two per link).
+/// `estimates` holds each block's estimate where the lowering gave one.
 fn of_chain(
     ctx: &Context,
     chain: &ChainMatch,
@@ -706,14 +695,13 @@ fn of_chain(
                 }
                 // The pixel rows on the row tiles, where the host writes
                 // them, until the exchange moves them.
-                a.buffers.push(Buffer {
-                    name: "patch rows".into(),
-                    tiles: p.row_tiles.clone(),
-                    address: p.rows,
-                    size: LN_ROWS * p.shape.k_padded() * 2,
-                    live: (0, 0),
-                    part: Part::Whole,
-                });
+                a.buffers.push(Buffer::whole(
+                    "patch rows",
+                    &p.row_tiles,
+                    p.rows,
+                    u64::from(LN_ROWS * p.shape.k_padded() * 2),
+                    (0, 0),
+                ));
                 // The product's K is padded to whole panels: count the
                 // convolution's own.
                 let sh = p.shape;
@@ -730,18 +718,8 @@ fn of_chain(
             (ChainBlock::Pool(b), PlannedBlock::Pool(p)) => {
                 of_pool(ctx, b, p, pool_estimate(estimate), machine)
             }
-            // Blocks whose lowering exposes no steps yet (the pooling
-            // head): one step of all their ops.
-            _ => {
-                let ops: Vec<String> = block
-                    .ops()
-                    .iter()
-                    .filter(|&&o| ctx.name_str(o) != "nn.constant")
-                    .map(|&o| op_label(ctx, o))
-                    .collect();
-                let first = ops.first().cloned().unwrap_or_else(|| format!("block {k}"));
-                generic(ops, first, "block")
-            }
+            // plan_chain plans each block as its own kind.
+            _ => unreachable!("plans follow the blocks"),
         };
         let tiles = plan.tiles();
         let range = (
@@ -791,21 +769,6 @@ fn of_chain(
     out
 }
 
-/// An attribution without the lowering's steps: every codelet is `op`
-/// in one step `name` of `ops`, between an exchange step and `sync`.
-fn generic(ops: Vec<String>, op: String, name: &str) -> Attribution {
-    Attribution {
-        steps: vec![
-            step("exchange", vec![], None, true),
-            step(name, ops, None, false),
-            step("sync", vec![], None, false),
-        ],
-        instances: rules(vec![("", 1, op)]),
-        buffers: Vec::new(),
-        consumed: Vec::new(),
-    }
-}
-
 fn placed_buffers(
     plan: &GemmPlan,
     machine: &MachineModel,
@@ -815,7 +778,7 @@ fn placed_buffers(
     output_live: (usize, usize),
 ) -> Vec<Buffer> {
     let v = plan.vertex();
-    let tiles: Vec<u32> = (plan.first_tile..plan.first_tile + plan.tiles()).collect();
+    let tiles = product_tiles(plan);
     let name = |n: &str| {
         if tag.is_empty() {
             n.to_string()
@@ -823,13 +786,8 @@ fn placed_buffers(
             format!("{tag} {n}")
         }
     };
-    let buffer = |n: &str, address: u32, size: u64, live| Buffer {
-        name: name(n),
-        tiles: tiles.clone(),
-        address,
-        size: size as u32,
-        live,
-        part: Part::Whole,
+    let buffer = |n: &str, address: u32, size: u64, live| {
+        Buffer::whole(&name(n), &tiles, address, size, live)
     };
     let mut out = vec![
         Buffer {
@@ -887,27 +845,17 @@ fn block_buffers(plan: &MlpPlan, machine: &MachineModel) -> Vec<Buffer> {
         (4, 4),
     ));
     let ln_out = (LN_ROWS * plan.shape.ln_row_bytes() + 16).next_multiple_of(16);
-    out.push(Buffer {
-        name: "layer_norm output".into(),
-        tiles: plan.ln_tiles.clone(),
-        address: lay.ln_out,
-        size: ln_out,
-        live: (0, 1),
-        part: Part::Whole,
-    });
-    let owned = owned_rows_max(&plan.fc2) * plan.fc2.vertex().n_groups * 32 + 8;
-    let span = owned.next_multiple_of(machine.element_bytes);
-    let fc2_tiles: Vec<u32> =
-        (plan.fc2.first_tile..plan.fc2.first_tile + plan.fc2.tiles()).collect();
+    out.push(Buffer::whole(
+        "layer_norm output",
+        &plan.ln_tiles,
+        lay.ln_out,
+        u64::from(ln_out),
+        (0, 1),
+    ));
+    let span = u64::from(owned_rows_span(&plan.fc2, machine));
+    let fc2_tiles = product_tiles(&plan.fc2);
     for (name, address, live) in [("residual", lay.residual, (1, 4)), ("sum", lay.sum, (4, 4))] {
-        out.push(Buffer {
-            name: name.into(),
-            tiles: fc2_tiles.clone(),
-            address,
-            size: span,
-            live,
-            part: Part::Whole,
-        });
+        out.push(Buffer::whole(name, &fc2_tiles, address, span, live));
     }
     out
 }
