@@ -253,14 +253,24 @@ fn assemble_tile(ctx: &Context, machine: &MachineModel, index: u32, tile: OpId) 
     }
 }
 
+/// The environment variable that sets [`compile_threads`].
+pub const COMPILE_THREADS_ENV: &str = "IPUC_COMPILE_THREADS";
+
 /// The host threads [`build_executable`] assembles tiles on:
-/// `IPUC_COMPILE_THREADS` if set to a positive number, else every core.
+/// [`COMPILE_THREADS_ENV`] if it holds a positive number (anything else
+/// is ignored with a warning, as the simulator's `IPUC_SIM_THREADS` is),
+/// else every core.
 pub fn compile_threads() -> usize {
-    std::env::var("IPUC_COMPILE_THREADS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+    let asked = std::env::var(COMPILE_THREADS_ENV).ok().and_then(|v| {
+        let n = v.trim().parse::<std::num::NonZeroUsize>().ok();
+        if n.is_none() {
+            tracing::warn!("{COMPILE_THREADS_ENV}={v:?} is not a positive thread count: ignored");
+        }
+        n
+    });
+    asked
+        .or_else(|| std::thread::available_parallelism().ok())
+        .map_or(1, usize::from)
 }
 
 /// Assembles every tile of `exe` (an `ipu.executable`) and builds the

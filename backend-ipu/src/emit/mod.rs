@@ -13,7 +13,7 @@ pub mod verify_isa;
 
 pub use asm_view::{executable_asm, tile_asm, TileAsm};
 pub use executable::{
-    build_executable, build_executable_on, compile_threads, find_executable,
+    build_executable, build_executable_on, compile_threads, find_executable, COMPILE_THREADS_ENV,
     CONSTANT_SECTION_PREFIX,
 };
 pub use reader::{read_executable, read_tile};
