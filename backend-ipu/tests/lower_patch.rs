@@ -9,6 +9,7 @@ mod common;
 use common::{assert_block_accuracy, assert_near_estimate, cosine_and_rel_l2, run_lowered};
 use ipuc_backend_ipu::lower::block_values::PatchValues;
 use ipuc_backend_ipu::lower::patch_embed::{emit_patch, plan_patch_in, reference_rows, PatchShape};
+use ipuc_backend_ipu::lower::window::Window;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
 use ipuc_runtime::device::Device;
@@ -21,7 +22,8 @@ fn run(s: PatchShape, tiles: u32, seed: u64) -> ((f64, f64, u64, u64), u32) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let PatchValues { x, constants: k } = PatchValues::random(s, || rng.random_range(-1.0..1.0));
     let machine = MachineModel::c600();
-    let plan = plan_patch_in(s, &machine, (0, tiles)).unwrap_or_else(|e| panic!("{e}"));
+    let plan = plan_patch_in(s, &machine, (0, tiles), Window::alone(&machine))
+        .unwrap_or_else(|e| panic!("{e}"));
     let mut ctx = Context::new(ipuc_dialects::registry());
     let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
         .unwrap()
@@ -98,6 +100,12 @@ fn a_product_with_a_k_split_still_adds_the_rows_once() {
 #[test]
 fn too_few_tiles_for_the_rows_and_the_product_is_an_error() {
     let s = shape(3, (32, 32), 8, 64);
-    let err = plan_patch_in(s, &MachineModel::c600(), (0, 3)).unwrap_err();
+    let err = plan_patch_in(
+        s,
+        &MachineModel::c600(),
+        (0, 3),
+        Window::alone(&MachineModel::c600()),
+    )
+    .unwrap_err();
     assert!(err.contains("16 patch rows need 3 row tiles"), "{err}");
 }

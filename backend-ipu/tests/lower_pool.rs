@@ -14,6 +14,7 @@ use common::{
 };
 use ipuc_backend_ipu::lower::block_values::PoolValues;
 use ipuc_backend_ipu::lower::pool_head::{emit_pool, plan_pool_in, reference, PoolShape};
+use ipuc_backend_ipu::lower::window::Window;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
 use ipuc_runtime::device::Device;
@@ -37,7 +38,8 @@ fn run(s: PoolShape, tiles: u32, seed: u64) -> ((f64, f64), (f64, f64), u64, u64
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let PoolValues { x, constants: k } = PoolValues::random(s, || rng.random_range(-1.0..1.0));
     let machine = MachineModel::c600();
-    let plan = plan_pool_in(s, &machine, (0, tiles)).unwrap_or_else(|e| panic!("{e}"));
+    let plan = plan_pool_in(s, &machine, (0, tiles), Window::alone(&machine))
+        .unwrap_or_else(|e| panic!("{e}"));
     let mut ctx = Context::new(ipuc_dialects::registry());
     let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
         .unwrap()
@@ -94,7 +96,13 @@ fn pooling_heads_match_float64() {
 #[test]
 fn a_head_tile_that_does_not_fit_is_refused_with_the_sizes() {
     // 4,096 tokens of heads of 128: 1 MB of value panels per head tile.
-    let err = plan_pool_in(shape(4096, 1024, 8), &MachineModel::c600(), (0, 1472)).unwrap_err();
+    let err = plan_pool_in(
+        shape(4096, 1024, 8),
+        &MachineModel::c600(),
+        (0, 1472),
+        Window::alone(&MachineModel::c600()),
+    )
+    .unwrap_err();
     assert!(err.contains("a head tile does not fit"), "{err}");
 }
 
@@ -104,7 +112,8 @@ fn so400m_s_head_plans_on_half_the_chip() {
     // of value panels each; the block gets half the chip in the tail's
     // chain.
     let m = MachineModel::c600();
-    let plan = plan_pool_in(shape(729, 1152, 16), &m, (0, 736)).unwrap_or_else(|e| panic!("{e}"));
+    let plan = plan_pool_in(shape(729, 1152, 16), &m, (0, 736), Window::alone(&m))
+        .unwrap_or_else(|e| panic!("{e}"));
     let est = plan.estimate(&m).unwrap();
     eprintln!("{}", plan.report(&m));
     assert!(plan.tiles().iter().all(|&t| t < 736));

@@ -11,10 +11,10 @@
 // SIM: output0 {{.*}} ok
 // SIM: PASS
 
-// The plan: the row tiles last in the block's share, the padded rows.
+// The plan: the row tiles last on the chip, the padded rows.
 // RUN: ipu-run %s --device sim --plan-report 2>&1 | filecheck %s --check-prefix=REPORT
-// REPORT: a chain of 2 blocks, 736 tiles each
-// REPORT-NEXT: block 0: patch embedding 3x12x24 patches of 6, 8 tokens x 16 (rows of 108 padded to 112): rows on tiles 734..=735
+// REPORT: a chain of 2 blocks sharing the chip in time: private memory 0x80000..0x{{[0-9a-f]+}} per tile, add columns of 16384 bytes
+// REPORT-NEXT: block 0: patch embedding 3x12x24 patches of 6, 8 tokens x 16 (rows of 108 padded to 112): rows on tiles 1470..=1471
 // REPORT-NEXT: product: 8x108x16 f16v4hihov4amp + bias
 // REPORT-NEXT: estimate: {{[0-9]+}} cycles (exchange {{[1-9][0-9]*}}, product {{[1-9][0-9]*}}, sync {{[0-9]+}})
 // REPORT-NEXT: block 1: MLP block 8x16x32
@@ -30,9 +30,9 @@
 // CHECK: nn.conv2d {{.*}}ipu.plan = {{.*}}grid = array<i64: 8, 1>
 // CHECK: ipu.tensor constant @b0_patch_row_bias_0_0_0 : tensor<20xf16> {{.*}} pieces [(0, [[BIAS:0x[0-9a-f]+]], 0, 20)]
 // CHECK-NEXT: ipu.tensor constant @b0_patch_row_bias_1_0_0 : tensor<20xf16> {{.*}} pieces [(1, [[BIAS]], 0, 20)]
-// CHECK: ipu.tensor constant @b0_patch_zero0 : tensor<2xi32> {{.*}} pieces [(734, 0x800d8, 0, 2), (735, 0x800d8, 0, 2)]
-// CHECK-NEXT: ipu.tensor constant @b0_patch_zero1 : tensor<2xi32> {{.*}} pieces [(734, 0x801b8, 0, 2), (735, 0x801b8, 0, 2)]
-// CHECK: ipu.tensor input @input0 : tensor<1x3x12x24xf16> pieces [(734, 0x80000, 0, 6), (734, 0x800e0, 6, 6), (734, 0x801c0, 12, 6), (734, 0x802a0, 18, 6), (734, 0x8000c, 24, 6),
+// CHECK: ipu.tensor constant @b0_patch_zero0 : tensor<2xi32> {{.*}} pieces [(1470, 0x800d8, 0, 2), (1471, 0x800d8, 0, 2)]
+// CHECK-NEXT: ipu.tensor constant @b0_patch_zero1 : tensor<2xi32> {{.*}} pieces [(1470, 0x801b8, 0, 2), (1471, 0x801b8, 0, 2)]
+// CHECK: ipu.tensor input @input0 : tensor<1x3x12x24xf16> pieces [(1470, 0x80000, 0, 6), (1470, 0x800e0, 6, 6), (1470, 0x801c0, 12, 6), (1470, 0x802a0, 18, 6), (1470, 0x8000c, 24, 6),
 // CHECK: ipu.tensor output @output0 : tensor<1x8x16xf16>
 
 // A generated case: values uniform at the scales of a trained layer (numpy

@@ -425,9 +425,10 @@ fn a_layer_profiles_block_by_block() {
         .collect();
     assert_estimated(&p, &block_steps);
     let codelets = p["codelets"].as_array().unwrap();
+    // Each block's code is in a scope of its own on the tiles they share.
     let ln_steps: Vec<(u64, &str)> = codelets
         .iter()
-        .filter(|c| c["instance"] == "ln")
+        .filter(|c| c["instance"] == "b0_ln" || c["instance"] == "b1_ln")
         .map(|c| (c["step"].as_u64().unwrap(), c["op"].as_str().unwrap()))
         .collect();
     assert_eq!(ln_steps.len(), 2, "{ln_steps:?}");

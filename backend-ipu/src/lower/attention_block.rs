@@ -63,6 +63,8 @@
 //! V to every row block, Q to every key block, out's input to every grid
 //! column) serialise, so for so400m they dominate the block.
 
+use super::ln_tiles::LnRows;
+use super::window::Window;
 use std::collections::BTreeMap;
 
 use ipuc_dialects::ipu::TensorPiece;
@@ -70,7 +72,7 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
 use super::attention_exchange::{exchange_a, exchange_b, exchange_c, exchange_d};
-use super::block::{emit_owned_adds, encode_f16, owned_rows_span, positions, LN_ROWS};
+use super::block::{emit_owned_adds, encode_f16, owned_rows_bytes, positions, LN_ROWS};
 use super::block_exchange::residual_view;
 use super::codegen::{
     emit_standalone, layout, replicated_constant, Calls, Constants, Frame, PlacedGemm, TileLayout,
@@ -221,6 +223,10 @@ impl CorePlan {
 pub struct AttentionLayout {
     /// qk's tiles.
     pub qk: TileLayout,
+    /// Whether vt's input (a constant read once) sits in the shared
+    /// scratch, where the block's later buffers lie over it (the block
+    /// runs first, [`super::window::Window::fresh`]), rather than private.
+    pub vt_input_shared: bool,
     /// vt's tiles.
     pub vt: TileLayout,
     /// out's tiles.
@@ -303,6 +309,9 @@ pub struct AttentionPlan {
     /// The best plan of each form (materialised, key-split), the chosen
     /// one among them.
     pub forms: Box<[FormEstimate; 2]>,
+    /// What the block leaves of the memory it was planned in (the next
+    /// block's window).
+    pub next: Window,
 }
 
 impl AttentionPlan {
@@ -412,13 +421,7 @@ impl AttentionPlan {
                 .map_or_else(String::new, |d| format!(", exchange D {} cycles", d.cycles));
         let l = &self.layout;
         let lay = &l.core;
-        let window_end = l.combine.map_or(
-            lay.stats
-                .map_or(lay.o + lay.values().output_bytes() as u32, |st| {
-                    st + 8 * core.rows
-                }),
-            |c| c.output + s.dp() / 16 * c.output_stride,
-        );
+        let window_end = window_end(*s, core, lay, l.combine.as_ref());
         let transient = [&l.qk, &l.vt, &l.out]
             .iter()
             .map(|t| t.reduction.map_or(t.input, |r| r[2]).min(t.input))
@@ -447,7 +450,7 @@ impl AttentionPlan {
             self.forms[0],
             self.forms[1],
             self.out,
-            machine.interleaved_base,
+            l.qk.weights,
             lay.k,
             lay.k,
             window_end,
@@ -512,29 +515,43 @@ pub fn plan_attention(
     shape: AttentionShape,
     machine: &MachineModel,
 ) -> Result<AttentionPlan, String> {
-    plan_attention_in(shape, machine, (0, machine.tiles))
+    plan_attention_with(shape, machine, (0, machine.tiles), None)
 }
 
-/// [`plan_attention`] on the `count` tiles from `first` (a block of a
-/// program whose blocks run on tiles of their own).
+/// [`plan_attention`] on the `count` tiles from `first`, in the memory
+/// `window` leaves (a block of a program of several, [`super::window`]).
 pub fn plan_attention_in(
     shape: AttentionShape,
     whole: &MachineModel,
     range: (u32, u32),
+    window: Window,
 ) -> Result<AttentionPlan, String> {
-    plan_attention_with(shape, whole, range, None)
+    plan_attention_window(shape, whole, range, None, window)
 }
 
-/// [`plan_attention_in`] with the blocks of keys per head forced where
-/// given (1: the materialised form).
+/// [`plan_attention`] on the `count` tiles from `first` with the blocks
+/// of keys per head forced where given (1: the materialised form).
 pub fn plan_attention_with(
+    shape: AttentionShape,
+    whole: &MachineModel,
+    range: (u32, u32),
+    key_blocks: Option<u32>,
+) -> Result<AttentionPlan, String> {
+    plan_attention_window(shape, whole, range, key_blocks, Window::alone(whole))
+}
+
+fn plan_attention_window(
     shape: AttentionShape,
     whole: &MachineModel,
     (first, count): (u32, u32),
     key_blocks: Option<u32>,
+    mut window: Window,
 ) -> Result<AttentionPlan, String> {
+    // The products' search sees the interleaved memory earlier blocks
+    // left.
     let machine = &MachineModel {
         tiles: count,
+        interleaved_base: window.base,
         ..whole.clone()
     };
     let s = shape;
@@ -603,7 +620,7 @@ pub fn plan_attention_with(
         gemm,
     )?;
     let ln_tiles: Vec<u32> = (first + gemm..first + machine.tiles).collect();
-    let products = product_layouts(s, [&qk, &vt, &out], machine)?;
+    let products = product_layouts(s, [&qk, &vt, &out], whole, &mut window)?;
     let forms =
         [false, true].map(|split| best_core(s, &products, gemm, first, split, key_blocks, machine));
     let chosen = forms
@@ -612,7 +629,8 @@ pub fn plan_attention_with(
         .min_by_key(|(_, cycles)| *cycles)
         .map(|&(c, _)| c)
         .ok_or_else(|| format!("no attention form fits: {}; {}", forms[0], forms[1]))?;
-    let layout = products.with_core(s, chosen, machine)?;
+    let (layout, private_end) = products.with_core(s, chosen, machine)?;
+    window.base = window.base.max(private_end);
     Ok(AttentionPlan {
         shape,
         qk,
@@ -622,6 +640,7 @@ pub fn plan_attention_with(
         ln_tiles,
         layout,
         forms: Box::new(forms),
+        next: window.after_block(),
     })
 }
 
@@ -633,6 +652,8 @@ struct ProductLayouts {
     out: TileLayout,
     /// The first byte above every product's weights and bias blocks.
     weights_end: u32,
+    /// Whether vt's input is in the shared scratch.
+    vt_input_shared: bool,
     /// The lowest byte of any product's inputs, outputs and reduction
     /// buffers.
     transient_bottom: u32,
@@ -645,71 +666,108 @@ struct ProductLayouts {
     beta: u32,
 }
 
-/// Lays out the products: the weights of qk (or vt) and then out's at the
-/// bottom of interleaved memory, each product's inputs, outputs and
-/// reduction buffers from the top (they live at different times), the
-/// vertex states at the top of region 0, then out's residual and sum.
+/// Lays out the products in `window` ([`super::window`]): private from
+/// its base, on each tile what its role needs (qk's weights on qk's
+/// tiles; vt's weights, the LayerNorm rows exchange A writes, and its
+/// constant input, the value weights, on vt's; x's rows, LayerNorm's
+/// output, gamma and beta on the LN tiles), then out's weights and the
+/// bias blocks above all of them; each product's inputs, outputs and
+/// reduction buffers shared scratch from the top (they live at different
+/// times); out's residual and sum in the add columns, the vertex states
+/// below them. The attention's window goes above the bias blocks
+/// ([`ProductLayouts::with_core`]).
 fn product_layouts(
     s: AttentionShape,
     [qk, vt, out]: [&GemmPlan; 3],
     machine: &MachineModel,
+    window: &mut Window,
 ) -> Result<ProductLayouts, String> {
-    let bank = machine.element_bytes;
     let (l_qk, l_vt, l_out) = (
         layout(qk, machine),
         layout(vt, machine),
         layout(out, machine),
     );
     let (v_qk, v_vt, v_out) = (qk.vertex(), vt.vertex(), out.vertex());
-    let w_out = (machine.interleaved_base + v_qk.weight_bytes().max(v_vt.weight_bytes()) as u32)
+    let private_start = window.base;
+    let base = window.base.next_multiple_of(16);
+    // vt's tiles: its weights (LayerNorm's rows), then its input, a
+    // constant read by vt alone: with nothing run before, in the shared
+    // scratch where the products' buffers put it (the scores lie over it
+    // later), else private.
+    let (vt_input, vt_end) = if window.fresh {
+        (l_vt.input, base + v_vt.weight_bytes() as u32)
+    } else {
+        let at = (base + v_vt.weight_bytes() as u32).next_multiple_of(16);
+        (at, at + v_vt.input_bytes() as u32)
+    };
+    // The LN tiles.
+    let LnRows {
+        x,
+        ln_out,
+        gamma,
+        beta,
+        end: ln_end,
+    } = LnRows::at(base, s.c);
+    let w_out = (base + v_qk.weight_bytes() as u32)
+        .max(vt_end)
         .next_multiple_of(16);
     // The bias blocks (constants, the products' initial partials) above
     // the weights, out of every buffer's way: in other element pairs than
     // the inputs and outputs, so no bank rule ties them to those.
     let bias_qk = (w_out + v_out.weight_bytes() as u32).next_multiple_of(16);
     let bias_out = (bias_qk + v_qk.bias_bytes() as u32).next_multiple_of(16);
-    let weights_end = bias_out + v_out.bias_bytes() as u32;
+    let weights_end = (bias_out + v_out.bias_bytes() as u32).max(ln_end);
+    window.base = weights_end;
     let bottom = |l: &TileLayout| l.reduction.map_or(l.input, |r| r[2]).min(l.input);
-    let transient_bottom = bottom(&l_qk).min(bottom(&l_vt)).min(bottom(&l_out));
+    let vt_bottom = if window.fresh {
+        bottom(&l_vt)
+    } else {
+        l_vt.reduction.map_or(l_vt.output, |r| r[2])
+    };
+    let transient_bottom = bottom(&l_qk).min(vt_bottom).min(bottom(&l_out));
     if transient_bottom < weights_end {
         return Err(format!(
-            "the products do not fit beside each other: their weights take {} bytes of interleaved memory and their inputs, outputs and reductions {}, against {}",
-            weights_end - machine.interleaved_base,
+            "the products do not fit beside each other: their weights, bias blocks and vt's input take {} bytes of interleaved memory (above {} bytes earlier blocks keep) and their inputs, outputs and reductions {}, against {}",
+            weights_end - private_start,
+            private_start - machine.interleaved_base,
             machine.sram_end - transient_bottom,
             machine.sram_end - machine.interleaved_base
         ));
     }
-    let states_out = (l_qk.states.min(l_vt.states) - v_out.state_bytes() as u32) & !7;
-    // Region 0 of the out tiles: the residual and the sum, each in whole
-    // banks below the vertex states (the add's loads and store each need
-    // their own bank).
-    let span = owned_rows_span(out, machine);
-    let residual = (states_out & !(bank - 1)) - span;
-    let sum = residual - span;
-    // LN tiles: x's rows, LayerNorm's output, gamma and beta.
-    let row_bytes = s.c * 2;
-    let x = machine.interleaved_base;
-    let ln_out = (x + LN_ROWS * row_bytes + 16).next_multiple_of(16);
-    let gamma = (ln_out + LN_ROWS * row_bytes + 16).next_multiple_of(16);
-    let beta = gamma + row_bytes.next_multiple_of(8);
+    // Region 0 of the out tiles: the residual and the sum in the add
+    // columns (the add's loads and store each need their own bank), the
+    // vertex states below.
+    let span = owned_rows_bytes(out);
+    let [residual, sum] = window.adds(span, 2, machine)?[..] else {
+        unreachable!("two columns asked for")
+    };
+    let states_qkvt = window.region0(v_qk.state_bytes().max(v_vt.state_bytes()) as u32);
+    let states_out = window.region0(v_out.state_bytes() as u32);
+    let tensors_start = window.region0;
     Ok(ProductLayouts {
         qk: TileLayout {
+            weights: base,
+            states: states_qkvt,
             bias: l_qk.bias.map(|_| bias_qk),
-            tensors_start: sum,
+            tensors_start,
             ..l_qk
         },
         vt: TileLayout {
-            tensors_start: sum,
+            weights: base,
+            states: states_qkvt,
+            input: vt_input,
+            tensors_start,
             ..l_vt
         },
         out: TileLayout {
             weights: w_out,
             states: states_out,
             bias: l_out.bias.map(|_| bias_out),
-            tensors_start: sum,
+            tensors_start,
             ..l_out
         },
         weights_end,
+        vt_input_shared: window.fresh,
         transient_bottom,
         residual,
         sum,
@@ -770,28 +828,51 @@ impl ProductLayouts {
         ))
     }
 
-    /// The whole layout with `core`'s attention tiles.
+    /// The whole layout with `core`'s attention tiles, and the end of the
+    /// private memory it takes (its window's).
     fn with_core(
         &self,
         s: AttentionShape,
         core: CorePlan,
         machine: &MachineModel,
-    ) -> Result<AttentionLayout, String> {
+    ) -> Result<(AttentionLayout, u32), String> {
         let (att, combine) = self.core_tile(s, core, machine)?;
-        Ok(AttentionLayout {
-            qk: self.qk,
-            vt: self.vt,
-            out: self.out,
-            residual: self.residual,
-            sum: self.sum,
-            core: att,
-            combine,
-            x: self.x,
-            ln_out: self.ln_out,
-            gamma: self.gamma,
-            beta: self.beta,
-        })
+        let private_end = window_end(s, &core, &att, combine.as_ref());
+        Ok((
+            AttentionLayout {
+                vt_input_shared: self.vt_input_shared,
+                qk: self.qk,
+                vt: self.vt,
+                out: self.out,
+                residual: self.residual,
+                sum: self.sum,
+                core: att,
+                combine,
+                x: self.x,
+                ln_out: self.ln_out,
+                gamma: self.gamma,
+                beta: self.beta,
+            },
+            private_end,
+        ))
     }
+}
+
+/// The end of the attention tiles' window: the combined rows with the
+/// keys split, else the statistics or the output.
+fn window_end(
+    s: AttentionShape,
+    core: &CorePlan,
+    att: &TileAttention,
+    combine: Option<&CombineLayout>,
+) -> u32 {
+    combine.map_or(
+        att.stats
+            .map_or(att.o + att.values().output_bytes() as u32, |st| {
+                st + 8 * core.rows
+            }),
+        |c| c.output + s.dp() / 16 * c.output_stride,
+    )
 }
 
 /// The best attention tiles of one form (`split`: keys over several

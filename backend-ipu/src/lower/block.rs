@@ -56,6 +56,7 @@ use super::codegen::{
 use super::ln_tiles::LnTiles;
 use super::plan::{evaluate, plan_gemm, Epilogue, F8Pairs, GemmPlan, GemmShape, Grid, Rejected};
 use super::reduce;
+use super::window::Window;
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
 use crate::codelets::emitter::{inst, op, Emitter};
@@ -215,6 +216,9 @@ pub struct MlpPlan {
     pub ln_tiles: Vec<u32>,
     /// Memory.
     pub layout: BlockLayout,
+    /// What the block leaves of the memory it was planned in (the next
+    /// block's window).
+    pub next: Window,
 }
 
 impl MlpPlan {
@@ -280,16 +284,23 @@ pub fn plan_mlp_with(
     machine: &MachineModel,
     grids: (Option<Grid>, Option<Grid>),
 ) -> Result<MlpPlan, String> {
-    plan_mlp_in(shape, machine, grids, (0, machine.tiles))
+    plan_mlp_in(
+        shape,
+        machine,
+        grids,
+        (0, machine.tiles),
+        Window::alone(machine),
+    )
 }
 
-/// [`plan_mlp_with`] on the `count` tiles from `first` (a block of a
-/// program whose blocks run on tiles of their own).
+/// [`plan_mlp_with`] on the `count` tiles from `first`, in the memory
+/// `window` leaves (a block of a program of several, [`super::window`]).
 pub fn plan_mlp_in(
     shape: MlpShape,
     whole: &MachineModel,
     (grid1, grid2): (Option<Grid>, Option<Grid>),
     (first, count): (u32, u32),
+    mut window: Window,
 ) -> Result<MlpPlan, String> {
     let machine = &MachineModel {
         tiles: count,
@@ -339,8 +350,10 @@ pub fn plan_mlp_in(
             shape.m, machine.tiles
         ));
     };
+    // The search sees the interleaved memory earlier blocks left.
     let products = MachineModel {
         tiles: gemm_tiles,
+        interleaved_base: window.base,
         ..machine.clone()
     };
     let plan = |name: &str, shape: GemmShape, grid: Option<Grid>| {
@@ -362,7 +375,7 @@ pub fn plan_mlp_in(
     let (fc2, rejected2) = plan("fc2", fc2_shape, grid2)?;
     let (fc1, fc2) = (fc1.placed_at(first), fc2.placed_at(first));
     let ln_tiles: Vec<u32> = (first + gemm_tiles..first + machine.tiles).collect();
-    let layout = block_layout(shape, &fc1, &fc2, machine)?;
+    let layout = block_layout(shape, &fc1, &fc2, machine, &mut window)?;
     Ok(MlpPlan {
         shape,
         fc1,
@@ -370,25 +383,44 @@ pub fn plan_mlp_in(
         rejected: [rejected1, rejected2],
         ln_tiles,
         layout,
+        next: window.after_block(),
     })
 }
 
-/// Lays out the block's tensors (see the module doc).
+/// Lays out the block's tensors in `window` ([`super::window`]): the
+/// weights, fc1's bias block and x's rows on the LN tiles private (x is
+/// written by the host or the exchange before the block); the products'
+/// buffers and LayerNorm's output shared scratch from the top; the
+/// residual, sum and fc2's bias rows in the add columns; the vertex
+/// states, gamma and beta private in region 0.
 pub fn block_layout(
     shape: MlpShape,
     fc1_plan: &GemmPlan,
     fc2_plan: &GemmPlan,
     machine: &MachineModel,
+    window: &mut Window,
 ) -> Result<BlockLayout, String> {
     let (fc1, fc2) = (fc1_plan, fc2_plan);
     let pair = 2 * machine.element_bytes;
     let (v1, v2) = (fc1.vertex(), fc2.vertex());
-    let w1 = machine.interleaved_base;
-    let w2 = (w1 + v1.weight_bytes() as u32).next_multiple_of(16);
-    let weights_end = w2 + v2.weight_bytes() as u32;
-    // Region 0: the vertex states from the top, then three banks.
-    let states1 = (machine.interleaved_base - v1.state_bytes() as u32) & !7;
-    let states2 = (states1 - v2.state_bytes() as u32) & !7;
+    let private_start = window.base;
+    let w1 = window.private(v1.weight_bytes() as u32);
+    let w2 = window.private(v2.weight_bytes() as u32);
+    let bias1 = v1.bias.map(|_| window.private(v1.bias_bytes() as u32));
+    let row_bytes = shape.c * 2;
+    let ln_bytes = (LN_ROWS * row_bytes + 16).next_multiple_of(16);
+    let x = window.private(ln_bytes);
+    let private_end = window.base;
+    // Region 0: the add columns, then the states, gamma and beta.
+    let span = owned_rows_bytes(fc2_plan);
+    let [residual, sum, bias] = window.adds(span, 3, machine)?[..] else {
+        unreachable!("three columns asked for")
+    };
+    let states1 = window.region0(v1.state_bytes() as u32);
+    let states2 = window.region0(v2.state_bytes() as u32);
+    let vec_bytes = (row_bytes + 8).next_multiple_of(8);
+    let gamma = window.region0(vec_bytes);
+    let beta = window.region0(vec_bytes);
     let top = machine.sram_end;
     // R1: fc1's output and reduction buffers; then fc2's output.
     let fc1_lay = layout_in(fc1, machine, top);
@@ -396,20 +428,19 @@ pub fn block_layout(
     let r1_bottom = fc1_lay.bottom.min(fc2_out.bottom);
     // R3: fc1's input and the LN rows; then fc2's input, then its buffers.
     let in1 = super::plan::whole_pairs(v1.input_bytes(), machine) as u32;
-    let row_bytes = shape.c * 2;
-    let ln_bytes = (LN_ROWS * row_bytes + 16).next_multiple_of(16);
     let ln_out_bytes = (LN_ROWS * shape.ln_row_bytes() + 16).next_multiple_of(16);
-    let r3_a = in1 + ln_bytes + ln_out_bytes;
+    let r3_a = in1 + ln_out_bytes;
     let in2 = super::plan::whole_pairs(v2.input_bytes(), machine) as u32;
     let buf2 = super::plan::reduction_buffer(&v2, fc2.grid_k, machine) as u32;
     let r3 = r3_a.max(in2).max(3 * buf2).next_multiple_of(pair);
     let r3_top = r1_bottom;
-    let Some(r3_bottom) = r3_top.checked_sub(r3).filter(|&b| b >= weights_end) else {
+    let Some(r3_bottom) = r3_top.checked_sub(r3).filter(|&b| b >= private_end) else {
         return Err(format!(
-            "the block does not fit a tile's interleaved memory: fc1 and fc2 need {} bytes for their weights, {} for outputs and reductions and {r3} for inputs, {} in all, against {}",
-            weights_end - w1,
+            "the block does not fit a tile's interleaved memory: fc1 and fc2 need {} bytes for their weights, bias and input rows (above {} bytes earlier blocks keep), {} for outputs and reductions and {r3} for inputs, {} in all, against {}",
+            private_end - private_start,
+            private_start - machine.interleaved_base,
             top - r1_bottom,
-            weights_end - w1 + top - r1_bottom + r3,
+            private_end - machine.interleaved_base + top - r1_bottom + r3,
             top - machine.interleaved_base
         ));
     };
@@ -417,10 +448,10 @@ pub fn block_layout(
         weights: w1,
         states: states1,
         input: r3_top - in1,
+        bias: bias1,
         ..fc1_lay.layout
     };
-    let x = fc1.input - ln_bytes;
-    let ln_out = x - ln_out_bytes;
+    let ln_out = fc1.input - ln_out_bytes;
     let fc2_reduction = (buf2 > 0).then(|| std::array::from_fn(|b| r3_top - (b as u32 + 1) * buf2));
     let fc2 = TileLayout {
         weights: w2,
@@ -430,15 +461,6 @@ pub fn block_layout(
         ..fc2_out.layout
     };
     debug_assert!(ln_out >= r3_bottom);
-    // Region 0: the residual, sum and bias rows, each in whole banks.
-    let bank = machine.element_bytes;
-    let span = owned_rows_span(fc2_plan, machine);
-    let bias = (states2 & !(bank - 1)) - span;
-    let sum = bias - span;
-    let residual = sum - span;
-    let vec_bytes = (row_bytes + 8).next_multiple_of(8);
-    let gamma = residual - vec_bytes;
-    let beta = gamma - vec_bytes;
     Ok(BlockLayout {
         fc1: TileLayout {
             tensors_start: beta,
@@ -511,13 +533,11 @@ pub fn owned_rows_max(plan: &GemmPlan) -> u32 {
         .unwrap_or(0)
 }
 
-/// Bytes of a region-0 buffer that holds, in `plan`'s final view, the
-/// rows a tile owns after the reduction (the residual, sum or bias rows
-/// the owned adds read and write): whole memory banks, so each of an
-/// add's loads and its store has a bank of its own.
-pub fn owned_rows_span(plan: &GemmPlan, machine: &MachineModel) -> u32 {
-    let owned_bytes = owned_rows_max(plan) * plan.vertex().n_groups * 32 + 8;
-    owned_bytes.next_multiple_of(machine.element_bytes)
+/// The bytes of the rows a product's tile owns after its reduction, as
+/// the owned adds read and write them (eight past the last row: the
+/// adds' pipelined loads read ahead).
+pub fn owned_rows_bytes(plan: &GemmPlan) -> u32 {
+    owned_rows_max(plan) * plan.vertex().n_groups * 32 + 8
 }
 
 /// Tile → grid position of a product's tiles.

@@ -6,26 +6,31 @@
 //! function returns the last block's result and any pooling head's
 //! post-LayerNorm rows, in its own order (the chain's host outputs).
 //!
-//! Each block is lowered as it is alone ([`super::attention_block`],
-//! [`super::block`]), on tiles of its own: the chip's tiles are split
-//! evenly between the blocks in order, so no block's memory meets
-//! another's. Between two blocks one scheduled exchange (a *link*) moves
-//! the first block's result, as its output tiles hold it (16-channel runs
-//! of their owned rows), into the next block's input rows on its LN tiles.
-//! Every tile runs every superstep: a tile runs the syncs of the blocks
-//! that are not its own and the links' supersteps, so each tile's program
-//! is
+//! The blocks share the chip in time: each is planned on every tile, as
+//! it would be alone, in the memory the blocks before it leave
+//! ([`super::window`]): its weights, constants and input rows in private
+//! memory after theirs, its products' buffers in scratch every block
+//! shares, its owned adds' rows in the add columns after theirs. Between
+//! two blocks one scheduled exchange (a *link*) moves the first block's
+//! result, as its output tiles hold it (16-channel runs of their owned
+//! rows), into the next one's input rows on its LN tiles. Every tile runs
+//! every superstep: a tile a block does not use runs its syncs. Each
+//! block's code on a tile is a scope of its own (`b{k}`,
+//! [`crate::codelets::scope`]), so each tile's program (entered at
+//! `b0_main`) is
 //!
 //! ```text
-//! [block 0 or its syncs] sync [link 0] sync [block 1 or its syncs] ... exitz
+//! b0_main: [block 0 or its syncs] sync [link 0] sync bri b1_main
+//! b1_main: [block 1 or its syncs] ... exitz
 //! ```
 //!
-//! Known limits, each a plan to lift: blocks do not share tiles (a layer's
-//! two blocks get half the chip each; a model's blocks would get a few
-//! dozen tiles each), and repeated layers are lowered once each rather
-//! than as one body run in a loop.
+//! Known limits, each a plan to lift: repeated layers are lowered once
+//! each rather than as one body run in a loop (every layer's code and
+//! weights are on the tiles at once: so400m's do not fit); a tile's
+//! exchange code is reported as the sum of each block's busiest tile's.
 
-use std::collections::BTreeSet;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ipuc_dialects::ipu::{self, build, TensorPiece};
 use ipuc_dialects::{func, nn};
@@ -44,6 +49,7 @@ use super::plan::GemmPlan;
 use super::pool::{pool_attention, pool_from, PoolMatch};
 use super::pool_head::{emit_pool_in, plan_pool_in, PoolPlan};
 use super::schedule::{schedule, Chunk, Schedule, Transfer};
+use super::window::{Window, ADDS_FULL, ADD_COLUMNS};
 use crate::codelets::emitter::{inst, op, Emitter};
 
 /// One block of a chain.
@@ -299,6 +305,16 @@ impl PlannedBlock {
         })
     }
 
+    /// What the block leaves of the memory it was planned in.
+    pub fn next(&self) -> Window {
+        match self {
+            PlannedBlock::Attention(p) => p.next,
+            PlannedBlock::Mlp(p) => p.next,
+            PlannedBlock::Patch(p) => p.next,
+            PlannedBlock::Pool(p) => p.next,
+        }
+    }
+
     /// Every tile of the block.
     pub fn tiles(&self) -> Vec<u32> {
         match self {
@@ -329,56 +345,73 @@ impl PlannedBlock {
     }
 }
 
-/// Plans each block of `chain` on its share of the tiles.
+/// Plans each block of `chain` on the whole chip, one after another in
+/// memory ([`super::window`]): each block's private memory after the
+/// previous ones', the shared scratch and the add columns in common. The
+/// columns start one element wide and widen while a block's rows do not
+/// fit them.
 pub fn plan_chain(
     ctx: &Context,
     chain: &ChainMatch,
     machine: &MachineModel,
 ) -> Result<Vec<PlannedBlock>, Diagnostic> {
-    let n = chain.blocks.len() as u32;
-    let count = machine.tiles / n;
-    chain
-        .blocks
-        .iter()
-        .enumerate()
-        .map(|(k, b)| {
-            let range = (k as u32 * count, count);
-            let (planned, at, what) = match b {
-                ChainBlock::Attention(a) => (
-                    plan_attention_in(a.shape, machine, range).map(PlannedBlock::Attention),
-                    a.attention,
-                    "attention block",
-                ),
-                ChainBlock::Mlp(m) => (
-                    plan_mlp_in(m.shape, machine, (None, None), range).map(PlannedBlock::Mlp),
-                    m.ln,
-                    "MLP block",
-                ),
-                ChainBlock::Pool(p) => (
-                    plan_pool_in(p.shape, machine, range).map(PlannedBlock::Pool),
-                    p.attention,
-                    "pooling head",
-                ),
-                ChainBlock::Patch(p) => (
-                    plan_patch_in(p.shape, machine, range).map(PlannedBlock::Patch),
-                    p.conv,
-                    "patch embedding",
-                ),
-            };
-            planned.map_err(|e| {
-                Diagnostic::op_error(
+    let bank = machine.element_bytes;
+    let most = (machine.interleaved_base - machine.sram_base) / bank / ADD_COLUMNS;
+    let mut stride = bank;
+    loop {
+        match plan_blocks(chain, machine, stride) {
+            Ok(plans) => return Ok(plans),
+            Err((_, e)) if e.starts_with(ADDS_FULL) && stride / bank < most => stride += bank,
+            Err((k, e)) => {
+                let (at, what) = match &chain.blocks[k] {
+                    ChainBlock::Attention(a) => (a.attention, "attention block"),
+                    ChainBlock::Mlp(m) => (m.ln, "MLP block"),
+                    ChainBlock::Pool(p) => (p.attention, "pooling head"),
+                    ChainBlock::Patch(p) => (p.conv, "patch embedding"),
+                };
+                return Err(Diagnostic::op_error(
                     ctx,
                     at,
                     format!(
-                        "cannot plan the {what} on tiles {}..{}: {e} (the chain gives each of its {n} blocks {count} of the machine's {} tiles: blocks do not share tiles in time yet)",
-                        range.0,
-                        range.0 + count,
-                        machine.tiles
+                        "cannot plan the {what} (block {k} of the chain's {}): {e} (the blocks share the chip's tiles one after another; each keeps its weights and inputs in memory of its own)",
+                        chain.blocks.len()
                     ),
-                )
-            })
-        })
-        .collect()
+                ));
+            }
+        }
+    }
+}
+
+/// The chain's blocks planned in turn with add columns of `stride` bytes;
+/// the first failure's block and message.
+fn plan_blocks(
+    chain: &ChainMatch,
+    machine: &MachineModel,
+    stride: u32,
+) -> Result<Vec<PlannedBlock>, (usize, String)> {
+    let range = (0, machine.tiles);
+    let mut window = Window::shared(machine, stride);
+    let mut plans = Vec::with_capacity(chain.blocks.len());
+    for (k, b) in chain.blocks.iter().enumerate() {
+        let planned = match b {
+            ChainBlock::Attention(a) => {
+                plan_attention_in(a.shape, machine, range, window).map(PlannedBlock::Attention)
+            }
+            ChainBlock::Mlp(m) => {
+                plan_mlp_in(m.shape, machine, (None, None), range, window).map(PlannedBlock::Mlp)
+            }
+            ChainBlock::Pool(p) => {
+                plan_pool_in(p.shape, machine, range, window).map(PlannedBlock::Pool)
+            }
+            ChainBlock::Patch(p) => {
+                plan_patch_in(p.shape, machine, range, window).map(PlannedBlock::Patch)
+            }
+        }
+        .map_err(|e| (k, e))?;
+        window = planned.next();
+        plans.push(planned);
+    }
+    Ok(plans)
 }
 
 /// The link from `from`'s output to `to`'s input rows (`c` channels):
@@ -405,6 +438,37 @@ pub fn link(from: &[TensorPiece], to: &[TensorPiece], c: i64) -> Vec<Transfer> {
         .collect()
 }
 
+/// Checks that no tile receives a link's words where it sends some of
+/// them from: the blocks' inputs are private and their results in the
+/// add columns or shared scratch, so this holds by construction; a layout
+/// that breaks it is a bug caught here, before the simulator reads stale
+/// words.
+fn check_link(transfers: &[Transfer]) -> Result<(), String> {
+    let mut sent: BTreeMap<u32, Vec<(u32, u32)>> = BTreeMap::new();
+    for t in transfers {
+        for c in &t.chunks {
+            sent.entry(t.sender)
+                .or_default()
+                .push((c.address, c.address + 4 * c.words));
+        }
+    }
+    for t in transfers {
+        let bytes: u32 = t.chunks.iter().map(|c| 4 * c.words).sum();
+        for &(tile, at) in &t.receivers {
+            if let Some(&(a, b)) = sent
+                .get(&tile)
+                .and_then(|s| s.iter().find(|&&(a, b)| at < b && a < at + bytes))
+            {
+                return Err(format!(
+                    "tile {tile} receives 0x{at:x}..0x{:x} over 0x{a:x}..0x{b:x}, which it sends",
+                    at + bytes
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Lowers the chain to one `ipu.executable` appended to `module_body`.
 pub fn lower_chain(
     ctx: &mut Context,
@@ -419,54 +483,58 @@ pub fn lower_chain(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let links: Vec<Schedule> = plans
-        .windows(2)
-        .map(|w| {
-            schedule(
-                machine,
-                &every,
-                &link(&w[0].output_pieces(), &w[1].input_pieces(), w[1].width()),
+    let mut links: Vec<Schedule> = Vec::with_capacity(plans.len());
+    for (k, w) in plans.windows(2).enumerate() {
+        let transfers = link(&w[0].output_pieces(), &w[1].input_pieces(), w[1].width());
+        check_link(&transfers).map_err(|e| {
+            Diagnostic::op_error(
+                ctx,
+                chain.blocks[k + 1].add(),
+                format!(
+                    "the exchange into block {} would overwrite what it moves: {e}",
+                    k + 1
+                ),
             )
-        })
-        .collect();
+        })?;
+        links.push(schedule(machine, &every, &transfers));
+    }
     let syncs: Vec<u32> = plans.iter().map(PlannedBlock::syncs).collect();
     let last = chain.blocks.last().expect("a chain has blocks");
     let loc = ctx.loc(last.add()).clone();
     let (executable, exe_body) = build::executable(ctx, &machine.name, loc.clone());
     ctx.append_op(module_body, executable);
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
-    // What tile `t` of block `k` runs before (`after` false) or after its
-    // block: the other blocks' syncs and every link, in program order.
-    let around = |k: usize, e: &mut Emitter, t: u32, after: bool| -> u64 {
-        let mut bytes = 0;
-        let steps: Vec<usize> = if after {
-            (k..plans.len()).collect()
-        } else {
-            (0..k).collect()
-        };
-        for j in steps {
-            if j != k {
-                (0..syncs[j]).for_each(|_| sync(e));
-            }
-            if let Some(l) = links.get(j) {
-                sync(e);
-                bytes += l.emit(e, machine, t, &format!("link{j}"));
-                sync(e);
-            }
-        }
-        bytes
+    // What a tile runs after block `k`: the link to the next block
+    // between two syncs.
+    let after = |k: usize, e: &mut Emitter, t: u32| -> u64 {
+        links.get(k).map_or(0, |l| {
+            sync(e);
+            let bytes = l.emit(e, machine, t, &format!("link{k}"));
+            sync(e);
+            bytes
+        })
     };
+    let bodies: RefCell<BTreeMap<u32, BlockId>> = RefCell::new(BTreeMap::new());
     let mut exchange_code_bytes_max = 0;
     let mut chain_estimates = vec![None; plans.len()];
     for (k, plan) in plans.iter().enumerate() {
         let before: BTreeSet<OpId> = ctx.block_ops_vec(exe_body).into_iter().collect();
-        let around_k = |e: &mut Emitter, t: u32, after: bool| around(k, e, t, after);
+        // Each tile's ops so far: what block k adds goes into its scope.
+        let ops_before: BTreeMap<u32, usize> = bodies
+            .borrow()
+            .iter()
+            .map(|(&t, &b)| (t, ctx.block_ops_vec(b).len()))
+            .collect();
+        let next = (k + 1 < plans.len()).then(|| format!("b{}_main", k + 1));
+        let around_k = |e: &mut Emitter, t: u32, end: bool| if end { after(k, e, t) } else { 0 };
         let frame = Frame {
             executable,
             exe_body,
             around: &around_k,
+            tiles: Some(&bodies),
+            next: next.as_deref(),
         };
-        let bytes = match (plan, &chain.blocks[k]) {
+        let mut bytes = match (plan, &chain.blocks[k]) {
             (PlannedBlock::Attention(p), ChainBlock::Attention(b)) => {
                 let lowered =
                     emit_attention_in(ctx, &frame, p, &b.constants, machine, loc.clone())?;
@@ -489,7 +557,23 @@ pub fn lower_chain(
             }
             _ => unreachable!("plans follow the blocks"),
         };
-        exchange_code_bytes_max = exchange_code_bytes_max.max(bytes);
+        // The tiles the block does not use run its syncs and the link.
+        let own: BTreeSet<u32> = plan.tiles().into_iter().collect();
+        for &t in every.iter().filter(|t| !own.contains(t)) {
+            let (mut e, _) = frame.open_tile(ctx, t, &loc);
+            (0..syncs[k]).for_each(|_| sync(&mut e));
+            bytes = bytes.max(frame.close_tile(&mut e, t));
+        }
+        // A tile's exchange code is every block's on it: count each
+        // block's busiest tile (a bound).
+        exchange_code_bytes_max += bytes;
+        // Each block's labels and sections in a scope of its own: the
+        // blocks share each tile's namespace.
+        for (&t, &body) in bodies.borrow().iter() {
+            let first = ops_before.get(&t).copied().unwrap_or(0);
+            let mut e = Emitter::new(ctx, body, loc.clone());
+            e.scope_since(first, &format!("b{k}"));
+        }
         // Each block names its constants alone: prefix them with the
         // block's index.
         for o in ctx.block_ops_vec(exe_body) {
@@ -501,6 +585,12 @@ pub fn lower_chain(
                     .to_string();
                 ctx.set_attr(o, "sym_name", Attribute::string(&format!("b{k}_{name}")));
             }
+        }
+    }
+    // Every tile enters at the first block's program.
+    for &body in bodies.borrow().values() {
+        if let Some(tile) = ctx.block_parent_op(body) {
+            ctx.set_attr(tile, "entry", Attribute::symbol_ref("b0_main"));
         }
     }
     let x_ty: Type = ctx.value_type(chain.input).clone();
@@ -542,13 +632,50 @@ pub fn chain_report(
         .first()
         .map(|b| ipuc_ir::diagnostics::location_prefix(ctx.loc(b.add())))
         .unwrap_or_default();
+    let last = plans.last().map(PlannedBlock::next);
     let mut out = format!(
-        "{loc}: a chain of {} blocks, {} tiles each\n",
+        "{loc}: a chain of {} blocks sharing the chip in time: private memory 0x{:x}..0x{:x} per tile, add columns of {} bytes\n",
         plans.len(),
-        machine.tiles / plans.len() as u32
+        machine.interleaved_base,
+        last.map_or(machine.interleaved_base, |w| w.base),
+        last.map_or(0, |w| w.adds_stride),
     );
     for (k, p) in plans.iter().enumerate() {
         out += &format!("block {k}: {}", p.report(machine));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn transfer(sender: u32, address: u32, receiver: (u32, u32)) -> Transfer {
+        Transfer {
+            sender,
+            chunks: vec![Chunk { address, words: 4 }],
+            receivers: vec![receiver],
+            segment: None,
+        }
+    }
+
+    #[test]
+    fn a_link_may_not_receive_over_what_it_sends() {
+        // Tile 1 sends 0x1000..0x1010 and tile 2 sends to it at 0x1008.
+        let clash = [
+            transfer(1, 0x1000, (2, 0x2000)),
+            transfer(2, 0x3000, (1, 0x1008)),
+        ];
+        let e = check_link(&clash).unwrap_err();
+        assert!(
+            e.contains("tile 1 receives 0x1008..0x1018 over 0x1000..0x1010"),
+            "{e}"
+        );
+        // Right after what it sends is fine.
+        let apart = [
+            transfer(1, 0x1000, (2, 0x2000)),
+            transfer(2, 0x3000, (1, 0x1010)),
+        ];
+        check_link(&apart).unwrap();
+    }
 }

@@ -16,6 +16,9 @@
 //! then every tile runs the GEMM vertex. Y leaves as host output
 //! `output0`, read where the vertex wrote it.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
 use ipuc_dialects::ipu::{self, build, SectionKind, TensorDirection, TensorPiece};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::attributes::{AttrKind, ResourceBlob};
@@ -638,10 +641,10 @@ pub fn append_host_tensors(
 pub type HostTensor = (Type, Vec<TensorPiece>);
 
 /// Where a block's tile programs sit in a larger program whose blocks run
-/// one after another, each on tiles of its own ([`super::chain`]): the
-/// executable to emit into, and what each of the block's tiles runs before
-/// and after the block's supersteps (the other blocks' syncs and the
-/// exchanges between blocks).
+/// one after another ([`super::chain`]): the executable to emit into, what
+/// each of the block's tiles runs before and after the block's supersteps
+/// (the exchange to the next block), the tiles' bodies earlier blocks
+/// opened, and where the program goes after the block.
 pub struct Frame<'a> {
     /// The program's `ipu.executable`.
     pub executable: OpId,
@@ -650,21 +653,52 @@ pub struct Frame<'a> {
     /// Emits tile `t`'s code before (`false`) or after (`true`) the
     /// block's; returns the bytes of exchange code it emitted.
     pub around: &'a dyn Fn(&mut Emitter, u32, bool) -> u64,
+    /// The bodies of the tiles' `ipu.tile` ops so far, when several blocks
+    /// share the tiles: a block appends to a tile's body instead of
+    /// opening a new `ipu.tile`.
+    pub tiles: Option<&'a RefCell<BTreeMap<u32, BlockId>>>,
+    /// The label the block's program branches to when it ends (the next
+    /// block's `main`); `None`: it ends the program (`exitz`).
+    pub next: Option<&'a str>,
 }
 
-impl Frame<'_> {
-    /// Opens tile `t`'s program: a new `ipu.tile` in the executable, an
-    /// emitter on it in section `.text.main` at its `main`, and what the
-    /// tile runs before the block. Returns the emitter and the bytes of
-    /// exchange code emitted so far.
+impl<'a> Frame<'a> {
+    /// A frame for a block that is the whole program.
+    pub fn alone(executable: OpId, exe_body: BlockId) -> Frame<'static> {
+        Frame {
+            executable,
+            exe_body,
+            around: &|_, _, _| 0,
+            tiles: None,
+            next: None,
+        }
+    }
+
+    /// Tile `t`'s body: the one an earlier block opened when the frame
+    /// shares tiles, else a new `ipu.tile` appended to the executable.
+    pub fn tile_body(&self, ctx: &mut Context, t: u32, loc: &Location) -> BlockId {
+        if let Some(body) = self.tiles.and_then(|m| m.borrow().get(&t).copied()) {
+            return body;
+        }
+        let (tile_op, tile_body) = build::tile(ctx, t, None, loc.clone());
+        ctx.append_op(self.exe_body, tile_op);
+        if let Some(m) = self.tiles {
+            m.borrow_mut().insert(t, tile_body);
+        }
+        tile_body
+    }
+
+    /// Opens tile `t`'s program: an emitter on its body in section
+    /// `.text.main` at its `main`, and what the tile runs before the
+    /// block. Returns the emitter and the bytes of exchange code emitted
+    /// so far.
     pub fn open_tile<'c>(
         &self,
         ctx: &'c mut Context,
         t: u32,
         loc: &Location,
     ) -> (Emitter<'c>, u64) {
-        let (tile_op, tile_body) = build::tile(ctx, t, None, loc.clone());
-        ctx.append_op(self.exe_body, tile_op);
+        let tile_body = self.tile_body(ctx, t, loc);
         let mut e = Emitter::new(ctx, tile_body, loc.clone());
         e.code_section(".text.main", SectionKind::Supervisor);
         e.function("main");
@@ -673,10 +707,14 @@ impl Frame<'_> {
     }
 
     /// Closes tile `t`'s `main`: what the tile runs after the block, then
-    /// `exitz`. Returns the bytes of exchange code emitted.
+    /// `exitz`, or a branch to the next block. Returns the bytes of
+    /// exchange code emitted.
     pub fn close_tile(&self, e: &mut Emitter, t: u32) -> u64 {
         let xcode = (self.around)(e, t, true);
-        e.solo(inst("exitz", [op::mzero()]));
+        match self.next {
+            Some(label) => e.solo(inst("bri", [op::sym(label)])),
+            None => e.solo(inst("exitz", [op::mzero()])),
+        }
         e.size_of("main");
         xcode
     }
@@ -696,11 +734,7 @@ pub fn emit_standalone<T>(
 ) -> Result<T, Diagnostic> {
     let (executable, exe_body) = build::executable(ctx, &machine.name, loc.clone());
     ctx.append_op(block, executable);
-    let frame = Frame {
-        executable,
-        exe_body,
-        around: &|_, _, _| 0,
-    };
+    let frame = Frame::alone(executable, exe_body);
     let lowered = emit(ctx, &frame)?;
     append_host_tensors(
         ctx,

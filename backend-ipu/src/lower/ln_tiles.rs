@@ -131,6 +131,41 @@ impl LnTiles<'_> {
     }
 }
 
+/// Where an LN tile keeps its tensors when they are all private memory
+/// from `base` ([`super::window`]): x's [`LN_ROWS`] rows of `c` f16
+/// values, LayerNorm's output rows, gamma and beta; and the end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LnRows {
+    /// x's rows.
+    pub x: u32,
+    /// LayerNorm's output rows.
+    pub ln_out: u32,
+    /// gamma.
+    pub gamma: u32,
+    /// beta.
+    pub beta: u32,
+    /// The first byte after them.
+    pub end: u32,
+}
+
+impl LnRows {
+    /// The rows of `c` channels from `base`.
+    pub fn at(base: u32, c: u32) -> Self {
+        let row_bytes = c * 2;
+        let x = base;
+        let ln_out = (x + LN_ROWS * row_bytes + 16).next_multiple_of(16);
+        let gamma = (ln_out + LN_ROWS * row_bytes + 16).next_multiple_of(16);
+        let beta = gamma + row_bytes.next_multiple_of(8);
+        LnRows {
+            x,
+            ln_out,
+            gamma,
+            beta,
+            end: beta + row_bytes.next_multiple_of(8),
+        }
+    }
+}
+
 /// LayerNorm of one row in float64, `(x - mean) / sqrt(var + eps) * gamma
 /// + beta`: what the blocks' references compute for their LN tiles.
 pub fn layer_norm_reference(row: &[f64], gamma: &[f64], beta: &[f64], eps: f32) -> Vec<f64> {

@@ -26,3 +26,4 @@ pub mod pool;
 pub mod pool_head;
 pub mod reduce;
 pub mod schedule;
+pub mod window;

@@ -29,6 +29,7 @@
 //! Supersteps: `sync`, exchange A, `sync`, the product (and its reduction
 //! rounds, two syncs each).
 
+use super::window::Window;
 use ipuc_dialects::ipu::TensorPiece;
 use ipuc_dialects::nn;
 use ipuc_ipu_arch::MachineModel;
@@ -245,6 +246,9 @@ pub struct PatchPlan {
     pub row_tiles: Vec<u32>,
     /// Where the rows are on a row tile (`k_padded` f16 each).
     pub rows: u32,
+    /// What the block leaves of the memory it was planned in (the next
+    /// block's window).
+    pub next: Window,
     /// Where the product's tensors are on its tiles.
     pub layout: TileLayout,
 }
@@ -395,6 +399,7 @@ pub fn plan_patch_in(
     shape: PatchShape,
     whole: &MachineModel,
     (first, count): (u32, u32),
+    mut window: Window,
 ) -> Result<PatchPlan, String> {
     if shape.d == 0 || shape.tokens() == 0 || shape.k() == 0 {
         return Err("the patch embedding has an empty dimension".into());
@@ -406,8 +411,10 @@ pub fn plan_patch_in(
             "{m} patch rows need {n_rows} row tiles and the product tiles of its own: the block has {count}"
         ));
     };
+    // The search sees the interleaved memory earlier blocks left.
     let products = MachineModel {
         tiles: gemm_tiles,
+        interleaved_base: window.base,
         ..whole.clone()
     };
     let gemm = GemmShape {
@@ -422,20 +429,45 @@ pub fn plan_patch_in(
     };
     let choice = plan_gemm(gemm, &products).map_err(|e| format!("the product: {e}"))?;
     let row_bytes = shape.k_padded() * 2;
-    let rows = whole.interleaved_base;
-    if rows + LN_ROWS * row_bytes > whole.sram_end {
+    let product = choice.plan.placed_at(first);
+    // Private memory: the weights and the bias block (the initial
+    // partials) on the product's tiles, the pixel rows the host writes on
+    // the row tiles (other tiles, from the same base); the product's
+    // buffers are shared scratch.
+    let v = product.vertex();
+    let mut lay = layout(&product, whole);
+    let base = window.base.next_multiple_of(16);
+    let rows = base;
+    lay.weights = base;
+    lay.bias = v
+        .bias
+        .map(|_| (base + v.weight_bytes() as u32).next_multiple_of(16));
+    let product_end = lay.bias.map_or(base + v.weight_bytes() as u32, |b| {
+        b + v.bias_bytes() as u32
+    });
+    let private_end = product_end.max(rows + LN_ROWS * row_bytes);
+    let shared_bottom = lay.reduction.map_or(lay.input, |r| r[2]).min(lay.input);
+    if private_end > shared_bottom {
         return Err(format!(
-            "{LN_ROWS} rows of {row_bytes} bytes do not fit a row tile"
+            "the patch embedding does not fit a tile's interleaved memory: its weights and bias block take {} bytes, {LN_ROWS} pixel rows {} (above {} bytes earlier blocks keep), its product's buffers {}, against {}",
+            product_end - base,
+            LN_ROWS * row_bytes,
+            base - whole.interleaved_base,
+            whole.sram_end - shared_bottom,
+            whole.sram_end - whole.interleaved_base
         ));
     }
-    let product = choice.plan.placed_at(first);
+    window.base = private_end;
+    lay.states = window.region0(v.state_bytes() as u32);
+    lay.tensors_start = window.region0;
     Ok(PatchPlan {
         shape,
-        layout: layout(&product, whole),
+        layout: lay,
         product,
         rejected: choice.rejected,
         row_tiles: (first + gemm_tiles..first + count).collect(),
         rows,
+        next: window.after_block(),
     })
 }
 

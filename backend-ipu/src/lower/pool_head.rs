@@ -47,6 +47,8 @@
 //! tile (the codelet gives each worker whole rows); the blocks of a chain
 //! do not share tiles.
 
+use super::ln_tiles::LnRows;
+use super::window::Window;
 use ipuc_dialects::ipu::{build, TensorPiece};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
@@ -196,15 +198,16 @@ impl HeadTile {
         }
     }
 
-    /// Places the tile's tensors for `s` (see [`HeadTile`]).
-    pub fn packed(s: PoolShape, machine: &MachineModel) -> Result<HeadTile, String> {
+    /// Places the tile's tensors for `s` (see [`HeadTile`]), the value
+    /// panels from `base` up.
+    pub fn packed(s: PoolShape, machine: &MachineModel, base: u32) -> Result<HeadTile, String> {
         let mut values = TileGemm {
             variant: AmpVariant::F16,
             rows: 1,
             k_groups: tokens_padded(s) / 16,
             n_groups: s.dp() / 16,
             input: 0,
-            weights: machine.interleaved_base,
+            weights: base,
             output: 0,
             bias: None,
         };
@@ -218,7 +221,7 @@ impl HeadTile {
                 "a head tile does not fit: one head's value panels take {} bytes and its scores, probabilities and output {} against {} bytes of interleaved memory",
                 values.weight_bytes(),
                 machine.sram_end - scores,
-                machine.sram_end - machine.interleaved_base
+                machine.sram_end - base
             ));
         }
         let tile = HeadTile { scores, values };
@@ -269,6 +272,9 @@ pub struct PoolPlan {
     pub ln_tiles: Vec<u32>,
     /// Memory.
     pub layout: PoolLayout,
+    /// What the block leaves of the memory it was planned in (the next
+    /// block's window).
+    pub next: Window,
 }
 
 /// The block's estimated cycles, step by step.
@@ -472,9 +478,13 @@ pub fn plan_pool_in(
     shape: PoolShape,
     whole: &MachineModel,
     (first, count): (u32, u32),
+    mut window: Window,
 ) -> Result<PoolPlan, String> {
+    // The products' search sees the interleaved memory earlier blocks
+    // left.
     let machine = &MachineModel {
         tiles: count,
+        interleaved_base: window.base,
         ..whole.clone()
     };
     let s = shape;
@@ -494,7 +504,8 @@ pub fn plan_pool_in(
             s.m, s.heads
         ));
     };
-    let head = HeadTile::packed(s, machine)?;
+    let base = window.base.next_multiple_of(16);
+    let head = HeadTile::packed(s, machine, base)?;
     let f16 = AmpVariant::F16;
     let with_bias = Epilogue {
         bias: true,
@@ -526,14 +537,61 @@ pub fn plan_pool_in(
         machine,
         (first_head + s.heads, out_tiles),
     )?;
-    let row_bytes = s.c * 2;
-    let x = machine.interleaved_base;
-    let ln_out = (x + LN_ROWS * row_bytes + 16).next_multiple_of(16);
-    let gamma = (ln_out + LN_ROWS * row_bytes + 16).next_multiple_of(16);
-    let beta = gamma + row_bytes.next_multiple_of(8);
+    // Private memory, each role's from the base (sv's, out's, the head
+    // tiles' and the LN tiles' are different tiles): sv's weights (the
+    // LayerNorm rows exchange A writes), its constant input and bias;
+    // out's weights and bias; the head tiles' value panels; the LN tiles'
+    // rows (the post-LayerNorm's a host output, read at the end), gamma
+    // and beta. The products' buffers are shared scratch.
+    let (v_sv, v_out) = (sv.vertex(), out.vertex());
+    let (mut l_sv, mut l_out) = (layout(&sv, whole), layout(&out, whole));
+    let after = |at: u32, bytes: u64| (at + bytes as u32).next_multiple_of(16);
+    // sv's input starts an element pair of its own: the AMP loads it in
+    // the same instructions as the bias block (the initial partials).
+    let pair = 2 * whole.element_bytes;
+    l_sv.weights = base;
+    l_sv.bias = v_sv.bias.map(|_| after(base, v_sv.weight_bytes()));
+    let below_input = l_sv.bias.map_or(after(base, v_sv.weight_bytes()), |b| {
+        after(b, v_sv.bias_bytes())
+    });
+    l_sv.input = below_input.next_multiple_of(pair);
+    let sv_end = after(l_sv.input, v_sv.input_bytes());
+    l_out.weights = base;
+    l_out.bias = v_out.bias.map(|_| after(base, v_out.weight_bytes()));
+    let out_end = match l_out.bias {
+        Some(b) => after(b, v_out.bias_bytes()),
+        None => after(base, v_out.weight_bytes()),
+    };
+    let head_end = after(base, head.values.weight_bytes());
+    let LnRows {
+        x,
+        ln_out,
+        gamma,
+        beta,
+        end: ln_end,
+    } = LnRows::at(base, s.c);
+    let private_end = sv_end.max(out_end).max(head_end).max(ln_end);
+    let bottom = |l: &TileLayout| l.reduction.map_or(l.output, |r| r[2]);
+    let shared_bottom = bottom(&l_sv)
+        .min(bottom(&l_out))
+        .min(l_out.input)
+        .min(head.scores);
+    if shared_bottom < private_end {
+        return Err(format!(
+            "the pooling head does not fit a tile's interleaved memory: its weights, bias blocks, sv's input and the LayerNorm rows take {} bytes (above {} bytes earlier blocks keep), its products' and head tiles' buffers {}, against {}",
+            private_end - window.base,
+            window.base - whole.interleaved_base,
+            whole.sram_end - shared_bottom,
+            whole.sram_end - whole.interleaved_base
+        ));
+    }
+    window.base = private_end;
+    let states = window.region0(v_sv.state_bytes().max(v_out.state_bytes()) as u32);
+    l_sv.states = states;
+    l_out.states = states;
     let layout = PoolLayout {
-        sv: layout(&sv, machine),
-        out: layout(&out, machine),
+        sv: l_sv,
+        out: l_out,
         head,
         x,
         ln_out,
@@ -547,6 +605,7 @@ pub fn plan_pool_in(
         out,
         ln_tiles: (first + count - n_ln..first + count).collect(),
         layout,
+        next: window.after_block(),
     })
 }
 
@@ -671,11 +730,7 @@ pub fn emit_pool(
 ) -> Result<LoweredPool, Diagnostic> {
     let (executable, exe_body) = build::executable(ctx, &machine.name, loc.clone());
     ctx.append_op(block, executable);
-    let frame = Frame {
-        executable,
-        exe_body,
-        around: &|_, _, _| 0,
-    };
+    let frame = Frame::alone(executable, exe_body);
     let lowered = emit_pool_in(ctx, &frame, plan, constants, machine, loc.clone())?;
     append_host_tensors(
         ctx,

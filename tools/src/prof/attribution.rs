@@ -20,7 +20,7 @@ use ipuc_backend_ipu::lower::attention::{
     match_attention, plan_of_block as attention_plan, AttentionMatch,
 };
 use ipuc_backend_ipu::lower::attention_block::{AttentionEstimate, AttentionPlan};
-use ipuc_backend_ipu::lower::block::{owned_rows_span, BlockEstimate, MlpPlan, LN_ROWS};
+use ipuc_backend_ipu::lower::block::{owned_rows_bytes, BlockEstimate, MlpPlan, LN_ROWS};
 use ipuc_backend_ipu::lower::chain::{
     match_chain, plan_chain, ChainBlock, ChainMatch, PlannedBlock,
 };
@@ -360,9 +360,14 @@ fn of_attention(
         steps,
         instances: rules(instances),
         buffers,
-        // vt's input (the value weights) is read by qkv, then out's input
-        // and the attention tiles' tensors may lie over it.
-        consumed: vec![("vt_input".into(), 2)],
+        // vt's input (the value weights), when it sits in the shared
+        // scratch, is read by qkv; then out's input and the attention
+        // tiles' tensors may lie over it.
+        consumed: if plan.layout.vt_input_shared {
+            vec![("vt_input".into(), 2)]
+        } else {
+            Vec::new()
+        },
     }
 }
 
@@ -420,7 +425,7 @@ fn attention_buffers(plan: &AttentionPlan, out_step: usize, machine: &MachineMod
             (5, 6),
         ));
     }
-    let span = u64::from(owned_rows_span(&plan.out, machine));
+    let span = u64::from(owned_rows_bytes(&plan.out));
     let out_tiles = product_tiles(&plan.out);
     for (name, address, live) in [
         ("residual", lay.residual, (1, out_step)),
@@ -494,9 +499,7 @@ fn of_mlp(
         steps,
         instances,
         buffers: block_buffers(plan, machine),
-        // fc1's bias block (its initial partials) is read by fc1 alone;
-        // fc2's output lies over fc1's buffers.
-        consumed: vec![("fc1_bias".into(), 2)],
+        consumed: Vec::new(),
     }
 }
 
@@ -566,9 +569,7 @@ fn of_pool(
             ("ln", 0, ln),
         ]),
         buffers: pool_buffers(plan, machine),
-        // sv's input (the folded query rows over the value weights) is
-        // read by sv alone.
-        consumed: vec![("sv_input".into(), 2)],
+        consumed: Vec::new(),
     }
 }
 
@@ -721,11 +722,6 @@ fn of_chain(
             // plan_chain plans each block as its own kind.
             _ => unreachable!("plans follow the blocks"),
         };
-        let tiles = plan.tiles();
-        let range = (
-            tiles.iter().copied().min().unwrap_or(0),
-            tiles.iter().copied().max().map_or(0, |t| t + 1),
-        );
         let offset = out.steps.len();
         let own = sub.steps.len() - 1;
         for s in &sub.steps[..own] {
@@ -735,30 +731,22 @@ fn of_chain(
             });
         }
         sync = sync.zip(sub.steps[own].estimate).map(|(a, b)| a + b);
-        // The chain prefixes a block's constants with `b{k}_`, and with
-        // them the vertex states that name a product's instances; the
-        // codelets called as subroutines keep their names. Either way the
-        // block's tiles tell the blocks apart.
-        let placed = |r: &InstanceRule, prefix: String| InstanceRule {
-            prefix,
-            tiles: Some(range),
-            step: r.step + offset,
-            op: r.op.clone(),
-        };
-        let prefixed: Vec<InstanceRule> = sub
-            .instances
-            .iter()
-            .filter(|r| !r.prefix.is_empty())
-            .map(|r| placed(r, format!("b{k}_{}", r.prefix)))
-            .collect();
-        out.instances.extend(prefixed);
-        out.instances
-            .extend(sub.instances.iter().map(|r| placed(r, r.prefix.clone())));
         out.consumed.extend(
             sub.consumed
                 .iter()
                 .map(|(prefix, last)| (format!("b{k}_{prefix}"), last + offset)),
         );
+        // The blocks share the tiles: the chain puts each block's code in
+        // scope `b{k}` (its instances' names start `b{k}_`) and prefixes
+        // its constants (the vertex states that name a product's
+        // instances among them) alike.
+        out.instances
+            .extend(sub.instances.iter().map(|r| InstanceRule {
+                prefix: format!("b{k}_{}", r.prefix),
+                tiles: None,
+                step: r.step + offset,
+                op: r.op.clone(),
+            }));
         out.buffers.extend(sub.buffers.into_iter().map(|b| Buffer {
             name: format!("b{k} {}", b.name),
             live: (b.live.0 + offset, b.live.1 + offset),
@@ -852,7 +840,7 @@ fn block_buffers(plan: &MlpPlan, machine: &MachineModel) -> Vec<Buffer> {
         u64::from(ln_out),
         (0, 1),
     ));
-    let span = u64::from(owned_rows_span(&plan.fc2, machine));
+    let span = u64::from(owned_rows_bytes(&plan.fc2));
     let fc2_tiles = product_tiles(&plan.fc2);
     for (name, address, live) in [("residual", lay.residual, (1, 4)), ("sum", lay.sum, (4, 4))] {
         out.push(Buffer::whole(name, &fc2_tiles, address, span, live));

@@ -41,6 +41,14 @@ pub fn instance_of_vertex_section(name: &str) -> Option<String> {
     let stem = name
         .strip_prefix(".data.")
         .or_else(|| name.strip_prefix(ipuc_backend_ipu::emit::CONSTANT_SECTION_PREFIX))?;
+    // A bare `.data` section in a chain block's scope (`.data.b3`, see
+    // `ipuc_backend_ipu::codelets::scope`) names no instance.
+    if stem
+        .strip_prefix('b')
+        .is_some_and(|k| !k.is_empty() && k.bytes().all(|c| c.is_ascii_digit()))
+    {
+        return None;
+    }
     Some(
         stem.strip_suffix("_vertex_states")
             .unwrap_or(stem)
@@ -525,5 +533,14 @@ mod tests {
         assert_eq!(i(".data.out0_1").as_deref(), Some("out0_1"));
         assert_eq!(i(".const.fc1_vertex_states").as_deref(), Some("fc1"));
         assert_eq!(i(".text.main"), None);
+        // Scoped by a chain: the instances carry the block's scope; a bare
+        // `.data` of block 3 names none.
+        assert_eq!(
+            c(".text.b3_fc2_acc_worker"),
+            ("tile_gemm_acc".into(), "b3_fc2".into())
+        );
+        assert_eq!(i(".const.b3_fc1_vertex_states").as_deref(), Some("b3_fc1"));
+        assert_eq!(i(".data.b3"), None);
+        assert_eq!(i(".data.b3_ln").as_deref(), Some("b3_ln"));
     }
 }

@@ -1,0 +1,196 @@
+//! The memory a block may use on every tile, when several blocks share
+//! the chip one after another ([`super::chain`]) or one block has it alone.
+//!
+//! A tile's memory, as the blocks lay it out:
+//!
+//! ```text
+//! 0x4c000 region 0                                   0x80000 region 1 (interleaved)            0xe8000
+//! | code ->  ...  <- private region 0 | add columns | private (constants) ->  ...  <- shared scratch |
+//! ```
+//!
+//! - **Private interleaved memory**, from the bottom of region 1 up: each
+//!   block's constants (weights, bias blocks, masks, a swapped product's
+//!   constant input) and every buffer whose content must outlive another
+//!   block's supersteps or was loaded with the program (a block's input
+//!   rows, which the exchange before it writes; padding rows that stay
+//!   zero; the post-LayerNorm rows a host output reads at the end). Blocks
+//!   take it in turn: block `k + 1`'s starts where block `k`'s ends, so no
+//!   block overwrites another's.
+//! - **Shared scratch**, from the top of memory down: every block's
+//!   products' inputs, outputs and reduction buffers, scores and
+//!   probabilities, in whole element pairs where the AMP needs them. Each
+//!   block lays it out as if it had the tile alone; a block neither reads
+//!   what it held before the block's first superstep nor leaves anything
+//!   there that another block reads, so the blocks overlay it in time.
+//!   A block's fit check keeps its scratch above the private memory of
+//!   every block so far.
+//! - **The add columns** at the top of region 0: the rows of a product's
+//!   owned adds (`sum = view + residual`, `residual = sum + bias`) in three
+//!   columns of whole 16 KiB elements, residual, sum and bias one column
+//!   each, so that an add's two loads and its store never share an
+//!   element (a bank conflict). Each block's rows sit at the same offset
+//!   in every column, after the previous blocks'; a block's result (its
+//!   residual rows) survives until the exchange after it reads it.
+//! - **Private region 0**, below the columns, from the top down: vertex
+//!   states and the LayerNorm tiles' scale and shift, block after block.
+//!   Code fills region 0 from the bottom; the assembler's check that no
+//!   section overlaps a constant catches the two meeting.
+//!
+//! The first block of a program finds the shared scratch as the program
+//! loaded it ([`Window::fresh`]): a constant it reads once may sit there.
+//!
+//! A block alone ([`Window::alone`]) sizes the columns to its own rows; a
+//! chain fixes them for all its blocks ([`Window::shared`]) and, when a
+//! block's rows do not fit, plans again with wider columns.
+
+use ipuc_ipu_arch::MachineModel;
+
+/// How many add columns a program has: residual, sum and bias.
+pub const ADD_COLUMNS: u32 = 3;
+
+/// The part of every tile's memory the next block may use (see the
+/// module doc). Planning a block takes what it needs from it; what is
+/// left is the next block's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// The first free byte of private interleaved memory.
+    pub base: u32,
+    /// The end of free private region 0 (allocations go below it).
+    pub region0: u32,
+    /// Bytes of each add column in use, from the column's bottom.
+    pub adds_used: u32,
+    /// Each add column's size (whole elements); 0 until a block alone
+    /// sizes them.
+    pub adds_stride: u32,
+    /// How many add columns there are (a block alone has those it needs).
+    adds_columns: u32,
+    /// The top of the add columns (the end of region 0).
+    adds_top: u32,
+    /// No block has run before: the shared scratch holds what the program
+    /// loaded, so a constant read once, early in the block, may sit there
+    /// (the attention block's `V^T` input does, where private memory
+    /// would not leave its attention tiles room).
+    pub fresh: bool,
+}
+
+/// The marker of the error [`Window::adds`] returns when the columns are
+/// full: a chain widens them and plans again.
+pub const ADDS_FULL: &str = "the add columns are full";
+
+impl Window {
+    /// The whole tile for one block: columns sized by its first request.
+    pub fn alone(machine: &MachineModel) -> Self {
+        Window {
+            base: machine.interleaved_base,
+            region0: machine.interleaved_base,
+            adds_used: 0,
+            adds_stride: 0,
+            adds_columns: 0,
+            adds_top: machine.interleaved_base,
+            fresh: true,
+        }
+    }
+
+    /// The whole tile for the first of several blocks: add columns of
+    /// `stride` bytes each (whole elements).
+    pub fn shared(machine: &MachineModel, stride: u32) -> Self {
+        debug_assert!(stride.is_multiple_of(machine.element_bytes));
+        Window {
+            base: machine.interleaved_base,
+            region0: machine.interleaved_base - ADD_COLUMNS * stride,
+            adds_used: 0,
+            adds_stride: stride,
+            adds_columns: ADD_COLUMNS,
+            adds_top: machine.interleaved_base,
+            fresh: true,
+        }
+    }
+
+    /// What a block planned in this window leaves for the next one.
+    pub fn after_block(self) -> Self {
+        Window {
+            fresh: false,
+            ..self
+        }
+    }
+
+    /// Takes `bytes` of private interleaved memory, 16-byte aligned.
+    pub fn private(&mut self, bytes: u32) -> u32 {
+        let at = self.base.next_multiple_of(16);
+        self.base = at + bytes;
+        at
+    }
+
+    /// Takes `bytes` of private region 0 below what is taken, 8-byte
+    /// aligned.
+    pub fn region0(&mut self, bytes: u32) -> u32 {
+        self.region0 = (self.region0 - bytes) & !7;
+        self.region0
+    }
+
+    /// Takes `span` bytes at the same offset of the first `columns` add
+    /// columns: their addresses, column 0 first. A block alone sizes the
+    /// columns to `span` (whole elements of `machine`), before any region-0
+    /// allocation; with the columns full the error starts with
+    /// [`ADDS_FULL`].
+    pub fn adds(
+        &mut self,
+        span: u32,
+        columns: u32,
+        machine: &MachineModel,
+    ) -> Result<Vec<u32>, String> {
+        debug_assert!(columns <= ADD_COLUMNS);
+        if self.adds_stride == 0 {
+            debug_assert_eq!(self.region0, self.adds_top, "columns before region 0");
+            self.adds_stride = span.next_multiple_of(machine.element_bytes);
+            self.adds_columns = columns;
+            self.region0 = self.adds_top - columns * self.adds_stride;
+        }
+        let span = span.next_multiple_of(16);
+        if columns > self.adds_columns || self.adds_used + span > self.adds_stride {
+            return Err(format!(
+                "{ADDS_FULL}: a product's owned rows take {span} bytes in each of {columns}, beside the {} bytes earlier blocks take, in {} columns of {} bytes",
+                self.adds_used, self.adds_columns, self.adds_stride
+            ));
+        }
+        let at = self.adds_top - self.adds_columns * self.adds_stride + self.adds_used;
+        self.adds_used += span;
+        Ok((0..columns).map(|c| at + c * self.adds_stride).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alone_sizes_the_columns_to_its_rows() {
+        let m = MachineModel::c600();
+        let mut w = Window::alone(&m);
+        let at = w.adds(100, 2, &m).unwrap();
+        assert_eq!(at, vec![0x80000 - 0x8000, 0x80000 - 0x4000]);
+        assert_eq!(w.region0, 0x80000 - 0x8000);
+        assert_eq!(w.region0(12), 0x80000 - 0x8000 - 16);
+        // The columns hold one block's rows: a second request that does
+        // not fit fails with the marker.
+        let e = w.adds(0x4000, 2, &m).unwrap_err();
+        assert!(e.starts_with(ADDS_FULL), "{e}");
+    }
+
+    #[test]
+    fn shared_blocks_stack_in_the_same_columns() {
+        let m = MachineModel::c600();
+        let mut w = Window::shared(&m, 0x4000);
+        assert_eq!(w.region0, 0x80000 - 0xc000);
+        let a = w.adds(40, 3, &m).unwrap();
+        let b = w.adds(40, 2, &m).unwrap();
+        assert_eq!(a, vec![0x74000, 0x78000, 0x7c000]);
+        assert_eq!(b, vec![0x74030, 0x78030]);
+        // Each column's words are in its own elements.
+        for (x, y) in a.iter().zip(&a[1..]) {
+            assert_ne!(x / m.element_bytes, y / m.element_bytes);
+        }
+        assert_eq!(w.private(10), 0x80000);
+        assert_eq!(w.private(4), 0x80010);
+    }
+}
