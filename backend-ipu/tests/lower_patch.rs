@@ -75,11 +75,14 @@ fn patch_embeddings_match_float64() {
     // siglip-tiny's: 3 x 8 x 8 = 192 values a row (whole panels), 16
     // tokens; patches of 6 (108 values, padded to 112) over a 3:5 image of
     // 15 tokens (the last row tile holds 3 rows); so400m's patch of 14
-    // (588 values, padded to 592) on 7 tokens.
+    // (588 values, padded to 592) on 7 tokens; sides that are not whole
+    // patches (so400m's 384 in patches of 14 leaves 6 pixels unread): 20 x
+    // 33 in patches of 6, the last 2 rows and 3 columns in no patch.
     for (s, tiles, seed) in [
         (shape(3, (32, 32), 8, 64), 64, 1),
         (shape(3, (18, 30), 6, 48), 40, 2),
         (shape(3, (14, 98), 14, 32), 24, 3),
+        (shape(3, (20, 33), 6, 32), 40, 5),
     ] {
         let (result, _) = run(s, tiles, seed);
         assert_block_accuracy(s, result, 0.9999, 2e-3);

@@ -49,7 +49,7 @@ func.func @no_positions(%x: tensor<1x1x8x8xf16>) -> tensor<1x16x16xf16> {
 // Every block of a chain has the whole chip, and the patch embedding
 // needs a row tile per 6 patch rows: 14400 rows need 2400, more than the
 // chip has, and the error says which block and why.
-// CHECK: patch-errors.mlir:[[@LINE+3]]:8: error: 'nn.conv2d' op cannot plan the patch embedding (block 0 of the chain's 2): 14400 patch rows need 2400 row tiles and the product tiles of its own: the block has 1472 (the blocks share the chip's tiles one after another; each keeps its weights and inputs in memory of its own)
+// CHECK: patch-errors.mlir:[[@LINE+3]]:8: error: 'nn.conv2d' op cannot plan the patch embedding (block 0 of the chain's 2): 14400 patch rows need 2400 row tiles and the product tiles of its own: the block has 1472 (the blocks share the chip's tiles one after another; each keeps its weights and inputs in memory of its own: blocks 0..0 keep 0 of every tile's 425984 bytes of interleaved memory)
 func.func @too_many_rows(%x: tensor<1x3x960x960xf16>) -> tensor<1x14400x16xf16> {
   %w = nn.constant dense<0.01> : tensor<16x3x8x8xf16>
   %e = nn.conv2d %x, %w {strides = array<i64: 8, 8>} : tensor<1x3x960x960xf16>, tensor<16x3x8x8xf16> -> tensor<1x16x120x120xf16>

@@ -14,10 +14,10 @@
 // The plan: the row tiles last on the chip, the padded rows.
 // RUN: ipu-run %s --device sim --plan-report 2>&1 | filecheck %s --check-prefix=REPORT
 // REPORT: a chain of 2 blocks sharing the chip in time: private memory 0x80000..0x{{[0-9a-f]+}} per tile, add columns of 16384 bytes
-// REPORT-NEXT: block 0: patch embedding 3x12x24 patches of 6, 8 tokens x 16 (rows of 108 padded to 112): rows on tiles 1470..=1471
+// REPORT-NEXT: block 0: private memory 0x{{[0-9a-f]+}}..0x{{[0-9a-f]+}} ({{[0-9]+}} bytes) patch embedding 3x12x24 patches of 6, 8 tokens x 16 (rows of 108 padded to 112): rows on tiles 1470..=1471
 // REPORT-NEXT: product: 8x108x16 f16v4hihov4amp + bias
 // REPORT-NEXT: estimate: {{[0-9]+}} cycles (exchange {{[1-9][0-9]*}}, product {{[1-9][0-9]*}}, sync {{[0-9]+}})
-// REPORT-NEXT: block 1: MLP block 8x16x32
+// REPORT-NEXT: block 1: private memory 0x{{[0-9a-f]+}}..0x{{[0-9a-f]+}} ({{[0-9]+}} bytes) MLP block 8x16x32
 // REPORT: PASS
 
 // The executable: ipu-plan records the product's plan on the convolution;

@@ -361,8 +361,8 @@ pub fn plan_chain(
     loop {
         match plan_blocks(chain, machine, stride) {
             Ok(plans) => return Ok(plans),
-            Err((_, e)) if e.starts_with(ADDS_FULL) && stride / bank < most => stride += bank,
-            Err((k, e)) => {
+            Err((_, e, _)) if e.starts_with(ADDS_FULL) && stride / bank < most => stride += bank,
+            Err((k, e, kept)) => {
                 let (at, what) = match &chain.blocks[k] {
                     ChainBlock::Attention(a) => (a.attention, "attention block"),
                     ChainBlock::Mlp(m) => (m.ln, "MLP block"),
@@ -373,8 +373,9 @@ pub fn plan_chain(
                     ctx,
                     at,
                     format!(
-                        "cannot plan the {what} (block {k} of the chain's {}): {e} (the blocks share the chip's tiles one after another; each keeps its weights and inputs in memory of its own)",
-                        chain.blocks.len()
+                        "cannot plan the {what} (block {k} of the chain's {}): {e} (the blocks share the chip's tiles one after another; each keeps its weights and inputs in memory of its own: blocks 0..{k} keep {kept} of every tile's {} bytes of interleaved memory)",
+                        chain.blocks.len(),
+                        machine.sram_end - machine.interleaved_base
                     ),
                 ));
             }
@@ -383,12 +384,13 @@ pub fn plan_chain(
 }
 
 /// The chain's blocks planned in turn with add columns of `stride` bytes;
-/// the first failure's block and message.
+/// the first failure's block, message and the private bytes the blocks
+/// before it keep.
 fn plan_blocks(
     chain: &ChainMatch,
     machine: &MachineModel,
     stride: u32,
-) -> Result<Vec<PlannedBlock>, (usize, String)> {
+) -> Result<Vec<PlannedBlock>, (usize, String, u32)> {
     let range = (0, machine.tiles);
     let mut window = Window::shared(machine, stride);
     let mut plans = Vec::with_capacity(chain.blocks.len());
@@ -407,7 +409,7 @@ fn plan_blocks(
                 plan_patch_in(p.shape, machine, range, window).map(PlannedBlock::Patch)
             }
         }
-        .map_err(|e| (k, e))?;
+        .map_err(|e| (k, e, window.base - machine.interleaved_base))?;
         window = planned.next();
         plans.push(planned);
     }
@@ -640,8 +642,15 @@ pub fn chain_report(
         last.map_or(machine.interleaved_base, |w| w.base),
         last.map_or(0, |w| w.adds_stride),
     );
+    let mut base = machine.interleaved_base;
     for (k, p) in plans.iter().enumerate() {
-        out += &format!("block {k}: {}", p.report(machine));
+        let next = p.next().base;
+        out += &format!(
+            "block {k}: private memory 0x{base:x}..0x{next:x} ({} bytes) {}",
+            next - base,
+            p.report(machine)
+        );
+        base = next;
     }
     Ok(out)
 }

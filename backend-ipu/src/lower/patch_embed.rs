@@ -76,6 +76,13 @@ impl PatchShape {
         gw * gh
     }
 
+    /// Whether some pixels are in no patch: the convolution reads whole
+    /// patches from the top left, and a side that is not whole patches
+    /// leaves its last pixels unread (so400m's 384 in patches of 14: 6).
+    pub fn has_unread(&self) -> bool {
+        !self.width.is_multiple_of(self.patch) || !self.height.is_multiple_of(self.patch)
+    }
+
     /// Values of one patch row.
     pub fn k(&self) -> u32 {
         self.channels * self.patch * self.patch
@@ -152,8 +159,8 @@ pub fn patch_from(ctx: &Context, conv: OpId) -> Result<PatchMatch, Diagnostic> {
             "the convolution must have no padding or dilation",
         ));
     }
-    if height % p != 0 || width % p != 0 {
-        return Err(mismatch(conv, "the image's sides must be whole patches"));
+    if height < p || width < p {
+        return Err(mismatch(conv, "the image must hold one patch at least"));
     }
     if d % 16 != 0 {
         return Err(mismatch(
@@ -210,7 +217,7 @@ pub fn patch_from(ctx: &Context, conv: OpId) -> Result<PatchMatch, Diagnostic> {
         Some(b) => constant_operand(ctx, conv, block, "the bias", b)?,
         None => vec![0.0; d as usize],
     };
-    let table = constant_operand(ctx, add, block, "the position table", pos)?;
+    let (table, gather) = position_table(ctx, add, pos, (t as usize, d as usize))?;
     // The kernel [D, K] transposed to the product's [K, D].
     let (k, du) = (shape.k() as usize, d as usize);
     let mut wt = vec![0.0; k * du];
@@ -223,14 +230,96 @@ pub fn patch_from(ctx: &Context, conv: OpId) -> Result<PatchMatch, Diagnostic> {
         .chunks_exact(du)
         .flat_map(|r| r.iter().zip(&bias).map(|(p, b)| p + b))
         .collect();
+    let mut ops = vec![conv, reshape, transpose];
+    ops.extend(gather);
+    ops.push(add);
     Ok(PatchMatch {
-        ops: vec![conv, reshape, transpose, add],
+        ops,
         shape,
         conv,
         add,
         input,
         constants: PatchConstants { w: wt, rows },
     })
+}
+
+/// The position table `pos` (`[t, d]` values) the patch embedding's add
+/// `add` reads: an `nn.constant`, or the rows of one an `nn.gather` picks
+/// along its first axis by constant indices (an export that did not fold
+/// `position_embedding(position_ids)`; too large for canonicalize's
+/// folds), evaluated here; with the gather, which the block then holds.
+fn position_table(
+    ctx: &Context,
+    add: OpId,
+    pos: Value,
+    (t, d): (usize, usize),
+) -> Result<(Vec<f64>, Option<OpId>), Diagnostic> {
+    let block = "patch embedding";
+    let gather = ctx
+        .defining_op(pos)
+        .filter(|&g| ctx.name_str(g) == nn::GATHER);
+    let Some(g) = gather else {
+        return Ok((
+            constant_operand(ctx, add, block, "the position table", pos)?,
+            None,
+        ));
+    };
+    let (table_v, idx_v) = (ctx.operands(g)[0], ctx.operands(g)[1]);
+    // Axis 0 of the rank-2 table, however written.
+    let axis = ctx
+        .attr(g, "axis")
+        .and_then(Attribute::as_int)
+        .map_or(0, |a| if a < 0 { a + 2 } else { a });
+    let rows_of = ctx
+        .value_type(table_v)
+        .shape()
+        .map(<[i64]>::to_vec)
+        .unwrap_or_default();
+    if axis != 0 || rows_of.len() != 2 || rows_of[1] != d as i64 {
+        return Err(Diagnostic::op_error(
+            ctx,
+            g,
+            format!("the position table's gather must pick rows of a [n, {d}] table along axis 0; the patch embedding lowering takes a position table that is a constant or such rows"),
+        ));
+    }
+    let table = constant_operand(ctx, g, block, "the gathered position table", table_v)?;
+    let indices = ctx
+        .defining_op(idx_v)
+        .filter(|&c| ctx.name_str(c) == nn::CONSTANT)
+        .and_then(|c| ctx.attr(c, "value"))
+        .and_then(nn::elements::dense_data)
+        .and_then(|e| nn::elements::ints(&e))
+        .ok_or_else(|| {
+            Diagnostic::op_error(
+                ctx,
+                g,
+                "the patch embedding lowering needs the position table's indices to be an integer nn.constant",
+            )
+        })?;
+    let n = rows_of[0];
+    if indices.len() != t {
+        return Err(Diagnostic::op_error(
+            ctx,
+            g,
+            format!(
+                "the position table's gather picks {} rows, not the {t} tokens",
+                indices.len()
+            ),
+        ));
+    }
+    let mut out = Vec::with_capacity(t * d);
+    for &i in &indices {
+        let i = i64::try_from(i).ok().map(|i| if i < 0 { i + n } else { i });
+        let Some(i) = i.filter(|i| (0..n).contains(i)) else {
+            return Err(Diagnostic::op_error(
+                ctx,
+                g,
+                format!("a position index is outside the table's {n} rows"),
+            ));
+        };
+        out.extend_from_slice(&table[i as usize * d..(i as usize + 1) * d]);
+    }
+    Ok((out, Some(g)))
 }
 
 /// The plan: the product, the row tiles, where the rows are.
@@ -246,6 +335,9 @@ pub struct PatchPlan {
     pub row_tiles: Vec<u32>,
     /// Where the rows are on a row tile (`k_padded` f16 each).
     pub rows: u32,
+    /// Where the host writes the pixels no patch reads (on the last row
+    /// tile; each run over the last, never read), when there are any.
+    pub sink: u32,
     /// What the block leaves of the memory it was planned in (the next
     /// block's window).
     pub next: Window,
@@ -290,9 +382,22 @@ impl PatchPlan {
         let s = self.shape;
         let (p, (gw, _)) = (s.patch, s.grid());
         let row_bytes = s.k_padded() * 2;
+        let (_, gh) = s.grid();
+        let sink_tile = self.row_tiles.last().copied().unwrap_or(0);
         let mut out = Vec::new();
+        let unread = |first: u32, count: u32| TensorPiece {
+            tile: i64::from(sink_tile),
+            address: i64::from(self.sink),
+            first: i64::from(first),
+            count: i64::from(count),
+        };
         for c in 0..s.channels {
             for y in 0..s.height {
+                let row = (c * s.height + y) * s.width;
+                if y >= gh * p {
+                    out.push(unread(row, s.width));
+                    continue;
+                }
                 for gx in 0..gw {
                     let token = (y / p) * gw + gx;
                     let tap = c * p * p + (y % p) * p;
@@ -300,9 +405,12 @@ impl PatchPlan {
                     out.push(TensorPiece {
                         tile: i64::from(self.row_tiles[q]),
                         address: i64::from(self.rows + (token % LN_ROWS) * row_bytes + tap * 2),
-                        first: i64::from((c * s.height + y) * s.width + gx * p),
+                        first: i64::from(row + gx * p),
                         count: i64::from(p),
                     });
+                }
+                if gw * p < s.width {
+                    out.push(unread(row + gw * p, s.width - gw * p));
                 }
             }
         }
@@ -445,7 +553,15 @@ pub fn plan_patch_in(
     let product_end = lay.bias.map_or(base + v.weight_bytes() as u32, |b| {
         b + v.bias_bytes() as u32
     });
-    let private_end = product_end.max(rows + LN_ROWS * row_bytes);
+    // The pixels no patch reads land after the rows, one run over the
+    // last: an image row at most.
+    let sink = (rows + LN_ROWS * row_bytes).next_multiple_of(8);
+    let sink_bytes = if shape.has_unread() {
+        shape.width * 2
+    } else {
+        0
+    };
+    let private_end = product_end.max(sink + sink_bytes);
     let shared_bottom = lay.reduction.map_or(lay.input, |r| r[2]).min(lay.input);
     if private_end > shared_bottom {
         return Err(format!(
@@ -467,6 +583,7 @@ pub fn plan_patch_in(
         rejected: choice.rejected,
         row_tiles: (first + gemm_tiles..first + count).collect(),
         rows,
+        sink,
         next: window.after_block(),
     })
 }
