@@ -16,10 +16,10 @@
 //! adds its products in the order the dot products did, so every result is
 //! bit-identical.
 
-use half::f16;
 use ipuc_ipu_arch::float8::f8_to_f64;
 
 use super::decode::AmpKind;
+use super::f16;
 
 /// Weight-store entries the AMP instructions' semantics index (`$CWEI[k*4 + p]`
 /// for 16 outputs k and 4 phases p); a machine model with another CCCS size
@@ -88,14 +88,12 @@ fn f8_table() -> &'static [f32; 256] {
 
 #[inline(always)]
 fn halves(v: u64) -> [f32; 4] {
-    std::array::from_fn(|i| f16::from_bits((v >> (16 * i)) as u16).to_f32())
+    f16::unpack4(v)
 }
 
 #[inline(always)]
 fn pack_halves(v: &[f32]) -> u64 {
-    v.iter().enumerate().fold(0u64, |acc, (i, x)| {
-        acc | (u64::from(f16::from_f32(*x).to_bits()) << (16 * i))
-    })
+    f16::pack4([v[0], v[1], v[2], v[3]])
 }
 
 #[inline(always)]
@@ -143,9 +141,10 @@ impl AmpState {
             SumFrom::Zero => ([0.0f32; OUTPUTS], 0),
             SumFrom::FirstProduct => (std::array::from_fn(|k| weights[0][k] * x[0]), 1),
         };
-        for (w, xi) in weights.iter().zip(x).skip(rest) {
-            for (s, wk) in sum.iter_mut().zip(w) {
-                *s += wk * xi;
+        for i in rest..L {
+            let (w, xi) = (&weights[i], x[i]);
+            for k in 0..OUTPUTS {
+                sum[k] += w[k] * xi;
             }
         }
         for (a, s) in self.acc[..O].iter_mut().zip(&sum) {

@@ -11,6 +11,7 @@ mod amp;
 pub mod bench;
 mod decode;
 mod exchange;
+mod f16;
 mod fault;
 mod host;
 mod parallel;

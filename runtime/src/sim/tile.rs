@@ -2,7 +2,6 @@
 //! the barrel, the AMP weight store, exchange registers, and the
 //! interpreter over pre-decoded instructions.
 
-use half::f16;
 use ipuc_ipu_arch::csr;
 use ipuc_ipu_arch::encoding::Instr;
 use ipuc_ipu_arch::float8::{decode_scaled, encode_scaled};
@@ -16,6 +15,7 @@ use super::decode::{
     AluOp, Am, Code, CodeSlot, Op, Pace, Step, SysOp, VecOp, A_REGS, CTX_SUPERVISOR, CTX_WORKER,
     M_REGS,
 };
+use super::f16;
 use super::fault::{Fault, FaultKind};
 use super::profile::{SuperstepCycles, TraceEntry};
 
@@ -336,27 +336,9 @@ fn m64(c: &ThreadContext, r: u8) -> u64 {
 }
 
 #[inline(always)]
-fn f16x2(v: u32) -> [f32; 2] {
-    [
-        f16::from_bits(v as u16).to_f32(),
-        f16::from_bits((v >> 16) as u16).to_f32(),
-    ]
-}
-
-#[inline(always)]
-fn pack_f16x2(a: f32, b: f32) -> u32 {
-    u32::from(f16::from_f32(a).to_bits()) | (u32::from(f16::from_f32(b).to_bits()) << 16)
-}
-
-#[inline(always)]
 fn f16v4_op(x: u64, y: u64, f: impl Fn(f32, f32) -> f32) -> u64 {
-    let mut out = 0u64;
-    for i in 0..4 {
-        let a = f16::from_bits((x >> (16 * i)) as u16).to_f32();
-        let b = f16::from_bits((y >> (16 * i)) as u16).to_f32();
-        out |= u64::from(f16::from_f32(f(a, b)).to_bits()) << (16 * i);
-    }
-    out
+    let (a, b) = (f16::unpack4(x), f16::unpack4(y));
+    f16::pack4(std::array::from_fn(|i| f(a[i], b[i])))
 }
 
 #[inline(always)]
@@ -999,18 +981,18 @@ impl Tile {
             Op::Uget { d } => w32(d, ctx.tas),
             Op::F16v4Cmac { x, y } => {
                 let (x, y) = (a64(ctx, x), a64(ctx, y));
+                let (a, b) = (f16::unpack4(x), f16::unpack4(y));
                 for k in 0..4 {
-                    let a = f16::from_bits((x >> (16 * k)) as u16).to_f32();
-                    let b = f16::from_bits((y >> (16 * k)) as u16).to_f32();
-                    ctx.aacc[k] += a * b;
+                    ctx.aacc[k] += a[k] * b[k];
                 }
                 NO_WRITE
             }
             Op::F16v8Acc { x0, x1 } => {
                 let (x, y) = (a64(ctx, x0), a64(ctx, x1));
+                let (a, b) = (f16::unpack4(x), f16::unpack4(y));
                 for k in 0..4 {
-                    ctx.aacc[k] += f16::from_bits((x >> (16 * k)) as u16).to_f32();
-                    ctx.aacc[k + 4] += f16::from_bits((y >> (16 * k)) as u16).to_f32();
+                    ctx.aacc[k] += a[k];
+                    ctx.aacc[k + 4] += b[k];
                 }
                 NO_WRITE
             }
@@ -1046,18 +1028,18 @@ impl Tile {
                 let x = a64(ctx, s);
                 w32(
                     d,
-                    pack_f16x2(f32::from_bits(x as u32), f32::from_bits((x >> 32) as u32)),
+                    f16::pack2(f32::from_bits(x as u32), f32::from_bits((x >> 32) as u32)),
                 )
             }
             Op::F16v2ToF32 { d, s } => {
-                let [lo, hi] = f16x2(ctx.a[s as usize]);
+                let [lo, hi] = f16::unpack2(ctx.a[s as usize]);
                 w64(d, u64::from(lo.to_bits()) | (u64::from(hi.to_bits()) << 32))
             }
             Op::F16v2Trans { f, d, s } => {
                 let x = ctx.a[s as usize];
                 let lane = |h: u32| {
-                    let v = f.eval(f16::from_bits(h as u16).to_f64());
-                    u32::from(f16::from_f64(v).to_bits())
+                    let v = f.eval(f64::from(f16::to_f32(h as u16)));
+                    u32::from(half::f16::from_f64(v).to_bits())
                 };
                 w32(d, lane(x) | (lane(x >> 16) << 16))
             }
@@ -1072,17 +1054,14 @@ impl Tile {
             }
             Op::F32ToF16 { d, s } => w32(
                 d,
-                u32::from(f16::from_f32(f32::from_bits(ctx.a[s as usize])).to_bits()),
+                u32::from(f16::from_f32(f32::from_bits(ctx.a[s as usize]))),
             ),
-            Op::F16ToF32 { d, s } => w32(
-                d,
-                f16::from_bits(ctx.a[s as usize] as u16).to_f32().to_bits(),
-            ),
+            Op::F16ToF32 { d, s } => w32(d, f16::to_f32(ctx.a[s as usize] as u16).to_bits()),
             Op::F16v4ToF8 { d, s, scale } => {
                 let x = a64(ctx, s);
                 let mut out = 0u32;
                 for k in 0..4 {
-                    let h = f16::from_bits((x >> (16 * k)) as u16).to_f64();
+                    let h = f64::from(f16::to_f32((x >> (16 * k)) as u16));
                     out |= u32::from(encode_scaled(h, i32::from(scale))) << (8 * k);
                 }
                 w32(d, out)
@@ -1092,7 +1071,7 @@ impl Tile {
                 let mut out = 0u64;
                 for k in 0..4 {
                     let v = decode_scaled((x >> (8 * k)) as u8, i32::from(scale));
-                    out |= u64::from(f16::from_f64(v).to_bits()) << (16 * k);
+                    out |= u64::from(half::f16::from_f64(v).to_bits()) << (16 * k);
                 }
                 w64(d, out)
             }
