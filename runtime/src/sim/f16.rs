@@ -18,51 +18,64 @@ pub fn to_f32(h: u16) -> f32 {
     let h = u32::from(h);
     let sign = (h & 0x8000) << 16;
     let em = h & 0x7fff;
-    // A normal number: the exponent rebiased from 15 to 127.
-    let normal = (em << 13) + ((127 - 15) << 23);
+    // The f16's exponent and mantissa bits at an f32's positions read as
+    // an f32 whose exponent is biased by 15 instead of 127: times 2^112 it
+    // is the value, exactly, normal or subnormal (zero stays zero).
+    let scaled = (f32::from_bits(em << 13) * f32::from_bits((127 + 112) << 23)).to_bits();
     // Infinity or NaN: the f32 exponent all ones, a NaN made quiet.
     let special = (em << 13) | 0x7f80_0000 | if em > 0x7c00 { 0x0040_0000 } else { 0 };
-    // Zero or subnormal: em * 2^-24, exactly, as (1 + em * 2^-10) * 2^-14
-    // minus 2^-14 (both f32s exact, so is their difference).
-    let magic = f32::from_bits(113 << 23);
-    let subnormal = (f32::from_bits((em << 13) | (113 << 23)) - magic).to_bits();
-    let bits = if em >= 0x7c00 {
-        special
-    } else if em < 0x0400 {
-        subnormal
-    } else {
-        normal
-    };
+    let bits = if em >= 0x7c00 { special } else { scaled };
     f32::from_bits(bits | sign)
 }
 
+/// `a` where `c` holds, else `b`, as a mask (no branch: see [`from_f32`]).
+#[inline(always)]
+fn select(c: bool, a: u32, b: u32) -> u32 {
+    let m = 0u32.wrapping_sub(u32::from(c));
+    (a & m) | (b & !m)
+}
+
 /// The f16 bit pattern nearest `x` (ties to even; overflow to infinity).
+/// Every case is computed and one selected by masks, without branches, so
+/// that the lanes of [`pack4`] convert together in vector registers.
 #[inline(always)]
 pub fn from_f32(x: f32) -> u16 {
+    from_f32_wide(x) as u16
+}
+
+/// [`from_f32`] in the low half of a u32 (lanes of one width vectorise).
+#[inline(always)]
+fn from_f32_wide(x: f32) -> u32 {
     let bits = x.to_bits();
     let sign = (bits >> 16) & 0x8000;
     let a = bits & 0x7fff_ffff;
-    let out = if a > 0x7f80_0000 {
-        // NaN: quiet, the payload's top bits kept.
-        0x7e00 | ((a & 0x007f_ffff) >> 13)
-    } else if a >= 0x4780_0000 {
-        // At least 2^16 (or infinity): infinity.
-        0x7c00
-    } else if a < 0x3880_0000 {
-        // Below 2^-14, f16's smallest normal: adding 0.5 rounds the
-        // magnitude to a multiple of 2^-24 (0.5's ulp), to nearest even, in
-        // the float unit; its low bits are then the f16 pattern (0x400, the
-        // smallest normal, when it rounds up to it).
-        let half = f32::from_bits(126 << 23);
-        (f32::from_bits(a) + half).to_bits() - (126 << 23)
-    } else {
-        // A normal f16: rebias, then round the 13 dropped bits to nearest
-        // even (a carry out of the mantissa moves the exponent, up to
-        // infinity for 65520 and above).
-        let odd = (a >> 13) & 1;
-        (a.wrapping_sub((127 - 15) << 23) + 0xfff + odd) >> 13
-    };
-    (out | sign) as u16
+    // NaN: quiet, the payload's top bits kept.
+    let nan = 0x7e00 | ((a & 0x007f_ffff) >> 13);
+    // Below 2^-14, f16's smallest normal: adding 0.5 rounds the magnitude
+    // to a multiple of 2^-24 (0.5's ulp), to nearest even, in the float
+    // unit; its low bits are then the f16 pattern (0x400, the smallest
+    // normal, when it rounds up to it).
+    let half = f32::from_bits(126 << 23);
+    let subnormal = (f32::from_bits(a) + half).to_bits().wrapping_sub(126 << 23);
+    // A normal f16: rebias, then round the 13 dropped bits to nearest even
+    // (a carry out of the mantissa moves the exponent, up to infinity for
+    // 65520 and above).
+    let odd = (a >> 13) & 1;
+    let normal = (a.wrapping_sub((127 - 15) << 23).wrapping_add(0xfff + odd)) >> 13;
+    let out = select(a < 0x3880_0000, subnormal, normal);
+    // At least 2^16 (or infinity): infinity.
+    let out = select(a >= 0x4780_0000, 0x7c00, out);
+    let out = select(a > 0x7f80_0000, nan, out);
+    out | sign
+}
+
+/// The f16 bit pattern of `x` rounded to f32 first, then to f16: what
+/// `half::f16::from_f64` computes on a host with F16C (its conversion goes
+/// through f32 there, and is direct only on hosts without it), so the
+/// simulator gives the same results whatever host it runs on.
+#[inline(always)]
+pub fn from_f64(x: f64) -> u16 {
+    from_f32(x as f32)
 }
 
 /// The four f16 lanes of a 64-bit register word, lane 0 lowest.
@@ -79,10 +92,8 @@ pub fn unpack4(v: u64) -> [f32; 4] {
 /// Four values packed as f16 lanes of a 64-bit word, lane 0 lowest.
 #[inline(always)]
 pub fn pack4(v: [f32; 4]) -> u64 {
-    u64::from(from_f32(v[0]))
-        | (u64::from(from_f32(v[1])) << 16)
-        | (u64::from(from_f32(v[2])) << 32)
-        | (u64::from(from_f32(v[3])) << 48)
+    let h: [u32; 4] = std::array::from_fn(|i| from_f32_wide(v[i]));
+    u64::from(h[0]) | (u64::from(h[1]) << 16) | (u64::from(h[2]) << 32) | (u64::from(h[3]) << 48)
 }
 
 /// The two f16 lanes of a 32-bit register word, lane 0 low.
@@ -110,6 +121,25 @@ mod tests {
             // And back: every f16 value round-trips (NaNs come out quiet).
             let back = f16::from_f32(f32::from_bits(want)).to_bits();
             assert_eq!(from_f32(f32::from_bits(want)), back, "{h:#06x}");
+        }
+    }
+
+    /// On a host with F16C, where `half` rounds through f32 (elsewhere it
+    /// rounds directly, and double rounding differs at a few ties).
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn f64_to_f16_rounds_as_half_does_with_f16c() {
+        if !std::arch::is_x86_feature_detected!("f16c") {
+            return;
+        }
+        // Every f16, the midpoints between neighbours, and just off them.
+        for h in 0..=u16::MAX {
+            let x = f64::from(f16::from_bits(h).to_f32());
+            let next = f64::from(f16::from_bits(h.wrapping_add(1)).to_f32());
+            let mid = (x + next) / 2.0;
+            for v in [x, mid, mid * (1.0 + 1e-12), mid * (1.0 - 1e-12)] {
+                assert_eq!(from_f64(v), f16::from_f64(v).to_bits(), "{v:e}");
+            }
         }
     }
 

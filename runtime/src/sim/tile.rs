@@ -1039,7 +1039,7 @@ impl Tile {
                 let x = ctx.a[s as usize];
                 let lane = |h: u32| {
                     let v = f.eval(f64::from(f16::to_f32(h as u16)));
-                    u32::from(half::f16::from_f64(v).to_bits())
+                    u32::from(f16::from_f64(v))
                 };
                 w32(d, lane(x) | (lane(x >> 16) << 16))
             }
@@ -1071,7 +1071,7 @@ impl Tile {
                 let mut out = 0u64;
                 for k in 0..4 {
                     let v = decode_scaled((x >> (8 * k)) as u8, i32::from(scale));
-                    out |= u64::from(half::f16::from_f64(v).to_bits()) << (16 * k);
+                    out |= u64::from(f16::from_f64(v)) << (16 * k);
                 }
                 w64(d, out)
             }
