@@ -225,6 +225,21 @@ impl Memory {
         }
     }
 
+    /// The first conflict of three addresses (0-1, 0-2, 1-2), for
+    /// [`Self::bank`]s found to clash.
+    #[cold]
+    #[inline(never)]
+    fn conflict3(&self, a0: u32, a1: u32, a2: u32) -> FaultKind {
+        let (first, second) = if self.bank(a0) == self.bank(a1) {
+            (a0, a1)
+        } else if self.bank(a0) == self.bank(a2) {
+            (a0, a2)
+        } else {
+            (a1, a2)
+        };
+        FaultKind::BankConflict { first, second }
+    }
+
     #[inline(always)]
     fn conflict(&self, a: u32, b: u32) -> R<()> {
         if self.bank(a) == self.bank(b) {
@@ -904,8 +919,8 @@ impl Tile {
     /// branch was taken.
     #[inline(always)]
     fn exec_slot(&mut self, c: usize, slot: &CodeSlot, pc: u32) -> R<bool> {
-        let pending = self.exec_aux(c, slot.aux)?;
-        let next = self.exec_main(c, slot.main, pc)?;
+        let pending = self.exec_aux(c, &slot.aux)?;
+        let next = self.exec_main(c, &slot.main, pc)?;
         let taken = slot.branch && next.is_some();
         let ctx = &mut self.ctx[c];
         if pending.n > 0 {
@@ -932,9 +947,9 @@ impl Tile {
 
     /// Executes an auxiliary-pipeline operation; its register result is returned, not written.
     #[inline(always)]
-    fn exec_aux(&mut self, c: usize, op: Op) -> R<Pending> {
+    fn exec_aux(&mut self, c: usize, op: &Op) -> R<Pending> {
         let ctx = &mut self.ctx[c];
-        Ok(match op {
+        Ok(match *op {
             Op::Nop => NO_WRITE,
             Op::Amp {
                 kind,
@@ -1083,17 +1098,18 @@ impl Tile {
 
     /// Executes a main-pipeline operation; returns a new pc for taken branches.
     #[inline(always)]
-    fn exec_main(&mut self, c: usize, op: Op, pc: u32) -> R<Option<u32>> {
+    fn exec_main(&mut self, c: usize, op: &Op, pc: u32) -> R<Option<u32>> {
         let mem = &mut self.mem;
         let ctx = &mut self.ctx[c];
-        match op {
+        match *op {
             Op::Nop => {}
             Op::Ld2xSt64Pace { d, s, pace } => {
                 let p = m64(ctx, pace.p);
                 let (a0, a1, a2) = (packed_field(p, 0), packed_field(p, 1), packed_field(p, 2));
-                mem.conflict(a0, a1)?;
-                mem.conflict(a0, a2)?;
-                mem.conflict(a1, a2)?;
+                let (b0, b1, b2) = (mem.bank(a0), mem.bank(a1), mem.bank(a2));
+                if b0 == b1 || b0 == b2 || b1 == b2 {
+                    return Err(mem.conflict3(a0, a1, a2));
+                }
                 let v0 = mem.ld64(a0)?;
                 let v1 = mem.ld64(a1)?;
                 mem.st64(a2, a64(ctx, s))?;
