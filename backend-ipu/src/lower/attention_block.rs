@@ -897,6 +897,7 @@ fn best_core(
         None => vec![1],
     };
     let mut best: Option<(CorePlan, u64)> = None;
+    let mut refused: Option<String> = None;
     let mut why = if forced.is_some_and(|n| (n > 1) != split) {
         "not the forced form".to_string()
     } else {
@@ -936,13 +937,16 @@ fn best_core(
             }
             Err(e) => {
                 tracing::debug!(key_blocks, rows, "attention tiles refused: {e}");
-                why = e;
+                // The first candidate that did not fit says most: later
+                // ones (more blocks of keys, more rows a tile) fail for
+                // their own reasons.
+                refused.get_or_insert(e);
             }
         }
     }
     FormEstimate {
         form,
-        plan: best.ok_or(why),
+        plan: best.ok_or_else(|| refused.unwrap_or(why)),
     }
 }
 
