@@ -43,7 +43,7 @@ use super::codegen::{
     ZeroRun,
 };
 use super::ln_tiles::{LnTiles, LN_ROWS};
-use super::passes::{only_user, ADD};
+use super::passes::{constant_of, constant_values, only_user, ADD};
 use super::plan::{plan_gemm, Epilogue, GemmPlan, GemmShape, Rejected};
 use super::schedule::{schedule, Schedule};
 use crate::codelets::amp::AmpVariant;
@@ -217,7 +217,7 @@ pub fn patch_from(ctx: &Context, conv: OpId) -> Result<PatchMatch, Diagnostic> {
         Some(b) => constant_operand(ctx, conv, block, "the bias", b)?,
         None => vec![0.0; d as usize],
     };
-    let (table, gather) = position_table(ctx, add, pos, (t as usize, d as usize))?;
+    let (table, gather) = position_table(ctx, add, pos)?;
     // The kernel [D, K] transposed to the product's [K, D].
     let (k, du) = (shape.k() as usize, d as usize);
     let mut wt = vec![0.0; k * du];
@@ -243,16 +243,16 @@ pub fn patch_from(ctx: &Context, conv: OpId) -> Result<PatchMatch, Diagnostic> {
     })
 }
 
-/// The position table `pos` (`[t, d]` values) the patch embedding's add
-/// `add` reads: an `nn.constant`, or the rows of one an `nn.gather` picks
-/// along its first axis by constant indices (an export that did not fold
-/// `position_embedding(position_ids)`; too large for canonicalize's
-/// folds), evaluated here; with the gather, which the block then holds.
+/// The position table `pos` (`[t, d]` values, row-major) the patch
+/// embedding's add `add` reads: an `nn.constant`, or an `nn.gather` of
+/// constants (an export that did not fold `position_embedding(position_ids)`;
+/// too large for canonicalize's folds), evaluated here by the dialect's
+/// own gather ([`nn::gather_constant`]); with the gather, which the block
+/// then holds.
 fn position_table(
     ctx: &Context,
     add: OpId,
     pos: Value,
-    (t, d): (usize, usize),
 ) -> Result<(Vec<f64>, Option<OpId>), Diagnostic> {
     let block = "patch embedding";
     let gather = ctx
@@ -264,62 +264,31 @@ fn position_table(
             None,
         ));
     };
-    let (table_v, idx_v) = (ctx.operands(g)[0], ctx.operands(g)[1]);
-    // Axis 0 of the rank-2 table, however written.
-    let axis = ctx
-        .attr(g, "axis")
-        .and_then(Attribute::as_int)
-        .map_or(0, |a| if a < 0 { a + 2 } else { a });
-    let rows_of = ctx
-        .value_type(table_v)
-        .shape()
-        .map(<[i64]>::to_vec)
-        .unwrap_or_default();
-    if axis != 0 || rows_of.len() != 2 || rows_of[1] != d as i64 {
-        return Err(Diagnostic::op_error(
-            ctx,
-            g,
-            format!("the position table's gather must pick rows of a [n, {d}] table along axis 0; the patch embedding lowering takes a position table that is a constant or such rows"),
-        ));
-    }
-    let table = constant_operand(ctx, g, block, "the gathered position table", table_v)?;
-    let indices = ctx
-        .defining_op(idx_v)
-        .filter(|&c| ctx.name_str(c) == nn::CONSTANT)
-        .and_then(|c| ctx.attr(c, "value"))
-        .and_then(nn::elements::dense_data)
-        .and_then(|e| nn::elements::ints(&e))
-        .ok_or_else(|| {
-            Diagnostic::op_error(
-                ctx,
-                g,
-                "the patch embedding lowering needs the position table's indices to be an integer nn.constant",
-            )
-        })?;
-    let n = rows_of[0];
-    if indices.len() != t {
-        return Err(Diagnostic::op_error(
-            ctx,
-            g,
-            format!(
-                "the position table's gather picks {} rows, not the {t} tokens",
-                indices.len()
-            ),
-        ));
-    }
-    let mut out = Vec::with_capacity(t * d);
-    for &i in &indices {
-        let i = i64::try_from(i).ok().map(|i| if i < 0 { i + n } else { i });
-        let Some(i) = i.filter(|i| (0..n).contains(i)) else {
-            return Err(Diagnostic::op_error(
-                ctx,
-                g,
-                format!("a position index is outside the table's {n} rows"),
-            ));
-        };
-        out.extend_from_slice(&table[i as usize * d..(i as usize + 1) * d]);
-    }
-    Ok((out, Some(g)))
+    let error = |msg: String| Diagnostic::op_error(ctx, g, msg);
+    let operand = |i: usize, what: &str| {
+        constant_of(ctx, ctx.operands(g)[i])
+            .as_ref()
+            .and_then(nn::elements::dense_data)
+            .ok_or_else(|| {
+                error(format!(
+                    "the {block} lowering needs {what} to be an nn.constant"
+                ))
+            })
+    };
+    let table = operand(0, "the gathered position table")?;
+    let indices = operand(1, "the position table's indices")?;
+    let values = nn::gather_constant(ctx, g, &table, &indices).ok_or_else(|| {
+        let axis = ctx.attr(g, "axis").and_then(Attribute::as_int).unwrap_or(0);
+        let shape = table.ty.shape().unwrap_or_default();
+        let rank = shape.len() as i128;
+        let n = usize::try_from(if axis < 0 { axis + rank } else { axis })
+            .ok()
+            .and_then(|a| shape.get(a))
+            .map_or_else(|| "its".to_string(), |n| format!("the table's {n}"));
+        error(format!("a position index is outside {n} rows"))
+    })?;
+    let values = constant_values(&values).map_err(|e| error(format!("the position table: {e}")))?;
+    Ok((values, Some(g)))
 }
 
 /// The plan: the product, the row tiles, where the rows are.
@@ -639,7 +608,8 @@ pub fn emit_patch_in(
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
     let mut exchange_code_bytes_max = 0;
     for t in plan.tiles() {
-        let (mut e, mut xcode) = frame.open_tile(ctx, t, &loc);
+        let mut e = frame.open_tile(ctx, t, &loc);
+        let mut xcode = 0;
         let mut calls = Calls::new();
         sync(&mut e);
         xcode += exchange.emit(&mut e, machine, t, "a");

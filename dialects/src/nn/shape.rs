@@ -633,15 +633,29 @@ fn fold_slice(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<V
 }
 
 fn fold_gather(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<Vec<FoldResult>> {
-    let out = fold_target(ctx, op, 0)?;
+    fold_target(ctx, op, 0)?;
     let d = const_operand(consts, 0)?;
     let idx = const_operand(consts, 1)?;
+    gather_constant(ctx, op, &d, &idx).map(|attr| vec![FoldResult::Constant(attr)])
+}
+
+/// The result of `nn.gather` `op` on constant data `d` and indices `idx`,
+/// whatever its size (canonicalize's fold caps it): `None` for an index
+/// out of range (an error at run time, so the op is left alone) or a
+/// shape that is not static. A lowering that must know a gather's values
+/// (a position table) evaluates it through this.
+pub fn gather_constant(
+    ctx: &Context,
+    op: OpId,
+    d: &DenseElements,
+    idx: &DenseElements,
+) -> Option<Attribute> {
+    let out = ctx.value_type(ctx.result(op, 0)).clone();
     let in_shape = d.ty.shape()?.to_vec();
     let idx_rank = idx.ty.shape()?.len();
     let a = normalize_axis(attr_i64(ctx, op, "axis", 0), in_shape.len()).ok()?;
     let dim = in_shape[a];
-    // Resolve (and bounds-check) the indices first: out-of-range indices are
-    // an error at run time, so the op is left alone.
+    // Resolve (and bounds-check) the indices first.
     let resolved: Option<Vec<usize>> = (0..idx.len())
         .map(|k| {
             let v = idx.int_at(k) as i64;
@@ -653,7 +667,7 @@ fn fold_gather(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<
     let out_shape = out.shape()?.to_vec();
     let st = strides(&in_shape);
     let idx_strides = strides(idx.ty.shape()?);
-    let attr = rearrange(&d, &out, |i| {
+    rearrange(d, &out, |i| {
         let j = unravel(i, &out_shape);
         let mut src = 0;
         for (dd, &v) in j[..a].iter().enumerate() {
@@ -669,8 +683,7 @@ fn fold_gather(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<
             src += v * st[a + 1 + off];
         }
         src
-    })?;
-    Some(vec![FoldResult::Constant(attr)])
+    })
 }
 
 fn fold_concat(ctx: &Context, op: OpId, consts: &[Option<Attribute>]) -> Option<Vec<FoldResult>> {
