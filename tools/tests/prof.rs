@@ -270,6 +270,22 @@ fn assert_estimated(p: &Value, names: &[&str]) {
     }
 }
 
+/// How many tiles' memory maps hold an allocation named `name`.
+fn tiles_holding(p: &Value, name: &str) -> usize {
+    p["tiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| {
+            t["memory"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a["name"] == name)
+        })
+        .count()
+}
+
 /// Checks that no two allocations of a tile's memory map (sections,
 /// constants and the lowering's buffers; not the host tensors, which are
 /// views of the buffers that hold them) overlap while both are live, and
@@ -470,23 +486,9 @@ fn the_pooling_head_profiles_step_by_step() {
     // live: its LN tiles keep the post-LayerNorm rows to the end, its
     // head tiles hold the scores, V, P and O.
     assert_no_live_overlap(&p, 0);
-    let holding = |name: &str| {
-        p["tiles"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|t| {
-                t["memory"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|a| a["name"] == name)
-            })
-            .count()
-    };
-    assert!(holding("b0 layer_norm output") > 0);
+    assert!(tiles_holding(&p, "b0 layer_norm output") > 0);
     for name in ["b0 head scores", "b0 head V", "b0 head P", "b0 head O"] {
-        assert_eq!(holding(name), 4, "{name}: one per head");
+        assert_eq!(tiles_holding(&p, name), 4, "{name}: one per head");
     }
     for c in p["codelets"].as_array().unwrap() {
         assert!(c["op"].as_str().unwrap().starts_with("nn."), "{c}");
@@ -507,19 +509,7 @@ fn a_whole_model_profiles_with_every_step_estimated() {
     assert!(steps.len() > 40, "{}", steps.len());
     assert_no_live_overlap(&p, 0);
     // The patch embedding's row tiles hold the pixel rows the host wrote.
-    let rows = p["tiles"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| {
-            t["memory"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|a| a["name"] == "b0 patch rows")
-        })
-        .count();
-    assert!(rows > 0);
+    assert!(tiles_holding(&p, "b0 patch rows") > 0);
     for s in steps {
         let name = s["name"].as_str().unwrap();
         let e = s["estimate_cycles"]

@@ -701,13 +701,7 @@ fn product_layouts(
         (at, at + v_vt.input_bytes() as u32)
     };
     // The LN tiles.
-    let LnRows {
-        x,
-        ln_out,
-        gamma,
-        beta,
-        end: ln_end,
-    } = LnRows::at(base, s.c);
+    let ln = LnRows::at(base, s.c);
     let w_out = (base + v_qk.weight_bytes() as u32)
         .max(vt_end)
         .next_multiple_of(16);
@@ -716,7 +710,7 @@ fn product_layouts(
     // the inputs and outputs, so no bank rule ties them to those.
     let bias_qk = (w_out + v_out.weight_bytes() as u32).next_multiple_of(16);
     let bias_out = (bias_qk + v_qk.bias_bytes() as u32).next_multiple_of(16);
-    let weights_end = (bias_out + v_out.bias_bytes() as u32).max(ln_end);
+    let weights_end = (bias_out + v_out.bias_bytes() as u32).max(ln.end);
     window.base = weights_end;
     let bottom = |l: &TileLayout| l.reduction.map_or(l.input, |r| r[2]).min(l.input);
     let vt_bottom = if window.fresh {
@@ -771,10 +765,10 @@ fn product_layouts(
         transient_bottom,
         residual,
         sum,
-        x,
-        ln_out,
-        gamma,
-        beta,
+        x: ln.x,
+        ln_out: ln.ln_out,
+        gamma: ln.gamma,
+        beta: ln.beta,
     })
 }
 
@@ -1203,7 +1197,8 @@ pub fn emit_attention_in(
     let mut add_cycles = 0u64;
     let mut exchange_code_bytes_max = 0;
     for &t in &tiles {
-        let (mut e, mut xcode) = frame.open_tile(ctx, t, &loc);
+        let mut e = frame.open_tile(ctx, t, &loc);
+        let mut xcode = 0;
         let mut calls = Calls::new();
         ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
         sync(&mut e);

@@ -663,7 +663,8 @@ pub fn emit_mlp_in(
     let mut adds = [0u64; 2];
     let mut exchange_code_bytes_max = 0;
     for &t in &tiles {
-        let (mut e, mut xcode) = frame.open_tile(ctx, t, &loc);
+        let mut e = frame.open_tile(ctx, t, &loc);
+        let mut xcode = 0;
         let mut calls = Calls::new();
         ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
         sync(&mut e);

@@ -528,11 +528,11 @@ pub fn lower_chain(
             .map(|(&t, &b)| (t, ctx.block_ops_vec(b).len()))
             .collect();
         let next = (k + 1 < plans.len()).then(|| format!("b{}_main", k + 1));
-        let around_k = |e: &mut Emitter, t: u32, end: bool| if end { after(k, e, t) } else { 0 };
+        let after_k = |e: &mut Emitter, t: u32| after(k, e, t);
         let frame = Frame {
             executable,
             exe_body,
-            around: &around_k,
+            after: &after_k,
             tiles: Some(&bodies),
             next: next.as_deref(),
         };
@@ -562,7 +562,7 @@ pub fn lower_chain(
         // The tiles the block does not use run its syncs and the link.
         let own: BTreeSet<u32> = plan.tiles().into_iter().collect();
         for &t in every.iter().filter(|t| !own.contains(t)) {
-            let (mut e, _) = frame.open_tile(ctx, t, &loc);
+            let mut e = frame.open_tile(ctx, t, &loc);
             (0..syncs[k]).for_each(|_| sync(&mut e));
             bytes = bytes.max(frame.close_tile(&mut e, t));
         }

@@ -642,17 +642,17 @@ pub type HostTensor = (Type, Vec<TensorPiece>);
 
 /// Where a block's tile programs sit in a larger program whose blocks run
 /// one after another ([`super::chain`]): the executable to emit into, what
-/// each of the block's tiles runs before and after the block's supersteps
-/// (the exchange to the next block), the tiles' bodies earlier blocks
-/// opened, and where the program goes after the block.
+/// each of the block's tiles runs after the block's supersteps (the
+/// exchange to the next block), the tiles' bodies earlier blocks opened,
+/// and where the program goes after the block.
 pub struct Frame<'a> {
     /// The program's `ipu.executable`.
     pub executable: OpId,
     /// Its body.
     pub exe_body: BlockId,
-    /// Emits tile `t`'s code before (`false`) or after (`true`) the
-    /// block's; returns the bytes of exchange code it emitted.
-    pub around: &'a dyn Fn(&mut Emitter, u32, bool) -> u64,
+    /// Emits what tile `t` runs after the block; returns the bytes of
+    /// exchange code it emitted.
+    pub after: &'a dyn Fn(&mut Emitter, u32) -> u64,
     /// The bodies of the tiles' `ipu.tile` ops so far, when several blocks
     /// share the tiles: a block appends to a tile's body instead of
     /// opening a new `ipu.tile`.
@@ -668,7 +668,7 @@ impl<'a> Frame<'a> {
         Frame {
             executable,
             exe_body,
-            around: &|_, _, _| 0,
+            after: &|_, _| 0,
             tiles: None,
             next: None,
         }
@@ -689,28 +689,20 @@ impl<'a> Frame<'a> {
     }
 
     /// Opens tile `t`'s program: an emitter on its body in section
-    /// `.text.main` at its `main`, and what the tile runs before the
-    /// block. Returns the emitter and the bytes of exchange code emitted
-    /// so far.
-    pub fn open_tile<'c>(
-        &self,
-        ctx: &'c mut Context,
-        t: u32,
-        loc: &Location,
-    ) -> (Emitter<'c>, u64) {
+    /// `.text.main` at its `main`.
+    pub fn open_tile<'c>(&self, ctx: &'c mut Context, t: u32, loc: &Location) -> Emitter<'c> {
         let tile_body = self.tile_body(ctx, t, loc);
         let mut e = Emitter::new(ctx, tile_body, loc.clone());
         e.code_section(".text.main", SectionKind::Supervisor);
         e.function("main");
-        let xcode = (self.around)(&mut e, t, false);
-        (e, xcode)
+        e
     }
 
     /// Closes tile `t`'s `main`: what the tile runs after the block, then
     /// `exitz`, or a branch to the next block. Returns the bytes of
     /// exchange code emitted.
     pub fn close_tile(&self, e: &mut Emitter, t: u32) -> u64 {
-        let xcode = (self.around)(e, t, true);
+        let xcode = (self.after)(e, t);
         match self.next {
             Some(label) => e.solo(inst("bri", [op::sym(label)])),
             None => e.solo(inst("exitz", [op::mzero()])),

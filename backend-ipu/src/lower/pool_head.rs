@@ -563,14 +563,8 @@ pub fn plan_pool_in(
         None => after(base, v_out.weight_bytes()),
     };
     let head_end = after(base, head.values.weight_bytes());
-    let LnRows {
-        x,
-        ln_out,
-        gamma,
-        beta,
-        end: ln_end,
-    } = LnRows::at(base, s.c);
-    let private_end = sv_end.max(out_end).max(head_end).max(ln_end);
+    let ln = LnRows::at(base, s.c);
+    let private_end = sv_end.max(out_end).max(head_end).max(ln.end);
     let bottom = |l: &TileLayout| l.reduction.map_or(l.output, |r| r[2]);
     let shared_bottom = bottom(&l_sv)
         .min(bottom(&l_out))
@@ -589,14 +583,16 @@ pub fn plan_pool_in(
     let states = window.region0(v_sv.state_bytes().max(v_out.state_bytes()) as u32);
     l_sv.states = states;
     l_out.states = states;
+    l_sv.tensors_start = window.region0;
+    l_out.tensors_start = window.region0;
     let layout = PoolLayout {
         sv: l_sv,
         out: l_out,
         head,
-        x,
-        ln_out,
-        gamma,
-        beta,
+        x: ln.x,
+        ln_out: ln.ln_out,
+        gamma: ln.gamma,
+        beta: ln.beta,
     };
     Ok(PoolPlan {
         shape,
@@ -770,7 +766,8 @@ pub fn emit_pool_in(
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
     let mut exchange_code_bytes_max = 0;
     for t in plan.tiles() {
-        let (mut e, mut xcode) = frame.open_tile(ctx, t, &loc);
+        let mut e = frame.open_tile(ctx, t, &loc);
+        let mut xcode = 0;
         let mut calls = Calls::new();
         ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
         sync(&mut e);
