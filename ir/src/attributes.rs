@@ -559,6 +559,16 @@ impl ResourceTable {
         map.insert(name.into(), r.clone());
         r
     }
+    /// Drops resource `name` from the table (a blob no attribute refers to
+    /// any more, such as a constant a pass built, read and erased); the
+    /// handles still held keep their bytes. Returns whether it was there.
+    pub fn remove(&self, name: &str) -> bool {
+        self.entries
+            .lock()
+            .expect("resource table poisoned")
+            .remove(name)
+            .is_some()
+    }
     /// Looks up an existing resource.
     pub fn get(&self, name: &str) -> Option<Resource> {
         self.entries
@@ -566,5 +576,32 @@ impl ResourceTable {
             .expect("resource table poisoned")
             .get(name)
             .cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blob(bytes: &[u8]) -> ResourceBlob {
+        ResourceBlob {
+            alignment: 8,
+            data: bytes.into(),
+        }
+    }
+
+    #[test]
+    fn a_removed_resource_frees_its_name_and_keeps_its_handles_bytes() {
+        let table = ResourceTable::default();
+        let first = table.insert_unique("w", blob(&[1, 2]));
+        assert_eq!(first.name(), "w");
+        assert_eq!(table.insert_unique("w", blob(&[3])).name(), "w_1");
+        assert!(table.remove("w"));
+        assert!(!table.remove("w"), "already gone");
+        assert!(table.get("w").is_none());
+        assert_eq!(first.blob().map(|b| b.data.to_vec()), Some(vec![1, 2]));
+        // The name is free again; the other entry stays.
+        assert_eq!(table.insert_unique("w", blob(&[4])).name(), "w");
+        assert!(table.get("w_1").is_some());
     }
 }

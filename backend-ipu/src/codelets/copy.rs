@@ -32,7 +32,8 @@ pub struct StridedCopy {
     pub dst_stride: u32,
 }
 
-const TAG: &str = "copy_strided";
+/// The launch's tag: its labels and sections are named after it.
+pub const TAG: &str = "copy_strided";
 
 impl StridedCopy {
     /// Rows per worker.

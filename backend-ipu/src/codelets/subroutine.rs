@@ -294,7 +294,7 @@ pub(super) fn string_attr(ctx: &Context, op: OpId, key: &str) -> Option<String> 
 }
 
 /// Label `l` of a codelet as instance `name` spells it.
-pub(super) fn instance_label(l: &str, name: &str) -> String {
+pub(crate) fn instance_label(l: &str, name: &str) -> String {
     match l.strip_prefix(".L") {
         Some(rest) => format!(".L{name}_{rest}"),
         None => format!("{name}_{l}"),

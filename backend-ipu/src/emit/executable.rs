@@ -8,7 +8,7 @@
 //! `output` tensor a device-to-host stream, each named after the tensor, in
 //! op order (inputs first).
 
-use ipuc_dialects::ipu::{self, TensorDirection};
+use ipuc_dialects::ipu::{self, TensorDirection, TensorPiece};
 use ipuc_ir::attributes::{AttrKind, Attribute};
 use ipuc_ir::{Context, Diagnostic, FloatKind, OpId, TypeKind, WalkOrder};
 
@@ -114,6 +114,33 @@ fn constant_bytes(value: &Attribute, count: usize, size: usize) -> Result<Vec<u8
             ))
         }
     })
+}
+
+/// Each piece of constant `tensor` with the bytes the executable loads
+/// there.
+pub(crate) fn constant_piece_bytes(
+    ctx: &Context,
+    tensor: OpId,
+) -> Result<Vec<(TensorPiece, Vec<u8>)>, Diagnostic> {
+    let err = |msg: String| Diagnostic::op_error(ctx, tensor, msg);
+    let (dtype, shape) = dtype_of(ctx, tensor)?;
+    let size = dtype.size() as usize;
+    let count = shape.iter().product::<u64>() as usize;
+    let value = ctx
+        .attr(tensor, "value")
+        .ok_or_else(|| err("a constant tensor needs a value".into()))?;
+    let bytes = constant_bytes(value, count, size).map_err(err)?;
+    ipu::tensor_pieces(ctx, tensor)
+        .into_iter()
+        .map(|p| {
+            let from = p.first as usize * size;
+            let to = from + p.count as usize * size;
+            bytes
+                .get(from..to)
+                .map(|b| (p, b.to_vec()))
+                .ok_or_else(|| err(format!("a piece reaches past its {} bytes", bytes.len())))
+        })
+        .collect()
 }
 
 /// Adds each piece of constant `tensor` to its tile's image as a data

@@ -307,6 +307,7 @@ pub fn lower_attention(
         block_estimate: Some(StepEstimates::Attention(lowered.estimate)),
         chain_estimates: Vec::new(),
         chain_links: Vec::new(),
+        loop_copies: 0,
     })
 }
 

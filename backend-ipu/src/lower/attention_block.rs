@@ -1168,8 +1168,6 @@ pub fn emit_attention_in(
     machine: &MachineModel,
     loc: Location,
 ) -> Result<LoweredAttention, Diagnostic> {
-    let s = plan.shape;
-    let core = plan.core;
     let [qk, vt, out] = plan.placed();
     let fail = |err: crate::codelets::CodeletError| Diagnostic::error(loc.clone(), err.to_string());
     let tiles = plan.tiles();
@@ -1179,15 +1177,7 @@ pub fn emit_attention_in(
         positions(&plan.vt),
         positions(&plan.out),
     );
-    // Attention tile -> (head, row block, key block).
-    let mut at_core = BTreeMap::new();
-    for h in 0..s.heads {
-        for b in 0..core.blocks {
-            for kb in 0..core.key_blocks {
-                at_core.insert(core.tile(h, b, kb), (b, kb));
-            }
-        }
-    }
+    let at_core = attention_tiles(plan);
     let ln = plan.ln();
     let ln_of = ln.index();
     let rounds = |p: &GemmPlan| p.grid_k.trailing_zeros();
@@ -1282,6 +1272,63 @@ pub fn emit_attention_in(
             instance.emit_as(&mut e, name).map_err(fail)?;
         }
     }
+    emit_attention_constants(ctx, exe_body, plan, constants, &loc);
+    let est = |p: &GemmPlan| p.estimate.compute + p.estimate.rounds_exchange + p.estimate.reduction;
+    let combine = match plan.combine_on(0, 0) {
+        Some(c) => c.estimate_cycles().map_err(fail)? + call_cycles(machine),
+        None => 0,
+    };
+    let estimate = AttentionEstimate {
+        layer_norm: ln.estimate(machine).map_err(fail)?,
+        exchange_a: x.a.cycles,
+        qkv: est(&plan.qk).max(est(&plan.vt)),
+        exchange_b: x.b.cycles,
+        attention: plan.core_of(0).estimate_cycles().map_err(fail)?,
+        exchange_d: x.d.as_ref().map_or(0, |d| d.cycles),
+        combine,
+        exchange_c: x.c.cycles,
+        out: est(&plan.out) + add_cycles,
+        // Every superstep's sync, the reduction rounds' included.
+        sync: u64::from(plan.syncs()) * u64::from(machine.sync_latency),
+    };
+    Ok(LoweredAttention {
+        executable: exe,
+        estimate,
+        exchange_code_bytes_max,
+    })
+}
+
+/// Each attention tile's (row block, key block).
+fn attention_tiles(plan: &AttentionPlan) -> BTreeMap<u32, (u32, u32)> {
+    let core = plan.core;
+    let mut at_core = BTreeMap::new();
+    for h in 0..plan.shape.heads {
+        for b in 0..core.blocks {
+            for kb in 0..core.key_blocks {
+                at_core.insert(core.tile(h, b, kb), (b, kb));
+            }
+        }
+    }
+    at_core
+}
+
+/// The block's constants (weights, bias blocks, `V^T`'s input, the
+/// LayerNorm's scale and shift, the vertex states, the attention tiles'
+/// masks and zero runs) as `constant` tensors appended to `exe_body`:
+/// what [`emit_attention_in`] loads with the program, and what a loop over
+/// identical layers archives for each later layer ([`super::chain_loop`]).
+pub fn emit_attention_constants(
+    ctx: &mut Context,
+    exe_body: BlockId,
+    plan: &AttentionPlan,
+    constants: &AttentionConstants,
+    loc: &Location,
+) {
+    let (s, core) = (plan.shape, plan.core);
+    let [qk, vt, out] = plan.placed();
+    let ln = plan.ln();
+    let at_core = attention_tiles(plan);
+    let loc = loc.clone();
     let held = HeldConstants::of(s, constants);
     qk.emit_constants(
         ctx,
@@ -1334,29 +1381,6 @@ pub fn emit_attention_in(
         "zero_pad",
         &loc,
     );
-    let est = |p: &GemmPlan| p.estimate.compute + p.estimate.rounds_exchange + p.estimate.reduction;
-    let combine = match plan.combine_on(0, 0) {
-        Some(c) => c.estimate_cycles().map_err(fail)? + call_cycles(machine),
-        None => 0,
-    };
-    let estimate = AttentionEstimate {
-        layer_norm: ln.estimate(machine).map_err(fail)?,
-        exchange_a: x.a.cycles,
-        qkv: est(&plan.qk).max(est(&plan.vt)),
-        exchange_b: x.b.cycles,
-        attention: plan.core_of(0).estimate_cycles().map_err(fail)?,
-        exchange_d: x.d.as_ref().map_or(0, |d| d.cycles),
-        combine,
-        exchange_c: x.c.cycles,
-        out: est(&plan.out) + add_cycles,
-        // Every superstep's sync, the reduction rounds' included.
-        sync: u64::from(plan.syncs()) * u64::from(machine.sync_latency),
-    };
-    Ok(LoweredAttention {
-        executable: exe,
-        estimate,
-        exchange_code_bytes_max,
-    })
 }
 
 /// vt's input panels: `W_v^T`'s rows of each grid row block and K part,

@@ -723,6 +723,49 @@ pub fn emit_mlp_in(
             instance.emit_as(&mut e, name).map_err(fail)?;
         }
     }
+    emit_mlp_constants(ctx, exe_body, plan, constants, &loc);
+    let sync_cycles = u64::from(machine.sync_latency);
+    let estimate = BlockEstimate {
+        layer_norm: ln.estimate(machine).map_err(fail)?,
+        exchange_a: a.cycles,
+        fc1: p1.estimate.compute
+            + p1.estimate.rounds_exchange
+            + p1.estimate.reduction
+            + p1.estimate.epilogue,
+        exchange_b: b.cycles,
+        fc2: p2.estimate.compute
+            + p2.estimate.rounds_exchange
+            + p2.estimate.reduction
+            + adds[0]
+            + adds[1],
+        // Every superstep's sync: the block's four and two per reduction
+        // round of either product.
+        sync: u64::from(plan.syncs()) * sync_cycles,
+    };
+    Ok(LoweredMlp {
+        executable: exe,
+        estimate,
+        exchange_code_bytes_max,
+    })
+}
+
+/// The block's constants (weights, bias blocks and rows, the
+/// LayerNorm's scale and shift, the vertex states) as `constant` tensors
+/// appended to `exe_body`: what [`emit_mlp_in`] loads with the program,
+/// and what a loop over identical layers archives for each later layer
+/// ([`super::chain_loop`]).
+pub fn emit_mlp_constants(
+    ctx: &mut Context,
+    exe_body: BlockId,
+    plan: &MlpPlan,
+    constants: &MlpConstants,
+    loc: &Location,
+) {
+    let (shape, lay) = (plan.shape, plan.layout);
+    let (fc1, fc2) = placed(plan);
+    let p2 = &plan.fc2;
+    let ln = plan.ln();
+    let loc = loc.clone();
     let held = ProductConstants::of(shape, constants);
     fc1.emit_constants(
         ctx,
@@ -772,29 +815,6 @@ pub fn emit_mlp_in(
             ctx.append_op(exe_body, t);
         }
     }
-    let sync_cycles = u64::from(machine.sync_latency);
-    let estimate = BlockEstimate {
-        layer_norm: ln.estimate(machine).map_err(fail)?,
-        exchange_a: a.cycles,
-        fc1: p1.estimate.compute
-            + p1.estimate.rounds_exchange
-            + p1.estimate.reduction
-            + p1.estimate.epilogue,
-        exchange_b: b.cycles,
-        fc2: p2.estimate.compute
-            + p2.estimate.rounds_exchange
-            + p2.estimate.reduction
-            + adds[0]
-            + adds[1],
-        // Every superstep's sync: the block's four and two per reduction
-        // round of either product.
-        sync: u64::from(plan.syncs()) * sync_cycles,
-    };
-    Ok(LoweredMlp {
-        executable: exe,
-        estimate,
-        exchange_code_bytes_max,
-    })
 }
 
 /// The products' constants as their tiles hold them: f16 as given

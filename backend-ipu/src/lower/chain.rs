@@ -38,9 +38,15 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, OpId, Type, Value};
 
 use super::attention::{attention_from, AttentionMatch};
-use super::attention_block::{emit_attention_in, plan_attention_in, AttentionPlan};
-use super::block::{emit_mlp_in, plan_mlp_in, MlpPlan};
+use super::attention_block::{
+    emit_attention_constants, emit_attention_in, plan_attention_in, AttentionPlan, AttentionShape,
+};
+use super::block::{emit_mlp_constants, emit_mlp_in, plan_mlp_in, MlpPlan, MlpShape};
 use super::block_match::{check_function_returns, from_only_argument};
+use super::chain_loop::{
+    archive_layer, constants_since, copies, emit_loop_data, emit_loop_end, extents as extents_of,
+    find_repeat, LoopMemory, Repeat, GRAIN,
+};
 use super::codegen::{append_host_tensors, Frame, Lowered, StepEstimates};
 use super::mlp::{mlp_from, MlpMatch};
 use super::passes::{chain, only_user};
@@ -50,6 +56,7 @@ use super::pool::{pool_attention, pool_from, PoolMatch};
 use super::pool_head::{emit_pool_in, plan_pool_in, PoolPlan};
 use super::schedule::{schedule, Chunk, Schedule, Transfer};
 use super::window::{Window, ADDS_FULL, ADD_COLUMNS};
+use crate::codelets::copy::StridedCopy;
 use crate::codelets::emitter::{inst, op, Emitter};
 
 /// One block of a chain.
@@ -76,6 +83,16 @@ impl ChainBlock {
         }
     }
 
+    /// What the block's code depends on, for a block a loop may repeat
+    /// (`None`: one that never repeats).
+    fn key(&self) -> Option<BlockKey> {
+        match self {
+            ChainBlock::Attention(b) => Some(BlockKey::Attention(b.shape)),
+            ChainBlock::Mlp(b) => Some(BlockKey::Mlp(b.shape)),
+            ChainBlock::Patch(_) | ChainBlock::Pool(_) => None,
+        }
+    }
+
     /// Every op of the block.
     pub fn ops(&self) -> &[OpId] {
         match self {
@@ -85,6 +102,14 @@ impl ChainBlock {
             ChainBlock::Pool(b) => &b.ops,
         }
     }
+}
+
+/// The shape of a block a loop may repeat: two blocks of one key run the
+/// same code on other constants.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum BlockKey {
+    Attention(AttentionShape),
+    Mlp(MlpShape),
 }
 
 /// What a chain's host output holds.
@@ -345,35 +370,80 @@ impl PlannedBlock {
     }
 }
 
+/// A planned chain: a plan for every block, and the loop that runs its
+/// repeated layers, if any ([`super::chain_loop`]).
+#[derive(Clone, Debug)]
+pub struct ChainPlan {
+    /// Each block's plan (a later period of a loop's body: a copy of the
+    /// body's).
+    pub blocks: Vec<PlannedBlock>,
+    /// The repeated blocks and where their constants are.
+    pub repeat: Option<(Repeat, LoopMemory)>,
+}
+
+/// The longest body a loop repeats, in blocks.
+const MAX_PERIOD: usize = 4;
+
 /// Plans each block of `chain` on the whole chip, one after another in
 /// memory ([`super::window`]): each block's private memory after the
 /// previous ones', the shared scratch and the add columns in common. The
 /// columns start one element wide and widen while a block's rows do not
-/// fit them.
+/// fit them. Identical layers are planned once, as the body of a loop
+/// whose later layers' constants wait in an archive below every block's
+/// memory ([`super::chain_loop`]), sized by planning again until it holds
+/// them.
 pub fn plan_chain(
     ctx: &Context,
     chain: &ChainMatch,
     machine: &MachineModel,
-) -> Result<Vec<PlannedBlock>, Diagnostic> {
+) -> Result<ChainPlan, Diagnostic> {
     let bank = machine.element_bytes;
     let most = (machine.interleaved_base - machine.sram_base) / bank / ADD_COLUMNS;
+    let keys: Vec<Option<BlockKey>> = chain.blocks.iter().map(ChainBlock::key).collect();
+    let repeat = find_repeat(&keys, MAX_PERIOD);
     let mut stride = bank;
+    let mut archive = 0;
+    let mut sizings = 0;
     loop {
-        match plan_blocks(chain, machine, stride) {
-            Ok(plans) => return Ok(plans),
-            Err((_, e, _)) if e.starts_with(ADDS_FULL) && stride / bank < most => stride += bank,
-            Err((k, e, kept)) => {
+        match plan_blocks(chain, machine, stride, (repeat, archive)) {
+            Ok(plan) => return Ok(plan),
+            Err(Failure::Block(_, e, _)) if e.starts_with(ADDS_FULL) && stride / bank < most => {
+                stride += bank
+            }
+            Err(Failure::Archive(bytes)) if sizings < 4 => {
+                archive = bytes;
+                sizings += 1;
+            }
+            Err(Failure::Archive(bytes)) => {
+                let r = repeat.expect("an archive is a loop's");
+                return Err(Diagnostic::op_error(
+                    ctx,
+                    chain.blocks[r.start].add(),
+                    format!(
+                        "cannot size the archive of the {} repeated layers: with {archive} bytes set aside the body's plan needs {bytes}",
+                        r.count
+                    ),
+                ));
+            }
+            Err(Failure::Block(k, e, kept)) => {
                 let (at, what) = match &chain.blocks[k] {
                     ChainBlock::Attention(a) => (a.attention, "attention block"),
                     ChainBlock::Mlp(m) => (m.ln, "MLP block"),
                     ChainBlock::Pool(p) => (p.attention, "pooling head"),
                     ChainBlock::Patch(p) => (p.conv, "patch embedding"),
                 };
+                let archived = match repeat {
+                    Some(r) if archive > 0 => format!(
+                        ", {archive} of them the archive of the constants of the {} layers a loop repeats after its first",
+                        r.count - 1
+                    ),
+                    _ => String::new(),
+                };
                 return Err(Diagnostic::op_error(
                     ctx,
                     at,
                     format!(
-                        "cannot plan the {what} (block {k} of the chain's {}): {e} (the blocks share the chip's tiles one after another; each keeps its weights and inputs in memory of its own: blocks 0..{k} keep {kept} of every tile's {} bytes of interleaved memory)",
+                        "cannot plan the {what} (block {k} of the chain's {}): {e} (the blocks share the chip's tiles one after another; each keeps its weights and inputs in memory of its own: blocks 0..{k} keep {kept} of every tile's {} bytes of interleaved memory{archived})",
                         chain.blocks.len(),
                         machine.sram_end - machine.interleaved_base
                     ),
@@ -383,18 +453,44 @@ pub fn plan_chain(
     }
 }
 
-/// The chain's blocks planned in turn with add columns of `stride` bytes;
-/// the first failure's block, message and the private bytes the blocks
-/// before it keep.
+/// Why [`plan_blocks`] failed.
+enum Failure {
+    /// Block `k` did not plan: the message and the private bytes the
+    /// blocks before it keep.
+    Block(usize, String, u32),
+    /// The loop's archive needs this many bytes, more than were set aside.
+    Archive(u32),
+}
+
+/// The chain's blocks planned in turn with add columns of `stride` bytes,
+/// `repeat`'s body once with `archive` bytes set aside for its later
+/// layers' constants.
 fn plan_blocks(
     chain: &ChainMatch,
     machine: &MachineModel,
     stride: u32,
-) -> Result<Vec<PlannedBlock>, (usize, String, u32)> {
+    (repeat, archive): (Option<Repeat>, u32),
+) -> Result<ChainPlan, Failure> {
     let range = (0, machine.tiles);
     let mut window = Window::shared(machine, stride);
-    let mut plans = Vec::with_capacity(chain.blocks.len());
+    let archive_at = window.private(archive);
+    let mut plans: Vec<PlannedBlock> = Vec::with_capacity(chain.blocks.len());
+    let mut body_start = window;
+    let mut memory = None;
     for (k, b) in chain.blocks.iter().enumerate() {
+        let kept = |w: &Window| w.base - machine.interleaved_base;
+        if let Some(r) = repeat {
+            if !r.emitted(k) {
+                plans.push(plans[r.code_of(k)].clone());
+                continue;
+            }
+            if k == r.start {
+                // The body runs again after itself: nothing in the
+                // scratch is as the program loaded it.
+                window = window.after_block();
+                body_start = window;
+            }
+        }
         let planned = match b {
             ChainBlock::Attention(a) => {
                 plan_attention_in(a.shape, machine, range, window).map(PlannedBlock::Attention)
@@ -409,11 +505,24 @@ fn plan_blocks(
                 plan_patch_in(p.shape, machine, range, window).map(PlannedBlock::Patch)
             }
         }
-        .map_err(|e| (k, e, window.base - machine.interleaved_base))?;
+        .map_err(|e| Failure::Block(k, e, kept(&window)))?;
         window = planned.next();
         plans.push(planned);
+        if let Some(r) = repeat.filter(|r| k == r.last()) {
+            let ranges = window
+                .taken_since(&body_start, GRAIN)
+                .map_err(|e| Failure::Block(k, e, kept(&body_start)))?;
+            let mem = LoopMemory::new(ranges, archive_at, r.count);
+            if mem.archive_bytes() > archive {
+                return Err(Failure::Archive(mem.archive_bytes()));
+            }
+            memory = Some((r, mem));
+        }
     }
-    Ok(plans)
+    Ok(ChainPlan {
+        blocks: plans,
+        repeat: memory,
+    })
 }
 
 /// The link from `from`'s output to `to`'s input rows (`c` channels):
@@ -478,16 +587,28 @@ pub fn lower_chain(
     chain: &ChainMatch,
     machine: &MachineModel,
 ) -> Result<Lowered, Diagnostic> {
-    let plans = plan_chain(ctx, chain, machine)?;
+    let plan = plan_chain(ctx, chain, machine)?;
+    let plans = &plan.blocks;
+    let repeat = plan.repeat.as_ref().map(|(r, _)| *r);
+    let emitted = |k: usize| repeat.is_none_or(|r| r.emitted(k));
     let every: Vec<u32> = plans
         .iter()
         .flat_map(PlannedBlock::tiles)
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let mut links: Vec<Schedule> = Vec::with_capacity(plans.len());
-    for (k, w) in plans.windows(2).enumerate() {
-        let transfers = link(&w[0].output_pieces(), &w[1].input_pieces(), w[1].width());
+    // The link after block k, for each block whose code is emitted, and
+    // out of the loop: the one after its last period.
+    let mut linked: Vec<usize> = (0..plans.len().saturating_sub(1))
+        .filter(|&k| emitted(k))
+        .collect();
+    if let Some(r) = repeat.filter(|r| r.end() < plans.len()) {
+        linked.push(r.end() - 1);
+    }
+    let mut links: BTreeMap<usize, Schedule> = BTreeMap::new();
+    for k in linked {
+        let (from, to) = (&plans[k], &plans[k + 1]);
+        let transfers = link(&from.output_pieces(), &to.input_pieces(), to.width());
         check_link(&transfers).map_err(|e| {
             Diagnostic::op_error(
                 ctx,
@@ -498,7 +619,7 @@ pub fn lower_chain(
                 ),
             )
         })?;
-        links.push(schedule(machine, &every, &transfers));
+        links.insert(k, schedule(machine, &every, &transfers));
     }
     let syncs: Vec<u32> = plans.iter().map(PlannedBlock::syncs).collect();
     let last = chain.blocks.last().expect("a chain has blocks");
@@ -506,28 +627,75 @@ pub fn lower_chain(
     let (executable, exe_body) = build::executable(ctx, &machine.name, loc.clone());
     ctx.append_op(module_body, executable);
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
-    // What a tile runs after block `k`: the link to the next block
-    // between two syncs.
-    let after = |k: usize, e: &mut Emitter, t: u32| -> u64 {
-        links.get(k).map_or(0, |l| {
+    // Link `k` between two syncs.
+    let emit_link = |k: usize, e: &mut Emitter, t: u32| -> u64 {
+        links.get(&k).map_or(0, |l| {
             sync(e);
             let bytes = l.emit(e, machine, t, &format!("link{k}"));
             sync(e);
             bytes
         })
     };
+    // The loop: its later layers' constants archived, and each tile's
+    // copies of them.
+    let looped = match &plan.repeat {
+        Some((r, mem)) => {
+            let extents = archive_layers(ctx, exe_body, chain, &plan, (*r, mem), &loc)?;
+            let copies: BTreeMap<u32, Vec<StridedCopy>> = every
+                .iter()
+                .map(|&t| (t, copies(t, mem, &extents)))
+                .collect();
+            Some((*r, mem, extents, copies))
+        }
+        None => None,
+    };
+    // What a tile runs after block `k`: the link to the next block, or at
+    // the loop's end the copies and the link back or out.
+    // The loop's end on its busiest tile, and the first error there.
+    let loop_copies: RefCell<(u64, Option<String>)> = RefCell::new((0, None));
+    let after = |k: usize, e: &mut Emitter, t: u32| -> u64 {
+        match &looped {
+            Some((r, mem, _, copies)) if k == r.last() => {
+                let end = emit_loop_end(
+                    e,
+                    (&copies[&t], mem.slot),
+                    &format!("b{}_main", r.start),
+                    &mut |e| emit_link(k, e, t),
+                    &mut |e| emit_link(r.end() - 1, e, t),
+                );
+                let mut most = loop_copies.borrow_mut();
+                match end {
+                    Ok((bytes, cycles)) => {
+                        most.0 = most.0.max(cycles);
+                        bytes
+                    }
+                    Err(err) => {
+                        most.1.get_or_insert(err.to_string());
+                        0
+                    }
+                }
+            }
+            _ => emit_link(k, e, t),
+        }
+    };
     let bodies: RefCell<BTreeMap<u32, BlockId>> = RefCell::new(BTreeMap::new());
     let mut exchange_code_bytes_max = 0;
     let mut chain_estimates = vec![None; plans.len()];
-    for (k, plan) in plans.iter().enumerate() {
+    let mut body_constants = Vec::new();
+    for (k, plan) in plans.iter().enumerate().filter(|&(k, _)| emitted(k)) {
         let before: BTreeSet<OpId> = ctx.block_ops_vec(exe_body).into_iter().collect();
+        let exe_ops_before = before.len();
         // Each tile's ops so far: what block k adds goes into its scope.
         let ops_before: BTreeMap<u32, usize> = bodies
             .borrow()
             .iter()
             .map(|(&t, &b)| (t, ctx.block_ops_vec(b).len()))
             .collect();
-        let next = (k + 1 < plans.len()).then(|| format!("b{}_main", k + 1));
+        let next_block = match repeat {
+            Some(r) if k == r.last() => r.end(),
+            _ => k + 1,
+        };
+        let next = (next_block < plans.len()).then(|| format!("b{next_block}_main"));
         let after_k = |e: &mut Emitter, t: u32| after(k, e, t);
         let frame = Frame {
             executable,
@@ -566,6 +734,27 @@ pub fn lower_chain(
             (0..syncs[k]).for_each(|_| sync(&mut e));
             bytes = bytes.max(frame.close_tile(&mut e, t));
         }
+        if let Some((r, mem, extents, copies)) = &looped {
+            if (r.start..=r.last()).contains(&k) {
+                body_constants.extend(constants_since(ctx, exe_body, exe_ops_before));
+            }
+            if k == r.last() {
+                // The first layer's constants are where the archive's
+                // copies put the later layers'.
+                let first = extents_of(ctx, &body_constants, mem)?;
+                if &first != extents {
+                    return Err(Diagnostic::error(
+                        loc.clone(),
+                        "internal: the repeated layers' constants are not where the first layer's are",
+                    ));
+                }
+                for (&t, &body) in bodies.borrow().iter() {
+                    let mut e = Emitter::new(ctx, body, loc.clone());
+                    emit_loop_data(&mut e, r.count, &copies[&t])
+                        .map_err(|err| Diagnostic::error(loc.clone(), err.to_string()))?;
+                }
+            }
+        }
         // A tile's exchange code is every block's on it: count each
         // block's busiest tile (a bound).
         exchange_code_bytes_max += bytes;
@@ -587,6 +776,16 @@ pub fn lower_chain(
                     .to_string();
                 ctx.set_attr(o, "sym_name", Attribute::string(&format!("b{k}_{name}")));
             }
+        }
+    }
+    let (loop_copies, loop_error) = loop_copies.into_inner();
+    if let Some(err) = loop_error {
+        return Err(Diagnostic::error(loc.clone(), err));
+    }
+    // A later period of the loop runs the body's code: its estimates.
+    if let Some(r) = repeat {
+        for k in (0..plans.len()).filter(|&k| !emitted(k)) {
+            chain_estimates[k] = chain_estimates[r.code_of(k)];
         }
     }
     // Every tile enters at the first block's program.
@@ -613,13 +812,62 @@ pub fn lower_chain(
         })
         .collect();
     append_host_tensors(ctx, exe_body, (vec![(x_ty, input)], outputs), &loc);
+    // The link after each block: a later period's is the body's (the
+    // last period's, the link out of the loop).
+    let chain_links = (0..plans.len().saturating_sub(1))
+        .map(|k| {
+            let at = match repeat {
+                Some(r) if k + 1 == r.end() => k,
+                Some(r) => r.code_of(k),
+                None => k,
+            };
+            links.get(&at).map_or(0, |l| l.cycles)
+        })
+        .collect();
     Ok(Lowered {
         executable,
         exchange_code_bytes_max,
         block_estimate: None,
         chain_estimates,
-        chain_links: links.iter().map(|l| l.cycles).collect(),
+        chain_links,
+        loop_copies,
     })
+}
+
+/// Appends the archive of `r`'s later layers ([`super::chain_loop`]):
+/// each layer's body constants, built as the body builds its own, become
+/// its slot. Returns the extents each tile copies.
+fn archive_layers(
+    ctx: &mut Context,
+    exe_body: BlockId,
+    chain: &ChainMatch,
+    plan: &ChainPlan,
+    (r, mem): (Repeat, &LoopMemory),
+    loc: &ipuc_ir::Location,
+) -> Result<super::chain_loop::Extents, Diagnostic> {
+    let mut extents = None;
+    for layer in 1..r.count {
+        let before = ctx.block_ops_vec(exe_body).len();
+        for b in r.start..=r.last() {
+            let k = b + layer * r.period;
+            match (&plan.blocks[b], &chain.blocks[k]) {
+                (PlannedBlock::Attention(p), ChainBlock::Attention(a)) => {
+                    emit_attention_constants(ctx, exe_body, p, &a.constants, loc)
+                }
+                (PlannedBlock::Mlp(p), ChainBlock::Mlp(m)) => {
+                    emit_mlp_constants(ctx, exe_body, p, &m.constants, loc)
+                }
+                _ => unreachable!("a loop repeats attention and MLP blocks"),
+            }
+        }
+        let tensors = constants_since(ctx, exe_body, before);
+        if extents.is_none() {
+            extents = Some(extents_of(ctx, &tensors, mem)?);
+        }
+        let ext = extents.as_ref().expect("set above");
+        archive_layer(ctx, exe_body, (&tensors, layer), (mem, ext), loc)?;
+    }
+    Ok(extents.unwrap_or_default())
 }
 
 /// The plan report of a chain: each block's.
@@ -628,7 +876,8 @@ pub fn chain_report(
     chain: &ChainMatch,
     machine: &MachineModel,
 ) -> Result<String, Diagnostic> {
-    let plans = plan_chain(ctx, chain, machine)?;
+    let plan = plan_chain(ctx, chain, machine)?;
+    let plans = &plan.blocks;
     let loc = chain
         .blocks
         .first()
@@ -643,7 +892,29 @@ pub fn chain_report(
         last.map_or(0, |w| w.adds_stride),
     );
     let mut base = machine.interleaved_base;
+    if let Some((r, mem)) = &plan.repeat {
+        base = mem.archive + mem.archive_bytes();
+        out += &format!(
+            "loop: blocks {}..={} run {} times (blocks {}..={} are later periods of them); the later layers' constants wait in an archive at 0x{:x}..0x{base:x}: {} slot(s) of {} bytes, each copied over {}\n",
+            r.start,
+            r.last(),
+            r.count,
+            r.last() + 1,
+            r.end() - 1,
+            mem.archive,
+            r.count - 1,
+            mem.slot,
+            mem.ranges
+                .iter()
+                .map(|(lo, hi)| format!("0x{lo:x}..0x{hi:x}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     for (k, p) in plans.iter().enumerate() {
+        if plan.repeat.as_ref().is_some_and(|(r, _)| !r.emitted(k)) {
+            continue;
+        }
         let next = p.next().base;
         out += &format!(
             "block {k}: private memory 0x{base:x}..0x{next:x} ({} bytes) {}",

@@ -612,6 +612,7 @@ pub fn emit_gemm(
         block_estimate: None,
         chain_estimates: Vec::new(),
         chain_links: Vec::new(),
+        loop_copies: 0,
     })
 }
 
@@ -756,6 +757,10 @@ pub struct Lowered {
     /// A chain's links' scheduled cycles, in order (empty for a function
     /// that is not a chain).
     pub chain_links: Vec<u64>,
+    /// A chain loop's end on its busiest tile, the copies of the next
+    /// layer's constants and the supervisor code around them (0 without a
+    /// loop, [`super::chain_loop`]).
+    pub loop_copies: u64,
 }
 
 /// A lowered block's estimate, step by step, by the kind of block.

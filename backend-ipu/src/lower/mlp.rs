@@ -312,6 +312,7 @@ pub fn lower_mlp(
         block_estimate: Some(StepEstimates::Mlp(lowered.estimate)),
         chain_estimates: Vec::new(),
         chain_links: Vec::new(),
+        loop_copies: 0,
     })
 }
 

@@ -15,6 +15,7 @@ pub mod block_exchange;
 pub mod block_match;
 pub mod block_values;
 pub mod chain;
+pub mod chain_loop;
 pub mod codegen;
 pub mod exchange;
 pub mod ln_tiles;

@@ -378,7 +378,7 @@ impl DeclaredPass for PlanGemms {
         let m = self.0.clone();
         if let Some(chain) = super::chain::match_chain(ctx, op)? {
             let plans = super::chain::plan_chain(ctx, &chain, &m)?;
-            for (block, plan) in chain.blocks.iter().zip(&plans) {
+            for (block, plan) in chain.blocks.iter().zip(&plans.blocks) {
                 match (block, plan) {
                     (
                         super::chain::ChainBlock::Attention(b),
@@ -584,7 +584,11 @@ pub fn planned_products(
 ) -> Result<Vec<GemmPlan>, Diagnostic> {
     if let Some(chain) = super::chain::match_chain(ctx, f)? {
         let plans = super::chain::plan_chain(ctx, &chain, m)?;
-        return Ok(plans.into_iter().flat_map(|p| p.products()).collect());
+        return Ok(plans
+            .blocks
+            .into_iter()
+            .flat_map(|p| p.products())
+            .collect());
     }
     if let Some(block) = super::attention::match_attention(ctx, f)? {
         let plan = super::attention::plan_of_block(ctx, &block, m)?;

@@ -157,6 +157,43 @@ impl Window {
         self.adds_used += span;
         Ok((0..columns).map(|c| at + c * self.adds_stride).collect())
     }
+    /// What was taken since `before` (a stretch of blocks planned in
+    /// between, such as a loop's body), each part grown to a multiple of
+    /// `grain` bytes: the private interleaved memory, the private region 0
+    /// and the rows of each add column, as `[lo, hi)` ranges, empty ones
+    /// left out. Growing the rows past the columns is an error starting
+    /// with [`ADDS_FULL`].
+    pub fn taken_since(&mut self, before: &Window, grain: u32) -> Result<Vec<(u32, u32)>, String> {
+        debug_assert_eq!(self.adds_stride, before.adds_stride, "one set of columns");
+        let grow = |n: u32| n.next_multiple_of(grain);
+        let mut out = Vec::new();
+        let lo = before.base.next_multiple_of(16);
+        if self.base > lo {
+            self.base = lo + grow(self.base - lo);
+            out.push((lo, self.base));
+        }
+        if self.region0 < before.region0 {
+            self.region0 = before.region0 - grow(before.region0 - self.region0);
+            out.push((self.region0, before.region0));
+        }
+        if self.adds_used > before.adds_used {
+            let used = before.adds_used + grow(self.adds_used - before.adds_used);
+            if used > self.adds_stride {
+                return Err(format!(
+                    "{ADDS_FULL}: the rows of a repeated body take {} bytes of each column of {} when grown to whole {grain}-byte copies",
+                    used - before.adds_used,
+                    self.adds_stride
+                ));
+            }
+            self.adds_used = used;
+            let bottom = self.adds_top - self.adds_columns * self.adds_stride;
+            for c in 0..self.adds_columns {
+                let col = bottom + c * self.adds_stride;
+                out.push((col + before.adds_used, col + used));
+            }
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]
@@ -192,5 +229,39 @@ mod tests {
         }
         assert_eq!(w.private(10), 0x80000);
         assert_eq!(w.private(4), 0x80010);
+    }
+
+    #[test]
+    fn taken_since_grows_each_part_to_whole_grains() {
+        let m = MachineModel::c600();
+        let mut w = Window::shared(&m, 0x4000);
+        w.private(32);
+        w.adds(16, 3, &m).unwrap();
+        let before = w;
+        w.private(100);
+        w.region0(8);
+        w.adds(32, 3, &m).unwrap();
+        let ranges = w.taken_since(&before, 48).unwrap();
+        assert_eq!(
+            ranges,
+            vec![
+                (0x80020, 0x80020 + 144),
+                (0x74000 - 48, 0x74000),
+                (0x74010, 0x74040),
+                (0x78010, 0x78040),
+                (0x7c010, 0x7c040),
+            ]
+        );
+        assert_eq!(w.base, 0x80020 + 144);
+        assert_eq!(w.region0, 0x74000 - 48);
+        // Nothing taken: no ranges.
+        let again = w;
+        assert_eq!(w.taken_since(&again, 48).unwrap(), vec![]);
+        // Rows grown past the columns.
+        let mut full = Window::shared(&m, 0x4000);
+        let start = full;
+        full.adds(0x4000, 1, &m).unwrap();
+        let e = full.taken_since(&start, 48).unwrap_err();
+        assert!(e.starts_with(ADDS_FULL), "{e}");
     }
 }

@@ -22,7 +22,7 @@ use ipuc_backend_ipu::lower::attention::{
 use ipuc_backend_ipu::lower::attention_block::{AttentionEstimate, AttentionPlan};
 use ipuc_backend_ipu::lower::block::{owned_rows_bytes, BlockEstimate, MlpPlan, LN_ROWS};
 use ipuc_backend_ipu::lower::chain::{
-    match_chain, plan_chain, ChainBlock, ChainMatch, PlannedBlock,
+    match_chain, plan_chain, ChainBlock, ChainMatch, ChainPlan, PlannedBlock,
 };
 use ipuc_backend_ipu::lower::codegen::{layout, Lowered, StepEstimates, TileLayout};
 use ipuc_backend_ipu::lower::mlp::{match_mlp, plan_of_block, MlpMatch};
@@ -49,6 +49,9 @@ pub struct StepInfo {
     pub exchange: bool,
     /// Its products' work, if it runs products.
     pub work: Option<Work>,
+    /// A loop's link back into its body: a launch-free superstep goes to
+    /// it only where the program goes back to an earlier step next.
+    pub loops_back: bool,
 }
 
 /// A buffer the lowering placed on some tiles, live from one step to another.
@@ -167,6 +170,7 @@ fn op_label(ctx: &Context, op: OpId) -> String {
 
 fn step(name: &str, ops: Vec<String>, estimate: Option<u64>, exchange: bool) -> StepInfo {
     StepInfo {
+        loops_back: false,
         name: name.into(),
         ops,
         estimate,
@@ -213,12 +217,16 @@ pub fn of_function(
 ) -> Result<Attribution, String> {
     let render = |d: ipuc_ir::Diagnostic| d.to_string();
     if let Some(chain) = match_chain(ctx, f).map_err(render)? {
-        let plans = plan_chain(ctx, &chain, machine).map_err(render)?;
+        let plan = plan_chain(ctx, &chain, machine).map_err(render)?;
         return Ok(of_chain(
             ctx,
             &chain,
-            &plans,
-            (&lowered.chain_estimates, &lowered.chain_links),
+            &plan,
+            (
+                &lowered.chain_estimates,
+                &lowered.chain_links,
+                lowered.loop_copies,
+            ),
             machine,
         ));
     }
@@ -654,8 +662,8 @@ fn pool_buffers(plan: &PoolPlan, machine: &MachineModel) -> Vec<Buffer> {
 fn of_chain(
     ctx: &Context,
     chain: &ChainMatch,
-    plans: &[PlannedBlock],
-    (estimates, links): (&[Option<StepEstimates>], &[u64]),
+    plan: &ChainPlan,
+    (estimates, links, loop_copies): (&[Option<StepEstimates>], &[u64], u64),
     machine: &MachineModel,
 ) -> Attribution {
     let mut out = Attribution {
@@ -664,19 +672,12 @@ fn of_chain(
         buffers: Vec::new(),
         consumed: Vec::new(),
     };
-    let mut sync = Some(0);
-    for (k, (block, plan)) in chain.blocks.iter().zip(plans).enumerate() {
-        if k > 0 {
-            // A link is one scheduled exchange between two syncs.
-            let link = links.get(k - 1).copied();
-            out.steps
-                .push(step(&format!("link{}", k - 1), vec![], link, true));
-            sync = sync
-                .zip(link)
-                .map(|(s, _)| s + 2 * u64::from(machine.sync_latency));
-        }
+    let repeat = plan.repeat.as_ref().map(|(r, _)| *r);
+    let two_syncs = 2 * u64::from(machine.sync_latency);
+    // Block k's steps, instances and buffers as it is alone.
+    let sub_of = |k: usize| -> Attribution {
         let estimate = estimates.get(k).copied().flatten();
-        let sub = match (block, plan) {
+        match (&chain.blocks[k], &plan.blocks[k]) {
             (ChainBlock::Mlp(b), PlannedBlock::Mlp(p)) => {
                 of_mlp(ctx, b, p, mlp_estimate(estimate), machine)
             }
@@ -721,16 +722,78 @@ fn of_chain(
             }
             // plan_chain plans each block as its own kind.
             _ => unreachable!("plans follow the blocks"),
-        };
+        }
+    };
+    let mut sync = Some(0);
+    for k in 0..chain.blocks.len() {
+        // A later period of a loop runs the body's code: its steps count
+        // every period.
+        if repeat.is_some_and(|r| !r.emitted(k)) {
+            continue;
+        }
+        let times = repeat
+            .filter(|r| (r.start..=r.last()).contains(&k))
+            .map_or(1, |r| r.count as u64);
+        if k > 0 {
+            // A link is one scheduled exchange between two syncs (into a
+            // loop's first block once, its later blocks once a period).
+            let crossings = repeat
+                .filter(|r| (r.start + 1..=r.last()).contains(&k))
+                .map_or(1, |r| r.count as u64);
+            let link = links.get(k - 1).copied().map(|c| c * crossings);
+            out.steps
+                .push(step(&format!("link{}", k - 1), vec![], link, true));
+            sync = sync.zip(link).map(|(s, _)| s + two_syncs * crossings);
+        }
+        let mut sub = sub_of(k);
+        // A loop's body step covers its ops in every period.
+        if let Some(r) = repeat.filter(|r| (r.start..=r.last()).contains(&k)) {
+            for i in 1..r.count {
+                let later = sub_of(k + i * r.period);
+                for (s, l) in sub.steps.iter_mut().zip(later.steps) {
+                    s.ops.extend(l.ops);
+                }
+            }
+        }
         let offset = out.steps.len();
         let own = sub.steps.len() - 1;
         for s in &sub.steps[..own] {
             out.steps.push(StepInfo {
                 name: format!("b{k} {}", s.name),
+                estimate: s.estimate.map(|e| e * times),
+                work: s.work.map(|w| Work {
+                    macs: w.macs * times,
+                    ..w
+                }),
                 ..s.clone()
             });
         }
-        sync = sync.zip(sub.steps[own].estimate).map(|(a, b)| a + b);
+        sync = sync
+            .zip(sub.steps[own].estimate)
+            .map(|(a, b)| a + b * times);
+        if let Some(r) = repeat.filter(|r| r.last() == k) {
+            // The loop's end: each later layer's constants copied in (the
+            // copies' instances), then the link back into the body.
+            out.instances.push(InstanceRule {
+                prefix: format!("b{k}_loop_copy"),
+                tiles: None,
+                step: out.steps.len(),
+                op: String::new(),
+            });
+            let back = (r.count - 1) as u64;
+            out.steps.push(step(
+                &format!("b{k} loop copies"),
+                vec![],
+                Some(loop_copies * back),
+                false,
+            ));
+            let link = links.get(k).copied().map(|c| c * back);
+            out.steps.push(StepInfo {
+                loops_back: true,
+                ..step(&format!("link{k} (back)"), vec![], link, true)
+            });
+            sync = sync.zip(link).map(|(s, _)| s + two_syncs * back);
+        }
         out.consumed.extend(
             sub.consumed
                 .iter()

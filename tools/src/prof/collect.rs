@@ -311,23 +311,37 @@ fn supersteps_of(
 
 /// The step of a superstep without launches, between supersteps of steps
 /// `before` and `after`: the step itself where both are one step (an
-/// exchange inside it, e.g. a reduction round's), else the first
-/// exchange step after `before` (the next exchange in program order).
+/// exchange inside it, e.g. a reduction round's), the first exchange step
+/// between them (a loop's link back aside), or `before` where none is
+/// between (an exchange inside `before`'s step, whose last superstep also
+/// ran the next step's launches, e.g. a loop's copies); where the
+/// program goes back to an earlier step next, a loop's link back after
+/// `before`; without `after`, the first exchange step after `before`.
 fn launch_free_step(a: &Attribution, before: Option<usize>, after: Option<usize>) -> usize {
-    if let (Some(b), Some(c)) = (before, after) {
-        if b == c {
-            return b;
+    let first = |from: usize, to: usize, back: bool| {
+        a.steps
+            .iter()
+            .enumerate()
+            .take(to)
+            .skip(from)
+            .find(|(_, st)| st.exchange && st.loops_back == back)
+            .map(|(i, _)| i)
+    };
+    let n = a.steps.len();
+    match (before, after) {
+        (Some(b), Some(c)) if b == c => b,
+        (Some(b), Some(c)) if b < c => first(b + 1, c, false).unwrap_or(b),
+        (Some(b), Some(_)) => first(b + 1, n, true)
+            .or_else(|| first(b + 1, n, false))
+            .unwrap_or(b),
+        (b, _) => {
+            let from = b.map_or(0, |b| b + 1);
+            first(from, n, false)
+                .or_else(|| first(from, n, true))
+                .or(b)
+                .unwrap_or(0)
         }
     }
-    let from = before.map_or(0, |b| b + 1);
-    a.steps
-        .iter()
-        .enumerate()
-        .skip(from)
-        .find(|(_, st)| st.exchange)
-        .map(|(i, _)| i)
-        .or(before)
-        .unwrap_or(0)
 }
 
 /// The image's sections, stacks and host tensors on `tile`, live for the
@@ -421,11 +435,24 @@ fn place_buffers(data: &mut ProfileData, attribution: &Attribution) {
             .map(|s| s.index)
             .nth(1)
     };
+    // The last superstep of step `last` from superstep `from` on, before
+    // the program goes back to a step before `first` (a loop's next
+    // period: its buffers are live in each period alone).
+    let until = |from: usize, (first, last): (usize, usize)| {
+        data.supersteps
+            .iter()
+            .filter(|s| s.index >= from)
+            .take_while(|s| s.step >= first)
+            .filter(|s| s.step == last)
+            .map(|s| s.index)
+            .last()
+    };
     let placed: Vec<(Vec<u32>, Allocation)> = attribution
         .buffers
         .iter()
         .filter_map(|b| {
-            let (mut from, mut to) = (range(b.live.0, true)?, range(b.live.1, false)?);
+            let mut from = range(b.live.0, true)?;
+            let mut to = until(from, b.live).or_else(|| range(b.live.1, false))?;
             match b.part {
                 Part::Whole => {}
                 Part::UntilVertex => to = range(b.live.1, true).unwrap_or(to),
@@ -487,6 +514,7 @@ mod tests {
             estimate: None,
             exchange,
             work: None,
+            loops_back: false,
         };
         Attribution {
             steps: vec![
@@ -515,6 +543,33 @@ mod tests {
         assert_eq!(launch_free_step(&a, Some(2), Some(4)), 3);
         assert_eq!(launch_free_step(&a, Some(4), None), 4);
         assert_eq!(launch_free_step(&a, None, Some(0)), 1);
+    }
+
+    /// A loop over steps 1..=4 (exchange_a .. fc2): after fc2 its copies,
+    /// then its link back into exchange_a's step or, on the last period,
+    /// the link out to the next block.
+    #[test]
+    fn a_loops_link_back_takes_the_exchange_before_the_body_again() {
+        let mut a = block_steps();
+        let at = a.steps.len() - 1;
+        let mut back = a.steps[1].clone();
+        back.name = "link (back)".into();
+        back.loops_back = true;
+        let mut out = a.steps[1].clone();
+        out.name = "link out".into();
+        let mut next = a.steps[0].clone();
+        next.name = "next layer_norm".into();
+        a.steps.splice(at..at, [back, out, next]);
+        // Steps: 0 layer_norm, 1 exchange_a, 2 fc1, 3 exchange_b, 4 fc2,
+        // 5 link (back), 6 link out, 7 next layer_norm, 8 sync.
+        assert_eq!(launch_free_step(&a, Some(4), Some(1)), 5);
+        assert_eq!(launch_free_step(&a, Some(4), Some(7)), 6);
+        assert_eq!(launch_free_step(&a, Some(4), None), 6);
+        // fc2's reduction round before a superstep its copies took.
+        let mut copies = a.steps[2].clone();
+        copies.name = "copies".into();
+        a.steps.insert(5, copies);
+        assert_eq!(launch_free_step(&a, Some(4), Some(5)), 4);
     }
 
     #[test]

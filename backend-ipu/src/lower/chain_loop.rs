@@ -1,0 +1,527 @@
+//! Identical layers of a chain as one body run in a loop.
+//!
+//! An encoder repeats one layer (an attention block, then an MLP block)
+//! with other weights. The chain ([`super::chain`]) finds the longest run
+//! of blocks that repeats with the same shapes ([`find_repeat`]), plans
+//! and emits the *body* (one period of it) once, and runs it `count`
+//! times: compile time and code are those of one layer.
+//!
+//! **Memory.** The body's code reads its constants (weights, bias blocks
+//! and rows, LayerNorm scale and shift, vertex states, masks, zero runs)
+//! at fixed addresses, the first layer's, loaded with the program. Each
+//! later layer's are kept in an *archive* at the bottom of private
+//! interleaved memory, below every block's (so every block's scratch
+//! stays above it): one *slot* per later layer, each an image of the
+//! memory the body keeps as its own ([`super::window::Window::taken_since`]:
+//! its private interleaved memory, its private region 0 and its rows of
+//! the add columns). Before going round again, every tile copies the next
+//! layer's slot over the body's memory ([`StridedCopy`], one launch per
+//! part of that memory the tile holds constants in, from the first to the
+//! last constant byte there, in whole [`GRAIN`]s): the weights come back,
+//! and so do zero runs and padding the layer's code relies on. What else
+//! lies in those bytes (the blocks' input rows) is rewritten by the
+//! exchange that follows before any block reads it.
+//!
+//! **Code.** The body's last block ends, on every tile, with
+//!
+//! ```text
+//!     setzi $m3, loop_count ; ld32 $m4, $m3, $mzero, 0
+//!     brz $m4, .Lloop_exit            # last layer done
+//!     add $m4, $m4, -1 ; st32 ...     # one layer fewer
+//!     call $lr, loop_copy0_main ...   # the next layer's constants
+//!     (each copy's sources advanced by one slot)
+//!     sync [the link back to the body's first block] sync
+//!     bri b{start}_main
+//! .Lloop_exit:
+//!     sync [the link to the block after the loop] sync
+//! ```
+//!
+//! The counter (`loop_count`, `count - 1` at load) and the copies' vertex
+//! states (pointing at the first archived layer at load) are words the
+//! program loads: like the rest of an executable, it runs once per load.
+//!
+//! Differences from a compiler that streams weights (the vendor SDK,
+//! the best independent compiler for this chip): the archive sits on the
+//! tiles whose copy of the body reads it, as the body lays its constants
+//! out, replicas included; nothing is exchanged to bring a layer in. A
+//! model whose layers' constants, so laid out, do not fit beside one
+//! layer's working memory (so400m at FP16) fails to plan with the
+//! archive's size in the message.
+
+use std::collections::BTreeMap;
+
+use ipuc_dialects::ipu::{self, build, TensorDirection, TensorPiece};
+use ipuc_ipu_arch::pipeline::supervisor_schedule;
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::attributes::{AttrKind, ResourceBlob};
+use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, Location, OpId, Type};
+
+use crate::codelets::copy::{StridedCopy, TAG as COPY_TAG};
+use crate::codelets::emitter::{inst, op, Emitter};
+use crate::codelets::launch::{VERTEX_STATE_SUFFIX, WORKERS};
+use crate::codelets::program::Codelet;
+use crate::codelets::subroutine::{call_cycles, emit_call, emit_subroutine, instance_label};
+use crate::emit::executable::constant_piece_bytes;
+
+/// The unit of the copies: six workers' 8-byte words.
+pub const GRAIN: u32 = 8 * WORKERS as u32;
+
+/// A run of identical blocks: blocks `start..start + period` (the body)
+/// and `count - 1` more periods like them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Repeat {
+    /// The body's first block.
+    pub start: usize,
+    /// Blocks in the body.
+    pub period: usize,
+    /// Times the body runs (2 or more).
+    pub count: usize,
+}
+
+impl Repeat {
+    /// The first block after the loop.
+    pub fn end(&self) -> usize {
+        self.start + self.period * self.count
+    }
+
+    /// The body's last block (its code ends the loop).
+    pub fn last(&self) -> usize {
+        self.start + self.period - 1
+    }
+
+    /// Whether block `k`'s code is emitted: blocks before the loop, the
+    /// body and blocks after it (a later period runs the body's code).
+    pub fn emitted(&self, k: usize) -> bool {
+        k <= self.last() || k >= self.end()
+    }
+
+    /// The body block whose code runs for block `k`.
+    pub fn code_of(&self, k: usize) -> usize {
+        if (self.start..self.end()).contains(&k) {
+            self.start + (k - self.start) % self.period
+        } else {
+            k
+        }
+    }
+}
+
+/// The longest run of a body of at most `max_period` blocks repeated
+/// twice or more, by blocks covered (the shorter body on a tie, then
+/// the earlier run); `keys[k]` is what block `k`'s code depends on
+/// (`None`: a block that never repeats).
+pub fn find_repeat<T: PartialEq>(keys: &[Option<T>], max_period: usize) -> Option<Repeat> {
+    let mut best: Option<Repeat> = None;
+    for period in 1..=max_period {
+        for start in 0..keys.len() {
+            if keys.len() < start + 2 * period {
+                break;
+            }
+            let body = &keys[start..start + period];
+            if body.iter().any(Option::is_none) {
+                continue;
+            }
+            let mut count = 1;
+            while keys.len() >= start + (count + 1) * period
+                && keys[start + count * period..start + (count + 1) * period] == *body
+            {
+                count += 1;
+            }
+            let covers = |r: &Repeat| r.count * r.period;
+            let found = Repeat {
+                start,
+                period,
+                count,
+            };
+            if count >= 2 && best.is_none_or(|b| covers(&found) > covers(&b)) {
+                best = Some(found);
+            }
+        }
+    }
+    best
+}
+
+/// Where a loop's body keeps its constants and where the later layers'
+/// wait (see the module doc).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopMemory {
+    /// The body's memory, `[lo, hi)` each, whole [`GRAIN`]s.
+    pub ranges: Vec<(u32, u32)>,
+    /// Each range's offset in a slot (multiples of 16).
+    pub offsets: Vec<u32>,
+    /// The archive's first byte (slot of layer 1).
+    pub archive: u32,
+    /// Bytes of a slot (a multiple of 16).
+    pub slot: u32,
+    /// Times the body runs.
+    pub count: usize,
+}
+
+impl LoopMemory {
+    /// The memory of a body that keeps `ranges`, with its archive at
+    /// `archive`.
+    pub fn new(ranges: Vec<(u32, u32)>, archive: u32, count: usize) -> Self {
+        let mut offsets = Vec::with_capacity(ranges.len());
+        let mut slot = 0;
+        for &(lo, hi) in &ranges {
+            offsets.push(slot);
+            slot = (slot + hi - lo).next_multiple_of(16);
+        }
+        LoopMemory {
+            ranges,
+            offsets,
+            archive,
+            slot,
+            count,
+        }
+    }
+
+    /// Bytes of the archive: a slot for each layer after the first.
+    pub fn archive_bytes(&self) -> u32 {
+        Self::bytes_for(self.slot, self.count)
+    }
+
+    /// Bytes of an archive of `count - 1` slots of `slot` bytes.
+    pub fn bytes_for(slot: u32, count: usize) -> u32 {
+        slot * (count as u32 - 1)
+    }
+
+    /// The range holding byte `a`.
+    fn range_of(&self, a: u32) -> Option<usize> {
+        self.ranges.iter().position(|&(lo, hi)| lo <= a && a < hi)
+    }
+
+    /// Where layer `layer`'s (1 or more) copy of range `j`'s byte `a` is.
+    fn archived(&self, layer: usize, j: usize, a: u32) -> u32 {
+        self.archive + (layer as u32 - 1) * self.slot + self.offsets[j] + (a - self.ranges[j].0)
+    }
+}
+
+/// What a tile copies from each range: `[lo, hi)` in whole grains from
+/// the range's start, around every constant byte the body has there.
+pub type Extents = BTreeMap<u32, Vec<(usize, u32, u32)>>;
+
+/// Each tile's constant pieces of `tensors` (the body's constants, as
+/// emitted for one layer), by tile: (range, address, bytes).
+type Placed = BTreeMap<u32, Vec<(usize, u32, Vec<u8>)>>;
+
+fn placed(ctx: &Context, tensors: &[OpId], mem: &LoopMemory) -> Result<Placed, Diagnostic> {
+    let mut out: Placed = BTreeMap::new();
+    for &t in tensors {
+        for (p, bytes) in constant_piece_bytes(ctx, t)? {
+            let (at, end) = (p.address as u32, p.address as u32 + bytes.len() as u32);
+            let j = mem
+                .range_of(at)
+                .filter(|&j| end <= mem.ranges[j].1)
+                .ok_or_else(|| {
+                    Diagnostic::op_error(
+                        ctx,
+                        t,
+                        format!(
+                            "a repeated layer's constant on tile {} at 0x{at:x}..0x{end:x} is outside the memory its loop restores ({})",
+                            p.tile,
+                            mem.ranges
+                                .iter()
+                                .map(|(lo, hi)| format!("0x{lo:x}..0x{hi:x}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )
+                })?;
+            out.entry(p.tile as u32).or_default().push((j, at, bytes));
+        }
+    }
+    Ok(out)
+}
+
+/// The extents of the body's constants `tensors` (the first layer's).
+pub fn extents(ctx: &Context, tensors: &[OpId], mem: &LoopMemory) -> Result<Extents, Diagnostic> {
+    let mut out = Extents::new();
+    for (tile, pieces) in placed(ctx, tensors, mem)? {
+        let mut spans: BTreeMap<usize, (u32, u32)> = BTreeMap::new();
+        for (j, at, bytes) in pieces {
+            let end = at + bytes.len() as u32;
+            let s = spans.entry(j).or_insert((at, end));
+            *s = (s.0.min(at), s.1.max(end));
+        }
+        let list = spans
+            .into_iter()
+            .map(|(j, (a, b))| {
+                let lo = mem.ranges[j].0;
+                let (a, b) = (
+                    lo + (a - lo) / GRAIN * GRAIN,
+                    lo + (b - lo).next_multiple_of(GRAIN),
+                );
+                (j, a, b)
+            })
+            .collect();
+        out.insert(tile, list);
+    }
+    Ok(out)
+}
+
+/// Appends layer `layer`'s archive: the body's constants `tensors`, as
+/// emitted for that layer, become one `constant` tensor per range
+/// (`loop_archive{layer}_{j}`, a piece per tile: its extent's image); the
+/// tensors themselves are erased with their blobs.
+pub fn archive_layer(
+    ctx: &mut Context,
+    exe_body: BlockId,
+    (tensors, layer): (&[OpId], usize),
+    (mem, extents): (&LoopMemory, &Extents),
+    loc: &Location,
+) -> Result<(), Diagnostic> {
+    let placed = placed(ctx, tensors, mem)?;
+    // Each (range, tile)'s image, zero where no constant is.
+    let mut images: BTreeMap<(usize, u32), (u32, Vec<u8>)> = BTreeMap::new();
+    for (&tile, list) in extents {
+        for &(j, lo, hi) in list {
+            images.insert((j, tile), (lo, vec![0; (hi - lo) as usize]));
+        }
+    }
+    for (tile, pieces) in placed {
+        for (j, at, bytes) in pieces {
+            let Some((lo, image)) = images.get_mut(&(j, tile)) else {
+                return Err(Diagnostic::error(
+                    loc.clone(),
+                    format!("layer {layer}'s constants on tile {tile} are where the first layer has none"),
+                ));
+            };
+            let from = (at - *lo) as usize;
+            match image.get_mut(from..from + bytes.len()) {
+                Some(dst) => dst.copy_from_slice(&bytes),
+                None => {
+                    return Err(Diagnostic::error(
+                        loc.clone(),
+                        format!("layer {layer}'s constant on tile {tile} at 0x{at:x} reaches past the first layer's"),
+                    ))
+                }
+            }
+        }
+    }
+    for &t in tensors {
+        if let Some(AttrKind::DenseResource { resource, .. }) =
+            ctx.attr(t, "value").map(|v| v.kind().clone())
+        {
+            ctx.resources().remove(resource.name());
+        }
+        ctx.erase_op(t);
+    }
+    for j in 0..mem.ranges.len() {
+        let mut data = Vec::new();
+        let mut pieces = Vec::new();
+        for (&(_, tile), (lo, image)) in images.range((j, 0)..(j + 1, 0)) {
+            pieces.push(TensorPiece {
+                tile: i64::from(tile),
+                address: i64::from(mem.archived(layer, j, *lo)),
+                first: data.len() as i64,
+                count: image.len() as i64,
+            });
+            data.extend_from_slice(image);
+        }
+        if pieces.is_empty() {
+            continue;
+        }
+        let name = format!("loop_archive{layer}_{j}");
+        let ty = Type::tensor(&[data.len() as i64], Type::int(8));
+        let resource = ctx.resources().insert_unique(
+            &name,
+            ResourceBlob {
+                alignment: 16,
+                data: data.into(),
+            },
+        );
+        let value = Attribute::new(AttrKind::DenseResource {
+            resource,
+            ty: ty.clone(),
+        });
+        let t = build::tensor(
+            ctx,
+            &name,
+            ty,
+            TensorDirection::Constant,
+            &pieces,
+            loc.clone(),
+        );
+        ctx.set_attr(t, "value", value);
+        ctx.append_op(exe_body, t);
+    }
+    Ok(())
+}
+
+/// The new `constant` tensors of `exe_body`: those after its first
+/// `before` ops.
+pub fn constants_since(ctx: &Context, exe_body: BlockId, before: usize) -> Vec<OpId> {
+    ctx.block_ops_vec(exe_body)[before..]
+        .iter()
+        .copied()
+        .filter(|&o| {
+            ctx.name_str(o) == ipu::TENSOR
+                && ctx.attr(o, "direction").and_then(Attribute::as_str)
+                    == Some(TensorDirection::Constant.as_str())
+        })
+        .collect()
+}
+
+/// Tile `tile`'s copies of the next layer's constants: one launch per
+/// extent, six rows of a sixth of it (one a worker), from layer 1's slot.
+pub fn copies(tile: u32, mem: &LoopMemory, extents: &Extents) -> Vec<StridedCopy> {
+    extents
+        .get(&tile)
+        .map(|list| {
+            list.iter()
+                .map(|&(j, lo, hi)| {
+                    let row = (hi - lo) / WORKERS as u32;
+                    StridedCopy {
+                        rows: WORKERS as u32,
+                        row_bytes: row,
+                        src: mem.archived(1, j, lo),
+                        src_stride: row,
+                        dst: lo,
+                        dst_stride: row,
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The name of copy `n`'s instance.
+fn copy_name(n: usize) -> String {
+    format!("loop_copy{n}")
+}
+
+/// The counter's label.
+const COUNT: &str = "loop_count";
+
+/// Emits the end of the loop on a tile (see the module doc): `copies`
+/// (called, their sources then advanced by `slot`), `back` (the link
+/// back into the body) and `bri` to `start`; on the last layer `out`
+/// (the link out) instead, where the code goes on. Returns the bytes of
+/// exchange code `back` and `out` emitted, and the cycles of a layer's
+/// turn apart from its link: the copies' estimates, their calls and the
+/// supervisor code around them as the supervisor pipeline issues it.
+pub fn emit_loop_end(
+    e: &mut Emitter,
+    (copies, slot): (&[StridedCopy], u32),
+    start: &str,
+    back: &mut dyn FnMut(&mut Emitter) -> u64,
+    out: &mut dyn FnMut(&mut Emitter) -> u64,
+) -> Result<(u64, u64), crate::codelets::CodeletError> {
+    let exit = ".Lloop_exit";
+    let first = e.supervisor_code().len();
+    e.solo(inst("setzi", [op::m(3), op::sym(COUNT)]));
+    e.solo(inst("ld32", [op::m(4), op::m(3), op::mzero(), op::imm(0)]));
+    e.solo(inst("brz", [op::m(4), op::sym(exit)]));
+    e.solo(inst("add", [op::m(4), op::m(4), op::imm(-1)]));
+    e.solo(inst("st32", [op::m(4), op::m(3), op::mzero(), op::imm(0)]));
+    let machine = MachineModel::c600();
+    let mut cycles = 0;
+    for (n, copy) in copies.iter().enumerate() {
+        let name = copy_name(n);
+        emit_call(e, &name);
+        cycles += copy.estimate_cycles()? + call_cycles(&machine);
+        let state = instance_label(&format!("{COPY_TAG}{VERTEX_STATE_SUFFIX}"), &name);
+        e.solo(inst("setzi", [op::m(3), op::sym(state)]));
+        e.solo(inst("setzi", [op::m(5), op::imm(i64::from(slot))]));
+        // Word 0 of each worker's six is its source.
+        for w in 0..WORKERS as i64 {
+            let at = op::imm(6 * w);
+            e.solo(inst("ld32", [op::m(4), op::m(3), op::mzero(), at.clone()]));
+            e.solo(inst("add", [op::m(4), op::m(4), op::m(5)]));
+            e.solo(inst("st32", [op::m(4), op::m(3), op::mzero(), at]));
+        }
+    }
+    // The supervisor code's own issue (a call's refills are counted above).
+    let code = &e.supervisor_code()[first..];
+    cycles += supervisor_schedule(code, &machine)
+        .issue
+        .last()
+        .map_or(0, |&t| t + 1);
+    let mut bytes = back(e);
+    e.solo(inst("bri", [op::sym(start)]));
+    e.label(exit);
+    bytes += out(e);
+    Ok((bytes, cycles))
+}
+
+/// Emits what the loop's end calls on a tile: the counter (`count - 1`
+/// at load) and the copy launches. Opens sections of its own.
+pub fn emit_loop_data(
+    e: &mut Emitter,
+    count: usize,
+    copies: &[StridedCopy],
+) -> Result<(), crate::codelets::CodeletError> {
+    e.data_section(".data.loop");
+    e.directive("align", &[op::imm(4)]);
+    e.label(COUNT);
+    e.words(&[count as u32 - 1]);
+    for (n, c) in copies.iter().enumerate() {
+        emit_subroutine(e, &copy_name(n), c)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(s: &str) -> Vec<Option<char>> {
+        s.chars().map(|c| (c != '.').then_some(c)).collect()
+    }
+
+    #[test]
+    fn an_encoder_repeats_its_layer() {
+        // Patch embedding (never repeats), 4 layers of attention and MLP,
+        // head.
+        let r = find_repeat(&keys(".amamamam."), 4).unwrap();
+        assert_eq!(
+            r,
+            Repeat {
+                start: 1,
+                period: 2,
+                count: 4
+            }
+        );
+        assert_eq!((r.last(), r.end()), (2, 9));
+        assert!(r.emitted(0) && r.emitted(2) && !r.emitted(3) && !r.emitted(8) && r.emitted(9));
+        assert_eq!((r.code_of(5), r.code_of(6), r.code_of(9)), (1, 2, 9));
+    }
+
+    #[test]
+    fn the_longest_run_wins_and_the_shorter_body_on_a_tie() {
+        assert_eq!(
+            find_repeat(&keys("aaaa"), 4),
+            Some(Repeat {
+                start: 0,
+                period: 1,
+                count: 4
+            })
+        );
+        // One period: no loop; blocks that never repeat break runs.
+        assert_eq!(find_repeat(&keys(".am."), 4), None);
+        assert_eq!(find_repeat(&keys("a.a"), 4), None);
+        // Two periods of 2 cover more than three of 1; three of 1 more
+        // than one of 2 (no run).
+        let r = find_repeat(&keys("bbbamam"), 2).unwrap();
+        assert_eq!((r.start, r.period, r.count), (3, 2, 2));
+        let r = find_repeat(&keys("bbbam"), 2).unwrap();
+        assert_eq!((r.start, r.period, r.count), (0, 1, 3));
+        let r = find_repeat(&keys("bbamamam"), 2).unwrap();
+        assert_eq!((r.start, r.period, r.count), (2, 2, 3));
+    }
+
+    #[test]
+    fn slots_hold_each_range_at_its_offset() {
+        let mem = LoopMemory::new(vec![(0x80030, 0x80060), (0x70000, 0x70030)], 0x80000, 3);
+        assert_eq!(mem.offsets, vec![0, 48]);
+        assert_eq!(mem.slot, 96);
+        assert_eq!(mem.archive_bytes(), 192);
+        assert_eq!(mem.range_of(0x80040), Some(0));
+        assert_eq!(mem.range_of(0x70030), None);
+        assert_eq!(mem.archived(1, 0, 0x80040), 0x80010);
+        assert_eq!(mem.archived(2, 1, 0x70008), 0x80000 + 96 + 48 + 8);
+        // An interleaved copy's source and destination agree mod 16 (the
+        // ldst64pace bank rule).
+        assert_eq!((mem.archived(2, 0, 0x80030) - 0x80030) % 16, 0);
+    }
+}
