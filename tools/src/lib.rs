@@ -1,6 +1,7 @@
 //! ipuc command-line tools: the shared driver code behind `ipu-opt`,
 //! `ipu-run`, `ipu-bench`, `ipu-prof`, `ipu-lit` and `filecheck`.
 
+pub mod alloc;
 /// `ipu-bench`: AMP throughput and simulator speed, measured on the simulator.
 pub mod bench;
 pub mod import;
