@@ -16,8 +16,8 @@
 //! its private interleaved memory, its private region 0 and its rows of
 //! the add columns). Before going round again, every tile copies the next
 //! layer's slot over the body's memory ([`StridedCopy`], one launch per
-//! part of that memory the tile holds constants in, from the first to the
-//! last constant byte there, in whole [`GRAIN`]s): the weights come back,
+//! span of that memory the tile holds constants in, in whole [`GRAIN`]s,
+//! spans closer than [`GAP`] joined): the weights come back,
 //! and so do zero runs and padding the layer's code relies on. What else
 //! lies in those bytes (the blocks' input rows) is rewritten by the
 //! exchange that follows before any block reads it.
@@ -196,9 +196,15 @@ impl LoopMemory {
     }
 }
 
-/// What a tile copies from each range: `[lo, hi)` in whole grains from
-/// the range's start, around every constant byte the body has there.
+/// What a tile copies from each range: spans `[lo, hi)` in whole grains
+/// from the range's start, around the body's constant bytes there; two
+/// spans closer than [`GAP`] are one.
 pub type Extents = BTreeMap<u32, Vec<(usize, u32, u32)>>;
+
+/// The widest gap between two constants one copy spans: a launch of its
+/// own costs about as much as copying this many bytes (about 150 cycles at
+/// 8 bytes a cycle).
+pub const GAP: u32 = 1024;
 
 /// Each tile's constant pieces of `tensors` (the body's constants, as
 /// emitted for one layer), by tile: (range, address, bytes).
@@ -237,24 +243,28 @@ fn placed(ctx: &Context, tensors: &[OpId], mem: &LoopMemory) -> Result<Placed, D
 pub fn extents(ctx: &Context, tensors: &[OpId], mem: &LoopMemory) -> Result<Extents, Diagnostic> {
     let mut out = Extents::new();
     for (tile, pieces) in placed(ctx, tensors, mem)? {
-        let mut spans: BTreeMap<usize, (u32, u32)> = BTreeMap::new();
-        for (j, at, bytes) in pieces {
-            let end = at + bytes.len() as u32;
-            let s = spans.entry(j).or_insert((at, end));
-            *s = (s.0.min(at), s.1.max(end));
-        }
-        let list = spans
-            .into_iter()
-            .map(|(j, (a, b))| {
-                let lo = mem.ranges[j].0;
-                let (a, b) = (
-                    lo + (a - lo) / GRAIN * GRAIN,
-                    lo + (b - lo).next_multiple_of(GRAIN),
-                );
-                (j, a, b)
+        // Each piece in whole grains of its range, in address order.
+        let mut spans: Vec<(usize, u32, u32)> = pieces
+            .iter()
+            .map(|(j, at, bytes)| {
+                let lo = mem.ranges[*j].0;
+                let end = at + bytes.len() as u32;
+                (
+                    *j,
+                    lo + (at - lo) / GRAIN * GRAIN,
+                    lo + (end - lo).next_multiple_of(GRAIN),
+                )
             })
             .collect();
-        out.insert(tile, list);
+        spans.sort_unstable();
+        let mut merged: Vec<(usize, u32, u32)> = Vec::new();
+        for (j, a, b) in spans {
+            match merged.last_mut() {
+                Some((mj, _, mb)) if *mj == j && a <= *mb + GAP => *mb = (*mb).max(b),
+                _ => merged.push((j, a, b)),
+            }
+        }
+        out.insert(tile, merged);
     }
     Ok(out)
 }
@@ -271,22 +281,25 @@ pub fn archive_layer(
     loc: &Location,
 ) -> Result<(), Diagnostic> {
     let placed = placed(ctx, tensors, mem)?;
-    // Each (range, tile)'s image, zero where no constant is.
-    let mut images: BTreeMap<(usize, u32), (u32, Vec<u8>)> = BTreeMap::new();
+    // Each (range, tile, span)'s image, zero where no constant is.
+    let mut images: BTreeMap<(usize, u32, u32), Vec<u8>> = BTreeMap::new();
     for (&tile, list) in extents {
         for &(j, lo, hi) in list {
-            images.insert((j, tile), (lo, vec![0; (hi - lo) as usize]));
+            images.insert((j, tile, lo), vec![0; (hi - lo) as usize]);
         }
     }
     for (tile, pieces) in placed {
         for (j, at, bytes) in pieces {
-            let Some((lo, image)) = images.get_mut(&(j, tile)) else {
+            // The span that starts at or before the piece.
+            let Some((&(_, _, lo), image)) =
+                images.range_mut((j, tile, 0)..=(j, tile, at)).next_back()
+            else {
                 return Err(Diagnostic::error(
                     loc.clone(),
                     format!("layer {layer}'s constants on tile {tile} are where the first layer has none"),
                 ));
             };
-            let from = (at - *lo) as usize;
+            let from = (at - lo) as usize;
             match image.get_mut(from..from + bytes.len()) {
                 Some(dst) => dst.copy_from_slice(&bytes),
                 None => {
@@ -309,10 +322,10 @@ pub fn archive_layer(
     for j in 0..mem.ranges.len() {
         let mut data = Vec::new();
         let mut pieces = Vec::new();
-        for (&(_, tile), (lo, image)) in images.range((j, 0)..(j + 1, 0)) {
+        for (&(_, tile, lo), image) in images.range((j, 0, 0)..(j + 1, 0, 0)) {
             pieces.push(TensorPiece {
                 tile: i64::from(tile),
-                address: i64::from(mem.archived(layer, j, *lo)),
+                address: i64::from(mem.archived(layer, j, lo)),
                 first: data.len() as i64,
                 count: image.len() as i64,
             });
@@ -363,7 +376,7 @@ pub fn constants_since(ctx: &Context, exe_body: BlockId, before: usize) -> Vec<O
 }
 
 /// Tile `tile`'s copies of the next layer's constants: one launch per
-/// extent, six rows of a sixth of it (one a worker), from layer 1's slot.
+/// span, six rows of a sixth of it (one a worker), from layer 1's slot.
 pub fn copies(tile: u32, mem: &LoopMemory, extents: &Extents) -> Vec<StridedCopy> {
     extents
         .get(&tile)
@@ -523,5 +536,77 @@ mod tests {
         // An interleaved copy's source and destination agree mod 16 (the
         // ldst64pace bank rule).
         assert_eq!((mem.archived(2, 0, 0x80030) - 0x80030) % 16, 0);
+    }
+
+    /// Two constants on tile 0 closer than GAP are one span, a third
+    /// farther away its own; each span whole grains of its range. A later
+    /// layer's archive images each span at its slot's offset.
+    #[test]
+    fn spans_join_near_constants_and_the_archive_images_them() {
+        use crate::lower::codegen::replicated_constant;
+        use ipuc_ir::FloatKind;
+        let mut ctx = Context::new(ipuc_dialects::registry());
+        let loc = Location::unknown();
+        let (_, body) = build::executable(&mut ctx, "c600", loc.clone());
+        let range = (0x80000, 0x80000 + 48 * 200);
+        let mem = LoopMemory::new(vec![range], 0x90000, 2);
+        let f16 = Type::float(FloatKind::F16);
+        let constant = |ctx: &mut Context, name: &str, byte: u8, at: u32| {
+            let t = replicated_constant(
+                ctx,
+                name,
+                (f16.clone(), 2, 8),
+                vec![byte; 16],
+                (&[0], at),
+                loc.clone(),
+            );
+            ctx.append_op(body, t);
+            t
+        };
+        let layer0 = [
+            constant(&mut ctx, "a", 1, 0x80010),
+            constant(&mut ctx, "b", 2, 0x80010 + 600),
+            constant(&mut ctx, "c", 3, 0x80010 + 600 + 2000),
+        ];
+        let ext = extents(&ctx, &layer0, &mem).unwrap();
+        let b_end = 0x80010 + 600 + 16;
+        let c_at = 0x80010 + 2600;
+        assert_eq!(
+            ext[&0],
+            vec![
+                (
+                    0,
+                    0x80000,
+                    0x80000 + (b_end - 0x80000u32).next_multiple_of(GRAIN)
+                ),
+                (
+                    0,
+                    0x80000 + (c_at - 0x80000) / GRAIN * GRAIN,
+                    0x80000 + (c_at + 16 - 0x80000u32).next_multiple_of(GRAIN)
+                ),
+            ]
+        );
+        // Layer 1's constants, the same places with other bytes.
+        let before = ctx.block_ops_vec(body).len();
+        constant(&mut ctx, "a", 5, 0x80010);
+        constant(&mut ctx, "b", 6, 0x80010 + 600);
+        constant(&mut ctx, "c", 7, c_at);
+        let layer1 = constants_since(&ctx, body, before);
+        archive_layer(&mut ctx, body, (&layer1, 1), (&mem, &ext), &loc).unwrap();
+        let archive: Vec<OpId> = constants_since(&ctx, body, before);
+        assert_eq!(archive.len(), 1, "one tensor for the range");
+        let pieces = constant_piece_bytes(&ctx, archive[0]).unwrap();
+        assert_eq!(pieces.len(), 2);
+        let (p, bytes) = &pieces[0];
+        assert_eq!(p.address, 0x90000);
+        assert_eq!(&bytes[0x10..0x20], &[5; 16]);
+        assert_eq!(&bytes[600 + 0x10..600 + 0x20], &[6; 16]);
+        assert!(bytes[0x20..600 + 0x10].iter().all(|&b| b == 0));
+        let (p, bytes) = &pieces[1];
+        assert_eq!(p.address as u32, mem.archived(1, 0, ext[&0][1].1));
+        let off = (c_at - ext[&0][1].1) as usize;
+        assert_eq!(&bytes[off..off + 16], &[7; 16]);
+        // The layer's own tensors are gone, and their blobs.
+        assert!(ctx.resources().get("a_1").is_none());
     }
 }
