@@ -235,11 +235,11 @@ pub struct PlanChoice {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
     /// Even the smallest blocks do not fit a tile.
-    #[error("no tile grid fits: the smallest blocks need {needed} bytes per tile, {available} are available (plans do not split K yet, so the weights of a column block are replicated on every grid row)")]
+    #[error("no tile grid fits: the smallest blocks need {needed} bytes of interleaved memory per tile (their weights, input, output and reduction buffers; a column block's weights are on every grid row), {available} are free (above what earlier blocks keep)")]
     DoesNotFit {
-        /// Bytes the smallest candidate needs.
+        /// Interleaved bytes the smallest candidate needs.
         needed: u64,
-        /// Bytes a tile offers.
+        /// Interleaved bytes a tile offers.
         available: u64,
     },
     /// The shape is empty.
@@ -522,7 +522,7 @@ pub fn plan_gemm(shape: GemmShape, machine: &MachineModel) -> Result<PlanChoice,
     let Some(best) = fits.first().cloned() else {
         return Err(PlanError::DoesNotFit {
             needed: smallest_need,
-            available: u64::from(machine.sram_end - machine.sram_base),
+            available: u64::from(machine.sram_end - machine.interleaved_base),
         });
     };
     let mut rejected: Vec<Rejected> = fits
@@ -628,7 +628,7 @@ fn evaluate_with(
     let region0_avail = u64::from(machine.interleaved_base - machine.sram_base);
     if inter > interleaved_avail || r0 > region0_avail {
         return Err((
-            inter + r0,
+            inter,
             Rejected::unusable(
                 grid,
                 format!(
@@ -812,7 +812,19 @@ mod tests {
     #[test]
     fn a_product_whose_weights_cannot_fit_is_an_error() {
         let e = plan_gemm(shape(1, 1 << 16, 1 << 16), &MachineModel::c600()).unwrap_err();
-        assert!(matches!(e, PlanError::DoesNotFit { .. }), "{e}");
+        let PlanError::DoesNotFit { needed, available } = e else {
+            panic!("{e}")
+        };
+        // The interleaved region: what the plan's buffers and weights use.
+        assert_eq!(available, 0xe8000 - 0x80000);
+        assert!(needed > available);
+        // Above what earlier blocks keep, less is free.
+        let m = MachineModel {
+            interleaved_base: 0xe0000,
+            ..MachineModel::c600()
+        };
+        let e = plan_gemm(shape(64, 1024, 1024), &m).unwrap_err();
+        assert!(e.to_string().contains("32768 are free"), "{e}");
         assert!(plan_gemm(shape(0, 4, 4), &MachineModel::c600()).is_err());
     }
 }
