@@ -240,3 +240,23 @@ fn simulating_on_more_threads_changes_nothing() {
         }
     }
 }
+
+/// so400m's MLP block (729 tokens, 1152 wide, 4304 inner) plans alone at
+/// f16: its LayerNorm rows sit below fc1's input without a pair of their
+/// own (a whole pair more put it 640 bytes past the tile). Plan only: the
+/// block runs on the simulator in `ipu-run --extract mlp:0` (README).
+#[test]
+fn so400ms_f16_block_plans_alone() {
+    let m = MachineModel::c600();
+    let plan = ipuc_backend_ipu::lower::block::plan_mlp(shape(729, 1152, 4304, GeluForm::Tanh), &m)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let lay = plan.layout;
+    // The LN rows end where fc1's input starts, above the private memory.
+    assert!(lay.ln_out < lay.fc1.input);
+    assert!(
+        lay.ln_out >= plan.next.base,
+        "0x{:x} 0x{:x}",
+        lay.ln_out,
+        plan.next.base
+    );
+}

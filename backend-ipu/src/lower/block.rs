@@ -401,7 +401,6 @@ pub fn block_layout(
     window: &mut Window,
 ) -> Result<BlockLayout, String> {
     let (fc1, fc2) = (fc1_plan, fc2_plan);
-    let pair = 2 * machine.element_bytes;
     let (v1, v2) = (fc1.vertex(), fc2.vertex());
     let private_start = window.base;
     let w1 = window.private(v1.weight_bytes() as u32);
@@ -426,13 +425,17 @@ pub fn block_layout(
     let fc1_lay = layout_in(fc1, machine, top);
     let fc2_out = layout_in(fc2, machine, top);
     let r1_bottom = fc1_lay.bottom.min(fc2_out.bottom);
-    // R3: fc1's input and the LN rows; then fc2's input, then its buffers.
+    // R3: fc1's input and the LN rows below it; then fc2's input, then
+    // its buffers. Each buffer the AMP reads or writes is whole element
+    // pairs from R3's top (a pair boundary, R1's bottom); the LN rows need
+    // no pair of their own (LayerNorm writes them before the AMP runs), so
+    // R3 ends where they do, not at the next pair.
     let in1 = super::plan::whole_pairs(v1.input_bytes(), machine) as u32;
     let ln_out_bytes = (LN_ROWS * shape.ln_row_bytes() + 16).next_multiple_of(16);
     let r3_a = in1 + ln_out_bytes;
     let in2 = super::plan::whole_pairs(v2.input_bytes(), machine) as u32;
     let buf2 = super::plan::reduction_buffer(&v2, fc2.grid_k, machine) as u32;
-    let r3 = r3_a.max(in2).max(3 * buf2).next_multiple_of(pair);
+    let r3 = r3_a.max(in2).max(3 * buf2);
     let r3_top = r1_bottom;
     let Some(r3_bottom) = r3_top.checked_sub(r3).filter(|&b| b >= private_end) else {
         return Err(format!(
