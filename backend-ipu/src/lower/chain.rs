@@ -915,6 +915,15 @@ pub fn chain_report(
         if plan.repeat.as_ref().is_some_and(|(r, _)| !r.emitted(k)) {
             continue;
         }
+        // After a loop: past the body's memory grown to whole grains.
+        if let Some((_, mem)) = plan.repeat.as_ref().filter(|(r, _)| r.end() == k) {
+            base = mem
+                .ranges
+                .iter()
+                .filter(|r| r.0 >= machine.interleaved_base)
+                .map(|r| r.1)
+                .fold(base, u32::max);
+        }
         let next = p.next().base;
         out += &format!(
             "block {k}: private memory 0x{base:x}..0x{next:x} ({} bytes) {}",
