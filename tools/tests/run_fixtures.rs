@@ -83,3 +83,30 @@ fn siglip_small_mlp_block_runs_on_the_simulator() {
         assert!(rel < 1e-2, "{stdout}");
     }
 }
+
+/// A chain's exchange code per tile is every block's on that tile: the
+/// layer's busiest tile holds at least either block's busiest tile's
+/// (as each reports alone) and at most both plus the link between them
+/// (a few hundred bytes on siglip-tiny).
+#[test]
+fn a_layers_exchange_code_counts_each_tile_once() {
+    let Some(dir) = common::fixture_dir("siglip-tiny") else {
+        return;
+    };
+    let bytes = |extract: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_ipu-run"))
+            .arg(dir.join("model.onnx"))
+            .args(["--extract", extract, "--precision", "fp16"])
+            .args(["--device", "sim", "--json"])
+            .output()
+            .expect("run ipu-run");
+        let (report, stdout) = common::passed_report(extract, &out);
+        assert_eq!(report["passed"], true, "{stdout}");
+        report["exchange_code_bytes_max"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("exchange_code_bytes_max in {stdout}"))
+    };
+    let (attention, mlp, layer) = (bytes("attention:0"), bytes("mlp:0"), bytes("layer:0"));
+    assert!(layer >= attention.max(mlp), "{layer} {attention} {mlp}");
+    assert!(layer <= attention + mlp + 1024, "{layer} {attention} {mlp}");
+}

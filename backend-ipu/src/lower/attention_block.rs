@@ -1256,6 +1256,7 @@ pub fn emit_attention_in(
         }
         xcode += frame.close_tile(&mut e, t);
         exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
+        frame.count_exchange(t, xcode);
         if at_qk.contains_key(&t) {
             qk.emit_worker_code(&mut e);
         }

@@ -716,6 +716,7 @@ pub fn emit_mlp_in(
         }
         xcode += frame.close_tile(&mut e, t);
         exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
+        frame.count_exchange(t, xcode);
         if at1.contains_key(&t) {
             fc1.emit_worker_code(&mut e);
         }

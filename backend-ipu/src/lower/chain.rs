@@ -24,10 +24,9 @@
 //! b1_main: [block 1 or its syncs] ... exitz
 //! ```
 //!
-//! Known limits, each a plan to lift: repeated layers are lowered once
-//! each rather than as one body run in a loop (every layer's code and
-//! weights are on the tiles at once: so400m's do not fit); a tile's
-//! exchange code is reported as the sum of each block's busiest tile's.
+//! Identical layers are one body run in a loop ([`super::chain_loop`]).
+//! A tile's exchange code is every block's on it (each block's frame
+//! counts its tiles', [`Frame::count_exchange`]).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -679,7 +678,8 @@ pub fn lower_chain(
         }
     };
     let bodies: RefCell<BTreeMap<u32, BlockId>> = RefCell::new(BTreeMap::new());
-    let mut exchange_code_bytes_max = 0;
+    // Each tile's exchange code, every block's on it.
+    let exchange_code: RefCell<BTreeMap<u32, u64>> = RefCell::new(BTreeMap::new());
     let mut chain_estimates = vec![None; plans.len()];
     let mut body_constants = Vec::new();
     for (k, plan) in plans.iter().enumerate().filter(|&(k, _)| emitted(k)) {
@@ -703,27 +703,24 @@ pub fn lower_chain(
             after: &after_k,
             tiles: Some(&bodies),
             next: next.as_deref(),
+            exchange: Some(&exchange_code),
         };
-        let mut bytes = match (plan, &chain.blocks[k]) {
+        match (plan, &chain.blocks[k]) {
             (PlannedBlock::Attention(p), ChainBlock::Attention(b)) => {
                 let lowered =
                     emit_attention_in(ctx, &frame, p, &b.constants, machine, loc.clone())?;
                 chain_estimates[k] = Some(StepEstimates::Attention(lowered.estimate));
-                lowered.exchange_code_bytes_max
             }
             (PlannedBlock::Mlp(p), ChainBlock::Mlp(b)) => {
                 let lowered = emit_mlp_in(ctx, &frame, p, &b.constants, machine, loc.clone())?;
                 chain_estimates[k] = Some(StepEstimates::Mlp(lowered.estimate));
-                lowered.exchange_code_bytes_max
             }
             (PlannedBlock::Patch(p), ChainBlock::Patch(b)) => {
-                emit_patch_in(ctx, &frame, p, &b.constants, machine, loc.clone())?
-                    .exchange_code_bytes_max
+                emit_patch_in(ctx, &frame, p, &b.constants, machine, loc.clone())?;
             }
             (PlannedBlock::Pool(p), ChainBlock::Pool(b)) => {
                 let lowered = emit_pool_in(ctx, &frame, p, &b.constants, machine, loc.clone())?;
                 chain_estimates[k] = Some(StepEstimates::Pool(lowered.estimate));
-                lowered.exchange_code_bytes_max
             }
             _ => unreachable!("plans follow the blocks"),
         };
@@ -732,7 +729,8 @@ pub fn lower_chain(
         for &t in every.iter().filter(|t| !own.contains(t)) {
             let mut e = frame.open_tile(ctx, t, &loc);
             (0..syncs[k]).for_each(|_| sync(&mut e));
-            bytes = bytes.max(frame.close_tile(&mut e, t));
+            let link = frame.close_tile(&mut e, t);
+            frame.count_exchange(t, link);
         }
         if let Some((r, mem, extents, copies)) = &looped {
             if (r.start..=r.last()).contains(&k) {
@@ -755,9 +753,6 @@ pub fn lower_chain(
                 }
             }
         }
-        // A tile's exchange code is every block's on it: count each
-        // block's busiest tile (a bound).
-        exchange_code_bytes_max += bytes;
         // Each block's labels and sections in a scope of its own: the
         // blocks share each tile's namespace.
         for (&t, &body) in bodies.borrow().iter() {
@@ -824,6 +819,7 @@ pub fn lower_chain(
             links.get(&at).map_or(0, |l| l.cycles)
         })
         .collect();
+    let exchange_code_bytes_max = exchange_code.into_inner().into_values().max().unwrap_or(0);
     Ok(Lowered {
         executable,
         exchange_code_bytes_max,

@@ -661,9 +661,20 @@ pub struct Frame<'a> {
     /// The label the block's program branches to when it ends (the next
     /// block's `main`); `None`: it ends the program (`exitz`).
     pub next: Option<&'a str>,
+    /// Each tile's bytes of exchange code so far, when several blocks
+    /// share the tiles ([`Frame::count_exchange`] adds a block's).
+    pub exchange: Option<&'a RefCell<BTreeMap<u32, u64>>>,
 }
 
 impl<'a> Frame<'a> {
+    /// Adds `bytes` of exchange code to tile `t`'s count, where the frame
+    /// keeps one.
+    pub fn count_exchange(&self, t: u32, bytes: u64) {
+        if let Some(m) = self.exchange {
+            *m.borrow_mut().entry(t).or_default() += bytes;
+        }
+    }
+
     /// A frame for a block that is the whole program.
     pub fn alone(executable: OpId, exe_body: BlockId) -> Frame<'static> {
         Frame {
@@ -672,6 +683,7 @@ impl<'a> Frame<'a> {
             after: &|_, _| 0,
             tiles: None,
             next: None,
+            exchange: None,
         }
     }
 

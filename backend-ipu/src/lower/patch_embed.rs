@@ -625,6 +625,7 @@ pub fn emit_patch_in(
         }
         xcode += frame.close_tile(&mut e, t);
         exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
+        frame.count_exchange(t, xcode);
         if at.contains_key(&t) {
             placed.emit_worker_code(&mut e);
         }

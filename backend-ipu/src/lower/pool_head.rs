@@ -807,6 +807,7 @@ pub fn emit_pool_in(
         }
         xcode += frame.close_tile(&mut e, t);
         exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
+        frame.count_exchange(t, xcode);
         if at_sv.contains_key(&t) {
             sv.emit_worker_code(&mut e);
         }
