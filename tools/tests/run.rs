@@ -395,3 +395,24 @@ fn upstream_read_back_peak_memory_stays_near_the_weights() {
         "reading {weights} B of weights back from upstream took {ratio:.2}x their size (text 2x + weights 1x expected)"
     );
 }
+
+/// An ONNX model is recognised by its first byte as `ipu-opt` does, not
+/// only by a `.onnx` extension; anything else unknown says what it takes.
+#[test]
+fn an_onnx_model_without_its_extension_runs() {
+    let Some(dir) = common::fixture_dir("siglip-tiny") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let model = tmp.path().join("tiny-model");
+    std::fs::copy(dir.join("model.onnx"), &model).unwrap();
+    let set = dir.join("test_data_set_0");
+    let (code, out, err) = ipu_run(&[model.to_str().unwrap(), "--input", set.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("PASS"), "{out}");
+    let text = tmp.path().join("notes.txt");
+    std::fs::write(&text, "not a model").unwrap();
+    let (code, _, err) = ipu_run(&[text.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown model format"), "{err}");
+}

@@ -64,19 +64,26 @@ impl LoadedModel {
 /// (and `ipu-bench reference --fuse` before its timed runs).
 pub const FUSE_PIPELINE: &str = "builtin.module(func.func(eqsat-fuse,canonicalize))";
 
-/// Whether `path` names an ONNX model (by its extension, as [`load`] tells).
+/// Whether `path` is an ONNX model, as [`load`] tells: a `.onnx`
+/// extension or a protobuf first byte ([`crate::import::is_onnx`], which
+/// `ipu-opt` asks too).
 pub fn is_onnx(path: &Path) -> bool {
-    path.extension().and_then(|e| e.to_str()) == Some("onnx")
+    path.extension().and_then(|e| e.to_str()) != Some("mlir")
+        && crate::import::is_onnx(&path.to_string_lossy())
 }
 
-/// Loads `args.model` by its extension; an ONNX model is bound to `set`
-/// when given (see the module documentation).
+/// Loads `args.model` by its kind ([`is_onnx`], else its extension); an
+/// ONNX model is bound to `set` when given (see the module documentation).
 pub fn load(args: &RunArgs, set: Option<&DataSet>) -> Result<LoadedModel, String> {
     let path = &args.model;
     let mut ctx = Context::new(crate::registry::dialects());
-    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let kind = if is_onnx(path) {
+        "onnx"
+    } else {
+        path.extension().and_then(|e| e.to_str()).unwrap_or("")
+    };
     let mut binding = None;
-    let root = match extension {
+    let root = match kind {
         "mlir" => {
             if !args.input_shapes.is_empty() {
                 eprintln!(
@@ -116,7 +123,7 @@ pub fn load(args: &RunArgs, set: Option<&DataSet>) -> Result<LoadedModel, String
         }
         _ => {
             return Err(format!(
-                "{}: unknown model format (expected a .onnx or .mlir file)",
+                "{}: unknown model format (expected an ONNX model, `.onnx` or a file starting as one, `.mlir` IR or an executable from `ipu-opt --emit=exe`)",
                 path.display()
             ))
         }
