@@ -150,37 +150,22 @@ fn load_constant(
     ctx: &Context,
     tensor: OpId,
     name: &str,
-    size: u32,
     tiles: &mut [TileProgram],
 ) -> Result<(), Diagnostic> {
     let err = |msg: String| Diagnostic::op_error(ctx, tensor, msg);
-    let ty = ctx
-        .attr(tensor, "tensor_type")
-        .and_then(Attribute::as_type)
-        .cloned()
-        .ok_or_else(|| err("has no tensor_type".into()))?;
-    let count = ty.shape().map_or(0, |s| s.iter().product::<i64>() as usize);
-    let value = ctx
-        .attr(tensor, "value")
-        .ok_or_else(|| err("a constant tensor needs a value".into()))?;
-    let bytes = constant_bytes(value, count, size as usize).map_err(err)?;
-    for p in ipu::tensor_pieces(ctx, tensor) {
+    for (p, bytes) in constant_piece_bytes(ctx, tensor)? {
         let Some(program) = tiles.iter_mut().find(|t| i64::from(t.tile) == p.tile) else {
             return Err(err(format!(
                 "has a piece on tile {}, which has no program",
                 p.tile
             )));
         };
-        let (from, len) = (
-            p.first as usize * size as usize,
-            p.count as usize * size as usize,
-        );
         let section = Section {
             name: format!("{CONSTANT_SECTION_PREFIX}{name}"),
             flags: "a".into(),
             is_code: false,
             address: p.address as u32,
-            bytes: bytes[from..from + len].to_vec(),
+            bytes,
             modes: Vec::new(),
         };
         let image = &mut program.image;
@@ -380,7 +365,7 @@ pub fn build_executable_on(
             .and_then(Attribute::as_str)
             .and_then(TensorDirection::parse);
         if direction == Some(TensorDirection::Constant) {
-            if let Err(d) = load_constant(ctx, tensor, &name, dtype.size(), &mut tiles) {
+            if let Err(d) = load_constant(ctx, tensor, &name, &mut tiles) {
                 diags.push(d);
             }
             continue;

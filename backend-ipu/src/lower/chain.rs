@@ -476,8 +476,8 @@ fn plan_blocks(
     let mut plans: Vec<PlannedBlock> = Vec::with_capacity(chain.blocks.len());
     let mut body_start = window;
     let mut memory = None;
+    let kept = |w: &Window| w.base - machine.interleaved_base;
     for (k, b) in chain.blocks.iter().enumerate() {
-        let kept = |w: &Window| w.base - machine.interleaved_base;
         if let Some(r) = repeat {
             if !r.emitted(k) {
                 plans.push(plans[r.code_of(k)].clone());
@@ -648,10 +648,10 @@ pub fn lower_chain(
         }
         None => None,
     };
-    // What a tile runs after block `k`: the link to the next block, or at
-    // the loop's end the copies and the link back or out.
     // The loop's end on its busiest tile, and the first error there.
     let loop_copies: RefCell<(u64, Option<String>)> = RefCell::new((0, None));
+    // What a tile runs after block `k`: the link to the next block, or at
+    // the loop's end the copies and the link back or out.
     let after = |k: usize, e: &mut Emitter, t: u32| -> u64 {
         match &looped {
             Some((r, mem, _, copies)) if k == r.last() => {
@@ -733,7 +733,7 @@ pub fn lower_chain(
             frame.count_exchange(t, link);
         }
         if let Some((r, mem, extents, copies)) = &looped {
-            if (r.start..=r.last()).contains(&k) {
+            if r.in_body(k) {
                 body_constants.extend(constants_since(ctx, exe_body, exe_ops_before));
             }
             if k == r.last() {
@@ -900,11 +900,7 @@ pub fn chain_report(
             mem.archive,
             r.count - 1,
             mem.slot,
-            mem.ranges
-                .iter()
-                .map(|(lo, hi)| format!("0x{lo:x}..0x{hi:x}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            mem.ranges_text()
         );
     }
     for (k, p) in plans.iter().enumerate() {
@@ -913,12 +909,7 @@ pub fn chain_report(
         }
         // After a loop: past the body's memory grown to whole grains.
         if let Some((_, mem)) = plan.repeat.as_ref().filter(|(r, _)| r.end() == k) {
-            base = mem
-                .ranges
-                .iter()
-                .filter(|r| r.0 >= machine.interleaved_base)
-                .map(|r| r.1)
-                .fold(base, u32::max);
+            base = base.max(mem.private_end(machine.interleaved_base).unwrap_or(base));
         }
         let next = p.next().base;
         out += &format!(

@@ -50,12 +50,13 @@
 
 use std::collections::BTreeMap;
 
-use ipuc_dialects::ipu::{self, build, TensorDirection, TensorPiece};
+use ipuc_dialects::ipu::{self, TensorDirection, TensorPiece};
 use ipuc_ipu_arch::pipeline::supervisor_schedule;
 use ipuc_ipu_arch::MachineModel;
-use ipuc_ir::attributes::{AttrKind, ResourceBlob};
+use ipuc_ir::attributes::AttrKind;
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, Location, OpId, Type};
 
+use super::codegen::constant_tensor;
 use crate::codelets::copy::{StridedCopy, TAG as COPY_TAG};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::launch::{VERTEX_STATE_SUFFIX, WORKERS};
@@ -87,6 +88,11 @@ impl Repeat {
     /// The body's last block (its code ends the loop).
     pub fn last(&self) -> usize {
         self.start + self.period - 1
+    }
+
+    /// Whether block `k` is one of the body's (its first period).
+    pub fn in_body(&self, k: usize) -> bool {
+        (self.start..=self.last()).contains(&k)
     }
 
     /// Whether block `k`'s code is emitted: blocks before the loop, the
@@ -177,12 +183,26 @@ impl LoopMemory {
 
     /// Bytes of the archive: a slot for each layer after the first.
     pub fn archive_bytes(&self) -> u32 {
-        Self::bytes_for(self.slot, self.count)
+        self.slot * (self.count as u32 - 1)
     }
 
-    /// Bytes of an archive of `count - 1` slots of `slot` bytes.
-    pub fn bytes_for(slot: u32, count: usize) -> u32 {
-        slot * (count as u32 - 1)
+    /// The body's ranges as `0xlo..0xhi, ...` (reports and errors).
+    pub fn ranges_text(&self) -> String {
+        self.ranges
+            .iter()
+            .map(|(lo, hi)| format!("0x{lo:x}..0x{hi:x}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The end of the body's private interleaved memory (grown to whole
+    /// grains): where the blocks after the loop start theirs.
+    pub fn private_end(&self, interleaved_base: u32) -> Option<u32> {
+        self.ranges
+            .iter()
+            .filter(|r| r.0 >= interleaved_base)
+            .map(|r| r.1)
+            .max()
     }
 
     /// The range holding byte `a`.
@@ -225,11 +245,7 @@ fn placed(ctx: &Context, tensors: &[OpId], mem: &LoopMemory) -> Result<Placed, D
                         format!(
                             "a repeated layer's constant on tile {} at 0x{at:x}..0x{end:x} is outside the memory its loop restores ({})",
                             p.tile,
-                            mem.ranges
-                                .iter()
-                                .map(|(lo, hi)| format!("0x{lo:x}..0x{hi:x}"))
-                                .collect::<Vec<_>>()
-                                .join(", ")
+                            mem.ranges_text()
                         ),
                     )
                 })?;
@@ -334,28 +350,14 @@ pub fn archive_layer(
         if pieces.is_empty() {
             continue;
         }
-        let name = format!("loop_archive{layer}_{j}");
-        let ty = Type::tensor(&[data.len() as i64], Type::int(8));
-        let resource = ctx.resources().insert_unique(
-            &name,
-            ResourceBlob {
-                alignment: 16,
-                data: data.into(),
-            },
-        );
-        let value = Attribute::new(AttrKind::DenseResource {
-            resource,
-            ty: ty.clone(),
-        });
-        let t = build::tensor(
+        let t = constant_tensor(
             ctx,
-            &name,
-            ty,
-            TensorDirection::Constant,
+            &format!("loop_archive{layer}_{j}"),
+            (Type::int(8), 1, 16),
+            data,
             &pieces,
             loc.clone(),
         );
-        ctx.set_attr(t, "value", value);
         ctx.append_op(exe_body, t);
     }
     Ok(())
@@ -544,6 +546,7 @@ mod tests {
     #[test]
     fn spans_join_near_constants_and_the_archive_images_them() {
         use crate::lower::codegen::replicated_constant;
+        use ipuc_dialects::ipu::build;
         use ipuc_ir::FloatKind;
         let mut ctx = Context::new(ipuc_dialects::registry());
         let loc = Location::unknown();

@@ -804,13 +804,36 @@ impl<C: Codelet> Instance for C {
 pub fn replicated_constant(
     ctx: &mut Context,
     name: &str,
-    (element, size, alignment): (Type, usize, u32),
+    element: (Type, usize, u32),
     bytes: Vec<u8>,
     (tiles, address): (&[u32], u32),
     loc: Location,
 ) -> OpId {
-    let count = (bytes.len() / size) as i64;
-    let ty = Type::tensor(&[count], element);
+    let count = (bytes.len() / element.1) as i64;
+    let pieces: Vec<TensorPiece> = tiles
+        .iter()
+        .map(|&tile| TensorPiece {
+            tile: i64::from(tile),
+            address: i64::from(address),
+            first: 0,
+            count,
+        })
+        .collect();
+    constant_tensor(ctx, name, element, bytes, &pieces, loc)
+}
+
+/// A `constant` `ipu.tensor` named `name` of `bytes` (elements of type
+/// `element`, `size` bytes each) in a resource blob aligned to
+/// `alignment`, placed as `pieces` say.
+pub fn constant_tensor(
+    ctx: &mut Context,
+    name: &str,
+    (element, size, alignment): (Type, usize, u32),
+    bytes: Vec<u8>,
+    pieces: &[TensorPiece],
+    loc: Location,
+) -> OpId {
+    let ty = Type::tensor(&[(bytes.len() / size) as i64], element);
     let resource = ctx.resources().insert_unique(
         name,
         ResourceBlob {
@@ -822,16 +845,7 @@ pub fn replicated_constant(
         resource,
         ty: ty.clone(),
     });
-    let pieces: Vec<TensorPiece> = tiles
-        .iter()
-        .map(|&tile| TensorPiece {
-            tile: i64::from(tile),
-            address: i64::from(address),
-            first: 0,
-            count,
-        })
-        .collect();
-    let t = build::tensor(ctx, name, ty, TensorDirection::Constant, &pieces, loc);
+    let t = build::tensor(ctx, name, ty, TensorDirection::Constant, pieces, loc);
     ctx.set_attr(t, "value", value);
     t
 }

@@ -732,13 +732,13 @@ fn of_chain(
             continue;
         }
         let times = repeat
-            .filter(|r| (r.start..=r.last()).contains(&k))
+            .filter(|r| r.in_body(k))
             .map_or(1, |r| r.count as u64);
         if k > 0 {
             // A link is one scheduled exchange between two syncs (into a
             // loop's first block once, its later blocks once a period).
             let crossings = repeat
-                .filter(|r| (r.start + 1..=r.last()).contains(&k))
+                .filter(|r| r.in_body(k) && k > r.start)
                 .map_or(1, |r| r.count as u64);
             let link = links.get(k - 1).copied().map(|c| c * crossings);
             out.steps
@@ -747,7 +747,7 @@ fn of_chain(
         }
         let mut sub = sub_of(k);
         // A loop's body step covers its ops in every period.
-        if let Some(r) = repeat.filter(|r| (r.start..=r.last()).contains(&k)) {
+        if let Some(r) = repeat.filter(|r| r.in_body(k)) {
             for i in 1..r.count {
                 let later = sub_of(k + i * r.period);
                 for (s, l) in sub.steps.iter_mut().zip(later.steps) {
