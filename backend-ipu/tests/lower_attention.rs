@@ -153,13 +153,13 @@ fn an_attention_tile_holds_as_many_rows_as_fit_and_no_more() {
 fn a_block_that_does_not_fit_says_why_for_each_form() {
     use ipuc_backend_ipu::lower::attention_block::plan_attention_in;
     use ipuc_backend_ipu::lower::window::Window;
-    // so400m's block after earlier blocks that keep 20,480 bytes of every
+    // so400m's block after earlier blocks that keep 122,880 bytes of every
     // tile (and not first: its V^T input is private too). Each form says
     // why none of its candidates fit: the key-split form by its first
     // refused candidate's memory, not by the last one's too many rows.
     let m = MachineModel::c600();
     let mut window = Window::alone(&m).after_block();
-    window.private(20_480);
+    window.private(122_880);
     let e = plan_attention_in(shape(729, 1152, 16), &m, (0, m.tiles), window).unwrap_err();
     let split = e
         .split("key-split: ")

@@ -424,7 +424,7 @@ impl AttentionPlan {
         let window_end = window_end(*s, core, lay, l.combine.as_ref());
         let transient = [&l.qk, &l.vt, &l.out]
             .iter()
-            .map(|t| t.reduction.map_or(t.input, |r| r[2]).min(t.input))
+            .map(|t| t.buffers_bottom())
             .min()
             .unwrap_or(machine.sram_end);
         format!(
@@ -712,13 +712,15 @@ fn product_layouts(
     let bias_out = (bias_qk + v_qk.bias_bytes() as u32).next_multiple_of(16);
     let weights_end = (bias_out + v_out.bias_bytes() as u32).max(ln.end);
     window.base = weights_end;
-    let bottom = |l: &TileLayout| l.reduction.map_or(l.input, |r| r[2]).min(l.input);
     let vt_bottom = if window.fresh {
-        bottom(&l_vt)
+        l_vt.buffers_bottom()
     } else {
-        l_vt.reduction.map_or(l_vt.output, |r| r[2])
+        l_vt.results_bottom()
     };
-    let transient_bottom = bottom(&l_qk).min(vt_bottom).min(bottom(&l_out));
+    let transient_bottom = l_qk
+        .buffers_bottom()
+        .min(vt_bottom)
+        .min(l_out.buffers_bottom());
     if transient_bottom < weights_end {
         return Err(format!(
             "the products do not fit beside each other: their weights, bias blocks and vt's input take {} bytes of interleaved memory (above {} bytes earlier blocks keep) and their inputs, outputs and reductions {}, against {}",

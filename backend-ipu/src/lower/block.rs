@@ -421,12 +421,14 @@ pub fn block_layout(
     let gamma = window.region0(vec_bytes);
     let beta = window.region0(vec_bytes);
     let top = machine.sram_end;
-    // R1: fc1's output and reduction buffers; then fc2's output.
+    // R1: fc1's output and reduction buffers (fc1's result is read by
+    // exchange B while fc2's input arrives in R3); then fc2's output.
     let fc1_lay = layout_in(fc1, machine, top);
-    let fc2_out = layout_in(fc2, machine, top);
-    let r1_bottom = fc1_lay.bottom.min(fc2_out.bottom);
+    let fc2_out = layout_in(fc2, machine, top).layout;
+    let r1_bottom = fc1_lay.bottom.min(fc2_out.output);
     // R3: fc1's input and the LN rows below it; then fc2's input, then
-    // its buffers. Each buffer the AMP reads or writes is whole element
+    // its receive and first result buffers (its second result is its
+    // output, in R1). Each buffer the AMP reads or writes is whole element
     // pairs from R3's top (a pair boundary, R1's bottom); the LN rows need
     // no pair of their own (LayerNorm writes them before the AMP runs), so
     // R3 ends where they do, not at the next pair.
@@ -435,7 +437,7 @@ pub fn block_layout(
     let r3_a = in1 + ln_out_bytes;
     let in2 = super::plan::whole_pairs(v2.input_bytes(), machine) as u32;
     let buf2 = super::plan::reduction_buffer(&v2, fc2.grid_k, machine) as u32;
-    let r3 = r3_a.max(in2).max(3 * buf2);
+    let r3 = r3_a.max(in2).max(2 * buf2);
     let r3_top = r1_bottom;
     let Some(r3_bottom) = r3_top.checked_sub(r3).filter(|&b| b >= private_end) else {
         return Err(format!(
@@ -455,13 +457,13 @@ pub fn block_layout(
         ..fc1_lay.layout
     };
     let ln_out = fc1.input - ln_out_bytes;
-    let fc2_reduction = (buf2 > 0).then(|| std::array::from_fn(|b| r3_top - (b as u32 + 1) * buf2));
+    let fc2_reduction = (buf2 > 0).then(|| [r3_top - buf2, r3_top - 2 * buf2, fc2_out.output]);
     let fc2 = TileLayout {
         weights: w2,
         states: states2,
         input: r3_top - in2,
         reduction: fc2_reduction,
-        ..fc2_out.layout
+        ..fc2_out
     };
     debug_assert!(ln_out >= r3_bottom);
     Ok(BlockLayout {

@@ -51,13 +51,35 @@ pub struct TileLayout {
     /// The bias block (initial partials), 8 mod 16 bytes after Y's buffer.
     pub bias: Option<u32>,
     /// With a K split: the reduction's receive buffer and its two result
-    /// buffers, each in its own element pairs.
+    /// buffers, each in element pairs of its own (an add reads two of
+    /// them and writes the third). The second result buffer is Y's
+    /// ([`Self::output`]): the first round reads Y and writes the first
+    /// result, so Y is free from the second round on.
     pub reduction: Option<[u32; 3]>,
     /// Lowest tensor address: sections must end at or below it.
     pub tensors_start: u32,
 }
 
-/// Lays out the plan's tensors from the top of tile memory.
+impl TileLayout {
+    /// The lowest byte of Y's and the reduction's buffers.
+    pub fn results_bottom(&self) -> u32 {
+        self.reduction
+            .into_iter()
+            .flatten()
+            .fold(self.output, u32::min)
+    }
+
+    /// The lowest byte of X's, Y's and the reduction's buffers (where all
+    /// three are the product's scratch).
+    pub fn buffers_bottom(&self) -> u32 {
+        self.results_bottom().min(self.input)
+    }
+}
+
+/// Lays out the plan's tensors from the top of tile memory: Y in whole
+/// element pairs at the top, X in whole pairs below it, and the
+/// reduction's receive and first result buffers over X (X is dead once
+/// the product's AMP has run, and a reduction round starts after a sync).
 pub fn layout(plan: &GemmPlan, machine: &MachineModel) -> TileLayout {
     let v = plan.vertex();
     // The plan fits the tile, so every size is below 4 GiB.
@@ -65,7 +87,7 @@ pub fn layout(plan: &GemmPlan, machine: &MachineModel) -> TileLayout {
     let input = output - whole_pairs(v.input_bytes(), machine) as u32;
     let bias = v.bias.map(|_| output + bias_offset(&v) as u32);
     let buffer = reduction_buffer(&v, plan.grid_k, machine) as u32;
-    let reduction = (buffer > 0).then(|| std::array::from_fn(|b| input - (b as u32 + 1) * buffer));
+    let reduction = (buffer > 0).then(|| reduction_buffers(output, buffer));
     let states = (machine.interleaved_base - v.state_bytes() as u32) & !7;
     TileLayout {
         weights: machine.interleaved_base,
@@ -88,6 +110,14 @@ pub struct OutputPlacement {
     pub bottom: u32,
 }
 
+/// The reduction's buffers `[receive, first result, second result]` of a
+/// product whose Y starts at `output` (a pair boundary): the first two
+/// in `buffer` bytes each (whole pairs) right below Y, the second result
+/// Y's own buffer.
+fn reduction_buffers(output: u32, buffer: u32) -> [u32; 3] {
+    [output - buffer, output - 2 * buffer, output]
+}
+
 /// Places `plan`'s output (whole element pairs, ending at `top`) and its
 /// reduction buffers below it.
 pub fn layout_in(plan: &GemmPlan, machine: &MachineModel, top: u32) -> OutputPlacement {
@@ -95,7 +125,7 @@ pub fn layout_in(plan: &GemmPlan, machine: &MachineModel, top: u32) -> OutputPla
     let output = top - output_span(&v, machine) as u32;
     let bias = v.bias.map(|_| output + bias_offset(&v) as u32);
     let buffer = reduction_buffer(&v, plan.grid_k, machine) as u32;
-    let reduction = (buffer > 0).then(|| std::array::from_fn(|b| output - (b as u32 + 1) * buffer));
+    let reduction = (buffer > 0).then(|| reduction_buffers(output, buffer));
     OutputPlacement {
         layout: TileLayout {
             weights: 0,
@@ -106,7 +136,7 @@ pub fn layout_in(plan: &GemmPlan, machine: &MachineModel, top: u32) -> OutputPla
             reduction,
             tensors_start: 0,
         },
-        bottom: output - 3 * buffer,
+        bottom: output - 2 * buffer,
     }
 }
 

@@ -531,7 +531,7 @@ pub fn plan_patch_in(
         0
     };
     let private_end = product_end.max(sink + sink_bytes);
-    let shared_bottom = lay.reduction.map_or(lay.input, |r| r[2]).min(lay.input);
+    let shared_bottom = lay.buffers_bottom();
     if private_end > shared_bottom {
         return Err(format!(
             "the patch embedding does not fit a tile's interleaved memory: its weights and bias block take {} bytes, {LN_ROWS} pixel rows {} (above {} bytes earlier blocks keep), its product's buffers {}, against {}",

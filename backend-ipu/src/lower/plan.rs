@@ -262,13 +262,18 @@ pub const RESERVED_CODE_BYTES: u32 = 8 * 1024;
 /// The tile bytes a plan needs: X, the output's two halves and the weights
 /// in whole 32 KiB element pairs of interleaved memory (X and Y must not
 /// share a pair), with a K split the reduction's receive buffer and its
-/// two result buffers (each its own pairs: an add reads two of them and
-/// writes the third), the vertex states in region 0.
+/// first result buffer (each its own pairs: an add reads two of them and
+/// writes the third; the second result is Y's buffer,
+/// [`super::codegen::TileLayout::reduction`]), the vertex states in
+/// region 0. The reduction's buffers are counted beside X, as a block
+/// that reads its product's result while the next product's input
+/// arrives lays them out; alone ([`super::codegen::layout`]) they lie
+/// over X.
 pub fn tile_bytes(g: &TileGemm, grid_k: u32, machine: &MachineModel) -> (u64, u64) {
     let interleaved = whole_pairs(g.input_bytes(), machine)
         + output_span(g, machine)
         + g.weight_bytes()
-        + 3 * reduction_buffer(g, grid_k, machine);
+        + 2 * reduction_buffer(g, grid_k, machine);
     let region0 = g.state_bytes() + u64::from(RESERVED_CODE_BYTES);
     (interleaved, region0)
 }

@@ -565,10 +565,9 @@ pub fn plan_pool_in(
     let head_end = after(base, head.values.weight_bytes());
     let ln = LnRows::at(base, s.c);
     let private_end = sv_end.max(out_end).max(head_end).max(ln.end);
-    let bottom = |l: &TileLayout| l.reduction.map_or(l.output, |r| r[2]);
-    let shared_bottom = bottom(&l_sv)
-        .min(bottom(&l_out))
-        .min(l_out.input)
+    let shared_bottom = l_sv
+        .results_bottom()
+        .min(l_out.buffers_bottom())
         .min(head.scores);
     if shared_bottom < private_end {
         return Err(format!(

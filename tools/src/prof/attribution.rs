@@ -125,8 +125,10 @@ pub struct Attribution {
     /// Buffers.
     pub buffers: Vec<Buffer>,
     /// Constants the program overwrites once they are read, by name
-    /// prefix (`.const.PREFIX...` sections), each with the last step that
-    /// reads it: their memory is another buffer's afterwards.
+    /// prefix (`.const.PREFIX...` sections), each with the step whose
+    /// vertex reads it (in the step's first superstep): their memory is
+    /// another buffer's afterwards (the step's own reduction buffers may
+    /// lie over it).
     pub consumed: Vec<(String, usize)>,
 }
 
@@ -865,7 +867,8 @@ fn placed_buffers(
     ];
     if let Some(r) = lay.reduction {
         let size = reduction_buffer(&v, plan.grid_k, machine);
-        for (i, a) in r.iter().enumerate() {
+        // The second result buffer is Y's own (already listed).
+        for (i, a) in r.iter().enumerate().filter(|&(_, &a)| a != lay.output) {
             out.push(Buffer {
                 part: Part::AfterVertex,
                 ..buffer(

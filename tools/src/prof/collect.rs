@@ -487,7 +487,7 @@ fn place_buffers(data: &mut ProfileData, attribution: &Attribution) {
     let consumed: Vec<(String, Option<usize>)> = attribution
         .consumed
         .iter()
-        .map(|(prefix, last)| (format!(".const.{prefix}"), range(*last, false)))
+        .map(|(prefix, step)| (format!(".const.{prefix}"), range(*step, true)))
         .collect();
     for t in &mut data.tiles {
         for a in t.memory.iter_mut().filter(|a| a.kind == "constant") {
