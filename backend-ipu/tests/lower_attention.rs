@@ -168,3 +168,53 @@ fn a_block_that_does_not_fit_says_why_for_each_form() {
     assert!(split.contains("does not fit"), "{e}");
     assert!(!split.contains("more than 255"), "{e}");
 }
+
+/// The attention window is shared scratch: its constants come back at the
+/// block's start from private region 0 ([`window_restores`]). Every
+/// attention tile copies its mask in; the zero copies cover exactly the
+/// window's padding runs (so400m: key rows past 729 on the last block of
+/// keys, query rows past the last on the last block of rows), runs a
+/// panel apart in one launch; the private copies lie below the add
+/// columns, outside the window.
+#[test]
+fn the_windows_constants_are_restored_from_region_0() {
+    use ipuc_backend_ipu::lower::attention_block::window_restores;
+    use ipuc_backend_ipu::lower::attention_exchange::window_zero_runs;
+    let m = MachineModel::c600();
+    let p = plan_attention(shape(729, 1152, 16), &m).unwrap_or_else(|e| panic!("{e}"));
+    let r = p.layout.restore;
+    let restores = window_restores(&p);
+    assert!(r.mask < m.interleaved_base && r.zeros < m.interleaved_base);
+    let runs = window_zero_runs(&p);
+    assert!(!runs.is_empty());
+    let mut want: std::collections::BTreeMap<u32, Vec<(u32, u32)>> = Default::default();
+    for run in &runs {
+        want.entry(run.tile)
+            .or_default()
+            .push((run.address, run.bytes));
+    }
+    let heads_tiles = p.core.blocks * p.core.key_blocks * p.shape.heads;
+    assert_eq!(restores.len() as u32, heads_tiles);
+    for (tile, copies) in &restores {
+        let mask = &copies[0];
+        assert_eq!((mask.src, mask.dst), (r.mask, p.layout.core.mask));
+        let mut got: Vec<(u32, u32)> = copies[1..]
+            .iter()
+            .flat_map(|c| {
+                assert_eq!((c.src, c.src_stride), (r.zeros, 0));
+                assert!(c.row_bytes <= r.zero_bytes);
+                (0..c.rows).map(move |i| (c.dst + i * c.dst_stride, c.row_bytes))
+            })
+            .collect();
+        got.sort_unstable();
+        let mut w = want.get(tile).cloned().unwrap_or_default();
+        w.sort_unstable();
+        assert_eq!(got, w, "tile {tile}");
+        // Runs a fixed stride apart share a launch.
+        assert!(
+            copies.len() <= 1 + 2 * 2,
+            "tile {tile}: {} launches",
+            copies.len()
+        );
+    }
+}

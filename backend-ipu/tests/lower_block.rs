@@ -45,7 +45,17 @@ fn lower(plan: &MlpPlan, k: &MlpConstants, machine: &MachineModel) -> (Context, 
 
 /// Lowers and runs the block of `shape` on random values; returns (cosine,
 /// relative L2 error, simulated cycles, estimated cycles).
-fn run(mut shape: MlpShape, seed: u64) -> (f64, f64, u64, u64) {
+fn run(shape: MlpShape, seed: u64) -> (f64, f64, u64, u64) {
+    let machine = MachineModel::c600();
+    run_planned(shape, seed, &|s| plan_mlp(s, &machine))
+}
+
+/// [`run`] with the block planned by `plan`.
+fn run_planned(
+    mut shape: MlpShape,
+    seed: u64,
+    plan: &dyn Fn(MlpShape) -> Result<MlpPlan, String>,
+) -> (f64, f64, u64, u64) {
     let m = shape.m as usize;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut values = MlpValues::random(shape, || rng.random_range(-1.0..1.0));
@@ -54,7 +64,7 @@ fn run(mut shape: MlpShape, seed: u64) -> (f64, f64, u64, u64) {
     }
     let (x, k) = (&values.x[..], &values.constants);
     let machine = MachineModel::c600();
-    let plan = plan_mlp(shape, &machine).unwrap_or_else(|e| panic!("{e}"));
+    let plan = plan(shape).unwrap_or_else(|e| panic!("{e}"));
     let (ctx, lowered) = lower(&plan, k, &machine);
     let (y, sim) = run_lowered(&ctx, lowered.executable, machine, x, shape);
     let want = reference_rows(shape, x, k, &(0..m).collect::<Vec<_>>());
@@ -102,6 +112,56 @@ fn fp8_blocks_match_float64() {
         (fp8(shape(100, 96, 272, GeluForm::Tanh)), 23),
     ] {
         assert_block_accuracy(s, run(s, seed), 0.999, FP8_MAX_REL_L2);
+    }
+}
+
+/// Blocks whose weights are streamed in (`lower/stream.rs`): each column
+/// block kept once, in pieces over its grid rows, gathered in exchanges A
+/// and B. The same numbers as resident weights against float64, f16 and
+/// FP8, with the pieces in private memory and the gathered blocks in
+/// scratch; the exchanges' estimate grows by the weights' words.
+#[test]
+fn streamed_weights_match_float64() {
+    use ipuc_backend_ipu::lower::block::{plan_mlp_in, Weights};
+    use ipuc_backend_ipu::lower::window::Window;
+    let machine = &MachineModel::c600();
+    let planned = |weights| {
+        move |s: MlpShape| {
+            plan_mlp_in(
+                s,
+                machine,
+                (None, None),
+                (0, machine.tiles),
+                Window::alone(machine),
+                weights,
+            )
+        }
+    };
+    let fp8 = |mut s: MlpShape| {
+        s.fp8 = Some(Fp8Domains { fc1: 0, fc2: 0 });
+        s
+    };
+    for (s, seed, max_rel) in [
+        (shape(100, 96, 272, GeluForm::Tanh), 31, 1e-2),
+        (fp8(shape(100, 96, 272, GeluForm::Tanh)), 32, FP8_MAX_REL_L2),
+    ] {
+        let resident = planned(Weights::Resident)(s).unwrap_or_else(|e| panic!("{e}"));
+        let streamed = planned(Weights::Streamed)(s).unwrap_or_else(|e| panic!("{e}"));
+        // The case streams both products, and keeps less private memory.
+        assert!(streamed.fc1.grid_rows > 1 && streamed.fc2.grid_rows > 1);
+        assert!(streamed.layout.fc1.home.is_some() && streamed.layout.fc2.home.is_some());
+        assert!(resident.layout.fc1.home.is_none());
+        assert!(resident.weights_report().is_empty());
+        let report = streamed.weights_report();
+        assert!(
+            report.contains("fc1's in pieces of") && report.contains("exchange B"),
+            "{report}"
+        );
+        assert!(streamed.next.base < resident.next.base);
+        let (cos, rel, cycles, estimate) = run_planned(s, seed, &planned(Weights::Streamed));
+        assert_block_accuracy(s, (cos, rel, cycles, estimate), 0.999, max_rel);
+        let (.., resident_cycles, _) = run_planned(s, seed, &planned(Weights::Resident));
+        assert!(cycles > resident_cycles, "{cycles} {resident_cycles}");
     }
 }
 
@@ -259,4 +319,49 @@ fn so400ms_f16_block_plans_alone() {
         lay.ln_out,
         plan.next.base
     );
+}
+
+/// A chain keeps every block's scratch above the end of every block's
+/// private memory, later blocks' constants included (`Window::floor`):
+/// so400m's block plans the same with the floor at its scratch's bottom,
+/// and fails, saying why, with the floor a little higher.
+#[test]
+fn a_blocks_scratch_stays_above_the_chains_floor() {
+    use ipuc_backend_ipu::lower::block::{plan_mlp_in, Weights};
+    use ipuc_backend_ipu::lower::window::Window;
+    let m = MachineModel::c600();
+    let s = shape(729, 1152, 4304, GeluForm::Tanh);
+    let alone = plan_mlp(s, &m).unwrap_or_else(|e| panic!("{e}"));
+    let low = alone.next.scratch_low;
+    assert!(low >= alone.next.base && low < m.sram_end, "0x{low:x}");
+    let mut window = Window::alone(&m);
+    window.floor = low;
+    let plan = |w| plan_mlp_in(s, &m, (None, None), (0, m.tiles), w, Weights::Resident);
+    let at_floor = plan(window).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(at_floor.layout, alone.layout);
+    window.floor = low + 16;
+    let e = plan(window).unwrap_err();
+    assert!(e.contains("does not fit"), "{e}");
+    assert!(e.contains("the whole chain keeps"), "{e}");
+}
+
+/// so400m's MLP block after its layer's attention block (whose weights
+/// keep 97,608 bytes of every tile): resident weights do not fit; streamed
+/// in, they do once the products are searched again with the memory the
+/// block's first layout found missing taken away (the first search fits
+/// each product alone and picks fc1's input in three element pairs).
+#[test]
+fn so400ms_block_after_attention_streams_its_weights() {
+    use ipuc_backend_ipu::lower::block::{plan_mlp_in, Weights};
+    use ipuc_backend_ipu::lower::window::Window;
+    let m = MachineModel::c600();
+    let s = shape(729, 1152, 4304, GeluForm::Tanh);
+    let mut window = Window::alone(&m).after_block();
+    window.private(97_608);
+    let plan = |w| plan_mlp_in(s, &m, (None, None), (0, m.tiles), window, w);
+    let e = plan(Weights::Resident).unwrap_err();
+    assert!(e.contains("does not fit"), "{e}");
+    let p = plan(Weights::Streamed).unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.layout.fc1.home.is_some() && p.layout.fc2.home.is_some());
+    assert!(p.next.scratch_low >= p.next.base);
 }

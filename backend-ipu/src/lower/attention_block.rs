@@ -38,10 +38,15 @@
 //! tile's interleaved memory, from the bottom: the weights (qk's or vt's,
 //! then out's) and the bias blocks, constants for the whole program; the
 //! attention's *window* (what exchange B writes, the masks and padding
-//! zeros, O, the statistics and the combined rows); from the top, each
-//! product's inputs, outputs and reduction buffers (live in turn), over
-//! which the attention's scores and probabilities and the partials'
-//! receive buffer lie while they are dead.
+//! zeros, O, the statistics and the combined rows), shared scratch like
+//! everything above it; from the top, each product's inputs, outputs and
+//! reduction buffers (live in turn), over which the attention's scores
+//! and probabilities and the partials' receive buffer lie while they are
+//! dead. The window's constants, the mask and the padding zeros, are kept
+//! in private region 0 and copied into the window by the attention tiles
+//! while the LN tiles run LayerNorm ([`window_restores`]): another
+//! block's scratch may lie over the window between two runs of the block
+//! (a layer loop's next layer, [`super::chain_loop`]).
 //!
 //! Supersteps (every tile runs every sync): LayerNorm on the LN tiles;
 //! exchange A (LayerNorm's rows to qk's input panels and vt's weight
@@ -55,7 +60,8 @@
 //! Rows and keys that pad a block to whole groups are never written by
 //! an exchange: where a product would read them (vt's weight rows of the
 //! padding tokens, the attention's key rows of the padding keys and query
-//! rows past the last), constant zeros are loaded with the program, so no
+//! rows past the last), they hold zeros, loaded with the program (vt's, in
+//! private memory) or restored at the block's start (the window's), so no
 //! stale word (a NaN times a zero probability) can reach a real result.
 //!
 //! Known limits: f16 only (the MLP block's FP8 path is not used here
@@ -76,6 +82,7 @@ use super::block::{emit_owned_adds, encode_f16, owned_rows_bytes, positions, LN_
 use super::block_exchange::residual_view;
 use super::codegen::{
     emit_standalone, layout, replicated_constant, Calls, Constants, Frame, PlacedGemm, TileLayout,
+    ZeroRun,
 };
 use super::ln_tiles::LnTiles;
 use super::plan::{plan_gemm, Epilogue, GemmPlan, GemmShape};
@@ -84,6 +91,7 @@ use super::schedule::{schedule, Schedule};
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::attention::TileAttention;
 use crate::codelets::attention_combine::AttentionCombine;
+use crate::codelets::copy::StridedCopy;
 use crate::codelets::elementwise::BinaryOp;
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::program::Codelet;
@@ -239,6 +247,8 @@ pub struct AttentionLayout {
     pub core: TileAttention,
     /// With the keys split: where the partials and the combined rows are.
     pub combine: Option<CombineLayout>,
+    /// The window's constants in private region 0.
+    pub restore: WindowRestore,
     /// x's rows on an LN tile.
     pub x: u32,
     /// LayerNorm's output rows.
@@ -247,6 +257,19 @@ pub struct AttentionLayout {
     pub gamma: u32,
     /// beta.
     pub beta: u32,
+}
+
+/// Where an attention tile keeps the constants of its window (shared
+/// scratch) in private region 0, to copy them in at the block's start
+/// ([`window_restores`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowRestore {
+    /// The mask block's values (copied to [`TileAttention::mask`]).
+    pub mask: u32,
+    /// Zeros, as many bytes as the longest padding run.
+    pub zeros: u32,
+    /// That many bytes (0: no padding runs).
+    pub zero_bytes: u32,
 }
 
 /// A key-split attention tile's combination buffers.
@@ -629,9 +652,9 @@ fn plan_attention_window(
         .min_by_key(|(_, cycles)| *cycles)
         .map(|&(c, _)| c)
         .ok_or_else(|| format!("no attention form fits: {}; {}", forms[0], forms[1]))?;
-    let (layout, private_end) = products.with_core(s, chosen, machine)?;
-    window.base = window.base.max(private_end);
-    Ok(AttentionPlan {
+    let layout = products.with_core(s, chosen, machine)?;
+    window.use_scratch(products.window_start.min(products.transient_bottom));
+    let mut plan = AttentionPlan {
         shape,
         qk,
         vt,
@@ -640,8 +663,81 @@ fn plan_attention_window(
         ln_tiles,
         layout,
         forms: Box::new(forms),
-        next: window.after_block(),
-    })
+        next: window,
+    };
+    // The window's constants, kept in private region 0.
+    let zero_bytes = super::attention_exchange::window_zero_runs(&plan)
+        .iter()
+        .map(|r| r.bytes)
+        .max()
+        .unwrap_or(0);
+    let mask = window.region0(plan.layout.core.mask_bytes() as u32);
+    let zeros = window.region0(zero_bytes);
+    plan.layout.restore = WindowRestore {
+        mask,
+        zeros,
+        zero_bytes,
+    };
+    for t in [
+        &mut plan.layout.qk,
+        &mut plan.layout.vt,
+        &mut plan.layout.out,
+    ] {
+        t.tensors_start = window.region0;
+    }
+    plan.next = window.after_block();
+    Ok(plan)
+}
+
+/// The copies an attention tile runs at the block's start, while the LN
+/// tiles run LayerNorm: the mask block from its private copy, and zeros
+/// over the window's padding runs
+/// ([`super::attention_exchange::window_zero_runs`]), runs of one length
+/// a fixed stride apart in one launch. Keyed by tile.
+pub fn window_restores(plan: &AttentionPlan) -> BTreeMap<u32, Vec<StridedCopy>> {
+    let r = plan.layout.restore;
+    let mask = plan.layout.core.mask_bytes() as u32;
+    let mut out: BTreeMap<u32, Vec<StridedCopy>> = BTreeMap::new();
+    if mask > 0 {
+        for &t in attention_tiles(plan).keys() {
+            out.entry(t).or_default().push(StridedCopy {
+                rows: 1,
+                row_bytes: mask,
+                src: r.mask,
+                src_stride: 0,
+                dst: plan.layout.core.mask,
+                dst_stride: 0,
+            });
+        }
+    }
+    for run in super::attention_exchange::window_zero_runs(plan) {
+        let copies = out.entry(run.tile).or_default();
+        match copies.last_mut() {
+            // The next run of the last launch: the same length, the same
+            // stride.
+            Some(c)
+                if c.src == r.zeros
+                    && c.dst != plan.layout.core.mask
+                    && c.row_bytes == run.bytes
+                    && run.address > c.dst
+                    && (c.rows == 1 || run.address == c.dst + c.rows * c.dst_stride) =>
+            {
+                if c.rows == 1 {
+                    c.dst_stride = run.address - c.dst;
+                }
+                c.rows += 1;
+            }
+            _ => copies.push(StridedCopy {
+                rows: 1,
+                row_bytes: run.bytes,
+                src: r.zeros,
+                src_stride: 0,
+                dst: run.address,
+                dst_stride: 0,
+            }),
+        }
+    }
+    out
 }
 
 /// The products' layouts on tiles they share with each other and with the
@@ -650,8 +746,10 @@ struct ProductLayouts {
     qk: TileLayout,
     vt: TileLayout,
     out: TileLayout,
-    /// The first byte above every product's weights and bias blocks.
-    weights_end: u32,
+    /// Where the attention window starts: above every product's weights
+    /// and bias blocks and at or above the chain's scratch floor
+    /// ([`Window::floor`]): the window is shared scratch.
+    window_start: u32,
     /// Whether vt's input is in the shared scratch.
     vt_input_shared: bool,
     /// The lowest byte of any product's inputs, outputs and reduction
@@ -721,13 +819,14 @@ fn product_layouts(
         .buffers_bottom()
         .min(vt_bottom)
         .min(l_out.buffers_bottom());
-    if transient_bottom < weights_end {
+    if transient_bottom < window.scratch_floor() {
         return Err(format!(
-            "the products do not fit beside each other: their weights, bias blocks and vt's input take {} bytes of interleaved memory (above {} bytes earlier blocks keep) and their inputs, outputs and reductions {}, against {}",
+            "the products do not fit beside each other: their weights, bias blocks and vt's input take {} bytes of interleaved memory (above {} bytes earlier blocks keep) and their inputs, outputs and reductions {}, against {}{}",
             weights_end - private_start,
             private_start - machine.interleaved_base,
             machine.sram_end - transient_bottom,
-            machine.sram_end - machine.interleaved_base
+            machine.sram_end - machine.interleaved_base,
+            window.floor_note()
         ));
     }
     // Region 0 of the out tiles: the residual and the sum in the add
@@ -762,7 +861,7 @@ fn product_layouts(
             tensors_start,
             ..l_out
         },
-        weights_end,
+        window_start: window.scratch_floor(),
         vt_input_shared: window.fresh,
         transient_bottom,
         residual,
@@ -789,7 +888,7 @@ impl ProductLayouts {
         let (att, placed) = TileAttention::place(
             (core.rows, s.dp(), core.keys, s.dp()),
             (1.0, core.split()),
-            (self.weights_end, self.transient_bottom),
+            (self.window_start, self.transient_bottom),
             machine.sram_end,
             machine,
         )?;
@@ -808,7 +907,7 @@ impl ProductLayouts {
             return Err(format!(
                 "the combination's buffers do not fit: {} bytes of combined rows beside the window's {} (to 0x{:x}), {} of partials",
                 combined_end - output,
-                placed.window_end - self.weights_end,
+                placed.window_end - self.window_start,
                 self.transient_bottom,
                 input_end - u64::from(input)
             ));
@@ -824,33 +923,34 @@ impl ProductLayouts {
         ))
     }
 
-    /// The whole layout with `core`'s attention tiles, and the end of the
-    /// private memory it takes (its window's).
+    /// The whole layout with `core`'s attention tiles (the window's
+    /// constants not yet placed: [`WindowRestore`]).
     fn with_core(
         &self,
         s: AttentionShape,
         core: CorePlan,
         machine: &MachineModel,
-    ) -> Result<(AttentionLayout, u32), String> {
+    ) -> Result<AttentionLayout, String> {
         let (att, combine) = self.core_tile(s, core, machine)?;
-        let private_end = window_end(s, &core, &att, combine.as_ref());
-        Ok((
-            AttentionLayout {
-                vt_input_shared: self.vt_input_shared,
-                qk: self.qk,
-                vt: self.vt,
-                out: self.out,
-                residual: self.residual,
-                sum: self.sum,
-                core: att,
-                combine,
-                x: self.x,
-                ln_out: self.ln_out,
-                gamma: self.gamma,
-                beta: self.beta,
+        Ok(AttentionLayout {
+            vt_input_shared: self.vt_input_shared,
+            qk: self.qk,
+            vt: self.vt,
+            out: self.out,
+            residual: self.residual,
+            sum: self.sum,
+            core: att,
+            combine,
+            restore: WindowRestore {
+                mask: 0,
+                zeros: 0,
+                zero_bytes: 0,
             },
-            private_end,
-        ))
+            x: self.x,
+            ln_out: self.ln_out,
+            gamma: self.gamma,
+            beta: self.beta,
+        })
     }
 }
 
@@ -1182,6 +1282,8 @@ pub fn emit_attention_in(
     let at_core = attention_tiles(plan);
     let ln = plan.ln();
     let ln_of = ln.index();
+    let restores = window_restores(plan);
+    let mut restore_cycles = 0;
     let rounds = |p: &GemmPlan| p.grid_k.trailing_zeros();
     let qkv_rounds = rounds(&plan.qk).max(rounds(&plan.vt));
     let (exe, exe_body) = (frame.executable, frame.exe_body);
@@ -1193,6 +1295,14 @@ pub fn emit_attention_in(
         let mut xcode = 0;
         let mut calls = Calls::new();
         ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
+        let mut restore = 0;
+        for (n, copy) in restores.get(&t).into_iter().flatten().enumerate() {
+            let name = format!("attn_restore{n}");
+            emit_call(&mut e, &name);
+            restore += copy.estimate_cycles().map_err(fail)? + call_cycles(machine);
+            calls.push((name, Box::new(copy.clone())));
+        }
+        restore_cycles = restore_cycles.max(restore);
         sync(&mut e);
         xcode += x.a.emit(&mut e, machine, t, "a");
         sync(&mut e);
@@ -1282,7 +1392,8 @@ pub fn emit_attention_in(
         None => 0,
     };
     let estimate = AttentionEstimate {
-        layer_norm: ln.estimate(machine).map_err(fail)?,
+        // The attention tiles restore their windows beside LayerNorm.
+        layer_norm: ln.estimate(machine).map_err(fail)?.max(restore_cycles),
         exchange_a: x.a.cycles,
         qkv: est(&plan.qk).max(est(&plan.vt)),
         exchange_b: x.b.cycles,
@@ -1372,7 +1483,7 @@ pub fn emit_attention_constants(
             &format!("attn_mask{kb}"),
             (Type::float(FloatKind::F32), 4, 8),
             mask,
-            (&tiles, att.mask),
+            (&tiles, plan.layout.restore.mask),
             loc.clone(),
         );
         ctx.append_op(exe_body, t);
@@ -1384,6 +1495,21 @@ pub fn emit_attention_constants(
         "zero_pad",
         &loc,
     );
+    // The zeros the attention tiles restore their padding runs from.
+    let r = plan.layout.restore;
+    let tiles: std::collections::BTreeSet<u32> = super::attention_exchange::window_zero_runs(plan)
+        .iter()
+        .map(|run| run.tile)
+        .collect();
+    let zeros: Vec<ZeroRun> = tiles
+        .into_iter()
+        .map(|tile| ZeroRun {
+            tile,
+            address: r.zeros,
+            bytes: r.zero_bytes,
+        })
+        .collect();
+    super::codegen::emit_zero_runs(ctx, exe_body, &zeros, "attn_zeros", &loc);
 }
 
 /// vt's input panels: `W_v^T`'s rows of each grid row block and K part,

@@ -336,16 +336,13 @@ pub fn exchange_c(plan: &AttentionPlan) -> Vec<Transfer> {
     round_robin(out)
 }
 
-/// The padding runs (see [`super::attention_block`]'s module doc): vt's
-/// weight rows of the tokens past `m` in the last group; the attention
-/// tiles' key rows past `m` (in the last block of keys) and query rows
-/// past the last real one.
+/// The padding runs in private memory (see [`super::attention_block`]'s
+/// module doc): vt's weight rows of the tokens past `m` in the last
+/// group, which the program loads as zeros.
 pub fn zero_runs(plan: &AttentionPlan) -> Vec<ZeroRun> {
     let s = plan.shape;
     let pv = &plan.vt;
     let [_, vt, _] = plan.placed();
-    let att = &plan.layout.core;
-    let core = plan.core;
     let mut out = Vec::new();
     let tail = s.m % 16;
     if tail > 0 {
@@ -364,6 +361,18 @@ pub fn zero_runs(plan: &AttentionPlan) -> Vec<ZeroRun> {
             }
         }
     }
+    out
+}
+
+/// The padding runs in the attention window (shared scratch), which the
+/// attention tiles zero at the block's start
+/// ([`super::attention_block::window_restores`]): the key rows past `m`
+/// (in the last block of keys) and the query rows past the last real one.
+pub fn window_zero_runs(plan: &AttentionPlan) -> Vec<ZeroRun> {
+    let s = plan.shape;
+    let att = &plan.layout.core;
+    let core = plan.core;
+    let mut out = Vec::new();
     let np = s.dp() / 16;
     for h in 0..s.heads {
         for blk in 0..core.blocks {

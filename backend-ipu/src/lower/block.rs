@@ -56,6 +56,7 @@ use super::codegen::{
 use super::ln_tiles::LnTiles;
 use super::plan::{evaluate, plan_gemm, Epilogue, F8Pairs, GemmPlan, GemmShape, Grid, Rejected};
 use super::reduce;
+pub use super::stream::Weights;
 use super::window::Window;
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
@@ -266,6 +267,31 @@ impl MlpPlan {
             .collect()
     }
 
+    /// The plan report's line on streamed weights ([`super::stream`]):
+    /// empty with every weight resident.
+    pub fn weights_report(&self) -> String {
+        let products = [
+            ("fc1", &self.fc1, &self.layout.fc1, "A"),
+            ("fc2", &self.fc2, &self.layout.fc2, "B"),
+        ];
+        let streamed: Vec<String> = products
+            .iter()
+            .filter(|(.., lay, _)| lay.home.is_some())
+            .map(|(name, p, _, exchange)| {
+                format!(
+                    "{name}'s in pieces of {} bytes on each of its {} grid rows, gathered in exchange {exchange}",
+                    super::stream::piece_bytes(p),
+                    p.grid_rows
+                )
+            })
+            .collect();
+        if streamed.is_empty() {
+            String::new()
+        } else {
+            format!("  weights streamed in: {}\n", streamed.join("; "))
+        }
+    }
+
     /// Syncs every tile of the block runs.
     pub fn syncs(&self) -> u32 {
         4 + 2 * (self.fc1.grid_k.trailing_zeros() + self.fc2.grid_k.trailing_zeros())
@@ -278,29 +304,40 @@ pub fn plan_mlp(shape: MlpShape, machine: &MachineModel) -> Result<MlpPlan, Stri
     plan_mlp_with(shape, machine, (None, None))
 }
 
-/// [`plan_mlp`], with fc1's and fc2's grids forced where given.
+/// [`plan_mlp`], with fc1's and fc2's grids forced where given: the
+/// weights resident where they fit, else streamed in
+/// ([`super::stream`]).
 pub fn plan_mlp_with(
     shape: MlpShape,
     machine: &MachineModel,
     grids: (Option<Grid>, Option<Grid>),
 ) -> Result<MlpPlan, String> {
-    plan_mlp_in(
-        shape,
-        machine,
-        grids,
-        (0, machine.tiles),
-        Window::alone(machine),
-    )
+    let alone = |weights| {
+        plan_mlp_in(
+            shape,
+            machine,
+            grids,
+            (0, machine.tiles),
+            Window::alone(machine),
+            weights,
+        )
+    };
+    alone(Weights::Resident).or_else(|resident| {
+        alone(Weights::Streamed)
+            .map_err(|streamed| format!("{resident}; with the weights streamed in: {streamed}"))
+    })
 }
 
 /// [`plan_mlp_with`] on the `count` tiles from `first`, in the memory
-/// `window` leaves (a block of a program of several, [`super::window`]).
+/// `window` leaves (a block of a program of several, [`super::window`]),
+/// its products' weights kept as `weights` says.
 pub fn plan_mlp_in(
     shape: MlpShape,
     whole: &MachineModel,
     (grid1, grid2): (Option<Grid>, Option<Grid>),
     (first, count): (u32, u32),
-    mut window: Window,
+    window: Window,
+    weights: Weights,
 ) -> Result<MlpPlan, String> {
     let machine = &MachineModel {
         tiles: count,
@@ -350,61 +387,101 @@ pub fn plan_mlp_in(
             shape.m, machine.tiles
         ));
     };
-    // The search sees the interleaved memory earlier blocks left.
-    let products = MachineModel {
-        tiles: gemm_tiles,
-        interleaved_base: window.base,
-        ..machine.clone()
-    };
-    let plan = |name: &str, shape: GemmShape, grid: Option<Grid>| {
-        match grid {
-        Some(g) => evaluate(shape, g, &products)
-            .map(|p| (p, Vec::new()))
-            .map_err(|r| {
-                format!(
-                    "{name}: grid {g}: {} (the block's products share the first {gemm_tiles} tiles)",
-                    r.reason
-                )
-            }),
-        None => plan_gemm(shape, &products)
-            .map(|c| (c.plan, c.rejected))
-            .map_err(|e| format!("{name}: {e}")),
+    // The search sees the interleaved memory earlier blocks left, less
+    // what the block's layout found missing on an earlier try: the search
+    // fits each product alone, the block holds both products' buffers,
+    // the LN rows and any streamed weights at once.
+    let start = window;
+    let mut squeeze = 0;
+    let mut short: Option<String> = None;
+    for _ in 0..MAX_SQUEEZES {
+        let products = MachineModel {
+            tiles: gemm_tiles,
+            interleaved_base: start.base + squeeze,
+            ..machine.clone()
+        };
+        let plan = |name: &str, shape: GemmShape, grid: Option<Grid>| {
+            match grid {
+            Some(g) => evaluate(shape, g, &products)
+                .map(|p| (p, Vec::new()))
+                .map_err(|r| {
+                    format!(
+                        "{name}: grid {g}: {} (the block's products share the first {gemm_tiles} tiles)",
+                        r.reason
+                    )
+                }),
+            None => plan_gemm(shape, &products)
+                .map(|c| (c.plan, c.rejected))
+                .map_err(|e| format!("{name}: {e}")),
+        }
+        };
+        // After a squeeze, a search that finds nothing leaves the
+        // layout's reason as the block's.
+        let searched = plan("fc1", fc1_shape, grid1)
+            .and_then(|p1| plan("fc2", fc2_shape, grid2).map(|p2| (p1, p2)));
+        let ((fc1, rejected1), (fc2, rejected2)) = match (searched, short.take()) {
+            (Ok(found), _) => found,
+            (Err(_), Some(layout_error)) => return Err(layout_error),
+            (Err(e), None) => return Err(e),
+        };
+        let (fc1, fc2) = (fc1.placed_at(first), fc2.placed_at(first));
+        let mut w = start;
+        match block_layout(shape, (&fc1, &fc2, weights), machine, &mut w) {
+            Ok(layout) => {
+                return Ok(MlpPlan {
+                    shape,
+                    fc1,
+                    fc2,
+                    rejected: [rejected1, rejected2],
+                    ln_tiles: (first + gemm_tiles..first + machine.tiles).collect(),
+                    layout,
+                    next: w.after_block(),
+                })
+            }
+            Err((e, missing)) if missing > 0 && (grid1.is_none() || grid2.is_none()) => {
+                tracing::debug!(
+                    target: "ipu-lower",
+                    "MLP block short of {missing} bytes: searching the products again with less memory"
+                );
+                squeeze += missing.next_multiple_of(16);
+                short = Some(e);
+            }
+            Err((e, _)) => return Err(e),
+        }
     }
-    };
-    let (fc1, rejected1) = plan("fc1", fc1_shape, grid1)?;
-    let (fc2, rejected2) = plan("fc2", fc2_shape, grid2)?;
-    let (fc1, fc2) = (fc1.placed_at(first), fc2.placed_at(first));
-    let ln_tiles: Vec<u32> = (first + gemm_tiles..first + machine.tiles).collect();
-    let layout = block_layout(shape, &fc1, &fc2, machine, &mut window)?;
-    Ok(MlpPlan {
-        shape,
-        fc1,
-        fc2,
-        rejected: [rejected1, rejected2],
-        ln_tiles,
-        layout,
-        next: window.after_block(),
-    })
+    Err(short.unwrap_or_default())
 }
 
+/// How many times [`plan_mlp_in`] searches the products again with the
+/// memory its layout found missing taken away.
+const MAX_SQUEEZES: usize = 6;
+
 /// Lays out the block's tensors in `window` ([`super::window`]): the
-/// weights, fc1's bias block and x's rows on the LN tiles private (x is
-/// written by the host or the exchange before the block); the products'
-/// buffers and LayerNorm's output shared scratch from the top; the
-/// residual, sum and fc2's bias rows in the add columns; the vertex
-/// states, gamma and beta private in region 0.
+/// weights (streamed: their homes, [`super::stream`]), fc1's bias block
+/// and x's rows on the LN tiles private (x is written by the host or the
+/// exchange before the block); the products' buffers, streamed weights
+/// and LayerNorm's output shared scratch from the top; the residual, sum
+/// and fc2's bias rows in the add columns; the vertex states, gamma and
+/// beta private in region 0.
 pub fn block_layout(
     shape: MlpShape,
-    fc1_plan: &GemmPlan,
-    fc2_plan: &GemmPlan,
+    (fc1_plan, fc2_plan, weights): (&GemmPlan, &GemmPlan, Weights),
     machine: &MachineModel,
     window: &mut Window,
-) -> Result<BlockLayout, String> {
+) -> Result<BlockLayout, (String, u32)> {
     let (fc1, fc2) = (fc1_plan, fc2_plan);
     let (v1, v2) = (fc1.vertex(), fc2.vertex());
     let private_start = window.base;
-    let w1 = window.private(v1.weight_bytes() as u32);
-    let w2 = window.private(v2.weight_bytes() as u32);
+    // Each product's weights, or with them streamed its home piece.
+    let mut kept = |p: &GemmPlan| {
+        let bytes = if weights.streams(p) {
+            super::stream::piece_bytes(p)
+        } else {
+            p.vertex().weight_bytes() as u32
+        };
+        window.private(bytes)
+    };
+    let (w1, w2) = (kept(fc1), kept(fc2));
     let bias1 = v1.bias.map(|_| window.private(v1.bias_bytes() as u32));
     let row_bytes = shape.c * 2;
     let ln_bytes = (LN_ROWS * row_bytes + 16).next_multiple_of(16);
@@ -412,7 +489,7 @@ pub fn block_layout(
     let private_end = window.base;
     // Region 0: the add columns, then the states, gamma and beta.
     let span = owned_rows_bytes(fc2_plan);
-    let [residual, sum, bias] = window.adds(span, 3, machine)?[..] else {
+    let [residual, sum, bias] = window.adds(span, 3, machine).map_err(|e| (e, 0))?[..] else {
         unreachable!("three columns asked for")
     };
     let states1 = window.region0(v1.state_bytes() as u32);
@@ -439,18 +516,50 @@ pub fn block_layout(
     let buf2 = super::plan::reduction_buffer(&v2, fc2.grid_k, machine) as u32;
     let r3 = r3_a.max(in2).max(2 * buf2);
     let r3_top = r1_bottom;
-    let Some(r3_bottom) = r3_top.checked_sub(r3).filter(|&b| b >= private_end) else {
-        return Err(format!(
-            "the block does not fit a tile's interleaved memory: fc1 and fc2 need {} bytes for their weights, bias and input rows (above {} bytes earlier blocks keep), {} for outputs and reductions and {r3} for inputs, {} in all, against {}",
+    // R2, below R3: the streamed weights, fc1's (exchange A to fc1's
+    // vertex), then fc2's (exchange B to fc2's vertex).
+    let r2 = [(fc1, &v1), (fc2, &v2)]
+        .iter()
+        .filter(|(p, _)| weights.streams(p))
+        .map(|(_, v)| v.weight_bytes() as u32)
+        .max()
+        .unwrap_or(0)
+        .next_multiple_of(16);
+    let Some(r2_bottom) = r3_top
+        .checked_sub(r3 + r2)
+        .filter(|&b| b >= window.scratch_floor())
+    else {
+        let streamed = if r2 > 0 {
+            format!(", {r2} for the weights streamed in")
+        } else {
+            String::new()
+        };
+        let total = window.scratch_floor() - machine.interleaved_base + top - r1_bottom + r3 + r2;
+        let missing = total.saturating_sub(top - machine.interleaved_base);
+        return Err((format!(
+            "the block does not fit a tile's interleaved memory: fc1 and fc2 need {} bytes for their {}, bias and input rows (above {} bytes earlier blocks keep), {} for outputs and reductions and {r3} for inputs{streamed}, {} in all, against {}{}",
             private_end - private_start,
+            if r2 > 0 { "weights' home pieces" } else { "weights" },
             private_start - machine.interleaved_base,
             top - r1_bottom,
-            private_end - machine.interleaved_base + top - r1_bottom + r3,
-            top - machine.interleaved_base
-        ));
+            total,
+            top - machine.interleaved_base,
+            window.floor_note()
+        ), missing.max(1)));
     };
+    let r3_bottom = r2_bottom + r2;
+    // A product's weights: streamed into R2 from its home, else kept.
+    let placed_weights = |p: &GemmPlan, kept: u32| {
+        if weights.streams(p) {
+            (r2_bottom, Some(kept))
+        } else {
+            (kept, None)
+        }
+    };
+    let ((w1, home1), (w2, home2)) = (placed_weights(fc1, w1), placed_weights(fc2, w2));
     let fc1 = TileLayout {
         weights: w1,
+        home: home1,
         states: states1,
         input: r3_top - in1,
         bias: bias1,
@@ -460,12 +569,14 @@ pub fn block_layout(
     let fc2_reduction = (buf2 > 0).then(|| [r3_top - buf2, r3_top - 2 * buf2, fc2_out.output]);
     let fc2 = TileLayout {
         weights: w2,
+        home: home2,
         states: states2,
         input: r3_top - in2,
         reduction: fc2_reduction,
         ..fc2_out
     };
     debug_assert!(ln_out >= r3_bottom);
+    window.use_scratch(r2_bottom);
     Ok(BlockLayout {
         fc1: TileLayout {
             tensors_start: beta,

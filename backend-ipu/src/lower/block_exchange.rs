@@ -11,6 +11,8 @@
 //!   panel) to the fc2 tiles of that panel's K part and row block,
 //!   one transfer per panel: these tiles both send and receive, and a
 //!   segmented receive would collide with the receiver's own sends.
+//! - Each exchange also gathers the next product's weights where they are
+//!   streamed in ([`super::stream`]): fc1's in A, fc2's in B.
 
 use std::collections::BTreeMap;
 
@@ -57,7 +59,9 @@ pub fn exchange_a(plan: &MlpPlan) -> Vec<Transfer> {
     let residual = round_robin(residual_transfers(&plan.fc2, plan.layout.residual, &ln));
     // x is f16; LayerNorm's output f16 or FP8 codes. Either way a panel
     // row is 32 bytes (16 f16 or 32 FP8 channels).
-    let mut out = input_panel_transfers(&fc1, &ln, plan.shape.ln_row_bytes());
+    // Streamed weights first: the longest transfers.
+    let mut out = super::stream::transfers(&fc1);
+    out.extend(input_panel_transfers(&fc1, &ln, plan.shape.ln_row_bytes()));
     out.extend(residual);
     out
 }
@@ -275,7 +279,10 @@ pub fn exchange_b(plan: &MlpPlan) -> Vec<Transfer> {
         }
     }
     keyed.sort_by_key(|e| e.0);
-    keyed.into_iter().map(|e| e.1).collect()
+    // Streamed weights first: the longest transfers.
+    let mut out = super::stream::transfers(&fc2);
+    out.extend(keyed.into_iter().map(|e| e.1));
+    out
 }
 
 /// The schedules of the block's two exchanges.

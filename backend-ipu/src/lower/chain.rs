@@ -40,7 +40,7 @@ use super::attention::{attention_from, AttentionMatch};
 use super::attention_block::{
     emit_attention_constants, emit_attention_in, plan_attention_in, AttentionPlan, AttentionShape,
 };
-use super::block::{emit_mlp_constants, emit_mlp_in, plan_mlp_in, MlpPlan, MlpShape};
+use super::block::{emit_mlp_constants, emit_mlp_in, plan_mlp_in, MlpPlan, MlpShape, Weights};
 use super::block_match::{check_function_returns, from_only_argument};
 use super::chain_loop::{
     archive_layer, constants_since, copies, emit_loop_data, emit_loop_end, extents as extents_of,
@@ -271,7 +271,7 @@ pub fn match_chain(ctx: &Context, f: OpId) -> Result<Option<ChainMatch>, Diagnos
 #[derive(Clone, Debug)]
 pub enum PlannedBlock {
     /// An attention block's plan.
-    Attention(AttentionPlan),
+    Attention(Box<AttentionPlan>),
     /// An MLP block's plan.
     Mlp(MlpPlan),
     /// A patch embedding's plan.
@@ -356,14 +356,15 @@ impl PlannedBlock {
             PlannedBlock::Patch(p) => p.report(machine),
             PlannedBlock::Pool(p) => p.report(machine),
             PlannedBlock::Mlp(p) => format!(
-                "MLP block {}x{}x{}: LayerNorm on tiles {}..={}\n  fc1: {}\n  fc2: {}\n",
+                "MLP block {}x{}x{}: LayerNorm on tiles {}..={}\n  fc1: {}\n  fc2: {}\n{}",
                 p.shape.m,
                 p.shape.c,
                 p.shape.h,
                 p.ln_tiles.first().copied().unwrap_or(0),
                 p.ln_tiles.last().copied().unwrap_or(0),
                 p.fc1,
-                p.fc2
+                p.fc2,
+                p.weights_report()
             ),
         }
     }
@@ -390,7 +391,11 @@ const MAX_PERIOD: usize = 4;
 /// fit them. Identical layers are planned once, as the body of a loop
 /// whose later layers' constants wait in an archive below every block's
 /// memory ([`super::chain_loop`]), sized by planning again until it holds
-/// them.
+/// them. Every block's scratch stays above every block's private memory
+/// (planning again with [`Window::floor`] where a first plan put it
+/// lower). The weights stay resident where they fit; where a block does
+/// not plan with them, the chain plans again with the MLP blocks' weights
+/// streamed in ([`super::stream`]).
 pub fn plan_chain(
     ctx: &Context,
     chain: &ChainMatch,
@@ -403,9 +408,31 @@ pub fn plan_chain(
     let mut stride = bank;
     let mut archive = 0;
     let mut sizings = 0;
+    let mut floor = machine.interleaved_base;
+    let mut floors = 0;
+    let mut weights = Weights::Resident;
+    let has_mlp = chain.blocks.iter().any(|b| matches!(b, ChainBlock::Mlp(_)));
+    let mut resident_failure: Option<(Failure, u32)> = None;
     loop {
-        match plan_blocks(chain, machine, stride, (repeat, archive)) {
+        match plan_blocks(chain, machine, stride, (repeat, archive), (floor, weights)) {
             Ok(plan) => return Ok(plan),
+            Err(Failure::Floor(end)) if floors < 4 => {
+                tracing::debug!(
+                    target: "ipu-lower",
+                    "a block's scratch reaches below the chain's private end 0x{end:x}: planning again above it"
+                );
+                floor = end;
+                floors += 1;
+            }
+            Err(Failure::Floor(end)) => {
+                return Err(Diagnostic::op_error(
+                    ctx,
+                    chain.blocks[0].add(),
+                    format!(
+                        "cannot keep the blocks' scratch above their constants: planned with its scratch above 0x{floor:x}, the chain's private memory ends at 0x{end:x}"
+                    ),
+                ));
+            }
             Err(Failure::Block(_, e, _)) if e.starts_with(ADDS_FULL) && stride / bank < most => {
                 stride += bank
             }
@@ -424,7 +451,25 @@ pub fn plan_chain(
                     ),
                 ));
             }
+            Err(Failure::Block(k, e, kept)) if weights == Weights::Resident && has_mlp => {
+                tracing::debug!(
+                    target: "ipu-lower",
+                    "block {k} does not plan with every weight resident ({e}): planning again with the MLP blocks' weights streamed in"
+                );
+                resident_failure = Some((Failure::Block(k, e, kept), archive));
+                weights = Weights::Streamed;
+                (stride, archive, sizings, floor, floors) =
+                    (bank, 0, 0, machine.interleaved_base, 0);
+            }
             Err(Failure::Block(k, e, kept)) => {
+                // Streaming the weights got no further: the resident
+                // plan's reason is the chain's.
+                let (k, e, kept, archive, weights) = match resident_failure.take() {
+                    Some((Failure::Block(k0, e0, kept0), archive0)) if k0 >= k => {
+                        (k0, e0, kept0, archive0, Weights::Resident)
+                    }
+                    _ => (k, e, kept, archive, weights),
+                };
                 let (at, what) = match &chain.blocks[k] {
                     ChainBlock::Attention(a) => (a.attention, "attention block"),
                     ChainBlock::Mlp(m) => (m.ln, "MLP block"),
@@ -438,11 +483,16 @@ pub fn plan_chain(
                     ),
                     _ => String::new(),
                 };
+                let streamed = if weights == Weights::Streamed {
+                    "; planned again with the MLP blocks' weights streamed in, as here, after the resident weights did not fit"
+                } else {
+                    ""
+                };
                 return Err(Diagnostic::op_error(
                     ctx,
                     at,
                     format!(
-                        "cannot plan the {what} (block {k} of the chain's {}): {e} (the blocks share the chip's tiles one after another; each keeps its weights and inputs in memory of its own: blocks 0..{k} keep {kept} of every tile's {} bytes of interleaved memory{archived})",
+                        "cannot plan the {what} (block {k} of the chain's {}): {e} (the blocks share the chip's tiles one after another; each keeps its weights and inputs in memory of its own: blocks 0..{k} keep {kept} of every tile's {} bytes of interleaved memory{archived}{streamed})",
                         chain.blocks.len(),
                         machine.sram_end - machine.interleaved_base
                     ),
@@ -459,19 +509,25 @@ enum Failure {
     Block(usize, String, u32),
     /// The loop's archive needs this many bytes, more than were set aside.
     Archive(u32),
+    /// Some block's scratch reaches below the end of the chain's private
+    /// memory (this address), where a later block's constants lie: plan
+    /// again with the scratch kept above it ([`Window::floor`]).
+    Floor(u32),
 }
 
 /// The chain's blocks planned in turn with add columns of `stride` bytes,
 /// `repeat`'s body once with `archive` bytes set aside for its later
-/// layers' constants.
+/// layers' constants, every block's scratch above `floor`.
 fn plan_blocks(
     chain: &ChainMatch,
     machine: &MachineModel,
     stride: u32,
     (repeat, archive): (Option<Repeat>, u32),
+    (floor, weights): (u32, Weights),
 ) -> Result<ChainPlan, Failure> {
     let range = (0, machine.tiles);
     let mut window = Window::shared(machine, stride);
+    window.floor = floor;
     let archive_at = window.private(archive);
     let mut plans: Vec<PlannedBlock> = Vec::with_capacity(chain.blocks.len());
     let mut body_start = window;
@@ -491,11 +547,11 @@ fn plan_blocks(
             }
         }
         let planned = match b {
-            ChainBlock::Attention(a) => {
-                plan_attention_in(a.shape, machine, range, window).map(PlannedBlock::Attention)
-            }
+            ChainBlock::Attention(a) => plan_attention_in(a.shape, machine, range, window)
+                .map(|p| PlannedBlock::Attention(Box::new(p))),
             ChainBlock::Mlp(m) => {
-                plan_mlp_in(m.shape, machine, (None, None), range, window).map(PlannedBlock::Mlp)
+                plan_mlp_in(m.shape, machine, (None, None), range, window, weights)
+                    .map(PlannedBlock::Mlp)
             }
             ChainBlock::Pool(p) => {
                 plan_pool_in(p.shape, machine, range, window).map(PlannedBlock::Pool)
@@ -517,6 +573,9 @@ fn plan_blocks(
             }
             memory = Some((r, mem));
         }
+    }
+    if window.scratch_low < window.base {
+        return Err(Failure::Floor(window.base));
     }
     Ok(ChainPlan {
         blocks: plans,

@@ -42,6 +42,12 @@ use crate::emit::CONSTANT_SECTION_PREFIX;
 pub struct TileLayout {
     /// The weight panels.
     pub weights: u32,
+    /// Where the weights are kept when they are streamed in
+    /// ([`super::stream`]): this tile's piece of its column block's
+    /// weights, which the exchange before the product gathers at
+    /// [`Self::weights`] on every tile of the block (`None`: every tile
+    /// keeps its block's weights at [`Self::weights`]).
+    pub home: Option<u32>,
     /// The GEMM's vertex states, at the top of region 0.
     pub states: u32,
     /// X in panel order.
@@ -91,6 +97,7 @@ pub fn layout(plan: &GemmPlan, machine: &MachineModel) -> TileLayout {
     let states = (machine.interleaved_base - v.state_bytes() as u32) & !7;
     TileLayout {
         weights: machine.interleaved_base,
+        home: None,
         states,
         input,
         output,
@@ -129,6 +136,7 @@ pub fn layout_in(plan: &GemmPlan, machine: &MachineModel, top: u32) -> OutputPla
     OutputPlacement {
         layout: TileLayout {
             weights: 0,
+            home: None,
             states: 0,
             input: 0,
             output,
@@ -421,7 +429,7 @@ impl PlacedGemm {
     }
 
     /// The name suffix of column block `j` and K part `k`'s constants.
-    fn suffix(&self, j: u32, k: u32) -> String {
+    pub fn suffix(&self, j: u32, k: u32) -> String {
         if self.plan.grid_k > 1 {
             format!("col{j}_k{k}")
         } else {
@@ -439,41 +447,54 @@ impl PlacedGemm {
         constants: Constants<'_>,
         loc: &Location,
     ) {
-        let (plan, vertex, tag) = (&self.plan, &self.vertex, &self.tag);
-        let shape = plan.shape;
-        let v = shape.variant;
-        let (c, ko) = (v.in_channels() as u32, v.out_channels() as u32);
+        let (plan, tag) = (&self.plan, &self.tag);
+        let v = plan.shape.variant;
         self.emit_states(ctx, exe_body, loc);
         if let Some(b) = constants.bias {
             self.emit_bias(ctx, exe_body, b, loc);
         }
-        let elem = v.input_elem();
+        if let Some(home) = self.lay.home {
+            super::stream::emit_homes(self, ctx, exe_body, constants.weights, home, loc);
+            return;
+        }
         for j in 0..plan.grid_cols {
             for k in 0..plan.grid_k {
-                // The weight panels of column block j and K part k,
-                // zero-padded, on every grid row.
-                let first_col = (j * plan.groups * ko) as usize;
-                let cols = ((plan.groups_of(j) * ko) as usize).min(shape.n as usize - first_col);
-                let first_row = (k * plan.k_panels * c) as usize;
-                let k_rows = ((plan.k_panels_of(k) * c) as usize).min(shape.k as usize - first_row);
-                let block_w: Vec<f64> = (first_row..first_row + k_rows)
-                    .flat_map(|kk| {
-                        let row = kk * shape.n as usize + first_col;
-                        constants.weights[row..row + cols].iter().copied()
-                    })
-                    .collect();
-                let bytes = elem.encode(&vertex.weight_panels(&block_w, k_rows, cols, 0.0));
+                // The weight panels of column block j and K part k on
+                // every grid row.
                 let t = replicated_constant(
                     ctx,
                     &format!("{tag}_weights_{}", self.suffix(j, k)),
-                    (element_type(v), elem.size(), 16),
-                    bytes,
+                    (element_type(v), v.input_elem().size(), 16),
+                    self.weight_block(constants.weights, (j, k)),
                     (&self.tiles_of(j, k), self.lay.weights),
                     loc.clone(),
                 );
                 ctx.append_op(exe_body, t);
             }
         }
+    }
+
+    /// The bytes of column block j's and K part k's weight panels as every
+    /// tile of the block reads them ([`TileGemm::weight_panels`], zero
+    /// padded to the vertex's [`TileGemm::weight_bytes`]), from `weights`
+    /// (row-major `[K, N]`).
+    pub fn weight_block(&self, weights: &[f64], (j, k): (u32, u32)) -> Vec<u8> {
+        let (plan, vertex) = (&self.plan, &self.vertex);
+        let shape = plan.shape;
+        let v = shape.variant;
+        let (c, ko) = (v.in_channels() as u32, v.out_channels() as u32);
+        let first_col = (j * plan.groups * ko) as usize;
+        let cols = ((plan.groups_of(j) * ko) as usize).min(shape.n as usize - first_col);
+        let first_row = (k * plan.k_panels * c) as usize;
+        let k_rows = ((plan.k_panels_of(k) * c) as usize).min(shape.k as usize - first_row);
+        let block_w: Vec<f64> = (first_row..first_row + k_rows)
+            .flat_map(|kk| {
+                let row = kk * shape.n as usize + first_col;
+                weights[row..row + cols].iter().copied()
+            })
+            .collect();
+        v.input_elem()
+            .encode(&vertex.weight_panels(&block_w, k_rows, cols, 0.0))
     }
 
     /// Initial partials that differ from row to row, where the plan's

@@ -342,7 +342,7 @@ pub fn block_report(ctx: &Context, b: &MlpMatch, m: &MachineModel) -> Result<Str
         out
     };
     Ok(format!(
-        "{loc}: MLP block {}x{}x{}: LayerNorm on tiles {}..={} ({} rows each)\n{}{}  exchange A {} cycles, exchange B {} cycles (scheduled)\n",
+        "{loc}: MLP block {}x{}x{}: LayerNorm on tiles {}..={} ({} rows each)\n{}{}{}  exchange A {} cycles, exchange B {} cycles (scheduled)\n",
         b.shape.m,
         b.shape.c,
         b.shape.h,
@@ -351,6 +351,7 @@ pub fn block_report(ctx: &Context, b: &MlpMatch, m: &MachineModel) -> Result<Str
         super::block::LN_ROWS,
         product("fc1", &plan.fc1, 0),
         product("fc2", &plan.fc2, 1),
+        plan.weights_report(),
         a.cycles,
         x.cycles
     ))

@@ -27,4 +27,5 @@ pub mod pool;
 pub mod pool_head;
 pub mod reduce;
 pub mod schedule;
+pub mod stream;
 pub mod window;

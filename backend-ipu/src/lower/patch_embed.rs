@@ -532,17 +532,19 @@ pub fn plan_patch_in(
     };
     let private_end = product_end.max(sink + sink_bytes);
     let shared_bottom = lay.buffers_bottom();
-    if private_end > shared_bottom {
+    window.base = private_end;
+    if window.scratch_floor() > shared_bottom {
         return Err(format!(
-            "the patch embedding does not fit a tile's interleaved memory: its weights and bias block take {} bytes, {LN_ROWS} pixel rows {} (above {} bytes earlier blocks keep), its product's buffers {}, against {}",
+            "the patch embedding does not fit a tile's interleaved memory: its weights and bias block take {} bytes, {LN_ROWS} pixel rows {} (above {} bytes earlier blocks keep), its product's buffers {}, against {}{}",
             product_end - base,
             LN_ROWS * row_bytes,
             base - whole.interleaved_base,
             whole.sram_end - shared_bottom,
-            whole.sram_end - whole.interleaved_base
+            whole.sram_end - whole.interleaved_base,
+            window.floor_note()
         ));
     }
-    window.base = private_end;
+    window.use_scratch(shared_bottom);
     lay.states = window.region0(v.state_bytes() as u32);
     lay.tensors_start = window.region0;
     Ok(PatchPlan {

@@ -569,16 +569,19 @@ pub fn plan_pool_in(
         .results_bottom()
         .min(l_out.buffers_bottom())
         .min(head.scores);
-    if shared_bottom < private_end {
+    let kept = window.base;
+    window.base = private_end;
+    if shared_bottom < window.scratch_floor() {
         return Err(format!(
-            "the pooling head does not fit a tile's interleaved memory: its weights, bias blocks, sv's input and the LayerNorm rows take {} bytes (above {} bytes earlier blocks keep), its products' and head tiles' buffers {}, against {}",
-            private_end - window.base,
-            window.base - whole.interleaved_base,
+            "the pooling head does not fit a tile's interleaved memory: its weights, bias blocks, sv's input and the LayerNorm rows take {} bytes (above {} bytes earlier blocks keep), its products' and head tiles' buffers {}, against {}{}",
+            private_end - kept,
+            kept - whole.interleaved_base,
             whole.sram_end - shared_bottom,
-            whole.sram_end - whole.interleaved_base
+            whole.sram_end - whole.interleaved_base,
+            window.floor_note()
         ));
     }
-    window.base = private_end;
+    window.use_scratch(shared_bottom);
     let states = window.region0(v_sv.state_bytes().max(v_out.state_bytes()) as u32);
     l_sv.states = states;
     l_out.states = states;

@@ -71,6 +71,15 @@ pub struct Window {
     /// (the attention block's `V^T` input does, where private memory
     /// would not leave its attention tiles room).
     pub fresh: bool,
+    /// The lowest address a block's shared scratch may use besides the
+    /// private memory taken so far: a chain sets it to the end of every
+    /// block's private memory (a later block's constants are loaded with
+    /// the program, so an earlier block's scratch must not reach them
+    /// either) and plans again when a first planning finds a block's
+    /// scratch below it ([`Window::scratch_low`]).
+    pub floor: u32,
+    /// The lowest address the scratch of any block planned so far uses.
+    pub scratch_low: u32,
 }
 
 /// The marker of the error [`Window::adds`] returns when the columns are
@@ -88,6 +97,8 @@ impl Window {
             adds_columns: 0,
             adds_top: machine.interleaved_base,
             fresh: true,
+            floor: machine.interleaved_base,
+            scratch_low: machine.sram_end,
         }
     }
 
@@ -103,6 +114,8 @@ impl Window {
             adds_columns: ADD_COLUMNS,
             adds_top: machine.interleaved_base,
             fresh: true,
+            floor: machine.interleaved_base,
+            scratch_low: machine.sram_end,
         }
     }
 
@@ -112,6 +125,30 @@ impl Window {
             fresh: false,
             ..self
         }
+    }
+
+    /// The lowest address the block being planned may use as scratch,
+    /// once it has taken its private memory.
+    pub fn scratch_floor(&self) -> u32 {
+        self.base.max(self.floor)
+    }
+
+    /// What the error of a block whose scratch does not fit adds when the
+    /// floor, not its own private memory, bounds it: empty otherwise.
+    pub fn floor_note(&self) -> String {
+        if self.floor > self.base {
+            format!(
+                " (the scratch stays above the {} bytes of private memory the whole chain keeps, later blocks' constants included)",
+                self.floor - self.adds_top
+            )
+        } else {
+            String::new()
+        }
+    }
+
+    /// Records that the block being planned uses scratch from `bottom`.
+    pub fn use_scratch(&mut self, bottom: u32) {
+        self.scratch_low = self.scratch_low.min(bottom);
     }
 
     /// Takes `bytes` of private interleaved memory, 16-byte aligned.

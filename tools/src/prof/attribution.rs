@@ -344,6 +344,8 @@ fn of_attention(
     let mut instances = vec![
         ("qk", 2, qkv.clone()),
         ("vt", 2, qkv),
+        // The window's constants, restored beside LayerNorm.
+        ("attn_restore", 0, attention.clone()),
         ("attn", 4, attention.clone()),
         ("ln", 0, ln),
     ];
@@ -865,6 +867,13 @@ fn placed_buffers(
             output_live,
         ),
     ];
+    if lay.home.is_some() {
+        // Streamed weights, gathered with the input, read by the vertex.
+        out.push(Buffer {
+            part: Part::UntilVertex,
+            ..buffer("weights", lay.weights, v.weight_bytes(), input_live)
+        });
+    }
     if let Some(r) = lay.reduction {
         let size = reduction_buffer(&v, plan.grid_k, machine);
         // The second result buffer is Y's own (already listed).

@@ -1,0 +1,183 @@
+//! Weights kept once and streamed in: an all-gather over a product's grid
+//! rows.
+//!
+//! A product whose grid has several rows needs each column block's weights
+//! (block `(j, k)`: the panels every tile `(i, j, k)` reads) on every grid
+//! row. Kept there, they take `grid_rows` times their bytes of the chip,
+//! and a tile's private memory holds its whole block for the whole
+//! program. Streamed, each block is kept once, cut into `grid_rows`
+//! pieces of [`piece_bytes`]: piece `i` lives on tile `(i, j, k)` at its
+//! *home* ([`super::codegen::TileLayout::home`], private memory). In the
+//! exchange before the product every tile multicasts its piece to every
+//! tile of its column block (itself included), which writes it at
+//! `weights + i * piece_bytes`: the pieces end to end are the block, in
+//! shared scratch, where the AMP's supervisor loads them as before.
+//!
+//! The trade: private memory per tile shrinks from the block to one piece
+//! (a loop's archive and its copies shrink with it), scratch grows by the
+//! block while the product runs, and the exchange carries the block into
+//! every tile: a receiver takes one word per cycle, so a block of `B`
+//! bytes costs about `B / 4` cycles more exchange, which the scheduled
+//! exchange's estimate counts (its transfers are scheduled with the
+//! others, [`super::schedule`]). Blocks lower with their weights resident
+//! where they fit, and streamed where the resident weights do not fit
+//! ([`super::chain::plan_chain`]).
+
+use ipuc_ir::{BlockId, Context, Location};
+
+use ipuc_dialects::ipu::TensorPiece;
+
+use super::codegen::{constant_tensor, elem_type, PlacedGemm};
+use super::exchange::MAX_SEND_WORDS;
+use super::plan::GemmPlan;
+use super::schedule::{Chunk, Transfer};
+
+/// Where a block keeps its products' weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Weights {
+    /// Every tile keeps its column block's weights for the whole program.
+    Resident,
+    /// A product with several grid rows keeps each column block's weights
+    /// once, in pieces over the grid rows, and gathers them before it
+    /// runs (see the module doc); one with a single grid row keeps them
+    /// resident (its piece is the block).
+    Streamed,
+}
+
+impl Weights {
+    /// Whether `plan`'s weights are streamed in.
+    pub fn streams(self, plan: &GemmPlan) -> bool {
+        self == Weights::Streamed && plan.grid_rows > 1
+    }
+}
+
+/// Bytes of each piece of `plan`'s weight blocks: a block's bytes over its
+/// grid rows, in whole 16-byte lines (so each piece starts 16-byte
+/// aligned in the block, as the AMP's `ld128putcs` reads it).
+pub fn piece_bytes(plan: &GemmPlan) -> u32 {
+    let block = plan.vertex().weight_bytes() as u32;
+    block.div_ceil(plan.grid_rows).next_multiple_of(16)
+}
+
+/// Piece `i`'s byte range `[lo, hi)` in a block of `block` bytes cut in
+/// pieces of `piece` bytes (empty past the block's end).
+pub fn piece_range(i: u32, piece: u32, block: u32) -> (u32, u32) {
+    let lo = (i * piece).min(block);
+    (lo, ((i + 1) * piece).min(block))
+}
+
+/// The all-gather of `product`'s weights: tile `(i, j, k)` sends its piece
+/// from its home to `weights + i * piece_bytes` on every tile of column
+/// block `(j, k)`. Empty for resident weights.
+pub fn transfers(product: &PlacedGemm) -> Vec<Transfer> {
+    let Some(home) = product.lay.home else {
+        return Vec::new();
+    };
+    let p = &product.plan;
+    let piece = piece_bytes(p);
+    let block = product.vertex.weight_bytes() as u32;
+    let mut out = Vec::new();
+    for i in 0..p.grid_rows {
+        let (lo, hi) = piece_range(i, piece, block);
+        if hi == lo {
+            continue;
+        }
+        for j in 0..p.grid_cols {
+            for k in 0..p.grid_k {
+                out.push(Transfer {
+                    sender: p.tile(i, j, k),
+                    chunks: chunks(home, (hi - lo) / 4),
+                    receivers: (0..p.grid_rows)
+                        .map(|r| (p.tile(r, j, k), product.lay.weights + lo))
+                        .collect(),
+                    segment: None,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// `words` words from `address` as chunks of at most [`MAX_SEND_WORDS`].
+fn chunks(address: u32, words: u32) -> Vec<Chunk> {
+    (0..words)
+        .step_by(MAX_SEND_WORDS as usize)
+        .map(|w| Chunk {
+            address: address + 4 * w,
+            words: (words - w).min(MAX_SEND_WORDS),
+        })
+        .collect()
+}
+
+/// Appends `product`'s weights as their homes keep them: one `constant`
+/// tensor per column block and K part, a piece on each grid row's tile at
+/// `home`.
+pub fn emit_homes(
+    product: &PlacedGemm,
+    ctx: &mut Context,
+    exe_body: BlockId,
+    weights: &[f64],
+    home: u32,
+    loc: &Location,
+) {
+    let p = &product.plan;
+    let elem = p.shape.variant.input_elem();
+    let size = elem.size() as u32;
+    let piece = piece_bytes(p);
+    for j in 0..p.grid_cols {
+        for k in 0..p.grid_k {
+            let bytes = product.weight_block(weights, (j, k));
+            let pieces: Vec<TensorPiece> = (0..p.grid_rows)
+                .filter_map(|i| {
+                    let (lo, hi) = piece_range(i, piece, bytes.len() as u32);
+                    (hi > lo).then(|| TensorPiece {
+                        tile: i64::from(p.tile(i, j, k)),
+                        address: i64::from(home),
+                        first: i64::from(lo / size),
+                        count: i64::from((hi - lo) / size),
+                    })
+                })
+                .collect();
+            let t = constant_tensor(
+                ctx,
+                &format!("{}_weights_{}", product.tag, product.suffix(j, k)),
+                (elem_type(elem), elem.size(), 16),
+                bytes,
+                &pieces,
+                loc.clone(),
+            );
+            ctx.append_op(exe_body, t);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_cover_the_block_once_in_whole_lines() {
+        for (block, rows) in [(512u32, 1u32), (512, 7), (512, 40), (46_080, 7), (1024, 3)] {
+            let piece = block.div_ceil(rows).next_multiple_of(16);
+            let mut covered = 0;
+            for i in 0..rows {
+                let (lo, hi) = piece_range(i, piece, block);
+                assert_eq!(lo, covered.min(block));
+                assert!(lo % 16 == 0 && hi - lo <= piece);
+                covered = hi;
+            }
+            assert_eq!(covered, block, "{block} in {rows}");
+        }
+    }
+
+    #[test]
+    fn long_pieces_go_in_several_sends() {
+        let c = chunks(0x80000, 2 * MAX_SEND_WORDS + 3);
+        assert_eq!(c.len(), 3);
+        assert_eq!(c[1].address, 0x80000 + 4 * MAX_SEND_WORDS);
+        assert_eq!(
+            c.iter().map(|c| c.words).sum::<u32>(),
+            2 * MAX_SEND_WORDS + 3
+        );
+    }
+}
