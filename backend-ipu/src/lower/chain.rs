@@ -41,6 +41,7 @@ use super::attention_block::{
     emit_attention_constants, emit_attention_in, plan_attention_in, AttentionPlan, AttentionShape,
 };
 use super::block::{emit_mlp_constants, emit_mlp_in, plan_mlp_in, MlpPlan, MlpShape, Weights};
+use super::block_exchange::round_robin;
 use super::block_match::{check_function_returns, from_only_argument};
 use super::chain_loop::{
     archive_layer, constants_since, copies, emit_loop_data, emit_loop_end, extents as extents_of,
@@ -583,28 +584,48 @@ fn plan_blocks(
     })
 }
 
-/// The link from `from`'s output to `to`'s input rows (`c` channels):
-/// one transfer per run of an output tile.
+/// The link from `from`'s output to `to`'s input rows (`c` channels): one
+/// transfer per sender and run of destination words on one receiver (a
+/// sender's pieces of one row, each output group a chunk of its own,
+/// arrive as one run of the row), the senders taking turns
+/// ([`round_robin`]) so that the greedy schedule keeps them all busy.
 pub fn link(from: &[TensorPiece], to: &[TensorPiece], c: i64) -> Vec<Transfer> {
     let rows: std::collections::BTreeMap<i64, &TensorPiece> =
         to.iter().map(|p| (p.first / c, p)).collect();
-    from.iter()
+    // (sender, receiver, destination, source chunk), by destination.
+    let mut pieces: Vec<(u32, u32, u32, Chunk)> = from
+        .iter()
         .map(|p| {
             let row = rows[&(p.first / c)];
-            Transfer {
-                sender: p.tile as u32,
-                chunks: vec![Chunk {
+            (
+                p.tile as u32,
+                row.tile as u32,
+                (row.address + (p.first - row.first) * 2) as u32,
+                Chunk {
                     address: p.address as u32,
                     words: (p.count * 2 / 4) as u32,
-                }],
-                receivers: vec![(
-                    row.tile as u32,
-                    (row.address + (p.first - row.first) * 2) as u32,
-                )],
-                segment: None,
-            }
+                },
+            )
         })
-        .collect()
+        .collect();
+    pieces.sort_by_key(|&(s, r, d, _)| (s, r, d));
+    let mut out: Vec<Transfer> = Vec::new();
+    for (sender, receiver, dst, chunk) in pieces {
+        if let Some(t) = out.last_mut() {
+            let (r, at) = t.receivers[0];
+            if t.sender == sender && r == receiver && at + 4 * t.words() == dst {
+                t.chunks.push(chunk);
+                continue;
+            }
+        }
+        out.push(Transfer {
+            sender,
+            chunks: vec![chunk],
+            receivers: vec![(receiver, dst)],
+            segment: None,
+        });
+    }
+    round_robin(out)
 }
 
 /// Checks that no tile receives a link's words where it sends some of
@@ -992,6 +1013,50 @@ mod tests {
             receivers: vec![receiver],
             segment: None,
         }
+    }
+
+    /// A sender's pieces of one row (an output group each, apart in its
+    /// memory) arrive as one transfer of chunks; the senders take turns.
+    #[test]
+    fn a_links_pieces_of_one_row_go_as_one_transfer() {
+        let piece = |tile: i64, address: i64, first: i64| TensorPiece {
+            tile,
+            address,
+            first,
+            count: 16,
+        };
+        // Rows of 64 channels: row 0 on tile 9, row 1 on tile 10.
+        let to = [piece(9, 0x80000, 0), piece(10, 0x80000, 64)];
+        let to = to.map(|p| TensorPiece { count: 64, ..p });
+        // Tile 1 holds groups 0 and 1 of rows 0 and 1 (group-major, as a
+        // product's view keeps them); tile 2 groups 2 and 3 of row 0.
+        let from = [
+            piece(1, 0x90000, 0),
+            piece(1, 0x90040, 64),
+            piece(1, 0x91000, 16),
+            piece(1, 0x91040, 80),
+            piece(2, 0x90000, 32),
+            piece(2, 0x91000, 48),
+        ];
+        let t = link(&from, &to, 64);
+        let summary: Vec<(u32, Vec<u32>, (u32, u32))> = t
+            .iter()
+            .map(|t| {
+                (
+                    t.sender,
+                    t.chunks.iter().map(|c| c.address).collect(),
+                    t.receivers[0],
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                (1, vec![0x90000, 0x91000], (9, 0x80000)),
+                (2, vec![0x90000, 0x91000], (9, 0x80040)),
+                (1, vec![0x90040, 0x91040], (10, 0x80000)),
+            ]
+        );
     }
 
     #[test]
