@@ -463,10 +463,11 @@ pub fn plan_chain(
                     (bank, 0, 0, machine.interleaved_base, 0);
             }
             Err(Failure::Block(k, e, kept)) => {
-                // Streaming the weights got no further: the resident
-                // plan's reason is the chain's.
+                // Streaming the weights got no further (and the body
+                // planned no archive): the resident plan's reason is the
+                // chain's.
                 let (k, e, kept, archive, weights) = match resident_failure.take() {
-                    Some((Failure::Block(k0, e0, kept0), archive0)) if k0 >= k => {
+                    Some((Failure::Block(k0, e0, kept0), archive0)) if k0 >= k && archive == 0 => {
                         (k0, e0, kept0, archive0, Weights::Resident)
                     }
                     _ => (k, e, kept, archive, weights),
