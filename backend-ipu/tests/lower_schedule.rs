@@ -299,3 +299,65 @@ fn delays_hold_the_supervisor_exactly() {
         assert_eq!(cycles_of(d) - base, d, "delay({d})");
     }
 }
+
+/// A segmented transfer's re-points (segments of 48 words, a row of an
+/// input panel from six LN rows), a fixed stride and period apart, are
+/// one loop on the receiver (`put ; add ; delay ; brnzdec`, the last put
+/// after it) instead of a `setzi`, a `put` and a delay per segment: every
+/// word still lands in its segment on time (the simulator faults on a late
+/// or misplaced one), in the cycles the schedule says, and the receiver's
+/// exchange code does not grow with the segments.
+#[test]
+fn a_segmented_receive_re_points_in_a_loop() {
+    let m = MachineModel::c600();
+    let (sender, receiver) = (40u32, 7u32);
+    let tiles = [receiver, sender];
+    let code = |segments: u32| {
+        let t = Transfer {
+            sender,
+            chunks: (0..segments)
+                .map(|g| Chunk {
+                    address: SRC + 4 * 48 * g,
+                    words: 48,
+                })
+                .collect(),
+            receivers: vec![(receiver, DST)],
+            segment: Some(Segment {
+                words: 48,
+                stride: 4 * 64,
+            }),
+        };
+        let s = schedule(&m, &tiles, &[t]);
+        let (ctx, _, body) = executable(&m);
+        let mut ctx = ctx;
+        let (tile_op, tile_body) = build::tile(&mut ctx, receiver, None, Location::unknown());
+        ctx.append_op(body, tile_op);
+        let mut e = Emitter::new(&mut ctx, tile_body, Location::unknown());
+        e.code_section(".text.main", SectionKind::Supervisor);
+        (s.emit(&mut e, &m, receiver, "0"), s)
+    };
+    // Twice the segments: the same loop, only the waits' delay loops may
+    // differ by a few `nop`s. Unrolled, each segment took a `setzi`, a
+    // `put` and its delay, 12 bytes or more.
+    let (double, _) = code(80);
+    let (large, s) = code(40);
+    assert!(
+        double <= large + 48 && large < 40 * 12,
+        "{large} bytes for 40 segments, {double} for 80"
+    );
+    let src: Vec<Vec<u32>> = tiles
+        .iter()
+        .map(|&t| (0..SRC_WORDS).map(|k| t << 16 | k).collect())
+        .collect();
+    let (got, cycles) = run(&m, &tiles, &s, &src, 40 * 64);
+    for g in 0..40u32 {
+        for k in 0..48 {
+            assert_eq!(got[0][(g * 64 + k) as usize], sender << 16 | (g * 48 + k));
+        }
+    }
+    assert!(
+        cycles >= s.cycles,
+        "{cycles} simulated, {} scheduled",
+        s.cycles
+    );
+}

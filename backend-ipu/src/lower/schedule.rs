@@ -21,7 +21,9 @@
 //!   [`Segment`]ed transfer is re-pointed between its segments too, each
 //!   put timed to take effect as its segment's first word arrives, so one
 //!   transfer (one mux switch) can fill a strided destination such as a
-//!   GEMM's input panels;
+//!   GEMM's input panels (the re-points of a run of segments a fixed
+//!   stride and period apart are emitted as one loop, [`Schedule::emit`],
+//!   so a tile's exchange code does not grow with the segments);
 //! - each tile's supervisor does one thing at a time: its sends and its
 //!   switches (and the setup of their registers) occupy disjoint cycle
 //!   intervals, with delay loops in between.
@@ -158,6 +160,10 @@ const RECV_MUX: u8 = 2;
 const RECV_COUNT: u8 = 1;
 const SEND_REGS: [u8; 3] = [4, 5, 6];
 const DELAY_REG: u8 = 7;
+const REPOINT_COUNT: u8 = 8;
+
+/// The fewest re-points of a run that [`Schedule::emit`] loops over.
+const MIN_REPOINT_LOOP: usize = 3;
 
 /// What a tile's supervisor does at a scheduled cycle.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -582,8 +588,49 @@ impl Schedule {
         // cycles before the instruction's scheduled cycle, or earlier when
         // the instruction must wait anyway: the supervisor's stall on the
         // register is then the wait, and no `nop` is emitted for it.
-        for (start, ev) in list {
+        let mut loops = 0;
+        let mut i = 0;
+        while i < list.len() {
+            let (start, ev) = &list[i];
+            i += 1;
             wait(e, &mut now, *start);
+            if let Some(run) = repoint_run(&list[i - 1..], &rules) {
+                // A run of re-points a fixed stride and period apart:
+                // one loop (see `repoint_run`), the last put after it.
+                let Event::Repoint { base, put } = list[i - 1].1 else {
+                    unreachable!("a run starts with a re-point")
+                };
+                wait(e, &mut now, put - rules.latency);
+                e.solo(inst("setzi", [op::m(RECV_BASE), op::imm(i64::from(base))]));
+                e.solo(inst(
+                    "setzi",
+                    [op::m(REPOINT_COUNT), op::imm(run.count as i64 - 2)],
+                ));
+                let label = format!(".Lx{tag}_r{loops}");
+                e.label(&label);
+                // Stalls until the base is readable: at `put` first, on
+                // time after.
+                e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(RECV_BASE)]));
+                e.solo(inst(
+                    "add",
+                    [
+                        op::m(RECV_BASE),
+                        op::m(RECV_BASE),
+                        op::imm(i64::from(run.stride)),
+                    ],
+                ));
+                let pad = run.period - rules.put - 1 - rules.refill;
+                delay(e, &rules, pad, &format!(".Lx{tag}_rd{loops}"));
+                loops += 1;
+                e.solo(inst("brnzdec", [op::m(REPOINT_COUNT), op::sym(&label)]));
+                let last = put + (run.count as u64 - 1) * run.period;
+                now = last - rules.refill + 1;
+                wait(e, &mut now, last);
+                e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(RECV_BASE)]));
+                now = last + rules.put;
+                i += run.count - 1;
+                continue;
+            }
             match ev {
                 Event::Start { count } => {
                     e.solo(inst(
@@ -664,6 +711,50 @@ impl Schedule {
         }
         4 * (e.issues() - issued)
     }
+}
+
+/// A run of re-points [`Schedule::emit`] emits as a loop.
+struct RepointRun {
+    /// Re-points in the run.
+    count: usize,
+    /// Bytes between consecutive bases.
+    stride: u32,
+    /// Cycles between consecutive puts.
+    period: u64,
+}
+
+/// The run of re-points that starts `events` (the tile's events from
+/// there), if it is worth a loop: at least [`MIN_REPOINT_LOOP`]
+/// consecutive re-points (no other event of the tile between), bases a
+/// fixed positive stride apart and puts a fixed period apart, long enough
+/// for the loop's body: `put ; add ; delay ; brnzdec` (the put holds the
+/// supervisor [`Rules::put`] cycles, the add one, a taken `brnzdec`
+/// [`Rules::refill`]). A segmented transfer's re-points are such a run
+/// (its segments are sent a fixed period apart): one loop instead of a
+/// `setzi`, a `put` and a delay per segment, the exchange code a tile
+/// keeps.
+fn repoint_run(events: &[(u64, Event)], rules: &Rules) -> Option<RepointRun> {
+    let points: Vec<(u32, u64)> = events
+        .iter()
+        .map_while(|(_, ev)| match ev {
+            Event::Repoint { base, put } => Some((*base, *put)),
+            _ => None,
+        })
+        .collect();
+    let (&(b0, p0), &(b1, p1)) = (points.first()?, points.get(1)?);
+    let (stride, period) = (b1.checked_sub(b0)?, p1.checked_sub(p0)?);
+    if stride == 0 || stride > i16::MAX as u32 || period < rules.put + 1 + rules.refill {
+        return None;
+    }
+    let count = 1 + points
+        .windows(2)
+        .take_while(|w| w[1].0.checked_sub(w[0].0) == Some(stride) && w[1].1 - w[0].1 == period)
+        .count();
+    (count >= MIN_REPOINT_LOOP).then_some(RepointRun {
+        count,
+        stride,
+        period,
+    })
 }
 
 /// Emits code that holds the supervisor exactly `cycles` cycles (no
