@@ -160,8 +160,15 @@ fn streamed_weights_match_float64() {
         assert!(streamed.next.base < resident.next.base);
         let (cos, rel, cycles, estimate) = run_planned(s, seed, &planned(Weights::Streamed));
         assert_block_accuracy(s, (cos, rel, cycles, estimate), 0.999, max_rel);
-        let (.., resident_cycles, _) = run_planned(s, seed, &planned(Weights::Resident));
-        assert!(cycles > resident_cycles, "{cycles} {resident_cycles}");
+        // The gathers lengthen the exchanges (estimated: the resident
+        // block's simulation is `small_blocks_match_float64`'s kind).
+        let values = MlpValues::random(resident.shape, || 0.5);
+        let (_, lowered) = lower(&resident, &values.constants, machine);
+        assert!(
+            estimate > lowered.estimate.total(),
+            "{estimate} {}",
+            lowered.estimate.total()
+        );
     }
 }
 
