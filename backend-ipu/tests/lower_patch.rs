@@ -8,7 +8,10 @@ mod common;
 
 use common::{assert_block_accuracy, assert_near_estimate, cosine_and_rel_l2, run_lowered};
 use ipuc_backend_ipu::lower::block_values::PatchValues;
-use ipuc_backend_ipu::lower::patch_embed::{emit_patch, plan_patch_in, reference_rows, PatchShape};
+use ipuc_backend_ipu::lower::patch_embed::{
+    emit_patch, plan_patch_in, reference_rows, PatchPlan, PatchShape,
+};
+use ipuc_backend_ipu::lower::stream::Weights;
 use ipuc_backend_ipu::lower::window::Window;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
@@ -19,10 +22,21 @@ use rand::{Rng, SeedableRng};
 /// (cosine, relative L2 error, simulated cycles, estimated cycles) and the
 /// product's K split.
 fn run(s: PatchShape, tiles: u32, seed: u64) -> ((f64, f64, u64, u64), u32) {
+    let (result, plan) = run_with(s, tiles, seed, Weights::Resident);
+    (result, plan.product.grid_k)
+}
+
+/// [`run`] with the weights kept as `weights` says; returns the plan.
+fn run_with(
+    s: PatchShape,
+    tiles: u32,
+    seed: u64,
+    weights: Weights,
+) -> ((f64, f64, u64, u64), PatchPlan) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let PatchValues { x, constants: k } = PatchValues::random(s, || rng.random_range(-1.0..1.0));
     let machine = MachineModel::c600();
-    let plan = plan_patch_in(s, &machine, (0, tiles), Window::alone(&machine))
+    let plan = plan_patch_in(s, &machine, (0, tiles), Window::alone(&machine), weights)
         .unwrap_or_else(|e| panic!("{e}"));
     let mut ctx = Context::new(ipuc_dialects::registry());
     let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
@@ -54,10 +68,7 @@ fn run(s: PatchShape, tiles: u32, seed: u64) -> ((f64, f64, u64, u64), u32) {
     let rows: Vec<usize> = (0..s.tokens() as usize).collect();
     let (cos, rel) = cosine_and_rel_l2(&y, &reference_rows(s, &x, &k, &rows));
     let cycles = sim.profile().unwrap().total_cycles;
-    (
-        (cos, rel, cycles, lowered.estimate.total()),
-        plan.product.grid_k,
-    )
+    ((cos, rel, cycles, lowered.estimate.total()), plan)
 }
 
 fn shape(channels: u32, (height, width): (u32, u32), patch: u32, d: u32) -> PatchShape {
@@ -108,7 +119,23 @@ fn too_few_tiles_for_the_rows_and_the_product_is_an_error() {
         &MachineModel::c600(),
         (0, 3),
         Window::alone(&MachineModel::c600()),
+        Weights::Resident,
     )
     .unwrap_err();
     assert!(err.contains("16 patch rows need 3 row tiles"), "{err}");
+}
+
+/// The patch embedding with its weights streamed in (`lower/stream.rs`):
+/// home pieces over the product's grid rows, gathered in exchange A with
+/// the rows; the same numbers against float64.
+#[test]
+fn a_patch_embedding_with_streamed_weights_matches_float64() {
+    let s = shape(3, (32, 32), 8, 64);
+    let (result, plan) = run_with(s, 64, 6, Weights::Streamed);
+    assert!(plan.product.grid_rows > 1, "{}", plan.product);
+    assert!(plan.layout.home.is_some());
+    assert!(plan
+        .report(&MachineModel::c600())
+        .contains("weights streamed in"));
+    assert_block_accuracy(s, result, 0.9999, 2e-3);
 }

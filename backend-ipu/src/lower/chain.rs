@@ -412,7 +412,10 @@ pub fn plan_chain(
     let mut floor = machine.interleaved_base;
     let mut floors = 0;
     let mut weights = Weights::Resident;
-    let has_mlp = chain.blocks.iter().any(|b| matches!(b, ChainBlock::Mlp(_)));
+    let streamable = chain
+        .blocks
+        .iter()
+        .any(|b| matches!(b, ChainBlock::Mlp(_) | ChainBlock::Patch(_)));
     let mut resident_failure: Option<(Failure, u32)> = None;
     loop {
         match plan_blocks(chain, machine, stride, (repeat, archive), (floor, weights)) {
@@ -452,10 +455,10 @@ pub fn plan_chain(
                     ),
                 ));
             }
-            Err(Failure::Block(k, e, kept)) if weights == Weights::Resident && has_mlp => {
+            Err(Failure::Block(k, e, kept)) if weights == Weights::Resident && streamable => {
                 tracing::debug!(
                     target: "ipu-lower",
-                    "block {k} does not plan with every weight resident ({e}): planning again with the MLP blocks' weights streamed in"
+                    "block {k} does not plan with every weight resident ({e}): planning again with the MLP blocks' and the patch embedding's weights streamed in"
                 );
                 resident_failure = Some((Failure::Block(k, e, kept), archive));
                 weights = Weights::Streamed;
@@ -486,7 +489,7 @@ pub fn plan_chain(
                     _ => String::new(),
                 };
                 let streamed = if weights == Weights::Streamed {
-                    "; planned again with the MLP blocks' weights streamed in, as here, after the resident weights did not fit"
+                    "; planned again with the MLP blocks' and the patch embedding's weights streamed in, as here, after the resident weights did not fit"
                 } else {
                     ""
                 };
@@ -559,7 +562,7 @@ fn plan_blocks(
                 plan_pool_in(p.shape, machine, range, window).map(PlannedBlock::Pool)
             }
             ChainBlock::Patch(p) => {
-                plan_patch_in(p.shape, machine, range, window).map(PlannedBlock::Patch)
+                plan_patch_in(p.shape, machine, range, window, weights).map(PlannedBlock::Patch)
             }
         }
         .map_err(|e| Failure::Block(k, e, kept(&window)))?;

@@ -29,6 +29,7 @@
 //! Supersteps: `sync`, exchange A, `sync`, the product (and its reduction
 //! rounds, two syncs each).
 
+use super::stream::Weights;
 use super::window::Window;
 use ipuc_dialects::ipu::TensorPiece;
 use ipuc_dialects::nn;
@@ -404,7 +405,10 @@ impl PatchPlan {
     /// Exchange A: the rows into the product's input panels.
     pub fn exchange(&self, machine: &MachineModel) -> Schedule {
         let rows = self.row_carriers();
-        let transfers = input_panel_transfers(&self.placed(), &rows, rows.c * 2);
+        let placed = self.placed();
+        // Streamed weights first: the longest transfers.
+        let mut transfers = super::stream::transfers(&placed);
+        transfers.extend(input_panel_transfers(&placed, &rows, rows.c * 2));
         schedule(machine, &self.tiles(), &transfers)
     }
 
@@ -422,7 +426,7 @@ impl PatchPlan {
     pub fn report(&self, machine: &MachineModel) -> String {
         let s = self.shape;
         format!(
-            "patch embedding {}x{}x{} patches of {}, {} tokens x {} (rows of {} padded to {}): rows on tiles {}..={}\n  product: {}\n  estimate: {}\n",
+            "patch embedding {}x{}x{} patches of {}, {} tokens x {} (rows of {} padded to {}): rows on tiles {}..={}\n  product: {}\n{}  estimate: {}\n",
             s.channels,
             s.height,
             s.width,
@@ -434,6 +438,15 @@ impl PatchPlan {
             self.row_tiles.first().copied().unwrap_or(0),
             self.row_tiles.last().copied().unwrap_or(0),
             self.product,
+            if self.layout.home.is_some() {
+                format!(
+                    "  weights streamed in: in pieces of {} bytes on each of its {} grid rows, gathered in exchange A\n",
+                    super::stream::piece_bytes(&self.product),
+                    self.product.grid_rows
+                )
+            } else {
+                String::new()
+            },
             self.estimate(machine)
         )
     }
@@ -471,12 +484,14 @@ impl std::fmt::Display for PatchEstimate {
 }
 
 /// Plans the block on the `count` tiles from `first`: the row tiles last,
-/// the product searched over the others.
+/// the product searched over the others, its weights kept as `weights`
+/// says.
 pub fn plan_patch_in(
     shape: PatchShape,
     whole: &MachineModel,
     (first, count): (u32, u32),
     mut window: Window,
+    weights: Weights,
 ) -> Result<PatchPlan, String> {
     if shape.d == 0 || shape.tokens() == 0 || shape.k() == 0 {
         return Err("the patch embedding has an empty dimension".into());
@@ -511,17 +526,21 @@ pub fn plan_patch_in(
     // partials) on the product's tiles, the pixel rows the host writes on
     // the row tiles (other tiles, from the same base); the product's
     // buffers are shared scratch.
+    // Streamed in (`super::stream`), the weights keep their home pieces
+    // there and are gathered below the product's buffers.
     let v = product.vertex();
     let mut lay = layout(&product, whole);
     let base = window.base.next_multiple_of(16);
     let rows = base;
+    let streams = weights.streams(&product);
+    let kept = if streams {
+        super::stream::piece_bytes(&product)
+    } else {
+        v.weight_bytes() as u32
+    };
     lay.weights = base;
-    lay.bias = v
-        .bias
-        .map(|_| (base + v.weight_bytes() as u32).next_multiple_of(16));
-    let product_end = lay.bias.map_or(base + v.weight_bytes() as u32, |b| {
-        b + v.bias_bytes() as u32
-    });
+    lay.bias = v.bias.map(|_| (base + kept).next_multiple_of(16));
+    let product_end = lay.bias.map_or(base + kept, |b| b + v.bias_bytes() as u32);
     // The pixels no patch reads land after the rows, one run over the
     // last: an image row at most.
     let sink = (rows + LN_ROWS * row_bytes).next_multiple_of(8);
@@ -531,14 +550,21 @@ pub fn plan_patch_in(
         0
     };
     let private_end = product_end.max(sink + sink_bytes);
-    let shared_bottom = lay.buffers_bottom();
+    let mut shared_bottom = lay.buffers_bottom();
+    if streams {
+        lay.home = Some(base);
+        lay.weights = shared_bottom.saturating_sub(v.weight_bytes() as u32) & !15;
+        shared_bottom = lay.weights;
+    }
     window.base = private_end;
     if window.scratch_floor() > shared_bottom {
         return Err(format!(
-            "the patch embedding does not fit a tile's interleaved memory: its weights and bias block take {} bytes, {LN_ROWS} pixel rows {} (above {} bytes earlier blocks keep), its product's buffers {}, against {}{}",
+            "the patch embedding does not fit a tile's interleaved memory: its weights{} and bias block take {} bytes, {LN_ROWS} pixel rows {} (above {} bytes earlier blocks keep), its product's buffers{} {}, against {}{}",
+            if streams { "' home pieces" } else { "" },
             product_end - base,
             LN_ROWS * row_bytes,
             base - whole.interleaved_base,
+            if streams { " and gathered weights" } else { "" },
             whole.sram_end - shared_bottom,
             whole.sram_end - whole.interleaved_base,
             window.floor_note()
