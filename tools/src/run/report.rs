@@ -19,9 +19,11 @@ pub struct Report {
     pub import_s: f64,
     /// Seconds spent running, over all data sets.
     pub run_s: f64,
-    /// Operations executed per run.
+    /// Operations executed per run: the reference executor's `nn` ops;
+    /// on the simulator, its instructions (as `profile.instructions`).
     pub ops: usize,
-    /// The most tensor bytes alive at once in any run.
+    /// The most tensor bytes alive at once in any run (the reference
+    /// executor's; 0 on the simulator, which has no tensors of its own).
     pub peak_live_bytes: usize,
     /// The comparison tolerances.
     pub tolerance: Tolerance,
@@ -194,13 +196,19 @@ impl Report {
             let _ = writeln!(s, "against  {o}");
         }
         let _ = writeln!(s, "import   {:.3} s", self.import_s);
-        let _ = writeln!(
-            s,
-            "run      {:.3} s ({} ops, peak {} live)",
-            self.run_s,
-            self.ops,
-            human_bytes(self.peak_live_bytes)
-        );
+        if self.profile.is_some() {
+            // The simulator's instructions are on the profile's line; the
+            // reference executor's op count and live bytes are its own.
+            let _ = writeln!(s, "run      {:.3} s", self.run_s);
+        } else {
+            let _ = writeln!(
+                s,
+                "run      {:.3} s ({} ops, peak {} live)",
+                self.run_s,
+                self.ops,
+                human_bytes(self.peak_live_bytes)
+            );
+        }
         if let Some(p) = &self.profile {
             let _ = writeln!(
                 s,
