@@ -278,11 +278,7 @@ impl MlpPlan {
             .iter()
             .filter(|(.., lay, _)| lay.home.is_some())
             .map(|(name, p, _, exchange)| {
-                format!(
-                    "{name}'s in pieces of {} bytes on each of its {} grid rows, gathered in exchange {exchange}",
-                    super::stream::piece_bytes(p),
-                    p.grid_rows
-                )
+                format!("{name}'s {}", super::stream::report(p, exchange))
             })
             .collect();
         if streamed.is_empty() {
@@ -473,15 +469,8 @@ pub fn block_layout(
     let (v1, v2) = (fc1.vertex(), fc2.vertex());
     let private_start = window.base;
     // Each product's weights, or with them streamed its home piece.
-    let mut kept = |p: &GemmPlan| {
-        let bytes = if weights.streams(p) {
-            super::stream::piece_bytes(p)
-        } else {
-            p.vertex().weight_bytes() as u32
-        };
-        window.private(bytes)
-    };
-    let (w1, w2) = (kept(fc1), kept(fc2));
+    let w1 = window.private(weights.kept_bytes(fc1));
+    let w2 = window.private(weights.kept_bytes(fc2));
     let bias1 = v1.bias.map(|_| window.private(v1.bias_bytes() as u32));
     let row_bytes = shape.c * 2;
     let ln_bytes = (LN_ROWS * row_bytes + 16).next_multiple_of(16);
@@ -549,11 +538,11 @@ pub fn block_layout(
     };
     let r3_bottom = r2_bottom + r2;
     // A product's weights: streamed into R2 from its home, else kept.
-    let placed_weights = |p: &GemmPlan, kept: u32| {
+    let placed_weights = |p: &GemmPlan, at: u32| {
         if weights.streams(p) {
-            (r2_bottom, Some(kept))
+            (r2_bottom, Some(at))
         } else {
-            (kept, None)
+            (at, None)
         }
     };
     let ((w1, home1), (w2, home2)) = (placed_weights(fc1, w1), placed_weights(fc2, w2));

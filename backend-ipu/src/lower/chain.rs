@@ -416,7 +416,8 @@ pub fn plan_chain(
         .blocks
         .iter()
         .any(|b| matches!(b, ChainBlock::Mlp(_) | ChainBlock::Patch(_)));
-    let mut resident_failure: Option<(Failure, u32)> = None;
+    // Where the resident plan stopped: block, reason, kept bytes, archive.
+    let mut resident_failure: Option<(usize, String, u32, u32)> = None;
     loop {
         match plan_blocks(chain, machine, stride, (repeat, archive), (floor, weights)) {
             Ok(plan) => return Ok(plan),
@@ -460,7 +461,7 @@ pub fn plan_chain(
                     target: "ipu-lower",
                     "block {k} does not plan with every weight resident ({e}): planning again with the MLP blocks' and the patch embedding's weights streamed in"
                 );
-                resident_failure = Some((Failure::Block(k, e, kept), archive));
+                resident_failure = Some((k, e, kept, archive));
                 weights = Weights::Streamed;
                 (stride, archive, sizings, floor, floors) =
                     (bank, 0, 0, machine.interleaved_base, 0);
@@ -470,7 +471,7 @@ pub fn plan_chain(
                 // planned no archive): the resident plan's reason is the
                 // chain's.
                 let (k, e, kept, archive, weights) = match resident_failure.take() {
-                    Some((Failure::Block(k0, e0, kept0), archive0)) if k0 >= k && archive == 0 => {
+                    Some((k0, e0, kept0, archive0)) if k0 >= k && archive == 0 => {
                         (k0, e0, kept0, archive0, Weights::Resident)
                     }
                     _ => (k, e, kept, archive, weights),

@@ -440,9 +440,8 @@ impl PatchPlan {
             self.product,
             if self.layout.home.is_some() {
                 format!(
-                    "  weights streamed in: in pieces of {} bytes on each of its {} grid rows, gathered in exchange A\n",
-                    super::stream::piece_bytes(&self.product),
-                    self.product.grid_rows
+                    "  weights streamed in: {}\n",
+                    super::stream::report(&self.product, "A")
                 )
             } else {
                 String::new()
@@ -533,11 +532,7 @@ pub fn plan_patch_in(
     let base = window.base.next_multiple_of(16);
     let rows = base;
     let streams = weights.streams(&product);
-    let kept = if streams {
-        super::stream::piece_bytes(&product)
-    } else {
-        v.weight_bytes() as u32
-    };
+    let kept = weights.kept_bytes(&product);
     lay.weights = base;
     lay.bias = v.bias.map(|_| (base + kept).next_multiple_of(16));
     let product_end = lay.bias.map_or(base + kept, |b| b + v.bias_bytes() as u32);

@@ -594,12 +594,11 @@ impl Schedule {
             let (start, ev) = &list[i];
             i += 1;
             wait(e, &mut now, *start);
-            if let Some(run) = repoint_run(&list[i - 1..], &rules) {
+            if let (Some(run), &Event::Repoint { base, put }) =
+                (repoint_run(&list[i - 1..], &rules), ev)
+            {
                 // A run of re-points a fixed stride and period apart:
                 // one loop (see `repoint_run`), the last put after it.
-                let Event::Repoint { base, put } = list[i - 1].1 else {
-                    unreachable!("a run starts with a re-point")
-                };
                 wait(e, &mut now, put - rules.latency);
                 e.solo(inst("setzi", [op::m(RECV_BASE), op::imm(i64::from(base))]));
                 e.solo(inst(

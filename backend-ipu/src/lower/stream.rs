@@ -49,6 +49,26 @@ impl Weights {
     pub fn streams(self, plan: &GemmPlan) -> bool {
         self == Weights::Streamed && plan.grid_rows > 1
     }
+
+    /// The bytes of `plan`'s weights a tile keeps in private memory: its
+    /// home piece where they stream in, else its whole block.
+    pub fn kept_bytes(self, plan: &GemmPlan) -> u32 {
+        if self.streams(plan) {
+            piece_bytes(plan)
+        } else {
+            plan.vertex().weight_bytes() as u32
+        }
+    }
+}
+
+/// A plan report's words on a product whose weights stream in, gathered
+/// in exchange `exchange`.
+pub fn report(plan: &GemmPlan, exchange: &str) -> String {
+    format!(
+        "in pieces of {} bytes on each of its {} grid rows, gathered in exchange {exchange}",
+        piece_bytes(plan),
+        plan.grid_rows
+    )
 }
 
 /// Bytes of each piece of `plan`'s weight blocks: a block's bytes over its
