@@ -57,3 +57,44 @@ fn a_copy_within_one_bank_is_a_reported_conflict() {
     let err = s.run().unwrap_err().to_string();
     assert!(err.contains("bank conflict"), "{err}");
 }
+
+#[test]
+fn zero_fills_clear_exactly_their_bytes_and_match_the_estimate() {
+    use ipuc_backend_ipu::codelets::fill::Fill;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(78);
+    for words in [1u32, 5, 6, 7, 420, 1001] {
+        let f = Fill {
+            bytes: 8 * words,
+            dst: 0x80008,
+        };
+        // Random bytes around and under the fill: only its own bytes
+        // become zero.
+        let around: Vec<u8> = (0..f.bytes + 32)
+            .map(|_| rng.random_range(1..=255))
+            .collect();
+        let (prog, counts) = f.program(3, &MachineModel::c600()).unwrap();
+        let s = simulate(&prog, 3, &[(0x80000, &around)]);
+        let got = s.read_memory(3, 0x80000, f.bytes + 32).unwrap();
+        let mut want = around.clone();
+        want[8..8 + f.bytes as usize].fill(0);
+        assert_eq!(got, want, "{words} words");
+        common::assert_worker_issues(
+            s.profile().unwrap().tiles[0].worker_issues,
+            &f.worker_words(),
+            |n| counts.worker_issues(n),
+            format_args!("{words} words"),
+        );
+        let est = f.estimate_cycles().unwrap();
+        common::assert_near_estimate(
+            s.profile().unwrap().total_cycles,
+            est,
+            format_args!("{words} words"),
+        );
+    }
+    assert!(Fill {
+        bytes: 12,
+        dst: 0x80000
+    }
+    .validate()
+    .is_err());
+}

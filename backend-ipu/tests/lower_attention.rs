@@ -9,8 +9,9 @@ mod common;
 
 use common::{assert_block_accuracy, cosine_and_rel_l2, run_lowered};
 use ipuc_backend_ipu::lower::attention_block::{
-    emit_attention, plan_attention, plan_attention_with, reference, AttentionShape,
+    emit_attention, plan_attention, plan_attention_with, reference, AttentionFp8, AttentionShape,
 };
+use ipuc_backend_ipu::lower::block::FP8_MAX_REL_L2;
 use ipuc_backend_ipu::lower::block_values::AttentionValues;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
@@ -26,8 +27,17 @@ fn run(s: AttentionShape, seed: u64) -> (f64, f64, u64, u64) {
 /// [`run`] with the blocks of keys per head forced where given.
 fn run_with(s: AttentionShape, seed: u64, key_blocks: Option<u32>) -> (f64, f64, u64, u64) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let AttentionValues { x, constants: k } =
-        AttentionValues::random(s, || rng.random_range(-1.0..1.0));
+    let mut values = AttentionValues::random(s, || rng.random_range(-1.0..1.0));
+    // FP8 blocks: the weights rounded to FP8 values, the scales the
+    // quantization picked.
+    let s = match s.fp8 {
+        Some(_) => AttentionShape {
+            fp8: Some(values.quantize_fp8()),
+            ..s
+        },
+        None => s,
+    };
+    let AttentionValues { x, constants: k } = values;
     let machine = MachineModel::c600();
     let plan = plan_attention_with(s, &machine, (0, machine.tiles), key_blocks)
         .unwrap_or_else(|e| panic!("{e}"));
@@ -67,6 +77,19 @@ fn shape(m: u32, c: u32, heads: u32) -> AttentionShape {
         head_dim: c / heads,
         eps: 1e-6,
         scale: 1.0 / ((c / heads) as f32).sqrt(),
+        fp8: None,
+    }
+}
+
+/// [`shape`] with FP8 products (the scales are the quantization's, set by
+/// [`run_with`]).
+fn fp8(s: AttentionShape) -> AttentionShape {
+    AttentionShape {
+        fp8: Some(AttentionFp8 {
+            qkv_scale: 0,
+            out_scale: 0,
+        }),
+        ..s
     }
 }
 
@@ -108,6 +131,56 @@ fn key_split_attention_blocks_match_float64_and_their_estimate() {
             "{s:?}: simulated {cycles} cycles, estimate {estimate}"
         );
     }
+}
+
+#[test]
+fn fp8_attention_blocks_match_float64_with_the_same_roundings() {
+    // FP8 weights kept as codes and widened, LayerNorm's and the
+    // attention's outputs rounded to the FP8 grid: against float64 with
+    // the same FP8 values, within the FP8 blocks' bound (the value bias
+    // folded past the rounding moves it at other places, and f16
+    // arithmetic before each rounding moves a few values a whole FP8
+    // step). Both forms of the attention, padded heads and tokens.
+    for (s, seed, blocks) in [
+        (fp8(shape(16, 64, 4)), 11, Some(1)),
+        (fp8(shape(37, 96, 4)), 12, Some(2)),
+        (fp8(shape(21, 48, 1)), 13, None),
+    ] {
+        let result = run_with(s, seed, blocks);
+        assert_block_accuracy(s, result, 0.999, FP8_MAX_REL_L2);
+        let (_, _, cycles, estimate) = result;
+        let off = (cycles as f64 - estimate as f64).abs() / estimate as f64;
+        assert!(
+            off <= 0.03,
+            "{s:?}: simulated {cycles} cycles, estimate {estimate}"
+        );
+    }
+}
+
+#[test]
+fn fp8_blocks_keep_their_weights_as_codes() {
+    // The same block at FP8 keeps half the weight bytes in private
+    // memory: qk's, out's and vt's input as codes.
+    let m = MachineModel::c600();
+    let s = shape(64, 256, 4);
+    let f16 = plan_attention(s, &m).unwrap_or_else(|e| panic!("{e}"));
+    let f8 = plan_attention(fp8(s), &m).unwrap_or_else(|e| panic!("{e}"));
+    let private = |p: &ipuc_backend_ipu::lower::attention_block::AttentionPlan| {
+        p.next.base - m.interleaved_base
+    };
+    let codes = f8.layout.qk.codes.expect("qk's weights are codes");
+    assert_eq!(codes.at, m.interleaved_base);
+    assert!(f8.layout.out.codes.is_some() && f8.layout.vt_codes.is_some());
+    // The f16 weights are widened into scratch, above every constant.
+    for lay in [&f8.layout.qk, &f8.layout.out] {
+        assert!(lay.weights >= f8.next.base, "{lay:?}");
+    }
+    assert!(
+        private(&f8) < private(&f16),
+        "f16 {} bytes private, FP8 {}",
+        private(&f16),
+        private(&f8)
+    );
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! Conversion codelets: f32 -> f16, f16 -> FP8 (with a power-of-two tensor
-//! scale) and FP8 -> f16 (with its scale).
+//! scale), FP8 -> f16 (with its scale), and f16 rounded to the FP8 grid
+//! (f16 -> FP8 -> f16, what `nn.cast` to `f8E4M3FNUZ` does to a value that
+//! an f16 product then reads).
 //!
 //! Each worker streams a contiguous share. The narrowing casts read 16
 //! bytes (`ld128step`, so the input must be 16-byte aligned in interleaved
@@ -9,11 +11,24 @@
 //! { st64step (previous result) ; convert low half }
 //! { ld128step (next input)     ; convert high half }
 //! ```
-//! The widening FP8 -> f16 cast reads 8 bytes and writes 16 per two bundles
-//! (`ldst64pace` loads the next input and stores one result word,
-//! `st64step` the other). Both run at one conversion instruction per tile
-//! cycle, the auxiliary pipeline's limit. Loads read one input unit past a
-//! worker's share.
+//! and read one input unit past a worker's share. The widening FP8 -> f16
+//! cast reads 8 bytes and writes 16 per three bundles, each load and store
+//! an instruction of its own (so the input and output may share a memory
+//! element: no instruction accesses both):
+//! ```text
+//! { st64step (low result)  ; convert high half }
+//! { ld64step (next input)  ; fnop }
+//! { st64step (high result) ; convert next low half }
+//! ```
+//! The rounding reads 8 bytes and writes 8 per two bundles, in place or
+//! not (each unit is loaded before its result is stored):
+//! ```text
+//! { ld64step (next input)  ; FP8 -> f16 (previous unit) }
+//! { st64step (its result)  ; f16 -> FP8 (next unit) }
+//! ```
+//! The narrowing casts run at one conversion instruction per tile cycle,
+//! the auxiliary pipeline's limit; the widening at two per three cycles,
+//! the rounding at one (two per unit of four).
 //!
 //! Numerics are exact roundings (RNE; FP8 saturates to +-240, NaN and
 //! infinities become the NaN code 0x80), so the reference is
@@ -21,7 +36,7 @@
 
 use half::f16;
 
-use super::emitter::{inst, op, st64_next, Emitter};
+use super::emitter::{inst, ld64_next, op, st64_next, Emitter};
 use super::launch::{self, split, StreamCounts, WORKERS};
 use super::program::Codelet;
 use super::{check_alignment, CodeletError};
@@ -42,6 +57,12 @@ pub enum CastKind {
         /// Tensor scale exponent, -31..=31.
         scale: i32,
     },
+    /// f16 -> f16 on the FP8 grid: x' = f8(x * 2^-scale) * 2^scale
+    /// (`f16v4tof8` then `f8v4tof16`), in place or not.
+    F16RoundF8 {
+        /// Tensor scale exponent, -31..=31.
+        scale: i32,
+    },
 }
 
 impl CastKind {
@@ -50,6 +71,7 @@ impl CastKind {
             CastKind::F32ToF16 => "cast_f32_f16",
             CastKind::F16ToF8 { .. } => "cast_f16_f8",
             CastKind::F8ToF16 { .. } => "cast_f8_f16",
+            CastKind::F16RoundF8 { .. } => "round_f16_f8",
         }
     }
 
@@ -59,13 +81,14 @@ impl CastKind {
             CastKind::F32ToF16 => (4, 2),
             CastKind::F16ToF8 { .. } => (2, 1),
             CastKind::F8ToF16 { .. } => (1, 2),
+            CastKind::F16RoundF8 { .. } => (2, 2),
         }
     }
 
     /// Elements per loop iteration (two bundles).
     pub fn elements_per_iteration(self) -> u32 {
         match self {
-            CastKind::F32ToF16 => 4,
+            CastKind::F32ToF16 | CastKind::F16RoundF8 { .. } => 4,
             CastKind::F16ToF8 { .. } | CastKind::F8ToF16 { .. } => 8,
         }
     }
@@ -83,9 +106,10 @@ pub struct Cast {
     pub kind: CastKind,
     /// Elements (a multiple of [`CastKind::elements_per_iteration`]).
     pub len: u32,
-    /// Input address (narrowing casts: 16-byte aligned, interleaved memory).
+    /// Input address (narrowing casts: 16-byte aligned, interleaved memory;
+    /// the others 8-byte aligned).
     pub input: u32,
-    /// Output address, 8-byte aligned, in another bank than the input.
+    /// Output address, 8-byte aligned (the rounding's may be the input's).
     pub output: u32,
 }
 
@@ -105,15 +129,17 @@ impl Cast {
                 self.len
             ));
         }
-        if let CastKind::F16ToF8 { scale } | CastKind::F8ToF16 { scale } = self.kind {
+        if let CastKind::F16ToF8 { scale }
+        | CastKind::F8ToF16 { scale }
+        | CastKind::F16RoundF8 { scale } = self.kind
+        {
             if !SCALE_RANGE.contains(&scale) {
                 return err(format!("FP8 scale {scale} is outside -31..=31"));
             }
         }
-        let in_align = if matches!(self.kind, CastKind::F8ToF16 { .. }) {
-            8
-        } else {
-            16
+        let in_align = match self.kind {
+            CastKind::F8ToF16 { .. } | CastKind::F16RoundF8 { .. } => 8,
+            CastKind::F32ToF16 | CastKind::F16ToF8 { .. } => 16,
         };
         check_alignment(
             self.kind.name(),
@@ -146,8 +172,22 @@ impl Cast {
                         .to_le_bytes()
                 })
                 .collect(),
+            CastKind::F16RoundF8 { scale } => input
+                .chunks_exact(2)
+                .flat_map(|b| {
+                    let h = f16::from_bits(u16::from_le_bytes([b[0], b[1]]));
+                    round_f8(h.to_f64(), scale).to_bits().to_le_bytes()
+                })
+                .collect(),
         }
     }
+}
+
+/// `x` rounded to the FP8 grid at `scale` and back to f16: `f8(x *
+/// 2^-scale) * 2^scale`, RNE, saturating at `+-240 * 2^scale`, NaN for
+/// NaN and infinities (what [`CastKind::F16RoundF8`] computes).
+pub fn round_f8(x: f64, scale: i32) -> f16 {
+    f16::from_f64(decode_scaled(encode_scaled(x, scale), scale))
 }
 
 impl Codelet for Cast {
@@ -198,56 +238,34 @@ impl Codelet for Cast {
                 let scale = op::imm(i64::from(scale));
                 let lo = || inst("f8v4tof16", [op::a_pair(2), op::a(0), scale.clone()]);
                 let hi = || inst("f8v4tof16", [op::a_pair(4), op::a(1), scale.clone()]);
-                // Packed addresses: 0 = the next input word (+1 word),
-                // 2 = the low result word (+2 words); `$m6` walks the high words.
-                e.solo(inst("shl", [op::m(7), op::m(3), op::imm(1)]));
-                e.solo(inst(
-                    "ld64",
-                    [op::a_pair(0), op::m(0), op::mzero(), op::imm(0)],
-                ));
-                e.solo(inst("add", [op::m(9), op::m(0), op::imm(16)]));
-                e.solo(inst("add", [op::m(6), op::m(2), op::imm(8)]));
-                e.solo(inst("setzi", [op::m(8), op::imm(2)]));
-                e.solo(inst(
-                    "tapack",
-                    [op::m_pair(4), op::m(9), op::mzero(), op::m(2)],
-                ));
+                e.solo(ld64_next(0, 0));
                 e.bundle(inst("nop", []), lo());
-                e.bundle(
-                    inst("ld64", [op::a_pair(0), op::m(0), op::mzero(), op::imm(1)]),
-                    hi(),
-                );
-                let store_hi = || {
-                    inst(
-                        "st64step",
-                        [op::a_pair(4), op::mzero(), op::m_inc(6), op::imm(2)],
-                    )
-                };
                 let body = e.rpt(
                     op::m(3),
                     tag,
                     vec![
-                        (store_hi(), hi()),
-                        (
-                            inst(
-                                "ldst64pace",
-                                [
-                                    op::a_pair(0),
-                                    op::a_pair(2),
-                                    op::m_pair_inc(4),
-                                    op::m(8),
-                                    op::imm(0b0100),
-                                ],
-                            ),
-                            lo(),
-                        ),
+                        (st64_next(2, 2), hi()),
+                        (ld64_next(0, 0), inst("fnop", [])),
+                        (st64_next(4, 2), lo()),
                     ],
                 );
-                e.solo(store_hi());
-                e.solo(inst(
-                    "st64",
-                    [op::a_pair(2), op::m(2), op::mzero(), op::m(7)],
-                ));
+                e.bundle(st64_next(2, 2), hi());
+                e.solo(st64_next(4, 2));
+                body
+            }
+            CastKind::F16RoundF8 { scale } => {
+                let scale = op::imm(i64::from(scale));
+                let narrow = || inst("f16v4tof8", [op::a(2), op::a_pair(0), scale.clone()]);
+                let widen = || inst("f8v4tof16", [op::a_pair(4), op::a(2), scale.clone()]);
+                e.solo(ld64_next(0, 0));
+                e.bundle(inst("nop", []), narrow());
+                let body = e.rpt(
+                    op::m(3),
+                    tag,
+                    vec![(ld64_next(0, 0), widen()), (st64_next(4, 2), narrow())],
+                );
+                e.bundle(inst("nop", []), widen());
+                e.solo(st64_next(4, 2));
                 body
             }
         };

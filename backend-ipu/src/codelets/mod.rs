@@ -15,6 +15,7 @@ pub mod copy;
 pub mod elementwise;
 pub mod emitter;
 pub mod estimate;
+pub mod fill;
 pub mod gelu;
 pub mod gelu_f8;
 pub mod gemm;

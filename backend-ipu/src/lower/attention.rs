@@ -14,7 +14,11 @@
 //! ```
 //!
 //! Every value f16 (`--precision fp16`), the weights and LayerNorm's scale
-//! and shift `nn.constant`s, one batch entry. The match hands the
+//! and shift `nn.constant`s, one batch entry. With `--precision fp8` both
+//! products take FP8 on both sides: `nn.cast {to = f8E4M3FNUZ}` between
+//! LayerNorm and the QKV product and between the attention and the output
+//! product, the weights FP8 codes with `rhs_scale`
+//! ([`super::attention_block::AttentionFp8`]). The match hands the
 //! constants over as the IR holds them; [`AttentionConstants`] documents
 //! their layout and [`super::attention_block`] how the tiles hold them.
 
@@ -23,11 +27,14 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, OpId, Type, Value};
 
 use super::attention_block::{
-    emit_attention, plan_attention, AttentionConstants, AttentionPlan, AttentionShape,
+    emit_attention, plan_attention, AttentionConstants, AttentionFp8, AttentionPlan, AttentionShape,
 };
-use super::block_match::{check_function_holds, from_only_argument, the_only};
+use super::block_match::{
+    check_function_holds, constant_operand, element_kind, fp8_cast_of, from_only_argument,
+    product_after, product_weights, the_only,
+};
 use super::codegen::{Lowered, StepEstimates};
-use super::passes::{chain, chain_ops, constant_of, constant_values, gemm_shape, only_user, ADD};
+use super::passes::{chain, chain_ops, constant_values, gemm_shape, only_user, ADD};
 use crate::codelets::amp::AmpVariant;
 
 /// A matched block: its ops and constants.
@@ -54,21 +61,15 @@ pub struct AttentionMatch {
 }
 
 fn values(ctx: &Context, op: OpId, what: &str, v: Value) -> Result<Vec<f64>, Diagnostic> {
-    let c = constant_of(ctx, v).ok_or_else(|| {
-        Diagnostic::op_error(
-            ctx,
-            op,
-            format!("the attention block lowering needs {what} to be an nn.constant"),
-        )
-    })?;
-    constant_values(&c).map_err(|e| Diagnostic::op_error(ctx, op, format!("{what}: {e}")))
+    constant_operand(ctx, op, "attention block", what, v)
+}
+
+fn weights(ctx: &Context, op: OpId, what: &str) -> Result<Vec<f64>, Diagnostic> {
+    product_weights(ctx, op, "attention block", what)
 }
 
 fn is_f16(ctx: &Context, v: Value) -> bool {
-    ctx.value_type(v)
-        .element_type()
-        .and_then(|t| t.float_kind())
-        == Some(FloatKind::F16)
+    element_kind(ctx, v) == Some(FloatKind::F16)
 }
 
 /// The attention block of `f`, if `f` has an `nn.attention` (`None`
@@ -134,6 +135,8 @@ pub fn attention_from(ctx: &Context, att: OpId) -> Result<AttentionMatch, Diagno
         .defining_op(ctx.operands(split)[0])
         .filter(|&p| [nn::MATMUL, nn::LINEAR].contains(&ctx.name_str(p)))
         .ok_or_else(|| mismatch(split, "the split's input is not a product"))?;
+    // FP8 products read LayerNorm's output through a cast.
+    let cast_ln = fp8_cast_of(ctx, ctx.operands(qkv)[0]);
     let qkv_chain = chain(ctx, qkv)?;
     if qkv_chain.last != qkv && qkv_chain.epilogue.gelu.is_some() {
         return Err(mismatch(qkv, "the QKV product is followed by a GELU"));
@@ -144,14 +147,17 @@ pub fn attention_from(ctx: &Context, att: OpId) -> Result<AttentionMatch, Diagno
             "the QKV product's only user must be the split",
         ));
     }
+    let ln_user = cast_ln.unwrap_or(qkv);
     let ln = ctx
-        .defining_op(ctx.operands(qkv)[0])
+        .defining_op(ctx.operands(ln_user)[0])
         .filter(|&l| ctx.name_str(l) == nn::LAYER_NORMALIZATION)
         .ok_or_else(|| mismatch(qkv, "the QKV product's input is not a LayerNorm"))?;
-    if only_user(ctx, ln) != Some(qkv) {
+    if only_user(ctx, ln) != Some(ln_user)
+        || cast_ln.is_some_and(|c| only_user(ctx, c) != Some(qkv))
+    {
         return Err(mismatch(
             ln,
-            "the LayerNorm's only user must be the QKV product",
+            "the LayerNorm's only user must be the QKV product (or its cast to FP8, whose only user it is)",
         ));
     }
     let input = ctx.operands(ln)[0];
@@ -159,7 +165,7 @@ pub fn attention_from(ctx: &Context, att: OpId) -> Result<AttentionMatch, Diagno
         return Err(Diagnostic::op_error(
             ctx,
             ln,
-            "the attention block's input must be f16 (convert the function with --precision fp16)",
+            "the attention block's input must be f16 (convert the function with --precision fp16 or fp8)",
         ));
     }
     let x_dims: Vec<i64> = ctx
@@ -184,9 +190,13 @@ pub fn attention_from(ctx: &Context, att: OpId) -> Result<AttentionMatch, Diagno
         .attr(ln, "epsilon")
         .and_then(Attribute::as_f64)
         .unwrap_or(1e-5) as f32;
-    let out = only_user(ctx, att)
-        .filter(|&u| [nn::MATMUL, nn::LINEAR].contains(&ctx.name_str(u)))
-        .ok_or_else(|| mismatch(att, "the attention's only user is not a product"))?;
+    let (cast_o, out) = product_after(ctx, att);
+    let out = out.ok_or_else(|| {
+        mismatch(
+            att,
+            "the attention's only user is not a product (or a cast to FP8 whose only user is one)",
+        )
+    })?;
     let out_chain = chain(ctx, out)?;
     if out_chain.epilogue.gelu.is_some() {
         return Err(mismatch(out, "the output product is followed by a GELU"));
@@ -205,13 +215,25 @@ pub fn attention_from(ctx: &Context, att: OpId) -> Result<AttentionMatch, Diagno
             )
         })?;
     let (s1, s2) = (gemm_shape(ctx, qkv)?, gemm_shape(ctx, out)?);
-    if s1.variant != AmpVariant::F16 || s2.variant != AmpVariant::F16 {
-        return Err(Diagnostic::op_error(
-            ctx,
-            qkv,
-            "the attention block lowers f16 products only yet (--precision fp16)",
-        ));
-    }
+    let scale_of = |op: OpId| i32::try_from(nn::rhs_scale(ctx, op)).unwrap_or(i32::MAX);
+    let fp8 = match (s1.variant, s2.variant, cast_ln.is_some() && cast_o.is_some()) {
+        (AmpVariant::F16, AmpVariant::F16, _) => None,
+        (AmpVariant::F8, AmpVariant::F8, true) => Some(AttentionFp8 {
+            qkv_scale: scale_of(qkv),
+            out_scale: scale_of(out),
+        }),
+        _ => {
+            return Err(Diagnostic::op_error(
+                ctx,
+                qkv,
+                format!(
+                    "the attention block lowers with both products f16 x f16, or both FP8 x FP8 with LayerNorm's and the attention's outputs cast to f8E4M3FNUZ (--precision fp16 or fp8), not {} and {}",
+                    s1.variant.mnemonic(),
+                    s2.variant.mnemonic()
+                ),
+            ))
+        }
+    };
     let heads = ctx
         .attr(att, "heads")
         .and_then(Attribute::as_int)
@@ -231,6 +253,7 @@ pub fn attention_from(ctx: &Context, att: OpId) -> Result<AttentionMatch, Diagno
         i64::from(head_dim),
     );
     let mut block_ops = vec![ln, qkv, split, att, out, add];
+    block_ops.extend(cast_ln.into_iter().chain(cast_o));
     block_ops.extend(chain_ops(ctx, qkv, qkv_chain.last));
     block_ops.extend(chain_ops(ctx, out, out_chain.last));
     let ln_ops = ctx.operands(ln).to_vec();
@@ -254,6 +277,7 @@ pub fn attention_from(ctx: &Context, att: OpId) -> Result<AttentionMatch, Diagno
             head_dim,
             eps,
             scale,
+            fp8,
         },
         ln,
         qkv,
@@ -264,9 +288,9 @@ pub fn attention_from(ctx: &Context, att: OpId) -> Result<AttentionMatch, Diagno
         constants: AttentionConstants {
             gamma,
             beta,
-            w_qkv: values(ctx, qkv, "the QKV weights", ctx.operands(qkv)[1])?,
+            w_qkv: weights(ctx, qkv, "the QKV weights")?,
             b_qkv: bias(&qkv_chain, qkv, 3 * c)?,
-            w_o: values(ctx, out, "the output weights", ctx.operands(out)[1])?,
+            w_o: weights(ctx, out, "the output weights")?,
             b_o: bias(&out_chain, out, c)?,
         },
     })

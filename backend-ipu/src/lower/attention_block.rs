@@ -21,7 +21,9 @@
 //!   value channels) are the value panels the attention's second product
 //!   reads, with no transpose. The value bias is folded into the output
 //!   bias: the probabilities of a row sum to 1, so `P (V + 1 b_v) W_o =
-//!   P V W_o + b_v W_o`.
+//!   P V W_o + b_v W_o`; with FP8 products the attention's output is
+//!   rounded to FP8 before `W_o`, so the bias must be in it: vt's initial
+//!   partials hold it instead.
 //! - *attention*: one tile per head, block of query rows and block of keys
 //!   ([`CorePlan`], [`crate::codelets::attention::TileAttention`]). With one
 //!   block of keys (*materialised*) a tile holds every key and value of its
@@ -74,6 +76,7 @@ use super::window::Window;
 use std::collections::BTreeMap;
 
 use ipuc_dialects::ipu::TensorPiece;
+use ipuc_ipu_arch::float8::{encode_scaled, f64_to_f8, f8_to_f64};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
@@ -82,15 +85,16 @@ use super::block::{emit_owned_adds, encode_f16, owned_rows_bytes, positions, LN_
 use super::block_exchange::residual_view;
 use super::codegen::{
     emit_standalone, layout, replicated_constant, Calls, Constants, Frame, PlacedGemm, TileLayout,
-    ZeroRun,
+    WeightCodes, ZeroRun,
 };
-use super::ln_tiles::LnTiles;
+use super::ln_tiles::{LnOutput, LnTiles};
 use super::plan::{plan_gemm, Epilogue, GemmPlan, GemmShape};
 use super::reduce;
 use super::schedule::{schedule, Schedule};
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::attention::TileAttention;
 use crate::codelets::attention_combine::AttentionCombine;
+use crate::codelets::cast::{Cast, CastKind};
 use crate::codelets::copy::StridedCopy;
 use crate::codelets::elementwise::BinaryOp;
 use crate::codelets::emitter::{inst, op, Emitter};
@@ -112,12 +116,56 @@ pub struct AttentionShape {
     pub eps: f32,
     /// The softmax scale.
     pub scale: f32,
+    /// FP8 products (`None`: f16 products).
+    pub fp8: Option<AttentionFp8>,
+}
+
+/// An attention block whose products the IR states in FP8: LayerNorm's and
+/// the attention's outputs cast to `f8E4M3FNUZ`, the weights FP8 codes
+/// with per-tensor power-of-two scales (`rhs_scale`). The tiles keep the
+/// weights as codes (half the bytes of f16) and widen them to f16 before
+/// each product ([`super::codegen::WeightCodes`]); LayerNorm's output and
+/// the attention's are rounded to the FP8 grid in f16
+/// ([`crate::codelets::cast::CastKind::F16RoundF8`]); the f16 AMP then
+/// multiplies exactly the values the IR's FP8 products multiply (codes
+/// times their scales are exact in f16), accumulating in f32 within a
+/// block as for f16 products. Q's weights are codes, which cannot carry
+/// the softmax scale (not a power of two): the attention tiles' softmax
+/// multiplies by it instead.
+///
+/// The value bias is not folded into the output bias as for f16 products
+/// (the rounding of `P V + b_v` to FP8 needs it inside): vt's initial
+/// partials hold it, one block per vt tile, constants in private memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttentionFp8 {
+    /// The QKV weights' scale exponent.
+    pub qkv_scale: i32,
+    /// The output weights' scale exponent.
+    pub out_scale: i32,
 }
 
 impl AttentionShape {
     /// The head dimension padded to whole panels of 16.
     pub fn dp(&self) -> u32 {
         self.head_dim.next_multiple_of(16)
+    }
+
+    /// What Q's weights and bias are multiplied by: the softmax scale
+    /// for f16 products (the scores come out scaled), 1 for FP8 codes.
+    pub fn q_weight_scale(&self) -> f64 {
+        match self.fp8 {
+            Some(_) => 1.0,
+            None => f64::from(self.scale),
+        }
+    }
+
+    /// What the attention tiles' softmax multiplies the scores by: the
+    /// rest of the softmax scale after [`Self::q_weight_scale`].
+    pub fn softmax_scale(&self) -> f32 {
+        match self.fp8 {
+            Some(_) => self.scale,
+            None => 1.0,
+        }
     }
 
     /// Padded channels of all heads.
@@ -237,6 +285,9 @@ pub struct AttentionLayout {
     pub vt_input_shared: bool,
     /// vt's tiles.
     pub vt: TileLayout,
+    /// With FP8 products, where vt's tiles keep its input (the value
+    /// weights) as FP8 codes, widened to vt's input before the product.
+    pub vt_codes: Option<u32>,
     /// out's tiles.
     pub out: TileLayout,
     /// The residual rows an out tile owns (region 0).
@@ -367,7 +418,10 @@ impl AttentionPlan {
             ln_out: lay.ln_out,
             gamma: lay.gamma,
             beta: lay.beta,
-            output_f8_scale: None,
+            output: match self.shape.fp8 {
+                Some(_) => LnOutput::F16OnF8Grid,
+                None => LnOutput::F16,
+            },
         }
     }
 
@@ -450,8 +504,17 @@ impl AttentionPlan {
             .map(|t| t.buffers_bottom())
             .min()
             .unwrap_or(machine.sram_end);
+        let fp8 = match s.fp8 {
+            Some(_) => format!(
+                "  FP8: weights kept as codes (qk's {} bytes a tile, vt's input {}, out's {}), widened to f16 before each product; LayerNorm's and the attention's outputs rounded to the FP8 grid; the value bias in vt's initial partials\n",
+                self.qk.vertex().weight_bytes() / 2,
+                self.vt.vertex().input_bytes() / 2,
+                self.out.vertex().weight_bytes() / 2
+            ),
+            None => String::new(),
+        };
         format!(
-            "attention block {}x{}, {} heads of {} (padded to {}): LayerNorm on tiles {}..={} ({} rows each)\n  qk: {}\n  vt: {}\n  attention: tiles {}..={} ({} per head: {} blocks of {} query rows x {} blocks of {} keys, {}): {est} cycles per tile{combine}\n  forms: {}; {}\n  out: {}\n  tile memory: weights 0x{:x}..0x{:x}, attention window 0x{:x}..0x{:x} (keys, values, Q, mask, O{}), products' buffers 0x{:x}..0x{:x}, scores and probabilities 0x{:x}..0x{:x}\n  exchange A {} cycles, exchange B {} cycles{d}, exchange C {} cycles (scheduled)\n",
+            "attention block {}x{}, {} heads of {} (padded to {}): LayerNorm on tiles {}..={} ({} rows each)\n{fp8}  qk: {}\n  vt: {}\n  attention: tiles {}..={} ({} per head: {} blocks of {} query rows x {} blocks of {} keys, {}): {est} cycles per tile{combine}\n  forms: {}; {}\n  out: {}\n  tile memory: weights 0x{:x}..0x{:x}, attention window 0x{:x}..0x{:x} (keys, values, Q, mask, O{}), products' buffers 0x{:x}..0x{:x}, scores and probabilities 0x{:x}..0x{:x}\n  exchange A {} cycles, exchange B {} cycles{d}, exchange C {} cycles (scheduled)\n",
             s.m,
             s.c,
             s.heads,
@@ -473,7 +536,7 @@ impl AttentionPlan {
             self.forms[0],
             self.forms[1],
             self.out,
-            l.qk.weights,
+            l.qk.codes.map_or(l.qk.weights, |c| c.at),
             lay.k,
             lay.k,
             window_end,
@@ -623,7 +686,12 @@ fn plan_attention_window(
             k: s.c,
             n: s.m,
             variant: f16,
-            epilogue: Epilogue::default(),
+            // FP8: the value bias in vt's initial partials (see
+            // `HeldConstants`).
+            epilogue: Epilogue {
+                bias: s.fp8.is_some(),
+                ..Epilogue::default()
+            },
         },
         machine,
         first + qk_tiles,
@@ -752,6 +820,8 @@ struct ProductLayouts {
     window_start: u32,
     /// Whether vt's input is in the shared scratch.
     vt_input_shared: bool,
+    /// vt's input as FP8 codes.
+    vt_codes: Option<u32>,
     /// The lowest byte of any product's inputs, outputs and reduction
     /// buffers.
     transient_bottom: u32,
@@ -788,29 +858,36 @@ fn product_layouts(
     let (v_qk, v_vt, v_out) = (qk.vertex(), vt.vertex(), out.vertex());
     let private_start = window.base;
     let base = window.base.next_multiple_of(16);
+    // With FP8 products the weights (and vt's input) are kept as codes,
+    // one byte per f16 element.
+    let fp8 = s.fp8.is_some();
+    let kept = |bytes: u64| (if fp8 { bytes / 2 } else { bytes }) as u32;
     // vt's tiles: its weights (LayerNorm's rows), then its input, a
     // constant read by vt alone: with nothing run before, in the shared
     // scratch where the products' buffers put it (the scores lie over it
-    // later), else private.
-    let (vt_input, vt_end) = if window.fresh {
+    // later), else private; as FP8 codes always private, widened into
+    // the scratch place before the product.
+    let shared_input = window.fresh && !fp8;
+    let (vt_input, vt_end) = if shared_input {
         (l_vt.input, base + v_vt.weight_bytes() as u32)
     } else {
         let at = (base + v_vt.weight_bytes() as u32).next_multiple_of(16);
-        (at, at + v_vt.input_bytes() as u32)
+        (at, at + kept(v_vt.input_bytes()))
     };
     // The LN tiles.
     let ln = LnRows::at(base, s.c);
-    let w_out = (base + v_qk.weight_bytes() as u32)
+    let w_out = (base + kept(v_qk.weight_bytes()))
         .max(vt_end)
         .next_multiple_of(16);
     // The bias blocks (constants, the products' initial partials) above
     // the weights, out of every buffer's way: in other element pairs than
     // the inputs and outputs, so no bank rule ties them to those.
-    let bias_qk = (w_out + v_out.weight_bytes() as u32).next_multiple_of(16);
+    let bias_qk = (w_out + kept(v_out.weight_bytes())).next_multiple_of(16);
     let bias_out = (bias_qk + v_qk.bias_bytes() as u32).next_multiple_of(16);
-    let weights_end = (bias_out + v_out.bias_bytes() as u32).max(ln.end);
+    let bias_vt = (bias_out + v_out.bias_bytes() as u32).next_multiple_of(16);
+    let weights_end = (bias_vt + v_vt.bias_bytes() as u32).max(ln.end);
     window.base = weights_end;
-    let vt_bottom = if window.fresh {
+    let vt_bottom = if window.fresh || fp8 {
         l_vt.buffers_bottom()
     } else {
         l_vt.results_bottom()
@@ -829,6 +906,33 @@ fn product_layouts(
             window.floor_note()
         ));
     }
+    // FP8: qk's and out's weights widened at the scratch's bottom, where
+    // the attention's window lies later (qk's are dead before exchange B
+    // writes it; out's are widened after exchange C has read it).
+    let widened = window.scratch_floor().next_multiple_of(16);
+    if fp8 {
+        for (name, v, lay) in [("qk", &v_qk, &l_qk), ("out", &v_out, &l_out)] {
+            let end = u64::from(widened) + v.weight_bytes();
+            if end > u64::from(lay.buffers_bottom()) {
+                return Err(format!(
+                    "{name}'s weights widened from FP8 codes do not fit: {} bytes of f16 from 0x{widened:x}, below its inputs, outputs and reductions from 0x{:x}",
+                    v.weight_bytes(),
+                    lay.buffers_bottom()
+                ));
+            }
+        }
+    }
+    let codes = |at: u32, scale: i32| WeightCodes { at, scale };
+    let (qk_weights, qk_codes, out_weights, out_codes, vt_codes) = match s.fp8 {
+        Some(f) => (
+            widened,
+            Some(codes(base, f.qkv_scale)),
+            widened,
+            Some(codes(w_out, f.out_scale)),
+            Some(vt_input),
+        ),
+        None => (base, None, w_out, None, None),
+    };
     // Region 0 of the out tiles: the residual and the sum in the add
     // columns (the add's loads and store each need their own bank), the
     // vertex states below.
@@ -841,7 +945,8 @@ fn product_layouts(
     let tensors_start = window.region0;
     Ok(ProductLayouts {
         qk: TileLayout {
-            weights: base,
+            weights: qk_weights,
+            codes: qk_codes,
             states: states_qkvt,
             bias: l_qk.bias.map(|_| bias_qk),
             tensors_start,
@@ -850,19 +955,22 @@ fn product_layouts(
         vt: TileLayout {
             weights: base,
             states: states_qkvt,
-            input: vt_input,
+            input: if fp8 { l_vt.input } else { vt_input },
+            bias: l_vt.bias.map(|_| bias_vt),
             tensors_start,
             ..l_vt
         },
         out: TileLayout {
-            weights: w_out,
+            weights: out_weights,
+            codes: out_codes,
             states: states_out,
             bias: l_out.bias.map(|_| bias_out),
             tensors_start,
             ..l_out
         },
         window_start: window.scratch_floor(),
-        vt_input_shared: window.fresh,
+        vt_input_shared: shared_input,
+        vt_codes,
         transient_bottom,
         residual,
         sum,
@@ -887,7 +995,7 @@ impl ProductLayouts {
     ) -> Result<(TileAttention, Option<CombineLayout>), String> {
         let (att, placed) = TileAttention::place(
             (core.rows, s.dp(), core.keys, s.dp()),
-            (1.0, core.split()),
+            (s.softmax_scale(), core.split()),
             (self.window_start, self.transient_bottom),
             machine.sram_end,
             machine,
@@ -934,6 +1042,7 @@ impl ProductLayouts {
         let (att, combine) = self.core_tile(s, core, machine)?;
         Ok(AttentionLayout {
             vt_input_shared: self.vt_input_shared,
+            vt_codes: self.vt_codes,
             qk: self.qk,
             vt: self.vt,
             out: self.out,
@@ -1087,7 +1196,7 @@ fn combine_of(
         rows,
         parts: core.key_blocks,
         groups: s.dp() / 16,
-        scale: 1.0,
+        scale: s.softmax_scale(),
         input: c.input,
         part_stride: c.part_stride,
         output: c.output,
@@ -1188,8 +1297,11 @@ pub struct HeldConstants {
     pub w_vt: Vec<f64>,
     /// out's weights `[hp, c]`.
     pub w_out: Vec<f64>,
-    /// out's bias `[c]`: `b_o + b_v W_o`.
+    /// out's bias `[c]`: `b_o + b_v W_o` (f16), `b_o` (FP8).
     pub b_out: Vec<f64>,
+    /// FP8: the value bias `[hp]`, padded, which vt's initial partials
+    /// start every token from (f16: folded into `b_out`).
+    pub b_vt: Vec<f64>,
 }
 
 impl HeldConstants {
@@ -1199,9 +1311,10 @@ impl HeldConstants {
         let mut w_qk = vec![0.0; c * 2 * hp];
         let mut b_qk = vec![0.0; 2 * hp];
         let mut w_vt = vec![0.0; hp * c];
-        // Q times the softmax scale: S comes out scaled, and the attention
-        // tiles' softmax does not multiply (their scale is 1).
-        for (part, scale) in [f64::from(s.scale), 1.0].into_iter().enumerate() {
+        // Q times the softmax scale where its weights are f16: S comes out
+        // scaled, and the attention tiles' softmax does not multiply
+        // ([`AttentionShape::q_weight_scale`]).
+        for (part, scale) in [s.q_weight_scale(), 1.0].into_iter().enumerate() {
             for ch in 0..c {
                 let col = part * hp + s.padded(ch);
                 b_qk[col] = scale * k.b_qkv[part * c + ch];
@@ -1218,13 +1331,17 @@ impl HeldConstants {
         }
         let mut w_out = vec![0.0; hp * c];
         let mut b_out = k.b_o.clone();
+        let mut b_vt = vec![0.0; hp];
         for ch in 0..c {
             let row = s.padded(ch);
             let bv = k.b_qkv[2 * c + ch];
+            b_vt[row] = bv;
             for o in 0..c {
                 let w = k.w_o[ch * c + o];
                 w_out[row * c + o] = w;
-                b_out[o] += bv * w;
+                if s.fp8.is_none() {
+                    b_out[o] += bv * w;
+                }
             }
         }
         HeldConstants {
@@ -1233,6 +1350,7 @@ impl HeldConstants {
             w_vt,
             w_out,
             b_out,
+            b_vt,
         }
     }
 }
@@ -1283,7 +1401,13 @@ pub fn emit_attention_in(
     let ln = plan.ln();
     let ln_of = ln.index();
     let restores = window_restores(plan);
-    let mut restore_cycles = 0;
+    let fp8 = plan.shape.fp8.is_some();
+    let vt_widen = vt_widen(plan);
+    // The most cycles a tile spends beside LayerNorm (f16: restoring its
+    // window; FP8: widening qk's weights or vt's input), restoring its
+    // window after qk and vt (FP8), rounding the attention's output (FP8)
+    // and widening out's weights (FP8).
+    let (mut beside_ln, mut restore_cycles, mut rounding_cycles, mut out_widen) = (0, 0, 0, 0);
     let rounds = |p: &GemmPlan| p.grid_k.trailing_zeros();
     let qkv_rounds = rounds(&plan.qk).max(rounds(&plan.vt));
     let (exe, exe_body) = (frame.executable, frame.exe_body);
@@ -1295,14 +1419,17 @@ pub fn emit_attention_in(
         let mut xcode = 0;
         let mut calls = Calls::new();
         ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
-        let mut restore = 0;
-        for (n, copy) in restores.get(&t).into_iter().flatten().enumerate() {
-            let name = format!("attn_restore{n}");
-            emit_call(&mut e, &name);
-            restore += copy.estimate_cycles().map_err(fail)? + call_cycles(machine);
-            calls.push((name, Box::new(copy.clone())));
-        }
-        restore_cycles = restore_cycles.max(restore);
+        let restore = restores.get(&t).map_or(&[][..], Vec::as_slice);
+        let first = if !fp8 {
+            emit_launches(&mut e, &mut calls, "attn_restore", restore, machine)
+        } else if at_qk.contains_key(&t) {
+            qk.emit_widen(&mut e, machine, &mut calls)
+        } else if at_vt.contains_key(&t) {
+            emit_launches(&mut e, &mut calls, "vt_widen", &vt_widen, machine)
+        } else {
+            Ok(0)
+        };
+        beside_ln = beside_ln.max(first.map_err(fail)?);
         sync(&mut e);
         xcode += x.a.emit(&mut e, machine, t, "a");
         sync(&mut e);
@@ -1324,13 +1451,25 @@ pub fn emit_attention_in(
             0
         };
         (0..2 * (qkv_rounds - own)).for_each(|_| sync(&mut e));
+        if fp8 {
+            // qk's widened weights lay over the window: restore it now.
+            let c = emit_launches(&mut e, &mut calls, "attn_restore", restore, machine);
+            restore_cycles = restore_cycles.max(c.map_err(fail)?);
+        }
         sync(&mut e);
         xcode += x.b.emit(&mut e, machine, t, "b");
         sync(&mut e);
         let att = at_core.get(&t).map(|&(b, kb)| (b, kb, plan.core_of(kb)));
+        let roundings = att
+            .as_ref()
+            .map_or_else(Vec::new, |&(b, kb, _)| output_roundings(plan, b, kb));
         if let Some((_, _, att)) = &att {
             att.emit_supervisor(&mut e, "attn").map_err(fail)?;
             calls.push(("attn_softmax".into(), Box::new(att.softmax())));
+            if !plan.core.split() {
+                let c = emit_launches(&mut e, &mut calls, "attn_round", &roundings, machine);
+                rounding_cycles = rounding_cycles.max(c.map_err(fail)?);
+            }
         }
         if let Some(d) = &x.d {
             sync(&mut e);
@@ -1339,6 +1478,8 @@ pub fn emit_attention_in(
             if let Some(combine) = att.as_ref().and_then(|&(b, kb, _)| plan.combine_on(b, kb)) {
                 emit_call(&mut e, "attn_combine");
                 calls.push(("attn_combine".into(), Box::new(combine)));
+                let c = emit_launches(&mut e, &mut calls, "attn_round", &roundings, machine);
+                rounding_cycles = rounding_cycles.max(c.map_err(fail)?);
             }
         }
         sync(&mut e);
@@ -1346,6 +1487,8 @@ pub fn emit_attention_in(
         sync(&mut e);
         match at_out.get(&t) {
             Some(&(i, j, k)) => {
+                let widen = out.emit_widen(&mut e, machine, &mut calls).map_err(fail)?;
+                out_widen = out_widen.max(widen);
                 let (view, rounds_bytes) = out
                     .emit_compute(&mut e, (i, j, k), machine, &mut calls)
                     .map_err(fail)?;
@@ -1391,17 +1534,23 @@ pub fn emit_attention_in(
         Some(c) => c.estimate_cycles().map_err(fail)? + call_cycles(machine),
         None => 0,
     };
+    let (attention_round, combine_round) = if plan.core.split() {
+        (0, rounding_cycles)
+    } else {
+        (rounding_cycles, 0)
+    };
     let estimate = AttentionEstimate {
-        // The attention tiles restore their windows beside LayerNorm.
-        layer_norm: ln.estimate(machine).map_err(fail)?.max(restore_cycles),
+        // The attention tiles restore their windows (f16) or widen qk's
+        // weights and vt's input (FP8) beside LayerNorm.
+        layer_norm: ln.estimate(machine).map_err(fail)?.max(beside_ln),
         exchange_a: x.a.cycles,
-        qkv: est(&plan.qk).max(est(&plan.vt)),
+        qkv: est(&plan.qk).max(est(&plan.vt)) + restore_cycles,
         exchange_b: x.b.cycles,
-        attention: plan.core_of(0).estimate_cycles().map_err(fail)?,
+        attention: plan.core_of(0).estimate_cycles().map_err(fail)? + attention_round,
         exchange_d: x.d.as_ref().map_or(0, |d| d.cycles),
-        combine,
+        combine: combine + combine_round,
         exchange_c: x.c.cycles,
-        out: est(&plan.out) + add_cycles,
+        out: out_widen + est(&plan.out) + add_cycles,
         // Every superstep's sync, the reduction rounds' included.
         sync: u64::from(plan.syncs()) * u64::from(machine.sync_latency),
     };
@@ -1410,6 +1559,69 @@ pub fn emit_attention_in(
         estimate,
         exchange_code_bytes_max,
     })
+}
+
+/// Calls `launches` in order as subroutines `{prefix}{n}` added to
+/// `calls`; returns their estimated cycles, the calls' included.
+fn emit_launches<C: Codelet + Clone + 'static>(
+    e: &mut Emitter,
+    calls: &mut Calls,
+    prefix: &str,
+    launches: &[C],
+    machine: &MachineModel,
+) -> Result<u64, crate::codelets::CodeletError> {
+    let mut cycles = 0;
+    for (n, launch) in launches.iter().enumerate() {
+        let name = format!("{prefix}{n}");
+        emit_call(e, &name);
+        cycles += launch.estimate_cycles()? + call_cycles(machine);
+        calls.push((name, Box::new(launch.clone())));
+    }
+    Ok(cycles)
+}
+
+/// With FP8 products, the launch that widens vt's input (the value
+/// weights) from its codes on a vt tile, beside LayerNorm.
+fn vt_widen(plan: &AttentionPlan) -> Vec<Cast> {
+    match (plan.layout.vt_codes, plan.shape.fp8) {
+        (Some(at), Some(f)) => vec![Cast {
+            kind: CastKind::F8ToF16 { scale: f.qkv_scale },
+            len: plan.vt.vertex().input_bytes() as u32 / 2,
+            input: at,
+            output: plan.layout.vt.input,
+        }],
+        _ => Vec::new(),
+    }
+}
+
+/// With FP8 products, the launches that round the attention's output to
+/// the FP8 grid in place on attention tile `(b, kb)`, before exchange C
+/// reads it (what the IR's cast before the output product does): one per
+/// group of 16 channels of O (materialised) or of the rows the tile
+/// combines (key-split). None for f16 products.
+pub fn output_roundings(plan: &AttentionPlan, b: u32, kb: u32) -> Vec<Cast> {
+    if plan.shape.fp8.is_none() {
+        return Vec::new();
+    }
+    let groups = plan.shape.dp() / 16;
+    let round = |at: u32, rows: u32| Cast {
+        kind: CastKind::F16RoundF8 { scale: 0 },
+        len: rows * 16,
+        input: at,
+        output: at,
+    };
+    match (plan.layout.combine, plan.combine_on(b, kb)) {
+        (None, _) => {
+            let v = plan.core_of(kb).values();
+            (0..groups)
+                .map(|g| round(v.output_group(g), v.rows))
+                .collect()
+        }
+        (Some(c), Some(combine)) => (0..groups)
+            .map(|g| round(c.output + g * c.output_stride, combine.rows))
+            .collect(),
+        (Some(_), None) => Vec::new(),
+    }
 }
 
 /// Each attention tile's (row block, key block).
@@ -1463,6 +1675,16 @@ pub fn emit_attention_constants(
         &loc,
     );
     emit_vt_input(ctx, exe_body, plan, &vt, &held.w_vt, &loc);
+    if plan.shape.fp8.is_some() {
+        // Every token's value channels start from the value bias.
+        let m = s.m as usize;
+        let rows: Vec<f64> = held
+            .b_vt
+            .iter()
+            .flat_map(|&b| std::iter::repeat_n(b, m))
+            .collect();
+        vt.emit_row_bias(ctx, exe_body, &rows, &loc);
+    }
     ln.emit_constants(ctx, exe_body, (&constants.gamma, &constants.beta), &loc);
     // The attention tiles' masks: one per block of keys (only the last
     // masks any key).
@@ -1543,12 +1765,28 @@ fn emit_vt_input(
                 }
             }
             let tiles: Vec<u32> = (0..p.grid_cols).map(|j| p.tile(i, j, k)).collect();
+            // As the vertex reads them, or as FP8 codes it widens.
+            let (ty, bytes, at) = match (plan.layout.vt_codes, plan.shape.fp8) {
+                (Some(at), Some(f)) => (
+                    (Type::float(FloatKind::F8E4M3FNUZ), 1, 8),
+                    values
+                        .iter()
+                        .map(|&v| encode_scaled(v, f.qkv_scale))
+                        .collect(),
+                    at,
+                ),
+                _ => (
+                    (Type::float(FloatKind::F16), 2, 8),
+                    encode_f16(&values),
+                    vt.lay.input,
+                ),
+            };
             let t = replicated_constant(
                 ctx,
                 &format!("vt_input_row{i}_k{k}"),
-                (Type::float(FloatKind::F16), 2, 8),
-                encode_f16(&values),
-                (&tiles, vt.lay.input),
+                ty,
+                bytes,
+                (&tiles, at),
                 loc.clone(),
             );
             ctx.append_op(exe_body, t);
@@ -1571,6 +1809,12 @@ pub fn reference_rows(
     rows: &[usize],
 ) -> Vec<f64> {
     let (m, c, d) = (s.m as usize, s.c as usize, s.head_dim as usize);
+    // FP8 products multiply LayerNorm's and the attention's outputs as
+    // FP8 values (the IR's casts).
+    let on_grid = |v: f64| match s.fp8 {
+        Some(_) => f8_to_f64(f64_to_f8(v)),
+        None => v,
+    };
     let mut qkv = vec![0.0; m * 3 * c];
     for r in 0..m {
         let row = &x[r * c..(r + 1) * c];
@@ -1580,7 +1824,7 @@ pub fn reference_rows(
         let out = &mut qkv[r * 3 * c..(r + 1) * 3 * c];
         out.copy_from_slice(&k.b_qkv);
         for (i, (&v, w_row)) in row.iter().zip(k.w_qkv.chunks_exact(3 * c)).enumerate() {
-            let ln = (v - mean) * rstd * k.gamma[i] + k.beta[i];
+            let ln = on_grid((v - mean) * rstd * k.gamma[i] + k.beta[i]);
             for (o, w) in out.iter_mut().zip(w_row) {
                 *o += ln * w;
             }
@@ -1608,6 +1852,7 @@ pub fn reference_rows(
         }
         let mut out: Vec<f64> = (0..c).map(|o| x[r * c + o] + k.b_o[o]).collect();
         for (i, a) in att.iter().enumerate() {
+            let a = on_grid(*a);
             for (o, w) in out.iter_mut().zip(&k.w_o[i * c..(i + 1) * c]) {
                 *o += a * w;
             }

@@ -53,7 +53,7 @@ use super::codegen::{
     emit_standalone, layout_in, replicated_constant, Calls, Constants, Frame, PlacedGemm,
     TileLayout, View,
 };
-use super::ln_tiles::LnTiles;
+use super::ln_tiles::{LnOutput, LnTiles};
 use super::plan::{evaluate, plan_gemm, Epilogue, F8Pairs, GemmPlan, GemmShape, Grid, Rejected};
 use super::reduce;
 pub use super::stream::Weights;
@@ -245,7 +245,10 @@ impl MlpPlan {
             ln_out: lay.ln_out,
             gamma: lay.gamma,
             beta: lay.beta,
-            output_f8_scale: self.shape.fp8.map(|_| 0),
+            output: match self.shape.fp8 {
+                Some(_) => LnOutput::F8Codes(0),
+                None => LnOutput::F16,
+            },
         }
     }
 

@@ -6,9 +6,9 @@
 
 use ipuc_dialects::func;
 use ipuc_dialects::nn;
-use ipuc_ir::{Context, Diagnostic, OpId, Value};
+use ipuc_ir::{Context, Diagnostic, FloatKind, OpId, Value};
 
-use super::passes::{constant_of, constant_values};
+use super::passes::{constant_of, constant_values, only_user};
 
 /// The function `f`'s body and its one op named `name`: `None` when the
 /// function has no body or no such op, an error (`too_many`, at the second)
@@ -102,6 +102,20 @@ pub fn constant_operand(
     constant_values(&c).map_err(|e| Diagnostic::op_error(ctx, op, format!("{what}: {e}")))
 }
 
+/// The weights of product `op` (its right operand, an `nn.constant`) as
+/// values: FP8 codes stand for `code * 2^rhs_scale`.
+pub fn product_weights(
+    ctx: &Context,
+    op: OpId,
+    block: &str,
+    what: &str,
+) -> Result<Vec<f64>, Diagnostic> {
+    let scale = 2f64.powi(i32::try_from(nn::rhs_scale(ctx, op)).unwrap_or(0));
+    let mut w = constant_operand(ctx, op, block, what, ctx.operands(op)[1])?;
+    w.iter_mut().for_each(|v| *v *= scale);
+    Ok(w)
+}
+
 /// Checks that the function whose body is `body` holds nothing but
 /// `block_ops`, constants, the input's cast and the return, and that each
 /// value it returns is one of `results` (a block's value), possibly
@@ -152,4 +166,34 @@ pub fn check_function_returns(
         return Err(mismatch(stray, "is not part of the block"));
     }
     Ok(out)
+}
+
+/// The product that consumes `op`'s result, directly or through an
+/// `nn.cast` to `f8E4M3FNUZ` (FP8 products), with that cast.
+pub fn product_after(ctx: &Context, op: OpId) -> (Option<OpId>, Option<OpId>) {
+    let is_product = |u: &OpId| [nn::MATMUL, nn::LINEAR].contains(&ctx.name_str(*u));
+    match only_user(ctx, op) {
+        Some(c)
+            if ctx.name_str(c) == nn::CAST
+                && element_kind(ctx, ctx.results(c)[0]) == Some(FloatKind::F8E4M3FNUZ) =>
+        {
+            (Some(c), only_user(ctx, c).filter(is_product))
+        }
+        u => (None, u.filter(is_product)),
+    }
+}
+
+pub fn element_kind(ctx: &Context, v: Value) -> Option<FloatKind> {
+    ctx.value_type(v)
+        .element_type()
+        .and_then(|t| t.float_kind())
+}
+
+/// The `nn.cast` to `f8E4M3FNUZ` that defines `v`, if one does (what an
+/// FP8 product reads its activations through).
+pub fn fp8_cast_of(ctx: &Context, v: Value) -> Option<OpId> {
+    ctx.defining_op(v).filter(|&c| {
+        ctx.name_str(c) == nn::CAST
+            && element_kind(ctx, ctx.results(c)[0]) == Some(FloatKind::F8E4M3FNUZ)
+    })
 }

@@ -6,7 +6,7 @@ use half::f16;
 
 use ipuc_ipu_arch::float8::{decode_scaled, encode_scaled};
 
-use super::attention_block::{AttentionConstants, AttentionShape};
+use super::attention_block::{AttentionConstants, AttentionFp8, AttentionShape};
 use super::block::{Fp8Domains, MlpConstants, MlpShape};
 use super::patch_embed::{PatchConstants, PatchShape};
 use super::pool_head::{PoolConstants, PoolShape};
@@ -50,18 +50,22 @@ impl MlpValues {
     /// rounded to nearest even) and returns the domains the block's FP8
     /// lowering runs them in.
     pub fn quantize_fp8(&mut self) -> Fp8Domains {
-        let scale = |w: &mut Vec<f64>| -> i32 {
-            let max = w.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-            let s = ipuc_passes::precision::fp8_scale(max);
-            for v in w.iter_mut() {
-                *v = decode_scaled(encode_scaled(*v, s), s);
-            }
-            s
-        };
-        let s1 = scale(&mut self.constants.w1);
-        let s2 = scale(&mut self.constants.w2);
+        let s1 = quantize_fp8(&mut self.constants.w1);
+        let s2 = quantize_fp8(&mut self.constants.w2);
         Fp8Domains::from_scales(s1, s2)
     }
+}
+
+/// Rounds `w` to FP8 values as `convert-precision` does (per-tensor
+/// power-of-two scale from the range, codes rounded to nearest even);
+/// returns the scale exponent.
+fn quantize_fp8(w: &mut [f64]) -> i32 {
+    let max = w.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let s = ipuc_passes::precision::fp8_scale(max);
+    for v in w.iter_mut() {
+        *v = decode_scaled(encode_scaled(*v, s), s);
+    }
+    s
 }
 
 /// An attention block's input `x` (`[m, c]`) and constants, f16 values.
@@ -93,6 +97,16 @@ impl AttentionValues {
             b_o: vals(c, 0.1, 0.0),
         };
         AttentionValues { x, constants }
+    }
+
+    /// Rounds both products' weights to FP8 values as `convert-precision`
+    /// does and returns their scales, the shape's
+    /// [`AttentionShape::fp8`].
+    pub fn quantize_fp8(&mut self) -> AttentionFp8 {
+        AttentionFp8 {
+            qkv_scale: quantize_fp8(&mut self.constants.w_qkv),
+            out_scale: quantize_fp8(&mut self.constants.w_o),
+        }
     }
 }
 

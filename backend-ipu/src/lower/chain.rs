@@ -136,8 +136,8 @@ pub struct ChainMatch {
 /// The block that starts at LayerNorm `ln`: an attention block when the
 /// LayerNorm's product feeds an `nn.split`, else an MLP block.
 fn block_from(ctx: &Context, ln: OpId) -> Result<ChainBlock, Diagnostic> {
-    let attention = only_user(ctx, ln)
-        .filter(|&p| [nn::MATMUL, nn::LINEAR].contains(&ctx.name_str(p)))
+    let attention = super::block_match::product_after(ctx, ln)
+        .1
         .and_then(|p| chain(ctx, p).ok())
         .and_then(|c| only_user(ctx, c.last))
         .filter(|&s| ctx.name_str(s) == nn::SPLIT)

@@ -20,6 +20,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use ipuc_dialects::ipu::{self, build, SectionKind, TensorDirection, TensorPiece};
+use ipuc_ipu_arch::float8::encode_scaled;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::attributes::{AttrKind, ResourceBlob};
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
@@ -30,11 +31,12 @@ use super::plan::{
 };
 use super::reduce;
 use crate::codelets::amp::{AmpVariant, Elem};
+use crate::codelets::cast::{Cast, CastKind};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::gelu::Gelu;
 use crate::codelets::gemm::TileGemm;
 use crate::codelets::program::Codelet;
-use crate::codelets::subroutine::{emit_call, emit_subroutine};
+use crate::codelets::subroutine::{call_cycles, emit_call, emit_subroutine};
 use crate::emit::CONSTANT_SECTION_PREFIX;
 
 /// Where a tile's tensors live (the same on every tile of the plan).
@@ -48,6 +50,11 @@ pub struct TileLayout {
     /// [`Self::weights`] on every tile of the block (`None`: every tile
     /// keeps its block's weights at [`Self::weights`]).
     pub home: Option<u32>,
+    /// Where the weights are kept as FP8 codes, widened to f16 at
+    /// [`Self::weights`] before the vertex runs
+    /// ([`PlacedGemm::emit_widen`]; `None`: kept as the vertex reads
+    /// them).
+    pub codes: Option<WeightCodes>,
     /// The GEMM's vertex states, at the top of region 0.
     pub states: u32,
     /// X in panel order.
@@ -64,6 +71,18 @@ pub struct TileLayout {
     pub reduction: Option<[u32; 3]>,
     /// Lowest tensor address: sections must end at or below it.
     pub tensors_start: u32,
+}
+
+/// An f16 product's weights kept as FP8 codes (half the bytes), each
+/// code standing for `code * 2^scale`: the IR's FP8 weights, which f16
+/// holds exactly, so the widened product is the IR's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WeightCodes {
+    /// The codes: the weight panels' elements in the vertex's order, one
+    /// byte each, 8-byte aligned.
+    pub at: u32,
+    /// The tensor's scale exponent.
+    pub scale: i32,
 }
 
 impl TileLayout {
@@ -98,6 +117,7 @@ pub fn layout(plan: &GemmPlan, machine: &MachineModel) -> TileLayout {
     TileLayout {
         weights: machine.interleaved_base,
         home: None,
+        codes: None,
         states,
         input,
         output,
@@ -137,6 +157,7 @@ pub fn layout_in(plan: &GemmPlan, machine: &MachineModel, top: u32) -> OutputPla
         layout: TileLayout {
             weights: 0,
             home: None,
+            codes: None,
             states: 0,
             input: 0,
             output,
@@ -252,7 +273,8 @@ impl PlacedGemm {
     }
 
     /// Emits tile (i, j, k)'s part of the product into the open supervisor
-    /// section: the vertex, the K split's rounds (each an exchange closed
+    /// section: the zeros under its padding input panels (the last K
+    /// part's, [`super::plan::padding_fill`]), the vertex, the K split's rounds (each an exchange closed
     /// by a sync, then the adds, after a sync), and the epilogue's GELU on
     /// the rows the tile owns. The subroutines it calls go to `calls`.
     /// Returns where the owned rows are and the bytes of exchange code the
@@ -270,6 +292,13 @@ impl PlacedGemm {
         let ko = v.out_channels() as u32;
         let groups = plan.groups_of(j);
         let tile = plan.tile(i, j, k);
+        // Zeros under the padding panels the vertex reads (see
+        // `padding_fill`).
+        if let Some(fill) = super::plan::padding_fill(plan, k, self.lay.input) {
+            let name = format!("{tag}_pad_fill");
+            emit_call(e, &name);
+            calls.push((name, Box::new(fill)));
+        }
         self.vertex.emit_supervisor_with(
             e,
             tag,
@@ -460,13 +489,25 @@ impl PlacedGemm {
         for j in 0..plan.grid_cols {
             for k in 0..plan.grid_k {
                 // The weight panels of column block j and K part k on
-                // every grid row.
+                // every grid row, as the vertex reads them or as codes.
+                let (ty, bytes, at) = match self.lay.codes {
+                    Some(c) => (
+                        (Type::float(FloatKind::F8E4M3FNUZ), 1, 16),
+                        self.weight_codes(constants.weights, (j, k), c.scale),
+                        c.at,
+                    ),
+                    None => (
+                        (element_type(v), v.input_elem().size(), 16),
+                        self.weight_block(constants.weights, (j, k)),
+                        self.lay.weights,
+                    ),
+                };
                 let t = replicated_constant(
                     ctx,
                     &format!("{tag}_weights_{}", self.suffix(j, k)),
-                    (element_type(v), v.input_elem().size(), 16),
-                    self.weight_block(constants.weights, (j, k)),
-                    (&self.tiles_of(j, k), self.lay.weights),
+                    ty,
+                    bytes,
+                    (&self.tiles_of(j, k), at),
                     loc.clone(),
                 );
                 ctx.append_op(exe_body, t);
@@ -474,11 +515,57 @@ impl PlacedGemm {
         }
     }
 
+    /// The launch that widens the weights' FP8 codes into the panels the
+    /// vertex reads, if they are kept as codes ([`TileLayout::codes`]).
+    pub fn widen(&self) -> Option<Cast> {
+        self.lay.codes.map(|c| Cast {
+            kind: CastKind::F8ToF16 { scale: c.scale },
+            len: self.vertex.weight_bytes() as u32 / 2,
+            input: c.at,
+            output: self.lay.weights,
+        })
+    }
+
+    /// Calls [`Self::widen`]'s launch (a subroutine added to `calls`),
+    /// where the weights are kept as codes; the caller places it before
+    /// the vertex, where nothing else lives at [`TileLayout::weights`].
+    /// Returns its estimated cycles, the call's included.
+    pub fn emit_widen(
+        &self,
+        e: &mut Emitter,
+        machine: &MachineModel,
+        calls: &mut Calls,
+    ) -> Result<u64, crate::codelets::CodeletError> {
+        let Some(cast) = self.widen() else {
+            return Ok(0);
+        };
+        let cycles = cast.estimate_cycles()? + call_cycles(machine);
+        let name = format!("{}_widen", self.tag);
+        emit_call(e, &name);
+        calls.push((name, Box::new(cast)));
+        Ok(cycles)
+    }
+
+    /// [`Self::weight_block`] as FP8 codes at `scale` (one byte per f16
+    /// element: the widened codes are the block).
+    pub fn weight_codes(&self, weights: &[f64], (j, k): (u32, u32), scale: i32) -> Vec<u8> {
+        self.weight_panels(weights, (j, k))
+            .into_iter()
+            .map(|w| encode_scaled(w, scale))
+            .collect()
+    }
+
     /// The bytes of column block j's and K part k's weight panels as every
     /// tile of the block reads them ([`TileGemm::weight_panels`], zero
     /// padded to the vertex's [`TileGemm::weight_bytes`]), from `weights`
     /// (row-major `[K, N]`).
     pub fn weight_block(&self, weights: &[f64], (j, k): (u32, u32)) -> Vec<u8> {
+        let v = self.plan.shape.variant;
+        v.input_elem().encode(&self.weight_panels(weights, (j, k)))
+    }
+
+    /// The values of [`Self::weight_block`], before their encoding.
+    fn weight_panels(&self, weights: &[f64], (j, k): (u32, u32)) -> Vec<f64> {
         let (plan, vertex) = (&self.plan, &self.vertex);
         let shape = plan.shape;
         let v = shape.variant;
@@ -493,8 +580,7 @@ impl PlacedGemm {
                 weights[row..row + cols].iter().copied()
             })
             .collect();
-        v.input_elem()
-            .encode(&vertex.weight_panels(&block_w, k_rows, cols, 0.0))
+        vertex.weight_panels(&block_w, k_rows, cols, 0.0)
     }
 
     /// Initial partials that differ from row to row, where the plan's

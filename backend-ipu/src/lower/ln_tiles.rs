@@ -11,6 +11,7 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, FloatKind, Location, Type};
 
 use super::codegen::{replicated_constant, Calls};
+use crate::codelets::cast::{Cast, CastKind};
 use crate::codelets::emitter::Emitter;
 use crate::codelets::layernorm::LayerNorm;
 use crate::codelets::program::Codelet;
@@ -39,8 +40,21 @@ pub struct LnTiles<'a> {
     pub gamma: u32,
     /// beta.
     pub beta: u32,
-    /// `Some(s)`: LayerNorm writes FP8 codes at scale `s`.
-    pub output_f8_scale: Option<i32>,
+    /// What LayerNorm writes.
+    pub output: LnOutput,
+}
+
+/// What an LN tile's LayerNorm writes at [`LnTiles::ln_out`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LnOutput {
+    /// f16 rows.
+    F16,
+    /// FP8 codes at scale `s` (an FP8 product's input).
+    F8Codes(i32),
+    /// f16 rows rounded to the FP8 grid (scale 0) after LayerNorm, in
+    /// place: the values the IR's `nn.cast` to `f8E4M3FNUZ` gives, for an
+    /// f16 product that multiplies them.
+    F16OnF8Grid,
 }
 
 impl LnTiles<'_> {
@@ -60,8 +74,22 @@ impl LnTiles<'_> {
             gamma: self.gamma,
             beta: self.beta,
             output: self.ln_out,
-            output_f8_scale: self.output_f8_scale,
+            output_f8_scale: match self.output {
+                LnOutput::F8Codes(s) => Some(s),
+                LnOutput::F16 | LnOutput::F16OnF8Grid => None,
+            },
         }
+    }
+
+    /// The rounding after LayerNorm on a tile holding `rows` rows, where
+    /// the output is [`LnOutput::F16OnF8Grid`].
+    pub fn rounding(&self, rows: u32) -> Option<Cast> {
+        (self.output == LnOutput::F16OnF8Grid).then_some(Cast {
+            kind: CastKind::F16RoundF8 { scale: 0 },
+            len: rows * self.c,
+            input: self.ln_out,
+            output: self.ln_out,
+        })
     }
 
     /// Where x enters: each row on its LN tile.
@@ -91,12 +119,17 @@ impl LnTiles<'_> {
     }
 
     /// On LN tile `q` (of [`LnTiles::index`]), calls its LayerNorm (a
-    /// subroutine `ln` added to `calls`).
+    /// subroutine `ln` added to `calls`) and its rounding (`ln_round`)
+    /// if any.
     pub fn emit_call(&self, e: &mut Emitter, q: Option<usize>, calls: &mut Calls) {
         if let Some(q) = q {
             let (lo, hi) = self.rows(q);
             emit_call(e, "ln");
             calls.push(("ln".into(), Box::new(self.layer_norm(hi - lo))));
+            if let Some(round) = self.rounding(hi - lo) {
+                emit_call(e, "ln_round");
+                calls.push(("ln_round".into(), Box::new(round)));
+            }
         }
     }
 
@@ -127,7 +160,12 @@ impl LnTiles<'_> {
 
     /// Estimated cycles of the busiest LN tile, its call included.
     pub fn estimate(&self, machine: &MachineModel) -> Result<u64, CodeletError> {
-        Ok(self.layer_norm(LN_ROWS.min(self.m)).estimate_cycles()? + call_cycles(machine))
+        let rows = LN_ROWS.min(self.m);
+        let round = match self.rounding(rows) {
+            Some(r) => r.estimate_cycles()? + call_cycles(machine),
+            None => 0,
+        };
+        Ok(self.layer_norm(rows).estimate_cycles()? + call_cycles(machine) + round)
     }
 }
 

@@ -27,11 +27,12 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, OpId, Type, Value};
 
 use super::block::{emit_mlp, plan_mlp_with, Fp8Domains, MlpConstants, MlpPlan, MlpShape};
-use super::block_match::{check_function_holds, from_only_argument, the_only};
-use super::codegen::{Lowered, StepEstimates};
-use super::passes::{
-    chain, constant_of, constant_values, gemm_shape, only_user, rejected_lines, PLAN_ATTR,
+use super::block_match::{
+    check_function_holds, constant_operand, element_kind, from_only_argument, product_after,
+    product_weights, the_only,
 };
+use super::codegen::{Lowered, StepEstimates};
+use super::passes::{chain, constant_values, gemm_shape, only_user, rejected_lines, PLAN_ATTR};
 use super::plan::Grid;
 use crate::codelets::amp::AmpVariant;
 
@@ -68,35 +69,7 @@ fn dims(ctx: &Context, v: Value) -> Vec<i64> {
 }
 
 fn values(ctx: &Context, op: OpId, what: &str, v: Value) -> Result<Vec<f64>, Diagnostic> {
-    let c = constant_of(ctx, v).ok_or_else(|| {
-        Diagnostic::op_error(
-            ctx,
-            op,
-            format!("the MLP block lowering needs {what} to be an nn.constant"),
-        )
-    })?;
-    constant_values(&c).map_err(|e| Diagnostic::op_error(ctx, op, format!("{what}: {e}")))
-}
-
-/// The product that consumes `op`'s result, directly or through an
-/// `nn.cast` to `f8E4M3FNUZ` (FP8 blocks), with that cast.
-fn product_after(ctx: &Context, op: OpId) -> (Option<OpId>, Option<OpId>) {
-    let is_product = |u: &OpId| [nn::MATMUL, nn::LINEAR].contains(&ctx.name_str(*u));
-    match only_user(ctx, op) {
-        Some(c)
-            if ctx.name_str(c) == nn::CAST
-                && element_kind(ctx, ctx.results(c)[0]) == Some(FloatKind::F8E4M3FNUZ) =>
-        {
-            (Some(c), only_user(ctx, c).filter(is_product))
-        }
-        u => (None, u.filter(is_product)),
-    }
-}
-
-fn element_kind(ctx: &Context, v: Value) -> Option<FloatKind> {
-    ctx.value_type(v)
-        .element_type()
-        .and_then(|t| t.float_kind())
+    constant_operand(ctx, op, "MLP block", what, v)
 }
 
 fn mismatch(ctx: &Context, op: OpId, msg: &str) -> Diagnostic {
@@ -223,13 +196,7 @@ pub fn mlp_from(ctx: &Context, ln: OpId) -> Result<MlpMatch, Diagnostic> {
         Some(&b) => values(ctx, ln, "LayerNorm's shift", b)?,
         None => vec![0.0; c as usize],
     };
-    // FP8 weights are codes standing for `code * 2^rhs_scale`.
-    let weights = |op: OpId, what: &str| -> Result<Vec<f64>, Diagnostic> {
-        let scale = 2f64.powi(i32::try_from(nn::rhs_scale(ctx, op)).unwrap_or(0));
-        let mut w = values(ctx, op, what, ctx.operands(op)[1])?;
-        w.iter_mut().for_each(|v| *v *= scale);
-        Ok(w)
-    };
+    let weights = |op: OpId, what: &str| product_weights(ctx, op, "MLP block", what);
     let w1 = weights(fc1, "fc1's weights")?;
     let w2 = weights(fc2, "fc2's weights")?;
     let bias = |ch: &super::passes::Chain, op: OpId, n: u32| -> Result<Vec<f64>, Diagnostic> {

@@ -43,7 +43,7 @@ use super::codegen::{
     emit_standalone, emit_zero_runs, layout, Calls, Constants, Frame, PlacedGemm, TileLayout,
     ZeroRun,
 };
-use super::ln_tiles::{LnTiles, LN_ROWS};
+use super::ln_tiles::{LnOutput, LnTiles, LN_ROWS};
 use super::passes::{constant_of, constant_values, only_user, ADD};
 use super::plan::{plan_gemm, Epilogue, GemmPlan, GemmShape, Rejected};
 use super::schedule::{schedule, Schedule};
@@ -328,7 +328,7 @@ impl PatchPlan {
             ln_out: self.rows,
             gamma: self.rows,
             beta: self.rows,
-            output_f8_scale: None,
+            output: LnOutput::F16,
         }
     }
 

@@ -25,6 +25,7 @@ use ipuc_ipu_arch::MachineModel;
 use super::exchange::Broadcast;
 use crate::codelets::amp::{AmpBlock, AmpVariant, Elem};
 use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
+use crate::codelets::fill::Fill;
 use crate::codelets::gelu::{Gelu, GeluForm};
 use crate::codelets::gelu_f8::{GeluF8, GeluF8Counts};
 use crate::codelets::gemm::{GemmCounts, TileGemm};
@@ -384,6 +385,8 @@ pub struct PlanCounts {
     pub gelu_f8: Option<GeluF8Counts>,
     /// The add codelet's (the K split's reduction).
     pub add: StreamCounts,
+    /// The zero fill's (the last K part's padding panels).
+    pub fill: StreamCounts,
 }
 
 impl PlanCounts {
@@ -404,7 +407,21 @@ impl PlanCounts {
             add: reduction_add(shape.variant, 1, 0x80000, 0x90000, 0xa0000)
                 .counts()
                 .expect("the probe's parameters are valid"),
+            fill: Fill {
+                bytes: 8,
+                dst: 0x80000,
+            }
+            .counts()
+            .expect("the probe's parameters are valid"),
         }
+    }
+
+    /// Cycles of zeroing `plan`'s padding input panels on the tiles of its
+    /// last K part ([`padding_fill`]), the call included; 0 without any.
+    pub fn fill_cycles(&self, plan: &GemmPlan) -> u64 {
+        padding_fill(plan, plan.grid_k - 1, 0).map_or(0, |f| {
+            self.fill.cycles(&f.worker_words()) + call_cycles(&MachineModel::c600())
+        })
     }
 
     /// Cycles of one reduction round's adds on a tile keeping `rows` rows
@@ -414,6 +431,19 @@ impl PlanCounts {
         let machine = MachineModel::c600();
         u64::from(groups) * (self.add.cycles(&add.worker_words()) + call_cycles(&machine))
     }
+}
+
+/// The zero fill of the input panels of K part `k` past its real ones
+/// (the last part's, where the K panels do not divide evenly), for the
+/// input at `input`: no exchange writes them and their weights are zero,
+/// but a NaN or infinity left there by an earlier block (for FP8 inputs
+/// any byte 0x80) times zero is NaN. `None` where the part has none.
+pub fn padding_fill(plan: &GemmPlan, k: u32, input: u32) -> Option<Fill> {
+    let pad = plan.k_panels - plan.k_panels_of(k);
+    (pad > 0).then(|| Fill {
+        bytes: pad * plan.rows * 32,
+        dst: input + plan.k_panels_of(k) * plan.rows * 32,
+    })
 }
 
 /// The add of one output group's `rows` rows in a reduction round:
@@ -671,7 +701,7 @@ fn evaluate_with(
         estimate: Estimate {
             exchange,
             rounds_exchange,
-            compute: counts.gemm.cycles(&vertex, machine),
+            compute: counts.gemm.cycles(&vertex, machine) + counts.fill_cycles(&plan),
             reduction,
             epilogue: {
                 let owned = if rounds == 0 { rows } else { keep };

@@ -320,6 +320,26 @@ pub fn pool_from(ctx: &Context, ln: OpId) -> Result<PoolMatch, Diagnostic> {
             "the pooling head's input must be f16 (convert the function with --precision fp16)",
         ));
     }
+    // The post-LayerNorm's readers, through views: an FP8 cast among them
+    // is an FP8 product's input.
+    let mut readers: Vec<OpId> = ctx.uses(ctx.results(ln)[0]).iter().map(|u| u.op).collect();
+    let mut fp8 = None;
+    while let Some(op) = readers.pop() {
+        if super::block_match::fp8_cast_of(ctx, ctx.results(op)[0]) == Some(op) {
+            fp8 = Some(op);
+            break;
+        }
+        if VIEWS.contains(&ctx.name_str(op)) {
+            readers.extend(ctx.uses(ctx.results(op)[0]).iter().map(|u| u.op));
+        }
+    }
+    if let Some(cast) = fp8 {
+        return Err(Diagnostic::op_error(
+            ctx,
+            cast,
+            "the pooling head lowers f16 products only yet, and this one reads the post-LayerNorm as FP8 (--precision fp8): run the model at --precision fp16, or --extract its encoder layers",
+        ));
+    }
     let x = dims(ctx, input);
     let [1, m, c] = x[..] else {
         return Err(mismatch(
@@ -441,6 +461,7 @@ pub fn pool_from(ctx: &Context, ln: OpId) -> Result<PoolMatch, Diagnostic> {
             head_dim: head_dim as u32,
             eps,
             scale,
+            fp8: None,
         },
         ln,
         attention,
@@ -469,9 +490,12 @@ pub fn pool_attention(ctx: &Context, ln: OpId) -> Option<OpId> {
         let mut products = 0;
         loop {
             let name = ctx.name_str(at);
+            // An FP8 product's cast counts as a view here: the head is
+            // found, and its matcher says what it does not lower.
+            let fp8_cast = super::block_match::fp8_cast_of(ctx, ctx.results(at)[0]) == Some(at);
             if name == nn::LINEAR || name == nn::MATMUL {
                 products += 1;
-            } else if !VIEWS.contains(&name) || products > 1 {
+            } else if !(VIEWS.contains(&name) || fp8_cast) || products > 1 {
                 return None;
             }
             match ctx.uses(ctx.results(at)[0]) {

@@ -60,7 +60,7 @@ use super::codegen::{
     append_host_tensors, layout, replicated_constant, Calls, Constants, Frame, PlacedGemm,
     TileLayout,
 };
-use super::ln_tiles::{layer_norm_reference, LnTiles};
+use super::ln_tiles::{layer_norm_reference, LnOutput, LnTiles};
 use super::plan::{output_span, plan_gemm, whole_pairs, Epilogue, GemmPlan, GemmShape};
 use super::schedule::{schedule, Chunk, Schedule, Transfer};
 use crate::codelets::amp::AmpVariant;
@@ -356,7 +356,7 @@ impl PoolPlan {
             ln_out: lay.ln_out,
             gamma: lay.gamma,
             beta: lay.beta,
-            output_f8_scale: None,
+            output: LnOutput::F16,
         }
     }
 

@@ -79,6 +79,7 @@ pub fn run_attention(
         head_dim: c / heads,
         eps: 1e-6,
         scale: 1.0 / ((c / heads) as f32).sqrt(),
+        fp8: None,
     };
     let (mu, cu) = (m as usize, c as usize);
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);

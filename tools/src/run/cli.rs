@@ -64,12 +64,13 @@ pub struct RunArgs {
     #[arg(long)]
     pub plan_report: bool,
     /// Judge outputs as whole tensors instead: the smallest accepted cosine
-    /// similarity [default: 0.999]. A model compiled for `--device sim` is
-    /// judged this way unless `--atol`/`--rtol` are given.
+    /// similarity [default: 0.999; 0.99 at `--precision fp8`]. A model
+    /// compiled for `--device sim` is judged this way unless
+    /// `--atol`/`--rtol` are given.
     #[arg(long, value_name = "C")]
     pub min_cosine: Option<f64>,
     /// Judge outputs as whole tensors: the largest accepted relative L2
-    /// error [default: 1e-2].
+    /// error [default: 1e-2; 0.15 at `--precision fp8`].
     #[arg(long, value_name = "E")]
     pub max_rel_l2: Option<f64>,
     /// Print one JSON object instead of the human summary.

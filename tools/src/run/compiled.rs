@@ -25,7 +25,7 @@ use ipuc_runtime::reference::interpreter;
 use super::data::{self, DataSet, Named};
 use super::executable::run_executable;
 use super::progress::Phases;
-use super::{model, RunArgs, Statistical, Tolerance, DEFAULT_MAX_REL_L2, DEFAULT_MIN_COSINE};
+use super::{default_statistical, model, RunArgs, Tolerance};
 use crate::run::{CompiledSummary, ProfileSummary, Report};
 
 /// The line an error of the way to the simulator ends with.
@@ -44,10 +44,7 @@ pub fn with_reference_hint(error: String) -> String {
 pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
     let tolerance = match (args.atol, args.rtol, tolerance.statistical) {
         (None, None, None) => Tolerance {
-            statistical: Some(Statistical {
-                min_cosine: DEFAULT_MIN_COSINE,
-                max_rel_l2: DEFAULT_MAX_REL_L2,
-            }),
+            statistical: Some(default_statistical(args.precision.as_deref())),
             ..tolerance
         },
         _ => tolerance,

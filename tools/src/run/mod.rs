@@ -37,6 +37,30 @@ pub const DEFAULT_RTOL: f64 = 1e-3;
 pub const DEFAULT_MIN_COSINE: f64 = 0.999;
 /// `--max-rel-l2` when not given (and the criteria of a compiled run).
 pub const DEFAULT_MAX_REL_L2: f64 = 1e-2;
+/// `--min-cosine` when not given at `--precision fp8`: the bar the FP8
+/// lowering is held to (a value that lands on the other side of an FP8
+/// rounding boundary than the reference's moves by a whole FP8 step, 6 to
+/// 12 %, and each product's input is rounded).
+pub const FP8_MIN_COSINE: f64 = 0.99;
+/// `--max-rel-l2` when not given at `--precision fp8`: the relative L2
+/// error a cosine of [`FP8_MIN_COSINE`] allows between vectors of equal
+/// norms (`sqrt(2 (1 - 0.99))`, about 0.14), rounded up.
+pub const FP8_MAX_REL_L2: f64 = 0.15;
+
+/// The criteria outputs are judged by where `--min-cosine` and
+/// `--max-rel-l2` are not given, at `precision` (`--precision`).
+pub fn default_statistical(precision: Option<&str>) -> Statistical {
+    match precision {
+        Some("fp8") => Statistical {
+            min_cosine: FP8_MIN_COSINE,
+            max_rel_l2: FP8_MAX_REL_L2,
+        },
+        _ => Statistical {
+            min_cosine: DEFAULT_MIN_COSINE,
+            max_rel_l2: DEFAULT_MAX_REL_L2,
+        },
+    }
+}
 
 /// Exit status when an output exceeds the tolerances.
 pub const EXIT_MISMATCH: i32 = 1;
@@ -79,10 +103,13 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
         rtol: args.rtol.unwrap_or(DEFAULT_RTOL),
         statistical: match (args.min_cosine, args.max_rel_l2) {
             (None, None) => None,
-            (c, l) => Some(Statistical {
-                min_cosine: c.unwrap_or(DEFAULT_MIN_COSINE),
-                max_rel_l2: l.unwrap_or(DEFAULT_MAX_REL_L2),
-            }),
+            (c, l) => {
+                let d = default_statistical(args.precision.as_deref());
+                Some(Statistical {
+                    min_cosine: c.unwrap_or(d.min_cosine),
+                    max_rel_l2: l.unwrap_or(d.max_rel_l2),
+                })
+            }
         },
     };
     if !(tolerance.atol >= 0.0 && tolerance.rtol >= 0.0) {
