@@ -9,6 +9,8 @@
 
 pub mod attention;
 pub mod attention_block;
+pub mod attention_constants;
+pub mod attention_emit;
 pub mod attention_exchange;
 pub mod block;
 pub mod block_exchange;

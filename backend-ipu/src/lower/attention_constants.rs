@@ -1,0 +1,305 @@
+//! The attention block's constants as its tiles hold them
+//! ([`HeldConstants`]: heads padded, Q scaled, the value bias folded or
+//! in vt's initial partials), their `constant` tensors
+//! ([`emit_attention_constants`]), and the block in float64
+//! ([`reference`]), what a lowered block is checked against.
+
+use ipuc_ipu_arch::float8::{encode_scaled, f64_to_f8, f8_to_f64};
+use ipuc_ir::{BlockId, Context, FloatKind, Location, Type};
+
+use super::attention_block::{attention_tiles, AttentionConstants, AttentionPlan, AttentionShape};
+use super::block::encode_f16;
+use super::codegen::{replicated_constant, Constants, PlacedGemm, ZeroRun};
+
+/// The products' constants as their tiles hold them (heads padded, the
+/// value bias folded into the output bias).
+pub struct HeldConstants {
+    /// qk's weights `[c, 2 hp]` (Q's times the softmax scale).
+    pub w_qk: Vec<f64>,
+    /// qk's bias `[2 hp]`.
+    pub b_qk: Vec<f64>,
+    /// vt's input: `W_v^T` padded, `[hp, c]`.
+    pub w_vt: Vec<f64>,
+    /// out's weights `[hp, c]`.
+    pub w_out: Vec<f64>,
+    /// out's bias `[c]`: `b_o + b_v W_o` (f16), `b_o` (FP8).
+    pub b_out: Vec<f64>,
+    /// FP8: the value bias `[hp]`, padded, which vt's initial partials
+    /// start every token from (f16: folded into `b_out`).
+    pub b_vt: Vec<f64>,
+}
+
+impl HeldConstants {
+    /// From the IR's constants.
+    pub fn of(s: AttentionShape, k: &AttentionConstants) -> Self {
+        let (c, hp) = (s.c as usize, s.hp() as usize);
+        let mut w_qk = vec![0.0; c * 2 * hp];
+        let mut b_qk = vec![0.0; 2 * hp];
+        let mut w_vt = vec![0.0; hp * c];
+        // Q times the softmax scale where its weights are f16: S comes out
+        // scaled, and the attention tiles' softmax does not multiply
+        // ([`AttentionShape::q_weight_scale`]).
+        for (part, scale) in [s.q_weight_scale(), 1.0].into_iter().enumerate() {
+            for ch in 0..c {
+                let col = part * hp + s.padded(ch);
+                b_qk[col] = scale * k.b_qkv[part * c + ch];
+                for r in 0..c {
+                    w_qk[r * 2 * hp + col] = scale * k.w_qkv[r * 3 * c + part * c + ch];
+                }
+            }
+        }
+        for ch in 0..c {
+            let row = s.padded(ch);
+            for r in 0..c {
+                w_vt[row * c + r] = k.w_qkv[r * 3 * c + 2 * c + ch];
+            }
+        }
+        let mut w_out = vec![0.0; hp * c];
+        let mut b_out = k.b_o.clone();
+        let mut b_vt = vec![0.0; hp];
+        for ch in 0..c {
+            let row = s.padded(ch);
+            let bv = k.b_qkv[2 * c + ch];
+            b_vt[row] = bv;
+            for o in 0..c {
+                let w = k.w_o[ch * c + o];
+                w_out[row * c + o] = w;
+                if s.fp8.is_none() {
+                    b_out[o] += bv * w;
+                }
+            }
+        }
+        HeldConstants {
+            w_qk,
+            b_qk,
+            w_vt,
+            w_out,
+            b_out,
+            b_vt,
+        }
+    }
+}
+
+/// The block's constants (weights, bias blocks, `V^T`'s input, the
+/// LayerNorm's scale and shift, the vertex states, the attention tiles'
+/// masks and zero runs) as `constant` tensors appended to `exe_body`:
+/// what [`emit_attention_in`] loads with the program, and what a loop over
+/// identical layers archives for each later layer ([`super::chain_loop`]).
+pub fn emit_attention_constants(
+    ctx: &mut Context,
+    exe_body: BlockId,
+    plan: &AttentionPlan,
+    constants: &AttentionConstants,
+    loc: &Location,
+) {
+    let (s, core) = (plan.shape, plan.core);
+    let [qk, vt, out] = plan.placed();
+    let ln = plan.ln();
+    let at_core = attention_tiles(plan);
+    let loc = loc.clone();
+    let held = HeldConstants::of(s, constants);
+    qk.emit_constants(
+        ctx,
+        exe_body,
+        Constants {
+            weights: &held.w_qk,
+            bias: Some(&held.b_qk),
+        },
+        &loc,
+    );
+    out.emit_constants(
+        ctx,
+        exe_body,
+        Constants {
+            weights: &held.w_out,
+            bias: Some(&held.b_out),
+        },
+        &loc,
+    );
+    emit_vt_input(ctx, exe_body, plan, &vt, &held.w_vt, &loc);
+    if plan.shape.fp8.is_some() {
+        // Every token's value channels start from the value bias.
+        let m = s.m as usize;
+        let rows: Vec<f64> = held
+            .b_vt
+            .iter()
+            .flat_map(|&b| std::iter::repeat_n(b, m))
+            .collect();
+        vt.emit_row_bias(ctx, exe_body, &rows, &loc);
+    }
+    ln.emit_constants(ctx, exe_body, (&constants.gamma, &constants.beta), &loc);
+    // The attention tiles' masks: one per block of keys (only the last
+    // masks any key).
+    for kb in 0..core.key_blocks {
+        let att = plan.core_of(kb);
+        let tiles: Vec<u32> = at_core
+            .iter()
+            .filter(|(_, &(_, k))| k == kb)
+            .map(|(&t, _)| t)
+            .collect();
+        let mask: Vec<u8> = att
+            .mask_block()
+            .iter()
+            .flat_map(|&v| (v as f32).to_le_bytes())
+            .collect();
+        let t = replicated_constant(
+            ctx,
+            &format!("attn_mask{kb}"),
+            (Type::float(FloatKind::F32), 4, 8),
+            mask,
+            (&tiles, plan.layout.restore.mask),
+            loc.clone(),
+        );
+        ctx.append_op(exe_body, t);
+    }
+    super::codegen::emit_zero_runs(
+        ctx,
+        exe_body,
+        &super::attention_exchange::zero_runs(plan),
+        "zero_pad",
+        &loc,
+    );
+    // The zeros the attention tiles restore their padding runs from.
+    let r = plan.layout.restore;
+    let tiles: std::collections::BTreeSet<u32> = super::attention_exchange::window_zero_runs(plan)
+        .iter()
+        .map(|run| run.tile)
+        .collect();
+    let zeros: Vec<ZeroRun> = tiles
+        .into_iter()
+        .map(|tile| ZeroRun {
+            tile,
+            address: r.zeros,
+            bytes: r.zero_bytes,
+        })
+        .collect();
+    super::codegen::emit_zero_runs(ctx, exe_body, &zeros, "attn_zeros", &loc);
+}
+
+/// vt's input panels: `W_v^T`'s rows of each grid row block and K part,
+/// on every grid column.
+fn emit_vt_input(
+    ctx: &mut Context,
+    exe_body: BlockId,
+    plan: &AttentionPlan,
+    vt: &PlacedGemm,
+    w_vt: &[f64],
+    loc: &Location,
+) {
+    let p = &plan.vt;
+    vt.emit_states(ctx, exe_body, loc);
+    let c = plan.shape.c as usize;
+    for i in 0..p.grid_rows {
+        for k in 0..p.grid_k {
+            let mut values = Vec::with_capacity((p.k_panels * p.rows * 16) as usize);
+            for g in 0..p.k_panels {
+                let panel = k * p.k_panels + g;
+                for r in 0..p.rows {
+                    let row = (i * p.rows + r) as usize;
+                    values.extend((0..16).map(|ch| {
+                        let col = (panel * 16) as usize + ch;
+                        if row < plan.shape.hp() as usize && col < c {
+                            w_vt[row * c + col]
+                        } else {
+                            0.0
+                        }
+                    }));
+                }
+            }
+            let tiles: Vec<u32> = (0..p.grid_cols).map(|j| p.tile(i, j, k)).collect();
+            // As the vertex reads them, or as FP8 codes it widens.
+            let (ty, bytes, at) = match (plan.layout.vt_codes, plan.shape.fp8) {
+                (Some(at), Some(f)) => (
+                    (Type::float(FloatKind::F8E4M3FNUZ), 1, 8),
+                    values
+                        .iter()
+                        .map(|&v| encode_scaled(v, f.qkv_scale))
+                        .collect(),
+                    at,
+                ),
+                _ => (
+                    (Type::float(FloatKind::F16), 2, 8),
+                    encode_f16(&values),
+                    vt.lay.input,
+                ),
+            };
+            let t = replicated_constant(
+                ctx,
+                &format!("vt_input_row{i}_k{k}"),
+                ty,
+                bytes,
+                (&tiles, at),
+                loc.clone(),
+            );
+            ctx.append_op(exe_body, t);
+        }
+    }
+}
+
+/// The block in float64 (`x` `[m, c]`, f16 values): what a lowered block
+/// is checked against.
+pub fn reference(s: AttentionShape, x: &[f64], k: &AttentionConstants) -> Vec<f64> {
+    reference_rows(s, x, k, &(0..s.m as usize).collect::<Vec<_>>())
+}
+
+/// [`reference`] for rows `rows` only (every row's keys and values are
+/// still computed), row after row.
+pub fn reference_rows(
+    s: AttentionShape,
+    x: &[f64],
+    k: &AttentionConstants,
+    rows: &[usize],
+) -> Vec<f64> {
+    let (m, c, d) = (s.m as usize, s.c as usize, s.head_dim as usize);
+    // FP8 products multiply LayerNorm's and the attention's outputs as
+    // FP8 values (the IR's casts).
+    let on_grid = |v: f64| match s.fp8 {
+        Some(_) => f8_to_f64(f64_to_f8(v)),
+        None => v,
+    };
+    let mut qkv = vec![0.0; m * 3 * c];
+    for r in 0..m {
+        let row = &x[r * c..(r + 1) * c];
+        let mean = row.iter().sum::<f64>() / c as f64;
+        let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / c as f64;
+        let rstd = 1.0 / (var + f64::from(s.eps)).sqrt();
+        let out = &mut qkv[r * 3 * c..(r + 1) * 3 * c];
+        out.copy_from_slice(&k.b_qkv);
+        for (i, (&v, w_row)) in row.iter().zip(k.w_qkv.chunks_exact(3 * c)).enumerate() {
+            let ln = on_grid((v - mean) * rstd * k.gamma[i] + k.beta[i]);
+            for (o, w) in out.iter_mut().zip(w_row) {
+                *o += ln * w;
+            }
+        }
+    }
+    let scale = f64::from(s.scale);
+    let mut y = Vec::with_capacity(rows.len() * c);
+    for &r in rows {
+        let mut att = vec![0.0; c];
+        for h in 0..s.heads as usize {
+            let q = &qkv[r * 3 * c + h * d..r * 3 * c + (h + 1) * d];
+            let key = |t: usize| &qkv[t * 3 * c + c + h * d..t * 3 * c + c + (h + 1) * d];
+            let sc: Vec<f64> = (0..m)
+                .map(|t| scale * q.iter().zip(key(t)).map(|(a, b)| a * b).sum::<f64>())
+                .collect();
+            let mx = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = sc.iter().map(|v| (v - mx).exp()).collect();
+            let sum: f64 = e.iter().sum();
+            for (t, e) in e.iter().enumerate() {
+                let v = &qkv[t * 3 * c + 2 * c + h * d..t * 3 * c + 2 * c + (h + 1) * d];
+                for (o, v) in att[h * d..(h + 1) * d].iter_mut().zip(v) {
+                    *o += e / sum * v;
+                }
+            }
+        }
+        let mut out: Vec<f64> = (0..c).map(|o| x[r * c + o] + k.b_o[o]).collect();
+        for (i, a) in att.iter().enumerate() {
+            let a = on_grid(*a);
+            for (o, w) in out.iter_mut().zip(&k.w_o[i * c..(i + 1) * c]) {
+                *o += a * w;
+            }
+        }
+        y.extend(out);
+    }
+    y
+}

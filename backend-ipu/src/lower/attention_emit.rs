@@ -1,0 +1,361 @@
+//! The attention block's `ipu.executable` ([`emit_attention`]): every
+//! tile's program, superstep by superstep as
+//! [`super::attention_block`]'s module doc lists them, and the block's
+//! estimate step by step ([`AttentionEstimate`]).
+
+use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::{BlockId, Context, Diagnostic, Location, OpId, Type};
+
+use super::attention_block::{attention_tiles, window_restores, AttentionConstants, AttentionPlan};
+use super::attention_constants::emit_attention_constants;
+use super::block::{emit_owned_adds, positions};
+use super::block_exchange::residual_view;
+use super::codegen::{emit_standalone, Calls, Frame};
+use super::plan::GemmPlan;
+use super::reduce;
+use crate::codelets::cast::{Cast, CastKind};
+use crate::codelets::elementwise::BinaryOp;
+use crate::codelets::emitter::{inst, op, Emitter};
+use crate::codelets::program::Codelet;
+use crate::codelets::subroutine::{call_cycles, emit_call};
+
+/// The block's estimated cycles, step by step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct AttentionEstimate {
+    /// LayerNorm.
+    pub layer_norm: u64,
+    /// Exchange A (scheduled).
+    pub exchange_a: u64,
+    /// qk and vt (the slower), with their reductions.
+    pub qkv: u64,
+    /// Exchange B (scheduled).
+    pub exchange_b: u64,
+    /// The attention tiles.
+    pub attention: u64,
+    /// Exchange D (scheduled; 0 when materialised).
+    pub exchange_d: u64,
+    /// The combination of the partials (0 when materialised).
+    pub combine: u64,
+    /// Exchange C (scheduled).
+    pub exchange_c: u64,
+    /// out, its reduction and the residual add.
+    pub out: u64,
+    /// The syncs between the steps.
+    pub sync: u64,
+}
+
+impl AttentionEstimate {
+    /// All of it.
+    pub fn total(&self) -> u64 {
+        self.layer_norm
+            + self.exchange_a
+            + self.qkv
+            + self.exchange_b
+            + self.attention
+            + self.exchange_d
+            + self.combine
+            + self.exchange_c
+            + self.out
+            + self.sync
+    }
+}
+
+impl std::fmt::Display for AttentionEstimate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} cycles (layer norm {}, exchange A {}, qkv {}, exchange B {}, attention {}, exchange D {}, combine {}, exchange C {}, out {}, sync {})",
+            self.total(),
+            self.layer_norm,
+            self.exchange_a,
+            self.qkv,
+            self.exchange_b,
+            self.attention,
+            self.exchange_d,
+            self.combine,
+            self.exchange_c,
+            self.out,
+            self.sync
+        )
+    }
+}
+
+/// The lowered block.
+#[derive(Clone, Debug)]
+pub struct LoweredAttention {
+    /// The `ipu.executable`.
+    pub executable: OpId,
+    /// Estimated cycles.
+    pub estimate: AttentionEstimate,
+    /// The most bytes of exchange code on a tile.
+    pub exchange_code_bytes_max: u64,
+}
+
+/// Builds the block's `ipu.executable` (see the module doc), appended to
+/// `block`; the host tensors get types `x_ty` and `y_ty`.
+#[allow(clippy::too_many_arguments)]
+pub fn emit_attention(
+    ctx: &mut Context,
+    block: BlockId,
+    plan: &AttentionPlan,
+    constants: &AttentionConstants,
+    (x_ty, y_ty): (Type, Type),
+    machine: &MachineModel,
+    loc: Location,
+) -> Result<LoweredAttention, Diagnostic> {
+    emit_standalone(
+        ctx,
+        block,
+        machine,
+        &loc.clone(),
+        [(x_ty, plan.input_pieces()), (y_ty, plan.output_pieces())],
+        |ctx, frame| emit_attention_in(ctx, frame, plan, constants, machine, loc),
+    )
+}
+
+/// [`emit_attention`] into `frame`'s executable, without host tensors
+/// (the block's input and output are [`AttentionPlan::input_pieces`] and
+/// [`AttentionPlan::output_pieces`]).
+pub fn emit_attention_in(
+    ctx: &mut Context,
+    frame: &Frame<'_>,
+    plan: &AttentionPlan,
+    constants: &AttentionConstants,
+    machine: &MachineModel,
+    loc: Location,
+) -> Result<LoweredAttention, Diagnostic> {
+    let [qk, vt, out] = plan.placed();
+    let fail = |err: crate::codelets::CodeletError| Diagnostic::error(loc.clone(), err.to_string());
+    let tiles = plan.tiles();
+    let x = plan.schedules(machine);
+    let (at_qk, at_vt, at_out) = (
+        positions(&plan.qk),
+        positions(&plan.vt),
+        positions(&plan.out),
+    );
+    let at_core = attention_tiles(plan);
+    let ln = plan.ln();
+    let ln_of = ln.index();
+    let restores = window_restores(plan);
+    let fp8 = plan.shape.fp8.is_some();
+    let vt_widen = vt_widen(plan);
+    // The most cycles a tile spends beside LayerNorm (f16: restoring its
+    // window; FP8: widening qk's weights or vt's input), restoring its
+    // window after qk and vt (FP8), rounding the attention's output (FP8)
+    // and widening out's weights (FP8).
+    let (mut beside_ln, mut restore_cycles, mut rounding_cycles, mut out_widen) = (0, 0, 0, 0);
+    let rounds = |p: &GemmPlan| p.grid_k.trailing_zeros();
+    let qkv_rounds = rounds(&plan.qk).max(rounds(&plan.vt));
+    let (exe, exe_body) = (frame.executable, frame.exe_body);
+    let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
+    let mut add_cycles = 0u64;
+    let mut exchange_code_bytes_max = 0;
+    for &t in &tiles {
+        let mut e = frame.open_tile(ctx, t, &loc);
+        let mut xcode = 0;
+        let mut calls = Calls::new();
+        ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
+        let restore = restores.get(&t).map_or(&[][..], Vec::as_slice);
+        let first = if !fp8 {
+            emit_launches(&mut e, &mut calls, "attn_restore", restore, machine)
+        } else if at_qk.contains_key(&t) {
+            qk.emit_widen(&mut e, machine, &mut calls)
+        } else if at_vt.contains_key(&t) {
+            emit_launches(&mut e, &mut calls, "vt_widen", &vt_widen, machine)
+        } else {
+            Ok(0)
+        };
+        beside_ln = beside_ln.max(first.map_err(fail)?);
+        sync(&mut e);
+        xcode += x.a.emit(&mut e, machine, t, "a");
+        sync(&mut e);
+        // qk and vt on their tiles, the rounds of the one with fewer
+        // padded with syncs.
+        let own = if let Some(&pos) = at_qk.get(&t) {
+            xcode += qk
+                .emit_compute(&mut e, pos, machine, &mut calls)
+                .map_err(fail)?
+                .1;
+            rounds(&plan.qk)
+        } else if let Some(&pos) = at_vt.get(&t) {
+            xcode += vt
+                .emit_compute(&mut e, pos, machine, &mut calls)
+                .map_err(fail)?
+                .1;
+            rounds(&plan.vt)
+        } else {
+            0
+        };
+        (0..2 * (qkv_rounds - own)).for_each(|_| sync(&mut e));
+        if fp8 {
+            // qk's widened weights lay over the window: restore it now.
+            let c = emit_launches(&mut e, &mut calls, "attn_restore", restore, machine);
+            restore_cycles = restore_cycles.max(c.map_err(fail)?);
+        }
+        sync(&mut e);
+        xcode += x.b.emit(&mut e, machine, t, "b");
+        sync(&mut e);
+        let att = at_core.get(&t).map(|&(b, kb)| (b, kb, plan.core_of(kb)));
+        let roundings = att
+            .as_ref()
+            .map_or_else(Vec::new, |&(b, kb, _)| output_roundings(plan, b, kb));
+        if let Some((_, _, att)) = &att {
+            att.emit_supervisor(&mut e, "attn").map_err(fail)?;
+            calls.push(("attn_softmax".into(), Box::new(att.softmax())));
+            if !plan.core.split() {
+                let c = emit_launches(&mut e, &mut calls, "attn_round", &roundings, machine);
+                rounding_cycles = rounding_cycles.max(c.map_err(fail)?);
+            }
+        }
+        if let Some(d) = &x.d {
+            sync(&mut e);
+            xcode += d.emit(&mut e, machine, t, "d");
+            sync(&mut e);
+            if let Some(combine) = att.as_ref().and_then(|&(b, kb, _)| plan.combine_on(b, kb)) {
+                emit_call(&mut e, "attn_combine");
+                calls.push(("attn_combine".into(), Box::new(combine)));
+                let c = emit_launches(&mut e, &mut calls, "attn_round", &roundings, machine);
+                rounding_cycles = rounding_cycles.max(c.map_err(fail)?);
+            }
+        }
+        sync(&mut e);
+        xcode += x.c.emit(&mut e, machine, t, "c");
+        sync(&mut e);
+        match at_out.get(&t) {
+            Some(&(i, j, k)) => {
+                let widen = out.emit_widen(&mut e, machine, &mut calls).map_err(fail)?;
+                out_widen = out_widen.max(widen);
+                let (view, rounds_bytes) = out
+                    .emit_compute(&mut e, (i, j, k), machine, &mut calls)
+                    .map_err(fail)?;
+                xcode += rounds_bytes;
+                let (lo, hi) = reduce::owned(k, plan.out.grid_k, plan.out.rows);
+                let [res, sum] = [plan.layout.residual, plan.layout.sum]
+                    .map(|base| residual_view(&plan.out, base, k));
+                let firsts = emit_owned_adds(
+                    &mut e,
+                    &mut calls,
+                    (view, (lo, hi), plan.out.groups_of(j)),
+                    &[(BinaryOp::Add, view, res, sum)],
+                    &|_, g| format!("residual_{g}"),
+                );
+                if let (Some(add), 0) = (firsts.first(), add_cycles) {
+                    add_cycles = add.estimate_cycles().map_err(fail)?;
+                }
+            }
+            None => (0..2 * rounds(&plan.out)).for_each(|_| sync(&mut e)),
+        }
+        xcode += frame.close_tile(&mut e, t);
+        exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
+        frame.count_exchange(t, xcode);
+        if at_qk.contains_key(&t) {
+            qk.emit_worker_code(&mut e);
+        }
+        if at_vt.contains_key(&t) {
+            vt.emit_worker_code(&mut e);
+        }
+        if at_out.contains_key(&t) {
+            out.emit_worker_code(&mut e);
+        }
+        if let Some((_, _, att)) = &att {
+            att.emit_workers(&mut e, "attn");
+        }
+        for (name, instance) in &calls {
+            instance.emit_as(&mut e, name).map_err(fail)?;
+        }
+    }
+    emit_attention_constants(ctx, exe_body, plan, constants, &loc);
+    let est = |p: &GemmPlan| p.estimate.compute + p.estimate.rounds_exchange + p.estimate.reduction;
+    let combine = match plan.combine_on(0, 0) {
+        Some(c) => c.estimate_cycles().map_err(fail)? + call_cycles(machine),
+        None => 0,
+    };
+    let (attention_round, combine_round) = if plan.core.split() {
+        (0, rounding_cycles)
+    } else {
+        (rounding_cycles, 0)
+    };
+    let estimate = AttentionEstimate {
+        // The attention tiles restore their windows (f16) or widen qk's
+        // weights and vt's input (FP8) beside LayerNorm.
+        layer_norm: ln.estimate(machine).map_err(fail)?.max(beside_ln),
+        exchange_a: x.a.cycles,
+        qkv: est(&plan.qk).max(est(&plan.vt)) + restore_cycles,
+        exchange_b: x.b.cycles,
+        attention: plan.core_of(0).estimate_cycles().map_err(fail)? + attention_round,
+        exchange_d: x.d.as_ref().map_or(0, |d| d.cycles),
+        combine: combine + combine_round,
+        exchange_c: x.c.cycles,
+        out: out_widen + est(&plan.out) + add_cycles,
+        // Every superstep's sync, the reduction rounds' included.
+        sync: u64::from(plan.syncs()) * u64::from(machine.sync_latency),
+    };
+    Ok(LoweredAttention {
+        executable: exe,
+        estimate,
+        exchange_code_bytes_max,
+    })
+}
+
+/// Calls `launches` in order as subroutines `{prefix}{n}` added to
+/// `calls`; returns their estimated cycles, the calls' included.
+fn emit_launches<C: Codelet + Clone + 'static>(
+    e: &mut Emitter,
+    calls: &mut Calls,
+    prefix: &str,
+    launches: &[C],
+    machine: &MachineModel,
+) -> Result<u64, crate::codelets::CodeletError> {
+    let mut cycles = 0;
+    for (n, launch) in launches.iter().enumerate() {
+        let name = format!("{prefix}{n}");
+        emit_call(e, &name);
+        cycles += launch.estimate_cycles()? + call_cycles(machine);
+        calls.push((name, Box::new(launch.clone())));
+    }
+    Ok(cycles)
+}
+
+/// With FP8 products, the launch that widens vt's input (the value
+/// weights) from its codes on a vt tile, beside LayerNorm.
+fn vt_widen(plan: &AttentionPlan) -> Vec<Cast> {
+    match (plan.layout.vt_codes, plan.shape.fp8) {
+        (Some(at), Some(f)) => vec![Cast {
+            kind: CastKind::F8ToF16 { scale: f.qkv_scale },
+            len: plan.vt.vertex().input_bytes() as u32 / 2,
+            input: at,
+            output: plan.layout.vt.input,
+        }],
+        _ => Vec::new(),
+    }
+}
+
+/// With FP8 products, the launches that round the attention's output to
+/// the FP8 grid in place on attention tile `(b, kb)`, before exchange C
+/// reads it (what the IR's cast before the output product does): one per
+/// group of 16 channels of O (materialised) or of the rows the tile
+/// combines (key-split). None for f16 products.
+pub fn output_roundings(plan: &AttentionPlan, b: u32, kb: u32) -> Vec<Cast> {
+    if plan.shape.fp8.is_none() {
+        return Vec::new();
+    }
+    let groups = plan.shape.dp() / 16;
+    let round = |at: u32, rows: u32| Cast {
+        kind: CastKind::F16RoundF8 { scale: 0 },
+        len: rows * 16,
+        input: at,
+        output: at,
+    };
+    match (plan.layout.combine, plan.combine_on(b, kb)) {
+        (None, _) => {
+            let v = plan.core_of(kb).values();
+            (0..groups)
+                .map(|g| round(v.output_group(g), v.rows))
+                .collect()
+        }
+        (Some(c), Some(combine)) => (0..groups)
+            .map(|g| round(c.output + g * c.output_stride, combine.rows))
+            .collect(),
+        (Some(_), None) => Vec::new(),
+    }
+}
