@@ -87,7 +87,7 @@ fn fp8(s: AttentionShape) -> AttentionShape {
     AttentionShape {
         fp8: Some(AttentionFp8 {
             qkv_scale: 0,
-            out_scale: 0,
+            out_scale: Some(0),
         }),
         ..s
     }

@@ -12,6 +12,8 @@ mod common;
 use common::{
     assert_block_accuracy, assert_near_estimate, cosine_and_rel_l2, f16_values, run_lowered,
 };
+use ipuc_backend_ipu::lower::attention_block::AttentionFp8;
+use ipuc_backend_ipu::lower::block::FP8_MAX_REL_L2;
 use ipuc_backend_ipu::lower::block_values::PoolValues;
 use ipuc_backend_ipu::lower::pool_head::{emit_pool, plan_pool_in, reference, PoolShape};
 use ipuc_backend_ipu::lower::window::Window;
@@ -37,7 +39,17 @@ fn shape(m: u32, c: u32, heads: u32) -> PoolShape {
 /// against float64, and the simulated and estimated cycles.
 fn run(s: PoolShape, tiles: u32, seed: u64) -> ((f64, f64), (f64, f64), u64, u64) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let PoolValues { x, constants: k } = PoolValues::random(s, || rng.random_range(-1.0..1.0));
+    let mut values = PoolValues::random(s, || rng.random_range(-1.0..1.0));
+    // FP8: the weights rounded to FP8 values, the scales the quantization
+    // picked (the output product FP8 where the shape says so).
+    let s = match s.fp8 {
+        Some(f) => PoolShape {
+            fp8: Some(values.quantize_fp8(f.out_scale.is_some())),
+            ..s
+        },
+        None => s,
+    };
+    let PoolValues { x, constants: k } = values;
     let machine = MachineModel::c600();
     let plan = plan_pool_in(s, &machine, (0, tiles), Window::alone(&machine))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -90,6 +102,39 @@ fn pooling_heads_match_float64() {
             2e-3,
         );
         assert_block_accuracy((s, "pooled"), (y.0, y.1, cycles, estimate), 0.9999, 1e-2);
+        assert_near_estimate(cycles, estimate, format!("{s:?}"));
+    }
+}
+
+#[test]
+fn fp8_pooling_heads_match_float64_with_the_same_roundings() {
+    // The key/value product FP8 (the post-LayerNorm's rows rounded to the
+    // FP8 grid on sv's tiles, the value bias in sv's initial partials),
+    // the output product FP8 too (the head tiles round their output) or
+    // f16 (the model's output `nn.gemm`, which convert-precision leaves):
+    // against float64 with the same roundings. The post-LayerNorm output
+    // stays f16, unrounded.
+    for (s, out, seed) in [(shape(16, 64, 4), true, 4), (shape(37, 96, 4), false, 5)] {
+        let s = PoolShape {
+            fp8: Some(AttentionFp8 {
+                qkv_scale: 0,
+                out_scale: out.then_some(0),
+            }),
+            ..s
+        };
+        let (ln, y, cycles, estimate) = run(s, 736, seed);
+        assert_block_accuracy(
+            (s, "post-LayerNorm"),
+            (ln.0, ln.1, cycles, estimate),
+            0.99999,
+            2e-3,
+        );
+        assert_block_accuracy(
+            (s, "pooled"),
+            (y.0, y.1, cycles, estimate),
+            0.999,
+            FP8_MAX_REL_L2,
+        );
         assert_near_estimate(cycles, estimate, format!("{s:?}"));
     }
 }

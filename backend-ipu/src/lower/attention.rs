@@ -220,7 +220,7 @@ pub fn attention_from(ctx: &Context, att: OpId) -> Result<AttentionMatch, Diagno
         (AmpVariant::F16, AmpVariant::F16, _) => None,
         (AmpVariant::F8, AmpVariant::F8, true) => Some(AttentionFp8 {
             qkv_scale: scale_of(qkv),
-            out_scale: scale_of(out),
+            out_scale: Some(scale_of(out)),
         }),
         _ => {
             return Err(Diagnostic::op_error(

@@ -136,8 +136,11 @@ pub struct AttentionShape {
 pub struct AttentionFp8 {
     /// The QKV weights' scale exponent.
     pub qkv_scale: i32,
-    /// The output weights' scale exponent.
-    pub out_scale: i32,
+    /// The output weights' scale exponent, if the output product is FP8
+    /// too (`None`: an f16 product, whose weights stay f16 and whose input
+    /// is not rounded; the pooling head's output `nn.gemm`, which
+    /// `convert-precision` leaves f16).
+    pub out_scale: Option<i32>,
 }
 
 impl AttentionShape {
@@ -857,6 +860,7 @@ fn product_layouts(
     // With FP8 products the weights (and vt's input) are kept as codes,
     // one byte per f16 element.
     let fp8 = s.fp8.is_some();
+    let out_fp8 = s.fp8.is_some_and(|f| f.out_scale.is_some());
     let kept = |bytes: u64| (if fp8 { bytes / 2 } else { bytes }) as u32;
     // vt's tiles: its weights (LayerNorm's rows), then its input, a
     // constant read by vt alone: with nothing run before, in the shared
@@ -878,7 +882,12 @@ fn product_layouts(
     // The bias blocks (constants, the products' initial partials) above
     // the weights, out of every buffer's way: in other element pairs than
     // the inputs and outputs, so no bank rule ties them to those.
-    let bias_qk = (w_out + kept(v_out.weight_bytes())).next_multiple_of(16);
+    let out_kept = if out_fp8 {
+        kept(v_out.weight_bytes())
+    } else {
+        v_out.weight_bytes() as u32
+    };
+    let bias_qk = (w_out + out_kept).next_multiple_of(16);
     let bias_out = (bias_qk + v_qk.bias_bytes() as u32).next_multiple_of(16);
     let bias_vt = (bias_out + v_out.bias_bytes() as u32).next_multiple_of(16);
     let weights_end = (bias_vt + v_vt.bias_bytes() as u32).max(ln.end);
@@ -907,7 +916,8 @@ fn product_layouts(
     // writes it; out's are widened after exchange C has read it).
     let widened = window.scratch_floor().next_multiple_of(16);
     if fp8 {
-        for (name, v, lay) in [("qk", &v_qk, &l_qk), ("out", &v_out, &l_out)] {
+        let widened_products = [("qk", &v_qk, &l_qk), ("out", &v_out, &l_out)];
+        for (name, v, lay) in &widened_products[..1 + usize::from(out_fp8)] {
             let end = u64::from(widened) + v.weight_bytes();
             if end > u64::from(lay.buffers_bottom()) {
                 return Err(format!(
@@ -923,8 +933,8 @@ fn product_layouts(
         Some(f) => (
             widened,
             Some(codes(base, f.qkv_scale)),
-            widened,
-            Some(codes(w_out, f.out_scale)),
+            if out_fp8 { widened } else { w_out },
+            f.out_scale.map(|o| codes(w_out, o)),
             Some(vt_input),
         ),
         None => (base, None, w_out, None, None),

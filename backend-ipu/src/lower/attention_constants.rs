@@ -294,7 +294,10 @@ pub fn reference_rows(
         }
         let mut out: Vec<f64> = (0..c).map(|o| x[r * c + o] + k.b_o[o]).collect();
         for (i, a) in att.iter().enumerate() {
-            let a = on_grid(*a);
+            let a = match s.fp8.and_then(|f| f.out_scale) {
+                Some(_) => on_grid(*a),
+                None => *a,
+            };
             for (o, w) in out.iter_mut().zip(&k.w_o[i * c..(i + 1) * c]) {
                 *o += a * w;
             }

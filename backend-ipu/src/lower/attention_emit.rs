@@ -334,9 +334,9 @@ fn vt_widen(plan: &AttentionPlan) -> Vec<Cast> {
 /// the FP8 grid in place on attention tile `(b, kb)`, before exchange C
 /// reads it (what the IR's cast before the output product does): one per
 /// group of 16 channels of O (materialised) or of the rows the tile
-/// combines (key-split). None for f16 products.
+/// combines (key-split). None where the output product is f16.
 pub fn output_roundings(plan: &AttentionPlan, b: u32, kb: u32) -> Vec<Cast> {
-    if plan.shape.fp8.is_none() {
+    if plan.shape.fp8.is_none_or(|f| f.out_scale.is_none()) {
         return Vec::new();
     }
     let groups = plan.shape.dp() / 16;

@@ -105,7 +105,7 @@ impl AttentionValues {
     pub fn quantize_fp8(&mut self) -> AttentionFp8 {
         AttentionFp8 {
             qkv_scale: quantize_fp8(&mut self.constants.w_qkv),
-            out_scale: quantize_fp8(&mut self.constants.w_o),
+            out_scale: Some(quantize_fp8(&mut self.constants.w_o)),
         }
     }
 }
@@ -173,6 +173,23 @@ impl PoolValues {
             b_o: vals(c, 0.1, 0.0),
         };
         PoolValues { x, constants }
+    }
+
+    /// Rounds the key and value weights (one fused product in the model:
+    /// one scale) and, with `out`, the output weights to FP8 values as
+    /// `convert-precision` does; returns the shape's
+    /// [`AttentionShape::fp8`].
+    pub fn quantize_fp8(&mut self, out: bool) -> AttentionFp8 {
+        let k = &mut self.constants;
+        let mut kv: Vec<f64> = k.w_k.iter().chain(&k.w_v).copied().collect();
+        let qkv_scale = quantize_fp8(&mut kv);
+        let (w_k, w_v) = kv.split_at(k.w_k.len());
+        k.w_k = w_k.to_vec();
+        k.w_v = w_v.to_vec();
+        AttentionFp8 {
+            qkv_scale,
+            out_scale: out.then(|| quantize_fp8(&mut k.w_o)),
+        }
     }
 }
 

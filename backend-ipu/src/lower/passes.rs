@@ -391,6 +391,16 @@ impl DeclaredPass for PlanGemms {
                     (super::chain::ChainBlock::Patch(b), super::chain::PlannedBlock::Patch(p)) => {
                         ctx.set_attr(b.conv, PLAN_ATTR, plan_attr(&p.product))
                     }
+                    // The head's products are not ops of the model (sv
+                    // computes the scores without the keys): its attention
+                    // holds both plans.
+                    (super::chain::ChainBlock::Pool(b), super::chain::PlannedBlock::Pool(p)) => {
+                        let plans = Attribute::dictionary(Dictionary::from_entries([
+                            ("scores_and_values".into(), plan_attr(&p.sv)),
+                            ("out".into(), plan_attr(&p.out)),
+                        ]));
+                        ctx.set_attr(b.attention, PLAN_ATTR, plans);
+                    }
                     _ => unreachable!("plans follow the blocks"),
                 }
             }

@@ -24,6 +24,7 @@ use ipuc_dialects::nn;
 use ipuc_ir::attributes::AttrKind;
 use ipuc_ir::{Attribute, Context, Diagnostic, FloatKind, OpId, Value};
 
+use super::attention_block::AttentionFp8;
 use super::passes::{chain, chain_ops, constant_of, constant_values, ADD};
 use super::pool_head::{PoolConstants, PoolShape};
 
@@ -320,26 +321,6 @@ pub fn pool_from(ctx: &Context, ln: OpId) -> Result<PoolMatch, Diagnostic> {
             "the pooling head's input must be f16 (convert the function with --precision fp16)",
         ));
     }
-    // The post-LayerNorm's readers, through views: an FP8 cast among them
-    // is an FP8 product's input.
-    let mut readers: Vec<OpId> = ctx.uses(ctx.results(ln)[0]).iter().map(|u| u.op).collect();
-    let mut fp8 = None;
-    while let Some(op) = readers.pop() {
-        if super::block_match::fp8_cast_of(ctx, ctx.results(op)[0]) == Some(op) {
-            fp8 = Some(op);
-            break;
-        }
-        if VIEWS.contains(&ctx.name_str(op)) {
-            readers.extend(ctx.uses(ctx.results(op)[0]).iter().map(|u| u.op));
-        }
-    }
-    if let Some(cast) = fp8 {
-        return Err(Diagnostic::op_error(
-            ctx,
-            cast,
-            "the pooling head lowers f16 products only yet, and this one reads the post-LayerNorm as FP8 (--precision fp8): run the model at --precision fp16, or --extract its encoder layers",
-        ));
-    }
     let x = dims(ctx, input);
     let [1, m, c] = x[..] else {
         return Err(mismatch(
@@ -449,6 +430,22 @@ pub fn pool_from(ctx: &Context, ln: OpId) -> Result<PoolMatch, Diagnostic> {
     // The output projection and the views around it.
     let (out, last) = out_product(ctx, attention, c as usize)?;
     ops.extend(&out.ops);
+    // `convert-precision` leaves the output `nn.gemm` f16: an FP8 head may
+    // have an f16 output product.
+    let fp8 = match (kv.fp8, out.fp8) {
+        (None, None) => None,
+        (Some(qkv_scale), out_scale) => Some(AttentionFp8 {
+            qkv_scale,
+            out_scale,
+        }),
+        (None, Some(_)) => {
+            return Err(mismatch(
+                ctx,
+                attention,
+                "the output product is FP8 but the key/value product is not",
+            ))
+        }
+    };
     // Every view after the output projection before another block reads it.
     ops.sort_unstable();
     ops.dedup();
@@ -461,7 +458,7 @@ pub fn pool_from(ctx: &Context, ln: OpId) -> Result<PoolMatch, Diagnostic> {
             head_dim: head_dim as u32,
             eps,
             scale,
-            fp8: None,
+            fp8,
         },
         ln,
         attention,
@@ -531,6 +528,29 @@ struct Product {
     w: Vec<f64>,
     bias: Vec<f64>,
     n: usize,
+    /// Its weights' scale exponent if its input is cast to FP8 (an FP8
+    /// product, `--precision fp8`).
+    fp8: Option<i32>,
+}
+
+/// `v`, or the input of the `nn.cast` to FP8 that defines it (an FP8
+/// product's activations), with that cast.
+fn through_fp8_cast(ctx: &Context, v: Value) -> (Value, Option<OpId>) {
+    match super::block_match::fp8_cast_of(ctx, v) {
+        Some(c) => (ctx.operands(c)[0], Some(c)),
+        None => (v, None),
+    }
+}
+
+/// Product `op`'s `rhs_scale` (0 without one).
+fn scale_exponent(ctx: &Context, op: OpId) -> i32 {
+    i32::try_from(nn::rhs_scale(ctx, op)).unwrap_or(0)
+}
+
+/// What product `op`'s weight values are multiplied by: `2^rhs_scale`
+/// (FP8 codes), else 1.
+fn weight_scale(ctx: &Context, op: OpId) -> f64 {
+    2f64.powi(scale_exponent(ctx, op))
 }
 
 /// The `nn.linear`/`nn.matmul` fed by `y` through order-keeping views,
@@ -562,7 +582,8 @@ fn kv_product(
             "the attention's keys do not come from a product through views",
         )
     })?;
-    let before = views_between(ctx, y, ctx.operands(product)[0]).ok_or_else(|| {
+    let (lhs, cast) = through_fp8_cast(ctx, ctx.operands(product)[0]);
+    let before = views_between(ctx, y, lhs).ok_or_else(|| {
         mismatch(
             ctx,
             product,
@@ -589,12 +610,17 @@ fn kv_product(
         return Err(mismatch(ctx, product, "the key/value weights must be 2-D"));
     };
     let mut ops = before;
-    let w = values(
+    ops.extend(cast);
+    let scale = weight_scale(ctx, product);
+    let w: Vec<f64> = values(
         ctx,
         (product, "the key/value weights"),
         ctx.operands(product)[1],
         &mut ops,
-    )?;
+    )?
+    .into_iter()
+    .map(|w| w * scale)
+    .collect();
     let bias = match &ch.bias {
         Some(b) => constant_values(b).map_err(|e| Diagnostic::op_error(ctx, product, e))?,
         None => vec![0.0; n as usize],
@@ -607,6 +633,7 @@ fn kv_product(
         w,
         bias,
         n: n as usize,
+        fp8: cast.map(|_| scale_exponent(ctx, product)),
     })
 }
 
@@ -663,8 +690,21 @@ fn query_of(ctx: &Context, q: Value, attention: OpId) -> Result<(Vec<f64>, Vec<O
         )?
     } else {
         let o = ctx.operands(product).to_vec();
-        let a = values(ctx, (product, "the probe"), o[0], &mut ops)?;
-        let w = values(ctx, (product, "the query weights"), o[1], &mut ops)?;
+        // An FP8 product multiplies the probe's FP8 values by its
+        // weights' (codes times their scale).
+        let (probe, cast) = through_fp8_cast(ctx, o[0]);
+        let mut a = values(ctx, (product, "the probe"), probe, &mut ops)?;
+        if cast.is_some() {
+            a.iter_mut().for_each(|v| {
+                *v = ipuc_ipu_arch::float8::f8_to_f64(ipuc_ipu_arch::float8::f64_to_f8(*v))
+            });
+        }
+        ops.extend(cast);
+        let scale = weight_scale(ctx, product);
+        let w: Vec<f64> = values(ctx, (product, "the query weights"), o[1], &mut ops)?
+            .into_iter()
+            .map(|w| w * scale)
+            .collect();
         let n = *dims(ctx, o[1]).last().unwrap_or(&0) as usize;
         let k = a
             .len()
@@ -707,6 +747,14 @@ fn query_of(ctx: &Context, q: Value, attention: OpId) -> Result<(Vec<f64>, Vec<O
 fn out_product(ctx: &Context, attention: OpId, c: usize) -> Result<(Product, OpId), Diagnostic> {
     let a = ctx.results(attention)[0];
     let (before, at) = trailing_views(ctx, a);
+    // An FP8 product reads the attention's output through a cast.
+    let cast = match ctx.uses(at) {
+        [u] if super::block_match::fp8_cast_of(ctx, ctx.results(u.op)[0]) == Some(u.op) => {
+            Some(u.op)
+        }
+        _ => None,
+    };
+    let at = cast.map_or(at, |c| ctx.results(c)[0]);
     let product = match ctx.uses(at) {
         [u] if [nn::GEMM, nn::LINEAR, nn::MATMUL].contains(&ctx.name_str(u.op)) => u.op,
         _ => {
@@ -729,7 +777,7 @@ fn out_product(ctx: &Context, attention: OpId, c: usize) -> Result<(Product, OpI
             ));
         }
         let b = values(ctx, (product, "the output weights"), o[1], &mut ops)?;
-        let w = if p.trans_b {
+        let w: Vec<f64> = if p.trans_b {
             (0..c * c).map(|i| b[(i % c) * c + i / c]).collect()
         } else {
             b
@@ -751,7 +799,11 @@ fn out_product(ctx: &Context, attention: OpId, c: usize) -> Result<(Product, OpI
                 "the output product is followed by a GELU",
             ));
         }
-        let w = values(ctx, (product, "the output weights"), o[1], &mut ops)?;
+        let scale = weight_scale(ctx, product);
+        let w = values(ctx, (product, "the output weights"), o[1], &mut ops)?
+            .into_iter()
+            .map(|w| w * scale)
+            .collect();
         let bias = match &ch.bias {
             Some(b) => constant_values(b).map_err(|e| Diagnostic::op_error(ctx, product, e))?,
             None => vec![0.0; c],
@@ -769,6 +821,7 @@ fn out_product(ctx: &Context, attention: OpId, c: usize) -> Result<(Product, OpI
     ops.extend(chain_ops(ctx, product, last));
     ops.push(product);
     ops.extend(&after);
+    ops.extend(cast);
     let last = ctx.defining_op(result).unwrap_or(last);
     Ok((
         Product {
@@ -777,6 +830,7 @@ fn out_product(ctx: &Context, attention: OpId, c: usize) -> Result<(Product, OpI
             w,
             bias,
             n: c,
+            fp8: cast.map(|_| scale_exponent(ctx, product)),
         },
         last,
     ))

@@ -50,6 +50,7 @@
 use super::ln_tiles::LnRows;
 use super::window::Window;
 use ipuc_dialects::ipu::{build, TensorPiece};
+use ipuc_ipu_arch::float8::{f64_to_f8, f8_to_f64};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
@@ -64,6 +65,7 @@ use super::ln_tiles::{layer_norm_reference, LnOutput, LnTiles};
 use super::plan::{output_span, plan_gemm, whole_pairs, Epilogue, GemmPlan, GemmShape};
 use super::schedule::{schedule, Chunk, Schedule, Transfer};
 use crate::codelets::amp::AmpVariant;
+use crate::codelets::cast::{Cast, CastKind};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::gemm::TileGemm;
 use crate::codelets::program::Codelet;
@@ -129,8 +131,12 @@ pub struct HeldPool {
     pub sv_bias: Vec<f64>,
     /// out's weights `[hp, c]`.
     pub w_out: Vec<f64>,
-    /// out's bias `[c]`: `b_o + b_v W_o`.
+    /// out's bias `[c]`: `b_o + b_v W_o` (f16), `b_o` (FP8).
     pub b_out: Vec<f64>,
+    /// FP8: the value bias `[hp]` (padded), in sv's initial partials of
+    /// the value rows instead (the attention's output is rounded to FP8
+    /// with it).
+    pub b_v: Vec<f64>,
 }
 
 impl HeldPool {
@@ -159,12 +165,16 @@ impl HeldPool {
             .collect();
         let mut w_out = vec![0.0; hp * c];
         let mut b_out = k.b_o.clone();
+        let mut b_v = vec![0.0; hp];
         for ch in 0..c {
             let row = padded(s, ch);
+            b_v[row] = k.b_v[ch];
             for o in 0..c {
                 let w = k.w_o[ch * c + o];
                 w_out[row * c + o] = w;
-                b_out[o] += k.b_v[ch] * w;
+                if s.fp8.is_none() {
+                    b_out[o] += k.b_v[ch] * w;
+                }
             }
         }
         HeldPool {
@@ -172,6 +182,7 @@ impl HeldPool {
             sv_bias,
             w_out,
             b_out,
+            b_v,
         }
     }
 }
@@ -417,16 +428,53 @@ impl PoolPlan {
         let [a, b, c] = self.schedules(machine);
         let est =
             |p: &GemmPlan| p.estimate.compute + p.estimate.rounds_exchange + p.estimate.reduction;
+        let launches = |casts: Vec<Cast>| -> Result<u64, crate::codelets::CodeletError> {
+            casts.iter().try_fold(0, |sum, c| {
+                Ok(sum + c.estimate_cycles()? + call_cycles(machine))
+            })
+        };
         Ok(PoolEstimate {
             layer_norm: self.ln().estimate(machine)?,
             exchange_a: a.cycles,
-            sv: est(&self.sv),
+            sv: launches(self.sv_rounding().into_iter().collect())? + est(&self.sv),
             exchange_b: b.cycles,
-            heads: self.layout.head.estimate(machine)?,
+            heads: self.layout.head.estimate(machine)? + launches(self.head_roundings())?,
             exchange_c: c.cycles,
             out: est(&self.out),
             sync: u64::from(self.syncs()) * u64::from(machine.sync_latency),
         })
+    }
+
+    /// With FP8 products, the rounding of sv's weights (LayerNorm's rows,
+    /// which stay f16 on the LN tiles as the block's first output) to the
+    /// FP8 grid on an sv tile, before its vertex: what the IR's cast
+    /// before the key/value product does.
+    pub fn sv_rounding(&self) -> Option<Cast> {
+        let w = self.layout.sv.weights;
+        self.shape.fp8.map(|_| Cast {
+            kind: CastKind::F16RoundF8 { scale: 0 },
+            len: self.sv.vertex().weight_bytes() as u32 / 2,
+            input: w,
+            output: w,
+        })
+    }
+
+    /// With FP8 products, the roundings of a head tile's output to the
+    /// FP8 grid, one per group of 16 channels, before exchange C (the
+    /// IR's cast before the output product).
+    pub fn head_roundings(&self) -> Vec<Cast> {
+        let v = &self.layout.head.values;
+        match self.shape.fp8.and_then(|f| f.out_scale) {
+            Some(_) => (0..v.n_groups)
+                .map(|g| Cast {
+                    kind: CastKind::F16RoundF8 { scale: 0 },
+                    len: v.rows * 16,
+                    input: v.output_group(g),
+                    output: v.output_group(g),
+                })
+                .collect(),
+            None => Vec::new(),
+        }
     }
 
     /// The report: each stage's tiles and the estimate per step.
@@ -777,6 +825,10 @@ pub fn emit_pool_in(
         sync(&mut e);
         match at_sv.get(&t) {
             Some(&pos) => {
+                if let Some(round) = plan.sv_rounding() {
+                    emit_call(&mut e, "sv_round");
+                    calls.push(("sv_round".into(), Box::new(round)));
+                }
                 xcode += sv
                     .emit_compute(&mut e, pos, machine, &mut calls)
                     .map_err(fail)?
@@ -794,6 +846,11 @@ pub fn emit_pool_in(
             head.values
                 .emit_supervisor(&mut e, "pool_pv")
                 .map_err(fail)?;
+            for (n, round) in plan.head_roundings().into_iter().enumerate() {
+                let name = format!("pool_round{n}");
+                emit_call(&mut e, &name);
+                calls.push((name, Box::new(round)));
+            }
         }
         sync(&mut e);
         xcode += c.emit(&mut e, machine, t, "c");
@@ -865,7 +922,20 @@ fn emit_sv_input(
     let rows = (score_rows(s) + s.hp()) as usize;
     // The states and the bias; the weights come from exchange A.
     sv.emit_states(ctx, exe_body, loc);
-    sv.emit_bias(ctx, exe_body, &held.sv_bias, loc);
+    if s.fp8.is_some() {
+        // Each token's scores from its bias, its values from the value
+        // bias too.
+        let sp = score_rows(s) as usize;
+        let bias: Vec<f64> = (0..p.shape.m as usize)
+            .flat_map(|r| {
+                let v = r.checked_sub(sp).map_or(0.0, |v| held.b_v[v]);
+                held.sv_bias.iter().map(move |&b| b + v)
+            })
+            .collect();
+        sv.emit_row_bias(ctx, exe_body, &bias, loc);
+    } else {
+        sv.emit_bias(ctx, exe_body, &held.sv_bias, loc);
+    }
     let half = Type::float(FloatKind::F16);
     for i in 0..p.grid_rows {
         for k in 0..p.grid_k {
@@ -934,11 +1004,22 @@ pub fn reference(s: PoolShape, x: &[f64], k: &PoolConstants) -> (Vec<f64>, Vec<f
     for row in x.chunks_exact(c) {
         y.extend(layer_norm_reference(row, &k.gamma, &k.beta, s.eps));
     }
+    // FP8 products multiply the post-LayerNorm's and the attention's
+    // outputs as FP8 values (the IR's casts).
+    let on_grid = |v: f64| match s.fp8 {
+        Some(_) => f8_to_f64(f64_to_f8(v)),
+        None => v,
+    };
+    let out_on_grid = |v: f64| match s.fp8.and_then(|f| f.out_scale) {
+        Some(_) => on_grid(v),
+        None => v,
+    };
     let project = |w: &[f64], b: &[f64]| -> Vec<f64> {
         let mut out = Vec::with_capacity(m * c);
         for row in y.chunks_exact(c) {
             let mut o = b.to_vec();
             for (a, w_row) in row.iter().zip(w.chunks_exact(c)) {
+                let a = on_grid(*a);
                 o.iter_mut().zip(w_row).for_each(|(o, w)| *o += a * w);
             }
             out.extend(o);
@@ -972,6 +1053,7 @@ pub fn reference(s: PoolShape, x: &[f64], k: &PoolConstants) -> (Vec<f64>, Vec<f
     }
     let mut pooled = k.b_o.clone();
     for (a, w_row) in att.iter().zip(k.w_o.chunks_exact(c)) {
+        let a = out_on_grid(*a);
         pooled.iter_mut().zip(w_row).for_each(|(o, w)| *o += a * w);
     }
     (y, pooled)
