@@ -166,6 +166,27 @@ fn attention_bench_runs_a_small_block() {
     ] {
         assert!(out.contains(want), "{want:?} in {out}");
     }
+    // With FP8 weights: the plan says what FP8 changes, the rows are
+    // checked against float64 with the same roundings.
+    let out = bench(&[
+        "attention",
+        "--tokens",
+        "37",
+        "--hidden",
+        "96",
+        "--heads",
+        "4",
+        "--precision",
+        "fp8",
+    ])
+    .unwrap_or_else(|e| panic!("{e}"));
+    for want in [
+        "  FP8: weights kept as codes",
+        "tiles (fp8)",
+        "rows checked against float64",
+    ] {
+        assert!(out.contains(want), "{want:?} in {out}");
+    }
     let err = bench(&[
         "attention",
         "--tokens",

@@ -11,6 +11,7 @@ use ipuc_backend_ipu::codelets::amp::AmpVariant;
 use ipuc_backend_ipu::lower::attention_block::{
     emit_attention, plan_attention, reference_rows, AttentionEstimate, AttentionShape,
 };
+use ipuc_backend_ipu::lower::block::FP8_MAX_REL_L2;
 use ipuc_backend_ipu::lower::block_values::AttentionValues;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{FloatKind, Location, Type};
@@ -24,6 +25,8 @@ use super::{BenchError, EstimateReport};
 pub struct AttentionReport {
     /// `tokens x hidden, heads`.
     pub shape: String,
+    /// `fp16` or `fp8`.
+    pub precision: String,
     /// The plan, as `--plan-report` shows it.
     #[serde(skip)]
     pub plan_text: String,
@@ -66,13 +69,14 @@ pub struct AttentionReport {
 pub fn run_attention(
     machine: &MachineModel,
     (m, c, heads): (u32, u32, u32),
+    fp8: bool,
 ) -> Result<AttentionReport, BenchError> {
     if heads == 0 || c % heads != 0 {
         return Err(BenchError::Usage(format!(
             "--hidden {c} must be a positive multiple of --heads {heads}"
         )));
     }
-    let shape = AttentionShape {
+    let mut shape = AttentionShape {
         m,
         c,
         heads,
@@ -84,7 +88,10 @@ pub fn run_attention(
     let (mu, cu) = (m as usize, c as usize);
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let half = AmpVariant::F16.input_elem();
-    let values = AttentionValues::random(shape, || rng.random_range(-1.0..1.0));
+    let mut values = AttentionValues::random(shape, || rng.random_range(-1.0..1.0));
+    if fp8 {
+        shape.fp8 = Some(values.quantize_fp8());
+    }
     let (x, k) = (&values.x[..], &values.constants);
     let started = Instant::now();
     let plan = plan_attention(shape, machine).map_err(BenchError::Usage)?;
@@ -109,8 +116,11 @@ pub fn run_attention(
     );
     let run = super::simulate(machine, &exe, &half.encode(x))?;
     let y = half.decode(&run.output);
+    let max_rel_l2 = if fp8 { FP8_MAX_REL_L2 } else { 1e-2 };
     let (cosine, rel_l2, rows_checked) =
-        super::check_sampled_rows(&y, (mu, cu), 1e-2, |rows| reference_rows(shape, x, k, rows))?;
+        super::check_sampled_rows(&y, (mu, cu), max_rel_l2, |rows| {
+            reference_rows(shape, x, k, rows)
+        })?;
     // QKV, the output projection, Q K^T and P V.
     let (mf, cf) = (f64::from(m), f64::from(c));
     let flops = 2.0 * (4.0 * mf * cf * cf + 2.0 * mf * mf * cf);
@@ -122,6 +132,7 @@ pub fn run_attention(
     );
     Ok(AttentionReport {
         shape: format!("{m}x{c}, {heads} heads"),
+        precision: if fp8 { "fp8" } else { "fp16" }.to_string(),
         plan_text: plan.report(machine),
         tiles: plan.tiles().len(),
         estimate: EstimateReport {
@@ -147,8 +158,8 @@ pub fn run_attention(
 /// The report as text.
 pub fn format_attention(r: &AttentionReport) -> String {
     let mut s = format!(
-        "{}estimate {}\nsimulated {} cycles on {} tiles: {:.1} % of the FP16 peak ({} cycles at peak)\n",
-        r.plan_text, r.estimate_text, r.cycles, r.tiles, r.percent_of_peak, r.peak_cycles,
+        "{}estimate {}\nsimulated {} cycles on {} tiles ({}): {:.1} % of the FP16 peak ({} cycles at peak)\n",
+        r.plan_text, r.estimate_text, r.cycles, r.tiles, r.precision, r.percent_of_peak, r.peak_cycles,
     );
     s += &super::format_supersteps(&r.supersteps, r.host_io_s);
     s += &format!(

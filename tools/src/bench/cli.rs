@@ -182,15 +182,20 @@ pub enum Command {
         json: bool,
     },
     /// The transformer attention block `x + attention(qkv(layer_norm(x)))
-    /// W_o + b_o` in f16, lowered whole and simulated: the plan, its
-    /// estimate per step, simulated cycles per superstep, % of the FP16 AMP
-    /// peak, compile time.
+    /// W_o + b_o` in f16 or with FP8 weights, lowered whole and simulated:
+    /// the plan, its estimate per step, simulated cycles per superstep, %
+    /// of the FP16 AMP peak, compile time.
     Attention {
         #[command(flatten)]
         block: BlockArgs,
         /// Heads (so400m: 16).
         #[arg(long, default_value_t = 16)]
         heads: u32,
+        /// The products' precision: `fp16`, or `fp8` (FP8 weights kept as
+        /// codes and widened, LayerNorm's and the attention's outputs
+        /// rounded to FP8; the products on the f16 AMP).
+        #[arg(long, default_value = "fp16", value_parser = ["fp16", "fp8"])]
+        precision: String,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -337,9 +342,14 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
             let r = run_mlp(&mm, (block.tokens, block.hidden, mlp), precision == "fp8")?;
             render(&r, json.then_some(JsonLayout::OneLine), format_mlp)
         }
-        Command::Attention { block, heads, json } => {
+        Command::Attention {
+            block,
+            heads,
+            precision,
+            json,
+        } => {
             let mm = machine_named(&block.machine)?;
-            let r = run_attention(&mm, (block.tokens, block.hidden, heads))?;
+            let r = run_attention(&mm, (block.tokens, block.hidden, heads), precision == "fp8")?;
             render(&r, json.then_some(JsonLayout::OneLine), format_attention)
         }
         Command::SimSpeed { iterations, json } => {
