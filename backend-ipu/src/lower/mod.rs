@@ -12,6 +12,7 @@ pub mod attention_block;
 pub mod attention_constants;
 pub mod attention_emit;
 pub mod attention_exchange;
+pub mod attention_layout;
 pub mod block;
 pub mod block_exchange;
 pub mod block_match;

@@ -1,0 +1,422 @@
+//! The attention block's memory: the products' layouts on the tiles they
+//! share with each other and with the attention ([`product_layouts`]:
+//! private constants from the window's base, each product's buffers from
+//! the top), and the attention tiles placed beside them, each form of the
+//! attention searched by estimate ([`best_core`]).
+
+use ipuc_ipu_arch::MachineModel;
+
+use super::attention_block::{
+    AttentionLayout, AttentionShape, CombineLayout, CorePlan, FormEstimate, WindowRestore,
+};
+use super::block::owned_rows_bytes;
+use super::codegen::{layout, TileLayout, WeightCodes};
+use super::ln_tiles::LnRows;
+use super::plan::GemmPlan;
+use super::window::Window;
+use crate::codelets::attention::TileAttention;
+use crate::codelets::attention_combine::AttentionCombine;
+use crate::codelets::program::Codelet;
+
+/// The products' layouts on tiles they share with each other and with the
+/// attention (see the module doc): what is left for the attention tiles.
+pub(super) struct ProductLayouts {
+    qk: TileLayout,
+    vt: TileLayout,
+    out: TileLayout,
+    /// Where the attention window starts: above every product's weights
+    /// and bias blocks and at or above the chain's scratch floor
+    /// ([`Window::floor`]): the window is shared scratch.
+    pub(super) window_start: u32,
+    /// Whether vt's input is in the shared scratch.
+    vt_input_shared: bool,
+    /// vt's input as FP8 codes.
+    vt_codes: Option<u32>,
+    /// The lowest byte of any product's inputs, outputs and reduction
+    /// buffers.
+    pub(super) transient_bottom: u32,
+    residual: u32,
+    sum: u32,
+    /// The LN tiles' tensors.
+    x: u32,
+    ln_out: u32,
+    gamma: u32,
+    beta: u32,
+}
+
+/// Lays out the products in `window` ([`super::window`]): private from
+/// its base, on each tile what its role needs (qk's weights on qk's
+/// tiles; vt's weights, the LayerNorm rows exchange A writes, and its
+/// constant input, the value weights, on vt's; x's rows, LayerNorm's
+/// output, gamma and beta on the LN tiles), then out's weights and the
+/// bias blocks above all of them; each product's inputs, outputs and
+/// reduction buffers shared scratch from the top (they live at different
+/// times); out's residual and sum in the add columns, the vertex states
+/// below them. The attention's window goes above the bias blocks
+/// ([`ProductLayouts::with_core`]).
+pub(super) fn product_layouts(
+    s: AttentionShape,
+    [qk, vt, out]: [&GemmPlan; 3],
+    machine: &MachineModel,
+    window: &mut Window,
+) -> Result<ProductLayouts, String> {
+    let (l_qk, l_vt, l_out) = (
+        layout(qk, machine),
+        layout(vt, machine),
+        layout(out, machine),
+    );
+    let (v_qk, v_vt, v_out) = (qk.vertex(), vt.vertex(), out.vertex());
+    let private_start = window.base;
+    let base = window.base.next_multiple_of(16);
+    // With FP8 products the weights (and vt's input) are kept as codes,
+    // one byte per f16 element.
+    let fp8 = s.fp8.is_some();
+    let out_fp8 = s.fp8.is_some_and(|f| f.out_scale.is_some());
+    let kept = |bytes: u64| (if fp8 { bytes / 2 } else { bytes }) as u32;
+    // vt's tiles: its weights (LayerNorm's rows), then its input, a
+    // constant read by vt alone: with nothing run before, in the shared
+    // scratch where the products' buffers put it (the scores lie over it
+    // later), else private; as FP8 codes always private, widened into
+    // the scratch place before the product.
+    let shared_input = window.fresh && !fp8;
+    let (vt_input, vt_end) = if shared_input {
+        (l_vt.input, base + v_vt.weight_bytes() as u32)
+    } else {
+        let at = (base + v_vt.weight_bytes() as u32).next_multiple_of(16);
+        (at, at + kept(v_vt.input_bytes()))
+    };
+    // The LN tiles.
+    let ln = LnRows::at(base, s.c);
+    let w_out = (base + kept(v_qk.weight_bytes()))
+        .max(vt_end)
+        .next_multiple_of(16);
+    // The bias blocks (constants, the products' initial partials) above
+    // the weights, out of every buffer's way: in other element pairs than
+    // the inputs and outputs, so no bank rule ties them to those.
+    let out_kept = if out_fp8 {
+        kept(v_out.weight_bytes())
+    } else {
+        v_out.weight_bytes() as u32
+    };
+    let bias_qk = (w_out + out_kept).next_multiple_of(16);
+    let bias_out = (bias_qk + v_qk.bias_bytes() as u32).next_multiple_of(16);
+    let bias_vt = (bias_out + v_out.bias_bytes() as u32).next_multiple_of(16);
+    let weights_end = (bias_vt + v_vt.bias_bytes() as u32).max(ln.end);
+    window.base = weights_end;
+    let vt_bottom = if window.fresh || fp8 {
+        l_vt.buffers_bottom()
+    } else {
+        l_vt.results_bottom()
+    };
+    let transient_bottom = l_qk
+        .buffers_bottom()
+        .min(vt_bottom)
+        .min(l_out.buffers_bottom());
+    if transient_bottom < window.scratch_floor() {
+        return Err(format!(
+            "the products do not fit beside each other: their weights, bias blocks and vt's input take {} bytes of interleaved memory (above {} bytes earlier blocks keep) and their inputs, outputs and reductions {}, against {}{}",
+            weights_end - private_start,
+            private_start - machine.interleaved_base,
+            machine.sram_end - transient_bottom,
+            machine.sram_end - machine.interleaved_base,
+            window.floor_note()
+        ));
+    }
+    // FP8: qk's and out's weights widened at the scratch's bottom, where
+    // the attention's window lies later (qk's are dead before exchange B
+    // writes it; out's are widened after exchange C has read it).
+    let widened = window.scratch_floor().next_multiple_of(16);
+    if fp8 {
+        let widened_products = [("qk", &v_qk, &l_qk), ("out", &v_out, &l_out)];
+        for (name, v, lay) in &widened_products[..1 + usize::from(out_fp8)] {
+            let end = u64::from(widened) + v.weight_bytes();
+            if end > u64::from(lay.buffers_bottom()) {
+                return Err(format!(
+                    "{name}'s weights widened from FP8 codes do not fit: {} bytes of f16 from 0x{widened:x}, below its inputs, outputs and reductions from 0x{:x}",
+                    v.weight_bytes(),
+                    lay.buffers_bottom()
+                ));
+            }
+        }
+    }
+    let codes = |at: u32, scale: i32| WeightCodes { at, scale };
+    let (qk_weights, qk_codes, out_weights, out_codes, vt_codes) = match s.fp8 {
+        Some(f) => (
+            widened,
+            Some(codes(base, f.qkv_scale)),
+            if out_fp8 { widened } else { w_out },
+            f.out_scale.map(|o| codes(w_out, o)),
+            Some(vt_input),
+        ),
+        None => (base, None, w_out, None, None),
+    };
+    // Region 0 of the out tiles: the residual and the sum in the add
+    // columns (the add's loads and store each need their own bank), the
+    // vertex states below.
+    let span = owned_rows_bytes(out);
+    let [residual, sum] = window.adds(span, 2, machine)?[..] else {
+        unreachable!("two columns asked for")
+    };
+    let states_qkvt = window.region0(v_qk.state_bytes().max(v_vt.state_bytes()) as u32);
+    let states_out = window.region0(v_out.state_bytes() as u32);
+    let tensors_start = window.region0;
+    Ok(ProductLayouts {
+        qk: TileLayout {
+            weights: qk_weights,
+            codes: qk_codes,
+            states: states_qkvt,
+            bias: l_qk.bias.map(|_| bias_qk),
+            tensors_start,
+            ..l_qk
+        },
+        vt: TileLayout {
+            weights: base,
+            states: states_qkvt,
+            input: if fp8 { l_vt.input } else { vt_input },
+            bias: l_vt.bias.map(|_| bias_vt),
+            tensors_start,
+            ..l_vt
+        },
+        out: TileLayout {
+            weights: out_weights,
+            codes: out_codes,
+            states: states_out,
+            bias: l_out.bias.map(|_| bias_out),
+            tensors_start,
+            ..l_out
+        },
+        window_start: window.scratch_floor(),
+        vt_input_shared: shared_input,
+        vt_codes,
+        transient_bottom,
+        residual,
+        sum,
+        x: ln.x,
+        ln_out: ln.ln_out,
+        gamma: ln.gamma,
+        beta: ln.beta,
+    })
+}
+
+impl ProductLayouts {
+    /// The attention tile of `core` placed beside the products: its
+    /// window (what the exchanges write, the mask, O, the statistics and
+    /// the combined rows) between the weights and the products' inputs
+    /// and outputs, its scores and probabilities (and the partials'
+    /// receive buffer, once they are dead) over those.
+    pub(super) fn core_tile(
+        &self,
+        s: AttentionShape,
+        core: CorePlan,
+        machine: &MachineModel,
+    ) -> Result<(TileAttention, Option<CombineLayout>), String> {
+        let (att, placed) = TileAttention::place(
+            (core.rows, s.dp(), core.keys, s.dp()),
+            (s.softmax_scale(), core.split()),
+            (self.window_start, self.transient_bottom),
+            machine.sram_end,
+            machine,
+        )?;
+        if !core.split() {
+            return Ok((att, None));
+        }
+        let groups = s.dp() / 16;
+        let n = core.owned_rows();
+        let output_stride = n * 32 + 8;
+        let output = placed.window_end.next_multiple_of(16);
+        let combined_end = output + groups * output_stride;
+        let part_stride = (groups * n * 32 + 8 * n).next_multiple_of(8);
+        let input = placed.compute_bottom.next_multiple_of(16);
+        let input_end = u64::from(input) + u64::from(part_stride) * u64::from(core.key_blocks);
+        if combined_end > self.transient_bottom || input_end > u64::from(machine.sram_end) {
+            return Err(format!(
+                "the combination's buffers do not fit: {} bytes of combined rows beside the window's {} (to 0x{:x}), {} of partials",
+                combined_end - output,
+                placed.window_end - self.window_start,
+                self.transient_bottom,
+                input_end - u64::from(input)
+            ));
+        }
+        Ok((
+            att,
+            Some(CombineLayout {
+                input,
+                part_stride,
+                output,
+                output_stride,
+            }),
+        ))
+    }
+
+    /// The whole layout with `core`'s attention tiles (the window's
+    /// constants not yet placed: [`WindowRestore`]).
+    pub(super) fn with_core(
+        &self,
+        s: AttentionShape,
+        core: CorePlan,
+        machine: &MachineModel,
+    ) -> Result<AttentionLayout, String> {
+        let (att, combine) = self.core_tile(s, core, machine)?;
+        Ok(AttentionLayout {
+            vt_input_shared: self.vt_input_shared,
+            vt_codes: self.vt_codes,
+            qk: self.qk,
+            vt: self.vt,
+            out: self.out,
+            residual: self.residual,
+            sum: self.sum,
+            core: att,
+            combine,
+            restore: WindowRestore {
+                mask: 0,
+                zeros: 0,
+                zero_bytes: 0,
+            },
+            x: self.x,
+            ln_out: self.ln_out,
+            gamma: self.gamma,
+            beta: self.beta,
+        })
+    }
+}
+
+/// The end of the attention tiles' window: the combined rows with the
+/// keys split, else the statistics or the output.
+pub(super) fn window_end(
+    s: AttentionShape,
+    core: &CorePlan,
+    att: &TileAttention,
+    combine: Option<&CombineLayout>,
+) -> u32 {
+    combine.map_or(
+        att.stats
+            .map_or(att.o + att.values().output_bytes() as u32, |st| {
+                st + 8 * core.rows
+            }),
+        |c| c.output + s.dp() / 16 * c.output_stride,
+    )
+}
+
+/// The best attention tiles of one form (`split`: keys over several
+/// tiles) on the `gemm` tiles from `first`, by estimate: for each number
+/// of key blocks (`forced` if given), the most row blocks the tiles hold
+/// (and at most 255 rows a tile, the softmax's stride limit).
+pub(super) fn best_core(
+    s: AttentionShape,
+    products: &ProductLayouts,
+    gemm: u32,
+    first: u32,
+    split: bool,
+    forced: Option<u32>,
+    machine: &MachineModel,
+) -> FormEstimate {
+    let form = if split { "key-split" } else { "materialised" };
+    let panels = s.key_panels();
+    let candidates: Vec<u32> = match forced {
+        Some(n) if (n > 1) == split => vec![n],
+        Some(_) => Vec::new(),
+        None if split => (2..=panels).collect(),
+        None => vec![1],
+    };
+    let mut best: Option<(CorePlan, u64)> = None;
+    let mut refused: Option<String> = None;
+    let mut why = if forced.is_some_and(|n| (n > 1) != split) {
+        "not the forced form".to_string()
+    } else {
+        format!("{panels} panels of keys do not split")
+    };
+    for n in candidates {
+        let per = panels.div_ceil(n);
+        let key_blocks = panels.div_ceil(per);
+        if (key_blocks > 1) != split || forced.is_some_and(|f| f != key_blocks) {
+            continue;
+        }
+        let most = gemm / (s.heads * key_blocks);
+        if most == 0 {
+            why = format!(
+                "{} heads x {key_blocks} blocks of keys need more than the {gemm} tiles",
+                s.heads
+            );
+            continue;
+        }
+        let rows = s.m.div_ceil(most.min(s.m));
+        if rows > 255 {
+            why = format!("{rows} query rows a tile, more than 255");
+            continue;
+        }
+        let core = CorePlan {
+            first_tile: first,
+            rows,
+            blocks: s.m.div_ceil(rows),
+            key_blocks,
+            keys: per * 16,
+        };
+        match core_estimate(s, &core, products, machine) {
+            Ok(cycles) => {
+                if best.is_none_or(|(_, b)| cycles < b) {
+                    best = Some((core, cycles));
+                }
+            }
+            Err(e) => {
+                tracing::debug!(key_blocks, rows, "attention tiles refused: {e}");
+                // The first candidate that did not fit says most: later
+                // ones (more blocks of keys, more rows a tile) fail for
+                // their own reasons.
+                refused.get_or_insert(e);
+            }
+        }
+    }
+    FormEstimate {
+        form,
+        plan: best.ok_or_else(|| refused.unwrap_or(why)),
+    }
+}
+
+/// The attention's estimated cycles with `core` (what the search
+/// compares): exchange B at the exchange's bytes per cycle into the
+/// busiest tile, the tile's codelets, and with the keys split exchange D
+/// (out of and into the busiest tile), the combination and two more
+/// syncs.
+pub(super) fn core_estimate(
+    s: AttentionShape,
+    core: &CorePlan,
+    products: &ProductLayouts,
+    machine: &MachineModel,
+) -> Result<u64, String> {
+    let (att, combine) = products.core_tile(s, *core, machine)?;
+    let bpc = u64::from(machine.exchange_bytes_per_cycle);
+    let dp = u64::from(s.dp());
+    let received = u64::from(core.rows) * dp * 2 + u64::from(core.keys) * dp * 4;
+    let compute = att.estimate_cycles().map_err(|e| e.to_string())?;
+    let mut cycles = received / bpc + compute;
+    if let Some(c) = combine {
+        let n = u64::from(core.owned_rows());
+        let row = dp * 2 + 8;
+        let kb = u64::from(core.key_blocks);
+        let moved = (n * (kb - 1) * row).max(u64::from(core.rows) * row);
+        let combine = combine_of(s, core, &c, n as u32)
+            .estimate_cycles()
+            .map_err(|e| e.to_string())?;
+        cycles += moved / bpc + combine + 2 * u64::from(machine.sync_latency);
+    }
+    Ok(cycles)
+}
+
+/// The combination of `rows` owned rows on a key-split attention tile.
+pub(super) fn combine_of(
+    s: AttentionShape,
+    core: &CorePlan,
+    c: &CombineLayout,
+    rows: u32,
+) -> AttentionCombine {
+    AttentionCombine {
+        rows,
+        parts: core.key_blocks,
+        groups: s.dp() / 16,
+        scale: s.softmax_scale(),
+        input: c.input,
+        part_stride: c.part_stride,
+        output: c.output,
+        output_stride: c.output_stride,
+    }
+}
