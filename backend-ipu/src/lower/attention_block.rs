@@ -1,5 +1,6 @@
 //! The transformer attention block on the tiles:
-//! `y = x + attention(qkv(layer_norm(x))) W_o + b_o`, f16, one batch entry.
+//! `y = x + attention(qkv(layer_norm(x))) W_o + b_o`, f16 (or with FP8
+//! products), one batch entry.
 //!
 //! **Heads padded to whole panels.** Each head's dimension `d` is padded
 //! to `dp`, a multiple of 16 (so400m: 72 -> 80), in the weights: head
@@ -66,8 +67,13 @@
 //! private memory) or restored at the block's start (the window's), so no
 //! stale word (a NaN times a zero probability) can reach a real result.
 //!
-//! Known limits: f16 only (the MLP block's FP8 path is not used here
-//! yet); the exchanges are scheduled greedily, and wide multicasts (K and
+//! With FP8 products ([`AttentionFp8`]) the weights are kept as FP8 codes
+//! and widened before each product, and the products' inputs are rounded
+//! to the FP8 grid; the products still run on the f16 AMP.
+//!
+//! Known limits: the FP8 AMP is not used (its 2x multiply-accumulates
+//! would need FP8 panels through exchanges B and C); the exchanges are
+//! scheduled greedily, and wide multicasts (K and
 //! V to every row block, Q to every key block, out's input to every grid
 //! column) serialise, so for so400m they dominate the block.
 

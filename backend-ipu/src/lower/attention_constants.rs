@@ -2,7 +2,7 @@
 //! ([`HeldConstants`]: heads padded, Q scaled, the value bias folded or
 //! in vt's initial partials), their `constant` tensors
 //! ([`emit_attention_constants`]), and the block in float64
-//! ([`reference`]), what a lowered block is checked against.
+//! ([`reference()`]), what a lowered block is checked against.
 
 use ipuc_ipu_arch::float8::{encode_scaled, f64_to_f8, f8_to_f64};
 use ipuc_ir::{BlockId, Context, FloatKind, Location, Type};
@@ -83,7 +83,7 @@ impl HeldConstants {
 /// The block's constants (weights, bias blocks, `V^T`'s input, the
 /// LayerNorm's scale and shift, the vertex states, the attention tiles'
 /// masks and zero runs) as `constant` tensors appended to `exe_body`:
-/// what [`emit_attention_in`] loads with the program, and what a loop over
+/// what [`super::attention_emit::emit_attention_in`] loads with the program, and what a loop over
 /// identical layers archives for each later layer ([`super::chain_loop`]).
 pub fn emit_attention_constants(
     ctx: &mut Context,
@@ -242,7 +242,7 @@ pub fn reference(s: AttentionShape, x: &[f64], k: &AttentionConstants) -> Vec<f6
     reference_rows(s, x, k, &(0..s.m as usize).collect::<Vec<_>>())
 }
 
-/// [`reference`] for rows `rows` only (every row's keys and values are
+/// [`reference()`] for rows `rows` only (every row's keys and values are
 /// still computed), row after row.
 pub fn reference_rows(
     s: AttentionShape,

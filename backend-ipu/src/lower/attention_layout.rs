@@ -1,8 +1,8 @@
 //! The attention block's memory: the products' layouts on the tiles they
-//! share with each other and with the attention ([`product_layouts`]:
+//! share with each other and with the attention (`product_layouts`:
 //! private constants from the window's base, each product's buffers from
 //! the top), and the attention tiles placed beside them, each form of the
-//! attention searched by estimate ([`best_core`]).
+//! attention searched by estimate (`best_core`).
 
 use ipuc_ipu_arch::MachineModel;
 

@@ -43,6 +43,15 @@
 //! 6. Exchange C: each head's output to out's input panels.
 //! 7. out: `[1, hp] x [hp, c]` with the folded bias, and its rounds.
 //!
+//! With FP8 products (`PoolShape::fp8`, `--precision fp8`) sv's tiles
+//! round their copy of LayerNorm's rows to the FP8 grid before sv (the LN
+//! tiles keep the f16 rows, the block's first output), sv's initial
+//! partials add the value bias to the value rows (it is not folded: the
+//! heads' output is rounded with it), and the head tiles round their
+//! output where the output product is FP8 ([`PoolPlan::head_roundings`]);
+//! the weights stay f16 constants of their FP8 values (one head, a few
+//! hundred KB).
+//!
 //! Known limits: the softmax of a head's row runs on one worker of its
 //! tile (the codelet gives each worker whole rows); the blocks of a chain
 //! do not share tiles.
