@@ -54,21 +54,7 @@ impl HeldConstants {
                 w_vt[row * c + r] = k.w_qkv[r * 3 * c + 2 * c + ch];
             }
         }
-        let mut w_out = vec![0.0; hp * c];
-        let mut b_out = k.b_o.clone();
-        let mut b_vt = vec![0.0; hp];
-        for ch in 0..c {
-            let row = s.padded(ch);
-            let bv = k.b_qkv[2 * c + ch];
-            b_vt[row] = bv;
-            for o in 0..c {
-                let w = k.w_o[ch * c + o];
-                w_out[row * c + o] = w;
-                if s.fp8.is_none() {
-                    b_out[o] += bv * w;
-                }
-            }
-        }
+        let (w_out, b_out, b_vt) = held_output(s, &k.w_o, &k.b_o, &k.b_qkv[2 * c..]);
         HeldConstants {
             w_qk,
             b_qk,
@@ -78,6 +64,37 @@ impl HeldConstants {
             b_vt,
         }
     }
+}
+
+/// The output projection as the tiles hold it, for the attention block and
+/// the pooling head alike: `(w_out, b_out, b_v)`, `W_o`'s rows (`[c, c]`)
+/// at the heads' padded channels, `[hp, c]`; its bias `b_o` (`[c]`) with
+/// the value bias `b_v` (`[c]`) folded in for f16 products (`b_o + b_v
+/// W_o`: the probabilities of a row sum to 1) and not for FP8 ones (the
+/// attention's output is rounded to FP8 with it inside); and `b_v` at the
+/// padded channels, `[hp]`.
+pub fn held_output(
+    s: AttentionShape,
+    w_o: &[f64],
+    b_o: &[f64],
+    b_v: &[f64],
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (c, hp) = (s.c as usize, s.hp() as usize);
+    let mut w_out = vec![0.0; hp * c];
+    let mut b_out = b_o.to_vec();
+    let mut b_padded = vec![0.0; hp];
+    for ch in 0..c {
+        let row = s.padded(ch);
+        b_padded[row] = b_v[ch];
+        for o in 0..c {
+            let w = w_o[ch * c + o];
+            w_out[row * c + o] = w;
+            if s.fp8.is_none() {
+                b_out[o] += b_v[ch] * w;
+            }
+        }
+    }
+    (w_out, b_out, b_padded)
 }
 
 /// The block's constants (weights, bias blocks, `V^T`'s input, the

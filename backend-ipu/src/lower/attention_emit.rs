@@ -10,7 +10,7 @@ use super::attention_block::{attention_tiles, window_restores, AttentionConstant
 use super::attention_constants::emit_attention_constants;
 use super::block::{emit_owned_adds, positions};
 use super::block_exchange::residual_view;
-use super::codegen::{emit_standalone, Calls, Frame};
+use super::codegen::{emit_launches, emit_standalone, Calls, Frame};
 use super::plan::GemmPlan;
 use super::reduce;
 use crate::codelets::cast::{Cast, CastKind};
@@ -295,25 +295,6 @@ pub fn emit_attention_in(
         estimate,
         exchange_code_bytes_max,
     })
-}
-
-/// Calls `launches` in order as subroutines `{prefix}{n}` added to
-/// `calls`; returns their estimated cycles, the calls' included.
-fn emit_launches<C: Codelet + Clone + 'static>(
-    e: &mut Emitter,
-    calls: &mut Calls,
-    prefix: &str,
-    launches: &[C],
-    machine: &MachineModel,
-) -> Result<u64, crate::codelets::CodeletError> {
-    let mut cycles = 0;
-    for (n, launch) in launches.iter().enumerate() {
-        let name = format!("{prefix}{n}");
-        emit_call(e, &name);
-        cycles += launch.estimate_cycles()? + call_cycles(machine);
-        calls.push((name, Box::new(launch.clone())));
-    }
-    Ok(cycles)
 }
 
 /// With FP8 products, the launch that widens vt's input (the value

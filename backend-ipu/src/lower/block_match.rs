@@ -173,16 +173,12 @@ pub fn check_function_returns(
 pub fn product_after(ctx: &Context, op: OpId) -> (Option<OpId>, Option<OpId>) {
     let is_product = |u: &OpId| [nn::MATMUL, nn::LINEAR].contains(&ctx.name_str(*u));
     match only_user(ctx, op) {
-        Some(c)
-            if ctx.name_str(c) == nn::CAST
-                && element_kind(ctx, ctx.results(c)[0]) == Some(FloatKind::F8E4M3FNUZ) =>
-        {
-            (Some(c), only_user(ctx, c).filter(is_product))
-        }
+        Some(c) if is_fp8_cast(ctx, c) => (Some(c), only_user(ctx, c).filter(is_product)),
         u => (None, u.filter(is_product)),
     }
 }
 
+/// The float kind of `v`'s elements, if they are floats.
 pub fn element_kind(ctx: &Context, v: Value) -> Option<FloatKind> {
     ctx.value_type(v)
         .element_type()
@@ -192,8 +188,11 @@ pub fn element_kind(ctx: &Context, v: Value) -> Option<FloatKind> {
 /// The `nn.cast` to `f8E4M3FNUZ` that defines `v`, if one does (what an
 /// FP8 product reads its activations through).
 pub fn fp8_cast_of(ctx: &Context, v: Value) -> Option<OpId> {
-    ctx.defining_op(v).filter(|&c| {
-        ctx.name_str(c) == nn::CAST
-            && element_kind(ctx, ctx.results(c)[0]) == Some(FloatKind::F8E4M3FNUZ)
-    })
+    ctx.defining_op(v).filter(|&c| is_fp8_cast(ctx, c))
+}
+
+/// Whether `op` is an `nn.cast` to `f8E4M3FNUZ`.
+pub fn is_fp8_cast(ctx: &Context, op: OpId) -> bool {
+    ctx.name_str(op) == nn::CAST
+        && element_kind(ctx, ctx.results(op)[0]) == Some(FloatKind::F8E4M3FNUZ)
 }

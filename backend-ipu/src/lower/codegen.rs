@@ -204,6 +204,34 @@ impl View {
     }
 }
 
+/// Calls `launches` in order as subroutines `{prefix}{n}` added to
+/// `calls`; returns their estimated cycles ([`launch_cycles`]).
+pub fn emit_launches<C: Codelet + Clone + 'static>(
+    e: &mut Emitter,
+    calls: &mut Calls,
+    prefix: &str,
+    launches: &[C],
+    machine: &MachineModel,
+) -> Result<u64, crate::codelets::CodeletError> {
+    for (n, launch) in launches.iter().enumerate() {
+        let name = format!("{prefix}{n}");
+        emit_call(e, &name);
+        calls.push((name, Box::new(launch.clone())));
+    }
+    launch_cycles(launches, machine)
+}
+
+/// The estimated cycles of calling `launches` one after another, the
+/// calls included.
+pub fn launch_cycles<C: Codelet>(
+    launches: &[C],
+    machine: &MachineModel,
+) -> Result<u64, crate::codelets::CodeletError> {
+    launches.iter().try_fold(0, |sum, l| {
+        Ok(sum + l.estimate_cycles()? + call_cycles(machine))
+    })
+}
+
 /// A planned product placed on its tiles: the plan, where its tensors are
 /// on every tile, the vertex with those addresses, and a tag naming its
 /// code and constants (several products share a program).
@@ -274,9 +302,9 @@ impl PlacedGemm {
 
     /// Emits tile (i, j, k)'s part of the product into the open supervisor
     /// section: the zeros under its padding input panels (the last K
-    /// part's, [`super::plan::padding_fill`]), the vertex, the K split's rounds (each an exchange closed
-    /// by a sync, then the adds, after a sync), and the epilogue's GELU on
-    /// the rows the tile owns. The subroutines it calls go to `calls`.
+    /// part's, [`super::plan::padding_fill`]), the vertex, the K split's
+    /// rounds (each an exchange closed by a sync, then the adds, after a
+    /// sync), and the epilogue's GELU on the rows the tile owns. The subroutines it calls go to `calls`.
     /// Returns where the owned rows are and the bytes of exchange code the
     /// rounds took.
     pub fn emit_compute(
@@ -539,7 +567,7 @@ impl PlacedGemm {
         let Some(cast) = self.widen() else {
             return Ok(0);
         };
-        let cycles = cast.estimate_cycles()? + call_cycles(machine);
+        let cycles = launch_cycles(std::slice::from_ref(&cast), machine)?;
         let name = format!("{}_widen", self.tag);
         emit_call(e, &name);
         calls.push((name, Box::new(cast)));

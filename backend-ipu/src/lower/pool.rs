@@ -24,6 +24,8 @@ use ipuc_dialects::nn;
 use ipuc_ir::attributes::AttrKind;
 use ipuc_ir::{Attribute, Context, Diagnostic, FloatKind, OpId, Value};
 
+use ipuc_ipu_arch::float8::{f64_to_f8, f8_to_f64};
+
 use super::attention_block::AttentionFp8;
 use super::passes::{chain, chain_ops, constant_of, constant_values, ADD};
 use super::pool_head::{PoolConstants, PoolShape};
@@ -489,7 +491,7 @@ pub fn pool_attention(ctx: &Context, ln: OpId) -> Option<OpId> {
             let name = ctx.name_str(at);
             // An FP8 product's cast counts as a view here: the head is
             // found, and its matcher says what it does not lower.
-            let fp8_cast = super::block_match::fp8_cast_of(ctx, ctx.results(at)[0]) == Some(at);
+            let fp8_cast = super::block_match::is_fp8_cast(ctx, at);
             if name == nn::LINEAR || name == nn::MATMUL {
                 products += 1;
             } else if !(VIEWS.contains(&name) || fp8_cast) || products > 1 {
@@ -695,9 +697,7 @@ fn query_of(ctx: &Context, q: Value, attention: OpId) -> Result<(Vec<f64>, Vec<O
         let (probe, cast) = through_fp8_cast(ctx, o[0]);
         let mut a = values(ctx, (product, "the probe"), probe, &mut ops)?;
         if cast.is_some() {
-            a.iter_mut().for_each(|v| {
-                *v = ipuc_ipu_arch::float8::f8_to_f64(ipuc_ipu_arch::float8::f64_to_f8(*v))
-            });
+            a.iter_mut().for_each(|v| *v = f8_to_f64(f64_to_f8(*v)));
         }
         ops.extend(cast);
         let scale = weight_scale(ctx, product);
@@ -749,9 +749,7 @@ fn out_product(ctx: &Context, attention: OpId, c: usize) -> Result<(Product, OpI
     let (before, at) = trailing_views(ctx, a);
     // An FP8 product reads the attention's output through a cast.
     let cast = match ctx.uses(at) {
-        [u] if super::block_match::fp8_cast_of(ctx, ctx.results(u.op)[0]) == Some(u.op) => {
-            Some(u.op)
-        }
+        [u] if super::block_match::is_fp8_cast(ctx, u.op) => Some(u.op),
         _ => None,
     };
     let at = cast.map_or(at, |c| ctx.results(c)[0]);

@@ -64,11 +64,12 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
 use super::attention_block::AttentionShape;
+use super::attention_constants::held_output;
 use super::block::{encode_f16, positions, LN_ROWS};
 use super::block_exchange::{owned_global, round_robin, weight_panel_transfers};
 use super::codegen::{
-    append_host_tensors, layout, replicated_constant, Calls, Constants, Frame, PlacedGemm,
-    TileLayout,
+    append_host_tensors, emit_launches, launch_cycles, layout, replicated_constant, Calls,
+    Constants, Frame, PlacedGemm, TileLayout,
 };
 use super::ln_tiles::{layer_norm_reference, LnOutput, LnTiles};
 use super::plan::{output_span, plan_gemm, whole_pairs, Epilogue, GemmPlan, GemmShape};
@@ -99,13 +100,6 @@ pub fn score_rows(s: PoolShape) -> u32 {
 /// Tokens padded to whole groups of 16.
 pub fn tokens_padded(s: PoolShape) -> u32 {
     s.key_panels() * 16
-}
-
-/// The padded channel of channel `ch` (of `c`): head `ch / d`'s channels
-/// start on a whole panel.
-fn padded(s: PoolShape, ch: usize) -> usize {
-    let d = s.head_dim as usize;
-    ch / d * s.dp() as usize + ch % d
 }
 
 /// The block's constants, row-major, as the model defines them.
@@ -164,7 +158,7 @@ impl HeldPool {
             }
         }
         for ch in 0..c {
-            let row = score_rows(s) as usize + padded(s, ch);
+            let row = score_rows(s) as usize + s.padded(ch);
             for r in 0..c {
                 sv_input[row * c + r] = k.w_v[r * c + ch];
             }
@@ -172,20 +166,7 @@ impl HeldPool {
         let sv_bias = (0..tokens_padded(s))
             .map(|t| if t < s.m { 0.0 } else { MASKED })
             .collect();
-        let mut w_out = vec![0.0; hp * c];
-        let mut b_out = k.b_o.clone();
-        let mut b_v = vec![0.0; hp];
-        for ch in 0..c {
-            let row = padded(s, ch);
-            b_v[row] = k.b_v[ch];
-            for o in 0..c {
-                let w = k.w_o[ch * c + o];
-                w_out[row * c + o] = w;
-                if s.fp8.is_none() {
-                    b_out[o] += k.b_v[ch] * w;
-                }
-            }
-        }
+        let (w_out, b_out, b_v) = held_output(s, &k.w_o, &k.b_o, &k.b_v);
         HeldPool {
             sv_input,
             sv_bias,
@@ -437,17 +418,13 @@ impl PoolPlan {
         let [a, b, c] = self.schedules(machine);
         let est =
             |p: &GemmPlan| p.estimate.compute + p.estimate.rounds_exchange + p.estimate.reduction;
-        let launches = |casts: Vec<Cast>| -> Result<u64, crate::codelets::CodeletError> {
-            casts.iter().try_fold(0, |sum, c| {
-                Ok(sum + c.estimate_cycles()? + call_cycles(machine))
-            })
-        };
         Ok(PoolEstimate {
             layer_norm: self.ln().estimate(machine)?,
             exchange_a: a.cycles,
-            sv: launches(self.sv_rounding().into_iter().collect())? + est(&self.sv),
+            sv: launch_cycles(self.sv_rounding().as_slice(), machine)? + est(&self.sv),
             exchange_b: b.cycles,
-            heads: self.layout.head.estimate(machine)? + launches(self.head_roundings())?,
+            heads: self.layout.head.estimate(machine)?
+                + launch_cycles(&self.head_roundings(), machine)?,
             exchange_c: c.cycles,
             out: est(&self.out),
             sync: u64::from(self.syncs()) * u64::from(machine.sync_latency),
@@ -855,11 +832,14 @@ pub fn emit_pool_in(
             head.values
                 .emit_supervisor(&mut e, "pool_pv")
                 .map_err(fail)?;
-            for (n, round) in plan.head_roundings().into_iter().enumerate() {
-                let name = format!("pool_round{n}");
-                emit_call(&mut e, &name);
-                calls.push((name, Box::new(round)));
-            }
+            emit_launches(
+                &mut e,
+                &mut calls,
+                "pool_round",
+                &plan.head_roundings(),
+                machine,
+            )
+            .map_err(fail)?;
         }
         sync(&mut e);
         xcode += c.emit(&mut e, machine, t, "c");
