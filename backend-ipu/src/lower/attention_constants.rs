@@ -11,8 +11,9 @@ use super::attention_block::{attention_tiles, AttentionConstants, AttentionPlan,
 use super::block::encode_f16;
 use super::codegen::{replicated_constant, Constants, PlacedGemm, ZeroRun};
 
-/// The products' constants as their tiles hold them (heads padded, the
-/// value bias folded into the output bias).
+/// The products' constants as their tiles hold them (heads padded; the
+/// value bias folded into the output bias for f16 products, in vt's
+/// initial partials for FP8 ones: [`held_output`]).
 pub struct HeldConstants {
     /// qk's weights `[c, 2 hp]` (Q's times the softmax scale).
     pub w_qk: Vec<f64>,
