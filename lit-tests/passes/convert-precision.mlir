@@ -14,6 +14,8 @@
 // RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=fp8 fp8-activations=false}))' -o %t.fp8w.mlir
 // RUN: ipu-run %t.fp8w.mlir --device reference --function quantized_activations --print-outputs | filecheck %s --check-prefix=RUNW
 // RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=fp16 fp8-activations=true}))' | filecheck %s --check-prefix=FP16
+// RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=fp8 fp8-scales=per-tensor}))' | filecheck %s --check-prefix=OWN
+// RUN: not ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=fp8 fp8-scales=per-layer}))' 2>&1 | filecheck %s --check-prefix=BADSCALES
 // RUN: not ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=bf16}))' 2>&1 | filecheck %s --check-prefix=BAD
 // RUN: ipu-opt %S/Inputs/precision-attributes-invalid.mlir --split-input-file --verify-diagnostics
 // RUN: not ipu-opt %S/Inputs/precision-unknown-op.mlir --precision fp16 2>&1 | filecheck %s --check-prefix=OPAQUE
@@ -113,12 +115,22 @@ func.func @mlp(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
 
 // One activation feeding two FP8 contractions (the QKV projections of one
 // LayerNorm output) is cast once, before the first, and both use it.
+// The two weights have one shape, so by default (fp8-scales=shared) they
+// share the larger scale: wk's max |w| = 2.0 needs 2^-6, so wq (max 1.0,
+// 2^-7 alone) takes 2^-6 too and its codes are half as large (1.0 -> 64).
 // FP8-LABEL: func.func @shared(
-// FP8: %[[A:.*]] = nn.cast %{{.*}} {to = f8E4M3FNUZ} : tensor<2x4xf16> -> tensor<2x4xf8E4M3FNUZ>
-// FP8-NEXT: nn.linear %[[A]], %{{.*}} {rhs_scale = -7 : i64} : tensor<2x4xf8E4M3FNUZ>
+// FP8: nn.constant dense<{{\[\[}}6.400000e+01, 3.200000e+01]{{.*}} : tensor<4x2xf8E4M3FNUZ>
+// FP8-NEXT: %[[A:.*]] = nn.cast %{{.*}} {to = f8E4M3FNUZ} : tensor<2x4xf16> -> tensor<2x4xf8E4M3FNUZ>
+// FP8-NEXT: nn.linear %[[A]], %{{.*}} {rhs_scale = -6 : i64} : tensor<2x4xf8E4M3FNUZ>
 // FP8-NOT: to = f8E4M3FNUZ
 // FP8: nn.matmul %[[A]], %{{.*}} {rhs_scale = -6 : i64} : tensor<2x4xf8E4M3FNUZ>
 // FP8-NOT: to = f8E4M3FNUZ
+// fp8-scales=per-tensor: each its own.
+// OWN-LABEL: func.func @shared(
+// OWN: nn.constant dense<{{\[\[}}1.280000e+02, 6.400000e+01]{{.*}} : tensor<4x2xf8E4M3FNUZ>
+// OWN: nn.linear {{.*}} {rhs_scale = -7 : i64}
+// OWN: nn.matmul {{.*}} {rhs_scale = -6 : i64}
+// BADSCALES: unknown fp8-scales 'per-layer' (choices: shared, per-tensor)
 // FP8-LABEL: func.func @activations(
 func.func @shared(%x: tensor<2x4xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>) {
   %wq = nn.constant dense<[[1.0, 0.5], [0.25, -1.0], [0.5, 0.5], [1.0, 0.0]]> : tensor<4x2xf32>
@@ -172,6 +184,7 @@ func.func @quantized_activations() -> tensor<1x1xf32> {
 // LIST-NEXT: precision=<string>
 // LIST-NEXT: keep-interface=<bool>
 // LIST-NEXT: fp8-activations=<bool>
+// LIST-NEXT: fp8-scales=<string>
 // The option prints in the pipeline (in declaration order) when it is not
 // the default.
 // DUMP: builtin.module(func.func(convert-precision{precision=fp8 fp8-activations=false}))

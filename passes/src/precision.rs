@@ -17,7 +17,19 @@
 //!   weights' range: the smallest `s` with `max|w| * 2^-s <= 240` (the
 //!   format's largest finite value), so the largest weight uses the top of
 //!   the range and nothing saturates. The contraction records the scale as
-//!   `rhs_scale = s`: its right operand stands for `code * 2^s`. With
+//!   `rhs_scale = s`: its right operand stands for `code * 2^s`.
+//!   `fp8-scales=shared` (the default) gives every weight of one shape
+//!   (in a function) the largest of their scales, so that nothing
+//!   saturates in any of them: a model's repeated layers (so400m's 27
+//!   QKV, output, up and down projections) then differ only in their
+//!   codes, and a backend can run them as one loop body whose scales are
+//!   immediates of its code (the IPU backend's chain loop,
+//!   `ipuc_backend_ipu::lower::chain_loop`); the best known compiler for
+//!   the IPU shares one scale per GEMM position across layers too. The
+//!   price is precision in the tensors whose own range is smaller: their
+//!   codes sit lower in the format's range, where their smallest values
+//!   become subnormal (below `2^-7`) or zero sooner.
+//!   `fp8-scales=per-tensor` gives each tensor its own scale. With
 //!   `fp8-activations=true` (the default) the left operand of each such
 //!   contraction is cast to FP8 too, `nn.cast %x {to = f8E4M3FNUZ}`, at
 //!   scale 0 (the code is the value), ONNX `Cast` with `saturate = 1`:
@@ -96,6 +108,29 @@ impl Precision {
     }
 }
 
+/// How FP8 weights get their scales.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Fp8Scales {
+    /// Every weight of one shape shares the largest scale any of them
+    /// needs: a model's repeated layers get equal scales.
+    Shared,
+    /// Each weight tensor gets the scale its own range needs.
+    PerTensor,
+}
+
+impl Fp8Scales {
+    /// Parses an option value.
+    pub fn parse(s: &str) -> Result<Fp8Scales, String> {
+        match s {
+            "shared" => Ok(Fp8Scales::Shared),
+            "per-tensor" => Ok(Fp8Scales::PerTensor),
+            _ => Err(format!(
+                "unknown fp8-scales '{s}' (choices: shared, per-tensor)"
+            )),
+        }
+    }
+}
+
 pub use nn::{ACC_TYPE, RHS_SCALE};
 
 /// The largest finite `f8E4M3FNUZ` value.
@@ -150,6 +185,7 @@ pub struct ConvertPrecision {
     precision: Precision,
     keep_interface: bool,
     fp8_activations: bool,
+    fp8_scales: Fp8Scales,
 }
 
 ipuc_ir::declare_pass! {
@@ -163,6 +199,8 @@ ipuc_ir::declare_pass! {
             keep_interface: bool = true => "keep-interface",
             /// With fp8: cast the left operand of every FP8-weight contraction to f8E4M3FNUZ (the AMP multiplies FP8 by FP8)
             fp8_activations: bool = true => "fp8-activations",
+            /// With fp8: shared (one scale for every weight of a shape, the largest any of them needs) or per-tensor
+            fp8_scales: String = "shared".to_string() => "fp8-scales",
         }
         statistics ConvertPrecisionStatistics {
             /// Constants converted to f16
@@ -183,6 +221,7 @@ impl DeclaredPass for ConvertPrecision {
             precision: Precision::parse(&o.precision).map_err(PassCreateError::Refused)?,
             keep_interface: o.keep_interface,
             fp8_activations: o.fp8_activations,
+            fp8_scales: Fp8Scales::parse(&o.fp8_scales).map_err(PassCreateError::Refused)?,
         })
     }
     fn run(
@@ -222,12 +261,14 @@ impl DeclaredPass for ConvertPrecision {
             }
         }
         if self.precision == Precision::Fp8 {
+            let scales = weight_scales(ctx, body, self.fp8_scales)?;
             // The FP8 cast of each activation value, once made.
             let mut casts: HashMap<Value, Value> = HashMap::new();
             for o in ctx.block_ops_vec(body) {
-                if !quantize_weight(ctx, o)? {
+                let Some(&scale) = scales.get(&o) else {
                     continue;
-                }
+                };
+                quantize_weight(ctx, o, scale)?;
                 stats.fp8_weights += 1;
                 if self.fp8_activations && quantize_activation(ctx, o, &mut casts)? {
                     stats.fp8_activations += 1;
@@ -405,33 +446,70 @@ fn convert_constant(ctx: &mut Context, op: OpId) -> Result<bool, Diagnostic> {
     Ok(true)
 }
 
-/// Replaces the constant 2-D right operand of an `nn.linear` or `nn.matmul`
-/// by FP8 codes with a power-of-two scale; `false` if `op` has none.
-fn quantize_weight(ctx: &mut Context, op: OpId) -> Result<bool, Diagnostic> {
+/// The constant 2-D f32/f64 right operand (the weights) of contraction
+/// `op` (an `nn.linear` or `nn.matmul`), if it has one.
+fn fp8_weights(ctx: &Context, op: OpId) -> Option<OpId> {
     if ![nn::LINEAR, nn::MATMUL].contains(&ctx.name_str(op)) {
-        return Ok(false);
+        return None;
     }
     let w: Value = ctx.operand(op, 1);
-    let Some(c) = ctx
-        .defining_op(w)
+    let ty = ctx.value_type(w);
+    if !is_wide(ty) || ty.shape().map_or(0, |s| s.len()) != 2 {
+        return None;
+    }
+    ctx.defining_op(w)
         .filter(|&d| ctx.name_str(d) == nn::CONSTANT)
-    else {
-        return Ok(false);
-    };
-    let ty = ctx.value_type(w).clone();
-    if !is_wide(&ty) || ty.shape().map_or(0, |s| s.len()) != 2 {
-        return Ok(false);
+}
+
+/// The FP8 scale of every contraction in `body` whose weights become FP8
+/// ([`fp8_weights`]): each tensor's own ([`fp8_scale`] of its largest
+/// magnitude) or, with [`Fp8Scales::Shared`], the largest of those among
+/// the weights of its shape.
+fn weight_scales(
+    ctx: &Context,
+    body: ipuc_ir::BlockId,
+    mode: Fp8Scales,
+) -> Result<HashMap<OpId, i32>, Diagnostic> {
+    let mut own: Vec<(OpId, Vec<i64>, i32)> = Vec::new();
+    for o in ctx.block_ops_vec(body) {
+        let Some(c) = fp8_weights(ctx, o) else {
+            continue;
+        };
+        let (_, values, _) = constant_values(ctx, c)?;
+        let max_abs = values.iter().fold(0f64, |m, v| m.max(v.abs()));
+        if !max_abs.is_finite() {
+            return Err(Diagnostic::op_error(
+                ctx,
+                c,
+                "holds a NaN or infinite weight, which no FP8 scale represents",
+            ));
+        }
+        let shape = ctx
+            .value_type(ctx.result(c, 0))
+            .shape()
+            .unwrap_or_default()
+            .to_vec();
+        own.push((o, shape, fp8_scale(max_abs)));
     }
+    let mut shared: HashMap<&[i64], i32> = HashMap::new();
+    if mode == Fp8Scales::Shared {
+        for (_, shape, s) in &own {
+            let e = shared.entry(shape.as_slice()).or_insert(*s);
+            *e = (*e).max(*s);
+        }
+    }
+    Ok(own
+        .iter()
+        .map(|(o, shape, s)| (*o, shared.get(shape.as_slice()).copied().unwrap_or(*s)))
+        .collect())
+}
+
+/// Replaces the constant right operand of contraction `op` (which
+/// [`fp8_weights`] found) by FP8 codes at scale `2^scale`.
+fn quantize_weight(ctx: &mut Context, op: OpId, scale: i32) -> Result<(), Diagnostic> {
+    let w: Value = ctx.operand(op, 1);
+    let c = fp8_weights(ctx, op).expect("weight_scales found the weights");
     let (value, values, hint) = constant_values(ctx, c)?;
-    let max_abs = values.iter().fold(0f64, |m, v| m.max(v.abs()));
-    if !max_abs.is_finite() {
-        return Err(Diagnostic::op_error(
-            ctx,
-            c,
-            "holds a NaN or infinite weight, which no FP8 scale represents",
-        ));
-    }
-    let scale = fp8_scale(max_abs);
     let factor = 2f64.powi(-scale);
     let scaled: Vec<f64> = values.iter().map(|v| v * factor).collect();
     let codes = rounded(
@@ -452,8 +530,8 @@ fn quantize_weight(ctx: &mut Context, op: OpId) -> Result<bool, Diagnostic> {
     if ctx.use_empty(w) {
         ctx.erase_op(c);
     }
-    tracing::debug!("convert-precision: FP8 weight {hint}: max |w| {max_abs:e}, scale 2^{scale}");
-    Ok(true)
+    tracing::debug!("convert-precision: FP8 weight {hint}: scale 2^{scale}");
+    Ok(())
 }
 
 /// Casts the left operand of contraction `op` (whose right operand is now
