@@ -98,3 +98,60 @@ fn zero_fills_clear_exactly_their_bytes_and_match_the_estimate() {
     .validate()
     .is_err());
 }
+
+#[test]
+fn row_broadcasts_repeat_each_groups_row_and_match_the_estimate() {
+    use ipuc_backend_ipu::codelets::broadcast::{RowBroadcast, ROW_BYTES};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(79);
+    // (groups, rows, group stride): one row; fewer rows than workers; a
+    // product's groups (two halves and a word apart, the bias's place in
+    // the output buffer, `TileGemm::bias_in_output`).
+    for (groups, rows, stride) in [
+        (1u32, 1u32, 32u32),
+        (3, 4, 4 * 32 + 16),
+        (5, 105, 2 * (105 * 32 + 8) + 8),
+        (2, 13, 13 * 32),
+    ] {
+        let b = RowBroadcast {
+            groups,
+            rows,
+            src: 0x60000,
+            dst: 0xa0008,
+            group_stride: stride,
+        };
+        let what = format!("{groups} groups of {rows} rows");
+        let src: Vec<u8> = (0..groups * ROW_BYTES)
+            .map(|_| rng.random_range(1..=255))
+            .collect();
+        // Random bytes under and between the groups, which stay.
+        let len = ((groups - 1) * stride + rows * ROW_BYTES + 64) as usize;
+        let dst: Vec<u8> = (0..len).map(|_| rng.random_range(1..=255)).collect();
+        let (prog, counts) = b.program(2, &MachineModel::c600()).unwrap();
+        let s = simulate(&prog, 2, &[(b.src, &src), (b.dst, &dst)]);
+        let got = s.read_memory(2, b.dst, len as u32).unwrap();
+        assert_eq!(got, b.reference(&src, &dst), "{what}");
+        common::assert_worker_issues(
+            s.profile().unwrap().tiles[0].worker_issues,
+            &b.worker_rows(),
+            |n| b.worker_issues(&counts, n),
+            &what,
+        );
+        common::assert_near_estimate(
+            s.profile().unwrap().total_cycles,
+            b.estimate_cycles().unwrap(),
+            &what,
+        );
+    }
+    let overlapping = RowBroadcast {
+        groups: 2,
+        rows: 4,
+        src: 0x60000,
+        dst: 0xa0000,
+        group_stride: 64,
+    };
+    assert!(overlapping
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("overlap"));
+}

@@ -34,22 +34,44 @@ fn place(variant: AmpVariant, rows: u32, k: usize, n: usize) -> TileGemm {
         weights,
         output,
         bias: None,
+        bias_in_output: false,
     }
 }
 
 fn run(variant: AmpVariant, rows: usize, k: usize, n: usize, seed: u64) {
-    run_with(variant, rows, k, n, seed, false)
+    run_with(variant, rows, k, n, seed, None)
+}
+
+/// Where a product's initial partials are.
+#[derive(Clone, Copy, PartialEq)]
+enum Partials {
+    /// A block of their own, 8 mod 16 bytes after the output.
+    Block,
+    /// In each output group's second half.
+    InOutput,
 }
 
 /// With `bias`, the product starts from a random bias row (initial
-/// partials placed 8 mod 16 bytes from the output, after it).
-fn run_with(variant: AmpVariant, rows: usize, k: usize, n: usize, seed: u64, bias: bool) {
+/// partials where `bias` says).
+fn run_with(
+    variant: AmpVariant,
+    rows: usize,
+    k: usize,
+    n: usize,
+    seed: u64,
+    partials: Option<Partials>,
+) {
+    let bias = partials.is_some();
     let mut g = place(variant, rows as u32, k, n);
-    if bias {
+    if partials == Some(Partials::Block) {
         let end = g.output + g.output_bytes() as u32 + AmpBlock::READ_PAST_BYTES;
         g.bias = Some(end.next_multiple_of(16) + 8);
         g.weights = (g.bias.unwrap() + g.bias_bytes() as u32 + AmpBlock::READ_PAST_BYTES)
             .next_multiple_of(16);
+    }
+    if partials == Some(Partials::InOutput) {
+        g.bias = Some(g.partials_in_output());
+        g.bias_in_output = true;
     }
     let elem = variant.input_elem();
     let (c, ko) = (variant.in_channels(), variant.out_channels());
@@ -73,15 +95,33 @@ fn run_with(variant: AmpVariant, rows: usize, k: usize, n: usize, seed: u64, bia
     let wp = g.weight_panels(&w, k, n, 0.0);
     let (prog, counts) = g.program(3, &MachineModel::c600()).unwrap();
     let mut s = sim(&executable_of(&prog), Default::default());
-    if let Some(at) = g.bias {
-        let block = g.bias_block(&b);
-        s.write_memory(3, at, &variant.output_elem().encode(&block))
-            .unwrap();
+    s.write_memory(3, g.output, &vec![0x5a; g.output_bytes() as usize])
+        .unwrap();
+    match partials {
+        Some(Partials::Block) => {
+            let block = g.bias_block(&b);
+            s.write_memory(3, g.bias.unwrap(), &variant.output_elem().encode(&block))
+                .unwrap();
+        }
+        Some(Partials::InOutput) => {
+            // Each group's rows, where the row broadcast puts them.
+            for j in 0..g.n_groups as usize {
+                let row: Vec<f64> = (0..ko)
+                    .map(|o| b.get(j * ko + o).copied().unwrap_or(0.0))
+                    .collect();
+                let rows_of: Vec<f64> = row.iter().copied().cycle().take(rows * ko).collect();
+                s.write_memory(
+                    3,
+                    g.bias_group(j as u32).unwrap(),
+                    &variant.output_elem().encode(&rows_of),
+                )
+                .unwrap();
+            }
+        }
+        None => {}
     }
     s.write_memory(3, g.input, &elem.encode(&xp)).unwrap();
     s.write_memory(3, g.weights, &elem.encode(&wp)).unwrap();
-    s.write_memory(3, g.output, &vec![0x5a; g.output_bytes() as usize])
-        .unwrap();
     s.run().unwrap_or_else(|e| panic!("{e}"));
     let out = variant
         .output_elem()
@@ -123,9 +163,21 @@ fn f16_products_of_odd_shapes() {
 
 #[test]
 fn products_start_from_a_bias() {
-    run_with(AmpVariant::F16, 7, 40, 20, 8, true);
-    run_with(AmpVariant::F16, 13, 16, 16, 9, true);
-    run_with(AmpVariant::F32, 9, 20, 12, 10, true);
+    let block = Some(Partials::Block);
+    run_with(AmpVariant::F16, 7, 40, 20, 8, block);
+    run_with(AmpVariant::F16, 13, 16, 16, 9, block);
+    run_with(AmpVariant::F32, 9, 20, 12, 10, block);
+}
+
+/// The initial partials in the output groups' second halves (no block of
+/// their own): one input panel (the first launch's output is the result)
+/// and several (the partials are overwritten by the second launch).
+#[test]
+fn products_start_from_partials_in_the_output() {
+    let in_output = Some(Partials::InOutput);
+    run_with(AmpVariant::F16, 7, 40, 20, 11, in_output);
+    run_with(AmpVariant::F16, 13, 16, 36, 12, in_output);
+    run_with(AmpVariant::F32, 9, 20, 12, 13, in_output);
 }
 
 #[test]
@@ -139,7 +191,7 @@ fn f32_products_of_odd_shapes() {
 #[test]
 fn fp8_products_of_odd_shapes() {
     run(AmpVariant::F8, 7, 72, 20, 11);
-    run_with(AmpVariant::F8, 13, 40, 48, 12, true);
+    run_with(AmpVariant::F8, 13, 40, 48, 12, Some(Partials::Block));
 }
 
 #[test]

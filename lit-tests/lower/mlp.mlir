@@ -16,9 +16,13 @@
 // CHECK-LABEL: func.func @mlp
 // CHECK: nn.linear {{.*}}ipu.plan = {{.*}}instruction = "f16v4hihov4amp"
 // CHECK: nn.linear {{.*}}ipu.plan = {{.*}}instruction = "f16v4hihov4amp"
-// The first product tile: fc1's vertex, then fc2's.
+// The first product tile: while LayerNorm runs on the LN tiles, it
+// broadcasts fc1's bias rows into the second halves of fc1's output
+// groups (its initial partials: no bias block in memory); then fc1's
+// vertex, then fc2's.
 // CHECK: ipu.tile 0 {
-// CHECK: ipu.inst sync @TEXCH_SYNCZONE_INTERNAL
+// CHECK: ipu.inst call lr, @fc1_bias_broadcast_main
+// CHECK-NEXT: ipu.inst sync @TEXCH_SYNCZONE_INTERNAL
 // CHECK: ipu.inst put INCOMING_MUX, m2
 // CHECK: ipu.inst put INCOMING_DCOUNT, m1
 // CHECK: ipu.inst runall
@@ -30,6 +34,8 @@
 // CHECK: ipu.inst call lr, @ln_main
 // CHECK-NEXT: ipu.inst sync @TEXCH_SYNCZONE_INTERNAL
 // CHECK: ipu.inst send m4, 8
+// The bias is one 32-byte row per output group (two groups: 32 f16).
+// CHECK: ipu.tensor constant @fc1_bias_rows_col0 : tensor<32xf16>
 // CHECK: ipu.tensor constant @ln_gamma : tensor<16xf16> = dense_resource<ln_gamma> : tensor<16xf16> pieces [(1470, {{.*}}), (1471, {{.*}})]
 // CHECK: ipu.tensor input @input0 : tensor<12x16xf16>
 // SIM: (@mlp)

@@ -128,6 +128,7 @@ impl TileAttention {
             weights: self.k,
             output: self.s,
             bias: None,
+            bias_in_output: false,
         }
     }
 
@@ -198,6 +199,7 @@ impl TileAttention {
             weights: self.v,
             output: self.o,
             bias: None,
+            bias_in_output: false,
         }
     }
 

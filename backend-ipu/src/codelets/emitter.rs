@@ -329,7 +329,7 @@ impl<'c> Emitter<'c> {
     }
 
     /// The supervisor instructions emitted since the current supervisor
-    /// section began (operands as [`timing_instr`] resolves them).
+    /// section began (operands as `timing_instr` resolves them).
     pub fn supervisor_code(&self) -> &[Instr] {
         &self.supervisor_code
     }

@@ -79,6 +79,12 @@ pub struct TileGemm {
     /// accumulates onto it instead of overwriting, which costs nothing.
     /// It must start 8 mod 16 bytes from the output (see the module doc).
     pub bias: Option<u32>,
+    /// Whether the initial partials are in the output buffer: group `j`'s
+    /// in the second half of output group `j` (which the first launch
+    /// reads while it writes the first half), written there before the
+    /// vertex runs ([`TileGemm::partials_in_output`]; a row broadcast, no
+    /// block of their own). [`TileGemm::bias`] is then that of group 0.
+    pub bias_in_output: bool,
 }
 
 impl TileGemm {
@@ -153,6 +159,13 @@ impl TileGemm {
         if self.k_groups > 1 << 19 || self.n_groups > 1 << 19 {
             return Err(self.err("too many panels for the supervisor's loop counters".into()));
         }
+        if self.bias_in_output && self.bias != Some(self.partials_in_output()) {
+            return Err(self.err(format!(
+                "initial partials in the output buffer must be at its second half 0x{:x}, got {:?}",
+                self.partials_in_output(),
+                self.bias
+            )));
+        }
         self.block(0, 0).validate()
     }
 
@@ -165,14 +178,44 @@ impl TileGemm {
 
     /// Address of output group `j`'s initial partials, if there is a bias.
     pub fn bias_group(&self, j: u32) -> Option<u32> {
-        self.bias.map(|b| b + j * self.bias_stride())
+        let stride = if self.bias_in_output {
+            self.group_stride()
+        } else {
+            self.bias_stride()
+        };
+        self.bias.map(|b| b + j * stride)
     }
 
-    /// Bytes of the bias block (zero without one).
+    /// This vertex with its initial partials in its output buffer (if
+    /// `yes` and it has a bias): [`TileGemm::bias`] at
+    /// [`TileGemm::partials_in_output`].
+    pub fn with_partials_in_output(self, yes: bool) -> TileGemm {
+        if !yes || self.bias.is_none() {
+            return self;
+        }
+        TileGemm {
+            bias: Some(self.partials_in_output()),
+            bias_in_output: true,
+            ..self
+        }
+    }
+
+    /// Where group 0's initial partials are when they are in the output
+    /// buffer ([`TileGemm::bias_in_output`]): the second half of its
+    /// buffer.
+    pub fn partials_in_output(&self) -> u32 {
+        self.output + self.half()
+    }
+
+    /// Bytes of the bias block (zero without one, or with the initial
+    /// partials in the output buffer).
     pub fn bias_bytes(&self) -> u64 {
-        self.bias.map_or(0, |_| {
-            u64::from(self.n_groups) * u64::from(self.bias_stride())
-        })
+        match self.bias {
+            Some(_) if !self.bias_in_output => {
+                u64::from(self.n_groups) * u64::from(self.bias_stride())
+            }
+            _ => 0,
+        }
     }
 
     /// The bias block's elements (output format) from the bias values of

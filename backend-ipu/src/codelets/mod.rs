@@ -10,6 +10,7 @@ pub mod amp_f16acts;
 pub mod amp_poplibs;
 pub mod attention;
 pub mod attention_combine;
+pub mod broadcast;
 pub mod cast;
 pub mod copy;
 pub mod elementwise;

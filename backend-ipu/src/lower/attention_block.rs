@@ -39,7 +39,10 @@
 //! by their multiply-accumulates) before the LN tiles; out and the
 //! attention tiles each use all of those tiles, one after the other. A
 //! tile's interleaved memory, from the bottom: the weights (qk's or vt's,
-//! then out's) and the bias blocks, constants for the whole program; the
+//! then out's) and vt's bias block (FP8), constants for the whole
+//! program (qk's and out's biases are a row per output group in region
+//! 0, broadcast into their initial partials, [`super::plan::BiasRows`]:
+//! qk's beside LayerNorm, out's before its vertex); the
 //! attention's *window* (what exchange B writes, the masks and padding
 //! zeros, O, the statistics and the combined rows), shared scratch like
 //! everything above it; from the top, each product's inputs, outputs and
@@ -95,7 +98,7 @@ use super::block::{positions, LN_ROWS};
 use super::block_exchange::residual_view;
 use super::codegen::{PlacedGemm, TileLayout};
 use super::ln_tiles::{LnOutput, LnTiles};
-use super::plan::{plan_gemm, Epilogue, GemmPlan, GemmShape};
+use super::plan::{plan_gemm, BiasRows, Epilogue, GemmPlan, GemmShape};
 use super::schedule::{schedule, Schedule};
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::attention::TileAttention;
@@ -667,8 +670,13 @@ fn plan_attention_window(
     // them, one after the other.
     let qk_tiles = (2 * gemm / 3).max(1);
     let f16 = AmpVariant::F16;
-    let with_bias = Epilogue {
+    // qk's and out's biases are rows the tiles broadcast (no blocks in
+    // memory), qk's beside LayerNorm (its tiles are idle), out's before
+    // its vertex (its buffers are the attention's until then); vt's (FP8)
+    // differs from row to row: a block.
+    let with_bias = |when| Epilogue {
         bias: true,
+        bias_rows: Some(when),
         ..Epilogue::default()
     };
     let qk = plan_on(
@@ -678,7 +686,7 @@ fn plan_attention_window(
             k: s.c,
             n: 2 * s.hp(),
             variant: f16,
-            epilogue: with_bias,
+            epilogue: with_bias(BiasRows::Early),
         },
         machine,
         first,
@@ -709,7 +717,7 @@ fn plan_attention_window(
             k: s.hp(),
             n: s.c,
             variant: f16,
-            epilogue: with_bias,
+            epilogue: with_bias(BiasRows::BeforeVertex),
         },
         machine,
         first,

@@ -140,7 +140,8 @@ pub fn emit_attention_in(
     let fp8 = plan.shape.fp8.is_some();
     let vt_widen = vt_widen(plan);
     // The most cycles a tile spends beside LayerNorm (f16: restoring its
-    // window; FP8: widening qk's weights or vt's input), restoring its
+    // window; FP8: widening qk's weights or vt's input; qk's bias
+    // broadcast), restoring its
     // window after qk and vt (FP8), rounding the attention's output (FP8)
     // and widening out's weights (FP8).
     let (mut beside_ln, mut restore_cycles, mut rounding_cycles, mut out_widen) = (0, 0, 0, 0);
@@ -165,7 +166,13 @@ pub fn emit_attention_in(
         } else {
             Ok(0)
         };
-        beside_ln = beside_ln.max(first.map_err(fail)?);
+        // qk's bias rows into its initial partials (`BiasRows::Early`).
+        let broadcast = if at_qk.contains_key(&t) {
+            qk.emit_bias_broadcast(&mut e, &mut calls)
+        } else {
+            Ok(0)
+        };
+        beside_ln = beside_ln.max(first.map_err(fail)? + broadcast.map_err(fail)?);
         sync(&mut e);
         xcode += x.a.emit(&mut e, machine, t, "a");
         sync(&mut e);

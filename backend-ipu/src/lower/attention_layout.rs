@@ -48,11 +48,12 @@ pub(super) struct ProductLayouts {
 /// its base, on each tile what its role needs (qk's weights on qk's
 /// tiles; vt's weights, the LayerNorm rows exchange A writes, and its
 /// constant input, the value weights, on vt's; x's rows, LayerNorm's
-/// output, gamma and beta on the LN tiles), then out's weights and the
-/// bias blocks above all of them; each product's inputs, outputs and
+/// output, gamma and beta on the LN tiles), then out's weights and vt's
+/// bias block (FP8) above all of them; each product's inputs, outputs and
 /// reduction buffers shared scratch from the top (they live at different
 /// times); out's residual and sum in the add columns, the vertex states
-/// below them. The attention's window goes above the bias blocks
+/// and qk's and out's bias rows below them. The attention's window goes
+/// above the bias block
 /// ([`ProductLayouts::with_core`]).
 pub(super) fn product_layouts(
     s: AttentionShape,
@@ -159,6 +160,12 @@ pub(super) fn product_layouts(
     };
     let states_qkvt = window.region0(v_qk.state_bytes().max(v_vt.state_bytes()) as u32);
     let states_out = window.region0(v_out.state_bytes() as u32);
+    // The broadcast biases' rows (qk's and vt's tiles are disjoint, but
+    // a row each is too small to share).
+    let mut rows_of = |v: &crate::codelets::gemm::TileGemm| {
+        v.bias_in_output.then(|| window.region0(v.n_groups * 32))
+    };
+    let (rows_qk, rows_out) = (rows_of(&v_qk), rows_of(&v_out));
     let tensors_start = window.region0;
     Ok(ProductLayouts {
         qk: TileLayout {
@@ -166,6 +173,7 @@ pub(super) fn product_layouts(
             codes: qk_codes,
             states: states_qkvt,
             bias: l_qk.bias.map(|_| bias_qk),
+            bias_rows: rows_qk,
             tensors_start,
             ..l_qk
         },
@@ -182,6 +190,7 @@ pub(super) fn product_layouts(
             codes: out_codes,
             states: states_out,
             bias: l_out.bias.map(|_| bias_out),
+            bias_rows: rows_out,
             tensors_start,
             ..l_out
         },

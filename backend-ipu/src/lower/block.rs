@@ -54,7 +54,9 @@ use super::codegen::{
     TileLayout, View,
 };
 use super::ln_tiles::{LnOutput, LnTiles};
-use super::plan::{evaluate, plan_gemm, Epilogue, F8Pairs, GemmPlan, GemmShape, Grid, Rejected};
+use super::plan::{
+    evaluate, plan_gemm, BiasRows, Epilogue, F8Pairs, GemmPlan, GemmShape, Grid, Rejected,
+};
 use super::reduce;
 pub use super::stream::Weights;
 use super::window::Window;
@@ -361,6 +363,8 @@ pub fn plan_mlp_in(
         variant,
         epilogue: Epilogue {
             bias: true,
+            // Broadcast beside LayerNorm, where fc1's tiles are idle.
+            bias_rows: Some(BiasRows::Early),
             gelu: Some(shape.gelu),
             f8_pairs: shape.fp8.map(|d| F8Pairs {
                 input_exp: -d.fc1,
@@ -456,12 +460,13 @@ pub fn plan_mlp_in(
 const MAX_SQUEEZES: usize = 6;
 
 /// Lays out the block's tensors in `window` ([`super::window`]): the
-/// weights (streamed: their homes, [`super::stream`]), fc1's bias block
-/// and x's rows on the LN tiles private (x is written by the host or the
-/// exchange before the block); the products' buffers, streamed weights
-/// and LayerNorm's output shared scratch from the top; the residual, sum
-/// and fc2's bias rows in the add columns; the vertex states, gamma and
-/// beta private in region 0.
+/// weights (streamed: their homes, [`super::stream`]) and x's rows on the
+/// LN tiles private (x is written by the host or the exchange before the
+/// block); the products' buffers, streamed weights and LayerNorm's output
+/// shared scratch from the top; the residual, sum and fc2's bias rows in
+/// the add columns; the vertex states, gamma, beta and fc1's bias rows
+/// (broadcast into its initial partials beside LayerNorm,
+/// [`BiasRows::Early`]) private in region 0.
 pub fn block_layout(
     shape: MlpShape,
     (fc1_plan, fc2_plan, weights): (&GemmPlan, &GemmPlan, Weights),
@@ -474,7 +479,8 @@ pub fn block_layout(
     // Each product's weights, or with them streamed its home piece.
     let w1 = window.private(weights.kept_bytes(fc1));
     let w2 = window.private(weights.kept_bytes(fc2));
-    let bias1 = v1.bias.map(|_| window.private(v1.bias_bytes() as u32));
+    // fc1's bias: a block of initial partials, or rows it broadcasts.
+    let bias1 = (v1.bias_bytes() > 0).then(|| window.private(v1.bias_bytes() as u32));
     let row_bytes = shape.c * 2;
     let ln_bytes = (LN_ROWS * row_bytes + 16).next_multiple_of(16);
     let x = window.private(ln_bytes);
@@ -489,6 +495,7 @@ pub fn block_layout(
     let vec_bytes = (row_bytes + 8).next_multiple_of(8);
     let gamma = window.region0(vec_bytes);
     let beta = window.region0(vec_bytes);
+    let bias_rows1 = v1.bias_in_output.then(|| window.region0(v1.n_groups * 32));
     let top = machine.sram_end;
     // R1: fc1's output and reduction buffers (fc1's result is read by
     // exchange B while fc2's input arrives in R3); then fc2's output.
@@ -555,6 +562,7 @@ pub fn block_layout(
         states: states1,
         input: r3_top - in1,
         bias: bias1,
+        bias_rows: bias_rows1,
         ..fc1_lay.layout
     };
     let ln_out = fc1.input - ln_out_bytes;
@@ -770,11 +778,18 @@ pub fn emit_mlp_in(
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
     let mut adds = [0u64; 2];
     let mut exchange_code_bytes_max = 0;
+    // The most cycles a tile spends beside LayerNorm: fc1's bias
+    // broadcast ([`BiasRows::Early`]).
+    let mut beside_ln = 0;
     for &t in &tiles {
         let mut e = frame.open_tile(ctx, t, &loc);
         let mut xcode = 0;
         let mut calls = Calls::new();
         ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
+        if at1.contains_key(&t) {
+            let c = fc1.emit_bias_broadcast(&mut e, &mut calls).map_err(fail)?;
+            beside_ln = beside_ln.max(c);
+        }
         sync(&mut e);
         xcode += a.emit(&mut e, machine, t, "a");
         sync(&mut e);
@@ -835,7 +850,7 @@ pub fn emit_mlp_in(
     emit_mlp_constants(ctx, exe_body, plan, constants, &loc);
     let sync_cycles = u64::from(machine.sync_latency);
     let estimate = BlockEstimate {
-        layer_norm: ln.estimate(machine).map_err(fail)?,
+        layer_norm: ln.estimate(machine).map_err(fail)?.max(beside_ln),
         exchange_a: a.cycles,
         fc1: p1.estimate.compute
             + p1.estimate.rounds_exchange

@@ -27,10 +27,12 @@ use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, Location, OpId
 
 use super::exchange::{emit_arm, emit_disarm, emit_sends, first_send_cycle, Broadcast, ARM_ISSUES};
 use super::plan::{
-    bias_offset, gelu_f8, output_span, reduction_add, reduction_buffer, whole_pairs, GemmPlan,
+    bias_offset, gelu_f8, output_span, reduction_add, reduction_buffer, whole_pairs, BiasRows,
+    GemmPlan,
 };
 use super::reduce;
 use crate::codelets::amp::{AmpVariant, Elem};
+use crate::codelets::broadcast::RowBroadcast;
 use crate::codelets::cast::{Cast, CastKind};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::gelu::Gelu;
@@ -61,8 +63,17 @@ pub struct TileLayout {
     pub input: u32,
     /// Y's buffer.
     pub output: u32,
-    /// The bias block (initial partials), 8 mod 16 bytes after Y's buffer.
+    /// The bias block (initial partials), 8 mod 16 bytes after Y's buffer
+    /// (`None` also where the bias is broadcast from
+    /// [`Self::bias_rows`]).
     pub bias: Option<u32>,
+    /// Where a plan whose bias is broadcast ([`super::plan::Epilogue::bias_rows`])
+    /// keeps its bias rows: 32 bytes per output group (column block j's
+    /// bias values on the K part 0 tiles, zeros on the others), copied
+    /// into each output group's second half before the vertex runs
+    /// ([`super::plan::bias_broadcast`]), where the first launch reads its
+    /// initial partials.
+    pub bias_rows: Option<u32>,
     /// With a K split: the reduction's receive buffer and its two result
     /// buffers, each in element pairs of its own (an add reads two of
     /// them and writes the third). The second result buffer is Y's
@@ -110,7 +121,7 @@ pub fn layout(plan: &GemmPlan, machine: &MachineModel) -> TileLayout {
     // The plan fits the tile, so every size is below 4 GiB.
     let output = machine.sram_end - output_span(&v, machine) as u32;
     let input = output - whole_pairs(v.input_bytes(), machine) as u32;
-    let bias = v.bias.map(|_| output + bias_offset(&v) as u32);
+    let bias = bias_block_at(&v, output);
     let buffer = reduction_buffer(&v, plan.grid_k, machine) as u32;
     let reduction = (buffer > 0).then(|| reduction_buffers(output, buffer));
     let states = (machine.interleaved_base - v.state_bytes() as u32) & !7;
@@ -118,6 +129,7 @@ pub fn layout(plan: &GemmPlan, machine: &MachineModel) -> TileLayout {
         weights: machine.interleaved_base,
         home: None,
         codes: None,
+        bias_rows: None,
         states,
         input,
         output,
@@ -125,6 +137,13 @@ pub fn layout(plan: &GemmPlan, machine: &MachineModel) -> TileLayout {
         reduction,
         tensors_start: states,
     }
+}
+
+/// Where a vertex whose output is at `output` would keep its bias block:
+/// 8 mod 16 bytes after Y's buffer; `None` without a bias block (no bias,
+/// or the initial partials in the output buffer).
+fn bias_block_at(v: &TileGemm, output: u32) -> Option<u32> {
+    (v.bias_bytes() > 0).then(|| output + bias_offset(v) as u32)
 }
 
 /// A product's output and reduction buffers placed below `top`: the
@@ -150,7 +169,7 @@ fn reduction_buffers(output: u32, buffer: u32) -> [u32; 3] {
 pub fn layout_in(plan: &GemmPlan, machine: &MachineModel, top: u32) -> OutputPlacement {
     let v = plan.vertex();
     let output = top - output_span(&v, machine) as u32;
-    let bias = v.bias.map(|_| output + bias_offset(&v) as u32);
+    let bias = bias_block_at(&v, output);
     let buffer = reduction_buffer(&v, plan.grid_k, machine) as u32;
     let reduction = (buffer > 0).then(|| reduction_buffers(output, buffer));
     OutputPlacement {
@@ -158,6 +177,7 @@ pub fn layout_in(plan: &GemmPlan, machine: &MachineModel, top: u32) -> OutputPla
             weights: 0,
             home: None,
             codes: None,
+            bias_rows: None,
             states: 0,
             input: 0,
             output,
@@ -256,12 +276,22 @@ impl PlacedGemm {
         PlacedGemm {
             plan: plan.clone(),
             lay,
-            vertex: TileGemm {
-                input: lay.input,
-                output: lay.output,
-                weights: lay.weights,
-                bias: lay.bias,
-                ..plan.vertex()
+            vertex: {
+                let v = TileGemm {
+                    input: lay.input,
+                    output: lay.output,
+                    weights: lay.weights,
+                    bias: lay.bias,
+                    ..plan.vertex()
+                };
+                TileGemm {
+                    bias: if v.bias_in_output {
+                        Some(v.partials_in_output())
+                    } else {
+                        lay.bias
+                    },
+                    ..v
+                }
             },
             tag: tag.to_string(),
         }
@@ -326,6 +356,10 @@ impl PlacedGemm {
             let name = format!("{tag}_pad_fill");
             emit_call(e, &name);
             calls.push((name, Box::new(fill)));
+        }
+        // The initial partials, where the bias is broadcast here.
+        if plan.shape.epilogue.bias_rows == Some(BiasRows::BeforeVertex) {
+            self.emit_bias_broadcast(e, calls)?;
         }
         self.vertex.emit_supervisor_with(
             e,
@@ -446,13 +480,47 @@ impl PlacedGemm {
         ctx.append_op(exe_body, t);
     }
 
+    /// Emits the launch that puts the bias rows into the vertex's initial
+    /// partials ([`Self::bias_broadcast`]; nothing without one) and
+    /// returns its estimated cycles, the call included. The product emits
+    /// it before its vertex ([`BiasRows::BeforeVertex`]); a block whose
+    /// product's tiles are idle in an earlier superstep calls it there
+    /// ([`BiasRows::Early`]).
+    pub fn emit_bias_broadcast(
+        &self,
+        e: &mut Emitter,
+        calls: &mut Calls,
+    ) -> Result<u64, crate::codelets::CodeletError> {
+        let Some(b) = self.bias_broadcast() else {
+            return Ok(0);
+        };
+        let cycles = b.estimate_cycles()? + call_cycles(&MachineModel::c600());
+        let name = format!("{}_bias_broadcast", self.tag);
+        emit_call(e, &name);
+        calls.push((name, Box::new(b)));
+        Ok(cycles)
+    }
+
+    /// The launch that puts the bias rows into the vertex's initial
+    /// partials (`None` unless the bias is broadcast,
+    /// [`super::plan::Epilogue::bias_rows`]).
+    pub fn bias_broadcast(&self) -> Option<RowBroadcast> {
+        let rows = self.lay.bias_rows?;
+        super::plan::bias_broadcast(&self.vertex, rows)
+    }
+
     /// Appends the bias blocks (if the plan's epilogue has a bias): column
     /// block j's bias rows on the K part 0 tiles, zeros on the others (the
-    /// bias is added once), the same on every grid row. `b` is `[N]`.
+    /// bias is added once), the same on every grid row; where the bias is
+    /// broadcast ([`TileLayout::bias_rows`]) one row per output group
+    /// instead of the block. `b` is `[N]`.
     pub fn emit_bias(&self, ctx: &mut Context, exe_body: BlockId, b: &[f64], loc: &Location) {
         let (plan, vertex, tag) = (&self.plan, &self.vertex, &self.tag);
-        let Some(at) = self.lay.bias else {
-            return;
+        let (at, broadcast) = match (self.lay.bias, self.lay.bias_rows) {
+            (Some(at), _) if !vertex.bias_in_output => (at, false),
+            (_, Some(at)) if vertex.bias_in_output => (at, true),
+            (None, None) => return,
+            _ => unreachable!("a bias block with a broadcast bias, or rows without one"),
         };
         let v = plan.shape.variant;
         let ko = v.out_channels() as u32;
@@ -460,14 +528,25 @@ impl PlacedGemm {
         for j in 0..plan.grid_cols {
             for k in 0..plan.grid_k {
                 let first = (j * plan.groups * ko) as usize;
-                let values = if k == 0 {
-                    vertex.bias_block(b.get(first..).unwrap_or(&[]))
+                let cols = if k == 0 {
+                    b.get(first..).unwrap_or(&[])
                 } else {
-                    vertex.bias_block(&[])
+                    &[]
+                };
+                let values = if broadcast {
+                    (0..(vertex.n_groups * ko) as usize)
+                        .map(|c| cols.get(c).copied().unwrap_or(0.0))
+                        .collect()
+                } else {
+                    vertex.bias_block(cols)
                 };
                 let t = replicated_constant(
                     ctx,
-                    &format!("{tag}_bias_{}", self.suffix(j, k)),
+                    &format!(
+                        "{tag}_bias{}_{}",
+                        if broadcast { "_rows" } else { "" },
+                        self.suffix(j, k)
+                    ),
                     (output_type(v), out.size(), 8),
                     out.encode(&values),
                     (&self.tiles_of(j, k), at),

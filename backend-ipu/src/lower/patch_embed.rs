@@ -20,7 +20,7 @@
 //!   columns loaded with the program (so no stale NaN meets a zero
 //!   weight).
 //! - **Exchange A** moves the rows into the product's input panels
-//!   ([`input_panel_transfers`], as the blocks' LayerNorm rows move).
+//!   (`input_panel_transfers`, as the blocks' LayerNorm rows move).
 //! - **The product** starts from per-row initial partials `b + pos[t]`
 //!   ([`PlacedGemm::emit_row_bias`]): the bias and the position table cost
 //!   no cycle. Its output (16-channel runs of the rows each tile owns after

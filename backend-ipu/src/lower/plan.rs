@@ -24,6 +24,7 @@ use ipuc_ipu_arch::MachineModel;
 
 use super::exchange::Broadcast;
 use crate::codelets::amp::{AmpBlock, AmpVariant, Elem};
+use crate::codelets::broadcast::{BroadcastCounts, RowBroadcast};
 use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
 use crate::codelets::fill::Fill;
 use crate::codelets::gelu::{Gelu, GeluForm};
@@ -41,12 +42,32 @@ use crate::codelets::subroutine::call_cycles;
 pub struct Epilogue {
     /// Y starts from a bias row.
     pub bias: bool,
+    /// The bias is one row per output group, which each tile broadcasts
+    /// into its output groups' second halves ([`bias_broadcast`];
+    /// [`TileGemm::bias_in_output`]) instead of keeping a block of
+    /// initial partials in memory: 32 bytes an output group instead of 32
+    /// a row, for the broadcast's cycles (about one a row of each group).
+    /// Only for a bias that is the same on every row (`bias`); `None`
+    /// keeps the block.
+    pub bias_rows: Option<BiasRows>,
     /// GELU on Y.
     pub gelu: Option<GeluForm>,
     /// The GELU writes FP8 codes, two output groups per 32-byte row (the
     /// next FP8 product's input panels, [`GeluF8`]); the plan's tiles then
     /// hold whole pairs of groups.
     pub f8_pairs: Option<F8Pairs>,
+}
+
+/// When a product's tiles broadcast its bias rows into the initial
+/// partials ([`Epilogue::bias_rows`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BiasRows {
+    /// Right before the vertex: the product's compute counts it.
+    BeforeVertex,
+    /// In an earlier superstep of the block, where the product's tiles
+    /// are idle (beside LayerNorm): the block places and counts it
+    /// ([`super::codegen::PlacedGemm::emit_bias_broadcast`]).
+    Early,
 }
 
 /// How an FP8 product's GELU epilogue scales: Y is in the product's
@@ -196,7 +217,11 @@ impl GemmPlan {
             weights: 0,
             output: 0,
             bias: self.shape.epilogue.bias.then_some(0),
+            bias_in_output: false,
         }
+        .with_partials_in_output(
+            self.shape.epilogue.bias && self.shape.epilogue.bias_rows.is_some(),
+        )
     }
 }
 
@@ -387,6 +412,8 @@ pub struct PlanCounts {
     pub add: StreamCounts,
     /// The zero fill's (the last K part's padding panels).
     pub fill: StreamCounts,
+    /// The row broadcast's (the bias rows into the initial partials).
+    pub broadcast: BroadcastCounts,
 }
 
 impl PlanCounts {
@@ -413,7 +440,30 @@ impl PlanCounts {
             }
             .counts()
             .expect("the probe's parameters are valid"),
+            broadcast: bias_broadcast(&probe_partials(), 0x60000)
+                .expect("the probe's partials are in its output")
+                .counts()
+                .expect("the probe's parameters are valid"),
         }
+    }
+
+    /// Cycles of broadcasting the bias rows into the initial partials of
+    /// a tile of `plan` ([`bias_broadcast`]), the call included, where
+    /// the product's compute does it ([`BiasRows::BeforeVertex`]); else 0.
+    pub fn bias_cycles(&self, plan: &GemmPlan) -> u64 {
+        if plan.shape.epilogue.bias_rows != Some(BiasRows::BeforeVertex) {
+            return 0;
+        }
+        self.broadcast_cycles(plan)
+    }
+
+    /// Cycles of broadcasting the bias rows into the initial partials of
+    /// a tile of `plan`, the call included, wherever it is done; 0
+    /// without a broadcast bias.
+    pub fn broadcast_cycles(&self, plan: &GemmPlan) -> u64 {
+        bias_broadcast(&plan.vertex(), 0).map_or(0, |b| {
+            b.cycles(&self.broadcast) + call_cycles(&MachineModel::c600())
+        })
     }
 
     /// Cycles of zeroing `plan`'s padding input panels on the tiles of its
@@ -446,6 +496,39 @@ pub fn padding_fill(plan: &GemmPlan, k: u32, input: u32) -> Option<Fill> {
     })
 }
 
+/// The broadcast of a tile's bias rows at `rows` (32 bytes an output
+/// group) into `vertex`'s initial partials in its output buffer
+/// ([`TileGemm::bias_in_output`]): each group's row over its rows, one
+/// launch. `None` unless the vertex's partials are in its output.
+pub fn bias_broadcast(vertex: &TileGemm, rows: u32) -> Option<RowBroadcast> {
+    vertex.bias_in_output.then(|| RowBroadcast {
+        groups: vertex.n_groups,
+        rows: vertex.rows,
+        src: rows,
+        dst: vertex
+            .bias_group(0)
+            .expect("a vertex with its partials in its output"),
+        group_stride: vertex.group_stride(),
+    })
+}
+
+/// A vertex with its partials in its output, for probing the bias
+/// copies' counts.
+fn probe_partials() -> TileGemm {
+    TileGemm {
+        variant: AmpVariant::F16,
+        rows: 2,
+        k_groups: 1,
+        n_groups: 1,
+        input: 0x80000,
+        weights: 0x90000,
+        output: 0xa0000,
+        bias: Some(0),
+        bias_in_output: false,
+    }
+    .with_partials_in_output(true)
+}
+
 /// The add of one output group's `rows` rows in a reduction round:
 /// `out = x + y` in the product's output format.
 pub fn reduction_add(variant: AmpVariant, rows: u32, x: u32, y: u32, out: u32) -> Binary {
@@ -475,6 +558,7 @@ pub fn vertex_counts(variant: AmpVariant) -> GemmCounts {
         weights: 0x90000,
         output: 0xa0000,
         bias: None,
+        bias_in_output: false,
     };
     probe
         .counts()
@@ -701,7 +785,9 @@ fn evaluate_with(
         estimate: Estimate {
             exchange,
             rounds_exchange,
-            compute: counts.gemm.cycles(&vertex, machine) + counts.fill_cycles(&plan),
+            compute: counts.gemm.cycles(&vertex, machine)
+                + counts.fill_cycles(&plan)
+                + counts.bias_cycles(&plan),
             reduction,
             epilogue: {
                 let owned = if rounds == 0 { rows } else { keep };

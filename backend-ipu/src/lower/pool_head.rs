@@ -211,6 +211,7 @@ impl HeadTile {
             weights: base,
             output: 0,
             bias: None,
+            bias_in_output: false,
         };
         values.output = machine.sram_end - output_span(&values, machine) as u32;
         values.input = values.output - whole_pairs(values.input_bytes(), machine) as u32;

@@ -84,7 +84,7 @@ pub struct Transfer {
 /// $INCOMING_BASE` timed to take effect as the segment's first word
 /// arrives). Segments start on chunk boundaries ([`Transfer::check`]), so
 /// the sender's `send` between them leaves the receiver a cycle of slack;
-/// the sender spaces segments at least [`Rules::segment_cycles`] apart,
+/// the sender spaces segments at least `Rules::segment_cycles` apart,
 /// pausing after a short one, so that the receiver can load and put the
 /// next base.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -342,6 +342,8 @@ fn of_attention(
         ),
     ];
     let mut instances = vec![
+        // qk's bias rows, broadcast into its partials beside LayerNorm.
+        ("qk_bias_broadcast", 0, qkv.clone()),
         ("qk", 2, qkv.clone()),
         ("vt", 2, qkv),
         // The window's constants, restored beside LayerNorm.
@@ -501,6 +503,8 @@ fn of_mlp(
     ];
     let instances = rules(vec![
         ("fc1_gelu", 2, gelu),
+        // fc1's bias rows, broadcast into its partials beside LayerNorm.
+        ("fc1_bias_broadcast", 0, fc1.clone()),
         ("fc1", 2, fc1),
         ("fc2", 4, fc2.clone()),
         ("out0", 4, add),
