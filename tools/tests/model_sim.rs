@@ -199,3 +199,42 @@ fn a_model_that_does_not_lower_says_how_to_run_it_anyway() {
     assert_eq!(report["device"], "reference", "{stdout}");
     assert_eq!(report["passed"], true, "{stdout}");
 }
+
+/// A loop's slot holds what its busiest tile keeps as constants, packed
+/// (`LoopMemory::pack`), not an image of the body's memory: siglip-tiny's
+/// second layer's slot is smaller than the ranges its copies restore
+/// (the rows exchanges write there take no slot).
+#[test]
+fn a_loops_slot_holds_the_constants_not_the_bodys_memory() {
+    let Some(dir) = fixture_dir("siglip-tiny") else {
+        return;
+    };
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ipu-run"));
+    cmd.arg(dir.join("model.onnx"))
+        .arg("--input")
+        .arg(dir.join("test_data_set_0"))
+        .arg("--plan-report");
+    let out = output_ok(&mut cmd, "siglip-tiny");
+    let text = String::from_utf8_lossy(&out.stderr);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("loop: "))
+        .unwrap_or_else(|| panic!("no loop in the plan report:\n{text}"));
+    let (_, after) = line.split_once("slot(s) of ").expect("a slot size");
+    let (slot, ranges) = after
+        .split_once(" bytes, each copied over ")
+        .expect("ranges");
+    let slot: u32 = slot.parse().expect("a number");
+    let hex = |s: &str| u32::from_str_radix(s.trim().trim_start_matches("0x"), 16).unwrap();
+    let body: u32 = ranges
+        .split(", ")
+        .map(|r| {
+            let (lo, hi) = r.split_once("..").expect("lo..hi");
+            hex(hi) - hex(lo)
+        })
+        .sum();
+    assert!(
+        slot > 0 && slot < body,
+        "slot {slot} of a body of {body} bytes: {line}"
+    );
+}

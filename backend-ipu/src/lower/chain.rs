@@ -467,6 +467,10 @@ pub fn plan_chain(
                     (bank, 0, 0, machine.interleaved_base, 0);
             }
             Err(Failure::Block(k, e, kept)) => {
+                tracing::debug!(
+                    target: "ipu-lower",
+                    "block {k} does not plan with the weights {weights:?} and an archive of {archive} bytes: {e}"
+                );
                 // Streaming the weights got no further (and the body
                 // planned no archive): the resident plan's reason is the
                 // chain's.
@@ -573,7 +577,10 @@ fn plan_blocks(
             let ranges = window
                 .taken_since(&body_start, GRAIN)
                 .map_err(|e| Failure::Block(k, e, kept(&body_start)))?;
-            let mem = LoopMemory::new(ranges, archive_at, r.count);
+            // The archive sized before the blocks after the loop plan
+            // (a failure there then counts it).
+            let mut mem = LoopMemory::new(ranges, archive_at, r.count);
+            mem.pack(body_extents(chain, &plans, r, &mem)?);
             if mem.archive_bytes() > archive {
                 return Err(Failure::Archive(mem.archive_bytes()));
             }
@@ -589,11 +596,54 @@ fn plan_blocks(
     })
 }
 
+/// What each tile of the loop `r`'s body (planned as `plans`) copies
+/// at the loop's end ([`super::chain_loop::extents`]), found by building
+/// the constants of its second layer as the lowering builds them, in a
+/// context of their own.
+fn body_extents(
+    chain: &ChainMatch,
+    plans: &[PlannedBlock],
+    r: Repeat,
+    mem: &LoopMemory,
+) -> Result<super::chain_loop::Extents, Failure> {
+    let mut ctx = Context::new(ipuc_dialects::registry());
+    let loc = ipuc_ir::Location::unknown();
+    let (_, exe_body) = build::executable(&mut ctx, "scratch", loc.clone());
+    emit_layer_constants(&mut ctx, exe_body, chain, plans, (r, 1), &loc);
+    let tensors = constants_since(&ctx, exe_body, 0);
+    extents_of(&ctx, &tensors, mem).map_err(|d| Failure::Block(r.last(), d.message, 0))
+}
+
+/// Appends layer `layer`'s constants of the loop `r`'s body (blocks
+/// `r.start..=r.last()` planned as `plans`, with the constants of the
+/// `layer`-th period's blocks).
+fn emit_layer_constants(
+    ctx: &mut Context,
+    exe_body: BlockId,
+    chain: &ChainMatch,
+    plans: &[PlannedBlock],
+    (r, layer): (Repeat, usize),
+    loc: &ipuc_ir::Location,
+) {
+    for (b, planned) in plans.iter().enumerate().take(r.last() + 1).skip(r.start) {
+        let k = b + layer * r.period;
+        match (planned, &chain.blocks[k]) {
+            (PlannedBlock::Attention(p), ChainBlock::Attention(a)) => {
+                emit_attention_constants(ctx, exe_body, p, &a.constants, loc)
+            }
+            (PlannedBlock::Mlp(p), ChainBlock::Mlp(m)) => {
+                emit_mlp_constants(ctx, exe_body, p, &m.constants, loc)
+            }
+            _ => unreachable!("a loop repeats attention and MLP blocks"),
+        }
+    }
+}
+
 /// The link from `from`'s output to `to`'s input rows (`c` channels): one
 /// transfer per sender and run of destination words on one receiver (a
 /// sender's pieces of one row, each output group a chunk of its own,
 /// arrive as one run of the row), the senders taking turns
-/// ([`round_robin`]) so that the greedy schedule keeps them all busy.
+/// (`round_robin`) so that the greedy schedule keeps them all busy.
 pub fn link(from: &[TensorPiece], to: &[TensorPiece], c: i64) -> Vec<Transfer> {
     let rows: std::collections::BTreeMap<i64, &TensorPiece> =
         to.iter().map(|p| (p.first / c, p)).collect();
@@ -724,12 +774,10 @@ pub fn lower_chain(
     // copies of them.
     let looped = match &plan.repeat {
         Some((r, mem)) => {
-            let extents = archive_layers(ctx, exe_body, chain, &plan, (*r, mem), &loc)?;
-            let copies: BTreeMap<u32, Vec<StridedCopy>> = every
-                .iter()
-                .map(|&t| (t, copies(t, mem, &extents)))
-                .collect();
-            Some((*r, mem, extents, copies))
+            archive_layers(ctx, exe_body, chain, &plan, (*r, mem), &loc)?;
+            let copies: BTreeMap<u32, Vec<StridedCopy>> =
+                every.iter().map(|&t| (t, copies(t, mem))).collect();
+            Some((*r, mem, copies))
         }
         None => None,
     };
@@ -739,7 +787,7 @@ pub fn lower_chain(
     // the loop's end the copies and the link back or out.
     let after = |k: usize, e: &mut Emitter, t: u32| -> u64 {
         match &looped {
-            Some((r, mem, _, copies)) if k == r.last() => {
+            Some((r, mem, copies)) if k == r.last() => {
                 let end = emit_loop_end(
                     e,
                     (&copies[&t], mem.slot),
@@ -817,7 +865,7 @@ pub fn lower_chain(
             let link = frame.close_tile(&mut e, t);
             frame.count_exchange(t, link);
         }
-        if let Some((r, mem, extents, copies)) = &looped {
+        if let Some((r, mem, copies)) = &looped {
             if r.in_body(k) {
                 body_constants.extend(constants_since(ctx, exe_body, exe_ops_before));
             }
@@ -825,7 +873,7 @@ pub fn lower_chain(
                 // The first layer's constants are where the archive's
                 // copies put the later layers'.
                 let first = extents_of(ctx, &body_constants, mem)?;
-                if &first != extents {
+                if first != mem.extents {
                     return Err(Diagnostic::error(
                         loc.clone(),
                         "internal: the repeated layers' constants are not where the first layer's are",
@@ -917,7 +965,7 @@ pub fn lower_chain(
 
 /// Appends the archive of `r`'s later layers ([`super::chain_loop`]):
 /// each layer's body constants, built as the body builds its own, become
-/// its slot. Returns the extents each tile copies.
+/// its slot (packed as `mem` says).
 fn archive_layers(
     ctx: &mut Context,
     exe_body: BlockId,
@@ -925,30 +973,14 @@ fn archive_layers(
     plan: &ChainPlan,
     (r, mem): (Repeat, &LoopMemory),
     loc: &ipuc_ir::Location,
-) -> Result<super::chain_loop::Extents, Diagnostic> {
-    let mut extents = None;
+) -> Result<(), Diagnostic> {
     for layer in 1..r.count {
         let before = ctx.block_ops_vec(exe_body).len();
-        for b in r.start..=r.last() {
-            let k = b + layer * r.period;
-            match (&plan.blocks[b], &chain.blocks[k]) {
-                (PlannedBlock::Attention(p), ChainBlock::Attention(a)) => {
-                    emit_attention_constants(ctx, exe_body, p, &a.constants, loc)
-                }
-                (PlannedBlock::Mlp(p), ChainBlock::Mlp(m)) => {
-                    emit_mlp_constants(ctx, exe_body, p, &m.constants, loc)
-                }
-                _ => unreachable!("a loop repeats attention and MLP blocks"),
-            }
-        }
+        emit_layer_constants(ctx, exe_body, chain, &plan.blocks, (r, layer), loc);
         let tensors = constants_since(ctx, exe_body, before);
-        if extents.is_none() {
-            extents = Some(extents_of(ctx, &tensors, mem)?);
-        }
-        let ext = extents.as_ref().expect("set above");
-        archive_layer(ctx, exe_body, (&tensors, layer), (mem, ext), loc)?;
+        archive_layer(ctx, exe_body, (&tensors, layer), mem, loc)?;
     }
-    Ok(extents.unwrap_or_default())
+    Ok(())
 }
 
 /// The plan report of a chain: each block's.

@@ -11,13 +11,18 @@
 //! at fixed addresses, the first layer's, loaded with the program. Each
 //! later layer's are kept in an *archive* at the bottom of private
 //! interleaved memory, below every block's (so every block's scratch
-//! stays above it): one *slot* per later layer, each an image of the
-//! memory the body keeps as its own ([`super::window::Window::taken_since`]:
-//! its private interleaved memory, its private region 0 and its rows of
-//! the add columns). Before going round again, every tile copies the next
-//! layer's slot over the body's memory ([`StridedCopy`], one launch per
-//! span of that memory the tile holds constants in, in whole [`GRAIN`]s,
-//! spans closer than [`GAP`] joined): the weights come back,
+//! stays above it): one *slot* per later layer. The body's memory is what
+//! it keeps as its own ([`super::window::Window::taken_since`]: its
+//! private interleaved memory, its private region 0 and its rows of the
+//! add columns); a tile's constants lie in *spans* of it ([`extents`]:
+//! whole [`GRAIN`]s around them, spans closer than [`GAP`] joined), and
+//! its slot holds those spans end to end ([`LoopMemory::pack`]), so a slot
+//! is as large as the most constants a tile holds, not the body's memory
+//! (the rows exchanges write, x's and LayerNorm's, take no slot). The
+//! chain finds the spans while it plans, by building the body's second
+//! layer's constants as the lowering will. Before going round again,
+//! every tile copies its spans of the next layer's slot over the body's
+//! memory ([`StridedCopy`], one launch per span): the weights come back,
 //! and so do zero runs and padding the layer's code relies on. What else
 //! lies in those bytes (the blocks' input rows) is rewritten by the
 //! exchange that follows before any block reads it.
@@ -152,11 +157,13 @@ pub fn find_repeat<T: PartialEq>(keys: &[Option<T>], max_period: usize) -> Optio
 pub struct LoopMemory {
     /// The body's memory, `[lo, hi)` each, whole [`GRAIN`]s.
     pub ranges: Vec<(u32, u32)>,
-    /// Each range's offset in a slot (multiples of 16).
-    pub offsets: Vec<u32>,
     /// The archive's first byte (slot of layer 1).
     pub archive: u32,
-    /// Bytes of a slot (a multiple of 16).
+    /// What each tile copies ([`extents`]), once packed ([`Self::pack`]).
+    pub extents: Extents,
+    /// Each tile's spans' offsets in a slot, in [`Self::extents`]' order.
+    pub offsets: BTreeMap<u32, Vec<u32>>,
+    /// Bytes of a slot (a multiple of 16): the most any tile's spans take.
     pub slot: u32,
     /// Times the body runs.
     pub count: usize,
@@ -164,21 +171,55 @@ pub struct LoopMemory {
 
 impl LoopMemory {
     /// The memory of a body that keeps `ranges`, with its archive at
-    /// `archive`.
+    /// `archive`; its slots are empty until [`Self::pack`]ed.
     pub fn new(ranges: Vec<(u32, u32)>, archive: u32, count: usize) -> Self {
-        let mut offsets = Vec::with_capacity(ranges.len());
-        let mut slot = 0;
-        for &(lo, hi) in &ranges {
-            offsets.push(slot);
-            slot = (slot + hi - lo).next_multiple_of(16);
-        }
         LoopMemory {
             ranges,
-            offsets,
             archive,
-            slot,
+            extents: Extents::new(),
+            offsets: BTreeMap::new(),
+            slot: 0,
             count,
         }
+    }
+
+    /// Packs each tile's spans of `extents` end to end in its slot: a
+    /// slot holds a tile's constants, not an image of the body's whole
+    /// memory (its buffers, the rows exchanges write, cost nothing). Each
+    /// span keeps its address mod 16 in the slot, so that a copy's source
+    /// and destination differ in bank parity word by word (the
+    /// `ldst64pace` bank rule in interleaved memory).
+    pub fn pack(&mut self, extents: Extents) {
+        let mut slot = 0;
+        self.offsets = extents
+            .iter()
+            .map(|(&tile, spans)| {
+                let mut at = 0u32;
+                let offsets = spans
+                    .iter()
+                    .map(|&(_, lo, hi)| {
+                        at += (lo.wrapping_sub(at)) % 16;
+                        let o = at;
+                        at += hi - lo;
+                        o
+                    })
+                    .collect();
+                slot = slot.max(at);
+                (tile, offsets)
+            })
+            .collect();
+        if let Some((tile, spans)) = extents
+            .iter()
+            .max_by_key(|(_, spans)| spans.iter().map(|s| s.2 - s.1).sum::<u32>())
+        {
+            tracing::debug!(
+                target: "ipu-lower",
+                "loop archive: a slot of {slot} bytes, tile {tile}'s spans {:x?}",
+                spans.iter().map(|s| (s.1, s.2)).collect::<Vec<_>>()
+            );
+        }
+        self.extents = extents;
+        self.slot = slot.next_multiple_of(16);
     }
 
     /// Bytes of the archive: a slot for each layer after the first.
@@ -210,9 +251,10 @@ impl LoopMemory {
         self.ranges.iter().position(|&(lo, hi)| lo <= a && a < hi)
     }
 
-    /// Where layer `layer`'s (1 or more) copy of range `j`'s byte `a` is.
-    fn archived(&self, layer: usize, j: usize, a: u32) -> u32 {
-        self.archive + (layer as u32 - 1) * self.slot + self.offsets[j] + (a - self.ranges[j].0)
+    /// Where layer `layer`'s (1 or more) copy of span `n` of `tile`'s
+    /// extents starts.
+    fn archived(&self, layer: usize, tile: u32, n: usize) -> u32 {
+        self.archive + (layer as u32 - 1) * self.slot + self.offsets[&tile][n]
     }
 }
 
@@ -293,21 +335,23 @@ pub fn archive_layer(
     ctx: &mut Context,
     exe_body: BlockId,
     (tensors, layer): (&[OpId], usize),
-    (mem, extents): (&LoopMemory, &Extents),
+    mem: &LoopMemory,
     loc: &Location,
 ) -> Result<(), Diagnostic> {
     let placed = placed(ctx, tensors, mem)?;
-    // Each (range, tile, span)'s image, zero where no constant is.
-    let mut images: BTreeMap<(usize, u32, u32), Vec<u8>> = BTreeMap::new();
-    for (&tile, list) in extents {
-        for &(j, lo, hi) in list {
-            images.insert((j, tile, lo), vec![0; (hi - lo) as usize]);
+    // Each (range, tile, span)'s image, zero where no constant is, and
+    // where it goes.
+    let mut images: BTreeMap<(usize, u32, u32), (u32, Vec<u8>)> = BTreeMap::new();
+    for (&tile, list) in &mem.extents {
+        for (n, &(j, lo, hi)) in list.iter().enumerate() {
+            let at = mem.archived(layer, tile, n);
+            images.insert((j, tile, lo), (at, vec![0; (hi - lo) as usize]));
         }
     }
     for (tile, pieces) in placed {
         for (j, at, bytes) in pieces {
             // The span that starts at or before the piece.
-            let Some((&(_, _, lo), image)) =
+            let Some((&(_, _, lo), (_, image))) =
                 images.range_mut((j, tile, 0)..=(j, tile, at)).next_back()
             else {
                 return Err(Diagnostic::error(
@@ -338,10 +382,10 @@ pub fn archive_layer(
     for j in 0..mem.ranges.len() {
         let mut data = Vec::new();
         let mut pieces = Vec::new();
-        for (&(_, tile, lo), image) in images.range((j, 0, 0)..(j + 1, 0, 0)) {
+        for (&(_, tile, _), (at, image)) in images.range((j, 0, 0)..(j + 1, 0, 0)) {
             pieces.push(TensorPiece {
                 tile: i64::from(tile),
-                address: i64::from(mem.archived(layer, j, lo)),
+                address: i64::from(*at),
                 first: data.len() as i64,
                 count: image.len() as i64,
             });
@@ -379,17 +423,18 @@ pub fn constants_since(ctx: &Context, exe_body: BlockId, before: usize) -> Vec<O
 
 /// Tile `tile`'s copies of the next layer's constants: one launch per
 /// span, six rows of a sixth of it (one a worker), from layer 1's slot.
-pub fn copies(tile: u32, mem: &LoopMemory, extents: &Extents) -> Vec<StridedCopy> {
-    extents
+pub fn copies(tile: u32, mem: &LoopMemory) -> Vec<StridedCopy> {
+    mem.extents
         .get(&tile)
         .map(|list| {
             list.iter()
-                .map(|&(j, lo, hi)| {
+                .enumerate()
+                .map(|(n, &(_, lo, hi))| {
                     let row = (hi - lo) / WORKERS as u32;
                     StridedCopy {
                         rows: WORKERS as u32,
                         row_bytes: row,
-                        src: mem.archived(1, j, lo),
+                        src: mem.archived(1, tile, n),
                         src_stride: row,
                         dst: lo,
                         dst_stride: row,
@@ -526,18 +571,34 @@ mod tests {
     }
 
     #[test]
-    fn slots_hold_each_range_at_its_offset() {
-        let mem = LoopMemory::new(vec![(0x80030, 0x80060), (0x70000, 0x70030)], 0x80000, 3);
-        assert_eq!(mem.offsets, vec![0, 48]);
+    fn packed_slots_hold_each_tiles_spans_end_to_end() {
+        let mut mem = LoopMemory::new(vec![(0x80030, 0x800c0), (0x70000, 0x70030)], 0x80000, 3);
+        assert_eq!(mem.archive_bytes(), 0, "nothing before packing");
+        let mut ext = Extents::new();
+        ext.insert(0, vec![(0, 0x80030, 0x80060)]);
+        ext.insert(1, vec![(0, 0x80030, 0x80060), (1, 0x70000, 0x70030)]);
+        // A span 8 mod 16: its offset keeps that.
+        ext.insert(2, vec![(0, 0x80068, 0x80098)]);
+        mem.pack(ext);
+        assert_eq!(mem.offsets[&0], vec![0]);
+        assert_eq!(mem.offsets[&1], vec![0, 48]);
+        assert_eq!(mem.offsets[&2], vec![8]);
+        // The busiest tile's spans: tile 1's 96 bytes, not the ranges' 192.
         assert_eq!(mem.slot, 96);
         assert_eq!(mem.archive_bytes(), 192);
         assert_eq!(mem.range_of(0x80040), Some(0));
         assert_eq!(mem.range_of(0x70030), None);
-        assert_eq!(mem.archived(1, 0, 0x80040), 0x80010);
-        assert_eq!(mem.archived(2, 1, 0x70008), 0x80000 + 96 + 48 + 8);
-        // An interleaved copy's source and destination agree mod 16 (the
-        // ldst64pace bank rule).
-        assert_eq!((mem.archived(2, 0, 0x80030) - 0x80030) % 16, 0);
+        assert_eq!(mem.archived(1, 1, 1), 0x80000 + 48);
+        assert_eq!(mem.archived(2, 0, 0), 0x80000 + 96);
+        // A copy's source and destination agree mod 16 (the ldst64pace
+        // bank rule).
+        for (tile, n, lo) in [(0u32, 0usize, 0x80030u32), (1, 1, 0x70000), (2, 0, 0x80068)] {
+            assert_eq!(
+                (mem.archived(2, tile, n) - lo) % 16,
+                0,
+                "tile {tile} span {n}"
+            );
+        }
     }
 
     /// Two constants on tile 0 closer than GAP are one span, a third
@@ -552,7 +613,7 @@ mod tests {
         let loc = Location::unknown();
         let (_, body) = build::executable(&mut ctx, "c600", loc.clone());
         let range = (0x80000, 0x80000 + 48 * 200);
-        let mem = LoopMemory::new(vec![range], 0x90000, 2);
+        let mut mem = LoopMemory::new(vec![range], 0x90000, 2);
         let f16 = Type::float(FloatKind::F16);
         let constant = |ctx: &mut Context, name: &str, byte: u8, at: u32| {
             let t = replicated_constant(
@@ -595,7 +656,8 @@ mod tests {
         constant(&mut ctx, "b", 6, 0x80010 + 600);
         constant(&mut ctx, "c", 7, c_at);
         let layer1 = constants_since(&ctx, body, before);
-        archive_layer(&mut ctx, body, (&layer1, 1), (&mem, &ext), &loc).unwrap();
+        mem.pack(ext.clone());
+        archive_layer(&mut ctx, body, (&layer1, 1), &mem, &loc).unwrap();
         let archive: Vec<OpId> = constants_since(&ctx, body, before);
         assert_eq!(archive.len(), 1, "one tensor for the range");
         let pieces = constant_piece_bytes(&ctx, archive[0]).unwrap();
@@ -606,7 +668,8 @@ mod tests {
         assert_eq!(&bytes[600 + 0x10..600 + 0x20], &[6; 16]);
         assert!(bytes[0x20..600 + 0x10].iter().all(|&b| b == 0));
         let (p, bytes) = &pieces[1];
-        assert_eq!(p.address as u32, mem.archived(1, 0, ext[&0][1].1));
+        assert_eq!(p.address as u32, mem.archived(1, 0, 1));
+        assert_eq!(p.address as u32, 0x90000 + ext[&0][0].2 - ext[&0][0].1);
         let off = (c_at - ext[&0][1].1) as usize;
         assert_eq!(&bytes[off..off + 16], &[7; 16]);
         // The layer's own tensors are gone, and their blobs.
