@@ -18,7 +18,9 @@
 //! whole [`GRAIN`]s around them, spans closer than [`GAP`] joined), and
 //! its slot holds those spans end to end ([`LoopMemory::pack`]), so a slot
 //! is as large as the most constants a tile holds, not the body's memory
-//! (the rows exchanges write, x's and LayerNorm's, take no slot). The
+//! (the rows exchanges write, x's and LayerNorm's, take no slot; nor do
+//! the products' vertex states, which the plans alone make, the same in
+//! every layer). The
 //! chain finds the spans while it plans, by building the body's second
 //! layer's constants as the lowering will. Before going round again,
 //! every tile copies its spans of the next layer's slot over the body's
@@ -61,7 +63,7 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::attributes::AttrKind;
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, Location, OpId, Type};
 
-use super::codegen::constant_tensor;
+use super::codegen::{constant_tensor, VERTEX_STATES};
 use crate::codelets::copy::{StridedCopy, TAG as COPY_TAG};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::launch::{VERTEX_STATE_SUFFIX, WORKERS};
@@ -268,6 +270,17 @@ pub type Extents = BTreeMap<u32, Vec<(usize, u32, u32)>>;
 /// 8 bytes a cycle).
 pub const GAP: u32 = 1024;
 
+/// Whether constant `t` is the same in every layer a loop runs: a
+/// product's vertex states ([`VERTEX_STATES`]), which its plan alone
+/// makes (every layer is built from the body's plans). Such constants
+/// take no slot: the body's own stay where they are. (They are copied
+/// with the rest where they lie inside a span of other constants.)
+fn layer_invariant(ctx: &Context, t: OpId) -> bool {
+    ctx.attr(t, "sym_name")
+        .and_then(Attribute::as_str)
+        .is_some_and(|n| n.ends_with(VERTEX_STATES))
+}
+
 /// Each tile's constant pieces of `tensors` (the body's constants, as
 /// emitted for one layer), by tile: (range, address, bytes).
 type Placed = BTreeMap<u32, Vec<(usize, u32, Vec<u8>)>>;
@@ -297,10 +310,31 @@ fn placed(ctx: &Context, tensors: &[OpId], mem: &LoopMemory) -> Result<Placed, D
     Ok(out)
 }
 
+/// Pieces by tile: (address, bytes).
+type Pieces = BTreeMap<u32, Vec<(u32, Vec<u8>)>>;
+
+/// Each tile's pieces of `tensors`, wherever they are.
+fn placed_anywhere(ctx: &Context, tensors: &[OpId]) -> Result<Pieces, Diagnostic> {
+    let mut out = Pieces::new();
+    for &t in tensors {
+        for (p, bytes) in constant_piece_bytes(ctx, t)? {
+            out.entry(p.tile as u32)
+                .or_default()
+                .push((p.address as u32, bytes));
+        }
+    }
+    Ok(out)
+}
+
 /// The extents of the body's constants `tensors` (the first layer's).
 pub fn extents(ctx: &Context, tensors: &[OpId], mem: &LoopMemory) -> Result<Extents, Diagnostic> {
     let mut out = Extents::new();
-    for (tile, pieces) in placed(ctx, tensors, mem)? {
+    let varying: Vec<OpId> = tensors
+        .iter()
+        .copied()
+        .filter(|&t| !layer_invariant(ctx, t))
+        .collect();
+    for (tile, pieces) in placed(ctx, &varying, mem)? {
         // Each piece in whole grains of its range, in address order.
         let mut spans: Vec<(usize, u32, u32)> = pieces
             .iter()
@@ -338,7 +372,9 @@ pub fn archive_layer(
     mem: &LoopMemory,
     loc: &Location,
 ) -> Result<(), Diagnostic> {
-    let placed = placed(ctx, tensors, mem)?;
+    let (invariant, varying): (Vec<OpId>, Vec<OpId>) =
+        tensors.iter().partition(|&&t| layer_invariant(ctx, t));
+    let placed = placed(ctx, &varying, mem)?;
     // Each (range, tile, span)'s image, zero where no constant is, and
     // where it goes.
     let mut images: BTreeMap<(usize, u32, u32), (u32, Vec<u8>)> = BTreeMap::new();
@@ -368,6 +404,27 @@ pub fn archive_layer(
                         format!("layer {layer}'s constant on tile {tile} at 0x{at:x} reaches past the first layer's"),
                     ))
                 }
+            }
+        }
+    }
+    // The same-in-every-layer constants take no span of their own, but a
+    // span that covers some of their bytes copies them: its image holds
+    // them.
+    for (tile, pieces) in placed_anywhere(ctx, &invariant)? {
+        for (at, bytes) in pieces {
+            let end = at + bytes.len() as u32;
+            // Outside the body's memory no span reaches it.
+            let Some(j) = mem.range_of(at) else {
+                continue;
+            };
+            for (&(_, _, lo), (_, image)) in images.range_mut((j, tile, 0)..(j, tile, end)) {
+                let hi = lo + image.len() as u32;
+                if hi <= at {
+                    continue;
+                }
+                let (a, b) = (at.max(lo), end.min(hi));
+                image[(a - lo) as usize..(b - lo) as usize]
+                    .copy_from_slice(&bytes[(a - at) as usize..(b - at) as usize]);
             }
         }
     }
@@ -674,5 +731,72 @@ mod tests {
         assert_eq!(&bytes[off..off + 16], &[7; 16]);
         // The layer's own tensors are gone, and their blobs.
         assert!(ctx.resources().get("a_1").is_none());
+    }
+
+    /// Vertex states are the same in every layer: alone they take no
+    /// span; inside a span of other constants the archive's image holds
+    /// them (the span's copy writes them back as they were).
+    #[test]
+    fn vertex_states_take_no_slot_but_spans_keep_them() {
+        use crate::lower::codegen::replicated_constant;
+        use ipuc_dialects::ipu::build;
+        use ipuc_ir::FloatKind;
+        let mut ctx = Context::new(ipuc_dialects::registry());
+        let loc = Location::unknown();
+        let (_, body) = build::executable(&mut ctx, "c600", loc.clone());
+        let mut mem = LoopMemory::new(vec![(0x80000, 0x80000 + 48 * 200)], 0x90000, 2);
+        let f16 = Type::float(FloatKind::F16);
+        let constant = |ctx: &mut Context, name: &str, byte: u8, at: u32| {
+            let t = replicated_constant(
+                ctx,
+                name,
+                (f16.clone(), 2, 8),
+                vec![byte; 16],
+                (&[0], at),
+                loc.clone(),
+            );
+            ctx.append_op(body, t);
+            t
+        };
+        let layer = |ctx: &mut Context, w: u8| {
+            let before = ctx.block_ops_vec(body).len();
+            constant(ctx, "w", w, 0x80010);
+            constant(ctx, "near_vertex_states", 9, 0x80030);
+            constant(ctx, "far_vertex_states", 8, 0x80010 + 4000);
+            constants_since(ctx, body, before)
+        };
+        let layer0 = layer(&mut ctx, 1);
+        let ext = extents(&ctx, &layer0, &mem).unwrap();
+        assert_eq!(
+            ext[&0],
+            vec![(0, 0x80000, 0x80030)],
+            "the weights' grain only"
+        );
+        mem.pack(ext);
+        assert_eq!(mem.slot, 48);
+        let before = ctx.block_ops_vec(body).len();
+        let layer1 = layer(&mut ctx, 5);
+        archive_layer(&mut ctx, body, (&layer1, 1), &mem, &loc).unwrap();
+        let archive = constants_since(&ctx, body, before);
+        let pieces = constant_piece_bytes(&ctx, archive[0]).unwrap();
+        assert_eq!(pieces.len(), 1);
+        let bytes = &pieces[0].1;
+        assert_eq!(bytes.len(), 48);
+        assert_eq!(&bytes[0x10..0x20], &[5; 16], "layer 1's weights");
+        assert_eq!(&bytes[0x20..0x30], &[0; 16]);
+        // The near states start at 0x80030, the span's end: not in it.
+        let mut ext = Extents::new();
+        ext.insert(0, vec![(0, 0x80000, 0x80060)]);
+        mem.pack(ext);
+        let before = ctx.block_ops_vec(body).len();
+        let layer2 = layer(&mut ctx, 6);
+        archive_layer(&mut ctx, body, (&layer2, 1), &mem, &loc).unwrap();
+        let archive = constants_since(&ctx, body, before);
+        let bytes = &constant_piece_bytes(&ctx, archive[0]).unwrap()[0].1;
+        assert_eq!(
+            &bytes[0x30..0x40],
+            &[9; 16],
+            "states inside a span are copied as they are"
+        );
     }
 }

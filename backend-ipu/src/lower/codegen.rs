@@ -267,6 +267,12 @@ pub struct PlacedGemm {
     pub tag: String,
 }
 
+/// The suffix of the name of a product's vertex states
+/// ([`PlacedGemm::emit_states`]): words its plan alone makes (addresses
+/// and counts), the same for every layer a loop runs the product for
+/// ([`super::chain_loop`] archives none of them).
+pub const VERTEX_STATES: &str = "_vertex_states";
+
 /// Subroutines a tile program calls, emitted after its `main`.
 pub type Calls = Vec<(String, Box<dyn Instance>)>;
 
@@ -471,7 +477,7 @@ impl PlacedGemm {
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         let t = replicated_constant(
             ctx,
-            &format!("{}_vertex_states", self.tag),
+            &format!("{}{VERTEX_STATES}", self.tag),
             (Type::i32(), 4, 8),
             bytes,
             (&every_tile, self.lay.states),
