@@ -673,7 +673,8 @@ fn plan_attention_window(
     // qk's and out's biases are rows the tiles broadcast (no blocks in
     // memory), qk's beside LayerNorm (its tiles are idle), out's before
     // its vertex (its buffers are the attention's until then); vt's (FP8)
-    // differs from row to row: a block.
+    // is a value per row: a template of one group, copied beside
+    // LayerNorm too.
     let with_bias = |when| Epilogue {
         bias: true,
         bias_rows: Some(when),
@@ -700,9 +701,12 @@ fn plan_attention_window(
             n: s.m,
             variant: f16,
             // FP8: the value bias in vt's initial partials (see
-            // `HeldConstants`).
+            // `HeldConstants`), a value per row of V^T copied from a
+            // template into every output group beside LayerNorm.
             epilogue: Epilogue {
                 bias: s.fp8.is_some(),
+                bias_rows: s.fp8.map(|_| BiasRows::Early),
+                per_row: true,
                 ..Epilogue::default()
             },
         },

@@ -9,7 +9,9 @@ use ipuc_ir::{BlockId, Context, FloatKind, Location, Type};
 
 use super::attention_block::{attention_tiles, AttentionConstants, AttentionPlan, AttentionShape};
 use super::block::encode_f16;
-use super::codegen::{replicated_constant, Constants, PlacedGemm, ZeroRun};
+use super::codegen::{
+    replicated_constant, Constants, PlacedGemm, ZeroRun, ATTENTION_MASK, ZERO_RUNS,
+};
 
 /// The products' constants as their tiles hold them (heads padded; the
 /// value bias folded into the output bias for f16 products, in vt's
@@ -135,16 +137,9 @@ pub fn emit_attention_constants(
         &loc,
     );
     emit_vt_input(ctx, exe_body, plan, &vt, &held.w_vt, &loc);
-    if plan.shape.fp8.is_some() {
-        // Every token's value channels start from the value bias.
-        let m = s.m as usize;
-        let rows: Vec<f64> = held
-            .b_vt
-            .iter()
-            .flat_map(|&b| std::iter::repeat_n(b, m))
-            .collect();
-        vt.emit_row_bias(ctx, exe_body, &rows, &loc);
-    }
+    // FP8: every token's value channels start from the value bias, a
+    // template vt's tiles copy into each output group.
+    let vt_zeros = vt.emit_bias_template(ctx, exe_body, &held.b_vt, &loc);
     ln.emit_constants(ctx, exe_body, (&constants.gamma, &constants.beta), &loc);
     // The attention tiles' masks: one per block of keys (only the last
     // masks any key).
@@ -162,7 +157,7 @@ pub fn emit_attention_constants(
             .collect();
         let t = replicated_constant(
             ctx,
-            &format!("attn_mask{kb}"),
+            &format!("{ATTENTION_MASK}{kb}"),
             (Type::float(FloatKind::F32), 4, 8),
             mask,
             (&tiles, plan.layout.restore.mask),
@@ -173,8 +168,8 @@ pub fn emit_attention_constants(
     super::codegen::emit_zero_runs(
         ctx,
         exe_body,
-        &super::attention_exchange::zero_runs(plan),
-        "zero_pad",
+        &[super::attention_exchange::zero_runs(plan), vt_zeros].concat(),
+        ZERO_RUNS[0],
         &loc,
     );
     // The zeros the attention tiles restore their padding runs from.
@@ -191,7 +186,7 @@ pub fn emit_attention_constants(
             bytes: r.zero_bytes,
         })
         .collect();
-    super::codegen::emit_zero_runs(ctx, exe_body, &zeros, "attn_zeros", &loc);
+    super::codegen::emit_zero_runs(ctx, exe_body, &zeros, ZERO_RUNS[1], &loc);
 }
 
 /// vt's input panels: `W_v^T`'s rows of each grid row block and K part,

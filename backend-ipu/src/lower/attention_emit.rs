@@ -166,9 +166,12 @@ pub fn emit_attention_in(
         } else {
             Ok(0)
         };
-        // qk's bias rows into its initial partials (`BiasRows::Early`).
+        // qk's bias rows, vt's template (FP8) into their initial partials
+        // (`BiasRows::Early`).
         let broadcast = if at_qk.contains_key(&t) {
             qk.emit_bias_broadcast(&mut e, &mut calls)
+        } else if at_vt.contains_key(&t) {
+            vt.emit_bias_broadcast(&mut e, &mut calls)
         } else {
             Ok(0)
         };

@@ -9,6 +9,7 @@ use ipuc_ipu_arch::MachineModel;
 use super::attention_block::{
     AttentionLayout, AttentionShape, CombineLayout, CorePlan, FormEstimate, WindowRestore,
 };
+use super::bias_broadcast::BiasBroadcast;
 use super::block::owned_rows_bytes;
 use super::codegen::{layout, TileLayout, WeightCodes};
 use super::ln_tiles::LnRows;
@@ -160,12 +161,14 @@ pub(super) fn product_layouts(
     };
     let states_qkvt = window.region0(v_qk.state_bytes().max(v_vt.state_bytes()) as u32);
     let states_out = window.region0(v_out.state_bytes() as u32);
-    // The broadcast biases' rows (qk's and vt's tiles are disjoint, but
-    // a row each is too small to share).
-    let mut rows_of = |v: &crate::codelets::gemm::TileGemm| {
-        v.bias_in_output.then(|| window.region0(v.n_groups * 32))
-    };
-    let (rows_qk, rows_out) = (rows_of(&v_qk), rows_of(&v_out));
+    // The broadcast biases' sources: qk's rows and vt's template (FP8) in
+    // one place (their tiles are disjoint), out's their own.
+    let source = |p: &GemmPlan| BiasBroadcast::source_bytes(&p.vertex(), p.shape.epilogue.per_row);
+    let qkvt = source(qk).max(source(vt));
+    let rows_qkvt = (qkvt > 0).then(|| window.region0(qkvt));
+    let rows_out = (source(out) > 0).then(|| window.region0(source(out)));
+    let rows_qk = rows_qkvt.filter(|_| v_qk.bias_in_output);
+    let rows_vt = rows_qkvt.filter(|_| v_vt.bias_in_output);
     let tensors_start = window.region0;
     Ok(ProductLayouts {
         qk: TileLayout {
@@ -182,6 +185,7 @@ pub(super) fn product_layouts(
             states: states_qkvt,
             input: if fp8 { l_vt.input } else { vt_input },
             bias: l_vt.bias.map(|_| bias_vt),
+            bias_rows: rows_vt,
             tensors_start,
             ..l_vt
         },

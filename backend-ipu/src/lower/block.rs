@@ -365,6 +365,7 @@ pub fn plan_mlp_in(
             bias: true,
             // Broadcast beside LayerNorm, where fc1's tiles are idle.
             bias_rows: Some(BiasRows::Early),
+            per_row: false,
             gelu: Some(shape.gelu),
             f8_pairs: shape.fp8.map(|d| F8Pairs {
                 input_exp: -d.fc1,

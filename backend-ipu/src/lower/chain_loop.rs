@@ -63,7 +63,7 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::attributes::AttrKind;
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, Location, OpId, Type};
 
-use super::codegen::{constant_tensor, VERTEX_STATES};
+use super::codegen::{constant_tensor, plan_made};
 use crate::codelets::copy::{StridedCopy, TAG as COPY_TAG};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::launch::{VERTEX_STATE_SUFFIX, WORKERS};
@@ -219,6 +219,22 @@ impl LoopMemory {
                 "loop archive: a slot of {slot} bytes, tile {tile}'s spans {:x?}",
                 spans.iter().map(|s| (s.1, s.2)).collect::<Vec<_>>()
             );
+            let mut sizes: Vec<u32> = extents
+                .values()
+                .map(|spans| spans.iter().map(|s| s.2 - s.1).sum())
+                .collect();
+            sizes.sort_unstable();
+            let total: u64 = sizes.iter().map(|&b| u64::from(b)).sum();
+            let at = |q: usize| sizes[(sizes.len() - 1) * q / 100];
+            tracing::debug!(
+                target: "ipu-lower",
+                "loop archive: {total} bytes a layer on {} tiles; a tile's share: median {}, 90% {}, 99% {}, most {}",
+                sizes.len(),
+                at(50),
+                at(90),
+                at(99),
+                at(100)
+            );
         }
         self.extents = extents;
         self.slot = slot.next_multiple_of(16);
@@ -270,15 +286,15 @@ pub type Extents = BTreeMap<u32, Vec<(usize, u32, u32)>>;
 /// 8 bytes a cycle).
 pub const GAP: u32 = 1024;
 
-/// Whether constant `t` is the same in every layer a loop runs: a
-/// product's vertex states ([`VERTEX_STATES`]), which its plan alone
-/// makes (every layer is built from the body's plans). Such constants
+/// Whether constant `t` is the same in every layer a loop runs: made of
+/// its block's plan alone ([`plan_made`]: vertex states, masks, zero
+/// runs; every layer is built from the body's plans). Such constants
 /// take no slot: the body's own stay where they are. (They are copied
 /// with the rest where they lie inside a span of other constants.)
 fn layer_invariant(ctx: &Context, t: OpId) -> bool {
     ctx.attr(t, "sym_name")
         .and_then(Attribute::as_str)
-        .is_some_and(|n| n.ends_with(VERTEX_STATES))
+        .is_some_and(plan_made)
 }
 
 /// Each tile's constant pieces of `tensors` (the body's constants, as
@@ -737,7 +753,7 @@ mod tests {
     /// span; inside a span of other constants the archive's image holds
     /// them (the span's copy writes them back as they were).
     #[test]
-    fn vertex_states_take_no_slot_but_spans_keep_them() {
+    fn plan_made_constants_take_no_slot_but_spans_keep_them() {
         use crate::lower::codegen::replicated_constant;
         use ipuc_dialects::ipu::build;
         use ipuc_ir::FloatKind;
@@ -763,6 +779,10 @@ mod tests {
             constant(ctx, "w", w, 0x80010);
             constant(ctx, "near_vertex_states", 9, 0x80030);
             constant(ctx, "far_vertex_states", 8, 0x80010 + 4000);
+            // The attention's masks and zero runs, made of its plan too
+            // (renamed with their block's index).
+            constant(ctx, "b3_attn_mask0", 7, 0x80010 + 6000);
+            constant(ctx, "zero_pad1", 0, 0x80010 + 8000);
             constants_since(ctx, body, before)
         };
         let layer0 = layer(&mut ctx, 1);
@@ -798,5 +818,28 @@ mod tests {
             &[9; 16],
             "states inside a span are copied as they are"
         );
+    }
+
+    #[test]
+    fn plan_made_names_are_states_masks_and_zero_runs() {
+        for name in [
+            "qk_vertex_states",
+            "b1_fc_vertex_states",
+            "attn_mask0",
+            "b7_attn_mask12",
+            "zero_pad3",
+            "b3_attn_zeros0",
+        ] {
+            assert!(plan_made(name), "{name}");
+        }
+        for name in [
+            "qk_weights_col1_k0",
+            "vt_bias_template_row0",
+            "vt_input_row0_k0",
+            "b3_ln_gamma",
+            "attn_mask_weights",
+        ] {
+            assert!(!plan_made(name), "{name}");
+        }
     }
 }

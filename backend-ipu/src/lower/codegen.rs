@@ -25,6 +25,7 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::attributes::{AttrKind, ResourceBlob};
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
+use super::bias_broadcast::BiasBroadcast;
 use super::exchange::{emit_arm, emit_disarm, emit_sends, first_send_cycle, Broadcast, ARM_ISSUES};
 use super::plan::{
     bias_offset, gelu_f8, output_span, reduction_add, reduction_buffer, whole_pairs, BiasRows,
@@ -32,7 +33,6 @@ use super::plan::{
 };
 use super::reduce;
 use crate::codelets::amp::{AmpVariant, Elem};
-use crate::codelets::broadcast::RowBroadcast;
 use crate::codelets::cast::{Cast, CastKind};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::gelu::Gelu;
@@ -68,10 +68,12 @@ pub struct TileLayout {
     /// [`Self::bias_rows`]).
     pub bias: Option<u32>,
     /// Where a plan whose bias is broadcast ([`super::plan::Epilogue::bias_rows`])
-    /// keeps its bias rows: 32 bytes per output group (column block j's
-    /// bias values on the K part 0 tiles, zeros on the others), copied
-    /// into each output group's second half before the vertex runs
-    /// ([`super::plan::bias_broadcast`]), where the first launch reads its
+    /// keeps its source, on the K part 0 tiles its bias values, on the
+    /// others zeros: 32 bytes per output group (a value per column:
+    /// column block j's), or 32 per row (a value per row,
+    /// [`super::plan::Epilogue::per_row`]: the template of every group),
+    /// copied into each output group's second half before the vertex runs
+    /// ([`super::bias_broadcast`]), where the first launch reads its
     /// initial partials.
     pub bias_rows: Option<u32>,
     /// With a K split: the reduction's receive buffer and its two result
@@ -272,6 +274,28 @@ pub struct PlacedGemm {
 /// and counts), the same for every layer a loop runs the product for
 /// ([`super::chain_loop`] archives none of them).
 pub const VERTEX_STATES: &str = "_vertex_states";
+
+/// The names of the attention tiles' masks (`attn_mask{key block}`): made
+/// of the plan's shape alone, like [`VERTEX_STATES`].
+pub const ATTENTION_MASK: &str = "attn_mask";
+
+/// The names the zero runs of the blocks a loop repeats start with
+/// ([`emit_zero_runs`]): zeros, the same in every layer.
+pub const ZERO_RUNS: [&str; 2] = ["zero_pad", "attn_zeros"];
+
+/// Whether the constant named `name` is made of its block's plan alone,
+/// the same for every layer a loop runs the block for: a product's vertex
+/// states ([`VERTEX_STATES`]), the attention's masks ([`ATTENTION_MASK`])
+/// and zero runs ([`ZERO_RUNS`]). [`super::chain_loop`] archives none of
+/// them.
+/// (A chain prefixes its blocks' constants with the block's index,
+/// `b{k}_`; the names keep their ends.)
+pub fn plan_made(name: &str) -> bool {
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    name.ends_with(VERTEX_STATES)
+        || base.ends_with(ATTENTION_MASK)
+        || ZERO_RUNS.iter().any(|z| base.ends_with(z))
+}
 
 /// Subroutines a tile program calls, emitted after its `main`.
 pub type Calls = Vec<(String, Box<dyn Instance>)>;
@@ -500,19 +524,19 @@ impl PlacedGemm {
         let Some(b) = self.bias_broadcast() else {
             return Ok(0);
         };
-        let cycles = b.estimate_cycles()? + call_cycles(&MachineModel::c600());
+        let cycles = b.estimate_cycles()?;
         let name = format!("{}_bias_broadcast", self.tag);
         emit_call(e, &name);
-        calls.push((name, Box::new(b)));
+        calls.push((name, b.instance()));
         Ok(cycles)
     }
 
     /// The launch that puts the bias rows into the vertex's initial
     /// partials (`None` unless the bias is broadcast,
     /// [`super::plan::Epilogue::bias_rows`]).
-    pub fn bias_broadcast(&self) -> Option<RowBroadcast> {
-        let rows = self.lay.bias_rows?;
-        super::plan::bias_broadcast(&self.vertex, rows)
+    pub fn bias_broadcast(&self) -> Option<BiasBroadcast> {
+        let at = self.lay.bias_rows?;
+        BiasBroadcast::of(&self.vertex, self.plan.shape.epilogue.per_row, at)
     }
 
     /// Appends the bias blocks (if the plan's epilogue has a bias): column
@@ -561,6 +585,59 @@ impl PlacedGemm {
                 ctx.append_op(exe_body, t);
             }
         }
+    }
+
+    /// Appends the template of a bias that is a value per row of Y
+    /// ([`super::plan::Epilogue::per_row`]; `b` is `[M]`): on the K part
+    /// 0 tiles of grid row i, `b`'s values of its rows, each in a row's
+    /// 16 columns (zero past M), one constant per grid row over its
+    /// column blocks; returns the zero templates of the other K parts'
+    /// tiles (the bias is added once), for the caller to emit with its
+    /// zero runs ([`emit_zero_runs`]). Nothing without a template.
+    pub fn emit_bias_template(
+        &self,
+        ctx: &mut Context,
+        exe_body: BlockId,
+        b: &[f64],
+        loc: &Location,
+    ) -> Vec<ZeroRun> {
+        let (plan, vertex, tag) = (&self.plan, &self.vertex, &self.tag);
+        let Some(at) = self.lay.bias_rows.filter(|_| plan.shape.epilogue.per_row) else {
+            return Vec::new();
+        };
+        let v = plan.shape.variant;
+        let ko = v.out_channels();
+        let out = v.output_elem();
+        let bytes = BiasBroadcast::source_bytes(vertex, true);
+        let mut zeros = Vec::new();
+        for i in 0..plan.grid_rows {
+            let values: Vec<f64> = (0..vertex.rows)
+                .flat_map(|r| {
+                    let value = b.get((i * plan.rows + r) as usize).copied().unwrap_or(0.0);
+                    std::iter::repeat_n(value, ko)
+                })
+                .collect();
+            let tiles: Vec<u32> = (0..plan.grid_cols).map(|j| plan.tile(i, j, 0)).collect();
+            let t = replicated_constant(
+                ctx,
+                &format!("{tag}_bias_template_row{i}"),
+                (output_type(v), out.size(), 8),
+                out.encode(&values),
+                (&tiles, at),
+                loc.clone(),
+            );
+            ctx.append_op(exe_body, t);
+            for j in 0..plan.grid_cols {
+                for k in 1..plan.grid_k {
+                    zeros.push(ZeroRun {
+                        tile: plan.tile(i, j, k),
+                        address: at,
+                        bytes,
+                    });
+                }
+            }
+        }
+        zeros
     }
 
     /// The tiles of column block `j` and K part `k`, one per grid row.

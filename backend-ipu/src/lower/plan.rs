@@ -22,9 +22,9 @@ use std::fmt;
 
 use ipuc_ipu_arch::MachineModel;
 
+use super::bias_broadcast::{BiasBroadcast, BiasCounts};
 use super::exchange::Broadcast;
 use crate::codelets::amp::{AmpBlock, AmpVariant, Elem};
-use crate::codelets::broadcast::{BroadcastCounts, RowBroadcast};
 use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
 use crate::codelets::fill::Fill;
 use crate::codelets::gelu::{Gelu, GeluForm};
@@ -43,13 +43,18 @@ pub struct Epilogue {
     /// Y starts from a bias row.
     pub bias: bool,
     /// The bias is one row per output group, which each tile broadcasts
-    /// into its output groups' second halves ([`bias_broadcast`];
+    /// into its output groups' second halves ([`super::bias_broadcast`];
     /// [`TileGemm::bias_in_output`]) instead of keeping a block of
     /// initial partials in memory: 32 bytes an output group instead of 32
     /// a row, for the broadcast's cycles (about one a row of each group).
     /// Only for a bias that is the same on every row (`bias`); `None`
     /// keeps the block.
     pub bias_rows: Option<BiasRows>,
+    /// The bias is a value per row of Y (along M), the same along N: its
+    /// broadcast copies one group's rows, a template, over every output
+    /// group ([`super::bias_broadcast`]; only with `bias_rows`). Else a
+    /// value per column.
+    pub per_row: bool,
     /// GELU on Y.
     pub gelu: Option<GeluForm>,
     /// The GELU writes FP8 codes, two output groups per 32-byte row (the
@@ -412,8 +417,8 @@ pub struct PlanCounts {
     pub add: StreamCounts,
     /// The zero fill's (the last K part's padding panels).
     pub fill: StreamCounts,
-    /// The row broadcast's (the bias rows into the initial partials).
-    pub broadcast: BroadcastCounts,
+    /// The bias broadcasts' (the bias into the initial partials).
+    pub broadcast: BiasCounts,
 }
 
 impl PlanCounts {
@@ -440,15 +445,12 @@ impl PlanCounts {
             }
             .counts()
             .expect("the probe's parameters are valid"),
-            broadcast: bias_broadcast(&probe_partials(), 0x60000)
-                .expect("the probe's partials are in its output")
-                .counts()
-                .expect("the probe's parameters are valid"),
+            broadcast: BiasCounts::probe(),
         }
     }
 
     /// Cycles of broadcasting the bias rows into the initial partials of
-    /// a tile of `plan` ([`bias_broadcast`]), the call included, where
+    /// a tile of `plan` ([`super::bias_broadcast`]), the call included, where
     /// the product's compute does it ([`BiasRows::BeforeVertex`]); else 0.
     pub fn bias_cycles(&self, plan: &GemmPlan) -> u64 {
         if plan.shape.epilogue.bias_rows != Some(BiasRows::BeforeVertex) {
@@ -461,9 +463,8 @@ impl PlanCounts {
     /// a tile of `plan`, the call included, wherever it is done; 0
     /// without a broadcast bias.
     pub fn broadcast_cycles(&self, plan: &GemmPlan) -> u64 {
-        bias_broadcast(&plan.vertex(), 0).map_or(0, |b| {
-            b.cycles(&self.broadcast) + call_cycles(&MachineModel::c600())
-        })
+        BiasBroadcast::of(&plan.vertex(), plan.shape.epilogue.per_row, 0)
+            .map_or(0, |b| b.cycles(&self.broadcast))
     }
 
     /// Cycles of zeroing `plan`'s padding input panels on the tiles of its
@@ -494,39 +495,6 @@ pub fn padding_fill(plan: &GemmPlan, k: u32, input: u32) -> Option<Fill> {
         bytes: pad * plan.rows * 32,
         dst: input + plan.k_panels_of(k) * plan.rows * 32,
     })
-}
-
-/// The broadcast of a tile's bias rows at `rows` (32 bytes an output
-/// group) into `vertex`'s initial partials in its output buffer
-/// ([`TileGemm::bias_in_output`]): each group's row over its rows, one
-/// launch. `None` unless the vertex's partials are in its output.
-pub fn bias_broadcast(vertex: &TileGemm, rows: u32) -> Option<RowBroadcast> {
-    vertex.bias_in_output.then(|| RowBroadcast {
-        groups: vertex.n_groups,
-        rows: vertex.rows,
-        src: rows,
-        dst: vertex
-            .bias_group(0)
-            .expect("a vertex with its partials in its output"),
-        group_stride: vertex.group_stride(),
-    })
-}
-
-/// A vertex with its partials in its output, for probing the bias
-/// copies' counts.
-fn probe_partials() -> TileGemm {
-    TileGemm {
-        variant: AmpVariant::F16,
-        rows: 2,
-        k_groups: 1,
-        n_groups: 1,
-        input: 0x80000,
-        weights: 0x90000,
-        output: 0xa0000,
-        bias: Some(0),
-        bias_in_output: false,
-    }
-    .with_partials_in_output(true)
 }
 
 /// The add of one output group's `rows` rows in a reduction round:
@@ -825,6 +793,9 @@ impl fmt::Display for Epilogue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.bias {
             write!(f, " + bias")?;
+            if self.per_row {
+                write!(f, " per row")?;
+            }
         }
         match self.gelu {
             Some(GeluForm::Erf) => write!(f, ", GELU (erf)"),
