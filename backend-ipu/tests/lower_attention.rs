@@ -9,10 +9,13 @@ mod common;
 
 use common::{assert_block_accuracy, cosine_and_rel_l2, run_lowered};
 use ipuc_backend_ipu::lower::attention_block::{
-    emit_attention, plan_attention, plan_attention_with, reference, AttentionFp8, AttentionShape,
+    emit_attention, plan_attention, plan_attention_in, plan_attention_with, reference,
+    AttentionFp8, AttentionPlan, AttentionShape,
 };
 use ipuc_backend_ipu::lower::block::FP8_MAX_REL_L2;
 use ipuc_backend_ipu::lower::block_values::AttentionValues;
+use ipuc_backend_ipu::lower::stream::Weights;
+use ipuc_backend_ipu::lower::window::Window;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
 use ipuc_runtime::device::Device;
@@ -26,6 +29,22 @@ fn run(s: AttentionShape, seed: u64) -> (f64, f64, u64, u64) {
 
 /// [`run`] with the blocks of keys per head forced where given.
 fn run_with(s: AttentionShape, seed: u64, key_blocks: Option<u32>) -> (f64, f64, u64, u64) {
+    run_planned(s, seed, &|s, machine| {
+        let plan = plan_attention_with(s, machine, (0, machine.tiles), key_blocks)
+            .unwrap_or_else(|e| panic!("{e}"));
+        if let Some(n) = key_blocks {
+            assert_eq!(plan.core.key_blocks, n, "{}", plan.report(machine));
+        }
+        plan
+    })
+}
+
+/// [`run`] with the block planned by `planner`.
+fn run_planned(
+    s: AttentionShape,
+    seed: u64,
+    planner: &dyn Fn(AttentionShape, &MachineModel) -> AttentionPlan,
+) -> (f64, f64, u64, u64) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut values = AttentionValues::random(s, || rng.random_range(-1.0..1.0));
     // FP8 blocks: the weights rounded to FP8 values, the scales the
@@ -39,11 +58,7 @@ fn run_with(s: AttentionShape, seed: u64, key_blocks: Option<u32>) -> (f64, f64,
     };
     let AttentionValues { x, constants: k } = values;
     let machine = MachineModel::c600();
-    let plan = plan_attention_with(s, &machine, (0, machine.tiles), key_blocks)
-        .unwrap_or_else(|e| panic!("{e}"));
-    if let Some(n) = key_blocks {
-        assert_eq!(plan.core.key_blocks, n, "{}", plan.report(&machine));
-    }
+    let plan = planner(s, &machine);
     let mut ctx = Context::new(ipuc_dialects::registry());
     let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
         .unwrap()
@@ -158,6 +173,54 @@ fn fp8_attention_blocks_match_float64_with_the_same_roundings() {
     }
 }
 
+/// qk's weights streamed in (`lower/stream.rs`): each column block kept
+/// once, in pieces over its grid rows, gathered in exchange A (FP8: as
+/// codes, widened after the gather); the window restored after qk, which
+/// wrote over it. The block still matches float64 and its estimate; qk's
+/// tiles keep a piece of its weights private, the block in scratch.
+#[test]
+fn attention_blocks_with_qk_streamed_match_float64() {
+    let streamed = |s: AttentionShape, machine: &MachineModel| {
+        plan_attention_in(
+            s,
+            machine,
+            (0, machine.tiles),
+            Window::alone(machine),
+            Weights::Streamed,
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let m = MachineModel::c600();
+    for (s, seed, bound) in [
+        (shape(64, 128, 4), 21, (0.9999, 5e-3)),
+        (fp8(shape(64, 128, 4)), 22, (0.999, FP8_MAX_REL_L2)),
+    ] {
+        let p = streamed(s, &m);
+        let report = p.report(&m);
+        assert!(p.qk.grid_rows > 1, "{report}");
+        let home = p.layout.qk.home.expect("qk's weights have homes");
+        assert!(home < p.next.base, "the homes are private: {report}");
+        assert!(
+            report.contains("qk's weights streamed: in pieces of"),
+            "{report}"
+        );
+        // The gathered block (FP8: its codes, and the f16 they widen to)
+        // is scratch, above every tile's private memory.
+        let gathered = p.layout.qk.codes.map_or(p.layout.qk.weights, |c| c.at);
+        assert!(
+            gathered >= p.next.base && p.layout.qk.weights >= p.next.base,
+            "{report}"
+        );
+        let result = run_planned(s, seed, &|s, machine| {
+            let p = streamed(s, machine);
+            assert!(p.layout.qk.home.is_some());
+            p
+        });
+        assert_block_accuracy(s, result, bound.0, bound.1);
+        assert_estimate_within_3_percent(s, result);
+    }
+}
+
 #[test]
 fn fp8_blocks_keep_their_weights_as_codes() {
     // The same block at FP8 keeps half the weight bytes in private
@@ -225,8 +288,6 @@ fn an_attention_tile_holds_as_many_rows_as_fit_and_no_more() {
 
 #[test]
 fn a_block_that_does_not_fit_says_why_for_each_form() {
-    use ipuc_backend_ipu::lower::attention_block::plan_attention_in;
-    use ipuc_backend_ipu::lower::window::Window;
     // so400m's block after earlier blocks that keep 122,880 bytes of every
     // tile (and not first: its V^T input is private too). Each form says
     // why none of its candidates fit: the key-split form by its first
@@ -234,7 +295,14 @@ fn a_block_that_does_not_fit_says_why_for_each_form() {
     let m = MachineModel::c600();
     let mut window = Window::alone(&m).after_block();
     window.private(122_880);
-    let e = plan_attention_in(shape(729, 1152, 16), &m, (0, m.tiles), window).unwrap_err();
+    let e = plan_attention_in(
+        shape(729, 1152, 16),
+        &m,
+        (0, m.tiles),
+        window,
+        Weights::Resident,
+    )
+    .unwrap_err();
     let split = e
         .split("key-split: ")
         .nth(1)

@@ -100,6 +100,7 @@ use super::codegen::{PlacedGemm, TileLayout};
 use super::ln_tiles::{LnOutput, LnTiles};
 use super::plan::{plan_gemm, BiasRows, Epilogue, GemmPlan, GemmShape};
 use super::schedule::{schedule, Schedule};
+use super::stream::Weights;
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::attention::TileAttention;
 use crate::codelets::attention_combine::AttentionCombine;
@@ -521,8 +522,15 @@ impl AttentionPlan {
             ),
             None => String::new(),
         };
+        let streamed = match self.layout.qk.home {
+            Some(_) => format!(
+                "  qk's weights streamed: {}\n",
+                super::stream::report(&self.qk, self.layout.qk.codes.is_some(), "A")
+            ),
+            None => String::new(),
+        };
         format!(
-            "attention block {}x{}, {} heads of {} (padded to {}): LayerNorm on tiles {}..={} ({} rows each)\n{fp8}  qk: {}\n  vt: {}\n  attention: tiles {}..={} ({} per head: {} blocks of {} query rows x {} blocks of {} keys, {}): {est} cycles per tile{combine}\n  forms: {}; {}\n  out: {}\n  tile memory: weights 0x{:x}..0x{:x}, attention window 0x{:x}..0x{:x} (keys, values, Q, mask, O{}), products' buffers 0x{:x}..0x{:x}, scores and probabilities 0x{:x}..0x{:x}\n  exchange A {} cycles, exchange B {} cycles{d}, exchange C {} cycles (scheduled)\n",
+            "attention block {}x{}, {} heads of {} (padded to {}): LayerNorm on tiles {}..={} ({} rows each)\n{fp8}{streamed}  qk: {}\n  vt: {}\n  attention: tiles {}..={} ({} per head: {} blocks of {} query rows x {} blocks of {} keys, {}): {est} cycles per tile{combine}\n  forms: {}; {}\n  out: {}\n  tile memory: weights 0x{:x}..0x{:x}, attention window 0x{:x}..0x{:x} (keys, values, Q, mask, O{}), products' buffers 0x{:x}..0x{:x}, scores and probabilities 0x{:x}..0x{:x}\n  exchange A {} cycles, exchange B {} cycles{d}, exchange C {} cycles (scheduled)\n",
             s.m,
             s.c,
             s.heads,
@@ -614,13 +622,18 @@ pub fn plan_attention(
 
 /// [`plan_attention`] on the `count` tiles from `first`, in the memory
 /// `window` leaves (a block of a program of several, [`super::window`]).
+///
+/// With `weights` streamed, qk's weights are kept in pieces over its grid
+/// rows and gathered in exchange A ([`super::stream`]); the other
+/// products' stay resident.
 pub fn plan_attention_in(
     shape: AttentionShape,
     whole: &MachineModel,
     range: (u32, u32),
     window: Window,
+    weights: Weights,
 ) -> Result<AttentionPlan, String> {
-    plan_attention_window(shape, whole, range, None, window)
+    plan_attention_window(shape, whole, range, None, (window, weights))
 }
 
 /// [`plan_attention`] on the `count` tiles from `first` with the blocks
@@ -631,7 +644,13 @@ pub fn plan_attention_with(
     range: (u32, u32),
     key_blocks: Option<u32>,
 ) -> Result<AttentionPlan, String> {
-    plan_attention_window(shape, whole, range, key_blocks, Window::alone(whole))
+    plan_attention_window(
+        shape,
+        whole,
+        range,
+        key_blocks,
+        (Window::alone(whole), Weights::Resident),
+    )
 }
 
 fn plan_attention_window(
@@ -639,7 +658,7 @@ fn plan_attention_window(
     whole: &MachineModel,
     (first, count): (u32, u32),
     key_blocks: Option<u32>,
-    mut window: Window,
+    (mut window, weights): (Window, Weights),
 ) -> Result<AttentionPlan, String> {
     // The products' search sees the interleaved memory earlier blocks
     // left.
@@ -728,7 +747,7 @@ fn plan_attention_window(
         gemm,
     )?;
     let ln_tiles: Vec<u32> = (first + gemm..first + machine.tiles).collect();
-    let products = product_layouts(s, [&qk, &vt, &out], whole, &mut window)?;
+    let products = product_layouts(s, [&qk, &vt, &out], whole, &mut window, weights)?;
     let forms =
         [false, true].map(|split| best_core(s, &products, gemm, first, split, key_blocks, machine));
     let chosen = forms

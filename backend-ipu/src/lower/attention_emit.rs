@@ -140,11 +140,17 @@ pub fn emit_attention_in(
     let fp8 = plan.shape.fp8.is_some();
     let vt_widen = vt_widen(plan);
     // The most cycles a tile spends beside LayerNorm (f16: restoring its
-    // window; FP8: widening qk's weights or vt's input; qk's bias
+    // window; FP8: widening qk's resident weights or vt's input; qk's bias
     // broadcast), restoring its
     // window after qk and vt (FP8), rounding the attention's output (FP8)
     // and widening out's weights (FP8).
     let (mut beside_ln, mut restore_cycles, mut rounding_cycles, mut out_widen) = (0, 0, 0, 0);
+    // Streamed, qk's weights arrive in exchange A (FP8: as codes, widened
+    // then), over the window: the window is restored after qk and vt, as
+    // where qk's weights are widened beside LayerNorm (FP8).
+    let qk_streams = qk.lay.home.is_some();
+    let late_restore = fp8 || qk_streams;
+    let mut qk_widen = 0;
     let rounds = |p: &GemmPlan| p.grid_k.trailing_zeros();
     let qkv_rounds = rounds(&plan.qk).max(rounds(&plan.vt));
     let (exe, exe_body) = (frame.executable, frame.exe_body);
@@ -157,9 +163,9 @@ pub fn emit_attention_in(
         let mut calls = Calls::new();
         ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
         let restore = restores.get(&t).map_or(&[][..], Vec::as_slice);
-        let first = if !fp8 {
+        let first = if !late_restore {
             emit_launches(&mut e, &mut calls, "attn_restore", restore, machine)
-        } else if at_qk.contains_key(&t) {
+        } else if at_qk.contains_key(&t) && !qk_streams {
             qk.emit_widen(&mut e, machine, &mut calls)
         } else if at_vt.contains_key(&t) {
             emit_launches(&mut e, &mut calls, "vt_widen", &vt_widen, machine)
@@ -182,6 +188,12 @@ pub fn emit_attention_in(
         // qk and vt on their tiles, the rounds of the one with fewer
         // padded with syncs.
         let own = if let Some(&pos) = at_qk.get(&t) {
+            if qk_streams {
+                // The codes exchange A gathered, widened before the
+                // vertex.
+                let c = qk.emit_widen(&mut e, machine, &mut calls);
+                qk_widen = qk_widen.max(c.map_err(fail)?);
+            }
             xcode += qk
                 .emit_compute(&mut e, pos, machine, &mut calls)
                 .map_err(fail)?
@@ -197,8 +209,9 @@ pub fn emit_attention_in(
             0
         };
         (0..2 * (qkv_rounds - own)).for_each(|_| sync(&mut e));
-        if fp8 {
-            // qk's widened weights lay over the window: restore it now.
+        if late_restore {
+            // qk's widened or gathered weights lay over the window:
+            // restore it now.
             let c = emit_launches(&mut e, &mut calls, "attn_restore", restore, machine);
             restore_cycles = restore_cycles.max(c.map_err(fail)?);
         }
@@ -290,7 +303,7 @@ pub fn emit_attention_in(
         // weights and vt's input (FP8) beside LayerNorm.
         layer_norm: ln.estimate(machine).map_err(fail)?.max(beside_ln),
         exchange_a: x.a.cycles,
-        qkv: est(&plan.qk).max(est(&plan.vt)) + restore_cycles,
+        qkv: (qk_widen + est(&plan.qk)).max(est(&plan.vt)) + restore_cycles,
         exchange_b: x.b.cycles,
         attention: plan.core_of(0).estimate_cycles().map_err(fail)? + attention_round,
         exchange_d: x.d.as_ref().map_or(0, |d| d.cycles),

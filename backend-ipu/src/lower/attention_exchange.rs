@@ -49,6 +49,8 @@ pub fn exchange_a(plan: &AttentionPlan) -> Vec<Transfer> {
     let ln = plan.ln();
     let row_bytes = plan.shape.c * 2;
     let mut out = input_panel_transfers(&qk, &ln, row_bytes);
+    // qk's weights from their homes, where they stream in.
+    out.extend(super::stream::transfers(&qk));
     // vt's weight panels: token t of column block j is row t % 16 of
     // local group t / 16 - j groups; panel g of K part k at
     // ((group * k_panels + g) * 16 + t % 16) * 32.

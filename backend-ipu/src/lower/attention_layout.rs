@@ -14,6 +14,7 @@ use super::block::owned_rows_bytes;
 use super::codegen::{layout, TileLayout, WeightCodes};
 use super::ln_tiles::LnRows;
 use super::plan::GemmPlan;
+use super::stream::Weights;
 use super::window::Window;
 use crate::codelets::attention::TileAttention;
 use crate::codelets::attention_combine::AttentionCombine;
@@ -55,12 +56,17 @@ pub(super) struct ProductLayouts {
 /// times); out's residual and sum in the add columns, the vertex states
 /// and qk's and out's bias rows below them. The attention's window goes
 /// above the bias block
-/// ([`ProductLayouts::with_core`]).
+/// ([`ProductLayouts::with_core`]). With `weights` streamed, qk's tiles
+/// keep their home pieces of its weights ([`super::stream`]) where they
+/// kept its blocks, and exchange A gathers the blocks at the scratch's
+/// bottom (FP8: the codes above the place they are widened to), where
+/// the attention's window lies later.
 pub(super) fn product_layouts(
     s: AttentionShape,
     [qk, vt, out]: [&GemmPlan; 3],
     machine: &MachineModel,
     window: &mut Window,
+    weights: Weights,
 ) -> Result<ProductLayouts, String> {
     let (l_qk, l_vt, l_out) = (
         layout(qk, machine),
@@ -89,7 +95,7 @@ pub(super) fn product_layouts(
     };
     // The LN tiles.
     let ln = LnRows::at(base, s.c);
-    let w_out = (base + kept(v_qk.weight_bytes()))
+    let w_out = (base + weights.kept_bytes(qk, fp8))
         .max(vt_end)
         .next_multiple_of(16);
     // The bias blocks (constants, the products' initial partials) above
@@ -128,11 +134,19 @@ pub(super) fn product_layouts(
     // the attention's window lies later (qk's are dead before exchange B
     // writes it; out's are widened after exchange C has read it).
     let widened = window.scratch_floor().next_multiple_of(16);
-    if fp8 {
+    // Streamed, qk's blocks arrive above the widened weights (FP8) or at
+    // the scratch's bottom (f16).
+    let qk_streams = weights.streams(qk);
+    let gathered = if fp8 {
+        (widened + v_qk.weight_bytes() as u32).next_multiple_of(16)
+    } else {
+        widened
+    };
+    if fp8 || qk_streams {
         let widened_products = [("qk", &v_qk, &l_qk), ("out", &v_out, &l_out)];
         for (name, v, lay) in &widened_products[..1 + usize::from(out_fp8)] {
             let end = u64::from(widened) + v.weight_bytes();
-            if end > u64::from(lay.buffers_bottom()) {
+            if fp8 && end > u64::from(lay.buffers_bottom()) {
                 return Err(format!(
                     "{name}'s weights widened from FP8 codes do not fit: {} bytes of f16 from 0x{widened:x}, below its inputs, outputs and reductions from 0x{:x}",
                     v.weight_bytes(),
@@ -140,17 +154,28 @@ pub(super) fn product_layouts(
                 ));
             }
         }
+        let end = u64::from(gathered) + u64::from(super::stream::block_bytes(qk, fp8));
+        if qk_streams && end > u64::from(l_qk.buffers_bottom()) {
+            return Err(format!(
+                "qk's weights streamed in do not fit: {} bytes gathered from 0x{gathered:x}{}, below its inputs, outputs and reductions from 0x{:x}",
+                super::stream::block_bytes(qk, fp8),
+                if fp8 { " (above their place widened)" } else { "" },
+                l_qk.buffers_bottom()
+            ));
+        }
     }
     let codes = |at: u32, scale: i32| WeightCodes { at, scale };
+    let qk_home = qk_streams.then_some(base);
+    let qk_at = if qk_streams { gathered } else { base };
     let (qk_weights, qk_codes, out_weights, out_codes, vt_codes) = match s.fp8 {
         Some(f) => (
             widened,
-            Some(codes(base, f.qkv_scale)),
+            Some(codes(qk_at, f.qkv_scale)),
             if out_fp8 { widened } else { w_out },
             f.out_scale.map(|o| codes(w_out, o)),
             Some(vt_input),
         ),
-        None => (base, None, w_out, None, None),
+        None => (qk_at, None, w_out, None, None),
     };
     // Region 0 of the out tiles: the residual and the sum in the add
     // columns (the add's loads and store each need their own bank), the
@@ -173,6 +198,7 @@ pub(super) fn product_layouts(
     Ok(ProductLayouts {
         qk: TileLayout {
             weights: qk_weights,
+            home: qk_home,
             codes: qk_codes,
             states: states_qkvt,
             bias: l_qk.bias.map(|_| bias_qk),

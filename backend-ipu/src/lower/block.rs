@@ -283,7 +283,7 @@ impl MlpPlan {
             .iter()
             .filter(|(.., lay, _)| lay.home.is_some())
             .map(|(name, p, _, exchange)| {
-                format!("{name}'s {}", super::stream::report(p, exchange))
+                format!("{name}'s {}", super::stream::report(p, false, exchange))
             })
             .collect();
         if streamed.is_empty() {
@@ -478,8 +478,8 @@ pub fn block_layout(
     let (v1, v2) = (fc1.vertex(), fc2.vertex());
     let private_start = window.base;
     // Each product's weights, or with them streamed its home piece.
-    let w1 = window.private(weights.kept_bytes(fc1));
-    let w2 = window.private(weights.kept_bytes(fc2));
+    let w1 = window.private(weights.kept_bytes(fc1, false));
+    let w2 = window.private(weights.kept_bytes(fc2, false));
     // fc1's bias: a block of initial partials, or rows it broadcasts.
     let bias1 = (v1.bias_bytes() > 0).then(|| window.private(v1.bias_bytes() as u32));
     let row_bytes = shape.c * 2;

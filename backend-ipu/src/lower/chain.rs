@@ -395,8 +395,9 @@ const MAX_PERIOD: usize = 4;
 /// them. Every block's scratch stays above every block's private memory
 /// (planning again with [`Window::floor`] where a first plan put it
 /// lower). The weights stay resident where they fit; where a block does
-/// not plan with them, the chain plans again with the MLP blocks' weights
-/// streamed in ([`super::stream`]).
+/// not plan with them, the chain plans again with the MLP blocks', the
+/// patch embedding's and the attention blocks' qk weights streamed in
+/// ([`super::stream`]).
 pub fn plan_chain(
     ctx: &Context,
     chain: &ChainMatch,
@@ -415,7 +416,7 @@ pub fn plan_chain(
     let streamable = chain
         .blocks
         .iter()
-        .any(|b| matches!(b, ChainBlock::Mlp(_) | ChainBlock::Patch(_)));
+        .any(|b| !matches!(b, ChainBlock::Pool(_)));
     // Where the resident plan stopped: block, reason, kept bytes, archive.
     let mut resident_failure: Option<(usize, String, u32, u32)> = None;
     loop {
@@ -459,7 +460,7 @@ pub fn plan_chain(
             Err(Failure::Block(k, e, kept)) if weights == Weights::Resident && streamable => {
                 tracing::debug!(
                     target: "ipu-lower",
-                    "block {k} does not plan with every weight resident ({e}): planning again with the MLP blocks' and the patch embedding's weights streamed in"
+                    "block {k} does not plan with every weight resident ({e}): planning again with the MLP blocks', the patch embedding's and the attention blocks' qk weights streamed in"
                 );
                 resident_failure = Some((k, e, kept, archive));
                 weights = Weights::Streamed;
@@ -494,7 +495,7 @@ pub fn plan_chain(
                     _ => String::new(),
                 };
                 let streamed = if weights == Weights::Streamed {
-                    "; planned again with the MLP blocks' and the patch embedding's weights streamed in, as here, after the resident weights did not fit"
+                    "; planned again with the MLP blocks', the patch embedding's and the attention blocks' qk weights streamed in, as here, after the resident weights did not fit"
                 } else {
                     ""
                 };
@@ -557,7 +558,7 @@ fn plan_blocks(
             }
         }
         let planned = match b {
-            ChainBlock::Attention(a) => plan_attention_in(a.shape, machine, range, window)
+            ChainBlock::Attention(a) => plan_attention_in(a.shape, machine, range, window, weights)
                 .map(|p| PlannedBlock::Attention(Box::new(p))),
             ChainBlock::Mlp(m) => {
                 plan_mlp_in(m.shape, machine, (None, None), range, window, weights)

@@ -441,7 +441,7 @@ impl PatchPlan {
             if self.layout.home.is_some() {
                 format!(
                     "  weights streamed in: {}\n",
-                    super::stream::report(&self.product, "A")
+                    super::stream::report(&self.product, false, "A")
                 )
             } else {
                 String::new()
@@ -532,7 +532,7 @@ pub fn plan_patch_in(
     let base = window.base.next_multiple_of(16);
     let rows = base;
     let streams = weights.streams(&product);
-    let kept = weights.kept_bytes(&product);
+    let kept = weights.kept_bytes(&product, false);
     lay.weights = base;
     lay.bias = v.bias.map(|_| (base + kept).next_multiple_of(16));
     let product_end = lay.bias.map_or(base + kept, |b| b + v.bias_bytes() as u32);

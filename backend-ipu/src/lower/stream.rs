@@ -23,7 +23,7 @@
 //! where they fit, and streamed where the resident weights do not fit
 //! ([`super::chain::plan_chain`]).
 
-use ipuc_ir::{BlockId, Context, Location};
+use ipuc_ir::{BlockId, Context, FloatKind, Location, Type};
 
 use ipuc_dialects::ipu::TensorPiece;
 
@@ -51,32 +51,49 @@ impl Weights {
     }
 
     /// The bytes of `plan`'s weights a tile keeps in private memory: its
-    /// home piece where they stream in, else its whole block.
-    pub fn kept_bytes(self, plan: &GemmPlan) -> u32 {
+    /// home piece where they stream in, else its whole block (as FP8
+    /// codes where `codes`).
+    pub fn kept_bytes(self, plan: &GemmPlan, codes: bool) -> u32 {
         if self.streams(plan) {
-            piece_bytes(plan)
+            piece_bytes(plan, codes)
         } else {
-            plan.vertex().weight_bytes() as u32
+            block_bytes(plan, codes)
         }
     }
 }
 
-/// A plan report's words on a product whose weights stream in, gathered
-/// in exchange `exchange`.
-pub fn report(plan: &GemmPlan, exchange: &str) -> String {
+/// A plan report's words on a product whose weights stream in (as FP8
+/// codes where `codes`), gathered in exchange `exchange`.
+pub fn report(plan: &GemmPlan, codes: bool, exchange: &str) -> String {
     format!(
-        "in pieces of {} bytes on each of its {} grid rows, gathered in exchange {exchange}",
-        piece_bytes(plan),
+        "in pieces of {} bytes{} on each of its {} grid rows, gathered in exchange {exchange}",
+        piece_bytes(plan, codes),
+        if codes { " of FP8 codes" } else { "" },
         plan.grid_rows
     )
 }
 
-/// Bytes of each piece of `plan`'s weight blocks: a block's bytes over its
-/// grid rows, in whole 16-byte lines (so each piece starts 16-byte
-/// aligned in the block, as the AMP's `ld128putcs` reads it).
-pub fn piece_bytes(plan: &GemmPlan) -> u32 {
+/// Bytes of a column block of `plan`'s weights as its tiles keep them:
+/// the vertex's panels, or where `codes` their FP8 codes, a byte per f16
+/// element ([`super::codegen::TileLayout::codes`], widened after the
+/// gather).
+pub fn block_bytes(plan: &GemmPlan, codes: bool) -> u32 {
     let block = plan.vertex().weight_bytes() as u32;
-    block.div_ceil(plan.grid_rows).next_multiple_of(16)
+    if codes {
+        block / 2
+    } else {
+        block
+    }
+}
+
+/// Bytes of each piece of `plan`'s weight blocks (as FP8 codes where
+/// `codes`): a block's bytes over its grid rows, in whole 16-byte lines
+/// (so each piece starts 16-byte aligned in the block, as the AMP's
+/// `ld128putcs` and the widening cast read it).
+pub fn piece_bytes(plan: &GemmPlan, codes: bool) -> u32 {
+    block_bytes(plan, codes)
+        .div_ceil(plan.grid_rows)
+        .next_multiple_of(16)
 }
 
 /// Piece `i`'s byte range `[lo, hi)` in a block of `block` bytes cut in
@@ -88,14 +105,17 @@ pub fn piece_range(i: u32, piece: u32, block: u32) -> (u32, u32) {
 
 /// The all-gather of `product`'s weights: tile `(i, j, k)` sends its piece
 /// from its home to `weights + i * piece_bytes` on every tile of column
-/// block `(j, k)`. Empty for resident weights.
+/// block `(j, k)` (where they are FP8 codes, to the codes' place,
+/// [`super::codegen::TileLayout::codes`]). Empty for resident weights.
 pub fn transfers(product: &PlacedGemm) -> Vec<Transfer> {
     let Some(home) = product.lay.home else {
         return Vec::new();
     };
     let p = &product.plan;
-    let piece = piece_bytes(p);
-    let block = product.vertex.weight_bytes() as u32;
+    let codes = product.lay.codes.map(|c| c.at);
+    let piece = piece_bytes(p, codes.is_some());
+    let block = block_bytes(p, codes.is_some());
+    let at = codes.unwrap_or(product.lay.weights);
     let mut out = Vec::new();
     for i in 0..p.grid_rows {
         let (lo, hi) = piece_range(i, piece, block);
@@ -108,7 +128,7 @@ pub fn transfers(product: &PlacedGemm) -> Vec<Transfer> {
                     sender: p.tile(i, j, k),
                     chunks: chunks(home, (hi - lo) / 4),
                     receivers: (0..p.grid_rows)
-                        .map(|r| (p.tile(r, j, k), product.lay.weights + lo))
+                        .map(|r| (p.tile(r, j, k), at + lo))
                         .collect(),
                     segment: None,
                 });
@@ -130,8 +150,8 @@ fn chunks(address: u32, words: u32) -> Vec<Chunk> {
 }
 
 /// Appends `product`'s weights as their homes keep them: one `constant`
-/// tensor per column block and K part, a piece on each grid row's tile at
-/// `home`.
+/// tensor per column block and K part (its panels, or their FP8 codes), a
+/// piece on each grid row's tile at `home`.
 pub fn emit_homes(
     product: &PlacedGemm,
     ctx: &mut Context,
@@ -141,12 +161,22 @@ pub fn emit_homes(
     loc: &Location,
 ) {
     let p = &product.plan;
-    let elem = p.shape.variant.input_elem();
-    let size = elem.size() as u32;
-    let piece = piece_bytes(p);
+    let codes = product.lay.codes;
+    let (ty, size) = match codes {
+        Some(_) => (Type::float(FloatKind::F8E4M3FNUZ), 1),
+        None => {
+            let elem = p.shape.variant.input_elem();
+            (elem_type(elem), elem.size())
+        }
+    };
+    let piece = piece_bytes(p, codes.is_some());
     for j in 0..p.grid_cols {
         for k in 0..p.grid_k {
-            let bytes = product.weight_block(weights, (j, k));
+            let bytes = match codes {
+                Some(c) => product.weight_codes(weights, (j, k), c.scale),
+                None => product.weight_block(weights, (j, k)),
+            };
+            let size = size as u32;
             let pieces: Vec<TensorPiece> = (0..p.grid_rows)
                 .filter_map(|i| {
                     let (lo, hi) = piece_range(i, piece, bytes.len() as u32);
@@ -161,7 +191,7 @@ pub fn emit_homes(
             let t = constant_tensor(
                 ctx,
                 &format!("{}_weights_{}", product.tag, product.suffix(j, k)),
-                (elem_type(elem), elem.size(), 16),
+                (ty.clone(), size as usize, 16),
                 bytes,
                 &pieces,
                 loc.clone(),
