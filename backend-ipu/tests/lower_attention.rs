@@ -173,13 +173,13 @@ fn fp8_attention_blocks_match_float64_with_the_same_roundings() {
     }
 }
 
-/// qk's weights streamed in (`lower/stream.rs`): each column block kept
-/// once, in pieces over its grid rows, gathered in exchange A (FP8: as
-/// codes, widened after the gather); the window restored after qk, which
-/// wrote over it. The block still matches float64 and its estimate; qk's
+/// qk's weights and vt's input streamed in (`lower/stream.rs`): each
+/// block kept once, in pieces over qk's grid rows or vt's grid columns,
+/// gathered in exchange A (FP8: as codes, widened after the gather); the
+/// window restored after qk and vt, which wrote over it. The block still matches float64 and its estimate; qk's
 /// tiles keep a piece of its weights private, the block in scratch.
 #[test]
-fn attention_blocks_with_qk_streamed_match_float64() {
+fn attention_blocks_with_weights_streamed_match_float64() {
     let streamed = |s: AttentionShape, machine: &MachineModel| {
         plan_attention_in(
             s,
@@ -202,6 +202,15 @@ fn attention_blocks_with_qk_streamed_match_float64() {
         assert!(home < p.next.base, "the homes are private: {report}");
         assert!(
             report.contains("qk's weights streamed: in pieces of"),
+            "{report}"
+        );
+        assert!(p.vt.grid_cols > 1, "{report}");
+        assert!(
+            p.layout.vt_home.is_some_and(|h| h < p.next.base),
+            "{report}"
+        );
+        assert!(
+            report.contains("vt's input streamed: in pieces of"),
             "{report}"
         );
         // The gathered block (FP8: its codes, and the f16 they widen to)
@@ -235,10 +244,15 @@ fn fp8_blocks_keep_their_weights_as_codes() {
     let codes = f8.layout.qk.codes.expect("qk's weights are codes");
     assert_eq!(codes.at, m.interleaved_base);
     assert!(f8.layout.out.codes.is_some() && f8.layout.vt_codes.is_some());
-    // The f16 weights are widened into scratch, above every constant.
-    for lay in [&f8.layout.qk, &f8.layout.out] {
+    // The f16 weights are widened into scratch, above every constant;
+    // vt's weights (LayerNorm's rows, which exchange A writes) are scratch
+    // too, the window restored after qk and vt, over them (private at
+    // f16, the window restored beside LayerNorm).
+    for lay in [&f8.layout.qk, &f8.layout.out, &f8.layout.vt] {
         assert!(lay.weights >= f8.next.base, "{lay:?}");
     }
+    assert!(f8.layout.restore_late && !f16.layout.restore_late);
+    assert!(f16.layout.vt.weights < f16.next.base);
     assert!(
         private(&f8) < private(&f16),
         "f16 {} bytes private, FP8 {}",

@@ -39,10 +39,12 @@
 //! by their multiply-accumulates) before the LN tiles; out and the
 //! attention tiles each use all of those tiles, one after the other. A
 //! tile's interleaved memory, from the bottom: the weights (qk's or vt's,
-//! then out's) and vt's bias block (FP8), constants for the whole
-//! program (qk's and out's biases are a row per output group in region
-//! 0, broadcast into their initial partials, [`super::plan::BiasRows`]:
-//! qk's beside LayerNorm, out's before its vertex); the
+//! then out's), constants for the whole program (qk's and out's biases
+//! are a row per output group in region 0, vt's (FP8) a template of its
+//! rows, broadcast into their initial partials,
+//! [`super::bias_broadcast`]: qk's and vt's beside LayerNorm, out's
+//! before its vertex; with FP8 products or streamed weights vt's weights
+//! are scratch under the window, [`AttentionLayout::restore_late`]); the
 //! attention's *window* (what exchange B writes, the masks and padding
 //! zeros, O, the statistics and the combined rows), shared scratch like
 //! everything above it; from the top, each product's inputs, outputs and
@@ -96,7 +98,7 @@ use ipuc_ipu_arch::MachineModel;
 use super::attention_exchange::{exchange_a, exchange_b, exchange_c, exchange_d};
 use super::block::{positions, LN_ROWS};
 use super::block_exchange::residual_view;
-use super::codegen::{PlacedGemm, TileLayout};
+use super::codegen::{PlacedGemm, TileLayout, ZeroRun};
 use super::ln_tiles::{LnOutput, LnTiles};
 use super::plan::{plan_gemm, BiasRows, Epilogue, GemmPlan, GemmShape};
 use super::schedule::{schedule, Schedule};
@@ -294,6 +296,19 @@ pub struct AttentionLayout {
     pub vt_input_shared: bool,
     /// vt's tiles.
     pub vt: TileLayout,
+    /// Whether the attention tiles restore their window after qk and vt
+    /// rather than beside LayerNorm: with FP8 products (qk's weights are
+    /// widened at the scratch's bottom) or streamed weights (qk's are
+    /// gathered there). vt's weights, the LayerNorm rows exchange A
+    /// writes, are then shared scratch at the bottom too (else private),
+    /// and vt's tiles zero their padding token rows beside LayerNorm
+    /// ([`vt_pad_copies`]).
+    pub restore_late: bool,
+    /// Where vt's input streams in ([`vt_input_piece`]): each tile's home
+    /// piece of its input block (private), gathered in exchange A from
+    /// the tiles of its grid row and K part (FP8: at [`Self::vt_codes`],
+    /// widened before the product; f16: at vt's input).
+    pub vt_home: Option<u32>,
     /// With FP8 products, where vt's tiles keep its input (the value
     /// weights) as FP8 codes, widened to vt's input before the product.
     pub vt_codes: Option<u32>,
@@ -522,13 +537,21 @@ impl AttentionPlan {
             ),
             None => String::new(),
         };
-        let streamed = match self.layout.qk.home {
+        let mut streamed = match self.layout.qk.home {
             Some(_) => format!(
                 "  qk's weights streamed: {}\n",
                 super::stream::report(&self.qk, self.layout.qk.codes.is_some(), "A")
             ),
             None => String::new(),
         };
+        if self.layout.vt_home.is_some() {
+            streamed += &format!(
+                "  vt's input streamed: in pieces of {} bytes{} on each of its {} grid columns, gathered in exchange A\n",
+                vt_input_piece(&self.vt, s.fp8.is_some()),
+                if s.fp8.is_some() { " of FP8 codes" } else { "" },
+                self.vt.grid_cols
+            );
+        }
         format!(
             "attention block {}x{}, {} heads of {} (padded to {}): LayerNorm on tiles {}..={} ({} rows each)\n{fp8}{streamed}  qk: {}\n  vt: {}\n  attention: tiles {}..={} ({} per head: {} blocks of {} query rows x {} blocks of {} keys, {}): {est} cycles per tile{combine}\n  forms: {}; {}\n  out: {}\n  tile memory: weights 0x{:x}..0x{:x}, attention window 0x{:x}..0x{:x} (keys, values, Q, mask, O{}), products' buffers 0x{:x}..0x{:x}, scores and probabilities 0x{:x}..0x{:x}\n  exchange A {} cycles, exchange B {} cycles{d}, exchange C {} cycles (scheduled)\n",
             s.m,
@@ -624,8 +647,9 @@ pub fn plan_attention(
 /// `window` leaves (a block of a program of several, [`super::window`]).
 ///
 /// With `weights` streamed, qk's weights are kept in pieces over its grid
-/// rows and gathered in exchange A ([`super::stream`]); the other
-/// products' stay resident.
+/// rows ([`super::stream`]) and vt's input in pieces over its grid
+/// columns ([`vt_input_piece`]), both gathered in exchange A; out's
+/// weights stay resident.
 pub fn plan_attention_in(
     shape: AttentionShape,
     whole: &MachineModel,
@@ -769,9 +793,16 @@ fn plan_attention_window(
         forms: Box::new(forms),
         next: window,
     };
-    // The window's constants, kept in private region 0.
+    // The window's constants, kept in private region 0 (the zeros also
+    // vt's padding rows', where they are scratch).
+    let vt_pads = if plan.layout.restore_late {
+        super::attention_exchange::zero_runs(&plan)
+    } else {
+        Vec::new()
+    };
     let zero_bytes = super::attention_exchange::window_zero_runs(&plan)
         .iter()
+        .chain(&vt_pads)
         .map(|r| r.bytes)
         .max()
         .unwrap_or(0);
@@ -814,14 +845,27 @@ pub fn window_restores(plan: &AttentionPlan) -> BTreeMap<u32, Vec<StridedCopy>> 
             });
         }
     }
-    for run in super::attention_exchange::window_zero_runs(plan) {
+    zero_copies(
+        &mut out,
+        &super::attention_exchange::window_zero_runs(plan),
+        r.zeros,
+        plan.layout.core.mask,
+    );
+    out
+}
+
+/// Appends to `out` the copies of zeros from `zeros` over `runs`, by
+/// tile: runs of one length a fixed stride apart in one launch (the
+/// launch at `not` is another copy's).
+fn zero_copies(out: &mut BTreeMap<u32, Vec<StridedCopy>>, runs: &[ZeroRun], zeros: u32, not: u32) {
+    for run in runs {
         let copies = out.entry(run.tile).or_default();
         match copies.last_mut() {
             // The next run of the last launch: the same length, the same
             // stride.
             Some(c)
-                if c.src == r.zeros
-                    && c.dst != plan.layout.core.mask
+                if c.src == zeros
+                    && c.dst != not
                     && c.row_bytes == run.bytes
                     && run.address > c.dst
                     && (c.rows == 1 || run.address == c.dst + c.rows * c.dst_stride) =>
@@ -834,12 +878,31 @@ pub fn window_restores(plan: &AttentionPlan) -> BTreeMap<u32, Vec<StridedCopy>> 
             _ => copies.push(StridedCopy {
                 rows: 1,
                 row_bytes: run.bytes,
-                src: r.zeros,
+                src: zeros,
                 src_stride: 0,
                 dst: run.address,
                 dst_stride: 0,
             }),
         }
+    }
+}
+
+/// Where vt's weights are shared scratch
+/// ([`AttentionLayout::restore_late`]), the copies a vt tile runs beside
+/// LayerNorm to zero its padding token rows (the last output group's rows
+/// past `m`, [`super::attention_exchange::zero_runs`], which no exchange
+/// writes: a NaN left there by another block times a zero probability is
+/// NaN), from the window's zeros in region 0. Keyed by tile; empty where
+/// vt's weights are private (the program loads the zeros once).
+pub fn vt_pad_copies(plan: &AttentionPlan) -> BTreeMap<u32, Vec<StridedCopy>> {
+    let mut out = BTreeMap::new();
+    if plan.layout.restore_late {
+        zero_copies(
+            &mut out,
+            &super::attention_exchange::zero_runs(plan),
+            plan.layout.restore.zeros,
+            u32::MAX,
+        );
     }
     out
 }
@@ -852,6 +915,16 @@ pub fn core_tile(
     machine: &MachineModel,
 ) -> Result<TileAttention, String> {
     TileAttention::packed((rows, s.dp(), s.m, s.dp()), s.scale, machine)
+}
+
+/// Bytes of each piece of a vt input block (FP8: of codes) where it
+/// streams in ([`AttentionLayout::vt_home`]): the block (the constant
+/// input panels of a grid row and K part, which every tile of the grid
+/// row and K part reads) over vt's grid columns, in whole 16-byte lines.
+pub fn vt_input_piece(vt: &GemmPlan, codes: bool) -> u32 {
+    let block = vt.vertex().input_bytes() as u32;
+    let block = if codes { block / 2 } else { block };
+    block.div_ceil(vt.grid_cols).next_multiple_of(16)
 }
 
 /// Each attention tile's (row block, key block).

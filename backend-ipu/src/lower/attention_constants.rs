@@ -4,14 +4,18 @@
 //! ([`emit_attention_constants`]), and the block in float64
 //! ([`reference()`]), what a lowered block is checked against.
 
+use ipuc_dialects::ipu::TensorPiece;
 use ipuc_ipu_arch::float8::{encode_scaled, f64_to_f8, f8_to_f64};
 use ipuc_ir::{BlockId, Context, FloatKind, Location, Type};
 
-use super::attention_block::{attention_tiles, AttentionConstants, AttentionPlan, AttentionShape};
+use super::attention_block::{
+    attention_tiles, vt_input_piece, AttentionConstants, AttentionPlan, AttentionShape,
+};
 use super::block::encode_f16;
 use super::codegen::{
-    replicated_constant, Constants, PlacedGemm, ZeroRun, ATTENTION_MASK, ZERO_RUNS,
+    constant_tensor, replicated_constant, Constants, PlacedGemm, ZeroRun, ATTENTION_MASK, ZERO_RUNS,
 };
+use super::stream::piece_range;
 
 /// The products' constants as their tiles hold them (heads padded; the
 /// value bias folded into the output bias for f16 products, in vt's
@@ -168,7 +172,7 @@ pub fn emit_attention_constants(
     super::codegen::emit_zero_runs(
         ctx,
         exe_body,
-        &[super::attention_exchange::zero_runs(plan), vt_zeros].concat(),
+        &[vt_private_pads(plan), vt_zeros].concat(),
         ZERO_RUNS[0],
         &loc,
     );
@@ -187,6 +191,17 @@ pub fn emit_attention_constants(
         })
         .collect();
     super::codegen::emit_zero_runs(ctx, exe_body, &zeros, ZERO_RUNS[1], &loc);
+}
+
+/// vt's padding token rows where vt's weights are private: zeros the
+/// program loads once (else vt's tiles zero them each time,
+/// [`super::attention_block::vt_pad_copies`]).
+fn vt_private_pads(plan: &AttentionPlan) -> Vec<ZeroRun> {
+    if plan.layout.restore_late {
+        Vec::new()
+    } else {
+        super::attention_exchange::zero_runs(plan)
+    }
 }
 
 /// vt's input panels: `W_v^T`'s rows of each grid row block and K part,
@@ -221,29 +236,45 @@ fn emit_vt_input(
             }
             let tiles: Vec<u32> = (0..p.grid_cols).map(|j| p.tile(i, j, k)).collect();
             // As the vertex reads them, or as FP8 codes it widens.
-            let (ty, bytes, at) = match (plan.layout.vt_codes, plan.shape.fp8) {
-                (Some(at), Some(f)) => (
-                    (Type::float(FloatKind::F8E4M3FNUZ), 1, 8),
-                    values
+            let (ty, bytes, at): ((Type, usize, u32), Vec<u8>, u32) =
+                match (plan.layout.vt_codes, plan.shape.fp8) {
+                    (Some(at), Some(f)) => (
+                        (Type::float(FloatKind::F8E4M3FNUZ), 1, 8),
+                        values
+                            .iter()
+                            .map(|&v| encode_scaled(v, f.qkv_scale))
+                            .collect(),
+                        at,
+                    ),
+                    _ => (
+                        (Type::float(FloatKind::F16), 2, 8),
+                        encode_f16(&values),
+                        vt.lay.input,
+                    ),
+                };
+            let name = format!("vt_input_row{i}_k{k}");
+            let t = match plan.layout.vt_home {
+                // Streamed: piece j of the block on tile (i, j, k).
+                Some(home) => {
+                    let piece = vt_input_piece(p, plan.shape.fp8.is_some());
+                    let size = ty.1 as u32;
+                    let pieces: Vec<TensorPiece> = tiles
                         .iter()
-                        .map(|&v| encode_scaled(v, f.qkv_scale))
-                        .collect(),
-                    at,
-                ),
-                _ => (
-                    (Type::float(FloatKind::F16), 2, 8),
-                    encode_f16(&values),
-                    vt.lay.input,
-                ),
+                        .enumerate()
+                        .filter_map(|(j, &tile)| {
+                            let (lo, hi) = piece_range(j as u32, piece, bytes.len() as u32);
+                            (hi > lo).then(|| TensorPiece {
+                                tile: i64::from(tile),
+                                address: i64::from(home),
+                                first: i64::from(lo / size),
+                                count: i64::from((hi - lo) / size),
+                            })
+                        })
+                        .collect();
+                    constant_tensor(ctx, &name, ty, bytes, &pieces, loc.clone())
+                }
+                None => replicated_constant(ctx, &name, ty, bytes, (&tiles, at), loc.clone()),
             };
-            let t = replicated_constant(
-                ctx,
-                &format!("vt_input_row{i}_k{k}"),
-                ty,
-                bytes,
-                (&tiles, at),
-                loc.clone(),
-            );
             ctx.append_op(exe_body, t);
         }
     }

@@ -6,7 +6,9 @@
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, Location, OpId, Type};
 
-use super::attention_block::{attention_tiles, window_restores, AttentionConstants, AttentionPlan};
+use super::attention_block::{
+    attention_tiles, vt_pad_copies, window_restores, AttentionConstants, AttentionPlan,
+};
 use super::attention_constants::emit_attention_constants;
 use super::block::{emit_owned_adds, positions};
 use super::block_exchange::residual_view;
@@ -137,20 +139,24 @@ pub fn emit_attention_in(
     let ln = plan.ln();
     let ln_of = ln.index();
     let restores = window_restores(plan);
-    let fp8 = plan.shape.fp8.is_some();
     let vt_widen = vt_widen(plan);
-    // The most cycles a tile spends beside LayerNorm (f16: restoring its
-    // window; FP8: widening qk's resident weights or vt's input; qk's bias
-    // broadcast), restoring its
-    // window after qk and vt (FP8), rounding the attention's output (FP8)
-    // and widening out's weights (FP8).
+    // The most cycles a tile spends beside LayerNorm (restoring its
+    // window, or where that is late widening qk's resident weights (FP8)
+    // or vt's input (FP8) and zeroing vt's padding rows; the bias
+    // broadcasts), restoring its window after qk and vt (late), rounding
+    // the attention's output (FP8) and widening out's weights (FP8).
     let (mut beside_ln, mut restore_cycles, mut rounding_cycles, mut out_widen) = (0, 0, 0, 0);
     // Streamed, qk's weights arrive in exchange A (FP8: as codes, widened
     // then), over the window: the window is restored after qk and vt, as
     // where qk's weights are widened beside LayerNorm (FP8).
     let qk_streams = qk.lay.home.is_some();
-    let late_restore = fp8 || qk_streams;
+    let late_restore = plan.layout.restore_late;
+    let vt_pads = vt_pad_copies(plan);
     let mut qk_widen = 0;
+    // Streamed, vt's input arrives in exchange A (FP8: as codes, widened
+    // then).
+    let vt_streams = plan.layout.vt_home.is_some();
+    let mut vt_widen_cycles = 0;
     let rounds = |p: &GemmPlan| p.grid_k.trailing_zeros();
     let qkv_rounds = rounds(&plan.qk).max(rounds(&plan.vt));
     let (exe, exe_body) = (frame.executable, frame.exe_body);
@@ -168,7 +174,12 @@ pub fn emit_attention_in(
         } else if at_qk.contains_key(&t) && !qk_streams {
             qk.emit_widen(&mut e, machine, &mut calls)
         } else if at_vt.contains_key(&t) {
-            emit_launches(&mut e, &mut calls, "vt_widen", &vt_widen, machine)
+            // vt's padding token rows zeroed where its weights are
+            // scratch.
+            let pads = vt_pads.get(&t).map_or(&[][..], Vec::as_slice);
+            let widen = if vt_streams { &[][..] } else { &vt_widen[..] };
+            emit_launches(&mut e, &mut calls, "vt_widen", widen, machine)
+                .and_then(|w| Ok(w + emit_launches(&mut e, &mut calls, "vt_pad", pads, machine)?))
         } else {
             Ok(0)
         };
@@ -200,6 +211,12 @@ pub fn emit_attention_in(
                 .1;
             rounds(&plan.qk)
         } else if let Some(&pos) = at_vt.get(&t) {
+            if vt_streams {
+                // The input exchange A gathered, widened before the
+                // vertex (FP8).
+                let c = emit_launches(&mut e, &mut calls, "vt_widen", &vt_widen, machine);
+                vt_widen_cycles = vt_widen_cycles.max(c.map_err(fail)?);
+            }
             xcode += vt
                 .emit_compute(&mut e, pos, machine, &mut calls)
                 .map_err(fail)?
@@ -303,7 +320,7 @@ pub fn emit_attention_in(
         // weights and vt's input (FP8) beside LayerNorm.
         layer_norm: ln.estimate(machine).map_err(fail)?.max(beside_ln),
         exchange_a: x.a.cycles,
-        qkv: (qk_widen + est(&plan.qk)).max(est(&plan.vt)) + restore_cycles,
+        qkv: (qk_widen + est(&plan.qk)).max(vt_widen_cycles + est(&plan.vt)) + restore_cycles,
         exchange_b: x.b.cycles,
         attention: plan.core_of(0).estimate_cycles().map_err(fail)? + attention_round,
         exchange_d: x.d.as_ref().map_or(0, |d| d.cycles),

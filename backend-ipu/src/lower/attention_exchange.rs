@@ -49,8 +49,9 @@ pub fn exchange_a(plan: &AttentionPlan) -> Vec<Transfer> {
     let ln = plan.ln();
     let row_bytes = plan.shape.c * 2;
     let mut out = input_panel_transfers(&qk, &ln, row_bytes);
-    // qk's weights from their homes, where they stream in.
+    // qk's weights and vt's input from their homes, where they stream in.
     out.extend(super::stream::transfers(&qk));
+    out.extend(vt_input_transfers(plan));
     // vt's weight panels: token t of column block j is row t % 16 of
     // local group t / 16 - j groups; panel g of K part k at
     // ((group * k_panels + g) * 16 + t % 16) * 32.
@@ -88,6 +89,42 @@ pub fn exchange_a(plan: &AttentionPlan) -> Vec<Transfer> {
     // rotated; the qk, vt and residual parts rotated each alone 61-62k;
     // each LN tile starting at a K part of its own 68k).
     round_robin(out)
+}
+
+/// The all-gather of vt's input where it streams in
+/// ([`super::attention_block::AttentionLayout::vt_home`]): tile `(i, j,
+/// k)` sends its piece of input block `(i, k)` from its home to every
+/// tile of grid row `i` and K part `k`, at `j` pieces into the block's
+/// place (FP8: the codes', else vt's input). Empty where vt's input is
+/// resident.
+pub fn vt_input_transfers(plan: &AttentionPlan) -> Vec<Transfer> {
+    let Some(home) = plan.layout.vt_home else {
+        return Vec::new();
+    };
+    let pv = &plan.vt;
+    let fp8 = plan.shape.fp8.is_some();
+    let piece = super::attention_block::vt_input_piece(pv, fp8);
+    let block = pv.vertex().input_bytes() as u32 / if fp8 { 2 } else { 1 };
+    let at = plan.layout.vt_codes.unwrap_or(plan.layout.vt.input);
+    let mut out = Vec::new();
+    for i in 0..pv.grid_rows {
+        for k in 0..pv.grid_k {
+            for j in 0..pv.grid_cols {
+                let (lo, hi) = super::stream::piece_range(j, piece, block);
+                if hi > lo {
+                    out.push(Transfer {
+                        sender: pv.tile(i, j, k),
+                        chunks: super::stream::chunks(home, (hi - lo) / 4),
+                        receivers: (0..pv.grid_cols)
+                            .map(|r| (pv.tile(i, r, k), at + lo))
+                            .collect(),
+                        segment: None,
+                    });
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Calls `f(tile, i, k, global rows, group, source address of the first

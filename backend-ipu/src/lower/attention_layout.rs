@@ -32,8 +32,12 @@ pub(super) struct ProductLayouts {
     pub(super) window_start: u32,
     /// Whether vt's input is in the shared scratch.
     vt_input_shared: bool,
+    /// [`super::attention_block::AttentionLayout::restore_late`].
+    restore_late: bool,
     /// vt's input as FP8 codes.
     vt_codes: Option<u32>,
+    /// vt's input's home pieces, where it streams in.
+    vt_home: Option<u32>,
     /// The lowest byte of any product's inputs, outputs and reduction
     /// buffers.
     pub(super) transient_bottom: u32,
@@ -48,19 +52,21 @@ pub(super) struct ProductLayouts {
 
 /// Lays out the products in `window` ([`super::window`]): private from
 /// its base, on each tile what its role needs (qk's weights on qk's
-/// tiles; vt's weights, the LayerNorm rows exchange A writes, and its
-/// constant input, the value weights, on vt's; x's rows, LayerNorm's
-/// output, gamma and beta on the LN tiles), then out's weights and vt's
-/// bias block (FP8) above all of them; each product's inputs, outputs and
-/// reduction buffers shared scratch from the top (they live at different
-/// times); out's residual and sum in the add columns, the vertex states
-/// and qk's and out's bias rows below them. The attention's window goes
-/// above the bias block
-/// ([`ProductLayouts::with_core`]). With `weights` streamed, qk's tiles
-/// keep their home pieces of its weights ([`super::stream`]) where they
-/// kept its blocks, and exchange A gathers the blocks at the scratch's
-/// bottom (FP8: the codes above the place they are widened to), where
-/// the attention's window lies later.
+/// tiles; vt's constant input, the value weights, on vt's, and vt's
+/// weights, the LayerNorm rows exchange A writes, below it where the
+/// window is restored beside LayerNorm; x's rows, LayerNorm's output,
+/// gamma and beta on the LN tiles), then out's weights above all of them;
+/// each product's inputs, outputs and reduction buffers shared scratch
+/// from the top (they live at different times); out's residual and sum
+/// in the add columns, the vertex states and the bias broadcasts'
+/// sources below them. The attention's window goes above the private
+/// memory ([`ProductLayouts::with_core`]). Where the window is restored
+/// after qk and vt ([`super::attention_block::AttentionLayout::restore_late`]:
+/// FP8 products or streamed weights), vt's weights are shared scratch at
+/// its bottom instead, under the window. With `weights` streamed, qk's
+/// tiles keep their home pieces of its weights ([`super::stream`]) where
+/// they kept its blocks, and exchange A gathers the blocks at the
+/// scratch's bottom (FP8: the codes above the place they are widened to).
 pub(super) fn product_layouts(
     s: AttentionShape,
     [qk, vt, out]: [&GemmPlan; 3],
@@ -86,12 +92,28 @@ pub(super) fn product_layouts(
     // scratch where the products' buffers put it (the scores lie over it
     // later), else private; as FP8 codes always private, widened into
     // the scratch place before the product.
-    let shared_input = window.fresh && !fp8;
-    let (vt_input, vt_end) = if shared_input {
-        (l_vt.input, base + v_vt.weight_bytes() as u32)
+    // Where the window is restored after qk and vt (FP8, streamed
+    // weights), vt's weights are shared scratch at its bottom, where the
+    // window lies later; else private.
+    let restore_late = fp8 || weights == Weights::Streamed;
+    let vt_rows_private = if restore_late {
+        0
     } else {
-        let at = (base + v_vt.weight_bytes() as u32).next_multiple_of(16);
-        (at, at + kept(v_vt.input_bytes()))
+        v_vt.weight_bytes() as u32
+    };
+    // Streamed, vt's tiles keep a piece of vt's input private.
+    let vt_streams = weights == Weights::Streamed && vt.grid_cols > 1;
+    let shared_input = window.fresh && !fp8 && !vt_streams;
+    let (vt_input, vt_end) = if shared_input {
+        (l_vt.input, base + vt_rows_private)
+    } else {
+        let at = (base + vt_rows_private).next_multiple_of(16);
+        let bytes = if vt_streams {
+            super::attention_block::vt_input_piece(vt, fp8)
+        } else {
+            kept(v_vt.input_bytes())
+        };
+        (at, at + bytes)
     };
     // The LN tiles.
     let ln = LnRows::at(base, s.c);
@@ -111,7 +133,7 @@ pub(super) fn product_layouts(
     let bias_vt = (bias_out + v_out.bias_bytes() as u32).next_multiple_of(16);
     let weights_end = (bias_vt + v_vt.bias_bytes() as u32).max(ln.end);
     window.base = weights_end;
-    let vt_bottom = if window.fresh || fp8 {
+    let vt_bottom = if window.fresh || fp8 || vt_streams {
         l_vt.buffers_bottom()
     } else {
         l_vt.results_bottom()
@@ -164,6 +186,31 @@ pub(super) fn product_layouts(
             ));
         }
     }
+    let vt_rows = if restore_late {
+        let end = u64::from(widened) + v_vt.weight_bytes();
+        if end > u64::from(vt_bottom) {
+            return Err(format!(
+                "vt's weights (LayerNorm's rows) do not fit the scratch: {} bytes from 0x{widened:x}, below its inputs, outputs and reductions from 0x{vt_bottom:x}",
+                v_vt.weight_bytes()
+            ));
+        }
+        widened
+    } else {
+        base
+    };
+    // Streamed, vt's input is gathered above its weights (FP8: as codes,
+    // widened into its input) or into its input (f16).
+    let vt_gathered = (vt_rows + v_vt.weight_bytes() as u32).next_multiple_of(16);
+    if vt_streams && fp8 {
+        let end = u64::from(vt_gathered) + u64::from(kept(v_vt.input_bytes()));
+        if end > u64::from(vt_bottom) {
+            return Err(format!(
+                "vt's input streamed in does not fit: {} bytes of FP8 codes gathered from 0x{vt_gathered:x}, below its inputs, outputs and reductions from 0x{vt_bottom:x}",
+                kept(v_vt.input_bytes())
+            ));
+        }
+    }
+    let vt_home = vt_streams.then_some(vt_input);
     let codes = |at: u32, scale: i32| WeightCodes { at, scale };
     let qk_home = qk_streams.then_some(base);
     let qk_at = if qk_streams { gathered } else { base };
@@ -173,7 +220,7 @@ pub(super) fn product_layouts(
             Some(codes(qk_at, f.qkv_scale)),
             if out_fp8 { widened } else { w_out },
             f.out_scale.map(|o| codes(w_out, o)),
-            Some(vt_input),
+            Some(if vt_streams { vt_gathered } else { vt_input }),
         ),
         None => (qk_at, None, w_out, None, None),
     };
@@ -207,9 +254,13 @@ pub(super) fn product_layouts(
             ..l_qk
         },
         vt: TileLayout {
-            weights: base,
+            weights: vt_rows,
             states: states_qkvt,
-            input: if fp8 { l_vt.input } else { vt_input },
+            input: if fp8 || vt_streams {
+                l_vt.input
+            } else {
+                vt_input
+            },
             bias: l_vt.bias.map(|_| bias_vt),
             bias_rows: rows_vt,
             tensors_start,
@@ -226,7 +277,9 @@ pub(super) fn product_layouts(
         },
         window_start: window.scratch_floor(),
         vt_input_shared: shared_input,
+        restore_late,
         vt_codes,
+        vt_home,
         transient_bottom,
         residual,
         sum,
@@ -298,7 +351,9 @@ impl ProductLayouts {
         let (att, combine) = self.core_tile(s, core, machine)?;
         Ok(AttentionLayout {
             vt_input_shared: self.vt_input_shared,
+            restore_late: self.restore_late,
             vt_codes: self.vt_codes,
+            vt_home: self.vt_home,
             qk: self.qk,
             vt: self.vt,
             out: self.out,

@@ -139,7 +139,7 @@ pub fn transfers(product: &PlacedGemm) -> Vec<Transfer> {
 }
 
 /// `words` words from `address` as chunks of at most [`MAX_SEND_WORDS`].
-fn chunks(address: u32, words: u32) -> Vec<Chunk> {
+pub fn chunks(address: u32, words: u32) -> Vec<Chunk> {
     (0..words)
         .step_by(MAX_SEND_WORDS as usize)
         .map(|w| Chunk {
