@@ -173,10 +173,11 @@ fn fp8_attention_blocks_match_float64_with_the_same_roundings() {
     }
 }
 
-/// qk's weights and vt's input streamed in (`lower/stream.rs`): each
-/// block kept once, in pieces over qk's grid rows or vt's grid columns,
-/// gathered in exchange A (FP8: as codes, widened after the gather); the
-/// window restored after qk and vt, which wrote over it. The block still matches float64 and its estimate; qk's
+/// qk's and out's weights and vt's input streamed in (`lower/stream.rs`):
+/// each block kept once, in pieces over qk's or out's grid rows or vt's
+/// grid columns, gathered in exchange A (out's in exchange C, between the
+/// window it reads and out's buffers; FP8: as codes, widened after the
+/// gather); the window restored after qk and vt, which wrote over it. The block still matches float64 and its estimate; qk's
 /// tiles keep a piece of its weights private, the block in scratch.
 #[test]
 fn attention_blocks_with_weights_streamed_match_float64() {
@@ -211,6 +212,14 @@ fn attention_blocks_with_weights_streamed_match_float64() {
         );
         assert!(
             report.contains("vt's input streamed: in pieces of"),
+            "{report}"
+        );
+        assert!(
+            p.out.grid_rows > 1 && p.layout.out.home.is_some(),
+            "{report}"
+        );
+        assert!(
+            report.contains("out's weights streamed: in pieces of"),
             "{report}"
         );
         // The gathered block (FP8: its codes, and the f16 they widen to)

@@ -544,6 +544,12 @@ impl AttentionPlan {
             ),
             None => String::new(),
         };
+        if self.layout.out.home.is_some() {
+            streamed += &format!(
+                "  out's weights streamed: {}\n",
+                super::stream::report(&self.out, self.layout.out.codes.is_some(), "C")
+            );
+        }
         if self.layout.vt_home.is_some() {
             streamed += &format!(
                 "  vt's input streamed: in pieces of {} bytes{} on each of its {} grid columns, gathered in exchange A\n",
@@ -646,10 +652,10 @@ pub fn plan_attention(
 /// [`plan_attention`] on the `count` tiles from `first`, in the memory
 /// `window` leaves (a block of a program of several, [`super::window`]).
 ///
-/// With `weights` streamed, qk's weights are kept in pieces over its grid
-/// rows ([`super::stream`]) and vt's input in pieces over its grid
-/// columns ([`vt_input_piece`]), both gathered in exchange A; out's
-/// weights stay resident.
+/// With `weights` streamed, qk's and out's weights are kept in pieces
+/// over their grid rows ([`super::stream`]) and vt's input in pieces over
+/// its grid columns ([`vt_input_piece`]), gathered in exchange A (out's
+/// in exchange C).
 pub fn plan_attention_in(
     shape: AttentionShape,
     whole: &MachineModel,

@@ -346,7 +346,8 @@ pub fn exchange_c(plan: &AttentionPlan) -> Vec<Transfer> {
     let s = plan.shape;
     let po = &plan.out;
     let np = s.dp() / 16;
-    let mut out = Vec::new();
+    // out's weights from their homes, where they stream in.
+    let mut out = super::stream::transfers(&out_p);
     for h in 0..s.heads {
         for (sender, rows, at) in output_sources(plan, h) {
             for jd in 0..np {

@@ -38,6 +38,8 @@ pub(super) struct ProductLayouts {
     vt_codes: Option<u32>,
     /// vt's input's home pieces, where it streams in.
     vt_home: Option<u32>,
+    /// Bytes of out's weight panels a tile reads (f16).
+    out_weight_bytes: u32,
     /// The lowest byte of any product's inputs, outputs and reduction
     /// buffers.
     pub(super) transient_bottom: u32,
@@ -123,11 +125,8 @@ pub(super) fn product_layouts(
     // The bias blocks (constants, the products' initial partials) above
     // the weights, out of every buffer's way: in other element pairs than
     // the inputs and outputs, so no bank rule ties them to those.
-    let out_kept = if out_fp8 {
-        kept(v_out.weight_bytes())
-    } else {
-        v_out.weight_bytes() as u32
-    };
+    // Streamed, out's tiles keep their home pieces there.
+    let out_kept = weights.kept_bytes(out, out_fp8);
     let bias_qk = (w_out + out_kept).next_multiple_of(16);
     let bias_out = (bias_qk + v_qk.bias_bytes() as u32).next_multiple_of(16);
     let bias_vt = (bias_out + v_out.bias_bytes() as u32).next_multiple_of(16);
@@ -268,6 +267,7 @@ pub(super) fn product_layouts(
         },
         out: TileLayout {
             weights: out_weights,
+            home: weights.streams(out).then_some(w_out),
             codes: out_codes,
             states: states_out,
             bias: l_out.bias.map(|_| bias_out),
@@ -280,6 +280,7 @@ pub(super) fn product_layouts(
         restore_late,
         vt_codes,
         vt_home,
+        out_weight_bytes: v_out.weight_bytes() as u32,
         transient_bottom,
         residual,
         sum,
@@ -340,6 +341,50 @@ impl ProductLayouts {
         ))
     }
 
+    /// out's layout where its weights stream in: exchange C gathers them
+    /// (FP8: their codes) while it reads the attention's output from the
+    /// window, so they arrive above the window (`core`'s, which ends
+    /// where [`window_end`] says) and below out's buffers, right under
+    /// those: the attention's scores lie there, dead by then, and (FP8)
+    /// out's weights are widened at the window's bottom after exchange C,
+    /// not over the codes. Unchanged where they are resident.
+    fn out_gathered(
+        &self,
+        s: AttentionShape,
+        (core, att, combine): (&CorePlan, &TileAttention, Option<&CombineLayout>),
+    ) -> Result<TileLayout, String> {
+        let mut out = self.out;
+        if out.home.is_none() {
+            return Ok(out);
+        }
+        let weight_bytes = self.out_weight_bytes;
+        let block = match out.codes {
+            Some(_) => weight_bytes / 2,
+            None => weight_bytes,
+        };
+        let end = window_end(s, core, att, combine);
+        let floor = match out.codes {
+            Some(_) => end.max(out.weights + weight_bytes),
+            None => end,
+        };
+        let at = out
+            .buffers_bottom()
+            .checked_sub(block)
+            .map(|a| a / 16 * 16)
+            .filter(|&a| a >= floor)
+            .ok_or_else(|| {
+                format!(
+                    "out's weights streamed in do not fit: {block} bytes gathered between the window's end (and the widened weights') at 0x{floor:x} and out's buffers at 0x{:x}",
+                    out.buffers_bottom()
+                )
+            })?;
+        match &mut out.codes {
+            Some(c) => c.at = at,
+            None => out.weights = at,
+        }
+        Ok(out)
+    }
+
     /// The whole layout with `core`'s attention tiles (the window's
     /// constants not yet placed: [`WindowRestore`]).
     pub(super) fn with_core(
@@ -349,6 +394,7 @@ impl ProductLayouts {
         machine: &MachineModel,
     ) -> Result<AttentionLayout, String> {
         let (att, combine) = self.core_tile(s, core, machine)?;
+        let out = self.out_gathered(s, (&core, &att, combine.as_ref()))?;
         Ok(AttentionLayout {
             vt_input_shared: self.vt_input_shared,
             restore_late: self.restore_late,
@@ -356,7 +402,7 @@ impl ProductLayouts {
             vt_home: self.vt_home,
             qk: self.qk,
             vt: self.vt,
-            out: self.out,
+            out,
             residual: self.residual,
             sum: self.sum,
             core: att,

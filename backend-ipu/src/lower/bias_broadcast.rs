@@ -146,11 +146,17 @@ impl BiasBroadcast {
 /// A vertex with its partials in its output, for probing the launches'
 /// counts.
 fn probe_partials() -> TileGemm {
+    partials_vertex(2, 1)
+}
+
+/// An f16 vertex of `rows` rows and `groups` output groups with its
+/// partials in its output.
+fn partials_vertex(rows: u32, groups: u32) -> TileGemm {
     TileGemm {
         variant: AmpVariant::F16,
-        rows: 2,
+        rows,
         k_groups: 1,
-        n_groups: 1,
+        n_groups: groups,
         input: 0x80000,
         weights: 0x90000,
         output: 0xa0000,
@@ -165,18 +171,7 @@ mod tests {
     use super::*;
 
     fn vertex(rows: u32, groups: u32) -> TileGemm {
-        TileGemm {
-            variant: AmpVariant::F16,
-            rows,
-            k_groups: 2,
-            n_groups: groups,
-            input: 0x80000,
-            weights: 0x90000,
-            output: 0xa0000,
-            bias: Some(0),
-            bias_in_output: false,
-        }
-        .with_partials_in_output(true)
+        partials_vertex(rows, groups)
     }
 
     /// The template copy writes exactly what a bias block would hold:

@@ -396,8 +396,8 @@ const MAX_PERIOD: usize = 4;
 /// (planning again with [`Window::floor`] where a first plan put it
 /// lower). The weights stay resident where they fit; where a block does
 /// not plan with them, the chain plans again with the MLP blocks', the
-/// patch embedding's and the attention blocks' qk weights streamed in
-/// ([`super::stream`]).
+/// patch embedding's and the attention blocks' weights (qk's, out's and
+/// vt's input) streamed in ([`super::stream`]).
 pub fn plan_chain(
     ctx: &Context,
     chain: &ChainMatch,
@@ -460,7 +460,7 @@ pub fn plan_chain(
             Err(Failure::Block(k, e, kept)) if weights == Weights::Resident && streamable => {
                 tracing::debug!(
                     target: "ipu-lower",
-                    "block {k} does not plan with every weight resident ({e}): planning again with the MLP blocks', the patch embedding's and the attention blocks' qk weights streamed in"
+                    "block {k} does not plan with every weight resident ({e}): planning again with the weights streamed in (the MLP blocks', the patch embedding's, the attention blocks' qk and out weights and value weights)"
                 );
                 resident_failure = Some((k, e, kept, archive));
                 weights = Weights::Streamed;
@@ -495,7 +495,7 @@ pub fn plan_chain(
                     _ => String::new(),
                 };
                 let streamed = if weights == Weights::Streamed {
-                    "; planned again with the MLP blocks', the patch embedding's and the attention blocks' qk weights streamed in, as here, after the resident weights did not fit"
+                    "; planned again with the weights streamed in (the MLP blocks', the patch embedding's, the attention blocks' qk and out weights and value weights), as here, after the resident weights did not fit"
                 } else {
                     ""
                 };
