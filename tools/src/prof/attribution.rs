@@ -342,8 +342,12 @@ fn of_attention(
         ),
     ];
     let mut instances = vec![
-        // qk's bias rows, broadcast into its partials beside LayerNorm.
+        // qk's bias rows and vt's template (FP8), broadcast into their
+        // partials beside LayerNorm, where vt's tiles also zero their
+        // padding rows (vt's weights in scratch).
         ("qk_bias_broadcast", 0, qkv.clone()),
+        ("vt_bias_broadcast", 0, qkv.clone()),
+        ("vt_pad", 0, qkv.clone()),
         ("qk", 2, qkv.clone()),
         ("vt", 2, qkv),
         // The window's constants, restored beside LayerNorm.
