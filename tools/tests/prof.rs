@@ -232,6 +232,11 @@ fn tiny_profile(block: &str) -> Option<Value> {
 /// simulator, the whole model where `block` is `None` (`None` where the
 /// fixture is absent and may be).
 fn profile_of(model: &str, block: Option<&str>) -> Option<Value> {
+    profile_at(model, block, "fp16")
+}
+
+/// [`profile_of`] at `precision`.
+fn profile_at(model: &str, block: Option<&str>, precision: &str) -> Option<Value> {
     let dir_of_model = common::fixture_dir(model)?;
     let dir = tempfile::tempdir().unwrap();
     let onnx = dir_of_model.join("model.onnx");
@@ -239,7 +244,7 @@ fn profile_of(model: &str, block: Option<&str>) -> Option<Value> {
     if let Some(b) = block {
         args.extend(["--extract".to_string(), b.to_string()]);
     }
-    args.extend(["--precision", "fp16", "--device", "sim", "--profile"].map(String::from));
+    args.extend(["--precision", precision, "--device", "sim", "--profile"].map(String::from));
     args.push(dir.path().to_str().unwrap().to_string());
     let (code, _, stderr) = run_tool(env!("CARGO_BIN_EXE_ipu-run"), &args);
     assert_eq!(code, 0, "{model} {block:?}: {stderr}");
@@ -364,6 +369,29 @@ fn an_attention_block_profiles_step_by_step() {
     assert!(op_of("residual_0").starts_with("nn.add"));
     assert!(op_of("out").contains("out_proj"), "{}", op_of("out"));
     assert_eq!(op_of("qk"), op_of("vt"));
+}
+
+/// At FP8 the bias broadcasts run beside LayerNorm, where qk's and vt's
+/// tiles are idle: qk's bias rows and vt's template of the value bias are
+/// attributed to the LayerNorm step, not to the products'.
+#[test]
+fn fp8_attention_puts_its_bias_broadcasts_in_the_layernorm_step() {
+    let Some(p) = profile_at("siglip-tiny", Some("attention:0"), "fp8") else {
+        return;
+    };
+    let step_of = |instance: &str| -> u64 {
+        p["codelets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["instance"] == instance)
+            .and_then(|c| c["step"].as_u64())
+            .unwrap_or_else(|| panic!("no instance {instance}"))
+    };
+    assert_eq!(names(&p["steps"])[0], "layer_norm");
+    assert_eq!(step_of("qk_bias_broadcast"), 0);
+    assert_eq!(step_of("vt_bias_broadcast"), 0);
+    assert_eq!(step_of("vt"), 2);
 }
 
 /// The key-split form (siglip-small's 64 keys, split in two blocks per
