@@ -251,6 +251,16 @@ fn profile_at(model: &str, block: Option<&str>, precision: &str) -> Option<Value
     Some(read_json(&dir.path().join("profile.json")))
 }
 
+/// Profile `p`'s codelet instance named `instance`.
+fn codelet<'a>(p: &'a Value, instance: &str) -> &'a Value {
+    p["codelets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["instance"] == instance)
+        .unwrap_or_else(|| panic!("no instance {instance}"))
+}
+
 /// Checks that every step but `sync` whose name is in `names` has an
 /// estimate within 10 % of its simulated cycles, and every exchange step
 /// (scheduled in time by the compiler) exactly its simulated cycles.
@@ -346,15 +356,8 @@ fn an_attention_block_profiles_step_by_step() {
     assert_eq!(names(&p["steps"]), steps);
     assert_eq!(steps_cycles(&p), p["total_cycles"].as_u64().unwrap());
     assert_estimated(&p, &steps);
-    let op_of = |instance: &str| -> String {
-        p["codelets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["instance"] == instance)
-            .map(|c| c["op"].as_str().unwrap().to_string())
-            .unwrap_or_else(|| panic!("no instance {instance}"))
-    };
+    let op_of =
+        |instance: &str| -> String { codelet(&p, instance)["op"].as_str().unwrap().to_string() };
     // The memory maps: the block's buffers, none over another while both
     // are live; tile 0, an attention tile, holds Q, K, V, S, P and O.
     let buffers = assert_no_live_overlap(&p, 0);
@@ -379,15 +382,7 @@ fn fp8_attention_puts_its_bias_broadcasts_in_the_layernorm_step() {
     let Some(p) = profile_at("siglip-tiny", Some("attention:0"), "fp8") else {
         return;
     };
-    let step_of = |instance: &str| -> u64 {
-        p["codelets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["instance"] == instance)
-            .and_then(|c| c["step"].as_u64())
-            .unwrap_or_else(|| panic!("no instance {instance}"))
-    };
+    let step_of = |instance: &str| codelet(&p, instance)["step"].as_u64().unwrap();
     assert_eq!(names(&p["steps"])[0], "layer_norm");
     assert_eq!(step_of("qk_bias_broadcast"), 0);
     assert_eq!(step_of("vt_bias_broadcast"), 0);

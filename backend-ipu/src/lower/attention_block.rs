@@ -551,11 +551,15 @@ impl AttentionPlan {
             );
         }
         if self.layout.vt_home.is_some() {
+            let fp8 = s.fp8.is_some();
             streamed += &format!(
-                "  vt's input streamed: in pieces of {} bytes{} on each of its {} grid columns, gathered in exchange A\n",
-                vt_input_piece(&self.vt, s.fp8.is_some()),
-                if s.fp8.is_some() { " of FP8 codes" } else { "" },
-                self.vt.grid_cols
+                "  vt's input streamed: {}\n",
+                super::stream::report_pieces(
+                    vt_input_piece(&self.vt, fp8),
+                    fp8,
+                    (self.vt.grid_cols, "grid columns"),
+                    "A"
+                )
             );
         }
         format!(
@@ -928,9 +932,12 @@ pub fn core_tile(
 /// input panels of a grid row and K part, which every tile of the grid
 /// row and K part reads) over vt's grid columns, in whole 16-byte lines.
 pub fn vt_input_piece(vt: &GemmPlan, codes: bool) -> u32 {
-    let block = vt.vertex().input_bytes() as u32;
-    let block = if codes { block / 2 } else { block };
-    block.div_ceil(vt.grid_cols).next_multiple_of(16)
+    super::stream::pieces_of(vt_input_block(vt, codes), vt.grid_cols)
+}
+
+/// Bytes of a vt input block as vt's tiles keep it (FP8: as codes).
+pub fn vt_input_block(vt: &GemmPlan, codes: bool) -> u32 {
+    super::stream::kept(vt.vertex().input_bytes() as u32, codes)
 }
 
 /// Each attention tile's (row block, key block).

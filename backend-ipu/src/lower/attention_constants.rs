@@ -4,7 +4,6 @@
 //! ([`emit_attention_constants`]), and the block in float64
 //! ([`reference()`]), what a lowered block is checked against.
 
-use ipuc_dialects::ipu::TensorPiece;
 use ipuc_ipu_arch::float8::{encode_scaled, f64_to_f8, f8_to_f64};
 use ipuc_ir::{BlockId, Context, FloatKind, Location, Type};
 
@@ -15,7 +14,7 @@ use super::block::encode_f16;
 use super::codegen::{
     constant_tensor, replicated_constant, Constants, PlacedGemm, ZeroRun, ATTENTION_MASK, ZERO_RUNS,
 };
-use super::stream::piece_range;
+use super::stream::home_pieces;
 
 /// The products' constants as their tiles hold them (heads padded; the
 /// value bias folded into the output bias for f16 products, in vt's
@@ -257,20 +256,8 @@ fn emit_vt_input(
                 // Streamed: piece j of the block on tile (i, j, k).
                 Some(home) => {
                     let piece = vt_input_piece(p, plan.shape.fp8.is_some());
-                    let size = ty.1 as u32;
-                    let pieces: Vec<TensorPiece> = tiles
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(j, &tile)| {
-                            let (lo, hi) = piece_range(j as u32, piece, bytes.len() as u32);
-                            (hi > lo).then(|| TensorPiece {
-                                tile: i64::from(tile),
-                                address: i64::from(home),
-                                first: i64::from(lo / size),
-                                count: i64::from((hi - lo) / size),
-                            })
-                        })
-                        .collect();
+                    let len = (bytes.len() as u32, ty.1 as u32);
+                    let pieces = home_pieces(&tiles, home, piece, len);
                     constant_tensor(ctx, &name, ty, bytes, &pieces, loc.clone())
                 }
                 None => replicated_constant(ctx, &name, ty, bytes, (&tiles, at), loc.clone()),

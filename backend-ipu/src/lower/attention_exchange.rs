@@ -103,25 +103,19 @@ pub fn vt_input_transfers(plan: &AttentionPlan) -> Vec<Transfer> {
     };
     let pv = &plan.vt;
     let fp8 = plan.shape.fp8.is_some();
-    let piece = super::attention_block::vt_input_piece(pv, fp8);
-    let block = pv.vertex().input_bytes() as u32 / if fp8 { 2 } else { 1 };
+    let sizes = (
+        super::attention_block::vt_input_piece(pv, fp8),
+        super::attention_block::vt_input_block(pv, fp8),
+    );
     let at = plan.layout.vt_codes.unwrap_or(plan.layout.vt.input);
     let mut out = Vec::new();
     for i in 0..pv.grid_rows {
         for k in 0..pv.grid_k {
-            for j in 0..pv.grid_cols {
-                let (lo, hi) = super::stream::piece_range(j, piece, block);
-                if hi > lo {
-                    out.push(Transfer {
-                        sender: pv.tile(i, j, k),
-                        chunks: super::stream::chunks(home, (hi - lo) / 4),
-                        receivers: (0..pv.grid_cols)
-                            .map(|r| (pv.tile(i, r, k), at + lo))
-                            .collect(),
-                        segment: None,
-                    });
-                }
-            }
+            let group: Vec<u32> = (0..pv.grid_cols).map(|j| pv.tile(i, j, k)).collect();
+            out.extend(
+                (0..pv.grid_cols)
+                    .filter_map(|j| super::stream::piece_transfer(&group, j, (home, at), sizes)),
+            );
         }
     }
     out

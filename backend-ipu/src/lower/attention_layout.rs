@@ -163,11 +163,11 @@ pub(super) fn product_layouts(
     } else {
         widened
     };
-    if fp8 || qk_streams {
+    if fp8 {
         let widened_products = [("qk", &v_qk, &l_qk), ("out", &v_out, &l_out)];
         for (name, v, lay) in &widened_products[..1 + usize::from(out_fp8)] {
             let end = u64::from(widened) + v.weight_bytes();
-            if fp8 && end > u64::from(lay.buffers_bottom()) {
+            if end > u64::from(lay.buffers_bottom()) {
                 return Err(format!(
                     "{name}'s weights widened from FP8 codes do not fit: {} bytes of f16 from 0x{widened:x}, below its inputs, outputs and reductions from 0x{:x}",
                     v.weight_bytes(),
@@ -175,15 +175,14 @@ pub(super) fn product_layouts(
                 ));
             }
         }
-        let end = u64::from(gathered) + u64::from(super::stream::block_bytes(qk, fp8));
-        if qk_streams && end > u64::from(l_qk.buffers_bottom()) {
-            return Err(format!(
-                "qk's weights streamed in do not fit: {} bytes gathered from 0x{gathered:x}{}, below its inputs, outputs and reductions from 0x{:x}",
-                super::stream::block_bytes(qk, fp8),
-                if fp8 { " (above their place widened)" } else { "" },
-                l_qk.buffers_bottom()
-            ));
-        }
+    }
+    let qk_block = super::stream::block_bytes(qk, fp8);
+    if qk_streams && u64::from(gathered) + u64::from(qk_block) > u64::from(l_qk.buffers_bottom()) {
+        return Err(format!(
+            "qk's weights streamed in do not fit: {qk_block} bytes gathered from 0x{gathered:x}{}, below its inputs, outputs and reductions from 0x{:x}",
+            if fp8 { " (above their place widened)" } else { "" },
+            l_qk.buffers_bottom()
+        ));
     }
     let vt_rows = if restore_late {
         let end = u64::from(widened) + v_vt.weight_bytes();
@@ -358,10 +357,7 @@ impl ProductLayouts {
             return Ok(out);
         }
         let weight_bytes = self.out_weight_bytes;
-        let block = match out.codes {
-            Some(_) => weight_bytes / 2,
-            None => weight_bytes,
-        };
+        let block = super::stream::kept(weight_bytes, out.codes.is_some());
         let end = window_end(s, core, att, combine);
         let floor = match out.codes {
             Some(_) => end.max(out.weights + weight_bytes),

@@ -170,15 +170,11 @@ fn partials_vertex(rows: u32, groups: u32) -> TileGemm {
 mod tests {
     use super::*;
 
-    fn vertex(rows: u32, groups: u32) -> TileGemm {
-        partials_vertex(rows, groups)
-    }
-
     /// The template copy writes exactly what a bias block would hold:
     /// every group's partials start from `b[r]` on row `r`.
     #[test]
     fn a_template_fills_every_group_with_the_rows_values() {
-        let v = vertex(5, 3);
+        let v = partials_vertex(5, 3);
         let template: Vec<u8> = (0..5u8)
             .flat_map(|r| std::iter::repeat_n(r + 1, ROW_BYTES as usize))
             .collect();
@@ -202,7 +198,7 @@ mod tests {
     fn a_bias_block_needs_no_broadcast() {
         let v = TileGemm {
             bias_in_output: false,
-            ..vertex(4, 2)
+            ..partials_vertex(4, 2)
         };
         let v = TileGemm {
             bias: Some(0x70000),
@@ -217,7 +213,7 @@ mod tests {
     fn probed_counts_estimate_as_the_emitted_code() {
         let counts = BiasCounts::probe();
         for per_row in [false, true] {
-            let b = BiasBroadcast::of(&vertex(12, 6), per_row, 0x1000).unwrap();
+            let b = BiasBroadcast::of(&partials_vertex(12, 6), per_row, 0x1000).unwrap();
             assert_eq!(b.cycles(&counts), b.estimate_cycles().unwrap());
         }
     }

@@ -210,10 +210,14 @@ impl LoopMemory {
                 (tile, offsets)
             })
             .collect();
-        if let Some((tile, spans)) = extents
-            .iter()
-            .max_by_key(|(_, spans)| spans.iter().map(|s| s.2 - s.1).sum::<u32>())
-        {
+        let busiest = tracing::enabled!(target: "ipu-lower", tracing::Level::DEBUG)
+            .then(|| {
+                extents
+                    .iter()
+                    .max_by_key(|(_, spans)| spans.iter().map(|s| s.2 - s.1).sum::<u32>())
+            })
+            .flatten();
+        if let Some((tile, spans)) = busiest {
             tracing::debug!(
                 target: "ipu-lower",
                 "loop archive: a slot of {slot} bytes, tile {tile}'s spans {:x?}",

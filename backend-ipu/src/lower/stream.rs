@@ -65,12 +65,43 @@ impl Weights {
 /// A plan report's words on a product whose weights stream in (as FP8
 /// codes where `codes`), gathered in exchange `exchange`.
 pub fn report(plan: &GemmPlan, codes: bool, exchange: &str) -> String {
-    format!(
-        "in pieces of {} bytes{} on each of its {} grid rows, gathered in exchange {exchange}",
+    report_pieces(
         piece_bytes(plan, codes),
-        if codes { " of FP8 codes" } else { "" },
-        plan.grid_rows
+        codes,
+        (plan.grid_rows, "grid rows"),
+        exchange,
     )
+}
+
+/// A plan report's words on a block kept in pieces of `piece` bytes (FP8
+/// codes where `codes`) on each of `count` tiles (`what`: the grid's
+/// axis), gathered in exchange `exchange`.
+pub fn report_pieces(
+    piece: u32,
+    codes: bool,
+    (count, what): (u32, &str),
+    exchange: &str,
+) -> String {
+    format!(
+        "in pieces of {piece} bytes{} on each of its {count} {what}, gathered in exchange {exchange}",
+        if codes { " of FP8 codes" } else { "" },
+    )
+}
+
+/// `bytes` of f16 as its tiles keep them: as they are, or where `codes`
+/// as FP8 codes, a byte per element.
+pub fn kept(bytes: u32, codes: bool) -> u32 {
+    if codes {
+        bytes / 2
+    } else {
+        bytes
+    }
+}
+
+/// Bytes of each of `count` pieces of a block of `block` bytes, in whole
+/// 16-byte lines (so each piece starts 16-byte aligned in the block).
+pub fn pieces_of(block: u32, count: u32) -> u32 {
+    block.div_ceil(count).next_multiple_of(16)
 }
 
 /// Bytes of a column block of `plan`'s weights as its tiles keep them:
@@ -78,12 +109,7 @@ pub fn report(plan: &GemmPlan, codes: bool, exchange: &str) -> String {
 /// element ([`super::codegen::TileLayout::codes`], widened after the
 /// gather).
 pub fn block_bytes(plan: &GemmPlan, codes: bool) -> u32 {
-    let block = plan.vertex().weight_bytes() as u32;
-    if codes {
-        block / 2
-    } else {
-        block
-    }
+    kept(plan.vertex().weight_bytes() as u32, codes)
 }
 
 /// Bytes of each piece of `plan`'s weight blocks (as FP8 codes where
@@ -91,9 +117,7 @@ pub fn block_bytes(plan: &GemmPlan, codes: bool) -> u32 {
 /// (so each piece starts 16-byte aligned in the block, as the AMP's
 /// `ld128putcs` and the widening cast read it).
 pub fn piece_bytes(plan: &GemmPlan, codes: bool) -> u32 {
-    block_bytes(plan, codes)
-        .div_ceil(plan.grid_rows)
-        .next_multiple_of(16)
+    pieces_of(block_bytes(plan, codes), plan.grid_rows)
 }
 
 /// Piece `i`'s byte range `[lo, hi)` in a block of `block` bytes cut in
@@ -118,24 +142,57 @@ pub fn transfers(product: &PlacedGemm) -> Vec<Transfer> {
     let at = codes.unwrap_or(product.lay.weights);
     let mut out = Vec::new();
     for i in 0..p.grid_rows {
-        let (lo, hi) = piece_range(i, piece, block);
-        if hi == lo {
-            continue;
-        }
         for j in 0..p.grid_cols {
             for k in 0..p.grid_k {
-                out.push(Transfer {
-                    sender: p.tile(i, j, k),
-                    chunks: chunks(home, (hi - lo) / 4),
-                    receivers: (0..p.grid_rows)
-                        .map(|r| (p.tile(r, j, k), at + lo))
-                        .collect(),
-                    segment: None,
-                });
+                let group: Vec<u32> = (0..p.grid_rows).map(|r| p.tile(r, j, k)).collect();
+                out.extend(piece_transfer(&group, i, (home, at), (piece, block)));
             }
         }
     }
     out
+}
+
+/// The multicast of piece `n` of a block (`(piece, block)` bytes) kept
+/// over `group` (piece `n` on `group[n]`, at `home`) to every tile of
+/// `group`, at `at` plus the piece's offset in the block; `None` for a
+/// piece past the block's end.
+pub fn piece_transfer(
+    group: &[u32],
+    n: u32,
+    (home, at): (u32, u32),
+    (piece, block): (u32, u32),
+) -> Option<Transfer> {
+    let (lo, hi) = piece_range(n, piece, block);
+    (hi > lo).then(|| Transfer {
+        sender: group[n as usize],
+        chunks: chunks(home, (hi - lo) / 4),
+        receivers: group.iter().map(|&r| (r, at + lo)).collect(),
+        segment: None,
+    })
+}
+
+/// The pieces of a block of `len` bytes (elements of `size` bytes) kept
+/// over `group` in pieces of `piece` bytes, each at `home`: piece `n` on
+/// `group[n]` (none past the block's end).
+pub fn home_pieces(
+    group: &[u32],
+    home: u32,
+    piece: u32,
+    (len, size): (u32, u32),
+) -> Vec<TensorPiece> {
+    group
+        .iter()
+        .enumerate()
+        .filter_map(|(n, &tile)| {
+            let (lo, hi) = piece_range(n as u32, piece, len);
+            (hi > lo).then(|| TensorPiece {
+                tile: i64::from(tile),
+                address: i64::from(home),
+                first: i64::from(lo / size),
+                count: i64::from((hi - lo) / size),
+            })
+        })
+        .collect()
 }
 
 /// `words` words from `address` as chunks of at most [`MAX_SEND_WORDS`].
@@ -176,22 +233,12 @@ pub fn emit_homes(
                 Some(c) => product.weight_codes(weights, (j, k), c.scale),
                 None => product.weight_block(weights, (j, k)),
             };
-            let size = size as u32;
-            let pieces: Vec<TensorPiece> = (0..p.grid_rows)
-                .filter_map(|i| {
-                    let (lo, hi) = piece_range(i, piece, bytes.len() as u32);
-                    (hi > lo).then(|| TensorPiece {
-                        tile: i64::from(p.tile(i, j, k)),
-                        address: i64::from(home),
-                        first: i64::from(lo / size),
-                        count: i64::from((hi - lo) / size),
-                    })
-                })
-                .collect();
+            let group: Vec<u32> = (0..p.grid_rows).map(|i| p.tile(i, j, k)).collect();
+            let pieces = home_pieces(&group, home, piece, (bytes.len() as u32, size as u32));
             let t = constant_tensor(
                 ctx,
                 &format!("{}_weights_{}", product.tag, product.suffix(j, k)),
-                (ty.clone(), size as usize, 16),
+                (ty.clone(), size, 16),
                 bytes,
                 &pieces,
                 loc.clone(),
@@ -208,7 +255,7 @@ mod tests {
     #[test]
     fn pieces_cover_the_block_once_in_whole_lines() {
         for (block, rows) in [(512u32, 1u32), (512, 7), (512, 40), (46_080, 7), (1024, 3)] {
-            let piece = block.div_ceil(rows).next_multiple_of(16);
+            let piece = pieces_of(block, rows);
             let mut covered = 0;
             for i in 0..rows {
                 let (lo, hi) = piece_range(i, piece, block);
