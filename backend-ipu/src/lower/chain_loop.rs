@@ -354,6 +354,9 @@ pub fn extents(ctx: &Context, tensors: &[OpId], mem: &LoopMemory) -> Result<Exte
         .copied()
         .filter(|&t| !layer_invariant(ctx, t))
         .collect();
+    if tracing::enabled!(target: "ipu-lower", tracing::Level::DEBUG) {
+        report_families(ctx, &varying)?;
+    }
     for (tile, pieces) in placed(ctx, &varying, mem)? {
         // Each piece in whole grains of its range, in address order.
         let mut spans: Vec<(usize, u32, u32)> = pieces
@@ -379,6 +382,37 @@ pub fn extents(ctx: &Context, tensors: &[OpId], mem: &LoopMemory) -> Result<Exte
         out.insert(tile, merged);
     }
     Ok(out)
+}
+
+/// Logs (debug) the bytes a layer's archive holds by constant family:
+/// each constant's name without its digits (`qk_weights_col1_k0` is
+/// `qk_weights_col_k`), largest first, over every tile.
+fn report_families(ctx: &Context, varying: &[OpId]) -> Result<(), Diagnostic> {
+    let mut families: BTreeMap<String, u64> = BTreeMap::new();
+    for &t in varying {
+        let name = ctx
+            .attr(t, "sym_name")
+            .and_then(Attribute::as_str)
+            .unwrap_or("?");
+        let family: String = name.chars().filter(|c| !c.is_ascii_digit()).collect();
+        let bytes: u64 = constant_piece_bytes(ctx, t)?
+            .iter()
+            .map(|(_, b)| b.len() as u64)
+            .sum();
+        *families.entry(family).or_default() += bytes;
+    }
+    let mut sorted: Vec<(String, u64)> = families.into_iter().collect();
+    sorted.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    tracing::debug!(
+        target: "ipu-lower",
+        "loop archive by constant family: {}",
+        sorted
+            .iter()
+            .map(|(f, b)| format!("{f} {b}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
 }
 
 /// Appends layer `layer`'s archive: the body's constants `tensors`, as
