@@ -155,3 +155,86 @@ fn row_broadcasts_repeat_each_groups_row_and_match_the_estimate() {
         .to_string()
         .contains("overlap"));
 }
+
+/// The row splat (a value per row over every group's rows): one row;
+/// fewer rows than workers; a product's groups (vt's: the second half of
+/// each output group, a word apart); the widest step a store takes.
+#[test]
+fn row_splats_repeat_each_rows_value_and_match_the_estimate() {
+    use ipuc_backend_ipu::codelets::broadcast::{SplatRows, ROW_BYTES};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(83);
+    for (groups, rows, stride, src) in [
+        (1u32, 1u32, 32u32, 0x60000u32),
+        (3, 4, 4 * 32 + 16, 0x60002),
+        (6, 92, 2 * (92 * 32 + 8) + 8, 0x60000),
+        (2, 13, 2047 * 8 + 24, 0x60006),
+    ] {
+        let b = SplatRows {
+            groups,
+            rows,
+            src,
+            dst: 0xa0008,
+            group_stride: stride,
+        };
+        let what = format!("{groups} groups of {rows} rows");
+        let values: Vec<u8> = (0..2 * rows).map(|_| rng.random_range(1..=255)).collect();
+        let len = ((groups - 1) * stride + rows * ROW_BYTES + 64) as usize;
+        let dst: Vec<u8> = (0..len).map(|_| rng.random_range(1..=255)).collect();
+        let (prog, counts) = b.program(2, &MachineModel::c600()).unwrap();
+        let s = simulate(&prog, 2, &[(b.src, &values), (b.dst, &dst)]);
+        let got = s.read_memory(2, b.dst, len as u32).unwrap();
+        let want = b.reference(&values, &dst);
+        assert_eq!(got, want, "{what}");
+        // Every group's last row holds the last value, and the bytes
+        // past it are untouched.
+        let last = ((groups - 1) * stride + (rows - 1) * ROW_BYTES) as usize;
+        assert_eq!(&want[last..last + 2], &values[values.len() - 2..], "{what}");
+        assert_eq!(&want[last + 32..], &dst[last + 32..], "{what}");
+        common::assert_worker_issues(
+            s.profile().unwrap().tiles[0].worker_issues,
+            &b.worker_rows(),
+            |n| b.worker_issues(&counts, n),
+            &what,
+        );
+        common::assert_near_estimate(
+            s.profile().unwrap().total_cycles,
+            b.estimate_cycles().unwrap(),
+            &what,
+        );
+    }
+    for (bad, why) in [
+        (
+            SplatRows {
+                groups: 2,
+                rows: 4,
+                src: 0x60000,
+                dst: 0xa0000,
+                group_stride: 64,
+            },
+            "overlap",
+        ),
+        (
+            SplatRows {
+                groups: 2,
+                rows: 4,
+                src: 0x60000,
+                dst: 0xa0000,
+                group_stride: 2048 * 8 + 24,
+            },
+            "farther",
+        ),
+        (
+            SplatRows {
+                groups: 1,
+                rows: 4,
+                src: 0x60001,
+                dst: 0xa0000,
+                group_stride: 128,
+            },
+            "source",
+        ),
+    ] {
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(e.contains(why), "{e}");
+    }
+}

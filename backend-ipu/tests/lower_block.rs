@@ -253,6 +253,82 @@ fn a_tiles_adds_share_one_worker_and_the_bytes_repeat() {
     }
 }
 
+/// fc2's bias is kept as one 32-byte row per output group of a tile's
+/// column block (in region 0), not as rows over its owned rows: the
+/// broadcast beside LayerNorm writes those, and the block still matches
+/// float64 (`small_blocks_match_float64`, whose biases are random). Here:
+/// every fc2 tile that owns rows keeps exactly its groups' rows, no tile
+/// keeps bias rows, and the broadcast writes the add column's layout.
+#[test]
+fn fc2s_bias_is_a_row_per_group_broadcast_over_the_owned_rows() {
+    use ipuc_backend_ipu::lower::block::fc2_bias_broadcast;
+    let s = shape(37, 48, 200, GeluForm::Tanh);
+    let machine = MachineModel::c600();
+    let plan = plan_mlp(s, &machine).unwrap_or_else(|e| panic!("{e}"));
+    let p2 = &plan.fc2;
+    assert!(p2.grid_k > 1, "several K parts own rows: {p2:?}");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    let values = MlpValues::random(s, || rng.random_range(-1.0..1.0));
+    let (ctx, lowered) = lower(&plan, &values.constants, &machine);
+    let exe =
+        build_executable(&ctx, lowered.executable).unwrap_or_else(|d| panic!("{}", d[0].message));
+    let mut kept = 0;
+    for j in 0..p2.grid_cols {
+        for k in 0..p2.grid_k {
+            let b = fc2_bias_broadcast(&plan, j, k);
+            for i in 0..p2.grid_rows {
+                let tile = p2.tile(i, j, k);
+                let image = &exe
+                    .tiles
+                    .iter()
+                    .find(|t| t.tile == tile)
+                    .expect("an fc2 tile")
+                    .image;
+                let section = image
+                    .sections
+                    .iter()
+                    .find(|x| x.name == format!(".const.fc2_bias_col{j}"));
+                assert!(
+                    image
+                        .sections
+                        .iter()
+                        .all(|x| !x.name.contains("bias_rows_col")
+                            || x.name.starts_with(".const.fc1")),
+                    "tile {tile} keeps fc2 bias rows"
+                );
+                match (&b, section) {
+                    (Some(b), Some(x)) => {
+                        assert_eq!(x.address, plan.layout.bias_src);
+                        assert_eq!(x.bytes.len() as u32, p2.groups_of(j) * 32);
+                        // The first group's row is the bias of its 16
+                        // columns.
+                        let col0 = (j * p2.groups * 16) as usize;
+                        assert_eq!(
+                            &x.bytes[..32],
+                            &f16_bytes(
+                                &values.constants.b2[col0..col0 + 16]
+                                    .iter()
+                                    .map(|&v| half::f16::from_f64(v))
+                                    .collect::<Vec<_>>()
+                            )[..]
+                        );
+                        assert_eq!(b.groups, p2.groups_of(j));
+                        assert_eq!(b.dst, plan.layout.bias);
+                        assert_eq!(b.group_stride, b.rows * 32);
+                        kept += 1;
+                    }
+                    (None, None) => {}
+                    (b, x) => panic!(
+                        "tile {tile}: broadcast {b:?}, bias section {:?}",
+                        x.map(|x| &x.name)
+                    ),
+                }
+            }
+        }
+    }
+    assert!(kept > 0);
+}
+
 /// The simulator gives the same run on any number of host threads: an f16
 /// and an FP8 block, many tiles exchanging over several supersteps, run on
 /// 1, 2 and 3 threads, agree on the profile (every tile's cycles per

@@ -18,10 +18,12 @@
 // CHECK: nn.linear {{.*}}ipu.plan = {{.*}}instruction = "f16v4hihov4amp"
 // The first product tile: while LayerNorm runs on the LN tiles, it
 // broadcasts fc1's bias rows into the second halves of fc1's output
-// groups (its initial partials: no bias block in memory); then fc1's
-// vertex, then fc2's.
+// groups (its initial partials: no bias block in memory), and fc2's bias
+// row over the rows it owns in the bias column (fc2's bias kept as a row
+// per group, not as those rows); then fc1's vertex, then fc2's.
 // CHECK: ipu.tile 0 {
 // CHECK: ipu.inst call lr, @fc1_bias_broadcast_main
+// CHECK-NEXT: ipu.inst call lr, @fc2_bias_broadcast0_main
 // CHECK-NEXT: ipu.inst sync @TEXCH_SYNCZONE_INTERNAL
 // CHECK: ipu.inst put INCOMING_MUX, m2
 // CHECK: ipu.inst put INCOMING_DCOUNT, m1
@@ -37,6 +39,9 @@
 // The bias is one 32-byte row per output group (two groups: 32 f16).
 // CHECK: ipu.tensor constant @fc1_bias_rows_col0 : tensor<32xf16>
 // CHECK: ipu.tensor constant @ln_gamma : tensor<16xf16> = dense_resource<ln_gamma> : tensor<16xf16> pieces [(1470, {{.*}}), (1471, {{.*}})]
+// fc2's bias: one 32-byte row for its one output group (16 f16).
+// CHECK-NOT: @fc2_bias_rows
+// CHECK: ipu.tensor constant @fc2_bias_col0 : tensor<16xf16>
 // CHECK: ipu.tensor input @input0 : tensor<12x16xf16>
 // SIM: (@mlp)
 // SIM: PASS

@@ -32,7 +32,7 @@
 // A compiled run adds the device's figures (cycles per phase are sums over
 // supersteps of the busiest tile's).
 // JSON-SAME: "host_cycles":30087,"host_steps":2,"host_io_s":0.000020058
-// JSON-SAME: "cycles":{{[0-9]+}},"host_io_s":0.000020058,"mfu":{{[0-9.e-]+}},"compute_cycles":{{[0-9]+}},"exchange_cycles":{{[1-9][0-9]*}},"sync_cycles":{{[0-9]+}},"tiles_used":2,"max_tile_bytes":{{[0-9]+}},"exchange_code_bytes_max":{{[1-9][0-9]*}},"compile_s":{{[0-9.e-]+}}
+// JSON-SAME: "cycles":{{[0-9]+}},"host_io_s":0.000020058,"mfu":{{[0-9.e-]+}},"compute_cycles":{{[0-9]+}},"exchange_cycles":{{[1-9][0-9]*}},"sync_cycles":{{[0-9]+}},"tiles_used":2,"max_tile_bytes":{{[0-9]+}},"max_code_bytes":{{[1-9][0-9]*}},"exchange_code_bytes_max":{{[1-9][0-9]*}},"compile_s":{{[0-9.e-]+}}
 // A matrix argument is one entry per run; the rates count the host link's
 // streams in, and the device alone.
 // JSON-SAME: "batch":1,"precision":"as-is","images_per_s":{{[0-9.e]+}},"device_images_per_s":{{[0-9.e]+}}

@@ -375,7 +375,7 @@ fn an_attention_block_profiles_step_by_step() {
 }
 
 /// At FP8 the bias broadcasts run beside LayerNorm, where qk's and vt's
-/// tiles are idle: qk's bias rows and vt's template of the value bias are
+/// tiles are idle: qk's bias rows and vt's splat of the value bias are
 /// attributed to the LayerNorm step, not to the products'.
 #[test]
 fn fp8_attention_puts_its_bias_broadcasts_in_the_layernorm_step() {

@@ -77,6 +77,12 @@ fn siglip_small_mlp_block_runs_on_the_simulator() {
         "{stdout}"
     );
     assert!(num("exchange_code_bytes_max") > 0.0, "{stdout}");
+    // Code is part of the fullest tile's bytes, exchange code part of it.
+    assert!(
+        num("max_code_bytes") >= num("exchange_code_bytes_max")
+            && num("max_code_bytes") < num("max_tile_bytes"),
+        "{stdout}"
+    );
     assert!(num("mfu") > 0.0 && num("mfu") < 1.0, "{stdout}");
     for o in report["outputs"].as_array().expect("outputs") {
         let rel = o["rel_l2_err"].as_f64().expect("rel_l2_err");

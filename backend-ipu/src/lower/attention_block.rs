@@ -40,8 +40,8 @@
 //! attention tiles each use all of those tiles, one after the other. A
 //! tile's interleaved memory, from the bottom: the weights (qk's or vt's,
 //! then out's), constants for the whole program (qk's and out's biases
-//! are a row per output group in region 0, vt's (FP8) a template of its
-//! rows, broadcast into their initial partials,
+//! are a row per output group in region 0, vt's (FP8) a value per row,
+//! broadcast into their initial partials,
 //! [`super::bias_broadcast`]: qk's and vt's beside LayerNorm, out's
 //! before its vertex; with FP8 products or streamed weights vt's weights
 //! are scratch under the window, [`AttentionLayout::restore_late`]); the
@@ -726,8 +726,8 @@ fn plan_attention_window(
     // qk's and out's biases are rows the tiles broadcast (no blocks in
     // memory), qk's beside LayerNorm (its tiles are idle), out's before
     // its vertex (its buffers are the attention's until then); vt's (FP8)
-    // is a value per row: a template of one group, copied beside
-    // LayerNorm too.
+    // is a value per row, splat into every output group beside LayerNorm
+    // too.
     let with_bias = |when| Epilogue {
         bias: true,
         bias_rows: Some(when),
@@ -754,8 +754,8 @@ fn plan_attention_window(
             n: s.m,
             variant: f16,
             // FP8: the value bias in vt's initial partials (see
-            // `HeldConstants`), a value per row of V^T copied from a
-            // template into every output group beside LayerNorm.
+            // `HeldConstants`), a value per row of V^T splat into
+            // every output group beside LayerNorm.
             epilogue: Epilogue {
                 bias: s.fp8.is_some(),
                 bias_rows: s.fp8.map(|_| BiasRows::Early),

@@ -141,8 +141,8 @@ pub fn emit_attention_constants(
     );
     emit_vt_input(ctx, exe_body, plan, &vt, &held.w_vt, &loc);
     // FP8: every token's value channels start from the value bias, a
-    // template vt's tiles copy into each output group.
-    let vt_zeros = vt.emit_bias_template(ctx, exe_body, &held.b_vt, &loc);
+    // value per row vt's tiles splat into each output group.
+    let vt_zeros = vt.emit_bias_values(ctx, exe_body, &held.b_vt, &loc);
     ln.emit_constants(ctx, exe_body, (&constants.gamma, &constants.beta), &loc);
     // The attention tiles' masks: one per block of keys (only the last
     // masks any key).

@@ -183,7 +183,7 @@ pub fn emit_attention_in(
         } else {
             Ok(0)
         };
-        // qk's bias rows, vt's template (FP8) into their initial partials
+        // qk's bias rows, vt's values (FP8) into their initial partials
         // (`BiasRows::Early`).
         let broadcast = if at_qk.contains_key(&t) {
             qk.emit_bias_broadcast(&mut e, &mut calls)

@@ -231,7 +231,7 @@ pub(super) fn product_layouts(
     };
     let states_qkvt = window.region0(v_qk.state_bytes().max(v_vt.state_bytes()) as u32);
     let states_out = window.region0(v_out.state_bytes() as u32);
-    // The broadcast biases' sources: qk's rows and vt's template (FP8) in
+    // The broadcast biases' sources: qk's rows and vt's values (FP8) in
     // one place (their tiles are disjoint), out's their own.
     let source = |p: &GemmPlan| BiasBroadcast::source_bytes(&p.vertex(), p.shape.epilogue.per_row);
     let qkvt = source(qk).max(source(vt));

@@ -13,12 +13,12 @@
 //!   its group's rows ([`RowBroadcast`]): 32 bytes a group kept;
 //! - **a value per row** (the same along N, `b[M]`: the value bias in
 //!   vt's partials, [`super::plan::Epilogue::per_row`]): every output
-//!   group starts from the same rows, a *template* of `rows` rows of 32
-//!   bytes (`b[r]` in each of a row's 16 columns), copied over every group
-//!   by one strided copy with source stride 0 ([`StridedCopy`], a group a
-//!   copy row): `rows × 32` bytes kept instead of `groups` times that.
-//!   The template is in region 0 and the partials in interleaved memory,
-//!   so the copy's `ldst64pace` never loads and stores one memory element.
+//!   group starts from the same rows, `b[r]` in each of row `r`'s 16
+//!   columns, which a splat writes from the values alone ([`SplatRows`]):
+//!   2 bytes a row kept (rounded to 8) instead of a 32-byte row per row
+//!   of each group (a *template* of one group's rows copied over the
+//!   others would keep 32 bytes a row: on so400m about 2.9 KB on each of
+//!   vt's tiles, in every later layer's loop archive too).
 //!
 //! The last output group's columns past N start from the bias too (the
 //! bias block started them from zero): those columns are padding no
@@ -29,10 +29,10 @@ use ipuc_ipu_arch::MachineModel;
 
 use super::codegen::Instance;
 use crate::codelets::amp::AmpVariant;
-use crate::codelets::broadcast::{BroadcastCounts, RowBroadcast, ROW_BYTES};
-use crate::codelets::copy::StridedCopy;
+use crate::codelets::broadcast::{
+    BroadcastCounts, RowBroadcast, SplatCounts, SplatRows, ROW_BYTES,
+};
 use crate::codelets::gemm::TileGemm;
-use crate::codelets::launch::RowLaunchCounts;
 use crate::codelets::program::Codelet;
 use crate::codelets::subroutine::call_cycles;
 use crate::codelets::CodeletError;
@@ -42,8 +42,8 @@ use crate::codelets::CodeletError;
 pub enum BiasBroadcast {
     /// A row per output group over the group's rows.
     Rows(RowBroadcast),
-    /// One group's rows (the template) over every group.
-    Template(StridedCopy),
+    /// A value per row over every group's rows.
+    Splat(SplatRows),
 }
 
 /// The issue counts of both forms, as their estimates need them.
@@ -51,8 +51,8 @@ pub enum BiasBroadcast {
 pub struct BiasCounts {
     /// The row broadcast's.
     pub rows: BroadcastCounts,
-    /// The template copy's.
-    pub template: RowLaunchCounts,
+    /// The row splat's.
+    pub splat: SplatCounts,
 }
 
 impl BiasCounts {
@@ -62,14 +62,14 @@ impl BiasCounts {
         let counts = |per_row| {
             BiasBroadcast::of(&v, per_row, 0x60000).expect("the probe's partials are in its output")
         };
-        let (BiasBroadcast::Rows(rows), BiasBroadcast::Template(template)) =
+        let (BiasBroadcast::Rows(rows), BiasBroadcast::Splat(splat)) =
             (counts(false), counts(true))
         else {
             unreachable!("the forms follow `per_row`")
         };
         BiasCounts {
             rows: rows.counts().expect("the probe's parameters are valid"),
-            template: template.counts().expect("the probe's parameters are valid"),
+            splat: splat.counts().expect("the probe's parameters are valid"),
         }
     }
 }
@@ -77,7 +77,7 @@ impl BiasCounts {
 impl BiasBroadcast {
     /// The launch that fills `vertex`'s initial partials in its output
     /// buffer from the source at `at` (rows per group where `per_row` is
-    /// false, the template where it is true). `None` unless the vertex's
+    /// false, a value per row where it is true). `None` unless the vertex's
     /// partials are in its output.
     pub fn of(vertex: &TileGemm, per_row: bool, at: u32) -> Option<Self> {
         if !vertex.bias_in_output {
@@ -87,13 +87,12 @@ impl BiasBroadcast {
             .bias_group(0)
             .expect("a vertex with its partials in its output");
         Some(if per_row {
-            BiasBroadcast::Template(StridedCopy {
-                rows: vertex.n_groups,
-                row_bytes: vertex.rows * ROW_BYTES,
+            BiasBroadcast::Splat(SplatRows {
+                groups: vertex.n_groups,
+                rows: vertex.rows,
                 src: at,
-                src_stride: 0,
                 dst,
-                dst_stride: vertex.group_stride(),
+                group_stride: vertex.group_stride(),
             })
         } else {
             BiasBroadcast::Rows(RowBroadcast {
@@ -107,12 +106,13 @@ impl BiasBroadcast {
     }
 
     /// Bytes of the source a tile of `vertex` keeps: a row per output
-    /// group, or the template's rows; 0 without a broadcast.
+    /// group, or an f16 value per row (in whole 8-byte words); 0 without
+    /// a broadcast.
     pub fn source_bytes(vertex: &TileGemm, per_row: bool) -> u32 {
         match (vertex.bias_in_output, per_row) {
             (false, _) => 0,
             (true, false) => vertex.n_groups * ROW_BYTES,
-            (true, true) => vertex.rows * ROW_BYTES,
+            (true, true) => (vertex.rows * 2).next_multiple_of(8),
         }
     }
 
@@ -120,7 +120,7 @@ impl BiasBroadcast {
     pub fn cycles(&self, counts: &BiasCounts) -> u64 {
         let launch = match self {
             BiasBroadcast::Rows(b) => b.cycles(&counts.rows),
-            BiasBroadcast::Template(c) => c.cycles(&counts.template),
+            BiasBroadcast::Splat(c) => c.cycles(&counts.splat),
         };
         launch + call_cycles(&MachineModel::c600())
     }
@@ -129,7 +129,7 @@ impl BiasBroadcast {
     pub fn estimate_cycles(&self) -> Result<u64, CodeletError> {
         let launch = match self {
             BiasBroadcast::Rows(b) => b.estimate_cycles()?,
-            BiasBroadcast::Template(c) => c.estimate_cycles()?,
+            BiasBroadcast::Splat(c) => c.estimate_cycles()?,
         };
         Ok(launch + call_cycles(&MachineModel::c600()))
     }
@@ -138,7 +138,7 @@ impl BiasBroadcast {
     pub fn instance(self) -> Box<dyn Instance> {
         match self {
             BiasBroadcast::Rows(b) => Box::new(b),
-            BiasBroadcast::Template(c) => Box::new(c),
+            BiasBroadcast::Splat(c) => Box::new(c),
         }
     }
 }
@@ -170,26 +170,25 @@ fn partials_vertex(rows: u32, groups: u32) -> TileGemm {
 mod tests {
     use super::*;
 
-    /// The template copy writes exactly what a bias block would hold:
-    /// every group's partials start from `b[r]` on row `r`.
+    /// The splat writes exactly what a bias block would hold: every
+    /// group's partials start from `b[r]` on row `r`, from 2 bytes a row.
     #[test]
-    fn a_template_fills_every_group_with_the_rows_values() {
+    fn a_splat_fills_every_group_with_the_rows_values() {
         let v = partials_vertex(5, 3);
-        let template: Vec<u8> = (0..5u8)
-            .flat_map(|r| std::iter::repeat_n(r + 1, ROW_BYTES as usize))
-            .collect();
-        let Some(BiasBroadcast::Template(copy)) = BiasBroadcast::of(&v, true, 0x1000) else {
-            panic!("a per-row bias copies a template")
+        let values: Vec<u8> = (0..5u8).flat_map(|r| [r + 1, 0x40]).collect();
+        let Some(BiasBroadcast::Splat(splat)) = BiasBroadcast::of(&v, true, 0x1000) else {
+            panic!("a per-row bias is splat")
         };
-        copy.validate().unwrap();
+        splat.validate().unwrap();
         let span = (v.group_stride() * v.n_groups) as usize;
         let before = vec![0xeeu8; span];
-        let after = copy.reference(&template, &before);
+        let after = splat.reference(&values, &before);
+        let rows: Vec<u8> = (0..5u8).flat_map(|r| [r + 1, 0x40].repeat(16)).collect();
         for g in 0..v.n_groups {
-            let at = (v.bias_group(g).unwrap() - copy.dst) as usize;
-            assert_eq!(&after[at..at + template.len()], &template[..], "group {g}");
+            let at = (v.bias_group(g).unwrap() - splat.dst) as usize;
+            assert_eq!(&after[at..at + rows.len()], &rows[..], "group {g}");
         }
-        assert_eq!(BiasBroadcast::source_bytes(&v, true), 5 * ROW_BYTES);
+        assert_eq!(BiasBroadcast::source_bytes(&v, true), 16);
         assert_eq!(BiasBroadcast::source_bytes(&v, false), 3 * ROW_BYTES);
     }
 

@@ -50,8 +50,8 @@ use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 use super::block_exchange::residual_view;
 pub use super::block_exchange::{exchange_a, exchange_b, schedules};
 use super::codegen::{
-    emit_standalone, layout_in, replicated_constant, Calls, Constants, Frame, PlacedGemm,
-    TileLayout, View,
+    emit_launches, emit_standalone, layout_in, replicated_constant, Calls, Constants, Frame,
+    PlacedGemm, TileLayout, View,
 };
 use super::ln_tiles::{LnOutput, LnTiles};
 use super::plan::{
@@ -61,6 +61,7 @@ use super::reduce;
 pub use super::stream::Weights;
 use super::window::Window;
 use crate::codelets::amp::AmpVariant;
+use crate::codelets::broadcast::RowBroadcast;
 use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::gelu::GeluForm;
@@ -197,8 +198,12 @@ pub struct BlockLayout {
     pub residual: u32,
     /// `view + residual`.
     pub sum: u32,
-    /// fc2's bias rows, in the same layout.
+    /// fc2's bias rows, in the same layout: written beside LayerNorm
+    /// from [`Self::bias_src`] ([`fc2_bias_broadcast`]), not kept.
     pub bias: u32,
+    /// fc2's bias as a tile keeps it: a 32-byte row (16 columns) per
+    /// output group of its column block, in region 0.
+    pub bias_src: u32,
     /// Lowest tensor address: sections must end at or below it.
     pub tensors_start: u32,
 }
@@ -465,9 +470,11 @@ const MAX_SQUEEZES: usize = 6;
 /// LN tiles private (x is written by the host or the exchange before the
 /// block); the products' buffers, streamed weights and LayerNorm's output
 /// shared scratch from the top; the residual, sum and fc2's bias rows in
-/// the add columns; the vertex states, gamma, beta and fc1's bias rows
+/// the add columns; the vertex states, gamma, beta, fc1's bias rows
 /// (broadcast into its initial partials beside LayerNorm,
-/// [`BiasRows::Early`]) private in region 0.
+/// [`BiasRows::Early`]) and fc2's bias (a row per output group, broadcast
+/// over the owned rows beside LayerNorm, [`fc2_bias_broadcast`]) private
+/// in region 0.
 pub fn block_layout(
     shape: MlpShape,
     (fc1_plan, fc2_plan, weights): (&GemmPlan, &GemmPlan, Weights),
@@ -497,6 +504,8 @@ pub fn block_layout(
     let gamma = window.region0(vec_bytes);
     let beta = window.region0(vec_bytes);
     let bias_rows1 = v1.bias_in_output.then(|| window.region0(v1.n_groups * 32));
+    let bias_src = window.region0(v2.n_groups * 32);
+    let tensors_start = window.region0;
     let top = machine.sram_end;
     // R1: fc1's output and reduction buffers (fc1's result is read by
     // exchange B while fc2's input arrives in R3); then fc2's output.
@@ -580,11 +589,11 @@ pub fn block_layout(
     window.use_scratch(r2_bottom);
     Ok(BlockLayout {
         fc1: TileLayout {
-            tensors_start: beta,
+            tensors_start,
             ..fc1
         },
         fc2: TileLayout {
-            tensors_start: beta,
+            tensors_start,
             ..fc2
         },
         x,
@@ -594,7 +603,8 @@ pub fn block_layout(
         residual,
         sum,
         bias,
-        tensors_start: beta,
+        bias_src,
+        tensors_start,
     })
 }
 
@@ -780,17 +790,25 @@ pub fn emit_mlp_in(
     let mut adds = [0u64; 2];
     let mut exchange_code_bytes_max = 0;
     // The most cycles a tile spends beside LayerNorm: fc1's bias
-    // broadcast ([`BiasRows::Early`]).
+    // broadcast ([`BiasRows::Early`]) and fc2's ([`fc2_bias_broadcast`]).
     let mut beside_ln = 0;
     for &t in &tiles {
         let mut e = frame.open_tile(ctx, t, &loc);
         let mut xcode = 0;
         let mut calls = Calls::new();
         ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
+        let mut beside = 0;
         if at1.contains_key(&t) {
-            let c = fc1.emit_bias_broadcast(&mut e, &mut calls).map_err(fail)?;
-            beside_ln = beside_ln.max(c);
+            beside += fc1.emit_bias_broadcast(&mut e, &mut calls).map_err(fail)?;
         }
+        if let Some(b) = at2
+            .get(&t)
+            .and_then(|&(_, j, k)| fc2_bias_broadcast(plan, j, k))
+        {
+            beside += emit_launches(&mut e, &mut calls, "fc2_bias_broadcast", &[b], machine)
+                .map_err(fail)?;
+        }
+        beside_ln = beside_ln.max(beside);
         sync(&mut e);
         xcode += a.emit(&mut e, machine, t, "a");
         sync(&mut e);
@@ -912,34 +930,52 @@ pub fn emit_mlp_constants(
     );
     ln.emit_constants(ctx, exe_body, (&constants.gamma, &constants.beta), &loc);
     let half_ty = Type::float(FloatKind::F16);
-    // fc2's bias rows: column block j's bias for each owned row, per K part.
+    // fc2's bias: column block j's, a row per output group, on every
+    // tile that owns rows of it ([`fc2_bias_broadcast`] writes the rows).
     for j in 0..p2.grid_cols {
-        for k in 0..p2.grid_k {
-            let (lo, hi) = reduce::owned(k, p2.grid_k, p2.rows);
-            if hi == lo {
-                continue;
-            }
-            let mut values = Vec::new();
-            for g in 0..p2.groups_of(j) {
-                let col = ((j * p2.groups + g) * 16) as usize;
-                for _ in lo..hi {
-                    values.extend(
-                        (col..col + 16).map(|c| constants.b2.get(c).copied().unwrap_or(0.0)),
-                    );
-                }
-            }
-            let tiles: Vec<u32> = (0..p2.grid_rows).map(|i| p2.tile(i, j, k)).collect();
-            let t = replicated_constant(
-                ctx,
-                &format!("fc2_bias_rows_col{j}_k{k}"),
-                (half_ty.clone(), 2, 8),
-                encode_f16(&values),
-                (&tiles, lay.bias),
-                loc.clone(),
-            );
-            ctx.append_op(exe_body, t);
+        let values: Vec<f64> = (0..p2.groups_of(j) * 16)
+            .map(|c| {
+                let col = (j * p2.groups * 16 + c) as usize;
+                constants.b2.get(col).copied().unwrap_or(0.0)
+            })
+            .collect();
+        let tiles: Vec<u32> = (0..p2.grid_k)
+            .filter(|&k| fc2_bias_broadcast(plan, j, k).is_some())
+            .flat_map(|k| (0..p2.grid_rows).map(move |i| p2.tile(i, j, k)))
+            .collect();
+        if tiles.is_empty() {
+            continue;
         }
+        let t = replicated_constant(
+            ctx,
+            &format!("fc2_bias_col{j}"),
+            (half_ty.clone(), 2, 8),
+            encode_f16(&values),
+            (&tiles, lay.bias_src),
+            loc.clone(),
+        );
+        ctx.append_op(exe_body, t);
     }
+}
+
+/// fc2's bias rows on the tiles of column block `j`, K part `k`: the
+/// tile's row of each output group ([`BlockLayout::bias_src`]) over the
+/// rows it owns, in the bias column's layout (group after group, a
+/// 32-byte row each), before the residual add reads them. Kept as rows,
+/// fc2's bias would take a row per owned row of each group (about 1.5 KB
+/// a tile on so400m, copied into every later layer's loop archive); the
+/// broadcast runs beside LayerNorm, where fc2's tiles are idle. `None`
+/// where the tile owns no rows.
+pub fn fc2_bias_broadcast(plan: &MlpPlan, j: u32, k: u32) -> Option<RowBroadcast> {
+    let p2 = &plan.fc2;
+    let (lo, hi) = reduce::owned(k, p2.grid_k, p2.rows);
+    (hi > lo).then(|| RowBroadcast {
+        groups: p2.groups_of(j),
+        rows: hi - lo,
+        src: plan.layout.bias_src,
+        dst: plan.layout.bias,
+        group_stride: (hi - lo) * 32,
+    })
 }
 
 /// The products' constants as their tiles hold them: f16 as given

@@ -572,7 +572,16 @@ fn plan_blocks(
             }
         }
         .map_err(|e| Failure::Block(k, e, kept(&window)))?;
+        let before = window;
         window = planned.next();
+        tracing::debug!(
+            target: "ipu-lower",
+            "block {k} planned: private memory {} bytes from 0x{:x}, private region 0 {} bytes, scratch from 0x{:x}",
+            window.base - before.base,
+            before.base,
+            before.region0 - window.region0,
+            window.scratch_low
+        );
         plans.push(planned);
         if let Some(r) = repeat.filter(|r| k == r.last()) {
             let ranges = window

@@ -386,21 +386,37 @@ pub fn extents(ctx: &Context, tensors: &[OpId], mem: &LoopMemory) -> Result<Exte
 
 /// Logs (debug) the bytes a layer's archive holds by constant family:
 /// each constant's name without its digits (`qk_weights_col1_k0` is
-/// `qk_weights_col_k`), largest first, over every tile.
+/// `qk_weights_col_k`), largest first, over every tile, then those of
+/// the tile that holds the most.
 fn report_families(ctx: &Context, varying: &[OpId]) -> Result<(), Diagnostic> {
     let mut families: BTreeMap<String, u64> = BTreeMap::new();
+    let mut by_tile: BTreeMap<u32, BTreeMap<String, u64>> = BTreeMap::new();
     for &t in varying {
         let name = ctx
             .attr(t, "sym_name")
             .and_then(Attribute::as_str)
             .unwrap_or("?");
         let family: String = name.chars().filter(|c| !c.is_ascii_digit()).collect();
-        let bytes: u64 = constant_piece_bytes(ctx, t)?
-            .iter()
-            .map(|(_, b)| b.len() as u64)
-            .sum();
-        *families.entry(family).or_default() += bytes;
+        for (p, b) in constant_piece_bytes(ctx, t)? {
+            *families.entry(family.clone()).or_default() += b.len() as u64;
+            *by_tile
+                .entry(p.tile as u32)
+                .or_default()
+                .entry(family.clone())
+                .or_default() += b.len() as u64;
+        }
     }
+    let busiest = by_tile
+        .iter()
+        .max_by_key(|(_, f)| f.values().sum::<u64>())
+        .map(|(&tile, f)| {
+            let mut f: Vec<(&String, &u64)> = f.iter().collect();
+            f.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+            let list: Vec<String> = f.iter().map(|(n, b)| format!("{n} {b}")).collect();
+            format!("tile {tile}: {}", list.join(", "))
+        })
+        .unwrap_or_default();
+    tracing::debug!(target: "ipu-lower", "loop archive's busiest tile by constant family (before spans' grains and gaps): {busiest}");
     let mut sorted: Vec<(String, u64)> = families.into_iter().collect();
     sorted.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     tracing::debug!(
@@ -872,7 +888,7 @@ mod tests {
         }
         for name in [
             "qk_weights_col1_k0",
-            "vt_bias_template_row0",
+            "vt_bias_values_row0",
             "vt_input_row0_k0",
             "b3_ln_gamma",
             "attn_mask_weights",

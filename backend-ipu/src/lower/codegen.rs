@@ -70,9 +70,9 @@ pub struct TileLayout {
     /// Where a plan whose bias is broadcast ([`super::plan::Epilogue::bias_rows`])
     /// keeps its source, on the K part 0 tiles its bias values, on the
     /// others zeros: 32 bytes per output group (a value per column:
-    /// column block j's), or 32 per row (a value per row,
-    /// [`super::plan::Epilogue::per_row`]: the template of every group),
-    /// copied into each output group's second half before the vertex runs
+    /// column block j's), or 2 per row in whole 8-byte words (a value per
+    /// row, [`super::plan::Epilogue::per_row`]: an f16 value a row),
+    /// written into each output group's second half before the vertex runs
     /// ([`super::bias_broadcast`]), where the first launch reads its
     /// initial partials.
     pub bias_rows: Option<u32>,
@@ -587,14 +587,15 @@ impl PlacedGemm {
         }
     }
 
-    /// Appends the template of a bias that is a value per row of Y
-    /// ([`super::plan::Epilogue::per_row`]; `b` is `[M]`): on the K part
-    /// 0 tiles of grid row i, `b`'s values of its rows, each in a row's
-    /// 16 columns (zero past M), one constant per grid row over its
-    /// column blocks; returns the zero templates of the other K parts'
-    /// tiles (the bias is added once), for the caller to emit with its
-    /// zero runs ([`emit_zero_runs`]). Nothing without a template.
-    pub fn emit_bias_template(
+    /// Appends the values of a bias that is a value per row of Y
+    /// ([`super::plan::Epilogue::per_row`]; `b` is `[M]`), which the
+    /// splat writes into every output group ([`BiasBroadcast::Splat`]):
+    /// on the K part 0 tiles of grid row i, `b`'s values of its rows as
+    /// f16 (zero past M), one constant per grid row over its column
+    /// blocks; returns the zero values of the other K parts' tiles (the
+    /// bias is added once), for the caller to emit with its zero runs
+    /// ([`emit_zero_runs`]). Nothing without a per-row bias.
+    pub fn emit_bias_values(
         &self,
         ctx: &mut Context,
         exe_body: BlockId,
@@ -606,21 +607,23 @@ impl PlacedGemm {
             return Vec::new();
         };
         let v = plan.shape.variant;
-        let ko = v.out_channels();
         let out = v.output_elem();
+        debug_assert_eq!(out.size(), 2, "a row splat writes f16 partials");
         let bytes = BiasBroadcast::source_bytes(vertex, true);
         let mut zeros = Vec::new();
         for i in 0..plan.grid_rows {
-            let values: Vec<f64> = (0..vertex.rows)
-                .flat_map(|r| {
-                    let value = b.get((i * plan.rows + r) as usize).copied().unwrap_or(0.0);
-                    std::iter::repeat_n(value, ko)
+            let values: Vec<f64> = (0..bytes / 2)
+                .map(|r| {
+                    (r < vertex.rows)
+                        .then(|| b.get((i * plan.rows + r) as usize).copied())
+                        .flatten()
+                        .unwrap_or(0.0)
                 })
                 .collect();
             let tiles: Vec<u32> = (0..plan.grid_cols).map(|j| plan.tile(i, j, 0)).collect();
             let t = replicated_constant(
                 ctx,
-                &format!("{tag}_bias_template_row{i}"),
+                &format!("{tag}_bias_values_row{i}"),
                 (output_type(v), out.size(), 8),
                 out.encode(&values),
                 (&tiles, at),

@@ -51,7 +51,7 @@ pub struct Epilogue {
     /// keeps the block.
     pub bias_rows: Option<BiasRows>,
     /// The bias is a value per row of Y (along M), the same along N: its
-    /// broadcast copies one group's rows, a template, over every output
+    /// broadcast splats each row's value over the row in every output
     /// group ([`super::bias_broadcast`]; only with `bias_rows`). Else a
     /// value per column.
     pub per_row: bool,

@@ -342,7 +342,7 @@ fn of_attention(
         ),
     ];
     let mut instances = vec![
-        // qk's bias rows and vt's template (FP8), broadcast into their
+        // qk's bias rows and vt's values (FP8), broadcast into their
         // partials beside LayerNorm, where vt's tiles also zero their
         // padding rows (vt's weights in scratch).
         ("qk_bias_broadcast", 0, qkv.clone()),
@@ -509,6 +509,8 @@ fn of_mlp(
         ("fc1_gelu", 2, gelu),
         // fc1's bias rows, broadcast into its partials beside LayerNorm.
         ("fc1_bias_broadcast", 0, fc1.clone()),
+        // fc2's bias rows, from a row per group, beside LayerNorm too.
+        ("fc2_bias_broadcast", 0, fc2.clone()),
         ("fc1", 2, fc1),
         ("fc2", 4, fc2.clone()),
         ("out0", 4, add),
@@ -925,7 +927,12 @@ fn block_buffers(plan: &MlpPlan, machine: &MachineModel) -> Vec<Buffer> {
     ));
     let span = u64::from(owned_rows_bytes(&plan.fc2));
     let fc2_tiles = product_tiles(&plan.fc2);
-    for (name, address, live) in [("residual", lay.residual, (1, 4)), ("sum", lay.sum, (4, 4))] {
+    // fc2's bias rows: written beside LayerNorm, read by the residual add.
+    for (name, address, live) in [
+        ("residual", lay.residual, (1, 4)),
+        ("sum", lay.sum, (4, 4)),
+        ("fc2 bias rows", lay.bias, (0, 4)),
+    ] {
         out.push(Buffer::whole(name, &fc2_tiles, address, span, live));
     }
     out

@@ -234,6 +234,12 @@ fn summarize(
         sync_cycles: p.supersteps.iter().map(|s| s.sync).sum(),
         tiles_used: p.tiles,
         max_tile_bytes: tile_bytes.values().copied().max().unwrap_or(0),
+        max_code_bytes: exe
+            .tiles
+            .iter()
+            .map(|t| u64::from(t.image.code_bytes()))
+            .max()
+            .unwrap_or(0),
         exchange_code_bytes_max: 0,
         compile_s,
         batch: 1,

@@ -74,6 +74,9 @@ pub struct CompiledSummary {
     /// Bytes of the fullest tile: its image (code, data, constants) and
     /// its host tensors' pieces.
     pub max_tile_bytes: u64,
+    /// Bytes of code on the tile with the most (counted in
+    /// `max_tile_bytes` too).
+    pub max_code_bytes: u64,
     /// The most bytes of exchange code (sends, receive arming, mux switches
     /// and their delays) on one tile.
     pub exchange_code_bytes_max: u64,
@@ -241,6 +244,11 @@ impl Report {
                 c.precision,
                 c.images_per_s,
                 c.device_images_per_s
+            );
+            let _ = writeln!(
+                s,
+                "memory   {} bytes on the fullest tile (image and host tensors), at most {} of code on a tile, {} of exchange code",
+                c.max_tile_bytes, c.max_code_bytes, c.exchange_code_bytes_max
             );
         }
         if let Some(w) = &self.profile_files {
