@@ -15,7 +15,8 @@ use common::{
 use ipuc_backend_ipu::lower::attention_block::AttentionFp8;
 use ipuc_backend_ipu::lower::block::FP8_MAX_REL_L2;
 use ipuc_backend_ipu::lower::block_values::PoolValues;
-use ipuc_backend_ipu::lower::pool_head::{emit_pool, plan_pool_in, reference, PoolShape};
+use ipuc_backend_ipu::lower::pool_head::{emit_pool, plan_pool_in, reference, PoolPlan, PoolShape};
+use ipuc_backend_ipu::lower::stream::Weights;
 use ipuc_backend_ipu::lower::window::Window;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
@@ -38,6 +39,16 @@ fn shape(m: u32, c: u32, heads: u32) -> PoolShape {
 /// post-LayerNorm's and the pooled row's (cosine, relative L2 error)
 /// against float64, and the simulated and estimated cycles.
 fn run(s: PoolShape, tiles: u32, seed: u64) -> ((f64, f64), (f64, f64), u64, u64) {
+    run_with(s, tiles, seed, Weights::Resident)
+}
+
+/// [`run`] with sv's input kept as `weights` says.
+fn run_with(
+    s: PoolShape,
+    tiles: u32,
+    seed: u64,
+    weights: Weights,
+) -> ((f64, f64), (f64, f64), u64, u64) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut values = PoolValues::random(s, || rng.random_range(-1.0..1.0));
     // FP8: the weights rounded to FP8 values, the scales the quantization
@@ -51,8 +62,15 @@ fn run(s: PoolShape, tiles: u32, seed: u64) -> ((f64, f64), (f64, f64), u64, u64
     };
     let PoolValues { x, constants: k } = values;
     let machine = MachineModel::c600();
-    let plan = plan_pool_in(s, &machine, (0, tiles), Window::alone(&machine))
+    let plan = plan_pool_in(s, &machine, (0, tiles), Window::alone(&machine), weights)
         .unwrap_or_else(|e| panic!("{e}"));
+    if weights == Weights::Streamed {
+        assert!(
+            plan.sv.grid_cols > 1 && plan.layout.sv_input_home.is_some(),
+            "sv's input streams over several grid columns: {:?}",
+            plan.sv
+        );
+    }
     let mut ctx = Context::new(ipuc_dialects::registry());
     let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
         .unwrap()
@@ -106,6 +124,50 @@ fn pooling_heads_match_float64() {
     }
 }
 
+/// sv's input streamed in (`PoolLayout::sv_input_home`): kept once in
+/// pieces over each grid row block's columns and gathered in exchange A
+/// into scratch, the same numbers against float64 as kept whole, f16 and
+/// FP8; the private memory shrinks by the input's copies and exchange A's
+/// estimate grows by the gathered words.
+#[test]
+fn streamed_sv_inputs_match_float64() {
+    let fp8 = PoolShape {
+        fp8: Some(AttentionFp8 {
+            qkv_scale: 0,
+            out_scale: Some(0),
+        }),
+        ..shape(37, 96, 4)
+    };
+    for (s, seed) in [(shape(37, 96, 4), 31), (fp8, 32)] {
+        let (ln, y, cycles, estimate) = run_with(s, 736, seed, Weights::Streamed);
+        assert_block_accuracy(
+            (s, "post-LayerNorm"),
+            (ln.0, ln.1, cycles, estimate),
+            0.99999,
+            2e-3,
+        );
+        let (cos, rel) = if s.fp8.is_some() {
+            (0.999, FP8_MAX_REL_L2)
+        } else {
+            (0.9999, 1e-2)
+        };
+        assert_block_accuracy((s, "pooled"), (y.0, y.1, cycles, estimate), cos, rel);
+        assert_near_estimate(cycles, estimate, format!("{s:?}"));
+    }
+    let m = MachineModel::c600();
+    let plan = |w| plan_pool_in(shape(729, 1152, 16), &m, (0, 1472), Window::alone(&m), w).unwrap();
+    let (resident, streamed) = (plan(Weights::Resident), plan(Weights::Streamed));
+    let private = |p: &PoolPlan| p.next.base - m.interleaved_base;
+    assert!(
+        private(&streamed) + 16_384 < private(&resident),
+        "so400m's head keeps {} bytes streamed, {} resident",
+        private(&streamed),
+        private(&resident)
+    );
+    let est = |p: &PoolPlan| p.estimate(&m).unwrap().exchange_a;
+    assert!(est(&streamed) > est(&resident));
+}
+
 #[test]
 fn fp8_pooling_heads_match_float64_with_the_same_roundings() {
     // The key/value product FP8 (the post-LayerNorm's rows rounded to the
@@ -147,6 +209,7 @@ fn a_head_tile_that_does_not_fit_is_refused_with_the_sizes() {
         &MachineModel::c600(),
         (0, 1472),
         Window::alone(&MachineModel::c600()),
+        Weights::Resident,
     )
     .unwrap_err();
     assert!(err.contains("a head tile does not fit"), "{err}");
@@ -158,8 +221,14 @@ fn so400m_s_head_plans_on_half_the_chip() {
     // of value panels each; the block gets half the chip in the tail's
     // chain.
     let m = MachineModel::c600();
-    let plan = plan_pool_in(shape(729, 1152, 16), &m, (0, 736), Window::alone(&m))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let plan = plan_pool_in(
+        shape(729, 1152, 16),
+        &m,
+        (0, 736),
+        Window::alone(&m),
+        Weights::Resident,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let est = plan.estimate(&m).unwrap();
     eprintln!("{}", plan.report(&m));
     assert!(plan.tiles().iter().all(|&t| t < 736));

@@ -397,7 +397,7 @@ const MAX_PERIOD: usize = 4;
 /// lower). The weights stay resident where they fit; where a block does
 /// not plan with them, the chain plans again with the MLP blocks', the
 /// patch embedding's and the attention blocks' weights (qk's, out's and
-/// vt's input) streamed in ([`super::stream`]).
+/// vt's input) and the pooling head's sv input streamed in ([`super::stream`]).
 pub fn plan_chain(
     ctx: &Context,
     chain: &ChainMatch,
@@ -413,10 +413,7 @@ pub fn plan_chain(
     let mut floor = machine.interleaved_base;
     let mut floors = 0;
     let mut weights = Weights::Resident;
-    let streamable = chain
-        .blocks
-        .iter()
-        .any(|b| !matches!(b, ChainBlock::Pool(_)));
+    let streamable = !chain.blocks.is_empty();
     // Where the resident plan stopped: block, reason, kept bytes, archive.
     let mut resident_failure: Option<(usize, String, u32, u32)> = None;
     loop {
@@ -460,7 +457,7 @@ pub fn plan_chain(
             Err(Failure::Block(k, e, kept)) if weights == Weights::Resident && streamable => {
                 tracing::debug!(
                     target: "ipu-lower",
-                    "block {k} does not plan with every weight resident ({e}): planning again with the weights streamed in (the MLP blocks', the patch embedding's, the attention blocks' qk and out weights and value weights)"
+                    "block {k} does not plan with every weight resident ({e}): planning again with the weights streamed in (the MLP blocks', the patch embedding's, the attention blocks' qk and out weights and value weights, the pooling head's sv input)"
                 );
                 resident_failure = Some((k, e, kept, archive));
                 weights = Weights::Streamed;
@@ -495,7 +492,7 @@ pub fn plan_chain(
                     _ => String::new(),
                 };
                 let streamed = if weights == Weights::Streamed {
-                    "; planned again with the weights streamed in (the MLP blocks', the patch embedding's, the attention blocks' qk and out weights and value weights), as here, after the resident weights did not fit"
+                    "; planned again with the weights streamed in (the MLP blocks', the patch embedding's, the attention blocks' qk and out weights and value weights, the pooling head's sv input), as here, after the resident weights did not fit"
                 } else {
                     ""
                 };
@@ -565,7 +562,7 @@ fn plan_blocks(
                     .map(PlannedBlock::Mlp)
             }
             ChainBlock::Pool(p) => {
-                plan_pool_in(p.shape, machine, range, window).map(PlannedBlock::Pool)
+                plan_pool_in(p.shape, machine, range, window, weights).map(PlannedBlock::Pool)
             }
             ChainBlock::Patch(p) => {
                 plan_patch_in(p.shape, machine, range, window, weights).map(PlannedBlock::Patch)

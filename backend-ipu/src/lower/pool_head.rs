@@ -57,6 +57,7 @@
 //! do not share tiles.
 
 use super::ln_tiles::LnRows;
+use super::stream::{home_pieces, piece_transfer, pieces_of, Weights};
 use super::window::Window;
 use ipuc_dialects::ipu::{build, TensorPiece};
 use ipuc_ipu_arch::float8::{f64_to_f8, f8_to_f64};
@@ -68,8 +69,8 @@ use super::attention_constants::held_output;
 use super::block::{encode_f16, positions, LN_ROWS};
 use super::block_exchange::{owned_global, round_robin, weight_panel_transfers};
 use super::codegen::{
-    append_host_tensors, emit_launches, launch_cycles, layout, replicated_constant, Calls,
-    Constants, Frame, PlacedGemm, TileLayout,
+    append_host_tensors, constant_tensor, emit_launches, launch_cycles, layout,
+    replicated_constant, Calls, Constants, Frame, PlacedGemm, TileLayout,
 };
 use super::ln_tiles::{layer_norm_reference, LnOutput, LnTiles};
 use super::plan::{output_span, plan_gemm, whole_pairs, Epilogue, GemmPlan, GemmShape};
@@ -177,9 +178,11 @@ impl HeldPool {
     }
 }
 
-/// A head tile's tensors: the scores' row, the probabilities (the input
-/// panels of `P V_h`), the value panels and the output, the product's
-/// input and output in element pairs of their own.
+/// A head tile's tensors, all scratch from the top of memory down: the
+/// product's output and input (the probabilities) in element pairs of
+/// their own, the scores' row, and the value panels below it (exchange B
+/// writes every panel byte the product reads: each head's value channels,
+/// padded ones included, for every token group, padding tokens included).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeadTile {
     /// The scores, `[m16]` f16.
@@ -199,8 +202,8 @@ impl HeadTile {
         }
     }
 
-    /// Places the tile's tensors for `s` (see [`HeadTile`]), the value
-    /// panels from `base` up.
+    /// Places the tile's tensors for `s` (see [`HeadTile`]) above `base`,
+    /// the lowest byte they may use.
     pub fn packed(s: PoolShape, machine: &MachineModel, base: u32) -> Result<HeadTile, String> {
         let mut values = TileGemm {
             variant: AmpVariant::F16,
@@ -217,8 +220,13 @@ impl HeadTile {
         values.input = values.output - whole_pairs(values.input_bytes(), machine) as u32;
         // The softmax reads 8 bytes past its input.
         let scores = (values.input - tokens_padded(s) * 2 - 16) & !15;
-        let weights_end = u64::from(values.weights) + values.weight_bytes();
-        if weights_end > u64::from(scores) {
+        let below = u64::from(scores)
+            .checked_sub(values.weight_bytes())
+            .filter(|&w| w >= u64::from(base));
+        if let Some(w) = below {
+            values.weights = (w as u32) & !15;
+        }
+        if below.is_none() || values.weights < base {
             return Err(format!(
                 "a head tile does not fit: one head's value panels take {} bytes and its scores, probabilities and output {} against {} bytes of interleaved memory",
                 values.weight_bytes(),
@@ -257,6 +265,13 @@ pub struct PoolLayout {
     pub gamma: u32,
     /// beta.
     pub beta: u32,
+    /// Where sv's constant input is streamed in ([`Weights::Streamed`]
+    /// and several grid columns): each grid row block and K part's input
+    /// kept once, in pieces over its grid columns at this home (private),
+    /// and gathered in exchange A into sv's input buffer (scratch, whole
+    /// element pairs), as [`super::stream`] does for weights over grid
+    /// rows. `None`: every grid column keeps the whole input (private).
+    pub sv_input_home: Option<u32>,
 }
 
 /// The block's plan.
@@ -508,12 +523,15 @@ fn plan_on(
 
 /// Plans the block on the `count` tiles from `first`: the LN tiles last,
 /// a head tile per head, and the products on the rest, out on a quarter
-/// (it has one row: its weights, not its work, set its tiles).
+/// (it has one row: its weights, not its work, set its tiles). With
+/// `weights` streamed, sv's constant input is kept once per grid column
+/// set and gathered before sv ([`PoolLayout::sv_input_home`]).
 pub fn plan_pool_in(
     shape: PoolShape,
     whole: &MachineModel,
     (first, count): (u32, u32),
     mut window: Window,
+    weights: Weights,
 ) -> Result<PoolPlan, String> {
     // The products' search sees the interleaved memory earlier blocks
     // left.
@@ -572,43 +590,56 @@ pub fn plan_pool_in(
         machine,
         (first_head + s.heads, out_tiles),
     )?;
-    // Private memory, each role's from the base (sv's, out's, the head
-    // tiles' and the LN tiles' are different tiles): sv's weights (the
-    // LayerNorm rows exchange A writes), its constant input and bias;
-    // out's weights and bias; the head tiles' value panels; the LN tiles'
-    // rows (the post-LayerNorm's a host output, read at the end), gamma
-    // and beta. The products' buffers are shared scratch.
+    // Private memory, each role's from the base (sv's, out's and the LN
+    // tiles' are different tiles): sv's weights (the LayerNorm rows
+    // exchange A writes), its bias and its constant input (or, streamed,
+    // its home piece of it); out's weights and bias; the LN tiles' rows
+    // (the post-LayerNorm's a host output, read at the end), gamma and
+    // beta. The products' buffers are shared scratch, sv's streamed input
+    // and the head tiles' tensors too ([`HeadTile`]).
     let (v_sv, v_out) = (sv.vertex(), out.vertex());
     let (mut l_sv, mut l_out) = (layout(&sv, whole), layout(&out, whole));
     let after = |at: u32, bytes: u64| (at + bytes as u32).next_multiple_of(16);
-    // sv's input starts an element pair of its own: the AMP loads it in
-    // the same instructions as the bias block (the initial partials).
-    let pair = 2 * whole.element_bytes;
     l_sv.weights = base;
     l_sv.bias = v_sv.bias.map(|_| after(base, v_sv.weight_bytes()));
     let below_input = l_sv.bias.map_or(after(base, v_sv.weight_bytes()), |b| {
         after(b, v_sv.bias_bytes())
     });
-    l_sv.input = below_input.next_multiple_of(pair);
-    let sv_end = after(l_sv.input, v_sv.input_bytes());
+    let sv_input_home = (weights == Weights::Streamed && sv.grid_cols > 1).then_some(below_input);
+    let sv_end = match sv_input_home {
+        // The input stays where `layout` put it: whole element pairs in
+        // scratch, below Y.
+        Some(home) => after(home, u64::from(sv_input_piece(&sv))),
+        None => {
+            // sv's input starts an element pair of its own: the AMP loads
+            // it in the same instructions as the bias block (the initial
+            // partials).
+            let pair = 2 * whole.element_bytes;
+            l_sv.input = below_input.next_multiple_of(pair);
+            after(l_sv.input, v_sv.input_bytes())
+        }
+    };
     l_out.weights = base;
     l_out.bias = v_out.bias.map(|_| after(base, v_out.weight_bytes()));
     let out_end = match l_out.bias {
         Some(b) => after(b, v_out.bias_bytes()),
         None => after(base, v_out.weight_bytes()),
     };
-    let head_end = after(base, head.values.weight_bytes());
     let ln = LnRows::at(base, s.c);
-    let private_end = sv_end.max(out_end).max(head_end).max(ln.end);
-    let shared_bottom = l_sv
-        .results_bottom()
+    let private_end = sv_end.max(out_end).max(ln.end);
+    let sv_bottom = match sv_input_home {
+        Some(_) => l_sv.buffers_bottom(),
+        None => l_sv.results_bottom(),
+    };
+    let shared_bottom = sv_bottom
         .min(l_out.buffers_bottom())
-        .min(head.scores);
+        .min(head.values.weights);
     let kept = window.base;
     window.base = private_end;
     if shared_bottom < window.scratch_floor() {
         return Err(format!(
-            "the pooling head does not fit a tile's interleaved memory: its weights, bias blocks, sv's input and the LayerNorm rows take {} bytes (above {} bytes earlier blocks keep), its products' and head tiles' buffers {}, against {}{}",
+            "the pooling head does not fit a tile's interleaved memory: its weights, bias blocks, sv's input{} and the LayerNorm rows take {} bytes (above {} bytes earlier blocks keep), its products' and head tiles' buffers {}, against {}{}",
+            if sv_input_home.is_some() { "'s home pieces" } else { "" },
             private_end - kept,
             kept - whole.interleaved_base,
             whole.sram_end - shared_bottom,
@@ -630,6 +661,7 @@ pub fn plan_pool_in(
         ln_out: ln.ln_out,
         gamma: ln.gamma,
         beta: ln.beta,
+        sv_input_home,
     };
     Ok(PoolPlan {
         shape,
@@ -642,10 +674,39 @@ pub fn plan_pool_in(
     })
 }
 
-/// Exchange A: LayerNorm's rows into sv's weight panels.
+/// Bytes of each piece of sv's streamed input: a grid row block and K
+/// part's input panels over its grid columns, in whole 16-byte lines.
+pub fn sv_input_piece(sv: &GemmPlan) -> u32 {
+    pieces_of(sv.vertex().input_bytes() as u32, sv.grid_cols)
+}
+
+/// The tiles of sv's grid row block `i`, K part `k`: one per grid column,
+/// which keep its streamed input's pieces in order.
+fn sv_row_group(sv: &GemmPlan, i: u32, k: u32) -> Vec<u32> {
+    (0..sv.grid_cols).map(|j| sv.tile(i, j, k)).collect()
+}
+
+/// Exchange A: sv's streamed input (where it is, longest first: every
+/// tile of a grid row block and K part multicasts its piece to the
+/// others', [`PoolLayout::sv_input_home`]), then LayerNorm's rows into
+/// sv's weight panels.
 pub fn exchange_a(plan: &PoolPlan) -> Vec<Transfer> {
     let [sv, _] = plan.placed();
-    weight_panel_transfers(&sv, &plan.ln(), plan.shape.c * 2)
+    let mut out = Vec::new();
+    if let Some(home) = plan.layout.sv_input_home {
+        let p = &plan.sv;
+        let (piece, block) = (sv_input_piece(p), p.vertex().input_bytes() as u32);
+        for i in 0..p.grid_rows {
+            for k in 0..p.grid_k {
+                let group = sv_row_group(p, i, k);
+                out.extend((0..p.grid_cols).filter_map(|n| {
+                    piece_transfer(&group, n, (home, sv.lay.input), (piece, block))
+                }));
+            }
+        }
+    }
+    out.extend(weight_panel_transfers(&sv, &plan.ln(), plan.shape.c * 2));
+    out
 }
 
 /// Exchange B: each head's row of scores (sv's row `h`, every token
@@ -944,15 +1005,38 @@ fn emit_sv_input(
                     }));
                 }
             }
-            let tiles: Vec<u32> = (0..p.grid_cols).map(|j| p.tile(i, j, k)).collect();
-            let t = replicated_constant(
-                ctx,
-                &format!("sv_input_row{i}_k{k}"),
-                (half.clone(), 2, 8),
-                encode_f16(&values),
-                (&tiles, sv.lay.input),
-                loc.clone(),
-            );
+            let name = format!("sv_input_row{i}_k{k}");
+            let bytes = encode_f16(&values);
+            let t = match plan.layout.sv_input_home {
+                // Streamed: a piece on each grid column's tile.
+                Some(home) => {
+                    let pieces = home_pieces(
+                        &sv_row_group(p, i, k),
+                        home,
+                        sv_input_piece(p),
+                        (bytes.len() as u32, 2),
+                    );
+                    constant_tensor(
+                        ctx,
+                        &name,
+                        (half.clone(), 2, 16),
+                        bytes,
+                        &pieces,
+                        loc.clone(),
+                    )
+                }
+                None => {
+                    let tiles: Vec<u32> = (0..p.grid_cols).map(|j| p.tile(i, j, k)).collect();
+                    replicated_constant(
+                        ctx,
+                        &name,
+                        (half.clone(), 2, 8),
+                        bytes,
+                        (&tiles, sv.lay.input),
+                        loc.clone(),
+                    )
+                }
+            };
             ctx.append_op(exe_body, t);
         }
     }

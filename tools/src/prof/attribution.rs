@@ -629,6 +629,19 @@ fn swapped_buffers(
 fn pool_buffers(plan: &PoolPlan, machine: &MachineModel) -> Vec<Buffer> {
     let lay = &plan.layout;
     let mut out = swapped_buffers(&plan.sv, machine, "sv", &lay.sv);
+    // sv's streamed input, gathered in exchange A into scratch.
+    if lay.sv_input_home.is_some() {
+        out.push(Buffer {
+            part: Part::UntilVertex,
+            ..Buffer::whole(
+                "sv input (gathered)",
+                &product_tiles(&plan.sv),
+                lay.sv.input,
+                whole_pairs(plan.sv.vertex().input_bytes(), machine),
+                (1, 2),
+            )
+        });
+    }
     out.extend(placed_buffers(
         &plan.out,
         machine,
