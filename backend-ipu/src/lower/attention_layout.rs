@@ -117,8 +117,10 @@ pub(super) fn product_layouts(
         };
         (at, at + bytes)
     };
-    // The LN tiles.
-    let ln = LnRows::at(base, s.c);
+    // The LN tiles: x's rows, gamma and beta private, LayerNorm's output
+    // at the top of scratch (the LN tiles run nothing else in the block;
+    // exchange A reads it).
+    let ln = LnRows::with_output_below(base, s.c, machine.sram_end);
     let w_out = (base + weights.kept_bytes(qk, fp8))
         .max(vt_end)
         .next_multiple_of(16);

@@ -491,7 +491,11 @@ pub fn block_layout(
     let bias1 = (v1.bias_bytes() > 0).then(|| window.private(v1.bias_bytes() as u32));
     let row_bytes = shape.c * 2;
     let ln_bytes = (LN_ROWS * row_bytes + 16).next_multiple_of(16);
-    let x = window.private(ln_bytes);
+    // x's rows on the LN tiles, at the same addresses as the products'
+    // weights on theirs (the LN tiles run no product: the two sets of
+    // tiles are disjoint, [`plan_mlp_in`]).
+    let x = private_start.next_multiple_of(16);
+    window.base = window.base.max(x + ln_bytes);
     let private_end = window.base;
     // Region 0: the add columns, then the states, gamma and beta.
     let span = owned_rows_bytes(fc2_plan);

@@ -187,6 +187,24 @@ pub struct LnRows {
 }
 
 impl LnRows {
+    /// x's rows, gamma and beta of `c` channels private from `base`, and
+    /// LayerNorm's output rows in scratch right below `top` (where the
+    /// block's exchange reads them before anything else on the LN tiles
+    /// uses the scratch); `end` is the private part's.
+    pub fn with_output_below(base: u32, c: u32, top: u32) -> Self {
+        let row_bytes = c * 2;
+        let x = base;
+        let gamma = (x + LN_ROWS * row_bytes + 16).next_multiple_of(16);
+        let beta = gamma + row_bytes.next_multiple_of(8);
+        LnRows {
+            x,
+            ln_out: (top - LN_ROWS * row_bytes - 16) & !15,
+            gamma,
+            beta,
+            end: beta + row_bytes.next_multiple_of(8),
+        }
+    }
+
     /// The rows of `c` channels from `base`.
     pub fn at(base: u32, c: u32) -> Self {
         let row_bytes = c * 2;
