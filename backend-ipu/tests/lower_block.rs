@@ -428,6 +428,26 @@ fn a_blocks_scratch_stays_above_the_chains_floor() {
     assert!(e.contains("the whole chain keeps"), "{e}");
 }
 
+/// After so400m's f16 attention block (86,016 bytes of private memory a
+/// tile) the MLP block keeps its weights resident: its first search is a
+/// little short (1,552 bytes), and the products fit only when searched
+/// with tens of KB less (their buffers are whole element pairs), which
+/// the search again reaches by at least a memory element a try, not by
+/// the shortfall alone.
+#[test]
+fn so400ms_f16_block_after_attention_keeps_its_weights() {
+    use ipuc_backend_ipu::lower::block::{plan_mlp_in, Weights};
+    use ipuc_backend_ipu::lower::window::Window;
+    let m = MachineModel::c600();
+    let s = shape(729, 1152, 4304, GeluForm::Tanh);
+    let mut window = Window::alone(&m).after_block();
+    window.private(86_016);
+    let p = plan_mlp_in(s, &m, (None, None), (0, m.tiles), window, Weights::Resident)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.layout.fc1.home.is_none() && p.layout.fc2.home.is_none());
+    assert!(p.next.scratch_low >= p.next.base);
+}
+
 /// so400m's MLP block after a layer's attention block whose weights keep
 /// 111,448 bytes of every tile: resident weights do not fit; streamed
 /// in, they do once the products are searched again with the memory the

@@ -448,11 +448,15 @@ pub fn plan_mlp_in(
                 })
             }
             Err((e, missing)) if missing > 0 && (grid1.is_none() || grid2.is_none()) => {
+                // The search picks the same grids with a little less
+                // memory (its buffers are whole element pairs): each try
+                // takes at least a memory element more than the last.
+                let more = missing.max(machine.element_bytes).next_multiple_of(16);
                 tracing::debug!(
                     target: "ipu-lower",
-                    "MLP block short of {missing} bytes: searching the products again with less memory"
+                    "MLP block short of {missing} bytes: searching the products again with {more} bytes less memory"
                 );
-                squeeze += missing.next_multiple_of(16);
+                squeeze += more;
                 short = Some(e);
             }
             Err((e, _)) => return Err(e),
@@ -462,8 +466,9 @@ pub fn plan_mlp_in(
 }
 
 /// How many times [`plan_mlp_in`] searches the products again with the
-/// memory its layout found missing taken away.
-const MAX_SQUEEZES: usize = 6;
+/// memory its layout found missing taken away (at least a memory element
+/// more each time: 128 KiB in all).
+const MAX_SQUEEZES: usize = 8;
 
 /// Lays out the block's tensors in `window` ([`super::window`]): the
 /// weights (streamed: their homes, [`super::stream`]) and x's rows on the
