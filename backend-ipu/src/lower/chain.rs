@@ -380,6 +380,11 @@ pub struct ChainPlan {
     pub blocks: Vec<PlannedBlock>,
     /// The repeated blocks and where their constants are.
     pub repeat: Option<(Repeat, LoopMemory)>,
+    /// The end of every block's private interleaved memory (the archive
+    /// included).
+    pub private_end: u32,
+    /// The lowest byte any block's scratch uses.
+    pub scratch_low: u32,
 }
 
 /// The longest body a loop repeats, in blocks.
@@ -417,7 +422,13 @@ pub fn plan_chain(
     // Where the resident plan stopped: block, reason, kept bytes, archive.
     let mut resident_failure: Option<(usize, String, u32, u32)> = None;
     loop {
-        match plan_blocks(chain, machine, stride, (repeat, archive), (floor, weights)) {
+        match plan_blocks(
+            chain,
+            machine,
+            stride,
+            (repeat, Some(archive)),
+            (floor, weights),
+        ) {
             Ok(plan) => return Ok(plan),
             Err(Failure::Floor(end)) if floors < 4 => {
                 tracing::debug!(
@@ -496,18 +507,108 @@ pub fn plan_chain(
                 } else {
                     ""
                 };
-                return Err(Diagnostic::op_error(
-                    ctx,
-                    at,
-                    format!(
-                        "cannot plan the {what} (block {k} of the chain's {}): {e} (the blocks share the chip's tiles one after another; each keeps its weights and inputs in memory of its own: blocks 0..{k} keep {kept} of every tile's {} bytes of interleaved memory{archived}{streamed})",
-                        chain.blocks.len(),
-                        machine.sram_end - machine.interleaved_base
-                    ),
-                ));
+                let block = format!(
+                    "cannot plan the {what} (block {k} of the chain's {}): {e} (the blocks share the chip's tiles one after another; each keeps its weights and inputs in memory of its own: blocks 0..{k} keep {kept} of every tile's {} bytes of interleaved memory{archived}{streamed})",
+                    chain.blocks.len(),
+                    machine.sram_end - machine.interleaved_base
+                );
+                // With an archive set aside, the whole budget: what the
+                // chain needs besides the archive, measured by planning
+                // it as if the archive took nothing.
+                let message = match repeat.filter(|_| archive > 0) {
+                    Some(r) => match measure_without_archive(chain, machine, weights) {
+                        Some(m) => archive_budget(r, archive, &m, machine, &block),
+                        None => block,
+                    },
+                    None => block,
+                };
+                return Err(Diagnostic::op_error(ctx, at, message));
             }
         }
     }
+}
+
+/// What a chain with a loop needs besides its archive: planned as if the
+/// archive took no memory.
+struct Measured {
+    /// The blocks' private interleaved memory, bytes a tile.
+    private: u32,
+    /// The blocks' scratch as planned so (they take what memory they
+    /// find), bytes a tile.
+    scratch: u32,
+    /// The archive's size with these plans, bytes a tile.
+    archive: u32,
+    /// A slot's bytes.
+    slot: u32,
+}
+
+/// Plans `chain` with its weights as `weights` as if its loop's archive
+/// took no memory (widening the add columns and raising the scratch floor
+/// as [`plan_chain`] does): what it needs besides the archive. `None`
+/// where it does not plan even so.
+fn measure_without_archive(
+    chain: &ChainMatch,
+    machine: &MachineModel,
+    weights: Weights,
+) -> Option<Measured> {
+    let bank = machine.element_bytes;
+    let most = (machine.interleaved_base - machine.sram_base) / bank / ADD_COLUMNS;
+    let keys: Vec<Option<BlockKey>> = chain.blocks.iter().map(ChainBlock::key).collect();
+    let repeat = find_repeat(&keys, MAX_PERIOD);
+    let (mut stride, mut floor) = (bank, machine.interleaved_base);
+    for _ in 0..2 * most as usize + 8 {
+        match plan_blocks(chain, machine, stride, (repeat, None), (floor, weights)) {
+            Ok(plan) => {
+                let (_, mem) = plan.repeat.as_ref()?;
+                return Some(Measured {
+                    private: plan.private_end - machine.interleaved_base,
+                    scratch: machine.sram_end - plan.scratch_low,
+                    archive: mem.archive_bytes(),
+                    slot: mem.slot,
+                });
+            }
+            Err(Failure::Floor(end)) if end > floor => floor = end,
+            Err(Failure::Block(_, e, _)) if e.starts_with(ADDS_FULL) && stride / bank < most => {
+                stride += bank
+            }
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// The error of a chain whose loop's archive (`archive` bytes a tile set
+/// aside) leaves its blocks too little memory: the archive, the blocks'
+/// private memory and scratch (`m`), and how much they exceed a tile's
+/// interleaved memory; `block` (the first block that did not plan) after.
+/// The scratch is what the blocks' plans took with the archive's memory
+/// free, not the least they need.
+fn archive_budget(
+    r: Repeat,
+    archive: u32,
+    m: &Measured,
+    machine: &MachineModel,
+    block: &str,
+) -> String {
+    let total = machine.sram_end - machine.interleaved_base;
+    let archive = archive.max(m.archive);
+    let fixed = archive + m.private;
+    let over = |bytes: u32| {
+        if bytes > total {
+            format!(", {} too many", bytes - total)
+        } else {
+            String::new()
+        }
+    };
+    format!(
+        "the model does not fit a tile's {total} bytes of interleaved memory: the archive of the constants of the {} layers a loop repeats after its first takes {archive} bytes a tile ({} slots of {}, the share of a layer on the tile that holds the most), and the blocks keep {} bytes of private memory a tile: {fixed} bytes{} before any block's scratch (planned without the archive, the blocks' scratch uses {} bytes, what they found free; the smallest plans need less). Where it stops: {block}",
+        r.count - 1,
+        r.count - 1,
+        m.slot,
+        m.private,
+        over(fixed),
+        m.scratch,
+    )
 }
 
 /// Why [`plan_blocks`] failed.
@@ -525,18 +626,20 @@ enum Failure {
 
 /// The chain's blocks planned in turn with add columns of `stride` bytes,
 /// `repeat`'s body once with `archive` bytes set aside for its later
-/// layers' constants, every block's scratch above `floor`.
+/// layers' constants (`None`: as if they took no memory, to measure what
+/// the chain needs besides them; the plan is not one to lower), every
+/// block's scratch above `floor`.
 fn plan_blocks(
     chain: &ChainMatch,
     machine: &MachineModel,
     stride: u32,
-    (repeat, archive): (Option<Repeat>, u32),
+    (repeat, archive): (Option<Repeat>, Option<u32>),
     (floor, weights): (u32, Weights),
 ) -> Result<ChainPlan, Failure> {
     let range = (0, machine.tiles);
     let mut window = Window::shared(machine, stride);
     window.floor = floor;
-    let archive_at = window.private(archive);
+    let archive_at = window.private(archive.unwrap_or(0));
     let mut plans: Vec<PlannedBlock> = Vec::with_capacity(chain.blocks.len());
     let mut body_start = window;
     let mut memory = None;
@@ -588,7 +691,7 @@ fn plan_blocks(
             // (a failure there then counts it).
             let mut mem = LoopMemory::new(ranges, archive_at, r.count);
             mem.pack(body_extents(chain, &plans, r, &mem)?);
-            if mem.archive_bytes() > archive {
+            if archive.is_some_and(|a| mem.archive_bytes() > a) {
                 return Err(Failure::Archive(mem.archive_bytes()));
             }
             memory = Some((r, mem));
@@ -600,6 +703,8 @@ fn plan_blocks(
     Ok(ChainPlan {
         blocks: plans,
         repeat: memory,
+        private_end: window.base,
+        scratch_low: window.scratch_low,
     })
 }
 
@@ -1049,6 +1154,45 @@ pub fn chain_report(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A loop whose archive leaves too little memory says how large the
+    /// archive is, how much private memory the blocks keep, by how much
+    /// the two alone exceed a tile, and then where planning stopped
+    /// (so400m's FP8 numbers).
+    #[test]
+    fn an_archive_that_does_not_fit_gives_the_budget() {
+        let m = MachineModel::c600();
+        let r = Repeat {
+            start: 1,
+            period: 2,
+            count: 27,
+        };
+        let measured = Measured {
+            private: 106_432,
+            scratch: 319_552,
+            archive: 331_968,
+            slot: 12_768,
+        };
+        let e = archive_budget(r, 331_968, &measured, &m, "cannot plan the patch embedding");
+        for part in [
+            "a tile's 425984 bytes of interleaved memory",
+            "26 layers a loop repeats after its first takes 331968 bytes a tile (26 slots of 12768",
+            "106432 bytes of private memory a tile: 438400 bytes, 12416 too many before any block's scratch",
+            "the blocks' scratch uses 319552 bytes",
+            "Where it stops: cannot plan the patch embedding",
+        ] {
+            assert!(e.contains(part), "{part:?} in {e}");
+        }
+        // Archive and private memory that fit: no excess claimed.
+        let small = Measured {
+            private: 10_000,
+            archive: 20_000,
+            ..measured
+        };
+        let e = archive_budget(r, 20_000, &small, &m, "x");
+        assert!(e.contains("30000 bytes before any block's scratch"), "{e}");
+        assert!(!e.contains("too many"), "{e}");
+    }
 
     fn transfer(sender: u32, address: u32, receiver: (u32, u32)) -> Transfer {
         Transfer {
