@@ -130,17 +130,7 @@ fn row_broadcasts_repeat_each_groups_row_and_match_the_estimate() {
         let s = simulate(&prog, 2, &[(b.src, &src), (b.dst, &dst)]);
         let got = s.read_memory(2, b.dst, len as u32).unwrap();
         assert_eq!(got, b.reference(&src, &dst), "{what}");
-        common::assert_worker_issues(
-            s.profile().unwrap().tiles[0].worker_issues,
-            &b.worker_rows(),
-            |n| b.worker_issues(&counts, n),
-            &what,
-        );
-        common::assert_near_estimate(
-            s.profile().unwrap().total_cycles,
-            b.estimate_cycles().unwrap(),
-            &what,
-        );
+        assert_rows_as_estimated(&s, &b, &counts, &what);
     }
     let overlapping = RowBroadcast {
         groups: 2,
@@ -190,17 +180,7 @@ fn row_splats_repeat_each_rows_value_and_match_the_estimate() {
         let last = ((groups - 1) * stride + (rows - 1) * ROW_BYTES) as usize;
         assert_eq!(&want[last..last + 2], &values[values.len() - 2..], "{what}");
         assert_eq!(&want[last + 32..], &dst[last + 32..], "{what}");
-        common::assert_worker_issues(
-            s.profile().unwrap().tiles[0].worker_issues,
-            &b.worker_rows(),
-            |n| b.worker_issues(&counts, n),
-            &what,
-        );
-        common::assert_near_estimate(
-            s.profile().unwrap().total_cycles,
-            b.estimate_cycles().unwrap(),
-            &what,
-        );
+        assert_rows_as_estimated(&s, &b, &counts, &what);
     }
     for (bad, why) in [
         (

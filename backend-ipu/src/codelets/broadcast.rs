@@ -76,19 +76,7 @@ impl RowBroadcast {
 
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), CodeletError> {
-        let err = |m: String| Err(CodeletError::new(TAG, m));
-        if self.groups == 0 || self.rows == 0 {
-            return err(format!(
-                "needs at least one group and one row, got {} groups of {} rows",
-                self.groups, self.rows
-            ));
-        }
-        if self.groups > 1 && self.group_stride < self.rows * ROW_BYTES {
-            return err(format!(
-                "groups {} bytes apart overlap their {} rows of {ROW_BYTES} bytes",
-                self.group_stride, self.rows
-            ));
-        }
+        check_groups(TAG, self.groups, self.rows, self.group_stride)?;
         check_alignment(
             TAG,
             &[
@@ -203,6 +191,23 @@ impl Codelet for RowBroadcast {
     }
 }
 
+/// Checks the shape both launches write: at least one group and one row,
+/// and groups `group_stride` bytes apart that do not overlap their rows.
+fn check_groups(tag: &str, groups: u32, rows: u32, group_stride: u32) -> Result<(), CodeletError> {
+    let err = |m: String| Err(CodeletError::new(tag, m));
+    if groups == 0 || rows == 0 {
+        return err(format!(
+            "needs at least one group and one row, got {groups} groups of {rows} rows"
+        ));
+    }
+    if groups > 1 && group_stride < rows * ROW_BYTES {
+        return err(format!(
+            "groups {group_stride} bytes apart overlap their {rows} rows of {ROW_BYTES} bytes"
+        ));
+    }
+    Ok(())
+}
+
 /// The tag of [`SplatRows`]' launch.
 pub const SPLAT_TAG: &str = "splat_rows";
 
@@ -273,23 +278,14 @@ impl SplatRows {
 
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), CodeletError> {
-        let err = |m: String| Err(CodeletError::new(SPLAT_TAG, m));
-        if self.groups == 0 || self.rows == 0 {
-            return err(format!(
-                "needs at least one group and one row, got {} groups of {} rows",
-                self.groups, self.rows
-            ));
-        }
-        if self.group_stride < self.rows * ROW_BYTES {
-            return err(format!(
-                "groups {} bytes apart overlap their {} rows of {ROW_BYTES} bytes",
-                self.group_stride, self.rows
-            ));
-        }
+        check_groups(SPLAT_TAG, self.groups, self.rows, self.group_stride)?;
         if self.group_step() > 2047 {
-            return err(format!(
-                "groups {} bytes apart are farther than one store steps (2047 words)",
-                self.group_stride
+            return Err(CodeletError::new(
+                SPLAT_TAG,
+                format!(
+                    "groups {} bytes apart are farther than one store steps (2047 words)",
+                    self.group_stride
+                ),
             ));
         }
         check_alignment(

@@ -107,7 +107,8 @@ pub fn assert_launch_as_estimated(
 }
 
 /// A codelet that splits rows (or units of rows) over the six workers:
-/// the strided copy, the row reduction, the transpose and LayerNorm each
+/// the strided copy, the row reduction, the transpose, LayerNorm and the
+/// row broadcast and splat each
 /// give their shares and a worker's issues for `n` rows from the emitted
 /// counts.
 pub trait RowCodelet: Codelet {
@@ -133,7 +134,9 @@ row_codelets!(
     ipuc_backend_ipu::codelets::copy::StridedCopy,
     ipuc_backend_ipu::codelets::reduce::RowReduce,
     ipuc_backend_ipu::codelets::transpose::Transpose,
-    ipuc_backend_ipu::codelets::layernorm::LayerNorm
+    ipuc_backend_ipu::codelets::layernorm::LayerNorm,
+    ipuc_backend_ipu::codelets::broadcast::RowBroadcast,
+    ipuc_backend_ipu::codelets::broadcast::SplatRows
 );
 
 /// [`assert_launch_as_estimated`] for the row codelet `c` that `s` just
