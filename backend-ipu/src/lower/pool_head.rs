@@ -22,8 +22,9 @@
 //! its constant input the rows `a_h` (heads padded to `sp`, a multiple of
 //! 16) over `W_v^T` (each head's channels padded to whole panels, `hp`),
 //! its weights LayerNorm's rows (tokens padded to `m16`, a multiple of 16,
-//! with zero rows loaded with the program). Its bias row is 0 for the
-//! tokens and [`MASKED`] for the padding tokens: their scores are far
+//! the padding rows zeroed beside LayerNorm: sv's weights are scratch).
+//! Its bias row is 0 for the tokens and [`MASKED`] for the padding
+//! tokens: their scores are far
 //! below any real one, so their probabilities are exactly 0, and their
 //! values (`MASKED` too) are finite, so `0 x value` stays 0.
 //!
@@ -78,6 +79,7 @@ use super::schedule::{schedule, Chunk, Schedule, Transfer};
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::cast::{Cast, CastKind};
 use crate::codelets::emitter::{inst, op, Emitter};
+use crate::codelets::fill::Fill;
 use crate::codelets::gemm::TileGemm;
 use crate::codelets::program::Codelet;
 use crate::codelets::softmax::Softmax;
@@ -435,7 +437,10 @@ impl PoolPlan {
         let est =
             |p: &GemmPlan| p.estimate.compute + p.estimate.rounds_exchange + p.estimate.reduction;
         Ok(PoolEstimate {
-            layer_norm: self.ln().estimate(machine)?,
+            layer_norm: self
+                .ln()
+                .estimate(machine)?
+                .max(launch_cycles(self.sv_zero_tokens().as_slice(), machine)?),
             exchange_a: a.cycles,
             sv: launch_cycles(self.sv_rounding().as_slice(), machine)? + est(&self.sv),
             exchange_b: b.cycles,
@@ -445,6 +450,37 @@ impl PoolPlan {
             out: est(&self.out),
             sync: u64::from(self.syncs()) * u64::from(machine.sync_latency),
         })
+    }
+
+    /// The zero fill of the padding tokens' rows of sv's weights (its
+    /// last token group's panels, whole; exchange A then writes the real
+    /// tokens' rows) on the tiles of the column block that holds them
+    /// ([`Self::sv_zero_token_tiles`]), beside LayerNorm: sv's weights are
+    /// scratch, which an earlier block may have left anything in. `None`
+    /// when the tokens fill whole groups.
+    pub fn sv_zero_tokens(&self) -> Option<Fill> {
+        let (s, p) = (self.shape, &self.sv);
+        if s.m.is_multiple_of(16) {
+            return None;
+        }
+        let local = s.m / 16 - (s.m / 16 / p.groups) * p.groups;
+        Some(Fill {
+            bytes: p.k_panels * 16 * 32,
+            dst: self.layout.sv.weights + local * p.k_panels * 16 * 32,
+        })
+    }
+
+    /// The tiles that run [`Self::sv_zero_tokens`]: sv's column block of
+    /// the last token group, every grid row and K part.
+    pub fn sv_zero_token_tiles(&self) -> Vec<u32> {
+        let p = &self.sv;
+        if self.shape.m.is_multiple_of(16) {
+            return Vec::new();
+        }
+        let j = self.shape.m / 16 / p.groups;
+        (0..p.grid_rows)
+            .flat_map(|i| (0..p.grid_k).map(move |k| p.tile(i, j, k)))
+            .collect()
     }
 
     /// With FP8 products, the rounding of sv's weights (LayerNorm's rows,
@@ -591,20 +627,19 @@ pub fn plan_pool_in(
         (first_head + s.heads, out_tiles),
     )?;
     // Private memory, each role's from the base (sv's, out's and the LN
-    // tiles' are different tiles): sv's weights (the LayerNorm rows
-    // exchange A writes), its bias and its constant input (or, streamed,
-    // its home piece of it); out's weights and bias; the LN tiles' rows
-    // (the post-LayerNorm's a host output, read at the end), gamma and
-    // beta. The products' buffers are shared scratch, sv's streamed input
-    // and the head tiles' tensors too ([`HeadTile`]).
+    // tiles' are different tiles): sv's bias and its constant input (or,
+    // streamed, its home piece of it); out's weights and bias; the LN
+    // tiles' rows (the post-LayerNorm's a host output, read at the end),
+    // gamma and beta. The products' buffers are shared scratch, sv's
+    // weights (the LayerNorm rows exchange A writes, below sv's buffers;
+    // the padding tokens' rows zeroed beside LayerNorm,
+    // [`PoolPlan::sv_zero_tokens`]), its streamed input and the head
+    // tiles' tensors too ([`HeadTile`]).
     let (v_sv, v_out) = (sv.vertex(), out.vertex());
     let (mut l_sv, mut l_out) = (layout(&sv, whole), layout(&out, whole));
     let after = |at: u32, bytes: u64| (at + bytes as u32).next_multiple_of(16);
-    l_sv.weights = base;
-    l_sv.bias = v_sv.bias.map(|_| after(base, v_sv.weight_bytes()));
-    let below_input = l_sv.bias.map_or(after(base, v_sv.weight_bytes()), |b| {
-        after(b, v_sv.bias_bytes())
-    });
+    l_sv.bias = v_sv.bias.map(|_| base);
+    let below_input = l_sv.bias.map_or(base, |b| after(b, v_sv.bias_bytes()));
     let sv_input_home = (weights == Weights::Streamed && sv.grid_cols > 1).then_some(below_input);
     let sv_end = match sv_input_home {
         // The input stays where `layout` put it: whole element pairs in
@@ -631,7 +666,9 @@ pub fn plan_pool_in(
         Some(_) => l_sv.buffers_bottom(),
         None => l_sv.results_bottom(),
     };
-    let shared_bottom = sv_bottom
+    l_sv.weights = sv_bottom.saturating_sub(v_sv.weight_bytes() as u32) & !15;
+    let shared_bottom = l_sv
+        .weights
         .min(l_out.buffers_bottom())
         .min(head.values.weights);
     let kept = window.base;
@@ -863,11 +900,16 @@ pub fn emit_pool_in(
     let rounds = |p: &GemmPlan| p.grid_k.trailing_zeros();
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
     let mut exchange_code_bytes_max = 0;
+    let zero_tiles: std::collections::BTreeSet<u32> =
+        plan.sv_zero_token_tiles().into_iter().collect();
     for t in plan.tiles() {
         let mut e = frame.open_tile(ctx, t, &loc);
         let mut xcode = 0;
         let mut calls = Calls::new();
         ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
+        if let Some(fill) = plan.sv_zero_tokens().filter(|_| zero_tiles.contains(&t)) {
+            emit_launches(&mut e, &mut calls, "sv_zero_tokens", &[fill], machine).map_err(fail)?;
+        }
         sync(&mut e);
         xcode += a.emit(&mut e, machine, t, "a");
         sync(&mut e);
@@ -955,10 +997,10 @@ pub fn emit_pool_in(
     })
 }
 
-/// sv's constants: the vertex states, its bias rows, its input panels
+/// sv's constants: the vertex states, its bias rows and its input panels
 /// (the rows `a_h` and `W_v^T` of each grid row block and K part, on
-/// every grid column) and the zero weight rows of the padding tokens
-/// (no exchange writes them; see the module doc).
+/// every grid column, or their pieces where streamed). The padding
+/// tokens' weight rows are zeroed at run time ([`PoolPlan::sv_zero_tokens`]).
 fn emit_sv_input(
     ctx: &mut Context,
     exe_body: BlockId,
@@ -1038,33 +1080,6 @@ fn emit_sv_input(
                 }
             };
             ctx.append_op(exe_body, t);
-        }
-    }
-    // The padding tokens' weight rows: rows `tail..16` of the last token
-    // group's panels.
-    let tail = s.m % 16;
-    if tail > 0 {
-        let group = s.m / 16;
-        let j = group / p.groups;
-        let local = group - j * p.groups;
-        for i in 0..p.grid_rows {
-            for k in 0..p.grid_k {
-                let tiles = [p.tile(i, j, k)];
-                for g in 0..p.k_panels {
-                    let t = replicated_constant(
-                        ctx,
-                        &format!("sv_zero_tokens_row{i}_k{k}_{g}"),
-                        (Type::i32(), 4, 8),
-                        vec![0; ((16 - tail) * 32) as usize],
-                        (
-                            &tiles,
-                            sv.lay.weights + ((local * p.k_panels + g) * 16 + tail) * 32,
-                        ),
-                        loc.clone(),
-                    );
-                    ctx.append_op(exe_body, t);
-                }
-            }
         }
     }
 }

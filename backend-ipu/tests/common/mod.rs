@@ -27,12 +27,26 @@ pub fn run_lowered(
     x: &[f64],
     what: impl std::fmt::Debug,
 ) -> (Vec<f64>, ipuc_runtime::sim::Simulator) {
+    run_lowered_after(ctx, executable, machine, x, what, |_| {})
+}
+
+/// [`run_lowered`] with `before` applied to the loaded simulator first
+/// (a test writes what an earlier block could have left in memory).
+pub fn run_lowered_after(
+    ctx: &ipuc_ir::Context,
+    executable: ipuc_ir::OpId,
+    machine: ipuc_ipu_arch::MachineModel,
+    x: &[f64],
+    what: impl std::fmt::Debug,
+    before: impl FnOnce(&mut ipuc_runtime::sim::Simulator),
+) -> (Vec<f64>, ipuc_runtime::sim::Simulator) {
     use ipuc_runtime::device::Device;
     ipuc_ir::verify(ctx, executable).unwrap_or_else(|d| panic!("{}", d.message));
     let exe = ipuc_backend_ipu::emit::build_executable(ctx, executable)
         .unwrap_or_else(|d| panic!("{}", d[0].message));
     let mut sim = ipuc_runtime::sim::Simulator::new(machine, Default::default());
     sim.load(&exe).unwrap();
+    before(&mut sim);
     let input: Vec<half::f16> = x.iter().map(|&v| half::f16::from_f64(v)).collect();
     sim.write_tensor("input0", &f16_bytes(&input)).unwrap();
     sim.run().unwrap_or_else(|e| panic!("{what:?}: {e}"));

@@ -585,6 +585,9 @@ fn of_pool(
             step("sync", vec![], est(|e| e.sync), false),
         ],
         instances: rules(vec![
+            // The padding tokens' rows of sv's weights, zeroed beside
+            // LayerNorm.
+            ("sv_zero_tokens", 0, attention.clone()),
             ("sv", 2, attention.clone()),
             ("pool", 4, attention),
             ("out", 6, last),
