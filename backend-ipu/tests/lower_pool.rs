@@ -92,8 +92,8 @@ fn run_with(
     // sv's weights are scratch: whatever an earlier block left there,
     // here in the padding tokens' rows, which the block zeroes itself.
     let garbage = |sim: &mut ipuc_runtime::sim::Simulator| {
-        if let Some(fill) = plan.sv_zero_tokens() {
-            for t in plan.sv_zero_token_tiles() {
+        if let Some((fill, tiles)) = plan.sv_zero_tokens() {
+            for t in tiles {
                 sim.write_memory(t, fill.dst, &vec![0x7b; fill.bytes as usize])
                     .unwrap();
             }

@@ -473,8 +473,9 @@ const MAX_SQUEEZES: usize = 8;
 /// Lays out the block's tensors in `window` ([`super::window`]): the
 /// weights (streamed: their homes, [`super::stream`]) and x's rows on the
 /// LN tiles private, x at the weights' addresses (other tiles; x is
-/// written by the host or the exchange before the block); the products' buffers, streamed weights and LayerNorm's output
-/// shared scratch from the top; the residual, sum and fc2's bias rows in
+/// written by the host or the exchange before the block); the products'
+/// buffers, streamed weights and LayerNorm's output shared scratch from
+/// the top; the residual, sum and fc2's bias rows in
 /// the add columns; the vertex states, gamma, beta, fc1's bias rows
 /// (broadcast into its initial partials beside LayerNorm,
 /// [`BiasRows::Early`]) and fc2's bias (a row per output group, broadcast

@@ -516,10 +516,12 @@ pub fn plan_chain(
                 // chain needs besides the archive, measured by planning
                 // it as if the archive took nothing.
                 let message = match repeat.filter(|_| archive > 0) {
-                    Some(r) => match measure_without_archive(chain, machine, weights) {
-                        Some(m) => archive_budget(r, archive, &m, machine, &block),
-                        None => block,
-                    },
+                    Some(r) => {
+                        match measure_without_archive(chain, machine, (repeat, stride), weights) {
+                            Some(m) => archive_budget(r, archive, &m, machine, &block),
+                            None => block,
+                        }
+                    }
                     None => block,
                 };
                 return Err(Diagnostic::op_error(ctx, at, message));
@@ -542,20 +544,20 @@ struct Measured {
     slot: u32,
 }
 
-/// Plans `chain` with its weights as `weights` as if its loop's archive
+/// Plans `chain` (its loop `repeat`, add columns of `stride` bytes to
+/// start from) with its weights as `weights` as if the loop's archive
 /// took no memory (widening the add columns and raising the scratch floor
 /// as [`plan_chain`] does): what it needs besides the archive. `None`
 /// where it does not plan even so.
 fn measure_without_archive(
     chain: &ChainMatch,
     machine: &MachineModel,
+    (repeat, mut stride): (Option<Repeat>, u32),
     weights: Weights,
 ) -> Option<Measured> {
     let bank = machine.element_bytes;
     let most = (machine.interleaved_base - machine.sram_base) / bank / ADD_COLUMNS;
-    let keys: Vec<Option<BlockKey>> = chain.blocks.iter().map(ChainBlock::key).collect();
-    let repeat = find_repeat(&keys, MAX_PERIOD);
-    let (mut stride, mut floor) = (bank, machine.interleaved_base);
+    let mut floor = machine.interleaved_base;
     for _ in 0..2 * most as usize + 8 {
         match plan_blocks(chain, machine, stride, (repeat, None), (floor, weights)) {
             Ok(plan) => {

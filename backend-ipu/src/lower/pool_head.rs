@@ -437,10 +437,10 @@ impl PoolPlan {
         let est =
             |p: &GemmPlan| p.estimate.compute + p.estimate.rounds_exchange + p.estimate.reduction;
         Ok(PoolEstimate {
-            layer_norm: self
-                .ln()
-                .estimate(machine)?
-                .max(launch_cycles(self.sv_zero_tokens().as_slice(), machine)?),
+            layer_norm: self.ln().estimate(machine)?.max(launch_cycles(
+                self.sv_zero_tokens().map(|(fill, _)| fill).as_slice(),
+                machine,
+            )?),
             exchange_a: a.cycles,
             sv: launch_cycles(self.sv_rounding().as_slice(), machine)? + est(&self.sv),
             exchange_b: b.cycles,
@@ -454,33 +454,25 @@ impl PoolPlan {
 
     /// The zero fill of the padding tokens' rows of sv's weights (its
     /// last token group's panels, whole; exchange A then writes the real
-    /// tokens' rows) on the tiles of the column block that holds them
-    /// ([`Self::sv_zero_token_tiles`]), beside LayerNorm: sv's weights are
-    /// scratch, which an earlier block may have left anything in. `None`
-    /// when the tokens fill whole groups.
-    pub fn sv_zero_tokens(&self) -> Option<Fill> {
+    /// tokens' rows), beside LayerNorm, and the tiles that run it: the
+    /// column block that holds that group, every grid row and K part.
+    /// sv's weights are scratch, which an earlier block may have left
+    /// anything in. `None` when the tokens fill whole groups.
+    pub fn sv_zero_tokens(&self) -> Option<(Fill, Vec<u32>)> {
         let (s, p) = (self.shape, &self.sv);
         if s.m.is_multiple_of(16) {
             return None;
         }
-        let local = s.m / 16 - (s.m / 16 / p.groups) * p.groups;
-        Some(Fill {
+        let group = s.m / 16;
+        let (j, local) = (group / p.groups, group % p.groups);
+        let fill = Fill {
             bytes: p.k_panels * 16 * 32,
             dst: self.layout.sv.weights + local * p.k_panels * 16 * 32,
-        })
-    }
-
-    /// The tiles that run [`Self::sv_zero_tokens`]: sv's column block of
-    /// the last token group, every grid row and K part.
-    pub fn sv_zero_token_tiles(&self) -> Vec<u32> {
-        let p = &self.sv;
-        if self.shape.m.is_multiple_of(16) {
-            return Vec::new();
-        }
-        let j = self.shape.m / 16 / p.groups;
-        (0..p.grid_rows)
+        };
+        let tiles = (0..p.grid_rows)
             .flat_map(|i| (0..p.grid_k).map(move |k| p.tile(i, j, k)))
-            .collect()
+            .collect();
+        Some((fill, tiles))
     }
 
     /// With FP8 products, the rounding of sv's weights (LayerNorm's rows,
@@ -900,15 +892,21 @@ pub fn emit_pool_in(
     let rounds = |p: &GemmPlan| p.grid_k.trailing_zeros();
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
     let mut exchange_code_bytes_max = 0;
-    let zero_tiles: std::collections::BTreeSet<u32> =
-        plan.sv_zero_token_tiles().into_iter().collect();
+    let zero_tokens = plan.sv_zero_tokens();
     for t in plan.tiles() {
         let mut e = frame.open_tile(ctx, t, &loc);
         let mut xcode = 0;
         let mut calls = Calls::new();
         ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
-        if let Some(fill) = plan.sv_zero_tokens().filter(|_| zero_tiles.contains(&t)) {
-            emit_launches(&mut e, &mut calls, "sv_zero_tokens", &[fill], machine).map_err(fail)?;
+        if let Some((fill, _)) = zero_tokens.as_ref().filter(|(_, on)| on.contains(&t)) {
+            emit_launches(
+                &mut e,
+                &mut calls,
+                "sv_zero_tokens",
+                std::slice::from_ref(fill),
+                machine,
+            )
+            .map_err(fail)?;
         }
         sync(&mut e);
         xcode += a.emit(&mut e, machine, t, "a");
@@ -1067,17 +1065,14 @@ fn emit_sv_input(
                         loc.clone(),
                     )
                 }
-                None => {
-                    let tiles: Vec<u32> = (0..p.grid_cols).map(|j| p.tile(i, j, k)).collect();
-                    replicated_constant(
-                        ctx,
-                        &name,
-                        (half.clone(), 2, 8),
-                        bytes,
-                        (&tiles, sv.lay.input),
-                        loc.clone(),
-                    )
-                }
+                None => replicated_constant(
+                    ctx,
+                    &name,
+                    (half.clone(), 2, 8),
+                    bytes,
+                    (&sv_row_group(p, i, k), sv.lay.input),
+                    loc.clone(),
+                ),
             };
             ctx.append_op(exe_body, t);
         }
