@@ -385,6 +385,8 @@ pub struct ChainPlan {
     pub private_end: u32,
     /// The lowest byte any block's scratch uses.
     pub scratch_low: u32,
+    /// Bytes of private region 0 the blocks keep, below the add columns.
+    pub region0: u32,
 }
 
 /// The longest body a loop repeats, in blocks.
@@ -397,7 +399,9 @@ const MAX_PERIOD: usize = 4;
 /// fit them. Identical layers are planned once, as the body of a loop
 /// whose later layers' constants wait in an archive below every block's
 /// memory ([`super::chain_loop`]), sized by planning again until it holds
-/// them. Every block's scratch stays above every block's private memory
+/// them; once sized, the chain measures the private region 0 its blocks
+/// keep and starts the archive in what region 0 has left above
+/// [`CODE_ROOM`]. Every block's scratch stays above every block's private memory
 /// (planning again with [`Window::floor`] where a first plan put it
 /// lower). The weights stay resident where they fit; where a block does
 /// not plan with them, the chain plans again with the MLP blocks', the
@@ -413,7 +417,7 @@ pub fn plan_chain(
     let keys: Vec<Option<BlockKey>> = chain.blocks.iter().map(ChainBlock::key).collect();
     let repeat = find_repeat(&keys, MAX_PERIOD);
     let mut stride = bank;
-    let mut archive = 0;
+    let mut archive: u32 = 0;
     let mut sizings = 0;
     let mut floor = machine.interleaved_base;
     let mut floors = 0;
@@ -421,14 +425,26 @@ pub fn plan_chain(
     let streamable = !chain.blocks.is_empty();
     // Where the resident plan stopped: block, reason, kept bytes, archive.
     let mut resident_failure: Option<(usize, String, u32, u32)> = None;
+    // The private region 0 the blocks keep, measured once an archive is
+    // sized: what is left of region 0 for the archive follows from it.
+    let mut region0: Option<u32> = None;
     loop {
+        let kept0 = region0.map_or(0, |r0| {
+            region0_room(machine, stride, r0).min(archive.next_multiple_of(bank))
+        });
         match plan_blocks(
             chain,
             machine,
             stride,
-            (repeat, Some(archive)),
+            (repeat, Some(archive), kept0),
             (floor, weights),
         ) {
+            Ok(plan) if kept0 > region0_room(machine, stride, plan.region0) && sizings < 8 => {
+                // The blocks took more region 0 than measured: the
+                // archive's share of it shrinks.
+                region0 = Some(plan.region0);
+                sizings += 1;
+            }
             Ok(plan) => return Ok(plan),
             Err(Failure::Floor(end)) if floors < 4 => {
                 tracing::debug!(
@@ -453,6 +469,10 @@ pub fn plan_chain(
             Err(Failure::Archive(bytes)) if sizings < 4 => {
                 archive = bytes;
                 sizings += 1;
+                if region0.is_none() {
+                    region0 = measure_without_archive(chain, machine, (repeat, stride), weights)
+                        .map(|m| m.region0);
+                }
             }
             Err(Failure::Archive(bytes)) => {
                 let r = repeat.expect("an archive is a loop's");
@@ -472,8 +492,8 @@ pub fn plan_chain(
                 );
                 resident_failure = Some((k, e, kept, archive));
                 weights = Weights::Streamed;
-                (stride, archive, sizings, floor, floors) =
-                    (bank, 0, 0, machine.interleaved_base, 0);
+                (stride, archive, sizings, floor, floors, region0) =
+                    (bank, 0, 0, machine.interleaved_base, 0, None);
             }
             Err(Failure::Block(k, e, kept)) => {
                 tracing::debug!(
@@ -496,9 +516,15 @@ pub fn plan_chain(
                     ChainBlock::Patch(p) => (p.conv, "patch embedding"),
                 };
                 let archived = match repeat {
-                    Some(r) if archive > 0 => format!(
-                        ", {archive} of them the archive of the constants of the {} layers a loop repeats after its first",
-                        r.count - 1
+                    Some(r) if archive > kept0 => format!(
+                        ", {} of them the archive of the constants of the {} layers a loop repeats after its first{}",
+                        archive - kept0,
+                        r.count - 1,
+                        if kept0 > 0 {
+                            format!(" (another {kept0} at the top of region 0)")
+                        } else {
+                            String::new()
+                        }
                     ),
                     _ => String::new(),
                 };
@@ -518,7 +544,7 @@ pub fn plan_chain(
                 let message = match repeat.filter(|_| archive > 0) {
                     Some(r) => {
                         match measure_without_archive(chain, machine, (repeat, stride), weights) {
-                            Some(m) => archive_budget(r, archive, &m, machine, &block),
+                            Some(m) => archive_budget(r, (archive, kept0), &m, machine, &block),
                             None => block,
                         }
                     }
@@ -542,6 +568,8 @@ struct Measured {
     archive: u32,
     /// A slot's bytes.
     slot: u32,
+    /// The blocks' private region 0, bytes a tile.
+    region0: u32,
 }
 
 /// Plans `chain` (its loop `repeat`, add columns of `stride` bytes to
@@ -559,7 +587,7 @@ fn measure_without_archive(
     let most = (machine.interleaved_base - machine.sram_base) / bank / ADD_COLUMNS;
     let mut floor = machine.interleaved_base;
     for _ in 0..2 * most as usize + 8 {
-        match plan_blocks(chain, machine, stride, (repeat, None), (floor, weights)) {
+        match plan_blocks(chain, machine, stride, (repeat, None, 0), (floor, weights)) {
             Ok(plan) => {
                 let (_, mem) = plan.repeat.as_ref()?;
                 return Some(Measured {
@@ -567,6 +595,7 @@ fn measure_without_archive(
                     scratch: machine.sram_end - plan.scratch_low,
                     archive: mem.archive_bytes(),
                     slot: mem.slot,
+                    region0: plan.region0,
                 });
             }
             Err(Failure::Floor(end)) if end > floor => floor = end,
@@ -580,21 +609,31 @@ fn measure_without_archive(
 }
 
 /// The error of a chain whose loop's archive (`archive` bytes a tile set
-/// aside) leaves its blocks too little memory: the archive, the blocks'
-/// private memory and scratch (`m`), and how much they exceed a tile's
-/// interleaved memory; `block` (the first block that did not plan) after.
-/// The scratch is what the blocks' plans took with the archive's memory
-/// free, not the least they need.
+/// aside, up to `kept0` of them at the top of region 0) leaves its blocks
+/// too little memory: the archive, the blocks' private memory and scratch
+/// (`m`), and how much they exceed a tile's interleaved memory; `block`
+/// (the first block that did not plan) after. The scratch is what the
+/// blocks' plans took with the archive's memory free, not the least they
+/// need.
 fn archive_budget(
     r: Repeat,
-    archive: u32,
+    (archive, kept0): (u32, u32),
     m: &Measured,
     machine: &MachineModel,
     block: &str,
 ) -> String {
     let total = machine.sram_end - machine.interleaved_base;
     let archive = archive.max(m.archive);
-    let fixed = archive + m.private;
+    let in_region0 = archive.min(kept0);
+    let fixed = archive - in_region0 + m.private;
+    let region0 = if in_region0 > 0 {
+        format!(
+            ", {in_region0} of them at the top of region 0 (what the code's {} bytes, the add columns and {} bytes of the blocks' private region 0 leave)",
+            CODE_ROOM, m.region0
+        )
+    } else {
+        String::new()
+    };
     let over = |bytes: u32| {
         if bytes > total {
             format!(", {} too many", bytes - total)
@@ -603,7 +642,7 @@ fn archive_budget(
         }
     };
     format!(
-        "the model does not fit a tile's {total} bytes of interleaved memory: the archive of the constants of the {} layers a loop repeats after its first takes {archive} bytes a tile ({} slots of {}, the share of a layer on the tile that holds the most), and the blocks keep {} bytes of private memory a tile: {fixed} bytes{} before any block's scratch (planned without the archive, the blocks' scratch uses {} bytes, what they found free; the smallest plans need less). Where it stops: {block}",
+        "the model does not fit a tile's {total} bytes of interleaved memory: the archive of the constants of the {} layers a loop repeats after its first takes {archive} bytes a tile ({} slots of {}, the share of a layer on the tile that holds the most{region0}), and the blocks keep {} bytes of private memory a tile: {fixed} bytes of interleaved memory{} before any block's scratch (planned without the archive, the blocks' scratch uses {} bytes, what they found free; the smallest plans need less). Where it stops: {block}",
         r.count - 1,
         r.count - 1,
         m.slot,
@@ -611,6 +650,23 @@ fn archive_budget(
         over(fixed),
         m.scratch,
     )
+}
+
+/// Bytes of region 0 a chain leaves its code (every block's, on the tile
+/// with the most) when a loop's archive takes the top of region 0. One
+/// so400m layer's code, exchange code included, is under 29 KiB on every
+/// tile; the patch embedding's and the pooling head's come on top. The
+/// executable's check that no constant overlaps a code section catches a
+/// program whose code outgrows it.
+pub const CODE_ROOM: u32 = 64 * 1024;
+
+/// Region 0 a chain with add columns of `stride` bytes and `private`
+/// bytes of private region 0 leaves above [`CODE_ROOM`] for a loop's
+/// archive: whole elements below the interleaved region.
+fn region0_room(machine: &MachineModel, stride: u32, private: u32) -> u32 {
+    let below = machine.interleaved_base - ADD_COLUMNS * stride - private;
+    let free = below.saturating_sub(machine.sram_base + CODE_ROOM);
+    free / machine.element_bytes * machine.element_bytes
 }
 
 /// Why [`plan_blocks`] failed.
@@ -629,19 +685,27 @@ enum Failure {
 /// The chain's blocks planned in turn with add columns of `stride` bytes,
 /// `repeat`'s body once with `archive` bytes set aside for its later
 /// layers' constants (`None`: as if they took no memory, to measure what
-/// the chain needs besides them; the plan is not one to lower), every
+/// the chain needs besides them; the plan is not one to lower), up to
+/// `kept0` of them at the top of region 0 (whole elements, the columns
+/// below them) and the rest at the bottom of interleaved memory, every
 /// block's scratch above `floor`.
 fn plan_blocks(
     chain: &ChainMatch,
     machine: &MachineModel,
     stride: u32,
-    (repeat, archive): (Option<Repeat>, Option<u32>),
+    (repeat, archive, kept0): (Option<Repeat>, Option<u32>, u32),
     (floor, weights): (u32, Weights),
 ) -> Result<ChainPlan, Failure> {
     let range = (0, machine.tiles);
-    let mut window = Window::shared(machine, stride);
+    let mut window = Window::shared_below(machine, stride, kept0);
     window.floor = floor;
-    let archive_at = window.private(archive.unwrap_or(0));
+    let start = window;
+    // One run of slots across the regions' boundary: the copies read
+    // their sources at one stride a layer.
+    let bytes = archive.unwrap_or(0);
+    let in_region0 = bytes.min(kept0);
+    let archive_at = machine.interleaved_base - in_region0;
+    window.private(bytes - in_region0);
     let mut plans: Vec<PlannedBlock> = Vec::with_capacity(chain.blocks.len());
     let mut body_start = window;
     let mut memory = None;
@@ -707,6 +771,7 @@ fn plan_blocks(
         repeat: memory,
         private_end: window.base,
         scratch_low: window.scratch_low,
+        region0: start.region0 - window.region0,
     })
 }
 
@@ -1120,7 +1185,8 @@ pub fn chain_report(
     );
     let mut base = machine.interleaved_base;
     if let Some((r, mem)) = &plan.repeat {
-        base = mem.archive + mem.archive_bytes();
+        // The archive starts in region 0 where it has room there.
+        base = (mem.archive + mem.archive_bytes()).max(machine.interleaved_base);
         out += &format!(
             "loop: blocks {}..={} run {} times (blocks {}..={} are later periods of them); the later layers' constants wait in an archive at 0x{:x}..0x{base:x}: {} slot(s) of {} bytes, each copied over {}\n",
             r.start,
@@ -1174,12 +1240,19 @@ mod tests {
             scratch: 319_552,
             archive: 331_968,
             slot: 12_768,
+            region0: 53_880,
         };
-        let e = archive_budget(r, 331_968, &measured, &m, "cannot plan the patch embedding");
+        let e = archive_budget(
+            r,
+            (331_968, 0),
+            &measured,
+            &m,
+            "cannot plan the patch embedding",
+        );
         for part in [
             "a tile's 425984 bytes of interleaved memory",
             "26 layers a loop repeats after its first takes 331968 bytes a tile (26 slots of 12768",
-            "106432 bytes of private memory a tile: 438400 bytes, 12416 too many before any block's scratch",
+            "106432 bytes of private memory a tile: 438400 bytes of interleaved memory, 12416 too many before any block's scratch",
             "the blocks' scratch uses 319552 bytes",
             "Where it stops: cannot plan the patch embedding",
         ] {
@@ -1191,9 +1264,23 @@ mod tests {
             archive: 20_000,
             ..measured
         };
-        let e = archive_budget(r, 20_000, &small, &m, "x");
-        assert!(e.contains("30000 bytes before any block's scratch"), "{e}");
+        let e = archive_budget(r, (20_000, 0), &small, &m, "x");
+        assert!(
+            e.contains("30000 bytes of interleaved memory before any block's scratch"),
+            "{e}"
+        );
         assert!(!e.contains("too many"), "{e}");
+        assert!(!e.contains("region 0"), "{e}");
+        // Part of the archive at the top of region 0: only the rest
+        // counts against interleaved memory.
+        let e = archive_budget(r, (331_968, 65_536), &measured, &m, "x");
+        for part in [
+            "65536 of them at the top of region 0",
+            "53880 bytes of the blocks' private region 0",
+            "372864 bytes of interleaved memory before",
+        ] {
+            assert!(e.contains(part), "{part:?} in {e}");
+        }
     }
 
     fn transfer(sender: u32, address: u32, receiver: (u32, u32)) -> Transfer {

@@ -9,9 +9,15 @@
 //! **Memory.** The body's code reads its constants (weights, bias blocks
 //! and rows, LayerNorm scale and shift, vertex states, masks, zero runs)
 //! at fixed addresses, the first layer's, loaded with the program. Each
-//! later layer's are kept in an *archive* at the bottom of private
-//! interleaved memory, below every block's (so every block's scratch
-//! stays above it): one *slot* per later layer. The body's memory is what
+//! later layer's are kept in an *archive*, one run of *slots* (one per
+//! later layer) that starts in region 0 where the chain has room there
+//! (whole elements below the interleaved region, above the add columns,
+//! the blocks' private region 0 and [`super::chain::CODE_ROOM`] for code)
+//! and goes on at the bottom of private interleaved memory, below every
+//! block's (so every block's scratch stays above it). A slot may straddle
+//! the regions' boundary: the address space runs on, and a copy's
+//! source in region 0 lies in elements no destination shares (the
+//! non-interleaved region's bank rule). The body's memory is what
 //! it keeps as its own ([`super::window::Window::taken_since`]: its
 //! private interleaved memory, its private region 0 and its rows of the
 //! add columns); a tile's constants lie in *spans* of it ([`extents`]:

@@ -4,10 +4,13 @@
 //! A tile's memory, as the blocks lay it out:
 //!
 //! ```text
-//! 0x4c000 region 0                                   0x80000 region 1 (interleaved)            0xe8000
-//! | code ->  ...  <- private region 0 | add columns | private (constants) ->  ...  <- shared scratch |
+//! 0x4c000 region 0                                             0x80000 region 1 (interleaved)            0xe8000
+//! | code ->  ...  <- private region 0 | add columns | (archive | archive) private (constants) ->  ...  <- shared scratch |
 //! ```
 //!
+//! - **A loop's archive** ([`super::chain_loop`]), where a chain has one:
+//!   whole elements at the top of region 0 ([`Window::shared_below`]),
+//!   then the bottom of region 1, before any block's private memory.
 //! - **Private interleaved memory**, from the bottom of region 1 up: each
 //!   block's constants (weights, bias blocks, masks, a swapped product's
 //!   constant input) and every buffer whose content must outlive another
@@ -105,14 +108,24 @@ impl Window {
     /// The whole tile for the first of several blocks: add columns of
     /// `stride` bytes each (whole elements).
     pub fn shared(machine: &MachineModel, stride: u32) -> Self {
+        Self::shared_below(machine, stride, 0)
+    }
+
+    /// As [`Self::shared`], with the top `kept` bytes of region 0 (whole
+    /// elements, right below the interleaved region) kept out of the
+    /// blocks' reach: a loop's archive lies there
+    /// ([`super::chain_loop`]), the columns and private region 0 below it.
+    pub fn shared_below(machine: &MachineModel, stride: u32, kept: u32) -> Self {
         debug_assert!(stride.is_multiple_of(machine.element_bytes));
+        debug_assert!(kept.is_multiple_of(machine.element_bytes));
+        let adds_top = machine.interleaved_base - kept;
         Window {
             base: machine.interleaved_base,
-            region0: machine.interleaved_base - ADD_COLUMNS * stride,
+            region0: adds_top - ADD_COLUMNS * stride,
             adds_used: 0,
             adds_stride: stride,
             adds_columns: ADD_COLUMNS,
-            adds_top: machine.interleaved_base,
+            adds_top,
             fresh: true,
             floor: machine.interleaved_base,
             scratch_low: machine.sram_end,
@@ -138,8 +151,8 @@ impl Window {
     pub fn floor_note(&self) -> String {
         if self.floor > self.base {
             format!(
-                " (the scratch stays above the {} bytes of private memory the whole chain keeps, later blocks' constants included)",
-                self.floor - self.adds_top
+                " (the scratch stays above private memory to 0x{:x}, which the whole chain keeps, later blocks' constants included)",
+                self.floor
             )
         } else {
             String::new()
@@ -266,6 +279,18 @@ mod tests {
         }
         assert_eq!(w.private(10), 0x80000);
         assert_eq!(w.private(4), 0x80010);
+    }
+
+    #[test]
+    fn region0_kept_for_an_archive_moves_the_columns_down() {
+        let m = MachineModel::c600();
+        let mut w = Window::shared_below(&m, 0x4000, 0x8000);
+        assert_eq!(w.region0, 0x78000 - 0xc000);
+        let a = w.adds(40, 3, &m).unwrap();
+        assert_eq!(a, vec![0x6c000, 0x70000, 0x74000]);
+        // Interleaved memory is untouched.
+        assert_eq!(w.private(10), 0x80000);
+        assert_eq!(w.region0(8), 0x6c000 - 8);
     }
 
     #[test]
