@@ -183,6 +183,7 @@ fn layernorm(rows: u32, cols: u32, output: u32, output_f8_scale: Option<i32>) ->
         beta: 0xb8000,
         output,
         output_f8_scale,
+        output_panels: None,
     }
 }
 
@@ -242,6 +243,77 @@ fn layernorm_with_fp8_output_converts_the_f16_result_and_matches_float64() {
             assert_within(got, w, ln.tolerance_f8(w, mag), what);
         }
     }
+}
+
+/// Output as panels (the layout an LN tile's exchange sends from): the
+/// same bytes as the row output, each row's 32-byte pieces a stride
+/// apart, bit for bit, f16 and FP8; the gaps of a tile with fewer rows
+/// than the stride holds are left alone.
+#[test]
+fn layernorm_panel_output_rearranges_the_row_output() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(44);
+    for (rows, cols, scale, stride) in [
+        (1u32, 32u32, None, 32u32),
+        (6, 1152, None, 192),
+        (4, 64, None, 192),
+        (6, 64, Some(-1), 192),
+        (5, 1152, Some(2), 192),
+        (13, 96, Some(0), 13 * 32 + 64),
+    ] {
+        let rows_ln = layernorm(rows, cols, 0xc0000, scale);
+        let ln = LayerNorm {
+            output: 0xd0000,
+            output_panels: Some(stride),
+            ..rows_ln.clone()
+        };
+        let e = ln.output_elem_bytes();
+        let (xs, gamma, beta) = layernorm_inputs(&mut rng, rows, cols);
+        let by_rows = run_layernorm(&rows_ln, &xs, &gamma, &beta, rows * cols * e);
+        let extent = ln.output_bytes() as u32;
+        assert_eq!(extent, (cols * e / 32 - 1) * stride + rows * 32);
+        let panels = run_layernorm(&ln, &xs, &gamma, &beta, extent);
+        let what = format!("{rows}x{cols} {scale:?} stride {stride}");
+        let mut written = vec![false; extent as usize];
+        for r in 0..rows {
+            for c in 0..cols {
+                let at = (ln.output_at(r, c) - ln.output) as usize;
+                let from = ((r * cols + c) * e) as usize;
+                assert_eq!(
+                    panels[at..at + e as usize],
+                    by_rows[from..from + e as usize],
+                    "{what}: element ({r}, {c})"
+                );
+                written[at..at + e as usize].fill(true);
+            }
+        }
+        // Every byte not an element's is as the simulator's memory
+        // starts: zero.
+        for (i, w) in written.iter().enumerate() {
+            assert!(*w || panels[i] == 0, "{what}: byte {i} of a gap written");
+        }
+    }
+}
+
+#[test]
+fn layernorm_panel_output_is_checked() {
+    let ln = LayerNorm {
+        output: 0xc0000,
+        output_panels: Some(192),
+        ..layernorm(6, 24, 0xc0000, None)
+    };
+    assert_refused(&ln, "whole 32-byte pieces");
+    let ln = LayerNorm {
+        cols: 64,
+        output_panels: Some(160),
+        ..ln
+    };
+    assert_refused(&ln, "past the 6 rows");
+    let ln = LayerNorm {
+        cols: 1152,
+        output_panels: Some(32 * 1024),
+        ..ln
+    };
+    assert_refused(&ln, "too far apart");
 }
 
 #[test]

@@ -28,13 +28,24 @@
 //! the input would overwrite rows another worker has yet to read, so it
 //! must not overlap the input.
 //!
+//! **Output as panels** ([`LayerNorm::output_panels`] `= Some(stride)`,
+//! the input panels of the block's products as the exchange sends them):
+//! each row's 32-byte pieces (16 f16 values or 32 FP8 codes: one AMP
+//! input panel's share of the row) go `stride` bytes apart, the rows 32
+//! bytes apart within each, so that one panel's rows of a tile are
+//! contiguous and the exchange sends them with one `send`, not one per
+//! row. The apply loop is unrolled over a piece (4 words, FP8 8), its
+//! piece's last store stepping on to the next panel, and the row ends by
+//! stepping back to the next row: one more issue a row, the same
+//! bundles per word.
+//!
 //! The input must be 16-byte aligned in interleaved memory with C a
 //! multiple of 8; the loads read up to 16 bytes past the end of the input
 //! and 8 bytes past gamma and beta.
 
 use half::f16;
 
-use super::emitter::{inst, ld64_next, load_state_word, op, st64_next, Emitter, Inst};
+use super::emitter::{inst, ld64_next, load_state_word, op, Emitter, Inst};
 use super::launch::{self, split, RowLaunchCounts, RowLoopCounts, WORKERS};
 use super::program::Codelet;
 use super::{check_alignment, check_rows, CodeletError};
@@ -62,7 +73,17 @@ pub struct LayerNorm {
     /// `None`: f16 output. `Some(s)`: f8E4M3FNUZ output with tensor scale
     /// `s` in -31..=31 (code = f8(out * 2^-s)).
     pub output_f8_scale: Option<i32>,
+    /// `None`: rows of the output contiguous. `Some(stride)`: each row's
+    /// 32-byte pieces `stride` bytes apart (a multiple of 32, at least
+    /// `rows * 32`), row `r`'s at `r * 32` in each: element `(r, c)` at
+    /// `output + (c e / 32) stride + 32 r + c e % 32` (`e` bytes per
+    /// element).
+    pub output_panels: Option<u32>,
 }
+
+/// Bytes of a row's piece in [`LayerNorm::output_panels`] (an AMP input
+/// panel's share of one row).
+pub const PIECE_BYTES: u32 = 32;
 
 const TAG: &str = "layernorm_f16";
 const TAG_F8: &str = "layernorm_f16_f8";
@@ -88,6 +109,39 @@ impl LayerNorm {
         split(self.rows)
     }
 
+    /// Bytes of the output: its rows, or its pieces up to the last row's
+    /// last piece.
+    pub fn output_bytes(&self) -> u64 {
+        let row = u64::from(self.cols) * u64::from(self.output_elem_bytes());
+        match self.output_panels {
+            None => u64::from(self.rows) * row,
+            Some(stride) => {
+                (row / u64::from(PIECE_BYTES) - 1) * u64::from(stride)
+                    + u64::from(self.rows) * u64::from(PIECE_BYTES)
+            }
+        }
+    }
+
+    /// Where element `(r, c)` of the output is.
+    pub fn output_at(&self, r: u32, c: u32) -> u32 {
+        let e = self.output_elem_bytes();
+        match self.output_panels {
+            None => self.output + (r * self.cols + c) * e,
+            Some(stride) => {
+                self.output + (c * e / PIECE_BYTES) * stride + r * PIECE_BYTES + c * e % PIECE_BYTES
+            }
+        }
+    }
+
+    /// Apply-loop words per output piece when the output is panels: 4
+    /// (f16 words of 8 bytes) or 8 (4 FP8 codes each); 1 for rows.
+    fn words_per_piece(&self) -> u32 {
+        match self.output_panels {
+            None => 1,
+            Some(_) => PIECE_BYTES / (4 * self.output_elem_bytes()),
+        }
+    }
+
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), CodeletError> {
         let tag = self.tag();
@@ -99,6 +153,27 @@ impl LayerNorm {
                 self.eps
             ));
         }
+        if let Some(stride) = self.output_panels {
+            let row = self.cols * self.output_elem_bytes();
+            if !row.is_multiple_of(PIECE_BYTES)
+                || !stride.is_multiple_of(PIECE_BYTES)
+                || stride < self.rows * PIECE_BYTES
+            {
+                return err(format!(
+                    "output panels need rows of whole {PIECE_BYTES}-byte pieces and a stride of whole pieces past the {} rows: {row} bytes a row, stride {stride}",
+                    self.rows
+                ));
+            }
+            // The store steps (12-bit words) and the row's step back
+            // (a 16-bit immediate).
+            let unit = 4 * self.output_elem_bytes();
+            let back = u64::from(row / PIECE_BYTES) * u64::from(stride) - u64::from(PIECE_BYTES);
+            if (stride - PIECE_BYTES + unit) / unit > 2047 || back > i16::MAX as u64 {
+                return err(format!(
+                    "output panels {stride} bytes apart over {row}-byte rows are too far apart for the stores' steps"
+                ));
+            }
+        }
         if let Some(scale) = self.output_f8_scale {
             if !SCALE_RANGE.contains(&scale) {
                 return err(format!(
@@ -107,7 +182,7 @@ impl LayerNorm {
             }
             let bytes = u64::from(self.rows) * u64::from(self.cols);
             let input_end = u64::from(self.input) + 2 * bytes;
-            let output_end = u64::from(self.output) + bytes;
+            let output_end = u64::from(self.output) + self.output_bytes();
             if u64::from(self.output) < input_end && u64::from(self.input) < output_end {
                 return err(format!(
                     "the FP8 output 0x{:x}..0x{output_end:x} overlaps the input \
@@ -140,6 +215,13 @@ impl LayerNorm {
         ] {
             e.solo(s);
         }
+        // The apply loop's iterations: a piece each when unrolled.
+        let apply_count = if self.output_panels.is_some() {
+            e.solo(load_state_word(op::m(8), 10));
+            op::m(8)
+        } else {
+            op::m(4)
+        };
         e.aligned_label(&format!(".L{tag}_row"));
         let setup = e.issues();
         // Pass 1: the mean.
@@ -233,18 +315,36 @@ impl LayerNorm {
             inst("f16v4add", [op::a_pair(6), op::a_pair(0), op::a_pair(8)]),
         );
         let scale_next = inst("f16v4mul", [op::a_pair(6), op::a_pair(6), op::a_pair(10)]);
-        let apply = match self.output_f8_scale {
+        // The output pointer's step after a piece's last word: on to the
+        // same row's piece in the next panel.
+        let unit = 4 * self.output_elem_bytes();
+        let jump = self
+            .output_panels
+            .map_or(1, |stride| i64::from((stride - PIECE_BYTES + unit) / unit));
+        let store_f16 = |step: i64| {
+            inst(
+                "st64step",
+                [op::a_pair(12), op::mzero(), op::m_inc(1), op::imm(step)],
+            )
+        };
+        let store_f8 = |step: i64| {
+            inst(
+                "st32step",
+                [op::a(12), op::mzero(), op::m_inc(1), op::imm(step)],
+            )
+        };
+        let word = |step: i64| match self.output_f8_scale {
             None => vec![
-                normalise,
-                shift,
-                centre_next,
-                (st64_next(12, 1), scale_next),
+                normalise.clone(),
+                shift.clone(),
+                centre_next.clone(),
+                (store_f16(step), scale_next.clone()),
             ],
             // The word's four codes into $a12, stored in the next bundle.
             Some(scale) => vec![
-                normalise,
-                shift,
-                centre_next,
+                normalise.clone(),
+                shift.clone(),
+                centre_next.clone(),
                 (
                     inst("nop", []),
                     inst(
@@ -252,17 +352,21 @@ impl LayerNorm {
                         [op::a(12), op::a_pair(12), op::imm(i64::from(scale))],
                     ),
                 ),
-                (
-                    inst(
-                        "st32step",
-                        [op::a(12), op::mzero(), op::m_inc(1), op::imm(1)],
-                    ),
-                    scale_next,
-                ),
+                (store_f8(step), scale_next.clone()),
             ],
         };
-        e.rpt(op::m(4), &format!("{tag}_apply"), apply);
+        let n = self.words_per_piece();
+        let apply: Vec<(Inst, Inst)> = (0..n)
+            .flat_map(|w| word(if w + 1 == n { jump } else { 1 }))
+            .collect();
+        e.rpt(apply_count, &format!("{tag}_apply"), apply);
         e.solo(inst("sub", [op::m(0), op::m(5), op::imm(8)]));
+        if let Some(stride) = self.output_panels {
+            // Back from past the row's last piece to the next row's first.
+            let pieces = self.cols * self.output_elem_bytes() / PIECE_BYTES;
+            let back = pieces * stride - PIECE_BYTES;
+            e.solo(inst("sub", [op::m(1), op::m(1), op::imm(i64::from(back))]));
+        }
         (empty, launch::emit_end_row_loop(e, tag, setup))
     }
 
@@ -356,12 +460,12 @@ impl Codelet for LayerNorm {
     /// the issue counts its estimate is made of.
     fn emit(&self, e: &mut Emitter) -> Result<RowLaunchCounts, CodeletError> {
         self.validate()?;
-        let supervisor = launch::emit_supervisor_and_worker_entry(e, self.tag(), 10);
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, self.tag(), 11);
         let (empty, rows) = self.emit_worker(e);
         let states = launch::worker_states(&self.worker_rows(), |first, count| {
             vec![
                 self.input + first * self.cols * 2,
-                self.output + first * self.cols * self.output_elem_bytes(),
+                self.output_at(first, 0),
                 count,
                 self.cols / 8,
                 self.cols / 4,
@@ -370,6 +474,7 @@ impl Codelet for LayerNorm {
                 (1.0 / self.cols as f32).to_bits(),
                 self.eps.to_bits(),
                 0, // scratch
+                self.cols / 4 / self.words_per_piece(),
             ]
         });
         Ok(launch::end_row_launch(

@@ -446,6 +446,7 @@ impl AttentionPlan {
                 Some(_) => LnOutput::F16OnF8Grid,
                 None => LnOutput::F16,
             },
+            panels: true,
         }
     }
 

@@ -25,10 +25,11 @@
 use super::attention_block::AttentionPlan;
 use super::block_exchange::{
     input_panel_transfers, overlap, owned_global, residual_transfers, round_robin,
+    weight_panel_transfers,
 };
 use super::codegen::ZeroRun;
 use super::plan::GemmPlan;
-use super::schedule::{Chunk, Segment, Transfer};
+use super::schedule::{Chunk, Transfer};
 
 /// Rows `[a, b)` cut at multiples of `n`.
 fn runs((a, b): (u32, u32), n: u32) -> Vec<(u32, u32)> {
@@ -45,45 +46,13 @@ fn runs((a, b): (u32, u32), n: u32) -> Vec<(u32, u32)> {
 /// Exchange A.
 pub fn exchange_a(plan: &AttentionPlan) -> Vec<Transfer> {
     let [qk, vt, _] = plan.placed();
-    let pv = &plan.vt;
     let ln = plan.ln();
-    let row_bytes = plan.shape.c * 2;
-    let mut out = input_panel_transfers(&qk, &ln, row_bytes);
+    let mut out = input_panel_transfers(&qk, &ln);
     // qk's weights and vt's input from their homes, where they stream in.
     out.extend(super::stream::transfers(&qk));
     out.extend(vt_input_transfers(plan));
-    // vt's weight panels: token t of column block j is row t % 16 of
-    // local group t / 16 - j groups; panel g of K part k at
-    // ((group * k_panels + g) * 16 + t % 16) * 32.
-    for q in 0..ln.tiles.len() {
-        let q_lo = ln.rows(q).0;
-        for (a, b) in runs(ln.rows(q), 16) {
-            let group = a / 16;
-            let j = group / pv.groups;
-            let local = group - j * pv.groups;
-            for k in 0..pv.grid_k {
-                let at = vt.lay.weights + (local * pv.k_panels * 16 + a % 16) * 32;
-                out.push(Transfer {
-                    sender: ln.tiles[q],
-                    chunks: (0..pv.k_panels_of(k))
-                        .flat_map(|g| {
-                            (a..b).map(move |r| Chunk {
-                                address: ln.ln_out
-                                    + (r - q_lo) * row_bytes
-                                    + (k * pv.k_panels + g) * 32,
-                                words: 8,
-                            })
-                        })
-                        .collect(),
-                    receivers: (0..pv.grid_rows).map(|i| (pv.tile(i, j, k), at)).collect(),
-                    segment: Some(Segment {
-                        words: 8 * (b - a),
-                        stride: 16 * 32,
-                    }),
-                });
-            }
-        }
-    }
+    // vt's weight panels: LayerNorm's rows, a token per output row.
+    out.extend(weight_panel_transfers(&vt, &ln));
     out.extend(residual_transfers(&plan.out, plan.layout.residual, &ln));
     // Senders in turn (so400m: 65k cycles in the senders' order, 59k
     // rotated; the qk, vt and residual parts rotated each alone 61-62k;

@@ -256,6 +256,7 @@ impl MlpPlan {
                 Some(_) => LnOutput::F8Codes(0),
                 None => LnOutput::F16,
             },
+            panels: true,
         }
     }
 

@@ -61,27 +61,9 @@ pub fn exchange_a(plan: &MlpPlan) -> Vec<Transfer> {
     // row is 32 bytes (16 f16 or 32 FP8 channels).
     // Streamed weights first: the longest transfers.
     let mut out = super::stream::transfers(&fc1);
-    out.extend(input_panel_transfers(&fc1, &ln, plan.shape.ln_row_bytes()));
+    out.extend(input_panel_transfers(&fc1, &ln));
     out.extend(residual);
     out
-}
-
-/// LN tile `q`'s rows `[a, b)` of panel `panel` (32 bytes each) in its
-/// rows of `row_bytes` from `base`: one chunk per row.
-fn row_chunks(
-    ln: &LnTiles<'_>,
-    q: usize,
-    (base, row_bytes): (u32, u32),
-    (a, b): (u32, u32),
-    panel: u32,
-) -> Vec<Chunk> {
-    let q_lo = ln.rows(q).0;
-    (a..b)
-        .map(|r| Chunk {
-            address: base + (r - q_lo) * row_bytes + panel * 32,
-            words: 8,
-        })
-        .collect()
 }
 
 /// x's rows (on the LN tiles) to the tiles of `plan` that own them after
@@ -105,9 +87,7 @@ pub(super) fn residual_transfers(
                     out.push(Transfer {
                         sender: ln.tiles[q],
                         chunks: (0..plan.groups_of(j))
-                            .flat_map(|g| {
-                                row_chunks(ln, q, (ln.x, ln.c * 2), (a, b), j * plan.groups + g)
-                            })
+                            .flat_map(|g| ln.x_chunks(q, (a, b), j * plan.groups + g))
                             .collect(),
                         receivers: vec![(plan.tile(i, j, k), view.at(0, a - i * plan.rows))],
                         segment: Some(Segment {
@@ -128,11 +108,7 @@ pub(super) fn residual_transfers(
 /// its rows of every panel of the K part in one transfer whose segments
 /// (one per panel) the receivers lay out a panel apart. The groups are
 /// rotated so that they ask different LN tiles at once.
-pub(super) fn input_panel_transfers(
-    product: &PlacedGemm,
-    ln: &LnTiles<'_>,
-    row_bytes: u32,
-) -> Vec<Transfer> {
+pub(super) fn input_panel_transfers(product: &PlacedGemm, ln: &LnTiles<'_>) -> Vec<Transfer> {
     let p = &product.plan;
     let mut keyed = Vec::new();
     for i in 0..p.grid_rows {
@@ -149,9 +125,7 @@ pub(super) fn input_panel_transfers(
                 let transfer = Transfer {
                     sender: ln.tiles[q],
                     chunks: (0..p.k_panels_of(k))
-                        .flat_map(|g| {
-                            row_chunks(ln, q, (ln.ln_out, row_bytes), (a, b), k * p.k_panels + g)
-                        })
+                        .flat_map(|g| ln.out_chunks(q, (a, b), k * p.k_panels + g))
                         .collect(),
                     receivers,
                     segment: Some(Segment {
@@ -175,11 +149,7 @@ pub(super) fn input_panel_transfers(
 /// per panel), multicast to every row block of that column block. Token
 /// `t` of column block `j` is row `t % 16` of local group `t / 16 - j
 /// groups`, panel `g` of it at `((group k_panels + g) 16 + t % 16) 32`.
-pub(super) fn weight_panel_transfers(
-    product: &PlacedGemm,
-    ln: &LnTiles<'_>,
-    row_bytes: u32,
-) -> Vec<Transfer> {
+pub(super) fn weight_panel_transfers(product: &PlacedGemm, ln: &LnTiles<'_>) -> Vec<Transfer> {
     let p = &product.plan;
     let mut out = Vec::new();
     for q in 0..ln.tiles.len() {
@@ -195,9 +165,7 @@ pub(super) fn weight_panel_transfers(
                 out.push(Transfer {
                     sender: ln.tiles[q],
                     chunks: (0..p.k_panels_of(k))
-                        .flat_map(|g| {
-                            row_chunks(ln, q, (ln.ln_out, row_bytes), (a, b), k * p.k_panels + g)
-                        })
+                        .flat_map(|g| ln.out_chunks(q, (a, b), k * p.k_panels + g))
                         .collect(),
                     receivers: (0..p.grid_rows).map(|i| (p.tile(i, j, k), at)).collect(),
                     segment: Some(Segment {

@@ -11,9 +11,10 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, FloatKind, Location, Type};
 
 use super::codegen::{replicated_constant, Calls};
+use super::schedule::Chunk;
 use crate::codelets::cast::{Cast, CastKind};
 use crate::codelets::emitter::Emitter;
-use crate::codelets::layernorm::LayerNorm;
+use crate::codelets::layernorm::{LayerNorm, PIECE_BYTES};
 use crate::codelets::program::Codelet;
 use crate::codelets::subroutine::{call_cycles, emit_call};
 use crate::codelets::CodeletError;
@@ -42,7 +43,16 @@ pub struct LnTiles<'a> {
     pub beta: u32,
     /// What LayerNorm writes.
     pub output: LnOutput,
+    /// LayerNorm's output as panels ([`LayerNorm::output_panels`], its
+    /// 32-byte pieces [`PANEL_STRIDE`] bytes apart), where the products'
+    /// input or weight panels are sent from it ([`LnTiles::out_chunks`]);
+    /// else rows.
+    pub panels: bool,
 }
+
+/// Bytes between the panels of LayerNorm's output on an LN tile, where it
+/// writes them as panels: a piece for each of the tile's rows.
+pub const PANEL_STRIDE: u32 = LN_ROWS * PIECE_BYTES;
 
 /// What an LN tile's LayerNorm writes at [`LnTiles::ln_out`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,15 +88,60 @@ impl LnTiles<'_> {
                 LnOutput::F8Codes(s) => Some(s),
                 LnOutput::F16 | LnOutput::F16OnF8Grid => None,
             },
+            output_panels: self.panels.then_some(PANEL_STRIDE),
+        }
+    }
+
+    /// The chunks of LayerNorm's output that hold rows `[a, b)` of LN tile
+    /// `q` in 32-byte piece `piece` (an input panel of 16 f16 values or
+    /// 32 FP8 codes), in row order: one chunk where the output is panels,
+    /// one a row where it is rows.
+    pub fn out_chunks(&self, q: usize, (a, b): (u32, u32), piece: u32) -> Vec<Chunk> {
+        let q_lo = self.rows(q).0;
+        if self.panels {
+            vec![Chunk {
+                address: self.ln_out + piece * PANEL_STRIDE + (a - q_lo) * PIECE_BYTES,
+                words: 8 * (b - a),
+            }]
+        } else {
+            let row_bytes = self.c * self.output_elem_bytes();
+            (a..b)
+                .map(|r| Chunk {
+                    address: self.ln_out + (r - q_lo) * row_bytes + piece * PIECE_BYTES,
+                    words: 8,
+                })
+                .collect()
+        }
+    }
+
+    /// The chunks of x (rows of f16) that hold rows `[a, b)` of LN tile
+    /// `q` in 32-byte piece `piece` (16 channels): one a row.
+    pub fn x_chunks(&self, q: usize, (a, b): (u32, u32), piece: u32) -> Vec<Chunk> {
+        let q_lo = self.rows(q).0;
+        (a..b)
+            .map(|r| Chunk {
+                address: self.x + (r - q_lo) * self.c * 2 + piece * PIECE_BYTES,
+                words: 8,
+            })
+            .collect()
+    }
+
+    /// Bytes per element of LayerNorm's output.
+    fn output_elem_bytes(&self) -> u32 {
+        match self.output {
+            LnOutput::F8Codes(_) => 1,
+            LnOutput::F16 | LnOutput::F16OnF8Grid => 2,
         }
     }
 
     /// The rounding after LayerNorm on a tile holding `rows` rows, where
     /// the output is [`LnOutput::F16OnF8Grid`].
+    /// As panels, the pieces of a tile with fewer than [`LN_ROWS`] rows
+    /// leave gaps between them, which it rounds too (nothing reads them).
     pub fn rounding(&self, rows: u32) -> Option<Cast> {
-        (self.output == LnOutput::F16OnF8Grid).then_some(Cast {
+        (self.output == LnOutput::F16OnF8Grid).then(|| Cast {
             kind: CastKind::F16RoundF8 { scale: 0 },
-            len: rows * self.c,
+            len: (self.layer_norm(rows).output_bytes() / 2) as u32,
             input: self.ln_out,
             output: self.ln_out,
         })

@@ -329,6 +329,7 @@ impl PatchPlan {
             gamma: self.rows,
             beta: self.rows,
             output: LnOutput::F16,
+            panels: false,
         }
     }
 
@@ -408,7 +409,7 @@ impl PatchPlan {
         let placed = self.placed();
         // Streamed weights first: the longest transfers.
         let mut transfers = super::stream::transfers(&placed);
-        transfers.extend(input_panel_transfers(&placed, &rows, rows.c * 2));
+        transfers.extend(input_panel_transfers(&placed, &rows));
         schedule(machine, &self.tiles(), &transfers)
     }
 

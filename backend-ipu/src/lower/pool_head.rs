@@ -376,6 +376,7 @@ impl PoolPlan {
             gamma: lay.gamma,
             beta: lay.beta,
             output: LnOutput::F16,
+            panels: false,
         }
     }
 
@@ -734,7 +735,7 @@ pub fn exchange_a(plan: &PoolPlan) -> Vec<Transfer> {
             }
         }
     }
-    out.extend(weight_panel_transfers(&sv, &plan.ln(), plan.shape.c * 2));
+    out.extend(weight_panel_transfers(&sv, &plan.ln()));
     out
 }
 

@@ -259,9 +259,19 @@ impl Rules {
     }
 
     /// The least cycles from one segment's first word to the next's: the
-    /// receiver's re-point (a `setzi`, then the put) fits between.
+    /// receiver's re-point (a `setzi`, then the put) fits between, and so
+    /// does a turn of the loop that re-points a run of them
+    /// ([`repoint_run`]: a put, an `add` and a taken `brnzdec`), so that
+    /// short segments (a few rows of a panel sent in one chunk) keep the
+    /// receivers' code a loop.
     fn segment_cycles(&self) -> u64 {
-        self.repoint_before() + self.put
+        (self.repoint_before() + self.put).max(self.repoint_loop_period())
+    }
+
+    /// The least cycles of a turn of a re-point loop: `put ; add ;
+    /// brnzdec` (the put holds the supervisor, the branch refills).
+    fn repoint_loop_period(&self) -> u64 {
+        self.put + 1 + self.refill
     }
 
     /// Cycles a re-point occupies before its put: one `setzi`'s latency.
@@ -742,7 +752,7 @@ fn repoint_run(events: &[(u64, Event)], rules: &Rules) -> Option<RepointRun> {
         .collect();
     let (&(b0, p0), &(b1, p1)) = (points.first()?, points.get(1)?);
     let (stride, period) = (b1.checked_sub(b0)?, p1.checked_sub(p0)?);
-    if stride == 0 || stride > i16::MAX as u32 || period < rules.put + 1 + rules.refill {
+    if stride == 0 || stride > i16::MAX as u32 || period < rules.repoint_loop_period() {
         return None;
     }
     let count = 1 + points

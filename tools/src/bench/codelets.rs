@@ -147,8 +147,20 @@ pub fn run_codelets(machine: &MachineModel) -> Result<Vec<CodeletCycles>, BenchE
         beta: o(2),
         output: o(3),
         output_f8_scale: None,
+        output_panels: None,
     };
     out.push(measure(machine, "layernorm, 12 x 1152".into(), &ln)?);
+    // As an LN tile writes it: six rows, as 16-channel panels.
+    let ln_panels = LayerNorm {
+        rows: 6,
+        output_panels: Some(6 * 32),
+        ..ln.clone()
+    };
+    out.push(measure(
+        machine,
+        "layernorm to panels, 6 x 1152".into(),
+        &ln_panels,
+    )?);
     let ln_f8 = LayerNorm {
         output_f8_scale: Some(-2),
         ..ln
