@@ -8,7 +8,10 @@
 
 use ipuc_backend_ipu::codelets::emitter::{inst, op, Emitter};
 use ipuc_backend_ipu::emit::build_executable;
-use ipuc_backend_ipu::lower::schedule::{delay, schedule, Chunk, Schedule, Segment, Transfer};
+use ipuc_backend_ipu::lower::codegen::Calls;
+use ipuc_backend_ipu::lower::schedule::{
+    delay, schedule, Chunk, DelayRoutine, Schedule, Segment, Transfer, DELAY_ROUTINE,
+};
 use ipuc_dialects::ipu::{build, SectionKind, TensorDirection, TensorPiece};
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Location, OpId, Type};
@@ -35,17 +38,26 @@ fn executable(m: &MachineModel) -> (Context, OpId, BlockId) {
 }
 
 /// Appends tile `t` whose supervisor `main` is what `body` emits, then
-/// `exitz`.
-fn tile_main(ctx: &mut Context, exe_body: BlockId, t: u32, body: impl FnOnce(&mut Emitter)) {
+/// `exitz`, then the subroutines `body` added to its calls.
+fn tile_main_calling(
+    ctx: &mut Context,
+    exe_body: BlockId,
+    t: u32,
+    body: impl FnOnce(&mut Emitter, &mut Calls),
+) {
     let loc = Location::unknown();
     let (tile_op, tile_body) = build::tile(ctx, t, None, loc.clone());
     ctx.append_op(exe_body, tile_op);
     let mut e = Emitter::new(ctx, tile_body, loc);
     e.code_section(".text.main", SectionKind::Supervisor);
     e.function("main");
-    body(&mut e);
+    let mut calls = Calls::new();
+    body(&mut e, &mut calls);
     e.solo(inst("exitz", [op::mzero()]));
     e.size_of("main");
+    for (name, instance) in &calls {
+        instance.emit_as(&mut e, name).unwrap();
+    }
 }
 
 /// Builds and runs one superstep of `s` on `tiles` whose source memory
@@ -61,10 +73,11 @@ fn run(
     let (mut ctx, exe, exe_body) = executable(m);
     let loc = Location::unknown();
     for &t in tiles {
-        tile_main(&mut ctx, exe_body, t, |e| {
+        // The longer waits call the tile's delay routine.
+        tile_main_calling(&mut ctx, exe_body, t, |e, calls| {
             // Start the exchange superstep together.
             e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
-            s.emit(e, m, t, "0");
+            s.emit(e, m, (t, "0"), Some(calls));
             e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
         });
     }
@@ -282,21 +295,39 @@ fn a_receiver_fed_by_many_senders_back_to_back_runs_at_the_port_rate() {
     }
 }
 
+/// Inline, and calling the tile's delay routine (two instructions where
+/// the inline loop would end in `nop`s), a delay holds the supervisor
+/// exactly its cycles.
 #[test]
 fn delays_hold_the_supervisor_exactly() {
     let m = MachineModel::c600();
-    let cycles_of = |d: u64| -> u64 {
+    let cycles_of = |d: u64, routine: bool| -> (u64, bool) {
         let (mut ctx, exe, exe_body) = executable(&m);
-        tile_main(&mut ctx, exe_body, 0, |e| delay(e, &m, d, ".Ld"));
+        let mut called = false;
+        tile_main_calling(&mut ctx, exe_body, 0, |e, calls| {
+            let name = routine.then_some(DELAY_ROUTINE);
+            called = delay(e, &m, d, ".Ld", name);
+            if called {
+                calls.push((DELAY_ROUTINE.into(), Box::new(DelayRoutine::of(&m))));
+            }
+        });
         let exe = build_executable(&ctx, exe).unwrap_or_else(|d| panic!("{}", d[0].message));
         let mut sim = Simulator::new(m.clone(), SimConfig::default());
         sim.load(&exe).unwrap();
         sim.run().unwrap();
-        sim.profile().unwrap().total_cycles
+        (sim.profile().unwrap().total_cycles, called)
     };
-    let base = cycles_of(0);
-    for d in [1, 5, 12, 13, 17, 18, 19, 20, 23, 24, 25, 100, 1001, 4096] {
-        assert_eq!(cycles_of(d) - base, d, "delay({d})");
+    let (base, _) = cycles_of(0, false);
+    let fixed = DelayRoutine::of(&m).fixed();
+    for d in [
+        1, 5, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 23, 24, 25, 100, 1001, 4096,
+    ] {
+        assert_eq!(cycles_of(d, false), (base + d, false), "delay({d})");
+        let (cycles, called) = cycles_of(d, true);
+        assert_eq!(cycles - base, d, "delay({d}) calling the routine");
+        // The routine where it saves `nop`s: past its fixed cost, not
+        // where the inline loop ends on a whole turn (7 + 6n cycles).
+        assert_eq!(called, d >= fixed && (d - 7) % 6 != 0, "delay({d})");
     }
 }
 
@@ -334,7 +365,7 @@ fn a_segmented_receive_re_points_in_a_loop() {
         ctx.append_op(body, tile_op);
         let mut e = Emitter::new(&mut ctx, tile_body, Location::unknown());
         e.code_section(".text.main", SectionKind::Supervisor);
-        (s.emit(&mut e, &m, receiver, "0"), s)
+        (s.emit(&mut e, &m, (receiver, "0"), None), s)
     };
     // Twice the segments: the same loop, only the waits' delay loops may
     // differ by a few `nop`s. Unrolled, each segment took a `setzi`, a

@@ -194,7 +194,7 @@ pub fn emit_attention_in(
         };
         beside_ln = beside_ln.max(first.map_err(fail)? + broadcast.map_err(fail)?);
         sync(&mut e);
-        xcode += x.a.emit(&mut e, machine, t, "a");
+        xcode += x.a.emit(&mut e, machine, (t, "a"), Some(&mut calls));
         sync(&mut e);
         // qk and vt on their tiles, the rounds of the one with fewer
         // padded with syncs.
@@ -233,7 +233,7 @@ pub fn emit_attention_in(
             restore_cycles = restore_cycles.max(c.map_err(fail)?);
         }
         sync(&mut e);
-        xcode += x.b.emit(&mut e, machine, t, "b");
+        xcode += x.b.emit(&mut e, machine, (t, "b"), Some(&mut calls));
         sync(&mut e);
         let att = at_core.get(&t).map(|&(b, kb)| (b, kb, plan.core_of(kb)));
         let roundings = att
@@ -249,7 +249,7 @@ pub fn emit_attention_in(
         }
         if let Some(d) = &x.d {
             sync(&mut e);
-            xcode += d.emit(&mut e, machine, t, "d");
+            xcode += d.emit(&mut e, machine, (t, "d"), Some(&mut calls));
             sync(&mut e);
             if let Some(combine) = att.as_ref().and_then(|&(b, kb, _)| plan.combine_on(b, kb)) {
                 emit_call(&mut e, "attn_combine");
@@ -259,7 +259,7 @@ pub fn emit_attention_in(
             }
         }
         sync(&mut e);
-        xcode += x.c.emit(&mut e, machine, t, "c");
+        xcode += x.c.emit(&mut e, machine, (t, "c"), Some(&mut calls));
         sync(&mut e);
         match at_out.get(&t) {
             Some(&(i, j, k)) => {

@@ -821,7 +821,7 @@ pub fn emit_mlp_in(
         }
         beside_ln = beside_ln.max(beside);
         sync(&mut e);
-        xcode += a.emit(&mut e, machine, t, "a");
+        xcode += a.emit(&mut e, machine, (t, "a"), Some(&mut calls));
         sync(&mut e);
         match at1.get(&t) {
             Some(&pos) => {
@@ -833,7 +833,7 @@ pub fn emit_mlp_in(
             None => (0..2 * rounds(p1)).for_each(|_| sync(&mut e)),
         }
         sync(&mut e);
-        xcode += b.emit(&mut e, machine, t, "b");
+        xcode += b.emit(&mut e, machine, (t, "b"), Some(&mut calls));
         sync(&mut e);
         match at2.get(&t) {
             Some(&(i, j, k)) => {

@@ -944,7 +944,7 @@ pub fn lower_chain(
     let emit_link = |k: usize, e: &mut Emitter, t: u32| -> u64 {
         links.get(&k).map_or(0, |l| {
             sync(e);
-            let bytes = l.emit(e, machine, t, &format!("link{k}"));
+            let bytes = l.emit(e, machine, (t, &format!("link{k}")), None);
             sync(e);
             bytes
         })

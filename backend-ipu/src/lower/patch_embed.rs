@@ -636,7 +636,7 @@ pub fn emit_patch_in(
         let mut xcode = 0;
         let mut calls = Calls::new();
         sync(&mut e);
-        xcode += exchange.emit(&mut e, machine, t, "a");
+        xcode += exchange.emit(&mut e, machine, (t, "a"), Some(&mut calls));
         sync(&mut e);
         match at.get(&t) {
             Some(&pos) => {

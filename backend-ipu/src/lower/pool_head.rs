@@ -910,7 +910,7 @@ pub fn emit_pool_in(
             .map_err(fail)?;
         }
         sync(&mut e);
-        xcode += a.emit(&mut e, machine, t, "a");
+        xcode += a.emit(&mut e, machine, (t, "a"), Some(&mut calls));
         sync(&mut e);
         match at_sv.get(&t) {
             Some(&pos) => {
@@ -926,7 +926,7 @@ pub fn emit_pool_in(
             None => (0..2 * rounds(&plan.sv)).for_each(|_| sync(&mut e)),
         }
         sync(&mut e);
-        xcode += b.emit(&mut e, machine, t, "b");
+        xcode += b.emit(&mut e, machine, (t, "b"), Some(&mut calls));
         sync(&mut e);
         let is_head = plan.head_tiles().contains(&t);
         if is_head {
@@ -945,7 +945,7 @@ pub fn emit_pool_in(
             .map_err(fail)?;
         }
         sync(&mut e);
-        xcode += c.emit(&mut e, machine, t, "c");
+        xcode += c.emit(&mut e, machine, (t, "c"), Some(&mut calls));
         sync(&mut e);
         match at_out.get(&t) {
             Some(&pos) => {

@@ -54,6 +54,9 @@ use std::collections::BTreeMap;
 
 use ipuc_ipu_arch::MachineModel;
 
+use ipuc_dialects::ipu::SectionKind;
+
+use super::codegen::Calls;
 use crate::codelets::emitter::{inst, op, Emitter};
 
 /// A contiguous piece of a sender's memory.
@@ -578,9 +581,18 @@ impl Schedule {
 
     /// Emits `tile`'s exchange code into the open supervisor section: from
     /// the superstep's first cycle to its last event (the caller then
-    /// syncs). Delay loops use labels `.Lx{tag}_{n}`. Returns the bytes
-    /// of code emitted (every supervisor instruction is one 32-bit word).
-    pub fn emit(&self, e: &mut Emitter, machine: &MachineModel, tile: u32, tag: &str) -> u64 {
+    /// syncs). Delay loops use labels `.Lx{tag}_{n}`; with `calls`, the
+    /// longer delays call the tile's [`DelayRoutine`] (added to `calls`
+    /// once, as [`DELAY_ROUTINE`]) instead. Returns the bytes of code
+    /// emitted here (every supervisor instruction is one 32-bit word; the
+    /// routine's, once a tile, are not counted).
+    pub fn emit(
+        &self,
+        e: &mut Emitter,
+        machine: &MachineModel,
+        (tile, tag): (u32, &str),
+        mut calls: Option<&mut Calls>,
+    ) -> u64 {
         let rules = Rules::of(machine);
         let Some(list) = self.events.get(&tile) else {
             return 0;
@@ -588,9 +600,22 @@ impl Schedule {
         let issued = e.issues();
         let mut now = 0u64;
         let mut delays = 0;
-        let mut wait = |e: &mut Emitter, now: &mut u64, until: u64| {
+        let routine_used = std::cell::Cell::new(false);
+        let routine = calls.is_some().then_some(DELAY_ROUTINE);
+        // `may_call`: the call writes `$lr`, one of the sends' address
+        // registers, so a send's pause does not call.
+        let mut wait = |e: &mut Emitter, now: &mut u64, until: u64, may_call: bool| {
             debug_assert!(until >= *now, "event at {until} before cycle {now}");
-            delay(e, &rules, until - *now, &format!(".Lx{tag}_{delays}"));
+            let label = format!(".Lx{tag}_{delays}");
+            if delay(
+                e,
+                &rules,
+                until - *now,
+                &label,
+                routine.filter(|_| may_call),
+            ) {
+                routine_used.set(true);
+            }
             delays += 1;
             *now = until;
         };
@@ -603,13 +628,13 @@ impl Schedule {
         while i < list.len() {
             let (start, ev) = &list[i];
             i += 1;
-            wait(e, &mut now, *start);
+            wait(e, &mut now, *start, true);
             if let (Some(run), &Event::Repoint { base, put }) =
                 (repoint_run(&list[i - 1..], &rules), ev)
             {
                 // A run of re-points a fixed stride and period apart:
                 // one loop (see `repoint_run`), the last put after it.
-                wait(e, &mut now, put - rules.latency);
+                wait(e, &mut now, put - rules.latency, true);
                 e.solo(inst("setzi", [op::m(RECV_BASE), op::imm(i64::from(base))]));
                 e.solo(inst(
                     "setzi",
@@ -628,13 +653,15 @@ impl Schedule {
                         op::imm(i64::from(run.stride)),
                     ],
                 ));
-                let pad = run.period - rules.put - 1 - rules.refill;
-                delay(e, &rules, pad, &format!(".Lx{tag}_rd{loops}"));
+                // Each turn waits out the period past its own
+                // instructions.
+                let until = now + run.period - rules.repoint_loop_period();
+                wait(e, &mut now, until, true);
                 loops += 1;
                 e.solo(inst("brnzdec", [op::m(REPOINT_COUNT), op::sym(&label)]));
                 let last = put + (run.count as u64 - 1) * run.period;
                 now = last - rules.refill + 1;
-                wait(e, &mut now, last);
+                wait(e, &mut now, last, true);
                 e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(RECV_BASE)]));
                 now = last + rules.put;
                 i += run.count - 1;
@@ -659,7 +686,7 @@ impl Schedule {
                 }
                 Event::Switch { sender, base, put } => {
                     let mux = sender.unwrap_or(machine.tiles);
-                    wait(e, &mut now, *put - rules.latency);
+                    wait(e, &mut now, *put - rules.latency, true);
                     e.solo(inst("setzi", [op::m(RECV_MUX), op::imm(i64::from(mux))]));
                     if let Some(b) = base {
                         e.solo(inst("setzi", [op::m(RECV_BASE), op::imm(i64::from(*b))]));
@@ -674,7 +701,7 @@ impl Schedule {
                     }
                 }
                 Event::Repoint { base, put } => {
-                    wait(e, &mut now, *put - rules.latency);
+                    wait(e, &mut now, *put - rules.latency, true);
                     e.solo(inst("setzi", [op::m(RECV_BASE), op::imm(i64::from(*base))]));
                     // Stalls until the base register is readable, at `put`.
                     e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(RECV_BASE)]));
@@ -703,7 +730,7 @@ impl Schedule {
                         // A segment's pause is explicit: the register is
                         // readable before its end, so no stall adds to it.
                         if starts.contains(&i) && first + times[i] > now {
-                            wait(e, &mut now, first + times[i]);
+                            wait(e, &mut now, first + times[i], false);
                         }
                         e.solo(inst("send", [op::m(reg(i)), op::imm(i64::from(c.words))]));
                         now = first + times[i] + 1 + u64::from(c.words) * rules.word;
@@ -716,6 +743,11 @@ impl Schedule {
                         }
                     }
                 }
+            }
+        }
+        if let Some(calls) = calls.as_mut().filter(|_| routine_used.get()) {
+            if !calls.iter().any(|(name, _)| name == DELAY_ROUTINE) {
+                calls.push((DELAY_ROUTINE.into(), Box::new(DelayRoutine::of(&rules))));
             }
         }
         4 * (e.issues() - issued)
@@ -766,9 +798,74 @@ fn repoint_run(events: &[(u64, Event)], rules: &Rules) -> Option<RepointRun> {
     })
 }
 
+/// The name of a tile's [`DelayRoutine`] among its calls.
+pub const DELAY_ROUTINE: &str = "xdelay";
+
+/// A tile's delay routine, called where an exchange waits long: entries
+/// `{name}_r{k}` for `k` in `0..period`, each `k` `nop`s before a
+/// `brnzdec` loop on `$m7`, then `br $lr`. A delay of `c` cycles is
+/// `setzi $m7, n ; call $lr, {name}_r{k}` (two instructions, where an
+/// inline delay loop is two plus up to `period - 1` `nop`s): the setzi,
+/// the call and the return (a refill each), `k` nops and the
+/// loop (`n` taken turns of `period`, then one issue) make
+/// [`DelayRoutine::fixed`] `+ k + n·period` cycles.
+#[derive(Clone, Copy, Debug)]
+pub struct DelayRoutine {
+    /// A taken `brnzdec`'s cycles (the loop's turn).
+    period: u64,
+    /// A taken branch's refill.
+    refill: u64,
+}
+
+impl DelayRoutine {
+    /// The routine under `rules_of`'s timing.
+    pub fn of(rules_of: &impl DelayRules) -> Self {
+        let (latency, refill) = rules_of.delay_rules();
+        DelayRoutine {
+            period: refill.max(latency),
+            refill,
+        }
+    }
+
+    /// Cycles of a call with no `nop` and no taken turn: the `setzi`, the
+    /// call and the return (taken branches: the refill, the issue
+    /// included, as a taken `brnzdec`'s turn), and the loop's one issue.
+    pub fn fixed(&self) -> u64 {
+        1 + 2 * self.refill + 1
+    }
+
+    /// The entry that starts `k` `nop`s before the loop.
+    fn entry(name: &str, k: u64) -> String {
+        format!("{name}_r{k}")
+    }
+}
+
+impl super::codegen::Instance for DelayRoutine {
+    fn emit_as(&self, e: &mut Emitter, name: &str) -> Result<(), crate::codelets::CodeletError> {
+        e.code_section(&format!(".text.{name}"), SectionKind::Supervisor);
+        for k in (1..self.period).rev() {
+            e.label(&Self::entry(name, k));
+            e.solo(inst("nop", []));
+        }
+        let turn = Self::entry(name, 0);
+        e.label(&turn);
+        e.solo(inst("brnzdec", [op::m(DELAY_REG), op::sym(&turn)]));
+        e.solo(inst("br", [op::reg_lr()]));
+        Ok(())
+    }
+}
+
 /// Emits code that holds the supervisor exactly `cycles` cycles (no
-/// worker running): `nop`s, or a `brnzdec` loop on `$m7` and `nop`s.
-pub fn delay(e: &mut Emitter, rules_of: &impl DelayRules, cycles: u64, label: &str) {
+/// worker running): `nop`s, or a `brnzdec` loop on `$m7` and `nop`s, or
+/// with `routine` (the name of the tile's [`DelayRoutine`]) a call of it
+/// where that is shorter. Returns whether it called the routine.
+pub fn delay(
+    e: &mut Emitter,
+    rules_of: &impl DelayRules,
+    cycles: u64,
+    label: &str,
+    routine: Option<&str>,
+) -> bool {
     let (latency, refill) = rules_of.delay_rules();
     // setzi ; (wait latency) brnzdec × (n + 1): latency + n·period + 1.
     let period = refill.max(latency);
@@ -779,16 +876,30 @@ pub fn delay(e: &mut Emitter, rules_of: &impl DelayRules, cycles: u64, label: &s
         for _ in 0..cycles {
             e.solo(inst("nop", []));
         }
-        return;
+        return false;
     }
     let n = (cycles - fixed) / period;
     let rest = cycles - fixed - n * period;
+    let called = DelayRoutine::of(rules_of);
+    if let Some(name) = routine.filter(|_| rest > 0 && cycles >= called.fixed()) {
+        // Two instructions instead of two and `rest` nops. The routine's
+        // loop reads `$m7` long after the setzi (the call's refill).
+        let n = (cycles - called.fixed()) / period;
+        let k = cycles - called.fixed() - n * period;
+        e.solo(inst("setzi", [op::m(DELAY_REG), op::imm(n as i64)]));
+        e.solo(inst(
+            "call",
+            [op::reg_lr(), op::sym(DelayRoutine::entry(name, k))],
+        ));
+        return true;
+    }
     e.solo(inst("setzi", [op::m(DELAY_REG), op::imm(n as i64)]));
     e.label(label);
     e.solo(inst("brnzdec", [op::m(DELAY_REG), op::sym(label)]));
     for _ in 0..rest {
         e.solo(inst("nop", []));
     }
+    false
 }
 
 /// The two rules a delay loop's length depends on.
