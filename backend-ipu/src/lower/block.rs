@@ -864,7 +864,7 @@ pub fn emit_mlp_in(
             }
             None => (0..2 * rounds(p2)).for_each(|_| sync(&mut e)),
         }
-        xcode += frame.close_tile(&mut e, t);
+        xcode += frame.close_tile(&mut e, t, &mut calls);
         exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
         frame.count_exchange(t, xcode);
         if at1.contains_key(&t) {

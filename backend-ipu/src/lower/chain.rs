@@ -47,7 +47,7 @@ use super::chain_loop::{
     archive_layer, constants_since, copies, emit_loop_data, emit_loop_end, extents as extents_of,
     find_repeat, LoopMemory, Repeat, GRAIN,
 };
-use super::codegen::{append_host_tensors, Frame, Lowered, StepEstimates};
+use super::codegen::{append_host_tensors, Calls, Frame, Lowered, StepEstimates};
 use super::mlp::{mlp_from, MlpMatch};
 use super::passes::{chain, only_user};
 use super::patch_embed::{emit_patch_in, patch_from, plan_patch_in, PatchMatch, PatchPlan};
@@ -941,10 +941,12 @@ pub fn lower_chain(
     ctx.append_op(module_body, executable);
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
     // Link `k` between two syncs.
-    let emit_link = |k: usize, e: &mut Emitter, t: u32| -> u64 {
+    // Its delays call the tile's delay routine, added to `calls`.
+    let emit_link = |k: usize, e: &mut Emitter, t: u32, calls: &RefCell<Calls>| -> u64 {
         links.get(&k).map_or(0, |l| {
             sync(e);
-            let bytes = l.emit(e, machine, (t, &format!("link{k}")), None);
+            let tag = format!("link{k}");
+            let bytes = l.emit(e, machine, (t, &tag), Some(&mut calls.borrow_mut()));
             sync(e);
             bytes
         })
@@ -964,15 +966,16 @@ pub fn lower_chain(
     let loop_copies: RefCell<(u64, Option<String>)> = RefCell::new((0, None));
     // What a tile runs after block `k`: the link to the next block, or at
     // the loop's end the copies and the link back or out.
-    let after = |k: usize, e: &mut Emitter, t: u32| -> u64 {
-        match &looped {
+    let after = |k: usize, e: &mut Emitter, t: u32, calls: &mut Calls| -> u64 {
+        let added = RefCell::new(std::mem::take(calls));
+        let bytes = match &looped {
             Some((r, mem, copies)) if k == r.last() => {
                 let end = emit_loop_end(
                     e,
                     (&copies[&t], mem.slot),
                     &format!("b{}_main", r.start),
-                    &mut |e| emit_link(k, e, t),
-                    &mut |e| emit_link(r.end() - 1, e, t),
+                    &mut |e| emit_link(k, e, t, &added),
+                    &mut |e| emit_link(r.end() - 1, e, t, &added),
                 );
                 let mut most = loop_copies.borrow_mut();
                 match end {
@@ -986,8 +989,10 @@ pub fn lower_chain(
                     }
                 }
             }
-            _ => emit_link(k, e, t),
-        }
+            _ => emit_link(k, e, t, &added),
+        };
+        *calls = added.into_inner();
+        bytes
     };
     let bodies: RefCell<BTreeMap<u32, BlockId>> = RefCell::new(BTreeMap::new());
     // Each tile's exchange code, every block's on it.
@@ -1008,7 +1013,7 @@ pub fn lower_chain(
             _ => k + 1,
         };
         let next = (next_block < plans.len()).then(|| format!("b{next_block}_main"));
-        let after_k = |e: &mut Emitter, t: u32| after(k, e, t);
+        let after_k = |e: &mut Emitter, t: u32, calls: &mut Calls| after(k, e, t, calls);
         let frame = Frame {
             executable,
             exe_body,
@@ -1041,8 +1046,14 @@ pub fn lower_chain(
         for &t in every.iter().filter(|t| !own.contains(t)) {
             let mut e = frame.open_tile(ctx, t, &loc);
             (0..syncs[k]).for_each(|_| sync(&mut e));
-            let link = frame.close_tile(&mut e, t);
+            let mut calls = Calls::new();
+            let link = frame.close_tile(&mut e, t, &mut calls);
             frame.count_exchange(t, link);
+            for (name, instance) in &calls {
+                instance
+                    .emit_as(&mut e, name)
+                    .map_err(|err| Diagnostic::error(loc.clone(), err.to_string()))?;
+            }
         }
         if let Some((r, mem, copies)) = &looped {
             if r.in_body(k) {

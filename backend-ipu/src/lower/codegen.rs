@@ -981,9 +981,10 @@ pub struct Frame<'a> {
     pub executable: OpId,
     /// Its body.
     pub exe_body: BlockId,
-    /// Emits what tile `t` runs after the block; returns the bytes of
-    /// exchange code it emitted.
-    pub after: &'a dyn Fn(&mut Emitter, u32) -> u64,
+    /// Emits what tile `t` runs after the block (adding any subroutine it
+    /// calls to the tile's calls); returns the bytes of exchange code it
+    /// emitted.
+    pub after: &'a dyn Fn(&mut Emitter, u32, &mut Calls) -> u64,
     /// The bodies of the tiles' `ipu.tile` ops so far, when several blocks
     /// share the tiles: a block appends to a tile's body instead of
     /// opening a new `ipu.tile`.
@@ -1010,7 +1011,7 @@ impl<'a> Frame<'a> {
         Frame {
             executable,
             exe_body,
-            after: &|_, _| 0,
+            after: &|_, _, _| 0,
             tiles: None,
             next: None,
             exchange: None,
@@ -1044,8 +1045,8 @@ impl<'a> Frame<'a> {
     /// Closes tile `t`'s `main`: what the tile runs after the block, then
     /// `exitz`, or a branch to the next block. Returns the bytes of
     /// exchange code emitted.
-    pub fn close_tile(&self, e: &mut Emitter, t: u32) -> u64 {
-        let xcode = (self.after)(e, t);
+    pub fn close_tile(&self, e: &mut Emitter, t: u32, calls: &mut Calls) -> u64 {
+        let xcode = (self.after)(e, t, calls);
         match self.next {
             Some(label) => e.solo(inst("bri", [op::sym(label)])),
             None => e.solo(inst("exitz", [op::mzero()])),

@@ -647,7 +647,7 @@ pub fn emit_patch_in(
             }
             None => (0..2 * rounds).for_each(|_| sync(&mut e)),
         }
-        xcode += frame.close_tile(&mut e, t);
+        xcode += frame.close_tile(&mut e, t, &mut calls);
         exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
         frame.count_exchange(t, xcode);
         if at.contains_key(&t) {

@@ -956,7 +956,7 @@ pub fn emit_pool_in(
             }
             None => (0..2 * rounds(&plan.out)).for_each(|_| sync(&mut e)),
         }
-        xcode += frame.close_tile(&mut e, t);
+        xcode += frame.close_tile(&mut e, t, &mut calls);
         exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
         frame.count_exchange(t, xcode);
         if at_sv.contains_key(&t) {
