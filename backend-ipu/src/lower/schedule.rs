@@ -165,6 +165,22 @@ const SEND_REGS: [u8; 3] = [4, 5, 6];
 const DELAY_REG: u8 = 7;
 const REPOINT_COUNT: u8 = 8;
 
+/// Whether `chunks` are sent from `$OUTGOING_BASE`: at least
+/// [`MIN_STREAM`] of them, each starting where the one before ends (a
+/// panel's rows of an LN tile, panel after panel), so that one put of the
+/// base and a `send` each (which moves the base on) replace a `setzi` and
+/// a `send` each.
+fn streams(chunks: &[Chunk]) -> bool {
+    chunks.len() >= MIN_STREAM
+        && chunks
+            .windows(2)
+            .all(|w| w[0].address + 4 * w[0].words == w[1].address)
+}
+
+/// The fewest chunks [`streams`] sends from `$OUTGOING_BASE`: the put and
+/// its `setzi` must save more than they cost.
+const MIN_STREAM: usize = 3;
+
 /// The fewest re-points of a run that [`Schedule::emit`] loops over.
 const MIN_REPOINT_LOOP: usize = 3;
 
@@ -221,12 +237,26 @@ impl Rules {
 
     /// Cycles from the first `send`'s issue to each `send`'s issue, and to
     /// the supervisor's next free cycle: one `setzi` after each send loads
-    /// the address of the send two places on (three rotating registers).
+    /// the address of the send two places on (three rotating registers);
+    /// chunks that run on end to end ([`streams`]) are sent from
+    /// `$OUTGOING_BASE`, which each send moves on, with nothing between.
     /// The chunks at `starts` begin segments: each is sent at least
     /// [`Rules::segment_cycles`] after the previous segment's first, so
     /// that the receivers can re-point between them.
     fn send_times(&self, chunks: &[Chunk], starts: &[usize]) -> (Vec<u64>, u64) {
         let mut times = Vec::with_capacity(chunks.len());
+        if streams(chunks) {
+            let (mut t, mut segment) = (0, 0);
+            for (i, c) in chunks.iter().enumerate() {
+                if starts.contains(&i) {
+                    t = t.max(segment + self.segment_cycles());
+                    segment = t;
+                }
+                times.push(t);
+                t += 1 + u64::from(c.words) * self.word;
+            }
+            return (times, t);
+        }
         // When each chunk's address register is readable.
         let mut ready: Vec<u64> = vec![0; chunks.len()];
         if chunks.len() > 1 {
@@ -250,9 +280,15 @@ impl Rules {
         (times, t)
     }
 
-    /// Cycles before the first `send` in which the first addresses load.
-    fn send_lead(&self) -> u64 {
-        self.latency
+    /// Cycles before the first `send` of `chunks` in which the first
+    /// addresses load: and where they stream, the put of
+    /// `$OUTGOING_BASE` (the supervisor held until it takes effect).
+    fn send_lead(&self, chunks: &[Chunk]) -> u64 {
+        if streams(chunks) {
+            self.latency + self.put
+        } else {
+            self.latency
+        }
     }
 
     /// Cycles a switch occupies before its mux put: two `setzi`s, then
@@ -432,7 +468,7 @@ pub fn schedule(machine: &MachineModel, tiles: &[u32], transfers: &[Transfer]) -
         let repoint = |first: u64, lat: u64, leaves: u64| first + leaves + lat - rules.put;
         let last_word = times.last().copied().unwrap_or(0)
             + u64::from(t.chunks.last().map_or(0, |c| c.words)) * rules.word;
-        let lead = rules.send_lead();
+        let lead = rules.send_lead(&t.chunks);
         let sender = tx.get(&s).copied().unwrap_or_default();
         let mut at = sender.free;
         let (first, switches) = loop {
@@ -713,6 +749,26 @@ impl Schedule {
                     first,
                 } => {
                     let reg = |i: usize| SEND_REGS[i % SEND_REGS.len()];
+                    if streams(chunks) {
+                        // The first address, its put (stalled until it is
+                        // readable, then holding until it takes effect,
+                        // at `first`), and one send after another.
+                        e.solo(inst(
+                            "setzi",
+                            [op::m(reg(0)), op::imm(i64::from(chunks[0].address))],
+                        ));
+                        e.solo(inst("put", [op::csr("OUTGOING_BASE"), op::m(reg(0))]));
+                        now = *first;
+                        let (times, _) = rules.send_times(chunks, starts);
+                        for (i, c) in chunks.iter().enumerate() {
+                            if starts.contains(&i) && first + times[i] > now {
+                                wait(e, &mut now, first + times[i], false);
+                            }
+                            e.solo(inst("send", [op::imm(i64::from(c.words))]));
+                            now = first + times[i] + 1 + u64::from(c.words) * rules.word;
+                        }
+                        continue;
+                    }
                     // The event starts `latency` before the first send: the
                     // first address is readable exactly then.
                     for (i, c) in chunks.iter().take(2).enumerate() {
