@@ -28,6 +28,12 @@
 //!   switches (and the setup of their registers) occupy disjoint cycle
 //!   intervals, with delay loops in between.
 //!
+//! The code stays small where the same cycles allow: a wait that an inline
+//! delay loop would end in `nop`s calls the tile's [`DelayRoutine`]
+//! instead (two instructions; delays are most of a tile's exchange code),
+//! and chunks that run on end to end (`streams`) are sent from
+//! `$OUTGOING_BASE` with no `setzi` between them.
+//!
 //! The cycles come from the machine model's issue rules, which the
 //! simulator applies: in an exchange superstep no worker runs, so the
 //! supervisor issues every cycle; a `setzi` result is readable
