@@ -441,7 +441,9 @@ pub fn plan_chain(
         ) {
             Ok(plan) if kept0 > region0_room(machine, stride, plan.region0) && sizings < 8 => {
                 // The blocks took more region 0 than measured: the
-                // archive's share of it shrinks.
+                // archive's share of it shrinks. (Past the retries the plan
+                // stands with less room for code than CODE_ROOM; the
+                // executable's overlap check reports code that outgrows it.)
                 region0 = Some(plan.region0);
                 sizings += 1;
             }
@@ -1233,6 +1235,29 @@ pub fn chain_report(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The archive's share of region 0: whole elements below the
+    /// interleaved region that the add columns, the blocks' private region
+    /// 0 and [`CODE_ROOM`] leave; none where they leave less than one.
+    #[test]
+    fn the_archive_takes_what_region_0_leaves_in_whole_elements() {
+        let m = MachineModel::c600();
+        let region0 = m.interleaved_base - m.sram_base;
+        let stride = m.element_bytes;
+        // 208 KiB: 48 KiB of columns, 64 KiB of code, 40,000 bytes of
+        // states: 58,304 bytes left, three whole elements.
+        assert_eq!(region0_room(&m, stride, 40_000), 3 * m.element_bytes);
+        // Wider columns leave less.
+        assert_eq!(region0_room(&m, 2 * stride, 40_000), 0);
+        // Nothing left (or less than nothing): no share.
+        let full = region0 - ADD_COLUMNS * stride - CODE_ROOM;
+        assert_eq!(region0_room(&m, stride, full), 0);
+        assert_eq!(region0_room(&m, stride, full + 4096), 0);
+        assert_eq!(
+            region0_room(&m, stride, full - m.element_bytes),
+            m.element_bytes
+        );
+    }
 
     /// A loop whose archive leaves too little memory says how large the
     /// archive is, how much private memory the blocks keep, by how much
