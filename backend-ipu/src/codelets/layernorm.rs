@@ -133,6 +133,20 @@ impl LayerNorm {
         }
     }
 
+    /// With the output as panels, the store step after a piece's last word
+    /// (in store units: 8 bytes, FP8 4), on to the row's piece in the next
+    /// panel, and the bytes a row steps back at its end, from past its
+    /// last piece to the next row's first.
+    fn panel_steps(&self) -> Option<(u32, u32)> {
+        let stride = self.output_panels?;
+        let unit = 4 * self.output_elem_bytes();
+        let pieces = self.cols * self.output_elem_bytes() / PIECE_BYTES;
+        Some((
+            (stride + unit).saturating_sub(PIECE_BYTES) / unit,
+            pieces.saturating_mul(stride).saturating_sub(PIECE_BYTES),
+        ))
+    }
+
     /// Apply-loop words per output piece when the output is panels: 4
     /// (f16 words of 8 bytes) or 8 (4 FP8 codes each); 1 for rows.
     fn words_per_piece(&self) -> u32 {
@@ -166,9 +180,8 @@ impl LayerNorm {
             }
             // The store steps (12-bit words) and the row's step back
             // (a 16-bit immediate).
-            let unit = 4 * self.output_elem_bytes();
-            let back = u64::from(row / PIECE_BYTES) * u64::from(stride) - u64::from(PIECE_BYTES);
-            if (stride - PIECE_BYTES + unit) / unit > 2047 || back > i16::MAX as u64 {
+            let (jump, back) = self.panel_steps().expect("output panels");
+            if jump > 2047 || back > i16::MAX as u32 {
                 return err(format!(
                     "output panels {stride} bytes apart over {row}-byte rows are too far apart for the stores' steps"
                 ));
@@ -317,10 +330,7 @@ impl LayerNorm {
         let scale_next = inst("f16v4mul", [op::a_pair(6), op::a_pair(6), op::a_pair(10)]);
         // The output pointer's step after a piece's last word: on to the
         // same row's piece in the next panel.
-        let unit = 4 * self.output_elem_bytes();
-        let jump = self
-            .output_panels
-            .map_or(1, |stride| i64::from((stride - PIECE_BYTES + unit) / unit));
+        let jump = self.panel_steps().map_or(1, |(jump, _)| i64::from(jump));
         let store_f16 = |step: i64| {
             inst(
                 "st64step",
@@ -361,10 +371,8 @@ impl LayerNorm {
             .collect();
         e.rpt(apply_count, &format!("{tag}_apply"), apply);
         e.solo(inst("sub", [op::m(0), op::m(5), op::imm(8)]));
-        if let Some(stride) = self.output_panels {
+        if let Some((_, back)) = self.panel_steps() {
             // Back from past the row's last piece to the next row's first.
-            let pieces = self.cols * self.output_elem_bytes() / PIECE_BYTES;
-            let back = pieces * stride - PIECE_BYTES;
             e.solo(inst("sub", [op::m(1), op::m(1), op::imm(i64::from(back))]));
         }
         (empty, launch::emit_end_row_loop(e, tag, setup))

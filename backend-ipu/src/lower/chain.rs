@@ -428,6 +428,18 @@ pub fn plan_chain(
     // The private region 0 the blocks keep, measured once an archive is
     // sized: what is left of region 0 for the archive follows from it.
     let mut region0: Option<u32> = None;
+    // What the chain needs besides its archive, for the weights and add
+    // columns it was measured with: the archive's region-0 share and the
+    // error of a chain that does not fit both read it.
+    let mut measured: Option<((Weights, u32), Option<Measured>)> = None;
+    let mut measure = |weights: Weights, stride: u32| match measured {
+        Some((key, m)) if key == (weights, stride) => m,
+        _ => {
+            let m = measure_without_archive(chain, machine, (repeat, stride), weights);
+            measured = Some(((weights, stride), m));
+            m
+        }
+    };
     loop {
         let kept0 = region0.map_or(0, |r0| {
             region0_room(machine, stride, r0).min(archive.next_multiple_of(bank))
@@ -472,8 +484,7 @@ pub fn plan_chain(
                 archive = bytes;
                 sizings += 1;
                 if region0.is_none() {
-                    region0 = measure_without_archive(chain, machine, (repeat, stride), weights)
-                        .map(|m| m.region0);
+                    region0 = measure(weights, stride).map(|m| m.region0);
                 }
             }
             Err(Failure::Archive(bytes)) => {
@@ -544,12 +555,10 @@ pub fn plan_chain(
                 // chain needs besides the archive, measured by planning
                 // it as if the archive took nothing.
                 let message = match repeat.filter(|_| archive > 0) {
-                    Some(r) => {
-                        match measure_without_archive(chain, machine, (repeat, stride), weights) {
-                            Some(m) => archive_budget(r, (archive, kept0), &m, machine, &block),
-                            None => block,
-                        }
-                    }
+                    Some(r) => match measure(weights, stride) {
+                        Some(m) => archive_budget(r, (archive, kept0), &m, machine, &block),
+                        None => block,
+                    },
                     None => block,
                 };
                 return Err(Diagnostic::op_error(ctx, at, message));
@@ -560,6 +569,7 @@ pub fn plan_chain(
 
 /// What a chain with a loop needs besides its archive: planned as if the
 /// archive took no memory.
+#[derive(Clone, Copy)]
 struct Measured {
     /// The blocks' private interleaved memory, bytes a tile.
     private: u32,

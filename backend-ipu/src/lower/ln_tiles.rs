@@ -104,34 +104,33 @@ impl LnTiles<'_> {
                 words: 8 * (b - a),
             }]
         } else {
-            let row_bytes = self.c * self.output_elem_bytes();
-            (a..b)
-                .map(|r| Chunk {
-                    address: self.ln_out + (r - q_lo) * row_bytes + piece * PIECE_BYTES,
-                    words: 8,
-                })
-                .collect()
+            let row_bytes = self.c * self.layer_norm(0).output_elem_bytes();
+            self.row_chunks(q, (self.ln_out, row_bytes), (a, b), piece)
         }
     }
 
     /// The chunks of x (rows of f16) that hold rows `[a, b)` of LN tile
     /// `q` in 32-byte piece `piece` (16 channels): one a row.
-    pub fn x_chunks(&self, q: usize, (a, b): (u32, u32), piece: u32) -> Vec<Chunk> {
+    pub fn x_chunks(&self, q: usize, rows: (u32, u32), piece: u32) -> Vec<Chunk> {
+        self.row_chunks(q, (self.x, self.c * 2), rows, piece)
+    }
+
+    /// Piece `piece` of rows `[a, b)` of LN tile `q` in rows of `row_bytes`
+    /// from `base`: a chunk a row.
+    fn row_chunks(
+        &self,
+        q: usize,
+        (base, row_bytes): (u32, u32),
+        (a, b): (u32, u32),
+        piece: u32,
+    ) -> Vec<Chunk> {
         let q_lo = self.rows(q).0;
         (a..b)
             .map(|r| Chunk {
-                address: self.x + (r - q_lo) * self.c * 2 + piece * PIECE_BYTES,
+                address: base + (r - q_lo) * row_bytes + piece * PIECE_BYTES,
                 words: 8,
             })
             .collect()
-    }
-
-    /// Bytes per element of LayerNorm's output.
-    fn output_elem_bytes(&self) -> u32 {
-        match self.output {
-            LnOutput::F8Codes(_) => 1,
-            LnOutput::F16 | LnOutput::F16OnF8Grid => 2,
-        }
     }
 
     /// The rounding after LayerNorm on a tile holding `rows` rows, where

@@ -251,21 +251,11 @@ impl Rules {
     /// that the receivers can re-point between them.
     fn send_times(&self, chunks: &[Chunk], starts: &[usize]) -> (Vec<u64>, u64) {
         let mut times = Vec::with_capacity(chunks.len());
-        if streams(chunks) {
-            let (mut t, mut segment) = (0, 0);
-            for (i, c) in chunks.iter().enumerate() {
-                if starts.contains(&i) {
-                    t = t.max(segment + self.segment_cycles());
-                    segment = t;
-                }
-                times.push(t);
-                t += 1 + u64::from(c.words) * self.word;
-            }
-            return (times, t);
-        }
-        // When each chunk's address register is readable.
+        let streamed = streams(chunks);
+        // When each chunk's address register is readable (streamed: the
+        // base is, from the first send on).
         let mut ready: Vec<u64> = vec![0; chunks.len()];
-        if chunks.len() > 1 {
+        if chunks.len() > 1 && !streamed {
             ready[1] = 1;
         }
         let mut t = 0;
@@ -278,7 +268,7 @@ impl Rules {
             }
             times.push(t);
             t += 1 + u64::from(c.words) * self.word;
-            if i + 2 < chunks.len() {
+            if i + 2 < chunks.len() && !streamed {
                 ready[i + 2] = t + self.latency;
                 t += 1;
             }
@@ -755,7 +745,8 @@ impl Schedule {
                     first,
                 } => {
                     let reg = |i: usize| SEND_REGS[i % SEND_REGS.len()];
-                    if streams(chunks) {
+                    let streamed = streams(chunks);
+                    if streamed {
                         // The first address, its put (stalled until it is
                         // readable, then holding until it takes effect,
                         // at `first`), and one send after another.
@@ -765,24 +756,16 @@ impl Schedule {
                         ));
                         e.solo(inst("put", [op::csr("OUTGOING_BASE"), op::m(reg(0))]));
                         now = *first;
-                        let (times, _) = rules.send_times(chunks, starts);
-                        for (i, c) in chunks.iter().enumerate() {
-                            if starts.contains(&i) && first + times[i] > now {
-                                wait(e, &mut now, first + times[i], false);
-                            }
-                            e.solo(inst("send", [op::imm(i64::from(c.words))]));
-                            now = first + times[i] + 1 + u64::from(c.words) * rules.word;
+                    } else {
+                        // The event starts `latency` before the first send:
+                        // the first address is readable exactly then.
+                        for (i, c) in chunks.iter().take(2).enumerate() {
+                            e.solo(inst(
+                                "setzi",
+                                [op::m(reg(i)), op::imm(i64::from(c.address))],
+                            ));
+                            now += 1;
                         }
-                        continue;
-                    }
-                    // The event starts `latency` before the first send: the
-                    // first address is readable exactly then.
-                    for (i, c) in chunks.iter().take(2).enumerate() {
-                        e.solo(inst(
-                            "setzi",
-                            [op::m(reg(i)), op::imm(i64::from(c.address))],
-                        ));
-                        now += 1;
                     }
                     let (times, _) = rules.send_times(chunks, starts);
                     for (i, c) in chunks.iter().enumerate() {
@@ -794,9 +777,14 @@ impl Schedule {
                         if starts.contains(&i) && first + times[i] > now {
                             wait(e, &mut now, first + times[i], false);
                         }
-                        e.solo(inst("send", [op::m(reg(i)), op::imm(i64::from(c.words))]));
+                        let words = op::imm(i64::from(c.words));
+                        if streamed {
+                            e.solo(inst("send", [words]));
+                        } else {
+                            e.solo(inst("send", [op::m(reg(i)), words]));
+                        }
                         now = first + times[i] + 1 + u64::from(c.words) * rules.word;
-                        if let Some(next) = chunks.get(i + 2) {
+                        if let Some(next) = chunks.get(i + 2).filter(|_| !streamed) {
                             e.solo(inst(
                                 "setzi",
                                 [op::m(reg(i + 2)), op::imm(i64::from(next.address))],
