@@ -185,7 +185,7 @@ fn attention_bench_runs_a_small_block() {
     ])
     .unwrap_or_else(|e| panic!("{e}"));
     for want in [
-        "  FP8: weights kept as codes",
+        "  FP8: qk and vt on the FP8 AMP",
         "tiles (fp8)",
         "rows checked against float64",
     ] {

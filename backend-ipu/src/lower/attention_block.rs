@@ -72,12 +72,16 @@
 //! private memory) or restored at the block's start (the window's), so no
 //! stale word (a NaN times a zero probability) can reach a real result.
 //!
-//! With FP8 products ([`AttentionFp8`]) the weights are kept as FP8 codes
-//! and widened before each product, and the products' inputs are rounded
-//! to the FP8 grid; the products still run on the f16 AMP.
+//! With FP8 products ([`AttentionFp8`]) qk and vt run on the FP8 AMP:
+//! LayerNorm writes FP8 codes in 32-channel panels (the same 32 bytes a
+//! panel row as f16's 16 channels, so exchange A is unchanged), which are
+//! qk's input panels and vt's weight panels; qk's weights and vt's input
+//! are FP8 codes in the products' unscaled domain, and Q, K and V come
+//! out in it. out's weights are kept as codes and widened to f16 before
+//! its product, which stays on the f16 AMP.
 //!
-//! Known limits: the FP8 AMP is not used (its 2x multiply-accumulates
-//! would need FP8 panels through exchanges B and C); the exchanges are
+//! Known limits: out does not use the FP8 AMP (its input would need FP8
+//! panels through exchange C); the exchanges are
 //! scheduled greedily, and wide multicasts (K and
 //! V to every row block, Q to every key block, out's input to every grid
 //! column) serialise, so for so400m they dominate the block.
@@ -88,7 +92,7 @@ pub use super::attention_constants::{
 pub use super::attention_emit::{
     emit_attention, emit_attention_in, output_roundings, AttentionEstimate, LoweredAttention,
 };
-use super::attention_layout::{best_core, combine_of, product_layouts, window_end};
+use super::attention_layout::{best_core, combine_of, product_layouts, window_end, Short};
 use super::window::Window;
 use std::collections::BTreeMap;
 
@@ -100,7 +104,7 @@ use super::block::{positions, LN_ROWS};
 use super::block_exchange::residual_view;
 use super::codegen::{PlacedGemm, TileLayout, ZeroRun};
 use super::ln_tiles::{LnOutput, LnTiles};
-use super::plan::{plan_gemm, BiasRows, Epilogue, GemmPlan, GemmShape};
+use super::plan::{plan_gemm, BiasRows, Epilogue, GemmPlan, GemmShape, ReductionPlace};
 use super::schedule::{schedule, Schedule};
 use super::stream::Weights;
 use crate::codelets::amp::AmpVariant;
@@ -130,16 +134,23 @@ pub struct AttentionShape {
 
 /// An attention block whose products the IR states in FP8: LayerNorm's and
 /// the attention's outputs cast to `f8E4M3FNUZ`, the weights FP8 codes
-/// with per-tensor power-of-two scales (`rhs_scale`). The tiles keep the
-/// weights as codes (half the bytes of f16) and widen them to f16 before
-/// each product ([`super::codegen::WeightCodes`]); LayerNorm's output and
-/// the attention's are rounded to the FP8 grid in f16
-/// ([`crate::codelets::cast::CastKind::F16RoundF8`]); the f16 AMP then
-/// multiplies exactly the values the IR's FP8 products multiply (codes
-/// times their scales are exact in f16), accumulating in f32 within a
-/// block as for f16 products. Q's weights are codes, which cannot carry
-/// the softmax scale (not a power of two): the attention tiles' softmax
-/// multiplies by it instead.
+/// with per-tensor power-of-two scales (`rhs_scale`).
+///
+/// qk and vt run `f8v8hihov4amp` on FP8 codes: LayerNorm writes `f8(y)`
+/// (scale 0, the IR's cast), and the QKV weights are codes in the
+/// products' *domain* `D` ([`AttentionFp8::domain`], chosen as the MLP's
+/// [`super::block::Fp8Domains`]): `code = w 2^D`. Q, K and V, their
+/// biases (scaled by `2^D` too) and every partial are in that domain,
+/// `true = unscaled 2^-D`. The attention undoes it where it costs
+/// nothing: the scores `Q K^T` are `2^2D` too large, which the softmax's
+/// multiply by the softmax scale takes back
+/// ([`AttentionShape::softmax_scale`]; Q's codes cannot carry the softmax
+/// scale, not a power of two), and the attention's output, `2^D` too
+/// large, is rounded to the FP8 grid at scale `D` (the same values as
+/// rounding the true output at scale 0) and multiplied by out's weights
+/// widened from their codes at `2^-D` times their scale
+/// ([`super::codegen::WeightCodes`]; f16 weights times `2^-D` where out's
+/// product is f16). out runs on the f16 AMP.
 ///
 /// The value bias is not folded into the output bias as for f16 products
 /// (the rounding of `P V + b_v` to FP8 needs it inside): vt's initial
@@ -153,6 +164,18 @@ pub struct AttentionFp8 {
     /// is not rounded; the pooling head's output `nn.gemm`, which
     /// `convert-precision` leaves f16).
     pub out_scale: Option<i32>,
+}
+
+impl AttentionFp8 {
+    /// qk's and vt's unscaled domain `D`: their weight codes are `w 2^D`,
+    /// Q, K and V come out `2^D` times their values. As the MLP's
+    /// ([`super::block::Fp8Domains::from_scales`]): the largest weight
+    /// code at most 15, [`super::block::FP8_WEIGHT_HEADROOM`] binades
+    /// below the format's top, so that Q, K and V up to `65504 2^-D` fit
+    /// the products' f16 partials.
+    pub fn domain(&self) -> i32 {
+        super::block::Fp8Domains::from_scales(self.qkv_scale, 0).fc1
+    }
 }
 
 impl AttentionShape {
@@ -170,12 +193,29 @@ impl AttentionShape {
         }
     }
 
+    /// What qk's weights and bias, vt's input and the value bias are
+    /// multiplied by as the tiles hold them: `2^D` with FP8 products
+    /// ([`AttentionFp8::domain`]), else 1.
+    pub fn qkv_domain_scale(&self) -> f64 {
+        self.fp8.map_or(1.0, |f| 2f64.powi(f.domain()))
+    }
+
     /// What the attention tiles' softmax multiplies the scores by: the
-    /// rest of the softmax scale after [`Self::q_weight_scale`].
+    /// rest of the softmax scale after [`Self::q_weight_scale`] (FP8: and
+    /// `2^-2D`, Q's and K's domains).
     pub fn softmax_scale(&self) -> f32 {
         match self.fp8 {
-            Some(_) => self.scale,
+            Some(f) => (f64::from(self.scale) * 2f64.powi(-2 * f.domain())) as f32,
             None => 1.0,
+        }
+    }
+
+    /// qk's and vt's AMP instruction (and LayerNorm's output type, their
+    /// input): FP8 with FP8 products.
+    pub fn qkv_variant(&self) -> AmpVariant {
+        match self.fp8 {
+            Some(_) => AmpVariant::F8,
+            None => AmpVariant::F16,
         }
     }
 
@@ -297,21 +337,16 @@ pub struct AttentionLayout {
     /// vt's tiles.
     pub vt: TileLayout,
     /// Whether the attention tiles restore their window after qk and vt
-    /// rather than beside LayerNorm: with FP8 products (qk's weights are
-    /// widened at the scratch's bottom) or streamed weights (qk's are
-    /// gathered there). vt's weights, the LayerNorm rows exchange A
-    /// writes, are then shared scratch at the bottom too (else private),
-    /// and vt's tiles zero their padding token rows beside LayerNorm
-    /// ([`vt_pad_copies`]).
+    /// rather than beside LayerNorm: with streamed weights (qk's are
+    /// gathered at the scratch's bottom). vt's weights, the LayerNorm
+    /// rows exchange A writes, are then shared scratch at the bottom too
+    /// (else private), and vt's tiles zero their padding token rows
+    /// beside LayerNorm ([`vt_pad_copies`]).
     pub restore_late: bool,
     /// Where vt's input streams in ([`vt_input_piece`]): each tile's home
-    /// piece of its input block (private), gathered in exchange A from
-    /// the tiles of its grid row and K part (FP8: at [`Self::vt_codes`],
-    /// widened before the product; f16: at vt's input).
+    /// piece of its input block (private), gathered into vt's input in
+    /// exchange A from the tiles of its grid row and K part.
     pub vt_home: Option<u32>,
-    /// With FP8 products, where vt's tiles keep its input (the value
-    /// weights) as FP8 codes, widened to vt's input before the product.
-    pub vt_codes: Option<u32>,
     /// out's tiles.
     pub out: TileLayout,
     /// The residual rows an out tile owns (region 0).
@@ -443,7 +478,7 @@ impl AttentionPlan {
             gamma: lay.gamma,
             beta: lay.beta,
             output: match self.shape.fp8 {
-                Some(_) => LnOutput::F16OnF8Grid,
+                Some(_) => LnOutput::F8Codes(0),
                 None => LnOutput::F16,
             },
             panels: true,
@@ -530,10 +565,11 @@ impl AttentionPlan {
             .min()
             .unwrap_or(machine.sram_end);
         let fp8 = match s.fp8 {
-            Some(_) => format!(
-                "  FP8: weights kept as codes (qk's {} bytes a tile, vt's input {}, out's {}), widened to f16 before each product; LayerNorm's and the attention's outputs rounded to the FP8 grid; the value bias in vt's initial partials\n",
-                self.qk.vertex().weight_bytes() / 2,
-                self.vt.vertex().input_bytes() / 2,
+            Some(f) => format!(
+                "  FP8: qk and vt on the FP8 AMP (LayerNorm's output FP8 codes; qk's weights {} bytes a tile, vt's input {}, codes in domain 2^{}); out's weights kept as codes ({} bytes a tile), widened to f16 before its product; the attention's output rounded to the FP8 grid; the value bias in vt's initial partials\n",
+                self.qk.vertex().weight_bytes(),
+                self.vt.vertex().input_bytes(),
+                f.domain(),
                 self.out.vertex().weight_bytes() / 2
             ),
             None => String::new(),
@@ -552,12 +588,11 @@ impl AttentionPlan {
             );
         }
         if self.layout.vt_home.is_some() {
-            let fp8 = s.fp8.is_some();
             streamed += &format!(
                 "  vt's input streamed: {}\n",
                 super::stream::report_pieces(
-                    vt_input_piece(&self.vt, fp8),
-                    fp8,
+                    vt_input_piece(&self.vt),
+                    false,
                     (self.vt.grid_cols, "grid columns"),
                     "A"
                 )
@@ -627,6 +662,14 @@ pub struct AttentionSchedules {
     /// The attention's output to out's input panels.
     pub c: Schedule,
 }
+
+/// How many times [`plan_attention_in`] searches products again with the
+/// memory the block's layout found missing under them taken away.
+const MAX_SQUEEZES: u32 = 8;
+
+/// The least a squeeze takes away on its first try, doubled on each
+/// after it (4 KiB to 512 KiB over [`MAX_SQUEEZES`] tries).
+const SQUEEZE_STEP: u32 = 4096;
 
 /// A product planned by the search on `tiles` tiles from `first`.
 fn plan_on(
@@ -712,6 +755,12 @@ fn plan_attention_window(
             s.c
         ));
     }
+    if s.fp8.is_some() && !s.c.is_multiple_of(32) {
+        return Err(format!(
+            "the hidden size {} is not a multiple of 32, which FP8 products need yet (LayerNorm writes qk's and vt's FP8 input in whole 32-channel panels); lower the block with --precision fp16",
+            s.c
+        ));
+    }
     let n_ln = s.m.div_ceil(LN_ROWS);
     let Some(gemm) = machine.tiles.checked_sub(n_ln).filter(|&t| t >= 2) else {
         return Err(format!(
@@ -724,74 +773,136 @@ fn plan_attention_window(
     // them, one after the other.
     let qk_tiles = (2 * gemm / 3).max(1);
     let f16 = AmpVariant::F16;
+    let qkv = s.qkv_variant();
     // qk's and out's biases are rows the tiles broadcast (no blocks in
     // memory), qk's beside LayerNorm (its tiles are idle), out's before
     // its vertex (its buffers are the attention's until then); vt's (FP8)
     // is a value per row, splat into every output group beside LayerNorm
     // too.
-    let with_bias = |when| Epilogue {
+    // Alone on their tiles, the products' reduction buffers lie over
+    // their inputs ([`super::codegen::layout`]); streamed, qk's weights
+    // are gathered right below its input, and they lie over those too.
+    let with_bias = |when, reduction| Epilogue {
         bias: true,
         bias_rows: Some(when),
+        reduction,
         ..Epilogue::default()
     };
-    let qk = plan_on(
-        "qk",
-        GemmShape {
-            m: s.m,
-            k: s.c,
-            n: 2 * s.hp(),
-            variant: f16,
-            epilogue: with_bias(BiasRows::Early),
+    // So do vt's weights, the LayerNorm rows, which are scratch then.
+    let gathered_reduction = match weights {
+        Weights::Streamed => ReductionPlace::OverInputAndWeights,
+        Weights::Resident => ReductionPlace::OverInput,
+    };
+    let qk_shape = GemmShape {
+        m: s.m,
+        k: s.c,
+        n: 2 * s.hp(),
+        variant: qkv,
+        epilogue: with_bias(BiasRows::Early, gathered_reduction),
+    };
+    let vt_shape = GemmShape {
+        m: s.hp(),
+        k: s.c,
+        n: s.m,
+        variant: qkv,
+        // FP8: the value bias in vt's initial partials (see
+        // `HeldConstants`), a value per row of V^T splat into every output
+        // group beside LayerNorm.
+        epilogue: Epilogue {
+            bias: s.fp8.is_some(),
+            bias_rows: s.fp8.map(|_| BiasRows::Early),
+            per_row: true,
+            reduction: gathered_reduction,
+            ..Epilogue::default()
         },
-        machine,
-        first,
-        qk_tiles,
-    )?;
-    let vt = plan_on(
-        "vt",
-        GemmShape {
-            m: s.hp(),
-            k: s.c,
-            n: s.m,
-            variant: f16,
-            // FP8: the value bias in vt's initial partials (see
-            // `HeldConstants`), a value per row of V^T splat into
-            // every output group beside LayerNorm.
-            epilogue: Epilogue {
-                bias: s.fp8.is_some(),
-                bias_rows: s.fp8.map(|_| BiasRows::Early),
-                per_row: true,
-                ..Epilogue::default()
-            },
-        },
-        machine,
-        first + qk_tiles,
-        gemm - qk_tiles,
-    )?;
-    let out = plan_on(
-        "out",
-        GemmShape {
-            m: s.m,
-            k: s.hp(),
-            n: s.c,
-            variant: f16,
-            epilogue: with_bias(BiasRows::BeforeVertex),
-        },
-        machine,
-        first,
-        gemm,
-    )?;
+    };
+    let out_shape = GemmShape {
+        m: s.m,
+        k: s.hp(),
+        n: s.c,
+        variant: f16,
+        epilogue: with_bias(BiasRows::BeforeVertex, ReductionPlace::OverInput),
+    };
     let ln_tiles: Vec<u32> = (first + gemm..first + machine.tiles).collect();
-    let products = product_layouts(s, [&qk, &vt, &out], whole, &mut window, weights)?;
-    let forms =
-        [false, true].map(|split| best_core(s, &products, gemm, first, split, key_blocks, machine));
-    let chosen = forms
-        .iter()
-        .filter_map(|f| f.plan.as_ref().ok())
-        .min_by_key(|(_, cycles)| *cycles)
-        .map(|&(c, _)| c)
-        .ok_or_else(|| format!("no attention form fits: {}; {}", forms[0], forms[1]))?;
-    let layout = products.with_core(s, chosen, machine)?;
+    // The search fits each product alone in the memory earlier blocks
+    // left; the block also keeps its own constants and (streamed or FP8)
+    // gathers or widens weights in the scratch. Where the layout finds
+    // bytes missing under a product's buffers, that product is searched
+    // again with that much less memory, and at least twice as much more
+    // each time (its buffers are whole element pairs: a little less memory
+    // can leave the search's choice as it was), as the MLP block does.
+    let start = window;
+    let mut squeeze = [0u32; 3];
+    let mut short: Option<String> = None;
+    let mut tries = 0;
+    let (qk, vt, out, products, layout, forms, chosen) = loop {
+        let squeezed = |n: usize| MachineModel {
+            interleaved_base: start.base + squeeze[n],
+            ..machine.clone()
+        };
+        let searched = plan_on("qk", qk_shape, &squeezed(0), first, qk_tiles).and_then(|qk| {
+            let vt = plan_on(
+                "vt",
+                vt_shape,
+                &squeezed(1),
+                first + qk_tiles,
+                gemm - qk_tiles,
+            )?;
+            let out = plan_on("out", out_shape, &squeezed(2), first, gemm)?;
+            Ok((qk, vt, out))
+        });
+        // After a squeeze, a search that finds nothing leaves the
+        // layout's reason as the block's.
+        let (qk, vt, out) = match (searched, short.take()) {
+            (Ok(found), _) => found,
+            (Err(e), Some(layout_error)) => {
+                tracing::debug!(
+                    target: "ipu-lower",
+                    "attention block: no plan after the squeeze ({e}); the layout's reason stands"
+                );
+                return Err(layout_error);
+            }
+            (Err(e), None) => return Err(e),
+        };
+        window = start;
+        let laid = product_layouts(s, [&qk, &vt, &out], whole, &mut window, weights).and_then(
+            |products| {
+                let forms = [false, true]
+                    .map(|split| best_core(s, &products, gemm, first, split, key_blocks, machine));
+                let chosen = forms
+                    .iter()
+                    .filter_map(|f| f.plan.as_ref().ok())
+                    .min_by_key(|(_, cycles)| *cycles)
+                    .map(|&(c, _)| c)
+                    .ok_or_else(|| Short {
+                        message: format!("no attention form fits: {}; {}", forms[0], forms[1]),
+                        missing: [0; 3],
+                    })?;
+                let layout = products.with_core(s, chosen, machine)?;
+                Ok((products, layout, forms, chosen))
+            },
+        );
+        match laid {
+            Ok((products, layout, forms, chosen)) => {
+                break (qk, vt, out, products, layout, forms, chosen)
+            }
+            Err(e) if e.missing.iter().any(|&m| m > 0) && tries < MAX_SQUEEZES => {
+                for (sq, &missing) in squeeze.iter_mut().zip(&e.missing) {
+                    if missing > 0 {
+                        *sq += missing.max(SQUEEZE_STEP << tries).next_multiple_of(16);
+                    }
+                }
+                tracing::debug!(
+                    target: "ipu-lower",
+                    "attention block short of {:?} bytes (qk, vt, out): searching those products again with {squeeze:?} bytes less memory",
+                    e.missing
+                );
+                tries += 1;
+                short = Some(e.message);
+            }
+            Err(e) => return Err(e.message),
+        }
+    };
     window.use_scratch(products.window_start.min(products.transient_bottom));
     let mut plan = AttentionPlan {
         shape,
@@ -928,17 +1039,18 @@ pub fn core_tile(
     TileAttention::packed((rows, s.dp(), s.m, s.dp()), s.scale, machine)
 }
 
-/// Bytes of each piece of a vt input block (FP8: of codes) where it
-/// streams in ([`AttentionLayout::vt_home`]): the block (the constant
-/// input panels of a grid row and K part, which every tile of the grid
-/// row and K part reads) over vt's grid columns, in whole 16-byte lines.
-pub fn vt_input_piece(vt: &GemmPlan, codes: bool) -> u32 {
-    super::stream::pieces_of(vt_input_block(vt, codes), vt.grid_cols)
+/// Bytes of each piece of a vt input block where it streams in
+/// ([`AttentionLayout::vt_home`]): the block (the constant input panels
+/// of a grid row and K part, which every tile of the grid row and K part
+/// reads) over vt's grid columns, in whole 16-byte lines.
+pub fn vt_input_piece(vt: &GemmPlan) -> u32 {
+    super::stream::pieces_of(vt_input_block(vt), vt.grid_cols)
 }
 
-/// Bytes of a vt input block as vt's tiles keep it (FP8: as codes).
-pub fn vt_input_block(vt: &GemmPlan, codes: bool) -> u32 {
-    super::stream::kept(vt.vertex().input_bytes() as u32, codes)
+/// Bytes of a vt input block (FP8 products: of codes, the FP8 AMP's
+/// input).
+pub fn vt_input_block(vt: &GemmPlan) -> u32 {
+    vt.vertex().input_bytes() as u32
 }
 
 /// Each attention tile's (row block, key block).

@@ -4,21 +4,24 @@
 //! ([`emit_attention_constants`]), and the block in float64
 //! ([`reference()`]), what a lowered block is checked against.
 
-use ipuc_ipu_arch::float8::{encode_scaled, f64_to_f8, f8_to_f64};
+use ipuc_ipu_arch::float8::{f64_to_f8, f8_to_f64};
 use ipuc_ir::{BlockId, Context, FloatKind, Location, Type};
 
 use super::attention_block::{
     attention_tiles, vt_input_piece, AttentionConstants, AttentionPlan, AttentionShape,
 };
-use super::block::encode_f16;
 use super::codegen::{
     constant_tensor, replicated_constant, Constants, PlacedGemm, ZeroRun, ATTENTION_MASK, ZERO_RUNS,
 };
 use super::stream::home_pieces;
+use crate::codelets::amp::Elem;
 
 /// The products' constants as their tiles hold them (heads padded; the
 /// value bias folded into the output bias for f16 products, in vt's
-/// initial partials for FP8 ones: [`held_output`]).
+/// initial partials for FP8 ones: [`held_output`]). With FP8 products
+/// qk's and vt's constants are in their domain (times `2^D`,
+/// [`super::attention_block::AttentionFp8::domain`]) and out's weights
+/// times `2^-D`, which takes the attention's output back from it.
 pub struct HeldConstants {
     /// qk's weights `[c, 2 hp]` (Q's times the softmax scale).
     pub w_qk: Vec<f64>,
@@ -42,10 +45,14 @@ impl HeldConstants {
         let mut w_qk = vec![0.0; c * 2 * hp];
         let mut b_qk = vec![0.0; 2 * hp];
         let mut w_vt = vec![0.0; hp * c];
+        let domain = s.qkv_domain_scale();
         // Q times the softmax scale where its weights are f16: S comes out
         // scaled, and the attention tiles' softmax does not multiply
         // ([`AttentionShape::q_weight_scale`]).
-        for (part, scale) in [s.q_weight_scale(), 1.0].into_iter().enumerate() {
+        for (part, scale) in [s.q_weight_scale() * domain, domain]
+            .into_iter()
+            .enumerate()
+        {
             for ch in 0..c {
                 let col = part * hp + s.padded(ch);
                 b_qk[col] = scale * k.b_qkv[part * c + ch];
@@ -57,10 +64,12 @@ impl HeldConstants {
         for ch in 0..c {
             let row = s.padded(ch);
             for r in 0..c {
-                w_vt[row * c + r] = k.w_qkv[r * 3 * c + 2 * c + ch];
+                w_vt[row * c + r] = domain * k.w_qkv[r * 3 * c + 2 * c + ch];
             }
         }
-        let (w_out, b_out, b_vt) = held_output(s, &k.w_o, &k.b_o, &k.b_qkv[2 * c..]);
+        let (mut w_out, b_out, mut b_vt) = held_output(s, &k.w_o, &k.b_o, &k.b_qkv[2 * c..]);
+        b_vt.iter_mut().for_each(|b| *b *= domain);
+        w_out.iter_mut().for_each(|w| *w /= domain);
         HeldConstants {
             w_qk,
             b_qk,
@@ -216,15 +225,23 @@ fn emit_vt_input(
     let p = &plan.vt;
     vt.emit_states(ctx, exe_body, loc);
     let c = plan.shape.c as usize;
+    // 16 f16 channels or 32 FP8 codes a panel row (FP8 products).
+    let variant = p.shape.variant;
+    let width = variant.in_channels();
+    let elem = variant.input_elem();
+    let ty = match elem {
+        Elem::F8 => (Type::float(FloatKind::F8E4M3FNUZ), 1, 8),
+        _ => (Type::float(FloatKind::F16), 2, 8),
+    };
     for i in 0..p.grid_rows {
         for k in 0..p.grid_k {
-            let mut values = Vec::with_capacity((p.k_panels * p.rows * 16) as usize);
+            let mut values = Vec::with_capacity((p.k_panels * p.rows) as usize * width);
             for g in 0..p.k_panels {
                 let panel = k * p.k_panels + g;
                 for r in 0..p.rows {
                     let row = (i * p.rows + r) as usize;
-                    values.extend((0..16).map(|ch| {
-                        let col = (panel * 16) as usize + ch;
+                    values.extend((0..width).map(|ch| {
+                        let col = panel as usize * width + ch;
                         if row < plan.shape.hp() as usize && col < c {
                             w_vt[row * c + col]
                         } else {
@@ -234,33 +251,20 @@ fn emit_vt_input(
                 }
             }
             let tiles: Vec<u32> = (0..p.grid_cols).map(|j| p.tile(i, j, k)).collect();
-            // As the vertex reads them, or as FP8 codes it widens.
-            let (ty, bytes, at): ((Type, usize, u32), Vec<u8>, u32) =
-                match (plan.layout.vt_codes, plan.shape.fp8) {
-                    (Some(at), Some(f)) => (
-                        (Type::float(FloatKind::F8E4M3FNUZ), 1, 8),
-                        values
-                            .iter()
-                            .map(|&v| encode_scaled(v, f.qkv_scale))
-                            .collect(),
-                        at,
-                    ),
-                    _ => (
-                        (Type::float(FloatKind::F16), 2, 8),
-                        encode_f16(&values),
-                        vt.lay.input,
-                    ),
-                };
+            let bytes = elem.encode(&values);
+            let at = vt.lay.input;
             let name = format!("vt_input_row{i}_k{k}");
             let t = match plan.layout.vt_home {
                 // Streamed: piece j of the block on tile (i, j, k).
                 Some(home) => {
-                    let piece = vt_input_piece(p, plan.shape.fp8.is_some());
+                    let piece = vt_input_piece(p);
                     let len = (bytes.len() as u32, ty.1 as u32);
                     let pieces = home_pieces(&tiles, home, piece, len);
-                    constant_tensor(ctx, &name, ty, bytes, &pieces, loc.clone())
+                    constant_tensor(ctx, &name, ty.clone(), bytes, &pieces, loc.clone())
                 }
-                None => replicated_constant(ctx, &name, ty, bytes, (&tiles, at), loc.clone()),
+                None => {
+                    replicated_constant(ctx, &name, ty.clone(), bytes, (&tiles, at), loc.clone())
+                }
             };
             ctx.append_op(exe_body, t);
         }

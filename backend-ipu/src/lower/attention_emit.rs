@@ -139,24 +139,15 @@ pub fn emit_attention_in(
     let ln = plan.ln();
     let ln_of = ln.index();
     let restores = window_restores(plan);
-    let vt_widen = vt_widen(plan);
     // The most cycles a tile spends beside LayerNorm (restoring its
-    // window, or where that is late widening qk's resident weights (FP8)
-    // or vt's input (FP8) and zeroing vt's padding rows; the bias
+    // window, or where that is late zeroing vt's padding rows; the bias
     // broadcasts), restoring its window after qk and vt (late), rounding
     // the attention's output (FP8) and widening out's weights (FP8).
     let (mut beside_ln, mut restore_cycles, mut rounding_cycles, mut out_widen) = (0, 0, 0, 0);
-    // Streamed, qk's weights arrive in exchange A (FP8: as codes, widened
-    // then), over the window: the window is restored after qk and vt, as
-    // where qk's weights are widened beside LayerNorm (FP8).
-    let qk_streams = qk.lay.home.is_some();
+    // Streamed, qk's weights arrive in exchange A over the window: the
+    // window is restored after qk and vt.
     let late_restore = plan.layout.restore_late;
     let vt_pads = vt_pad_copies(plan);
-    let mut qk_widen = 0;
-    // Streamed, vt's input arrives in exchange A (FP8: as codes, widened
-    // then).
-    let vt_streams = plan.layout.vt_home.is_some();
-    let mut vt_widen_cycles = 0;
     let rounds = |p: &GemmPlan| p.grid_k.trailing_zeros();
     let qkv_rounds = rounds(&plan.qk).max(rounds(&plan.vt));
     let (exe, exe_body) = (frame.executable, frame.exe_body);
@@ -171,15 +162,11 @@ pub fn emit_attention_in(
         let restore = restores.get(&t).map_or(&[][..], Vec::as_slice);
         let first = if !late_restore {
             emit_launches(&mut e, &mut calls, "attn_restore", restore, machine)
-        } else if at_qk.contains_key(&t) && !qk_streams {
-            qk.emit_widen(&mut e, machine, &mut calls)
         } else if at_vt.contains_key(&t) {
             // vt's padding token rows zeroed where its weights are
             // scratch.
             let pads = vt_pads.get(&t).map_or(&[][..], Vec::as_slice);
-            let widen = if vt_streams { &[][..] } else { &vt_widen[..] };
-            emit_launches(&mut e, &mut calls, "vt_widen", widen, machine)
-                .and_then(|w| Ok(w + emit_launches(&mut e, &mut calls, "vt_pad", pads, machine)?))
+            emit_launches(&mut e, &mut calls, "vt_pad", pads, machine)
         } else {
             Ok(0)
         };
@@ -199,24 +186,12 @@ pub fn emit_attention_in(
         // qk and vt on their tiles, the rounds of the one with fewer
         // padded with syncs.
         let own = if let Some(&pos) = at_qk.get(&t) {
-            if qk_streams {
-                // The codes exchange A gathered, widened before the
-                // vertex.
-                let c = qk.emit_widen(&mut e, machine, &mut calls);
-                qk_widen = qk_widen.max(c.map_err(fail)?);
-            }
             xcode += qk
                 .emit_compute(&mut e, pos, machine, &mut calls)
                 .map_err(fail)?
                 .1;
             rounds(&plan.qk)
         } else if let Some(&pos) = at_vt.get(&t) {
-            if vt_streams {
-                // The input exchange A gathered, widened before the
-                // vertex (FP8).
-                let c = emit_launches(&mut e, &mut calls, "vt_widen", &vt_widen, machine);
-                vt_widen_cycles = vt_widen_cycles.max(c.map_err(fail)?);
-            }
             xcode += vt
                 .emit_compute(&mut e, pos, machine, &mut calls)
                 .map_err(fail)?
@@ -227,7 +202,7 @@ pub fn emit_attention_in(
         };
         (0..2 * (qkv_rounds - own)).for_each(|_| sync(&mut e));
         if late_restore {
-            // qk's widened or gathered weights lay over the window:
+            // qk's gathered weights lay over the window:
             // restore it now.
             let c = emit_launches(&mut e, &mut calls, "attn_restore", restore, machine);
             restore_cycles = restore_cycles.max(c.map_err(fail)?);
@@ -316,11 +291,11 @@ pub fn emit_attention_in(
         (rounding_cycles, 0)
     };
     let estimate = AttentionEstimate {
-        // The attention tiles restore their windows (f16) or widen qk's
-        // weights and vt's input (FP8) beside LayerNorm.
+        // The attention tiles restore their windows, or vt's zero its
+        // padding rows, beside LayerNorm.
         layer_norm: ln.estimate(machine).map_err(fail)?.max(beside_ln),
         exchange_a: x.a.cycles,
-        qkv: (qk_widen + est(&plan.qk)).max(vt_widen_cycles + est(&plan.vt)) + restore_cycles,
+        qkv: est(&plan.qk).max(est(&plan.vt)) + restore_cycles,
         exchange_b: x.b.cycles,
         attention: plan.core_of(0).estimate_cycles().map_err(fail)? + attention_round,
         exchange_d: x.d.as_ref().map_or(0, |d| d.cycles),
@@ -337,32 +312,25 @@ pub fn emit_attention_in(
     })
 }
 
-/// With FP8 products, the launch that widens vt's input (the value
-/// weights) from its codes on a vt tile, beside LayerNorm.
-fn vt_widen(plan: &AttentionPlan) -> Vec<Cast> {
-    match (plan.layout.vt_codes, plan.shape.fp8) {
-        (Some(at), Some(f)) => vec![Cast {
-            kind: CastKind::F8ToF16 { scale: f.qkv_scale },
-            len: plan.vt.vertex().input_bytes() as u32 / 2,
-            input: at,
-            output: plan.layout.vt.input,
-        }],
-        _ => Vec::new(),
-    }
-}
-
 /// With FP8 products, the launches that round the attention's output to
 /// the FP8 grid in place on attention tile `(b, kb)`, before exchange C
 /// reads it (what the IR's cast before the output product does): one per
 /// group of 16 channels of O (materialised) or of the rows the tile
-/// combines (key-split). None where the output product is f16.
+/// combines (key-split). O is in qk's and vt's domain `D`
+/// ([`super::attention_block::AttentionFp8::domain`]), so the grid is
+/// scale `D`'s. None where the output product is f16.
 pub fn output_roundings(plan: &AttentionPlan, b: u32, kb: u32) -> Vec<Cast> {
-    if plan.shape.fp8.is_none_or(|f| f.out_scale.is_none()) {
+    let Some(scale) = plan
+        .shape
+        .fp8
+        .filter(|f| f.out_scale.is_some())
+        .map(|f| f.domain())
+    else {
         return Vec::new();
-    }
+    };
     let groups = plan.shape.dp() / 16;
     let round = |at: u32, rows: u32| Cast {
-        kind: CastKind::F16RoundF8 { scale: 0 },
+        kind: CastKind::F16RoundF8 { scale },
         len: rows * 16,
         input: at,
         output: at,

@@ -64,19 +64,17 @@ pub fn exchange_a(plan: &AttentionPlan) -> Vec<Transfer> {
 /// ([`super::attention_block::AttentionLayout::vt_home`]): tile `(i, j,
 /// k)` sends its piece of input block `(i, k)` from its home to every
 /// tile of grid row `i` and K part `k`, at `j` pieces into the block's
-/// place (FP8: the codes', else vt's input). Empty where vt's input is
-/// resident.
+/// place, vt's input. Empty where vt's input is resident.
 pub fn vt_input_transfers(plan: &AttentionPlan) -> Vec<Transfer> {
     let Some(home) = plan.layout.vt_home else {
         return Vec::new();
     };
     let pv = &plan.vt;
-    let fp8 = plan.shape.fp8.is_some();
     let sizes = (
-        super::attention_block::vt_input_piece(pv, fp8),
-        super::attention_block::vt_input_block(pv, fp8),
+        super::attention_block::vt_input_piece(pv),
+        super::attention_block::vt_input_block(pv),
     );
-    let at = plan.layout.vt_codes.unwrap_or(plan.layout.vt.input);
+    let at = plan.layout.vt.input;
     let mut out = Vec::new();
     for i in 0..pv.grid_rows {
         for k in 0..pv.grid_k {

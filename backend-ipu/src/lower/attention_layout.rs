@@ -20,6 +20,28 @@ use crate::codelets::attention::TileAttention;
 use crate::codelets::attention_combine::AttentionCombine;
 use crate::codelets::program::Codelet;
 
+/// Why the products do not fit beside each other as planned, and by how
+/// many bytes each product's (qk's, vt's, out's) inputs, outputs and
+/// reductions would have to start lower for them to fit (0: not that
+/// product's doing): the planner searches those products again with that
+/// much less memory ([`super::attention_block`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Short {
+    /// What does not fit, for the error.
+    pub(super) message: String,
+    /// Bytes missing, per product.
+    pub(super) missing: [u32; 3],
+}
+
+impl Short {
+    fn of(message: String, missing: [u64; 3]) -> Self {
+        Short {
+            message,
+            missing: missing.map(|m| u32::try_from(m).unwrap_or(u32::MAX)),
+        }
+    }
+}
+
 /// The products' layouts on tiles they share with each other and with the
 /// attention (see the module doc): what is left for the attention tiles.
 pub(super) struct ProductLayouts {
@@ -34,8 +56,6 @@ pub(super) struct ProductLayouts {
     vt_input_shared: bool,
     /// [`super::attention_block::AttentionLayout::restore_late`].
     restore_late: bool,
-    /// vt's input as FP8 codes.
-    vt_codes: Option<u32>,
     /// vt's input's home pieces, where it streams in.
     vt_home: Option<u32>,
     /// Bytes of out's weight panels a tile reads (f16).
@@ -64,18 +84,19 @@ pub(super) struct ProductLayouts {
 /// sources below them. The attention's window goes above the private
 /// memory ([`ProductLayouts::with_core`]). Where the window is restored
 /// after qk and vt ([`super::attention_block::AttentionLayout::restore_late`]:
-/// FP8 products or streamed weights), vt's weights are shared scratch at
-/// its bottom instead, under the window. With `weights` streamed, qk's
-/// tiles keep their home pieces of its weights ([`super::stream`]) where
-/// they kept its blocks, and exchange A gathers the blocks at the
-/// scratch's bottom (FP8: the codes above the place they are widened to).
+/// streamed weights), vt's weights are shared scratch at its bottom
+/// instead, under the window. With `weights` streamed, qk's tiles keep
+/// their home pieces of its weights ([`super::stream`]) where they kept
+/// its blocks, and exchange A gathers the blocks at the scratch's bottom.
+/// With FP8 products out's weights are widened from their codes at the
+/// scratch's bottom after exchange C.
 pub(super) fn product_layouts(
     s: AttentionShape,
     [qk, vt, out]: [&GemmPlan; 3],
     machine: &MachineModel,
     window: &mut Window,
     weights: Weights,
-) -> Result<ProductLayouts, String> {
+) -> Result<ProductLayouts, Short> {
     let (l_qk, l_vt, l_out) = (
         layout(qk, machine),
         layout(vt, machine),
@@ -84,20 +105,18 @@ pub(super) fn product_layouts(
     let (v_qk, v_vt, v_out) = (qk.vertex(), vt.vertex(), out.vertex());
     let private_start = window.base;
     let base = window.base.next_multiple_of(16);
-    // With FP8 products the weights (and vt's input) are kept as codes,
-    // one byte per f16 element.
-    let fp8 = s.fp8.is_some();
+    // With FP8 products qk's weights and vt's input are the FP8 AMP's
+    // codes as the vertices read them; out's weights are kept as codes,
+    // one byte per f16 element, and widened before its product.
     let out_fp8 = s.fp8.is_some_and(|f| f.out_scale.is_some());
-    let kept = |bytes: u64| (if fp8 { bytes / 2 } else { bytes }) as u32;
     // vt's tiles: its weights (LayerNorm's rows), then its input, a
     // constant read by vt alone: with nothing run before, in the shared
     // scratch where the products' buffers put it (the scores lie over it
-    // later), else private; as FP8 codes always private, widened into
-    // the scratch place before the product.
-    // Where the window is restored after qk and vt (FP8, streamed
-    // weights), vt's weights are shared scratch at its bottom, where the
-    // window lies later; else private.
-    let restore_late = fp8 || weights == Weights::Streamed;
+    // later), else private.
+    // Where the window is restored after qk and vt (streamed weights),
+    // vt's weights are shared scratch at its bottom, where the window
+    // lies later; else private.
+    let restore_late = weights == Weights::Streamed;
     let vt_rows_private = if restore_late {
         0
     } else {
@@ -105,15 +124,15 @@ pub(super) fn product_layouts(
     };
     // Streamed, vt's tiles keep a piece of vt's input private.
     let vt_streams = weights == Weights::Streamed && vt.grid_cols > 1;
-    let shared_input = window.fresh && !fp8 && !vt_streams;
+    let shared_input = window.fresh && !vt_streams;
     let (vt_input, vt_end) = if shared_input {
         (l_vt.input, base + vt_rows_private)
     } else {
         let at = (base + vt_rows_private).next_multiple_of(16);
         let bytes = if vt_streams {
-            super::attention_block::vt_input_piece(vt, fp8)
+            super::attention_block::vt_input_piece(vt)
         } else {
-            kept(v_vt.input_bytes())
+            v_vt.input_bytes() as u32
         };
         (at, at + bytes)
     };
@@ -121,7 +140,7 @@ pub(super) fn product_layouts(
     // at the top of scratch (the LN tiles run nothing else in the block;
     // exchange A reads it).
     let ln = LnRows::with_output_below(base, s.c, machine.sram_end);
-    let w_out = (base + weights.kept_bytes(qk, fp8))
+    let w_out = (base + weights.kept_bytes(qk, false))
         .max(vt_end)
         .next_multiple_of(16);
     // The bias blocks (constants, the products' initial partials) above
@@ -134,7 +153,7 @@ pub(super) fn product_layouts(
     let bias_vt = (bias_out + v_out.bias_bytes() as u32).next_multiple_of(16);
     let weights_end = (bias_vt + v_vt.bias_bytes() as u32).max(ln.end);
     window.base = weights_end;
-    let vt_bottom = if window.fresh || fp8 || vt_streams {
+    let vt_bottom = if window.fresh || vt_streams {
         l_vt.buffers_bottom()
     } else {
         l_vt.results_bottom()
@@ -144,91 +163,105 @@ pub(super) fn product_layouts(
         .min(vt_bottom)
         .min(l_out.buffers_bottom());
     if transient_bottom < window.scratch_floor() {
-        return Err(format!(
-            "the products do not fit beside each other: their weights, bias blocks and vt's input take {} bytes of interleaved memory (above {} bytes earlier blocks keep) and their inputs, outputs and reductions {}, against {}{}",
-            weights_end - private_start,
-            private_start - machine.interleaved_base,
-            machine.sram_end - transient_bottom,
-            machine.sram_end - machine.interleaved_base,
-            window.floor_note()
+        let floor = u64::from(window.scratch_floor());
+        let below = |b: u32| floor.saturating_sub(u64::from(b));
+        return Err(Short::of(
+            format!(
+                "the products do not fit beside each other: their weights, bias blocks and vt's input take {} bytes of interleaved memory (above {} bytes earlier blocks keep) and their inputs, outputs and reductions {}, against {}{}",
+                weights_end - private_start,
+                private_start - machine.interleaved_base,
+                machine.sram_end - transient_bottom,
+                machine.sram_end - machine.interleaved_base,
+                window.floor_note()
+            ),
+            [
+                below(l_qk.buffers_bottom()),
+                below(vt_bottom),
+                below(l_out.buffers_bottom()),
+            ],
         ));
     }
-    // FP8: qk's and out's weights widened at the scratch's bottom, where
-    // the attention's window lies later (qk's are dead before exchange B
-    // writes it; out's are widened after exchange C has read it).
-    let widened = window.scratch_floor().next_multiple_of(16);
-    // Streamed, qk's blocks arrive above the widened weights (FP8) or at
-    // the scratch's bottom (f16).
-    let qk_streams = weights.streams(qk);
-    let gathered = if fp8 {
-        (widened + v_qk.weight_bytes() as u32).next_multiple_of(16)
-    } else {
-        widened
-    };
-    if fp8 {
-        let widened_products = [("qk", &v_qk, &l_qk), ("out", &v_out, &l_out)];
-        for (name, v, lay) in &widened_products[..1 + usize::from(out_fp8)] {
-            let end = u64::from(widened) + v.weight_bytes();
-            if end > u64::from(lay.buffers_bottom()) {
-                return Err(format!(
-                    "{name}'s weights widened from FP8 codes do not fit: {} bytes of f16 from 0x{widened:x}, below its inputs, outputs and reductions from 0x{:x}",
-                    v.weight_bytes(),
-                    lay.buffers_bottom()
-                ));
-            }
-        }
-    }
-    let qk_block = super::stream::block_bytes(qk, fp8);
-    if qk_streams && u64::from(gathered) + u64::from(qk_block) > u64::from(l_qk.buffers_bottom()) {
-        return Err(format!(
-            "qk's weights streamed in do not fit: {qk_block} bytes gathered from 0x{gathered:x}{}, below its inputs, outputs and reductions from 0x{:x}",
-            if fp8 { " (above their place widened)" } else { "" },
-            l_qk.buffers_bottom()
-        ));
-    }
-    let vt_rows = if restore_late {
-        let end = u64::from(widened) + v_vt.weight_bytes();
-        if end > u64::from(vt_bottom) {
-            return Err(format!(
-                "vt's weights (LayerNorm's rows) do not fit the scratch: {} bytes from 0x{widened:x}, below its inputs, outputs and reductions from 0x{vt_bottom:x}",
-                v_vt.weight_bytes()
+    // The scratch's bottom, where the attention's window lies later:
+    // FP8, out's weights are widened there (after exchange C has read the
+    // window).
+    let bottom = window.scratch_floor().next_multiple_of(16);
+    if out_fp8 {
+        let end = u64::from(bottom) + v_out.weight_bytes();
+        if end > u64::from(l_out.buffers_bottom()) {
+            return Err(Short::of(
+                format!(
+                    "out's weights widened from FP8 codes do not fit: {} bytes of f16 from 0x{bottom:x}, below its inputs, outputs and reductions from 0x{:x}",
+                    v_out.weight_bytes(),
+                    l_out.buffers_bottom()
+                ),
+                [0, 0, end - u64::from(l_out.buffers_bottom())],
             ));
         }
-        widened
+    }
+    // Streamed, qk's blocks arrive right below its input, where its
+    // reduction's buffers lie later (`ReductionPlace::OverInputAndWeights`).
+    let qk_streams = weights.streams(qk);
+    let qk_block = super::stream::block_bytes(qk, false);
+    let qk_gathered = l_qk.input.saturating_sub(qk_block) / 16 * 16;
+    if qk_streams && qk_gathered < bottom {
+        return Err(Short::of(
+            format!(
+                "qk's weights streamed in do not fit: {qk_block} bytes gathered below its input at 0x{:x}, above the scratch's bottom at 0x{bottom:x}",
+                l_qk.input
+            ),
+            [u64::from(bottom - qk_gathered), 0, 0],
+        ));
+    }
+    // Where they are scratch, vt's weights (the LayerNorm rows exchange A
+    // writes) lie right below its input (or where its input would be, if
+    // that is private), where its reduction's buffers lie later
+    // (`ReductionPlace::OverInputAndWeights`).
+    let vt_rows = if restore_late {
+        let above = if shared_input || vt_streams {
+            l_vt.input
+        } else {
+            l_vt.output
+        };
+        let at = above.saturating_sub(v_vt.weight_bytes() as u32) / 16 * 16;
+        if at < bottom {
+            return Err(Short::of(
+                format!(
+                    "vt's weights (LayerNorm's rows) do not fit the scratch: {} bytes below its input at 0x{above:x}, above the scratch's bottom at 0x{bottom:x}",
+                    v_vt.weight_bytes()
+                ),
+                [0, u64::from(bottom - at), 0],
+            ));
+        }
+        at
     } else {
         base
     };
-    // Streamed, vt's input is gathered above its weights (FP8: as codes,
-    // widened into its input) or into its input (f16).
-    let vt_gathered = (vt_rows + v_vt.weight_bytes() as u32).next_multiple_of(16);
-    if vt_streams && fp8 {
-        let end = u64::from(vt_gathered) + u64::from(kept(v_vt.input_bytes()));
-        if end > u64::from(vt_bottom) {
-            return Err(format!(
-                "vt's input streamed in does not fit: {} bytes of FP8 codes gathered from 0x{vt_gathered:x}, below its inputs, outputs and reductions from 0x{vt_bottom:x}",
-                kept(v_vt.input_bytes())
-            ));
-        }
-    }
     let vt_home = vt_streams.then_some(vt_input);
-    let codes = |at: u32, scale: i32| WeightCodes { at, scale };
     let qk_home = qk_streams.then_some(base);
-    let qk_at = if qk_streams { gathered } else { base };
-    let (qk_weights, qk_codes, out_weights, out_codes, vt_codes) = match s.fp8 {
-        Some(f) => (
-            widened,
-            Some(codes(qk_at, f.qkv_scale)),
-            if out_fp8 { widened } else { w_out },
-            f.out_scale.map(|o| codes(w_out, o)),
-            Some(if vt_streams { vt_gathered } else { vt_input }),
-        ),
-        None => (qk_at, None, w_out, None, None),
+    let qk_weights = if qk_streams { qk_gathered } else { base };
+    // out's codes widened at 2^-D times their scale: the attention's
+    // output comes in qk's and vt's domain (`AttentionFp8`).
+    let (out_weights, out_codes) = match s.fp8 {
+        Some(f) => match f.out_scale {
+            Some(o) => (
+                bottom,
+                Some(WeightCodes {
+                    at: w_out,
+                    scale: o - f.domain(),
+                }),
+            ),
+            None => (w_out, None),
+        },
+        None => (w_out, None),
     };
     // Region 0 of the out tiles: the residual and the sum in the add
     // columns (the add's loads and store each need their own bank), the
     // vertex states below.
     let span = owned_rows_bytes(out);
-    let [residual, sum] = window.adds(span, 2, machine)?[..] else {
+    let adds = window
+        .adds(span, 2, machine)
+        .map_err(|e| Short::of(e, [0; 3]))?;
+    let [residual, sum] = adds[..] else {
         unreachable!("two columns asked for")
     };
     let states_qkvt = window.region0(v_qk.state_bytes().max(v_vt.state_bytes()) as u32);
@@ -246,7 +279,6 @@ pub(super) fn product_layouts(
         qk: TileLayout {
             weights: qk_weights,
             home: qk_home,
-            codes: qk_codes,
             states: states_qkvt,
             bias: l_qk.bias.map(|_| bias_qk),
             bias_rows: rows_qk,
@@ -256,11 +288,7 @@ pub(super) fn product_layouts(
         vt: TileLayout {
             weights: vt_rows,
             states: states_qkvt,
-            input: if fp8 || vt_streams {
-                l_vt.input
-            } else {
-                vt_input
-            },
+            input: if vt_streams { l_vt.input } else { vt_input },
             bias: l_vt.bias.map(|_| bias_vt),
             bias_rows: rows_vt,
             tensors_start,
@@ -279,7 +307,6 @@ pub(super) fn product_layouts(
         window_start: window.scratch_floor(),
         vt_input_shared: shared_input,
         restore_late,
-        vt_codes,
         vt_home,
         out_weight_bytes: v_out.weight_bytes() as u32,
         transient_bottom,
@@ -353,7 +380,7 @@ impl ProductLayouts {
         &self,
         s: AttentionShape,
         (core, att, combine): (&CorePlan, &TileAttention, Option<&CombineLayout>),
-    ) -> Result<TileLayout, String> {
+    ) -> Result<TileLayout, Short> {
         let mut out = self.out;
         if out.home.is_none() {
             return Ok(out);
@@ -371,9 +398,12 @@ impl ProductLayouts {
             .map(|a| a / 16 * 16)
             .filter(|&a| a >= floor)
             .ok_or_else(|| {
-                format!(
-                    "out's weights streamed in do not fit: {block} bytes gathered between the window's end (and the widened weights') at 0x{floor:x} and out's buffers at 0x{:x}",
-                    out.buffers_bottom()
+                Short::of(
+                    format!(
+                        "out's weights streamed in do not fit: {block} bytes gathered between the window's end (and the widened weights') at 0x{floor:x} and out's buffers at 0x{:x}",
+                        out.buffers_bottom()
+                    ),
+                    [0, 0, (u64::from(floor) + u64::from(block)).saturating_sub(u64::from(out.buffers_bottom()))],
                 )
             })?;
         match &mut out.codes {
@@ -390,13 +420,14 @@ impl ProductLayouts {
         s: AttentionShape,
         core: CorePlan,
         machine: &MachineModel,
-    ) -> Result<AttentionLayout, String> {
-        let (att, combine) = self.core_tile(s, core, machine)?;
+    ) -> Result<AttentionLayout, Short> {
+        let (att, combine) = self
+            .core_tile(s, core, machine)
+            .map_err(|e| Short::of(e, [0; 3]))?;
         let out = self.out_gathered(s, (&core, &att, combine.as_ref()))?;
         Ok(AttentionLayout {
             vt_input_shared: self.vt_input_shared,
             restore_late: self.restore_late,
-            vt_codes: self.vt_codes,
             vt_home: self.vt_home,
             qk: self.qk,
             vt: self.vt,

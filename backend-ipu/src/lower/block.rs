@@ -377,6 +377,7 @@ pub fn plan_mlp_in(
                 input_exp: -d.fc1,
                 output_scale: 0,
             }),
+            ..Epilogue::default()
         },
     };
     let fc2_shape = GemmShape {

@@ -12,7 +12,6 @@ use ipuc_ir::{BlockId, Context, FloatKind, Location, Type};
 
 use super::codegen::{replicated_constant, Calls};
 use super::schedule::Chunk;
-use crate::codelets::cast::{Cast, CastKind};
 use crate::codelets::emitter::Emitter;
 use crate::codelets::layernorm::{LayerNorm, PIECE_BYTES};
 use crate::codelets::program::Codelet;
@@ -61,10 +60,6 @@ pub enum LnOutput {
     F16,
     /// FP8 codes at scale `s` (an FP8 product's input).
     F8Codes(i32),
-    /// f16 rows rounded to the FP8 grid (scale 0) after LayerNorm, in
-    /// place: the values the IR's `nn.cast` to `f8E4M3FNUZ` gives, for an
-    /// f16 product that multiplies them.
-    F16OnF8Grid,
 }
 
 impl LnTiles<'_> {
@@ -86,7 +81,7 @@ impl LnTiles<'_> {
             output: self.ln_out,
             output_f8_scale: match self.output {
                 LnOutput::F8Codes(s) => Some(s),
-                LnOutput::F16 | LnOutput::F16OnF8Grid => None,
+                LnOutput::F16 => None,
             },
             output_panels: self.panels.then_some(PANEL_STRIDE),
         }
@@ -133,19 +128,6 @@ impl LnTiles<'_> {
             .collect()
     }
 
-    /// The rounding after LayerNorm on a tile holding `rows` rows, where
-    /// the output is [`LnOutput::F16OnF8Grid`].
-    /// As panels, the pieces of a tile with fewer than [`LN_ROWS`] rows
-    /// leave gaps between them, which it rounds too (nothing reads them).
-    pub fn rounding(&self, rows: u32) -> Option<Cast> {
-        (self.output == LnOutput::F16OnF8Grid).then(|| Cast {
-            kind: CastKind::F16RoundF8 { scale: 0 },
-            len: (self.layer_norm(rows).output_bytes() / 2) as u32,
-            input: self.ln_out,
-            output: self.ln_out,
-        })
-    }
-
     /// Where x enters: each row on its LN tile.
     pub fn input_pieces(&self) -> Vec<TensorPiece> {
         let mut pieces = Vec::new();
@@ -173,17 +155,12 @@ impl LnTiles<'_> {
     }
 
     /// On LN tile `q` (of [`LnTiles::index`]), calls its LayerNorm (a
-    /// subroutine `ln` added to `calls`) and its rounding (`ln_round`)
-    /// if any.
+    /// subroutine `ln` added to `calls`).
     pub fn emit_call(&self, e: &mut Emitter, q: Option<usize>, calls: &mut Calls) {
         if let Some(q) = q {
             let (lo, hi) = self.rows(q);
             emit_call(e, "ln");
             calls.push(("ln".into(), Box::new(self.layer_norm(hi - lo))));
-            if let Some(round) = self.rounding(hi - lo) {
-                emit_call(e, "ln_round");
-                calls.push(("ln_round".into(), Box::new(round)));
-            }
         }
     }
 
@@ -215,11 +192,7 @@ impl LnTiles<'_> {
     /// Estimated cycles of the busiest LN tile, its call included.
     pub fn estimate(&self, machine: &MachineModel) -> Result<u64, CodeletError> {
         let rows = LN_ROWS.min(self.m);
-        let round = match self.rounding(rows) {
-            Some(r) => r.estimate_cycles()? + call_cycles(machine),
-            None => 0,
-        };
-        Ok(self.layer_norm(rows).estimate_cycles()? + call_cycles(machine) + round)
+        Ok(self.layer_norm(rows).estimate_cycles()? + call_cycles(machine))
     }
 }
 

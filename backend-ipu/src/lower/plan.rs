@@ -61,6 +61,28 @@ pub struct Epilogue {
     /// next FP8 product's input panels, [`GeluF8`]); the plan's tiles then
     /// hold whole pairs of groups.
     pub f8_pairs: Option<F8Pairs>,
+    /// Where the block lays the K split's reduction buffers
+    /// ([`tile_bytes`]).
+    pub reduction: ReductionPlace,
+}
+
+/// Where a block lays a product's reduction buffers, which decides the
+/// memory a plan needs ([`tile_bytes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ReductionPlace {
+    /// Beside X: a block that reads the product's result while the next
+    /// product's input arrives. X + W + Y + R.
+    #[default]
+    BesideInput,
+    /// Over X, dead once the AMP has read it ([`super::codegen::layout`]).
+    /// W + Y + max(X, R).
+    OverInput,
+    /// Over X and the weights right below it, both dead once the AMP has
+    /// read them: weights gathered into scratch ([`super::stream`]). X
+    /// then lies right under Y's pairs, not in whole pairs of its own, the
+    /// weights in its pairs ([`super::codegen::input_span`]).
+    /// Y + max(X + W, R).
+    OverInputAndWeights,
 }
 
 /// When a product's tiles broadcast its bias rows into the initial
@@ -296,15 +318,25 @@ pub const RESERVED_CODE_BYTES: u32 = 8 * 1024;
 /// first result buffer (each its own pairs: an add reads two of them and
 /// writes the third; the second result is Y's buffer,
 /// [`super::codegen::TileLayout::reduction`]), the vertex states in
-/// region 0. The reduction's buffers are counted beside X, as a block
-/// that reads its product's result while the next product's input
-/// arrives lays them out; alone ([`super::codegen::layout`]) they lie
-/// over X.
-pub fn tile_bytes(g: &TileGemm, grid_k: u32, machine: &MachineModel) -> (u64, u64) {
-    let interleaved = whole_pairs(g.input_bytes(), machine)
-        + output_span(g, machine)
-        + g.weight_bytes()
-        + 2 * reduction_buffer(g, grid_k, machine);
+/// region 0. The reduction's buffers are counted where `place` says the
+/// block lays them ([`Epilogue::reduction`]).
+pub fn tile_bytes(
+    g: &TileGemm,
+    grid_k: u32,
+    place: ReductionPlace,
+    machine: &MachineModel,
+) -> (u64, u64) {
+    let (input, weights) = (whole_pairs(g.input_bytes(), machine), g.weight_bytes());
+    let reduction = 2 * reduction_buffer(g, grid_k, machine);
+    let interleaved = output_span(g, machine)
+        + match place {
+            ReductionPlace::BesideInput => input + weights + reduction,
+            ReductionPlace::OverInput => weights + input.max(reduction),
+            ReductionPlace::OverInputAndWeights => {
+                let packed = g.input_bytes() + u64::from(AmpBlock::READ_PAST_BYTES);
+                (packed.next_multiple_of(16) + weights).max(reduction)
+            }
+        };
     let region0 = g.state_bytes() + u64::from(RESERVED_CODE_BYTES);
     (interleaved, region0)
 }
@@ -710,7 +742,7 @@ fn evaluate_with(
         ));
     }
     let vertex = plan.vertex();
-    let (inter, r0) = tile_bytes(&vertex, plan.grid_k, machine);
+    let (inter, r0) = tile_bytes(&vertex, plan.grid_k, shape.epilogue.reduction, machine);
     let interleaved_avail = u64::from(machine.sram_end - machine.interleaved_base);
     let region0_avail = u64::from(machine.interleaved_base - machine.sram_base);
     if inter > interleaved_avail || r0 > region0_avail {
@@ -847,6 +879,42 @@ mod tests {
             variant: AmpVariant::F16,
             epilogue: Epilogue::default(),
         }
+    }
+
+    #[test]
+    fn the_reduction_counts_where_the_block_lays_it() {
+        // A K split of 4 keeps a reduction buffer of whole element pairs;
+        // beside X it adds to X, over X it needs the larger, over X and
+        // gathered weights X packs under Y (no whole pairs of its own) and
+        // the weights below it share its pairs.
+        let m = MachineModel::c600();
+        let grid = Grid {
+            rows: 7,
+            cols: 32,
+            k: 4,
+        };
+        let plan = evaluate(shape(729, 1152, 2560), grid, &m).unwrap();
+        let v = plan.vertex();
+        let (x, w) = (v.input_bytes(), v.weight_bytes());
+        let r = 2 * reduction_buffer(&v, 4, &m);
+        let y = output_span(&v, &m);
+        assert!(r > 0);
+        let bytes = |place| tile_bytes(&v, 4, place, &m).0;
+        assert_eq!(
+            bytes(ReductionPlace::BesideInput),
+            y + whole_pairs(x, &m) + w + r
+        );
+        assert_eq!(
+            bytes(ReductionPlace::OverInput),
+            y + w + whole_pairs(x, &m).max(r)
+        );
+        let packed = (x + u64::from(AmpBlock::READ_PAST_BYTES)).next_multiple_of(16);
+        assert_eq!(
+            bytes(ReductionPlace::OverInputAndWeights),
+            y + (packed + w).max(r)
+        );
+        assert!(bytes(ReductionPlace::OverInputAndWeights) < bytes(ReductionPlace::OverInput));
+        assert!(bytes(ReductionPlace::OverInput) < bytes(ReductionPlace::BesideInput));
     }
 
     #[test]
