@@ -429,3 +429,47 @@ fn products_short_of_memory_in_the_layout_are_searched_again_with_less() {
         }
     }
 }
+
+#[test]
+fn a_late_restored_window_lies_over_the_products_dead_buffers() {
+    // Where the window is restored after qk and vt (weights streamed), it
+    // only has to stay below what is live while it is: qk's and vt's
+    // results (exchange B reads them) and out's input and gathered
+    // weights (exchange C writes them), not qk's and vt's inputs,
+    // gathered weights and reduction buffers. With this much of a tile
+    // taken before the block, the window reaches over those, and the
+    // block still matches float64.
+    let s = shape(197, 768, 12);
+    let planner = |s: AttentionShape, machine: &MachineModel| {
+        let mut w = Window::alone(machine);
+        w.base += 304 * 1024;
+        w.fresh = false;
+        plan_attention_in(s, machine, (0, machine.tiles), w, Weights::Streamed)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let m = MachineModel::c600();
+    let p = planner(s, &m);
+    let report = p.report(&m);
+    let l = &p.layout;
+    let lowest = [&l.qk, &l.vt, &l.out]
+        .iter()
+        .map(|t| t.buffers_bottom())
+        .min()
+        .unwrap_or(m.sram_end);
+    // "attention window 0xA..0xB (keys, ...": the window's end.
+    let window = report
+        .split("attention window ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|r| r.split("..").nth(1))
+        .unwrap_or_else(|| panic!("the window in {report}"));
+    let window_end = u32::from_str_radix(window.trim_start_matches("0x"), 16)
+        .unwrap_or_else(|e| panic!("{e}: {report}"));
+    assert!(l.restore_late, "{report}");
+    assert!(
+        window_end > lowest,
+        "window to 0x{window_end:x}, buffers from 0x{lowest:x}: {report}"
+    );
+    let result = run_planned(s, 31, &planner);
+    assert_block_accuracy(s, result, 0.9999, 5e-3);
+}

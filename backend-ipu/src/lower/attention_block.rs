@@ -621,7 +621,7 @@ impl AttentionPlan {
             self.forms[0],
             self.forms[1],
             self.out,
-            l.qk.codes.map_or(l.qk.weights, |c| c.at),
+            l.qk.home.unwrap_or(l.qk.weights),
             lay.k,
             lay.k,
             window_end,

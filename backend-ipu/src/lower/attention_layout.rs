@@ -63,6 +63,14 @@ pub(super) struct ProductLayouts {
     /// The lowest byte of any product's inputs, outputs and reduction
     /// buffers.
     pub(super) transient_bottom: u32,
+    /// Where the attention's window must end: where the window is
+    /// restored after qk and vt ([`Self::restore_late`]), below what is
+    /// live while it is: qk's and vt's results (exchange B reads them as
+    /// it writes the window), out's input and its streamed weights
+    /// (exchange C writes them as it reads the window); their inputs,
+    /// weights and reduction buffers are dead by then. Else below every
+    /// product's buffers ([`Self::transient_bottom`]).
+    pub(super) window_top: u32,
     residual: u32,
     sum: u32,
     /// The LN tiles' tensors.
@@ -185,16 +193,18 @@ pub(super) fn product_layouts(
     // FP8, out's weights are widened there (after exchange C has read the
     // window).
     let bottom = window.scratch_floor().next_multiple_of(16);
+    // (Its reduction's buffers may lie over them: the vertex has read
+    // them by then.)
     if out_fp8 {
         let end = u64::from(bottom) + v_out.weight_bytes();
-        if end > u64::from(l_out.buffers_bottom()) {
+        if end > u64::from(l_out.input) {
             return Err(Short::of(
                 format!(
-                    "out's weights widened from FP8 codes do not fit: {} bytes of f16 from 0x{bottom:x}, below its inputs, outputs and reductions from 0x{:x}",
+                    "out's weights widened from FP8 codes do not fit: {} bytes of f16 from 0x{bottom:x}, below its input from 0x{:x}",
                     v_out.weight_bytes(),
-                    l_out.buffers_bottom()
+                    l_out.input
                 ),
-                [0, 0, end - u64::from(l_out.buffers_bottom())],
+                [0, 0, end - u64::from(l_out.input)],
             ));
         }
     }
@@ -275,6 +285,18 @@ pub(super) fn product_layouts(
     let rows_qk = rows_qkvt.filter(|_| v_qk.bias_in_output);
     let rows_vt = rows_qkvt.filter(|_| v_vt.bias_in_output);
     let tensors_start = window.region0;
+    let window_top = if restore_late {
+        let out_block = if weights.streams(out) {
+            super::stream::kept(v_out.weight_bytes() as u32, out_fp8)
+        } else {
+            0
+        };
+        results_at_exchange(qk, &l_qk)
+            .min(results_at_exchange(vt, &l_vt))
+            .min(l_out.input.saturating_sub(out_block) / 16 * 16)
+    } else {
+        transient_bottom
+    };
     Ok(ProductLayouts {
         qk: TileLayout {
             weights: qk_weights,
@@ -310,6 +332,7 @@ pub(super) fn product_layouts(
         vt_home,
         out_weight_bytes: v_out.weight_bytes() as u32,
         transient_bottom,
+        window_top,
         residual,
         sum,
         x: ln.x,
@@ -317,6 +340,16 @@ pub(super) fn product_layouts(
         gamma: ln.gamma,
         beta: ln.beta,
     })
+}
+
+/// The lowest byte of `plan`'s results when its reduction is done (what
+/// exchange B reads): Y's buffer, or the first result buffer after an odd
+/// number of reduction rounds ([`super::codegen::PlacedGemm::final_view`]).
+fn results_at_exchange(plan: &GemmPlan, lay: &TileLayout) -> u32 {
+    match lay.reduction {
+        Some([_, first, _]) if plan.grid_k.trailing_zeros() % 2 == 1 => first,
+        _ => lay.output,
+    }
 }
 
 impl ProductLayouts {
@@ -334,7 +367,7 @@ impl ProductLayouts {
         let (att, placed) = TileAttention::place(
             (core.rows, s.dp(), core.keys, s.dp()),
             (s.softmax_scale(), core.split()),
-            (self.window_start, self.transient_bottom),
+            (self.window_start, self.window_top),
             machine.sram_end,
             machine,
         )?;
@@ -349,12 +382,12 @@ impl ProductLayouts {
         let part_stride = (groups * n * 32 + 8 * n).next_multiple_of(8);
         let input = placed.compute_bottom.next_multiple_of(16);
         let input_end = u64::from(input) + u64::from(part_stride) * u64::from(core.key_blocks);
-        if combined_end > self.transient_bottom || input_end > u64::from(machine.sram_end) {
+        if combined_end > self.window_top || input_end > u64::from(machine.sram_end) {
             return Err(format!(
                 "the combination's buffers do not fit: {} bytes of combined rows beside the window's {} (to 0x{:x}), {} of partials",
                 combined_end - output,
                 placed.window_end - self.window_start,
-                self.transient_bottom,
+                self.window_top,
                 input_end - u64::from(input)
             ));
         }
@@ -372,10 +405,12 @@ impl ProductLayouts {
     /// out's layout where its weights stream in: exchange C gathers them
     /// (FP8: their codes) while it reads the attention's output from the
     /// window, so they arrive above the window (`core`'s, which ends
-    /// where [`window_end`] says) and below out's buffers, right under
-    /// those: the attention's scores lie there, dead by then, and (FP8)
-    /// out's weights are widened at the window's bottom after exchange C,
-    /// not over the codes. Unchanged where they are resident.
+    /// where [`window_end`] says) and below out's input, right under it:
+    /// the attention's scores lie there, dead by then, and out's
+    /// reduction's buffers may lie over them later (the vertex has read
+    /// them, or their widened copy, by then); (FP8) out's weights are
+    /// widened at the window's bottom after exchange C, not over the
+    /// codes. Unchanged where they are resident.
     fn out_gathered(
         &self,
         s: AttentionShape,
@@ -393,17 +428,17 @@ impl ProductLayouts {
             None => end,
         };
         let at = out
-            .buffers_bottom()
+            .input
             .checked_sub(block)
             .map(|a| a / 16 * 16)
             .filter(|&a| a >= floor)
             .ok_or_else(|| {
                 Short::of(
                     format!(
-                        "out's weights streamed in do not fit: {block} bytes gathered between the window's end (and the widened weights') at 0x{floor:x} and out's buffers at 0x{:x}",
-                        out.buffers_bottom()
+                        "out's weights streamed in do not fit: {block} bytes gathered between the window's end (and the widened weights') at 0x{floor:x} and out's input at 0x{:x}",
+                        out.input
                     ),
-                    [0, 0, (u64::from(floor) + u64::from(block)).saturating_sub(u64::from(out.buffers_bottom()))],
+                    [0, 0, (u64::from(floor) + u64::from(block)).saturating_sub(u64::from(out.input))],
                 )
             })?;
         match &mut out.codes {
