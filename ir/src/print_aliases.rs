@@ -7,7 +7,7 @@
 //! aliasable attribute it writes (inline); when it recorded any, the IR is
 //! printed again with the names. IR without such attributes is printed once.
 //! A printer that streams its text (`print_op_to`) cannot take back what
-//! it wrote, so it asks [`may_use_aliases`] first and, if so, makes its
+//! it wrote, so it asks `may_use_aliases` first and, if so, makes its
 //! recording pass into the void.
 
 use std::sync::{Arc, Mutex};

@@ -259,7 +259,7 @@ fn write_result_types(out: &mut String, results: &[Type], opts: &PrintOptions) {
 }
 
 /// Appends `bytes` as uppercase hex digits. Weight blobs run to gigabytes,
-/// so this avoids the formatting machinery: see [`hex_pieces`].
+/// so this avoids the formatting machinery: see `hex_pieces`.
 pub fn push_hex(out: &mut String, bytes: &[u8]) {
     out.reserve(2 * bytes.len());
     hex_pieces(bytes, |digits| {

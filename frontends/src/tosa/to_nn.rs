@@ -12,11 +12,11 @@
 //! - `tosa.gather` is batched (`values[N, K, C]`, `indices[N, W]`), ONNX's
 //!   Gather is not: it becomes a gather of the flattened values with the
 //!   batch offset added to the indices;
-//! - pools are NHWC too (see [`super::pool`]); `tosa.argmax` gives the
+//! - pools are NHWC too (see `pool.rs`); `tosa.argmax` gives the
 //!   first largest position as `nn.argmax` does (with NaNs, TOSA's default
 //!   `nan_mode` returns a NaN's position, ONNX's kernels skip NaNs);
 //! - `tosa.rescale` is read where it is a pure integer scale (see
-//!   [`super::rescale`]).
+//!   `rescale.rs`).
 //!
 //! Before converting anything the pass collects every op it cannot convert
 //! and reports them all in one error, each with its location, as the ONNX

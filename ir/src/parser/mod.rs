@@ -1,7 +1,7 @@
 //! The textual IR parser.
 //!
 //! The grammar lives in `grammar.pest`. Top-level items and the bodies of
-//! `module` operations are split by [`chunks`] and parsed one operation at a
+//! `module` operations are split by `chunks` and parsed one operation at a
 //! time, so memory stays proportional to the IR built, not to pest's token
 //! queue. The parser reports the first error precisely (file:line:col) and
 //! never panics.

@@ -31,16 +31,16 @@ pub struct Cli {
 /// The AMP instruction of `ipu-bench amp`.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum VariantArg {
-    /// `f16v4hihov4amp`: [N,16] x [16,16], f16 partials.
+    /// `f16v4hihov4amp`: `[N,16] x [16,16]`, f16 partials.
     F16,
-    /// `f16v4sisoamp`: [N,16] x [16,8], f32 partials.
+    /// `f16v4sisoamp`: `[N,16] x [16,8]`, f32 partials.
     F16F32p,
-    /// `f32sisov2amp`: [N,8] x [8,8], f32.
+    /// `f32sisov2amp`: `[N,8] x [8,8]`, f32.
     F32,
-    /// `f8v8hihov4amp`: [N,32] x [32,16], FP8 inputs, f16 partials.
+    /// `f8v8hihov4amp`: `[N,32] x [32,16]`, FP8 inputs, f16 partials.
     F8,
     /// FP8 weights, f16 activations cast to FP8 (scale 2^0) in the same
-    /// launch, then `f8v8hihov4amp`: [N,32] x [32,16], f16 partials.
+    /// launch, then `f8v8hihov4amp`: `[N,32] x [32,16]`, f16 partials.
     #[value(name = "f8-f16acts")]
     F8F16acts,
 }

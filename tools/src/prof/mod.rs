@@ -1,16 +1,16 @@
 //! Profiles of simulated runs: `ipu-run --device sim --profile DIR` records
 //! the run ([`ipuc_runtime::sim::SimConfig::record`]) and writes
 //!
-//! - `profile.json` ([`schema`]): per tile and superstep, the compute sets
+//! - `profile.json` ([`schema`](crate::prof::schema)): per tile and superstep, the compute sets
 //!   (codelet instances attributed to `nn` ops), sends, sync waits and the
 //!   memory map; per step of the lowering, its estimate against the
 //!   simulated cycles;
-//! - `trace.json` ([`trace`]): Chrome trace events, one track per tile;
-//! - `report.html` ([`html`]): a self-contained page of timelines, the
+//! - `trace.json` ([`trace`](crate::prof::trace)): Chrome trace events, one track per tile;
+//! - `report.html` ([`html`](crate::prof::html)): a self-contained page of timelines, the
 //!   occupancy heat map, the cost model's error, exchange volume and
 //!   memory maps;
 //!
-//! and `ipu-prof DIR` ([`cli`]) answers questions about it ([`views`]).
+//! and `ipu-prof DIR` ([`cli`](crate::prof::cli)) answers questions about it ([`views`](crate::prof::views)).
 
 pub mod attribution;
 pub mod cli;
@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-/// What [`write`] wrote.
+/// What [`write()`] wrote.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Written {
     /// The directory.

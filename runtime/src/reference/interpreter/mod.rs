@@ -1,7 +1,7 @@
 //! The host reference executor: runs a `func.func` whose body holds `nn` ops
 //! on host tensors, op by op, with the reference kernels.
 //!
-//! - Every `nn` op maps onto one kernel ([`ops`]); the interpreter itself does
+//! - Every `nn` op maps onto one kernel (`ops`); the interpreter itself does
 //!   no arithmetic, so it computes exactly what the kernels compute (f16, bf16
 //!   and f8 storage rounded once per op, integers exact, f64 in f64, matrix
 //!   products and large element-wise loops multi-threaded).
