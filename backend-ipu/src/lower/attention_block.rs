@@ -43,8 +43,8 @@
 //! are a row per output group in region 0, vt's (FP8) a value per row,
 //! broadcast into their initial partials,
 //! [`super::bias_broadcast`]: qk's and vt's beside LayerNorm, out's
-//! before its vertex; with FP8 products or streamed weights vt's weights
-//! are scratch under the window, [`AttentionLayout::restore_late`]); the
+//! before its vertex; with streamed weights vt's weights are scratch
+//! right below vt's input, [`AttentionLayout::restore_late`]); the
 //! attention's *window* (what exchange B writes, the masks and padding
 //! zeros, O, the statistics and the combined rows), shared scratch like
 //! everything above it; from the top, each product's inputs, outputs and
@@ -338,10 +338,12 @@ pub struct AttentionLayout {
     pub vt: TileLayout,
     /// Whether the attention tiles restore their window after qk and vt
     /// rather than beside LayerNorm: with streamed weights (qk's are
-    /// gathered at the scratch's bottom). vt's weights, the LayerNorm
-    /// rows exchange A writes, are then shared scratch at the bottom too
-    /// (else private), and vt's tiles zero their padding token rows
-    /// beside LayerNorm ([`vt_pad_copies`]).
+    /// gathered into the scratch, right below its input, where the window
+    /// may lie). vt's weights, the LayerNorm rows exchange A writes, are
+    /// then shared scratch too, right below vt's input (else private),
+    /// and vt's tiles zero their padding token rows beside LayerNorm
+    /// ([`vt_pad_copies`]); the window need then only stay below what is
+    /// live while it is ([`super::attention_layout`]'s `window_top`).
     pub restore_late: bool,
     /// Where vt's input streams in ([`vt_input_piece`]): each tile's home
     /// piece of its input block (private), gathered into vt's input in

@@ -92,12 +92,14 @@ pub(super) struct ProductLayouts {
 /// sources below them. The attention's window goes above the private
 /// memory ([`ProductLayouts::with_core`]). Where the window is restored
 /// after qk and vt ([`super::attention_block::AttentionLayout::restore_late`]:
-/// streamed weights), vt's weights are shared scratch at its bottom
-/// instead, under the window. With `weights` streamed, qk's tiles keep
-/// their home pieces of its weights ([`super::stream`]) where they kept
-/// its blocks, and exchange A gathers the blocks at the scratch's bottom.
-/// With FP8 products out's weights are widened from their codes at the
-/// scratch's bottom after exchange C.
+/// streamed weights), vt's weights are shared scratch right below vt's
+/// input instead, and the window need only stay below what is live while
+/// it is ([`ProductLayouts::window_top`]). With `weights` streamed, qk's
+/// tiles keep their home pieces of its weights ([`super::stream`]) where
+/// they kept its blocks, and exchange A gathers the blocks right below
+/// qk's input (its reduction's buffers lie over both later). With FP8
+/// products out's weights are widened from their codes at the scratch's
+/// bottom after exchange C.
 pub(super) fn product_layouts(
     s: AttentionShape,
     [qk, vt, out]: [&GemmPlan; 3],
