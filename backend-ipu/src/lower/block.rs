@@ -55,7 +55,8 @@ use super::codegen::{
 };
 use super::ln_tiles::{LnOutput, LnTiles};
 use super::plan::{
-    evaluate, plan_gemm, BiasRows, Epilogue, F8Pairs, GemmPlan, GemmShape, Grid, Rejected,
+    evaluate, plan_gemm, BiasRows, Epilogue, F8Pairs, GemmPlan, GemmShape, Grid, ReductionPlace,
+    Rejected,
 };
 use super::reduce;
 pub use super::stream::Weights;
@@ -385,7 +386,12 @@ pub fn plan_mlp_in(
         k: shape.h_padded(),
         n: shape.c,
         variant,
-        epilogue: Epilogue::default(),
+        // fc2's reduction buffers lie over its input in R3
+        // ([`block_layout`]).
+        epilogue: Epilogue {
+            reduction: ReductionPlace::OverInput,
+            ..Epilogue::default()
+        },
     };
     let n_ln = shape.m.div_ceil(LN_ROWS);
     // The LN tiles are the last tiles, outside both products' grids: in
