@@ -11,10 +11,10 @@ use super::attention_block::{
     attention_tiles, vt_input_piece, AttentionConstants, AttentionPlan, AttentionShape,
 };
 use super::codegen::{
-    constant_tensor, replicated_constant, Constants, PlacedGemm, ZeroRun, ATTENTION_MASK, ZERO_RUNS,
+    constant_tensor, elem_type, replicated_constant, Constants, PlacedGemm, ZeroRun,
+    ATTENTION_MASK, ZERO_RUNS,
 };
 use super::stream::home_pieces;
-use crate::codelets::amp::Elem;
 
 /// The products' constants as their tiles hold them (heads padded; the
 /// value bias folded into the output bias for f16 products, in vt's
@@ -229,10 +229,7 @@ fn emit_vt_input(
     let variant = p.shape.variant;
     let width = variant.in_channels();
     let elem = variant.input_elem();
-    let ty = match elem {
-        Elem::F8 => (Type::float(FloatKind::F8E4M3FNUZ), 1, 8),
-        _ => (Type::float(FloatKind::F16), 2, 8),
-    };
+    let ty = (elem_type(elem), elem.size(), 8);
     for i in 0..p.grid_rows {
         for k in 0..p.grid_k {
             let mut values = Vec::with_capacity((p.k_panels * p.rows) as usize * width);

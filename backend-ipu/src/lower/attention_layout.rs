@@ -124,8 +124,8 @@ pub(super) fn product_layouts(
     // scratch where the products' buffers put it (the scores lie over it
     // later), else private.
     // Where the window is restored after qk and vt (streamed weights),
-    // vt's weights are shared scratch at its bottom, where the window
-    // lies later; else private.
+    // vt's weights are shared scratch (below its input, see `vt_rows`);
+    // else private.
     let restore_late = weights == Weights::Streamed;
     let vt_rows_private = if restore_late {
         0
@@ -214,7 +214,7 @@ pub(super) fn product_layouts(
     // reduction's buffers lie later (`ReductionPlace::OverInputAndWeights`).
     let qk_streams = weights.streams(qk);
     let qk_block = super::stream::block_bytes(qk, false);
-    let qk_gathered = l_qk.input.saturating_sub(qk_block) / 16 * 16;
+    let qk_gathered = right_below(l_qk.input, qk_block);
     if qk_streams && qk_gathered < bottom {
         return Err(Short::of(
             format!(
@@ -234,7 +234,7 @@ pub(super) fn product_layouts(
         } else {
             l_vt.output
         };
-        let at = above.saturating_sub(v_vt.weight_bytes() as u32) / 16 * 16;
+        let at = right_below(above, v_vt.weight_bytes() as u32);
         if at < bottom {
             return Err(Short::of(
                 format!(
@@ -295,7 +295,7 @@ pub(super) fn product_layouts(
         };
         results_at_exchange(qk, &l_qk)
             .min(results_at_exchange(vt, &l_vt))
-            .min(l_out.input.saturating_sub(out_block) / 16 * 16)
+            .min(right_below(l_out.input, out_block))
     } else {
         transient_bottom
     };
@@ -342,6 +342,12 @@ pub(super) fn product_layouts(
         gamma: ln.gamma,
         beta: ln.beta,
     })
+}
+
+/// Where `bytes` end right below `top`, 16-byte aligned (0 if they do not
+/// fit under it: the callers' bounds then fail).
+fn right_below(top: u32, bytes: u32) -> u32 {
+    top.saturating_sub(bytes) / 16 * 16
 }
 
 /// The lowest byte of `plan`'s results when its reduction is done (what

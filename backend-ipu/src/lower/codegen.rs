@@ -28,11 +28,11 @@ use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, Location, OpId
 use super::bias_broadcast::BiasBroadcast;
 use super::exchange::{emit_arm, emit_disarm, emit_sends, first_send_cycle, Broadcast, ARM_ISSUES};
 use super::plan::{
-    bias_offset, gelu_f8, output_span, reduction_add, reduction_buffer, whole_pairs, BiasRows,
-    GemmPlan, ReductionPlace,
+    bias_offset, gelu_f8, input_span, output_span, reduction_add, reduction_buffer, BiasRows,
+    GemmPlan,
 };
 use super::reduce;
-use crate::codelets::amp::{AmpBlock, AmpVariant, Elem};
+use crate::codelets::amp::{AmpVariant, Elem};
 use crate::codelets::cast::{Cast, CastKind};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::gelu::Gelu;
@@ -122,7 +122,7 @@ pub fn layout(plan: &GemmPlan, machine: &MachineModel) -> TileLayout {
     let v = plan.vertex();
     // The plan fits the tile, so every size is below 4 GiB.
     let output = machine.sram_end - output_span(&v, machine) as u32;
-    let input = output - input_span(plan, machine) as u32;
+    let input = output - input_span(&v, plan.shape.epilogue.reduction, machine) as u32;
     let bias = bias_block_at(&v, output);
     let buffer = reduction_buffer(&v, plan.grid_k, machine) as u32;
     let reduction = (buffer > 0).then(|| reduction_buffers(output, buffer));
@@ -138,21 +138,6 @@ pub fn layout(plan: &GemmPlan, machine: &MachineModel) -> TileLayout {
         bias,
         reduction,
         tensors_start: states,
-    }
-}
-
-/// Bytes from X's address to Y's: X in whole element pairs of its own,
-/// or, where the block gathers the weights right below X
-/// ([`ReductionPlace::OverInputAndWeights`]), X with the AMP's read-past
-/// bytes right under Y's pairs, the weights packed below it in the same
-/// pairs (the supervisor loads a weight panel while no worker reads X).
-pub fn input_span(plan: &GemmPlan, machine: &MachineModel) -> u64 {
-    let x = plan.vertex().input_bytes();
-    match plan.shape.epilogue.reduction {
-        ReductionPlace::OverInputAndWeights => {
-            (x + u64::from(AmpBlock::READ_PAST_BYTES)).next_multiple_of(16)
-        }
-        _ => whole_pairs(x, machine),
     }
 }
 
@@ -1206,6 +1191,7 @@ fn output_type(v: AmpVariant) -> Type {
     elem_type(v.output_elem())
 }
 
+/// The IR element type of `e`.
 pub(super) fn elem_type(e: Elem) -> Type {
     Type::float(match e {
         Elem::F16 => FloatKind::F16,

@@ -80,7 +80,7 @@ pub enum ReductionPlace {
     /// Over X and the weights right below it, both dead once the AMP has
     /// read them: weights gathered into scratch ([`super::stream`]). X
     /// then lies right under Y's pairs, not in whole pairs of its own, the
-    /// weights in its pairs ([`super::codegen::input_span`]).
+    /// weights in its pairs ([`input_span`]).
     /// Y + max(X + W, R).
     OverInputAndWeights,
 }
@@ -326,19 +326,31 @@ pub fn tile_bytes(
     place: ReductionPlace,
     machine: &MachineModel,
 ) -> (u64, u64) {
-    let (input, weights) = (whole_pairs(g.input_bytes(), machine), g.weight_bytes());
+    let (input, weights) = (input_span(g, place, machine), g.weight_bytes());
     let reduction = 2 * reduction_buffer(g, grid_k, machine);
     let interleaved = output_span(g, machine)
         + match place {
             ReductionPlace::BesideInput => input + weights + reduction,
             ReductionPlace::OverInput => weights + input.max(reduction),
-            ReductionPlace::OverInputAndWeights => {
-                let packed = g.input_bytes() + u64::from(AmpBlock::READ_PAST_BYTES);
-                (packed.next_multiple_of(16) + weights).max(reduction)
-            }
+            ReductionPlace::OverInputAndWeights => (input + weights).max(reduction),
         };
     let region0 = g.state_bytes() + u64::from(RESERVED_CODE_BYTES);
     (interleaved, region0)
+}
+
+/// Bytes from X's address to Y's ([`super::codegen::layout`]): X in
+/// whole element pairs of its own, or where the block gathers the weights
+/// right below X ([`ReductionPlace::OverInputAndWeights`]), X with the
+/// AMP's read-past bytes right under Y's pairs, the weights packed below
+/// it in the same pairs (the supervisor loads a weight panel while no
+/// worker reads X).
+pub fn input_span(g: &TileGemm, place: ReductionPlace, machine: &MachineModel) -> u64 {
+    match place {
+        ReductionPlace::OverInputAndWeights => {
+            (g.input_bytes() + u64::from(AmpBlock::READ_PAST_BYTES)).next_multiple_of(16)
+        }
+        _ => whole_pairs(g.input_bytes(), machine),
+    }
 }
 
 /// `bytes` and the AMP's read-past bytes, in whole element pairs.
@@ -909,6 +921,10 @@ mod tests {
             y + w + whole_pairs(x, &m).max(r)
         );
         let packed = (x + u64::from(AmpBlock::READ_PAST_BYTES)).next_multiple_of(16);
+        assert_eq!(
+            input_span(&v, ReductionPlace::OverInputAndWeights, &m),
+            packed
+        );
         assert_eq!(
             bytes(ReductionPlace::OverInputAndWeights),
             y + (packed + w).max(r)
