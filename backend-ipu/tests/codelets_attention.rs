@@ -172,17 +172,33 @@ fn combining_partial_attention_matches_float64_and_its_estimate() {
     // (rows, partials, groups, gap between partials): two partials of one
     // row; so400m's five value groups over seven key blocks with rows that
     // leave workers idle; more rows than workers.
-    for (rows, parts, groups, gap) in [(1u32, 2u32, 1u32, 0u32), (9, 7, 5, 16), (13, 3, 2, 8)] {
+    // The last case's partials lie as a flash-style tile's chunks leave
+    // them: each group where the values' product wrote it (its group
+    // stride), the statistics after the groups.
+    for (rows, parts, groups, gap, strided) in [
+        (1u32, 2u32, 1u32, 0u32, false),
+        (9, 7, 5, 16, false),
+        (13, 3, 2, 8, false),
+        (9, 6, 5, 0, true),
+    ] {
         let scale = 1.0 / 72f32.sqrt();
-        let c = AttentionCombine {
+        let c = AttentionCombine::packed(
             rows,
             parts,
             groups,
             scale,
-            input: 0x90000,
-            part_stride: 0,
-            output: 0x60000,
-            output_stride: rows * 32 + 8,
+            (0x90000, 0),
+            (0x60000, rows * 32 + 8),
+        );
+        let c = if strided {
+            let group_stride = 2 * (rows * 32 + 8) + 8;
+            AttentionCombine {
+                group_stride,
+                stats_offset: groups * group_stride + 8,
+                ..c
+            }
+        } else {
+            c
         };
         let c = AttentionCombine {
             part_stride: c.part_bytes() + gap,
@@ -202,9 +218,13 @@ fn combining_partial_attention_matches_float64_and_its_estimate() {
                 .map(|_| (rng.random_range(-20.0..20.0), rng.random_range(1.0..100.0)))
                 .collect();
             let base = i * c.part_stride as usize;
-            let p = panels(&oi, rows as usize, cols);
-            bytes[base..base + 2 * p.len()].copy_from_slice(&f16_bytes(&p));
-            let at = base + (groups * rows * 32) as usize;
+            let p = f16_bytes(&panels(&oi, rows as usize, cols));
+            let group = (rows * 32) as usize;
+            for (g, rows_of_g) in p.chunks_exact(group).enumerate() {
+                let at = base + g * c.group_stride as usize;
+                bytes[at..at + group].copy_from_slice(rows_of_g);
+            }
+            let at = base + c.stats_offset as usize;
             for (r, (a, b)) in si.iter().enumerate() {
                 bytes[at + 8 * r..at + 8 * r + 4].copy_from_slice(&a.to_le_bytes());
                 bytes[at + 8 * r + 4..at + 8 * r + 8].copy_from_slice(&b.to_le_bytes());
@@ -219,7 +239,7 @@ fn combining_partial_attention_matches_float64_and_its_estimate() {
         let (prog, counts) = c.program(0, &MachineModel::c600()).unwrap();
         let sim = simulate(&prog, 0, &[(c.input, &bytes)]);
         let want = c.reference(&o, &stats);
-        let what = format!("{rows} rows, {parts} partials, {groups} groups");
+        let what = format!("{rows} rows, {parts} partials, {groups} groups, strided {strided}");
         // Each partial's weight rounds to f16, its product and the running
         // sum round once per partial: |O| <= 1.
         let bound = f64::from(3 * parts + 1) * 2f64.powi(-11);
@@ -250,16 +270,7 @@ fn combining_partial_attention_matches_float64_and_its_estimate() {
 #[test]
 fn combining_refuses_what_it_cannot_run() {
     use ipuc_backend_ipu::codelets::attention_combine::AttentionCombine;
-    let ok = AttentionCombine {
-        rows: 4,
-        parts: 3,
-        groups: 2,
-        scale: 0.5,
-        input: 0x90000,
-        part_stride: 4 * 2 * 32 + 32,
-        output: 0x60000,
-        output_stride: 128,
-    };
+    let ok = AttentionCombine::packed(4, 3, 2, 0.5, (0x90000, 4 * 2 * 32 + 32), (0x60000, 128));
     assert!(ok.validate().is_ok());
     assert_refused(
         &AttentionCombine {

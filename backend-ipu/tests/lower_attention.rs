@@ -10,8 +10,8 @@ mod common;
 use common::{assert_block_accuracy, cosine_and_rel_l2, run_lowered};
 use ipuc_backend_ipu::codelets::amp::AmpVariant;
 use ipuc_backend_ipu::lower::attention_block::{
-    emit_attention, plan_attention, plan_attention_in, plan_attention_with, reference,
-    AttentionFp8, AttentionPlan, AttentionShape,
+    emit_attention, plan_attention, plan_attention_forced, plan_attention_in, plan_attention_with,
+    reference, AttentionFp8, AttentionPlan, AttentionShape,
 };
 use ipuc_backend_ipu::lower::block::FP8_MAX_REL_L2;
 use ipuc_backend_ipu::lower::block_values::AttentionValues;
@@ -36,6 +36,22 @@ fn run_with(s: AttentionShape, seed: u64, key_blocks: Option<u32>) -> (f64, f64,
         if let Some(n) = key_blocks {
             assert_eq!(plan.core.key_blocks, n, "{}", plan.report(machine));
         }
+        plan
+    })
+}
+
+/// [`run`] with the keys of each head taken in `chunks` chunks by one
+/// tile (flash-style).
+fn run_flash(s: AttentionShape, seed: u64, chunks: u32) -> (f64, f64, u64, u64) {
+    run_planned(s, seed, &|s, machine| {
+        let plan = plan_attention_forced(s, machine, (0, machine.tiles), Some((1, chunks)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (plan.core.key_blocks, plan.core.chunks),
+            (1, chunks),
+            "{}",
+            plan.report(machine)
+        );
         plan
     })
 }
@@ -150,6 +166,26 @@ fn key_split_attention_blocks_match_float64_and_their_estimate() {
         (shape(64, 64, 4), 6, 4),
     ] {
         let result = run_with(s, seed, Some(blocks));
+        assert_block_accuracy(s, result, 0.9999, 5e-3);
+        assert_estimate_within_3_percent(s, result);
+    }
+}
+
+#[test]
+fn flash_attention_blocks_match_float64_and_their_estimate() {
+    // Each tile takes its head's keys a chunk at a time (exchange B in as
+    // many parts), each chunk's output and statistics in a slot, combined
+    // on the tile: (tokens, hidden, heads, chunks). 37 tokens in 3 chunks
+    // (16 + 16 + 5 keys, the last masked) of heads of 24 padded to 32; 70
+    // tokens in 5 chunks of one head of 48 (the last chunk's 10 padding
+    // key rows hold the chunk before's keys, which the mask gives no
+    // weight); 64 tokens in 2 whole chunks of 32 of 4 heads.
+    for (s, seed, chunks) in [
+        (shape(37, 96, 4), 7, 3),
+        (shape(70, 48, 1), 8, 5),
+        (shape(64, 64, 4), 9, 2),
+    ] {
+        let result = run_flash(s, seed, chunks);
         assert_block_accuracy(s, result, 0.9999, 5e-3);
         assert_estimate_within_3_percent(s, result);
     }

@@ -76,9 +76,14 @@ pub struct TileAttention {
     /// [`TileAttention::values`].
     pub o: u32,
     /// Where the softmax writes each row's `(-max, sum)`
-    /// ([`SoftmaxPanels::stats`]), if anywhere: what a key-split
-    /// attention's combination needs.
+    /// ([`SoftmaxPanels::stats`]), if anywhere: what a key-split or
+    /// flash-style attention's combination needs.
     pub stats: Option<u32>,
+    /// Whether the last panel of keys starts from the mask block (else
+    /// from zero, like the others): false only where every key is real and
+    /// the mask block is another chunk's (a flash-style tile's chunks
+    /// before its last).
+    pub masked: bool,
 }
 
 /// Where [`TileAttention::place`] put a tile's tensors: the end of what
@@ -90,6 +95,9 @@ pub struct Placement {
     pub window_end: u32,
     /// The lowest byte of S and P.
     pub compute_bottom: u32,
+    /// Bytes between O's slots (O and the statistics of one chunk of
+    /// keys, [`TileAttention::place`]'s `slots`).
+    pub slot_stride: u32,
 }
 
 /// Issue counts of a launch, as emitted.
@@ -133,9 +141,14 @@ impl TileAttention {
     }
 
     /// Output groups of S the mask covers: the last panel of 16 keys,
-    /// where every padding key is.
+    /// where every padding key is (none where [`TileAttention::masked`] is
+    /// false).
     fn masked_groups(&self) -> u32 {
-        KEY_PANEL / AmpVariant::F16F32Partials.out_channels() as u32
+        if self.masked {
+            KEY_PANEL / AmpVariant::F16F32Partials.out_channels() as u32
+        } else {
+            0
+        }
     }
 
     /// Bytes between the masked groups' initial partials: a group's rows
@@ -203,9 +216,11 @@ impl TileAttention {
         }
     }
 
-    /// Bytes of the mask block.
+    /// Bytes of the mask block (what a masked tile reads: the window
+    /// keeps them whether or not this chunk does).
     pub fn mask_bytes(&self) -> u64 {
-        u64::from(self.masked_groups() * self.mask_stride())
+        let groups = KEY_PANEL / AmpVariant::F16F32Partials.out_channels() as u32;
+        u64::from(groups * self.mask_stride())
     }
 
     /// The tile for `rows` query rows, head dimension `head_dim`, `keys`
@@ -218,7 +233,7 @@ impl TileAttention {
     ) -> Result<Self, String> {
         Self::place(
             (rows, head_dim, keys, value_dim),
-            (scale, false),
+            (scale, false, 1),
             (machine.interleaved_base, machine.sram_end),
             machine.sram_end,
             machine,
@@ -227,7 +242,9 @@ impl TileAttention {
     }
 
     /// The tile for the given sizes (`stats`: with the softmax's
-    /// statistics), placed in interleaved memory: in the window
+    /// statistics; `slots`: O and the statistics that many times, one
+    /// slot per chunk of keys a flash-style tile takes in turn, 1
+    /// otherwise), placed in interleaved memory: in the window
     /// `[window.0, window.1)` what the exchanges write and the combination
     /// reads (the key and value panels, Q, the mask, O and the
     /// statistics), from its bottom; below `compute_top`, in element pairs
@@ -237,7 +254,7 @@ impl TileAttention {
     /// fit.
     pub fn place(
         (rows, head_dim, keys, value_dim): (u32, u32, u32, u32),
-        (scale, stats): (f32, bool),
+        (scale, stats, slots): (f32, bool, u32),
         window: (u32, u32),
         compute_top: u32,
         machine: &MachineModel,
@@ -258,6 +275,7 @@ impl TileAttention {
             p: 0,
             o: 0,
             stats: None,
+            masked: true,
         };
         let after = |at: u64, bytes: u64, align: u64| (at + bytes + past).next_multiple_of(align);
         att.v = after(u64::from(att.k), att.scores().weight_bytes(), 16) as u32;
@@ -265,7 +283,12 @@ impl TileAttention {
         let mask = after(q, att.scores().input_bytes(), 16) + 8;
         let o = after(mask, att.mask_bytes(), 16);
         let st = after(o, att.values().output_bytes(), 8);
-        let window_end = st + if stats { u64::from(rows) * 8 } else { 0 };
+        let slot_end = st + if stats { u64::from(rows) * 8 } else { 0 };
+        let slot_stride = (slot_end - o).next_multiple_of(16);
+        let window_end = match slots {
+            0 | 1 => slot_end,
+            n => o + slot_stride * u64::from(n - 1) + (slot_end - o),
+        };
         let top = u64::from(compute_top) / pair * pair;
         let s_bytes = att.scores().output_bytes() + past;
         let p_bytes = att.values().input_bytes() + past;
@@ -275,8 +298,13 @@ impl TileAttention {
             .and_then(|s| Some((s, s.checked_sub(p_bytes)? / 16 * 16)))
             .filter(|&(_, p)| p / pair * pair >= window_end && window_end <= u64::from(window.1));
         let Some((s, p)) = fits else {
+            let chunks = if slots > 1 {
+                format!(" ({slots} chunks' output and statistics)")
+            } else {
+                String::new()
+            };
             return Err(format!(
-                "an attention tile does not fit: its keys and values take {} bytes, {rows} query rows' Q, mask, output and statistics {}, against a window of {} bytes; their scores and probabilities {} (in whole element pairs) above it, below 0x{compute_top:x}",
+                "an attention tile does not fit: its keys and values take {} bytes, {rows} query rows' Q, mask, output and statistics {}{chunks}, against a window of {} bytes; their scores and probabilities {} (in whole element pairs) above it, below 0x{compute_top:x}",
                 q - u64::from(att.k),
                 window_end - q,
                 u64::from(window.1 - window.0),
@@ -295,6 +323,7 @@ impl TileAttention {
             Placement {
                 window_end: window_end as u32,
                 compute_bottom: p as u32,
+                slot_stride: slot_stride as u32,
             },
         ))
     }

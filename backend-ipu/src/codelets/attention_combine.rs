@@ -13,9 +13,14 @@
 //!
 //! Input: `parts` partials, partial `i` at `input + i * part_stride`,
 //! holding its `groups` groups of 16 f16 channels (group `g`, row `r` at
-//! offset `32 (g rows + r)`) and then its statistics (row `r`'s two f32 at
-//! offset `32 groups rows + 8 r`): what one scheduled exchange leaves in a
-//! receive buffer, one slot per sender. Output: group `g`, row `r` at
+//! offset `g group_stride + 32 r`) and its statistics (row `r`'s two f32
+//! at offset `stats_offset + 8 r`). Packed (`group_stride = 32 rows`,
+//! `stats_offset = 32 groups rows`, [`AttentionCombine::packed`]) that is
+//! what one scheduled exchange leaves in a receive buffer, one slot per
+//! sender (the key-split form); a flash-style tile's chunks leave each
+//! partial where its product wrote it (the output groups'
+//! [`super::gemm::TileGemm::group_stride`], the statistics after them).
+//! Output: group `g`, row `r` at
 //! `output + g output_stride + 32 r`, f16, the panel order the next
 //! product reads.
 //!
@@ -52,6 +57,12 @@ pub struct AttentionCombine {
     /// Bytes between partials: a multiple of 8, at least
     /// [`AttentionCombine::part_bytes`], below 32,768.
     pub part_stride: u32,
+    /// Bytes between a partial's groups: a multiple of 8, at least `32
+    /// rows`, below 32,768.
+    pub group_stride: u32,
+    /// Bytes from a partial's group 0 to its statistics: a multiple of 8,
+    /// past its last group's rows, below 32,768.
+    pub stats_offset: u32,
     /// Group 0 row 0 of the output, 8-byte aligned.
     pub output: u32,
     /// Bytes between output groups: a multiple of 8, at least `32 rows`,
@@ -80,9 +91,34 @@ impl AttentionCombineCounts {
 }
 
 impl AttentionCombine {
-    /// Bytes of one partial: its groups and its statistics.
+    /// Partials packed as an exchange leaves them: each partial's groups
+    /// end to end, then its statistics (`part_stride` still to set).
+    #[allow(clippy::too_many_arguments)]
+    pub fn packed(
+        rows: u32,
+        parts: u32,
+        groups: u32,
+        scale: f32,
+        (input, part_stride): (u32, u32),
+        (output, output_stride): (u32, u32),
+    ) -> Self {
+        AttentionCombine {
+            rows,
+            parts,
+            groups,
+            scale,
+            input,
+            part_stride,
+            group_stride: rows * ROW,
+            stats_offset: groups * rows * ROW,
+            output,
+            output_stride,
+        }
+    }
+
+    /// Bytes of one partial: from group 0 to its statistics' end.
     pub fn part_bytes(&self) -> u32 {
-        self.groups * self.rows * ROW + 8 * self.rows
+        self.stats_offset + 8 * self.rows
     }
 
     /// Rows per worker.
@@ -107,13 +143,16 @@ impl AttentionCombine {
         }
         check_alignment(TAG, &[("input", self.input, 8), ("output", self.output, 8)])?;
         let most = i16::MAX as u32;
+        let groups_end = (self.groups - 1) * self.group_stride + self.rows * ROW;
         for (what, stride, least) in [
-            ("partial", self.part_stride, self.part_bytes()),
-            ("output group", self.output_stride, self.rows * ROW),
+            ("partial stride", self.part_stride, self.part_bytes()),
+            ("partial's group stride", self.group_stride, self.rows * ROW),
+            ("statistics' offset", self.stats_offset, groups_end),
+            ("output group stride", self.output_stride, self.rows * ROW),
         ] {
             if stride < least || stride % 8 != 0 || stride > most {
                 return err(format!(
-                    "the {what} stride {stride} must be a multiple of 8, at least {least} and at most {most}"
+                    "the {what} {stride} must be a multiple of 8, at least {least} and at most {most}"
                 ));
             }
         }
@@ -199,7 +238,7 @@ impl AttentionCombine {
                 e.solo(st(8, w1));
             }
         }
-        e.solo(Self::add(10, self.rows * ROW));
+        e.solo(Self::add(10, self.group_stride));
         e.solo(Self::add(9, self.output_stride));
         e.solo(inst("brnzdec", [op::m(8), op::sym(label)]));
         e.issues() - before
@@ -343,7 +382,7 @@ impl Codelet for AttentionCombine {
         let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
             vec![
                 self.input + offs[w] * ROW,
-                self.input + self.groups * self.rows * ROW + offs[w] * 8,
+                self.input + self.stats_offset + offs[w] * 8,
                 shares[w],
                 self.scale.to_bits(),
                 self.output + offs[w] * ROW,

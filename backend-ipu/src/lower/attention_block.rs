@@ -31,8 +31,12 @@
 //!   head; with several (*key-split*) each tile's softmax covers its keys
 //!   and writes each row's maximum and sum, and the tiles of a row block
 //!   combine their partial outputs
-//!   ([`crate::codelets::attention_combine`]). The planner takes the form
-//!   with the lower estimate ([`FormEstimate`]; the report shows both).
+//!   ([`crate::codelets::attention_combine`]); *flash-style*, a tile
+//!   takes its head's keys a chunk at a time (exchange B in a part per
+//!   chunk, each chunk's keys and values over the last's), keeps each
+//!   chunk's output and statistics in a slot and combines them itself.
+//!   The planner takes the form with the lowest estimate
+//!   ([`FormEstimate`]; the report shows all three).
 //! - *out*: `[m, H dp] x [H dp, c]` with the folded bias, then `+ x`.
 //!
 //! **Tiles shared in time.** qk and vt run together on disjoint tiles (2:1
@@ -60,7 +64,9 @@
 //! exchange A (LayerNorm's rows to qk's input panels and vt's weight
 //! panels, x's rows to the out tiles that own them); qk and vt with their
 //! reductions; exchange B (Q panels, key rows and value panels to the
-//! attention tiles); the attention; with the keys split, exchange D (the
+//! attention tiles); the attention (flash-style: exchange B's part and
+//! the attention of each chunk of keys in turn, then the combination);
+//! with the keys split, exchange D (the
 //! partial rows and statistics to the tiles that combine them) and the
 //! combination; exchange C (the attention's output to out's input
 //! panels); out, its reduction and the residual add.
@@ -260,7 +266,16 @@ pub struct AttentionConstants {
 /// sum of exponentials, and the tiles of a head and row block then combine
 /// their partial outputs: tile `kb` of the row block receives every
 /// tile's rows [`CorePlan::owned`] by it (exchange D) and combines them
-/// ([`crate::codelets::attention_combine`]).
+/// ([`crate::codelets::attention_combine`]). In the *flash-style* form
+/// (one block of keys, several [`CorePlan::chunks`]) a tile takes its
+/// head's keys a chunk at a time: exchange B in as many parts, each
+/// chunk's keys and values over the last's, its output and statistics
+/// in a slot of their own, and the tile combines its slots at the end,
+/// with no exchange D; it holds a chunk's keys, values, scores and
+/// probabilities, not a block's.
+///
+/// The keys of a head are in *parts* of [`CorePlan::keys`]: part `p` is
+/// chunk `p % chunks` of key block `p / chunks`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CorePlan {
     /// The first.
@@ -269,10 +284,13 @@ pub struct CorePlan {
     pub rows: u32,
     /// Blocks of rows per head.
     pub blocks: u32,
-    /// Blocks of keys per head (1: materialised).
+    /// Blocks of keys per head (1: materialised or flash-style).
     pub key_blocks: u32,
-    /// Keys per block, a multiple of 16 (the last block may hold fewer).
+    /// Keys per part, a multiple of 16 (the last part may hold fewer).
     pub keys: u32,
+    /// Chunks of keys a tile takes in turn (more than 1: flash-style,
+    /// with one block of keys).
+    pub chunks: u32,
 }
 
 impl CorePlan {
@@ -292,10 +310,21 @@ impl CorePlan {
         (lo, (lo + self.rows).min(m))
     }
 
-    /// Real keys `[lo, hi)` of key block `kb`.
-    pub fn keys_of(&self, kb: u32, m: u32) -> (u32, u32) {
-        let lo = kb * self.keys;
+    /// Real keys `[lo, hi)` of part `p` (key block `p / chunks`, chunk
+    /// `p % chunks`).
+    pub fn keys_of(&self, p: u32, m: u32) -> (u32, u32) {
+        let lo = p * self.keys;
         (lo, (lo + self.keys).min(m))
+    }
+
+    /// Parts of keys per head.
+    pub fn parts(&self) -> u32 {
+        self.key_blocks * self.chunks
+    }
+
+    /// The part of chunk `c` of key block `kb`.
+    pub fn part(&self, kb: u32, c: u32) -> u32 {
+        kb * self.chunks + c
     }
 
     /// Rows of a row block each key-block tile combines.
@@ -315,12 +344,54 @@ impl CorePlan {
         self.key_blocks > 1
     }
 
+    /// Whether a tile takes its keys in chunks (flash-style).
+    pub fn flash(&self) -> bool {
+        self.chunks > 1
+    }
+
+    /// Whether partial outputs are combined (key-split or flash-style):
+    /// the softmax writes each row's statistics.
+    pub fn combines(&self) -> bool {
+        self.split() || self.flash()
+    }
+
     /// The form's name.
     pub fn form(&self) -> &'static str {
-        if self.split() {
-            "key-split"
-        } else {
-            "materialised"
+        CoreForm::of(self.key_blocks, self.chunks).name()
+    }
+}
+
+/// The forms of the attention tiles ([`CorePlan`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoreForm {
+    /// One block of keys, taken whole.
+    Materialised,
+    /// Several blocks of keys per head over tiles, combined after
+    /// exchange D.
+    KeySplit,
+    /// One block of keys per head, taken a chunk at a time.
+    Flash,
+}
+
+impl CoreForm {
+    /// Every form, in the report's order.
+    pub const ALL: [CoreForm; 3] = [CoreForm::Materialised, CoreForm::KeySplit, CoreForm::Flash];
+
+    /// The form of `(key_blocks, chunks)`.
+    pub fn of(key_blocks: u32, chunks: u32) -> Self {
+        match (key_blocks > 1, chunks > 1) {
+            (_, true) => CoreForm::Flash,
+            (true, false) => CoreForm::KeySplit,
+            (false, false) => CoreForm::Materialised,
+        }
+    }
+
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            CoreForm::Materialised => "materialised",
+            CoreForm::KeySplit => "key-split",
+            CoreForm::Flash => "flash",
         }
     }
 }
@@ -384,14 +455,21 @@ pub struct WindowRestore {
     pub zero_bytes: u32,
 }
 
-/// A key-split attention tile's combination buffers.
+/// A key-split or flash-style attention tile's combination buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CombineLayout {
-    /// The partials' receive buffer: one slot per key block (exchange D
-    /// writes it over S and P, which are dead by then).
+    /// The partials: key-split, exchange D's receive buffer, one slot
+    /// per key block (written over S and P, which are dead by then);
+    /// flash-style, group 0 of O's first slot in the window.
     pub input: u32,
     /// Bytes between slots.
     pub part_stride: u32,
+    /// Flash-style: bytes between a partial's groups (key-split: 0,
+    /// exchange D packs each partial by the rows the tile combines).
+    pub group_stride: u32,
+    /// Flash-style: bytes from a partial's group 0 to its statistics
+    /// (key-split: 0, packed).
+    pub stats_offset: u32,
     /// The combined rows, group `g` at `output + g output_stride` (beside
     /// the window's tensors: exchange C reads them while it writes out's
     /// input).
@@ -405,7 +483,7 @@ pub struct CombineLayout {
 /// or why the form has none.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FormEstimate {
-    /// `materialised` or `key-split`.
+    /// `materialised`, `key-split` or `flash`.
     pub form: &'static str,
     /// The tiles and the estimate, or the reason.
     pub plan: Result<(CorePlan, u64), String>,
@@ -414,6 +492,11 @@ pub struct FormEstimate {
 impl std::fmt::Display for FormEstimate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.plan {
+            Ok((c, cycles)) if c.flash() => write!(
+                f,
+                "{}: {} blocks of {} query rows per head, keys in {} chunks of {}, about {cycles} cycles",
+                self.form, c.blocks, c.rows, c.chunks, c.keys
+            ),
             Ok((c, cycles)) => write!(
                 f,
                 "{}: {} blocks of {} query rows x {} blocks of {} keys per head, about {cycles} cycles",
@@ -441,9 +524,9 @@ pub struct AttentionPlan {
     pub ln_tiles: Vec<u32>,
     /// Memory.
     pub layout: AttentionLayout,
-    /// The best plan of each form (materialised, key-split), the chosen
-    /// one among them.
-    pub forms: Box<[FormEstimate; 2]>,
+    /// The best plan of each form (materialised, key-split, flash), the
+    /// chosen one among them.
+    pub forms: Box<[FormEstimate; 3]>,
     /// What the block leaves of the memory it was planned in (the next
     /// block's window).
     pub next: Window,
@@ -508,16 +591,42 @@ impl AttentionPlan {
     /// Syncs every tile of the block runs.
     pub fn syncs(&self) -> u32 {
         let r = |p: &GemmPlan| p.grid_k.trailing_zeros();
-        6 + 2 * (r(&self.qk).max(r(&self.vt)) + r(&self.out)) + 2 * u32::from(self.core.split())
+        6 + 2 * (r(&self.qk).max(r(&self.vt)) + r(&self.out))
+            + 2 * u32::from(self.core.split())
+            + 2 * (self.core.chunks - 1)
     }
 
-    /// The attention tile of key block `kb` (the last holds fewer keys).
-    pub fn core_of(&self, kb: u32) -> TileAttention {
-        let (lo, hi) = self.core.keys_of(kb, self.shape.m);
+    /// The attention tile of key part `p` (the last holds fewer keys):
+    /// a flash-style chunk's output and statistics in its slot, the mask
+    /// read by the last chunk alone.
+    pub fn core_of(&self, p: u32) -> TileAttention {
+        let (lo, hi) = self.core.keys_of(p, self.shape.m);
+        let core = self.layout.core;
+        let chunk = p % self.core.chunks;
+        let (slot, masked) = match self.layout.combine {
+            Some(c) if self.core.flash() => (chunk * c.part_stride, chunk + 1 == self.core.chunks),
+            _ => (0, true),
+        };
         TileAttention {
             keys: hi - lo,
-            ..self.layout.core
+            o: core.o + slot,
+            stats: core.stats.map(|st| st + slot),
+            masked,
+            ..core
         }
+    }
+
+    /// The estimated cycles of key block 0's attention tile: its chunks'
+    /// (flash-style), else its one part's.
+    pub fn tile_cycles(&self) -> Result<u64, crate::codelets::CodeletError> {
+        (0..self.core.chunks)
+            .map(|c| self.core_of(c).estimate_cycles())
+            .sum()
+    }
+
+    /// Key block `kb`'s last part (the one its mask is for).
+    pub fn last_part(&self, kb: u32) -> TileAttention {
+        self.core_of(self.core.part(kb, self.core.chunks - 1))
     }
 
     /// The combination on key-block tile `kb` (with the keys split and
@@ -545,9 +654,8 @@ impl AttentionPlan {
     pub fn report(&self, machine: &MachineModel) -> String {
         let s = &self.shape;
         let core = &self.core;
-        let att = self.core_of(0);
-        let est = att
-            .estimate_cycles()
+        let est = self
+            .tile_cycles()
             .map_or_else(|e| e.to_string(), |c| c.to_string());
         let combine = match self.combine_on(0, 0).map(|c| c.estimate_cycles()) {
             Some(Ok(c)) => format!(", then {c} cycles to combine {} rows", core.owned_rows()),
@@ -558,6 +666,32 @@ impl AttentionPlan {
         let d =
             x.d.as_ref()
                 .map_or_else(String::new, |d| format!(", exchange D {} cycles", d.cycles));
+        let b = if core.flash() {
+            format!("{} cycles in {} parts", x.b_cycles(), x.b.len())
+        } else {
+            format!("{} cycles", x.b_cycles())
+        };
+        let tiles_of = if core.flash() {
+            format!(
+                "{} per head: {} blocks of {} query rows, keys in {} chunks of {}, {}",
+                core.blocks,
+                core.blocks,
+                core.rows,
+                core.chunks,
+                core.keys,
+                core.form()
+            )
+        } else {
+            format!(
+                "{} per head: {} blocks of {} query rows x {} blocks of {} keys, {}",
+                core.blocks * core.key_blocks,
+                core.blocks,
+                core.rows,
+                core.key_blocks,
+                core.keys,
+                core.form()
+            )
+        };
         let l = &self.layout;
         let lay = &l.core;
         let window_end = window_end(*s, core, lay, l.combine.as_ref());
@@ -601,7 +735,7 @@ impl AttentionPlan {
             );
         }
         format!(
-            "attention block {}x{}, {} heads of {} (padded to {}): LayerNorm on tiles {}..={} ({} rows each)\n{fp8}{streamed}  qk: {}\n  vt: {}\n  attention: tiles {}..={} ({} per head: {} blocks of {} query rows x {} blocks of {} keys, {}): {est} cycles per tile{combine}\n  forms: {}; {}\n  out: {}\n  tile memory: weights 0x{:x}..0x{:x}, attention window 0x{:x}..0x{:x} (keys, values, Q, mask, O{}), products' buffers 0x{:x}..0x{:x}, scores and probabilities 0x{:x}..0x{:x}\n  exchange A {} cycles, exchange B {} cycles{d}, exchange C {} cycles (scheduled)\n",
+            "attention block {}x{}, {} heads of {} (padded to {}): LayerNorm on tiles {}..={} ({} rows each)\n{fp8}{streamed}  qk: {}\n  vt: {}\n  attention: tiles {}..={} ({tiles_of}): {est} cycles per tile{combine}\n  forms: {}; {}; {}\n  out: {}\n  tile memory: weights 0x{:x}..0x{:x}, attention window 0x{:x}..0x{:x} (keys, values, Q, mask, O{}), products' buffers 0x{:x}..0x{:x}, scores and probabilities 0x{:x}..0x{:x}\n  exchange A {} cycles, exchange B {b}{d}, exchange C {} cycles (scheduled)\n",
             s.m,
             s.c,
             s.heads,
@@ -614,26 +748,24 @@ impl AttentionPlan {
             self.vt,
             core.first_tile,
             core.first_tile + core.tiles(s.heads) - 1,
-            core.blocks * core.key_blocks,
-            core.blocks,
-            core.rows,
-            core.key_blocks,
-            core.keys,
-            core.form(),
             self.forms[0],
             self.forms[1],
+            self.forms[2],
             self.out,
             l.qk.home.unwrap_or(l.qk.weights),
             lay.k,
             lay.k,
             window_end,
-            if core.split() { ", statistics, combined rows" } else { "" },
+            match (core.flash(), core.split()) {
+                (true, _) => format!(", statistics in {} slots, combined rows", core.chunks),
+                (false, true) => ", statistics, combined rows".to_string(),
+                (false, false) => String::new(),
+            },
             transient,
             machine.sram_end,
             lay.p,
             machine.sram_end,
             x.a.cycles,
-            x.b.cycles,
             x.c.cycles,
         )
     }
@@ -643,7 +775,10 @@ impl AttentionPlan {
         let tiles = self.tiles();
         AttentionSchedules {
             a: schedule(machine, &tiles, &exchange_a(self)),
-            b: schedule(machine, &tiles, &exchange_b(self)),
+            b: exchange_b(self)
+                .iter()
+                .map(|part| schedule(machine, &tiles, part))
+                .collect(),
             d: self
                 .core
                 .split()
@@ -657,12 +792,20 @@ impl AttentionPlan {
 pub struct AttentionSchedules {
     /// LayerNorm's rows to the products.
     pub a: Schedule,
-    /// Q, K and V to the attention tiles.
-    pub b: Schedule,
+    /// Q, K and V to the attention tiles: one part per chunk of keys
+    /// (flash-style), else one.
+    pub b: Vec<Schedule>,
     /// With the keys split, the partials to the tiles that combine them.
     pub d: Option<Schedule>,
     /// The attention's output to out's input panels.
     pub c: Schedule,
+}
+
+impl AttentionSchedules {
+    /// Exchange B's cycles, every part's.
+    pub fn b_cycles(&self) -> u64 {
+        self.b.iter().map(|b| b.cycles).sum()
+    }
 }
 
 /// How many times [`plan_attention_in`] searches products again with the
@@ -724,11 +867,24 @@ pub fn plan_attention_with(
     range: (u32, u32),
     key_blocks: Option<u32>,
 ) -> Result<AttentionPlan, String> {
+    plan_attention_forced(shape, whole, range, key_blocks.map(|n| (n, 1)))
+}
+
+/// [`plan_attention`] on the `count` tiles from `first` with the blocks
+/// of keys per head and the chunks a tile takes them in forced where
+/// given: `(1, 1)` the materialised form, `(n, 1)` key-split, `(1, n)`
+/// flash-style.
+pub fn plan_attention_forced(
+    shape: AttentionShape,
+    whole: &MachineModel,
+    range: (u32, u32),
+    forced: Option<(u32, u32)>,
+) -> Result<AttentionPlan, String> {
     plan_attention_window(
         shape,
         whole,
         range,
-        key_blocks,
+        forced,
         (Window::alone(whole), Weights::Resident),
     )
 }
@@ -737,7 +893,7 @@ fn plan_attention_window(
     shape: AttentionShape,
     whole: &MachineModel,
     (first, count): (u32, u32),
-    key_blocks: Option<u32>,
+    forced: Option<(u32, u32)>,
     (mut window, weights): (Window, Weights),
 ) -> Result<AttentionPlan, String> {
     // The products' search sees the interleaved memory earlier blocks
@@ -869,15 +1025,18 @@ fn plan_attention_window(
         window = start;
         let laid = product_layouts(s, [&qk, &vt, &out], whole, &mut window, weights).and_then(
             |products| {
-                let forms = [false, true]
-                    .map(|split| best_core(s, &products, gemm, first, split, key_blocks, machine));
+                let forms = CoreForm::ALL
+                    .map(|form| best_core(s, &products, gemm, first, form, forced, machine));
                 let chosen = forms
                     .iter()
                     .filter_map(|f| f.plan.as_ref().ok())
                     .min_by_key(|(_, cycles)| *cycles)
                     .map(|&(c, _)| c)
                     .ok_or_else(|| Short {
-                        message: format!("no attention form fits: {}; {}", forms[0], forms[1]),
+                        message: format!(
+                            "no attention form fits: {}; {}; {}",
+                            forms[0], forms[1], forms[2]
+                        ),
                         missing: [0; 3],
                     })?;
                 let layout = products.with_core(s, chosen, machine)?;

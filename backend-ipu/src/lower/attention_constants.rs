@@ -156,7 +156,7 @@ pub fn emit_attention_constants(
     // The attention tiles' masks: one per block of keys (only the last
     // masks any key).
     for kb in 0..core.key_blocks {
-        let att = plan.core_of(kb);
+        let att = plan.last_part(kb);
         let tiles: Vec<u32> = at_core
             .iter()
             .filter(|(_, &(_, k))| k == kb)

@@ -207,31 +207,38 @@ pub fn emit_attention_in(
             let c = emit_launches(&mut e, &mut calls, "attn_restore", restore, machine);
             restore_cycles = restore_cycles.max(c.map_err(fail)?);
         }
-        sync(&mut e);
-        xcode += x.b.emit(&mut e, machine, (t, "b"), Some(&mut calls));
-        sync(&mut e);
-        let att = at_core.get(&t).map(|&(b, kb)| (b, kb, plan.core_of(kb)));
-        let roundings = att
-            .as_ref()
-            .map_or_else(Vec::new, |&(b, kb, _)| output_roundings(plan, b, kb));
-        if let Some((_, _, att)) = &att {
-            att.emit_supervisor(&mut e, "attn").map_err(fail)?;
-            calls.push(("attn_softmax".into(), Box::new(att.softmax())));
-            if !plan.core.split() {
-                let c = emit_launches(&mut e, &mut calls, "attn_round", &roundings, machine);
-                rounding_cycles = rounding_cycles.max(c.map_err(fail)?);
+        // Exchange B and the attention: in one part, or (flash-style) a
+        // part per chunk of keys, each chunk's attention after its part.
+        let core_at = at_core.get(&t).copied();
+        let roundings = core_at.map_or_else(Vec::new, |(b, kb)| output_roundings(plan, b, kb));
+        let mut parts = Vec::new();
+        for (c, b) in x.b.iter().enumerate() {
+            let tag = chunk_tag("attn", c);
+            sync(&mut e);
+            xcode += b.emit(&mut e, machine, (t, &chunk_tag("b", c)), Some(&mut calls));
+            sync(&mut e);
+            if let Some((_, kb)) = core_at {
+                let att = plan.core_of(plan.core.part(kb, c as u32));
+                att.emit_supervisor(&mut e, &tag).map_err(fail)?;
+                calls.push((format!("{tag}_softmax"), Box::new(att.softmax())));
+                parts.push((tag, att));
             }
+        }
+        let combine = core_at.and_then(|(b, kb)| plan.combine_on(b, kb));
+        if core_at.is_some() && !plan.core.combines() {
+            let c = emit_launches(&mut e, &mut calls, "attn_round", &roundings, machine);
+            rounding_cycles = rounding_cycles.max(c.map_err(fail)?);
         }
         if let Some(d) = &x.d {
             sync(&mut e);
             xcode += d.emit(&mut e, machine, (t, "d"), Some(&mut calls));
             sync(&mut e);
-            if let Some(combine) = att.as_ref().and_then(|&(b, kb, _)| plan.combine_on(b, kb)) {
-                emit_call(&mut e, "attn_combine");
-                calls.push(("attn_combine".into(), Box::new(combine)));
-                let c = emit_launches(&mut e, &mut calls, "attn_round", &roundings, machine);
-                rounding_cycles = rounding_cycles.max(c.map_err(fail)?);
-            }
+        }
+        if let Some(combine) = combine {
+            emit_call(&mut e, "attn_combine");
+            calls.push(("attn_combine".into(), Box::new(combine)));
+            let c = emit_launches(&mut e, &mut calls, "attn_round", &roundings, machine);
+            rounding_cycles = rounding_cycles.max(c.map_err(fail)?);
         }
         sync(&mut e);
         xcode += x.c.emit(&mut e, machine, (t, "c"), Some(&mut calls));
@@ -272,8 +279,8 @@ pub fn emit_attention_in(
         if at_out.contains_key(&t) {
             out.emit_worker_code(&mut e);
         }
-        if let Some((_, _, att)) = &att {
-            att.emit_workers(&mut e, "attn");
+        for (tag, att) in &parts {
+            att.emit_workers(&mut e, tag);
         }
         for (name, instance) in &calls {
             instance.emit_as(&mut e, name).map_err(fail)?;
@@ -285,7 +292,7 @@ pub fn emit_attention_in(
         Some(c) => c.estimate_cycles().map_err(fail)? + call_cycles(machine),
         None => 0,
     };
-    let (attention_round, combine_round) = if plan.core.split() {
+    let (attention_round, combine_round) = if plan.core.combines() {
         (0, rounding_cycles)
     } else {
         (rounding_cycles, 0)
@@ -296,8 +303,8 @@ pub fn emit_attention_in(
         layer_norm: ln.estimate(machine).map_err(fail)?.max(beside_ln),
         exchange_a: x.a.cycles,
         qkv: est(&plan.qk).max(est(&plan.vt)) + restore_cycles,
-        exchange_b: x.b.cycles,
-        attention: plan.core_of(0).estimate_cycles().map_err(fail)? + attention_round,
+        exchange_b: x.b_cycles(),
+        attention: plan.tile_cycles().map_err(fail)? + attention_round,
         exchange_d: x.d.as_ref().map_or(0, |d| d.cycles),
         combine: combine + combine_round,
         exchange_c: x.c.cycles,
@@ -310,6 +317,16 @@ pub fn emit_attention_in(
         estimate,
         exchange_code_bytes_max,
     })
+}
+
+/// The tag of part `c` of exchange B or the attention: `base` for the
+/// first (the only one unless flash-style), `base{c}` after it.
+fn chunk_tag(base: &str, c: usize) -> String {
+    if c == 0 {
+        base.to_string()
+    } else {
+        format!("{base}{c}")
+    }
 }
 
 /// With FP8 products, the launches that round the attention's output to
@@ -337,7 +354,7 @@ pub fn output_roundings(plan: &AttentionPlan, b: u32, kb: u32) -> Vec<Cast> {
     };
     match (plan.layout.combine, plan.combine_on(b, kb)) {
         (None, _) => {
-            let v = plan.core_of(kb).values();
+            let v = plan.core_of(plan.core.part(kb, 0)).values();
             (0..groups)
                 .map(|g| round(v.output_group(g), v.rows))
                 .collect()

@@ -116,15 +116,17 @@ fn owned_groups(
     }
 }
 
-/// Exchange B.
-pub fn exchange_b(plan: &AttentionPlan) -> Vec<Transfer> {
+/// Exchange B: one part per chunk of keys (flash-style: each chunk's keys
+/// and values go to the same buffers, part after part; the queries in
+/// the first), else one.
+pub fn exchange_b(plan: &AttentionPlan) -> Vec<Vec<Transfer>> {
     let [qk, vt, _] = plan.placed();
     let s = plan.shape;
     let core = plan.core;
     let att = &plan.layout.core;
     let np = s.dp() / 16;
     let q_groups = s.hp() / 16;
-    let mut out = Vec::new();
+    let mut out: Vec<Vec<Transfer>> = vec![Vec::new(); core.chunks as usize];
     let mut queries = Vec::new();
     owned_groups(&plan.qk, &qk, |sender, (a, b), group, src| {
         let head = (group % q_groups) / np;
@@ -159,8 +161,9 @@ pub fn exchange_b(plan: &AttentionPlan) -> Vec<Transfer> {
             // ((t / 8 * np + p) * 8 + t % 8) * 32, on every row block's
             // tile of its key block.
             for (lo, hi) in runs((a, b), 8) {
-                let (kb, t) = (lo / core.keys, lo % core.keys);
-                out.push(Transfer {
+                let (part, t) = (lo / core.keys, lo % core.keys);
+                let (kb, chunk) = (part / core.chunks, part % core.chunks);
+                out[chunk as usize].push(Transfer {
                     sender,
                     chunks: vec![Chunk {
                         address: src_at(lo),
@@ -183,13 +186,14 @@ pub fn exchange_b(plan: &AttentionPlan) -> Vec<Transfer> {
     // token block G (of its key block's kp) at ((group * kp + G) * 16 + r
     // % 16) * 32.
     owned_groups(&plan.vt, &vt, |sender, (a, b), tokens, src| {
-        let kb = tokens * 16 / core.keys;
-        let local = tokens - kb * core.keys / 16;
-        let kp = plan.core_of(kb).key_panels_count();
+        let part = tokens * 16 / core.keys;
+        let (kb, chunk) = (part / core.chunks, part % core.chunks);
+        let local = tokens - part * core.keys / 16;
+        let kp = plan.core_of(part).key_panels_count();
         for (lo, hi) in runs((a, b), 16) {
             let head = lo / s.dp();
             let group = (lo % s.dp()) / 16;
-            out.push(Transfer {
+            out[chunk as usize].push(Transfer {
                 sender,
                 chunks: vec![Chunk {
                     address: src + (lo - a) * 32,
@@ -213,9 +217,11 @@ pub fn exchange_b(plan: &AttentionPlan) -> Vec<Transfer> {
     // (to the tiles of one block of keys): sets that cross each other
     // leave the receivers waiting for each other (so400m: 51k cycles
     // mixed, 26k apart).
-    let mut q = round_robin(queries);
-    q.extend(round_robin(out));
-    q
+    let mut parts: Vec<Vec<Transfer>> = out.into_iter().map(round_robin).collect();
+    let mut first = round_robin(queries);
+    first.append(&mut parts[0]);
+    parts[0] = first;
+    parts
 }
 
 /// Exchange D (keys split): each attention tile's rows of every value
@@ -238,8 +244,9 @@ pub fn exchange_d(plan: &AttentionPlan) -> Vec<Transfer> {
                 let (lo, n) = (core.owned(owner).0, combine.rows);
                 for kb in 0..core.key_blocks {
                     // O's groups are where the last launch of the tile's
-                    // key panels wrote them (the last block may hold fewer).
-                    let values = plan.core_of(kb).values();
+                    // key panels wrote them (the last block may hold fewer;
+                    // key-split tiles take their block in one part).
+                    let values = plan.core_of(core.part(kb, 0)).values();
                     let mut chunks: Vec<Chunk> = (0..groups)
                         .map(|g| Chunk {
                             address: values.output_group(g) + lo * 32,
@@ -379,7 +386,7 @@ pub fn window_zero_runs(plan: &AttentionPlan) -> Vec<ZeroRun> {
         for blk in 0..core.blocks {
             for kb in 0..core.key_blocks {
                 let tile = core.tile(h, blk, kb);
-                let last = plan.core_of(kb);
+                let last = plan.last_part(kb);
                 let keys = last.keys;
                 for (lo, hi) in runs((keys, last.key_panels_count() * 16), 8) {
                     for p in 0..np {

@@ -7,7 +7,7 @@
 use ipuc_ipu_arch::MachineModel;
 
 use super::attention_block::{
-    AttentionLayout, AttentionShape, CombineLayout, CorePlan, FormEstimate, WindowRestore,
+    AttentionLayout, AttentionShape, CombineLayout, CoreForm, CorePlan, FormEstimate, WindowRestore,
 };
 use super::bias_broadcast::BiasBroadcast;
 use super::block::owned_rows_bytes;
@@ -372,14 +372,22 @@ impl ProductLayouts {
         core: CorePlan,
         machine: &MachineModel,
     ) -> Result<(TileAttention, Option<CombineLayout>), String> {
+        // A flash-style tile computes while exchange B's later parts still
+        // read qk's and vt's results: its scores and probabilities stay
+        // below them too, not over them.
+        let compute_top = if core.flash() {
+            self.window_top
+        } else {
+            machine.sram_end
+        };
         let (att, placed) = TileAttention::place(
             (core.rows, s.dp(), core.keys, s.dp()),
-            (s.softmax_scale(), core.split()),
+            (s.softmax_scale(), core.combines(), core.chunks),
             (self.window_start, self.window_top),
-            machine.sram_end,
+            compute_top,
             machine,
         )?;
-        if !core.split() {
+        if !core.combines() {
             return Ok((att, None));
         }
         let groups = s.dp() / 16;
@@ -387,8 +395,19 @@ impl ProductLayouts {
         let output_stride = n * 32 + 8;
         let output = placed.window_end.next_multiple_of(16);
         let combined_end = output + groups * output_stride;
-        let part_stride = (groups * n * 32 + 8 * n).next_multiple_of(8);
-        let input = placed.compute_bottom.next_multiple_of(16);
+        // Key-split: exchange D's receive buffer over S and P, packed;
+        // flash-style: the chunks' slots of O and statistics, where the
+        // values' product and the softmax wrote them.
+        let (input, part_stride, group_stride, stats_offset) = if core.flash() {
+            let v = att.values();
+            let input = v.output_group(0);
+            let stats = att.stats.expect("a combining tile has statistics");
+            (input, placed.slot_stride, v.group_stride(), stats - input)
+        } else {
+            let part_stride = (groups * n * 32 + 8 * n).next_multiple_of(8);
+            let input = placed.compute_bottom.next_multiple_of(16);
+            (input, part_stride, 0, 0)
+        };
         let input_end = u64::from(input) + u64::from(part_stride) * u64::from(core.key_blocks);
         if combined_end > self.window_top || input_end > u64::from(machine.sram_end) {
             return Err(format!(
@@ -404,6 +423,8 @@ impl ProductLayouts {
             Some(CombineLayout {
                 input,
                 part_stride,
+                group_stride,
+                stats_offset,
                 output,
                 output_stride,
             }),
@@ -509,38 +530,54 @@ pub(super) fn window_end(
     )
 }
 
-/// The best attention tiles of one form (`split`: keys over several
-/// tiles) on the `gemm` tiles from `first`, by estimate: for each number
-/// of key blocks (`forced` if given), the most row blocks the tiles hold
-/// (and at most 255 rows a tile, the softmax's stride limit).
+/// The best attention tiles of one form on the `gemm` tiles from
+/// `first`, by estimate: for each number of key parts (`forced`, as
+/// `(key blocks, chunks)`, if given), the most row blocks the tiles hold
+/// (and at most 255 rows a tile, the softmax's stride limit). Key-split
+/// tiles hold a block of keys each; a flash-style tile takes every key of
+/// its head in chunks whose last ends on a panel count of the others'
+/// parity (so every chunk's output groups, and the combination's
+/// partials, lie alike in their slots).
 pub(super) fn best_core(
     s: AttentionShape,
     products: &ProductLayouts,
     gemm: u32,
     first: u32,
-    split: bool,
-    forced: Option<u32>,
+    form: CoreForm,
+    forced: Option<(u32, u32)>,
     machine: &MachineModel,
 ) -> FormEstimate {
-    let form = if split { "key-split" } else { "materialised" };
     let panels = s.key_panels();
-    let candidates: Vec<u32> = match forced {
-        Some(n) if (n > 1) == split => vec![n],
-        Some(_) => Vec::new(),
-        None if split => (2..=panels).collect(),
-        None => vec![1],
+    let of_form = |(kb, c): (u32, u32)| CoreForm::of(kb, c) == form && (kb == 1 || c == 1);
+    let candidates: Vec<u32> = match (forced, form) {
+        (Some(f), _) if of_form(f) => vec![f.0.max(f.1)],
+        (Some(_), _) => Vec::new(),
+        (None, CoreForm::Materialised) => vec![1],
+        (None, _) => (2..=panels).collect(),
     };
     let mut best: Option<(CorePlan, u64)> = None;
     let mut refused: Option<String> = None;
-    let mut why = if forced.is_some_and(|n| (n > 1) != split) {
+    let mut why = if forced.is_some_and(|f| !of_form(f)) {
         "not the forced form".to_string()
     } else {
         format!("{panels} panels of keys do not split")
     };
     for n in candidates {
         let per = panels.div_ceil(n);
-        let key_blocks = panels.div_ceil(per);
-        if (key_blocks > 1) != split || forced.is_some_and(|f| f != key_blocks) {
+        let parts = panels.div_ceil(per);
+        let (key_blocks, chunks) = match form {
+            CoreForm::Flash => (1, parts),
+            _ => (parts, 1),
+        };
+        if CoreForm::of(key_blocks, chunks) != form
+            || forced.is_some_and(|f| f != (key_blocks, chunks))
+        {
+            continue;
+        }
+        if form == CoreForm::Flash && (panels - (parts - 1) * per) % 2 != per % 2 {
+            why = format!(
+                "{parts} chunks of {per} panels of keys leave a last chunk of another parity"
+            );
             continue;
         }
         let most = gemm / (s.heads * key_blocks);
@@ -562,6 +599,7 @@ pub(super) fn best_core(
             blocks: s.m.div_ceil(rows),
             key_blocks,
             keys: per * 16,
+            chunks,
         };
         match core_estimate(s, &core, products, machine) {
             Ok(cycles) => {
@@ -570,16 +608,16 @@ pub(super) fn best_core(
                 }
             }
             Err(e) => {
-                tracing::debug!(key_blocks, rows, "attention tiles refused: {e}");
+                tracing::debug!(key_blocks, chunks, rows, "attention tiles refused: {e}");
                 // The first candidate that did not fit says most: later
-                // ones (more blocks of keys, more rows a tile) fail for
+                // ones (more parts of keys, more rows a tile) fail for
                 // their own reasons.
                 refused.get_or_insert(e);
             }
         }
     }
     FormEstimate {
-        form,
+        form: form.name(),
         plan: best.ok_or_else(|| refused.unwrap_or(why)),
     }
 }
@@ -598,36 +636,69 @@ pub(super) fn core_estimate(
     let (att, combine) = products.core_tile(s, *core, machine)?;
     let bpc = u64::from(machine.exchange_bytes_per_cycle);
     let dp = u64::from(s.dp());
-    let received = u64::from(core.rows) * dp * 2 + u64::from(core.keys) * dp * 4;
-    let compute = att.estimate_cycles().map_err(|e| e.to_string())?;
+    let parts = u64::from(core.chunks);
+    let received = u64::from(core.rows) * dp * 2 + parts * u64::from(core.keys) * dp * 4;
+    let est = |a: TileAttention| a.estimate_cycles().map_err(|e| e.to_string());
+    // A flash-style tile's chunks before the last start from zero; the
+    // last holds the rest of the keys.
+    let (lo, _) = core.keys_of(core.chunks - 1, s.m);
+    let last = TileAttention {
+        keys: s.m.min(lo + core.keys) - lo,
+        ..att
+    };
+    let compute = if core.flash() {
+        (parts - 1)
+            * est(TileAttention {
+                masked: false,
+                ..att
+            })?
+            + est(last)?
+            + 2 * (parts - 1) * u64::from(machine.sync_latency)
+    } else {
+        est(att)?
+    };
     let mut cycles = received / bpc + compute;
     if let Some(c) = combine {
         let n = u64::from(core.owned_rows());
-        let row = dp * 2 + 8;
-        let kb = u64::from(core.key_blocks);
-        let moved = (n * (kb - 1) * row).max(u64::from(core.rows) * row);
         let combine = combine_of(s, core, &c, n as u32)
             .estimate_cycles()
             .map_err(|e| e.to_string())?;
-        cycles += moved / bpc + combine + 2 * u64::from(machine.sync_latency);
+        cycles += combine;
+        if core.split() {
+            let row = dp * 2 + 8;
+            let kb = u64::from(core.key_blocks);
+            let moved = (n * (kb - 1) * row).max(u64::from(core.rows) * row);
+            cycles += moved / bpc + 2 * u64::from(machine.sync_latency);
+        }
     }
     Ok(cycles)
 }
 
-/// The combination of `rows` owned rows on a key-split attention tile.
+/// The combination of `rows` owned rows on a key-split or flash-style
+/// attention tile: one partial per key part it combines.
 pub(super) fn combine_of(
     s: AttentionShape,
     core: &CorePlan,
     c: &CombineLayout,
     rows: u32,
 ) -> AttentionCombine {
+    let groups = s.dp() / 16;
+    // Exchange D packs each partial by the rows the tile combines (the
+    // last row block's may be fewer than a block's share).
+    let (group_stride, stats_offset) = if core.flash() {
+        (c.group_stride, c.stats_offset)
+    } else {
+        (rows * 32, groups * rows * 32)
+    };
     AttentionCombine {
         rows,
-        parts: core.key_blocks,
-        groups: s.dp() / 16,
+        parts: core.key_blocks.max(core.chunks),
+        groups,
         scale: s.softmax_scale(),
         input: c.input,
         part_stride: c.part_stride,
+        group_stride,
+        stats_offset,
         output: c.output,
         output_stride: c.output_stride,
     }

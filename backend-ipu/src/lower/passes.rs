@@ -356,6 +356,7 @@ fn record_attention_plan(
             Attribute::i64(i64::from(plan.core.key_blocks)),
         ),
         ("rows".into(), Attribute::i64(i64::from(plan.core.rows))),
+        ("chunks".into(), Attribute::i64(i64::from(plan.core.chunks))),
         ("values".into(), plan_attr(&plan.vt)),
     ]));
     ctx.set_attr(block.attention, PLAN_ATTR, core);

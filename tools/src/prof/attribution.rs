@@ -7,9 +7,10 @@
 //! and `codegen.rs`: `ln`, `fc1`/`fc2` for a product's vertex,
 //! `{fc}_red{t}_{g}` for its reduction adds, `{fc}_gelu*` for its GELU,
 //! `out0_*` for the residual add and `out1_*` for fc2's bias add;
-//! `attention_block.rs`: `qk`, `vt` and `out` for its products, `attn_*`
-//! for an attention tile's codelets, `attn_combine` for the key-split
-//! form's combination, `residual_*` for the residual add;
+//! `attention_block.rs`: `qk`, `vt` and `out` for its products, `attn*`
+//! for an attention tile's codelets (`attn{c}_*` for a flash-style
+//! tile's chunk `c` after the first), `attn_combine` for the key-split
+//! and flash-style forms' combination, `residual_*` for the residual add;
 //! `pool_head.rs`: `sv` and `out` for its products, `pool_*` for a head
 //! tile's codelets); a rename there shows up here as an `unattributed`
 //! instance, which the `ipu-prof` snapshots and `tools/tests/prof.rs`
@@ -392,7 +393,8 @@ fn of_attention(
 /// The attention block's buffers (`attention_block.rs`'s layout), live
 /// over its steps: `layer_norm (0), exchange_a (1), qkv (2), exchange_b
 /// (3), attention (4)`, with the keys split `exchange_d (5), combine
-/// (6)`, then `exchange_c` and `out` (`out_step`). Sizes are the
+/// (6)`, then `exchange_c` and `out` (`out_step`); a flash-style tile's
+/// chunks and its combination are all in the attention step. Sizes are the
 /// codelets' own (the attention tile's of a whole block of keys).
 fn attention_buffers(plan: &AttentionPlan, out_step: usize, machine: &MachineModel) -> Vec<Buffer> {
     let lay = &plan.layout;
@@ -423,18 +425,25 @@ fn attention_buffers(plan: &AttentionPlan, out_step: usize, machine: &MachineMod
     let (scores, values) = (att.scores(), att.values());
     // O stays until the exchange after the attention reads it: D with the
     // keys split, else C.
+    // A flash-style tile keeps one slot of O (and statistics) per chunk
+    // of keys; its later parts of exchange B run inside the attention
+    // step.
     let o_until = if plan.core.split() { 5 } else { exchange_c };
+    let o_bytes = match (&lay.combine, plan.core.flash()) {
+        (Some(c), true) => u64::from(c.part_stride) * u64::from(plan.core.chunks),
+        _ => values.output_bytes(),
+    };
     for (name, address, size, live) in [
         ("attention Q", att.q, scores.input_bytes(), (3, 4)),
         ("attention K", att.k, scores.weight_bytes(), (3, 4)),
         ("attention V", att.v, values.weight_bytes(), (3, 4)),
         ("attention S", att.s, scores.output_bytes(), (4, 4)),
         ("attention P", att.p, values.input_bytes(), (4, 4)),
-        ("attention O", att.o, values.output_bytes(), (4, o_until)),
+        ("attention O", att.o, o_bytes, (4, o_until)),
     ] {
         out.push(Buffer::whole(name, &core_tiles, address, size, live));
     }
-    if let Some(c) = &lay.combine {
+    if let Some(c) = lay.combine.as_ref().filter(|_| plan.core.split()) {
         out.push(Buffer::whole(
             "combine partials",
             &core_tiles,
