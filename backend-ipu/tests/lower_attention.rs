@@ -324,27 +324,34 @@ fn fp8_blocks_need_whole_32_channel_panels() {
 }
 
 #[test]
-fn the_planner_reports_both_forms_and_picks_the_cheaper() {
+fn the_planner_reports_every_form_and_picks_the_cheapest() {
     let m = MachineModel::c600();
-    // A block of 64 tokens: both forms plan; so400m's: only the key-split
-    // one (a head's keys and values alone fill the window the products
-    // leave).
+    // A block of 64 tokens: all three forms plan, and the planner takes
+    // the one with the lowest estimate; so400m's: no materialised form (a
+    // head's keys and values alone fill the window the products leave),
+    // and the key-split one beats the flash-style one, whose tiles each
+    // receive their head's every key and value.
     let p = plan_attention(shape(64, 64, 4), &m).unwrap_or_else(|e| panic!("{e}"));
     let est: Vec<u64> = p
         .forms
         .iter()
         .map(|f| f.plan.as_ref().unwrap_or_else(|e| panic!("{e}")).1)
         .collect();
-    assert_eq!(p.core.split(), est[1] < est[0], "{}", p.report(&m));
+    let cheapest = (0..3).min_by_key(|&i| est[i]).unwrap();
+    assert_eq!(p.forms[cheapest].form, p.core.form(), "{}", p.report(&m));
     let report = p.report(&m);
     assert!(
-        report.contains("forms: materialised: ") && report.contains("; key-split: "),
+        report.contains("forms: materialised: ")
+            && report.contains("; key-split: ")
+            && report.contains("; flash: "),
         "{report}"
     );
     let p = plan_attention(shape(729, 1152, 16), &m).unwrap_or_else(|e| panic!("{e}"));
     assert!(p.core.split());
     let why = p.forms[0].plan.as_ref().unwrap_err();
     assert!(why.contains("an attention tile does not fit"), "{why}");
+    let (flash, _) = p.forms[2].plan.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert!(flash.flash() && flash.key_blocks == 1, "{flash:?}");
 }
 
 #[test]
