@@ -172,14 +172,17 @@ fn combining_partial_attention_matches_float64_and_its_estimate() {
     // (rows, partials, groups, gap between partials): two partials of one
     // row; so400m's five value groups over seven key blocks with rows that
     // leave workers idle; more rows than workers.
-    // The last case's partials lie as a flash-style tile's chunks leave
+    // The strided cases' partials lie as a flash-style tile's chunks leave
     // them: each group where the values' product wrote it (its group
-    // stride), the statistics after the groups.
-    for (rows, parts, groups, gap, strided) in [
-        (1u32, 2u32, 1u32, 0u32, false),
-        (9, 7, 5, 16, false),
-        (13, 3, 2, 8, false),
-        (9, 6, 5, 0, true),
+    // stride), the statistics after the groups; the running one folds a
+    // chunk into its accumulator (partial 0) in place and writes the
+    // combined statistics over the accumulator's.
+    for (rows, parts, groups, gap, strided, running) in [
+        (1u32, 2u32, 1u32, 0u32, false, false),
+        (9, 7, 5, 16, false, false),
+        (13, 3, 2, 8, false, false),
+        (9, 6, 5, 0, true, false),
+        (9, 2, 5, 16, true, true),
     ] {
         let scale = 1.0 / 72f32.sqrt();
         let c = AttentionCombine::packed(
@@ -203,6 +206,16 @@ fn combining_partial_attention_matches_float64_and_its_estimate() {
         let c = AttentionCombine {
             part_stride: c.part_bytes() + gap,
             ..c
+        };
+        let c = if running {
+            AttentionCombine {
+                output: c.input,
+                output_stride: c.group_stride,
+                stats_output: Some(c.input + c.stats_offset),
+                ..c
+            }
+        } else {
+            c
         };
         let cols = (groups * 16) as usize;
         // Each partial: O_i row-major, normalised values of V (|v| < 1), and
@@ -239,7 +252,29 @@ fn combining_partial_attention_matches_float64_and_its_estimate() {
         let (prog, counts) = c.program(0, &MachineModel::c600()).unwrap();
         let sim = simulate(&prog, 0, &[(c.input, &bytes)]);
         let want = c.reference(&o, &stats);
-        let what = format!("{rows} rows, {parts} partials, {groups} groups, strided {strided}");
+        let what = format!(
+            "{rows} rows, {parts} partials, {groups} groups, strided {strided}, running {running}"
+        );
+        if let Some(at) = c.stats_output {
+            // (-M, L) of every partial's keys, in float64 from the same
+            // statistics.
+            let raw = sim.read_memory(0, at, rows * 8).unwrap();
+            let scale = f64::from(scale);
+            for r in 0..rows as usize {
+                let neg_m = stats.iter().map(|s| s[r].0).fold(f64::INFINITY, f64::min);
+                let l: f64 = stats
+                    .iter()
+                    .map(|s| s[r].1 * (scale * (neg_m - s[r].0)).exp())
+                    .sum();
+                let word = |i: usize| {
+                    f64::from(f32::from_le_bytes(
+                        raw[8 * r + 4 * i..8 * r + 4 * i + 4].try_into().unwrap(),
+                    ))
+                };
+                assert_eq!(word(0), neg_m, "{what}: -M of row {r}");
+                assert_within(word(1), l, l * 1e-5, format_args!("{what}: L of row {r}"));
+            }
+        }
         // Each partial's weight rounds to f16, its product and the running
         // sum round once per partial: |O| <= 1.
         let bound = f64::from(3 * parts + 1) * 2f64.powi(-11);

@@ -174,8 +174,8 @@ fn key_split_attention_blocks_match_float64_and_their_estimate() {
 #[test]
 fn flash_attention_blocks_match_float64_and_their_estimate() {
     // Each tile takes its head's keys a chunk at a time (exchange B in as
-    // many parts), each chunk's output and statistics in a slot, combined
-    // on the tile: (tokens, hidden, heads, chunks). 37 tokens in 3 chunks
+    // many parts), each chunk after the first folded into the running
+    // output and statistics: (tokens, hidden, heads, chunks). 37 tokens in 3 chunks
     // (16 + 16 + 5 keys, the last masked) of heads of 24 padded to 32; 70
     // tokens in 5 chunks of one head of 48 (the last chunk's 10 padding
     // key rows hold the chunk before's keys, which the mask gives no

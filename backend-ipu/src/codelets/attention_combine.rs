@@ -24,6 +24,14 @@
 //! `output + g output_stride + 32 r`, f16, the panel order the next
 //! product reads.
 //!
+//! With `stats_output` the launch also writes each row's combined
+//! statistics `(-M, L)` there, after its output row: what a flash-style
+//! tile's *running* combination needs, which folds each chunk of keys
+//! into an accumulator (partial 0, combined in place: `output` its
+//! groups, `stats_output` its statistics) so that the tile keeps two
+//! partials, not one per chunk. The combination is associative: the
+//! accumulator's `(-M, L)` are those of every key folded into it.
+//!
 //! Per row (workers take contiguous shares of rows): the least `-m_i`
 //! (pass 1), `L = sum_i u_i` in f32 (pass 2, `f32exp`), then per partial
 //! its weight `u_i / L` as four f16 lanes and, per group, `O += w_i O_i`
@@ -68,6 +76,10 @@ pub struct AttentionCombine {
     /// Bytes between output groups: a multiple of 8, at least `32 rows`,
     /// below 32,768.
     pub output_stride: u32,
+    /// Where each row's combined `(-M, L)` go (row `r` at `8 r`), 8-byte
+    /// aligned, if anywhere: over partial 0's own statistics (in place)
+    /// or apart from every partial.
+    pub stats_output: Option<u32>,
 }
 
 /// Issue counts of a launch, as emitted: the row loop's straight-line
@@ -113,7 +125,13 @@ impl AttentionCombine {
             stats_offset: groups * rows * ROW,
             output,
             output_stride,
+            stats_output: None,
         }
+    }
+
+    /// Whether the output is partial 0's groups, combined in place.
+    pub fn in_place(&self) -> bool {
+        self.output == self.input && self.output_stride == self.group_stride
     }
 
     /// Bytes of one partial: from group 0 to its statistics' end.
@@ -168,10 +186,37 @@ impl AttentionCombine {
                 + u64::from(self.output_stride) * u64::from(self.groups - 1)
                 + u64::from(ROW * self.rows),
         );
-        if input.0 < output.1 && output.0 < input.1 {
+        // In place, the output is partial 0's groups: only the other
+        // partials must lie apart from it.
+        let others = if self.in_place() {
+            (input.0 + u64::from(self.part_stride), input.1)
+        } else {
+            input
+        };
+        if others.0 < output.1 && output.0 < others.1 {
             return err("the partials and the output overlap".into());
         }
+        if let Some(at) = self.stats_output {
+            check_alignment(TAG, &[("stats output", at, 8)])?;
+            let own = self.input + self.stats_offset;
+            let span = (u64::from(at), u64::from(at) + 8 * u64::from(self.rows));
+            let apart = |(a, b): (u64, u64)| span.1 <= a || b <= span.0;
+            if at != own && !(apart(input) && apart(output)) {
+                return err(format!(
+                    "the combined statistics at 0x{at:x} must be partial 0's own (0x{own:x}) or lie apart from the partials and the output"
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// Vertex state words per worker.
+    fn state_words(&self) -> usize {
+        if self.stats_output.is_some() {
+            6
+        } else {
+            5
+        }
     }
 
     fn add(reg: u8, bytes: u32) -> super::emitter::Inst {
@@ -271,6 +316,9 @@ impl AttentionCombine {
         ] {
             e.solo(s);
         }
+        if self.stats_output.is_some() {
+            e.solo(load_state_word(op::m(7), 5)); // the statistics' row
+        }
         e.aligned_label(&format!(".L{TAG}_row"));
         let setup = e.issues();
         // Pass 1: the least -m_i into $a2.
@@ -287,7 +335,8 @@ impl AttentionCombine {
         e.solo(Self::add(5, ps));
         e.solo(inst("brnzdec", [op::m(3), op::sym(format!(".L{TAG}_min"))]));
         let min = e.issues() - before;
-        // Pass 2: L into $a9, 1/L into $a10:11.
+        // Pass 2: L into $a9, 1/L into $a10:11 ($a3 is a lane no result
+        // reads: it keeps L for the statistics' store).
         for s in [
             inst("mov", [op::a(3), op::a(2)]),
             inst("mov", [op::a(8), op::azero()]),
@@ -310,6 +359,9 @@ impl AttentionCombine {
             inst("mov", [op::m(6), op::m(0)]),
         ] {
             e.solo(s);
+        }
+        if self.stats_output.is_some() {
+            e.solo(inst("mov", [op::a(3), op::a(9)]));
         }
         // Pass 3: the first partial writes the output, the others add.
         Self::emit_weight(e, false);
@@ -336,6 +388,12 @@ impl AttentionCombine {
         e.solo(Self::add(0, ROW));
         e.solo(Self::add(1, 8));
         e.solo(Self::add(4, ROW));
+        if self.stats_output.is_some() {
+            // (-M, L), after every partial's statistics were read (in
+            // place, partial 0's are overwritten).
+            e.solo(inst("st64", [p(2), op::m(7), op::mzero(), op::imm(0)]));
+            e.solo(Self::add(7, 8));
+        }
         let rows = launch::emit_end_row_loop(e, TAG, setup);
         (empty, rows, [min, sum, g0, ga, part])
     }
@@ -373,20 +431,22 @@ impl Codelet for AttentionCombine {
     /// Emits the launch (supervisor entry `main`, six workers).
     fn emit(&self, e: &mut Emitter) -> Result<AttentionCombineCounts, CodeletError> {
         self.validate()?;
-        let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 5);
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, self.state_words());
         let (empty, rows, bodies) = self.emit_worker(e);
         let shares = self.worker_rows();
         let offs = offsets(&shares);
         // Partial 0's row, its statistics' row, rows, the scale, the
         // output's row.
         let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
-            vec![
+            let mut words = vec![
                 self.input + offs[w] * ROW,
                 self.input + self.stats_offset + offs[w] * 8,
                 shares[w],
                 self.scale.to_bits(),
                 self.output + offs[w] * ROW,
-            ]
+            ];
+            words.extend(self.stats_output.map(|at| at + offs[w] * 8));
+            words
         });
         let launch = launch::end_row_launch(e, TAG, &states, supervisor, empty, rows);
         Ok(AttentionCombineCounts { launch, bodies })

@@ -33,8 +33,8 @@
 //!   combine their partial outputs
 //!   ([`crate::codelets::attention_combine`]); *flash-style*, a tile
 //!   takes its head's keys a chunk at a time (exchange B in a part per
-//!   chunk, each chunk's keys and values over the last's), keeps each
-//!   chunk's output and statistics in a slot and combines them itself.
+//!   chunk, each chunk's keys and values over the last's) and folds each
+//!   chunk's output into a running one (a running maximum and sum).
 //!   The planner takes the form with the lowest estimate
 //!   ([`FormEstimate`]; the report shows all three).
 //! - *out*: `[m, H dp] x [H dp, c]` with the folded bias, then `+ x`.
@@ -269,10 +269,11 @@ pub struct AttentionConstants {
 /// ([`crate::codelets::attention_combine`]). In the *flash-style* form
 /// (one block of keys, several [`CorePlan::chunks`]) a tile takes its
 /// head's keys a chunk at a time: exchange B in as many parts, each
-/// chunk's keys and values over the last's, its output and statistics
-/// in a slot of their own, and the tile combines its slots at the end,
-/// with no exchange D; it holds a chunk's keys, values, scores and
-/// probabilities, not a block's.
+/// chunk's keys and values over the last's; chunk 0's output and
+/// statistics are the running accumulator, each later chunk's land in a
+/// second slot and are folded into it (a running maximum and sum), with
+/// no exchange D; the tile holds a chunk's keys, values, scores and
+/// probabilities and two slots of output, not a block's.
 ///
 /// The keys of a head are in *parts* of [`CorePlan::keys`]: part `p` is
 /// chunk `p % chunks` of key block `p / chunks`.
@@ -604,7 +605,11 @@ impl AttentionPlan {
         let core = self.layout.core;
         let chunk = p % self.core.chunks;
         let (slot, masked) = match self.layout.combine {
-            Some(c) if self.core.flash() => (chunk * c.part_stride, chunk + 1 == self.core.chunks),
+            // Chunk 0 writes the accumulator, every later one the slot
+            // after it.
+            Some(c) if self.core.flash() => {
+                (chunk.min(1) * c.part_stride, chunk + 1 == self.core.chunks)
+            }
             _ => (0, true),
         };
         TileAttention {
@@ -658,6 +663,9 @@ impl AttentionPlan {
             .tile_cycles()
             .map_or_else(|e| e.to_string(), |c| c.to_string());
         let combine = match self.combine_on(0, 0).map(|c| c.estimate_cycles()) {
+            Some(Ok(c)) if core.flash() => {
+                format!(", each chunk after the first folded into the running output in {c} cycles")
+            }
             Some(Ok(c)) => format!(", then {c} cycles to combine {} rows", core.owned_rows()),
             Some(Err(e)) => format!(", combination: {e}"),
             None => String::new(),
@@ -757,7 +765,7 @@ impl AttentionPlan {
             lay.k,
             window_end,
             match (core.flash(), core.split()) {
-                (true, _) => format!(", statistics in {} slots, combined rows", core.chunks),
+                (true, _) => ", statistics, a chunk's output and statistics".to_string(),
                 (false, true) => ", statistics, combined rows".to_string(),
                 (false, false) => String::new(),
             },

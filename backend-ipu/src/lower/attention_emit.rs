@@ -212,6 +212,7 @@ pub fn emit_attention_in(
         let core_at = at_core.get(&t).copied();
         let roundings = core_at.map_or_else(Vec::new, |(b, kb)| output_roundings(plan, b, kb));
         let mut parts = Vec::new();
+        let combine = core_at.and_then(|(b, kb)| plan.combine_on(b, kb));
         for (c, b) in x.b.iter().enumerate() {
             let tag = chunk_tag("attn", c);
             sync(&mut e);
@@ -222,10 +223,17 @@ pub fn emit_attention_in(
                 att.emit_supervisor(&mut e, &tag).map_err(fail)?;
                 calls.push((format!("{tag}_softmax"), Box::new(att.softmax())));
                 parts.push((tag, att));
+                // Flash-style: the chunk folded into the running output
+                // (one subroutine, the same buffers every time).
+                if let (Some(combine), true) = (&combine, c > 0) {
+                    emit_call(&mut e, "attn_combine");
+                    if c == 1 {
+                        calls.push(("attn_combine".into(), Box::new(combine.clone())));
+                    }
+                }
             }
         }
-        let combine = core_at.and_then(|(b, kb)| plan.combine_on(b, kb));
-        if core_at.is_some() && !plan.core.combines() {
+        if core_at.is_some() && !plan.core.split() {
             let c = emit_launches(&mut e, &mut calls, "attn_round", &roundings, machine);
             rounding_cycles = rounding_cycles.max(c.map_err(fail)?);
         }
@@ -233,12 +241,12 @@ pub fn emit_attention_in(
             sync(&mut e);
             xcode += d.emit(&mut e, machine, (t, "d"), Some(&mut calls));
             sync(&mut e);
-        }
-        if let Some(combine) = combine {
-            emit_call(&mut e, "attn_combine");
-            calls.push(("attn_combine".into(), Box::new(combine)));
-            let c = emit_launches(&mut e, &mut calls, "attn_round", &roundings, machine);
-            rounding_cycles = rounding_cycles.max(c.map_err(fail)?);
+            if let Some(combine) = combine {
+                emit_call(&mut e, "attn_combine");
+                calls.push(("attn_combine".into(), Box::new(combine)));
+                let c = emit_launches(&mut e, &mut calls, "attn_round", &roundings, machine);
+                rounding_cycles = rounding_cycles.max(c.map_err(fail)?);
+            }
         }
         sync(&mut e);
         xcode += x.c.emit(&mut e, machine, (t, "c"), Some(&mut calls));
@@ -288,11 +296,15 @@ pub fn emit_attention_in(
     }
     emit_attention_constants(ctx, exe_body, plan, constants, &loc);
     let est = |p: &GemmPlan| p.estimate.compute + p.estimate.rounds_exchange + p.estimate.reduction;
+    // Key-split: once; flash-style: once per chunk after the first.
     let combine = match plan.combine_on(0, 0) {
-        Some(c) => c.estimate_cycles().map_err(fail)? + call_cycles(machine),
+        Some(c) => {
+            (c.estimate_cycles().map_err(fail)? + call_cycles(machine))
+                * u64::from(plan.core.chunks.max(2) - 1)
+        }
         None => 0,
     };
-    let (attention_round, combine_round) = if plan.core.combines() {
+    let (attention_round, combine_round) = if plan.core.split() {
         (0, rounding_cycles)
     } else {
         (rounding_cycles, 0)

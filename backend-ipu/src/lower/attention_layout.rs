@@ -19,6 +19,7 @@ use super::window::Window;
 use crate::codelets::attention::TileAttention;
 use crate::codelets::attention_combine::AttentionCombine;
 use crate::codelets::program::Codelet;
+use crate::codelets::subroutine::call_cycles;
 
 /// Why the products do not fit beside each other as planned, and by how
 /// many bytes each product's (qk's, vt's, out's) inputs, outputs and
@@ -380,9 +381,13 @@ impl ProductLayouts {
         } else {
             machine.sram_end
         };
+        // Flash-style: two slots of O and statistics, the running
+        // accumulator (chunk 0's, then every chunk's so far) and the
+        // current chunk's.
+        let slots = if core.flash() { 2 } else { 1 };
         let (att, placed) = TileAttention::place(
             (core.rows, s.dp(), core.keys, s.dp()),
-            (s.softmax_scale(), core.combines(), core.chunks),
+            (s.softmax_scale(), core.combines(), slots),
             (self.window_start, self.window_top),
             compute_top,
             machine,
@@ -390,24 +395,33 @@ impl ProductLayouts {
         if !core.combines() {
             return Ok((att, None));
         }
+        if core.flash() {
+            // Each chunk after the first folds into the accumulator in
+            // place: O where the values' product wrote it, the statistics
+            // after it.
+            let v = att.values();
+            let input = v.output_group(0);
+            let stats = att.stats.expect("a combining tile has statistics");
+            return Ok((
+                att,
+                Some(CombineLayout {
+                    input,
+                    part_stride: placed.slot_stride,
+                    group_stride: v.group_stride(),
+                    stats_offset: stats - input,
+                    output: input,
+                    output_stride: v.group_stride(),
+                }),
+            ));
+        }
         let groups = s.dp() / 16;
         let n = core.owned_rows();
         let output_stride = n * 32 + 8;
         let output = placed.window_end.next_multiple_of(16);
         let combined_end = output + groups * output_stride;
-        // Key-split: exchange D's receive buffer over S and P, packed;
-        // flash-style: the chunks' slots of O and statistics, where the
-        // values' product and the softmax wrote them.
-        let (input, part_stride, group_stride, stats_offset) = if core.flash() {
-            let v = att.values();
-            let input = v.output_group(0);
-            let stats = att.stats.expect("a combining tile has statistics");
-            (input, placed.slot_stride, v.group_stride(), stats - input)
-        } else {
-            let part_stride = (groups * n * 32 + 8 * n).next_multiple_of(8);
-            let input = placed.compute_bottom.next_multiple_of(16);
-            (input, part_stride, 0, 0)
-        };
+        // Exchange D's receive buffer over S and P, packed.
+        let part_stride = (groups * n * 32 + 8 * n).next_multiple_of(8);
+        let input = placed.compute_bottom.next_multiple_of(16);
         let input_end = u64::from(input) + u64::from(part_stride) * u64::from(core.key_blocks);
         if combined_end > self.window_top || input_end > u64::from(machine.sram_end) {
             return Err(format!(
@@ -423,8 +437,8 @@ impl ProductLayouts {
             Some(CombineLayout {
                 input,
                 part_stride,
-                group_stride,
-                stats_offset,
+                group_stride: 0,
+                stats_offset: 0,
                 output,
                 output_stride,
             }),
@@ -514,20 +528,24 @@ impl ProductLayouts {
 }
 
 /// The end of the attention tiles' window: the combined rows with the
-/// keys split, else the statistics or the output.
+/// keys split, the chunk slot's statistics flash-style (the slot after
+/// the accumulator's), else the statistics or the output.
 pub(super) fn window_end(
     s: AttentionShape,
     core: &CorePlan,
     att: &TileAttention,
     combine: Option<&CombineLayout>,
 ) -> u32 {
-    combine.map_or(
-        att.stats
-            .map_or(att.o + att.values().output_bytes() as u32, |st| {
-                st + 8 * core.rows
-            }),
-        |c| c.output + s.dp() / 16 * c.output_stride,
-    )
+    let own = att
+        .stats
+        .map_or(att.o + att.values().output_bytes() as u32, |st| {
+            st + 8 * core.rows
+        });
+    match combine {
+        None => own,
+        Some(c) if core.flash() => own + c.part_stride,
+        Some(c) => c.output + s.dp() / 16 * c.output_stride,
+    }
 }
 
 /// The best attention tiles of one form on the `gemm` tiles from
@@ -663,7 +681,12 @@ pub(super) fn core_estimate(
         let combine = combine_of(s, core, &c, n as u32)
             .estimate_cycles()
             .map_err(|e| e.to_string())?;
-        cycles += combine;
+        // Flash-style: once per chunk after the first, with its call.
+        cycles += if core.flash() {
+            (parts - 1) * (combine + call_cycles(machine))
+        } else {
+            combine
+        };
         if core.split() {
             let row = dp * 2 + 8;
             let kb = u64::from(core.key_blocks);
@@ -674,8 +697,10 @@ pub(super) fn core_estimate(
     Ok(cycles)
 }
 
-/// The combination of `rows` owned rows on a key-split or flash-style
-/// attention tile: one partial per key part it combines.
+/// The combination of `rows` owned rows on a key-split attention tile
+/// (one partial per key block), or a flash-style tile's running one (a
+/// chunk folded into the accumulator, which takes the combined
+/// statistics too).
 pub(super) fn combine_of(
     s: AttentionShape,
     core: &CorePlan,
@@ -692,7 +717,8 @@ pub(super) fn combine_of(
     };
     AttentionCombine {
         rows,
-        parts: core.key_blocks.max(core.chunks),
+        // Flash-style: the accumulator and one chunk.
+        parts: if core.flash() { 2 } else { core.key_blocks },
         groups,
         scale: s.softmax_scale(),
         input: c.input,
@@ -701,5 +727,6 @@ pub(super) fn combine_of(
         stats_offset,
         output: c.output,
         output_stride: c.output_stride,
+        stats_output: core.flash().then_some(c.input + c.stats_offset),
     }
 }

@@ -425,12 +425,12 @@ fn attention_buffers(plan: &AttentionPlan, out_step: usize, machine: &MachineMod
     let (scores, values) = (att.scores(), att.values());
     // O stays until the exchange after the attention reads it: D with the
     // keys split, else C.
-    // A flash-style tile keeps one slot of O (and statistics) per chunk
-    // of keys; its later parts of exchange B run inside the attention
-    // step.
+    // A flash-style tile keeps two slots of O and statistics (the running
+    // output and a chunk's); its later parts of exchange B run inside the
+    // attention step.
     let o_until = if plan.core.split() { 5 } else { exchange_c };
     let o_bytes = match (&lay.combine, plan.core.flash()) {
-        (Some(c), true) => u64::from(c.part_stride) * u64::from(plan.core.chunks),
+        (Some(c), true) => 2 * u64::from(c.part_stride),
         _ => values.output_bytes(),
     };
     for (name, address, size, live) in [
