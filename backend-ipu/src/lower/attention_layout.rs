@@ -587,9 +587,13 @@ pub(super) fn best_core(
             CoreForm::Flash => (1, parts),
             _ => (parts, 1),
         };
-        if CoreForm::of(key_blocks, chunks) != form
-            || forced.is_some_and(|f| f != (key_blocks, chunks))
-        {
+        if CoreForm::of(key_blocks, chunks) != form {
+            continue;
+        }
+        if forced.is_some_and(|f| f != (key_blocks, chunks)) {
+            why = format!(
+                "{panels} panels of keys in {n} parts of whole panels make {parts} parts of {per}"
+            );
             continue;
         }
         if form == CoreForm::Flash && (panels - (parts - 1) * per) % 2 != per % 2 {

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use ipuc_backend_ipu::codelets::amp::AmpVariant;
 use ipuc_backend_ipu::lower::attention_block::{
-    emit_attention, plan_attention, reference_rows, AttentionEstimate, AttentionShape,
+    emit_attention, plan_attention_forced, reference_rows, AttentionEstimate, AttentionShape,
 };
 use ipuc_backend_ipu::lower::block::FP8_MAX_REL_L2;
 use ipuc_backend_ipu::lower::block_values::AttentionValues;
@@ -65,11 +65,14 @@ pub struct AttentionReport {
     pub rows_checked: usize,
 }
 
-/// Plans, lowers and simulates the block of `(m, c, heads)`.
+/// Plans, lowers and simulates the block of `(m, c, heads)`, its form
+/// forced where given (`(key blocks, chunks)`, as
+/// [`plan_attention_forced`] takes it).
 pub fn run_attention(
     machine: &MachineModel,
     (m, c, heads): (u32, u32, u32),
     fp8: bool,
+    forced: Option<(u32, u32)>,
 ) -> Result<AttentionReport, BenchError> {
     if heads == 0 || c % heads != 0 {
         return Err(BenchError::Usage(format!(
@@ -94,7 +97,8 @@ pub fn run_attention(
     }
     let (x, k) = (&values.x[..], &values.constants);
     let started = Instant::now();
-    let plan = plan_attention(shape, machine).map_err(BenchError::Usage)?;
+    let plan = plan_attention_forced(shape, machine, (0, machine.tiles), forced)
+        .map_err(BenchError::Usage)?;
     let (mut ctx, body) = super::empty_module("attention.mlir")?;
     let ty = Type::tensor(&[i64::from(m), i64::from(c)], Type::float(FloatKind::F16));
     let lowered = emit_attention(

@@ -196,6 +196,15 @@ pub enum Command {
         /// rounded to FP8; the products on the f16 AMP).
         #[arg(long, default_value = "fp16", value_parser = ["fp16", "fp8"])]
         precision: String,
+        /// Force the key-split form with this many blocks of keys per
+        /// head (1: the materialised form) instead of the planner's
+        /// choice by estimate.
+        #[arg(long, value_name = "N")]
+        key_blocks: Option<u32>,
+        /// Force the flash-style form: each attention tile takes its
+        /// head's keys in this many chunks (at least 2).
+        #[arg(long, value_name = "N", conflicts_with = "key_blocks")]
+        chunks: Option<u32>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -346,10 +355,29 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
             block,
             heads,
             precision,
+            key_blocks,
+            chunks,
             json,
         } => {
             let mm = machine_named(&block.machine)?;
-            let r = run_attention(&mm, (block.tokens, block.hidden, heads), precision == "fp8")?;
+            let forced = match (key_blocks, chunks) {
+                (Some(0), _) => return Err(BenchError::Usage("--key-blocks must be at least 1".into())),
+                (_, Some(0 | 1)) => {
+                    return Err(BenchError::Usage(
+                        "--chunks must be at least 2 (one chunk is the materialised form: --key-blocks 1)"
+                            .into(),
+                    ))
+                }
+                (Some(n), _) => Some((n, 1)),
+                (_, Some(n)) => Some((1, n)),
+                (None, None) => None,
+            };
+            let r = run_attention(
+                &mm,
+                (block.tokens, block.hidden, heads),
+                precision == "fp8",
+                forced,
+            )?;
             render(&r, json.then_some(JsonLayout::OneLine), format_attention)
         }
         Command::SimSpeed { iterations, json } => {
