@@ -420,3 +420,41 @@ fn one_head_on_a_tile_matches_float64_and_its_estimate() {
         common::assert_near_estimate(p.total_cycles, att.cycles(&counts), &what);
     }
 }
+
+#[test]
+fn a_flash_tile_takes_its_scores_at_the_windows_bottom_where_they_do_not_fit_above() {
+    use ipuc_backend_ipu::codelets::attention::TileAttention;
+    let m = MachineModel::c600();
+    let pair = 2 * m.element_bytes;
+    // so400m's flash tile (9 query rows, chunks of 32 keys, two slots) in
+    // a window that crosses one element pair's boundary 4 KiB above its
+    // bottom and ends 24 KiB above it, where qk's and vt's results begin
+    // (the scores' top): above the window's tensors, S and P would share
+    // their pair; at the bottom they have a pair of their own.
+    let boundary = 0xc8000;
+    let window = (boundary - 4096, boundary + 24 * 1024);
+    let sizes = (9, 80, 32, 80);
+    let (att, placed) = TileAttention::place(sizes, (0.1, true, 2), window, window.1, &m)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let pair_of = |a: u32| a / pair;
+    assert!(att.s >= window.0 && att.p >= window.0, "{att:?}");
+    assert!(
+        att.s + att.scores().output_bytes() as u32 <= boundary,
+        "{att:?}"
+    );
+    assert!(
+        att.p + att.values().input_bytes() as u32 <= boundary,
+        "{att:?}"
+    );
+    for t in [att.k, att.v, att.q, att.mask, att.o] {
+        assert!(t >= boundary, "{att:?}");
+    }
+    assert_ne!(pair_of(att.q), pair_of(att.s));
+    assert_ne!(pair_of(att.o), pair_of(att.p));
+    assert!(placed.window_end <= window.1);
+    assert!(att.validate().is_ok());
+    // One slot (not flash-style): the scores stay above the window, which
+    // does not fit here.
+    let err = TileAttention::place(sizes, (0.1, true, 1), window, window.1, &m).unwrap_err();
+    assert!(err.contains("an attention tile does not fit"), "{err}");
+}

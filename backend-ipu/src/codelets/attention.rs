@@ -242,16 +242,18 @@ impl TileAttention {
     }
 
     /// The tile for the given sizes (`stats`: with the softmax's
-    /// statistics; `slots`: O and the statistics that many times, one
-    /// slot per chunk of keys a flash-style tile takes in turn, 1
-    /// otherwise), placed in interleaved memory: in the window
-    /// `[window.0, window.1)` what the exchanges write and the combination
-    /// reads (the key and value panels, Q, the mask, O and the
-    /// statistics), from its bottom; below `compute_top`, in element pairs
-    /// of their own above the window's, S and P, which live only while the
-    /// tile computes. Each product's input and output are then in
-    /// different element pairs. An error gives the sizes when they do not
-    /// fit.
+    /// statistics; `slots`: O and the statistics that many times, the
+    /// running output and a chunk's where a flash-style tile takes its
+    /// keys in chunks, 1 otherwise), placed in interleaved memory: in the
+    /// window `[window.0, window.1)` what the exchanges write and the
+    /// combination reads (the key and value panels, Q, the mask, O and the
+    /// statistics), from its bottom; right below `compute_top`, above the
+    /// window's element pairs, S and P, which live only while the tile
+    /// computes. With several slots S and P may instead take the window's
+    /// bottom, its tensors starting at the next element pair. Each
+    /// product's input and output are in different element pairs either
+    /// way (the key and value panels, which the supervisor alone loads,
+    /// may share them). An error gives the sizes when they do not fit.
     pub fn place(
         (rows, head_dim, keys, value_dim): (u32, u32, u32, u32),
         (scale, stats, slots): (f32, bool, u32),
@@ -268,7 +270,7 @@ impl TileAttention {
             value_dim,
             scale,
             q: 0,
-            k: window.0.next_multiple_of(16),
+            k: 0,
             v: 0,
             s: 0,
             mask: 0,
@@ -278,26 +280,51 @@ impl TileAttention {
             masked: true,
         };
         let after = |at: u64, bytes: u64, align: u64| (at + bytes + past).next_multiple_of(align);
-        att.v = after(u64::from(att.k), att.scores().weight_bytes(), 16) as u32;
-        let q = after(u64::from(att.v), att.values().weight_bytes(), 16);
-        let mask = after(q, att.scores().input_bytes(), 16) + 8;
-        let o = after(mask, att.mask_bytes(), 16);
-        let st = after(o, att.values().output_bytes(), 8);
-        let slot_end = st + if stats { u64::from(rows) * 8 } else { 0 };
-        let slot_stride = (slot_end - o).next_multiple_of(16);
-        let window_end = match slots {
-            0 | 1 => slot_end,
-            n => o + slot_stride * u64::from(n - 1) + (slot_end - o),
+        // The window's tensors from `base`: K, V, Q, the mask, then the
+        // slots of O and the statistics; (their addresses, the end).
+        let contents = |base: u64| {
+            let k = base.next_multiple_of(16);
+            let v = after(k, att.scores().weight_bytes(), 16);
+            let q = after(v, att.values().weight_bytes(), 16);
+            let mask = after(q, att.scores().input_bytes(), 16) + 8;
+            let o = after(mask, att.mask_bytes(), 16);
+            let st = after(o, att.values().output_bytes(), 8);
+            let slot_end = st + if stats { u64::from(rows) * 8 } else { 0 };
+            let slot_stride = (slot_end - o).next_multiple_of(16);
+            let end = match slots {
+                0 | 1 => slot_end,
+                n => o + slot_stride * u64::from(n - 1) + (slot_end - o),
+            };
+            ([k, v, q, mask, o, st, slot_stride], end)
         };
-        let top = u64::from(compute_top) / pair * pair;
         let s_bytes = att.scores().output_bytes() + past;
         let p_bytes = att.values().input_bytes() + past;
-        let fits = top
-            .checked_sub(s_bytes)
-            .map(|s| s / 16 * 16)
-            .and_then(|s| Some((s, s.checked_sub(p_bytes)? / 16 * 16)))
-            .filter(|&(_, p)| p / pair * pair >= window_end && window_end <= u64::from(window.1));
-        let Some((s, p)) = fits else {
+        let fits_window = |end: u64| end <= u64::from(window.1);
+        // S and P below `compute_top` (their own element pairs), the
+        // window's tensors below P's pair.
+        let above = {
+            let (at, end) = contents(u64::from(window.0));
+            u64::from(compute_top)
+                .checked_sub(s_bytes)
+                .map(|s| s / 16 * 16)
+                .and_then(|s| Some((s, s.checked_sub(p_bytes)? / 16 * 16)))
+                .filter(|&(_, p)| p / pair * pair >= end && fits_window(end))
+                .map(|(s, p)| (at, end, s, p))
+        };
+        // A flash-style tile (S and P below qk's and vt's results, where
+        // the window ends too) may take S and P at the window's bottom
+        // instead, its tensors from the next element pair up: the window
+        // then only has to cross a pair's boundary.
+        let below = || {
+            let s = u64::from(window.0).next_multiple_of(16);
+            let p = after(s, s_bytes - past, 16);
+            let (at, end) = contents((p + p_bytes).next_multiple_of(pair));
+            (slots > 1 && fits_window(end)).then_some((at, end, s, p))
+        };
+        let Some(([k, v, q, mask, o, st, slot_stride], window_end, s, p)) = above.or_else(below)
+        else {
+            let (at, end) = contents(u64::from(window.0));
+            let (k, q) = (at[0], at[2]);
             let chunks = if slots > 1 {
                 format!(" ({slots} chunks' output and statistics)")
             } else {
@@ -305,12 +332,14 @@ impl TileAttention {
             };
             return Err(format!(
                 "an attention tile does not fit: its keys and values take {} bytes, {rows} query rows' Q, mask, output and statistics {}{chunks}, against a window of {} bytes; their scores and probabilities {} (in whole element pairs) above it, below 0x{compute_top:x}",
-                q - u64::from(att.k),
-                window_end - q,
+                q - k,
+                end - q,
                 u64::from(window.1 - window.0),
                 (s_bytes + p_bytes).div_ceil(pair) * pair,
             ));
         };
+        att.k = k as u32;
+        att.v = v as u32;
         att.q = q as u32;
         att.mask = mask as u32;
         att.o = o as u32;
