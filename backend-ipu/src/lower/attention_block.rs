@@ -556,6 +556,7 @@ impl AttentionPlan {
         let lay = &self.layout;
         LnTiles {
             tiles: &self.ln_tiles,
+            rows_per_tile: LN_ROWS,
             m: self.shape.m,
             c: self.shape.c,
             eps: self.shape.eps,

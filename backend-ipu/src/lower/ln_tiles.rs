@@ -24,8 +24,12 @@ pub const LN_ROWS: u32 = 6;
 /// A block's LN tiles and where their tensors are.
 #[derive(Clone, Debug)]
 pub struct LnTiles<'a> {
-    /// The tiles, [`LN_ROWS`] rows each in order.
+    /// The tiles, [`LnTiles::rows_per_tile`] rows each in order.
     pub tiles: &'a [u32],
+    /// Rows per LN tile: [`LN_ROWS`], one per worker, or fewer where a
+    /// block spreads its rows over more tiles to keep less private memory
+    /// a tile (the streamed pooling head).
+    pub rows_per_tile: u32,
     /// Rows.
     pub m: u32,
     /// Channels.
@@ -43,15 +47,11 @@ pub struct LnTiles<'a> {
     /// What LayerNorm writes.
     pub output: LnOutput,
     /// LayerNorm's output as panels ([`LayerNorm::output_panels`], its
-    /// 32-byte pieces [`PANEL_STRIDE`] bytes apart), where the products'
+    /// 32-byte pieces [`LnTiles::panel_stride`] bytes apart), where the products'
     /// input or weight panels are sent from it ([`LnTiles::out_chunks`]);
     /// else rows.
     pub panels: bool,
 }
-
-/// Bytes between the panels of LayerNorm's output on an LN tile, where it
-/// writes them as panels: a piece for each of the tile's rows.
-pub const PANEL_STRIDE: u32 = LN_ROWS * PIECE_BYTES;
 
 /// What an LN tile's LayerNorm writes at [`LnTiles::ln_out`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,8 +65,15 @@ pub enum LnOutput {
 impl LnTiles<'_> {
     /// Rows `[lo, hi)` of LN tile `q`.
     pub fn rows(&self, q: usize) -> (u32, u32) {
-        let lo = q as u32 * LN_ROWS;
-        (lo, (lo + LN_ROWS).min(self.m))
+        let lo = q as u32 * self.rows_per_tile;
+        (lo, (lo + self.rows_per_tile).min(self.m))
+    }
+
+    /// Bytes between the panels of LayerNorm's output on an LN tile,
+    /// where it writes them as panels: a piece for each of the tile's
+    /// rows.
+    pub fn panel_stride(&self) -> u32 {
+        self.rows_per_tile * PIECE_BYTES
     }
 
     /// The LayerNorm of an LN tile holding `rows` rows.
@@ -83,7 +90,7 @@ impl LnTiles<'_> {
                 LnOutput::F8Codes(s) => Some(s),
                 LnOutput::F16 => None,
             },
-            output_panels: self.panels.then_some(PANEL_STRIDE),
+            output_panels: self.panels.then_some(self.panel_stride()),
         }
     }
 
@@ -95,7 +102,7 @@ impl LnTiles<'_> {
         let q_lo = self.rows(q).0;
         if self.panels {
             vec![Chunk {
-                address: self.ln_out + piece * PANEL_STRIDE + (a - q_lo) * PIECE_BYTES,
+                address: self.ln_out + piece * self.panel_stride() + (a - q_lo) * PIECE_BYTES,
                 words: 8 * (b - a),
             }]
         } else {
@@ -191,7 +198,7 @@ impl LnTiles<'_> {
 
     /// Estimated cycles of the busiest LN tile, its call included.
     pub fn estimate(&self, machine: &MachineModel) -> Result<u64, CodeletError> {
-        let rows = LN_ROWS.min(self.m);
+        let rows = self.rows_per_tile.min(self.m);
         Ok(self.layer_norm(rows).estimate_cycles()? + call_cycles(machine))
     }
 }
@@ -232,12 +239,12 @@ impl LnRows {
         }
     }
 
-    /// The rows of `c` channels from `base`.
-    pub fn at(base: u32, c: u32) -> Self {
+    /// `rows` rows of `c` channels from `base`.
+    pub fn at(base: u32, c: u32, rows: u32) -> Self {
         let row_bytes = c * 2;
         let x = base;
-        let ln_out = (x + LN_ROWS * row_bytes + 16).next_multiple_of(16);
-        let gamma = (ln_out + LN_ROWS * row_bytes + 16).next_multiple_of(16);
+        let ln_out = (x + rows * row_bytes + 16).next_multiple_of(16);
+        let gamma = (ln_out + rows * row_bytes + 16).next_multiple_of(16);
         let beta = gamma + row_bytes.next_multiple_of(8);
         LnRows {
             x,

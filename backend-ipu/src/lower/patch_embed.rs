@@ -321,6 +321,7 @@ impl PatchPlan {
     pub fn row_carriers(&self) -> LnTiles<'_> {
         LnTiles {
             tiles: &self.row_tiles,
+            rows_per_tile: LN_ROWS,
             m: self.shape.tokens(),
             c: self.shape.k_padded(),
             eps: 0.0,

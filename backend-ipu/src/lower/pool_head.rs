@@ -287,8 +287,13 @@ pub struct PoolPlan {
     pub first_head: u32,
     /// The output projection.
     pub out: GemmPlan,
-    /// The LN tiles, one per [`LN_ROWS`] rows (the range's last tiles).
+    /// The LN tiles, one per [`PoolPlan::ln_rows`] rows (the range's
+    /// last tiles).
     pub ln_tiles: Vec<u32>,
+    /// Rows per LN tile: [`LN_ROWS`], or (weights streamed) as many as
+    /// keep the least private memory a tile (their rows stay, the
+    /// post-LayerNorm output, while every other block runs).
+    pub ln_rows: u32,
     /// Memory.
     pub layout: PoolLayout,
     /// What the block leaves of the memory it was planned in (the next
@@ -368,6 +373,7 @@ impl PoolPlan {
         let lay = &self.layout;
         LnTiles {
             tiles: &self.ln_tiles,
+            rows_per_tile: self.ln_rows,
             m: self.shape.m,
             c: self.shape.c,
             eps: self.shape.eps,
@@ -523,7 +529,7 @@ impl PoolPlan {
             s.dp(),
             self.ln_tiles.first().copied().unwrap_or(0),
             self.ln_tiles.last().copied().unwrap_or(0),
-            LN_ROWS,
+            self.ln_rows,
             self.sv,
             self.first_head,
             self.first_head + s.heads - 1,
@@ -554,13 +560,42 @@ fn plan_on(
 /// a head tile per head, and the products on the rest, out on a quarter
 /// (it has one row: its weights, not its work, set its tiles). With
 /// `weights` streamed, sv's constant input is kept once per grid column
-/// set and gathered before sv ([`PoolLayout::sv_input_home`]).
+/// set and gathered before sv ([`PoolLayout::sv_input_home`]), and the
+/// LN tiles take as many rows each ([`PoolPlan::ln_rows`], 1 to
+/// [`LN_ROWS`]) as leave the least private memory a tile (so400m: their
+/// kept rows are the block's largest private share at 6 a tile; ties
+/// take more rows, fewer LN tiles).
 pub fn plan_pool_in(
+    shape: PoolShape,
+    whole: &MachineModel,
+    range: (u32, u32),
+    window: Window,
+    weights: Weights,
+) -> Result<PoolPlan, String> {
+    if weights == Weights::Resident {
+        return plan_pool_rows(shape, whole, range, window, (weights, LN_ROWS));
+    }
+    let mut best: Option<PoolPlan> = None;
+    let mut first_err = None;
+    for rows in (1..=LN_ROWS).rev() {
+        match plan_pool_rows(shape, whole, range, window, (weights, rows)) {
+            Ok(p) if best.as_ref().is_none_or(|b| p.next.base < b.next.base) => best = Some(p),
+            Ok(_) => {}
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    best.ok_or_else(|| first_err.unwrap_or_default())
+}
+
+/// [`plan_pool_in`] with `ln_rows` rows per LN tile.
+fn plan_pool_rows(
     shape: PoolShape,
     whole: &MachineModel,
     (first, count): (u32, u32),
     mut window: Window,
-    weights: Weights,
+    (weights, ln_rows): (Weights, u32),
 ) -> Result<PoolPlan, String> {
     // The products' search sees the interleaved memory earlier blocks
     // left.
@@ -579,7 +614,7 @@ pub fn plan_pool_in(
             s.c
         ));
     }
-    let n_ln = s.m.div_ceil(LN_ROWS);
+    let n_ln = s.m.div_ceil(ln_rows);
     let Some(avail) = count.checked_sub(n_ln + s.heads).filter(|&t| t >= 2) else {
         return Err(format!(
             "{} rows need {n_ln} LayerNorm tiles and {} heads a tile each, and the two products at least one tile each: the block has {count}",
@@ -653,7 +688,7 @@ pub fn plan_pool_in(
         Some(b) => after(b, v_out.bias_bytes()),
         None => after(base, v_out.weight_bytes()),
     };
-    let ln = LnRows::at(base, s.c);
+    let ln = LnRows::at(base, s.c, ln_rows);
     let private_end = sv_end.max(out_end).max(ln.end);
     let sv_bottom = match sv_input_home {
         Some(_) => l_sv.buffers_bottom(),
@@ -699,6 +734,7 @@ pub fn plan_pool_in(
         first_head,
         out,
         ln_tiles: (first + count - n_ln..first + count).collect(),
+        ln_rows,
         layout,
         next: window.after_block(),
     })

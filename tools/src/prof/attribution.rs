@@ -662,7 +662,7 @@ fn pool_buffers(plan: &PoolPlan, machine: &MachineModel) -> Vec<Buffer> {
         (5, 6),
         (6, 6),
     ));
-    let row_bytes = LN_ROWS * plan.shape.c * 2;
+    let row_bytes = plan.ln_rows * plan.shape.c * 2;
     for (name, address, live) in [
         ("layer_norm input", lay.x, (0, 1)),
         ("layer_norm output", lay.ln_out, (0, 6)),
