@@ -913,6 +913,19 @@ pub fn lower_chain(
     machine: &MachineModel,
 ) -> Result<Lowered, Diagnostic> {
     let plan = plan_chain(ctx, chain, machine)?;
+    lower_chain_planned(ctx, module_body, chain, &plan, machine)
+}
+
+/// [`lower_chain`] with the chain's plan already made ([`plan_chain`]):
+/// what a caller that also reports the plan ([`chain_report_of`]) uses,
+/// so the chain is planned once.
+pub fn lower_chain_planned(
+    ctx: &mut Context,
+    module_body: BlockId,
+    chain: &ChainMatch,
+    plan: &ChainPlan,
+    machine: &MachineModel,
+) -> Result<Lowered, Diagnostic> {
     let plans = &plan.blocks;
     let repeat = plan.repeat.as_ref().map(|(r, _)| *r);
     let emitted = |k: usize| repeat.is_none_or(|r| r.emitted(k));
@@ -967,7 +980,7 @@ pub fn lower_chain(
     // copies of them.
     let looped = match &plan.repeat {
         Some((r, mem)) => {
-            archive_layers(ctx, exe_body, chain, &plan, (*r, mem), &loc)?;
+            archive_layers(ctx, exe_body, chain, plan, (*r, mem), &loc)?;
             let copies: BTreeMap<u32, Vec<StridedCopy>> =
                 every.iter().map(|&t| (t, copies(t, mem))).collect();
             Some((*r, mem, copies))
@@ -1192,6 +1205,16 @@ pub fn chain_report(
     machine: &MachineModel,
 ) -> Result<String, Diagnostic> {
     let plan = plan_chain(ctx, chain, machine)?;
+    chain_report_of(ctx, chain, &plan, machine)
+}
+
+/// [`chain_report`] of a plan already made.
+pub fn chain_report_of(
+    ctx: &Context,
+    chain: &ChainMatch,
+    plan: &ChainPlan,
+    machine: &MachineModel,
+) -> Result<String, Diagnostic> {
     let plans = &plan.blocks;
     let loc = chain
         .blocks

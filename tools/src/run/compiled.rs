@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use ipuc_backend_ipu::emit::build_executable;
-use ipuc_backend_ipu::lower::passes::{lower_function, plan_report, planned_products};
+use ipuc_backend_ipu::lower::passes::{lower_function, lower_function_reporting, planned_products};
 use ipuc_backend_ipu::lower::plan::GemmPlan;
 use ipuc_ipu_arch::Executable;
 use ipuc_ipu_arch::MachineModel;
@@ -109,10 +109,6 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
     // Every error of planning, lowering and encoding is one of the way to
     // the simulator.
     let render = |d: &ipuc_ir::Diagnostic| with_reference_hint(SourceMgr::new().render(d));
-    if args.plan_report {
-        let report = plan_report(&loaded.ctx, func, &machine).map_err(|d| render(&d))?;
-        eprint!("{report}");
-    }
     phases.start("planning and lowering");
     // Entries per run (see `CompiledSummary::batch`).
     let batch = loaded
@@ -124,7 +120,16 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         .and_then(|a| loaded.ctx.value_type(a).shape().map(<[i64]>::to_vec))
         .filter(|dims| dims.len() >= 3)
         .map_or(1, |dims| dims[0].max(1) as u64);
-    let lowered = lower_function(&mut loaded.ctx, body, func, &machine).map_err(|d| render(&d))?;
+    // With --plan-report, the report is printed once the plan is made
+    // (the chain planned once for both).
+    let lowered = if args.plan_report {
+        lower_function_reporting(&mut loaded.ctx, body, func, &machine, &mut |r| {
+            phases.print(&r)
+        })
+    } else {
+        lower_function(&mut loaded.ctx, body, func, &machine)
+    }
+    .map_err(|d| render(&d))?;
     let attribution = match &args.profile {
         Some(_) => Some(crate::prof::attribution::of_function(
             &loaded.ctx,

@@ -43,6 +43,12 @@ impl Phases {
         self.bar.set_message(what);
     }
 
+    /// Writes `text` to stderr with the phase's line cleared meanwhile
+    /// (redrawn after it), so the two do not interleave.
+    pub fn print(&self, text: &str) {
+        self.bar.suspend(|| eprint!("{text}"));
+    }
+
     /// Ends the last phase and clears the line.
     pub fn finish(&self) {
         self.bar.inc(1);
