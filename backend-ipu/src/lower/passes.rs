@@ -692,24 +692,30 @@ pub fn lower_function(
     emit_gemm(ctx, module_body, &plan, constants, (x_ty, y_ty), m, loc)
 }
 
-/// [`lower_function`], handing `report` the plan report
+/// [`lower_function`], handing `report` (where given) the plan report
 /// ([`plan_report`]) once the plan is made and before the lowering emits
-/// anything (so a lowering that then fails still shows its plan): a chain
-/// of blocks is planned once for both.
+/// anything (so a lowering that then fails still shows its plan); a chain
+/// of blocks is planned once for both, and its plan comes back with the
+/// lowering (a profile's attribution reads it).
 pub fn lower_function_reporting(
     ctx: &mut Context,
     module_body: ipuc_ir::BlockId,
     f: OpId,
     m: &MachineModel,
-    report: &mut dyn FnMut(String),
-) -> Result<Lowered, Diagnostic> {
+    report: Option<&mut dyn FnMut(String)>,
+) -> Result<(Lowered, Option<super::chain::ChainPlan>), Diagnostic> {
     if let Some(chain) = super::chain::match_chain(ctx, f)? {
         let plan = super::chain::plan_chain(ctx, &chain, m)?;
-        report(super::chain::chain_report_of(ctx, &chain, &plan, m)?);
-        return super::chain::lower_chain_planned(ctx, module_body, &chain, &plan, m);
+        if let Some(report) = report {
+            report(super::chain::chain_report_of(ctx, &chain, &plan, m)?);
+        }
+        let lowered = super::chain::lower_chain_planned(ctx, module_body, &chain, &plan, m)?;
+        return Ok((lowered, Some(plan)));
     }
-    report(plan_report(ctx, f, m)?);
-    lower_function(ctx, module_body, f, m)
+    if let Some(report) = report {
+        report(plan_report(ctx, f, m)?);
+    }
+    Ok((lower_function(ctx, module_body, f, m)?, None))
 }
 
 impl DeclaredPass for LowerToIpu {

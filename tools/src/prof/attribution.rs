@@ -211,20 +211,28 @@ fn work(plan: &GemmPlan, machine: &MachineModel) -> Option<Work> {
 }
 
 /// The attribution of function `f` as `lowered` (from the same context,
-/// before the lowering changed nothing of `f`).
+/// before the lowering changed nothing of `f`), with the chain's plan the
+/// lowering used where it hands it over (else the chain is planned again).
 pub fn of_function(
     ctx: &Context,
     f: OpId,
     machine: &MachineModel,
-    lowered: &Lowered,
+    (lowered, chain_plan): (&Lowered, Option<&ChainPlan>),
 ) -> Result<Attribution, String> {
     let render = |d: ipuc_ir::Diagnostic| d.to_string();
     if let Some(chain) = match_chain(ctx, f).map_err(render)? {
-        let plan = plan_chain(ctx, &chain, machine).map_err(render)?;
+        let planned;
+        let plan = match chain_plan {
+            Some(p) => p,
+            None => {
+                planned = plan_chain(ctx, &chain, machine).map_err(render)?;
+                &planned
+            }
+        };
         return Ok(of_chain(
             ctx,
             &chain,
-            &plan,
+            plan,
             (
                 &lowered.chain_estimates,
                 &lowered.chain_links,

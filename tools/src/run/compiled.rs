@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use ipuc_backend_ipu::emit::build_executable;
-use ipuc_backend_ipu::lower::passes::{lower_function, lower_function_reporting, planned_products};
+use ipuc_backend_ipu::lower::passes::{lower_function_reporting, planned_products};
 use ipuc_backend_ipu::lower::plan::GemmPlan;
 use ipuc_ipu_arch::Executable;
 use ipuc_ipu_arch::MachineModel;
@@ -120,22 +120,24 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         .and_then(|a| loaded.ctx.value_type(a).shape().map(<[i64]>::to_vec))
         .filter(|dims| dims.len() >= 3)
         .map_or(1, |dims| dims[0].max(1) as u64);
-    // With --plan-report, the report is printed once the plan is made
-    // (the chain planned once for both).
-    let lowered = if args.plan_report {
-        lower_function_reporting(&mut loaded.ctx, body, func, &machine, &mut |r| {
-            phases.print(&r)
-        })
+    // With --plan-report, the report is printed once the plan is made; a
+    // chain is planned once for the report, the lowering and the
+    // profile's attribution.
+    let mut print = |r: String| phases.print(&r);
+    let report: Option<&mut dyn FnMut(String)> = if args.plan_report {
+        Some(&mut print)
     } else {
-        lower_function(&mut loaded.ctx, body, func, &machine)
-    }
-    .map_err(|d| render(&d))?;
+        None
+    };
+    let (lowered, chain_plan) =
+        lower_function_reporting(&mut loaded.ctx, body, func, &machine, report)
+            .map_err(|d| render(&d))?;
     let attribution = match &args.profile {
         Some(_) => Some(crate::prof::attribution::of_function(
             &loaded.ctx,
             func,
             &machine,
-            &lowered,
+            (&lowered, chain_plan.as_ref()),
         )?),
         None => None,
     };
