@@ -318,11 +318,6 @@ impl CorePlan {
         (lo, (lo + self.keys).min(m))
     }
 
-    /// Parts of keys per head.
-    pub fn parts(&self) -> u32 {
-        self.key_blocks * self.chunks
-    }
-
     /// The part of chunk `c` of key block `kb`.
     pub fn part(&self, kb: u32, c: u32) -> u32 {
         kb * self.chunks + c

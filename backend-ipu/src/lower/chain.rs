@@ -905,20 +905,9 @@ fn check_link(transfers: &[Transfer]) -> Result<(), String> {
     Ok(())
 }
 
-/// Lowers the chain to one `ipu.executable` appended to `module_body`.
-pub fn lower_chain(
-    ctx: &mut Context,
-    module_body: BlockId,
-    chain: &ChainMatch,
-    machine: &MachineModel,
-) -> Result<Lowered, Diagnostic> {
-    let plan = plan_chain(ctx, chain, machine)?;
-    lower_chain_planned(ctx, module_body, chain, &plan, machine)
-}
-
-/// [`lower_chain`] with the chain's plan already made ([`plan_chain`]):
-/// what a caller that also reports the plan ([`chain_report_of`]) uses,
-/// so the chain is planned once.
+/// Lowers the chain, planned by [`plan_chain`], to one `ipu.executable`
+/// appended to `module_body` (a caller that also reports the plan,
+/// [`chain_report_of`], plans the chain once for both).
 pub fn lower_chain_planned(
     ctx: &mut Context,
     module_body: BlockId,

@@ -671,25 +671,7 @@ pub fn lower_function(
     f: OpId,
     m: &MachineModel,
 ) -> Result<Lowered, Diagnostic> {
-    if let Some(chain) = super::chain::match_chain(ctx, f)? {
-        return super::chain::lower_chain(ctx, module_body, &chain, m);
-    }
-    if let Some(block) = super::attention::match_attention(ctx, f)? {
-        return super::attention::lower_attention(ctx, module_body, &block, m);
-    }
-    if let Some(block) = super::mlp::match_mlp(ctx, f)? {
-        return super::mlp::lower_mlp(ctx, module_body, &block, m);
-    }
-    let l = lowerable(ctx, f)?;
-    let plan = plan_of(ctx, l.product, m)?;
-    let x_ty = ctx.value_type(ctx.operands(l.product)[0]).clone();
-    let y_ty = ctx.value_type(ctx.results(l.last)[0]).clone();
-    let loc = ctx.loc(l.product).clone();
-    let constants = Constants {
-        weights: &l.weights,
-        bias: l.bias.as_deref(),
-    };
-    emit_gemm(ctx, module_body, &plan, constants, (x_ty, y_ty), m, loc)
+    lower_function_reporting(ctx, module_body, f, m, None).map(|(lowered, _)| lowered)
 }
 
 /// [`lower_function`], handing `report` (where given) the plan report
@@ -715,7 +697,26 @@ pub fn lower_function_reporting(
     if let Some(report) = report {
         report(plan_report(ctx, f, m)?);
     }
-    Ok((lower_function(ctx, module_body, f, m)?, None))
+    if let Some(block) = super::attention::match_attention(ctx, f)? {
+        return Ok((
+            super::attention::lower_attention(ctx, module_body, &block, m)?,
+            None,
+        ));
+    }
+    if let Some(block) = super::mlp::match_mlp(ctx, f)? {
+        return Ok((super::mlp::lower_mlp(ctx, module_body, &block, m)?, None));
+    }
+    let l = lowerable(ctx, f)?;
+    let plan = plan_of(ctx, l.product, m)?;
+    let x_ty = ctx.value_type(ctx.operands(l.product)[0]).clone();
+    let y_ty = ctx.value_type(ctx.results(l.last)[0]).clone();
+    let loc = ctx.loc(l.product).clone();
+    let constants = Constants {
+        weights: &l.weights,
+        bias: l.bias.as_deref(),
+    };
+    let lowered = emit_gemm(ctx, module_body, &plan, constants, (x_ty, y_ty), m, loc)?;
+    Ok((lowered, None))
 }
 
 impl DeclaredPass for LowerToIpu {
