@@ -99,6 +99,7 @@ pub use super::attention_emit::{
     emit_attention, emit_attention_in, output_roundings, AttentionEstimate, LoweredAttention,
 };
 use super::attention_layout::{best_core, combine_of, product_layouts, window_end, Short};
+use super::squeeze::{Squeeze, MAX_SQUEEZES, SQUEEZE_STEP};
 use super::window::Window;
 use std::collections::BTreeMap;
 
@@ -483,6 +484,9 @@ pub struct FormEstimate {
     pub form: &'static str,
     /// The tiles and the estimate, or the reason.
     pub plan: Result<(CorePlan, u64), String>,
+    /// No candidate fitted the tile's memory (some were tried): more
+    /// memory might give the form a plan.
+    pub short_of_memory: bool,
 }
 
 impl std::fmt::Display for FormEstimate {
@@ -812,14 +816,6 @@ impl AttentionSchedules {
     }
 }
 
-/// How many times [`plan_attention_in`] searches products again with the
-/// memory the block's layout found missing under them taken away.
-const MAX_SQUEEZES: u32 = 8;
-
-/// The least a squeeze takes away on its first try, doubled on each
-/// after it (4 KiB to 512 KiB over [`MAX_SQUEEZES`] tries).
-const SQUEEZE_STEP: u32 = 4096;
-
 /// A product planned by the search on `tiles` tiles from `first`.
 fn plan_on(
     name: &str,
@@ -991,41 +987,67 @@ fn plan_attention_window(
     // gathers or widens weights in the scratch. Where the layout finds
     // bytes missing under a product's buffers, that product is searched
     // again with that much less memory, and at least twice as much more
-    // each time (its buffers are whole element pairs: a little less memory
-    // can leave the search's choice as it was), as the MLP block does.
+    // each time that product is short again (its buffers are whole element
+    // pairs: a little less memory can leave the search's choice as it
+    // was), as the MLP block does. A squeeze that leaves a product no grid
+    // is halved back toward the last that had one (`Squeeze`).
     let start = window;
-    let mut squeeze = [0u32; 3];
+    let mut squeeze = [Squeeze::default(); 3];
     let mut short: Option<String> = None;
     let mut tries = 0;
     let (qk, vt, out, products, layout, forms, chosen) = loop {
         let squeezed = |n: usize| MachineModel {
-            interleaved_base: start.base + squeeze[n],
+            interleaved_base: start.base + squeeze[n].bytes,
             ..machine.clone()
         };
-        let searched = plan_on("qk", qk_shape, &squeezed(0), first, qk_tiles).and_then(|qk| {
-            let vt = plan_on(
+        let searched = [
+            plan_on("qk", qk_shape, &squeezed(0), first, qk_tiles),
+            plan_on(
                 "vt",
                 vt_shape,
                 &squeezed(1),
                 first + qk_tiles,
                 gemm - qk_tiles,
-            )?;
-            let out = plan_on("out", out_shape, &squeezed(2), first, gemm)?;
-            Ok((qk, vt, out))
-        });
-        // After a squeeze, a search that finds nothing leaves the
-        // layout's reason as the block's.
-        let (qk, vt, out) = match (searched, short.take()) {
-            (Ok(found), _) => found,
-            (Err(e), Some(layout_error)) => {
+            ),
+            plan_on("out", out_shape, &squeezed(2), first, gemm),
+        ];
+        let [Ok(qk), Ok(vt), Ok(out)] = searched.clone() else {
+            let failed = searched.iter().map(Result::is_err).collect::<Vec<_>>();
+            let e = searched
+                .into_iter()
+                .find_map(Result::err)
+                .expect("one search failed");
+            // After a squeeze, a search that finds nothing is searched
+            // again with less taken away; if that cannot be, the layout's
+            // reason stands as the block's.
+            let Some(layout_error) = short.take() else {
+                return Err(e);
+            };
+            let backed = tries < MAX_SQUEEZES
+                && squeeze
+                    .iter_mut()
+                    .zip(&failed)
+                    .filter(|(_, &f)| f)
+                    .all(|(sq, _)| sq.back_off());
+            if !backed {
                 tracing::debug!(
                     target: "ipu-lower",
                     "attention block: no plan after the squeeze ({e}); the layout's reason stands"
                 );
                 return Err(layout_error);
             }
-            (Err(e), None) => return Err(e),
+            tracing::debug!(
+                target: "ipu-lower",
+                "attention block: no plan after the squeeze ({e}): searching again with {:?} bytes less memory",
+                squeeze.map(|s| s.bytes)
+            );
+            tries += 1;
+            short = Some(layout_error);
+            continue;
         };
+        for sq in &mut squeeze {
+            sq.found();
+        }
         window = start;
         let laid = product_layouts(s, [&qk, &vt, &out], whole, &mut window, weights).and_then(
             |products| {
@@ -1036,12 +1058,22 @@ fn plan_attention_window(
                     .filter_map(|f| f.plan.as_ref().ok())
                     .min_by_key(|(_, cycles)| *cycles)
                     .map(|&(c, _)| c)
-                    .ok_or_else(|| Short {
-                        message: format!(
-                            "no attention form fits: {}; {}; {}",
-                            forms[0], forms[1], forms[2]
-                        ),
-                        missing: [0; 3],
+                    .ok_or_else(|| {
+                        // Where a form's tiles were short of memory, the
+                        // product whose buffers bound the window is
+                        // searched again with less memory (the window
+                        // grows if its buffers move up).
+                        let mut missing = [0; 3];
+                        if forms.iter().any(|f| f.short_of_memory) {
+                            missing[products.window_bound] = SQUEEZE_STEP;
+                        }
+                        Short {
+                            message: format!(
+                                "no attention form fits: {}; {}; {}",
+                                forms[0], forms[1], forms[2]
+                            ),
+                            missing,
+                        }
                     })?;
                 let layout = products.with_core(s, chosen, machine)?;
                 Ok((products, layout, forms, chosen))
@@ -1051,16 +1083,20 @@ fn plan_attention_window(
             Ok((products, layout, forms, chosen)) => {
                 break (qk, vt, out, products, layout, forms, chosen)
             }
-            Err(e) if e.missing.iter().any(|&m| m > 0) && tries < MAX_SQUEEZES => {
-                for (sq, &missing) in squeeze.iter_mut().zip(&e.missing) {
-                    if missing > 0 {
-                        *sq += missing.max(SQUEEZE_STEP << tries).next_multiple_of(16);
-                    }
-                }
+            Err(e)
+                if e.missing.iter().any(|&m| m > 0)
+                    && tries < MAX_SQUEEZES
+                    && squeeze
+                        .iter_mut()
+                        .zip(&e.missing)
+                        .filter(|(_, &m)| m > 0)
+                        .all(|(sq, &m)| sq.grow(m, machine.sram_end - start.base)) =>
+            {
                 tracing::debug!(
                     target: "ipu-lower",
-                    "attention block short of {:?} bytes (qk, vt, out): searching those products again with {squeeze:?} bytes less memory",
-                    e.missing
+                    "attention block short of {:?} bytes (qk, vt, out): searching those products again with {:?} bytes less memory",
+                    e.missing,
+                    squeeze.map(|s| s.bytes)
                 );
                 tries += 1;
                 short = Some(e.message);

@@ -72,6 +72,10 @@ pub(super) struct ProductLayouts {
     /// weights and reduction buffers are dead by then. Else below every
     /// product's buffers ([`Self::transient_bottom`]).
     pub(super) window_top: u32,
+    /// Which product's buffers set [`Self::window_top`] (0 qk, 1 vt, 2
+    /// out): the one to search again with less memory where no
+    /// attention form fits the window.
+    pub(super) window_bound: usize,
     residual: u32,
     sum: u32,
     /// The LN tiles' tensors.
@@ -288,18 +292,27 @@ pub(super) fn product_layouts(
     let rows_qk = rows_qkvt.filter(|_| v_qk.bias_in_output);
     let rows_vt = rows_qkvt.filter(|_| v_vt.bias_in_output);
     let tensors_start = window.region0;
-    let window_top = if restore_late {
+    let bounds = if restore_late {
         let out_block = if weights.streams(out) {
             super::stream::kept(v_out.weight_bytes() as u32, out_fp8)
         } else {
             0
         };
-        results_at_exchange(qk, &l_qk)
-            .min(results_at_exchange(vt, &l_vt))
-            .min(right_below(l_out.input, out_block))
+        [
+            results_at_exchange(qk, &l_qk),
+            results_at_exchange(vt, &l_vt),
+            right_below(l_out.input, out_block),
+        ]
     } else {
-        transient_bottom
+        [l_qk.buffers_bottom(), vt_bottom, l_out.buffers_bottom()]
     };
+    // The lowest bound is the window's top; the first product with it
+    // is the one a squeeze would raise it by.
+    let window_top = bounds.into_iter().min().expect("three bounds");
+    let window_bound = [0, 1, 2]
+        .into_iter()
+        .find(|&n| bounds[n] == window_top)
+        .expect("one bound is the least");
     Ok(ProductLayouts {
         qk: TileLayout {
             weights: qk_weights,
@@ -336,6 +349,7 @@ pub(super) fn product_layouts(
         out_weight_bytes: v_out.weight_bytes() as u32,
         transient_bottom,
         window_top,
+        window_bound,
         residual,
         sum,
         x: ln.x,
@@ -640,6 +654,7 @@ pub(super) fn best_core(
     }
     FormEstimate {
         form: form.name(),
+        short_of_memory: best.is_none() && refused.is_some(),
         plan: best.ok_or_else(|| refused.unwrap_or(why)),
     }
 }

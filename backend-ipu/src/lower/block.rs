@@ -31,9 +31,12 @@
 //!    in-place bias because its output overlays fc1's memory.
 //!
 //! Tile memory, from the top of interleaved memory: *R1* holds fc1's
-//! output and reduction buffers (steps 1–4), then fc2's output; *R3*
-//! holds fc1's input and the LN rows (steps 1–3), then fc2's input (4–5)
-//! and fc2's reduction buffers (5, after fc2's vertex read the input);
+//! output (steps 1–4; with an odd number of reduction rounds also its
+//! first result buffer, where the result ends), then fc2's output; *R3*
+//! holds fc1's input and the LN rows (steps 1–3), fc1's reduction
+//! buffers over them once its vertex has read its input (3), then fc2's
+//! input (4–5) and fc2's reduction buffers (5, after fc2's vertex read
+//! the input);
 //! the weights of both products sit at the bottom of interleaved memory.
 //! Region 0 holds the vertex states and, in three different 16 KiB banks
 //! (the add codelet's loads and store each need their own), the residual,
@@ -50,15 +53,16 @@ use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 use super::block_exchange::residual_view;
 pub use super::block_exchange::{exchange_a, exchange_b, schedules};
 use super::codegen::{
-    emit_launches, emit_standalone, layout_in, replicated_constant, Calls, Constants, Frame,
-    PlacedGemm, TileLayout, View,
+    emit_launches, emit_standalone, replicated_constant, Calls, Constants, Frame, PlacedGemm,
+    TileLayout, View,
 };
 use super::ln_tiles::{LnOutput, LnTiles};
 use super::plan::{
-    evaluate, plan_gemm, BiasRows, Epilogue, F8Pairs, GemmPlan, GemmShape, Grid, ReductionPlace,
-    Rejected,
+    evaluate, plan_gemm_where, BiasRows, Epilogue, F8Pairs, GemmPlan, GemmShape, Grid,
+    ReductionPlace, Rejected, UnderOutput, UnderOutputProduct,
 };
 use super::reduce;
+use super::squeeze::{Squeeze, MAX_SQUEEZES};
 pub use super::stream::Weights;
 use super::window::Window;
 use crate::codelets::amp::AmpVariant;
@@ -66,6 +70,7 @@ use crate::codelets::broadcast::RowBroadcast;
 use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::gelu::GeluForm;
+use crate::codelets::gemm::TileGemm;
 use crate::codelets::program::Codelet;
 use crate::codelets::subroutine::emit_call;
 
@@ -373,13 +378,16 @@ pub fn plan_mlp_in(
             bias: true,
             // Broadcast beside LayerNorm, where fc1's tiles are idle.
             bias_rows: Some(BiasRows::Early),
+            // The block's layout ([`block_layout`]).
+            // fc1's result outlives its input (exchange B writes fc2's
+            // input over it while it reads fc1's result).
+            reduction: ReductionPlace::UnderOutput { keeps_result: true },
             per_row: false,
             gelu: Some(shape.gelu),
             f8_pairs: shape.fp8.map(|d| F8Pairs {
                 input_exp: -d.fc1,
                 output_scale: 0,
             }),
-            ..Epilogue::default()
         },
     };
     let fc2_shape = GemmShape {
@@ -387,10 +395,11 @@ pub fn plan_mlp_in(
         k: shape.h_padded(),
         n: shape.c,
         variant,
-        // fc2's reduction buffers lie over its input in R3
-        // ([`block_layout`]).
+        // The block's layout ([`block_layout`]).
         epilogue: Epilogue {
-            reduction: ReductionPlace::OverInput,
+            reduction: ReductionPlace::UnderOutput {
+                keeps_result: false,
+            },
             ..Epilogue::default()
         },
     };
@@ -410,38 +419,88 @@ pub fn plan_mlp_in(
     // fits each product alone, the block holds both products' buffers,
     // the LN rows and any streamed weights at once.
     let start = window;
-    let mut squeeze = 0;
+    let mut squeeze = Squeeze::default();
     let mut short: Option<String> = None;
+    let room = machine.sram_end - start.base;
     for _ in 0..MAX_SQUEEZES {
         let products = MachineModel {
             tiles: gemm_tiles,
-            interleaved_base: start.base + squeeze,
+            interleaved_base: start.base + squeeze.bytes,
             ..machine.clone()
         };
-        let plan = |name: &str, shape: GemmShape, grid: Option<Grid>| {
+        // fc2's search sees the memory earlier blocks left: the layout
+        // beside fc1's decides (`beside`).
+        let whole_scratch = MachineModel {
+            tiles: gemm_tiles,
+            ..machine.clone()
+        };
+        let plan = |name: &str,
+                    shape: GemmShape,
+                    grid: Option<Grid>,
+                    within: &MachineModel,
+                    accept: &dyn Fn(&GemmPlan) -> Result<(), String>| {
             match grid {
-            Some(g) => evaluate(shape, g, &products)
-                .map(|p| (p, Vec::new()))
-                .map_err(|r| {
-                    format!(
-                        "{name}: grid {g}: {} (the block's products share the first {gemm_tiles} tiles)",
-                        r.reason
-                    )
-                }),
-            None => plan_gemm(shape, &products)
-                .map(|c| (c.plan, c.rejected))
-                .map_err(|e| format!("{name}: {e}")),
-        }
+                Some(g) => evaluate(shape, g, within)
+                    .map_err(|r| r.reason)
+                    .and_then(|p| accept(&p).map(|()| (p, Vec::new())))
+                    .map_err(|reason| {
+                        format!(
+                            "{name}: grid {g}: {reason} (the block's products share the first {gemm_tiles} tiles)"
+                        )
+                    }),
+                None => plan_gemm_where(shape, within, accept)
+                    .map(|c| (c.plan, c.rejected))
+                    .map_err(|e| format!("{name}: {e}")),
+            }
         };
-        // After a squeeze, a search that finds nothing leaves the
-        // layout's reason as the block's.
-        let searched = plan("fc1", fc1_shape, grid1)
-            .and_then(|p1| plan("fc2", fc2_shape, grid2).map(|p2| (p1, p2)));
-        let ((fc1, rejected1), (fc2, rejected2)) = match (searched, short.take()) {
-            (Ok(found), _) => found,
-            (Err(_), Some(layout_error)) => return Err(layout_error),
-            (Err(e), None) => return Err(e),
+        // fc1 alone, then fc2 among the grids whose layout beside fc1's
+        // fits the block (each search alone would pick each product's
+        // fastest grid, and the two together may not fit).
+        let searched = plan("fc1", fc1_shape, grid1, &products, &|_| Ok(()))
+            .map_err(|e| (1, e))
+            .and_then(|p1| {
+                let beside = |p2: &GemmPlan| {
+                    let mut w = start;
+                    block_layout(shape, (&p1.0, p2, weights), machine, &mut w)
+                        .map(|_| ())
+                        .map_err(|(e, _)| e)
+                };
+                plan("fc2", fc2_shape, grid2, &whole_scratch, &beside)
+                    .map(|p2| (p1, p2))
+                    .map_err(|e| (2, e))
+            });
+        let ((fc1, rejected1), (fc2, rejected2)) = match searched {
+            Ok(found) => found,
+            // fc1 has no grid after a squeeze: searched again with less
+            // taken away; where that cannot be, the layout's reason
+            // stands.
+            Err((1, e)) => match short.take() {
+                Some(layout_error) if squeeze.back_off() => {
+                    tracing::debug!(
+                        target: "ipu-lower",
+                        "MLP block: no plan after the squeeze ({e}): searching again with {} bytes less memory",
+                        squeeze.bytes
+                    );
+                    short = Some(layout_error);
+                    continue;
+                }
+                Some(layout_error) => return Err(layout_error),
+                None => return Err(e),
+            },
+            // fc2 fits no grid beside fc1's: fc1 searched again with less
+            // memory.
+            Err((_, e)) if grid1.is_none() && squeeze.grow(1, room) => {
+                tracing::debug!(
+                    target: "ipu-lower",
+                    "MLP block: {e}: searching fc1 again with {} bytes less memory",
+                    squeeze.bytes
+                );
+                short = Some(e);
+                continue;
+            }
+            Err((_, e)) => return Err(e),
         };
+        squeeze.found();
         let (fc1, fc2) = (fc1.placed_at(first), fc2.placed_at(first));
         let mut w = start;
         match block_layout(shape, (&fc1, &fc2, weights), machine, &mut w) {
@@ -456,16 +515,16 @@ pub fn plan_mlp_in(
                     next: w.after_block(),
                 })
             }
-            Err((e, missing)) if missing > 0 && (grid1.is_none() || grid2.is_none()) => {
-                // The search picks the same grids with a little less
-                // memory (its buffers are whole element pairs): each try
-                // takes at least a memory element more than the last.
-                let more = missing.max(machine.element_bytes).next_multiple_of(16);
+            Err((e, missing))
+                if missing > 0
+                    && (grid1.is_none() || grid2.is_none())
+                    && squeeze.grow(missing, room) =>
+            {
                 tracing::debug!(
                     target: "ipu-lower",
-                    "MLP block short of {missing} bytes: searching the products again with {more} bytes less memory"
+                    "MLP block short of {missing} bytes: searching the products again with {} bytes less memory",
+                    squeeze.bytes
                 );
-                squeeze += more;
                 short = Some(e);
             }
             Err((e, _)) => return Err(e),
@@ -473,11 +532,6 @@ pub fn plan_mlp_in(
     }
     Err(short.unwrap_or_default())
 }
-
-/// How many times [`plan_mlp_in`] searches the products again with the
-/// memory its layout found missing taken away (at least a memory element
-/// more each time: 128 KiB in all).
-const MAX_SQUEEZES: usize = 8;
 
 /// Lays out the block's tensors in `window` ([`super::window`]): the
 /// weights (streamed: their homes, [`super::stream`]) and x's rows on the
@@ -526,86 +580,103 @@ pub fn block_layout(
     let bias_src = window.region0(v2.n_groups * 32);
     let tensors_start = window.region0;
     let top = machine.sram_end;
-    // R1: fc1's output and reduction buffers (fc1's result is read by
-    // exchange B while fc2's input arrives in R3); then fc2's output.
-    let fc1_lay = layout_in(fc1, machine, top);
-    let fc2_out = layout_in(fc2, machine, top).layout;
-    let r1_bottom = fc1_lay.bottom.min(fc2_out.output);
-    // R3: fc1's input and the LN rows below it; then fc2's input, then
-    // its receive and first result buffers (its second result is its
-    // output, in R1). Each buffer the AMP reads or writes is whole element
-    // pairs from R3's top (a pair boundary, R1's bottom); the LN rows need
-    // no pair of their own (LayerNorm writes them before the AMP runs), so
-    // R3 ends where they do, not at the next pair.
-    let in1 = super::plan::whole_pairs(v1.input_bytes(), machine) as u32;
-    let ln_out_bytes = (LN_ROWS * shape.ln_row_bytes() + 16).next_multiple_of(16);
-    let r3_a = in1 + ln_out_bytes;
-    let in2 = super::plan::whole_pairs(v2.input_bytes(), machine) as u32;
-    let buf2 = super::plan::reduction_buffer(&v2, fc2.grid_k, machine) as u32;
-    let r3 = r3_a.max(in2).max(2 * buf2);
-    let r3_top = r1_bottom;
-    // R2, below R3: the streamed weights, fc1's (exchange A to fc1's
-    // vertex), then fc2's (exchange B to fc2's vertex).
-    let r2 = [(fc1, &v1), (fc2, &v2)]
-        .iter()
-        .filter(|(p, _)| weights.streams(p))
-        .map(|(_, v)| v.weight_bytes() as u32)
-        .max()
-        .unwrap_or(0)
-        .next_multiple_of(16);
-    let Some(r2_bottom) = r3_top
-        .checked_sub(r3 + r2)
-        .filter(|&b| b >= window.scratch_floor())
+    // The products' buffers from the top ([`ReductionPlace::UnderOutput`]):
+    // Y at the top (fc1's, then fc2's over it: exchange B has read fc1's
+    // result by then), the streamed weights right below it (fc1's in
+    // exchange A, fc2's over them in exchange B: fc1's vertex has read
+    // fc1's), the inputs below both (fc1's, then fc2's over it, out of
+    // Y's pairs), each product's reduction buffers below Y's pairs over
+    // its input and weights, fc1's first result below fc2's input where
+    // fc1's result ends there. LayerNorm's output rows lie at the top of
+    // the LN tiles, which run no product.
+    let gathered = |p: &GemmPlan, v: &TileGemm| {
+        if weights.streams(p) {
+            v.weight_bytes()
+        } else {
+            0
+        }
+    };
+    let under = UnderOutput::of(
+        &[
+            UnderOutputProduct {
+                vertex: &v1,
+                grid_k: fc1.grid_k,
+                weights: gathered(fc1, &v1),
+                keeps_result: true,
+            },
+            UnderOutputProduct {
+                vertex: &v2,
+                grid_k: fc2.grid_k,
+                weights: gathered(fc2, &v2),
+                keeps_result: false,
+            },
+        ],
+        machine,
+    );
+    let Some(bottom) = u64::from(top)
+        .checked_sub(under.bottom)
+        .filter(|&b| b >= u64::from(window.scratch_floor()))
     else {
-        let streamed = if r2 > 0 {
-            format!(", {r2} for the weights streamed in")
+        let streamed = if under.weights > under.output {
+            " (the weights streamed in among them)".to_string()
         } else {
             String::new()
         };
-        let total = window.scratch_floor() - machine.interleaved_base + top - r1_bottom + r3 + r2;
-        let missing = total.saturating_sub(top - machine.interleaved_base);
+        let total = u64::from(window.scratch_floor() - machine.interleaved_base) + under.bottom;
+        let available = u64::from(top - machine.interleaved_base);
+        let missing = u32::try_from(total.saturating_sub(available)).unwrap_or(u32::MAX);
         return Err((format!(
-            "the block does not fit a tile's interleaved memory: fc1 and fc2 need {} bytes for their {}, bias and input rows (above {} bytes earlier blocks keep), {} for outputs and reductions and {r3} for inputs{streamed}, {} in all, against {}{}",
+            "the block does not fit a tile's interleaved memory: fc1 and fc2 need {} bytes for their {}, bias and input rows (above {} bytes earlier blocks keep), {} for their outputs, inputs and reductions{streamed}, {total} in all, against {available}{}",
             private_end - private_start,
-            if r2 > 0 { "weights' home pieces" } else { "weights" },
+            if under.weights > under.output { "weights' home pieces" } else { "weights" },
             private_start - machine.interleaved_base,
-            top - r1_bottom,
-            total,
-            top - machine.interleaved_base,
+            under.bottom,
             window.floor_note()
         ), missing.max(1)));
     };
-    let r3_bottom = r2_bottom + r2;
-    // A product's weights: streamed into R2 from its home, else kept.
-    let placed_weights = |p: &GemmPlan, at: u32| {
+    // Every offset is at most `under.bottom`, which fits below the top.
+    let at = |below: u64| top - below as u32;
+    // A product's weights: streamed into the layout from its home, else
+    // kept.
+    let placed_weights = |p: &GemmPlan, kept: u32| {
         if weights.streams(p) {
-            (r2_bottom, Some(at))
+            (at(under.weights), Some(kept))
         } else {
-            (at, None)
+            (kept, None)
         }
     };
     let ((w1, home1), (w2, home2)) = (placed_weights(fc1, w1), placed_weights(fc2, w2));
+    let output = at(under.output);
+    let reduction =
+        |n: usize| under.reduction[n].map(|[recv, first]| [at(recv), at(first), output]);
     let fc1 = TileLayout {
         weights: w1,
         home: home1,
         states: states1,
-        input: r3_top - in1,
+        input: at(under.input),
+        output,
+        codes: None,
         bias: bias1,
         bias_rows: bias_rows1,
-        ..fc1_lay.layout
+        reduction: reduction(0),
+        tensors_start: 0,
     };
-    let ln_out = fc1.input - ln_out_bytes;
-    let fc2_reduction = (buf2 > 0).then(|| [r3_top - buf2, r3_top - 2 * buf2, fc2_out.output]);
+    let ln_out_bytes = (LN_ROWS * shape.ln_row_bytes() + 16).next_multiple_of(16);
+    let ln_out = (top - ln_out_bytes) & !15;
+    // fc2's bias is added with the residual (no bias block of its own).
     let fc2 = TileLayout {
         weights: w2,
         home: home2,
         states: states2,
-        input: r3_top - in2,
-        reduction: fc2_reduction,
-        ..fc2_out
+        input: at(under.input),
+        output,
+        codes: None,
+        bias: None,
+        bias_rows: None,
+        reduction: reduction(1),
+        tensors_start: 0,
     };
-    debug_assert!(ln_out >= r3_bottom);
-    window.use_scratch(r2_bottom);
+    window.use_scratch(bottom as u32);
     Ok(BlockLayout {
         fc1: TileLayout {
             tensors_start,

@@ -28,8 +28,8 @@ use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, Location, OpId
 use super::bias_broadcast::BiasBroadcast;
 use super::exchange::{emit_arm, emit_disarm, emit_sends, first_send_cycle, Broadcast, ARM_ISSUES};
 use super::plan::{
-    bias_offset, gelu_f8, input_span, output_span, reduction_add, reduction_buffer, BiasRows,
-    GemmPlan,
+    bias_offset, first_result_offset, gelu_f8, input_span, output_span, reduction_add,
+    reduction_buffer, BiasRows, GemmPlan,
 };
 use super::reduce;
 use crate::codelets::amp::{AmpVariant, Elem};
@@ -77,10 +77,13 @@ pub struct TileLayout {
     /// initial partials.
     pub bias_rows: Option<u32>,
     /// With a K split: the reduction's receive buffer and its two result
-    /// buffers, each in element pairs of its own (an add reads two of
-    /// them and writes the third). The second result buffer is Y's
-    /// ([`Self::output`]): the first round reads Y and writes the first
-    /// result, so Y is free from the second round on.
+    /// buffers. The receive buffer and the first result share element
+    /// pairs of their own, the result 8 mod 16 bytes after the receive
+    /// buffer ([`super::plan::reduction_buffer`]: an add reads two of the
+    /// three and writes the third, and no two accesses of a bundle meet
+    /// in one bank). The second result buffer is Y's ([`Self::output`]):
+    /// the first round reads Y and writes the first result, so Y is free
+    /// from the second round on.
     pub reduction: Option<[u32; 3]>,
     /// Lowest tensor address: sections must end at or below it.
     pub tensors_start: u32,
@@ -125,7 +128,8 @@ pub fn layout(plan: &GemmPlan, machine: &MachineModel) -> TileLayout {
     let input = output - input_span(&v, plan.shape.epilogue.reduction, machine) as u32;
     let bias = bias_block_at(&v, output);
     let buffer = reduction_buffer(&v, plan.grid_k, machine) as u32;
-    let reduction = (buffer > 0).then(|| reduction_buffers(output, buffer));
+    let reduction =
+        (buffer > 0).then(|| reduction_buffers(&v, plan.grid_k, output - buffer, output));
     let states = (machine.interleaved_base - v.state_bytes() as u32) & !7;
     TileLayout {
         weights: machine.interleaved_base,
@@ -158,12 +162,13 @@ pub struct OutputPlacement {
     pub bottom: u32,
 }
 
-/// The reduction's buffers `[receive, first result, second result]` of a
-/// product whose Y starts at `output` (a pair boundary): the first two
-/// in `buffer` bytes each (whole pairs) right below Y, the second result
-/// Y's own buffer.
-fn reduction_buffers(output: u32, buffer: u32) -> [u32; 3] {
-    [output - buffer, output - 2 * buffer, output]
+/// The reduction's buffers `[receive, first result, second result]` of
+/// `v`'s product split `grid_k` ways, its receive buffer at `at` (a pair
+/// boundary), the first result in the same pairs
+/// ([`super::plan::reduction_buffer`]), the second result Y's own buffer
+/// at `output`.
+pub fn reduction_buffers(v: &TileGemm, grid_k: u32, at: u32, output: u32) -> [u32; 3] {
+    [at, at + first_result_offset(v, grid_k) as u32, output]
 }
 
 /// Places `plan`'s output (whole element pairs, ending at `top`) and its
@@ -173,7 +178,8 @@ pub fn layout_in(plan: &GemmPlan, machine: &MachineModel, top: u32) -> OutputPla
     let output = top - output_span(&v, machine) as u32;
     let bias = bias_block_at(&v, output);
     let buffer = reduction_buffer(&v, plan.grid_k, machine) as u32;
-    let reduction = (buffer > 0).then(|| reduction_buffers(output, buffer));
+    let reduction =
+        (buffer > 0).then(|| reduction_buffers(&v, plan.grid_k, output - buffer, output));
     OutputPlacement {
         layout: TileLayout {
             weights: 0,
@@ -187,7 +193,7 @@ pub fn layout_in(plan: &GemmPlan, machine: &MachineModel, top: u32) -> OutputPla
             reduction,
             tensors_start: 0,
         },
-        bottom: output - 2 * buffer,
+        bottom: output - buffer,
     }
 }
 

@@ -31,5 +31,6 @@ pub mod pool;
 pub mod pool_head;
 pub mod reduce;
 pub mod schedule;
+pub mod squeeze;
 pub mod stream;
 pub mod window;

@@ -83,6 +83,110 @@ pub enum ReductionPlace {
     /// weights in its pairs ([`input_span`]).
     /// Y + max(X + W, R).
     OverInputAndWeights,
+    /// Y at the top of its whole element pairs, the weights right below
+    /// it (in the pairs' slack, spilling below them), X right below both
+    /// and out of Y's pairs, the reduction's buffers over X and the
+    /// weights below Y's pairs (dead once the AMP has run); where a block
+    /// reads the result after the next product's input arrived over X
+    /// and the result ends in the first result buffer (an odd number of
+    /// rounds), that buffer below X ([`UnderOutput`]; the MLP block,
+    /// [`super::block`]).
+    UnderOutput {
+        /// The result outlives X ([`UnderOutputProduct::keeps_result`]).
+        keeps_result: bool,
+    },
+}
+
+/// Whether `grid_k`'s reduction ends in Y's buffer: an even number of
+/// rounds (none included); the rounds alternate between the first
+/// result buffer and Y's ([`super::codegen::PlacedGemm::final_view`]).
+pub fn reduction_ends_in_output(grid_k: u32) -> bool {
+    grid_k.trailing_zeros().is_multiple_of(2)
+}
+
+/// One product of a [`ReductionPlace::UnderOutput`] layout: its vertex,
+/// K split, the weight bytes it gathers into the layout (0 where they
+/// stay private), and whether its result must outlive X (the next
+/// product's input arrives over X while the block reads it).
+#[derive(Clone, Copy, Debug)]
+pub struct UnderOutputProduct<'a> {
+    /// The tile's vertex.
+    pub vertex: &'a TileGemm,
+    /// The plan's K split.
+    pub grid_k: u32,
+    /// Weight bytes in the layout.
+    pub weights: u64,
+    /// The result outlives X.
+    pub keeps_result: bool,
+}
+
+/// Where [`ReductionPlace::UnderOutput`] lays out products that run one
+/// after another in the same memory: bytes below the top of memory of
+/// each piece's address (Y's, the weights', X's, each product's receive
+/// and first result buffers) and of the lowest byte used. Y at the top of
+/// the largest output's pairs, the weights right below the largest
+/// output, X right below both (out of every Y's pairs: the AMP reads X and
+/// Y's two halves in one instruction); the receive and first result
+/// buffers right below Y's pairs, 8 mod 16 bytes apart ([`reduction_buffer`]),
+/// except a first result that outlives X, which lies below X (still 8
+/// mod 16 bytes from the receive buffer: a round loads one and stores the
+/// other, [`reduction_buffer`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnderOutput {
+    /// Y's address, below the top.
+    pub output: u64,
+    /// The weights'.
+    pub weights: u64,
+    /// X's.
+    pub input: u64,
+    /// Each product's receive and first result buffers (`None`: no K
+    /// split).
+    pub reduction: Vec<Option<[u64; 2]>>,
+    /// The lowest byte.
+    pub bottom: u64,
+}
+
+impl UnderOutput {
+    /// Lays out `products` ([`UnderOutputProduct`]).
+    pub fn of(products: &[UnderOutputProduct], machine: &MachineModel) -> Self {
+        let past = u64::from(AmpBlock::READ_PAST_BYTES);
+        let max =
+            |f: &dyn Fn(&UnderOutputProduct) -> u64| products.iter().map(f).max().unwrap_or(0);
+        let used =
+            max(&|p| (bias_offset(p.vertex) + p.vertex.bias_bytes() + past).next_multiple_of(16));
+        let span = max(&|p| output_span(p.vertex, machine));
+        let weights = (used + max(&|p| p.weights)).next_multiple_of(16);
+        let input =
+            weights.max(span) + max(&|p| (p.vertex.input_bytes() + past).next_multiple_of(16));
+        let mut bottom = input;
+        let reduction = products
+            .iter()
+            .map(|p| {
+                let buf = reduction_buffer(p.vertex, p.grid_k, machine);
+                if buf == 0 {
+                    return None;
+                }
+                let recv = span + buf;
+                let first = if p.keeps_result && !reduction_ends_in_output(p.grid_k) {
+                    // Below X and the receive buffer, 8 mod 16 bytes from
+                    // the receive buffer (`recv` is a multiple of 16).
+                    let rows = reduction_rows_bytes(p.vertex, p.grid_k) + past;
+                    (input.max(recv) + rows).next_multiple_of(16) + 8
+                } else {
+                    recv - first_result_offset(p.vertex, p.grid_k)
+                };
+                bottom = bottom.max(recv).max(first);
+                Some([recv, first])
+            })
+            .collect();
+        UnderOutput {
+            output: used,
+            weights,
+            input,
+            reduction,
+            bottom,
+        }
+    }
 }
 
 /// When a product's tiles broadcast its bias rows into the initial
@@ -295,6 +399,13 @@ pub enum PlanError {
         /// Interleaved bytes a tile offers.
         available: u64,
     },
+    /// Every grid that fits a tile was refused by the caller (the
+    /// reason of the first refused, [`plan_gemm_where`]).
+    #[error("no tile grid fits beside the block's other buffers: {first}")]
+    Refused {
+        /// Why the first grid that fit was refused.
+        first: String,
+    },
     /// The shape is empty.
     #[error("the product {m}x{k}x{n} is empty")]
     Empty {
@@ -315,8 +426,8 @@ pub const RESERVED_CODE_BYTES: u32 = 8 * 1024;
 /// The tile bytes a plan needs: X, the output's two halves and the weights
 /// in whole 32 KiB element pairs of interleaved memory (X and Y must not
 /// share a pair), with a K split the reduction's receive buffer and its
-/// first result buffer (each its own pairs: an add reads two of them and
-/// writes the third; the second result is Y's buffer,
+/// first result buffer (whole pairs of their own, shared by the two:
+/// [`reduction_buffer`]; the second result is Y's buffer,
 /// [`super::codegen::TileLayout::reduction`]), the vertex states in
 /// region 0. The reduction's buffers are counted where `place` says the
 /// block lays them ([`Epilogue::reduction`]).
@@ -327,12 +438,24 @@ pub fn tile_bytes(
     machine: &MachineModel,
 ) -> (u64, u64) {
     let (input, weights) = (input_span(g, place, machine), g.weight_bytes());
-    let reduction = 2 * reduction_buffer(g, grid_k, machine);
+    let reduction = reduction_buffer(g, grid_k, machine);
     let interleaved = output_span(g, machine)
         + match place {
             ReductionPlace::BesideInput => input + weights + reduction,
             ReductionPlace::OverInput => weights + input.max(reduction),
             ReductionPlace::OverInputAndWeights => (input + weights).max(reduction),
+            ReductionPlace::UnderOutput { keeps_result } => {
+                let under = UnderOutput::of(
+                    &[UnderOutputProduct {
+                        vertex: g,
+                        grid_k,
+                        weights,
+                        keeps_result,
+                    }],
+                    machine,
+                );
+                under.bottom - output_span(g, machine)
+            }
         };
     let region0 = g.state_bytes() + u64::from(RESERVED_CODE_BYTES);
     (interleaved, region0)
@@ -359,12 +482,35 @@ pub fn whole_pairs(bytes: u64, machine: &MachineModel) -> u64 {
     (bytes + u64::from(AmpBlock::READ_PAST_BYTES)).div_ceil(pair) * pair
 }
 
-/// Bytes of one reduction buffer (zero without a K split): every output
-/// group's rows that a tile keeps in a round, 32 bytes per row.
+/// Bytes of the reduction's receive buffer, and of its first result
+/// buffer: every output group's rows that a tile keeps in a round, 32
+/// bytes per row (zero without a K split).
+pub fn reduction_rows_bytes(g: &TileGemm, grid_k: u32) -> u64 {
+    u64::from(g.n_groups) * u64::from(super::reduce::max_keep(grid_k, g.rows)) * 32
+}
+
+/// Offset of the first result buffer from the receive buffer, in the
+/// pairs the two share ([`reduction_buffer`]): after the receive buffer,
+/// 8 mod 16 bytes from it.
+pub fn first_result_offset(g: &TileGemm, grid_k: u32) -> u64 {
+    reduction_rows_bytes(g, grid_k).next_multiple_of(16) + 8
+}
+
+/// Bytes of the reduction's buffers (zero without a K split): the receive
+/// buffer and the first result buffer share whole element pairs, the
+/// result 8 mod 16 bytes after the receive buffer, with the AMP's
+/// read-past bytes. A round's add (`{ ld2xst64pace ; f16v4add }`,
+/// [`crate::codelets::elementwise`]) loads word `i` of its two inputs and
+/// stores word `i - 2` of its result: in the first round it reads Y
+/// (pairs of its own) and the receive buffer and writes the first result,
+/// whose store is then 8 mod 16 bytes from the receive buffer's load
+/// (the pairs' two banks); in the second it reads the first result and
+/// the receive buffer at one index (8 mod 16 apart again) and writes Y.
+/// One buffer of whole pairs instead of two.
 pub fn reduction_buffer(g: &TileGemm, grid_k: u32, machine: &MachineModel) -> u64 {
-    match super::reduce::max_keep(grid_k, g.rows) {
+    match reduction_rows_bytes(g, grid_k) {
         0 => 0,
-        keep => whole_pairs(u64::from(g.n_groups) * u64::from(keep) * 32, machine),
+        rows => whole_pairs(first_result_offset(g, grid_k) + rows, machine),
     }
 }
 
@@ -602,6 +748,18 @@ impl fmt::Display for Grid {
 /// Plans `shape` on `machine`, searching every grid shape: blocks of M and
 /// of output groups without empty blocks, and K splits in powers of two.
 pub fn plan_gemm(shape: GemmShape, machine: &MachineModel) -> Result<PlanChoice, PlanError> {
+    plan_gemm_where(shape, machine, &|_| Ok(()))
+}
+
+/// [`plan_gemm`] among the grids that fit a tile and that `accept` takes
+/// (a block that lays out the product beside others checks the whole
+/// layout: [`super::block`]); `Err` from `accept` is why it refused a
+/// grid.
+pub fn plan_gemm_where(
+    shape: GemmShape,
+    machine: &MachineModel,
+    accept: &dyn Fn(&GemmPlan) -> Result<(), String>,
+) -> Result<PlanChoice, PlanError> {
     if shape.m == 0 || shape.k == 0 || shape.n == 0 {
         return Err(PlanError::Empty {
             m: shape.m,
@@ -614,6 +772,7 @@ pub fn plan_gemm(shape: GemmShape, machine: &MachineModel) -> Result<PlanChoice,
     let mut fits: Vec<GemmPlan> = Vec::new();
     let mut too_big: Vec<Rejected> = Vec::new();
     let mut smallest_need = u64::MAX;
+    let mut refused: Option<String> = None;
     let splits = (0..)
         .map(|e| 1u32 << e)
         .take_while(|&k| k <= kg && k <= machine.tiles);
@@ -638,7 +797,12 @@ pub fn plan_gemm(shape: GemmShape, machine: &MachineModel) -> Result<PlanChoice,
                     k: grid_k,
                 };
                 match evaluate_with(shape, grid, machine, &counts) {
-                    Ok(p) => fits.push(p),
+                    Ok(p) => match accept(&p) {
+                        Ok(()) => fits.push(p),
+                        Err(reason) => {
+                            refused.get_or_insert(format!("grid {grid}: {reason}"));
+                        }
+                    },
                     Err((need, r)) => {
                         smallest_need = smallest_need.min(need);
                         if too_big.len() < 3 {
@@ -651,9 +815,12 @@ pub fn plan_gemm(shape: GemmShape, machine: &MachineModel) -> Result<PlanChoice,
     }
     fits.sort_by_key(|p| (p.estimate.total(), p.tiles(), p.grid_k, p.grid_rows));
     let Some(best) = fits.first().cloned() else {
+        if let Some(first) = refused {
+            return Err(PlanError::Refused { first });
+        }
         return Err(PlanError::DoesNotFit {
             needed: smallest_need,
-            available: u64::from(machine.sram_end - machine.interleaved_base),
+            available: u64::from(machine.sram_end.saturating_sub(machine.interleaved_base)),
         });
     };
     let mut rejected: Vec<Rejected> = fits
@@ -755,7 +922,7 @@ fn evaluate_with(
     }
     let vertex = plan.vertex();
     let (inter, r0) = tile_bytes(&vertex, plan.grid_k, shape.epilogue.reduction, machine);
-    let interleaved_avail = u64::from(machine.sram_end - machine.interleaved_base);
+    let interleaved_avail = u64::from(machine.sram_end.saturating_sub(machine.interleaved_base));
     let region0_avail = u64::from(machine.interleaved_base - machine.sram_base);
     if inter > interleaved_avail || r0 > region0_avail {
         return Err((
@@ -908,7 +1075,7 @@ mod tests {
         let plan = evaluate(shape(729, 1152, 2560), grid, &m).unwrap();
         let v = plan.vertex();
         let (x, w) = (v.input_bytes(), v.weight_bytes());
-        let r = 2 * reduction_buffer(&v, 4, &m);
+        let r = reduction_buffer(&v, 4, &m);
         let y = output_span(&v, &m);
         assert!(r > 0);
         let bytes = |place| tile_bytes(&v, 4, place, &m).0;
@@ -931,6 +1098,109 @@ mod tests {
         );
         assert!(bytes(ReductionPlace::OverInputAndWeights) < bytes(ReductionPlace::OverInput));
         assert!(bytes(ReductionPlace::OverInput) < bytes(ReductionPlace::BesideInput));
+    }
+
+    #[test]
+    fn under_output_keeps_x_out_of_y_pairs_and_a_kept_result_below_x() {
+        // so400m's fc1 on 7 grid rows, K split 2, 4 and 8 (1, 2 and 3
+        // reduction rounds), its weights gathered into the layout: Y at the
+        // top, the weights right below it, X below both and out of Y's
+        // pairs, the receive buffer below Y's pairs and the first result
+        // 8 mod 16 bytes from it, below X where the result outlives X and
+        // ends there (an odd number of rounds).
+        let m = MachineModel::c600();
+        for k in [2u32, 4, 8] {
+            let grid = Grid {
+                rows: 7,
+                cols: 180 / k,
+                k,
+            };
+            let plan = evaluate(shape(729, 1152, 4320), grid, &m).unwrap();
+            let v = plan.vertex();
+            let span = output_span(&v, &m);
+            let rows = reduction_rows_bytes(&v, k);
+            for keeps_result in [false, true] {
+                let product = UnderOutputProduct {
+                    vertex: &v,
+                    grid_k: k,
+                    weights: v.weight_bytes(),
+                    keeps_result,
+                };
+                let u = UnderOutput::of(&[product], &m);
+                assert!(u.output >= v.output_bytes());
+                assert!(u.weights - v.weight_bytes() >= u.output);
+                assert!(u.input - v.input_bytes() >= u.weights.max(span));
+                let [recv, first] = u.reduction[0].expect("a K split");
+                assert!(recv - rows >= span, "k = {k}");
+                assert_eq!((recv - first) % 16, 8, "k = {k}");
+                if keeps_result && !reduction_ends_in_output(k) {
+                    assert!(first - rows >= u.input.max(recv), "k = {k}");
+                } else {
+                    assert!(first - rows >= span && first <= recv - rows, "k = {k}");
+                }
+                assert_eq!(u.bottom, u.input.max(recv).max(first));
+                let place = ReductionPlace::UnderOutput { keeps_result };
+                assert_eq!(tile_bytes(&v, k, place, &m).0, u.bottom);
+            }
+        }
+    }
+
+    #[test]
+    fn the_search_chooses_among_the_grids_the_caller_accepts() {
+        // A block that lays a product out beside others refuses grids
+        // whose layout does not fit: the search takes the best it
+        // accepts, and says why where it accepts none.
+        let m = MachineModel::c600();
+        let s = shape(729, 1152, 2560);
+        let best = plan_gemm(s, &m).unwrap().plan;
+        let other = plan_gemm_where(s, &m, &|p| {
+            if p.grid() == best.grid() {
+                Err("refused".into())
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap()
+        .plan;
+        assert_ne!(other.grid(), best.grid());
+        assert!(other.estimate.total() >= best.estimate.total());
+        let e = plan_gemm_where(s, &m, &|_| Err("no room beside fc1".into())).unwrap_err();
+        assert!(matches!(e, PlanError::Refused { .. }), "{e}");
+        assert!(e.to_string().contains("no room beside fc1"), "{e}");
+    }
+
+    #[test]
+    fn the_first_result_shares_the_receive_buffers_pairs() {
+        // The receive buffer and the first result share one element pair
+        // (two before), the result 8 mod 16 bytes after the receive buffer
+        // so a round's load of one and store of the other meet different
+        // banks; neither overlaps the other, Y, or the read-past bytes.
+        // The simulator's bank checks run them (`lower_gemm`'s K splits).
+        let m = MachineModel::c600();
+        for k in [2, 4, 8] {
+            let grid = Grid {
+                rows: 7,
+                cols: 128 / k,
+                k,
+            };
+            let plan = evaluate(shape(729, 1152, 2560), grid, &m).unwrap();
+            let v = plan.vertex();
+            let lay = super::super::codegen::layout(&plan, &m);
+            let [recv, first, second] = lay.reduction.expect("a K split");
+            let rows = reduction_rows_bytes(&v, k) as u32;
+            assert_eq!(second, lay.output);
+            assert_eq!((first - recv) % 16, 8);
+            assert!(recv + rows <= first);
+            assert!(first + rows + AmpBlock::READ_PAST_BYTES <= lay.output);
+            // Never more than the two buffers of whole pairs each; where
+            // both fit one pair (qk's 5 groups), one.
+            let pairs = u64::from(lay.output - recv);
+            assert!(pairs <= 2 * whole_pairs(u64::from(rows), &m));
+            if 2 * rows + 64 <= 2 * m.element_bytes {
+                assert_eq!(pairs, u64::from(2 * m.element_bytes), "k = {k}");
+            }
+            assert_eq!(u64::from(lay.output - recv), reduction_buffer(&v, k, &m));
+        }
     }
 
     #[test]

@@ -28,7 +28,7 @@ use ipuc_backend_ipu::lower::chain::{
 use ipuc_backend_ipu::lower::codegen::{layout, Lowered, StepEstimates, TileLayout};
 use ipuc_backend_ipu::lower::mlp::{match_mlp, plan_of_block, MlpMatch};
 use ipuc_backend_ipu::lower::passes::planned_products;
-use ipuc_backend_ipu::lower::plan::{output_span, reduction_buffer, whole_pairs, GemmPlan};
+use ipuc_backend_ipu::lower::plan::{reduction_rows_bytes, whole_pairs, GemmPlan};
 use ipuc_backend_ipu::lower::pool::PoolMatch;
 use ipuc_backend_ipu::lower::pool_head::{tokens_padded, PoolEstimate, PoolPlan};
 use ipuc_ipu_arch::MachineModel;
@@ -305,7 +305,7 @@ fn of_product(
             step("sync", vec![], Some(est.sync), false),
         ],
         instances: rules(vec![(tag, 1, label)]),
-        buffers: placed_buffers(plan, machine, tag, lay, (0, 1), (1, 1)),
+        buffers: placed_buffers(plan, tag, lay, (0, 1), (1, 1)),
         consumed: Vec::new(),
     }
 }
@@ -382,7 +382,7 @@ fn of_attention(
     let out_step = steps.len() - 1;
     instances.extend([("out", out_step, out), ("residual", out_step, add)]);
     steps.push(step("sync", vec![], est(|e| e.sync), false));
-    let buffers = attention_buffers(plan, out_step, machine);
+    let buffers = attention_buffers(plan, out_step);
     Attribution {
         steps,
         instances: rules(instances),
@@ -404,14 +404,13 @@ fn of_attention(
 /// (6)`, then `exchange_c` and `out` (`out_step`); a flash-style tile's
 /// chunks and its combination are all in the attention step. Sizes are the
 /// codelets' own (the attention tile's of a whole block of keys).
-fn attention_buffers(plan: &AttentionPlan, out_step: usize, machine: &MachineModel) -> Vec<Buffer> {
+fn attention_buffers(plan: &AttentionPlan, out_step: usize) -> Vec<Buffer> {
     let lay = &plan.layout;
     let exchange_c = out_step - 1;
-    let mut out = placed_buffers(&plan.qk, machine, "qk", &lay.qk, (1, 2), (2, 3));
-    out.extend(swapped_buffers(&plan.vt, machine, "vt", &lay.vt));
+    let mut out = placed_buffers(&plan.qk, "qk", &lay.qk, (1, 2), (2, 3));
+    out.extend(swapped_buffers(&plan.vt, "vt", &lay.vt));
     out.extend(placed_buffers(
         &plan.out,
-        machine,
         "out",
         &lay.out,
         (exchange_c, out_step),
@@ -537,7 +536,7 @@ fn of_mlp(
     Attribution {
         steps,
         instances,
-        buffers: block_buffers(plan, machine),
+        buffers: block_buffers(plan),
         consumed: Vec::new(),
     }
 }
@@ -619,13 +618,8 @@ fn of_pool(
 /// head's sv), live over `exchange_a (1)` to `exchange_b (3)`: its input
 /// is a constant (the value weights), and exchange A writes LayerNorm's
 /// rows into its weights.
-fn swapped_buffers(
-    plan: &GemmPlan,
-    machine: &MachineModel,
-    tag: &str,
-    lay: &TileLayout,
-) -> Vec<Buffer> {
-    placed_buffers(plan, machine, tag, lay, (1, 2), (2, 3))
+fn swapped_buffers(plan: &GemmPlan, tag: &str, lay: &TileLayout) -> Vec<Buffer> {
+    placed_buffers(plan, tag, lay, (1, 2), (2, 3))
         .into_iter()
         .map(|b| {
             if b.name == format!("{tag} input") {
@@ -648,7 +642,7 @@ fn swapped_buffers(
 /// output and stay to the end.
 fn pool_buffers(plan: &PoolPlan, machine: &MachineModel) -> Vec<Buffer> {
     let lay = &plan.layout;
-    let mut out = swapped_buffers(&plan.sv, machine, "sv", &lay.sv);
+    let mut out = swapped_buffers(&plan.sv, "sv", &lay.sv);
     // sv's streamed input, gathered in exchange A into scratch.
     if lay.sv_input_home.is_some() {
         out.push(Buffer {
@@ -662,14 +656,7 @@ fn pool_buffers(plan: &PoolPlan, machine: &MachineModel) -> Vec<Buffer> {
             )
         });
     }
-    out.extend(placed_buffers(
-        &plan.out,
-        machine,
-        "out",
-        &lay.out,
-        (5, 6),
-        (6, 6),
-    ));
+    out.extend(placed_buffers(&plan.out, "out", &lay.out, (5, 6), (6, 6)));
     let row_bytes = plan.ln_rows * plan.shape.c * 2;
     for (name, address, live) in [
         ("layer_norm input", lay.x, (0, 1)),
@@ -869,7 +856,6 @@ fn of_chain(
 
 fn placed_buffers(
     plan: &GemmPlan,
-    machine: &MachineModel,
     tag: &str,
     lay: &TileLayout,
     input_live: (usize, usize),
@@ -888,27 +874,13 @@ fn placed_buffers(
         Buffer::whole(&name(n), &tiles, address, size, live)
     };
     let mut out = vec![
+        // X and Y: the bytes the vertex reads and writes (the element
+        // pairs around them may hold what the vertex does not touch).
         Buffer {
             part: Part::UntilVertex,
-            ..buffer(
-                "input",
-                lay.input,
-                whole_pairs(v.input_bytes(), machine),
-                input_live,
-            )
+            ..buffer("input", lay.input, v.input_bytes(), input_live)
         },
-        // Y up to its bias block (a constant, its initial partials) where
-        // that follows it, else its whole element pairs.
-        buffer(
-            "output",
-            lay.output,
-            lay.bias
-                .filter(|&b| b > lay.output)
-                .map_or(output_span(&v, machine), |b| {
-                    output_span(&v, machine).min(u64::from(b - lay.output))
-                }),
-            output_live,
-        ),
+        buffer("output", lay.output, v.output_bytes(), output_live),
     ];
     if lay.home.is_some() {
         // Streamed weights, gathered with the input, read by the vertex.
@@ -918,7 +890,9 @@ fn placed_buffers(
         });
     }
     if let Some(r) = lay.reduction {
-        let size = reduction_buffer(&v, plan.grid_k, machine);
+        // The receive and first result buffers: the rows a round keeps
+        // (they share element pairs, `plan::reduction_buffer`).
+        let size = reduction_rows_bytes(&v, plan.grid_k);
         // The second result buffer is Y's own (already listed).
         for (i, a) in r.iter().enumerate().filter(|&(_, &a)| a != lay.output) {
             out.push(Buffer {
@@ -936,20 +910,13 @@ fn placed_buffers(
 }
 
 /// The MLP block's buffers (`block.rs`'s module doc: R1 holds fc1's
-/// output, then fc2's; R3 fc1's input and the LN rows, then fc2's input
-/// and reduction buffers), live over the steps
+/// output, then fc2's; R3 fc1's input and the LN rows, fc1's reduction
+/// buffers, then fc2's input and reduction buffers), live over the steps
 /// `layer_norm (0), exchange_a (1), fc1 (2), exchange_b (3), fc2 (4)`.
-fn block_buffers(plan: &MlpPlan, machine: &MachineModel) -> Vec<Buffer> {
+fn block_buffers(plan: &MlpPlan) -> Vec<Buffer> {
     let lay = &plan.layout;
-    let mut out = placed_buffers(&plan.fc1, machine, "fc1", &lay.fc1, (1, 2), (2, 3));
-    out.extend(placed_buffers(
-        &plan.fc2,
-        machine,
-        "fc2",
-        &lay.fc2,
-        (3, 4),
-        (4, 4),
-    ));
+    let mut out = placed_buffers(&plan.fc1, "fc1", &lay.fc1, (1, 2), (2, 3));
+    out.extend(placed_buffers(&plan.fc2, "fc2", &lay.fc2, (3, 4), (4, 4)));
     let ln_out = (LN_ROWS * plan.shape.ln_row_bytes() + 16).next_multiple_of(16);
     out.push(Buffer::whole(
         "layer_norm output",

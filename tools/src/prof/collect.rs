@@ -436,13 +436,19 @@ fn place_buffers(data: &mut ProfileData, attribution: &Attribution) {
             .nth(1)
     };
     // The last superstep of step `last` from superstep `from` on, before
-    // the program goes back to a step before `first` (a loop's next
-    // period: its buffers are live in each period alone).
+    // the program goes back to an earlier step (a loop's next period,
+    // even one that starts at `first`: its buffers are live in each
+    // period alone) or to a step before `first`.
     let until = |from: usize, (first, last): (usize, usize)| {
+        let mut previous = first;
         data.supersteps
             .iter()
             .filter(|s| s.index >= from)
-            .take_while(|s| s.step >= first)
+            .take_while(|s| {
+                let on = s.step >= previous;
+                previous = s.step;
+                on
+            })
             .filter(|s| s.step == last)
             .map(|s| s.index)
             .last()
