@@ -58,7 +58,7 @@ use super::codegen::{
 };
 use super::ln_tiles::{LnOutput, LnTiles};
 use super::plan::{
-    evaluate, plan_gemm_where, BiasRows, Epilogue, F8Pairs, GemmPlan, GemmShape, Grid,
+    evaluate, plan_gemm_where, Accept, BiasRows, Epilogue, F8Pairs, GemmPlan, GemmShape, Grid,
     ReductionPlace, Rejected, UnderOutput, UnderOutputProduct,
 };
 use super::reduce;
@@ -438,11 +438,11 @@ pub fn plan_mlp_in(
                     shape: GemmShape,
                     grid: Option<Grid>,
                     within: &MachineModel,
-                    accept: &dyn Fn(&GemmPlan) -> Result<(), String>| {
+                    accept: &Accept| {
             match grid {
                 Some(g) => evaluate(shape, g, within)
                     .map_err(|r| r.reason)
-                    .and_then(|p| accept(&p).map(|()| (p, Vec::new())))
+                    .and_then(|p| accept(&p).map(|()| (p, Vec::new())).map_err(|(_, e)| e))
                     .map_err(|reason| {
                         format!(
                             "{name}: grid {g}: {reason} (the block's products share the first {gemm_tiles} tiles)"
@@ -463,7 +463,7 @@ pub fn plan_mlp_in(
                     let mut w = start;
                     block_layout(shape, (&p1.0, p2, weights), machine, &mut w)
                         .map(|_| ())
-                        .map_err(|(e, _)| e)
+                        .map_err(|(e, missing)| (missing, e))
                 };
                 plan("fc2", fc2_shape, grid2, &whole_scratch, &beside)
                     .map(|p2| (p1, p2))

@@ -399,12 +399,14 @@ pub enum PlanError {
         /// Interleaved bytes a tile offers.
         available: u64,
     },
-    /// Every grid that fits a tile was refused by the caller (the
-    /// reason of the first refused, [`plan_gemm_where`]).
-    #[error("no tile grid fits beside the block's other buffers: {first}")]
+    /// Every grid that fits a tile was refused by the caller
+    /// ([`plan_gemm_where`]): why the one it was least short of memory
+    /// for was.
+    #[error("no tile grid fits beside the block's other buffers; the closest, {closest}")]
     Refused {
-        /// Why the first grid that fit was refused.
-        first: String,
+        /// The grid the caller was least short of memory for, and why
+        /// it refused it.
+        closest: String,
     },
     /// The shape is empty.
     #[error("the product {m}x{k}x{n} is empty")]
@@ -751,14 +753,18 @@ pub fn plan_gemm(shape: GemmShape, machine: &MachineModel) -> Result<PlanChoice,
     plan_gemm_where(shape, machine, &|_| Ok(()))
 }
 
+/// A caller's acceptance of a grid ([`plan_gemm_where`]): `Err` with the
+/// bytes it is short of and why.
+pub type Accept<'a> = dyn Fn(&GemmPlan) -> Result<(), (u32, String)> + 'a;
+
 /// [`plan_gemm`] among the grids that fit a tile and that `accept` takes
 /// (a block that lays out the product beside others checks the whole
-/// layout: [`super::block`]); `Err` from `accept` is why it refused a
-/// grid.
+/// layout: [`super::block`]); `Err` from `accept` is how many bytes the
+/// grid is short of and why it refused it.
 pub fn plan_gemm_where(
     shape: GemmShape,
     machine: &MachineModel,
-    accept: &dyn Fn(&GemmPlan) -> Result<(), String>,
+    accept: &Accept,
 ) -> Result<PlanChoice, PlanError> {
     if shape.m == 0 || shape.k == 0 || shape.n == 0 {
         return Err(PlanError::Empty {
@@ -772,7 +778,7 @@ pub fn plan_gemm_where(
     let mut fits: Vec<GemmPlan> = Vec::new();
     let mut too_big: Vec<Rejected> = Vec::new();
     let mut smallest_need = u64::MAX;
-    let mut refused: Option<String> = None;
+    let mut refused: Option<(u32, String)> = None;
     let splits = (0..)
         .map(|e| 1u32 << e)
         .take_while(|&k| k <= kg && k <= machine.tiles);
@@ -799,8 +805,10 @@ pub fn plan_gemm_where(
                 match evaluate_with(shape, grid, machine, &counts) {
                     Ok(p) => match accept(&p) {
                         Ok(()) => fits.push(p),
-                        Err(reason) => {
-                            refused.get_or_insert(format!("grid {grid}: {reason}"));
+                        Err((short, reason)) => {
+                            if refused.as_ref().is_none_or(|(s, _)| short < *s) {
+                                refused = Some((short, format!("grid {grid}: {reason}")));
+                            }
                         }
                     },
                     Err((need, r)) => {
@@ -815,8 +823,8 @@ pub fn plan_gemm_where(
     }
     fits.sort_by_key(|p| (p.estimate.total(), p.tiles(), p.grid_k, p.grid_rows));
     let Some(best) = fits.first().cloned() else {
-        if let Some(first) = refused {
-            return Err(PlanError::Refused { first });
+        if let Some((_, closest)) = refused {
+            return Err(PlanError::Refused { closest });
         }
         return Err(PlanError::DoesNotFit {
             needed: smallest_need,
@@ -1132,7 +1140,10 @@ mod tests {
                 assert!(u.input - v.input_bytes() >= u.weights.max(span));
                 let [recv, first] = u.reduction[0].expect("a K split");
                 assert!(recv - rows >= span, "k = {k}");
-                assert_eq!((recv - first) % 16, 8, "k = {k}");
+                // Addresses are the top less these: the first result's is
+                // 8 mod 16 bytes from the receive buffer's, either way.
+                let apart = i128::from(recv) - i128::from(first);
+                assert_eq!(apart.rem_euclid(16), 8, "k = {k}");
                 if keeps_result && !reduction_ends_in_output(k) {
                     assert!(first - rows >= u.input.max(recv), "k = {k}");
                 } else {
@@ -1155,7 +1166,7 @@ mod tests {
         let best = plan_gemm(s, &m).unwrap().plan;
         let other = plan_gemm_where(s, &m, &|p| {
             if p.grid() == best.grid() {
-                Err("refused".into())
+                Err((1, "refused".into()))
             } else {
                 Ok(())
             }
@@ -1164,9 +1175,18 @@ mod tests {
         .plan;
         assert_ne!(other.grid(), best.grid());
         assert!(other.estimate.total() >= best.estimate.total());
-        let e = plan_gemm_where(s, &m, &|_| Err("no room beside fc1".into())).unwrap_err();
+        // Refusing every grid: the error names the one refused for the
+        // fewest missing bytes.
+        let least = std::cell::Cell::new(u32::MAX);
+        let e = plan_gemm_where(s, &m, &|p| {
+            let short = p.tiles();
+            least.set(least.get().min(short));
+            Err((short, format!("short of {short} bytes")))
+        })
+        .unwrap_err();
         assert!(matches!(e, PlanError::Refused { .. }), "{e}");
-        assert!(e.to_string().contains("no room beside fc1"), "{e}");
+        let closest = format!("short of {} bytes", least.get());
+        assert!(e.to_string().ends_with(&closest), "{e}");
     }
 
     #[test]
