@@ -481,3 +481,46 @@ fn so400ms_block_after_attention_streams_its_weights() {
         .iter()
         .all(|&t| t >= p.fc1.tiles().max(p.fc2.tiles())));
 }
+
+/// fc1 split over K in 2 and 8 parts (one and three reduction rounds,
+/// its result ending in the first result buffer), weights streamed: the
+/// first result lies below X (fc2's input arrives over X while exchange B
+/// reads fc1's result), 8 mod 16 bytes from the receive buffer, the
+/// weights right below Y; the block matches float64 on the simulator (its
+/// bank checks run every round's adds).
+#[test]
+fn odd_reduction_rounds_keep_fc1s_result_below_its_input() {
+    use ipuc_backend_ipu::lower::block::{plan_mlp_in, Weights};
+    use ipuc_backend_ipu::lower::plan::Grid;
+    use ipuc_backend_ipu::lower::window::Window;
+    let machine = &MachineModel::c600();
+    let s = shape(64, 256, 512, GeluForm::Tanh);
+    for (k, seed) in [(2, 41), (8, 42)] {
+        let grid = Grid {
+            rows: 2,
+            cols: 4,
+            k,
+        };
+        let plan = |s: MlpShape| {
+            plan_mlp_in(
+                s,
+                machine,
+                (Some(grid), None),
+                (0, machine.tiles),
+                Window::alone(machine),
+                Weights::Streamed,
+            )
+        };
+        let p = plan(s).unwrap_or_else(|e| panic!("{e}"));
+        let lay = &p.layout.fc1;
+        let [recv, first, second] = lay.reduction.expect("a K split");
+        assert_eq!(second, lay.output);
+        assert!(first < lay.input, "k = {k}: {first:x} {:x}", lay.input);
+        let apart = i64::from(first) - i64::from(recv);
+        assert_eq!(apart.rem_euclid(16), 8, "k = {k}");
+        if lay.home.is_some() {
+            assert!(lay.weights < lay.output && lay.weights > lay.input);
+        }
+        assert_block_accuracy(s, run_planned(s, seed, &plan), 0.999, 1e-2);
+    }
+}
