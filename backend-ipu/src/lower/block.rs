@@ -30,14 +30,17 @@
 //!    `+ x` (received in step 2) and `+ b2` (a constant): fc2 has no
 //!    in-place bias because its output overlays fc1's memory.
 //!
-//! Tile memory, from the top of interleaved memory: *R1* holds fc1's
-//! output (steps 1–4; with an odd number of reduction rounds also its
-//! first result buffer, where the result ends), then fc2's output; *R3*
-//! holds fc1's input and the LN rows (steps 1–3), fc1's reduction
-//! buffers over them once its vertex has read its input (3), then fc2's
-//! input (4–5) and fc2's reduction buffers (5, after fc2's vertex read
-//! the input);
-//! the weights of both products sit at the bottom of interleaved memory.
+//! Tile memory, from the top of interleaved memory
+//! ([`ReductionPlace::UnderOutput`]): fc1's output (steps 1–4), then
+//! fc2's over it (5); right below it the streamed weights, fc1's (1–3),
+//! then fc2's over them (4–5); below both and out of the outputs' element
+//! pairs fc1's input (1–3), then fc2's (4–5); each product's reduction
+//! buffers below the outputs' pairs, over its dead input and weights,
+//! except fc1's first result where its reduction ends there (an odd
+//! number of rounds), which lies below the inputs (exchange B writes
+//! fc2's input while it reads fc1's result). The LN tiles keep
+//! LayerNorm's output at the top (they run no product); the resident
+//! weights of both products sit at the bottom of interleaved memory.
 //! Region 0 holds the vertex states and, in three different 16 KiB banks
 //! (the add codelet's loads and store each need their own), the residual,
 //! the sum and the bias rows.
@@ -165,6 +168,12 @@ impl MlpShape {
     /// Bytes of one row of LayerNorm's output (f16, or FP8 codes).
     pub fn ln_row_bytes(&self) -> u32 {
         self.c * self.variant().input_elem().size() as u32
+    }
+
+    /// Bytes an LN tile's LayerNorm output takes ([`LN_ROWS`] rows and
+    /// the read-past word, in 16-byte words).
+    pub fn ln_out_bytes(&self) -> u32 {
+        (LN_ROWS * self.ln_row_bytes() + 16).next_multiple_of(16)
     }
 }
 
@@ -378,9 +387,9 @@ pub fn plan_mlp_in(
             bias: true,
             // Broadcast beside LayerNorm, where fc1's tiles are idle.
             bias_rows: Some(BiasRows::Early),
-            // The block's layout ([`block_layout`]).
-            // fc1's result outlives its input (exchange B writes fc2's
-            // input over it while it reads fc1's result).
+            // The block's layout ([`block_layout`]): fc1's result
+            // outlives its input (exchange B writes fc2's input over it
+            // while it reads fc1's result).
             reduction: ReductionPlace::UnderOutput { keeps_result: true },
             per_row: false,
             gelu: Some(shape.gelu),
@@ -422,16 +431,16 @@ pub fn plan_mlp_in(
     let mut squeeze = Squeeze::default();
     let mut short: Option<String> = None;
     let room = machine.sram_end - start.base;
+    // fc2's search sees the memory earlier blocks left: the layout beside
+    // fc1's decides (`beside`).
+    let whole_scratch = MachineModel {
+        tiles: gemm_tiles,
+        ..machine.clone()
+    };
     for _ in 0..MAX_SQUEEZES {
         let products = MachineModel {
             tiles: gemm_tiles,
             interleaved_base: start.base + squeeze.bytes,
-            ..machine.clone()
-        };
-        // fc2's search sees the memory earlier blocks left: the layout
-        // beside fc1's decides (`beside`).
-        let whole_scratch = MachineModel {
-            tiles: gemm_tiles,
             ..machine.clone()
         };
         let plan = |name: &str,
@@ -661,8 +670,7 @@ pub fn block_layout(
         reduction: reduction(0),
         tensors_start: 0,
     };
-    let ln_out_bytes = (LN_ROWS * shape.ln_row_bytes() + 16).next_multiple_of(16);
-    let ln_out = (top - ln_out_bytes) & !15;
+    let ln_out = (top - shape.ln_out_bytes()) & !15;
     // fc2's bias is added with the residual (no bias block of its own).
     let fc2 = TileLayout {
         weights: w2,

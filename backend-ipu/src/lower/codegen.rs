@@ -152,49 +152,13 @@ fn bias_block_at(v: &TileGemm, output: u32) -> Option<u32> {
     (v.bias_bytes() > 0).then(|| output + bias_offset(v) as u32)
 }
 
-/// A product's output and reduction buffers placed below `top`: the
-/// layout's other addresses are left for the caller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OutputPlacement {
-    /// Output, bias and reduction buffers set; the rest zero.
-    pub layout: TileLayout,
-    /// The lowest byte used.
-    pub bottom: u32,
-}
-
 /// The reduction's buffers `[receive, first result, second result]` of
 /// `v`'s product split `grid_k` ways, its receive buffer at `at` (a pair
 /// boundary), the first result in the same pairs
 /// ([`super::plan::reduction_buffer`]), the second result Y's own buffer
 /// at `output`.
-pub fn reduction_buffers(v: &TileGemm, grid_k: u32, at: u32, output: u32) -> [u32; 3] {
+fn reduction_buffers(v: &TileGemm, grid_k: u32, at: u32, output: u32) -> [u32; 3] {
     [at, at + first_result_offset(v, grid_k) as u32, output]
-}
-
-/// Places `plan`'s output (whole element pairs, ending at `top`) and its
-/// reduction buffers below it.
-pub fn layout_in(plan: &GemmPlan, machine: &MachineModel, top: u32) -> OutputPlacement {
-    let v = plan.vertex();
-    let output = top - output_span(&v, machine) as u32;
-    let bias = bias_block_at(&v, output);
-    let buffer = reduction_buffer(&v, plan.grid_k, machine) as u32;
-    let reduction =
-        (buffer > 0).then(|| reduction_buffers(&v, plan.grid_k, output - buffer, output));
-    OutputPlacement {
-        layout: TileLayout {
-            weights: 0,
-            home: None,
-            codes: None,
-            bias_rows: None,
-            states: 0,
-            input: 0,
-            output,
-            bias,
-            reduction,
-            tensors_start: 0,
-        },
-        bottom: output - buffer,
-    }
 }
 
 /// The constant operands of a product: the weights' element values,

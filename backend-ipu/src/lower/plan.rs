@@ -152,8 +152,7 @@ impl UnderOutput {
         let past = u64::from(AmpBlock::READ_PAST_BYTES);
         let max =
             |f: &dyn Fn(&UnderOutputProduct) -> u64| products.iter().map(f).max().unwrap_or(0);
-        let used =
-            max(&|p| (bias_offset(p.vertex) + p.vertex.bias_bytes() + past).next_multiple_of(16));
+        let used = max(&|p| output_used(p.vertex));
         let span = max(&|p| output_span(p.vertex, machine));
         let weights = (used + max(&|p| p.weights)).next_multiple_of(16);
         let input =
@@ -521,8 +520,15 @@ pub fn reduction_buffer(g: &TileGemm, grid_k: u32, machine: &MachineModel) -> u6
 /// and Y's stores share bundles), each with the AMP's read-past bytes.
 pub fn output_span(g: &TileGemm, machine: &MachineModel) -> u64 {
     let pair = u64::from(2 * machine.element_bytes);
+    output_used(g).div_ceil(pair) * pair
+}
+
+/// Bytes from Y's address that Y, its bias block and the AMP's read-past
+/// bytes use, in whole 16-byte words ([`output_span`] without the pairs'
+/// slack).
+pub fn output_used(g: &TileGemm) -> u64 {
     let past = u64::from(AmpBlock::READ_PAST_BYTES);
-    (bias_offset(g) + g.bias_bytes() + past).div_ceil(pair) * pair
+    (bias_offset(g) + g.bias_bytes() + past).next_multiple_of(16)
 }
 
 /// Offset of the bias block from Y's address (where it would start).

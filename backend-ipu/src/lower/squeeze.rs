@@ -25,8 +25,8 @@ pub const SQUEEZE_STEP: u32 = 4096;
 /// which a product's search found a grid and one with which it found none.
 pub const SQUEEZE_GRAIN: u32 = 1024;
 
-/// One product's squeeze: the bytes taken away
-/// from the memory its search sees, and the bounds a bisection keeps.
+/// One product's squeeze: the bytes taken away from the memory its search
+/// sees, and the bounds a bisection keeps.
 /// Growing (the layout found bytes missing under the product) takes at
 /// least twice as much more each time, but stays below the least amount
 /// with which the search found no grid; backing off (the search found

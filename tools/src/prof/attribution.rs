@@ -909,15 +909,15 @@ fn placed_buffers(
     out
 }
 
-/// The MLP block's buffers (`block.rs`'s module doc: R1 holds fc1's
-/// output, then fc2's; R3 fc1's input and the LN rows, fc1's reduction
-/// buffers, then fc2's input and reduction buffers), live over the steps
+/// The MLP block's buffers (`block.rs`'s module doc: the outputs at the
+/// top, fc1's then fc2's, the streamed weights below them, the inputs
+/// below both, the reduction buffers over the inputs), live over the steps
 /// `layer_norm (0), exchange_a (1), fc1 (2), exchange_b (3), fc2 (4)`.
 fn block_buffers(plan: &MlpPlan) -> Vec<Buffer> {
     let lay = &plan.layout;
     let mut out = placed_buffers(&plan.fc1, "fc1", &lay.fc1, (1, 2), (2, 3));
     out.extend(placed_buffers(&plan.fc2, "fc2", &lay.fc2, (3, 4), (4, 4)));
-    let ln_out = (LN_ROWS * plan.shape.ln_row_bytes() + 16).next_multiple_of(16);
+    let ln_out = plan.shape.ln_out_bytes();
     out.push(Buffer::whole(
         "layer_norm output",
         &plan.ln_tiles,
