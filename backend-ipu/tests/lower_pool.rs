@@ -268,3 +268,32 @@ fn so400m_s_head_plans_on_half_the_chip() {
         est.total()
     );
 }
+
+#[test]
+fn so400m_pooling_head_plans_in_the_memory_the_whole_model_leaves_it() {
+    // The whole so400m at FP8 (its output product f16) leaves its pooling
+    // head 275,248 bytes of interleaved memory taken (the loop's archive
+    // and the blocks' private memory) and its scratch above 0xc9320 (the
+    // whole chain's private end, the head's MLP after it included). A
+    // head tile keeps its value panels (117,760 bytes) in its output's
+    // element-pair slack, sv's input, weights and output lie under its
+    // output (`UnderOutput`), and out on a third of the products' tiles
+    // keeps its weights in K parts of 4 (10 KB a tile, not 20): the block
+    // plans, with less than 16 KB of private memory a tile.
+    let m = MachineModel::c600();
+    let s = PoolShape {
+        fp8: Some(AttentionFp8 {
+            qkv_scale: 0,
+            out_scale: None,
+        }),
+        ..shape(729, 1152, 16)
+    };
+    let mut w = Window::alone(&m).after_block();
+    w.base += 275_248;
+    w.floor = 0xc9320;
+    let p =
+        plan_pool_in(s, &m, (0, m.tiles), w, Weights::Streamed).unwrap_or_else(|e| panic!("{e}"));
+    let private = p.next.base - w.base;
+    assert!(private < 16 * 1024, "{private}");
+    assert!(p.next.scratch_low >= w.floor);
+}

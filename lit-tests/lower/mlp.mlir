@@ -16,19 +16,26 @@
 // CHECK-LABEL: func.func @mlp
 // CHECK: nn.linear {{.*}}ipu.plan = {{.*}}instruction = "f16v4hihov4amp"
 // CHECK: nn.linear {{.*}}ipu.plan = {{.*}}instruction = "f16v4hihov4amp"
-// The first product tile: while LayerNorm runs on the LN tiles, it
-// broadcasts fc1's bias rows into the second halves of fc1's output
-// groups (its initial partials: no bias block in memory), and fc2's bias
-// row over the rows it owns in the bias column (fc2's bias kept as a row
-// per group, not as those rows); then fc1's vertex, then fc2's.
+// The products are small enough to sit side by side: fc2's tiles follow
+// fc1's 12, so each tile keeps one product's weights. The first product
+// tile: while LayerNorm runs on the LN tiles, it broadcasts fc1's bias
+// rows into the second halves of fc1's output groups (its initial
+// partials: no bias block in memory); then fc1's vertex and GELU.
 // CHECK: ipu.tile 0 {
 // CHECK: ipu.inst call lr, @fc1_bias_broadcast_main
-// CHECK-NEXT: ipu.inst call lr, @fc2_bias_broadcast0_main
 // CHECK-NEXT: ipu.inst sync @TEXCH_SYNCZONE_INTERNAL
 // CHECK: ipu.inst put INCOMING_MUX, m2
 // CHECK: ipu.inst put INCOMING_DCOUNT, m1
 // CHECK: ipu.inst runall
 // CHECK: ipu.inst call lr, @fc1_gelu0_main
+// CHECK-NOT: @out0_0_main
+// fc2's first tile: beside LayerNorm, fc2's bias row over the rows it
+// owns in the bias column (fc2's bias kept as a row per group, not as
+// those rows); then fc2's vertex and the owned adds.
+// CHECK: ipu.tile 12 {
+// CHECK: ipu.inst call lr, @fc2_bias_broadcast0_main
+// CHECK-NEXT: ipu.inst sync @TEXCH_SYNCZONE_INTERNAL
+// CHECK: ipu.inst runall
 // CHECK: ipu.inst call lr, @out0_0_main
 // CHECK-NEXT: ipu.inst call lr, @out1_0_main
 // An LN tile: LayerNorm, then sends only.
@@ -80,10 +87,11 @@ func.func @mlp(%x: tensor<12x16xf16>) -> tensor<12x16xf16> {
 // SIM32: output0 {{.*}} f32
 // SIM32: PASS
 // fc1's grid is forced here: the report says so and gives the search's
-// own choice beside it.
+// own choice beside it. fc2's tiles follow fc1's 6 (the two fit side by
+// side).
 // FORCED: fc1: 12x16x32 f16v4hihov4amp + bias, GELU (tanh): grid 6x1 (6 tiles){{.*}} (forced by ipu.plan)
 // FORCED-NEXT: the search's choice: {{.*}}grid 12x1 (12 tiles)
-// FORCED: fc2: {{.*}}grid 12x1 (12 tiles)
+// FORCED: fc2: {{.*}}grid 12x1 (12 tiles from tile 6)
 // FORCED-NOT: forced by ipu.plan
 func.func @mlp_f32_interface(%arg0: tensor<12x16xf32>) -> tensor<12x16xf32> {
   %x = nn.cast %arg0 {to = f16} : tensor<12x16xf32> -> tensor<12x16xf16>

@@ -1129,8 +1129,8 @@ fn plan_attention_window(
         .map(|r| r.bytes)
         .max()
         .unwrap_or(0);
-    let mask = window.region0(plan.layout.core.mask_bytes() as u32);
-    let zeros = window.region0(zero_bytes);
+    let mask = window.region0_beside_rows(plan.layout.core.mask_bytes() as u32);
+    let zeros = window.region0_beside_rows(zero_bytes);
     plan.layout.restore = WindowRestore {
         mask,
         zeros,

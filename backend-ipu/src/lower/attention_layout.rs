@@ -151,10 +151,10 @@ pub(super) fn product_layouts(
         };
         (at, at + bytes)
     };
-    // The LN tiles: x's rows, gamma and beta private, LayerNorm's output
-    // at the top of scratch (the LN tiles run nothing else in the block;
-    // exchange A reads it).
-    let ln = LnRows::with_output_below(base, s.c, machine.sram_end);
+    // The LN tiles: gamma and beta private, LayerNorm's output at the top
+    // of scratch and x's rows in the pair below (the LN tiles run nothing
+    // else in the block; exchange A reads both).
+    let ln = LnRows::with_output_below(base, s.c, machine.sram_end, 2 * machine.element_bytes);
     let w_out = (base + weights.kept_bytes(qk, false))
         .max(vt_end)
         .next_multiple_of(16);
@@ -176,7 +176,8 @@ pub(super) fn product_layouts(
     let transient_bottom = l_qk
         .buffers_bottom()
         .min(vt_bottom)
-        .min(l_out.buffers_bottom());
+        .min(l_out.buffers_bottom())
+        .min(ln.x);
     if transient_bottom < window.scratch_floor() {
         let floor = u64::from(window.scratch_floor());
         let below = |b: u32| floor.saturating_sub(u64::from(b));
@@ -281,8 +282,8 @@ pub(super) fn product_layouts(
     let [residual, sum] = adds[..] else {
         unreachable!("two columns asked for")
     };
-    let states_qkvt = window.region0(v_qk.state_bytes().max(v_vt.state_bytes()) as u32);
-    let states_out = window.region0(v_out.state_bytes() as u32);
+    let states_qkvt = window.region0_beside_rows(v_qk.state_bytes().max(v_vt.state_bytes()) as u32);
+    let states_out = window.region0_beside_rows(v_out.state_bytes() as u32);
     // The broadcast biases' sources: qk's rows and vt's values (FP8) in
     // one place (their tiles are disjoint), out's their own.
     let source = |p: &GemmPlan| BiasBroadcast::source_bytes(&p.vertex(), p.shape.epilogue.per_row);

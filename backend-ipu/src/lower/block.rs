@@ -39,8 +39,9 @@
 //! except fc1's first result where its reduction ends there (an odd
 //! number of rounds), which lies below the inputs (exchange B writes
 //! fc2's input while it reads fc1's result). The LN tiles keep
-//! LayerNorm's output at the top (they run no product); the resident
-//! weights of both products sit at the bottom of interleaved memory.
+//! LayerNorm's output at the top and x's rows in the element pair below
+//! (they run no product); the resident weights of both products sit at
+//! the bottom of interleaved memory.
 //! Region 0 holds the vertex states and, in three different 16 KiB banks
 //! (the add codelet's loads and store each need their own), the residual,
 //! the sum and the bias rows.
@@ -67,7 +68,7 @@ use super::plan::{
 use super::reduce;
 use super::squeeze::{Squeeze, MAX_SQUEEZES};
 pub use super::stream::Weights;
-use super::window::Window;
+use super::window::{Window, ADDS_FULL, ROWS_FULL};
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::broadcast::RowBroadcast;
 use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
@@ -247,8 +248,8 @@ pub struct MlpPlan {
 impl MlpPlan {
     /// Every tile the block uses, ascending.
     pub fn tiles(&self) -> Vec<u32> {
-        let first = self.fc1.first_tile;
-        let mut t: Vec<u32> = (first..first + self.fc1.tiles().max(self.fc2.tiles())).collect();
+        let range = |p: &GemmPlan| p.first_tile..p.first_tile + p.tiles();
+        let mut t: Vec<u32> = range(&self.fc1).chain(range(&self.fc2)).collect();
         t.extend(&self.ln_tiles);
         t.sort_unstable();
         t.dedup();
@@ -468,11 +469,18 @@ pub fn plan_mlp_in(
         let searched = plan("fc1", fc1_shape, grid1, &products, &|_| Ok(()))
             .map_err(|e| (1, e))
             .and_then(|p1| {
+                // A grid whose rows the add columns lack is the closest
+                // only where every grid is refused so: the chain then
+                // widens the columns' room for rows (region 0 a loop's
+                // archive would hold), else memory is what is short.
                 let beside = |p2: &GemmPlan| {
                     let mut w = start;
                     block_layout(shape, (&p1.0, p2, weights), machine, &mut w)
                         .map(|_| ())
-                        .map_err(|(e, missing)| (missing, e))
+                        .map_err(|(e, missing)| {
+                            let columns = e.starts_with(ROWS_FULL) || e.starts_with(ADDS_FULL);
+                            (if columns { u32::MAX } else { missing }, e)
+                        })
                 };
                 plan("fc2", fc2_shape, grid2, &whole_scratch, &beside)
                     .map(|p2| (p1, p2))
@@ -510,7 +518,14 @@ pub fn plan_mlp_in(
             Err((_, e)) => return Err(e),
         };
         squeeze.found();
-        let (fc1, fc2) = (fc1.placed_at(first), fc2.placed_at(first));
+        // Products small enough to sit side by side do: each tile keeps
+        // one product's weights ([`block_layout`]).
+        let fc2_first = if fc1.tiles() + fc2.tiles() <= gemm_tiles {
+            first + fc1.tiles()
+        } else {
+            first
+        };
+        let (fc1, fc2) = (fc1.placed_at(first), fc2.placed_at(fc2_first));
         let mut w = start;
         match block_layout(shape, (&fc1, &fc2, weights), machine, &mut w) {
             Ok(layout) => {
@@ -543,11 +558,10 @@ pub fn plan_mlp_in(
 }
 
 /// Lays out the block's tensors in `window` ([`super::window`]): the
-/// weights (streamed: their homes, [`super::stream`]) and x's rows on the
-/// LN tiles private, x at the weights' addresses (other tiles; x is
-/// written by the host or the exchange before the block); the products'
-/// buffers, streamed weights and LayerNorm's output shared scratch from
-/// the top; the residual, sum and fc2's bias rows in
+/// weights (streamed: their homes, [`super::stream`]) private; the
+/// products' buffers, streamed weights, LayerNorm's output and x's rows
+/// on the LN tiles (written by the host or the exchange before the block)
+/// shared scratch from the top; the residual, sum and fc2's bias rows in
 /// the add columns; the vertex states, gamma, beta, fc1's bias rows
 /// (broadcast into its initial partials beside LayerNorm,
 /// [`BiasRows::Early`]) and fc2's bias (a row per output group, broadcast
@@ -562,33 +576,44 @@ pub fn block_layout(
     let (fc1, fc2) = (fc1_plan, fc2_plan);
     let (v1, v2) = (fc1.vertex(), fc2.vertex());
     let private_start = window.base;
-    // Each product's weights, or with them streamed its home piece.
+    // Each product's weights, or with them streamed its home piece, and
+    // fc1's bias (a block of initial partials, or rows it broadcasts);
+    // where the products' tiles are disjoint ([`plan_mlp_in`]), fc2's at
+    // the same addresses as fc1's.
     let w1 = window.private(weights.kept_bytes(fc1, false));
-    let w2 = window.private(weights.kept_bytes(fc2, false));
-    // fc1's bias: a block of initial partials, or rows it broadcasts.
     let bias1 = (v1.bias_bytes() > 0).then(|| window.private(v1.bias_bytes() as u32));
+    let w2 = if disjoint(fc1, fc2) {
+        let kept = weights.kept_bytes(fc2, false);
+        window.base = window.base.max(private_start.next_multiple_of(16) + kept);
+        private_start.next_multiple_of(16)
+    } else {
+        window.private(weights.kept_bytes(fc2, false))
+    };
     let row_bytes = shape.c * 2;
     let ln_bytes = (LN_ROWS * row_bytes + 16).next_multiple_of(16);
-    // x's rows on the LN tiles, at the same addresses as the products'
-    // weights on theirs (the LN tiles run no product: the two sets of
-    // tiles are disjoint, [`plan_mlp_in`]).
-    let x = private_start.next_multiple_of(16);
-    window.base = window.base.max(x + ln_bytes);
     let private_end = window.base;
+    let top = machine.sram_end;
+    // The LN tiles (they run no product: the two sets of tiles are
+    // disjoint, [`plan_mlp_in`]): LayerNorm's output rows at the top of
+    // scratch, x's rows in the element pair below (LayerNorm reads one and
+    // writes the other). The link before the block writes x's rows after
+    // the block before it ran; exchange A reads both.
+    let ln_out = (top - shape.ln_out_bytes()) & !15;
+    let pair = 2 * machine.element_bytes;
+    let x = (ln_out / pair * pair - ln_bytes) & !15;
     // Region 0: the add columns, then the states, gamma and beta.
     let span = owned_rows_bytes(fc2_plan);
     let [residual, sum, bias] = window.adds(span, 3, machine).map_err(|e| (e, 0))?[..] else {
         unreachable!("three columns asked for")
     };
-    let states1 = window.region0(v1.state_bytes() as u32);
-    let states2 = window.region0(v2.state_bytes() as u32);
+    let states1 = window.region0_beside_rows(v1.state_bytes() as u32);
+    let states2 = window.region0_beside_rows(v2.state_bytes() as u32);
     let vec_bytes = (row_bytes + 8).next_multiple_of(8);
-    let gamma = window.region0(vec_bytes);
-    let beta = window.region0(vec_bytes);
+    let gamma = window.region0_beside_rows(vec_bytes);
+    let beta = window.region0_beside_rows(vec_bytes);
     let bias_rows1 = v1.bias_in_output.then(|| window.region0(v1.n_groups * 32));
     let bias_src = window.region0(v2.n_groups * 32);
     let tensors_start = window.region0;
-    let top = machine.sram_end;
     // The products' buffers from the top ([`ReductionPlace::UnderOutput`]):
     // Y at the top (fc1's, then fc2's over it: exchange B has read fc1's
     // result by then), the streamed weights right below it (fc1's in
@@ -624,9 +649,11 @@ pub fn block_layout(
     );
     let Some(bottom) = u64::from(top)
         .checked_sub(under.bottom)
+        .map(|b| b.min(u64::from(x)))
         .filter(|&b| b >= u64::from(window.scratch_floor()))
     else {
-        let streamed = if under.weights > under.output {
+        let gathers = under.weights.iter().any(|&w| w > under.output);
+        let streamed = if gathers {
             " (the weights streamed in among them)".to_string()
         } else {
             String::new()
@@ -637,7 +664,7 @@ pub fn block_layout(
         return Err((format!(
             "the block does not fit a tile's interleaved memory: fc1 and fc2 need {} bytes for their {}, bias and input rows (above {} bytes earlier blocks keep), {} for their outputs, inputs and reductions{streamed}, {total} in all, against {available}{}",
             private_end - private_start,
-            if under.weights > under.output { "weights' home pieces" } else { "weights" },
+            if gathers { "weights' home pieces" } else { "weights" },
             private_start - machine.interleaved_base,
             under.bottom,
             window.floor_note()
@@ -647,14 +674,14 @@ pub fn block_layout(
     let at = |below: u64| top - below as u32;
     // A product's weights: streamed into the layout from its home, else
     // kept.
-    let placed_weights = |p: &GemmPlan, kept: u32| {
+    let placed_weights = |n: usize, p: &GemmPlan, kept: u32| {
         if weights.streams(p) {
-            (at(under.weights), Some(kept))
+            (at(under.weights[n]), Some(kept))
         } else {
             (kept, None)
         }
     };
-    let ((w1, home1), (w2, home2)) = (placed_weights(fc1, w1), placed_weights(fc2, w2));
+    let ((w1, home1), (w2, home2)) = (placed_weights(0, fc1, w1), placed_weights(1, fc2, w2));
     let output = at(under.output);
     let reduction =
         |n: usize| under.reduction[n].map(|[recv, first]| [at(recv), at(first), output]);
@@ -662,7 +689,7 @@ pub fn block_layout(
         weights: w1,
         home: home1,
         states: states1,
-        input: at(under.input),
+        input: at(under.input[0]),
         output,
         codes: None,
         bias: bias1,
@@ -670,13 +697,12 @@ pub fn block_layout(
         reduction: reduction(0),
         tensors_start: 0,
     };
-    let ln_out = (top - shape.ln_out_bytes()) & !15;
     // fc2's bias is added with the residual (no bias block of its own).
     let fc2 = TileLayout {
         weights: w2,
         home: home2,
         states: states2,
-        input: at(under.input),
+        input: at(under.input[1]),
         output,
         codes: None,
         bias: None,
@@ -704,6 +730,11 @@ pub fn block_layout(
         bias_src,
         tensors_start,
     })
+}
+
+/// Whether two products' tiles are disjoint.
+fn disjoint(a: &GemmPlan, b: &GemmPlan) -> bool {
+    a.first_tile + a.tiles() <= b.first_tile || b.first_tile + b.tiles() <= a.first_tile
 }
 
 /// Emits elementwise f16 steps over the rows `(lo, hi)` a product's tile

@@ -55,7 +55,7 @@ use super::plan::GemmPlan;
 use super::pool::{pool_attention, pool_from, PoolMatch};
 use super::pool_head::{emit_pool_in, plan_pool_in, PoolPlan};
 use super::schedule::{schedule, Chunk, Schedule, Transfer};
-use super::window::{Window, ADDS_FULL, ADD_COLUMNS};
+use super::window::{Columns, Window, ADDS_FULL, ADD_COLUMNS, ROWS_FULL};
 use crate::codelets::copy::StridedCopy;
 use crate::codelets::emitter::{inst, op, Emitter};
 
@@ -416,7 +416,7 @@ pub fn plan_chain(
     let most = (machine.interleaved_base - machine.sram_base) / bank / ADD_COLUMNS;
     let keys: Vec<Option<BlockKey>> = chain.blocks.iter().map(ChainBlock::key).collect();
     let repeat = find_repeat(&keys, MAX_PERIOD);
-    let mut stride = bank;
+    let mut columns = Columns::chain(machine);
     let mut archive: u32 = 0;
     let mut sizings = 0;
     let mut floor = machine.interleaved_base;
@@ -431,27 +431,29 @@ pub fn plan_chain(
     // What the chain needs besides its archive, for the weights and add
     // columns it was measured with: the archive's region-0 share and the
     // error of a chain that does not fit both read it.
-    let mut measured: Option<((Weights, u32), Option<Measured>)> = None;
-    let mut measure = |weights: Weights, stride: u32| match measured {
-        Some((key, m)) if key == (weights, stride) => m,
+    let mut measured: Option<((Weights, Columns), Option<Measured>)> = None;
+    let mut measure = |weights: Weights, columns: Columns| match measured {
+        Some((key, m)) if key == (weights, columns) => m,
         _ => {
-            let m = measure_without_archive(chain, machine, (repeat, stride), weights);
-            measured = Some(((weights, stride), m));
+            let m = measure_without_archive(chain, machine, (repeat, columns), weights);
+            measured = Some(((weights, columns), m));
             m
         }
     };
     loop {
         let kept0 = region0.map_or(0, |r0| {
-            region0_room(machine, stride, r0).min(archive.next_multiple_of(bank))
+            region0_room(machine, columns.stride, r0).min(archive.next_multiple_of(bank))
         });
         match plan_blocks(
             chain,
             machine,
-            stride,
+            columns,
             (repeat, Some(archive), kept0),
             (floor, weights),
         ) {
-            Ok(plan) if kept0 > region0_room(machine, stride, plan.region0) && sizings < 8 => {
+            Ok(plan)
+                if kept0 > region0_room(machine, columns.stride, plan.region0) && sizings < 8 =>
+            {
                 // The blocks took more region 0 than measured: the
                 // archive's share of it shrinks. (Past the retries the plan
                 // stands with less room for code than CODE_ROOM; the
@@ -477,14 +479,19 @@ pub fn plan_chain(
                     ),
                 ));
             }
-            Err(Failure::Block(_, e, _)) if e.starts_with(ADDS_FULL) && stride / bank < most => {
-                stride += bank
+            Err(Failure::Block(_, e, _)) if e.contains(ROWS_FULL) => {
+                columns = columns.more_rows();
+            }
+            Err(Failure::Block(_, e, _))
+                if e.contains(ADDS_FULL) && columns.stride / bank < most =>
+            {
+                columns = columns.widened(machine)
             }
             Err(Failure::Archive(bytes)) if sizings < 4 => {
                 archive = bytes;
                 sizings += 1;
                 if region0.is_none() {
-                    region0 = measure(weights, stride).map(|m| m.region0);
+                    region0 = measure(weights, columns).map(|m| m.region0);
                 }
             }
             Err(Failure::Archive(bytes)) => {
@@ -505,8 +512,14 @@ pub fn plan_chain(
                 );
                 resident_failure = Some((k, e, kept, archive));
                 weights = Weights::Streamed;
-                (stride, archive, sizings, floor, floors, region0) =
-                    (bank, 0, 0, machine.interleaved_base, 0, None);
+                (columns, archive, sizings, floor, floors, region0) = (
+                    Columns::chain(machine),
+                    0,
+                    0,
+                    machine.interleaved_base,
+                    0,
+                    None,
+                );
             }
             Err(Failure::Block(k, e, kept)) => {
                 tracing::debug!(
@@ -555,7 +568,7 @@ pub fn plan_chain(
                 // chain needs besides the archive, measured by planning
                 // it as if the archive took nothing.
                 let message = match repeat.filter(|_| archive > 0) {
-                    Some(r) => match measure(weights, stride) {
+                    Some(r) => match measure(weights, columns) {
                         Some(m) => archive_budget(r, (archive, kept0), &m, machine, &block),
                         None => block,
                     },
@@ -584,7 +597,7 @@ struct Measured {
     region0: u32,
 }
 
-/// Plans `chain` (its loop `repeat`, add columns of `stride` bytes to
+/// Plans `chain` (its loop `repeat`, add columns `columns` to
 /// start from) with its weights as `weights` as if the loop's archive
 /// took no memory (widening the add columns and raising the scratch floor
 /// as [`plan_chain`] does): what it needs besides the archive. `None`
@@ -592,14 +605,14 @@ struct Measured {
 fn measure_without_archive(
     chain: &ChainMatch,
     machine: &MachineModel,
-    (repeat, mut stride): (Option<Repeat>, u32),
+    (repeat, mut columns): (Option<Repeat>, Columns),
     weights: Weights,
 ) -> Option<Measured> {
     let bank = machine.element_bytes;
     let most = (machine.interleaved_base - machine.sram_base) / bank / ADD_COLUMNS;
     let mut floor = machine.interleaved_base;
-    for _ in 0..2 * most as usize + 8 {
-        match plan_blocks(chain, machine, stride, (repeat, None, 0), (floor, weights)) {
+    for _ in 0..2 * most as usize + 24 {
+        match plan_blocks(chain, machine, columns, (repeat, None, 0), (floor, weights)) {
             Ok(plan) => {
                 let (_, mem) = plan.repeat.as_ref()?;
                 return Some(Measured {
@@ -611,8 +624,11 @@ fn measure_without_archive(
                 });
             }
             Err(Failure::Floor(end)) if end > floor => floor = end,
-            Err(Failure::Block(_, e, _)) if e.starts_with(ADDS_FULL) && stride / bank < most => {
-                stride += bank
+            Err(Failure::Block(_, e, _)) if e.contains(ROWS_FULL) => columns = columns.more_rows(),
+            Err(Failure::Block(_, e, _))
+                if e.contains(ADDS_FULL) && columns.stride / bank < most =>
+            {
+                columns = columns.widened(machine)
             }
             Err(_) => return None,
         }
@@ -694,7 +710,7 @@ enum Failure {
     Floor(u32),
 }
 
-/// The chain's blocks planned in turn with add columns of `stride` bytes,
+/// The chain's blocks planned in turn with add columns `columns`,
 /// `repeat`'s body once with `archive` bytes set aside for its later
 /// layers' constants (`None`: as if they took no memory, to measure what
 /// the chain needs besides them; the plan is not one to lower), up to
@@ -704,12 +720,12 @@ enum Failure {
 fn plan_blocks(
     chain: &ChainMatch,
     machine: &MachineModel,
-    stride: u32,
+    columns: Columns,
     (repeat, archive, kept0): (Option<Repeat>, Option<u32>, u32),
     (floor, weights): (u32, Weights),
 ) -> Result<ChainPlan, Failure> {
     let range = (0, machine.tiles);
-    let mut window = Window::shared_below(machine, stride, kept0);
+    let mut window = Window::shared_below(machine, columns, kept0);
     window.floor = floor;
     let start = window;
     // One run of slots across the regions' boundary: the copies read
@@ -757,7 +773,7 @@ fn plan_blocks(
             "block {k} planned: private memory {} bytes from 0x{:x}, private region 0 {} bytes, scratch from 0x{:x}",
             window.base - before.base,
             before.base,
-            before.region0 - window.region0,
+            window.region0_taken_since(&before),
             window.scratch_low
         );
         plans.push(planned);

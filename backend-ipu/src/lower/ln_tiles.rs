@@ -203,9 +203,9 @@ impl LnTiles<'_> {
     }
 }
 
-/// Where an LN tile keeps its tensors when they are all private memory
-/// from `base` ([`super::window`]): x's [`LN_ROWS`] rows of `c` f16
-/// values, LayerNorm's output rows, gamma and beta; and the end.
+/// Where an LN tile keeps its tensors ([`super::window`]): x's
+/// [`LN_ROWS`] rows of `c` f16 values, LayerNorm's output rows, gamma and
+/// beta; and the end of the private ones.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LnRows {
     /// x's rows.
@@ -221,18 +221,23 @@ pub struct LnRows {
 }
 
 impl LnRows {
-    /// x's rows, gamma and beta of `c` channels private from `base`, and
-    /// LayerNorm's output rows in scratch right below `top` (where the
-    /// block's exchange reads them before anything else on the LN tiles
-    /// uses the scratch); `end` is the private part's.
-    pub fn with_output_below(base: u32, c: u32, top: u32) -> Self {
+    /// gamma and beta of `c` channels private from `base`; LayerNorm's
+    /// output rows in scratch right below `top`, and x's rows in scratch
+    /// right below the element pair (`pair` bytes) of the output's first
+    /// byte (LayerNorm reads one and writes the other; they share no
+    /// pair). The link before the block writes x's rows after the block
+    /// before it ran, and the block's exchange reads both before anything
+    /// else on the LN tiles uses the scratch. `end` is the private part's
+    /// end; x's rows are the lowest scratch.
+    pub fn with_output_below(base: u32, c: u32, top: u32, pair: u32) -> Self {
         let row_bytes = c * 2;
-        let x = base;
-        let gamma = (x + LN_ROWS * row_bytes + 16).next_multiple_of(16);
+        let ln_out = (top - LN_ROWS * row_bytes - 16) & !15;
+        let x = (ln_out / pair * pair - LN_ROWS * row_bytes - 16) & !15;
+        let gamma = base.next_multiple_of(16);
         let beta = gamma + row_bytes.next_multiple_of(8);
         LnRows {
             x,
-            ln_out: (top - LN_ROWS * row_bytes - 16) & !15,
+            ln_out,
             gamma,
             beta,
             end: beta + row_bytes.next_multiple_of(8),

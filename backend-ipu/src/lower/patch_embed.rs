@@ -568,7 +568,7 @@ pub fn plan_patch_in(
         ));
     }
     window.use_scratch(shared_bottom);
-    lay.states = window.region0(v.state_bytes() as u32);
+    lay.states = window.region0_beside_rows(v.state_bytes() as u32);
     lay.tensors_start = window.region0;
     Ok(PatchPlan {
         shape,

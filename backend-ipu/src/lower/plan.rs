@@ -122,23 +122,28 @@ pub struct UnderOutputProduct<'a> {
 
 /// Where [`ReductionPlace::UnderOutput`] lays out products that run one
 /// after another in the same memory: bytes below the top of memory of
-/// each piece's address (Y's, the weights', X's, each product's receive
+/// each piece's address (Y's, and each product's weights', X's, receive
 /// and first result buffers) and of the lowest byte used. Y at the top of
-/// the largest output's pairs, the weights right below the largest
-/// output, X right below both (out of every Y's pairs: the AMP reads X and
-/// Y's two halves in one instruction); the receive and first result
-/// buffers right below Y's pairs, 8 mod 16 bytes apart ([`reduction_buffer`]),
-/// except a first result that outlives X, which lies below X (still 8
-/// mod 16 bytes from the receive buffer: a round loads one and stores the
-/// other, [`reduction_buffer`]).
+/// the largest output's pairs (every product's result is live while the
+/// next one's input and weights arrive); each product's weights right
+/// below the largest output, its X right below them and out of its Y's
+/// pairs (the AMP reads X and Y's two halves in one instruction): a
+/// product's weights and input lie over the earlier products' (dead once
+/// their AMP has read them), so each goes only as deep as it needs. The
+/// receive and first result buffers right below the product's Y pairs, 8
+/// mod 16 bytes apart ([`reduction_buffer`]), except a first result that
+/// outlives X, which lies below every product's X (the next product's
+/// input arrives while the block reads the result; still 8 mod 16 bytes
+/// from the receive buffer: a round loads one and stores the other,
+/// [`reduction_buffer`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnderOutput {
     /// Y's address, below the top.
     pub output: u64,
-    /// The weights'.
-    pub weights: u64,
-    /// X's.
-    pub input: u64,
+    /// Each product's weights'.
+    pub weights: Vec<u64>,
+    /// Each product's X's.
+    pub input: Vec<u64>,
     /// Each product's receive and first result buffers (`None`: no K
     /// split).
     pub reduction: Vec<Option<[u64; 2]>>,
@@ -150,14 +155,25 @@ impl UnderOutput {
     /// Lays out `products` ([`UnderOutputProduct`]).
     pub fn of(products: &[UnderOutputProduct], machine: &MachineModel) -> Self {
         let past = u64::from(AmpBlock::READ_PAST_BYTES);
-        let max =
-            |f: &dyn Fn(&UnderOutputProduct) -> u64| products.iter().map(f).max().unwrap_or(0);
-        let used = max(&|p| output_used(p.vertex));
-        let span = max(&|p| output_span(p.vertex, machine));
-        let weights = (used + max(&|p| p.weights)).next_multiple_of(16);
-        let input =
-            weights.max(span) + max(&|p| (p.vertex.input_bytes() + past).next_multiple_of(16));
-        let mut bottom = input;
+        let used = products
+            .iter()
+            .map(|p| output_used(p.vertex))
+            .max()
+            .unwrap_or(0);
+        let weights: Vec<u64> = products
+            .iter()
+            .map(|p| (used + p.weights).next_multiple_of(16))
+            .collect();
+        let input: Vec<u64> = products
+            .iter()
+            .zip(&weights)
+            .map(|(p, &w)| {
+                w.max(output_span(p.vertex, machine))
+                    + (p.vertex.input_bytes() + past).next_multiple_of(16)
+            })
+            .collect();
+        let deepest_input = input.iter().copied().max().unwrap_or(0);
+        let mut bottom = deepest_input;
         let reduction = products
             .iter()
             .map(|p| {
@@ -165,12 +181,14 @@ impl UnderOutput {
                 if buf == 0 {
                     return None;
                 }
+                let span = output_span(p.vertex, machine);
                 let recv = span + buf;
                 let first = if p.keeps_result && !reduction_ends_in_output(p.grid_k) {
-                    // Below X and the receive buffer, 8 mod 16 bytes from
-                    // the receive buffer (`recv` is a multiple of 16).
+                    // Below every X and the receive buffer, 8 mod 16
+                    // bytes from the receive buffer (`recv` is a multiple
+                    // of 16).
                     let rows = reduction_rows_bytes(p.vertex, p.grid_k) + past;
-                    (input.max(recv) + rows).next_multiple_of(16) + 8
+                    (deepest_input.max(recv) + rows).next_multiple_of(16) + 8
                 } else {
                     recv - first_result_offset(p.vertex, p.grid_k)
                 };
@@ -1142,8 +1160,8 @@ mod tests {
                 };
                 let u = UnderOutput::of(&[product], &m);
                 assert!(u.output >= v.output_bytes());
-                assert!(u.weights - v.weight_bytes() >= u.output);
-                assert!(u.input - v.input_bytes() >= u.weights.max(span));
+                assert!(u.weights[0] - v.weight_bytes() >= u.output);
+                assert!(u.input[0] - v.input_bytes() >= u.weights[0].max(span));
                 let [recv, first] = u.reduction[0].expect("a K split");
                 assert!(recv - rows >= span, "k = {k}");
                 // Addresses are the top less these: the first result's is
@@ -1151,11 +1169,11 @@ mod tests {
                 let apart = i128::from(recv) - i128::from(first);
                 assert_eq!(apart.rem_euclid(16), 8, "k = {k}");
                 if keeps_result && !reduction_ends_in_output(k) {
-                    assert!(first - rows >= u.input.max(recv), "k = {k}");
+                    assert!(first - rows >= u.input[0].max(recv), "k = {k}");
                 } else {
                     assert!(first - rows >= span && first <= recv - rows, "k = {k}");
                 }
-                assert_eq!(u.bottom, u.input.max(recv).max(first));
+                assert_eq!(u.bottom, u.input[0].max(recv).max(first));
                 let place = ReductionPlace::UnderOutput { keeps_result };
                 assert_eq!(tile_bytes(&v, k, place, &m).0, u.bottom);
             }

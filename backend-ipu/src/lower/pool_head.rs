@@ -71,10 +71,12 @@ use super::block::{encode_f16, positions, LN_ROWS};
 use super::block_exchange::{owned_global, round_robin, weight_panel_transfers};
 use super::codegen::{
     append_host_tensors, constant_tensor, emit_launches, launch_cycles, layout,
-    replicated_constant, Calls, Constants, Frame, PlacedGemm, TileLayout,
+    replicated_constant, Calls, Constants, Frame, PlacedGemm, TileLayout, WeightCodes,
 };
 use super::ln_tiles::{layer_norm_reference, LnOutput, LnTiles};
-use super::plan::{output_span, plan_gemm, whole_pairs, Epilogue, GemmPlan, GemmShape};
+use super::plan::{
+    plan_gemm, Epilogue, GemmPlan, GemmShape, ReductionPlace, UnderOutput, UnderOutputProduct,
+};
 use super::schedule::{schedule, Chunk, Schedule, Transfer};
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::cast::{Cast, CastKind};
@@ -180,11 +182,13 @@ impl HeldPool {
     }
 }
 
-/// A head tile's tensors, all scratch from the top of memory down: the
-/// product's output and input (the probabilities) in element pairs of
-/// their own, the scores' row, and the value panels below it (exchange B
-/// writes every panel byte the product reads: each head's value channels,
-/// padded ones included, for every token group, padding tokens included).
+/// A head tile's tensors, all scratch from the top of memory down
+/// ([`UnderOutput`]): the product's output, the value panels right below
+/// it in its element pairs' slack (exchange B writes every panel byte the
+/// product reads: each head's value channels, padded ones included, for
+/// every token group, padding tokens included), the product's input (the
+/// probabilities) below both and out of the output's pairs, and the
+/// scores' row below it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeadTile {
     /// The scores, `[m16]` f16.
@@ -218,24 +222,37 @@ impl HeadTile {
             bias: None,
             bias_in_output: false,
         };
-        values.output = machine.sram_end - output_span(&values, machine) as u32;
-        values.input = values.output - whole_pairs(values.input_bytes(), machine) as u32;
-        // The softmax reads 8 bytes past its input.
-        let scores = (values.input - tokens_padded(s) * 2 - 16) & !15;
-        let below = u64::from(scores)
-            .checked_sub(values.weight_bytes())
-            .filter(|&w| w >= u64::from(base));
-        if let Some(w) = below {
-            values.weights = (w as u32) & !15;
-        }
-        if below.is_none() || values.weights < base {
+        // Y at the top, the value panels below it in its pairs' slack (the
+        // supervisor alone reads them), the probabilities below both and
+        // out of Y's pairs (the AMP reads X and Y's two halves in one
+        // instruction), the scores right below them.
+        let under = UnderOutput::of(
+            &[UnderOutputProduct {
+                vertex: &values,
+                grid_k: 1,
+                weights: values.weight_bytes(),
+                keeps_result: false,
+            }],
+            machine,
+        );
+        // The softmax reads 8 bytes past its input: the scores end 16
+        // bytes below it.
+        let scores_below =
+            (under.input[0] + u64::from(tokens_padded(s)) * 2 + 16).next_multiple_of(16);
+        let room = u64::from(machine.sram_end - base);
+        if scores_below > room {
             return Err(format!(
-                "a head tile does not fit: one head's value panels take {} bytes and its scores, probabilities and output {} against {} bytes of interleaved memory",
+                "a head tile does not fit: one head's value panels take {} bytes and its scores, probabilities and output {} against {room} bytes of interleaved memory",
                 values.weight_bytes(),
-                machine.sram_end - scores,
-                machine.sram_end - base
+                scores_below - values.weight_bytes()
             ));
         }
+        // Every offset is at most `scores_below`, which fits below the top.
+        let at = |offset: u64| machine.sram_end - offset as u32;
+        values.output = at(under.output);
+        values.weights = at(under.weights[0]);
+        values.input = at(under.input[0]);
+        let scores = at(scores_below);
         let tile = HeadTile { scores, values };
         tile.values.validate().map_err(|e| e.to_string())?;
         tile.softmax().validate().map_err(|e| e.to_string())?;
@@ -451,12 +468,19 @@ impl PoolPlan {
             exchange_a: a.cycles,
             sv: launch_cycles(self.sv_rounding().as_slice(), machine)? + est(&self.sv),
             exchange_b: b.cycles,
-            heads: self.layout.head.estimate(machine)?
-                + launch_cycles(&self.head_roundings(), machine)?,
+            heads: (self.layout.head.estimate(machine)?
+                + launch_cycles(&self.head_roundings(), machine)?)
+            .max(launch_cycles(self.out_widening().as_slice(), machine)? + call_cycles(machine)),
             exchange_c: c.cycles,
             out: est(&self.out),
             sync: u64::from(self.syncs()) * u64::from(machine.sync_latency),
         })
+    }
+
+    /// FP8: the widening of out's weights from their codes on an out
+    /// tile, while the head tiles run ([`super::codegen::PlacedGemm::widen`]).
+    pub fn out_widening(&self) -> Option<Cast> {
+        self.placed()[1].widen()
     }
 
     /// The zero fill of the padding tokens' rows of sv's weights (its
@@ -562,9 +586,10 @@ fn plan_on(
 /// `weights` streamed, sv's constant input is kept once per grid column
 /// set and gathered before sv ([`PoolLayout::sv_input_home`]), and the
 /// LN tiles take as many rows each ([`PoolPlan::ln_rows`], 1 to
-/// [`LN_ROWS`]) as leave the least private memory a tile (so400m: their
-/// kept rows are the block's largest private share at 6 a tile; ties
-/// take more rows, fewer LN tiles).
+/// [`LN_ROWS`]), and out a quarter or a third of the products' tiles, as
+/// leave the least private memory a tile (so400m: 2 rows a tile, and out
+/// on a third, where its weights in K parts of 4 keep 10 KB a tile
+/// instead of 20; ties take more rows, fewer LN tiles, and a quarter).
 pub fn plan_pool_in(
     shape: PoolShape,
     whole: &MachineModel,
@@ -573,29 +598,32 @@ pub fn plan_pool_in(
     weights: Weights,
 ) -> Result<PoolPlan, String> {
     if weights == Weights::Resident {
-        return plan_pool_rows(shape, whole, range, window, (weights, LN_ROWS));
+        return plan_pool_rows(shape, whole, range, window, (weights, LN_ROWS, 4));
     }
     let mut best: Option<PoolPlan> = None;
     let mut first_err = None;
     for rows in (1..=LN_ROWS).rev() {
-        match plan_pool_rows(shape, whole, range, window, (weights, rows)) {
-            Ok(p) if best.as_ref().is_none_or(|b| p.next.base < b.next.base) => best = Some(p),
-            Ok(_) => {}
-            Err(e) => {
-                first_err.get_or_insert(e);
+        for out_share in [4, 3] {
+            match plan_pool_rows(shape, whole, range, window, (weights, rows, out_share)) {
+                Ok(p) if best.as_ref().is_none_or(|b| p.next.base < b.next.base) => best = Some(p),
+                Ok(_) => {}
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
             }
         }
     }
     best.ok_or_else(|| first_err.unwrap_or_default())
 }
 
-/// [`plan_pool_in`] with `ln_rows` rows per LN tile.
+/// [`plan_pool_in`] with `ln_rows` rows per LN tile, out on one
+/// `out_share`th of the products' tiles.
 fn plan_pool_rows(
     shape: PoolShape,
     whole: &MachineModel,
     (first, count): (u32, u32),
     mut window: Window,
-    (weights, ln_rows): (Weights, u32),
+    (weights, ln_rows, out_share): (Weights, u32, u32),
 ) -> Result<PoolPlan, String> {
     // The products' search sees the interleaved memory earlier blocks
     // left.
@@ -628,7 +656,15 @@ fn plan_pool_rows(
         bias: true,
         ..Epilogue::default()
     };
-    let out_tiles = (avail / 4).max(1);
+    let out_tiles = (avail / out_share).max(1);
+    // Streamed, sv's input is scratch too: the three buffers laid out
+    // under its output ([`UnderOutput`]).
+    let sv_place = match weights {
+        Weights::Streamed => ReductionPlace::UnderOutput {
+            keeps_result: false,
+        },
+        Weights::Resident => ReductionPlace::default(),
+    };
     let sv = plan_on(
         "sv",
         GemmShape {
@@ -636,7 +672,10 @@ fn plan_pool_rows(
             k: s.c,
             n: tokens_padded(s),
             variant: f16,
-            epilogue: with_bias,
+            epilogue: Epilogue {
+                reduction: sv_place,
+                ..with_bias
+            },
         },
         machine,
         (first, avail - out_tiles),
@@ -670,8 +709,6 @@ fn plan_pool_rows(
     let below_input = l_sv.bias.map_or(base, |b| after(b, v_sv.bias_bytes()));
     let sv_input_home = (weights == Weights::Streamed && sv.grid_cols > 1).then_some(below_input);
     let sv_end = match sv_input_home {
-        // The input stays where `layout` put it: whole element pairs in
-        // scratch, below Y.
         Some(home) => after(home, u64::from(sv_input_piece(&sv))),
         None => {
             // sv's input starts an element pair of its own: the AMP loads
@@ -682,23 +719,73 @@ fn plan_pool_rows(
             after(l_sv.input, v_sv.input_bytes())
         }
     };
+    // FP8: out's weights (values on the FP8 grid) kept as codes, one byte
+    // each, and widened to f16 below out's buffers while the head tiles
+    // run.
+    let out_codes = s.fp8.and_then(|f| f.out_scale);
+    let out_kept = match out_codes {
+        Some(_) => v_out.weight_bytes() / 2,
+        None => v_out.weight_bytes(),
+    };
     l_out.weights = base;
-    l_out.bias = v_out.bias.map(|_| after(base, v_out.weight_bytes()));
+    l_out.bias = v_out.bias.map(|_| after(base, out_kept));
     let out_end = match l_out.bias {
         Some(b) => after(b, v_out.bias_bytes()),
-        None => after(base, v_out.weight_bytes()),
+        None => after(base, out_kept),
+    };
+    let out_bottom = match out_codes {
+        Some(scale) => {
+            l_out.codes = Some(WeightCodes { at: base, scale });
+            l_out.weights = l_out
+                .buffers_bottom()
+                .saturating_sub(v_out.weight_bytes() as u32)
+                & !15;
+            l_out.weights
+        }
+        None => l_out.buffers_bottom(),
     };
     let ln = LnRows::at(base, s.c, ln_rows);
     let private_end = sv_end.max(out_end).max(ln.end);
     let sv_bottom = match sv_input_home {
-        Some(_) => l_sv.buffers_bottom(),
-        None => l_sv.results_bottom(),
+        Some(_) => {
+            // Y at the top, the weights (LayerNorm's rows) in its pairs'
+            // slack, the gathered input below both and out of Y's pairs,
+            // the reduction's buffers over the input and the weights.
+            let under = UnderOutput::of(
+                &[UnderOutputProduct {
+                    vertex: &v_sv,
+                    grid_k: sv.grid_k,
+                    weights: v_sv.weight_bytes(),
+                    keeps_result: false,
+                }],
+                whole,
+            );
+            let top = u64::from(whole.sram_end);
+            let at = |offset: u64| top.saturating_sub(offset) as u32;
+            l_sv.output = at(under.output);
+            l_sv.weights = at(under.weights[0]);
+            l_sv.input = at(under.input[0]);
+            l_sv.reduction = under.reduction[0].map(|[r, f]| [at(r), at(f), l_sv.output]);
+            // The AMP loads the input and the bias block (private, at the
+            // base) in one instruction: they must not share an element
+            // pair.
+            let pair = 2 * whole.element_bytes;
+            let bias_end = after(base, v_sv.bias_bytes());
+            if l_sv.bias.is_some() && l_sv.input / pair <= (bias_end - 1) / pair {
+                return Err(format!(
+                    "sv's input at 0x{:x} would share an element pair with its bias block at 0x{base:x}..0x{bias_end:x}",
+                    l_sv.input
+                ));
+            }
+            at(under.bottom)
+        }
+        None => {
+            let bottom = l_sv.results_bottom();
+            l_sv.weights = bottom.saturating_sub(v_sv.weight_bytes() as u32) & !15;
+            l_sv.weights
+        }
     };
-    l_sv.weights = sv_bottom.saturating_sub(v_sv.weight_bytes() as u32) & !15;
-    let shared_bottom = l_sv
-        .weights
-        .min(l_out.buffers_bottom())
-        .min(head.values.weights);
+    let shared_bottom = sv_bottom.min(out_bottom).min(head.values.weights);
     let kept = window.base;
     window.base = private_end;
     if shared_bottom < window.scratch_floor() {
@@ -713,7 +800,7 @@ fn plan_pool_rows(
         ));
     }
     window.use_scratch(shared_bottom);
-    let states = window.region0(v_sv.state_bytes().max(v_out.state_bytes()) as u32);
+    let states = window.region0_beside_rows(v_sv.state_bytes().max(v_out.state_bytes()) as u32);
     l_sv.states = states;
     l_out.states = states;
     l_sv.tensors_start = window.region0;
@@ -979,6 +1066,9 @@ pub fn emit_pool_in(
                 machine,
             )
             .map_err(fail)?;
+        }
+        if at_out.contains_key(&t) {
+            out.emit_widen(&mut e, machine, &mut calls).map_err(fail)?;
         }
         sync(&mut e);
         xcode += c.emit(&mut e, machine, (t, "c"), Some(&mut calls));
