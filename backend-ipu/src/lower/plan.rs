@@ -126,11 +126,11 @@ pub struct UnderOutputProduct<'a> {
 /// and first result buffers) and of the lowest byte used. Y at the top of
 /// the largest output's pairs (every product's result is live while the
 /// next one's input and weights arrive); each product's weights right
-/// below the largest output, its X right below them and out of its Y's
+/// below the largest output, its X right below them and out of those
 /// pairs (the AMP reads X and Y's two halves in one instruction): a
 /// product's weights and input lie over the earlier products' (dead once
 /// their AMP has read them), so each goes only as deep as it needs. The
-/// receive and first result buffers right below the product's Y pairs, 8
+/// receive and first result buffers right below Y's pairs, 8
 /// mod 16 bytes apart ([`reduction_buffer`]), except a first result that
 /// outlives X, which lies below every product's X (the next product's
 /// input arrives while the block reads the result; still 8 mod 16 bytes
@@ -160,6 +160,13 @@ impl UnderOutput {
             .map(|p| output_used(p.vertex))
             .max()
             .unwrap_or(0);
+        // Every product's Y starts `used` below the top: the pairs any Y
+        // touches are the largest output's.
+        let span = products
+            .iter()
+            .map(|p| output_span(p.vertex, machine))
+            .max()
+            .unwrap_or(0);
         let weights: Vec<u64> = products
             .iter()
             .map(|p| (used + p.weights).next_multiple_of(16))
@@ -167,10 +174,7 @@ impl UnderOutput {
         let input: Vec<u64> = products
             .iter()
             .zip(&weights)
-            .map(|(p, &w)| {
-                w.max(output_span(p.vertex, machine))
-                    + (p.vertex.input_bytes() + past).next_multiple_of(16)
-            })
+            .map(|(p, &w)| w.max(span) + (p.vertex.input_bytes() + past).next_multiple_of(16))
             .collect();
         let deepest_input = input.iter().copied().max().unwrap_or(0);
         let mut bottom = deepest_input;
@@ -181,7 +185,6 @@ impl UnderOutput {
                 if buf == 0 {
                     return None;
                 }
-                let span = output_span(p.vertex, machine);
                 let recv = span + buf;
                 let first = if p.keeps_result && !reduction_ends_in_output(p.grid_k) {
                     // Below every X and the receive buffer, 8 mod 16
@@ -1177,6 +1180,47 @@ mod tests {
                 let place = ReductionPlace::UnderOutput { keeps_result };
                 assert_eq!(tile_bytes(&v, k, place, &m).0, u.bottom);
             }
+        }
+    }
+
+    #[test]
+    fn every_input_stays_out_of_the_largest_outputs_pairs() {
+        // so400m's FP8 fc1 (a tile's Y over one element pair) then fc2
+        // (a tile's Y under one), weights resident: both outputs start
+        // where the larger ends below the top, so fc2's X must stay out
+        // of every pair either Y touches, not just out of fc2's own
+        // (the AMP loads X and its partials in one instruction: the
+        // simulator's bank check caught a layout that did not).
+        let m = MachineModel::c600();
+        let grid = |rows, cols, k| Grid { rows, cols, k };
+        let fp8 = |m, k, n| GemmShape {
+            variant: AmpVariant::F8,
+            ..shape(m, k, n)
+        };
+        let fc1 = evaluate(fp8(729, 1152, 4320), grid(7, 45, 4), &m).unwrap();
+        let fc2 = evaluate(fp8(729, 4320, 1152), grid(7, 24, 8), &m).unwrap();
+        let (v1, v2) = (fc1.vertex(), fc2.vertex());
+        assert!(output_used(&v1) > 2 * u64::from(m.element_bytes));
+        let u = UnderOutput::of(
+            &[
+                UnderOutputProduct {
+                    vertex: &v1,
+                    grid_k: 4,
+                    weights: 0,
+                    keeps_result: true,
+                },
+                UnderOutputProduct {
+                    vertex: &v2,
+                    grid_k: 8,
+                    weights: 0,
+                    keeps_result: false,
+                },
+            ],
+            &m,
+        );
+        let span = output_span(&v1, &m).max(output_span(&v2, &m));
+        for (n, v) in [&v1, &v2].into_iter().enumerate() {
+            assert!(u.input[n] - v.input_bytes() >= span, "product {n}");
         }
     }
 
