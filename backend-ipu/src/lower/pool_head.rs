@@ -470,7 +470,10 @@ impl PoolPlan {
             exchange_b: b.cycles,
             heads: (self.layout.head.estimate(machine)?
                 + launch_cycles(&self.head_roundings(), machine)?)
-            .max(launch_cycles(self.out_widening().as_slice(), machine)? + call_cycles(machine)),
+            .max(match self.out_widening() {
+                Some(cast) => launch_cycles(&[cast], machine)? + call_cycles(machine),
+                None => 0,
+            }),
             exchange_c: c.cycles,
             out: est(&self.out),
             sync: u64::from(self.syncs()) * u64::from(machine.sync_latency),
