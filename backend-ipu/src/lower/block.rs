@@ -582,12 +582,12 @@ pub fn block_layout(
     // the same addresses as fc1's.
     let w1 = window.private(weights.kept_bytes(fc1, false));
     let bias1 = (v1.bias_bytes() > 0).then(|| window.private(v1.bias_bytes() as u32));
+    let kept2 = weights.kept_bytes(fc2, false);
     let w2 = if disjoint(fc1, fc2) {
-        let kept = weights.kept_bytes(fc2, false);
-        window.base = window.base.max(private_start.next_multiple_of(16) + kept);
-        private_start.next_multiple_of(16)
+        window.base = window.base.max(w1 + kept2);
+        w1
     } else {
-        window.private(weights.kept_bytes(fc2, false))
+        window.private(kept2)
     };
     let row_bytes = shape.c * 2;
     let ln_bytes = (LN_ROWS * row_bytes + 16).next_multiple_of(16);

@@ -55,7 +55,7 @@ use super::plan::GemmPlan;
 use super::pool::{pool_attention, pool_from, PoolMatch};
 use super::pool_head::{emit_pool_in, plan_pool_in, PoolPlan};
 use super::schedule::{schedule, Chunk, Schedule, Transfer};
-use super::window::{Columns, Window, ADDS_FULL, ADD_COLUMNS, ROWS_FULL};
+use super::window::{Columns, Window, ADD_COLUMNS};
 use crate::codelets::copy::StridedCopy;
 use crate::codelets::emitter::{inst, op, Emitter};
 
@@ -413,7 +413,6 @@ pub fn plan_chain(
     machine: &MachineModel,
 ) -> Result<ChainPlan, Diagnostic> {
     let bank = machine.element_bytes;
-    let most = (machine.interleaved_base - machine.sram_base) / bank / ADD_COLUMNS;
     let keys: Vec<Option<BlockKey>> = chain.blocks.iter().map(ChainBlock::key).collect();
     let repeat = find_repeat(&keys, MAX_PERIOD);
     let mut columns = Columns::chain(machine);
@@ -479,13 +478,10 @@ pub fn plan_chain(
                     ),
                 ));
             }
-            Err(Failure::Block(_, e, _)) if e.contains(ROWS_FULL) => {
-                columns = columns.more_rows();
-            }
-            Err(Failure::Block(_, e, _))
-                if e.contains(ADDS_FULL) && columns.stride / bank < most =>
-            {
-                columns = columns.widened(machine)
+            Err(Failure::Block(_, e, _)) if columns.after_full(&e, machine).is_some() => {
+                columns = columns
+                    .after_full(&e, machine)
+                    .expect("checked by the guard")
             }
             Err(Failure::Archive(bytes)) if sizings < 4 => {
                 archive = bytes;
@@ -624,11 +620,10 @@ fn measure_without_archive(
                 });
             }
             Err(Failure::Floor(end)) if end > floor => floor = end,
-            Err(Failure::Block(_, e, _)) if e.contains(ROWS_FULL) => columns = columns.more_rows(),
-            Err(Failure::Block(_, e, _))
-                if e.contains(ADDS_FULL) && columns.stride / bank < most =>
-            {
-                columns = columns.widened(machine)
+            Err(Failure::Block(_, e, _)) if columns.after_full(&e, machine).is_some() => {
+                columns = columns
+                    .after_full(&e, machine)
+                    .expect("checked by the guard")
             }
             Err(_) => return None,
         }

@@ -155,18 +155,12 @@ impl UnderOutput {
     /// Lays out `products` ([`UnderOutputProduct`]).
     pub fn of(products: &[UnderOutputProduct], machine: &MachineModel) -> Self {
         let past = u64::from(AmpBlock::READ_PAST_BYTES);
-        let used = products
-            .iter()
-            .map(|p| output_used(p.vertex))
-            .max()
-            .unwrap_or(0);
+        let max =
+            |f: &dyn Fn(&UnderOutputProduct) -> u64| products.iter().map(f).max().unwrap_or(0);
+        let used = max(&|p| output_used(p.vertex));
         // Every product's Y starts `used` below the top: the pairs any Y
         // touches are the largest output's.
-        let span = products
-            .iter()
-            .map(|p| output_span(p.vertex, machine))
-            .max()
-            .unwrap_or(0);
+        let span = max(&|p| output_span(p.vertex, machine));
         let weights: Vec<u64> = products
             .iter()
             .map(|p| (used + p.weights).next_multiple_of(16))

@@ -166,6 +166,23 @@ impl Columns {
     pub fn widened(self, machine: &MachineModel) -> Self {
         Self::rows_only(self.stride + machine.element_bytes)
     }
+
+    /// The columns to plan again with after a block's `error`: more room
+    /// for rows after [`ROWS_FULL`], wider columns after [`ADDS_FULL`]
+    /// while region 0 holds them; `None` for any other error (either
+    /// marker may sit inside a longer message: a search that refused
+    /// every grid for it names it as its closest).
+    pub fn after_full(self, error: &str, machine: &MachineModel) -> Option<Self> {
+        let bank = machine.element_bytes;
+        let most = (machine.interleaved_base - machine.sram_base) / bank / ADD_COLUMNS;
+        if error.contains(ROWS_FULL) {
+            Some(self.more_rows())
+        } else if error.contains(ADDS_FULL) && self.stride / bank < most {
+            Some(self.widened(machine))
+        } else {
+            None
+        }
+    }
 }
 
 impl Window {
@@ -515,6 +532,16 @@ mod tests {
             c = c.more_rows();
         }
         assert_eq!(c, Columns::rows_only(m.element_bytes));
+        // A chain plans again with more rows, or wider columns once the
+        // rows have them whole, whatever message carries the marker.
+        let wrapped = |marker: &str| format!("fc2: the closest, grid 1x1: {marker}: ...");
+        let first = Columns::chain(&m);
+        assert_eq!(
+            first.after_full(&wrapped(ROWS_FULL), &m),
+            Some(first.more_rows())
+        );
+        assert_eq!(c.after_full(&wrapped(ADDS_FULL), &m), Some(c.widened(&m)));
+        assert_eq!(c.after_full("no tile grid fits", &m), None);
     }
 
     #[test]
