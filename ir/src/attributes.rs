@@ -272,14 +272,39 @@ pub fn normalize_int(value: i128, ty: &Type) -> i128 {
     }
 }
 
+/// A dictionary's entries, sorted by name.
+type Entries = Vec<(Arc<str>, Attribute)>;
+
 /// A sorted attribute dictionary (names are unique).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Dictionary(Vec<(Arc<str>, Attribute)>);
+///
+/// The entries are shared copy-on-write: cloning a dictionary is one
+/// reference count, and an empty one allocates nothing. Emitted code has
+/// millions of ops whose attributes repeat (a tile's `nop`s, its loads of
+/// the same vertex-state words): their builders hand each op a clone of
+/// one dictionary instead of a copy (`Emitter`'s instruction cache in
+/// `ipuc-backend-ipu`). A mutation copies the entries only while they
+/// are shared.
+#[derive(Clone, Debug, Default)]
+pub struct Dictionary(Option<Arc<Entries>>);
+
+impl PartialEq for Dictionary {
+    fn eq(&self, other: &Self) -> bool {
+        self.entries() == other.entries()
+    }
+}
+
+impl Eq for Dictionary {}
+
+impl std::hash::Hash for Dictionary {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.entries().hash(state)
+    }
+}
 
 impl Dictionary {
     /// An empty dictionary.
     pub fn new() -> Dictionary {
-        Dictionary(Vec::new())
+        Dictionary(None)
     }
     /// Builds from entries; later duplicates win.
     pub fn from_entries(entries: impl IntoIterator<Item = (Arc<str>, Attribute)>) -> Dictionary {
@@ -289,19 +314,27 @@ impl Dictionary {
         }
         d
     }
+    fn entries(&self) -> &[(Arc<str>, Attribute)] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+    /// The entries to change: copied first if another dictionary shares
+    /// them.
+    fn entries_mut(&mut self) -> &mut Entries {
+        Arc::make_mut(self.0.get_or_insert_with(Default::default))
+    }
+    fn find(&self, name: &str) -> Result<usize, usize> {
+        self.entries().binary_search_by(|(k, _)| (**k).cmp(name))
+    }
     /// Looks up an entry.
     pub fn get(&self, name: &str) -> Option<&Attribute> {
-        self.0
-            .binary_search_by(|(k, _)| (**k).cmp(name))
-            .ok()
-            .map(|i| &self.0[i].1)
+        self.find(name).ok().map(|i| &self.entries()[i].1)
     }
     /// Inserts or replaces an entry; returns the previous value.
     pub fn set(&mut self, name: &str, value: Attribute) -> Option<Attribute> {
-        match self.0.binary_search_by(|(k, _)| (**k).cmp(name)) {
-            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, value)),
+        match self.find(name) {
+            Ok(i) => Some(std::mem::replace(&mut self.entries_mut()[i].1, value)),
             Err(i) => {
-                self.0.insert(i, (name.into(), value));
+                self.entries_mut().insert(i, (name.into(), value));
                 None
             }
         }
@@ -309,10 +342,10 @@ impl Dictionary {
     /// [`Dictionary::set`] with a name already shared (readers share the
     /// names they see).
     pub fn set_shared(&mut self, name: &Arc<str>, value: Attribute) -> Option<Attribute> {
-        match self.0.binary_search_by(|(k, _)| (**k).cmp(&**name)) {
-            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, value)),
+        match self.find(name) {
+            Ok(i) => Some(std::mem::replace(&mut self.entries_mut()[i].1, value)),
             Err(i) => {
-                self.0.insert(i, (name.clone(), value));
+                self.entries_mut().insert(i, (name.clone(), value));
                 None
             }
         }
@@ -320,26 +353,38 @@ impl Dictionary {
     /// Moves the entries whose name satisfies `pred` into a dictionary of
     /// their own (both stay sorted; the names move, shared, not copied).
     pub fn split_off_where(&mut self, mut pred: impl FnMut(&str) -> bool) -> Dictionary {
-        Dictionary(self.0.extract_if(.., |(k, _)| pred(k)).collect())
+        if !self.entries().iter().any(|(k, _)| pred(k)) {
+            return Dictionary::new();
+        }
+        let moved: Entries = self
+            .entries_mut()
+            .extract_if(.., |(k, _)| pred(k))
+            .collect();
+        if self.is_empty() {
+            self.0 = None;
+        }
+        Dictionary(Some(Arc::new(moved)))
     }
     /// Removes an entry.
     pub fn remove(&mut self, name: &str) -> Option<Attribute> {
-        match self.0.binary_search_by(|(k, _)| (**k).cmp(name)) {
-            Ok(i) => Some(self.0.remove(i).1),
-            Err(_) => None,
+        let i = self.find(name).ok()?;
+        let removed = self.entries_mut().remove(i).1;
+        if self.is_empty() {
+            self.0 = None;
         }
+        Some(removed)
     }
     /// Entries in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Attribute)> + Clone {
-        self.0.iter().map(|(k, v)| (&**k, v))
+        self.entries().iter().map(|(k, v)| (&**k, v))
     }
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.entries().len()
     }
     /// Whether empty.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.entries().is_empty()
     }
 }
 
@@ -588,6 +633,44 @@ mod tests {
             alignment: 8,
             data: bytes.into(),
         }
+    }
+
+    fn hash_of(d: &Dictionary) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        d.hash(&mut h);
+        h.finish()
+    }
+
+    #[test]
+    fn a_shared_dictionary_copies_its_entries_only_when_changed() {
+        let mut a = Dictionary::new();
+        a.set("b", Attribute::i64(2));
+        a.set("a", Attribute::i64(1));
+        let mut b = a.clone();
+        // A clone shares the entries until one of them changes.
+        assert!(Arc::ptr_eq(a.0.as_ref().unwrap(), b.0.as_ref().unwrap()));
+        assert_eq!(b.set("a", Attribute::i64(7)), Some(Attribute::i64(1)));
+        assert_eq!(
+            a.get("a"),
+            Some(&Attribute::i64(1)),
+            "the original is untouched"
+        );
+        assert_eq!(b.get("a"), Some(&Attribute::i64(7)));
+        assert_eq!(a.iter().map(|(k, _)| k).collect::<Vec<_>>(), ["a", "b"]);
+        // Split off and removed down to nothing, a dictionary equals (and
+        // hashes as) a new one.
+        let moved = b.split_off_where(|k| k == "a");
+        assert_eq!(moved.len(), 1);
+        assert_eq!(b.remove("b"), Some(Attribute::i64(2)));
+        assert_eq!(b.remove("b"), None);
+        assert!(b.is_empty());
+        assert_eq!(b, Dictionary::new());
+        assert_eq!(hash_of(&b), hash_of(&Dictionary::new()));
+        // Splitting off nothing leaves the entries shared.
+        let c = a.clone();
+        assert!(a.split_off_where(|k| k == "z").is_empty());
+        assert!(Arc::ptr_eq(a.0.as_ref().unwrap(), c.0.as_ref().unwrap()));
     }
 
     #[test]

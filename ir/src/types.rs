@@ -174,10 +174,18 @@ impl Type {
     }
     /// Signless integer type `iN`.
     pub fn int(width: u32) -> Type {
-        Type::new(TypeKind::Integer {
-            width,
-            signedness: Signedness::Signless,
-        })
+        let common = common();
+        match width {
+            1 => common.i1.clone(),
+            8 => common.i8.clone(),
+            16 => common.i16.clone(),
+            32 => common.i32.clone(),
+            64 => common.i64.clone(),
+            _ => Type::new(TypeKind::Integer {
+                width,
+                signedness: Signedness::Signless,
+            }),
+        }
     }
     /// `i1`.
     pub fn i1() -> Type {
@@ -193,11 +201,16 @@ impl Type {
     }
     /// `index`.
     pub fn index() -> Type {
-        Type::new(TypeKind::Index)
+        common().index.clone()
     }
     /// A float type.
     pub fn float(kind: FloatKind) -> Type {
-        Type::new(TypeKind::Float(kind))
+        let common = common();
+        match kind {
+            FloatKind::F16 => common.f16.clone(),
+            FloatKind::F32 => common.f32.clone(),
+            _ => Type::new(TypeKind::Float(kind)),
+        }
     }
     /// `f32`.
     pub fn f32() -> Type {
@@ -329,4 +342,40 @@ impl fmt::Display for Type {
         crate::printer::write_type(&mut s, self, None);
         f.write_str(&s)
     }
+}
+
+/// The types every IR mentions constantly (an integer attribute's `i64`,
+/// an index), made once and shared: building one is an allocation, and
+/// emitted code holds millions of integer attributes.
+struct Common {
+    i1: Type,
+    i8: Type,
+    i16: Type,
+    i32: Type,
+    i64: Type,
+    index: Type,
+    f16: Type,
+    f32: Type,
+}
+
+fn common() -> &'static Common {
+    static COMMON: std::sync::OnceLock<Common> = std::sync::OnceLock::new();
+    COMMON.get_or_init(|| {
+        let int = |width| {
+            Type::new(TypeKind::Integer {
+                width,
+                signedness: Signedness::Signless,
+            })
+        };
+        Common {
+            i1: int(1),
+            i8: int(8),
+            i16: int(16),
+            i32: int(32),
+            i64: int(64),
+            index: Type::new(TypeKind::Index),
+            f16: Type::new(TypeKind::Float(FloatKind::F16)),
+            f32: Type::new(TypeKind::Float(FloatKind::F32)),
+        }
+    })
 }

@@ -222,18 +222,27 @@ pub struct Emitter<'c> {
     slots: HashMap<&'static str, u64>,
 }
 
-/// The attributes of `ipu.inst` ops, made once per tile and shared by
-/// every op that has them: a tile's code repeats the same mnemonics and
-/// registers thousands of times (a `nop` per delay cycle), and building
-/// an operand's attribute takes several allocations.
+/// The attributes of `ipu.inst` and `ipu.directive` ops, made once per
+/// tile and shared by every op that has them: a tile's code repeats the
+/// same instructions thousands of times (a `nop` per delay cycle, the
+/// same loads in every launch), and building an operand's attribute
+/// takes several allocations. An instruction seen before gets a clone of
+/// its first occurrence's dictionary (one reference count, see
+/// [`Dictionary`]); a new one is built from the shared operand
+/// attributes.
 struct InstAttrs {
     name: OperationName,
+    directive: OperationName,
     /// Whether `mnemonic` and `operands` are inherent (properties).
     inherent: bool,
-    /// `mnemonic` and `operands`.
-    keys: [Arc<str>; 2],
+    /// Whether a directive's `name` and `args` are.
+    directive_inherent: bool,
+    /// `mnemonic`, `operands`, `name` and `args`.
+    keys: [Arc<str>; 4],
     mnemonics: HashMap<&'static str, Attribute>,
     operands: HashMap<Operand, Attribute>,
+    /// Each instruction's dictionary, by mnemonic and operands.
+    insts: HashMap<(&'static str, Vec<Operand>), Dictionary>,
 }
 
 impl InstAttrs {
@@ -241,46 +250,85 @@ impl InstAttrs {
         let name = ctx.op_name(ipu::INST);
         let inherent = name.is_inherent_attr("mnemonic");
         debug_assert_eq!(inherent, name.is_inherent_attr("operands"));
+        let directive = ctx.op_name(ipu::DIRECTIVE);
+        let directive_inherent = directive.is_inherent_attr("name");
+        debug_assert_eq!(directive_inherent, directive.is_inherent_attr("args"));
         InstAttrs {
             name,
+            directive,
             inherent,
-            keys: [Arc::from("mnemonic"), Arc::from("operands")],
+            directive_inherent,
+            keys: ["mnemonic", "operands", "name", "args"].map(Arc::from),
             mnemonics: HashMap::new(),
             operands: HashMap::new(),
+            insts: HashMap::new(),
         }
     }
 
-    /// The state of `ipu.inst` `i`, as [`build::inst`] makes it.
-    fn state(&mut self, i: Inst, loc: Location) -> OperationState {
-        let mnemonic = self
-            .mnemonics
-            .entry(i.mnemonic)
-            .or_insert_with(|| Attribute::string(i.mnemonic))
-            .clone();
-        let operands = i
-            .operands
-            .into_iter()
-            .map(|o| match self.operands.get(&o) {
-                Some(a) => a.clone(),
-                None => {
-                    let a = o.to_attr();
-                    self.operands.insert(o, a.clone());
-                    a
-                }
-            })
-            .collect();
-        // The names are shared too; they go where `OperationState::attr`
-        // would put them (properties, when the op declares them).
-        let mut attrs = Dictionary::new();
-        attrs.set_shared(&self.keys[0], mnemonic);
-        attrs.set_shared(&self.keys[1], Attribute::array(operands));
-        let mut state = OperationState::new(self.name.clone(), loc);
-        if self.inherent {
+    /// The shared attribute of operand `o`.
+    fn operand(&mut self, o: &Operand) -> Attribute {
+        match self.operands.get(o) {
+            Some(a) => a.clone(),
+            None => {
+                let a = o.to_attr();
+                self.operands.insert(o.clone(), a.clone());
+                a
+            }
+        }
+    }
+
+    /// The operands' list attribute.
+    fn list(&mut self, operands: &[Operand]) -> Attribute {
+        Attribute::array(operands.iter().map(|o| self.operand(o)).collect())
+    }
+
+    /// An op named `name` with `attrs` where `OperationState::attr` would
+    /// put them (properties, when the op declares them).
+    fn with(
+        name: &OperationName,
+        inherent: bool,
+        attrs: Dictionary,
+        loc: Location,
+    ) -> OperationState {
+        let mut state = OperationState::new(name.clone(), loc);
+        if inherent {
             state.properties = Some(attrs);
         } else {
             state.attributes = attrs;
         }
         state
+    }
+
+    /// The state of `ipu.inst` `i`, as [`build::inst`] makes it.
+    fn state(&mut self, i: Inst, loc: Location) -> OperationState {
+        let key = (i.mnemonic, i.operands);
+        let attrs = match self.insts.get(&key) {
+            Some(d) => d.clone(),
+            None => {
+                let mnemonic = self
+                    .mnemonics
+                    .entry(key.0)
+                    .or_insert_with(|| Attribute::string(key.0))
+                    .clone();
+                let operands = self.list(&key.1);
+                let mut attrs = Dictionary::new();
+                attrs.set_shared(&self.keys[0], mnemonic);
+                attrs.set_shared(&self.keys[1], operands);
+                self.insts.insert(key, attrs.clone());
+                attrs
+            }
+        };
+        Self::with(&self.name, self.inherent, attrs, loc)
+    }
+
+    /// The state of `ipu.directive` `.name args`, as [`build::directive`]
+    /// makes it.
+    fn directive_state(&mut self, name: &str, args: &[Operand], loc: Location) -> OperationState {
+        let mut attrs = Dictionary::new();
+        attrs.set_shared(&self.keys[2], Attribute::string(name));
+        let args = self.list(args);
+        attrs.set_shared(&self.keys[3], args);
+        Self::with(&self.directive, self.directive_inherent, attrs, loc)
     }
 }
 
@@ -393,7 +441,8 @@ impl<'c> Emitter<'c> {
 
     /// `.name args`.
     pub fn directive(&mut self, name: &str, args: &[Operand]) {
-        let op = build::directive(self.ctx, name, args, self.loc.clone());
+        let state = self.attrs.directive_state(name, args, self.loc.clone());
+        let op = self.ctx.create_op(state);
         self.append(op);
     }
 

@@ -381,6 +381,10 @@ pub(super) fn rename_labels(
 ) {
     let mut ops = Vec::new();
     walk(ctx, sections, &mut |_, o| ops.push(o));
+    // Each operand list renamed once: the same calls and branches repeat
+    // across a block's code, and the renamed lists are shared as the
+    // emitter shares the originals.
+    let mut renamed_lists: HashMap<Vec<Operand>, Attribute> = HashMap::new();
     for o in ops {
         match ctx.name_str(o) {
             n if n == ipu::LABEL => {
@@ -410,11 +414,20 @@ pub(super) fn rename_labels(
                 if !names_any {
                     continue;
                 }
-                let renamed: Vec<Attribute> = ipu::operands_of(ctx, o)
-                    .into_iter()
-                    .map(|x| rename_operand(x, labels).to_attr())
-                    .collect();
-                ctx.set_attr(o, key, Attribute::array(renamed));
+                let list = ipu::operands_of(ctx, o);
+                let renamed = match renamed_lists.get(&list) {
+                    Some(r) => r.clone(),
+                    None => {
+                        let r = Attribute::array(
+                            list.iter()
+                                .map(|x| rename_operand(x.clone(), labels).to_attr())
+                                .collect(),
+                        );
+                        renamed_lists.insert(list, r.clone());
+                        r
+                    }
+                };
+                ctx.set_attr(o, key, renamed);
             }
             _ => {}
         }
