@@ -193,6 +193,63 @@ fn flash_attention_blocks_match_float64_and_their_estimate() {
 }
 
 #[test]
+fn a_flash_tiles_middle_chunks_share_one_launch() {
+    // 70 tokens of one head in 5 chunks: chunk 0 writes the running
+    // output, chunk 4 holds the masked rest of the keys, and chunks 1..=3
+    // are the same launch (the same buffers, every key real). Each
+    // distinct launch's workers, vertex states and softmax are emitted
+    // once a tile: 3 softmax subroutines, not 5 (so400m's 16 chunks took
+    // 64 KB more a tile before).
+    let s = shape(70, 48, 1);
+    let machine = MachineModel::c600();
+    let plan = plan_attention_forced(s, &machine, (0, machine.tiles), Some((1, 5)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut rng = rand::rngs::StdRng::seed_from_u64(8);
+    let values = AttentionValues::random(s, || rng.random_range(-1.0..1.0));
+    let mut ctx = Context::new(ipuc_dialects::registry());
+    let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
+        .unwrap()
+        .module;
+    let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
+    let ty = Type::tensor(&[70, 48], Type::float(FloatKind::F16));
+    let lowered = emit_attention(
+        &mut ctx,
+        body,
+        &plan,
+        &values.constants,
+        (ty.clone(), ty),
+        &machine,
+        Location::unknown(),
+    )
+    .unwrap_or_else(|d| panic!("{}", d.message));
+    let tile0 = ctx
+        .collect_ops(lowered.executable, ipuc_ir::WalkOrder::PreOrder)
+        .into_iter()
+        .find(|&o| {
+            ctx.name_str(o) == ipuc_dialects::ipu::TILE
+                && ipuc_dialects::ipu::tile_index(&ctx, o) == Some(0)
+        })
+        .expect("tile 0 runs an attention tile");
+    let mut softmaxes: Vec<String> = ctx
+        .collect_ops(tile0, ipuc_ir::WalkOrder::PreOrder)
+        .into_iter()
+        .filter(|&o| ctx.name_str(o) == ipuc_dialects::ipu::LABEL)
+        .filter_map(|o| ctx.attr(o, "sym_name").and_then(|a| a.as_str()))
+        .filter(|l| l.starts_with("attn") && l.ends_with("_softmax_main"))
+        .map(str::to_string)
+        .collect();
+    softmaxes.sort();
+    assert_eq!(
+        softmaxes,
+        [
+            "attn1_softmax_main",
+            "attn4_softmax_main",
+            "attn_softmax_main"
+        ]
+    );
+}
+
+#[test]
 fn fp8_attention_blocks_match_float64_with_the_same_roundings() {
     // qk and vt on the FP8 AMP in their domain, out's weights kept as
     // codes and widened, the attention's output rounded to the FP8 grid:

@@ -220,6 +220,8 @@ pub struct Emitter<'c> {
     attrs: InstAttrs,
     /// Issue slots per mnemonic (the ISA table is searched by name).
     slots: HashMap<&'static str, u64>,
+    /// How many times each [`Emitter::fresh_label`] base was asked for.
+    fresh: HashMap<String, u32>,
 }
 
 /// The attributes of `ipu.inst` and `ipu.directive` ops, made once per
@@ -349,6 +351,7 @@ impl<'c> Emitter<'c> {
             launches: HashMap::new(),
             attrs,
             slots: HashMap::new(),
+            fresh: HashMap::new(),
         }
     }
 
@@ -431,6 +434,21 @@ impl<'c> Emitter<'c> {
     pub fn label(&mut self, name: &str) {
         let op = build::label(self.ctx, name, self.loc.clone());
         self.append(op);
+    }
+
+    /// A name for a local label: `base` the first time this emitter is
+    /// asked for it, `base_N` the N-th time after. Code emitted twice with
+    /// the same tag (a flash-style attention's identical chunks share
+    /// their workers and vertex states, each with its own supervisor
+    /// loop) thus defines each label once.
+    pub fn fresh_label(&mut self, base: &str) -> String {
+        let n = self.fresh.entry(base.to_string()).or_insert(0);
+        let name = match *n {
+            0 => base.to_string(),
+            k => format!("{base}_{k}"),
+        };
+        *n += 1;
+        name
     }
 
     /// A loop head or `rpt` target: a `nop` first if it would be misaligned.

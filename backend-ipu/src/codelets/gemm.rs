@@ -344,7 +344,8 @@ impl TileGemm {
             e.solo(inst("add", [op::m(0), op::m(0), op::imm(panel)]));
             e.solo(inst("add", [op::m(2), op::m(2), op::imm(state_step)]));
         };
-        e.label(&format!(".L{tag}_ng"));
+        let ng = e.fresh_label(&format!(".L{tag}_ng"));
+        e.label(&ng);
         let before = e.issues();
         launch(e, 1);
         let per_launch = e.issues() - before;
@@ -359,11 +360,12 @@ impl TileGemm {
                 "setzi",
                 [op::m(4), op::imm(i64::from(self.k_groups - 2))],
             ));
-            e.label(&format!(".L{tag}_kg"));
+            let kg = e.fresh_label(&format!(".L{tag}_kg"));
+            e.label(&kg);
             launch(e, 6);
-            e.solo(inst("brnzdec", [op::m(4), op::sym(format!(".L{tag}_kg"))]));
+            e.solo(inst("brnzdec", [op::m(4), op::sym(kg)]));
         }
-        e.solo(inst("brnzdec", [op::m(5), op::sym(format!(".L{tag}_ng"))]));
+        e.solo(inst("brnzdec", [op::m(5), op::sym(ng)]));
         Ok(GemmSupervisorCounts {
             setup,
             per_launch,

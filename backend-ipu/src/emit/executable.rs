@@ -174,8 +174,26 @@ fn load_constant(
             .iter()
             .find(|s| s.address < section.end() && section.address < s.end())
         {
+            // Where the program's own sections (its code and data, not
+            // other tensors) reach into the piece, say how far they take.
+            let program_note = if o.name.starts_with(CONSTANT_SECTION_PREFIX) {
+                String::new()
+            } else {
+                let own = || {
+                    image
+                        .sections
+                        .iter()
+                        .filter(|s| !s.name.starts_with(CONSTANT_SECTION_PREFIX))
+                };
+                let lo = own().map(|s| s.address).min().unwrap_or(o.address);
+                let hi = own().map(Section::end).max().unwrap_or(o.end());
+                let bytes: usize = own().map(|s| s.bytes.len()).sum();
+                format!(
+                    ": the tile's code and data take {bytes} bytes in 0x{lo:x}..0x{hi:x}, past the room the memory plan left for them below its tensors (the program is too large for this tile: a plan with less code, such as fewer exchange parts, is needed)"
+                )
+            };
             return Err(err(format!(
-                "piece on tile {} at 0x{:x}..0x{:x} overlaps section `{}` at 0x{:x}..0x{:x}",
+                "piece on tile {} at 0x{:x}..0x{:x} overlaps section `{}` at 0x{:x}..0x{:x}{program_note}",
                 p.tile,
                 section.address,
                 section.end(),

@@ -15,6 +15,7 @@ use super::block_exchange::residual_view;
 use super::codegen::{emit_launches, emit_standalone, Calls, Frame};
 use super::plan::GemmPlan;
 use super::reduce;
+use crate::codelets::attention::TileAttention;
 use crate::codelets::cast::{Cast, CastKind};
 use crate::codelets::elementwise::BinaryOp;
 use crate::codelets::emitter::{inst, op, Emitter};
@@ -211,18 +212,28 @@ pub fn emit_attention_in(
         // part per chunk of keys, each chunk's attention after its part.
         let core_at = at_core.get(&t).copied();
         let roundings = core_at.map_or_else(Vec::new, |(b, kb)| output_roundings(plan, b, kb));
-        let mut parts = Vec::new();
+        // Each distinct attention tile's workers, vertex states and
+        // softmax once: a flash-style tile's chunks between the first and
+        // the last are the same launch (the same buffers, all keys real)
+        // and run the first one's, each with its own supervisor loops.
+        let mut parts: Vec<(String, TileAttention)> = Vec::new();
         let combine = core_at.and_then(|(b, kb)| plan.combine_on(b, kb));
         for (c, b) in x.b.iter().enumerate() {
-            let tag = chunk_tag("attn", c);
             sync(&mut e);
             xcode += b.emit(&mut e, machine, (t, &chunk_tag("b", c)), Some(&mut calls));
             sync(&mut e);
             if let Some((_, kb)) = core_at {
                 let att = plan.core_of(plan.core.part(kb, c as u32));
+                let tag = match parts.iter().find(|(_, a)| *a == att) {
+                    Some((tag, _)) => tag.clone(),
+                    None => {
+                        let tag = chunk_tag("attn", c);
+                        calls.push((format!("{tag}_softmax"), Box::new(att.softmax())));
+                        parts.push((tag.clone(), att));
+                        tag
+                    }
+                };
                 att.emit_supervisor(&mut e, &tag).map_err(fail)?;
-                calls.push((format!("{tag}_softmax"), Box::new(att.softmax())));
-                parts.push((tag, att));
                 // Flash-style: the chunk folded into the running output
                 // (one subroutine, the same buffers every time).
                 if let (Some(combine), true) = (&combine, c > 0) {
