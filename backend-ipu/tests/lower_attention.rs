@@ -11,7 +11,7 @@ use common::{assert_block_accuracy, cosine_and_rel_l2, run_lowered};
 use ipuc_backend_ipu::codelets::amp::AmpVariant;
 use ipuc_backend_ipu::lower::attention_block::{
     emit_attention, plan_attention, plan_attention_forced, plan_attention_in, reference,
-    AttentionFp8, AttentionPlan, AttentionShape,
+    AttentionConstants, AttentionFp8, AttentionPlan, AttentionShape, LoweredAttention,
 };
 use ipuc_backend_ipu::lower::block::FP8_MAX_REL_L2;
 use ipuc_backend_ipu::lower::block_values::AttentionValues;
@@ -77,6 +77,20 @@ fn run_planned(
     let AttentionValues { x, constants: k } = values;
     let machine = MachineModel::c600();
     let plan = planner(s, &machine);
+    let (ctx, lowered) = lower(s, &plan, &k, &machine);
+    let (y, sim) = run_lowered(&ctx, lowered.executable, machine, &x, s);
+    let (cos, rel) = cosine_and_rel_l2(&y, &reference(s, &x, &k));
+    let cycles = sim.profile().unwrap().total_cycles;
+    (cos, rel, cycles, lowered.estimate.total())
+}
+
+/// The block of `s` planned as `plan`, lowered into a module of its own.
+fn lower(
+    s: AttentionShape,
+    plan: &AttentionPlan,
+    constants: &AttentionConstants,
+    machine: &MachineModel,
+) -> (Context, LoweredAttention) {
     let mut ctx = Context::new(ipuc_dialects::registry());
     let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
         .unwrap()
@@ -89,17 +103,14 @@ fn run_planned(
     let lowered = emit_attention(
         &mut ctx,
         body,
-        &plan,
-        &k,
+        plan,
+        constants,
         (ty.clone(), ty),
-        &machine,
+        machine,
         Location::unknown(),
     )
     .unwrap_or_else(|d| panic!("{}", d.message));
-    let (y, sim) = run_lowered(&ctx, lowered.executable, machine, &x, s);
-    let (cos, rel) = cosine_and_rel_l2(&y, &reference(s, &x, &k));
-    let cycles = sim.profile().unwrap().total_cycles;
-    (cos, rel, cycles, lowered.estimate.total())
+    (ctx, lowered)
 }
 
 fn shape(m: u32, c: u32, heads: u32) -> AttentionShape {
@@ -206,22 +217,7 @@ fn a_flash_tiles_middle_chunks_share_one_launch() {
         .unwrap_or_else(|e| panic!("{e}"));
     let mut rng = rand::rngs::StdRng::seed_from_u64(8);
     let values = AttentionValues::random(s, || rng.random_range(-1.0..1.0));
-    let mut ctx = Context::new(ipuc_dialects::registry());
-    let module = ipuc_ir::parse_source(&mut ctx, "empty.mlir", "module {}")
-        .unwrap()
-        .module;
-    let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
-    let ty = Type::tensor(&[70, 48], Type::float(FloatKind::F16));
-    let lowered = emit_attention(
-        &mut ctx,
-        body,
-        &plan,
-        &values.constants,
-        (ty.clone(), ty),
-        &machine,
-        Location::unknown(),
-    )
-    .unwrap_or_else(|d| panic!("{}", d.message));
+    let (ctx, lowered) = lower(s, &plan, &values.constants, &machine);
     let tile0 = ctx
         .collect_ops(lowered.executable, ipuc_ir::WalkOrder::PreOrder)
         .into_iter()

@@ -352,6 +352,8 @@ impl Dictionary {
     }
     /// Moves the entries whose name satisfies `pred` into a dictionary of
     /// their own (both stay sorted; the names move, shared, not copied).
+    /// Entries shared with another dictionary are copied only when some
+    /// name moves (so `pred` may be asked of a name twice).
     pub fn split_off_where(&mut self, mut pred: impl FnMut(&str) -> bool) -> Dictionary {
         if !self.entries().iter().any(|(k, _)| pred(k)) {
             return Dictionary::new();

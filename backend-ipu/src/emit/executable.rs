@@ -176,15 +176,11 @@ fn load_constant(
         {
             // Where the program's own sections (its code and data, not
             // other tensors) reach into the piece, say how far they take.
-            let program_note = if o.name.starts_with(CONSTANT_SECTION_PREFIX) {
+            let program = |s: &Section| !s.name.starts_with(CONSTANT_SECTION_PREFIX);
+            let program_note = if !program(o) {
                 String::new()
             } else {
-                let own = || {
-                    image
-                        .sections
-                        .iter()
-                        .filter(|s| !s.name.starts_with(CONSTANT_SECTION_PREFIX))
-                };
+                let own = || image.sections.iter().filter(|s| program(s));
                 let lo = own().map(|s| s.address).min().unwrap_or(o.address);
                 let hi = own().map(Section::end).max().unwrap_or(o.end());
                 let bytes: usize = own().map(|s| s.bytes.len()).sum();
