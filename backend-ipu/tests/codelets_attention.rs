@@ -434,8 +434,9 @@ fn a_flash_tile_takes_its_scores_at_the_windows_bottom_where_they_do_not_fit_abo
     let boundary = 0xc8000;
     let window = (boundary - 4096, boundary + 24 * 1024);
     let sizes = (9, 80, 32, 80);
-    let (att, placed) = TileAttention::place(sizes, (0.1, true, 2), window, window.1, &m)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (att, placed) =
+        TileAttention::place(sizes, (0.1, true, 2), window, &[(window.0, window.1)], &m)
+            .unwrap_or_else(|e| panic!("{e}"));
     let pair_of = |a: u32| a / pair;
     assert!(att.s >= window.0 && att.p >= window.0, "{att:?}");
     assert!(
@@ -455,6 +456,15 @@ fn a_flash_tile_takes_its_scores_at_the_windows_bottom_where_they_do_not_fit_abo
     assert!(att.validate().is_ok());
     // One slot (not flash-style): the scores stay above the window, which
     // does not fit here.
-    let err = TileAttention::place(sizes, (0.1, true, 1), window, window.1, &m).unwrap_err();
+    let err = TileAttention::place(sizes, (0.1, true, 1), window, &[(window.0, window.1)], &m)
+        .unwrap_err();
     assert!(err.contains("an attention tile does not fit"), "{err}");
+    // Given a range of its own above the window (the slack above qk's
+    // and vt's results), a flash tile takes S and P there, the window's
+    // tensors from its bottom.
+    let free = (boundary + 2 * pair, boundary + 3 * pair);
+    let (att, _) = TileAttention::place(sizes, (0.1, true, 2), window, &[free, window], &m)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(att.p >= free.0 && att.s < free.1, "{att:?}");
+    assert_eq!(att.k, window.0, "{att:?}");
 }

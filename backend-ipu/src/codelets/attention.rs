@@ -235,7 +235,7 @@ impl TileAttention {
             (rows, head_dim, keys, value_dim),
             (scale, false, 1),
             (machine.interleaved_base, machine.sram_end),
-            machine.sram_end,
+            &[(machine.interleaved_base, machine.sram_end)],
             machine,
         )
         .map(|(att, _)| att)
@@ -247,10 +247,12 @@ impl TileAttention {
     /// keys in chunks, 1 otherwise), placed in interleaved memory: in the
     /// window `[window.0, window.1)` what the exchanges write and the
     /// combination reads (the key and value panels, Q, the mask, O and the
-    /// statistics), from its bottom; right below `compute_top`, above the
-    /// window's element pairs, S and P, which live only while the tile
-    /// computes. With several slots S and P may instead take the window's
-    /// bottom, its tensors starting at the next element pair. Each
+    /// statistics), from its bottom; S and P, which live only while the
+    /// tile computes, right below the top of the first range of `compute`
+    /// (`[lo, hi)`: memory nothing else uses then) that holds them above
+    /// the window's element pairs. With several slots S and P may instead
+    /// take the window's bottom, its tensors starting at the next element
+    /// pair. Each
     /// product's input and output are in different element pairs either
     /// way (the key and value panels, which the supervisor alone loads,
     /// may share them). An error gives the sizes when they do not fit.
@@ -258,7 +260,7 @@ impl TileAttention {
         (rows, head_dim, keys, value_dim): (u32, u32, u32, u32),
         (scale, stats, slots): (f32, bool, u32),
         window: (u32, u32),
-        compute_top: u32,
+        compute: &[(u32, u32)],
         machine: &MachineModel,
     ) -> Result<(Self, Placement), String> {
         let pair = u64::from(2 * machine.element_bytes);
@@ -300,21 +302,21 @@ impl TileAttention {
         let s_bytes = att.scores().output_bytes() + past;
         let p_bytes = att.values().input_bytes() + past;
         let fits_window = |end: u64| end <= u64::from(window.1);
-        // S and P below `compute_top` (their own element pairs), the
-        // window's tensors below P's pair.
-        let above = {
+        // S and P at the top of a `compute` range (their own element
+        // pairs), the window's tensors below P's pair.
+        let above = compute.iter().find_map(|&(lo, hi)| {
             let (at, end) = contents(u64::from(window.0));
-            u64::from(compute_top)
+            u64::from(hi)
                 .checked_sub(s_bytes)
                 .map(|s| s / 16 * 16)
                 .and_then(|s| Some((s, s.checked_sub(p_bytes)? / 16 * 16)))
-                .filter(|&(_, p)| p / pair * pair >= end && fits_window(end))
+                .filter(|&(_, p)| p >= u64::from(lo) && p / pair * pair >= end && fits_window(end))
                 .map(|(s, p)| (at, end, s, p))
-        };
-        // A flash-style tile (S and P below qk's and vt's results, where
-        // the window ends too) may take S and P at the window's bottom
-        // instead, its tensors from the next element pair up: the window
-        // then only has to cross a pair's boundary.
+        });
+        // A flash-style tile (S and P below qk's and vt's results, which
+        // may be no higher than the window's top) may take S and P at the
+        // window's bottom instead, its tensors from the next element pair
+        // up: the window then only has to cross a pair's boundary.
         let below = || {
             let s = u64::from(window.0).next_multiple_of(16);
             let p = after(s, s_bytes - past, 16);
@@ -330,6 +332,7 @@ impl TileAttention {
             } else {
                 String::new()
             };
+            let compute_top = compute.first().map_or(window.1, |&(_, hi)| hi);
             return Err(format!(
                 "an attention tile does not fit: its keys and values take {} bytes, {rows} query rows' Q, mask, output and statistics {}{chunks}, against a window of {} bytes; their scores and probabilities {} (in whole element pairs) above it, below 0x{compute_top:x}",
                 q - k,

@@ -43,6 +43,23 @@ pub fn scoped_section_name(name: &str, scope: &str) -> String {
     format!("{}.{scope}_{}", &name[..last], &name[last + 1..])
 }
 
+/// The scope of block `k` of a chain of lowered blocks: `b{k}`.
+pub fn block_scope(k: usize) -> String {
+    format!("b{k}")
+}
+
+/// The block scope ([`block_scope`]) section `name` was put in, if any:
+/// its last component's prefix up to the first `_` (or the whole
+/// component for a bare kind such as `.data.b2`), where that is `b` and a
+/// block's number.
+pub fn section_block(name: &str) -> Option<&str> {
+    let kind_end = name[1..].find('.')? + 1;
+    let last = &name[kind_end..][name[kind_end..].rfind('.')? + 1..];
+    let scope = last.split('_').next()?;
+    let digits = scope.strip_prefix('b')?;
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(scope)
+}
+
 /// Puts `sections` (ops of one tile body) into scope `scope`, as the
 /// module doc says.
 pub fn scope_sections(ctx: &mut Context, sections: &[OpId], scope: &str) {
@@ -81,5 +98,32 @@ mod tests {
             scoped_section_name(".interleaved.x", "b0"),
             ".interleaved.b0_x"
         );
+    }
+
+    #[test]
+    fn a_sections_block_is_read_back_from_its_scoped_name() {
+        for (name, k) in [
+            (".text.main", 0),
+            (".text.layernorm_f16_worker.ln", 12),
+            (".data", 55),
+        ] {
+            let scoped = scoped_section_name(name, &block_scope(k));
+            assert_eq!(
+                section_block(&scoped),
+                Some(block_scope(k).as_str()),
+                "{scoped}"
+            );
+        }
+        // Unscoped names, and prefixes that are not a block's number.
+        for name in [
+            ".text.main",
+            ".data",
+            ".text.bias_main",
+            ".data.b",
+            ".data.bx_1",
+            "x",
+        ] {
+            assert_eq!(section_block(name), None, "{name}");
+        }
     }
 }

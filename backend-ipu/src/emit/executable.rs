@@ -13,12 +13,14 @@ use ipuc_ir::attributes::{AttrKind, Attribute};
 use ipuc_ir::{Context, Diagnostic, FloatKind, OpId, TypeKind, WalkOrder};
 
 use super::statements::tile_statements;
+use crate::codelets::scope::section_block;
 use ipuc_ipu_arch::exe::DType;
 use ipuc_ipu_arch::image::Section;
 use ipuc_ipu_arch::{
     asm::assemble_statements, AsmOptions, Executable, HostStream, MachineModel, StreamDirection,
     TensorBinding, TileProgram,
 };
+use std::collections::BTreeMap;
 
 /// The single `ipu.executable` nested in `root` (or `root` itself).
 pub fn find_executable(ctx: &Context, root: OpId) -> Result<OpId, Diagnostic> {
@@ -145,20 +147,27 @@ pub(crate) fn constant_piece_bytes(
 
 /// Adds each piece of constant `tensor` to its tile's image as a data
 /// section `.const.NAME` at the piece's address; a piece on a tile without
-/// a program, or overlapping a section, is an error.
+/// a program, or overlapping a section, is an error. Where a tile's own
+/// code and data reach into a piece, the error says how large the program
+/// is, once a tile and for the first [`SHOWN_OVERFLOWS`] tiles:
+/// `overflowed` records every such tile (with its program's bytes), and
+/// later pieces on them are skipped.
 fn load_constant(
     ctx: &Context,
     tensor: OpId,
     name: &str,
     tiles: &mut [TileProgram],
-) -> Result<(), Diagnostic> {
+    overflowed: &mut BTreeMap<u32, usize>,
+) -> Result<(), Vec<Diagnostic>> {
+    let mut errors = Vec::new();
     let err = |msg: String| Diagnostic::op_error(ctx, tensor, msg);
-    for (p, bytes) in constant_piece_bytes(ctx, tensor)? {
+    for (p, bytes) in constant_piece_bytes(ctx, tensor).map_err(|d| vec![d])? {
         let Some(program) = tiles.iter_mut().find(|t| i64::from(t.tile) == p.tile) else {
-            return Err(err(format!(
+            errors.push(err(format!(
                 "has a piece on tile {}, which has no program",
                 p.tile
             )));
+            return Err(errors);
         };
         let section = Section {
             name: format!("{CONSTANT_SECTION_PREFIX}{name}"),
@@ -168,6 +177,7 @@ fn load_constant(
             bytes,
             modes: Vec::new(),
         };
+        let tile = program.tile;
         let image = &mut program.image;
         if let Some(o) = image
             .sections
@@ -177,34 +187,89 @@ fn load_constant(
             // Where the program's own sections (its code and data, not
             // other tensors) reach into the piece, say how far they take.
             let program = |s: &Section| !s.name.starts_with(CONSTANT_SECTION_PREFIX);
-            let program_note = if !program(o) {
-                String::new()
-            } else {
-                let own = || image.sections.iter().filter(|s| program(s));
-                let lo = own().map(|s| s.address).min().unwrap_or(o.address);
-                let hi = own().map(Section::end).max().unwrap_or(o.end());
-                let bytes: usize = own().map(|s| s.bytes.len()).sum();
-                format!(
-                    ": the tile's code and data take {bytes} bytes in 0x{lo:x}..0x{hi:x}, past the room the memory plan left for them below its tensors (the program is too large for this tile: a plan with less code, such as fewer exchange parts, is needed)"
-                )
-            };
-            return Err(err(format!(
-                "piece on tile {} at 0x{:x}..0x{:x} overlaps section `{}` at 0x{:x}..0x{:x}{program_note}",
+            let overlap = format!(
+                "piece on tile {} at 0x{:x}..0x{:x} overlaps section `{}` at 0x{:x}..0x{:x}",
                 p.tile,
                 section.address,
                 section.end(),
                 o.name,
                 o.address,
                 o.end()
-            )));
+            );
+            if !program(o) {
+                errors.push(err(overlap));
+                return Err(errors);
+            }
+            // The program is too large: said once a tile, for the first
+            // few tiles; the other pieces go on being checked.
+            if overflowed.contains_key(&tile) {
+                continue;
+            }
+            let own = || image.sections.iter().filter(|s| program(s));
+            let lo = own().map(|s| s.address).min().unwrap_or(o.address);
+            let hi = own().map(Section::end).max().unwrap_or(o.end());
+            let bytes: usize = own().map(|s| s.bytes.len()).sum();
+            if overflowed.len() < SHOWN_OVERFLOWS {
+                errors.push(err(format!(
+                    "{overlap}: the tile's code and data take {bytes} bytes in 0x{lo:x}..0x{hi:x}{}, past the room the memory plan left for them below its tensors (the program is too large for this tile: a plan with less code, such as fewer exchange parts, is needed)",
+                    by_block(own())
+                )));
+            }
+            overflowed.insert(tile, bytes);
+            continue;
         }
         let at = image
             .sections
             .partition_point(|s| s.address < section.address);
         image.sections.insert(at, section);
     }
-    Ok(())
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }
+
+/// How a tile's program `sections` divide among the chain's blocks
+/// ([`section_block`]), largest first, and its three largest sections:
+/// ` (by block, bytes: b1 30112, ...; largest sections: .data.b1 9000,
+/// ...)`; empty where no section is a block's.
+fn by_block<'a>(sections: impl Iterator<Item = &'a Section> + Clone) -> String {
+    let mut largest: Vec<&Section> = sections.clone().collect();
+    largest.sort_by_key(|s| (std::cmp::Reverse(s.bytes.len()), s.address));
+    let largest: Vec<String> = largest
+        .iter()
+        .take(3)
+        .map(|s| format!("{} {}", s.name, s.bytes.len()))
+        .collect();
+    let mut blocks: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut scoped = false;
+    for s in sections {
+        let block = section_block(&s.name);
+        scoped |= block.is_some();
+        *blocks
+            .entry(block.unwrap_or("outside any block"))
+            .or_default() += s.bytes.len();
+    }
+    if !scoped {
+        return String::new();
+    }
+    let mut blocks: Vec<(&str, usize)> = blocks.into_iter().collect();
+    blocks.sort_by_key(|&(name, bytes)| (std::cmp::Reverse(bytes), name));
+    let parts: Vec<String> = blocks
+        .iter()
+        .map(|(name, bytes)| format!("{name} {bytes}"))
+        .collect();
+    format!(
+        " (by block, bytes: {}; largest sections: {})",
+        parts.join(", "),
+        largest.join(", ")
+    )
+}
+
+/// Tiles whose programs reach into their tensors that get an error each
+/// ([`load_constant`]); the rest get one summary.
+const SHOWN_OVERFLOWS: usize = 8;
 
 /// The `ipu.tile` ops of `exe` with their tile numbers, in tile order.
 fn tile_ops(ctx: &Context, exe: OpId) -> Vec<(u32, OpId)> {
@@ -358,6 +423,7 @@ pub fn build_executable_on(
     let mut bindings = Vec::new();
     let mut inputs = Vec::new();
     let mut outputs = Vec::new();
+    let mut overflowed = BTreeMap::new();
     for tensor in ipu::body_ops(ctx, exe) {
         if ctx.name_str(tensor) != ipu::TENSOR {
             continue;
@@ -379,8 +445,8 @@ pub fn build_executable_on(
             .and_then(Attribute::as_str)
             .and_then(TensorDirection::parse);
         if direction == Some(TensorDirection::Constant) {
-            if let Err(d) = load_constant(ctx, tensor, &name, &mut tiles) {
-                diags.push(d);
+            if let Err(d) = load_constant(ctx, tensor, &name, &mut tiles, &mut overflowed) {
+                diags.extend(d);
             }
             continue;
         }
@@ -405,6 +471,20 @@ pub fn build_executable_on(
             Some(TensorDirection::Output) => outputs.push(stream(StreamDirection::DeviceToHost)),
             _ => {}
         }
+    }
+    if overflowed.len() > SHOWN_OVERFLOWS {
+        let (tile, bytes) = overflowed
+            .iter()
+            .max_by_key(|&(&t, &b)| (b, std::cmp::Reverse(t)))
+            .expect("more than shown");
+        diags.push(Diagnostic::error(
+            ctx.loc(exe).clone(),
+            format!(
+                "{} more tiles' code and data reach into their tensors, {} in all, the most {bytes} bytes on tile {tile} (errors for the first {SHOWN_OVERFLOWS} above)",
+                overflowed.len() - SHOWN_OVERFLOWS,
+                overflowed.len()
+            ),
+        ));
     }
     if !diags.is_empty() {
         return Err(diags);

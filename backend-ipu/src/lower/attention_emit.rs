@@ -155,9 +155,13 @@ pub fn emit_attention_in(
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
     let mut add_cycles = 0u64;
     let mut exchange_code_bytes_max = 0;
+    // The tile with the most exchange code, its bytes by exchange (A, B,
+    // D, C and the products' reduction rounds), for the debug log.
+    let mut busiest = (0, [0; 5]);
     for &t in &tiles {
         let mut e = frame.open_tile(ctx, t, &loc);
         let mut xcode = 0;
+        let mut by_exchange = [0; 5];
         let mut calls = Calls::new();
         ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
         let restore = restores.get(&t).map_or(&[][..], Vec::as_slice);
@@ -182,7 +186,8 @@ pub fn emit_attention_in(
         };
         beside_ln = beside_ln.max(first.map_err(fail)? + broadcast.map_err(fail)?);
         sync(&mut e);
-        xcode += x.a.emit(&mut e, machine, (t, "a"), Some(&mut calls));
+        by_exchange[0] = x.a.emit(&mut e, machine, (t, "a"), Some(&mut calls));
+        xcode += by_exchange[0];
         sync(&mut e);
         // qk and vt on their tiles, the rounds of the one with fewer
         // padded with syncs.
@@ -220,7 +225,9 @@ pub fn emit_attention_in(
         let combine = core_at.and_then(|(b, kb)| plan.combine_on(b, kb));
         for (c, b) in x.b.iter().enumerate() {
             sync(&mut e);
-            xcode += b.emit(&mut e, machine, (t, &chunk_tag("b", c)), Some(&mut calls));
+            let bytes = b.emit(&mut e, machine, (t, &chunk_tag("b", c)), Some(&mut calls));
+            by_exchange[1] += bytes;
+            xcode += bytes;
             sync(&mut e);
             if let Some((_, kb)) = core_at {
                 let att = plan.core_of(plan.core.part(kb, c as u32));
@@ -250,7 +257,8 @@ pub fn emit_attention_in(
         }
         if let Some(d) = &x.d {
             sync(&mut e);
-            xcode += d.emit(&mut e, machine, (t, "d"), Some(&mut calls));
+            by_exchange[2] = d.emit(&mut e, machine, (t, "d"), Some(&mut calls));
+            xcode += by_exchange[2];
             sync(&mut e);
             if let Some(combine) = combine {
                 emit_call(&mut e, "attn_combine");
@@ -260,7 +268,8 @@ pub fn emit_attention_in(
             }
         }
         sync(&mut e);
-        xcode += x.c.emit(&mut e, machine, (t, "c"), Some(&mut calls));
+        by_exchange[3] = x.c.emit(&mut e, machine, (t, "c"), Some(&mut calls));
+        xcode += by_exchange[3];
         sync(&mut e);
         match at_out.get(&t) {
             Some(&(i, j, k)) => {
@@ -287,6 +296,10 @@ pub fn emit_attention_in(
             None => (0..2 * rounds(&plan.out)).for_each(|_| sync(&mut e)),
         }
         xcode += frame.close_tile(&mut e, t, &mut calls);
+        by_exchange[4] = xcode - by_exchange[..4].iter().sum::<u64>();
+        if xcode > exchange_code_bytes_max {
+            busiest = (t, by_exchange);
+        }
         exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
         frame.count_exchange(t, xcode);
         if at_qk.contains_key(&t) {
@@ -305,6 +318,12 @@ pub fn emit_attention_in(
             instance.emit_as(&mut e, name).map_err(fail)?;
         }
     }
+    let (t, [a, b, d, c, rest]) = busiest;
+    tracing::debug!(
+        target: "ipu-lower",
+        "attention block: the most exchange code on tile {t}, {exchange_code_bytes_max} bytes: exchange A {a}, B {b} ({} parts), D {d}, C {c}, the rest (reduction rounds, delay routine) {rest}",
+        x.b.len()
+    );
     emit_attention_constants(ctx, exe_body, plan, constants, &loc);
     let est = |p: &GemmPlan| p.estimate.compute + p.estimate.rounds_exchange + p.estimate.reduction;
     // Key-split: once; flash-style: once per chunk after the first.

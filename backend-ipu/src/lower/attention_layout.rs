@@ -13,7 +13,7 @@ use super::bias_broadcast::BiasBroadcast;
 use super::block::owned_rows_bytes;
 use super::codegen::{layout, TileLayout, WeightCodes};
 use super::ln_tiles::LnRows;
-use super::plan::GemmPlan;
+use super::plan::{output_used, GemmPlan};
 use super::stream::Weights;
 use super::window::Window;
 use crate::codelets::attention::TileAttention;
@@ -76,6 +76,16 @@ pub(super) struct ProductLayouts {
     /// out): the one to search again with less memory where no
     /// attention form fits the window.
     pub(super) window_bound: usize,
+    /// Where a flash-style tile's scores and probabilities may lie, in the
+    /// order tried ([`TileAttention::place`]'s `compute`): exchange B's
+    /// later parts read qk's and vt's results while the tile computes, so
+    /// above Y's buffers of both (to the top of memory: Y lies at the
+    /// bottom of its whole element pairs, their slack above it), else
+    /// below qk's and vt's bounds in [`Self::window_top`]. Not below
+    /// out's: out's input and streamed weights are written only after the
+    /// attention, by exchange C, when the scores and probabilities are
+    /// dead.
+    pub(super) flash_compute: [(u32, u32); 2],
     residual: u32,
     sum: u32,
     /// The LN tiles' tensors.
@@ -310,6 +320,23 @@ pub(super) fn product_layouts(
     // The lowest bound is the window's top; the first product with it
     // is the one a squeeze would raise it by.
     let window_top = bounds.into_iter().min().expect("three bounds");
+    let results_end = [(&l_qk, &v_qk), (&l_vt, &v_vt)]
+        .map(|(l, v)| l.output + output_used(v) as u32)
+        .into_iter()
+        .max()
+        .expect("two products");
+    let flash_compute = [
+        (results_end, machine.sram_end),
+        (window.scratch_floor(), bounds[0].min(bounds[1])),
+    ];
+    tracing::debug!(
+        target: "ipu-lower",
+        "attention window from 0x{:x}: below qk's 0x{:x}, vt's 0x{:x} and out's 0x{:x}",
+        window.scratch_floor(),
+        bounds[0],
+        bounds[1],
+        bounds[2]
+    );
     let window_bound = [0, 1, 2]
         .into_iter()
         .find(|&n| bounds[n] == window_top)
@@ -351,6 +378,7 @@ pub(super) fn product_layouts(
         transient_bottom,
         window_top,
         window_bound,
+        flash_compute,
         residual,
         sum,
         x: ln.x,
@@ -390,11 +418,14 @@ impl ProductLayouts {
     ) -> Result<(TileAttention, Option<CombineLayout>), String> {
         // A flash-style tile computes while exchange B's later parts still
         // read qk's and vt's results: its scores and probabilities stay
-        // below them too, not over them.
-        let compute_top = if core.flash() {
-            self.window_top
+        // off them (but may lie over out's buffers, which are written
+        // after the attention). Other tiles' lie over the products' dead
+        // buffers.
+        let all = [(self.window_start, machine.sram_end)];
+        let compute: &[(u32, u32)] = if core.flash() {
+            &self.flash_compute
         } else {
-            machine.sram_end
+            &all
         };
         // Flash-style: two slots of O and statistics, the running
         // accumulator (chunk 0's, then every chunk's so far) and the
@@ -404,7 +435,7 @@ impl ProductLayouts {
             (core.rows, s.dp(), core.keys, s.dp()),
             (s.softmax_scale(), core.combines(), slots),
             (self.window_start, self.window_top),
-            compute_top,
+            compute,
             machine,
         )?;
         if !core.combines() {

@@ -58,6 +58,7 @@ use super::schedule::{schedule, Chunk, Schedule, Transfer};
 use super::window::{Columns, Window, ADD_COLUMNS};
 use crate::codelets::copy::StridedCopy;
 use crate::codelets::emitter::{inst, op, Emitter};
+use crate::codelets::scope::block_scope;
 
 /// One block of a chain.
 #[derive(Clone, Debug)]
@@ -998,7 +999,7 @@ pub fn lower_chain_planned(
                 let end = emit_loop_end(
                     e,
                     (&copies[&t], mem.slot),
-                    &format!("b{}_main", r.start),
+                    &format!("{}_main", block_scope(r.start)),
                     &mut |e| emit_link(k, e, t, &added),
                     &mut |e| emit_link(r.end() - 1, e, t, &added),
                 );
@@ -1037,7 +1038,7 @@ pub fn lower_chain_planned(
             Some(r) if k == r.last() => r.end(),
             _ => k + 1,
         };
-        let next = (next_block < plans.len()).then(|| format!("b{next_block}_main"));
+        let next = (next_block < plans.len()).then(|| format!("{}_main", block_scope(next_block)));
         let after_k = |e: &mut Emitter, t: u32, calls: &mut Calls| after(k, e, t, calls);
         let frame = Frame {
             executable,
@@ -1106,7 +1107,7 @@ pub fn lower_chain_planned(
         for (&t, &body) in bodies.borrow().iter() {
             let first = ops_before.get(&t).copied().unwrap_or(0);
             let mut e = Emitter::new(ctx, body, loc.clone());
-            e.scope_since(first, &format!("b{k}"));
+            e.scope_since(first, &block_scope(k));
         }
         // Each block names its constants alone: prefix them with the
         // block's index.
@@ -1117,7 +1118,11 @@ pub fn lower_chain_planned(
                     .and_then(Attribute::as_str)
                     .unwrap_or_default()
                     .to_string();
-                ctx.set_attr(o, "sym_name", Attribute::string(&format!("b{k}_{name}")));
+                ctx.set_attr(
+                    o,
+                    "sym_name",
+                    Attribute::string(&format!("{}_{name}", block_scope(k))),
+                );
             }
         }
     }

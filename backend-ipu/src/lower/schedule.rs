@@ -28,7 +28,9 @@
 //!   switches (and the setup of their registers) occupy disjoint cycle
 //!   intervals, with delay loops in between.
 //!
-//! The code stays small where the same cycles allow: a wait that an inline
+//! A sender's pieces that land one after another on the same receivers
+//! are joined into one transfer first ([`coalesce`]): one mux switch for
+//! the run. The code stays small where the same cycles allow: a wait that an inline
 //! delay loop would end in `nop`s calls the tile's [`DelayRoutine`]
 //! instead (two instructions; delays are most of a tile's exchange code),
 //! and chunks that run on end to end (`streams`) are sent from
@@ -160,6 +162,75 @@ impl Transfer {
         }
         Ok(())
     }
+}
+
+/// `transfers` with the pieces one sender sends to the same receivers
+/// joined where they land one after another on every receiver: a piece
+/// whose destinations are where the one before it ends (on each receiver,
+/// in the same order) joins it as further chunks (sent in order, from
+/// wherever they lie), so each receiver switches its mux once for the run
+/// instead of once a piece (a switch is six instructions of exchange code
+/// and its cycles; a chunk is a sender's `setzi` and `send`). Pieces are
+/// taken in destination order within each (sender, receivers); a joined
+/// transfer stands where its earliest piece stood. Segmented transfers
+/// are left alone.
+pub fn coalesce(transfers: Vec<Transfer>) -> Vec<Transfer> {
+    let mut groups: BTreeMap<(u32, Vec<u32>), Vec<usize>> = BTreeMap::new();
+    for (n, t) in transfers.iter().enumerate() {
+        if t.segment.is_none() && !t.receivers.is_empty() {
+            let tiles = t.receivers.iter().map(|&(r, _)| r).collect();
+            groups.entry((t.sender, tiles)).or_default().push(n);
+        }
+    }
+    // Each piece's place: the transfer it joins (its run's earliest piece).
+    let mut joins: Vec<usize> = (0..transfers.len()).collect();
+    let mut runs: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for mut pieces in groups.into_values() {
+        pieces.sort_by_key(|&n| (transfers[n].receivers[0].1, n));
+        let mut run: Vec<usize> = Vec::new();
+        let mut flush = |run: &mut Vec<usize>| {
+            if let Some(&first) = run.iter().min() {
+                for &n in run.iter() {
+                    joins[n] = first;
+                }
+                runs.insert(first, std::mem::take(run));
+            }
+        };
+        for n in pieces {
+            let follows = run.last().is_some_and(|&m| {
+                let (prev, next) = (&transfers[m], &transfers[n]);
+                let bytes = prev.words() * 4;
+                prev.receivers
+                    .iter()
+                    .zip(&next.receivers)
+                    .all(|(&(_, a), &(_, b))| a.checked_add(bytes) == Some(b))
+            });
+            if !follows {
+                flush(&mut run);
+            }
+            run.push(n);
+        }
+        flush(&mut run);
+    }
+    let mut slots: Vec<Option<Transfer>> = transfers.into_iter().map(Some).collect();
+    let mut out = Vec::with_capacity(slots.len());
+    for n in 0..slots.len() {
+        if joins[n] != n {
+            continue;
+        }
+        match runs.get(&n) {
+            Some(run) => {
+                let mut joined = slots[run[0]].take().expect("each piece is taken once");
+                for &m in &run[1..] {
+                    let piece = slots[m].take().expect("each piece is taken once");
+                    joined.chunks.extend(piece.chunks);
+                }
+                out.push(joined);
+            }
+            None => out.push(slots[n].take().expect("each piece is taken once")),
+        }
+    }
+    out
 }
 
 /// Registers: the receive side's (`$m0`..`$m3`), the sends' rotation
@@ -400,14 +471,18 @@ pub struct Schedule {
     pub received: BTreeMap<u32, u32>,
 }
 
-/// Schedules `transfers` in order on `machine` (see the module doc);
-/// `tiles` are every tile that runs the superstep (each clears its mux).
+/// Schedules `transfers` in order on `machine` (see the module doc),
+/// after joining the pieces a sender sends that land one after another
+/// ([`coalesce`]); `tiles` are every tile that runs the superstep (each
+/// clears its mux).
 ///
 /// A receiver's mux names a sender only from its switch to the closing
 /// switch after the transfer's last word; the sender's earlier words reach
 /// it before the switch and its later words after the close, so no tile
 /// ever takes a word meant for others.
 pub fn schedule(machine: &MachineModel, tiles: &[u32], transfers: &[Transfer]) -> Schedule {
+    let joined = coalesce(transfers.to_vec());
+    let transfers = &joined[..];
     let rules = Rules::of(machine);
     let (before, after) = (rules.switch_before(), rules.switch_after());
     let mut received: BTreeMap<u32, u32> = BTreeMap::new();
@@ -660,7 +735,14 @@ impl Schedule {
         while i < list.len() {
             let (start, ev) = &list[i];
             i += 1;
-            wait(e, &mut now, *start, true);
+            // A switch's interval starts a cycle before its first setzi
+            // (room for two), which waits until `latency` before the put:
+            // one wait there, not a delay and a `nop` after it.
+            let until = match ev {
+                Event::Switch { put, .. } => (*put - rules.latency).max(*start),
+                _ => *start,
+            };
+            wait(e, &mut now, until, true);
             if let (Some(run), &Event::Repoint { base, put }) =
                 (repoint_run(&list[i - 1..], &rules), ev)
             {
@@ -1084,5 +1166,65 @@ mod tests {
             })
             .collect();
         assert_eq!(sends.len(), 1);
+    }
+
+    fn piece(sender: u32, from: u32, words: u32, to: &[(u32, u32)]) -> Transfer {
+        Transfer {
+            sender,
+            chunks: vec![Chunk {
+                address: from,
+                words,
+            }],
+            receivers: to.to_vec(),
+            segment: None,
+        }
+    }
+
+    #[test]
+    fn pieces_that_land_one_after_another_join_in_destination_order() {
+        // Tile 1 sends three pieces to tiles 7 and 8 that follow one
+        // another on both (listed out of order), and one to tile 7 alone;
+        // tile 2 sends one that lands right after them too.
+        let list = vec![
+            piece(1, 0x100, 8, &[(7, 0x1020), (8, 0x2020)]),
+            piece(1, 0x500, 4, &[(7, 0x900)]),
+            piece(1, 0x300, 8, &[(7, 0x1000), (8, 0x2000)]),
+            piece(2, 0x100, 8, &[(7, 0x1060), (8, 0x2060)]),
+            piece(1, 0x700, 8, &[(7, 0x1040), (8, 0x2040)]),
+        ];
+        let out = coalesce(list);
+        assert_eq!(out.len(), 3, "{out:?}");
+        // The joined transfer stands where its earliest piece stood, from
+        // the first destination, its chunks in destination order.
+        assert_eq!(out[0].sender, 1);
+        assert_eq!(out[0].receivers, vec![(7, 0x1000), (8, 0x2000)]);
+        let from: Vec<u32> = out[0].chunks.iter().map(|c| c.address).collect();
+        assert_eq!(from, vec![0x300, 0x100, 0x700]);
+        assert_eq!(out[1].receivers, vec![(7, 0x900)]);
+        assert_eq!(out[2].sender, 2);
+    }
+
+    #[test]
+    fn pieces_join_only_where_every_receiver_sees_them_follow() {
+        // On tile 8 the second piece leaves a gap: nothing joins. A
+        // segmented transfer never joins.
+        let mut seg = piece(1, 0x300, 8, &[(7, 0x1040), (8, 0x2040)]);
+        seg.segment = Some(Segment {
+            words: 4,
+            stride: 64,
+        });
+        let list = vec![
+            piece(1, 0x100, 8, &[(7, 0x1000), (8, 0x2000)]),
+            piece(1, 0x200, 8, &[(7, 0x1020), (8, 0x2030)]),
+            seg,
+        ];
+        let out = coalesce(list.clone());
+        assert_eq!(out.len(), 3);
+        for (a, b) in out.iter().zip(&list) {
+            assert_eq!(
+                (a.receivers.clone(), a.chunks.len()),
+                (b.receivers.clone(), 1)
+            );
+        }
     }
 }
