@@ -9,10 +9,12 @@ mod common;
 
 use common::{assert_block_accuracy, cosine_and_rel_l2, run_lowered};
 use ipuc_backend_ipu::codelets::amp::AmpVariant;
+use ipuc_backend_ipu::codelets::attention::TileAttention;
 use ipuc_backend_ipu::lower::attention_block::{
     emit_attention, plan_attention, plan_attention_forced, plan_attention_in, reference,
     AttentionConstants, AttentionFp8, AttentionPlan, AttentionShape, LoweredAttention,
 };
+use ipuc_backend_ipu::lower::attention_layout::ATTENTION_STATES_ROOM;
 use ipuc_backend_ipu::lower::block::FP8_MAX_REL_L2;
 use ipuc_backend_ipu::lower::block_values::AttentionValues;
 use ipuc_backend_ipu::lower::plan::output_used;
@@ -621,4 +623,22 @@ fn so400m_attention_plans_in_the_memory_the_whole_model_leaves_it() {
     let report = p.report(&m);
     assert!(p.layout.restore_late, "{report}");
     assert!(p.next.base <= m.sram_end, "{report}");
+    // Squeezed, it plans flash-style, in the fewest chunks whose launches'
+    // vertex states fit the room a tile leaves them beside the chain's
+    // other code (in 6 chunks of 128 keys, the fastest, they took 31,680
+    // bytes and the whole model's programs did not fit).
+    assert!(p.core.flash(), "{report}");
+    // The first chunk, the middle ones, the last: as the lowering emits
+    // them.
+    let states: u64 = [0, 1, p.core.chunks - 1]
+        .map(|c| p.core_of(c).state_bytes())
+        .iter()
+        .sum();
+    assert!(states <= ATTENTION_STATES_ROOM, "{states}: {report}");
+    // Chunks of 128 keys (the whole model's fastest) would not.
+    let long = TileAttention {
+        keys: 128,
+        ..p.core_of(1)
+    };
+    assert!(3 * long.state_bytes() > ATTENTION_STATES_ROOM, "{report}");
 }

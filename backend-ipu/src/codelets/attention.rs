@@ -185,6 +185,16 @@ impl TileAttention {
         parts
     }
 
+    /// Bytes of the vertex states of the tile's launches: the scores'
+    /// parts' and the values'.
+    pub fn state_bytes(&self) -> u64 {
+        self.score_parts()
+            .iter()
+            .map(TileGemm::state_bytes)
+            .sum::<u64>()
+            + self.values().state_bytes()
+    }
+
     /// The softmax from S's groups to P's panels.
     pub fn softmax(&self) -> SoftmaxPanels {
         let s = self.scores();

@@ -636,6 +636,7 @@ pub(super) fn best_core(
         if CoreForm::of(key_blocks, chunks) != form {
             continue;
         }
+
         if forced.is_some_and(|f| f != (key_blocks, chunks)) {
             why = format!(
                 "{panels} panels of keys in {n} parts of whole panels make {parts} parts of {per}"
@@ -669,7 +670,13 @@ pub(super) fn best_core(
             keys: per * 16,
             chunks,
         };
-        match core_estimate(s, &core, products, machine) {
+        // The flash form's chunks trade cycles for code: the fastest
+        // whose states fit. (A forced form is taken whatever its code.)
+        let states = match forced {
+            None if core.flash() => core_states(s, &core, products, machine),
+            _ => Ok(0),
+        };
+        match states.and_then(|_| core_estimate(s, &core, products, machine)) {
             Ok(cycles) => {
                 if best.is_none_or(|(_, b)| cycles < b) {
                     best = Some((core, cycles));
@@ -688,6 +695,64 @@ pub(super) fn best_core(
         form: form.name(),
         short_of_memory: best.is_none() && refused.is_some(),
         plan: best.ok_or_else(|| refused.unwrap_or(why)),
+    }
+}
+
+/// The most bytes of vertex states a flash-style attention tile's
+/// launches may take (96 bytes a launch,
+/// [`crate::codelets::gemm::STATE_BYTES_PER_LAUNCH`]: the scores' and the
+/// values' of each distinct chunk the tile runs): its chunks are a free
+/// choice that trades cycles (fewer, longer chunks) for code (each chunk
+/// a launch a block of 16 keys), and the planner takes the fastest that
+/// fits. Its
+/// code, exchange code and every other block's code share the chain's
+/// [`super::chain::CODE_ROOM`]: on the whole so400m at FP8 the flash form
+/// in 6 chunks of 128 keys took 31,680 bytes of states (its three distinct
+/// chunks) and the busiest tiles' programs 108,892 bytes; in 16 chunks of
+/// 48, 10,080 and every tile fits. A budget, measured, not derived: the
+/// planner does not yet estimate a form's whole code.
+pub const ATTENTION_STATES_ROOM: u64 = 10 * 1024;
+
+/// Refuses `core` where its tile's launches' vertex states take more than
+/// [`ATTENTION_STATES_ROOM`]: a flash-style tile runs up to three distinct
+/// parts (the first chunk, the middle ones, the last). Returns the bytes.
+fn core_states(
+    s: AttentionShape,
+    core: &CorePlan,
+    products: &ProductLayouts,
+    machine: &MachineModel,
+) -> Result<u64, String> {
+    let (att, _) = products.core_tile(s, *core, machine)?;
+    // The first chunk and the middle ones (all keys real), the last (the
+    // rest of the keys, masked), as the lowering emits them.
+    let last = last_chunk(s, core, att).state_bytes();
+    let whole = TileAttention {
+        masked: false,
+        ..att
+    }
+    .state_bytes();
+    let bytes = match core.chunks {
+        0 | 1 => att.state_bytes(),
+        2 => whole + last,
+        _ => 2 * whole + last,
+    };
+    tracing::debug!(target: "ipu-lower", chunks = core.chunks, keys = core.keys, bytes, "attention tile's vertex states");
+    if bytes > ATTENTION_STATES_ROOM {
+        return Err(format!(
+            "its launches' vertex states take {bytes} bytes a tile ({} chunks of {} keys), more than the {ATTENTION_STATES_ROOM} an attention tile may keep beside the chain's other code",
+            core.chunks, core.keys
+        ));
+    }
+    Ok(bytes)
+}
+
+/// `att` (a tile's part of all `core.keys` keys) as `core`'s last part
+/// holds it: the rest of the keys.
+fn last_chunk(s: AttentionShape, core: &CorePlan, att: TileAttention) -> TileAttention {
+    let (lo, _) = core.keys_of(core.chunks - 1, s.m);
+    TileAttention {
+        keys: s.m.min(lo + core.keys) - lo,
+        ..att
     }
 }
 
@@ -710,11 +775,7 @@ pub(super) fn core_estimate(
     let est = |a: TileAttention| a.estimate_cycles().map_err(|e| e.to_string());
     // A flash-style tile's chunks before the last start from zero; the
     // last holds the rest of the keys.
-    let (lo, _) = core.keys_of(core.chunks - 1, s.m);
-    let last = TileAttention {
-        keys: s.m.min(lo + core.keys) - lo,
-        ..att
-    };
+    let last = last_chunk(s, core, att);
     let compute = if core.flash() {
         (parts - 1)
             * est(TileAttention {

@@ -29,8 +29,9 @@
 //! values (`MASKED` too) are finite, so `0 x value` stays 0.
 //!
 //! Supersteps (every tile runs every sync), on disjoint tiles from the
-//! block's first: sv's grid, one *head tile* per head, the out grid, the
-//! LN tiles last.
+//! block's first: sv's grid, the out grid, one *head tile* per head, the
+//! LN tiles last (the head tiles, whose code is large, right below them:
+//! a chain's earlier blocks run their widest from the first tile).
 //!
 //! 1. LayerNorm on the LN tiles ([`LnTiles`]); its rows stay there as the
 //!    block's first output ([`PoolPlan::ln_output_pieces`]).
@@ -374,9 +375,11 @@ impl std::fmt::Display for PoolEstimate {
 impl PoolPlan {
     /// Every tile the block uses, ascending.
     pub fn tiles(&self) -> Vec<u32> {
+        // sv's grid, out's after it, then the LN tiles and the head tiles.
         let mut t: Vec<u32> =
             (self.sv.first_tile..self.out.first_tile + self.out.tiles()).collect();
         t.extend(&self.ln_tiles);
+        t.extend(self.head_tiles());
         t
     }
 
@@ -683,7 +686,10 @@ fn plan_pool_rows(
         machine,
         (first, avail - out_tiles),
     )?;
-    let first_head = first + sv.tiles();
+    // The head tiles right below the LN tiles: a chain's earlier blocks
+    // run their widest (an attention block's heads) from the first tile,
+    // and a head tile's code (a launch a block of 16 tokens) is large.
+    let first_head = first + count - s.heads;
     let out = plan_on(
         "out",
         GemmShape {
@@ -694,7 +700,7 @@ fn plan_pool_rows(
             epilogue: with_bias,
         },
         machine,
-        (first_head + s.heads, out_tiles),
+        (first + sv.tiles(), out_tiles),
     )?;
     // Private memory, each role's from the base (sv's, out's and the LN
     // tiles' are different tiles): sv's bias and its constant input (or,
@@ -823,7 +829,7 @@ fn plan_pool_rows(
         sv,
         first_head,
         out,
-        ln_tiles: (first + count - n_ln..first + count).collect(),
+        ln_tiles: (first + avail..first + avail + n_ln).collect(),
         ln_rows,
         layout,
         next: window.after_block(),
