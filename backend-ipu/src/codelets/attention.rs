@@ -262,9 +262,8 @@ impl TileAttention {
     /// (`[lo, hi)`: memory nothing else uses then) that holds them above
     /// the window's element pairs. With several slots S and P may instead
     /// take the window's bottom, its tensors starting at the next element
-    /// pair. Each
-    /// product's input and output are in different element pairs either
-    /// way (the key and value panels, which the supervisor alone loads,
+    /// pair. Each product's input and output are in different element
+    /// pairs either way (the key and value panels, which the supervisor alone loads,
     /// may share them). An error gives the sizes when they do not fit.
     pub fn place(
         (rows, head_dim, keys, value_dim): (u32, u32, u32, u32),
@@ -323,10 +322,10 @@ impl TileAttention {
                 .filter(|&(_, p)| p >= u64::from(lo) && p / pair * pair >= end && fits_window(end))
                 .map(|(s, p)| (at, end, s, p))
         });
-        // A flash-style tile (S and P below qk's and vt's results, which
-        // may be no higher than the window's top) may take S and P at the
-        // window's bottom instead, its tensors from the next element pair
-        // up: the window then only has to cross a pair's boundary.
+        // Where no range holds them, a flash-style tile may take S and P
+        // at the window's bottom instead, its tensors from the next
+        // element pair up: the window then only has to cross a pair's
+        // boundary.
         let below = || {
             let s = u64::from(window.0).next_multiple_of(16);
             let p = after(s, s_bytes - past, 16);

@@ -186,7 +186,7 @@ fn load_constant(
         {
             // Where the program's own sections (its code and data, not
             // other tensors) reach into the piece, say how far they take.
-            let program = |s: &Section| !s.name.starts_with(CONSTANT_SECTION_PREFIX);
+            let own_section = |s: &Section| !s.name.starts_with(CONSTANT_SECTION_PREFIX);
             let overlap = format!(
                 "piece on tile {} at 0x{:x}..0x{:x} overlaps section `{}` at 0x{:x}..0x{:x}",
                 p.tile,
@@ -196,7 +196,7 @@ fn load_constant(
                 o.address,
                 o.end()
             );
-            if !program(o) {
+            if !own_section(o) {
                 errors.push(err(overlap));
                 return Err(errors);
             }
@@ -205,7 +205,7 @@ fn load_constant(
             if overflowed.contains_key(&tile) {
                 continue;
             }
-            let own = || image.sections.iter().filter(|s| program(s));
+            let own = || image.sections.iter().filter(|s| own_section(s));
             let lo = own().map(|s| s.address).min().unwrap_or(o.address);
             let hi = own().map(Section::end).max().unwrap_or(o.end());
             let bytes: usize = own().map(|s| s.bytes.len()).sum();

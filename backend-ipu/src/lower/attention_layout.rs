@@ -636,7 +636,6 @@ pub(super) fn best_core(
         if CoreForm::of(key_blocks, chunks) != form {
             continue;
         }
-
         if forced.is_some_and(|f| f != (key_blocks, chunks)) {
             why = format!(
                 "{panels} panels of keys in {n} parts of whole panels make {parts} parts of {per}"
@@ -704,8 +703,8 @@ pub(super) fn best_core(
 /// values' of each distinct chunk the tile runs): its chunks are a free
 /// choice that trades cycles (fewer, longer chunks) for code (each chunk
 /// a launch a block of 16 keys), and the planner takes the fastest that
-/// fits. Its
-/// code, exchange code and every other block's code share the chain's
+/// fits. Its code, exchange code and every other block's code share the
+/// chain's
 /// [`super::chain::CODE_ROOM`]: on the whole so400m at FP8 the flash form
 /// in 6 chunks of 128 keys took 31,680 bytes of states (its three distinct
 /// chunks) and the busiest tiles' programs 108,892 bytes; in 16 chunks of

@@ -29,9 +29,9 @@
 //! values (`MASKED` too) are finite, so `0 x value` stays 0.
 //!
 //! Supersteps (every tile runs every sync), on disjoint tiles from the
-//! block's first: sv's grid, the out grid, one *head tile* per head, the
-//! LN tiles last (the head tiles, whose code is large, right below them:
-//! a chain's earlier blocks run their widest from the first tile).
+//! block's first: sv's grid, the out grid, the LN tiles, one *head tile*
+//! per head last (a head tile's code is large, and a chain's earlier
+//! blocks run their widest from the first tile).
 //!
 //! 1. LayerNorm on the LN tiles ([`LnTiles`]); its rows stay there as the
 //!    block's first output ([`PoolPlan::ln_output_pieces`]).
@@ -686,7 +686,7 @@ fn plan_pool_rows(
         machine,
         (first, avail - out_tiles),
     )?;
-    // The head tiles right below the LN tiles: a chain's earlier blocks
+    // The head tiles last, after the LN tiles: a chain's earlier blocks
     // run their widest (an attention block's heads) from the first tile,
     // and a head tile's code (a launch a block of 16 tokens) is large.
     let first_head = first + count - s.heads;

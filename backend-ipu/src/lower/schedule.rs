@@ -30,8 +30,9 @@
 //!
 //! A sender's pieces that land one after another on the same receivers
 //! are joined into one transfer first ([`coalesce`]): one mux switch for
-//! the run. The code stays small where the same cycles allow: a wait that an inline
-//! delay loop would end in `nop`s calls the tile's [`DelayRoutine`]
+//! the run. The code stays small where the same cycles allow: a wait
+//! that an inline delay loop would end in `nop`s calls the tile's
+//! [`DelayRoutine`]
 //! instead (two instructions; delays are most of a tile's exchange code),
 //! and chunks that run on end to end (`streams`) are sent from
 //! `$OUTGOING_BASE` with no `setzi` between them.
@@ -182,17 +183,13 @@ pub fn coalesce(transfers: Vec<Transfer>) -> Vec<Transfer> {
             groups.entry((t.sender, tiles)).or_default().push(n);
         }
     }
-    // Each piece's place: the transfer it joins (its run's earliest piece).
-    let mut joins: Vec<usize> = (0..transfers.len()).collect();
+    // Each run of pieces, keyed by its earliest piece (where it stands).
     let mut runs: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for mut pieces in groups.into_values() {
         pieces.sort_by_key(|&n| (transfers[n].receivers[0].1, n));
         let mut run: Vec<usize> = Vec::new();
         let mut flush = |run: &mut Vec<usize>| {
             if let Some(&first) = run.iter().min() {
-                for &n in run.iter() {
-                    joins[n] = first;
-                }
                 runs.insert(first, std::mem::take(run));
             }
         };
@@ -214,10 +211,9 @@ pub fn coalesce(transfers: Vec<Transfer>) -> Vec<Transfer> {
     }
     let mut slots: Vec<Option<Transfer>> = transfers.into_iter().map(Some).collect();
     let mut out = Vec::with_capacity(slots.len());
+    // A run's later pieces come after its earliest: taken with it, their
+    // slots are empty when the loop reaches them.
     for n in 0..slots.len() {
-        if joins[n] != n {
-            continue;
-        }
         match runs.get(&n) {
             Some(run) => {
                 let mut joined = slots[run[0]].take().expect("each piece is taken once");
@@ -227,7 +223,7 @@ pub fn coalesce(transfers: Vec<Transfer>) -> Vec<Transfer> {
                 }
                 out.push(joined);
             }
-            None => out.push(slots[n].take().expect("each piece is taken once")),
+            None => out.extend(slots[n].take()),
         }
     }
     out
