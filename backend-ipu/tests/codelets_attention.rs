@@ -423,7 +423,7 @@ fn one_head_on_a_tile_matches_float64_and_its_estimate() {
 
 #[test]
 fn a_flash_tile_takes_its_scores_at_the_windows_bottom_where_they_do_not_fit_above() {
-    use ipuc_backend_ipu::codelets::attention::TileAttention;
+    use ipuc_backend_ipu::codelets::attention::{OutputPlace, TileAttention};
     let m = MachineModel::c600();
     let pair = 2 * m.element_bytes;
     // so400m's flash tile (9 query rows, chunks of 32 keys, two slots) in
@@ -434,9 +434,14 @@ fn a_flash_tile_takes_its_scores_at_the_windows_bottom_where_they_do_not_fit_abo
     let boundary = 0xc8000;
     let window = (boundary - 4096, boundary + 24 * 1024);
     let sizes = (9, 80, 32, 80);
-    let (att, placed) =
-        TileAttention::place(sizes, (0.1, true, 2), window, &[(window.0, window.1)], &m)
-            .unwrap_or_else(|e| panic!("{e}"));
+    let (att, placed) = TileAttention::place(
+        sizes,
+        (0.1, true, OutputPlace::Window { slots: 2 }),
+        window,
+        &[(window.0, window.1)],
+        &m,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let pair_of = |a: u32| a / pair;
     assert!(att.s >= window.0 && att.p >= window.0, "{att:?}");
     assert!(
@@ -456,15 +461,63 @@ fn a_flash_tile_takes_its_scores_at_the_windows_bottom_where_they_do_not_fit_abo
     assert!(att.validate().is_ok());
     // One slot (not flash-style): the scores stay above the window, which
     // does not fit here.
-    let err = TileAttention::place(sizes, (0.1, true, 1), window, &[(window.0, window.1)], &m)
-        .unwrap_err();
+    let err = TileAttention::place(
+        sizes,
+        (0.1, true, OutputPlace::Window { slots: 1 }),
+        window,
+        &[(window.0, window.1)],
+        &m,
+    )
+    .unwrap_err();
     assert!(err.contains("an attention tile does not fit"), "{err}");
     // Given a range of its own above the window (the slack above qk's
     // and vt's results), a flash tile takes S and P there, the window's
     // tensors from its bottom.
     let free = (boundary + 2 * pair, boundary + 3 * pair);
-    let (att, _) = TileAttention::place(sizes, (0.1, true, 2), window, &[free, window], &m)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (att, _) = TileAttention::place(
+        sizes,
+        (0.1, true, OutputPlace::Window { slots: 2 }),
+        window,
+        &[free, window],
+        &m,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     assert!(att.p >= free.0 && att.s < free.1, "{att:?}");
     assert_eq!(att.k, window.0, "{att:?}");
+}
+
+#[test]
+fn a_key_split_tiles_output_lies_over_its_scores() {
+    use ipuc_backend_ipu::codelets::attention::{OutputPlace, TileAttention};
+    let m = MachineModel::c600();
+    let pair = |a: u32| a / (2 * m.element_bytes);
+    // so400m's key-split tile (92 query rows, 80 keys) in a window of
+    // 48 KiB below 0xd0000, the rest of memory free while it computes.
+    let sizes = (92, 80, 80, 80);
+    let window = (0xc4000, 0xd0000);
+    let compute = [(window.0, m.sram_end)];
+    let place = |output| TileAttention::place(sizes, (0.1, true, output), window, &compute, &m);
+    // O (29 KiB with its two halves a group) does not fit the window
+    // beside the keys, values and Q...
+    let err = place(OutputPlace::Window { slots: 1 }).unwrap_err();
+    assert!(err.contains("an attention tile does not fit"), "{err}");
+    // ...over the scores it does: at the top of memory, P below O's
+    // element pairs and above the window, S in pairs above the window's
+    // (Q's and the mask's), the statistics (written while the softmax
+    // still reads S) right below P.
+    let (att, placed) = place(OutputPlace::OverScores).unwrap_or_else(|e| panic!("{e}"));
+    let o_end = att.o + att.values().output_bytes() as u32;
+    assert!(o_end <= m.sram_end && o_end + 256 > m.sram_end, "{att:?}");
+    assert!(att.o >= att.s, "{att:?}");
+    let p_end = att.p + att.values().input_bytes() as u32;
+    assert!(p_end <= att.s && pair(p_end - 1) < pair(att.o), "{att:?}");
+    assert!(
+        pair(att.s) > pair(placed.window_end - 1),
+        "{att:?} {placed:?}"
+    );
+    let stats = att.stats.expect("statistics");
+    assert!(stats >= placed.window_end, "{att:?} {placed:?}");
+    assert_eq!(stats + 8 * 92, att.p, "{att:?}");
+    assert!(placed.window_end <= window.1);
+    assert!(att.validate().is_ok());
 }

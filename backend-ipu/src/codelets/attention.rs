@@ -86,6 +86,28 @@ pub struct TileAttention {
     pub masked: bool,
 }
 
+/// Where [`TileAttention::place`] puts O (and a flash-style tile's
+/// running output).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputPlace {
+    /// In the window after the mask, with the statistics: `slots` times
+    /// (the running output and a chunk's where a flash-style tile takes
+    /// its keys in chunks, 1 otherwise).
+    Window {
+        /// How many O and statistics.
+        slots: u32,
+    },
+    /// At the top of the range S lies in, over S (dead once the softmax
+    /// has written P), and the statistics right below P (the softmax
+    /// writes them while it still reads S), neither in the window: for a
+    /// tile whose output the exchange after it reads while nothing is
+    /// written there (a key-split attention's exchange D writes the
+    /// partials it gathers between them, [`Placement::compute_bottom`]
+    /// up). A window too small for O beside the keys and values may hold
+    /// the rest.
+    OverScores,
+}
+
 /// Where [`TileAttention::place`] put a tile's tensors: the end of what
 /// it placed in the window and the bottom of what it placed below the top.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -243,7 +265,7 @@ impl TileAttention {
     ) -> Result<Self, String> {
         Self::place(
             (rows, head_dim, keys, value_dim),
-            (scale, false, 1),
+            (scale, false, OutputPlace::Window { slots: 1 }),
             (machine.interleaved_base, machine.sram_end),
             &[(machine.interleaved_base, machine.sram_end)],
             machine,
@@ -252,22 +274,23 @@ impl TileAttention {
     }
 
     /// The tile for the given sizes (`stats`: with the softmax's
-    /// statistics; `slots`: O and the statistics that many times, the
-    /// running output and a chunk's where a flash-style tile takes its
-    /// keys in chunks, 1 otherwise), placed in interleaved memory: in the
-    /// window `[window.0, window.1)` what the exchanges write and the
-    /// combination reads (the key and value panels, Q, the mask, O and the
-    /// statistics), from its bottom; S and P, which live only while the
-    /// tile computes, right below the top of the first range of `compute`
-    /// (`[lo, hi)`: memory nothing else uses then) that holds them above
-    /// the window's element pairs. With several slots S and P may instead
-    /// take the window's bottom, its tensors starting at the next element
-    /// pair. Each product's input and output are in different element
-    /// pairs either way (the key and value panels, which the supervisor alone loads,
-    /// may share them). An error gives the sizes when they do not fit.
+    /// statistics; `output`: where O goes, [`OutputPlace`]), placed in
+    /// interleaved memory: in the window `[window.0, window.1)` what the
+    /// exchanges write and the combination reads (the key and value
+    /// panels, Q, the mask, O and the statistics), from its bottom; S and
+    /// P, which live only while the tile computes, right below the top of
+    /// the first range of `compute` (`[lo, hi)`: memory nothing else uses
+    /// then) that holds them above the window's element pairs. With
+    /// several slots S and P may instead take the window's bottom, its
+    /// tensors starting at the next element pair. O over the scores
+    /// ([`OutputPlace::OverScores`]) lies at the top of that range, over
+    /// S, and P below O's element pairs. Each product's input and output
+    /// are in different element pairs either way (the key and value
+    /// panels, which the supervisor alone loads, may share them). An
+    /// error gives the sizes when they do not fit.
     pub fn place(
         (rows, head_dim, keys, value_dim): (u32, u32, u32, u32),
-        (scale, stats, slots): (f32, bool, u32),
+        (scale, stats, output): (f32, bool, OutputPlace),
         window: (u32, u32),
         compute: &[(u32, u32)],
         machine: &MachineModel,
@@ -291,16 +314,27 @@ impl TileAttention {
             masked: true,
         };
         let after = |at: u64, bytes: u64, align: u64| (at + bytes + past).next_multiple_of(align);
+        let slots = match output {
+            OutputPlace::Window { slots } => slots,
+            OutputPlace::OverScores => 0,
+        };
+        let o_bytes = att.values().output_bytes();
         // The window's tensors from `base`: K, V, Q, the mask, then the
-        // slots of O and the statistics; (their addresses, the end).
+        // slots of O and the statistics (the statistics alone where O
+        // lies over the scores); (their addresses, the end).
         let contents = |base: u64| {
             let k = base.next_multiple_of(16);
             let v = after(k, att.scores().weight_bytes(), 16);
             let q = after(v, att.values().weight_bytes(), 16);
             let mask = after(q, att.scores().input_bytes(), 16) + 8;
             let o = after(mask, att.mask_bytes(), 16);
-            let st = after(o, att.values().output_bytes(), 8);
-            let slot_end = st + if stats { u64::from(rows) * 8 } else { 0 };
+            let (st, slot_end) = match output {
+                OutputPlace::Window { .. } => {
+                    let st = after(o, o_bytes, 8);
+                    (st, st + if stats { u64::from(rows) * 8 } else { 0 })
+                }
+                OutputPlace::OverScores => (o, o),
+            };
             let slot_stride = (slot_end - o).next_multiple_of(16);
             let end = match slots {
                 0 | 1 => slot_end,
@@ -312,15 +346,29 @@ impl TileAttention {
         let p_bytes = att.values().input_bytes() + past;
         let fits_window = |end: u64| end <= u64::from(window.1);
         // S and P at the top of a `compute` range (their own element
-        // pairs), the window's tensors below P's pair.
+        // pairs), the window's tensors below P's pair. O over the scores
+        // at the range's top: S in pairs above the window's (Q's and the
+        // mask's), P below O's pairs and above the window (the pair it
+        // may share with the window's top holds none of its product's
+        // operands).
         let above = compute.iter().find_map(|&(lo, hi)| {
-            let (at, end) = contents(u64::from(window.0));
-            u64::from(hi)
-                .checked_sub(s_bytes)
-                .map(|s| s / 16 * 16)
-                .and_then(|s| Some((s, s.checked_sub(p_bytes)? / 16 * 16)))
-                .filter(|&(_, p)| p >= u64::from(lo) && p / pair * pair >= end && fits_window(end))
-                .map(|(s, p)| (at, end, s, p))
+            let (mut at, end) = contents(u64::from(window.0));
+            let hi = u64::from(hi);
+            let s = hi.checked_sub(s_bytes)? / 16 * 16;
+            let p = match output {
+                OutputPlace::Window { .. } => {
+                    let p = s.checked_sub(p_bytes)? / 16 * 16;
+                    (p / pair * pair >= end).then_some(p)?
+                }
+                OutputPlace::OverScores => {
+                    let o = hi.checked_sub(o_bytes + past)? / 16 * 16;
+                    let p = s.min(o / pair * pair).checked_sub(p_bytes)? / 16 * 16;
+                    let st = p - if stats { u64::from(rows) * 8 } else { 0 };
+                    (at[4], at[5]) = (o, st);
+                    (s / pair * pair >= end && st >= end).then_some(p)?
+                }
+            };
+            (p >= u64::from(lo) && fits_window(end)).then_some((at, end, s, p))
         });
         // Where no range holds them, a flash-style tile may take S and P
         // at the window's bottom instead, its tensors from the next
@@ -336,10 +384,14 @@ impl TileAttention {
         else {
             let (at, end) = contents(u64::from(window.0));
             let (k, q) = (at[0], at[2]);
-            let chunks = if slots > 1 {
-                format!(" ({slots} chunks' output and statistics)")
-            } else {
-                String::new()
+            let chunks = match output {
+                OutputPlace::Window { slots } if slots > 1 => {
+                    format!(" ({slots} chunks' output and statistics)")
+                }
+                OutputPlace::Window { .. } => String::new(),
+                OutputPlace::OverScores => {
+                    format!(" (its output's {o_bytes} bytes over the scores, its statistics below the probabilities)")
+                }
             };
             let compute_top = compute.first().map_or(window.1, |&(_, hi)| hi);
             return Err(format!(

@@ -766,7 +766,7 @@ impl AttentionPlan {
             window_end,
             match (core.flash(), core.split()) {
                 (true, _) => ", statistics, a chunk's output and statistics".to_string(),
-                (false, true) => ", statistics, combined rows".to_string(),
+                (false, true) => ", statistics, combined rows; O over the scores".to_string(),
                 (false, false) => String::new(),
             },
             transient,

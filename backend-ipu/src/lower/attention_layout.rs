@@ -16,7 +16,7 @@ use super::ln_tiles::LnRows;
 use super::plan::{output_used, GemmPlan};
 use super::stream::Weights;
 use super::window::Window;
-use crate::codelets::attention::TileAttention;
+use crate::codelets::attention::{OutputPlace, TileAttention};
 use crate::codelets::attention_combine::AttentionCombine;
 use crate::codelets::program::Codelet;
 use crate::codelets::subroutine::call_cycles;
@@ -429,11 +429,17 @@ impl ProductLayouts {
         };
         // Flash-style: two slots of O and statistics, the running
         // accumulator (chunk 0's, then every chunk's so far) and the
-        // current chunk's.
-        let slots = if core.flash() { 2 } else { 1 };
+        // current chunk's. Keys split: O over the scores (exchange D reads
+        // it and writes the partials below it; the combined rows, which
+        // exchange C reads, stay in the window).
+        let output = match (core.flash(), core.split()) {
+            (true, _) => OutputPlace::Window { slots: 2 },
+            (false, true) => OutputPlace::OverScores,
+            (false, false) => OutputPlace::Window { slots: 1 },
+        };
         let (att, placed) = TileAttention::place(
             (core.rows, s.dp(), core.keys, s.dp()),
-            (s.softmax_scale(), core.combines(), slots),
+            (s.softmax_scale(), core.combines(), output),
             (self.window_start, self.window_top),
             compute,
             machine,
@@ -469,9 +475,16 @@ impl ProductLayouts {
         let part_stride = (groups * n * 32 + 8 * n).next_multiple_of(8);
         let input = placed.compute_bottom.next_multiple_of(16);
         let input_end = u64::from(input) + u64::from(part_stride) * u64::from(core.key_blocks);
-        if combined_end > self.window_top || input_end > u64::from(machine.sram_end) {
+        // The partials arrive while the tile's own O (above them, over the
+        // scores) is read.
+        let partials_top = if att.o > input {
+            att.o
+        } else {
+            machine.sram_end
+        };
+        if combined_end > self.window_top || input_end > u64::from(partials_top) {
             return Err(format!(
-                "the combination's buffers do not fit: {} bytes of combined rows beside the window's {} (to 0x{:x}), {} of partials",
+                "the combination's buffers do not fit: {} bytes of combined rows beside the window's {} (to 0x{:x}), {} of partials (below 0x{partials_top:x})",
                 combined_end - output,
                 placed.window_end - self.window_start,
                 self.window_top,

@@ -440,13 +440,24 @@ fn attention_buffers(plan: &AttentionPlan, out_step: usize) -> Vec<Buffer> {
         (Some(c), true) => 2 * u64::from(c.part_stride),
         _ => values.output_bytes(),
     };
+    // With the keys split O lies over S (at the top of the memory S
+    // ends, dead once the softmax has written P): within the attention
+    // step the range is S's, then O's; from exchange D on it is O's.
+    let meet = |a: u32, an: u64, b: u32, bn: u64| {
+        u64::from(a) < u64::from(b) + bn && u64::from(b) < u64::from(a) + an
+    };
+    let (s_name, o_from) = if meet(att.o, o_bytes, att.s, scores.output_bytes()) {
+        ("attention S (then O over it)", 5)
+    } else {
+        ("attention S", 4)
+    };
     for (name, address, size, live) in [
         ("attention Q", att.q, scores.input_bytes(), (3, 4)),
         ("attention K", att.k, scores.weight_bytes(), (3, 4)),
         ("attention V", att.v, values.weight_bytes(), (3, 4)),
-        ("attention S", att.s, scores.output_bytes(), (4, 4)),
+        (s_name, att.s, scores.output_bytes(), (4, 4)),
         ("attention P", att.p, values.input_bytes(), (4, 4)),
-        ("attention O", att.o, o_bytes, (4, o_until)),
+        ("attention O", att.o, o_bytes, (o_from, o_until)),
     ] {
         out.push(Buffer::whole(name, &core_tiles, address, size, live));
     }
