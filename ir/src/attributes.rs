@@ -498,6 +498,15 @@ impl DenseElements {
         buf[..bytes.len()].copy_from_slice(bytes);
         normalize_int(i128::from_le_bytes(buf), self.element_type())
     }
+    /// Every element as an `f64`, in order (`None` for other than float
+    /// element types): [`Self::float_at`] of each, decoded in one pass.
+    pub fn floats(&self) -> Option<Vec<f64>> {
+        let kind = self.element_type().float_kind()?;
+        if self.splat {
+            return Some(vec![self.float_at(0); self.len()]);
+        }
+        Some(crate::float_format::decode_all(kind, &self.data))
+    }
     /// Element `i` as an `f64` (for float element types).
     pub fn float_at(&self, i: usize) -> f64 {
         crate::printer::decode_float(

@@ -29,6 +29,31 @@ pub fn decode(kind: FloatKind, bytes: &[u8]) -> f64 {
     }
 }
 
+/// Decodes every element of `bytes` (little-endian, `kind`'s storage
+/// width each) in order: [`decode`] of each, with the kind matched once
+/// and the 8-bit formats through a table of their 256 codes (a model's
+/// weights go through here: so400m's 428 M).
+pub fn decode_all(kind: FloatKind, bytes: &[u8]) -> Vec<f64> {
+    match kind {
+        FloatKind::F16 => bytes
+            .chunks_exact(2)
+            .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
+            .collect(),
+        FloatKind::F32 => bytes
+            .chunks_exact(4)
+            .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+            .collect(),
+        FloatKind::F64 | FloatKind::BF16 => {
+            let width = if kind == FloatKind::F64 { 8 } else { 2 };
+            bytes.chunks_exact(width).map(|b| decode(kind, b)).collect()
+        }
+        _ => {
+            let table: Vec<f64> = (0..=255u8).map(|c| decode(kind, &[c])).collect();
+            bytes.iter().map(|&c| table[usize::from(c)]).collect()
+        }
+    }
+}
+
 /// Rounds `v` to `kind` (nearest, ties to even; `f8E8M0FNU`, a bare exponent,
 /// rounds to the nearest power of two, ties up) and returns the storage bits.
 pub fn encode_bits(kind: FloatKind, v: f64) -> u64 {
@@ -71,6 +96,32 @@ pub fn push_bytes(kind: FloatKind, v: f64, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decoding_all_at_once_matches_decoding_each() {
+        // Every byte value at every offset, for every kind (NaNs compared
+        // by being NaN).
+        let bytes: Vec<u8> = (0..4096u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for kind in FloatKind::ALL {
+            let width = match kind {
+                FloatKind::F16 | FloatKind::BF16 => 2,
+                FloatKind::F32 => 4,
+                FloatKind::F64 => 8,
+                _ => 1,
+            };
+            let each: Vec<f64> = bytes.chunks_exact(width).map(|b| decode(kind, b)).collect();
+            let all = decode_all(kind, &bytes);
+            assert_eq!(all.len(), each.len(), "{kind:?}");
+            for (i, (a, e)) in all.iter().zip(&each).enumerate() {
+                assert!(
+                    a.to_bits() == e.to_bits() || (a.is_nan() && e.is_nan()),
+                    "{kind:?} {i}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn microscaling_formats_round_trip_every_code() {

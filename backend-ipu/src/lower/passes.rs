@@ -439,15 +439,9 @@ pub(super) fn constant_values(value: &Attribute) -> Result<Vec<f64>, String> {
         }
         _ => return Err(format!("{value} is not a tensor constant")),
     };
-    if dense.element_type().float_kind().is_none() {
-        return Err("the weights are not floats".into());
-    }
-    let count: usize = dense
-        .ty
-        .shape()
-        .map(|s| s.iter().product::<i64>() as usize)
-        .unwrap_or(0);
-    Ok((0..count).map(|i| dense.float_at(i)).collect())
+    dense
+        .floats()
+        .ok_or_else(|| "the weights are not floats".to_string())
 }
 
 /// What a function lowers to: its product, the constants' values and the

@@ -28,8 +28,7 @@ pub fn dense_data(attr: &Attribute) -> Option<DenseElements> {
 
 /// The element values of `d` as `f64` (floats) — `None` for integer data.
 pub fn floats(d: &DenseElements) -> Option<Vec<f64>> {
-    d.element_type().float_kind()?;
-    Some((0..d.len()).map(|i| d.float_at(i)).collect())
+    d.floats()
 }
 
 /// The element values of `d` as integers — `None` for float data.

@@ -80,7 +80,8 @@ pub struct CompiledSummary {
     /// The most bytes of exchange code (sends, receive arming, mux switches
     /// and their delays) on one tile.
     pub exchange_code_bytes_max: u64,
-    /// Seconds to load, plan, lower and encode.
+    /// Seconds to load, plan, lower and encode (not the reference
+    /// executor's run where it gives the expected outputs).
     pub compile_s: f64,
     /// Entries per run: the leading dimension of the first input when it
     /// has three or more dimensions (images `[N, C, H, W]`, token batches
