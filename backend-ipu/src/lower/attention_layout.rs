@@ -718,11 +718,14 @@ pub(super) fn best_core(
 /// a launch a block of 16 keys), and the planner takes the fastest that
 /// fits. Its code, exchange code and every other block's code share the
 /// chain's
-/// [`super::chain::CODE_ROOM`]: on the whole so400m at FP8 the flash form
-/// in 6 chunks of 128 keys took 31,680 bytes of states (its three distinct
-/// chunks) and the busiest tiles' programs 108,892 bytes; in 16 chunks of
-/// 48, 10,080 and every tile fits. A budget, measured, not derived: the
-/// planner does not yet estimate a form's whole code.
+/// [`super::chain::CODE_ROOM`]: on the whole so400m at FP8, when it still
+/// planned flash-style, the flash form in 6 chunks of 128 keys took 31,680
+/// bytes of states (its three distinct chunks) and the busiest tiles'
+/// programs 108,892 bytes; in 16 chunks of 48, 10,080 and every tile
+/// fitted. (It now plans key-split, its tiles' output over their scores:
+/// 12 blocks of 64 keys, at most 33,020 bytes of code on a tile.) A
+/// budget, measured, not derived: the planner does not yet estimate a
+/// form's whole code.
 pub const ATTENTION_STATES_ROOM: u64 = 10 * 1024;
 
 /// Refuses `core` where its tile's launches' vertex states take more than
