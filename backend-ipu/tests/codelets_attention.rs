@@ -23,13 +23,17 @@ fn softmax_over_panels_matches_float64_and_its_estimate() {
     // bytes between groups, statistics): one group; several rows per
     // worker; a row count that leaves workers idle; attention's 729 keys
     // (46 groups, 7 padded) with so400m's scale 1/sqrt(72); the statistics
-    // a key-split attention tile writes, with masked keys in the block.
-    for (rows, groups, masked, scale, gap, stats) in [
-        (1u32, 1u32, 0u32, 1.0f32, 0u32, false),
-        (13, 3, 5, 0.25, 8, true),
-        (4, 2, 0, 0.5, 64, false),
-        (8, 46, 7, 1.0 / 72f32.sqrt(), 0, false),
-        (7, 6, 9, 1.0 / 72f32.sqrt(), 0, true),
+    // a key-split attention tile writes, with masked keys in the block,
+    // normalised and (as a key-split tile leaves P for its combination)
+    // not.
+    for (rows, groups, masked, scale, gap, stats, normalise) in [
+        (1u32, 1u32, 0u32, 1.0f32, 0u32, false, true),
+        (13, 3, 5, 0.25, 8, true, true),
+        (4, 2, 0, 0.5, 64, false, true),
+        (8, 46, 7, 1.0 / 72f32.sqrt(), 0, false, true),
+        (7, 6, 9, 1.0 / 72f32.sqrt(), 0, true, true),
+        (7, 6, 9, 1.0 / 72f32.sqrt(), 0, true, false),
+        (13, 3, 5, 0.25, 8, true, false),
     ] {
         let sm = SoftmaxPanels {
             rows,
@@ -40,6 +44,7 @@ fn softmax_over_panels_matches_float64_and_its_estimate() {
             output: 0x90000,
             output_stride: rows * 32 + gap,
             stats: stats.then_some(0x58000),
+            normalise,
         };
         let cols = groups * GROUP;
         // Scores in [-30, 30]: scale * (x - max) reaches -60, so some
@@ -71,7 +76,7 @@ fn softmax_over_panels_matches_float64_and_its_estimate() {
             .read_memory(3, sm.output, sm.output_stride * groups)
             .unwrap();
         let want = sm.reference(&s.iter().map(|&v| f64::from(v)).collect::<Vec<_>>());
-        let what = format!("{rows}x{groups} groups, {masked} masked");
+        let what = format!("{rows}x{groups} groups, {masked} masked, normalise {normalise}");
         let mut checked = 0;
         for g in 0..groups as usize {
             let at = g * sm.output_stride as usize;
@@ -126,6 +131,7 @@ fn softmax_over_panels_refuses_what_it_cannot_run() {
         output: 0x70000,
         output_stride: 128,
         stats: None,
+        normalise: true,
     };
     assert!(ok.validate().is_ok());
     assert_refused(
@@ -176,13 +182,17 @@ fn combining_partial_attention_matches_float64_and_its_estimate() {
     // them: each group where the values' product wrote it (its group
     // stride), the statistics after the groups; the running one folds a
     // chunk into its accumulator (partial 0) in place and writes the
-    // combined statistics over the accumulator's.
-    for (rows, parts, groups, gap, strided, running) in [
-        (1u32, 2u32, 1u32, 0u32, false, false),
-        (9, 7, 5, 16, false, false),
-        (13, 3, 2, 8, false, false),
-        (9, 6, 5, 0, true, false),
-        (9, 2, 5, 16, true, true),
+    // combined statistics over the accumulator's. Unnormalised partials
+    // (a key-split tile's `P V` with `P` the exponentials) are weighted
+    // by `exp(scale (m_i - M)) / L`: their weights sum to at most 1 too.
+    for (rows, parts, groups, gap, strided, running, normalised) in [
+        (1u32, 2u32, 1u32, 0u32, false, false, true),
+        (9, 7, 5, 16, false, false, true),
+        (13, 3, 2, 8, false, false, true),
+        (9, 6, 5, 0, true, false, true),
+        (9, 2, 5, 16, true, true, true),
+        (9, 7, 5, 16, false, false, false),
+        (13, 3, 2, 8, false, false, false),
     ] {
         let scale = 1.0 / 72f32.sqrt();
         let c = AttentionCombine::packed(
@@ -205,6 +215,7 @@ fn combining_partial_attention_matches_float64_and_its_estimate() {
         };
         let c = AttentionCombine {
             part_stride: c.part_bytes() + gap,
+            normalised,
             ..c
         };
         let c = if running {
@@ -253,7 +264,7 @@ fn combining_partial_attention_matches_float64_and_its_estimate() {
         let sim = simulate(&prog, 0, &[(c.input, &bytes)]);
         let want = c.reference(&o, &stats);
         let what = format!(
-            "{rows} rows, {parts} partials, {groups} groups, strided {strided}, running {running}"
+            "{rows} rows, {parts} partials, {groups} groups, strided {strided}, running {running}, normalised {normalised}"
         );
         if let Some(at) = c.stats_output {
             // (-M, L) of every partial's keys, in float64 from the same

@@ -84,6 +84,10 @@ pub struct TileAttention {
     /// the mask block is another chunk's (a flash-style tile's chunks
     /// before its last).
     pub masked: bool,
+    /// Whether the softmax normalises P ([`SoftmaxPanels::normalise`]):
+    /// off where a combination divides each row by its sum instead (a
+    /// key-split tile's; O is then `P V` with `P` the exponentials).
+    pub normalise: bool,
 }
 
 /// Where [`TileAttention::place`] puts O (and a flash-style tile's
@@ -229,6 +233,7 @@ impl TileAttention {
             output: self.p,
             output_stride: self.rows * 32,
             stats: self.stats,
+            normalise: self.normalise,
         }
     }
 
@@ -312,6 +317,7 @@ impl TileAttention {
             o: 0,
             stats: None,
             masked: true,
+            normalise: true,
         };
         let after = |at: u64, bytes: u64, align: u64| (at + bytes + past).next_multiple_of(align);
         let slots = match output {

@@ -10,6 +10,9 @@
 //! ```
 //!
 //! (each `O_i` times its share of the whole row's sum of exponentials).
+//! Partials left unnormalised ([`AttentionCombine::normalised`] off: a
+//! key-split tile's `P_i V_i` with `P_i` the exponentials, `s_i O_i`)
+//! take the weight `exp(scale (m_i - M)) / L`.
 //!
 //! Input: `parts` partials, partial `i` at `input + i * part_stride`,
 //! holding its `groups` groups of 16 f16 channels (group `g`, row `r` at
@@ -80,6 +83,12 @@ pub struct AttentionCombine {
     /// aligned, if anywhere: over partial 0's own statistics (in place)
     /// or apart from every partial.
     pub stats_output: Option<u32>,
+    /// Whether each partial `O_i` is normalised over its keys (true), or
+    /// is `P_i V_i` with `P_i` the exponentials alone
+    /// ([`super::softmax_panels::SoftmaxPanels::normalise`] off): then
+    /// `s_i O_i`, and its weight is `exp(scale (m_i - M)) / L`, which
+    /// spares the softmax its normalising pass.
+    pub normalised: bool,
 }
 
 /// Issue counts of a launch, as emitted: the row loop's straight-line
@@ -126,6 +135,7 @@ impl AttentionCombine {
             output,
             output_stride,
             stats_output: None,
+            normalised: true,
         }
     }
 
@@ -223,19 +233,22 @@ impl AttentionCombine {
         inst("add", [op::m(reg), op::m(reg), op::imm(i64::from(bytes))])
     }
 
-    /// Partial `i`'s weight `u_i / L` as four f16 lanes in `$a12:13`, its
-    /// statistics at `$m5` (`-M` in `$a2:3`, the scale in `$a6:7`, `1/L`
-    /// in `$a10:11`); with `sum`, `u_i` is added to `$a9` instead.
-    fn emit_weight(e: &mut Emitter, sum: bool) {
+    /// Partial `i`'s weight `u_i / L` (unnormalised partials: `u_i / (s_i
+    /// L)`) as four f16 lanes in `$a12:13`, its statistics at `$m5` (`-M`
+    /// in `$a2:3`, the scale in `$a6:7`, `1/L` in `$a10:11`); with `sum`,
+    /// `u_i` is added to `$a9` instead.
+    fn emit_weight(&self, e: &mut Emitter, sum: bool) {
         let p = op::a_pair;
         for i in [
             inst("ld64", [p(0), op::m(5), op::mzero(), op::imm(0)]),
             inst("f32v2sub", [p(4), p(2), p(0)]),
             inst("f32v2mul", [p(4), p(4), p(6)]),
             inst("f32exp", [op::a(5), op::a(4)]),
-            inst("f32v2mul", [p(4), p(4), p(0)]),
         ] {
             e.solo(i);
+        }
+        if sum || self.normalised {
+            e.solo(inst("f32v2mul", [p(4), p(4), p(0)]));
         }
         let rest = if sum {
             vec![inst("f32v2add", [p(8), p(8), p(4)])]
@@ -348,7 +361,7 @@ impl AttentionCombine {
         }
         e.aligned_label(&format!(".L{TAG}_sum"));
         let before = e.issues();
-        Self::emit_weight(e, true);
+        self.emit_weight(e, true);
         e.solo(Self::add(5, ps));
         e.solo(inst("brnzdec", [op::m(3), op::sym(format!(".L{TAG}_sum"))]));
         let sum = e.issues() - before;
@@ -364,7 +377,7 @@ impl AttentionCombine {
             e.solo(inst("mov", [op::a(3), op::a(9)]));
         }
         // Pass 3: the first partial writes the output, the others add.
-        Self::emit_weight(e, false);
+        self.emit_weight(e, false);
         self.emit_group_setup(e);
         let g0 = self.emit_group(e, true, &format!(".L{TAG}_g0"));
         e.solo(Self::add(5, ps));
@@ -375,7 +388,7 @@ impl AttentionCombine {
         ));
         e.aligned_label(&format!(".L{TAG}_part"));
         let before = e.issues();
-        Self::emit_weight(e, false);
+        self.emit_weight(e, false);
         self.emit_group_setup(e);
         let ga = self.emit_group(e, false, &format!(".L{TAG}_ga"));
         e.solo(Self::add(5, ps));
@@ -415,9 +428,14 @@ impl AttentionCombine {
                 .map(|s| s[r].1 * (scale * (-s[r].0 - big)).exp())
                 .collect();
             let total: f64 = u.iter().sum();
-            for (oi, ui) in o.iter().zip(&u) {
+            for ((oi, ui), si) in o.iter().zip(&u).zip(stats) {
+                let w = if self.normalised {
+                    ui / total
+                } else {
+                    ui / si[r].1 / total
+                };
                 for c in 0..cols {
-                    out[r * cols + c] += ui / total * oi[r * cols + c];
+                    out[r * cols + c] += w * oi[r * cols + c];
                 }
             }
         }

@@ -34,7 +34,9 @@
 //!    two `f32exp` take 6), written as f16 pairs (`st32`) and summed in
 //!    f32 as written (`f16v2tof32`, `f32v2add`);
 //! 3. `P = e * (1/sum)` in f16 (`f32oox`, broadcast to four lanes),
-//!    `ld64`/`f16v4mul`/`st64` in place in the output.
+//!    `ld64`/`f16v4mul`/`st64` in place in the output; skipped where
+//!    [`SoftmaxPanels::normalise`] is off (P then holds the `e`s, and the
+//!    statistics' sum divides later).
 //!
 //! Against [`super::softmax::Softmax`] (f16 row-major input) this reads
 //! the product's f32 partials directly and subtracts the maximum before
@@ -82,6 +84,11 @@ pub struct SoftmaxPanels {
     /// which is what combining several blocks of keys needs
     /// ([`super::attention_combine`]).
     pub stats: Option<u32>,
+    /// Whether P is normalised (pass 3). Without it P holds each row's
+    /// `exp(scale (S - m_r))` and the caller divides by `sum_r` later (a
+    /// key-split attention's combination, which weights each block's
+    /// output anyway: [`super::attention_combine::AttentionCombine::normalised`]).
+    pub normalise: bool,
 }
 
 /// Issue counts of a launch, as emitted: the row loop's straight-line
@@ -344,19 +351,23 @@ impl SoftmaxPanels {
                 e.solo(s);
             }
         }
-        for s in [
-            inst("f32oox", [op::a(4), op::a(8)]),
-            inst("mov", [op::a(5), op::a(4)]),
-            inst("f32v2tof16", [op::a(10), p(4)]),
-            inst("mov", [op::a(11), op::a(10)]),
-            inst("mov", [op::m(6), op::m(1)]),
-            inst("setzi", [op::m(3), op::imm(groups_minus_one)]),
-        ] {
-            e.solo(s);
-        }
-        // Pass 3: normalise in place.
-        e.aligned_label(&format!(".L{TAG}_norm"));
-        let norm = self.emit_norm_group(e);
+        let norm = if self.normalise {
+            for s in [
+                inst("f32oox", [op::a(4), op::a(8)]),
+                inst("mov", [op::a(5), op::a(4)]),
+                inst("f32v2tof16", [op::a(10), p(4)]),
+                inst("mov", [op::a(11), op::a(10)]),
+                inst("mov", [op::m(6), op::m(1)]),
+                inst("setzi", [op::m(3), op::imm(groups_minus_one)]),
+            ] {
+                e.solo(s);
+            }
+            // Pass 3: normalise in place.
+            e.aligned_label(&format!(".L{TAG}_norm"));
+            self.emit_norm_group(e)
+        } else {
+            0
+        };
         e.solo(inst(
             "add",
             [op::m(0), op::m(0), op::imm(i64::from(IN_ROW))],
@@ -371,6 +382,7 @@ impl SoftmaxPanels {
 
     /// Float64 reference of `s` (`[2 groups][rows][8]`, the input's order,
     /// without gaps), in the output's order (`[groups][rows][16]`).
+    /// Unnormalised (each row's `exp`s) where [`Self::normalise`] is off.
     pub fn reference(&self, s: &[f64]) -> Vec<f64> {
         let (rows, cols) = (self.rows as usize, (self.groups * GROUP) as usize);
         let s_at = |r: usize, j: usize| (j / 8 * rows + r) * 8 + j % 8;
@@ -384,7 +396,7 @@ impl SoftmaxPanels {
             let e: Vec<f64> = (0..cols)
                 .map(|j| (scale * (s[s_at(r, j)] - m)).exp())
                 .collect();
-            let sum: f64 = e.iter().sum();
+            let sum: f64 = if self.normalise { e.iter().sum() } else { 1.0 };
             for (j, e) in e.iter().enumerate() {
                 out[p_at(r, j)] = e / sum;
             }

@@ -444,6 +444,12 @@ impl ProductLayouts {
             compute,
             machine,
         )?;
+        // A key-split tile's combination divides by the row's sum (see
+        // [`combine_of`]): its softmax skips normalising.
+        let att = TileAttention {
+            normalise: !core.split() || core.flash(),
+            ..att
+        };
         if !core.combines() {
             return Ok((att, None));
         }
@@ -855,5 +861,9 @@ pub(super) fn combine_of(
         output: c.output,
         output_stride: c.output_stride,
         stats_output: core.flash().then_some(c.input + c.stats_offset),
+        // Key-split tiles leave P unnormalised (the combination weights
+        // each block's output anyway); a flash-style tile's running
+        // output stays normalised.
+        normalised: core.flash(),
     }
 }
