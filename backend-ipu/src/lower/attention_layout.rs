@@ -690,11 +690,16 @@ pub(super) fn best_core(
         };
         // The flash form's chunks trade cycles for code: the fastest
         // whose states fit. (A forced form is taken whatever its code.)
-        let states = match forced {
-            None if core.flash() => core_states(s, &core, products, machine),
-            _ => Ok(0),
-        };
-        match states.and_then(|_| core_estimate(s, &core, products, machine)) {
+        // The tile is placed once for both.
+        let estimate = products
+            .core_tile(s, core, machine)
+            .and_then(|(att, combine)| {
+                if forced.is_none() && core.flash() {
+                    core_states(s, &core, att)?;
+                }
+                core_estimate(s, &core, (att, combine), machine)
+            });
+        match estimate {
             Ok(cycles) => {
                 if best.is_none_or(|(_, b)| cycles < b) {
                     best = Some((core, cycles));
@@ -737,13 +742,7 @@ pub const ATTENTION_STATES_ROOM: u64 = 10 * 1024;
 /// Refuses `core` where its tile's launches' vertex states take more than
 /// [`ATTENTION_STATES_ROOM`]: a flash-style tile runs up to three distinct
 /// parts (the first chunk, the middle ones, the last). Returns the bytes.
-fn core_states(
-    s: AttentionShape,
-    core: &CorePlan,
-    products: &ProductLayouts,
-    machine: &MachineModel,
-) -> Result<u64, String> {
-    let (att, _) = products.core_tile(s, *core, machine)?;
+fn core_states(s: AttentionShape, core: &CorePlan, att: TileAttention) -> Result<u64, String> {
     // The first chunk and the middle ones (all keys real), the last (the
     // rest of the keys, masked), as the lowering emits them.
     let last = last_chunk(s, core, att).state_bytes();
@@ -785,10 +784,9 @@ fn last_chunk(s: AttentionShape, core: &CorePlan, att: TileAttention) -> TileAtt
 pub(super) fn core_estimate(
     s: AttentionShape,
     core: &CorePlan,
-    products: &ProductLayouts,
+    (att, combine): (TileAttention, Option<CombineLayout>),
     machine: &MachineModel,
 ) -> Result<u64, String> {
-    let (att, combine) = products.core_tile(s, *core, machine)?;
     let bpc = u64::from(machine.exchange_bytes_per_cycle);
     let dp = u64::from(s.dp());
     let parts = u64::from(core.chunks);
