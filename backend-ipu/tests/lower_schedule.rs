@@ -10,7 +10,8 @@ use ipuc_backend_ipu::codelets::emitter::{inst, op, Emitter};
 use ipuc_backend_ipu::emit::build_executable;
 use ipuc_backend_ipu::lower::codegen::Calls;
 use ipuc_backend_ipu::lower::schedule::{
-    delay, schedule, Chunk, DelayRoutine, Schedule, Segment, Transfer, DELAY_ROUTINE,
+    delay, schedule, schedule_in, Chunk, DelayRoutine, Order, Schedule, Segment, Transfer,
+    DELAY_ROUTINE,
 };
 use ipuc_dialects::ipu::{build, SectionKind, TensorDirection, TensorPiece};
 use ipuc_ipu_arch::MachineModel;
@@ -226,19 +227,85 @@ fn random_many_to_many_supersteps_deliver_every_word_in_time() {
             want,
             dst_words,
         } = random_case(seed, &tiles);
-        let s = schedule(&m, &tiles, &transfers);
-        let (got, cycles) = run(&m, &tiles, &s, &src, dst_words);
-        for (i, t) in tiles.iter().enumerate() {
-            assert_eq!(got[i], want[i], "seed {seed}: tile {t}");
-        }
-        // The run is two syncs plus the superstep: the schedule's length
-        // is what the superstep costs, up to the closing sync.
-        let syncs = 2 * u64::from(m.sync_latency);
-        assert!(
-            cycles >= s.cycles + syncs && cycles <= s.cycles + syncs + 16,
-            "seed {seed}: simulated {cycles}, scheduled {} + {syncs}",
-            s.cycles
+        // Each order alone (the earliest-first ones reorder the senders'
+        // transfers and receivers' switches freely), and the shortest.
+        let listed = schedule_in(&m, &tiles, &transfers, Order::Listed);
+        let earliest = schedule_in(&m, &tiles, &transfers, Order::Earliest);
+        let critical = schedule_in(&m, &tiles, &transfers, Order::Critical);
+        let best = schedule(&m, &tiles, &transfers);
+        assert_eq!(
+            best.cycles,
+            listed.cycles.min(earliest.cycles).min(critical.cycles)
         );
+        for (order, s) in [
+            ("listed", &listed),
+            ("earliest", &earliest),
+            ("critical", &critical),
+        ] {
+            let (got, cycles) = run(&m, &tiles, s, &src, dst_words);
+            for (i, t) in tiles.iter().enumerate() {
+                assert_eq!(got[i], want[i], "seed {seed}, {order}: tile {t}");
+            }
+            // The run is two syncs plus the superstep: the schedule's
+            // length is what the superstep costs, up to the closing sync.
+            let syncs = 2 * u64::from(m.sync_latency);
+            assert!(
+                cycles >= s.cycles + syncs && cycles <= s.cycles + syncs + 16,
+                "seed {seed}, {order}: simulated {cycles}, scheduled {} + {syncs}",
+                s.cycles
+            );
+        }
+    }
+}
+
+#[test]
+fn the_earliest_first_order_keeps_receivers_busy_that_the_listed_order_leaves_waiting() {
+    // Senders a and b each send L words to receiver x and to receiver y,
+    // listed a->x, b->x, b->y, a->y. In that order b->y waits for b->x,
+    // and a->y for b->y: about 4L. Earliest first pairs them, a->x with
+    // b->y, then a->y with b->x: about 2L.
+    let m = MachineModel::c600();
+    let (a, b, x, y) = (5u32, 300, 40, 900);
+    let words = 1024;
+    let send = |from: u32, to: u32, slot: u32| Transfer {
+        sender: from,
+        chunks: vec![Chunk {
+            address: SRC,
+            words,
+        }],
+        receivers: vec![(to, DST + 4 * words * slot)],
+        segment: None,
+    };
+    let transfers = vec![send(a, x, 0), send(b, x, 1), send(b, y, 0), send(a, y, 1)];
+    let tiles = [a, b, x, y];
+    let listed = schedule_in(&m, &tiles, &transfers, Order::Listed);
+    let earliest = schedule_in(&m, &tiles, &transfers, Order::Earliest);
+    let l = u64::from(words);
+    assert!(listed.cycles > 4 * l, "listed {}", listed.cycles);
+    assert!(
+        earliest.cycles < 2 * l + 200,
+        "earliest {} cycles for two rounds of {l} words",
+        earliest.cycles
+    );
+    let best = schedule(&m, &tiles, &transfers);
+    assert!(best.cycles <= earliest.cycles);
+    assert_eq!(best.busiest_port(), 2 * words);
+    assert_eq!(
+        best.to_string(),
+        format!("{} cycles (busiest port {} words)", best.cycles, 2 * words)
+    );
+    // And it delivers: each receiver's buffer holds a's words then b's
+    // (x) or b's then a's (y).
+    let src: Vec<Vec<u32>> = tiles
+        .iter()
+        .map(|&t| (0..SRC_WORDS).map(|k| t << 16 | k).collect())
+        .collect();
+    let (got, _) = run(&m, &tiles, &best, &src, 2 * words);
+    for (r, first, second) in [(2usize, a, b), (3, b, a)] {
+        for k in 0..words {
+            assert_eq!(got[r][k as usize], first << 16 | k);
+            assert_eq!(got[r][(words + k) as usize], second << 16 | k);
+        }
     }
 }
 

@@ -673,11 +673,10 @@ impl AttentionPlan {
         let x = self.schedules(machine);
         let d =
             x.d.as_ref()
-                .map_or_else(String::new, |d| format!(", exchange D {} cycles", d.cycles));
-        let b = if core.flash() {
-            format!("{} cycles in {} parts", x.b_cycles(), x.b.len())
-        } else {
-            format!("{} cycles", x.b_cycles())
+                .map_or_else(String::new, |d| format!(", exchange D {d}"));
+        let b = match &x.b[..] {
+            [one] => one.to_string(),
+            parts => format!("{} cycles in {} parts", x.b_cycles(), parts.len()),
         };
         let tiles_of = if core.flash() {
             format!(
@@ -743,7 +742,7 @@ impl AttentionPlan {
             );
         }
         format!(
-            "attention block {}x{}, {} heads of {} (padded to {}): LayerNorm on tiles {}..={} ({} rows each)\n{fp8}{streamed}  qk: {}\n  vt: {}\n  attention: tiles {}..={} ({tiles_of}): {est} cycles per tile{combine}\n  forms: {}; {}; {}\n  out: {}\n  tile memory: weights 0x{:x}..0x{:x}, attention window 0x{:x}..0x{:x} (keys, values, Q, mask, O{}), products' buffers 0x{:x}..0x{:x}, scores and probabilities 0x{:x}..0x{:x}\n  exchange A {} cycles, exchange B {b}{d}, exchange C {} cycles (scheduled)\n",
+            "attention block {}x{}, {} heads of {} (padded to {}): LayerNorm on tiles {}..={} ({} rows each)\n{fp8}{streamed}  qk: {}\n  vt: {}\n  attention: tiles {}..={} ({tiles_of}): {est} cycles per tile{combine}\n  forms: {}; {}; {}\n  out: {}\n  tile memory: weights 0x{:x}..0x{:x}, attention window 0x{:x}..0x{:x} (keys, values, Q, mask, O{}), products' buffers 0x{:x}..0x{:x}, scores and probabilities 0x{:x}..0x{:x}\n  exchange A {}, exchange B {b}{d}, exchange C {} (scheduled)\n",
             s.m,
             s.c,
             s.heads,
@@ -773,8 +772,8 @@ impl AttentionPlan {
             machine.sram_end,
             lay.p,
             machine.sram_end,
-            x.a.cycles,
-            x.c.cycles,
+            x.a,
+            x.c,
         )
     }
 

@@ -309,7 +309,7 @@ pub fn block_report(ctx: &Context, b: &MlpMatch, m: &MachineModel) -> Result<Str
         out
     };
     Ok(format!(
-        "{loc}: MLP block {}x{}x{}: LayerNorm on tiles {}..={} ({} rows each)\n{}{}{}  exchange A {} cycles, exchange B {} cycles (scheduled)\n",
+        "{loc}: MLP block {}x{}x{}: LayerNorm on tiles {}..={} ({} rows each)\n{}{}{}  exchange A {}, exchange B {} (scheduled)\n",
         b.shape.m,
         b.shape.c,
         b.shape.h,
@@ -319,7 +319,7 @@ pub fn block_report(ctx: &Context, b: &MlpMatch, m: &MachineModel) -> Result<Str
         product("fc1", &plan.fc1, 0),
         product("fc2", &plan.fc2, 1),
         plan.weights_report(),
-        a.cycles,
-        x.cycles
+        a,
+        x
     ))
 }
