@@ -120,6 +120,15 @@ pub struct RunArgs {
     /// model runs in its own precision.
     #[arg(long, value_name = "fp16|fp8", value_parser = ["fp16", "fp8"])]
     pub precision: Option<String>,
+    /// What the simulator's outputs are compared with when a data set holds
+    /// no stored outputs (seeded random inputs, `--extract`ed blocks): the
+    /// reference executor on the `converted` IR (the default: the IR the
+    /// device runs, after `--precision`; the comparison isolates the
+    /// lowering) or on the `source` model in its own precision (before
+    /// `--precision`'s conversion: the comparison measures what the
+    /// precision costs as well).
+    #[arg(long, value_enum, default_value_t = OracleArg::Converted)]
+    pub oracle: OracleArg,
     /// Whether `precision` is the device's default, not given (set by
     /// [`RunArgs::with_defaults`]).
     #[arg(skip)]
@@ -141,6 +150,15 @@ pub struct RunArgs {
 fn parse_block(s: &str) -> Result<String, String> {
     s.parse::<ipuc_passes::extract::BlockSpec>()
         .map(|b| b.to_string())
+}
+
+/// `--oracle`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OracleArg {
+    /// The reference executor on the IR the device runs.
+    Converted,
+    /// The reference executor on the model before `--precision`.
+    Source,
 }
 
 /// `--weights`.

@@ -25,7 +25,7 @@ use ipuc_runtime::reference::interpreter;
 use super::data::{self, DataSet, Named};
 use super::executable::run_executable;
 use super::progress::Phases;
-use super::{default_statistical, model, RunArgs, Tolerance};
+use super::{default_statistical, model, OracleArg, RunArgs, Tolerance};
 use crate::run::{CompiledSummary, ProfileSummary, Report};
 
 /// The line an error of the way to the simulator ends with.
@@ -54,7 +54,15 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
     phases.start("importing");
     // Data sets are read first: an ONNX model is bound to them on import.
     let read: Option<Vec<DataSet>> = args.input.as_deref().map(data::discover).transpose()?;
-    let mut loaded = model::load(args, read.as_ref().and_then(|s| s.first()))?;
+    // `--oracle source`: the reference executor runs on the model before
+    // the conversion to `--precision`, which follows it.
+    let source = args.oracle == OracleArg::Source && args.precision.is_some();
+    let first = read.as_ref().and_then(|s| s.first());
+    let mut loaded = if source {
+        model::load_source(args, first)?
+    } else {
+        model::load(args, first)?
+    };
     let entry = |loaded: &model::LoadedModel| match &args.function {
         Some(name) => super::find_function(&loaded.ctx, loaded.root, name),
         None => interpreter::entry_function(&loaded.ctx, loaded.root).map_err(|e| e.to_string()),
@@ -74,16 +82,24 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
     let mut checked = Vec::new();
     let mut oracles = Vec::new();
     for set in sets {
-        loaded = model::rebind(args, loaded, &set)?;
+        loaded = if source {
+            model::rebind_source(args, loaded, &set)?
+        } else {
+            model::rebind(args, loaded, &set)?
+        };
         if !set.expected.is_empty() {
             oracles.push(format!("the outputs stored in {}", set.name));
             checked.push(set);
             continue;
         }
-        oracles.push(format!(
-            "the reference executor on the same IR ({})",
-            set.name
-        ));
+        oracles.push(if source {
+            format!(
+                "the reference executor on the model before --precision ({})",
+                set.name
+            )
+        } else {
+            format!("the reference executor on the same IR ({})", set.name)
+        });
         let func = entry(&loaded)?;
         let inputs = data::bind(&loaded.ctx, func, &set, &loaded.fed_inputs(&set))?;
         let (outputs, _) = interpreter::run_function_with_stats(&loaded.ctx, func, &inputs)
@@ -102,6 +118,9 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         });
     }
     let oracle_s = oracle_started.elapsed().as_secs_f64();
+    if source {
+        model::convert(args, &mut loaded)?;
+    }
     let func = entry(&loaded)?;
     let machine = MachineModel::c600();
     let body = loaded

@@ -20,7 +20,7 @@ use std::time::Instant;
 use clap::Parser;
 
 pub use crate::import::parse_input_shape;
-pub use cli::{RunArgs, WeightsArg, DEFAULT_DEVICE, DEFAULT_SIM_PRECISION};
+pub use cli::{OracleArg, RunArgs, WeightsArg, DEFAULT_DEVICE, DEFAULT_SIM_PRECISION};
 pub use compare::{compare, Metrics, Statistical, Tolerance};
 pub use data::{synthesize, DataSet, Named};
 pub use device::DeviceKind;

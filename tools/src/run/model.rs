@@ -74,7 +74,17 @@ pub fn is_onnx(path: &Path) -> bool {
 
 /// Loads `args.model` by its kind ([`is_onnx`], else its extension); an
 /// ONNX model is bound to `set` when given (see the module documentation).
+/// Then converts it to `--precision` ([`convert`]).
 pub fn load(args: &RunArgs, set: Option<&DataSet>) -> Result<LoadedModel, String> {
+    let mut loaded = load_source(args, set)?;
+    convert(args, &mut loaded)?;
+    Ok(loaded)
+}
+
+/// [`load`] without the conversion to `--precision`: the model in its own
+/// precision, fused or cut as the device takes it (`--oracle source` runs
+/// the reference executor on it).
+pub fn load_source(args: &RunArgs, set: Option<&DataSet>) -> Result<LoadedModel, String> {
     let path = &args.model;
     let mut ctx = Context::new(crate::registry::dialects());
     let kind = if is_onnx(path) {
@@ -144,21 +154,44 @@ pub fn load(args: &RunArgs, set: Option<&DataSet>) -> Result<LoadedModel, String
         // as `--extract` fuses before it cuts.
         run_pipeline(&mut ctx, root, FUSE_PIPELINE).map_err(with_reference_hint)?;
     }
+    Ok(LoadedModel { ctx, root, binding })
+}
+
+/// Converts a model [`load_source`] loaded to `--precision` (where given).
+pub fn convert(args: &RunArgs, loaded: &mut LoadedModel) -> Result<(), String> {
     if let Some(precision) = &args.precision {
         let pipeline = ipuc_passes::precision::precision_pipeline(precision);
-        let converted = run_pipeline(&mut ctx, root, &pipeline);
+        let converted = run_pipeline(&mut loaded.ctx, loaded.root, &pipeline);
         if args.precision_is_default {
             converted.map_err(with_reference_hint)?;
         } else {
             converted?;
         }
     }
-    Ok(LoadedModel { ctx, root, binding })
+    Ok(())
 }
 
 /// `loaded`, or the model imported again when `set` binds it differently
 /// from the set it was imported with.
 pub fn rebind(args: &RunArgs, loaded: LoadedModel, set: &DataSet) -> Result<LoadedModel, String> {
+    rebind_with(args, loaded, set, load)
+}
+
+/// [`rebind`] for a model [`load_source`] loaded (not converted).
+pub fn rebind_source(
+    args: &RunArgs,
+    loaded: LoadedModel,
+    set: &DataSet,
+) -> Result<LoadedModel, String> {
+    rebind_with(args, loaded, set, load_source)
+}
+
+fn rebind_with(
+    args: &RunArgs,
+    loaded: LoadedModel,
+    set: &DataSet,
+    load: fn(&RunArgs, Option<&DataSet>) -> Result<LoadedModel, String>,
+) -> Result<LoadedModel, String> {
     if loaded.binds_like(set) {
         return Ok(loaded);
     }
