@@ -53,7 +53,7 @@ ipuc_ir::declare_pass! {
 
 ipuc_ir::declare_pass! {
     LowerToIpu => "ipu-lower" {
-        summary: "Lower each function (one nn.matmul by a constant, for now) to an ipu.executable appended to the module",
+        summary: "Lower each function to an ipu.executable appended to the module: a chain of encoder blocks (patch embedding, attention and MLP blocks, the pooling head; identical layers one loop), one attention or MLP block, or one product by a constant with its epilogue; an imported graph needs eqsat-fuse (and convert-precision) first",
         options LowerOptions {
             /// Machine model (c600, bow)
             machine: String = "c600".to_string() => "machine",
