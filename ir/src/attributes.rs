@@ -507,6 +507,20 @@ impl DenseElements {
         }
         Some(crate::float_format::decode_all(kind, &self.data))
     }
+    /// The largest magnitude of the elements (`None` for other than float
+    /// element types; NaN if one is NaN): [`Self::floats`]' without
+    /// collecting them.
+    pub fn max_abs(&self) -> Option<f64> {
+        let kind = self.element_type().float_kind()?;
+        if self.splat {
+            return Some(if self.is_empty() {
+                0.0
+            } else {
+                self.float_at(0).abs()
+            });
+        }
+        Some(crate::float_format::max_abs(kind, &self.data))
+    }
     /// Element `i` as an `f64` (for float element types).
     pub fn float_at(&self, i: usize) -> f64 {
         crate::printer::decode_float(

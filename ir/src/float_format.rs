@@ -54,6 +54,40 @@ pub fn decode_all(kind: FloatKind, bytes: &[u8]) -> Vec<f64> {
     }
 }
 
+/// The largest magnitude among the elements of `bytes` (as
+/// [`decode_all`] reads them), without collecting them: NaN if any is
+/// NaN, 0 for none.
+pub fn max_abs(kind: FloatKind, bytes: &[u8]) -> f64 {
+    let fold = |m: f64, v: f64| {
+        if v.is_nan() || m.is_nan() {
+            f64::NAN
+        } else {
+            m.max(v.abs())
+        }
+    };
+    match kind {
+        FloatKind::F32 => bytes
+            .chunks_exact(4)
+            .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+            .fold(0.0, fold),
+        FloatKind::F16 => bytes
+            .chunks_exact(2)
+            .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
+            .fold(0.0, fold),
+        FloatKind::F64 | FloatKind::BF16 => {
+            let width = if kind == FloatKind::F64 { 8 } else { 2 };
+            bytes
+                .chunks_exact(width)
+                .map(|b| decode(kind, b))
+                .fold(0.0, fold)
+        }
+        _ => {
+            let table: Vec<f64> = (0..=255u8).map(|c| decode(kind, &[c])).collect();
+            bytes.iter().map(|&c| table[usize::from(c)]).fold(0.0, fold)
+        }
+    }
+}
+
 /// Rounds `v` to `kind` (nearest, ties to even; `f8E8M0FNU`, a bare exponent,
 /// rounds to the nearest power of two, ties up) and returns the storage bits.
 pub fn encode_bits(kind: FloatKind, v: f64) -> u64 {
@@ -85,6 +119,28 @@ pub fn decode_bits(kind: FloatKind, bits: u64) -> f64 {
 /// Rounds `v` to the nearest value representable in `kind`.
 pub fn round_to(kind: FloatKind, v: f64) -> f64 {
     decode_bits(kind, encode_bits(kind, v))
+}
+
+/// The storage bytes of every value rounded to `kind`, in order:
+/// [`push_bytes`] of each, with the kind matched once (a model's weights
+/// go through here: so400m's 428 M to FP8).
+pub fn encode_all(kind: FloatKind, values: &[f64]) -> Vec<u8> {
+    match float8(kind) {
+        Some(format) if kind != FloatKind::F8E5M2 => {
+            // Out-of-range values clamp (no infinity in these formats).
+            values
+                .iter()
+                .map(|&v| format.encode_f64(v, true))
+                .collect()
+        }
+        _ => {
+            let mut out = Vec::with_capacity(values.len() * kind.byte_size());
+            for &v in values {
+                push_bytes(kind, v, &mut out);
+            }
+            out
+        }
+    }
 }
 
 /// Appends the storage bytes of `v` rounded to `kind`.
@@ -120,6 +176,55 @@ mod tests {
                     "{kind:?} {i}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn the_largest_magnitude_is_that_of_the_decoded_elements() {
+        let bytes: Vec<u8> = (0..4096u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for kind in FloatKind::ALL {
+            let all = decode_all(kind, &bytes);
+            let want = if all.iter().any(|v| v.is_nan()) {
+                f64::NAN
+            } else {
+                all.iter().fold(0.0, |m: f64, v| m.max(v.abs()))
+            };
+            let got = max_abs(kind, &bytes);
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "{kind:?}: {got} vs {want}"
+            );
+        }
+        // One NaN among finite values makes it NaN; none makes it 0.
+        let mut f32s: Vec<u8> = [1.5f32, -3.0, f32::NAN, 2.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert!(max_abs(FloatKind::F32, &f32s).is_nan());
+        f32s.truncate(8);
+        assert_eq!(max_abs(FloatKind::F32, &f32s), 3.0);
+        assert_eq!(max_abs(FloatKind::F32, &[]), 0.0);
+    }
+
+    #[test]
+    fn encoding_all_at_once_matches_encoding_each() {
+        // Values across every format's range: subnormals, ties, beyond
+        // the largest finite, infinities and NaN.
+        let mut values: Vec<f64> = (0..2000)
+            .map(|i| {
+                let x = f64::from(i) * 0.37 - 370.0;
+                x * 2f64.powi(i % 41 - 20)
+            })
+            .collect();
+        values.extend([0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1e300]);
+        for kind in FloatKind::ALL {
+            let mut each = Vec::new();
+            for &v in &values {
+                push_bytes(kind, v, &mut each);
+            }
+            assert_eq!(encode_all(kind, &values), each, "{kind:?}");
         }
     }
 

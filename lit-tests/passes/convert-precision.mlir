@@ -19,6 +19,7 @@
 // RUN: not ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{precision=bf16}))' 2>&1 | filecheck %s --check-prefix=BAD
 // RUN: ipu-opt %S/Inputs/precision-attributes-invalid.mlir --split-input-file --verify-diagnostics
 // RUN: not ipu-opt %S/Inputs/precision-unknown-op.mlir --precision fp16 2>&1 | filecheck %s --check-prefix=OPAQUE
+// RUN: not ipu-opt %S/Inputs/precision-nan-weight.mlir --precision fp8 2>&1 | filecheck %s --check-prefix=NAN
 // RUN: ipu-opt --list-passes | filecheck %s --check-prefix=LIST
 // RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(convert-precision{fp8-activations=false precision=fp8}))' --dump-pass-pipeline 2>&1 >/dev/null | filecheck %s --check-prefix=DUMP
 // RUN: ipu-opt %s --precision fp8 --mlir-pass-statistics 2>&1 >/dev/null | filecheck %s --check-prefix=STATS
@@ -178,6 +179,7 @@ func.func @quantized_activations() -> tensor<1x1xf32> {
   return %0 : tensor<1x1xf32>
 }
 
+// NAN: precision-nan-weight.mlir:4:8: error: 'nn.constant' op holds a NaN or infinite weight, which no FP8 scale represents
 // OPAQUE: precision-unknown-op.mlir:4:8: error: 'test.opaque' op convert-precision converts nn ops only; this op's float tensors cannot be retyped
 // BAD: unknown precision 'bf16' (precisions: fp16, fp8)
 // LIST: --convert-precision

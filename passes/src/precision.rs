@@ -397,10 +397,7 @@ fn rounded(
         return elements::from_floats(&ty, values);
     }
     let kind = ty.element_type()?.float_kind()?;
-    let mut bytes = Vec::with_capacity(values.len() * kind.byte_size());
-    for &v in values {
-        ipuc_ir::float_format::push_bytes(kind, v, &mut bytes);
-    }
+    let bytes = ipuc_ir::float_format::encode_all(kind, values);
     let blob = ResourceBlob {
         alignment: kind.byte_size() as u32,
         data: Arc::from(bytes),
@@ -475,8 +472,18 @@ fn weight_scales(
         let Some(c) = fp8_weights(ctx, o) else {
             continue;
         };
-        let (_, values, _) = constant_values(ctx, c)?;
-        let max_abs = values.iter().fold(0f64, |m, v| m.max(v.abs()));
+        // The largest magnitude straight from the stored elements (a
+        // weight's f64 copy is 8 bytes an element, and so400m has 428 M).
+        let value = ctx.attr(c, "value").expect("a verified nn.constant");
+        let max_abs = elements::dense_data(value)
+            .and_then(|d| d.max_abs())
+            .ok_or_else(|| {
+                Diagnostic::op_error(
+                    ctx,
+                    c,
+                    "has no data to convert (its dense_resource blob is missing)",
+                )
+            })?;
         if !max_abs.is_finite() {
             return Err(Diagnostic::op_error(
                 ctx,
@@ -509,9 +516,11 @@ fn weight_scales(
 fn quantize_weight(ctx: &mut Context, op: OpId, scale: i32) -> Result<(), Diagnostic> {
     let w: Value = ctx.operand(op, 1);
     let c = fp8_weights(ctx, op).expect("weight_scales found the weights");
-    let (value, values, hint) = constant_values(ctx, c)?;
+    let (value, mut scaled, hint) = constant_values(ctx, c)?;
     let factor = 2f64.powi(-scale);
-    let scaled: Vec<f64> = values.iter().map(|v| v * factor).collect();
+    for v in &mut scaled {
+        *v *= factor;
+    }
     let codes = rounded(
         ctx,
         &value,

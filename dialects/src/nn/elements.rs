@@ -57,12 +57,7 @@ pub(crate) fn from_element_bytes(ty: &Type, bytes: Vec<u8>, size: usize) -> Opti
 /// `dense<values> : ty` for a float element type (values are rounded to it).
 pub fn from_floats(ty: &Type, values: &[f64]) -> Option<Attribute> {
     let kind = ty.element_type()?.float_kind()?;
-    let size = kind.byte_size();
-    let mut bytes = Vec::with_capacity(values.len() * size);
-    for &v in values {
-        float_format::push_bytes(kind, v, &mut bytes);
-    }
-    from_element_bytes(ty, bytes, size)
+    from_element_bytes(ty, float_format::encode_all(kind, values), kind.byte_size())
 }
 
 /// `dense<values> : ty` for an integer element type (values wrap to its width).
