@@ -34,56 +34,49 @@ pub fn decode(kind: FloatKind, bytes: &[u8]) -> f64 {
 /// and the 8-bit formats through a table of their 256 codes (a model's
 /// weights go through here: so400m's 428 M).
 pub fn decode_all(kind: FloatKind, bytes: &[u8]) -> Vec<f64> {
-    match kind {
-        FloatKind::F16 => bytes
-            .chunks_exact(2)
-            .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
-            .collect(),
-        FloatKind::F32 => bytes
-            .chunks_exact(4)
-            .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-            .collect(),
-        FloatKind::F64 | FloatKind::BF16 => {
-            let width = if kind == FloatKind::F64 { 8 } else { 2 };
-            bytes.chunks_exact(width).map(|b| decode(kind, b)).collect()
-        }
-        _ => {
-            let table: Vec<f64> = (0..=255u8).map(|c| decode(kind, &[c])).collect();
-            bytes.iter().map(|&c| table[usize::from(c)]).collect()
-        }
-    }
+    let width = kind.byte_size().max(1);
+    let out = Vec::with_capacity(bytes.len() / width);
+    fold_decoded(kind, bytes, out, |mut out, v| {
+        out.push(v);
+        out
+    })
 }
 
 /// The largest magnitude among the elements of `bytes` (as
 /// [`decode_all`] reads them), without collecting them: NaN if any is
 /// NaN, 0 for none.
 pub fn max_abs(kind: FloatKind, bytes: &[u8]) -> f64 {
-    let fold = |m: f64, v: f64| {
+    fold_decoded(kind, bytes, 0.0, |m: f64, v| {
         if v.is_nan() || m.is_nan() {
             f64::NAN
         } else {
             m.max(v.abs())
         }
-    };
+    })
+}
+
+/// Folds `f` over the elements of `bytes` decoded in order, as
+/// [`decode_all`] reads them (the kind matched once).
+fn fold_decoded<B>(kind: FloatKind, bytes: &[u8], init: B, f: impl FnMut(B, f64) -> B) -> B {
     match kind {
-        FloatKind::F32 => bytes
-            .chunks_exact(4)
-            .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-            .fold(0.0, fold),
         FloatKind::F16 => bytes
             .chunks_exact(2)
             .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64())
-            .fold(0.0, fold),
+            .fold(init, f),
+        FloatKind::F32 => bytes
+            .chunks_exact(4)
+            .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+            .fold(init, f),
         FloatKind::F64 | FloatKind::BF16 => {
             let width = if kind == FloatKind::F64 { 8 } else { 2 };
             bytes
                 .chunks_exact(width)
                 .map(|b| decode(kind, b))
-                .fold(0.0, fold)
+                .fold(init, f)
         }
         _ => {
             let table: Vec<f64> = (0..=255u8).map(|c| decode(kind, &[c])).collect();
-            bytes.iter().map(|&c| table[usize::from(c)]).fold(0.0, fold)
+            bytes.iter().map(|&c| table[usize::from(c)]).fold(init, f)
         }
     }
 }
@@ -128,10 +121,7 @@ pub fn encode_all(kind: FloatKind, values: &[f64]) -> Vec<u8> {
     match float8(kind) {
         Some(format) if kind != FloatKind::F8E5M2 => {
             // Out-of-range values clamp (no infinity in these formats).
-            values
-                .iter()
-                .map(|&v| format.encode_f64(v, true))
-                .collect()
+            values.iter().map(|&v| format.encode_f64(v, true)).collect()
         }
         _ => {
             let mut out = Vec::with_capacity(values.len() * kind.byte_size());

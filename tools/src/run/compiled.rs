@@ -57,12 +57,12 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
     // `--oracle source`: the reference executor runs on the model before
     // the conversion to `--precision`, which follows it.
     let source = args.oracle == OracleArg::Source && args.precision.is_some();
-    let first = read.as_ref().and_then(|s| s.first());
-    let mut loaded = if source {
-        model::load_source(args, first)?
+    let load = if source {
+        model::load_source
     } else {
-        model::load(args, first)?
+        model::load
     };
+    let mut loaded = load(args, read.as_ref().and_then(|s| s.first()))?;
     let entry = |loaded: &model::LoadedModel| match &args.function {
         Some(name) => super::find_function(&loaded.ctx, loaded.root, name),
         None => interpreter::entry_function(&loaded.ctx, loaded.root).map_err(|e| e.to_string()),
@@ -82,11 +82,7 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
     let mut checked = Vec::new();
     let mut oracles = Vec::new();
     for set in sets {
-        loaded = if source {
-            model::rebind_source(args, loaded, &set)?
-        } else {
-            model::rebind(args, loaded, &set)?
-        };
+        loaded = model::rebind_with(args, loaded, &set, load)?;
         if !set.expected.is_empty() {
             oracles.push(format!("the outputs stored in {}", set.name));
             checked.push(set);

@@ -177,16 +177,9 @@ pub fn rebind(args: &RunArgs, loaded: LoadedModel, set: &DataSet) -> Result<Load
     rebind_with(args, loaded, set, load)
 }
 
-/// [`rebind`] for a model [`load_source`] loaded (not converted).
-pub fn rebind_source(
-    args: &RunArgs,
-    loaded: LoadedModel,
-    set: &DataSet,
-) -> Result<LoadedModel, String> {
-    rebind_with(args, loaded, set, load_source)
-}
-
-fn rebind_with(
+/// [`rebind`] importing again with `load` ([`load`], or [`load_source`]
+/// for a model loaded unconverted).
+pub fn rebind_with(
     args: &RunArgs,
     loaded: LoadedModel,
     set: &DataSet,

@@ -477,6 +477,36 @@ struct Placement {
     switches: Vec<(u32, Option<u32>, u64, Option<usize>)>,
 }
 
+/// A transfer's sends, timed from its first `send` ([`Rules::send_times`]):
+/// the same wherever it is placed, so worked out once.
+struct Sends {
+    /// The chunks that start segments after the first.
+    starts: Vec<usize>,
+    /// Cycles the sender's supervisor is busy from the first `send`.
+    span: u64,
+    /// Cycles before the first `send` that the sender's setup takes.
+    lead: u64,
+    /// When each later segment's first word leaves the sender.
+    segment_leaves: Vec<u64>,
+    /// When the last word leaves the sender.
+    last_word: u64,
+}
+
+impl Sends {
+    fn of(rules: &Rules, t: &Transfer) -> Self {
+        let starts = t.segment_starts();
+        let (times, span) = rules.send_times(&t.chunks, &starts);
+        Sends {
+            segment_leaves: starts.iter().map(|&i| times[i] + 1).collect(),
+            last_word: times.last().copied().unwrap_or(0)
+                + u64::from(t.chunks.last().map_or(0, |c| c.words)) * rules.word,
+            lead: rules.send_lead(&t.chunks),
+            starts,
+            span,
+        }
+    }
+}
+
 /// The superstep being placed: every tile's supervisor intervals and
 /// events, and each receiver's and sender's progress.
 struct Placer<'a> {
@@ -493,14 +523,11 @@ struct Placer<'a> {
 impl Placer<'_> {
     /// The earliest placement of `t` after everything placed so far
     /// (leaves the state as it found it).
-    fn probe(&mut self, t: &Transfer) -> Placement {
+    fn probe(&mut self, t: &Transfer, sends: &Sends) -> Placement {
         let rules = self.rules;
         let before = rules.switch_before();
         let s = t.sender;
-        let starts = t.segment_starts();
-        let (times, span) = rules.send_times(&t.chunks, &starts);
-        let segment_leaves: Vec<u64> = starts.iter().map(|&i| times[i] + 1).collect();
-        let lead = rules.send_lead(&t.chunks);
+        let (span, lead) = (sends.span, sends.lead);
         let sender = self.tx[s as usize];
         let mut at = sender.free;
         loop {
@@ -540,7 +567,7 @@ impl Placer<'_> {
             if need == first {
                 'receivers: for &(r, _) in &t.receivers {
                     let lat = self.machine.exchange_latency(s, r);
-                    for &leaves in &segment_leaves {
+                    for &leaves in &sends.segment_leaves {
                         let put = rules.repoint(first, lat, leaves);
                         let free =
                             self.busy[r as usize].fit(put, rules.repoint_before(), rules.put);
@@ -573,17 +600,12 @@ impl Placer<'_> {
     }
 
     /// Places `t` where [`Placer::probe`] found it.
-    fn commit(&mut self, t: &Transfer, p: Placement) {
+    fn commit(&mut self, t: &Transfer, sends: &Sends, p: Placement) {
         let rules = self.rules;
         let (before, after) = (rules.switch_before(), rules.switch_after());
         let s = t.sender;
         let first = p.first;
-        let starts = t.segment_starts();
-        let (times, span) = rules.send_times(&t.chunks, &starts);
-        let segment_leaves: Vec<u64> = starts.iter().map(|&i| times[i] + 1).collect();
-        let last_word = times.last().copied().unwrap_or(0)
-            + u64::from(t.chunks.last().map_or(0, |c| c.words)) * rules.word;
-        let lead = rules.send_lead(&t.chunks);
+        let (span, lead, last_word) = (sends.span, sends.lead, sends.last_word);
         self.busy[s as usize].insert(first - lead, first + span);
         self.events
             .get_mut(&s)
@@ -592,7 +614,7 @@ impl Placer<'_> {
                 first - lead,
                 Event::Send {
                     chunks: t.chunks.clone(),
-                    starts,
+                    starts: sends.starts.clone(),
                     first,
                 },
             ));
@@ -616,7 +638,7 @@ impl Placer<'_> {
             }
             self.end = self.end.max(put + rules.switch_puts(base.is_some()));
             let lat = self.machine.exchange_latency(s, r);
-            for (n, &leaves) in segment_leaves.iter().enumerate() {
+            for (n, &leaves) in sends.segment_leaves.iter().enumerate() {
                 let put = rules.repoint(first, lat, leaves);
                 busy.insert(put - rules.repoint_before(), put + rules.put);
                 let seg = t.segment.expect("segment starts come from a segment");
@@ -677,21 +699,24 @@ impl Placer<'_> {
 /// it before the switch and its later words after the close, so no tile
 /// ever takes a word meant for others.
 pub fn schedule(machine: &MachineModel, tiles: &[u32], transfers: &[Transfer]) -> Schedule {
+    let prepared = Prepared::of(machine, transfers);
     // The orders on threads of their own (each is deterministic, and so
     // is the choice).
     let [listed, earliest, critical] = std::thread::scope(|scope| {
+        let prepared = &prepared;
         let others = [Order::Earliest, Order::Critical]
-            .map(|order| scope.spawn(move || schedule_in(machine, tiles, transfers, order)));
-        let listed = schedule_in(machine, tiles, transfers, Order::Listed);
+            .map(|order| scope.spawn(move || place(machine, tiles, prepared, order)));
+        let listed = place(machine, tiles, prepared, Order::Listed);
         let [earliest, critical] =
             others.map(|h| h.join().expect("a schedule's thread does not panic"));
         [listed, earliest, critical]
     });
     // The shortest; ties go to the earlier order.
-    [listed, earliest, critical]
+    let best = [listed, earliest, critical]
         .into_iter()
-        .reduce(|best, s| if s.cycles < best.cycles { s } else { best })
-        .expect("three schedules")
+        .reduce(|best, p| if p.end < best.end { p } else { best })
+        .expect("three schedules");
+    prepared.finish(best)
 }
 
 /// The order in which [`schedule_in`] takes transfers.
@@ -713,51 +738,81 @@ pub fn schedule_in(
     transfers: &[Transfer],
     order: Order,
 ) -> Schedule {
-    let joined = coalesce(transfers.to_vec());
-    let transfers: Vec<&Transfer> = joined
-        .iter()
-        .filter(|t| !t.chunks.is_empty() && t.words() > 0)
-        .collect();
-    let mut received: BTreeMap<u32, u32> = BTreeMap::new();
-    let mut sent: BTreeMap<u32, u32> = BTreeMap::new();
-    for t in &transfers {
-        // A malformed segmented transfer would land words at wrong
-        // addresses or never fit its re-points: the lowering builds them,
-        // so it is a bug in the lowering, not in the input.
-        if let Err(e) = t.check() {
-            panic!("tile {}'s segmented transfer: {e}", t.sender);
+    let prepared = Prepared::of(machine, transfers);
+    let placer = place(machine, tiles, &prepared, order);
+    prepared.finish(placer)
+}
+
+/// The transfers every order places: joined ([`coalesce`]), the empty
+/// ones left out, each with its [`Sends`]; and the words each tile takes
+/// and sends.
+struct Prepared {
+    transfers: Vec<(Transfer, Sends)>,
+    received: BTreeMap<u32, u32>,
+    sent: BTreeMap<u32, u32>,
+}
+
+impl Prepared {
+    fn of(machine: &MachineModel, transfers: &[Transfer]) -> Self {
+        let rules = Rules::of(machine);
+        let transfers: Vec<(Transfer, Sends)> = coalesce(transfers.to_vec())
+            .into_iter()
+            .filter(|t| !t.chunks.is_empty() && t.words() > 0)
+            .map(|t| {
+                // A malformed segmented transfer would land words at
+                // wrong addresses or never fit its re-points: the lowering
+                // builds them, so it is a bug in the lowering, not in the
+                // input.
+                if let Err(e) = t.check() {
+                    panic!("tile {}'s segmented transfer: {e}", t.sender);
+                }
+                let sends = Sends::of(&rules, &t);
+                (t, sends)
+            })
+            .collect();
+        let mut received: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut sent: BTreeMap<u32, u32> = BTreeMap::new();
+        for (t, _) in &transfers {
+            *sent.entry(t.sender).or_default() += t.words();
+            for &(r, _) in &t.receivers {
+                *received.entry(r).or_default() += t.words();
+            }
         }
-        *sent.entry(t.sender).or_default() += t.words();
-        for &(r, _) in &t.receivers {
-            *received.entry(r).or_default() += t.words();
+        Prepared {
+            transfers,
+            received,
+            sent,
         }
     }
-    let Placer {
-        mut events, end, ..
-    } = place(machine, tiles, &transfers, &received, order);
-    for list in events.values_mut() {
-        list.sort_by_key(|e| e.0);
-    }
-    Schedule {
-        events,
-        cycles: end,
-        received,
-        sent,
+
+    /// The schedule `placer` made of these transfers.
+    fn finish(self, placer: Placer) -> Schedule {
+        let Placer {
+            mut events, end, ..
+        } = placer;
+        for list in events.values_mut() {
+            list.sort_by_key(|e| e.0);
+        }
+        Schedule {
+            events,
+            cycles: end,
+            received: self.received,
+            sent: self.sent,
+        }
     }
 }
 
-/// Places `transfers` (every receiver's words counted in `received`) in
-/// `order`.
+/// Places `prepared`'s transfers in `order`.
 fn place<'a>(
     machine: &'a MachineModel,
     tiles: &[u32],
-    transfers: &[&Transfer],
-    received: &BTreeMap<u32, u32>,
+    prepared: &Prepared,
     order: Order,
 ) -> Placer<'a> {
     let rules = Rules::of(machine);
+    let (transfers, received) = (&prepared.transfers, &prepared.received);
     let mut all: Vec<u32> = tiles.to_vec();
-    all.extend(transfers.iter().map(|t| t.sender));
+    all.extend(transfers.iter().map(|(t, _)| t.sender));
     all.extend(received.keys());
     all.sort_unstable();
     all.dedup();
@@ -786,9 +841,9 @@ fn place<'a>(
         placer.end = placer.end.max(span);
     }
     if order == Order::Listed {
-        for &t in transfers {
-            let p = placer.probe(t);
-            placer.commit(t, p);
+        for (t, sends) in transfers {
+            let p = placer.probe(t, sends);
+            placer.commit(t, sends, p);
         }
         return placer;
     }
@@ -799,13 +854,12 @@ fn place<'a>(
     // transfer's key now ([`Placer::bound`]'s start, cheap, or a probe's,
     // exact until another transfer is placed).
     let weight = u64::from(order == Order::Critical);
-    let size = placer.rx.len();
     let (mut rem_in, mut rem_out) = (vec![0u64; size], vec![0u64; size]);
-    for t in transfers {
-        rem_out[t.sender as usize] += u64::from(t.words());
-        for &(r, _) in &t.receivers {
-            rem_in[r as usize] += u64::from(t.words());
-        }
+    for (&t, &w) in received {
+        rem_in[t as usize] = u64::from(w);
+    }
+    for (&t, &w) in &prepared.sent {
+        rem_out[t as usize] = u64::from(w);
     }
     let top = rem_in.iter().chain(&rem_out).copied().max().unwrap_or(0);
     let lag = |t: &Transfer, rem_in: &[u64], rem_out: &[u64]| {
@@ -818,21 +872,21 @@ fn place<'a>(
     };
     let mut queue: BinaryHeap<Reverse<(u64, usize)>> = (0..transfers.len())
         .map(|n| {
-            let t = transfers[n];
+            let t = &transfers[n].0;
             Reverse((placer.bound(t) + lag(t, &rem_in, &rem_out), n))
         })
         .collect();
     while let Some(Reverse((key, n))) = queue.pop() {
-        let t = transfers[n];
+        let (t, sends) = &transfers[n];
         let lag = lag(t, &rem_in, &rem_out);
         let bound = placer.bound(t) + lag;
         if bound > key {
             queue.push(Reverse((bound, n)));
             continue;
         }
-        let p = placer.probe(t);
+        let p = placer.probe(t, sends);
         if p.first + lag == key {
-            placer.commit(t, p);
+            placer.commit(t, sends, p);
             rem_out[t.sender as usize] -= u64::from(t.words());
             for &(r, _) in &t.receivers {
                 rem_in[r as usize] -= u64::from(t.words());
