@@ -77,6 +77,14 @@ fn softmax_over_panels_matches_float64_and_its_estimate() {
             .unwrap();
         let want = sm.reference(&s.iter().map(|&v| f64::from(v)).collect::<Vec<_>>());
         let what = format!("{rows}x{groups} groups, {masked} masked, normalise {normalise}");
+        // Each pass's issue slots per group of 16 values, as the module
+        // doc counts them (the exp pass's bundling is the codelet's cost).
+        let exp = if scale == 1.0 { 37 } else { 45 };
+        assert_eq!(
+            counts.group,
+            [10, exp, if normalise { 10 } else { 0 }],
+            "{what}: issue slots per group"
+        );
         let mut checked = 0;
         for g in 0..groups as usize {
             let at = g * sm.output_stride as usize;

@@ -31,12 +31,16 @@
 //!    `-m`, `f32v2mul` unless the scale is 1, as where the caller folded
 //!    it into S's operands), rounded to f16 and exponentiated two lanes at a
 //!    time (`f32v2tof16`, `f16v2exp`: 2 issue slots for two values, where
-//!    two `f32exp` take 6), written as f16 pairs (`st32`) and summed in
-//!    f32 as written (`f16v2tof32`, `f32v2add`);
+//!    two `f32exp` take 6), four pairs at a time summed in f32 into the
+//!    accumulators (`f16v8acc`, read and cleared at the row's end with
+//!    `f32v2gina`) and stored (`st64step`), the loads, stores and loop
+//!    control in the arithmetic's bundles: 37 issue slots per 16 values
+//!    with the scale folded (59 when each pair was converted back to f32
+//!    and added, with solo stores);
 //! 3. `P = e * (1/sum)` in f16 (`f32oox`, broadcast to four lanes),
-//!    `ld64`/`f16v4mul`/`st64` in place in the output; skipped where
-//!    [`SoftmaxPanels::normalise`] is off (P then holds the `e`s, and the
-//!    statistics' sum divides later).
+//!    `ld64`/`f16v4mul`/`st64` in place in the output, two words in
+//!    flight; skipped where [`SoftmaxPanels::normalise`] is off (P then
+//!    holds the `e`s, and the statistics' sum divides later).
 //!
 //! Against [`super::softmax::Softmax`] (f16 row-major input) this reads
 //! the product's f32 partials directly and subtracts the maximum before
@@ -59,6 +63,8 @@ const IN_ROW: u32 = 32;
 const PAIRS: u32 = 8;
 /// Bytes of one group row of the f16 output.
 const OUT_ROW: u32 = 32;
+/// Pass 2's load registers (pairs), in rotation.
+const EXP_LOADS: [u8; 3] = [4, 8, 12];
 
 /// One launch.
 #[derive(Clone, Debug)]
@@ -218,7 +224,7 @@ impl SoftmaxPanels {
     fn emit_max_group(&self, e: &mut Emitter) -> u64 {
         let before = e.issues();
         let max = || inst("f32v2max", [op::a_pair(2), op::a_pair(2), op::a_pair(0)]);
-        e.solo(self.ld_pair(0, 0));
+        e.bundle(self.ld_pair(0, 0), inst("fnop", []));
         for w in 1..PAIRS {
             e.bundle(self.ld_pair(0, w), max());
         }
@@ -228,64 +234,97 @@ impl SoftmaxPanels {
     }
 
     /// Pass 2's group body: per pair `e = exp(scale (x - m))` (`-m` in
-    /// `$a10:11`, the scale in `$a6:7`) summed into `$a8:9` and stored as
-    /// two f16 at `$m6`; both pointers step to the next group.
+    /// `$a10:11`, the scale in `$a6:7`), four pairs' `e`s at a time in
+    /// `$a0:3`, summed into `$AACC` (`f16v8acc`) and stored with
+    /// `st64step` at `$m6`; both pointers step to the next group.
+    ///
+    /// Software-pipelined one pair ahead: pair `w + 1`'s load issues with
+    /// pair `w`'s subtraction, into the next of three registers
+    /// ([`EXP_LOADS`]), so no bundle writes a register its other half
+    /// reads; the stores, the input step and the loop branch take main
+    /// slots beside the arithmetic. A group takes 37 issue slots (45 with
+    /// a scale): 4 per pair (`f32v2add`, `f32v2tof16`, `f16v2exp`'s two),
+    /// 2 `f16v8acc`, the first load, the last store and the branch.
     fn emit_exp_group(&self, e: &mut Emitter) -> u64 {
         let before = e.issues();
         let p = op::a_pair;
-        e.solo(self.ld_pair(0, 0));
+        let load = |w: u32| EXP_LOADS[w as usize % EXP_LOADS.len()];
+        let nop = || inst("nop", []);
+        let fnop = || inst("fnop", []);
+        // `st64step $aQ:Q+1, $mzero, $m6+=, step`: half a quad of `e`s.
+        let store = |q: u8, step: i64| {
+            inst(
+                "st64step",
+                [op::a_pair(q), op::mzero(), op::m_inc(6), op::imm(step)],
+            )
+        };
+        let acc = || inst("f16v8acc", [op::a_quad(0)]);
+        // The next group's output, from the last store's address.
+        let next_group = i64::from(self.output_stride / 8) - 3;
+        e.bundle(self.ld_pair(load(0), 0), fnop());
         for w in 0..PAIRS {
+            let (x, q) = (load(w), (w % 4) as u8);
             let next = if w + 1 < PAIRS {
-                self.ld_pair(0, w + 1)
+                self.ld_pair(load(w + 1), w + 1)
             } else {
-                self.next_input()
+                nop()
             };
-            e.bundle(next, inst("f32v2add", [p(4), p(0), p(10)]));
+            e.bundle(next, inst("f32v2add", [p(x), p(x), p(10)]));
             if self.scale != 1.0 {
-                e.solo(inst("f32v2mul", [p(4), p(4), p(6)]));
+                e.bundle(nop(), inst("f32v2mul", [p(x), p(x), p(6)]));
             }
-            for i in [
-                inst("f32v2tof16", [op::a(2), p(4)]),
-                inst("f16v2exp", [op::a(2), op::a(2)]),
-                inst(
-                    "st32",
-                    [op::a(2), op::m(6), op::mzero(), op::imm(i64::from(w))],
-                ),
-                inst("f16v2tof32", [p(4), op::a(2)]),
-                inst("f32v2add", [p(8), p(8), p(4)]),
-            ] {
-                e.solo(i);
+            let beside = match w {
+                // The first quad's second half, before pair 6 overwrites it.
+                4 => store(2, 1),
+                // Pair 7's load issued with pair 6's subtraction.
+                6 => self.next_input(),
+                _ => nop(),
+            };
+            e.bundle(beside, inst("f32v2tof16", [op::a(q), p(x)]));
+            e.bundle(nop(), inst("f16v2exp", [op::a(q), op::a(q)]));
+            if q == 3 {
+                // The quad's first half, before pair w + 1 overwrites it.
+                e.bundle(store(0, 1), acc());
             }
         }
-        e.solo(inst(
-            "add",
-            [op::m(6), op::m(6), op::imm(i64::from(self.output_stride))],
-        ));
-        e.solo(inst("brnzdec", [op::m(3), op::sym(format!(".L{TAG}_exp"))]));
+        e.bundle(store(2, next_group), fnop());
+        e.bundle(
+            inst("brnzdec", [op::m(3), op::sym(format!(".L{TAG}_exp"))]),
+            fnop(),
+        );
         e.issues() - before
     }
 
     /// Pass 3's group body: the group's 16 f16 at `$m6` times `1/sum`
     /// (`$a10:11`, four f16 lanes), in place; `$m6` steps to the next group.
+    /// Two words in flight (`$a0:1`, `$a2:3`): each word's load, product
+    /// and store in three bundles, the loads and stores (8 main slots) the
+    /// limit, 10 issue slots a group with the step and the branch.
     fn emit_norm_group(&self, e: &mut Emitter) -> u64 {
         let before = e.issues();
         let p = op::a_pair;
-        for w in 0..OUT_ROW / 8 {
-            e.solo(Self::ld64(0, 6, w));
-            e.solo(inst("f16v4mul", [p(0), p(0), p(10)]));
-            e.solo(inst(
-                "st64",
-                [p(0), op::m(6), op::mzero(), op::imm(i64::from(w))],
-            ));
-        }
-        e.solo(inst(
-            "add",
-            [op::m(6), op::m(6), op::imm(i64::from(self.output_stride))],
-        ));
-        e.solo(inst(
-            "brnzdec",
-            [op::m(3), op::sym(format!(".L{TAG}_norm"))],
-        ));
+        let fnop = || inst("fnop", []);
+        let mul = |q: u8| inst("f16v4mul", [p(q), p(q), p(10)]);
+        let st = |q: u8, w: u32| inst("st64", [p(q), op::m(6), op::mzero(), op::imm(i64::from(w))]);
+        e.bundle(Self::ld64(0, 6, 0), fnop());
+        e.bundle(Self::ld64(2, 6, 1), mul(0));
+        e.bundle(st(0, 0), mul(2));
+        e.bundle(Self::ld64(0, 6, 2), fnop());
+        e.bundle(st(2, 1), mul(0));
+        e.bundle(Self::ld64(2, 6, 3), fnop());
+        e.bundle(st(0, 2), mul(2));
+        e.bundle(st(2, 3), fnop());
+        e.bundle(
+            inst(
+                "add",
+                [op::m(6), op::m(6), op::imm(i64::from(self.output_stride))],
+            ),
+            fnop(),
+        );
+        e.bundle(
+            inst("brnzdec", [op::m(3), op::sym(format!(".L{TAG}_norm"))]),
+            fnop(),
+        );
         e.issues() - before
     }
 
@@ -306,6 +345,11 @@ impl SoftmaxPanels {
         ] {
             e.solo(s);
         }
+        // Pass 2 sums into `$AACC`, which a row leaves clear: clear it
+        // for the first (an earlier launch may have left it in use).
+        for k in 0..4 {
+            e.solo(inst("f32v2gina", [op::a_pair(4), op::azeros(), op::imm(k)]));
+        }
         if self.stats.is_some() {
             e.solo(load_state_word(op::m(4), 4)); // the stats row
         }
@@ -323,8 +367,6 @@ impl SoftmaxPanels {
             inst("mov", [op::a(5), op::a(2)]),
             inst("f32v2max", [p(2), p(2), p(4)]),
             inst("f32v2sub", [p(10), op::azeros(), p(2)]),
-            inst("mov", [op::a(8), op::azero()]),
-            inst("mov", [op::a(9), op::azero()]),
             inst("mov", [op::m(5), op::m(0)]),
             inst("mov", [op::m(6), op::m(1)]),
             inst("setzi", [op::m(3), op::imm(groups_minus_one)]),
@@ -335,7 +377,15 @@ impl SoftmaxPanels {
         e.aligned_label(&format!(".L{TAG}_exp"));
         let exp = self.emit_exp_group(e);
         for s in [
-            // The sum of both lanes, its reciprocal as four f16 lanes.
+            // The sum of the accumulators (clearing them for the next
+            // row) and of both lanes, its reciprocal as four f16 lanes.
+            inst("f32v2gina", [p(8), op::azeros(), op::imm(0)]),
+            inst("f32v2gina", [p(4), op::azeros(), op::imm(1)]),
+            inst("f32v2add", [p(8), p(8), p(4)]),
+            inst("f32v2gina", [p(4), op::azeros(), op::imm(2)]),
+            inst("f32v2add", [p(8), p(8), p(4)]),
+            inst("f32v2gina", [p(4), op::azeros(), op::imm(3)]),
+            inst("f32v2add", [p(8), p(8), p(4)]),
             inst("mov", [op::a(4), op::a(9)]),
             inst("f32v2add", [p(8), p(8), p(4)]),
         ] {
