@@ -409,16 +409,28 @@ pub fn build_executable_on(
     });
     let mut diags = Vec::new();
     let mut tiles = Vec::new();
+    let (mut stalls, mut stalled_tiles) = (0usize, 0usize);
     for r in results {
         match r {
             Ok((program, warnings)) => {
-                for w in warnings {
-                    tracing::warn!("{w}");
+                // The lowering's exchange code waits on some stalls by
+                // design (a register loaded `latency` cycles before its
+                // use stands for a delay), so they are not warnings here:
+                // `IPUC_LOG=debug` lists them.
+                for w in &warnings {
+                    tracing::debug!("{w}");
                 }
+                stalls += warnings.len();
+                stalled_tiles += usize::from(!warnings.is_empty());
                 tiles.push(program);
             }
             Err(d) => diags.extend(d),
         }
+    }
+    if stalls > 0 {
+        tracing::debug!(
+            "{stalls} supervisor stall(s) on {stalled_tiles} tile(s), in the cycles the simulator counts"
+        );
     }
     let mut bindings = Vec::new();
     let mut inputs = Vec::new();
