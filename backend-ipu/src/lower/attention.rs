@@ -30,11 +30,11 @@ use super::attention_block::{
     emit_attention, plan_attention, AttentionConstants, AttentionFp8, AttentionPlan, AttentionShape,
 };
 use super::block_match::{
-    check_function_holds, constant_operand, element_kind, fp8_cast_of, from_only_argument,
-    product_after, product_weights, the_only,
+    bias_ref, check_function_holds, constant_operand_ref, element_kind, fp8_cast_of,
+    from_only_argument, product_after, product_weights, the_only, ConstantRef,
 };
 use super::codegen::{Lowered, StepEstimates};
-use super::passes::{chain, chain_ops, constant_values, gemm_shape, only_user, ADD};
+use super::passes::{chain, chain_ops, gemm_shape, only_user, ADD};
 use crate::codelets::amp::AmpVariant;
 
 /// A matched block: its ops and constants.
@@ -56,15 +56,47 @@ pub struct AttentionMatch {
     pub add: OpId,
     /// The block's input (f16).
     pub input: Value,
-    /// The constants.
-    pub constants: AttentionConstants,
+    /// The constants, not yet read.
+    pub constants: AttentionConstantRefs,
 }
 
-fn values(ctx: &Context, op: OpId, what: &str, v: Value) -> Result<Vec<f64>, Diagnostic> {
-    constant_operand(ctx, op, "attention block", what, v)
+/// An attention block's constants as matched ([`ConstantRef`]s):
+/// [`AttentionConstantRefs::values`] reads them.
+#[derive(Clone, Debug)]
+pub struct AttentionConstantRefs {
+    /// LayerNorm's scale.
+    pub gamma: ConstantRef,
+    /// LayerNorm's shift.
+    pub beta: ConstantRef,
+    /// The QKV weights.
+    pub w_qkv: ConstantRef,
+    /// The QKV bias.
+    pub b_qkv: ConstantRef,
+    /// The output weights.
+    pub w_o: ConstantRef,
+    /// The output bias.
+    pub b_o: ConstantRef,
 }
 
-fn weights(ctx: &Context, op: OpId, what: &str) -> Result<Vec<f64>, Diagnostic> {
+impl AttentionConstantRefs {
+    /// The values, decoded now.
+    pub fn values(&self) -> AttentionConstants {
+        AttentionConstants {
+            gamma: self.gamma.values(),
+            beta: self.beta.values(),
+            w_qkv: self.w_qkv.values(),
+            b_qkv: self.b_qkv.values(),
+            w_o: self.w_o.values(),
+            b_o: self.b_o.values(),
+        }
+    }
+}
+
+fn values(ctx: &Context, op: OpId, what: &str, v: Value) -> Result<ConstantRef, Diagnostic> {
+    constant_operand_ref(ctx, op, "attention block", what, v)
+}
+
+fn weights(ctx: &Context, op: OpId, what: &str) -> Result<ConstantRef, Diagnostic> {
     product_weights(ctx, op, "attention block", what)
 }
 
@@ -260,14 +292,9 @@ pub fn attention_from(ctx: &Context, att: OpId) -> Result<AttentionMatch, Diagno
     let gamma = values(ctx, ln, "LayerNorm's scale", ln_ops[1])?;
     let beta = match ln_ops.get(2) {
         Some(&b) => values(ctx, ln, "LayerNorm's shift", b)?,
-        None => vec![0.0; c as usize],
+        None => ConstantRef::zeros(c as usize),
     };
-    let bias = |ch: &super::passes::Chain, op: OpId, n: u32| -> Result<Vec<f64>, Diagnostic> {
-        match &ch.bias {
-            Some(b) => constant_values(b).map_err(|e| Diagnostic::op_error(ctx, op, e)),
-            None => Ok(vec![0.0; n as usize]),
-        }
-    };
+    let bias = |ch: &super::passes::Chain, op: OpId, n: u32| bias_ref(ctx, op, ch.bias.as_ref(), n);
     Ok(AttentionMatch {
         ops: block_ops,
         shape: AttentionShape {
@@ -285,7 +312,7 @@ pub fn attention_from(ctx: &Context, att: OpId) -> Result<AttentionMatch, Diagno
         out,
         add,
         input,
-        constants: AttentionConstants {
+        constants: AttentionConstantRefs {
             gamma,
             beta,
             w_qkv: weights(ctx, qkv, "the QKV weights")?,
@@ -323,7 +350,15 @@ pub fn lower_attention(
     let x_ty: Type = ctx.value_type(b.input).clone();
     let y_ty: Type = ctx.value_type(ctx.results(b.add)[0]).clone();
     let loc = ctx.loc(b.attention).clone();
-    let lowered = emit_attention(ctx, module_body, &plan, &b.constants, (x_ty, y_ty), m, loc)?;
+    let lowered = emit_attention(
+        ctx,
+        module_body,
+        &plan,
+        &b.constants.values(),
+        (x_ty, y_ty),
+        m,
+        loc,
+    )?;
     tracing::debug!(target: "ipu-lower", "attention block: {}", lowered.estimate);
     Ok(Lowered {
         executable: lowered.executable,

@@ -6,9 +6,10 @@
 
 use ipuc_dialects::func;
 use ipuc_dialects::nn;
-use ipuc_ir::{Context, Diagnostic, FloatKind, OpId, Value};
+use ipuc_ir::attributes::DenseElements;
+use ipuc_ir::{Attribute, Context, Diagnostic, FloatKind, OpId, Value};
 
-use super::passes::{constant_of, constant_values, only_user};
+use super::passes::{constant_of, float_constant, only_user};
 
 /// The function `f`'s body and its one op named `name`: `None` when the
 /// function has no body or no such op, an error (`too_many`, at the second)
@@ -92,6 +93,78 @@ pub fn constant_operand(
     what: &str,
     v: Value,
 ) -> Result<Vec<f64>, Diagnostic> {
+    Ok(constant_operand_ref(ctx, op, block, what, v)?.values())
+}
+
+/// A block's constant operand, matched but not yet read: its elements
+/// (the IR's bytes, shared, not copied) and the factor its values take.
+/// The lowering reads them ([`ConstantRef::values`]) when it builds a
+/// block's constants, a block at a time, so that a chain never holds a
+/// whole model's weights as f64 at once (so400m's 428 M take 3.4 GB so).
+#[derive(Clone, Debug)]
+pub struct ConstantRef {
+    /// The elements (`None`: zeros, for an operand the op does not have).
+    elements: Option<DenseElements>,
+    /// Elements.
+    len: usize,
+    /// What each value is multiplied by.
+    factor: f64,
+}
+
+impl ConstantRef {
+    /// `len` zeros.
+    pub fn zeros(len: usize) -> Self {
+        ConstantRef {
+            elements: None,
+            len,
+            factor: 1.0,
+        }
+    }
+
+    /// The constant `value` (a float tensor constant, else the error says
+    /// what it is), its values times `factor`.
+    pub fn of(value: &Attribute, factor: f64) -> Result<Self, String> {
+        let elements = float_constant(value)?;
+        Ok(ConstantRef {
+            len: elements.len(),
+            elements: Some(elements),
+            factor,
+        })
+    }
+
+    /// Elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The values, row-major, decoded now.
+    pub fn values(&self) -> Vec<f64> {
+        let Some(elements) = &self.elements else {
+            return vec![0.0; self.len];
+        };
+        let mut v = elements
+            .floats()
+            .expect("a ConstantRef's elements were checked to be floats");
+        if self.factor != 1.0 {
+            v.iter_mut().for_each(|x| *x *= self.factor);
+        }
+        v
+    }
+}
+
+/// [`constant_operand`], not yet read.
+pub fn constant_operand_ref(
+    ctx: &Context,
+    op: OpId,
+    block: &str,
+    what: &str,
+    v: Value,
+) -> Result<ConstantRef, Diagnostic> {
     let c = constant_of(ctx, v).ok_or_else(|| {
         Diagnostic::op_error(
             ctx,
@@ -99,21 +172,34 @@ pub fn constant_operand(
             format!("the {block} lowering needs {what} to be an nn.constant"),
         )
     })?;
-    constant_values(&c).map_err(|e| Diagnostic::op_error(ctx, op, format!("{what}: {e}")))
+    ConstantRef::of(&c, 1.0).map_err(|e| Diagnostic::op_error(ctx, op, format!("{what}: {e}")))
 }
 
-/// The weights of product `op` (its right operand, an `nn.constant`) as
-/// values: FP8 codes stand for `code * 2^rhs_scale`.
+/// The weights of product `op` (its right operand, an `nn.constant`), not
+/// yet read: FP8 codes stand for `code * 2^rhs_scale`.
 pub fn product_weights(
     ctx: &Context,
     op: OpId,
     block: &str,
     what: &str,
-) -> Result<Vec<f64>, Diagnostic> {
+) -> Result<ConstantRef, Diagnostic> {
     let scale = 2f64.powi(i32::try_from(nn::rhs_scale(ctx, op)).unwrap_or(0));
-    let mut w = constant_operand(ctx, op, block, what, ctx.operands(op)[1])?;
-    w.iter_mut().for_each(|v| *v *= scale);
-    Ok(w)
+    let c = constant_operand_ref(ctx, op, block, what, ctx.operands(op)[1])?;
+    Ok(ConstantRef { factor: scale, ..c })
+}
+
+/// A product's bias (`bias`, from its epilogue chain) as matched: `n`
+/// zeros without one.
+pub fn bias_ref(
+    ctx: &Context,
+    op: OpId,
+    bias: Option<&Attribute>,
+    n: u32,
+) -> Result<ConstantRef, Diagnostic> {
+    match bias {
+        Some(b) => ConstantRef::of(b, 1.0).map_err(|e| Diagnostic::op_error(ctx, op, e)),
+        None => Ok(ConstantRef::zeros(n as usize)),
+    }
 }
 
 /// Checks that the function whose body is `body` holds nothing but

@@ -832,10 +832,10 @@ fn emit_layer_constants(
         let k = b + layer * r.period;
         match (planned, &chain.blocks[k]) {
             (PlannedBlock::Attention(p), ChainBlock::Attention(a)) => {
-                emit_attention_constants(ctx, exe_body, p, &a.constants, loc)
+                emit_attention_constants(ctx, exe_body, p, &a.constants.values(), loc)
             }
             (PlannedBlock::Mlp(p), ChainBlock::Mlp(m)) => {
-                emit_mlp_constants(ctx, exe_body, p, &m.constants, loc)
+                emit_mlp_constants(ctx, exe_body, p, &m.constants.values(), loc)
             }
             _ => unreachable!("a loop repeats attention and MLP blocks"),
         }
@@ -1051,11 +1051,12 @@ pub fn lower_chain_planned(
         match (plan, &chain.blocks[k]) {
             (PlannedBlock::Attention(p), ChainBlock::Attention(b)) => {
                 let lowered =
-                    emit_attention_in(ctx, &frame, p, &b.constants, machine, loc.clone())?;
+                    emit_attention_in(ctx, &frame, p, &b.constants.values(), machine, loc.clone())?;
                 chain_estimates[k] = Some(StepEstimates::Attention(lowered.estimate));
             }
             (PlannedBlock::Mlp(p), ChainBlock::Mlp(b)) => {
-                let lowered = emit_mlp_in(ctx, &frame, p, &b.constants, machine, loc.clone())?;
+                let lowered =
+                    emit_mlp_in(ctx, &frame, p, &b.constants.values(), machine, loc.clone())?;
                 chain_estimates[k] = Some(StepEstimates::Mlp(lowered.estimate));
             }
             (PlannedBlock::Patch(p), ChainBlock::Patch(b)) => {

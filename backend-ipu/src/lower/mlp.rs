@@ -28,11 +28,11 @@ use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, OpId, Type, Va
 
 use super::block::{emit_mlp, plan_mlp_with, Fp8Domains, MlpConstants, MlpPlan, MlpShape};
 use super::block_match::{
-    check_function_holds, constant_operand, element_kind, from_only_argument, product_after,
-    product_weights, the_only,
+    bias_ref, check_function_holds, constant_operand_ref, element_kind, from_only_argument,
+    product_after, product_weights, the_only, ConstantRef,
 };
 use super::codegen::{Lowered, StepEstimates};
-use super::passes::{chain, constant_values, gemm_shape, only_user, rejected_lines, PLAN_ATTR};
+use super::passes::{chain, gemm_shape, only_user, rejected_lines, PLAN_ATTR};
 use super::plan::Grid;
 use crate::codelets::amp::AmpVariant;
 
@@ -53,8 +53,40 @@ pub struct MlpMatch {
     pub add: OpId,
     /// The block's input (f16).
     pub input: Value,
-    /// LayerNorm's and the products' constants.
-    pub constants: MlpConstants,
+    /// LayerNorm's and the products' constants, not yet read.
+    pub constants: MlpConstantRefs,
+}
+
+/// An MLP block's constants as matched ([`ConstantRef`]s):
+/// [`MlpConstantRefs::values`] reads them.
+#[derive(Clone, Debug)]
+pub struct MlpConstantRefs {
+    /// LayerNorm's scale.
+    pub gamma: ConstantRef,
+    /// LayerNorm's shift.
+    pub beta: ConstantRef,
+    /// fc1's weights.
+    pub w1: ConstantRef,
+    /// fc1's bias.
+    pub b1: ConstantRef,
+    /// fc2's weights.
+    pub w2: ConstantRef,
+    /// fc2's bias.
+    pub b2: ConstantRef,
+}
+
+impl MlpConstantRefs {
+    /// The values, decoded now.
+    pub fn values(&self) -> MlpConstants {
+        MlpConstants {
+            gamma: self.gamma.values(),
+            beta: self.beta.values(),
+            w1: self.w1.values(),
+            b1: self.b1.values(),
+            w2: self.w2.values(),
+            b2: self.b2.values(),
+        }
+    }
 }
 
 fn is_f16(ctx: &Context, v: Value) -> bool {
@@ -68,8 +100,8 @@ fn dims(ctx: &Context, v: Value) -> Vec<i64> {
         .unwrap_or_default()
 }
 
-fn values(ctx: &Context, op: OpId, what: &str, v: Value) -> Result<Vec<f64>, Diagnostic> {
-    constant_operand(ctx, op, "MLP block", what, v)
+fn values(ctx: &Context, op: OpId, what: &str, v: Value) -> Result<ConstantRef, Diagnostic> {
+    constant_operand_ref(ctx, op, "MLP block", what, v)
 }
 
 fn mismatch(ctx: &Context, op: OpId, msg: &str) -> Diagnostic {
@@ -194,17 +226,12 @@ pub fn mlp_from(ctx: &Context, ln: OpId) -> Result<MlpMatch, Diagnostic> {
     let gamma = values(ctx, ln, "LayerNorm's scale", ln_ops[1])?;
     let beta = match ln_ops.get(2) {
         Some(&b) => values(ctx, ln, "LayerNorm's shift", b)?,
-        None => vec![0.0; c as usize],
+        None => ConstantRef::zeros(c as usize),
     };
     let weights = |op: OpId, what: &str| product_weights(ctx, op, "MLP block", what);
     let w1 = weights(fc1, "fc1's weights")?;
     let w2 = weights(fc2, "fc2's weights")?;
-    let bias = |ch: &super::passes::Chain, op: OpId, n: u32| -> Result<Vec<f64>, Diagnostic> {
-        match &ch.bias {
-            Some(b) => constant_values(b).map_err(|e| Diagnostic::op_error(ctx, op, e)),
-            None => Ok(vec![0.0; n as usize]),
-        }
-    };
+    let bias = |ch: &super::passes::Chain, op: OpId, n: u32| bias_ref(ctx, op, ch.bias.as_ref(), n);
     Ok(MlpMatch {
         ops: block_ops,
         shape: MlpShape {
@@ -220,7 +247,7 @@ pub fn mlp_from(ctx: &Context, ln: OpId) -> Result<MlpMatch, Diagnostic> {
         fc2,
         add,
         input,
-        constants: MlpConstants {
+        constants: MlpConstantRefs {
             gamma,
             beta,
             w1,
@@ -271,7 +298,15 @@ pub fn lower_mlp(
     let x_ty: Type = ctx.value_type(b.input).clone();
     let y_ty: Type = ctx.value_type(ctx.results(b.add)[0]).clone();
     let loc = ctx.loc(b.ln).clone();
-    let lowered = emit_mlp(ctx, module_body, &plan, &b.constants, (x_ty, y_ty), m, loc)?;
+    let lowered = emit_mlp(
+        ctx,
+        module_body,
+        &plan,
+        &b.constants.values(),
+        (x_ty, y_ty),
+        m,
+        loc,
+    )?;
     tracing::debug!(target: "ipu-lower", "MLP block: {}", lowered.estimate);
     Ok(Lowered {
         executable: lowered.executable,

@@ -427,8 +427,10 @@ impl DeclaredPass for PlanGemms {
     }
 }
 
-/// The float values of a tensor constant, row-major.
-pub(super) fn constant_values(value: &Attribute) -> Result<Vec<f64>, String> {
+/// The elements of a tensor constant, checked to be floats: what
+/// [`constant_values`] decodes, without decoding them (the bytes are the
+/// IR's, shared, not copied).
+pub(super) fn float_constant(value: &Attribute) -> Result<DenseElements, String> {
     let dense = match value.kind() {
         AttrKind::DenseElements(d) => d.clone(),
         AttrKind::DenseResource { resource, ty } => {
@@ -439,7 +441,15 @@ pub(super) fn constant_values(value: &Attribute) -> Result<Vec<f64>, String> {
         }
         _ => return Err(format!("{value} is not a tensor constant")),
     };
-    dense
+    if dense.element_type().float_kind().is_none() {
+        return Err("the weights are not floats".to_string());
+    }
+    Ok(dense)
+}
+
+/// The float values of a tensor constant, row-major.
+pub(super) fn constant_values(value: &Attribute) -> Result<Vec<f64>, String> {
+    float_constant(value)?
         .floats()
         .ok_or_else(|| "the weights are not floats".to_string())
 }
