@@ -20,7 +20,7 @@
 //! so that estimates can schedule them under the supervisor pipeline rules
 //! (`ipuc_ipu_arch::pipeline`): there an issue is not a cycle.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use ipuc_dialects::ipu::{self, build, Operand, Register, SectionKind};
@@ -261,9 +261,9 @@ impl InstAttrs {
             inherent,
             directive_inherent,
             keys: ["mnemonic", "operands", "name", "args"].map(Arc::from),
-            mnemonics: HashMap::new(),
-            operands: HashMap::new(),
-            insts: HashMap::new(),
+            mnemonics: HashMap::default(),
+            operands: HashMap::default(),
+            insts: HashMap::default(),
         }
     }
 
@@ -348,10 +348,10 @@ impl<'c> Emitter<'c> {
             supervisor: false,
             supervisor_code: Vec::new(),
             machine: MachineModel::c600(),
-            launches: HashMap::new(),
+            launches: HashMap::default(),
             attrs,
-            slots: HashMap::new(),
-            fresh: HashMap::new(),
+            slots: HashMap::default(),
+            fresh: HashMap::default(),
         }
     }
 

@@ -26,7 +26,7 @@
 //! sees one flat namespace per tile, and a scope is a naming discipline
 //! applied to what was emitted.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use ipuc_ir::{Attribute, Context, OpId};
 

@@ -33,7 +33,7 @@
 //! shape of its own; a worker that names its own vertex states by label
 //! (instead of `$mvertex_base`) is never shared.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use ipuc_dialects::ipu::{self, Operand, SectionKind};
 use ipuc_ipu_arch::pipeline::reg_use;
@@ -384,7 +384,7 @@ pub(super) fn rename_labels(
     // Each operand list renamed once: the same calls and branches repeat
     // across a block's code, and the renamed lists are shared as the
     // emitter shares the originals.
-    let mut renamed_lists: HashMap<Vec<Operand>, Attribute> = HashMap::new();
+    let mut renamed_lists: HashMap<Vec<Operand>, Attribute> = HashMap::default();
     for o in ops {
         match ctx.name_str(o) {
             n if n == ipu::LABEL => {
@@ -478,7 +478,8 @@ mod tests {
             (".Lx_start".to_string(), ".Lsub_x_start".to_string()),
             ("main".to_string(), "sub_main".to_string()),
         ]
-        .into();
+        .into_iter()
+        .collect();
         assert_eq!(
             rename_in_expression("(.Lx_end - .Lx_start)/8 - 1", &labels),
             "(.Lsub_x_end - .Lsub_x_start)/8 - 1"

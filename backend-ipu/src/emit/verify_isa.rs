@@ -9,7 +9,7 @@
 //! instruction first and auxiliary second; symbols name a label of the tile
 //! or an assembler constant; control registers exist.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 use ipuc_dialects::ipu::{self, Operand};
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
@@ -65,7 +65,7 @@ fn machine_of(ctx: &Context, tile: OpId) -> MachineModel {
 /// Checks every instruction of one `ipu.tile`.
 pub fn check_tile(ctx: &Context, tile: OpId) -> Result<(), Diagnostic> {
     let machine = machine_of(ctx, tile);
-    let mut labels = HashSet::new();
+    let mut labels = HashSet::default();
     for section in ipu::body_ops(ctx, tile) {
         for item in ipu::body_ops(ctx, section) {
             if ctx.name_str(item) == ipu::LABEL {

@@ -573,7 +573,7 @@ fn verify_tensor(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
 fn verify_tile(ctx: &Context, op: OpId) -> Result<(), Diagnostic> {
     expect_parent(ctx, op, &[EXECUTABLE])?;
     expect_children(ctx, op, &[SECTION])?;
-    let mut labels: std::collections::HashMap<String, OpId> = Default::default();
+    let mut labels: rustc_hash::FxHashMap<String, OpId> = Default::default();
     for section in body_ops(ctx, op) {
         for item in body_ops(ctx, section) {
             if ctx.name_str(item) != LABEL {
