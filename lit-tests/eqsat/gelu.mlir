@@ -59,6 +59,53 @@ func.func @gelu_erf(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   return %5 : tensor<4x8xf32>
 }
 
+// A model converted to f16 (`--precision fp16` before the pipeline): its
+// constants are GELU's rounded to f16, 0.044715 to 0.0447083 (1.5e-4 away,
+// past the 1e-4 an f32 exporter's constants are held to), so the rules
+// accept the constant's own type's rounding of each.
+// CHECK-LABEL: func.func @gelu_tanh_f16
+// CHECK-NEXT: %[[G:.*]] = nn.gelu %arg0 {approximate = "tanh"} : tensor<4x8xf16> -> tensor<4x8xf16>
+// CHECK-NEXT: return %[[G]]
+func.func @gelu_tanh_f16(%x: tensor<4x8xf16>) -> tensor<4x8xf16> {
+  %h = nn.constant dense<0.5> : tensor<f16>
+  %one = nn.constant dense<1.0> : tensor<f16>
+  %k = nn.constant dense<0.044715> : tensor<f16>
+  %c = nn.constant dense<0.7978845608> : tensor<f16>
+  %2 = nn.mul %x, %x : tensor<4x8xf16>, tensor<4x8xf16> -> tensor<4x8xf16>
+  %3 = nn.mul %x, %2 : tensor<4x8xf16>, tensor<4x8xf16> -> tensor<4x8xf16>
+  %4 = nn.mul %k, %3 : tensor<f16>, tensor<4x8xf16> -> tensor<4x8xf16>
+  %5 = nn.add %x, %4 : tensor<4x8xf16>, tensor<4x8xf16> -> tensor<4x8xf16>
+  %6 = nn.mul %c, %5 : tensor<f16>, tensor<4x8xf16> -> tensor<4x8xf16>
+  %7 = nn.tanh %6 : tensor<4x8xf16> -> tensor<4x8xf16>
+  %8 = nn.add %one, %7 : tensor<f16>, tensor<4x8xf16> -> tensor<4x8xf16>
+  %9 = nn.mul %x, %8 : tensor<4x8xf16>, tensor<4x8xf16> -> tensor<4x8xf16>
+  %10 = nn.mul %h, %9 : tensor<f16>, tensor<4x8xf16> -> tensor<4x8xf16>
+  return %10 : tensor<4x8xf16>
+}
+
+// Negative: in f16, 0.0448 is three f16 steps (of 3.05e-5) above
+// 0.044715's rounding, not GELU's constant.
+// CHECK-LABEL: func.func @gelu_tanh_f16_next_value
+// CHECK-NOT: nn.gelu
+// CHECK: nn.tanh
+// CHECK: return
+func.func @gelu_tanh_f16_next_value(%x: tensor<4x8xf16>) -> tensor<4x8xf16> {
+  %h = nn.constant dense<0.5> : tensor<f16>
+  %one = nn.constant dense<1.0> : tensor<f16>
+  %k = nn.constant dense<0.0448> : tensor<f16>
+  %c = nn.constant dense<0.7978845608> : tensor<f16>
+  %2 = nn.mul %x, %x : tensor<4x8xf16>, tensor<4x8xf16> -> tensor<4x8xf16>
+  %3 = nn.mul %x, %2 : tensor<4x8xf16>, tensor<4x8xf16> -> tensor<4x8xf16>
+  %4 = nn.mul %k, %3 : tensor<f16>, tensor<4x8xf16> -> tensor<4x8xf16>
+  %5 = nn.add %x, %4 : tensor<4x8xf16>, tensor<4x8xf16> -> tensor<4x8xf16>
+  %6 = nn.mul %c, %5 : tensor<f16>, tensor<4x8xf16> -> tensor<4x8xf16>
+  %7 = nn.tanh %6 : tensor<4x8xf16> -> tensor<4x8xf16>
+  %8 = nn.add %one, %7 : tensor<f16>, tensor<4x8xf16> -> tensor<4x8xf16>
+  %9 = nn.mul %x, %8 : tensor<4x8xf16>, tensor<4x8xf16> -> tensor<4x8xf16>
+  %10 = nn.mul %h, %9 : tensor<f16>, tensor<4x8xf16> -> tensor<4x8xf16>
+  return %10 : tensor<4x8xf16>
+}
+
 // Negative: 0.05 is not GELU's 0.044715.
 // CHECK-LABEL: func.func @gelu_wrong_constant
 // CHECK-NOT: nn.gelu

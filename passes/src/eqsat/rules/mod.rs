@@ -17,7 +17,7 @@ mod softmax;
 
 use egg::{Applier, Id, Language, Pattern, PatternAst, Rewrite, Subst, Symbol, Var};
 
-use ipuc_ir::{Attribute, Dictionary, Type};
+use ipuc_ir::{float_format, Attribute, Dictionary, FloatKind, Type};
 
 use super::analysis::{add_attr, add_const, attrs_of, splat_attribute, EGraph, NnAnalysis};
 use super::language::{Node, Op};
@@ -114,9 +114,19 @@ impl Match<'_> {
     pub fn splat(&self, name: &str) -> Option<f64> {
         self.egraph[self.var(name)].data.splat
     }
-    /// Whether `?name` is a splat constant within relative 1e-4 of `want`.
+    /// Whether `?name` is a splat constant that stands for `want`: within
+    /// relative 1e-4 of it, or `want` rounded to the constant's float type
+    /// (a model converted to f16 holds GELU's 0.044715 as 0.0447083, 1.5e-4
+    /// away: the rules must still see it).
     pub fn is_const(&self, name: &str, want: f64) -> bool {
-        self.splat(name).is_some_and(|v| approx(v, want))
+        let Some(v) = self.splat(name) else {
+            return false;
+        };
+        approx(v, want)
+            || self
+                .ty(name)
+                .and_then(|t| t.element_type()?.float_kind())
+                .is_some_and(|kind| rounds_to(kind, want, v))
     }
     /// The tensor type of `?name`.
     pub fn ty(&self, name: &str) -> Option<Type> {
@@ -141,6 +151,13 @@ impl Match<'_> {
     pub fn splat_const(&mut self, ty: &Type, v: f64) -> Option<Id> {
         Some(add_const(self.egraph, splat_attribute(ty, v)?))
     }
+}
+
+/// Whether `v` is `want` rounded to `kind`, directly or through f32 (the
+/// exporter's constant, converted).
+fn rounds_to(kind: FloatKind, want: f64, v: f64) -> bool {
+    let round = |x: f64| float_format::decode(kind, &float_format::encode_all(kind, &[x]));
+    v == round(want) || v == round(f64::from(want as f32))
 }
 
 /// Whether `v` is within relative 1e-4 of `want`.
