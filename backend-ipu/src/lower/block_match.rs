@@ -100,23 +100,30 @@ pub fn constant_operand(
 /// (the IR's bytes, shared, not copied) and the factor its values take.
 /// The lowering reads them ([`ConstantRef::values`]) when it builds a
 /// block's constants, a block at a time, so that a chain never holds a
-/// whole model's weights as f64 at once (so400m's 428 M take 3.4 GB so).
+/// whole model's weights as f64 at once (so400m's 428 M weights would
+/// take 3.4 GB).
 #[derive(Clone, Debug)]
 pub struct ConstantRef {
-    /// The elements (`None`: zeros, for an operand the op does not have).
-    elements: Option<DenseElements>,
-    /// Elements.
-    len: usize,
+    /// Where the values come from.
+    source: ConstantSource,
     /// What each value is multiplied by.
     factor: f64,
+}
+
+/// A [`ConstantRef`]'s values before they are read.
+#[derive(Clone, Debug)]
+enum ConstantSource {
+    /// A float tensor constant's elements.
+    Elements(DenseElements),
+    /// This many zeros (an operand the op does not have).
+    Zeros(usize),
 }
 
 impl ConstantRef {
     /// `len` zeros.
     pub fn zeros(len: usize) -> Self {
         ConstantRef {
-            elements: None,
-            len,
+            source: ConstantSource::Zeros(len),
             factor: 1.0,
         }
     }
@@ -124,28 +131,17 @@ impl ConstantRef {
     /// The constant `value` (a float tensor constant, else the error says
     /// what it is), its values times `factor`.
     pub fn of(value: &Attribute, factor: f64) -> Result<Self, String> {
-        let elements = float_constant(value)?;
         Ok(ConstantRef {
-            len: elements.len(),
-            elements: Some(elements),
+            source: ConstantSource::Elements(float_constant(value)?),
             factor,
         })
     }
 
-    /// Elements.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether it has no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The values, row-major, decoded now.
     pub fn values(&self) -> Vec<f64> {
-        let Some(elements) = &self.elements else {
-            return vec![0.0; self.len];
+        let elements = match &self.source {
+            ConstantSource::Zeros(len) => return vec![0.0; *len],
+            ConstantSource::Elements(elements) => elements,
         };
         let mut v = elements
             .floats()

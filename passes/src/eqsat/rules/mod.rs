@@ -156,7 +156,7 @@ impl Match<'_> {
 /// Whether `v` is `want` rounded to `kind`, directly or through f32 (the
 /// exporter's constant, converted).
 fn rounds_to(kind: FloatKind, want: f64, v: f64) -> bool {
-    let round = |x: f64| float_format::decode(kind, &float_format::encode_all(kind, &[x]));
+    let round = |x: f64| float_format::round_to(kind, x);
     v == round(want) || v == round(f64::from(want as f32))
 }
 
