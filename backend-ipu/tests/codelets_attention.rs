@@ -442,7 +442,7 @@ fn one_head_on_a_tile_matches_float64_and_its_estimate() {
 
 #[test]
 fn a_flash_tile_takes_its_scores_at_the_windows_bottom_where_they_do_not_fit_above() {
-    use ipuc_backend_ipu::codelets::attention::{OutputPlace, TileAttention};
+    use ipuc_backend_ipu::codelets::attention::{MaskPlace, OutputPlace, TileAttention};
     let m = MachineModel::c600();
     let pair = 2 * m.element_bytes;
     // so400m's flash tile (9 query rows, chunks of 32 keys, two slots) in
@@ -455,7 +455,12 @@ fn a_flash_tile_takes_its_scores_at_the_windows_bottom_where_they_do_not_fit_abo
     let sizes = (9, 80, 32, 80);
     let (att, placed) = TileAttention::place(
         sizes,
-        (0.1, true, OutputPlace::Window { slots: 2 }),
+        (
+            0.1,
+            true,
+            OutputPlace::Window { slots: 2 },
+            MaskPlace::Window,
+        ),
         window,
         &[(window.0, window.1)],
         &m,
@@ -477,12 +482,17 @@ fn a_flash_tile_takes_its_scores_at_the_windows_bottom_where_they_do_not_fit_abo
     assert_ne!(pair_of(att.q), pair_of(att.s));
     assert_ne!(pair_of(att.o), pair_of(att.p));
     assert!(placed.window_end <= window.1);
-    assert!(att.validate().is_ok());
+    assert!(att.validate(&m).is_ok());
     // One slot (not flash-style): the scores stay above the window, which
     // does not fit here.
     let err = TileAttention::place(
         sizes,
-        (0.1, true, OutputPlace::Window { slots: 1 }),
+        (
+            0.1,
+            true,
+            OutputPlace::Window { slots: 1 },
+            MaskPlace::Window,
+        ),
         window,
         &[(window.0, window.1)],
         &m,
@@ -495,7 +505,12 @@ fn a_flash_tile_takes_its_scores_at_the_windows_bottom_where_they_do_not_fit_abo
     let free = (boundary + 2 * pair, boundary + 3 * pair);
     let (att, _) = TileAttention::place(
         sizes,
-        (0.1, true, OutputPlace::Window { slots: 2 }),
+        (
+            0.1,
+            true,
+            OutputPlace::Window { slots: 2 },
+            MaskPlace::Window,
+        ),
         window,
         &[free, window],
         &m,
@@ -507,7 +522,7 @@ fn a_flash_tile_takes_its_scores_at_the_windows_bottom_where_they_do_not_fit_abo
 
 #[test]
 fn a_key_split_tiles_output_lies_over_its_scores() {
-    use ipuc_backend_ipu::codelets::attention::{OutputPlace, TileAttention};
+    use ipuc_backend_ipu::codelets::attention::{MaskPlace, OutputPlace, TileAttention};
     let m = MachineModel::c600();
     let pair = |a: u32| a / (2 * m.element_bytes);
     // so400m's key-split tile (92 query rows, 80 keys) in a window of
@@ -515,7 +530,15 @@ fn a_key_split_tiles_output_lies_over_its_scores() {
     let sizes = (92, 80, 80, 80);
     let window = (0xc4000, 0xd0000);
     let compute = [(window.0, m.sram_end)];
-    let place = |output| TileAttention::place(sizes, (0.1, true, output), window, &compute, &m);
+    let place = |output| {
+        TileAttention::place(
+            sizes,
+            (0.1, true, output, MaskPlace::Window),
+            window,
+            &compute,
+            &m,
+        )
+    };
     // O (29 KiB with its two halves a group) does not fit the window
     // beside the keys, values and Q...
     let err = place(OutputPlace::Window { slots: 1 }).unwrap_err();
@@ -538,5 +561,69 @@ fn a_key_split_tiles_output_lies_over_its_scores() {
     assert!(stats >= placed.window_end, "{att:?} {placed:?}");
     assert_eq!(stats + 8 * 92, att.p, "{att:?}");
     assert!(placed.window_end <= window.1);
-    assert!(att.validate().is_ok());
+    assert!(att.validate(&m).is_ok());
+}
+
+/// The mask block shares Q's element pair 8 mod 16 bytes from it (the
+/// scores' product loads both in one instruction), or lies in region 0,
+/// whose elements no access to Q shares: where the lowering reads the
+/// copy the program loads.
+#[test]
+fn the_mask_block_is_8_mod_16_from_q_or_in_region_0() {
+    use ipuc_backend_ipu::codelets::attention::{MaskPlace, OutputPlace, TileAttention};
+    let m = MachineModel::c600();
+    let att = TileAttention::packed((16, 80, 32, 80), 0.1, &m).unwrap_or_else(|e| panic!("{e}"));
+    assert!(att.validate(&m).is_ok(), "{att:?}");
+    let with_mask = |mask| TileAttention { mask, ..att };
+    assert!(with_mask(0x4c008).validate(&m).is_ok());
+    assert!(with_mask(0x4c000).validate(&m).is_ok());
+    let refused = [
+        (att.mask + 8, "must start 8 mod 16 bytes from Q"),
+        (0x4c004, "8-byte aligned in the non-interleaved region"),
+        // What the product reads past the block's end would be Q's
+        // neighbour in the interleaved region.
+        (
+            m.interleaved_base - att.mask_bytes() as u32,
+            "48 bytes read past its end included (0x4c000..0x80000)",
+        ),
+    ];
+    let last = m.interleaved_base - att.mask_bytes() as u32 - 48;
+    assert!(with_mask(last).validate(&m).is_ok());
+    for (mask, why) in refused {
+        let err = with_mask(mask).validate(&m).unwrap_err().to_string();
+        assert!(err.contains(why), "{err}");
+    }
+    // Placed apart, the mask block takes no room in the window: O and
+    // what follows it move down by its bytes.
+    let window = (m.interleaved_base, m.sram_end);
+    let place = |mask| {
+        TileAttention::place(
+            (16, 80, 32, 80),
+            (0.1, false, OutputPlace::Window { slots: 1 }, mask),
+            window,
+            &[window],
+            &m,
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let ((inside, in_place), (apart, apart_place)) =
+        (place(MaskPlace::Window), place(MaskPlace::Apart(0x4c008)));
+    assert_eq!(apart.mask, 0x4c008);
+    assert!(
+        inside.mask > inside.q && inside.mask < inside.o,
+        "{inside:?}"
+    );
+    assert_eq!(
+        (in_place.window_end - apart_place.window_end) as u64,
+        inside.o as u64 - apart.o as u64
+    );
+    assert!(inside.o - apart.o >= inside.mask_bytes() as u32);
+    assert!(apart.validate(&m).is_ok());
+    // An unmasked part reads no mask block.
+    assert!(TileAttention {
+        masked: false,
+        ..with_mask(0x4c004)
+    }
+    .validate(&m)
+    .is_ok());
 }

@@ -68,7 +68,10 @@ pub struct TileAttention {
     /// S's buffer ([`TileGemm::output_bytes`] of [`TileAttention::scores`]).
     pub s: u32,
     /// The mask block ([`TileAttention::mask_block`]): 8 mod 16 bytes from
-    /// `q`, in another element pair than `s`.
+    /// `q` in its element pair (the scores' product loads a row of Q and
+    /// a word of the block in one instruction), or in the non-interleaved
+    /// region, whose elements no access to Q shares; in another element
+    /// pair than `s` either way.
     pub mask: u32,
     /// P in panel order.
     pub p: u32,
@@ -112,12 +115,24 @@ pub enum OutputPlace {
     OverScores,
 }
 
+/// Where [`TileAttention::place`] puts the mask block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MaskPlace {
+    /// In the window after Q, 8 mod 16 bytes from it.
+    Window,
+    /// At this address in the non-interleaved region, outside the window
+    /// (which then saves [`TileAttention::mask_bytes`]): where a caller
+    /// keeps it loaded with the program, or a stand-in that it replaces
+    /// once it has laid that region out.
+    Apart(u32),
+}
+
 /// Where [`TileAttention::place`] put a tile's tensors: the end of what
 /// it placed in the window and the bottom of what it placed below the top.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Placement {
-    /// The first byte after the window's tensors (K, V, Q, the mask, O
-    /// and the statistics).
+    /// The first byte after the window's tensors (K, V, Q, the mask
+    /// unless it lies apart, O and the statistics).
     pub window_end: u32,
     /// The lowest byte of S and P.
     pub compute_bottom: u32,
@@ -270,7 +285,12 @@ impl TileAttention {
     ) -> Result<Self, String> {
         Self::place(
             (rows, head_dim, keys, value_dim),
-            (scale, false, OutputPlace::Window { slots: 1 }),
+            (
+                scale,
+                false,
+                OutputPlace::Window { slots: 1 },
+                MaskPlace::Window,
+            ),
             (machine.interleaved_base, machine.sram_end),
             &[(machine.interleaved_base, machine.sram_end)],
             machine,
@@ -279,10 +299,11 @@ impl TileAttention {
     }
 
     /// The tile for the given sizes (`stats`: with the softmax's
-    /// statistics; `output`: where O goes, [`OutputPlace`]), placed in
-    /// interleaved memory: in the window `[window.0, window.1)` what the
-    /// exchanges write and the combination reads (the key and value
-    /// panels, Q, the mask, O and the statistics), from its bottom; S and
+    /// statistics; `output`: where O goes, [`OutputPlace`]; `mask`: where
+    /// the mask block goes, [`MaskPlace`]), placed in interleaved memory:
+    /// in the window `[window.0, window.1)` what the exchanges write and
+    /// the combination reads (the key and value panels, Q, the mask, O
+    /// and the statistics), from its bottom; S and
     /// P, which live only while the tile computes, right below the top of
     /// the first range of `compute` (`[lo, hi)`: memory nothing else uses
     /// then) that holds them above the window's element pairs. With
@@ -295,7 +316,7 @@ impl TileAttention {
     /// error gives the sizes when they do not fit.
     pub fn place(
         (rows, head_dim, keys, value_dim): (u32, u32, u32, u32),
-        (scale, stats, output): (f32, bool, OutputPlace),
+        (scale, stats, output, mask_place): (f32, bool, OutputPlace, MaskPlace),
         window: (u32, u32),
         compute: &[(u32, u32)],
         machine: &MachineModel,
@@ -332,8 +353,13 @@ impl TileAttention {
             let k = base.next_multiple_of(16);
             let v = after(k, att.scores().weight_bytes(), 16);
             let q = after(v, att.values().weight_bytes(), 16);
-            let mask = after(q, att.scores().input_bytes(), 16) + 8;
-            let o = after(mask, att.mask_bytes(), 16);
+            let (mask, o) = match mask_place {
+                MaskPlace::Window => {
+                    let mask = after(q, att.scores().input_bytes(), 16) + 8;
+                    (mask, after(mask, att.mask_bytes(), 16))
+                }
+                MaskPlace::Apart(at) => (u64::from(at), after(q, att.scores().input_bytes(), 16)),
+            };
             let (st, slot_end) = match output {
                 OutputPlace::Window { .. } => {
                     let st = after(o, o_bytes, 8);
@@ -400,8 +426,12 @@ impl TileAttention {
                 }
             };
             let compute_top = compute.first().map_or(window.1, |&(_, hi)| hi);
+            let mask = match mask_place {
+                MaskPlace::Window => "mask, ",
+                MaskPlace::Apart(_) => "",
+            };
             return Err(format!(
-                "an attention tile does not fit: its keys and values take {} bytes, {rows} query rows' Q, mask, output and statistics {}{chunks}, against a window of {} bytes; their scores and probabilities {} (in whole element pairs) above it, below 0x{compute_top:x}",
+                "an attention tile does not fit: its keys and values take {} bytes, {rows} query rows' Q, {mask}output and statistics {}{chunks}, against a window of {} bytes; their scores and probabilities {} (in whole element pairs) above it, below 0x{compute_top:x}",
                 q - k,
                 end - q,
                 u64::from(window.1 - window.0),
@@ -416,7 +446,7 @@ impl TileAttention {
         att.stats = stats.then_some(st as u32);
         att.s = s as u32;
         att.p = p as u32;
-        att.validate().map_err(|e| e.to_string())?;
+        att.validate(machine).map_err(|e| e.to_string())?;
         Ok((
             att,
             Placement {
@@ -462,18 +492,26 @@ impl TileAttention {
     }
 
     /// Checks the parameters: each part's own checks, and the mask block
-    /// where the scores' product needs it.
-    pub fn validate(&self) -> Result<(), CodeletError> {
+    /// where the scores' product needs it ([`TileAttention::mask`]: on
+    /// `machine`, 8 mod 16 bytes from Q, or in the non-interleaved
+    /// region).
+    pub fn validate(&self, machine: &MachineModel) -> Result<(), CodeletError> {
         if self.rows == 0 || self.head_dim == 0 || self.keys == 0 || self.value_dim == 0 {
             return Err(Self::err(format!(
                 "needs positive sizes, got {} rows, head dimension {}, {} keys, value dimension {}",
                 self.rows, self.head_dim, self.keys, self.value_dim
             )));
         }
-        if self.mask % 16 != self.q.wrapping_add(8) % 16 {
+        // What the scores' product reads of the block, its read past the
+        // end included.
+        let end = u64::from(self.mask) + self.mask_bytes() + u64::from(AmpBlock::READ_PAST_BYTES);
+        let apart = self.mask >= machine.sram_base
+            && end <= u64::from(machine.interleaved_base)
+            && self.mask.is_multiple_of(8);
+        if self.masked && !apart && self.mask % 16 != self.q.wrapping_add(8) % 16 {
             return Err(Self::err(format!(
-                "the mask block at 0x{:x} must start 8 mod 16 bytes from Q at 0x{:x}",
-                self.mask, self.q
+                "the mask block at 0x{:x} must start 8 mod 16 bytes from Q at 0x{:x}, or lie 8-byte aligned in the non-interleaved region, {} bytes read past its end included (0x{:x}..0x{:x})",
+                self.mask, self.q, AmpBlock::READ_PAST_BYTES, machine.sram_base, machine.interleaved_base
             )));
         }
         for part in self.score_parts() {
@@ -554,7 +592,7 @@ impl Codelet for TileAttention {
     /// values' launch loop; then the products' workers and vertex states
     /// and the softmax subroutine.
     fn emit(&self, e: &mut Emitter) -> Result<TileAttentionCounts, CodeletError> {
-        self.validate()?;
+        self.validate(e.machine())?;
         e.code_section(".text.attention_supervisor", SectionKind::Supervisor);
         e.function("main");
         let (s_sup, v_sup) = self.emit_supervisor(e, "attn")?;

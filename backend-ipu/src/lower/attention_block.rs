@@ -49,16 +49,17 @@
 //! [`super::bias_broadcast`]: qk's and vt's beside LayerNorm, out's
 //! before its vertex; with streamed weights vt's weights are scratch
 //! right below vt's input, [`AttentionLayout::restore_late`]); the
-//! attention's *window* (what exchange B writes, the masks and padding
-//! zeros, O, the statistics and the combined rows), shared scratch like
-//! everything above it; from the top, each product's inputs, outputs and
-//! reduction buffers (live in turn), over which the attention's scores
-//! and probabilities and the partials' receive buffer lie while they are
-//! dead. The window's constants, the mask and the padding zeros, are kept
-//! in private region 0 and copied into the window by the attention tiles
-//! while the LN tiles run LayerNorm ([`window_restores`]): another
-//! block's scratch may lie over the window between two runs of the block
-//! (a layer loop's next layer, [`super::chain_loop`]).
+//! attention's *window* (what exchange B writes, padding zeros, O, the
+//! statistics and the combined rows), shared scratch like everything
+//! above it; from the top, each product's inputs, outputs and reduction
+//! buffers (live in turn), over which the attention's scores and
+//! probabilities and the partials' receive buffer lie while they are
+//! dead. The window's padding zeros are kept in private region 0 and
+//! copied into the window by the attention tiles while the LN tiles run
+//! LayerNorm ([`window_restores`]): another block's scratch may lie over
+//! the window between two runs of the block (a layer loop's next layer,
+//! [`super::chain_loop`]). The mask block stays in region 0 beside them:
+//! the scores' product reads it there ([`WindowRestore::mask`]).
 //!
 //! Supersteps (every tile runs every sync): LayerNorm on the LN tiles;
 //! exchange A (LayerNorm's rows to qk's input panels and vt's weight
@@ -439,12 +440,14 @@ pub struct AttentionLayout {
     pub beta: u32,
 }
 
-/// Where an attention tile keeps the constants of its window (shared
-/// scratch) in private region 0, to copy them in at the block's start
-/// ([`window_restores`]).
+/// Where an attention tile keeps the constants of its attention in
+/// private region 0: the mask block, which the scores' product reads
+/// there, and the zeros it copies over the window's padding runs at the
+/// block's start ([`window_restores`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WindowRestore {
-    /// The mask block's values (copied to [`TileAttention::mask`]).
+    /// The mask block's values, which the scores' product reads there
+    /// ([`TileAttention::mask`]).
     pub mask: u32,
     /// Zeros, as many bytes as the longest padding run.
     pub zeros: u32,
@@ -742,7 +745,7 @@ impl AttentionPlan {
             );
         }
         format!(
-            "attention block {}x{}, {} heads of {} (padded to {}): LayerNorm on tiles {}..={} ({} rows each)\n{fp8}{streamed}  qk: {}\n  vt: {}\n  attention: tiles {}..={} ({tiles_of}): {est} cycles per tile{combine}\n  forms: {}; {}; {}\n  out: {}\n  tile memory: weights 0x{:x}..0x{:x}, attention window 0x{:x}..0x{:x} (keys, values, Q, mask, O{}), products' buffers 0x{:x}..0x{:x}, scores and probabilities 0x{:x}..0x{:x}\n  exchange A {}, exchange B {b}{d}, exchange C {} (scheduled)\n",
+            "attention block {}x{}, {} heads of {} (padded to {}): LayerNorm on tiles {}..={} ({} rows each)\n{fp8}{streamed}  qk: {}\n  vt: {}\n  attention: tiles {}..={} ({tiles_of}): {est} cycles per tile{combine}\n  forms: {}; {}; {}\n  out: {}\n  tile memory: weights 0x{:x}..0x{:x}, attention window 0x{:x}..0x{:x} (keys, values, Q, O{}), products' buffers 0x{:x}..0x{:x}, scores and probabilities 0x{:x}..0x{:x}\n  exchange A {}, exchange B {b}{d}, exchange C {} (scheduled)\n",
             s.m,
             s.c,
             s.heads,
@@ -1128,13 +1131,27 @@ fn plan_attention_window(
         .map(|r| r.bytes)
         .max()
         .unwrap_or(0);
-    let mask = window.region0_beside_rows(plan.layout.core.mask_bytes() as u32);
+    // The scores' product reads its initial partials up to
+    // `READ_PAST_BYTES` past the block: those stay in the allocation, not
+    // in the interleaved region above the columns (where a word in Q's
+    // bank parity would be a bank conflict).
+    let mask = window.region0_beside_rows(
+        plan.layout.core.mask_bytes() as u32 + crate::codelets::amp::AmpBlock::READ_PAST_BYTES,
+    );
     let zeros = window.region0_beside_rows(zero_bytes);
     plan.layout.restore = WindowRestore {
         mask,
         zeros,
         zero_bytes,
     };
+    // The scores' product reads the mask block where the program loads
+    // it (the window left it out, `MaskPlace::Apart`): in region 0 no
+    // access to Q shares its element.
+    plan.layout.core.mask = mask;
+    plan.layout
+        .core
+        .validate(machine)
+        .map_err(|e| e.to_string())?;
     for t in [
         &mut plan.layout.qk,
         &mut plan.layout.vt,
@@ -1147,39 +1164,24 @@ fn plan_attention_window(
 }
 
 /// The copies an attention tile runs at the block's start, while the LN
-/// tiles run LayerNorm: the mask block from its private copy, and zeros
-/// over the window's padding runs
+/// tiles run LayerNorm: zeros over the window's padding runs
 /// ([`super::attention_exchange::window_zero_runs`]), runs of one length
-/// a fixed stride apart in one launch. Keyed by tile.
+/// a fixed stride apart in one launch. Keyed by tile. (The mask block
+/// needs no copy: the scores' product reads it in region 0,
+/// [`WindowRestore::mask`].)
 pub fn window_restores(plan: &AttentionPlan) -> BTreeMap<u32, Vec<StridedCopy>> {
-    let r = plan.layout.restore;
-    let mask = plan.layout.core.mask_bytes() as u32;
     let mut out: BTreeMap<u32, Vec<StridedCopy>> = BTreeMap::new();
-    if mask > 0 {
-        for &t in attention_tiles(plan).keys() {
-            out.entry(t).or_default().push(StridedCopy {
-                rows: 1,
-                row_bytes: mask,
-                src: r.mask,
-                src_stride: 0,
-                dst: plan.layout.core.mask,
-                dst_stride: 0,
-            });
-        }
-    }
     zero_copies(
         &mut out,
         &super::attention_exchange::window_zero_runs(plan),
-        r.zeros,
-        plan.layout.core.mask,
+        plan.layout.restore.zeros,
     );
     out
 }
 
 /// Appends to `out` the copies of zeros from `zeros` over `runs`, by
-/// tile: runs of one length a fixed stride apart in one launch (the
-/// launch at `not` is another copy's).
-fn zero_copies(out: &mut BTreeMap<u32, Vec<StridedCopy>>, runs: &[ZeroRun], zeros: u32, not: u32) {
+/// tile: runs of one length a fixed stride apart in one launch.
+fn zero_copies(out: &mut BTreeMap<u32, Vec<StridedCopy>>, runs: &[ZeroRun], zeros: u32) {
     for run in runs {
         let copies = out.entry(run.tile).or_default();
         match copies.last_mut() {
@@ -1187,7 +1189,6 @@ fn zero_copies(out: &mut BTreeMap<u32, Vec<StridedCopy>>, runs: &[ZeroRun], zero
             // stride.
             Some(c)
                 if c.src == zeros
-                    && c.dst != not
                     && c.row_bytes == run.bytes
                     && run.address > c.dst
                     && (c.rows == 1 || run.address == c.dst + c.rows * c.dst_stride) =>
@@ -1223,7 +1224,6 @@ pub fn vt_pad_copies(plan: &AttentionPlan) -> BTreeMap<u32, Vec<StridedCopy>> {
             &mut out,
             &super::attention_exchange::zero_runs(plan),
             plan.layout.restore.zeros,
-            u32::MAX,
         );
     }
     out

@@ -16,7 +16,7 @@ use super::ln_tiles::LnRows;
 use super::plan::{output_used, GemmPlan};
 use super::stream::Weights;
 use super::window::Window;
-use crate::codelets::attention::{OutputPlace, TileAttention};
+use crate::codelets::attention::{MaskPlace, OutputPlace, TileAttention};
 use crate::codelets::attention_combine::AttentionCombine;
 use crate::codelets::program::Codelet;
 use crate::codelets::subroutine::call_cycles;
@@ -437,9 +437,13 @@ impl ProductLayouts {
             (false, true) => OutputPlace::OverScores,
             (false, false) => OutputPlace::Window { slots: 1 },
         };
+        // The mask block stays in region 0, where the program loads it
+        // (`WindowRestore::mask`, laid out once the block's plan is made:
+        // until then the region's first byte stands in for it).
+        let mask = MaskPlace::Apart(machine.sram_base);
         let (att, placed) = TileAttention::place(
             (core.rows, s.dp(), core.keys, s.dp()),
-            (s.softmax_scale(), core.combines(), output),
+            (s.softmax_scale(), core.combines(), output, mask),
             (self.window_start, self.window_top),
             compute,
             machine,
