@@ -651,6 +651,30 @@ fn so400m_attention_plans_in_the_memory_the_whole_model_leaves_it() {
 }
 
 #[test]
+fn a_key_split_tiles_combined_rows_may_lie_over_outs_output() {
+    // With 257,344 bytes of interleaved memory taken before the block
+    // (the whole so400m's loop leaves it a little less) the window ends
+    // right below out's input, which exchange C writes as it reads the
+    // combined rows: 14 blocks of 53 query rows x 6 blocks of 128 keys
+    // fit their tiles but not their combined rows beside the window. The rows are written
+    // after exchange D, when the scores and O are dead, and read by
+    // exchange C before out's product writes its output: they lie at the
+    // bottom of out's output instead, and the block combines 6 partials
+    // where 7 x 12 combined 12 (16,017 -> 8,025 cycles estimated).
+    let m = MachineModel::c600();
+    let (p, report) = so400m_fp8_after(257_344, &m);
+    assert!(p.core.split() && !p.core.flash(), "{report}");
+    assert_eq!((p.core.blocks, p.core.key_blocks), (14, 6), "{report}");
+    let c = p.layout.combine.expect("keys split: combined");
+    let out = p.layout.out;
+    let end = c.output + p.shape.dp() / 16 * c.output_stride;
+    assert!(c.output >= out.output && end <= m.sram_end, "{c:?} {out:?}");
+    // Clear of the partials they are combined from.
+    let partials = (c.input, c.input + c.part_stride * p.core.key_blocks);
+    assert!(end <= partials.0 || c.output >= partials.1, "{c:?}");
+}
+
+#[test]
 fn so400m_attention_plans_flash_style_in_less_memory() {
     // With 290,688 bytes of interleaved memory taken (the whole model's
     // before its archive shrank), the first products' plans leave a window of 10,864 bytes

@@ -72,6 +72,15 @@ pub(super) struct ProductLayouts {
     /// weights and reduction buffers are dead by then. Else below every
     /// product's buffers ([`Self::transient_bottom`]).
     pub(super) window_top: u32,
+    /// What exchange C writes on out's tiles, `[lo, hi)`: out's input
+    /// and its gathered weights (from the lowest of out's buffers to its
+    /// output, at the top of memory). A key-split tile's combined rows,
+    /// which exchange C reads, stay out of it; they are written after
+    /// exchanges B and D, when qk's and vt's results, the window's keys,
+    /// values and Q, the scores and O are dead, so they may pass
+    /// [`Self::window_top`] (but not lie over the partials they are
+    /// combined from).
+    pub(super) out_written: (u32, u32),
     /// Which product's buffers set [`Self::window_top`] (0 qk, 1 vt, 2
     /// out): the one to search again with less memory where no
     /// attention form fits the window.
@@ -377,6 +386,7 @@ pub(super) fn product_layouts(
         out_weight_bytes: v_out.weight_bytes() as u32,
         transient_bottom,
         window_top,
+        out_written: (bounds[2], l_out.output),
         window_bound,
         flash_compute,
         residual,
@@ -479,8 +489,7 @@ impl ProductLayouts {
         let groups = s.dp() / 16;
         let n = core.owned_rows();
         let output_stride = n * 32 + 8;
-        let output = placed.window_end.next_multiple_of(16);
-        let combined_end = output + groups * output_stride;
+        let combined = u64::from(groups * output_stride);
         // Exchange D's receive buffer over S and P, packed.
         let part_stride = (groups * n * 32 + 8 * n).next_multiple_of(8);
         let input = placed.compute_bottom.next_multiple_of(16);
@@ -492,15 +501,29 @@ impl ProductLayouts {
         } else {
             machine.sram_end
         };
-        if combined_end > self.window_top || input_end > u64::from(partials_top) {
+        // The combined rows at the window's end, or else right above the
+        // partials, or else at the bottom of out's output (which out
+        // writes after exchange C): clear of the partials and of what
+        // exchange C writes, over S, P or O (dead by then) if need be.
+        let (lo, hi) = self.out_written;
+        let clear = |at: u64| {
+            let end = at + combined;
+            (end <= u64::from(lo) || at >= u64::from(hi))
+                && (end <= u64::from(input) || at >= input_end)
+                && end <= u64::from(machine.sram_end)
+        };
+        let beside = u64::from(placed.window_end.next_multiple_of(16));
+        let above = input_end.next_multiple_of(16);
+        let over_out = u64::from(hi.next_multiple_of(16));
+        let output = [beside, above, over_out].into_iter().find(|&at| clear(at));
+        let (Some(output), true) = (output, input_end <= u64::from(partials_top)) else {
             return Err(format!(
-                "the combination's buffers do not fit: {} bytes of combined rows beside the window's {} (to 0x{:x}), {} of partials (below 0x{partials_top:x})",
-                combined_end - output,
+                "the combination's buffers do not fit: {combined} bytes of combined rows beside the window's {} (below 0x{lo:x}), above the partials or from 0x{hi:x}; {} bytes of partials at 0x{input:x} (below 0x{partials_top:x})",
                 placed.window_end - self.window_start,
-                self.window_top,
                 input_end - u64::from(input)
             ));
-        }
+        };
+        let output = output as u32;
         Ok((
             att,
             Some(CombineLayout {
@@ -597,7 +620,8 @@ impl ProductLayouts {
 }
 
 /// The end of the attention tiles' window: the combined rows with the
-/// keys split, the chunk slot's statistics flash-style (the slot after
+/// keys split (Q where they lie above the partials), the chunk slot's
+/// statistics flash-style (the slot after
 /// the accumulator's), else the statistics or the output.
 pub(super) fn window_end(
     s: AttentionShape,
@@ -613,7 +637,10 @@ pub(super) fn window_end(
     match combine {
         None => own,
         Some(c) if core.flash() => own + c.part_stride,
-        Some(c) => c.output + s.dp() / 16 * c.output_stride,
+        // Key-split: the combined rows, where they lie beside the window,
+        // else Q (O lies over the scores).
+        Some(c) if c.output < c.input => c.output + s.dp() / 16 * c.output_stride,
+        Some(_) => att.q + att.scores().input_bytes() as u32,
     }
 }
 
