@@ -335,12 +335,12 @@ impl InstAttrs {
 }
 
 impl<'c> Emitter<'c> {
-    /// Emits into the body block of an `ipu.tile`, every op at `loc`.
     /// The machine whose issue costs are counted.
     pub fn machine(&self) -> &MachineModel {
         &self.machine
     }
 
+    /// Emits into the body block of an `ipu.tile`, every op at `loc`.
     pub fn new(ctx: &'c mut Context, tile_body: BlockId, loc: Location) -> Self {
         let attrs = InstAttrs::new(ctx);
         Emitter {
