@@ -705,3 +705,28 @@ fn so400m_attention_plans_flash_style_in_less_memory() {
     };
     assert!(3 * long.state_bytes() > ATTENTION_STATES_ROOM, "{report}");
 }
+
+#[test]
+fn combined_rows_over_the_partials_match_float64() {
+    // ViT-B's attention (197 tokens, 12 heads) on 400 tiles with 312,992
+    // bytes taken before the block, its weights streamed: 4 blocks of
+    // query rows x 7 blocks of keys, whose combined rows do not fit
+    // beside the window and lie above the partials instead (written after
+    // exchange D, read by exchange C). The block still matches float64.
+    let s = shape(197, 768, 12);
+    let planner = |s: AttentionShape, machine: &MachineModel| {
+        let mut w = Window::alone(machine);
+        w.base += 312_992;
+        w.fresh = false;
+        plan_attention_in(s, machine, (0, 400), w, Weights::Streamed)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let p = planner(s, &MachineModel::c600());
+    let report = p.report(&MachineModel::c600());
+    assert!(p.core.split() && !p.core.flash(), "{report}");
+    let c = p.layout.combine.expect("keys split: combined");
+    let partials_end = c.input + c.part_stride * p.core.key_blocks;
+    assert!(c.output >= partials_end, "{c:?}: {report}");
+    let result = run_planned(s, 37, &planner);
+    assert_block_accuracy(s, result, 0.9999, 5e-3);
+}
