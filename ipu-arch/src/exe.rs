@@ -266,13 +266,22 @@ impl Executable {
     }
 
     /// Canonical bytes.
+    ///
+    /// The payload is serialised in place, after the header, and its hash
+    /// filled in after it: one buffer of the file's size (so400m's is 666
+    /// MB), not a payload and its copy.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let payload = bincode::serialize(self).unwrap_or_default();
-        let mut out = Vec::with_capacity(payload.len() + 44);
+        let header = MAGIC.len() + 4 + 32;
+        let size = bincode::serialized_size(self).unwrap_or_default() as usize;
+        let mut out = Vec::with_capacity(header + size);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        out.extend_from_slice(&Sha256::digest(&payload));
-        out.extend_from_slice(&payload);
+        out.extend_from_slice(&[0; 32]);
+        if bincode::serialize_into(&mut out, self).is_err() {
+            out.truncate(header);
+        }
+        let digest = Sha256::digest(&out[header..]);
+        out[header - 32..header].copy_from_slice(&digest);
         out
     }
 

@@ -639,6 +639,32 @@ impl ResourceTable {
             .remove(name)
             .is_some()
     }
+    /// Drops every resource that only the table still holds: no attribute
+    /// (nor any other handle) refers to it, so no IR can print or read it.
+    /// Returns the blob bytes so released from the table (the bytes
+    /// themselves are freed unless something else shares them).
+    ///
+    /// The pass manager calls it after each pass: a pass that replaces a
+    /// constant (convert-precision's FP8 weights, the fusion's concatenated
+    /// QKV weights) leaves the old blob unreferenced, and a model's weights
+    /// would otherwise stay in memory, in every precision they passed
+    /// through, until the context is dropped (so400m: 1.7 GB of f32 weights
+    /// beside their FP8 copies). Safe at any time, also beside passes
+    /// running on split contexts: a resource some thread is about to refer
+    /// to is held by that thread's handle and so is kept. Upstream MLIR
+    /// likewise prints only the resources the IR refers to.
+    pub fn prune_unreferenced(&self) -> u64 {
+        let mut map = self.entries.lock().expect("resource table poisoned");
+        let mut freed = 0;
+        map.retain(|_, r| {
+            let keep = Arc::strong_count(&r.0) > 1;
+            if !keep {
+                freed += r.blob().map_or(0, |b| b.data.len() as u64);
+            }
+            keep
+        });
+        freed
+    }
     /// Looks up an existing resource.
     pub fn get(&self, name: &str) -> Option<Resource> {
         self.entries
@@ -711,5 +737,29 @@ mod tests {
         // The name is free again; the other entry stays.
         assert_eq!(table.insert_unique("w", blob(&[4])).name(), "w");
         assert!(table.get("w_1").is_some());
+    }
+
+    #[test]
+    fn pruning_drops_only_the_resources_nothing_else_holds() {
+        let table = ResourceTable::default();
+        let held = table.insert_unique("held", blob(&[1, 2, 3]));
+        // An attribute's handle keeps its resource, as an op would.
+        let attr = Attribute::new(AttrKind::DenseResource {
+            resource: table.insert_unique("in_attr", blob(&[4])),
+            ty: Type::index(),
+        });
+        drop(table.insert_unique("replaced", blob(&[5; 10])));
+        drop(table.insert_unique("replaced_too", blob(&[6; 7])));
+        assert_eq!(table.prune_unreferenced(), 17, "the two dropped blobs");
+        assert!(table.get("replaced").is_none());
+        assert!(table.get("replaced_too").is_none());
+        assert!(table.get("held").is_some());
+        assert!(table.get("in_attr").is_some());
+        assert_eq!(table.prune_unreferenced(), 0, "nothing more to drop");
+        // Once the attribute goes, so does its resource.
+        drop(attr);
+        assert_eq!(table.prune_unreferenced(), 1);
+        assert!(table.get("in_attr").is_none());
+        assert_eq!(held.name(), "held");
     }
 }

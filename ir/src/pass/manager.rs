@@ -352,6 +352,12 @@ impl Runner<'_> {
                     am.clear();
                 }
             }
+            // Blobs the pass left unreferenced (replaced constants) are
+            // freed now, not with the context.
+            let freed = ctx.resources().prune_unreferenced();
+            if freed > 0 {
+                tracing::debug!(bytes = freed, "dropped unreferenced resources");
+            }
         }
         Ok(())
     }
