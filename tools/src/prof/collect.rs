@@ -258,7 +258,7 @@ fn supersteps_of(
             }
             active_max = active_max.max(sync - start);
             let mut on_tile: BTreeMap<usize, u64> = BTreeMap::new();
-            for set in t.compute_sets.iter().filter(|c| c[0] == k as u64) {
+            for set in of_superstep(&t.compute_sets, k) {
                 let c = set[1] as usize;
                 *on_tile.entry(c).or_default() += set[3] - set[2];
                 *worker_cycles_per_step.entry(codelets[c].step).or_default() += set[5];
@@ -270,10 +270,8 @@ fn supersteps_of(
                 let e = per_codelet.entry(c).or_default();
                 *e = (*e).max(cycles);
             }
-            s.exchange_bytes += t
-                .sends
+            s.exchange_bytes += of_superstep(&t.sends, k)
                 .iter()
-                .filter(|x| x[0] == k as u64)
                 .map(|x| 4 * x[3])
                 .sum::<u64>();
         }
@@ -307,6 +305,16 @@ fn supersteps_of(
         steps[attribution.sync_step()].simulated_cycles += active[k].2;
     }
     out
+}
+
+/// The records of superstep `k` among `records` sorted by superstep (their
+/// first field), found by binary search: a whole model has thousands of
+/// supersteps.
+fn of_superstep<const N: usize>(records: &[[u64; N]], k: usize) -> &[[u64; N]] {
+    let k = k as u64;
+    let lo = records.partition_point(|r| r[0] < k);
+    let hi = lo + records[lo..].partition_point(|r| r[0] == k);
+    &records[lo..hi]
 }
 
 /// The step of a superstep without launches, between supersteps of steps

@@ -11,6 +11,9 @@
 //!   memory maps;
 //!
 //! and `ipu-prof DIR` ([`cli`](crate::prof::cli)) answers questions about it ([`views`](crate::prof::views)).
+//!
+//! `profile.json` and `trace.json` are written as they are serialized,
+//! not built in memory first.
 
 pub mod attribution;
 pub mod cli;
@@ -20,6 +23,7 @@ pub mod schema;
 pub mod trace;
 pub mod views;
 
+use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::Instant;
 
@@ -44,18 +48,24 @@ pub fn write(dir: &Path, inputs: &collect::Inputs) -> Result<Written, String> {
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("cannot create profile directory '{}': {e}", dir.display()))?;
     let mut files = Vec::new();
-    let mut put = |name: &str, bytes: Vec<u8>| -> Result<(), String> {
+    let mut put = |name: &str,
+                   write: &dyn Fn(&mut BufWriter<std::fs::File>) -> std::io::Result<()>|
+     -> Result<(), String> {
         let path = dir.join(name);
-        std::fs::write(&path, &bytes)
-            .map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
-        files.push((name.to_string(), bytes.len() as u64));
+        let cannot = |e: std::io::Error| format!("cannot write '{}': {e}", path.display());
+        let mut out = BufWriter::new(std::fs::File::create(&path).map_err(cannot)?);
+        write(&mut out).and_then(|()| out.flush()).map_err(cannot)?;
+        let bytes = std::fs::metadata(&path).map_err(cannot)?.len();
+        files.push((name.to_string(), bytes));
         Ok(())
     };
-    let json = serde_json::to_vec(&data).map_err(|e| e.to_string())?;
-    put("profile.json", json)?;
-    let trace = serde_json::to_vec(&trace::trace(&data)).map_err(|e| e.to_string())?;
-    put("trace.json", trace)?;
-    put("report.html", html::report(&data).into_bytes())?;
+    put("profile.json", &|out| {
+        Ok(serde_json::to_writer(out, &data)?)
+    })?;
+    put("trace.json", &|out| trace::write(&data, out))?;
+    put("report.html", &|out| {
+        out.write_all(html::report(&data).as_bytes())
+    })?;
     Ok(Written {
         dir: dir.display().to_string(),
         files,

@@ -192,6 +192,11 @@ impl ProfileData {
     /// Free bytes, the largest free range and fragmentation (1 - largest /
     /// free) of `live` (sorted by address) in this profile's tile memory.
     pub fn free_space(&self, live: &[Allocation]) -> FreeSpace {
+        self.free_space_of(live.iter())
+    }
+
+    /// [`Self::free_space`] of `live` in address order, borrowed.
+    pub fn free_space_of<'a>(&self, live: impl Iterator<Item = &'a Allocation>) -> FreeSpace {
         let mut free = 0u64;
         let mut largest = 0u64;
         let mut cursor = u64::from(self.memory_base);
