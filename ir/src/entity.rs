@@ -46,7 +46,10 @@ macro_rules! entity_key {
 /// allocates one more chunk instead of copying every slot into a buffer
 /// twice as large (a compile that emits tens of millions of ops spent a
 /// third of its time in those copies and in the kernel zeroing the pages
-/// they landed on).
+/// they landed on). The first chunk alone grows as a vector does, up to
+/// [`CHUNK`]: a small context (a codelet built to count its issues, a
+/// test's module) does not reserve a whole chunk per arena, some 3 MB of
+/// op slots that the kernel would zero for a handful of ops.
 #[derive(Clone)]
 struct Slots<V> {
     chunks: Vec<Vec<Option<V>>>,
@@ -70,7 +73,11 @@ impl<V> Slots<V> {
 
     fn push(&mut self, value: Option<V>) {
         if self.len.is_multiple_of(CHUNK) {
-            self.chunks.push(Vec::with_capacity(CHUNK));
+            self.chunks.push(if self.chunks.is_empty() {
+                Vec::new()
+            } else {
+                Vec::with_capacity(CHUNK)
+            });
         }
         self.chunks
             .last_mut()

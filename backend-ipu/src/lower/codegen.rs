@@ -198,7 +198,7 @@ impl View {
 
 /// Calls `launches` in order as subroutines `{prefix}{n}` added to
 /// `calls`; returns their estimated cycles ([`launch_cycles`]).
-pub fn emit_launches<C: Codelet + Clone + 'static>(
+pub fn emit_launches<C: Codelet + Clone + std::fmt::Debug + 'static>(
     e: &mut Emitter,
     calls: &mut Calls,
     prefix: &str,
@@ -215,7 +215,7 @@ pub fn emit_launches<C: Codelet + Clone + 'static>(
 
 /// The estimated cycles of calling `launches` one after another, the
 /// calls included.
-pub fn launch_cycles<C: Codelet>(
+pub fn launch_cycles<C: Codelet + std::fmt::Debug + 'static>(
     launches: &[C],
     machine: &MachineModel,
 ) -> Result<u64, crate::codelets::CodeletError> {

@@ -155,7 +155,7 @@ row_codelets!(
 
 /// [`assert_launch_as_estimated`] for the row codelet `c` that `s` just
 /// ran, with the `counts` its emission gave.
-pub fn assert_rows_as_estimated<C: RowCodelet>(
+pub fn assert_rows_as_estimated<C: RowCodelet + std::fmt::Debug + 'static>(
     s: &ipuc_runtime::sim::Simulator,
     c: &C,
     counts: &C::Counts,
