@@ -182,6 +182,144 @@ fn ipu_prof_json() {
     );
 }
 
+/// A recording over a small `--profile-limit` stops at a superstep: the
+/// run still passes with the same cycles; the profile, the trace, the
+/// report page, `ipu-prof` and the run's report say where it stops; the
+/// supersteps before the cut are as in the whole recording, those after
+/// it keep their cycles in the `not recorded` step, and the steps still
+/// add up to the run.
+#[test]
+fn a_recording_over_its_limit_is_truncated_and_says_so() {
+    let whole_report = &profiled().1;
+    let whole = read_json(&prof_dir().join("profile.json"));
+    let dir = tempfile::tempdir().unwrap();
+    let prof = dir.path().join("prof");
+    // 10 KiB: the block's 38 tiles hold about 24 KiB by its end.
+    let (code, stdout, stderr) = run_tool(
+        env!("CARGO_BIN_EXE_ipu-run"),
+        [
+            MODEL,
+            "--device",
+            "sim",
+            "--precision",
+            "fp8",
+            "--json",
+            "--profile",
+            prof.to_str().unwrap(),
+            "--profile-limit",
+            "0.01",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["passed"], true);
+    assert_eq!(report["cycles"], whole_report["cycles"]);
+    let note = report["profile_files"]["truncated"].as_str().unwrap();
+    assert!(note.starts_with("profile truncated"), "{note}");
+
+    let p = read_json(&prof.join("profile.json"));
+    let cut = p["truncated"]["superstep"].as_u64().unwrap() as usize;
+    let supersteps = p["supersteps"].as_array().unwrap();
+    assert!(0 < cut && cut < supersteps.len(), "{}", p["truncated"]);
+    assert_eq!(p["truncated"]["limit_bytes"], 10485);
+    assert!(p["truncated"]["held_bytes"].as_u64().unwrap() > 10485);
+    assert_eq!(
+        p["truncated"]["cycle"], supersteps[cut]["start"],
+        "the cut is at the start of its superstep"
+    );
+    assert!(note.contains(&format!("from superstep {cut} ")), "{note}");
+    assert!(whole.get("truncated").is_none());
+    assert_eq!(steps_cycles(&p), report["cycles"].as_u64().unwrap());
+    let steps = names(&p["steps"]);
+    let not_recorded = steps.len() - 1;
+    assert_eq!(steps[not_recorded], "not recorded (profile truncated)");
+    // Codelets are numbered as first met, so compare them by name.
+    let before = |v: &Value| -> Vec<Value> {
+        v["supersteps"].as_array().unwrap()[..cut]
+            .iter()
+            .map(|s| {
+                let mut s = s.clone();
+                for c in s["codelets"].as_array_mut().unwrap() {
+                    c[0] = codelet_name(v, &c[0]);
+                }
+                s
+            })
+            .collect()
+    };
+    assert_eq!(before(&p), before(&whole));
+    for (k, s) in supersteps.iter().enumerate().skip(cut) {
+        assert_eq!(s["step"], not_recorded, "superstep {k}");
+        assert_eq!(s["codelets"], serde_json::json!([]), "superstep {k}");
+        assert_eq!(s["exchange_bytes"], 0, "superstep {k}");
+        let w = &whole["supersteps"][k];
+        assert_eq!((&s["start"], &s["end"]), (&w["start"], &w["end"]));
+        assert_eq!(s["compute_max"], w["compute_max"]);
+    }
+    let tiles = p["tiles"].as_array().unwrap();
+    for (t, w) in tiles.iter().zip(whole["tiles"].as_array().unwrap()) {
+        assert_eq!(t["supersteps"], w["supersteps"]);
+        let kept = |profile: &Value, v: &Value, field: &str| -> Vec<Value> {
+            v[field]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| (r[0].as_u64().unwrap() as usize) < cut)
+                .map(|r| {
+                    let mut r = r.clone();
+                    if field == "compute_sets" {
+                        r[1] = codelet_name(profile, &r[1]);
+                    }
+                    r
+                })
+                .collect()
+        };
+        for field in ["compute_sets", "sends"] {
+            assert_eq!(kept(&p, t, field), kept(&whole, w, field), "{field}");
+        }
+        assert!(t["compute_sets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(t["sends"].as_array().unwrap())
+            .all(|r| (r[0].as_u64().unwrap() as usize) < cut));
+        let received = t["received_words"].as_array().unwrap();
+        assert!(received[cut..].iter().all(|w| w == 0));
+        assert_eq!(
+            received[..cut],
+            w["received_words"].as_array().unwrap()[..cut]
+        );
+    }
+
+    let trace = read_json(&prof.join("trace.json"));
+    assert_eq!(trace["otherData"]["truncated"]["superstep"], cut);
+    let page = std::fs::read_to_string(prof.join("report.html")).unwrap();
+    assert!(
+        page.contains("\"truncated\":\"profile truncated"),
+        "the page's data"
+    );
+    assert!(page.contains("id=\"truncated\""), "the page's banner");
+    let (code, text, _) = ipu_prof(&[prof.to_str().unwrap(), "supersteps"]);
+    assert_eq!(code, 0);
+    assert!(text.starts_with("note: profile truncated"), "{text}");
+    let (_, json, _) = ipu_prof(&[prof.to_str().unwrap(), "--json"]);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["truncated"]["superstep"], cut);
+
+    // A limit must be a size.
+    let (code, _, stderr) = run_tool(
+        env!("CARGO_BIN_EXE_ipu-run"),
+        [MODEL, "--profile", "x", "--profile-limit=-1"],
+    );
+    assert_eq!(code, 2);
+    assert!(stderr.contains("is not a size in MiB"), "{stderr}");
+}
+
+/// Codelet number `c` of profile `p` as `codelet (instance)`.
+fn codelet_name(p: &Value, c: &Value) -> Value {
+    let c = &p["codelets"][c.as_u64().unwrap() as usize];
+    Value::from(format!("{} ({})", c["codelet"], c["instance"]))
+}
+
 /// Missing profiles, other schema versions, tiles and supersteps that do
 /// not exist, and `--profile` where nothing can be attributed.
 #[test]

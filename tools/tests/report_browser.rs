@@ -2,8 +2,9 @@
 //! `.ci/run` installs): the report of the FP8 MLP block of
 //! `lit-tests/lower/mlp-fp8.mlir` loads without a console message or
 //! script error and draws every view with as many elements as the
-//! profile has supersteps, steps, tiles and allocations. A copy with a
-//! broken script must be caught by the same checks.
+//! profile has supersteps, steps, tiles and allocations, and the note of
+//! a truncated recording when there is one. A copy with a broken script
+//! must be caught by the same checks.
 //!
 //! The browser is driven without npm or a protocol client: `--dump-dom`
 //! prints the DOM after the page's scripts ran, and `--enable-logging=stderr`
@@ -159,6 +160,26 @@ fn the_report_loads_and_draws_every_view() {
             .matches("<tr>")
             .count(),
         supersteps + 1
+    );
+
+    // A whole recording shows no truncation note; a truncated one shows
+    // its note above the views.
+    assert!(dom.contains("<div id=\"truncated\" hidden=\"\"></div>"));
+    let truncated = prof.join("truncated.html");
+    std::fs::write(
+        &truncated,
+        html.replacen(
+            "\"truncated\":null",
+            "\"truncated\":\"profile truncated: from superstep 3\"",
+            1,
+        ),
+    )
+    .unwrap();
+    let (dom, log) = load(&browser, &truncated);
+    assert_eq!(problems(&dom, &log), Vec::<String>::new());
+    assert!(
+        dom.contains("<div id=\"truncated\">profile truncated: from superstep 3</div>"),
+        "the truncation note is not shown"
     );
 
     // The same checks catch a script that fails half-way.

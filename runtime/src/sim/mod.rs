@@ -28,7 +28,7 @@ use ipuc_ipu_arch::{Executable, MachineModel, TensorBinding};
 pub use fault::{Fault, FaultKind};
 use parallel::TileThreads;
 pub use profile::{HostStep, Profile, SuperstepCycles, TileProfile, TraceEntry};
-pub use recorder::{Launch, SendSpan, StepSpan, TileTimeline};
+pub use recorder::{ComputeSet, Receipt, SendSpan, TileTimeline, Truncation};
 use tile::{CtxState, Tile, TileStop};
 
 use crate::device::{Device, DeviceError};
@@ -46,16 +46,26 @@ pub struct SimConfig {
     pub trace_tile: Option<u32>,
     /// Most trace entries kept.
     pub trace_limit: usize,
-    /// Record every tile's timeline ([`Profile::timelines`]): supersteps,
-    /// worker launches, exchange sends. Off by default; it never changes
-    /// a cycle count.
+    /// Record every tile's timeline ([`Profile::timelines`]): worker
+    /// launches (merged into compute sets), exchange sends and receipts.
+    /// Off by default; it never changes a cycle count.
     pub record: bool,
+    /// Bytes the recording may hold: at the first sync past them it stops
+    /// and [`Profile::truncation`] says where (see `recorder.rs`, "The
+    /// limit"); [`DEFAULT_RECORD_LIMIT`] by default.
+    pub record_limit: u64,
     /// Host threads that simulate the tiles between syncs (`None`:
     /// rayon's global pool, `RAYON_NUM_THREADS` or the machine's available
     /// parallelism). Every count gives the same results, cycles, faults
     /// and profile. The default is [`SIM_THREADS_ENV`] when set.
     pub threads: Option<NonZeroUsize>,
 }
+
+/// [`SimConfig::record_limit`]'s default: 1 GiB, 5 to 9 times what
+/// so400m's whole model is estimated to need (110 to 220 MB: 4.2 MB of
+/// records per layer, measured on its blocks, and up to as much again of
+/// vectors' spare capacity); siglip-small's whole model needs 10 MB.
+pub const DEFAULT_RECORD_LIMIT: u64 = 1 << 30;
 
 /// The environment variable that sets [`SimConfig::threads`]'s default
 /// (`ipu-run` and `ipu-bench` take `--sim-threads` as well).
@@ -79,6 +89,7 @@ impl Default for SimConfig {
             trace_tile: None,
             trace_limit: 100_000,
             record: false,
+            record_limit: DEFAULT_RECORD_LIMIT,
             threads: threads_from_env(),
         }
     }
@@ -97,6 +108,8 @@ pub struct Simulator {
     delivered: BTreeMap<String, Vec<u8>>,
     /// The host threads that run the tiles, started by the first load.
     threads: Option<TileThreads>,
+    /// Where the last run's recording stopped.
+    truncation: Option<Truncation>,
 }
 
 impl Simulator {
@@ -111,6 +124,7 @@ impl Simulator {
             staged: BTreeMap::new(),
             delivered: BTreeMap::new(),
             threads: None,
+            truncation: None,
         }
     }
 
@@ -170,6 +184,7 @@ impl Simulator {
 
     fn run_chip(&mut self) -> Result<(), Fault> {
         let threads = started(&mut self.threads, &self.config);
+        self.truncation = None;
         for t in &mut self.tiles {
             t.reset();
             t.trace = (Some(t.id) == self.config.trace_tile).then(Vec::new);
@@ -177,7 +192,7 @@ impl Simulator {
             t.recorder = self
                 .config
                 .record
-                .then(|| recorder::TileRecorder::new(t.id));
+                .then(|| recorder::TileRecorder::new(t.id, t.sections.clone()));
             start_superstep(t);
         }
         let latency = u64::from(self.machine.sync_latency);
@@ -225,10 +240,46 @@ impl Simulator {
                 t.ctx[0].ready_at = resume;
                 start_superstep(t);
             }
+            limit_recording(&mut self.tiles, &self.config, &mut self.truncation, release);
         }
     }
 
-    fn build_profile(&self, host_steps: Vec<HostStep>) -> Profile {
+    /// The last run's profile, leaving none (so the recorded timelines
+    /// move rather than copy).
+    pub fn take_profile(&mut self) -> Option<Profile> {
+        self.profile.take()
+    }
+
+    fn build_profile(&mut self, host_steps: Vec<HostStep>) -> Profile {
+        let held: u64 = self
+            .tiles
+            .iter()
+            .filter_map(|t| t.recorder.as_ref().map(|r| r.held_bytes()))
+            .sum();
+        let timelines: Vec<TileTimeline> = self
+            .tiles
+            .iter_mut()
+            .filter_map(|t| t.recorder.take().map(|mut r| r.take()))
+            .collect();
+        if self.config.record {
+            let count = |f: fn(&TileTimeline) -> usize| timelines.iter().map(f).sum::<usize>();
+            tracing::debug!(
+                "recorded {} tiles in {held} bytes: {} compute sets ({} launches), {} sends, {} receipts{}",
+                timelines.len(),
+                count(|t| t.compute_sets.len()),
+                timelines
+                    .iter()
+                    .flat_map(|t| &t.compute_sets)
+                    .map(|s| u64::from(s.launches))
+                    .sum::<u64>(),
+                count(|t| t.sends.len()),
+                count(|t| t.received.len()),
+                self.truncation.map_or(String::new(), |c| format!(
+                    "; truncated from superstep {} (cycle {}), {} bytes held over a limit of {}",
+                    c.superstep, c.cycle, c.held_bytes, c.limit_bytes
+                )),
+            );
+        }
         let trace = self
             .tiles
             .iter()
@@ -255,13 +306,44 @@ impl Simulator {
             run_cycles: total_cycles + host_cycles,
             host_steps,
             trace,
-            timelines: self
-                .tiles
-                .iter()
-                .filter_map(|t| t.recorder.as_ref().map(|r| r.finish()))
-                .collect(),
+            timelines,
+            truncation: self.truncation,
         }
     }
+}
+
+/// At a sync released at `release`: past [`SimConfig::record_limit`],
+/// the recorders record nothing from the next superstep on.
+fn limit_recording(
+    tiles: &mut [Tile],
+    config: &SimConfig,
+    truncation: &mut Option<Truncation>,
+    release: u64,
+) {
+    if !config.record || truncation.is_some() {
+        return;
+    }
+    let held: u64 = tiles
+        .iter()
+        .filter_map(|t| t.recorder.as_ref().map(|r| r.held_bytes()))
+        .sum();
+    if held <= config.record_limit {
+        return;
+    }
+    let superstep = tiles.iter().map(|t| t.supersteps.len()).max().unwrap_or(0) as u32;
+    for r in tiles.iter_mut().filter_map(|t| t.recorder.as_deref_mut()) {
+        r.stop();
+    }
+    tracing::warn!(
+        "the profile's recording holds {held} bytes, over its limit of {} bytes: it records nothing from superstep {superstep} (cycle {release}) on, where the profile keeps only each superstep's cycles (raise the limit, `ipu-run --profile-limit MIB`, to record the whole run)",
+        config.record_limit,
+    );
+    *truncation = Some(Truncation {
+        superstep,
+        cycle: release,
+        limit_bytes: config.record_limit,
+        held_bytes: held,
+    });
 }
 
 /// The simulator's threads, started on first use as `config` asks.
@@ -293,11 +375,7 @@ fn start_superstep(t: &mut Tile) {
 
 fn end_superstep(t: &mut Tile, arrival: u64, wait: u64) {
     if let Some(r) = t.recorder.as_deref_mut() {
-        r.superstep_ended(recorder::StepSpan {
-            start: t.step_start,
-            sync: arrival,
-            release: arrival + wait,
-        });
+        r.superstep_ended();
     }
     let active = arrival.saturating_sub(t.step_start);
     let exchange = t.step_exchange.min(active);

@@ -84,4 +84,6 @@ pub struct Profile {
     /// Every tile's recorded timeline, by tile number (empty unless
     /// `SimConfig::record`).
     pub timelines: Vec<super::TileTimeline>,
+    /// Where the recording stopped, if it reached `SimConfig::record_limit`.
+    pub truncation: Option<super::Truncation>,
 }

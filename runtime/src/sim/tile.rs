@@ -285,6 +285,9 @@ pub struct Tile {
     pub trace_limit: usize,
     /// The timeline recorder (`SimConfig::record`), `None` when off.
     pub(super) recorder: Option<Box<super::recorder::TileRecorder>>,
+    /// The image's sections, for the recorder to name a launch's code and
+    /// vertex state by.
+    pub(super) sections: std::sync::Arc<super::recorder::Sections>,
     pub machine: MachineModel,
     pub done: bool,
     /// The `sans` cycle that announced arrival at the pending chip-wide sync.
@@ -545,6 +548,13 @@ impl Tile {
             trace: None,
             trace_limit: 0,
             recorder: None,
+            sections: super::recorder::Sections::new(
+                image
+                    .sections
+                    .iter()
+                    .map(|s| (s.address, s.end()))
+                    .collect(),
+            ),
             machine: machine.clone(),
             done: false,
             sync_arrival: None,

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use ipuc_ipu_arch::{ContextKind, Executable, MachineModel, StreamDirection};
-use ipuc_runtime::sim::{Profile, TileTimeline};
+use ipuc_runtime::sim::{Profile, TileProfile, TileTimeline};
 
 use super::attribution::{Attribution, Part};
 use super::schema::{self, Allocation, Codelet, ProfileData, Step, Superstep, Tile};
@@ -107,7 +107,9 @@ pub fn collect(inp: &Inputs) -> Result<ProfileData, String> {
             .get(&tl.tile)
             .ok_or_else(|| format!("tile {} ran but has no program", tl.tile))?;
         let mut sets: BTreeMap<(u32, usize), [u64; 6]> = BTreeMap::new();
-        for l in &tl.launches {
+        // The recorder merged the launches of one entry section and one
+        // vertex section; those of one instance merge here.
+        for l in &tl.compute_sets {
             let section = image.section_at(l.entry).map_or("?", |s| s.name.as_str());
             let (codelet, by_entry) = codelet_of_section(section);
             let instance = image
@@ -145,26 +147,40 @@ pub fn collect(inp: &Inputs) -> Result<ProfileData, String> {
             ]);
             e[2] = e[2].min(l.start);
             e[3] = e[3].max(l.end);
-            e[4] += 1;
-            e[5] += l.end - l.start;
+            e[4] += u64::from(l.launches);
+            e[5] += l.worker_cycles;
         }
         let mut compute_sets: Vec<[u64; 6]> = sets.into_values().collect();
         compute_sets.sort_by_key(|s| (s[0], s[2], s[1]));
         tiles.push(Tile {
             tile: tl.tile,
-            supersteps: tl
-                .supersteps
-                .iter()
-                .zip(&tp.supersteps)
-                .map(|(s, c)| [s.start, s.sync, s.release, c.compute, c.exchange])
-                .collect(),
+            supersteps: spans(tp),
             compute_sets,
-            sends: sends_per_superstep(tl),
-            received_words: tl.received_words.clone(),
+            sends: tl
+                .sends
+                .iter()
+                .map(|s| [u64::from(s.superstep), s.start, s.end, s.words])
+                .collect(),
+            received_words: received_words(tl, tp.supersteps.len()),
             memory: memory_of(inp, image, tl.tile, n_steps),
         });
     }
-    let supersteps = supersteps_of(&tiles, &codelets, n_steps, inp.attribution, &mut steps);
+    let truncated = sim.truncation.map(|t| schema::Truncated {
+        superstep: t.superstep as usize,
+        cycle: t.cycle,
+        limit_bytes: t.limit_bytes,
+        held_bytes: t.held_bytes,
+    });
+    // Supersteps past the cut have no launches to name their step by.
+    let unrecorded = truncated.map(|t| (t.superstep, not_recorded(&mut steps)));
+    let supersteps = supersteps_of(
+        &tiles,
+        &codelets,
+        n_steps,
+        inp.attribution,
+        &mut steps,
+        unrecorded,
+    );
     let mut data = ProfileData {
         schema: schema::SCHEMA.into(),
         version: schema::VERSION,
@@ -179,9 +195,55 @@ pub fn collect(inp: &Inputs) -> Result<ProfileData, String> {
         codelets,
         supersteps,
         tiles,
+        truncated,
     };
     place_buffers(&mut data, inp.attribution);
     Ok(data)
+}
+
+/// A tile's supersteps as `[start, sync, release, compute, exchange]`,
+/// from the simulator's counters: the first starts at cycle 0, each
+/// reaches its sync after its compute and exchange cycles, is released
+/// after its sync wait, and the next starts there.
+fn spans(tp: &TileProfile) -> Vec<[u64; 5]> {
+    let mut start = 0;
+    tp.supersteps
+        .iter()
+        .map(|c| {
+            let sync = start + c.compute + c.exchange;
+            let release = sync + c.sync_wait;
+            let span = [start, sync, release, c.compute, c.exchange];
+            start = release;
+            span
+        })
+        .collect()
+}
+
+/// A tile's received words, per superstep of its `n`.
+fn received_words(tl: &TileTimeline, n: usize) -> Vec<u64> {
+    let mut words = vec![0; n];
+    for r in &tl.received {
+        if let Some(w) = words.get_mut(r.superstep as usize) {
+            *w += u64::from(r.words);
+        }
+    }
+    words
+}
+
+/// The name of the step that takes the supersteps of a truncated
+/// recording past its cut ([`schema::Truncated`]).
+pub const NOT_RECORDED: &str = "not recorded (profile truncated)";
+
+/// The [`NOT_RECORDED`] step, made last.
+fn not_recorded(steps: &mut Vec<Step>) -> usize {
+    steps.push(Step {
+        name: NOT_RECORDED.into(),
+        ops: Vec::new(),
+        estimate_cycles: None,
+        simulated_cycles: 0,
+        work: None,
+    });
+    steps.len() - 1
 }
 
 /// The `unattributed` step (made on first use, after `sync`).
@@ -199,27 +261,13 @@ fn unattributed(steps: &mut Vec<Step>) -> usize {
     steps.len() - 1
 }
 
-/// One send record per superstep: first word, after the last, words.
-fn sends_per_superstep(tl: &TileTimeline) -> Vec<[u64; 4]> {
-    let mut out: Vec<[u64; 4]> = Vec::new();
-    for s in &tl.sends {
-        match out.last_mut() {
-            Some(o) if o[0] == u64::from(s.superstep) => {
-                o[2] = o[2].max(s.end);
-                o[3] += u64::from(s.words);
-            }
-            _ => out.push([u64::from(s.superstep), s.start, s.end, u64::from(s.words)]),
-        }
-    }
-    out
-}
-
 fn supersteps_of(
     tiles: &[Tile],
     codelets: &[Codelet],
     n: usize,
     attribution: &Attribution,
     steps: &mut [Step],
+    unrecorded: Option<(usize, usize)>,
 ) -> Vec<Superstep> {
     let mut out = Vec::with_capacity(n);
     // Per superstep: the step its launches name, its busiest tile's
@@ -292,9 +340,10 @@ fn supersteps_of(
         out.push(s);
     }
     for k in 0..out.len() {
-        let step = match active[k].0 {
-            Some(step) => step,
-            None => {
+        let step = match (active[k].0, unrecorded) {
+            (_, Some((cut, step))) if k >= cut => step,
+            (Some(step), _) => step,
+            (None, _) => {
                 let before = active[..k].iter().rev().find_map(|a| a.0);
                 let after = active[k + 1..].iter().find_map(|a| a.0);
                 launch_free_step(attribution, before, after)

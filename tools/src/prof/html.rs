@@ -3,7 +3,8 @@
 //! the superstep timeline with per-op attribution, a tiles × time
 //! occupancy heat map, each step's estimate against the simulated cycles,
 //! the exchange volume per superstep, and any tile's memory over time
-//! with its free space and fragmentation.
+//! with its free space and fragmentation; above them, where a truncated
+//! recording stops.
 //!
 //! The page reads a reduced copy of the profile embedded as JSON: the
 //! heat map's cells and each tile's free space are computed here, so the
@@ -34,6 +35,8 @@ struct ReportData<'a> {
     supersteps: &'a [Superstep],
     heatmap: Heatmap,
     memory: Vec<TileMemory<'a>>,
+    /// [`super::schema::Truncated::note`], shown above every view.
+    truncated: Option<String>,
 }
 
 /// Worker occupancy (active workers / 6) per row of tiles and time bin,
@@ -167,6 +170,7 @@ pub fn report(p: &ProfileData) -> String {
         supersteps: &p.supersteps,
         heatmap: heatmap(p),
         memory,
+        truncated: p.truncated.map(|t| t.note()),
     };
     // Inside <script>, "</" could end the element: JSON allows "\/".
     let json = serde_json::to_string(&data)

@@ -12,6 +12,10 @@
 //!
 //! and `ipu-prof DIR` ([`cli`](crate::prof::cli)) answers questions about it ([`views`](crate::prof::views)).
 //!
+//! The recording is bounded (`ipu-run --profile-limit MIB`,
+//! [`ipuc_runtime::sim::SimConfig::record_limit`]): past its limit it
+//! records nothing more, the profile keeps the later supersteps' cycles
+//! alone, and every file says where it stops ([`schema::Truncated`]).
 //! `profile.json` and `trace.json` are written as they are serialized,
 //! not built in memory first.
 
@@ -38,6 +42,10 @@ pub struct Written {
     pub files: Vec<(String, u64)>,
     /// Seconds to build and write them.
     pub write_s: f64,
+    /// Where the profile stops, if the recording reached its limit
+    /// ([`schema::Truncated::note`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<String>,
 }
 
 /// Builds the profile of a recorded run and writes its files into `dir`
@@ -70,6 +78,7 @@ pub fn write(dir: &Path, inputs: &collect::Inputs) -> Result<Written, String> {
         dir: dir.display().to_string(),
         files,
         write_s: started.elapsed().as_secs_f64(),
+        truncated: data.truncated.map(|t| t.note()),
     })
 }
 

@@ -45,6 +45,52 @@ pub struct ProfileData {
     pub supersteps: Vec<Superstep>,
     /// Every tile that ran, by tile number.
     pub tiles: Vec<Tile>,
+    /// Where the recording stopped, when it reached its limit (`ipu-run
+    /// --profile-limit`); absent when it recorded the whole run, and in
+    /// profiles written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<Truncated>,
+}
+
+/// A truncated recording: from superstep `superstep` on, no tile has
+/// compute sets, sends or received words, and those supersteps have no
+/// codelets, no exchange bytes and belong to the last step,
+/// [`crate::prof::collect::NOT_RECORDED`]; their spans and cycles (the
+/// simulator's counters) are whole, as is everything before them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Truncated {
+    /// The first superstep not recorded.
+    pub superstep: usize,
+    /// Its start cycle.
+    pub cycle: u64,
+    /// The recording's limit, bytes.
+    pub limit_bytes: u64,
+    /// What the recording held when it stopped, bytes.
+    pub held_bytes: u64,
+}
+
+impl Truncated {
+    /// One line saying where and why the profile stops.
+    pub fn note(&self) -> String {
+        format!(
+            "profile truncated: the recording reached its limit of {} (it held {}), so it has nothing from superstep {} (cycle {}) on: no compute sets, sends or received words; those supersteps keep their cycles and are in the step `{}`. Raise `ipu-run --profile-limit` (MiB) to record the whole run",
+            size(self.limit_bytes),
+            size(self.held_bytes),
+            self.superstep,
+            self.cycle,
+            crate::prof::collect::NOT_RECORDED
+        )
+    }
+}
+
+/// `bytes` in KiB or MiB.
+fn size(bytes: u64) -> String {
+    let kib = bytes as f64 / 1024.0;
+    if kib < 1024.0 {
+        format!("{kib:.1} KiB")
+    } else {
+        format!("{:.1} MiB", kib / 1024.0)
+    }
 }
 
 /// A step of the lowering (the granularity of its estimate): the `nn` ops

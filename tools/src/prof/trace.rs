@@ -9,7 +9,8 @@
 //!   at the sync.
 //! - A counter per group: active workers, the sum over its tiles of each
 //!   compute set's mean active workers.
-//! - Nothing is sampled; the merging above is stated in `otherData`.
+//! - Nothing is sampled; the merging above is stated in `otherData`, and
+//!   a truncated recording's cut in `otherData.truncated`.
 //!
 //! Times are microseconds at the machine's clock (fractional).
 //!
@@ -46,7 +47,7 @@ pub fn write(p: &ProfileData, out: &mut impl Write) -> std::io::Result<()> {
 
 /// The trace's `otherData`.
 fn other_data(p: &ProfileData) -> Value {
-    json!({
+    let mut other = json!({
         "generator": "ipuc ipu-run --profile",
         "model": p.model,
         "function": p.function,
@@ -55,7 +56,17 @@ fn other_data(p: &ProfileData) -> Value {
         "total_cycles": p.total_cycles,
         "tracks": format!("one thread per tile, {TILES_PER_GROUP} tiles per process (one exchange row)"),
         "aggregation": "every tile that ran is present, nothing is sampled; a compute-set span merges one codelet instance's worker launches on a tile within a superstep (first start to last exit); an exchange span covers a tile's sends in a superstep (first word to last); the per-group 'active workers' counter sums each compute set's mean active workers (its worker-cycles / its span)",
-    })
+    });
+    if let Some(t) = &p.truncated {
+        other["truncated"] = json!({
+            "superstep": t.superstep,
+            "cycle": t.cycle,
+            "limit_bytes": t.limit_bytes,
+            "held_bytes": t.held_bytes,
+            "note": t.note(),
+        });
+    }
+    other
 }
 
 /// Hands each event of `p`'s trace to `event`, in order.

@@ -140,11 +140,34 @@ pub struct RunArgs {
     /// `ipu-prof DIR` reads it.
     #[arg(long, value_name = "DIR")]
     pub profile: Option<PathBuf>,
+    /// With `--profile`: the MiB the recording may hold (fractions
+    /// allowed). Past it the recording stops: the profile keeps the later
+    /// supersteps' cycles alone and says from which superstep on.
+    #[arg(long, value_name = "MIB", default_value_t = DEFAULT_PROFILE_LIMIT_MIB, value_parser = parse_mib)]
+    pub profile_limit: f64,
     /// Host threads that simulate the tiles on `--device sim` (default:
     /// `IPUC_SIM_THREADS`, else the available parallelism); every count
     /// gives the same cycles and results.
     #[arg(long, value_name = "N")]
     pub sim_threads: Option<std::num::NonZeroUsize>,
+}
+
+/// `--profile-limit`'s default, [`ipuc_runtime::sim::DEFAULT_RECORD_LIMIT`] in MiB.
+pub const DEFAULT_PROFILE_LIMIT_MIB: f64 =
+    ipuc_runtime::sim::DEFAULT_RECORD_LIMIT as f64 / (1u64 << 20) as f64;
+
+fn parse_mib(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a size in MiB (a number, 0 or more)")),
+    }
+}
+
+impl RunArgs {
+    /// `--profile-limit` in bytes.
+    pub fn profile_limit_bytes(&self) -> u64 {
+        (self.profile_limit * f64::from(1u32 << 20)) as u64
+    }
 }
 
 fn parse_block(s: &str) -> Result<String, String> {

@@ -228,6 +228,7 @@ pub fn run_executable(
         let defaults = SimConfig::default();
         let config = SimConfig {
             record: args.profile.is_some(),
+            record_limit: args.profile_limit_bytes(),
             threads: args.sim_threads.or(defaults.threads),
             ..defaults
         };
@@ -265,12 +266,12 @@ pub fn run_executable(
         report.run_s += started.elapsed().as_secs_f64();
         check_expected_count(set, named.len(), "the executable streams")?;
         record_outputs(&mut report, args, set, sets.len(), &named, tolerance)?;
-        if let Some(p) = sim.profile() {
-            let s = summary(p, machine.clock_hz);
+        if let Some(p) = sim.take_profile() {
+            let s = summary(&p, machine.clock_hz);
             report.ops = s.instructions as usize;
             report.profile = Some(s);
             if args.profile.is_some() {
-                report.recorded = Some(Box::new(p.clone()));
+                report.recorded = Some(Box::new(p));
             }
         }
     }

@@ -265,6 +265,9 @@ impl Report {
                 files.join(", "),
                 w.write_s
             );
+            if let Some(note) = &w.truncated {
+                let _ = writeln!(s, "         {note}");
+            }
         }
         let mut set = None;
         for o in &self.outputs {
