@@ -35,7 +35,7 @@
 use half::f16;
 
 use ipuc_dialects::ipu::SectionKind;
-use ipuc_ipu_arch::float8::{f64_to_f8, f8_to_f64};
+use ipuc_ipu_arch::float8::{f8_to_f64, F8Encoder};
 use ipuc_ipu_arch::MachineModel;
 
 use super::emitter::{inst, ld2xst64_stream, ldst64_stream, op, Emitter};
@@ -113,7 +113,10 @@ impl Elem {
                 .iter()
                 .flat_map(|&v| (v as f32).to_le_bytes())
                 .collect(),
-            Elem::F8 => values.iter().map(|&v| f64_to_f8(v)).collect(),
+            Elem::F8 => {
+                let mut f8 = F8Encoder::new();
+                values.iter().map(|&v| f8.encode(v)).collect()
+            }
         }
     }
 

@@ -20,7 +20,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use ipuc_dialects::ipu::{self, build, SectionKind, TensorDirection, TensorPiece};
-use ipuc_ipu_arch::float8::encode_scaled;
+use ipuc_ipu_arch::float8::F8Encoder;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::attributes::{AttrKind, ResourceBlob};
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
@@ -712,9 +712,11 @@ impl PlacedGemm {
     /// [`Self::weight_block`] as FP8 codes at `scale` (one byte per f16
     /// element: the widened codes are the block).
     pub fn weight_codes(&self, weights: &[f64], (j, k): (u32, u32), scale: i32) -> Vec<u8> {
+        // encode_scaled(w, scale), the codes remembered.
+        let (mut f8, factor) = (F8Encoder::new(), 2f64.powi(-scale));
         self.weight_panels(weights, (j, k))
             .into_iter()
-            .map(|w| encode_scaled(w, scale))
+            .map(|w| f8.encode(w * factor))
             .collect()
     }
 
