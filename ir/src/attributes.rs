@@ -644,7 +644,8 @@ impl ResourceTable {
     /// Returns the blob bytes so released from the table (the bytes
     /// themselves are freed unless something else shares them).
     ///
-    /// The pass manager calls it after each pass: a pass that replaces a
+    /// The pass manager calls it after each entry of its root pipeline (a
+    /// pass, or a nested pipeline over every function): a pass that replaces a
     /// constant (convert-precision's FP8 weights, the fusion's concatenated
     /// QKV weights) leaves the old blob unreferenced, and a model's weights
     /// would otherwise stay in memory, in every precision they passed

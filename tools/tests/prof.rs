@@ -195,23 +195,11 @@ fn a_recording_over_its_limit_is_truncated_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let prof = dir.path().join("prof");
     // 10 KiB: the block's 38 tiles hold about 24 KiB by its end.
-    let (code, stdout, stderr) = run_tool(
+    let report = common::profile_block_with(
         env!("CARGO_BIN_EXE_ipu-run"),
-        [
-            MODEL,
-            "--device",
-            "sim",
-            "--precision",
-            "fp8",
-            "--json",
-            "--profile",
-            prof.to_str().unwrap(),
-            "--profile-limit",
-            "0.01",
-        ],
+        &prof,
+        &["--profile-limit", "0.01"],
     );
-    assert_eq!(code, 0, "{stderr}");
-    let report: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(report["passed"], true);
     assert_eq!(report["cycles"], whole_report["cycles"]);
     let note = report["profile_files"]["truncated"].as_str().unwrap();

@@ -6,10 +6,14 @@
 //! they change.
 //!
 //! A codelet estimates by emitting its program and counting the issues, so
-//! the answers are memoized for the process: an e-graph asks for the same
-//! few sizes many times.
+//! every codelet's answers are memoized for the process
+//! ([`memoized_estimate`], behind [`Codelet::estimate_cycles`]): an
+//! e-graph asks for the same few sizes many times, and a lowering for the
+//! same launch on every tile of a product.
 
+use std::any::TypeId;
 use std::collections::HashMap;
+use std::fmt::Debug;
 use std::sync::{LazyLock, Mutex};
 
 use super::amp::{AmpBlock, AmpMode, AmpVariant};
@@ -24,34 +28,30 @@ use super::CodeletError;
 /// aligned for every operand.
 const ANY_ADDRESS: u32 = 0;
 
-/// What was estimated: the codelet and its size parameters.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-enum Query {
-    Amp { variant: usize, rows: u32 },
-    AmpF8F16Acts { rows: u32 },
-    Binary { f16: bool, len: u32 },
-    Gelu { len: u32 },
-    RowReduce { max: bool, rows: u32, cols: u32 },
-}
+type EstimateMemo = Mutex<HashMap<(TypeId, String), Result<u64, CodeletError>>>;
 
-type Memo = Mutex<HashMap<Query, Result<u64, CodeletError>>>;
+static ESTIMATES: LazyLock<EstimateMemo> = LazyLock::new(EstimateMemo::default);
 
-static MEMO: LazyLock<Memo> = LazyLock::new(Memo::default);
-
-/// The memoized estimate of `query`, computed by `estimate` on a miss.
-fn memoized(
-    query: Query,
+/// `estimate()` of `codelet`, computed once per distinct codelet: keyed by
+/// its type and its `Debug` form, which prints every parameter (every
+/// codelet derives it), so two codelets share an answer only when they
+/// would emit the same code. The answer is the same whichever thread asks
+/// first, so the memo keeps compiles deterministic.
+pub fn memoized_estimate<C: Debug + 'static>(
+    codelet: &C,
     estimate: impl FnOnce() -> Result<u64, CodeletError>,
 ) -> Result<u64, CodeletError> {
-    if let Some(known) = MEMO.lock().expect("estimate memo poisoned").get(&query) {
+    let key = (TypeId::of::<C>(), format!("{codelet:?}"));
+    if let Some(known) = ESTIMATES.lock().expect("estimate memo poisoned").get(&key) {
         return known.clone();
     }
-    // Estimated outside the lock: another thread may do the same work, and
-    // both store the same answer.
+    // Estimated outside the lock: another thread may do the same work,
+    // and both store the same answer.
     let answer = estimate();
-    MEMO.lock()
+    ESTIMATES
+        .lock()
         .expect("estimate memo poisoned")
-        .insert(query, answer.clone());
+        .insert(key, answer.clone());
     answer
 }
 
@@ -70,46 +70,33 @@ fn amp_block(variant: AmpVariant, rows: u32) -> AmpBlock {
 /// One AMP block of `rows` rows (1 to [`super::amp::MAX_ROWS`]) with
 /// `variant`, accumulating or not (the estimate is the same).
 pub fn amp_block_cycles(variant: AmpVariant, rows: u32) -> Result<u64, CodeletError> {
-    let index = AmpVariant::ALL.iter().position(|&v| v == variant);
-    let query = Query::Amp {
-        variant: index.unwrap_or(usize::MAX),
-        rows,
-    };
-    memoized(query, || amp_block(variant, rows).estimate_cycles())
+    amp_block(variant, rows).estimate_cycles()
 }
 
 /// One FP8-weights block of `rows` rows that casts its f16 activations in
 /// the same launch ([`AmpF8WeightsF16Acts`]).
 pub fn amp_f8_f16acts_cycles(rows: u32) -> Result<u64, CodeletError> {
-    memoized(Query::AmpF8F16Acts { rows }, || {
-        AmpF8WeightsF16Acts {
-            block: amp_block(AmpVariant::F8, rows),
-            activations: ANY_ADDRESS,
-            act_scale: 0,
-        }
-        .estimate_cycles()
-    })
+    AmpF8WeightsF16Acts {
+        block: amp_block(AmpVariant::F8, rows),
+        activations: ANY_ADDRESS,
+        act_scale: 0,
+    }
+    .estimate_cycles()
 }
 
 /// One elementwise binary launch (`x + y`; `x * y` issues the same) over
 /// `len` elements of `ty` (at least one word; rounded up to whole words).
 pub fn binary_cycles(ty: VecType, len: u32) -> Result<u64, CodeletError> {
     let len = len.max(1).div_ceil(ty.lanes()).saturating_mul(ty.lanes());
-    let query = Query::Binary {
-        f16: ty == VecType::F16,
+    Binary {
+        op: BinaryOp::Add,
+        ty,
         len,
-    };
-    memoized(query, || {
-        Binary {
-            op: BinaryOp::Add,
-            ty,
-            len,
-            x: ANY_ADDRESS,
-            y: ANY_ADDRESS,
-            out: ANY_ADDRESS,
-        }
-        .estimate_cycles()
-    })
+        x: ANY_ADDRESS,
+        y: ANY_ADDRESS,
+        out: ANY_ADDRESS,
+    }
+    .estimate_cycles()
 }
 
 /// One GELU launch over `len` f16 elements (rounded up to whole words),
@@ -118,15 +105,13 @@ pub fn binary_cycles(ty: VecType, len: u32) -> Result<u64, CodeletError> {
 /// issues per 4 halves), so a tanh GELU is overestimated, never under.
 pub fn gelu_cycles(len: u32) -> Result<u64, CodeletError> {
     let len = len.max(1).div_ceil(4).saturating_mul(4);
-    memoized(Query::Gelu { len }, || {
-        Gelu {
-            form: GeluForm::Erf,
-            len,
-            input: ANY_ADDRESS,
-            output: ANY_ADDRESS,
-        }
-        .estimate_cycles()
-    })
+    Gelu {
+        form: GeluForm::Erf,
+        len,
+        input: ANY_ADDRESS,
+        output: ANY_ADDRESS,
+    }
+    .estimate_cycles()
 }
 
 /// One row-reduction launch over `rows` rows of `cols` f16 elements, the
@@ -137,27 +122,54 @@ pub fn row_reduce_cycles(op: ReduceOp, rows: u32, cols: u32) -> Result<u64, Code
         ReduceOp::Max => 4,
     };
     let cols = cols.max(1).div_ceil(vector).saturating_mul(vector);
-    let query = Query::RowReduce {
-        max: op == ReduceOp::Max,
+    RowReduce {
+        op,
         rows,
         cols,
-    };
-    memoized(query, || {
-        RowReduce {
-            op,
-            rows,
-            cols,
-            input: ANY_ADDRESS,
-            output: ANY_ADDRESS,
-        }
-        .estimate_cycles()
-    })
+        input: ANY_ADDRESS,
+        output: ANY_ADDRESS,
+    }
+    .estimate_cycles()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use ipuc_ipu_arch::MachineModel;
+
+    /// The memo answers per codelet, not per type: codelets that differ in
+    /// a size or an address each get their own emitted code's estimate,
+    /// the first time and from the memo after.
+    #[test]
+    fn estimates_are_memoized_per_codelet() {
+        let add = |len, op, out| Binary {
+            op,
+            ty: VecType::F16,
+            len,
+            x: 0,
+            y: 0x1_0000,
+            out,
+        };
+        let codelets = [
+            add(64, BinaryOp::Add, 0x2_0000),
+            add(4096, BinaryOp::Add, 0x2_0000),
+            add(64, BinaryOp::Mul, 0x2_0000),
+            add(64, BinaryOp::Add, 0x2_0008),
+        ];
+        for b in &codelets {
+            let direct = b.cycles(&b.counts().unwrap());
+            assert_eq!(b.estimate_cycles().unwrap(), direct, "{b:?}");
+            assert_eq!(b.estimate_cycles().unwrap(), direct, "{b:?}, memoized");
+        }
+        assert!(
+            codelets[1].estimate_cycles().unwrap() > 4 * codelets[0].estimate_cycles().unwrap(),
+            "64 times the elements"
+        );
+        // An invalid codelet's error is memoized as an error.
+        let odd = add(3, BinaryOp::Add, 0x2_0000);
+        assert!(odd.estimate_cycles().is_err());
+        assert!(odd.estimate_cycles().is_err());
+    }
 
     #[test]
     fn estimates_are_the_placed_codelets_estimates() {

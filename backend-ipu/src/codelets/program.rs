@@ -6,10 +6,7 @@
 //! turns what the emitter counted into cycles; building the program and the
 //! estimate come with it.
 
-use std::any::TypeId;
-use std::collections::HashMap;
 use std::fmt::Debug;
-use std::sync::{LazyLock, Mutex};
 
 use ipuc_ipu_arch::{Executable, MachineModel};
 use ipuc_ir::{Context, Location, OpId};
@@ -94,80 +91,14 @@ pub trait Codelet {
     }
 
     /// Estimated tile cycles from the instruction counts of the emitted code,
-    /// memoized for the process ([`memoized_estimate`]): a lowering asks
+    /// memoized for the process ([`super::estimate::memoized_estimate`],
+    /// keyed by the codelet's type and `Debug` form): a lowering asks
     /// for the same launch on every tile of a product, and each answer
     /// otherwise emits the launch into a context of its own.
     fn estimate_cycles(&self) -> Result<u64, CodeletError>
     where
         Self: Sized + Debug + 'static,
     {
-        memoized_estimate(self, || Ok(self.cycles(&self.counts()?)))
-    }
-}
-
-type EstimateMemo = Mutex<HashMap<(TypeId, String), Result<u64, CodeletError>>>;
-
-static ESTIMATES: LazyLock<EstimateMemo> = LazyLock::new(EstimateMemo::default);
-
-/// `estimate()` of `codelet`, computed once per distinct codelet: keyed by
-/// its type and its `Debug` form, which prints every parameter (every
-/// codelet derives it), so two codelets share an answer only when they
-/// would emit the same code. The answer is the same whichever thread asks
-/// first, so the memo keeps compiles deterministic.
-pub fn memoized_estimate<C: Debug + 'static>(
-    codelet: &C,
-    estimate: impl FnOnce() -> Result<u64, CodeletError>,
-) -> Result<u64, CodeletError> {
-    let key = (TypeId::of::<C>(), format!("{codelet:?}"));
-    if let Some(known) = ESTIMATES.lock().expect("estimate memo poisoned").get(&key) {
-        return known.clone();
-    }
-    // Estimated outside the lock: another thread may do the same work,
-    // and both store the same answer.
-    let answer = estimate();
-    ESTIMATES
-        .lock()
-        .expect("estimate memo poisoned")
-        .insert(key, answer.clone());
-    answer
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
-
-    /// The memo answers per codelet, not per type: codelets that differ in
-    /// a size or an address each get their own emitted code's estimate,
-    /// the first time and from the memo after.
-    #[test]
-    fn estimates_are_memoized_per_codelet() {
-        let add = |len, op, out| Binary {
-            op,
-            ty: VecType::F16,
-            len,
-            x: 0,
-            y: 0x1_0000,
-            out,
-        };
-        let codelets = [
-            add(64, BinaryOp::Add, 0x2_0000),
-            add(4096, BinaryOp::Add, 0x2_0000),
-            add(64, BinaryOp::Mul, 0x2_0000),
-            add(64, BinaryOp::Add, 0x2_0008),
-        ];
-        for b in &codelets {
-            let direct = b.cycles(&b.counts().unwrap());
-            assert_eq!(b.estimate_cycles().unwrap(), direct, "{b:?}");
-            assert_eq!(b.estimate_cycles().unwrap(), direct, "{b:?}, memoized");
-        }
-        assert!(
-            codelets[1].estimate_cycles().unwrap() > 4 * codelets[0].estimate_cycles().unwrap(),
-            "64 times the elements"
-        );
-        // An invalid codelet's error is memoized as an error.
-        let odd = add(3, BinaryOp::Add, 0x2_0000);
-        assert!(odd.estimate_cycles().is_err());
-        assert!(odd.estimate_cycles().is_err());
+        super::estimate::memoized_estimate(self, || Ok(self.cycles(&self.counts()?)))
     }
 }

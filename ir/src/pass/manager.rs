@@ -210,7 +210,7 @@ impl PassManager {
             instr: &mut self.instrumentations,
             threading,
         };
-        let r = runner.run_opm(&mut self.root, ctx, module, &mut am);
+        let r = runner.run_opm(&mut self.root, ctx, module, &mut am, true);
         for i in self.instrumentations.iter_mut() {
             i.finish();
         }
@@ -324,12 +324,16 @@ fn anchored_children(ctx: &Context, op: OpId, anchor: &str) -> Vec<OpId> {
 }
 
 impl Runner<'_> {
+    /// Runs `opm`'s entries on `op`; `top` for the pipeline's root, after
+    /// each of whose entries (a pass, or a nested pipeline over every
+    /// child) the blobs left unreferenced are freed.
     fn run_opm(
         &mut self,
         opm: &mut OpPassManager,
         ctx: &mut Context,
         op: OpId,
         am: &mut AnalysisManager,
+        top: bool,
     ) -> Result<(), PipelineError> {
         for entry in opm.entries.iter_mut() {
             match entry {
@@ -346,17 +350,19 @@ impl Runner<'_> {
                     } else {
                         for c in children {
                             let mut child_am = AnalysisManager::new();
-                            self.run_opm(nested, ctx, c, &mut child_am)?;
+                            self.run_opm(nested, ctx, c, &mut child_am, false)?;
                         }
                     }
                     am.clear();
                 }
             }
-            // Blobs the pass left unreferenced (replaced constants) are
+            // Blobs the entry left unreferenced (replaced constants) are
             // freed now, not with the context.
-            let freed = ctx.resources().prune_unreferenced();
-            if freed > 0 {
-                tracing::debug!(bytes = freed, "dropped unreferenced resources");
+            if top {
+                let freed = ctx.resources().prune_unreferenced();
+                if freed > 0 {
+                    tracing::debug!(bytes = freed, "dropped unreferenced resources");
+                }
             }
         }
         Ok(())
@@ -447,7 +453,7 @@ impl Runner<'_> {
                     threading: false,
                 };
                 let mut am = AnalysisManager::new();
-                let r = runner.run_opm(&mut local, &mut sub, copy, &mut am);
+                let r = runner.run_opm(&mut local, &mut sub, copy, &mut am, false);
                 (sub, copy, local, r)
             })
             .collect();

@@ -251,11 +251,7 @@ impl Simulator {
     }
 
     fn build_profile(&mut self, host_steps: Vec<HostStep>) -> Profile {
-        let held: u64 = self
-            .tiles
-            .iter()
-            .filter_map(|t| t.recorder.as_ref().map(|r| r.held_bytes()))
-            .sum();
+        let held = recorded_bytes(&self.tiles);
         let timelines: Vec<TileTimeline> = self
             .tiles
             .iter_mut()
@@ -312,6 +308,14 @@ impl Simulator {
     }
 }
 
+/// What every tile's recorder holds, in bytes.
+fn recorded_bytes(tiles: &[Tile]) -> u64 {
+    tiles
+        .iter()
+        .filter_map(|t| t.recorder.as_ref().map(|r| r.held_bytes()))
+        .sum()
+}
+
 /// At a sync released at `release`: past [`SimConfig::record_limit`],
 /// the recorders record nothing from the next superstep on.
 fn limit_recording(
@@ -323,10 +327,7 @@ fn limit_recording(
     if !config.record || truncation.is_some() {
         return;
     }
-    let held: u64 = tiles
-        .iter()
-        .filter_map(|t| t.recorder.as_ref().map(|r| r.held_bytes()))
-        .sum();
+    let held = recorded_bytes(tiles);
     if held <= config.record_limit {
         return;
     }

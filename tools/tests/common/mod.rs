@@ -112,19 +112,26 @@ pub const PROFILED_BLOCK: &str = "../lit-tests/lower/mlp-fp8.mlir";
 /// Runs `ipu-run` on [`PROFILED_BLOCK`] on the simulator with `--profile
 /// dir` and `--json`, which must pass; its JSON report.
 pub fn profile_block(ipu_run: &str, dir: &std::path::Path) -> serde_json::Value {
-    let (code, stdout, stderr) = run_tool(
-        ipu_run,
-        [
-            PROFILED_BLOCK,
-            "--device",
-            "sim",
-            "--precision",
-            "fp8",
-            "--json",
-            "--profile",
-            dir.to_str().unwrap(),
-        ],
-    );
+    profile_block_with(ipu_run, dir, &[])
+}
+
+/// [`profile_block`] with `extra` arguments after the others.
+pub fn profile_block_with(
+    ipu_run: &str,
+    dir: &std::path::Path,
+    extra: &[&str],
+) -> serde_json::Value {
+    let args = [
+        PROFILED_BLOCK,
+        "--device",
+        "sim",
+        "--precision",
+        "fp8",
+        "--json",
+        "--profile",
+        dir.to_str().unwrap(),
+    ];
+    let (code, stdout, stderr) = run_tool(ipu_run, args.iter().chain(extra));
     assert_eq!(code, 0, "ipu-run --profile: {stderr}");
     serde_json::from_str(&stdout).unwrap()
 }
