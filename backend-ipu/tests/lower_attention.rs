@@ -100,7 +100,7 @@ fn lower(
         .module;
     let body = ctx.entry_block(ctx.regions(module)[0]).unwrap();
     let ty = Type::tensor(
-        &[i64::from(s.m), i64::from(s.c)],
+        &[i64::from(s.rows()), i64::from(s.c)],
         Type::float(FloatKind::F16),
     );
     let lowered = emit_attention(
@@ -118,6 +118,7 @@ fn lower(
 
 fn shape(m: u32, c: u32, heads: u32) -> AttentionShape {
     AttentionShape {
+        images: 1,
         m,
         c,
         heads,
@@ -165,6 +166,34 @@ fn attention_blocks_match_float64() {
     ] {
         assert_block_accuracy(s, run(s, seed), 0.9999, 5e-3);
     }
+}
+
+/// [`shape`] over a batch of `images`.
+fn batch(s: AttentionShape, images: u32) -> AttentionShape {
+    AttentionShape { images, ..s }
+}
+
+#[test]
+fn batched_attention_blocks_match_float64_image_by_image() {
+    // The images' tokens are the products' rows, one after another; each
+    // image attends over its own keys alone (a key of another image would
+    // move every row's cosine against the per-image float64). 37 tokens
+    // (not whole groups: the images' rows cross LN tiles, products' row
+    // blocks and value panels, whose padding tokens lie between images)
+    // in every form, f16 and FP8; 3 images of 16 whole-panel tokens.
+    let cases = [
+        (batch(shape(37, 96, 4), 2), 21, None),
+        (batch(shape(37, 96, 4), 2), 22, Some((2, 1))),
+        (batch(shape(37, 96, 4), 2), 23, Some((1, 3))),
+        (batch(shape(16, 64, 4), 3), 24, None),
+    ];
+    for (s, seed, forced) in cases {
+        let result = run_forced(s, seed, forced);
+        assert_block_accuracy(s, result, 0.9999, 5e-3);
+        assert_estimate_within_3_percent(s, result);
+    }
+    let s = fp8(batch(shape(37, 96, 4), 2));
+    assert_block_accuracy(s, run(s, 25), 0.999, FP8_MAX_REL_L2);
 }
 
 #[test]

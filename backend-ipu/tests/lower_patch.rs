@@ -46,14 +46,17 @@ fn run_with(
     let half = Type::float(FloatKind::F16);
     let x_ty = Type::tensor(
         &[
-            1,
+            i64::from(s.images),
             i64::from(s.channels),
             i64::from(s.height),
             i64::from(s.width),
         ],
         half.clone(),
     );
-    let y_ty = Type::tensor(&[1, i64::from(s.tokens()), i64::from(s.d)], half);
+    let y_ty = Type::tensor(
+        &[i64::from(s.images), i64::from(s.tokens()), i64::from(s.d)],
+        half,
+    );
     let lowered = emit_patch(
         &mut ctx,
         body,
@@ -65,14 +68,21 @@ fn run_with(
     )
     .unwrap_or_else(|d| panic!("{}", d.message));
     let (y, sim) = run_lowered(&ctx, lowered.executable, machine, &x, s);
+    // Image by image.
     let rows: Vec<usize> = (0..s.tokens() as usize).collect();
-    let (cos, rel) = cosine_and_rel_l2(&y, &reference_rows(s, &x, &k, &rows));
+    let pixels = (s.channels * s.height * s.width) as usize;
+    let want: Vec<f64> = x
+        .chunks_exact(pixels)
+        .flat_map(|image| reference_rows(s, image, &k, &rows))
+        .collect();
+    let (cos, rel) = cosine_and_rel_l2(&y, &want);
     let cycles = sim.profile().unwrap().total_cycles;
     ((cos, rel, cycles, lowered.estimate.total()), plan)
 }
 
 fn shape(channels: u32, (height, width): (u32, u32), patch: u32, d: u32) -> PatchShape {
     PatchShape {
+        images: 1,
         channels,
         height,
         width,
@@ -94,6 +104,36 @@ fn patch_embeddings_match_float64() {
         (shape(3, (18, 30), 6, 48), 40, 2),
         (shape(3, (14, 98), 14, 32), 24, 3),
         (shape(3, (20, 33), 6, 32), 40, 5),
+    ] {
+        let (result, _) = run(s, tiles, seed);
+        assert_block_accuracy(s, result, 0.9999, 2e-3);
+        assert_near_estimate(result.2, result.3, format!("{s:?}"));
+    }
+}
+
+#[test]
+fn batched_patch_embeddings_match_float64_image_by_image() {
+    // Each image's pixel runs land in its own tokens' rows (the product's
+    // rows, image after image), each starting from the same bias and
+    // position rows: 2 images of 15 tokens (a row tile holds rows of
+    // both), 3 with unread pixels.
+    for (s, tiles, seed) in [
+        (
+            PatchShape {
+                images: 2,
+                ..shape(3, (18, 30), 6, 48)
+            },
+            40,
+            11,
+        ),
+        (
+            PatchShape {
+                images: 3,
+                ..shape(3, (20, 33), 6, 32)
+            },
+            40,
+            12,
+        ),
     ] {
         let (result, _) = run(s, tiles, seed);
         assert_block_accuracy(s, result, 0.9999, 2e-3);

@@ -116,6 +116,7 @@ fn siglip_tiny_imports_static_with_two_encoder_layers() {
 fn siglip_tiny_follows_the_requested_batch() {
     let opts = ImportOptions {
         input_shapes: vec![("pixel_values".into(), vec![3, 3, 32, 32])],
+        batch: None,
         file_name: "tiny.onnx".into(),
     };
     let (ctx, module) = import_fixture("siglip-tiny", WeightsPolicy::Require, &opts);
@@ -213,6 +214,7 @@ fn import_model_and_import_file_agree_and_locations_name_nodes() {
     let model = Model::load(&path, &LoadOptions::default()).unwrap();
     let opts = ImportOptions {
         input_shapes: vec![],
+        batch: None,
         file_name: path.display().to_string(),
     };
     let mut ctx = new_context();
@@ -277,6 +279,7 @@ fn shape_arithmetic_folds_into_static_attributes() {
     g.outputs = vec!["y"];
     let opts = ImportOptions {
         input_shapes: vec![("x".into(), vec![4, 6])],
+        batch: None,
         file_name: String::new(),
     };
     let (ctx, module) = g.import_with(&opts).unwrap();
@@ -604,12 +607,14 @@ fn unresolved_symbolic_dims_are_errors_unless_batch_like_or_given() {
     );
     let opts = ImportOptions {
         input_shapes: vec![("tokens".into(), vec![2, 5, 8])],
+        batch: None,
         file_name: String::new(),
     };
     let (ctx, module) = g.import_with(&opts).unwrap();
     assert_eq!(signature(&ctx, module).0, ["tensor<2x5x8xf32>"]);
     let wrong = ImportOptions {
         input_shapes: vec![("tokens".into(), vec![2, 5, 9])],
+        batch: None,
         file_name: String::new(),
     };
     let err = g.import_with(&wrong).err().unwrap().to_string();
@@ -619,6 +624,7 @@ fn unresolved_symbolic_dims_are_errors_unless_batch_like_or_given() {
     );
     let unknown = ImportOptions {
         input_shapes: vec![("pixels".into(), vec![1])],
+        batch: None,
         file_name: String::new(),
     };
     let err = g.import_with(&unknown).err().unwrap().to_string();
@@ -626,6 +632,52 @@ fn unresolved_symbolic_dims_are_errors_unless_batch_like_or_given() {
         err.contains("names no graph input (the model's inputs: `tokens`)"),
         "{err}"
     );
+}
+
+#[test]
+fn batch_sets_the_batch_like_dims_left_symbolic() {
+    // `--batch 3`: the leading symbolic dimension (and any named like a
+    // batch) takes 3; a shape given by --input-shape is left as given.
+    let mut g = G::new(17);
+    g.inputs.push(value("pixels", F32, &[-1, 3, 4]));
+    g.nodes = vec![node("Relu", "relu", &["pixels"], &["y"], vec![])];
+    g.outputs = vec!["y"];
+    let batch = |n: i64, shapes: Vec<(String, Vec<i64>)>| ImportOptions {
+        input_shapes: shapes,
+        batch: Some(n),
+        file_name: String::new(),
+    };
+    let (ctx, module) = g.import_with(&batch(3, vec![])).unwrap();
+    assert_eq!(signature(&ctx, module).0, ["tensor<3x3x4xf32>"]);
+    // Nothing left for --batch to set: the shape is given.
+    let err = g
+        .import_with(&batch(3, vec![("pixels".into(), vec![2, 3, 4])]))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("--batch 3: no input has a symbolic batch dimension left to set"),
+        "{err}"
+    );
+    let err = g.import_with(&batch(0, vec![])).err().unwrap().to_string();
+    assert!(
+        err.contains("--batch 0: the batch must be at least 1"),
+        "{err}"
+    );
+    // A model whose batch is fixed.
+    let mut fixed = G::new(17);
+    fixed.inputs.push(value("pixels", F32, &[1, 3, 4]));
+    fixed.nodes = vec![node("Relu", "relu", &["pixels"], &["y"], vec![])];
+    fixed.outputs = vec!["y"];
+    let err = fixed
+        .import_with(&batch(2, vec![]))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("the model fixes its inputs' shapes"), "{err}");
+    // --batch 1 is what the model says anyway.
+    let (ctx, module) = fixed.import_with(&batch(1, vec![])).unwrap();
+    assert_eq!(signature(&ctx, module).0, ["tensor<1x3x4xf32>"]);
 }
 
 #[test]

@@ -17,6 +17,8 @@ pub struct OnnxFlags {
     pub seed: u64,
     /// `--input-shape name=1x3x384x384`, repeatable.
     pub input_shapes: Vec<(String, Vec<i64>)>,
+    /// `--batch N`: the size of the inputs' symbolic batch dimensions.
+    pub batch: Option<i64>,
     /// `--save-weights DIR`: write the weights used as the external data
     /// file(s) the graph expects, into DIR.
     pub save_weights: Option<String>,
@@ -68,6 +70,49 @@ pub fn parse_input_shape(text: &str) -> Result<(String, Vec<i64>), String> {
     Ok((name.to_string(), dims))
 }
 
+/// A `--batch` value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Batch {
+    /// This many images.
+    Images(u32),
+    /// `auto`: the largest batch that fits (`ipu-run`).
+    Auto,
+}
+
+impl Batch {
+    /// The images, for the importer (`None` for `auto`, which the caller
+    /// resolves first).
+    pub fn images(self) -> Option<i64> {
+        match self {
+            Batch::Images(n) => Some(i64::from(n)),
+            Batch::Auto => None,
+        }
+    }
+}
+
+/// Parses `--batch`: a positive number of images, or `auto`.
+pub fn parse_batch(text: &str) -> Result<Batch, String> {
+    if text.trim().eq_ignore_ascii_case("auto") {
+        return Ok(Batch::Auto);
+    }
+    text.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|&n| n >= 1)
+        .map(Batch::Images)
+        .ok_or_else(|| format!("expected a number of images (1 or more) or `auto`, got '{text}'"))
+}
+
+/// Parses `--batch` where only a number of images is accepted.
+pub fn parse_batch_images(text: &str) -> Result<u32, String> {
+    match parse_batch(text)? {
+        Batch::Images(n) => Ok(n),
+        Batch::Auto => Err(
+            "`auto` is ipu-run's (it plans the model for each batch it tries); give a number of images".into(),
+        ),
+    }
+}
+
 /// The weights policy of `--weights` and `--seed`.
 pub fn weights_policy(flags: &OnnxFlags) -> Result<WeightsPolicy, String> {
     match flags.weights.as_str() {
@@ -95,6 +140,7 @@ pub fn import_onnx(
     let mut ctx = Context::new(dialects);
     let opts = ImportOptions {
         input_shapes: flags.input_shapes.clone(),
+        batch: flags.batch,
         file_name: path.to_string(),
     };
     let module = import_file(&mut ctx, Path::new(path), &LoadOptions { weights }, &opts)?;
@@ -135,6 +181,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn batches_parse_and_reject_garbage() {
+        assert_eq!(parse_batch("4").unwrap(), Batch::Images(4));
+        assert_eq!(parse_batch("auto").unwrap(), Batch::Auto);
+        assert_eq!(parse_batch("AUTO").unwrap().images(), None);
+        assert_eq!(parse_batch(" 2 ").unwrap().images(), Some(2));
+        for bad in ["0", "-1", "two", "", "1.5"] {
+            assert!(
+                parse_batch(bad).unwrap_err().contains("number of images"),
+                "{bad}"
+            );
+        }
+        assert_eq!(parse_batch_images("3").unwrap(), 3);
+        assert!(parse_batch_images("auto").unwrap_err().contains("ipu-run"));
+    }
+
+    #[test]
     fn input_shapes_parse_and_reject_garbage() {
         assert_eq!(
             parse_input_shape("pixel_values=1x3x384x384").unwrap(),
@@ -154,6 +216,7 @@ mod tests {
             weights: w.into(),
             seed,
             input_shapes: vec![],
+            batch: None,
             save_weights: None,
         };
         assert_eq!(weights_policy(&f("", 0)), Ok(WeightsPolicy::Require));

@@ -15,9 +15,7 @@ mod common;
 use std::path::Path;
 
 use ipuc_dialects::func;
-use ipuc_frontends::onnx::import::{import_file, ImportOptions};
 use ipuc_frontends::onnx::read_test_data_set;
-use ipuc_frontends::onnx::LoadOptions;
 use ipuc_ir::attributes::Attribute;
 use ipuc_ir::pass::{parse_pipeline, PassManager, PassManagerOptions, PassRegistry};
 use ipuc_ir::{Context, OpId, Type, Value, WalkOrder};
@@ -27,19 +25,7 @@ use ipuc_runtime::reference::HostTensor;
 use ipuc_tools::run::{compare, Tolerance};
 
 fn import(dir: &Path) -> (Context, OpId) {
-    let mut ctx = Context::new(ipuc_tools::registry::dialects());
-    let opts = ImportOptions {
-        input_shapes: vec![],
-        file_name: "model.onnx".into(),
-    };
-    let module = import_file(
-        &mut ctx,
-        &dir.join("model.onnx"),
-        &LoadOptions::default(),
-        &opts,
-    )
-    .expect("import siglip-small");
-    (ctx, module)
+    common::import_fixture(dir, None)
 }
 
 fn function(ctx: &Context, module: OpId) -> OpId {

@@ -224,6 +224,96 @@ fn siglip_small_head_runs_on_the_simulator() {
     head("siglip-small");
 }
 
+/// `--batch N`: the images run as one program (the products' rows every
+/// image's tokens, the attention and the pooling head per image). With
+/// the data set (one image, repeated) every image meets onnxruntime's
+/// outputs; with distinct synthesised images, the reference executor's
+/// on the same IR, which an image attending to another's tokens would
+/// miss. FP8 too. One image more per run, fewer cycles per image.
+#[test]
+fn siglip_tiny_runs_a_batch_of_images_as_one_program() {
+    let Some(one) = run("siglip-tiny", &[], true, FP16_BAR) else {
+        return;
+    };
+    let three = run("siglip-tiny", &["--batch", "3"], true, FP16_BAR).expect("the fixture");
+    assert_eq!(three["batch"], 3);
+    assert_eq!(
+        three["oracle"], "the outputs stored in test_data_set_0",
+        "each image judged against onnxruntime's outputs"
+    );
+    let shapes: Vec<&Value> = three["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| &o["shape"])
+        .collect();
+    assert_eq!(
+        shapes,
+        [&serde_json::json!([3, 16, 64]), &serde_json::json!([3, 64])]
+    );
+    let per_image = |r: &Value| r["cycles"].as_f64().unwrap() / r["batch"].as_f64().unwrap();
+    assert!(
+        per_image(&three) < per_image(&one),
+        "batch 3: {} cycles, batch 1: {}",
+        three["cycles"],
+        one["cycles"]
+    );
+    let distinct = run("siglip-tiny", &["--batch", "2"], false, FP16_BAR).expect("the fixture");
+    assert_eq!(
+        distinct["oracle"],
+        "the reference executor on the same IR (synthesized)"
+    );
+    run(
+        "siglip-tiny",
+        &["--batch", "2", "--precision", "fp8"],
+        false,
+        FP8_BAR,
+    )
+    .expect("the fixture");
+}
+
+/// `--batch auto` plans the model for more and more images and runs the
+/// largest batch that plans: siglip-tiny's 16 tokens plan up to the
+/// search's bound. What `--batch` cannot apply to is an error.
+#[test]
+fn batch_auto_runs_the_largest_batch_that_plans() {
+    let Some(auto) = run("siglip-tiny", &["--batch", "auto"], false, FP16_BAR) else {
+        return;
+    };
+    assert_eq!(auto["batch"], 128, "{}", auto["batch_limit"]);
+    assert_eq!(auto["batch_limit"], "the search stops at 128 images");
+    let Some(dir) = fixture_dir("siglip-tiny") else {
+        return;
+    };
+    let ipu_run = env!("CARGO_BIN_EXE_ipu-run");
+    let model = dir.join("model.onnx");
+    let model = model.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec![model, "--batch", "0"],
+            "expected a number of images (1 or more) or `auto`, got '0'",
+        ),
+        (
+            vec![model, "--batch", "auto", "--device", "reference"],
+            "--batch auto finds the largest batch that fits the chip: it needs --device sim",
+        ),
+        (
+            vec![
+                model,
+                "--batch",
+                "2",
+                "--input-shape",
+                "pixel_values=1x3x32x32",
+            ],
+            "--batch 2: no input has a symbolic batch dimension left to set",
+        ),
+    ] {
+        let (code, stdout, stderr) = run_tool(ipu_run, &args);
+        assert_eq!(code, 2, "{args:?}: {stdout}\n{stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
+
 /// An ONNX node test of one padded convolution: the importer reads it and
 /// the reference executor runs it, but the lowering does not cover it. On
 /// the default device the error is the lowering's, at the op, and its last

@@ -14,7 +14,8 @@
 //! ```
 //!
 //! Every value f16 (`--precision fp16`), the weights and LayerNorm's scale
-//! and shift `nn.constant`s, one batch entry. With `--precision fp8` both
+//! and shift `nn.constant`s, `%x` a static `[images, tokens, hidden]`
+//! (each image attends over its own tokens). With `--precision fp8` both
 //! products take FP8 on both sides: `nn.cast {to = f8E4M3FNUZ}` between
 //! LayerNorm and the QKV product and between the attention and the output
 //! product, the weights FP8 codes with `rhs_scale`
@@ -205,10 +206,10 @@ pub fn attention_from(ctx: &Context, att: OpId) -> Result<AttentionMatch, Diagno
         .shape()
         .map(<[i64]>::to_vec)
         .unwrap_or_default();
-    if x_dims.len() != 3 || x_dims[0] != 1 {
+    if x_dims.len() != 3 || x_dims.iter().any(|&d| d < 1 || d > i64::from(u32::MAX)) {
         return Err(mismatch(
             ln,
-            "the block's input must be [1, tokens, hidden] (one batch entry)",
+            "the block's input must be a static [images, tokens, hidden]",
         ));
     }
     let axis = ctx
@@ -298,6 +299,7 @@ pub fn attention_from(ctx: &Context, att: OpId) -> Result<AttentionMatch, Diagno
     Ok(AttentionMatch {
         ops: block_ops,
         shape: AttentionShape {
+            images: x_dims[0] as u32,
             m,
             c,
             heads,

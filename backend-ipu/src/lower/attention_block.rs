@@ -1,6 +1,15 @@
 //! The transformer attention block on the tiles:
 //! `y = x + attention(qkv(layer_norm(x))) W_o + b_o`, f16 (or with FP8
-//! products), one batch entry.
+//! products).
+//!
+//! **A batch of images** ([`AttentionShape::images`]) is one block: every
+//! image's tokens are rows of LayerNorm, qk and out, image after image
+//! ([`AttentionShape::rows`]); vt's tokens are each image's padded to
+//! whole panels of 16 ([`AttentionShape::vt_tokens`]), so that an image's
+//! keys start a value panel (the padding tokens' weight rows zeros, as the
+//! last image's are); and the attention tiles are per (image, head)
+//! ([`AttentionShape::image_heads`]), each image's queries, keys and
+//! values sent to its own heads' tiles. The weights stay once.
 //!
 //! **Heads padded to whole panels.** Each head's dimension `d` is padded
 //! to `dp`, a multiple of 16 (so400m: 72 -> 80), in the weights: head
@@ -124,7 +133,9 @@ use crate::codelets::program::Codelet;
 /// The block's sizes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AttentionShape {
-    /// Tokens.
+    /// Images (the batch): each attends over its own tokens.
+    pub images: u32,
+    /// Tokens of one image.
     pub m: u32,
     /// Hidden size.
     pub c: u32,
@@ -232,9 +243,45 @@ impl AttentionShape {
         self.heads * self.dp()
     }
 
-    /// Panels of 16 keys.
+    /// Panels of 16 keys (of one image).
     pub fn key_panels(&self) -> u32 {
         self.m.div_ceil(16)
+    }
+
+    /// Token rows of all images, image after image: LayerNorm's, qk's
+    /// and out's rows (row `r` is token `r % m` of image `r / m`).
+    pub fn rows(&self) -> u32 {
+        self.images * self.m
+    }
+
+    /// The attention's heads over the batch: (image, head) pairs, image
+    /// after image. The attention tiles are indexed by them.
+    pub fn image_heads(&self) -> u32 {
+        self.images * self.heads
+    }
+
+    /// vt's tokens (its output columns): each image's padded to whole
+    /// panels of 16 ([`Self::key_panels`]) so that every image's keys
+    /// start a value panel, the last image's unpadded. One image: `m`.
+    pub fn vt_tokens(&self) -> u32 {
+        (self.images - 1) * self.key_panels() * 16 + self.m
+    }
+
+    /// Rows `[a, b)` ([`Self::rows`]) cut at the images' edges: each
+    /// image's run as `(image, [lo, hi) of its own tokens)`.
+    pub fn image_runs(&self, (a, b): (u32, u32)) -> Vec<(u32, (u32, u32))> {
+        (a / self.m..b.div_ceil(self.m))
+            .filter_map(|i| {
+                let base = i * self.m;
+                let (lo, hi) = (a.max(base), b.min(base + self.m));
+                (lo < hi).then_some((i, (lo - base, hi - base)))
+            })
+            .collect()
+    }
+
+    /// vt's token of row `r` ([`Self::rows`]).
+    pub fn vt_token(&self, r: u32) -> u32 {
+        r / self.m * self.key_panels() * 16 + r % self.m
     }
 
     /// The padded channel of channel `ch` (of `c`).
@@ -543,7 +590,7 @@ impl AttentionPlan {
             self.qk.first_tile + self.qk.tiles(),
             self.vt.first_tile + self.vt.tiles(),
             self.out.first_tile + self.out.tiles(),
-            self.core.first_tile + self.core.tiles(self.shape.heads),
+            self.core.first_tile + self.core.tiles(self.shape.image_heads()),
         ]
         .into_iter()
         .max()
@@ -559,7 +606,7 @@ impl AttentionPlan {
         LnTiles {
             tiles: &self.ln_tiles,
             rows_per_tile: LN_ROWS,
-            m: self.shape.m,
+            m: self.shape.rows(),
             c: self.shape.c,
             eps: self.shape.eps,
             x: lay.x,
@@ -745,7 +792,11 @@ impl AttentionPlan {
             );
         }
         format!(
-            "attention block {}x{}, {} heads of {} (padded to {}): LayerNorm on tiles {}..={} ({} rows each)\n{fp8}{streamed}  qk: {}\n  vt: {}\n  attention: tiles {}..={} ({tiles_of}): {est} cycles per tile{combine}\n  forms: {}; {}; {}\n  out: {}\n  tile memory: weights 0x{:x}..0x{:x}, attention window 0x{:x}..0x{:x} (keys, values, Q, O{}), products' buffers 0x{:x}..0x{:x}, scores and probabilities 0x{:x}..0x{:x}\n  exchange A {}, exchange B {b}{d}, exchange C {} (scheduled)\n",
+            "attention block {}{}x{}, {} heads of {} (padded to {}): LayerNorm on tiles {}..={} ({} rows each)\n{fp8}{streamed}  qk: {}\n  vt: {}\n  attention: tiles {}..={} ({tiles_of}): {est} cycles per tile{combine}\n  forms: {}; {}; {}\n  out: {}\n  tile memory: weights 0x{:x}..0x{:x}, attention window 0x{:x}..0x{:x} (keys, values, Q, O{}), products' buffers 0x{:x}..0x{:x}, scores and probabilities 0x{:x}..0x{:x}\n  exchange A {}, exchange B {b}{d}, exchange C {} (scheduled)\n",
+            match s.images {
+                1 => String::new(),
+                n => format!("of {n} images, each "),
+            },
             s.m,
             s.c,
             s.heads,
@@ -757,7 +808,7 @@ impl AttentionPlan {
             self.qk,
             self.vt,
             core.first_tile,
-            core.first_tile + core.tiles(s.heads) - 1,
+            core.first_tile + core.tiles(s.image_heads()) - 1,
             self.forms[0],
             self.forms[1],
             self.forms[2],
@@ -906,7 +957,7 @@ fn plan_attention_window(
         ..whole.clone()
     };
     let s = shape;
-    if s.m == 0 || s.c == 0 || s.heads == 0 {
+    if s.images == 0 || s.m == 0 || s.c == 0 || s.heads == 0 {
         return Err("the block has an empty dimension".into());
     }
     if !s.c.is_multiple_of(16) {
@@ -921,11 +972,12 @@ fn plan_attention_window(
             s.c
         ));
     }
-    let n_ln = s.m.div_ceil(LN_ROWS);
+    let n_ln = s.rows().div_ceil(LN_ROWS);
     let Some(gemm) = machine.tiles.checked_sub(n_ln).filter(|&t| t >= 2) else {
         return Err(format!(
             "{} rows need {n_ln} LayerNorm tiles and the products at least two: the machine has {}",
-            s.m, machine.tiles
+            s.rows(),
+            machine.tiles
         ));
     };
     // qk and vt run together on disjoint tiles, in proportion to their
@@ -954,7 +1006,7 @@ fn plan_attention_window(
         Weights::Resident => ReductionPlace::OverInput,
     };
     let qk_shape = GemmShape {
-        m: s.m,
+        m: s.rows(),
         k: s.c,
         n: 2 * s.hp(),
         variant: qkv,
@@ -963,7 +1015,7 @@ fn plan_attention_window(
     let vt_shape = GemmShape {
         m: s.hp(),
         k: s.c,
-        n: s.m,
+        n: s.vt_tokens(),
         variant: qkv,
         // FP8: the value bias in vt's initial partials (see
         // `HeldConstants`), a value per row of V^T splat into every output
@@ -977,7 +1029,7 @@ fn plan_attention_window(
         },
     };
     let out_shape = GemmShape {
-        m: s.m,
+        m: s.rows(),
         k: s.hp(),
         n: s.c,
         variant: f16,
@@ -1257,7 +1309,7 @@ pub fn vt_input_block(vt: &GemmPlan) -> u32 {
 pub(super) fn attention_tiles(plan: &AttentionPlan) -> BTreeMap<u32, (u32, u32)> {
     let core = plan.core;
     let mut at_core = BTreeMap::new();
-    for h in 0..plan.shape.heads {
+    for h in 0..plan.shape.image_heads() {
         for b in 0..core.blocks {
             for kb in 0..core.key_blocks {
                 at_core.insert(core.tile(h, b, kb), (b, kb));

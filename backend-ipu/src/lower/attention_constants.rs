@@ -268,14 +268,21 @@ fn emit_vt_input(
     }
 }
 
-/// The block in float64 (`x` `[m, c]`, f16 values): what a lowered block
-/// is checked against.
+/// The block in float64 (`x` `[images m, c]`, f16 values): what a
+/// lowered block is checked against. Each image attends over its own
+/// tokens.
 pub fn reference(s: AttentionShape, x: &[f64], k: &AttentionConstants) -> Vec<f64> {
-    reference_rows(s, x, k, &(0..s.m as usize).collect::<Vec<_>>())
+    let (m, c) = (s.m as usize, s.c as usize);
+    let every: Vec<usize> = (0..m).collect();
+    x.chunks_exact(m * c)
+        .take(s.images as usize)
+        .flat_map(|image| reference_rows(s, image, k, &every))
+        .collect()
 }
 
-/// [`reference()`] for rows `rows` only (every row's keys and values are
-/// still computed), row after row.
+/// [`reference()`] of one image (`x` `[m, c]`; `s.images` is not read)
+/// for rows `rows` only (every row's keys and values are still computed),
+/// row after row.
 pub fn reference_rows(
     s: AttentionShape,
     x: &[f64],

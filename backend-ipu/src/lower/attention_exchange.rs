@@ -52,7 +52,7 @@ pub fn exchange_a(plan: &AttentionPlan) -> Vec<Transfer> {
     out.extend(super::stream::transfers(&qk));
     out.extend(vt_input_transfers(plan));
     // vt's weight panels: LayerNorm's rows, a token per output row.
-    out.extend(weight_panel_transfers(&vt, &ln));
+    out.extend(weight_panel_transfers(&vt, &ln, |r| plan.shape.vt_token(r)));
     out.extend(residual_transfers(&plan.out, plan.layout.residual, &ln));
     // Senders in turn (so400m: 65k cycles in the senders' order, 59k
     // rotated; the qk, vt and residual parts rotated each alone 61-62k;
@@ -128,70 +128,77 @@ pub fn exchange_b(plan: &AttentionPlan) -> Vec<Vec<Transfer>> {
     let q_groups = s.hp() / 16;
     let mut out: Vec<Vec<Transfer>> = vec![Vec::new(); core.chunks as usize];
     let mut queries = Vec::new();
-    owned_groups(&plan.qk, &qk, |sender, (a, b), group, src| {
-        let head = (group % q_groups) / np;
-        let p = group % np;
-        let src_at = |r: u32| src + (r - a) * 32;
-        if group < q_groups {
-            // Q panel p of the head, to every key block's tile of each row
-            // block.
-            for blk in 0..core.blocks {
-                let Some((lo, hi)) = overlap((a, b), core.rows_of(blk, s.m)) else {
-                    continue;
-                };
-                queries.push(Transfer {
-                    sender,
-                    chunks: vec![Chunk {
-                        address: src_at(lo),
-                        words: 8 * (hi - lo),
-                    }],
-                    receivers: (0..core.key_blocks)
-                        .map(|kb| {
-                            (
-                                core.tile(head, blk, kb),
-                                att.q + (p * core.rows + lo - blk * core.rows) * 32,
-                            )
-                        })
-                        .collect(),
-                    segment: None,
-                });
-            }
-        } else {
-            // Key rows: key t (of its block), panel p at
-            // ((t / 8 * np + p) * 8 + t % 8) * 32, on every row block's
-            // tile of its key block.
-            for (lo, hi) in runs((a, b), 8) {
-                let (part, t) = (lo / core.keys, lo % core.keys);
-                let (kb, chunk) = (part / core.chunks, part % core.chunks);
-                out[chunk as usize].push(Transfer {
-                    sender,
-                    chunks: vec![Chunk {
-                        address: src_at(lo),
-                        words: 8 * (hi - lo),
-                    }],
-                    receivers: (0..core.blocks)
-                        .map(|blk| {
-                            (
-                                core.tile(head, blk, kb),
-                                att.k + ((t / 8 * np + p) * 8 + t % 8) * 32,
-                            )
-                        })
-                        .collect(),
-                    segment: None,
-                });
+    owned_groups(&plan.qk, &qk, |sender, rows, group, src| {
+        let (head, p) = ((group % q_groups) / np, group % np);
+        let src_at = |r: u32| src + (r - rows.0) * 32;
+        // Each image's rows go to its own heads' tiles, as its own tokens.
+        for (image, (a, b)) in s.image_runs(rows) {
+            let (ih, base) = (image * s.heads + head, image * s.m);
+            if group < q_groups {
+                // Q panel p of the head, to every key block's tile of each
+                // row block.
+                for blk in 0..core.blocks {
+                    let Some((lo, hi)) = overlap((a, b), core.rows_of(blk, s.m)) else {
+                        continue;
+                    };
+                    queries.push(Transfer {
+                        sender,
+                        chunks: vec![Chunk {
+                            address: src_at(base + lo),
+                            words: 8 * (hi - lo),
+                        }],
+                        receivers: (0..core.key_blocks)
+                            .map(|kb| {
+                                (
+                                    core.tile(ih, blk, kb),
+                                    att.q + (p * core.rows + lo - blk * core.rows) * 32,
+                                )
+                            })
+                            .collect(),
+                        segment: None,
+                    });
+                }
+            } else {
+                // Key rows: key t (of its block), panel p at
+                // ((t / 8 * np + p) * 8 + t % 8) * 32, on every row
+                // block's tile of its key block.
+                for (lo, hi) in runs((a, b), 8) {
+                    let (part, t) = (lo / core.keys, lo % core.keys);
+                    let (kb, chunk) = (part / core.chunks, part % core.chunks);
+                    out[chunk as usize].push(Transfer {
+                        sender,
+                        chunks: vec![Chunk {
+                            address: src_at(base + lo),
+                            words: 8 * (hi - lo),
+                        }],
+                        receivers: (0..core.blocks)
+                            .map(|blk| {
+                                (
+                                    core.tile(ih, blk, kb),
+                                    att.k + ((t / 8 * np + p) * 8 + t % 8) * 32,
+                                )
+                            })
+                            .collect(),
+                        segment: None,
+                    });
+                }
             }
         }
     });
     // Value panels: channel r (of head r / dp, group (r % dp) / 16) of
     // token block G (of its key block's kp) at ((group * kp + G) * 16 + r
     // % 16) * 32.
-    owned_groups(&plan.vt, &vt, |sender, (a, b), tokens, src| {
+    // vt's token groups are each image's key panels in turn
+    // ([`super::attention_block::AttentionShape::vt_tokens`]).
+    let kp_image = s.key_panels();
+    owned_groups(&plan.vt, &vt, |sender, (a, b), vt_group, src| {
+        let (image, tokens) = (vt_group / kp_image, vt_group % kp_image);
         let part = tokens * 16 / core.keys;
         let (kb, chunk) = (part / core.chunks, part % core.chunks);
         let local = tokens - part * core.keys / 16;
         let kp = plan.core_of(part).key_panels_count();
         for (lo, hi) in runs((a, b), 16) {
-            let head = lo / s.dp();
+            let head = image * s.heads + lo / s.dp();
             let group = (lo % s.dp()) / 16;
             out[chunk as usize].push(Transfer {
                 sender,
@@ -245,7 +252,7 @@ pub fn exchange_d(plan: &AttentionPlan) -> Vec<Transfer> {
     let groups = s.dp() / 16;
     let kbs = core.key_blocks;
     let mut out = Vec::new();
-    for h in 0..s.heads {
+    for h in 0..s.image_heads() {
         for blk in 0..core.blocks {
             for (kb, r) in (0..kbs).flat_map(|kb| (0..kbs).map(move |r| (kb, r))) {
                 let owner = (kb + r) % kbs;
@@ -279,8 +286,9 @@ pub fn exchange_d(plan: &AttentionPlan) -> Vec<Transfer> {
     round_robin(out)
 }
 
-/// Where the attention's output rows of head `h` are when exchange C
-/// starts: (tile, real rows `[lo, hi)`, address of group `g`'s row `lo`).
+/// Where the attention's output rows of (image, head) `h` are when
+/// exchange C starts: (tile, real rows `[lo, hi)` of the image's tokens,
+/// address of group `g`'s row `lo`).
 fn output_sources(plan: &AttentionPlan, h: u32) -> Vec<(u32, (u32, u32), Vec<u32>)> {
     let s = plan.shape;
     let core = plan.core;
@@ -325,8 +333,11 @@ pub fn exchange_c(plan: &AttentionPlan) -> Vec<Transfer> {
     let np = s.dp() / 16;
     // out's weights from their homes, where they stream in.
     let mut out = super::stream::transfers(&out_p);
-    for h in 0..s.heads {
-        for (sender, rows, at) in output_sources(plan, h) {
+    for ih in 0..s.image_heads() {
+        let (h, base) = (ih % s.heads, ih / s.heads * s.m);
+        for (sender, local, at) in output_sources(plan, ih) {
+            // The image's rows among out's.
+            let rows = (base + local.0, base + local.1);
             for jd in 0..np {
                 let panel = h * np + jd;
                 let (k, g) = (panel / po.k_panels, panel % po.k_panels);
@@ -354,16 +365,17 @@ pub fn exchange_c(plan: &AttentionPlan) -> Vec<Transfer> {
 }
 
 /// The padding runs in private memory (see [`super::attention_block`]'s
-/// module doc): vt's weight rows of the tokens past `m` in the last
-/// group, which the program loads as zeros.
+/// module doc): vt's weight rows of the tokens past `m` in each image's
+/// last group, which the program loads as zeros.
 pub fn zero_runs(plan: &AttentionPlan) -> Vec<ZeroRun> {
     let s = plan.shape;
     let pv = &plan.vt;
     let [_, vt, _] = plan.placed();
     let mut out = Vec::new();
     let tail = s.m % 16;
-    if tail > 0 {
-        let group = s.m / 16;
+    // Each image's last group of tokens.
+    for image in (0..s.images).filter(|_| tail > 0) {
+        let group = image * s.key_panels() + s.m / 16;
         let j = group / pv.groups;
         let local = group - j * pv.groups;
         for i in 0..pv.grid_rows {
@@ -391,7 +403,7 @@ pub fn window_zero_runs(plan: &AttentionPlan) -> Vec<ZeroRun> {
     let core = plan.core;
     let mut out = Vec::new();
     let np = s.dp() / 16;
-    for h in 0..s.heads {
+    for h in 0..s.image_heads() {
         for blk in 0..core.blocks {
             for kb in 0..core.key_blocks {
                 let tile = core.tile(h, blk, kb);

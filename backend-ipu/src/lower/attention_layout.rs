@@ -698,11 +698,11 @@ pub(super) fn best_core(
             );
             continue;
         }
-        let most = gemm / (s.heads * key_blocks);
+        let most = gemm / (s.image_heads() * key_blocks);
         if most == 0 {
             why = format!(
                 "{} heads x {key_blocks} blocks of keys need more than the {gemm} tiles",
-                s.heads
+                s.image_heads()
             );
             continue;
         }

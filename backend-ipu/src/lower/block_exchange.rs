@@ -143,25 +143,37 @@ pub(super) fn input_panel_transfers(product: &PlacedGemm, ln: &LnTiles<'_>) -> V
 
 /// LayerNorm's rows (`row_bytes` each) as the weight panels of `product`,
 /// a swapped product whose output channels are the rows' tokens (its
-/// weights `W[ch][t]` are row `t`'s channel `ch`): each LN tile sends,
-/// per run of its rows within a group of 16 tokens and per K part, its
-/// rows of every panel of the K part in one segmented transfer (a segment
-/// per panel), multicast to every row block of that column block. Token
-/// `t` of column block `j` is row `t % 16` of local group `t / 16 - j
-/// groups`, panel `g` of it at `((group k_panels + g) 16 + t % 16) 32`.
-pub(super) fn weight_panel_transfers(product: &PlacedGemm, ln: &LnTiles<'_>) -> Vec<Transfer> {
+/// weights `W[ch][t]` are row `t`'s channel `ch`, row `r` being token
+/// `token(r)`: increasing, one token per row, each image's tokens
+/// starting a group of 16 ([`super::attention_block::AttentionShape::vt_token`])):
+/// each LN tile sends, per run of its rows within a group of 16 tokens
+/// and per K part, its rows of every panel of the K part in one
+/// segmented transfer (a segment per panel), multicast to every row block
+/// of that column block. Token `t` of column block `j` is row `t % 16` of
+/// local group `t / 16 - j groups`, panel `g` of it at `((group k_panels
+/// + g) 16 + t % 16) 32`.
+pub(super) fn weight_panel_transfers(
+    product: &PlacedGemm,
+    ln: &LnTiles<'_>,
+    token: impl Fn(u32) -> u32,
+) -> Vec<Transfer> {
     let p = &product.plan;
     let mut out = Vec::new();
     for q in 0..ln.tiles.len() {
         let (q_lo, q_hi) = ln.rows(q);
         let mut a = q_lo;
         while a < q_hi {
-            let b = ((a / 16 + 1) * 16).min(q_hi);
-            let group = a / 16;
+            // The run: rows whose tokens follow each other in one group.
+            let t = token(a);
+            let mut b = a + 1;
+            while b < q_hi && token(b) == t + (b - a) && !token(b).is_multiple_of(16) {
+                b += 1;
+            }
+            let group = t / 16;
             let j = group / p.groups;
             let local = group - j * p.groups;
             for k in 0..p.grid_k {
-                let at = product.lay.weights + (local * p.k_panels * 16 + a % 16) * 32;
+                let at = product.lay.weights + (local * p.k_panels * 16 + t % 16) * 32;
                 out.push(Transfer {
                     sender: ln.tiles[q],
                     chunks: (0..p.k_panels_of(k))

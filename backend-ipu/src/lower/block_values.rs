@@ -84,7 +84,7 @@ impl AttentionValues {
     /// neither flat nor one-hot), small biases. Drawn in the order `x`,
     /// `gamma`, `beta`, `w_qkv`, `b_qkv`, `w_o`, `b_o`.
     pub fn random(shape: AttentionShape, mut uniform: impl FnMut() -> f64) -> Self {
-        let (m, c) = (shape.m as usize, shape.c as usize);
+        let (m, c) = (shape.rows() as usize, shape.c as usize);
         let mut vals = |n: usize, scale: f64, offset: f64| draw(&mut uniform, n, scale, offset);
         let w = 2.0 / (c as f64).sqrt();
         let x = vals(m * c, 1.0, 0.0);
@@ -122,7 +122,7 @@ pub struct PatchValues {
 
 impl PatchValues {
     /// Values for `shape` from `uniform` (numbers in `[-1, 1)`): pixels of
-    /// unit scale, weights scaled by `2/sqrt(fan-in)`, per-token rows (a
+    /// unit scale (every image's), weights scaled by `2/sqrt(fan-in)`, per-token rows (a
     /// bias plus a position table) of scale 0.5. Drawn in the order `x`,
     /// `w`, `rows`.
     pub fn random(shape: PatchShape, mut uniform: impl FnMut() -> f64) -> Self {
@@ -131,7 +131,10 @@ impl PatchValues {
                 .map(|_| f16::from_f64(scale * uniform()).to_f64())
                 .collect()
         };
-        let x = vals(shape.channels * shape.height * shape.width, 1.0);
+        let x = vals(
+            shape.images * shape.channels * shape.height * shape.width,
+            1.0,
+        );
         let w = vals(shape.k() * shape.d, 2.0 / f64::from(shape.k()).sqrt());
         let rows = vals(shape.tokens() * shape.d, 0.5);
         PatchValues {
@@ -157,7 +160,7 @@ impl PoolValues {
     /// order `x`, `gamma`, `beta`, `query`, `w_k`, `b_k`, `w_v`, `b_v`,
     /// `w_o`, `b_o`.
     pub fn random(shape: PoolShape, mut uniform: impl FnMut() -> f64) -> Self {
-        let (m, c) = (shape.m as usize, shape.c as usize);
+        let (m, c) = (shape.rows() as usize, shape.c as usize);
         let mut vals = |n: usize, scale: f64, offset: f64| draw(&mut uniform, n, scale, offset);
         let w = 2.0 / (c as f64).sqrt();
         let x = vals(m * c, 1.0, 0.0);

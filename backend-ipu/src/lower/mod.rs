@@ -13,6 +13,7 @@ pub mod attention_constants;
 pub mod attention_emit;
 pub mod attention_exchange;
 pub mod attention_layout;
+pub mod batch;
 pub mod bias_broadcast;
 pub mod block;
 pub mod block_exchange;

@@ -3,13 +3,14 @@
 //! to tokens and plus a position table,
 //!
 //! ```text
-//! %e = nn.conv2d %x, %w, %b {strides = [p, p]}   x [1, C, H, W], w [D, C, p, p]
-//! %r = nn.reshape %e {shape = [1, D, T]}          T = (H / p) (W / p) tokens
+//! %e = nn.conv2d %x, %w, %b {strides = [p, p]}   x [N, C, H, W], w [D, C, p, p]
+//! %r = nn.reshape %e {shape = [N, D, T]}          T = (H / p) (W / p) tokens
 //! %t = nn.transpose %r {perm = [0, 2, 1]}
 //! %y = nn.add %t, %pos                            pos [1, T, D] (either order)
 //! ```
 //!
-//! is `y = patches(x) W + (b + pos)`: a rearrangement and one product.
+//! is `y = patches(x) W + (b + pos)`: a rearrangement and one product,
+//! whose rows are the `N` images' tokens, image after image.
 //!
 //! - **The rearrangement is the host's.** Every patch row (`C p p`
 //!   values, channel-major like the weights) is `C p` runs of `p`
@@ -53,6 +54,9 @@ use crate::codelets::emitter::{inst, op, Emitter};
 /// A patch embedding's sizes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PatchShape {
+    /// Images (the batch), each embedded alike: image `i`'s tokens are
+    /// the product's rows `i tokens ..`.
+    pub images: u32,
     /// Image channels.
     pub channels: u32,
     /// Image height.
@@ -82,6 +86,11 @@ impl PatchShape {
     /// leaves its last pixels unread (so400m's 384 in patches of 14: 6).
     pub fn has_unread(&self) -> bool {
         !self.width.is_multiple_of(self.patch) || !self.height.is_multiple_of(self.patch)
+    }
+
+    /// The product's rows: every image's tokens, image after image.
+    pub fn rows(&self) -> u32 {
+        self.images * self.tokens()
     }
 
     /// Values of one patch row.
@@ -141,9 +150,12 @@ pub fn patch_from(ctx: &Context, conv: OpId) -> Result<PatchMatch, Diagnostic> {
             .unwrap_or_default()
     };
     let (x, w) = (shape_of(input), shape_of(ctx.operands(conv)[1]));
-    let [1, channels, height, width] = x[..] else {
-        return Err(mismatch(conv, "the image must be one static [1, C, H, W]"));
+    let [images, channels, height, width] = x[..] else {
+        return Err(mismatch(conv, "the images must be a static [N, C, H, W]"));
     };
+    if images < 1 || images > i64::from(u32::MAX) {
+        return Err(mismatch(conv, "the images must be a static [N, C, H, W]"));
+    }
     let [d, wc, kh, kw] = w[..] else {
         return Err(mismatch(conv, "the kernel must be [D, C, k, k]"));
     };
@@ -170,6 +182,7 @@ pub fn patch_from(ctx: &Context, conv: OpId) -> Result<PatchMatch, Diagnostic> {
         ));
     }
     let shape = PatchShape {
+        images: images as u32,
         channels: channels as u32,
         height: height as u32,
         width: width as u32,
@@ -178,11 +191,13 @@ pub fn patch_from(ctx: &Context, conv: OpId) -> Result<PatchMatch, Diagnostic> {
     };
     let t = i64::from(shape.tokens());
     let reshape = only_user(ctx, conv)
-        .filter(|&r| ctx.name_str(r) == nn::RESHAPE && shape_of(ctx.results(r)[0]) == [1, d, t])
+        .filter(|&r| {
+            ctx.name_str(r) == nn::RESHAPE && shape_of(ctx.results(r)[0]) == [images, d, t]
+        })
         .ok_or_else(|| {
             mismatch(
                 conv,
-                &format!("the convolution's only user is not a reshape to [1, {d}, {t}]"),
+                &format!("the convolution's only user is not a reshape to [{images}, {d}, {t}]"),
             )
         })?;
     let transpose = only_user(ctx, reshape)
@@ -205,11 +220,12 @@ pub fn patch_from(ctx: &Context, conv: OpId) -> Result<PatchMatch, Diagnostic> {
         .iter()
         .find(|&&v| v != tokens)
         .ok_or_else(|| mismatch(add, "the position add adds the tokens to themselves"))?;
-    if shape_of(pos).iter().product::<i64>() != t * d || shape_of(ctx.results(add)[0]) != [1, t, d]
+    if shape_of(pos).iter().product::<i64>() != t * d
+        || shape_of(ctx.results(add)[0]) != [images, t, d]
     {
         return Err(mismatch(
             add,
-            &format!("the position table must be [1, {t}, {d}]"),
+            &format!("the position table must be [1, {t}, {d}] (and the sum [{images}, {t}, {d}])"),
         ));
     }
     let block = "patch embedding";
@@ -322,7 +338,7 @@ impl PatchPlan {
         LnTiles {
             tiles: &self.row_tiles,
             rows_per_tile: LN_ROWS,
-            m: self.shape.tokens(),
+            m: self.shape.rows(),
             c: self.shape.k_padded(),
             eps: 0.0,
             x: self.rows,
@@ -347,7 +363,7 @@ impl PatchPlan {
         t
     }
 
-    /// The image's pieces (`[1, C, H, W]`, row-major): each run of `p`
+    /// The images' pieces (`[N, C, H, W]`, row-major): each run of `p`
     /// pixels of one channel and image row, at its place in its patch's
     /// row on the patch's row tile.
     pub fn input_pieces(&self) -> Vec<TensorPiece> {
@@ -363,15 +379,16 @@ impl PatchPlan {
             first: i64::from(first),
             count: i64::from(count),
         };
-        for c in 0..s.channels {
+        let pixels = s.channels * s.height * s.width;
+        for (i, c) in (0..s.images).flat_map(|i| (0..s.channels).map(move |c| (i, c))) {
             for y in 0..s.height {
-                let row = (c * s.height + y) * s.width;
+                let row = i * pixels + (c * s.height + y) * s.width;
                 if y >= gh * p {
                     out.push(unread(row, s.width));
                     continue;
                 }
                 for gx in 0..gw {
-                    let token = (y / p) * gw + gx;
+                    let token = i * s.tokens() + (y / p) * gw + gx;
                     let tap = c * p * p + (y % p) * p;
                     let q = (token / LN_ROWS) as usize;
                     out.push(TensorPiece {
@@ -428,7 +445,11 @@ impl PatchPlan {
     pub fn report(&self, machine: &MachineModel) -> String {
         let s = self.shape;
         format!(
-            "patch embedding {}x{}x{} patches of {}, {} tokens x {} (rows of {} padded to {}): rows on tiles {}..={}\n  product: {}\n{}  estimate: {}\n",
+            "patch embedding {}{}x{}x{} patches of {}, {} tokens x {} (rows of {} padded to {}): rows on tiles {}..={}\n  product: {}\n{}  estimate: {}\n",
+            match s.images {
+                1 => String::new(),
+                n => format!("of {n} images, each "),
+            },
             s.channels,
             s.height,
             s.width,
@@ -497,7 +518,7 @@ pub fn plan_patch_in(
     if shape.d == 0 || shape.tokens() == 0 || shape.k() == 0 {
         return Err("the patch embedding has an empty dimension".into());
     }
-    let m = shape.tokens();
+    let m = shape.rows();
     let n_rows = m.div_ceil(LN_ROWS);
     let Some(gemm_tiles) = count.checked_sub(n_rows).filter(|&t| t > 0) else {
         return Err(format!(
@@ -667,7 +688,9 @@ pub fn emit_patch_in(
         },
         &loc,
     );
-    placed.emit_row_bias(ctx, frame.exe_body, &constants.rows, &loc);
+    // Every image's rows start from the same bias and position table.
+    let rows = constants.rows.repeat(plan.shape.images as usize);
+    placed.emit_row_bias(ctx, frame.exe_body, &rows, &loc);
     emit_padding(ctx, frame, plan, &loc);
     Ok(LoweredPatch {
         executable: frame.executable,
@@ -698,8 +721,9 @@ fn emit_padding(ctx: &mut Context, frame: &Frame<'_>, plan: &PatchPlan, loc: &Lo
     emit_zero_runs(ctx, frame.exe_body, &runs, "patch_zero", loc);
 }
 
-/// The block in float64 for tokens `rows` of the image `x` (`[C, H, W]`,
-/// f16 values): what a lowered block is checked against.
+/// The block in float64 for tokens `rows` of one image `x` (`[C, H, W]`,
+/// f16 values; `shape.images` is not read): what a lowered block is
+/// checked against.
 pub fn reference_rows(
     shape: PatchShape,
     x: &[f64],

@@ -10,15 +10,19 @@
 //! %q   = views of nn.linear(%probe, %w_q, %b_q)      (constants only)
 //! %a   = nn.attention %q, %k, %v {heads = H}         (one query row)
 //! %p   = nn.gemm (views of %a), %w_o, %b_o {transB}  (or nn.linear)
-//! %r   = views of %p                                (the block's result, [1, 1, c])
+//! %r   = views of %p                                (the block's result, [N, 1, c])
 //! ```
 //!
-//! The views are checked by what they do, not by their spelling: each
-//! path is run on the indices of its source, and the key and value
-//! columns of `%w_kv` are read off the result (the split must give every
-//! token its own row and one column of `%kv` per channel); the paths
-//! around the attention's output must keep its one row's order. The
-//! query is computed here, in float64, from the constants.
+//! over `N` images (`%x` `[N, tokens, c]`, one query row per image). The
+//! views are checked by what they do, not by their spelling: each path is
+//! run on the indices of its source; the views into the key/value
+//! product may reorder the post-LayerNorm's rows but keep each whole (a
+//! batch in PyTorch's tokens-first layout), and the key and value
+//! columns of `%w_kv` are read off the split (it must give every token of
+//! every image its own row and one column of `%kv` per channel); the
+//! paths around the attention's output must keep its rows' order. The
+//! query is computed here, in float64, from the constants, and must be
+//! the same for every image.
 
 use ipuc_dialects::nn;
 use ipuc_ir::attributes::AttrKind;
@@ -286,6 +290,28 @@ fn keeps_order(ctx: &Context, from: Value, path: &[OpId]) -> bool {
     }
 }
 
+/// For views `path` from `from` (rows of its last dimension's size) that
+/// only reorder whole rows (a PyTorch attention's tokens-first layout of
+/// a batch), the row of `from` each row of their result is; `None` if a
+/// row is cut, changed in size or taken twice.
+fn row_order(ctx: &Context, from: Value, path: &[OpId]) -> Option<Vec<usize>> {
+    let (n, c) = (count(ctx, from), *dims(ctx, from).last()? as usize);
+    let moved = run(ctx, from, (0..n).collect(), path).ok()?;
+    if c == 0 || moved.data.len() != n || moved.shape.last() != Some(&(c as i64)) {
+        return None;
+    }
+    let mut seen = vec![false; n / c];
+    moved
+        .data
+        .chunks_exact(c)
+        .map(|row| {
+            let r = row[0] / c;
+            let whole = row.iter().enumerate().all(|(i, &e)| e == r * c + i);
+            (whole && !std::mem::replace(&mut seen[r], true)).then_some(r)
+        })
+        .collect()
+}
+
 /// `v` without the single-element-order-keeping views that produce it
 /// (e.g. a gather of the only entry of a unit axis), and those views:
 /// what a function may apply to a block's result before returning it.
@@ -324,13 +350,23 @@ pub fn pool_from(ctx: &Context, ln: OpId) -> Result<PoolMatch, Diagnostic> {
         ));
     }
     let x = dims(ctx, input);
-    let [1, m, c] = x[..] else {
+    let [images, m, c] = x[..] else {
         return Err(mismatch(
             ctx,
             ln,
-            "the post-LayerNorm's input must be [1, tokens, hidden] (one batch entry)",
+            "the post-LayerNorm's input must be a static [images, tokens, hidden]",
         ));
     };
+    if [images, m, c]
+        .iter()
+        .any(|&d| d < 1 || d > i64::from(u32::MAX))
+    {
+        return Err(mismatch(
+            ctx,
+            ln,
+            "the post-LayerNorm's input must be a static [images, tokens, hidden]",
+        ));
+    }
     let axis = ctx
         .attr(ln, "axis")
         .and_then(Attribute::as_int)
@@ -362,11 +398,11 @@ pub fn pool_from(ctx: &Context, ln: OpId) -> Result<PoolMatch, Diagnostic> {
         return Err(mismatch(ctx, attention, "the attention has a mask"));
     }
     let (q_dims, k_dims) = (dims(ctx, att[0]), dims(ctx, att[1]));
-    if q_dims != [1, 1, c] || k_dims != [1, m, c] || dims(ctx, att[2]) != [1, m, c] {
+    if q_dims != [images, 1, c] || k_dims != [images, m, c] || dims(ctx, att[2]) != [images, m, c] {
         return Err(mismatch(
             ctx,
             attention,
-            "the attention must take one query row [1, 1, hidden] and every token as keys and values [1, tokens, hidden]",
+            "the attention must take one query row per image [images, 1, hidden] and every token of the image as keys and values [images, tokens, hidden]",
         ));
     }
     let heads = ctx
@@ -391,17 +427,24 @@ pub fn pool_from(ctx: &Context, ln: OpId) -> Result<PoolMatch, Diagnostic> {
     let kv = kv_product(ctx, y, att[1], attention)?;
     ops.push(attention);
     ops.extend(&kv.ops);
+    // The product's row of each token (of each image), its rows being
+    // the post-LayerNorm's rows in some order.
+    let mut kv_row = vec![usize::MAX; kv.rows.len()];
+    for (r, &y_row) in kv.rows.iter().enumerate() {
+        kv_row[y_row] = r;
+    }
     let column = |path: &[OpId], what: &str| -> Result<Vec<usize>, Diagnostic> {
         let moved = run(ctx, kv.result, (0..count(ctx, kv.result)).collect(), path)?;
-        let (m, c, n) = (m as usize, c as usize, kv.n);
-        let cols: Vec<usize> = moved.data[..c].to_vec();
-        let ok = cols.iter().all(|&col| col < n)
-            && (0..m).all(|t| (0..c).all(|ch| moved.data[t * c + ch] == t * n + cols[ch]));
+        let (c, n) = (c as usize, kv.n);
+        let cols: Vec<usize> = moved.data[..c].iter().map(|&i| i % n).collect();
+        let ok = kv_row.len() == moved.data.len() / c
+            && (0..kv_row.len())
+                .all(|t| (0..c).all(|ch| moved.data[t * c + ch] == kv_row[t] * n + cols[ch]));
         if !ok {
             return Err(mismatch(
                 ctx,
                 attention,
-                &format!("the attention's {what} are not columns of the key/value product, token by token"),
+                &format!("the attention's {what} are not columns of the key/value product, token by token of each image"),
             ));
         }
         Ok(cols)
@@ -427,8 +470,17 @@ pub fn pool_from(ctx: &Context, ln: OpId) -> Result<PoolMatch, Diagnostic> {
     };
     let pick_bias = |cols: &[usize]| -> Vec<f64> { cols.iter().map(|&col| kv.bias[col]).collect() };
     // The query, from constants.
-    let (query, q_ops) = query_of(ctx, att[0], attention)?;
+    let (queries, q_ops) = query_of(ctx, att[0], attention)?;
     ops.extend(q_ops);
+    // Every image's query row is the same constant.
+    let query = queries[..c as usize].to_vec();
+    if queries.chunks_exact(c as usize).any(|q| q != query) {
+        return Err(mismatch(
+            ctx,
+            attention,
+            "the images' query rows differ (the lowering takes one constant query for every image)",
+        ));
+    }
     // The output projection and the views around it.
     let (out, last) = out_product(ctx, attention, c as usize)?;
     ops.extend(&out.ops);
@@ -454,6 +506,7 @@ pub fn pool_from(ctx: &Context, ln: OpId) -> Result<PoolMatch, Diagnostic> {
     Ok(PoolMatch {
         ops,
         shape: PoolShape {
+            images: images as u32,
             m: m as u32,
             c: c as u32,
             heads: heads as u32,
@@ -527,6 +580,9 @@ fn find_attention(ctx: &Context, op: OpId) -> Option<OpId> {
 struct Product {
     ops: Vec<OpId>,
     result: Value,
+    /// The key/value product: the post-LayerNorm's row each of its rows
+    /// reads (the output product: empty).
+    rows: Vec<usize>,
     w: Vec<f64>,
     bias: Vec<f64>,
     n: usize,
@@ -592,13 +648,13 @@ fn kv_product(
             "the key/value product does not read the post-LayerNorm through views",
         )
     })?;
-    if !keeps_order(ctx, y, &before) {
-        return Err(mismatch(
+    let rows = row_order(ctx, y, &before).ok_or_else(|| {
+        mismatch(
             ctx,
             product,
-            "the views between the post-LayerNorm and the key/value product reorder its rows",
-        ));
-    }
+            "the views between the post-LayerNorm and the key/value product do not keep its rows whole (each product row one row of it, each row once)",
+        )
+    })?;
     let ch = chain(ctx, product)?;
     if ch.epilogue.gelu.is_some() {
         return Err(mismatch(
@@ -632,6 +688,7 @@ fn kv_product(
     Ok(Product {
         ops,
         result: ctx.results(ch.last)[0],
+        rows,
         w,
         bias,
         n: n as usize,
@@ -825,6 +882,7 @@ fn out_product(ctx: &Context, attention: OpId, c: usize) -> Result<(Product, OpI
         Product {
             ops,
             result,
+            rows: Vec::new(),
             w,
             bias,
             n: c,

@@ -1,9 +1,13 @@
-//! SigLIP's post-LayerNorm and attention-pooling head on the tiles, f16,
-//! one batch entry: `y = LN(x)` (a result of its own, the model's last
-//! hidden state), then one constant query attending over every token of
-//! `y`, `o = attention(q, y W_k + b_k, y W_v + b_v)`, and the output
-//! projection `p = o W_o + b_o`, a `[1, c]` row that the head's MLP block
-//! ([`super::block`]) takes next in a chain ([`super::chain`]).
+//! SigLIP's post-LayerNorm and attention-pooling head on the tiles, f16:
+//! `y = LN(x)` (a result of its own, the model's last hidden state), then
+//! one constant query attending over every token of `y`, `o =
+//! attention(q, y W_k + b_k, y W_v + b_v)`, and the output projection `p =
+//! o W_o + b_o`, a `[1, c]` row that the head's MLP block
+//! ([`super::block`]) takes next in a chain ([`super::chain`]). Over a
+//! batch of `N` images each attends over its own tokens: the LN tiles
+//! hold every image's rows, sv's tokens are the images' in turn (each
+//! padded to whole groups), there is a head tile per (image, head), and
+//! out has a row per image.
 //!
 //! **The query is a constant**, so the keys are never computed. Head `h`'s
 //! score of token `t` is `s·q_h·(y_t W_k,h + b_k,h) = y_t·a_h + s·q_h·b_k,h`
@@ -58,6 +62,8 @@
 //! tile (the codelet gives each worker whole rows); the blocks of a chain
 //! do not share tiles.
 
+use std::collections::BTreeMap;
+
 use super::ln_tiles::LnRows;
 use super::stream::{home_pieces, piece_transfer, pieces_of, Weights};
 use super::window::Window;
@@ -103,9 +109,15 @@ pub fn score_rows(s: PoolShape) -> u32 {
     s.heads.next_multiple_of(16)
 }
 
-/// Tokens padded to whole groups of 16.
+/// Tokens (of one image) padded to whole groups of 16.
 pub fn tokens_padded(s: PoolShape) -> u32 {
     s.key_panels() * 16
+}
+
+/// sv's tokens (its output columns): every image's, padded, image after
+/// image.
+pub fn sv_tokens(s: PoolShape) -> u32 {
+    s.images * tokens_padded(s)
 }
 
 /// The block's constants, row-major, as the model defines them.
@@ -136,7 +148,7 @@ pub struct PoolConstants {
 pub struct HeldPool {
     /// sv's input `[sp + hp, c]`: the rows `a_h`, then `W_v^T` padded.
     pub sv_input: Vec<f64>,
-    /// sv's bias `[m16]`: 0, [`MASKED`] for the padding tokens.
+    /// sv's bias `[images m16]`: 0, [`MASKED`] for the padding tokens.
     pub sv_bias: Vec<f64>,
     /// out's weights `[hp, c]`.
     pub w_out: Vec<f64>,
@@ -169,8 +181,14 @@ impl HeldPool {
                 sv_input[row * c + r] = k.w_v[r * c + ch];
             }
         }
-        let sv_bias = (0..tokens_padded(s))
-            .map(|t| if t < s.m { 0.0 } else { MASKED })
+        let sv_bias = (0..sv_tokens(s))
+            .map(|t| {
+                if t % tokens_padded(s) < s.m {
+                    0.0
+                } else {
+                    MASKED
+                }
+            })
             .collect();
         let (w_out, b_out, b_v) = held_output(s, &k.w_o, &k.b_o, &k.b_v);
         HeldPool {
@@ -385,7 +403,7 @@ impl PoolPlan {
 
     /// The head tiles.
     pub fn head_tiles(&self) -> std::ops::Range<u32> {
-        self.first_head..self.first_head + self.shape.heads
+        self.first_head..self.first_head + self.shape.image_heads()
     }
 
     /// The LN tiles.
@@ -394,7 +412,7 @@ impl PoolPlan {
         LnTiles {
             tiles: &self.ln_tiles,
             rows_per_tile: self.ln_rows,
-            m: self.shape.m,
+            m: self.shape.rows(),
             c: self.shape.c,
             eps: self.shape.eps,
             x: lay.x,
@@ -464,10 +482,12 @@ impl PoolPlan {
         let est =
             |p: &GemmPlan| p.estimate.compute + p.estimate.rounds_exchange + p.estimate.reduction;
         Ok(PoolEstimate {
-            layer_norm: self.ln().estimate(machine)?.max(launch_cycles(
-                self.sv_zero_tokens().map(|(fill, _)| fill).as_slice(),
-                machine,
-            )?),
+            layer_norm: self
+                .sv_zero_tokens()
+                .values()
+                .try_fold(self.ln().estimate(machine)?, |most, fills| {
+                    Ok(most.max(launch_cycles(fills, machine)?))
+                })?,
             exchange_a: a.cycles,
             sv: launch_cycles(self.sv_rounding().as_slice(), machine)? + est(&self.sv),
             exchange_b: b.cycles,
@@ -489,27 +509,30 @@ impl PoolPlan {
         self.placed()[1].widen()
     }
 
-    /// The zero fill of the padding tokens' rows of sv's weights (its
-    /// last token group's panels, whole; exchange A then writes the real
-    /// tokens' rows), beside LayerNorm, and the tiles that run it: the
-    /// column block that holds that group, every grid row and K part.
-    /// sv's weights are scratch, which an earlier block may have left
-    /// anything in. `None` when the tokens fill whole groups.
-    pub fn sv_zero_tokens(&self) -> Option<(Fill, Vec<u32>)> {
+    /// The zero fills of the padding tokens' rows of sv's weights (each
+    /// image's last token group's panels, whole; exchange A then writes
+    /// the real tokens' rows), beside LayerNorm, per tile that runs them:
+    /// the column block that holds such a group, every grid row and K
+    /// part. sv's weights are scratch, which an earlier block may have
+    /// left anything in. Empty when the tokens fill whole groups.
+    pub fn sv_zero_tokens(&self) -> BTreeMap<u32, Vec<Fill>> {
         let (s, p) = (self.shape, &self.sv);
+        let mut out: BTreeMap<u32, Vec<Fill>> = BTreeMap::new();
         if s.m.is_multiple_of(16) {
-            return None;
+            return out;
         }
-        let group = s.m / 16;
-        let (j, local) = (group / p.groups, group % p.groups);
-        let fill = Fill {
-            bytes: p.k_panels * 16 * 32,
-            dst: self.layout.sv.weights + local * p.k_panels * 16 * 32,
-        };
-        let tiles = (0..p.grid_rows)
-            .flat_map(|i| (0..p.grid_k).map(move |k| p.tile(i, j, k)))
-            .collect();
-        Some((fill, tiles))
+        for image in 0..s.images {
+            let group = image * s.key_panels() + s.m / 16;
+            let (j, local) = (group / p.groups, group % p.groups);
+            let fill = Fill {
+                bytes: p.k_panels * 16 * 32,
+                dst: self.layout.sv.weights + local * p.k_panels * 16 * 32,
+            };
+            for (i, k) in (0..p.grid_rows).flat_map(|i| (0..p.grid_k).map(move |k| (i, k))) {
+                out.entry(p.tile(i, j, k)).or_default().push(fill.clone());
+            }
+        }
+        out
     }
 
     /// With FP8 products, the rounding of sv's weights (LayerNorm's rows,
@@ -639,7 +662,7 @@ fn plan_pool_rows(
         ..whole.clone()
     };
     let s = shape;
-    if s.m == 0 || s.c == 0 || s.heads == 0 || s.head_dim == 0 {
+    if s.images == 0 || s.m == 0 || s.c == 0 || s.heads == 0 || s.head_dim == 0 {
         return Err("the block has an empty dimension".into());
     }
     if !s.c.is_multiple_of(16) {
@@ -648,11 +671,15 @@ fn plan_pool_rows(
             s.c
         ));
     }
-    let n_ln = s.m.div_ceil(ln_rows);
-    let Some(avail) = count.checked_sub(n_ln + s.heads).filter(|&t| t >= 2) else {
+    let n_ln = s.rows().div_ceil(ln_rows);
+    let Some(avail) = count
+        .checked_sub(n_ln + s.image_heads())
+        .filter(|&t| t >= 2)
+    else {
         return Err(format!(
             "{} rows need {n_ln} LayerNorm tiles and {} heads a tile each, and the two products at least one tile each: the block has {count}",
-            s.m, s.heads
+            s.rows(),
+            s.image_heads()
         ));
     };
     let base = window.base.next_multiple_of(16);
@@ -676,7 +703,7 @@ fn plan_pool_rows(
         GemmShape {
             m: score_rows(s) + s.hp(),
             k: s.c,
-            n: tokens_padded(s),
+            n: sv_tokens(s),
             variant: f16,
             epilogue: Epilogue {
                 reduction: sv_place,
@@ -689,11 +716,11 @@ fn plan_pool_rows(
     // The head tiles last, after the LN tiles: a chain's earlier blocks
     // run their widest (an attention block's heads) from the first tile,
     // and a head tile's code (a launch a block of 16 tokens) is large.
-    let first_head = first + count - s.heads;
+    let first_head = first + count - s.image_heads();
     let out = plan_on(
         "out",
         GemmShape {
-            m: 1,
+            m: s.images,
             k: s.hp(),
             n: s.c,
             variant: f16,
@@ -867,20 +894,24 @@ pub fn exchange_a(plan: &PoolPlan) -> Vec<Transfer> {
             }
         }
     }
-    out.extend(weight_panel_transfers(&sv, &plan.ln()));
+    let s = plan.shape;
+    out.extend(weight_panel_transfers(&sv, &plan.ln(), |r| {
+        r / s.m * tokens_padded(s) + r % s.m
+    }));
     out
 }
 
 /// Exchange B: each head's row of scores (sv's row `h`, every token
 /// group) to its head tile's scores at `16 x group`; each head's value
 /// channels (sv's rows from `sp`) to its head tile's value panels, token
-/// group `g` of value group `j` at panel `(j, g)`.
+/// group `g` of value group `j` at panel `(j, g)`. An image's token groups
+/// go to its own head tiles, as its groups from 0.
 pub fn exchange_b(plan: &PoolPlan) -> Vec<Transfer> {
     let s = plan.shape;
     let [sv, _] = plan.placed();
     let p = &plan.sv;
     let head = &plan.layout.head;
-    let (sp, dp) = (score_rows(s), s.dp());
+    let (sp, dp, kp) = (score_rows(s), s.dp(), s.key_panels());
     let mut out = Vec::new();
     for i in 0..p.grid_rows {
         for j in 0..p.grid_cols {
@@ -889,7 +920,10 @@ pub fn exchange_b(plan: &PoolPlan) -> Vec<Transfer> {
                 let view = sv.final_view(k);
                 let sender = p.tile(i, j, k);
                 for g in 0..p.groups_of(j) {
-                    let group = j * p.groups + g;
+                    // The image's group of tokens, to the image's head
+                    // tiles.
+                    let (image, group) = ((j * p.groups + g) / kp, (j * p.groups + g) % kp);
+                    let first = plan.first_head + image * s.heads;
                     let src = |r: u32| view.at(g, r - i * p.rows);
                     for r in a..b.min(s.heads) {
                         out.push(Transfer {
@@ -898,7 +932,7 @@ pub fn exchange_b(plan: &PoolPlan) -> Vec<Transfer> {
                                 address: src(r),
                                 words: 8,
                             }],
-                            receivers: vec![(plan.first_head + r, head.scores + group * 32)],
+                            receivers: vec![(first + r, head.scores + group * 32)],
                             segment: None,
                         });
                     }
@@ -917,7 +951,7 @@ pub fn exchange_b(plan: &PoolPlan) -> Vec<Transfer> {
                                 words: 8 * (hi - lo),
                             }],
                             receivers: vec![(
-                                plan.first_head + h,
+                                first + h,
                                 v.weights + ((vg * v.k_groups + group) * 16 + e % 16) * 32,
                             )],
                             segment: None,
@@ -932,7 +966,8 @@ pub fn exchange_b(plan: &PoolPlan) -> Vec<Transfer> {
 }
 
 /// Exchange C: head `h`'s output group `j` (one row) to out's input panel
-/// `h dp / 16 + j`, on every column block of its K part.
+/// `h dp / 16 + j`, on every column block of its K part, as the row of
+/// the head tile's image.
 pub fn exchange_c(plan: &PoolPlan) -> Vec<Transfer> {
     let s = plan.shape;
     let [_, out] = plan.placed();
@@ -940,18 +975,21 @@ pub fn exchange_c(plan: &PoolPlan) -> Vec<Transfer> {
     let v = &plan.layout.head.values;
     let np = s.dp() / 16;
     let mut transfers = Vec::new();
-    for h in 0..s.heads {
+    for ih in 0..s.image_heads() {
+        // The image's row of out's input.
+        let (image, h) = (ih / s.heads, ih % s.heads);
+        let (i, row) = (image / po.rows, image % po.rows);
         for jd in 0..np {
             let panel = h * np + jd;
             let (k, g) = (panel / po.k_panels, panel % po.k_panels);
             transfers.push(Transfer {
-                sender: plan.first_head + h,
+                sender: plan.first_head + ih,
                 chunks: vec![Chunk {
                     address: v.output_group(jd),
                     words: 8,
                 }],
                 receivers: (0..po.grid_cols)
-                    .map(|j| (po.tile(0, j, k), out.input_at(g, 0)))
+                    .map(|j| (po.tile(i, j, k), out.input_at(g, row)))
                     .collect(),
                 segment: None,
             });
@@ -1031,15 +1069,8 @@ pub fn emit_pool_in(
         let mut xcode = 0;
         let mut calls = Calls::new();
         ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
-        if let Some((fill, _)) = zero_tokens.as_ref().filter(|(_, on)| on.contains(&t)) {
-            emit_launches(
-                &mut e,
-                &mut calls,
-                "sv_zero_tokens",
-                std::slice::from_ref(fill),
-                machine,
-            )
-            .map_err(fail)?;
+        if let Some(fills) = zero_tokens.get(&t) {
+            emit_launches(&mut e, &mut calls, "sv_zero_tokens", fills, machine).map_err(fail)?;
         }
         sync(&mut e);
         xcode += a.emit(&mut e, machine, (t, "a"), Some(&mut calls));
@@ -1215,10 +1246,22 @@ fn emit_sv_input(
     }
 }
 
-/// The block in float64 (`x` `[m, c]`, f16 values), computed as the model
-/// defines it (keys included): the post-LayerNorm's rows `[m, c]` and the
-/// pooled row `[c]`.
+/// The block in float64 (`x` `[images m, c]`, f16 values), computed as
+/// the model defines it (keys included), image by image: the
+/// post-LayerNorm's rows `[images m, c]` and the pooled rows `[images,
+/// c]`.
 pub fn reference(s: PoolShape, x: &[f64], k: &PoolConstants) -> (Vec<f64>, Vec<f64>) {
+    let (mut y, mut pooled) = (Vec::new(), Vec::new());
+    for image in x.chunks_exact((s.m * s.c) as usize) {
+        let (yi, pi) = reference_image(s, image, k);
+        y.extend(yi);
+        pooled.extend(pi);
+    }
+    (y, pooled)
+}
+
+/// [`reference()`] of one image.
+fn reference_image(s: PoolShape, x: &[f64], k: &PoolConstants) -> (Vec<f64>, Vec<f64>) {
     let (m, c, d) = (s.m as usize, s.c as usize, s.head_dim as usize);
     let mut y = Vec::with_capacity(m * c);
     for row in x.chunks_exact(c) {

@@ -35,6 +35,7 @@ pub fn run_test(dir: &Path) -> Result<(), String> {
     let bound = bind_inputs(&mut model, &inputs).map_err(|e| e.to_string())?;
     let opts = ImportOptions {
         input_shapes: bound.input_shapes,
+        batch: None,
         file_name: "model.onnx".into(),
     };
     let mut ctx = Context::new(ipuc_dialects::registry());

@@ -80,6 +80,7 @@ pub fn run_attention(
         )));
     }
     let mut shape = AttentionShape {
+        images: 1,
         m,
         c,
         heads,

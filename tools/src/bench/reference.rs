@@ -191,6 +191,7 @@ pub fn run_reference(opts: &ReferenceBench) -> Result<ReferenceReport, BenchErro
     let mut ctx = Context::new(crate::registry::dialects());
     let import = ImportOptions {
         input_shapes: opts.input_shapes.clone(),
+        batch: None,
         file_name: model_path.display().to_string(),
     };
     let load = LoadOptions {

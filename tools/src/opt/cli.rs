@@ -307,6 +307,14 @@ fn command(tool: &'static str, registry: &PassRegistry) -> Command {
                 .value_parser(crate::import::parse_input_shape)
                 .help_heading("ONNX input")
                 .help("Static shape of an ONNX graph input, e.g. pixel_values=1x3x384x384 (repeatable)"),
+        )
+        .arg(
+            Arg::new("batch")
+                .long("batch")
+                .value_name("N")
+                .value_parser(crate::import::parse_batch_images)
+                .help_heading("ONNX input")
+                .help("Images per run: the size of the inputs' symbolic batch dimensions (default 1); the lowering runs them as one program"),
         );
     for p in registry.iter() {
         cmd = cmd.arg(
@@ -406,6 +414,7 @@ pub fn parse(
                 .get_many::<(String, Vec<i64>)>("input-shape")
                 .map(|v| v.cloned().collect())
                 .unwrap_or_default(),
+            batch: m.get_one::<u32>("batch").map(|&n| i64::from(n)),
         },
     })
 }

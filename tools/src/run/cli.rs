@@ -91,6 +91,14 @@ pub struct RunArgs {
     /// A static shape for an ONNX graph input (repeatable), e.g. `pixel_values=1x3x384x384`.
     #[arg(long = "input-shape", value_name = "NAME=AxB", value_parser = crate::import::parse_input_shape)]
     pub input_shapes: Vec<(String, Vec<i64>)>,
+    /// Images per run for an ONNX model: the size of its inputs' symbolic
+    /// batch dimensions (default 1), run as one program (`--device sim`:
+    /// the products take every image's tokens as rows, the attention runs
+    /// per image). `auto`: the largest batch whose plan fits the chip
+    /// (`--device sim`), found by planning the model for each batch it
+    /// tries; the report says which and why one more does not fit.
+    #[arg(long, value_name = "N|auto", value_parser = crate::import::parse_batch)]
+    pub batch: Option<crate::import::Batch>,
     /// Parse and verify a `.mlir` model with upstream MLIR and convert its
     /// TOSA (with func, arith, tensor) to `nn` (needs the `mlir` feature).
     #[arg(long)]

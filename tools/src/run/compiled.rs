@@ -15,6 +15,7 @@
 use std::time::Instant;
 
 use ipuc_backend_ipu::emit::build_executable;
+use ipuc_backend_ipu::lower::batch::largest_batch;
 use ipuc_backend_ipu::lower::passes::{lower_function_reporting, planned_products};
 use ipuc_backend_ipu::lower::plan::GemmPlan;
 use ipuc_ipu_arch::Executable;
@@ -26,6 +27,7 @@ use super::data::{self, DataSet, Named};
 use super::executable::run_executable;
 use super::progress::Phases;
 use super::{default_statistical, model, OracleArg, RunArgs, Tolerance};
+use crate::import::Batch;
 use crate::run::{CompiledSummary, ProfileSummary, Report};
 
 /// The line an error of the way to the simulator ends with.
@@ -54,6 +56,30 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
     phases.start("importing");
     // Data sets are read first: an ONNX model is bound to them on import.
     let read: Option<Vec<DataSet>> = args.input.as_deref().map(data::discover).transpose()?;
+    // `--batch auto`: the model planned for each batch tried, then loaded
+    // for the largest that fits.
+    let (chosen, batch_limit) = match args.batch {
+        Some(Batch::Auto) => {
+            let (n, limit) = auto_batch(args, read.as_ref().and_then(|s| s.first()))?;
+            phases.print(&format!("--batch auto: {n} images ({limit})"));
+            (
+                RunArgs {
+                    batch: Some(Batch::Images(n)),
+                    ..args.clone()
+                },
+                Some(limit),
+            )
+        }
+        _ => (args.clone(), None),
+    };
+    let args = &chosen;
+    // A batch of a data set's images: each repeated.
+    let read = match args.batch {
+        Some(Batch::Images(n)) if n > 1 => read
+            .map(|sets| sets.into_iter().map(|s| data::repeat_batch(s, n)).collect())
+            .transpose()?,
+        _ => read,
+    };
     // `--oracle source`: the reference executor runs on the model before
     // the conversion to `--precision`, which follows it.
     let source = args.oracle == OracleArg::Source && args.precision.is_some();
@@ -217,6 +243,7 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
             CompiledSummary {
                 exchange_code_bytes_max: lowered.exchange_code_bytes_max,
                 batch,
+                batch_limit: batch_limit.clone(),
                 precision: args.precision.clone().unwrap_or_else(|| "as-is".into()),
                 images_per_s: rate(device_s + s.host_io_s),
                 device_images_per_s: rate(device_s),
@@ -224,6 +251,28 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
             }
         });
     Ok(report)
+}
+
+/// The most images `--batch auto` tries.
+pub const AUTO_BATCH_MOST: u32 = 128;
+
+/// `--batch auto`: the model (bound to `set`, if any) loaded for one
+/// image, and the largest batch whose chain of blocks plans on the chip
+/// ([`largest_batch`]), with why one more does not.
+fn auto_batch(args: &RunArgs, set: Option<&DataSet>) -> Result<(u32, String), String> {
+    let one = RunArgs {
+        batch: None,
+        ..args.clone()
+    };
+    let loaded = model::load(&one, set)?;
+    let func = match &args.function {
+        Some(name) => super::find_function(&loaded.ctx, loaded.root, name)?,
+        None => interpreter::entry_function(&loaded.ctx, loaded.root).map_err(|e| e.to_string())?,
+    };
+    let choice = largest_batch(&loaded.ctx, func, &MachineModel::c600(), AUTO_BATCH_MOST)
+        .map_err(|d| with_reference_hint(SourceMgr::new().render(&d)))?;
+    tracing::info!(tried = ?choice.tried, "--batch auto");
+    Ok((choice.batch, choice.limit))
 }
 
 /// The compiled run's figures from its profile, plans and executable.
@@ -274,6 +323,7 @@ fn summarize(
         exchange_code_bytes_max: 0,
         compile_s,
         batch: 1,
+        batch_limit: None,
         precision: String::new(),
         images_per_s: 0.0,
         device_images_per_s: 0.0,

@@ -36,6 +36,38 @@ pub struct DataSet {
     pub synthesized: bool,
 }
 
+/// `set` (one image) as a batch of `n` images: every input and stored
+/// output repeated along its leading dimension, which must be 1 (`--batch
+/// N` with `--input`: each image of the batch is the data set's, judged
+/// against its stored outputs).
+pub fn repeat_batch(set: DataSet, n: u32) -> Result<DataSet, String> {
+    let repeat = |named: Vec<Named>, what: &str| -> Result<Vec<Named>, String> {
+        named
+            .into_iter()
+            .map(|Named { name, tensor }| match tensor.shape.first() {
+                Some(1) => {
+                    let mut shape = tensor.shape.clone();
+                    shape[0] = n as usize;
+                    let data = tensor.data.repeat(n as usize);
+                    Ok(Named {
+                        name,
+                        tensor: HostTensor::new(tensor.kind, shape, data.into()),
+                    })
+                }
+                _ => Err(format!(
+                    "data set {}: --batch {n} repeats a data set of one image, but {what} `{name}` has shape {:?} (leading dimension not 1)",
+                    set.name, tensor.shape
+                )),
+            })
+            .collect()
+    };
+    Ok(DataSet {
+        inputs: repeat(set.inputs.clone(), "input")?,
+        expected: repeat(set.expected.clone(), "output")?,
+        ..set
+    })
+}
+
 fn to_host(t: NamedTensor) -> Named {
     let NamedTensor { name, tensor } = t;
     Named {

@@ -121,6 +121,16 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
         None => DEFAULT_DEVICE,
     };
     let args = &args.with_defaults(device, !is_exe && model::is_onnx(&args.model));
+    if args.batch.is_some() && (is_exe || !model::is_onnx(&args.model)) {
+        return Err(
+            "--batch applies to ONNX models, whose inputs' batch dimensions are symbolic: IR and executables carry their shapes (give an IR function the batch in its types)".into(),
+        );
+    }
+    if args.batch == Some(crate::import::Batch::Auto) && device != DeviceKind::Sim {
+        return Err(
+            "--batch auto finds the largest batch that fits the chip: it needs --device sim".into(),
+        );
+    }
     if args.profile.is_some() && (is_exe || device != DeviceKind::Sim) {
         return Err(
             "--profile needs a model or IR compiled for the simulator (--device sim): an executable carries no attribution to ops, and the reference device no cycles".into(),
@@ -140,6 +150,12 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
     }
     // Data sets are read first: an ONNX model is bound to them on import.
     let read: Option<Vec<DataSet>> = args.input.as_deref().map(data::discover).transpose()?;
+    let read = match args.batch {
+        Some(crate::import::Batch::Images(n)) if n > 1 => read
+            .map(|sets| sets.into_iter().map(|s| data::repeat_batch(s, n)).collect())
+            .transpose()?,
+        _ => read,
+    };
     let started = Instant::now();
     let mut loaded = model::load(args, read.as_ref().and_then(|s| s.first()))?;
     let import_s = started.elapsed().as_secs_f64();

@@ -123,7 +123,12 @@ pub fn load_source(args: &RunArgs, set: Option<&DataSet>) -> Result<LoadedModel,
                     })
                     .collect()
             });
-            let (root, bound) = import_onnx(&mut ctx, path, &load, &args.input_shapes, &data)
+            // A data set's shapes carry its batch (`repeat_batch`).
+            let batch = args
+                .batch
+                .and_then(crate::import::Batch::images)
+                .filter(|_| data.is_empty());
+            let (root, bound) = import_onnx(&mut ctx, path, &load, (&args.input_shapes, batch), &data)
                 .map_err(|e| match set {
                     Some(s) => format!("data set {}: {e}", s.name),
                     None => e,
@@ -251,11 +256,12 @@ fn import_onnx(
     ctx: &mut Context,
     path: &Path,
     load: &LoadOptions,
-    input_shapes: &[(String, Vec<i64>)],
+    (input_shapes, batch): (&[(String, Vec<i64>)], Option<i64>),
     data: &[NamedTensor],
 ) -> Result<(OpId, BoundInputs), String> {
     let opts = ImportOptions {
         input_shapes: input_shapes.to_vec(),
+        batch,
         file_name: path.display().to_string(),
     };
     import_file_with_data(ctx, path, load, &opts, data)

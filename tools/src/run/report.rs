@@ -87,6 +87,10 @@ pub struct CompiledSummary {
     /// has three or more dimensions (images `[N, C, H, W]`, token batches
     /// `[N, T, C]`), else 1.
     pub batch: u64,
+    /// With `--batch auto`: why one image more does not fit (or where the
+    /// search stopped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch_limit: Option<String>,
     /// The `--precision` the function was converted to (`as-is` without).
     pub precision: String,
     /// Entries (images, for an image model) per second, the host link's
@@ -246,6 +250,9 @@ impl Report {
                 c.images_per_s,
                 c.device_images_per_s
             );
+            if let Some(limit) = &c.batch_limit {
+                let _ = writeln!(s, "batch    {} by --batch auto: {limit}", c.batch);
+            }
             let _ = writeln!(
                 s,
                 "memory   {} bytes on the fullest tile (image and host tensors), at most {} of code on a tile, {} of exchange code",

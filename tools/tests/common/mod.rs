@@ -135,3 +135,26 @@ pub fn profile_block_with(
     assert_eq!(code, 0, "ipu-run --profile: {stderr}");
     serde_json::from_str(&stdout).unwrap()
 }
+
+/// The fixture model in `dir` imported (its weights loaded) for `batch`
+/// images (`None`: the importer's default, 1): the context and its
+/// `builtin.module`.
+pub fn import_fixture(
+    dir: &std::path::Path,
+    batch: Option<i64>,
+) -> (ipuc_ir::Context, ipuc_ir::OpId) {
+    let mut ctx = ipuc_ir::Context::new(ipuc_tools::registry::dialects());
+    let opts = ipuc_frontends::onnx::import::ImportOptions {
+        input_shapes: vec![],
+        batch,
+        file_name: "model.onnx".into(),
+    };
+    let module = ipuc_frontends::onnx::import::import_file(
+        &mut ctx,
+        &dir.join("model.onnx"),
+        &ipuc_frontends::onnx::LoadOptions::default(),
+        &opts,
+    )
+    .unwrap_or_else(|e| panic!("import {}: {e}", dir.display()));
+    (ctx, module)
+}

@@ -7,8 +7,9 @@ use super::constants::element_type;
 use super::ImportError;
 use crate::onnx::{Dim, Graph, ValueInfo, ValueType};
 
-/// Whether an unresolved dimension is batch-like and defaults to 1: the
-/// leading dimension of an input, or any dimension whose name mentions `batch`.
+/// Whether an unresolved dimension is batch-like and defaults to the batch
+/// (1 unless `--batch` says): the leading dimension of an input, or any
+/// dimension whose name mentions `batch`.
 fn is_batch_like(index: usize, dim: &Dim) -> bool {
     index == 0 || matches!(dim, Dim::Symbolic(name) if name.to_ascii_lowercase().contains("batch"))
 }
@@ -29,10 +30,13 @@ fn shape_text(dims: &[i64]) -> String {
 }
 
 /// The static type of every runtime input, in graph order, checked against
-/// `overrides` (which must each name a runtime input).
+/// `overrides` (which must each name a runtime input); batch-like symbolic
+/// dimensions they leave take `batch` (1 if `None`; given above 1, at
+/// least one must, else the model's batch is not the option's to set).
 pub(crate) fn resolve_input_types(
     graph: &Graph,
     overrides: &[(String, Vec<i64>)],
+    batch: Option<i64>,
 ) -> Result<Vec<(String, Type)>, ImportError> {
     let runtime: Vec<&ValueInfo> = graph.runtime_inputs().collect();
     for (name, _) in overrides {
@@ -51,20 +55,43 @@ pub(crate) fn resolve_input_types(
             });
         }
     }
-    runtime
-        .into_iter()
+    if let Some(b) = batch.filter(|&b| b < 1) {
+        return Err(ImportError::Input {
+            input: String::new(),
+            detail: format!("--batch {b}: the batch must be at least 1"),
+        });
+    }
+    let mut batched = false;
+    let types = runtime
+        .iter()
         .map(|info| {
             let given = overrides
                 .iter()
                 .rev()
                 .find(|(n, _)| *n == info.name)
                 .map(|(_, s)| s.as_slice());
-            Ok((info.name.clone(), input_type(info, given)?))
+            let (ty, took) = input_type(info, given, batch.unwrap_or(1))?;
+            batched |= took;
+            Ok((info.name.clone(), ty))
         })
-        .collect()
+        .collect::<Result<Vec<_>, ImportError>>()?;
+    match batch {
+        Some(b) if !batched && b != 1 => Err(ImportError::Input {
+            input: runtime.first().map_or_else(String::new, |v| v.name.clone()),
+            detail: format!(
+                "--batch {b}: no input has a symbolic batch dimension left to set (the model fixes its inputs' shapes, or --input-shape gives them); give the shapes with --input-shape instead"
+            ),
+        }),
+        _ => Ok(types),
+    }
 }
 
-fn input_type(info: &ValueInfo, given: Option<&[i64]>) -> Result<Type, ImportError> {
+/// `info`'s static type, and whether a batch-like dimension took `batch`.
+fn input_type(
+    info: &ValueInfo,
+    given: Option<&[i64]>,
+    batch: i64,
+) -> Result<(Type, bool), ImportError> {
     let err = |detail: String| ImportError::Input {
         input: info.name.clone(),
         detail,
@@ -110,7 +137,7 @@ fn input_type(info: &ValueInfo, given: Option<&[i64]>) -> Result<Type, ImportErr
                 }
             }
         }
-        return Ok(Type::tensor(given, element));
+        return Ok((Type::tensor(given, element), false));
     }
     let Some(declared) = declared else {
         return Err(err(
@@ -118,10 +145,14 @@ fn input_type(info: &ValueInfo, given: Option<&[i64]>) -> Result<Type, ImportErr
         ));
     };
     let mut shape = Vec::with_capacity(declared.len());
+    let mut took = false;
     for (i, d) in declared.iter().enumerate() {
         shape.push(match d {
             Dim::Fixed(n) => *n as i64,
-            d if is_batch_like(i, d) => 1,
+            d if is_batch_like(i, d) => {
+                took = true;
+                batch
+            }
             d => {
                 return Err(err(format!(
                     "dimension {i} ({}) is not static; fix it with --input-shape {}={}",
@@ -142,5 +173,5 @@ fn input_type(info: &ValueInfo, given: Option<&[i64]>) -> Result<Type, ImportErr
             }
         });
     }
-    Ok(Type::tensor(&shape, element))
+    Ok((Type::tensor(&shape, element), took))
 }

@@ -11,6 +11,7 @@
 //! let load = LoadOptions { weights: WeightsPolicy::Random { seed: 0 } };
 //! let opts = ImportOptions {
 //!     input_shapes: vec![("pixel_values".into(), vec![1, 3, 384, 384])],
+//!     batch: None,
 //!     file_name: "model.onnx".into(),
 //! };
 //! let module = import_file(&mut ctx, "model.onnx".as_ref(), &load, &opts)?;
@@ -100,6 +101,10 @@ pub struct ImportOptions {
     /// to 1 when they are batch-like (the leading dimension, or named like
     /// `batch`); any other unresolved dimension is an error.
     pub input_shapes: Vec<(String, Vec<i64>)>,
+    /// What the batch-like symbolic dimensions left unfixed by
+    /// `input_shapes` take (`--batch N`; `None`: 1). Given above 1, some
+    /// input must have one: a model whose batch is fixed is an error.
+    pub batch: Option<i64>,
     /// The model's file name, for the module's location.
     pub file_name: String,
 }
@@ -272,7 +277,7 @@ fn import_with_weights(
     let graph = &model.graph;
     graph.check_supported(is_supported)?;
     let order = graph.topological_order()?;
-    let arg_types = inputs::resolve_input_types(graph, &opts.input_shapes)?;
+    let arg_types = inputs::resolve_input_types(graph, &opts.input_shapes, opts.batch)?;
 
     let module_loc = if opts.file_name.is_empty() {
         Location::unknown()
