@@ -61,7 +61,8 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
     let (chosen, batch_limit) = match args.batch {
         Some(Batch::Auto) => {
             let (n, limit) = auto_batch(args, read.as_ref().and_then(|s| s.first()))?;
-            phases.print(&format!("--batch auto: {n} images ({limit})"));
+            let s = if n == 1 { "" } else { "s" };
+            phases.print(&format!("--batch auto: {n} image{s} ({limit})"));
             (
                 RunArgs {
                     batch: Some(Batch::Images(n)),
