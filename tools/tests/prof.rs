@@ -708,6 +708,52 @@ fn a_whole_model_profiles_with_every_step_estimated() {
     }
 }
 
+/// A batch's profile counts every image's multiply-accumulates: the whole
+/// siglip-tiny at `--batch 2` (its 2 layers one loop, so a layer's steps
+/// count both turns): the patch embedding's product, each layer's QKV, the
+/// attention (each image over its own 16 tokens), out, fc1 and fc2, the
+/// pooling head's output product and the head's MLP, twice one image's.
+#[test]
+fn a_batchs_profile_counts_every_images_work() {
+    let Some(model) = common::fixture_dir("siglip-tiny") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let onnx = model.join("model.onnx");
+    let out = dir.path().to_str().unwrap();
+    let args = [onnx.to_str().unwrap(), "--batch", "2", "--profile", out];
+    let (code, _, stderr) = run_tool(env!("CARGO_BIN_EXE_ipu-run"), args);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, stderr) = ipu_prof(&[out, "gemms", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let rows: Value = serde_json::from_str(&stdout).unwrap();
+    let (n, layers, m, c, h, k) = (2u64, 2u64, 16u64, 64u64, 256u64, 3 * 8 * 8);
+    let want = [
+        ("b0 product", n * m * k * c),
+        ("b1 qkv", layers * n * m * c * 3 * c),
+        ("b1 attention", layers * n * 2 * m * m * c),
+        ("b1 out", layers * n * m * c * c),
+        ("b2 fc1", layers * n * m * c * h),
+        ("b2 fc2", layers * n * m * h * c),
+        ("b5 out", n * c * c),
+        ("b6 fc1", n * c * h),
+        ("b6 fc2", n * h * c),
+    ];
+    let got: Vec<(String, u64)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["step"].as_str().unwrap().to_string(),
+                r["macs"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, u64)> = want.iter().map(|(s, v)| (s.to_string(), *v)).collect();
+    assert_eq!(got, want);
+}
+
 /// `ipu-prof DIR gemms`: each step that runs products, its
 /// multiply-accumulates from the model's own dimensions (siglip-tiny: 16
 /// tokens, 64 channels, 4 heads of 16, MLP 256; no padding counted) and

@@ -842,6 +842,42 @@ fn emit_layer_constants(
     }
 }
 
+/// Logs (`ipu-lower` debug) the tile with the most exchange code and each
+/// block's share of it, the link after the block included; `per_block`
+/// holds each emitted block's index and every tile's count before it.
+fn log_busiest_exchange(
+    total: &BTreeMap<u32, u64>,
+    per_block: &[(usize, BTreeMap<u32, u64>)],
+    plans: &[PlannedBlock],
+) {
+    if !tracing::enabled!(target: "ipu-lower", tracing::Level::DEBUG) {
+        return;
+    }
+    let Some((&tile, &most)) = total.iter().max_by_key(|&(t, b)| (b, std::cmp::Reverse(t))) else {
+        return;
+    };
+    let at = |m: &BTreeMap<u32, u64>| m.get(&tile).copied().unwrap_or(0);
+    let shares: Vec<String> = per_block
+        .iter()
+        .enumerate()
+        .map(|(n, (k, before))| {
+            let after = per_block.get(n + 1).map_or(most, |(_, m)| at(m));
+            let kind = match &plans[*k] {
+                PlannedBlock::Attention(_) => "attention",
+                PlannedBlock::Mlp(_) => "mlp",
+                PlannedBlock::Patch(_) => "patch",
+                PlannedBlock::Pool(_) => "pool",
+            };
+            format!("block {k} ({kind}) {}", after - at(before))
+        })
+        .collect();
+    tracing::debug!(
+        target: "ipu-lower",
+        "the most exchange code, {most} bytes, is tile {tile}'s: {}",
+        shares.join(", ")
+    );
+}
+
 /// The link from `from`'s output to `to`'s input rows (`c` channels): one
 /// transfer per sender and run of destination words on one receiver (a
 /// sender's pieces of one row, each output group a chunk of its own,
@@ -1025,7 +1061,11 @@ pub fn lower_chain_planned(
     let exchange_code: RefCell<BTreeMap<u32, u64>> = RefCell::new(BTreeMap::new());
     let mut chain_estimates = vec![None; plans.len()];
     let mut body_constants = Vec::new();
+    // Each emitted block's exchange code per tile, for the log (which
+    // blocks make the busiest tile's).
+    let mut per_block: Vec<(usize, BTreeMap<u32, u64>)> = Vec::new();
     for (k, plan) in plans.iter().enumerate().filter(|&(k, _)| emitted(k)) {
+        per_block.push((k, exchange_code.borrow().clone()));
         let before: BTreeSet<OpId> = ctx.block_ops_vec(exe_body).into_iter().collect();
         let exe_ops_before = before.len();
         // Each tile's ops so far: what block k adds goes into its scope.
@@ -1173,7 +1213,9 @@ pub fn lower_chain_planned(
             links.get(&at).map_or(0, |l| l.cycles)
         })
         .collect();
-    let exchange_code_bytes_max = exchange_code.into_inner().into_values().max().unwrap_or(0);
+    let exchange_code = exchange_code.into_inner();
+    log_busiest_exchange(&exchange_code, &per_block, plans);
+    let exchange_code_bytes_max = exchange_code.into_values().max().unwrap_or(0);
     Ok(Lowered {
         executable,
         exchange_code_bytes_max,

@@ -325,9 +325,11 @@ fn of_attention(
         [b.ln, b.qkv, b.attention, b.out, b.add].map(|o| op_label(ctx, o));
     let est = |f: fn(&AttentionEstimate) -> u64| e.as_ref().map(f);
     // The work of the heads' real dimensions (the plans pad each head to
-    // whole panels): QKV, then Q K^T and P V, then out.
+    // whole panels): QKV, then Q K^T and P V (each image over its own
+    // tokens), then out, over every image's rows.
     let sh = plan.shape;
-    let (m, c, hd) = (
+    let (images, m, c, hd) = (
+        u64::from(sh.images),
         u64::from(sh.m),
         u64::from(sh.c),
         u64::from(sh.heads) * u64::from(sh.head_dim),
@@ -337,7 +339,7 @@ fn of_attention(
         step("exchange_a", vec![], est(|e| e.exchange_a), true),
         with_work(
             step("qkv", vec![qkv.clone()], est(|e| e.qkv), false),
-            work_at(m * c * 3 * hd, &plan.qk, machine),
+            work_at(images * m * c * 3 * hd, &plan.qk, machine),
         ),
         step("exchange_b", vec![], est(|e| e.exchange_b), true),
         with_work(
@@ -347,7 +349,7 @@ fn of_attention(
                 est(|e| e.attention),
                 false,
             ),
-            work_at(2 * m * m * hd, &plan.out, machine),
+            work_at(images * 2 * m * m * hd, &plan.out, machine),
         ),
     ];
     let mut instances = vec![
@@ -377,7 +379,7 @@ fn of_attention(
     steps.push(step("exchange_c", vec![], est(|e| e.exchange_c), true));
     steps.push(with_work(
         step("out", vec![out.clone(), add.clone()], est(|e| e.out), false),
-        work_at(m * hd * c, &plan.out, machine),
+        work_at(images * m * hd * c, &plan.out, machine),
     ));
     let out_step = steps.len() - 1;
     instances.extend([("out", out_step, out), ("residual", out_step, add)]);
@@ -426,8 +428,9 @@ fn attention_buffers(plan: &AttentionPlan, out_step: usize) -> Vec<Buffer> {
         lay.ln_out,
         (row_bytes + 16).next_multiple_of(16),
     ));
-    let core_tiles: Vec<u32> =
-        (plan.core.first_tile..plan.core.first_tile + plan.core.tiles(plan.shape.heads)).collect();
+    let core_tiles: Vec<u32> = (plan.core.first_tile
+        ..plan.core.first_tile + plan.core.tiles(plan.shape.image_heads()))
+        .collect();
     let att = &lay.core;
     let (scores, values) = (att.scores(), att.values());
     // O stays until the exchange after the attention reads it: D with the
@@ -681,7 +684,7 @@ fn pool_buffers(plan: &PoolPlan, machine: &MachineModel) -> Vec<Buffer> {
             live,
         ));
     }
-    let heads: Vec<u32> = (plan.first_head..plan.first_head + plan.shape.heads).collect();
+    let heads: Vec<u32> = plan.head_tiles().collect();
     let v = &lay.head.values;
     for (name, address, size, live) in [
         (
@@ -753,7 +756,7 @@ fn of_chain(
                 // convolution's own.
                 let sh = p.shape;
                 a.steps[1].work = work_at(
-                    u64::from(sh.tokens()) * u64::from(sh.k()) * u64::from(sh.d),
+                    u64::from(sh.rows()) * u64::from(sh.k()) * u64::from(sh.d),
                     &p.product,
                     machine,
                 );
