@@ -406,9 +406,41 @@ fn rounded(
     Some(Attribute::new(AttrKind::DenseResource { resource, ty }))
 }
 
-/// The float values of a constant op's value and a name hint for a new
-/// resource holding its converted data.
-fn constant_values(ctx: &Context, op: OpId) -> Result<(Attribute, Vec<f64>, String), Diagnostic> {
+/// `value` (a float constant) times `factor` (a power of two: exact)
+/// rounded to `element`, as [`rounded`] builds it; a large resource's is
+/// encoded straight from its stored bytes (no `f64` copy of so400m's 428 M
+/// weights; on the host's threads, [`ipuc_ir::float_format::encode_scaled`]).
+fn rounded_scaled(
+    ctx: &Context,
+    value: &Attribute,
+    factor: f64,
+    element: Type,
+    hint: &str,
+) -> Option<Attribute> {
+    let data = elements::dense_data(value)?;
+    let ty = with_element(value.ty()?, element.clone());
+    let is_resource = matches!(value.kind(), AttrKind::DenseResource { .. });
+    if !is_resource || data.splat || ty.num_elements()? <= INLINE_ELEMENTS {
+        let values: Vec<f64> = elements::floats(&data)?
+            .into_iter()
+            .map(|v| v * factor)
+            .collect();
+        return rounded(ctx, value, &values, element, hint);
+    }
+    let from = data.element_type().float_kind()?;
+    let kind = ty.element_type()?.float_kind()?;
+    let bytes = ipuc_ir::float_format::encode_scaled(from, &data.data, factor, kind);
+    let blob = ResourceBlob {
+        alignment: kind.byte_size() as u32,
+        data: Arc::from(bytes),
+    };
+    let resource = ctx.resources().insert_unique(hint, blob);
+    Some(Attribute::new(AttrKind::DenseResource { resource, ty }))
+}
+
+/// A constant op's value, checked to hold its data, and a name hint for a
+/// new resource holding its converted data.
+fn constant_with_data(ctx: &Context, op: OpId) -> Result<(Attribute, String), Diagnostic> {
     let value = ctx
         .attr(op, "value")
         .cloned()
@@ -417,15 +449,14 @@ fn constant_values(ctx: &Context, op: OpId) -> Result<(Attribute, Vec<f64>, Stri
         AttrKind::DenseResource { resource, .. } => resource.name().to_string(),
         _ => "converted".to_string(),
     };
-    let data = elements::dense_data(&value).ok_or_else(|| {
-        Diagnostic::op_error(
+    if elements::dense_data(&value).is_none() {
+        return Err(Diagnostic::op_error(
             ctx,
             op,
             "has no data to convert (its dense_resource blob is missing)",
-        )
-    })?;
-    let values = elements::floats(&data).expect("a float constant");
-    Ok((value, values, hint))
+        ));
+    }
+    Ok((value, hint))
 }
 
 /// Rounds an f32/f64 constant to f16; `false` if it is not one.
@@ -434,8 +465,8 @@ fn convert_constant(ctx: &mut Context, op: OpId) -> Result<bool, Diagnostic> {
     if !is_wide(ctx.value_type(result)) {
         return Ok(false);
     }
-    let (value, values, hint) = constant_values(ctx, op)?;
-    let converted = rounded(ctx, &value, &values, Type::f16(), &format!("{hint}_f16"))
+    let (value, hint) = constant_with_data(ctx, op)?;
+    let converted = rounded_scaled(ctx, &value, 1.0, Type::f16(), &format!("{hint}_f16"))
         .expect("f16 holds any float tensor");
     let ty = converted.ty().expect("typed").clone();
     ctx.set_attr(op, "value", converted);
@@ -516,15 +547,11 @@ fn weight_scales(
 fn quantize_weight(ctx: &mut Context, op: OpId, scale: i32) -> Result<(), Diagnostic> {
     let w: Value = ctx.operand(op, 1);
     let c = fp8_weights(ctx, op).expect("weight_scales found the weights");
-    let (value, mut scaled, hint) = constant_values(ctx, c)?;
-    let factor = 2f64.powi(-scale);
-    for v in &mut scaled {
-        *v *= factor;
-    }
-    let codes = rounded(
+    let (value, hint) = constant_with_data(ctx, c)?;
+    let codes = rounded_scaled(
         ctx,
         &value,
-        &scaled,
+        2f64.powi(-scale),
         Type::float(FloatKind::F8E4M3FNUZ),
         &format!("{hint}_f8"),
     )
