@@ -316,3 +316,44 @@ pub fn write_tensors(dir: &Path, prefix: &str, tensors: &[Named]) -> Result<(), 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(name: &str, shape: Vec<usize>, values: &[f32]) -> Named {
+        Named {
+            name: name.into(),
+            tensor: HostTensor::from_f32(shape, values),
+        }
+    }
+
+    #[test]
+    fn a_data_sets_image_repeats_into_a_batch() {
+        let set = DataSet {
+            name: "test_data_set_0".into(),
+            inputs: vec![named("x", vec![1, 2], &[1.0, 2.0])],
+            expected: vec![named("y", vec![1, 1, 3], &[3.0, 4.0, 5.0])],
+            synthesized: false,
+        };
+        let three = repeat_batch(set.clone(), 3).unwrap();
+        assert_eq!(three.inputs[0].tensor.shape, [3, 2]);
+        assert_eq!(three.inputs[0].tensor.kind, ElementKind::F32);
+        assert_eq!(
+            three.inputs[0].tensor,
+            HostTensor::from_f32(vec![3, 2], &[1.0, 2.0, 1.0, 2.0, 1.0, 2.0])
+        );
+        assert_eq!(three.expected[0].tensor.shape, [3, 1, 3]);
+        assert_eq!(three.name, "test_data_set_0");
+        // A data set of two images is not one image to repeat.
+        let two = DataSet {
+            inputs: vec![named("x", vec![2, 1], &[1.0, 2.0])],
+            ..set
+        };
+        let err = repeat_batch(two, 3).unwrap_err();
+        assert!(
+            err.contains("--batch 3 repeats a data set of one image, but input `x` has shape [2, 1]"),
+            "{err}"
+        );
+    }
+}
