@@ -191,6 +191,28 @@ fn attention_bench_runs_a_small_block() {
     ] {
         assert!(out.contains(want), "{want:?} in {out}");
     }
+    // A batch of 2 images of 37 tokens: rows of both images checked
+    // against their own image's float64 block.
+    let out = bench(&[
+        "attention",
+        "--tokens",
+        "37",
+        "--hidden",
+        "96",
+        "--heads",
+        "4",
+        "--images",
+        "2",
+    ])
+    .unwrap_or_else(|e| panic!("{e}"));
+    for want in [
+        "attention block of 2 images, each 37x96, 4 heads of 24 (padded to 32)",
+        "8 rows checked against float64",
+    ] {
+        assert!(out.contains(want), "{want:?} in {out}");
+    }
+    let err = bench(&["attention", "--images", "0"]).unwrap_err();
+    assert!(err.contains("--images must be at least 1"), "{err}");
     let err = bench(&[
         "attention",
         "--tokens",

@@ -65,12 +65,12 @@ pub struct AttentionReport {
     pub rows_checked: usize,
 }
 
-/// Plans, lowers and simulates the block of `(m, c, heads)`, its form
-/// forced where given (`(key blocks, chunks)`, as
+/// Plans, lowers and simulates the block of `(images, m, c, heads)`, its
+/// form forced where given (`(key blocks, chunks)`, as
 /// [`plan_attention_forced`] takes it).
 pub fn run_attention(
     machine: &MachineModel,
-    (m, c, heads): (u32, u32, u32),
+    (images, m, c, heads): (u32, u32, u32, u32),
     fp8: bool,
     forced: Option<(u32, u32)>,
 ) -> Result<AttentionReport, BenchError> {
@@ -80,7 +80,7 @@ pub fn run_attention(
         )));
     }
     let mut shape = AttentionShape {
-        images: 1,
+        images,
         m,
         c,
         heads,
@@ -101,7 +101,10 @@ pub fn run_attention(
     let plan = plan_attention_forced(shape, machine, (0, machine.tiles), forced)
         .map_err(BenchError::Usage)?;
     let (mut ctx, body) = super::empty_module("attention.mlir")?;
-    let ty = Type::tensor(&[i64::from(m), i64::from(c)], Type::float(FloatKind::F16));
+    let ty = Type::tensor(
+        &[i64::from(shape.rows()), i64::from(c)],
+        Type::float(FloatKind::F16),
+    );
     let lowered = emit_attention(
         &mut ctx,
         body,
@@ -122,13 +125,19 @@ pub fn run_attention(
     let run = super::simulate(machine, &exe, &half.encode(x))?;
     let y = half.decode(&run.output);
     let max_rel_l2 = if fp8 { FP8_MAX_REL_L2 } else { 1e-2 };
+    // Rows of every image, each checked against its own image's block.
     let (cosine, rel_l2, rows_checked) =
-        super::check_sampled_rows(&y, (mu, cu), max_rel_l2, |rows| {
-            reference_rows(shape, x, k, rows)
+        super::check_sampled_rows(&y, (mu * images as usize, cu), max_rel_l2, |rows| {
+            rows.iter()
+                .flat_map(|&r| {
+                    let image = &x[r / mu * mu * cu..(r / mu + 1) * mu * cu];
+                    reference_rows(shape, image, k, &[r % mu])
+                })
+                .collect()
         })?;
-    // QKV, the output projection, Q K^T and P V.
-    let (mf, cf) = (f64::from(m), f64::from(c));
-    let flops = 2.0 * (4.0 * mf * cf * cf + 2.0 * mf * mf * cf);
+    // QKV, the output projection, Q K^T and P V, every image's.
+    let (nf, mf, cf) = (f64::from(images), f64::from(m), f64::from(c));
+    let flops = nf * 2.0 * (4.0 * mf * cf * cf + 2.0 * mf * mf * cf);
     let (percent_of_peak, peak_cycles) = super::peak_share(
         flops,
         run.cycles,
@@ -136,7 +145,10 @@ pub fn run_attention(
         machine,
     );
     Ok(AttentionReport {
-        shape: format!("{m}x{c}, {heads} heads"),
+        shape: match images {
+            1 => format!("{m}x{c}, {heads} heads"),
+            n => format!("{n} images of {m}x{c}, {heads} heads"),
+        },
         precision: if fp8 { "fp8" } else { "fp16" }.to_string(),
         plan_text: plan.report(machine),
         tiles: plan.tiles().len(),

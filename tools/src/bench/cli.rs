@@ -191,6 +191,11 @@ pub enum Command {
         /// Heads (so400m: 16).
         #[arg(long, default_value_t = 16)]
         heads: u32,
+        /// Images in the batch, each attending over its own `--tokens`
+        /// (the products' rows every image's, the attention tiles per image
+        /// and head).
+        #[arg(long, default_value_t = 1)]
+        images: u32,
         /// The products' precision: `fp16`, or `fp8` (FP8 weights kept as
         /// codes and widened, LayerNorm's and the attention's outputs
         /// rounded to FP8; the products on the f16 AMP).
@@ -354,6 +359,7 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
         Command::Attention {
             block,
             heads,
+            images,
             precision,
             key_blocks,
             chunks,
@@ -372,9 +378,12 @@ pub fn run(cli: Cli) -> Result<String, BenchError> {
                 (_, Some(n)) => Some((1, n)),
                 (None, None) => None,
             };
+            if images == 0 {
+                return Err(BenchError::Usage("--images must be at least 1".into()));
+            }
             let r = run_attention(
                 &mm,
-                (block.tokens, block.hidden, heads),
+                (images, block.tokens, block.hidden, heads),
                 precision == "fp8",
                 forced,
             )?;

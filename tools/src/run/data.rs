@@ -352,7 +352,9 @@ mod tests {
         };
         let err = repeat_batch(two, 3).unwrap_err();
         assert!(
-            err.contains("--batch 3 repeats a data set of one image, but input `x` has shape [2, 1]"),
+            err.contains(
+                "--batch 3 repeats a data set of one image, but input `x` has shape [2, 1]"
+            ),
             "{err}"
         );
     }
