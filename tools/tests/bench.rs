@@ -152,16 +152,23 @@ fn mlp_bench_runs_a_small_block_in_both_precisions() {
 /// are a usage error.
 #[test]
 fn attention_bench_runs_a_small_block() {
-    let out = bench(&[
-        "attention",
-        "--tokens",
-        "37",
-        "--hidden",
-        "96",
-        "--heads",
-        "4",
-    ])
-    .unwrap_or_else(|e| panic!("{e}"));
+    let small = |more: &[&str]| {
+        let args = [
+            &[
+                "attention",
+                "--tokens",
+                "37",
+                "--hidden",
+                "96",
+                "--heads",
+                "4",
+            ],
+            more,
+        ]
+        .concat();
+        bench(&args).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let out = small(&[]);
     for want in [
         "attention block 37x96, 4 heads of 24 (padded to 32)",
         "  attention: tiles ",
@@ -172,18 +179,7 @@ fn attention_bench_runs_a_small_block() {
     }
     // With FP8 weights: the plan says what FP8 changes, the rows are
     // checked against float64 with the same roundings.
-    let out = bench(&[
-        "attention",
-        "--tokens",
-        "37",
-        "--hidden",
-        "96",
-        "--heads",
-        "4",
-        "--precision",
-        "fp8",
-    ])
-    .unwrap_or_else(|e| panic!("{e}"));
+    let out = small(&["--precision", "fp8"]);
     for want in [
         "  FP8: qk and vt on the FP8 AMP",
         "tiles (fp8)",
@@ -193,18 +189,7 @@ fn attention_bench_runs_a_small_block() {
     }
     // A batch of 2 images of 37 tokens: rows of both images checked
     // against their own image's float64 block.
-    let out = bench(&[
-        "attention",
-        "--tokens",
-        "37",
-        "--hidden",
-        "96",
-        "--heads",
-        "4",
-        "--images",
-        "2",
-    ])
-    .unwrap_or_else(|e| panic!("{e}"));
+    let out = small(&["--images", "2"]);
     for want in [
         "attention block of 2 images, each 37x96, 4 heads of 24 (padded to 32)",
         "8 rows checked against float64",
