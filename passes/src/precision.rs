@@ -398,12 +398,18 @@ fn rounded(
     }
     let kind = ty.element_type()?.float_kind()?;
     let bytes = ipuc_ir::float_format::encode_all(kind, values);
+    Some(new_resource(ctx, ty, kind, bytes, hint))
+}
+
+/// A `dense_resource` of type `ty` holding `bytes` (elements of `kind`),
+/// in a new blob named after `hint`.
+fn new_resource(ctx: &Context, ty: Type, kind: FloatKind, bytes: Vec<u8>, hint: &str) -> Attribute {
     let blob = ResourceBlob {
         alignment: kind.byte_size() as u32,
         data: Arc::from(bytes),
     };
     let resource = ctx.resources().insert_unique(hint, blob);
-    Some(Attribute::new(AttrKind::DenseResource { resource, ty }))
+    Attribute::new(AttrKind::DenseResource { resource, ty })
 }
 
 /// `value` (a float constant) times `factor` (a power of two: exact)
@@ -430,12 +436,7 @@ fn rounded_scaled(
     let from = data.element_type().float_kind()?;
     let kind = ty.element_type()?.float_kind()?;
     let bytes = ipuc_ir::float_format::encode_scaled(from, &data.data, factor, kind);
-    let blob = ResourceBlob {
-        alignment: kind.byte_size() as u32,
-        data: Arc::from(bytes),
-    };
-    let resource = ctx.resources().insert_unique(hint, blob);
-    Some(Attribute::new(AttrKind::DenseResource { resource, ty }))
+    Some(new_resource(ctx, ty, kind, bytes, hint))
 }
 
 /// A constant op's value, checked to hold its data, and a name hint for a

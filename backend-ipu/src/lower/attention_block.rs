@@ -279,8 +279,10 @@ impl AttentionShape {
             .collect()
     }
 
-    /// vt's token of row `r` ([`Self::rows`]).
-    pub fn vt_token(&self, r: u32) -> u32 {
+    /// The token of row `r` ([`Self::rows`]) among each image's tokens
+    /// padded to whole panels of 16: vt's output column (and the pooling
+    /// head's sv's, [`super::pool_head`]).
+    pub fn padded_token(&self, r: u32) -> u32 {
         r / self.m * self.key_panels() * 16 + r % self.m
     }
 

@@ -52,7 +52,9 @@ pub fn exchange_a(plan: &AttentionPlan) -> Vec<Transfer> {
     out.extend(super::stream::transfers(&qk));
     out.extend(vt_input_transfers(plan));
     // vt's weight panels: LayerNorm's rows, a token per output row.
-    out.extend(weight_panel_transfers(&vt, &ln, |r| plan.shape.vt_token(r)));
+    out.extend(weight_panel_transfers(&vt, &ln, |r| {
+        plan.shape.padded_token(r)
+    }));
     out.extend(residual_transfers(&plan.out, plan.layout.residual, &ln));
     // Senders in turn (so400m: 65k cycles in the senders' order, 59k
     // rotated; the qk, vt and residual parts rotated each alone 61-62k;

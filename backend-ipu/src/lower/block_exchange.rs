@@ -145,7 +145,7 @@ pub(super) fn input_panel_transfers(product: &PlacedGemm, ln: &LnTiles<'_>) -> V
 /// a swapped product whose output channels are the rows' tokens (its
 /// weights `W[ch][t]` are row `t`'s channel `ch`, row `r` being token
 /// `token(r)`: increasing, one token per row, each image's tokens
-/// starting a group of 16 ([`super::attention_block::AttentionShape::vt_token`])):
+/// starting a group of 16 ([`super::attention_block::AttentionShape::padded_token`])):
 /// each LN tile sends, per run of its rows within a group of 16 tokens
 /// and per K part, its rows of every panel of the K part in one
 /// segmented transfer (a segment per panel), multicast to every row block

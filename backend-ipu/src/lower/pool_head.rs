@@ -894,9 +894,8 @@ pub fn exchange_a(plan: &PoolPlan) -> Vec<Transfer> {
             }
         }
     }
-    let s = plan.shape;
     out.extend(weight_panel_transfers(&sv, &plan.ln(), |r| {
-        r / s.m * tokens_padded(s) + r % s.m
+        plan.shape.padded_token(r)
     }));
     out
 }

@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use ipuc_backend_ipu::emit::build_executable;
-use ipuc_backend_ipu::lower::batch::largest_batch;
+use ipuc_backend_ipu::lower::batch::{function_batch, largest_batch};
 use ipuc_backend_ipu::lower::passes::{lower_function_reporting, planned_products};
 use ipuc_backend_ipu::lower::plan::GemmPlan;
 use ipuc_ipu_arch::Executable;
@@ -74,13 +74,7 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         _ => (args.clone(), None),
     };
     let args = &chosen;
-    // A batch of a data set's images: each repeated.
-    let read = match args.batch {
-        Some(Batch::Images(n)) if n > 1 => read
-            .map(|sets| sets.into_iter().map(|s| data::repeat_batch(s, n)).collect())
-            .transpose()?,
-        _ => read,
-    };
+    let read = data::for_batch(read, args.batch)?;
     // `--oracle source`: the reference executor runs on the model before
     // the conversion to `--precision`, which follows it.
     let source = args.oracle == OracleArg::Source && args.precision.is_some();
@@ -90,10 +84,7 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         model::load
     };
     let mut loaded = load(args, read.as_ref().and_then(|s| s.first()))?;
-    let entry = |loaded: &model::LoadedModel| match &args.function {
-        Some(name) => super::find_function(&loaded.ctx, loaded.root, name),
-        None => interpreter::entry_function(&loaded.ctx, loaded.root).map_err(|e| e.to_string()),
-    };
+    let entry = |loaded: &model::LoadedModel| loaded.function(args.function.as_deref());
     let func = entry(&loaded)?;
     let sets: Vec<DataSet> = match read {
         Some(sets) => sets,
@@ -157,15 +148,7 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
     let render = |d: &ipuc_ir::Diagnostic| with_reference_hint(SourceMgr::new().render(d));
     phases.start("planning and lowering");
     // Entries per run (see `CompiledSummary::batch`).
-    let batch = loaded
-        .ctx
-        .regions(func)
-        .first()
-        .and_then(|&r| loaded.ctx.entry_block(r))
-        .and_then(|b| loaded.ctx.block_args(b).first().copied())
-        .and_then(|a| loaded.ctx.value_type(a).shape().map(<[i64]>::to_vec))
-        .filter(|dims| dims.len() >= 3)
-        .map_or(1, |dims| dims[0].max(1) as u64);
+    let batch = function_batch(&loaded.ctx, func).map_or(1, u64::from);
     // With --plan-report, the report is printed once the plan is made; a
     // chain is planned once for the report, the lowering and the
     // profile's attribution.
@@ -266,10 +249,7 @@ fn auto_batch(args: &RunArgs, set: Option<&DataSet>) -> Result<(u32, String), St
         ..args.clone()
     };
     let loaded = model::load(&one, set)?;
-    let func = match &args.function {
-        Some(name) => super::find_function(&loaded.ctx, loaded.root, name)?,
-        None => interpreter::entry_function(&loaded.ctx, loaded.root).map_err(|e| e.to_string())?,
-    };
+    let func = loaded.function(args.function.as_deref())?;
     let choice = largest_batch(&loaded.ctx, func, &MachineModel::c600(), AUTO_BATCH_MOST)
         .map_err(|d| with_reference_hint(SourceMgr::new().render(&d)))?;
     tracing::info!(tried = ?choice.tried, "--batch auto");

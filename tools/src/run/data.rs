@@ -41,6 +41,12 @@ pub struct DataSet {
 /// N` with `--input`: each image of the batch is the data set's, judged
 /// against its stored outputs).
 pub fn repeat_batch(set: DataSet, n: u32) -> Result<DataSet, String> {
+    let DataSet {
+        name: set_name,
+        inputs,
+        expected,
+        synthesized,
+    } = set;
     let repeat = |named: Vec<Named>, what: &str| -> Result<Vec<Named>, String> {
         named
             .into_iter()
@@ -55,17 +61,32 @@ pub fn repeat_batch(set: DataSet, n: u32) -> Result<DataSet, String> {
                     })
                 }
                 _ => Err(format!(
-                    "data set {}: --batch {n} repeats a data set of one image, but {what} `{name}` has shape {:?} (leading dimension not 1)",
-                    set.name, tensor.shape
+                    "data set {set_name}: --batch {n} repeats a data set of one image, but {what} `{name}` has shape {:?} (leading dimension not 1)",
+                    tensor.shape
                 )),
             })
             .collect()
     };
     Ok(DataSet {
-        inputs: repeat(set.inputs.clone(), "input")?,
-        expected: repeat(set.expected.clone(), "output")?,
-        ..set
+        inputs: repeat(inputs, "input")?,
+        expected: repeat(expected, "output")?,
+        name: set_name,
+        synthesized,
     })
+}
+
+/// The data sets read for a run of `batch` images: each repeated
+/// ([`repeat_batch`]) for more than one, as read otherwise.
+pub fn for_batch(
+    read: Option<Vec<DataSet>>,
+    batch: Option<crate::import::Batch>,
+) -> Result<Option<Vec<DataSet>>, String> {
+    match batch {
+        Some(crate::import::Batch::Images(n)) if n > 1 => read
+            .map(|sets| sets.into_iter().map(|s| repeat_batch(s, n)).collect())
+            .transpose(),
+        _ => Ok(read),
+    }
 }
 
 fn to_host(t: NamedTensor) -> Named {

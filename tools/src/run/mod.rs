@@ -150,19 +150,11 @@ pub fn run(args: &RunArgs) -> Result<Report, String> {
     }
     // Data sets are read first: an ONNX model is bound to them on import.
     let read: Option<Vec<DataSet>> = args.input.as_deref().map(data::discover).transpose()?;
-    let read = match args.batch {
-        Some(crate::import::Batch::Images(n)) if n > 1 => read
-            .map(|sets| sets.into_iter().map(|s| data::repeat_batch(s, n)).collect())
-            .transpose()?,
-        _ => read,
-    };
+    let read = data::for_batch(read, args.batch)?;
     let started = Instant::now();
     let mut loaded = model::load(args, read.as_ref().and_then(|s| s.first()))?;
     let import_s = started.elapsed().as_secs_f64();
-    let entry = |loaded: &model::LoadedModel| match &args.function {
-        Some(name) => find_function(&loaded.ctx, loaded.root, name),
-        None => interpreter::entry_function(&loaded.ctx, loaded.root).map_err(|e| e.to_string()),
-    };
+    let entry = |loaded: &model::LoadedModel| loaded.function(args.function.as_deref());
     let func = entry(&loaded)?;
     let sets: Vec<DataSet> = match read {
         Some(sets) => sets,

@@ -30,6 +30,16 @@ pub struct LoadedModel {
 }
 
 impl LoadedModel {
+    /// The function to run: the one named `name` (`--function`), else the
+    /// entry function.
+    pub fn function(&self, name: Option<&str>) -> Result<OpId, String> {
+        match name {
+            Some(name) => super::find_function(&self.ctx, self.root, name),
+            None => ipuc_runtime::reference::interpreter::entry_function(&self.ctx, self.root)
+                .map_err(|e| e.to_string()),
+        }
+    }
+
     /// The data set's inputs the function takes, in parameter order: all of
     /// them, or for a bound ONNX model those not made constants.
     pub fn fed_inputs<'s>(&self, set: &'s DataSet) -> Vec<&'s super::data::Named> {
