@@ -220,6 +220,7 @@ fn random_many_to_many_supersteps_deliver_every_word_in_time() {
     // 40 draws: seed 33 caught a switch that reserved a put it does not
     // issue, over a segment's first re-point (the scheduler's overlap
     // assertion).
+    let mut split = 0;
     for seed in 0..40 {
         let Case {
             transfers,
@@ -228,36 +229,47 @@ fn random_many_to_many_supersteps_deliver_every_word_in_time() {
             dst_words,
         } = random_case(seed, &tiles);
         // Each order alone (the earliest-first ones reorder the senders'
-        // transfers and receivers' switches freely), and the shortest.
-        let listed = schedule_in(&m, &tiles, &transfers, Order::Listed);
-        let earliest = schedule_in(&m, &tiles, &transfers, Order::Earliest);
-        let critical = schedule_in(&m, &tiles, &transfers, Order::Critical);
+        // transfers and receivers' switches freely; the split ones also
+        // pause a sender's words while it switches its own mux), and the
+        // shortest of those `schedule` tries.
+        let all = [
+            Order::Listed,
+            Order::Earliest,
+            Order::Critical,
+            Order::EarliestSplit,
+            Order::CriticalSplit,
+        ]
+        .map(|order| (order, schedule_in(&m, &tiles, &transfers, order)));
         let best = schedule(&m, &tiles, &transfers);
-        assert_eq!(
-            best.cycles,
-            listed.cycles.min(earliest.cycles).min(critical.cycles)
-        );
-        for (order, s) in [
-            ("listed", &listed),
-            ("earliest", &earliest),
-            ("critical", &critical),
-        ] {
+        let tried = all
+            .iter()
+            .filter(|(o, _)| Order::TRIED.contains(o))
+            .map(|(_, s)| s.cycles)
+            .min();
+        assert_eq!(Some(best.cycles), tried);
+        for (order, s) in &all {
+            if order.split() {
+                split += s.split;
+            } else {
+                assert_eq!(s.split, 0, "seed {seed}, {order:?} splits no send");
+            }
             let (got, cycles) = run(&m, &tiles, s, &src, dst_words);
             for (i, t) in tiles.iter().enumerate() {
-                assert_eq!(got[i], want[i], "seed {seed}, {order}: tile {t}");
+                assert_eq!(got[i], want[i], "seed {seed}, {order:?}: tile {t}");
             }
             // The run is two syncs plus the superstep: the schedule's
             // length is what the superstep costs, up to the closing sync.
             let syncs = 2 * u64::from(m.sync_latency);
             assert!(
                 cycles >= s.cycles + syncs && cycles <= s.cycles + syncs + 16,
-                "seed {seed}, {order}: simulated {cycles}, scheduled {} + {syncs}",
+                "seed {seed}, {order:?}: simulated {cycles}, scheduled {} + {syncs}",
                 s.cycles
             );
         }
     }
+    // The draws exercise split sends (tiles there both send and receive).
+    assert!(split > 0, "no draw split a send");
 }
-
 #[test]
 fn the_earliest_first_order_keeps_receivers_busy_that_the_listed_order_leaves_waiting() {
     // Senders a and b each send L words to receiver x and to receiver y,
@@ -458,4 +470,66 @@ fn a_segmented_receive_re_points_in_a_loop() {
         "{cycles} simulated, {} scheduled",
         s.cycles
     );
+}
+
+/// A tile that takes many short transfers and sends a long one: with
+/// whole sends its supervisor can either switch its mux between the
+/// arrivals or hold the send, so one waits for the other; split around
+/// its switches, the send's words pause while the tile switches and both
+/// go on at once. The words land where they should in every order.
+#[test]
+fn a_tile_that_receives_and_sends_splits_its_send_around_its_switches() {
+    let m = MachineModel::c600();
+    let (busy, far) = (5u32, 600u32);
+    let senders: Vec<u32> = (0..8).map(|i| 40 + 16 * i).collect();
+    let mut tiles = senders.clone();
+    tiles.extend([busy, far]);
+    let mut transfers: Vec<Transfer> = senders
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| Transfer {
+            sender: s,
+            chunks: vec![Chunk {
+                address: SRC,
+                words: 64,
+            }],
+            receivers: vec![(busy, DST + 4 * 64 * i as u32)],
+            segment: None,
+        })
+        .collect();
+    transfers.push(Transfer {
+        sender: busy,
+        chunks: vec![Chunk {
+            address: SRC,
+            words: 300,
+        }],
+        receivers: vec![(far, DST)],
+        segment: None,
+    });
+    let whole = [Order::Listed, Order::Earliest, Order::Critical]
+        .map(|o| schedule_in(&m, &tiles, &transfers, o).cycles)
+        .into_iter()
+        .min()
+        .unwrap();
+    let split = schedule_in(&m, &tiles, &transfers, Order::CriticalSplit);
+    assert!(split.split > 0, "the long send is split");
+    assert!(
+        split.cycles + 80 < whole,
+        "split {} cycles, whole sends {whole}",
+        split.cycles
+    );
+    assert!(schedule(&m, &tiles, &transfers).cycles <= split.cycles);
+    let src: Vec<Vec<u32>> = tiles
+        .iter()
+        .map(|&t| (0..SRC_WORDS).map(|k| t << 16 | k).collect())
+        .collect();
+    let (got, _) = run(&m, &tiles, &split, &src, 8 * 64);
+    let at = |t: u32| tiles.iter().position(|&x| x == t).unwrap();
+    for (i, &s) in senders.iter().enumerate() {
+        for k in 0..64 {
+            assert_eq!(got[at(busy)][i * 64 + k], s << 16 | k as u32);
+        }
+    }
+    let sent: Vec<u32> = (0..300).map(|k| busy << 16 | k).collect();
+    assert_eq!(got[at(far)][..300], sent[..]);
 }

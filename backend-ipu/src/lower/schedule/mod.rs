@@ -28,7 +28,15 @@
 //!   so a tile's exchange code does not grow with the segments);
 //! - each tile's supervisor does one thing at a time: its sends and its
 //!   switches (and the setup of their registers) occupy disjoint cycle
-//!   intervals, with delay loops in between.
+//!   intervals, with delay loops in between. A tile that takes many short
+//!   transfers (a switch every hundred cycles or so) and also sends would
+//!   hold its receiving up for a send of a few hundred words, or the send
+//!   for its receiving; the *split* orders ([`Order::split`]) lay such a
+//!   send in pieces between the tile's switches (each piece a `send`
+//!   run with its own address loads, a chunk cut where a piece must end),
+//!   the outgoing words pausing while the tile switches its mux, where
+//!   that gets the transfer's last word out sooner than waiting for a
+//!   stretch long enough for the whole send.
 //!
 //! A sender's pieces that land one after another on the same receivers
 //! are joined into one transfer first ([`coalesce`]): one mux switch for
@@ -386,11 +394,10 @@ impl Rules {
     }
 
     /// The put cycle of a receiver's re-point for a segment whose first
-    /// word leaves the sender `leaves` cycles after its first `send` (at
-    /// `first`) and takes `lat` cycles to arrive: it takes effect as the
-    /// word arrives.
-    fn repoint(&self, first: u64, lat: u64, leaves: u64) -> u64 {
-        first + leaves + lat - self.put
+    /// word leaves the sender at cycle `leaves` and takes `lat` cycles to
+    /// arrive: it takes effect as the word arrives.
+    fn repoint(&self, leaves: u64, lat: u64) -> u64 {
+        leaves + lat - self.put
     }
 
     /// Cycles of the superstep's opening: the mux cleared, DCOUNT armed.
@@ -430,6 +437,12 @@ impl Busy {
     fn remove(&mut self, start: u64) {
         self.0.remove(&start);
     }
+
+    /// The start of the first interval that starts at or after `x`
+    /// (`u64::MAX` where none does).
+    fn next_start(&self, x: u64) -> u64 {
+        self.0.range(x..).next().map_or(u64::MAX, |(&s, _)| s)
+    }
 }
 
 /// A receiver's state during scheduling.
@@ -467,15 +480,92 @@ pub struct Schedule {
     pub received: BTreeMap<u32, u32>,
     /// Words each sender sends (a multicast word once).
     pub sent: BTreeMap<u32, u32>,
+    /// Transfers whose sends were split into pieces ([`Order::split`]).
+    pub split: u32,
 }
 
 /// Where a transfer goes once placed: its first `send` and each
 /// receiver's switch (`base` to re-point to, put cycle, and the closing
 /// switch it takes over).
 struct Placement {
-    first: u64,
+    laid: Laid,
     switches: Vec<(u32, Option<u32>, u64, Option<usize>)>,
 }
+
+/// A contiguous run of a transfer's sends: [`Event::Send`]'s fields, its
+/// setup's `lead` before `first` and its `span` from `first`.
+#[derive(Clone, Debug)]
+struct Piece {
+    chunks: Vec<Chunk>,
+    starts: Vec<usize>,
+    first: u64,
+    lead: u64,
+    span: u64,
+}
+
+/// A transfer's sends as placed: one [`Piece`], or several where the
+/// sender's supervisor has other work (its own mux switches and
+/// re-points as a receiver) between them. Times are absolute.
+#[derive(Clone, Debug)]
+struct Laid {
+    pieces: Vec<Piece>,
+    /// When each later segment's first word leaves the sender.
+    segment_leaves: Vec<u64>,
+    /// When the last word leaves the sender.
+    last_word: u64,
+}
+
+impl Laid {
+    /// The first `send`'s cycle.
+    fn first(&self) -> u64 {
+        self.pieces[0].first
+    }
+
+    /// The cycle after the last piece ends.
+    fn end(&self) -> u64 {
+        self.pieces
+            .iter()
+            .map(|p| p.first + p.span)
+            .max()
+            .expect("a laid transfer has a piece")
+    }
+
+    /// The sends in one piece from `first`, as [`Sends`] times them.
+    fn whole(t: &Transfer, sends: &Sends, first: u64) -> Self {
+        Laid {
+            pieces: vec![Piece {
+                chunks: t.chunks.clone(),
+                starts: sends.starts.clone(),
+                first,
+                lead: sends.lead,
+                span: sends.span,
+            }],
+            segment_leaves: sends.segment_leaves.iter().map(|&l| first + l).collect(),
+            last_word: first + sends.last_word,
+        }
+    }
+}
+
+/// A piece's chunks and the indices (after the first) of those that
+/// start segments, from its chunks each with whether it starts one.
+fn piece_of(items: &[(Chunk, bool)]) -> (Vec<Chunk>, Vec<usize>) {
+    let chunks = items.iter().map(|&(c, _)| c).collect();
+    let starts = (1..items.len()).filter(|&i| items[i].1).collect();
+    (chunks, starts)
+}
+
+/// The fewest words a piece of a split chunk carries: a split costs a
+/// `setzi` and a `send`, and the pieces' leads.
+const MIN_SPLIT: u32 = 8;
+
+/// The most pieces a transfer's sends are split into: past it the
+/// sender's supervisor is too busy for a split to pay (each piece reloads
+/// its addresses), and the sends go whole.
+const MAX_PIECES: usize = 16;
+
+/// The most chunks of a transfer the split orders try to split (laying
+/// the pieces grows each one chunk at a time): longer runs go whole.
+const MAX_SPLIT_CHUNKS: usize = 64;
 
 /// A transfer's sends, timed from its first `send` ([`Rules::send_times`]):
 /// the same wherever it is placed, so worked out once.
@@ -518,6 +608,11 @@ struct Placer<'a> {
     rx: Vec<Rx>,
     tx: Vec<Tx>,
     end: u64,
+    /// Transfers laid in more than one piece.
+    split_count: u32,
+    /// Whether a transfer's sends may be split around the sender's other
+    /// work ([`Order::split`]).
+    split: bool,
 }
 
 impl Placer<'_> {
@@ -527,12 +622,14 @@ impl Placer<'_> {
         let rules = self.rules;
         let before = rules.switch_before();
         let s = t.sender;
-        let (span, lead) = (sends.span, sends.lead);
         let sender = self.tx[s as usize];
         let mut at = sender.free;
         loop {
-            let first = self.busy[s as usize].fit(at, lead, span);
-            self.busy[s as usize].insert(first - lead, first + span);
+            let laid = self.lay(t, sends, at);
+            let first = laid.first();
+            for p in &laid.pieces {
+                self.busy[s as usize].insert(p.first - p.lead, p.first + p.span);
+            }
             // Each receiver's switch: the last transfer's closing switch
             // taken over, or a new one, earliest first.
             let mut switches = Vec::with_capacity(t.receivers.len());
@@ -562,13 +659,13 @@ impl Placer<'_> {
                 }
                 switches.push((r, base, put, reuse));
             }
-            // Each re-point is at a fixed cycle once `first` is: where a
-            // receiver's supervisor is busy then, start later.
+            // Each re-point is at a fixed cycle once the sends are laid:
+            // where a receiver's supervisor is busy then, start later.
             if need == first {
                 'receivers: for &(r, _) in &t.receivers {
                     let lat = self.machine.exchange_latency(s, r);
-                    for &leaves in &sends.segment_leaves {
-                        let put = rules.repoint(first, lat, leaves);
+                    for &leaves in &laid.segment_leaves {
+                        let put = rules.repoint(leaves, lat);
                         let free =
                             self.busy[r as usize].fit(put, rules.repoint_before(), rules.put);
                         if free != put {
@@ -578,12 +675,161 @@ impl Placer<'_> {
                     }
                 }
             }
-            self.busy[s as usize].remove(first - lead);
+            for p in &laid.pieces {
+                self.busy[s as usize].remove(p.first - p.lead);
+            }
             if need == first {
-                return Placement { first, switches };
+                return Placement { laid, switches };
             }
             at = need;
         }
+    }
+
+    /// `t`'s sends laid from `at` on: in one piece at the sender's first
+    /// free stretch long enough for all of them, or, where that comes
+    /// later than the last word of sends that start at once and step
+    /// around the sender's other work (a receiver's switches and
+    /// re-points on the same tile), in pieces between them.
+    fn lay(&self, t: &Transfer, sends: &Sends, at: u64) -> Laid {
+        let busy = &self.busy[t.sender as usize];
+        let whole = Laid::whole(t, sends, busy.fit(at, sends.lead, sends.span));
+        if !self.split
+            || t.chunks.len() > MAX_SPLIT_CHUNKS
+            || whole.first() == busy.fit(at, sends.lead, 1)
+        {
+            return whole;
+        }
+        match self.lay_pieces(t, at) {
+            Some(p) if p.last_word < whole.last_word => p,
+            _ => whole,
+        }
+    }
+
+    /// `t`'s sends in pieces from `at`: each piece as many chunks (the
+    /// last one split, at least [`MIN_SPLIT`] words a part) as fit
+    /// before the sender's next busy interval; a segment's first chunk
+    /// at least [`Rules::segment_cycles`] after the previous segment's.
+    /// `None` where it would take more than [`MAX_PIECES`].
+    fn lay_pieces(&self, t: &Transfer, at: u64) -> Option<Laid> {
+        let rules = self.rules;
+        let busy = &self.busy[t.sender as usize];
+        let seg_starts = t.segment_starts();
+        let mut queue: std::collections::VecDeque<(Chunk, bool)> = t
+            .chunks
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| (c, seg_starts.contains(&i)))
+            .collect();
+        let mut pieces: Vec<Piece> = Vec::new();
+        let mut segment_leaves = Vec::new();
+        let mut last_segment: Option<u64> = None;
+        let mut from = at;
+        let mut last_word = 0;
+        while let Some(&(front, seg)) = queue.front() {
+            if pieces.len() >= MAX_PIECES {
+                return None;
+            }
+            // After the previous piece and its successor's address loads.
+            let prev_end = from;
+            let lo = match (seg, last_segment) {
+                (true, Some(l)) => from.max(l + rules.segment_cycles()),
+                _ => from,
+            };
+            let lo = if pieces.is_empty() {
+                lo
+            } else {
+                lo.max(prev_end + rules.latency)
+            };
+            let least = 1 + u64::from(front.words.min(MIN_SPLIT)) * rules.word;
+            let x = busy.fit(lo, rules.latency, least);
+            let limit = busy.next_start(x);
+            // Grow the piece while its sends fit before `limit`: its
+            // chunks, each with whether it starts a segment.
+            let fits = |items: &[(Chunk, bool)]| {
+                let (chunks, starts) = piece_of(items);
+                let (_, span) = rules.send_times(&chunks, &starts);
+                let lead = rules.send_lead(&chunks);
+                x >= lead
+                    && (pieces.is_empty() || x - lead >= prev_end)
+                    && x + span <= limit
+                    && busy.fit(x, lead, span) == x
+            };
+            let mut items: Vec<(Chunk, bool)> = Vec::new();
+            while let Some(&(c, seg)) = queue.front() {
+                items.push((c, seg));
+                if fits(&items) {
+                    queue.pop_front();
+                    continue;
+                }
+                // Split: the most words that still fit, if enough.
+                items.pop();
+                let part = |words| {
+                    (
+                        Chunk {
+                            address: c.address,
+                            words,
+                        },
+                        seg,
+                    )
+                };
+                let (mut lo_w, mut hi_w) = (0, c.words);
+                while lo_w + 1 < hi_w {
+                    let mid = (lo_w + hi_w) / 2;
+                    items.push(part(mid));
+                    if fits(&items) {
+                        lo_w = mid;
+                    } else {
+                        hi_w = mid;
+                    }
+                    items.pop();
+                }
+                if lo_w >= MIN_SPLIT && c.words - lo_w >= MIN_SPLIT {
+                    items.push(part(lo_w));
+                    queue[0] = (
+                        Chunk {
+                            address: c.address + 4 * lo_w,
+                            words: c.words - lo_w,
+                        },
+                        false,
+                    );
+                }
+                break;
+            }
+            if items.is_empty() {
+                // Not even a part fits this stretch (or a streamed
+                // piece's longer lead does not): a cycle on.
+                from = x + 1;
+                continue;
+            }
+            let (chunks, starts) = piece_of(&items);
+            let (times, span) = rules.send_times(&chunks, &starts);
+            let lead = rules.send_lead(&chunks);
+            if pieces.is_empty() {
+                // The first segment's first send.
+                last_segment = Some(x + times[0]);
+            }
+            for (&(_, seg), &time) in items.iter().zip(&times) {
+                if seg {
+                    segment_leaves.push(x + time + 1);
+                    last_segment = Some(x + time);
+                }
+            }
+            let c = chunks.last().expect("a piece has a chunk");
+            last_word = x + times[times.len() - 1] + u64::from(c.words) * rules.word;
+            from = x + span;
+            pieces.push(Piece {
+                chunks,
+                starts,
+                first: x,
+                lead,
+                span,
+            });
+        }
+        Some(Laid {
+            pieces,
+            segment_leaves,
+            last_word,
+        })
     }
 
     /// A lower bound of `t`'s first `send` cycle from the sender's and
@@ -600,26 +846,26 @@ impl Placer<'_> {
     }
 
     /// Places `t` where [`Placer::probe`] found it.
-    fn commit(&mut self, t: &Transfer, sends: &Sends, p: Placement) {
+    fn commit(&mut self, t: &Transfer, p: Placement) {
         let rules = self.rules;
         let (before, after) = (rules.switch_before(), rules.switch_after());
         let s = t.sender;
-        let first = p.first;
-        let (span, lead, last_word) = (sends.span, sends.lead, sends.last_word);
-        self.busy[s as usize].insert(first - lead, first + span);
-        self.events
-            .get_mut(&s)
-            .expect("every sender has events")
-            .push((
-                first - lead,
+        let laid = p.laid;
+        let list = self.events.get_mut(&s).expect("every sender has events");
+        self.split_count += u32::from(laid.pieces.len() > 1);
+        for piece in &laid.pieces {
+            self.busy[s as usize].insert(piece.first - piece.lead, piece.first + piece.span);
+            list.push((
+                piece.first - piece.lead,
                 Event::Send {
-                    chunks: t.chunks.clone(),
-                    starts: sends.starts.clone(),
-                    first,
+                    chunks: piece.chunks.clone(),
+                    starts: piece.starts.clone(),
+                    first: piece.first,
                 },
             ));
-        self.end = self.end.max(first + span);
-        let mut free = first + span;
+        }
+        let mut free = laid.end();
+        self.end = self.end.max(free);
         for (&(_, addr), (r, base, put, reuse)) in t.receivers.iter().zip(p.switches) {
             let switch = Event::Switch {
                 sender: Some(s),
@@ -638,8 +884,8 @@ impl Placer<'_> {
             }
             self.end = self.end.max(put + rules.switch_puts(base.is_some()));
             let lat = self.machine.exchange_latency(s, r);
-            for (n, &leaves) in sends.segment_leaves.iter().enumerate() {
-                let put = rules.repoint(first, lat, leaves);
+            for (n, &leaves) in laid.segment_leaves.iter().enumerate() {
+                let put = rules.repoint(leaves, lat);
                 busy.insert(put - rules.repoint_before(), put + rules.put);
                 let seg = t.segment.expect("segment starts come from a segment");
                 list.push((
@@ -651,7 +897,7 @@ impl Placer<'_> {
                 ));
             }
             let state = &mut self.rx[r as usize];
-            state.last = first + last_word + lat;
+            state.last = laid.last_word + lat;
             state.next = Some(t.word_address(addr, t.words() - 1) + 4);
             // Close: the mux leaves the sender after the last word.
             let close = busy.fit((state.last + 1).saturating_sub(rules.put), before, after);
@@ -669,7 +915,7 @@ impl Placer<'_> {
             self.end = self.end.max(close + rules.put).max(state.last + 1);
         }
         self.tx[s as usize] = Tx {
-            last_word: Some(first + last_word),
+            last_word: Some(laid.last_word),
             free,
         };
     }
@@ -680,19 +926,33 @@ impl Placer<'_> {
 /// `tiles` are every tile that runs the superstep (each clears its mux).
 ///
 /// Transfers are placed one at a time, each where it can start earliest
-/// after those placed before it, in three [`Order`]s: as listed (the
-/// caller's order: pieces that land one after another at a receiver
-/// continue its write pointer); always the transfer that can start
-/// earliest next (ties: the one listed first; where many senders feed
-/// overlapping receiver sets, this keeps receivers busy that a fixed
-/// order leaves waiting); and the same with the most loaded ports first.
-/// The shortest schedule wins (ties: the earlier order). In `ipu-bench
-/// attention --precision fp8` (so400m's shapes) exchange A takes 30,479
-/// cycles listed, 14,716 earliest first, 14,540 critical first; exchange
-/// C 19,138, 13,612 and 12,864; exchange D (a rotated all-to-all) 4,553
-/// listed, 5,174 and 4,558. A transfer's earliest start only moves later
-/// as others are placed, so a lazy queue of those starts finds the
-/// earliest with few re-probes.
+/// after those placed before it, in the [`Order::TRIED`] orders, each on
+/// a thread of its own: as listed (the caller's order: pieces that land
+/// one after another at a receiver continue its write pointer); the
+/// transfer whose start, less the words its busiest port has yet to
+/// carry, is earliest (the most loaded ports first; where many senders
+/// feed overlapping receiver sets, this keeps receivers busy that a
+/// fixed order leaves waiting); and that and always the transfer that can
+/// start earliest next, with sends split around the senders' switches
+/// ([`Order::split`]). The shortest schedule wins (ties: the earlier
+/// order). In `ipu-bench attention --precision fp8` (so400m's shapes),
+/// listed, critical first, earliest first split and critical first split:
+/// exchange A 30,479, 14,540, 14,716 and 14,540 cycles (its busiest port
+/// 7,896 words: the LN tiles send as much as the product tiles take);
+/// exchange B 26,779, 20,402, 20,658 and 19,600 (12,360 words); exchange
+/// C 19,138, 12,864, 14,096 and 13,644 (8,480 words); exchange D (a
+/// rotated all-to-all) 4,553, 4,558, 3,921 and 4,030 (2,268 words); in
+/// `ipu-bench mlp --precision fp8` exchange B 21,869, 19,383, 17,383 and
+/// 17,290 (14,280 words). Earliest first with whole sends (14,716,
+/// 20,159, 13,612, 5,174; the MLP's exchange A 13,852, as the split one)
+/// was never the shortest, so it is not tried. Were a tile's switches
+/// free while it sends (which the supervisor cannot do), exchanges B, C,
+/// D and the MLP's B would take about 13,800, 8,700, 2,900 and 14,400:
+/// what the switches a receiver makes between short transfers cost.
+/// A transfer's earliest start only moves later as others are placed
+/// (a split placement can start sooner than a whole one placed before
+/// it: its key is then pushed back and taken at once), so a lazy queue
+/// of those starts finds the earliest with few re-probes.
 ///
 /// A receiver's mux names a sender only from its switch to the closing
 /// switch after the transfer's last word; the sender's earlier words reach
@@ -702,20 +962,26 @@ pub fn schedule(machine: &MachineModel, tiles: &[u32], transfers: &[Transfer]) -
     let prepared = Prepared::of(machine, transfers);
     // The orders on threads of their own (each is deterministic, and so
     // is the choice).
-    let [listed, earliest, critical] = std::thread::scope(|scope| {
+    let placed: Vec<Placer> = std::thread::scope(|scope| {
         let prepared = &prepared;
-        let others = [Order::Earliest, Order::Critical]
-            .map(|order| scope.spawn(move || place(machine, tiles, prepared, order)));
+        let others: Vec<_> = Order::TRIED[1..]
+            .iter()
+            .map(|&order| scope.spawn(move || place(machine, tiles, prepared, order)))
+            .collect();
         let listed = place(machine, tiles, prepared, Order::Listed);
-        let [earliest, critical] =
-            others.map(|h| h.join().expect("a schedule's thread does not panic"));
-        [listed, earliest, critical]
+        std::iter::once(listed)
+            .chain(
+                others
+                    .into_iter()
+                    .map(|h| h.join().expect("a schedule's thread does not panic")),
+            )
+            .collect()
     });
     // The shortest; ties go to the earlier order.
-    let best = [listed, earliest, critical]
+    let best = placed
         .into_iter()
         .reduce(|best, p| if p.end < best.end { p } else { best })
-        .expect("three schedules");
+        .expect("every order places");
     prepared.finish(best)
 }
 
@@ -729,6 +995,34 @@ pub enum Order {
     /// The one whose start, less the words its busiest port has yet to
     /// carry, is earliest: the most loaded ports first.
     Critical,
+    /// As [`Order::Earliest`], each transfer's sends split around the
+    /// sender's other work where that ends them sooner ([`Order::split`]).
+    EarliestSplit,
+    /// As [`Order::Critical`], sends split likewise.
+    CriticalSplit,
+}
+
+impl Order {
+    /// The orders [`schedule`] tries (ties go to the earlier):
+    /// [`Order::Earliest`] with whole sends is left out, as no exchange
+    /// of so400m's blocks found it shorter than the others.
+    pub const TRIED: [Order; 4] = [
+        Order::Listed,
+        Order::Critical,
+        Order::EarliestSplit,
+        Order::CriticalSplit,
+    ];
+
+    /// Whether a transfer's sends may be split into pieces around the
+    /// sender's supervisor's other work (its mux switches and re-points
+    /// as a receiver), where they would otherwise wait for a stretch
+    /// long enough for all of them: the outgoing words pause while the
+    /// tile switches its incoming mux, and a tile that both sends and
+    /// takes many short transfers need not hold its receiving up for its
+    /// sends (or its sends for its receiving).
+    pub fn split(self) -> bool {
+        matches!(self, Order::EarliestSplit | Order::CriticalSplit)
+    }
 }
 
 /// [`schedule`] in one `order` alone.
@@ -788,7 +1082,10 @@ impl Prepared {
     /// The schedule `placer` made of these transfers.
     fn finish(self, placer: Placer) -> Schedule {
         let Placer {
-            mut events, end, ..
+            mut events,
+            end,
+            split_count,
+            ..
         } = placer;
         for list in events.values_mut() {
             list.sort_by_key(|e| e.0);
@@ -798,6 +1095,7 @@ impl Prepared {
             cycles: end,
             received: self.received,
             sent: self.sent,
+            split: split_count,
         }
     }
 }
@@ -825,6 +1123,8 @@ fn place<'a>(
         rx: vec![Rx::default(); size],
         tx: vec![Tx::default(); size],
         end: 0,
+        split_count: 0,
+        split: order.split(),
     };
     for &t in &all {
         let count = received.get(&t).copied();
@@ -843,7 +1143,7 @@ fn place<'a>(
     if order == Order::Listed {
         for (t, sends) in transfers {
             let p = placer.probe(t, sends);
-            placer.commit(t, sends, p);
+            placer.commit(t, p);
         }
         return placer;
     }
@@ -853,7 +1153,7 @@ fn place<'a>(
     // transfers are placed, so each queued key is a lower bound of the
     // transfer's key now ([`Placer::bound`]'s start, cheap, or a probe's,
     // exact until another transfer is placed).
-    let weight = u64::from(order == Order::Critical);
+    let weight = u64::from(matches!(order, Order::Critical | Order::CriticalSplit));
     let (mut rem_in, mut rem_out) = (vec![0u64; size], vec![0u64; size]);
     for (&t, &w) in received {
         rem_in[t as usize] = u64::from(w);
@@ -885,14 +1185,14 @@ fn place<'a>(
             continue;
         }
         let p = placer.probe(t, sends);
-        if p.first + lag == key {
-            placer.commit(t, sends, p);
+        if p.laid.first() + lag == key {
+            placer.commit(t, p);
             rem_out[t.sender as usize] -= u64::from(t.words());
             for &(r, _) in &t.receivers {
                 rem_in[r as usize] -= u64::from(t.words());
             }
         } else {
-            queue.push(Reverse((p.first + lag, n)));
+            queue.push(Reverse((p.laid.first() + lag, n)));
         }
     }
     placer
