@@ -759,3 +759,37 @@ fn combined_rows_over_the_partials_match_float64() {
     let result = run_planned(s, 37, &planner);
     assert_block_accuracy(s, result, 0.9999, 5e-3);
 }
+
+/// x's rows reach out's tiles in exchange B, from the LN tiles, which
+/// compute nothing else in the block (the planner puts them past every
+/// product's): exchange A, whose busiest senders the LN tiles are, carries
+/// LayerNorm's rows alone. Every plan keeps the LN tiles apart, and the
+/// block matches float64 (as every test here checks).
+#[test]
+fn x_rows_go_in_exchange_b_from_ln_tiles_that_compute_nothing_else() {
+    use ipuc_backend_ipu::lower::attention_exchange::{exchange_a, exchange_b};
+    use ipuc_backend_ipu::lower::schedule::Transfer;
+    let m = MachineModel::c600();
+    // The LN tiles' words in an exchange.
+    let ln_words = |p: &AttentionPlan, ts: &[Transfer]| {
+        ts.iter()
+            .filter(|t| p.ln_tiles.contains(&t.sender))
+            .map(|t| t.words())
+            .sum::<u32>()
+    };
+    for (s, range) in [
+        (shape(197, 768, 12), (0, m.tiles)),
+        (shape(64, 128, 2), (0, 48)),
+        (fp8(shape(729, 1152, 16)), (0, m.tiles)),
+    ] {
+        let p = plan_attention_forced(s, &m, range, None).unwrap_or_else(|e| panic!("{e}"));
+        assert!(p.ln_tiles_apart(), "{}", p.report(&m));
+        // x's rows, f16, every row once.
+        let x = s.rows() * s.c * 2 / 4;
+        assert_eq!(ln_words(&p, &exchange_b(&p).concat()), x);
+        // LayerNorm's rows, to qk and to vt (f16 or FP8 codes).
+        let a = ln_words(&p, &exchange_a(&p));
+        let ln_row_words = if s.fp8.is_some() { s.c / 4 } else { s.c / 2 };
+        assert_eq!(a, 2 * s.rows() * ln_row_words, "{}", p.report(&m));
+    }
+}

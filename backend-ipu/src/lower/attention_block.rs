@@ -72,9 +72,11 @@
 //!
 //! Supersteps (every tile runs every sync): LayerNorm on the LN tiles;
 //! exchange A (LayerNorm's rows to qk's input panels and vt's weight
-//! panels, x's rows to the out tiles that own them); qk and vt with their
+//! panels); qk and vt with their
 //! reductions; exchange B (Q panels, key rows and value panels to the
-//! attention tiles); the attention (flash-style: exchange B's part and
+//! attention tiles; x's rows to the out tiles that own them, from the
+//! LN tiles, which compute nothing else, [`AttentionPlan::ln_tiles_apart`]);
+//! the attention (flash-style: exchange B's part and
 //! the attention of each chunk of keys in turn, then the combination);
 //! with the keys split, exchange D (the
 //! partial rows and statistics to the tiles that combine them) and the
@@ -600,6 +602,19 @@ impl AttentionPlan {
         let mut t: Vec<u32> = (first..end).collect();
         t.extend(&self.ln_tiles);
         t
+    }
+
+    /// Whether no LN tile is one of the tiles that compute in the block
+    /// (qk's, vt's, out's, the attention's): the planner puts the LN tiles
+    /// past every product's, and exchange B relies on it, sending x's rows
+    /// (the residual) from the LN tiles, which nothing touches after
+    /// LayerNorm.
+    pub fn ln_tiles_apart(&self) -> bool {
+        let tiles = self.tiles();
+        let computing = tiles.len() - self.ln_tiles.len();
+        self.ln_tiles
+            .iter()
+            .all(|t| !tiles[..computing].contains(t))
     }
 
     /// The LN tiles.

@@ -6,15 +6,15 @@
 //!   transfer per LN tile, row block and K part, multicast to every column
 //!   block) and into vt's weight panels (one per LN tile, block of 16
 //!   tokens and K part, a segment per panel, multicast to every row block
-//!   of value channels); x's rows to the out tiles that own them after
-//!   out's reduction.
+//!   of value channels).
 //! - **B**: qk's owned rows of each Q group to the attention tiles of that
 //!   head and row block (every block of keys); of each K group to every
 //!   attention tile of that head and block of keys, as key rows of the
 //!   scores' weight panels (8 keys per panel row block, so a run is
 //!   re-pointed every 8 keys); vt's owned rows (value channels) of each
 //!   block of 16 tokens to every attention tile of their head and block of
-//!   keys, as the value panels.
+//!   keys, as the value panels; x's rows from the LN tiles to the out
+//!   tiles that own them after out's reduction (the residual).
 //! - **D** (keys split over tiles): each attention tile's partial output
 //!   rows and their statistics to the tile of its head and row block that
 //!   combines them.
@@ -55,7 +55,6 @@ pub fn exchange_a(plan: &AttentionPlan) -> Vec<Transfer> {
     out.extend(weight_panel_transfers(&vt, &ln, |r| {
         plan.shape.padded_token(r)
     }));
-    out.extend(residual_transfers(&plan.out, plan.layout.residual, &ln));
     // Senders in turn (so400m: 65k cycles in the senders' order, 59k
     // rotated; the qk, vt and residual parts rotated each alone 61-62k;
     // each LN tile starting at a K part of its own 68k).
@@ -232,6 +231,19 @@ pub fn exchange_b(plan: &AttentionPlan) -> Vec<Vec<Transfer>> {
     let mut parts: Vec<Vec<Transfer>> = out.into_iter().map(round_robin).collect();
     let mut first = round_robin(queries);
     first.append(&mut parts[0]);
+    // x's rows to out's tiles (the residual), from the LN tiles, which
+    // compute nothing else ([`AttentionPlan::ln_tiles_apart`]): here, not
+    // in exchange A, whose busiest senders the LN tiles are. In so400m's
+    // block (`ipu-bench attention --precision fp8`) each LN tile sends
+    // 3,456 words of x beside 3,456 of LayerNorm's rows: exchange A
+    // 14,540 -> 8,693 cycles, B 19,600 -> 20,924 (in D, which the LN
+    // tiles' sends would bound, 3,921 -> 5,697; in C 12,864 -> 17,563).
+    debug_assert!(plan.ln_tiles_apart(), "the LN tiles compute nothing else");
+    first.extend(residual_transfers(
+        &plan.out,
+        plan.layout.residual,
+        &plan.ln(),
+    ));
     parts[0] = first;
     parts
 }
