@@ -589,6 +589,15 @@ pub struct AttentionPlan {
 impl AttentionPlan {
     /// Every tile the block uses, ascending.
     pub fn tiles(&self) -> Vec<u32> {
+        let mut t: Vec<u32> = self.computing().collect();
+        t.extend(&self.ln_tiles);
+        t
+    }
+
+    /// The tiles that compute in the block (qk's, vt's, out's, the
+    /// attention's), ascending: from the first product's to the last
+    /// one's.
+    fn computing(&self) -> std::ops::Range<u32> {
         let first = self.qk.first_tile;
         let end = [
             self.qk.first_tile + self.qk.tiles(),
@@ -599,22 +608,16 @@ impl AttentionPlan {
         .into_iter()
         .max()
         .unwrap_or(first);
-        let mut t: Vec<u32> = (first..end).collect();
-        t.extend(&self.ln_tiles);
-        t
+        first..end
     }
 
-    /// Whether no LN tile is one of the tiles that compute in the block
-    /// (qk's, vt's, out's, the attention's): the planner puts the LN tiles
-    /// past every product's, and exchange B relies on it, sending x's rows
-    /// (the residual) from the LN tiles, which nothing touches after
-    /// LayerNorm.
+    /// Whether no LN tile is one of the tiles that compute in the block:
+    /// the planner puts the LN tiles past every product's, and exchange B
+    /// relies on it, sending x's rows (the residual) from the LN tiles,
+    /// which nothing touches after LayerNorm.
     pub fn ln_tiles_apart(&self) -> bool {
-        let tiles = self.tiles();
-        let computing = tiles.len() - self.ln_tiles.len();
-        self.ln_tiles
-            .iter()
-            .all(|t| !tiles[..computing].contains(t))
+        let computing = self.computing();
+        self.ln_tiles.iter().all(|t| !computing.contains(t))
     }
 
     /// The LN tiles.

@@ -55,9 +55,10 @@ pub fn exchange_a(plan: &AttentionPlan) -> Vec<Transfer> {
     out.extend(weight_panel_transfers(&vt, &ln, |r| {
         plan.shape.padded_token(r)
     }));
-    // Senders in turn (so400m: 65k cycles in the senders' order, 59k
-    // rotated; the qk, vt and residual parts rotated each alone 61-62k;
-    // each LN tile starting at a K part of its own 68k).
+    // Senders in turn (so400m, when x's rows went here too: 65k cycles
+    // in the senders' order, 59k rotated; the qk, vt and residual parts
+    // rotated each alone 61-62k; each LN tile starting at a K part of its
+    // own 68k).
     round_robin(out)
 }
 
@@ -238,7 +239,10 @@ pub fn exchange_b(plan: &AttentionPlan) -> Vec<Vec<Transfer>> {
     // 3,456 words of x beside 3,456 of LayerNorm's rows: exchange A
     // 14,540 -> 8,693 cycles, B 19,600 -> 20,924 (in D, which the LN
     // tiles' sends would bound, 3,921 -> 5,697; in C 12,864 -> 17,563).
-    debug_assert!(plan.ln_tiles_apart(), "the LN tiles compute nothing else");
+    assert!(
+        plan.ln_tiles_apart(),
+        "the planner put an LN tile among the attention block's computing tiles"
+    );
     first.extend(residual_transfers(
         &plan.out,
         plan.layout.residual,
