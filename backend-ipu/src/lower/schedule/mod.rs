@@ -484,7 +484,7 @@ pub struct Schedule {
     pub split: u32,
 }
 
-/// Where a transfer goes once placed: its first `send` and each
+/// Where a transfer goes once placed: its sends ([`Laid`]) and each
 /// receiver's switch (`base` to re-point to, put cycle, and the closing
 /// switch it takes over).
 struct Placement {
@@ -496,8 +496,10 @@ struct Placement {
 /// setup's `lead` before `first` and its `span` from `first`.
 #[derive(Clone, Debug)]
 struct Piece {
-    chunks: Vec<Chunk>,
-    starts: Vec<usize>,
+    /// A split piece's chunks and the indices of those that start
+    /// segments; `None` for the whole transfer's (its chunks and
+    /// [`Sends::starts`]), which a probe then need not copy.
+    part: Option<(Vec<Chunk>, Vec<usize>)>,
     first: u64,
     lead: u64,
     span: u64,
@@ -531,11 +533,10 @@ impl Laid {
     }
 
     /// The sends in one piece from `first`, as [`Sends`] times them.
-    fn whole(t: &Transfer, sends: &Sends, first: u64) -> Self {
+    fn whole(sends: &Sends, first: u64) -> Self {
         Laid {
             pieces: vec![Piece {
-                chunks: t.chunks.clone(),
-                starts: sends.starts.clone(),
+                part: None,
                 first,
                 lead: sends.lead,
                 span: sends.span,
@@ -692,7 +693,7 @@ impl Placer<'_> {
     /// re-points on the same tile), in pieces between them.
     fn lay(&self, t: &Transfer, sends: &Sends, at: u64) -> Laid {
         let busy = &self.busy[t.sender as usize];
-        let whole = Laid::whole(t, sends, busy.fit(at, sends.lead, sends.span));
+        let whole = Laid::whole(sends, busy.fit(at, sends.lead, sends.span));
         if !self.split
             || t.chunks.len() > MAX_SPLIT_CHUNKS
             || whole.first() == busy.fit(at, sends.lead, 1)
@@ -818,8 +819,7 @@ impl Placer<'_> {
             last_word = x + times[times.len() - 1] + u64::from(c.words) * rules.word;
             from = x + span;
             pieces.push(Piece {
-                chunks,
-                starts,
+                part: Some((chunks, starts)),
                 first: x,
                 lead,
                 span,
@@ -846,20 +846,24 @@ impl Placer<'_> {
     }
 
     /// Places `t` where [`Placer::probe`] found it.
-    fn commit(&mut self, t: &Transfer, p: Placement) {
+    fn commit(&mut self, t: &Transfer, sends: &Sends, p: Placement) {
         let rules = self.rules;
         let (before, after) = (rules.switch_before(), rules.switch_after());
         let s = t.sender;
-        let laid = p.laid;
+        let mut laid = p.laid;
         let list = self.events.get_mut(&s).expect("every sender has events");
         self.split_count += u32::from(laid.pieces.len() > 1);
-        for piece in &laid.pieces {
+        for piece in &mut laid.pieces {
             self.busy[s as usize].insert(piece.first - piece.lead, piece.first + piece.span);
+            let (chunks, starts) = piece
+                .part
+                .take()
+                .unwrap_or_else(|| (t.chunks.clone(), sends.starts.clone()));
             list.push((
                 piece.first - piece.lead,
                 Event::Send {
-                    chunks: piece.chunks.clone(),
-                    starts: piece.starts.clone(),
+                    chunks,
+                    starts,
                     first: piece.first,
                 },
             ));
@@ -932,9 +936,9 @@ impl Placer<'_> {
 /// transfer whose start, less the words its busiest port has yet to
 /// carry, is earliest (the most loaded ports first; where many senders
 /// feed overlapping receiver sets, this keeps receivers busy that a
-/// fixed order leaves waiting); and that and always the transfer that can
-/// start earliest next, with sends split around the senders' switches
-/// ([`Order::split`]). The shortest schedule wins (ties: the earlier
+/// fixed order leaves waiting); and both that and always the transfer
+/// that can start earliest next with sends split around the senders'
+/// switches ([`Order::split`]). The shortest schedule wins (ties: the earlier
 /// order). In `ipu-bench attention --precision fp8` (so400m's shapes),
 /// listed, critical first, earliest first split and critical first split:
 /// exchange A 30,479, 14,540, 14,716 and 14,540 cycles (its busiest port
@@ -1143,7 +1147,7 @@ fn place<'a>(
     if order == Order::Listed {
         for (t, sends) in transfers {
             let p = placer.probe(t, sends);
-            placer.commit(t, p);
+            placer.commit(t, sends, p);
         }
         return placer;
     }
@@ -1186,7 +1190,7 @@ fn place<'a>(
         }
         let p = placer.probe(t, sends);
         if p.laid.first() + lag == key {
-            placer.commit(t, p);
+            placer.commit(t, sends, p);
             rem_out[t.sender as usize] -= u64::from(t.words());
             for &(r, _) in &t.receivers {
                 rem_in[r as usize] -= u64::from(t.words());
