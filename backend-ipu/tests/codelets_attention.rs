@@ -7,6 +7,8 @@ use common::{
     assert_launch_as_estimated, assert_refused, assert_within, f16_bytes, f16_values, simulate,
 };
 use half::f16;
+use ipuc_backend_ipu::codelets::amp::Elem;
+use ipuc_backend_ipu::codelets::attention::MASKED_F16;
 use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_backend_ipu::codelets::softmax_panels::{SoftmaxPanels, GROUP};
 use ipuc_ipu_arch::MachineModel;
@@ -17,57 +19,94 @@ use rand::{Rng, SeedableRng};
 const MASKED: f32 = -1e30;
 
 #[test]
-fn softmax_over_panels_matches_float64_and_its_estimate() {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(71);
+fn softmax_over_f32_panels_matches_float64_and_its_estimate() {
+    softmax_over_panels(Elem::F32, 71);
+}
+
+#[test]
+fn softmax_over_f16_panels_matches_float64_and_its_estimate() {
+    softmax_over_panels(Elem::F16, 74);
+}
+
+/// The softmax from `scores` panels against float64, its issue slots per
+/// group against the module doc's count and its cycles against its
+/// estimate.
+fn softmax_over_panels(scores: Elem, seed: u64) {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let f16_scores = scores == Elem::F16;
     // (rows, groups, masked columns at the end of each row, scale, extra
-    // bytes between groups, statistics): one group; several rows per
-    // worker; a row count that leaves workers idle; attention's 729 keys
-    // (46 groups, 7 padded) with so400m's scale 1/sqrt(72); the statistics
-    // a key-split attention tile writes, with masked keys in the block,
-    // normalised and (as a key-split tile leaves P for its combination)
-    // not.
-    for (rows, groups, masked, scale, gap, stats, normalise) in [
-        (1u32, 1u32, 0u32, 1.0f32, 0u32, false, true),
-        (13, 3, 5, 0.25, 8, true, true),
-        (4, 2, 0, 0.5, 64, false, true),
-        (8, 46, 7, 1.0 / 72f32.sqrt(), 0, false, true),
-        (7, 6, 9, 1.0 / 72f32.sqrt(), 0, true, true),
-        (7, 6, 9, 1.0 / 72f32.sqrt(), 0, true, false),
-        (13, 3, 5, 0.25, 8, true, false),
+    // bytes between groups, statistics, normalised, in place): one group;
+    // several rows per worker; a row count that leaves workers idle;
+    // attention's 729 keys (46 groups, 7 padded) with so400m's scale
+    // 1/sqrt(72); the statistics a key-split attention tile writes, with
+    // masked keys in the block, normalised and (as a key-split tile
+    // leaves P for its combination) not; f16 scores overwritten in place,
+    // with an FP8 block's scale 2^-7.
+    for (rows, groups, masked, scale, gap, stats, normalise, in_place) in [
+        (1u32, 1u32, 0u32, 1.0f32, 0u32, false, true, false),
+        (13, 3, 5, 0.25, 8, true, true, false),
+        (4, 2, 0, 0.5, 64, false, true, false),
+        (8, 46, 7, 1.0 / 72f32.sqrt(), 0, false, true, false),
+        (7, 6, 9, 1.0 / 72f32.sqrt(), 0, true, true, false),
+        (7, 6, 9, 1.0 / 72f32.sqrt(), 0, true, false, false),
+        (13, 3, 5, 0.25, 8, true, false, false),
+        (9, 8, 3, 1.0 / 128.0, 16, true, false, true),
+        (9, 8, 0, 1.0, 0, false, true, true),
     ] {
+        if in_place && !f16_scores {
+            continue;
+        }
+        // f32: [2 groups][rows][8]; f16: [groups][rows][16].
+        let width = if f16_scores { 16 } else { 8 };
+        let input_groups = groups * 16 / width;
+        let input_stride = rows * 32 + gap;
         let sm = SoftmaxPanels {
             rows,
             groups,
             scale,
+            scores,
             input: 0x60000,
-            input_stride: rows * 32 + gap,
-            output: 0x90000,
+            input_stride,
+            output: if in_place { 0x60000 } else { 0x90000 },
             output_stride: rows * 32 + gap,
             stats: stats.then_some(0x58000),
             normalise,
         };
         let cols = groups * GROUP;
-        // Scores in [-30, 30]: scale * (x - max) reaches -60, so some
-        // probabilities are far below f16's normal range.
-        // S in the input's order, [2 groups][rows][8].
+        // Scores in [-30, 30] (f16 scores times 2^7 where the scale is
+        // 2^-7, as an FP8 block's are): scale * (x - max) reaches -60, so
+        // some probabilities are far below f16's normal range.
         let column = |i: usize, width: usize| (i / width / rows as usize) * width + i % width;
-        let mut s = vec![0f32; (rows * cols) as usize];
+        let magnitude = 30.0 * if scale < 0.01 { 128.0 } else { 1.0 };
+        let mut s = vec![0f64; (rows * cols) as usize];
         for (i, v) in s.iter_mut().enumerate() {
-            *v = if column(i, 8) as u32 >= cols - masked {
-                MASKED
+            *v = if column(i, width as usize) as u32 >= cols - masked {
+                if f16_scores {
+                    MASKED_F16
+                } else {
+                    MASKED.into()
+                }
             } else {
-                rng.random_range(-30.0..30.0)
+                let x: f64 = rng.random_range(-magnitude..magnitude);
+                if f16_scores {
+                    f16::from_f64(x).to_f64()
+                } else {
+                    f64::from(x as f32)
+                }
             };
         }
         // Lay the groups out with the stride's gap between them.
-        let mut bytes = vec![0u8; (sm.input_stride * 2 * groups) as usize];
-        for h in 0..2 * groups as usize {
-            for (k, v) in s[h * rows as usize * 8..(h + 1) * rows as usize * 8]
-                .iter()
-                .enumerate()
-            {
-                let at = h * sm.input_stride as usize + 4 * k;
-                bytes[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        let mut bytes = vec![0u8; (input_stride * input_groups) as usize];
+        let per_group = (rows * width) as usize;
+        for h in 0..input_groups as usize {
+            for (k, &v) in s[h * per_group..(h + 1) * per_group].iter().enumerate() {
+                if f16_scores {
+                    let at = h * input_stride as usize + 2 * k;
+                    bytes[at..at + 2].copy_from_slice(&f16::from_f64(v).to_le_bytes());
+                } else {
+                    let at = h * input_stride as usize + 4 * k;
+                    bytes[at..at + 4].copy_from_slice(&(v as f32).to_le_bytes());
+                }
             }
         }
         let (prog, counts) = sm.program(3, &MachineModel::c600()).unwrap();
@@ -75,16 +114,24 @@ fn softmax_over_panels_matches_float64_and_its_estimate() {
         let raw = sim
             .read_memory(3, sm.output, sm.output_stride * groups)
             .unwrap();
-        let want = sm.reference(&s.iter().map(|&v| f64::from(v)).collect::<Vec<_>>());
-        let what = format!("{rows}x{groups} groups, {masked} masked, normalise {normalise}");
+        let want = sm.reference(&s);
+        let what = format!(
+            "{scores:?} scores, {rows}x{groups} groups, {masked} masked, normalise {normalise}, in place {in_place}"
+        );
         // Each pass's issue slots per group of 16 values, as the module
         // doc counts them (the exp pass's bundling is the codelet's cost).
-        let exp = if scale == 1.0 { 37 } else { 45 };
+        let expected = match (f16_scores, scale == 1.0) {
+            (false, true) => [10, 37],
+            (false, false) => [10, 45],
+            (true, true) => [6, 25],
+            (true, false) => [6, 29],
+        };
         assert_eq!(
             counts.group,
-            [10, exp, if normalise { 10 } else { 0 }],
+            [expected[0], expected[1], if normalise { 10 } else { 0 }],
             "{what}: issue slots per group"
         );
+        let spread = 60.0;
         let mut checked = 0;
         for g in 0..groups as usize {
             let at = g * sm.output_stride as usize;
@@ -95,26 +142,30 @@ fn softmax_over_panels_matches_float64_and_its_estimate() {
                 if column(i, 16) as u32 >= cols - masked {
                     assert_eq!(*got, 0.0, "{what}: a masked column is exactly 0");
                 } else {
-                    assert_within(*got, w, sm.tolerance(w, 60.0), format_args!("{what} {i}"));
+                    assert_within(*got, w, sm.tolerance(w, spread), format_args!("{what} {i}"));
                 }
                 checked += 1;
             }
         }
         assert_eq!(checked, rows * cols);
         if let Some(at) = sm.stats {
-            // -m exactly (an f32 of the scores), the sum of the f32 exps.
-            let wide: Vec<f64> = s.iter().map(|&v| f64::from(v)).collect();
+            // -m exactly (an f32 or f16 score), the sum of the exps.
             let raw = sim.read_memory(3, at, rows * 8).unwrap();
-            for (r, (neg_max, sum)) in sm.reference_stats(&wide).into_iter().enumerate() {
+            for (r, (neg_max, sum)) in sm.reference_stats(&s).into_iter().enumerate() {
                 let word = |i: usize| {
                     f64::from(f32::from_le_bytes(
                         raw[8 * r + 4 * i..8 * r + 4 * i + 4].try_into().unwrap(),
                     ))
                 };
                 assert_eq!(word(0), neg_max, "{what}: row {r}'s -max");
-                // Each e: its exponent rounded to f16 (at most 60 scale in
+                // Each e: its exponent's roundings (at most `spread` in
                 // magnitude), f16v2exp's and its own f16 rounding.
-                let tol = (60.0 * f64::from(scale) * 2f64.powi(-12) + 2.0 * 2f64.powi(-11)) * sum;
+                let exponent = if f16_scores {
+                    2f64.powi(-9)
+                } else {
+                    2f64.powi(-12)
+                };
+                let tol = (spread * exponent + 2.0 * 2f64.powi(-11)) * sum;
                 assert_within(word(1), sum, tol, format_args!("{what}: row {r}'s sum"));
             }
         }
@@ -134,6 +185,7 @@ fn softmax_over_panels_refuses_what_it_cannot_run() {
         rows: 4,
         groups: 2,
         scale: 0.5,
+        scores: Elem::F32,
         input: 0x60000,
         input_stride: 128,
         output: 0x70000,
@@ -177,6 +229,119 @@ fn softmax_over_panels_refuses_what_it_cannot_run() {
         },
         "stats address 0x58004 is not 8-byte aligned",
     );
+}
+
+/// f16 scores: the FP8 format and a scale that is no normal f16 are
+/// refused; the output may be the input itself, not part of it.
+#[test]
+fn softmax_over_f16_panels_refuses_what_it_cannot_run() {
+    let ok = SoftmaxPanels {
+        rows: 4,
+        groups: 2,
+        scale: 0.5,
+        scores: Elem::F16,
+        input: 0x60000,
+        input_stride: 128,
+        output: 0x60000,
+        output_stride: 128,
+        stats: None,
+        normalise: true,
+    };
+    assert!(ok.validate().is_ok());
+    for (bad, want) in [
+        (
+            SoftmaxPanels {
+                scores: Elem::F8,
+                ..ok.clone()
+            },
+            "the scores must be f32 or f16",
+        ),
+        (
+            SoftmaxPanels {
+                scale: 1e-6,
+                ..ok.clone()
+            },
+            "must be a normal f16 number",
+        ),
+        (
+            SoftmaxPanels {
+                output: 0x60000 + 128,
+                ..ok.clone()
+            },
+            "overlap",
+        ),
+        (
+            SoftmaxPanels {
+                output_stride: 136,
+                ..ok.clone()
+            },
+            "overlap",
+        ),
+    ] {
+        assert_refused(&bad, want);
+    }
+    // f16's input group stride may be twice f32's (one step a group).
+    assert!(SoftmaxPanels {
+        input_stride: 32_752,
+        output: 0x70000,
+        ..ok.clone()
+    }
+    .validate()
+    .is_ok());
+}
+
+/// Q's scaling before f16 scores: every lane times the f16 constant,
+/// rounded once, two issue slots a word, cycles as estimated.
+#[test]
+fn scaling_f16_in_place_matches_float64_and_its_estimate() {
+    use ipuc_backend_ipu::codelets::scale::ScaleF16;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(75);
+    // (elements, constant): one pair of words; an attention tile's Q (53
+    // rows of 80) by an FP8 block's `scale 2^-D`; shares that leave
+    // workers idle.
+    for (len, scale) in [
+        (8u32, 3.0f32),
+        (53 * 80, 1.0 / 72f32.sqrt() / 128.0),
+        (5 * 8, 0.5),
+    ] {
+        let c = ScaleF16 {
+            len,
+            at: 0x60008,
+            scale,
+        };
+        let x: Vec<f16> = (0..len)
+            .map(|_| f16::from_f64(rng.random_range(-300.0..300.0)))
+            .collect();
+        // The word past the tensor is read, not written.
+        let mut bytes = f16_bytes(&x);
+        bytes.extend([0xAB; 8]);
+        let (prog, counts) = c.program(0, &MachineModel::c600()).unwrap();
+        let sim = simulate(&prog, 0, &[(c.at, &bytes)]);
+        let raw = sim.read_memory(0, c.at, 2 * len + 8).unwrap();
+        let want = c.reference(&x.iter().map(|h| h.to_f64()).collect::<Vec<_>>());
+        assert_eq!(
+            f16_values(&raw[..2 * len as usize]),
+            want,
+            "{len} x {scale}"
+        );
+        assert_eq!(&raw[2 * len as usize..], &[0xAB; 8], "{len}: past the end");
+        assert_eq!(counts.body, 4, "{len}: two words in four issue slots");
+        assert_launch_as_estimated(
+            &sim,
+            c.estimate_cycles().unwrap(),
+            &c.worker_pairs(),
+            |n| counts.worker_issues(n),
+            format!("{len} x {scale}"),
+        );
+    }
+    let ok = ScaleF16 {
+        len: 16,
+        at: 0x60000,
+        scale: 2.0,
+    };
+    assert_refused(&ScaleF16 { len: 12, ..ok }, "not a positive multiple of 8");
+    assert_refused(&ScaleF16 { at: 0x60004, ..ok }, "not 8-byte aligned");
+    assert_refused(&ScaleF16 { scale: 1e6, ..ok }, "not a finite f16 number");
 }
 
 #[test]
@@ -376,16 +541,33 @@ fn one_head_on_a_tile_matches_float64_and_its_estimate() {
     // (rows, head dim, keys, value dim): head dimensions and keys that are
     // not whole panels (padding in every operand, masked keys); so400m's
     // head dimension 72 over a few hundred keys; one query row.
-    for (rows, d, keys, dv) in [
+    // (scores, the domain D of an FP8 block's Q and K: both held 2^D
+    // times too large, Q scaled by `scale 2^-D` on the tile and the
+    // softmax taking 2^-D).
+    let forms = [(Elem::F32, None), (Elem::F16, None), (Elem::F16, Some(4))];
+    for ((rows, d, keys, dv), (scores, domain)) in [
         (5u32, 24u32, 40u32, 24u32),
         (12, 72, 200, 72),
         (1, 16, 16, 16),
-    ] {
-        let att = TileAttention::packed((rows, d, keys, dv), 1.0 / (d as f32).sqrt(), &machine)
+    ]
+    .into_iter()
+    .flat_map(|sizes| forms.map(|f| (sizes, f)))
+    {
+        let scale = 1.0 / (d as f32).sqrt();
+        let att = TileAttention::packed((rows, d, keys, dv), (scale, scores), &machine)
             .unwrap_or_else(|e| panic!("{e}"));
+        let held = domain.map_or(1.0, |d| 2f64.powi(d));
+        let att = match domain {
+            Some(d) => TileAttention {
+                scale: 2f32.powi(-d),
+                q_scale: scale * 2f32.powi(-d),
+                ..att
+            },
+            None => att,
+        };
         let draw = |rng: &mut rand::rngs::StdRng, n: u32, mag: f64| -> Vec<f16> {
             (0..n)
-                .map(|_| f16::from_f64(rng.random_range(-mag..mag)))
+                .map(|_| f16::from_f64(held * rng.random_range(-mag..mag)))
                 .collect()
         };
         // Scores of a few units: softmax rows that are neither flat nor
@@ -393,10 +575,8 @@ fn one_head_on_a_tile_matches_float64_and_its_estimate() {
         let (q, k, v) = (
             draw(&mut rng, rows * d, 2.0),
             draw(&mut rng, keys * d, 2.0),
-            draw(&mut rng, keys * dv, 1.0),
+            draw(&mut rng, keys * dv, 1.0 / held),
         );
-        let f32_bytes =
-            |x: &[f64]| -> Vec<u8> { x.iter().flat_map(|&v| (v as f32).to_le_bytes()).collect() };
         let (prog, counts) = att.program(0, &machine).unwrap();
         let sim = simulate(
             &prog,
@@ -405,13 +585,15 @@ fn one_head_on_a_tile_matches_float64_and_its_estimate() {
                 (att.q, &f16_bytes(&panels(&q, rows as usize, d as usize))),
                 (att.k, &f16_bytes(&att.key_panels(&k, f16::ZERO))),
                 (att.v, &f16_bytes(&att.value_panels(&v, f16::ZERO))),
-                (att.mask, &f32_bytes(&att.mask_block())),
+                (att.mask, &att.mask_bytes_encoded()),
             ],
         );
         let wide = |x: &[f16]| x.iter().map(|h| h.to_f64()).collect::<Vec<_>>();
         let want = att.reference(&wide(&q), &wide(&k), &wide(&v));
         let pv = att.values();
-        let what = format!("{rows} rows, d {d}, {keys} keys, dv {dv}");
+        let what = format!(
+            "{rows} rows, d {d}, {keys} keys, dv {dv}, {scores:?} scores, domain {domain:?}"
+        );
         // Bound: f16 partials round once per key panel (each partial at
         // most max |v|, P summing to 1), P's softmax roundings (4 ulps of
         // f16 each), the output's rounding.
@@ -440,6 +622,35 @@ fn one_head_on_a_tile_matches_float64_and_its_estimate() {
     }
 }
 
+/// Where exchange B writes each key's rows (`key_row`) is where
+/// `key_panels` lays them, for both score types: 8 keys a weight panel
+/// with f32 scores, 16 with f16.
+#[test]
+fn key_rows_are_where_the_key_panels_put_them() {
+    use ipuc_backend_ipu::codelets::attention::TileAttention;
+    let m = MachineModel::c600();
+    for (scores, per_panel) in [(Elem::F32, 8), (Elem::F16, 16)] {
+        let (rows, d, keys) = (4u32, 48u32, 40u32);
+        let att = TileAttention::packed((rows, d, keys, d), (0.5, scores), &m)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(att.keys_per_panel(), per_panel);
+        // Value (t, c) labels key t's channel c.
+        let k: Vec<u32> = (0..keys * d).collect();
+        let panels = att.key_panels(&k, u32::MAX);
+        for t in 0..keys {
+            for p in 0..d / 16 {
+                let at = att.key_row(t, p) as usize / 2;
+                let want: Vec<u32> = (0..16).map(|c| t * d + 16 * p + c).collect();
+                assert_eq!(
+                    &panels[at..at + 16],
+                    &want[..],
+                    "{scores:?}: key {t}, panel {p}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn a_flash_tile_takes_its_scores_at_the_windows_bottom_where_they_do_not_fit_above() {
     use ipuc_backend_ipu::codelets::attention::{MaskPlace, OutputPlace, TileAttention};
@@ -456,7 +667,7 @@ fn a_flash_tile_takes_its_scores_at_the_windows_bottom_where_they_do_not_fit_abo
     let (att, placed) = TileAttention::place(
         sizes,
         (
-            0.1,
+            (0.1, Elem::F32),
             true,
             OutputPlace::Window { slots: 2 },
             MaskPlace::Window,
@@ -488,7 +699,7 @@ fn a_flash_tile_takes_its_scores_at_the_windows_bottom_where_they_do_not_fit_abo
     let err = TileAttention::place(
         sizes,
         (
-            0.1,
+            (0.1, Elem::F32),
             true,
             OutputPlace::Window { slots: 1 },
             MaskPlace::Window,
@@ -506,7 +717,7 @@ fn a_flash_tile_takes_its_scores_at_the_windows_bottom_where_they_do_not_fit_abo
     let (att, _) = TileAttention::place(
         sizes,
         (
-            0.1,
+            (0.1, Elem::F32),
             true,
             OutputPlace::Window { slots: 2 },
             MaskPlace::Window,
@@ -533,7 +744,7 @@ fn a_key_split_tiles_output_lies_over_its_scores() {
     let place = |output| {
         TileAttention::place(
             sizes,
-            (0.1, true, output, MaskPlace::Window),
+            ((0.1, Elem::F32), true, output, MaskPlace::Window),
             window,
             &compute,
             &m,
@@ -572,7 +783,8 @@ fn a_key_split_tiles_output_lies_over_its_scores() {
 fn the_mask_block_is_8_mod_16_from_q_or_in_region_0() {
     use ipuc_backend_ipu::codelets::attention::{MaskPlace, OutputPlace, TileAttention};
     let m = MachineModel::c600();
-    let att = TileAttention::packed((16, 80, 32, 80), 0.1, &m).unwrap_or_else(|e| panic!("{e}"));
+    let att = TileAttention::packed((16, 80, 32, 80), (0.1, Elem::F32), &m)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(att.validate(&m).is_ok(), "{att:?}");
     let with_mask = |mask| TileAttention { mask, ..att };
     assert!(with_mask(0x4c008).validate(&m).is_ok());
@@ -599,7 +811,12 @@ fn the_mask_block_is_8_mod_16_from_q_or_in_region_0() {
     let place = |mask| {
         TileAttention::place(
             (16, 80, 32, 80),
-            (0.1, false, OutputPlace::Window { slots: 1 }, mask),
+            (
+                (0.1, Elem::F32),
+                false,
+                OutputPlace::Window { slots: 1 },
+                mask,
+            ),
             window,
             &[window],
             &m,

@@ -341,8 +341,8 @@ fn gelu_to_fp8_panels_matches_its_sequence_and_float64_and_estimate() {
     use ipuc_backend_ipu::codelets::gelu_f8::{sequence, GeluF8};
     use ipuc_ipu_arch::float8::decode_scaled;
     let mut rng = Rng64::seed_from_u64(23);
-    let sigm = ipuc_ipu_arch::pipeline::issue_slots(
-        ipuc_ipu_arch::Opcode::F16v2Sigm,
+    let tanh = ipuc_ipu_arch::pipeline::issue_slots(
+        ipuc_ipu_arch::Opcode::F16v2Tanh,
         &MachineModel::c600(),
     );
     // Rows giving workers shares of 0, 1 and uneven ones; in place and
@@ -397,11 +397,13 @@ fn gelu_to_fp8_panels_matches_its_sequence_and_float64_and_estimate() {
             })
             .collect();
         let (prog, counts) = g.program(2, &MachineModel::c600()).unwrap();
-        // Per pass (half a row): 4 words of the f16 GELU's bundles plus
-        // the conversion (and the erf form's scaling of each f32 pair to
-        // x), and the last word's store.
+        // Per pass (half a row): 4 words, and the last word's store. A
+        // tanh word: 8 f16 bundles (x, x^2, c1, c0, z, x t, + x, the
+        // conversion) and two tanh; an erf word: the f16 erf GELU's
+        // bundles, the erf form's scaling of each f32 pair to x and the
+        // conversion.
         let per_word = match form {
-            GeluForm::Tanh => 12 + 2 * u64::from(sigm),
+            GeluForm::Tanh => 8 + 2 * u64::from(tanh),
             // Each f32 pair: the f16 erf GELU's 2 DEGREE + 9, and the scaling.
             GeluForm::Erf => 2 * (2 * DEGREE as u64 + 9 + 1) + 1,
         };

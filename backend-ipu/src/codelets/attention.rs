@@ -2,16 +2,23 @@
 //! `O = softmax(scale * Q K^T) V`, as two tile GEMMs around the softmax
 //! over panels, with no rearrangement between them.
 //!
-//! 1. `S = Q K^T` ([`TileGemm`], `f16v4sisoamp`: f16 operands, f32
-//!    partials, 8 output channels per group). Q is the input in panel
-//!    order (`[ceil(d/16)][rows][16]` f16, head dimension zero-padded to
-//!    whole panels); the keys are the weights: output channel `t` is key
-//!    `t`, so weight panel `(j, g)` holds `K[8j + o][16g + c]` at `[o][c]`
-//!    ([`TileAttention::key_panels`]), 32-byte rows of K as they are.
+//! 0. Where [`TileAttention::q_scale`] is not 1, Q is scaled in place
+//!    first ([`ScaleF16`]): what an FP8 block's Q and K need before f16
+//!    scores (their codes' domain would overflow f16).
+//! 1. `S = Q K^T` ([`TileGemm`]), in the scores' element type
+//!    ([`TileAttention::scores`]): f32 partials (`f16v4sisoamp`, 8 output
+//!    channels per group, 32 multiply-accumulates a tile cycle) or f16
+//!    (`f16v4hihov4amp`, 16 channels, 64 a cycle). Q is the input in
+//!    panel order (`[ceil(d/16)][rows][16]` f16, head dimension
+//!    zero-padded to whole panels); the keys are the weights: output
+//!    channel `t` is key `t`, so weight panel `(j, g)` holds
+//!    `K[ko j + o][16g + c]` at `[o][c]` (`ko` the channels per group;
+//!    [`TileAttention::key_panels`]), 32-byte rows of K as they are.
 //!    The last panel of 16 keys' launches start from initial partials
-//!    ([`TileAttention::mask_block`]): 0 for the keys, [`MASKED`] for the
-//!    keys that pad it, so their probabilities are exactly 0; the other
-//!    launches start from zero.
+//!    ([`TileAttention::mask_block`]): 0 for the keys, a large negative
+//!    score for the keys that pad it ([`MASKED`] in f32, f16's lowest
+//!    in f16), so their probabilities are exactly 0; the other launches
+//!    start from zero.
 //! 2. `P = softmax(scale * S)` over each row ([`SoftmaxPanels`]), written
 //!    as f16 input panels of the next product (16 keys per panel), and
 //!    optionally each row's `(-max, sum)` (a key-split attention's tiles
@@ -21,27 +28,37 @@
 //!    `[o][c]` ([`TileAttention::value_panels`]), V transposed in 16 x 16
 //!    blocks.
 //!
-//! The supervisor runs the first product's launch loop, calls the softmax
-//! and runs the second's. Every tensor is the caller's to place
-//! ([`TileAttention::validate`] checks what the parts need): Q, S, P and
-//! O each in element pairs of interleaved memory that the product reading
-//! or writing it does not share with its other operand, the key and value
-//! panels in interleaved memory.
+//! The supervisor runs Q's scaling (if any), the first product's launch
+//! loop, calls the softmax and runs the second's. Every tensor is the
+//! caller's to place ([`TileAttention::validate`] checks what the parts
+//! need): Q, S, P and O each in element pairs of interleaved memory that
+//! the product reading or writing it does not share with its other
+//! operand, the key and value panels in interleaved memory.
 
 use ipuc_dialects::ipu::SectionKind;
 use ipuc_ipu_arch::MachineModel;
 
-use super::amp::{AmpBlock, AmpVariant};
+use half::f16;
+
+use super::amp::{AmpBlock, AmpVariant, Elem};
 use super::emitter::{inst, op, Emitter};
 use super::gemm::{GemmCounts, GemmSupervisorCounts, GemmWorkerCounts, TileGemm};
+use super::launch::StreamCounts;
 use super::program::Codelet;
+use super::scale::ScaleF16;
 use super::softmax_panels::{SoftmaxPanels, SoftmaxPanelsCounts};
 use super::subroutine::{call_cycles, emit_call, emit_subroutine};
 use super::CodeletError;
 
-/// The scores' initial partials for keys that do not exist: `exp` of
+/// The f32 scores' initial partials for keys that do not exist: `exp` of
 /// `scale * (MASKED - max)` is exactly 0 in f32 for any usable scale.
 pub const MASKED: f64 = -1e30;
+
+/// The f16 scores' initial partials for keys that do not exist: f16's
+/// lowest finite value. `MASKED_F16 - max` is at most `-65504` (or
+/// overflows to minus infinity) for any real row maximum of at least 0,
+/// and `exp` of `scale` times it is 0 in f16 for any scale above `2^-12`.
+pub const MASKED_F16: f64 = -65504.0;
 
 /// Keys per softmax panel (the second product's input channels).
 const KEY_PANEL: u32 = 16;
@@ -59,6 +76,13 @@ pub struct TileAttention {
     pub value_dim: u32,
     /// The softmax scale.
     pub scale: f32,
+    /// The scores' element type: [`Elem::F32`] (f32 partials) or
+    /// [`Elem::F16`].
+    pub scores: Elem,
+    /// What Q is multiplied by in place before the scores (1: nothing is
+    /// done; else an f16 constant): f16 scores of an FP8 block, whose Q
+    /// and K are in their codes' domain.
+    pub q_scale: f32,
     /// Q in panel order.
     pub q: u32,
     /// The key panels ([`TileAttention::key_panels`]).
@@ -147,6 +171,8 @@ pub struct TileAttentionCounts {
     /// The scores' products: the unmasked groups' (if any), the masked
     /// groups'.
     pub scores: Vec<GemmCounts>,
+    /// Q's scaling, if any.
+    pub q_scale: Option<StreamCounts>,
     /// The softmax.
     pub softmax: SoftmaxPanelsCounts,
     /// The values' product.
@@ -167,7 +193,7 @@ impl TileAttention {
     /// (its layout: output groups, weights; [`TileAttention::score_parts`]
     /// are the launches).
     pub fn scores(&self) -> TileGemm {
-        let v = AmpVariant::F16F32Partials;
+        let v = self.score_variant();
         TileGemm {
             variant: v,
             rows: self.rows,
@@ -181,12 +207,44 @@ impl TileAttention {
         }
     }
 
+    /// Keys per weight panel of the scores' product (its output
+    /// channels: 8 with f32 scores, 16 with f16), whose rows of K are
+    /// consecutive in memory.
+    pub fn keys_per_panel(&self) -> u32 {
+        self.score_variant().out_channels() as u32
+    }
+
+    /// Where key `t`'s row of head-dimension panel `p` (16 values, 32
+    /// bytes) lies from [`TileAttention::k`]: weight panel `(t / ko, p)`
+    /// (`ko` = [`TileAttention::keys_per_panel`]), row `t % ko`.
+    pub fn key_row(&self, t: u32, p: u32) -> u32 {
+        let (ko, np) = (self.keys_per_panel(), self.head_dim.div_ceil(16));
+        ((t / ko * np + p) * ko + t % ko) * 32
+    }
+
+    /// The scores' AMP instruction.
+    pub fn score_variant(&self) -> AmpVariant {
+        match self.scores {
+            Elem::F16 => AmpVariant::F16,
+            _ => AmpVariant::F16F32Partials,
+        }
+    }
+
+    /// Q's scaling, where [`TileAttention::q_scale`] is not 1.
+    pub fn q_scaling(&self) -> Option<ScaleF16> {
+        (self.q_scale != 1.0).then(|| ScaleF16 {
+            len: self.rows * self.head_dim.next_multiple_of(KEY_PANEL),
+            at: self.q,
+            scale: self.q_scale,
+        })
+    }
+
     /// Output groups of S the mask covers: the last panel of 16 keys,
     /// where every padding key is (none where [`TileAttention::masked`] is
     /// false).
     fn masked_groups(&self) -> u32 {
         if self.masked {
-            KEY_PANEL / AmpVariant::F16F32Partials.out_channels() as u32
+            KEY_PANEL / self.score_variant().out_channels() as u32
         } else {
             0
         }
@@ -243,6 +301,7 @@ impl TileAttention {
             rows: self.rows,
             groups: self.key_panels_count(),
             scale: self.scale,
+            scores: self.scores,
             input: s.output_group(0),
             input_stride: s.group_stride(),
             output: self.p,
@@ -271,7 +330,7 @@ impl TileAttention {
     /// Bytes of the mask block (what a masked tile reads: the window
     /// keeps them whether or not this chunk does).
     pub fn mask_bytes(&self) -> u64 {
-        let groups = KEY_PANEL / AmpVariant::F16F32Partials.out_channels() as u32;
+        let groups = KEY_PANEL / self.score_variant().out_channels() as u32;
         u64::from(groups * self.mask_stride())
     }
 
@@ -280,13 +339,13 @@ impl TileAttention {
     /// tile's interleaved memory ([`TileAttention::place`] over all of it).
     pub fn packed(
         (rows, head_dim, keys, value_dim): (u32, u32, u32, u32),
-        scale: f32,
+        (scale, scores): (f32, Elem),
         machine: &MachineModel,
     ) -> Result<Self, String> {
         Self::place(
             (rows, head_dim, keys, value_dim),
             (
-                scale,
+                (scale, scores),
                 false,
                 OutputPlace::Window { slots: 1 },
                 MaskPlace::Window,
@@ -298,8 +357,8 @@ impl TileAttention {
         .map(|(att, _)| att)
     }
 
-    /// The tile for the given sizes (`stats`: with the softmax's
-    /// statistics; `output`: where O goes, [`OutputPlace`]; `mask`: where
+    /// The tile for the given sizes (the softmax scale and the scores'
+    /// element type; `stats`: with the softmax's statistics; `output`: where O goes, [`OutputPlace`]; `mask`: where
     /// the mask block goes, [`MaskPlace`]), placed in interleaved memory:
     /// in the window `[window.0, window.1)` what the exchanges write and
     /// the combination reads (the key and value panels, Q, the mask, O
@@ -316,7 +375,7 @@ impl TileAttention {
     /// error gives the sizes when they do not fit.
     pub fn place(
         (rows, head_dim, keys, value_dim): (u32, u32, u32, u32),
-        (scale, stats, output, mask_place): (f32, bool, OutputPlace, MaskPlace),
+        ((scale, scores), stats, output, mask_place): ((f32, Elem), bool, OutputPlace, MaskPlace),
         window: (u32, u32),
         compute: &[(u32, u32)],
         machine: &MachineModel,
@@ -329,6 +388,8 @@ impl TileAttention {
             keys,
             value_dim,
             scale,
+            scores,
+            q_scale: 1.0,
             q: 0,
             k: 0,
             v: 0,
@@ -457,16 +518,21 @@ impl TileAttention {
         ))
     }
 
-    /// Emits the supervisor's part into the open supervisor section: the
-    /// scores' launch loops, a call of the softmax (subroutine
-    /// `{tag}_softmax`, which the caller emits: [`TileAttention::softmax`])
-    /// and the values' launch loop. [`TileAttention::emit_workers`] emits
+    /// Emits the supervisor's part into the open supervisor section: a
+    /// call of Q's scaling if any (subroutine `{tag}_qscale`, which the
+    /// caller emits: [`TileAttention::q_scaling`]), the scores' launch
+    /// loops, a call of the softmax (subroutine `{tag}_softmax`, which the
+    /// caller emits: [`TileAttention::softmax`]) and the values' launch
+    /// loop. [`TileAttention::emit_workers`] emits
     /// what they run.
     pub fn emit_supervisor(
         &self,
         e: &mut Emitter,
         tag: &str,
     ) -> Result<(Vec<GemmSupervisorCounts>, GemmSupervisorCounts), CodeletError> {
+        if self.q_scaling().is_some() {
+            emit_call(e, &format!("{tag}_qscale"));
+        }
         let mut scores = Vec::new();
         for (i, part) in self.score_parts().iter().enumerate() {
             scores.push(part.emit_supervisor(e, &format!("{tag}_s{i}"))?);
@@ -514,6 +580,23 @@ impl TileAttention {
                 self.mask, self.q, AmpBlock::READ_PAST_BYTES, machine.sram_base, machine.interleaved_base
             )));
         }
+        if self.scores != Elem::F32 && self.scores != Elem::F16 {
+            return Err(Self::err(format!(
+                "the scores must be f32 or f16, got {:?}",
+                self.scores
+            )));
+        }
+        // f16 scores: a masked key's `exp(scale (MASKED_F16 - m))` must
+        // come out 0 in f16 (`exp(-32)` is).
+        if self.scores == Elem::F16 && self.masked && self.scale < 2f32.powi(-11) {
+            return Err(Self::err(format!(
+                "with f16 scores the softmax scale must be at least 2^-11 (masked keys' probabilities must round to 0), got {}; fold more of it into Q (q_scale)",
+                self.scale
+            )));
+        }
+        if let Some(q) = self.q_scaling() {
+            q.validate()?;
+        }
         for part in self.score_parts() {
             part.validate()?;
         }
@@ -536,12 +619,17 @@ impl TileAttention {
             .weight_panels(v, self.keys as usize, self.value_dim as usize, zero)
     }
 
-    /// The mask block's f32 values (the initial partials of the last
-    /// panel of keys' scores): 0 for its keys, [`MASKED`] for the padding
-    /// keys, each group's row repeated for every query row.
+    /// The mask block's values (the initial partials of the last panel of
+    /// keys' scores, in the scores' element type): 0 for its keys,
+    /// [`MASKED`] (f32) or [`MASKED_F16`] for the padding keys, each
+    /// group's row repeated for every query row.
     pub fn mask_block(&self) -> Vec<f64> {
         let first = (self.key_panels_count() - 1) * KEY_PANEL;
-        let ko = AmpVariant::F16F32Partials.out_channels() as u32;
+        let ko = self.score_variant().out_channels() as u32;
+        let masked = match self.scores {
+            Elem::F16 => MASKED_F16,
+            _ => MASKED,
+        };
         let parts = self.score_parts();
         let mut out = Vec::new();
         for (j, part) in parts[parts.len() - self.masked_groups() as usize..]
@@ -550,15 +638,32 @@ impl TileAttention {
         {
             let lo = first + j as u32 * ko;
             let b: Vec<f64> = (lo..lo + ko)
-                .map(|t| if t < self.keys { 0.0 } else { MASKED })
+                .map(|t| if t < self.keys { 0.0 } else { masked })
                 .collect();
             out.extend(part.bias_block(&b));
             out.resize(
-                out.len().next_multiple_of(self.mask_stride() as usize / 4),
+                out.len()
+                    .next_multiple_of(self.mask_stride() as usize / self.scores.size()),
                 0.0,
             );
         }
         out
+    }
+
+    /// The mask block's bytes ([`TileAttention::mask_block`] encoded in the
+    /// scores' element type).
+    pub fn mask_bytes_encoded(&self) -> Vec<u8> {
+        let block = self.mask_block();
+        match self.scores {
+            Elem::F16 => block
+                .iter()
+                .flat_map(|&v| f16::from_f64(v).to_le_bytes())
+                .collect(),
+            _ => block
+                .iter()
+                .flat_map(|&v| (v as f32).to_le_bytes())
+                .collect(),
+        }
     }
 
     /// Float64 reference: `O` row-major `[rows, value_dim]` from Q
@@ -569,7 +674,9 @@ impl TileAttention {
             self.keys as usize,
             self.value_dim as usize,
         );
-        let scale = f64::from(self.scale);
+        // Q's scaling multiplies by the f16 constant.
+        let q_scale = self.q_scaling().map_or(1.0, |q| q.applied().to_f64());
+        let scale = f64::from(self.scale) * q_scale;
         let mut out = Vec::with_capacity(self.rows as usize * dv);
         for qr in q.chunks_exact(d) {
             let s: Vec<f64> = k
@@ -599,6 +706,10 @@ impl Codelet for TileAttention {
         e.solo(inst("exitz", [op::mzero()]));
         e.size_of("main");
         let (s_work, v_work) = self.emit_workers(e, "attn");
+        let q_scale = match self.q_scaling() {
+            Some(q) => Some(emit_subroutine(e, "attn_qscale", &q)?),
+            None => None,
+        };
         let softmax_counts = emit_subroutine(e, "attn_softmax", &self.softmax())?;
         Ok(TileAttentionCounts {
             scores: s_sup
@@ -609,6 +720,7 @@ impl Codelet for TileAttention {
                     workers,
                 })
                 .collect(),
+            q_scale,
             softmax: softmax_counts,
             values: GemmCounts {
                 supervisor: v_sup,
@@ -625,7 +737,12 @@ impl Codelet for TileAttention {
             .zip(self.score_parts())
             .map(|(counts, part)| counts.cycles(&part, &machine))
             .sum();
-        scores
+        let q_scale = match (self.q_scaling(), &c.q_scale) {
+            (Some(q), Some(counts)) => call_cycles(&machine) + q.cycles(counts),
+            _ => 0,
+        };
+        q_scale
+            + scores
             + call_cycles(&machine)
             + self.softmax().cycles(&c.softmax)
             + c.values.cycles(&self.values(), &machine)

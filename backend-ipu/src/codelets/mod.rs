@@ -24,6 +24,7 @@ pub mod launch;
 pub mod layernorm;
 pub mod program;
 pub mod reduce;
+pub mod scale;
 pub mod scope;
 pub mod softmax;
 pub mod softmax_panels;

@@ -2,14 +2,21 @@
 //! attention's `P = softmax(scale * S)` between its two products, with no
 //! rearrangement on either side.
 //!
-//! The input is what `f16v4sisoamp` writes ([`super::gemm::TileGemm`]
-//! with f32 partials, 8 output channels per group): `S` as
-//! `[2 groups][rows][8]` f32, input group `h` row `r` at
-//! `input + h * input_stride + 32 r`. The output is what the next product
-//! reads as its input panels (16 channels): `P` as `[groups][rows][16]`
-//! f16, at `output + g * output_stride + 32 r`, output group `g` holding
-//! input groups `2g` and `2g + 1` side by side. Row `r`'s columns are the
-//! `16 * groups` values of every group's row `r`:
+//! The input is what an AMP product writes ([`super::gemm::TileGemm`]),
+//! the scores `S` in one of two element types ([`SoftmaxPanels::scores`]):
+//! - f32 partials (`f16v4sisoamp`, 8 output channels per group): `S` as
+//!   `[2 groups][rows][8]` f32, input group `h` row `r` at
+//!   `input + h * input_stride + 32 r`;
+//! - f16 partials (`f16v4hihov4amp`, 16 channels per group): `S` as
+//!   `[groups][rows][16]` f16, group `g` row `r` at
+//!   `input + g * input_stride + 32 r`, the output's own layout.
+//!
+//! The output is what the next product reads as its input panels (16
+//! channels): `P` as `[groups][rows][16]` f16, at
+//! `output + g * output_stride + 32 r`, output group `g` holding input
+//! groups `2g` and `2g + 1` side by side (f32 scores) or input group `g`
+//! (f16). Row `r`'s columns are the `16 * groups` values of every group's
+//! row `r`:
 //!
 //! ```text
 //! P[r, j] = exp(scale * (S[r, j] - m_r)) / sum_j' exp(scale * (S[r, j'] - m_r)),
@@ -23,7 +30,7 @@
 //! Per row (workers take contiguous shares of rows), three passes over the
 //! groups, each a `brnzdec` loop whose body handles one group's 16 values
 //! with immediate offsets (no pointer steps inside a group, so nothing is
-//! read outside the matrix):
+//! read outside the matrix). With f32 scores:
 //! 1. the row maximum in f32: `ld64` and `f32v2max` per pair, software
 //!    pipelined by one pair (a body reads input groups `2g` and `2g + 1`,
 //!    the second at an immediate offset of one input stride);
@@ -42,12 +49,28 @@
 //!    flight; skipped where [`SoftmaxPanels::normalise`] is off (P then
 //!    holds the `e`s, and the statistics' sum divides later).
 //!
-//! Against [`super::softmax::Softmax`] (f16 row-major input) this reads
-//! the product's f32 partials directly and subtracts the maximum before
-//! any rounding: only the exponent `scale (x - m)` is rounded to f16,
-//! which costs `|scale (x - m)| 2^-12` relative in each `e` (largest where
-//! `e` is smallest), not `|S| 2^-11 scale` as rounding the scores would.
+//! With f16 scores the first two passes work on four lanes a word:
+//! 1. `f16v4max` per word, the loads alternating between two registers
+//!    in the arithmetic's bundles: 6 issue slots a group (10 in f32);
+//! 2. `f16v4add` of `-m` (exact where it matters: `x - m` of nearby f16
+//!    values is exact, Sterbenz), `f16v4mul` unless the scale is 1, two
+//!    `f16v2exp`, `f16v8acc` per two words: 25 issue slots a group with
+//!    the scale folded (29 with it); the `exp`s, which hold their worker
+//!    for two slots each, are 16 of them.
+//!
+//! Accuracy. From f32 scores the maximum is subtracted before any
+//! rounding: only the exponent `scale (x - m)` is rounded to f16, which
+//! costs `|scale (x - m)| 2^-12` relative in each `e` (largest where `e`
+//! is smallest). f16 scores were rounded by their product already (about
+//! `|S| 2^-11` each, and the product's f16 accumulation) and a scale other
+//! than 1 rounds again; the f16 `exp` then costs
+//! `|scale (x - m)| 2^-11 + |scale| |S| 2^-11` relative. That is f16
+//! attention's usual error, which the products' FP8 or f16 operands
+//! outweigh; the f32 form is for where the scores are large.
 
+use half::f16;
+
+use super::amp::Elem;
 use super::emitter::{inst, load_state_word, op, Emitter, Inst};
 use super::launch::{self, offsets, split, RowLaunchCounts, WORKERS};
 use super::program::Codelet;
@@ -57,7 +80,7 @@ const TAG: &str = "softmax_panels";
 
 /// Values per group row (the AMP's output channels).
 pub const GROUP: u32 = 16;
-/// Bytes of one group row of the f32 input (8 values).
+/// Bytes of one group row of the input (8 f32 or 16 f16 values).
 const IN_ROW: u32 = 32;
 /// f32 pairs per output group row: 4 from each of two input groups.
 const PAIRS: u32 = 8;
@@ -73,12 +96,16 @@ pub struct SoftmaxPanels {
     pub rows: u32,
     /// Output groups of 16 columns (pairs of input groups of 8).
     pub groups: u32,
-    /// The scale (positive, finite).
+    /// The scale (positive, finite; with f16 scores rounded to f16, and
+    /// an f16 normal number then).
     pub scale: f32,
-    /// Input group 0 row 0 (f32), 8-byte aligned.
+    /// The scores' element type: [`Elem::F32`] or [`Elem::F16`].
+    pub scores: Elem,
+    /// Input group 0 row 0, 8-byte aligned.
     pub input: u32,
-    /// Bytes between input groups (of 8 columns): a multiple of 8, at
-    /// least `32 * rows`, at most 16,376.
+    /// Bytes between input groups (of 8 f32 or 16 f16 columns): a
+    /// multiple of 8, at least `32 * rows`, at most 16,376 (f32) or
+    /// 32,752 (f16).
     pub input_stride: u32,
     /// Group 0 row 0 of the f16 output, 8-byte aligned.
     pub output: u32,
@@ -129,6 +156,19 @@ impl SoftmaxPanels {
         )
     }
 
+    /// Input groups of `scores` per output group.
+    fn inputs_per_group(&self) -> u32 {
+        match self.scores {
+            Elem::F16 => 1,
+            _ => 2,
+        }
+    }
+
+    /// The scale as four f16 lanes' bits (f16 scores).
+    fn scale_f16_bits(&self) -> u32 {
+        u32::from(f16::from_f32(self.scale).to_bits()) * 0x1_0001
+    }
+
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), CodeletError> {
         let err = |m: String| Err(CodeletError::new(TAG, m));
@@ -144,16 +184,28 @@ impl SoftmaxPanels {
                 self.scale
             ));
         }
+        match self.scores {
+            Elem::F32 => {}
+            Elem::F16 if f16::from_f32(self.scale).is_normal() => {}
+            Elem::F16 => {
+                return err(format!(
+                "with f16 scores the scale is an f16 lane and must be a normal f16 number, got {}",
+                self.scale
+            ))
+            }
+            Elem::F8 => return err("the scores must be f32 or f16, not FP8".into()),
+        }
         check_alignment(TAG, &[("input", self.input, 8), ("output", self.output, 8)])?;
         if let Some(at) = self.stats {
             check_alignment(TAG, &[("stats", at, 8)])?;
         }
-        // Steps of two input strides and one output stride are `add`
-        // immediates (16 bits, signed).
-        let most = (i16::MAX as u32 / 2) & !7;
+        // Steps of `inputs_per_group` input strides and of one output
+        // stride are `add` immediates (16 bits, signed).
+        let most = 2 * ((i16::MAX as u32 / 2) & !7);
+        let per = self.inputs_per_group();
         for (what, stride, row, most) in [
-            ("input", self.input_stride, IN_ROW, most),
-            ("output", self.output_stride, OUT_ROW, 2 * most),
+            ("input", self.input_stride, IN_ROW, most / per),
+            ("output", self.output_stride, OUT_ROW, most),
         ] {
             let least = u64::from(row) * u64::from(self.rows);
             if u64::from(stride) < least || stride % 8 != 0 || stride > most {
@@ -167,7 +219,7 @@ impl SoftmaxPanels {
         let a = Self::span(
             self.input,
             self.input_stride,
-            2 * self.groups,
+            per * self.groups,
             IN_ROW * self.rows,
         );
         let b = Self::span(
@@ -176,8 +228,16 @@ impl SoftmaxPanels {
             self.groups,
             OUT_ROW * self.rows,
         );
-        if a.0 < b.1 && b.0 < a.1 {
-            return err("the input and output spans overlap".into());
+        // f16 scores may be overwritten in place: a group's words are
+        // all read before any is written.
+        let in_place = self.scores == Elem::F16
+            && self.input == self.output
+            && self.input_stride == self.output_stride;
+        if a.0 < b.1 && b.0 < a.1 && !in_place {
+            return err(
+                "the input and output spans overlap (f16 scores may be the output itself, at the same stride)"
+                    .into(),
+            );
         }
         Ok(())
     }
@@ -295,6 +355,93 @@ impl SoftmaxPanels {
         e.issues() - before
     }
 
+    /// Pass 1's group body with f16 scores: the maximum of the group's 4
+    /// words into the four lanes of `$a2:3` (read at `$m5`, which then
+    /// steps to the next group), the loads alternating between `$a0:1`
+    /// and `$a4:5` one word ahead of the `f16v4max`.
+    fn emit_max_group_f16(&self, e: &mut Emitter) -> u64 {
+        let before = e.issues();
+        let p = op::a_pair;
+        let max = |x: u8| inst("f16v4max", [p(2), p(2), p(x)]);
+        let load = |w: u32| Self::ld64(if w.is_multiple_of(2) { 0 } else { 4 }, 5, w);
+        e.bundle(load(0), inst("fnop", []));
+        for w in 1..4 {
+            e.bundle(load(w), max(if w % 2 == 1 { 0 } else { 4 }));
+        }
+        e.bundle(
+            inst(
+                "add",
+                [op::m(5), op::m(5), op::imm(i64::from(self.input_stride))],
+            ),
+            max(4),
+        );
+        e.solo(inst("brnzdec", [op::m(3), op::sym(format!(".L{TAG}_max"))]));
+        e.issues() - before
+    }
+
+    /// Pass 2's group body with f16 scores: per word `e = exp(scale (x -
+    /// m))` in four f16 lanes (`-m` in `$a8:9`, the scale in `$a12:13`),
+    /// two words at a time a quad (`$a0:3`, then `$a4:7`) summed into
+    /// `$AACC` (`f16v8acc`) and stored with `st64step` at `$m6`; all four
+    /// words are loaded before the first store (so P may be S itself) and
+    /// both pointers step to the next group.
+    fn emit_exp_group_f16(&self, e: &mut Emitter) -> u64 {
+        let before = e.issues();
+        let p = op::a_pair;
+        let nop = || inst("nop", []);
+        let store = |q: u8, step: i64| {
+            inst(
+                "st64step",
+                [op::a_pair(q), op::mzero(), op::m_inc(6), op::imm(step)],
+            )
+        };
+        let next_group = i64::from(self.output_stride / 8) - 3;
+        let scaled = f16::from_f32(self.scale) != f16::ONE;
+        // Word `w` in `$a(2w):(2w+1)`: `- m`, the scale, the two `exp`s;
+        // `main` beside each in turn (a main-slot instruction or `nop`).
+        let word = |e: &mut Emitter, w: u8, main: &mut dyn FnMut(usize) -> Inst| {
+            let r = 2 * w;
+            let mut aux = vec![inst("f16v4add", [p(r), p(r), p(8)])];
+            if scaled {
+                aux.push(inst("f16v4mul", [p(r), p(r), p(12)]));
+            }
+            aux.push(inst("f16v2exp", [op::a(r), op::a(r)]));
+            aux.push(inst("f16v2exp", [op::a(r + 1), op::a(r + 1)]));
+            for (k, a) in aux.into_iter().enumerate() {
+                e.bundle(main(k), a);
+            }
+        };
+        e.bundle(Self::ld64(0, 5, 0), inst("fnop", []));
+        // Word 0's arithmetic beside the other three words' loads and the
+        // input's step.
+        let mut loads = vec![
+            Self::ld64(2, 5, 1),
+            Self::ld64(4, 5, 2),
+            Self::ld64(6, 5, 3),
+            inst(
+                "add",
+                [op::m(5), op::m(5), op::imm(i64::from(self.input_stride))],
+            ),
+        ]
+        .into_iter();
+        let mut first = |_| loads.next().unwrap_or_else(nop);
+        word(e, 0, &mut first);
+        let rest: Vec<Inst> = loads.collect();
+        let mut rest = rest.into_iter();
+        word(e, 1, &mut |_| rest.next().unwrap_or_else(nop));
+        e.bundle(store(0, 1), inst("f16v8acc", [op::a_quad(0)]));
+        let mut second = Some(store(2, 1));
+        word(e, 2, &mut |_| second.take().unwrap_or_else(nop));
+        word(e, 3, &mut |_| nop());
+        e.bundle(store(4, 1), inst("f16v8acc", [op::a_quad(4)]));
+        e.bundle(store(6, next_group), inst("fnop", []));
+        e.bundle(
+            inst("brnzdec", [op::m(3), op::sym(format!(".L{TAG}_exp"))]),
+            inst("fnop", []),
+        );
+        e.issues() - before
+    }
+
     /// Pass 3's group body: the group's 16 f16 at `$m6` times `1/sum`
     /// (`$a10:11`, four f16 lanes), in place; `$m6` steps to the next group.
     /// Two words in flight (`$a0:1`, `$a2:3`): each word's load, product
@@ -336,12 +483,14 @@ impl SoftmaxPanels {
         e.solo(load_state_word(op::m(2), 2)); // rows
         e.solo(inst("brz", [op::m(2), op::sym(format!(".L{TAG}_done"))]));
         let empty = e.issues() + 1;
+        // The scale: f32 in `$a6:7`, or four f16 lanes in `$a12:13`.
+        let scale = if self.scores == Elem::F16 { 12 } else { 6 };
         for s in [
             inst("sub", [op::m(2), op::m(2), op::imm(1)]),
             load_state_word(op::m(0), 0), // S row 0
             load_state_word(op::m(1), 1), // P row 0
-            load_state_word(op::a(6), 3), // the scale
-            inst("mov", [op::a(7), op::a(6)]),
+            load_state_word(op::a(scale), 3),
+            inst("mov", [op::a(scale + 1), op::a(scale)]),
         ] {
             e.solo(s);
         }
@@ -360,22 +509,50 @@ impl SoftmaxPanels {
         e.solo(inst("mov", [op::m(5), op::m(0)]));
         e.solo(inst("setzi", [op::m(3), op::imm(groups_minus_one)]));
         e.aligned_label(&format!(".L{TAG}_max"));
-        let max = self.emit_max_group(e);
-        for s in [
-            // Both lanes to the row's maximum, negated into $a10:11.
-            inst("mov", [op::a(4), op::a(3)]),
-            inst("mov", [op::a(5), op::a(2)]),
-            inst("f32v2max", [p(2), p(2), p(4)]),
-            inst("f32v2sub", [p(10), op::azeros(), p(2)]),
+        let f16_scores = self.scores == Elem::F16;
+        let max = if f16_scores {
+            self.emit_max_group_f16(e)
+        } else {
+            self.emit_max_group(e)
+        };
+        let negate = if f16_scores {
+            vec![
+                // The four lanes to the row's maximum in f32 (exact), both
+                // lanes of $a4:5; negated into $a10:11, and as four f16
+                // lanes into $a8:9 (exact: it was an f16 value).
+                inst("f16v2tof32", [p(4), op::a(2)]),
+                inst("f16v2tof32", [p(6), op::a(3)]),
+                inst("f32v2max", [p(4), p(4), p(6)]),
+                inst("mov", [op::a(6), op::a(5)]),
+                inst("mov", [op::a(7), op::a(4)]),
+                inst("f32v2max", [p(4), p(4), p(6)]),
+                inst("f32v2sub", [p(10), op::azeros(), p(4)]),
+                inst("f32v2tof16", [op::a(8), p(10)]),
+                inst("mov", [op::a(9), op::a(8)]),
+            ]
+        } else {
+            vec![
+                // Both lanes to the row's maximum, negated into $a10:11.
+                inst("mov", [op::a(4), op::a(3)]),
+                inst("mov", [op::a(5), op::a(2)]),
+                inst("f32v2max", [p(2), p(2), p(4)]),
+                inst("f32v2sub", [p(10), op::azeros(), p(2)]),
+            ]
+        };
+        for s in negate.into_iter().chain([
             inst("mov", [op::m(5), op::m(0)]),
             inst("mov", [op::m(6), op::m(1)]),
             inst("setzi", [op::m(3), op::imm(groups_minus_one)]),
-        ] {
+        ]) {
             e.solo(s);
         }
         // Pass 2: exp and sum.
         e.aligned_label(&format!(".L{TAG}_exp"));
-        let exp = self.emit_exp_group(e);
+        let exp = if f16_scores {
+            self.emit_exp_group_f16(e)
+        } else {
+            self.emit_exp_group(e)
+        };
         for s in [
             // The sum of the accumulators (clearing them for the next
             // row) and of both lanes, its reciprocal as four f16 lanes.
@@ -430,22 +607,52 @@ impl SoftmaxPanels {
         (empty, rows, [max, exp, norm])
     }
 
-    /// Float64 reference of `s` (`[2 groups][rows][8]`, the input's order,
-    /// without gaps), in the output's order (`[groups][rows][16]`).
-    /// Unnormalised (each row's `exp`s) where [`Self::normalise`] is off.
+    /// Index into S (the input's order, without gaps) of row `r`, column
+    /// `j`.
+    fn s_index(&self) -> impl Fn(usize, usize) -> usize {
+        let rows = self.rows as usize;
+        let w = match self.scores {
+            Elem::F16 => 16,
+            _ => 8,
+        };
+        move |r, j| (j / w * rows + r) * w + j % w
+    }
+
+    /// The scale the codelet multiplies by: f16 lanes with f16 scores.
+    fn applied_scale(&self) -> f64 {
+        match self.scores {
+            Elem::F16 => f16::from_f32(self.scale).to_f64(),
+            _ => f64::from(self.scale),
+        }
+    }
+
+    /// Each row's maximum and its `exp`s `exp(scale (S[r, j] - m_r))`.
+    fn exps(&self, s: &[f64]) -> Vec<(f64, Vec<f64>)> {
+        let cols = (self.groups * GROUP) as usize;
+        let s_at = self.s_index();
+        let scale = self.applied_scale();
+        (0..self.rows as usize)
+            .map(|r| {
+                let m = (0..cols)
+                    .map(|j| s[s_at(r, j)])
+                    .fold(f64::NEG_INFINITY, f64::max);
+                let e = (0..cols)
+                    .map(|j| (scale * (s[s_at(r, j)] - m)).exp())
+                    .collect();
+                (m, e)
+            })
+            .collect()
+    }
+
+    /// Float64 reference of `s` (the input's order without gaps:
+    /// `[2 groups][rows][8]` f32 scores, `[groups][rows][16]` f16), in the
+    /// output's order (`[groups][rows][16]`). Unnormalised (each row's
+    /// `exp`s) where [`Self::normalise`] is off.
     pub fn reference(&self, s: &[f64]) -> Vec<f64> {
-        let (rows, cols) = (self.rows as usize, (self.groups * GROUP) as usize);
-        let s_at = |r: usize, j: usize| (j / 8 * rows + r) * 8 + j % 8;
+        let rows = self.rows as usize;
         let p_at = |r: usize, j: usize| (j / 16 * rows + r) * 16 + j % 16;
         let mut out = vec![0.0; s.len()];
-        let scale = f64::from(self.scale);
-        for r in 0..rows {
-            let m = (0..cols)
-                .map(|j| s[s_at(r, j)])
-                .fold(f64::NEG_INFINITY, f64::max);
-            let e: Vec<f64> = (0..cols)
-                .map(|j| (scale * (s[s_at(r, j)] - m)).exp())
-                .collect();
+        for (r, (_, e)) in self.exps(s).into_iter().enumerate() {
             let sum: f64 = if self.normalise { e.iter().sum() } else { 1.0 };
             for (j, e) in e.iter().enumerate() {
                 out[p_at(r, j)] = e / sum;
@@ -457,27 +664,24 @@ impl SoftmaxPanels {
     /// Float64 reference of the statistics of `s` (as [`SoftmaxPanels::reference`]
     /// takes it): per row `(-m_r, sum_j exp(scale (S[r, j] - m_r)))`.
     pub fn reference_stats(&self, s: &[f64]) -> Vec<(f64, f64)> {
-        let (rows, cols) = (self.rows as usize, (self.groups * GROUP) as usize);
-        let s_at = |r: usize, j: usize| (j / 8 * rows + r) * 8 + j % 8;
-        let scale = f64::from(self.scale);
-        (0..rows)
-            .map(|r| {
-                let m = (0..cols)
-                    .map(|j| s[s_at(r, j)])
-                    .fold(f64::NEG_INFINITY, f64::max);
-                let sum = (0..cols).map(|j| (scale * (s[s_at(r, j)] - m)).exp()).sum();
-                (-m, sum)
-            })
+        self.exps(s)
+            .into_iter()
+            .map(|(m, e)| (-m, e.iter().sum()))
             .collect()
     }
 
     /// Largest error of an output against the reference `want`, when the
     /// exponents `scale * (x - m)` are at most `spread` in magnitude: their
-    /// f16 rounding (`spread 2^-12` relative in `e`, and in the sum),
-    /// `f16v2exp`'s rounding, three f16 roundings (1/sum, the product, one
-    /// ulp of slack) and f16's subnormal spacing.
+    /// f16 rounding (f32 scores: once, `spread 2^-12` relative in `e`, and
+    /// in the sum; f16 scores: `x - m` and the scale's product, twice
+    /// `spread 2^-11`), `f16v2exp`'s rounding, three f16 roundings (1/sum,
+    /// the product, one ulp of slack) and f16's subnormal spacing.
     pub fn tolerance(&self, want: f64, spread: f64) -> f64 {
-        (2.0 * spread * 2f64.powi(-12) + 4.0 * 2f64.powi(-11)) * want + 2f64.powi(-24)
+        let exponent = match self.scores {
+            Elem::F16 => 2.0 * 2f64.powi(-10),
+            _ => 2f64.powi(-12),
+        };
+        (2.0 * spread * exponent + 4.0 * 2f64.powi(-11)) * want + 2f64.powi(-24)
     }
 }
 
@@ -498,7 +702,10 @@ impl Codelet for SoftmaxPanels {
                 self.input + offs[w] * IN_ROW,
                 self.output + offs[w] * OUT_ROW,
                 shares[w],
-                self.scale.to_bits(),
+                match self.scores {
+                    Elem::F16 => self.scale_f16_bits(),
+                    _ => self.scale.to_bits(),
+                },
             ];
             words.extend(self.stats.map(|at| at + offs[w] * 8));
             words

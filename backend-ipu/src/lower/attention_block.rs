@@ -126,7 +126,7 @@ use super::ln_tiles::{LnOutput, LnTiles};
 use super::plan::{plan_gemm, BiasRows, Epilogue, GemmPlan, GemmShape, ReductionPlace};
 use super::schedule::{schedule, Schedule};
 use super::stream::Weights;
-use crate::codelets::amp::AmpVariant;
+use crate::codelets::amp::{AmpVariant, Elem};
 use crate::codelets::attention::TileAttention;
 use crate::codelets::attention_combine::AttentionCombine;
 use crate::codelets::copy::StridedCopy;
@@ -221,14 +221,46 @@ impl AttentionShape {
         self.fp8.map_or(1.0, |f| 2f64.powi(f.domain()))
     }
 
-    /// What the attention tiles' softmax multiplies the scores by: the
-    /// rest of the softmax scale after [`Self::q_weight_scale`] (FP8: and
-    /// `2^-2D`, Q's and K's domains).
-    pub fn softmax_scale(&self) -> f32 {
-        match self.fp8 {
-            Some(f) => (f64::from(self.scale) * 2f64.powi(-2 * f.domain())) as f32,
-            None => 1.0,
+    /// The attention tiles' scores' element type: f16 (`f16v4hihov4amp`,
+    /// twice the f32 partials' rate, and a softmax on four lanes a word).
+    pub fn scores(&self) -> Elem {
+        Elem::F16
+    }
+
+    /// What the attention tiles multiply the held Q by before the scores
+    /// ([`TileAttention::q_scale`]) and the softmax the scores by
+    /// ([`TileAttention::scale`]): together the rest of the softmax scale
+    /// after [`Self::q_weight_scale`] and, FP8, `2^-2D` (Q's and K's
+    /// domains). f16 products fold the scale into Q's weights: (1, 1).
+    /// FP8 with f32 scores: the softmax takes it all. FP8 with f16 scores:
+    /// Q is brought to `scale Q` (`scale 2^-D` of the held `2^D Q`, an f16
+    /// normal number where `2^-2D scale` alone may not be) and the softmax
+    /// takes `2^-D`, so the scores are `2^D scale Q K^T`, within f16's
+    /// range for `|scale Q K^T|` up to `65504 2^-D` (the domain keeps
+    /// weight codes at most 15: `D` is about 7 for weights of 0.1 at
+    /// most, 512).
+    pub fn score_scales(&self) -> (f32, f32) {
+        match (self.fp8, self.scores()) {
+            (None, _) => (1.0, 1.0),
+            (Some(f), Elem::F16) => {
+                let d = f.domain();
+                (
+                    (f64::from(self.scale) * 2f64.powi(-d)) as f32,
+                    2f64.powi(-d) as f32,
+                )
+            }
+            (Some(f), _) => (
+                1.0,
+                (f64::from(self.scale) * 2f64.powi(-2 * f.domain())) as f32,
+            ),
         }
+    }
+
+    /// What the attention tiles' softmax multiplies the scores by (and
+    /// the combination of key blocks their maxima's differences):
+    /// [`Self::score_scales`]' second.
+    pub fn softmax_scale(&self) -> f32 {
+        self.score_scales().1
     }
 
     /// qk's and vt's AMP instruction (and LayerNorm's output type, their
@@ -687,6 +719,8 @@ impl AttentionPlan {
             o: core.o + slot,
             stats: core.stats.map(|st| st + slot),
             masked,
+            // Q is scaled in place once, before the first chunk's scores.
+            q_scale: if chunk == 0 { core.q_scale } else { 1.0 },
             ..core
         }
     }
@@ -1308,7 +1342,7 @@ pub fn core_tile(
     rows: u32,
     machine: &MachineModel,
 ) -> Result<TileAttention, String> {
-    TileAttention::packed((rows, s.dp(), s.m, s.dp()), s.scale, machine)
+    TileAttention::packed((rows, s.dp(), s.m, s.dp()), (s.scale, s.scores()), machine)
 }
 
 /// Bytes of each piece of a vt input block where it streams in

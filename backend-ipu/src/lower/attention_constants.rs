@@ -15,6 +15,7 @@ use super::codegen::{
     ATTENTION_MASK, ZERO_RUNS,
 };
 use super::stream::home_pieces;
+use crate::codelets::amp::Elem;
 
 /// The products' constants as their tiles hold them (heads padded; the
 /// value bias folded into the output bias for f16 products, in vt's
@@ -162,15 +163,15 @@ pub fn emit_attention_constants(
             .filter(|(_, &(_, k))| k == kb)
             .map(|(&t, _)| t)
             .collect();
-        let mask: Vec<u8> = att
-            .mask_block()
-            .iter()
-            .flat_map(|&v| (v as f32).to_le_bytes())
-            .collect();
+        let mask = att.mask_bytes_encoded();
+        let (kind, size) = match att.scores {
+            Elem::F16 => (FloatKind::F16, 2),
+            _ => (FloatKind::F32, 4),
+        };
         let t = replicated_constant(
             ctx,
             &format!("{ATTENTION_MASK}{kb}"),
-            (Type::float(FloatKind::F32), 4, 8),
+            (Type::float(kind), size, 8),
             mask,
             (&tiles, plan.layout.restore.mask),
             loc.clone(),

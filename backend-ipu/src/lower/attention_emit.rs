@@ -236,6 +236,9 @@ pub fn emit_attention_in(
                     None => {
                         let tag = chunk_tag("attn", c);
                         calls.push((format!("{tag}_softmax"), Box::new(att.softmax())));
+                        if let Some(q) = att.q_scaling() {
+                            calls.push((format!("{tag}_qscale"), Box::new(q)));
+                        }
                         parts.push((tag.clone(), att));
                         tag
                     }

@@ -162,9 +162,9 @@ pub fn exchange_b(plan: &AttentionPlan) -> Vec<Vec<Transfer>> {
                 }
             } else {
                 // Key rows: key t (of its block), panel p at
-                // ((t / 8 * np + p) * 8 + t % 8) * 32, on every row
-                // block's tile of its key block.
-                for (lo, hi) in runs((a, b), 8) {
+                // `TileAttention::key_row(t, p)`, on every row block's
+                // tile of its key block; runs of keys within a panel.
+                for (lo, hi) in runs((a, b), att.keys_per_panel()) {
                     let (part, t) = (lo / core.keys, lo % core.keys);
                     let (kb, chunk) = (part / core.chunks, part % core.chunks);
                     out[chunk as usize].push(Transfer {
@@ -174,12 +174,7 @@ pub fn exchange_b(plan: &AttentionPlan) -> Vec<Vec<Transfer>> {
                             words: 8 * (hi - lo),
                         }],
                         receivers: (0..core.blocks)
-                            .map(|blk| {
-                                (
-                                    core.tile(ih, blk, kb),
-                                    att.k + ((t / 8 * np + p) * 8 + t % 8) * 32,
-                                )
-                            })
+                            .map(|blk| (core.tile(ih, blk, kb), att.k + att.key_row(t, p)))
                             .collect(),
                         segment: None,
                     });
@@ -427,11 +422,11 @@ pub fn window_zero_runs(plan: &AttentionPlan) -> Vec<ZeroRun> {
                 let tile = core.tile(h, blk, kb);
                 let last = plan.last_part(kb);
                 let keys = last.keys;
-                for (lo, hi) in runs((keys, last.key_panels_count() * 16), 8) {
+                for (lo, hi) in runs((keys, last.key_panels_count() * 16), att.keys_per_panel()) {
                     for p in 0..np {
                         out.push(ZeroRun {
                             tile,
-                            address: att.k + ((lo / 8 * np + p) * 8 + lo % 8) * 32,
+                            address: att.k + att.key_row(lo, p),
                             bytes: (hi - lo) * 32,
                         });
                     }

@@ -453,7 +453,12 @@ impl ProductLayouts {
         let mask = MaskPlace::Apart(machine.sram_base);
         let (att, placed) = TileAttention::place(
             (core.rows, s.dp(), core.keys, s.dp()),
-            (s.softmax_scale(), core.combines(), output, mask),
+            (
+                (s.softmax_scale(), s.scores()),
+                core.combines(),
+                output,
+                mask,
+            ),
             (self.window_start, self.window_top),
             compute,
             machine,
@@ -462,6 +467,7 @@ impl ProductLayouts {
         // [`combine_of`]): its softmax skips normalising.
         let att = TileAttention {
             normalise: !core.split() || core.flash(),
+            q_scale: s.score_scales().0,
             ..att
         };
         if !core.combines() {
@@ -777,11 +783,7 @@ fn core_states(s: AttentionShape, core: &CorePlan, att: TileAttention) -> Result
     // The first chunk and the middle ones (all keys real), the last (the
     // rest of the keys, masked), as the lowering emits them.
     let last = last_chunk(s, core, att).state_bytes();
-    let whole = TileAttention {
-        masked: false,
-        ..att
-    }
-    .state_bytes();
+    let whole = middle_chunk(att).state_bytes();
     let bytes = match core.chunks {
         0 | 1 => att.state_bytes(),
         2 => whole + last,
@@ -798,11 +800,23 @@ fn core_states(s: AttentionShape, core: &CorePlan, att: TileAttention) -> Result
 }
 
 /// `att` (a tile's part of all `core.keys` keys) as `core`'s last part
-/// holds it: the rest of the keys.
+/// holds it: the rest of the keys (and, after other chunks, Q already
+/// scaled).
 fn last_chunk(s: AttentionShape, core: &CorePlan, att: TileAttention) -> TileAttention {
     let (lo, _) = core.keys_of(core.chunks - 1, s.m);
     TileAttention {
         keys: s.m.min(lo + core.keys) - lo,
+        q_scale: if core.chunks > 1 { 1.0 } else { att.q_scale },
+        ..att
+    }
+}
+
+/// `att` as a flash-style tile's chunks after the first and before the
+/// last hold it: every key real, Q already scaled.
+fn middle_chunk(att: TileAttention) -> TileAttention {
+    TileAttention {
+        masked: false,
+        q_scale: 1.0,
         ..att
     }
 }
@@ -827,11 +841,13 @@ pub(super) fn core_estimate(
     // last holds the rest of the keys.
     let last = last_chunk(s, core, att);
     let compute = if core.flash() {
-        (parts - 1)
-            * est(TileAttention {
-                masked: false,
-                ..att
-            })?
+        // The first chunk scales Q; the middle ones start from zero.
+        let first = TileAttention {
+            masked: false,
+            ..att
+        };
+        est(first)?
+            + (parts - 2) * est(middle_chunk(att))?
             + est(last)?
             + 2 * (parts - 1) * u64::from(machine.sync_latency)
     } else {
