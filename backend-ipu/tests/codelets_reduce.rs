@@ -178,6 +178,7 @@ fn layernorm(rows: u32, cols: u32, output: u32, output_f8_scale: Option<i32>) ->
         rows,
         cols,
         eps: 1e-6,
+        affine: true,
         input: 0x80000,
         gamma: 0xb0000,
         beta: 0xb8000,
@@ -291,6 +292,51 @@ fn layernorm_panel_output_rearranges_the_row_output() {
         for (i, w) in written.iter().enumerate() {
             assert!(*w || panels[i] == 0, "{what}: byte {i} of a gap written");
         }
+    }
+}
+
+/// Without scale and shift (folded into the next product), LayerNorm
+/// writes what the affine form writes with a scale of ones and a shift
+/// of zeros, bit for bit, in every output form, without reading either
+/// (they hold random values here); its apply pass takes 2 bundles a word
+/// (f16) or 3 (FP8) for 4 and 5, its cycles as estimated.
+#[test]
+fn layernorm_without_scale_and_shift_is_the_affine_one_with_ones_and_zeros() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(45);
+    for (rows, cols, scale, panels) in [
+        (1u32, 8u32, None, None),
+        (7, 1152, None, None),
+        (5, 40, Some(-3), None),
+        (13, 24, Some(2), None),
+        (6, 1152, None, Some(192u32)),
+        (6, 1152, Some(0), Some(192)),
+        (4, 64, Some(-1), Some(192)),
+    ] {
+        let out = if scale.is_some() { 0xd0004 } else { 0xd0000 };
+        let affine = LayerNorm {
+            output_panels: panels,
+            ..layernorm(
+                rows,
+                cols,
+                if panels.is_some() { 0xd0000 } else { out },
+                scale,
+            )
+        };
+        let plain = LayerNorm {
+            affine: false,
+            ..affine.clone()
+        };
+        assert_eq!(
+            plain.apply_bundles_per_word() + 2,
+            affine.apply_bundles_per_word()
+        );
+        let (xs, gamma, beta) = layernorm_inputs(&mut rng, rows, cols);
+        let ones = vec![f16::ONE; cols as usize];
+        let zeros = vec![f16::ZERO; cols as usize];
+        let bytes = affine.output_bytes() as u32;
+        let want = run_layernorm(&affine, &xs, &ones, &zeros, bytes);
+        let got = run_layernorm(&plain, &xs, &gamma, &beta, bytes);
+        assert_eq!(got, want, "{rows}x{cols} {scale:?} panels {panels:?}");
     }
 }
 

@@ -68,6 +68,11 @@ fn run_planned(
 ) -> (f64, f64, u64, u64) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut values = AttentionValues::random(s, || rng.random_range(-1.0..1.0));
+    // A block without LayerNorm's scale and shift: folded into the QKV
+    // product as the pipeline's fold-layernorm-affine does.
+    if !s.ln_affine {
+        values.fold_ln();
+    }
     // FP8 blocks: the weights rounded to FP8 values, the scales the
     // quantization picked.
     let s = match s.fp8 {
@@ -124,6 +129,7 @@ fn shape(m: u32, c: u32, heads: u32) -> AttentionShape {
         heads,
         head_dim: c / heads,
         eps: 1e-6,
+        ln_affine: true,
         scale: 1.0 / ((c / heads) as f32).sqrt(),
         fp8: None,
     }
@@ -166,6 +172,21 @@ fn attention_blocks_match_float64() {
     ] {
         assert_block_accuracy(s, run(s, seed), 0.9999, 5e-3);
     }
+}
+
+/// LayerNorm's scale and shift folded into the QKV product (the model's
+/// blocks after `fold-layernorm-affine`): the LN tiles skip both, f16 and
+/// FP8, with the same accuracy against float64.
+#[test]
+fn attention_blocks_with_layernorm_folded_match_float64() {
+    let folded = |s: AttentionShape| AttentionShape {
+        ln_affine: false,
+        ..s
+    };
+    let s = folded(shape(37, 96, 4));
+    assert_block_accuracy(s, run(s, 4), 0.9999, 5e-3);
+    let s = fp8(folded(shape(37, 96, 4)));
+    assert_block_accuracy(s, run(s, 5), 0.999, FP8_MAX_REL_L2);
 }
 
 /// [`shape`] over a batch of `images`.

@@ -59,6 +59,11 @@ fn run_planned(
     let m = shape.m as usize;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut values = MlpValues::random(shape, || rng.random_range(-1.0..1.0));
+    // A block without LayerNorm's scale and shift: folded into fc1 as the
+    // pipeline's fold-layernorm-affine does.
+    if !shape.ln_affine {
+        values.fold_ln();
+    }
     if shape.fp8.is_some() {
         shape.fp8 = Some(values.quantize_fp8());
     }
@@ -79,6 +84,7 @@ fn shape(m: u32, c: u32, h: u32, gelu: GeluForm) -> MlpShape {
         c,
         h,
         eps: 1e-6,
+        ln_affine: true,
         gelu,
         fp8: None,
     }
@@ -113,6 +119,24 @@ fn fp8_blocks_match_float64() {
     ] {
         assert_block_accuracy(s, run(s, seed), 0.999, FP8_MAX_REL_L2);
     }
+}
+
+/// LayerNorm's scale and shift folded into fc1 (the model's blocks after
+/// `fold-layernorm-affine`): the LN tiles skip both, f16 and FP8, with
+/// the same accuracy against float64.
+#[test]
+fn blocks_with_layernorm_folded_match_float64() {
+    let folded = |s: MlpShape| MlpShape {
+        ln_affine: false,
+        ..s
+    };
+    let s = folded(shape(37, 48, 200, GeluForm::Tanh));
+    assert_block_accuracy(s, run(s, 5), 0.999, 1e-2);
+    let s = MlpShape {
+        fp8: Some(Fp8Domains { fc1: 0, fc2: 0 }),
+        ..folded(shape(37, 64, 200, GeluForm::Tanh))
+    };
+    assert_block_accuracy(s, run(s, 24), 0.999, FP8_MAX_REL_L2);
 }
 
 /// Blocks whose weights are streamed in (`lower/stream.rs`): each column

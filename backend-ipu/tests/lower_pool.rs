@@ -32,6 +32,7 @@ fn shape(m: u32, c: u32, heads: u32) -> PoolShape {
         heads,
         head_dim: c / heads,
         eps: 1e-6,
+        ln_affine: true,
         scale: 1.0 / ((c / heads) as f32).sqrt(),
         fp8: None,
     }

@@ -64,9 +64,12 @@
 // FUSED: nn.add %arg0
 // FUSED: return
 
-// ipu-run runs the extracted layer on a synthesized input.
+// ipu-run runs the extracted layer on a synthesized input (fused, and
+// the MLP's LayerNorm folded into fc1, as --extract does: its ones and
+// zeros are two more constants; the attention's QKV product has no bias
+// to take its LayerNorm's shift, so that one stays).
 // EXEC: model {{.*}}two-layer-encoder.mlir (@layer1)
-// EXEC: run {{.*}}(18 ops,
+// EXEC: run {{.*}}(20 ops,
 // EXEC: output_0 [1, 2, 4] f32
 
 // BADKIND: unknown block kind 'ffn' in 'ffn:1' (kinds: mlp, attention, layer, head)

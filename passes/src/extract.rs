@@ -557,9 +557,13 @@ fn build_block_function(
 }
 
 /// The pipeline of the tools' `--extract BLOCK`: fuse (so the block's ops
-/// are the fused ones the backend lowers), then cut `block` out.
+/// are the fused ones the backend lowers), fold each LayerNorm's scale
+/// and shift into its products (`fold-layernorm-affine`, as the whole
+/// model's compile does), then cut `block` out.
 pub fn extract_pipeline(block: &str) -> String {
-    format!("builtin.module(func.func(eqsat-fuse,canonicalize),extract-block{{block={block}}})")
+    format!(
+        "builtin.module(func.func(eqsat-fuse,canonicalize,fold-layernorm-affine),extract-block{{block={block}}})"
+    )
 }
 
 /// The pass.

@@ -4,6 +4,7 @@ pub mod canonicalize;
 pub mod cse;
 pub mod eqsat;
 pub mod extract;
+pub mod fold_layernorm;
 pub mod precision;
 pub mod print_op_stats;
 pub mod symbol_dce;
@@ -16,6 +17,7 @@ pub fn register_passes(r: &mut PassRegistry) -> Result<(), RegistrationError> {
     r.register::<cse::Cse>()?;
     r.register::<eqsat::EqsatFuse>()?;
     r.register::<extract::ExtractBlock>()?;
+    r.register::<fold_layernorm::FoldLayerNormAffine>()?;
     r.register::<precision::ConvertPrecision>()?;
     r.register::<symbol_dce::SymbolDce>()?;
     r.register::<print_op_stats::PrintOpStats>()

@@ -138,7 +138,7 @@ const F8_MAX: f64 = 240.0;
 
 /// Constants up to this many elements stay inline `dense<...>`; larger ones
 /// (weights) go to resources, as the importer does.
-const INLINE_ELEMENTS: u64 = 64;
+pub(crate) const INLINE_ELEMENTS: u64 = 64;
 
 /// The FP8 scale exponent of a tensor whose largest magnitude is
 /// `max_abs`: the smallest `s` with `max_abs * 2^-s <= 240` (0 for a zero
@@ -403,7 +403,13 @@ fn rounded(
 
 /// A `dense_resource` of type `ty` holding `bytes` (elements of `kind`),
 /// in a new blob named after `hint`.
-fn new_resource(ctx: &Context, ty: Type, kind: FloatKind, bytes: Vec<u8>, hint: &str) -> Attribute {
+pub(crate) fn new_resource(
+    ctx: &Context,
+    ty: Type,
+    kind: FloatKind,
+    bytes: Vec<u8>,
+    hint: &str,
+) -> Attribute {
     let blob = ResourceBlob {
         alignment: kind.byte_size() as u32,
         data: Arc::from(bytes),

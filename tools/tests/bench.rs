@@ -78,7 +78,7 @@ fn amp_bench_runs_the_fused_f16_activation_fp8_block() {
 #[test]
 fn codelets_bench_runs_every_family_and_its_estimate_is_exact() {
     let rows = ipuc_tools::bench::codelets::run_codelets(&MachineModel::c600()).unwrap();
-    assert_eq!(rows.len(), 14);
+    assert_eq!(rows.len(), 15);
     for r in &rows {
         assert_eq!(r.simulated, r.estimate, "{}", r.codelet);
         // A launch is at least the worker start and one barrel round.
@@ -86,6 +86,10 @@ fn codelets_bench_runs_every_family_and_its_estimate_is_exact() {
     }
     let out = bench(&["codelets", "--json"]).unwrap();
     assert!(out.contains("\"codelet\": \"softmax, 12 x 728\""), "{out}");
+    assert!(
+        out.contains("\"codelet\": \"layernorm to fp8 without scale and shift, 12 x 1152\""),
+        "{out}"
+    );
     assert!(
         out.contains("\"codelet\": \"layernorm to panels, 6 x 1152\""),
         "{out}"

@@ -62,9 +62,13 @@ pub struct LayerNorm {
     pub eps: f32,
     /// Input f16 `[rows, C]`, 16-byte aligned, interleaved memory.
     pub input: u32,
-    /// gamma f16 `[C]`, 8-byte aligned.
+    /// Whether the scale and shift apply: false for a LayerNorm whose
+    /// scale is ones and shift zeros (folded into the next product by
+    /// `fold-layernorm-affine`), which reads neither.
+    pub affine: bool,
+    /// gamma f16 `[C]`, 8-byte aligned (unread without [`LayerNorm::affine`]).
     pub gamma: u32,
-    /// beta f16 `[C]`, 8-byte aligned.
+    /// beta f16 `[C]`, 8-byte aligned (unread without [`LayerNorm::affine`]).
     pub beta: u32,
     /// Output `[rows, C]`: f16, 8-byte aligned (may equal the input); or
     /// with [`LayerNorm::output_f8_scale`], FP8 codes, 4-byte aligned, not
@@ -208,11 +212,13 @@ impl LayerNorm {
             tag,
             &[
                 ("input", self.input, 16),
-                ("gamma", self.gamma, 8),
-                ("beta", self.beta, 8),
                 ("output", self.output, 4 * self.output_elem_bytes()),
             ],
-        )
+        )?;
+        if self.affine {
+            check_alignment(tag, &[("gamma", self.gamma, 8), ("beta", self.beta, 8)])?;
+        }
+        Ok(())
     }
 
     /// The worker: its issues when it has no rows, and its row loop's counts.
@@ -300,11 +306,16 @@ impl LayerNorm {
             inst("mov", [op::a(11), op::a(10)]), // rstd, 4 lanes
             // Pass 3: apply.
             inst("mov", [op::m(5), op::m(0)]),
-            load_state_word(op::m(6), 5), // gamma
-            load_state_word(op::m(7), 6), // beta
         ] {
             e.solo(s);
         }
+        let jump = self.panel_steps().map_or(1, |(jump, _)| i64::from(jump));
+        if !self.affine {
+            self.emit_apply_plain(e, apply_count, jump);
+            return (empty, self.end_row(e, setup));
+        }
+        e.solo(load_state_word(op::m(6), 5)); // gamma
+        e.solo(load_state_word(op::m(7), 6)); // beta
         e.bundle(ld64_next(0, 5), inst("fnop", []));
         e.bundle(ld64_next(2, 6), inst("fnop", []));
         e.bundle(
@@ -328,9 +339,8 @@ impl LayerNorm {
             inst("f16v4add", [op::a_pair(6), op::a_pair(0), op::a_pair(8)]),
         );
         let scale_next = inst("f16v4mul", [op::a_pair(6), op::a_pair(6), op::a_pair(10)]);
-        // The output pointer's step after a piece's last word: on to the
-        // same row's piece in the next panel.
-        let jump = self.panel_steps().map_or(1, |(jump, _)| i64::from(jump));
+        // The output pointer's step after a piece's last word (`jump`): on
+        // to the same row's piece in the next panel.
         let store_f16 = |step: i64| {
             inst(
                 "st64step",
@@ -370,20 +380,73 @@ impl LayerNorm {
             .flat_map(|w| word(if w + 1 == n { jump } else { 1 }))
             .collect();
         e.rpt(apply_count, &format!("{tag}_apply"), apply);
+        (empty, self.end_row(e, setup))
+    }
+
+    /// The apply pass without scale and shift: `n = (x - mean) rstd`
+    /// (and its FP8 codes), software-pipelined one word ahead like the
+    /// affine pass: per word the next word's load beside `n`, then the
+    /// conversion (FP8), then the store beside the next word's centring.
+    fn emit_apply_plain(&self, e: &mut Emitter, count: ipuc_dialects::ipu::Operand, jump: i64) {
+        let tag = self.tag();
+        let p = op::a_pair;
+        let centre = || inst("f16v4add", [p(6), p(0), p(8)]);
+        e.bundle(ld64_next(0, 5), inst("fnop", []));
+        e.bundle(inst("nop", []), centre());
+        let scale = (ld64_next(0, 5), inst("f16v4mul", [p(12), p(6), p(10)]));
+        let word = |step: i64| match self.output_f8_scale {
+            None => vec![
+                scale.clone(),
+                (
+                    inst(
+                        "st64step",
+                        [p(12), op::mzero(), op::m_inc(1), op::imm(step)],
+                    ),
+                    centre(),
+                ),
+            ],
+            Some(s) => vec![
+                scale.clone(),
+                (
+                    inst("nop", []),
+                    inst("f16v4tof8", [op::a(12), p(12), op::imm(i64::from(s))]),
+                ),
+                (
+                    inst(
+                        "st32step",
+                        [op::a(12), op::mzero(), op::m_inc(1), op::imm(step)],
+                    ),
+                    centre(),
+                ),
+            ],
+        };
+        let n = self.words_per_piece();
+        let apply: Vec<(Inst, Inst)> = (0..n)
+            .flat_map(|w| word(if w + 1 == n { jump } else { 1 }))
+            .collect();
+        e.rpt(count, &format!("{tag}_apply"), apply);
+    }
+
+    /// The row's end: the input pointer back from one word past the row
+    /// (the apply pass loads a word ahead), the output's back to the next
+    /// row's first piece (panels), and the row loop's branch.
+    fn end_row(&self, e: &mut Emitter, setup: u64) -> RowLoopCounts {
         e.solo(inst("sub", [op::m(0), op::m(5), op::imm(8)]));
         if let Some((_, back)) = self.panel_steps() {
             // Back from past the row's last piece to the next row's first.
             e.solo(inst("sub", [op::m(1), op::m(1), op::imm(i64::from(back))]));
         }
-        (empty, launch::emit_end_row_loop(e, tag, setup))
+        launch::emit_end_row_loop(e, self.tag(), setup)
     }
 
     /// Bundles of the apply pass per word (4 values): 4, or 5 with the
-    /// FP8 conversion.
+    /// FP8 conversion; without scale and shift 2, or 3.
     pub fn apply_bundles_per_word(&self) -> u64 {
-        match self.output_f8_scale {
-            None => 4,
-            Some(_) => 5,
+        let f8 = u64::from(self.output_f8_scale.is_some());
+        if self.affine {
+            4 + f8
+        } else {
+            2 + f8
         }
     }
 

@@ -305,6 +305,7 @@ pub fn attention_from(ctx: &Context, att: OpId) -> Result<AttentionMatch, Diagno
             heads,
             head_dim,
             eps,
+            ln_affine: gamma.ln_affine(&beta),
             scale,
             fp8,
         },

@@ -147,6 +147,10 @@ pub struct AttentionShape {
     pub head_dim: u32,
     /// LayerNorm's epsilon.
     pub eps: f32,
+    /// Whether LayerNorm's scale and shift do anything (false where they
+    /// are ones and zeros, folded into the QKV product by
+    /// `fold-layernorm-affine`: the LN tiles skip them).
+    pub ln_affine: bool,
     /// The softmax scale.
     pub scale: f32,
     /// FP8 products (`None`: f16 products).
@@ -661,6 +665,7 @@ impl AttentionPlan {
             m: self.shape.rows(),
             c: self.shape.c,
             eps: self.shape.eps,
+            affine: self.shape.ln_affine,
             x: lay.x,
             ln_out: lay.ln_out,
             gamma: lay.gamma,

@@ -91,6 +91,10 @@ pub struct MlpShape {
     pub h: u32,
     /// LayerNorm's epsilon.
     pub eps: f32,
+    /// Whether LayerNorm's scale and shift do anything (false where they
+    /// are ones and zeros, folded into fc1 by `fold-layernorm-affine`:
+    /// the LN tiles skip them).
+    pub ln_affine: bool,
     /// The GELU between the products.
     pub gelu: GeluForm,
     /// FP8 products (`None`: f16 products).
@@ -265,6 +269,7 @@ impl MlpPlan {
             m: self.shape.m,
             c: self.shape.c,
             eps: self.shape.eps,
+            affine: self.shape.ln_affine,
             x: lay.x,
             ln_out: lay.ln_out,
             gamma: lay.gamma,

@@ -137,6 +137,13 @@ impl ConstantRef {
         })
     }
 
+    /// Whether this LayerNorm scale and `beta` its shift do anything:
+    /// false for a scale of ones and a shift of zeros, as
+    /// `fold-layernorm-affine` leaves them (the LN tiles then skip both).
+    pub fn ln_affine(&self, beta: &ConstantRef) -> bool {
+        !(self.values().iter().all(|&g| g == 1.0) && beta.values().iter().all(|&b| b == 0.0))
+    }
+
     /// The values, row-major, decoded now.
     pub fn values(&self) -> Vec<f64> {
         let elements = match &self.source {

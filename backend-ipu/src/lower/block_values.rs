@@ -45,6 +45,19 @@ impl MlpValues {
 }
 
 impl MlpValues {
+    /// Folds LayerNorm's scale and shift into fc1 as
+    /// `fold-layernorm-affine` does (then a scale of ones and a shift of
+    /// zeros: the model's blocks after the pipeline), each value rounded
+    /// to f16 again.
+    pub fn fold_ln(&mut self) {
+        let k = &mut self.constants;
+        ipuc_passes::fold_layernorm::fold_into(&k.gamma, &k.beta, &mut k.w1, &mut k.b1);
+        round_f16(&mut k.w1);
+        round_f16(&mut k.b1);
+        k.gamma.iter_mut().for_each(|g| *g = 1.0);
+        k.beta.iter_mut().for_each(|b| *b = 0.0);
+    }
+
     /// Rounds both products' weights to FP8 values as `convert-precision`
     /// does (per-tensor power-of-two scale from the weights' range, codes
     /// rounded to nearest even) and returns the domains the block's FP8
@@ -54,6 +67,12 @@ impl MlpValues {
         let s2 = quantize_fp8(&mut self.constants.w2);
         Fp8Domains::from_scales(s1, s2)
     }
+}
+
+/// Rounds each value to f16.
+fn round_f16(v: &mut [f64]) {
+    v.iter_mut()
+        .for_each(|x| *x = half::f16::from_f64(*x).to_f64());
 }
 
 /// Rounds `w` to FP8 values as `convert-precision` does (per-tensor
@@ -97,6 +116,17 @@ impl AttentionValues {
             b_o: vals(c, 0.1, 0.0),
         };
         AttentionValues { x, constants }
+    }
+
+    /// Folds LayerNorm's scale and shift into the QKV product, as
+    /// [`MlpValues::fold_ln`] into fc1.
+    pub fn fold_ln(&mut self) {
+        let k = &mut self.constants;
+        ipuc_passes::fold_layernorm::fold_into(&k.gamma, &k.beta, &mut k.w_qkv, &mut k.b_qkv);
+        round_f16(&mut k.w_qkv);
+        round_f16(&mut k.b_qkv);
+        k.gamma.iter_mut().for_each(|g| *g = 1.0);
+        k.beta.iter_mut().for_each(|b| *b = 0.0);
     }
 
     /// Rounds both products' weights to FP8 values as `convert-precision`

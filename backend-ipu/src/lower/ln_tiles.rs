@@ -36,6 +36,9 @@ pub struct LnTiles<'a> {
     pub c: u32,
     /// LayerNorm's epsilon.
     pub eps: f32,
+    /// Whether LayerNorm applies its scale and shift
+    /// ([`LayerNorm::affine`]).
+    pub affine: bool,
     /// x's rows, row-major f16.
     pub x: u32,
     /// LayerNorm's output rows.
@@ -82,6 +85,7 @@ impl LnTiles<'_> {
             rows,
             cols: self.c,
             eps: self.eps,
+            affine: self.affine,
             input: self.x,
             gamma: self.gamma,
             beta: self.beta,

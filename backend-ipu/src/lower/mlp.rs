@@ -239,6 +239,7 @@ pub fn mlp_from(ctx: &Context, ln: OpId) -> Result<MlpMatch, Diagnostic> {
             c,
             h,
             eps,
+            ln_affine: gamma.ln_affine(&beta),
             gelu,
             fp8,
         },

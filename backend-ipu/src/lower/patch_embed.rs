@@ -341,6 +341,7 @@ impl PatchPlan {
             m: self.shape.rows(),
             c: self.shape.k_padded(),
             eps: 0.0,
+            affine: true,
             x: self.rows,
             ln_out: self.rows,
             gamma: self.rows,

@@ -415,6 +415,7 @@ impl PoolPlan {
             m: self.shape.rows(),
             c: self.shape.c,
             eps: self.shape.eps,
+            affine: self.shape.ln_affine,
             x: lay.x,
             ln_out: lay.ln_out,
             gamma: lay.gamma,

@@ -86,6 +86,9 @@ pub fn run_attention(
         heads,
         head_dim: c / heads,
         eps: 1e-6,
+        // LayerNorm's scale and shift folded into the QKV product, as the
+        // pipeline's fold-layernorm-affine leaves a model's blocks.
+        ln_affine: false,
         scale: 1.0 / ((c / heads) as f32).sqrt(),
         fp8: None,
     };
@@ -93,6 +96,7 @@ pub fn run_attention(
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let half = AmpVariant::F16.input_elem();
     let mut values = AttentionValues::random(shape, || rng.random_range(-1.0..1.0));
+    values.fold_ln();
     if fp8 {
         shape.fp8 = Some(values.quantize_fp8());
     }

@@ -142,6 +142,7 @@ pub fn run_codelets(machine: &MachineModel) -> Result<Vec<CodeletCycles>, BenchE
         rows: 12,
         cols: 1152,
         eps: 1e-6,
+        affine: true,
         input: o(0),
         gamma: o(1),
         beta: o(2),
@@ -169,6 +170,16 @@ pub fn run_codelets(machine: &MachineModel) -> Result<Vec<CodeletCycles>, BenchE
         machine,
         "layernorm to fp8, 12 x 1152".into(),
         &ln_f8,
+    )?);
+    // Its scale and shift folded into the next product.
+    let ln_plain = LayerNorm {
+        affine: false,
+        ..ln_f8
+    };
+    out.push(measure(
+        machine,
+        "layernorm to fp8 without scale and shift, 12 x 1152".into(),
+        &ln_plain,
     )?);
     let sm = Softmax {
         rows: 12,

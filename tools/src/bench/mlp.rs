@@ -94,6 +94,9 @@ pub fn run_mlp(
         c,
         h,
         eps: 1e-6,
+        // LayerNorm's scale and shift folded into fc1, as the pipeline's
+        // fold-layernorm-affine leaves a model's blocks.
+        ln_affine: false,
         gelu: GeluForm::Tanh,
         fp8: None,
     };
@@ -101,6 +104,7 @@ pub fn run_mlp(
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let half = AmpVariant::F16.input_elem();
     let mut values = MlpValues::random(shape, || rng.random_range(-1.0..1.0));
+    values.fold_ln();
     if fp8 {
         shape.fp8 = Some(values.quantize_fp8());
     }

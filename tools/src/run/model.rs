@@ -71,8 +71,12 @@ impl LoadedModel {
 }
 
 /// What an ONNX model compiled for the simulator runs before the lowering
-/// (and `ipu-bench reference --fuse` before its timed runs).
-pub const FUSE_PIPELINE: &str = "builtin.module(func.func(eqsat-fuse,canonicalize))";
+/// (and `ipu-bench reference --fuse` before its timed runs): the fusion,
+/// and each LayerNorm's scale and shift folded into the products that
+/// read it (`fold-layernorm-affine`, before `--precision` quantises the
+/// folded weights).
+pub const FUSE_PIPELINE: &str =
+    "builtin.module(func.func(eqsat-fuse,canonicalize,fold-layernorm-affine))";
 
 /// Whether `path` is an ONNX model, as [`load`] tells: a `.onnx`
 /// extension or a protobuf first byte ([`crate::import::is_onnx`], which

@@ -1,0 +1,324 @@
+//! `fold-layernorm-affine`: a LayerNorm's scale and shift folded into the
+//! products that read it.
+//!
+//! LayerNorm over the last axis is `y = n * gamma + beta` with
+//! `n = (x - mean) / sqrt(var + eps)` per row. Where every user of `y` is
+//! `nn.linear(y, W[C, N], b[N])` with constant `W` and `b`,
+//!
+//! ```text
+//! y W + b = (n * gamma + beta) W + b = n (diag(gamma) W) + (beta W + b)
+//! W'[k][j] = gamma[k] W[k][j],     b'[j] = b[j] + sum_k beta[k] W[k][j]
+//! ```
+//!
+//! so the pass gives the LayerNorm a scale of ones and a shift of zeros
+//! and each product `W'` and `b'` (new constants, computed in float64 and
+//! rounded once to the weights' element type). The function computes the
+//! same values up to that rounding; a backend then normalises without the
+//! scale's multiply and the shift's add (the IPU's LayerNorm saves two of
+//! its five instructions a word, `ipuc_backend_ipu::codelets::layernorm`),
+//! and the layers of an encoder keep no scale and shift of their own.
+//!
+//! Run it before `convert-precision`: the FP8 weights are then the folded
+//! ones, quantised once. A LayerNorm whose result is returned, or read by
+//! anything but the left operand of such a product (the post-LayerNorm of
+//! an encoder, its output), or whose constants have no data, is left as
+//! it is; so is one already folded (scale ones, shift zeros or absent).
+//! A product without a bias takes a LayerNorm with a zero shift only.
+//!
+//! Differences from MLIR: upstream has no such pass (TOSA and linalg keep
+//! normalisation and its affine part together); ONNX Runtime's transformer
+//! optimisations fold the other way (the bias into the next add).
+//!
+//! ```text
+//! ipu-opt model.mlir --pass-pipeline='builtin.module(func.func(fold-layernorm-affine))'
+//! ```
+
+use ipuc_dialects::func;
+use ipuc_dialects::nn::{self, elements};
+use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
+use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
+use ipuc_ir::{float_format, Attribute, Context, Diagnostic, OpId, Type, Value};
+
+use crate::precision::{new_resource, INLINE_ELEMENTS};
+
+/// The pass.
+#[derive(Clone, Debug, Default)]
+pub struct FoldLayerNormAffine;
+
+ipuc_ir::declare_pass! {
+    FoldLayerNormAffine => "fold-layernorm-affine" {
+        summary: "Fold each LayerNorm's scale and shift into the constant nn.linear products that read it (the LayerNorm keeps a scale of ones and a shift of zeros)",
+        anchor: "func.func",
+        options FoldLayerNormAffineOptions {}
+        statistics FoldLayerNormAffineStatistics {
+            /// LayerNorms whose scale and shift were folded
+            folded: u64 => "num-folded-layernorms",
+            /// Products given folded weights
+            products: u64 => "num-folded-products",
+        }
+    }
+}
+
+impl DeclaredPass for FoldLayerNormAffine {
+    fn create(_: &FoldLayerNormAffineOptions, _: &PassHooks) -> Result<Self, PassCreateError> {
+        Ok(FoldLayerNormAffine)
+    }
+
+    fn run(
+        &mut self,
+        ctx: &mut Context,
+        op: OpId,
+        _am: &mut AnalysisManager,
+        stats: &mut FoldLayerNormAffineStatistics,
+    ) -> Result<PreservedAnalyses, Diagnostic> {
+        let Some(body) = func::entry_block(ctx, op) else {
+            return Ok(PreservedAnalyses::all());
+        };
+        let mut changed = false;
+        // One constant of ones and one of zeros per type, at the top of
+        // the body, for every folded LayerNorm.
+        let mut splats = Splats {
+            body,
+            made: Vec::new(),
+        };
+        for ln in ctx.block_ops_vec(body) {
+            // Constants a fold replaced are gone from the snapshot's tail.
+            if !ctx.is_live(ln) || ctx.name_str(ln) != nn::LAYER_NORMALIZATION {
+                continue;
+            }
+            if let Some(fold) = Fold::of(ctx, ln) {
+                stats.products += fold.products.len() as u64;
+                fold.apply(ctx, ln, &mut splats)?;
+                stats.folded += 1;
+                changed = true;
+            }
+        }
+        Ok(if changed {
+            PreservedAnalyses::none()
+        } else {
+            PreservedAnalyses::all()
+        })
+    }
+}
+
+/// The fold's arithmetic on one product: `w` (`[C, N]` row-major)
+/// becomes `diag(gamma) w` and `b` (`[N]`) `b + beta w`, in float64.
+pub fn fold_into(gamma: &[f64], beta: &[f64], w: &mut [f64], b: &mut [f64]) {
+    let n = b.len();
+    debug_assert_eq!(w.len(), gamma.len() * n);
+    for (k, row) in w.chunks_exact_mut(n).enumerate() {
+        if beta[k] != 0.0 {
+            for (f, &v) in b.iter_mut().zip(row.iter()) {
+                *f += beta[k] * v;
+            }
+        }
+        row.iter_mut().for_each(|v| *v *= gamma[k]);
+    }
+}
+
+/// A float constant's values and type, if `v` is one with data.
+fn constant_values(ctx: &Context, v: Value) -> Option<(Vec<f64>, Type)> {
+    let op = ctx.defining_op(v)?;
+    if ctx.name_str(op) != nn::CONSTANT {
+        return None;
+    }
+    let attr = ctx.attr(op, "value")?;
+    let values = elements::floats(&elements::dense_data(attr)?)?;
+    Some((values, ctx.value_type(v).clone()))
+}
+
+/// What folding one LayerNorm takes: its scale and shift, and each
+/// product reading it with its weights `[C, N]` and bias.
+struct Fold {
+    gamma: (Vec<f64>, Type),
+    beta: Option<(Vec<f64>, Type)>,
+    products: Vec<Product>,
+}
+
+struct Product {
+    op: OpId,
+    w: (Vec<f64>, Type),
+    b: Option<(Vec<f64>, Type)>,
+}
+
+impl Fold {
+    /// The fold of LayerNorm `ln`, if it can be folded and is not yet.
+    fn of(ctx: &Context, ln: OpId) -> Option<Fold> {
+        let operands = ctx.operands(ln);
+        let y = ctx.result(ln, 0);
+        let gamma = constant_values(ctx, operands[1])?;
+        let c = gamma.0.len();
+        let beta = match operands.get(2) {
+            Some(&b) => Some(constant_values(ctx, b)?),
+            None => None,
+        };
+        // Statistics over the last axis alone: the scale and shift are
+        // vectors of its length.
+        let x = ctx.value_type(operands[0]);
+        let rank = x.shape()?.len() as i64;
+        let axis = ctx
+            .attr(ln, "axis")
+            .and_then(Attribute::as_int)
+            .unwrap_or(-1);
+        if (axis != -1 && axis != i128::from(rank - 1))
+            || x.shape()?.last() != Some(&(c as i64))
+            || beta.as_ref().is_some_and(|b| b.0.len() != c)
+        {
+            return None;
+        }
+        let shift = beta.as_ref().is_some_and(|b| b.0.iter().any(|&v| v != 0.0));
+        if gamma.0.iter().all(|&g| g == 1.0) && !shift {
+            return None;
+        }
+        let uses = ctx.uses(y);
+        if uses.is_empty() {
+            return None;
+        }
+        let mut products = Vec::new();
+        for u in uses {
+            let p = u.op;
+            if ctx.name_str(p) != nn::LINEAR
+                || u.index != 0
+                || ctx.attr(p, nn::RHS_SCALE).is_some()
+                || products.iter().any(|q: &Product| q.op == p)
+            {
+                return None;
+            }
+            let ops = ctx.operands(p);
+            let w = constant_values(ctx, ops[1])?;
+            let dims = w.1.shape()?;
+            if dims.len() != 2 || dims[0] != c as i64 || ops[1] == ops[0] {
+                return None;
+            }
+            let n = dims[1] as usize;
+            let b = match ops.get(2) {
+                Some(&b) => {
+                    let b = constant_values(ctx, b)?;
+                    Some((b.0.len() == n).then_some(b)?)
+                }
+                None if shift => return None,
+                None => None,
+            };
+            products.push(Product { op: p, w, b });
+        }
+        Some(Fold {
+            gamma,
+            beta,
+            products,
+        })
+    }
+
+    /// Rewrites `ln` and its products.
+    fn apply(self, ctx: &mut Context, ln: OpId, splats: &mut Splats) -> Result<(), Diagnostic> {
+        let c = self.gamma.0.len();
+        let zeros = vec![0.0; c];
+        let beta = self.beta.as_ref().map_or(&zeros[..], |b| &b.0[..]);
+        for p in self.products {
+            let n = p.w.0.len() / c;
+            let (mut w, w_ty) = p.w;
+            // Without a bias the shift is zero (`Fold::of`).
+            let (mut b, b_ty) = p.b.map_or((vec![0.0; n], None), |(b, ty)| (b, Some(ty)));
+            fold_into(&self.gamma.0, beta, &mut w, &mut b);
+            replace_operand(ctx, p.op, 1, &w_ty, &w, "folded_w")?;
+            if let Some(ty) = b_ty {
+                replace_operand(ctx, p.op, 2, &ty, &b, "folded_b")?;
+            }
+        }
+        let ones = splats.get(ctx, ln, &self.gamma.1, 1.0)?;
+        set_operand(ctx, ln, 1, ones);
+        if let Some((_, ty)) = &self.beta {
+            let zeros = splats.get(ctx, ln, ty, 0.0)?;
+            set_operand(ctx, ln, 2, zeros);
+        }
+        Ok(())
+    }
+}
+
+/// The splat constants made so far in a function body: `(type, value,
+/// the constant's result)`.
+struct Splats {
+    body: ipuc_ir::BlockId,
+    made: Vec<(Type, f64, Value)>,
+}
+
+impl Splats {
+    /// The constant of type `ty` with every element `value`, made at the
+    /// top of the body the first time (`at` names the op for errors).
+    fn get(
+        &mut self,
+        ctx: &mut Context,
+        at: OpId,
+        ty: &Type,
+        value: f64,
+    ) -> Result<Value, Diagnostic> {
+        if let Some((_, _, v)) = self.made.iter().find(|(t, x, _)| t == ty && *x == value) {
+            return Ok(*v);
+        }
+        let n = ty.num_elements().unwrap_or(0) as usize;
+        let attr = elements::from_floats(ty, &vec![value; n]).ok_or_else(|| {
+            Diagnostic::op_error(
+                ctx,
+                at,
+                "fold-layernorm-affine: cannot build a splat of this type",
+            )
+        })?;
+        let loc = ctx.loc(at).clone();
+        let state = nn::ConstantOp::build(ctx, attr, loc)?;
+        let k = ctx.create_op(state);
+        ctx.prepend_op(self.body, k);
+        let v = ctx.result(k, 0);
+        self.made.push((ty.clone(), value, v));
+        Ok(v)
+    }
+}
+
+/// Sets operand `index` of `op` to `v`; the old operand's constant goes if
+/// nothing else uses it.
+fn set_operand(ctx: &mut Context, op: OpId, index: usize, v: Value) {
+    let old = ctx.operand(op, index);
+    ctx.set_operand(op, index, v);
+    if ctx.use_empty(old) {
+        if let Some(d) = ctx.defining_op(old) {
+            ctx.erase_op(d);
+        }
+    }
+}
+
+/// Sets operand `index` of `op` to a new constant of type `ty` holding
+/// `values` (right before `op`); the old constant goes if nothing else
+/// uses it.
+fn replace_operand(
+    ctx: &mut Context,
+    op: OpId,
+    index: usize,
+    ty: &Type,
+    values: &[f64],
+    hint: &str,
+) -> Result<(), Diagnostic> {
+    let fail = || {
+        Diagnostic::op_error(
+            ctx,
+            op,
+            format!("fold-layernorm-affine: cannot build a {hint} constant of this type"),
+        )
+    };
+    // Small constants inline, the rest in resources (as convert-precision
+    // makes them).
+    let attr = if values.len() as u64 <= INLINE_ELEMENTS {
+        elements::from_floats(ty, values).ok_or_else(fail)?
+    } else {
+        let kind = ty
+            .element_type()
+            .and_then(Type::float_kind)
+            .ok_or_else(fail)?;
+        let bytes = float_format::encode_all(kind, values);
+        new_resource(ctx, ty.clone(), kind, bytes, hint)
+    };
+    let loc = ctx.loc(op).clone();
+    let state = nn::ConstantOp::build(ctx, attr, loc)?;
+    let k = ctx.create_op(state);
+    ctx.insert_op_before(op, k);
+    let v = ctx.result(k, 0);
+    set_operand(ctx, op, index, v);
+    Ok(())
+}
