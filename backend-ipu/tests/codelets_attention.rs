@@ -290,18 +290,20 @@ fn softmax_over_f16_panels_refuses_what_it_cannot_run() {
     .is_ok());
 }
 
-/// Q's scaling before f16 scores: every lane times the f16 constant,
-/// rounded once, two issue slots a word, cycles as estimated.
+/// Q's scaling before f16 scores: every lane times the constant's f16
+/// mantissa, then its power of two (each rounded as the reference says),
+/// two issue slots a word, cycles as estimated.
 #[test]
 fn scaling_f16_in_place_matches_float64_and_its_estimate() {
     use ipuc_backend_ipu::codelets::scale::ScaleF16;
     let mut rng = rand::rngs::StdRng::seed_from_u64(75);
     // (elements, constant): one pair of words; an attention tile's Q (53
-    // rows of 80) by an FP8 block's `scale 2^-D`; shares that leave
+    // rows of 80) by an FP8 block's `scale 2^-2D` at D = 7 (below f16's
+    // normal range: its mantissa 1.885 times 2^-18); shares that leave
     // workers idle.
     for (len, scale) in [
         (8u32, 3.0f32),
-        (53 * 80, 1.0 / 72f32.sqrt() / 128.0),
+        (53 * 80, 1.0 / 72f32.sqrt() / 16384.0),
         (5 * 8, 0.5),
     ] {
         let c = ScaleF16 {
@@ -341,7 +343,15 @@ fn scaling_f16_in_place_matches_float64_and_its_estimate() {
     };
     assert_refused(&ScaleF16 { len: 12, ..ok }, "not a positive multiple of 8");
     assert_refused(&ScaleF16 { at: 0x60004, ..ok }, "not 8-byte aligned");
-    assert_refused(&ScaleF16 { scale: 1e6, ..ok }, "not a finite f16 number");
+    assert_refused(
+        &ScaleF16 { scale: 1e6, ..ok },
+        "power of two in f16's range",
+    );
+    assert_refused(&ScaleF16 { scale: -2.0, ..ok }, "not positive");
+    assert_refused(
+        &ScaleF16 { scale: 1e-9, ..ok },
+        "power of two in f16's range",
+    );
 }
 
 #[test]
@@ -542,9 +552,15 @@ fn one_head_on_a_tile_matches_float64_and_its_estimate() {
     // not whole panels (padding in every operand, masked keys); so400m's
     // head dimension 72 over a few hundred keys; one query row.
     // (scores, the domain D of an FP8 block's Q and K: both held 2^D
-    // times too large, Q scaled by `scale 2^-D` on the tile and the
-    // softmax taking 2^-D).
-    let forms = [(Elem::F32, None), (Elem::F16, None), (Elem::F16, Some(4))];
+    // times too large, Q scaled by `scale 2^-2D` on the tile, a constant
+    // below f16's normal range at D = 7, and the softmax multiplying by
+    // nothing, as the lowering runs them).
+    let forms = [
+        (Elem::F32, None),
+        (Elem::F16, None),
+        (Elem::F16, Some(4)),
+        (Elem::F16, Some(7)),
+    ];
     for ((rows, d, keys, dv), (scores, domain)) in [
         (5u32, 24u32, 40u32, 24u32),
         (12, 72, 200, 72),
@@ -559,8 +575,8 @@ fn one_head_on_a_tile_matches_float64_and_its_estimate() {
         let held = domain.map_or(1.0, |d| 2f64.powi(d));
         let att = match domain {
             Some(d) => TileAttention {
-                scale: 2f32.powi(-d),
-                q_scale: scale * 2f32.powi(-d),
+                scale: 1.0,
+                q_scale: scale * 2f32.powi(-2 * d),
                 ..att
             },
             None => att,

@@ -80,8 +80,9 @@ pub struct TileAttention {
     /// [`Elem::F16`].
     pub scores: Elem,
     /// What Q is multiplied by in place before the scores (1: nothing is
-    /// done; else an f16 constant): f16 scores of an FP8 block, whose Q
-    /// and K are in their codes' domain.
+    /// done; else [`ScaleF16`]'s constant, an f16 mantissa times a power
+    /// of two): f16 scores of an FP8 block, whose Q and K are in their
+    /// codes' domain.
     pub q_scale: f32,
     /// Q in panel order.
     pub q: u32,
@@ -675,7 +676,10 @@ impl TileAttention {
             self.value_dim as usize,
         );
         // Q's scaling multiplies by the f16 constant.
-        let q_scale = self.q_scaling().map_or(1.0, |q| q.applied().to_f64());
+        let q_scale = self.q_scaling().map_or(1.0, |q| {
+            let (m, p) = q.factors();
+            m.to_f64() * p.to_f64()
+        });
         let scale = f64::from(self.scale) * q_scale;
         let mut out = Vec::with_capacity(self.rows as usize * dv);
         for qr in q.chunks_exact(d) {

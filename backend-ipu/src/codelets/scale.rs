@@ -3,19 +3,27 @@
 //! The attention's FP8 products leave Q and K `2^D` times too large (their
 //! weight codes' domain, [`crate::lower::attention_block::AttentionFp8`]),
 //! which f16 scores `Q K^T` would overflow; the attention tile scales its Q
-//! by the softmax scale and `2^-2D` first ([`super::attention::TileAttention::q_scale`]).
+//! by the softmax scale and `2^-2D` first ([`super::attention::TileAttention::q_scale`]),
+//! a constant below f16's normal range.
+//!
+//! The constant `c` is taken as `m 2^k` with `m` in `[1, 2)` rounded to
+//! f16 and `2^k` an f16 power of two (`k` in -24..=15, subnormal powers
+//! exact too), and each lane is multiplied by `m`, then by `2^k`: so a
+//! constant no f16 can hold still costs one rounding of `m` (2^-12
+//! relative), where rounding `c` itself would lose its bits to f16's
+//! subnormal spacing.
 //!
 //! Each worker takes a contiguous share of pairs of 64-bit words (4 f16
 //! lanes each) and runs a `rpt` loop over them, two words in flight: a
-//! word's load issues beside the previous word's `f16v4mul` and its store
-//! (`st64step`) alone, as loads and stores at the same addresses cannot
-//! share a bundle's memory access (a paced `ldst64pace` needs two banks),
-//! so a word takes two issue slots. The loads run one word past a
-//! worker's share (the next share's first word, or one past the tensor);
-//! that word's value is not used.
+//! word's load issues beside the previous word's second multiply, its
+//! store beside the next word's first, as loads and stores at the same
+//! addresses cannot share a bundle's memory access (a paced `ldst64pace`
+//! needs two banks): a word takes two issue slots. The loads run one word
+//! past a worker's share (the next share's first word, or one past the
+//! tensor); that word's value is not used.
 //!
-//! Numerics: each lane is one IEEE f16 multiply by `c` rounded to f16
-//! (the constant itself rounded to f16 first), round to nearest even.
+//! Numerics: each lane is `(x m) 2^k`, both IEEE f16 multiplies rounded
+//! to nearest even (the second exact unless the result is subnormal).
 
 use half::f16;
 
@@ -36,7 +44,8 @@ pub struct ScaleF16 {
     pub len: u32,
     /// The tensor, 8-byte aligned.
     pub at: u32,
-    /// The constant (rounded to f16: a finite f16 number).
+    /// The constant: positive, `m 2^k` with `k` in -24..=15 (see the
+    /// module doc).
     pub scale: f32,
 }
 
@@ -46,9 +55,24 @@ impl ScaleF16 {
         split(self.len / 8)
     }
 
-    /// The constant as the codelet multiplies by it.
-    pub fn applied(&self) -> f16 {
-        f16::from_f32(self.scale)
+    /// The constant's two factors as the codelet multiplies by them:
+    /// `m` in `[1, 2)` rounded to f16 (2 where it rounds up) and `2^k`.
+    pub fn factors(&self) -> (f16, f16) {
+        let c = f64::from(self.scale);
+        let k = if c > 0.0 && c.is_finite() {
+            c.log2().floor() as i32
+        } else {
+            0
+        };
+        (
+            f16::from_f64(c * 2f64.powi(-k)),
+            f16::from_f64(2f64.powi(k.clamp(-25, 16))),
+        )
+    }
+
+    /// The power of two's exponent `k`.
+    fn exponent(&self) -> i32 {
+        f64::from(self.scale).log2().floor() as i32
     }
 
     /// Checks the parameters.
@@ -60,19 +84,23 @@ impl ScaleF16 {
                 self.len
             ));
         }
-        if !self.applied().is_finite() {
+        if !(self.scale > 0.0 && self.scale.is_finite() && (-24..=15).contains(&self.exponent())) {
             return err(format!(
-                "the constant {} is not a finite f16 number",
+                "the constant {} is not positive with a power of two in f16's range (2^-24..=2^15)",
                 self.scale
             ));
         }
         check_alignment(TAG, &[("the tensor", self.at, 8)])
     }
 
-    /// Float64 reference: each value times the f16 constant, rounded to f16.
+    /// Float64 reference: each value times `m`, rounded to f16, times
+    /// `2^k`, rounded to f16.
     pub fn reference(&self, x: &[f64]) -> Vec<f64> {
-        let c = self.applied().to_f64();
-        x.iter().map(|&v| f16::from_f64(v * c).to_f64()).collect()
+        let (m, p) = self.factors();
+        let r = |v: f64| f16::from_f64(v).to_f64();
+        x.iter()
+            .map(|&v| r(r(v * m.to_f64()) * p.to_f64()))
+            .collect()
     }
 }
 
@@ -82,32 +110,36 @@ impl Codelet for ScaleF16 {
     /// Emits the launch (supervisor entry `main`, six workers).
     fn emit(&self, e: &mut Emitter) -> Result<StreamCounts, CodeletError> {
         self.validate()?;
-        let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 3);
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, TAG, 4);
         let done = format!(".L{TAG}_done");
-        // Vertex state: the share's first word, its pairs, the constant's
+        // Vertex state: the share's first word, its pairs, the factors'
         // f16 bits in both halves.
         e.load_state(&[(0, 0), (1, 1)]);
         e.solo(inst("brz", [op::m(1), op::sym(done.clone())]));
         let at_branch = e.issues();
-        e.solo(super::emitter::load_state_word(op::a(2), 2));
-        e.solo(inst("mov", [op::a(3), op::a(2)]));
-        e.solo(inst(
-            "ld64",
-            [op::a_pair(0), op::m(0), op::mzero(), op::imm(0)],
-        ));
         let p = op::a_pair;
-        let mul = |r: u8| inst("f16v4mul", [p(r), p(r), p(2)]);
+        for s in [
+            super::emitter::load_state_word(op::a(2), 2),
+            inst("mov", [op::a(3), op::a(2)]),
+            super::emitter::load_state_word(op::a(6), 3),
+            inst("mov", [op::a(7), op::a(6)]),
+            inst("ld64", [p(0), op::m(0), op::mzero(), op::imm(0)]),
+            inst("f16v4mul", [p(0), p(0), p(2)]),
+        ] {
+            e.solo(s);
+        }
+        // m in $a2:3, 2^k in $a6:7; words in $a0:1 and $a4:5 alternately.
+        let mul = |r: u8, by: u8| inst("f16v4mul", [p(r), p(r), p(by)]);
         let load = |r: u8| inst("ld64", [p(r), op::m(0), op::mzero(), op::imm(1)]);
         let store = |r: u8| super::emitter::st64_next(r, 0);
-        let fnop = || inst("fnop", []);
         let body = e.rpt(
             op::m(1),
             TAG,
             vec![
-                (load(4), mul(0)),
-                (store(0), fnop()),
-                (load(0), mul(4)),
-                (store(4), fnop()),
+                (load(4), mul(0, 6)),
+                (store(0), mul(4, 2)),
+                (load(0), mul(4, 6)),
+                (store(4), mul(0, 2)),
             ],
         );
         e.label(&done);
@@ -115,9 +147,11 @@ impl Codelet for ScaleF16 {
         let worker = e.issues();
         let shares = self.worker_pairs();
         let offs = launch::offsets(&shares);
-        let bits = u32::from(self.applied().to_bits()) * 0x1_0001;
-        let states: [Vec<u32>; WORKERS] =
-            std::array::from_fn(|w| vec![self.at + offs[w] * 16, shares[w], bits]);
+        let (m, power) = self.factors();
+        let lanes = |h: f16| u32::from(h.to_bits()) * 0x1_0001;
+        let states: [Vec<u32>; WORKERS] = std::array::from_fn(|w| {
+            vec![self.at + offs[w] * 16, shares[w], lanes(m), lanes(power)]
+        });
         let counts =
             launch::end_stream_launch(e, TAG, &states, supervisor, at_branch, worker, body);
         // The `rpt` does every pair: no unit is the prologue's.

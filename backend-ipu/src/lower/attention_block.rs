@@ -237,22 +237,19 @@ impl AttentionShape {
     /// after [`Self::q_weight_scale`] and, FP8, `2^-2D` (Q's and K's
     /// domains). f16 products fold the scale into Q's weights: (1, 1).
     /// FP8 with f32 scores: the softmax takes it all. FP8 with f16 scores:
-    /// Q is brought to `scale Q` (`scale 2^-D` of the held `2^D Q`, an f16
-    /// normal number where `2^-2D scale` alone may not be) and the softmax
-    /// takes `2^-D`, so the scores are `2^D scale Q K^T`, within f16's
-    /// range for `|scale Q K^T|` up to `65504 2^-D` (the domain keeps
-    /// weight codes at most 15: `D` is about 7 for weights of 0.1 at
-    /// most, 512).
+    /// Q takes it all (`scale 2^-2D` of the held `2^D Q`, applied as an
+    /// f16 mantissa and a power of two: [`crate::codelets::scale`]), so
+    /// the scores are `scale Q K^T` as with f16 products and the softmax
+    /// multiplies by nothing; Q is then `scale 2^-D` times its value (in
+    /// f16's normal range for `|Q|` above about `2^(D-14) / scale`,
+    /// subnormal below, where its terms of the scores are that small).
     pub fn score_scales(&self) -> (f32, f32) {
         match (self.fp8, self.scores()) {
             (None, _) => (1.0, 1.0),
-            (Some(f), Elem::F16) => {
-                let d = f.domain();
-                (
-                    (f64::from(self.scale) * 2f64.powi(-d)) as f32,
-                    2f64.powi(-d) as f32,
-                )
-            }
+            (Some(f), Elem::F16) => (
+                (f64::from(self.scale) * 2f64.powi(-2 * f.domain())) as f32,
+                1.0,
+            ),
             (Some(f), _) => (
                 1.0,
                 (f64::from(self.scale) * 2f64.powi(-2 * f.domain())) as f32,
