@@ -56,8 +56,10 @@ pub const MASKED: f64 = -1e30;
 
 /// The f16 scores' initial partials for keys that do not exist: f16's
 /// lowest finite value. `MASKED_F16 - max` is at most `-65504` (or
-/// overflows to minus infinity) for any real row maximum of at least 0,
-/// and `exp` of `scale` times it is 0 in f16 for any scale above `2^-12`.
+/// overflows to minus infinity) for any real row maximum of at least 0
+/// (about that much below a negative one), and `exp` of `scale` times it
+/// is 0 in f16 for any scale of at least `2^-11` (`exp(-32)`; the
+/// validation asks for that).
 pub const MASKED_F16: f64 = -65504.0;
 
 /// Keys per softmax panel (the second product's input channels).
