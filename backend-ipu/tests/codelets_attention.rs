@@ -299,12 +299,14 @@ fn scaling_f16_in_place_matches_float64_and_its_estimate() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(75);
     // (elements, constant): one pair of words; an attention tile's Q (53
     // rows of 80) by an FP8 block's `scale 2^-2D` at D = 7 (below f16's
-    // normal range: its mantissa 1.885 times 2^-18); shares that leave
-    // workers idle.
-    for (len, scale) in [
-        (8u32, 3.0f32),
-        (53 * 80, 1.0 / 72f32.sqrt() / 16384.0),
-        (5 * 8, 0.5),
+    // normal range: its mantissa 0.943 times 2^-17); shares that leave
+    // workers idle; values near f16's top by 0.75, whose mantissa (0.75,
+    // not 1.5) keeps the first product in range.
+    for (len, scale, magnitude) in [
+        (8u32, 3.0f32, 300.0),
+        (53 * 80, 1.0 / 72f32.sqrt() / 16384.0, 300.0),
+        (5 * 8, 0.5, 300.0),
+        (16, 0.75, 65000.0),
     ] {
         let c = ScaleF16 {
             len,
@@ -312,7 +314,7 @@ fn scaling_f16_in_place_matches_float64_and_its_estimate() {
             scale,
         };
         let x: Vec<f16> = (0..len)
-            .map(|_| f16::from_f64(rng.random_range(-300.0..300.0)))
+            .map(|_| f16::from_f64(rng.random_range(-magnitude..magnitude)))
             .collect();
         // The word past the tensor is read, not written.
         let mut bytes = f16_bytes(&x);
@@ -326,6 +328,7 @@ fn scaling_f16_in_place_matches_float64_and_its_estimate() {
             want,
             "{len} x {scale}"
         );
+        assert!(want.iter().all(|v| v.is_finite()), "{len} x {scale}");
         assert_eq!(&raw[2 * len as usize..], &[0xAB; 8], "{len}: past the end");
         assert_eq!(counts.body, 4, "{len}: two words in four issue slots");
         assert_launch_as_estimated(

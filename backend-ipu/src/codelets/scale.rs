@@ -6,12 +6,13 @@
 //! by the softmax scale and `2^-2D` first ([`super::attention::TileAttention::q_scale`]),
 //! a constant below f16's normal range.
 //!
-//! The constant `c` is taken as `m 2^k` with `m` in `[1, 2)` rounded to
+//! The constant `c` is taken as `m 2^k` with `m` in `[1/2, 1)` rounded to
 //! f16 and `2^k` an f16 power of two (`k` in -24..=15, subnormal powers
 //! exact too), and each lane is multiplied by `m`, then by `2^k`: so a
 //! constant no f16 can hold still costs one rounding of `m` (2^-12
 //! relative), where rounding `c` itself would lose its bits to f16's
-//! subnormal spacing.
+//! subnormal spacing, and the first product never exceeds `|x|` (no
+//! overflow before the power of two brings it down).
 //!
 //! Each worker takes a contiguous share of pairs of 64-bit words (4 f16
 //! lanes each) and runs a `rpt` loop over them, two words in flight: a
@@ -44,8 +45,8 @@ pub struct ScaleF16 {
     pub len: u32,
     /// The tensor, 8-byte aligned.
     pub at: u32,
-    /// The constant: positive, `m 2^k` with `k` in -24..=15 (see the
-    /// module doc).
+    /// The constant: positive, `m 2^k` (`m` in `[1/2, 1)`) with `k` in
+    /// -24..=15 (see the module doc).
     pub scale: f32,
 }
 
@@ -56,23 +57,24 @@ impl ScaleF16 {
     }
 
     /// The constant's two factors as the codelet multiplies by them:
-    /// `m` in `[1, 2)` rounded to f16 (2 where it rounds up) and `2^k`.
+    /// `m` in `[1/2, 1)` rounded to f16 (1 where it rounds up) and `2^k`.
     pub fn factors(&self) -> (f16, f16) {
-        let c = f64::from(self.scale);
-        let k = if c > 0.0 && c.is_finite() {
-            c.log2().floor() as i32
-        } else {
-            0
-        };
+        let k = self.exponent().clamp(-25, 16);
         (
-            f16::from_f64(c * 2f64.powi(-k)),
-            f16::from_f64(2f64.powi(k.clamp(-25, 16))),
+            f16::from_f64(f64::from(self.scale) * 2f64.powi(-k)),
+            f16::from_f64(2f64.powi(k)),
         )
     }
 
-    /// The power of two's exponent `k`.
+    /// The power of two's exponent `k` (0 for a constant that is not
+    /// positive and finite, which [`ScaleF16::validate`] refuses).
     fn exponent(&self) -> i32 {
-        f64::from(self.scale).log2().floor() as i32
+        let c = f64::from(self.scale);
+        if c > 0.0 && c.is_finite() {
+            c.log2().floor() as i32 + 1
+        } else {
+            0
+        }
     }
 
     /// Checks the parameters.
