@@ -37,9 +37,9 @@ use ipuc_dialects::func;
 use ipuc_dialects::nn::{self, elements};
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
 use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
-use ipuc_ir::{float_format, Attribute, Context, Diagnostic, OpId, Type, Value};
+use ipuc_ir::{Attribute, Context, Diagnostic, OpId, Type, Value};
 
-use crate::precision::{new_resource, INLINE_ELEMENTS};
+use crate::precision::rounded;
 
 /// The pass.
 #[derive(Clone, Debug, Default)]
@@ -99,6 +99,13 @@ impl DeclaredPass for FoldLayerNormAffine {
             PreservedAnalyses::all()
         })
     }
+}
+
+/// Whether a LayerNorm's scale `gamma` and shift `beta` (zeros where it
+/// has none) are ones and zeros: nothing to fold, as the pass leaves a
+/// folded LayerNorm (and a backend may skip both).
+pub fn is_identity_affine(gamma: &[f64], beta: &[f64]) -> bool {
+    gamma.iter().all(|&g| g == 1.0) && beta.iter().all(|&b| b == 0.0)
 }
 
 /// The fold's arithmetic on one product: `w` (`[C, N]` row-major)
@@ -166,24 +173,31 @@ impl Fold {
         {
             return None;
         }
-        let shift = beta.as_ref().is_some_and(|b| b.0.iter().any(|&v| v != 0.0));
-        if gamma.0.iter().all(|&g| g == 1.0) && !shift {
+        let beta_values = beta.as_ref().map_or(&[][..], |b| &b.0[..]);
+        if is_identity_affine(&gamma.0, beta_values) {
             return None;
         }
+        let shift = beta_values.iter().any(|&v| v != 0.0);
+        // Every reader a product's input, checked before any weights are
+        // decoded.
         let uses = ctx.uses(y);
-        if uses.is_empty() {
-            return None;
-        }
-        let mut products = Vec::new();
+        let mut readers: Vec<OpId> = Vec::with_capacity(uses.len());
         for u in uses {
             let p = u.op;
             if ctx.name_str(p) != nn::LINEAR
                 || u.index != 0
                 || ctx.attr(p, nn::RHS_SCALE).is_some()
-                || products.iter().any(|q: &Product| q.op == p)
+                || readers.contains(&p)
             {
                 return None;
             }
+            readers.push(p);
+        }
+        if readers.is_empty() {
+            return None;
+        }
+        let mut products = Vec::new();
+        for p in readers {
             let ops = ctx.operands(p);
             let w = constant_values(ctx, ops[1])?;
             let dims = w.1.shape()?;
@@ -295,25 +309,20 @@ fn replace_operand(
     values: &[f64],
     hint: &str,
 ) -> Result<(), Diagnostic> {
-    let fail = || {
-        Diagnostic::op_error(
-            ctx,
-            op,
-            format!("fold-layernorm-affine: cannot build a {hint} constant of this type"),
-        )
-    };
-    // Small constants inline, the rest in resources (as convert-precision
-    // makes them).
-    let attr = if values.len() as u64 <= INLINE_ELEMENTS {
-        elements::from_floats(ty, values).ok_or_else(fail)?
-    } else {
-        let kind = ty
-            .element_type()
-            .and_then(Type::float_kind)
-            .ok_or_else(fail)?;
-        let bytes = float_format::encode_all(kind, values);
-        new_resource(ctx, ty.clone(), kind, bytes, hint)
-    };
+    // Built as convert-precision builds its constants: inline where the
+    // old one was inline or is small, else in a new resource.
+    let attr = ctx
+        .defining_op(ctx.operand(op, index))
+        .and_then(|d| ctx.attr(d, "value"))
+        .zip(ty.element_type())
+        .and_then(|(old, element)| rounded(ctx, old, values, element.clone(), hint))
+        .ok_or_else(|| {
+            Diagnostic::op_error(
+                ctx,
+                op,
+                format!("fold-layernorm-affine: cannot build a {hint} constant of this type"),
+            )
+        })?;
     let loc = ctx.loc(op).clone();
     let state = nn::ConstantOp::build(ctx, attr, loc)?;
     let k = ctx.create_op(state);

@@ -138,7 +138,7 @@ const F8_MAX: f64 = 240.0;
 
 /// Constants up to this many elements stay inline `dense<...>`; larger ones
 /// (weights) go to resources, as the importer does.
-pub(crate) const INLINE_ELEMENTS: u64 = 64;
+const INLINE_ELEMENTS: u64 = 64;
 
 /// The FP8 scale exponent of a tensor whose largest magnitude is
 /// `max_abs`: the smallest `s` with `max_abs * 2^-s <= 240` (0 for a zero
@@ -384,7 +384,7 @@ fn restore_results(ctx: &mut Context, ret: OpId, results: &[Type]) -> Result<(),
 
 /// The attribute of `value` rounded to element type `element`, or `None` if
 /// it is not a float constant whose data is available.
-fn rounded(
+pub(crate) fn rounded(
     ctx: &Context,
     value: &Attribute,
     values: &[f64],
@@ -403,13 +403,7 @@ fn rounded(
 
 /// A `dense_resource` of type `ty` holding `bytes` (elements of `kind`),
 /// in a new blob named after `hint`.
-pub(crate) fn new_resource(
-    ctx: &Context,
-    ty: Type,
-    kind: FloatKind,
-    bytes: Vec<u8>,
-    hint: &str,
-) -> Attribute {
+fn new_resource(ctx: &Context, ty: Type, kind: FloatKind, bytes: Vec<u8>, hint: &str) -> Attribute {
     let blob = ResourceBlob {
         alignment: kind.byte_size() as u32,
         data: Arc::from(bytes),

@@ -38,8 +38,6 @@
 use ipuc_dialects::ipu::SectionKind;
 use ipuc_ipu_arch::MachineModel;
 
-use half::f16;
-
 use super::amp::{AmpBlock, AmpVariant, Elem};
 use super::emitter::{inst, op, Emitter};
 use super::gemm::{GemmCounts, GemmSupervisorCounts, GemmWorkerCounts, TileGemm};
@@ -656,17 +654,7 @@ impl TileAttention {
     /// The mask block's bytes ([`TileAttention::mask_block`] encoded in the
     /// scores' element type).
     pub fn mask_bytes_encoded(&self) -> Vec<u8> {
-        let block = self.mask_block();
-        match self.scores {
-            Elem::F16 => block
-                .iter()
-                .flat_map(|&v| f16::from_f64(v).to_le_bytes())
-                .collect(),
-            _ => block
-                .iter()
-                .flat_map(|&v| (v as f32).to_le_bytes())
-                .collect(),
-        }
+        self.scores.encode(&self.mask_block())
     }
 
     /// Float64 reference: `O` row-major `[rows, value_dim]` from Q

@@ -81,7 +81,7 @@ pub const MAX_ERROR: f64 = 2.5e-5;
 
 /// The tanh form's `c0 = 2 sqrt(2/pi)` and `c1 = 0.044715 c0` (`$TAS`):
 /// `z = x (c0 + c1 x^2)` is twice the tanh argument.
-pub(super) fn tanh_form_constants() -> (f32, f32) {
+fn tanh_form_constants() -> (f32, f32) {
     let c0 = 2.0 * (2.0 / std::f64::consts::PI).sqrt();
     (c0 as f32, (0.044715 * c0) as f32)
 }
@@ -147,7 +147,7 @@ pub(super) fn erf_tolerance(x: f64, want: f64) -> f64 {
 /// [`Gelu::tolerance`]): `z` rounded to f16 moves the sigmoid by
 /// `|z| (1 - sigmoid(z))` relative roundings, the sigmoid and the product
 /// round once each, and the f32 steps add a few 2^-24.
-pub(super) fn tanh_relative_error(x: f64) -> f64 {
+fn tanh_relative_error(x: f64) -> f64 {
     let (c0, c1) = tanh_form_constants();
     let z = x * (f64::from(c0) + f64::from(c1) * x * x);
     let sigmoid = 1.0 / (1.0 + (-z).exp());
@@ -286,7 +286,7 @@ impl Gelu {
     /// The tanh form's per-word auxiliary sequence: `z` for both pairs of
     /// `$a0:1` into `$a8`, `$a9` as f16, their sigmoids, the product by x
     /// into `$a8:9`.
-    pub(super) fn tanh_word_ops() -> Vec<Inst> {
+    fn tanh_word_ops() -> Vec<Inst> {
         let p = op::a_pair;
         let mut ops = Vec::new();
         for half in 0..2 {

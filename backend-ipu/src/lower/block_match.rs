@@ -141,7 +141,7 @@ impl ConstantRef {
     /// false for a scale of ones and a shift of zeros, as
     /// `fold-layernorm-affine` leaves them (the LN tiles then skip both).
     pub fn ln_affine(&self, beta: &ConstantRef) -> bool {
-        !(self.values().iter().all(|&g| g == 1.0) && beta.values().iter().all(|&b| b == 0.0))
+        !ipuc_passes::fold_layernorm::is_identity_affine(&self.values(), &beta.values())
     }
 
     /// The values, row-major, decoded now.

@@ -51,11 +51,7 @@ impl MlpValues {
     /// to f16 again.
     pub fn fold_ln(&mut self) {
         let k = &mut self.constants;
-        ipuc_passes::fold_layernorm::fold_into(&k.gamma, &k.beta, &mut k.w1, &mut k.b1);
-        round_f16(&mut k.w1);
-        round_f16(&mut k.b1);
-        k.gamma.iter_mut().for_each(|g| *g = 1.0);
-        k.beta.iter_mut().for_each(|b| *b = 0.0);
+        fold_ln_into((&mut k.gamma, &mut k.beta), (&mut k.w1, &mut k.b1));
     }
 
     /// Rounds both products' weights to FP8 values as `convert-precision`
@@ -69,10 +65,16 @@ impl MlpValues {
     }
 }
 
-/// Rounds each value to f16.
-fn round_f16(v: &mut [f64]) {
-    v.iter_mut()
-        .for_each(|x| *x = half::f16::from_f64(*x).to_f64());
+/// Folds a LayerNorm's scale and shift into the product `(w, b)` reading
+/// it, as `fold-layernorm-affine` does, the folded values rounded to f16,
+/// and leaves the LayerNorm ones and zeros.
+fn fold_ln_into((gamma, beta): (&mut [f64], &mut [f64]), (w, b): (&mut [f64], &mut [f64])) {
+    ipuc_passes::fold_layernorm::fold_into(gamma, beta, w, b);
+    for x in w.iter_mut().chain(b.iter_mut()) {
+        *x = half::f16::from_f64(*x).to_f64();
+    }
+    gamma.fill(1.0);
+    beta.fill(0.0);
 }
 
 /// Rounds `w` to FP8 values as `convert-precision` does (per-tensor
@@ -122,11 +124,7 @@ impl AttentionValues {
     /// [`MlpValues::fold_ln`] into fc1.
     pub fn fold_ln(&mut self) {
         let k = &mut self.constants;
-        ipuc_passes::fold_layernorm::fold_into(&k.gamma, &k.beta, &mut k.w_qkv, &mut k.b_qkv);
-        round_f16(&mut k.w_qkv);
-        round_f16(&mut k.b_qkv);
-        k.gamma.iter_mut().for_each(|g| *g = 1.0);
-        k.beta.iter_mut().for_each(|b| *b = 0.0);
+        fold_ln_into((&mut k.gamma, &mut k.beta), (&mut k.w_qkv, &mut k.b_qkv));
     }
 
     /// Rounds both products' weights to FP8 values as `convert-precision`

@@ -512,7 +512,7 @@ pub fn pool_from(ctx: &Context, ln: OpId) -> Result<PoolMatch, Diagnostic> {
             heads: heads as u32,
             head_dim: head_dim as u32,
             eps,
-            ln_affine: !(gamma.iter().all(|&g| g == 1.0) && beta.iter().all(|&b| b == 0.0)),
+            ln_affine: !ipuc_passes::fold_layernorm::is_identity_affine(&gamma, &beta),
             scale,
             fp8,
         },
