@@ -35,9 +35,6 @@ use super::{check_alignment, CodeletError};
 
 const TAG: &str = "scale_f16";
 
-/// Bytes each worker's loads read past its share.
-pub const READ_PAST_BYTES: u32 = 8;
-
 /// One launch.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ScaleF16 {
