@@ -253,6 +253,93 @@ fn casts_match_the_exact_reference_and_estimate() {
     }
 }
 
+/// The attention's f16 output groups cast to FP8 panels: two groups, or
+/// one and zeros (a head's odd last group), in place (as the lowering
+/// runs it, over the first group) and not, at 8-byte-aligned groups
+/// (an AMP's output groups are 16 bytes apart plus 8), with NaN, the
+/// saturating values, ties and subnormals among the inputs.
+#[test]
+fn pair_casts_match_the_exact_reference_and_estimate() {
+    use ipuc_backend_ipu::codelets::pair_cast::PairCast;
+    let mut rng = Rng64::seed_from_u64(11);
+    for (rows, scale, second, in_place) in [
+        (1, 0, true, true),
+        (6, 7, true, false),
+        (9, 0, false, true),
+        (53, -3, true, true),
+        (53, 7, false, false),
+        (100, 2, true, true),
+    ] {
+        let stride = rows * 32 + 8;
+        let first = 0x80008;
+        let c = PairCast {
+            rows,
+            first,
+            second: second.then_some(first + stride),
+            output: if in_place { first } else { 0xa0000 },
+            scale,
+        };
+        let group = |rng: &mut Rng64| -> Vec<u8> {
+            (0..rows * 16)
+                .map(|i| match i % 31 {
+                    3 => f16::NAN,
+                    5 => f16::from_f64(-1000.0 * 2f64.powi(scale)),
+                    7 => f16::from_f64(1.0625 * 2f64.powi(scale)),
+                    11 => f16::from_f64(3.0 * 2f64.powi(-12 + scale)),
+                    _ => f16::from_f64(nonzero(rng, 1e-3, 300.0) * 2f64.powi(scale)),
+                })
+                .flat_map(|h| h.to_bits().to_le_bytes())
+                .collect()
+        };
+        let (a, b) = (group(&mut rng), group(&mut rng));
+        let (prog, counts) = c.program(2, &MachineModel::c600()).unwrap();
+        let est = c.estimate_cycles().unwrap();
+        let s = run_exe_and_check_cycles(&executable_of(&prog), est, |s| {
+            s.write_memory(2, first, &a).unwrap();
+            s.write_memory(2, first + stride, &b).unwrap();
+        });
+        let got = s.read_memory(2, c.output, rows * 32).unwrap();
+        let what = format!("{rows} rows, scale {scale}, second {second}, in place {in_place}");
+        assert_eq!(got, c.reference(&a, &b), "{what}");
+        // The second group is never written.
+        assert_eq!(
+            s.read_memory(2, first + stride, rows * 32).unwrap(),
+            b,
+            "{what}"
+        );
+        assert_worker_issues(
+            s.profile().unwrap().tiles[0].worker_issues,
+            &c.worker_rows(),
+            |n| counts.worker_issues(n),
+            &what,
+        );
+    }
+    let bad = PairCast {
+        rows: 4,
+        first: 0x80004,
+        second: None,
+        output: 0xa0000,
+        scale: 0,
+    };
+    assert_refused(&bad, "8-byte aligned");
+    assert_refused(
+        &PairCast {
+            rows: 0,
+            first: 0x80000,
+            ..bad.clone()
+        },
+        "at least one row",
+    );
+    assert_refused(
+        &PairCast {
+            scale: 32,
+            first: 0x80000,
+            ..bad
+        },
+        "outside -31..=31",
+    );
+}
+
 #[test]
 fn cast_parameters_are_checked() {
     let c = Cast {

@@ -22,6 +22,7 @@ pub mod gelu_f8;
 pub mod gemm;
 pub mod launch;
 pub mod layernorm;
+pub mod pair_cast;
 pub mod program;
 pub mod reduce;
 pub mod scale;

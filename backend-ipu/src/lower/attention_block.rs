@@ -95,11 +95,17 @@
 //! panel row as f16's 16 channels, so exchange A is unchanged), which are
 //! qk's input panels and vt's weight panels; qk's weights and vt's input
 //! are FP8 codes in the products' unscaled domain, and Q, K and V come
-//! out in it. out's weights are kept as codes and widened to f16 before
-//! its product, which stays on the f16 AMP.
+//! out in it. out runs on the FP8 AMP too: its input panels are 32
+//! channels of one head, so its K pads each head to whole panels
+//! ([`AttentionShape::out_dp`], so400m 80 -> 96 channels, zero weight
+//! rows); the attention tiles cast their output in place to those FP8
+//! panels, two of its 16-channel groups a panel (a head's odd last group
+//! beside zeros, [`crate::codelets::pair_cast`]), and exchange C carries
+//! the codes (so400m: 0.6 times f16's bytes). Its output is in its own
+//! domain ([`AttentionFp8::out_domain`]), which the residual add takes back
+//! (`x + out 2^-D_o`, as the MLP's fc2).
 //!
-//! Known limits: out does not use the FP8 AMP (its input would need FP8
-//! panels through exchange C); the exchanges are
+//! Known limits: the exchanges are
 //! scheduled greedily, and wide multicasts (K and
 //! V to every row block, Q to every key block, out's input to every grid
 //! column) serialise, so for so400m they dominate the block.
@@ -108,7 +114,7 @@ pub use super::attention_constants::{
     emit_attention_constants, reference, reference_rows, HeldConstants,
 };
 pub use super::attention_emit::{
-    emit_attention, emit_attention_in, output_roundings, AttentionEstimate, LoweredAttention,
+    emit_attention, emit_attention_in, output_casts, AttentionEstimate, LoweredAttention,
 };
 use super::attention_layout::{best_core, combine_of, product_layouts, window_end, Short};
 use super::squeeze::{Squeeze, MAX_SQUEEZES, SQUEEZE_STEP};
@@ -171,11 +177,11 @@ pub struct AttentionShape {
 /// multiply by the softmax scale takes back
 /// ([`AttentionShape::softmax_scale`]; Q's codes cannot carry the softmax
 /// scale, not a power of two), and the attention's output, `2^D` too
-/// large, is rounded to the FP8 grid at scale `D` (the same values as
-/// rounding the true output at scale 0) and multiplied by out's weights
-/// widened from their codes at `2^-D` times their scale
-/// ([`super::codegen::WeightCodes`]; f16 weights times `2^-D` where out's
-/// product is f16). out runs on the f16 AMP.
+/// large, is cast to FP8 codes at scale `D` (the codes of the true
+/// output's values, the IR's cast) and multiplied on the FP8 AMP by out's
+/// weight codes in out's own domain ([`AttentionFp8::out_domain`]); where
+/// out's product is f16 (`out_scale` `None`) its f16 weights are times
+/// `2^-D` instead.
 ///
 /// The value bias is not folded into the output bias as for f16 products
 /// (the rounding of `P V + b_v` to FP8 needs it inside): vt's initial
@@ -200,6 +206,14 @@ impl AttentionFp8 {
     /// the products' f16 partials.
     pub fn domain(&self) -> i32 {
         super::block::Fp8Domains::from_scales(self.qkv_scale, 0).fc1
+    }
+
+    /// out's unscaled domain `D_o` where its product is FP8: its weight
+    /// codes are `w 2^D_o`, its bias and output `2^D_o` times their
+    /// values (as fc2's, [`super::block::Fp8Domains::from_scales`]).
+    pub fn out_domain(&self) -> Option<i32> {
+        self.out_scale
+            .map(|o| super::block::Fp8Domains::from_scales(self.qkv_scale, o).fc2)
     }
 }
 
@@ -271,6 +285,46 @@ impl AttentionShape {
             Some(_) => AmpVariant::F8,
             None => AmpVariant::F16,
         }
+    }
+
+    /// Whether the attention block's output product runs on the FP8 AMP
+    /// (an FP8 block whose output product is FP8: the attention tiles
+    /// cast their output to FP8 panels, [`crate::codelets::pair_cast`]).
+    /// The pooling head, which shares this shape, keeps its output
+    /// product f16 and does not read this.
+    pub fn out_f8(&self) -> bool {
+        self.fp8.is_some_and(|f| f.out_scale.is_some())
+    }
+
+    /// out's input channels of one head: [`Self::dp`], or on the FP8 AMP
+    /// `dp` padded to whole 32-channel panels (so400m: 80 -> 96), so that
+    /// every panel is one head's (one attention tile's); the padding
+    /// channels are zero codes and their weight rows zeros.
+    pub fn out_dp(&self) -> u32 {
+        match self.out_f8() {
+            true => self.dp().next_multiple_of(32),
+            false => self.dp(),
+        }
+    }
+
+    /// out's input panels of one head (16 f16 or 32 FP8 channels each).
+    pub fn out_panels(&self) -> u32 {
+        self.out_dp() / self.out_variant().in_channels() as u32
+    }
+
+    /// out's AMP instruction.
+    pub fn out_variant(&self) -> AmpVariant {
+        match self.out_f8() {
+            true => AmpVariant::F8,
+            false => AmpVariant::F16,
+        }
+    }
+
+    /// out's row of the attention's channel `ch` (of `c`): head `ch / d`'s
+    /// channel `ch % d` at the head's [`Self::out_dp`] channels.
+    pub fn out_row(&self, ch: usize) -> usize {
+        let d = self.head_dim as usize;
+        ch / d * self.out_dp() as usize + ch % d
     }
 
     /// Padded channels of all heads.
@@ -815,11 +869,18 @@ impl AttentionPlan {
             .unwrap_or(machine.sram_end);
         let fp8 = match s.fp8 {
             Some(f) => format!(
-                "  FP8: qk and vt on the FP8 AMP (LayerNorm's output FP8 codes; qk's weights {} bytes a tile, vt's input {}, codes in domain 2^{}); out's weights kept as codes ({} bytes a tile), widened to f16 before its product; the attention's output rounded to the FP8 grid; the value bias in vt's initial partials\n",
+                "  FP8: qk and vt on the FP8 AMP (LayerNorm's output FP8 codes; qk's weights {} bytes a tile, vt's input {}, codes in domain 2^{}); {}; the value bias in vt's initial partials\n",
                 self.qk.vertex().weight_bytes(),
                 self.vt.vertex().input_bytes(),
                 f.domain(),
-                self.out.vertex().weight_bytes() / 2
+                match f.out_domain() {
+                    Some(d) => format!(
+                        "out on the FP8 AMP too (its weights {} bytes a tile, codes in domain 2^{d}; heads padded to {} channels), the attention's output cast to its FP8 panels",
+                        self.out.vertex().weight_bytes(),
+                        s.out_dp()
+                    ),
+                    None => "out f16".into(),
+                }
             ),
             None => String::new(),
         };
@@ -1040,7 +1101,6 @@ fn plan_attention_window(
     // multiply-accumulates (2:1); out and the attention share all of
     // them, one after the other.
     let qk_tiles = (2 * gemm / 3).max(1);
-    let f16 = AmpVariant::F16;
     let qkv = s.qkv_variant();
     // qk's and out's biases are rows the tiles broadcast (no blocks in
     // memory), qk's beside LayerNorm (its tiles are idle), out's before
@@ -1086,9 +1146,9 @@ fn plan_attention_window(
     };
     let out_shape = GemmShape {
         m: s.rows(),
-        k: s.hp(),
+        k: s.heads * s.out_dp(),
         n: s.c,
-        variant: f16,
+        variant: s.out_variant(),
         epilogue: with_bias(BiasRows::BeforeVertex, ReductionPlace::OverInput),
     };
     let ln_tiles: Vec<u32> = (first + gemm..first + machine.tiles).collect();

@@ -21,8 +21,11 @@ use crate::codelets::amp::Elem;
 /// value bias folded into the output bias for f16 products, in vt's
 /// initial partials for FP8 ones: [`held_output`]). With FP8 products
 /// qk's and vt's constants are in their domain (times `2^D`,
-/// [`super::attention_block::AttentionFp8::domain`]) and out's weights
-/// times `2^-D`, which takes the attention's output back from it.
+/// [`super::attention_block::AttentionFp8::domain`]) and out's in its own
+/// (times `2^D_o`, [`super::attention_block::AttentionFp8::out_domain`]:
+/// the attention's output is cast to FP8 codes of its values); with an
+/// f16 output product out's weights are times `2^-D`, which takes the
+/// attention's output back from qk's and vt's domain.
 pub struct HeldConstants {
     /// qk's weights `[c, 2 hp]` (Q's times the softmax scale).
     pub w_qk: Vec<f64>,
@@ -30,9 +33,12 @@ pub struct HeldConstants {
     pub b_qk: Vec<f64>,
     /// vt's input: `W_v^T` padded, `[hp, c]`.
     pub w_vt: Vec<f64>,
-    /// out's weights `[hp, c]`.
+    /// out's weights `[hp, c]` (on the FP8 AMP `[heads out_dp, c]`, in
+    /// its domain: [`AttentionShape::out_row`],
+    /// [`super::attention_block::AttentionFp8::out_domain`]).
     pub w_out: Vec<f64>,
-    /// out's bias `[c]`: `b_o + b_v W_o` (f16), `b_o` (FP8).
+    /// out's bias `[c]`: `b_o + b_v W_o` (f16), `b_o` (FP8; on the FP8
+    /// AMP in out's domain).
     pub b_out: Vec<f64>,
     /// FP8: the value bias `[hp]`, padded, which vt's initial partials
     /// start every token from (f16: folded into `b_out`).
@@ -68,9 +74,26 @@ impl HeldConstants {
                 w_vt[row * c + r] = domain * k.w_qkv[r * 3 * c + 2 * c + ch];
             }
         }
-        let (mut w_out, b_out, mut b_vt) = held_output(s, &k.w_o, &k.b_o, &k.b_qkv[2 * c..]);
+        let (w_padded, b_out, mut b_vt) = held_output(s, &k.w_o, &k.b_o, &k.b_qkv[2 * c..]);
         b_vt.iter_mut().for_each(|b| *b *= domain);
-        w_out.iter_mut().for_each(|w| *w /= domain);
+        let (w_out, b_out) = match s.fp8.and_then(|f| f.out_domain()) {
+            // out on the FP8 AMP: its input is the attention's output as
+            // FP8 codes of its values, its weights' rows at each head's
+            // `out_dp` channels, weights and bias in its domain.
+            Some(d) => {
+                let scale = 2f64.powi(d);
+                let mut w = vec![0.0; (s.heads * s.out_dp()) as usize * c];
+                for ch in 0..c {
+                    let (from, to) = (s.padded(ch) * c, s.out_row(ch) * c);
+                    for o in 0..c {
+                        w[to + o] = scale * w_padded[from + o];
+                    }
+                }
+                (w, b_out.iter().map(|b| b * scale).collect())
+            }
+            // f16: the attention's output comes in qk's and vt's domain.
+            None => (w_padded.iter().map(|w| w / domain).collect(), b_out),
+        };
         HeldConstants {
             w_qk,
             b_qk,

@@ -16,9 +16,9 @@ use super::codegen::{emit_launches, emit_standalone, Calls, Frame};
 use super::plan::GemmPlan;
 use super::reduce;
 use crate::codelets::attention::TileAttention;
-use crate::codelets::cast::{Cast, CastKind};
 use crate::codelets::elementwise::BinaryOp;
 use crate::codelets::emitter::{inst, op, Emitter};
+use crate::codelets::pair_cast::PairCast;
 use crate::codelets::program::Codelet;
 use crate::codelets::subroutine::{call_cycles, emit_call};
 
@@ -142,9 +142,9 @@ pub fn emit_attention_in(
     let restores = window_restores(plan);
     // The most cycles a tile spends beside LayerNorm (restoring its
     // window, or where that is late zeroing vt's padding rows; the bias
-    // broadcasts), restoring its window after qk and vt (late), rounding
-    // the attention's output (FP8) and widening out's weights (FP8).
-    let (mut beside_ln, mut restore_cycles, mut rounding_cycles, mut out_widen) = (0, 0, 0, 0);
+    // broadcasts), restoring its window after qk and vt (late), casting
+    // the attention's output to out's FP8 panels.
+    let (mut beside_ln, mut restore_cycles, mut cast_cycles) = (0, 0, 0);
     // Streamed, qk's weights arrive in exchange A over the window: the
     // window is restored after qk and vt.
     let late_restore = plan.layout.restore_late;
@@ -216,7 +216,7 @@ pub fn emit_attention_in(
         // Exchange B and the attention: in one part, or (flash-style) a
         // part per chunk of keys, each chunk's attention after its part.
         let core_at = at_core.get(&t).copied();
-        let roundings = core_at.map_or_else(Vec::new, |(b, kb)| output_roundings(plan, b, kb));
+        let casts = core_at.map_or_else(Vec::new, |(b, kb)| output_casts(plan, b, kb));
         // Each distinct attention tile's workers, vertex states and
         // softmax once: a flash-style tile's chunks between the first and
         // the last are the same launch (the same buffers, all keys real)
@@ -255,8 +255,8 @@ pub fn emit_attention_in(
             }
         }
         if core_at.is_some() && !plan.core.split() {
-            let c = emit_launches(&mut e, &mut calls, "attn_round", &roundings, machine);
-            rounding_cycles = rounding_cycles.max(c.map_err(fail)?);
+            let c = emit_launches(&mut e, &mut calls, "attn_cast", &casts, machine);
+            cast_cycles = cast_cycles.max(c.map_err(fail)?);
         }
         if let Some(d) = &x.d {
             sync(&mut e);
@@ -266,8 +266,8 @@ pub fn emit_attention_in(
             if let Some(combine) = combine {
                 emit_call(&mut e, "attn_combine");
                 calls.push(("attn_combine".into(), Box::new(combine)));
-                let c = emit_launches(&mut e, &mut calls, "attn_round", &roundings, machine);
-                rounding_cycles = rounding_cycles.max(c.map_err(fail)?);
+                let c = emit_launches(&mut e, &mut calls, "attn_cast", &casts, machine);
+                cast_cycles = cast_cycles.max(c.map_err(fail)?);
             }
         }
         sync(&mut e);
@@ -276,8 +276,6 @@ pub fn emit_attention_in(
         sync(&mut e);
         match at_out.get(&t) {
             Some(&(i, j, k)) => {
-                let widen = out.emit_widen(&mut e, machine, &mut calls).map_err(fail)?;
-                out_widen = out_widen.max(widen);
                 let (view, rounds_bytes) = out
                     .emit_compute(&mut e, (i, j, k), machine, &mut calls)
                     .map_err(fail)?;
@@ -285,11 +283,16 @@ pub fn emit_attention_in(
                 let (lo, hi) = reduce::owned(k, plan.out.grid_k, plan.out.rows);
                 let [res, sum] = [plan.layout.residual, plan.layout.sum]
                     .map(|base| residual_view(&plan.out, base, k));
+                // On the FP8 AMP out's output is in its domain.
+                let add = match plan.shape.fp8.and_then(|f| f.out_domain()) {
+                    Some(d) => BinaryOp::ScaledAdd(-d),
+                    None => BinaryOp::Add,
+                };
                 let firsts = emit_owned_adds(
                     &mut e,
                     &mut calls,
                     (view, (lo, hi), plan.out.groups_of(j)),
-                    &[(BinaryOp::Add, view, res, sum)],
+                    &[(add, view, res, sum)],
                     &|_, g| format!("residual_{g}"),
                 );
                 if let (Some(add), 0) = (firsts.first(), add_cycles) {
@@ -338,9 +341,9 @@ pub fn emit_attention_in(
         None => 0,
     };
     let (attention_round, combine_round) = if plan.core.split() {
-        (0, rounding_cycles)
+        (0, cast_cycles)
     } else {
-        (rounding_cycles, 0)
+        (cast_cycles, 0)
     };
     let estimate = AttentionEstimate {
         // The attention tiles restore their windows, or vt's zero its
@@ -353,7 +356,7 @@ pub fn emit_attention_in(
         exchange_d: x.d.as_ref().map_or(0, |d| d.cycles),
         combine: combine + combine_round,
         exchange_c: x.c.cycles,
-        out: out_widen + est(&plan.out) + add_cycles,
+        out: est(&plan.out) + add_cycles,
         // Every superstep's sync, the reduction rounds' included.
         sync: u64::from(plan.syncs()) * u64::from(machine.sync_latency),
     };
@@ -374,39 +377,42 @@ fn chunk_tag(base: &str, c: usize) -> String {
     }
 }
 
-/// With FP8 products, the launches that round the attention's output to
-/// the FP8 grid in place on attention tile `(b, kb)`, before exchange C
-/// reads it (what the IR's cast before the output product does): one per
-/// group of 16 channels of O (materialised) or of the rows the tile
-/// combines (key-split). O is in qk's and vt's domain `D`
-/// ([`super::attention_block::AttentionFp8::domain`]), so the grid is
-/// scale `D`'s. None where the output product is f16.
-pub fn output_roundings(plan: &AttentionPlan, b: u32, kb: u32) -> Vec<Cast> {
-    let Some(scale) = plan
-        .shape
-        .fp8
-        .filter(|f| f.out_scale.is_some())
-        .map(|f| f.domain())
-    else {
+/// With the output product on the FP8 AMP, the launches that cast the
+/// attention's output to out's FP8 input panels in place on attention
+/// tile `(b, kb)`, before exchange C reads them (what the IR's cast
+/// before the output product does): one per pair of O's groups of 16
+/// channels (materialised, flash-style) or of the combined rows'
+/// (key-split), panel `q` over group `2q`
+/// ([`crate::codelets::pair_cast`]; a head's odd last group with zeros).
+/// O is in qk's and vt's domain `D`
+/// ([`super::attention_block::AttentionFp8::domain`]), so the codes are
+/// `f8(O 2^-D)`, the output's values. None where the output product is
+/// f16.
+pub fn output_casts(plan: &AttentionPlan, b: u32, kb: u32) -> Vec<PairCast> {
+    let s = plan.shape;
+    let Some(scale) = s.fp8.filter(|_| s.out_f8()).map(|f| f.domain()) else {
         return Vec::new();
     };
-    let groups = plan.shape.dp() / 16;
-    let round = |at: u32, rows: u32| Cast {
-        kind: CastKind::F16RoundF8 { scale },
-        len: rows * 16,
-        input: at,
-        output: at,
-    };
-    match (plan.layout.combine, plan.combine_on(b, kb)) {
-        (None, _) => {
-            let v = plan.core_of(plan.core.part(kb, 0)).values();
-            (0..groups)
-                .map(|g| round(v.output_group(g), v.rows))
-                .collect()
-        }
-        (Some(c), Some(combine)) => (0..groups)
-            .map(|g| round(c.output + g * c.output_stride, combine.rows))
-            .collect(),
-        (Some(_), None) => Vec::new(),
-    }
+    let groups = s.dp() / 16;
+    let (rows, group): (u32, Box<dyn Fn(u32) -> u32>) =
+        match (plan.layout.combine, plan.combine_on(b, kb)) {
+            (None, _) => {
+                let v = plan.core_of(plan.core.part(kb, 0)).values();
+                (v.rows, Box::new(move |g| v.output_group(g)))
+            }
+            (Some(c), Some(combine)) => (
+                combine.rows,
+                Box::new(move |g| c.output + g * c.output_stride),
+            ),
+            (Some(_), None) => return Vec::new(),
+        };
+    (0..groups.div_ceil(2))
+        .map(|q| PairCast {
+            rows,
+            first: group(2 * q),
+            second: (2 * q + 1 < groups).then(|| group(2 * q + 1)),
+            output: group(2 * q),
+            scale,
+        })
+        .collect()
 }

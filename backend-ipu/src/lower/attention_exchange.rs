@@ -19,8 +19,8 @@
 //!   rows and their statistics to the tile of its head and row block that
 //!   combines them.
 //! - **C**: the attention's output rows of each value group (an attention
-//!   tile's, or the combined rows of a key-split one) to the out tiles
-//!   whose input panel it is.
+//!   tile's, or the combined rows of a key-split one; on the FP8 AMP each
+//!   FP8 panel of two groups) to the out tiles whose input panel it is.
 
 use super::attention_block::AttentionPlan;
 use super::block_exchange::{
@@ -301,11 +301,17 @@ pub fn exchange_d(plan: &AttentionPlan) -> Vec<Transfer> {
 
 /// Where the attention's output rows of (image, head) `h` are when
 /// exchange C starts: (tile, real rows `[lo, hi)` of the image's tokens,
-/// address of group `g`'s row `lo`).
+/// address of out's input panel `q`'s row `lo`: group `q`'s, or on the
+/// FP8 AMP group `2q`'s, over which the panel is cast,
+/// [`super::attention_emit::output_casts`]).
 fn output_sources(plan: &AttentionPlan, h: u32) -> Vec<(u32, (u32, u32), Vec<u32>)> {
     let s = plan.shape;
     let core = plan.core;
-    let groups = s.dp() / 16;
+    let per_panel = match s.out_f8() {
+        true => 2,
+        false => 1,
+    };
+    let groups = (0..s.out_panels()).map(move |q| q * per_panel);
     let mut out = Vec::new();
     for blk in 0..core.blocks {
         let rows = core.rows_of(blk, s.m);
@@ -315,7 +321,7 @@ fn output_sources(plan: &AttentionPlan, h: u32) -> Vec<(u32, (u32, u32), Vec<u32
                 out.push((
                     core.tile(h, blk, 0),
                     rows,
-                    (0..groups).map(|g| values.output_group(g)).collect(),
+                    groups.clone().map(|g| values.output_group(g)).collect(),
                 ));
             }
             Some(c) => {
@@ -327,7 +333,8 @@ fn output_sources(plan: &AttentionPlan, h: u32) -> Vec<(u32, (u32, u32), Vec<u32
                     out.push((
                         core.tile(h, blk, kb),
                         (lo, lo + combine.rows),
-                        (0..groups)
+                        groups
+                            .clone()
                             .map(|g| c.output + g * c.output_stride)
                             .collect(),
                     ));
@@ -343,7 +350,7 @@ pub fn exchange_c(plan: &AttentionPlan) -> Vec<Transfer> {
     let [_, _, out_p] = plan.placed();
     let s = plan.shape;
     let po = &plan.out;
-    let np = s.dp() / 16;
+    let np = s.out_panels();
     // out's weights from their homes, where they stream in.
     let mut out = super::stream::transfers(&out_p);
     for ih in 0..s.image_heads() {

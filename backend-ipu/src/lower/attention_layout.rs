@@ -11,7 +11,7 @@ use super::attention_block::{
 };
 use super::bias_broadcast::BiasBroadcast;
 use super::block::owned_rows_bytes;
-use super::codegen::{layout, TileLayout, WeightCodes};
+use super::codegen::{layout, TileLayout};
 use super::ln_tiles::LnRows;
 use super::plan::{output_used, GemmPlan};
 use super::stream::Weights;
@@ -121,9 +121,7 @@ pub(super) struct ProductLayouts {
 /// it is ([`ProductLayouts::window_top`]). With `weights` streamed, qk's
 /// tiles keep their home pieces of its weights ([`super::stream`]) where
 /// they kept its blocks, and exchange A gathers the blocks right below
-/// qk's input (its reduction's buffers lie over both later). With FP8
-/// products out's weights are widened from their codes at the scratch's
-/// bottom after exchange C.
+/// qk's input (its reduction's buffers lie over both later).
 pub(super) fn product_layouts(
     s: AttentionShape,
     [qk, vt, out]: [&GemmPlan; 3],
@@ -139,10 +137,8 @@ pub(super) fn product_layouts(
     let (v_qk, v_vt, v_out) = (qk.vertex(), vt.vertex(), out.vertex());
     let private_start = window.base;
     let base = window.base.next_multiple_of(16);
-    // With FP8 products qk's weights and vt's input are the FP8 AMP's
-    // codes as the vertices read them; out's weights are kept as codes,
-    // one byte per f16 element, and widened before its product.
-    let out_fp8 = s.fp8.is_some_and(|f| f.out_scale.is_some());
+    // With FP8 products the weights (and vt's input) are the FP8 AMP's
+    // codes as the vertices read them.
     // vt's tiles: its weights (LayerNorm's rows), then its input, a
     // constant read by vt alone: with nothing run before, in the shared
     // scratch where the products' buffers put it (the scores lie over it
@@ -181,7 +177,7 @@ pub(super) fn product_layouts(
     // the weights, out of every buffer's way: in other element pairs than
     // the inputs and outputs, so no bank rule ties them to those.
     // Streamed, out's tiles keep their home pieces there.
-    let out_kept = weights.kept_bytes(out, out_fp8);
+    let out_kept = weights.kept_bytes(out, false);
     let bias_qk = (w_out + out_kept).next_multiple_of(16);
     let bias_out = (bias_qk + v_qk.bias_bytes() as u32).next_multiple_of(16);
     let bias_vt = (bias_out + v_out.bias_bytes() as u32).next_multiple_of(16);
@@ -216,25 +212,8 @@ pub(super) fn product_layouts(
             ],
         ));
     }
-    // The scratch's bottom, where the attention's window lies later:
-    // FP8, out's weights are widened there (after exchange C has read the
-    // window).
+    // The scratch's bottom, where the attention's window lies later.
     let bottom = window.scratch_floor().next_multiple_of(16);
-    // (Its reduction's buffers may lie over them: the vertex has read
-    // them by then.)
-    if out_fp8 {
-        let end = u64::from(bottom) + v_out.weight_bytes();
-        if end > u64::from(l_out.input) {
-            return Err(Short::of(
-                format!(
-                    "out's weights widened from FP8 codes do not fit: {} bytes of f16 from 0x{bottom:x}, below its input from 0x{:x}",
-                    v_out.weight_bytes(),
-                    l_out.input
-                ),
-                [0, 0, end - u64::from(l_out.input)],
-            ));
-        }
-    }
     // Streamed, qk's blocks arrive right below its input, where its
     // reduction's buffers lie later (`ReductionPlace::OverInputAndWeights`).
     let qk_streams = weights.streams(qk);
@@ -276,21 +255,6 @@ pub(super) fn product_layouts(
     let vt_home = vt_streams.then_some(vt_input);
     let qk_home = qk_streams.then_some(base);
     let qk_weights = if qk_streams { qk_gathered } else { base };
-    // out's codes widened at 2^-D times their scale: the attention's
-    // output comes in qk's and vt's domain (`AttentionFp8`).
-    let (out_weights, out_codes) = match s.fp8 {
-        Some(f) => match f.out_scale {
-            Some(o) => (
-                bottom,
-                Some(WeightCodes {
-                    at: w_out,
-                    scale: o - f.domain(),
-                }),
-            ),
-            None => (w_out, None),
-        },
-        None => (w_out, None),
-    };
     // Region 0 of the out tiles: the residual and the sum in the add
     // columns (the add's loads and store each need their own bank), the
     // vertex states below.
@@ -314,7 +278,7 @@ pub(super) fn product_layouts(
     let tensors_start = window.region0;
     let bounds = if restore_late {
         let out_block = if weights.streams(out) {
-            super::stream::kept(v_out.weight_bytes() as u32, out_fp8)
+            super::stream::kept(v_out.weight_bytes() as u32, false)
         } else {
             0
         };
@@ -370,9 +334,9 @@ pub(super) fn product_layouts(
             ..l_vt
         },
         out: TileLayout {
-            weights: out_weights,
+            weights: w_out,
             home: weights.streams(out).then_some(w_out),
-            codes: out_codes,
+            codes: None,
             states: states_out,
             bias: l_out.bias.map(|_| bias_out),
             bias_rows: rows_out,
@@ -549,9 +513,7 @@ impl ProductLayouts {
     /// where [`window_end`] says) and below out's input, right under it:
     /// the attention's scores lie there, dead by then, and out's
     /// reduction's buffers may lie over them later (the vertex has read
-    /// them, or their widened copy, by then); (FP8) out's weights are
-    /// widened at the window's bottom after exchange C, not over the
-    /// codes. Unchanged where they are resident.
+    /// them by then). Unchanged where they are resident.
     fn out_gathered(
         &self,
         s: AttentionShape,
@@ -561,13 +523,8 @@ impl ProductLayouts {
         if out.home.is_none() {
             return Ok(out);
         }
-        let weight_bytes = self.out_weight_bytes;
-        let block = super::stream::kept(weight_bytes, out.codes.is_some());
-        let end = window_end(s, core, att, combine);
-        let floor = match out.codes {
-            Some(_) => end.max(out.weights + weight_bytes),
-            None => end,
-        };
+        let block = super::stream::kept(self.out_weight_bytes, false);
+        let floor = window_end(s, core, att, combine);
         let at = out
             .input
             .checked_sub(block)
@@ -576,16 +533,13 @@ impl ProductLayouts {
             .ok_or_else(|| {
                 Short::of(
                     format!(
-                        "out's weights streamed in do not fit: {block} bytes gathered between the window's end (and the widened weights') at 0x{floor:x} and out's input at 0x{:x}",
+                        "out's weights streamed in do not fit: {block} bytes gathered between the window's end at 0x{floor:x} and out's input at 0x{:x}",
                         out.input
                     ),
                     [0, 0, (u64::from(floor) + u64::from(block)).saturating_sub(u64::from(out.input))],
                 )
             })?;
-        match &mut out.codes {
-            Some(c) => c.at = at,
-            None => out.weights = at,
-        }
+        out.weights = at;
         Ok(out)
     }
 

@@ -196,9 +196,9 @@ pub enum Command {
         /// and head).
         #[arg(long, default_value_t = 1)]
         images: u32,
-        /// The products' precision: `fp16`, or `fp8` (FP8 weights kept as
-        /// codes and widened, LayerNorm's and the attention's outputs
-        /// rounded to FP8; the products on the f16 AMP).
+        /// The products' precision: `fp16`, or `fp8` (FP8 weight codes,
+        /// LayerNorm's and the attention's outputs cast to FP8; the three
+        /// products on the FP8 AMP).
         #[arg(long, default_value = "fp16", value_parser = ["fp16", "fp8"])]
         precision: String,
         /// Force the key-split form with this many blocks of keys per
