@@ -668,6 +668,10 @@ pub struct AttentionPlan {
     /// The best plan of each form (materialised, key-split, flash), the
     /// chosen one among them.
     pub forms: Box<[FormEstimate; 3]>,
+    /// Bytes of memory qk's, vt's and out's searches were run again
+    /// without, where the layout found bytes missing under their buffers
+    /// (zeros: the first search's grid fitted).
+    pub squeezed: [u32; 3],
     /// What the block leaves of the memory it was planned in (the next
     /// block's window).
     pub next: Window,
@@ -907,6 +911,13 @@ impl AttentionPlan {
                     "A"
                 )
             );
+        }
+        for (name, bytes) in ["qk", "vt", "out"].iter().zip(self.squeezed) {
+            if bytes > 0 {
+                streamed += &format!(
+                    "  {name} searched again with {bytes} bytes less memory (its first grid's buffers did not fit beside the block's constants)\n"
+                );
+            }
         }
         format!(
             "attention block {}{}x{}, {} heads of {} (padded to {}): LayerNorm on tiles {}..={} ({} rows each)\n{fp8}{streamed}  qk: {}\n  vt: {}\n  attention: tiles {}..={} ({tiles_of}): {est} cycles per tile{combine}\n  forms: {}; {}; {}\n  out: {}\n  tile memory: weights 0x{:x}..0x{:x}, attention window 0x{:x}..0x{:x} (keys, values, Q, O{}), products' buffers 0x{:x}..0x{:x}, scores and probabilities 0x{:x}..0x{:x}\n  exchange A {}, exchange B {b}{d}, exchange C {} (scheduled)\n",
@@ -1153,14 +1164,16 @@ fn plan_attention_window(
     };
     let ln_tiles: Vec<u32> = (first + gemm..first + machine.tiles).collect();
     // The search fits each product alone in the memory earlier blocks
-    // left; the block also keeps its own constants and (streamed or FP8)
-    // gathers or widens weights in the scratch. Where the layout finds
+    // left; the block also keeps its own constants and (streamed)
+    // gathers weights in the scratch. Where the layout finds
     // bytes missing under a product's buffers, that product is searched
     // again with that much less memory, and at least twice as much more
     // each time that product is short again (its buffers are whole element
     // pairs: a little less memory can leave the search's choice as it
     // was), as the MLP block does. A squeeze that leaves a product no grid
-    // is halved back toward the last that had one (`Squeeze`).
+    // is halved back toward the last that had one (`Squeeze`). The plan
+    // keeps each product's squeeze (`AttentionPlan::squeezed`), which
+    // the report states.
     let start = window;
     let mut squeeze = [Squeeze::default(); 3];
     let mut short: Option<String> = None;
@@ -1284,6 +1297,7 @@ fn plan_attention_window(
         ln_tiles,
         layout,
         forms: Box::new(forms),
+        squeezed: squeeze.map(|sq| sq.bytes),
         next: window,
     };
     // The window's constants, kept in private region 0 (the zeros also
