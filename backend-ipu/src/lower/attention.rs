@@ -370,6 +370,7 @@ pub fn lower_attention(
         chain_estimates: Vec::new(),
         chain_links: Vec::new(),
         loop_copies: 0,
+        loop_start_copies: 0,
     })
 }
 

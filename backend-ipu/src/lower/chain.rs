@@ -44,8 +44,8 @@ use super::block::{emit_mlp_constants, emit_mlp_in, plan_mlp_in, MlpPlan, MlpSha
 use super::block_exchange::round_robin;
 use super::block_match::{check_function_returns, from_only_argument};
 use super::chain_loop::{
-    archive_layer, constants_since, copies, emit_loop_data, emit_loop_end, extents as extents_of,
-    find_repeat, LoopMemory, Repeat, GRAIN,
+    archive_layer, constants_since, copies, emit_loop_data, emit_loop_end, emit_loop_start,
+    emit_loop_start_data, extents as extents_of, find_repeat, LoopMemory, Repeat, GRAIN,
 };
 use super::codegen::{append_host_tensors, Calls, Frame, Lowered, StepEstimates};
 use super::mlp::{mlp_from, MlpMatch};
@@ -1014,16 +1014,32 @@ pub fn lower_chain_planned(
         })
     };
     // The loop: its later layers' constants archived, and each tile's
-    // copies of them.
+    // copies of them: at the loop's end on the tiles the link back into
+    // the body writes (its first block's input rows), at the body's start
+    // on every other (`chain_loop`'s module doc).
     let looped = match &plan.repeat {
         Some((r, mem)) => {
             archive_layers(ctx, exe_body, chain, plan, (*r, mem), &loc)?;
-            let copies: BTreeMap<u32, Vec<StridedCopy>> =
-                every.iter().map(|&t| (t, copies(t, mem))).collect();
-            Some((*r, mem, copies))
+            let written: BTreeSet<u32> = plans[r.start]
+                .input_pieces()
+                .iter()
+                .filter_map(|p| u32::try_from(p.tile).ok())
+                .collect();
+            let (mut at_end, mut at_start) = (BTreeMap::new(), BTreeMap::new());
+            for &t in &every {
+                let (here, none) = match written.contains(&t) {
+                    true => (&mut at_end, &mut at_start),
+                    false => (&mut at_start, &mut at_end),
+                };
+                here.insert(t, copies(t, mem));
+                none.insert(t, Vec::<StridedCopy>::new());
+            }
+            Some((*r, mem, (at_start, at_end)))
         }
         None => None,
     };
+    // The body's start on its busiest tile, and the first error there.
+    let start_copies: RefCell<(u64, Option<String>)> = RefCell::new((0, None));
     // The loop's end on its busiest tile, and the first error there.
     let loop_copies: RefCell<(u64, Option<String>)> = RefCell::new((0, None));
     // What a tile runs after block `k`: the link to the next block, or at
@@ -1031,7 +1047,7 @@ pub fn lower_chain_planned(
     let after = |k: usize, e: &mut Emitter, t: u32, calls: &mut Calls| -> u64 {
         let added = RefCell::new(std::mem::take(calls));
         let bytes = match &looped {
-            Some((r, mem, copies)) if k == r.last() => {
+            Some((r, mem, (_, copies))) if k == r.last() => {
                 let end = emit_loop_end(
                     e,
                     (&copies[&t], mem.slot),
@@ -1039,10 +1055,14 @@ pub fn lower_chain_planned(
                     &mut |e| emit_link(k, e, t, &added),
                     &mut |e| emit_link(r.end() - 1, e, t, &added),
                 );
+                // The copies' cycles where a tile copies here (elsewhere
+                // the counter's few issues end the body's last superstep).
                 let mut most = loop_copies.borrow_mut();
                 match end {
                     Ok((bytes, cycles)) => {
-                        most.0 = most.0.max(cycles);
+                        if !copies[&t].is_empty() {
+                            most.0 = most.0.max(cycles);
+                        }
                         bytes
                     }
                     Err(err) => {
@@ -1080,10 +1100,23 @@ pub fn lower_chain_planned(
         };
         let next = (next_block < plans.len()).then(|| format!("{}_main", block_scope(next_block)));
         let after_k = |e: &mut Emitter, t: u32, calls: &mut Calls| after(k, e, t, calls);
+        let before_k = |e: &mut Emitter, t: u32| {
+            if let Some((r, mem, (copies, _))) = looped.as_ref().filter(|(r, _, _)| k == r.start) {
+                debug_assert!(r.in_body(k));
+                let mut most = start_copies.borrow_mut();
+                match emit_loop_start(e, (&copies[&t], mem.slot)) {
+                    Ok(cycles) => most.0 = most.0.max(cycles),
+                    Err(err) => {
+                        most.1.get_or_insert(err.to_string());
+                    }
+                }
+            }
+        };
         let frame = Frame {
             executable,
             exe_body,
             after: &after_k,
+            before: &before_k,
             tiles: Some(&bodies),
             next: next.as_deref(),
             exchange: Some(&exchange_code),
@@ -1122,9 +1155,16 @@ pub fn lower_chain_planned(
                     .map_err(|err| Diagnostic::error(loc.clone(), err.to_string()))?;
             }
         }
-        if let Some((r, mem, copies)) = &looped {
+        if let Some((r, mem, (start_copies, copies))) = &looped {
             if r.in_body(k) {
                 body_constants.extend(constants_since(ctx, exe_body, exe_ops_before));
+            }
+            if k == r.start {
+                for (&t, &body) in bodies.borrow().iter() {
+                    let mut e = Emitter::new(ctx, body, loc.clone());
+                    emit_loop_start_data(&mut e, &start_copies[&t])
+                        .map_err(|err| Diagnostic::error(loc.clone(), err.to_string()))?;
+                }
             }
             if k == r.last() {
                 // The first layer's constants are where the archive's
@@ -1168,7 +1208,8 @@ pub fn lower_chain_planned(
         }
     }
     let (loop_copies, loop_error) = loop_copies.into_inner();
-    if let Some(err) = loop_error {
+    let (body_start_copies, start_error) = start_copies.into_inner();
+    if let Some(err) = loop_error.or(start_error) {
         return Err(Diagnostic::error(loc.clone(), err));
     }
     // A later period of the loop runs the body's code: its estimates.
@@ -1223,6 +1264,7 @@ pub fn lower_chain_planned(
         chain_estimates,
         chain_links,
         loop_copies,
+        loop_start_copies: body_start_copies,
     })
 }
 

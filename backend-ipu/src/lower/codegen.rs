@@ -915,6 +915,7 @@ pub fn emit_gemm(
         chain_estimates: Vec::new(),
         chain_links: Vec::new(),
         loop_copies: 0,
+        loop_start_copies: 0,
     })
 }
 
@@ -957,6 +958,10 @@ pub struct Frame<'a> {
     /// calls to the tile's calls); returns the bytes of exchange code it
     /// emitted.
     pub after: &'a dyn Fn(&mut Emitter, u32, &mut Calls) -> u64,
+    /// Emits what tile `t` runs first when it enters the block's `main`,
+    /// before the block's own code (a layer loop's copies of the coming
+    /// layer's constants, [`super::chain_loop::emit_loop_start`]).
+    pub before: &'a dyn Fn(&mut Emitter, u32),
     /// The bodies of the tiles' `ipu.tile` ops so far, when several blocks
     /// share the tiles: a block appends to a tile's body instead of
     /// opening a new `ipu.tile`.
@@ -984,6 +989,7 @@ impl<'a> Frame<'a> {
             executable,
             exe_body,
             after: &|_, _, _| 0,
+            before: &|_, _| {},
             tiles: None,
             next: None,
             exchange: None,
@@ -1011,6 +1017,7 @@ impl<'a> Frame<'a> {
         let mut e = Emitter::new(ctx, tile_body, loc.clone());
         e.code_section(".text.main", SectionKind::Supervisor);
         e.function("main");
+        (self.before)(&mut e, t);
         e
     }
 
@@ -1074,8 +1081,12 @@ pub struct Lowered {
     pub chain_links: Vec<u64>,
     /// A chain loop's end on its busiest tile, the copies of the next
     /// layer's constants and the supervisor code around them (0 without a
-    /// loop, [`super::chain_loop`]).
+    /// loop, [`super::chain_loop`]), on the tiles the link back writes
+    /// (0 where none of them holds constants).
     pub loop_copies: u64,
+    /// The same at the body's start on its busiest tile (every other
+    /// tile's copies, beside the body's first block's first superstep).
+    pub loop_start_copies: u64,
 }
 
 /// A lowered block's estimate, step by step, by the kind of block.

@@ -175,7 +175,9 @@ impl LnTiles<'_> {
         }
     }
 
-    /// gamma and beta on every LN tile.
+    /// gamma and beta on every LN tile; nothing where they are ones and
+    /// zeros ([`LnTiles::affine`] off): LayerNorm does not read them, so
+    /// the program loads none and a layer loop archives none.
     pub fn emit_constants(
         &self,
         ctx: &mut Context,
@@ -183,6 +185,9 @@ impl LnTiles<'_> {
         (gamma, beta): (&[f64], &[f64]),
         loc: &Location,
     ) {
+        if !self.affine {
+            return;
+        }
         let half = Type::float(FloatKind::F16);
         for (name, values, at) in [
             ("ln_gamma", gamma, self.gamma),

@@ -316,6 +316,7 @@ pub fn lower_mlp(
         chain_estimates: Vec::new(),
         chain_links: Vec::new(),
         loop_copies: 0,
+        loop_start_copies: 0,
     })
 }
 

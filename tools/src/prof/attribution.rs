@@ -236,7 +236,7 @@ pub fn of_function(
             (
                 &lowered.chain_estimates,
                 &lowered.chain_links,
-                lowered.loop_copies,
+                (lowered.loop_copies, lowered.loop_start_copies),
             ),
             machine,
         ));
@@ -711,7 +711,7 @@ fn of_chain(
     ctx: &Context,
     chain: &ChainMatch,
     plan: &ChainPlan,
-    (estimates, links, loop_copies): (&[Option<StepEstimates>], &[u64], u64),
+    (estimates, links, (loop_copies, start_copies)): (&[Option<StepEstimates>], &[u64], (u64, u64)),
     machine: &MachineModel,
 ) -> Attribution {
     let mut out = Attribution {
@@ -805,10 +805,26 @@ fn of_chain(
         }
         let offset = out.steps.len();
         let own = sub.steps.len() - 1;
-        for s in &sub.steps[..own] {
+        // A loop's first block: on every entry but the first, most tiles
+        // copy the coming layer's constants during its first superstep
+        // (the copies' instances); the step takes the longer.
+        let entered = repeat.filter(|r| r.start == k).map(|r| {
+            out.instances.push(InstanceRule {
+                prefix: format!("b{k}_loop_copyin"),
+                tiles: None,
+                step: offset,
+                op: String::new(),
+            });
+            (r.count - 1) as u64
+        });
+        for (n, s) in sub.steps[..own].iter().enumerate() {
+            let again = |e: u64| match (n, entered) {
+                (0, Some(times)) => times * start_copies.saturating_sub(e),
+                _ => 0,
+            };
             out.steps.push(StepInfo {
                 name: format!("b{k} {}", s.name),
-                estimate: s.estimate.map(|e| e * times),
+                estimate: s.estimate.map(|e| e * times + again(e)),
                 work: s.work.map(|w| Work {
                     macs: w.macs * times,
                     ..w
@@ -820,21 +836,24 @@ fn of_chain(
             .zip(sub.steps[own].estimate)
             .map(|(a, b)| a + b * times);
         if let Some(r) = repeat.filter(|r| r.last() == k) {
-            // The loop's end: each later layer's constants copied in (the
+            // The loop's end: on the tiles the link back writes (where any
+            // holds constants) each later layer's constants copied in (the
             // copies' instances), then the link back into the body.
-            out.instances.push(InstanceRule {
-                prefix: format!("b{k}_loop_copy"),
-                tiles: None,
-                step: out.steps.len(),
-                op: String::new(),
-            });
             let back = (r.count - 1) as u64;
-            out.steps.push(step(
-                &format!("b{k} loop copies"),
-                vec![],
-                Some(loop_copies * back),
-                false,
-            ));
+            if loop_copies > 0 {
+                out.instances.push(InstanceRule {
+                    prefix: format!("b{k}_loop_copy"),
+                    tiles: None,
+                    step: out.steps.len(),
+                    op: String::new(),
+                });
+                out.steps.push(step(
+                    &format!("b{k} loop copies"),
+                    vec![],
+                    Some(loop_copies * back),
+                    false,
+                ));
+            }
             let link = links.get(k).copied().map(|c| c * back);
             out.steps.push(StepInfo {
                 loops_back: true,
