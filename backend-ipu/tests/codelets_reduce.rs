@@ -9,7 +9,7 @@ use common::{
     f16_values, signed_f16, signed_f16s, simulate,
 };
 use half::f16;
-use ipuc_backend_ipu::codelets::layernorm::LayerNorm;
+use ipuc_backend_ipu::codelets::layernorm::{LayerNorm, Variance};
 use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_backend_ipu::codelets::reduce::{ReduceOp, RowReduce};
 use ipuc_ipu_arch::MachineModel;
@@ -184,6 +184,7 @@ fn layernorm(rows: u32, cols: u32, output: u32, output_f8_scale: Option<i32>) ->
         beta: 0xb8000,
         output,
         output_f8_scale,
+        variance: Variance::for_output(output_f8_scale.is_some()),
         output_panels: None,
     }
 }
@@ -209,14 +210,22 @@ fn layernorm_with_fp8_output_converts_the_f16_result_and_matches_float64() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(43);
     // Shares of 0 (rows < 6), 1 and uneven ones; scales that put values
     // into the FP8 subnormals (3) and use the upper range (-3).
-    for (rows, cols, scale) in [
+    // Either variance (the moments' is the lowering's for FP8 output),
+    // the f16 result of the same one converted.
+    for ((rows, cols, scale), variance) in [
         (1u32, 8u32, 0),
         (5, 40, -3),
         (6, 64, 3),
         (7, 1152, -1),
         (13, 24, 2),
-    ] {
-        let f16_ln = layernorm(rows, cols, 0xc0000, None);
+    ]
+    .into_iter()
+    .flat_map(|case| [(case, Variance::Deviations), (case, Variance::Moments)])
+    {
+        let f16_ln = LayerNorm {
+            variance,
+            ..layernorm(rows, cols, 0xc0000, None)
+        };
         // 4-byte (not 8-byte) aligned: the FP8 output needs only st32.
         let ln = LayerNorm {
             output: 0xd0004,
@@ -237,11 +246,41 @@ fn layernorm_with_fp8_output_converts_the_f16_result_and_matches_float64() {
             assert_eq!(
                 code,
                 encode_scaled(*o, scale),
-                "{rows}x{cols} element {i}: f16 result {o}"
+                "{rows}x{cols} {variance:?} element {i}: f16 result {o}"
             );
+            let what = format!("{rows}x{cols} {variance:?} element {i}");
+            assert_within(*o, w, ln.tolerance(mag), &what);
             let got = decode_scaled(code, scale);
-            let what = format_args!("{rows}x{cols} element {i}");
             assert_within(got, w, ln.tolerance_f8(w, mag), what);
+        }
+    }
+}
+
+/// The moments' variance (`E[x^2] - mean^2` in f32) where the mean is
+/// large against the spread: rows of `m` plus values of magnitude up to 3
+/// for `|m|` up to 60 (the squares' sum cancels about 1,200 times the
+/// variance) still match float64
+/// within the f16 chain's tolerance, as the module doc says, and so does
+/// the deviations' form.
+#[test]
+fn layernorm_moments_variance_holds_where_the_mean_is_large() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(46);
+    let (rows, cols) = (6u32, 1152u32);
+    for mean in [0.0, 8.0, -30.0, 60.0] {
+        let xs: Vec<f16> = (0..rows * cols)
+            .map(|_| f16::from_f64(mean + signed_f16(&mut rng, 0.01, 3.0).to_f64()))
+            .collect();
+        let (_, gamma, beta) = layernorm_inputs(&mut rng, rows, cols);
+        for variance in [Variance::Deviations, Variance::Moments] {
+            let ln = LayerNorm {
+                variance,
+                ..layernorm(rows, cols, 0xc0000, None)
+            };
+            let out = f16_values(&run_layernorm(&ln, &xs, &gamma, &beta, rows * cols * 2));
+            for (i, (o, (w, mag))) in out.iter().zip(ln.reference(&xs, &gamma, &beta)).enumerate() {
+                let what = format!("mean {mean} {variance:?} element {i}");
+                assert_within(*o, w, ln.tolerance(mag), what);
+            }
         }
     }
 }

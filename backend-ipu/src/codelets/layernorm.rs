@@ -7,7 +7,14 @@
 //!    lanes are folded (`f32v2gina`, `f32v2add`, a lane `mov`) and scaled by
 //!    `1/C` to the mean; `-mean` is rounded to f16 and broadcast (`ldb16`).
 //! 2. `{ ld64step ; f16v4add d = x - mean } { nop ; f16v4cmac d, d }`
-//!    accumulates squared deviations in f32 (two-pass variance).
+//!    accumulates squared deviations in f32 (two-pass variance); or
+//!    ([`Variance::Moments`], what the lowering takes for FP8 output)
+//!    `{ ld64step ; f16v4cmac x, x }` accumulates `x^2` (exact products,
+//!    f32 sums) and the variance is `E[x^2] - mean^2` in f32 (at least
+//!    0), a bundle a word for two. Its cancellation costs about
+//!    `(1 + mean^2 / var) 2^-24` relative in the variance, below the f16
+//!    steps before the conversion unless `|mean|` is hundreds of times the
+//!    spread, and far below FP8's `2^-4`.
 //! 3. `1/sqrt(var + eps)`: `f32oorx`, the instruction poplibs' RSQRT
 //!    kernel issues (`lib/popops/codelets/inlineAssemblerUnaryOps.hpp`),
 //!    4 issue slots under poplibs' costs (`MachineModel::transcendental_issues`),
@@ -77,6 +84,8 @@ pub struct LayerNorm {
     /// `None`: f16 output. `Some(s)`: f8E4M3FNUZ output with tensor scale
     /// `s` in -31..=31 (code = f8(out * 2^-s)).
     pub output_f8_scale: Option<i32>,
+    /// How the variance is taken ([`Variance`]).
+    pub variance: Variance,
     /// `None`: rows of the output contiguous. `Some(stride)`: each row's
     /// 32-byte pieces `stride` bytes apart (a multiple of 32, at least
     /// `rows * 32`), row `r`'s at `r * 32` in each: element `(r, c)` at
@@ -88,6 +97,27 @@ pub struct LayerNorm {
 /// Bytes of a row's piece in [`LayerNorm::output_panels`] (an AMP input
 /// panel's share of one row).
 pub const PIECE_BYTES: u32 = 32;
+
+/// How [`LayerNorm`] takes a row's variance (the module doc's pass 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variance {
+    /// The mean of `(x - mean)^2`, `x - mean` in f16 (two bundles a
+    /// word): the f16 output's.
+    Deviations,
+    /// `E[x^2] - mean^2` in f32 (one bundle a word): where the output is
+    /// FP8, whose `2^-4` steps dwarf the cancellation.
+    Moments,
+}
+
+impl Variance {
+    /// The form for an output in FP8 (`fp8`) or f16.
+    pub fn for_output(fp8: bool) -> Self {
+        match fp8 {
+            true => Variance::Moments,
+            false => Variance::Deviations,
+        }
+    }
+}
 
 const TAG: &str = "layernorm_f16";
 const TAG_F8: &str = "layernorm_f16_f8";
@@ -260,27 +290,41 @@ impl LayerNorm {
                 inst("f16v8acc", [op::a_quad(0)]),
             )],
         );
-        for s in row_mean_of_accumulators(4).into_iter().chain([
-            inst("f32v2sub", [op::a_pair(4), op::azeros(), op::a_pair(4)]),
-            inst("f32tof16", [op::a(4), op::a(4)]),
-            inst(
-                "st32",
-                [op::a(4), op::vertex_base(), op::mzero(), op::imm(9)],
-            ),
-            inst(
-                "ldb16",
-                [op::a(8), op::vertex_base(), op::mzero(), op::imm(18)],
-            ),
-            inst("mov", [op::a(9), op::a(8)]), // -mean, 4 lanes
-            // Pass 2: the variance.
-            inst("mov", [op::m(5), op::m(0)]),
-            ld64_next(0, 5),
-        ]) {
+        let moments = self.variance == Variance::Moments;
+        // -mean in f32, kept for the moments' variance.
+        let keep_mean = Some(inst("mov", [op::a(12), op::a(4)])).filter(|_| moments);
+        for s in row_mean_of_accumulators(4)
+            .into_iter()
+            .chain([inst(
+                "f32v2sub",
+                [op::a_pair(4), op::azeros(), op::a_pair(4)],
+            )])
+            .chain(keep_mean)
+            .chain([
+                inst("f32tof16", [op::a(4), op::a(4)]),
+                inst(
+                    "st32",
+                    [op::a(4), op::vertex_base(), op::mzero(), op::imm(9)],
+                ),
+                inst(
+                    "ldb16",
+                    [op::a(8), op::vertex_base(), op::mzero(), op::imm(18)],
+                ),
+                inst("mov", [op::a(9), op::a(8)]), // -mean, 4 lanes
+                // Pass 2: the variance.
+                inst("mov", [op::m(5), op::m(0)]),
+                ld64_next(0, 5),
+            ])
+        {
             e.solo(s);
         }
-        e.rpt(
-            op::m(4),
-            &format!("{tag}_var"),
+        let var_body = if moments {
+            // x^2 accumulated (exact products), a word a bundle.
+            vec![(
+                ld64_next(0, 5),
+                inst("f16v4cmac", [op::a_pair(0), op::a_pair(0)]),
+            )]
+        } else {
             vec![
                 (
                     ld64_next(0, 5),
@@ -290,9 +334,20 @@ impl LayerNorm {
                     inst("nop", []),
                     inst("f16v4cmac", [op::a_pair(6), op::a_pair(6)]),
                 ),
-            ],
-        );
-        for s in row_mean_of_accumulators(2).into_iter().chain([
+            ]
+        };
+        e.rpt(op::m(4), &format!("{tag}_var"), var_body);
+        let from_moments = [
+            // E[x^2] - mean^2, at least 0.
+            inst("mov", [op::a(13), op::a(12)]),
+            inst("f32v2mul", [op::a_pair(12), op::a_pair(12), op::a_pair(12)]),
+            inst("f32v2sub", [op::a_pair(4), op::a_pair(4), op::a_pair(12)]),
+            inst("f32v2max", [op::a_pair(4), op::a_pair(4), op::azeros()]),
+        ];
+        let variance = row_mean_of_accumulators(2)
+            .into_iter()
+            .chain(from_moments.into_iter().filter(|_| moments));
+        for s in variance.chain([
             load_state_word(op::a(6), 8), // eps
             inst("f32v2add", [op::a_pair(4), op::a_pair(4), op::a_pair(6)]),
             // 1/sqrt(var + eps), broadcast to four f16 lanes below.
@@ -450,10 +505,20 @@ impl LayerNorm {
         }
     }
 
-    /// `rpt` body issues per row: C/8 sum bundles, 2 C/4 variance bundles
-    /// and 4 (5 with FP8 output) C/4 apply bundles.
+    /// Bundles of the variance pass per word: 1 from the moments, else 2.
+    pub fn variance_bundles_per_word(&self) -> u64 {
+        match self.variance {
+            Variance::Moments => 1,
+            Variance::Deviations => 2,
+        }
+    }
+
+    /// `rpt` body issues per row: C/8 sum bundles, 2 (moments: 1) C/4
+    /// variance bundles and 4 (5 with FP8 output) C/4 apply bundles.
     fn body_issues_per_row(&self) -> u64 {
-        u64::from(self.cols / 8) + (2 + self.apply_bundles_per_word()) * u64::from(self.cols / 4)
+        u64::from(self.cols / 8)
+            + (self.variance_bundles_per_word() + self.apply_bundles_per_word())
+                * u64::from(self.cols / 4)
     }
 
     /// Issues of a worker with `n` rows, from the emitted counts.

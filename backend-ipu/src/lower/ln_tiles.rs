@@ -13,7 +13,7 @@ use ipuc_ir::{BlockId, Context, FloatKind, Location, Type};
 use super::codegen::{replicated_constant, Calls};
 use super::schedule::Chunk;
 use crate::codelets::emitter::Emitter;
-use crate::codelets::layernorm::{LayerNorm, PIECE_BYTES};
+use crate::codelets::layernorm::{LayerNorm, Variance, PIECE_BYTES};
 use crate::codelets::program::Codelet;
 use crate::codelets::subroutine::{call_cycles, emit_call};
 use crate::codelets::CodeletError;
@@ -94,6 +94,7 @@ impl LnTiles<'_> {
                 LnOutput::F8Codes(s) => Some(s),
                 LnOutput::F16 => None,
             },
+            variance: Variance::for_output(matches!(self.output, LnOutput::F8Codes(_))),
             output_panels: self.panels.then_some(self.panel_stride()),
         }
     }

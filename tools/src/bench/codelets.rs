@@ -14,7 +14,7 @@ use ipuc_backend_ipu::codelets::copy::StridedCopy;
 use ipuc_backend_ipu::codelets::elementwise::{Binary, BinaryOp, VecType};
 use ipuc_backend_ipu::codelets::gelu::{Gelu, GeluForm};
 use ipuc_backend_ipu::codelets::gelu_f8::GeluF8;
-use ipuc_backend_ipu::codelets::layernorm::LayerNorm;
+use ipuc_backend_ipu::codelets::layernorm::{LayerNorm, Variance};
 use ipuc_backend_ipu::codelets::program::Codelet;
 use ipuc_backend_ipu::codelets::reduce::{ReduceOp, RowReduce};
 use ipuc_backend_ipu::codelets::softmax::Softmax;
@@ -148,6 +148,7 @@ pub fn run_codelets(machine: &MachineModel) -> Result<Vec<CodeletCycles>, BenchE
         beta: o(2),
         output: o(3),
         output_f8_scale: None,
+        variance: Variance::Deviations,
         output_panels: None,
     };
     out.push(measure(machine, "layernorm, 12 x 1152".into(), &ln)?);
@@ -164,6 +165,7 @@ pub fn run_codelets(machine: &MachineModel) -> Result<Vec<CodeletCycles>, BenchE
     )?);
     let ln_f8 = LayerNorm {
         output_f8_scale: Some(-2),
+        variance: Variance::Moments,
         ..ln
     };
     out.push(measure(
