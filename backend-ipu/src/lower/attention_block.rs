@@ -320,11 +320,12 @@ impl AttentionShape {
         }
     }
 
-    /// out's row of the attention's channel `ch` (of `c`): head `ch / d`'s
-    /// channel `ch % d` at the head's [`Self::out_dp`] channels.
-    pub fn out_row(&self, ch: usize) -> usize {
+    /// The row of channel `ch` (of `c`) where each head takes `per_head`
+    /// channels: head `ch / d`'s channel `ch % d` at `per_head` a head
+    /// ([`Self::dp`]: the padded channels; out's rows: [`Self::out_dp`]).
+    pub fn head_row(&self, ch: usize, per_head: u32) -> usize {
         let d = self.head_dim as usize;
-        ch / d * self.out_dp() as usize + ch % d
+        ch / d * per_head as usize + ch % d
     }
 
     /// Padded channels of all heads.
@@ -377,8 +378,7 @@ impl AttentionShape {
 
     /// The padded channel of channel `ch` (of `c`).
     pub(super) fn padded(&self, ch: usize) -> usize {
-        let d = self.head_dim as usize;
-        ch / d * self.dp() as usize + ch % d
+        self.head_row(ch, self.dp())
     }
 }
 
@@ -796,6 +796,20 @@ impl AttentionPlan {
     /// Key block `kb`'s last part (the one its mask is for).
     pub fn last_part(&self, kb: u32) -> TileAttention {
         self.core_of(self.core.part(kb, self.core.chunks - 1))
+    }
+
+    /// Where an attention tile's output groups of 16 channels are when
+    /// exchange C reads them, the same on every attention tile: group 0
+    /// and the bytes between groups, of the combined rows (key-split,
+    /// flash-style) or of O (materialised).
+    pub fn output_groups(&self) -> (u32, u32) {
+        match self.layout.combine {
+            Some(c) => (c.output, c.output_stride),
+            None => {
+                let v = self.core_of(0).values();
+                (v.output_group(0), v.group_stride())
+            }
+        }
     }
 
     /// The combination on key-block tile `kb` (with the keys split and

@@ -33,8 +33,8 @@ pub struct HeldConstants {
     pub b_qk: Vec<f64>,
     /// vt's input: `W_v^T` padded, `[hp, c]`.
     pub w_vt: Vec<f64>,
-    /// out's weights `[hp, c]` (on the FP8 AMP `[heads out_dp, c]`, in
-    /// its domain: [`AttentionShape::out_row`],
+    /// out's weights `[heads out_dp, c]` ([`AttentionShape::out_dp`]: `hp`
+    /// but on the FP8 AMP; there in its domain,
     /// [`super::attention_block::AttentionFp8::out_domain`]).
     pub w_out: Vec<f64>,
     /// out's bias `[c]`: `b_o + b_v W_o` (f16), `b_o` (FP8; on the FP8
@@ -74,26 +74,21 @@ impl HeldConstants {
                 w_vt[row * c + r] = domain * k.w_qkv[r * 3 * c + 2 * c + ch];
             }
         }
-        let (w_padded, b_out, mut b_vt) = held_output(s, &k.w_o, &k.b_o, &k.b_qkv[2 * c..]);
+        // out's weights' rows at each head's `out_dp` channels.
+        let (mut w_out, mut b_out, mut b_vt) =
+            held_output(s, s.out_dp(), &k.w_o, &k.b_o, &k.b_qkv[2 * c..]);
         b_vt.iter_mut().for_each(|b| *b *= domain);
-        let (w_out, b_out) = match s.fp8.and_then(|f| f.out_domain()) {
+        match s.fp8.and_then(|f| f.out_domain()) {
             // out on the FP8 AMP: its input is the attention's output as
-            // FP8 codes of its values, its weights' rows at each head's
-            // `out_dp` channels, weights and bias in its domain.
+            // FP8 codes of its values, its weights and bias in its domain.
             Some(d) => {
                 let scale = 2f64.powi(d);
-                let mut w = vec![0.0; (s.heads * s.out_dp()) as usize * c];
-                for ch in 0..c {
-                    let (from, to) = (s.padded(ch) * c, s.out_row(ch) * c);
-                    for o in 0..c {
-                        w[to + o] = scale * w_padded[from + o];
-                    }
-                }
-                (w, b_out.iter().map(|b| b * scale).collect())
+                w_out.iter_mut().for_each(|w| *w *= scale);
+                b_out.iter_mut().for_each(|b| *b *= scale);
             }
             // f16: the attention's output comes in qk's and vt's domain.
-            None => (w_padded.iter().map(|w| w / domain).collect(), b_out),
-        };
+            None => w_out.iter_mut().for_each(|w| *w /= domain),
+        }
         HeldConstants {
             w_qk,
             b_qk,
@@ -107,24 +102,26 @@ impl HeldConstants {
 
 /// The output projection as the tiles hold it, for the attention block and
 /// the pooling head alike: `(w_out, b_out, b_v)`, `W_o`'s rows (`[c, c]`)
-/// at the heads' padded channels, `[hp, c]`; its bias `b_o` (`[c]`) with
+/// at the heads' padded channels, `out_dp` a head
+/// ([`AttentionShape::head_row`]: `[heads out_dp, c]`); its bias `b_o` (`[c]`) with
 /// the value bias `b_v` (`[c]`) folded in for f16 products (`b_o + b_v
 /// W_o`: the probabilities of a row sum to 1) and not for FP8 ones (the
 /// attention's output is rounded to FP8 with it inside); and `b_v` at the
 /// padded channels, `[hp]`.
 pub fn held_output(
     s: AttentionShape,
+    out_dp: u32,
     w_o: &[f64],
     b_o: &[f64],
     b_v: &[f64],
 ) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let (c, hp) = (s.c as usize, s.hp() as usize);
-    let mut w_out = vec![0.0; hp * c];
+    let mut w_out = vec![0.0; (s.heads * out_dp) as usize * c];
     let mut b_out = b_o.to_vec();
     let mut b_padded = vec![0.0; hp];
     for ch in 0..c {
-        let row = s.padded(ch);
-        b_padded[row] = b_v[ch];
+        let row = s.head_row(ch, out_dp);
+        b_padded[s.padded(ch)] = b_v[ch];
         for o in 0..c {
             let w = w_o[ch * c + o];
             w_out[row * c + o] = w;

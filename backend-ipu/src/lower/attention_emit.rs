@@ -393,19 +393,16 @@ pub fn output_casts(plan: &AttentionPlan, b: u32, kb: u32) -> Vec<PairCast> {
     let Some(scale) = s.fp8.filter(|_| s.out_f8()).map(|f| f.domain()) else {
         return Vec::new();
     };
+    let rows = match plan.layout.combine {
+        None => plan.core_of(0).values().rows,
+        Some(_) => match plan.combine_on(b, kb) {
+            Some(combine) => combine.rows,
+            None => return Vec::new(),
+        },
+    };
     let groups = s.dp() / 16;
-    let (rows, group): (u32, Box<dyn Fn(u32) -> u32>) =
-        match (plan.layout.combine, plan.combine_on(b, kb)) {
-            (None, _) => {
-                let v = plan.core_of(plan.core.part(kb, 0)).values();
-                (v.rows, Box::new(move |g| v.output_group(g)))
-            }
-            (Some(c), Some(combine)) => (
-                combine.rows,
-                Box::new(move |g| c.output + g * c.output_stride),
-            ),
-            (Some(_), None) => return Vec::new(),
-        };
+    let (first, stride) = plan.output_groups();
+    let group = |g: u32| first + g * stride;
     (0..groups.div_ceil(2))
         .map(|q| PairCast {
             rows,

@@ -311,33 +311,22 @@ fn output_sources(plan: &AttentionPlan, h: u32) -> Vec<(u32, (u32, u32), Vec<u32
         true => 2,
         false => 1,
     };
-    let groups = (0..s.out_panels()).map(move |q| q * per_panel);
+    let (first, stride) = plan.output_groups();
+    let at: Vec<u32> = (0..s.out_panels())
+        .map(|q| first + q * per_panel * stride)
+        .collect();
     let mut out = Vec::new();
     for blk in 0..core.blocks {
         let rows = core.rows_of(blk, s.m);
         match plan.layout.combine {
-            None => {
-                let values = plan.core_of(0).values();
-                out.push((
-                    core.tile(h, blk, 0),
-                    rows,
-                    groups.clone().map(|g| values.output_group(g)).collect(),
-                ));
-            }
-            Some(c) => {
+            None => out.push((core.tile(h, blk, 0), rows, at.clone())),
+            Some(_) => {
                 for kb in 0..core.key_blocks {
                     let Some(combine) = plan.combine_on(blk, kb) else {
                         continue;
                     };
                     let lo = rows.0 + core.owned(kb).0;
-                    out.push((
-                        core.tile(h, blk, kb),
-                        (lo, lo + combine.rows),
-                        groups
-                            .clone()
-                            .map(|g| c.output + g * c.output_stride)
-                            .collect(),
-                    ));
+                    out.push((core.tile(h, blk, kb), (lo, lo + combine.rows), at.clone()));
                 }
             }
         }

@@ -190,7 +190,7 @@ impl HeldPool {
                 }
             })
             .collect();
-        let (w_out, b_out, b_v) = held_output(s, &k.w_o, &k.b_o, &k.b_v);
+        let (w_out, b_out, b_v) = held_output(s, s.dp(), &k.w_o, &k.b_o, &k.b_v);
         HeldPool {
             sv_input,
             sv_bias,
