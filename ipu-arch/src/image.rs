@@ -23,7 +23,10 @@ pub struct Section {
     pub is_code: bool,
     /// Tile address of its first byte.
     pub address: u32,
-    /// Contents.
+    /// Contents. Serialised as one byte string (`serde_bytes`): the same
+    /// encoding as a sequence of bytes in bincode, without a call per
+    /// byte (so400m's 620 MB took 3.5 s as a sequence).
+    #[serde(with = "serde_bytes")]
     pub bytes: Vec<u8>,
     /// Context mode changes in code: (byte offset, mode), ascending.
     pub modes: Vec<(u32, ContextKind)>,

@@ -17,9 +17,13 @@ pub mod upstream;
 
 /// Sends `tracing`'s logs to stderr, as `IPUC_LOG` selects (e.g.
 /// `IPUC_LOG=debug`). A process that set up its own subscriber keeps it.
+/// Spans log their time when they close (`time.busy`): the compiler's
+/// phases are spans at `info` (`IPUC_LOG=ipu-lower=info` times the
+/// lowering's planning, blocks, archive and encoding).
 pub fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("IPUC_LOG"))
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .with_writer(std::io::stderr)
         .try_init();
 }

@@ -214,3 +214,37 @@ fn skipping_teardown_still_writes_everything() {
         assert!(quick == run(true, to_file), "teardown changes the output");
     }
 }
+
+/// `IPUC_LOG=...=info` times the compiler's phases: each span logs its
+/// time when it closes (the import, the chain's planning, each block's
+/// emission, the executable's encoding).
+#[test]
+fn info_logs_time_the_compile_phases() {
+    let model = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/models/siglip-tiny/model.onnx");
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ipu-opt"))
+        .arg(&model)
+        .arg("--pass-pipeline=builtin.module(func.func(eqsat-fuse,canonicalize,convert-precision{precision=fp16}),ipu-lower)")
+        .args(["--emit", "exe", "-o"])
+        .arg(dir.path().join("tiny.exe"))
+        .env("IPUC_LOG", "ipu-lower=info,ipu-import=info")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run ipu-opt");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for phase in [
+        "import the ONNX model",
+        "plan the chain",
+        "emit a block{block=0}",
+        "encode the executable",
+    ] {
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.contains(phase) && l.contains("close") && l.contains("time.busy")),
+            "no timing of `{phase}` in:\n{stderr}"
+        );
+    }
+}

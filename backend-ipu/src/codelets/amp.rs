@@ -102,21 +102,20 @@ impl Elem {
     }
 
     /// Encodes values to little-endian elements, rounding to nearest even
-    /// (FP8: unscaled, saturating).
+    /// (FP8: unscaled, saturating): [`ElemEncoder::push`] of each.
     pub fn encode(self, values: &[f64]) -> Vec<u8> {
-        match self {
-            Elem::F16 => values
-                .iter()
-                .flat_map(|&v| f16::from_f64(v).to_bits().to_le_bytes())
-                .collect(),
-            Elem::F32 => values
-                .iter()
-                .flat_map(|&v| (v as f32).to_le_bytes())
-                .collect(),
-            Elem::F8 => {
-                let mut f8 = F8Encoder::new();
-                values.iter().map(|&v| f8.encode(v)).collect()
-            }
+        let mut out = Vec::with_capacity(values.len() * self.size());
+        let mut encoder = self.encoder();
+        values.iter().for_each(|&v| encoder.push(v, &mut out));
+        out
+    }
+
+    /// An encoder of values one at a time ([`Self::encode`]'s rounding),
+    /// for callers that produce them in order without collecting them.
+    pub fn encoder(self) -> ElemEncoder {
+        ElemEncoder {
+            elem: self,
+            f8: (self == Elem::F8).then(F8Encoder::new),
         }
     }
 
@@ -126,6 +125,28 @@ impl Elem {
             Elem::F16 => 2f64.powi(-11),
             Elem::F32 => 2f64.powi(-24),
             Elem::F8 => 2f64.powi(-4),
+        }
+    }
+}
+
+/// [`Elem::encoder`]: appends values as little-endian elements of one
+/// type (FP8 codes through a memo of the codes seen: a model's weights
+/// take few distinct values).
+pub struct ElemEncoder {
+    elem: Elem,
+    f8: Option<F8Encoder>,
+}
+
+impl ElemEncoder {
+    /// Appends `v`'s element to `out`: rounded to nearest even (FP8:
+    /// unscaled, saturating).
+    #[inline]
+    pub fn push(&mut self, v: f64, out: &mut Vec<u8>) {
+        match (self.elem, &mut self.f8) {
+            (Elem::F16, _) => out.extend_from_slice(&f16::from_f64(v).to_bits().to_le_bytes()),
+            (Elem::F32, _) => out.extend_from_slice(&(v as f32).to_le_bytes()),
+            (Elem::F8, Some(f8)) => out.push(f8.encode(v)),
+            (Elem::F8, None) => unreachable!("an FP8 encoder has its memo"),
         }
     }
 }

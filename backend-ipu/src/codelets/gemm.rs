@@ -268,23 +268,36 @@ impl TileGemm {
     /// weights as elements (any type: the caller encodes them), zero past
     /// `k` rows and `n` columns.
     pub fn weight_panels<T: Copy>(&self, w: &[T], k: usize, n: usize, zero: T) -> Vec<T> {
-        let (c, ko) = (self.variant.in_channels(), self.variant.out_channels());
         let mut out = Vec::with_capacity(self.weight_bytes() as usize);
+        self.for_each_weight(k, n, |at| {
+            out.push(at.map_or(zero, |(kk, nn)| w[kk * n + nn]));
+        });
+        out
+    }
+
+    /// Visits the weight panels' elements in launch order, as
+    /// [`Self::weight_panels`] lays them out: `Some((row, column))` of the
+    /// `[k, n]` weights, `None` for the zero padding past them (the
+    /// lowering encodes each weight as it comes, without collecting the
+    /// values first).
+    pub fn for_each_weight(
+        &self,
+        k: usize,
+        n: usize,
+        mut visit: impl FnMut(Option<(usize, usize)>),
+    ) {
+        let (c, ko) = (self.variant.in_channels(), self.variant.out_channels());
         for j in 0..self.n_groups as usize {
             for g in 0..self.k_groups as usize {
                 for o in 0..ko {
+                    let nn = j * ko + o;
                     for i in 0..c {
-                        let (kk, nn) = (g * c + i, j * ko + o);
-                        out.push(if kk < k && nn < n {
-                            w[kk * n + nn]
-                        } else {
-                            zero
-                        });
+                        let kk = g * c + i;
+                        visit((kk < k && nn < n).then_some((kk, nn)));
                     }
                 }
             }
         }
-        out
     }
 
     /// Emits the supervisor's launch loop into the open supervisor section

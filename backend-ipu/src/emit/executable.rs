@@ -367,6 +367,7 @@ pub fn compile_threads() -> usize {
 /// Assembles every tile of `exe` (an `ipu.executable`) and builds the
 /// executable, the tiles spread over [`compile_threads`] host threads.
 pub fn build_executable(ctx: &Context, exe: OpId) -> Result<Executable, Vec<Diagnostic>> {
+    let _time = tracing::info_span!(target: "ipu-lower", "encode the executable").entered();
     build_executable_on(ctx, exe, compile_threads())
 }
 

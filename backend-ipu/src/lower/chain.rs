@@ -994,6 +994,8 @@ pub fn lower_chain_planned(
                 ),
             )
         })?;
+        let _time =
+            tracing::info_span!(target: "ipu-lower", "schedule a link", after = k).entered();
         links.insert(k, schedule(machine, &every, &transfers));
     }
     let syncs: Vec<u32> = plans.iter().map(PlannedBlock::syncs).collect();
@@ -1085,6 +1087,7 @@ pub fn lower_chain_planned(
     // blocks make the busiest tile's).
     let mut per_block: Vec<(usize, BTreeMap<u32, u64>)> = Vec::new();
     for (k, plan) in plans.iter().enumerate().filter(|&(k, _)| emitted(k)) {
+        let _time = tracing::info_span!(target: "ipu-lower", "emit a block", block = k).entered();
         per_block.push((k, exchange_code.borrow().clone()));
         let before: BTreeSet<OpId> = ctx.block_ops_vec(exe_body).into_iter().collect();
         let exe_ops_before = before.len();
@@ -1279,6 +1282,8 @@ fn archive_layers(
     (r, mem): (Repeat, &LoopMemory),
     loc: &ipuc_ir::Location,
 ) -> Result<(), Diagnostic> {
+    let _time =
+        tracing::info_span!(target: "ipu-lower", "archive the later layers' constants").entered();
     for layer in 1..r.count {
         let before = ctx.block_ops_vec(exe_body).len();
         emit_layer_constants(ctx, exe_body, chain, &plan.blocks, (r, layer), loc);

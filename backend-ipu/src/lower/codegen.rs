@@ -714,10 +714,9 @@ impl PlacedGemm {
     pub fn weight_codes(&self, weights: &[f64], (j, k): (u32, u32), scale: i32) -> Vec<u8> {
         // encode_scaled(w, scale), the codes remembered.
         let (mut f8, factor) = (F8Encoder::new(), 2f64.powi(-scale));
-        self.weight_panels(weights, (j, k))
-            .into_iter()
-            .map(|w| f8.encode(w * factor))
-            .collect()
+        let mut out = Vec::with_capacity(self.vertex.weight_bytes() as usize / 2);
+        self.for_each_panel_weight(weights, (j, k), |w| out.push(f8.encode(w * factor)));
+        out
     }
 
     /// The bytes of column block j's and K part k's weight panels as every
@@ -725,12 +724,20 @@ impl PlacedGemm {
     /// padded to the vertex's [`TileGemm::weight_bytes`]), from `weights`
     /// (row-major `[K, N]`).
     pub fn weight_block(&self, weights: &[f64], (j, k): (u32, u32)) -> Vec<u8> {
-        let v = self.plan.shape.variant;
-        v.input_elem().encode(&self.weight_panels(weights, (j, k)))
+        let mut encoder = self.plan.shape.variant.input_elem().encoder();
+        let mut out = Vec::with_capacity(self.vertex.weight_bytes() as usize);
+        self.for_each_panel_weight(weights, (j, k), |w| encoder.push(w, &mut out));
+        out
     }
 
-    /// The values of [`Self::weight_block`], before their encoding.
-    fn weight_panels(&self, weights: &[f64], (j, k): (u32, u32)) -> Vec<f64> {
+    /// Visits the values of [`Self::weight_block`] in order, before their
+    /// encoding (so400m's 428 M weights pass here: no copies of them).
+    fn for_each_panel_weight(
+        &self,
+        weights: &[f64],
+        (j, k): (u32, u32),
+        mut visit: impl FnMut(f64),
+    ) {
         let (plan, vertex) = (&self.plan, &self.vertex);
         let shape = plan.shape;
         let v = shape.variant;
@@ -739,13 +746,12 @@ impl PlacedGemm {
         let cols = ((plan.groups_of(j) * ko) as usize).min(shape.n as usize - first_col);
         let first_row = (k * plan.k_panels * c) as usize;
         let k_rows = ((plan.k_panels_of(k) * c) as usize).min(shape.k as usize - first_row);
-        let block_w: Vec<f64> = (first_row..first_row + k_rows)
-            .flat_map(|kk| {
-                let row = kk * shape.n as usize + first_col;
-                weights[row..row + cols].iter().copied()
-            })
-            .collect();
-        vertex.weight_panels(&block_w, k_rows, cols, 0.0)
+        let n = shape.n as usize;
+        vertex.for_each_weight(k_rows, cols, |at| {
+            visit(at.map_or(0.0, |(kk, nn)| {
+                weights[(first_row + kk) * n + first_col + nn]
+            }));
+        });
     }
 
     /// Initial partials that differ from row to row, where the plan's

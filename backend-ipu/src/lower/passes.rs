@@ -691,7 +691,10 @@ pub fn lower_function_reporting(
     report: Option<&mut dyn FnMut(String)>,
 ) -> Result<(Lowered, Option<super::chain::ChainPlan>), Diagnostic> {
     if let Some(chain) = super::chain::match_chain(ctx, f)? {
-        let plan = super::chain::plan_chain(ctx, &chain, m)?;
+        let plan = {
+            let _time = tracing::info_span!(target: "ipu-lower", "plan the chain").entered();
+            super::chain::plan_chain(ctx, &chain, m)?
+        };
         if let Some(report) = report {
             report(super::chain::chain_report_of(ctx, &chain, &plan, m)?);
         }

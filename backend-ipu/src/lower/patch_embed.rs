@@ -434,9 +434,15 @@ impl PatchPlan {
 
     /// The estimate, superstep by superstep.
     pub fn estimate(&self, machine: &MachineModel) -> PatchEstimate {
+        self.estimate_with(machine, &self.exchange(machine))
+    }
+
+    /// [`Self::estimate`] with [`Self::exchange`]'s schedule already made
+    /// (the lowering has it; scheduling it again took a second).
+    fn estimate_with(&self, machine: &MachineModel, exchange: &Schedule) -> PatchEstimate {
         let e = &self.product.estimate;
         PatchEstimate {
-            exchange: self.exchange(machine).cycles,
+            exchange: exchange.cycles,
             product: e.compute + e.rounds_exchange + e.reduction + e.epilogue,
             sync: u64::from(self.syncs()) * u64::from(machine.sync_latency),
         }
@@ -695,7 +701,7 @@ pub fn emit_patch_in(
     emit_padding(ctx, frame, plan, &loc);
     Ok(LoweredPatch {
         executable: frame.executable,
-        estimate: plan.estimate(machine),
+        estimate: plan.estimate_with(machine, &exchange),
         exchange_code_bytes_max,
     })
 }

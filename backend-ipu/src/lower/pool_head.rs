@@ -479,7 +479,16 @@ impl PoolPlan {
         &self,
         machine: &MachineModel,
     ) -> Result<PoolEstimate, crate::codelets::CodeletError> {
-        let [a, b, c] = self.schedules(machine);
+        self.estimate_with(machine, &self.schedules(machine))
+    }
+
+    /// [`Self::estimate`] with [`Self::schedules`] already made (the
+    /// lowering has them; scheduling them again took seconds on so400m).
+    fn estimate_with(
+        &self,
+        machine: &MachineModel,
+        [a, b, c]: &[Schedule; 3],
+    ) -> Result<PoolEstimate, crate::codelets::CodeletError> {
         let est =
             |p: &GemmPlan| p.estimate.compute + p.estimate.rounds_exchange + p.estimate.reduction;
         Ok(PoolEstimate {
@@ -1055,7 +1064,8 @@ pub fn emit_pool_in(
     let s = plan.shape;
     let fail = |err: crate::codelets::CodeletError| Diagnostic::error(loc.clone(), err.to_string());
     let [sv, out] = plan.placed();
-    let [a, b, c] = plan.schedules(machine);
+    let schedules = plan.schedules(machine);
+    let [a, b, c] = &schedules;
     let (at_sv, at_out) = (positions(&plan.sv), positions(&plan.out));
     let ln = plan.ln();
     let ln_of = ln.index();
@@ -1157,7 +1167,7 @@ pub fn emit_pool_in(
     );
     Ok(LoweredPool {
         executable: frame.executable,
-        estimate: plan.estimate(machine).map_err(fail)?,
+        estimate: plan.estimate_with(machine, &schedules).map_err(fail)?,
         exchange_code_bytes_max,
     })
 }

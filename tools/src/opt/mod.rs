@@ -483,7 +483,7 @@ fn process_chunk(
     if a.emit == Emit::Mlir && crate::upstream::check_requested() {
         crate::upstream::check_printout(&ctx, module, name)?;
     }
-    emit(a, ctx, module, print_options)
+    emit(a, ctx, module, print_options, tool.teardown)
 }
 
 /// The result of one input chunk, written once every chunk succeeded.
@@ -510,14 +510,23 @@ impl ChunkOutput {
     }
 }
 
-/// The output `--emit` asks for.
+/// The output `--emit` asks for. Without `teardown` the IR is not freed
+/// once the bytes are made (so400m's tile programs: two seconds of
+/// freeing that the process's exit does for nothing).
 fn emit(
     a: &OptArgs,
     mut ctx: Context,
     module: ipuc_ir::OpId,
     print: ipuc_ir::PrintOptions,
+    teardown: bool,
 ) -> Result<ChunkOutput, Vec<Diagnostic>> {
     use ipuc_backend_ipu::emit;
+    let bytes = |ctx: Context, b: Vec<u8>| {
+        if !teardown {
+            std::mem::forget(ctx);
+        }
+        Ok(ChunkOutput::Bytes(b))
+    };
     match a.emit {
         Emit::Mlir => Ok(ChunkOutput::Ir {
             ctx: Box::new(ctx),
@@ -526,19 +535,18 @@ fn emit(
         }),
         Emit::Asm => {
             let exe = emit::find_executable(&ctx, module).map_err(|d| vec![d])?;
-            Ok(ChunkOutput::Bytes(
-                emit::executable_asm(&ctx, exe).into_bytes(),
-            ))
+            let asm = emit::executable_asm(&ctx, exe).into_bytes();
+            bytes(ctx, asm)
         }
         Emit::Exe => {
             let exe = emit::find_executable(&ctx, module).map_err(|d| vec![d])?;
-            Ok(ChunkOutput::Bytes(
-                emit::build_executable(&ctx, exe)?.to_bytes(),
-            ))
+            let encoded = emit::build_executable(&ctx, exe)?.to_bytes();
+            bytes(ctx, encoded)
         }
-        Emit::Tosa => Ok(ChunkOutput::Bytes(
-            crate::upstream::write_tosa(&mut ctx, module)?.into_bytes(),
-        )),
+        Emit::Tosa => {
+            let tosa = crate::upstream::write_tosa(&mut ctx, module)?.into_bytes();
+            bytes(ctx, tosa)
+        }
     }
 }
 

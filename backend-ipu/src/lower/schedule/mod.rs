@@ -981,6 +981,14 @@ pub fn schedule(machine: &MachineModel, tiles: &[u32], transfers: &[Transfer]) -
             )
             .collect()
     });
+    // Which order wins where (`IPUC_LOG=ipu-schedule=debug`): the
+    // evidence for the orders [`Order::TRIED`] keeps.
+    tracing::debug!(
+        target: "ipu-schedule",
+        transfers = transfers.len(),
+        ends = ?Order::TRIED.iter().zip(&placed).map(|(o, p)| (o, p.end)).collect::<Vec<_>>(),
+        "each order's schedule"
+    );
     // The shortest; ties go to the earlier order.
     let best = placed
         .into_iter()
