@@ -6,6 +6,7 @@
 //! copied when IR is cloned or transformed.
 
 use std::fmt;
+use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rustc_hash::FxHashMap;
@@ -554,6 +555,61 @@ pub struct ResourceBlob {
     pub data: Arc<[u8]>,
 }
 
+/// A new shared buffer of `len` zero bytes, for a caller to fill through
+/// `Arc::get_mut` (it is unique) and then share as blob data: allocated
+/// once (an iterator of known length collects straight into the `Arc`),
+/// where `Arc::from(vec)` would copy every byte into a second allocation
+/// (a model's weights: so400m's 1.7 GB of f32).
+pub fn zeroed_bytes(len: usize) -> Arc<[u8]> {
+    std::iter::repeat_n(0u8, len).collect()
+}
+
+/// New shared buffers of `lens[i]` bytes, each zeroed and then written by
+/// `fill(i, buffer)`, on the host's threads (the largest first). The
+/// calling thread allocates every buffer and the thread that fills it
+/// first touches it: the kernel's zeroing of the fresh pages is shared
+/// between the threads, and the memory is the caller's, which the
+/// allocator reuses once it is freed (memory a thread allocated stays with
+/// that thread's heap after it exits: so400m's imported weights, made so,
+/// were not reused by the passes that replace them).
+pub fn filled_bytes(lens: &[usize], fill: impl Fn(usize, &mut [u8]) + Sync) -> Vec<Arc<[u8]>> {
+    let mut buffers: Vec<Arc<[MaybeUninit<u8>]>> =
+        lens.iter().map(|&n| Arc::new_uninit_slice(n)).collect();
+    let mut jobs: Vec<(usize, &mut [MaybeUninit<u8>])> = buffers
+        .iter_mut()
+        .map(|b| Arc::get_mut(b).expect("a new buffer is unique"))
+        .enumerate()
+        .collect();
+    jobs.sort_by_key(|(_, b)| std::cmp::Reverse(b.len()));
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get().min(8))
+        .min(jobs.len());
+    let queue = Mutex::new(jobs.into_iter());
+    let work = || loop {
+        let next = queue.lock().expect("a filling thread panicked").next();
+        let Some((i, buffer)) = next else { break };
+        for b in buffer.iter_mut() {
+            b.write(0);
+        }
+        // SAFETY: every byte was just initialised, and `u8` has the
+        // layout of `MaybeUninit<u8>`.
+        let bytes = unsafe { &mut *(buffer as *mut [MaybeUninit<u8>] as *mut [u8]) };
+        fill(i, bytes);
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..threads {
+            scope.spawn(work);
+        }
+        work();
+    });
+    buffers
+        .into_iter()
+        // SAFETY: every buffer was zeroed (then filled) above; a panic
+        // in `fill` would have ended the scope before.
+        .map(|b| unsafe { b.assume_init() })
+        .collect()
+}
+
 impl Resource {
     /// The resource name (the key in `dialect_resources`).
     pub fn name(&self) -> &str {
@@ -638,6 +694,23 @@ impl ResourceTable {
             .expect("resource table poisoned")
             .remove(name)
             .is_some()
+    }
+    /// Frees the bytes of resource `name` if nothing but the table refers
+    /// to it (the constant a pass has just replaced and erased), at once
+    /// rather than after the pass: a pass replacing a model's weights one
+    /// by one then reuses the memory of the last one for the next. The
+    /// name stays taken (a resource without blob) until
+    /// [`Self::prune_unreferenced`] drops it, so the names
+    /// [`Self::insert_unique`] gives meanwhile are the ones it would have
+    /// given. Returns the blob (`None` if the resource is referred to,
+    /// unknown or has no blob): its bytes are freed when it is dropped
+    /// unless something else shares them, and a caller that is about to
+    /// make a blob of the same size may write into them instead.
+    pub fn release_if_unreferenced(&self, name: &str) -> Option<ResourceBlob> {
+        let mut map = self.entries.lock().expect("resource table poisoned");
+        map.get_mut(name)
+            .and_then(|r| Arc::get_mut(&mut r.0))
+            .and_then(|entry| entry.blob.take())
     }
     /// Drops every resource that only the table still holds: no attribute
     /// (nor any other handle) refers to it, so no IR can print or read it.
@@ -738,6 +811,48 @@ mod tests {
         // The name is free again; the other entry stays.
         assert_eq!(table.insert_unique("w", blob(&[4])).name(), "w");
         assert!(table.get("w_1").is_some());
+    }
+
+    #[test]
+    fn a_released_blob_is_freed_and_its_name_stays_taken_until_pruned() {
+        let table = ResourceTable::default();
+        let held = table.insert_unique("w", blob(&[1, 2, 3]));
+        assert!(table.release_if_unreferenced("w").is_none(), "still held");
+        assert_eq!(held.blob().map(|b| b.data.len()), Some(3));
+        drop(held);
+        let mut released = table.release_if_unreferenced("w").expect("unreferenced");
+        assert_eq!(&released.data[..], &[1, 2, 3]);
+        assert!(
+            Arc::get_mut(&mut released.data).is_some(),
+            "nothing else shares it"
+        );
+        assert!(
+            table.release_if_unreferenced("w").is_none(),
+            "already released"
+        );
+        assert!(table.release_if_unreferenced("unknown").is_none());
+        assert!(table.get("w").is_some_and(|r| r.blob().is_none()));
+        // Taken until the table is pruned, as if the blob had stayed.
+        assert_eq!(table.insert_unique("w", blob(&[4])).name(), "w_1");
+        assert_eq!(table.prune_unreferenced(), 1, "w_1's byte; w had none");
+        assert!(table.get("w").is_none());
+        // Buffers filled on threads hold what each fill wrote.
+        let lens = [3, 0, 100_000, 7];
+        let filled = filled_bytes(&lens, |i, b| {
+            b.iter_mut().step_by(2).for_each(|x| *x = i as u8 + 1)
+        });
+        for (i, (b, &n)) in filled.iter().zip(&lens).enumerate() {
+            assert_eq!(b.len(), n);
+            assert!(b
+                .iter()
+                .enumerate()
+                .all(|(j, &x)| x == if j % 2 == 0 { i as u8 + 1 } else { 0 }));
+        }
+        // A zeroed buffer is one its owner can fill.
+        let mut bytes = zeroed_bytes(5);
+        assert_eq!(&bytes[..], &[0; 5]);
+        Arc::get_mut(&mut bytes).expect("unique")[4] = 9;
+        assert_eq!(&bytes[..], &[0, 0, 0, 0, 9]);
     }
 
     #[test]

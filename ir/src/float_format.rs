@@ -3,7 +3,10 @@
 //! The formats themselves live in [`crate::numeric`]; this module maps
 //! [`FloatKind`] onto them.
 
-use crate::numeric::{float4, float8_e8m0, rounding, E8M0Rounding, Float8Format};
+use std::sync::Arc;
+
+use crate::attributes::zeroed_bytes;
+use crate::numeric::{float4, float8_e8m0, rounding, E8M0Rounding, Float8Format, Float8Table};
 use crate::types::FloatKind;
 
 fn float8(kind: FloatKind) -> Option<Float8Format> {
@@ -46,6 +49,34 @@ pub fn decode_all(kind: FloatKind, bytes: &[u8]) -> Vec<f64> {
 /// [`decode_all`] reads them), without collecting them: NaN if any is
 /// NaN, 0 for none.
 pub fn max_abs(kind: FloatKind, bytes: &[u8]) -> f64 {
+    if kind == FloatKind::F32 {
+        // On the bits: magnitudes order as their bit patterns do, and a
+        // NaN's is above infinity's (one pass over so400m's 1.7 GB of
+        // weights, vectorised, where decoding each is a branch).
+        let magnitude = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) & 0x7FFF_FFFF;
+        // Eight lanes over 32-byte blocks, words first (the compiler
+        // vectorises this form: 2.3 times the speed of the plain fold),
+        // then the rest.
+        let mut lanes = [0u32; 8];
+        let blocks = bytes.chunks_exact(32);
+        let rest = blocks.remainder();
+        for block in blocks {
+            let words: [u32; 8] = std::array::from_fn(|i| magnitude(&block[4 * i..4 * i + 4]));
+            for (lane, word) in lanes.iter_mut().zip(words) {
+                *lane = if word > *lane { word } else { *lane };
+            }
+        }
+        let top = rest
+            .chunks_exact(4)
+            .map(magnitude)
+            .chain(lanes)
+            .fold(0, u32::max);
+        return if top > 0x7F80_0000 {
+            f64::NAN
+        } else {
+            f64::from(f32::from_bits(top))
+        };
+    }
     fold_decoded(kind, bytes, 0.0, |m: f64, v| {
         if v.is_nan() || m.is_nan() {
             f64::NAN
@@ -134,44 +165,117 @@ pub fn encode_all(kind: FloatKind, values: &[f64]) -> Vec<u8> {
 }
 
 /// `encode_all(to, decode_all(from, bytes) * factor)` without the
-/// decoded values in between, on the host's threads for large data (a
-/// model's weights rounded to FP8 at their scale: so400m's 428 M). The
-/// same bytes whatever the thread count: each thread encodes a run of
-/// whole elements, in order.
-pub fn encode_scaled(from: FloatKind, bytes: &[u8], factor: f64, to: FloatKind) -> Vec<u8> {
+/// decoded values in between, straight into one shared buffer (a blob's
+/// data: no copy after), on the host's threads for large data (a model's
+/// weights rounded to FP8 at their scale: so400m's 428 M). The same bytes
+/// whatever the thread count: each thread encodes a run of whole elements
+/// into its own part of the buffer.
+///
+/// `f32` and `f16` data to the saturating 8-bit formats (all but `f8E5M2`)
+/// at a power-of-two `factor` (every FP8 scale) take a
+/// [`Float8Table`]: one look-up an element, the same codes.
+pub fn encode_scaled(from: FloatKind, bytes: &[u8], factor: f64, to: FloatKind) -> Arc<[u8]> {
     let width = from.byte_size().max(1);
+    let to_width = to.byte_size().max(1);
     let elements = bytes.len() / width;
-    let encode_run = |run: &[u8]| -> Vec<u8> {
-        let out = Vec::with_capacity(run.len() / width * to.byte_size());
-        match float8(to).filter(|_| to != FloatKind::F8E5M2) {
-            Some(format) => fold_decoded(from, run, out, |mut out, v| {
-                out.push(format.encode_f64(v * factor, true));
-                out
-            }),
-            None => fold_decoded(from, run, out, |mut out, v| {
-                push_bytes(to, v * factor, &mut out);
-                out
-            }),
+    let mut out = zeroed_bytes(elements * to_width);
+    let dst = Arc::get_mut(&mut out).expect("a new buffer is unique");
+    /// Elements from which a table pays for its 131072 encodings.
+    const TABLE_FROM: usize = 1 << 16;
+    let table = match (float8(to).filter(|_| to != FloatKind::F8E5M2), from) {
+        (Some(format), FloatKind::F32) if elements >= TABLE_FROM => {
+            Float8Table::for_f32(format, factor, true).map(|t| (t, true))
         }
+        (Some(format), FloatKind::F16) if elements >= TABLE_FROM => {
+            Some((Float8Table::for_f16(format, factor, true), false))
+        }
+        _ => None,
+    };
+    let encode_run = |src: &[u8], dst: &mut [u8]| match &table {
+        Some((t, true)) => t.encode_f32_bytes(src, dst),
+        Some((t, false)) => t.encode_f16_bytes(src, dst),
+        None => encode_scaled_into(from, src, factor, to, dst),
     };
     /// Elements below which one thread encodes everything.
     const PARALLEL_FROM: usize = 1 << 20;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
     if elements < PARALLEL_FROM || threads < 2 {
-        return encode_run(&bytes[..elements * width]);
+        encode_run(&bytes[..elements * width], dst);
+        return out;
     }
-    let per = elements.div_ceil(threads) * width;
-    let runs: Vec<&[u8]> = bytes[..elements * width].chunks(per).collect();
+    let per = elements.div_ceil(threads);
     std::thread::scope(|scope| {
-        let handles: Vec<_> = runs
-            .iter()
-            .map(|run| scope.spawn(|| encode_run(run)))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("an encoding thread panicked"))
-            .collect()
-    })
+        for (src, dst) in bytes[..elements * width]
+            .chunks(per * width)
+            .zip(dst.chunks_mut(per * to_width))
+        {
+            scope.spawn(move || encode_run(src, dst));
+        }
+    });
+    out
+}
+
+/// [`encode_scaled`]'s element by element path: the elements of `src`
+/// (`from`) times `factor`, rounded to `to` into `dst` (`to`'s storage
+/// width an element).
+fn encode_scaled_into(from: FloatKind, src: &[u8], factor: f64, to: FloatKind, dst: &mut [u8]) {
+    match float8(to).filter(|_| to != FloatKind::F8E5M2) {
+        Some(format) => {
+            let rest = fold_decoded(from, src, dst.iter_mut(), |mut out, v| {
+                *out.next().expect("a code per element") = format.encode_f64(v * factor, true);
+                out
+            });
+            debug_assert_eq!(rest.len(), 0, "a code for every element");
+        }
+        None => {
+            let to_width = to.byte_size().max(1);
+            let rest = fold_decoded(from, src, dst.chunks_exact_mut(to_width), |mut out, v| {
+                let bits = encode_bits(to, v * factor).to_le_bytes();
+                out.next()
+                    .expect("room per element")
+                    .copy_from_slice(&bits[..to_width]);
+                out
+            });
+            debug_assert_eq!(rest.len(), 0, "bytes for every element");
+        }
+    }
+}
+
+/// Decodes the elements of `bytes` into `out` (cleared first), as
+/// [`decode_all`] does: for a caller that decodes a large tensor a piece
+/// at a time into one buffer.
+pub fn decode_into(kind: FloatKind, bytes: &[u8], out: &mut Vec<f64>) {
+    out.clear();
+    let buffer = std::mem::take(out);
+    *out = fold_decoded(kind, bytes, buffer, |mut out, v| {
+        out.push(v);
+        out
+    });
+}
+
+/// The storage bytes of `values` rounded to `kind`, written into `out`
+/// (`kind`'s storage width an element): [`encode_all`] without a new
+/// buffer.
+pub fn encode_into(kind: FloatKind, values: &[f64], out: &mut [u8]) {
+    let width = kind.byte_size().max(1);
+    assert_eq!(out.len(), values.len() * width, "room for every value");
+    match (kind, float8(kind)) {
+        (FloatKind::F32, _) => {
+            for (o, &v) in out.chunks_exact_mut(4).zip(values) {
+                o.copy_from_slice(&(v as f32).to_le_bytes());
+            }
+        }
+        (_, Some(format)) if kind != FloatKind::F8E5M2 => {
+            for (o, &v) in out.iter_mut().zip(values) {
+                *o = format.encode_f64(v, true);
+            }
+        }
+        _ => {
+            for (o, &v) in out.chunks_exact_mut(width).zip(values) {
+                o.copy_from_slice(&encode_bits(kind, v).to_le_bytes()[..width]);
+            }
+        }
+    }
 }
 
 /// Appends the storage bytes of `v` rounded to `kind`.
@@ -201,7 +305,7 @@ mod tests {
                         decode_all(from, bytes).iter().map(|v| v * factor).collect();
                     let want = encode_all(to, &scaled);
                     assert!(
-                        encode_scaled(from, bytes, factor, to) == want,
+                        encode_scaled(from, bytes, factor, to)[..] == want[..],
                         "{from:?} -> {to:?} at {factor}"
                     );
                 }
@@ -253,6 +357,18 @@ mod tests {
                 "{kind:?}: {got} vs {want}"
             );
         }
+        // The f32 scan's blocks and its remainder: every length in words.
+        for words in 0..bytes.len() / 4 {
+            let part = &bytes[4 * (bytes.len() / 4 - words)..];
+            let all = decode_all(FloatKind::F32, part);
+            let want = if all.iter().any(|v| v.is_nan()) {
+                f64::NAN
+            } else {
+                all.iter().fold(0.0, |m: f64, v| m.max(v.abs()))
+            };
+            let got = max_abs(FloatKind::F32, part);
+            assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()));
+        }
         // One NaN among finite values makes it NaN; none makes it 0.
         let mut f32s: Vec<u8> = [1.5f32, -3.0, f32::NAN, 2.0]
             .iter()
@@ -281,6 +397,27 @@ mod tests {
                 push_bytes(kind, v, &mut each);
             }
             assert_eq!(encode_all(kind, &values), each, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn encoding_and_decoding_into_buffers_match_all_at_once() {
+        let mut values: Vec<f64> = (0..3000)
+            .map(|i| (f64::from(i) * 0.37 - 555.0) * 2f64.powi(i % 47 - 23))
+            .collect();
+        values.extend([0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1e300]);
+        let mut decoded = vec![7.0; 3];
+        for kind in FloatKind::ALL {
+            let want = encode_all(kind, &values);
+            let mut got = vec![0xAA; want.len()];
+            encode_into(kind, &values, &mut got);
+            assert_eq!(got, want, "{kind:?}");
+            decode_into(kind, &want, &mut decoded);
+            let all = decode_all(kind, &want);
+            assert_eq!(decoded.len(), all.len(), "{kind:?}");
+            for (a, d) in all.iter().zip(&decoded) {
+                assert!(a.to_bits() == d.to_bits() || (a.is_nan() && d.is_nan()));
+            }
         }
     }
 

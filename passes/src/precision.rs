@@ -72,7 +72,7 @@ use std::sync::Arc;
 use ipuc_dialects::func;
 use ipuc_dialects::nn::{self, elements, CastOp};
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
-use ipuc_ir::attributes::{AttrKind, ResourceBlob};
+use ipuc_ir::attributes::{zeroed_bytes, AttrKind, ResourceBlob};
 use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
 use ipuc_ir::types::FloatKind;
 use ipuc_ir::{Attribute, Context, Diagnostic, OpId, Type, Value};
@@ -138,7 +138,7 @@ const F8_MAX: f64 = 240.0;
 
 /// Constants up to this many elements stay inline `dense<...>`; larger ones
 /// (weights) go to resources, as the importer does.
-const INLINE_ELEMENTS: u64 = 64;
+pub(crate) const INLINE_ELEMENTS: u64 = 64;
 
 /// The FP8 scale exponent of a tensor whose largest magnitude is
 /// `max_abs`: the smallest `s` with `max_abs * 2^-s <= 240` (0 for a zero
@@ -397,16 +397,24 @@ pub(crate) fn rounded(
         return elements::from_floats(&ty, values);
     }
     let kind = ty.element_type()?.float_kind()?;
-    let bytes = ipuc_ir::float_format::encode_all(kind, values);
+    let mut bytes = zeroed_bytes(values.len() * kind.byte_size());
+    let out = Arc::get_mut(&mut bytes).expect("a new buffer is unique");
+    ipuc_ir::float_format::encode_into(kind, values, out);
     Some(new_resource(ctx, ty, kind, bytes, hint))
 }
 
 /// A `dense_resource` of type `ty` holding `bytes` (elements of `kind`),
 /// in a new blob named after `hint`.
-fn new_resource(ctx: &Context, ty: Type, kind: FloatKind, bytes: Vec<u8>, hint: &str) -> Attribute {
+pub(crate) fn new_resource(
+    ctx: &Context,
+    ty: Type,
+    kind: FloatKind,
+    bytes: Arc<[u8]>,
+    hint: &str,
+) -> Attribute {
     let blob = ResourceBlob {
         alignment: kind.byte_size() as u32,
-        data: Arc::from(bytes),
+        data: bytes,
     };
     let resource = ctx.resources().insert_unique(hint, blob);
     Attribute::new(AttrKind::DenseResource { resource, ty })
@@ -472,7 +480,28 @@ fn convert_constant(ctx: &mut Context, op: OpId) -> Result<bool, Diagnostic> {
     let ty = converted.ty().expect("typed").clone();
     ctx.set_attr(op, "value", converted);
     ctx.set_value_type(result, ty);
+    drop(release_replaced(ctx, value));
     Ok(true)
+}
+
+/// Releases the blob of `value` (the value of a constant just replaced
+/// or erased), if it is a resource nothing refers to any more
+/// (`ResourceTable::release_if_unreferenced`): its bytes are freed when
+/// the caller drops the data returned (or reused, if it writes a blob of
+/// the same size next).
+pub(crate) fn release_replaced(ctx: &Context, value: Attribute) -> Option<Arc<[u8]>> {
+    let AttrKind::DenseResource { resource, .. } = value.kind() else {
+        return None;
+    };
+    let name = resource.name().to_string();
+    drop(value);
+    let blob = ctx.resources().release_if_unreferenced(&name)?;
+    tracing::trace!(
+        resource = name,
+        bytes = blob.data.len(),
+        "released a replaced blob"
+    );
+    Some(blob.data)
 }
 
 /// The constant 2-D f32/f64 right operand (the weights) of contraction
@@ -566,6 +595,7 @@ fn quantize_weight(ctx: &mut Context, op: OpId, scale: i32) -> Result<(), Diagno
     ctx.set_attr(op, RHS_SCALE, Attribute::i64(i64::from(scale)));
     if ctx.use_empty(w) {
         ctx.erase_op(c);
+        drop(release_replaced(ctx, value));
     }
     tracing::debug!("convert-precision: FP8 weight {hint}: scale 2^{scale}");
     Ok(())
