@@ -33,13 +33,16 @@
 //! ipu-opt model.mlir --pass-pipeline='builtin.module(func.func(fold-layernorm-affine))'
 //! ```
 
+use std::sync::Arc;
+
 use ipuc_dialects::func;
 use ipuc_dialects::nn::{self, elements};
 use ipuc_ir::analysis::{AnalysisManager, PreservedAnalyses};
+use ipuc_ir::attributes::{zeroed_bytes, AttrKind, DenseElements};
 use ipuc_ir::pass::{DeclaredPass, PassCreateError, PassHooks};
-use ipuc_ir::{Attribute, Context, Diagnostic, OpId, Type, Value};
+use ipuc_ir::{float_format, Attribute, Context, Diagnostic, OpId, Type, Value};
 
-use crate::precision::rounded;
+use crate::precision::{new_resource, release_replaced, rounded, INLINE_ELEMENTS};
 
 /// The pass.
 #[derive(Clone, Debug, Default)]
@@ -81,6 +84,7 @@ impl DeclaredPass for FoldLayerNormAffine {
             body,
             made: Vec::new(),
         };
+        let mut spares = Spares::default();
         for ln in ctx.block_ops_vec(body) {
             // Constants a fold replaced are gone from the snapshot's tail.
             if !ctx.is_live(ln) || ctx.name_str(ln) != nn::LAYER_NORMALIZATION {
@@ -88,7 +92,7 @@ impl DeclaredPass for FoldLayerNormAffine {
             }
             if let Some(fold) = Fold::of(ctx, ln) {
                 stats.products += fold.products.len() as u64;
-                fold.apply(ctx, ln, &mut splats)?;
+                fold.apply(ctx, ln, &mut splats, &mut spares)?;
                 stats.folded += 1;
                 changed = true;
             }
@@ -123,15 +127,72 @@ pub fn fold_into(gamma: &[f64], beta: &[f64], w: &mut [f64], b: &mut [f64]) {
     }
 }
 
-/// A float constant's values and type, if `v` is one with data.
-fn constant_values(ctx: &Context, v: Value) -> Option<(Vec<f64>, Type)> {
+/// A float constant's data (its values not decoded) and type, if `v` is
+/// one with data.
+fn constant_data(ctx: &Context, v: Value) -> Option<(DenseElements, Type)> {
     let op = ctx.defining_op(v)?;
     if ctx.name_str(op) != nn::CONSTANT {
         return None;
     }
-    let attr = ctx.attr(op, "value")?;
-    let values = elements::floats(&elements::dense_data(attr)?)?;
-    Some((values, ctx.value_type(v).clone()))
+    let data = elements::dense_data(ctx.attr(op, "value")?)?;
+    data.element_type().float_kind()?;
+    Some((data, ctx.value_type(v).clone()))
+}
+
+/// A float constant's values and type, if `v` is one with data.
+fn constant_values(ctx: &Context, v: Value) -> Option<(Vec<f64>, Type)> {
+    let (data, ty) = constant_data(ctx, v)?;
+    Some((elements::floats(&data)?, ty))
+}
+
+/// The value of the constant defining operand `index` of `op`.
+fn operand_value(ctx: &Context, op: OpId, index: usize) -> Option<Attribute> {
+    let d = ctx.defining_op(ctx.operand(op, index))?;
+    ctx.attr(d, "value").cloned()
+}
+
+/// The folded weights of a product as a new constant's value: `w` (`[C,
+/// N]`, the value `old` holds) becomes `diag(gamma) w` and `b` becomes `b +
+/// beta w` ([`fold_into`], the same float64 arithmetic and one rounding to
+/// `w`'s element type). A large resource (a model's weight) is folded a
+/// row at a time, from its stored bytes into a new blob: neither the
+/// weights' float64 copy (8 bytes an element; so400m folds 0.24 G) nor a
+/// copy of the new bytes is ever made; the bytes are written into a spare
+/// buffer of their size where there is one (every byte is written).
+fn folded_weights(
+    ctx: &Context,
+    old: &Attribute,
+    w: &DenseElements,
+    gamma: &[f64],
+    beta: &[f64],
+    b: &mut [f64],
+    spares: &mut Spares,
+) -> Option<Attribute> {
+    let kind = w.element_type().float_kind()?;
+    let is_resource = matches!(old.kind(), AttrKind::DenseResource { .. });
+    if !is_resource || w.splat || w.len() as u64 <= INLINE_ELEMENTS {
+        let mut values = elements::floats(w)?;
+        fold_into(gamma, beta, &mut values, b);
+        return rounded(ctx, old, &values, w.element_type().clone(), "folded_w");
+    }
+    let n = b.len();
+    let width = kind.byte_size();
+    let mut bytes = spares.take(w.len() * width);
+    let out = Arc::get_mut(&mut bytes).expect("a spare or new buffer is unique");
+    let mut row = Vec::with_capacity(n);
+    for (k, (src, dst)) in w
+        .data
+        .chunks_exact(n * width)
+        .zip(out.chunks_exact_mut(n * width))
+        .enumerate()
+    {
+        float_format::decode_into(kind, src, &mut row);
+        fold_into(&gamma[k..=k], &beta[k..=k], &mut row, b);
+        float_format::encode_into(kind, &row, dst);
+    }
+    // The type `rounded` gives the folded weights.
+    let ty = Type::tensor(old.ty()?.shape()?, w.element_type().clone());
+    Some(new_resource(ctx, ty, kind, bytes, "folded_w"))
 }
 
 /// What folding one LayerNorm takes: its scale and shift, and each
@@ -144,7 +205,7 @@ struct Fold {
 
 struct Product {
     op: OpId,
-    w: (Vec<f64>, Type),
+    w: DenseElements,
     b: Option<(Vec<f64>, Type)>,
 }
 
@@ -199,8 +260,8 @@ impl Fold {
         let mut products = Vec::new();
         for p in readers {
             let ops = ctx.operands(p);
-            let w = constant_values(ctx, ops[1])?;
-            let dims = w.1.shape()?;
+            let (w, w_ty) = constant_data(ctx, ops[1])?;
+            let dims = w_ty.shape()?;
             if dims.len() != 2 || dims[0] != c as i64 || ops[1] == ops[0] {
                 return None;
             }
@@ -223,19 +284,32 @@ impl Fold {
     }
 
     /// Rewrites `ln` and its products.
-    fn apply(self, ctx: &mut Context, ln: OpId, splats: &mut Splats) -> Result<(), Diagnostic> {
+    fn apply(
+        self,
+        ctx: &mut Context,
+        ln: OpId,
+        splats: &mut Splats,
+        spares: &mut Spares,
+    ) -> Result<(), Diagnostic> {
         let c = self.gamma.0.len();
         let zeros = vec![0.0; c];
         let beta = self.beta.as_ref().map_or(&zeros[..], |b| &b.0[..]);
         for p in self.products {
-            let n = p.w.0.len() / c;
-            let (mut w, w_ty) = p.w;
+            let n = p.w.len() / c;
             // Without a bias the shift is zero (`Fold::of`).
             let (mut b, b_ty) = p.b.map_or((vec![0.0; n], None), |(b, ty)| (b, Some(ty)));
-            fold_into(&self.gamma.0, beta, &mut w, &mut b);
-            replace_operand(ctx, p.op, 1, &w_ty, &w, "folded_w")?;
+            let w = operand_value(ctx, p.op, 1).and_then(|old| {
+                folded_weights(ctx, &old, &p.w, &self.gamma.0, beta, &mut b, spares)
+            });
+            // The old weights' bytes go with their constant (kept for the
+            // next product of their size).
+            drop(p.w);
+            spares.keep(replace_operand(ctx, p.op, 1, w, "folded_w")?);
             if let Some(ty) = b_ty {
-                replace_operand(ctx, p.op, 2, &ty, &b, "folded_b")?;
+                let b = operand_value(ctx, p.op, 2)
+                    .zip(ty.element_type())
+                    .and_then(|(old, element)| rounded(ctx, &old, &b, element.clone(), "folded_b"));
+                drop(replace_operand(ctx, p.op, 2, b, "folded_b")?);
             }
         }
         let ones = splats.get(ctx, ln, &self.gamma.1, 1.0)?;
@@ -245,6 +319,34 @@ impl Fold {
             set_operand(ctx, ln, 2, zeros);
         }
         Ok(())
+    }
+}
+
+/// The data of weights a fold replaced, nothing else holding it: the next
+/// folded weights of the same size are written into it rather than into
+/// new memory (an encoder's layers repeat two sizes, so so400m's 54 folded
+/// weights take two new buffers; new memory costs the kernel's zeroing of
+/// its pages, and the allocator does not reliably hand freed memory back).
+#[derive(Default)]
+struct Spares(Vec<Arc<[u8]>>);
+
+impl Spares {
+    /// Keeps `data` if it is unique (else it is dropped).
+    fn keep(&mut self, data: Option<Arc<[u8]>>) {
+        if let Some(mut data) = data {
+            if Arc::get_mut(&mut data).is_some() {
+                self.0.push(data);
+            }
+        }
+    }
+
+    /// A unique buffer of `len` bytes: a spare one (its old bytes
+    /// still in it) or a new one of zeros.
+    fn take(&mut self, len: usize) -> Arc<[u8]> {
+        match self.0.iter().position(|d| d.len() == len) {
+            Some(i) => self.0.swap_remove(i),
+            None => zeroed_bytes(len),
+        }
     }
 }
 
@@ -298,36 +400,32 @@ fn set_operand(ctx: &mut Context, op: OpId, index: usize, v: Value) {
     }
 }
 
-/// Sets operand `index` of `op` to a new constant of type `ty` holding
-/// `values` (right before `op`); the old constant goes if nothing else
-/// uses it.
+/// Sets operand `index` of `op` to a new constant of value `attr` (right
+/// before `op`; `None`: the value could not be built, an error naming
+/// `hint`); the old constant goes if nothing else uses it, and its blob
+/// with it: returned, for its memory to be reused or freed.
 fn replace_operand(
     ctx: &mut Context,
     op: OpId,
     index: usize,
-    ty: &Type,
-    values: &[f64],
+    attr: Option<Attribute>,
     hint: &str,
-) -> Result<(), Diagnostic> {
-    // Built as convert-precision builds its constants: inline where the
-    // old one was inline or is small, else in a new resource.
-    let attr = ctx
-        .defining_op(ctx.operand(op, index))
-        .and_then(|d| ctx.attr(d, "value"))
-        .zip(ty.element_type())
-        .and_then(|(old, element)| rounded(ctx, old, values, element.clone(), hint))
-        .ok_or_else(|| {
-            Diagnostic::op_error(
-                ctx,
-                op,
-                format!("fold-layernorm-affine: cannot build a {hint} constant of this type"),
-            )
-        })?;
+) -> Result<Option<Arc<[u8]>>, Diagnostic> {
+    // `attr` is built as convert-precision builds its constants: inline
+    // where the old one was inline or is small, else in a new resource.
+    let attr = attr.ok_or_else(|| {
+        Diagnostic::op_error(
+            ctx,
+            op,
+            format!("fold-layernorm-affine: cannot build a {hint} constant of this type"),
+        )
+    })?;
+    let old = operand_value(ctx, op, index);
     let loc = ctx.loc(op).clone();
     let state = nn::ConstantOp::build(ctx, attr, loc)?;
     let k = ctx.create_op(state);
     ctx.insert_op_before(op, k);
     let v = ctx.result(k, 0);
     set_operand(ctx, op, index, v);
-    Ok(())
+    Ok(old.and_then(|old| release_replaced(ctx, old)))
 }
