@@ -20,8 +20,10 @@
 //! order or thread count and are the same on every platform.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use bytes::Bytes;
+use ipuc_ir::attributes::filled_bytes;
 use ipuc_ir::numeric::{storage, ElementKind};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -178,6 +180,31 @@ pub(crate) fn fill_synthesized(
             storage::store_f64(kind, data, i, normal.sample(&mut rng), true);
         }
     }
+}
+
+/// One large initializer for [`synthesize_all`].
+pub(crate) struct SynthesisJob<'a> {
+    /// The initializer's name (its stream's seed).
+    pub name: &'a str,
+    /// Its element kind.
+    pub kind: ElementKind,
+    /// Its role (the distribution).
+    pub role: WeightRole,
+    /// Its size in bytes.
+    pub len: usize,
+}
+
+/// A new buffer for each job (in order) holding what [`fill_synthesized`]
+/// writes, made on the host's threads ([`filled_bytes`]): each initializer
+/// draws from its own stream, so the values are the same whatever the
+/// thread count and order (so400m's 1.7 GB of random f32 weights: its
+/// import was mostly this sampling, one value at a time).
+pub(crate) fn synthesize_all(jobs: &[SynthesisJob<'_>], policy: WeightsPolicy) -> Vec<Arc<[u8]>> {
+    let lens: Vec<usize> = jobs.iter().map(|j| j.len).collect();
+    filled_bytes(&lens, |i, data| {
+        let j = &jobs[i];
+        fill_synthesized(j.name, j.kind, j.role, policy, data);
+    })
 }
 
 /// 64-bit FNV-1a: a stable hash (std's hashers may change between releases).

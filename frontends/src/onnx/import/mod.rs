@@ -87,7 +87,7 @@ pub use binding::{bind_inputs, BoundInputs};
 pub use constants::SMALL_CONSTANT_ELEMENTS;
 pub use error::ImportError;
 
-use super::weights::fill_synthesized;
+use super::weights::{fill_synthesized, synthesize_all, SynthesisJob};
 use super::{LoadOptions, Model, Node, WeightSource, WeightsPolicy};
 
 /// The lowest and highest default-domain opset versions the importer knows.
@@ -171,18 +171,21 @@ pub fn import_file_with_data(
         bound
     };
     let mut moved: Vec<Option<Arc<[u8]>>> = Vec::with_capacity(model.graph.initializers.len());
-    for init in &mut model.graph.initializers {
+    // Large synthesised weights (by initializer), made together below.
+    let mut to_make: Vec<(usize, usize)> = Vec::new();
+    for (index, init) in model.graph.initializers.iter_mut().enumerate() {
         let synthesized = matches!(init.source, WeightSource::Synthesized(_));
         let (kind, role, policy) = (init.tensor.kind, init.role, load.weights);
         if init.tensor.element_count() > SMALL_CONSTANT_ELEMENTS {
             let bytes = std::mem::take(&mut init.tensor.data);
-            let mut shared: Arc<[u8]> = Arc::from(&bytes[..]);
-            drop(bytes);
             if synthesized {
-                let data = Arc::get_mut(&mut shared).expect("a new Arc is unique");
-                fill_synthesized(&init.name, kind, role, policy, data);
+                // The loader's zeros are not copied (and their memory is
+                // free for the new buffers).
+                to_make.push((index, bytes.len()));
+                moved.push(None);
+                continue;
             }
-            moved.push(Some(shared));
+            moved.push(Some(Arc::from(&bytes[..])));
         } else {
             if synthesized {
                 let mut data = init.tensor.data.to_vec();
@@ -191,6 +194,23 @@ pub fn import_file_with_data(
             }
             moved.push(None);
         }
+    }
+    let jobs: Vec<SynthesisJob<'_>> = to_make
+        .iter()
+        .map(|&(i, len)| {
+            let init = &model.graph.initializers[i];
+            SynthesisJob {
+                name: &init.name,
+                kind: init.tensor.kind,
+                role: init.role,
+                len,
+            }
+        })
+        .collect();
+    let made = synthesize_all(&jobs, load.weights);
+    drop(jobs);
+    for (&(i, _), bytes) in to_make.iter().zip(made) {
+        moved[i] = Some(bytes);
     }
     if opts.file_name.is_empty() {
         opts.file_name = path.display().to_string();
