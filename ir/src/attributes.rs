@@ -508,6 +508,21 @@ impl DenseElements {
         }
         Some(crate::float_format::decode_all(kind, &self.data))
     }
+    /// [`Self::floats`] into `out` (cleared first; `false`, `out` empty,
+    /// for other than float element types): a caller decoding many
+    /// tensors in turn reuses one buffer's memory rather than fresh pages.
+    pub fn floats_into(&self, out: &mut Vec<f64>) -> bool {
+        out.clear();
+        let Some(kind) = self.element_type().float_kind() else {
+            return false;
+        };
+        if self.splat {
+            out.resize(self.len(), self.float_at(0));
+        } else {
+            crate::float_format::decode_into(kind, &self.data, out);
+        }
+        true
+    }
     /// The largest magnitude of the elements (`None` for other than float
     /// element types; NaN if one is NaN): [`Self::floats`]' without
     /// collecting them.

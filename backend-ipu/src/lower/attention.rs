@@ -82,14 +82,19 @@ pub struct AttentionConstantRefs {
 impl AttentionConstantRefs {
     /// The values, decoded now.
     pub fn values(&self) -> AttentionConstants {
-        AttentionConstants {
-            gamma: self.gamma.values(),
-            beta: self.beta.values(),
-            w_qkv: self.w_qkv.values(),
-            b_qkv: self.b_qkv.values(),
-            w_o: self.w_o.values(),
-            b_o: self.b_o.values(),
-        }
+        let mut v = AttentionConstants::default();
+        self.values_into(&mut v);
+        v
+    }
+
+    /// [`Self::values`] into `out`, its buffers reused.
+    pub fn values_into(&self, out: &mut AttentionConstants) {
+        self.gamma.values_into(&mut out.gamma);
+        self.beta.values_into(&mut out.beta);
+        self.w_qkv.values_into(&mut out.w_qkv);
+        self.b_qkv.values_into(&mut out.b_qkv);
+        self.w_o.values_into(&mut out.w_o);
+        self.b_o.values_into(&mut out.b_o);
     }
 }
 

@@ -383,7 +383,7 @@ impl AttentionShape {
 }
 
 /// The block's constants, row-major, as the IR holds them.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct AttentionConstants {
     /// LayerNorm's scale `[c]`.
     pub gamma: Vec<f64>,

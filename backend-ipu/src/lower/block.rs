@@ -183,7 +183,7 @@ impl MlpShape {
 }
 
 /// The block's constants, row-major.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct MlpConstants {
     /// LayerNorm's scale `[c]`.
     pub gamma: Vec<f64>,

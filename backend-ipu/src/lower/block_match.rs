@@ -146,17 +146,28 @@ impl ConstantRef {
 
     /// The values, row-major, decoded now.
     pub fn values(&self) -> Vec<f64> {
-        let elements = match &self.source {
-            ConstantSource::Zeros(len) => return vec![0.0; *len],
-            ConstantSource::Elements(elements) => elements,
-        };
-        let mut v = elements
-            .floats()
-            .expect("a ConstantRef's elements were checked to be floats");
-        if self.factor != 1.0 {
-            v.iter_mut().for_each(|x| *x *= self.factor);
-        }
+        let mut v = Vec::new();
+        self.values_into(&mut v);
         v
+    }
+
+    /// [`Self::values`] into `out`, its memory reused (the loop's archive
+    /// decodes every layer's weights in turn: fresh pages for each cost
+    /// the kernel's zeroing of them).
+    pub fn values_into(&self, out: &mut Vec<f64>) {
+        match &self.source {
+            ConstantSource::Zeros(len) => {
+                out.clear();
+                out.resize(*len, 0.0);
+            }
+            ConstantSource::Elements(elements) => {
+                let floats = elements.floats_into(out);
+                assert!(floats, "a ConstantRef's elements were checked to be floats");
+                if self.factor != 1.0 {
+                    out.iter_mut().for_each(|x| *x *= self.factor);
+                }
+            }
+        }
     }
 }
 

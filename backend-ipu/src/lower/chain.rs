@@ -38,9 +38,12 @@ use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, OpId, Type, Value};
 
 use super::attention::{attention_from, AttentionMatch};
 use super::attention_block::{
-    emit_attention_constants, emit_attention_in, plan_attention_in, AttentionPlan, AttentionShape,
+    emit_attention_constants, emit_attention_in, plan_attention_in, AttentionConstants,
+    AttentionPlan, AttentionShape,
 };
-use super::block::{emit_mlp_constants, emit_mlp_in, plan_mlp_in, MlpPlan, MlpShape, Weights};
+use super::block::{
+    emit_mlp_constants, emit_mlp_in, plan_mlp_in, MlpConstants, MlpPlan, MlpShape, Weights,
+};
 use super::block_exchange::round_robin;
 use super::block_match::{check_function_returns, from_only_argument};
 use super::chain_loop::{
@@ -812,7 +815,9 @@ fn body_extents(
     let mut ctx = Context::new(ipuc_dialects::registry());
     let loc = ipuc_ir::Location::unknown();
     let (_, exe_body) = build::executable(&mut ctx, "scratch", loc.clone());
-    emit_layer_constants(&mut ctx, exe_body, chain, plans, (r, 1), &loc);
+    let mut values = (AttentionConstants::default(), MlpConstants::default());
+    let scratch = (&mut values.0, &mut values.1);
+    emit_layer_constants(&mut ctx, exe_body, chain, plans, (r, 1), scratch, &loc);
     let tensors = constants_since(&ctx, exe_body, 0);
     extents_of(&ctx, &tensors, mem).map_err(|d| Failure::Block(r.last(), d.message, 0))
 }
@@ -826,16 +831,19 @@ fn emit_layer_constants(
     chain: &ChainMatch,
     plans: &[PlannedBlock],
     (r, layer): (Repeat, usize),
+    (attention, mlp): (&mut AttentionConstants, &mut MlpConstants),
     loc: &ipuc_ir::Location,
 ) {
     for (b, planned) in plans.iter().enumerate().take(r.last() + 1).skip(r.start) {
         let k = b + layer * r.period;
         match (planned, &chain.blocks[k]) {
             (PlannedBlock::Attention(p), ChainBlock::Attention(a)) => {
-                emit_attention_constants(ctx, exe_body, p, &a.constants.values(), loc)
+                a.constants.values_into(attention);
+                emit_attention_constants(ctx, exe_body, p, attention, loc)
             }
             (PlannedBlock::Mlp(p), ChainBlock::Mlp(m)) => {
-                emit_mlp_constants(ctx, exe_body, p, &m.constants.values(), loc)
+                m.constants.values_into(mlp);
+                emit_mlp_constants(ctx, exe_body, p, mlp, loc)
             }
             _ => unreachable!("a loop repeats attention and MLP blocks"),
         }
@@ -1284,9 +1292,12 @@ fn archive_layers(
 ) -> Result<(), Diagnostic> {
     let _time =
         tracing::info_span!(target: "ipu-lower", "archive the later layers' constants").entered();
+    // The decoded constants' buffers, reused layer after layer.
+    let mut values = (AttentionConstants::default(), MlpConstants::default());
     for layer in 1..r.count {
         let before = ctx.block_ops_vec(exe_body).len();
-        emit_layer_constants(ctx, exe_body, chain, &plan.blocks, (r, layer), loc);
+        let scratch = (&mut values.0, &mut values.1);
+        emit_layer_constants(ctx, exe_body, chain, &plan.blocks, (r, layer), scratch, loc);
         let tensors = constants_since(ctx, exe_body, before);
         archive_layer(ctx, exe_body, (&tensors, layer), mem, loc)?;
     }

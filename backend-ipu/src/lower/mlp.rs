@@ -78,14 +78,19 @@ pub struct MlpConstantRefs {
 impl MlpConstantRefs {
     /// The values, decoded now.
     pub fn values(&self) -> MlpConstants {
-        MlpConstants {
-            gamma: self.gamma.values(),
-            beta: self.beta.values(),
-            w1: self.w1.values(),
-            b1: self.b1.values(),
-            w2: self.w2.values(),
-            b2: self.b2.values(),
-        }
+        let mut v = MlpConstants::default();
+        self.values_into(&mut v);
+        v
+    }
+
+    /// [`Self::values`] into `out`, its buffers reused.
+    pub fn values_into(&self, out: &mut MlpConstants) {
+        self.gamma.values_into(&mut out.gamma);
+        self.beta.values_into(&mut out.beta);
+        self.w1.values_into(&mut out.w1);
+        self.b1.values_into(&mut out.b1);
+        self.w2.values_into(&mut out.w2);
+        self.b2.values_into(&mut out.b2);
     }
 }
 
