@@ -143,10 +143,7 @@ pub fn import_onnx(
         batch: flags.batch,
         file_name: path.to_string(),
     };
-    let module = {
-        let _time = tracing::info_span!(target: "ipu-import", "import the ONNX model").entered();
-        import_file(&mut ctx, Path::new(path), &LoadOptions { weights }, &opts)?
-    };
+    let module = import_file(&mut ctx, Path::new(path), &LoadOptions { weights }, &opts)?;
     Ok((ctx, module))
 }
 

@@ -153,6 +153,8 @@ pub fn import_file_with_data(
     opts: &ImportOptions,
     data: &[super::NamedTensor],
 ) -> Result<(OpId, BoundInputs), ImportError> {
+    // Timed (`IPUC_LOG=ipu-import=info`), whichever tool imports.
+    let _time = tracing::info_span!(target: "ipu-import", "import the ONNX model").entered();
     // Missing weights load as untouched zero pages; random values are
     // written once, into the final buffers.
     let load_zeros = LoadOptions {
