@@ -61,11 +61,12 @@ impl F8Encoder {
     #[inline]
     pub fn encode(&mut self, v: f64) -> u8 {
         let bits = v.to_bits();
-        match self.table[Self::slot(bits)] {
+        let slot = Self::slot(bits);
+        match self.table[slot] {
             Some((b, code)) if b == bits => code,
             _ => {
                 let code = f64_to_f8(v);
-                self.table[Self::slot(bits)] = Some((bits, code));
+                self.table[slot] = Some((bits, code));
                 code
             }
         }

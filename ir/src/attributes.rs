@@ -502,11 +502,8 @@ impl DenseElements {
     /// Every element as an `f64`, in order (`None` for other than float
     /// element types): [`Self::float_at`] of each, decoded in one pass.
     pub fn floats(&self) -> Option<Vec<f64>> {
-        let kind = self.element_type().float_kind()?;
-        if self.splat {
-            return Some(vec![self.float_at(0); self.len()]);
-        }
-        Some(crate::float_format::decode_all(kind, &self.data))
+        let mut out = Vec::new();
+        self.floats_into(&mut out).then_some(out)
     }
     /// [`Self::floats`] into `out` (cleared first; `false`, `out` empty,
     /// for other than float element types): a caller decoding many

@@ -113,9 +113,10 @@ impl Elem {
     /// An encoder of values one at a time ([`Self::encode`]'s rounding),
     /// for callers that produce them in order without collecting them.
     pub fn encoder(self) -> ElemEncoder {
-        ElemEncoder {
-            elem: self,
-            f8: (self == Elem::F8).then(F8Encoder::new),
+        match self {
+            Elem::F16 => ElemEncoder::F16,
+            Elem::F32 => ElemEncoder::F32,
+            Elem::F8 => ElemEncoder::F8(F8Encoder::new()),
         }
     }
 
@@ -132,9 +133,13 @@ impl Elem {
 /// [`Elem::encoder`]: appends values as little-endian elements of one
 /// type (FP8 codes through a memo of the codes seen: a model's weights
 /// take few distinct values).
-pub struct ElemEncoder {
-    elem: Elem,
-    f8: Option<F8Encoder>,
+pub enum ElemEncoder {
+    /// [`Elem::F16`].
+    F16,
+    /// [`Elem::F32`].
+    F32,
+    /// [`Elem::F8`], with its memo.
+    F8(F8Encoder),
 }
 
 impl ElemEncoder {
@@ -142,11 +147,10 @@ impl ElemEncoder {
     /// unscaled, saturating).
     #[inline]
     pub fn push(&mut self, v: f64, out: &mut Vec<u8>) {
-        match (self.elem, &mut self.f8) {
-            (Elem::F16, _) => out.extend_from_slice(&f16::from_f64(v).to_bits().to_le_bytes()),
-            (Elem::F32, _) => out.extend_from_slice(&(v as f32).to_le_bytes()),
-            (Elem::F8, Some(f8)) => out.push(f8.encode(v)),
-            (Elem::F8, None) => unreachable!("an FP8 encoder has its memo"),
+        match self {
+            ElemEncoder::F16 => out.extend_from_slice(&f16::from_f64(v).to_bits().to_le_bytes()),
+            ElemEncoder::F32 => out.extend_from_slice(&(v as f32).to_le_bytes()),
+            ElemEncoder::F8(f8) => out.push(f8.encode(v)),
         }
     }
 }
