@@ -393,3 +393,35 @@ fn a_loops_slot_holds_the_constants_not_the_bodys_memory() {
         "slot {slot} of a body of {body} bytes: {line}"
     );
 }
+
+/// A compile's output does not depend on its thread count: siglip-tiny's
+/// two layers are a loop whose archive (the second layer's constants) is
+/// built on a thread of its own beside the blocks' emission, or first on
+/// the one thread with `IPUC_COMPILE_THREADS=1`, and its tensors land in
+/// the same place either way.
+#[test]
+fn a_loops_executable_is_the_same_whatever_the_thread_count() {
+    let Some(dir) = fixture_dir("siglip-tiny") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let compile = |threads: &str| {
+        let exe = tmp.path().join(format!("tiny-{threads}.ipuexe"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ipu-opt"));
+        cmd.arg(dir.join("model.onnx"))
+            .args(["--precision", "fp8"])
+            .arg("--pass-pipeline=builtin.module(func.func(eqsat-fuse,canonicalize),ipu-lower)")
+            .args(["--emit", "exe", "-o"])
+            .arg(&exe)
+            .env("IPUC_COMPILE_THREADS", threads);
+        output_ok(&mut cmd, "siglip-tiny");
+        std::fs::read(exe).unwrap()
+    };
+    let (one, two) = (compile("1"), compile("2"));
+    let archived = |exe: &[u8]| exe.windows(13).any(|w| w == b"loop_archive1");
+    assert!(archived(&one), "the loop's archive is in the executable");
+    assert!(
+        one == two,
+        "one thread and two compiled different executables"
+    );
+}

@@ -48,7 +48,8 @@ use super::block_exchange::round_robin;
 use super::block_match::{check_function_returns, from_only_argument};
 use super::chain_loop::{
     archive_layer, constants_since, copies, emit_loop_data, emit_loop_end, emit_loop_start,
-    emit_loop_start_data, extents as extents_of, find_repeat, LoopMemory, Repeat, GRAIN,
+    emit_loop_start_data, extents as extents_of, find_repeat, ArchivedRange, LoopMemory, Repeat,
+    GRAIN,
 };
 use super::codegen::{append_host_tensors, Calls, Frame, Lowered, StepEstimates};
 use super::mlp::{mlp_from, MlpMatch};
@@ -62,6 +63,7 @@ use super::window::{Columns, Window, ADD_COLUMNS};
 use crate::codelets::copy::StridedCopy;
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::scope::block_scope;
+use crate::emit::executable::compile_threads;
 
 /// One block of a chain.
 #[derive(Clone, Debug)]
@@ -964,12 +966,61 @@ fn check_link(transfers: &[Transfer]) -> Result<(), String> {
 /// Lowers the chain, planned by [`plan_chain`], to one `ipu.executable`
 /// appended to `module_body` (a caller that also reports the plan,
 /// [`chain_report_of`], plans the chain once for both).
+///
+/// A loop's archive ([`archive_layers`]: its later layers' constants, pure
+/// work from the plan and the weights) is built on a thread of its own
+/// while this one emits the blocks' code (with [`compile_threads`] 1, on
+/// this one first); its tensors go first in the executable either way, so
+/// the output does not depend on the thread count.
 pub fn lower_chain_planned(
     ctx: &mut Context,
     module_body: BlockId,
     chain: &ChainMatch,
     plan: &ChainPlan,
     machine: &MachineModel,
+) -> Result<Lowered, Diagnostic> {
+    let last = chain.blocks.last().expect("a chain has blocks");
+    let loc = ctx.loc(last.add()).clone();
+    std::thread::scope(|scope| {
+        let archive = plan.repeat.as_ref().map(|(r, mem)| {
+            let loc = loc.clone();
+            let work = move || archive_layers(chain, plan, (*r, mem), &loc);
+            match compile_threads() {
+                1 => Archive::Built(work()),
+                _ => Archive::Building(scope.spawn(work)),
+            }
+        });
+        emit_chain(ctx, module_body, chain, plan, machine, archive)
+    })
+}
+
+/// The loop's archive, built or being built.
+enum Archive<'scope> {
+    Built(Result<Vec<ArchivedRange>, Diagnostic>),
+    Building(std::thread::ScopedJoinHandle<'scope, Result<Vec<ArchivedRange>, Diagnostic>>),
+}
+
+impl Archive<'_> {
+    /// The archive's ranges, once built.
+    fn ranges(self) -> Result<Vec<ArchivedRange>, Diagnostic> {
+        match self {
+            Archive::Built(ranges) => ranges,
+            Archive::Building(thread) => thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        }
+    }
+}
+
+/// [`lower_chain_planned`]'s emission, `archive` the loop's archive (if the
+/// chain has a loop).
+fn emit_chain(
+    ctx: &mut Context,
+    module_body: BlockId,
+    chain: &ChainMatch,
+    plan: &ChainPlan,
+    machine: &MachineModel,
+    archive: Option<Archive<'_>>,
 ) -> Result<Lowered, Diagnostic> {
     let plans = &plan.blocks;
     let repeat = plan.repeat.as_ref().map(|(r, _)| *r);
@@ -1029,7 +1080,6 @@ pub fn lower_chain_planned(
     // on every other (`chain_loop`'s module doc).
     let looped = match &plan.repeat {
         Some((r, mem)) => {
-            archive_layers(ctx, exe_body, chain, plan, (*r, mem), &loc)?;
             let written: BTreeSet<u32> = plans[r.start]
                 .input_pieces()
                 .iter()
@@ -1268,6 +1318,21 @@ pub fn lower_chain_planned(
     let exchange_code = exchange_code.into_inner();
     log_busiest_exchange(&exchange_code, &per_block, plans);
     let exchange_code_bytes_max = exchange_code.into_values().max().unwrap_or(0);
+    // The archive's tensors first in the executable, in layer order.
+    if let Some(archive) = archive {
+        let mut after: Option<OpId> = None;
+        for range in archive.ranges()? {
+            let t = range.into_tensor(ctx, loc.clone());
+            match after {
+                Some(a) => ctx.insert_op_after(a, t),
+                None => match ctx.block_ops_vec(exe_body).first() {
+                    Some(&first) => ctx.insert_op_before(first, t),
+                    None => ctx.append_op(exe_body, t),
+                },
+            }
+            after = Some(t);
+        }
+    }
     Ok(Lowered {
         executable,
         exchange_code_bytes_max,
@@ -1279,29 +1344,39 @@ pub fn lower_chain_planned(
     })
 }
 
-/// Appends the archive of `r`'s later layers ([`super::chain_loop`]):
-/// each layer's body constants, built as the body builds its own, become
-/// its slot (packed as `mem` says).
+/// The archive of `r`'s later layers ([`super::chain_loop`]): each layer's
+/// body constants, built as the body builds its own (in a scratch context
+/// of their own, so that this can run beside the blocks' emission),
+/// become its slot (packed as `mem` says), layer after layer.
 fn archive_layers(
-    ctx: &mut Context,
-    exe_body: BlockId,
     chain: &ChainMatch,
     plan: &ChainPlan,
     (r, mem): (Repeat, &LoopMemory),
     loc: &ipuc_ir::Location,
-) -> Result<(), Diagnostic> {
+) -> Result<Vec<ArchivedRange>, Diagnostic> {
     let _time =
         tracing::info_span!(target: "ipu-lower", "archive the later layers' constants").entered();
+    let mut ctx = Context::new(ipuc_dialects::registry());
+    let (_, exe_body) = build::executable(&mut ctx, "scratch", loc.clone());
     // The decoded constants' buffers, reused layer after layer.
     let mut values = (AttentionConstants::default(), MlpConstants::default());
+    let mut ranges = Vec::new();
     for layer in 1..r.count {
         let before = ctx.block_ops_vec(exe_body).len();
         let scratch = (&mut values.0, &mut values.1);
-        emit_layer_constants(ctx, exe_body, chain, &plan.blocks, (r, layer), scratch, loc);
-        let tensors = constants_since(ctx, exe_body, before);
-        archive_layer(ctx, exe_body, (&tensors, layer), mem, loc)?;
+        emit_layer_constants(
+            &mut ctx,
+            exe_body,
+            chain,
+            &plan.blocks,
+            (r, layer),
+            scratch,
+            loc,
+        );
+        let tensors = constants_since(&ctx, exe_body, before);
+        ranges.extend(archive_layer(&mut ctx, (&tensors, layer), mem, loc)?);
     }
-    Ok(())
+    Ok(ranges)
 }
 
 /// The plan report of a chain: each block's.

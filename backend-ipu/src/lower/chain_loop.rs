@@ -457,17 +457,42 @@ fn report_families(ctx: &Context, varying: &[OpId]) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-/// Appends layer `layer`'s archive: the body's constants `tensors`, as
-/// emitted for that layer, become one `constant` tensor per range
-/// (`loop_archive{layer}_{j}`, a piece per tile: its extent's image); the
+/// One range's slot of one layer in the loop's archive: the `constant`
+/// tensor `name` (`loop_archive{layer}_{j}`), a piece per tile (its
+/// extent's image) over `data`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArchivedRange {
+    /// The tensor's name.
+    pub name: String,
+    /// The pieces' bytes, end to end.
+    pub data: Vec<u8>,
+    /// Where each tile's piece goes.
+    pub pieces: Vec<TensorPiece>,
+}
+
+impl ArchivedRange {
+    /// The range as a `constant` tensor of `ctx` (not yet in a block).
+    pub fn into_tensor(self, ctx: &mut Context, loc: Location) -> OpId {
+        constant_tensor(
+            ctx,
+            &self.name,
+            (Type::int(8), 1, 16),
+            self.data,
+            &self.pieces,
+            loc,
+        )
+    }
+}
+
+/// Layer `layer`'s archive: the body's constants `tensors` (in `ctx`), as
+/// emitted for that layer, become one [`ArchivedRange`] per range; the
 /// tensors themselves are erased with their blobs.
 pub fn archive_layer(
     ctx: &mut Context,
-    exe_body: BlockId,
     (tensors, layer): (&[OpId], usize),
     mem: &LoopMemory,
     loc: &Location,
-) -> Result<(), Diagnostic> {
+) -> Result<Vec<ArchivedRange>, Diagnostic> {
     let (invariant, varying): (Vec<OpId>, Vec<OpId>) =
         tensors.iter().partition(|&&t| layer_invariant(ctx, t));
     let placed = placed(ctx, &varying, mem)?;
@@ -532,6 +557,7 @@ pub fn archive_layer(
         }
         ctx.erase_op(t);
     }
+    let mut ranges = Vec::new();
     for j in 0..mem.ranges.len() {
         let mut data = Vec::new();
         let mut pieces = Vec::new();
@@ -547,17 +573,13 @@ pub fn archive_layer(
         if pieces.is_empty() {
             continue;
         }
-        let t = constant_tensor(
-            ctx,
-            &format!("loop_archive{layer}_{j}"),
-            (Type::int(8), 1, 16),
+        ranges.push(ArchivedRange {
+            name: format!("loop_archive{layer}_{j}"),
             data,
-            &pieces,
-            loc.clone(),
-        );
-        ctx.append_op(exe_body, t);
+            pieces,
+        });
     }
-    Ok(())
+    Ok(ranges)
 }
 
 /// The new `constant` tensors of `exe_body`: those after its first
@@ -749,6 +771,16 @@ pub fn emit_loop_data(
 mod tests {
     use super::*;
 
+    /// [`archive_layer`] of layer 1's `tensors`, its ranges appended to
+    /// `body` as the lowering appends them.
+    fn archived(ctx: &mut Context, body: BlockId, tensors: &[OpId], mem: &LoopMemory) {
+        let loc = Location::unknown();
+        for range in archive_layer(ctx, (tensors, 1), mem, &loc).unwrap() {
+            let t = range.into_tensor(ctx, loc.clone());
+            ctx.append_op(body, t);
+        }
+    }
+
     fn keys(s: &str) -> Vec<Option<char>> {
         s.chars().map(|c| (c != '.').then_some(c)).collect()
     }
@@ -881,7 +913,7 @@ mod tests {
         constant(&mut ctx, "c", 7, c_at);
         let layer1 = constants_since(&ctx, body, before);
         mem.pack(ext.clone());
-        archive_layer(&mut ctx, body, (&layer1, 1), &mem, &loc).unwrap();
+        archived(&mut ctx, body, &layer1, &mem);
         let archive: Vec<OpId> = constants_since(&ctx, body, before);
         assert_eq!(archive.len(), 1, "one tensor for the range");
         let pieces = constant_piece_bytes(&ctx, archive[0]).unwrap();
@@ -947,7 +979,7 @@ mod tests {
         assert_eq!(mem.slot, 48);
         let before = ctx.block_ops_vec(body).len();
         let layer1 = layer(&mut ctx, 5);
-        archive_layer(&mut ctx, body, (&layer1, 1), &mem, &loc).unwrap();
+        archived(&mut ctx, body, &layer1, &mem);
         let archive = constants_since(&ctx, body, before);
         let pieces = constant_piece_bytes(&ctx, archive[0]).unwrap();
         assert_eq!(pieces.len(), 1);
@@ -961,7 +993,7 @@ mod tests {
         mem.pack(ext);
         let before = ctx.block_ops_vec(body).len();
         let layer2 = layer(&mut ctx, 6);
-        archive_layer(&mut ctx, body, (&layer2, 1), &mem, &loc).unwrap();
+        archived(&mut ctx, body, &layer2, &mem);
         let archive = constants_since(&ctx, body, before);
         let bytes = &constant_piece_bytes(&ctx, archive[0]).unwrap()[0].1;
         assert_eq!(
