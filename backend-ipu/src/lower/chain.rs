@@ -967,7 +967,7 @@ fn check_link(transfers: &[Transfer]) -> Result<(), String> {
 /// appended to `module_body` (a caller that also reports the plan,
 /// [`chain_report_of`], plans the chain once for both).
 ///
-/// A loop's archive ([`archive_layers`]: its later layers' constants, pure
+/// A loop's archive (`archive_layers`: its later layers' constants, pure
 /// work from the plan and the weights) is built on a thread of its own
 /// while this one emits the blocks' code (with [`compile_threads`] 1, on
 /// this one first); its tensors go first in the executable either way, so

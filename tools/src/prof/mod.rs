@@ -15,7 +15,7 @@
 //! The recording is bounded (`ipu-run --profile-limit MIB`,
 //! [`ipuc_runtime::sim::SimConfig::record_limit`]): past its limit it
 //! records nothing more, the profile keeps the later supersteps' cycles
-//! alone, and every file says where it stops ([`schema::Truncated`]).
+//! alone, and every file says where it stops ([`schema::Truncated`](crate::prof::schema::Truncated)).
 //! `profile.json` and `trace.json` are written as they are serialized,
 //! not built in memory first.
 
