@@ -84,6 +84,12 @@ fn siglip_small_mlp_block_runs_on_the_simulator() {
         "{stdout}"
     );
     assert!(num("mfu") > 0.0 && num("mfu") < 1.0, "{stdout}");
+    // The import is a part of the compile, which also plans, lowers and
+    // encodes (the report once gave the whole compile as the import).
+    assert!(
+        num("import_s") > 0.0 && num("import_s") < num("compile_s"),
+        "{stdout}"
+    );
     for o in report["outputs"].as_array().expect("outputs") {
         let rel = o["rel_l2_err"].as_f64().expect("rel_l2_err");
         assert!(rel < 1e-2, "{stdout}");
