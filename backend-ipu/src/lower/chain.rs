@@ -990,7 +990,7 @@ pub fn lower_chain_planned(
                 _ => Archive::Building(scope.spawn(work)),
             }
         });
-        emit_chain(ctx, module_body, chain, plan, machine, archive)
+        emit_chain(ctx, module_body, chain, plan, machine, (archive, loc))
     })
 }
 
@@ -1013,14 +1013,14 @@ impl Archive<'_> {
 }
 
 /// [`lower_chain_planned`]'s emission, `archive` the loop's archive (if the
-/// chain has a loop).
+/// chain has a loop), `loc` the chain's last block's location.
 fn emit_chain(
     ctx: &mut Context,
     module_body: BlockId,
     chain: &ChainMatch,
     plan: &ChainPlan,
     machine: &MachineModel,
-    archive: Option<Archive<'_>>,
+    (archive, loc): (Option<Archive<'_>>, ipuc_ir::Location),
 ) -> Result<Lowered, Diagnostic> {
     let plans = &plan.blocks;
     let repeat = plan.repeat.as_ref().map(|(r, _)| *r);
@@ -1058,8 +1058,6 @@ fn emit_chain(
         links.insert(k, schedule(machine, &every, &transfers));
     }
     let syncs: Vec<u32> = plans.iter().map(PlannedBlock::syncs).collect();
-    let last = chain.blocks.last().expect("a chain has blocks");
-    let loc = ctx.loc(last.add()).clone();
     let (executable, exe_body) = build::executable(ctx, &machine.name, loc.clone());
     ctx.append_op(module_body, executable);
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
