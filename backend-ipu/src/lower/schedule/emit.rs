@@ -23,9 +23,12 @@ impl Schedule {
     /// the superstep's first cycle to its last event (the caller then
     /// syncs). Delay loops use labels `.Lx{tag}_{n}`; with `calls`, the
     /// longer delays call the tile's [`DelayRoutine`] (added to `calls`
-    /// once, as [`DELAY_ROUTINE`]) instead. Returns the bytes of code
-    /// emitted here (every supervisor instruction is one 32-bit word; the
-    /// routine's, once a tile, are not counted).
+    /// once, as [`DELAY_ROUTINE`]) instead, and a switch or a lone
+    /// re-point with the wait before it calls the [`SwitchRoutine`] with
+    /// its puts where the cycles allow ([`SwitchPuts::routine`]), every
+    /// put at the cycle it has inline. Returns the bytes of code emitted
+    /// here (every supervisor instruction is one 32-bit word), with those
+    /// of each routine this code adds to `calls` (once a tile).
     pub fn emit(
         &self,
         e: &mut Emitter,
@@ -42,6 +45,8 @@ impl Schedule {
         let mut delays = 0;
         let routine_used = std::cell::Cell::new(false);
         let routine = calls.is_some().then_some(DELAY_ROUTINE);
+        // The switch routines this tile's code called, by their puts.
+        let mut switches_used: Vec<SwitchPuts> = Vec::new();
         // `may_call`: the call writes `$lr`, one of the sends' address
         // registers, so a send's pause does not call.
         let mut wait = |e: &mut Emitter, now: &mut u64, until: u64, may_call: bool| {
@@ -68,17 +73,23 @@ impl Schedule {
         while i < list.len() {
             let (start, ev) = &list[i];
             i += 1;
-            // A switch's interval starts a cycle before its first setzi
-            // (room for two), which waits until `latency` before the put:
-            // one wait there, not a delay and a `nop` after it.
-            let until = match ev {
-                Event::Switch { put, .. } => (*put - rules.latency).max(*start),
-                _ => *start,
-            };
-            wait(e, &mut now, until, true);
-            if let (Some(run), &Event::Repoint { base, put }) =
-                (repoint_run(&list[i - 1..], &rules), ev)
-            {
+            let run = repoint_run(&list[i - 1..], &rules);
+            // A switch or a lone re-point, with the wait before it, as a
+            // call of a switch routine where the cycles allow.
+            if let (Some(_), None) = (&calls, &run) {
+                let next = list
+                    .get(i)
+                    .map(|(start, ev)| code_start(ev, *start, &rules));
+                if let Some(puts) = switch_by_routine(e, &rules, machine, ev, now, next) {
+                    if !switches_used.contains(&puts) {
+                        switches_used.push(puts);
+                    }
+                    now = event_put(ev) + rules.put * puts.count() + rules.refill;
+                    continue;
+                }
+            }
+            wait(e, &mut now, code_start(ev, *start, &rules), true);
+            if let (Some(run), &Event::Repoint { base, put }) = (run, ev) {
                 // A run of re-points a fixed stride and period apart:
                 // one loop (see `repoint_run`), the last put after it.
                 wait(e, &mut now, put - rules.latency, true);
@@ -210,12 +221,185 @@ impl Schedule {
                 }
             }
         }
-        if let Some(calls) = calls.as_mut().filter(|_| routine_used.get()) {
-            if !calls.iter().any(|(name, _)| name == DELAY_ROUTINE) {
-                calls.push((DELAY_ROUTINE.into(), Box::new(DelayRoutine::of(&rules))));
+        // The routines this code calls, once a tile (their bytes counted
+        // with the code that first calls them).
+        let mut routine_bytes = 0;
+        if let Some(calls) = calls.as_mut() {
+            if routine_used.get() && !calls.iter().any(|(name, _)| name == DELAY_ROUTINE) {
+                let r = DelayRoutine::of(&rules);
+                routine_bytes += 4 * r.instructions();
+                calls.push((DELAY_ROUTINE.into(), Box::new(r)));
+            }
+            for puts in switches_used {
+                if !calls.iter().any(|(name, _)| name == puts.routine()) {
+                    let r = SwitchRoutine::of(&rules, puts);
+                    routine_bytes += 4 * r.instructions();
+                    calls.push((puts.routine().into(), Box::new(r)));
+                }
             }
         }
-        4 * (e.issues() - issued)
+        4 * (e.issues() - issued) + routine_bytes
+    }
+}
+
+/// The cycle at which an event's code may start: a switch's interval
+/// starts a cycle before its first setzi (room for two), which waits until
+/// `latency` before the put: one wait there, not a delay and a `nop`
+/// after it.
+fn code_start(ev: &Event, start: u64, rules: &Rules) -> u64 {
+    match ev {
+        Event::Switch { put, .. } => (*put - rules.latency).max(start),
+        _ => start,
+    }
+}
+
+/// The put cycle of a switch or re-point (0 for other events).
+fn event_put(ev: &Event) -> u64 {
+    match ev {
+        Event::Switch { put, .. } | Event::Repoint { put, .. } => *put,
+        _ => 0,
+    }
+}
+
+/// Emits switch or re-point `ev`, and the wait before it from `now`, as
+/// `setzi`s of its registers and a call of the [`SwitchRoutine`] with its
+/// puts, if the cycles allow: the registers and the routine's lead fit
+/// before the put, and the return (a refill after the puts) ends by
+/// `next`, when the tile's next event's code starts (`None`: the event
+/// is the tile's last, which keeps its code inline so that the tile
+/// reaches the closing sync when it did). Returns the routine's puts if
+/// it emitted the call.
+fn switch_by_routine(
+    e: &mut Emitter,
+    rules: &Rules,
+    machine: &MachineModel,
+    ev: &Event,
+    now: u64,
+    next: Option<u64>,
+) -> Option<SwitchPuts> {
+    let (puts, regs) = match ev {
+        Event::Switch { sender, base, .. } => {
+            let mux = sender.unwrap_or(machine.tiles);
+            let mut regs = vec![(RECV_MUX, mux)];
+            regs.extend(base.map(|b| (RECV_BASE, b)));
+            let puts = if base.is_some() {
+                SwitchPuts::MuxAndBase
+            } else {
+                SwitchPuts::Mux
+            };
+            (puts, regs)
+        }
+        Event::Repoint { base, .. } => (SwitchPuts::Base, vec![(RECV_BASE, *base)]),
+        _ => return None,
+    };
+    let put = event_put(ev);
+    let routine = SwitchRoutine::of(rules, puts);
+    let rem = put.checked_sub(now + regs.len() as u64 + routine.lead())?;
+    if next? < put + rules.put * puts.count() + rules.refill {
+        return None;
+    }
+    for (reg, value) in regs {
+        e.solo(inst("setzi", [op::m(reg), op::imm(i64::from(value))]));
+    }
+    let (n, k) = (rem / routine.period, rem % routine.period);
+    e.solo(inst("setzi", [op::m(DELAY_REG), op::imm(n as i64)]));
+    e.solo(inst(
+        "call",
+        [
+            op::reg_lr(),
+            op::sym(DelayRoutine::entry(puts.routine(), k)),
+        ],
+    ));
+    Some(puts)
+}
+
+/// The exchange registers a [`SwitchRoutine`] puts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwitchPuts {
+    /// `$INCOMING_MUX` from `$m2`, then `$INCOMING_BASE` from `$m3`: a
+    /// switch that re-points the write pointer.
+    MuxAndBase,
+    /// `$INCOMING_MUX` from `$m2`: a switch that continues the pointer.
+    Mux,
+    /// `$INCOMING_BASE` from `$m3`: a re-point.
+    Base,
+}
+
+impl SwitchPuts {
+    /// The name of the tile's routine with these puts among its calls.
+    pub fn routine(self) -> &'static str {
+        match self {
+            SwitchPuts::MuxAndBase => "xswitch",
+            SwitchPuts::Mux => "xmux",
+            SwitchPuts::Base => "xbase",
+        }
+    }
+
+    /// The puts.
+    fn count(self) -> u64 {
+        match self {
+            SwitchPuts::MuxAndBase => 2,
+            SwitchPuts::Mux | SwitchPuts::Base => 1,
+        }
+    }
+}
+
+/// A tile's switch routine: the wait before a switch (or re-point) and
+/// its puts, called as `setzi $m2/$m3 ... ; setzi $m7, n ; call $lr,
+/// {name}_r{k}` (the caller loads the registers it puts): entries
+/// `{name}_r{k}` for `k` in `0..period`, each `k` `nop`s before a
+/// `brnzdec` loop on `$m7` (the [`DelayRoutine`]'s), then the puts and
+/// `br $lr`. The put issues [`SwitchRoutine::lead`] `+ k + n·period`
+/// cycles after the `setzi $m7`; the caller resumes a refill after the
+/// puts. Where each switch was its wait (two instructions, or `nop`s),
+/// its `setzi`s and its puts, a call is the `setzi`s and two: the puts,
+/// two of a switch's six instructions, are the routine's, once a tile.
+#[derive(Clone, Copy, Debug)]
+pub struct SwitchRoutine {
+    /// A taken `brnzdec`'s cycles (the loop's turn).
+    period: u64,
+    /// A taken branch's refill.
+    refill: u64,
+    /// What it puts.
+    puts: SwitchPuts,
+}
+
+impl SwitchRoutine {
+    /// The routine with `puts` under `rules_of`'s timing.
+    pub fn of(rules_of: &impl DelayRules, puts: SwitchPuts) -> Self {
+        let d = DelayRoutine::of(rules_of);
+        SwitchRoutine {
+            period: d.period,
+            refill: d.refill,
+            puts,
+        }
+    }
+
+    /// Cycles from the `setzi $m7` to the first put with no `nop` and no
+    /// taken turn: the `setzi`, the call (a refill) and the loop's one
+    /// issue.
+    pub fn lead(&self) -> u64 {
+        1 + self.refill + 1
+    }
+
+    /// Its instructions: `period - 1` `nop`s, the `brnzdec`, the puts and
+    /// the return.
+    pub fn instructions(&self) -> u64 {
+        self.period + self.puts.count() + 1
+    }
+}
+
+impl crate::lower::codegen::Instance for SwitchRoutine {
+    fn emit_as(&self, e: &mut Emitter, name: &str) -> Result<(), crate::codelets::CodeletError> {
+        emit_delay_entries(e, name, self.period);
+        if self.puts != SwitchPuts::Base {
+            e.solo(inst("put", [op::csr("INCOMING_MUX"), op::m(RECV_MUX)]));
+        }
+        if self.puts != SwitchPuts::Mux {
+            e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(RECV_BASE)]));
+        }
+        e.solo(inst("br", [op::reg_lr()]));
+        Ok(())
     }
 }
 
@@ -303,21 +487,34 @@ impl DelayRoutine {
     fn entry(name: &str, k: u64) -> String {
         format!("{name}_r{k}")
     }
+
+    /// Its instructions: `period - 1` `nop`s, the `brnzdec` and the
+    /// return.
+    pub fn instructions(&self) -> u64 {
+        self.period + 1
+    }
 }
 
 impl crate::lower::codegen::Instance for DelayRoutine {
     fn emit_as(&self, e: &mut Emitter, name: &str) -> Result<(), crate::codelets::CodeletError> {
-        e.code_section(&format!(".text.{name}"), SectionKind::Supervisor);
-        for k in (1..self.period).rev() {
-            e.label(&Self::entry(name, k));
-            e.solo(inst("nop", []));
-        }
-        let turn = Self::entry(name, 0);
-        e.label(&turn);
-        e.solo(inst("brnzdec", [op::m(DELAY_REG), op::sym(&turn)]));
+        emit_delay_entries(e, name, self.period);
         e.solo(inst("br", [op::reg_lr()]));
         Ok(())
     }
+}
+
+/// Opens routine `name`'s section and emits its delay: entries
+/// `{name}_r{k}` for `k` in `0..period`, each `k` `nop`s before the
+/// `brnzdec` loop on `$m7` (the last entry).
+fn emit_delay_entries(e: &mut Emitter, name: &str, period: u64) {
+    e.code_section(&format!(".text.{name}"), SectionKind::Supervisor);
+    for k in (1..period).rev() {
+        e.label(&DelayRoutine::entry(name, k));
+        e.solo(inst("nop", []));
+    }
+    let turn = DelayRoutine::entry(name, 0);
+    e.label(&turn);
+    e.solo(inst("brnzdec", [op::m(DELAY_REG), op::sym(&turn)]));
 }
 
 /// Emits code that holds the supervisor exactly `cycles` cycles (no

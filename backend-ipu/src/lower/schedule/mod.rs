@@ -44,8 +44,11 @@
 //! that an inline delay loop would end in `nop`s calls the tile's
 //! [`DelayRoutine`]
 //! instead (two instructions; delays are most of a tile's exchange code),
-//! and chunks that run on end to end (`streams`) are sent from
-//! `$OUTGOING_BASE` with no `setzi` between them.
+//! a switch with time before it loads its registers and calls the tile's
+//! [`SwitchRoutine`], which waits and puts them (four instructions where
+//! the wait and the switch took six), and chunks that run on end to end
+//! (`streams`) are sent from `$OUTGOING_BASE` with no `setzi` between
+//! them.
 //!
 //! The cycles come from the machine model's issue rules, which the
 //! simulator applies: in an exchange superstep no worker runs, so the
@@ -75,7 +78,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use ipuc_ipu_arch::MachineModel;
 
 mod emit;
-pub use emit::{delay, DelayRoutine, DelayRules, DELAY_ROUTINE};
+pub use emit::{delay, DelayRoutine, DelayRules, SwitchPuts, SwitchRoutine, DELAY_ROUTINE};
 
 /// A contiguous piece of a sender's memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
