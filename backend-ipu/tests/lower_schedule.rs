@@ -556,6 +556,69 @@ fn a_segmented_receive_re_points_in_a_loop() {
     );
 }
 
+/// A run of re-points followed by another transfer is one loop entered
+/// at its put (`bri` past the turn's wait), every put inside it: no put
+/// and `nop`s after the loop. The words land on time (the simulator
+/// faults on a late or misplaced one).
+#[test]
+fn a_segmented_receive_before_another_puts_every_segment_in_its_loop() {
+    let m = MachineModel::c600();
+    let (first, second, receiver) = (40u32, 41u32, 7u32);
+    let tiles = [receiver, first, second];
+    let transfers = [
+        Transfer {
+            sender: first,
+            chunks: (0..12)
+                .map(|g| Chunk {
+                    address: SRC + 4 * 48 * g,
+                    words: 48,
+                })
+                .collect(),
+            receivers: vec![(receiver, DST)],
+            segment: Some(Segment {
+                words: 48,
+                stride: 4 * 64,
+            }),
+        },
+        Transfer {
+            sender: second,
+            chunks: vec![Chunk {
+                address: SRC,
+                words: 100,
+            }],
+            receivers: vec![(receiver, DST + 4 * 12 * 64)],
+            segment: None,
+        },
+    ];
+    let s = schedule(&m, &tiles, &transfers);
+    let text = tile_text(&m, &s, receiver);
+    assert!(text.contains("bri .Lx0_p"), "{text}");
+    // Nothing of the run after its loop: the next line switches the mux
+    // or waits for that.
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let exit = lines
+        .iter()
+        .position(|l| l.starts_with("brnzdec $m8"))
+        .expect("a re-point loop");
+    assert!(
+        !lines[exit + 1].starts_with("put") && lines[exit + 1] != "nop",
+        "{text}"
+    );
+    let src: Vec<Vec<u32>> = tiles
+        .iter()
+        .map(|&t| (0..SRC_WORDS).map(|k| t << 16 | k).collect())
+        .collect();
+    let (got, _) = run(&m, &tiles, &s, &src, 12 * 64 + 100);
+    for g in 0..12u32 {
+        for k in 0..48 {
+            assert_eq!(got[0][(g * 64 + k) as usize], first << 16 | (g * 48 + k));
+        }
+    }
+    for k in 0..100u32 {
+        assert_eq!(got[0][(12 * 64 + k) as usize], second << 16 | k);
+    }
+}
+
 /// A tile that takes many short transfers and sends a long one: with
 /// whole sends its supervisor can either switch its mux between the
 /// arrivals or hold the send, so one waits for the other; split around

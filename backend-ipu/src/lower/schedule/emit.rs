@@ -88,10 +88,53 @@ impl Schedule {
                     continue;
                 }
             }
-            wait(e, &mut now, code_start(ev, *start, &rules), true);
             if let (Some(run), &Event::Repoint { base, put }) = (run, ev) {
-                // A run of re-points a fixed stride and period apart:
-                // one loop (see `repoint_run`), the last put after it.
+                let last = put + (run.count as u64 - 1) * run.period;
+                let next = list
+                    .get(i - 1 + run.count)
+                    .map(|(start, ev)| code_start(ev, *start, &rules));
+                // Each turn waits out the period past its own
+                // instructions (a put, an add, a taken `brnzdec`).
+                let turn_wait = run.period - rules.repoint_loop_period();
+                // Every put in the loop where the cycles allow: the loop
+                // entered at its put (`setzi`s and a branch: a refill
+                // before the first put, two cycles before a re-point's
+                // own), its exit an `add` and a `brnzdec` after the last
+                // put, by the tile's next event (the last one keeps the
+                // form below, reaching the sync when it did).
+                let entry = 2 + rules.refill;
+                let exit = last + rules.put + 2;
+                if now + entry <= put && next.is_some_and(|n| n >= exit) {
+                    wait(e, &mut now, put - entry, true);
+                    e.solo(inst("setzi", [op::m(RECV_BASE), op::imm(i64::from(base))]));
+                    e.solo(inst(
+                        "setzi",
+                        [op::m(REPOINT_COUNT), op::imm(run.count as i64 - 1)],
+                    ));
+                    let (top, at_put) =
+                        (format!(".Lx{tag}_r{loops}"), format!(".Lx{tag}_p{loops}"));
+                    loops += 1;
+                    e.solo(inst("bri", [op::sym(&at_put)]));
+                    e.label(&top);
+                    let mut turn = 0;
+                    wait(e, &mut turn, turn_wait, true);
+                    e.label(&at_put);
+                    e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(RECV_BASE)]));
+                    e.solo(inst(
+                        "add",
+                        [
+                            op::m(RECV_BASE),
+                            op::m(RECV_BASE),
+                            op::imm(i64::from(run.stride)),
+                        ],
+                    ));
+                    e.solo(inst("brnzdec", [op::m(REPOINT_COUNT), op::sym(&top)]));
+                    now = exit;
+                    i += run.count - 1;
+                    continue;
+                }
+                // Otherwise the loop holds all but the last put, which
+                // follows it, `nop`s waiting out the refill before it.
                 wait(e, &mut now, put - rules.latency, true);
                 e.solo(inst("setzi", [op::m(RECV_BASE), op::imm(i64::from(base))]));
                 e.solo(inst(
@@ -111,13 +154,10 @@ impl Schedule {
                         op::imm(i64::from(run.stride)),
                     ],
                 ));
-                // Each turn waits out the period past its own
-                // instructions.
-                let until = now + run.period - rules.repoint_loop_period();
-                wait(e, &mut now, until, true);
+                let mut turn = 0;
+                wait(e, &mut turn, turn_wait, true);
                 loops += 1;
                 e.solo(inst("brnzdec", [op::m(REPOINT_COUNT), op::sym(&label)]));
-                let last = put + (run.count as u64 - 1) * run.period;
                 now = last - rules.refill + 1;
                 wait(e, &mut now, last, true);
                 e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(RECV_BASE)]));
@@ -125,6 +165,7 @@ impl Schedule {
                 i += run.count - 1;
                 continue;
             }
+            wait(e, &mut now, code_start(ev, *start, &rules), true);
             match ev {
                 Event::Start { count } => {
                     e.solo(inst(
