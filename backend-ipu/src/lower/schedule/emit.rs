@@ -561,7 +561,11 @@ fn emit_delay_entries(e: &mut Emitter, name: &str, period: u64) {
 /// Emits code that holds the supervisor exactly `cycles` cycles (no
 /// worker running): `nop`s, or a `brnzdec` loop on `$m7` and `nop`s, or
 /// with `routine` (the name of the tile's [`DelayRoutine`]) a call of it
-/// where that is shorter. Returns whether it called the routine.
+/// where that is shorter, or, where fewer instructions than any of those,
+/// `bri`s to the next instruction (each a taken branch's refill) and
+/// `nop`s: a pause of 6 cycles is one instruction, not six `nop`s (the
+/// `bri`s' labels are `{label}_b{k}`). Returns whether it called the
+/// routine.
 pub fn delay(
     e: &mut Emitter,
     rules_of: &impl DelayRules,
@@ -573,6 +577,31 @@ pub fn delay(
     // setzi ; (wait latency) brnzdec × (n + 1): latency + n·period + 1.
     let period = refill.max(latency);
     let fixed = latency + 1;
+    let called = DelayRoutine::of(rules_of);
+    // Instructions of each form: `bri`s and `nop`s; the loop and its
+    // `nop`s; the routine's call.
+    let branches = cycles / refill + cycles % refill;
+    let loop_rest = (cycles >= fixed).then(|| (cycles - fixed) % period);
+    let looped = loop_rest.map(|rest| 2 + rest);
+    let calls = routine
+        .filter(|_| cycles >= called.fixed() && loop_rest.is_some_and(|rest| rest > 0))
+        .map(|_| 2);
+    let best_other = [looped, calls]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(cycles);
+    if branches < best_other.min(cycles) {
+        for k in 0..cycles / refill {
+            let next = format!("{label}_b{k}");
+            e.solo(inst("bri", [op::sym(&next)]));
+            e.label(&next);
+        }
+        for _ in 0..cycles % refill {
+            e.solo(inst("nop", []));
+        }
+        return false;
+    }
     // The loop is at most 2 + (period - 1) instructions, against `cycles`
     // nops: exchange code is counted in bytes per tile.
     if cycles < fixed {
@@ -583,7 +612,6 @@ pub fn delay(
     }
     let n = (cycles - fixed) / period;
     let rest = cycles - fixed - n * period;
-    let called = DelayRoutine::of(rules_of);
     if let Some(name) = routine.filter(|_| rest > 0 && cycles >= called.fixed()) {
         // Two instructions instead of two and `rest` nops. The routine's
         // loop reads `$m7` long after the setzi (the call's refill).
