@@ -218,6 +218,55 @@ fn skipping_teardown_still_writes_everything() {
 /// `IPUC_LOG=...=info` times the compiler's phases: each span logs its
 /// time when it closes (the import, the chain's planning, each block's
 /// emission, the executable's encoding).
+/// `IPUC_LOG=ipu-lower=trace` breaks every tile's exchange code (every
+/// tile with some) down by block (the link after a block counted with
+/// it), the shares adding up to the tile's bytes; debug names the
+/// busiest tile the same way.
+#[test]
+fn trace_logs_every_tiles_exchange_code_by_block() {
+    let model = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/models/siglip-tiny/model.onnx");
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ipu-opt"))
+        .arg(&model)
+        .arg("--pass-pipeline=builtin.module(func.func(eqsat-fuse,canonicalize,convert-precision{precision=fp16}),ipu-lower)")
+        .args(["--emit", "exe", "-o"])
+        .arg(dir.path().join("tiny.exe"))
+        .env("IPUC_LOG", "ipu-lower=trace")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run ipu-opt");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let mut tiles = std::collections::BTreeMap::new();
+    for line in stderr.lines() {
+        let Some(rest) = line.split("exchange code of tile ").nth(1) else {
+            continue;
+        };
+        let (tile, rest) = rest.split_once(": ").unwrap();
+        let (bytes, shares) = rest.split_once(" bytes: ").unwrap();
+        let bytes: u64 = bytes.parse().unwrap();
+        // `block K (kind) N` each.
+        let sum: u64 = shares
+            .split(", ")
+            .map(|s| s.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(sum, bytes, "{line}");
+        assert!(
+            shares.contains("(attention)") && shares.contains("(mlp)"),
+            "{line}"
+        );
+        tiles.insert(tile.parse::<u32>().unwrap(), bytes);
+    }
+    // siglip-tiny's blocks leave some tiles without exchange code.
+    assert!(tiles.len() > 1000 && tiles.len() <= 1472, "{stderr}");
+    let most = tiles.values().max().unwrap();
+    assert!(
+        stderr.contains(&format!("the most exchange code, {most} bytes, is tile")),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn info_logs_time_the_compile_phases() {
     let model = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -853,8 +853,9 @@ fn emit_layer_constants(
 }
 
 /// Logs (`ipu-lower` debug) the tile with the most exchange code and each
-/// block's share of it, the link after the block included; `per_block`
-/// holds each emitted block's index and every tile's count before it.
+/// block's share of it, the link after the block included, and (trace)
+/// every tile's the same way, a line a tile; `per_block` holds each
+/// emitted block's index and every tile's count before it.
 fn log_busiest_exchange(
     total: &BTreeMap<u32, u64>,
     per_block: &[(usize, BTreeMap<u32, u64>)],
@@ -863,28 +864,40 @@ fn log_busiest_exchange(
     if !tracing::enabled!(target: "ipu-lower", tracing::Level::DEBUG) {
         return;
     }
+    let shares = |tile: u32, bytes: u64| -> String {
+        let at = |m: &BTreeMap<u32, u64>| m.get(&tile).copied().unwrap_or(0);
+        let shares: Vec<String> = per_block
+            .iter()
+            .enumerate()
+            .map(|(n, (k, before))| {
+                let after = per_block.get(n + 1).map_or(bytes, |(_, m)| at(m));
+                let kind = match &plans[*k] {
+                    PlannedBlock::Attention(_) => "attention",
+                    PlannedBlock::Mlp(_) => "mlp",
+                    PlannedBlock::Patch(_) => "patch",
+                    PlannedBlock::Pool(_) => "pool",
+                };
+                format!("block {k} ({kind}) {}", after - at(before))
+            })
+            .collect();
+        shares.join(", ")
+    };
+    if tracing::enabled!(target: "ipu-lower", tracing::Level::TRACE) {
+        for (&tile, &bytes) in total {
+            tracing::trace!(
+                target: "ipu-lower",
+                "exchange code of tile {tile}: {bytes} bytes: {}",
+                shares(tile, bytes)
+            );
+        }
+    }
     let Some((&tile, &most)) = total.iter().max_by_key(|&(t, b)| (b, std::cmp::Reverse(t))) else {
         return;
     };
-    let at = |m: &BTreeMap<u32, u64>| m.get(&tile).copied().unwrap_or(0);
-    let shares: Vec<String> = per_block
-        .iter()
-        .enumerate()
-        .map(|(n, (k, before))| {
-            let after = per_block.get(n + 1).map_or(most, |(_, m)| at(m));
-            let kind = match &plans[*k] {
-                PlannedBlock::Attention(_) => "attention",
-                PlannedBlock::Mlp(_) => "mlp",
-                PlannedBlock::Patch(_) => "patch",
-                PlannedBlock::Pool(_) => "pool",
-            };
-            format!("block {k} ({kind}) {}", after - at(before))
-        })
-        .collect();
     tracing::debug!(
         target: "ipu-lower",
         "the most exchange code, {most} bytes, is tile {tile}'s: {}",
-        shares.join(", ")
+        shares(tile, most)
     );
 }
 
