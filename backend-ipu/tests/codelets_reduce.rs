@@ -186,6 +186,7 @@ fn layernorm(rows: u32, cols: u32, output: u32, output_f8_scale: Option<i32>) ->
         output_f8_scale,
         variance: Variance::for_output(output_f8_scale.is_some()),
         output_panels: None,
+        x_groups: None,
     }
 }
 
@@ -377,6 +378,90 @@ fn layernorm_without_scale_and_shift_is_the_affine_one_with_ones_and_zeros() {
         let got = run_layernorm(&plain, &xs, &gamma, &beta, bytes);
         assert_eq!(got, want, "{rows}x{cols} {scale:?} panels {panels:?}");
     }
+}
+
+/// x's copy in 16-channel groups, made in the FP8 apply pass's free main
+/// slot: every row's group `g` at `g * stride + 32 r`, the same output
+/// and the same cycles (the estimate held to them) as without the copy,
+/// nothing written past the copy's bytes; any rows a worker (0, 1, 2:
+/// the pointer carried from row to row).
+#[test]
+fn layernorm_copies_x_into_groups_for_free() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(46);
+    for (rows, cols, stride) in [(6u32, 1152u32, 192u32), (4, 64, 128), (13, 96, 448)] {
+        let plain = LayerNorm {
+            affine: false,
+            output_panels: Some(stride),
+            ..layernorm(rows, cols, 0xd0000, Some(0))
+        };
+        let at = 0xa0000;
+        let copying = LayerNorm {
+            x_groups: Some((at, stride)),
+            ..plain.clone()
+        };
+        let (xs, gamma, beta) = layernorm_inputs(&mut rng, rows, cols);
+        let bytes = plain.output_bytes() as u32;
+        let want = run_layernorm(&plain, &xs, &gamma, &beta, bytes);
+        let (prog, counts) = copying.program(3, &MachineModel::c600()).unwrap();
+        let (x, g, b) = (f16_bytes(&xs), f16_bytes(&gamma), f16_bytes(&beta));
+        // The copy's region, and a word past it, filled first.
+        let copy_bytes = copying.x_copy_bytes();
+        let fill = vec![0xa5u8; copy_bytes as usize + 64];
+        let sim = simulate(
+            &prog,
+            3,
+            &[
+                (copying.input, &x),
+                (copying.gamma, &g),
+                (copying.beta, &b),
+                (at, &fill),
+            ],
+        );
+        assert_rows_as_estimated(
+            &sim,
+            &copying,
+            &counts,
+            format_args!("{rows}x{cols} copying"),
+        );
+        assert_eq!(sim.read_memory(3, copying.output, bytes).unwrap(), want);
+        let copy = sim.read_memory(3, at, copy_bytes + 64).unwrap();
+        for r in 0..rows as usize {
+            for g in 0..(cols / 16) as usize {
+                let to = g * stride as usize + 32 * r;
+                let from = 2 * (r * cols as usize + 16 * g);
+                assert_eq!(
+                    copy[to..to + 32],
+                    x[from..from + 32],
+                    "{rows}x{cols}: row {r} group {g}"
+                );
+            }
+        }
+        assert!(
+            copy[copy_bytes as usize..].iter().all(|&b| b == 0xa5),
+            "{rows}x{cols}: written past the copy's {copy_bytes} bytes"
+        );
+        // No bundle more a word: a worker's state load, a step a row and
+        // the launch's extra state word (a worker issues every 6 cycles).
+        let (_, plain_counts) = plain.program(3, &MachineModel::c600()).unwrap();
+        assert_eq!(
+            copying.apply_bundles_per_word(),
+            plain.apply_bundles_per_word()
+        );
+        assert!(
+            copying.cycles(&counts)
+                <= plain.cycles(&plain_counts) + 6 * (u64::from(rows.div_ceil(6)) + 2),
+            "{rows}x{cols}: {} cycles copying, {} without",
+            copying.cycles(&counts),
+            plain.cycles(&plain_counts)
+        );
+    }
+    // Refused: with scale and shift, or f16 output (no free slot).
+    let ln = LayerNorm {
+        output_panels: Some(192),
+        x_groups: Some((0xa0000, 192)),
+        ..layernorm(6, 64, 0xd0000, Some(0))
+    };
+    assert_refused(&ln, "free slot");
 }
 
 #[test]

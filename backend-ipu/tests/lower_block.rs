@@ -137,6 +137,20 @@ fn blocks_with_layernorm_folded_match_float64() {
         ..folded(shape(37, 64, 200, GeluForm::Tanh))
     };
     assert_block_accuracy(s, run(s, 24), 0.999, FP8_MAX_REL_L2);
+    // At FP8 the LN tiles' LayerNorm also copies x into 16-channel groups,
+    // and the residual's transfers send a group's rows as one chunk (the
+    // run above checks the sums through them).
+    let plan = plan_mlp(s, &MachineModel::c600()).unwrap_or_else(|e| panic!("{e}"));
+    let ln = plan.ln();
+    let at = plan.layout.x_groups.expect("x's copy in groups");
+    assert!(at + ln.x_copy_bytes_for_tile() <= plan.layout.x, "the copy lies below x's rows");
+    let (a, b) = ln.rows(1);
+    let chunks = ln.x_chunks(1, (a, b), 2);
+    assert_eq!(chunks.len(), 1);
+    assert_eq!((chunks[0].address, chunks[0].words), (at + 2 * ln.panel_stride(), 8 * (b - a)));
+    // f16 blocks and blocks with scale and shift send x's rows.
+    let plan = plan_mlp(folded(shape(37, 64, 200, GeluForm::Tanh)), &MachineModel::c600()).unwrap();
+    assert_eq!(plan.layout.x_groups, None);
 }
 
 /// Blocks whose weights are streamed in (`lower/stream.rs`): each column

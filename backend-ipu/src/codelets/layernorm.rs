@@ -46,6 +46,16 @@
 //! stepping back to the next row: one more issue a row, the same
 //! bundles per word.
 //!
+//! **x's copy in groups** ([`LayerNorm::x_groups`], FP8 output panels
+//! without scale and shift): the apply pass's conversion bundle leaves
+//! its main slot free, and x's next word is in `$a0:1` there (loaded a
+//! word ahead), so a `st64step` there copies x into 16-channel groups
+//! (`stride` bytes apart, each row's 32 bytes at `32 r` in a group) at no
+//! bundle's cost: the form the residual's exchange sends a group's rows
+//! in, one chunk instead of one a row. The pointer steps a word within a
+//! group and on to the next group after its last word; a row ends one
+//! word past a slack group (the load ahead's word) and steps back.
+//!
 //! The input must be 16-byte aligned in interleaved memory with C a
 //! multiple of 8; the loads read up to 16 bytes past the end of the input
 //! and 8 bytes past gamma and beta.
@@ -92,6 +102,15 @@ pub struct LayerNorm {
     /// `output + (c e / 32) stride + 32 r + c e % 32` (`e` bytes per
     /// element).
     pub output_panels: Option<u32>,
+    /// `Some((address, stride))`: the apply pass also copies x into
+    /// 16-channel groups, `stride` bytes apart (a multiple of 32, at least
+    /// `rows * 32`), row `r`'s 32 bytes of group `g` at `address + g *
+    /// stride + 32 r` (what the residual's exchange sends a group at a
+    /// time), in the main slot the FP8 apply pass without scale and shift
+    /// leaves free: no bundle more ([`LayerNorm::x_copy_bytes`] holds one
+    /// word past each row, the load ahead's). Only with FP8 output
+    /// panels and no scale and shift.
+    pub x_groups: Option<(u32, u32)>,
 }
 
 /// Bytes of a row's piece in [`LayerNorm::output_panels`] (an AMP input
@@ -153,6 +172,27 @@ impl LayerNorm {
                 (row / u64::from(PIECE_BYTES) - 1) * u64::from(stride)
                     + u64::from(self.rows) * u64::from(PIECE_BYTES)
             }
+        }
+    }
+
+    /// Bytes from [`LayerNorm::x_groups`]' address that its copy writes:
+    /// every group's rows, and a word of each row past the last group (the
+    /// apply pass's load ahead, stored with the rest).
+    pub fn x_copy_bytes(&self) -> u32 {
+        self.x_groups.map_or(0, |(_, stride)| {
+            (self.cols / 16) * stride + (self.rows - 1) * 32 + 8
+        })
+    }
+
+    /// With [`LayerNorm::x_groups`], the copy's store step after word `w`
+    /// of an apply piece (8-byte units): on within a group, to the next
+    /// group after a group's last word. The store in word `w`'s bundles
+    /// is of the word after it (loaded a word ahead), so the group ends
+    /// after words 2 and 6 of a piece of 8.
+    fn x_copy_step(&self, w: u32) -> i64 {
+        match self.x_groups {
+            Some((_, stride)) if (w + 2).is_multiple_of(4) => i64::from((stride - 24) / 8),
+            _ => 1,
         }
     }
 
@@ -221,6 +261,31 @@ impl LayerNorm {
                 ));
             }
         }
+        if let Some((address, stride)) = self.x_groups {
+            if self.affine || self.output_f8_scale.is_none() || self.output_panels.is_none() {
+                return err(
+                    "x's copy in groups needs FP8 output panels and no scale and shift (the apply pass's free slot)".into(),
+                );
+            }
+            if !self.cols.is_multiple_of(16)
+                || !stride.is_multiple_of(PIECE_BYTES)
+                || stride < self.rows * PIECE_BYTES
+                || !address.is_multiple_of(8)
+                || (stride - 24) / 8 > 2047
+            {
+                return err(format!(
+                    "x's copy in groups needs rows of whole groups of 16, an 8-byte aligned address and a stride of whole 32-byte pieces past the {} rows (at most 16,400 bytes): {} columns, address 0x{address:x}, stride {stride}",
+                    self.rows, self.cols
+                ));
+            }
+            let back = (self.cols / 16) * stride - 24;
+            if back > i16::MAX as u32 {
+                return err(format!(
+                    "x's copy in groups {stride} bytes apart over {} columns is too far for the row's step back",
+                    self.cols
+                ));
+            }
+        }
         if let Some(scale) = self.output_f8_scale {
             if !SCALE_RANGE.contains(&scale) {
                 return err(format!(
@@ -271,6 +336,10 @@ impl LayerNorm {
         } else {
             op::m(4)
         };
+        // x's copy in groups: its pointer, carried from row to row.
+        if self.x_groups.is_some() {
+            e.solo(load_state_word(op::m(6), 11));
+        }
         e.aligned_label(&format!(".L{tag}_row"));
         let setup = e.issues();
         // Pass 1: the mean.
@@ -446,10 +515,16 @@ impl LayerNorm {
         let tag = self.tag();
         let p = op::a_pair;
         let centre = || inst("f16v4add", [p(6), p(0), p(8)]);
+        // x's copy in groups stores `$a0:1`, the word just loaded, in the
+        // main slots that are free (`nop` without it).
+        let copy = |step: i64| match self.x_groups {
+            Some(_) => inst("st64step", [p(0), op::mzero(), op::m_inc(6), op::imm(step)]),
+            None => inst("nop", []),
+        };
         e.bundle(ld64_next(0, 5), inst("fnop", []));
-        e.bundle(inst("nop", []), centre());
+        e.bundle(copy(1), centre());
         let scale = (ld64_next(0, 5), inst("f16v4mul", [p(12), p(6), p(10)]));
-        let word = |step: i64| match self.output_f8_scale {
+        let word = |w: u32, step: i64| match self.output_f8_scale {
             None => vec![
                 scale.clone(),
                 (
@@ -463,7 +538,7 @@ impl LayerNorm {
             Some(s) => vec![
                 scale.clone(),
                 (
-                    inst("nop", []),
+                    copy(self.x_copy_step(w)),
                     inst("f16v4tof8", [op::a(12), p(12), op::imm(i64::from(s))]),
                 ),
                 (
@@ -477,7 +552,7 @@ impl LayerNorm {
         };
         let n = self.words_per_piece();
         let apply: Vec<(Inst, Inst)> = (0..n)
-            .flat_map(|w| word(if w + 1 == n { jump } else { 1 }))
+            .flat_map(|w| word(w, if w + 1 == n { jump } else { 1 }))
             .collect();
         e.rpt(count, &format!("{tag}_apply"), apply);
     }
@@ -490,6 +565,12 @@ impl LayerNorm {
         if let Some((_, back)) = self.panel_steps() {
             // Back from past the row's last piece to the next row's first.
             e.solo(inst("sub", [op::m(1), op::m(1), op::imm(i64::from(back))]));
+        }
+        if let Some((_, stride)) = self.x_groups {
+            // x's copy: from a word past the slack group's row (the row's
+            // words and the one loaded ahead) to the next row's first.
+            let back = (self.cols / 16) * stride + 8 - 32;
+            e.solo(inst("sub", [op::m(6), op::m(6), op::imm(i64::from(back))]));
         }
         launch::emit_end_row_loop(e, self.tag(), setup)
     }
@@ -596,7 +677,8 @@ impl Codelet for LayerNorm {
     /// the issue counts its estimate is made of.
     fn emit(&self, e: &mut Emitter) -> Result<RowLaunchCounts, CodeletError> {
         self.validate()?;
-        let supervisor = launch::emit_supervisor_and_worker_entry(e, self.tag(), 11);
+        let words = 11 + usize::from(self.x_groups.is_some());
+        let supervisor = launch::emit_supervisor_and_worker_entry(e, self.tag(), words);
         let (empty, rows) = self.emit_worker(e);
         let states = launch::worker_states(&self.worker_rows(), |first, count| {
             vec![
@@ -612,6 +694,9 @@ impl Codelet for LayerNorm {
                 0, // scratch
                 self.cols / 4 / self.words_per_piece(),
             ]
+            .into_iter()
+            .chain(self.x_groups.map(|(address, _)| address + first * 32))
+            .collect()
         });
         Ok(launch::end_row_launch(
             e,

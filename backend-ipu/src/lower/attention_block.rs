@@ -570,6 +570,10 @@ pub struct AttentionLayout {
     pub restore: WindowRestore,
     /// x's rows on an LN tile.
     pub x: u32,
+    /// x's copy in 16-channel groups below its rows on an LN tile
+    /// ([`LnTiles::x_groups`]), what the residual's transfers send: FP8
+    /// blocks without LayerNorm's scale and shift, where it fits.
+    pub x_groups: Option<u32>,
     /// LayerNorm's output rows.
     pub ln_out: u32,
     /// gamma.
@@ -730,6 +734,7 @@ impl AttentionPlan {
                 None => LnOutput::F16,
             },
             panels: true,
+            x_groups: lay.x_groups,
         }
     }
 

@@ -14,7 +14,9 @@
 //!   re-pointed every 8 keys); vt's owned rows (value channels) of each
 //!   block of 16 tokens to every attention tile of their head and block of
 //!   keys, as the value panels; x's rows from the LN tiles to the out
-//!   tiles that own them after out's reduction (the residual).
+//!   tiles that own them after out's reduction (the residual; at FP8 from
+//!   x's copy in 16-channel groups that LayerNorm wrote, a group's rows
+//!   one chunk, [`super::ln_tiles::LnTiles::x_groups`]).
 //! - **D** (keys split over tiles): each attention tile's partial output
 //!   rows and their statistics to the tile of its head and row block that
 //!   combines them.

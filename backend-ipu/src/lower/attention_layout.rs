@@ -12,7 +12,7 @@ use super::attention_block::{
 use super::bias_broadcast::BiasBroadcast;
 use super::block::owned_rows_bytes;
 use super::codegen::{layout, TileLayout};
-use super::ln_tiles::LnRows;
+use super::ln_tiles::{LnRows, LnTiles, LN_ROWS};
 use super::plan::{output_used, GemmPlan};
 use super::stream::Weights;
 use super::window::Window;
@@ -99,6 +99,7 @@ pub(super) struct ProductLayouts {
     sum: u32,
     /// The LN tiles' tensors.
     x: u32,
+    x_groups: Option<u32>,
     ln_out: u32,
     gamma: u32,
     beta: u32,
@@ -170,6 +171,12 @@ pub(super) fn product_layouts(
     // of scratch and x's rows in the pair below (the LN tiles run nothing
     // else in the block; exchange A reads both).
     let ln = LnRows::with_output_below(base, s.c, machine.sram_end, 2 * machine.element_bytes);
+    // x's copy in groups right below x's rows (LayerNorm writes it, the
+    // residual's transfers in exchange B read it; the LN tiles run nothing
+    // else), where it fits above private memory.
+    let x_groups = (s.fp8.is_some() && !s.ln_affine && s.c.is_multiple_of(16))
+        .then(|| ln.x.saturating_sub(LnTiles::x_copy_bytes_for(s.c, LN_ROWS)) & !15)
+        .filter(|&at| at >= window.scratch_floor());
     let w_out = (base + weights.kept_bytes(qk, false))
         .max(vt_end)
         .next_multiple_of(16);
@@ -192,7 +199,7 @@ pub(super) fn product_layouts(
         .buffers_bottom()
         .min(vt_bottom)
         .min(l_out.buffers_bottom())
-        .min(ln.x);
+        .min(x_groups.unwrap_or(ln.x));
     if transient_bottom < window.scratch_floor() {
         let floor = u64::from(window.scratch_floor());
         let below = |b: u32| floor.saturating_sub(u64::from(b));
@@ -356,6 +363,7 @@ pub(super) fn product_layouts(
         residual,
         sum,
         x: ln.x,
+        x_groups,
         ln_out: ln.ln_out,
         gamma: ln.gamma,
         beta: ln.beta,
@@ -572,6 +580,7 @@ impl ProductLayouts {
                 zero_bytes: 0,
             },
             x: self.x,
+            x_groups: self.x_groups,
             ln_out: self.ln_out,
             gamma: self.gamma,
             beta: self.beta,

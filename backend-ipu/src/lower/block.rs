@@ -19,7 +19,10 @@
 //!    K part (every column block), in one segmented transfer that the
 //!    receivers lay out in panel order, the layout the AMP reads; and it
 //!    sends its rows of x, a segment per output group of fc2, to the fc2
-//!    tiles that own those rows after fc2's reduction (the residual).
+//!    tiles that own those rows after fc2's reduction (the residual): at
+//!    FP8 from x's copy in 16-channel groups that LayerNorm's apply pass
+//!    writes below x's rows ([`BlockLayout::x_groups`]), a group's rows one
+//!    chunk, not one a row.
 //! 3. **fc1**: the GEMM vertex, the K split's reduction rounds, the bias
 //!    as the AMP's initial partials, GELU in place on the owned rows.
 //! 4. **Exchange B**: each fc1 tile multicasts its owned rows of each
@@ -208,6 +211,11 @@ pub struct BlockLayout {
     pub fc2: TileLayout,
     /// x's rows on an LN tile, row-major.
     pub x: u32,
+    /// x's copy in 16-channel groups on an LN tile, below its rows
+    /// ([`LnTiles::x_groups`]): what the residual's transfers send, a
+    /// group's rows at once. FP8 blocks without LayerNorm's scale and
+    /// shift (the apply pass that copies for free), where it fits.
+    pub x_groups: Option<u32>,
     /// LayerNorm's output rows.
     pub ln_out: u32,
     /// gamma and beta.
@@ -279,6 +287,7 @@ impl MlpPlan {
                 None => LnOutput::F16,
             },
             panels: true,
+            x_groups: lay.x_groups,
         }
     }
 
@@ -606,6 +615,13 @@ pub fn block_layout(
     let ln_out = (top - shape.ln_out_bytes()) & !15;
     let pair = 2 * machine.element_bytes;
     let x = (ln_out / pair * pair - ln_bytes) & !15;
+    // x's copy in groups right below its rows, in the scratch the LN tiles
+    // leave (they run no product); LayerNorm writes it, exchange A reads
+    // it. Where it does not fit above private memory, x's rows are sent.
+    let copy_bytes = LnTiles::x_copy_bytes_for(shape.c, LN_ROWS);
+    let x_groups = (shape.fp8.is_some() && !shape.ln_affine && shape.c.is_multiple_of(16))
+        .then(|| x.saturating_sub(copy_bytes) & !15)
+        .filter(|&at| at >= window.scratch_floor());
     // Region 0: the add columns, then the states, gamma and beta.
     let span = owned_rows_bytes(fc2_plan);
     let [residual, sum, bias] = window.adds(span, 3, machine).map_err(|e| (e, 0))?[..] else {
@@ -715,7 +731,7 @@ pub fn block_layout(
         reduction: reduction(1),
         tensors_start: 0,
     };
-    window.use_scratch(bottom as u32);
+    window.use_scratch(x_groups.map_or(bottom as u32, |at| at.min(bottom as u32)));
     Ok(BlockLayout {
         fc1: TileLayout {
             tensors_start,
@@ -726,6 +742,7 @@ pub fn block_layout(
             ..fc2
         },
         x,
+        x_groups,
         ln_out,
         gamma,
         beta,

@@ -54,6 +54,11 @@ pub struct LnTiles<'a> {
     /// input or weight panels are sent from it ([`LnTiles::out_chunks`]);
     /// else rows.
     pub panels: bool,
+    /// Where LayerNorm also copies x into 16-channel groups
+    /// ([`LayerNorm::x_groups`], [`LnTiles::panel_stride`] bytes apart),
+    /// for the residual's exchange to send a group's rows at once
+    /// ([`LnTiles::x_chunks`]); `None`: x's rows are sent as they are.
+    pub x_groups: Option<u32>,
 }
 
 /// What an LN tile's LayerNorm writes at [`LnTiles::ln_out`].
@@ -96,7 +101,22 @@ impl LnTiles<'_> {
             },
             variance: Variance::for_output(matches!(self.output, LnOutput::F8Codes(_))),
             output_panels: self.panels.then_some(self.panel_stride()),
+            x_groups: self.x_groups.map(|at| (at, self.panel_stride())),
         }
+    }
+
+    /// Bytes of these LN tiles' copy of x in groups
+    /// ([`LnTiles::x_copy_bytes_for`]).
+    pub fn x_copy_bytes_for_tile(&self) -> u32 {
+        Self::x_copy_bytes_for(self.c, self.rows_per_tile)
+    }
+
+    /// Bytes of an LN tile's copy of x in groups ([`LnTiles::x_groups`])
+    /// of `c` channels, `rows_per_tile` rows: [`LayerNorm::x_copy_bytes`]
+    /// at [`LnTiles::panel_stride`].
+    pub fn x_copy_bytes_for(c: u32, rows_per_tile: u32) -> u32 {
+        let stride = rows_per_tile * PIECE_BYTES;
+        (c / 16) * stride + (rows_per_tile - 1) * PIECE_BYTES + 8
     }
 
     /// The chunks of LayerNorm's output that hold rows `[a, b)` of LN tile
@@ -117,9 +137,19 @@ impl LnTiles<'_> {
     }
 
     /// The chunks of x (rows of f16) that hold rows `[a, b)` of LN tile
-    /// `q` in 32-byte piece `piece` (16 channels): one a row.
-    pub fn x_chunks(&self, q: usize, rows: (u32, u32), piece: u32) -> Vec<Chunk> {
-        self.row_chunks(q, (self.x, self.c * 2), rows, piece)
+    /// `q` in 32-byte piece `piece` (16 channels): from x's copy in
+    /// groups, one chunk; from its rows, one a row.
+    pub fn x_chunks(&self, q: usize, (a, b): (u32, u32), piece: u32) -> Vec<Chunk> {
+        match self.x_groups {
+            Some(at) => {
+                let q_lo = self.rows(q).0;
+                vec![Chunk {
+                    address: at + piece * self.panel_stride() + (a - q_lo) * PIECE_BYTES,
+                    words: 8 * (b - a),
+                }]
+            }
+            None => self.row_chunks(q, (self.x, self.c * 2), (a, b), piece),
+        }
     }
 
     /// Piece `piece` of rows `[a, b)` of LN tile `q` in rows of `row_bytes`

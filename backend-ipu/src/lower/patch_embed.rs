@@ -348,6 +348,7 @@ impl PatchPlan {
             beta: self.rows,
             output: LnOutput::F16,
             panels: false,
+            x_groups: None,
         }
     }
 

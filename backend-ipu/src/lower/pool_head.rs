@@ -422,6 +422,7 @@ impl PoolPlan {
             beta: lay.beta,
             output: LnOutput::F16,
             panels: false,
+            x_groups: None,
         }
     }
 

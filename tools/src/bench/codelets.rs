@@ -150,6 +150,7 @@ pub fn run_codelets(machine: &MachineModel) -> Result<Vec<CodeletCycles>, BenchE
         output_f8_scale: None,
         variance: Variance::Deviations,
         output_panels: None,
+        x_groups: None,
     };
     out.push(measure(machine, "layernorm, 12 x 1152".into(), &ln)?);
     // As an LN tile writes it: six rows, as 16-channel panels.
