@@ -143,13 +143,23 @@ fn blocks_with_layernorm_folded_match_float64() {
     let plan = plan_mlp(s, &MachineModel::c600()).unwrap_or_else(|e| panic!("{e}"));
     let ln = plan.ln();
     let at = plan.layout.x_groups.expect("x's copy in groups");
-    assert!(at + ln.x_copy_bytes_for_tile() <= plan.layout.x, "the copy lies below x's rows");
+    assert!(
+        at + ln.x_copy_bytes_for_tile() <= plan.layout.x,
+        "the copy lies below x's rows"
+    );
     let (a, b) = ln.rows(1);
     let chunks = ln.x_chunks(1, (a, b), 2);
     assert_eq!(chunks.len(), 1);
-    assert_eq!((chunks[0].address, chunks[0].words), (at + 2 * ln.panel_stride(), 8 * (b - a)));
+    assert_eq!(
+        (chunks[0].address, chunks[0].words),
+        (at + 2 * ln.panel_stride(), 8 * (b - a))
+    );
     // f16 blocks and blocks with scale and shift send x's rows.
-    let plan = plan_mlp(folded(shape(37, 64, 200, GeluForm::Tanh)), &MachineModel::c600()).unwrap();
+    let plan = plan_mlp(
+        folded(shape(37, 64, 200, GeluForm::Tanh)),
+        &MachineModel::c600(),
+    )
+    .unwrap();
     assert_eq!(plan.layout.x_groups, None);
 }
 

@@ -324,10 +324,7 @@ fn the_earliest_first_order_keeps_receivers_busy_that_the_listed_order_leaves_wa
     );
     // And it delivers: each receiver's buffer holds a's words then b's
     // (x) or b's then a's (y).
-    let src: Vec<Vec<u32>> = tiles
-        .iter()
-        .map(|&t| (0..SRC_WORDS).map(|k| t << 16 | k).collect())
-        .collect();
+    let src = tagged_sources(&tiles);
     let (got, _) = run(&m, &tiles, &best, &src, 2 * words);
     for (r, first, second) in [(2usize, a, b), (3, b, a)] {
         for k in 0..words {
@@ -373,10 +370,7 @@ fn a_receiver_fed_by_many_senders_back_to_back_runs_at_the_port_rate() {
         "{} cycles for {words} words",
         s.cycles
     );
-    let src: Vec<Vec<u32>> = tiles
-        .iter()
-        .map(|&t| (0..SRC_WORDS).map(|k| t << 16 | k).collect())
-        .collect();
+    let src = tagged_sources(&tiles);
     let (got, _) = run(&m, &tiles, &s, &src, words);
     for r in [16usize, 17] {
         for round in 0..4u32 {
@@ -507,6 +501,34 @@ fn delays_hold_the_supervisor_exactly() {
     }
 }
 
+/// A transfer of `segments` segments of 48 words from `sender`'s source
+/// to `receiver`'s destination from `at`, 64 words apart there (a row of
+/// an input panel from six LN rows each).
+fn segmented(sender: u32, receiver: u32, segments: u32, at: u32) -> Transfer {
+    Transfer {
+        sender,
+        chunks: (0..segments)
+            .map(|g| Chunk {
+                address: SRC + 4 * 48 * g,
+                words: 48,
+            })
+            .collect(),
+        receivers: vec![(receiver, at)],
+        segment: Some(Segment {
+            words: 48,
+            stride: 4 * 64,
+        }),
+    }
+}
+
+/// Each tile's source words, tagged with the tile: `t << 16 | k`.
+fn tagged_sources(tiles: &[u32]) -> Vec<Vec<u32>> {
+    tiles
+        .iter()
+        .map(|&t| (0..SRC_WORDS).map(|k| t << 16 | k).collect())
+        .collect()
+}
+
 /// A segmented transfer's re-points (segments of 48 words, a row of an
 /// input panel from six LN rows), a fixed stride and period apart, are
 /// one loop on the receiver (`put ; add ; delay ; brnzdec`, the last put
@@ -520,21 +542,7 @@ fn a_segmented_receive_re_points_in_a_loop() {
     let (sender, receiver) = (40u32, 7u32);
     let tiles = [receiver, sender];
     let code = |segments: u32| {
-        let t = Transfer {
-            sender,
-            chunks: (0..segments)
-                .map(|g| Chunk {
-                    address: SRC + 4 * 48 * g,
-                    words: 48,
-                })
-                .collect(),
-            receivers: vec![(receiver, DST)],
-            segment: Some(Segment {
-                words: 48,
-                stride: 4 * 64,
-            }),
-        };
-        let s = schedule(&m, &tiles, &[t]);
+        let s = schedule(&m, &tiles, &[segmented(sender, receiver, segments, DST)]);
         let (ctx, _, body) = executable(&m);
         let mut ctx = ctx;
         let (tile_op, tile_body) = build::tile(&mut ctx, receiver, None, Location::unknown());
@@ -552,10 +560,7 @@ fn a_segmented_receive_re_points_in_a_loop() {
         double <= large + 48 && large < 40 * 12,
         "{large} bytes for 40 segments, {double} for 80"
     );
-    let src: Vec<Vec<u32>> = tiles
-        .iter()
-        .map(|&t| (0..SRC_WORDS).map(|k| t << 16 | k).collect())
-        .collect();
+    let src = tagged_sources(&tiles);
     let (got, cycles) = run(&m, &tiles, &s, &src, 40 * 64);
     for g in 0..40u32 {
         for k in 0..48 {
@@ -579,20 +584,7 @@ fn a_segmented_receive_before_another_puts_every_segment_in_its_loop() {
     let (first, second, receiver) = (40u32, 41u32, 7u32);
     let tiles = [receiver, first, second];
     let transfers = [
-        Transfer {
-            sender: first,
-            chunks: (0..12)
-                .map(|g| Chunk {
-                    address: SRC + 4 * 48 * g,
-                    words: 48,
-                })
-                .collect(),
-            receivers: vec![(receiver, DST)],
-            segment: Some(Segment {
-                words: 48,
-                stride: 4 * 64,
-            }),
-        },
+        segmented(first, receiver, 12, DST),
         Transfer {
             sender: second,
             chunks: vec![Chunk {
@@ -617,10 +609,7 @@ fn a_segmented_receive_before_another_puts_every_segment_in_its_loop() {
         !lines[exit + 1].starts_with("put") && lines[exit + 1] != "nop",
         "{text}"
     );
-    let src: Vec<Vec<u32>> = tiles
-        .iter()
-        .map(|&t| (0..SRC_WORDS).map(|k| t << 16 | k).collect())
-        .collect();
+    let src = tagged_sources(&tiles);
     let (got, _) = run(&m, &tiles, &s, &src, 12 * 64 + 100);
     for g in 0..12u32 {
         for k in 0..48 {
@@ -679,10 +668,7 @@ fn a_tile_that_receives_and_sends_splits_its_send_around_its_switches() {
         split.cycles
     );
     assert!(schedule(&m, &tiles, &transfers).cycles <= split.cycles);
-    let src: Vec<Vec<u32>> = tiles
-        .iter()
-        .map(|&t| (0..SRC_WORDS).map(|k| t << 16 | k).collect())
-        .collect();
+    let src = tagged_sources(&tiles);
     let (got, _) = run(&m, &tiles, &split, &src, 8 * 64);
     let at = |t: u32| tiles.iter().position(|&x| x == t).unwrap();
     for (i, &s) in senders.iter().enumerate() {

@@ -215,29 +215,13 @@ fn skipping_teardown_still_writes_everything() {
     }
 }
 
-/// `IPUC_LOG=...=info` times the compiler's phases: each span logs its
-/// time when it closes (the import, the chain's planning, each block's
-/// emission, the executable's encoding).
 /// `IPUC_LOG=ipu-lower=trace` breaks every tile's exchange code (every
 /// tile with some) down by block (the link after a block counted with
 /// it), the shares adding up to the tile's bytes; debug names the
 /// busiest tile the same way.
 #[test]
 fn trace_logs_every_tiles_exchange_code_by_block() {
-    let model = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/models/siglip-tiny/model.onnx");
-    let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_ipu-opt"))
-        .arg(&model)
-        .arg("--pass-pipeline=builtin.module(func.func(eqsat-fuse,canonicalize,convert-precision{precision=fp16}),ipu-lower)")
-        .args(["--emit", "exe", "-o"])
-        .arg(dir.path().join("tiny.exe"))
-        .env("IPUC_LOG", "ipu-lower=trace")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run ipu-opt");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let stderr = compile_tiny_logging("ipu-lower=trace");
     let mut tiles = std::collections::BTreeMap::new();
     for line in stderr.lines() {
         let Some(rest) = line.split("exchange code of tile ").nth(1) else {
@@ -267,8 +251,9 @@ fn trace_logs_every_tiles_exchange_code_by_block() {
     );
 }
 
-#[test]
-fn info_logs_time_the_compile_phases() {
+/// Compiles siglip-tiny at fp16 to an executable with `IPUC_LOG=filter`;
+/// returns the log (stderr), the compile having succeeded.
+fn compile_tiny_logging(filter: &str) -> String {
     let model = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../shared/models/siglip-tiny/model.onnx");
     let dir = tempfile::tempdir().unwrap();
@@ -277,12 +262,21 @@ fn info_logs_time_the_compile_phases() {
         .arg("--pass-pipeline=builtin.module(func.func(eqsat-fuse,canonicalize,convert-precision{precision=fp16}),ipu-lower)")
         .args(["--emit", "exe", "-o"])
         .arg(dir.path().join("tiny.exe"))
-        .env("IPUC_LOG", "ipu-lower=info,ipu-import=info")
+        .env("IPUC_LOG", filter)
         .env("NO_COLOR", "1")
         .output()
         .expect("run ipu-opt");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
+    stderr
+}
+
+/// `IPUC_LOG=...=info` times the compiler's phases: each span logs its
+/// time when it closes (the import, the chain's planning, each block's
+/// emission, the executable's encoding).
+#[test]
+fn info_logs_time_the_compile_phases() {
+    let stderr = compile_tiny_logging("ipu-lower=info,ipu-import=info");
     for phase in [
         "import the ONNX model",
         "plan the chain",

@@ -113,6 +113,14 @@ pub struct LayerNorm {
     pub x_groups: Option<(u32, u32)>,
 }
 
+/// Bytes of x's copy in groups ([`LayerNorm::x_groups`]) of `rows` rows
+/// of `cols` channels, groups `stride` bytes apart: every group's rows,
+/// and a word of each row past the last group (the apply pass's load
+/// ahead, stored with the rest).
+pub fn x_copy_bytes(cols: u32, rows: u32, stride: u32) -> u32 {
+    (cols / 16) * stride + (rows - 1) * PIECE_BYTES + 8
+}
+
 /// Bytes of a row's piece in [`LayerNorm::output_panels`] (an AMP input
 /// panel's share of one row).
 pub const PIECE_BYTES: u32 = 32;
@@ -179,9 +187,16 @@ impl LayerNorm {
     /// every group's rows, and a word of each row past the last group (the
     /// apply pass's load ahead, stored with the rest).
     pub fn x_copy_bytes(&self) -> u32 {
-        self.x_groups.map_or(0, |(_, stride)| {
-            (self.cols / 16) * stride + (self.rows - 1) * 32 + 8
-        })
+        self.x_groups
+            .map_or(0, |(_, stride)| x_copy_bytes(self.cols, self.rows, stride))
+    }
+
+    /// With [`LayerNorm::x_groups`] `stride` bytes apart, the bytes a
+    /// row's copy pointer steps back at the row's end: from a word past
+    /// the slack group's row (the row's words and the one loaded ahead) to
+    /// the next row's first.
+    fn x_copy_back(&self, stride: u32) -> u32 {
+        (self.cols / 16) * stride + 8 - PIECE_BYTES
     }
 
     /// With [`LayerNorm::x_groups`], the copy's store step after word `w`
@@ -278,8 +293,7 @@ impl LayerNorm {
                     self.rows, self.cols
                 ));
             }
-            let back = (self.cols / 16) * stride - 24;
-            if back > i16::MAX as u32 {
+            if self.x_copy_back(stride) > i16::MAX as u32 {
                 return err(format!(
                     "x's copy in groups {stride} bytes apart over {} columns is too far for the row's step back",
                     self.cols
@@ -567,9 +581,8 @@ impl LayerNorm {
             e.solo(inst("sub", [op::m(1), op::m(1), op::imm(i64::from(back))]));
         }
         if let Some((_, stride)) = self.x_groups {
-            // x's copy: from a word past the slack group's row (the row's
-            // words and the one loaded ahead) to the next row's first.
-            let back = (self.cols / 16) * stride + 8 - 32;
+            // x's copy: on to the next row's first word.
+            let back = self.x_copy_back(stride);
             e.solo(inst("sub", [op::m(6), op::m(6), op::imm(i64::from(back))]));
         }
         launch::emit_end_row_loop(e, self.tag(), setup)

@@ -12,7 +12,7 @@ use super::attention_block::{
 use super::bias_broadcast::BiasBroadcast;
 use super::block::owned_rows_bytes;
 use super::codegen::{layout, TileLayout};
-use super::ln_tiles::{LnRows, LnTiles, LN_ROWS};
+use super::ln_tiles::{LnRows, LnTiles};
 use super::plan::{output_used, GemmPlan};
 use super::stream::Weights;
 use super::window::Window;
@@ -174,9 +174,8 @@ pub(super) fn product_layouts(
     // x's copy in groups right below x's rows (LayerNorm writes it, the
     // residual's transfers in exchange B read it; the LN tiles run nothing
     // else), where it fits above private memory.
-    let x_groups = (s.fp8.is_some() && !s.ln_affine && s.c.is_multiple_of(16))
-        .then(|| ln.x.saturating_sub(LnTiles::x_copy_bytes_for(s.c, LN_ROWS)) & !15)
-        .filter(|&at| at >= window.scratch_floor());
+    let copies = s.fp8.is_some() && !s.ln_affine;
+    let x_groups = LnTiles::x_groups_below(ln.x, s.c, copies, window.scratch_floor());
     let w_out = (base + weights.kept_bytes(qk, false))
         .max(vt_end)
         .next_multiple_of(16);

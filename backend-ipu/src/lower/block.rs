@@ -618,10 +618,8 @@ pub fn block_layout(
     // x's copy in groups right below its rows, in the scratch the LN tiles
     // leave (they run no product); LayerNorm writes it, exchange A reads
     // it. Where it does not fit above private memory, x's rows are sent.
-    let copy_bytes = LnTiles::x_copy_bytes_for(shape.c, LN_ROWS);
-    let x_groups = (shape.fp8.is_some() && !shape.ln_affine && shape.c.is_multiple_of(16))
-        .then(|| x.saturating_sub(copy_bytes) & !15)
-        .filter(|&at| at >= window.scratch_floor());
+    let copies = shape.fp8.is_some() && !shape.ln_affine;
+    let x_groups = LnTiles::x_groups_below(x, shape.c, copies, window.scratch_floor());
     // Region 0: the add columns, then the states, gamma and beta.
     let span = owned_rows_bytes(fc2_plan);
     let [residual, sum, bias] = window.adds(span, 3, machine).map_err(|e| (e, 0))?[..] else {

@@ -13,7 +13,7 @@ use ipuc_ir::{BlockId, Context, FloatKind, Location, Type};
 use super::codegen::{replicated_constant, Calls};
 use super::schedule::Chunk;
 use crate::codelets::emitter::Emitter;
-use crate::codelets::layernorm::{LayerNorm, Variance, PIECE_BYTES};
+use crate::codelets::layernorm::{x_copy_bytes, LayerNorm, Variance, PIECE_BYTES};
 use crate::codelets::program::Codelet;
 use crate::codelets::subroutine::{call_cycles, emit_call};
 use crate::codelets::CodeletError;
@@ -112,11 +112,22 @@ impl LnTiles<'_> {
     }
 
     /// Bytes of an LN tile's copy of x in groups ([`LnTiles::x_groups`])
-    /// of `c` channels, `rows_per_tile` rows: [`LayerNorm::x_copy_bytes`]
-    /// at [`LnTiles::panel_stride`].
+    /// of `c` channels, `rows_per_tile` rows, groups a
+    /// [`LnTiles::panel_stride`] apart.
     pub fn x_copy_bytes_for(c: u32, rows_per_tile: u32) -> u32 {
-        let stride = rows_per_tile * PIECE_BYTES;
-        (c / 16) * stride + (rows_per_tile - 1) * PIECE_BYTES + 8
+        x_copy_bytes(c, rows_per_tile, rows_per_tile * PIECE_BYTES)
+    }
+
+    /// Where a block's LN tiles copy x in groups ([`LnTiles::x_groups`]):
+    /// right below x's rows at `x` (scratch the LN tiles use for nothing
+    /// else: they run no product), if the block `copies` (FP8 output
+    /// without scale and shift: the apply pass that copies for free) and
+    /// the copy of `c` channels stays at or above `floor` (private
+    /// memory); else `None`, and x's rows are sent as they are.
+    pub fn x_groups_below(x: u32, c: u32, copies: bool, floor: u32) -> Option<u32> {
+        (copies && c.is_multiple_of(16))
+            .then(|| x.saturating_sub(Self::x_copy_bytes_for(c, LN_ROWS)) & !15)
+            .filter(|&at| at >= floor)
     }
 
     /// The chunks of LayerNorm's output that hold rows `[a, b)` of LN tile

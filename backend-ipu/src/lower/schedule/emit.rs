@@ -7,7 +7,7 @@ use ipuc_dialects::ipu::SectionKind;
 
 use super::{streams, Event, Rules, Schedule, MIN_REPOINT_LOOP};
 use crate::codelets::emitter::{inst, op, Emitter};
-use crate::lower::codegen::Calls;
+use crate::lower::codegen::{Calls, Instance};
 
 /// Registers: the receive side's (`$m0`..`$m3`), the sends' rotation
 /// (`$m4`..`$m6`), the delay loop's counter (`$m7`).
@@ -80,11 +80,11 @@ impl Schedule {
                 let next = list
                     .get(i)
                     .map(|(start, ev)| code_start(ev, *start, &rules));
-                if let Some(puts) = switch_by_routine(e, &rules, machine, ev, now, next) {
+                if let Some((puts, resume)) = switch_by_routine(e, &rules, machine, ev, now, next) {
                     if !switches_used.contains(&puts) {
                         switches_used.push(puts);
                     }
-                    now = event_put(ev) + rules.put * puts.count() + rules.refill;
+                    now = resume;
                     continue;
                 }
             }
@@ -104,21 +104,18 @@ impl Schedule {
                 // form below, reaching the sync when it did).
                 let entry = 2 + rules.refill;
                 let exit = last + rules.put + 2;
-                if now + entry <= put && next.is_some_and(|n| n >= exit) {
-                    wait(e, &mut now, put - entry, true);
-                    e.solo(inst("setzi", [op::m(RECV_BASE), op::imm(i64::from(base))]));
-                    e.solo(inst(
-                        "setzi",
-                        [op::m(REPOINT_COUNT), op::imm(run.count as i64 - 1)],
-                    ));
-                    let (top, at_put) =
-                        (format!(".Lx{tag}_r{loops}"), format!(".Lx{tag}_p{loops}"));
-                    loops += 1;
-                    e.solo(inst("bri", [op::sym(&at_put)]));
-                    e.label(&top);
-                    let mut turn = 0;
-                    wait(e, &mut turn, turn_wait, true);
-                    e.label(&at_put);
+                let entered = now + entry <= put && next.is_some_and(|n| n >= exit);
+                // Otherwise the loop holds all but the last put, which
+                // follows it, `nop`s waiting out the refill before it; its
+                // first put stalls until the base is readable.
+                let lead = if entered { entry } else { rules.latency };
+                wait(e, &mut now, put - lead, true);
+                let turns = run.count as i64 - if entered { 1 } else { 2 };
+                e.solo(inst("setzi", [op::m(RECV_BASE), op::imm(i64::from(base))]));
+                e.solo(inst("setzi", [op::m(REPOINT_COUNT), op::imm(turns)]));
+                let (top, at_put) = (format!(".Lx{tag}_r{loops}"), format!(".Lx{tag}_p{loops}"));
+                loops += 1;
+                let put_and_step = |e: &mut Emitter| {
                     e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(RECV_BASE)]));
                     e.solo(inst(
                         "add",
@@ -128,40 +125,29 @@ impl Schedule {
                             op::imm(i64::from(run.stride)),
                         ],
                     ));
-                    e.solo(inst("brnzdec", [op::m(REPOINT_COUNT), op::sym(&top)]));
-                    now = exit;
-                    i += run.count - 1;
-                    continue;
+                };
+                if entered {
+                    e.solo(inst("bri", [op::sym(&at_put)]));
                 }
-                // Otherwise the loop holds all but the last put, which
-                // follows it, `nop`s waiting out the refill before it.
-                wait(e, &mut now, put - rules.latency, true);
-                e.solo(inst("setzi", [op::m(RECV_BASE), op::imm(i64::from(base))]));
-                e.solo(inst(
-                    "setzi",
-                    [op::m(REPOINT_COUNT), op::imm(run.count as i64 - 2)],
-                ));
-                let label = format!(".Lx{tag}_r{loops}");
-                e.label(&label);
-                // Stalls until the base is readable: at `put` first, on
-                // time after.
-                e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(RECV_BASE)]));
-                e.solo(inst(
-                    "add",
-                    [
-                        op::m(RECV_BASE),
-                        op::m(RECV_BASE),
-                        op::imm(i64::from(run.stride)),
-                    ],
-                ));
+                e.label(&top);
                 let mut turn = 0;
-                wait(e, &mut turn, turn_wait, true);
-                loops += 1;
-                e.solo(inst("brnzdec", [op::m(REPOINT_COUNT), op::sym(&label)]));
-                now = last - rules.refill + 1;
-                wait(e, &mut now, last, true);
-                e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(RECV_BASE)]));
-                now = last + rules.put;
+                if entered {
+                    wait(e, &mut turn, turn_wait, true);
+                    e.label(&at_put);
+                    put_and_step(e);
+                } else {
+                    put_and_step(e);
+                    wait(e, &mut turn, turn_wait, true);
+                }
+                e.solo(inst("brnzdec", [op::m(REPOINT_COUNT), op::sym(&top)]));
+                if entered {
+                    now = exit;
+                } else {
+                    now = last - rules.refill + 1;
+                    wait(e, &mut now, last, true);
+                    e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(RECV_BASE)]));
+                    now = last + rules.put;
+                }
                 i += run.count - 1;
                 continue;
             }
@@ -266,16 +252,26 @@ impl Schedule {
         // with the code that first calls them).
         let mut routine_bytes = 0;
         if let Some(calls) = calls.as_mut() {
-            if routine_used.get() && !calls.iter().any(|(name, _)| name == DELAY_ROUTINE) {
+            let delay = routine_used.get().then(|| {
                 let r = DelayRoutine::of(&rules);
-                routine_bytes += 4 * r.instructions();
-                calls.push((DELAY_ROUTINE.into(), Box::new(r)));
-            }
-            for puts in switches_used {
-                if !calls.iter().any(|(name, _)| name == puts.routine()) {
-                    let r = SwitchRoutine::of(&rules, puts);
-                    routine_bytes += 4 * r.instructions();
-                    calls.push((puts.routine().into(), Box::new(r)));
+                (
+                    DELAY_ROUTINE,
+                    r.instructions(),
+                    Box::new(r) as Box<dyn Instance>,
+                )
+            });
+            let switches = switches_used.into_iter().map(|puts| {
+                let r = SwitchRoutine::of(&rules, puts);
+                (
+                    puts.routine(),
+                    r.instructions(),
+                    Box::new(r) as Box<dyn Instance>,
+                )
+            });
+            for (name, instructions, r) in delay.into_iter().chain(switches) {
+                if !calls.iter().any(|(n, _)| n == name) {
+                    routine_bytes += 4 * instructions;
+                    calls.push((name.into(), r));
                 }
             }
         }
@@ -294,22 +290,14 @@ fn code_start(ev: &Event, start: u64, rules: &Rules) -> u64 {
     }
 }
 
-/// The put cycle of a switch or re-point (0 for other events).
-fn event_put(ev: &Event) -> u64 {
-    match ev {
-        Event::Switch { put, .. } | Event::Repoint { put, .. } => *put,
-        _ => 0,
-    }
-}
-
 /// Emits switch or re-point `ev`, and the wait before it from `now`, as
 /// `setzi`s of its registers and a call of the [`SwitchRoutine`] with its
 /// puts, if the cycles allow: the registers and the routine's lead fit
 /// before the put, and the return (a refill after the puts) ends by
 /// `next`, when the tile's next event's code starts (`None`: the event
 /// is the tile's last, which keeps its code inline so that the tile
-/// reaches the closing sync when it did). Returns the routine's puts if
-/// it emitted the call.
+/// reaches the closing sync when it did). Returns, if it emitted the
+/// call, the routine's puts and the cycle the caller resumes at.
 fn switch_by_routine(
     e: &mut Emitter,
     rules: &Rules,
@@ -317,9 +305,9 @@ fn switch_by_routine(
     ev: &Event,
     now: u64,
     next: Option<u64>,
-) -> Option<SwitchPuts> {
-    let (puts, regs) = match ev {
-        Event::Switch { sender, base, .. } => {
+) -> Option<(SwitchPuts, u64)> {
+    let (puts, regs, put) = match *ev {
+        Event::Switch { sender, base, put } => {
             let mux = sender.unwrap_or(machine.tiles);
             let mut regs = vec![(RECV_MUX, mux)];
             regs.extend(base.map(|b| (RECV_BASE, b)));
@@ -328,15 +316,15 @@ fn switch_by_routine(
             } else {
                 SwitchPuts::Mux
             };
-            (puts, regs)
+            (puts, regs, put)
         }
-        Event::Repoint { base, .. } => (SwitchPuts::Base, vec![(RECV_BASE, *base)]),
+        Event::Repoint { base, put } => (SwitchPuts::Base, vec![(RECV_BASE, base)], put),
         _ => return None,
     };
-    let put = event_put(ev);
     let routine = SwitchRoutine::of(rules, puts);
     let rem = put.checked_sub(now + regs.len() as u64 + routine.lead())?;
-    if next? < put + rules.put * puts.count() + rules.refill {
+    let resume = put + rules.put * puts.count() + rules.refill;
+    if next? < resume {
         return None;
     }
     for (reg, value) in regs {
@@ -351,7 +339,7 @@ fn switch_by_routine(
             op::sym(DelayRoutine::entry(puts.routine(), k)),
         ],
     ));
-    Some(puts)
+    Some((puts, resume))
 }
 
 /// The exchange registers a [`SwitchRoutine`] puts.
@@ -430,7 +418,7 @@ impl SwitchRoutine {
     }
 }
 
-impl crate::lower::codegen::Instance for SwitchRoutine {
+impl Instance for SwitchRoutine {
     fn emit_as(&self, e: &mut Emitter, name: &str) -> Result<(), crate::codelets::CodeletError> {
         emit_delay_entries(e, name, self.period);
         if self.puts != SwitchPuts::Base {
@@ -536,7 +524,7 @@ impl DelayRoutine {
     }
 }
 
-impl crate::lower::codegen::Instance for DelayRoutine {
+impl Instance for DelayRoutine {
     fn emit_as(&self, e: &mut Emitter, name: &str) -> Result<(), crate::codelets::CodeletError> {
         emit_delay_entries(e, name, self.period);
         e.solo(inst("br", [op::reg_lr()]));
