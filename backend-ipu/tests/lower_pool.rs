@@ -23,6 +23,7 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, FloatKind, Location, Type};
 use ipuc_runtime::device::Device;
 use rand::{Rng, SeedableRng};
+use std::collections::BTreeSet;
 
 fn shape(m: u32, c: u32, heads: u32) -> PoolShape {
     PoolShape {
@@ -42,15 +43,16 @@ fn shape(m: u32, c: u32, heads: u32) -> PoolShape {
 /// post-LayerNorm's and the pooled row's (cosine, relative L2 error)
 /// against float64, and the simulated and estimated cycles.
 fn run(s: PoolShape, tiles: u32, seed: u64) -> ((f64, f64), (f64, f64), u64, u64) {
-    run_with(s, tiles, seed, Weights::Resident)
+    run_with(s, tiles, seed, (Weights::Resident, &BTreeSet::new()))
 }
 
-/// [`run`] with sv's input kept as `weights` says.
+/// [`run`] with sv's input kept as `weights` says, the head tiles off
+/// `busy`.
 fn run_with(
     s: PoolShape,
     tiles: u32,
     seed: u64,
-    weights: Weights,
+    (weights, busy): (Weights, &BTreeSet<u32>),
 ) -> ((f64, f64), (f64, f64), u64, u64) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut values = PoolValues::random(s, || rng.random_range(-1.0..1.0));
@@ -65,8 +67,14 @@ fn run_with(
     };
     let PoolValues { x, constants: k } = values;
     let machine = MachineModel::c600();
-    let plan = plan_pool_in(s, &machine, (0, tiles), Window::alone(&machine), weights)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let plan = plan_pool_in(
+        s,
+        &machine,
+        (0, tiles),
+        Window::alone(&machine),
+        (weights, busy),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     if weights == Weights::Streamed {
         assert!(
             plan.sv.grid_cols > 1 && plan.layout.sv_input_home.is_some(),
@@ -190,7 +198,8 @@ fn streamed_sv_inputs_match_float64() {
         ..shape(37, 96, 4)
     };
     for (s, seed) in [(shape(37, 96, 4), 31), (fp8, 32)] {
-        let (ln, y, cycles, estimate) = run_with(s, 736, seed, Weights::Streamed);
+        let (ln, y, cycles, estimate) =
+            run_with(s, 736, seed, (Weights::Streamed, &BTreeSet::new()));
         assert_block_accuracy(
             (s, "post-LayerNorm"),
             (ln.0, ln.1, cycles, estimate),
@@ -206,7 +215,16 @@ fn streamed_sv_inputs_match_float64() {
         assert_near_estimate(cycles, estimate, format!("{s:?}"));
     }
     let m = MachineModel::c600();
-    let plan = |w| plan_pool_in(shape(729, 1152, 16), &m, (0, 1472), Window::alone(&m), w).unwrap();
+    let plan = |w| {
+        plan_pool_in(
+            shape(729, 1152, 16),
+            &m,
+            (0, 1472),
+            Window::alone(&m),
+            (w, &BTreeSet::new()),
+        )
+        .unwrap()
+    };
     let (resident, streamed) = (plan(Weights::Resident), plan(Weights::Streamed));
     let private = |p: &PoolPlan| p.next.base - m.interleaved_base;
     assert!(
@@ -257,7 +275,7 @@ fn a_head_tile_that_does_not_fit_is_refused_with_the_sizes() {
         &MachineModel::c600(),
         (0, 1472),
         Window::alone(&MachineModel::c600()),
-        Weights::Resident,
+        (Weights::Resident, &BTreeSet::new()),
     )
     .unwrap_err();
     assert!(err.contains("a head tile does not fit"), "{err}");
@@ -274,7 +292,7 @@ fn so400m_s_head_plans_on_half_the_chip() {
         &m,
         (0, 736),
         Window::alone(&m),
-        Weights::Resident,
+        (Weights::Resident, &BTreeSet::new()),
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let est = plan.estimate(&m).unwrap();
@@ -318,9 +336,74 @@ fn so400m_pooling_head_plans_in_the_memory_the_whole_model_leaves_it() {
     let mut w = Window::alone(&m).after_block();
     w.base += 275_248;
     w.floor = 0xc9320;
-    let p =
-        plan_pool_in(s, &m, (0, m.tiles), w, Weights::Streamed).unwrap_or_else(|e| panic!("{e}"));
+    let p = plan_pool_in(
+        s,
+        &m,
+        (0, m.tiles),
+        w,
+        (Weights::Streamed, &BTreeSet::new()),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let private = p.next.base - w.base;
     assert!(private < 16 * 1024, "{private}");
     assert!(p.next.scratch_low >= w.floor);
+}
+
+#[test]
+fn head_tiles_avoid_the_busy_tiles_and_the_ln_tiles_go_around_them() {
+    // A chain names its layers' LN tiles busy (their residual sends are
+    // the most exchange code a tile has): the head tiles take the last
+    // run of the block's tail that holds none, the LN tiles the rest of
+    // the tail on both sides. so400m on the whole chip with its layers'
+    // 122 LN tiles last: the 16 heads just below them.
+    let m = MachineModel::c600();
+    let busy: BTreeSet<u32> = (1350..1472).collect();
+    let plan = plan_pool_in(
+        shape(729, 1152, 16),
+        &m,
+        (0, 1472),
+        Window::alone(&m),
+        (Weights::Streamed, &busy),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plan.head_tiles(), 1334..1350);
+    assert!(plan.ln_tiles.windows(2).all(|w| w[0] < w[1]));
+    assert!(plan.ln_tiles.iter().all(|t| !plan.head_tiles().contains(t)));
+    assert_eq!(plan.ln_tiles.last(), Some(&1471));
+    assert!(
+        plan.report(&m).contains("but the head tiles"),
+        "{}",
+        plan.report(&m)
+    );
+    // Nowhere to go (every tile busy): the heads last, as without a chain.
+    let all: BTreeSet<u32> = (0..1472).collect();
+    let last = plan_pool_in(
+        shape(729, 1152, 16),
+        &m,
+        (0, 1472),
+        Window::alone(&m),
+        (Weights::Streamed, &all),
+    )
+    .unwrap();
+    assert_eq!(last.head_tiles(), 1456..1472);
+    // Run on the simulator with the LN tiles on both sides of the heads:
+    // 37 tokens are 7 LN tiles, 4 heads, the tail 725..736; the last 3
+    // busy put the heads on 729..733.
+    let s = shape(37, 96, 4);
+    let busy: BTreeSet<u32> = (733..736).collect();
+    let plan = plan_pool_in(
+        s,
+        &m,
+        (0, 736),
+        Window::alone(&m),
+        (Weights::Resident, &busy),
+    )
+    .unwrap();
+    assert_eq!(plan.head_tiles(), 729..733);
+    assert_eq!(plan.ln_tiles, [725, 726, 727, 728, 733, 734, 735]);
+    assert_head_accuracy(
+        s,
+        run_with(s, 736, 41, (Weights::Resident, &busy)),
+        (0.9999, 1e-2),
+    );
 }

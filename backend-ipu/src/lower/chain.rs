@@ -356,6 +356,16 @@ impl PlannedBlock {
         }
     }
 
+    /// The block's LN tiles (none for the patch embedding).
+    pub fn ln_tiles(&self) -> Vec<u32> {
+        match self {
+            PlannedBlock::Attention(p) => p.ln_tiles.clone(),
+            PlannedBlock::Mlp(p) => p.ln_tiles.clone(),
+            PlannedBlock::Pool(p) => p.ln_tiles.clone(),
+            PlannedBlock::Patch(_) => Vec::new(),
+        }
+    }
+
     /// The plan report's lines.
     pub fn report(&self, machine: &MachineModel) -> String {
         match self {
@@ -760,7 +770,12 @@ fn plan_blocks(
                     .map(PlannedBlock::Mlp)
             }
             ChainBlock::Pool(p) => {
-                plan_pool_in(p.shape, machine, range, window, weights).map(PlannedBlock::Pool)
+                // The earlier blocks' LN tiles send the residual: the
+                // most exchange code a tile has, where the head tiles'
+                // should not add to it.
+                let busy: BTreeSet<u32> = plans.iter().flat_map(PlannedBlock::ln_tiles).collect();
+                plan_pool_in(p.shape, machine, range, window, (weights, &busy))
+                    .map(PlannedBlock::Pool)
             }
             ChainBlock::Patch(p) => {
                 plan_patch_in(p.shape, machine, range, window, weights).map(PlannedBlock::Patch)

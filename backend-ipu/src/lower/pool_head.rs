@@ -33,9 +33,11 @@
 //! values (`MASKED` too) are finite, so `0 x value` stays 0.
 //!
 //! Supersteps (every tile runs every sync), on disjoint tiles from the
-//! block's first: sv's grid, the out grid, the LN tiles, one *head tile*
-//! per head last (a head tile's code is large, and a chain's earlier
-//! blocks run their widest from the first tile).
+//! block's first: sv's grid, the out grid, then the LN tiles and one
+//! *head tile* per head (a head tile's code is large, and a chain's
+//! earlier blocks run their widest from the first tile), the head tiles
+//! on a run that avoids the tiles a chain names busy (its layers' LN
+//! tiles, whose residual sends are the most exchange code a tile has).
 //!
 //! 1. LayerNorm on the LN tiles ([`LnTiles`]); its rows stay there as the
 //!    block's first output ([`PoolPlan::ln_output_pieces`]).
@@ -62,7 +64,7 @@
 //! tile (the codelet gives each worker whole rows); the blocks of a chain
 //! do not share tiles.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::ln_tiles::LnRows;
 use super::stream::{home_pieces, piece_transfer, pieces_of, Weights};
@@ -323,8 +325,8 @@ pub struct PoolPlan {
     pub first_head: u32,
     /// The output projection.
     pub out: GemmPlan,
-    /// The LN tiles, one per [`PoolPlan::ln_rows`] rows (the range's
-    /// last tiles).
+    /// The LN tiles, one per [`PoolPlan::ln_rows`] rows: the range's
+    /// last tiles but the head tiles, ascending.
     pub ln_tiles: Vec<u32>,
     /// Rows per LN tile: [`LN_ROWS`], or (weights streamed) as many as
     /// keep the least private memory a tile (their rows stay, the
@@ -393,11 +395,13 @@ impl std::fmt::Display for PoolEstimate {
 impl PoolPlan {
     /// Every tile the block uses, ascending.
     pub fn tiles(&self) -> Vec<u32> {
-        // sv's grid, out's after it, then the LN tiles and the head tiles.
+        // sv's grid, out's after it, then the head tiles among the LN
+        // tiles.
         let mut t: Vec<u32> =
             (self.sv.first_tile..self.out.first_tile + self.out.tiles()).collect();
-        t.extend(&self.ln_tiles);
         t.extend(self.head_tiles());
+        t.extend(&self.ln_tiles);
+        t.sort_unstable();
         t
     }
 
@@ -585,7 +589,7 @@ impl PoolPlan {
             .estimate(machine)
             .map_or_else(|e| e.to_string(), |e| e.to_string());
         format!(
-            "pooling head {}x{}, {} heads of {} (padded to {}), a constant query: LayerNorm on tiles {}..={} ({} rows each, kept as the post-LayerNorm output)\n  sv (scores and V^T): {}\n  heads: tiles {}..={} (softmax over {} tokens, P V of {} channels)\n  out: {}\n  estimate {estimate}\n",
+            "pooling head {}x{}, {} heads of {} (padded to {}), a constant query: LayerNorm on tiles {}..={}{} ({} rows each, kept as the post-LayerNorm output)\n  sv (scores and V^T): {}\n  heads: tiles {}..={} (softmax over {} tokens, P V of {} channels)\n  out: {}\n  estimate {estimate}\n",
             s.m,
             s.c,
             s.heads,
@@ -593,6 +597,11 @@ impl PoolPlan {
             s.dp(),
             self.ln_tiles.first().copied().unwrap_or(0),
             self.ln_tiles.last().copied().unwrap_or(0),
+            if self.ln_tiles.windows(2).any(|w| w[1] != w[0] + 1) {
+                " but the head tiles"
+            } else {
+                ""
+            },
             self.ln_rows,
             self.sv,
             self.first_head,
@@ -630,21 +639,37 @@ fn plan_on(
 /// leave the least private memory a tile (so400m: 2 rows a tile, and out
 /// on a third, where its weights in K parts of 4 keep 10 KB a tile
 /// instead of 20; ties take more rows, fewer LN tiles, and a quarter).
+///
+/// The head tiles go on a run of tiles among the block's last (with the
+/// LN tiles) that holds none of `busy`: a chain passes its earlier
+/// blocks' LN tiles, whose exchange code (the residual's sends) is the
+/// most a tile has, and a head tile's (its tokens' receives) is the
+/// block's most. Where there is no such run they go last.
 pub fn plan_pool_in(
     shape: PoolShape,
     whole: &MachineModel,
     range: (u32, u32),
     window: Window,
-    weights: Weights,
+    (weights, busy): (Weights, &BTreeSet<u32>),
 ) -> Result<PoolPlan, String> {
+    let plan_rows = |rows, out_share| {
+        plan_pool_rows(
+            shape,
+            whole,
+            range,
+            window,
+            (weights, rows, out_share),
+            busy,
+        )
+    };
     if weights == Weights::Resident {
-        return plan_pool_rows(shape, whole, range, window, (weights, LN_ROWS, 4));
+        return plan_rows(LN_ROWS, 4);
     }
     let mut best: Option<PoolPlan> = None;
     let mut first_err = None;
     for rows in (1..=LN_ROWS).rev() {
         for out_share in [4, 3] {
-            match plan_pool_rows(shape, whole, range, window, (weights, rows, out_share)) {
+            match plan_rows(rows, out_share) {
                 Ok(p) if best.as_ref().is_none_or(|b| p.next.base < b.next.base) => best = Some(p),
                 Ok(_) => {}
                 Err(e) => {
@@ -656,6 +681,15 @@ pub fn plan_pool_in(
     best.ok_or_else(|| first_err.unwrap_or_default())
 }
 
+/// The first of the last run of `n` tiles in `tail` that holds none of
+/// `busy`, or `None`.
+fn quiet_run(tail: std::ops::Range<u32>, n: u32, busy: &BTreeSet<u32>) -> Option<u32> {
+    let end = tail.end.checked_sub(n)?;
+    (tail.start..=end)
+        .rev()
+        .find(|&t| (t..t + n).all(|u| !busy.contains(&u)))
+}
+
 /// [`plan_pool_in`] with `ln_rows` rows per LN tile, out on one
 /// `out_share`th of the products' tiles.
 fn plan_pool_rows(
@@ -664,6 +698,7 @@ fn plan_pool_rows(
     (first, count): (u32, u32),
     mut window: Window,
     (weights, ln_rows, out_share): (Weights, u32, u32),
+    busy: &BTreeSet<u32>,
 ) -> Result<PoolPlan, String> {
     // The products' search sees the interleaved memory earlier blocks
     // left.
@@ -724,10 +759,16 @@ fn plan_pool_rows(
         machine,
         (first, avail - out_tiles),
     )?;
-    // The head tiles last, after the LN tiles: a chain's earlier blocks
-    // run their widest (an attention block's heads) from the first tile,
-    // and a head tile's code (a launch a block of 16 tokens) is large.
-    let first_head = first + count - s.image_heads();
+    // The head tiles and the LN tiles last, after the products': a
+    // chain's earlier blocks run their widest (an attention block's
+    // heads) from the first tile, and a head tile's code (a launch a
+    // block of 16 tokens) is large. Among them the heads on the last run
+    // of tiles that holds none of `busy`, the LN tiles around it.
+    let tail = first + avail..first + count;
+    let first_head =
+        quiet_run(tail.clone(), s.image_heads(), busy).unwrap_or(tail.end - s.image_heads());
+    let heads = first_head..first_head + s.image_heads();
+    let ln_tiles: Vec<u32> = tail.filter(|t| !heads.contains(t)).collect();
     let out = plan_on(
         "out",
         GemmShape {
@@ -867,7 +908,7 @@ fn plan_pool_rows(
         sv,
         first_head,
         out,
-        ln_tiles: (first + avail..first + avail + n_ln).collect(),
+        ln_tiles,
         ln_rows,
         layout,
         next: window.after_block(),
