@@ -58,7 +58,7 @@ use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
 use super::block_exchange::residual_view;
-pub use super::block_exchange::{exchange_a, exchange_b, schedules};
+pub use super::block_exchange::{exchange_a, exchange_b, fc1_gather_before, schedules};
 use super::codegen::{
     emit_launches, emit_standalone, replicated_constant, Calls, Constants, Frame, PlacedGemm,
     TileLayout, View,
@@ -255,6 +255,10 @@ pub struct MlpPlan {
     /// What the block leaves of the memory it was planned in (the next
     /// block's window).
     pub next: Window,
+    /// Whether fc1's streamed weights are gathered in the exchange before
+    /// the block (a chain's link into it, [`fc1_gather_before`]) instead
+    /// of exchange A. A chain sets it; false for a block alone.
+    pub fc1_gathered_before: bool,
 }
 
 impl MlpPlan {
@@ -551,6 +555,7 @@ pub fn plan_mlp_in(
                     ln_tiles: (first + gemm_tiles..first + machine.tiles).collect(),
                     layout,
                     next: w.after_block(),
+                    fc1_gathered_before: false,
                 })
             }
             Err((e, missing))

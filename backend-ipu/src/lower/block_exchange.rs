@@ -12,7 +12,12 @@
 //!   one transfer per panel: these tiles both send and receive, and a
 //!   segmented receive would collide with the receiver's own sends.
 //! - Each exchange also gathers the next product's weights where they are
-//!   streamed in ([`super::stream`]): fc1's in A, fc2's in B.
+//!   streamed in ([`super::stream`]): fc1's in A, fc2's in B. In a chain
+//!   fc1's go in the link into the block instead
+//!   ([`MlpPlan::fc1_gathered_before`], [`fc1_gather_before`]): there
+//!   only the LN tiles receive (the previous block's result), so fc1's
+//!   tiles take their weights on ports that would be idle, and exchange
+//!   A, whose busiest ports are fc1's, carries its inputs alone.
 
 use std::collections::BTreeMap;
 
@@ -60,10 +65,28 @@ pub fn exchange_a(plan: &MlpPlan) -> Vec<Transfer> {
     // x is f16; LayerNorm's output f16 or FP8 codes. Either way a panel
     // row is 32 bytes (16 f16 or 32 FP8 channels).
     // Streamed weights first: the longest transfers.
-    let mut out = super::stream::transfers(&fc1);
+    let mut out = match plan.fc1_gathered_before {
+        true => Vec::new(),
+        false => super::stream::transfers(&fc1),
+    };
     out.extend(input_panel_transfers(&fc1, &ln));
     out.extend(residual);
     out
+}
+
+/// fc1's streamed weights' gather where it goes in the exchange before
+/// the block ([`MlpPlan::fc1_gathered_before`]), else nothing. Its
+/// sources are fc1's home pieces (private, the block's constants) and its
+/// destination fc1's weight buffer, which nothing in the block writes
+/// before fc1 reads it: LayerNorm's step writes the LN tiles' rows (no
+/// fc1 tile is an LN tile) and the products' initial partials and bias
+/// rows, and exchange A fc1's inputs and the residual, all of them live
+/// beside fc1's weights while fc1 runs.
+pub fn fc1_gather_before(plan: &MlpPlan) -> Vec<Transfer> {
+    match plan.fc1_gathered_before {
+        true => super::stream::transfers(&placed(plan).0),
+        false => Vec::new(),
+    }
 }
 
 /// x's rows (on the LN tiles) to the tiles of `plan` that own them after

@@ -42,7 +42,8 @@ use super::attention_block::{
     AttentionPlan, AttentionShape,
 };
 use super::block::{
-    emit_mlp_constants, emit_mlp_in, plan_mlp_in, MlpConstants, MlpPlan, MlpShape, Weights,
+    emit_mlp_constants, emit_mlp_in, fc1_gather_before, plan_mlp_in, MlpConstants, MlpPlan,
+    MlpShape, Weights,
 };
 use super::block_exchange::round_robin;
 use super::block_match::{check_function_returns, from_only_argument};
@@ -766,8 +767,12 @@ fn plan_blocks(
             ChainBlock::Attention(a) => plan_attention_in(a.shape, machine, range, window, weights)
                 .map(|p| PlannedBlock::Attention(Box::new(p))),
             ChainBlock::Mlp(m) => {
-                plan_mlp_in(m.shape, machine, (None, None), range, window, weights)
-                    .map(PlannedBlock::Mlp)
+                plan_mlp_in(m.shape, machine, (None, None), range, window, weights).map(|mut p| {
+                    // A block before it: fc1's weights come in the link
+                    // into it, where fc1's tiles receive nothing else.
+                    p.fc1_gathered_before = k > 0;
+                    PlannedBlock::Mlp(p)
+                })
             }
             ChainBlock::Pool(p) => {
                 // The earlier blocks' LN tiles send the residual: the
@@ -1070,7 +1075,13 @@ fn emit_chain(
     let mut links: BTreeMap<usize, Schedule> = BTreeMap::new();
     for k in linked {
         let (from, to) = (&plans[k], &plans[k + 1]);
-        let transfers = link(&from.output_pieces(), &to.input_pieces(), to.width());
+        // What the next block gathers before it (the longest transfers
+        // first), then the rows.
+        let mut transfers = match to {
+            PlannedBlock::Mlp(p) => fc1_gather_before(p),
+            _ => Vec::new(),
+        };
+        transfers.extend(link(&from.output_pieces(), &to.input_pieces(), to.width()));
         check_link(&transfers).map_err(|e| {
             Diagnostic::op_error(
                 ctx,
