@@ -910,14 +910,14 @@ impl AttentionPlan {
         let mut streamed = match self.layout.qk.home {
             Some(_) => format!(
                 "  qk's weights streamed: {}\n",
-                super::stream::report(&self.qk, self.layout.qk.codes.is_some(), "A")
+                super::stream::report(&self.qk, self.layout.qk.codes.is_some(), "exchange A")
             ),
             None => String::new(),
         };
         if self.layout.out.home.is_some() {
             streamed += &format!(
                 "  out's weights streamed: {}\n",
-                super::stream::report(&self.out, self.layout.out.codes.is_some(), "C")
+                super::stream::report(&self.out, self.layout.out.codes.is_some(), "exchange C")
             );
         }
         if self.layout.vt_home.is_some() {
@@ -927,7 +927,7 @@ impl AttentionPlan {
                     vt_input_piece(&self.vt),
                     false,
                     (self.vt.grid_cols, "grid columns"),
-                    "A"
+                    "exchange A"
                 )
             );
         }

@@ -317,8 +317,16 @@ impl MlpPlan {
     /// empty with every weight resident.
     pub fn weights_report(&self) -> String {
         let products = [
-            ("fc1", &self.fc1, &self.layout.fc1, "A"),
-            ("fc2", &self.fc2, &self.layout.fc2, "B"),
+            (
+                "fc1",
+                &self.fc1,
+                &self.layout.fc1,
+                match self.fc1_gathered_before {
+                    true => "the link into the block",
+                    false => "exchange A",
+                },
+            ),
+            ("fc2", &self.fc2, &self.layout.fc2, "exchange B"),
         ];
         let streamed: Vec<String> = products
             .iter()

@@ -429,6 +429,20 @@ pub fn plan_chain(
     chain: &ChainMatch,
     machine: &MachineModel,
 ) -> Result<ChainPlan, Diagnostic> {
+    plan_chain_with(ctx, chain, machine, Weights::Resident)
+}
+
+/// [`plan_chain`] starting from `weights`: [`Weights::Resident`] streams
+/// them only where the resident plan fails; [`Weights::Streamed`] streams
+/// them from the first plan (`ipu-lower{weights=streamed}`, `ipu-run
+/// --stream-weights`: what a model too large for resident weights runs,
+/// on a model small enough to compare).
+pub fn plan_chain_with(
+    ctx: &Context,
+    chain: &ChainMatch,
+    machine: &MachineModel,
+    first: Weights,
+) -> Result<ChainPlan, Diagnostic> {
     let bank = machine.element_bytes;
     let keys: Vec<Option<BlockKey>> = chain.blocks.iter().map(ChainBlock::key).collect();
     let repeat = find_repeat(&keys, MAX_PERIOD);
@@ -437,7 +451,7 @@ pub fn plan_chain(
     let mut sizings = 0;
     let mut floor = machine.interleaved_base;
     let mut floors = 0;
-    let mut weights = Weights::Resident;
+    let mut weights = first;
     let streamable = !chain.blocks.is_empty();
     // Where the resident plan stopped: block, reason, kept bytes, archive.
     let mut resident_failure: Option<(usize, String, u32, u32)> = None;
@@ -768,9 +782,10 @@ fn plan_blocks(
                 .map(|p| PlannedBlock::Attention(Box::new(p))),
             ChainBlock::Mlp(m) => {
                 plan_mlp_in(m.shape, machine, (None, None), range, window, weights).map(|mut p| {
-                    // A block before it: fc1's weights come in the link
-                    // into it, where fc1's tiles receive nothing else.
-                    p.fc1_gathered_before = k > 0;
+                    // A block before it: fc1's streamed weights come in
+                    // the link into it, where fc1's tiles receive nothing
+                    // else.
+                    p.fc1_gathered_before = k > 0 && weights.streams(&p.fc1);
                     PlannedBlock::Mlp(p)
                 })
             }

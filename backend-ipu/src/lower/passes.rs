@@ -27,6 +27,7 @@ use ipuc_ir::{Attribute, Context, Diagnostic, FloatKind, OpId, Value};
 
 use super::codegen::{emit_gemm, Constants, Lowered};
 use super::plan::{evaluate, plan_gemm, Epilogue, GemmPlan, GemmShape, Grid, Rejected};
+use super::stream::Weights;
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::gelu::GeluForm;
 
@@ -37,9 +38,10 @@ pub const PLAN_ATTR: &str = "ipu.plan";
 #[derive(Clone)]
 pub struct PlanGemms(MachineModel);
 
-/// The `ipu-lower` pass (its machine).
+/// The `ipu-lower` pass (its machine, and the weights a chain starts
+/// from).
 #[derive(Clone)]
-pub struct LowerToIpu(MachineModel);
+pub struct LowerToIpu(MachineModel, Weights);
 
 ipuc_ir::declare_pass! {
     PlanGemms => "ipu-plan" {
@@ -57,6 +59,8 @@ ipuc_ir::declare_pass! {
         options LowerOptions {
             /// Machine model (c600, bow)
             machine: String = "c600".to_string() => "machine",
+            /// Where a chain keeps its products' weights: auto (resident where they fit, else streamed in pieces over each product's grid rows and gathered before it) or streamed (streamed from the first plan)
+            weights: String = "auto".to_string() => "weights",
         }
     }
 }
@@ -675,25 +679,28 @@ pub fn lower_function(
     f: OpId,
     m: &MachineModel,
 ) -> Result<Lowered, Diagnostic> {
-    lower_function_reporting(ctx, module_body, f, m, None).map(|(lowered, _)| lowered)
+    lower_function_reporting(ctx, module_body, f, (m, Weights::Resident), None)
+        .map(|(lowered, _)| lowered)
 }
 
 /// [`lower_function`], handing `report` (where given) the plan report
 /// ([`plan_report`]) once the plan is made and before the lowering emits
 /// anything (so a lowering that then fails still shows its plan); a chain
 /// of blocks is planned once for both, and its plan comes back with the
-/// lowering (a profile's attribution reads it).
+/// lowering (a profile's attribution reads it). A chain plans from
+/// `weights` ([`super::chain::plan_chain_with`]); a block or product
+/// alone keeps its weights resident.
 pub fn lower_function_reporting(
     ctx: &mut Context,
     module_body: ipuc_ir::BlockId,
     f: OpId,
-    m: &MachineModel,
+    (m, weights): (&MachineModel, Weights),
     report: Option<&mut dyn FnMut(String)>,
 ) -> Result<(Lowered, Option<super::chain::ChainPlan>), Diagnostic> {
     if let Some(chain) = super::chain::match_chain(ctx, f)? {
         let plan = {
             let _time = tracing::info_span!(target: "ipu-lower", "plan the chain").entered();
-            super::chain::plan_chain(ctx, &chain, m)?
+            super::chain::plan_chain_with(ctx, &chain, m, weights)?
         };
         if let Some(report) = report {
             report(super::chain::chain_report_of(ctx, &chain, &plan, m)?);
@@ -728,8 +735,17 @@ pub fn lower_function_reporting(
 
 impl DeclaredPass for LowerToIpu {
     fn create(options: &LowerOptions, _hooks: &PassHooks) -> Result<Self, PassCreateError> {
+        let weights = match options.weights.as_str() {
+            "auto" => Weights::Resident,
+            "streamed" => Weights::Streamed,
+            other => {
+                return Err(PassCreateError::Refused(format!(
+                    "unknown weights placement '{other}' (known: auto, streamed)"
+                )))
+            }
+        };
         machine(&options.machine)
-            .map(LowerToIpu)
+            .map(|m| LowerToIpu(m, weights))
             .map_err(PassCreateError::Refused)
     }
 
@@ -740,7 +756,7 @@ impl DeclaredPass for LowerToIpu {
         _am: &mut AnalysisManager,
         _stats: &mut (),
     ) -> Result<PreservedAnalyses, Diagnostic> {
-        let m = self.0.clone();
+        let (m, weights) = (self.0.clone(), self.1);
         let Some(block) = ctx.regions(op).first().and_then(|&r| ctx.entry_block(r)) else {
             return Ok(PreservedAnalyses::all());
         };
@@ -750,7 +766,7 @@ impl DeclaredPass for LowerToIpu {
             .filter(|&o| ctx.name_str(o) == func::FUNC)
             .collect();
         for f in funcs {
-            lower_function(ctx, block, f, &m)?;
+            lower_function_reporting(ctx, block, f, (&m, weights), None)?;
         }
         Ok(PreservedAnalyses::none())
     }

@@ -472,7 +472,7 @@ impl PatchPlan {
             if self.layout.home.is_some() {
                 format!(
                     "  weights streamed in: {}\n",
-                    super::stream::report(&self.product, false, "A")
+                    super::stream::report(&self.product, false, "exchange A")
                 )
             } else {
                 String::new()

@@ -63,7 +63,8 @@ impl Weights {
 }
 
 /// A plan report's words on a product whose weights stream in (as FP8
-/// codes where `codes`), gathered in exchange `exchange`.
+/// codes where `codes`), gathered in `exchange` ("exchange A", "the link
+/// into the block").
 pub fn report(plan: &GemmPlan, codes: bool, exchange: &str) -> String {
     report_pieces(
         piece_bytes(plan, codes),
@@ -75,7 +76,7 @@ pub fn report(plan: &GemmPlan, codes: bool, exchange: &str) -> String {
 
 /// A plan report's words on a block kept in pieces of `piece` bytes (FP8
 /// codes where `codes`) on each of `count` tiles (`what`: the grid's
-/// axis), gathered in exchange `exchange`.
+/// axis), gathered in `exchange`.
 pub fn report_pieces(
     piece: u32,
     codes: bool,
@@ -83,7 +84,7 @@ pub fn report_pieces(
     exchange: &str,
 ) -> String {
     format!(
-        "in pieces of {piece} bytes{} on each of its {count} {what}, gathered in exchange {exchange}",
+        "in pieces of {piece} bytes{} on each of its {count} {what}, gathered in {exchange}",
         if codes { " of FP8 codes" } else { "" },
     )
 }

@@ -63,6 +63,13 @@ pub struct RunArgs {
     /// rejected candidates with the reason, on stderr.
     #[arg(long)]
     pub plan_report: bool,
+    /// With `--device sim` on a model whose layers run as a chain: keep
+    /// every product's weights streamed (once, in pieces over its grid
+    /// rows, gathered before it runs) even where they would fit resident:
+    /// what a model too large for resident weights (so400m) runs, on a
+    /// model small enough to compare (`ipu-lower{weights=streamed}`).
+    #[arg(long)]
+    pub stream_weights: bool,
     /// Judge outputs as whole tensors instead: the smallest accepted cosine
     /// similarity [default: 0.999; 0.99 at `--precision fp8`]. A model
     /// compiled for `--device sim` is judged this way unless

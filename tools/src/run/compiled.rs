@@ -16,8 +16,10 @@ use std::time::Instant;
 
 use ipuc_backend_ipu::emit::build_executable;
 use ipuc_backend_ipu::lower::batch::{function_batch, largest_batch};
+use ipuc_backend_ipu::lower::chain::PlannedBlock;
 use ipuc_backend_ipu::lower::passes::{lower_function_reporting, planned_products};
 use ipuc_backend_ipu::lower::plan::GemmPlan;
+use ipuc_backend_ipu::lower::stream::Weights;
 use ipuc_ipu_arch::Executable;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::SourceMgr;
@@ -161,8 +163,12 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
     } else {
         None
     };
+    let weights = match args.stream_weights {
+        true => Weights::Streamed,
+        false => Weights::Resident,
+    };
     let (lowered, chain_plan) =
-        lower_function_reporting(&mut loaded.ctx, body, func, &machine, report)
+        lower_function_reporting(&mut loaded.ctx, body, func, (&machine, weights), report)
             .map_err(|d| render(&d))?;
     let attribution = match &args.profile {
         Some(_) => Some(crate::prof::attribution::of_function(
@@ -213,7 +219,16 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
         };
         report.profile_files = Some(crate::prof::write(dir, &inputs)?);
     }
-    let plans = planned_products(&loaded.ctx, func, &machine).map_err(|d| render(&d))?;
+    // The products as lowered: a chain's from its plan (planning it again
+    // would take as long, and without `--stream-weights`).
+    let plans = match &chain_plan {
+        Some(plan) => plan
+            .blocks
+            .iter()
+            .flat_map(PlannedBlock::products)
+            .collect(),
+        None => planned_products(&loaded.ctx, func, &machine).map_err(|d| render(&d))?,
+    };
     report.compiled = report
         .profile
         .as_ref()
