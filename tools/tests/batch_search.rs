@@ -7,32 +7,15 @@
 
 mod common;
 
-use common::fixture_dir;
 use ipuc_backend_ipu::lower::batch::{function_batch, largest_batch, rebatched};
 use ipuc_backend_ipu::lower::chain::{match_chain, plan_chain, ChainMatch};
 use ipuc_ipu_arch::MachineModel;
-use ipuc_ir::pass::{parse_pipeline, PassManager, PassManagerOptions, PassRegistry};
-use ipuc_ir::{Context, OpId, WalkOrder};
+use ipuc_ir::{Context, OpId};
 
 /// siglip-tiny imported for `batch` images and compiled as `ipu-run` does
 /// up to the lowering; the context and its function.
 fn tiny(batch: i64) -> Option<(Context, OpId)> {
-    let dir = fixture_dir("siglip-tiny")?;
-    let (mut ctx, module) = common::import_fixture(&dir, Some(batch));
-    let mut registry = PassRegistry::new();
-    ipuc_tools::registry::register_passes(&mut registry).unwrap();
-    let mut pm = PassManager::new(PassManagerOptions::default());
-    let pipeline =
-        "builtin.module(func.func(eqsat-fuse,canonicalize,convert-precision{precision=fp16}))";
-    pm.add_pipeline(&registry, &parse_pipeline(pipeline).unwrap())
-        .unwrap();
-    pm.run(&mut ctx, module).expect("compile");
-    let f = ctx
-        .collect_ops(module, WalkOrder::PreOrder)
-        .into_iter()
-        .find(|&op| ctx.name_str(op) == ipuc_dialects::func::FUNC)
-        .expect("a function");
-    Some((ctx, f))
+    common::compiled_fixture("siglip-tiny", Some(batch), "fp16")
 }
 
 /// Every block's shape, as the planner reads it.

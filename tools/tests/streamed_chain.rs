@@ -19,28 +19,12 @@ use ipuc_backend_ipu::lower::block::{exchange_a, fc1_gather_before};
 use ipuc_backend_ipu::lower::chain::{match_chain, plan_chain_with, PlannedBlock};
 use ipuc_backend_ipu::lower::stream::Weights;
 use ipuc_ipu_arch::MachineModel;
-use ipuc_ir::pass::{parse_pipeline, PassManager, PassManagerOptions, PassRegistry};
-use ipuc_ir::WalkOrder;
 
 #[test]
 fn a_chains_mlp_blocks_gather_fc1s_weights_in_the_link_into_them() {
-    let Some(dir) = fixture_dir("siglip-tiny") else {
+    let Some((ctx, f)) = common::compiled_fixture("siglip-tiny", None, "fp8") else {
         return;
     };
-    let (mut ctx, module) = common::import_fixture(&dir, None);
-    let mut registry = PassRegistry::new();
-    ipuc_tools::registry::register_passes(&mut registry).unwrap();
-    let mut pm = PassManager::new(PassManagerOptions::default());
-    let pipeline =
-        "builtin.module(func.func(eqsat-fuse,canonicalize,convert-precision{precision=fp8}))";
-    pm.add_pipeline(&registry, &parse_pipeline(pipeline).unwrap())
-        .unwrap();
-    pm.run(&mut ctx, module).expect("compile");
-    let f = ctx
-        .collect_ops(module, WalkOrder::PreOrder)
-        .into_iter()
-        .find(|&op| ctx.name_str(op) == ipuc_dialects::func::FUNC)
-        .expect("a function");
     let chain = match_chain(&ctx, f).unwrap().expect("a chain");
     let machine = MachineModel::c600();
     let plan = plan_chain_with(&ctx, &chain, &machine, Weights::Streamed)

@@ -158,3 +158,32 @@ pub fn import_fixture(
     .unwrap_or_else(|e| panic!("import {}: {e}", dir.display()));
     (ctx, module)
 }
+
+/// The fixture `name` imported for `batch` images and compiled as
+/// `ipu-run --precision precision` compiles it up to the lowering (fused,
+/// converted): the context and its function; `None` where the fixture is
+/// absent and may be.
+pub fn compiled_fixture(
+    name: &str,
+    batch: Option<i64>,
+    precision: &str,
+) -> Option<(ipuc_ir::Context, ipuc_ir::OpId)> {
+    use ipuc_ir::pass::{parse_pipeline, PassManager, PassManagerOptions, PassRegistry};
+    let dir = fixture_dir(name)?;
+    let (mut ctx, module) = import_fixture(&dir, batch);
+    let mut registry = PassRegistry::new();
+    ipuc_tools::registry::register_passes(&mut registry).unwrap();
+    let mut pm = PassManager::new(PassManagerOptions::default());
+    let pipeline = format!(
+        "builtin.module(func.func(eqsat-fuse,canonicalize,convert-precision{{precision={precision}}}))"
+    );
+    pm.add_pipeline(&registry, &parse_pipeline(&pipeline).unwrap())
+        .unwrap();
+    pm.run(&mut ctx, module).expect("compile");
+    let f = ctx
+        .collect_ops(module, ipuc_ir::WalkOrder::PreOrder)
+        .into_iter()
+        .find(|&op| ctx.name_str(op) == ipuc_dialects::func::FUNC)
+        .expect("a function");
+    Some((ctx, f))
+}
