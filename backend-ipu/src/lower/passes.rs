@@ -708,6 +708,13 @@ pub fn lower_function_reporting(
         let lowered = super::chain::lower_chain_planned(ctx, module_body, &chain, &plan, m)?;
         return Ok((lowered, Some(plan)));
     }
+    if weights == Weights::Streamed {
+        return Err(Diagnostic::op_error(
+            ctx,
+            f,
+            "streamed weights (`weights=streamed`, `--stream-weights`) apply to a chain of blocks (a whole encoder, `--extract layer:N` or `head`); this function lowers as one block or product, whose weights stay resident: drop the option",
+        ));
+    }
     if let Some(report) = report {
         report(plan_report(ctx, f, m)?);
     }
