@@ -13,7 +13,10 @@
 //! shares, its owned adds' rows in the add columns after theirs. Between
 //! two blocks one scheduled exchange (a *link*) moves the first block's
 //! result, as its output tiles hold it (16-channel runs of their owned
-//! rows), into the next one's input rows on its LN tiles. Every tile runs
+//! rows), into the next one's input rows on its LN tiles; where an MLP
+//! block's fc1 weights stream in, the link also gathers them
+//! ([`super::block::fc1_gather_before`]: only the LN tiles receive
+//! otherwise, so fc1's tiles take them on idle ports). Every tile runs
 //! every superstep: a tile a block does not use runs its syncs. Each
 //! block's code on a tile is a scope of its own (`b{k}`,
 //! [`crate::codelets::scope`]), so each tile's program (entered at
