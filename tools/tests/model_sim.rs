@@ -215,6 +215,13 @@ fn siglip_small_runs_on_the_simulator() {
 }
 
 #[test]
+fn siglip_small_runs_on_the_simulator_at_fp8() {
+    // Issue 12's FP8 bar on every fixture, the larger model too (its 12
+    // layers one loop, its products on more tiles than tiny's).
+    whole_fp8("siglip-small");
+}
+
+#[test]
 fn siglip_tiny_head_runs_on_the_simulator() {
     head("siglip-tiny");
 }
