@@ -8,7 +8,8 @@
 mod common;
 
 use ipuc_backend_ipu::lower::batch::{function_batch, largest_batch, rebatched};
-use ipuc_backend_ipu::lower::chain::{match_chain, plan_chain, ChainMatch};
+use ipuc_backend_ipu::lower::chain::{match_chain, plan_chain, plan_chain_with, ChainMatch};
+use ipuc_backend_ipu::lower::stream::Weights;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, OpId};
 
@@ -59,7 +60,8 @@ fn the_search_returns_the_largest_batch_that_plans() {
         tiles: 96,
         ..MachineModel::c600()
     };
-    let choice = largest_batch(&ctx, f, &machine, 1024).expect("one image plans");
+    let choice =
+        largest_batch(&ctx, f, (&machine, Weights::Resident), 1024).expect("one image plans");
     let chain = match_chain(&ctx, f).unwrap().unwrap();
     let plans = |n: u32| plan_chain(&ctx, &rebatched(&chain, 1, n), &machine).is_ok();
     let n = choice.batch;
@@ -80,10 +82,19 @@ fn the_search_returns_the_largest_batch_that_plans() {
         "{choice:?}"
     );
     // A bound the batch reaches stops the search there.
-    let capped = largest_batch(&ctx, f, &machine, n - 1).unwrap();
+    let capped = largest_batch(&ctx, f, (&machine, Weights::Resident), n - 1).unwrap();
     assert_eq!(capped.batch, n - 1);
     assert_eq!(
         capped.limit,
         format!("the search stops at {} images", n - 1)
     );
+    // With the weights streamed from the first plan (`ipu-run
+    // --stream-weights --batch auto`), the search plans as the lowering
+    // then will.
+    let streamed = largest_batch(&ctx, f, (&machine, Weights::Streamed), 1024).unwrap();
+    let plans_streamed = |n: u32| {
+        plan_chain_with(&ctx, &rebatched(&chain, 1, n), &machine, Weights::Streamed).is_ok()
+    };
+    let n = streamed.batch;
+    assert!(plans_streamed(n) && !plans_streamed(n + 1), "{streamed:?}");
 }

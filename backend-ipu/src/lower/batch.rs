@@ -23,7 +23,8 @@
 //! # use ipuc_backend_ipu::lower::batch::largest_batch;
 //! # fn demo(ctx: &ipuc_ir::Context, f: ipuc_ir::OpId) -> Result<(), ipuc_ir::Diagnostic> {
 //! let machine = ipuc_ipu_arch::MachineModel::c600();
-//! let choice = largest_batch(ctx, f, &machine, 64)?;
+//! let weights = ipuc_backend_ipu::lower::stream::Weights::Resident;
+//! let choice = largest_batch(ctx, f, (&machine, weights), 64)?;
 //! println!("batch {} ({})", choice.batch, choice.limit);
 //! # Ok(())
 //! # }
@@ -33,7 +34,8 @@ use ipuc_dialects::func;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{Context, Diagnostic, OpId};
 
-use super::chain::{match_chain, plan_chain, ChainBlock, ChainMatch};
+use super::chain::{match_chain, plan_chain_with, ChainBlock, ChainMatch};
+use super::stream::Weights;
 
 /// What [`largest_batch`] found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,13 +98,14 @@ pub fn rebatched(chain: &ChainMatch, from: u32, to: u32) -> ChainMatch {
 }
 
 /// The largest batch, at most `most`, for which function `f`'s chain of
-/// blocks plans on `machine` (see the module doc). An error where `f` is
+/// blocks plans on `machine`, planned from `weights` as the lowering will
+/// ([`super::chain::plan_chain_with`]; see the module doc). An error where `f` is
 /// not a chain of blocks, has no batch dimension, or does not plan even
 /// for one image.
 pub fn largest_batch(
     ctx: &Context,
     f: OpId,
-    machine: &MachineModel,
+    (machine, weights): (&MachineModel, Weights),
     most: u32,
 ) -> Result<BatchChoice, Diagnostic> {
     let refuse = |msg: &str| Diagnostic::op_error(ctx, f, msg.to_string());
@@ -123,7 +126,7 @@ pub fn largest_batch(
     }
     let mut tried = Vec::new();
     let mut plans = |n: u32| -> Result<(), String> {
-        let r = plan_chain(ctx, &rebatched(&chain, from, n), machine)
+        let r = plan_chain_with(ctx, &rebatched(&chain, from, n), machine, weights)
             .map(|_| ())
             .map_err(|d| d.message);
         tracing::debug!(target: "ipu-lower", images = n, fits = r.is_ok(), "batch search");

@@ -361,12 +361,12 @@ impl PlannedBlock {
     }
 
     /// The block's LN tiles (none for the patch embedding).
-    pub fn ln_tiles(&self) -> Vec<u32> {
+    pub fn ln_tiles(&self) -> &[u32] {
         match self {
-            PlannedBlock::Attention(p) => p.ln_tiles.clone(),
-            PlannedBlock::Mlp(p) => p.ln_tiles.clone(),
-            PlannedBlock::Pool(p) => p.ln_tiles.clone(),
-            PlannedBlock::Patch(_) => Vec::new(),
+            PlannedBlock::Attention(p) => &p.ln_tiles,
+            PlannedBlock::Mlp(p) => &p.ln_tiles,
+            PlannedBlock::Pool(p) => &p.ln_tiles,
+            PlannedBlock::Patch(_) => &[],
         }
     }
 
@@ -796,7 +796,11 @@ fn plan_blocks(
                 // The earlier blocks' LN tiles send the residual: the
                 // most exchange code a tile has, where the head tiles'
                 // should not add to it.
-                let busy: BTreeSet<u32> = plans.iter().flat_map(PlannedBlock::ln_tiles).collect();
+                let busy: BTreeSet<u32> = plans
+                    .iter()
+                    .flat_map(PlannedBlock::ln_tiles)
+                    .copied()
+                    .collect();
                 plan_pool_in(p.shape, machine, range, window, (weights, &busy))
                     .map(PlannedBlock::Pool)
             }

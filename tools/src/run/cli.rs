@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
+use ipuc_backend_ipu::lower::stream::Weights;
 use ipuc_frontends::onnx::WeightsPolicy;
 
 use super::device::DeviceKind;
@@ -179,6 +180,14 @@ fn parse_mib(s: &str) -> Result<f64, String> {
 }
 
 impl RunArgs {
+    /// The weights a chain is planned from: `--stream-weights`.
+    pub fn weights(&self) -> Weights {
+        match self.stream_weights {
+            true => Weights::Streamed,
+            false => Weights::Resident,
+        }
+    }
+
     /// `--profile-limit` in bytes.
     pub fn profile_limit_bytes(&self) -> u64 {
         (self.profile_limit * f64::from(1u32 << 20)) as u64

@@ -19,7 +19,6 @@ use ipuc_backend_ipu::lower::batch::{function_batch, largest_batch};
 use ipuc_backend_ipu::lower::chain::PlannedBlock;
 use ipuc_backend_ipu::lower::passes::{lower_function_reporting, planned_products};
 use ipuc_backend_ipu::lower::plan::GemmPlan;
-use ipuc_backend_ipu::lower::stream::Weights;
 use ipuc_ipu_arch::Executable;
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::SourceMgr;
@@ -163,13 +162,14 @@ pub fn run(args: &RunArgs, tolerance: Tolerance) -> Result<Report, String> {
     } else {
         None
     };
-    let weights = match args.stream_weights {
-        true => Weights::Streamed,
-        false => Weights::Resident,
-    };
-    let (lowered, chain_plan) =
-        lower_function_reporting(&mut loaded.ctx, body, func, (&machine, weights), report)
-            .map_err(|d| render(&d))?;
+    let (lowered, chain_plan) = lower_function_reporting(
+        &mut loaded.ctx,
+        body,
+        func,
+        (&machine, args.weights()),
+        report,
+    )
+    .map_err(|d| render(&d))?;
     let attribution = match &args.profile {
         Some(_) => Some(crate::prof::attribution::of_function(
             &loaded.ctx,
@@ -268,8 +268,14 @@ fn auto_batch(args: &RunArgs, set: Option<&DataSet>) -> Result<(u32, String), St
     };
     let loaded = model::load(&one, set)?;
     let func = loaded.function(args.function.as_deref())?;
-    let choice = largest_batch(&loaded.ctx, func, &MachineModel::c600(), AUTO_BATCH_MOST)
-        .map_err(|d| with_reference_hint(SourceMgr::new().render(&d)))?;
+    let machine = MachineModel::c600();
+    let choice = largest_batch(
+        &loaded.ctx,
+        func,
+        (&machine, args.weights()),
+        AUTO_BATCH_MOST,
+    )
+    .map_err(|d| with_reference_hint(SourceMgr::new().render(&d)))?;
     tracing::info!(tried = ?choice.tried, "--batch auto");
     Ok((choice.batch, choice.limit))
 }
