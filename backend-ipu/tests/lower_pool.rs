@@ -357,15 +357,17 @@ fn head_tiles_avoid_the_busy_tiles_and_the_ln_tiles_go_around_them() {
     // the tail on both sides. so400m on the whole chip with its layers'
     // 122 LN tiles last: the 16 heads just below them.
     let m = MachineModel::c600();
-    let busy: BTreeSet<u32> = (1350..1472).collect();
-    let plan = plan_pool_in(
-        shape(729, 1152, 16),
-        &m,
-        (0, 1472),
-        Window::alone(&m),
-        (Weights::Streamed, &busy),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let so400m = |busy: &BTreeSet<u32>| {
+        plan_pool_in(
+            shape(729, 1152, 16),
+            &m,
+            (0, 1472),
+            Window::alone(&m),
+            (Weights::Streamed, busy),
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let plan = so400m(&(1350..1472).collect());
     assert_eq!(plan.head_tiles(), 1334..1350);
     assert!(plan.ln_tiles.windows(2).all(|w| w[0] < w[1]));
     assert!(plan.ln_tiles.iter().all(|t| !plan.head_tiles().contains(t)));
@@ -376,15 +378,7 @@ fn head_tiles_avoid_the_busy_tiles_and_the_ln_tiles_go_around_them() {
         plan.report(&m)
     );
     // Nowhere to go (every tile busy): the heads last, as without a chain.
-    let all: BTreeSet<u32> = (0..1472).collect();
-    let last = plan_pool_in(
-        shape(729, 1152, 16),
-        &m,
-        (0, 1472),
-        Window::alone(&m),
-        (Weights::Streamed, &all),
-    )
-    .unwrap();
+    let last = so400m(&(0..1472).collect());
     assert_eq!(last.head_tiles(), 1456..1472);
     // Run on the simulator with the LN tiles on both sides of the heads:
     // 37 tokens are 7 LN tiles, 4 heads, the tail 725..736; the last 3
