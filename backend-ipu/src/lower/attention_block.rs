@@ -130,7 +130,7 @@ use super::block_exchange::residual_view;
 use super::codegen::{PlacedGemm, TileLayout, ZeroRun};
 use super::ln_tiles::{LnOutput, LnTiles};
 use super::plan::{plan_gemm, BiasRows, Epilogue, GemmPlan, GemmShape, ReductionPlace};
-use super::schedule::{schedule, Schedule};
+use super::schedule::{schedule, schedule_joined, Joining, Schedule};
 use super::stream::Weights;
 use crate::codelets::amp::{AmpVariant, Elem};
 use crate::codelets::attention::TileAttention;
@@ -983,9 +983,11 @@ impl AttentionPlan {
         let tiles = self.tiles();
         AttentionSchedules {
             a: schedule(machine, &tiles, &exchange_a(self)),
+            // Q, K and V arrive in pieces of a group each, a panel stride
+            // apart: joined, a receiver switches once a sender.
             b: exchange_b(self)
                 .iter()
-                .map(|part| schedule(machine, &tiles, part))
+                .map(|part| schedule_joined(machine, &tiles, part, Joining::Strided))
                 .collect(),
             d: self
                 .core

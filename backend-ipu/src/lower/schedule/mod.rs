@@ -40,7 +40,9 @@
 //!
 //! A sender's pieces that land one after another on the same receivers
 //! are joined into one transfer first ([`coalesce`]): one mux switch for
-//! the run. The code stays small where the same cycles allow: a wait
+//! the run; on request ([`schedule_joined`]) so are short pieces of the
+//! same size that land a fixed stride apart ([`join_strided`]), as a
+//! segmented transfer. The code stays small where the same cycles allow: a wait
 //! that an inline delay loop would end in `nop`s calls the tile's
 //! [`DelayRoutine`]
 //! instead (two instructions; delays are most of a tile's exchange code),
@@ -188,9 +190,106 @@ impl Transfer {
 /// transfer stands where its earliest piece stood. Segmented transfers
 /// are left alone.
 pub fn coalesce(transfers: Vec<Transfer>) -> Vec<Transfer> {
+    join_runs(
+        transfers,
+        |_| true,
+        |_, prev, next| {
+            let bytes = prev.words() * 4;
+            prev.receivers
+                .iter()
+                .zip(&next.receivers)
+                .all(|(&(_, a), &(_, b))| a.checked_add(bytes) == Some(b))
+        },
+        concat,
+    )
+}
+
+/// A run's pieces as one transfer: the first's, with every later piece's
+/// chunks after its own.
+fn concat(run: Vec<Transfer>) -> Transfer {
+    let mut pieces = run.into_iter();
+    let mut joined = pieces.next().expect("a run has a piece");
+    for piece in pieces {
+        joined.chunks.extend(piece.chunks);
+    }
+    joined
+}
+
+/// `transfers` with the pieces one sender sends to the same receivers
+/// joined into one [`Segment`]ed transfer where they are the same size
+/// and each lands a fixed stride after the one before on every receiver
+/// (a sender's rows of one head's channel groups, each group a panel of
+/// the receivers' input): each receiver then switches its mux once for
+/// the run and re-points its write pointer between the pieces (a `setzi`
+/// and a put, looped where the run is long) instead of switching once a
+/// piece (two `setzi`s, two puts, and the sender's words held back until
+/// the switch settles). Run after [`coalesce`], which joins the pieces
+/// that follow one another; the same order and placement rules apply. A
+/// sender among its receivers is left alone (its supervisor, sending,
+/// could not re-point), and so are segmented transfers.
+pub fn join_strided(transfers: Vec<Transfer>) -> Vec<Transfer> {
+    // The stride of a run (from its first two pieces' first receiver).
+    let stride = |a: &Transfer, b: &Transfer| b.receivers[0].1.checked_sub(a.receivers[0].1);
+    join_runs(
+        transfers,
+        |t| {
+            (1..=MAX_JOINED_PIECE).contains(&t.words())
+                && t.receivers.iter().all(|&(r, _)| r != t.sender)
+        },
+        |(first, second), prev, next| {
+            let words = first.words();
+            let Some(step) = stride(first, second.unwrap_or(next)) else {
+                return false;
+            };
+            next.words() == words
+                && step >= 4 * words
+                && prev
+                    .receivers
+                    .iter()
+                    .zip(&next.receivers)
+                    .all(|(&(_, a), &(_, b))| a.checked_add(step) == Some(b))
+        },
+        |run| {
+            let step = stride(&run[0], &run[1]).expect("a run's pieces ascend");
+            let words = run[0].words();
+            let mut joined = concat(run);
+            joined.segment = Some(Segment {
+                words,
+                stride: step,
+            });
+            joined
+        },
+    )
+}
+
+/// The most words of a piece [`join_strided`] joins. Longer pieces pay
+/// their switch back many times over, and a run of them holds its
+/// receivers (and the sender's supervisor, its re-points fixed in time)
+/// for longer than the scheduler can place around: in so400m's layer,
+/// joining pieces of every size took the attention's exchange B 17,527 ->
+/// 16,471 cycles but the MLP's exchange B 24,233 -> 26,873 (its pieces of
+/// 277 words on average); up to 128 words, 15,534 and 24,233 (up to 32 or
+/// 64: 16,765 or 16,914 and the same 24,233). Exchange C's pieces (98
+/// words on average) gain nothing: 13,462 -> 13,560.
+const MAX_JOINED_PIECE: u32 = 128;
+
+/// The skeleton of [`coalesce`] and [`join_strided`]: the unsegmented
+/// transfers that are `eligible`, grouped by sender and receiver tiles and
+/// taken in destination order (the first receiver's address), each run
+/// grown while `extends((first, second), last, next)` (its first two
+/// pieces, the second `None` while it has one, and its last); a run of
+/// two pieces or more becomes `join(run)` (its pieces in destination
+/// order), standing where its earliest piece stood. The rest keep their
+/// places.
+fn join_runs(
+    transfers: Vec<Transfer>,
+    eligible: impl Fn(&Transfer) -> bool,
+    extends: impl Fn((&Transfer, Option<&Transfer>), &Transfer, &Transfer) -> bool,
+    join: impl Fn(Vec<Transfer>) -> Transfer,
+) -> Vec<Transfer> {
     let mut groups: BTreeMap<(u32, Vec<u32>), Vec<usize>> = BTreeMap::new();
     for (n, t) in transfers.iter().enumerate() {
-        if t.segment.is_none() && !t.receivers.is_empty() {
+        if t.segment.is_none() && !t.receivers.is_empty() && eligible(t) {
             let tiles = t.receivers.iter().map(|&(r, _)| r).collect();
             groups.entry((t.sender, tiles)).or_default().push(n);
         }
@@ -201,21 +300,18 @@ pub fn coalesce(transfers: Vec<Transfer>) -> Vec<Transfer> {
         pieces.sort_by_key(|&n| (transfers[n].receivers[0].1, n));
         let mut run: Vec<usize> = Vec::new();
         let mut flush = |run: &mut Vec<usize>| {
-            if let Some(&first) = run.iter().min() {
+            if run.len() > 1 {
+                let first = *run.iter().min().expect("a run has a piece");
                 runs.insert(first, std::mem::take(run));
             }
+            run.clear();
         };
         for n in pieces {
-            let follows = run.last().is_some_and(|&m| {
-                let (prev, next) = (&transfers[m], &transfers[n]);
-                let bytes = prev.words() * 4;
-                prev.receivers
-                    .iter()
-                    .zip(&next.receivers)
-                    .all(|(&(_, a), &(_, b))| a.checked_add(bytes) == Some(b))
-            });
-            if !follows {
-                flush(&mut run);
+            if let (Some(&first), Some(&last)) = (run.first(), run.last()) {
+                let second = run.get(1).map(|&m| &transfers[m]);
+                if !extends((&transfers[first], second), &transfers[last], &transfers[n]) {
+                    flush(&mut run);
+                }
             }
             run.push(n);
         }
@@ -228,12 +324,11 @@ pub fn coalesce(transfers: Vec<Transfer>) -> Vec<Transfer> {
     for n in 0..slots.len() {
         match runs.get(&n) {
             Some(run) => {
-                let mut joined = slots[run[0]].take().expect("each piece is taken once");
-                for &m in &run[1..] {
-                    let piece = slots[m].take().expect("each piece is taken once");
-                    joined.chunks.extend(piece.chunks);
-                }
-                out.push(joined);
+                let pieces = run
+                    .iter()
+                    .map(|&m| slots[m].take().expect("each piece is taken once"))
+                    .collect();
+                out.push(join(pieces));
             }
             None => out.extend(slots[n].take()),
         }
@@ -966,7 +1061,40 @@ impl Placer<'_> {
 /// it before the switch and its later words after the close, so no tile
 /// ever takes a word meant for others.
 pub fn schedule(machine: &MachineModel, tiles: &[u32], transfers: &[Transfer]) -> Schedule {
-    let prepared = Prepared::of(machine, transfers);
+    schedule_joined(machine, tiles, transfers, Joining::Contiguous)
+}
+
+/// Which pieces [`schedule_joined`] joins before it places them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Joining {
+    /// Those that land one after another ([`coalesce`]): what
+    /// [`schedule`] does.
+    Contiguous,
+    /// Those, then the short ones a fixed stride apart
+    /// ([`join_strided`]).
+    Strided,
+}
+
+/// [`schedule`] with the pieces joined as `joining` says. Joining pieces
+/// a stride apart pays where the receivers' supervisors are busy (they
+/// also send, and switch for pieces of a hundred words or less): so400m's
+/// attention exchange B (Q, K and V from the product tiles, which are
+/// also the attention tiles) takes 15,534 cycles joined, 17,527 not, which
+/// is where the lowering asks for it. Elsewhere it measured no gain: the
+/// attention's exchange C 13,462 -> 13,560, the MLP's exchange B the same
+/// 24,233; the link from the patch embedding 7,358 -> 5,489 but with an LN
+/// tile's exchange code 16,312 -> 18,240 bytes (its 8-word segments'
+/// re-points too irregular for a loop), above the 16 KB the issue allows;
+/// and where a receiver's switches hide behind its arrivals (sixteen
+/// senders' 64-word pieces back to back, `tests/lower_schedule.rs`),
+/// 4,538 cycles for 4,096 words against under 4,496 apart.
+pub fn schedule_joined(
+    machine: &MachineModel,
+    tiles: &[u32],
+    transfers: &[Transfer],
+    joining: Joining,
+) -> Schedule {
+    let prepared = Prepared::of(machine, transfers, joining);
     // The orders on threads of their own (each is deterministic, and so
     // is the choice).
     let placed: Vec<Placer> = std::thread::scope(|scope| {
@@ -989,6 +1117,20 @@ pub fn schedule(machine: &MachineModel, tiles: &[u32], transfers: &[Transfer]) -
     tracing::debug!(
         target: "ipu-schedule",
         transfers = transfers.len(),
+        busiest_in = prepared.received.values().copied().max().unwrap_or(0),
+        most_rx_transfers = {
+            let mut n: BTreeMap<u32, u32> = BTreeMap::new();
+            for (t, _) in &prepared.transfers { for &(r, _) in &t.receivers { *n.entry(r).or_default() += 1; } }
+            n.values().copied().max().unwrap_or(0)
+        },
+        most_tx_transfers = {
+            let mut n: BTreeMap<u32, u32> = BTreeMap::new();
+            for (t, _) in &prepared.transfers { *n.entry(t.sender).or_default() += 1; }
+            n.values().copied().max().unwrap_or(0)
+        },
+        coalesced = prepared.transfers.len(),
+        segmented = prepared.transfers.iter().filter(|(t, _)| t.segment.is_some()).count(),
+        busiest_out = prepared.sent.values().copied().max().unwrap_or(0),
         ends = ?Order::TRIED.iter().zip(&placed).map(|(o, p)| (o, p.end)).collect::<Vec<_>>(),
         "each order's schedule"
     );
@@ -1047,7 +1189,7 @@ pub fn schedule_in(
     transfers: &[Transfer],
     order: Order,
 ) -> Schedule {
-    let prepared = Prepared::of(machine, transfers);
+    let prepared = Prepared::of(machine, transfers, Joining::Contiguous);
     let placer = place(machine, tiles, &prepared, order);
     prepared.finish(placer)
 }
@@ -1062,9 +1204,14 @@ struct Prepared {
 }
 
 impl Prepared {
-    fn of(machine: &MachineModel, transfers: &[Transfer]) -> Self {
+    fn of(machine: &MachineModel, transfers: &[Transfer], joining: Joining) -> Self {
         let rules = Rules::of(machine);
-        let transfers: Vec<(Transfer, Sends)> = coalesce(transfers.to_vec())
+        let joined = coalesce(transfers.to_vec());
+        let joined = match joining {
+            Joining::Contiguous => joined,
+            Joining::Strided => join_strided(joined),
+        };
+        let transfers: Vec<(Transfer, Sends)> = joined
             .into_iter()
             .filter(|t| !t.chunks.is_empty() && t.words() > 0)
             .map(|t| {
@@ -1394,6 +1541,64 @@ mod tests {
         assert_eq!(from, vec![0x300, 0x100, 0x700]);
         assert_eq!(out[1].receivers, vec![(7, 0x900)]);
         assert_eq!(out[2].sender, 2);
+    }
+
+    #[test]
+    fn equal_pieces_a_fixed_stride_apart_join_as_segments() {
+        // Tile 1 sends three 8-word groups to tiles 7 and 8, each 0x40
+        // bytes after the one before on both (listed out of order): one
+        // segmented transfer from the first destination, its chunks in
+        // destination order. Tile 2's pieces to tile 7 are 0x40 then 0x80
+        // apart (a run of two, then one alone), tile 3's differ in size
+        // (left alone).
+        let list = vec![
+            piece(1, 0x200, 8, &[(7, 0x1040), (8, 0x2040)]),
+            piece(2, 0x100, 8, &[(7, 0x3000)]),
+            piece(1, 0x100, 8, &[(7, 0x1000), (8, 0x2000)]),
+            piece(2, 0x200, 8, &[(7, 0x3040)]),
+            piece(2, 0x300, 8, &[(7, 0x30c0)]),
+            piece(1, 0x300, 8, &[(7, 0x1080), (8, 0x2080)]),
+            piece(3, 0x100, 8, &[(7, 0x4000)]),
+            piece(3, 0x200, 4, &[(7, 0x4040)]),
+        ];
+        let out = join_strided(list);
+        assert_eq!(out.len(), 5, "{out:?}");
+        let joined = &out[0];
+        assert_eq!(joined.receivers, vec![(7, 0x1000), (8, 0x2000)]);
+        assert_eq!(
+            joined.segment,
+            Some(Segment {
+                words: 8,
+                stride: 0x40
+            })
+        );
+        let from: Vec<u32> = joined.chunks.iter().map(|c| c.address).collect();
+        assert_eq!(from, vec![0x100, 0x200, 0x300]);
+        assert_eq!(joined.check(), Ok(()));
+        // Word 9 (the second group's second word) lands a stride on.
+        assert_eq!(joined.word_address(0x2000, 9), 0x2044);
+        // Tile 2's first two pieces join (0x40 apart); the third, 0x80 on,
+        // stands alone.
+        assert_eq!(out[1].sender, 2);
+        assert_eq!(out[1].chunks.len(), 2);
+        assert!(out[2..].iter().all(|t| t.segment.is_none()));
+    }
+
+    #[test]
+    fn strided_joins_leave_long_pieces_and_a_sender_among_its_receivers() {
+        let long = MAX_JOINED_PIECE + 1;
+        let list = vec![
+            piece(1, 0x100, long, &[(7, 0x1000)]),
+            piece(1, 0x1000, long, &[(7, 0x2000)]),
+            // Tile 4 takes its own words: it could not re-point.
+            piece(4, 0x100, 8, &[(4, 0x1000), (9, 0x1000)]),
+            piece(4, 0x200, 8, &[(4, 0x1040), (9, 0x1040)]),
+            // Overlapping destinations (a stride shorter than a piece).
+            piece(5, 0x100, 8, &[(7, 0x5000)]),
+            piece(5, 0x200, 8, &[(7, 0x5010)]),
+        ];
+        let out = join_strided(list.clone());
+        assert_eq!(out, list);
     }
 
     #[test]
