@@ -42,8 +42,8 @@
 //! are joined into one transfer first ([`coalesce`]): one mux switch for
 //! the run; on request ([`schedule_joined`]) so are short pieces of the
 //! same size that land a fixed stride apart ([`join_strided`]), as a
-//! segmented transfer. The code stays small where the same cycles allow: a wait
-//! that an inline delay loop would end in `nop`s calls the tile's
+//! segmented transfer. The code stays small where the same cycles allow:
+//! a wait that an inline delay loop would end in `nop`s calls the tile's
 //! [`DelayRoutine`]
 //! instead (two instructions; delays are most of a tile's exchange code),
 //! a switch with time before it loads its registers and calls the tile's
