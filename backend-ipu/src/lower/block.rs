@@ -942,7 +942,7 @@ pub fn emit_mlp_in(
     let (p1, p2) = (&plan.fc1, &plan.fc2);
     let fail = |err: crate::codelets::CodeletError| Diagnostic::error(loc.clone(), err.to_string());
     let tiles = plan.tiles();
-    let (a, b) = schedules(plan, machine);
+    let (a, b, _) = schedules(plan, machine);
     let (at1, at2) = (positions(p1), positions(p2));
     let ln = plan.ln();
     let ln_of = ln.index();

@@ -3,14 +3,16 @@
 //!
 //! - **Exchange A**: LayerNorm's rows into fc1's input panels, one
 //!   segmented transfer per LN tile and fc1 receiver group (a row block
-//!   and K part, multicast to every column block); and x's rows to the
-//!   fc2 tiles that own them after fc2's reduction, one segmented
-//!   transfer per LN tile and owner (a segment per output group).
+//!   and K part, multicast to every column block).
 //! - **Exchange B**: fc1's owned rows of each output group (one input
 //!   panel of fc2; FP8: each pair of groups, which GELU wrote as one
 //!   panel) to the fc2 tiles of that panel's K part and row block,
 //!   one transfer per panel: these tiles both send and receive, and a
 //!   segmented receive would collide with the receiver's own sends.
+//! - The residual: x's rows from the LN tiles to the fc2 tiles that own
+//!   them after fc2's reduction, one segmented transfer per LN tile and
+//!   owner (a segment per output group), in A or B, whichever makes the
+//!   two shorter ([`schedules`]).
 //! - Each exchange also gathers the next product's weights where they are
 //!   streamed in ([`super::stream`]): fc1's in A, fc2's in B. In a chain
 //!   fc1's go in the link into the block instead
@@ -56,21 +58,19 @@ pub(super) fn overlap((a, b): (u32, u32), (c, d): (u32, u32)) -> Option<(u32, u3
     (lo < hi).then_some((lo, hi))
 }
 
-/// Exchange A: LayerNorm's rows to fc1's inputs, x's rows to fc2's owners.
+/// Exchange A: LayerNorm's rows to fc1's inputs (and fc1's streamed
+/// weights, unless the link into the block gathers them).
 pub fn exchange_a(plan: &MlpPlan) -> Vec<Transfer> {
     let (fc1, _) = placed(plan);
     let ln = plan.ln();
-    // The residual first: small, one receiver each.
-    let residual = round_robin(residual_transfers(&plan.fc2, plan.layout.residual, &ln));
-    // x is f16; LayerNorm's output f16 or FP8 codes. Either way a panel
-    // row is 32 bytes (16 f16 or 32 FP8 channels).
+    // LayerNorm's output is f16 or FP8 codes. Either way a panel row is
+    // 32 bytes (16 f16 or 32 FP8 channels).
     // Streamed weights first: the longest transfers.
     let mut out = match plan.fc1_gathered_before {
         true => Vec::new(),
         false => super::stream::transfers(&fc1),
     };
     out.extend(input_panel_transfers(&fc1, &ln));
-    out.extend(residual);
     out
 }
 
@@ -80,8 +80,8 @@ pub fn exchange_a(plan: &MlpPlan) -> Vec<Transfer> {
 /// destination fc1's weight buffer, which nothing in the block writes
 /// before fc1 reads it: LayerNorm's step writes the LN tiles' rows (no
 /// fc1 tile is an LN tile) and the products' initial partials and bias
-/// rows, and exchange A fc1's inputs and the residual, all of them live
-/// beside fc1's weights while fc1 runs.
+/// rows, and exchange A fc1's inputs, all of them live beside fc1's
+/// weights while fc1 runs.
 pub fn fc1_gather_before(plan: &MlpPlan) -> Vec<Transfer> {
     match plan.fc1_gathered_before {
         true => super::stream::transfers(&placed(plan).0),
@@ -288,11 +288,50 @@ pub fn exchange_b(plan: &MlpPlan) -> Vec<Transfer> {
     out
 }
 
-/// The schedules of the block's two exchanges.
-pub fn schedules(plan: &MlpPlan, machine: &MachineModel) -> (Schedule, Schedule) {
+/// x's rows from the LN tiles to fc2's owners, for the residual the last
+/// add takes: one segmented transfer per LN tile and owner, in turn.
+pub fn residual(plan: &MlpPlan) -> Vec<Transfer> {
+    round_robin(residual_transfers(
+        &plan.fc2,
+        plan.layout.residual,
+        &plan.ln(),
+    ))
+}
+
+/// The exchange that carries [`residual`]'s transfers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResidualIn {
+    /// Exchange A, after LayerNorm's rows.
+    A,
+    /// Exchange B, after fc1's rows.
+    B,
+}
+
+/// The schedules of the block's two exchanges, and where the residual's
+/// rows go: whichever makes the two shorter together (ties: A). In A
+/// they share the LN tiles' ports with LayerNorm's rows and fc2's owners
+/// are fc1's tiles, busy taking their input panels, so each of the LN
+/// tiles' residual transfers holds up a multicast to fc1 (so400m:
+/// exchange A 12,859 cycles, 8,490 without them); in B the LN tiles'
+/// ports are idle and the owners take a few hundred words more (so400m:
+/// B 24,233 -> 25,999, the layer 2.6k shorter; `lit-tests/lower/
+/// mlp-fp8.mlir`'s small block: A 629 -> 385 but B 121 -> 503, longer).
+/// Either is safe: the residual's buffer is x's from exchange A on, so
+/// nothing writes it between the exchanges, and the LN tiles (after
+/// every product tile, [`super::block::plan_mlp_in`]) keep x's copy
+/// untouched until B.
+pub fn schedules(plan: &MlpPlan, machine: &MachineModel) -> (Schedule, Schedule, ResidualIn) {
     let tiles = plan.tiles();
-    (
-        schedule(machine, &tiles, &exchange_a(plan)),
-        schedule(machine, &tiles, &exchange_b(plan)),
-    )
+    let (a, b) = (exchange_a(plan), exchange_b(plan));
+    let with = |mut list: Vec<Transfer>| {
+        list.extend(residual(plan));
+        schedule(machine, &tiles, &list)
+    };
+    let (a_with, b_alone) = (with(a.clone()), schedule(machine, &tiles, &b));
+    let (a_alone, b_with) = (schedule(machine, &tiles, &a), with(b));
+    if a_alone.cycles + b_with.cycles < a_with.cycles + b_alone.cycles {
+        (a_alone, b_with, ResidualIn::B)
+    } else {
+        (a_with, b_alone, ResidualIn::A)
+    }
 }

@@ -329,7 +329,7 @@ pub fn lower_mlp(
 /// estimate per step.
 pub fn block_report(ctx: &Context, b: &MlpMatch, m: &MachineModel) -> Result<String, Diagnostic> {
     let plan = plan_of_block(ctx, b, m)?;
-    let (a, x) = super::block::schedules(&plan, m);
+    let (a, x, residual_in) = super::block::schedules(&plan, m);
     let loc = ipuc_ir::diagnostics::location_prefix(ctx.loc(b.ln));
     // The search's own choice and rejected candidates, also when
     // `ipu.plan` forces a grid (as `ipu-plan` records its choice).
@@ -351,7 +351,7 @@ pub fn block_report(ctx: &Context, b: &MlpMatch, m: &MachineModel) -> Result<Str
         out
     };
     Ok(format!(
-        "{loc}: MLP block {}x{}x{}: LayerNorm on tiles {}..={} ({} rows each)\n{}{}{}  exchange A {}, exchange B {} (scheduled)\n",
+        "{loc}: MLP block {}x{}x{}: LayerNorm on tiles {}..={} ({} rows each)\n{}{}{}  exchange A {}, exchange B {} (scheduled; the residual's rows in {})\n",
         b.shape.m,
         b.shape.c,
         b.shape.h,
@@ -362,6 +362,10 @@ pub fn block_report(ctx: &Context, b: &MlpMatch, m: &MachineModel) -> Result<Str
         product("fc2", &plan.fc2, 1),
         plan.weights_report(),
         a,
-        x
+        x,
+        match residual_in {
+            super::block_exchange::ResidualIn::A => "A",
+            super::block_exchange::ResidualIn::B => "B",
+        }
     ))
 }
