@@ -322,9 +322,9 @@ pub enum ResidualIn {
 /// untouched until B.
 pub fn schedules(plan: &MlpPlan, machine: &MachineModel) -> (Schedule, Schedule, ResidualIn) {
     let tiles = plan.tiles();
-    let (a, b) = (exchange_a(plan), exchange_b(plan));
+    let (a, b, rows) = (exchange_a(plan), exchange_b(plan), residual(plan));
     let with = |mut list: Vec<Transfer>| {
-        list.extend(residual(plan));
+        list.extend(rows.iter().cloned());
         schedule(machine, &tiles, &list)
     };
     let (a_with, b_alone) = (with(a.clone()), schedule(machine, &tiles, &b));

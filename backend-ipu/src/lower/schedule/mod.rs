@@ -1134,16 +1134,13 @@ pub fn schedule_joined(
         target: "ipu-schedule",
         transfers = transfers.len(),
         busiest_in = prepared.received.values().copied().max().unwrap_or(0),
-        most_rx_transfers = {
-            let mut n: BTreeMap<u32, u32> = BTreeMap::new();
-            for (t, _) in &prepared.transfers { for &(r, _) in &t.receivers { *n.entry(r).or_default() += 1; } }
-            n.values().copied().max().unwrap_or(0)
-        },
-        most_tx_transfers = {
-            let mut n: BTreeMap<u32, u32> = BTreeMap::new();
-            for (t, _) in &prepared.transfers { *n.entry(t.sender).or_default() += 1; }
-            n.values().copied().max().unwrap_or(0)
-        },
+        most_rx_transfers = most_transfers(
+            prepared
+                .transfers
+                .iter()
+                .flat_map(|(t, _)| t.receivers.iter().map(|&(r, _)| r))
+        ),
+        most_tx_transfers = most_transfers(prepared.transfers.iter().map(|(t, _)| t.sender)),
         coalesced = prepared.transfers.len(),
         segmented = prepared.transfers.iter().filter(|(t, _)| t.segment.is_some()).count(),
         busiest_out = prepared.sent.values().copied().max().unwrap_or(0),
@@ -1156,6 +1153,18 @@ pub fn schedule_joined(
         .reduce(|best, p| if p.end < best.end { p } else { best })
         .expect("every order places");
     prepared.finish(best)
+}
+
+/// The most transfers any one tile takes part in, from each transfer's
+/// tile on that side (a receiver, or its sender): what the schedule's
+/// debug line reports beside the busiest port, as each transfer costs its
+/// tiles a switch or a send's setup.
+fn most_transfers(tiles: impl Iterator<Item = u32>) -> u32 {
+    let mut n: BTreeMap<u32, u32> = BTreeMap::new();
+    for t in tiles {
+        *n.entry(t).or_default() += 1;
+    }
+    n.into_values().max().unwrap_or(0)
 }
 
 /// The order in which [`schedule_in`] takes transfers.
