@@ -1,8 +1,10 @@
 // A K split: the tiles of one output block compute partial products over
-// parts of K and sum them by recursive halving. Each round is an exchange
-// (every tile arms its receive window for its partner, then sends it the
-// rows the partner keeps) and the adds of what arrived, each closed by a
-// sync; a tile that receives nothing in a round points its mux at no tile.
+// parts of K and sum them by recursive halving. Each round is a sync, an
+// exchange (every tile arms its receive window for its partner, then sends
+// it the rows the partner keeps), a delay until the partner's last word
+// has surely landed, and the adds of what arrived, with no sync between
+// (the adds' launch is a fence); a tile that receives nothing in a round
+// points its mux at no tile and does not wait.
 
 // RUN: ipu-opt %s --pass-pipeline='builtin.module(func.func(ipu-plan),ipu-lower)' | filecheck %s
 // RUN: ipu-run %s --device sim | filecheck %s --check-prefix=SIM
@@ -14,7 +16,8 @@
 // CHECK: nn.matmul {{.*}}grid = array<i64: 1, 1, 4>, groups = 1 : i64, instruction = "f16v4hihov4amp", k_panels = 1 : i64, reduction_cycles = {{[1-9][0-9]*}} : i64, rows = 3 : i64, sync_cycles = 1800 : i64
 
 // Tile 0, round 0: the GEMM's sync, the window for tile 1's 2 kept rows
-// (16 words), the delay, its 1 given row (8 words), the sync, the add.
+// (16 words), the delay, its 1 given row (8 words), the wait for tile 1's
+// words (a delay loop), the add.
 // CHECK:        ipu.tile 0 {
 // CHECK:          ipu.inst runall m1, m2, 4
 // CHECK:          ipu.inst sync @TEXCH_SYNCZONE_INTERNAL
@@ -26,8 +29,11 @@
 // CHECK-NEXT:     ipu.inst put INCOMING_MUX, m2
 // CHECK-NEXT:     ipu.inst setzi m0,
 // CHECK:          ipu.inst send m0, 8
-// CHECK-NEXT:     ipu.inst sync @TEXCH_SYNCZONE_INTERNAL
-// CHECK-NEXT:     ipu.inst call lr, @gemm0_red0_0_main
+// CHECK-NEXT:     ipu.inst setzi m7, {{[1-9][0-9]*}}
+// CHECK-NEXT:     ipu.label @".Lwgemm0_0"
+// CHECK-NEXT:     ipu.inst brnzdec m7, @".Lwgemm0_0"
+// CHECK-NOT:      sync
+// CHECK:          ipu.inst call lr, @gemm0_red0_0_main
 // Round 1 with tile 2.
 // CHECK-NEXT:     ipu.inst sync @TEXCH_SYNCZONE_INTERNAL
 // CHECK-NEXT:     ipu.inst setzi m0, [[RECV]]
@@ -40,8 +46,10 @@
 // CHECK-NEXT:     ipu.inst setzi m2, 1472
 // CHECK-NEXT:     ipu.inst put INCOMING_MUX, m2
 
+// Three supersteps: the product, then each round's (its sync opens it).
 // SIM: superstep 0
-// SIM: superstep 4
+// SIM: superstep 2
+// SIM-NOT: superstep 3
 // SIM: PASS
 
 // W[k][n] = ((7k + 3n) mod 11 - 5) / 8: every K part has different rows.

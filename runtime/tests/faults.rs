@@ -187,22 +187,66 @@ fn exchange_data_into_a_window_never_armed() {
     );
 }
 
+/// Announces its arrival with `sans` at 0, then sends one word at 729
+/// (it lands at tile 1 at 782).
+const LATE_SENDER: &str = "main:\n    sans 3\n    setzi $m0, 0x70000\n    setzi $m1, 120\nspin:\n    brnzdec $m1, spin\n    send $m0, 1\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
+
 #[test]
 fn exchange_data_arriving_after_the_closing_sync() {
     // The sender announces its arrival with `sans` at 0 and keeps going:
     // `setzi $m1` at 2, the loop's brnzdec at 8, 14, .., 728 (121 issues),
     // `send` at 729, its word leaves at 730 and lands at 782. The receiver
-    // arrives at 51, so the sync releases at 651: the word is late.
-    let sender = "main:\n    sans 3\n    setzi $m0, 0x70000\n    setzi $m1, 120\nspin:\n    brnzdec $m1, spin\n    send $m0, 1\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
-    let f = run_fault(&[(0, sender), (1, &receiver(1))], SimConfig::default());
-    assert_eq!(
-        f.kind,
-        FaultKind::LateExchangeData {
-            arrived_at: 782,
-            closing: 651
-        }
+    // arrives at 51, so the sync releases at 651: the word is late. So it
+    // is with tile 2 passing a fence (a register write, then a launch):
+    // the word is delivered at the fence, before the release is known,
+    // and still found late against it.
+    let fenced = "main:\n    put $INCOMING_DCOUNT, $mzero\n    setzi $m2, idle\n    runall $m2, $mzero, 0\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n    .worker\nidle:\n    exitz $mzero\n";
+    let receiver = receiver(1);
+    for tiles in [
+        &[(0, LATE_SENDER), (1, receiver.as_str())][..],
+        &[(0, LATE_SENDER), (1, receiver.as_str()), (2, fenced)],
+    ] {
+        let f = run_fault(tiles, SimConfig::default());
+        assert_eq!(
+            f.kind,
+            FaultKind::LateExchangeData {
+                arrived_at: 782,
+                closing: 651
+            }
+        );
+        assert_eq!(f.tile, 1);
+    }
+}
+
+#[test]
+fn exchange_data_arriving_after_a_supervisor_load_with_no_sync_between() {
+    // As in `exchange_data_arriving_after_a_launch_with_no_sync_between`,
+    // the supervisor reading memory (where the first word lands) instead
+    // of launching workers: also a fence.
+    let receiver = "main:\n    setzi $m1, 2\n    put $INCOMING_DCOUNT, $m1\n    put $INCOMING_MUX, $mzero\n    setzi $m0, 0x70000\n    put $INCOMING_BASE, $m0\n    ld32 $m3, $m0, $mzero, 0\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
+    let f = run_fault(&[(0, SEND_2), (1, receiver)], SimConfig::default());
+    assert!(
+        matches!(f.kind, FaultKind::ExchangeDataAfterFence { arrived_at: 59, fence } if fence < 59),
+        "{f}"
+    );
+}
+
+#[test]
+fn exchange_data_arriving_after_a_launch_with_no_sync_between() {
+    // The receiver arms its window as `receiver` does (the base effective
+    // at 51), then launches its workers at once: a fence, before tile 0's
+    // words land at 59 and 60. The workers may have read where they land.
+    let receiver = "main:\n    setzi $m1, 2\n    put $INCOMING_DCOUNT, $m1\n    put $INCOMING_MUX, $mzero\n    setzi $m0, 0x70000\n    put $INCOMING_BASE, $m0\n    setzi $m2, idle\n    runall $m2, $m0, 0\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n    .worker\nidle:\n    exitz $mzero\n";
+    let f = run_fault(&[(0, SEND_2), (1, receiver)], SimConfig::default());
+    assert!(
+        matches!(
+            f.kind,
+            FaultKind::ExchangeDataAfterFence { arrived_at: 59, fence } if fence < 59
+        ),
+        "{f}"
     );
     assert_eq!(f.tile, 1);
+    assert!(f.to_string().contains("wait for the last word"), "{f}");
 }
 
 #[test]

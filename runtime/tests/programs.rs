@@ -203,6 +203,28 @@ fn words_arriving_while_a_worker_runs_are_counted() {
 }
 
 #[test]
+fn workers_launched_after_the_exchange_without_a_sync_read_what_arrived() {
+    // Tile 1 arms its window, spins until tile 0's two words have landed
+    // (at 59 and 60), then launches workers that copy the second word:
+    // no sync between the exchange and the launch (a fence), so each
+    // tile has one sync and two supersteps, and the workers see the word.
+    let sender = "main:\n    setzi $m0, 0x70000\n    send $m0, 2\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
+    let receiver = "main:\n    setzi $m1, 2\n    put $INCOMING_DCOUNT, $m1\n    put $INCOMING_MUX, $mzero\n    setzi $m0, 0x71000\n    put $INCOMING_BASE, $m0\n    setzi $m3, 10\nspin:\n    brnzdec $m3, spin\n    setzi $m2, copy\n    runall $m2, $m0, 0\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n    .worker\ncopy:\n    ld32 $m1, $mvertex_base, $mzero, 1\n    st32 $m1, $mvertex_base, $mzero, 4\n    exitz $mzero\n";
+    let exe = program(&[(0, sender), (1, receiver)], vec![]);
+    let mut s = sim(&exe, Default::default());
+    s.write_memory(0, 0x70000, &[1, 0, 0, 0, 2, 0, 0, 0])
+        .unwrap();
+    s.run().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((word(&s, 1, 0x71000), word(&s, 1, 0x71004)), (1, 2));
+    assert_eq!(word(&s, 1, 0x71010), 2, "the workers read the second word");
+    let p = s.profile().unwrap();
+    assert_eq!(p.tiles[0].supersteps.len(), 2);
+    assert_eq!(p.tiles[1].supersteps.len(), 2);
+    // Nothing arrived while the workers ran.
+    assert_eq!(p.tiles[1].incoming_words_during_compute, 0);
+}
+
+#[test]
 fn narrow_loads_sign_or_zero_extend() {
     // Half-word 0x8001 is negative as an i16, its byte 1 (0x80) as an i8; byte 0 is 1.
     let s = run_ok(

@@ -63,7 +63,7 @@ fn the_profile_agrees_with_the_runs_report() {
     let report = &profiled().1;
     let p = read_json(&prof_dir().join("profile.json"));
     assert_eq!(p["schema"], "ipuc-profile");
-    assert_eq!(p["version"], 1);
+    assert_eq!(p["version"], 2);
     assert_eq!(p["total_cycles"], report["cycles"]);
     assert_eq!(steps_cycles(&p), report["cycles"].as_u64().unwrap());
     let theirs = report["profile"]["supersteps"].as_array().unwrap();
@@ -146,7 +146,7 @@ fn ipu_prof_answers() {
         ("top", vec![dir, "top", "--limit", "3"]),
         (
             "memory_fc_tile",
-            vec![dir, "memory", "--tile", "0", "--superstep", "3"],
+            vec![dir, "memory", "--tile", "0", "--superstep", "2"],
         ),
         ("memory_ln_tile", vec![dir, "memory", "--tile", "1470"]),
     ] {
@@ -321,7 +321,7 @@ fn bad_input_gets_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(prof_dir().join("profile.json"))
         .unwrap()
-        .replacen("\"version\":1", "\"version\":99", 1);
+        .replacen("\"version\":2", "\"version\":99", 1);
     std::fs::write(dir.path().join("profile.json"), text).unwrap();
     let (code, _, stderr) = ipu_prof(&[dir.path().to_str().unwrap()]);
     assert_eq!(code, 2);

@@ -70,7 +70,8 @@
 //! [`super::chain_loop`]). The mask block stays in region 0 beside them:
 //! the scores' product reads it there ([`WindowRestore::mask`]).
 //!
-//! Supersteps (every tile runs every sync): LayerNorm on the LN tiles;
+//! Supersteps (every tile runs every sync; each exchange follows a sync,
+//! the compute after it follows at a fence): LayerNorm on the LN tiles;
 //! exchange A (LayerNorm's rows to qk's input panels and vt's weight
 //! panels); qk and vt with their
 //! reductions; exchange B (Q panels, key rows and value panels to the
@@ -117,6 +118,7 @@ pub use super::attention_emit::{
     emit_attention, emit_attention_in, output_casts, AttentionEstimate, LoweredAttention,
 };
 use super::attention_layout::{best_core, combine_of, product_layouts, window_end, Short};
+use super::reduce::SYNCS_PER_ROUND;
 use super::squeeze::{Squeeze, MAX_SQUEEZES, SQUEEZE_STEP};
 use super::window::Window;
 use std::collections::BTreeMap;
@@ -756,12 +758,15 @@ impl AttentionPlan {
             .collect()
     }
 
-    /// Syncs every tile of the block runs.
+    /// Syncs every tile of the block runs: one before each exchange (A,
+    /// B, or each chunk's part of it, D where the keys are split, and C;
+    /// the compute after each follows at a fence) and the reduction
+    /// rounds'.
     pub fn syncs(&self) -> u32 {
         let r = |p: &GemmPlan| p.grid_k.trailing_zeros();
-        6 + 2 * (r(&self.qk).max(r(&self.vt)) + r(&self.out))
-            + 2 * u32::from(self.core.split())
-            + 2 * (self.core.chunks - 1)
+        3 + SYNCS_PER_ROUND * (r(&self.qk).max(r(&self.vt)) + r(&self.out))
+            + u32::from(self.core.split())
+            + (self.core.chunks - 1)
     }
 
     /// The attention tile of key part `p` (the last holds fewer keys):

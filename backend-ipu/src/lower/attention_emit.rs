@@ -15,6 +15,7 @@ use super::block_exchange::residual_view;
 use super::codegen::{emit_launches, emit_standalone, Calls, Frame};
 use super::plan::GemmPlan;
 use super::reduce;
+use super::reduce::SYNCS_PER_ROUND;
 use crate::codelets::attention::TileAttention;
 use crate::codelets::elementwise::BinaryOp;
 use crate::codelets::emitter::{inst, op, Emitter};
@@ -186,9 +187,10 @@ pub fn emit_attention_in(
         };
         beside_ln = beside_ln.max(first.map_err(fail)? + broadcast.map_err(fail)?);
         sync(&mut e);
+        // Each exchange's schedule ends a receiver's code after its last
+        // word: the compute after it follows at a fence, with no sync.
         by_exchange[0] = x.a.emit(&mut e, machine, (t, "a"), Some(&mut calls));
         xcode += by_exchange[0];
-        sync(&mut e);
         // qk and vt on their tiles, the rounds of the one with fewer
         // padded with syncs.
         let own = if let Some(&pos) = at_qk.get(&t) {
@@ -206,7 +208,7 @@ pub fn emit_attention_in(
         } else {
             0
         };
-        (0..2 * (qkv_rounds - own)).for_each(|_| sync(&mut e));
+        (0..(qkv_rounds - own) * SYNCS_PER_ROUND).for_each(|_| sync(&mut e));
         if late_restore {
             // qk's gathered weights lay over the window:
             // restore it now.
@@ -228,7 +230,6 @@ pub fn emit_attention_in(
             let bytes = b.emit(&mut e, machine, (t, &chunk_tag("b", c)), Some(&mut calls));
             by_exchange[1] += bytes;
             xcode += bytes;
-            sync(&mut e);
             if let Some((_, kb)) = core_at {
                 let att = plan.core_of(plan.core.part(kb, c as u32));
                 let tag = match parts.iter().find(|(_, a)| *a == att) {
@@ -262,7 +263,6 @@ pub fn emit_attention_in(
             sync(&mut e);
             by_exchange[2] = d.emit(&mut e, machine, (t, "d"), Some(&mut calls));
             xcode += by_exchange[2];
-            sync(&mut e);
             if let Some(combine) = combine {
                 emit_call(&mut e, "attn_combine");
                 calls.push(("attn_combine".into(), Box::new(combine)));
@@ -273,7 +273,6 @@ pub fn emit_attention_in(
         sync(&mut e);
         by_exchange[3] = x.c.emit(&mut e, machine, (t, "c"), Some(&mut calls));
         xcode += by_exchange[3];
-        sync(&mut e);
         match at_out.get(&t) {
             Some(&(i, j, k)) => {
                 let (view, rounds_bytes) = out
@@ -299,7 +298,7 @@ pub fn emit_attention_in(
                     add_cycles = add.estimate_cycles().map_err(fail)?;
                 }
             }
-            None => (0..2 * rounds(&plan.out)).for_each(|_| sync(&mut e)),
+            None => (0..rounds(&plan.out) * SYNCS_PER_ROUND).for_each(|_| sync(&mut e)),
         }
         xcode += frame.close_tile(&mut e, t, &mut calls);
         by_exchange[4] = xcode - by_exchange[..4].iter().sum::<u64>();

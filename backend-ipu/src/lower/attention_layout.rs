@@ -786,8 +786,8 @@ fn middle_chunk(att: TileAttention) -> TileAttention {
 /// The attention's estimated cycles with `core` (what the search
 /// compares): exchange B at the exchange's bytes per cycle into the
 /// busiest tile, the tile's codelets, and with the keys split exchange D
-/// (out of and into the busiest tile), the combination and two more
-/// syncs.
+/// (out of and into the busiest tile), the combination and one more
+/// sync (each exchange's; the compute after it follows at a fence).
 pub(super) fn core_estimate(
     s: AttentionShape,
     core: &CorePlan,
@@ -811,7 +811,7 @@ pub(super) fn core_estimate(
         est(first)?
             + (parts - 2) * est(middle_chunk(att))?
             + est(last)?
-            + 2 * (parts - 1) * u64::from(machine.sync_latency)
+            + (parts - 1) * u64::from(machine.sync_latency)
     } else {
         est(att)?
     };
@@ -831,7 +831,7 @@ pub(super) fn core_estimate(
             let row = dp * 2 + 8;
             let kb = u64::from(core.key_blocks);
             let moved = (n * (kb - 1) * row).max(u64::from(core.rows) * row);
-            cycles += moved / bpc + 2 * u64::from(machine.sync_latency);
+            cycles += moved / bpc + u64::from(machine.sync_latency);
         }
     }
     Ok(cycles)

@@ -8,7 +8,9 @@
 //! per pair, and the residual add scales fc2's output back from its
 //! unscaled domain.
 //!
-//! Supersteps (every tile runs every sync):
+//! Supersteps (every tile runs every sync; an exchange follows a sync and
+//! the compute after it follows the exchange at a fence, with no sync
+//! between, as does each reduction round's adds):
 //!
 //! 1. **LayerNorm** on the *LN tiles*, [`LN_ROWS`] rows each (one per
 //!    worker), x entering from the host in rows. The LN tiles are the last
@@ -69,6 +71,7 @@ use super::plan::{
     ReductionPlace, Rejected, UnderOutput, UnderOutputProduct,
 };
 use super::reduce;
+use super::reduce::SYNCS_PER_ROUND;
 use super::squeeze::{Squeeze, MAX_SQUEEZES};
 pub use super::stream::Weights;
 use super::window::{Window, ADDS_FULL, ROWS_FULL};
@@ -342,9 +345,10 @@ impl MlpPlan {
         }
     }
 
-    /// Syncs every tile of the block runs.
+    /// Syncs every tile of the block runs: one before each exchange (the
+    /// compute after it follows at a fence) and two per reduction round.
     pub fn syncs(&self) -> u32 {
-        4 + 2 * (self.fc1.grid_k.trailing_zeros() + self.fc2.grid_k.trailing_zeros())
+        2 + SYNCS_PER_ROUND * (self.fc1.grid_k.trailing_zeros() + self.fc2.grid_k.trailing_zeros())
     }
 }
 
@@ -971,9 +975,11 @@ pub fn emit_mlp_in(
                 .map_err(fail)?;
         }
         beside_ln = beside_ln.max(beside);
+        // Each exchange's schedule ends a receiver's code after its last
+        // word (the mux closes after it): the launches after it need no
+        // sync (a fence, see the simulator's module doc).
         sync(&mut e);
         xcode += a.emit(&mut e, machine, (t, "a"), Some(&mut calls));
-        sync(&mut e);
         match at1.get(&t) {
             Some(&pos) => {
                 xcode += fc1
@@ -981,11 +987,10 @@ pub fn emit_mlp_in(
                     .map_err(fail)?
                     .1;
             }
-            None => (0..2 * rounds(p1)).for_each(|_| sync(&mut e)),
+            None => (0..rounds(p1) * SYNCS_PER_ROUND).for_each(|_| sync(&mut e)),
         }
         sync(&mut e);
         xcode += b.emit(&mut e, machine, (t, "b"), Some(&mut calls));
-        sync(&mut e);
         match at2.get(&t) {
             Some(&(i, j, k)) => {
                 let (view, rounds_bytes) = fc2
@@ -1013,7 +1018,7 @@ pub fn emit_mlp_in(
                     }
                 }
             }
-            None => (0..2 * rounds(p2)).for_each(|_| sync(&mut e)),
+            None => (0..rounds(p2) * SYNCS_PER_ROUND).for_each(|_| sync(&mut e)),
         }
         xcode += frame.close_tile(&mut e, t, &mut calls);
         exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);
@@ -1043,7 +1048,7 @@ pub fn emit_mlp_in(
             + p2.estimate.reduction
             + adds[0]
             + adds[1],
-        // Every superstep's sync: the block's four and two per reduction
+        // Every superstep's sync: the block's two and two per reduction
         // round of either product.
         sync: u64::from(plan.syncs()) * sync_cycles,
     };

@@ -23,7 +23,7 @@
 //! `b0_main`) is
 //!
 //! ```text
-//! b0_main: [block 0 or its syncs] sync [link 0] sync bri b1_main
+//! b0_main: [block 0 or its syncs] sync [link 0] bri b1_main
 //! b1_main: [block 1 or its syncs] ... exitz
 //! ```
 //!
@@ -1122,15 +1122,14 @@ fn emit_chain(
     let (executable, exe_body) = build::executable(ctx, &machine.name, loc.clone());
     ctx.append_op(module_body, executable);
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
-    // Link `k` between two syncs.
+    // Link `k` after a sync; the next block's first launch follows at a
+    // fence (the schedule ends a receiver's code after its last word).
     // Its delays call the tile's delay routine, added to `calls`.
     let emit_link = |k: usize, e: &mut Emitter, t: u32, calls: &RefCell<Calls>| -> u64 {
         links.get(&k).map_or(0, |l| {
             sync(e);
             let tag = format!("link{k}");
-            let bytes = l.emit(e, machine, (t, &tag), Some(&mut calls.borrow_mut()));
-            sync(e);
-            bytes
+            l.emit(e, machine, (t, &tag), Some(&mut calls.borrow_mut()))
         })
     };
     // The loop: its later layers' constants archived, and each tile's

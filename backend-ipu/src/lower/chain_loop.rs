@@ -62,10 +62,10 @@
 //!     add $m4, $m4, -1 ; st32 ...     # one layer fewer
 //!     call $lr, loop_copy0_main ...   # (tiles the link back writes)
 //!     (each copy's sources advanced by one slot)
-//!     sync [the link back to the body's first block] sync
+//!     sync [the link back to the body's first block]
 //!     bri b{start}_main
 //! .Lloop_exit:
-//!     sync [the link to the block after the loop] sync
+//!     sync [the link to the block after the loop]
 //! ```
 //!
 //! The counter (`loop_count`, `count - 1` at load), the entered word (0)

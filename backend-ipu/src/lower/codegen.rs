@@ -26,12 +26,16 @@ use ipuc_ir::attributes::{AttrKind, ResourceBlob};
 use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 
 use super::bias_broadcast::BiasBroadcast;
-use super::exchange::{emit_arm, emit_disarm, emit_sends, first_send_cycle, Broadcast, ARM_ISSUES};
+use super::exchange::{
+    emit_arm, emit_disarm, emit_sends, first_send_cycle, sends_hold, sends_landed_by, Broadcast,
+    ARM_ISSUES,
+};
 use super::plan::{
     bias_offset, first_result_offset, gelu_f8, input_span, output_span, reduction_add,
     reduction_buffer, BiasRows, GemmPlan,
 };
 use super::reduce;
+use super::schedule::delay;
 use crate::codelets::amp::{AmpVariant, Elem};
 use crate::codelets::cast::{Cast, CastKind};
 use crate::codelets::emitter::{inst, op, Emitter};
@@ -333,8 +337,8 @@ impl PlacedGemm {
     /// Emits tile (i, j, k)'s part of the product into the open supervisor
     /// section: the zeros under its padding input panels (the last K
     /// part's, [`super::plan::padding_fill`]), the vertex, the K split's
-    /// rounds (each an exchange closed by a sync, then the adds, after a
-    /// sync), and the epilogue's GELU on the rows the tile owns. The subroutines it calls go to `calls`.
+    /// rounds (each a sync, the exchange, then the adds at a fence,
+    /// [`super::reduce`]), and the epilogue's GELU on the rows the tile owns. The subroutines it calls go to `calls`.
     /// Returns where the owned rows are and the bytes of exchange code the
     /// rounds took.
     pub fn emit_compute(
@@ -377,8 +381,8 @@ impl PlacedGemm {
             let result = if t % 2 == 0 { res0 } else { res1 };
             let (keep, give) = (reduce::len(round.keep), reduce::len(round.give));
             let partner = plan.tile(i, j, round.partner);
-            // Compute, sync, exchange, sync: every tile reaches the
-            // exchange together.
+            // Compute, sync, exchange: every tile reaches the exchange
+            // together.
             e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
             let before = e.issues();
             let mut issued = 0;
@@ -395,8 +399,30 @@ impl PlacedGemm {
                 .collect();
             let first = first_send_cycle(machine, tile, &[partner]);
             emit_sends(e, first, issued, &chunks);
+            // The adds follow at a fence: first wait until the partner's
+            // last word has landed (its code is this one's with keep and
+            // give swapped).
+            if keep > 0 {
+                let partner_issued = if give > 0 { ARM_ISSUES } else { 2 };
+                let landed = sends_landed_by(
+                    machine,
+                    (partner, tile),
+                    first_send_cycle(machine, partner, &[tile]),
+                    partner_issued,
+                    &vec![keep * 8; groups as usize],
+                );
+                // At least a cycle an instruction, and a `send` holds the
+                // supervisor while the port moves its words.
+                let elapsed = e.issues() - before + sends_hold(machine, &chunks);
+                delay(
+                    e,
+                    machine,
+                    landed.saturating_sub(elapsed),
+                    &format!(".Lw{tag}_{t}"),
+                    None,
+                );
+            }
             exchange_bytes += 4 * (e.issues() - before);
-            e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
             for g in (0..groups).filter(|_| keep > 0) {
                 let add = reduction_add(
                     v,

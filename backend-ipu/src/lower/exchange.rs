@@ -123,6 +123,69 @@ pub fn emit_disarm(e: &mut Emitter, machine: &MachineModel) {
 /// Issues of [`emit_arm`].
 pub const ARM_ISSUES: u64 = ARM_SETZI + ARM_PUTS;
 
+/// Upper bound on the cycle (from the superstep's start) by which the
+/// last word `sender` sends with [`emit_sends`]`(e, first, issued,
+/// chunks)` has landed at `receiver`, given `chunk_words` (each chunk's
+/// words) and the `issued` instructions before them ([`emit_arm`]'s,
+/// bounded by [`Broadcast::armed_by`], or any others at most the result
+/// latency and a register write's cost each). A `send` waits for its
+/// address register (at most the result latency after its `setzi`) and
+/// for the port (each word a cycle at four bytes a cycle); the `nop`s up
+/// to `first` take a cycle each. What follows such a receive at a fence,
+/// with no sync (see the simulator's module doc), waits this long.
+pub fn sends_landed_by(
+    machine: &MachineModel,
+    (sender, receiver): (u32, u32),
+    first: u64,
+    issued: u64,
+    chunk_words: &[u32],
+) -> u64 {
+    let latency = u64::from(machine.supervisor_result_latency.max(1));
+    let put = u64::from(machine.exchange_csr_put_cycles);
+    let bpc = u64::from(machine.exchange_bytes_per_cycle.max(1));
+    let before = if issued == ARM_ISSUES {
+        Broadcast::armed_by(machine)
+    } else {
+        issued * (latency + put)
+    };
+    // The `setzi` of the first address and the `nop`s, then the first
+    // `send`'s wait for its register.
+    let nops = first.saturating_sub(issued + 1);
+    let mut issue = before + 1 + nops + latency;
+    let mut last_leaves = 0;
+    for &words in chunk_words {
+        let mut left = words;
+        while left > 0 {
+            let n = left.min(MAX_SEND_WORDS);
+            let start = issue + 1;
+            let cycles = (4 * u64::from(n)).div_ceil(bpc);
+            last_leaves = start + cycles - 1;
+            // The next `send` after the port is free, a `setzi` and its
+            // register's latency.
+            issue = start + cycles + 1 + latency;
+            left -= n;
+        }
+    }
+    last_leaves + machine.exchange_latency(sender, receiver)
+}
+
+/// Cycles beyond one each that [`emit_sends`]' `send`s of `chunks`
+/// (address, words) hold the supervisor at least: a `send` issues again
+/// once the port has moved its words, four bytes a cycle.
+pub fn sends_hold(machine: &MachineModel, chunks: &[(u32, u32)]) -> u64 {
+    let bpc = u64::from(machine.exchange_bytes_per_cycle.max(1));
+    let mut hold = 0;
+    for &(_, words) in chunks {
+        let mut left = words;
+        while left > 0 {
+            let n = left.min(MAX_SEND_WORDS);
+            hold += (4 * u64::from(n)).div_ceil(bpc).saturating_sub(1);
+            left -= n;
+        }
+    }
+    hold
+}
+
 /// Emits the delay and the `send`s of `chunks` (address, words): `nop`s
 /// until `first` instructions have issued since the superstep began
 /// (`issued` already have; one instruction issues per cycle at most, so

@@ -27,9 +27,11 @@
 //!   no cycle. Its output (16-channel runs of the rows each tile owns after
 //!   its K split's reduction) is the block's.
 //!
-//! Supersteps: `sync`, exchange A, `sync`, the product (and its reduction
-//! rounds, two syncs each).
+//! Supersteps: `sync`, exchange A, then the product at a fence (no sync
+//! between, see the simulator's module doc), and its reduction rounds,
+//! one sync each.
 
+use super::reduce::SYNCS_PER_ROUND;
 use super::stream::Weights;
 use super::window::Window;
 use ipuc_dialects::ipu::TensorPiece;
@@ -420,7 +422,7 @@ impl PatchPlan {
 
     /// Syncs every tile of the block runs.
     pub fn syncs(&self) -> u32 {
-        2 + 2 * self.product.grid_k.trailing_zeros()
+        1 + SYNCS_PER_ROUND * self.product.grid_k.trailing_zeros()
     }
 
     /// Exchange A: the rows into the product's input panels.
@@ -665,9 +667,9 @@ pub fn emit_patch_in(
         let mut e = frame.open_tile(ctx, t, &loc);
         let mut xcode = 0;
         let mut calls = Calls::new();
+        // The product follows its exchange at a fence.
         sync(&mut e);
         xcode += exchange.emit(&mut e, machine, (t, "a"), Some(&mut calls));
-        sync(&mut e);
         match at.get(&t) {
             Some(&pos) => {
                 xcode += placed
@@ -675,7 +677,7 @@ pub fn emit_patch_in(
                     .map_err(fail)?
                     .1;
             }
-            None => (0..2 * rounds).for_each(|_| sync(&mut e)),
+            None => (0..rounds * SYNCS_PER_ROUND).for_each(|_| sync(&mut e)),
         }
         xcode += frame.close_tile(&mut e, t, &mut calls);
         exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);

@@ -32,7 +32,8 @@
 //! below any real one, so their probabilities are exactly 0, and their
 //! values (`MASKED` too) are finite, so `0 x value` stays 0.
 //!
-//! Supersteps (every tile runs every sync), on disjoint tiles from the
+//! Supersteps (every tile runs every sync; each exchange follows a sync,
+//! the compute after it follows at a fence), on disjoint tiles from the
 //! block's first: sv's grid, the out grid, then the LN tiles and one
 //! *head tile* per head (a head tile's code is large, and a chain's
 //! earlier blocks run their widest from the first tile), the head tiles
@@ -67,6 +68,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::ln_tiles::LnRows;
+use super::reduce::SYNCS_PER_ROUND;
 use super::stream::{home_pieces, piece_transfer, pieces_of, Weights};
 use super::window::Window;
 use ipuc_dialects::ipu::{build, TensorPiece};
@@ -469,7 +471,7 @@ impl PoolPlan {
     /// Syncs every tile of the block runs.
     pub fn syncs(&self) -> u32 {
         let r = |p: &GemmPlan| p.grid_k.trailing_zeros();
-        6 + 2 * (r(&self.sv) + r(&self.out))
+        3 + SYNCS_PER_ROUND * (r(&self.sv) + r(&self.out))
     }
 
     /// The three exchanges' schedules.
@@ -1124,9 +1126,9 @@ pub fn emit_pool_in(
         if let Some(fills) = zero_tokens.get(&t) {
             emit_launches(&mut e, &mut calls, "sv_zero_tokens", fills, machine).map_err(fail)?;
         }
+        // Each exchange's compute follows it at a fence.
         sync(&mut e);
         xcode += a.emit(&mut e, machine, (t, "a"), Some(&mut calls));
-        sync(&mut e);
         match at_sv.get(&t) {
             Some(&pos) => {
                 if let Some(round) = plan.sv_rounding() {
@@ -1138,11 +1140,10 @@ pub fn emit_pool_in(
                     .map_err(fail)?
                     .1
             }
-            None => (0..2 * rounds(&plan.sv)).for_each(|_| sync(&mut e)),
+            None => (0..rounds(&plan.sv) * SYNCS_PER_ROUND).for_each(|_| sync(&mut e)),
         }
         sync(&mut e);
         xcode += b.emit(&mut e, machine, (t, "b"), Some(&mut calls));
-        sync(&mut e);
         let is_head = plan.head_tiles().contains(&t);
         if is_head {
             emit_call(&mut e, "pool_softmax");
@@ -1164,7 +1165,6 @@ pub fn emit_pool_in(
         }
         sync(&mut e);
         xcode += c.emit(&mut e, machine, (t, "c"), Some(&mut calls));
-        sync(&mut e);
         match at_out.get(&t) {
             Some(&pos) => {
                 xcode += out
@@ -1172,7 +1172,7 @@ pub fn emit_pool_in(
                     .map_err(fail)?
                     .1
             }
-            None => (0..2 * rounds(&plan.out)).for_each(|_| sync(&mut e)),
+            None => (0..rounds(&plan.out) * SYNCS_PER_ROUND).for_each(|_| sync(&mut e)),
         }
         xcode += frame.close_tile(&mut e, t, &mut calls);
         exchange_code_bytes_max = exchange_code_bytes_max.max(xcode);

@@ -13,9 +13,16 @@
 //! `log2(size)` rounds the rows are partitioned over the group and each
 //! tile holds the full sums of its rows.
 //!
-//! A round is a superstep pair: the exchange (each tile arms its receive
-//! window, then sends once the partner is sure to be armed) closed by a
-//! sync, then the adds, closed by a sync before the next exchange.
+//! A round is one superstep: after a sync, the exchange (each tile arms
+//! its receive window, then sends once the partner is sure to be armed),
+//! then, once the partner's last word is sure to have landed
+//! ([`super::exchange::sends_landed_by`]), the adds, with no sync between
+//! (a fence, see the simulator's module doc); the next round's sync
+//! closes them.
+
+/// Syncs a reduction round takes, on every tile of the program (those
+/// outside the product's K split too).
+pub const SYNCS_PER_ROUND: u32 = 1;
 
 /// One round of one tile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

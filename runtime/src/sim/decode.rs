@@ -451,6 +451,10 @@ pub struct CodeSlot {
     /// ([`ipuc_ipu_arch::pipeline::issue_slots`]; more than 1 only for
     /// transcendentals).
     pub issue_slots: u8,
+    /// A supervisor issue of it waits for the exchange so far to be
+    /// resolved (a fence, `sim/mod.rs`): it launches workers or reads
+    /// memory.
+    pub fences: bool,
 }
 
 /// Pre-decoded code of a tile, plus the raw instructions for messages.
@@ -477,7 +481,33 @@ const INVALID: CodeSlot = CodeSlot {
     writes: 0,
     branch: false,
     issue_slots: 1,
+    fences: false,
 };
+
+/// Whether a supervisor issue of `op` must wait for the exchange so far
+/// ([`CodeSlot::fences`]): a worker launch, or a read of memory.
+fn fences(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Sys(SysOp::Run { .. } | SysOp::Runall { .. })
+            | Op::Ld32A { .. }
+            | Op::Ld32M { .. }
+            | Op::Ld32StepA { .. }
+            | Op::Ld32StepM { .. }
+            | Op::Ld64 { .. }
+            | Op::Ld64Step { .. }
+            | Op::Ld128 { .. }
+            | Op::Ld128Step { .. }
+            | Op::Ld16 { .. }
+            | Op::Ldz16Step { .. }
+            | Op::Ld8 { .. }
+            | Op::Ldb16 { .. }
+            | Op::Ld2x64Pace { .. }
+            | Op::Putcs { .. }
+            | Op::Ld2xSt64Pace { .. }
+            | Op::LdSt64Pace { .. }
+    )
+}
 
 fn mw(r: i32) -> u8 {
     if r == 15 {
@@ -600,6 +630,7 @@ impl Code {
             writes: 0,
             branch: false,
             issue_slots: 1,
+            fences: false,
         };
         let mut halves = vec![first];
         if bundle {
@@ -658,6 +689,7 @@ impl Code {
             } else {
                 s.main = op;
             }
+            s.fences |= fences(&op);
         }
         s
     }

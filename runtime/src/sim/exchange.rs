@@ -27,14 +27,27 @@ struct Taken {
     hi: usize,
 }
 
+/// When a resolution happens, which says by when each word must arrive.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Closing {
+    /// At the superstep's closing sync, released then (`None` when every
+    /// tile finished instead): a word must arrive by the release, or by
+    /// its receiver's exit.
+    Sync(Option<u64>),
+    /// At fences, with no sync between a tile's exchange and its next
+    /// launch: a word must arrive by its receiver's fence (the launch's
+    /// cycle), or by its exit; one for a receiver waiting at the sync
+    /// must arrive by the release, checked when the release is known.
+    Fences,
+}
+
 /// Delivers this superstep's exchange words of `tiles` (sorted by tile
-/// id). `release` is the closing sync's release (`None` when every tile
-/// finished instead): a word must arrive by then, or by its receiver's exit.
+/// id) sent so far, by `closing`.
 pub(super) fn resolve(
     tiles: &mut [Tile],
     machine: &MachineModel,
     threads: &TileThreads,
-    release: Option<u64>,
+    closing: Closing,
 ) -> Result<(), Fault> {
     // The sent words move out of their tiles so that receivers can be
     // written while every sender's words are read.
@@ -43,7 +56,7 @@ pub(super) fn resolve(
         .map(|t| std::mem::take(&mut t.xch.sent))
         .collect();
     let ids: Vec<u32> = tiles.iter().map(|t| t.id).collect();
-    let received = threads.map(tiles, |t| receive(t, &ids, &sent, machine, release));
+    let received = threads.map(tiles, |t| receive(t, &ids, &sent, machine, closing));
     // Which sent words some receiver took: +1 at a run's start, -1 past
     // its end, summed along the words.
     let mut cover: Vec<Vec<i32>> = sent.iter().map(|w| vec![0; w.len() + 1]).collect();
@@ -98,7 +111,7 @@ fn receive(
     ids: &[u32],
     sent: &[Vec<SentWord>],
     machine: &MachineModel,
-    release: Option<u64>,
+    closing: Closing,
 ) -> (Vec<Taken>, Result<(), Fault>) {
     let mut taken = Vec::new();
     let mut words: Vec<(u64, u32)> = Vec::new();
@@ -116,7 +129,7 @@ fn receive(
             taken.push(Taken { sender: s, lo, hi });
         }
     }
-    let delivered = deliver(t, &words, release).map(|received| {
+    let delivered = deliver(t, &words, closing).map(|received| {
         let k = closed_superstep(t);
         if let Some(r) = t.recorder.as_deref_mut() {
             r.received(k, received);
@@ -142,7 +155,7 @@ fn closed_superstep(t: &Tile) -> usize {
 /// `t`'s incoming pointer points at each arrival, checking each against
 /// the receive window `$INCOMING_DCOUNT` armed and the superstep's close;
 /// returns how many it wrote.
-fn deliver(t: &mut Tile, words: &[(u64, u32)], release: Option<u64>) -> Result<u32, Fault> {
+fn deliver(t: &mut Tile, words: &[(u64, u32)], when: Closing) -> Result<u32, Fault> {
     let events_of = |n: u8| -> Vec<(u64, u32)> {
         t.xch
             .events
@@ -156,11 +169,35 @@ fn deliver(t: &mut Tile, words: &[(u64, u32)], release: Option<u64>) -> Result<u
         events_of(csr::INCOMING_DELTA),
     );
     let counts = events_of(csr::INCOMING_DCOUNT);
-    let closing = if t.done {
-        t.cycle
-    } else {
-        release.unwrap_or(t.cycle)
+    // A word must arrive by `closing`; at a fence, one for a tile waiting
+    // at the sync is checked against the release when it is known.
+    let fence = match (t.done, when, t.fenced_at) {
+        (false, Closing::Fences, Some(fence)) if t.parked.is_none() => Some(fence),
+        _ => None,
     };
+    let (closing, deferred) = match (t.done, when, fence) {
+        (true, ..) => (t.cycle, false),
+        (false, Closing::Sync(release), _) => (release.unwrap_or(t.cycle), false),
+        (false, Closing::Fences, Some(fence)) => (fence, false),
+        (false, Closing::Fences, None) => (u64::MAX, true),
+    };
+    if let Some(arrival) = t.xch.unchecked_arrival.take() {
+        if let (Closing::Sync(Some(release)), false) = (when, t.done) {
+            if arrival > release {
+                let mut f = t.fault(
+                    0,
+                    FaultKind::LateExchangeData {
+                        arrived_at: arrival,
+                        closing: release,
+                    },
+                );
+                f.cycle = arrival;
+                return Err(f);
+            }
+        } else {
+            t.xch.unchecked_arrival = Some(arrival);
+        }
+    }
     let (mut ptr, mut delta) = (t.xch.base_at_start, t.xch.delta_at_start);
     let (mut bi, mut di, mut ci) = (0, 0, 0);
     let mut received = 0u32;
@@ -181,9 +218,15 @@ fn deliver(t: &mut Tile, words: &[(u64, u32)], release: Option<u64>) -> Result<u
             ci += 1;
         }
         let kind = if arrival > closing {
-            Some(FaultKind::LateExchangeData {
-                arrived_at: arrival,
-                closing,
+            Some(match fence {
+                Some(fence) => FaultKind::ExchangeDataAfterFence {
+                    arrived_at: arrival,
+                    fence,
+                },
+                None => FaultKind::LateExchangeData {
+                    arrived_at: arrival,
+                    closing,
+                },
             })
         } else {
             match remaining {
@@ -224,6 +267,9 @@ fn deliver(t: &mut Tile, words: &[(u64, u32)], release: Option<u64>) -> Result<u
             return Err(f);
         }
         received += 1;
+        if deferred {
+            t.xch.unchecked_arrival = t.xch.unchecked_arrival.max(Some(arrival));
+        }
         if t.worker_ran_at(arrival) {
             t.incoming_during_compute += 1;
         }

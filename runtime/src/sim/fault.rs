@@ -53,6 +53,15 @@ pub enum FaultKind {
         /// The closing sync's release (or the receiver's exit).
         closing: u64,
     },
+    /// A word arrived after its receiver launched workers or read memory
+    /// with no sync since the exchange (a fence): what read where it
+    /// lands may have read it before it did.
+    ExchangeDataAfterFence {
+        /// Arrival cycle.
+        arrived_at: u64,
+        /// The fence's cycle (the launch's or the load's).
+        fence: u64,
+    },
     /// A word arrived before `$INCOMING_DCOUNT` armed the receive window
     /// this superstep.
     UnarmedExchangeWindow {
@@ -101,6 +110,7 @@ impl fmt::Display for FaultKind {
             FaultKind::WorkerBusy(s) => write!(f, "worker started while busy: {s}"),
             FaultKind::LostExchangeData { sent_at, words } => write!(f, "lost exchange data: {words} word(s) sent from cycle {sent_at} arrived when no incoming mux selected this tile"),
             FaultKind::LateExchangeData { arrived_at, closing } => write!(f, "late exchange data: a word arrived at cycle {arrived_at}, after the superstep closed at cycle {closing}"),
+            FaultKind::ExchangeDataAfterFence { arrived_at, fence } => write!(f, "exchange data after a fence: a word arrived at cycle {arrived_at}, after the tile launched its workers or read memory at cycle {fence} with no sync since its exchange (wait for the last word before the `run`/`runall` or load, or sync)"),
             FaultKind::UnarmedExchangeWindow { arrived_at } => write!(f, "exchange word arrived at cycle {arrived_at} before $INCOMING_DCOUNT armed the receive window this superstep"),
             FaultKind::SurplusExchangeData { expected, arrived_at } => write!(f, "surplus exchange data: a word arrived at cycle {arrived_at} after the {expected} word(s) $INCOMING_DCOUNT announced"),
             FaultKind::MissingExchangeData { expected, received } => write!(f, "missing exchange data: expected {expected} word(s), received {received}"),

@@ -4,8 +4,20 @@
 //! t + latency(s, r) only if r's incoming mux selects s then).
 //!
 //! Exchange data lands in receiver memory when the superstep's exchange is
-//! resolved, at the next sync: code reads received data after a sync, as
-//! Poplar programs do. Only tiles with code are simulated.
+//! resolved: at the next sync, or at a *fence*. A tile that sent words or
+//! wrote an exchange register since its exchange was last resolved, and
+//! then launches workers (`run`/`runall`) or reads memory from its
+//! supervisor with no sync between, stops there; once every tile has
+//! stopped (at a fence, the sync or its exit) the exchange so far is
+//! resolved, each fenced receiver's words due by its fence's cycle (a
+//! later one is [`FaultKind::ExchangeDataAfterFence`]: what reads the
+//! memory it lands in may already have), and the fenced tiles run on.
+//! That is how an exchange feeds the compute after it with one sync, not
+//! two: each receiver's exchange code waits for its last word, then
+//! launches (the chip's exchange is time-deterministic, so the compiler
+//! knows when that is). Code reads received data after the sync or fence
+//! that resolves it, as Poplar programs do. A fence costs no cycle. Only
+//! tiles with code are simulated.
 
 mod amp;
 pub mod bench;
@@ -200,19 +212,41 @@ impl Simulator {
         loop {
             // Every tile runs its superstep, whichever faults, so that what
             // the run leaves behind does not depend on the thread count;
-            // the fault reported is the lowest-numbered tile's.
-            let executed: u64 = self.tiles.iter().map(|t| t.instructions).sum();
-            let budget = self.config.max_instructions.saturating_sub(executed);
-            let stops = threads.map(&mut self.tiles, |t| run_superstep(t, max_cycles, budget));
-            let mut arrivals: Vec<(usize, u64)> = Vec::new();
-            for (i, stop) in stops.into_iter().enumerate() {
-                if let Some(arrival) = stop? {
-                    arrivals.push((i, arrival));
+            // the fault reported is the lowest-numbered tile's. A tile
+            // that stops at a fence runs on once the exchange so far is
+            // resolved; the others wait (parked) at the sync meanwhile.
+            let mut arrivals: Vec<(usize, u64)>;
+            loop {
+                let executed: u64 = self.tiles.iter().map(|t| t.instructions).sum();
+                let budget = self.config.max_instructions.saturating_sub(executed);
+                let stops = threads.map(&mut self.tiles, |t| run_superstep(t, max_cycles, budget));
+                arrivals = Vec::new();
+                let mut fenced = false;
+                for (i, stop) in stops.into_iter().enumerate() {
+                    match stop? {
+                        Some(TileStop::Sync(arrival)) => arrivals.push((i, arrival)),
+                        Some(TileStop::Fence(_)) => fenced = true,
+                        Some(TileStop::Done) | None => {}
+                    }
                 }
+                if !fenced {
+                    break;
+                }
+                exchange::resolve(
+                    &mut self.tiles,
+                    &self.machine,
+                    threads,
+                    exchange::Closing::Fences,
+                )?;
             }
             // The closing sync releases `sync_latency` after the last arrival.
             let release = arrivals.iter().map(|a| a.1).max().map(|a| a + latency);
-            exchange::resolve(&mut self.tiles, &self.machine, threads, release)?;
+            exchange::resolve(
+                &mut self.tiles,
+                &self.machine,
+                threads,
+                exchange::Closing::Sync(release),
+            )?;
             if arrivals.is_empty() {
                 return Ok(());
             }
@@ -230,6 +264,8 @@ impl Simulator {
             let release = release.unwrap_or(0);
             for (i, _) in arrivals {
                 let t = &mut self.tiles[i];
+                t.parked = None;
+                t.fenced_at = None;
                 // A tile that announced its arrival with `sans` may reach
                 // its `sync` after the release and then does not wait.
                 let at_sync = t.cycle - 1;
@@ -352,26 +388,36 @@ fn started<'a>(threads: &'a mut Option<TileThreads>, config: &SimConfig) -> &'a 
     threads.get_or_insert_with(|| TileThreads::new(config.threads))
 }
 
-/// Runs tile `t` to the end of its superstep with `budget` instructions:
-/// its arrival cycle at the closing sync, or `None` if it had finished or
-/// finishes now.
-fn run_superstep(t: &mut Tile, max_cycles: u64, mut budget: u64) -> Result<Option<u64>, Fault> {
+/// Runs tile `t` to the end of its superstep, or to its next fence, with
+/// `budget` instructions: where it stopped (`None` if it had finished).
+/// A tile parked at the sync stays there.
+fn run_superstep(
+    t: &mut Tile,
+    max_cycles: u64,
+    mut budget: u64,
+) -> Result<Option<TileStop>, Fault> {
     if t.done {
         return Ok(None);
     }
-    match t.run(max_cycles, &mut budget)? {
-        TileStop::Sync(arrival) => Ok(Some(arrival)),
+    if let Some(arrival) = t.parked {
+        return Ok(Some(TileStop::Sync(arrival)));
+    }
+    let stop = t.run(max_cycles, &mut budget)?;
+    match stop {
+        TileStop::Sync(arrival) => t.parked = Some(arrival),
         TileStop::Done => {
             let cycle = t.cycle;
             end_superstep(t, cycle, 0);
-            Ok(None)
         }
+        TileStop::Fence(_) => {}
     }
+    Ok(Some(stop))
 }
 
 fn start_superstep(t: &mut Tile) {
     t.step_start = t.cycle;
     t.step_exchange = 0;
+    t.step_exchange_end = 0;
 }
 
 fn end_superstep(t: &mut Tile, arrival: u64, wait: u64) {
@@ -380,10 +426,12 @@ fn end_superstep(t: &mut Tile, arrival: u64, wait: u64) {
     }
     let active = arrival.saturating_sub(t.step_start);
     let exchange = t.step_exchange.min(active);
+    let exchange_until = t.step_exchange_end.saturating_sub(t.step_start).min(active);
     t.supersteps.push(SuperstepCycles {
         compute: active - exchange,
         exchange,
         sync_wait: wait,
+        exchange_until,
     });
 }
 

@@ -9,6 +9,12 @@ pub struct SuperstepCycles {
     pub exchange: u64,
     /// Cycles waiting at the sync for the other tiles and the sync latency.
     pub sync_wait: u64,
+    /// Cycles from the superstep's start to the end of the tile's last
+    /// exchange instruction (a `send`'s last word out of the port, an
+    /// exchange register write's effect); 0 without any. Where the
+    /// compute follows the exchange at a fence, with no sync between, it
+    /// is the exchange's part of the superstep.
+    pub exchange_until: u64,
 }
 
 /// One tile's profile.

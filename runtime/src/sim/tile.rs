@@ -90,6 +90,11 @@ pub enum TileStop {
     Sync(u64),
     /// The supervisor exited and all workers are idle.
     Done,
+    /// The supervisor is about to launch workers or read memory after
+    /// exchange activity with no sync between (a *fence*, see
+    /// `sim/mod.rs`): the cycle it issues at, once this superstep's
+    /// exchange so far is resolved.
+    Fence(u64),
 }
 
 /// One word sent on the exchange.
@@ -117,6 +122,18 @@ pub struct ExchangeState {
     pub delta_at_start: u32,
     pub sent: Vec<SentWord>,
     pub port_free: u64,
+    /// The latest arrival delivered before the superstep's release was
+    /// known (at a fence, to a tile waiting at the sync): checked against
+    /// the release when it is.
+    pub unchecked_arrival: Option<u64>,
+}
+
+impl ExchangeState {
+    /// Whether the tile sent words or wrote exchange registers since its
+    /// exchange was last resolved.
+    pub fn active(&self) -> bool {
+        !self.sent.is_empty() || !self.events.is_empty()
+    }
 }
 
 /// No sender selected.
@@ -281,6 +298,8 @@ pub struct Tile {
     pub supersteps: Vec<SuperstepCycles>,
     pub step_start: u64,
     pub step_exchange: u64,
+    /// When this superstep's last exchange instruction ended (0: none).
+    pub step_exchange_end: u64,
     pub trace: Option<Vec<TraceEntry>>,
     pub trace_limit: usize,
     /// The timeline recorder (`SimConfig::record`), `None` when off.
@@ -292,6 +311,15 @@ pub struct Tile {
     pub done: bool,
     /// The `sans` cycle that announced arrival at the pending chip-wide sync.
     sync_arrival: Option<u64>,
+    /// A launch or memory read met exchange activity: the tile stops at a
+    /// fence.
+    fence_hit: bool,
+    /// This superstep's last fence, if it had one: words arriving after
+    /// it at this tile come too late.
+    pub fenced_at: Option<u64>,
+    /// Where the tile waits at the chip-wide sync (its arrival) while
+    /// other tiles run past their fences.
+    pub parked: Option<u64>,
     /// Cycle from which the supervisor may read each register (`$m0..15`,
     /// then `$CCCSLOAD`): its pipeline has no bypass.
     sup_ready: [u64; 17],
@@ -545,6 +573,7 @@ impl Tile {
             supersteps: Vec::new(),
             step_start: 0,
             step_exchange: 0,
+            step_exchange_end: 0,
             trace: None,
             trace_limit: 0,
             recorder: None,
@@ -558,6 +587,9 @@ impl Tile {
             machine: machine.clone(),
             done: false,
             sync_arrival: None,
+            fence_hit: false,
+            fenced_at: None,
+            parked: None,
             sup_ready: [0; 17],
         })
     }
@@ -582,9 +614,13 @@ impl Tile {
         self.supersteps.clear();
         self.step_start = 0;
         self.step_exchange = 0;
+        self.step_exchange_end = 0;
         self.done = false;
         self.sup_ready = [0; 17];
         self.sync_arrival = None;
+        self.fence_hit = false;
+        self.fenced_at = None;
+        self.parked = None;
         let sup = &mut self.ctx[0];
         sup.state = CtxState::Running;
         sup.pc = self.entry;
@@ -721,6 +757,11 @@ impl Tile {
                 match self.ctx[0].state {
                     CtxState::Running if self.cycle >= self.supervisor_ready() => {
                         self.issue(0, instr_budget)?;
+                        if self.fence_hit {
+                            self.fence_hit = false;
+                            self.fenced_at = Some(self.cycle);
+                            return Ok(TileStop::Fence(self.cycle));
+                        }
                         true
                     }
                     CtxState::WaitLocal if self.workers_idle() => {
@@ -797,6 +838,11 @@ impl Tile {
                 ))
             }
         };
+        if c == 0 && slot.fences && self.xch.active() {
+            // A fence: it issues once the exchange so far is resolved.
+            self.fence_hit = true;
+            return Ok(());
+        }
         let bit = if c == 0 { CTX_SUPERVISOR } else { CTX_WORKER };
         // One test covers every rare case: an undecodable word or wrong
         // context (mask), a `rpt`-body violation, the budget, tracing.
@@ -896,6 +942,11 @@ impl Tile {
                 "solo instruction in a rpt body"
             };
             return Err(self.fault(c, FaultKind::IllegalInstruction(what.into())));
+        }
+        if c == 0 && slot.fences && self.xch.active() {
+            // A fence: it issues once the exchange so far is resolved.
+            self.fence_hit = true;
+            return Ok(());
         }
         let bit = if c == 0 { CTX_SUPERVISOR } else { CTX_WORKER };
         if slot.ctx_mask & bit == 0 {
@@ -1407,6 +1458,7 @@ impl Tile {
         }
         // The supervisor streams the words out: it issues again when the port is free.
         self.step_exchange += cycles;
+        self.step_exchange_end = self.step_exchange_end.max(self.xch.port_free);
         self.ctx[c].ready_at = self.xch.port_free;
         Ok(())
     }
@@ -1476,6 +1528,7 @@ impl Tile {
             }
             self.ctx[c].ready_at = effective;
             self.step_exchange += cost;
+            self.step_exchange_end = self.step_exchange_end.max(effective);
             return Ok(());
         }
         match n {

@@ -705,7 +705,7 @@ fn pool_buffers(plan: &PoolPlan, machine: &MachineModel) -> Vec<Buffer> {
 /// A chain: each block's attribution on its own tiles, its steps in
 /// program order with a `link` exchange step between two blocks (its
 /// estimate the link's scheduled cycles, from `links`), one `sync` step
-/// for all (its estimate the blocks' syncs and two per link).
+/// for all (its estimate the blocks' syncs and one per link).
 /// `estimates` holds each block's estimate where the lowering gave one.
 fn of_chain(
     ctx: &Context,
@@ -721,7 +721,7 @@ fn of_chain(
         consumed: Vec::new(),
     };
     let repeat = plan.repeat.as_ref().map(|(r, _)| *r);
-    let two_syncs = 2 * u64::from(machine.sync_latency);
+    let link_sync = u64::from(machine.sync_latency);
     // Block k's steps, instances and buffers as it is alone.
     let sub_of = |k: usize| -> Attribution {
         let estimate = estimates.get(k).copied().flatten();
@@ -791,7 +791,7 @@ fn of_chain(
             let link = links.get(k - 1).copied().map(|c| c * crossings);
             out.steps
                 .push(step(&format!("link{}", k - 1), vec![], link, true));
-            sync = sync.zip(link).map(|(s, _)| s + two_syncs * crossings);
+            sync = sync.zip(link).map(|(s, _)| s + link_sync * crossings);
         }
         let mut sub = sub_of(k);
         // A loop's body step covers its ops in every period.
@@ -859,7 +859,7 @@ fn of_chain(
                 loops_back: true,
                 ..step(&format!("link{k} (back)"), vec![], link, true)
             });
-            sync = sync.zip(link).map(|(s, _)| s + two_syncs * back);
+            sync = sync.zip(link).map(|(s, _)| s + link_sync * back);
         }
         out.consumed.extend(
             sub.consumed

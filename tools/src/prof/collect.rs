@@ -201,18 +201,25 @@ pub fn collect(inp: &Inputs) -> Result<ProfileData, String> {
     Ok(data)
 }
 
-/// A tile's supersteps as `[start, sync, release, compute, exchange]`,
-/// from the simulator's counters: the first starts at cycle 0, each
-/// reaches its sync after its compute and exchange cycles, is released
-/// after its sync wait, and the next starts there.
-fn spans(tp: &TileProfile) -> Vec<[u64; 5]> {
+/// A tile's supersteps as `[start, sync, release, compute, exchange,
+/// exchange_until]`, from the simulator's counters: the first starts at
+/// cycle 0, each reaches its sync after its compute and exchange cycles,
+/// is released after its sync wait, and the next starts there.
+fn spans(tp: &TileProfile) -> Vec<[u64; 6]> {
     let mut start = 0;
     tp.supersteps
         .iter()
         .map(|c| {
             let sync = start + c.compute + c.exchange;
             let release = sync + c.sync_wait;
-            let span = [start, sync, release, c.compute, c.exchange];
+            let span = [
+                start,
+                sync,
+                release,
+                c.compute,
+                c.exchange,
+                c.exchange_until,
+            ];
             start = release;
             span
         })
@@ -273,10 +280,13 @@ fn supersteps_of(
     // Per superstep: the step its launches name, its busiest tile's
     // cycles to the sync, the sync's release after the last arrival.
     let mut active: Vec<(Option<usize>, u64, u64)> = Vec::with_capacity(n);
+    // Per superstep: its exchange's part, before the launches.
+    let mut leads: Vec<u64> = Vec::with_capacity(n);
     for k in 0..n {
         let mut s = Superstep {
             index: k,
             step: 0,
+            exchange_step: None,
             start: u64::MAX,
             end: 0,
             compute_max: 0,
@@ -289,10 +299,14 @@ fn supersteps_of(
         };
         let mut last_arrival = 0u64;
         let mut active_max = 0u64;
+        // The latest end of a tile's exchange instructions: a superstep
+        // whose compute follows its exchange at a fence holds both.
+        let mut exchange_lead = 0u64;
         let mut per_codelet: BTreeMap<usize, u64> = BTreeMap::new();
         let mut worker_cycles_per_step: BTreeMap<usize, u64> = BTreeMap::new();
         for t in tiles {
-            let Some(&[start, sync, release, compute, exchange]) = t.supersteps.get(k) else {
+            let Some(&[start, sync, release, compute, exchange, until]) = t.supersteps.get(k)
+            else {
                 continue;
             };
             s.start = s.start.min(start);
@@ -305,8 +319,10 @@ fn supersteps_of(
                 s.busiest_tile = t.tile;
             }
             active_max = active_max.max(sync - start);
+            exchange_lead = exchange_lead.max(until);
+            let sets = of_superstep(&t.compute_sets, k);
             let mut on_tile: BTreeMap<usize, u64> = BTreeMap::new();
-            for set in of_superstep(&t.compute_sets, k) {
+            for set in sets {
                 let c = set[1] as usize;
                 *on_tile.entry(c).or_default() += set[3] - set[2];
                 *worker_cycles_per_step.entry(codelets[c].step).or_default() += set[5];
@@ -337,6 +353,7 @@ fn supersteps_of(
         // The superstep's share of the run: its busiest tile to the sync,
         // then the sync's release after the last arrival.
         active.push((by_launches, active_max, s.end.saturating_sub(last_arrival)));
+        leads.push(exchange_lead.min(active_max));
         out.push(s);
     }
     for k in 0..out.len() {
@@ -350,7 +367,25 @@ fn supersteps_of(
             }
         };
         out[k].step = step;
-        steps[step].simulated_cycles += active[k].1;
+        // An exchange that its step's launches follow at a fence: its part
+        // goes to the exchange step before them (a reduction round's stays
+        // with its product).
+        let recorded = !matches!(unrecorded, Some((cut, _)) if k >= cut);
+        let exchange_step = match active[k].0 {
+            Some(step) if recorded && leads[k] > 0 => {
+                let before = active[..k].iter().rev().find_map(|a| a.0);
+                Some(launch_free_step(attribution, before, Some(step))).filter(|&x| x != step)
+            }
+            _ => None,
+        };
+        out[k].exchange_step = exchange_step;
+        match exchange_step {
+            Some(x) => {
+                steps[x].simulated_cycles += leads[k];
+                steps[step].simulated_cycles += active[k].1 - leads[k];
+            }
+            None => steps[step].simulated_cycles += active[k].1,
+        }
         steps[attribution.sync_step()].simulated_cycles += active[k].2;
     }
     out
@@ -472,11 +507,13 @@ fn memory_of(
 /// Adds the lowering's buffers to their tiles, their steps turned into
 /// the supersteps attributed to them.
 fn place_buffers(data: &mut ProfileData, attribution: &Attribution) {
+    // A superstep holds its step and, opening it, its exchange step.
+    let holds = |s: &Superstep, step: usize| s.step == step || s.exchange_step == Some(step);
     let range = |step: usize, first: bool| {
         let mut it = data
             .supersteps
             .iter()
-            .filter(|s| s.step == step)
+            .filter(|s| holds(s, step))
             .map(|s| s.index);
         if first {
             it.next()
@@ -488,7 +525,7 @@ fn place_buffers(data: &mut ProfileData, attribution: &Attribution) {
     let second = |step: usize| {
         data.supersteps
             .iter()
-            .filter(|s| s.step == step)
+            .filter(|s| holds(s, step))
             .map(|s| s.index)
             .nth(1)
     };
@@ -502,11 +539,13 @@ fn place_buffers(data: &mut ProfileData, attribution: &Attribution) {
             .iter()
             .filter(|s| s.index >= from)
             .take_while(|s| {
-                let on = s.step >= previous;
+                // A loop's link back opens a superstep of an earlier step.
+                let lo = s.exchange_step.unwrap_or(s.step);
+                let on = s.index == from || (lo >= previous && lo <= s.step);
                 previous = s.step;
                 on
             })
-            .filter(|s| s.step == last)
+            .filter(|s| holds(s, last))
             .map(|s| s.index)
             .last()
     };

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 /// The schema's name.
 pub const SCHEMA: &str = "ipuc-profile";
 /// The schema's version: bump it on any change a reader could notice.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// A whole profile.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -144,6 +144,12 @@ pub struct Superstep {
     pub index: usize,
     /// Index into [`ProfileData::steps`] it is attributed to.
     pub step: usize,
+    /// The exchange step whose exchange opens it, where its launches
+    /// follow that exchange at a fence (no sync between): its cycles to
+    /// the end of the last tile's exchange instructions go to that step,
+    /// the rest to `step`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange_step: Option<usize>,
     /// Earliest start over the tiles.
     pub start: u64,
     /// Release of its closing sync (the last tile's exit for the last).
@@ -170,8 +176,10 @@ pub struct Superstep {
 pub struct Tile {
     /// Tile number.
     pub tile: u32,
-    /// Per superstep: `[start, sync, release, compute, exchange]`.
-    pub supersteps: Vec<[u64; 5]>,
+    /// Per superstep: `[start, sync, release, compute, exchange,
+    /// exchange_until]` (the last: cycles from its start to the end of its
+    /// last exchange instruction, 0 without one).
+    pub supersteps: Vec<[u64; 6]>,
     /// Compute sets: one per codelet instance per superstep, merging its
     /// launches: `[superstep, codelet, start, end, launches, worker_cycles]`
     /// (`worker_cycles`: the sum of its launches' run times, so
