@@ -330,7 +330,8 @@ pub fn emit_attention_in(
         x.b.len()
     );
     emit_attention_constants(ctx, exe_body, plan, constants, &loc);
-    let est = |p: &GemmPlan| p.estimate.compute + p.estimate.rounds_exchange + p.estimate.reduction;
+    let rounds_est = |p: &GemmPlan| p.estimate.rounds_exchange + p.estimate.reduction;
+    let est = |p: &GemmPlan| p.estimate.compute + rounds_est(p);
     // Key-split: once; flash-style: once per chunk after the first.
     let combine = match plan.combine_on(0, 0) {
         Some(c) => {
@@ -349,7 +350,11 @@ pub fn emit_attention_in(
         // padding rows, beside LayerNorm.
         layer_norm: ln.estimate(machine).map_err(fail)?.max(beside_ln),
         exchange_a: x.a.cycles,
-        qkv: est(&plan.qk).max(est(&plan.vt)) + restore_cycles,
+        // qk and vt run side by side, superstep by superstep: the slower
+        // vertex, then the slower rounds.
+        qkv: plan.qk.estimate.compute.max(plan.vt.estimate.compute)
+            + rounds_est(&plan.qk).max(rounds_est(&plan.vt))
+            + restore_cycles,
         exchange_b: x.b_cycles(),
         attention: plan.tile_cycles().map_err(fail)? + attention_round,
         exchange_d: x.d.as_ref().map_or(0, |d| d.cycles),
