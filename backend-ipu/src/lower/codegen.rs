@@ -27,8 +27,8 @@ use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, Location, OpId
 
 use super::bias_broadcast::BiasBroadcast;
 use super::exchange::{
-    emit_arm, emit_disarm, emit_sends, first_send_cycle, sends_hold, sends_landed_by, Broadcast,
-    ARM_ISSUES,
+    arm_hold, emit_arm, emit_disarm, emit_sends, first_send_cycle, sends_hold, sends_landed_by,
+    Broadcast, ARM_ISSUES,
 };
 use super::plan::{
     bias_offset, first_result_offset, gelu_f8, input_span, output_span, reduction_add,
@@ -413,7 +413,8 @@ impl PlacedGemm {
                 );
                 // At least a cycle an instruction, and a `send` holds the
                 // supervisor while the port moves its words.
-                let elapsed = e.issues() - before + sends_hold(machine, &chunks);
+                let elapsed =
+                    e.issues() - before + arm_hold(machine) + sends_hold(machine, &chunks);
                 delay(
                     e,
                     machine,

@@ -170,8 +170,9 @@ pub fn sends_landed_by(
 }
 
 /// Cycles beyond one each that [`emit_sends`]' `send`s of `chunks`
-/// (address, words) hold the supervisor at least: a `send` issues again
-/// once the port has moved its words, four bytes a cycle.
+/// (address, words) hold the supervisor at least: a `send`'s first word
+/// leaves the cycle after it issues, and the supervisor issues again once
+/// the port has moved its words, four bytes a cycle.
 pub fn sends_hold(machine: &MachineModel, chunks: &[(u32, u32)]) -> u64 {
     let bpc = u64::from(machine.exchange_bytes_per_cycle.max(1));
     let mut hold = 0;
@@ -179,11 +180,18 @@ pub fn sends_hold(machine: &MachineModel, chunks: &[(u32, u32)]) -> u64 {
         let mut left = words;
         while left > 0 {
             let n = left.min(MAX_SEND_WORDS);
-            hold += (4 * u64::from(n)).div_ceil(bpc).saturating_sub(1);
+            hold += (4 * u64::from(n)).div_ceil(bpc);
             left -= n;
         }
     }
     hold
+}
+
+/// Cycles beyond one each that [`emit_arm`]'s `put`s hold the supervisor
+/// at least: a write of an exchange register holds it until the write
+/// takes effect.
+pub fn arm_hold(machine: &MachineModel) -> u64 {
+    ARM_PUTS * u64::from(machine.exchange_csr_put_cycles).saturating_sub(1)
 }
 
 /// Emits the delay and the `send`s of `chunks` (address, words): `nop`s
