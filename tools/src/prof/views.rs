@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::schema::{Allocation, FreeSpace, ProfileData};
+use super::schema::{Allocation, FreeSpace, ProfileData, Superstep};
 
 /// An `nn` op's simulated cycles.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -163,7 +163,7 @@ pub fn supersteps(p: &ProfileData) -> Vec<SuperstepRow> {
             codelets.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
             SuperstepRow {
                 index: s.index,
-                step: p.steps[s.step].name.clone(),
+                step: superstep_steps(p, s),
                 start: s.start,
                 cycles: s.end - s.start,
                 compute: s.compute_max,
@@ -177,12 +177,32 @@ pub fn supersteps(p: &ProfileData) -> Vec<SuperstepRow> {
         .collect()
 }
 
+/// The step a superstep is attributed to, after the exchange step that
+/// opens it where its launches follow that exchange at a fence (`b1
+/// exchange_a + qkv`: a chain's block prefix once).
+fn superstep_steps(p: &ProfileData, s: &Superstep) -> String {
+    let step = &p.steps[s.step].name;
+    let Some(x) = s.exchange_step else {
+        return step.clone();
+    };
+    let exchange = &p.steps[x].name;
+    match (exchange.split_once(' '), step.split_once(' ')) {
+        (Some((bx, _)), Some((bs, rest))) if bx == bs && bs.starts_with('b') => {
+            format!("{exchange} + {rest}")
+        }
+        _ => format!("{exchange} + {step}"),
+    }
+}
+
 /// Text of [`supersteps`].
 pub fn supersteps_text(p: &ProfileData) -> String {
-    let mut s = String::from(
-        "superstep  step         start     cycles    compute   exchange  sync wait  exch bytes  tiles  codelets\n",
+    let rows = supersteps(p);
+    let w = rows.iter().map(|r| r.step.len()).max().unwrap_or(0).max(10);
+    let mut s = format!(
+        "superstep  {:<w$} {:>7} {:>10} {:>10} {:>10} {:>10} {:>11} {:>6}  codelets\n",
+        "step", "start", "cycles", "compute", "exchange", "sync wait", "exch bytes", "tiles"
     );
-    for r in supersteps(p) {
+    for r in rows {
         let codelets: Vec<String> = r
             .codelets
             .iter()
@@ -190,7 +210,7 @@ pub fn supersteps_text(p: &ProfileData) -> String {
             .map(|(c, n)| format!("{c} {n}"))
             .collect();
         s += &format!(
-            "{:>9}  {:<10} {:>7} {:>10} {:>10} {:>10} {:>10} {:>11} {:>6}  {}\n",
+            "{:>9}  {:<w$} {:>7} {:>10} {:>10} {:>10} {:>10} {:>11} {:>6}  {}\n",
             r.index,
             r.step,
             r.start,
