@@ -27,8 +27,8 @@ use ipuc_ir::{Attribute, BlockId, Context, Diagnostic, FloatKind, Location, OpId
 
 use super::bias_broadcast::BiasBroadcast;
 use super::exchange::{
-    arm_hold, emit_arm, emit_disarm, emit_sends, first_send_cycle, sends_hold, sends_landed_by,
-    Broadcast, ARM_ISSUES,
+    arm_insts, disarm_insts, emit_insts, first_send_cycle, received_by, send_insts, timing,
+    Broadcast,
 };
 use super::plan::{
     bias_offset, first_result_offset, gelu_f8, input_span, output_span, reduction_add,
@@ -385,40 +385,42 @@ impl PlacedGemm {
             // together.
             e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
             let before = e.issues();
-            let mut issued = 0;
+            // This tile's code and its partner's (keep and give swapped:
+            // the two own the same rows before the round, so the same
+            // view), the adds following at a fence once the partner's
+            // last word has landed.
+            let code = |arm: Option<(u32, u32)>, first: u64, chunks: &[(u32, u32)]| {
+                let mut insts = match arm {
+                    Some((sender, words)) => arm_insts(sender, recv, words),
+                    None => disarm_insts(machine),
+                };
+                insts.extend(send_insts(first, insts.len() as u64, chunks));
+                insts
+            };
+            let chunks_of = |rows: (u32, u32)| -> Vec<(u32, u32)> {
+                (0..groups)
+                    .filter(|_| reduce::len(rows) > 0)
+                    .map(|g| (view.at(g, rows.0), reduce::len(rows) * 8))
+                    .collect()
+            };
+            let own = code(
+                (keep > 0).then_some((partner, groups * keep * 8)),
+                first_send_cycle(machine, tile, &[partner]),
+                &chunks_of(round.give),
+            );
+            emit_insts(e, &own);
             if keep > 0 {
-                emit_arm(e, partner, recv, groups * keep * 8);
-                issued += ARM_ISSUES;
-            } else {
-                emit_disarm(e, machine);
-                issued += 2;
-            }
-            let chunks: Vec<(u32, u32)> = (0..groups)
-                .filter(|_| give > 0)
-                .map(|g| (view.at(g, round.give.0), give * 8))
-                .collect();
-            let first = first_send_cycle(machine, tile, &[partner]);
-            emit_sends(e, first, issued, &chunks);
-            // The adds follow at a fence: first wait until the partner's
-            // last word has landed (its code is this one's with keep and
-            // give swapped).
-            if keep > 0 {
-                let partner_issued = if give > 0 { ARM_ISSUES } else { 2 };
-                let landed = sends_landed_by(
-                    machine,
-                    (partner, tile),
+                let theirs = code(
+                    (give > 0).then_some((tile, groups * give * 8)),
                     first_send_cycle(machine, partner, &[tile]),
-                    partner_issued,
-                    &vec![keep * 8; groups as usize],
+                    &chunks_of(round.keep),
                 );
-                // At least a cycle an instruction, and a `send` holds the
-                // supervisor while the port moves its words.
-                let elapsed =
-                    e.issues() - before + arm_hold(machine) + sends_hold(machine, &chunks);
+                let landed = received_by(machine, &own, (partner, tile), &theirs);
+                let end = timing(machine, &own).end;
                 delay(
                     e,
                     machine,
-                    landed.saturating_sub(elapsed),
+                    landed.saturating_sub(end),
                     &format!(".Lw{tag}_{t}"),
                     None,
                 );

@@ -96,18 +96,111 @@ pub fn first_send_cycle(machine: &MachineModel, sender: u32, receivers: &[u32]) 
     (Broadcast::armed_by(machine) + 1).saturating_sub(nearest + 1)
 }
 
-/// Emits the arming of this tile's receive window: `words` words from
-/// `sender`, written from `address` on (three `setzi`, three `put`s).
-pub fn emit_arm(e: &mut Emitter, sender: u32, address: u32, words: u32) {
-    e.solo(inst("setzi", [op::m(0), op::imm(i64::from(address))]));
-    e.solo(inst("setzi", [op::m(1), op::imm(i64::from(words))]));
-    e.solo(inst("setzi", [op::m(2), op::imm(i64::from(sender))]));
-    e.solo(inst("put", [op::csr("INCOMING_BASE"), op::m(0)]));
-    e.solo(inst("put", [op::csr("INCOMING_DCOUNT"), op::m(1)]));
-    e.solo(inst("put", [op::csr("INCOMING_MUX"), op::m(2)]));
+/// A supervisor instruction of the exchange code here, as emitted and as
+/// timed ([`timing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SupInst {
+    /// `setzi $m{reg}, imm`.
+    Setzi { reg: u8, imm: u32 },
+    /// `put $csr, $m{reg}`: an exchange register write.
+    Put { csr: &'static str, reg: u8 },
+    /// `nop`.
+    Nop,
+    /// `send $m{reg}, words`.
+    Send { reg: u8, words: u32 },
 }
 
-/// Emits the pointing of this tile's incoming mux at no tile (the id
+/// Emits `insts` into the open supervisor section.
+pub fn emit_insts(e: &mut Emitter, insts: &[SupInst]) {
+    for &i in insts {
+        e.solo(match i {
+            SupInst::Setzi { reg, imm } => inst("setzi", [op::m(reg), op::imm(i64::from(imm))]),
+            SupInst::Put { csr, reg } => inst("put", [op::csr(csr), op::m(reg)]),
+            SupInst::Nop => inst("nop", []),
+            SupInst::Send { reg, words } => inst("send", [op::m(reg), op::imm(i64::from(words))]),
+        });
+    }
+}
+
+/// When code made of [`SupInst`]s, issued from a superstep's start (cycle
+/// 0) with no worker running, ends and when its last word leaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    /// The cycle the supervisor may issue its next instruction.
+    pub end: u64,
+    /// The cycle its last sent word leaves the port, if it sends.
+    pub last_word: Option<u64>,
+}
+
+/// The cycles of `insts` under the supervisor's issue rules
+/// (`ipu-machine.md`, as the simulator applies them): one instruction a
+/// cycle; an instruction reading a register written by a `setzi` waits
+/// `supervisor_result_latency` cycles after it; a `put` to an exchange
+/// register holds the supervisor `exchange_csr_put_cycles`; a `send`'s
+/// words leave from the cycle after it issues (and the port is free),
+/// `exchange_bytes_per_cycle` a cycle, and the supervisor issues again
+/// once they have left.
+pub fn timing(machine: &MachineModel, insts: &[SupInst]) -> Timing {
+    let latency = u64::from(machine.supervisor_result_latency);
+    let put = u64::from(machine.exchange_csr_put_cycles);
+    let bpc = u64::from(machine.exchange_bytes_per_cycle.max(1));
+    let mut ready = [0u64; 16];
+    let (mut t, mut port_free, mut last_word) = (0u64, 0u64, None);
+    for &i in insts {
+        match i {
+            SupInst::Setzi { reg, .. } => {
+                ready[usize::from(reg)] = t + latency;
+                t += 1;
+            }
+            SupInst::Put { reg, .. } => t = t.max(ready[usize::from(reg)]) + put,
+            SupInst::Nop => t += 1,
+            SupInst::Send { reg, words } => {
+                let issue = t.max(ready[usize::from(reg)]);
+                let start = port_free.max(issue + 1);
+                let cycles = (4 * u64::from(words)).div_ceil(bpc);
+                last_word = Some(start + (4 * u64::from(words.max(1) - 1)) / bpc);
+                port_free = start + cycles;
+                t = port_free;
+            }
+        }
+    }
+    Timing { end: t, last_word }
+}
+
+/// The arming of this tile's receive window: `words` words from
+/// `sender`, written from `address` on (three `setzi`, three `put`s).
+pub fn arm_insts(sender: u32, address: u32, words: u32) -> Vec<SupInst> {
+    vec![
+        SupInst::Setzi {
+            reg: 0,
+            imm: address,
+        },
+        SupInst::Setzi { reg: 1, imm: words },
+        SupInst::Setzi {
+            reg: 2,
+            imm: sender,
+        },
+        SupInst::Put {
+            csr: "INCOMING_BASE",
+            reg: 0,
+        },
+        SupInst::Put {
+            csr: "INCOMING_DCOUNT",
+            reg: 1,
+        },
+        SupInst::Put {
+            csr: "INCOMING_MUX",
+            reg: 2,
+        },
+    ]
+}
+
+/// Emits [`arm_insts`].
+pub fn emit_arm(e: &mut Emitter, sender: u32, address: u32, words: u32) {
+    emit_insts(e, &arm_insts(sender, address, words));
+}
+
+/// The pointing of this tile's incoming mux at no tile (the id
 /// `machine.tiles`, which no tile has), for a superstep in which it
 /// receives nothing: a mux left on an earlier sender would take that
 /// sender's words to its other receivers as well. Two instructions, a
@@ -115,100 +208,39 @@ pub fn emit_arm(e: &mut Emitter, sender: u32, address: u32, words: u32) {
 /// [`Broadcast::armed_by`], before any sender of the superstep starts. The
 /// id is a model convention: the simulator delivers to a mux only the words
 /// of the tile it names.
-pub fn emit_disarm(e: &mut Emitter, machine: &MachineModel) {
-    e.solo(inst("setzi", [op::m(2), op::imm(i64::from(machine.tiles))]));
-    e.solo(inst("put", [op::csr("INCOMING_MUX"), op::m(2)]));
+pub fn disarm_insts(machine: &MachineModel) -> Vec<SupInst> {
+    vec![
+        SupInst::Setzi {
+            reg: 2,
+            imm: machine.tiles,
+        },
+        SupInst::Put {
+            csr: "INCOMING_MUX",
+            reg: 2,
+        },
+    ]
 }
 
-/// Issues of [`emit_arm`].
+/// Issues of [`arm_insts`].
 pub const ARM_ISSUES: u64 = ARM_SETZI + ARM_PUTS;
 
-/// Upper bound on the cycle (from the superstep's start) by which the
-/// last word `sender` sends with [`emit_sends`]`(e, first, issued,
-/// chunks)` has landed at `receiver`, given `chunk_words` (each chunk's
-/// words) and the `issued` instructions before them ([`emit_arm`]'s,
-/// bounded by [`Broadcast::armed_by`], or any others at most the result
-/// latency and a register write's cost each). A `send` waits for its
-/// address register (at most the result latency after its `setzi`) and
-/// for the port (each word a cycle at four bytes a cycle); the `nop`s up
-/// to `first` take a cycle each. What follows such a receive at a fence,
-/// with no sync (see the simulator's module doc), waits this long.
-pub fn sends_landed_by(
-    machine: &MachineModel,
-    (sender, receiver): (u32, u32),
-    first: u64,
-    issued: u64,
-    chunk_words: &[u32],
-) -> u64 {
-    let latency = u64::from(machine.supervisor_result_latency.max(1));
-    let put = u64::from(machine.exchange_csr_put_cycles);
-    let bpc = u64::from(machine.exchange_bytes_per_cycle.max(1));
-    let before = if issued == ARM_ISSUES {
-        Broadcast::armed_by(machine)
-    } else {
-        issued * (latency + put)
-    };
-    // The `setzi` of the first address and the `nop`s, then the first
-    // `send`'s wait for its register.
-    let nops = first.saturating_sub(issued + 1);
-    let mut issue = before + 1 + nops + latency;
-    let mut last_leaves = 0;
-    for &words in chunk_words {
-        let mut left = words;
-        while left > 0 {
-            let n = left.min(MAX_SEND_WORDS);
-            let start = issue + 1;
-            let cycles = (4 * u64::from(n)).div_ceil(bpc);
-            last_leaves = start + cycles - 1;
-            // The next `send` after the port is free, a `setzi` and its
-            // register's latency.
-            issue = start + cycles + 1 + latency;
-            left -= n;
-        }
-    }
-    last_leaves + machine.exchange_latency(sender, receiver)
-}
-
-/// Cycles beyond one each that [`emit_sends`]' `send`s of `chunks`
-/// (address, words) hold the supervisor at least: a `send`'s first word
-/// leaves the cycle after it issues, and the supervisor issues again once
-/// the port has moved its words, four bytes a cycle.
-pub fn sends_hold(machine: &MachineModel, chunks: &[(u32, u32)]) -> u64 {
-    let bpc = u64::from(machine.exchange_bytes_per_cycle.max(1));
-    let mut hold = 0;
-    for &(_, words) in chunks {
-        let mut left = words;
-        while left > 0 {
-            let n = left.min(MAX_SEND_WORDS);
-            hold += (4 * u64::from(n)).div_ceil(bpc);
-            left -= n;
-        }
-    }
-    hold
-}
-
-/// Cycles beyond one each that [`emit_arm`]'s `put`s hold the supervisor
-/// at least: a write of an exchange register holds it until the write
-/// takes effect.
-pub fn arm_hold(machine: &MachineModel) -> u64 {
-    ARM_PUTS * u64::from(machine.exchange_csr_put_cycles).saturating_sub(1)
-}
-
-/// Emits the delay and the `send`s of `chunks` (address, words): `nop`s
-/// until `first` instructions have issued since the superstep began
-/// (`issued` already have; one instruction issues per cycle at most, so
-/// the first word leaves at cycle `first` or later), then the chunks in
-/// `send`s of at most [`MAX_SEND_WORDS`] words.
-pub fn emit_sends(e: &mut Emitter, first: u64, issued: u64, chunks: &[(u32, u32)]) {
+/// The delay and the `send`s of `chunks` (address, words): `nop`s until
+/// `first` instructions have issued since the superstep began (`issued`
+/// already have; one instruction issues per cycle at most, so the first
+/// word leaves at cycle `first` or later), then the chunks in `send`s of
+/// at most [`MAX_SEND_WORDS`] words, a `setzi` before each that does not
+/// start where the last one ended.
+pub fn send_insts(first: u64, issued: u64, chunks: &[(u32, u32)]) -> Vec<SupInst> {
+    let mut out = Vec::new();
     let mut issued = issued;
     let mut reg = 0;
     let Some(&(start, _)) = chunks.first() else {
-        return;
+        return out;
     };
-    e.solo(inst("setzi", [op::m(reg), op::imm(i64::from(start))]));
+    out.push(SupInst::Setzi { reg, imm: start });
     issued += 1;
     while issued < first {
-        e.solo(inst("nop", []));
+        out.push(SupInst::Nop);
         issued += 1;
     }
     let mut loaded = start;
@@ -218,14 +250,36 @@ pub fn emit_sends(e: &mut Emitter, first: u64, issued: u64, chunks: &[(u32, u32)
             let n = left.min(MAX_SEND_WORDS);
             if at != loaded {
                 reg ^= 1;
-                e.solo(inst("setzi", [op::m(reg), op::imm(i64::from(at))]));
+                out.push(SupInst::Setzi { reg, imm: at });
                 loaded = at;
             }
-            e.solo(inst("send", [op::m(reg), op::imm(i64::from(n))]));
+            out.push(SupInst::Send { reg, words: n });
             at += 4 * n;
             left -= n;
         }
     }
+    out
+}
+
+/// The cycle (from the superstep's start) by which a tile whose exchange
+/// code is `own` has issued it and taken the last word `theirs`, sent by
+/// `sender`, lands at it (`receiver`): what a launch after such a receive
+/// at a fence, with no sync (see the simulator's module doc), waits for.
+pub fn received_by(
+    machine: &MachineModel,
+    own: &[SupInst],
+    (sender, receiver): (u32, u32),
+    theirs: &[SupInst],
+) -> u64 {
+    let end = timing(machine, own).end;
+    timing(machine, theirs).last_word.map_or(end, |w| {
+        end.max(w + machine.exchange_latency(sender, receiver))
+    })
+}
+
+/// Emits [`send_insts`].
+pub fn emit_sends(e: &mut Emitter, first: u64, issued: u64, chunks: &[(u32, u32)]) {
+    emit_insts(e, &send_insts(first, issued, chunks));
 }
 
 #[cfg(test)]

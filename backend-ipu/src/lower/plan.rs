@@ -23,7 +23,7 @@ use std::fmt;
 use ipuc_ipu_arch::MachineModel;
 
 use super::bias_broadcast::{BiasBroadcast, BiasCounts};
-use super::exchange::{first_send_cycle, sends_landed_by, ARM_ISSUES};
+use super::exchange::{arm_insts, first_send_cycle, received_by, send_insts, ARM_ISSUES};
 use super::reduce::SYNCS_PER_ROUND;
 use crate::codelets::amp::{AmpBlock, AmpVariant, Elem};
 use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
@@ -999,16 +999,18 @@ fn evaluate_with(
     for t in 0..rounds {
         keep = keep.div_ceil(2);
         let bytes = u64::from(groups) * u64::from(keep) * 32;
-        // Until the partner's last word is sure to have landed.
+        // Until the partner's last word has landed: both tiles arm, then
+        // send a chunk a group (the code the lowering emits).
         let words = (bytes / 4) as u32 / groups.max(1);
         let partner = (1u32 << t).min(machine.tiles - 1);
-        rounds_exchange += sends_landed_by(
-            machine,
-            (partner, 0),
+        let chunks: Vec<(u32, u32)> = (0..groups).map(|g| (g * 8 * (words + 1), words)).collect();
+        let mut code = arm_insts(partner, 0, groups * words);
+        code.extend(send_insts(
             first_send_cycle(machine, partner, &[0]),
             ARM_ISSUES,
-            &vec![words; groups as usize],
-        );
+            &chunks,
+        ));
+        rounds_exchange += received_by(machine, &code, (partner, 0), &code);
         reduction += counts.reduction_cycles(shape, keep, groups);
     }
     exchange += rounds_exchange;

@@ -16,7 +16,7 @@
 //! A round is one superstep: after a sync, the exchange (each tile arms
 //! its receive window, then sends once the partner is sure to be armed),
 //! then, once the partner's last word is sure to have landed
-//! ([`super::exchange::sends_landed_by`]), the adds, with no sync between
+//! ([`super::exchange::received_by`]), the adds, with no sync between
 //! (a fence, see the simulator's module doc); the next round's sync
 //! closes them.
 
