@@ -183,20 +183,28 @@ main:
     assert!(t17.supersteps[0].sync_wait >= 600);
 }
 
-#[test]
-fn words_arriving_while_a_worker_runs_are_counted() {
-    // Tile 1 starts a worker that spins about 240 cycles, then arms its
-    // receive window; tile 0's two words land at 59 and 60, while the
-    // worker runs. The simulator charges nothing for the overlap but
-    // reports it, and still delivers the words.
+/// Runs tile 0 sending its words 1 and 2 from 0x70000 (they land at tile 1
+/// at 59 and 60) with tile 1 running `receiver`, which takes them at
+/// 0x71000; checks they landed there.
+fn two_words_to_tile_1(receiver: &str) -> ipuc_runtime::sim::Simulator {
     let sender = "main:\n    setzi $m0, 0x70000\n    send $m0, 2\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
-    let receiver = "main:\n    setzi $m2, spin\n    setzi $m3, 0x72000\n    run $m2, $m3, 0\n    setzi $m1, 2\n    put $INCOMING_DCOUNT, $m1\n    put $INCOMING_MUX, $mzero\n    setzi $m0, 0x71000\n    put $INCOMING_BASE, $m0\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n    .worker\nspin:\n    setzi $m1, 40\nloop:\n    brnzdec $m1, loop\n    exitz $mzero\n";
     let exe = program(&[(0, sender), (1, receiver)], vec![]);
     let mut s = sim(&exe, Default::default());
     s.write_memory(0, 0x70000, &[1, 0, 0, 0, 2, 0, 0, 0])
         .unwrap();
     s.run().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((word(&s, 1, 0x71000), word(&s, 1, 0x71004)), (1, 2));
+    s
+}
+
+#[test]
+fn words_arriving_while_a_worker_runs_are_counted() {
+    // Tile 1 starts a worker that spins about 240 cycles, then arms its
+    // receive window; tile 0's two words land at 59 and 60, while the
+    // worker runs. The simulator charges nothing for the overlap but
+    // reports it, and still delivers the words.
+    let receiver = "main:\n    setzi $m2, spin\n    setzi $m3, 0x72000\n    run $m2, $m3, 0\n    setzi $m1, 2\n    put $INCOMING_DCOUNT, $m1\n    put $INCOMING_MUX, $mzero\n    setzi $m0, 0x71000\n    put $INCOMING_BASE, $m0\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n    .worker\nspin:\n    setzi $m1, 40\nloop:\n    brnzdec $m1, loop\n    exitz $mzero\n";
+    let s = two_words_to_tile_1(receiver);
     let p = s.profile().unwrap();
     assert_eq!(p.tiles[1].incoming_words_during_compute, 2);
     assert_eq!(p.tiles[0].incoming_words_during_compute, 0);
@@ -208,14 +216,8 @@ fn workers_launched_after_the_exchange_without_a_sync_read_what_arrived() {
     // (at 59 and 60), then launches workers that copy the second word:
     // no sync between the exchange and the launch (a fence), so each
     // tile has one sync and two supersteps, and the workers see the word.
-    let sender = "main:\n    setzi $m0, 0x70000\n    send $m0, 2\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n";
     let receiver = "main:\n    setzi $m1, 2\n    put $INCOMING_DCOUNT, $m1\n    put $INCOMING_MUX, $mzero\n    setzi $m0, 0x71000\n    put $INCOMING_BASE, $m0\n    setzi $m3, 10\nspin:\n    brnzdec $m3, spin\n    setzi $m2, copy\n    runall $m2, $m0, 0\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n    .worker\ncopy:\n    ld32 $m1, $mvertex_base, $mzero, 1\n    st32 $m1, $mvertex_base, $mzero, 4\n    exitz $mzero\n";
-    let exe = program(&[(0, sender), (1, receiver)], vec![]);
-    let mut s = sim(&exe, Default::default());
-    s.write_memory(0, 0x70000, &[1, 0, 0, 0, 2, 0, 0, 0])
-        .unwrap();
-    s.run().unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!((word(&s, 1, 0x71000), word(&s, 1, 0x71004)), (1, 2));
+    let s = two_words_to_tile_1(receiver);
     assert_eq!(word(&s, 1, 0x71010), 2, "the workers read the second word");
     let p = s.profile().unwrap();
     assert_eq!(p.tiles[0].supersteps.len(), 2);

@@ -943,11 +943,6 @@ impl Tile {
             };
             return Err(self.fault(c, FaultKind::IllegalInstruction(what.into())));
         }
-        if c == 0 && slot.fences && self.xch.active() {
-            // A fence: it issues once the exchange so far is resolved.
-            self.fence_hit = true;
-            return Ok(());
-        }
         let bit = if c == 0 { CTX_SUPERVISOR } else { CTX_WORKER };
         if slot.ctx_mask & bit == 0 {
             let halves = [

@@ -320,9 +320,8 @@ fn supersteps_of(
             }
             active_max = active_max.max(sync - start);
             exchange_lead = exchange_lead.max(until);
-            let sets = of_superstep(&t.compute_sets, k);
             let mut on_tile: BTreeMap<usize, u64> = BTreeMap::new();
-            for set in sets {
+            for set in of_superstep(&t.compute_sets, k) {
                 let c = set[1] as usize;
                 *on_tile.entry(c).or_default() += set[3] - set[2];
                 *worker_cycles_per_step.entry(codelets[c].step).or_default() += set[5];
