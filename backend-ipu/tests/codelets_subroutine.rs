@@ -10,11 +10,13 @@ use half::f16;
 use ipuc_backend_ipu::codelets::elementwise::{Binary, BinaryOp, VecType};
 use ipuc_backend_ipu::codelets::emitter::{inst, op, Emitter};
 use ipuc_backend_ipu::codelets::gelu::{Gelu, GeluForm};
+use ipuc_backend_ipu::codelets::instance_memo::{InstanceMemo, MemoCounts};
 use ipuc_backend_ipu::codelets::program::{Codelet, CodeletProgram};
 use ipuc_backend_ipu::codelets::subroutine::{call_cycles, emit_call, emit_subroutine};
 use ipuc_backend_ipu::codelets::CodeletError;
-use ipuc_dialects::ipu::SectionKind;
+use ipuc_dialects::ipu::{build, SectionKind};
 use ipuc_ipu_arch::MachineModel;
+use ipuc_ir::{print_op, Context, Location, PrintOptions};
 use ipuc_runtime::device::Device;
 use rand::{Rng, SeedableRng};
 
@@ -301,4 +303,99 @@ fn two_scoped_programs_share_a_tile_and_run_in_turn() {
         let want = f16::from_f64(second.reference(&[sum.to_f64()], &[ys[i].to_f64()])[0]);
         assert_eq!(got[i], want, "element {i}");
     }
+}
+
+/// Every tile gets from the memo what emitting its instances gives it:
+/// the same codelet and name copied to a later tile as its shape's holder
+/// and as a sharer of an earlier instance's code, and where the holder
+/// differs between tiles, each variant emitted once. The executables
+/// print the same, op for op.
+#[test]
+fn memoized_instances_are_what_emitting_gives_every_tile() {
+    let add = |x: u32| Binary {
+        op: BinaryOp::Add,
+        ty: VecType::F16,
+        len: 4 * 37,
+        x,
+        y: 0x90000,
+        out: 0xa0000,
+    };
+    let gelu = Gelu {
+        form: GeluForm::Tanh,
+        len: 4 * 37,
+        input: 0xa0000,
+        output: 0xa0000,
+    };
+    let (a0, a1) = (add(0x80000), add(0x81000));
+    type Calls<'a> = Vec<(
+        &'a str,
+        &'a dyn Fn(&mut Emitter, &mut Option<&mut InstanceMemo>, &str) -> Result<(), CodeletError>,
+    )>;
+    // A codelet through the memo when there is one, else emitted (and its
+    // last section left, as the memo leaves it).
+    fn via<C: Codelet + std::fmt::Debug + 'static>(
+        c: &C,
+    ) -> impl Fn(&mut Emitter, &mut Option<&mut InstanceMemo>, &str) -> Result<(), CodeletError> + '_
+    {
+        move |e, memo, name| match memo {
+            Some(memo) => memo.emit(e, name, c),
+            None => {
+                emit_subroutine(e, name, c)?;
+                e.close_section();
+                Ok(())
+            }
+        }
+    }
+    let (add0, add1, g) = (via(&a0), via(&a1), via(&gelu));
+    // Tiles 0 and 1 alike; tiles 2 and 3 call the adds the other way
+    // round, so `a1` holds the add's code there and `a0` shares it.
+    let tiles: Vec<Calls> = vec![
+        vec![("a0", &add0), ("a1", &add1), ("g", &g)],
+        vec![("a0", &add0), ("a1", &add1), ("g", &g)],
+        vec![("a1", &add1), ("a0", &add0)],
+        vec![("a1", &add1), ("a0", &add0), ("g", &g)],
+    ];
+    let program = |memo: &mut Option<&mut InstanceMemo>| {
+        let mut ctx = Context::new(ipuc_dialects::registry());
+        let loc = Location::unknown();
+        let (exe, body) = build::executable(&mut ctx, "c600", loc.clone());
+        for (t, calls) in tiles.iter().enumerate() {
+            let (tile, tile_body) = build::tile(&mut ctx, t as u32, None, loc.clone());
+            ctx.append_op(body, tile);
+            let mut e = Emitter::new(&mut ctx, tile_body, loc.clone());
+            e.code_section(".text.main", SectionKind::Supervisor);
+            e.function("main");
+            for (name, _) in calls {
+                emit_call(&mut e, name);
+            }
+            e.solo(inst("exitz", [op::mzero()]));
+            e.size_of("main");
+            for (name, emit) in calls {
+                emit(&mut e, memo, name).unwrap_or_else(|err| panic!("{err}"));
+            }
+        }
+        print_op(&ctx, exe, &PrintOptions::default())
+    };
+    let emitted = program(&mut None);
+    let mut memo = InstanceMemo::new();
+    let memoized = program(&mut Some(&mut memo));
+    assert_eq!(memoized, emitted);
+    // Emitted: a0, a1 and g on tile 0, a1 and a0 again on tile 2 (their
+    // holders changed); the other six copied.
+    assert_eq!(
+        memo.counts(),
+        MemoCounts {
+            emitted: 5,
+            copied: 6
+        }
+    );
+    // The variants exist: tile 0's a1 starts a0's worker, tile 2's a0
+    // starts a1's.
+    let tile = |t: u32| {
+        let from = emitted.find(&format!("ipu.tile {t} {{")).unwrap();
+        let next = emitted[from + 1..].find("ipu.tile ");
+        &emitted[from..next.map_or(emitted.len(), |n| from + 1 + n)]
+    };
+    assert_eq!(tile(0).matches("setzi m1, @a0_add_f16_worker").count(), 2);
+    assert_eq!(tile(2).matches("setzi m1, @a1_add_f16_worker").count(), 2);
 }

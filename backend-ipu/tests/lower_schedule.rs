@@ -7,8 +7,9 @@
 //! in the schedule fails loudly.
 
 use ipuc_backend_ipu::codelets::emitter::{inst, op, Emitter};
+use ipuc_backend_ipu::codelets::instance_memo::InstanceMemo;
 use ipuc_backend_ipu::emit::build_executable;
-use ipuc_backend_ipu::lower::codegen::Calls;
+use ipuc_backend_ipu::lower::codegen::{emit_calls, Calls};
 use ipuc_backend_ipu::lower::schedule::{
     delay, schedule, schedule_in, schedule_joined, Chunk, DelayRoutine, Joining, Order, Schedule,
     Segment, Transfer, DELAY_ROUTINE,
@@ -56,9 +57,7 @@ fn tile_main_calling(
     body(&mut e, &mut calls);
     e.solo(inst("exitz", [op::mzero()]));
     e.size_of("main");
-    for (name, instance) in &calls {
-        instance.emit_as(&mut e, name).unwrap();
-    }
+    emit_calls(&mut e, &calls, &mut InstanceMemo::new()).unwrap();
 }
 
 /// Builds and runs one superstep of `s` on `tiles` whose source memory

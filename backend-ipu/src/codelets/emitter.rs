@@ -373,6 +373,28 @@ impl<'c> Emitter<'c> {
             .or_insert_with(|| name.to_string());
     }
 
+    /// Appends a copy of each of `sections` (detached section ops, as
+    /// [`super::instance_memo`] keeps them) to the tile, and leaves no
+    /// section open: the next instruction opens `.text` unless a section
+    /// is opened first.
+    pub fn append_copies(&mut self, sections: &[OpId]) {
+        for &s in sections {
+            let copy = self.ctx.clone_op(s, &mut Default::default());
+            self.ctx.append_op(self.tile, copy);
+        }
+        self.close_section();
+    }
+
+    /// Leaves the current section: what is emitted next opens `.text`
+    /// unless a section is opened first.
+    pub fn close_section(&mut self) {
+        self.section = None;
+        self.words = 0;
+        self.issues = 0;
+        self.supervisor = false;
+        self.supervisor_code.clear();
+    }
+
     /// Puts the sections emitted from tile op `first` on (an index into
     /// [`Emitter::tile_ops`]) into scope `scope` ([`super::scope`]). Later
     /// launches share no code with the scoped ones: their labels are the

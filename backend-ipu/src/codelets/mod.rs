@@ -20,6 +20,7 @@ pub mod fill;
 pub mod gelu;
 pub mod gelu_f8;
 pub mod gemm;
+pub mod instance_memo;
 pub mod launch;
 pub mod layernorm;
 pub mod pair_cast;

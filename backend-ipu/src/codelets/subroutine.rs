@@ -60,6 +60,29 @@ pub fn emit_subroutine<C: Codelet>(
     name: &str,
     codelet: &C,
 ) -> Result<C::Counts, CodeletError> {
+    emit_instance(e, name, codelet).map(|(counts, _)| counts)
+}
+
+/// What an instance left on its tile: the sections it kept (in order),
+/// its launch's shape, and the earlier instance whose code it shares.
+/// The same codelet emitted under the same name leaves the same sections
+/// whenever the same instance holds its shape's code
+/// ([`super::instance_memo`] copies them instead of emitting again).
+pub(super) struct InstanceParts {
+    /// The sections kept on the tile, in order.
+    pub sections: Vec<OpId>,
+    /// The launch's shape (`None`: its code is never shared).
+    pub shape: Option<ShapeKey>,
+    /// The instance holding the shape's code, when it is an earlier one.
+    pub holder: Option<String>,
+}
+
+/// [`emit_subroutine`], also returning what the instance left.
+pub(super) fn emit_instance<C: Codelet>(
+    e: &mut Emitter,
+    name: &str,
+    codelet: &C,
+) -> Result<(C::Counts, InstanceParts), CodeletError> {
     let before = e.tile_ops().len();
     let counts = codelet.emit(e)?;
     let sections = e.tile_ops()[before..].to_vec();
@@ -70,7 +93,7 @@ pub fn emit_subroutine<C: Codelet>(
         .map(str::to_string);
     let ctx = e.context();
     let defined = defined_labels(ctx, &sections);
-    match (first, shape) {
+    let instance = match (first, shape) {
         (Some(first), Some(shape)) => {
             // Labels of the kept parts are the instance's, those of the
             // erased code the first instance's.
@@ -85,6 +108,11 @@ pub fn emit_subroutine<C: Codelet>(
                 })
                 .collect::<HashMap<_, _>>();
             rename_instance(ctx, &kept, name, &labels)?;
+            InstanceParts {
+                sections: kept,
+                shape: Some(shape.key),
+                holder: Some(first),
+            }
         }
         (None, shape) => {
             let labels = defined
@@ -95,13 +123,19 @@ pub fn emit_subroutine<C: Codelet>(
                 })
                 .collect::<HashMap<_, _>>();
             rename_instance(ctx, &sections, name, &labels)?;
-            if let Some(s) = shape {
-                e.record_launch(s.key, name);
+            let shape = shape.map(|s| s.key);
+            if let Some(s) = &shape {
+                e.record_launch(s.clone(), name);
+            }
+            InstanceParts {
+                sections,
+                shape,
+                holder: None,
             }
         }
         (Some(_), None) => unreachable!("a shared launch has a shape"),
-    }
-    Ok(counts)
+    };
+    Ok((counts, instance))
 }
 
 /// What a launch emitted, apart from its vertex states: each section's

@@ -12,13 +12,14 @@ use super::attention_block::{
 use super::attention_constants::emit_attention_constants;
 use super::block::{emit_owned_adds, positions};
 use super::block_exchange::residual_view;
-use super::codegen::{emit_launches, emit_standalone, Calls, Frame};
+use super::codegen::{emit_calls, emit_launches, emit_standalone, Calls, Frame};
 use super::plan::GemmPlan;
 use super::reduce;
 use super::reduce::SYNCS_PER_ROUND;
 use crate::codelets::attention::TileAttention;
 use crate::codelets::elementwise::BinaryOp;
 use crate::codelets::emitter::{inst, op, Emitter};
+use crate::codelets::instance_memo::InstanceMemo;
 use crate::codelets::pair_cast::PairCast;
 use crate::codelets::program::Codelet;
 use crate::codelets::subroutine::{call_cycles, emit_call};
@@ -159,6 +160,7 @@ pub fn emit_attention_in(
     // The tile with the most exchange code, its bytes by exchange (A, B,
     // D, C and the products' reduction rounds), for the debug log.
     let mut busiest = (0, [0; 5]);
+    let mut memo = InstanceMemo::new();
     for &t in &tiles {
         let mut e = frame.open_tile(ctx, t, &loc);
         let mut xcode = 0;
@@ -319,10 +321,9 @@ pub fn emit_attention_in(
         for (tag, att) in &parts {
             att.emit_workers(&mut e, tag);
         }
-        for (name, instance) in &calls {
-            instance.emit_as(&mut e, name).map_err(fail)?;
-        }
+        emit_calls(&mut e, &calls, &mut memo).map_err(fail)?;
     }
+    memo.finish(ctx);
     let (t, [a, b, d, c, rest]) = busiest;
     tracing::debug!(
         target: "ipu-lower",

@@ -62,8 +62,8 @@ use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 use super::block_exchange::residual_view;
 pub use super::block_exchange::{exchange_a, exchange_b, fc1_gather_before, schedules};
 use super::codegen::{
-    emit_launches, emit_standalone, replicated_constant, Calls, Constants, Frame, PlacedGemm,
-    TileLayout, View,
+    emit_calls, emit_launches, emit_standalone, replicated_constant, Calls, Constants, Frame,
+    PlacedGemm, TileLayout, View,
 };
 use super::ln_tiles::{LnOutput, LnTiles};
 use super::plan::{
@@ -81,6 +81,7 @@ use crate::codelets::elementwise::{Binary, BinaryOp, VecType};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::gelu::GeluForm;
 use crate::codelets::gemm::TileGemm;
+use crate::codelets::instance_memo::InstanceMemo;
 use crate::codelets::program::Codelet;
 use crate::codelets::subroutine::emit_call;
 
@@ -958,6 +959,7 @@ pub fn emit_mlp_in(
     // The most cycles a tile spends beside LayerNorm: fc1's bias
     // broadcast ([`BiasRows::Early`]) and fc2's ([`fc2_bias_broadcast`]).
     let mut beside_ln = 0;
+    let mut memo = InstanceMemo::new();
     for &t in &tiles {
         let mut e = frame.open_tile(ctx, t, &loc);
         let mut xcode = 0;
@@ -1029,10 +1031,9 @@ pub fn emit_mlp_in(
         if at2.contains_key(&t) {
             fc2.emit_worker_code(&mut e);
         }
-        for (name, instance) in &calls {
-            instance.emit_as(&mut e, name).map_err(fail)?;
-        }
+        emit_calls(&mut e, &calls, &mut memo).map_err(fail)?;
     }
+    memo.finish(ctx);
     emit_mlp_constants(ctx, exe_body, plan, constants, &loc);
     let sync_cycles = u64::from(machine.sync_latency);
     let estimate = BlockEstimate {

@@ -55,7 +55,7 @@ use super::chain_loop::{
     emit_loop_start_data, extents as extents_of, find_repeat, ArchivedRange, LoopMemory, Repeat,
     GRAIN,
 };
-use super::codegen::{append_host_tensors, Calls, Frame, Lowered, StepEstimates};
+use super::codegen::{append_host_tensors, emit_calls, Calls, Frame, Lowered, StepEstimates};
 use super::mlp::{mlp_from, MlpMatch};
 use super::passes::{chain, only_user};
 use super::patch_embed::{emit_patch_in, patch_from, plan_patch_in, PatchMatch, PatchPlan};
@@ -66,6 +66,7 @@ use super::schedule::{schedule, Chunk, Schedule, Transfer};
 use super::window::{Columns, Window, ADD_COLUMNS};
 use crate::codelets::copy::StridedCopy;
 use crate::codelets::emitter::{inst, op, Emitter};
+use crate::codelets::instance_memo::InstanceMemo;
 use crate::codelets::scope::block_scope;
 use crate::emit::executable::compile_threads;
 
@@ -1262,18 +1263,17 @@ fn emit_chain(
         };
         // The tiles the block does not use run its syncs and the link.
         let own: BTreeSet<u32> = plan.tiles().into_iter().collect();
+        let mut memo = InstanceMemo::new();
         for &t in every.iter().filter(|t| !own.contains(t)) {
             let mut e = frame.open_tile(ctx, t, &loc);
             (0..syncs[k]).for_each(|_| sync(&mut e));
             let mut calls = Calls::new();
             let link = frame.close_tile(&mut e, t, &mut calls);
             frame.count_exchange(t, link);
-            for (name, instance) in &calls {
-                instance
-                    .emit_as(&mut e, name)
-                    .map_err(|err| Diagnostic::error(loc.clone(), err.to_string()))?;
-            }
+            emit_calls(&mut e, &calls, &mut memo)
+                .map_err(|err| Diagnostic::error(loc.clone(), err.to_string()))?;
         }
+        memo.finish(ctx);
         if let Some((r, mem, (start_copies, copies))) = &looped {
             if r.in_body(k) {
                 body_constants.extend(constants_since(ctx, exe_body, exe_ops_before));

@@ -41,8 +41,9 @@ use crate::codelets::cast::{Cast, CastKind};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::gelu::Gelu;
 use crate::codelets::gemm::TileGemm;
+use crate::codelets::instance_memo::InstanceMemo;
 use crate::codelets::program::Codelet;
-use crate::codelets::subroutine::{call_cycles, emit_call, emit_subroutine};
+use crate::codelets::subroutine::{call_cycles, emit_call};
 use crate::emit::CONSTANT_SECTION_PREFIX;
 
 /// Where a tile's tensors live (the same on every tile of the plan).
@@ -876,6 +877,7 @@ pub fn emit_gemm(
     let fail = |err: crate::codelets::CodeletError| Diagnostic::error(loc.clone(), err.to_string());
     let mut input_pieces = Vec::new();
     let mut output_pieces = Vec::new();
+    let mut memo = InstanceMemo::new();
     let mut exchange_code_bytes_max = 0;
     for i in 0..plan.grid_rows {
         let rows = plan.rows_of(i);
@@ -929,13 +931,12 @@ pub fn emit_gemm(
                 e.solo(inst("exitz", [op::mzero()]));
                 e.size_of("main");
                 placed.emit_worker_code(&mut e);
-                for (name, instance) in &calls {
-                    instance.emit_as(&mut e, name).map_err(fail)?;
-                }
+                emit_calls(&mut e, &calls, &mut memo).map_err(fail)?;
                 output_pieces.extend(placed.output_pieces((i, j, k), view));
             }
         }
     }
+    memo.finish(ctx);
     placed.emit_constants(ctx, exe_body, constants, &loc);
     append_host_tensors(
         ctx,
@@ -1137,14 +1138,37 @@ pub enum StepEstimates {
 
 /// A codelet instance a tile's program calls: emitted as a subroutine.
 pub trait Instance {
-    /// Emits the instance as subroutine `name`.
-    fn emit_as(&self, e: &mut Emitter, name: &str) -> Result<(), crate::codelets::CodeletError>;
+    /// Emits the instance as subroutine `name`, through `memo` (a copy of
+    /// an identical instance on an earlier tile where there is one).
+    fn emit_as(
+        &self,
+        e: &mut Emitter,
+        name: &str,
+        memo: &mut InstanceMemo,
+    ) -> Result<(), crate::codelets::CodeletError>;
 }
 
-impl<C: Codelet> Instance for C {
-    fn emit_as(&self, e: &mut Emitter, name: &str) -> Result<(), crate::codelets::CodeletError> {
-        emit_subroutine(e, name, self).map(|_| ())
+impl<C: Codelet + std::fmt::Debug + 'static> Instance for C {
+    fn emit_as(
+        &self,
+        e: &mut Emitter,
+        name: &str,
+        memo: &mut InstanceMemo,
+    ) -> Result<(), crate::codelets::CodeletError> {
+        memo.emit(e, name, self)
     }
+}
+
+/// Emits a tile's `calls` in order, each as its subroutine (see
+/// [`Instance`]).
+pub fn emit_calls(
+    e: &mut Emitter,
+    calls: &Calls,
+    memo: &mut InstanceMemo,
+) -> Result<(), crate::codelets::CodeletError> {
+    calls
+        .iter()
+        .try_for_each(|(name, instance)| instance.emit_as(e, name, memo))
 }
 
 /// A `constant` `ipu.tensor` named `name` of `bytes` (elements of type

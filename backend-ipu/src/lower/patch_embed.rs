@@ -43,8 +43,8 @@ use super::block::positions;
 use super::block_exchange::input_panel_transfers;
 use super::block_match::constant_operand;
 use super::codegen::{
-    emit_standalone, emit_zero_runs, layout, Calls, Constants, Frame, PlacedGemm, TileLayout,
-    ZeroRun,
+    emit_calls, emit_standalone, emit_zero_runs, layout, Calls, Constants, Frame, PlacedGemm,
+    TileLayout, ZeroRun,
 };
 use super::ln_tiles::{LnOutput, LnTiles, LN_ROWS};
 use super::passes::{constant_of, constant_values, only_user, ADD};
@@ -52,6 +52,7 @@ use super::plan::{plan_gemm, Epilogue, GemmPlan, GemmShape, Rejected};
 use super::schedule::{schedule, Schedule};
 use crate::codelets::amp::AmpVariant;
 use crate::codelets::emitter::{inst, op, Emitter};
+use crate::codelets::instance_memo::InstanceMemo;
 
 /// A patch embedding's sizes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -663,6 +664,7 @@ pub fn emit_patch_in(
     let rounds = plan.product.grid_k.trailing_zeros();
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
     let mut exchange_code_bytes_max = 0;
+    let mut memo = InstanceMemo::new();
     for t in plan.tiles() {
         let mut e = frame.open_tile(ctx, t, &loc);
         let mut xcode = 0;
@@ -685,10 +687,9 @@ pub fn emit_patch_in(
         if at.contains_key(&t) {
             placed.emit_worker_code(&mut e);
         }
-        for (name, instance) in &calls {
-            instance.emit_as(&mut e, name).map_err(fail)?;
-        }
+        emit_calls(&mut e, &calls, &mut memo).map_err(fail)?;
     }
+    memo.finish(ctx);
     placed.emit_constants(
         ctx,
         frame.exe_body,

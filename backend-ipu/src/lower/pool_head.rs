@@ -81,7 +81,7 @@ use super::attention_constants::held_output;
 use super::block::{encode_f16, positions, LN_ROWS};
 use super::block_exchange::{owned_global, round_robin, weight_panel_transfers};
 use super::codegen::{
-    append_host_tensors, constant_tensor, emit_launches, launch_cycles, layout,
+    append_host_tensors, constant_tensor, emit_calls, emit_launches, launch_cycles, layout,
     replicated_constant, Calls, Constants, Frame, PlacedGemm, TileLayout, WeightCodes,
 };
 use super::ln_tiles::{layer_norm_reference, LnOutput, LnTiles};
@@ -94,6 +94,7 @@ use crate::codelets::cast::{Cast, CastKind};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::fill::Fill;
 use crate::codelets::gemm::TileGemm;
+use crate::codelets::instance_memo::InstanceMemo;
 use crate::codelets::program::Codelet;
 use crate::codelets::softmax::Softmax;
 use crate::codelets::subroutine::{call_cycles, emit_call};
@@ -1118,6 +1119,7 @@ pub fn emit_pool_in(
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
     let mut exchange_code_bytes_max = 0;
     let zero_tokens = plan.sv_zero_tokens();
+    let mut memo = InstanceMemo::new();
     for t in plan.tiles() {
         let mut e = frame.open_tile(ctx, t, &loc);
         let mut xcode = 0;
@@ -1186,10 +1188,9 @@ pub fn emit_pool_in(
         if is_head {
             head.values.emit_workers(&mut e, "pool_pv");
         }
-        for (name, instance) in &calls {
-            instance.emit_as(&mut e, name).map_err(fail)?;
-        }
+        emit_calls(&mut e, &calls, &mut memo).map_err(fail)?;
     }
+    memo.finish(ctx);
     let held = HeldPool::of(s, constants);
     emit_sv_input(ctx, frame.exe_body, plan, &sv, &held, &loc);
     out.emit_constants(

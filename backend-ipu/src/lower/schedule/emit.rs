@@ -1,6 +1,7 @@
 //! The code of a placed [`Schedule`]: each tile's supervisor instructions,
 //! timed as the placement says, and the delays between them.
 
+use crate::codelets::instance_memo::InstanceMemo;
 use ipuc_ipu_arch::MachineModel;
 
 use ipuc_dialects::ipu::SectionKind;
@@ -419,7 +420,12 @@ impl SwitchRoutine {
 }
 
 impl Instance for SwitchRoutine {
-    fn emit_as(&self, e: &mut Emitter, name: &str) -> Result<(), crate::codelets::CodeletError> {
+    fn emit_as(
+        &self,
+        e: &mut Emitter,
+        name: &str,
+        _: &mut InstanceMemo,
+    ) -> Result<(), crate::codelets::CodeletError> {
         emit_delay_entries(e, name, self.period);
         if self.puts != SwitchPuts::Base {
             e.solo(inst("put", [op::csr("INCOMING_MUX"), op::m(RECV_MUX)]));
@@ -525,7 +531,12 @@ impl DelayRoutine {
 }
 
 impl Instance for DelayRoutine {
-    fn emit_as(&self, e: &mut Emitter, name: &str) -> Result<(), crate::codelets::CodeletError> {
+    fn emit_as(
+        &self,
+        e: &mut Emitter,
+        name: &str,
+        _: &mut InstanceMemo,
+    ) -> Result<(), crate::codelets::CodeletError> {
         emit_delay_entries(e, name, self.period);
         e.solo(inst("br", [op::reg_lr()]));
         Ok(())
