@@ -124,12 +124,14 @@ impl InstanceMemo {
     /// Erases the memo's copies from `ctx` (`ipu-lower` debug: logs its
     /// counts).
     pub fn finish(self, ctx: &mut Context) {
-        tracing::debug!(
-            target: "ipu-lower",
-            "subroutine instances: {} emitted, {} copied",
-            self.counts.emitted,
-            self.counts.copied
-        );
+        if self.counts != MemoCounts::default() {
+            tracing::debug!(
+                target: "ipu-lower",
+                "subroutine instances: {} emitted, {} copied",
+                self.counts.emitted,
+                self.counts.copied
+            );
+        }
         for emitted in self.emitted.into_values() {
             for op in emitted.copies.into_values().flatten() {
                 ctx.erase_op(op);

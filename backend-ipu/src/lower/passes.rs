@@ -706,6 +706,7 @@ pub fn lower_function_reporting(
             report(super::chain::chain_report_of(ctx, &chain, &plan, m)?);
         }
         let lowered = super::chain::lower_chain_planned(ctx, module_body, &chain, &plan, m)?;
+        tracing::debug!(target: "ipu-lower", "the context holds {} ops", ctx.num_ops());
         return Ok((lowered, Some(plan)));
     }
     if weights == Weights::Streamed {
