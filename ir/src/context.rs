@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use smallvec::SmallVec;
+use thin_vec::ThinVec;
 
 use crate::attributes::{Attribute, Dictionary, ResourceTable};
 use crate::dialect::{DialectRegistry, OperationName};
@@ -63,12 +64,12 @@ pub(crate) struct ValueData {
 
 pub(crate) struct OperationData {
     pub(crate) name: OperationName,
-    pub(crate) operands: SmallVec<[Value; 3]>,
-    pub(crate) results: SmallVec<[Value; 1]>,
+    pub(crate) operands: ThinVec<Value>,
+    pub(crate) results: ThinVec<Value>,
     pub(crate) properties: Option<Dictionary>,
     pub(crate) attributes: Dictionary,
-    pub(crate) regions: SmallVec<[RegionId; 1]>,
-    pub(crate) successors: SmallVec<[BlockId; 1]>,
+    pub(crate) regions: ThinVec<RegionId>,
+    pub(crate) successors: ThinVec<BlockId>,
     pub(crate) loc: Location,
     pub(crate) parent: Option<BlockId>,
     pub(crate) prev: Option<OpId>,
@@ -231,12 +232,12 @@ impl Context {
     pub fn create_op(&mut self, state: OperationState) -> OpId {
         let op = self.ops.alloc(OperationData {
             name: state.name,
-            operands: SmallVec::from_vec(state.operands),
-            results: SmallVec::new(),
+            operands: ThinVec::from(state.operands),
+            results: ThinVec::new(),
             properties: state.properties,
             attributes: state.attributes,
-            regions: SmallVec::from_vec(state.regions),
-            successors: SmallVec::from_vec(state.successors),
+            regions: ThinVec::from(state.regions),
+            successors: ThinVec::from(state.successors),
             loc: state.loc,
             parent: None,
             prev: None,
@@ -249,7 +250,7 @@ impl Context {
                 index: i as u32,
             });
         }
-        let mut results = SmallVec::with_capacity(state.result_types.len());
+        let mut results = ThinVec::with_capacity(state.result_types.len());
         for (i, ty) in state.result_types.into_iter().enumerate() {
             results.push(self.values.alloc(ValueData {
                 ty,
@@ -392,7 +393,7 @@ impl Context {
     }
     /// Replaces the successor list.
     pub fn set_successors(&mut self, op: OpId, succ: &[BlockId]) {
-        self.ops[op].successors = SmallVec::from_slice(succ);
+        self.ops[op].successors = ThinVec::from(succ);
     }
     /// Location.
     #[inline]
@@ -576,7 +577,7 @@ impl Context {
                 },
             );
         }
-        self.ops[op].operands = SmallVec::from_slice(vs);
+        self.ops[op].operands = ThinVec::from(vs);
         for (i, v) in vs.iter().enumerate() {
             self.values[*v].uses.push(Use {
                 op,
@@ -964,7 +965,7 @@ impl Context {
                         .iter()
                         .map(|s| *block_map.get(s).unwrap_or(s))
                         .collect();
-                    self.ops[c].successors = SmallVec::from_vec(succ);
+                    self.ops[c].successors = ThinVec::from(succ);
                     self.append_op(nb, c);
                 }
             }

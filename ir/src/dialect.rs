@@ -394,64 +394,76 @@ impl OpDefinition {
 }
 
 /// An operation name: the text plus its definition when registered.
+///
+/// One pointer (every op holds one: a lowered so400m holds ten million
+/// ops), shared by every op of the name: the registry interns each name
+/// once.
 #[derive(Clone)]
-pub struct OperationName {
-    name: Arc<str>,
-    def: Option<Arc<OpDefinition>>,
+pub struct OperationName(Arc<NameData>);
+
+/// What an [`OperationName`] points to.
+struct NameData {
+    name: Box<str>,
+    def: Option<OpDefinition>,
 }
 
 impl OperationName {
+    fn new(name: &str, def: Option<OpDefinition>) -> Self {
+        OperationName(Arc::new(NameData {
+            name: name.into(),
+            def,
+        }))
+    }
     /// The full name.
     #[inline]
     pub fn as_str(&self) -> &str {
-        &self.name
+        &self.0.name
     }
     /// The dialect prefix (text before the first dot).
     pub fn dialect(&self) -> &str {
-        self.name.split_once('.').map_or("", |(d, _)| d)
+        self.as_str().split_once('.').map_or("", |(d, _)| d)
     }
     /// The definition, if registered.
     #[inline]
     pub fn def(&self) -> Option<&OpDefinition> {
-        self.def.as_deref()
+        self.0.def.as_ref()
     }
     /// Whether the op is registered.
     pub fn is_registered(&self) -> bool {
-        self.def.is_some()
+        self.0.def.is_some()
     }
     /// Whether the op has trait `t` (unregistered ops have none).
     #[inline]
     pub fn has_trait(&self, t: Traits) -> bool {
-        self.def.as_ref().is_some_and(|d| d.traits.contains(t))
+        self.def().is_some_and(|d| d.traits.contains(t))
     }
     /// The op's model of interface `I` (`None` if the op does not implement
     /// it or is unregistered): how passes ask an op what it does.
     #[inline]
     pub fn interface<I: ?Sized + OpInterface>(&self) -> Option<&I> {
-        self.def.as_ref().and_then(|d| d.interface::<I>())
+        self.def().and_then(|d| d.interface::<I>())
     }
     /// Whether `attr` is declared inherent (stored as a property).
     pub fn is_inherent_attr(&self, attr: &str) -> bool {
-        self.def
-            .as_ref()
+        self.def()
             .is_some_and(|d| d.attributes.iter().any(|a| a.name == attr))
     }
 }
 
 impl PartialEq for OperationName {
     fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
+        Arc::ptr_eq(&self.0, &other.0) || self.as_str() == other.as_str()
     }
 }
 impl Eq for OperationName {}
 impl std::hash::Hash for OperationName {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.name.hash(state)
+        self.as_str().hash(state)
     }
 }
 impl std::fmt::Debug for OperationName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.name)
+        f.write_str(self.as_str())
     }
 }
 
@@ -547,7 +559,7 @@ pub struct DialectRegistry {
     dialects: FxHashMap<&'static str, DialectInfo>,
     ops: FxHashMap<&'static str, OperationName>,
     /// Interned names of unregistered ops, so repeated names share storage.
-    unregistered: std::sync::Mutex<FxHashMap<Arc<str>, ()>>,
+    unregistered: std::sync::Mutex<FxHashMap<Box<str>, OperationName>>,
 }
 
 impl Default for DialectRegistry {
@@ -587,13 +599,8 @@ impl DialectRegistry {
             op.compile_format()?;
         }
         for op in dialect.ops {
-            self.ops.insert(
-                op.name,
-                OperationName {
-                    name: op.name.into(),
-                    def: Some(Arc::new(op)),
-                },
-            );
+            self.ops
+                .insert(op.name, OperationName::new(op.name, Some(op)));
         }
         self.dialects.insert(
             dialect.name,
@@ -638,14 +645,11 @@ impl DialectRegistry {
             return n.clone();
         }
         let mut map = self.unregistered.lock().expect("op name table poisoned");
-        if let Some((k, _)) = map.get_key_value(name) {
-            return OperationName {
-                name: k.clone(),
-                def: None,
-            };
+        if let Some(n) = map.get(name) {
+            return n.clone();
         }
-        let k: Arc<str> = name.into();
-        map.insert(k.clone(), ());
-        OperationName { name: k, def: None }
+        let n = OperationName::new(name, None);
+        map.insert(name.into(), n.clone());
+        n
     }
 }

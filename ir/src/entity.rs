@@ -22,21 +22,29 @@ pub trait EntityKey: Copy + Eq + std::hash::Hash + std::fmt::Debug {
 macro_rules! entity_key {
     ($(#[$meta:meta])* $name:ident, $prefix:literal) => {
         $(#[$meta])*
+        ///
+        /// Index plus one, so that an `Option` of the key is as small as
+        /// the key (an op's parent and neighbours are three of them).
         #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub struct $name(u32);
+        pub struct $name(std::num::NonZeroU32);
         impl $crate::entity::EntityKey for $name {
             #[inline]
             fn new(index: usize) -> Self {
-                $name(u32::try_from(index).expect("IR arena overflow: more than 2^32 entities"))
+                u32::try_from(index)
+                    .ok()
+                    .and_then(|i| i.checked_add(1))
+                    .and_then(std::num::NonZeroU32::new)
+                    .map($name)
+                    .expect("IR arena overflow: more than 2^32 - 1 entities")
             }
             #[inline]
             fn index(self) -> usize {
-                self.0 as usize
+                (self.0.get() - 1) as usize
             }
         }
         impl std::fmt::Debug for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                write!(f, concat!($prefix, "{}"), self.0)
+                write!(f, concat!($prefix, "{}"), self.0.get() - 1)
             }
         }
     };
