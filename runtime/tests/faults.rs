@@ -250,6 +250,25 @@ fn exchange_data_arriving_after_a_launch_with_no_sync_between() {
 }
 
 #[test]
+fn a_word_sent_after_its_receivers_fence_faults_in_the_next_resolution() {
+    // Tile 0 sends a word (landing at 59), launches its workers (a fence:
+    // it sent words), then sends a second word. Tile 1 takes the first
+    // (its window armed for one word), spins past its arrival and
+    // launches its workers: every tile is at a fence, the exchange so far
+    // is resolved, and both run on. The second word was sent after that
+    // resolution and lands while tile 1 computes, its mux still naming
+    // tile 0: the next resolution (the sync) finds it in no armed window.
+    let sender = "main:\n    setzi $m0, 0x70000\n    send $m0, 1\n    setzi $m2, idle\n    runall $m2, $mzero, 0\n    send $m0, 1\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n    .worker\nidle:\n    exitz $mzero\n";
+    let receiver = "main:\n    setzi $m1, 1\n    put $INCOMING_DCOUNT, $m1\n    put $INCOMING_MUX, $mzero\n    setzi $m0, 0x71000\n    put $INCOMING_BASE, $m0\n    setzi $m3, 10\nspin:\n    brnzdec $m3, spin\n    setzi $m2, idle\n    runall $m2, $m0, 0\n    sync TEXCH_SYNCZONE_INTERNAL\n    exitz $mzero\n    .worker\nidle:\n    exitz $mzero\n";
+    let f = run_fault(&[(0, sender), (1, receiver)], SimConfig::default());
+    assert!(
+        matches!(f.kind, FaultKind::UnarmedExchangeWindow { arrived_at } if arrived_at > 60),
+        "{f}"
+    );
+    assert_eq!(f.tile, 1);
+}
+
+#[test]
 fn deadlock_when_a_participant_never_syncs() {
     let f = run_fault(
         &[
