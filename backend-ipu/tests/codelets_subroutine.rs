@@ -305,6 +305,56 @@ fn two_scoped_programs_share_a_tile_and_run_in_turn() {
     }
 }
 
+/// Emits an instance as a test asks: through the memo when there is one.
+type EmitAs<'a> =
+    &'a dyn Fn(&mut Emitter, &mut Option<&mut InstanceMemo>, &str) -> Result<(), CodeletError>;
+
+/// Codelet `c` through the memo when there is one, else emitted with no
+/// section open before or after, as the memo emits it.
+fn via<C: Codelet + std::fmt::Debug + 'static>(
+    c: &C,
+) -> impl Fn(&mut Emitter, &mut Option<&mut InstanceMemo>, &str) -> Result<(), CodeletError> + '_ {
+    move |e, memo, name| match memo {
+        Some(memo) => memo.emit(e, name, c),
+        None => {
+            e.close_section();
+            emit_subroutine(e, name, c)?;
+            e.close_section();
+            Ok(())
+        }
+    }
+}
+
+/// The printed executable of tiles 0, 1, .. whose `main` (after what
+/// `before` emits on the tile) calls each tile's instances, emitted after
+/// it through `memo` when there is one.
+fn tiles_calling(
+    tiles: &[Vec<(&str, EmitAs)>],
+    memo: &mut Option<&mut InstanceMemo>,
+    before: &dyn Fn(u32, &mut Emitter),
+) -> String {
+    let mut ctx = Context::new(ipuc_dialects::registry());
+    let loc = Location::unknown();
+    let (exe, body) = build::executable(&mut ctx, "c600", loc.clone());
+    for (t, calls) in tiles.iter().enumerate() {
+        let (tile, tile_body) = build::tile(&mut ctx, t as u32, None, loc.clone());
+        ctx.append_op(body, tile);
+        let mut e = Emitter::new(&mut ctx, tile_body, loc.clone());
+        e.code_section(".text.main", SectionKind::Supervisor);
+        e.function("main");
+        before(t as u32, &mut e);
+        for (name, _) in calls {
+            emit_call(&mut e, name);
+        }
+        e.solo(inst("exitz", [op::mzero()]));
+        e.size_of("main");
+        for (name, emit) in calls {
+            emit(&mut e, memo, name).unwrap_or_else(|err| panic!("{err}"));
+        }
+    }
+    print_op(&ctx, exe, &PrintOptions::default())
+}
+
 /// Every tile gets from the memo what emitting its instances gives it:
 /// the same codelet and name copied to a later tile as its shape's holder
 /// and as a sharer of an earlier instance's code, and where the holder
@@ -327,58 +377,18 @@ fn memoized_instances_are_what_emitting_gives_every_tile() {
         output: 0xa0000,
     };
     let (a0, a1) = (add(0x80000), add(0x81000));
-    type Calls<'a> = Vec<(
-        &'a str,
-        &'a dyn Fn(&mut Emitter, &mut Option<&mut InstanceMemo>, &str) -> Result<(), CodeletError>,
-    )>;
-    // A codelet through the memo when there is one, else emitted (and its
-    // last section left, as the memo leaves it).
-    fn via<C: Codelet + std::fmt::Debug + 'static>(
-        c: &C,
-    ) -> impl Fn(&mut Emitter, &mut Option<&mut InstanceMemo>, &str) -> Result<(), CodeletError> + '_
-    {
-        move |e, memo, name| match memo {
-            Some(memo) => memo.emit(e, name, c),
-            None => {
-                emit_subroutine(e, name, c)?;
-                e.close_section();
-                Ok(())
-            }
-        }
-    }
     let (add0, add1, g) = (via(&a0), via(&a1), via(&gelu));
     // Tiles 0 and 1 alike; tiles 2 and 3 call the adds the other way
     // round, so `a1` holds the add's code there and `a0` shares it.
-    let tiles: Vec<Calls> = vec![
+    let tiles: Vec<Vec<(&str, EmitAs)>> = vec![
         vec![("a0", &add0), ("a1", &add1), ("g", &g)],
         vec![("a0", &add0), ("a1", &add1), ("g", &g)],
         vec![("a1", &add1), ("a0", &add0)],
         vec![("a1", &add1), ("a0", &add0), ("g", &g)],
     ];
-    let program = |memo: &mut Option<&mut InstanceMemo>| {
-        let mut ctx = Context::new(ipuc_dialects::registry());
-        let loc = Location::unknown();
-        let (exe, body) = build::executable(&mut ctx, "c600", loc.clone());
-        for (t, calls) in tiles.iter().enumerate() {
-            let (tile, tile_body) = build::tile(&mut ctx, t as u32, None, loc.clone());
-            ctx.append_op(body, tile);
-            let mut e = Emitter::new(&mut ctx, tile_body, loc.clone());
-            e.code_section(".text.main", SectionKind::Supervisor);
-            e.function("main");
-            for (name, _) in calls {
-                emit_call(&mut e, name);
-            }
-            e.solo(inst("exitz", [op::mzero()]));
-            e.size_of("main");
-            for (name, emit) in calls {
-                emit(&mut e, memo, name).unwrap_or_else(|err| panic!("{err}"));
-            }
-        }
-        print_op(&ctx, exe, &PrintOptions::default())
-    };
-    let emitted = program(&mut None);
+    let emitted = tiles_calling(&tiles, &mut None, &|_, _| {});
     let mut memo = InstanceMemo::new();
-    let memoized = program(&mut Some(&mut memo));
+    let memoized = tiles_calling(&tiles, &mut Some(&mut memo), &|_, _| {});
     assert_eq!(memoized, emitted);
     // Emitted: a0, a1 and g on tile 0, a1 and a0 again on tile 2 (their
     // holders changed); the other six copied.
@@ -398,4 +408,56 @@ fn memoized_instances_are_what_emitting_gives_every_tile() {
     };
     assert_eq!(tile(0).matches("setzi m1, @a0_add_f16_worker").count(), 2);
     assert_eq!(tile(2).matches("setzi m1, @a1_add_f16_worker").count(), 2);
+}
+
+/// A codelet whose label is a fresh one ([`Emitter::fresh_label`]):
+/// numbered by what its tile asked for before.
+#[derive(Debug)]
+struct FreshLabel;
+
+impl Codelet for FreshLabel {
+    type Counts = ();
+    fn emit(&self, e: &mut Emitter) -> Result<(), CodeletError> {
+        e.code_section(".text.fresh", SectionKind::Supervisor);
+        e.function("main");
+        let l = e.fresh_label(".Lhere");
+        e.label(&l);
+        e.solo(inst("exitz", [op::mzero()]));
+        Ok(())
+    }
+    fn cycles(&self, _: &()) -> u64 {
+        0
+    }
+}
+
+/// An instance that asked for a fresh label depends on its tile's earlier
+/// code (tile 0 asked for one before, tile 1 did not): the memo emits it
+/// on every tile instead of copying tile 0's.
+#[test]
+fn an_instance_with_a_fresh_label_is_emitted_on_every_tile() {
+    let fresh = FreshLabel;
+    let f = via(&fresh);
+    let tiles: Vec<Vec<(&str, EmitAs)>> = vec![vec![("f", &f)], vec![("f", &f)]];
+    let before = |t: u32, e: &mut Emitter| {
+        if t == 0 {
+            let l = e.fresh_label(".Lhere");
+            e.label(&l);
+        }
+    };
+    let emitted = tiles_calling(&tiles, &mut None, &before);
+    let mut memo = InstanceMemo::new();
+    let memoized = tiles_calling(&tiles, &mut Some(&mut memo), &before);
+    assert_eq!(memoized, emitted);
+    assert_eq!(
+        memo.counts(),
+        MemoCounts {
+            emitted: 2,
+            copied: 0
+        }
+    );
+    // The two tiles' labels differ.
+    assert!(
+        emitted.contains(r#"@".Lf_here_1""#) && emitted.contains(r#"@".Lf_here""#),
+        "{emitted}"
+    );
 }

@@ -222,6 +222,8 @@ pub struct Emitter<'c> {
     slots: HashMap<&'static str, u64>,
     /// How many times each [`Emitter::fresh_label`] base was asked for.
     fresh: HashMap<String, u32>,
+    /// How many fresh labels were asked for in all.
+    fresh_asked: u64,
 }
 
 /// The attributes of `ipu.inst` and `ipu.directive` ops, made once per
@@ -357,6 +359,7 @@ impl<'c> Emitter<'c> {
             attrs,
             slots: HashMap::default(),
             fresh: HashMap::default(),
+            fresh_asked: 0,
         }
     }
 
@@ -469,6 +472,7 @@ impl<'c> Emitter<'c> {
     /// their workers and vertex states, each with its own supervisor
     /// loop) thus defines each label once.
     pub fn fresh_label(&mut self, base: &str) -> String {
+        self.fresh_asked += 1;
         let n = self.fresh.entry(base.to_string()).or_insert(0);
         let name = match *n {
             0 => base.to_string(),
@@ -476,6 +480,13 @@ impl<'c> Emitter<'c> {
         };
         *n += 1;
         name
+    }
+
+    /// How many labels [`Emitter::fresh_label`] made so far: code that
+    /// asked for one depends on what the tile asked before
+    /// ([`super::instance_memo`] copies no such instance).
+    pub fn fresh_labels_made(&self) -> u64 {
+        self.fresh_asked
     }
 
     /// A loop head or `rpt` target: a `nop` first if it would be misaligned.

@@ -19,6 +19,12 @@
 //! emitting would have given it: the executable is byte for byte the
 //! same (a test emits every instance both ways).
 //!
+//! An instance whose codelet asked the emitter for a fresh label
+//! ([`Emitter::fresh_label`], numbered per tile) depends on the tile's
+//! earlier code too: such a codelet is emitted on every tile, never
+//! copied. Every instance starts with no section open, copied or not, so
+//! what a codelet emits before opening its first section is its own.
+//!
 //! The copies are detached ops of the context, made once when the
 //! instance is first emitted (the tile's own ops go on to be renamed into
 //! their block's scope). [`InstanceMemo::finish`] erases them; a memo
@@ -41,10 +47,12 @@ type Key = (TypeId, String, String);
 
 /// What one codelet emitted under one name: its launch's shape and, by
 /// the instance holding the shape's code (`None`: itself), the sections
-/// it left.
+/// it left; nothing when it asked for a fresh label (emitted every time).
 struct Emitted {
     shape: Option<ShapeKey>,
     copies: HashMap<Option<String>, Vec<OpId>>,
+    /// Whether its emission asked for a fresh label.
+    tile_dependent: bool,
 }
 
 /// The instances emitted so far, across tiles (see the module doc).
@@ -80,8 +88,9 @@ impl InstanceMemo {
         name: &str,
         codelet: &C,
     ) -> Result<(), CodeletError> {
+        e.close_section();
         let key: Key = (TypeId::of::<C>(), format!("{codelet:?}"), name.to_string());
-        if let Some(known) = self.emitted.get(&key) {
+        if let Some(known) = self.emitted.get(&key).filter(|k| !k.tile_dependent) {
             let holder = known
                 .shape
                 .as_ref()
@@ -96,23 +105,25 @@ impl InstanceMemo {
                 return Ok(());
             }
         }
+        let fresh = e.fresh_labels_made();
         let (_, left) = emit_instance(e, name, codelet)?;
         self.counts.emitted += 1;
         e.close_section();
-        let ctx = e.context();
-        let copies: Vec<OpId> = left
-            .sections
-            .iter()
-            .map(|&s| ctx.clone_op(s, &mut Default::default()))
-            .collect();
-        self.emitted
-            .entry(key)
-            .or_insert_with(|| Emitted {
-                shape: left.shape,
-                copies: HashMap::default(),
-            })
-            .copies
-            .insert(left.holder, copies);
+        let tile_dependent = e.fresh_labels_made() != fresh;
+        let known = self.emitted.entry(key).or_insert_with(|| Emitted {
+            shape: left.shape,
+            copies: HashMap::default(),
+            tile_dependent,
+        });
+        if !known.tile_dependent {
+            let ctx = e.context();
+            let copies: Vec<OpId> = left
+                .sections
+                .iter()
+                .map(|&s| ctx.clone_op(s, &mut Default::default()))
+                .collect();
+            known.copies.insert(left.holder, copies);
+        }
         Ok(())
     }
 
