@@ -27,8 +27,10 @@
 //!
 //! The copies are detached ops of the context, made once when the
 //! instance is first emitted (the tile's own ops go on to be renamed into
-//! their block's scope). [`InstanceMemo::finish`] erases them; a memo
-//! dropped without it leaves them in the context, unreferenced.
+//! their block's scope), so a memo serves the emitters of one context
+//! only (the lowering keeps one per block). [`InstanceMemo::finish`]
+//! erases them; a memo dropped without it leaves them in the context,
+//! unreferenced.
 
 use std::any::TypeId;
 use std::fmt::Debug;
