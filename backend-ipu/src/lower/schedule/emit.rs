@@ -1,13 +1,13 @@
 //! The code of a placed [`Schedule`]: each tile's supervisor instructions,
 //! timed as the placement says, and the delays between them.
 
-use crate::codelets::instance_memo::InstanceMemo;
 use ipuc_ipu_arch::MachineModel;
 
 use ipuc_dialects::ipu::SectionKind;
 
 use super::{streams, Event, Rules, Schedule, MIN_REPOINT_LOOP};
 use crate::codelets::emitter::{inst, op, Emitter};
+use crate::codelets::instance_memo::InstanceMemo;
 use crate::lower::codegen::{Calls, Instance};
 
 /// Registers: the receive side's (`$m0`..`$m3`), the sends' rotation
