@@ -11,8 +11,8 @@ use ipuc_backend_ipu::codelets::instance_memo::InstanceMemo;
 use ipuc_backend_ipu::emit::build_executable;
 use ipuc_backend_ipu::lower::codegen::{emit_calls, Calls};
 use ipuc_backend_ipu::lower::schedule::{
-    delay, schedule, schedule_in, schedule_joined, Chunk, DelayRoutine, Joining, Order, Schedule,
-    Segment, Transfer, DELAY_ROUTINE,
+    delay, schedule, schedule_before, schedule_in, schedule_joined, Chunk, DelayRoutine, Joining,
+    Order, Schedule, Segment, Transfer, DELAY_ROUTINE,
 };
 use ipuc_dialects::ipu::{build, SectionKind, TensorDirection, TensorPiece};
 use ipuc_ipu_arch::MachineModel;
@@ -329,6 +329,58 @@ fn the_earliest_first_order_keeps_receivers_busy_that_the_listed_order_leaves_wa
         for k in 0..words {
             assert_eq!(got[r][k as usize], first << 16 | k);
             assert_eq!(got[r][(words + k) as usize], second << 16 | k);
+        }
+    }
+}
+
+#[test]
+fn a_receiver_with_work_after_the_exchange_takes_its_words_first() {
+    // Sender a sends L words to x, then (as listed) L words to y; y then
+    // runs 3L cycles of work before the next sync (a link's LN tile),
+    // x nothing. Listed, y's words come second: y ends near 2L and the
+    // superstep near 5L. With y's tail the critical orders count it as
+    // words y has yet to take and send y's first: y ends near L, x near
+    // 2L, the superstep near 4L.
+    let m = MachineModel::c600();
+    let (a, x, y) = (5u32, 40, 900);
+    let words = 1024;
+    let l = u64::from(words);
+    let send = |to: u32| Transfer {
+        sender: a,
+        chunks: vec![Chunk {
+            address: SRC,
+            words,
+        }],
+        receivers: vec![(to, DST)],
+        segment: None,
+    };
+    let transfers = vec![send(x), send(y)];
+    let tiles = [a, x, y];
+    let tails = std::collections::BTreeMap::from([(y, 3 * l)]);
+    let plain = schedule(&m, &tiles, &transfers);
+    let before = schedule_before(&m, &tiles, &transfers, Joining::Contiguous, &tails);
+    // Without tails nothing changes: the superstep is the exchange.
+    assert_eq!(plain.superstep, plain.cycles);
+    assert!(plain.ends[&x] < plain.ends[&y]);
+    assert!(plain.ends[&y] + 3 * l > 5 * l, "plain {:?}", plain.ends);
+    // With them y goes first, and the superstep is the latest tile's end
+    // plus its tail.
+    assert!(before.ends[&y] < before.ends[&x], "{:?}", before.ends);
+    assert!(before.ends[&y] < l + 200, "{:?}", before.ends);
+    let latest = before
+        .ends
+        .iter()
+        .map(|(t, &end)| end + tails.get(t).copied().unwrap_or(0))
+        .max()
+        .unwrap();
+    assert_eq!(before.superstep, latest.max(before.cycles));
+    assert!(before.superstep < plain.ends[&y] + 3 * l);
+    // And it delivers.
+    let src = tagged_sources(&tiles);
+    let (got, _) = run(&m, &tiles, &before, &src, words);
+    for r in [1usize, 2] {
+        for k in 0..words {
+            assert_eq!(got[r][k as usize], a << 16 | k);
         }
     }
 }

@@ -5,7 +5,10 @@
 //!
 //! - the plan streams the weights where a product has several grid rows,
 //!   and a chain's MLP block gathers fc1's in the link into it (where only
-//!   the LN tiles receive), not in its exchange A;
+//!   the LN tiles receive), not in its exchange A, and so does an
+//!   attention block qk's weights and vt's input (the loop's copies of
+//!   their home pieces then run before the link back into the body, so
+//!   that it sends the coming layer's);
 //! - the whole model at fp16 and fp8 on the simulator meets issue 12's
 //!   bars against onnxruntime's outputs, the plan report saying where
 //!   each product's weights are gathered.
@@ -15,6 +18,10 @@ mod common;
 use std::process::Command;
 
 use common::{fixture_dir, output_ok, passed_report};
+use ipuc_backend_ipu::lower::attention_block::AttentionPlan;
+use ipuc_backend_ipu::lower::attention_exchange::{
+    exchange_a as attention_exchange_a, qkv_gather_before,
+};
 use ipuc_backend_ipu::lower::block::{exchange_a, fc1_gather_before};
 use ipuc_backend_ipu::lower::chain::{match_chain, plan_chain_with, PlannedBlock};
 use ipuc_backend_ipu::lower::stream::Weights;
@@ -65,6 +72,52 @@ fn a_chains_mlp_blocks_gather_fc1s_weights_in_the_link_into_them() {
             .flat_map(|t| &t.receivers)
             .all(|(r, _)| !p.ln_tiles.contains(r)));
     }
+}
+
+#[test]
+fn a_chains_attention_blocks_gather_qk_and_vt_in_the_link_into_them() {
+    let Some((ctx, f)) = common::compiled_fixture("siglip-tiny", None, "fp8") else {
+        return;
+    };
+    let chain = match_chain(&ctx, f).unwrap().expect("a chain");
+    let machine = MachineModel::c600();
+    let plan = plan_chain_with(&ctx, &chain, &machine, Weights::Streamed)
+        .unwrap_or_else(|d| panic!("{}", d.message));
+    let attentions: Vec<_> = plan
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            PlannedBlock::Attention(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    assert!(!attentions.is_empty());
+    let mut gathered = 0;
+    for p in attentions {
+        // Every layer's attention block follows another block (the patch
+        // embedding, or the MLP before it): the link gathers for it.
+        assert!(p.qkv_gathered_before);
+        let gather = qkv_gather_before(p);
+        gathered += gather.len();
+        let alone = AttentionPlan {
+            qkv_gathered_before: false,
+            ..(**p).clone()
+        };
+        let (with, without) = (attention_exchange_a(p), attention_exchange_a(&alone));
+        assert_eq!(with.len() + gather.len(), without.len());
+        assert!(gather.iter().all(|t| !with.contains(t)));
+        assert!(gather.iter().all(|t| without.contains(t)));
+        // Only qk's and vt's tiles receive it, none of them an LN tile
+        // (the link's other receivers).
+        assert!(gather
+            .iter()
+            .flat_map(|t| &t.receivers)
+            .all(|(r, _)| !p.ln_tiles.contains(r)));
+    }
+    assert!(
+        gathered > 0,
+        "siglip-tiny's attention blocks stream qk or vt"
+    );
 }
 
 /// siglip-tiny whole on the simulator with `--stream-weights` at

@@ -73,7 +73,9 @@
 //! Supersteps (every tile runs every sync; each exchange follows a sync,
 //! the compute after it follows at a fence): LayerNorm on the LN tiles;
 //! exchange A (LayerNorm's rows to qk's input panels and vt's weight
-//! panels); qk and vt with their
+//! panels, and qk's weights and vt's input where they stream in, unless
+//! a chain's link into the block gathered them,
+//! [`AttentionPlan::qkv_gathered_before`]); qk and vt with their
 //! reductions; exchange B (Q panels, key rows and value panels to the
 //! attention tiles; x's rows to the out tiles that own them, from the
 //! LN tiles, which compute nothing else, [`AttentionPlan::ln_tiles_apart`]);
@@ -681,6 +683,11 @@ pub struct AttentionPlan {
     /// What the block leaves of the memory it was planned in (the next
     /// block's window).
     pub next: Window,
+    /// Whether qk's streamed weights and vt's streamed input are gathered
+    /// in the exchange before the block (a chain's link into it,
+    /// [`super::attention_exchange::qkv_gather_before`]) instead of
+    /// exchange A. A chain sets it; false for a block alone.
+    pub qkv_gathered_before: bool,
 }
 
 impl AttentionPlan {
@@ -1325,6 +1332,7 @@ fn plan_attention_window(
         forms: Box::new(forms),
         squeezed: squeeze.map(|sq| sq.bytes),
         next: window,
+        qkv_gathered_before: false,
     };
     // The window's constants, kept in private region 0 (the zeros also
     // vt's padding rows', where they are scratch).

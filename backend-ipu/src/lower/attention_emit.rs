@@ -3,6 +3,8 @@
 //! [`super::attention_block`]'s module doc lists them, and the block's
 //! estimate step by step ([`AttentionEstimate`]).
 
+use std::collections::BTreeMap;
+
 use ipuc_ipu_arch::MachineModel;
 use ipuc_ir::{BlockId, Context, Diagnostic, Location, OpId, Type};
 
@@ -12,7 +14,9 @@ use super::attention_block::{
 use super::attention_constants::emit_attention_constants;
 use super::block::{emit_owned_adds, positions};
 use super::block_exchange::residual_view;
-use super::codegen::{emit_calls, emit_launches, emit_standalone, Calls, Frame};
+use super::codegen::{
+    emit_calls, emit_launches, emit_standalone, launch_cycles, Calls, Frame, PlacedGemm,
+};
 use super::plan::GemmPlan;
 use super::reduce;
 use super::reduce::SYNCS_PER_ROUND;
@@ -147,6 +151,7 @@ pub fn emit_attention_in(
     // broadcasts), restoring its window after qk and vt (late), casting
     // the attention's output to out's FP8 panels.
     let (mut beside_ln, mut restore_cycles, mut cast_cycles) = (0, 0, 0);
+    let beside_of = beside_ln_of(plan, machine).map_err(fail)?;
     // Streamed, qk's weights arrive in exchange A over the window: the
     // window is restored after qk and vt.
     let late_restore = plan.layout.restore_late;
@@ -187,7 +192,9 @@ pub fn emit_attention_in(
         } else {
             Ok(0)
         };
-        beside_ln = beside_ln.max(first.map_err(fail)? + broadcast.map_err(fail)?);
+        let beside = first.map_err(fail)? + broadcast.map_err(fail)?;
+        debug_assert_eq!(beside, beside_of.get(&t).copied().unwrap_or(0));
+        beside_ln = beside_ln.max(beside);
         sync(&mut e);
         // Each exchange's schedule ends a receiver's code after its last
         // word: the compute after it follows at a fence, with no sync.
@@ -417,4 +424,40 @@ pub fn output_casts(plan: &AttentionPlan, b: u32, kb: u32) -> Vec<PairCast> {
             scale,
         })
         .collect()
+}
+
+/// The cycles each tile of `plan` spends beside LayerNorm (tiles with
+/// none left out), as the block's estimate counts them: restoring its
+/// window (or, where that is late, zeroing vt's padding rows) and
+/// broadcasting qk's or vt's bias into its initial partials. The link
+/// into the block is scheduled with them
+/// ([`super::schedule::schedule_before`]).
+pub fn beside_ln_of(
+    plan: &AttentionPlan,
+    machine: &MachineModel,
+) -> Result<BTreeMap<u32, u64>, crate::codelets::CodeletError> {
+    let [qk, vt, _] = plan.placed();
+    let (at_qk, at_vt) = (positions(&plan.qk), positions(&plan.vt));
+    let broadcast = |p: &PlacedGemm| p.bias_broadcast().map_or(Ok(0), |b| b.estimate_cycles());
+    let (qk_broadcast, vt_broadcast) = (broadcast(&qk)?, broadcast(&vt)?);
+    let mut beside: BTreeMap<u32, u64> = BTreeMap::new();
+    if plan.layout.restore_late {
+        for (&t, pads) in &vt_pad_copies(plan) {
+            if at_vt.contains_key(&t) {
+                beside.insert(t, launch_cycles(pads, machine)?);
+            }
+        }
+    } else {
+        for (&t, restore) in &window_restores(plan) {
+            beside.insert(t, launch_cycles(restore, machine)?);
+        }
+    }
+    for &t in at_qk.keys() {
+        *beside.entry(t).or_default() += qk_broadcast;
+    }
+    for &t in at_vt.keys().filter(|t| !at_qk.contains_key(t)) {
+        *beside.entry(t).or_default() += vt_broadcast;
+    }
+    beside.retain(|_, c| *c > 0);
+    Ok(beside)
 }

@@ -50,9 +50,11 @@ pub fn exchange_a(plan: &AttentionPlan) -> Vec<Transfer> {
     let [qk, vt, _] = plan.placed();
     let ln = plan.ln();
     let mut out = input_panel_transfers(&qk, &ln);
-    // qk's weights and vt's input from their homes, where they stream in.
-    out.extend(super::stream::transfers(&qk));
-    out.extend(vt_input_transfers(plan));
+    // qk's weights and vt's input from their homes, where they stream in
+    // (unless the exchange before the block gathers them).
+    if !plan.qkv_gathered_before {
+        out.extend(qkv_gathers(plan));
+    }
     // vt's weight panels: LayerNorm's rows, a token per output row.
     out.extend(weight_panel_transfers(&vt, &ln, |r| {
         plan.shape.padded_token(r)
@@ -62,6 +64,34 @@ pub fn exchange_a(plan: &AttentionPlan) -> Vec<Transfer> {
     // rotated each alone 61-62k; each LN tile starting at a K part of its
     // own 68k).
     round_robin(out)
+}
+
+/// qk's streamed weights and vt's streamed input gathered from their
+/// homes (empty where both are resident).
+fn qkv_gathers(plan: &AttentionPlan) -> Vec<Transfer> {
+    let [qk, _, _] = plan.placed();
+    let mut out = super::stream::transfers(&qk);
+    out.extend(vt_input_transfers(plan));
+    out
+}
+
+/// qk's and vt's streamed gathers where they go in the exchange before
+/// the block ([`AttentionPlan::qkv_gathered_before`]), else nothing, as
+/// [`super::block::fc1_gather_before`] does for an MLP block. Their
+/// sources are the home pieces (private, the block's constants); their
+/// destinations qk's weight buffer (over the attention window, which is
+/// then restored after qk and vt,
+/// [`super::attention_block::AttentionLayout::restore_late`]) and vt's
+/// input, which nothing in the block writes before qk and vt read them:
+/// LayerNorm's step writes the LN tiles' rows, the products' initial
+/// partials and vt's padding rows, and exchange A qk's inputs and vt's
+/// weight panels, all of them live beside qk's weights and vt's input
+/// while the products run.
+pub fn qkv_gather_before(plan: &AttentionPlan) -> Vec<Transfer> {
+    match plan.qkv_gathered_before {
+        true => qkv_gathers(plan),
+        false => Vec::new(),
+    }
 }
 
 /// The all-gather of vt's input where it streams in

@@ -62,8 +62,8 @@ use ipuc_ir::{BlockId, Context, Diagnostic, FloatKind, Location, OpId, Type};
 use super::block_exchange::residual_view;
 pub use super::block_exchange::{exchange_a, exchange_b, fc1_gather_before, schedules};
 use super::codegen::{
-    emit_calls, emit_launches, emit_standalone, replicated_constant, Calls, Constants, Frame,
-    PlacedGemm, TileLayout, View,
+    emit_calls, emit_launches, emit_standalone, launch_cycles, replicated_constant, Calls,
+    Constants, Frame, PlacedGemm, TileLayout, View,
 };
 use super::ln_tiles::{LnOutput, LnTiles};
 use super::plan::{
@@ -274,6 +274,32 @@ impl MlpPlan {
         t.sort_unstable();
         t.dedup();
         t
+    }
+
+    /// The cycles each tile spends beside LayerNorm (tiles with none left
+    /// out): fc1's bias broadcast ([`super::plan::BiasRows::Early`]) and
+    /// fc2's ([`fc2_bias_broadcast`]), as the block's estimate counts them. The link into
+    /// the block is scheduled with them ([`super::schedule::schedule_before`]).
+    pub fn beside_ln(
+        &self,
+        machine: &MachineModel,
+    ) -> Result<BTreeMap<u32, u64>, crate::codelets::CodeletError> {
+        let (fc1, _) = placed(self);
+        let first = match fc1.bias_broadcast() {
+            Some(b) => b.estimate_cycles()?,
+            None => 0,
+        };
+        let mut beside: BTreeMap<u32, u64> = BTreeMap::new();
+        for &t in positions(&self.fc1).keys() {
+            beside.insert(t, first);
+        }
+        for (&t, &(_, j, k)) in &positions(&self.fc2) {
+            if let Some(b) = fc2_bias_broadcast(self, j, k) {
+                *beside.entry(t).or_default() += launch_cycles(&[b], machine)?;
+            }
+        }
+        beside.retain(|_, c| *c > 0);
+        Ok(beside)
     }
 
     /// The LN tiles.
@@ -956,27 +982,26 @@ pub fn emit_mlp_in(
     let sync = |e: &mut Emitter| e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_INTERNAL")]));
     let mut adds = [0u64; 2];
     let mut exchange_code_bytes_max = 0;
-    // The most cycles a tile spends beside LayerNorm: fc1's bias
-    // broadcast ([`BiasRows::Early`]) and fc2's ([`fc2_bias_broadcast`]).
-    let mut beside_ln = 0;
+    let beside = plan.beside_ln(machine).map_err(fail)?;
+    let beside_ln = beside.values().copied().max().unwrap_or(0);
     let mut memo = InstanceMemo::new();
     for &t in &tiles {
         let mut e = frame.open_tile(ctx, t, &loc);
         let mut xcode = 0;
         let mut calls = Calls::new();
         ln.emit_call(&mut e, ln_of.get(&t).copied(), &mut calls);
-        let mut beside = 0;
+        let mut emitted = 0;
         if at1.contains_key(&t) {
-            beside += fc1.emit_bias_broadcast(&mut e, &mut calls).map_err(fail)?;
+            emitted += fc1.emit_bias_broadcast(&mut e, &mut calls).map_err(fail)?;
         }
         if let Some(b) = at2
             .get(&t)
             .and_then(|&(_, j, k)| fc2_bias_broadcast(plan, j, k))
         {
-            beside += emit_launches(&mut e, &mut calls, "fc2_bias_broadcast", &[b], machine)
+            emitted += emit_launches(&mut e, &mut calls, "fc2_bias_broadcast", &[b], machine)
                 .map_err(fail)?;
         }
-        beside_ln = beside_ln.max(beside);
+        debug_assert_eq!(emitted, beside.get(&t).copied().unwrap_or(0));
         // Each exchange's schedule ends a receiver's code after its last
         // word (the mux closes after it): the launches after it need no
         // sync (a fence, see the simulator's module doc).

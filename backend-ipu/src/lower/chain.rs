@@ -16,7 +16,13 @@
 //! rows), into the next one's input rows on its LN tiles; where an MLP
 //! block's fc1 weights stream in, the link also gathers them
 //! ([`super::block::fc1_gather_before`]: only the LN tiles receive
-//! otherwise, so fc1's tiles take them on idle ports). Every tile runs
+//! otherwise, so fc1's tiles take them on idle ports), and into an
+//! attention block qk's weights and vt's input
+//! ([`super::attention_exchange::qkv_gather_before`]). The link is
+//! scheduled with the work each tile does after it before the next sync
+//! (LayerNorm on the LN tiles, the next block's broadcasts and restores
+//! beside it, [`super::schedule::schedule_before`]), so the LN tiles get
+//! their rows before the product tiles their weights. Every tile runs
 //! every superstep: a tile a block does not use runs its syncs. Each
 //! block's code on a tile is a scope of its own (`b{k}`,
 //! [`crate::codelets::scope`]), so each tile's program (entered at
@@ -44,6 +50,8 @@ use super::attention_block::{
     emit_attention_constants, emit_attention_in, plan_attention_in, AttentionConstants,
     AttentionPlan, AttentionShape,
 };
+use super::attention_emit::beside_ln_of;
+use super::attention_exchange::qkv_gather_before;
 use super::block::{
     emit_mlp_constants, emit_mlp_in, fc1_gather_before, plan_mlp_in, MlpConstants, MlpPlan,
     MlpShape, Weights,
@@ -55,20 +63,34 @@ use super::chain_loop::{
     emit_loop_start_data, extents as extents_of, find_repeat, ArchivedRange, LoopMemory, Repeat,
     GRAIN,
 };
-use super::codegen::{append_host_tensors, emit_calls, Calls, Frame, Lowered, StepEstimates};
+use super::codegen::{
+    append_host_tensors, emit_calls, launch_cycles, Calls, Frame, Lowered, StepEstimates,
+};
 use super::mlp::{mlp_from, MlpMatch};
 use super::passes::{chain, only_user};
 use super::patch_embed::{emit_patch_in, patch_from, plan_patch_in, PatchMatch, PatchPlan};
 use super::plan::GemmPlan;
 use super::pool::{pool_attention, pool_from, PoolMatch};
 use super::pool_head::{emit_pool_in, plan_pool_in, PoolPlan};
-use super::schedule::{schedule, Chunk, Schedule, Transfer};
+use super::schedule::{schedule_before, Chunk, Joining, Schedule, Transfer};
 use super::window::{Columns, Window, ADD_COLUMNS};
-use crate::codelets::copy::StridedCopy;
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::instance_memo::InstanceMemo;
 use crate::codelets::scope::block_scope;
 use crate::emit::executable::compile_threads;
+
+/// The byte ranges `[lo, hi)` each tile sends in `transfers`, by tile.
+fn sent_ranges(transfers: &[Transfer]) -> BTreeMap<u32, Vec<(u32, u32)>> {
+    let mut out: BTreeMap<u32, Vec<(u32, u32)>> = BTreeMap::new();
+    for t in transfers {
+        out.entry(t.sender).or_default().extend(
+            t.chunks
+                .iter()
+                .map(|c| (c.address, c.address + 4 * c.words)),
+        );
+    }
+    out
+}
 
 /// One block of a chain.
 #[derive(Clone, Debug)]
@@ -362,6 +384,45 @@ impl PlannedBlock {
     }
 
     /// The block's LN tiles (none for the patch embedding).
+    /// The streamed weights the block gathers in the link into it
+    /// (fc1's, [`fc1_gather_before`]; qk's and vt's,
+    /// [`qkv_gather_before`]), sent from their home pieces.
+    fn gather_before(&self) -> Vec<Transfer> {
+        match self {
+            PlannedBlock::Mlp(p) => fc1_gather_before(p),
+            PlannedBlock::Attention(p) => qkv_gather_before(p),
+            PlannedBlock::Patch(_) | PlannedBlock::Pool(_) => Vec::new(),
+        }
+    }
+
+    /// The work each tile of the block does right after the link into
+    /// it, at a fence, before the block's first sync: LayerNorm on its
+    /// LN tiles, and what the block runs beside it (bias broadcasts,
+    /// window restores, zeroed rows). The link is scheduled with them as
+    /// its tails ([`schedule_before`]). A patch embedding has none.
+    fn link_tails(
+        &self,
+        machine: &MachineModel,
+    ) -> Result<BTreeMap<u32, u64>, crate::codelets::CodeletError> {
+        let (ln, mut tails) = match self {
+            PlannedBlock::Attention(p) => (p.ln(), beside_ln_of(p, machine)?),
+            PlannedBlock::Mlp(p) => (p.ln(), p.beside_ln(machine)?),
+            PlannedBlock::Pool(p) => {
+                let mut beside = BTreeMap::new();
+                for (t, fills) in p.sv_zero_tokens() {
+                    beside.insert(t, launch_cycles(&fills, machine)?);
+                }
+                (p.ln(), beside)
+            }
+            PlannedBlock::Patch(_) => return Ok(BTreeMap::new()),
+        };
+        let cycles = ln.estimate(machine)?;
+        for &t in ln.tiles {
+            *tails.entry(t).or_default() += cycles;
+        }
+        Ok(tails)
+    }
+
     pub fn ln_tiles(&self) -> &[u32] {
         match self {
             PlannedBlock::Attention(p) => &p.ln_tiles,
@@ -783,7 +844,13 @@ fn plan_blocks(
         }
         let planned = match b {
             ChainBlock::Attention(a) => plan_attention_in(a.shape, machine, range, window, weights)
-                .map(|p| PlannedBlock::Attention(Box::new(p))),
+                .map(|mut p| {
+                    // A block before it: qk's and vt's streamed weights
+                    // come in the link into it, where their tiles receive
+                    // nothing else.
+                    p.qkv_gathered_before = k > 0;
+                    PlannedBlock::Attention(Box::new(p))
+                }),
             ChainBlock::Mlp(m) => {
                 plan_mlp_in(m.shape, machine, (None, None), range, window, weights).map(|mut p| {
                     // A block before it: fc1's streamed weights come in
@@ -1100,10 +1167,7 @@ fn emit_chain(
         let (from, to) = (&plans[k], &plans[k + 1]);
         // What the next block gathers before it (the longest transfers
         // first), then the rows.
-        let mut transfers = match to {
-            PlannedBlock::Mlp(p) => fc1_gather_before(p),
-            _ => Vec::new(),
-        };
+        let mut transfers = to.gather_before();
         transfers.extend(link(&from.output_pieces(), &to.input_pieces(), to.width()));
         check_link(&transfers).map_err(|e| {
             Diagnostic::op_error(
@@ -1117,7 +1181,13 @@ fn emit_chain(
         })?;
         let _time =
             tracing::info_span!(target: "ipu-lower", "schedule a link", after = k).entered();
-        links.insert(k, schedule(machine, &every, &transfers));
+        let tails = to
+            .link_tails(machine)
+            .map_err(|e| Diagnostic::op_error(ctx, chain.blocks[k + 1].add(), e.to_string()))?;
+        links.insert(
+            k,
+            schedule_before(machine, &every, &transfers, Joining::Contiguous, &tails),
+        );
     }
     let syncs: Vec<u32> = plans.iter().map(PlannedBlock::syncs).collect();
     let (executable, exe_body) = build::executable(ctx, &machine.name, loc.clone());
@@ -1136,7 +1206,9 @@ fn emit_chain(
     // The loop: its later layers' constants archived, and each tile's
     // copies of them: at the loop's end on the tiles the link back into
     // the body writes (its first block's input rows), at the body's start
-    // on every other (`chain_loop`'s module doc).
+    // on every other (`chain_loop`'s module doc); but a span holding a
+    // home piece the link back gathers from is copied at the loop's end
+    // on every tile, so that the link sends the coming layer's piece.
     let looped = match &plan.repeat {
         Some((r, mem)) => {
             let written: BTreeSet<u32> = plans[r.start]
@@ -1144,14 +1216,40 @@ fn emit_chain(
                 .iter()
                 .filter_map(|p| u32::try_from(p.tile).ok())
                 .collect();
+            let back = r.last();
+            let gathered = sent_ranges(&plans[back + 1].gather_before());
+            let moved = sent_ranges(&link(
+                &plans[back].output_pieces(),
+                &plans[back + 1].input_pieces(),
+                plans[back + 1].width(),
+            ));
             let (mut at_end, mut at_start) = (BTreeMap::new(), BTreeMap::new());
             for &t in &every {
-                let (here, none) = match written.contains(&t) {
-                    true => (&mut at_end, &mut at_start),
-                    false => (&mut at_start, &mut at_end),
-                };
-                here.insert(t, copies(t, mem));
-                none.insert(t, Vec::<StridedCopy>::new());
+                let spans = mem.extents.get(&t).map_or(&[][..], Vec::as_slice);
+                let (mut end, mut start) = (Vec::new(), Vec::new());
+                for (&(_, lo, hi), copy) in spans.iter().zip(copies(t, mem)) {
+                    let hits = |ranges: &BTreeMap<u32, Vec<(u32, u32)>>| {
+                        ranges
+                            .get(&t)
+                            .is_some_and(|rs| rs.iter().any(|&(a, b)| a < hi && lo < b))
+                    };
+                    let early = hits(&gathered);
+                    if early && hits(&moved) {
+                        return Err(Diagnostic::op_error(
+                            ctx,
+                            chain.blocks[r.start].add(),
+                            format!(
+                                "tile {t}'s constants at 0x{lo:x}..0x{hi:x} hold a home piece of streamed weights and rows the link back into the loop's body moves: the coming layer's copy before the link would overwrite the rows"
+                            ),
+                        ));
+                    }
+                    match early || written.contains(&t) {
+                        true => end.push(copy),
+                        false => start.push(copy),
+                    }
+                }
+                at_end.insert(t, end);
+                at_start.insert(t, start);
             }
             Some((*r, mem, (at_start, at_end)))
         }

@@ -33,8 +33,13 @@
 //! launch per span): the weights come back, and so do zero runs and
 //! padding the layer's code relies on. When depends on the tile: the
 //! tiles the link back into the body writes (the body's first block's
-//! input rows) copy before going round again, before that link; every
-//! other tile copies when it enters the body again, beside the first
+//! input rows) copy before going round again, before that link, and so
+//! does every tile its spans that hold a home piece of streamed weights
+//! the link back gathers from (the body's first block's, gathered in
+//! the link, [`super::chain`]), so that it sends the coming layer's
+//! piece (such a span may not hold the rows the link moves: the chain
+//! says so as an error); every other span a tile copies when it enters
+//! the body again, beside the first
 //! block's LayerNorm, where it computes nothing else but that block's
 //! broadcasts and restores (which read the constants after the copies),
 //! so the copies cost the layer nothing where that LayerNorm is the

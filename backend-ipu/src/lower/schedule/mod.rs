@@ -580,6 +580,13 @@ pub struct Schedule {
     pub sent: BTreeMap<u32, u32>,
     /// Transfers whose sends were split into pieces ([`Order::split`]).
     pub split: u32,
+    /// The cycle each tile's exchange code ends at (the compute after it
+    /// starts there, at a fence), from the superstep's start.
+    pub ends: BTreeMap<u32, u64>,
+    /// The superstep's length with each tile's work after the exchange
+    /// ([`schedule_before`]'s tails): the latest tile's end plus its
+    /// tail, at least [`Schedule::cycles`].
+    pub superstep: u64,
 }
 
 /// Where a transfer goes once placed: its sends ([`Laid`]) and each
@@ -707,6 +714,10 @@ struct Placer<'a> {
     rx: Vec<Rx>,
     tx: Vec<Tx>,
     end: u64,
+    /// Each tile's last cycle of exchange code so far (its code ends
+    /// there: a sender's last piece, a receiver's closing switch and last
+    /// word), by tile number.
+    ends: Vec<u64>,
     /// Transfers laid in more than one piece.
     split_count: u32,
     /// Whether a transfer's sends may be split around the sender's other
@@ -715,6 +726,15 @@ struct Placer<'a> {
 }
 
 impl Placer<'_> {
+    /// The superstep's length so far with `tails` after each tile's end
+    /// ([`schedule_before`]).
+    fn superstep(&self, tails: &BTreeMap<u32, u64>) -> u64 {
+        tails.iter().fold(self.end, |end, (&t, &tail)| {
+            let at = self.ends.get(t as usize).copied().unwrap_or(0);
+            end.max(at + tail)
+        })
+    }
+
     /// The earliest placement of `t` after everything placed so far
     /// (leaves the state as it found it).
     fn probe(&mut self, t: &Transfer, sends: &Sends) -> Placement {
@@ -984,6 +1004,8 @@ impl Placer<'_> {
         }
         let mut free = laid.end();
         self.end = self.end.max(free);
+        let sender_end = &mut self.ends[s as usize];
+        *sender_end = (*sender_end).max(free);
         for (&(_, addr), (r, base, put, reuse)) in t.receivers.iter().zip(p.switches) {
             let switch = Event::Switch {
                 sender: Some(s),
@@ -1030,7 +1052,10 @@ impl Placer<'_> {
             ));
             state.close = Some((close, list.len() - 1));
             free = free.max((close + rules.put).saturating_sub(1 + lat));
-            self.end = self.end.max(close + rules.put).max(state.last + 1);
+            let closed = (close + rules.put).max(state.last + 1);
+            self.end = self.end.max(closed);
+            let receiver_end = &mut self.ends[r as usize];
+            *receiver_end = (*receiver_end).max(closed);
         }
         self.tx[s as usize] = Tx {
             last_word: Some(laid.last_word),
@@ -1110,7 +1135,28 @@ pub fn schedule_joined(
     transfers: &[Transfer],
     joining: Joining,
 ) -> Schedule {
-    let prepared = Prepared::of(machine, transfers, joining);
+    schedule_before(machine, tiles, transfers, joining, &BTreeMap::new())
+}
+
+/// [`schedule_joined`] for an exchange that some tiles follow with work
+/// of their own before the next sync: `tails` holds each such tile's
+/// cycles of work after its exchange code ends (a tile absent: none).
+/// The superstep then ends at the latest of every tile's end plus its
+/// tail ([`Schedule::superstep`]), which is what the orders are compared
+/// by, and the critical orders count a receiver's tail as words its port
+/// has yet to carry, so that a tile with long work after the exchange
+/// takes its words first. A link into a block whose LN tiles run
+/// LayerNorm right after it gives them their rows before the weights the
+/// product tiles gather in the same exchange.
+pub fn schedule_before(
+    machine: &MachineModel,
+    tiles: &[u32],
+    transfers: &[Transfer],
+    joining: Joining,
+    tails: &BTreeMap<u32, u64>,
+) -> Schedule {
+    let mut prepared = Prepared::of(machine, transfers, joining);
+    prepared.tails = tails.clone();
     // The orders on threads of their own (each is deterministic, and so
     // is the choice).
     let placed: Vec<Placer> = std::thread::scope(|scope| {
@@ -1144,14 +1190,21 @@ pub fn schedule_joined(
         coalesced = prepared.transfers.len(),
         segmented = prepared.transfers.iter().filter(|(t, _)| t.segment.is_some()).count(),
         busiest_out = prepared.sent.values().copied().max().unwrap_or(0),
-        ends = ?Order::TRIED.iter().zip(&placed).map(|(o, p)| (o, p.end)).collect::<Vec<_>>(),
+        ends = ?Order::TRIED
+            .iter()
+            .zip(&placed)
+            .map(|(o, p)| (o, p.end, p.superstep(&prepared.tails)))
+            .collect::<Vec<_>>(),
         "each order's schedule"
     );
-    // The shortest; ties go to the earlier order.
+    // The shortest (with the tiles' work after it); ties go to the
+    // earlier order.
     let best = placed
         .into_iter()
-        .reduce(|best, p| if p.end < best.end { p } else { best })
-        .expect("every order places");
+        .map(|p| (p.superstep(&prepared.tails), p))
+        .reduce(|best, p| if p.0 < best.0 { p } else { best })
+        .expect("every order places")
+        .1;
     prepared.finish(best)
 }
 
@@ -1226,6 +1279,8 @@ struct Prepared {
     transfers: Vec<(Transfer, Sends)>,
     received: BTreeMap<u32, u32>,
     sent: BTreeMap<u32, u32>,
+    /// Each tile's work after the exchange ([`schedule_before`]).
+    tails: BTreeMap<u32, u64>,
 }
 
 impl Prepared {
@@ -1263,23 +1318,29 @@ impl Prepared {
             transfers,
             received,
             sent,
+            tails: BTreeMap::new(),
         }
     }
 
     /// The schedule `placer` made of these transfers.
     fn finish(self, placer: Placer) -> Schedule {
+        let superstep = placer.superstep(&self.tails);
         let Placer {
             mut events,
             end,
+            ends,
             split_count,
             ..
         } = placer;
         for list in events.values_mut() {
             list.sort_by_key(|e| e.0);
         }
+        let ends = events.keys().map(|&t| (t, ends[t as usize])).collect();
         Schedule {
             events,
             cycles: end,
+            ends,
+            superstep,
             received: self.received,
             sent: self.sent,
             split: split_count,
@@ -1310,6 +1371,7 @@ fn place<'a>(
         rx: vec![Rx::default(); size],
         tx: vec![Tx::default(); size],
         end: 0,
+        ends: vec![0; size],
         split_count: 0,
         split: order.split(),
     };
@@ -1326,6 +1388,7 @@ fn place<'a>(
             placer.rx[t as usize].last = span - 1;
         }
         placer.end = placer.end.max(span);
+        placer.ends[t as usize] = span;
     }
     if order == Order::Listed {
         for (t, sends) in transfers {
@@ -1344,6 +1407,16 @@ fn place<'a>(
     let (mut rem_in, mut rem_out) = (vec![0u64; size], vec![0u64; size]);
     for (&t, &w) in received {
         rem_in[t as usize] = u64::from(w);
+    }
+    // A receiver's work after the exchange counts as words it has yet to
+    // take ([`schedule_before`]).
+    for (&t, &tail) in &prepared.tails {
+        if let Some(rem) = rem_in
+            .get_mut(t as usize)
+            .filter(|_| received.contains_key(&t))
+        {
+            *rem += tail;
+        }
     }
     for (&t, &w) in &prepared.sent {
         rem_out[t as usize] = u64::from(w);
