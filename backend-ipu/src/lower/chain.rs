@@ -59,9 +59,9 @@ use super::block::{
 use super::block_exchange::round_robin;
 use super::block_match::{check_function_returns, from_only_argument};
 use super::chain_loop::{
-    archive_layer, constants_since, copies, emit_loop_data, emit_loop_end, emit_loop_start,
-    emit_loop_start_data, extents as extents_of, find_repeat, ArchivedRange, LoopMemory, Repeat,
-    GRAIN,
+    archive_layer, constants_since, copies, copies_apart, emit_loop_data, emit_loop_end,
+    emit_loop_start, emit_loop_start_data, extents as extents_of, find_repeat, ArchivedRange,
+    LoopMemory, Repeat, GRAIN,
 };
 use super::codegen::{
     append_host_tensors, emit_calls, launch_cycles, Calls, Frame, Lowered, StepEstimates,
@@ -1162,6 +1162,56 @@ fn emit_chain(
     if let Some(r) = repeat.filter(|r| r.end() < plans.len()) {
         linked.push(r.end() - 1);
     }
+    // The loop: its later layers' constants archived, and each tile's
+    // copies of them: at the loop's end on the tiles the link back into
+    // the body writes (its first block's input rows), at the body's start
+    // on every other (`chain_loop`'s module doc); but the home pieces the
+    // link back gathers from are copied at the loop's end on every tile
+    // (apart from the rest of their spans), so that the link sends the
+    // coming layer's.
+    let looped = match &plan.repeat {
+        Some((r, mem)) => {
+            let written: BTreeSet<u32> = plans[r.start]
+                .input_pieces()
+                .iter()
+                .filter_map(|p| u32::try_from(p.tile).ok())
+                .collect();
+            let back = r.last();
+            let gathered = sent_ranges(&plans[back + 1].gather_before());
+            let moved = sent_ranges(&link(
+                &plans[back].output_pieces(),
+                &plans[back + 1].input_pieces(),
+                plans[back + 1].width(),
+            ));
+            let (mut at_end, mut at_start) = (BTreeMap::new(), BTreeMap::new());
+            for &t in &every {
+                if written.contains(&t) {
+                    at_end.insert(t, copies(t, mem));
+                    at_start.insert(t, Vec::new());
+                    continue;
+                }
+                let home = gathered.get(&t).map_or(&[][..], Vec::as_slice);
+                let (end, start) = copies_apart(t, mem, home);
+                let rows = moved.get(&t).map_or(&[][..], Vec::as_slice);
+                for c in &end {
+                    let (lo, hi) = (c.dst, c.dst + c.rows * c.row_bytes);
+                    if rows.iter().any(|&(a, b)| a < hi && lo < b) {
+                        return Err(Diagnostic::op_error(
+                            ctx,
+                            chain.blocks[r.start].add(),
+                            format!(
+                                "tile {t}'s constants at 0x{lo:x}..0x{hi:x} hold a home piece of streamed weights and rows the link back into the loop's body moves: the coming layer's copy before the link would overwrite the rows"
+                            ),
+                        ));
+                    }
+                }
+                at_end.insert(t, end);
+                at_start.insert(t, start);
+            }
+            Some((*r, mem, (at_start, at_end)))
+        }
+        None => None,
+    };
     let mut links: BTreeMap<usize, Schedule> = BTreeMap::new();
     for k in linked {
         let (from, to) = (&plans[k], &plans[k + 1]);
@@ -1181,9 +1231,17 @@ fn emit_chain(
         })?;
         let _time =
             tracing::info_span!(target: "ipu-lower", "schedule a link", after = k).entered();
-        let tails = to
-            .link_tails(machine)
-            .map_err(|e| Diagnostic::op_error(ctx, chain.blocks[k + 1].add(), e.to_string()))?;
+        let fail = |e: crate::codelets::CodeletError| {
+            Diagnostic::op_error(ctx, chain.blocks[k + 1].add(), e.to_string())
+        };
+        let mut tails = to.link_tails(machine).map_err(fail)?;
+        // Into the loop's body again: a tile's copies at the body's start
+        // run beside its first block's LayerNorm too.
+        if let Some((_, _, (at_start, _))) = looped.as_ref().filter(|(r, _, _)| k == r.last()) {
+            for (&t, copies) in at_start.iter().filter(|(_, c)| !c.is_empty()) {
+                *tails.entry(t).or_default() += launch_cycles(copies, machine).map_err(fail)?;
+            }
+        }
         links.insert(
             k,
             schedule_before(machine, &every, &transfers, Joining::Contiguous, &tails),
@@ -1202,58 +1260,6 @@ fn emit_chain(
             let tag = format!("link{k}");
             l.emit(e, machine, (t, &tag), Some(&mut calls.borrow_mut()))
         })
-    };
-    // The loop: its later layers' constants archived, and each tile's
-    // copies of them: at the loop's end on the tiles the link back into
-    // the body writes (its first block's input rows), at the body's start
-    // on every other (`chain_loop`'s module doc); but a span holding a
-    // home piece the link back gathers from is copied at the loop's end
-    // on every tile, so that the link sends the coming layer's piece.
-    let looped = match &plan.repeat {
-        Some((r, mem)) => {
-            let written: BTreeSet<u32> = plans[r.start]
-                .input_pieces()
-                .iter()
-                .filter_map(|p| u32::try_from(p.tile).ok())
-                .collect();
-            let back = r.last();
-            let gathered = sent_ranges(&plans[back + 1].gather_before());
-            let moved = sent_ranges(&link(
-                &plans[back].output_pieces(),
-                &plans[back + 1].input_pieces(),
-                plans[back + 1].width(),
-            ));
-            let (mut at_end, mut at_start) = (BTreeMap::new(), BTreeMap::new());
-            for &t in &every {
-                let spans = mem.extents.get(&t).map_or(&[][..], Vec::as_slice);
-                let (mut end, mut start) = (Vec::new(), Vec::new());
-                for (&(_, lo, hi), copy) in spans.iter().zip(copies(t, mem)) {
-                    let hits = |ranges: &BTreeMap<u32, Vec<(u32, u32)>>| {
-                        ranges
-                            .get(&t)
-                            .is_some_and(|rs| rs.iter().any(|&(a, b)| a < hi && lo < b))
-                    };
-                    let early = hits(&gathered);
-                    if early && hits(&moved) {
-                        return Err(Diagnostic::op_error(
-                            ctx,
-                            chain.blocks[r.start].add(),
-                            format!(
-                                "tile {t}'s constants at 0x{lo:x}..0x{hi:x} hold a home piece of streamed weights and rows the link back into the loop's body moves: the coming layer's copy before the link would overwrite the rows"
-                            ),
-                        ));
-                    }
-                    match early || written.contains(&t) {
-                        true => end.push(copy),
-                        false => start.push(copy),
-                    }
-                }
-                at_end.insert(t, end);
-                at_start.insert(t, start);
-            }
-            Some((*r, mem, (at_start, at_end)))
-        }
-        None => None,
     };
     // The body's start on its busiest tile, and the first error there.
     let start_copies: RefCell<(u64, Option<String>)> = RefCell::new((0, None));

@@ -34,12 +34,13 @@
 //! padding the layer's code relies on. When depends on the tile: the
 //! tiles the link back into the body writes (the body's first block's
 //! input rows) copy before going round again, before that link, and so
-//! does every tile its spans that hold a home piece of streamed weights
-//! the link back gathers from (the body's first block's, gathered in
-//! the link, [`super::chain`]), so that it sends the coming layer's
-//! piece (such a span may not hold the rows the link moves: the chain
-//! says so as an error); every other span a tile copies when it enters
-//! the body again, beside the first
+//! does every tile the home pieces of streamed weights the link back
+//! gathers from (the body's first block's, gathered in the link,
+//! [`super::chain`]; each grown to whole grains of its span and copied
+//! apart from the rest of it, [`copies_apart`]), so that the link sends
+//! the coming layer's pieces (such a copy may not cover rows the link
+//! moves: the chain says so as an error); the rest a tile copies when
+//! it enters the body again, beside the first
 //! block's LayerNorm, where it computes nothing else but that block's
 //! broadcasts and restores (which read the constants after the copies),
 //! so the copies cost the layer nothing where that LayerNorm is the
@@ -604,25 +605,61 @@ pub fn constants_since(ctx: &Context, exe_body: BlockId, before: usize) -> Vec<O
 /// Tile `tile`'s copies of the next layer's constants: one launch per
 /// span, six rows of a sixth of it (one a worker), from layer 1's slot.
 pub fn copies(tile: u32, mem: &LoopMemory) -> Vec<StridedCopy> {
-    mem.extents
-        .get(&tile)
-        .map(|list| {
-            list.iter()
-                .enumerate()
-                .map(|(n, &(_, lo, hi))| {
-                    let row = (hi - lo) / WORKERS as u32;
-                    StridedCopy {
-                        rows: WORKERS as u32,
-                        row_bytes: row,
-                        src: mem.archived(1, tile, n),
-                        src_stride: row,
-                        dst: lo,
-                        dst_stride: row,
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    copies_apart(tile, mem, &[]).1
+}
+
+/// [`copies`] with the bytes of `apart` (ranges `[lo, hi)` on `tile`,
+/// each grown to whole grains of its span) copied by launches of their
+/// own: (those, the rest). The loop's end copies a span's home pieces
+/// of streamed weights alone this way (the chain's link back gathers
+/// from them), the rest of the span at the body's start.
+pub fn copies_apart(
+    tile: u32,
+    mem: &LoopMemory,
+    apart: &[(u32, u32)],
+) -> (Vec<StridedCopy>, Vec<StridedCopy>) {
+    let (mut them, mut rest) = (Vec::new(), Vec::new());
+    let spans = mem.extents.get(&tile).map_or(&[][..], Vec::as_slice);
+    for (n, &(_, lo, hi)) in spans.iter().enumerate() {
+        // `[a, b)` of span `n`, from layer 1's slot.
+        let copy = |a: u32, b: u32| {
+            let row = (b - a) / WORKERS as u32;
+            StridedCopy {
+                rows: WORKERS as u32,
+                row_bytes: row,
+                src: mem.archived(1, tile, n) + (a - lo),
+                src_stride: row,
+                dst: a,
+                dst_stride: row,
+            }
+        };
+        let mut cut: Vec<(u32, u32)> = apart
+            .iter()
+            .filter(|&&(a, b)| a < hi && lo < b)
+            .map(|&(a, b)| {
+                let a = lo + (a.max(lo) - lo) / GRAIN * GRAIN;
+                let b = lo + (b.min(hi) - lo).next_multiple_of(GRAIN);
+                (a, b)
+            })
+            .collect();
+        cut.sort_unstable();
+        let mut at = lo;
+        for (a, b) in cut {
+            let a = a.max(at);
+            if b <= a {
+                continue;
+            }
+            if a > at {
+                rest.push(copy(at, a));
+            }
+            them.push(copy(a, b));
+            at = b;
+        }
+        if at < hi {
+            rest.push(copy(at, hi));
+        }
+    }
+    (them, rest)
 }
 
 /// The name of copy `n`'s instance at the loop's end (`loop_copy{n}`)
@@ -860,6 +897,51 @@ mod tests {
                 "tile {tile} span {n}"
             );
         }
+    }
+
+    /// A home piece inside a span is copied by a launch of its own, grown
+    /// to whole grains of the span; the rest of the span (before and
+    /// after it) by the others, from the same slot offsets, so the two
+    /// lists together copy exactly what [`copies`] copies.
+    #[test]
+    fn pieces_apart_are_cut_out_of_their_spans_in_whole_grains() {
+        let g = GRAIN;
+        let mut mem = LoopMemory::new(vec![(0x80000, 0x80000 + 20 * g)], 0x90000, 3);
+        let mut ext = Extents::new();
+        ext.insert(0, vec![(0, 0x80000, 0x80000 + 10 * g)]);
+        ext.insert(1, vec![(0, 0x80000 + 2 * g, 0x80000 + 6 * g)]);
+        mem.pack(ext);
+        // Tile 0: a piece from 2.5 grains to 4.25 grains in.
+        let (apart, rest) = copies_apart(0, &mem, &[(0x80000 + 5 * g / 2, 0x80000 + 17 * g / 4)]);
+        let range = |c: &StridedCopy| (c.dst, c.dst + c.rows * c.row_bytes, c.src);
+        let base = mem.archived(1, 0, 0);
+        assert_eq!(
+            apart.iter().map(range).collect::<Vec<_>>(),
+            vec![(0x80000 + 2 * g, 0x80000 + 5 * g, base + 2 * g)]
+        );
+        assert_eq!(
+            rest.iter().map(range).collect::<Vec<_>>(),
+            vec![
+                (0x80000, 0x80000 + 2 * g, base),
+                (0x80000 + 5 * g, 0x80000 + 10 * g, base + 5 * g)
+            ]
+        );
+        for c in apart.iter().chain(&rest) {
+            assert_eq!(c.rows, WORKERS as u32);
+            assert_eq!(c.row_bytes % 8, 0);
+            assert_eq!((c.src_stride, c.dst_stride), (c.row_bytes, c.row_bytes));
+        }
+        // Nothing apart: the spans' copies; a piece over a whole span
+        // (tile 1) leaves nothing else; a piece outside every span nothing.
+        let ranges = |cs: &[StridedCopy]| cs.iter().map(range).collect::<Vec<_>>();
+        assert_eq!(
+            ranges(&copies_apart(0, &mem, &[]).1),
+            ranges(&copies(0, &mem))
+        );
+        let (apart, rest) = copies_apart(1, &mem, &[(0x80000, 0x80000 + 20 * g)]);
+        assert_eq!((ranges(&apart), rest.len()), (ranges(&copies(1, &mem)), 0));
+        let (apart, rest) = copies_apart(1, &mem, &[(0x80000 + 8 * g, 0x80000 + 9 * g)]);
+        assert_eq!((apart.len(), ranges(&rest)), (0, ranges(&copies(1, &mem))));
     }
 
     /// Two constants on tile 0 closer than GAP are one span, a third
