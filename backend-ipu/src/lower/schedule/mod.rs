@@ -1157,15 +1157,29 @@ pub fn schedule_before(
 ) -> Schedule {
     let mut prepared = Prepared::of(machine, transfers, joining);
     prepared.tails = tails.clone();
+    // Each order with the tails counted whole; with tails, the critical
+    // orders again counting 3/4 of them: how much a tile's work after
+    // the exchange should put its words ahead of the others' is a trade
+    // no one weight wins. so400m's links, the model's cycles with each
+    // weight for every link: whole tails 8,499,276, 3/4 8,477,856, 1/2
+    // 8,520,918, 3/2 8,574,720; with the best of whole, 3/4 and 1/2 for
+    // each link 8,477,856, 1/2 never the best (`IPUC_LOG=ipu-schedule=debug`
+    // lists every try's exchange and superstep).
+    let mut tries: Vec<(Order, u64)> = Order::TRIED.iter().map(|&o| (o, 4)).collect();
+    if !tails.is_empty() {
+        tries.extend([(Order::Critical, 3), (Order::CriticalSplit, 3)]);
+    }
     // The orders on threads of their own (each is deterministic, and so
     // is the choice).
     let placed: Vec<Placer> = std::thread::scope(|scope| {
         let prepared = &prepared;
-        let others: Vec<_> = Order::TRIED[1..]
+        let others: Vec<_> = tries[1..]
             .iter()
-            .map(|&order| scope.spawn(move || place(machine, tiles, prepared, order)))
+            .map(|&(order, quarters)| {
+                scope.spawn(move || place(machine, tiles, prepared, (order, quarters)))
+            })
             .collect();
-        let listed = place(machine, tiles, prepared, Order::Listed);
+        let listed = place(machine, tiles, prepared, tries[0]);
         std::iter::once(listed)
             .chain(
                 others
@@ -1190,7 +1204,7 @@ pub fn schedule_before(
         coalesced = prepared.transfers.len(),
         segmented = prepared.transfers.iter().filter(|(t, _)| t.segment.is_some()).count(),
         busiest_out = prepared.sent.values().copied().max().unwrap_or(0),
-        ends = ?Order::TRIED
+        ends = ?tries
             .iter()
             .zip(&placed)
             .map(|(o, p)| (o, p.end, p.superstep(&prepared.tails)))
@@ -1268,7 +1282,7 @@ pub fn schedule_in(
     order: Order,
 ) -> Schedule {
     let prepared = Prepared::of(machine, transfers, Joining::Contiguous);
-    let placer = place(machine, tiles, &prepared, order);
+    let placer = place(machine, tiles, &prepared, (order, 4));
     prepared.finish(placer)
 }
 
@@ -1353,7 +1367,7 @@ fn place<'a>(
     machine: &'a MachineModel,
     tiles: &[u32],
     prepared: &Prepared,
-    order: Order,
+    (order, tail_quarters): (Order, u64),
 ) -> Placer<'a> {
     let rules = Rules::of(machine);
     let (transfers, received) = (&prepared.transfers, &prepared.received);
@@ -1415,7 +1429,7 @@ fn place<'a>(
             .get_mut(t as usize)
             .filter(|_| received.contains_key(&t))
         {
-            *rem += tail;
+            *rem += tail * tail_quarters / 4;
         }
     }
     for (&t, &w) in &prepared.sent {
