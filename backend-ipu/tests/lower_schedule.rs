@@ -11,8 +11,8 @@ use ipuc_backend_ipu::codelets::instance_memo::InstanceMemo;
 use ipuc_backend_ipu::emit::build_executable;
 use ipuc_backend_ipu::lower::codegen::{emit_calls, Calls};
 use ipuc_backend_ipu::lower::schedule::{
-    delay, schedule, schedule_before, schedule_in, schedule_joined, Chunk, DelayRoutine, Joining,
-    Order, Schedule, Segment, Transfer, DELAY_ROUTINE,
+    delay, schedule, schedule_before, schedule_in, schedule_joined, schedule_within, Chunk,
+    CodeBudget, DelayRoutine, Joining, Order, Schedule, Segment, Transfer, DELAY_ROUTINE,
 };
 use ipuc_dialects::ipu::{build, SectionKind, TensorDirection, TensorPiece};
 use ipuc_ipu_arch::MachineModel;
@@ -381,6 +381,48 @@ fn a_receiver_with_work_after_the_exchange_takes_its_words_first() {
     for r in [1usize, 2] {
         for k in 0..words {
             assert_eq!(got[r][k as usize], a << 16 | k);
+        }
+    }
+}
+
+#[test]
+fn a_code_budget_trades_the_superstep_for_the_measured_tiles_code() {
+    // Random supersteps whose first two tiles work after the exchange,
+    // the code measured on them: the least-code budget's choice has the
+    // least code of the three choices; the critical budget allows at
+    // least as much, so its superstep is no longer; with no budget the
+    // superstep is the shortest. Each choice delivers every word.
+    let m = MachineModel::c600();
+    let tiles = [0u32, 1, 17, 100, 700, 1471];
+    let lines = |s: &Schedule| {
+        tiles[..2]
+            .iter()
+            .map(|&t| tile_text(&m, s, t).lines().count() as u64)
+            .max()
+            .unwrap()
+    };
+    for seed in 0..8 {
+        let case = random_case(seed, &tiles);
+        let tails = std::collections::BTreeMap::from([(tiles[0], 3000), (tiles[1], 1500)]);
+        let within = |budget| {
+            schedule_within(
+                &m,
+                &tiles,
+                &case.transfers,
+                Joining::Contiguous,
+                &tails,
+                Some((&lines, budget)),
+            )
+        };
+        let (least, critical) = (within(CodeBudget::Least), within(CodeBudget::Critical));
+        let free = schedule_before(&m, &tiles, &case.transfers, Joining::Contiguous, &tails);
+        assert!(lines(&least) <= lines(&critical), "seed {seed}");
+        assert!(lines(&least) <= lines(&free), "seed {seed}");
+        assert!(critical.superstep <= least.superstep, "seed {seed}");
+        assert!(free.superstep <= critical.superstep, "seed {seed}");
+        for s in [&least, &critical] {
+            let (got, _) = run(&m, &tiles, s, &case.src, case.dst_words);
+            assert_eq!(got, case.want, "seed {seed}");
         }
     }
 }

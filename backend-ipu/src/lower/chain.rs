@@ -72,12 +72,30 @@ use super::patch_embed::{emit_patch_in, patch_from, plan_patch_in, PatchMatch, P
 use super::plan::GemmPlan;
 use super::pool::{pool_attention, pool_from, PoolMatch};
 use super::pool_head::{emit_pool_in, plan_pool_in, PoolPlan};
-use super::schedule::{schedule_before, Chunk, Joining, Schedule, Transfer};
+use super::schedule::{schedule_within, Chunk, CodeBudget, Joining, Schedule, Transfer};
 use super::window::{Columns, Window, ADD_COLUMNS};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::instance_memo::InstanceMemo;
 use crate::codelets::scope::block_scope;
 use crate::emit::executable::compile_threads;
+
+/// The most bytes of exchange code `s` emits on any of `tiles` (with the
+/// routines it calls, as a chain's link emits it), in a scratch context.
+fn link_code(machine: &MachineModel, s: &Schedule, tiles: &[u32]) -> u64 {
+    let mut ctx = Context::new(ipuc_dialects::registry());
+    let loc = ipuc_ir::Location::unknown();
+    let (_, exe_body) = build::executable(&mut ctx, &machine.name, loc.clone());
+    let mut most = 0;
+    for &t in tiles {
+        let (tile, body) = build::tile(&mut ctx, t, None, loc.clone());
+        ctx.append_op(exe_body, tile);
+        let mut e = Emitter::new(&mut ctx, body, loc.clone());
+        e.code_section(".text.link", ipu::SectionKind::Supervisor);
+        let mut calls = Calls::new();
+        most = most.max(s.emit(&mut e, machine, (t, "link"), Some(&mut calls)));
+    }
+    most
+}
 
 /// The byte ranges `[lo, hi)` each tile sends in `transfers`, by tile.
 fn sent_ranges(transfers: &[Transfer]) -> BTreeMap<u32, Vec<(u32, u32)>> {
@@ -1242,9 +1260,28 @@ fn emit_chain(
                 *tails.entry(t).or_default() += launch_cycles(copies, machine).map_err(fail)?;
             }
         }
+        // The LN tiles take the link's rows in many short transfers: the
+        // tiles with the most exchange code. A link in the loop gives
+        // them no more than the critical order; one the program runs
+        // once (into the loop, out of it, or with no loop) the least
+        // any try does, as its cycles count once (so400m: about 27k
+        // cycles for about 500 bytes of the LN tiles' 16 KB).
+        let code = |s: &Schedule| link_code(machine, s, to.ln_tiles());
+        let once = repeat.is_none_or(|r| !(r.in_body(k) && r.in_body(k + 1)) && k != r.last());
+        let budget = match once {
+            true => CodeBudget::Least,
+            false => CodeBudget::Critical,
+        };
         links.insert(
             k,
-            schedule_before(machine, &every, &transfers, Joining::Contiguous, &tails),
+            schedule_within(
+                machine,
+                &every,
+                &transfers,
+                Joining::Contiguous,
+                &tails,
+                Some((&code, budget)),
+            ),
         );
     }
     let syncs: Vec<u32> = plans.iter().map(PlannedBlock::syncs).collect();

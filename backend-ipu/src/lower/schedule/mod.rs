@@ -1155,6 +1155,40 @@ pub fn schedule_before(
     joining: Joining,
     tails: &BTreeMap<u32, u64>,
 ) -> Schedule {
+    schedule_within(machine, tiles, transfers, joining, tails, None)
+}
+
+/// A measure of a schedule's exchange code: the most bytes
+/// [`Schedule::emit`] emits on any of the tiles it looks at.
+pub type CodeBytes<'a> = &'a (dyn Fn(&Schedule) -> u64 + Sync);
+
+/// How much exchange code [`schedule_within`] allows the tiles it
+/// measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodeBudget {
+    /// No more than the critical order with whole tails gives them.
+    Critical,
+    /// The least any try gives them (the listed order, as a rule: it
+    /// keeps each receiver's transfers in destination order, so its
+    /// write pointer runs on): for an exchange the program runs once,
+    /// whose cycles count once while its code takes tile memory.
+    Least,
+}
+
+/// [`schedule_before`], and where `code` is given (a measure and a
+/// budget), the shortest superstep among the tries whose code (as the
+/// measure has it) is within the budget: tiles whose exchange code
+/// the chip's memory binds (a chain's LN tiles take a link's rows in a
+/// hundred short transfers each, and every earlier try order re-points
+/// their write pointers more) get no more code than the budget allows.
+pub fn schedule_within(
+    machine: &MachineModel,
+    tiles: &[u32],
+    transfers: &[Transfer],
+    joining: Joining,
+    tails: &BTreeMap<u32, u64>,
+    code: Option<(CodeBytes<'_>, CodeBudget)>,
+) -> Schedule {
     let mut prepared = Prepared::of(machine, transfers, joining);
     prepared.tails = tails.clone();
     // Each order with the tails counted whole; with tails, the critical
@@ -1213,13 +1247,53 @@ pub fn schedule_before(
     );
     // The shortest (with the tiles' work after it); ties go to the
     // earlier order.
-    let best = placed
+    let Some((code, budget)) = code else {
+        let best = placed
+            .into_iter()
+            .map(|p| (p.superstep(&prepared.tails), p))
+            .reduce(|best, p| if p.0 < best.0 { p } else { best })
+            .expect("every order places")
+            .1;
+        return prepared.finish(best);
+    };
+    let schedules: Vec<Schedule> = placed.into_iter().map(|p| prepared.finished(p)).collect();
+    let bytes: Vec<u64> = std::thread::scope(|scope| {
+        let handles: Vec<_> = schedules
+            .iter()
+            .map(|s| scope.spawn(move || code(s)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a code measure's thread does not panic"))
+            .collect()
+    });
+    let budget = match budget {
+        CodeBudget::Critical => tries
+            .iter()
+            .zip(&bytes)
+            .find(|(t, _)| **t == (Order::Critical, 4))
+            .map_or(u64::MAX, |(_, &b)| b),
+        CodeBudget::Least => bytes.iter().copied().min().unwrap_or(u64::MAX),
+    };
+    tracing::debug!(
+        target: "ipu-schedule",
+        supersteps = ?schedules.iter().map(|s| s.superstep).collect::<Vec<_>>(),
+        code = ?bytes,
+        "each try's superstep and code"
+    );
+    schedules
         .into_iter()
-        .map(|p| (p.superstep(&prepared.tails), p))
-        .reduce(|best, p| if p.0 < best.0 { p } else { best })
-        .expect("every order places")
-        .1;
-    prepared.finish(best)
+        .zip(bytes)
+        .filter(|&(_, b)| b <= budget)
+        .map(|(s, _)| s)
+        .reduce(|best, s| {
+            if s.superstep < best.superstep {
+                s
+            } else {
+                best
+            }
+        })
+        .expect("the budget is some try's code")
 }
 
 /// The most transfers any one tile takes part in, from each transfer's
@@ -1334,6 +1408,17 @@ impl Prepared {
             sent,
             tails: BTreeMap::new(),
         }
+    }
+
+    /// [`Self::finish`], keeping these transfers for others.
+    fn finished(&self, placer: Placer) -> Schedule {
+        Prepared {
+            transfers: Vec::new(),
+            received: self.received.clone(),
+            sent: self.sent.clone(),
+            tails: self.tails.clone(),
+        }
+        .finish(placer)
     }
 
     /// The schedule `placer` made of these transfers.
