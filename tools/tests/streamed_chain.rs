@@ -23,19 +23,27 @@ use ipuc_backend_ipu::lower::attention_exchange::{
     exchange_a as attention_exchange_a, qkv_gather_before,
 };
 use ipuc_backend_ipu::lower::block::{exchange_a, fc1_gather_before};
-use ipuc_backend_ipu::lower::chain::{match_chain, plan_chain_with, PlannedBlock};
+use ipuc_backend_ipu::lower::chain::{match_chain, plan_chain_with, ChainPlan, PlannedBlock};
 use ipuc_backend_ipu::lower::stream::Weights;
 use ipuc_ipu_arch::MachineModel;
 
-#[test]
-fn a_chains_mlp_blocks_gather_fc1s_weights_in_the_link_into_them() {
-    let Some((ctx, f)) = common::compiled_fixture("siglip-tiny", None, "fp8") else {
-        return;
-    };
+/// siglip-tiny's chain at fp8 planned with its weights streamed (`None`
+/// where the fixture is missing, as `compiled_fixture` says).
+fn streamed_plan() -> Option<ChainPlan> {
+    let (ctx, f) = common::compiled_fixture("siglip-tiny", None, "fp8")?;
     let chain = match_chain(&ctx, f).unwrap().expect("a chain");
     let machine = MachineModel::c600();
-    let plan = plan_chain_with(&ctx, &chain, &machine, Weights::Streamed)
-        .unwrap_or_else(|d| panic!("{}", d.message));
+    Some(
+        plan_chain_with(&ctx, &chain, &machine, Weights::Streamed)
+            .unwrap_or_else(|d| panic!("{}", d.message)),
+    )
+}
+
+#[test]
+fn a_chains_mlp_blocks_gather_fc1s_weights_in_the_link_into_them() {
+    let Some(plan) = streamed_plan() else {
+        return;
+    };
     let mlps: Vec<_> = plan
         .blocks
         .iter()
@@ -76,13 +84,9 @@ fn a_chains_mlp_blocks_gather_fc1s_weights_in_the_link_into_them() {
 
 #[test]
 fn a_chains_attention_blocks_gather_qk_and_vt_in_the_link_into_them() {
-    let Some((ctx, f)) = common::compiled_fixture("siglip-tiny", None, "fp8") else {
+    let Some(plan) = streamed_plan() else {
         return;
     };
-    let chain = match_chain(&ctx, f).unwrap().expect("a chain");
-    let machine = MachineModel::c600();
-    let plan = plan_chain_with(&ctx, &chain, &machine, Weights::Streamed)
-        .unwrap_or_else(|d| panic!("{}", d.message));
     let attentions: Vec<_> = plan
         .blocks
         .iter()
