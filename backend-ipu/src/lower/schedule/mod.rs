@@ -1179,8 +1179,9 @@ pub enum CodeBudget {
 /// budget), the shortest superstep among the tries whose code (as the
 /// measure has it) is within the budget: tiles whose exchange code
 /// the chip's memory binds (a chain's LN tiles take a link's rows in a
-/// hundred short transfers each, and every earlier try order re-points
-/// their write pointers more) get no more code than the budget allows.
+/// hundred short transfers each; the orders that put them first reach
+/// them out of destination order, so each re-points its write pointer
+/// more) get no more code than the budget allows.
 pub fn schedule_within(
     machine: &MachineModel,
     tiles: &[u32],
