@@ -24,6 +24,7 @@ use ipuc_backend_ipu::lower::attention_exchange::{
 };
 use ipuc_backend_ipu::lower::block::{exchange_a, fc1_gather_before};
 use ipuc_backend_ipu::lower::chain::{match_chain, plan_chain_with, ChainPlan, PlannedBlock};
+use ipuc_backend_ipu::lower::schedule::Transfer;
 use ipuc_backend_ipu::lower::stream::Weights;
 use ipuc_ipu_arch::MachineModel;
 
@@ -39,19 +40,36 @@ fn streamed_plan() -> Option<ChainPlan> {
     )
 }
 
+/// The plans of `plan`'s blocks of one kind, as `pick` takes them.
+fn of_kind<'a, T>(
+    plan: &'a ChainPlan,
+    pick: impl Fn(&'a PlannedBlock) -> Option<&'a T>,
+) -> Vec<&'a T> {
+    plan.blocks.iter().filter_map(pick).collect()
+}
+
+/// Checks that `gather` is the part of a block's exchange A (`without`
+/// the link gathering) that exchange A no longer holds (`with`), and that
+/// no LN tile (the link's other receivers) receives it.
+fn moved_out(gather: &[Transfer], (with, without): (&[Transfer], &[Transfer]), ln_tiles: &[u32]) {
+    assert_eq!(with.len() + gather.len(), without.len());
+    assert!(gather.iter().all(|t| !with.contains(t)));
+    assert!(gather.iter().all(|t| without.contains(t)));
+    assert!(gather
+        .iter()
+        .flat_map(|t| &t.receivers)
+        .all(|(r, _)| !ln_tiles.contains(r)));
+}
+
 #[test]
 fn a_chains_mlp_blocks_gather_fc1s_weights_in_the_link_into_them() {
     let Some(plan) = streamed_plan() else {
         return;
     };
-    let mlps: Vec<_> = plan
-        .blocks
-        .iter()
-        .filter_map(|b| match b {
-            PlannedBlock::Mlp(p) => Some(p),
-            _ => None,
-        })
-        .collect();
+    let mlps = of_kind(&plan, |b| match b {
+        PlannedBlock::Mlp(p) => Some(p),
+        _ => None,
+    });
     // The layers' MLP blocks stream fc1 (several grid rows); the head's,
     // on its one pooled row, keeps it resident.
     let (streaming, resident): (Vec<_>, Vec<_>) = mlps
@@ -69,16 +87,8 @@ fn a_chains_mlp_blocks_gather_fc1s_weights_in_the_link_into_them() {
             fc1_gathered_before: false,
             ..p.clone()
         };
-        let (with, without) = (exchange_a(p), exchange_a(&alone));
-        assert_eq!(with.len() + gather.len(), without.len());
-        assert!(gather.iter().all(|t| !with.contains(t)));
-        assert!(gather.iter().all(|t| without.contains(t)));
-        // Nothing but fc1's tiles receives the gather, and no LN tile
-        // (the link's other receivers) is one of them.
-        assert!(gather
-            .iter()
-            .flat_map(|t| &t.receivers)
-            .all(|(r, _)| !p.ln_tiles.contains(r)));
+        // Nothing but fc1's tiles receives the gather.
+        moved_out(&gather, (&exchange_a(p), &exchange_a(&alone)), &p.ln_tiles);
     }
 }
 
@@ -87,14 +97,10 @@ fn a_chains_attention_blocks_gather_qk_and_vt_in_the_link_into_them() {
     let Some(plan) = streamed_plan() else {
         return;
     };
-    let attentions: Vec<_> = plan
-        .blocks
-        .iter()
-        .filter_map(|b| match b {
-            PlannedBlock::Attention(p) => Some(p),
-            _ => None,
-        })
-        .collect();
+    let attentions = of_kind(&plan, |b| match b {
+        PlannedBlock::Attention(p) => Some(&**p),
+        _ => None,
+    });
     assert!(!attentions.is_empty());
     let mut gathered = 0;
     for p in attentions {
@@ -105,18 +111,14 @@ fn a_chains_attention_blocks_gather_qk_and_vt_in_the_link_into_them() {
         gathered += gather.len();
         let alone = AttentionPlan {
             qkv_gathered_before: false,
-            ..(**p).clone()
+            ..p.clone()
         };
-        let (with, without) = (attention_exchange_a(p), attention_exchange_a(&alone));
-        assert_eq!(with.len() + gather.len(), without.len());
-        assert!(gather.iter().all(|t| !with.contains(t)));
-        assert!(gather.iter().all(|t| without.contains(t)));
-        // Only qk's and vt's tiles receive it, none of them an LN tile
-        // (the link's other receivers).
-        assert!(gather
-            .iter()
-            .flat_map(|t| &t.receivers)
-            .all(|(r, _)| !p.ln_tiles.contains(r)));
+        // Only qk's and vt's tiles receive it.
+        moved_out(
+            &gather,
+            (&attention_exchange_a(p), &attention_exchange_a(&alone)),
+            &p.ln_tiles,
+        );
     }
     assert!(
         gathered > 0,

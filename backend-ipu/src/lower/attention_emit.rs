@@ -150,8 +150,9 @@ pub fn emit_attention_in(
     // window, or where that is late zeroing vt's padding rows; the bias
     // broadcasts), restoring its window after qk and vt (late), casting
     // the attention's output to out's FP8 panels.
-    let (mut beside_ln, mut restore_cycles, mut cast_cycles) = (0, 0, 0);
+    let (mut restore_cycles, mut cast_cycles) = (0, 0);
     let beside_of = beside_ln_of(plan, machine).map_err(fail)?;
+    let beside_ln = beside_of.values().copied().max().unwrap_or(0);
     // Streamed, qk's weights arrive in exchange A over the window: the
     // window is restored after qk and vt.
     let late_restore = plan.layout.restore_late;
@@ -194,7 +195,6 @@ pub fn emit_attention_in(
         };
         let beside = first.map_err(fail)? + broadcast.map_err(fail)?;
         debug_assert_eq!(beside, beside_of.get(&t).copied().unwrap_or(0));
-        beside_ln = beside_ln.max(beside);
         sync(&mut e);
         // Each exchange's schedule ends a receiver's code after its last
         // word: the compute after it follows at a fence, with no sync.

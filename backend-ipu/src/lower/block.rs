@@ -278,8 +278,9 @@ impl MlpPlan {
 
     /// The cycles each tile spends beside LayerNorm (tiles with none left
     /// out): fc1's bias broadcast ([`super::plan::BiasRows::Early`]) and
-    /// fc2's ([`fc2_bias_broadcast`]), as the block's estimate counts them. The link into
-    /// the block is scheduled with them ([`super::schedule::schedule_before`]).
+    /// fc2's ([`fc2_bias_broadcast`]), as the block's estimate counts
+    /// them. The link into the block is scheduled with them
+    /// ([`super::schedule::schedule_before`]).
     pub fn beside_ln(
         &self,
         machine: &MachineModel,

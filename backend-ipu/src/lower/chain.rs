@@ -401,7 +401,6 @@ impl PlannedBlock {
         }
     }
 
-    /// The block's LN tiles (none for the patch embedding).
     /// The streamed weights the block gathers in the link into it
     /// (fc1's, [`fc1_gather_before`]; qk's and vt's,
     /// [`qkv_gather_before`]), sent from their home pieces.
@@ -441,6 +440,7 @@ impl PlannedBlock {
         Ok(tails)
     }
 
+    /// The block's LN tiles (none for the patch embedding).
     pub fn ln_tiles(&self) -> &[u32] {
         match self {
             PlannedBlock::Attention(p) => &p.ln_tiles,
@@ -1180,6 +1180,16 @@ fn emit_chain(
     if let Some(r) = repeat.filter(|r| r.end() < plans.len()) {
         linked.push(r.end() - 1);
     }
+    // Each link's transfers: what the next block gathers before it, and
+    // the rows.
+    let link_parts: BTreeMap<usize, (Vec<Transfer>, Vec<Transfer>)> = linked
+        .iter()
+        .map(|&k| {
+            let (from, to) = (&plans[k], &plans[k + 1]);
+            let rows = link(&from.output_pieces(), &to.input_pieces(), to.width());
+            (k, (to.gather_before(), rows))
+        })
+        .collect();
     // The loop: its later layers' constants archived, and each tile's
     // copies of them: at the loop's end on the tiles the link back into
     // the body writes (its first block's input rows), at the body's start
@@ -1194,13 +1204,8 @@ fn emit_chain(
                 .iter()
                 .filter_map(|p| u32::try_from(p.tile).ok())
                 .collect();
-            let back = r.last();
-            let gathered = sent_ranges(&plans[back + 1].gather_before());
-            let moved = sent_ranges(&link(
-                &plans[back].output_pieces(),
-                &plans[back + 1].input_pieces(),
-                plans[back + 1].width(),
-            ));
+            let (gathers, rows) = &link_parts[&r.last()];
+            let (gathered, moved) = (sent_ranges(gathers), sent_ranges(rows));
             let (mut at_end, mut at_start) = (BTreeMap::new(), BTreeMap::new());
             for &t in &every {
                 if written.contains(&t) {
@@ -1231,12 +1236,12 @@ fn emit_chain(
         None => None,
     };
     let mut links: BTreeMap<usize, Schedule> = BTreeMap::new();
-    for k in linked {
-        let (from, to) = (&plans[k], &plans[k + 1]);
+    for (&k, (gathers, rows)) in &link_parts {
+        let to = &plans[k + 1];
         // What the next block gathers before it (the longest transfers
         // first), then the rows.
-        let mut transfers = to.gather_before();
-        transfers.extend(link(&from.output_pieces(), &to.input_pieces(), to.width()));
+        let mut transfers = gathers.clone();
+        transfers.extend(rows.iter().cloned());
         check_link(&transfers).map_err(|e| {
             Diagnostic::op_error(
                 ctx,
@@ -1268,7 +1273,9 @@ fn emit_chain(
         // cost 38k of 8.5M cycles and keep 468 bytes off the busiest LN
         // tile's exchange code, 16,708 -> 16,240).
         let code = |s: &Schedule| link_code(machine, s, to.ln_tiles());
-        let once = repeat.is_none_or(|r| !(r.in_body(k) && r.in_body(k + 1)) && k != r.last());
+        // (A link after a block of the body runs every turn: inside the
+        // body, or back into it.)
+        let once = repeat.is_none_or(|r| !r.in_body(k));
         let budget = match once {
             true => CodeBudget::Least,
             false => CodeBudget::Critical,
