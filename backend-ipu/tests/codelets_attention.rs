@@ -863,3 +863,147 @@ fn the_mask_block_is_8_mod_16_from_q_or_in_region_0() {
     .validate(&m)
     .is_ok());
 }
+
+#[test]
+fn a_long_rows_softmax_joined_from_its_rows_matches_float64_and_its_estimate() {
+    use ipuc_backend_ipu::codelets::softmax_join::SoftmaxJoin;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(75);
+    // (rows, groups, masked scores at the end, scale): the fewest rows;
+    // the pooling head's 736 tokens as 23 rows of two groups, 7 masked;
+    // rows that leave workers idle and a scale; more rows than workers
+    // with one group each. The scores are one long row laid out as the
+    // softmax over panels reads it (group g row r holds scores 16 (g rows
+    // + r) ..), so the probabilities over all of them are in the same
+    // order: the float64 softmax of the whole row is the oracle.
+    for (rows, groups, masked, scale) in [
+        (2u32, 1u32, 0usize, 1.0f32),
+        (23, 2, 7, 1.0),
+        (5, 3, 3, 0.25),
+        (13, 1, 0, 1.0 / 72f32.sqrt()),
+    ] {
+        let n = (rows * groups * 16) as usize;
+        let stride = rows * 32;
+        let s: Vec<f64> = (0..n)
+            .map(|i| {
+                if i >= n - masked {
+                    MASKED_F16
+                } else {
+                    f16::from_f64(rng.random_range(-30.0..30.0)).to_f64()
+                }
+            })
+            .collect();
+        let bytes = f16_bytes(&s.iter().map(|&v| f16::from_f64(v)).collect::<Vec<_>>());
+        let sm = SoftmaxPanels {
+            rows,
+            groups,
+            scale,
+            scores: Elem::F16,
+            input: 0x60000,
+            input_stride: stride,
+            output: 0x60000,
+            output_stride: stride,
+            stats: Some(0x58000),
+            normalise: false,
+        };
+        let machine = MachineModel::c600();
+        let (prog, _) = sm.program(3, &machine).unwrap();
+        let sim = simulate(&prog, 3, &[(sm.input, &bytes)]);
+        let e = sim.read_memory(3, sm.output, stride * groups).unwrap();
+        let stats = sim.read_memory(3, 0x58000, rows * 8).unwrap();
+        let join = SoftmaxJoin {
+            rows,
+            groups,
+            scale,
+            data: 0x60000,
+            stride,
+            stats: 0x58000,
+        };
+        let (prog, counts) = join.program(3, &machine).unwrap();
+        let sim = simulate(&prog, 3, &[(join.data, &e), (join.stats, &stats)]);
+        let got = f16_values(&sim.read_memory(3, join.data, stride * groups).unwrap());
+        let what = format!("{rows} rows of {groups} groups, {masked} masked, scale {scale}");
+        // The whole row's softmax in float64, in memory order.
+        let scale = f64::from(scale);
+        let big = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let exps: Vec<f64> = s.iter().map(|&x| (scale * (x - big)).exp()).collect();
+        let total: f64 = exps.iter().sum();
+        // The softmax's exponentials (f16 exponent, f16 exp, its rounding),
+        // then the weight's f16 rounding and the product's.
+        let spread = 60.0 * scale;
+        for (i, (&got, &x)) in got.iter().zip(&exps).enumerate() {
+            let want = x / total;
+            if i >= n - masked {
+                assert_eq!(
+                    got, 0.0,
+                    "{what}: a masked score's probability is exactly 0"
+                );
+            } else {
+                let tol = (spread * 2f64.powi(-9) + 6.0 * 2f64.powi(-11)) * want + 2f64.powi(-24);
+                assert_within(got, want, tol, format_args!("{what}: p[{i}]"));
+            }
+        }
+        // The probabilities sum to 1.
+        let sum: f64 = got.iter().sum();
+        assert_within(sum, 1.0, 0.01, format_args!("{what}: the sum"));
+        assert_launch_as_estimated(
+            &sim,
+            join.estimate_cycles().unwrap(),
+            &join.worker_rows(),
+            |n| counts.worker_issues(n, rows, groups),
+            &what,
+        );
+    }
+}
+
+#[test]
+fn joining_refuses_what_it_cannot_run() {
+    use ipuc_backend_ipu::codelets::softmax_join::SoftmaxJoin;
+    let ok = SoftmaxJoin {
+        rows: 4,
+        groups: 2,
+        scale: 1.0,
+        data: 0x60000,
+        stride: 128,
+        stats: 0x58000,
+    };
+    assert!(ok.program(0, &MachineModel::c600()).is_ok());
+    for (bad, want) in [
+        (
+            SoftmaxJoin {
+                rows: 1,
+                ..ok.clone()
+            },
+            "needs two rows",
+        ),
+        (
+            SoftmaxJoin {
+                scale: 0.0,
+                ..ok.clone()
+            },
+            "positive and finite",
+        ),
+        (
+            SoftmaxJoin {
+                stride: 96,
+                ..ok.clone()
+            },
+            "at least 128",
+        ),
+        (
+            SoftmaxJoin {
+                data: 0x60004,
+                ..ok.clone()
+            },
+            "data",
+        ),
+        (
+            SoftmaxJoin {
+                stats: 0x60080,
+                ..ok.clone()
+            },
+            "overlap the data",
+        ),
+    ] {
+        assert_refused(&bad, want);
+    }
+}

@@ -269,12 +269,16 @@ fn fp8_pooling_heads_match_float64_with_the_same_roundings() {
 
 #[test]
 fn a_head_tile_that_does_not_fit_is_refused_with_the_sizes() {
-    // 4,096 tokens of heads of 128: 1 MB of value panels per head tile.
+    // 4,096 tokens: 128 KB of value panels per head tile (16 channels of
+    // every token), where earlier blocks left 120,000 bytes.
+    let m = MachineModel::c600();
+    let mut w = Window::alone(&m);
+    w.base = m.sram_end - 120_000;
     let err = plan_pool_in(
         shape(4096, 1024, 8),
-        &MachineModel::c600(),
+        &m,
         (0, 1472),
-        Window::alone(&MachineModel::c600()),
+        w,
         (Weights::Resident, &BTreeSet::new()),
     )
     .unwrap_err();
@@ -283,9 +287,9 @@ fn a_head_tile_that_does_not_fit_is_refused_with_the_sizes() {
 
 #[test]
 fn so400m_s_head_plans_on_half_the_chip() {
-    // 729 tokens, 16 heads of 72 (padded to 80): the head tiles hold 117 KB
-    // of value panels each; the block gets half the chip in the tail's
-    // chain.
+    // 729 tokens, 16 heads of 72 (padded to 80): the head tiles, five a
+    // head, hold 23.5 KB of value panels each; the block gets half the
+    // chip in the tail's chain.
     let m = MachineModel::c600();
     let plan = plan_pool_in(
         shape(729, 1152, 16),
@@ -299,9 +303,13 @@ fn so400m_s_head_plans_on_half_the_chip() {
     eprintln!("{}", plan.report(&m));
     assert!(plan.tiles().iter().all(|&t| t < 736));
     assert_eq!(plan.ln_tiles.len(), 122);
-    // Each head tile holds its head's value panels: 5 groups of 16
-    // channels by 46 groups of 16 tokens, 512 bytes each.
-    assert_eq!(plan.layout.head.values.weight_bytes(), 5 * 46 * 512);
+    // Each head tile holds its 16 of its head's 80 value channels, the
+    // input of `(P V_h)^T`: 46 groups of 16 tokens, 32 bytes a channel.
+    assert_eq!(plan.head_tiles().len(), 16 * 5);
+    assert_eq!(plan.layout.head.values.input_bytes(), 46 * 16 * 32);
+    // The softmax over 736 scores as 23 rows of two groups: four rows a
+    // worker at most, joined.
+    assert_eq!((plan.layout.head.rows, plan.layout.head.groups), (23, 2));
     // Exchange B gathers every head's values from hundreds of sv tiles:
     // with the senders' transfers listed one sender after another the
     // schedule left receivers idle (421k of 604k cycles); in turn it is
@@ -350,12 +358,12 @@ fn so400m_pooling_head_plans_in_the_memory_the_whole_model_leaves_it() {
 }
 
 #[test]
-fn head_tiles_avoid_the_busy_tiles_and_the_ln_tiles_go_around_them() {
+fn head_tiles_avoid_the_busy_tiles_among_the_ln_tiles() {
     // A chain names its layers' LN tiles busy (their residual sends are
     // the most exchange code a tile has): the head tiles take the last
-    // run of the block's tail that holds none, the LN tiles the rest of
-    // the tail on both sides. so400m on the whole chip with its layers'
-    // 122 LN tiles last: the 16 heads just below them.
+    // run of the block's tail (its LN tiles) that holds none. so400m on
+    // the whole chip with its layers' 122 LN tiles last: the 80 head
+    // tiles (16 heads of 5) just below them.
     let m = MachineModel::c600();
     let so400m = |busy: &BTreeSet<u32>| {
         plan_pool_in(
@@ -368,22 +376,22 @@ fn head_tiles_avoid_the_busy_tiles_and_the_ln_tiles_go_around_them() {
         .unwrap_or_else(|e| panic!("{e}"))
     };
     let plan = so400m(&(1350..1472).collect());
-    assert_eq!(plan.head_tiles(), 1334..1350);
-    assert!(plan.ln_tiles.windows(2).all(|w| w[0] < w[1]));
-    assert!(plan.ln_tiles.iter().all(|t| !plan.head_tiles().contains(t)));
+    assert_eq!(plan.head_tiles(), 1270..1350);
+    assert!(plan.ln_tiles.windows(2).all(|w| w[0] + 1 == w[1]));
+    assert!(plan.head_tiles().all(|t| plan.ln_tiles.contains(&t)));
     assert_eq!(plan.ln_tiles.last(), Some(&1471));
     assert!(
-        plan.report(&m).contains("but the head tiles"),
+        plan.report(&m).contains("tiles 1270..=1349, 5 a head"),
         "{}",
         plan.report(&m)
     );
     // Nowhere to go (every tile busy): the heads last, as without a chain.
     let last = so400m(&(0..1472).collect());
-    assert_eq!(last.head_tiles(), 1456..1472);
-    // Run on the simulator with the LN tiles on both sides of the heads:
-    // 37 tokens are 7 LN tiles, 4 heads, the tail 725..736; the last 3
-    // busy put the heads on 729..733.
-    let s = shape(37, 96, 4);
+    assert_eq!(last.head_tiles(), 1392..1472);
+    // Run on the simulator with the head tiles among the LN tiles, not at
+    // their end: 61 tokens are 11 LN tiles (725..736), 4 heads of 32
+    // channels 8 head tiles; the last 3 busy put them on 725..733.
+    let s = shape(61, 128, 4);
     let busy: BTreeSet<u32> = (733..736).collect();
     let plan = plan_pool_in(
         s,
@@ -393,8 +401,8 @@ fn head_tiles_avoid_the_busy_tiles_and_the_ln_tiles_go_around_them() {
         (Weights::Resident, &busy),
     )
     .unwrap();
-    assert_eq!(plan.head_tiles(), 729..733);
-    assert_eq!(plan.ln_tiles, [725, 726, 727, 728, 733, 734, 735]);
+    assert_eq!(plan.head_tiles(), 725..733);
+    assert_eq!(plan.ln_tiles, (725..736).collect::<Vec<_>>());
     assert_head_accuracy(
         s,
         run_with(s, 736, 41, (Weights::Resident, &busy)),

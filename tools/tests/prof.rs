@@ -633,11 +633,22 @@ fn the_pooling_head_profiles_step_by_step() {
     assert_estimated(&p, &steps);
     // Its buffers in the memory maps, none over another while both are
     // live: its LN tiles keep the post-LayerNorm rows to the end, its
-    // head tiles hold the scores, V, P and O.
+    // head tiles (among them) hold the scores (then P), V, the softmax's
+    // statistics, (P V)^T and O.
     assert_no_live_overlap(&p, 0);
     assert!(tiles_holding(&p, "b0 layer_norm output") > 0);
-    for name in ["b0 head scores", "b0 head V", "b0 head P", "b0 head O"] {
-        assert_eq!(tiles_holding(&p, name), 4, "{name}: one per head");
+    for name in [
+        "b0 head scores and P",
+        "b0 head V",
+        "b0 head statistics",
+        "b0 head (P V)^T",
+        "b0 head O",
+    ] {
+        assert_eq!(
+            tiles_holding(&p, name),
+            4,
+            "{name}: one per head of 16 channels"
+        );
     }
     for c in p["codelets"].as_array().unwrap() {
         assert!(c["op"].as_str().unwrap().starts_with("nn."), "{c}");

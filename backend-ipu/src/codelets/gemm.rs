@@ -326,8 +326,33 @@ impl TileGemm {
         weights: Operand,
         states: Operand,
     ) -> Result<GemmSupervisorCounts, CodeletError> {
+        let panel = self.variant.weight_bytes() as u32;
+        self.emit_supervisor_stepping(e, tag, (weights, panel), states)
+    }
+
+    /// [`TileGemm::emit_supervisor_with`] with each launch's weights
+    /// `step` bytes after the last one's (a multiple of 16), not a whole
+    /// panel after: a launch's CCCS load reads the panel's bytes from
+    /// there, so consecutive panels overlap where `step` is less than a
+    /// panel. A product whose weights are one column, each launch's row
+    /// 0 of its panel, lays them end to end this way (the pooling head's
+    /// probabilities, [`crate::lower::pool_head`]): its other output
+    /// channels take the rows that follow, which the caller leaves
+    /// finite and ignores.
+    pub fn emit_supervisor_stepping(
+        &self,
+        e: &mut Emitter,
+        tag: &str,
+        (weights, step): (Operand, u32),
+        states: Operand,
+    ) -> Result<GemmSupervisorCounts, CodeletError> {
         self.validate()?;
-        let panel = self.variant.weight_bytes() as i64;
+        if step == 0 || !step.is_multiple_of(16) {
+            return Err(self.err(format!(
+                "the weights' step must be a positive multiple of 16 bytes, got {step}"
+            )));
+        }
+        let panel = i64::from(step);
         let loads = self.variant.weight_bytes() / 16;
         let state_step = i64::from(STATE_BYTES_PER_LAUNCH);
         let (ovw, acc) = (format!("{tag}_ovw"), format!("{tag}_acc"));

@@ -29,6 +29,7 @@ pub mod reduce;
 pub mod scale;
 pub mod scope;
 pub mod softmax;
+pub mod softmax_join;
 pub mod softmax_panels;
 pub mod subroutine;
 pub mod transpose;

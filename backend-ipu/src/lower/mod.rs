@@ -23,6 +23,7 @@ pub mod chain;
 pub mod chain_loop;
 pub mod codegen;
 pub mod exchange;
+pub mod head_tile;
 pub mod ln_tiles;
 pub mod mlp;
 pub mod passes;

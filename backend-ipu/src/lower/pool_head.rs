@@ -33,12 +33,14 @@
 //! values (`MASKED` too) are finite, so `0 x value` stays 0.
 //!
 //! Supersteps (every tile runs every sync; each exchange follows a sync,
-//! the compute after it follows at a fence), on disjoint tiles from the
-//! block's first: sv's grid, the out grid, then the LN tiles and one
-//! *head tile* per head (a head tile's code is large, and a chain's
-//! earlier blocks run their widest from the first tile), the head tiles
-//! on a run that avoids the tiles a chain names busy (its layers' LN
-//! tiles, whose residual sends are the most exchange code a tile has).
+//! the compute after it follows at a fence), from the block's first tile:
+//! sv's grid, the out grid, then the LN tiles (a chain's earlier blocks
+//! run their widest from the first tile), and among them (a head tile
+//! works after LayerNorm, in memory above the LN tiles' private rows)
+//! the *head tiles*, [`head_parts`] a head, on a run that avoids the
+//! tiles a chain names busy (its layers' LN tiles, whose residual sends
+//! are the most exchange code a tile has, and a head tile's code is
+//! large).
 //!
 //! 1. LayerNorm on the LN tiles ([`LnTiles`]); its rows stay there as the
 //!    block's first output ([`PoolPlan::ln_output_pieces`]).
@@ -46,9 +48,11 @@
 //! 3. sv, with its K split's reduction rounds.
 //! 4. Exchange B: each head's row of scores, and its value channels, to
 //!    its head tile.
-//! 5. The head tiles: the softmax of the scores' row ([`Softmax`], f32
-//!    inside), written as the input panels of `P V_h` ([`TileGemm`], one
-//!    row).
+//! 5. The head tiles ([`HeadTile`]): the softmax of the scores' row on
+//!    every worker (the softmax over panels on rows of it, then their
+//!    join), `(P V_h)^T` (a tile GEMM with 16 value channels as its rows
+//!    and the probabilities as its one output column) and the transpose
+//!    that makes that column a row.
 //! 6. Exchange C: each head's output to out's input panels.
 //! 7. out: `[1, hp] x [hp, c]` with the folded bias, and its rounds.
 //!
@@ -61,12 +65,12 @@
 //! the weights stay f16 constants of their FP8 values (one head, a few
 //! hundred KB).
 //!
-//! Known limits: the softmax of a head's row runs on one worker of its
-//! tile (the codelet gives each worker whole rows); the blocks of a chain
-//! do not share tiles.
+//! Known limits: a head runs on one tile (its product `kp` launches of
+//! `dp` rows); the blocks of a chain do not share tiles.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::head_tile::HeadTile;
 use super::ln_tiles::LnRows;
 use super::reduce::SYNCS_PER_ROUND;
 use super::stream::{home_pieces, piece_transfer, pieces_of, Weights};
@@ -93,10 +97,7 @@ use crate::codelets::amp::AmpVariant;
 use crate::codelets::cast::{Cast, CastKind};
 use crate::codelets::emitter::{inst, op, Emitter};
 use crate::codelets::fill::Fill;
-use crate::codelets::gemm::TileGemm;
 use crate::codelets::instance_memo::InstanceMemo;
-use crate::codelets::program::Codelet;
-use crate::codelets::softmax::Softmax;
 use crate::codelets::subroutine::{call_cycles, emit_call};
 
 /// The scores' bias for tokens that pad the last group of 16: exact in
@@ -123,6 +124,16 @@ pub fn tokens_padded(s: PoolShape) -> u32 {
 /// image.
 pub fn sv_tokens(s: PoolShape) -> u32 {
     s.images * tokens_padded(s)
+}
+
+/// Head tiles per head: one per group of 16 of its value channels.
+pub fn head_parts(s: PoolShape) -> u32 {
+    s.dp() / 16
+}
+
+/// Head tiles: one per (image, head, group of 16 value channels).
+pub fn head_tile_count(s: PoolShape) -> u32 {
+    s.image_heads() * head_parts(s)
 }
 
 /// The block's constants, row-major, as the model defines them.
@@ -206,91 +217,6 @@ impl HeldPool {
     }
 }
 
-/// A head tile's tensors, all scratch from the top of memory down
-/// ([`UnderOutput`]): the product's output, the value panels right below
-/// it in its element pairs' slack (exchange B writes every panel byte the
-/// product reads: each head's value channels, padded ones included, for
-/// every token group, padding tokens included), the product's input (the
-/// probabilities) below both and out of the output's pairs, and the
-/// scores' row below it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HeadTile {
-    /// The scores, `[m16]` f16.
-    pub scores: u32,
-    /// `P V_h` on the tile (its input the probabilities).
-    pub values: TileGemm,
-}
-
-impl HeadTile {
-    /// The softmax from the scores to the probabilities.
-    pub fn softmax(&self) -> Softmax {
-        Softmax {
-            rows: 1,
-            cols: self.values.k_groups * 16,
-            input: self.scores,
-            output: self.values.input,
-        }
-    }
-
-    /// Places the tile's tensors for `s` (see [`HeadTile`]) above `base`,
-    /// the lowest byte they may use.
-    pub fn packed(s: PoolShape, machine: &MachineModel, base: u32) -> Result<HeadTile, String> {
-        let mut values = TileGemm {
-            variant: AmpVariant::F16,
-            rows: 1,
-            k_groups: tokens_padded(s) / 16,
-            n_groups: s.dp() / 16,
-            input: 0,
-            weights: base,
-            output: 0,
-            bias: None,
-            bias_in_output: false,
-        };
-        // Y at the top, the value panels below it in its pairs' slack (the
-        // supervisor alone reads them), the probabilities below both and
-        // out of Y's pairs (the AMP reads X and Y's two halves in one
-        // instruction), the scores right below them.
-        let under = UnderOutput::of(
-            &[UnderOutputProduct {
-                vertex: &values,
-                grid_k: 1,
-                weights: values.weight_bytes(),
-                keeps_result: false,
-            }],
-            machine,
-        );
-        // The softmax reads 8 bytes past its input: the scores end 16
-        // bytes below it.
-        let scores_below =
-            (under.input[0] + u64::from(tokens_padded(s)) * 2 + 16).next_multiple_of(16);
-        let room = u64::from(machine.sram_end - base);
-        if scores_below > room {
-            return Err(format!(
-                "a head tile does not fit: one head's value panels take {} bytes and its scores, probabilities and output {} against {room} bytes of interleaved memory",
-                values.weight_bytes(),
-                scores_below - values.weight_bytes()
-            ));
-        }
-        // Every offset is at most `scores_below`, which fits below the top.
-        let at = |offset: u64| machine.sram_end - offset as u32;
-        values.output = at(under.output);
-        values.weights = at(under.weights[0]);
-        values.input = at(under.input[0]);
-        let scores = at(scores_below);
-        let tile = HeadTile { scores, values };
-        tile.values.validate().map_err(|e| e.to_string())?;
-        tile.softmax().validate().map_err(|e| e.to_string())?;
-        Ok(tile)
-    }
-
-    /// Estimated cycles: the softmax's call and the product.
-    pub fn estimate(&self, machine: &MachineModel) -> Result<u64, crate::codelets::CodeletError> {
-        Ok(self.softmax().estimate_cycles()?
-            + call_cycles(machine)
-            + self.values.estimate_cycles()?)
-    }
-}
-
 /// Where the block's tensors live, per kind of tile.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PoolLayout {
@@ -324,7 +250,8 @@ pub struct PoolPlan {
     pub shape: PoolShape,
     /// Scores and `V^T`.
     pub sv: GemmPlan,
-    /// The first head tile (head `h` on `first_head + h`).
+    /// The first head tile: head `h`'s value channels `16 j ..` on
+    /// `first_head + h parts + j` ([`head_parts`]).
     pub first_head: u32,
     /// The output projection.
     pub out: GemmPlan,
@@ -398,19 +325,20 @@ impl std::fmt::Display for PoolEstimate {
 impl PoolPlan {
     /// Every tile the block uses, ascending.
     pub fn tiles(&self) -> Vec<u32> {
-        // sv's grid, out's after it, then the head tiles among the LN
-        // tiles.
+        // sv's grid, out's after it, then the LN tiles with the head
+        // tiles among them.
         let mut t: Vec<u32> =
             (self.sv.first_tile..self.out.first_tile + self.out.tiles()).collect();
         t.extend(self.head_tiles());
         t.extend(&self.ln_tiles);
         t.sort_unstable();
+        t.dedup();
         t
     }
 
     /// The head tiles.
     pub fn head_tiles(&self) -> std::ops::Range<u32> {
-        self.first_head..self.first_head + self.shape.image_heads()
+        self.first_head..self.first_head + head_tile_count(self.shape)
     }
 
     /// The LN tiles.
@@ -567,20 +495,18 @@ impl PoolPlan {
         })
     }
 
-    /// With FP8 products, the roundings of a head tile's output to the
-    /// FP8 grid, one per group of 16 channels, before exchange C (the
-    /// IR's cast before the output product).
+    /// With FP8 products, the rounding of a head tile's output (its 16
+    /// channels, [`HeadTile::output`]'s row 0) to the FP8 grid before
+    /// exchange C (the IR's cast before the output product).
     pub fn head_roundings(&self) -> Vec<Cast> {
-        let v = &self.layout.head.values;
+        let head = &self.layout.head;
         match self.shape.fp8.and_then(|f| f.out_scale) {
-            Some(_) => (0..v.n_groups)
-                .map(|g| Cast {
-                    kind: CastKind::F16RoundF8 { scale: 0 },
-                    len: v.rows * 16,
-                    input: v.output_group(g),
-                    output: v.output_group(g),
-                })
-                .collect(),
+            Some(_) => vec![Cast {
+                kind: CastKind::F16RoundF8 { scale: 0 },
+                len: 16,
+                input: head.output,
+                output: head.output,
+            }],
             None => Vec::new(),
         }
     }
@@ -592,7 +518,7 @@ impl PoolPlan {
             .estimate(machine)
             .map_or_else(|e| e.to_string(), |e| e.to_string());
         format!(
-            "pooling head {}x{}, {} heads of {} (padded to {}), a constant query: LayerNorm on tiles {}..={}{} ({} rows each, kept as the post-LayerNorm output)\n  sv (scores and V^T): {}\n  heads: tiles {}..={} (softmax over {} tokens, P V of {} channels)\n  out: {}\n  estimate {estimate}\n",
+            "pooling head {}x{}, {} heads of {} (padded to {}), a constant query: LayerNorm on tiles {}..={} ({} rows each, kept as the post-LayerNorm output)\n  sv (scores and V^T): {}\n  heads: tiles {}..={}, {} a head (softmax over {} tokens, P V of 16 of its {} channels a tile)\n  out: {}\n  estimate {estimate}\n",
             s.m,
             s.c,
             s.heads,
@@ -600,15 +526,11 @@ impl PoolPlan {
             s.dp(),
             self.ln_tiles.first().copied().unwrap_or(0),
             self.ln_tiles.last().copied().unwrap_or(0),
-            if self.ln_tiles.windows(2).any(|w| w[1] != w[0] + 1) {
-                " but the head tiles"
-            } else {
-                ""
-            },
             self.ln_rows,
             self.sv,
             self.first_head,
-            self.first_head + s.heads - 1,
+            self.first_head + head_tile_count(*s) - 1,
+            head_parts(*s),
             s.m,
             s.dp(),
             self.out,
@@ -721,14 +643,13 @@ fn plan_pool_rows(
         ));
     }
     let n_ln = s.rows().div_ceil(ln_rows);
-    let Some(avail) = count
-        .checked_sub(n_ln + s.image_heads())
-        .filter(|&t| t >= 2)
-    else {
+    let n_heads = head_tile_count(s);
+    let Some(avail) = count.checked_sub(n_ln.max(n_heads)).filter(|&t| t >= 2) else {
         return Err(format!(
-            "{} rows need {n_ln} LayerNorm tiles and {} heads a tile each, and the two products at least one tile each: the block has {count}",
+            "{} rows need {n_ln} LayerNorm tiles and {} heads {} tiles each (one per 16 value channels, among the LN tiles), and the two products at least one tile each: the block has {count}",
             s.rows(),
-            s.image_heads()
+            s.image_heads(),
+            head_parts(s)
         ));
     };
     let base = window.base.next_multiple_of(16);
@@ -762,16 +683,14 @@ fn plan_pool_rows(
         machine,
         (first, avail - out_tiles),
     )?;
-    // The head tiles and the LN tiles last, after the products': a
-    // chain's earlier blocks run their widest (an attention block's
-    // heads) from the first tile, and a head tile's code (a launch a
-    // block of 16 tokens) is large. Among them the heads on the last run
-    // of tiles that holds none of `busy`, the LN tiles around it.
+    // The LN tiles last, after the products': a chain's earlier blocks
+    // run their widest (an attention block's heads) from the first tile.
+    // The head tiles among them (or past them, where there are more head
+    // tiles than LN tiles), on the last run of tiles that holds none of
+    // `busy`: a head tile's exchange code is large.
     let tail = first + avail..first + count;
-    let first_head =
-        quiet_run(tail.clone(), s.image_heads(), busy).unwrap_or(tail.end - s.image_heads());
-    let heads = first_head..first_head + s.image_heads();
-    let ln_tiles: Vec<u32> = tail.filter(|t| !heads.contains(t)).collect();
+    let first_head = quiet_run(tail.clone(), n_heads, busy).unwrap_or(tail.end - n_heads);
+    let ln_tiles: Vec<u32> = (tail.end - n_ln..tail.end).collect();
     let out = plan_on(
         "out",
         GemmShape {
@@ -876,7 +795,7 @@ fn plan_pool_rows(
             l_sv.weights
         }
     };
-    let shared_bottom = sv_bottom.min(out_bottom).min(head.values.weights);
+    let shared_bottom = sv_bottom.min(out_bottom).min(head.bottom);
     let kept = window.base;
     window.base = private_end;
     if shared_bottom < window.scratch_floor() {
@@ -977,7 +896,8 @@ pub fn exchange_b(plan: &PoolPlan) -> Vec<Transfer> {
                     // The image's group of tokens, to the image's head
                     // tiles.
                     let (image, group) = ((j * p.groups + g) / kp, (j * p.groups + g) % kp);
-                    let first = plan.first_head + image * s.heads;
+                    let parts = head_parts(s);
+                    let first = plan.first_head + image * s.heads * parts;
                     let src = |r: u32| view.at(g, r - i * p.rows);
                     for r in a..b.min(s.heads) {
                         out.push(Transfer {
@@ -986,17 +906,21 @@ pub fn exchange_b(plan: &PoolPlan) -> Vec<Transfer> {
                                 address: src(r),
                                 words: 8,
                             }],
-                            receivers: vec![(first + r, head.scores + group * 32)],
+                            receivers: (0..parts)
+                                .map(|j| (first + r * parts + j, head.scores + group * 32))
+                                .collect(),
                             segment: None,
                         });
                     }
                     // Value channel `e` of head `h`: row `sp + h dp + e`,
-                    // cut where value groups of 16 end.
+                    // to row `e % 16` of input panel `group` on the head's
+                    // tile for its group of 16 channels; cut where those
+                    // groups end.
                     let mut lo = a.max(sp);
                     while lo < b.min(sp + s.hp()) {
                         let e = lo - sp;
                         let hi = (sp + (e / 16 + 1) * 16).min(b);
-                        let (h, vg) = (e / dp, (e % dp) / 16);
+                        let tile = first + (e / dp) * parts + (e % dp) / 16;
                         let v = &head.values;
                         out.push(Transfer {
                             sender,
@@ -1004,10 +928,7 @@ pub fn exchange_b(plan: &PoolPlan) -> Vec<Transfer> {
                                 address: src(lo),
                                 words: 8 * (hi - lo),
                             }],
-                            receivers: vec![(
-                                first + h,
-                                v.weights + ((vg * v.k_groups + group) * 16 + e % 16) * 32,
-                            )],
+                            receivers: vec![(tile, v.input + (group * 16 + e % 16) * 32)],
                             segment: None,
                         });
                         lo = hi;
@@ -1019,14 +940,15 @@ pub fn exchange_b(plan: &PoolPlan) -> Vec<Transfer> {
     round_robin(out)
 }
 
-/// Exchange C: head `h`'s output group `j` (one row) to out's input panel
-/// `h dp / 16 + j`, on every column block of its K part, as the row of
-/// the head tile's image.
+/// Exchange C: head `h`'s output channels `16 j ..` (row 0 of its tile
+/// `j`'s transposed output) to out's input panel `h dp / 16 + j`, on
+/// every column block of its K part, as the row of the head tile's
+/// image.
 pub fn exchange_c(plan: &PoolPlan) -> Vec<Transfer> {
     let s = plan.shape;
     let [_, out] = plan.placed();
     let po = &plan.out;
-    let v = &plan.layout.head.values;
+    let head = &plan.layout.head;
     let np = s.dp() / 16;
     let mut transfers = Vec::new();
     for ih in 0..s.image_heads() {
@@ -1037,9 +959,9 @@ pub fn exchange_c(plan: &PoolPlan) -> Vec<Transfer> {
             let panel = h * np + jd;
             let (k, g) = (panel / po.k_panels, panel % po.k_panels);
             transfers.push(Transfer {
-                sender: plan.first_head + ih,
+                sender: plan.first_head + ih * np + jd,
                 chunks: vec![Chunk {
-                    address: v.output_group(jd),
+                    address: head.output,
                     words: 8,
                 }],
                 receivers: (0..po.grid_cols)
@@ -1148,11 +1070,20 @@ pub fn emit_pool_in(
         xcode += b.emit(&mut e, machine, (t, "b"), Some(&mut calls));
         let is_head = plan.head_tiles().contains(&t);
         if is_head {
-            emit_call(&mut e, "pool_softmax");
-            calls.push(("pool_softmax".into(), Box::new(head.softmax())));
+            for (name, launch) in head.before_product() {
+                emit_call(&mut e, name);
+                calls.push((name.into(), launch));
+            }
             head.values
-                .emit_supervisor(&mut e, "pool_pv")
+                .emit_supervisor_stepping(
+                    &mut e,
+                    "pool_pv",
+                    (op::imm(i64::from(head.values.weights)), 32),
+                    op::sym("pool_pv_vertex_state"),
+                )
                 .map_err(fail)?;
+            emit_call(&mut e, "pool_transpose");
+            calls.push(("pool_transpose".into(), Box::new(head.transpose())));
             emit_launches(
                 &mut e,
                 &mut calls,

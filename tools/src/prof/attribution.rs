@@ -685,17 +685,24 @@ fn pool_buffers(plan: &PoolPlan, machine: &MachineModel) -> Vec<Buffer> {
         ));
     }
     let heads: Vec<u32> = plan.head_tiles().collect();
-    let v = &lay.head.values;
+    let head = &lay.head;
+    let v = &head.values;
     for (name, address, size, live) in [
         (
-            "head scores",
-            lay.head.scores,
+            "head scores and P",
+            head.scores,
             u64::from(tokens_padded(plan.shape)) * 2,
             (3, 4),
         ),
-        ("head V", v.weights, v.weight_bytes(), (3, 4)),
-        ("head P", v.input, v.input_bytes(), (4, 4)),
-        ("head O", v.output, v.output_bytes(), (4, 5)),
+        ("head V", v.input, v.input_bytes(), (3, 4)),
+        (
+            "head statistics",
+            head.stats,
+            8 * u64::from(head.rows),
+            (4, 4),
+        ),
+        ("head (P V)^T", v.output, v.output_bytes(), (4, 4)),
+        ("head O", head.output, 32 * u64::from(v.rows), (4, 5)),
     ] {
         out.push(Buffer::whole(name, &heads, address, size, live));
     }
