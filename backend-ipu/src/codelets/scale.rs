@@ -2,9 +2,11 @@
 //!
 //! The attention's FP8 products leave Q and K `2^D` times too large (their
 //! weight codes' domain, [`crate::lower::attention_block::AttentionFp8`]),
-//! which f16 scores `Q K^T` would overflow; the attention tile scales its Q
-//! by the softmax scale and `2^-2D` first ([`super::attention::TileAttention::q_scale`]),
-//! a constant below f16's normal range.
+//! which f16 scores `Q K^T` would overflow; Q is scaled by the softmax
+//! scale and `2^-2D` first, a constant below f16's normal range: by qk's
+//! tiles on the rows each owns once the K split is summed (the lowering's
+//! `Epilogue::scaled`), or by an attention tile itself
+//! ([`super::attention::TileAttention::q_scale`]).
 //!
 //! The constant `c` is taken as `m 2^k` with `m` in `[1/2, 1)` rounded to
 //! f16 and `2^k` an f16 power of two (`k` in -24..=15, subnormal powers

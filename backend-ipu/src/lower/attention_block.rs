@@ -133,7 +133,9 @@ use super::block::{positions, LN_ROWS};
 use super::block_exchange::residual_view;
 use super::codegen::{PlacedGemm, TileLayout, ZeroRun};
 use super::ln_tiles::{LnOutput, LnTiles};
-use super::plan::{plan_gemm, BiasRows, Epilogue, GemmPlan, GemmShape, ReductionPlace};
+use super::plan::{
+    plan_gemm, BiasRows, Epilogue, GemmPlan, GemmShape, ReductionPlace, ScaledColumns,
+};
 use super::schedule::{schedule, schedule_joined, Joining, Schedule};
 use super::stream::Weights;
 use crate::codelets::amp::{AmpVariant, Elem};
@@ -249,8 +251,8 @@ impl AttentionShape {
         Elem::F16
     }
 
-    /// What the attention tiles multiply the held Q by before the scores
-    /// ([`TileAttention::q_scale`]) and the softmax the scores by
+    /// What Q is multiplied by before the scores (on qk's tiles,
+    /// [`Self::q_columns_scaled`]) and the softmax the scores by
     /// ([`TileAttention::scale`]): together the rest of the softmax scale
     /// after [`Self::q_weight_scale`] and, FP8, `2^-2D` (Q's and K's
     /// domains). f16 products fold the scale into Q's weights: (1, 1).
@@ -273,6 +275,21 @@ impl AttentionShape {
                 (f64::from(self.scale) * 2f64.powi(-2 * f.domain())) as f32,
             ),
         }
+    }
+
+    /// qk's scaling of Q (its columns `0..hp`) by [`Self::score_scales`]'
+    /// first, where that is not 1 (FP8 with f16 scores): applied on qk's
+    /// tiles to the rows each owns once the K split is summed
+    /// ([`Epilogue::scaled`]), not on the attention tiles, where every
+    /// tile of a block of query rows would scale the same rows (a
+    /// key-split form's 8: 3.0k cycles a layer there against about 1.1k
+    /// on qk's tiles).
+    pub fn q_columns_scaled(&self) -> Option<ScaledColumns> {
+        let q = self.score_scales().0;
+        (q != 1.0).then(|| ScaledColumns {
+            scale_bits: q.to_bits(),
+            cols: self.hp(),
+        })
     }
 
     /// What the attention tiles' softmax multiplies the scores by (and
@@ -1170,7 +1187,10 @@ fn plan_attention_window(
         k: s.c,
         n: 2 * s.hp(),
         variant: qkv,
-        epilogue: with_bias(BiasRows::Early, gathered_reduction),
+        epilogue: Epilogue {
+            scaled: s.q_columns_scaled(),
+            ..with_bias(BiasRows::Early, gathered_reduction)
+        },
     };
     let vt_shape = GemmShape {
         m: s.hp(),

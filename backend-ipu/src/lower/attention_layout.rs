@@ -436,9 +436,11 @@ impl ProductLayouts {
         )?;
         // A key-split tile's combination divides by the row's sum (see
         // [`combine_of`]): its softmax skips normalising.
+        // Q arrives scaled: qk's tiles multiply it
+        // ([`AttentionShape::q_columns_scaled`]), once for every attention
+        // tile that receives it.
         let att = TileAttention {
             normalise: !core.split() || core.flash(),
-            q_scale: s.score_scales().0,
             ..att
         };
         if !core.combines() {

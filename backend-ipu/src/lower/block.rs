@@ -456,6 +456,7 @@ pub fn plan_mlp_in(
                 input_exp: -d.fc1,
                 output_scale: 0,
             }),
+            scaled: None,
         },
     };
     let fc2_shape = GemmShape {

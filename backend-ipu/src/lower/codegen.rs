@@ -484,6 +484,19 @@ impl PlacedGemm {
                 calls.push((name, Box::new(gelu)));
             }
         }
+        if let Some(scaled) = plan.shape.epilogue.scaled {
+            let launches = scaled.launches(
+                (j * plan.groups, groups, ko),
+                hi.saturating_sub(lo),
+                view.groups_contiguous(hi.saturating_sub(lo)),
+                |g| view.at(g, lo),
+            );
+            for (g, launch) in launches.into_iter().enumerate() {
+                let name = format!("{tag}_scale{g}");
+                emit_call(e, &name);
+                calls.push((name, Box::new(launch)));
+            }
+        }
         Ok((view, exchange_bytes))
     }
 

@@ -33,6 +33,7 @@ use crate::codelets::gelu_f8::{GeluF8, GeluF8Counts};
 use crate::codelets::gemm::{GemmCounts, TileGemm};
 use crate::codelets::launch::{split, StreamCounts};
 use crate::codelets::program::Codelet;
+use crate::codelets::scale::ScaleF16;
 use crate::codelets::subroutine::call_cycles;
 
 /// What a product's tiles do to Y after the product, in place: a bias
@@ -65,6 +66,63 @@ pub struct Epilogue {
     /// Where the block lays the K split's reduction buffers
     /// ([`tile_bytes`]).
     pub reduction: ReductionPlace,
+    /// Output columns the tiles multiply by a constant once Y is summed
+    /// (after the K split's reduction, on the rows each tile owns),
+    /// where the product cannot take it into its weights.
+    pub scaled: Option<ScaledColumns>,
+}
+
+/// Output columns `0..cols` of a product multiplied by a constant on its
+/// tiles ([`ScaleF16`], which takes the constant as an f16 mantissa and a
+/// power of two): the attention's FP8 Q, whose softmax scale and
+/// `2^-2D` (its codes' domain and K's) lie below f16's normal range and
+/// are applied once on qk's tiles instead of on each of the attention
+/// tiles that receive the same rows of Q.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScaledColumns {
+    /// The constant, as f32 bits.
+    pub scale_bits: u32,
+    /// Columns, a multiple of the output groups' width.
+    pub cols: u32,
+}
+
+impl ScaledColumns {
+    /// The constant.
+    pub fn scale(&self) -> f32 {
+        f32::from_bits(self.scale_bits)
+    }
+
+    /// The launches that scale `groups` output groups from global group
+    /// `first_group` on, `rows` rows each, of a tile whose group `g` row
+    /// `r` lies at `at(g, r)` with `lo` its first owned row: those groups
+    /// below `cols` (a prefix), in one launch where they are contiguous
+    /// (`contiguous`), one per group otherwise.
+    pub fn launches(
+        &self,
+        (first_group, groups, width): (u32, u32, u32),
+        rows: u32,
+        contiguous: bool,
+        at: impl Fn(u32) -> u32,
+    ) -> Vec<ScaleF16> {
+        let n = (0..groups)
+            .filter(|g| (first_group + g) * width < self.cols)
+            .count() as u32;
+        if n == 0 || rows == 0 {
+            return Vec::new();
+        }
+        let (launches, len) = if contiguous {
+            (1, rows * width * n)
+        } else {
+            (n, rows * width)
+        };
+        (0..launches)
+            .map(|g| ScaleF16 {
+                len,
+                at: at(g),
+                scale: self.scale(),
+            })
+            .collect()
+    }
 }
 
 /// Where a block lays a product's reduction buffers, which decides the
@@ -629,6 +687,8 @@ pub struct PlanCounts {
     pub gelu_f8: Option<GeluF8Counts>,
     /// The add codelet's (the K split's reduction).
     pub add: StreamCounts,
+    /// The scaling's ([`Epilogue::scaled`]), if the epilogue has one.
+    pub scale: Option<StreamCounts>,
     /// The zero fill's (the last K part's padding panels).
     pub fill: StreamCounts,
     /// The bias broadcasts' (the bias into the initial partials).
@@ -653,6 +713,15 @@ impl PlanCounts {
             add: reduction_add(shape.variant, 1, 0x80000, 0x90000, 0xa0000)
                 .counts()
                 .expect("the probe's parameters are valid"),
+            scale: shape.epilogue.scaled.map(|s| {
+                ScaleF16 {
+                    len: 8,
+                    at: 0x80000,
+                    scale: s.scale(),
+                }
+                .counts()
+                .expect("the probe's parameters are valid")
+            }),
             fill: Fill {
                 bytes: 8,
                 dst: 0x80000,
@@ -687,6 +756,26 @@ impl PlanCounts {
         padding_fill(plan, plan.grid_k - 1, 0).map_or(0, |f| {
             self.fill.cycles(&f.worker_words()) + call_cycles(&MachineModel::c600())
         })
+    }
+
+    /// Cycles of the scaling ([`Epilogue::scaled`]) on the busiest tile of
+    /// `plan` owning `rows` rows of `groups` groups (every group scaled),
+    /// the calls included: one launch after a reduction (the groups are
+    /// contiguous), one per group otherwise; 0 without one.
+    pub fn scale_cycles(&self, plan: &GemmPlan, rows: u32, groups: u32) -> u64 {
+        let (Some(counts), Some(scaled)) = (self.scale.as_ref(), plan.shape.epilogue.scaled) else {
+            return 0;
+        };
+        let width = plan.shape.variant.out_channels() as u32;
+        let everything = ScaledColumns {
+            cols: u32::MAX,
+            ..scaled
+        };
+        everything
+            .launches((0, groups, width), rows, plan.grid_k > 1, |_| 0)
+            .iter()
+            .map(|l| counts.cycles(&l.worker_pairs()) + call_cycles(&MachineModel::c600()))
+            .sum()
     }
 
     /// Cycles of one reduction round's adds on a tile keeping `rows` rows
@@ -1024,11 +1113,12 @@ fn evaluate_with(
             reduction,
             epilogue: {
                 let owned = if rounds == 0 { rows } else { keep };
-                match (counts.gelu.as_ref(), counts.gelu_f8.as_ref()) {
-                    (_, Some(g)) => gelu_f8_cycles(g, (owned, groups)),
-                    (Some(g), None) => epilogue_cycles(&shape, (owned, groups), rounds > 0, g),
-                    (None, None) => 0,
-                }
+                counts.scale_cycles(&plan, owned, groups)
+                    + match (counts.gelu.as_ref(), counts.gelu_f8.as_ref()) {
+                        (_, Some(g)) => gelu_f8_cycles(g, (owned, groups)),
+                        (Some(g), None) => epilogue_cycles(&shape, (owned, groups), rounds > 0, g),
+                        (None, None) => 0,
+                    }
             },
             sync: syncs * u64::from(machine.sync_latency),
         },
@@ -1061,6 +1151,9 @@ impl fmt::Display for Epilogue {
             if self.per_row {
                 write!(f, " per row")?;
             }
+        }
+        if let Some(s) = self.scaled {
+            write!(f, ", columns 0..{} times {:e}", s.cols, s.scale())?;
         }
         match self.gelu {
             Some(GeluForm::Erf) => write!(f, ", GELU (erf)"),
@@ -1112,6 +1205,37 @@ mod tests {
             variant: AmpVariant::F16,
             epilogue: Epilogue::default(),
         }
+    }
+
+    #[test]
+    fn scaled_columns_launch_on_the_groups_below_their_end() {
+        // Q's 64 columns of qk's 128: a tile of column block 1 (groups 2
+        // and 3 of 16 columns) holds Q's last group and K's first.
+        let q = ScaledColumns {
+            scale_bits: 0.25f32.to_bits(),
+            cols: 48,
+        };
+        let at = |g: u32| 0x80000 + g * 0x1000;
+        // After a reduction the owned rows of every group are contiguous:
+        // one launch over the Q groups, from the first.
+        let one = q.launches((0, 2, 16), 6, true, at);
+        assert_eq!(one.len(), 1);
+        assert_eq!(
+            (one[0].len, one[0].at, one[0].scale),
+            (6 * 16 * 2, 0x80000, 0.25)
+        );
+        // Without one, a launch per Q group.
+        let each = q.launches((0, 2, 16), 6, false, at);
+        assert_eq!(
+            each.iter().map(|l| (l.len, l.at)).collect::<Vec<_>>(),
+            [(96, 0x80000), (96, 0x81000)]
+        );
+        // Block 1: its group 0 (global 2) is Q's, its group 1 K's.
+        let mixed = q.launches((2, 2, 16), 6, false, at);
+        assert_eq!(mixed.iter().map(|l| l.at).collect::<Vec<_>>(), [0x80000]);
+        // K's block, and a tile that owns no rows: nothing.
+        assert!(q.launches((4, 2, 16), 6, true, at).is_empty());
+        assert!(q.launches((0, 2, 16), 0, true, at).is_empty());
     }
 
     #[test]
