@@ -148,8 +148,12 @@ fn run_with(
     }
     let simulated = s.profile().unwrap().total_cycles;
     let estimate = g.cycles(&counts);
+    // Within 2 %, or a barrel round (6 cycles) on a short product: the
+    // estimate charges every launch's loop branch as taken (a refill),
+    // where the last launch's falls through.
+    let slack = (estimate / 50).max(6);
     assert!(
-        simulated <= estimate + estimate / 50 && estimate <= simulated + simulated / 50,
+        simulated <= estimate + slack && estimate <= simulated + slack,
         "{variant:?} {rows}x{k}x{n}: simulated {simulated} cycles, estimated {estimate}"
     );
 }

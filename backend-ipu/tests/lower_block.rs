@@ -310,9 +310,17 @@ fn a_tiles_adds_share_one_worker_and_the_bytes_repeat() {
 #[test]
 fn fc2s_bias_is_a_row_per_group_broadcast_over_the_owned_rows() {
     use ipuc_backend_ipu::lower::block::fc2_bias_broadcast;
+    use ipuc_backend_ipu::lower::plan::Grid;
     let s = shape(37, 48, 200, GeluForm::Tanh);
     let machine = MachineModel::c600();
-    let plan = plan_mlp(s, &machine).unwrap_or_else(|e| panic!("{e}"));
+    // fc2 with a K split of 2 (the search's own grid may have none).
+    let fc2_grid = Grid {
+        rows: 37,
+        cols: 3,
+        k: 2,
+    };
+    let plan = ipuc_backend_ipu::lower::block::plan_mlp_with(s, &machine, (None, Some(fc2_grid)))
+        .unwrap_or_else(|e| panic!("{e}"));
     let p2 = &plan.fc2;
     assert!(p2.grid_k > 1, "several K parts own rows: {p2:?}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(5);

@@ -13,7 +13,7 @@
 // CHECK-LABEL: func.func @linear_gelu
 // CHECK: nn.linear {{.*}}ipu.plan = {{.*}}epilogue_cycles = {{[1-9][0-9]*}} : i64
 // CHECK: ipu.tile 0 {
-// CHECK: ipu.inst runall m1, m2, 4
+// CHECK: ipu.inst runall m1, m2, 3
 // CHECK: ipu.inst call lr, @gemm0_gelu0_main
 // CHECK-NEXT: ipu.inst call lr, @gemm0_gelu1_main
 // CHECK-NEXT: ipu.inst exitz mzero

@@ -19,7 +19,7 @@
 // (16 words), the delay, its 1 given row (8 words), the wait for tile 1's
 // words (a delay loop), the add.
 // CHECK:        ipu.tile 0 {
-// CHECK:          ipu.inst runall m1, m2, 4
+// CHECK:          ipu.inst runall m1, m2, 3
 // CHECK:          ipu.inst sync @TEXCH_SYNCZONE_INTERNAL
 // CHECK-NEXT:     ipu.inst setzi m0, [[RECV:0x[0-9a-f]+]]
 // CHECK-NEXT:     ipu.inst setzi m1, 16

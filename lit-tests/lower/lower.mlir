@@ -27,7 +27,7 @@ func.func @mm(%x: tensor<8x24xf16>) -> tensor<8x32xf16> {
 // CHECK:          ipu.inst send m0, 64
 // CHECK-NEXT:     ipu.inst sync @TEXCH_SYNCZONE_INTERNAL
 // CHECK:          ipu.inst setzi m0, 0x80000
-// CHECK:          ipu.inst runall m1, m2, 4
+// CHECK:          ipu.inst runall m1, m2, 3
 // A receiver arms its window for the home tile's words.
 // CHECK:        ipu.tile 1 {
 // CHECK:          ipu.label @main
@@ -43,9 +43,10 @@ func.func @mm(%x: tensor<8x24xf16>) -> tensor<8x32xf16> {
 // CHECK:          ipu.inst setzi m2, 2
 // X enters on tiles 0 and 2 only, 16 elements per piece (one panel row);
 // Y leaves from all four tiles.
-// The vertex states (2 launches x 6 workers x 4 words) are the same on
+// The vertex states (2 launches x 6 workers x 3 words: the three
+// addresses packed as `tapack` packs them, and the rows) are the same on
 // every tile: one constant at the top of region 0, replicated.
-// CHECK:        ipu.tensor constant @gemm0_vertex_states : tensor<48xi32> = dense_resource<gemm0_vertex_states> : tensor<48xi32> pieces [(0, 0x7ff40, 0, 48), (1, 0x7ff40, 0, 48), (2, 0x7ff40, 0, 48), (3, 0x7ff40, 0, 48)]
+// CHECK:        ipu.tensor constant @gemm0_vertex_states : tensor<36xi32> = dense_resource<gemm0_vertex_states> : tensor<36xi32> pieces [(0, 0x7ff70, 0, 36), (1, 0x7ff70, 0, 36), (2, 0x7ff70, 0, 36), (3, 0x7ff70, 0, 36)]
 // Each grid column's weight panels are one constant, loaded with the
 // program at the start of interleaved memory on every tile of the column.
 // CHECK:        ipu.tensor constant @gemm0_weights_col0 : tensor<512xf16> = dense_resource<gemm0_weights_col0> : tensor<512xf16> pieces [(0, 0x80000, 0, 512), (2, 0x80000, 0, 512)]

@@ -302,6 +302,8 @@ pub struct AmpBlock {
 
 /// Workers of a tile.
 const WORKERS: u32 = 6;
+/// Words of a worker's packed vertex state ([`AmpBlock::packed_states`]).
+pub const PACKED_STATE_WORDS: usize = 3;
 /// Largest row count (the worker's `rpt` count register is 16-bit on ipu2/21).
 pub const MAX_ROWS: u32 = 6 * 0xffff;
 
@@ -467,6 +469,38 @@ impl AmpBlock {
         let worker = e.issues() - after_prepass;
         e.size_of(&format!("{tag}_worker"));
         (worker, body, pre)
+    }
+
+    /// Emits the worker of [`AmpBlock::packed_states`]: its three
+    /// addresses already packed in the vertex state, which spares each
+    /// worker of each launch the separate addresses' loads and the
+    /// `tapack` (two issues of a worker's 14 or so around its rows). The
+    /// tile GEMM's launches use it ([`super::gemm::TileGemm`]). Returns
+    /// the worker's issues outside its `rpt` and the body's per row.
+    pub(crate) fn emit_worker_packed(&self, e: &mut Emitter, tag: &str) -> (u64, u64) {
+        e.code_section(&format!(".text.{tag}_worker"), SectionKind::Worker);
+        e.worker_entry(&format!("{tag}_worker"));
+        let start = e.issues();
+        // Vertex state: the packed addresses, rows.
+        e.load_state(&[(4, 0), (5, 1), (3, 2)]);
+        let body = emit_row_pipeline(e, self.variant, self.mode, tag);
+        e.solo(inst("exitz", [op::mzero()]));
+        let worker = e.issues() - start;
+        e.size_of(&format!("{tag}_worker"));
+        (worker, body)
+    }
+
+    /// The packed vertex state of each worker
+    /// (the tile GEMM's worker): input, partials (overwrite: the
+    /// output) and output as `tapack` packs them (21 bits each, from bit
+    /// 0), in two words, then the rows; each worker starts at its first
+    /// row.
+    pub fn packed_states(&self) -> [[u32; PACKED_STATE_WORDS]; 6] {
+        self.vertex_states().map(|[input, partials, output, rows]| {
+            let field = |a: u32| u64::from(a & 0x1f_ffff);
+            let p = field(input) | (field(partials) << 21) | (field(output) << 42);
+            [p as u32, (p >> 32) as u32, rows]
+        })
     }
 
     /// The vertex state of each worker: input, partials (overwrite: the

@@ -23,17 +23,19 @@
 //! in interleaved memory, and a worker's store would overwrite partials the
 //! next worker has not read yet; the second half starts 8 mod 16 bytes
 //! after the first, so the two accesses differ in bank parity (poplibs
-//! offsets its partials buffers by 8 mod 16 for the same reason). Each launch has its own vertex state (six workers,
-//! four words each, [`AmpBlock::vertex_states`]), 96 bytes per launch in
-//! launch order, so the supervisor only advances two pointers:
+//! offsets its partials buffers by 8 mod 16 for the same reason). Each
+//! launch has its own vertex state (six workers, three words each: the
+//! three addresses packed as `tapack` packs them, and the rows,
+//! [`AmpBlock::packed_states`]), 72 bytes per launch in launch order, so
+//! the supervisor only advances two pointers:
 //!
 //! ```text
 //!     setzi $m0, weights ; setzi $m2, states ; setzi $m1, ovw ; setzi $m6, acc
 //!     setzi $m5, n_groups - 1
-//! ng: put $CCCSLOAD, $m0 ; ld128putcs ×P ; runall $m1, $m2, 4 ; sync local
-//!     add $m0, $m0, panel ; add $m2, $m2, 96 ; setzi $m4, k_groups - 2
-//! kg: put $CCCSLOAD, $m0 ; ld128putcs ×P ; runall $m6, $m2, 4 ; sync local
-//!     add $m0, $m0, panel ; add $m2, $m2, 96 ; brnzdec $m4, kg
+//! ng: put $CCCSLOAD, $m0 ; ld128putcs ×P ; runall $m1, $m2, 3 ; sync local
+//!     add $m0, $m0, panel ; add $m2, $m2, 72 ; setzi $m4, k_groups - 2
+//! kg: put $CCCSLOAD, $m0 ; ld128putcs ×P ; runall $m6, $m2, 3 ; sync local
+//!     add $m0, $m0, panel ; add $m2, $m2, 72 ; brnzdec $m4, kg
 //!     brnzdec $m5, ng
 //! ```
 //!
@@ -47,14 +49,15 @@ use ipuc_ipu_arch::encoding::Instr;
 use ipuc_ipu_arch::pipeline::{launch_cycles_after, supervisor_schedule};
 use ipuc_ipu_arch::MachineModel;
 
-use super::amp::{AmpBlock, AmpMode, AmpVariant};
+use super::amp::{AmpBlock, AmpMode, AmpVariant, PACKED_STATE_WORDS};
 use super::emitter::{inst, op, Emitter};
 use super::launch::WORKERS;
 use super::program::Codelet;
 use super::CodeletError;
 
-/// Bytes of vertex state per launch: six workers, four words each.
-pub const STATE_BYTES_PER_LAUNCH: u32 = (WORKERS * 4 * 4) as u32;
+/// Bytes of vertex state per launch: six workers, three words each
+/// ([`AmpBlock::packed_states`]).
+pub const STATE_BYTES_PER_LAUNCH: u32 = (WORKERS * PACKED_STATE_WORDS * 4) as u32;
 
 /// One tile's GEMM.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -377,7 +380,10 @@ impl TileGemm {
             for i in 0..loads {
                 e.solo(inst("ld128putcs", [op::imm(2 * i as i64)]));
             }
-            e.solo(inst("runall", [op::m(entry), op::m(2), op::imm(4)]));
+            e.solo(inst(
+                "runall",
+                [op::m(entry), op::m(2), op::imm(PACKED_STATE_WORDS as i64)],
+            ));
             e.solo(inst("sync", [op::sym("TEXCH_SYNCZONE_LOCAL")]));
             e.solo(inst("add", [op::m(0), op::m(0), op::imm(panel)]));
             e.solo(inst("add", [op::m(2), op::m(2), op::imm(state_step)]));
@@ -431,7 +437,7 @@ impl TileGemm {
         let mut words = Vec::with_capacity(self.state_bytes() as usize / 4);
         for j in 0..self.n_groups {
             for g in 0..self.k_groups {
-                for w in self.block(j, g).vertex_states() {
+                for w in self.block(j, g).packed_states() {
                     words.extend(w);
                 }
             }
@@ -444,12 +450,12 @@ impl TileGemm {
     pub fn emit_worker_code(&self, e: &mut Emitter, tag: &str) -> GemmWorkerCounts {
         let (ovw, acc) = (format!("{tag}_ovw"), format!("{tag}_acc"));
         let block = self.block(0, 0);
-        let (worker, body, ()) = block.emit_worker(e, &ovw, |_| ());
-        let (acc_worker, _, ()) = AmpBlock {
+        let (worker, body) = block.emit_worker_packed(e, &ovw);
+        let (acc_worker, _) = AmpBlock {
             mode: AmpMode::Accumulate,
             ..block.clone()
         }
-        .emit_worker(e, &acc, |_| ());
+        .emit_worker_packed(e, &acc);
         GemmWorkerCounts {
             worker: worker.max(acc_worker),
             body,
@@ -499,7 +505,8 @@ impl GemmCounts {
     /// first follows a taken `brnzdec`, whose refill hides the hazards),
     /// the workers from their start, each issuing once per barrel round,
     /// then the `sync`, the pointer updates and the loop branch with its
-    /// refill. The setup runs once before.
+    /// refill. The setup runs once before. The last launch's branches fall
+    /// through, which the estimate charges as taken: a few cycles over.
     pub fn cycles(&self, gemm: &TileGemm, machine: &MachineModel) -> u64 {
         let s = &self.supervisor;
         let rows = gemm.block(0, 0).worker_rows();

@@ -1189,6 +1189,16 @@ fn plan_attention_window(
         variant: qkv,
         epilogue: Epilogue {
             scaled: s.q_columns_scaled(),
+            // Streamed, a chain gathers qk's weights in the link into the
+            // block, beside LayerNorm
+            // ([`AttentionPlan::qkv_gathered_before`]).
+            gathered_weights: match weights {
+                Weights::Streamed => Some(
+                    super::ln_tiles::beside_layer_norm_cycles(s.c, s.fp8.is_some())
+                        .map_err(|e| e.to_string())?,
+                ),
+                Weights::Resident => None,
+            },
             ..with_bias(BiasRows::Early, gathered_reduction)
         },
     };
@@ -1213,7 +1223,15 @@ fn plan_attention_window(
         k: s.heads * s.out_dp(),
         n: s.c,
         variant: s.out_variant(),
-        epilogue: with_bias(BiasRows::BeforeVertex, ReductionPlace::OverInput),
+        epilogue: Epilogue {
+            // Streamed, out's weights are gathered in exchange C, but
+            // the search is not charged for it: charged, it picks 7x24x8
+            // for so400m (79k cycles fewer over the model), whose link into
+            // the MLP block takes an LN tile past the 16 KB of exchange
+            // code (16,700 bytes).
+            gathered_weights: None,
+            ..with_bias(BiasRows::BeforeVertex, ReductionPlace::OverInput)
+        },
     };
     let ln_tiles: Vec<u32> = (first + gemm..first + machine.tiles).collect();
     // The search fits each product alone in the memory earlier blocks

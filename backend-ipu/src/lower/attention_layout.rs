@@ -723,7 +723,7 @@ pub(super) fn best_core(
 }
 
 /// The most bytes of vertex states a flash-style attention tile's
-/// launches may take (96 bytes a launch,
+/// launches may take (72 bytes a launch,
 /// [`crate::codelets::gemm::STATE_BYTES_PER_LAUNCH`]: the scores' and the
 /// values' of each distinct chunk the tile runs): its chunks are a free
 /// choice that trades cycles (fewer, longer chunks) for code (each chunk

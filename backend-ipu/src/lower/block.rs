@@ -437,6 +437,13 @@ pub fn plan_mlp_in(
             if shape.fp8.is_some() { "FP8" } else { "f16" }
         ));
     }
+    let beside_ln = match weights {
+        Weights::Streamed => Some(
+            super::ln_tiles::beside_layer_norm_cycles(shape.c, shape.fp8.is_some())
+                .map_err(|e| e.to_string())?,
+        ),
+        Weights::Resident => None,
+    };
     let fc1_shape = GemmShape {
         m: shape.m,
         k: shape.c,
@@ -456,6 +463,9 @@ pub fn plan_mlp_in(
                 input_exp: -d.fc1,
                 output_scale: 0,
             }),
+            // Streamed, a chain gathers fc1's weights in the link into the
+            // block, beside LayerNorm (`MlpPlan::fc1_gathered_before`).
+            gathered_weights: beside_ln,
             scaled: None,
         },
     };
@@ -469,6 +479,7 @@ pub fn plan_mlp_in(
             reduction: ReductionPlace::UnderOutput {
                 keeps_result: false,
             },
+            gathered_weights: (weights == Weights::Streamed).then_some(0),
             ..Epilogue::default()
         },
     };

@@ -254,6 +254,29 @@ impl LnTiles<'_> {
     }
 }
 
+/// Estimated cycles of LayerNorm on an LN tile of [`LN_ROWS`] rows of `c`
+/// channels (FP8 or f16 output): how long a product tile's gather in a
+/// chain's link into the block may take beside it without lengthening
+/// the link (the plan search charges a streamed product's gather beyond
+/// them, [`super::plan::Epilogue::gathered_weights`]).
+pub fn beside_layer_norm_cycles(c: u32, fp8: bool) -> Result<u32, CodeletError> {
+    let ln = LayerNorm {
+        rows: LN_ROWS,
+        cols: c,
+        eps: 1e-6,
+        affine: false,
+        input: 0x80000,
+        gamma: 0,
+        beta: 0,
+        output: 0xa0000,
+        output_f8_scale: fp8.then_some(0),
+        variance: Variance::for_output(fp8),
+        output_panels: None,
+        x_groups: None,
+    };
+    Ok(ln.estimate_cycles()? as u32)
+}
+
 /// Where an LN tile keeps its tensors ([`super::window`]): x's
 /// [`LN_ROWS`] rows of `c` f16 values, LayerNorm's output rows, gamma and
 /// beta; and the end of the private ones.

@@ -66,6 +66,15 @@ pub struct Epilogue {
     /// Where the block lays the K split's reduction buffers
     /// ([`tile_bytes`]).
     pub reduction: ReductionPlace,
+    /// The weights are streamed ([`super::stream`]): each tile keeps
+    /// `1/rows` of its column block's weights and gathers the rest from
+    /// the grid column's other tiles before the product, `(rows - 1) /
+    /// rows` of its weights across its port, which the search charges
+    /// with the input's broadcast (a grid with fewer rows gathers less)
+    /// beyond the cycles given here: those of a gather beside other work
+    /// (a chain's link into the block, beside LayerNorm,
+    /// [`super::ln_tiles::beside_layer_norm_cycles`]) that cost nothing.
+    pub gathered_weights: Option<u32>,
     /// Output columns the tiles multiply by a constant once Y is summed
     /// (after the K split's reduction, on the rows each tile owns),
     /// where the product cannot take it into its weights.
@@ -1074,6 +1083,11 @@ fn evaluate_with(
     } else {
         0
     };
+    if let (Some(hidden), true) = (shape.epilogue.gathered_weights, plan.grid_rows > 1) {
+        let rows = u64::from(plan.grid_rows);
+        let gather = (vertex.weight_bytes() * (rows - 1) / rows).div_ceil(bpc);
+        exchange += gather.saturating_sub(u64::from(hidden));
+    }
     // The broadcast's superstep ends in a sync; each reduction round is a
     // sync, the exchange and the adds at a fence ([`super::reduce`]). The
     // search charges each round past the first one more sync
@@ -1205,6 +1219,35 @@ mod tests {
             variant: AmpVariant::F16,
             epilogue: Epilogue::default(),
         }
+    }
+
+    #[test]
+    fn a_streamed_products_gather_is_charged_beyond_what_lies_beside_other_work() {
+        // fc1 of so400m on 7 grid rows: each tile gathers 6/7 of its 9
+        // panels x 6 groups of FP8 weights (27,648 bytes), 23,698 bytes
+        // at 4 bytes a cycle.
+        let m = MachineModel::c600();
+        let grid = Grid {
+            rows: 7,
+            cols: 45,
+            k: 4,
+        };
+        let with = |gathered_weights| {
+            let shape = GemmShape {
+                variant: AmpVariant::F8,
+                epilogue: Epilogue {
+                    gathered_weights,
+                    ..Epilogue::default()
+                },
+                ..shape(729, 1152, 4320)
+            };
+            evaluate(shape, grid, &m).unwrap().estimate.exchange
+        };
+        let resident = with(None);
+        assert_eq!(with(Some(0)), resident + 23_698u64.div_ceil(4));
+        assert_eq!(with(Some(5_000)), resident + 23_698u64.div_ceil(4) - 5_000);
+        // All of it beside LayerNorm: nothing.
+        assert_eq!(with(Some(10_000)), resident);
     }
 
     #[test]
