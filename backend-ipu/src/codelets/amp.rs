@@ -497,7 +497,11 @@ impl AmpBlock {
     /// row.
     pub fn packed_states(&self) -> [[u32; PACKED_STATE_WORDS]; 6] {
         self.vertex_states().map(|[input, partials, output, rows]| {
-            let field = |a: u32| u64::from(a & 0x1f_ffff);
+            // Tile memory ends below 2^21 (validated addresses fit).
+            let field = |a: u32| {
+                debug_assert!(a <= 0x1f_ffff, "address 0x{a:x} past 21 bits");
+                u64::from(a & 0x1f_ffff)
+            };
             let p = field(input) | (field(partials) << 21) | (field(output) << 42);
             [p as u32, (p >> 32) as u32, rows]
         })

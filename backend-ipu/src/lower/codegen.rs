@@ -485,6 +485,10 @@ impl PlacedGemm {
             }
         }
         if let Some(scaled) = plan.shape.epilogue.scaled {
+            debug_assert!(
+                plan.shape.epilogue.gelu.is_none(),
+                "a scaled product has no GELU (it would run first)"
+            );
             let launches = scaled.launches(
                 (j * plan.groups, groups, ko),
                 hi.saturating_sub(lo),

@@ -77,7 +77,8 @@ pub struct Epilogue {
     pub gathered_weights: Option<u32>,
     /// Output columns the tiles multiply by a constant once Y is summed
     /// (after the K split's reduction, on the rows each tile owns),
-    /// where the product cannot take it into its weights.
+    /// where the product cannot take it into its weights. Not with GELU
+    /// (the scaling follows the GELU's launches).
     pub scaled: Option<ScaledColumns>,
 }
 
