@@ -309,7 +309,7 @@ fn so400m_s_head_plans_on_half_the_chip() {
     assert_eq!(plan.layout.head.values.input_bytes(), 46 * 16 * 32);
     // The softmax over 736 scores as 23 rows of two groups: four rows a
     // worker at most, joined.
-    assert_eq!((plan.layout.head.rows, plan.layout.head.groups), (23, 2));
+    assert_eq!((plan.layout.head.rows, plan.layout.head.groups()), (23, 2));
     // Exchange B gathers every head's values from hundreds of sv tiles:
     // with the senders' transfers listed one sender after another the
     // schedule left receivers idle (421k of 604k cycles); in turn it is

@@ -57,13 +57,8 @@ pub const PANEL_TAIL: u32 = 15 * 32;
 /// which exchange C sends.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeadTile {
-    /// The scores, `[kp 16]` f16 in token order, then (in place) the
-    /// probabilities, then [`PANEL_TAIL`] bytes of zeros.
-    pub scores: u32,
     /// The softmax's rows (at least 2, or 1 where `kp` is 1).
     pub rows: u32,
-    /// Its groups: `kp / rows`.
-    pub groups: u32,
     /// Each row's `(-m, s)` (f32 pairs).
     pub stats: u32,
     /// `(P V_h)^T` on the tile.
@@ -99,9 +94,7 @@ pub fn softmax_rows(kp: u32) -> Result<(u32, u32), crate::codelets::CodeletError
     let mut best: Option<(u64, (u32, u32))> = None;
     for rows in (1..=kp).filter(|r| kp.is_multiple_of(*r) && (*r > 1 || kp == 1)) {
         let tile = HeadTile {
-            scores: 0x80000,
             rows,
-            groups: kp / rows,
             stats: 0x70000,
             values: unplaced_values(kp),
             output: 0,
@@ -119,18 +112,30 @@ pub fn softmax_rows(kp: u32) -> Result<(u32, u32), crate::codelets::CodeletError
 }
 
 impl HeadTile {
+    /// The scores, `[kp 16]` f16 in token order, then (in place) the
+    /// probabilities, then [`PANEL_TAIL`] bytes of zeros: the weights of
+    /// `(P V_h)^T`.
+    pub fn scores(&self) -> u32 {
+        self.values.weights
+    }
+
+    /// The softmax's groups: `kp / rows`.
+    pub fn groups(&self) -> u32 {
+        self.values.k_groups / self.rows
+    }
+
     /// The softmax over the rows, in place; with statistics and without
     /// normalising where [`HeadTile::join`] follows.
     pub fn softmax(&self) -> SoftmaxPanels {
         let stride = self.rows * 32;
         SoftmaxPanels {
             rows: self.rows,
-            groups: self.groups,
+            groups: self.groups(),
             scale: 1.0,
             scores: Elem::F16,
-            input: self.scores,
+            input: self.scores(),
             input_stride: stride,
-            output: self.scores,
+            output: self.scores(),
             output_stride: stride,
             stats: (self.rows > 1).then_some(self.stats),
             normalise: self.rows == 1,
@@ -142,9 +147,9 @@ impl HeadTile {
     pub fn join(&self) -> Option<SoftmaxJoin> {
         (self.rows > 1).then(|| SoftmaxJoin {
             rows: self.rows,
-            groups: self.groups,
+            groups: self.groups(),
             scale: 1.0,
-            data: self.scores,
+            data: self.scores(),
             stride: self.rows * 32,
             stats: self.stats,
         })
@@ -155,7 +160,7 @@ impl HeadTile {
     pub fn tail(&self) -> Fill {
         Fill {
             bytes: PANEL_TAIL,
-            dst: self.scores + self.values.k_groups * 32,
+            dst: self.scores() + self.values.k_groups * 32,
         }
     }
 
@@ -186,7 +191,7 @@ impl HeadTile {
     /// the lowest byte they may use.
     pub fn packed(s: PoolShape, machine: &MachineModel, base: u32) -> Result<HeadTile, String> {
         let kp = s.key_panels();
-        let (rows, groups) = softmax_rows(kp).map_err(|e| e.to_string())?;
+        let (rows, _) = softmax_rows(kp).map_err(|e| e.to_string())?;
         let mut values = unplaced_values(kp);
         // The value panels (X) at the top, the probabilities (the
         // product's weights, which the supervisor alone reads), the
@@ -227,9 +232,7 @@ impl HeadTile {
         values.output = at(y_off);
         values.weights = at(p_off);
         let tile = HeadTile {
-            scores: values.weights,
             rows,
-            groups,
             stats: at(stats_off),
             values,
             output: at(out_off),

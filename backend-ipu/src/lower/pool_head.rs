@@ -907,7 +907,7 @@ pub fn exchange_b(plan: &PoolPlan) -> Vec<Transfer> {
                                 words: 8,
                             }],
                             receivers: (0..parts)
-                                .map(|j| (first + r * parts + j, head.scores + group * 32))
+                                .map(|j| (first + r * parts + j, head.scores() + group * 32))
                                 .collect(),
                             segment: None,
                         });

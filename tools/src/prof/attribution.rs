@@ -690,7 +690,7 @@ fn pool_buffers(plan: &PoolPlan, machine: &MachineModel) -> Vec<Buffer> {
     for (name, address, size, live) in [
         (
             "head scores and P",
-            head.scores,
+            head.scores(),
             u64::from(tokens_padded(plan.shape)) * 2,
             (3, 4),
         ),
